@@ -1,0 +1,354 @@
+package config
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Role names the process being configured.
+type Role string
+
+// The four Gatehouse processes.
+const (
+	RoleEdge      Role = "edge"
+	RoleAuthn     Role = "authn"
+	RoleTokens    Role = "tokens"
+	RoleDirectory Role = "directory"
+)
+
+// MasterKeySize is the length of the master key in bytes (AES-256).
+const MasterKeySize = 32
+
+// MinInternalTokenLength is the shortest accepted internal-call credential.
+const MinInternalTokenLength = 32
+
+// Config is the validated configuration of one process.
+type Config struct {
+	Role Role
+
+	Addr    string   // GATEHOUSE_ADDR, listen address
+	Issuer  *url.URL // GATEHOUSE_ISSUER, the public base URL, no trailing slash
+	DataDir string   // GATEHOUSE_DATA_DIR
+
+	DatabaseURL string // GATEHOUSE_DATABASE_URL; empty means SQLite files in DataDir
+	RedisURL    string // GATEHOUSE_REDIS_URL; empty means in-process state
+
+	// MasterKey is GATEHOUSE_MASTER_KEY decoded. When it is nil the key is
+	// read from, or generated into, MasterKeyFile (embedded/SQLite only).
+	MasterKey     []byte
+	MasterKeyFile string
+
+	InternalToken string // GATEHOUSE_INTERNAL_TOKEN
+
+	// Service URLs. Nil means the service is embedded in this process
+	// (edge) or not needed by it.
+	AuthnURL     *url.URL
+	TokensURL    *url.URL
+	DirectoryURL *url.URL
+
+	AdminPassword string // GATEHOUSE_ADMIN_PASSWORD; empty means generate on first start
+	LogLevel      slog.Level
+
+	TrustedProxies  []netip.Prefix // GATEHOUSE_TRUSTED_PROXIES, comma-separated CIDRs
+	RateLimit       float64        // GATEHOUSE_RATE_LIMIT, requests per second per client address (0 = off)
+	RateBurst       int            // GATEHOUSE_RATE_BURST
+	ShutdownTimeout time.Duration  // GATEHOUSE_SHUTDOWN_TIMEOUT
+}
+
+// Getenv looks up one variable; os.Getenv satisfies it.
+type Getenv func(string) string
+
+// Load reads and validates the configuration for role. The returned error,
+// if any, is one line listing every invalid variable.
+func Load(role Role, getenv Getenv) (*Config, error) {
+	p := &parser{getenv: getenv}
+	c := &Config{Role: role}
+
+	c.Addr = p.str("GATEHOUSE_ADDR", ":8080")
+	if _, port, ok := strings.Cut(c.Addr, ":"); !ok || port == "" {
+		p.fail("GATEHOUSE_ADDR", "want host:port or :port, got %q", c.Addr)
+	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		p.fail("GATEHOUSE_ADDR", "invalid port %q", port)
+	}
+	c.Issuer = p.issuer("GATEHOUSE_ISSUER", "http://localhost:8080")
+	c.DataDir = p.str("GATEHOUSE_DATA_DIR", "./data")
+	c.DatabaseURL = p.databaseURL("GATEHOUSE_DATABASE_URL")
+	c.RedisURL = p.redisURL("GATEHOUSE_REDIS_URL")
+	c.InternalToken = p.str("GATEHOUSE_INTERNAL_TOKEN", "")
+	c.AuthnURL = p.serviceURL("GATEHOUSE_AUTHN_URL")
+	c.TokensURL = p.serviceURL("GATEHOUSE_TOKENS_URL")
+	c.DirectoryURL = p.serviceURL("GATEHOUSE_DIRECTORY_URL")
+	c.AdminPassword = p.str("GATEHOUSE_ADMIN_PASSWORD", "")
+	c.LogLevel = p.logLevel("GATEHOUSE_LOG_LEVEL")
+	c.TrustedProxies = p.prefixes("GATEHOUSE_TRUSTED_PROXIES")
+	c.RateLimit = p.float("GATEHOUSE_RATE_LIMIT", 50)
+	c.RateBurst = p.int("GATEHOUSE_RATE_BURST", 100)
+	c.ShutdownTimeout = p.duration("GATEHOUSE_SHUTDOWN_TIMEOUT", 20*time.Second)
+
+	if key := p.str("GATEHOUSE_MASTER_KEY", ""); key != "" {
+		b, err := base64.StdEncoding.DecodeString(key)
+		switch {
+		case err != nil:
+			p.fail("GATEHOUSE_MASTER_KEY", "not valid base64")
+		case len(b) != MasterKeySize:
+			p.fail("GATEHOUSE_MASTER_KEY", "must decode to %d bytes, got %d", MasterKeySize, len(b))
+		default:
+			c.MasterKey = b
+		}
+	} else if c.DatabaseURL != "" {
+		p.fail("GATEHOUSE_MASTER_KEY", "required when GATEHOUSE_DATABASE_URL is set (every replica must share it)")
+	} else {
+		c.MasterKeyFile = filepath.Join(c.DataDir, "master.key")
+	}
+
+	switch role {
+	case RoleEdge:
+	case RoleAuthn:
+		p.require("GATEHOUSE_DIRECTORY_URL", c.DirectoryURL, role)
+		p.require("GATEHOUSE_TOKENS_URL", c.TokensURL, role)
+	case RoleTokens:
+		p.require("GATEHOUSE_DIRECTORY_URL", c.DirectoryURL, role)
+	case RoleDirectory:
+		p.require("GATEHOUSE_TOKENS_URL", c.TokensURL, role)
+	default:
+		p.fail("role", "unknown process role %q", role)
+	}
+	if c.Distributed() {
+		switch {
+		case c.InternalToken == "":
+			p.fail("GATEHOUSE_INTERNAL_TOKEN", "required when services run as separate processes")
+		case len(c.InternalToken) < MinInternalTokenLength:
+			p.fail("GATEHOUSE_INTERNAL_TOKEN", "must be at least %d characters", MinInternalTokenLength)
+		}
+	}
+	if len(p.problems) > 0 {
+		return nil, fmt.Errorf("invalid configuration: %s", strings.Join(p.problems, "; "))
+	}
+	return c, nil
+}
+
+// Distributed reports whether this process talks to, or is, a separately
+// running service, so internal calls cross the network.
+func (c *Config) Distributed() bool {
+	return c.Role != RoleEdge || c.AuthnURL != nil || c.TokensURL != nil || c.DirectoryURL != nil
+}
+
+// LoadMasterKey returns the configured master key, or reads it from
+// MasterKeyFile, creating that file (0600) with a random key on first start.
+func (c *Config) LoadMasterKey() ([]byte, error) {
+	if c.MasterKey != nil {
+		return c.MasterKey, nil
+	}
+	b, err := os.ReadFile(c.MasterKeyFile)
+	if err == nil {
+		key, derr := base64.StdEncoding.DecodeString(strings.TrimSpace(string(b)))
+		if derr != nil || len(key) != MasterKeySize {
+			return nil, fmt.Errorf("master key file %s: not base64 of %d bytes", c.MasterKeyFile, MasterKeySize)
+		}
+		c.MasterKey = key
+		return key, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("read master key file: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(c.MasterKeyFile), 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	key := make([]byte, MasterKeySize)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("generate master key: %w", err)
+	}
+	// O_EXCL: two processes starting at once must not write different keys.
+	f, err := os.OpenFile(c.MasterKeyFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return c.LoadMasterKey()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create master key file: %w", err)
+	}
+	if _, err := f.WriteString(base64.StdEncoding.EncodeToString(key) + "\n"); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("write master key file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("write master key file: %w", err)
+	}
+	c.MasterKey = key
+	return key, nil
+}
+
+type parser struct {
+	getenv   Getenv
+	problems []string
+}
+
+func (p *parser) fail(name, format string, args ...any) {
+	p.problems = append(p.problems, name+": "+fmt.Sprintf(format, args...))
+}
+
+func (p *parser) str(name, def string) string {
+	if v := strings.TrimSpace(p.getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+func (p *parser) require(name string, u *url.URL, role Role) {
+	if u == nil {
+		p.fail(name, "required for the %s process", role)
+	}
+}
+
+func (p *parser) issuer(name, def string) *url.URL {
+	raw := strings.TrimRight(p.str(name, def), "/")
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		p.fail(name, "not a URL")
+	case u.Scheme != "https" && u.Scheme != "http":
+		p.fail(name, "must be an http or https URL, got scheme %q", u.Scheme)
+	case u.Host == "":
+		p.fail(name, "must include a host")
+	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+		p.fail(name, "must not contain user info, a query or a fragment")
+	default:
+		return u
+	}
+	return nil
+}
+
+func (p *parser) serviceURL(name string) *url.URL {
+	raw := p.str(name, "")
+	if raw == "" {
+		return nil
+	}
+	u, err := url.Parse(strings.TrimRight(raw, "/"))
+	switch {
+	case err != nil:
+		p.fail(name, "not a URL")
+	case u.Scheme != "http" && u.Scheme != "https":
+		p.fail(name, "must be an http or https URL, got scheme %q", u.Scheme)
+	case u.Host == "":
+		p.fail(name, "must include a host")
+	default:
+		return u
+	}
+	return nil
+}
+
+func (p *parser) databaseURL(name string) string {
+	raw := p.str(name, "")
+	if raw == "" {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		// url.Parse errors quote the input, which may hold a password.
+		p.fail(name, "malformed URL")
+	case u.Scheme != "postgres" && u.Scheme != "postgresql":
+		p.fail(name, "must be a postgres:// URL (leave it unset for SQLite), got scheme %q", u.Scheme)
+	case u.Host == "":
+		p.fail(name, "must include a host")
+	case strings.Trim(u.Path, "/") == "":
+		p.fail(name, "must name a database")
+	default:
+		return raw
+	}
+	return ""
+}
+
+func (p *parser) redisURL(name string) string {
+	raw := p.str(name, "")
+	if raw == "" {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		p.fail(name, "malformed URL")
+	case u.Scheme != "redis" && u.Scheme != "rediss":
+		p.fail(name, "must be a redis:// or rediss:// URL, got scheme %q", u.Scheme)
+	case u.Host == "":
+		p.fail(name, "must include a host")
+	default:
+		return raw
+	}
+	return ""
+}
+
+func (p *parser) logLevel(name string) slog.Level {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(p.str(name, "info"))); err != nil {
+		p.fail(name, "want debug, info, warn or error")
+	}
+	return l
+}
+
+func (p *parser) prefixes(name string) []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range strings.Split(p.str(name, ""), ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if !strings.Contains(s, "/") {
+			if a, err := netip.ParseAddr(s); err == nil {
+				out = append(out, netip.PrefixFrom(a, a.BitLen()))
+				continue
+			}
+		}
+		pf, err := netip.ParsePrefix(s)
+		if err != nil {
+			p.fail(name, "invalid CIDR %q", s)
+			continue
+		}
+		out = append(out, pf.Masked())
+	}
+	return out
+}
+
+func (p *parser) float(name string, def float64) float64 {
+	raw := p.str(name, "")
+	if raw == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(raw, 64)
+	if err != nil || f < 0 {
+		p.fail(name, "want a non-negative number, got %q", raw)
+	}
+	return f
+}
+
+func (p *parser) int(name string, def int) int {
+	raw := p.str(name, "")
+	if raw == "" {
+		return def
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 1 {
+		p.fail(name, "want a positive integer, got %q", raw)
+	}
+	return n
+}
+
+func (p *parser) duration(name string, def time.Duration) time.Duration {
+	raw := p.str(name, "")
+	if raw == "" {
+		return def
+	}
+	d, err := time.ParseDuration(raw)
+	if err != nil || d <= 0 {
+		p.fail(name, "want a positive duration such as 30s, got %q", raw)
+	}
+	return d
+}

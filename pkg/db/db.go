@@ -1,0 +1,148 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// Querier runs rebound queries; *DB and *Tx implement it, so store helpers
+// work inside and outside a transaction.
+type Querier interface {
+	Dialect() Dialect
+	Get(ctx context.Context, dest any, query string, args ...any) error
+	Select(ctx context.Context, dest any, query string, args ...any) error
+	Exec(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+var (
+	_ Querier = (*DB)(nil)
+	_ Querier = (*Tx)(nil)
+)
+
+// DB is one service's migrated database. It is safe for concurrent use.
+type DB struct {
+	db      *sqlx.DB
+	dialect Dialect
+}
+
+// Open validates o, connects, pings, creates the service's schema or file
+// and applies pending migrations. Its errors never contain the URL's
+// password.
+func Open(ctx context.Context, o Options) (*DB, error) {
+	d, err := o.validate()
+	if err != nil {
+		return nil, err
+	}
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+
+	var (
+		sqldb      *sql.DB
+		where      string
+		driverName string
+	)
+	switch d {
+	case SQLite:
+		sqldb, where, err = openSQLite(ctx, o.DataDir, o.Service)
+		driverName = "sqlite"
+	case Postgres:
+		sqldb, where, err = openPostgres(ctx, o.URL, o.Service)
+		driverName = "pgx"
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := migrate(ctx, sqldb, d, o.Service, o.Migrations, logger); err != nil {
+		_ = sqldb.Close()
+		return nil, fmt.Errorf("%w (service %s at %s)", err, o.Service, where)
+	}
+	logger.InfoContext(ctx, "db: opened",
+		slog.String("service", o.Service),
+		slog.String("dialect", string(d)),
+		slog.String("location", where))
+	// sqlx picks the bind type from the driver name, for callers of SQLX().
+	return &DB{db: sqlx.NewDb(sqldb, driverName), dialect: d}, nil
+}
+
+// Dialect reports the backend.
+func (d *DB) Dialect() Dialect { return d.dialect }
+
+// SQLX exposes the pool for what this package does not wrap; queries sent
+// through it are not rebound (see Rebind) and their times not normalised.
+func (d *DB) SQLX() *sqlx.DB { return d.db }
+
+// Rebind returns query with ? placeholders in the dialect's syntax.
+func (d *DB) Rebind(query string) string { return rebind(d.dialect, query) }
+
+// Get scans the single row query returns into dest (a struct or scalar);
+// sql.ErrNoRows when there is none (see NotFound).
+func (d *DB) Get(ctx context.Context, dest any, query string, args ...any) error {
+	return d.db.GetContext(ctx, dest, rebind(d.dialect, query), normalizeArgs(args)...)
+}
+
+// Select scans every row query returns into dest, a pointer to a slice.
+func (d *DB) Select(ctx context.Context, dest any, query string, args ...any) error {
+	return d.db.SelectContext(ctx, dest, rebind(d.dialect, query), normalizeArgs(args)...)
+}
+
+// Exec runs a statement that returns no rows.
+func (d *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return d.db.ExecContext(ctx, rebind(d.dialect, query), normalizeArgs(args)...)
+}
+
+// Ping checks that the database answers, for readiness probes.
+func (d *DB) Ping(ctx context.Context) error {
+	if err := d.db.PingContext(ctx); err != nil {
+		return fmt.Errorf("db: ping %s: %w", d.dialect, err)
+	}
+	return nil
+}
+
+// Close closes the pool; in-flight queries finish first.
+func (d *DB) Close() error {
+	if err := d.db.Close(); err != nil {
+		return fmt.Errorf("db: close: %w", err)
+	}
+	return nil
+}
+
+// normalizeArgs converts time arguments to UTC with microsecond precision
+// (PostgreSQL's), so both dialects store and return the same instant in the
+// same form. It copies args only when it changes one.
+func normalizeArgs(args []any) []any {
+	first := slices.IndexFunc(args, func(a any) bool {
+		switch a.(type) {
+		case time.Time, *time.Time:
+			return true
+		}
+		return false
+	})
+	if first < 0 {
+		return args
+	}
+	out := make([]any, len(args))
+	copy(out, args)
+	for i := first; i < len(out); i++ {
+		switch v := out[i].(type) {
+		case time.Time:
+			out[i] = normalizeTime(v)
+		case *time.Time:
+			if v != nil {
+				out[i] = normalizeTime(*v)
+			}
+		}
+	}
+	return out
+}
+
+func normalizeTime(t time.Time) time.Time {
+	return t.UTC().Truncate(time.Microsecond)
+}

@@ -1,0 +1,84 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// sqliteParams configure every SQLite connection:
+//   - busy_timeout first, so later pragmas and writers wait for a lock
+//     instead of failing with SQLITE_BUSY;
+//   - WAL lets readers run beside the one writer;
+//   - synchronous FULL because no write is acknowledged before it is durable;
+//   - _txlock=immediate takes the write lock at BEGIN, so two transactions
+//     that read then write cannot deadlock on lock upgrade (which SQLite
+//     reports as SQLITE_BUSY at once, bypassing the busy timeout);
+//   - times are written as "2006-01-02 15:04:05.999999999-07:00" in UTC and
+//     read back in UTC.
+const sqliteParams = "_pragma=busy_timeout(5000)" +
+	"&_pragma=journal_mode(WAL)" +
+	"&_pragma=foreign_keys(1)" +
+	"&_pragma=synchronous(FULL)" +
+	"&_txlock=immediate" +
+	"&_time_format=sqlite" +
+	"&_timezone=UTC"
+
+// sqliteMaxOpenConns allows several WAL readers; writers queue on the lock.
+const sqliteMaxOpenConns = 8
+
+// openSQLite opens <dataDir>/<service>.db, creating the directory (0700) and
+// the file (0600) if needed, and pings it. It returns the pool and the
+// file's path.
+func openSQLite(ctx context.Context, dataDir, service string) (*sql.DB, string, error) {
+	dir, err := filepath.Abs(dataDir)
+	if err != nil {
+		return nil, "", fmt.Errorf("db: resolve data directory: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, "", fmt.Errorf("db: create data directory: %w", err)
+	}
+	path := filepath.Join(dir, service+".db")
+	// Create the file ourselves: SQLite would use 0644, and its -wal and
+	// -shm files copy the main file's mode.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, "", fmt.Errorf("db: create SQLite file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, "", fmt.Errorf("db: create SQLite file: %w", err)
+	}
+
+	sqldb, err := sql.Open("sqlite", path+"?"+sqliteParams)
+	if err != nil {
+		return nil, "", fmt.Errorf("db: open SQLite %s: %w", path, err)
+	}
+	sqldb.SetMaxOpenConns(sqliteMaxOpenConns)
+	sqldb.SetMaxIdleConns(sqliteMaxOpenConns)
+	// The first connection switches the file to WAL before others open.
+	if err := sqldb.PingContext(ctx); err != nil {
+		_ = sqldb.Close()
+		return nil, "", fmt.Errorf("db: open SQLite %s: %w", path, err)
+	}
+	return sqldb, path, nil
+}
+
+// isSQLiteUniqueViolation reports a UNIQUE or PRIMARY KEY constraint failure
+// (the driver enables extended result codes).
+func isSQLiteUniqueViolation(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() {
+	case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+		return true
+	}
+	return false
+}

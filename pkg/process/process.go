@@ -1,0 +1,110 @@
+package process
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/gatehouse-id/gatehouse/pkg/config"
+	"github.com/gatehouse-id/gatehouse/pkg/logging"
+	"github.com/gatehouse-id/gatehouse/pkg/server"
+	"github.com/gatehouse-id/gatehouse/pkg/telemetry"
+)
+
+// Component is what a process serves.
+type Component interface {
+	// Handler serves every path but /healthz, /readyz and /metrics.
+	Handler() http.Handler
+	// Checks are the dependencies /readyz probes.
+	Checks() map[string]server.Check
+	// Close releases resources after the server has stopped.
+	Close() error
+}
+
+// Env is what a Build function gets.
+type Env struct {
+	Config    *config.Config
+	Logger    *slog.Logger
+	Telemetry *telemetry.Telemetry
+}
+
+// Build assembles the process's component.
+type Build func(ctx context.Context, env Env) (Component, error)
+
+// Exit codes.
+const (
+	ExitOK     = 0
+	ExitFailed = 1
+	ExitConfig = 2
+)
+
+// Main runs a process and returns its exit code; cmd mains call
+// os.Exit(process.Main(...)).
+func Main(role config.Role, build Build) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	return Run(ctx, role, os.Getenv, os.Stderr, build, nil)
+}
+
+// Run is Main with its inputs explicit, for tests. ready, if not nil,
+// receives the bound address once the server listens.
+func Run(ctx context.Context, role config.Role, getenv config.Getenv, stderr io.Writer, build Build, ready func(addr string)) int {
+	cfg, err := config.Load(role, getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "gatehouse %s: %v\n", role, err)
+		return ExitConfig
+	}
+	log := logging.New(stderr, cfg.LogLevel).With("process", string(role))
+	if err := run(ctx, cfg, getenv, log, build, ready); err != nil {
+		log.Error("stopped with error", "err", err)
+		return ExitFailed
+	}
+	log.Info("stopped")
+	return ExitOK
+}
+
+func run(ctx context.Context, cfg *config.Config, getenv config.Getenv, log *slog.Logger, build Build, ready func(string)) error {
+	tel, err := telemetry.Setup(ctx, string(cfg.Role), telemetry.Options{Getenv: getenv})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := tel.Shutdown(sctx); err != nil {
+			log.Warn("telemetry shutdown", "err", err)
+		}
+	}()
+	if _, err := cfg.LoadMasterKey(); err != nil {
+		return err
+	}
+	comp, err := build(ctx, Env{Config: cfg, Logger: log, Telemetry: tel})
+	if err != nil {
+		return fmt.Errorf("start %s: %w", cfg.Role, err)
+	}
+	srv := server.New(server.Options{
+		Name:            string(cfg.Role),
+		Addr:            cfg.Addr,
+		Handler:         comp.Handler(),
+		Logger:          log,
+		Checks:          comp.Checks(),
+		Metrics:         tel.MetricsHandler(),
+		AccessLog:       cfg.Role != config.RoleEdge, // edge's router logs richer lines
+		ShutdownTimeout: cfg.ShutdownTimeout,
+	})
+	if err := srv.Listen(); err != nil {
+		return errors.Join(err, comp.Close())
+	}
+	if ready != nil {
+		ready(srv.Addr())
+	}
+	err = srv.Run(ctx)
+	return errors.Join(err, comp.Close())
+}

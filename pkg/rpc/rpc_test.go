@@ -1,0 +1,164 @@
+package rpc_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"testing"
+
+	"connectrpc.com/connect"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/gatehouse-id/gatehouse/pkg/rpc"
+	"github.com/gatehouse-id/gatehouse/pkg/telemetry"
+)
+
+const procedure = "/gatehouse.test.v1.EchoService/Echo"
+
+func echo(_ context.Context, req *connect.Request[wrapperspb.StringValue]) (*connect.Response[wrapperspb.StringValue], error) {
+	return connect.NewResponse(wrapperspb.String("echo:" + req.Msg.GetValue())), nil
+}
+
+// serveH2C serves h on a loopback port over HTTP/1.1 and h2c.
+func serveH2C(t *testing.T, h http.Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := new(http.Protocols)
+	p.SetHTTP1(true)
+	p.SetUnencryptedHTTP2(true)
+	srv := &http.Server{Handler: h, Protocols: p}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return "http://" + ln.Addr().String()
+}
+
+func internalServer(t *testing.T, token string) string {
+	t.Helper()
+	opts, err := rpc.InternalHandlerOptions(token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(procedure, connect.NewUnaryHandler(procedure, echo, opts...))
+	return serveH2C(t, mux)
+}
+
+func TestInternalCredential(t *testing.T) {
+	const token = "0123456789abcdef0123456789abcdef"
+	base := internalServer(t, token)
+	cases := []struct {
+		name     string
+		token    string
+		protocol connect.ClientOption
+		wantCode connect.Code // 0 = success
+	}{
+		{"connect with token", token, connect.WithProtoJSON(), 0},
+		{"grpc with token", token, connect.WithGRPC(), 0},
+		{"grpc-web with token", token, connect.WithGRPCWeb(), 0},
+		{"wrong token", token + "x", connect.WithGRPC(), connect.CodeUnauthenticated},
+		{"no token", "", connect.WithProtoJSON(), connect.CodeUnauthenticated},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			opts, err := rpc.InternalClientOptions(tc.token)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := connect.NewClient[wrapperspb.StringValue, wrapperspb.StringValue](rpc.NewHTTPClient(), base+procedure, append(opts, tc.protocol)...)
+			res, err := c.CallUnary(context.Background(), connect.NewRequest(wrapperspb.String("hi")))
+			if tc.wantCode == 0 {
+				if err != nil {
+					t.Fatalf("call: %v", err)
+				}
+				if got := res.Msg.GetValue(); got != "echo:hi" {
+					t.Fatalf("got %q; want echo:hi", got)
+				}
+				return
+			}
+			if got := connect.CodeOf(err); got != tc.wantCode {
+				t.Fatalf("code = %v (%v); want %v", got, err, tc.wantCode)
+			}
+		})
+	}
+}
+
+func TestInternalCredentialEmptyServerTokenRefusesAll(t *testing.T) {
+	base := internalServer(t, "")
+	opts, _ := rpc.InternalClientOptions("")
+	c := connect.NewClient[wrapperspb.StringValue, wrapperspb.StringValue](rpc.NewHTTPClient(), base+procedure, opts...)
+	_, err := c.CallUnary(context.Background(), connect.NewRequest(wrapperspb.String("hi")))
+	if connect.CodeOf(err) != connect.CodeUnauthenticated {
+		t.Fatalf("code = %v; want unauthenticated", connect.CodeOf(err))
+	}
+}
+
+// TestTracePropagation: an HTTP request into service A (HTTP middleware)
+// makes a Connect call to service B; B's server span must belong to the same
+// trace as A's HTTP span, as a descendant.
+func TestTracePropagation(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	otel.SetTracerProvider(tp)
+	otel.SetTextMapPropagator(propagation.TraceContext{})
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+
+	const token = "0123456789abcdef0123456789abcdef"
+	bURL := internalServer(t, token)
+	copts, err := rpc.InternalClientOptions(token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bClient := connect.NewClient[wrapperspb.StringValue, wrapperspb.StringValue](rpc.NewHTTPClient(), bURL+procedure, copts...)
+	a := telemetry.HTTPMiddleware("a", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := bClient.CallUnary(r.Context(), connect.NewRequest(wrapperspb.String("x"))); err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		w.WriteHeader(204)
+	}))
+	aURL := serveH2C(t, a)
+	hc := &http.Client{Transport: telemetry.HTTPTransport(http.DefaultTransport)}
+	ctx, root := tp.Tracer("test").Start(context.Background(), "client")
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, aURL+"/work", nil)
+	res, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	root.End()
+	if res.StatusCode != 204 {
+		t.Fatalf("status %d; want 204", res.StatusCode)
+	}
+	spans := exp.GetSpans()
+	var httpSpan, serverSpan *tracetest.SpanStub
+	for i := range spans {
+		s := &spans[i]
+		switch {
+		case s.Name == "GET /work":
+			httpSpan = s
+		case s.Name == "gatehouse.test.v1.EchoService/Echo" && s.SpanKind.String() == "server":
+			serverSpan = s
+		}
+	}
+	if httpSpan == nil || serverSpan == nil {
+		names := []string{}
+		for _, s := range spans {
+			names = append(names, s.Name+"/"+s.SpanKind.String())
+		}
+		t.Fatalf("missing spans; got %v", names)
+	}
+	want := root.SpanContext().TraceID()
+	if httpSpan.SpanContext.TraceID() != want || serverSpan.SpanContext.TraceID() != want {
+		t.Fatalf("trace ids: http %v, connect server %v; want both %v", httpSpan.SpanContext.TraceID(), serverSpan.SpanContext.TraceID(), want)
+	}
+	if !serverSpan.Parent.IsValid() || !serverSpan.Parent.IsRemote() {
+		t.Fatalf("connect server span parent = %+v; want a remote parent", serverSpan.Parent)
+	}
+}

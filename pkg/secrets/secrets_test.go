@@ -1,0 +1,104 @@
+package secrets
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+func master(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
+
+func TestCipherRoundTripAndBinding(t *testing.T) {
+	c, err := NewCipher(master(1), PurposeIdPSecrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct, err := c.Encrypt([]byte("client-secret"), []byte("idp-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(ct, []byte("client-secret")) {
+		t.Fatal("ciphertext contains the plaintext")
+	}
+	pt, err := c.Decrypt(ct, []byte("idp-1"))
+	if err != nil || string(pt) != "client-secret" {
+		t.Fatalf("Decrypt = %q, %v", pt, err)
+	}
+	if _, err := c.Decrypt(ct, []byte("idp-2")); !errors.Is(err, ErrDecrypt) {
+		t.Fatalf("other aad: err %v; want ErrDecrypt", err)
+	}
+	other, _ := NewCipher(master(1), PurposeSigningKeys)
+	if _, err := other.Decrypt(ct, []byte("idp-1")); !errors.Is(err, ErrDecrypt) {
+		t.Fatalf("other purpose: err %v; want ErrDecrypt", err)
+	}
+	otherKey, _ := NewCipher(master(2), PurposeIdPSecrets)
+	if _, err := otherKey.Decrypt(ct, []byte("idp-1")); !errors.Is(err, ErrDecrypt) {
+		t.Fatalf("other master key: err %v; want ErrDecrypt", err)
+	}
+	if _, err := c.Decrypt(ct[:5], nil); !errors.Is(err, ErrDecrypt) {
+		t.Fatalf("truncated: err %v; want ErrDecrypt", err)
+	}
+	if _, err := NewCipher([]byte("short"), PurposeIdPSecrets); err == nil {
+		t.Fatal("short master key accepted")
+	}
+}
+
+func TestHasher(t *testing.T) {
+	h, _ := NewHasher(master(1))
+	sum := h.Hash("s3cret")
+	if !h.Verify("s3cret", sum) || h.Verify("s3cret!", sum) || h.Verify("s3cret", sum[:10]) {
+		t.Fatal("Verify wrong")
+	}
+	h2, _ := NewHasher(master(2))
+	if h2.Verify("s3cret", sum) {
+		t.Fatal("hash verifies under another master key")
+	}
+}
+
+func TestPasswords(t *testing.T) {
+	enc, err := HashPassword("correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(enc, "$argon2id$v=19$m=19456,t=2,p=1$") {
+		t.Fatalf("hash format %q", enc)
+	}
+	if ok, rehash, err := VerifyPassword("correct horse", enc); !ok || rehash || err != nil {
+		t.Fatalf("Verify(right) = %v %v %v", ok, rehash, err)
+	}
+	if ok, _, err := VerifyPassword("wrong", enc); ok || err != nil {
+		t.Fatalf("Verify(wrong) = %v %v", ok, err)
+	}
+	bc, _ := bcrypt.GenerateFromPassword([]byte("imported"), bcrypt.MinCost)
+	if err := CheckPasswordHash(string(bc)); err != nil {
+		t.Fatalf("bcrypt import refused: %v", err)
+	}
+	if ok, rehash, err := VerifyPassword("imported", string(bc)); !ok || !rehash || err != nil {
+		t.Fatalf("Verify(bcrypt) = %v %v %v; want ok and rehash", ok, rehash, err)
+	}
+	for _, bad := range []string{"plain", "$argon2id$v=19$m=1,t=1$x$y", "$argon2id$v=19$m=9999999,t=1,p=1$c2FsdHNhbHQ$a2V5a2V5a2V5a2V5a2V5a2V5", "$2a$10$short"} {
+		if err := CheckPasswordHash(bad); !errors.Is(err, ErrUnknownHash) {
+			t.Errorf("CheckPasswordHash(%q) = %v; want ErrUnknownHash", bad, err)
+		}
+	}
+}
+
+func TestIDsAndTokens(t *testing.T) {
+	seen := map[string]bool{}
+	for range 1000 {
+		id := NewID()
+		if seen[id] {
+			t.Fatalf("duplicate id %s", id)
+		}
+		seen[id] = true
+		if len(id) < 15 || strings.Trim(id, "0123456789") != "" {
+			t.Fatalf("id %q is not a long decimal", id)
+		}
+	}
+	if a, b := RandomToken(32), RandomToken(32); a == b || len(a) != 43 {
+		t.Fatalf("RandomToken: %q %q", a, b)
+	}
+}

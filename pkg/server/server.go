@@ -1,0 +1,181 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gatehouse-id/gatehouse/pkg/telemetry"
+)
+
+// Check reports whether one dependency is reachable.
+type Check func(ctx context.Context) error
+
+// Options configure a Server.
+type Options struct {
+	Name    string // process name, for logs and spans
+	Addr    string
+	Handler http.Handler
+	Logger  *slog.Logger
+	// Checks are run by /readyz, each with a short timeout.
+	Checks map[string]Check
+	// Metrics serves /metrics; nil leaves the path to Handler.
+	Metrics http.Handler
+	// AccessLog logs each application request. Edge has its own, richer log.
+	AccessLog       bool
+	ShutdownTimeout time.Duration
+}
+
+// Server is an HTTP server with health endpoints and graceful shutdown.
+type Server struct {
+	o        Options
+	srv      *http.Server
+	draining atomic.Bool
+	mu       sync.Mutex
+	ln       net.Listener
+}
+
+// New builds a Server; call Run or Serve to start it.
+func New(o Options) *Server {
+	if o.ShutdownTimeout == 0 {
+		o.ShutdownTimeout = 20 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{o: o}
+	p := new(http.Protocols)
+	p.SetHTTP1(true)
+	p.SetUnencryptedHTTP2(true)
+	s.srv = &http.Server{
+		Handler:           s.Handler(),
+		Protocols:         p,
+		ReadHeaderTimeout: 10 * time.Second,
+		// No Read/WriteTimeout: gRPC server streams are long-lived; bodies are
+		// bounded by edge's size limits and idle connections by IdleTimeout.
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn),
+	}
+	return s
+}
+
+// Handler is the full handler: health, readiness, metrics, then the app.
+func (s *Server) Handler() http.Handler {
+	app := s.o.Handler
+	if s.o.AccessLog {
+		app = accessLog(s.o.Logger, app)
+	}
+	app = telemetry.HTTPMiddleware(s.o.Name, app)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", s.ready)
+	if s.o.Metrics != nil {
+		mux.Handle("GET /metrics", s.o.Metrics)
+	}
+	mux.Handle("/", app)
+	return mux
+}
+
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	if s.draining.Load() {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "shutting down"})
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	failed := map[string]string{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for name, check := range s.o.Checks {
+		wg.Go(func() {
+			if err := check(ctx); err != nil {
+				s.o.Logger.WarnContext(ctx, "readiness check failed", "check", name, "err", err)
+				mu.Lock()
+				failed[name] = "unreachable"
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(failed) > 0 {
+		names := make([]string, 0, len(failed))
+		for n := range failed {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		w.Header().Set("Retry-After", "5")
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "failing": names})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})
+}
+
+// Listen binds the configured address; Addr then reports the bound address.
+func (s *Server) Listen() error {
+	ln, err := net.Listen("tcp", s.o.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", s.o.Addr, err)
+	}
+	s.mu.Lock()
+	s.ln = ln
+	s.mu.Unlock()
+	return nil
+}
+
+// Addr is the bound address, after Listen.
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return ""
+	}
+	return s.ln.Addr().String()
+}
+
+// Run serves until ctx is cancelled, then stops accepting, reports not
+// ready, waits for in-flight requests (up to ShutdownTimeout) and returns
+// nil. It listens first if Listen was not called.
+func (s *Server) Run(ctx context.Context) error {
+	if s.Addr() == "" {
+		if err := s.Listen(); err != nil {
+			return err
+		}
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- s.srv.Serve(s.ln) }()
+	s.o.Logger.Info("listening", "addr", s.Addr())
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	s.draining.Store(true)
+	s.o.Logger.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), s.o.ShutdownTimeout)
+	defer cancel()
+	if err := s.srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("graceful shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,189 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-id/gatehouse/pkg/logging"
+	"github.com/gatehouse-id/gatehouse/pkg/rpc"
+	"github.com/gatehouse-id/gatehouse/pkg/telemetry"
+)
+
+func start(t *testing.T, o Options) (base string, stop func() error) {
+	t.Helper()
+	o.Addr = "127.0.0.1:0"
+	s := New(o)
+	if err := s.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	var once bool
+	stop = func() error {
+		if once {
+			return nil
+		}
+		once = true
+		cancel()
+		return <-done
+	}
+	t.Cleanup(func() { _ = stop() })
+	return "http://" + s.Addr(), stop
+}
+
+func get(t *testing.T, c *http.Client, url string) (int, string) {
+	t.Helper()
+	res, err := c.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+func TestHealthReadyMetrics(t *testing.T) {
+	tel, err := telemetry.Setup(context.Background(), "test", telemetry.Options{Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	depErr := errors.New("connection refused")
+	var failing bool
+	base, _ := start(t, Options{
+		Name:    "test",
+		Handler: http.NotFoundHandler(),
+		Metrics: tel.MetricsHandler(),
+		Checks: map[string]Check{"database": func(context.Context) error {
+			if failing {
+				return depErr
+			}
+			return nil
+		}},
+	})
+	c := http.DefaultClient
+	if code, _ := get(t, c, base+"/healthz"); code != 200 {
+		t.Fatalf("/healthz = %d; want 200", code)
+	}
+	if code, _ := get(t, c, base+"/readyz"); code != 200 {
+		t.Fatalf("/readyz = %d; want 200", code)
+	}
+	failing = true
+	code, body := get(t, c, base+"/readyz")
+	if code != 503 || !strings.Contains(body, `"database"`) {
+		t.Fatalf("/readyz with failing dependency = %d %s; want 503 naming database", code, body)
+	}
+	if strings.Contains(body, "connection refused") {
+		t.Fatalf("/readyz leaks error detail: %s", body)
+	}
+	// An application request produces HTTP server metrics.
+	get(t, c, base+"/anything")
+	code, body = get(t, c, base+"/metrics")
+	if code != 200 || !strings.Contains(body, "go_goroutines") || !strings.Contains(body, "http_server_request") {
+		t.Fatalf("/metrics = %d; want Prometheus text with go and http server metrics, got:\n%.2000s", code, body)
+	}
+}
+
+func TestH2CAndAccessLog(t *testing.T) {
+	var buf bytes.Buffer
+	log := logging.New(&buf, slog.LevelInfo)
+	base, stop := start(t, Options{
+		Name:      "test",
+		Logger:    log,
+		AccessLog: true,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusTeapot)
+			_, _ = io.WriteString(w, r.Proto)
+		}),
+	})
+	c := &http.Client{Transport: rpc.NewH2CTransport()}
+	req, _ := http.NewRequest(http.MethodGet, base+"/x?code=secretcode", nil)
+	req.Header.Set("X-Request-Id", "req-123")
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusTeapot || string(b) != "HTTP/2.0" {
+		t.Fatalf("got %d %q; want 418 over HTTP/2.0", res.StatusCode, b)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	var line map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == "request" {
+			line = m
+		}
+	}
+	if line == nil {
+		t.Fatalf("no access log line in %s", buf.String())
+	}
+	if line["path"] != "/x" || line["status"] != float64(418) || line["request_id"] != "req-123" {
+		t.Fatalf("access log = %v; want path /x, status 418, request_id req-123", line)
+	}
+	if strings.Contains(buf.String(), "secretcode") {
+		t.Fatalf("access log contains the query string: %s", buf.String())
+	}
+}
+
+// TestGracefulShutdown: a request in flight when shutdown begins completes
+// with its full response, readiness turns false, and Run returns nil.
+func TestGracefulShutdown(t *testing.T) {
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	base, stop := start(t, Options{
+		Name: "test",
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			close(entered)
+			<-release
+			_, _ = io.WriteString(w, "finished")
+		}),
+	})
+	type result struct {
+		code int
+		body string
+		err  error
+	}
+	resc := make(chan result, 1)
+	go func() {
+		res, err := http.Get(base + "/slow")
+		if err != nil {
+			resc <- result{err: err}
+			return
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		resc <- result{code: res.StatusCode, body: string(b)}
+	}()
+	<-entered
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	// Shutdown must wait for the in-flight request.
+	select {
+	case err := <-stopped:
+		t.Fatalf("Run returned (%v) while a request was in flight", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	r := <-resc
+	if r.err != nil || r.code != 200 || r.body != "finished" {
+		t.Fatalf("in-flight request = %d %q %v; want 200 finished", r.code, r.body, r.err)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatalf("Run = %v; want nil after graceful shutdown", err)
+	}
+	if _, err := http.Get(base + "/healthz"); err == nil {
+		t.Fatalf("server still accepts connections after shutdown")
+	}
+}

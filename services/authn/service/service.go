@@ -1,0 +1,52 @@
+// Package service assembles the authn service — the authorization endpoint,
+// the login pages, browser sessions and end_session — so it can run as its
+// own process (cmd/authn) or be mounted in-process by edge in the embedded mode.
+package service
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/gatehouse-id/gatehouse/pkg/db"
+	"github.com/gatehouse-id/gatehouse/pkg/process"
+	"github.com/gatehouse-id/gatehouse/pkg/server"
+	"github.com/gatehouse-id/gatehouse/services/authn/migrations"
+)
+
+// Service is the authn service.
+type Service struct {
+	db     *db.DB
+	public *http.ServeMux
+}
+
+// New opens the service's storage (migrating it) and builds its handlers.
+func New(ctx context.Context, env process.Env) (*Service, error) {
+	store, err := db.Open(ctx, db.Options{
+		URL:        env.Config.DatabaseURL,
+		DataDir:    env.Config.DataDir,
+		Service:    "authn",
+		Migrations: migrations.FS,
+		Logger:     env.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("authn storage: %w", err)
+	}
+	return &Service{db: store, public: http.NewServeMux()}, nil
+}
+
+// PublicHandler serves the authn service's public routes (see DESIGN.md).
+func (s *Service) PublicHandler() http.Handler { return s.public }
+
+// Handler serves public and internal routes on one port (standalone process).
+func (s *Service) Handler() http.Handler { return s.public }
+
+// Checks are the dependencies of readiness.
+func (s *Service) Checks() map[string]server.Check {
+	return map[string]server.Check{"authn_db": s.db.Ping}
+}
+
+// Close releases the database.
+func (s *Service) Close() error { return s.db.Close() }
+
+var _ process.Component = (*Service)(nil)

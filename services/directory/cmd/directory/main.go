@@ -1,0 +1,18 @@
+// Command directory runs the directory service as its own process: public and internal
+// handlers on one port (HTTP/1.1 and h2c), with /healthz, /readyz and /metrics.
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/gatehouse-id/gatehouse/pkg/config"
+	"github.com/gatehouse-id/gatehouse/pkg/process"
+	"github.com/gatehouse-id/gatehouse/services/directory/service"
+)
+
+func main() {
+	os.Exit(process.Main(config.RoleDirectory, func(ctx context.Context, env process.Env) (process.Component, error) {
+		return service.New(ctx, env)
+	}))
+}

@@ -1,0 +1,53 @@
+// Package service assembles the directory service — the event store and
+// projections of organizations, users, apps and IdPs, the public management
+// API and the internal DirectoryService — so it can run as its own process
+// (cmd/directory) or be mounted in-process by edge in the embedded mode.
+package service
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/gatehouse-id/gatehouse/pkg/db"
+	"github.com/gatehouse-id/gatehouse/pkg/process"
+	"github.com/gatehouse-id/gatehouse/pkg/server"
+	"github.com/gatehouse-id/gatehouse/services/directory/migrations"
+)
+
+// Service is the directory service.
+type Service struct {
+	db     *db.DB
+	public *http.ServeMux
+}
+
+// New opens the service's storage (migrating it) and builds its handlers.
+func New(ctx context.Context, env process.Env) (*Service, error) {
+	store, err := db.Open(ctx, db.Options{
+		URL:        env.Config.DatabaseURL,
+		DataDir:    env.Config.DataDir,
+		Service:    "directory",
+		Migrations: migrations.FS,
+		Logger:     env.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("directory storage: %w", err)
+	}
+	return &Service{db: store, public: http.NewServeMux()}, nil
+}
+
+// PublicHandler serves the directory service's public routes (see DESIGN.md).
+func (s *Service) PublicHandler() http.Handler { return s.public }
+
+// Handler serves public and internal routes on one port (standalone process).
+func (s *Service) Handler() http.Handler { return s.public }
+
+// Checks are the dependencies of readiness.
+func (s *Service) Checks() map[string]server.Check {
+	return map[string]server.Check{"directory_db": s.db.Ping}
+}
+
+// Close releases the database.
+func (s *Service) Close() error { return s.db.Close() }
+
+var _ process.Component = (*Service)(nil)

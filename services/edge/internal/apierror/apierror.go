@@ -1,0 +1,39 @@
+package apierror
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+)
+
+// Error codes edge answers with.
+const (
+	NotFound               = "not_found"
+	RateLimited            = "rate_limited"
+	RequestTooLarge        = "request_too_large"
+	TemporarilyUnavailable = "temporarily_unavailable"
+	ServerError            = "server_error"
+)
+
+type body struct {
+	Error       string `json:"error"`
+	Description string `json:"error_description,omitempty"`
+}
+
+// Write answers status with {"error": code, "error_description": description}.
+// Responses are never cached: they describe a transient condition or a
+// client mistake, not the resource.
+func Write(w http.ResponseWriter, status int, code, description string) {
+	b, err := json.Marshal(body{Error: code, Description: description})
+	if err != nil {
+		// Marshaling two strings cannot fail; keep the status regardless.
+		b = []byte(`{"error":"server_error"}`)
+	}
+	b = append(b, '\n')
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}

@@ -1,0 +1,183 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+
+	"github.com/gatehouse-id/gatehouse/services/edge/internal/apierror"
+	"github.com/gatehouse-id/gatehouse/services/edge/internal/reqinfo"
+)
+
+// RetryAfterSeconds is the hint sent with a 503 for an unreachable service:
+// long enough for a restarted pod to become ready, short for a client.
+const RetryAfterSeconds = 5
+
+// StatusClientClosedRequest is logged (nginx's 499) when the client went away
+// before the service answered; nobody reads the response.
+const StatusClientClosedRequest = 499
+
+// Proxy is an http.Handler forwarding to one service.
+type Proxy struct {
+	svc       string
+	target    *url.URL
+	logger    *slog.Logger
+	rp        *httputil.ReverseProxy
+	transport *http.Transport
+}
+
+var _ http.Handler = (*Proxy)(nil)
+
+// New returns a proxy to target (an absolute http or https URL; its path, if
+// any, prefixes the request path) for the service named svc, which appears in
+// logs and in the 503 description. A nil logger means slog.Default().
+func New(target *url.URL, svc string, logger *slog.Logger) (*Proxy, error) {
+	if target == nil {
+		return nil, errors.New("proxy: nil target URL")
+	}
+	if target.Scheme != "http" && target.Scheme != "https" {
+		return nil, fmt.Errorf("proxy: target %q for %s: scheme must be http or https", target.Redacted(), svc)
+	}
+	if target.Host == "" {
+		return nil, fmt.Errorf("proxy: target %q for %s: missing host", target.Redacted(), svc)
+	}
+	if target.RawQuery != "" || target.Fragment != "" {
+		return nil, fmt.Errorf("proxy: target %q for %s: must not carry a query or fragment", target.Redacted(), svc)
+	}
+	if svc == "" {
+		return nil, errors.New("proxy: empty service name")
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	p := &Proxy{svc: svc, target: target, logger: logger, transport: newTransport(target.Scheme)}
+	p.rp = &httputil.ReverseProxy{
+		Rewrite: p.rewrite,
+		Transport: hideQuery{otelhttp.NewTransport(restoreQuery{p.transport},
+			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
+				return "edge→" + svc + " " + r.Method
+			}))},
+		// Flush every write at once: gRPC server streams and gRPC-web need
+		// each message delivered as the service sends it.
+		FlushInterval:  -1,
+		ModifyResponse: keepTrailers,
+		ErrorHandler:   p.handleError,
+		ErrorLog:       slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	return p, nil
+}
+
+func newTransport(scheme string) *http.Transport {
+	protocols := new(http.Protocols)
+	if scheme == "https" {
+		protocols.SetHTTP1(true)
+		protocols.SetHTTP2(true)
+	} else {
+		// Prior-knowledge h2c: services speak HTTP/2 cleartext and gRPC
+		// needs HTTP/2 end to end for trailers.
+		protocols.SetUnencryptedHTTP2(true)
+	}
+	return &http.Transport{
+		// Never route internal traffic through HTTP_PROXY from the environment.
+		Proxy:     nil,
+		Protocols: protocols,
+		DialContext: (&net.Dialer{
+			Timeout:   5 * time.Second,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
+		TLSHandshakeTimeout: 10 * time.Second,
+		IdleConnTimeout:     90 * time.Second,
+		// Pass Accept-Encoding and compressed bodies through untouched.
+		DisableCompression: true,
+		HTTP2: &http.HTTP2Config{
+			// Ping an idle connection so one to a vanished pod is noticed
+			// and dropped instead of hanging the next request.
+			SendPingTimeout: 30 * time.Second,
+			PingTimeout:     15 * time.Second,
+		},
+	}
+}
+
+// ServeHTTP implements http.Handler.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) { p.rp.ServeHTTP(w, r) }
+
+// CloseIdleConnections closes idle connections to the service, for shutdown.
+func (p *Proxy) CloseIdleConnections() { p.transport.CloseIdleConnections() }
+
+func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
+	pr.SetURL(p.target)
+	info := reqinfo.FromContext(pr.In.Context())
+	trusted := info != nil && info.PeerTrusted
+	if trusted {
+		// Append the peer to the chain the trusted proxy built.
+		if v := pr.In.Header.Values("X-Forwarded-For"); len(v) > 0 {
+			pr.Out.Header["X-Forwarded-For"] = v
+		}
+	}
+	pr.SetXForwarded()
+	if trusted {
+		// Behind a TLS-terminating load balancer the scheme and host the
+		// client used are what it reported, not what edge saw.
+		if proto := firstToken(pr.In.Header.Get("X-Forwarded-Proto")); proto == "http" || proto == "https" {
+			pr.Out.Header.Set("X-Forwarded-Proto", proto)
+		}
+		if host := firstToken(pr.In.Header.Get("X-Forwarded-Host")); host != "" {
+			pr.Out.Header.Set("X-Forwarded-Host", host)
+		}
+	}
+	if info == nil {
+		// Without the router nobody vetted these client-supplied headers.
+		pr.Out.Header.Del("Forwarded")
+		pr.Out.Header.Del("X-Real-Ip")
+	}
+}
+
+// keepTrailers drops Content-Length from a response with trailers: an HTTP/2
+// service may send both, but an HTTP/1.1 client only receives trailers in a
+// chunked body, which a Content-Length would rule out.
+func keepTrailers(res *http.Response) error {
+	if len(res.Trailer) > 0 {
+		res.Header.Del("Content-Length")
+		res.ContentLength = -1
+	}
+	return nil
+}
+
+func firstToken(v string) string {
+	first, _, _ := strings.Cut(v, ",")
+	return strings.TrimSpace(first)
+}
+
+func (p *Proxy) handleError(w http.ResponseWriter, r *http.Request, err error) {
+	// Transport errors may quote the URL, query string included; log only
+	// the cause.
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		err = uerr.Err
+	}
+	attrs := []any{
+		"service", p.svc, "target", p.target.Host, "method", r.Method, "path", r.URL.Path,
+		"request_id", reqinfo.RequestID(r.Context()), "error", err.Error(),
+	}
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		apierror.Write(w, http.StatusRequestEntityTooLarge, apierror.RequestTooLarge,
+			fmt.Sprintf("request body larger than %d bytes", tooLarge.Limit))
+	case r.Context().Err() != nil:
+		p.logger.DebugContext(r.Context(), "client went away before the service answered", attrs...)
+		w.WriteHeader(StatusClientClosedRequest)
+	default:
+		p.logger.WarnContext(r.Context(), "service unavailable", attrs...)
+		w.Header().Set("Retry-After", fmt.Sprint(RetryAfterSeconds))
+		apierror.Write(w, http.StatusServiceUnavailable, apierror.TemporarilyUnavailable, p.svc+" service unavailable")
+	}
+}

@@ -1,0 +1,358 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/gatehouse-id/gatehouse/services/edge/internal/edgetest"
+	"github.com/gatehouse-id/gatehouse/services/edge/internal/reqinfo"
+)
+
+// newEdge starts backend behind a real h2c server, a Proxy to it behind
+// another, and returns the proxy's URL.
+func newEdge(t *testing.T, backend http.Handler, logger *slog.Logger, wrap func(http.Handler) http.Handler) (*url.URL, *edgetest.Server) {
+	t.Helper()
+	be := edgetest.Start(t, backend)
+	p, err := New(be.URL, "tokens", logger)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(p.CloseIdleConnections)
+	var h http.Handler = p
+	if wrap != nil {
+		h = wrap(p)
+	}
+	return edgetest.Start(t, h).URL, be
+}
+
+func jsonLogger(buf *bytes.Buffer) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+func TestNewRejectsBadTargets(t *testing.T) {
+	for _, raw := range []string{"", "ftp://a", "http://", "http://a?x=1", "/relative"} {
+		u, _ := url.Parse(raw)
+		if raw == "" {
+			u = nil
+		}
+		if _, err := New(u, "tokens", nil); err == nil {
+			t.Errorf("New(%q): got nil error; want rejection", raw)
+		}
+	}
+	if _, err := New(&url.URL{Scheme: "http", Host: "a"}, "", nil); err == nil {
+		t.Error("New with empty service name: got nil error")
+	}
+}
+
+func TestGRPCTrailersOverH2C(t *testing.T) {
+	backend := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor != 2 || r.Header.Get("Te") != "trailers" {
+			w.WriteHeader(http.StatusTeapot)
+			return
+		}
+		msg, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/grpc")
+		w.Header().Set("Trailer", "Grpc-Status, Grpc-Message")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(msg) // echo the frame
+		w.Header().Set("Grpc-Status", "0")
+		w.Header().Set("Grpc-Message", "ok")
+	})
+	edge, _ := newEdge(t, backend, nil, nil)
+	frame := []byte{0, 0, 0, 0, 3, 'a', 'b', 'c'}
+
+	for name, client := range map[string]*http.Client{"h2c": edgetest.H2CClient(t), "http1": edgetest.HTTP1Client(t)} {
+		t.Run(name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodPost, edge.String()+"/gatehouse.admin.v1.AdminService/RotateKeys", bytes.NewReader(frame))
+			req.Header.Set("Content-Type", "application/grpc")
+			req.Header.Set("Te", "trailers")
+			resp, body := edgetest.Do(t, client, req)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("got status %d; want 200", resp.StatusCode)
+			}
+			if !bytes.Equal(body, frame) {
+				t.Fatalf("got body %x; want %x", body, frame)
+			}
+			if got := resp.Trailer.Get("Grpc-Status"); got != "0" {
+				t.Fatalf("got trailer Grpc-Status %q (trailers %v, header %v, te %v); want 0", got, resp.Trailer, resp.Header, resp.TransferEncoding)
+			}
+			if got := resp.Trailer.Get("Grpc-Message"); got != "ok" {
+				t.Fatalf("got trailer Grpc-Message %q; want ok", got)
+			}
+		})
+	}
+}
+
+func TestServerStreamingIsNotBuffered(t *testing.T) {
+	firstRead := make(chan struct{})
+	backend := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "first\n")
+		http.NewResponseController(w).Flush()
+		select {
+		case <-firstRead:
+		case <-r.Context().Done():
+			return
+		}
+		_, _ = io.WriteString(w, "second\n")
+	})
+	edge, _ := newEdge(t, backend, nil, nil)
+
+	for name, client := range map[string]*http.Client{"h2c": edgetest.H2CClient(t), "http1": edgetest.HTTP1Client(t)} {
+		t.Run(name, func(t *testing.T) {
+			firstRead = make(chan struct{})
+			// The deadline only turns a buffering proxy's deadlock into a failure.
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, edge.String()+"/oauth/v2/keys", nil)
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatalf("request: %v", err)
+			}
+			defer resp.Body.Close()
+			br := bufio.NewReader(resp.Body)
+			line, err := br.ReadString('\n')
+			if err != nil || line != "first\n" {
+				t.Fatalf("got first chunk %q, %v; want \"first\\n\" while the backend waits", line, err)
+			}
+			close(firstRead)
+			rest, err := io.ReadAll(br)
+			if err != nil || string(rest) != "second\n" {
+				t.Fatalf("got rest %q, %v; want \"second\\n\"", rest, err)
+			}
+		})
+	}
+}
+
+func TestHTTP1ClientReachesH2CBackend(t *testing.T) {
+	backend := &edgetest.Backend{Name: "tokens"}
+	edge, _ := newEdge(t, backend, nil, nil)
+	req, _ := http.NewRequest(http.MethodPost, edge.String()+"/oauth/v2/token?x=1", strings.NewReader("grant_type=client_credentials"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, body := edgetest.Do(t, edgetest.HTTP1Client(t), req)
+	if resp.StatusCode != http.StatusOK || string(body) != "tokens" {
+		t.Fatalf("got %d %q; want 200 \"tokens\"", resp.StatusCode, body)
+	}
+	if resp.ProtoMajor != 1 {
+		t.Fatalf("client spoke %s; want HTTP/1.1", resp.Proto)
+	}
+	got := backend.Last(t)
+	if got.ProtoMajor != 2 {
+		t.Fatalf("backend got %s; want HTTP/2.0 (h2c)", got.Proto)
+	}
+	if got.Path != "/oauth/v2/token" || got.RawQuery != "x=1" || string(got.Body) != "grant_type=client_credentials" {
+		t.Fatalf("backend got path %q query %q body %q; want the request unchanged", got.Path, got.RawQuery, got.Body)
+	}
+}
+
+func TestStoppedBackendAnswers503(t *testing.T) {
+	var logs bytes.Buffer
+	edge, be := newEdge(t, &edgetest.Backend{Name: "tokens"}, jsonLogger(&logs), nil)
+	be.Stop()
+
+	req, _ := http.NewRequest(http.MethodGet, edge.String()+"/oauth/v2/authorize?code=SECRETCODE", nil)
+	resp, body := edgetest.Do(t, edgetest.HTTP1Client(t), req)
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("got status %d; want 503", resp.StatusCode)
+	}
+	if got := resp.Header.Get("Retry-After"); got != "5" {
+		t.Fatalf("got Retry-After %q; want 5", got)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("got Content-Type %q; want application/json", ct)
+	}
+	var e map[string]string
+	if err := json.Unmarshal(body, &e); err != nil {
+		t.Fatalf("body %q: %v", body, err)
+	}
+	if e["error"] != "temporarily_unavailable" || e["error_description"] != "tokens service unavailable" {
+		t.Fatalf("got body %v; want temporarily_unavailable / tokens service unavailable", e)
+	}
+	if !strings.Contains(logs.String(), `"level":"WARN"`) || !strings.Contains(logs.String(), `"service":"tokens"`) {
+		t.Fatalf("got logs %q; want a warn line naming the service", logs.String())
+	}
+	if strings.Contains(logs.String(), "SECRETCODE") {
+		t.Fatalf("logs leak the query string: %s", logs.String())
+	}
+}
+
+func TestForwardedHeaders(t *testing.T) {
+	backend := &edgetest.Backend{Name: "tokens"}
+
+	t.Run("untrusted", func(t *testing.T) {
+		edge, _ := newEdge(t, backend, nil, nil)
+		req, _ := http.NewRequest(http.MethodGet, edge.String()+"/oauth/v2/keys", nil)
+		req.Header.Set("X-Forwarded-For", "203.0.113.9")
+		req.Header.Set("X-Forwarded-Proto", "https")
+		req.Header.Set("Forwarded", "for=203.0.113.9")
+		req.Header.Set("X-Real-Ip", "203.0.113.9")
+		req.Header.Set("X-Request-Id", "req-123")
+		edgetest.Do(t, edgetest.HTTP1Client(t), req)
+		got := backend.Last(t)
+		if xff := got.Header.Values("X-Forwarded-For"); len(xff) != 1 || xff[0] != "127.0.0.1" {
+			t.Errorf("got X-Forwarded-For %q; want only the peer 127.0.0.1", xff)
+		}
+		if p := got.Header.Get("X-Forwarded-Proto"); p != "http" {
+			t.Errorf("got X-Forwarded-Proto %q; want http", p)
+		}
+		if h := got.Header.Get("X-Forwarded-Host"); h != edge.Host {
+			t.Errorf("got X-Forwarded-Host %q; want %q", h, edge.Host)
+		}
+		if got.Header.Get("Forwarded") != "" || got.Header.Get("X-Real-Ip") != "" {
+			t.Errorf("spoofable headers passed: Forwarded %q X-Real-Ip %q", got.Header.Get("Forwarded"), got.Header.Get("X-Real-Ip"))
+		}
+		if id := got.Header.Get("X-Request-Id"); id != "req-123" {
+			t.Errorf("got X-Request-Id %q; want req-123", id)
+		}
+	})
+
+	t.Run("trusted", func(t *testing.T) {
+		trust := func(h http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				info := &reqinfo.Info{RequestID: "r", ClientAddr: "203.0.113.9", PeerTrusted: true}
+				h.ServeHTTP(w, r.WithContext(reqinfo.NewContext(r.Context(), info)))
+			})
+		}
+		edge, _ := newEdge(t, backend, nil, trust)
+		req, _ := http.NewRequest(http.MethodGet, edge.String()+"/oauth/v2/keys", nil)
+		req.Header.Set("X-Forwarded-For", "203.0.113.9, 10.0.0.2")
+		req.Header.Set("X-Forwarded-Proto", "https")
+		req.Header.Set("X-Forwarded-Host", "id.example.com")
+		edgetest.Do(t, edgetest.HTTP1Client(t), req)
+		got := backend.Last(t)
+		if xff := strings.Join(got.Header.Values("X-Forwarded-For"), ", "); xff != "203.0.113.9, 10.0.0.2, 127.0.0.1" {
+			t.Errorf("got X-Forwarded-For %q; want the chain plus the peer", xff)
+		}
+		if p := got.Header.Get("X-Forwarded-Proto"); p != "https" {
+			t.Errorf("got X-Forwarded-Proto %q; want https from the trusted proxy", p)
+		}
+		if h := got.Header.Get("X-Forwarded-Host"); h != "id.example.com" {
+			t.Errorf("got X-Forwarded-Host %q; want id.example.com", h)
+		}
+	})
+}
+
+func TestTraceContextPropagatedWithoutQueryInSpans(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	prevTP, prevProp := otel.GetTracerProvider(), otel.GetTextMapPropagator()
+	otel.SetTracerProvider(tp)
+	otel.SetTextMapPropagator(propagation.TraceContext{})
+	t.Cleanup(func() {
+		otel.SetTracerProvider(prevTP)
+		otel.SetTextMapPropagator(prevProp)
+		_ = tp.Shutdown(context.Background())
+	})
+
+	backend := &edgetest.Backend{Name: "authn"}
+	edge, _ := newEdge(t, backend, nil, nil)
+	req, _ := http.NewRequest(http.MethodGet, edge.String()+"/idps/callback?code=SECRETCODE&state=s", nil)
+	resp, _ := edgetest.Do(t, edgetest.H2CClient(t), req)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("got status %d; want 200", resp.StatusCode)
+	}
+	got := backend.Last(t)
+	if got.RawQuery != "code=SECRETCODE&state=s" {
+		t.Fatalf("backend got query %q; want it intact", got.RawQuery)
+	}
+	spans := rec.Ended()
+	if len(spans) != 1 {
+		t.Fatalf("got %d spans; want 1 client span", len(spans))
+	}
+	span := spans[0]
+	tp0 := got.Header.Get("Traceparent")
+	if !strings.Contains(tp0, span.SpanContext().TraceID().String()) {
+		t.Fatalf("got traceparent %q; want trace id %s", tp0, span.SpanContext().TraceID())
+	}
+	for _, a := range span.Attributes() {
+		if strings.Contains(a.Value.Emit(), "SECRETCODE") {
+			t.Fatalf("span attribute %s leaks the query: %s", a.Key, a.Value.Emit())
+		}
+	}
+}
+
+func TestBodyLimitErrorIs413(t *testing.T) {
+	limit := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r.Body = http.MaxBytesReader(w, r.Body, 10)
+			h.ServeHTTP(w, r)
+		})
+	}
+	edge, _ := newEdge(t, &edgetest.Backend{Name: "tokens"}, nil, limit)
+	// No Content-Length: the proxy only learns the size while streaming.
+	body := io.MultiReader(strings.NewReader(strings.Repeat("x", 64))) // hides the length
+	req, _ := http.NewRequest(http.MethodPost, edge.String()+"/oauth/v2/token", body)
+	resp, _ := edgetest.Do(t, edgetest.H2CClient(t), req)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("got status %d; want 413", resp.StatusCode)
+	}
+}
+
+func TestClientGoneIsNotAWarning(t *testing.T) {
+	logs := &syncBuffer{}
+	arrived := make(chan struct{})
+	backend := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		<-r.Context().Done()
+	})
+	edge, _ := newEdge(t, backend, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, edge.String()+"/oauth/v2/keys", nil)
+	done := make(chan error, 1)
+	go func() {
+		resp, err := edgetest.H2CClient(t).Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	<-arrived
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v; want context.Canceled", err)
+	}
+	// The proxy notices the cancellation asynchronously; wait for its line.
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "client went away") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no debug line about the client going away; logs: %s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if strings.Contains(logs.String(), `"level":"WARN"`) {
+		t.Fatalf("a client that went away was logged as an outage: %s", logs.String())
+	}
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

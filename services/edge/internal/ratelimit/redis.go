@@ -1,0 +1,130 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/time/rate"
+)
+
+// RedisTimeout bounds one Redis round trip: a slow or unreachable Redis must
+// not add more than this to a request before the limiter fails open.
+const RedisTimeout = 250 * time.Millisecond
+
+// RedisBackoff is how long Redis is not asked after a failure: during an
+// outage only one request per interval pays RedisTimeout, the others fail
+// open at once.
+const RedisBackoff = time.Second
+
+// Redis is a Limiter shared by every edge replica, using GCRA in Redis.
+type Redis struct {
+	limiter *redis_rate.Limiter
+	limit   redis_rate.Limit
+	logger  *slog.Logger
+	warn    *rate.Sometimes
+	now     func() time.Time
+	// skipUntil is when to ask Redis again after a failure (Unix ns).
+	skipUntil atomic.Int64
+}
+
+var _ Limiter = (*Redis)(nil)
+
+// NewRedis allows perSecond requests per second per key on average and
+// bursts of up to burst requests; each key is stored in Redis as prefix+key.
+// A nil logger means slog.Default().
+func NewRedis(client *redis.Client, prefix string, perSecond, burst int, logger *slog.Logger) (*Redis, error) {
+	if client == nil {
+		return nil, errors.New("ratelimit: nil redis client")
+	}
+	if perSecond < 1 {
+		return nil, errors.New("ratelimit: rate must be at least 1 per second")
+	}
+	if burst < 1 {
+		return nil, errors.New("ratelimit: burst must be at least 1")
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Redis{
+		limiter: redis_rate.NewLimiter(prefixed{Client: client, prefix: prefix}),
+		limit:   redis_rate.Limit{Rate: perSecond, Burst: burst, Period: time.Second},
+		logger:  logger,
+		// One warning per interval is enough to page someone; one per
+		// request would flood the logs during the outage.
+		warn: &rate.Sometimes{Interval: 10 * time.Second},
+		now:  time.Now,
+	}, nil
+}
+
+// Allow takes one request from key's budget. When Redis fails it logs a
+// warning and allows the request (see the package doc); the error is nil.
+func (r *Redis) Allow(ctx context.Context, key string) (Decision, error) {
+	if r.now().UnixNano() < r.skipUntil.Load() {
+		return Decision{Allowed: true}, nil
+	}
+	callCtx, cancel := context.WithTimeout(ctx, RedisTimeout)
+	defer cancel()
+	res, err := r.limiter.Allow(callCtx, key, r.limit)
+	if err != nil {
+		if ctx.Err() == nil { // not just the client going away
+			r.skipUntil.Store(r.now().Add(RedisBackoff).UnixNano())
+			r.warn.Do(func() {
+				r.logger.WarnContext(ctx, "rate limiter store unavailable; allowing requests unlimited", "error", err.Error())
+			})
+		}
+		return Decision{Allowed: true}, nil
+	}
+	d := Decision{
+		Allowed:    res.Allowed > 0,
+		Limit:      res.Limit.Burst,
+		Remaining:  res.Remaining,
+		ResetAfter: max(res.ResetAfter, 0),
+	}
+	if !d.Allowed {
+		d.RetryAfter = max(res.RetryAfter, 0)
+	}
+	return d, nil
+}
+
+// prefixed puts keys under the caller's prefix instead of redis_rate's fixed
+// "rate:", so a deployment's keys share one namespace (and tests clean up).
+type prefixed struct {
+	*redis.Client
+	prefix string
+}
+
+const redisRatePrefix = "rate:"
+
+func (p prefixed) keys(keys []string) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = p.prefix + strings.TrimPrefix(k, redisRatePrefix)
+	}
+	return out
+}
+
+func (p prefixed) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	return p.Client.Eval(ctx, script, p.keys(keys), args...)
+}
+
+func (p prefixed) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
+	return p.Client.EvalSha(ctx, sha1, p.keys(keys), args...)
+}
+
+func (p prefixed) EvalRO(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	return p.Client.EvalRO(ctx, script, p.keys(keys), args...)
+}
+
+func (p prefixed) EvalShaRO(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
+	return p.Client.EvalShaRO(ctx, sha1, p.keys(keys), args...)
+}
+
+func (p prefixed) Del(ctx context.Context, keys ...string) *redis.IntCmd {
+	return p.Client.Del(ctx, p.keys(keys)...)
+}

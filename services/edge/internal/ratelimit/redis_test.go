@@ -1,0 +1,134 @@
+package ratelimit
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/gatehouse-id/gatehouse/pkg/testutil"
+	"github.com/gatehouse-id/gatehouse/services/edge/internal/edgetest"
+)
+
+func TestRedisBurstThenDeny(t *testing.T) {
+	client, prefix := testutil.Redis(t)
+	r, err := NewRedis(client, prefix, 1, 3, nil)
+	if err != nil {
+		t.Fatalf("NewRedis: %v", err)
+	}
+	for i, wantRemaining := range []int{2, 1, 0} {
+		d := allow(t, r, "client-a")
+		if !d.Allowed || d.Remaining != wantRemaining || d.Limit != 3 {
+			t.Fatalf("request %d: got %+v; want allowed, remaining %d, limit 3", i, d, wantRemaining)
+		}
+	}
+	// At 1/s a refill between these calls is possible on a slow machine,
+	// but not between all of them.
+	var denied *Decision
+	for range 7 {
+		if d := allow(t, r, "client-a"); !d.Allowed {
+			denied = &d
+			break
+		}
+	}
+	if denied == nil {
+		t.Fatal("10 requests in a row at burst 3, 1/s: none denied")
+	}
+	if denied.RetryAfter <= 0 || denied.Remaining != 0 {
+		t.Fatalf("denied: got %+v; want RetryAfter > 0 and nothing remaining", *denied)
+	}
+	if d := allow(t, r, "client-b"); !d.Allowed {
+		t.Fatalf("another key was limited: %+v", d)
+	}
+
+	ctx := context.Background()
+	if n := client.Exists(ctx, prefix+"client-a").Val(); n != 1 {
+		t.Fatalf("key %q: exists %d; want the state stored under the prefix", prefix+"client-a", n)
+	}
+	if n := client.Exists(ctx, "rate:"+prefix+"client-a").Val(); n != 0 {
+		t.Fatalf("state also stored outside the prefix")
+	}
+}
+
+func TestRedisReplicasShareTheBudget(t *testing.T) {
+	client, prefix := testutil.Redis(t)
+	one, _ := NewRedis(client, prefix, 1, 2, nil)
+	two, _ := NewRedis(client, prefix, 1, 2, nil)
+	allow(t, one, "k")
+	allow(t, two, "k")
+	for range 5 {
+		if d := allow(t, one, "k"); !d.Allowed {
+			return
+		}
+	}
+	t.Fatal("two limiters on one Redis prefix did not share the burst")
+}
+
+func TestRedisDownFailsOpen(t *testing.T) {
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&logs, nil))
+	client := redis.NewClient(&redis.Options{Addr: edgetest.ClosedAddr(t), MaxRetries: -1})
+	t.Cleanup(func() { _ = client.Close() })
+	calls := &countHook{}
+	client.AddHook(calls)
+	r, err := NewRedis(client, "edge:", 1, 1, logger)
+	if err != nil {
+		t.Fatalf("NewRedis: %v", err)
+	}
+	c := &clock{t: time.Unix(1_800_000_000, 0)}
+	r.now = c.now
+	for i := range 3 {
+		d, err := r.Allow(context.Background(), "k")
+		if err != nil || !d.Allowed || d.Limit != 0 {
+			t.Fatalf("request %d with Redis down: got %+v, %v; want allowed, unknown limit, nil error", i, d, err)
+		}
+	}
+	if n := calls.n.Load(); n != 1 {
+		t.Fatalf("Redis asked %d times during the backoff; want once", n)
+	}
+	c.advance(RedisBackoff)
+	if d, _ := r.Allow(context.Background(), "k"); !d.Allowed {
+		t.Fatalf("after backoff with Redis still down: got %+v; want allowed", d)
+	}
+	if n := calls.n.Load(); n != 2 {
+		t.Fatalf("Redis asked %d times; want a retry after the backoff", n)
+	}
+	if n := strings.Count(logs.String(), `"level":"WARN"`); n != 1 {
+		t.Fatalf("got %d warn lines (%s); want exactly one per interval", n, logs.String())
+	}
+}
+
+// countHook counts commands sent (or attempted) to Redis.
+type countHook struct{ n atomic.Int32 }
+
+func (h *countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (h *countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func TestNewRedisRejectsBadArguments(t *testing.T) {
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer client.Close()
+	if _, err := NewRedis(nil, "p", 1, 1, nil); err == nil {
+		t.Error("nil client: got nil error")
+	}
+	if _, err := NewRedis(client, "p", 0, 1, nil); err == nil {
+		t.Error("rate 0: got nil error")
+	}
+	if _, err := NewRedis(client, "p", 1, 0, nil); err == nil {
+		t.Error("burst 0: got nil error")
+	}
+}

@@ -1,0 +1,157 @@
+package router
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/gatehouse-id/gatehouse/services/edge/internal/reqinfo"
+)
+
+// forwardingHeaders are believed only from a trusted proxy.
+var forwardingHeaders = []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "Forwarded"}
+
+// identify assigns the request id, resolves the client address, strips
+// forwarding headers an untrusted peer may have forged, and installs the
+// headerWriter. Services read the client address from X-Real-Ip, which edge
+// always overwrites.
+func (rt *router) identify(c *gin.Context) {
+	r := c.Request
+	id := r.Header.Get("X-Request-Id")
+	if !saneRequestID(id) {
+		id = newRequestID()
+	}
+	r.Header.Set("X-Request-Id", id)
+
+	client := r.RemoteAddr
+	trusted := false
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		peer := ap.Addr().Unmap()
+		trusted = rt.trusted.contains(peer)
+		client = rt.trusted.client(peer, trusted, r.Header.Values("X-Forwarded-For")).String()
+	}
+	if !trusted {
+		for _, h := range forwardingHeaders {
+			r.Header.Del(h)
+		}
+	}
+	r.Header.Set("X-Real-Ip", client)
+
+	info := &reqinfo.Info{RequestID: id, ClientAddr: client, PeerTrusted: trusted}
+	c.Request = r.WithContext(reqinfo.NewContext(r.Context(), info))
+
+	hw := &headerWriter{ResponseWriter: c.Writer, set: http.Header{}, defaults: http.Header{}}
+	hw.set.Set("X-Request-Id", id)
+	c.Writer = hw
+	c.Set(keyHeaders, hw)
+	c.Next()
+	// Nothing written: gin sends the header after the chain, bypassing hw.
+	hw.apply()
+}
+
+// saneRequestID accepts 1-128 characters of [A-Za-z0-9._-]: safe to log and
+// to forward, and enough for UUIDs and most tracing ids.
+func saneRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		switch ch := id[i]; {
+		case ch >= 'a' && ch <= 'z', ch >= 'A' && ch <= 'Z', ch >= '0' && ch <= '9', ch == '.', ch == '_', ch == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
+}
+
+type trustedSet []netip.Prefix
+
+func parseTrusted(cidrs []string) (trustedSet, error) {
+	var set trustedSet
+	for _, s := range cidrs {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(s); err == nil {
+			set = append(set, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return nil, fmt.Errorf("router: trusted proxy %q: not a CIDR or IP address", s)
+		}
+		set = append(set, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+	}
+	return set, nil
+}
+
+func (t trustedSet) contains(a netip.Addr) bool {
+	for _, p := range t {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// client walks X-Forwarded-For from the right, past trusted proxies, to the
+// first address a trusted proxy vouched for but does not belong to one.
+// Entries left of it were written by the client and are ignored.
+func (t trustedSet) client(peer netip.Addr, trusted bool, xff []string) netip.Addr {
+	if !trusted {
+		return peer
+	}
+	var hops []string
+	for _, v := range xff {
+		hops = append(hops, strings.Split(v, ",")...)
+	}
+	cur := peer
+	for i := len(hops) - 1; i >= 0; i-- {
+		a, ok := parseHop(strings.TrimSpace(hops[i]))
+		if !ok {
+			return cur
+		}
+		if !t.contains(a) {
+			return a
+		}
+		cur = a
+	}
+	return cur
+}
+
+func parseHop(s string) (netip.Addr, bool) {
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.Unmap(), true
+	}
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr().Unmap(), true
+	}
+	return netip.Addr{}, false
+}
+
+// rateKey is the limiter key for a client address. IPv6 clients are keyed
+// by their /64: one host commonly holds a whole /64, and keying single
+// addresses would give it billions of buckets.
+func rateKey(client string) string {
+	a, err := netip.ParseAddr(client)
+	if err != nil {
+		return "addr:" + client
+	}
+	if a.Is6() {
+		return "ip6:" + netip.PrefixFrom(a, 64).Masked().String()
+	}
+	return "ip4:" + a.String()
+}

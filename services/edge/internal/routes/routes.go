@@ -1,0 +1,103 @@
+package routes
+
+import "strings"
+
+// Service names a backend behind edge.
+type Service string
+
+// The services edge routes to.
+const (
+	Authn     Service = "authn"
+	Tokens    Service = "tokens"
+	Directory Service = "directory"
+)
+
+// Services lists every service that appears in the table.
+func Services() []Service { return []Service{Authn, Tokens, Directory} }
+
+// Kind classifies an endpoint for the router's per-route policies.
+type Kind int
+
+const (
+	// OAuth is an OAuth/OIDC protocol endpoint that browsers' JavaScript may
+	// call cross-origin (discovery, keys, token, userinfo, introspect,
+	// revoke): edge answers CORS for it. Bodies are forms: small limit.
+	OAuth Kind = iota + 1
+	// Browser is a top-level navigation target (authorize, end_session, login
+	// pages, IdP callback): no CORS, small body limit.
+	Browser
+	// REST is a JSON HTTP API (management, admin): small body limit.
+	REST
+	// RPC is a gRPC, gRPC-web or Connect service path: larger body limit.
+	RPC
+)
+
+func (k Kind) String() string {
+	switch k {
+	case OAuth:
+		return "oauth"
+	case Browser:
+		return "browser"
+	case REST:
+		return "rest"
+	case RPC:
+		return "rpc"
+	}
+	return "unknown"
+}
+
+// Route maps one path pattern to a service.
+type Route struct {
+	// Method restricts the route to one HTTP method; "" means any method, so
+	// the service itself answers 405 with its own Allow header.
+	Method string
+	// Pattern is an exact path, or a prefix when it ends in "/*": "/a/*"
+	// matches "/a/" and everything below it, but not "/a".
+	Pattern string
+	Service Service
+	Kind    Kind
+}
+
+// IsPrefix reports whether the pattern matches a subtree.
+func (r Route) IsPrefix() bool { return strings.HasSuffix(r.Pattern, "/*") }
+
+// Prefix returns the path prefix of a subtree pattern ("/a/" for "/a/*"),
+// or the exact path.
+func (r Route) Prefix() string { return strings.TrimSuffix(r.Pattern, "*") }
+
+// CORS reports whether edge answers cross-origin requests for the route.
+func (r Route) CORS() bool { return r.Kind == OAuth }
+
+// Table returns the public route table (DESIGN.md "path (public, on edge)").
+// /healthz, /readyz and /metrics are answered by the server wrapper before the
+// router; /.well-known/oauth-authorization-server deliberately does not exist.
+// The slice is freshly allocated on each call.
+func Table() []Route {
+	return []Route{
+		// tokens: the OIDC protocol endpoints.
+		{Pattern: "/.well-known/openid-configuration", Service: Tokens, Kind: OAuth},
+		{Pattern: "/oauth/v2/token", Service: Tokens, Kind: OAuth},
+		{Pattern: "/oauth/v2/introspect", Service: Tokens, Kind: OAuth},
+		{Pattern: "/oauth/v2/revoke", Service: Tokens, Kind: OAuth},
+		{Pattern: "/oauth/v2/keys", Service: Tokens, Kind: OAuth},
+		{Pattern: "/oidc/v1/userinfo", Service: Tokens, Kind: OAuth},
+		// tokens: instance administration (key rotation).
+		{Pattern: "/admin/v1/*", Service: Tokens, Kind: REST},
+		{Pattern: "/gatehouse.admin.v1.AdminService/*", Service: Tokens, Kind: RPC},
+
+		// authn: browser flows; authorize lives with the login pages because
+		// both need the same cookie.
+		{Pattern: "/oauth/v2/authorize", Service: Authn, Kind: Browser},
+		{Pattern: "/oidc/v1/end_session", Service: Authn, Kind: Browser},
+		{Pattern: "/ui/login", Service: Authn, Kind: Browser},
+		{Pattern: "/ui/login/*", Service: Authn, Kind: Browser},
+		{Pattern: "/idps/callback", Service: Authn, Kind: Browser},
+
+		// directory: the public management API in all its protocols, and
+		// server reflection so grpcurl works through edge.
+		{Pattern: "/management/v1/*", Service: Directory, Kind: REST},
+		{Pattern: "/gatehouse.management.v1.ManagementService/*", Service: Directory, Kind: RPC},
+		{Pattern: "/grpc.reflection.v1.ServerReflection/*", Service: Directory, Kind: RPC},
+		{Pattern: "/grpc.reflection.v1alpha.ServerReflection/*", Service: Directory, Kind: RPC},
+	}
+}

@@ -1,0 +1,182 @@
+// Package service assembles edge: for each of authn, tokens and directory it
+// either mounts the service in-process (its URL variable unset — the
+// embedded mode) or reverse-proxies to it over h2c, then puts the router
+// (request ids, access log, security headers, CORS, rate and body limits)
+// in front.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/gatehouse-id/gatehouse/pkg/process"
+	"github.com/gatehouse-id/gatehouse/pkg/rpc"
+	"github.com/gatehouse-id/gatehouse/pkg/server"
+	authnsvc "github.com/gatehouse-id/gatehouse/services/authn/service"
+	directorysvc "github.com/gatehouse-id/gatehouse/services/directory/service"
+	"github.com/gatehouse-id/gatehouse/services/edge/internal/proxy"
+	"github.com/gatehouse-id/gatehouse/services/edge/internal/ratelimit"
+	"github.com/gatehouse-id/gatehouse/services/edge/internal/router"
+	"github.com/gatehouse-id/gatehouse/services/edge/internal/routes"
+	tokenssvc "github.com/gatehouse-id/gatehouse/services/tokens/service"
+)
+
+// embedded is a service mounted in this process.
+type embedded interface {
+	PublicHandler() http.Handler
+	Checks() map[string]server.Check
+	Close() error
+}
+
+// Edge is the edge process's component.
+type Edge struct {
+	handler http.Handler
+	checks  map[string]server.Check
+	closers []func() error
+}
+
+var _ process.Component = (*Edge)(nil)
+
+// Build is edge's process.Build.
+func Build(ctx context.Context, env process.Env) (process.Component, error) {
+	e, err := New(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// New wires edge from env.Config.
+func New(ctx context.Context, env process.Env) (e *Edge, err error) {
+	cfg, log := env.Config, env.Logger
+	e = &Edge{checks: map[string]server.Check{}}
+	defer func() {
+		if err != nil {
+			_ = e.Close()
+		}
+	}()
+
+	remote := map[routes.Service]*url.URL{
+		routes.Authn:     cfg.AuthnURL,
+		routes.Tokens:    cfg.TokensURL,
+		routes.Directory: cfg.DirectoryURL,
+	}
+	// Directory first: the others read from it.
+	constructors := []struct {
+		svc routes.Service
+		new func() (embedded, error)
+	}{
+		{routes.Directory, func() (embedded, error) { return directorysvc.New(ctx, env) }},
+		{routes.Tokens, func() (embedded, error) { return tokenssvc.New(ctx, env) }},
+		{routes.Authn, func() (embedded, error) { return authnsvc.New(ctx, env) }},
+	}
+	handlers := map[routes.Service]http.Handler{}
+	for _, c := range constructors {
+		if u := remote[c.svc]; u != nil {
+			p, err := proxy.New(u, string(c.svc), log)
+			if err != nil {
+				return e, fmt.Errorf("proxy to %s: %w", c.svc, err)
+			}
+			handlers[c.svc] = p
+			e.closers = append(e.closers, func() error { p.CloseIdleConnections(); return nil })
+			log.Info("routing to remote service", "service", c.svc, "url", u.Redacted())
+			continue
+		}
+		s, err := c.new()
+		if err != nil {
+			return e, fmt.Errorf("embedded %s: %w", c.svc, err)
+		}
+		handlers[c.svc] = s.PublicHandler()
+		e.closers = append(e.closers, s.Close)
+		for name, check := range s.Checks() {
+			e.checks[name] = check
+		}
+	}
+
+	limiter, err := newLimiter(cfg.RedisURL, cfg.RateLimit, cfg.RateBurst, env)
+	if err != nil {
+		return e, err
+	}
+	if c, ok := limiter.(interface{ Close() error }); ok {
+		e.closers = append(e.closers, c.Close)
+	}
+	trusted := make([]string, 0, len(cfg.TrustedProxies))
+	for _, p := range cfg.TrustedProxies {
+		trusted = append(trusted, p.String())
+	}
+	h, err := router.New(router.Options{
+		Logger:         log,
+		Services:       handlers,
+		Limiter:        limiter,
+		TrustedProxies: trusted,
+		Issuer:         cfg.Issuer,
+	})
+	if err != nil {
+		return e, err
+	}
+	e.handler = stripInternalCredential(h)
+	return e, nil
+}
+
+// redisLimiter owns its client.
+type redisLimiter struct {
+	*ratelimit.Redis
+	client *redis.Client
+}
+
+func (r redisLimiter) Close() error { return r.client.Close() }
+
+func newLimiter(redisURL string, perSecond float64, burst int, env process.Env) (ratelimit.Limiter, error) {
+	if perSecond == 0 {
+		return nil, nil
+	}
+	if redisURL == "" {
+		return ratelimit.NewMemory(perSecond, burst)
+	}
+	opts, err := redis.ParseURL(redisURL)
+	if err != nil {
+		return nil, fmt.Errorf("GATEHOUSE_REDIS_URL: %w", err)
+	}
+	client := redis.NewClient(opts)
+	rps := int(perSecond)
+	if rps < 1 {
+		rps = 1
+	}
+	l, err := ratelimit.NewRedis(client, "gatehouse:ratelimit:", rps, burst, env.Logger)
+	if err != nil {
+		return nil, errors.Join(err, client.Close())
+	}
+	return redisLimiter{Redis: l, client: client}, nil
+}
+
+// stripInternalCredential drops the internal-call header from public
+// requests: only services may present it, never a client through edge.
+func stripInternalCredential(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Del(rpc.InternalTokenHeader)
+		h.ServeHTTP(w, r)
+	})
+}
+
+// Handler implements process.Component.
+func (e *Edge) Handler() http.Handler { return e.handler }
+
+// Checks implements process.Component: the embedded services' dependencies.
+// Remote services are not checked — one being down must not take edge (and
+// every other route) out of rotation.
+func (e *Edge) Checks() map[string]server.Check { return e.checks }
+
+// Close releases embedded services and connections.
+func (e *Edge) Close() error {
+	var errs []error
+	for i := len(e.closers) - 1; i >= 0; i-- {
+		errs = append(errs, e.closers[i]())
+	}
+	e.closers = nil
+	return errors.Join(errs...)
+}
