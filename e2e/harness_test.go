@@ -30,7 +30,7 @@ var builds = map[config.Role]process.Build{
 		return tokenssvc.New(ctx, env)
 	},
 	config.RoleDirectory: func(ctx context.Context, env process.Env) (process.Component, error) {
-		return directorysvc.New(ctx, env)
+		return directorysvc.New(ctx, env, directorysvc.Deps{})
 	},
 }
 

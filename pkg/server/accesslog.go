@@ -43,6 +43,7 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func accessLog(log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		path := r.URL.Path // before a handler (vanguard) rewrites it
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
 		if sw.status == 0 {
@@ -50,7 +51,7 @@ func accessLog(log *slog.Logger, next http.Handler) http.Handler {
 		}
 		log.InfoContext(r.Context(), "request",
 			"method", r.Method,
-			"path", r.URL.Path,
+			"path", path,
 			"status", sw.status,
 			"bytes", sw.bytes,
 			"duration_ms", float64(time.Since(start).Microseconds())/1000,

@@ -3,6 +3,7 @@ module github.com/gatehouse-id/gatehouse/services/edge
 go 1.26.0
 
 require (
+	connectrpc.com/connect v1.21.1
 	github.com/gatehouse-id/gatehouse/pkg v0.0.0
 	github.com/gatehouse-id/gatehouse/services/authn v0.0.0
 	github.com/gatehouse-id/gatehouse/services/directory v0.0.0
@@ -17,8 +18,9 @@ require (
 )
 
 require (
-	connectrpc.com/connect v1.21.1 // indirect
+	connectrpc.com/grpcreflect v1.3.1 // indirect
 	connectrpc.com/otelconnect v0.10.0 // indirect
+	connectrpc.com/vanguard v0.4.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/bytedance/gopkg v0.1.3 // indirect
 	github.com/bytedance/sonic v1.15.0 // indirect

@@ -6,26 +6,60 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
+	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1/tokensv1connect"
 	"github.com/gatehouse-id/gatehouse/pkg/process"
+	"github.com/gatehouse-id/gatehouse/pkg/rpc"
+	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/pkg/server"
+	"github.com/gatehouse-id/gatehouse/pkg/telemetry"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/api"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/management"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/orgs"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/projections"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/users"
 	"github.com/gatehouse-id/gatehouse/services/directory/migrations"
 )
 
+// Introspector checks management API access tokens (the tokens service).
+type Introspector = authz.Introspector
+
+// Deps are the directory's dependencies on other services. A nil field is
+// reached over the network at the configured URL.
+type Deps struct {
+	Tokens Introspector
+}
+
 // Service is the directory service.
 type Service struct {
-	db     *db.DB
-	public *http.ServeMux
+	db      *db.DB
+	public  http.Handler
+	handler http.Handler
 }
 
 // New opens the service's storage (migrating it) and builds its handlers.
-func New(ctx context.Context, env process.Env) (*Service, error) {
+func New(ctx context.Context, env process.Env, deps Deps) (*Service, error) {
+	cfg := env.Config
+	if deps.Tokens == nil {
+		if cfg.TokensURL == nil {
+			return nil, errors.New("directory needs the tokens service: set GATEHOUSE_TOKENS_URL")
+		}
+		opts, err := rpc.InternalClientOptions(cfg.InternalToken)
+		if err != nil {
+			return nil, err
+		}
+		deps.Tokens = tokensv1connect.NewTokenServiceClient(rpc.NewHTTPClient(), cfg.TokensURL.String(), opts...)
+	}
 	store, err := db.Open(ctx, db.Options{
-		URL:        env.Config.DatabaseURL,
-		DataDir:    env.Config.DataDir,
+		URL:        cfg.DatabaseURL,
+		DataDir:    cfg.DataDir,
 		Service:    "directory",
 		Migrations: migrations.FS,
 		Logger:     env.Logger,
@@ -33,14 +67,87 @@ func New(ctx context.Context, env process.Env) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("directory storage: %w", err)
 	}
-	return &Service{db: store, public: http.NewServeMux()}, nil
+	s := &Service{db: store}
+	if err := s.build(cfg.MasterKey, env, deps); err != nil {
+		_ = store.Close()
+		return nil, err
+	}
+	return s, nil
 }
 
-// PublicHandler serves the directory service's public routes (see DESIGN.md).
+func (s *Service) build(masterKey []byte, env process.Env, deps Deps) error {
+	es := eventstore.New(s.db, time.Now)
+	projections.RegisterAll(es)
+	idpCipher, err := secrets.NewCipher(masterKey, secrets.PurposeIdPSecrets)
+	if err != nil {
+		return err
+	}
+	hasher, err := secrets.NewHasher(masterKey)
+	if err != nil {
+		return err
+	}
+	orgQ := &orgs.Queries{DB: s.db}
+	userQ := &users.Queries{DB: s.db}
+	mgmt := &management.Server{
+		ES:         es,
+		Orgs:       orgQ,
+		OrgCmds:    &orgs.Commands{ES: es, IssuerHost: env.Config.Issuer.Hostname()},
+		Users:      userQ,
+		UserCmds:   &users.Commands{ES: es, Q: userQ},
+		IdPSecrets: idpCipher,
+		Hasher:     hasher,
+		Issuer:     env.Config.Issuer,
+		Logger:     env.Logger,
+		Now:        time.Now,
+	}
+	otel, err := telemetry.ConnectInterceptor()
+	if err != nil {
+		return err
+	}
+	az := authz.NewInterceptor(deps.Tokens, authzDirectory{orgs: orgQ, users: userQ}, management.Permissions(), env.Logger)
+	public, err := api.NewHandler(mgmt, env.Logger, otel, az)
+	if err != nil {
+		return err
+	}
+	s.public = public
+	s.handler = public
+	return nil
+}
+
+// authzDirectory answers authz's questions from the projections.
+type authzDirectory struct {
+	orgs  *orgs.Queries
+	users *users.Queries
+}
+
+func (d authzDirectory) UserOrg(ctx context.Context, userID string) (string, error) {
+	u, err := d.users.Get(ctx, userID)
+	if err != nil {
+		return "", err
+	}
+	if u.State != users.StateActive {
+		return "", fmt.Errorf("user %s is not active: %w", userID, db.ErrNotFound)
+	}
+	return u.OrgID, nil
+}
+
+func (d authzDirectory) OrgExists(ctx context.Context, orgID string) (bool, error) {
+	_, err := d.orgs.Get(ctx, orgID)
+	if errors.Is(err, db.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (d authzDirectory) Roles(ctx context.Context, userID, orgID string) ([]string, error) {
+	return d.orgs.Roles(ctx, userID, orgID)
+}
+
+// PublicHandler serves the management API (REST, gRPC, gRPC-web, Connect).
 func (s *Service) PublicHandler() http.Handler { return s.public }
 
 // Handler serves public and internal routes on one port (standalone process).
-func (s *Service) Handler() http.Handler { return s.public }
+func (s *Service) Handler() http.Handler { return s.handler }
 
 // Checks are the dependencies of readiness.
 func (s *Service) Checks() map[string]server.Check {

@@ -11,9 +11,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"sync/atomic"
+
+	"connectrpc.com/connect"
 
 	"github.com/redis/go-redis/v9"
 
+	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
+	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1/tokensv1connect"
 	"github.com/gatehouse-id/gatehouse/pkg/process"
 	"github.com/gatehouse-id/gatehouse/pkg/rpc"
 	"github.com/gatehouse-id/gatehouse/pkg/server"
@@ -66,13 +71,25 @@ func New(ctx context.Context, env process.Env) (e *Edge, err error) {
 		routes.Tokens:    cfg.TokensURL,
 		routes.Directory: cfg.DirectoryURL,
 	}
-	// Directory first: the others read from it.
+	// Embedded services call each other in-process. Directory and tokens
+	// need each other, so directory gets a reference bound once tokens exists.
+	tokensRef := &lateTokens{}
+	var deps directorysvc.Deps
+	if cfg.TokensURL == nil {
+		deps.Tokens = tokensRef
+	}
 	constructors := []struct {
 		svc routes.Service
 		new func() (embedded, error)
 	}{
-		{routes.Directory, func() (embedded, error) { return directorysvc.New(ctx, env) }},
-		{routes.Tokens, func() (embedded, error) { return tokenssvc.New(ctx, env) }},
+		{routes.Directory, func() (embedded, error) { return directorysvc.New(ctx, env, deps) }},
+		{routes.Tokens, func() (embedded, error) {
+			t, err := tokenssvc.New(ctx, env)
+			if err == nil {
+				tokensRef.bind(t.TokenService())
+			}
+			return t, err
+		}},
 		{routes.Authn, func() (embedded, error) { return authnsvc.New(ctx, env) }},
 	}
 	handlers := map[routes.Service]http.Handler{}
@@ -121,6 +138,21 @@ func New(ctx context.Context, env process.Env) (e *Edge, err error) {
 	}
 	e.handler = stripInternalCredential(h)
 	return e, nil
+}
+
+// lateTokens forwards to the embedded tokens service once it is built.
+type lateTokens struct {
+	h atomic.Pointer[tokensv1connect.TokenServiceHandler]
+}
+
+func (l *lateTokens) bind(h tokensv1connect.TokenServiceHandler) { l.h.Store(&h) }
+
+func (l *lateTokens) Introspect(ctx context.Context, req *connect.Request[tokensv1.IntrospectRequest]) (*connect.Response[tokensv1.IntrospectResponse], error) {
+	h := l.h.Load()
+	if h == nil {
+		return nil, connect.NewError(connect.CodeUnavailable, errors.New("tokens service not started"))
+	}
+	return (*h).Introspect(ctx, req)
 }
 
 // redisLimiter owns its client.

@@ -17,8 +17,9 @@ import (
 
 // Service is the tokens service.
 type Service struct {
-	db     *db.DB
-	public *http.ServeMux
+	db       *db.DB
+	public   *http.ServeMux
+	internal *internalAPI
 }
 
 // New opens the service's storage (migrating it) and builds its handlers.
@@ -33,7 +34,7 @@ func New(ctx context.Context, env process.Env) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokens storage: %w", err)
 	}
-	return &Service{db: store, public: http.NewServeMux()}, nil
+	return &Service{db: store, public: http.NewServeMux(), internal: &internalAPI{}}, nil
 }
 
 // PublicHandler serves the tokens service's public routes (see DESIGN.md).

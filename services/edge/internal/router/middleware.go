@@ -45,6 +45,8 @@ func (rt *router) recovery(c *gin.Context) {
 // strings carry authorization codes and tokens.
 func (rt *router) accessLog(c *gin.Context) {
 	start := time.Now()
+	// Captured now: an in-process handler (vanguard) may rewrite the path.
+	path := c.Request.URL.Path
 	completed := false
 	defer func() {
 		status := c.Writer.Status()
@@ -60,7 +62,7 @@ func (rt *router) accessLog(c *gin.Context) {
 		info := reqinfo.FromContext(c.Request.Context())
 		attrs = append(attrs,
 			slog.String("method", c.Request.Method),
-			slog.String("path", c.Request.URL.Path),
+			slog.String("path", path),
 			slog.Int("status", status),
 			slog.Int("bytes", max(c.Writer.Size(), 0)),
 			slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),

@@ -362,6 +362,64 @@ func (x *LocalizedMessage) GetLocalizedMessage() string {
 	return ""
 }
 
+// ErrorDetail is the detail of every management error: a stable id naming
+// the rule that failed (e.g. "USER-password-too-long") and a message for
+// humans. It appears in google.rpc.Status.details with
+// "@type": "type.googleapis.com/gatehouse.management.v1.ErrorDetail".
+type ErrorDetail struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Stable, machine-readable id of the error.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Human-readable description.
+	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ErrorDetail) Reset() {
+	*x = ErrorDetail{}
+	mi := &file_gatehouse_management_v1_object_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ErrorDetail) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ErrorDetail) ProtoMessage() {}
+
+func (x *ErrorDetail) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_object_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ErrorDetail.ProtoReflect.Descriptor instead.
+func (*ErrorDetail) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_object_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ErrorDetail) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ErrorDetail) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 var File_gatehouse_management_v1_object_proto protoreflect.FileDescriptor
 
 const file_gatehouse_management_v1_object_proto_rawDesc = "" +
@@ -383,7 +441,10 @@ const file_gatehouse_management_v1_object_proto_rawDesc = "" +
 	"\x0eview_timestamp\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\rviewTimestamp\"Q\n" +
 	"\x10LocalizedMessage\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12+\n" +
-	"\x11localized_message\x18\x02 \x01(\tR\x10localizedMessage*\xc5\x02\n" +
+	"\x11localized_message\x18\x02 \x01(\tR\x10localizedMessage\"7\n" +
+	"\vErrorDetail\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage*\xc5\x02\n" +
 	"\x0fTextQueryMethod\x12\x1c\n" +
 	"\x18TEXT_QUERY_METHOD_EQUALS\x10\x00\x12(\n" +
 	"$TEXT_QUERY_METHOD_EQUALS_IGNORE_CASE\x10\x01\x12!\n" +
@@ -408,19 +469,20 @@ func file_gatehouse_management_v1_object_proto_rawDescGZIP() []byte {
 }
 
 var file_gatehouse_management_v1_object_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_gatehouse_management_v1_object_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_gatehouse_management_v1_object_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_gatehouse_management_v1_object_proto_goTypes = []any{
 	(TextQueryMethod)(0),          // 0: gatehouse.management.v1.TextQueryMethod
 	(*ObjectDetails)(nil),         // 1: gatehouse.management.v1.ObjectDetails
 	(*ListQuery)(nil),             // 2: gatehouse.management.v1.ListQuery
 	(*ListDetails)(nil),           // 3: gatehouse.management.v1.ListDetails
 	(*LocalizedMessage)(nil),      // 4: gatehouse.management.v1.LocalizedMessage
-	(*timestamppb.Timestamp)(nil), // 5: google.protobuf.Timestamp
+	(*ErrorDetail)(nil),           // 5: gatehouse.management.v1.ErrorDetail
+	(*timestamppb.Timestamp)(nil), // 6: google.protobuf.Timestamp
 }
 var file_gatehouse_management_v1_object_proto_depIdxs = []int32{
-	5, // 0: gatehouse.management.v1.ObjectDetails.creation_date:type_name -> google.protobuf.Timestamp
-	5, // 1: gatehouse.management.v1.ObjectDetails.change_date:type_name -> google.protobuf.Timestamp
-	5, // 2: gatehouse.management.v1.ListDetails.view_timestamp:type_name -> google.protobuf.Timestamp
+	6, // 0: gatehouse.management.v1.ObjectDetails.creation_date:type_name -> google.protobuf.Timestamp
+	6, // 1: gatehouse.management.v1.ObjectDetails.change_date:type_name -> google.protobuf.Timestamp
+	6, // 2: gatehouse.management.v1.ListDetails.view_timestamp:type_name -> google.protobuf.Timestamp
 	3, // [3:3] is the sub-list for method output_type
 	3, // [3:3] is the sub-list for method input_type
 	3, // [3:3] is the sub-list for extension type_name
@@ -439,7 +501,7 @@ func file_gatehouse_management_v1_object_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_management_v1_object_proto_rawDesc), len(file_gatehouse_management_v1_object_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   4,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

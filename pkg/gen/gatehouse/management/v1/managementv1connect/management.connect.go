@@ -247,8 +247,9 @@ type ManagementServiceClient interface {
 	// Roles: any role in the organization.
 	GetMyOrg(context.Context, *connect.Request[v1.GetMyOrgRequest]) (*connect.Response[v1.GetMyOrgResponse], error)
 	// Creates an organization; the caller becomes its ORG_OWNER.
-	// Roles: any authenticated caller. Errors: AlreadyExists when the name is
-	// taken in the instance.
+	// Roles: IAM_OWNER (unlike ZITADEL, an ordinary user cannot create
+	// organizations: an identity provider's tenants are an operator decision).
+	// Errors: AlreadyExists when the name or its primary domain is taken.
 	AddOrg(context.Context, *connect.Request[v1.AddOrgRequest]) (*connect.Response[v1.AddOrgResponse], error)
 	// Grants organization roles to a user of the instance.
 	// Roles: ORG_OWNER or above. Errors: NotFound for an unknown user;
@@ -933,8 +934,9 @@ type ManagementServiceHandler interface {
 	// Roles: any role in the organization.
 	GetMyOrg(context.Context, *connect.Request[v1.GetMyOrgRequest]) (*connect.Response[v1.GetMyOrgResponse], error)
 	// Creates an organization; the caller becomes its ORG_OWNER.
-	// Roles: any authenticated caller. Errors: AlreadyExists when the name is
-	// taken in the instance.
+	// Roles: IAM_OWNER (unlike ZITADEL, an ordinary user cannot create
+	// organizations: an identity provider's tenants are an operator decision).
+	// Errors: AlreadyExists when the name or its primary domain is taken.
 	AddOrg(context.Context, *connect.Request[v1.AddOrgRequest]) (*connect.Response[v1.AddOrgResponse], error)
 	// Grants organization roles to a user of the instance.
 	// Roles: ORG_OWNER or above. Errors: NotFound for an unknown user;

@@ -1,0 +1,54 @@
+package management
+
+import (
+	"context"
+	"errors"
+
+	"connectrpc.com/connect"
+
+	"github.com/gatehouse-id/gatehouse/pkg/db"
+	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/orgs"
+)
+
+// org loads the caller's target organization.
+func (s *Server) org(ctx context.Context) (*orgs.Org, error) {
+	c := authz.FromContext(ctx)
+	o, err := s.Orgs.Get(ctx, c.OrgID)
+	if errors.Is(err, db.ErrNotFound) {
+		return nil, apierr.NotFound("ORG-not-found", "organization not found")
+	}
+	return o, err
+}
+
+// GetMyOrg returns the target organization.
+func (s *Server) GetMyOrg(ctx context.Context, _ *connect.Request[managementv1.GetMyOrgRequest]) (*connect.Response[managementv1.GetMyOrgResponse], error) {
+	o, err := s.org(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&managementv1.GetMyOrgResponse{Org: &managementv1.Org{
+		Id:            o.ID,
+		Details:       readDetails(o.CreationDate, o.ChangeDate, o.Sequence, o.ID),
+		State:         managementv1.OrgState(o.State),
+		Name:          o.Name,
+		PrimaryDomain: o.PrimaryDomain,
+	}}), nil
+}
+
+// AddOrg creates an organization with the caller as its ORG_OWNER.
+func (s *Server) AddOrg(ctx context.Context, req *connect.Request[managementv1.AddOrgRequest]) (*connect.Response[managementv1.AddOrgResponse], error) {
+	var f apierr.Fields
+	f.Check(apierr.Length("name", req.Msg.GetName(), 1, 200))
+	if err := f.Err("ORG-invalid"); err != nil {
+		return nil, err
+	}
+	c := authz.FromContext(ctx)
+	id, evs, err := s.OrgCmds.AddOrg(ctx, c.UserID, req.Msg.GetName(), []string{c.UserID})
+	if err != nil {
+		return nil, apierr.FromStore(err, "organization "+req.Msg.GetName())
+	}
+	return connect.NewResponse(&managementv1.AddOrgResponse{Id: id, Details: writeDetails(evs)}), nil
+}

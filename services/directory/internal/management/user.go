@@ -1,0 +1,175 @@
+package management
+
+import (
+	"context"
+	"errors"
+	"net/mail"
+	"strings"
+	"unicode"
+
+	"connectrpc.com/connect"
+
+	"github.com/gatehouse-id/gatehouse/pkg/db"
+	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/users"
+)
+
+// user loads a user of the target organization; users of other
+// organizations are NotFound.
+func (s *Server) user(ctx context.Context, id string) (*users.User, error) {
+	if err := apierr.Length("id", id, 1, 200); err != nil {
+		return nil, apierr.InvalidArgument("USER-invalid-id", "%s", err.Error())
+	}
+	u, err := s.Users.GetInOrg(ctx, authz.FromContext(ctx).OrgID, id)
+	if errors.Is(err, db.ErrNotFound) {
+		return nil, apierr.NotFound("USER-not-found", "user not found")
+	}
+	return u, err
+}
+
+// checkUserName applies the user name rules: 1-200 characters, no
+// whitespace (it becomes part of login names).
+func checkUserName(f *apierr.Fields, name string) {
+	f.Check(apierr.Length("user_name", name, 1, 200))
+	if strings.IndexFunc(name, unicode.IsSpace) >= 0 {
+		f.Add("user_name", "must not contain whitespace")
+	}
+}
+
+// checkEmail validates an optional (required=false) or required address.
+func checkEmail(f *apierr.Fields, field, addr string, required bool) {
+	if addr == "" {
+		if required {
+			f.Add(field, "is required")
+		}
+		return
+	}
+	f.Check(apierr.Length(field, addr, 1, 200))
+	if a, err := mail.ParseAddress(addr); err != nil || a.Address != addr {
+		f.Add(field, "is not a valid e-mail address")
+	}
+}
+
+// userToProto renders a user with its login names.
+func userToProto(u *users.User) *managementv1.User {
+	out := &managementv1.User{
+		Id:                 u.ID,
+		Details:            readDetails(u.CreationDate, u.ChangeDate, u.Sequence, u.OrgID),
+		State:              managementv1.UserState(u.State),
+		UserName:           u.UserName,
+		LoginNames:         []string{u.LoginName()},
+		PreferredLoginName: u.LoginName(),
+	}
+	if u.Type == users.TypeMachine {
+		out.Type = &managementv1.User_Machine{Machine: &managementv1.Machine{
+			Name:            u.MachineName,
+			Description:     u.MachineDescription,
+			HasSecret:       len(u.SecretHash) > 0,
+			AccessTokenType: managementv1.AccessTokenType(u.AccessTokenType),
+		}}
+		return out
+	}
+	out.Type = &managementv1.User_Human{Human: &managementv1.Human{
+		Profile: &managementv1.Profile{
+			FirstName:         u.FirstName,
+			LastName:          u.LastName,
+			NickName:          u.NickName,
+			DisplayName:       u.DisplayName,
+			PreferredLanguage: u.PreferredLanguage,
+			Gender:            managementv1.Gender(u.Gender),
+		},
+		Email: &managementv1.Email{Email: u.Email, IsEmailVerified: u.EmailVerified},
+		Phone: &managementv1.Phone{Phone: u.Phone, IsPhoneVerified: u.PhoneVerified},
+	}}
+	return out
+}
+
+// GetUserByID returns a user of the organization.
+func (s *Server) GetUserByID(ctx context.Context, req *connect.Request[managementv1.GetUserByIDRequest]) (*connect.Response[managementv1.GetUserByIDResponse], error) {
+	u, err := s.user(ctx, req.Msg.GetId())
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&managementv1.GetUserByIDResponse{User: userToProto(u)}), nil
+}
+
+// humanProfile validates the parts of a human user shared by AddHumanUser
+// and ImportHumanUser and returns the event payload without a password.
+func humanProfile(f *apierr.Fields, userName string, p *managementv1.AddHumanUserRequest_Profile, email, phone string, emailVerified, phoneVerified bool) users.HumanAdded {
+	checkUserName(f, userName)
+	if p == nil {
+		f.Add("profile", "is required")
+		p = &managementv1.AddHumanUserRequest_Profile{}
+	}
+	f.Check(apierr.Length("profile.first_name", p.GetFirstName(), 1, 200))
+	f.Check(apierr.Length("profile.last_name", p.GetLastName(), 1, 200))
+	f.Check(apierr.Length("profile.nick_name", p.GetNickName(), 0, 200))
+	f.Check(apierr.Length("profile.display_name", p.GetDisplayName(), 0, 200))
+	f.Check(apierr.Length("profile.preferred_language", p.GetPreferredLanguage(), 0, 10))
+	checkEmail(f, "email.email", email, true)
+	f.Check(apierr.Length("phone.phone", phone, 0, 200))
+	display := p.GetDisplayName()
+	if display == "" {
+		display = strings.TrimSpace(p.GetFirstName() + " " + p.GetLastName())
+	}
+	return users.HumanAdded{
+		UserName: userName, FirstName: p.GetFirstName(), LastName: p.GetLastName(), NickName: p.GetNickName(),
+		DisplayName: display, PreferredLanguage: p.GetPreferredLanguage(), Gender: int32(p.GetGender()),
+		Email: email, EmailVerified: emailVerified, Phone: phone, PhoneVerified: phoneVerified,
+	}
+}
+
+// AddHumanUser creates a human user; an initial password must be changed at
+// the first login.
+func (s *Server) AddHumanUser(ctx context.Context, req *connect.Request[managementv1.AddHumanUserRequest]) (*connect.Response[managementv1.AddHumanUserResponse], error) {
+	m := req.Msg
+	var f apierr.Fields
+	p := humanProfile(&f, m.GetUserName(), m.GetProfile(), m.GetEmail().GetEmail(), m.GetPhone().GetPhone(),
+		m.GetEmail().GetIsEmailVerified(), m.GetPhone().GetIsPhoneVerified())
+	if err := f.Err("USER-invalid"); err != nil {
+		return nil, err
+	}
+	org, err := s.org(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if m.GetInitialPassword() != "" {
+		hash, err := s.UserCmds.NewPasswordHash(ctx, "", m.GetInitialPassword(), org.PasswordPolicy)
+		if err != nil {
+			return nil, err
+		}
+		p.PasswordHash, p.PasswordChangeRequired = hash, true
+	}
+	id, evs, err := s.UserCmds.AddHuman(ctx, authz.FromContext(ctx).UserID, org, p)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&managementv1.AddHumanUserResponse{UserId: id, Details: writeDetails(evs)}), nil
+}
+
+// SetHumanPassword sets a human user's password; unless noChangeRequired,
+// the user must change it at the next login.
+func (s *Server) SetHumanPassword(ctx context.Context, req *connect.Request[managementv1.SetHumanPasswordRequest]) (*connect.Response[managementv1.SetHumanPasswordResponse], error) {
+	u, err := s.user(ctx, req.Msg.GetUserId())
+	if err != nil {
+		return nil, err
+	}
+	if u.Type != users.TypeHuman {
+		return nil, apierr.Precondition("USER-not-human", "only human users have passwords")
+	}
+	org, err := s.org(ctx)
+	if err != nil {
+		return nil, err
+	}
+	hash, err := s.UserCmds.NewPasswordHash(ctx, u.ID, req.Msg.GetPassword(), org.PasswordPolicy)
+	if err != nil {
+		return nil, err
+	}
+	evs, err := s.UserCmds.SetPassword(ctx, authz.FromContext(ctx).UserID, u, hash, !req.Msg.GetNoChangeRequired())
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&managementv1.SetHumanPasswordResponse{Details: writeDetails(evs)}), nil
+}

@@ -1,0 +1,123 @@
+package users
+
+import (
+	"context"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/gatehouse-id/gatehouse/pkg/secrets"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/orgs"
+)
+
+// MaxPasswordLength is the seed's limit (and bcrypt's, for imports).
+const MaxPasswordLength = 72
+
+// Commands produces user events.
+type Commands struct {
+	ES *eventstore.Store
+	Q  *Queries
+}
+
+// ValidatePassword checks the seed's 1-72 characters and the organization's
+// complexity policy; the error names every unmet rule.
+func ValidatePassword(pw string, policy orgs.PasswordPolicy) error {
+	n := utf8.RuneCountInString(pw)
+	if n == 0 {
+		return apierr.InvalidArgument("USER-password-empty", "password is required")
+	}
+	if n > MaxPasswordLength {
+		return apierr.InvalidArgument("USER-password-too-long", "password must have at most %d characters", MaxPasswordLength)
+	}
+	var f apierr.Fields
+	if n < policy.MinLength {
+		f.Add("password", "must have at least "+itoa(policy.MinLength)+" characters")
+	}
+	var upper, lower, digit, symbol bool
+	for _, r := range pw {
+		switch {
+		case unicode.IsUpper(r):
+			upper = true
+		case unicode.IsLower(r):
+			lower = true
+		case unicode.IsDigit(r):
+			digit = true
+		default:
+			symbol = true
+		}
+	}
+	if policy.HasUppercase && !upper {
+		f.Add("password", "must contain an upper-case letter")
+	}
+	if policy.HasLowercase && !lower {
+		f.Add("password", "must contain a lower-case letter")
+	}
+	if policy.HasNumber && !digit {
+		f.Add("password", "must contain a digit")
+	}
+	if policy.HasSymbol && !symbol {
+		f.Add("password", "must contain a symbol")
+	}
+	return f.Err("USER-password-policy")
+}
+
+func itoa(n int) string {
+	const digits = "0123456789"
+	if n < 10 && n >= 0 {
+		return digits[n : n+1]
+	}
+	return itoa(n/10) + digits[n%10:n%10+1]
+}
+
+// NewPasswordHash validates pw for user (policy and history) and hashes it.
+func (c *Commands) NewPasswordHash(ctx context.Context, userID, pw string, policy orgs.PasswordPolicy) (string, error) {
+	if err := ValidatePassword(pw, policy); err != nil {
+		return "", err
+	}
+	if userID != "" && policy.History > 0 {
+		hist, err := c.Q.PasswordHistory(ctx, userID, policy.History)
+		if err != nil {
+			return "", err
+		}
+		for _, h := range hist {
+			if ok, _, _ := secrets.VerifyPassword(pw, h); ok {
+				return "", apierr.InvalidArgument("USER-password-reused", "password must differ from the last %d passwords", policy.History)
+			}
+		}
+	}
+	return secrets.HashPassword(pw)
+}
+
+// AddHuman creates a human user in org. The payload's PasswordHash must
+// already be validated and hashed (or empty: the user starts in state
+// initial). It returns the new id and the stored events.
+func (c *Commands) AddHuman(ctx context.Context, editor string, org *orgs.Org, p HumanAdded) (string, []eventstore.Event, error) {
+	id := secrets.NewID()
+	evs, err := c.ES.Push(ctx, editor, eventstore.Command{
+		Aggregate: eventstore.Aggregate{Type: Aggregate, ID: id, ResourceOwner: org.ID},
+		Events:    []eventstore.Pending{{Type: EventHumanAdded, Payload: p}},
+	})
+	return id, evs, apierr.FromStore(err, "user "+p.UserName)
+}
+
+// AddMachine creates a machine user in org.
+func (c *Commands) AddMachine(ctx context.Context, editor string, org *orgs.Org, p MachineAdded) (string, []eventstore.Event, error) {
+	id := secrets.NewID()
+	evs, err := c.ES.Push(ctx, editor, eventstore.Command{
+		Aggregate: eventstore.Aggregate{Type: Aggregate, ID: id, ResourceOwner: org.ID},
+		Events:    []eventstore.Pending{{Type: EventMachineAdded, Payload: p}},
+	})
+	return id, evs, apierr.FromStore(err, "user "+p.UserName)
+}
+
+// SetPassword stores a new password hash; changeRequired forces a change at
+// the next login.
+func (c *Commands) SetPassword(ctx context.Context, editor string, u *User, hash string, changeRequired bool) ([]eventstore.Event, error) {
+	evs, err := c.ES.Push(ctx, editor, eventstore.Command{
+		Aggregate: u.Aggregate(),
+		Version:   u.Version,
+		Events:    []eventstore.Pending{{Type: EventPasswordChanged, Payload: PasswordChanged{PasswordHash: hash, ChangeRequired: changeRequired}}},
+	})
+	return evs, apierr.FromStore(err, "user")
+}

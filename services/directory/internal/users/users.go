@@ -1,0 +1,223 @@
+package users
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/gatehouse-id/gatehouse/pkg/db"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
+)
+
+// Aggregate type and event types.
+const (
+	Aggregate = "user"
+
+	EventHumanAdded       = "user.human.added"
+	EventMachineAdded     = "user.machine.added"
+	EventPasswordChanged  = "user.password.changed"
+	EventDeactivated      = "user.deactivated"
+	EventReactivated      = "user.reactivated"
+	EventRemoved          = "user.removed"
+	EventMetadataSet      = "user.metadata.set"
+	EventMetadataRemoved  = "user.metadata.removed"
+	EventMachineKeyAdded  = "user.machine.key.added"
+	EventMachineKeyRemove = "user.machine.key.removed"
+	EventSecretSet        = "user.machine.secret.set"
+	EventSecretRemoved    = "user.machine.secret.removed"
+)
+
+// Types and states (the management API's enum numbers).
+const (
+	TypeHuman   int32 = 1
+	TypeMachine int32 = 2
+
+	StateActive   int32 = 1
+	StateInactive int32 = 2
+	StateLocked   int32 = 4
+	StateInitial  int32 = 6
+)
+
+// User is the projection of a user, joined with its organization's primary
+// domain for login names.
+type User struct {
+	ID                     string         `db:"id"`
+	OrgID                  string         `db:"org_id"`
+	Type                   int32          `db:"type"`
+	UserName               string         `db:"user_name"`
+	State                  int32          `db:"state"`
+	FirstName              string         `db:"first_name"`
+	LastName               string         `db:"last_name"`
+	NickName               string         `db:"nick_name"`
+	DisplayName            string         `db:"display_name"`
+	PreferredLanguage      string         `db:"preferred_language"`
+	Gender                 int32          `db:"gender"`
+	Email                  string         `db:"email"`
+	EmailVerified          bool           `db:"email_verified"`
+	Phone                  string         `db:"phone"`
+	PhoneVerified          bool           `db:"phone_verified"`
+	PasswordHash           string         `db:"password_hash"`
+	PasswordChangeRequired bool           `db:"password_change_required"`
+	PasswordChanged        *time.Time     `db:"password_changed"`
+	MachineName            string         `db:"machine_name"`
+	MachineDescription     string         `db:"machine_description"`
+	AccessTokenType        int32          `db:"access_token_type"`
+	ClientID               sql.NullString `db:"client_id"`
+	SecretHash             []byte         `db:"secret_hash"`
+	CreationDate           time.Time      `db:"creation_date"`
+	ChangeDate             time.Time      `db:"change_date"`
+	Sequence               uint64         `db:"sequence"`
+	Version                uint64         `db:"version"`
+	PrimaryDomain          string         `db:"primary_domain"`
+}
+
+// LoginName is userName@primaryDomain, the preferred login name.
+func (u *User) LoginName() string { return u.UserName + "@" + u.PrimaryDomain }
+
+// Aggregate returns the user's aggregate identity.
+func (u *User) Aggregate() eventstore.Aggregate {
+	return eventstore.Aggregate{Type: Aggregate, ID: u.ID, ResourceOwner: u.OrgID}
+}
+
+// HumanAdded is the payload of EventHumanAdded (also used by imports).
+type HumanAdded struct {
+	UserName               string `json:"userName"`
+	FirstName              string `json:"firstName"`
+	LastName               string `json:"lastName"`
+	NickName               string `json:"nickName,omitempty"`
+	DisplayName            string `json:"displayName"`
+	PreferredLanguage      string `json:"preferredLanguage,omitempty"`
+	Gender                 int32  `json:"gender,omitempty"`
+	Email                  string `json:"email,omitempty"`
+	EmailVerified          bool   `json:"emailVerified,omitempty"`
+	Phone                  string `json:"phone,omitempty"`
+	PhoneVerified          bool   `json:"phoneVerified,omitempty"`
+	PasswordHash           string `json:"passwordHash,omitempty"`
+	PasswordChangeRequired bool   `json:"passwordChangeRequired,omitempty"`
+}
+
+// MachineAdded is the payload of EventMachineAdded.
+type MachineAdded struct {
+	UserName        string `json:"userName"`
+	Name            string `json:"name"`
+	Description     string `json:"description,omitempty"`
+	AccessTokenType int32  `json:"accessTokenType,omitempty"`
+}
+
+// PasswordChanged is the payload of EventPasswordChanged.
+type PasswordChanged struct {
+	PasswordHash   string `json:"passwordHash"`
+	ChangeRequired bool   `json:"changeRequired"`
+}
+
+// touch records an event reduced into the user projection.
+func touch(ctx context.Context, tx db.Querier, e eventstore.Event) error {
+	_, err := tx.Exec(ctx, `UPDATE users SET change_date = ?, sequence = ?, version = ? WHERE id = ?`,
+		e.CreatedAt, e.Sequence, e.Version, e.AggregateID)
+	return err
+}
+
+const insertUser = `INSERT INTO users (id, org_id, type, user_name, state, first_name, last_name, nick_name, display_name,
+	preferred_language, gender, email, email_verified, phone, phone_verified, password_hash, password_change_required,
+	password_changed, machine_name, machine_description, access_token_type, creation_date, change_date, sequence, version)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+// Register adds the user reducers to es.
+func Register(es *eventstore.Store) {
+	es.Register(EventHumanAdded, func(ctx context.Context, tx db.Querier, e eventstore.Event) error {
+		var p HumanAdded
+		if err := e.Unmarshal(&p); err != nil {
+			return err
+		}
+		state := StateActive
+		var changed *time.Time
+		if p.PasswordHash == "" {
+			state = StateInitial
+		} else {
+			changed = &e.CreatedAt
+		}
+		if _, err := tx.Exec(ctx, insertUser, e.AggregateID, e.ResourceOwner, TypeHuman, p.UserName, state,
+			p.FirstName, p.LastName, p.NickName, p.DisplayName, p.PreferredLanguage, p.Gender, p.Email, p.EmailVerified,
+			p.Phone, p.PhoneVerified, p.PasswordHash, p.PasswordChangeRequired, changed, "", "", 0,
+			e.CreatedAt, e.CreatedAt, e.Sequence, e.Version); err != nil {
+			return err
+		}
+		if p.PasswordHash != "" {
+			return addHistory(ctx, tx, e, p.PasswordHash)
+		}
+		return nil
+	})
+	es.Register(EventMachineAdded, func(ctx context.Context, tx db.Querier, e eventstore.Event) error {
+		var p MachineAdded
+		if err := e.Unmarshal(&p); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, insertUser, e.AggregateID, e.ResourceOwner, TypeMachine, p.UserName, StateActive,
+			"", "", "", p.Name, "", 0, "", false, "", false, "", false, nil, p.Name, p.Description, p.AccessTokenType,
+			e.CreatedAt, e.CreatedAt, e.Sequence, e.Version)
+		return err
+	})
+	es.Register(EventPasswordChanged, func(ctx context.Context, tx db.Querier, e eventstore.Event) error {
+		var p PasswordChanged
+		if err := e.Unmarshal(&p); err != nil {
+			return err
+		}
+		// A user waiting for its first password becomes active.
+		if _, err := tx.Exec(ctx, `UPDATE users SET password_hash = ?, password_change_required = ?, password_changed = ?,
+			state = CASE WHEN state = ? THEN ? ELSE state END WHERE id = ?`,
+			p.PasswordHash, p.ChangeRequired, e.CreatedAt, StateInitial, StateActive, e.AggregateID); err != nil {
+			return err
+		}
+		if err := addHistory(ctx, tx, e, p.PasswordHash); err != nil {
+			return err
+		}
+		return touch(ctx, tx, e)
+	})
+}
+
+func addHistory(ctx context.Context, tx db.Querier, e eventstore.Event, hash string) error {
+	_, err := tx.Exec(ctx, `INSERT INTO password_history (user_id, sequence, password_hash) VALUES (?, ?, ?)`,
+		e.AggregateID, e.Sequence, hash)
+	return err
+}
+
+// Queries reads user projections.
+type Queries struct{ DB *db.DB }
+
+// Columns selects a User (with the org's primary domain) from users u JOIN orgs o.
+const Columns = `u.id, u.org_id, u.type, u.user_name, u.state, u.first_name, u.last_name, u.nick_name, u.display_name,
+	u.preferred_language, u.gender, u.email, u.email_verified, u.phone, u.phone_verified, u.password_hash,
+	u.password_change_required, u.password_changed, u.machine_name, u.machine_description, u.access_token_type,
+	u.client_id, u.secret_hash, u.creation_date, u.change_date, u.sequence, u.version, o.primary_domain`
+
+// From is the FROM clause matching Columns.
+const From = ` FROM users u JOIN orgs o ON o.id = u.org_id`
+
+// Get returns a user by id, or db.ErrNotFound.
+func (q *Queries) Get(ctx context.Context, id string) (*User, error) {
+	var u User
+	if err := q.DB.Get(ctx, &u, `SELECT `+Columns+From+` WHERE u.id = ?`, id); err != nil {
+		return nil, db.NotFound(err)
+	}
+	return &u, nil
+}
+
+// GetInOrg returns a user of org, or db.ErrNotFound (also for a user of
+// another organization: callers must not learn it exists).
+func (q *Queries) GetInOrg(ctx context.Context, orgID, id string) (*User, error) {
+	var u User
+	if err := q.DB.Get(ctx, &u, `SELECT `+Columns+From+` WHERE u.id = ? AND u.org_id = ?`, id, orgID); err != nil {
+		return nil, db.NotFound(err)
+	}
+	return &u, nil
+}
+
+// PasswordHistory returns the user's last n password hashes, newest first.
+func (q *Queries) PasswordHistory(ctx context.Context, userID string, n int) ([]string, error) {
+	var out []string
+	if n <= 0 {
+		return nil, nil
+	}
+	err := q.DB.Select(ctx, &out, `SELECT password_hash FROM password_history WHERE user_id = ? ORDER BY sequence DESC LIMIT ?`, userID, n)
+	return out, err
+}
