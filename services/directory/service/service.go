@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
+	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1/directoryv1connect"
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1/tokensv1connect"
 	"github.com/gatehouse-id/gatehouse/pkg/process"
 	"github.com/gatehouse-id/gatehouse/pkg/rpc"
@@ -21,6 +22,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/api"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/internalapi"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/management"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/orgs"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/projections"
@@ -39,9 +41,10 @@ type Deps struct {
 
 // Service is the directory service.
 type Service struct {
-	db      *db.DB
-	public  http.Handler
-	handler http.Handler
+	db       *db.DB
+	public   http.Handler
+	handler  http.Handler
+	internal *internalapi.Server
 }
 
 // New opens the service's storage (migrating it) and builds its handlers.
@@ -110,9 +113,24 @@ func (s *Service) build(masterKey []byte, env process.Env, deps Deps) error {
 		return err
 	}
 	s.public = public
-	s.handler = public
+
+	s.internal, err = internalapi.New(es, env.Logger, time.Now)
+	if err != nil {
+		return err
+	}
+	iopts, err := rpc.InternalHandlerOptions(env.Config.InternalToken)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle(directoryv1connect.NewDirectoryServiceHandler(s.internal, iopts...))
+	mux.Handle("/", public)
+	s.handler = mux
 	return nil
 }
+
+// DirectoryService is the in-process internal API, for edge's embedded mode.
+func (s *Service) DirectoryService() directoryv1connect.DirectoryServiceHandler { return s.internal }
 
 // authzDirectory answers authz's questions from the projections.
 type authzDirectory struct {

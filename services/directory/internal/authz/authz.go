@@ -204,8 +204,10 @@ func (i *Interceptor) subject(ctx context.Context, token string) (string, error)
 	res, err := i.intro.Introspect(ctx, connect.NewRequest(&tokensv1.IntrospectRequest{Token: token, Audience: Audience}))
 	if err != nil {
 		i.logger.WarnContext(ctx, "token introspection failed", "err", err)
-		var ce *connect.Error
-		if errors.As(err, &ce) && ce.Code() == connect.CodeUnavailable {
+		switch connect.CodeOf(err) {
+		case connect.CodeUnavailable, connect.CodeUnimplemented, connect.CodeDeadlineExceeded:
+			// The tokens service is down or not yet able to introspect:
+			// a dependency outage, answered 503 so clients retry.
 			return "", connect.NewError(connect.CodeUnavailable, errors.New("token introspection unavailable; retry"))
 		}
 		return "", connect.NewError(connect.CodeInternal, errors.New("token introspection failed"))

@@ -26,6 +26,7 @@ import (
 
 	"github.com/gatehouse-id/gatehouse/pkg/config"
 	"github.com/gatehouse-id/gatehouse/pkg/db"
+	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1/directoryv1connect"
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1/managementv1connect"
 	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/logging"
@@ -104,9 +105,10 @@ type Env struct {
 func Start(t testing.TB, d db.Dialect) *Env {
 	t.Helper()
 	env := map[string]string{
-		"GATEHOUSE_DATA_DIR":   t.TempDir(),
-		"GATEHOUSE_ISSUER":     "http://localhost:8080",
-		"GATEHOUSE_MASTER_KEY": base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{42}, 32)),
+		"GATEHOUSE_DATA_DIR":       t.TempDir(),
+		"GATEHOUSE_ISSUER":         "http://localhost:8080",
+		"GATEHOUSE_MASTER_KEY":     base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{42}, 32)),
+		"GATEHOUSE_INTERNAL_TOKEN": InternalToken,
 	}
 	if d == db.Postgres {
 		env["GATEHOUSE_DATABASE_URL"] = testutil.PostgresDatabase(t)
@@ -222,6 +224,19 @@ func (e *Env) start() {
 func (e *Env) Restart() {
 	e.stop()
 	e.start()
+}
+
+// InternalToken is the internal-call credential of the test service.
+const InternalToken = "internal-test-token-0123456789abcdef"
+
+// Internal returns a client of the internal DirectoryService presenting
+// token (InternalToken, another value, or "" for none) over gRPC.
+func (e *Env) Internal(token string) directoryv1connect.DirectoryServiceClient {
+	opts, err := rpc.InternalClientOptions(token)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return directoryv1connect.NewDirectoryServiceClient(&http.Client{Transport: rpc.NewH2CTransport()}, e.Base, append(opts, connect.WithGRPC())...)
 }
 
 // Protocols names the RPC protocols every management test runs over.

@@ -1,0 +1,157 @@
+package internalapi
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"net/mail"
+	"slices"
+	"strings"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/gatehouse-id/gatehouse/pkg/db"
+	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/users"
+)
+
+// Reserved scopes that add claims.
+const (
+	ScopeMetadata      = "urn:gatehouse:iam:user:metadata"
+	ScopeResourceOwner = "urn:gatehouse:iam:user:resourceowner"
+)
+
+// Claims returns the OIDC claims of u for scopes: profile (name,
+// given_name, family_name, nickname, preferred_username, locale, gender,
+// updated_at), email (email, email_verified), phone (phone_number,
+// phone_number_verified); address adds nothing, since no address is stored;
+// the metadata scope adds every metadata value base64-encoded; the
+// resource-owner scope adds the organization's id, name and primary domain.
+func (s *Server) Claims(ctx context.Context, u *users.User, scopes []string) (map[string]any, error) {
+	c := map[string]any{"sub": u.ID}
+	has := func(s string) bool { return slices.Contains(scopes, s) }
+	if has("profile") {
+		c["name"] = u.DisplayName
+		c["preferred_username"] = u.LoginName()
+		c["updated_at"] = u.ChangeDate.Unix()
+		if u.Type == users.TypeHuman {
+			c["given_name"] = u.FirstName
+			c["family_name"] = u.LastName
+			if u.NickName != "" {
+				c["nickname"] = u.NickName
+			}
+			if u.PreferredLanguage != "" {
+				c["locale"] = u.PreferredLanguage
+			}
+			switch u.Gender {
+			case 1:
+				c["gender"] = "female"
+			case 2:
+				c["gender"] = "male"
+			case 3:
+				c["gender"] = "diverse"
+			}
+		}
+	}
+	if has("email") && u.Email != "" {
+		c["email"] = u.Email
+		c["email_verified"] = u.EmailVerified
+	}
+	if has("phone") && u.Phone != "" {
+		c["phone_number"] = u.Phone
+		c["phone_number_verified"] = u.PhoneVerified
+	}
+	if has(ScopeMetadata) {
+		var rows []struct {
+			Key   string `db:"key"`
+			Value []byte `db:"value"`
+		}
+		if err := s.ES.DB().Select(ctx, &rows, `SELECT key, value FROM user_metadata WHERE user_id = ? ORDER BY key`, u.ID); err != nil {
+			return nil, err
+		}
+		if len(rows) > 0 {
+			md := map[string]any{}
+			for _, r := range rows {
+				md[r.Key] = base64.StdEncoding.EncodeToString(r.Value)
+			}
+			c[ScopeMetadata] = md
+		}
+	}
+	if has(ScopeResourceOwner) {
+		o, err := s.orgs.Get(ctx, u.OrgID)
+		if err != nil {
+			return nil, err
+		}
+		c[ScopeResourceOwner+":id"] = o.ID
+		c[ScopeResourceOwner+":name"] = o.Name
+		c[ScopeResourceOwner+":primary_domain"] = o.PrimaryDomain
+	}
+	return c, nil
+}
+
+// GetClaims returns a user's claims for the granted scopes.
+func (s *Server) GetClaims(ctx context.Context, req *connect.Request[directoryv1.GetClaimsRequest]) (*connect.Response[directoryv1.GetClaimsResponse], error) {
+	u, err := s.users.Get(ctx, req.Msg.GetUserId())
+	if errors.Is(err, db.ErrNotFound) {
+		return nil, notFound("user")
+	}
+	if err != nil {
+		return nil, internalErr(err, "get user")
+	}
+	claims, err := s.Claims(ctx, u, req.Msg.GetScopes())
+	if err != nil {
+		return nil, internalErr(err, "claims")
+	}
+	st, err := structpb.NewStruct(claims)
+	if err != nil {
+		return nil, internalErr(err, "encode claims")
+	}
+	return connect.NewResponse(&directoryv1.GetClaimsResponse{Claims: st, PreferredLoginName: u.LoginName()}), nil
+}
+
+// RegisterUser creates a human user by self-registration. The policy and
+// the user name rules of the management API apply.
+func (s *Server) RegisterUser(ctx context.Context, req *connect.Request[directoryv1.RegisterUserRequest]) (*connect.Response[directoryv1.RegisterUserResponse], error) {
+	m := req.Msg
+	var f apierr.Fields
+	f.Check(apierr.Length("user_name", m.GetUserName(), 1, 200))
+	if strings.ContainsAny(m.GetUserName(), " \t\r\n") {
+		f.Add("user_name", "must not contain whitespace")
+	}
+	f.Check(apierr.Length("first_name", m.GetFirstName(), 1, 200))
+	f.Check(apierr.Length("last_name", m.GetLastName(), 1, 200))
+	f.Check(apierr.Length("email", m.GetEmail(), 1, 200))
+	if a, err := mail.ParseAddress(m.GetEmail()); m.GetEmail() != "" && (err != nil || a.Address != m.GetEmail()) {
+		f.Add("email", "is not a valid e-mail address")
+	}
+	f.Check(apierr.Length("preferred_language", m.GetPreferredLanguage(), 0, 10))
+	if err := f.Err("REGISTER-invalid"); err != nil {
+		return nil, err
+	}
+	org, err := s.orgs.Get(ctx, m.GetOrgId())
+	if errors.Is(err, db.ErrNotFound) {
+		return nil, notFound("organization")
+	}
+	if err != nil {
+		return nil, internalErr(err, "get org")
+	}
+	hash, err := s.userCmds.NewPasswordHash(ctx, "", m.GetPassword(), org.PasswordPolicy)
+	if err != nil {
+		return nil, asInvalid(err)
+	}
+	id, _, err := s.userCmds.AddHuman(ctx, "self-registration", org, users.HumanAdded{
+		UserName: m.GetUserName(), FirstName: m.GetFirstName(), LastName: m.GetLastName(),
+		DisplayName: strings.TrimSpace(m.GetFirstName() + " " + m.GetLastName()), PreferredLanguage: m.GetPreferredLanguage(),
+		Email: m.GetEmail(), PasswordHash: hash,
+	})
+	if err != nil {
+		return nil, asInternal(err, "register")
+	}
+	u, err := s.users.Get(ctx, id)
+	if err != nil {
+		return nil, internalErr(err, "read registered user")
+	}
+	return connect.NewResponse(&directoryv1.RegisterUserResponse{User: userProto(u)}), nil
+}

@@ -1,0 +1,209 @@
+package internalapi_test
+
+import (
+	"context"
+	"encoding/base64"
+	"testing"
+
+	"connectrpc.com/connect"
+
+	"github.com/gatehouse-id/gatehouse/pkg/db"
+	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1/directoryv1connect"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/mgmttest"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/storetest"
+)
+
+const pw = "Corr3ct-Horse"
+
+func register(t *testing.T, c directoryv1connect.DirectoryServiceClient, org, name, email string) *directoryv1.User {
+	t.Helper()
+	res, err := c.RegisterUser(context.Background(), connect.NewRequest(&directoryv1.RegisterUserRequest{
+		OrgId: org, UserName: name, FirstName: "Grace", LastName: "Hopper", Email: email, Password: pw, PreferredLanguage: "de",
+	}))
+	if err != nil {
+		t.Fatalf("RegisterUser %s: %v", name, err)
+	}
+	return res.Msg.GetUser()
+}
+
+func verify(c directoryv1connect.DirectoryServiceClient, org, login, password, addr string) (*directoryv1.VerifyPasswordResponse, error) {
+	res, err := c.VerifyPassword(context.Background(), connect.NewRequest(&directoryv1.VerifyPasswordRequest{
+		OrgId: org, LoginName: login, Password: password, ClientAddress: addr,
+	}))
+	if err != nil {
+		return nil, err
+	}
+	return res.Msg, nil
+}
+
+func TestInternalAPI(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, d db.Dialect) {
+		e := mgmttest.Start(t, d)
+		ctx := context.Background()
+		c := e.Internal(mgmttest.InternalToken)
+
+		t.Run("credential required", func(t *testing.T) {
+			for _, tok := range []string{"", "wrong-token-wrong-token-wrong-token"} {
+				_, err := e.Internal(tok).GetOrg(ctx, connect.NewRequest(&directoryv1.GetOrgRequest{OrgId: e.OrgID}))
+				if connect.CodeOf(err) != connect.CodeUnauthenticated {
+					t.Fatalf("token %q: %v; want Unauthenticated", tok, err)
+				}
+			}
+		})
+
+		grace := register(t, c, e.OrgID, "grace", "grace@navy.example")
+		if grace.GetPreferredLoginName() != "grace@acme-corp.localhost" || grace.GetPreferredLanguage() != "de" {
+			t.Fatalf("registered user %v", grace)
+		}
+
+		t.Run("register refuses policy violations and duplicates", func(t *testing.T) {
+			_, err := c.RegisterUser(ctx, connect.NewRequest(&directoryv1.RegisterUserRequest{
+				OrgId: e.OrgID, UserName: "weak", FirstName: "W", LastName: "K", Email: "w@example.com", Password: "short"}))
+			if connect.CodeOf(err) != connect.CodeInvalidArgument {
+				t.Fatalf("weak password: %v", err)
+			}
+			_, err = c.RegisterUser(ctx, connect.NewRequest(&directoryv1.RegisterUserRequest{
+				OrgId: e.OrgID, UserName: "grace", FirstName: "G", LastName: "H", Email: "g2@example.com", Password: pw}))
+			if connect.CodeOf(err) != connect.CodeAlreadyExists {
+				t.Fatalf("duplicate: %v", err)
+			}
+		})
+
+		t.Run("login names", func(t *testing.T) {
+			for _, login := range []string{"grace@acme-corp.localhost", "GRACE", "grace", "grace@navy.example"} {
+				res, err := c.LookupUser(ctx, connect.NewRequest(&directoryv1.LookupUserRequest{OrgId: e.OrgID, LoginName: login}))
+				// The registered email is not verified: lookup by email must fail.
+				if login == "grace@navy.example" {
+					if connect.CodeOf(err) != connect.CodeNotFound {
+						t.Fatalf("unverified email lookup: %v; want NotFound", err)
+					}
+					continue
+				}
+				if err != nil || res.Msg.GetUser().GetId() != grace.GetId() {
+					t.Fatalf("lookup %q: %v %v", login, res, err)
+				}
+			}
+			other, _ := e.SeedOrg("Other", "boss")
+			if _, err := c.LookupUser(ctx, connect.NewRequest(&directoryv1.LookupUserRequest{OrgId: other, LoginName: "grace"})); connect.CodeOf(err) != connect.CodeNotFound {
+				t.Fatalf("lookup in another org: %v; want NotFound", err)
+			}
+		})
+
+		t.Run("verify password", func(t *testing.T) {
+			res, err := verify(c, e.OrgID, "grace", pw, "192.0.2.1")
+			if err != nil || res.GetUser().GetId() != grace.GetId() || res.GetChangeRequired() {
+				t.Fatalf("right password: %v %v", res, err)
+			}
+			_, errWrong := verify(c, e.OrgID, "grace", "wrong", "192.0.2.1")
+			_, errUnknown := verify(c, e.OrgID, "nobody", "wrong", "192.0.2.1")
+			if connect.CodeOf(errWrong) != connect.CodeUnauthenticated || errWrong.Error() != errUnknown.Error() {
+				t.Fatalf("wrong password %v and unknown user %v must answer alike", errWrong, errUnknown)
+			}
+		})
+
+		t.Run("lockout per user survives restart", func(t *testing.T) {
+			u := register(t, c, e.OrgID, "locky", "locky@example.com")
+			var err error
+			for i := 0; i < 5; i++ {
+				_, err = verify(c, e.OrgID, "locky", "wrong", "")
+			}
+			if connect.CodeOf(err) != connect.CodeResourceExhausted {
+				t.Fatalf("5th failure: %v; want ResourceExhausted", err)
+			}
+			e.Restart()
+			c = e.Internal(mgmttest.InternalToken)
+			if _, err := verify(c, e.OrgID, "locky", pw, ""); connect.CodeOf(err) != connect.CodeResourceExhausted {
+				t.Fatalf("right password while locked after restart: %v; want ResourceExhausted", err)
+			}
+			_ = u
+		})
+
+		t.Run("lockout per address", func(t *testing.T) {
+			var err error
+			for i := 0; i < 20; i++ {
+				_, err = verify(c, e.OrgID, "nobody-"+string(rune('a'+i)), "x", "198.51.100.7")
+			}
+			if connect.CodeOf(err) != connect.CodeResourceExhausted {
+				t.Fatalf("20th failure from one address: %v; want ResourceExhausted", err)
+			}
+			if _, err := verify(c, e.OrgID, "grace", pw, "198.51.100.7"); connect.CodeOf(err) != connect.CodeResourceExhausted {
+				t.Fatalf("right password from locked address: %v", err)
+			}
+			if _, err := verify(c, e.OrgID, "grace", pw, "198.51.100.8"); err != nil {
+				t.Fatalf("other address: %v", err)
+			}
+		})
+
+		t.Run("deactivated user cannot sign in", func(t *testing.T) {
+			u := register(t, c, e.OrgID, "gone", "gone@example.com")
+			if _, err := e.DB.Exec(ctx, `UPDATE users SET state = 2 WHERE id = ?`, u.GetId()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := verify(c, e.OrgID, "gone", pw, ""); connect.CodeOf(err) != connect.CodeFailedPrecondition {
+				t.Fatalf("deactivated: %v; want FailedPrecondition", err)
+			}
+			if _, err := verify(c, e.OrgID, "gone", "wrong", ""); connect.CodeOf(err) != connect.CodeUnauthenticated {
+				t.Fatalf("deactivated with wrong password: %v; want Unauthenticated (state not revealed)", err)
+			}
+		})
+
+		t.Run("change password", func(t *testing.T) {
+			_, err := c.ChangePassword(ctx, connect.NewRequest(&directoryv1.ChangePasswordRequest{UserId: grace.GetId(), CurrentPassword: pw, NewPassword: pw}))
+			if connect.CodeOf(err) != connect.CodeInvalidArgument {
+				t.Fatalf("reuse: %v; want InvalidArgument", err)
+			}
+			if _, err := c.ChangePassword(ctx, connect.NewRequest(&directoryv1.ChangePasswordRequest{UserId: grace.GetId(), CurrentPassword: "wrong", NewPassword: "N3w-Password"})); connect.CodeOf(err) != connect.CodeUnauthenticated {
+				t.Fatalf("wrong current: %v", err)
+			}
+			if _, err := c.ChangePassword(ctx, connect.NewRequest(&directoryv1.ChangePasswordRequest{UserId: grace.GetId(), CurrentPassword: pw, NewPassword: "N3w-Password"})); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := verify(c, e.OrgID, "grace", "N3w-Password", ""); err != nil {
+				t.Fatalf("new password: %v", err)
+			}
+		})
+
+		t.Run("claims per scope", func(t *testing.T) {
+			if _, err := e.DB.Exec(ctx, `INSERT INTO user_metadata (user_id, key, value, org_id, creation_date, change_date, sequence)
+				SELECT id, 'team', ?, org_id, creation_date, change_date, sequence FROM users WHERE id = ?`, []byte("blue"), grace.GetId()); err != nil {
+				t.Fatal(err)
+			}
+			get := func(scopes ...string) map[string]any {
+				res, err := c.GetClaims(ctx, connect.NewRequest(&directoryv1.GetClaimsRequest{UserId: grace.GetId(), Scopes: scopes}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return res.Msg.GetClaims().AsMap()
+			}
+			if m := get("openid"); len(m) != 1 || m["sub"] != grace.GetId() {
+				t.Fatalf("openid claims %v; want only sub", m)
+			}
+			m := get("openid", "profile", "email")
+			if m["given_name"] != "Grace" || m["family_name"] != "Hopper" || m["locale"] != "de" ||
+				m["preferred_username"] != "grace@acme-corp.localhost" || m["email"] != "grace@navy.example" || m["email_verified"] != false {
+				t.Fatalf("profile+email claims %v", m)
+			}
+			if _, ok := m["phone_number"]; ok {
+				t.Fatalf("phone claim without phone scope: %v", m)
+			}
+			m = get("openid", "urn:gatehouse:iam:user:metadata", "urn:gatehouse:iam:user:resourceowner")
+			md, _ := m["urn:gatehouse:iam:user:metadata"].(map[string]any)
+			if md["team"] != base64.StdEncoding.EncodeToString([]byte("blue")) || m["urn:gatehouse:iam:user:resourceowner:id"] != e.OrgID ||
+				m["urn:gatehouse:iam:user:resourceowner:primary_domain"] != "acme-corp.localhost" {
+				t.Fatalf("reserved-scope claims %v", m)
+			}
+		})
+
+		t.Run("org and roles", func(t *testing.T) {
+			org, err := c.GetOrg(ctx, connect.NewRequest(&directoryv1.GetOrgRequest{OrgId: e.OrgID}))
+			if err != nil || org.Msg.GetName() != "Acme Corp" || org.Msg.GetPasswordPolicy().GetMinLength() != 8 {
+				t.Fatalf("GetOrg %v %v", org, err)
+			}
+			roles, err := c.GetRoles(ctx, connect.NewRequest(&directoryv1.GetRolesRequest{UserId: e.AdminID, OrgId: e.OrgID}))
+			if err != nil || len(roles.Msg.GetRoles()) != 2 {
+				t.Fatalf("admin roles %v %v; want IAM_OWNER and ORG_OWNER", roles, err)
+			}
+		})
+	})
+}

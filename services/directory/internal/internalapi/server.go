@@ -1,0 +1,189 @@
+package internalapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/gatehouse-id/gatehouse/pkg/db"
+	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1/directoryv1connect"
+	"github.com/gatehouse-id/gatehouse/pkg/secrets"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/orgs"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/users"
+)
+
+// Server implements directoryv1connect.DirectoryServiceHandler.
+type Server struct {
+	directoryv1connect.UnimplementedDirectoryServiceHandler
+
+	ES     *eventstore.Store
+	Logger *slog.Logger
+	Now    func() time.Time
+
+	orgs     *orgs.Queries
+	users    *users.Queries
+	userCmds *users.Commands
+	lock     *lockouts
+	dummy    string // hash verified for unknown users, so timing does not tell
+}
+
+// New returns the internal API over es.
+func New(es *eventstore.Store, logger *slog.Logger, now func() time.Time) (*Server, error) {
+	if now == nil {
+		now = time.Now
+	}
+	dummy, err := secrets.HashPassword(secrets.RandomToken(16))
+	if err != nil {
+		return nil, err
+	}
+	uq := &users.Queries{DB: es.DB()}
+	return &Server{
+		ES: es, Logger: logger, Now: now,
+		orgs:     &orgs.Queries{DB: es.DB()},
+		users:    uq,
+		userCmds: &users.Commands{ES: es, Q: uq},
+		lock:     &lockouts{db: es.DB(), now: now},
+		dummy:    dummy,
+	}, nil
+}
+
+var _ directoryv1connect.DirectoryServiceHandler = (*Server)(nil)
+
+func internalErr(err error, what string) error {
+	return connect.NewError(connect.CodeInternal, fmt.Errorf("%s: %w", what, err))
+}
+
+func notFound(what string) error {
+	return connect.NewError(connect.CodeNotFound, errors.New(what+" not found"))
+}
+
+// userProto renders a user for authn and tokens.
+func userProto(u *users.User) *directoryv1.User {
+	state := directoryv1.UserState_USER_STATE_ACTIVE
+	switch u.State {
+	case users.StateInactive:
+		state = directoryv1.UserState_USER_STATE_INACTIVE
+	case users.StateLocked:
+		state = directoryv1.UserState_USER_STATE_LOCKED
+	case users.StateInitial:
+		state = directoryv1.UserState_USER_STATE_INITIAL
+	}
+	tt := directoryv1.TokenType_TOKEN_TYPE_OPAQUE
+	if u.AccessTokenType == 1 {
+		tt = directoryv1.TokenType_TOKEN_TYPE_JWT
+	}
+	return &directoryv1.User{
+		Id:                 u.ID,
+		OrgId:              u.OrgID,
+		UserName:           u.UserName,
+		PreferredLoginName: u.LoginName(),
+		State:              state,
+		Machine:            u.Type == users.TypeMachine,
+		DisplayName:        u.DisplayName,
+		PreferredLanguage:  u.PreferredLanguage,
+		AccessTokenType:    tt,
+		Email:              u.Email,
+	}
+}
+
+// GetUser returns a user by id.
+func (s *Server) GetUser(ctx context.Context, req *connect.Request[directoryv1.GetUserRequest]) (*connect.Response[directoryv1.GetUserResponse], error) {
+	u, err := s.users.Get(ctx, req.Msg.GetUserId())
+	if errors.Is(err, db.ErrNotFound) {
+		return nil, notFound("user")
+	}
+	if err != nil {
+		return nil, internalErr(err, "get user")
+	}
+	return connect.NewResponse(&directoryv1.GetUserResponse{User: userProto(u)}), nil
+}
+
+// lookup finds a user of org by login name: userName@primaryDomain, the
+// bare userName, or a verified email, each only when unambiguous.
+func (s *Server) lookup(ctx context.Context, orgID, login string) (*users.User, error) {
+	login = strings.TrimSpace(login)
+	if login == "" || orgID == "" {
+		return nil, db.ErrNotFound
+	}
+	var found []users.User
+	if strings.Contains(login, "@") {
+		// userName@primaryDomain; user names may themselves contain "@", so
+		// the whole string is matched against the login name.
+		if err := s.ES.DB().Select(ctx, &found, `SELECT `+users.Columns+users.From+`
+			WHERE u.org_id = ? AND LOWER(u.user_name || '@' || o.primary_domain) = LOWER(?)`, orgID, login); err != nil {
+			return nil, err
+		}
+		if len(found) == 1 {
+			return &found[0], nil
+		}
+	}
+	found = found[:0]
+	if err := s.ES.DB().Select(ctx, &found, `SELECT `+users.Columns+users.From+`
+		WHERE u.org_id = ? AND LOWER(u.user_name) = LOWER(?)`, orgID, login); err != nil {
+		return nil, err
+	}
+	if len(found) == 1 {
+		return &found[0], nil
+	}
+	if len(found) > 1 {
+		return nil, db.ErrNotFound
+	}
+	if strings.Contains(login, "@") {
+		if err := s.ES.DB().Select(ctx, &found, `SELECT `+users.Columns+users.From+`
+			WHERE u.org_id = ? AND u.type = ? AND LOWER(u.email) = LOWER(?) AND u.email_verified = ?`,
+			orgID, users.TypeHuman, login, true); err != nil {
+			return nil, err
+		}
+		if len(found) == 1 {
+			return &found[0], nil
+		}
+	}
+	return nil, db.ErrNotFound
+}
+
+// LookupUser finds a user of an organization by login name.
+func (s *Server) LookupUser(ctx context.Context, req *connect.Request[directoryv1.LookupUserRequest]) (*connect.Response[directoryv1.LookupUserResponse], error) {
+	u, err := s.lookup(ctx, req.Msg.GetOrgId(), req.Msg.GetLoginName())
+	if errors.Is(err, db.ErrNotFound) {
+		return nil, notFound("user")
+	}
+	if err != nil {
+		return nil, internalErr(err, "lookup user")
+	}
+	return connect.NewResponse(&directoryv1.LookupUserResponse{User: userProto(u)}), nil
+}
+
+// GetOrg returns an organization and its password policy.
+func (s *Server) GetOrg(ctx context.Context, req *connect.Request[directoryv1.GetOrgRequest]) (*connect.Response[directoryv1.GetOrgResponse], error) {
+	o, err := s.orgs.Get(ctx, req.Msg.GetOrgId())
+	if errors.Is(err, db.ErrNotFound) {
+		return nil, notFound("organization")
+	}
+	if err != nil {
+		return nil, internalErr(err, "get org")
+	}
+	p := o.PasswordPolicy
+	return connect.NewResponse(&directoryv1.GetOrgResponse{
+		Id: o.ID, Name: o.Name, PrimaryDomain: o.PrimaryDomain, Active: o.State == orgs.StateActive,
+		PasswordPolicy: &directoryv1.PasswordPolicy{
+			MinLength: uint32(p.MinLength), HasUppercase: p.HasUppercase, HasLowercase: p.HasLowercase,
+			HasNumber: p.HasNumber, HasSymbol: p.HasSymbol, History: uint32(p.History),
+		},
+	}), nil
+}
+
+// GetRoles returns a user's roles in an organization.
+func (s *Server) GetRoles(ctx context.Context, req *connect.Request[directoryv1.GetRolesRequest]) (*connect.Response[directoryv1.GetRolesResponse], error) {
+	roles, err := s.orgs.Roles(ctx, req.Msg.GetUserId(), req.Msg.GetOrgId())
+	if err != nil {
+		return nil, internalErr(err, "get roles")
+	}
+	return connect.NewResponse(&directoryv1.GetRolesResponse{Roles: roles}), nil
+}
