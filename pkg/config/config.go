@@ -59,10 +59,24 @@ type Config struct {
 	AdminPassword string // GATEHOUSE_ADMIN_PASSWORD; empty means generate on first start
 	LogLevel      slog.Level
 
+	Tokens Tokens
+
 	TrustedProxies  []netip.Prefix // GATEHOUSE_TRUSTED_PROXIES, comma-separated CIDRs
 	RateLimit       float64        // GATEHOUSE_RATE_LIMIT, requests per second per client address (0 = off)
 	RateBurst       int            // GATEHOUSE_RATE_BURST
 	ShutdownTimeout time.Duration  // GATEHOUSE_SHUTDOWN_TIMEOUT
+}
+
+// Tokens configures the tokens service: signing and lifetimes.
+type Tokens struct {
+	SigningAlgorithm    string        // GATEHOUSE_SIGNING_ALGORITHM: RS256 (default), ES256 or EdDSA
+	KeyRotationInterval time.Duration // GATEHOUSE_KEY_ROTATION_INTERVAL, default 6h
+	AccessTokenLifetime time.Duration // GATEHOUSE_ACCESS_TOKEN_LIFETIME, default 12h
+	IDTokenLifetime     time.Duration // GATEHOUSE_ID_TOKEN_LIFETIME, default 12h
+	RefreshIdleLifetime time.Duration // GATEHOUSE_REFRESH_TOKEN_IDLE_LIFETIME, default 720h (30 days)
+	RefreshAbsLifetime  time.Duration // GATEHOUSE_REFRESH_TOKEN_ABSOLUTE_LIFETIME, default 2160h (90 days)
+	AuthCodeLifetime    time.Duration // GATEHOUSE_AUTH_CODE_LIFETIME, default 60s
+	RefreshReuseGrace   time.Duration // GATEHOUSE_REFRESH_REUSE_GRACE, default 0 (no grace)
 }
 
 // Getenv looks up one variable; os.Getenv satisfies it.
@@ -94,6 +108,27 @@ func Load(role Role, getenv Getenv) (*Config, error) {
 	c.RateLimit = p.float("GATEHOUSE_RATE_LIMIT", 50)
 	c.RateBurst = p.int("GATEHOUSE_RATE_BURST", 100)
 	c.ShutdownTimeout = p.duration("GATEHOUSE_SHUTDOWN_TIMEOUT", 20*time.Second)
+	c.Tokens = Tokens{
+		SigningAlgorithm:    p.str("GATEHOUSE_SIGNING_ALGORITHM", "RS256"),
+		KeyRotationInterval: p.duration("GATEHOUSE_KEY_ROTATION_INTERVAL", 6*time.Hour),
+		AccessTokenLifetime: p.duration("GATEHOUSE_ACCESS_TOKEN_LIFETIME", 12*time.Hour),
+		IDTokenLifetime:     p.duration("GATEHOUSE_ID_TOKEN_LIFETIME", 12*time.Hour),
+		RefreshIdleLifetime: p.duration("GATEHOUSE_REFRESH_TOKEN_IDLE_LIFETIME", 30*24*time.Hour),
+		RefreshAbsLifetime:  p.duration("GATEHOUSE_REFRESH_TOKEN_ABSOLUTE_LIFETIME", 90*24*time.Hour),
+		AuthCodeLifetime:    p.duration("GATEHOUSE_AUTH_CODE_LIFETIME", 60*time.Second),
+		RefreshReuseGrace:   p.durationOrZero("GATEHOUSE_REFRESH_REUSE_GRACE"),
+	}
+	switch c.Tokens.SigningAlgorithm {
+	case "RS256", "ES256", "EdDSA":
+	default:
+		p.fail("GATEHOUSE_SIGNING_ALGORITHM", "want RS256, ES256 or EdDSA, got %q", c.Tokens.SigningAlgorithm)
+	}
+	if c.Tokens.RefreshIdleLifetime > c.Tokens.RefreshAbsLifetime {
+		p.fail("GATEHOUSE_REFRESH_TOKEN_IDLE_LIFETIME", "must not exceed GATEHOUSE_REFRESH_TOKEN_ABSOLUTE_LIFETIME")
+	}
+	if c.Tokens.KeyRotationInterval < 10*time.Minute {
+		p.fail("GATEHOUSE_KEY_ROTATION_INTERVAL", "must be at least 10m (keys are published minutes before they sign)")
+	}
 
 	if key := p.str("GATEHOUSE_MASTER_KEY", ""); key != "" {
 		b, err := base64.StdEncoding.DecodeString(key)
@@ -339,6 +374,18 @@ func (p *parser) int(name string, def int) int {
 		p.fail(name, "want a positive integer, got %q", raw)
 	}
 	return n
+}
+
+func (p *parser) durationOrZero(name string) time.Duration {
+	raw := p.str(name, "")
+	if raw == "" {
+		return 0
+	}
+	d, err := time.ParseDuration(raw)
+	if err != nil || d < 0 {
+		p.fail(name, "want a non-negative duration such as 10s, got %q", raw)
+	}
+	return d
 }
 
 func (p *parser) duration(name string, def time.Duration) time.Duration {
