@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
@@ -21,6 +22,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/telemetry"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/api"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/bootstrap"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/internalapi"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/management"
@@ -42,6 +44,7 @@ type Deps struct {
 // Service is the directory service.
 type Service struct {
 	db       *db.DB
+	es       *eventstore.Store
 	public   http.Handler
 	handler  http.Handler
 	internal *internalapi.Server
@@ -75,11 +78,19 @@ func New(ctx context.Context, env process.Env, deps Deps) (*Service, error) {
 		_ = store.Close()
 		return nil, err
 	}
+	if err := bootstrap.Run(ctx, bootstrap.Options{
+		ES: s.es, IssuerHost: cfg.Issuer.Hostname(), DataDir: cfg.DataDir, AdminPassword: cfg.AdminPassword,
+		Console: os.Stderr, Logger: env.Logger, Now: time.Now,
+	}); err != nil {
+		_ = store.Close()
+		return nil, fmt.Errorf("first start: %w", err)
+	}
 	return s, nil
 }
 
 func (s *Service) build(masterKey []byte, env process.Env, deps Deps) error {
 	es := eventstore.New(s.db, time.Now)
+	s.es = es
 	projections.RegisterAll(es)
 	idpCipher, err := secrets.NewCipher(masterKey, secrets.PurposeIdPSecrets)
 	if err != nil {

@@ -1,8 +1,88 @@
 package idps
 
-import "github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/gatehouse-id/gatehouse/pkg/db"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
+)
 
 // Register adds this package's reducers to es.
 func Register(es *eventstore.Store) {
-	_ = es
+	es.Register(EventOIDCAdded, func(ctx context.Context, tx db.Querier, e eventstore.Event) error {
+		var p OIDCAdded
+		if err := e.Unmarshal(&p); err != nil {
+			return err
+		}
+		if err := claimName(ctx, tx, e.ResourceOwner, p.Name); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO idps (id, org_id, name, styling_type, state, client_id, client_secret, issuer,
+			scopes, display_name_mapping, username_mapping, auto_register, creation_date, change_date, sequence, version)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			e.AggregateID, e.ResourceOwner, p.Name, p.StylingType, StateActive, p.ClientID, p.ClientSecret, p.Issuer,
+			p.Scopes, p.DisplayNameMapping, p.UsernameMapping, p.AutoRegister, e.CreatedAt, e.CreatedAt, e.Sequence, e.Version)
+		return err
+	})
+	es.Register(EventOIDCConfigChanged, func(ctx context.Context, tx db.Querier, e eventstore.Event) error {
+		var p OIDCConfigChanged
+		if err := e.Unmarshal(&p); err != nil {
+			return err
+		}
+		// An absent secret keeps the stored one.
+		_, err := tx.Exec(ctx, `UPDATE idps SET client_id = ?, issuer = ?, scopes = ?, display_name_mapping = ?,
+			username_mapping = ?, client_secret = COALESCE(?, client_secret), change_date = ?, sequence = ?, version = ?
+			WHERE id = ?`,
+			p.ClientID, p.Issuer, p.Scopes, p.DisplayNameMapping, p.UsernameMapping, nullBytes(p.ClientSecret),
+			e.CreatedAt, e.Sequence, e.Version, e.AggregateID)
+		return err
+	})
+	es.Register(EventDeactivated, setState(StateInactive))
+	es.Register(EventReactivated, setState(StateActive))
+	es.Register(EventRemoved, func(ctx context.Context, tx db.Querier, e eventstore.Event) error {
+		_, err := tx.Exec(ctx, `DELETE FROM idps WHERE id = ?`, e.AggregateID)
+		return err
+	})
+}
+
+func setState(state int32) eventstore.Reducer {
+	return func(ctx context.Context, tx db.Querier, e eventstore.Event) error {
+		_, err := tx.Exec(ctx, `UPDATE idps SET state = ?, change_date = ?, sequence = ?, version = ? WHERE id = ?`,
+			state, e.CreatedAt, e.Sequence, e.Version, e.AggregateID)
+		return err
+	}
+}
+
+// claimName fails with ErrNameTaken when another IdP of org has name. The
+// projection has no unique index on (org_id, name), so on PostgreSQL the
+// org row is locked first (NO KEY UPDATE: foreign-key checks of other
+// inserts are not blocked): concurrent adds to one organization then check
+// one after the other. SQLite transactions already write one at a time.
+func claimName(ctx context.Context, tx db.Querier, orgID, name string) error {
+	if tx.Dialect() == db.Postgres {
+		var id string
+		if err := tx.Get(ctx, &id, `SELECT id FROM orgs WHERE id = ? FOR NO KEY UPDATE`, orgID); err != nil {
+			return fmt.Errorf("lock organization %s: %w", orgID, db.NotFound(err))
+		}
+	}
+	var taken string
+	err := tx.Get(ctx, &taken, `SELECT id FROM idps WHERE org_id = ? AND name = ?`, orgID, name)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return fmt.Errorf("check idp name: %w", err)
+	}
+	return fmt.Errorf("%w: %q", ErrNameTaken, name)
+}
+
+// nullBytes is NULL for an empty slice (COALESCE keeps the column).
+func nullBytes(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
 }

@@ -157,7 +157,7 @@ func (s *Server) SetHumanPassword(ctx context.Context, req *connect.Request[mana
 		return nil, err
 	}
 	if u.Type != users.TypeHuman {
-		return nil, apierr.Precondition("USER-not-human", "only human users have passwords")
+		return nil, apierr.NotFound("USER-not-human", "human user not found")
 	}
 	org, err := s.org(ctx)
 	if err != nil {

@@ -233,3 +233,16 @@ func formatUint(n uint64) string {
 	}
 	return formatUint(n/10) + digits[n%10:n%10+1]
 }
+
+func TestUnknownEnumNameIs400(t *testing.T) {
+	e := mgmttest.Start(t, db.SQLite)
+	before := e.EventCount()
+	r := e.REST("POST", "/management/v1/users/machine", e.AdminToken, "", `{"userName":"m1","name":"M","accessTokenType":"ACCESS_TOKEN_TYPE_FANCY","extra":1}`)
+	if r.Status != 400 || r.Code() != 3 || e.EventCount() != before {
+		t.Fatalf("unknown enum name: %d %s; want 400 and nothing stored", r.Status, r.Body)
+	}
+	r = e.REST("POST", "/management/v1/users/machine", e.AdminToken, "", `{"userName":"m1","name":"M","accessTokenType":"ACCESS_TOKEN_TYPE_JWT","extra":1}`)
+	if r.Status != 200 {
+		t.Fatalf("known enum with an unknown field: %d %s; want 200", r.Status, r.Body)
+	}
+}

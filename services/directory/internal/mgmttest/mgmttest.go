@@ -109,6 +109,7 @@ func Start(t testing.TB, d db.Dialect) *Env {
 		"GATEHOUSE_ISSUER":         "http://localhost:8080",
 		"GATEHOUSE_MASTER_KEY":     base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{42}, 32)),
 		"GATEHOUSE_INTERNAL_TOKEN": InternalToken,
+		"GATEHOUSE_ADMIN_PASSWORD": "Bootstrap-Admin-Passw0rd",
 	}
 	if d == db.Postgres {
 		env["GATEHOUSE_DATABASE_URL"] = testutil.PostgresDatabase(t)

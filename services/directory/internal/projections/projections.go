@@ -3,6 +3,7 @@
 package projections
 
 import (
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/bootstrap"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/idps"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/metadata"
@@ -18,4 +19,5 @@ func RegisterAll(es *eventstore.Store) {
 	metadata.Register(es)
 	idps.Register(es)
 	projects.Register(es)
+	bootstrap.Register(es)
 }

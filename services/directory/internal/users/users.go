@@ -173,6 +173,9 @@ func Register(es *eventstore.Store) {
 		}
 		return touch(ctx, tx, e)
 	})
+	registerLifecycle(es)
+	registerMachineKeys(es)
+	registerMachineSecret(es)
 }
 
 func addHistory(ctx context.Context, tx db.Querier, e eventstore.Event, hash string) error {

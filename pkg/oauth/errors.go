@@ -1,0 +1,127 @@
+package oauth
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Error codes.
+const (
+	InvalidRequest          = "invalid_request"
+	InvalidClient           = "invalid_client"
+	InvalidGrant            = "invalid_grant"
+	UnauthorizedClient      = "unauthorized_client"
+	UnsupportedGrantType    = "unsupported_grant_type"
+	InvalidScope            = "invalid_scope"
+	ServerError             = "server_error"
+	TemporarilyUnavailable  = "temporarily_unavailable"
+	UnsupportedResponseType = "unsupported_response_type"
+	AccessDenied            = "access_denied"
+	InteractionRequired     = "interaction_required"
+	LoginRequired           = "login_required"
+	InvalidToken            = "invalid_token"
+	UnsupportedTokenType    = "unsupported_token_type"
+)
+
+// Error is an OAuth error response.
+type Error struct {
+	Code        string
+	Description string
+	Status      int
+	// Header is set when the Authorization header carried the failed
+	// credential: invalid_client is then 401 with WWW-Authenticate.
+	Header http.Header
+	cause  error
+}
+
+func (e *Error) Error() string {
+	if e.cause != nil {
+		return e.Code + ": " + e.Description + ": " + e.cause.Error()
+	}
+	return e.Code + ": " + e.Description
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.cause }
+
+// Is matches another *Error by code, so errors.Is(err, oauth.ErrInvalidGrant) works.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// WithCause returns a copy carrying cause (logged, never sent).
+func (e *Error) WithCause(cause error) *Error {
+	c := *e
+	c.cause = cause
+	return &c
+}
+
+// Sentinels for errors.Is.
+var (
+	ErrInvalidRequest = &Error{Code: InvalidRequest}
+	ErrInvalidClient  = &Error{Code: InvalidClient}
+	ErrInvalidGrant   = &Error{Code: InvalidGrant}
+	ErrInvalidScope   = &Error{Code: InvalidScope}
+	ErrServerError    = &Error{Code: ServerError}
+)
+
+// New returns an error with code and a formatted description; the status
+// is 400 except where RFC 6749 and 6750 say otherwise.
+func New(code, format string, args ...any) *Error {
+	status := http.StatusBadRequest
+	switch code {
+	case InvalidClient, InvalidToken:
+		status = http.StatusUnauthorized
+	case ServerError:
+		status = http.StatusInternalServerError
+	case TemporarilyUnavailable:
+		status = http.StatusServiceUnavailable
+	}
+	return &Error{Code: code, Description: fmt.Sprintf(format, args...), Status: status}
+}
+
+// InvalidClientError is invalid_client. Per RFC 6749 §5.2 it is 401 with
+// WWW-Authenticate when the client authenticated with the Authorization
+// header, and 400 otherwise.
+func InvalidClientError(viaHeader bool, format string, args ...any) *Error {
+	e := New(InvalidClient, format, args...)
+	if viaHeader {
+		e.Header = http.Header{"Www-Authenticate": {`Basic realm="gatehouse"`}}
+	} else {
+		e.Status = http.StatusBadRequest
+	}
+	return e
+}
+
+// As returns err as an *Error, turning anything else into server_error
+// (whose cause the caller should log).
+func As(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return New(ServerError, "internal error").WithCause(err)
+}
+
+// body is the RFC 6749 §5.2 JSON.
+type body struct {
+	Error       string `json:"error"`
+	Description string `json:"error_description,omitempty"`
+}
+
+// WriteJSON writes err as an RFC 6749 §5.2 response with no-store caching.
+func WriteJSON(w http.ResponseWriter, err error) {
+	e := As(err)
+	h := w.Header()
+	for k, v := range e.Header {
+		h[k] = v
+	}
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Pragma", "no-cache")
+	w.WriteHeader(e.Status)
+	_ = json.NewEncoder(w).Encode(body{Error: e.Code, Description: e.Description})
+}

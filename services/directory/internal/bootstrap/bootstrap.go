@@ -1,0 +1,236 @@
+// Package bootstrap prepares an empty directory on first start (DESIGN.md
+// "First start"): the default organization, a human admin with IAM_OWNER
+// (password from GATEHOUSE_ADMIN_PASSWORD, or generated and printed once,
+// to be changed at first login), and a machine user bootstrap-admin with
+// IAM_OWNER whose JSON key file is written to the data directory (0600), so
+// an operator can get a management token by the JWT profile grant.
+//
+// Each step checks whether it is already done, so a start interrupted
+// half-way completes on the next one; an instance.bootstrapped event marks
+// the end, after which nothing is ever re-created.
+package bootstrap
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/gatehouse-id/gatehouse/pkg/db"
+	"github.com/gatehouse-id/gatehouse/pkg/secrets"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/orgs"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/users"
+)
+
+// Names of what first start creates.
+const (
+	OrgName         = "Gatehouse"
+	AdminUserName   = "admin"
+	MachineUserName = "bootstrap-admin"
+	KeyFileName     = "bootstrap-admin-key.json"
+
+	eventBootstrapped = "instance.bootstrapped"
+)
+
+// Register adds the marker event's reducer (it projects nothing).
+func Register(es *eventstore.Store) {
+	es.Register(eventBootstrapped, func(context.Context, db.Querier, eventstore.Event) error { return nil })
+}
+
+// Options configure Run.
+type Options struct {
+	ES            *eventstore.Store
+	IssuerHost    string
+	DataDir       string
+	AdminPassword string    // empty: generate one and print it to Console
+	Console       io.Writer // where a generated password is printed (stderr)
+	Logger        *slog.Logger
+	Now           func() time.Time
+}
+
+// Run bootstraps an empty store; on a bootstrapped one it does nothing.
+func Run(ctx context.Context, o Options) error {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if err = run(ctx, o); err == nil {
+			return nil
+		}
+		// Another replica bootstrapping at the same moment wins some steps;
+		// the steps are idempotent, so run again.
+		if !errors.Is(err, eventstore.ErrUnique) && !errors.Is(err, eventstore.ErrConcurrent) {
+			return err
+		}
+		time.Sleep(time.Duration(100*(attempt+1)) * time.Millisecond)
+	}
+	return err
+}
+
+func run(ctx context.Context, o Options) error {
+	d := o.ES.DB()
+	var done int
+	if err := d.Get(ctx, &done, `SELECT COUNT(*) FROM events WHERE event_type = ?`, eventBootstrapped); err != nil {
+		return fmt.Errorf("bootstrap: %w", err)
+	}
+	if done > 0 {
+		return nil
+	}
+	o.Logger.Info("first start: creating the default organization and admin users")
+	oq := &orgs.Queries{DB: d}
+	uq := &users.Queries{DB: d}
+	oc := &orgs.Commands{ES: o.ES, IssuerHost: o.IssuerHost}
+	uc := &users.Commands{ES: o.ES, Q: uq}
+	const editor = "bootstrap"
+
+	// 1. The organization.
+	var orgID string
+	err := d.Get(ctx, &orgID, `SELECT id FROM orgs WHERE name = ?`, OrgName)
+	if errors.Is(err, sql.ErrNoRows) {
+		orgID, _, err = oc.AddOrg(ctx, editor, OrgName, nil)
+	}
+	if err != nil {
+		return fmt.Errorf("bootstrap org: %w", err)
+	}
+	org, err := oq.Get(ctx, orgID)
+	if err != nil {
+		return fmt.Errorf("bootstrap org: %w", err)
+	}
+
+	// 2. The human admin.
+	adminID, err := userID(ctx, d, orgID, AdminUserName)
+	if err != nil {
+		return err
+	}
+	if adminID == "" {
+		pw, generated := o.AdminPassword, false
+		if pw == "" {
+			// Random, and meeting the default policy's character classes.
+			pw, generated = secrets.RandomToken(15)+"-Aa1", true
+		}
+		hash, err := uc.NewPasswordHash(ctx, "", pw, org.PasswordPolicy)
+		if err != nil {
+			return fmt.Errorf("bootstrap: GATEHOUSE_ADMIN_PASSWORD does not meet the password policy: %w", err)
+		}
+		adminID, _, err = uc.AddHuman(ctx, editor, org, users.HumanAdded{
+			UserName: AdminUserName, FirstName: "Gatehouse", LastName: "Admin", DisplayName: "Gatehouse Admin",
+			Email: AdminUserName + "@" + org.PrimaryDomain, EmailVerified: true,
+			PasswordHash: hash, PasswordChangeRequired: generated,
+		})
+		if err != nil {
+			return fmt.Errorf("bootstrap admin: %w", err)
+		}
+		if generated && o.Console != nil {
+			// Printed once, on the console, never through the logger.
+			fmt.Fprintf(o.Console, "\n  Gatehouse first start: sign in as %s@%s with the password\n\n      %s\n\n  It must be changed at the first login. It will not be shown again.\n\n",
+				AdminUserName, org.PrimaryDomain, pw)
+		}
+	}
+
+	// 3. The machine admin and its key file.
+	machineID, err := userID(ctx, d, orgID, MachineUserName)
+	if err != nil {
+		return err
+	}
+	if machineID == "" {
+		machineID, _, err = uc.AddMachine(ctx, editor, org, users.MachineAdded{
+			UserName: MachineUserName, Name: "Bootstrap admin", Description: "Created at first start; its key file gets management tokens.",
+		})
+		if err != nil {
+			return fmt.Errorf("bootstrap machine user: %w", err)
+		}
+	}
+	keyPath := filepath.Join(o.DataDir, KeyFileName)
+	var keys int
+	if err := d.Get(ctx, &keys, `SELECT COUNT(*) FROM machine_keys WHERE user_id = ?`, machineID); err != nil {
+		return fmt.Errorf("bootstrap: %w", err)
+	}
+	if keys == 0 {
+		machine, err := uq.Get(ctx, machineID)
+		if err != nil {
+			return fmt.Errorf("bootstrap: %w", err)
+		}
+		_, file, _, err := uc.AddMachineKey(ctx, editor, machine, "", time.Time{}, o.Now())
+		if err != nil {
+			return fmt.Errorf("bootstrap machine key: %w", err)
+		}
+		if err := writeKeyFile(keyPath, file); err != nil {
+			return err
+		}
+		o.Logger.Info("first start: wrote the bootstrap admin key file", "path", keyPath)
+	}
+
+	// 4. Roles: IAM_OWNER for both, ORG_OWNER of the default org for the admin.
+	if _, err := oq.Member(ctx, orgID, adminID); errors.Is(err, db.ErrNotFound) {
+		if org, err = oq.Get(ctx, orgID); err != nil {
+			return err
+		}
+		if _, err := oc.AddMember(ctx, editor, org, adminID, []string{orgs.RoleOrgOwner}); err != nil {
+			return fmt.Errorf("bootstrap org owner: %w", err)
+		}
+	} else if err != nil {
+		return err
+	}
+	for _, id := range []string{adminID, machineID} {
+		roles, err := oq.InstanceRoles(ctx, id)
+		if err != nil {
+			return err
+		}
+		if slices.Contains(roles, orgs.RoleIAMOwner) {
+			continue
+		}
+		v, err := oq.InstanceVersion(ctx)
+		if err != nil {
+			return err
+		}
+		if _, err := o.ES.Push(ctx, editor, orgs.InstanceMemberCommand(v, id, []string{orgs.RoleIAMOwner})); err != nil {
+			return fmt.Errorf("bootstrap IAM_OWNER: %w", err)
+		}
+	}
+
+	v, err := oq.InstanceVersion(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = o.ES.Push(ctx, editor, eventstore.Command{
+		Aggregate: eventstore.Aggregate{Type: orgs.AggregateInstance, ID: orgs.InstanceID},
+		Version:   v,
+		Events:    []eventstore.Pending{{Type: eventBootstrapped, Payload: map[string]string{"orgId": orgID}}},
+	})
+	return err
+}
+
+func userID(ctx context.Context, d *db.DB, orgID, userName string) (string, error) {
+	var id string
+	err := d.Get(ctx, &id, `SELECT id FROM users WHERE org_id = ? AND user_name = ?`, orgID, userName)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("bootstrap: %w", err)
+	}
+	return id, nil
+}
+
+func writeKeyFile(path string, content []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("bootstrap: create data dir: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("bootstrap: write key file: %w", err)
+	}
+	if _, err := f.Write(content); err != nil {
+		f.Close()
+		return fmt.Errorf("bootstrap: write key file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("bootstrap: write key file: %w", err)
+	}
+	return os.Chmod(path, 0o600)
+}

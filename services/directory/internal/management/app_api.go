@@ -1,0 +1,37 @@
+package management
+
+import (
+	"context"
+
+	"connectrpc.com/connect"
+
+	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/projects"
+)
+
+// AddAPIApp creates an API application (a resource server that
+// introspects tokens); the client secret (BASIC) is in this response only.
+func (s *Server) AddAPIApp(ctx context.Context, req *connect.Request[managementv1.AddAPIAppRequest]) (*connect.Response[managementv1.AddAPIAppResponse], error) {
+	m := req.Msg
+	var f apierr.Fields
+	f.Check(apierr.Length("project_id", m.GetProjectId(), 1, 200))
+	f.Check(apierr.Length("name", m.GetName(), 1, projects.MaxNameLength))
+	cfg := projects.APIConfig{AuthMethod: appEnumToDomain(apiAuthMethods, m.GetAuthMethodType())}
+	cfg.Validate(&f)
+	if err := f.Err("APP-invalid"); err != nil {
+		return nil, err
+	}
+	p, err := s.project(ctx, m.GetProjectId())
+	if err != nil {
+		return nil, err
+	}
+	app, evs, err := s.projectCommands().AddAPIApp(ctx, authz.FromContext(ctx).UserID, p, m.GetName(), cfg)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&managementv1.AddAPIAppResponse{
+		AppId: app.ID, Details: writeDetails(evs), ClientId: app.ClientID, ClientSecret: app.Secret,
+	}), nil
+}

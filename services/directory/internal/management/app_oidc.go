@@ -1,0 +1,153 @@
+package management
+
+import (
+	"context"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/projects"
+)
+
+// appOIDCRequest is what AddOIDCAppRequest and UpdateOIDCAppConfigRequest
+// share: the complete OIDC configuration.
+type appOIDCRequest interface {
+	GetRedirectUris() []string
+	GetResponseTypes() []managementv1.OIDCResponseType
+	GetGrantTypes() []managementv1.OIDCGrantType
+	GetAppType() managementv1.OIDCAppType
+	GetAuthMethodType() managementv1.OIDCAuthMethodType
+	GetPostLogoutRedirectUris() []string
+	GetDevMode() bool
+	GetAccessTokenType() managementv1.OIDCTokenType
+	GetAccessTokenRoleAssertion() bool
+	GetIdTokenRoleAssertion() bool
+	GetIdTokenUserinfoAssertion() bool
+	GetClockSkew() *durationpb.Duration
+	GetAdditionalOrigins() []string
+	GetSkipNativeAppSuccessPage() bool
+	GetBackChannelLogoutUri() string
+	GetLoginVersion() *managementv1.LoginVersion
+}
+
+var (
+	_ appOIDCRequest = (*managementv1.AddOIDCAppRequest)(nil)
+	_ appOIDCRequest = (*managementv1.UpdateOIDCAppConfigRequest)(nil)
+)
+
+// appOIDCConfig maps and validates a request's configuration into a
+// normalized one, adding every problem to f.
+func appOIDCConfig(f *apierr.Fields, m appOIDCRequest) projects.OIDCConfig {
+	c := projects.OIDCConfig{
+		RedirectURIs:             m.GetRedirectUris(),
+		AppType:                  appEnumToDomain(oidcAppTypes, m.GetAppType()),
+		AuthMethod:               appEnumToDomain(oidcAuthMethods, m.GetAuthMethodType()),
+		PostLogoutRedirectURIs:   m.GetPostLogoutRedirectUris(),
+		DevMode:                  m.GetDevMode(),
+		AccessTokenType:          appEnumToDomain(oidcTokenTypes, m.GetAccessTokenType()),
+		AccessTokenRoleAssertion: m.GetAccessTokenRoleAssertion(),
+		IDTokenRoleAssertion:     m.GetIdTokenRoleAssertion(),
+		IDTokenUserinfoAssertion: m.GetIdTokenUserinfoAssertion(),
+		AdditionalOrigins:        m.GetAdditionalOrigins(),
+		SkipNativeAppSuccessPage: m.GetSkipNativeAppSuccessPage(),
+		BackChannelLogoutURI:     m.GetBackChannelLogoutUri(),
+	}
+	for _, rt := range m.GetResponseTypes() {
+		c.ResponseTypes = append(c.ResponseTypes, appEnumToDomain(oidcResponseTypes, rt))
+	}
+	for _, g := range m.GetGrantTypes() {
+		c.GrantTypes = append(c.GrantTypes, appEnumToDomain(oidcGrantTypes, g))
+	}
+	if skew := m.GetClockSkew(); skew != nil {
+		if err := skew.CheckValid(); err != nil {
+			f.Add("clock_skew", "is not a valid duration")
+		} else {
+			c.ClockSkew = skew.AsDuration()
+		}
+	}
+	switch m.GetLoginVersion().GetVersion().(type) {
+	case nil:
+	case *managementv1.LoginVersion_LoginV1:
+		c.LoginVersion = projects.LoginV1
+	default:
+		c.LoginVersion = "v2"
+	}
+	c.Normalize()
+	c.Validate(f)
+	return c
+}
+
+// AddOIDCApp creates an OIDC application; the client secret (BASIC, POST)
+// is in this response only.
+func (s *Server) AddOIDCApp(ctx context.Context, req *connect.Request[managementv1.AddOIDCAppRequest]) (*connect.Response[managementv1.AddOIDCAppResponse], error) {
+	m := req.Msg
+	var f apierr.Fields
+	f.Check(apierr.Length("project_id", m.GetProjectId(), 1, 200))
+	f.Check(apierr.Length("name", m.GetName(), 1, projects.MaxNameLength))
+	if m.GetVersion() != managementv1.OIDCVersion_OIDC_VERSION_1_0 {
+		f.Add("version", "must be OIDC_VERSION_1_0")
+	}
+	cfg := appOIDCConfig(&f, m)
+	if err := f.Err("APP-invalid"); err != nil {
+		return nil, err
+	}
+	p, err := s.project(ctx, m.GetProjectId())
+	if err != nil {
+		return nil, err
+	}
+	app, evs, err := s.projectCommands().AddOIDCApp(ctx, authz.FromContext(ctx).UserID, p, m.GetName(), cfg)
+	if err != nil {
+		return nil, err
+	}
+	problems := cfg.Compliance()
+	return connect.NewResponse(&managementv1.AddOIDCAppResponse{
+		AppId:              app.ID,
+		Details:            writeDetails(evs),
+		ClientId:           app.ClientID,
+		ClientSecret:       app.Secret,
+		NoneCompliant:      len(problems) > 0,
+		ComplianceProblems: complianceToProto(problems),
+	}), nil
+}
+
+// UpdateOIDCAppConfig replaces an OIDC application's configuration.
+func (s *Server) UpdateOIDCAppConfig(ctx context.Context, req *connect.Request[managementv1.UpdateOIDCAppConfigRequest]) (*connect.Response[managementv1.UpdateOIDCAppConfigResponse], error) {
+	m := req.Msg
+	var f apierr.Fields
+	checkAppIDs(&f, m.GetProjectId(), m.GetAppId())
+	cfg := appOIDCConfig(&f, m)
+	if err := f.Err("APP-invalid"); err != nil {
+		return nil, err
+	}
+	p, a, err := s.app(ctx, m.GetProjectId(), m.GetAppId())
+	if err != nil {
+		return nil, err
+	}
+	evs, err := s.projectCommands().ChangeOIDCConfig(ctx, authz.FromContext(ctx).UserID, p, a, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&managementv1.UpdateOIDCAppConfigResponse{Details: writeDetails(evs)}), nil
+}
+
+// RegenerateOIDCClientSecret replaces the client secret of an OIDC
+// application using BASIC or POST; the new secret is in this response only.
+func (s *Server) RegenerateOIDCClientSecret(ctx context.Context, req *connect.Request[managementv1.RegenerateOIDCClientSecretRequest]) (*connect.Response[managementv1.RegenerateOIDCClientSecretResponse], error) {
+	var f apierr.Fields
+	checkAppIDs(&f, req.Msg.GetProjectId(), req.Msg.GetAppId())
+	if err := f.Err("APP-invalid-id"); err != nil {
+		return nil, err
+	}
+	p, a, err := s.app(ctx, req.Msg.GetProjectId(), req.Msg.GetAppId())
+	if err != nil {
+		return nil, err
+	}
+	secret, evs, err := s.projectCommands().RegenerateSecret(ctx, authz.FromContext(ctx).UserID, p, a)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&managementv1.RegenerateOIDCClientSecretResponse{ClientSecret: secret, Details: writeDetails(evs)}), nil
+}

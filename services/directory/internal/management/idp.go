@@ -1,0 +1,93 @@
+package management
+
+import (
+	"context"
+	"errors"
+
+	"github.com/gatehouse-id/gatehouse/pkg/db"
+	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/idps"
+)
+
+// idpCommands and idpQueries build the IdP domain objects from the
+// Server's fields.
+func (s *Server) idpCommands() *idps.Commands {
+	return &idps.Commands{ES: s.ES, Cipher: s.IdPSecrets}
+}
+
+func (s *Server) idpQueries() *idps.Queries { return &idps.Queries{DB: s.ES.DB()} }
+
+// idp loads an identity provider of the target organization; those of
+// other organizations (and removed ones) are NotFound. field names the id
+// in the request ("id" or "idp_id").
+func (s *Server) idp(ctx context.Context, field, id string) (*idps.IDP, error) {
+	if err := apierr.Length(field, id, 1, idps.MaxLength); err != nil {
+		return nil, apierr.InvalidArgument("IDP-invalid-id", "%s", err.Error())
+	}
+	p, err := s.idpQueries().Get(ctx, authz.FromContext(ctx).OrgID, id)
+	if errors.Is(err, db.ErrNotFound) {
+		return nil, apierr.NotFound("IDP-not-found", "identity provider not found")
+	}
+	return p, err
+}
+
+// checkOIDCConfig validates the configuration fields shared by create and
+// update (client id, issuer, scopes, mappings) and returns them.
+func checkOIDCConfig(f *apierr.Fields, clientID, issuer string, scopes []string, display, username managementv1.OIDCMappingField) idps.Config {
+	f.Check(apierr.Length("client_id", clientID, 1, idps.MaxLength))
+	if err := apierr.Length("issuer", issuer, 1, idps.MaxLength); err != nil {
+		f.Check(err)
+	} else if msg := idps.IssuerProblem(issuer); msg != "" {
+		f.Add("issuer", msg)
+	}
+	if len(scopes) > idps.MaxScopes {
+		f.Add("scopes", "must have at most 20 entries")
+	}
+	for _, sc := range scopes {
+		if err := apierr.Length("scopes", sc, 1, idps.MaxLength); err != nil {
+			f.Check(err)
+		} else if msg := idps.ScopeProblem(sc); msg != "" {
+			f.Add("scopes", msg)
+		}
+	}
+	checkEnum(f, "display_name_mapping", int32(display), managementv1.OIDCMappingField_name)
+	checkEnum(f, "username_mapping", int32(username), managementv1.OIDCMappingField_name)
+	return idps.Config{
+		ClientID: clientID, Issuer: issuer, Scopes: idps.StringList(scopes),
+		DisplayNameMapping: int32(display), UsernameMapping: int32(username),
+	}
+}
+
+// checkEnum refuses enum numbers the API does not define (binary gRPC
+// clients can send any number; JSON ones only names).
+func checkEnum(f *apierr.Fields, field string, v int32, names map[int32]string) {
+	if _, ok := names[v]; !ok {
+		f.Add(field, "is not a defined value")
+	}
+}
+
+// idpToProto renders the read form of an IdP; it has no client secret.
+func idpToProto(p *idps.IDP) *managementv1.IDP {
+	scopes := []string(p.Scopes)
+	if scopes == nil {
+		scopes = []string{}
+	}
+	return &managementv1.IDP{
+		Id:           p.ID,
+		Details:      readDetails(p.CreationDate, p.ChangeDate, p.Sequence, p.OrgID),
+		State:        managementv1.IDPState(p.State),
+		Name:         p.Name,
+		StylingType:  managementv1.StylingType(p.StylingType),
+		Owner:        managementv1.IDPOwnerType_IDP_OWNER_TYPE_ORG,
+		AutoRegister: p.AutoRegister,
+		Config: &managementv1.IDP_OidcConfig{OidcConfig: &managementv1.IDPOIDCConfig{
+			ClientId:           p.ClientID,
+			Issuer:             p.Issuer,
+			Scopes:             scopes,
+			DisplayNameMapping: managementv1.OIDCMappingField(p.DisplayNameMapping),
+			UsernameMapping:    managementv1.OIDCMappingField(p.UsernameMapping),
+		}},
+	}
+}

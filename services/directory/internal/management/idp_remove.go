@@ -1,0 +1,23 @@
+package management
+
+import (
+	"context"
+
+	"connectrpc.com/connect"
+
+	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
+)
+
+// RemoveOrgIDP removes an identity provider; afterwards it is NotFound.
+func (s *Server) RemoveOrgIDP(ctx context.Context, req *connect.Request[managementv1.RemoveOrgIDPRequest]) (*connect.Response[managementv1.RemoveOrgIDPResponse], error) {
+	p, err := s.idp(ctx, "idp_id", req.Msg.GetIdpId())
+	if err != nil {
+		return nil, err
+	}
+	evs, err := s.idpCommands().Remove(ctx, authz.FromContext(ctx).UserID, p)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&managementv1.RemoveOrgIDPResponse{Details: writeDetails(evs)}), nil
+}

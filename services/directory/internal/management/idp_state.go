@@ -1,0 +1,38 @@
+package management
+
+import (
+	"context"
+
+	"connectrpc.com/connect"
+
+	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
+)
+
+// DeactivateOrgIDP hides an active identity provider from the login;
+// Aborted (409) when it is not active.
+func (s *Server) DeactivateOrgIDP(ctx context.Context, req *connect.Request[managementv1.DeactivateOrgIDPRequest]) (*connect.Response[managementv1.DeactivateOrgIDPResponse], error) {
+	p, err := s.idp(ctx, "idp_id", req.Msg.GetIdpId())
+	if err != nil {
+		return nil, err
+	}
+	evs, err := s.idpCommands().Deactivate(ctx, authz.FromContext(ctx).UserID, p)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&managementv1.DeactivateOrgIDPResponse{Details: writeDetails(evs)}), nil
+}
+
+// ReactivateOrgIDP offers a deactivated identity provider again; Aborted
+// (409) when it is not inactive.
+func (s *Server) ReactivateOrgIDP(ctx context.Context, req *connect.Request[managementv1.ReactivateOrgIDPRequest]) (*connect.Response[managementv1.ReactivateOrgIDPResponse], error) {
+	p, err := s.idp(ctx, "idp_id", req.Msg.GetIdpId())
+	if err != nil {
+		return nil, err
+	}
+	evs, err := s.idpCommands().Reactivate(ctx, authz.FromContext(ctx).UserID, p)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&managementv1.ReactivateOrgIDPResponse{Details: writeDetails(evs)}), nil
+}

@@ -1,0 +1,40 @@
+package management
+
+import (
+	"context"
+
+	"connectrpc.com/connect"
+
+	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/users"
+)
+
+// AddMachineUser creates a machine user (service account); it
+// authenticates with a key (AddMachineKey) or a secret
+// (GenerateMachineSecret).
+func (s *Server) AddMachineUser(ctx context.Context, req *connect.Request[managementv1.AddMachineUserRequest]) (*connect.Response[managementv1.AddMachineUserResponse], error) {
+	m := req.Msg
+	var f apierr.Fields
+	checkUserName(&f, m.GetUserName())
+	f.Check(apierr.Length("name", m.GetName(), 1, 200))
+	f.Check(apierr.Length("description", m.GetDescription(), 0, 500))
+	if _, ok := managementv1.AccessTokenType_name[int32(m.GetAccessTokenType())]; !ok {
+		f.Add("access_token_type", "is not a defined value")
+	}
+	if err := f.Err("USER-invalid"); err != nil {
+		return nil, err
+	}
+	org, err := s.org(ctx)
+	if err != nil {
+		return nil, err
+	}
+	id, evs, err := s.UserCmds.AddMachine(ctx, authz.FromContext(ctx).UserID, org, users.MachineAdded{
+		UserName: m.GetUserName(), Name: m.GetName(), Description: m.GetDescription(), AccessTokenType: int32(m.GetAccessTokenType()),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&managementv1.AddMachineUserResponse{UserId: id, Details: writeDetails(evs)}), nil
+}

@@ -1,0 +1,50 @@
+package management
+
+import (
+	"context"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/users"
+)
+
+// ListMachineKeys lists the keys of a machine user (metadata only), by
+// creation date. A human user is NotFound.
+func (s *Server) ListMachineKeys(ctx context.Context, req *connect.Request[managementv1.ListMachineKeysRequest]) (*connect.Response[managementv1.ListMachineKeysResponse], error) {
+	var f apierr.Fields
+	page := usersPage(&f, req.Msg.GetQuery())
+	if err := f.Err("USER-invalid-query"); err != nil {
+		return nil, err
+	}
+	u, err := s.user(ctx, req.Msg.GetUserId())
+	if err != nil {
+		return nil, err
+	}
+	if u.Type != users.TypeMachine {
+		return nil, apierr.NotFound("USER-not-machine", "machine user not found")
+	}
+	keys, total, err := s.Users.MachineKeys(ctx, u.ID, page)
+	if err != nil {
+		return nil, err
+	}
+	details, err := s.usersListDetails(ctx, total)
+	if err != nil {
+		return nil, err
+	}
+	out := &managementv1.ListMachineKeysResponse{Details: details, Result: make([]*managementv1.Key, len(keys))}
+	for i, k := range keys {
+		key := &managementv1.Key{
+			Id:      k.ID,
+			Details: readDetails(k.CreationDate, k.ChangeDate, k.Sequence, k.OrgID),
+			Type:    managementv1.KeyType(k.Type),
+		}
+		if k.ExpirationDate != nil {
+			key.ExpirationDate = timestamppb.New(*k.ExpirationDate)
+		}
+		out.Result[i] = key
+	}
+	return connect.NewResponse(out), nil
+}

@@ -1,0 +1,26 @@
+package management
+
+import (
+	"context"
+
+	"connectrpc.com/connect"
+
+	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
+)
+
+// GenerateMachineSecret gives a machine user a new client secret, replacing
+// any previous one, and returns it once with the client id (the user's
+// login name, unique in the instance). Only a keyed hash is stored. A human
+// user is NotFound.
+func (s *Server) GenerateMachineSecret(ctx context.Context, req *connect.Request[managementv1.GenerateMachineSecretRequest]) (*connect.Response[managementv1.GenerateMachineSecretResponse], error) {
+	u, err := s.user(ctx, req.Msg.GetUserId())
+	if err != nil {
+		return nil, err
+	}
+	clientID, secret, evs, err := s.UserCmds.GenerateSecret(ctx, authz.FromContext(ctx).UserID, u, s.Hasher)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&managementv1.GenerateMachineSecretResponse{ClientId: clientID, ClientSecret: secret, Details: writeDetails(evs)}), nil
+}

@@ -1,0 +1,25 @@
+package management
+
+import (
+	"context"
+
+	"connectrpc.com/connect"
+
+	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
+)
+
+// RemoveMachineSecret removes a machine user's client secret. Without a
+// secret there is nothing to change: Aborted (409). A human user is
+// NotFound.
+func (s *Server) RemoveMachineSecret(ctx context.Context, req *connect.Request[managementv1.RemoveMachineSecretRequest]) (*connect.Response[managementv1.RemoveMachineSecretResponse], error) {
+	u, err := s.user(ctx, req.Msg.GetUserId())
+	if err != nil {
+		return nil, err
+	}
+	evs, err := s.UserCmds.RemoveSecret(ctx, authz.FromContext(ctx).UserID, u)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&managementv1.RemoveMachineSecretResponse{Details: writeDetails(evs)}), nil
+}

@@ -1,0 +1,38 @@
+package management
+
+import (
+	"context"
+	"errors"
+
+	"connectrpc.com/connect"
+
+	"github.com/gatehouse-id/gatehouse/pkg/db"
+	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
+)
+
+// RemoveOrgMember revokes every organization role of a member; NotFound
+// when the user is no member of the organization.
+func (s *Server) RemoveOrgMember(ctx context.Context, req *connect.Request[managementv1.RemoveOrgMemberRequest]) (*connect.Response[managementv1.RemoveOrgMemberResponse], error) {
+	m := req.Msg
+	var f apierr.Fields
+	f.Check(apierr.Length("user_id", m.GetUserId(), 1, 200))
+	if err := f.Err("MEMBER-invalid"); err != nil {
+		return nil, err
+	}
+	org, err := s.org(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.Orgs.Member(ctx, org.ID, m.GetUserId()); errors.Is(err, db.ErrNotFound) {
+		return nil, apierr.NotFound("MEMBER-not-found", "the user is not a member of the organization")
+	} else if err != nil {
+		return nil, err
+	}
+	evs, err := s.OrgCmds.RemoveMember(ctx, authz.FromContext(ctx).UserID, org, m.GetUserId())
+	if err != nil {
+		return nil, apierr.FromStore(err, "member")
+	}
+	return connect.NewResponse(&managementv1.RemoveOrgMemberResponse{Details: writeDetails(evs)}), nil
+}

@@ -1,0 +1,36 @@
+package management
+
+import (
+	"context"
+
+	"connectrpc.com/connect"
+
+	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/metadata"
+)
+
+// BulkRemoveUserMetadata is the seed's "Bulk Delete Metadata"
+// (DELETE /management/v1/users/{id}/metadata/_bulk, body {"keys": [...]}):
+// it removes 1-100 entries of a user in one change. keys is required; a key
+// given twice is removed once. When any key is not set the answer is
+// NotFound naming those keys and nothing is removed.
+func (s *Server) BulkRemoveUserMetadata(ctx context.Context, req *connect.Request[managementv1.BulkRemoveUserMetadataRequest]) (*connect.Response[managementv1.BulkRemoveUserMetadataResponse], error) {
+	m := req.Msg
+	var f apierr.Fields
+	f.Check(apierr.Length("id", m.GetId(), 1, 200))
+	metadata.CheckKeys(&f, "keys", m.GetKeys())
+	if err := f.Err("METADATA-invalid"); err != nil {
+		return nil, err
+	}
+	u, err := s.user(ctx, m.GetId())
+	if err != nil {
+		return nil, err
+	}
+	evs, err := s.metadataCommands().Remove(ctx, authz.FromContext(ctx).UserID, u, m.GetKeys())
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&managementv1.BulkRemoveUserMetadataResponse{Details: writeDetails(evs)}), nil
+}

@@ -1,0 +1,37 @@
+package management
+
+import (
+	"context"
+	"errors"
+
+	"connectrpc.com/connect"
+
+	"github.com/gatehouse-id/gatehouse/pkg/db"
+	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/metadata"
+)
+
+// GetUserMetadata returns one entry of a user with the details of its
+// events; NotFound for an unknown key or a user not of the organization.
+func (s *Server) GetUserMetadata(ctx context.Context, req *connect.Request[managementv1.GetUserMetadataRequest]) (*connect.Response[managementv1.GetUserMetadataResponse], error) {
+	m := req.Msg
+	var f apierr.Fields
+	f.Check(apierr.Length("id", m.GetId(), 1, 200))
+	metadata.CheckKey(&f, "key", m.GetKey())
+	if err := f.Err("METADATA-invalid"); err != nil {
+		return nil, err
+	}
+	u, err := s.user(ctx, m.GetId())
+	if err != nil {
+		return nil, err
+	}
+	md, err := s.metadataQueries().Get(ctx, u.ID, m.GetKey())
+	if errors.Is(err, db.ErrNotFound) {
+		return nil, apierr.NotFound("METADATA-not-found", "metadata %q not found", m.GetKey())
+	}
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&managementv1.GetUserMetadataResponse{Metadata: metadataToProto(md)}), nil
+}

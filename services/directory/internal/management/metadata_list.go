@@ -1,0 +1,79 @@
+package management
+
+import (
+	"context"
+	"fmt"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/metadata"
+)
+
+// Paging and query limits of ListUserMetadata (ListQuery's and the
+// request's documented limits).
+const (
+	metadataDefaultLimit = 100
+	metadataMaxLimit     = 1000
+	metadataMaxQueries   = 20
+)
+
+// ListUserMetadata returns one page of a user's entries matching every key
+// query, ordered by key (descending unless query.asc). The list details
+// are the user's: every metadata change is an event of the user, so the
+// user's last event (sequence, change date) is the last one reduced into
+// what was listed, removals included.
+func (s *Server) ListUserMetadata(ctx context.Context, req *connect.Request[managementv1.ListUserMetadataRequest]) (*connect.Response[managementv1.ListUserMetadataResponse], error) {
+	m := req.Msg
+	var f apierr.Fields
+	f.Check(apierr.Length("id", m.GetId(), 1, 200))
+	limit := int(m.GetQuery().GetLimit())
+	switch {
+	case limit == 0:
+		limit = metadataDefaultLimit
+	case limit > metadataMaxLimit:
+		f.Add("query.limit", fmt.Sprintf("must be at most %d", metadataMaxLimit))
+	}
+	if len(m.GetQueries()) > metadataMaxQueries {
+		f.Add("queries", fmt.Sprintf("must have at most %d entries", metadataMaxQueries))
+	}
+	keyQueries := make([]metadata.KeyQuery, 0, len(m.GetQueries()))
+	for i, q := range m.GetQueries() {
+		field := fmt.Sprintf("queries[%d]", i)
+		kq := q.GetKeyQuery()
+		if kq == nil {
+			f.Add(field, "must set key_query")
+			continue
+		}
+		f.Check(apierr.Length(field+".key_query.key", kq.GetKey(), 0, metadata.MaxKeyLength))
+		method := metadata.TextMethod(kq.GetMethod())
+		if !method.Valid() {
+			f.Add(field+".key_query.method", "is not a TextQueryMethod")
+		}
+		keyQueries = append(keyQueries, metadata.KeyQuery{Text: kq.GetKey(), Method: method})
+	}
+	if err := f.Err("METADATA-invalid-query"); err != nil {
+		return nil, err
+	}
+	u, err := s.user(ctx, m.GetId())
+	if err != nil {
+		return nil, err
+	}
+	rows, total, err := s.metadataQueries().List(ctx, u.ID, metadata.ListOptions{
+		Queries: keyQueries, Asc: m.GetQuery().GetAsc(), Offset: m.GetQuery().GetOffset(), Limit: limit,
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := &managementv1.ListUserMetadataResponse{Details: &managementv1.ListDetails{
+		TotalResult:       total,
+		ProcessedSequence: u.Sequence,
+		ViewTimestamp:     timestamppb.New(u.ChangeDate),
+	}}
+	for i := range rows {
+		res.Result = append(res.Result, metadataToProto(&rows[i]))
+	}
+	return connect.NewResponse(res), nil
+}

@@ -1,0 +1,33 @@
+package management
+
+import (
+	"context"
+
+	"connectrpc.com/connect"
+
+	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/metadata"
+)
+
+// RemoveUserMetadata removes one entry of a user; NotFound for an unknown
+// key or a user not of the organization.
+func (s *Server) RemoveUserMetadata(ctx context.Context, req *connect.Request[managementv1.RemoveUserMetadataRequest]) (*connect.Response[managementv1.RemoveUserMetadataResponse], error) {
+	m := req.Msg
+	var f apierr.Fields
+	f.Check(apierr.Length("id", m.GetId(), 1, 200))
+	metadata.CheckKey(&f, "key", m.GetKey())
+	if err := f.Err("METADATA-invalid"); err != nil {
+		return nil, err
+	}
+	u, err := s.user(ctx, m.GetId())
+	if err != nil {
+		return nil, err
+	}
+	evs, err := s.metadataCommands().Remove(ctx, authz.FromContext(ctx).UserID, u, []string{m.GetKey()})
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&managementv1.RemoveUserMetadataResponse{Details: writeDetails(evs)}), nil
+}

@@ -1,0 +1,35 @@
+package management
+
+import (
+	"context"
+
+	"connectrpc.com/connect"
+
+	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/metadata"
+)
+
+// SetUserMetadata adds or replaces one metadata entry of a user: key 1-200
+// characters, value 1-500000 bytes (InvalidArgument otherwise); NotFound
+// for a user not of the organization.
+func (s *Server) SetUserMetadata(ctx context.Context, req *connect.Request[managementv1.SetUserMetadataRequest]) (*connect.Response[managementv1.SetUserMetadataResponse], error) {
+	m := req.Msg
+	var f apierr.Fields
+	f.Check(apierr.Length("id", m.GetId(), 1, 200))
+	metadata.CheckKey(&f, "key", m.GetKey())
+	metadata.CheckValue(&f, "value", m.GetValue())
+	if err := f.Err("METADATA-invalid"); err != nil {
+		return nil, err
+	}
+	u, err := s.user(ctx, m.GetId())
+	if err != nil {
+		return nil, err
+	}
+	evs, err := s.metadataCommands().Set(ctx, authz.FromContext(ctx).UserID, u, []metadata.Entry{{Key: m.GetKey(), Value: m.GetValue()}})
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&managementv1.SetUserMetadataResponse{Id: u.ID, Details: writeDetails(evs)}), nil
+}

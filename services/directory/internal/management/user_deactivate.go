@@ -1,0 +1,24 @@
+package management
+
+import (
+	"context"
+
+	"connectrpc.com/connect"
+
+	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
+)
+
+// DeactivateUser deactivates an active user: no login and no new tokens
+// until reactivated. A user in any other state is Aborted (409).
+func (s *Server) DeactivateUser(ctx context.Context, req *connect.Request[managementv1.DeactivateUserRequest]) (*connect.Response[managementv1.DeactivateUserResponse], error) {
+	u, err := s.user(ctx, req.Msg.GetId())
+	if err != nil {
+		return nil, err
+	}
+	evs, err := s.UserCmds.Deactivate(ctx, authz.FromContext(ctx).UserID, u)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&managementv1.DeactivateUserResponse{Details: writeDetails(evs)}), nil
+}

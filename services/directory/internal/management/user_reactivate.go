@@ -1,0 +1,24 @@
+package management
+
+import (
+	"context"
+
+	"connectrpc.com/connect"
+
+	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
+)
+
+// ReactivateUser reactivates a deactivated user. A user that is not
+// inactive is Aborted (409).
+func (s *Server) ReactivateUser(ctx context.Context, req *connect.Request[managementv1.ReactivateUserRequest]) (*connect.Response[managementv1.ReactivateUserResponse], error) {
+	u, err := s.user(ctx, req.Msg.GetId())
+	if err != nil {
+		return nil, err
+	}
+	evs, err := s.UserCmds.Reactivate(ctx, authz.FromContext(ctx).UserID, u)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&managementv1.ReactivateUserResponse{Details: writeDetails(evs)}), nil
+}

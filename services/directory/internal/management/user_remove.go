@@ -1,0 +1,26 @@
+package management
+
+import (
+	"context"
+
+	"connectrpc.com/connect"
+
+	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
+)
+
+// RemoveUser removes a user with its password history, keys, secret and
+// metadata, and its memberships of organizations and the instance, in one
+// transaction. The user name (and machine client id) become free again.
+// The details are those of the user's removal event, the last one added.
+func (s *Server) RemoveUser(ctx context.Context, req *connect.Request[managementv1.RemoveUserRequest]) (*connect.Response[managementv1.RemoveUserResponse], error) {
+	u, err := s.user(ctx, req.Msg.GetId())
+	if err != nil {
+		return nil, err
+	}
+	evs, err := s.UserCmds.Remove(ctx, authz.FromContext(ctx).UserID, u)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&managementv1.RemoveUserResponse{Details: writeDetails(evs)}), nil
+}
