@@ -27,7 +27,7 @@ var builds = map[config.Role]process.Build{
 		return authnsvc.New(ctx, env)
 	},
 	config.RoleTokens: func(ctx context.Context, env process.Env) (process.Component, error) {
-		return tokenssvc.New(ctx, env)
+		return tokenssvc.New(ctx, env, tokenssvc.Deps{})
 	},
 	config.RoleDirectory: func(ctx context.Context, env process.Env) (process.Component, error) {
 		return directorysvc.New(ctx, env, directorysvc.Deps{})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1/directoryv1connect"
 	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1/tokensv1connect"
 	"github.com/gatehouse-id/gatehouse/pkg/process"
@@ -74,6 +75,7 @@ func New(ctx context.Context, env process.Env) (e *Edge, err error) {
 	// Embedded services call each other in-process. Directory and tokens
 	// need each other, so directory gets a reference bound once tokens exists.
 	tokensRef := &lateTokens{}
+	var dirRef directoryv1connect.DirectoryServiceHandler // set before tokens is built
 	var deps directorysvc.Deps
 	if cfg.TokensURL == nil {
 		deps.Tokens = tokensRef
@@ -82,9 +84,19 @@ func New(ctx context.Context, env process.Env) (e *Edge, err error) {
 		svc routes.Service
 		new func() (embedded, error)
 	}{
-		{routes.Directory, func() (embedded, error) { return directorysvc.New(ctx, env, deps) }},
+		{routes.Directory, func() (embedded, error) {
+			d, err := directorysvc.New(ctx, env, deps)
+			if err == nil {
+				dirRef = d.DirectoryService()
+			}
+			return d, err
+		}},
 		{routes.Tokens, func() (embedded, error) {
-			t, err := tokenssvc.New(ctx, env)
+			var tdeps tokenssvc.Deps
+			if cfg.DirectoryURL == nil {
+				tdeps.Directory = dirRef
+			}
+			t, err := tokenssvc.New(ctx, env, tdeps)
 			if err == nil {
 				tokensRef.bind(t.TokenService())
 			}

@@ -1,32 +1,84 @@
 // Package service assembles the tokens service — signing keys, discovery,
-// the token, introspection, revocation and userinfo endpoints, and the
-// internal TokenService — so it can run as its own process (cmd/tokens) or
-// be mounted in-process by edge in the embedded mode.
+// the token, introspection, revocation and userinfo endpoints, the admin
+// API and the internal TokenService — so it can run as its own process
+// (cmd/tokens) or be mounted in-process by edge in the embedded mode.
 package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"time"
+
+	"connectrpc.com/connect"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
+	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1/directoryv1connect"
+	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1/tokensv1connect"
 	"github.com/gatehouse-id/gatehouse/pkg/process"
+	"github.com/gatehouse-id/gatehouse/pkg/rpc"
+	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/pkg/server"
+	"github.com/gatehouse-id/gatehouse/pkg/telemetry"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/admin"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/assertion"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/clients"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/discovery"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/grants"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/introspection"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/jwks"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/keys"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/revocation"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/store"
 	"github.com/gatehouse-id/gatehouse/services/tokens/migrations"
 )
+
+// Directory is what tokens needs of the directory's internal API.
+type Directory interface {
+	GetClient(context.Context, *connect.Request[directoryv1.GetClientRequest]) (*connect.Response[directoryv1.GetClientResponse], error)
+	GetMachineKey(context.Context, *connect.Request[directoryv1.GetMachineKeyRequest]) (*connect.Response[directoryv1.GetMachineKeyResponse], error)
+	GetUser(context.Context, *connect.Request[directoryv1.GetUserRequest]) (*connect.Response[directoryv1.GetUserResponse], error)
+	GetRoles(context.Context, *connect.Request[directoryv1.GetRolesRequest]) (*connect.Response[directoryv1.GetRolesResponse], error)
+}
+
+// Deps are the tokens service's dependencies on other services. A nil
+// field is reached over the network at the configured URL.
+type Deps struct {
+	Directory Directory
+}
 
 // Service is the tokens service.
 type Service struct {
 	db       *db.DB
+	keys     *keys.Manager
+	revoked  *revocation.List
 	public   *http.ServeMux
+	handler  http.Handler
 	internal *internalAPI
+	stop     context.CancelFunc
+	done     chan struct{}
 }
 
-// New opens the service's storage (migrating it) and builds its handlers.
-func New(ctx context.Context, env process.Env) (*Service, error) {
-	store, err := db.Open(ctx, db.Options{
-		URL:        env.Config.DatabaseURL,
-		DataDir:    env.Config.DataDir,
+// New opens the service's storage (migrating it), loads or creates the
+// signing keys and builds its handlers.
+func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error) {
+	cfg := env.Config
+	if deps.Directory == nil {
+		if cfg.DirectoryURL == nil {
+			return nil, errors.New("tokens needs the directory service: set GATEHOUSE_DIRECTORY_URL")
+		}
+		opts, err := rpc.InternalClientOptions(cfg.InternalToken)
+		if err != nil {
+			return nil, err
+		}
+		deps.Directory = directoryv1connect.NewDirectoryServiceClient(rpc.NewHTTPClient(), cfg.DirectoryURL.String(), opts...)
+	}
+	st, err := db.Open(ctx, db.Options{
+		URL:        cfg.DatabaseURL,
+		DataDir:    cfg.DataDir,
 		Service:    "tokens",
 		Migrations: migrations.FS,
 		Logger:     env.Logger,
@@ -34,21 +86,122 @@ func New(ctx context.Context, env process.Env) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokens storage: %w", err)
 	}
-	return &Service{db: store, public: http.NewServeMux(), internal: &internalAPI{}}, nil
+	s := &Service{db: st, public: http.NewServeMux()}
+	defer func() {
+		if err != nil {
+			_ = s.Close()
+		}
+	}()
+	t := cfg.Tokens
+	s.keys, err = keys.New(ctx, st, keys.Options{
+		Algorithm:        t.SigningAlgorithm,
+		RotationInterval: t.KeyRotationInterval,
+		MaxTokenLifetime: max(t.AccessTokenLifetime, t.IDTokenLifetime),
+		MasterKey:        cfg.MasterKey,
+		Logger:           env.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("signing keys: %w", err)
+	}
+	s.revoked, err = revocation.New(st, revocation.Options{RedisURL: cfg.RedisURL, Prefix: "gatehouse:", Logger: env.Logger, Now: time.Now})
+	if err != nil {
+		return nil, fmt.Errorf("revocation list: %w", err)
+	}
+	hasher, err := secrets.NewHasher(cfg.MasterKey)
+	if err != nil {
+		return nil, err
+	}
+	issuer := cfg.Issuer.String()
+	records := &store.Store{DB: st}
+	verifier := &assertion.Verifier{Audiences: []string{issuer, issuer + "/oauth/v2/token"}, Replay: records, Now: time.Now}
+	minter := &mint.Minter{Issuer: issuer, Signer: s.keys, Hasher: hasher, Store: records,
+		AccessTTL: t.AccessTokenLifetime, IDTTL: t.IDTokenLifetime, Now: time.Now}
+	validator := &introspection.Validator{Issuer: issuer, Keys: s.keys, Store: records, Hasher: hasher, Revoked: s.revoked, Now: time.Now}
+	auth := &clients.Authenticator{
+		Cache:      &clients.Cache{Dir: deps.Directory, TTL: 10 * time.Second},
+		Hasher:     hasher,
+		Assertions: verifier,
+	}
+
+	s.public.Handle(jwks.Path, jwks.NewHandler(s.keys, s.keys.KeySetMaxAge(), env.Logger))
+	s.public.Handle(discovery.Path, discovery.NewHandler(issuer, s.keys.DefaultAlgorithm(), s.keys, env.Logger))
+	s.public.Handle("/oauth/v2/token", grants.New(grants.Deps{Auth: auth, Minter: minter, Dir: deps.Directory, Assertions: verifier}, env.Logger))
+	otel, err := telemetry.ConnectInterceptor()
+	if err != nil {
+		return nil, err
+	}
+	ah, err := admin.NewHandler(s.keys, &adminAuthorizer{tokens: validator, dir: deps.Directory}, env.Logger, otel)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range admin.Paths {
+		s.public.Handle(p, ah)
+	}
+
+	s.internal = &internalAPI{validator: validator}
+	iopts, err := rpc.InternalHandlerOptions(cfg.InternalToken)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle(tokensv1connect.NewTokenServiceHandler(s.internal, iopts...))
+	mux.Handle("/", s.public)
+	s.handler = mux
+
+	// Background work lives as long as the service, not the start context.
+	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s.stop, s.done = stop, make(chan struct{})
+	s.keys.Start(bg)
+	go func() {
+		defer close(s.done)
+		s.revoked.Run(bg)
+	}()
+	go pruneLoop(bg, records)
+	return s, nil
+}
+
+func pruneLoop(ctx context.Context, st *store.Store) {
+	t := time.NewTicker(10 * time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			_ = st.Prune(ctx, now)
+		}
+	}
 }
 
 // PublicHandler serves the tokens service's public routes (see DESIGN.md).
 func (s *Service) PublicHandler() http.Handler { return s.public }
 
 // Handler serves public and internal routes on one port (standalone process).
-func (s *Service) Handler() http.Handler { return s.public }
+func (s *Service) Handler() http.Handler { return s.handler }
+
+// TokenService is the in-process internal API, for edge's embedded mode.
+func (s *Service) TokenService() tokensv1connect.TokenServiceHandler { return s.internal }
 
 // Checks are the dependencies of readiness.
 func (s *Service) Checks() map[string]server.Check {
-	return map[string]server.Check{"tokens_db": s.db.Ping}
+	return map[string]server.Check{"tokens_db": s.db.Ping, "tokens_signing_keys": s.keys.Ready}
 }
 
-// Close releases the database.
-func (s *Service) Close() error { return s.db.Close() }
+// Close stops background work and releases the database.
+func (s *Service) Close() error {
+	var errs []error
+	if s.stop != nil {
+		s.stop()
+		<-s.done
+	}
+	if s.keys != nil {
+		s.keys.Stop()
+	}
+	if s.revoked != nil {
+		errs = append(errs, s.revoked.Close())
+	}
+	errs = append(errs, s.db.Close())
+	return errors.Join(errs...)
+}
 
 var _ process.Component = (*Service)(nil)

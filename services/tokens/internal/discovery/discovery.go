@@ -1,0 +1,233 @@
+package discovery
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/keys"
+)
+
+// Path is where the document is served.
+const Path = "/.well-known/openid-configuration"
+
+// CacheControl of the document.
+const CacheControl = "public, max-age=300"
+
+// Endpoint paths below the issuer (DESIGN.md; the seed's versioned paths).
+const (
+	AuthorizationPath = "/oauth/v2/authorize"
+	TokenPath         = "/oauth/v2/token"
+	IntrospectionPath = "/oauth/v2/introspect"
+	RevocationPath    = "/oauth/v2/revoke"
+	KeysPath          = "/oauth/v2/keys"
+	UserinfoPath      = "/oidc/v1/userinfo"
+	EndSessionPath    = "/oidc/v1/end_session"
+)
+
+// Source provides the published keys; keys.Manager implements it.
+type Source interface {
+	PublicKeys() keys.PublicKeySet
+}
+
+var _ Source = (*keys.Manager)(nil)
+
+// Metadata is the discovery document (OpenID Connect Discovery 1.0 §3,
+// RFC 8414 §2 for the introspection and revocation members). Fields are in
+// the order they are serialized.
+type Metadata struct {
+	Issuer                                    string   `json:"issuer"`
+	AuthorizationEndpoint                     string   `json:"authorization_endpoint"`
+	TokenEndpoint                             string   `json:"token_endpoint"`
+	IntrospectionEndpoint                     string   `json:"introspection_endpoint"`
+	RevocationEndpoint                        string   `json:"revocation_endpoint"`
+	UserinfoEndpoint                          string   `json:"userinfo_endpoint"`
+	EndSessionEndpoint                        string   `json:"end_session_endpoint"`
+	JWKSURI                                   string   `json:"jwks_uri"`
+	ScopesSupported                           []string `json:"scopes_supported"`
+	ResponseTypesSupported                    []string `json:"response_types_supported"`
+	ResponseModesSupported                    []string `json:"response_modes_supported"`
+	GrantTypesSupported                       []string `json:"grant_types_supported"`
+	SubjectTypesSupported                     []string `json:"subject_types_supported"`
+	IDTokenSigningAlgValuesSupported          []string `json:"id_token_signing_alg_values_supported"`
+	TokenEndpointAuthMethodsSupported         []string `json:"token_endpoint_auth_methods_supported"`
+	TokenEndpointAuthSigningAlgValues         []string `json:"token_endpoint_auth_signing_alg_values_supported"`
+	IntrospectionEndpointAuthMethodsSupported []string `json:"introspection_endpoint_auth_methods_supported"`
+	IntrospectionEndpointAuthSigningAlgValues []string `json:"introspection_endpoint_auth_signing_alg_values_supported"`
+	RevocationEndpointAuthMethodsSupported    []string `json:"revocation_endpoint_auth_methods_supported"`
+	RevocationEndpointAuthSigningAlgValues    []string `json:"revocation_endpoint_auth_signing_alg_values_supported"`
+	CodeChallengeMethodsSupported             []string `json:"code_challenge_methods_supported"`
+	ClaimsSupported                           []string `json:"claims_supported"`
+	UILocalesSupported                        []string `json:"ui_locales_supported"`
+	ClaimsParameterSupported                  bool     `json:"claims_parameter_supported"`
+	RequestParameterSupported                 bool     `json:"request_parameter_supported"`
+	RequestURIParameterSupported              bool     `json:"request_uri_parameter_supported"`
+}
+
+// Client authentication methods and the algorithms accepted for
+// private_key_jwt assertions.
+var (
+	allAuthMethods       = []string{"client_secret_basic", "client_secret_post", "none", "private_key_jwt"}
+	assertionAlgorithms  = []string{keys.RS256, keys.ES256, keys.EdDSA}
+	introspectionMethods = []string{"client_secret_basic", "private_key_jwt"}
+)
+
+// Document returns the metadata for issuer (no trailing slash) with the
+// given ID token signing algorithms.
+func Document(issuer string, signingAlgs []string) *Metadata {
+	issuer = strings.TrimRight(issuer, "/")
+	return &Metadata{
+		Issuer:                 issuer,
+		AuthorizationEndpoint:  issuer + AuthorizationPath,
+		TokenEndpoint:          issuer + TokenPath,
+		IntrospectionEndpoint:  issuer + IntrospectionPath,
+		RevocationEndpoint:     issuer + RevocationPath,
+		UserinfoEndpoint:       issuer + UserinfoPath,
+		EndSessionEndpoint:     issuer + EndSessionPath,
+		JWKSURI:                issuer + KeysPath,
+		ScopesSupported:        []string{"openid", "profile", "email", "phone", "address", "offline_access"},
+		ResponseTypesSupported: []string{"code", "id_token", "id_token token"},
+		ResponseModesSupported: []string{"query", "fragment"},
+		GrantTypesSupported: []string{"authorization_code", "implicit", "refresh_token", "client_credentials",
+			"urn:ietf:params:oauth:grant-type:jwt-bearer"},
+		SubjectTypesSupported:                     []string{"public"},
+		IDTokenSigningAlgValuesSupported:          signingAlgs,
+		TokenEndpointAuthMethodsSupported:         allAuthMethods,
+		TokenEndpointAuthSigningAlgValues:         assertionAlgorithms,
+		IntrospectionEndpointAuthMethodsSupported: introspectionMethods,
+		IntrospectionEndpointAuthSigningAlgValues: assertionAlgorithms,
+		RevocationEndpointAuthMethodsSupported:    allAuthMethods,
+		RevocationEndpointAuthSigningAlgValues:    assertionAlgorithms,
+		CodeChallengeMethodsSupported:             []string{"S256"},
+		// Only claims Gatehouse issues (ID token, userinfo, introspection).
+		ClaimsSupported: []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "amr", "azp",
+			"at_hash", "c_hash", "name", "given_name", "family_name", "nickname", "preferred_username",
+			"locale", "gender", "updated_at", "email", "email_verified", "phone_number", "phone_number_verified"},
+		UILocalesSupported:           []string{"en", "de"},
+		ClaimsParameterSupported:     false,
+		RequestParameterSupported:    false,
+		RequestURIParameterSupported: false,
+	}
+}
+
+// Handler serves the discovery document.
+type Handler struct {
+	issuer     string
+	defaultAlg string
+	src        Source
+	logger     *slog.Logger
+	doc        atomic.Pointer[serialized]
+}
+
+type serialized struct {
+	version uint64
+	algs    string // the signing algorithms it lists, joined
+	body    []byte
+	etag    string
+	length  string
+}
+
+// NewHandler serves the document for issuer (cfg.Issuer.String()). The ID
+// token signing algorithms listed are those of src's published keys plus
+// defaultAlg (the configured algorithm, so it is listed before its first
+// key exists).
+func NewHandler(issuer, defaultAlg string, src Source, logger *slog.Logger) *Handler {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Handler{issuer: issuer, defaultAlg: defaultAlg, src: src, logger: logger}
+}
+
+// ServeHTTP answers GET and HEAD (304 when If-None-Match holds the current
+// ETag); other methods get 405.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	doc, err := h.serialized()
+	if err != nil {
+		h.logger.ErrorContext(r.Context(), "discovery: cannot serialize the document", "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	hd := w.Header()
+	hd["Content-Type"] = []string{"application/json"}
+	hd["Cache-Control"] = []string{CacheControl}
+	hd["Etag"] = []string{doc.etag}
+	if inm := r.Header.Get("If-None-Match"); inm != "" && matches(inm, doc.etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	hd["Content-Length"] = []string{doc.length}
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodGet {
+		_, _ = w.Write(doc.body)
+	}
+}
+
+// SigningAlgorithms returns the algorithms of the published keys, the
+// default first, each once.
+func SigningAlgorithms(defaultAlg string, set keys.PublicKeySet) []string {
+	algs := []string{}
+	if defaultAlg != "" {
+		algs = append(algs, defaultAlg)
+	}
+	for _, k := range set.Keys {
+		if !slices.Contains(algs, k.Algorithm) {
+			algs = append(algs, k.Algorithm)
+		}
+	}
+	return algs
+}
+
+func (h *Handler) serialized() (*serialized, error) {
+	set := h.src.PublicKeys()
+	cur := h.doc.Load()
+	if cur != nil && cur.version == set.Version {
+		return cur, nil
+	}
+	algs := SigningAlgorithms(h.defaultAlg, set)
+	joined := strings.Join(algs, " ")
+	if cur != nil && cur.algs == joined {
+		// Another key of a known algorithm: same document.
+		next := *cur
+		next.version = set.Version
+		h.doc.Store(&next)
+		return &next, nil
+	}
+	body, err := json.Marshal(Document(h.issuer, algs))
+	if err != nil {
+		return nil, fmt.Errorf("encode discovery document: %w", err)
+	}
+	sum := sha256.Sum256(body)
+	next := &serialized{
+		version: set.Version,
+		algs:    joined,
+		body:    body,
+		etag:    `"` + base64.RawURLEncoding.EncodeToString(sum[:16]) + `"`,
+		length:  strconv.Itoa(len(body)),
+	}
+	h.doc.Store(next)
+	return next, nil
+}
+
+// matches reports whether an If-None-Match value (RFC 9110 §13.1.2: "*" or
+// a list of entity tags, compared weakly) names etag.
+func matches(ifNoneMatch, etag string) bool {
+	for _, t := range strings.Split(ifNoneMatch, ",") {
+		t = strings.TrimSpace(t)
+		if t == "*" || strings.TrimPrefix(t, "W/") == etag {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,45 @@
+package grants
+
+import (
+	"context"
+
+	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+	"github.com/gatehouse-id/gatehouse/pkg/oauth"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/clients"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/scope"
+)
+
+// clientCredentials is RFC 6749 §4.4 for machine users with a client
+// secret (client_secret_basic or client_secret_post only, per the seed).
+// No ID token and no refresh token are issued.
+type clientCredentials struct{ Deps }
+
+func (g *clientCredentials) Handle(ctx context.Context, r *Request) (*mint.Response, error) {
+	auth, err := g.Auth.Authenticate(ctx, r.Creds, clients.SecretBasic, clients.SecretPost)
+	if err != nil {
+		return nil, err
+	}
+	c := auth.Client
+	if c.GetKind() != directoryv1.ClientKind_CLIENT_KIND_MACHINE_USER {
+		return nil, oauth.New(oauth.UnauthorizedClient, "only machine users may use client_credentials")
+	}
+	scopes, err := scope.Parse(r.Get("scope"))
+	if err != nil {
+		return nil, err
+	}
+	// No refresh token is issued here, so offline_access is not granted.
+	scopes = scope.Without(scopes, scope.OfflineAccess)
+	at, err := g.Minter.AccessToken(ctx, nil, mint.Access{
+		ClientID: c.GetClientId(),
+		Subject:  c.GetId(),
+		OrgID:    c.GetOrgId(),
+		Scopes:   scopes,
+		Audience: scope.Audience([]string{c.GetClientId()}, scopes),
+		JWT:      c.GetAccessTokenType() == directoryv1.TokenType_TOKEN_TYPE_JWT,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return g.Minter.NewResponse(at, scopes), nil
+}

@@ -1,0 +1,149 @@
+package grants
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+
+	"connectrpc.com/connect"
+
+	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+	"github.com/gatehouse-id/gatehouse/pkg/oauth"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/assertion"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/clients"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
+)
+
+// Grant type names.
+const (
+	TypeAuthorizationCode = "authorization_code"
+	TypeRefreshToken      = "refresh_token"
+	TypeClientCredentials = "client_credentials"
+	TypeJWTBearer         = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+)
+
+// Directory is what the grants need from the directory's internal API.
+type Directory interface {
+	GetMachineKey(context.Context, *connect.Request[directoryv1.GetMachineKeyRequest]) (*connect.Response[directoryv1.GetMachineKeyResponse], error)
+	GetUser(context.Context, *connect.Request[directoryv1.GetUserRequest]) (*connect.Response[directoryv1.GetUserResponse], error)
+}
+
+// Request is a parsed token request.
+type Request struct {
+	GrantType string
+	// Form holds every parameter, each exactly once.
+	Form  map[string]string
+	Creds clients.Credentials
+}
+
+// Get returns a form parameter.
+func (r *Request) Get(name string) string { return r.Form[name] }
+
+// Grant handles one grant type.
+type Grant interface {
+	Handle(ctx context.Context, r *Request) (*mint.Response, error)
+}
+
+// Endpoint is the token endpoint.
+type Endpoint struct {
+	Logger *slog.Logger
+	grants map[string]Grant
+}
+
+// Deps are the dependencies shared by the grants.
+type Deps struct {
+	Auth       *clients.Authenticator
+	Minter     *mint.Minter
+	Dir        Directory
+	Assertions *assertion.Verifier
+}
+
+// New returns the endpoint with every implemented grant.
+func New(d Deps, logger *slog.Logger) *Endpoint {
+	return &Endpoint{Logger: logger, grants: map[string]Grant{
+		TypeClientCredentials: &clientCredentials{d},
+		TypeJWTBearer:         &jwtBearer{d},
+	}}
+}
+
+// ServeHTTP implements the endpoint.
+func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	req, err := parse(r)
+	if err == nil {
+		g, ok := e.grants[req.GrantType]
+		if !ok {
+			err = oauth.New(oauth.UnsupportedGrantType, "grant_type %q is not supported", req.GrantType)
+		} else {
+			var res *mint.Response
+			if res, err = g.Handle(r.Context(), req); err == nil {
+				writeJSON(w, res)
+				return
+			}
+		}
+	}
+	oe := oauth.As(err)
+	if oe.Code == oauth.ServerError || oe.Code == oauth.TemporarilyUnavailable {
+		e.Logger.ErrorContext(r.Context(), "token request failed", "err", err)
+	} else if oe.Unwrap() != nil {
+		e.Logger.InfoContext(r.Context(), "token request refused", "error", oe.Code, "reason", oe.Unwrap())
+	}
+	oauth.WriteJSON(w, oe)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Pragma", "no-cache")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// parse reads the request once: POST, a form body, each parameter at most
+// once (RFC 6749 §3.2), client credentials from the header and the body.
+func parse(r *http.Request) (*Request, error) {
+	if r.Method != http.MethodPost {
+		return nil, oauth.New(oauth.InvalidRequest, "the token endpoint accepts POST only")
+	}
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/x-www-form-urlencoded" {
+		return nil, oauth.New(oauth.InvalidRequest, "the body must be application/x-www-form-urlencoded")
+	}
+	if err := r.ParseForm(); err != nil {
+		return nil, oauth.New(oauth.InvalidRequest, "malformed request body")
+	}
+	form, err := single(r.PostForm)
+	if err != nil {
+		return nil, err
+	}
+	req := &Request{GrantType: form["grant_type"], Form: form}
+	if req.GrantType == "" {
+		return nil, oauth.New(oauth.InvalidRequest, "grant_type is required")
+	}
+	if _, ok := r.Header["Authorization"]; ok {
+		user, pass, ok := r.BasicAuth()
+		if !ok {
+			return nil, oauth.New(oauth.InvalidRequest, "the Authorization header must use the Basic scheme")
+		}
+		req.Creds.Basic, req.Creds.BasicUser, req.Creds.BasicPass = true, user, pass
+	}
+	req.Creds.ClientID = form["client_id"]
+	req.Creds.ClientSecret = form["client_secret"]
+	req.Creds.Assertion = form["client_assertion"]
+	req.Creds.AssertionType = form["client_assertion_type"]
+	return req, nil
+}
+
+// single flattens a form, refusing any parameter sent more than once.
+func single(v url.Values) (map[string]string, error) {
+	out := make(map[string]string, len(v))
+	for k, vs := range v {
+		if len(vs) > 1 {
+			return nil, oauth.New(oauth.InvalidRequest, "parameter %s is repeated", k)
+		}
+		out[k] = vs[0]
+	}
+	return out, nil
+}

@@ -1,0 +1,84 @@
+package grants
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"connectrpc.com/connect"
+
+	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+	"github.com/gatehouse-id/gatehouse/pkg/oauth"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/assertion"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/scope"
+)
+
+// jwtBearer is the JWT profile grant (RFC 7523 §2.1): a machine user signs
+// an assertion with one of its keys (iss = sub = its user id, aud = the
+// issuer) and gets an access token, and an ID token when openid is asked.
+type jwtBearer struct{ Deps }
+
+func (g *jwtBearer) Handle(ctx context.Context, r *Request) (*mint.Response, error) {
+	raw := r.Get("assertion")
+	if raw == "" {
+		return nil, oauth.New(oauth.InvalidRequest, "assertion is required")
+	}
+	scopes, err := scope.Parse(r.Get("scope"))
+	if err != nil {
+		return nil, err
+	}
+	kid, err := assertion.KeyID(raw)
+	if err != nil {
+		return nil, oauth.New(oauth.InvalidGrant, "malformed assertion").WithCause(err)
+	}
+	res, err := g.Dir.GetMachineKey(ctx, connect.NewRequest(&directoryv1.GetMachineKeyRequest{KeyId: kid}))
+	if connect.CodeOf(err) == connect.CodeNotFound {
+		return nil, oauth.New(oauth.InvalidGrant, "assertion signed by an unknown key")
+	}
+	if err != nil {
+		return nil, oauth.New(oauth.TemporarilyUnavailable, "key lookup failed").WithCause(err)
+	}
+	k, user := res.Msg.GetKey(), res.Msg.GetUser()
+	key := assertion.Key{ID: k.GetKeyId(), PEM: k.GetPublicKeyPem()}
+	if k.GetExpiresAt() != nil {
+		t := k.GetExpiresAt().AsTime()
+		key.ExpiresAt = &t
+	}
+	if _, err := g.Assertions.Verify(ctx, raw, key, user.GetId()); err != nil {
+		if errors.Is(err, assertion.ErrInvalid) {
+			return nil, oauth.New(oauth.InvalidGrant, "assertion invalid").WithCause(err)
+		}
+		return nil, err
+	}
+	if user.GetState() != directoryv1.UserState_USER_STATE_ACTIVE || !user.GetMachine() {
+		return nil, oauth.New(oauth.InvalidGrant, "the assertion's user cannot get tokens")
+	}
+	scopes = scope.Without(scopes, scope.OfflineAccess)
+	at, err := g.Minter.AccessToken(ctx, nil, mint.Access{
+		ClientID: user.GetId(),
+		Subject:  user.GetId(),
+		OrgID:    user.GetOrgId(),
+		Scopes:   scopes,
+		Audience: scope.Audience([]string{user.GetId()}, scopes),
+		JWT:      user.GetAccessTokenType() == directoryv1.TokenType_TOKEN_TYPE_JWT,
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := g.Minter.NewResponse(at, scopes)
+	if slices.Contains(scopes, scope.OpenID) {
+		out.IDToken, err = g.Minter.IDToken(mint.ID{
+			Subject:     user.GetId(),
+			ClientID:    user.GetId(),
+			Audience:    scope.Audience([]string{user.GetId()}, scopes),
+			AuthTime:    g.Minter.Now(),
+			AMR:         []string{"swk"},
+			AccessToken: at.Token,
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,35 @@
+package introspection
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
+)
+
+// Internal implements the internal TokenService.Introspect.
+func (v *Validator) Introspect(ctx context.Context, req *connect.Request[tokensv1.IntrospectRequest]) (*connect.Response[tokensv1.IntrospectResponse], error) {
+	t, err := v.Validate(ctx, req.Msg.GetToken())
+	if errors.Is(err, ErrInactive) {
+		return connect.NewResponse(&tokensv1.IntrospectResponse{}), nil
+	}
+	if err != nil {
+		return nil, connect.NewError(connect.CodeUnavailable, err)
+	}
+	if aud := req.Msg.GetAudience(); aud != "" && !slices.Contains(t.Audience, aud) {
+		return connect.NewResponse(&tokensv1.IntrospectResponse{}), nil
+	}
+	return connect.NewResponse(&tokensv1.IntrospectResponse{
+		Active:    true,
+		Subject:   t.Subject,
+		ClientId:  t.ClientID,
+		Scopes:    t.Scopes,
+		Audience:  t.Audience,
+		ExpiresAt: timestamppb.New(t.ExpiresAt),
+		OrgId:     t.OrgID,
+	}), nil
+}

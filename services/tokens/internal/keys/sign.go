@@ -1,0 +1,110 @@
+package keys
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/asn1"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"time"
+)
+
+// es256Size is the length of r and of s in an ES256 signature (RFC 7518 §3.4).
+const es256Size = 32
+
+// Signer is a key that may sign: its private key, parsed once per process,
+// and its JWS header, serialized once. It is immutable and safe for
+// concurrent use.
+type Signer struct {
+	KeyID     string
+	Algorithm string
+	// Key is the private key, for callers that need to sign something other
+	// than a compact JWT; it must not be logged or serialized.
+	Key      crypto.Signer
+	SignFrom time.Time
+
+	header  []byte // base64url(JOSE header) + "."
+	sigLen  int    // encoded signature length, to size the output once
+	signRaw func(signingInput []byte) ([]byte, error)
+}
+
+type joseHeader struct {
+	Alg string `json:"alg"`
+	Kid string `json:"kid"`
+	Typ string `json:"typ"`
+}
+
+func newSigner(kid, alg string, key crypto.Signer, signFrom time.Time) (*Signer, error) {
+	h, err := json.Marshal(joseHeader{Alg: alg, Kid: kid, Typ: "JWT"})
+	if err != nil {
+		return nil, fmt.Errorf("encode JWS header: %w", err)
+	}
+	enc := base64.RawURLEncoding
+	s := &Signer{KeyID: kid, Algorithm: alg, Key: key, SignFrom: signFrom}
+	s.header = append(enc.AppendEncode(nil, h), '.')
+	switch k := key.(type) {
+	case *rsa.PrivateKey:
+		s.sigLen = enc.EncodedLen(k.Size())
+		s.signRaw = func(in []byte) ([]byte, error) {
+			d := sha256.Sum256(in)
+			// The random source is ignored by PKCS #1 v1.5 signing.
+			return rsa.SignPKCS1v15(nil, k, crypto.SHA256, d[:])
+		}
+	case *ecdsa.PrivateKey:
+		s.sigLen = enc.EncodedLen(2 * es256Size)
+		s.signRaw = func(in []byte) ([]byte, error) {
+			d := sha256.Sum256(in)
+			der, err := ecdsa.SignASN1(rand.Reader, k, d[:])
+			if err != nil {
+				return nil, err
+			}
+			return rawECDSA(der)
+		}
+	case ed25519.PrivateKey:
+		s.sigLen = enc.EncodedLen(ed25519.SignatureSize)
+		s.signRaw = func(in []byte) ([]byte, error) { return ed25519.Sign(k, in), nil }
+	default:
+		return nil, fmt.Errorf("signing key of type %T is not supported", key)
+	}
+	return s, nil
+}
+
+// Sign returns the compact JWS (RFC 7515 §7.1) of claims, a JSON object the
+// caller has serialized: base64url(header) "." base64url(claims) "."
+// base64url(signature), with header {"alg","kid","typ":"JWT"}. It does not
+// look at the claims; validity times are the caller's.
+func (s *Signer) Sign(claims []byte) (string, error) {
+	enc := base64.RawURLEncoding
+	n := len(s.header) + enc.EncodedLen(len(claims))
+	buf := make([]byte, n, n+1+s.sigLen)
+	copy(buf, s.header)
+	enc.Encode(buf[len(s.header):], claims)
+	sig, err := s.signRaw(buf)
+	if err != nil {
+		return "", fmt.Errorf("sign with key %s: %w", s.KeyID, err)
+	}
+	buf = append(buf, '.')
+	buf = enc.AppendEncode(buf, sig)
+	return string(buf), nil
+}
+
+// rawECDSA converts an ASN.1 ECDSA signature into the fixed-size r||s form
+// JWS requires (RFC 7518 §3.4).
+func rawECDSA(der []byte) ([]byte, error) {
+	var sig struct{ R, S *big.Int }
+	rest, err := asn1.Unmarshal(der, &sig)
+	if err != nil || len(rest) != 0 || sig.R.Sign() <= 0 || sig.S.Sign() <= 0 ||
+		sig.R.BitLen() > 8*es256Size || sig.S.BitLen() > 8*es256Size {
+		return nil, fmt.Errorf("malformed ECDSA signature")
+	}
+	out := make([]byte, 2*es256Size)
+	sig.R.FillBytes(out[:es256Size])
+	sig.S.FillBytes(out[es256Size:])
+	return out, nil
+}

@@ -1,0 +1,208 @@
+package revocation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/gatehouse-id/gatehouse/pkg/secrets"
+)
+
+const (
+	// ttlMargin keeps a Redis entry past the token's expiry, so a replica
+	// whose clock lags still finds it; the value (the expiry) decides.
+	ttlMargin = 5 * time.Minute
+	// lockTTL bounds a crashed rebuilder's hold on the rebuild lock; a
+	// live rebuilder extends it with every page.
+	lockTTL = time.Minute
+)
+
+// pushScript sets a revocation entry unless Redis already holds a later
+// expiry for the id, so pushes that race never shorten a revocation.
+// KEYS[1] the entry; ARGV[1] expiry (Unix µs); ARGV[2] TTL (ms).
+const pushScript = `local cur = redis.call('GET', KEYS[1])
+if cur and tonumber(cur) and tonumber(cur) >= tonumber(ARGV[1]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1`
+
+// finishScript writes the loaded marker only if this rebuild still holds
+// the lock: a flush during the rebuild deleted the lock, and then the
+// marker must not claim a complete list. KEYS[1] lock, KEYS[2] marker;
+// ARGV[1] the rebuild's nonce.
+const finishScript = `if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('SET', KEYS[2], '1')
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+return 0`
+
+// releaseScript drops the rebuild lock if this rebuild still holds it.
+const releaseScript = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`
+
+// errRebuildInterrupted: the rebuild lost its lock (flush or expiry).
+var errRebuildInterrupted = errors.New("revocation: Redis rebuild interrupted (lock lost)")
+
+// NewRedisClient opens a client for GATEHOUSE_REDIS_URL with timeouts short
+// enough for a per-request check (dial 1 s with one attempt per try,
+// read/write 500 ms, one retry) unless the URL sets them (dial_timeout,
+// read_timeout, write_timeout, max_retries query parameters); go-redis's
+// defaults would hold a check for seconds against a dead Redis. Its errors
+// never contain the URL.
+func NewRedisClient(rawURL string) (*redis.Client, error) {
+	opts, err := redis.ParseURL(rawURL)
+	if err != nil {
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			return nil, errors.New("revocation: GATEHOUSE_REDIS_URL is not a valid URL")
+		}
+		return nil, fmt.Errorf("revocation: GATEHOUSE_REDIS_URL: %w", err)
+	}
+	u, _ := url.Parse(rawURL) // parsed successfully above
+	q := u.Query()
+	if !q.Has("dial_timeout") {
+		opts.DialTimeout = time.Second
+	}
+	if !q.Has("read_timeout") {
+		opts.ReadTimeout = 500 * time.Millisecond
+	}
+	if !q.Has("write_timeout") {
+		opts.WriteTimeout = 500 * time.Millisecond
+	}
+	if !q.Has("max_retries") {
+		opts.MaxRetries = 1
+	}
+	opts.DialerRetries = 1 // not settable by URL; go-redis's default is 5
+	return redis.NewClient(opts), nil
+}
+
+// redisList is the Redis-backed list.
+type redisList struct {
+	rdb    *redis.Client
+	prefix string // entries: prefix+id
+	marker string
+	lock   string
+}
+
+func newRedisList(rdb *redis.Client, prefix string) *redisList {
+	return &redisList{
+		rdb:    rdb,
+		prefix: prefix + "revoked:",
+		marker: prefix + "revocations:loaded",
+		lock:   prefix + "revocations:loading",
+	}
+}
+
+// lookup reads the entry and the marker in one command (MGET), so one
+// round trip answers both. exp is the entry's expiry (Unix µs) when found;
+// valid is false when the stored value is unreadable.
+func (r *redisList) lookup(ctx context.Context, id string) (exp int64, found, loaded, valid bool, err error) {
+	vals, err := r.rdb.MGet(ctx, r.prefix+id, r.marker).Result()
+	if err != nil {
+		return 0, false, false, false, err
+	}
+	if len(vals) != 2 {
+		return 0, false, false, false, fmt.Errorf("revocation: MGET returned %d values; want 2", len(vals))
+	}
+	loaded = vals[1] != nil
+	v, found := vals[0].(string)
+	if !found {
+		return 0, false, loaded, true, nil
+	}
+	exp, perr := strconv.ParseInt(v, 10, 64)
+	return exp, true, loaded, perr == nil, nil
+}
+
+var pushLua = redis.NewScript(pushScript)
+
+// push writes entries (skipping expired ones) in one round trip, by
+// EVALSHA; after a Redis restart emptied the script cache it loads the
+// script and tries once more.
+func (r *redisList) push(ctx context.Context, es []entry, now time.Time) error {
+	err := r.pushOnce(ctx, es, now)
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		if lerr := pushLua.Load(ctx, r.rdb).Err(); lerr != nil {
+			return fmt.Errorf("revocation: load push script: %w", lerr)
+		}
+		err = r.pushOnce(ctx, es, now)
+	}
+	if err != nil {
+		return fmt.Errorf("revocation: push to Redis: %w", err)
+	}
+	return nil
+}
+
+func (r *redisList) pushOnce(ctx context.Context, es []entry, now time.Time) error {
+	pipe := r.rdb.Pipeline()
+	n := 0
+	for _, e := range es {
+		if !e.ExpiresAt.After(now) {
+			continue
+		}
+		ttl := e.ExpiresAt.Sub(now) + ttlMargin
+		pushLua.EvalSha(ctx, pipe, []string{r.prefix + e.ID},
+			strconv.FormatInt(e.ExpiresAt.UnixMicro(), 10), strconv.FormatInt(ttl.Milliseconds(), 10))
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	_, err := pipe.Exec(ctx)
+	return err
+}
+
+// markerExists reports whether a full load has been recorded.
+func (r *redisList) markerExists(ctx context.Context) (bool, error) {
+	n, err := r.rdb.Exists(ctx, r.marker).Result()
+	return n > 0, err
+}
+
+// rebuild loads every unexpired revocation (read by each) into Redis and
+// then writes the marker. It returns false without error when another
+// replica holds the rebuild lock.
+func (r *redisList) rebuild(ctx context.Context, now func() time.Time, each func(func([]entry) error) error) (bool, error) {
+	nonce := secrets.NewID()
+	ok, err := r.rdb.SetNX(ctx, r.lock, nonce, lockTTL).Result()
+	if err != nil {
+		return false, fmt.Errorf("revocation: take Redis rebuild lock: %w", err)
+	}
+	if !ok {
+		return false, nil
+	}
+	err = each(func(page []entry) error {
+		if err := r.push(ctx, page, now()); err != nil {
+			return err
+		}
+		// Still ours? Extend it for the next page.
+		pipe := r.rdb.Pipeline()
+		held := pipe.Get(ctx, r.lock)
+		pipe.PExpire(ctx, r.lock, lockTTL)
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return fmt.Errorf("revocation: extend Redis rebuild lock: %w", err)
+		}
+		if held.Val() != nonce {
+			return errRebuildInterrupted
+		}
+		return nil
+	})
+	if err != nil {
+		// Let the next attempt (here or on another replica) start at once.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		_ = r.rdb.Eval(rctx, releaseScript, []string{r.lock}, nonce).Err()
+		return false, err
+	}
+	done, err := r.rdb.Eval(ctx, finishScript, []string{r.lock, r.marker}, nonce).Int()
+	if err != nil {
+		return false, fmt.Errorf("revocation: write Redis loaded marker: %w", err)
+	}
+	if done != 1 {
+		return false, errRebuildInterrupted
+	}
+	return true, nil
+}

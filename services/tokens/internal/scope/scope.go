@@ -1,0 +1,112 @@
+// Package scope parses and checks OAuth scopes: the OIDC scopes Gatehouse
+// knows and its reserved urn:gatehouse:iam:... scopes. An unknown scope is
+// invalid_scope (seed: "scope invalid, unknown, malformed").
+package scope
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/gatehouse-id/gatehouse/pkg/oauth"
+)
+
+// Known scopes.
+const (
+	OpenID        = "openid"
+	Profile       = "profile"
+	Email         = "email"
+	Phone         = "phone"
+	Address       = "address"
+	OfflineAccess = "offline_access"
+
+	ProjectAudPrefix = "urn:gatehouse:iam:org:project:id:"
+	ProjectAudSuffix = ":aud"
+	OrgPrefix        = "urn:gatehouse:iam:org:id:"
+	UserMetadata     = "urn:gatehouse:iam:user:metadata"
+	ResourceOwner    = "urn:gatehouse:iam:user:resourceowner"
+)
+
+var standard = []string{OpenID, Profile, Email, Phone, Address, OfflineAccess, UserMetadata, ResourceOwner}
+
+// Parse splits a space-delimited scope parameter, drops duplicates keeping
+// the first order, and refuses unknown or malformed values.
+func Parse(raw string) ([]string, error) {
+	var out []string
+	for _, s := range strings.Split(raw, " ") {
+		if s == "" {
+			continue
+		}
+		if slices.Contains(out, s) {
+			continue
+		}
+		if !valid(s) {
+			return nil, oauth.New(oauth.InvalidScope, "unknown scope %q", s)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func valid(s string) bool {
+	if slices.Contains(standard, s) {
+		return true
+	}
+	if id, ok := strings.CutPrefix(s, ProjectAudPrefix); ok {
+		id, ok = strings.CutSuffix(id, ProjectAudSuffix)
+		return ok && idOK(id)
+	}
+	if id, ok := strings.CutPrefix(s, OrgPrefix); ok {
+		return idOK(id)
+	}
+	return false
+}
+
+func idOK(id string) bool {
+	if id == "" || len(id) > 200 {
+		return false
+	}
+	for _, r := range id {
+		if r <= ' ' || r == ':' || r > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// Projects returns the project ids added to the audience by reserved scopes.
+func Projects(scopes []string) []string {
+	var out []string
+	for _, s := range scopes {
+		if id, ok := strings.CutPrefix(s, ProjectAudPrefix); ok {
+			out = append(out, strings.TrimSuffix(id, ProjectAudSuffix))
+		}
+	}
+	return out
+}
+
+// Org returns the organization id a reserved scope names, if any.
+func Org(scopes []string) string {
+	for _, s := range scopes {
+		if id, ok := strings.CutPrefix(s, OrgPrefix); ok {
+			return id
+		}
+	}
+	return ""
+}
+
+// Without returns scopes minus drop.
+func Without(scopes []string, drop string) []string {
+	return slices.DeleteFunc(slices.Clone(scopes), func(s string) bool { return s == drop })
+}
+
+// Audience builds aud: the first values (client id, project id), then each
+// reserved-scope project, without duplicates.
+func Audience(first []string, scopes []string) []string {
+	var out []string
+	for _, a := range append(slices.Clone(first), Projects(scopes)...) {
+		if a != "" && !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}

@@ -1,0 +1,126 @@
+// Package store keeps the tokens service's records: assertion jti values
+// (replay protection), access tokens that must be looked up (opaque ones,
+// and JWTs tied to a session or refresh token), refresh tokens and
+// authorization codes. Secrets are stored only as keyed hashes.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gatehouse-id/gatehouse/pkg/db"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/assertion"
+)
+
+// Store is the tokens service's record store.
+type Store struct{ DB *db.DB }
+
+var _ assertion.ReplayStore = (*Store)(nil)
+
+// Use records an assertion's jti until exp; a second use is
+// assertion.ErrReplayed.
+func (s *Store) Use(ctx context.Context, issuer, jti string, exp time.Time) error {
+	_, err := s.DB.Exec(ctx, `INSERT INTO assertion_jtis (issuer, jti, expires_at) VALUES (?, ?, ?)`, issuer, jti, exp)
+	if db.IsUniqueViolation(err) {
+		// An expired entry may linger until pruned; it no longer blocks.
+		var expires time.Time
+		if gerr := s.DB.Get(ctx, &expires, `SELECT expires_at FROM assertion_jtis WHERE issuer = ? AND jti = ?`, issuer, jti); gerr == nil && time.Now().After(expires) {
+			_, uerr := s.DB.Exec(ctx, `UPDATE assertion_jtis SET expires_at = ? WHERE issuer = ? AND jti = ? AND expires_at = ?`, exp, issuer, jti, expires)
+			return uerr
+		}
+		return assertion.ErrReplayed
+	}
+	if err != nil {
+		return fmt.Errorf("record assertion jti: %w", err)
+	}
+	return nil
+}
+
+// AccessToken is a recorded access token.
+type AccessToken struct {
+	ID        string     `db:"id"`
+	TokenHash []byte     `db:"token_hash"`
+	ClientID  string     `db:"client_id"`
+	Subject   string     `db:"subject"`
+	OrgID     string     `db:"org_id"`
+	ScopesRaw string     `db:"scopes"`
+	AudRaw    string     `db:"audience"`
+	SessionID *string    `db:"session_id"`
+	RefreshID *string    `db:"refresh_id"`
+	AuthTime  *time.Time `db:"auth_time"`
+	AMRRaw    string     `db:"amr"`
+	CreatedAt time.Time  `db:"created_at"`
+	ExpiresAt time.Time  `db:"expires_at"`
+}
+
+// Scopes returns the granted scopes.
+func (a *AccessToken) Scopes() []string { return strings.Fields(a.ScopesRaw) }
+
+// Audience returns the audience.
+func (a *AccessToken) Audience() []string {
+	var out []string
+	_ = json.Unmarshal([]byte(a.AudRaw), &out)
+	return out
+}
+
+// NewAccessToken fills the encoded fields of a record.
+func NewAccessToken(id string, hash []byte, clientID, subject, orgID string, scopes, aud, amr []string, created, expires time.Time) *AccessToken {
+	a, _ := json.Marshal(aud)
+	m, _ := json.Marshal(amr)
+	return &AccessToken{ID: id, TokenHash: hash, ClientID: clientID, Subject: subject, OrgID: orgID,
+		ScopesRaw: strings.Join(scopes, " "), AudRaw: string(a), AMRRaw: string(m), CreatedAt: created, ExpiresAt: expires}
+}
+
+// InsertAccessToken records a token.
+func (s *Store) InsertAccessToken(ctx context.Context, q db.Querier, a *AccessToken) error {
+	if q == nil {
+		q = s.DB
+	}
+	var hash any
+	if len(a.TokenHash) > 0 {
+		hash = a.TokenHash
+	}
+	_, err := q.Exec(ctx, `INSERT INTO access_tokens (id, token_hash, client_id, subject, org_id, scopes, audience,
+		session_id, refresh_id, auth_time, amr, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		a.ID, hash, a.ClientID, a.Subject, a.OrgID, a.ScopesRaw, a.AudRaw, a.SessionID, a.RefreshID, a.AuthTime, a.AMRRaw,
+		a.CreatedAt, a.ExpiresAt)
+	if err != nil {
+		return fmt.Errorf("record access token: %w", err)
+	}
+	return nil
+}
+
+// ErrNotFound is returned for an unknown token.
+var ErrNotFound = errors.New("token not found")
+
+const accessColumns = `id, token_hash, client_id, subject, org_id, scopes, audience, session_id, refresh_id, auth_time, amr, created_at, expires_at`
+
+// AccessTokenByHash finds an opaque access token.
+func (s *Store) AccessTokenByHash(ctx context.Context, hash []byte) (*AccessToken, error) {
+	var a AccessToken
+	err := s.DB.Get(ctx, &a, `SELECT `+accessColumns+` FROM access_tokens WHERE token_hash = ?`, hash)
+	if errors.Is(db.NotFound(err), db.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find access token: %w", err)
+	}
+	return &a, nil
+}
+
+// Prune deletes expired records.
+func (s *Store) Prune(ctx context.Context, now time.Time) error {
+	for _, q := range []string{
+		`DELETE FROM assertion_jtis WHERE expires_at < ?`,
+		`DELETE FROM access_tokens WHERE expires_at < ?`,
+	} {
+		if _, err := s.DB.Exec(ctx, q, now); err != nil {
+			return fmt.Errorf("prune: %w", err)
+		}
+	}
+	return nil
+}
