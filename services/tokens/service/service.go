@@ -103,7 +103,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 	if err != nil {
 		return nil, fmt.Errorf("signing keys: %w", err)
 	}
-	s.revoked, err = revocation.New(st, revocation.Options{RedisURL: cfg.RedisURL, Prefix: "gatehouse:", Logger: env.Logger, Now: time.Now})
+	s.revoked, err = revocation.New(st, revocation.Options{RedisURL: cfg.RedisURL, Logger: env.Logger, Now: time.Now})
 	if err != nil {
 		return nil, fmt.Errorf("revocation list: %w", err)
 	}

@@ -1,23 +1,15 @@
 // Package introspection validates Gatehouse's own access tokens — JWTs by
-// signature against the published keys (verified directly with crypto, keys
-// parsed once), opaque tokens by their keyed hash — and checks the
+// signature against the published keys (keys.Manager.Verify: keys parsed
+// once), opaque tokens by their keyed hash — and checks the
 // revocation list. It serves the internal Introspect for directory, the
 // public RFC 7662 endpoint, and userinfo's token check.
 package introspection
 
 import (
-	"bytes"
 	"context"
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/rsa"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
 	"strings"
 	"time"
 
@@ -29,9 +21,10 @@ import (
 // revoked or not ours. Callers answer active:false, never why.
 var ErrInactive = errors.New("token inactive")
 
-// KeySource returns the public key of a published signing key.
-type KeySource interface {
-	PublicKey(kid string) (crypto.PublicKey, bool)
+// JWS verifies a compact JWS against the published keys and returns its
+// payload (keys.Manager.Verify).
+type JWS interface {
+	Verify(token string) ([]byte, error)
 }
 
 // Revocations is the revocation list.
@@ -42,7 +35,7 @@ type Revocations interface {
 // Validator validates access tokens.
 type Validator struct {
 	Issuer  string
-	Keys    KeySource
+	Keys    JWS
 	Store   *store.Store
 	Hasher  *secrets.Hasher
 	Revoked Revocations
@@ -60,11 +53,6 @@ type Token struct {
 	IssuedAt  time.Time
 	NotBefore time.Time
 	ExpiresAt time.Time
-}
-
-type jwtHeader struct {
-	Alg string `json:"alg"`
-	Kid string `json:"kid"`
 }
 
 type jwtClaims struct {
@@ -135,52 +123,15 @@ func (v *Validator) opaque(ctx context.Context, raw string) (*Token, error) {
 		Audience: a.Audience(), IssuedAt: a.CreatedAt, NotBefore: a.CreatedAt, ExpiresAt: a.ExpiresAt}, nil
 }
 
-var b64 = base64.RawURLEncoding
-
 func (v *Validator) jwt(raw string) (*Token, error) {
-	h64, rest, _ := strings.Cut(raw, ".")
-	c64, s64, _ := strings.Cut(rest, ".")
-	hb, err1 := b64.DecodeString(h64)
-	cb, err2 := b64.DecodeString(c64)
-	sig, err3 := b64.DecodeString(s64)
-	if err1 != nil || err2 != nil || err3 != nil {
-		return nil, ErrInactive
-	}
-	var h jwtHeader
-	if json.Unmarshal(hb, &h) != nil {
-		return nil, ErrInactive
-	}
-	key, ok := v.Keys.PublicKey(h.Kid)
-	if !ok || !verify(h.Alg, key, []byte(raw[:len(h64)+1+len(c64)]), sig) {
+	payload, err := v.Keys.Verify(raw)
+	if err != nil {
 		return nil, ErrInactive
 	}
 	var c jwtClaims
-	dec := json.NewDecoder(bytes.NewReader(cb))
-	if dec.Decode(&c) != nil || c.Issuer != v.Issuer || c.JTI == "" {
+	if json.Unmarshal(payload, &c) != nil || c.Issuer != v.Issuer || c.JTI == "" {
 		return nil, ErrInactive
 	}
 	return &Token{ID: c.JTI, ClientID: c.ClientID, Subject: c.Subject, Scopes: strings.Fields(c.Scope), Audience: c.Audience,
 		IssuedAt: time.Unix(c.IssuedAt, 0), NotBefore: time.Unix(c.NotBefore, 0), ExpiresAt: time.Unix(c.Expiry, 0)}, nil
-}
-
-// verify checks a JWS signature for the algorithms Gatehouse signs with.
-func verify(alg string, key crypto.PublicKey, signed, sig []byte) bool {
-	switch k := key.(type) {
-	case *rsa.PublicKey:
-		if alg != "RS256" {
-			return false
-		}
-		sum := sha256.Sum256(signed)
-		return rsa.VerifyPKCS1v15(k, crypto.SHA256, sum[:], sig) == nil
-	case *ecdsa.PublicKey:
-		if alg != "ES256" || len(sig) != 64 {
-			return false
-		}
-		sum := sha256.Sum256(signed)
-		r, s := new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])
-		return ecdsa.Verify(k, sum[:], r, s)
-	case ed25519.PublicKey:
-		return alg == "EdDSA" && ed25519.Verify(k, signed, sig)
-	}
-	return false
 }
