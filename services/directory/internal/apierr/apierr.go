@@ -7,23 +7,17 @@ package apierr
 
 import (
 	"errors"
-	"fmt"
 
 	"connectrpc.com/connect"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
-	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
+	"github.com/gatehouse-id/gatehouse/pkg/restapi"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
 )
 
 // New returns a connect error with code, carrying an ErrorDetail.
 func New(code connect.Code, id, format string, args ...any) *connect.Error {
-	msg := fmt.Sprintf(format, args...)
-	e := connect.NewError(code, errors.New(msg))
-	if d, err := connect.NewErrorDetail(&managementv1.ErrorDetail{Id: id, Message: msg}); err == nil {
-		e.AddDetail(d)
-	}
-	return e
+	return restapi.Error(code, id, format, args...)
 }
 
 // InvalidArgument (HTTP 400): a field outside its documented rules.

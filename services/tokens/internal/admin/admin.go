@@ -2,17 +2,13 @@ package admin
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 
 	"connectrpc.com/connect"
-	"connectrpc.com/vanguard"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/admin/v1/adminv1connect"
+	"github.com/gatehouse-id/gatehouse/pkg/restapi"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/keys"
 )
 
@@ -46,68 +42,11 @@ func NewHandler(km KeyManager, authz Authorizer, logger *slog.Logger, intercepto
 	if logger == nil {
 		logger = slog.Default()
 	}
-	all := append([]connect.Interceptor{errorInterceptor{logger}}, interceptors...)
-	all = append(all, authInterceptor{authz})
-	path, h := adminv1connect.NewAdminServiceHandler(&server{keys: km}, connect.WithInterceptors(all...))
-	tc, err := vanguard.NewTranscoder([]*vanguard.Service{vanguard.NewService(path, h)},
-		vanguard.WithCodec(func(r vanguard.TypeResolver) vanguard.Codec { return strictJSON{vanguard.NewJSONCodec(r)} }))
+	path, h := adminv1connect.NewAdminServiceHandler(&server{keys: km},
+		restapi.HandlerOptions(logger, append(interceptors, authInterceptor{authz})...)...)
+	tc, err := restapi.Transcoder(path, h)
 	if err != nil {
-		return nil, fmt.Errorf("admin transcoder: %w", err)
+		return nil, err
 	}
 	return tc, nil
-}
-
-// strictJSON is vanguard's JSON codec with decoding errors reported as
-// InvalidArgument (400) instead of Unknown (500). (Vanguard keeps the code
-// and message of the error but not its details.)
-type strictJSON struct{ *vanguard.JSONCodec }
-
-func malformed(err error) error {
-	return newError(connect.CodeInvalidArgument, "ADMIN-malformed-body", fmt.Sprintf("malformed JSON body: %v", err))
-}
-
-func (c strictJSON) Unmarshal(b []byte, m proto.Message) error {
-	if err := c.JSONCodec.Unmarshal(b, m); err != nil {
-		return malformed(err)
-	}
-	return nil
-}
-
-func (c strictJSON) UnmarshalField(b []byte, m proto.Message, f protoreflect.FieldDescriptor) error {
-	if err := c.JSONCodec.UnmarshalField(b, m, f); err != nil {
-		return malformed(err)
-	}
-	return nil
-}
-
-// errorInterceptor keeps connect errors, turns cancellation into its code,
-// and logs anything else, which the client sees only as Internal.
-type errorInterceptor struct{ logger *slog.Logger }
-
-func (e errorInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
-	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-		res, err := next(ctx, req)
-		if err == nil || req.Spec().IsClient {
-			return res, err
-		}
-		var ce *connect.Error
-		switch {
-		case errors.As(err, &ce):
-			return nil, ce
-		case errors.Is(err, context.Canceled):
-			return nil, connect.NewError(connect.CodeCanceled, err)
-		case errors.Is(err, context.DeadlineExceeded):
-			return nil, connect.NewError(connect.CodeDeadlineExceeded, err)
-		}
-		e.logger.ErrorContext(ctx, "admin call failed", "procedure", req.Spec().Procedure, "err", err)
-		return nil, connect.NewError(connect.CodeInternal, errors.New("internal error"))
-	}
-}
-
-func (e errorInterceptor) WrapStreamingClient(n connect.StreamingClientFunc) connect.StreamingClientFunc {
-	return n
-}
-
-func (e errorInterceptor) WrapStreamingHandler(n connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
-	return n
 }

@@ -1,0 +1,147 @@
+// Package restapi serves a Connect service as REST too, the way every
+// Gatehouse API does: vanguard transcodes the google.api.http routes; JSON
+// bodies ignore unknown fields but refuse unknown enum names; a malformed
+// body is InvalidArgument (400) with an ErrorDetail, not vanguard's default
+// Unknown (500); any error that is not a connect error is logged and
+// becomes Internal without its detail.
+package restapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"connectrpc.com/connect"
+	"connectrpc.com/vanguard"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
+)
+
+// Error returns a connect error with code and one ErrorDetail{id, message};
+// REST clients receive it as google.rpc.Status JSON
+// {code, message, details[{@type, id, message}]}.
+func Error(code connect.Code, id, format string, args ...any) *connect.Error {
+	msg := fmt.Sprintf(format, args...)
+	e := connect.NewError(code, errors.New(msg))
+	if d, err := connect.NewErrorDetail(&managementv1.ErrorDetail{Id: id, Message: msg}); err == nil {
+		e.AddDetail(d)
+	}
+	return e
+}
+
+// HandlerOptions are the options every public Connect handler gets: the
+// JSON codec and error normalisation (first), then interceptors in order.
+func HandlerOptions(logger *slog.Logger, interceptors ...connect.Interceptor) []connect.HandlerOption {
+	all := append([]connect.Interceptor{errorInterceptor{logger}}, interceptors...)
+	return []connect.HandlerOption{connect.WithInterceptors(all...), connect.WithCodec(connectJSON{})}
+}
+
+// Transcoder wraps the Connect handler h of service path in vanguard.
+func Transcoder(path string, h http.Handler) (http.Handler, error) {
+	tc, err := vanguard.NewTranscoder([]*vanguard.Service{vanguard.NewService(path, h)},
+		vanguard.WithCodec(func(r vanguard.TypeResolver) vanguard.Codec { return vanguardJSON{vanguard.NewJSONCodec(r)} }))
+	if err != nil {
+		return nil, fmt.Errorf("transcoder for %s: %w", path, err)
+	}
+	return tc, nil
+}
+
+func malformed(err error) error {
+	return Error(connect.CodeInvalidArgument, "API-malformed-json", "malformed JSON body: %v", err)
+}
+
+// unmarshal ignores unknown fields but refuses an unknown enum name, which
+// protojson's DiscardUnknown would quietly make the zero value.
+func unmarshal(opts protojson.UnmarshalOptions, b []byte, m proto.Message) error {
+	opts.DiscardUnknown = false
+	err := opts.Unmarshal(b, m)
+	if err != nil && strings.Contains(err.Error(), "unknown field") {
+		proto.Reset(m)
+		opts.DiscardUnknown = true
+		err = opts.Unmarshal(b, m)
+	}
+	return err
+}
+
+// vanguardJSON is vanguard's JSON codec with unmarshal's rules.
+type vanguardJSON struct{ *vanguard.JSONCodec }
+
+func (c vanguardJSON) Unmarshal(b []byte, m proto.Message) error {
+	if err := unmarshal(c.UnmarshalOptions, b, m); err != nil {
+		return malformed(err)
+	}
+	return nil
+}
+
+func (c vanguardJSON) UnmarshalField(b []byte, m proto.Message, f protoreflect.FieldDescriptor) error {
+	if err := c.JSONCodec.UnmarshalField(b, m, f); err != nil {
+		return malformed(err)
+	}
+	return nil
+}
+
+// connectJSON is connect-go's JSON codec with unmarshal's rules; REST
+// bodies reach the handler as Connect JSON through vanguard.
+type connectJSON struct{}
+
+func (connectJSON) Name() string { return "json" }
+
+func (connectJSON) Marshal(v any) ([]byte, error) {
+	m, ok := v.(proto.Message)
+	if !ok {
+		return nil, fmt.Errorf("json codec: %T is not a proto.Message", v)
+	}
+	return protojson.Marshal(m)
+}
+
+func (connectJSON) Unmarshal(b []byte, v any) error {
+	m, ok := v.(proto.Message)
+	if !ok {
+		return fmt.Errorf("json codec: %T is not a proto.Message", v)
+	}
+	if len(b) == 0 {
+		return nil // an empty body is an empty message, as in connect-go
+	}
+	if err := unmarshal(protojson.UnmarshalOptions{}, b, m); err != nil {
+		return malformed(err)
+	}
+	return nil
+}
+
+// errorInterceptor keeps connect errors, maps cancellation to its code, and
+// logs anything else, which the client sees only as Internal.
+type errorInterceptor struct{ logger *slog.Logger }
+
+func (e errorInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		res, err := next(ctx, req)
+		if err == nil || req.Spec().IsClient {
+			return res, err
+		}
+		var ce *connect.Error
+		switch {
+		case errors.As(err, &ce):
+			return nil, ce
+		case errors.Is(err, context.Canceled):
+			return nil, connect.NewError(connect.CodeCanceled, err)
+		case errors.Is(err, context.DeadlineExceeded):
+			return nil, connect.NewError(connect.CodeDeadlineExceeded, err)
+		}
+		e.logger.ErrorContext(ctx, "call failed", "procedure", req.Spec().Procedure, "err", err)
+		return nil, connect.NewError(connect.CodeInternal, errors.New("internal error"))
+	}
+}
+
+func (e errorInterceptor) WrapStreamingClient(n connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return n
+}
+
+func (e errorInterceptor) WrapStreamingHandler(n connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return n
+}
