@@ -17,6 +17,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/idps"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/orgs"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/storetest"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/textquery"
 )
 
 func TestIssuerProblem(t *testing.T) {
@@ -70,30 +71,30 @@ func TestScopeProblem(t *testing.T) {
 
 func TestTextMethodMatch(t *testing.T) {
 	for _, tc := range []struct {
-		m             idps.TextMethod
+		m             textquery.Method
 		stored, value string
 		want          bool
 	}{
-		{idps.TextEquals, "Acme SSO", "Acme SSO", true},
-		{idps.TextEquals, "Acme SSO", "acme sso", false},
-		{idps.TextEqualsIgnoreCase, "Acme SSO", "acme sso", true},
-		{idps.TextEqualsIgnoreCase, "Straße", "STRASSE", true},
-		{idps.TextStartsWith, "Acme SSO", "Acme", true},
-		{idps.TextStartsWith, "Acme SSO", "acme", false},
-		{idps.TextStartsWithIgnoreCase, "Acme SSO", "ACME", true},
-		{idps.TextContains, "Acme SSO", "e S", true},
-		{idps.TextContains, "Acme SSO", "E S", false},
-		{idps.TextContainsIgnoreCase, "Ärzte Login", "ärzte", true},
-		{idps.TextEndsWith, "Acme SSO", "SSO", true},
-		{idps.TextEndsWith, "Acme SSO", "sso", false},
-		{idps.TextEndsWithIgnoreCase, "Acme SSO", "sso", true},
-		{idps.TextMethod(8), "x", "x", false},
+		{textquery.Equals, "Acme SSO", "Acme SSO", true},
+		{textquery.Equals, "Acme SSO", "acme sso", false},
+		{textquery.EqualsIgnoreCase, "Acme SSO", "acme sso", true},
+		{textquery.EqualsIgnoreCase, "Straße", "STRASSE", true},
+		{textquery.StartsWith, "Acme SSO", "Acme", true},
+		{textquery.StartsWith, "Acme SSO", "acme", false},
+		{textquery.StartsWithIgnoreCase, "Acme SSO", "ACME", true},
+		{textquery.Contains, "Acme SSO", "e S", true},
+		{textquery.Contains, "Acme SSO", "E S", false},
+		{textquery.ContainsIgnoreCase, "Ärzte Login", "ärzte", true},
+		{textquery.EndsWith, "Acme SSO", "SSO", true},
+		{textquery.EndsWith, "Acme SSO", "sso", false},
+		{textquery.EndsWithIgnoreCase, "Acme SSO", "sso", true},
+		{textquery.Method(8), "x", "x", false},
 	} {
 		if got := tc.m.Match(tc.stored, tc.value); got != tc.want {
 			t.Errorf("method %d Match(%q, %q) = %v; want %v", tc.m, tc.stored, tc.value, got, tc.want)
 		}
 	}
-	if idps.TextMethod(8).Valid() || idps.TextMethod(-1).Valid() || !idps.TextEndsWithIgnoreCase.Valid() {
+	if textquery.Method(8).Valid() || textquery.Method(-1).Valid() || !textquery.EndsWithIgnoreCase.Valid() {
 		t.Error("Valid accepts exactly the eight defined methods")
 	}
 }
@@ -306,8 +307,8 @@ func TestSearch(t *testing.T) {
 			{"ascending", idps.Search{Asc: true}, "Alpha,Gamma,alpha two,beta", 4},
 			{"page", idps.Search{Asc: true, Offset: 1, Limit: 2}, "Gamma,alpha two", 4},
 			{"offset past the end", idps.Search{Offset: 4}, "", 4},
-			{"name ignoring case", idps.Search{Asc: true, Names: []idps.NameQuery{{Name: "ALPHA", Method: idps.TextStartsWithIgnoreCase}}}, "Alpha,alpha two", 2},
-			{"name exact", idps.Search{Names: []idps.NameQuery{{Name: "alpha", Method: idps.TextEquals}}}, "", 0},
+			{"name ignoring case", idps.Search{Asc: true, Names: []idps.NameQuery{{Name: "ALPHA", Method: textquery.StartsWithIgnoreCase}}}, "Alpha,alpha two", 2},
+			{"name exact", idps.Search{Names: []idps.NameQuery{{Name: "alpha", Method: textquery.Equals}}}, "", 0},
 			{"id", idps.Search{IDs: []string{ids["Gamma"]}}, "Gamma", 1},
 			{"two ids never both match", idps.Search{IDs: []string{ids["Gamma"], ids["beta"]}}, "", 0},
 			{"owner org", idps.Search{OwnerTypes: []int32{idps.OwnerOrg}, Limit: 1}, "beta", 4},

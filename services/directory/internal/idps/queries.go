@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/text/cases"
-
 	"github.com/gatehouse-id/gatehouse/pkg/db"
+
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/textquery"
 )
 
 // Queries reads the idps projection.
@@ -29,50 +29,10 @@ func (q *Queries) Get(ctx context.Context, orgID, id string) (*IDP, error) {
 	return &p, nil
 }
 
-// TextMethod says how a name query compares (the management API's
-// TextQueryMethod numbers).
-type TextMethod int32
-
-// Text methods.
-const (
-	TextEquals TextMethod = iota
-	TextEqualsIgnoreCase
-	TextStartsWith
-	TextStartsWithIgnoreCase
-	TextContains
-	TextContainsIgnoreCase
-	TextEndsWith
-	TextEndsWithIgnoreCase
-)
-
-// Valid reports whether m is a defined method.
-func (m TextMethod) Valid() bool { return m >= TextEquals && m <= TextEndsWithIgnoreCase }
-
-// Match reports whether stored matches value under m. Ignoring case uses
-// Unicode case folding, identical on every database.
-func (m TextMethod) Match(stored, value string) bool {
-	switch m {
-	case TextEqualsIgnoreCase, TextStartsWithIgnoreCase, TextContainsIgnoreCase, TextEndsWithIgnoreCase:
-		fold := cases.Fold()
-		stored, value = fold.String(stored), fold.String(value)
-	}
-	switch m {
-	case TextEquals, TextEqualsIgnoreCase:
-		return stored == value
-	case TextStartsWith, TextStartsWithIgnoreCase:
-		return strings.HasPrefix(stored, value)
-	case TextContains, TextContainsIgnoreCase:
-		return strings.Contains(stored, value)
-	case TextEndsWith, TextEndsWithIgnoreCase:
-		return strings.HasSuffix(stored, value)
-	}
-	return false
-}
-
 // NameQuery matches IdP names.
 type NameQuery struct {
 	Name   string
-	Method TextMethod
+	Method textquery.Method
 }
 
 // Search selects a page of an organization's IdPs; every criterion must

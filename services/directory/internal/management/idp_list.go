@@ -11,6 +11,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/idps"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/textquery"
 )
 
 // List limits of ListQuery and ListOrgIDPsRequest.
@@ -75,7 +76,7 @@ func idpSearch(m *managementv1.ListOrgIDPsRequest) (idps.Search, error) {
 		case q.GetIdpNameQuery() != nil:
 			nq := q.GetIdpNameQuery()
 			f.Check(apierr.Length(field+".idp_name_query.name", nq.GetName(), 0, idps.MaxLength))
-			method := idps.TextMethod(nq.GetMethod())
+			method := textquery.Method(nq.GetMethod())
 			if !method.Valid() {
 				f.Add(field+".idp_name_query.method", "is not a defined value")
 			}

@@ -10,6 +10,7 @@ import (
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/metadata"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/textquery"
 )
 
 // Paging and query limits of ListUserMetadata (ListQuery's and the
@@ -48,7 +49,7 @@ func (s *Server) ListUserMetadata(ctx context.Context, req *connect.Request[mana
 			continue
 		}
 		f.Check(apierr.Length(field+".key_query.key", kq.GetKey(), 0, metadata.MaxKeyLength))
-		method := metadata.TextMethod(kq.GetMethod())
+		method := textquery.Method(kq.GetMethod())
 		if !method.Valid() {
 			f.Add(field+".key_query.method", "is not a TextQueryMethod")
 		}

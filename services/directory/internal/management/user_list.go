@@ -11,6 +11,7 @@ import (
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/textquery"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/users"
 )
 
@@ -94,11 +95,11 @@ func userQuery(f *apierr.Fields, field string, q *managementv1.UserQuery) (users
 			f.Check(e)
 			ok = false
 		}
-		if !users.ValidTextMethod(users.TextMethod(method)) {
+		if !textquery.Method(method).Valid() {
 			f.Add(field+".method", "is not a defined value")
 			ok = false
 		}
-		return users.Query{Field: qf, Text: value, Method: users.TextMethod(method)}, ok
+		return users.Query{Field: qf, Text: value, Method: textquery.Method(method)}, ok
 	}
 	switch x := q.GetQuery().(type) {
 	case *managementv1.UserQuery_UserNameQuery:

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
+
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/textquery"
 )
 
 // Queries reads the user_metadata projection.
@@ -35,7 +37,7 @@ func (q *Queries) Keys(ctx context.Context, userID string) ([]string, error) {
 // KeyQuery matches keys against Text with Method.
 type KeyQuery struct {
 	Text   string
-	Method TextMethod
+	Method textquery.Method
 }
 
 // ListOptions select, order and page a user's entries.

@@ -15,6 +15,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/orgs"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/projections"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/storetest"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/textquery"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/users"
 )
 
@@ -194,11 +195,11 @@ func TestCommandsAndQueries(t *testing.T) {
 				{"page", metadata.ListOptions{Limit: 2, Offset: 1, Asc: true}, []string{"a.One", "a.two"}, 5},
 				{"last page", metadata.ListOptions{Limit: 2, Offset: 4, Asc: true}, []string{"c"}, 5},
 				{"past the end", metadata.ListOptions{Limit: 2, Offset: 5}, nil, 5},
-				{"prefix", metadata.ListOptions{Limit: 100, Asc: true, Queries: []metadata.KeyQuery{{Text: "a.", Method: metadata.TextStartsWith}}}, []string{"a.One", "a.two"}, 2},
-				{"prefix ignoring case", metadata.ListOptions{Limit: 100, Asc: true, Queries: []metadata.KeyQuery{{Text: "b.", Method: metadata.TextStartsWithIgnoreCase}}}, []string{"B.three", "b.one"}, 2},
+				{"prefix", metadata.ListOptions{Limit: 100, Asc: true, Queries: []metadata.KeyQuery{{Text: "a.", Method: textquery.StartsWith}}}, []string{"a.One", "a.two"}, 2},
+				{"prefix ignoring case", metadata.ListOptions{Limit: 100, Asc: true, Queries: []metadata.KeyQuery{{Text: "b.", Method: textquery.StartsWithIgnoreCase}}}, []string{"B.three", "b.one"}, 2},
 				{"all queries must match", metadata.ListOptions{Limit: 100, Asc: true, Queries: []metadata.KeyQuery{
-					{Text: "one", Method: metadata.TextEndsWithIgnoreCase}, {Text: "a", Method: metadata.TextStartsWith}}}, []string{"a.One"}, 1},
-				{"none match", metadata.ListOptions{Limit: 100, Queries: []metadata.KeyQuery{{Text: "zzz", Method: metadata.TextContains}}}, nil, 0},
+					{Text: "one", Method: textquery.EndsWithIgnoreCase}, {Text: "a", Method: textquery.StartsWith}}}, []string{"a.One"}, 1},
+				{"none match", metadata.ListOptions{Limit: 100, Queries: []metadata.KeyQuery{{Text: "zzz", Method: textquery.Contains}}}, nil, 0},
 			}
 			for _, tc := range cases {
 				rows, total, err := f.q.List(ctx, u.ID, tc.o)

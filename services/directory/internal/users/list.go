@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
+
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/textquery"
 )
 
 // Page selects a slice of an ordered list.
@@ -23,22 +25,6 @@ func (p Page) direction() string {
 	}
 	return "DESC"
 }
-
-// TextMethod says how a text query compares (the management API's
-// TextQueryMethod numbers).
-type TextMethod int32
-
-// Text methods.
-const (
-	TextEquals TextMethod = iota
-	TextEqualsIgnoreCase
-	TextStartsWith
-	TextStartsWithIgnoreCase
-	TextContains
-	TextContainsIgnoreCase
-	TextEndsWith
-	TextEndsWithIgnoreCase
-)
 
 // QueryField is what a Query matches.
 type QueryField int
@@ -57,7 +43,7 @@ const (
 type Query struct {
 	Field  QueryField
 	Text   string
-	Method TextMethod
+	Method textquery.Method
 	Value  int32
 }
 
@@ -91,9 +77,6 @@ var sortColumns = map[SortColumn]struct {
 
 // ValidSort reports whether s is a known sort column.
 func ValidSort(s SortColumn) bool { _, ok := sortColumns[s]; return ok }
-
-// ValidTextMethod reports whether m is a known text method.
-func ValidTextMethod(m TextMethod) bool { return m >= TextEquals && m <= TextEndsWithIgnoreCase }
 
 // Search selects users of one organization: every query must match.
 type Search struct {
@@ -169,21 +152,21 @@ func condition(d db.Dialect, qu Query) (string, []any, error) {
 // LIKE, whose case sensitivity differs between the dialects and whose
 // wildcards would need escaping. Ignoring case lower-cases both sides in
 // SQL (SQLite folds ASCII letters only).
-func textCondition(d db.Dialect, col string, m TextMethod, value string) (string, []any, error) {
+func textCondition(d db.Dialect, col string, m textquery.Method, value string) (string, []any, error) {
 	param := "CAST(? AS TEXT)"
 	switch m {
-	case TextEqualsIgnoreCase, TextStartsWithIgnoreCase, TextContainsIgnoreCase, TextEndsWithIgnoreCase:
+	case textquery.EqualsIgnoreCase, textquery.StartsWithIgnoreCase, textquery.ContainsIgnoreCase, textquery.EndsWithIgnoreCase:
 		col, param = "LOWER("+col+")", "LOWER("+param+")"
 	}
 	n := utf8.RuneCountInString(value)
 	switch m {
-	case TextEquals, TextEqualsIgnoreCase:
+	case textquery.Equals, textquery.EqualsIgnoreCase:
 		return col + " = " + param, []any{value}, nil
-	case TextStartsWith, TextStartsWithIgnoreCase:
+	case textquery.StartsWith, textquery.StartsWithIgnoreCase:
 		return "SUBSTR(" + col + ", 1, ?) = " + param, []any{n, value}, nil
-	case TextEndsWith, TextEndsWithIgnoreCase:
+	case textquery.EndsWith, textquery.EndsWithIgnoreCase:
 		return "LENGTH(" + col + ") >= ? AND SUBSTR(" + col + ", LENGTH(" + col + ") - ? + 1) = " + param, []any{n, n, value}, nil
-	case TextContains, TextContainsIgnoreCase:
+	case textquery.Contains, textquery.ContainsIgnoreCase:
 		if d == db.Postgres {
 			return "STRPOS(" + col + ", " + param + ") > 0", []any{value}, nil
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/orgs"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/projections"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/storetest"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/textquery"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/users"
 )
 
@@ -36,20 +37,20 @@ func TestSearchTextMethods(t *testing.T) {
 			}
 		}
 		for _, tc := range []struct {
-			m     users.TextMethod
+			m     textquery.Method
 			field users.QueryField
 			v     string
 			want  []string
 		}{
-			{users.TextEndsWith, users.QueryUserName, "oë", []string{"Zoë", "zoë"}},
-			{users.TextEndsWith, users.QueryUserName, "ë", []string{"Zoë", "zoë"}},
-			{users.TextStartsWith, users.QueryUserName, "zo", []string{"zoë"}},
-			{users.TextStartsWith, users.QueryUserName, "noë", []string{"noël"}},
-			{users.TextStartsWithIgnoreCase, users.QueryUserName, "ZO", []string{"Zoë", "zoë"}},
-			{users.TextContains, users.QueryUserName, "ë", []string{"Zoë", "noël", "zoë"}},
-			{users.TextEquals, users.QueryUserName, "zoë", []string{"zoë"}},
-			{users.TextEquals, users.QueryLoginName, "joe@zurich-ag.example.com", []string{"joe"}},
-			{users.TextEndsWith, users.QueryLoginName, "ë@zurich-ag.example.com", []string{"Zoë", "zoë"}},
+			{textquery.EndsWith, users.QueryUserName, "oë", []string{"Zoë", "zoë"}},
+			{textquery.EndsWith, users.QueryUserName, "ë", []string{"Zoë", "zoë"}},
+			{textquery.StartsWith, users.QueryUserName, "zo", []string{"zoë"}},
+			{textquery.StartsWith, users.QueryUserName, "noë", []string{"noël"}},
+			{textquery.StartsWithIgnoreCase, users.QueryUserName, "ZO", []string{"Zoë", "zoë"}},
+			{textquery.Contains, users.QueryUserName, "ë", []string{"Zoë", "noël", "zoë"}},
+			{textquery.Equals, users.QueryUserName, "zoë", []string{"zoë"}},
+			{textquery.Equals, users.QueryLoginName, "joe@zurich-ag.example.com", []string{"joe"}},
+			{textquery.EndsWith, users.QueryLoginName, "ë@zurich-ag.example.com", []string{"Zoë", "zoë"}},
 		} {
 			list, total, err := q.Search(ctx, users.Search{OrgID: orgID, Queries: []users.Query{{Field: tc.field, Text: tc.v, Method: tc.m}},
 				Page: users.Page{Limit: 10, Asc: true}})
