@@ -11,7 +11,10 @@ import (
 
 	"connectrpc.com/connect"
 	"connectrpc.com/grpcreflect"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 
+	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1/managementv1connect"
 	"github.com/gatehouse-id/gatehouse/pkg/restapi"
 )
@@ -25,9 +28,35 @@ func NewHandler(svc managementv1connect.ManagementServiceHandler, logger *slog.L
 		return nil, err
 	}
 	mux := http.NewServeMux()
-	reflector := grpcreflect.NewStaticReflector(managementv1connect.ManagementServiceName)
+	public, err := publicFiles(managementv1.File_gatehouse_management_v1_management_proto)
+	if err != nil {
+		return nil, err
+	}
+	reflector := grpcreflect.NewReflector(
+		grpcreflect.NamerFunc(func() []string { return []string{managementv1connect.ManagementServiceName} }),
+		grpcreflect.WithDescriptorResolver(public))
 	mux.Handle(grpcreflect.NewHandlerV1(reflector))
 	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
 	mux.Handle("/", tc)
 	return mux, nil
+}
+
+// publicFiles holds fd and its transitive imports only, so reflection
+// describes the public API and nothing else linked into the process.
+func publicFiles(fd protoreflect.FileDescriptor) (*protoregistry.Files, error) {
+	files := new(protoregistry.Files)
+	var add func(protoreflect.FileDescriptor) error
+	add = func(f protoreflect.FileDescriptor) error {
+		if _, err := files.FindFileByPath(f.Path()); err == nil {
+			return nil
+		}
+		imports := f.Imports()
+		for i := 0; i < imports.Len(); i++ {
+			if err := add(imports.Get(i).FileDescriptor); err != nil {
+				return err
+			}
+		}
+		return files.RegisterFile(f)
+	}
+	return files, add(fd)
 }

@@ -545,7 +545,8 @@ func (x *ImportHumanUserResponse) GetDetails() *ObjectDetails {
 type AddMachineUserRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// User name, unique in the organization (1-200 characters; no whitespace).
-	// It is the client_id of the machine user's secret.
+	// The client_id of the machine user's secret is its login name,
+	// user_name@primary-domain, which is unique in the instance.
 	UserName string `protobuf:"bytes,1,opt,name=user_name,json=userName,proto3" json:"user_name,omitempty"`
 	// Display name (1-200 characters).
 	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
@@ -1459,7 +1460,8 @@ func (x *GenerateMachineSecretRequest) GetUserId() string {
 // GenerateMachineSecretResponse carries the new credentials, once.
 type GenerateMachineSecretResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The client_id to authenticate with (the machine user's user name).
+	// The client_id to authenticate with: the machine user's login name
+	// (user_name@primary-domain).
 	ClientId string `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
 	// The new client secret; it cannot be read again.
 	ClientSecret string `protobuf:"bytes,2,opt,name=client_secret,json=clientSecret,proto3" json:"client_secret,omitempty"`

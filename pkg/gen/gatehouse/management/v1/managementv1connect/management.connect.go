@@ -218,8 +218,8 @@ type ManagementServiceClient interface {
 	// user).
 	GenerateMachineSecret(context.Context, *connect.Request[v1.GenerateMachineSecretRequest]) (*connect.Response[v1.GenerateMachineSecretResponse], error)
 	// Removes the client secret of a machine user.
-	// Roles: ORG_USER_MANAGER or above. Errors: NotFound, also when the user
-	// has no secret.
+	// Roles: ORG_USER_MANAGER or above. Errors: NotFound for an unknown user;
+	// Aborted (409) when the user has no secret (nothing to change).
 	RemoveMachineSecret(context.Context, *connect.Request[v1.RemoveMachineSecretRequest]) (*connect.Response[v1.RemoveMachineSecretResponse], error)
 	// Sets (adds or replaces) one metadata entry of a user.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound.
@@ -905,8 +905,8 @@ type ManagementServiceHandler interface {
 	// user).
 	GenerateMachineSecret(context.Context, *connect.Request[v1.GenerateMachineSecretRequest]) (*connect.Response[v1.GenerateMachineSecretResponse], error)
 	// Removes the client secret of a machine user.
-	// Roles: ORG_USER_MANAGER or above. Errors: NotFound, also when the user
-	// has no secret.
+	// Roles: ORG_USER_MANAGER or above. Errors: NotFound for an unknown user;
+	// Aborted (409) when the user has no secret (nothing to change).
 	RemoveMachineSecret(context.Context, *connect.Request[v1.RemoveMachineSecretRequest]) (*connect.Response[v1.RemoveMachineSecretResponse], error)
 	// Sets (adds or replaces) one metadata entry of a user.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound.

@@ -1,0 +1,661 @@
+package management_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+
+	"connectrpc.com/connect"
+	"google.golang.org/genproto/googleapis/api/annotations"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/gatehouse-id/gatehouse/pkg/db"
+	mv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
+	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1/managementv1connect"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/mgmttest"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/storetest"
+)
+
+// mxInvoker calls one RPC on a typed client with an untyped request.
+type mxInvoker func(ctx context.Context, c managementv1connect.ManagementServiceClient, req proto.Message) (proto.Message, error)
+
+// mxRPC adapts a client method expression, e.g.
+// managementv1connect.ManagementServiceClient.AddOrg, to an mxInvoker.
+func mxRPC[Req, Res any, PReq interface {
+	*Req
+	proto.Message
+}, PRes interface {
+	*Res
+	proto.Message
+}](m func(managementv1connect.ManagementServiceClient, context.Context, *connect.Request[Req]) (*connect.Response[Res], error)) mxInvoker {
+	return func(ctx context.Context, c managementv1connect.ManagementServiceClient, req proto.Message) (proto.Message, error) {
+		typed, ok := req.(PReq)
+		if !ok {
+			return nil, fmt.Errorf("request %T does not match the method's %T", req, PReq(nil))
+		}
+		res, err := m(c, ctx, connect.NewRequest((*Req)(typed)))
+		if err != nil {
+			return nil, err
+		}
+		return PRes(res.Msg), nil
+	}
+}
+
+// mxKind says how a response's details relate to the events.
+type mxKind int
+
+const (
+	// mxWrite: details of the event the call added (sequence, both dates,
+	// owner), which is the aggregate's last event.
+	mxWrite mxKind = iota
+	// mxRead: the object carried by the response has its first event's
+	// date and the aggregate's last event's sequence and date.
+	mxRead
+	// mxList: ListDetails name the aggregate's last event (the last one
+	// reduced), and the object is among the results with read details.
+	mxList
+)
+
+// mxRow is one RPC of the matrix: a valid request (built from the objects
+// earlier rows created) and where the response's details come from.
+type mxRow struct {
+	rpc  string // method name in ManagementService
+	http string // "VERB path" of its google.api.http annotation (the table)
+	call mxInvoker
+	req  func(s *mxRun) proto.Message
+	kind mxKind
+	agg  string // object (key of mxRun.ids) whose aggregate the call changes or reads
+	obj  string // mxRead/mxList: the object the response carries; "" = agg itself
+	// born records the aggregate's last event after the call as the
+	// creation event of this object (for objects inside an aggregate).
+	born string
+	// after captures ids from the response and checks what it carries
+	// beyond the details.
+	after func(t *testing.T, s *mxRun, res proto.Message)
+}
+
+// mxRun is the state of one protocol's pass over the matrix.
+type mxRun struct {
+	e     *mgmttest.Env
+	proto string
+	ids   map[string]string
+	born  map[string]eventstore.Event
+}
+
+func (s *mxRun) id(t *testing.T, name string) string {
+	t.Helper()
+	v, ok := s.ids[name]
+	if !ok {
+		t.Fatalf("no %s yet: an earlier row did not create it", name)
+	}
+	return v
+}
+
+// mxTable lists every ManagementService RPC in an order in which each row's
+// prerequisites exist. Reads directly follow the last write on what they
+// read, so their details can be compared with the aggregate's last event.
+func mxTable() []mxRow {
+	type M = managementv1connect.ManagementServiceClient
+	return []mxRow{
+		{rpc: "AddOrg", http: "POST /management/v1/orgs", call: mxRPC(M.AddOrg), kind: mxWrite, agg: "org",
+			req: func(s *mxRun) proto.Message { return &mv1.AddOrgRequest{Name: "Matrix " + s.proto} },
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				s.ids["org"] = res.(*mv1.AddOrgResponse).GetId()
+			}},
+		{rpc: "GetMyOrg", http: "GET /management/v1/orgs/me", call: mxRPC(M.GetMyOrg), kind: mxRead, agg: "org",
+			req: func(s *mxRun) proto.Message { return &mv1.GetMyOrgRequest{} },
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				o := res.(*mv1.GetMyOrgResponse).GetOrg()
+				if o.GetName() != "Matrix "+s.proto || o.GetState() != mv1.OrgState_ORG_STATE_ACTIVE || o.GetPrimaryDomain() == "" {
+					t.Fatalf("org = %v; want the active org %q with a primary domain", o, "Matrix "+s.proto)
+				}
+				s.ids["domain"] = o.GetPrimaryDomain()
+			}},
+		{rpc: "AddHumanUser", http: "POST /management/v1/users/human", call: mxRPC(M.AddHumanUser), kind: mxWrite, agg: "ada",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.AddHumanUserRequest{
+					UserName:        "ada",
+					Profile:         &mv1.AddHumanUserRequest_Profile{FirstName: "Ada", LastName: "Lovelace", PreferredLanguage: "en"},
+					Email:           &mv1.AddHumanUserRequest_Email{Email: "ada@example.com", IsEmailVerified: true},
+					Phone:           &mv1.AddHumanUserRequest_Phone{Phone: "+41790000000"},
+					InitialPassword: "Initial-Passw0rd",
+				}
+			},
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				s.ids["ada"] = res.(*mv1.AddHumanUserResponse).GetUserId()
+			}},
+		{rpc: "GetUserByID", http: "GET /management/v1/users/{id}", call: mxRPC(M.GetUserByID), kind: mxRead, agg: "ada",
+			req: func(s *mxRun) proto.Message { return &mv1.GetUserByIDRequest{Id: s.ids["ada"]} },
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				u := res.(*mv1.GetUserByIDResponse).GetUser()
+				if u.GetUserName() != "ada" || u.GetHuman().GetEmail().GetEmail() != "ada@example.com" ||
+					!strings.HasPrefix(u.GetPreferredLoginName(), "ada@") || u.GetState() != mv1.UserState_USER_STATE_ACTIVE {
+					t.Fatalf("user = %v; want active human ada", u)
+				}
+			}},
+		{rpc: "ListUsers", http: "POST /management/v1/users/_search", call: mxRPC(M.ListUsers), kind: mxList, agg: "ada",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.ListUsersRequest{Queries: []*mv1.UserQuery{{Query: &mv1.UserQuery_UserNameQuery{
+					UserNameQuery: &mv1.UserNameQuery{UserName: "ada"}}}}}
+			},
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				if n := res.(*mv1.ListUsersResponse).GetDetails().GetTotalResult(); n != 1 {
+					t.Fatalf("total %d; want 1", n)
+				}
+			}},
+		{rpc: "ImportHumanUser", http: "POST /management/v1/users/human/_import", call: mxRPC(M.ImportHumanUser), kind: mxWrite, agg: "grace",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.ImportHumanUserRequest{
+					UserName: "grace",
+					Profile:  &mv1.ImportHumanUserRequest_Profile{FirstName: "Grace", LastName: "Hopper"},
+					Email:    &mv1.ImportHumanUserRequest_Email{Email: "grace@example.com"},
+					Password: "Imported-Passw0rd",
+				}
+			},
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				s.ids["grace"] = res.(*mv1.ImportHumanUserResponse).GetUserId()
+			}},
+		{rpc: "SetHumanPassword", http: "POST /management/v1/users/{user_id}/password", call: mxRPC(M.SetHumanPassword), kind: mxWrite, agg: "ada",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.SetHumanPasswordRequest{UserId: s.ids["ada"], Password: "Changed-Passw0rd", NoChangeRequired: true}
+			}},
+		{rpc: "DeactivateUser", http: "POST /management/v1/users/{id}/_deactivate", call: mxRPC(M.DeactivateUser), kind: mxWrite, agg: "grace",
+			req: func(s *mxRun) proto.Message { return &mv1.DeactivateUserRequest{Id: s.ids["grace"]} }},
+		{rpc: "ReactivateUser", http: "POST /management/v1/users/{id}/_reactivate", call: mxRPC(M.ReactivateUser), kind: mxWrite, agg: "grace",
+			req: func(s *mxRun) proto.Message { return &mv1.ReactivateUserRequest{Id: s.ids["grace"]} }},
+		{rpc: "AddOrgMember", http: "POST /management/v1/orgs/me/members", call: mxRPC(M.AddOrgMember), kind: mxWrite, agg: "org",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.AddOrgMemberRequest{UserId: s.ids["ada"], Roles: []string{"ORG_USER_MANAGER"}}
+			}},
+		{rpc: "RemoveOrgMember", http: "DELETE /management/v1/orgs/me/members/{user_id}", call: mxRPC(M.RemoveOrgMember), kind: mxWrite, agg: "org",
+			req: func(s *mxRun) proto.Message { return &mv1.RemoveOrgMemberRequest{UserId: s.ids["ada"]} }},
+		{rpc: "RemoveUser", http: "DELETE /management/v1/users/{id}", call: mxRPC(M.RemoveUser), kind: mxWrite, agg: "grace",
+			req: func(s *mxRun) proto.Message { return &mv1.RemoveUserRequest{Id: s.ids["grace"]} }},
+		{rpc: "AddMachineUser", http: "POST /management/v1/users/machine", call: mxRPC(M.AddMachineUser), kind: mxWrite, agg: "robot",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.AddMachineUserRequest{UserName: "robot-" + s.proto, Name: "Robot", Description: "matrix test",
+					AccessTokenType: mv1.AccessTokenType_ACCESS_TOKEN_TYPE_JWT}
+			},
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				s.ids["robot"] = res.(*mv1.AddMachineUserResponse).GetUserId()
+			}},
+		{rpc: "AddMachineKey", http: "POST /management/v1/users/{user_id}/keys", call: mxRPC(M.AddMachineKey), kind: mxWrite, agg: "robot", born: "robotKey",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.AddMachineKeyRequest{UserId: s.ids["robot"], Type: mv1.KeyType_KEY_TYPE_JSON}
+			},
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				r := res.(*mv1.AddMachineKeyResponse)
+				s.ids["robotKey"] = r.GetKeyId()
+				mxKeyFile(t, r.GetKeyDetails(), map[string]string{"type": "serviceaccount", "keyId": r.GetKeyId(), "userId": s.ids["robot"]})
+			}},
+		{rpc: "ListMachineKeys", http: "POST /management/v1/users/{user_id}/keys/_search", call: mxRPC(M.ListMachineKeys), kind: mxList, agg: "robot", obj: "robotKey",
+			req: func(s *mxRun) proto.Message { return &mv1.ListMachineKeysRequest{UserId: s.ids["robot"]} },
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				if n := res.(*mv1.ListMachineKeysResponse).GetDetails().GetTotalResult(); n != 1 {
+					t.Fatalf("total %d; want 1", n)
+				}
+			}},
+		{rpc: "RemoveMachineKey", http: "DELETE /management/v1/users/{user_id}/keys/{key_id}", call: mxRPC(M.RemoveMachineKey), kind: mxWrite, agg: "robot",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.RemoveMachineKeyRequest{UserId: s.ids["robot"], KeyId: s.ids["robotKey"]}
+			}},
+		{rpc: "GenerateMachineSecret", http: "PUT /management/v1/users/{user_id}/secret", call: mxRPC(M.GenerateMachineSecret), kind: mxWrite, agg: "robot",
+			req: func(s *mxRun) proto.Message { return &mv1.GenerateMachineSecretRequest{UserId: s.ids["robot"]} },
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				r := res.(*mv1.GenerateMachineSecretResponse)
+				// The client id is the login name (user names are unique
+				// only per organization), not the bare user name.
+				want := "robot-" + s.proto + "@" + s.ids["domain"]
+				if r.GetClientId() != want || len(r.GetClientSecret()) < 20 {
+					t.Fatalf("client id %q, secret of %d characters; want %s and a long secret", r.GetClientId(), len(r.GetClientSecret()), want)
+				}
+			}},
+		{rpc: "RemoveMachineSecret", http: "DELETE /management/v1/users/{user_id}/secret", call: mxRPC(M.RemoveMachineSecret), kind: mxWrite, agg: "robot",
+			req: func(s *mxRun) proto.Message { return &mv1.RemoveMachineSecretRequest{UserId: s.ids["robot"]} }},
+		{rpc: "SetUserMetadata", http: "POST /management/v1/users/{id}/metadata/{key}", call: mxRPC(M.SetUserMetadata), kind: mxWrite, agg: "ada", born: "k1",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.SetUserMetadataRequest{Id: s.ids["ada"], Key: "k1", Value: []byte("v1")}
+			},
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				if id := res.(*mv1.SetUserMetadataResponse).GetId(); id != s.ids["ada"] {
+					t.Fatalf("id %q; want the user's %q", id, s.ids["ada"])
+				}
+			}},
+		{rpc: "GetUserMetadata", http: "GET /management/v1/users/{id}/metadata/{key}", call: mxRPC(M.GetUserMetadata), kind: mxRead, agg: "ada", obj: "k1",
+			req: func(s *mxRun) proto.Message { return &mv1.GetUserMetadataRequest{Id: s.ids["ada"], Key: "k1"} },
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				if v := string(res.(*mv1.GetUserMetadataResponse).GetMetadata().GetValue()); v != "v1" {
+					t.Fatalf("value %q; want v1", v)
+				}
+			}},
+		{rpc: "BulkSetUserMetadata", http: "POST /management/v1/users/{id}/metadata/_bulk", call: mxRPC(M.BulkSetUserMetadata), kind: mxWrite, agg: "ada", born: "k3",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.BulkSetUserMetadataRequest{Id: s.ids["ada"], Metadata: []*mv1.BulkSetUserMetadataRequest_Metadata{
+					{Key: "k2", Value: []byte("v2")}, {Key: "k3", Value: []byte("v3")}}}
+			}},
+		{rpc: "ListUserMetadata", http: "POST /management/v1/users/{id}/metadata/_search", call: mxRPC(M.ListUserMetadata), kind: mxList, agg: "ada", obj: "k3",
+			req: func(s *mxRun) proto.Message { return &mv1.ListUserMetadataRequest{Id: s.ids["ada"]} },
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				if n := res.(*mv1.ListUserMetadataResponse).GetDetails().GetTotalResult(); n != 3 {
+					t.Fatalf("total %d; want 3", n)
+				}
+			}},
+		{rpc: "RemoveUserMetadata", http: "DELETE /management/v1/users/{id}/metadata/{key}", call: mxRPC(M.RemoveUserMetadata), kind: mxWrite, agg: "ada",
+			req: func(s *mxRun) proto.Message { return &mv1.RemoveUserMetadataRequest{Id: s.ids["ada"], Key: "k1"} }},
+		{rpc: "BulkRemoveUserMetadata", http: "DELETE /management/v1/users/{id}/metadata/_bulk", call: mxRPC(M.BulkRemoveUserMetadata), kind: mxWrite, agg: "ada",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.BulkRemoveUserMetadataRequest{Id: s.ids["ada"], Keys: []string{"k2", "k3"}}
+			}},
+		{rpc: "AddOrgOIDCIDP", http: "POST /management/v1/idps/oidc", call: mxRPC(M.AddOrgOIDCIDP), kind: mxWrite, agg: "idp",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.AddOrgOIDCIDPRequest{Name: "Upstream", ClientId: "gatehouse", ClientSecret: "upstream-secret",
+					Issuer: "https://accounts.example.com", Scopes: []string{"openid", "email"}, AutoRegister: true,
+					UsernameMapping: mv1.OIDCMappingField_OIDC_MAPPING_FIELD_EMAIL}
+			},
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				s.ids["idp"] = res.(*mv1.AddOrgOIDCIDPResponse).GetIdpId()
+			}},
+		{rpc: "UpdateOrgIDPOIDCConfig", http: "PUT /management/v1/idps/{idp_id}/oidc_config", call: mxRPC(M.UpdateOrgIDPOIDCConfig), kind: mxWrite, agg: "idp",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.UpdateOrgIDPOIDCConfigRequest{IdpId: s.ids["idp"], ClientId: "gatehouse-2",
+					Issuer: "https://login.example.org", Scopes: []string{"profile"}}
+			}},
+		{rpc: "DeactivateOrgIDP", http: "POST /management/v1/idps/{idp_id}/_deactivate", call: mxRPC(M.DeactivateOrgIDP), kind: mxWrite, agg: "idp",
+			req: func(s *mxRun) proto.Message { return &mv1.DeactivateOrgIDPRequest{IdpId: s.ids["idp"]} }},
+		{rpc: "ReactivateOrgIDP", http: "POST /management/v1/idps/{idp_id}/_reactivate", call: mxRPC(M.ReactivateOrgIDP), kind: mxWrite, agg: "idp",
+			req: func(s *mxRun) proto.Message { return &mv1.ReactivateOrgIDPRequest{IdpId: s.ids["idp"]} }},
+		{rpc: "GetOrgIDPByID", http: "GET /management/v1/idps/{id}", call: mxRPC(M.GetOrgIDPByID), kind: mxRead, agg: "idp",
+			req: func(s *mxRun) proto.Message { return &mv1.GetOrgIDPByIDRequest{Id: s.ids["idp"]} },
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				p := res.(*mv1.GetOrgIDPByIDResponse).GetIdp()
+				c := p.GetOidcConfig()
+				if p.GetState() != mv1.IDPState_IDP_STATE_ACTIVE || c.GetClientId() != "gatehouse-2" ||
+					c.GetIssuer() != "https://login.example.org" || c.GetUsernameMapping() != mv1.OIDCMappingField_OIDC_MAPPING_FIELD_UNSPECIFIED {
+					t.Fatalf("idp = %v; want the active, updated provider", p)
+				}
+			}},
+		{rpc: "ListOrgIDPs", http: "POST /management/v1/idps/_search", call: mxRPC(M.ListOrgIDPs), kind: mxList, agg: "idp",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.ListOrgIDPsRequest{Queries: []*mv1.IDPQuery{{Query: &mv1.IDPQuery_IdpIdQuery{
+					IdpIdQuery: &mv1.IDPIDQuery{Id: s.ids["idp"]}}}}}
+			},
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				if n := res.(*mv1.ListOrgIDPsResponse).GetDetails().GetTotalResult(); n != 1 {
+					t.Fatalf("total %d; want 1", n)
+				}
+			}},
+		{rpc: "RemoveOrgIDP", http: "DELETE /management/v1/idps/{idp_id}", call: mxRPC(M.RemoveOrgIDP), kind: mxWrite, agg: "idp",
+			req: func(s *mxRun) proto.Message { return &mv1.RemoveOrgIDPRequest{IdpId: s.ids["idp"]} }},
+		{rpc: "AddProject", http: "POST /management/v1/projects", call: mxRPC(M.AddProject), kind: mxWrite, agg: "project",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.AddProjectRequest{Name: "Portal", ProjectRoleAssertion: true,
+					PrivateLabelingSetting: mv1.PrivateLabelingSetting_PRIVATE_LABELING_SETTING_ENFORCE_PROJECT_RESOURCE_OWNER_POLICY}
+			},
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				s.ids["project"] = res.(*mv1.AddProjectResponse).GetId()
+			}},
+		{rpc: "GetProjectByID", http: "GET /management/v1/projects/{id}", call: mxRPC(M.GetProjectByID), kind: mxRead, agg: "project",
+			req: func(s *mxRun) proto.Message { return &mv1.GetProjectByIDRequest{Id: s.ids["project"]} },
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				p := res.(*mv1.GetProjectByIDResponse).GetProject()
+				if p.GetName() != "Portal" || !p.GetProjectRoleAssertion() || p.GetState() != mv1.ProjectState_PROJECT_STATE_ACTIVE {
+					t.Fatalf("project = %v; want Portal", p)
+				}
+			}},
+		{rpc: "AddOIDCApp", http: "POST /management/v1/projects/{project_id}/apps/oidc", call: mxRPC(M.AddOIDCApp), kind: mxWrite, agg: "project", born: "web",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.AddOIDCAppRequest{ProjectId: s.ids["project"], Name: "web",
+					RedirectUris: []string{"https://rp.example.com/cb"}, AppType: mv1.OIDCAppType_OIDC_APP_TYPE_WEB,
+					AuthMethodType: mv1.OIDCAuthMethodType_OIDC_AUTH_METHOD_TYPE_BASIC, ClockSkew: durationpb.New(0)}
+			},
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				r := res.(*mv1.AddOIDCAppResponse)
+				s.ids["web"] = r.GetAppId()
+				if r.GetClientId() == "" || len(r.GetClientSecret()) < 20 {
+					t.Fatalf("client id %q, secret of %d characters; want both", r.GetClientId(), len(r.GetClientSecret()))
+				}
+			}},
+		{rpc: "UpdateOIDCAppConfig", http: "PUT /management/v1/projects/{project_id}/apps/{app_id}/oidc_config", call: mxRPC(M.UpdateOIDCAppConfig), kind: mxWrite, agg: "project",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.UpdateOIDCAppConfigRequest{ProjectId: s.ids["project"], AppId: s.ids["web"],
+					RedirectUris:           []string{"https://rp.example.com/callback"},
+					GrantTypes:             []mv1.OIDCGrantType{mv1.OIDCGrantType_OIDC_GRANT_TYPE_AUTHORIZATION_CODE, mv1.OIDCGrantType_OIDC_GRANT_TYPE_REFRESH_TOKEN},
+					AppType:                mv1.OIDCAppType_OIDC_APP_TYPE_WEB,
+					AuthMethodType:         mv1.OIDCAuthMethodType_OIDC_AUTH_METHOD_TYPE_POST,
+					PostLogoutRedirectUris: []string{"https://rp.example.com/bye"},
+					AccessTokenType:        mv1.OIDCTokenType_OIDC_TOKEN_TYPE_JWT}
+			}},
+		{rpc: "RegenerateOIDCClientSecret", http: "POST /management/v1/projects/{project_id}/apps/{app_id}/oidc_config/_generate_client_secret", call: mxRPC(M.RegenerateOIDCClientSecret), kind: mxWrite, agg: "project",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.RegenerateOIDCClientSecretRequest{ProjectId: s.ids["project"], AppId: s.ids["web"]}
+			},
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				if n := len(res.(*mv1.RegenerateOIDCClientSecretResponse).GetClientSecret()); n < 20 {
+					t.Fatalf("secret of %d characters; want a long one", n)
+				}
+			}},
+		{rpc: "AddAPIApp", http: "POST /management/v1/projects/{project_id}/apps/api", call: mxRPC(M.AddAPIApp), kind: mxWrite, agg: "project", born: "api",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.AddAPIAppRequest{ProjectId: s.ids["project"], Name: "api",
+					AuthMethodType: mv1.APIAuthMethodType_API_AUTH_METHOD_TYPE_PRIVATE_KEY_JWT}
+			},
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				r := res.(*mv1.AddAPIAppResponse)
+				s.ids["api"] = r.GetAppId()
+				s.ids["apiClient"] = r.GetClientId()
+				if r.GetClientId() == "" || r.GetClientSecret() != "" {
+					t.Fatalf("client id %q, secret %q; want an id and no secret (private_key_jwt)", r.GetClientId(), r.GetClientSecret())
+				}
+			}},
+		{rpc: "AddAppKey", http: "POST /management/v1/projects/{project_id}/apps/{app_id}/keys", call: mxRPC(M.AddAppKey), kind: mxWrite, agg: "project",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.AddAppKeyRequest{ProjectId: s.ids["project"], AppId: s.ids["api"], Type: mv1.KeyType_KEY_TYPE_JSON}
+			},
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				r := res.(*mv1.AddAppKeyResponse)
+				s.ids["apiKey"] = r.GetId()
+				mxKeyFile(t, r.GetKeyDetails(), map[string]string{"type": "application", "keyId": r.GetId(),
+					"appId": s.ids["api"], "clientId": s.ids["apiClient"]})
+			}},
+		{rpc: "GetAppByID", http: "GET /management/v1/projects/{project_id}/apps/{app_id}", call: mxRPC(M.GetAppByID), kind: mxRead, agg: "project", obj: "api",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.GetAppByIDRequest{ProjectId: s.ids["project"], AppId: s.ids["api"]}
+			},
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				a := res.(*mv1.GetAppByIDResponse).GetApp()
+				if a.GetName() != "api" || a.GetApiConfig().GetClientId() != s.ids["apiClient"] ||
+					a.GetApiConfig().GetAuthMethodType() != mv1.APIAuthMethodType_API_AUTH_METHOD_TYPE_PRIVATE_KEY_JWT {
+					t.Fatalf("app = %v; want the API app", a)
+				}
+			}},
+		{rpc: "RemoveAppKey", http: "DELETE /management/v1/projects/{project_id}/apps/{app_id}/keys/{key_id}", call: mxRPC(M.RemoveAppKey), kind: mxWrite, agg: "project",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.RemoveAppKeyRequest{ProjectId: s.ids["project"], AppId: s.ids["api"], KeyId: s.ids["apiKey"]}
+			}},
+	}
+}
+
+// mxKeyFile checks a returned key file: JSON with the given string fields
+// and a PEM private key.
+func mxKeyFile(t *testing.T, raw []byte, want map[string]string) {
+	t.Helper()
+	var kf map[string]any
+	if err := json.Unmarshal(raw, &kf); err != nil {
+		t.Fatalf("key file %q: %v", raw, err)
+	}
+	for k, v := range want {
+		if kf[k] != v {
+			t.Fatalf("key file %s = %v; want %q", k, kf[k], v)
+		}
+	}
+	if k, _ := kf["key"].(string); !strings.HasPrefix(k, "-----BEGIN ") {
+		t.Fatalf("key file has no PEM private key")
+	}
+}
+
+// mxService is the descriptor of ManagementService.
+func mxService() protoreflect.ServiceDescriptor {
+	return mv1.File_gatehouse_management_v1_management_proto.Services().ByName("ManagementService")
+}
+
+// mxHTTPRule returns "VERB path" and the body selector of a method's
+// google.api.http annotation.
+func mxHTTPRule(m protoreflect.MethodDescriptor) (verbPath, body string) {
+	rule, _ := proto.GetExtension(m.Options(), annotations.E_Http).(*annotations.HttpRule)
+	switch p := rule.GetPattern().(type) {
+	case *annotations.HttpRule_Get:
+		return "GET " + p.Get, rule.GetBody()
+	case *annotations.HttpRule_Post:
+		return "POST " + p.Post, rule.GetBody()
+	case *annotations.HttpRule_Put:
+		return "PUT " + p.Put, rule.GetBody()
+	case *annotations.HttpRule_Delete:
+		return "DELETE " + p.Delete, rule.GetBody()
+	case *annotations.HttpRule_Patch:
+		return "PATCH " + p.Patch, rule.GetBody()
+	}
+	return "", ""
+}
+
+// mxREST sends req as a REST client would: path variables filled from the
+// request's fields, the remaining fields as the JSON body (body "*"), and
+// decodes the answer strictly (unknown fields fail) into the method's
+// response type.
+func mxREST(t *testing.T, e *mgmttest.Env, m protoreflect.MethodDescriptor, org string, req proto.Message) (proto.Message, *mgmttest.Response) {
+	t.Helper()
+	verbPath, bodySel := mxHTTPRule(m)
+	verb, tmpl, _ := strings.Cut(verbPath, " ")
+	body := proto.Clone(req).ProtoReflect()
+	fields := body.Descriptor().Fields()
+	path := tmpl
+	for strings.Contains(path, "{") {
+		i := strings.Index(path, "{")
+		j := strings.Index(path[i:], "}") + i
+		name := path[i+1 : j]
+		fd := fields.ByName(protoreflect.Name(name))
+		if fd == nil {
+			t.Fatalf("path variable %s is no field of %s", name, body.Descriptor().FullName())
+		}
+		v := body.Get(fd).String()
+		if v == "" {
+			t.Fatalf("path variable %s is empty", name)
+		}
+		body.Clear(fd)
+		path = path[:i] + url.PathEscape(v) + path[j+1:]
+	}
+	var payload any
+	switch bodySel {
+	case "*":
+		raw, err := protojson.Marshal(body.Interface())
+		if err != nil {
+			t.Fatal(err)
+		}
+		payload = string(raw)
+	case "":
+		set := false
+		body.Range(func(protoreflect.FieldDescriptor, protoreflect.Value) bool { set = true; return false })
+		if set {
+			t.Fatalf("%s %s has no body but the request sets non-path fields", verb, tmpl)
+		}
+	default:
+		t.Fatalf("body %q is not supported by this test", bodySel)
+	}
+	r := e.REST(verb, path, e.AdminToken, org, payload)
+	if r.Status != 200 {
+		return nil, r
+	}
+	mt, err := protoregistry.GlobalTypes.FindMessageByName(m.Output().FullName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := mt.New().Interface()
+	if err := protojson.Unmarshal(r.Body, res); err != nil {
+		t.Fatalf("decode %s: %v in %s", m.Output().FullName(), err, r.Body)
+	}
+	return res, r
+}
+
+// mxCarried returns the details and id (or key) of the object a read
+// response carries: the message field holding an ObjectDetails.
+func mxCarried(res proto.Message) (*mv1.ObjectDetails, string) {
+	m := res.ProtoReflect()
+	fields := m.Descriptor().Fields()
+	for i := 0; i < fields.Len(); i++ {
+		fd := fields.Get(i)
+		if fd.Kind() != protoreflect.MessageKind || fd.IsList() || fd.IsMap() {
+			continue
+		}
+		if d, id := mxObject(m.Get(fd).Message()); d != nil {
+			return d, id
+		}
+	}
+	return nil, ""
+}
+
+// mxObject returns an object's ObjectDetails and its id (or key) field.
+func mxObject(o protoreflect.Message) (*mv1.ObjectDetails, string) {
+	fields := o.Descriptor().Fields()
+	dfd := fields.ByName("details")
+	if dfd == nil || dfd.Message() == nil || dfd.Message().FullName() != "gatehouse.management.v1.ObjectDetails" || !o.Has(dfd) {
+		return nil, ""
+	}
+	d, _ := o.Get(dfd).Message().Interface().(*mv1.ObjectDetails)
+	for _, n := range []protoreflect.Name{"id", "key"} {
+		if fd := fields.ByName(n); fd != nil {
+			return d, o.Get(fd).String()
+		}
+	}
+	return d, ""
+}
+
+// mxListed finds the result whose id (or key) is id.
+func mxListed(res proto.Message, id string) *mv1.ObjectDetails {
+	m := res.ProtoReflect()
+	list := m.Get(m.Descriptor().Fields().ByName("result")).List()
+	for i := 0; i < list.Len(); i++ {
+		if d, got := mxObject(list.Get(i).Message()); got == id {
+			return d
+		}
+	}
+	return nil
+}
+
+// mxCheckDetails compares the response's details with the events.
+func mxCheckDetails(t *testing.T, s *mxRun, row mxRow, res proto.Message) {
+	t.Helper()
+	aggID := s.id(t, row.agg)
+	evs := s.e.Events(aggID)
+	if len(evs) == 0 {
+		t.Fatalf("no events for %s %s", row.agg, aggID)
+	}
+	last := evs[len(evs)-1]
+	org := s.ids["org"]
+	if last.ResourceOwner != org {
+		t.Fatalf("last event of %s has resource owner %q; want the org %q", row.agg, last.ResourceOwner, org)
+	}
+	obj, first := row.agg, evs[0]
+	if row.obj != "" {
+		obj = row.obj
+		b, ok := s.born[obj]
+		if !ok {
+			t.Fatalf("no creation event recorded for %s", obj)
+		}
+		first = b
+	}
+	want := func(what string, d *mv1.ObjectDetails, created eventstore.Event) {
+		t.Helper()
+		if d.GetSequence() != last.Sequence || !d.GetCreationDate().AsTime().Equal(created.CreatedAt) ||
+			!d.GetChangeDate().AsTime().Equal(last.CreatedAt) || d.GetResourceOwner() != org {
+			t.Fatalf("%s = %v; want sequence %d, created %v, changed %v, owner %s (last event %s)",
+				what, d, last.Sequence, created.CreatedAt.UTC(), last.CreatedAt.UTC(), org, last.Type)
+		}
+	}
+	switch row.kind {
+	case mxWrite:
+		m := res.ProtoReflect()
+		fd := m.Descriptor().Fields().ByName("details")
+		d, _ := m.Get(fd).Message().Interface().(*mv1.ObjectDetails)
+		want("details", d, last)
+	case mxRead:
+		d, id := mxCarried(res)
+		if id != s.id(t, obj) {
+			t.Fatalf("response carries %q; want %s %q", id, obj, s.id(t, obj))
+		}
+		want("details", d, first)
+	case mxList:
+		m := res.ProtoReflect()
+		ld, _ := m.Get(m.Descriptor().Fields().ByName("details")).Message().Interface().(*mv1.ListDetails)
+		if ld.GetProcessedSequence() != last.Sequence || !ld.GetViewTimestamp().AsTime().Equal(last.CreatedAt) {
+			t.Fatalf("list details = %v; want processed sequence %d and view timestamp %v", ld, last.Sequence, last.CreatedAt.UTC())
+		}
+		d := mxListed(res, s.id(t, obj))
+		if d == nil {
+			t.Fatalf("%s %q is not in the result", obj, s.id(t, obj))
+		}
+		want("result details", d, first)
+	}
+}
+
+// TestMatrix calls every ManagementService RPC over REST, Connect, gRPC and
+// gRPC-web, on SQLite and PostgreSQL, each with a valid request that must
+// succeed, and compares the response's details with the event table.
+func TestMatrix(t *testing.T) {
+	rows := mxTable()
+	// The table covers the service exactly, with the annotated REST paths.
+	methods := mxService().Methods()
+	seen := map[string]bool{}
+	for _, r := range rows {
+		m := methods.ByName(protoreflect.Name(r.rpc))
+		if m == nil {
+			t.Fatalf("row %s is no ManagementService method", r.rpc)
+		}
+		if seen[r.rpc] {
+			t.Fatalf("row %s appears twice", r.rpc)
+		}
+		seen[r.rpc] = true
+		if got, _ := mxHTTPRule(m); got != r.http {
+			t.Errorf("%s: google.api.http is %q; want %q", r.rpc, got, r.http)
+		}
+	}
+	for i := 0; i < methods.Len(); i++ {
+		if name := string(methods.Get(i).Name()); !seen[name] {
+			t.Errorf("ManagementService.%s is missing from the matrix", name)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	storetest.Run(t, func(t *testing.T, d db.Dialect) {
+		e := mgmttest.Start(t, d)
+		for _, p := range append([]string{"rest"}, mgmttest.Protocols...) {
+			t.Run(p, func(t *testing.T) {
+				s := &mxRun{e: e, proto: p, ids: map[string]string{"k1": "k1", "k3": "k3"}, born: map[string]eventstore.Event{}}
+				for _, row := range rows {
+					ok := t.Run(row.rpc, func(t *testing.T) {
+						m := methods.ByName(protoreflect.Name(row.rpc))
+						req := row.req(s)
+						if got := req.ProtoReflect().Descriptor().FullName(); got != m.Input().FullName() {
+							t.Fatalf("request is %s; want %s", got, m.Input().FullName())
+						}
+						org := s.ids["org"] // "" for AddOrg: the admin's own organization
+						var res proto.Message
+						if p == "rest" {
+							var r *mgmttest.Response
+							if res, r = mxREST(t, e, m, org, req); res == nil {
+								t.Fatalf("status %d %s; want 200", r.Status, r.Body)
+							}
+						} else {
+							var err error
+							if res, err = row.call(context.Background(), e.Client(p, e.AdminToken, org), req); err != nil {
+								t.Fatalf("%v (code %v)", err, connect.CodeOf(err))
+							}
+						}
+						if got := res.ProtoReflect().Descriptor().FullName(); got != m.Output().FullName() {
+							t.Fatalf("response is %s; want %s", got, m.Output().FullName())
+						}
+						if row.after != nil {
+							row.after(t, s, res)
+						}
+						if row.born != "" {
+							evs := e.Events(s.id(t, row.agg))
+							s.born[row.born] = evs[len(evs)-1]
+						}
+						mxCheckDetails(t, s, row, res)
+					})
+					if !ok {
+						break // later rows need what this one should have made
+					}
+				}
+			})
+		}
+	})
+}
