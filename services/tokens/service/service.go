@@ -32,7 +32,9 @@ import (
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/keys"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/revocation"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/revoke"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/store"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/userinfo"
 	"github.com/gatehouse-id/gatehouse/services/tokens/migrations"
 )
 
@@ -42,6 +44,7 @@ type Directory interface {
 	GetMachineKey(context.Context, *connect.Request[directoryv1.GetMachineKeyRequest]) (*connect.Response[directoryv1.GetMachineKeyResponse], error)
 	GetUser(context.Context, *connect.Request[directoryv1.GetUserRequest]) (*connect.Response[directoryv1.GetUserResponse], error)
 	GetRoles(context.Context, *connect.Request[directoryv1.GetRolesRequest]) (*connect.Response[directoryv1.GetRolesResponse], error)
+	GetClaims(context.Context, *connect.Request[directoryv1.GetClaimsRequest]) (*connect.Response[directoryv1.GetClaimsResponse], error)
 }
 
 // Deps are the tokens service's dependencies on other services. A nil
@@ -113,7 +116,9 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 	}
 	issuer := cfg.Issuer.String()
 	records := &store.Store{DB: st}
-	verifier := &assertion.Verifier{Audiences: []string{issuer, issuer + "/oauth/v2/token"}, Replay: records, Now: time.Now}
+	// Client assertions may name the issuer or the endpoint they are sent to.
+	verifier := &assertion.Verifier{Audiences: []string{issuer, issuer + "/oauth/v2/token", issuer + introspection.Path, issuer + revoke.Path},
+		Replay: records, Now: time.Now}
 	minter := &mint.Minter{Issuer: issuer, Signer: s.keys, Hasher: hasher, Store: records,
 		AccessTTL: t.AccessTokenLifetime, IDTTL: t.IDTokenLifetime, Now: time.Now}
 	validator := &introspection.Validator{Issuer: issuer, Keys: s.keys, Store: records, Hasher: hasher, Revoked: s.revoked, Now: time.Now}
@@ -126,6 +131,8 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 	s.public.Handle(jwks.Path, jwks.NewHandler(s.keys, s.keys.KeySetMaxAge(), env.Logger))
 	s.public.Handle(discovery.Path, discovery.NewHandler(issuer, s.keys.DefaultAlgorithm(), s.keys, env.Logger))
 	s.public.Handle("/oauth/v2/token", grants.New(grants.Deps{Auth: auth, Minter: minter, Dir: deps.Directory, Assertions: verifier}, env.Logger))
+	s.public.Handle(introspection.Path, introspection.NewEndpoint(validator, auth, deps.Directory, env.Logger))
+	s.public.Handle(userinfo.Path, userinfo.New(validator, deps.Directory, env.Logger))
 	otel, err := telemetry.ConnectInterceptor()
 	if err != nil {
 		return nil, err

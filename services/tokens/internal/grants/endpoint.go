@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"mime"
 	"net/http"
-	"net/url"
 
 	"connectrpc.com/connect"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/assertion"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/clients"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/form"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
 )
 
@@ -101,49 +100,17 @@ func writeJSON(w http.ResponseWriter, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// parse reads the request once: POST, a form body, each parameter at most
-// once (RFC 6749 §3.2), client credentials from the header and the body.
+// parse reads the request once by the rules of package form (POST, a
+// bounded form body, each parameter at most once, client credentials from
+// the header and the body); grant_type is required.
 func parse(r *http.Request) (*Request, error) {
-	if r.Method != http.MethodPost {
-		return nil, oauth.New(oauth.InvalidRequest, "the token endpoint accepts POST only")
-	}
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || mt != "application/x-www-form-urlencoded" {
-		return nil, oauth.New(oauth.InvalidRequest, "the body must be application/x-www-form-urlencoded")
-	}
-	if err := r.ParseForm(); err != nil {
-		return nil, oauth.New(oauth.InvalidRequest, "malformed request body")
-	}
-	form, err := single(r.PostForm)
+	f, err := form.Parse(r)
 	if err != nil {
 		return nil, err
 	}
-	req := &Request{GrantType: form["grant_type"], Form: form}
+	req := &Request{GrantType: f.Get("grant_type"), Form: f.Values, Creds: f.Creds}
 	if req.GrantType == "" {
 		return nil, oauth.New(oauth.InvalidRequest, "grant_type is required")
 	}
-	if _, ok := r.Header["Authorization"]; ok {
-		user, pass, ok := r.BasicAuth()
-		if !ok {
-			return nil, oauth.New(oauth.InvalidRequest, "the Authorization header must use the Basic scheme")
-		}
-		req.Creds.Basic, req.Creds.BasicUser, req.Creds.BasicPass = true, user, pass
-	}
-	req.Creds.ClientID = form["client_id"]
-	req.Creds.ClientSecret = form["client_secret"]
-	req.Creds.Assertion = form["client_assertion"]
-	req.Creds.AssertionType = form["client_assertion_type"]
 	return req, nil
-}
-
-// single flattens a form, refusing any parameter sent more than once.
-func single(v url.Values) (map[string]string, error) {
-	out := make(map[string]string, len(v))
-	for k, vs := range v {
-		if len(vs) > 1 {
-			return nil, oauth.New(oauth.InvalidRequest, "parameter %s is repeated", k)
-		}
-		out[k] = vs[0]
-	}
-	return out, nil
 }

@@ -1,8 +1,3 @@
-// Package introspection validates Gatehouse's own access tokens — JWTs by
-// signature against the published keys (keys.Manager.Verify: keys parsed
-// once), opaque tokens by their keyed hash — and checks the
-// revocation list. It serves the internal Introspect for directory, the
-// public RFC 7662 endpoint, and userinfo's token check.
 package introspection
 
 import (
@@ -129,7 +124,9 @@ func (v *Validator) jwt(raw string) (*Token, error) {
 		return nil, ErrInactive
 	}
 	var c jwtClaims
-	if json.Unmarshal(payload, &c) != nil || c.Issuer != v.Issuer || c.JTI == "" {
+	// An access token has jti and client_id; an ID token (also signed by
+	// us) has neither and must never pass as one.
+	if json.Unmarshal(payload, &c) != nil || c.Issuer != v.Issuer || c.JTI == "" || c.ClientID == "" {
 		return nil, ErrInactive
 	}
 	return &Token{ID: c.JTI, ClientID: c.ClientID, Subject: c.Subject, Scopes: strings.Fields(c.Scope), Audience: c.Audience,

@@ -1,0 +1,187 @@
+package introspection
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+
+	"connectrpc.com/connect"
+
+	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+	"github.com/gatehouse-id/gatehouse/pkg/oauth"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/clients"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/form"
+)
+
+// Path is the public introspection endpoint.
+const Path = "/oauth/v2/introspect"
+
+// Claims is what introspection and userinfo need of the directory's
+// internal API: a user's claims for the granted scopes and their login
+// name. NotFound or FailedPrecondition means the user is gone (deleted or
+// deactivated): its tokens count as inactive.
+type Claims interface {
+	GetClaims(context.Context, *connect.Request[directoryv1.GetClaimsRequest]) (*connect.Response[directoryv1.GetClaimsResponse], error)
+}
+
+// ClientAuthenticator authenticates the calling client (clients.Authenticator).
+type ClientAuthenticator interface {
+	Authenticate(ctx context.Context, cr clients.Credentials, allowed ...clients.Method) (*clients.Authenticated, error)
+}
+
+// ErrUserGone is returned by UserClaims for a user the directory no longer
+// knows or has deactivated.
+var ErrUserGone = errors.New("user deleted or deactivated")
+
+// UserClaims returns the claims of t's subject for t's scopes, with sub set
+// to the token's subject, and the user's login name (userName@primaryDomain).
+// Errors: ErrUserGone, or an oauth temporarily_unavailable error when the
+// directory cannot answer.
+func UserClaims(ctx context.Context, dir Claims, t *Token) (map[string]any, string, error) {
+	res, err := dir.GetClaims(ctx, connect.NewRequest(&directoryv1.GetClaimsRequest{UserId: t.Subject, Scopes: t.Scopes}))
+	switch connect.CodeOf(err) {
+	case connect.CodeNotFound, connect.CodeFailedPrecondition:
+		return nil, "", ErrUserGone
+	}
+	if err != nil {
+		return nil, "", oauth.New(oauth.TemporarilyUnavailable, "the user directory is unavailable").WithCause(err)
+	}
+	var claims map[string]any
+	if st := res.Msg.GetClaims(); st != nil {
+		claims = st.AsMap()
+	}
+	if claims == nil {
+		claims = make(map[string]any, 1)
+	}
+	claims["sub"] = t.Subject // OIDC Core §5.3.2: always the token's subject
+	return claims, res.Msg.GetPreferredLoginName(), nil
+}
+
+// Endpoint is POST /oauth/v2/introspect (RFC 7662). It authenticates the
+// client by client_secret_basic or private_key_jwt only (the seed's
+// "Methods per endpoint"); any other method, or a failed authentication, is
+// 401 invalid_client with a Basic challenge (RFC 9110 §15.5.2). token is
+// required (invalid_request); token_type_hint is accepted and ignored
+// (RFC 7662 §2.1: the server may ignore it). The answer is
+// {"active":false} and nothing else (RFC 7662 §2.2) for a token that is
+// unknown, malformed, expired, revoked, whose user is gone, or whose aud
+// names neither the client's client_id nor its project id; otherwise the
+// token's fields, username and the user's claims per granted scope.
+// Every response is Cache-Control: no-store.
+type Endpoint struct {
+	Validator *Validator
+	Auth      ClientAuthenticator
+	Directory Claims
+	Logger    *slog.Logger
+}
+
+// NewEndpoint returns the introspection endpoint.
+func NewEndpoint(v *Validator, auth ClientAuthenticator, dir Claims, logger *slog.Logger) *Endpoint {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Endpoint{Validator: v, Auth: auth, Directory: dir, Logger: logger}
+}
+
+var inactive = []byte(`{"active":false}` + "\n")
+
+// ServeHTTP implements the endpoint.
+func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := e.introspect(r)
+	if err != nil {
+		e.writeError(w, r, err)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Pragma", "no-cache")
+	_, _ = w.Write(body)
+}
+
+func (e *Endpoint) introspect(r *http.Request) ([]byte, error) {
+	req, err := form.Parse(r)
+	if err != nil {
+		return nil, err
+	}
+	ctx := r.Context()
+	client, err := e.Auth.Authenticate(ctx, req.Creds, clients.SecretBasic, clients.PrivateKeyJWT)
+	if err != nil {
+		return nil, err
+	}
+	raw := req.Get("token")
+	if raw == "" {
+		return nil, oauth.New(oauth.InvalidRequest, "token is required")
+	}
+	t, err := e.Validator.Validate(ctx, raw)
+	if errors.Is(err, ErrInactive) {
+		return inactive, nil
+	}
+	if err != nil {
+		return nil, oauth.New(oauth.TemporarilyUnavailable, "token validation failed").WithCause(err)
+	}
+	if !inAudience(t.Audience, client.Client) {
+		return inactive, nil
+	}
+	claims, username, err := UserClaims(ctx, e.Directory, t)
+	if errors.Is(err, ErrUserGone) {
+		return inactive, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	// The token's own fields win over a user claim of the same name.
+	claims["active"] = true
+	claims["aud"] = t.Audience
+	claims["client_id"] = t.ClientID
+	claims["exp"] = t.ExpiresAt.Unix()
+	claims["iat"] = t.IssuedAt.Unix()
+	claims["nbf"] = t.NotBefore.Unix()
+	claims["iss"] = e.Validator.Issuer
+	claims["jti"] = t.ID
+	claims["scope"] = strings.Join(t.Scopes, " ")
+	claims["token_type"] = "Bearer"
+	if username != "" {
+		claims["username"] = username
+	}
+	b, err := json.Marshal(claims)
+	if err != nil {
+		return nil, oauth.New(oauth.ServerError, "internal error").WithCause(err)
+	}
+	return append(b, '\n'), nil
+}
+
+// inAudience: the introspecting client is in the audience by its client_id
+// or its project id (issue 4, "Audience").
+func inAudience(aud []string, c *directoryv1.Client) bool {
+	return (c.GetClientId() != "" && slices.Contains(aud, c.GetClientId())) ||
+		(c.GetProjectId() != "" && slices.Contains(aud, c.GetProjectId()))
+}
+
+// writeError renders every error of this endpoint (RFC 6749 §5.2 JSON).
+// The seed makes any invalid_client here a 401, so it always carries a
+// Basic challenge.
+func (e *Endpoint) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	oe := oauth.As(err)
+	switch oe.Code {
+	case oauth.InvalidClient:
+		if oe.Status != http.StatusUnauthorized {
+			c := *oe
+			c.Status = http.StatusUnauthorized
+			c.Header = http.Header{"Www-Authenticate": {`Basic realm="gatehouse"`}}
+			oe = &c
+		}
+	case oauth.TemporarilyUnavailable:
+		w.Header().Set("Retry-After", "1")
+	}
+	if oe.Code == oauth.ServerError || oe.Code == oauth.TemporarilyUnavailable {
+		e.Logger.ErrorContext(r.Context(), "introspection failed", "error", oe.Code, "err", err)
+	} else if oe.Unwrap() != nil {
+		e.Logger.InfoContext(r.Context(), "introspection refused", "error", oe.Code, "reason", oe.Unwrap())
+	}
+	oauth.WriteJSON(w, oe)
+}
