@@ -32,7 +32,11 @@ test: node_modules ## run every test (PostgreSQL- and Redis-backed ones included
 	@for m in $(MODULES); do echo "== $$m"; (cd $$m && go test $(GO_TEST_FLAGS) ./...); done
 
 .PHONY: bench
-bench: ## run the benchmarks
+bench: build ## req/s, p50/p99 and server CPU per request, embedded and distributed (bench/)
+	go run ./bench/cmd/gatehouse-bench -bin ./bin $(BENCH_FLAGS)
+
+.PHONY: bench-go
+bench-go: ## run the Go micro-benchmarks of every module
 	@for m in $(MODULES); do (cd $$m && go test -run '^$$' -bench . -benchmem ./...); done
 
 .PHONY: lint

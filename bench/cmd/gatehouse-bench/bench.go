@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gatehouse-id/gatehouse/bench/internal/floor"
+	"github.com/gatehouse-id/gatehouse/bench/internal/launch"
+	"github.com/gatehouse-id/gatehouse/bench/internal/load"
+	"github.com/gatehouse-id/gatehouse/bench/internal/procstat"
+	"github.com/gatehouse-id/gatehouse/bench/internal/report"
+	"github.com/gatehouse-id/gatehouse/bench/internal/suite"
+)
+
+// plan is which scenarios run on a server started with which signing
+// algorithm; a server signs with one algorithm, so ES256 gets its own.
+var plan = []struct {
+	alg   string
+	kinds []suite.Kind
+}{
+	{"ES256", []suite.Kind{suite.ClientCredentialsJWT}},
+	{"RS256", []suite.Kind{suite.ClientCredentialsJWT, suite.ClientCredentialsOpaque, suite.Introspection, suite.KeySet}},
+}
+
+// targets are the issue's embedded-mode budgets of server CPU per request
+// (issue 4, "Performance"); RS256 JWT is relative to the RS256 sign cost.
+var targets = map[string]time.Duration{
+	"client_credentials JWT ES256": 150 * time.Microsecond,
+	"client_credentials opaque":    300 * time.Microsecond,
+	"JWT introspection (RS256)":    200 * time.Microsecond,
+	"key set GET":                  70 * time.Microsecond,
+}
+
+const rs256Factor = 1.05
+
+type bench struct {
+	cfg      config
+	out      io.Writer
+	work     string
+	floor    []floor.Cost // measured before the servers run
+	floorEnd []floor.Cost // and after; nil when the run was cut short
+}
+
+func (b *bench) printFloor() error {
+	t := report.Table{
+		Title:  "floor: raw signature cost, in-process, CPU per operation (before and after the runs)",
+		Header: []string{"operation", "before", "after"},
+	}
+	for i, c := range b.floor {
+		after := "-"
+		if i < len(b.floorEnd) {
+			after = ms(b.floorEnd[i].PerOp)
+		}
+		t.Rows = append(t.Rows, []string{c.Name, ms(c.PerOp), after})
+	}
+	return t.Write(b.out)
+}
+
+// rs256Sign is the RS256 sign cost the ratio uses: the mean of the
+// measurements before and after the runs, or the one made so far.
+func (b *bench) rs256Sign() time.Duration {
+	var sum time.Duration
+	n := 0
+	for _, set := range [][]floor.Cost{b.floor, b.floorEnd} {
+		for _, c := range set {
+			if strings.HasPrefix(c.Name, "RS256 sign") {
+				sum += c.PerOp
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / time.Duration(n)
+}
+
+// modeResult is what one mode measured; complete is false when a failure
+// or the time limit cut it short.
+type modeResult struct {
+	name     string
+	rows     []suite.Row
+	nprocs   int
+	complete bool
+}
+
+// mode runs the plan on fresh deployments of one kind; backends nil means
+// embedded. Progress goes to log.
+func (b *bench) mode(ctx context.Context, name string, backends *launch.Backends, log io.Writer) (modeResult, error) {
+	res := modeResult{name: name, nprocs: 1}
+	for _, p := range plan {
+		fmt.Fprintf(log, "gatehouse-bench: %s, %s: starting\n", name, p.alg)
+		dir := filepath.Join(b.work, name+"-"+p.alg)
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return res, err
+		}
+		o := launch.Options{BinDir: b.cfg.bin, WorkDir: dir, Algorithm: p.alg, StartTimeout: 90 * time.Second}
+		var (
+			d   *launch.Deployment
+			err error
+		)
+		if backends == nil {
+			d, err = launch.StartEmbedded(ctx, o)
+		} else {
+			d, err = launch.StartDistributed(ctx, o, *backends)
+		}
+		if err != nil {
+			return res, fmt.Errorf("start %s: %w", p.alg, err)
+		}
+		res.nprocs = len(d.PIDs())
+		got, err := b.measure(ctx, d, p.alg, p.kinds)
+		res.rows = append(res.rows, got...)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		if serr := d.Stop(sctx); serr != nil {
+			err = errors.Join(err, fmt.Errorf("stop %s: %w", p.alg, serr))
+		}
+		cancel()
+		if err != nil {
+			return res, err
+		}
+	}
+	res.complete = true
+	return res, nil
+}
+
+// print writes the floor, then one table per mode.
+func (b *bench) print(results []modeResult, skipped string) error {
+	if err := b.printFloor(); err != nil {
+		return err
+	}
+	for _, r := range results {
+		if len(r.rows) == 0 {
+			continue
+		}
+		name := r.name
+		if !r.complete {
+			name += ", incomplete"
+		}
+		if err := b.table(name, r.rows, r.nprocs).Write(b.out); err != nil {
+			return err
+		}
+	}
+	if skipped != "" {
+		if _, err := fmt.Fprintf(b.out, "%s\n\n", skipped); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *bench) measure(ctx context.Context, d *launch.Deployment, alg string, kinds []suite.Kind) ([]suite.Row, error) {
+	client := load.NewClient(b.cfg.concurrency)
+	defer client.CloseIdleConnections()
+	t := suite.Target{Base: d.Base, KeyFile: d.KeyFile, Algorithm: alg, CPU: d.CPU}
+	f, err := suite.Prepare(ctx, client, t)
+	if err != nil {
+		return nil, fmt.Errorf("prepare clients (%s): %w", alg, err)
+	}
+	return suite.Run(ctx, t, f, kinds, suite.Options{
+		Client: client, Warmup: b.cfg.warmup, Requests: b.cfg.requests, Concurrency: b.cfg.concurrency,
+	})
+}
+
+func (b *bench) table(mode string, rows []suite.Row, nprocs int) report.Table {
+	embedded := strings.HasPrefix(mode, "embedded")
+	t := report.Table{
+		Title:  fmt.Sprintf("%s (%d server process%s)", mode, nprocs, plural(nprocs)),
+		Header: []string{"scenario", "requests", "errors", "req/s", "p50", "p99", "server CPU/req"},
+	}
+	if embedded {
+		t.Header = append(t.Header, "target")
+	}
+	sign := b.rs256Sign()
+	var notes []string
+	for _, r := range rows {
+		if !r.Available {
+			row := []string{r.Scenario, "-", "-", "-", "-", "-", "-"}
+			if embedded {
+				row = append(row, "-")
+			}
+			t.Rows = append(t.Rows, row)
+			notes = append(notes, r.Scenario+": "+r.Note)
+			continue
+		}
+		res := r.Result
+		row := []string{r.Scenario, fmt.Sprint(res.Requests), fmt.Sprint(res.Errors),
+			fmt.Sprintf("%.0f", res.PerSecond()), ms(res.Percentile(50)), ms(res.Percentile(99)), cpu(r)}
+		if embedded {
+			row = append(row, b.target(r, sign))
+		}
+		t.Rows = append(t.Rows, row)
+		if res.Errors > 0 {
+			notes = append(notes, fmt.Sprintf("%s: %d errors, statuses %v, first: %s", r.Scenario, res.Errors, res.Statuses, res.FirstError))
+		}
+		if r.Scenario == "client_credentials JWT RS256" && r.CPUKnown && sign > 0 {
+			notes = append(notes, fmt.Sprintf("RS256 JWT server CPU / RS256 sign = %.2f (%s / %s; embedded target ≤ %.2f)",
+				float64(r.CPUPerRequest())/float64(sign), ms(r.CPUPerRequest()), ms(sign), rs256Factor))
+		}
+	}
+	notes = append(notes, fmt.Sprintf("server CPU = Δ(utime+stime) of the server process%s from /proc/<pid>/stat in %v ticks: ±%s per request at %d requests",
+		plural(nprocs), procstat.Resolution(), ms(procstat.Resolution()*time.Duration(nprocs)/time.Duration(b.cfg.requests)), b.cfg.requests))
+	t.Notes = notes
+	return t
+}
+
+// target renders the issue's budget for a row and whether it is met.
+func (b *bench) target(r suite.Row, sign time.Duration) string {
+	limit, ok := targets[r.Scenario]
+	if r.Scenario == "client_credentials JWT RS256" && sign > 0 {
+		limit, ok = time.Duration(float64(sign)*rs256Factor), true
+	}
+	if !ok || !r.CPUKnown {
+		return ""
+	}
+	verdict := "met"
+	if r.CPUPerRequest() > limit {
+		verdict = "MISSED"
+	}
+	return fmt.Sprintf("≤ %s %s", ms(limit), verdict)
+}
+
+func cpu(r suite.Row) string {
+	if !r.CPUKnown {
+		return "n/a"
+	}
+	return ms(r.CPUPerRequest())
+}
+
+// ms formats a duration in milliseconds with microsecond precision.
+func ms(d time.Duration) string {
+	return fmt.Sprintf("%.3f ms", float64(d)/float64(time.Millisecond))
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "es"
+}
+
+// oneLine puts a multi-line error on one line with single spaces.
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+}
+
+func joinLines(s []string) string { return strings.Join(s, "; ") }

@@ -1,0 +1,182 @@
+// Command gatehouse-bench is `make bench`: it starts the built binaries
+// (bin/edge embedded; bin/directory, bin/tokens, bin/authn and bin/edge
+// distributed on PostgreSQL and Redis), prepares clients through the
+// public APIs, and prints per scenario requests/s, p50/p99 latency and
+// server CPU per request, next to the in-process RS256/ES256 sign cost. It
+// builds nothing: run `make build` first. All traffic stays on 127.0.0.1.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gatehouse-id/gatehouse/bench/internal/floor"
+	"github.com/gatehouse-id/gatehouse/bench/internal/launch"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	defer cancel()
+	// Last resort if something ignores the deadline (cleanup gets 30 s):
+	// the children die with this process (Pdeathsig).
+	watchdog := time.AfterFunc(cfg.timeout+30*time.Second, func() {
+		fmt.Fprintf(stderr, "gatehouse-bench: hard stop after %v\n", cfg.timeout+30*time.Second)
+		os.Exit(3)
+	})
+	defer watchdog.Stop()
+
+	work, err := os.MkdirTemp("", "gatehouse-bench-")
+	if err != nil {
+		fmt.Fprintf(stderr, "gatehouse-bench: %v\n", err)
+		return 1
+	}
+	b := &bench{cfg: cfg, out: stdout, work: work}
+	fmt.Fprintf(stdout, "gatehouse-bench: %d requests per scenario after %d warm-up, concurrency %d, HTTP/1.1 keep-alive to 127.0.0.1\n",
+		cfg.requests, cfg.warmup, cfg.concurrency)
+	fmt.Fprintf(stdout, "%d CPUs, load average (1, 5, 15 min) at the start: %s\n\n", runtime.NumCPU(), loadAvg())
+
+	// The floor is measured first, while no server competes for the CPU.
+	costs, err := floor.Measure(ctx, floor.DefaultBudget)
+	if err != nil {
+		fmt.Fprintf(stderr, "gatehouse-bench: sign cost: %v\n", err)
+		return 1
+	}
+	b.floor = costs
+
+	// Tables are printed at the end, when the floor has been measured again.
+	var (
+		failed  bool
+		results []modeResult
+		skipped string
+	)
+	if cfg.embedded {
+		r, err := b.mode(ctx, "embedded", nil, stderr)
+		results = append(results, r)
+		if err != nil {
+			fmt.Fprintf(stderr, "gatehouse-bench: embedded: %v\n", err)
+			failed = true
+		}
+	}
+	if cfg.distributed && ctx.Err() == nil {
+		backends := launch.Backends{PostgresURL: cfg.postgres, RedisURL: cfg.redis}
+		if err := backends.Check(ctx); err != nil {
+			skipped = "distributed: skipped — " + oneLine(err)
+		} else {
+			r, err := b.mode(ctx, "distributed", &backends, stderr)
+			results = append(results, r)
+			if err != nil {
+				fmt.Fprintf(stderr, "gatehouse-bench: distributed: %v\n", err)
+				failed = true
+			}
+		}
+	}
+	// Measured again at the end: on a shared machine the two differ, and
+	// the ratio uses their mean.
+	if ctx.Err() == nil {
+		if end, err := floor.Measure(ctx, floor.DefaultBudget); err == nil {
+			b.floorEnd = end
+		}
+	}
+	if err := b.print(results, skipped); err != nil {
+		fmt.Fprintf(stderr, "gatehouse-bench: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "load average (1, 5, 15 min) at the end: %s\n", loadAvg())
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		fmt.Fprintf(stderr, "gatehouse-bench: stopped at the %v time limit\n", cfg.timeout)
+		failed = true
+	}
+	if failed {
+		fmt.Fprintf(stderr, "gatehouse-bench: logs kept in %s\n", work)
+		return 1
+	}
+	_ = os.RemoveAll(work)
+	return 0
+}
+
+type config struct {
+	bin                   string
+	requests, warmup      int
+	concurrency           int
+	timeout               time.Duration
+	embedded, distributed bool
+	postgres, redis       string
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	fs := flag.NewFlagSet("gatehouse-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c config
+	mode := fs.String("mode", "all", "embedded, distributed or all")
+	fs.StringVar(&c.bin, "bin", "bin", "directory holding edge, authn, tokens and directory (make build)")
+	fs.IntVar(&c.requests, "requests", 2000, "measured requests per scenario")
+	fs.IntVar(&c.warmup, "warmup", 200, "unmeasured requests sent first per scenario")
+	fs.IntVar(&c.concurrency, "concurrency", 4, "concurrent keep-alive connections")
+	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "time limit of the whole run")
+	fs.StringVar(&c.postgres, "postgres", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable",
+		"PostgreSQL on which the distributed run creates and drops its own database (loopback only)")
+	fs.StringVar(&c.redis, "redis", "redis://127.0.0.1:6379/15",
+		"Redis database for the distributed run; keys created during the run are deleted (loopback only)")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	var problems []string
+	switch *mode {
+	case "all":
+		c.embedded, c.distributed = true, true
+	case "embedded":
+		c.embedded = true
+	case "distributed":
+		c.distributed = true
+	default:
+		problems = append(problems, fmt.Sprintf("-mode: want embedded, distributed or all, got %q", *mode))
+	}
+	if c.requests < 1 || c.warmup < 0 || c.concurrency < 1 {
+		problems = append(problems, "-requests and -concurrency must be positive, -warmup not negative")
+	}
+	if c.timeout <= 0 {
+		problems = append(problems, "-timeout must be positive")
+	}
+	if fs.NArg() > 0 {
+		problems = append(problems, fmt.Sprintf("unexpected arguments %q", fs.Args()))
+	}
+	if len(problems) > 0 {
+		err := errors.New(joinLines(problems))
+		fmt.Fprintf(stderr, "gatehouse-bench: %v\n", err)
+		return c, err
+	}
+	return c, nil
+}
+
+// loadAvg is the first three fields of /proc/loadavg: other work on the
+// machine skews every figure, and this shows how much there was.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}

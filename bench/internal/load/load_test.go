@@ -1,0 +1,122 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestRunCountsEveryRequestAndEveryFailure(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		conns = map[string]bool{}
+		n     int
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		conns[r.RemoteAddr] = true
+		n++
+		i := n
+		mu.Unlock()
+		switch {
+		case i%10 == 0:
+			http.Error(w, "boom", http.StatusServiceUnavailable)
+		case i%10 == 5:
+			_, _ = w.Write([]byte("bad"))
+		default:
+			_, _ = w.Write([]byte("good"))
+		}
+	}))
+	defer srv.Close()
+
+	const total, workers = 100, 4
+	res, err := Run(context.Background(), Options{Client: NewClient(workers), Requests: total, Concurrency: workers},
+		func(ctx context.Context) (*http.Request, error) {
+			return http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/x", nil)
+		},
+		func(body []byte) error {
+			if string(body) != "good" {
+				return errors.New("unexpected body " + string(body))
+			}
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests != total || len(res.Latencies) != total {
+		t.Fatalf("got %d requests, %d latencies; want %d", res.Requests, len(res.Latencies), total)
+	}
+	if res.Errors != 20 {
+		t.Fatalf("got %d errors; want 20 (10 non-2xx, 10 failed checks)", res.Errors)
+	}
+	if res.Statuses[200] != 90 || res.Statuses[503] != 10 {
+		t.Fatalf("got statuses %v; want 90×200, 10×503", res.Statuses)
+	}
+	if res.FirstError == "" {
+		t.Fatal("FirstError is empty")
+	}
+	// Keep-alive: the workers reuse their connections.
+	if len(conns) > workers {
+		t.Fatalf("got %d connections for %d workers; want keep-alive reuse", len(conns), workers)
+	}
+	for i := 1; i < len(res.Latencies); i++ {
+		if res.Latencies[i] < res.Latencies[i-1] {
+			t.Fatal("latencies are not sorted")
+		}
+	}
+}
+
+func TestPercentileNearestRank(t *testing.T) {
+	var r Result
+	for i := 1; i <= 200; i++ {
+		r.Latencies = append(r.Latencies, time.Duration(i)*time.Millisecond)
+	}
+	for _, c := range []struct {
+		p    float64
+		want time.Duration
+	}{{50, 100 * time.Millisecond}, {99, 198 * time.Millisecond}, {100, 200 * time.Millisecond}, {0.1, time.Millisecond}} {
+		if got := r.Percentile(c.p); got != c.want {
+			t.Errorf("Percentile(%v) = %v; want %v", c.p, got, c.want)
+		}
+	}
+	if got := (Result{}).Percentile(50); got != 0 {
+		t.Errorf("empty Percentile = %v; want 0", got)
+	}
+}
+
+func TestClientRefusesNonLoopback(t *testing.T) {
+	// 192.0.2.1 is TEST-NET-1: the refusal happens before any packet leaves.
+	_, err := NewClient(1).Get("http://192.0.2.1:9/")
+	if !errors.Is(err, ErrNotLoopback) {
+		t.Fatalf("got %v; want ErrNotLoopback", err)
+	}
+}
+
+func TestRunStopsAtDeadline(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	var sent int
+	var mu sync.Mutex
+	res, err := Run(ctx, Options{Client: NewClient(1), Requests: 1000, Concurrency: 1},
+		func(ctx context.Context) (*http.Request, error) {
+			mu.Lock()
+			sent++
+			if sent == 10 {
+				cancel()
+			}
+			mu.Unlock()
+			return http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, strings.NewReader(""))
+		}, nil)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v; want context.Canceled", err)
+	}
+	if res.Requests != 9 || res.Errors != 0 {
+		t.Fatalf("got %d requests, %d errors; want 9 completed before the cancel, 0 errors", res.Requests, res.Errors)
+	}
+}
