@@ -24,7 +24,7 @@ import (
 var builds = map[config.Role]process.Build{
 	config.RoleEdge: edgesvc.Build,
 	config.RoleAuthn: func(ctx context.Context, env process.Env) (process.Component, error) {
-		return authnsvc.New(ctx, env)
+		return authnsvc.New(ctx, env, authnsvc.Deps{})
 	},
 	config.RoleTokens: func(ctx context.Context, env process.Env) (process.Component, error) {
 		return tokenssvc.New(ctx, env, tokenssvc.Deps{})

@@ -5,26 +5,81 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"time"
+
+	"connectrpc.com/connect"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
+	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1/directoryv1connect"
+	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1/tokensv1connect"
 	"github.com/gatehouse-id/gatehouse/pkg/process"
+	"github.com/gatehouse-id/gatehouse/pkg/rpc"
 	"github.com/gatehouse-id/gatehouse/pkg/server"
+	"github.com/gatehouse-id/gatehouse/services/authn/internal/authorize"
+	"github.com/gatehouse-id/gatehouse/services/authn/internal/endsession"
+	"github.com/gatehouse-id/gatehouse/services/authn/internal/login"
+	"github.com/gatehouse-id/gatehouse/services/authn/internal/session"
 	"github.com/gatehouse-id/gatehouse/services/authn/migrations"
 )
+
+// Directory is what authn needs of the directory's internal API.
+type Directory interface {
+	GetClient(context.Context, *connect.Request[directoryv1.GetClientRequest]) (*connect.Response[directoryv1.GetClientResponse], error)
+	GetOrg(context.Context, *connect.Request[directoryv1.GetOrgRequest]) (*connect.Response[directoryv1.GetOrgResponse], error)
+	GetUser(context.Context, *connect.Request[directoryv1.GetUserRequest]) (*connect.Response[directoryv1.GetUserResponse], error)
+	VerifyPassword(context.Context, *connect.Request[directoryv1.VerifyPasswordRequest]) (*connect.Response[directoryv1.VerifyPasswordResponse], error)
+	ChangePassword(context.Context, *connect.Request[directoryv1.ChangePasswordRequest]) (*connect.Response[directoryv1.ChangePasswordResponse], error)
+	RegisterUser(context.Context, *connect.Request[directoryv1.RegisterUserRequest]) (*connect.Response[directoryv1.RegisterUserResponse], error)
+}
+
+// Deps are the authn service's dependencies on other services. A nil
+// field is reached over the network at the configured URL.
+type Deps struct {
+	Directory Directory
+	Tokens    Tokens
+}
+
+// RequestTTL is how long a pending authorization request waits for the
+// user to sign in.
+const RequestTTL = 30 * time.Minute
 
 // Service is the authn service.
 type Service struct {
 	db     *db.DB
 	public *http.ServeMux
+	stop   context.CancelFunc
+	done   chan struct{}
 }
 
 // New opens the service's storage (migrating it) and builds its handlers.
-func New(ctx context.Context, env process.Env) (*Service, error) {
+func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error) {
+	cfg := env.Config
+	if deps.Directory == nil || deps.Tokens == nil {
+		opts, err := rpc.InternalClientOptions(cfg.InternalToken)
+		if err != nil {
+			return nil, err
+		}
+		if deps.Directory == nil {
+			if cfg.DirectoryURL == nil {
+				return nil, errors.New("authn needs the directory service: set GATEHOUSE_DIRECTORY_URL")
+			}
+			deps.Directory = directoryv1connect.NewDirectoryServiceClient(rpc.NewHTTPClient(), cfg.DirectoryURL.String(), opts...)
+		}
+		if deps.Tokens == nil {
+			if cfg.TokensURL == nil {
+				return nil, errors.New("authn needs the tokens service: set GATEHOUSE_TOKENS_URL")
+			}
+			deps.Tokens = tokensv1connect.NewTokenServiceClient(rpc.NewHTTPClient(), cfg.TokensURL.String(), opts...)
+		}
+	}
 	store, err := db.Open(ctx, db.Options{
-		URL:        env.Config.DatabaseURL,
-		DataDir:    env.Config.DataDir,
+		URL:        cfg.DatabaseURL,
+		DataDir:    cfg.DataDir,
 		Service:    "authn",
 		Migrations: migrations.FS,
 		Logger:     env.Logger,
@@ -32,7 +87,76 @@ func New(ctx context.Context, env process.Env) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("authn storage: %w", err)
 	}
-	return &Service{db: store, public: http.NewServeMux()}, nil
+	s := &Service{db: store}
+	defer func() {
+		if err != nil {
+			_ = s.Close()
+		}
+	}()
+	s.public, err = NewHandler(HandlerOptions{
+		DB: store, Directory: deps.Directory, Tokens: deps.Tokens,
+		SecureCookies: cfg.Issuer.Scheme == "https", Now: time.Now, Logger: env.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s.stop, s.done = stop, make(chan struct{})
+	go func() {
+		defer close(s.done)
+		pruneLoop(bg, &session.Store{DB: store})
+	}()
+	return s, nil
+}
+
+// HandlerOptions are what NewHandler wires.
+type HandlerOptions struct {
+	DB            *db.DB
+	Directory     Directory
+	Tokens        Tokens
+	SecureCookies bool
+	Now           func() time.Time
+	Logger        *slog.Logger
+}
+
+// NewHandler builds authn's public routes on an open, migrated database
+// (the service uses it; tests use it with fakes of the other services).
+func NewHandler(o HandlerOptions) (*http.ServeMux, error) {
+	store := &session.Store{DB: o.DB}
+	browsers := &session.Browsers{Store: store, Secure: o.SecureCookies, Now: o.Now}
+	tokens := tokensAdapter{c: o.Tokens}
+	log := o.Logger
+	flow := &authorize.Flow{
+		Validator: &authorize.Validator{Directory: o.Directory, Tokens: tokens},
+		Directory: o.Directory, Tokens: tokens, Store: store, Browsers: browsers,
+		RequestTTL: RequestTTL, Now: o.Now, Logger: log,
+	}
+	pages, err := login.New(login.Pages{Flow: flow, Directory: o.Directory, Store: store, Browsers: browsers, Now: o.Now, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	flow.ErrorPage = pages.ErrorPage
+	mux := http.NewServeMux()
+	mux.Handle(authorize.Path, flow)
+	pages.Register(mux)
+	mux.Handle(endsession.Path, &endsession.Handler{
+		Directory: o.Directory, Tokens: tokens, Store: store, Browsers: browsers,
+		ErrorPage: pages.ErrorPage, LoggedOut: pages.LoggedOut, Logger: log,
+	})
+	return mux, nil
+}
+
+func pruneLoop(ctx context.Context, st *session.Store) {
+	t := time.NewTicker(10 * time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			_ = st.Prune(ctx, now)
+		}
+	}
 }
 
 // PublicHandler serves the authn service's public routes (see DESIGN.md).
@@ -46,7 +170,13 @@ func (s *Service) Checks() map[string]server.Check {
 	return map[string]server.Check{"authn_db": s.db.Ping}
 }
 
-// Close releases the database.
-func (s *Service) Close() error { return s.db.Close() }
+// Close stops background work and releases the database.
+func (s *Service) Close() error {
+	if s.stop != nil {
+		s.stop()
+		<-s.done
+	}
+	return s.db.Close()
+}
 
 var _ process.Component = (*Service)(nil)

@@ -76,6 +76,7 @@ func New(ctx context.Context, env process.Env) (e *Edge, err error) {
 	// need each other, so directory gets a reference bound once tokens exists.
 	tokensRef := &lateTokens{}
 	var dirRef directoryv1connect.DirectoryServiceHandler // set before tokens is built
+	var tokensHandler tokensv1connect.TokenServiceHandler // set before authn is built
 	var deps directorysvc.Deps
 	if cfg.TokensURL == nil {
 		deps.Tokens = tokensRef
@@ -98,11 +99,21 @@ func New(ctx context.Context, env process.Env) (e *Edge, err error) {
 			}
 			t, err := tokenssvc.New(ctx, env, tdeps)
 			if err == nil {
-				tokensRef.bind(t.TokenService())
+				tokensHandler = t.TokenService()
+				tokensRef.bind(tokensHandler)
 			}
 			return t, err
 		}},
-		{routes.Authn, func() (embedded, error) { return authnsvc.New(ctx, env) }},
+		{routes.Authn, func() (embedded, error) {
+			var adeps authnsvc.Deps
+			if cfg.DirectoryURL == nil {
+				adeps.Directory = dirRef
+			}
+			if cfg.TokensURL == nil {
+				adeps.Tokens = tokensHandler // built before authn
+			}
+			return authnsvc.New(ctx, env, adeps)
+		}},
 	}
 	handlers := map[routes.Service]http.Handler{}
 	for _, c := range constructors {

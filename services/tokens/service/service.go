@@ -30,6 +30,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/introspection"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/jwks"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/keys"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/lifecycle"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/revocation"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/revoke"
@@ -127,12 +128,20 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 		Hasher:     hasher,
 		Assertions: verifier,
 	}
+	life := &lifecycle.Lifecycle{Issuer: issuer, Store: records, Minter: minter, Hasher: hasher, Revoked: s.revoked,
+		Keys: s.keys, Dir: deps.Directory, Clients: auth.Cache, CodeTTL: t.AuthCodeLifetime, RefreshIdle: t.RefreshIdleLifetime,
+		RefreshAbs: t.RefreshAbsLifetime, ReuseGrace: t.RefreshReuseGrace, Now: time.Now, Logger: env.Logger}
 
 	s.public.Handle(jwks.Path, jwks.NewHandler(s.keys, s.keys.KeySetMaxAge(), env.Logger))
 	s.public.Handle(discovery.Path, discovery.NewHandler(issuer, s.keys.DefaultAlgorithm(), s.keys, env.Logger))
-	s.public.Handle("/oauth/v2/token", grants.New(grants.Deps{Auth: auth, Minter: minter, Dir: deps.Directory, Assertions: verifier}, env.Logger))
+	s.public.Handle("/oauth/v2/token", grants.New(grants.Deps{Auth: auth, Minter: minter, Dir: deps.Directory, Assertions: verifier, Lifecycle: life}, env.Logger))
 	s.public.Handle(introspection.Path, introspection.NewEndpoint(validator, auth, deps.Directory, env.Logger))
 	s.public.Handle(userinfo.Path, userinfo.New(validator, deps.Directory, env.Logger))
+	rv, err := revoke.New(auth, validator, s.revoked, life, env.Logger)
+	if err != nil {
+		return nil, err
+	}
+	s.public.Handle(revoke.Path, rv)
 	otel, err := telemetry.ConnectInterceptor()
 	if err != nil {
 		return nil, err
@@ -145,7 +154,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 		s.public.Handle(p, ah)
 	}
 
-	s.internal = &internalAPI{validator: validator}
+	s.internal = &internalAPI{validator: validator, life: life}
 	iopts, err := rpc.InternalHandlerOptions(cfg.InternalToken)
 	if err != nil {
 		return nil, err
@@ -163,11 +172,11 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 		defer close(s.done)
 		s.revoked.Run(bg)
 	}()
-	go pruneLoop(bg, records)
+	go pruneLoop(bg, records, life)
 	return s, nil
 }
 
-func pruneLoop(ctx context.Context, st *store.Store) {
+func pruneLoop(ctx context.Context, st *store.Store, life *lifecycle.Lifecycle) {
 	t := time.NewTicker(10 * time.Minute)
 	defer t.Stop()
 	for {
@@ -176,6 +185,7 @@ func pruneLoop(ctx context.Context, st *store.Store) {
 			return
 		case now := <-t.C:
 			_ = st.Prune(ctx, now)
+			_ = life.Prune(ctx)
 		}
 	}
 }

@@ -13,6 +13,6 @@ import (
 
 func main() {
 	os.Exit(process.Main(config.RoleAuthn, func(ctx context.Context, env process.Env) (process.Component, error) {
-		return service.New(ctx, env)
+		return service.New(ctx, env, service.Deps{})
 	}))
 }

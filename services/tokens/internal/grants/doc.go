@@ -3,6 +3,10 @@
 // authenticates the client with the methods the grant allows, and hands the
 // typed request to the grant named by grant_type — one file per grant.
 // Errors are RFC 6749 §5.2 JSON; every response is Cache-Control: no-store.
-// It depends on clients (authentication), mint (tokens), scope, and the
-// directory's internal API.
+// The authorization_code and refresh_token grants (authcode.go,
+// refresh.go) check the request and the client, then hand over to
+// lifecycle, which owns codes, refresh token families and their
+// revocation.
+// It depends on clients (authentication), mint (tokens), scope, lifecycle,
+// and the directory's internal API.
 package grants

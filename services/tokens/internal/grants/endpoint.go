@@ -13,6 +13,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/assertion"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/clients"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/form"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/lifecycle"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
 )
 
@@ -58,11 +59,15 @@ type Deps struct {
 	Minter     *mint.Minter
 	Dir        Directory
 	Assertions *assertion.Verifier
+	// Lifecycle serves the authorization_code and refresh_token grants.
+	Lifecycle *lifecycle.Lifecycle
 }
 
 // New returns the endpoint with every implemented grant.
 func New(d Deps, logger *slog.Logger) *Endpoint {
 	return &Endpoint{Logger: logger, grants: map[string]Grant{
+		TypeAuthorizationCode: &authorizationCode{d},
+		TypeRefreshToken:      &refreshToken{d},
 		TypeClientCredentials: &clientCredentials{d},
 		TypeJWTBearer:         &jwtBearer{d},
 	}}

@@ -178,6 +178,604 @@ func (x *IntrospectResponse) GetOrgId() string {
 	return ""
 }
 
+// CreateAuthorizationCodeRequest is a completed authorization request.
+type CreateAuthorizationCodeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The client the code is issued to.
+	ClientId string `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// The authorization request's redirect_uri (one the client registered);
+	// the token request must send exactly this value.
+	RedirectUri string `protobuf:"bytes,2,opt,name=redirect_uri,json=redirectUri,proto3" json:"redirect_uri,omitempty"`
+	// The authenticated user (the subject).
+	UserId string `protobuf:"bytes,3,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// The user's organization.
+	OrgId string `protobuf:"bytes,4,opt,name=org_id,json=orgId,proto3" json:"org_id,omitempty"`
+	// The granted scopes; must include openid.
+	Scopes []string `protobuf:"bytes,5,rep,name=scopes,proto3" json:"scopes,omitempty"`
+	// The authorization request's nonce, echoed in the ID token; may be empty.
+	Nonce string `protobuf:"bytes,6,opt,name=nonce,proto3" json:"nonce,omitempty"`
+	// PKCE code_challenge (RFC 7636), method S256 only: BASE64URL(SHA-256(
+	// code_verifier)), 43 characters. Required for clients without a secret
+	// (auth method none); when set, the exchange always requires the verifier.
+	CodeChallenge string `protobuf:"bytes,7,opt,name=code_challenge,json=codeChallenge,proto3" json:"code_challenge,omitempty"`
+	// The browser session the login belongs to (the ID token's sid; logout
+	// revokes what the code issues).
+	SessionId string `protobuf:"bytes,8,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// When the user last authenticated actively (the ID token's auth_time).
+	AuthTime *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=auth_time,json=authTime,proto3" json:"auth_time,omitempty"`
+	// Authentication methods used (the ID token's amr), e.g. ["pwd"].
+	Amr           []string `protobuf:"bytes,10,rep,name=amr,proto3" json:"amr,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateAuthorizationCodeRequest) Reset() {
+	*x = CreateAuthorizationCodeRequest{}
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateAuthorizationCodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateAuthorizationCodeRequest) ProtoMessage() {}
+
+func (x *CreateAuthorizationCodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateAuthorizationCodeRequest.ProtoReflect.Descriptor instead.
+func (*CreateAuthorizationCodeRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *CreateAuthorizationCodeRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *CreateAuthorizationCodeRequest) GetRedirectUri() string {
+	if x != nil {
+		return x.RedirectUri
+	}
+	return ""
+}
+
+func (x *CreateAuthorizationCodeRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *CreateAuthorizationCodeRequest) GetOrgId() string {
+	if x != nil {
+		return x.OrgId
+	}
+	return ""
+}
+
+func (x *CreateAuthorizationCodeRequest) GetScopes() []string {
+	if x != nil {
+		return x.Scopes
+	}
+	return nil
+}
+
+func (x *CreateAuthorizationCodeRequest) GetNonce() string {
+	if x != nil {
+		return x.Nonce
+	}
+	return ""
+}
+
+func (x *CreateAuthorizationCodeRequest) GetCodeChallenge() string {
+	if x != nil {
+		return x.CodeChallenge
+	}
+	return ""
+}
+
+func (x *CreateAuthorizationCodeRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *CreateAuthorizationCodeRequest) GetAuthTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AuthTime
+	}
+	return nil
+}
+
+func (x *CreateAuthorizationCodeRequest) GetAmr() []string {
+	if x != nil {
+		return x.Amr
+	}
+	return nil
+}
+
+// CreateAuthorizationCodeResponse carries the code.
+type CreateAuthorizationCodeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The authorization code, to be sent to the redirect_uri.
+	Code          string `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateAuthorizationCodeResponse) Reset() {
+	*x = CreateAuthorizationCodeResponse{}
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateAuthorizationCodeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateAuthorizationCodeResponse) ProtoMessage() {}
+
+func (x *CreateAuthorizationCodeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateAuthorizationCodeResponse.ProtoReflect.Descriptor instead.
+func (*CreateAuthorizationCodeResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *CreateAuthorizationCodeResponse) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+// CreateImplicitTokensRequest is a completed implicit-flow authorization
+// request.
+type CreateImplicitTokensRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The client the tokens are issued to.
+	ClientId string `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// The authenticated user (the subject).
+	UserId string `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// The user's organization.
+	OrgId string `protobuf:"bytes,3,opt,name=org_id,json=orgId,proto3" json:"org_id,omitempty"`
+	// The granted scopes; must include openid.
+	Scopes []string `protobuf:"bytes,4,rep,name=scopes,proto3" json:"scopes,omitempty"`
+	// The authorization request's nonce (required in the implicit flow).
+	Nonce string `protobuf:"bytes,5,opt,name=nonce,proto3" json:"nonce,omitempty"`
+	// The browser session the login belongs to (sid).
+	SessionId string `protobuf:"bytes,6,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// When the user last authenticated actively (auth_time).
+	AuthTime *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=auth_time,json=authTime,proto3" json:"auth_time,omitempty"`
+	// Authentication methods used (amr).
+	Amr []string `protobuf:"bytes,8,rep,name=amr,proto3" json:"amr,omitempty"`
+	// "id_token" or "id_token token".
+	ResponseType  string `protobuf:"bytes,9,opt,name=response_type,json=responseType,proto3" json:"response_type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateImplicitTokensRequest) Reset() {
+	*x = CreateImplicitTokensRequest{}
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateImplicitTokensRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateImplicitTokensRequest) ProtoMessage() {}
+
+func (x *CreateImplicitTokensRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateImplicitTokensRequest.ProtoReflect.Descriptor instead.
+func (*CreateImplicitTokensRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *CreateImplicitTokensRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *CreateImplicitTokensRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *CreateImplicitTokensRequest) GetOrgId() string {
+	if x != nil {
+		return x.OrgId
+	}
+	return ""
+}
+
+func (x *CreateImplicitTokensRequest) GetScopes() []string {
+	if x != nil {
+		return x.Scopes
+	}
+	return nil
+}
+
+func (x *CreateImplicitTokensRequest) GetNonce() string {
+	if x != nil {
+		return x.Nonce
+	}
+	return ""
+}
+
+func (x *CreateImplicitTokensRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *CreateImplicitTokensRequest) GetAuthTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AuthTime
+	}
+	return nil
+}
+
+func (x *CreateImplicitTokensRequest) GetAmr() []string {
+	if x != nil {
+		return x.Amr
+	}
+	return nil
+}
+
+func (x *CreateImplicitTokensRequest) GetResponseType() string {
+	if x != nil {
+		return x.ResponseType
+	}
+	return ""
+}
+
+// CreateImplicitTokensResponse carries the tokens for the redirect fragment.
+type CreateImplicitTokensResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The ID token.
+	IdToken string `protobuf:"bytes,1,opt,name=id_token,json=idToken,proto3" json:"id_token,omitempty"`
+	// The access token; empty for response_type "id_token".
+	AccessToken string `protobuf:"bytes,2,opt,name=access_token,json=accessToken,proto3" json:"access_token,omitempty"`
+	// Seconds until the access token expires; 0 without an access token.
+	ExpiresIn int64 `protobuf:"varint,3,opt,name=expires_in,json=expiresIn,proto3" json:"expires_in,omitempty"`
+	// Always "Bearer".
+	TokenType string `protobuf:"bytes,4,opt,name=token_type,json=tokenType,proto3" json:"token_type,omitempty"`
+	// The granted scopes, space-delimited.
+	Scope         string `protobuf:"bytes,5,opt,name=scope,proto3" json:"scope,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateImplicitTokensResponse) Reset() {
+	*x = CreateImplicitTokensResponse{}
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateImplicitTokensResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateImplicitTokensResponse) ProtoMessage() {}
+
+func (x *CreateImplicitTokensResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateImplicitTokensResponse.ProtoReflect.Descriptor instead.
+func (*CreateImplicitTokensResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *CreateImplicitTokensResponse) GetIdToken() string {
+	if x != nil {
+		return x.IdToken
+	}
+	return ""
+}
+
+func (x *CreateImplicitTokensResponse) GetAccessToken() string {
+	if x != nil {
+		return x.AccessToken
+	}
+	return ""
+}
+
+func (x *CreateImplicitTokensResponse) GetExpiresIn() int64 {
+	if x != nil {
+		return x.ExpiresIn
+	}
+	return 0
+}
+
+func (x *CreateImplicitTokensResponse) GetTokenType() string {
+	if x != nil {
+		return x.TokenType
+	}
+	return ""
+}
+
+func (x *CreateImplicitTokensResponse) GetScope() string {
+	if x != nil {
+		return x.Scope
+	}
+	return ""
+}
+
+// VerifyIDTokenHintRequest carries an id_token_hint.
+type VerifyIDTokenHintRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The ID token.
+	IdToken string `protobuf:"bytes,1,opt,name=id_token,json=idToken,proto3" json:"id_token,omitempty"`
+	// Accept an expired token (end_session accepts one; authorize does not).
+	AllowExpired  bool `protobuf:"varint,2,opt,name=allow_expired,json=allowExpired,proto3" json:"allow_expired,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerifyIDTokenHintRequest) Reset() {
+	*x = VerifyIDTokenHintRequest{}
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerifyIDTokenHintRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerifyIDTokenHintRequest) ProtoMessage() {}
+
+func (x *VerifyIDTokenHintRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerifyIDTokenHintRequest.ProtoReflect.Descriptor instead.
+func (*VerifyIDTokenHintRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *VerifyIDTokenHintRequest) GetIdToken() string {
+	if x != nil {
+		return x.IdToken
+	}
+	return ""
+}
+
+func (x *VerifyIDTokenHintRequest) GetAllowExpired() bool {
+	if x != nil {
+		return x.AllowExpired
+	}
+	return false
+}
+
+// VerifyIDTokenHintResponse is what the hint says.
+type VerifyIDTokenHintResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The user (sub).
+	Subject string `protobuf:"bytes,1,opt,name=subject,proto3" json:"subject,omitempty"`
+	// The client it was issued to (azp).
+	ClientId string `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// The browser session (sid); empty when the token has none.
+	SessionId string `protobuf:"bytes,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// When the user authenticated (auth_time); unset when absent.
+	AuthTime *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=auth_time,json=authTime,proto3" json:"auth_time,omitempty"`
+	// The token's expiry (exp).
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerifyIDTokenHintResponse) Reset() {
+	*x = VerifyIDTokenHintResponse{}
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerifyIDTokenHintResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerifyIDTokenHintResponse) ProtoMessage() {}
+
+func (x *VerifyIDTokenHintResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerifyIDTokenHintResponse.ProtoReflect.Descriptor instead.
+func (*VerifyIDTokenHintResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *VerifyIDTokenHintResponse) GetSubject() string {
+	if x != nil {
+		return x.Subject
+	}
+	return ""
+}
+
+func (x *VerifyIDTokenHintResponse) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *VerifyIDTokenHintResponse) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *VerifyIDTokenHintResponse) GetAuthTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AuthTime
+	}
+	return nil
+}
+
+func (x *VerifyIDTokenHintResponse) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+// RevokeSessionRequest names a browser session.
+type RevokeSessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session id given to CreateAuthorizationCode / CreateImplicitTokens.
+	SessionId     string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeSessionRequest) Reset() {
+	*x = RevokeSessionRequest{}
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeSessionRequest) ProtoMessage() {}
+
+func (x *RevokeSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeSessionRequest.ProtoReflect.Descriptor instead.
+func (*RevokeSessionRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *RevokeSessionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+// RevokeSessionResponse is empty.
+type RevokeSessionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeSessionResponse) Reset() {
+	*x = RevokeSessionResponse{}
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeSessionResponse) ProtoMessage() {}
+
+func (x *RevokeSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeSessionResponse.ProtoReflect.Descriptor instead.
+func (*RevokeSessionResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{9}
+}
+
 var File_gatehouse_tokens_v1_tokens_proto protoreflect.FileDescriptor
 
 const file_gatehouse_tokens_v1_tokens_proto_rawDesc = "" +
@@ -194,10 +792,63 @@ const file_gatehouse_tokens_v1_tokens_proto_rawDesc = "" +
 	"\baudience\x18\x05 \x03(\tR\baudience\x129\n" +
 	"\n" +
 	"expires_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x15\n" +
-	"\x06org_id\x18\a \x01(\tR\x05orgId2m\n" +
+	"\x06org_id\x18\a \x01(\tR\x05orgId\"\xcf\x02\n" +
+	"\x1eCreateAuthorizationCodeRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12!\n" +
+	"\fredirect_uri\x18\x02 \x01(\tR\vredirectUri\x12\x17\n" +
+	"\auser_id\x18\x03 \x01(\tR\x06userId\x12\x15\n" +
+	"\x06org_id\x18\x04 \x01(\tR\x05orgId\x12\x16\n" +
+	"\x06scopes\x18\x05 \x03(\tR\x06scopes\x12\x14\n" +
+	"\x05nonce\x18\x06 \x01(\tR\x05nonce\x12%\n" +
+	"\x0ecode_challenge\x18\a \x01(\tR\rcodeChallenge\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\b \x01(\tR\tsessionId\x127\n" +
+	"\tauth_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\bauthTime\x12\x10\n" +
+	"\x03amr\x18\n" +
+	" \x03(\tR\x03amr\"5\n" +
+	"\x1fCreateAuthorizationCodeResponse\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\tR\x04code\"\xa7\x02\n" +
+	"\x1bCreateImplicitTokensRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x17\n" +
+	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x15\n" +
+	"\x06org_id\x18\x03 \x01(\tR\x05orgId\x12\x16\n" +
+	"\x06scopes\x18\x04 \x03(\tR\x06scopes\x12\x14\n" +
+	"\x05nonce\x18\x05 \x01(\tR\x05nonce\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x06 \x01(\tR\tsessionId\x127\n" +
+	"\tauth_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\bauthTime\x12\x10\n" +
+	"\x03amr\x18\b \x03(\tR\x03amr\x12#\n" +
+	"\rresponse_type\x18\t \x01(\tR\fresponseType\"\xb0\x01\n" +
+	"\x1cCreateImplicitTokensResponse\x12\x19\n" +
+	"\bid_token\x18\x01 \x01(\tR\aidToken\x12!\n" +
+	"\faccess_token\x18\x02 \x01(\tR\vaccessToken\x12\x1d\n" +
+	"\n" +
+	"expires_in\x18\x03 \x01(\x03R\texpiresIn\x12\x1d\n" +
+	"\n" +
+	"token_type\x18\x04 \x01(\tR\ttokenType\x12\x14\n" +
+	"\x05scope\x18\x05 \x01(\tR\x05scope\"Z\n" +
+	"\x18VerifyIDTokenHintRequest\x12\x19\n" +
+	"\bid_token\x18\x01 \x01(\tR\aidToken\x12#\n" +
+	"\rallow_expired\x18\x02 \x01(\bR\fallowExpired\"\xe5\x01\n" +
+	"\x19VerifyIDTokenHintResponse\x12\x18\n" +
+	"\asubject\x18\x01 \x01(\tR\asubject\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\tR\bclientId\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x03 \x01(\tR\tsessionId\x127\n" +
+	"\tauth_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\bauthTime\x129\n" +
+	"\n" +
+	"expires_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"5\n" +
+	"\x14RevokeSessionRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"\x17\n" +
+	"\x15RevokeSessionResponse2\xcd\x04\n" +
 	"\fTokenService\x12]\n" +
 	"\n" +
-	"Introspect\x12&.gatehouse.tokens.v1.IntrospectRequest\x1a'.gatehouse.tokens.v1.IntrospectResponseB\xdc\x01\n" +
+	"Introspect\x12&.gatehouse.tokens.v1.IntrospectRequest\x1a'.gatehouse.tokens.v1.IntrospectResponse\x12\x84\x01\n" +
+	"\x17CreateAuthorizationCode\x123.gatehouse.tokens.v1.CreateAuthorizationCodeRequest\x1a4.gatehouse.tokens.v1.CreateAuthorizationCodeResponse\x12{\n" +
+	"\x14CreateImplicitTokens\x120.gatehouse.tokens.v1.CreateImplicitTokensRequest\x1a1.gatehouse.tokens.v1.CreateImplicitTokensResponse\x12r\n" +
+	"\x11VerifyIDTokenHint\x12-.gatehouse.tokens.v1.VerifyIDTokenHintRequest\x1a..gatehouse.tokens.v1.VerifyIDTokenHintResponse\x12f\n" +
+	"\rRevokeSession\x12).gatehouse.tokens.v1.RevokeSessionRequest\x1a*.gatehouse.tokens.v1.RevokeSessionResponseB\xdc\x01\n" +
 	"\x17com.gatehouse.tokens.v1B\vTokensProtoP\x01ZFgithub.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1;tokensv1\xa2\x02\x03GTX\xaa\x02\x13Gatehouse.Tokens.V1\xca\x02\x13Gatehouse\\Tokens\\V1\xe2\x02\x1fGatehouse\\Tokens\\V1\\GPBMetadata\xea\x02\x15Gatehouse::Tokens::V1b\x06proto3"
 
 var (
@@ -212,21 +863,41 @@ func file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP() []byte {
 	return file_gatehouse_tokens_v1_tokens_proto_rawDescData
 }
 
-var file_gatehouse_tokens_v1_tokens_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_gatehouse_tokens_v1_tokens_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_gatehouse_tokens_v1_tokens_proto_goTypes = []any{
-	(*IntrospectRequest)(nil),     // 0: gatehouse.tokens.v1.IntrospectRequest
-	(*IntrospectResponse)(nil),    // 1: gatehouse.tokens.v1.IntrospectResponse
-	(*timestamppb.Timestamp)(nil), // 2: google.protobuf.Timestamp
+	(*IntrospectRequest)(nil),               // 0: gatehouse.tokens.v1.IntrospectRequest
+	(*IntrospectResponse)(nil),              // 1: gatehouse.tokens.v1.IntrospectResponse
+	(*CreateAuthorizationCodeRequest)(nil),  // 2: gatehouse.tokens.v1.CreateAuthorizationCodeRequest
+	(*CreateAuthorizationCodeResponse)(nil), // 3: gatehouse.tokens.v1.CreateAuthorizationCodeResponse
+	(*CreateImplicitTokensRequest)(nil),     // 4: gatehouse.tokens.v1.CreateImplicitTokensRequest
+	(*CreateImplicitTokensResponse)(nil),    // 5: gatehouse.tokens.v1.CreateImplicitTokensResponse
+	(*VerifyIDTokenHintRequest)(nil),        // 6: gatehouse.tokens.v1.VerifyIDTokenHintRequest
+	(*VerifyIDTokenHintResponse)(nil),       // 7: gatehouse.tokens.v1.VerifyIDTokenHintResponse
+	(*RevokeSessionRequest)(nil),            // 8: gatehouse.tokens.v1.RevokeSessionRequest
+	(*RevokeSessionResponse)(nil),           // 9: gatehouse.tokens.v1.RevokeSessionResponse
+	(*timestamppb.Timestamp)(nil),           // 10: google.protobuf.Timestamp
 }
 var file_gatehouse_tokens_v1_tokens_proto_depIdxs = []int32{
-	2, // 0: gatehouse.tokens.v1.IntrospectResponse.expires_at:type_name -> google.protobuf.Timestamp
-	0, // 1: gatehouse.tokens.v1.TokenService.Introspect:input_type -> gatehouse.tokens.v1.IntrospectRequest
-	1, // 2: gatehouse.tokens.v1.TokenService.Introspect:output_type -> gatehouse.tokens.v1.IntrospectResponse
-	2, // [2:3] is the sub-list for method output_type
-	1, // [1:2] is the sub-list for method input_type
-	1, // [1:1] is the sub-list for extension type_name
-	1, // [1:1] is the sub-list for extension extendee
-	0, // [0:1] is the sub-list for field type_name
+	10, // 0: gatehouse.tokens.v1.IntrospectResponse.expires_at:type_name -> google.protobuf.Timestamp
+	10, // 1: gatehouse.tokens.v1.CreateAuthorizationCodeRequest.auth_time:type_name -> google.protobuf.Timestamp
+	10, // 2: gatehouse.tokens.v1.CreateImplicitTokensRequest.auth_time:type_name -> google.protobuf.Timestamp
+	10, // 3: gatehouse.tokens.v1.VerifyIDTokenHintResponse.auth_time:type_name -> google.protobuf.Timestamp
+	10, // 4: gatehouse.tokens.v1.VerifyIDTokenHintResponse.expires_at:type_name -> google.protobuf.Timestamp
+	0,  // 5: gatehouse.tokens.v1.TokenService.Introspect:input_type -> gatehouse.tokens.v1.IntrospectRequest
+	2,  // 6: gatehouse.tokens.v1.TokenService.CreateAuthorizationCode:input_type -> gatehouse.tokens.v1.CreateAuthorizationCodeRequest
+	4,  // 7: gatehouse.tokens.v1.TokenService.CreateImplicitTokens:input_type -> gatehouse.tokens.v1.CreateImplicitTokensRequest
+	6,  // 8: gatehouse.tokens.v1.TokenService.VerifyIDTokenHint:input_type -> gatehouse.tokens.v1.VerifyIDTokenHintRequest
+	8,  // 9: gatehouse.tokens.v1.TokenService.RevokeSession:input_type -> gatehouse.tokens.v1.RevokeSessionRequest
+	1,  // 10: gatehouse.tokens.v1.TokenService.Introspect:output_type -> gatehouse.tokens.v1.IntrospectResponse
+	3,  // 11: gatehouse.tokens.v1.TokenService.CreateAuthorizationCode:output_type -> gatehouse.tokens.v1.CreateAuthorizationCodeResponse
+	5,  // 12: gatehouse.tokens.v1.TokenService.CreateImplicitTokens:output_type -> gatehouse.tokens.v1.CreateImplicitTokensResponse
+	7,  // 13: gatehouse.tokens.v1.TokenService.VerifyIDTokenHint:output_type -> gatehouse.tokens.v1.VerifyIDTokenHintResponse
+	9,  // 14: gatehouse.tokens.v1.TokenService.RevokeSession:output_type -> gatehouse.tokens.v1.RevokeSessionResponse
+	10, // [10:15] is the sub-list for method output_type
+	5,  // [5:10] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_tokens_v1_tokens_proto_init() }
@@ -240,7 +911,7 @@ func file_gatehouse_tokens_v1_tokens_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_tokens_v1_tokens_proto_rawDesc), len(file_gatehouse_tokens_v1_tokens_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   2,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

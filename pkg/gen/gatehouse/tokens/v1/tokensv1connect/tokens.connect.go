@@ -35,6 +35,18 @@ const (
 const (
 	// TokenServiceIntrospectProcedure is the fully-qualified name of the TokenService's Introspect RPC.
 	TokenServiceIntrospectProcedure = "/gatehouse.tokens.v1.TokenService/Introspect"
+	// TokenServiceCreateAuthorizationCodeProcedure is the fully-qualified name of the TokenService's
+	// CreateAuthorizationCode RPC.
+	TokenServiceCreateAuthorizationCodeProcedure = "/gatehouse.tokens.v1.TokenService/CreateAuthorizationCode"
+	// TokenServiceCreateImplicitTokensProcedure is the fully-qualified name of the TokenService's
+	// CreateImplicitTokens RPC.
+	TokenServiceCreateImplicitTokensProcedure = "/gatehouse.tokens.v1.TokenService/CreateImplicitTokens"
+	// TokenServiceVerifyIDTokenHintProcedure is the fully-qualified name of the TokenService's
+	// VerifyIDTokenHint RPC.
+	TokenServiceVerifyIDTokenHintProcedure = "/gatehouse.tokens.v1.TokenService/VerifyIDTokenHint"
+	// TokenServiceRevokeSessionProcedure is the fully-qualified name of the TokenService's
+	// RevokeSession RPC.
+	TokenServiceRevokeSessionProcedure = "/gatehouse.tokens.v1.TokenService/RevokeSession"
 )
 
 // TokenServiceClient is a client for the gatehouse.tokens.v1.TokenService service.
@@ -42,6 +54,37 @@ type TokenServiceClient interface {
 	// Introspects an access token for another service (directory uses it to
 	// authenticate management calls). Inactive tokens are not an error.
 	Introspect(context.Context, *connect.Request[v1.IntrospectRequest]) (*connect.Response[v1.IntrospectResponse], error)
+	// Creates an authorization code for a completed login (authn, response
+	// type "code"). The code is opaque (256 random bits), stored only as a
+	// keyed hash, single use, and lives GATEHOUSE_AUTH_CODE_LIFETIME (60 s by
+	// default). Errors: InvalidArgument for a malformed request (missing user,
+	// scopes without openid, a code_challenge that is not an S256 value, no
+	// code_challenge for a client without secret); NotFound for an unknown
+	// client; FailedPrecondition for an inactive client, one that is not an
+	// OIDC app or may not use the authorization_code grant, or a redirect_uri
+	// it has not registered.
+	CreateAuthorizationCode(context.Context, *connect.Request[v1.CreateAuthorizationCodeRequest]) (*connect.Response[v1.CreateAuthorizationCodeResponse], error)
+	// Issues the tokens of the implicit flow (authn, response type "id_token"
+	// or "id_token token"): an ID token, and with "id_token token" an access
+	// token (recorded with the session, so logout revokes it) whose at_hash
+	// the ID token carries. With "id_token" alone the user's claims for the
+	// granted scopes go into the ID token (OIDC Core 5.4). Errors as
+	// CreateAuthorizationCode, plus InvalidArgument for an empty nonce or
+	// another response_type, FailedPrecondition when the client may not use
+	// that response type, and NotFound when the user is gone.
+	CreateImplicitTokens(context.Context, *connect.Request[v1.CreateImplicitTokensRequest]) (*connect.Response[v1.CreateImplicitTokensResponse], error)
+	// Verifies an id_token_hint: a JWT signed by one of the published signing
+	// keys with this issuer. An expired token is accepted only when
+	// allow_expired is set (end_session); one signed by a key that has left
+	// the key set cannot be verified. Errors: InvalidArgument for anything
+	// that does not verify.
+	VerifyIDTokenHint(context.Context, *connect.Request[v1.VerifyIDTokenHintRequest]) (*connect.Response[v1.VerifyIDTokenHintResponse], error)
+	// Revokes every access and refresh token issued in a browser session
+	// (logout), and voids its authorization codes not yet exchanged. It is
+	// durable when it returns; revoking an unknown or already revoked session
+	// succeeds. Errors: InvalidArgument for an empty session_id, Unavailable
+	// when the revocation could not be recorded (retry).
+	RevokeSession(context.Context, *connect.Request[v1.RevokeSessionRequest]) (*connect.Response[v1.RevokeSessionResponse], error)
 }
 
 // NewTokenServiceClient constructs a client for the gatehouse.tokens.v1.TokenService service. By
@@ -61,12 +104,40 @@ func NewTokenServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(tokenServiceMethods.ByName("Introspect")),
 			connect.WithClientOptions(opts...),
 		),
+		createAuthorizationCode: connect.NewClient[v1.CreateAuthorizationCodeRequest, v1.CreateAuthorizationCodeResponse](
+			httpClient,
+			baseURL+TokenServiceCreateAuthorizationCodeProcedure,
+			connect.WithSchema(tokenServiceMethods.ByName("CreateAuthorizationCode")),
+			connect.WithClientOptions(opts...),
+		),
+		createImplicitTokens: connect.NewClient[v1.CreateImplicitTokensRequest, v1.CreateImplicitTokensResponse](
+			httpClient,
+			baseURL+TokenServiceCreateImplicitTokensProcedure,
+			connect.WithSchema(tokenServiceMethods.ByName("CreateImplicitTokens")),
+			connect.WithClientOptions(opts...),
+		),
+		verifyIDTokenHint: connect.NewClient[v1.VerifyIDTokenHintRequest, v1.VerifyIDTokenHintResponse](
+			httpClient,
+			baseURL+TokenServiceVerifyIDTokenHintProcedure,
+			connect.WithSchema(tokenServiceMethods.ByName("VerifyIDTokenHint")),
+			connect.WithClientOptions(opts...),
+		),
+		revokeSession: connect.NewClient[v1.RevokeSessionRequest, v1.RevokeSessionResponse](
+			httpClient,
+			baseURL+TokenServiceRevokeSessionProcedure,
+			connect.WithSchema(tokenServiceMethods.ByName("RevokeSession")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // tokenServiceClient implements TokenServiceClient.
 type tokenServiceClient struct {
-	introspect *connect.Client[v1.IntrospectRequest, v1.IntrospectResponse]
+	introspect              *connect.Client[v1.IntrospectRequest, v1.IntrospectResponse]
+	createAuthorizationCode *connect.Client[v1.CreateAuthorizationCodeRequest, v1.CreateAuthorizationCodeResponse]
+	createImplicitTokens    *connect.Client[v1.CreateImplicitTokensRequest, v1.CreateImplicitTokensResponse]
+	verifyIDTokenHint       *connect.Client[v1.VerifyIDTokenHintRequest, v1.VerifyIDTokenHintResponse]
+	revokeSession           *connect.Client[v1.RevokeSessionRequest, v1.RevokeSessionResponse]
 }
 
 // Introspect calls gatehouse.tokens.v1.TokenService.Introspect.
@@ -74,11 +145,62 @@ func (c *tokenServiceClient) Introspect(ctx context.Context, req *connect.Reques
 	return c.introspect.CallUnary(ctx, req)
 }
 
+// CreateAuthorizationCode calls gatehouse.tokens.v1.TokenService.CreateAuthorizationCode.
+func (c *tokenServiceClient) CreateAuthorizationCode(ctx context.Context, req *connect.Request[v1.CreateAuthorizationCodeRequest]) (*connect.Response[v1.CreateAuthorizationCodeResponse], error) {
+	return c.createAuthorizationCode.CallUnary(ctx, req)
+}
+
+// CreateImplicitTokens calls gatehouse.tokens.v1.TokenService.CreateImplicitTokens.
+func (c *tokenServiceClient) CreateImplicitTokens(ctx context.Context, req *connect.Request[v1.CreateImplicitTokensRequest]) (*connect.Response[v1.CreateImplicitTokensResponse], error) {
+	return c.createImplicitTokens.CallUnary(ctx, req)
+}
+
+// VerifyIDTokenHint calls gatehouse.tokens.v1.TokenService.VerifyIDTokenHint.
+func (c *tokenServiceClient) VerifyIDTokenHint(ctx context.Context, req *connect.Request[v1.VerifyIDTokenHintRequest]) (*connect.Response[v1.VerifyIDTokenHintResponse], error) {
+	return c.verifyIDTokenHint.CallUnary(ctx, req)
+}
+
+// RevokeSession calls gatehouse.tokens.v1.TokenService.RevokeSession.
+func (c *tokenServiceClient) RevokeSession(ctx context.Context, req *connect.Request[v1.RevokeSessionRequest]) (*connect.Response[v1.RevokeSessionResponse], error) {
+	return c.revokeSession.CallUnary(ctx, req)
+}
+
 // TokenServiceHandler is an implementation of the gatehouse.tokens.v1.TokenService service.
 type TokenServiceHandler interface {
 	// Introspects an access token for another service (directory uses it to
 	// authenticate management calls). Inactive tokens are not an error.
 	Introspect(context.Context, *connect.Request[v1.IntrospectRequest]) (*connect.Response[v1.IntrospectResponse], error)
+	// Creates an authorization code for a completed login (authn, response
+	// type "code"). The code is opaque (256 random bits), stored only as a
+	// keyed hash, single use, and lives GATEHOUSE_AUTH_CODE_LIFETIME (60 s by
+	// default). Errors: InvalidArgument for a malformed request (missing user,
+	// scopes without openid, a code_challenge that is not an S256 value, no
+	// code_challenge for a client without secret); NotFound for an unknown
+	// client; FailedPrecondition for an inactive client, one that is not an
+	// OIDC app or may not use the authorization_code grant, or a redirect_uri
+	// it has not registered.
+	CreateAuthorizationCode(context.Context, *connect.Request[v1.CreateAuthorizationCodeRequest]) (*connect.Response[v1.CreateAuthorizationCodeResponse], error)
+	// Issues the tokens of the implicit flow (authn, response type "id_token"
+	// or "id_token token"): an ID token, and with "id_token token" an access
+	// token (recorded with the session, so logout revokes it) whose at_hash
+	// the ID token carries. With "id_token" alone the user's claims for the
+	// granted scopes go into the ID token (OIDC Core 5.4). Errors as
+	// CreateAuthorizationCode, plus InvalidArgument for an empty nonce or
+	// another response_type, FailedPrecondition when the client may not use
+	// that response type, and NotFound when the user is gone.
+	CreateImplicitTokens(context.Context, *connect.Request[v1.CreateImplicitTokensRequest]) (*connect.Response[v1.CreateImplicitTokensResponse], error)
+	// Verifies an id_token_hint: a JWT signed by one of the published signing
+	// keys with this issuer. An expired token is accepted only when
+	// allow_expired is set (end_session); one signed by a key that has left
+	// the key set cannot be verified. Errors: InvalidArgument for anything
+	// that does not verify.
+	VerifyIDTokenHint(context.Context, *connect.Request[v1.VerifyIDTokenHintRequest]) (*connect.Response[v1.VerifyIDTokenHintResponse], error)
+	// Revokes every access and refresh token issued in a browser session
+	// (logout), and voids its authorization codes not yet exchanged. It is
+	// durable when it returns; revoking an unknown or already revoked session
+	// succeeds. Errors: InvalidArgument for an empty session_id, Unavailable
+	// when the revocation could not be recorded (retry).
+	RevokeSession(context.Context, *connect.Request[v1.RevokeSessionRequest]) (*connect.Response[v1.RevokeSessionResponse], error)
 }
 
 // NewTokenServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -94,10 +216,42 @@ func NewTokenServiceHandler(svc TokenServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(tokenServiceMethods.ByName("Introspect")),
 		connect.WithHandlerOptions(opts...),
 	)
+	tokenServiceCreateAuthorizationCodeHandler := connect.NewUnaryHandler(
+		TokenServiceCreateAuthorizationCodeProcedure,
+		svc.CreateAuthorizationCode,
+		connect.WithSchema(tokenServiceMethods.ByName("CreateAuthorizationCode")),
+		connect.WithHandlerOptions(opts...),
+	)
+	tokenServiceCreateImplicitTokensHandler := connect.NewUnaryHandler(
+		TokenServiceCreateImplicitTokensProcedure,
+		svc.CreateImplicitTokens,
+		connect.WithSchema(tokenServiceMethods.ByName("CreateImplicitTokens")),
+		connect.WithHandlerOptions(opts...),
+	)
+	tokenServiceVerifyIDTokenHintHandler := connect.NewUnaryHandler(
+		TokenServiceVerifyIDTokenHintProcedure,
+		svc.VerifyIDTokenHint,
+		connect.WithSchema(tokenServiceMethods.ByName("VerifyIDTokenHint")),
+		connect.WithHandlerOptions(opts...),
+	)
+	tokenServiceRevokeSessionHandler := connect.NewUnaryHandler(
+		TokenServiceRevokeSessionProcedure,
+		svc.RevokeSession,
+		connect.WithSchema(tokenServiceMethods.ByName("RevokeSession")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/gatehouse.tokens.v1.TokenService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case TokenServiceIntrospectProcedure:
 			tokenServiceIntrospectHandler.ServeHTTP(w, r)
+		case TokenServiceCreateAuthorizationCodeProcedure:
+			tokenServiceCreateAuthorizationCodeHandler.ServeHTTP(w, r)
+		case TokenServiceCreateImplicitTokensProcedure:
+			tokenServiceCreateImplicitTokensHandler.ServeHTTP(w, r)
+		case TokenServiceVerifyIDTokenHintProcedure:
+			tokenServiceVerifyIDTokenHintHandler.ServeHTTP(w, r)
+		case TokenServiceRevokeSessionProcedure:
+			tokenServiceRevokeSessionHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -109,4 +263,20 @@ type UnimplementedTokenServiceHandler struct{}
 
 func (UnimplementedTokenServiceHandler) Introspect(context.Context, *connect.Request[v1.IntrospectRequest]) (*connect.Response[v1.IntrospectResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.tokens.v1.TokenService.Introspect is not implemented"))
+}
+
+func (UnimplementedTokenServiceHandler) CreateAuthorizationCode(context.Context, *connect.Request[v1.CreateAuthorizationCodeRequest]) (*connect.Response[v1.CreateAuthorizationCodeResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.tokens.v1.TokenService.CreateAuthorizationCode is not implemented"))
+}
+
+func (UnimplementedTokenServiceHandler) CreateImplicitTokens(context.Context, *connect.Request[v1.CreateImplicitTokensRequest]) (*connect.Response[v1.CreateImplicitTokensResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.tokens.v1.TokenService.CreateImplicitTokens is not implemented"))
+}
+
+func (UnimplementedTokenServiceHandler) VerifyIDTokenHint(context.Context, *connect.Request[v1.VerifyIDTokenHintRequest]) (*connect.Response[v1.VerifyIDTokenHintResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.tokens.v1.TokenService.VerifyIDTokenHint is not implemented"))
+}
+
+func (UnimplementedTokenServiceHandler) RevokeSession(context.Context, *connect.Request[v1.RevokeSessionRequest]) (*connect.Response[v1.RevokeSessionResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.tokens.v1.TokenService.RevokeSession is not implemented"))
 }

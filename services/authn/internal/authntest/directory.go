@@ -1,0 +1,193 @@
+package authntest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+
+	"connectrpc.com/connect"
+
+	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+)
+
+// User is a fake directory user.
+type User struct {
+	User           *directoryv1.User
+	Password       string
+	ChangeRequired bool
+}
+
+// Directory is a table-backed fake of the directory's internal API. It
+// locks a user out after MaxFailures wrong passwords (ResourceExhausted),
+// answers a deactivated user's correct password with FailedPrecondition
+// and records the client addresses of password checks.
+type Directory struct {
+	mu          sync.Mutex
+	Clients     map[string]*directoryv1.Client
+	Orgs        map[string]*directoryv1.GetOrgResponse
+	Users       map[string]*User // by id
+	MaxFailures int
+	failures    map[string]int
+	Addresses   []string // client_address of each VerifyPassword
+	// Down makes every call fail with Unavailable.
+	Down bool
+}
+
+// NewDirectory returns an empty fake.
+func NewDirectory() *Directory {
+	return &Directory{Clients: map[string]*directoryv1.Client{}, Orgs: map[string]*directoryv1.GetOrgResponse{},
+		Users: map[string]*User{}, MaxFailures: 3, failures: map[string]int{}}
+}
+
+func (d *Directory) down() error {
+	if d.Down {
+		return connect.NewError(connect.CodeUnavailable, errors.New("directory down"))
+	}
+	return nil
+}
+
+// GetClient implements the directory API.
+func (d *Directory) GetClient(_ context.Context, r *connect.Request[directoryv1.GetClientRequest]) (*connect.Response[directoryv1.GetClientResponse], error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.down(); err != nil {
+		return nil, err
+	}
+	c, ok := d.Clients[r.Msg.GetClientId()]
+	if !ok {
+		return nil, connect.NewError(connect.CodeNotFound, errors.New("client not found"))
+	}
+	return connect.NewResponse(&directoryv1.GetClientResponse{Client: c}), nil
+}
+
+// GetOrg implements the directory API.
+func (d *Directory) GetOrg(_ context.Context, r *connect.Request[directoryv1.GetOrgRequest]) (*connect.Response[directoryv1.GetOrgResponse], error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.down(); err != nil {
+		return nil, err
+	}
+	o, ok := d.Orgs[r.Msg.GetOrgId()]
+	if !ok {
+		return nil, connect.NewError(connect.CodeNotFound, errors.New("org not found"))
+	}
+	return connect.NewResponse(o), nil
+}
+
+// GetUser implements the directory API.
+func (d *Directory) GetUser(_ context.Context, r *connect.Request[directoryv1.GetUserRequest]) (*connect.Response[directoryv1.GetUserResponse], error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.down(); err != nil {
+		return nil, err
+	}
+	u, ok := d.Users[r.Msg.GetUserId()]
+	if !ok {
+		return nil, connect.NewError(connect.CodeNotFound, errors.New("user not found"))
+	}
+	return connect.NewResponse(&directoryv1.GetUserResponse{User: u.User}), nil
+}
+
+func (d *Directory) find(orgID, userID, loginName string) *User {
+	for _, u := range d.Users {
+		if u.User.GetOrgId() != orgID {
+			continue
+		}
+		if userID != "" && u.User.GetId() == userID {
+			return u
+		}
+		if loginName != "" && (strings.EqualFold(u.User.GetUserName(), loginName) || strings.EqualFold(u.User.GetPreferredLoginName(), loginName)) {
+			return u
+		}
+	}
+	return nil
+}
+
+// VerifyPassword implements the directory API.
+func (d *Directory) VerifyPassword(_ context.Context, r *connect.Request[directoryv1.VerifyPasswordRequest]) (*connect.Response[directoryv1.VerifyPasswordResponse], error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.down(); err != nil {
+		return nil, err
+	}
+	m := r.Msg
+	d.Addresses = append(d.Addresses, m.GetClientAddress())
+	u := d.find(m.GetOrgId(), m.GetUserId(), m.GetLoginName())
+	if u == nil {
+		return nil, connect.NewError(connect.CodeUnauthenticated, errors.New("wrong login name or password"))
+	}
+	if d.failures[u.User.GetId()] >= d.MaxFailures {
+		return nil, connect.NewError(connect.CodeResourceExhausted, errors.New("locked"))
+	}
+	if m.GetPassword() != u.Password {
+		d.failures[u.User.GetId()]++
+		return nil, connect.NewError(connect.CodeUnauthenticated, errors.New("wrong login name or password"))
+	}
+	d.failures[u.User.GetId()] = 0
+	if u.User.GetState() == directoryv1.UserState_USER_STATE_INACTIVE {
+		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("user deactivated"))
+	}
+	return connect.NewResponse(&directoryv1.VerifyPasswordResponse{User: u.User, ChangeRequired: u.ChangeRequired}), nil
+}
+
+// ChangePassword implements the directory API.
+func (d *Directory) ChangePassword(_ context.Context, r *connect.Request[directoryv1.ChangePasswordRequest]) (*connect.Response[directoryv1.ChangePasswordResponse], error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.down(); err != nil {
+		return nil, err
+	}
+	u, ok := d.Users[r.Msg.GetUserId()]
+	if !ok || u.Password != r.Msg.GetCurrentPassword() {
+		return nil, connect.NewError(connect.CodeUnauthenticated, errors.New("wrong password"))
+	}
+	if r.Msg.GetNewPassword() == u.Password {
+		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("the new password must differ"))
+	}
+	u.Password, u.ChangeRequired = r.Msg.GetNewPassword(), false
+	return connect.NewResponse(&directoryv1.ChangePasswordResponse{}), nil
+}
+
+// RegisterUser implements the directory API.
+func (d *Directory) RegisterUser(_ context.Context, r *connect.Request[directoryv1.RegisterUserRequest]) (*connect.Response[directoryv1.RegisterUserResponse], error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.down(); err != nil {
+		return nil, err
+	}
+	m := r.Msg
+	if d.find(m.GetOrgId(), "", m.GetUserName()) != nil {
+		return nil, connect.NewError(connect.CodeAlreadyExists, errors.New("user name taken"))
+	}
+	org, ok := d.Orgs[m.GetOrgId()]
+	if !ok {
+		return nil, connect.NewError(connect.CodeNotFound, errors.New("org not found"))
+	}
+	u := &directoryv1.User{Id: "u-" + m.GetUserName(), OrgId: m.GetOrgId(), UserName: m.GetUserName(),
+		PreferredLoginName: m.GetUserName() + "@" + org.GetPrimaryDomain(), State: directoryv1.UserState_USER_STATE_ACTIVE,
+		DisplayName: strings.TrimSpace(m.GetFirstName() + " " + m.GetLastName()), Email: m.GetEmail(), PreferredLanguage: m.GetPreferredLanguage()}
+	d.Users[u.Id] = &User{User: u, Password: m.GetPassword()}
+	return connect.NewResponse(&directoryv1.RegisterUserResponse{User: u}), nil
+}
+
+// AddUser adds an active human user of org with a password.
+func (d *Directory) AddUser(id, orgID, userName, password string) *User {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	domain := orgID + ".example"
+	if o, ok := d.Orgs[orgID]; ok {
+		domain = o.GetPrimaryDomain()
+	}
+	u := &User{User: &directoryv1.User{Id: id, OrgId: orgID, UserName: userName, PreferredLoginName: userName + "@" + domain,
+		State: directoryv1.UserState_USER_STATE_ACTIVE, DisplayName: strings.ToUpper(userName[:1]) + userName[1:]}, Password: password}
+	d.Users[id] = u
+	return u
+}
+
+// SetState changes a user's state.
+func (d *Directory) SetState(id string, s directoryv1.UserState) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.Users[id].User.State = s
+}

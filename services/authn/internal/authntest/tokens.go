@@ -1,0 +1,115 @@
+package authntest
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
+)
+
+// Hint is an id_token_hint the fake tokens service knows.
+type Hint struct {
+	Resp    *tokensv1.VerifyIDTokenHintResponse
+	Expired bool
+}
+
+// Tokens is a fake of the tokens internal API: it records the codes and
+// implicit tokens asked for, knows a table of id_token_hints, and records
+// revoked sessions.
+type Tokens struct {
+	mu       sync.Mutex
+	Codes    map[string]*tokensv1.CreateAuthorizationCodeRequest
+	Implicit []*tokensv1.CreateImplicitTokensRequest
+	Hints    map[string]Hint
+	Revoked  []string
+	n        int
+	// Down makes code and token creation fail with Unavailable.
+	Down bool
+}
+
+// NewTokens returns an empty fake.
+func NewTokens() *Tokens {
+	return &Tokens{Codes: map[string]*tokensv1.CreateAuthorizationCodeRequest{}, Hints: map[string]Hint{}}
+}
+
+// CreateAuthorizationCode implements the tokens API.
+func (t *Tokens) CreateAuthorizationCode(_ context.Context, r *connect.Request[tokensv1.CreateAuthorizationCodeRequest]) (*connect.Response[tokensv1.CreateAuthorizationCodeResponse], error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.Down {
+		return nil, connect.NewError(connect.CodeUnavailable, errors.New("tokens down"))
+	}
+	t.n++
+	code := "code-" + strconv.Itoa(t.n)
+	t.Codes[code] = r.Msg
+	return connect.NewResponse(&tokensv1.CreateAuthorizationCodeResponse{Code: code}), nil
+}
+
+// CreateImplicitTokens implements the tokens API: the "ID token" names
+// the subject, nonce and session so tests can read them back.
+func (t *Tokens) CreateImplicitTokens(_ context.Context, r *connect.Request[tokensv1.CreateImplicitTokensRequest]) (*connect.Response[tokensv1.CreateImplicitTokensResponse], error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.Implicit = append(t.Implicit, r.Msg)
+	m := r.Msg
+	out := &tokensv1.CreateImplicitTokensResponse{IdToken: "idt." + m.GetUserId() + "." + m.GetNonce() + "." + m.GetSessionId(), TokenType: "Bearer", Scope: "openid"}
+	if m.GetResponseType() == "id_token token" {
+		out.AccessToken, out.ExpiresIn = "at."+m.GetUserId(), 3600
+	}
+	return connect.NewResponse(out), nil
+}
+
+// VerifyIDTokenHint implements the tokens API.
+func (t *Tokens) VerifyIDTokenHint(_ context.Context, r *connect.Request[tokensv1.VerifyIDTokenHintRequest]) (*connect.Response[tokensv1.VerifyIDTokenHintResponse], error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h, ok := t.Hints[r.Msg.GetIdToken()]
+	if !ok || (h.Expired && !r.Msg.GetAllowExpired()) {
+		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("id_token_hint does not verify"))
+	}
+	return connect.NewResponse(h.Resp), nil
+}
+
+// RevokeSession implements the tokens API.
+func (t *Tokens) RevokeSession(_ context.Context, r *connect.Request[tokensv1.RevokeSessionRequest]) (*connect.Response[tokensv1.RevokeSessionResponse], error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.Revoked = append(t.Revoked, r.Msg.GetSessionId())
+	return connect.NewResponse(&tokensv1.RevokeSessionResponse{}), nil
+}
+
+// AddHint registers an ID token the fake verifies.
+func (t *Tokens) AddHint(token, subject, clientID, sessionID string, expired bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.Hints[token] = Hint{Resp: &tokensv1.VerifyIDTokenHintResponse{Subject: subject, ClientId: clientID, SessionId: sessionID, ExpiresAt: timestamppb.Now()}, Expired: expired}
+}
+
+// Code returns the request a code was created for.
+func (t *Tokens) Code(code string) *tokensv1.CreateAuthorizationCodeRequest {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.Codes[code]
+}
+
+// RevokedSessions returns the revoked session ids.
+func (t *Tokens) RevokedSessions() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]string(nil), t.Revoked...)
+}
+
+// LastSessionFromIDToken reads the fake ID token's session id.
+func LastSessionFromIDToken(idToken string) string {
+	for i := len(idToken) - 1; i >= 0; i-- {
+		if idToken[i] == '.' {
+			return idToken[i+1:]
+		}
+	}
+	return ""
+}

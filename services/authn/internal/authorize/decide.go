@@ -1,0 +1,107 @@
+package authorize
+
+import (
+	"strings"
+	"time"
+
+	"github.com/gatehouse-id/gatehouse/pkg/oauth"
+	"github.com/gatehouse-id/gatehouse/services/authn/internal/session"
+)
+
+// Step is what answers a request next.
+type Step int
+
+// Steps.
+const (
+	StepComplete Step = iota // answer with Decision.Session
+	StepLogin                // ask for the login name (and then the password)
+	StepPassword             // ask Decision.Session's user for the password again
+	StepSelect               // let the user choose among the browser's sessions
+	StepRegister             // show the registration form
+	StepFail                 // prompt=none could not complete: Decision.Err
+)
+
+// Decision is the outcome of Decide.
+type Decision struct {
+	Step    Step
+	Session *session.Session
+	Err     *oauth.Error // StepFail
+}
+
+// Decide chooses how to answer req given the browser's sessions (already
+// checked to belong to active users), following OIDC Core §3.1.2.1:
+// prompt=none never shows a page (login_required without a usable session,
+// interaction_required when the user would have to choose), prompt=login
+// always asks for the password, max_age forces a login when the session's
+// auth_time is older, an id_token_hint or login_hint selects a session.
+func Decide(req *Request, sessions []session.Session, now time.Time) Decision {
+	var candidates []session.Session
+	for _, s := range sessions {
+		if s.OrgID != req.OrgID {
+			continue // users sign in to the request's organization only
+		}
+		if req.HintSubject != "" && s.UserID != req.HintSubject {
+			continue
+		}
+		candidates = append(candidates, s)
+	}
+	none := req.HasPrompt(PromptNone)
+	if req.LoginHint != "" {
+		// The hint names the user: another user's session never answers.
+		var hinted []session.Session
+		for _, s := range candidates {
+			if matchesHint(s.LoginName, req.LoginHint) {
+				hinted = append(hinted, s)
+			}
+		}
+		candidates = hinted
+	}
+	switch {
+	case req.HasPrompt(PromptCreate):
+		return Decision{Step: StepRegister}
+	case req.HasPrompt(PromptSelectAccount):
+		return Decision{Step: StepSelect}
+	case req.HasPrompt(PromptLogin):
+		if len(candidates) == 1 && req.HintSubject != "" {
+			return Decision{Step: StepPassword, Session: &candidates[0]}
+		}
+		return Decision{Step: StepLogin}
+	case len(candidates) == 0:
+		if none {
+			return Decision{Step: StepFail, Err: oauth.New(oauth.LoginRequired, "the user is not signed in")}
+		}
+		return Decision{Step: StepLogin}
+	case len(candidates) > 1:
+		if none {
+			return Decision{Step: StepFail, Err: oauth.New(oauth.InteractionRequired, "the user must choose an account")}
+		}
+		return Decision{Step: StepSelect}
+	}
+	s := candidates[0]
+	if !Fresh(req, s, now) {
+		if none {
+			return Decision{Step: StepFail, Err: oauth.New(oauth.LoginRequired, "the authentication is older than max_age")}
+		}
+		return Decision{Step: StepPassword, Session: &s}
+	}
+	return Decision{Step: StepComplete, Session: &s}
+}
+
+// Fresh reports whether s satisfies req's max_age; max_age=0 always asks
+// for a new authentication (like prompt=login).
+func Fresh(req *Request, s session.Session, now time.Time) bool {
+	if req.MaxAge == nil {
+		return true
+	}
+	if *req.MaxAge == 0 {
+		return false
+	}
+	return !now.After(s.AuthTime.Add(time.Duration(*req.MaxAge) * time.Second))
+}
+
+// matchesHint compares a login_hint with a session's login name
+// (userName@domain), accepting the bare user name.
+func matchesHint(loginName, hint string) bool {
+	user, _, _ := strings.Cut(loginName, "@")
+	return strings.EqualFold(loginName, hint) || strings.EqualFold(user, hint)
+}

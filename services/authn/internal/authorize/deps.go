@@ -1,0 +1,72 @@
+package authorize
+
+import (
+	"context"
+	"time"
+
+	"connectrpc.com/connect"
+
+	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+)
+
+// Directory is what the authorization endpoint needs of the directory.
+type Directory interface {
+	GetClient(context.Context, *connect.Request[directoryv1.GetClientRequest]) (*connect.Response[directoryv1.GetClientResponse], error)
+	GetOrg(context.Context, *connect.Request[directoryv1.GetOrgRequest]) (*connect.Response[directoryv1.GetOrgResponse], error)
+	GetUser(context.Context, *connect.Request[directoryv1.GetUserRequest]) (*connect.Response[directoryv1.GetUserResponse], error)
+}
+
+// CodeGrant is what an authorization code is bound to.
+type CodeGrant struct {
+	ClientID      string
+	RedirectURI   string
+	UserID        string
+	OrgID         string
+	Scopes        []string
+	Nonce         string
+	CodeChallenge string // S256; empty when the client sent none
+	SessionID     string
+	AuthTime      time.Time
+	AMR           []string
+}
+
+// ImplicitGrant asks for the tokens of an implicit response.
+type ImplicitGrant struct {
+	ClientID     string
+	UserID       string
+	OrgID        string
+	Scopes       []string
+	Nonce        string
+	SessionID    string
+	AuthTime     time.Time
+	AMR          []string
+	ResponseType string // "id_token" or "id_token token"
+}
+
+// ImplicitTokens are the tokens of an implicit response.
+type ImplicitTokens struct {
+	IDToken     string
+	AccessToken string // empty for response_type id_token
+	ExpiresIn   int64
+	TokenType   string
+	Scope       string
+}
+
+// Hint is a verified id_token_hint.
+type Hint struct {
+	Subject   string
+	ClientID  string // azp
+	SessionID string // sid
+	AuthTime  time.Time
+	ExpiresAt time.Time
+}
+
+// Tokens is what authn needs of the tokens service. Errors are Connect
+// errors: InvalidArgument (or Unauthenticated) for a token that is not a
+// valid ID token of this issuer.
+type Tokens interface {
+	CreateAuthorizationCode(ctx context.Context, g CodeGrant) (code string, err error)
+	CreateImplicitTokens(ctx context.Context, g ImplicitGrant) (ImplicitTokens, error)
+	VerifyIDTokenHint(ctx context.Context, idToken string, allowExpired bool) (Hint, error)
+	RevokeSession(ctx context.Context, sessionID string) error
+}

@@ -1,0 +1,202 @@
+package authorize
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"connectrpc.com/connect"
+
+	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+	"github.com/gatehouse-id/gatehouse/pkg/oauth"
+	"github.com/gatehouse-id/gatehouse/pkg/secrets"
+	"github.com/gatehouse-id/gatehouse/services/authn/internal/session"
+)
+
+// Path is the authorization endpoint.
+const Path = "/oauth/v2/authorize"
+
+// Login page paths (served by package login), each taking the pending
+// request's id in the authRequestID query parameter.
+const (
+	PathLogin    = "/ui/login/login"
+	PathPassword = "/ui/login/password"
+	PathSelect   = "/ui/login/select"
+	PathRegister = "/ui/login/register"
+)
+
+// RequestParam carries a pending request's id in the login page URLs.
+const RequestParam = "authRequestID"
+
+// PageURL is a login page for a pending request.
+func PageURL(path, requestID string) string {
+	return path + "?" + url.Values{RequestParam: {requestID}}.Encode()
+}
+
+// ErrorPage renders an error on Gatehouse itself.
+type ErrorPage func(w http.ResponseWriter, r *http.Request, locales []string, status int, err *oauth.Error)
+
+// Flow runs an authorization request from the endpoint to its answer; the
+// login pages use it to load the pending request and to finish it.
+type Flow struct {
+	Validator  *Validator
+	Directory  Directory
+	Tokens     Tokens
+	Store      *session.Store
+	Browsers   *session.Browsers
+	RequestTTL time.Duration
+	ErrorPage  ErrorPage
+	Now        func() time.Time
+	Logger     *slog.Logger
+}
+
+// ServeHTTP is the authorization endpoint, GET and form POST.
+func (f *Flow) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	ctx := r.Context()
+	p, err := ParseParams(r)
+	if err != nil {
+		f.Fail(w, r, nil, &Failure{Err: oauth.As(err)})
+		return
+	}
+	req, fail := f.Validator.Validate(ctx, p)
+	if fail != nil {
+		f.Fail(w, r, p.Locales(), fail)
+		return
+	}
+	var ua session.UserAgent
+	if req.HasPrompt(PromptNone) {
+		// No page follows, so a browser without a cookie gets none.
+		ua, err = f.Browsers.Find(ctx, r)
+		if errors.Is(err, session.ErrNotFound) {
+			f.Fail(w, r, req.UILocales, req.Fail(oauth.LoginRequired, "the user is not signed in"))
+			return
+		}
+	} else {
+		ua, err = f.Browsers.Ensure(ctx, w, r)
+	}
+	if err != nil {
+		f.Fail(w, r, req.UILocales, req.FailWith(err))
+		return
+	}
+	sessions, err := f.Sessions(ctx, ua.ID)
+	if err != nil {
+		f.Fail(w, r, req.UILocales, req.FailWith(err))
+		return
+	}
+	d := Decide(req, sessions, f.Now())
+	switch d.Step {
+	case StepFail:
+		f.Fail(w, r, req.UILocales, &Failure{Err: d.Err, Target: req.Target()})
+		return
+	case StepComplete:
+		f.complete(w, r, req, *d.Session)
+		return
+	}
+	pending := session.AuthRequest{ID: secrets.RandomToken(32), UserAgentID: ua.ID, CreatedAt: f.Now(), ExpiresAt: f.Now().Add(f.RequestTTL)}
+	if d.Session != nil {
+		pending.LoginName, pending.UserID = d.Session.LoginName, d.Session.UserID
+	}
+	if pending.Params, err = json.Marshal(req); err == nil {
+		err = f.Store.CreateAuthRequest(ctx, pending)
+	}
+	if err != nil {
+		f.Fail(w, r, req.UILocales, req.FailWith(err))
+		return
+	}
+	path := PathLogin
+	switch d.Step {
+	case StepPassword:
+		path = PathPassword
+	case StepSelect:
+		path = PathSelect
+	case StepRegister:
+		path = PathRegister
+	}
+	http.Redirect(w, r, PageURL(path, pending.ID), http.StatusFound)
+}
+
+// Sessions returns the browser's sessions whose users may still sign in.
+func (f *Flow) Sessions(ctx context.Context, userAgentID string) ([]session.Session, error) {
+	all, err := f.Store.Sessions(ctx, userAgentID)
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, s := range all {
+		ok, err := f.UserActive(ctx, s.UserID)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// UserActive reports whether a user exists and is active.
+func (f *Flow) UserActive(ctx context.Context, userID string) (bool, error) {
+	resp, err := f.Directory.GetUser(ctx, connect.NewRequest(&directoryv1.GetUserRequest{UserId: userID}))
+	if connect.CodeOf(err) == connect.CodeNotFound {
+		return false, nil
+	}
+	if err != nil {
+		return false, dependencyError("directory", err)
+	}
+	return resp.Msg.GetUser().GetState() == directoryv1.UserState_USER_STATE_ACTIVE, nil
+}
+
+// Load returns a pending request of the browser, or ErrNotFound.
+func (f *Flow) Load(ctx context.Context, id, userAgentID string) (*Request, session.AuthRequest, error) {
+	ar, err := f.Store.AuthRequest(ctx, id, userAgentID, f.Now())
+	if err != nil {
+		return nil, session.AuthRequest{}, err
+	}
+	var req Request
+	if err := json.Unmarshal(ar.Params, &req); err != nil {
+		return nil, session.AuthRequest{}, fmt.Errorf("auth request %s: %w", id, err)
+	}
+	return &req, ar, nil
+}
+
+// Finish answers a pending request with s, once: a second submission of
+// the same request finds it consumed and gets the error page.
+func (f *Flow) Finish(w http.ResponseWriter, r *http.Request, req *Request, ar session.AuthRequest, s session.Session) {
+	if err := f.Store.ConsumeAuthRequest(r.Context(), ar.ID); err != nil {
+		if errors.Is(err, session.ErrNotFound) {
+			f.Fail(w, r, req.UILocales, &Failure{Err: oauth.New(oauth.InvalidRequest, "this login request was already completed")})
+			return
+		}
+		f.Fail(w, r, req.UILocales, req.FailWith(err))
+		return
+	}
+	f.complete(w, r, req, s)
+}
+
+func (f *Flow) complete(w http.ResponseWriter, r *http.Request, req *Request, s session.Session) {
+	to, fail := Complete(r.Context(), f.Tokens, req, s)
+	if fail != nil {
+		f.Fail(w, r, req.UILocales, fail)
+		return
+	}
+	http.Redirect(w, r, to, http.StatusFound)
+}
+
+// Fail sends a failure to its redirect_uri, or renders the error page;
+// server errors are logged with their cause, which is never sent.
+func (f *Flow) Fail(w http.ResponseWriter, r *http.Request, locales []string, fail *Failure) {
+	if fail.Err.Code == oauth.ServerError || fail.Err.Code == oauth.TemporarilyUnavailable {
+		f.Logger.ErrorContext(r.Context(), "authorization request failed", "error", fail.Err)
+	}
+	if fail.Target == nil {
+		f.ErrorPage(w, r, locales, fail.Status(), fail.Err)
+		return
+	}
+	http.Redirect(w, r, fail.RedirectURL(), http.StatusFound)
+}

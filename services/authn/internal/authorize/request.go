@@ -1,0 +1,330 @@
+package authorize
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"connectrpc.com/connect"
+
+	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+	"github.com/gatehouse-id/gatehouse/pkg/oauth"
+)
+
+// OrgScopePrefix is the reserved scope that selects the organization users
+// sign in to: urn:gatehouse:iam:org:id:{orgId}.
+const OrgScopePrefix = "urn:gatehouse:iam:org:id:"
+
+// Response types (OIDC Core §3.1.2.1, §3.2.2.1).
+const (
+	ResponseCode            = "code"
+	ResponseIDToken         = "id_token"
+	ResponseIDTokenAndToken = "id_token token"
+)
+
+// Prompt values (OIDC Core §3.1.2.1; create from OIDC Prompt Create 1.0).
+const (
+	PromptNone          = "none"
+	PromptLogin         = "login"
+	PromptConsent       = "consent"
+	PromptSelectAccount = "select_account"
+	PromptCreate        = "create"
+)
+
+// Request is a validated authorization request, stored while the user
+// signs in. Only Validate makes one.
+type Request struct {
+	ClientID      string   `json:"client_id"`
+	AppName       string   `json:"app_name"`
+	RedirectURI   string   `json:"redirect_uri"`
+	ResponseType  string   `json:"response_type"` // normalized: one of the Response* constants
+	Scopes        []string `json:"scopes"`
+	State         string   `json:"state,omitempty"`
+	Nonce         string   `json:"nonce,omitempty"`
+	CodeChallenge string   `json:"code_challenge,omitempty"` // method is always S256
+	Prompt        []string `json:"prompt,omitempty"`
+	MaxAge        *int64   `json:"max_age,omitempty"` // seconds
+	LoginHint     string   `json:"login_hint,omitempty"`
+	HintSubject   string   `json:"hint_subject,omitempty"` // sub of a verified id_token_hint
+	UILocales     []string `json:"ui_locales,omitempty"`
+	OrgID         string   `json:"org_id"` // the organization users sign in to
+}
+
+// Implicit reports whether the response goes in the fragment.
+func (r *Request) Implicit() bool { return r.ResponseType != ResponseCode }
+
+// HasPrompt reports whether prompt contains p.
+func (r *Request) HasPrompt(p string) bool { return slices.Contains(r.Prompt, p) }
+
+// Target is where an error or a response is sent.
+func (r *Request) Target() *Target {
+	return &Target{RedirectURI: r.RedirectURI, State: r.State, Fragment: r.Implicit()}
+}
+
+// Params are the raw parameters of one request: the query of a GET, the
+// form body of a POST.
+type Params url.Values
+
+// ParseParams reads the parameters of an authorization request once.
+// OIDC Core §3.1.2.1: GET uses the query, POST a form body.
+func ParseParams(r *http.Request) (Params, error) {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		return Params(r.URL.Query()), nil
+	case http.MethodPost:
+		ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		if ct != "application/x-www-form-urlencoded" {
+			return nil, oauth.New(oauth.InvalidRequest, "a POST must carry an application/x-www-form-urlencoded body")
+		}
+		r.Body = http.MaxBytesReader(nil, r.Body, 64<<10)
+		if err := r.ParseForm(); err != nil {
+			return nil, oauth.New(oauth.InvalidRequest, "malformed form body").WithCause(err)
+		}
+		return Params(r.PostForm), nil
+	default:
+		e := oauth.New(oauth.InvalidRequest, "method %s not allowed", r.Method)
+		e.Status = http.StatusMethodNotAllowed
+		return nil, e
+	}
+}
+
+// one returns a single-valued parameter; repeated is an error (RFC 6749 §3.1).
+func (p Params) one(name string) (string, error) {
+	v := p[name]
+	switch len(v) {
+	case 0:
+		return "", nil
+	case 1:
+		return v[0], nil
+	default:
+		return "", oauth.New(oauth.InvalidRequest, "parameter %s is repeated", name)
+	}
+}
+
+// Locales are the ui_locales of the raw parameters, for the error page.
+func (p Params) Locales() []string {
+	v, _ := p.one("ui_locales")
+	return strings.Fields(v)
+}
+
+// Validator validates authorization requests against the directory and
+// the tokens service.
+type Validator struct {
+	Directory Directory
+	Tokens    Tokens
+}
+
+// Validate checks p and returns the request, or a Failure: one that shows
+// the error page (unknown or inactive client, missing or unregistered
+// redirect_uri), or one sent to the redirect_uri (every other row of the
+// authorization error table).
+func (v *Validator) Validate(ctx context.Context, p Params) (*Request, *Failure) {
+	clientID, err := p.one("client_id")
+	if err != nil {
+		return nil, pageFailure(err)
+	}
+	if clientID == "" {
+		return nil, pageFailure(oauth.New(oauth.InvalidRequest, "client_id is missing"))
+	}
+	resp, err := v.Directory.GetClient(ctx, connect.NewRequest(&directoryv1.GetClientRequest{ClientId: clientID}))
+	if err != nil {
+		if connect.CodeOf(err) == connect.CodeNotFound || connect.CodeOf(err) == connect.CodeInvalidArgument {
+			return nil, pageFailure(oauth.New(oauth.InvalidRequest, "unknown client_id").WithCause(err))
+		}
+		return nil, pageFailure(dependencyError("directory", err))
+	}
+	client := resp.Msg.GetClient()
+	if client.GetKind() != directoryv1.ClientKind_CLIENT_KIND_OIDC_APP || !client.GetActive() {
+		return nil, pageFailure(oauth.New(oauth.InvalidRequest, "the client is not an active OIDC application"))
+	}
+	redirectURI, err := p.one("redirect_uri")
+	if err != nil {
+		return nil, pageFailure(err)
+	}
+	if redirectURI == "" {
+		return nil, pageFailure(oauth.New(oauth.InvalidRequest, "redirect_uri is missing"))
+	}
+	if !slices.Contains(client.GetRedirectUris(), redirectURI) {
+		return nil, pageFailure(oauth.New(oauth.InvalidRequest, "redirect_uri is not registered for this client"))
+	}
+	if u, err := url.Parse(redirectURI); err != nil || u.Fragment != "" || !u.IsAbs() {
+		return nil, pageFailure(oauth.New(oauth.InvalidRequest, "redirect_uri is not an absolute URI without fragment"))
+	}
+
+	// From here on errors go to the redirect_uri, with state when it is
+	// usable, in the fragment for the implicit response types.
+	rawType, typeErr := p.one("response_type")
+	respType, known := normalizeResponseType(rawType)
+	target := &Target{RedirectURI: redirectURI, Fragment: known && respType != ResponseCode}
+	state, err := p.one("state")
+	if err != nil {
+		return nil, &Failure{Err: oauth.As(err), Target: target}
+	}
+	target.State = state
+	fail := func(code, format string, args ...any) (*Request, *Failure) {
+		return nil, &Failure{Err: oauth.New(code, format, args...), Target: target}
+	}
+	for _, name := range singleParams {
+		if len(p[name]) > 1 {
+			return fail(oauth.InvalidRequest, "parameter %s is repeated", name)
+		}
+	}
+	switch {
+	case typeErr != nil || rawType == "":
+		return fail(oauth.InvalidRequest, "response_type is missing")
+	case !known:
+		return fail(oauth.UnsupportedResponseType, "response_type %q is not supported", rawType)
+	case !slices.Contains(client.GetResponseTypes(), respType) || !slices.Contains(client.GetGrantTypes(), grantFor(respType)):
+		return fail(oauth.UnauthorizedClient, "the client may not use response_type %q", respType)
+	}
+	req := &Request{ClientID: clientID, AppName: client.GetName(), RedirectURI: redirectURI, ResponseType: respType, State: state}
+
+	scope := p.first("scope")
+	if scope == "" {
+		return fail(oauth.InvalidRequest, "scope is missing")
+	}
+	req.Scopes = strings.Fields(scope)
+	if !slices.Contains(req.Scopes, "openid") {
+		return fail(oauth.InvalidScope, "scope must contain openid")
+	}
+	for _, s := range req.Scopes {
+		if org, ok := strings.CutPrefix(s, OrgScopePrefix); ok {
+			if org == "" || (req.OrgID != "" && req.OrgID != org) {
+				return fail(oauth.InvalidScope, "the organization scope must name exactly one organization")
+			}
+			req.OrgID = org
+		}
+	}
+
+	challenge, method := p.first("code_challenge"), p.first("code_challenge_method")
+	switch {
+	case challenge == "" && method != "":
+		return fail(oauth.InvalidRequest, "code_challenge_method without code_challenge")
+	case challenge != "" && method != "S256":
+		return fail(oauth.InvalidRequest, "code_challenge_method must be S256")
+	case challenge != "" && !validChallenge(challenge):
+		return fail(oauth.InvalidRequest, "code_challenge must be 43 to 128 characters of base64url")
+	case challenge == "" && respType == ResponseCode && client.GetAuthMethod() == directoryv1.AuthMethod_AUTH_METHOD_NONE:
+		return fail(oauth.InvalidRequest, "code_challenge is required for this client (PKCE, S256)")
+	case challenge != "" && respType != ResponseCode:
+		return fail(oauth.InvalidRequest, "code_challenge is only for response_type code")
+	}
+	req.CodeChallenge = challenge
+
+	req.Nonce = p.first("nonce")
+	if req.Implicit() && req.Nonce == "" {
+		return fail(oauth.InvalidRequest, "nonce is required for response_type %q", respType)
+	}
+
+	req.Prompt = strings.Fields(p.first("prompt"))
+	for _, pr := range req.Prompt {
+		if !slices.Contains([]string{PromptNone, PromptLogin, PromptConsent, PromptSelectAccount, PromptCreate}, pr) {
+			return fail(oauth.InvalidRequest, "prompt value %q is not supported", pr)
+		}
+	}
+	if req.HasPrompt(PromptNone) && len(req.Prompt) > 1 {
+		return fail(oauth.InvalidRequest, "prompt none cannot be combined with other values")
+	}
+
+	if s := p.first("max_age"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			return fail(oauth.InvalidRequest, "max_age must be a non-negative integer")
+		}
+		req.MaxAge = &n
+	}
+	req.LoginHint = strings.TrimSpace(p.first("login_hint"))
+	req.UILocales = strings.Fields(p.first("ui_locales"))
+
+	if hint := p.first("id_token_hint"); hint != "" {
+		// An expired hint is refused here (end_session accepts one).
+		h, err := v.Tokens.VerifyIDTokenHint(ctx, hint, false)
+		if err != nil {
+			if c := connect.CodeOf(err); c == connect.CodeInvalidArgument || c == connect.CodeUnauthenticated {
+				return nil, &Failure{Err: oauth.New(oauth.InvalidRequest, "id_token_hint is not a valid ID token of this issuer").WithCause(err), Target: target}
+			}
+			return nil, &Failure{Err: dependencyError("tokens", err), Target: target}
+		}
+		req.HintSubject = h.Subject
+	}
+
+	if req.OrgID == "" {
+		req.OrgID = client.GetOrgId()
+	} else {
+		org, err := v.Directory.GetOrg(ctx, connect.NewRequest(&directoryv1.GetOrgRequest{OrgId: req.OrgID}))
+		switch {
+		case connect.CodeOf(err) == connect.CodeNotFound || connect.CodeOf(err) == connect.CodeInvalidArgument:
+			return fail(oauth.InvalidScope, "the organization of the scope does not exist")
+		case err != nil:
+			return nil, &Failure{Err: dependencyError("directory", err), Target: target}
+		case !org.Msg.GetActive():
+			return fail(oauth.InvalidScope, "the organization of the scope is not active")
+		}
+	}
+	return req, nil
+}
+
+// singleParams are the parameters that must not be repeated besides
+// client_id, redirect_uri, response_type and state (checked first).
+var singleParams = []string{"scope", "nonce", "code_challenge", "code_challenge_method", "prompt", "max_age",
+	"login_hint", "id_token_hint", "ui_locales", "display", "acr_values", "response_mode"}
+
+// first returns a parameter already checked not to be repeated.
+func (p Params) first(name string) string {
+	if v := p[name]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// normalizeResponseType maps the space-separated set to its constant;
+// order does not matter (OAuth 2.0 Multiple Response Types §5).
+func normalizeResponseType(s string) (string, bool) {
+	f := strings.Fields(s)
+	slices.Sort(f)
+	switch strings.Join(f, " ") {
+	case "code":
+		return ResponseCode, true
+	case "id_token":
+		return ResponseIDToken, true
+	case "id_token token":
+		return ResponseIDTokenAndToken, true
+	}
+	return "", false
+}
+
+func grantFor(responseType string) string {
+	if responseType == ResponseCode {
+		return "authorization_code"
+	}
+	return "implicit"
+}
+
+// validChallenge: RFC 7636 §4.2, an S256 challenge is base64url; the
+// length bounds are the verifier's.
+func validChallenge(s string) bool {
+	if len(s) < 43 || len(s) > 128 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == '~') {
+			return false
+		}
+	}
+	return true
+}
+
+// dependencyError maps a failed call to another service: unavailable is
+// temporarily_unavailable (retry), anything else server_error.
+func dependencyError(service string, err error) *oauth.Error {
+	if c := connect.CodeOf(err); c == connect.CodeUnavailable || c == connect.CodeDeadlineExceeded || errors.Is(err, context.DeadlineExceeded) {
+		return oauth.New(oauth.TemporarilyUnavailable, "the %s service is unavailable, try again", service).WithCause(err)
+	}
+	return oauth.New(oauth.ServerError, "internal error").WithCause(fmt.Errorf("%s: %w", service, err))
+}

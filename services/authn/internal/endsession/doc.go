@@ -1,0 +1,8 @@
+// Package endsession owns /oidc/v1/end_session (OpenID Connect RP-Initiated
+// Logout 1.0): it verifies the id_token_hint through the tokens service
+// (an expired hint is accepted), checks post_logout_redirect_uri against
+// the client's registered URIs, ends the browser's sessions and revokes
+// their tokens (tokens RevokeSession), then redirects or shows the
+// logged-out page. It depends on package session, the directory (the
+// client) and the tokens service.
+package endsession

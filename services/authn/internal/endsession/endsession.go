@@ -1,0 +1,211 @@
+package endsession
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"connectrpc.com/connect"
+
+	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+	"github.com/gatehouse-id/gatehouse/pkg/oauth"
+	"github.com/gatehouse-id/gatehouse/services/authn/internal/authorize"
+	"github.com/gatehouse-id/gatehouse/services/authn/internal/session"
+)
+
+// Path is the end-session endpoint.
+const Path = "/oidc/v1/end_session"
+
+// Directory is what logout needs of the directory.
+type Directory interface {
+	GetClient(context.Context, *connect.Request[directoryv1.GetClientRequest]) (*connect.Response[directoryv1.GetClientResponse], error)
+}
+
+// Tokens is what logout needs of the tokens service.
+type Tokens interface {
+	VerifyIDTokenHint(ctx context.Context, idToken string, allowExpired bool) (authorize.Hint, error)
+	RevokeSession(ctx context.Context, sessionID string) error
+}
+
+// Handler serves the end-session endpoint.
+type Handler struct {
+	Directory Directory
+	Tokens    Tokens
+	Store     *session.Store
+	Browsers  *session.Browsers
+	ErrorPage authorize.ErrorPage
+	LoggedOut func(w http.ResponseWriter, r *http.Request, locales []string)
+	Logger    *slog.Logger
+}
+
+// request is a parsed end-session request.
+type request struct {
+	idTokenHint, clientID, redirectURI, state string
+	locales                                   []string
+}
+
+func parse(r *http.Request) (request, error) {
+	var v url.Values
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		v = r.URL.Query()
+	case http.MethodPost:
+		ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		if ct != "application/x-www-form-urlencoded" {
+			return request{}, oauth.New(oauth.InvalidRequest, "a POST must carry an application/x-www-form-urlencoded body")
+		}
+		r.Body = http.MaxBytesReader(nil, r.Body, 64<<10)
+		if err := r.ParseForm(); err != nil {
+			return request{}, oauth.New(oauth.InvalidRequest, "malformed form body").WithCause(err)
+		}
+		v = r.PostForm
+	default:
+		e := oauth.New(oauth.InvalidRequest, "method %s not allowed", r.Method)
+		e.Status = http.StatusMethodNotAllowed
+		return request{}, e
+	}
+	for _, k := range []string{"id_token_hint", "client_id", "post_logout_redirect_uri", "state", "ui_locales"} {
+		if len(v[k]) > 1 {
+			return request{}, oauth.New(oauth.InvalidRequest, "parameter %s is repeated", k)
+		}
+	}
+	return request{idTokenHint: v.Get("id_token_hint"), clientID: v.Get("client_id"),
+		redirectURI: v.Get("post_logout_redirect_uri"), state: v.Get("state"), locales: strings.Fields(v.Get("ui_locales"))}, nil
+}
+
+// ServeHTTP ends sessions. A bad request (invalid hint, client_id that is
+// not the hint's azp, repeated parameter) changes nothing and shows the
+// error page. Otherwise the hint's session (or, without a hint, every
+// session of the browser) ends and its tokens are revoked; then the
+// browser goes to post_logout_redirect_uri with state when that URI is
+// registered for the client exactly, else to the logged-out page.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	ctx := r.Context()
+	req, err := parse(r)
+	if err != nil {
+		h.fail(w, r, nil, err)
+		return
+	}
+	var hint *authorize.Hint
+	if req.idTokenHint != "" {
+		hv, err := h.Tokens.VerifyIDTokenHint(ctx, req.idTokenHint, true)
+		if err != nil {
+			if c := connect.CodeOf(err); c == connect.CodeInvalidArgument || c == connect.CodeUnauthenticated {
+				err = oauth.New(oauth.InvalidRequest, "id_token_hint is not a valid ID token of this issuer").WithCause(err)
+			}
+			h.fail(w, r, req.locales, err)
+			return
+		}
+		hint = &hv
+	}
+	clientID := req.clientID
+	if hint != nil {
+		if clientID != "" && clientID != hint.ClientID {
+			h.fail(w, r, req.locales, oauth.New(oauth.InvalidRequest, "client_id does not match the id_token_hint"))
+			return
+		}
+		clientID = hint.ClientID
+	}
+	target, err := h.redirectTarget(ctx, clientID, req.redirectURI)
+	if err != nil {
+		h.fail(w, r, req.locales, err)
+		return
+	}
+	if err := h.end(ctx, r, hint); err != nil {
+		h.fail(w, r, req.locales, err)
+		return
+	}
+	if target == nil {
+		h.LoggedOut(w, r, req.locales)
+		return
+	}
+	if req.state != "" {
+		q := target.Query()
+		q.Set("state", req.state)
+		target.RawQuery = q.Encode()
+	}
+	http.Redirect(w, r, target.String(), http.StatusFound)
+}
+
+// redirectTarget returns the post-logout redirect, or nil when there is
+// none to use: no URI, no client to check it against, or not registered
+// for the client byte for byte (query string included).
+func (h *Handler) redirectTarget(ctx context.Context, clientID, uri string) (*url.URL, error) {
+	if uri == "" || clientID == "" {
+		return nil, nil
+	}
+	resp, err := h.Directory.GetClient(ctx, connect.NewRequest(&directoryv1.GetClientRequest{ClientId: clientID}))
+	if c := connect.CodeOf(err); c == connect.CodeNotFound || c == connect.CodeInvalidArgument {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(resp.Msg.GetClient().GetPostLogoutRedirectUris(), uri) {
+		return nil, nil
+	}
+	u, err := url.Parse(uri)
+	if err != nil || !u.IsAbs() {
+		return nil, nil
+	}
+	return u, nil
+}
+
+// end revokes the tokens of the ending sessions, then deletes them, so a
+// failed revocation leaves the session in place to retry.
+func (h *Handler) end(ctx context.Context, r *http.Request, hint *authorize.Hint) error {
+	var sessions []session.Session
+	ua, err := h.Browsers.Find(ctx, r)
+	switch {
+	case errors.Is(err, session.ErrNotFound):
+	case err != nil:
+		return err
+	default:
+		if sessions, err = h.Store.Sessions(ctx, ua.ID); err != nil {
+			return err
+		}
+	}
+	var ids []string
+	if hint != nil {
+		// The hint names the session to end; its user's other sessions on
+		// this browser go too.
+		ids = append(ids, hint.SessionID)
+		for _, s := range sessions {
+			if s.UserID == hint.Subject && s.ID != hint.SessionID {
+				ids = append(ids, s.ID)
+			}
+		}
+	} else {
+		for _, s := range sessions {
+			ids = append(ids, s.ID)
+		}
+	}
+	for _, id := range ids {
+		if id == "" {
+			continue
+		}
+		if err := h.Tokens.RevokeSession(ctx, id); err != nil {
+			return err
+		}
+	}
+	return h.Store.Delete(ctx, ids...)
+}
+
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, locales []string, err error) {
+	e := oauth.As(err)
+	status := e.Status
+	if c := connect.CodeOf(err); c == connect.CodeUnavailable || c == connect.CodeDeadlineExceeded {
+		e = oauth.New(oauth.TemporarilyUnavailable, "a service is unavailable, try again").WithCause(err)
+		status = http.StatusServiceUnavailable
+	}
+	if e.Code == oauth.ServerError || e.Code == oauth.TemporarilyUnavailable {
+		h.Logger.ErrorContext(r.Context(), "end_session failed", "error", e)
+	}
+	h.ErrorPage(w, r, locales, status, e)
+}

@@ -1,0 +1,195 @@
+package login
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Languages are the translated languages; the first is the fallback.
+var Languages = []string{"en", "de"}
+
+// Language picks the page language: the first supported ui_locales entry,
+// then the best Accept-Language entry (by q), then English.
+func Language(uiLocales []string, acceptLanguage string) string {
+	for _, l := range uiLocales {
+		if b := base(l); slices.Contains(Languages, b) {
+			return b
+		}
+	}
+	type pref struct {
+		lang string
+		q    float64
+	}
+	var prefs []pref
+	for _, part := range strings.Split(acceptLanguage, ",") {
+		tag, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		q := 1.0
+		if v, ok := strings.CutPrefix(strings.TrimSpace(params), "q="); ok {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				q = f
+			}
+		}
+		if b := base(tag); q > 0 && slices.Contains(Languages, b) {
+			prefs = append(prefs, pref{b, q})
+		}
+	}
+	slices.SortStableFunc(prefs, func(a, b pref) int {
+		switch {
+		case a.q > b.q:
+			return -1
+		case a.q < b.q:
+			return 1
+		}
+		return 0
+	})
+	if len(prefs) > 0 {
+		return prefs[0].lang
+	}
+	return Languages[0]
+}
+
+func base(tag string) string {
+	b, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(tag)), "-")
+	b, _, _ = strings.Cut(b, "_")
+	return b
+}
+
+// translate returns the message key in lang, formatted with args; a
+// missing key falls back to English, then to the key itself.
+func translate(lang, key string, args ...any) string {
+	msg, ok := messages[lang][key]
+	if !ok {
+		if msg, ok = messages["en"][key]; !ok {
+			msg = key
+		}
+	}
+	if len(args) > 0 {
+		return fmt.Sprintf(msg, args...)
+	}
+	return msg
+}
+
+var messages = map[string]map[string]string{
+	"en": {
+		"login.title":                     "Sign in",
+		"login.intro":                     "Sign in to continue to %s.",
+		"loginName":                       "Login name",
+		"next":                            "Next",
+		"password":                        "Password",
+		"signIn":                          "Sign in",
+		"otherUser":                       "Sign in with another account",
+		"register.link":                   "Create an account",
+		"password.title":                  "Enter your password",
+		"change.title":                    "Change your password",
+		"change.intro":                    "Your password must be changed before you continue.",
+		"change.current":                  "Current password",
+		"change.new":                      "New password",
+		"change.confirm":                  "Confirm the new password",
+		"change.submit":                   "Change password",
+		"select.title":                    "Choose an account",
+		"select.intro":                    "Choose the account to continue to %s with.",
+		"register.title":                  "Create an account",
+		"register.submit":                 "Create account",
+		"userName":                        "User name",
+		"firstName":                       "First name",
+		"lastName":                        "Last name",
+		"email":                           "Email",
+		"policy.intro":                    "The password needs:",
+		"policy.min":                      "at least %d characters",
+		"policy.upper":                    "an upper-case letter",
+		"policy.lower":                    "a lower-case letter",
+		"policy.number":                   "a digit",
+		"policy.symbol":                   "a symbol",
+		"error.title":                     "Something went wrong",
+		"error.invalid_request":           "The application sent a request that cannot be processed.",
+		"error.invalid_scope":             "The application asked for an invalid scope.",
+		"error.unauthorized_client":       "The application may not sign in this way.",
+		"error.unsupported_response_type": "The application asked for an unsupported response type.",
+		"error.code":                      "Error code",
+		"error.back":                      "Please return to the application and try again.",
+		"loggedout.title":                 "You are signed out",
+		"loggedout.text":                  "You have been signed out. You can close this window.",
+		"err.required":                    "Please fill in this field.",
+		"err.credentials":                 "The login name or the password is wrong.",
+		"err.locked":                      "Too many failed attempts: sign-in is locked for this account or address. Try again later or ask your administrator to unlock it.",
+		"err.inactive":                    "This account is deactivated and cannot sign in. Please contact your administrator.",
+		"err.mismatch":                    "The passwords do not match.",
+		"err.policy":                      "The password does not meet the password policy.",
+		"err.passwordLen":                 "The password must have 1 to 72 characters.",
+		"err.taken":                       "This user name is not available.",
+		"err.invalid":                     "Please check your entries: %s",
+		"err.csrf":                        "This form has expired. Please try again.",
+		"err.request":                     "This login request is unknown or has expired. Please start again from the application.",
+		"err.cookie":                      "Your browser did not send the login cookie. Please enable cookies and start again from the application.",
+		"err.unavailable":                 "The service is temporarily unavailable. Please try again in a moment.",
+		"err.server":                      "An unexpected error occurred. Please try again.",
+		"err.sessionGone":                 "This account is no longer signed in. Please sign in again.",
+		"err.wrongOrg":                    "This account cannot sign in to this application.",
+		"skip":                            "Skip to the form",
+		"signedInAt":                      "signed in",
+		"notYou":                          "Not you?",
+		"showPasswordRules":               "Password rules",
+	},
+	"de": {
+		"login.title":                     "Anmelden",
+		"login.intro":                     "Melden Sie sich an, um mit %s fortzufahren.",
+		"loginName":                       "Loginname",
+		"next":                            "Weiter",
+		"password":                        "Passwort",
+		"signIn":                          "Anmelden",
+		"otherUser":                       "Mit einem anderen Konto anmelden",
+		"register.link":                   "Konto erstellen",
+		"password.title":                  "Passwort eingeben",
+		"change.title":                    "Passwort ändern",
+		"change.intro":                    "Sie müssen Ihr Passwort ändern, bevor Sie fortfahren.",
+		"change.current":                  "Aktuelles Passwort",
+		"change.new":                      "Neues Passwort",
+		"change.confirm":                  "Neues Passwort bestätigen",
+		"change.submit":                   "Passwort ändern",
+		"select.title":                    "Konto auswählen",
+		"select.intro":                    "Wählen Sie das Konto, mit dem Sie bei %s fortfahren.",
+		"register.title":                  "Konto erstellen",
+		"register.submit":                 "Konto erstellen",
+		"userName":                        "Benutzername",
+		"firstName":                       "Vorname",
+		"lastName":                        "Nachname",
+		"email":                           "E-Mail",
+		"policy.intro":                    "Das Passwort braucht:",
+		"policy.min":                      "mindestens %d Zeichen",
+		"policy.upper":                    "einen Großbuchstaben",
+		"policy.lower":                    "einen Kleinbuchstaben",
+		"policy.number":                   "eine Ziffer",
+		"policy.symbol":                   "ein Sonderzeichen",
+		"error.title":                     "Etwas ist schiefgelaufen",
+		"error.invalid_request":           "Die Anwendung hat eine Anfrage gesendet, die nicht verarbeitet werden kann.",
+		"error.invalid_scope":             "Die Anwendung hat einen ungültigen Scope angefordert.",
+		"error.unauthorized_client":       "Die Anwendung darf diese Anmeldeart nicht verwenden.",
+		"error.unsupported_response_type": "Die Anwendung hat einen nicht unterstützten Antworttyp angefordert.",
+		"error.code":                      "Fehlercode",
+		"error.back":                      "Bitte kehren Sie zur Anwendung zurück und versuchen Sie es erneut.",
+		"loggedout.title":                 "Sie sind abgemeldet",
+		"loggedout.text":                  "Sie wurden abgemeldet. Sie können dieses Fenster schließen.",
+		"err.required":                    "Bitte füllen Sie dieses Feld aus.",
+		"err.credentials":                 "Der Loginname oder das Passwort ist falsch.",
+		"err.locked":                      "Zu viele fehlgeschlagene Versuche: Die Anmeldung ist für dieses Konto oder diese Adresse gesperrt. Versuchen Sie es später erneut oder bitten Sie Ihren Administrator, sie zu entsperren.",
+		"err.inactive":                    "Dieses Konto ist deaktiviert und kann sich nicht anmelden. Bitte wenden Sie sich an Ihren Administrator.",
+		"err.mismatch":                    "Die Passwörter stimmen nicht überein.",
+		"err.policy":                      "Das Passwort erfüllt die Passwortrichtlinie nicht.",
+		"err.passwordLen":                 "Das Passwort muss 1 bis 72 Zeichen haben.",
+		"err.taken":                       "Dieser Benutzername ist nicht verfügbar.",
+		"err.invalid":                     "Bitte prüfen Sie Ihre Eingaben: %s",
+		"err.csrf":                        "Dieses Formular ist abgelaufen. Bitte versuchen Sie es erneut.",
+		"err.request":                     "Diese Anmeldeanfrage ist unbekannt oder abgelaufen. Bitte starten Sie erneut aus der Anwendung.",
+		"err.cookie":                      "Ihr Browser hat das Anmelde-Cookie nicht gesendet. Bitte erlauben Sie Cookies und starten Sie erneut aus der Anwendung.",
+		"err.unavailable":                 "Der Dienst ist vorübergehend nicht verfügbar. Bitte versuchen Sie es gleich noch einmal.",
+		"err.server":                      "Ein unerwarteter Fehler ist aufgetreten. Bitte versuchen Sie es erneut.",
+		"err.sessionGone":                 "Dieses Konto ist nicht mehr angemeldet. Bitte melden Sie sich erneut an.",
+		"err.wrongOrg":                    "Dieses Konto kann sich bei dieser Anwendung nicht anmelden.",
+		"skip":                            "Zum Formular springen",
+		"signedInAt":                      "angemeldet",
+		"notYou":                          "Nicht Sie?",
+		"showPasswordRules":               "Passwortregeln",
+	},
+}

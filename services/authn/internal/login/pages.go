@@ -1,0 +1,208 @@
+package login
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"connectrpc.com/connect"
+
+	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+	"github.com/gatehouse-id/gatehouse/pkg/oauth"
+	"github.com/gatehouse-id/gatehouse/services/authn/internal/authorize"
+	"github.com/gatehouse-id/gatehouse/services/authn/internal/session"
+)
+
+// Directory is what the login pages need of the directory.
+type Directory interface {
+	VerifyPassword(context.Context, *connect.Request[directoryv1.VerifyPasswordRequest]) (*connect.Response[directoryv1.VerifyPasswordResponse], error)
+	ChangePassword(context.Context, *connect.Request[directoryv1.ChangePasswordRequest]) (*connect.Response[directoryv1.ChangePasswordResponse], error)
+	GetOrg(context.Context, *connect.Request[directoryv1.GetOrgRequest]) (*connect.Response[directoryv1.GetOrgResponse], error)
+	RegisterUser(context.Context, *connect.Request[directoryv1.RegisterUserRequest]) (*connect.Response[directoryv1.RegisterUserResponse], error)
+}
+
+// Paths served besides the authorize package's page paths.
+const (
+	PathChangePassword = "/ui/login/password/change"
+	PathLoggedOut      = "/ui/login/logout/done"
+	PathStyle          = "/ui/login/resources/style.css"
+)
+
+// Pages serves the login pages.
+type Pages struct {
+	Flow      *authorize.Flow
+	Directory Directory
+	Store     *session.Store
+	Browsers  *session.Browsers
+	Now       func() time.Time
+	Logger    *slog.Logger
+	tmpl      templates
+}
+
+// New parses the templates; it fails only on a broken build.
+func New(p Pages) (*Pages, error) {
+	t, err := parseTemplates()
+	if err != nil {
+		return nil, err
+	}
+	p.tmpl = t
+	return &p, nil
+}
+
+// Register mounts the pages on mux.
+func (p *Pages) Register(mux *http.ServeMux) {
+	mux.HandleFunc("GET "+authorize.PathLogin, p.loginNamePage)
+	mux.HandleFunc("POST "+authorize.PathLogin, p.loginNameSubmit)
+	mux.HandleFunc("GET "+authorize.PathPassword, p.passwordPage)
+	mux.HandleFunc("POST "+authorize.PathPassword, p.passwordSubmit)
+	mux.HandleFunc("GET "+PathChangePassword, p.changePage)
+	mux.HandleFunc("POST "+PathChangePassword, p.changeSubmit)
+	mux.HandleFunc("GET "+authorize.PathSelect, p.selectPage)
+	mux.HandleFunc("POST "+authorize.PathSelect, p.selectSubmit)
+	mux.HandleFunc("GET "+authorize.PathRegister, p.registerPage)
+	mux.HandleFunc("POST "+authorize.PathRegister, p.registerSubmit)
+	mux.HandleFunc("GET "+PathLoggedOut, func(w http.ResponseWriter, r *http.Request) {
+		p.LoggedOut(w, r, nil)
+	})
+	mux.HandleFunc("GET "+PathStyle, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/css; charset=utf-8")
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		_, _ = w.Write(styleCSS)
+	})
+}
+
+// ErrorPage renders an error on Gatehouse itself (authorize.ErrorPage).
+func (p *Pages) ErrorPage(w http.ResponseWriter, r *http.Request, locales []string, status int, err *oauth.Error) {
+	lang := Language(locales, r.Header.Get("Accept-Language"))
+	pg := &page{Lang: lang, Title: "error.title", Code: err.Code, Detail: err.Description}
+	switch err.Code {
+	case oauth.ServerError:
+		pg.Error, pg.Detail = translate(lang, "err.server"), ""
+	case oauth.TemporarilyUnavailable:
+		pg.Error, pg.Detail = translate(lang, "err.unavailable"), ""
+		w.Header().Set("Retry-After", "5")
+	default:
+		// The description is technical English; a translated sentence
+		// leads, the description follows for the application's developer.
+		if _, ok := messages["en"]["error."+err.Code]; ok {
+			pg.Error = translate(lang, "error."+err.Code)
+		} else {
+			pg.Error, pg.Detail = err.Description, ""
+		}
+	}
+	p.tmpl.render(w, p.Logger, status, "error", pg)
+}
+
+// messagePage renders the error page with a translated message.
+func (p *Pages) messagePage(w http.ResponseWriter, r *http.Request, lang string, status int, key string) {
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "5")
+	}
+	p.tmpl.render(w, p.Logger, status, "error", &page{Lang: lang, Title: "error.title", Error: translate(lang, key)})
+}
+
+// LoggedOut renders the logged-out page.
+func (p *Pages) LoggedOut(w http.ResponseWriter, r *http.Request, locales []string) {
+	if locales == nil {
+		locales = []string{r.URL.Query().Get("ui_locales")}
+	}
+	lang := Language(locales, r.Header.Get("Accept-Language"))
+	p.tmpl.render(w, p.Logger, http.StatusOK, "loggedout", &page{Lang: lang, Title: "loggedout.title"})
+}
+
+// flow is one step of a pending request: who, what, in which language.
+type flow struct {
+	ua  session.UserAgent
+	req *authorize.Request
+	ar  session.AuthRequest
+	// form holds a POST's fields (after the CSRF check).
+	form map[string]string
+	lang string
+}
+
+func (f *flow) page(title string) *page {
+	return &page{Lang: f.lang, Title: title, RequestID: f.ar.ID, CSRF: f.ua.CSRFToken, AppName: f.req.AppName,
+		LoginName: f.ar.LoginName, Errors: map[string]string{}, Form: map[string]string{}}
+}
+
+// load reads the pending request a page belongs to; on a POST it parses
+// the form once and checks its CSRF token against the browser's. On
+// failure it has written the error page and returns nil.
+func (p *Pages) load(w http.ResponseWriter, r *http.Request, fields ...string) *flow {
+	lang := Language(nil, r.Header.Get("Accept-Language"))
+	id := r.URL.Query().Get(authorize.RequestParam)
+	var form map[string]string
+	if r.Method == http.MethodPost {
+		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+		if err := r.ParseForm(); err != nil {
+			p.messagePage(w, r, lang, http.StatusBadRequest, "err.request")
+			return nil
+		}
+		form = map[string]string{}
+		for _, k := range append(fields, "csrf", authorize.RequestParam) {
+			form[k] = r.PostForm.Get(k)
+		}
+		id = form[authorize.RequestParam]
+	}
+	ctx := r.Context()
+	ua, err := p.Browsers.Find(ctx, r)
+	if errors.Is(err, session.ErrNotFound) {
+		p.messagePage(w, r, lang, http.StatusBadRequest, "err.cookie")
+		return nil
+	}
+	if err != nil {
+		p.internal(w, r, lang, err)
+		return nil
+	}
+	if form != nil && subtle.ConstantTimeCompare([]byte(form["csrf"]), []byte(ua.CSRFToken)) != 1 {
+		p.messagePage(w, r, lang, http.StatusForbidden, "err.csrf")
+		return nil
+	}
+	req, ar, err := p.Flow.Load(ctx, id, ua.ID)
+	if errors.Is(err, session.ErrNotFound) {
+		p.messagePage(w, r, lang, http.StatusNotFound, "err.request")
+		return nil
+	}
+	if err != nil {
+		p.internal(w, r, lang, err)
+		return nil
+	}
+	return &flow{ua: ua, req: req, ar: ar, form: form, lang: Language(req.UILocales, r.Header.Get("Accept-Language"))}
+}
+
+// internal logs err and renders the error page: 503 when a dependency is
+// unavailable (retry), else 500.
+func (p *Pages) internal(w http.ResponseWriter, r *http.Request, lang string, err error) {
+	p.Logger.ErrorContext(r.Context(), "login page failed", "error", err)
+	var oe *oauth.Error
+	if c := connect.CodeOf(err); c == connect.CodeUnavailable || c == connect.CodeDeadlineExceeded ||
+		(errors.As(err, &oe) && oe.Code == oauth.TemporarilyUnavailable) {
+		p.messagePage(w, r, lang, http.StatusServiceUnavailable, "err.unavailable")
+		return
+	}
+	p.messagePage(w, r, lang, http.StatusInternalServerError, "err.server")
+}
+
+// signIn records the user's session on the browser and answers the
+// pending request.
+func (p *Pages) signIn(w http.ResponseWriter, r *http.Request, f *flow, u *directoryv1.User) {
+	s, err := p.Store.Upsert(r.Context(), session.Session{
+		UserAgentID: f.ua.ID, UserID: u.GetId(), OrgID: u.GetOrgId(), LoginName: u.GetPreferredLoginName(),
+		DisplayName: u.GetDisplayName(), AuthTime: p.Now(), AMR: []string{"pwd"},
+	}, p.Now())
+	if err != nil {
+		p.internal(w, r, f.lang, err)
+		return
+	}
+	p.Flow.Finish(w, r, f.req, f.ar, s)
+}
+
+// clientAddress is the browser's address as edge reports it.
+func clientAddress(r *http.Request) string { return r.Header.Get("X-Real-Ip") }
+
+func redirect(w http.ResponseWriter, r *http.Request, path, id string) {
+	http.Redirect(w, r, authorize.PageURL(path, id), http.StatusSeeOther)
+}

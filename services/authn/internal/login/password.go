@@ -1,0 +1,125 @@
+package login
+
+import (
+	"net/http"
+	"strings"
+
+	"connectrpc.com/connect"
+
+	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+	"github.com/gatehouse-id/gatehouse/services/authn/internal/authorize"
+)
+
+// loginNamePage asks for the login name, pre-filled from the login_hint.
+func (p *Pages) loginNamePage(w http.ResponseWriter, r *http.Request) {
+	f := p.load(w, r)
+	if f == nil {
+		return
+	}
+	pg := f.page("login.title")
+	if r.URL.Query().Get("other") != "" {
+		pg.LoginName = ""
+	} else if pg.LoginName == "" {
+		pg.LoginName = f.req.LoginHint
+	}
+	p.tmpl.render(w, p.Logger, http.StatusOK, "loginname", pg)
+}
+
+// loginNameSubmit remembers the login name and always moves on to the
+// password page: whether the name exists is not revealed.
+func (p *Pages) loginNameSubmit(w http.ResponseWriter, r *http.Request) {
+	f := p.load(w, r, "loginName")
+	if f == nil {
+		return
+	}
+	name := strings.TrimSpace(f.form["loginName"])
+	if name == "" || len(name) > 400 {
+		pg := f.page("login.title")
+		pg.Errors["loginName"] = translate(f.lang, "err.required")
+		p.tmpl.render(w, p.Logger, http.StatusBadRequest, "loginname", pg)
+		return
+	}
+	if err := p.Store.SetAuthRequestUser(r.Context(), f.ar.ID, name, ""); err != nil {
+		p.internal(w, r, f.lang, err)
+		return
+	}
+	redirect(w, r, authorize.PathPassword, f.ar.ID)
+}
+
+func (p *Pages) passwordPage(w http.ResponseWriter, r *http.Request) {
+	f := p.load(w, r)
+	if f == nil {
+		return
+	}
+	if f.ar.LoginName == "" {
+		redirect(w, r, authorize.PathLogin, f.ar.ID)
+		return
+	}
+	p.tmpl.render(w, p.Logger, http.StatusOK, "password", f.page("password.title"))
+}
+
+// passwordSubmit checks the password with the directory, which counts
+// failures per user and per client address. Wrong password and unknown
+// user read the same; a locked or deactivated account is said clearly,
+// the latter only after the correct password.
+func (p *Pages) passwordSubmit(w http.ResponseWriter, r *http.Request) {
+	f := p.load(w, r, "password")
+	if f == nil {
+		return
+	}
+	if f.ar.LoginName == "" {
+		redirect(w, r, authorize.PathLogin, f.ar.ID)
+		return
+	}
+	fail := func(status int, key string) {
+		pg := f.page("password.title")
+		pg.Errors["password"] = translate(f.lang, key)
+		p.tmpl.render(w, p.Logger, status, "password", pg)
+	}
+	if f.form["password"] == "" {
+		fail(http.StatusBadRequest, "err.required")
+		return
+	}
+	in := &directoryv1.VerifyPasswordRequest{OrgId: f.req.OrgID, Password: f.form["password"], ClientAddress: clientAddress(r)}
+	if f.ar.UserID != "" {
+		in.UserId = f.ar.UserID
+	} else {
+		in.LoginName = f.ar.LoginName
+	}
+	resp, err := p.Directory.VerifyPassword(r.Context(), connect.NewRequest(in))
+	if key, status, ok := passwordError(err); ok {
+		fail(status, key)
+		return
+	} else if err != nil {
+		p.internal(w, r, f.lang, err)
+		return
+	}
+	u := resp.Msg.GetUser()
+	if u.GetOrgId() != f.req.OrgID {
+		fail(http.StatusForbidden, "err.wrongOrg")
+		return
+	}
+	if resp.Msg.GetChangeRequired() {
+		if err := p.Store.SetAuthRequestUser(r.Context(), f.ar.ID, f.ar.LoginName, u.GetId()); err != nil {
+			p.internal(w, r, f.lang, err)
+			return
+		}
+		redirect(w, r, PathChangePassword, f.ar.ID)
+		return
+	}
+	p.signIn(w, r, f, u)
+}
+
+// passwordError maps the directory's answers to a password check to a
+// page message: ok false means an unexpected error.
+func passwordError(err error) (key string, status int, ok bool) {
+	switch connect.CodeOf(err) {
+	case connect.CodeUnauthenticated, connect.CodeNotFound, connect.CodeInvalidArgument:
+		return "err.credentials", http.StatusUnauthorized, true
+	case connect.CodeResourceExhausted:
+		return "err.locked", http.StatusTooManyRequests, true
+	case connect.CodeFailedPrecondition, connect.CodePermissionDenied:
+		return "err.inactive", http.StatusForbidden, true
+	}
+	return "", 0, false
+}

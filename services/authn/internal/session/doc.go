@@ -1,0 +1,6 @@
+// Package session owns authn's storage: user agents (one per browser,
+// identified by an opaque cookie whose SHA-256 is the row id), the sessions
+// of the users signed in on each browser, and the authorization requests
+// pending while a user signs in. It also reads and writes the user-agent
+// cookie. It depends only on pkg/db.
+package session

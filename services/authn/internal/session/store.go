@@ -1,0 +1,237 @@
+package session
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gatehouse-id/gatehouse/pkg/db"
+	"github.com/gatehouse-id/gatehouse/pkg/secrets"
+)
+
+// ErrNotFound is returned (wrapped) for a missing, expired or foreign row.
+var ErrNotFound = db.ErrNotFound
+
+// UserAgent is one browser.
+type UserAgent struct {
+	ID        string `db:"id"`
+	CSRFToken string `db:"csrf_token"`
+}
+
+// Session is one user signed in on one browser.
+type Session struct {
+	ID          string
+	UserAgentID string
+	UserID      string
+	OrgID       string
+	LoginName   string
+	DisplayName string
+	AuthTime    time.Time
+	AMR         []string
+}
+
+type sessionRow struct {
+	ID          string    `db:"id"`
+	UserAgentID string    `db:"user_agent_id"`
+	UserID      string    `db:"user_id"`
+	OrgID       string    `db:"org_id"`
+	LoginName   string    `db:"login_name"`
+	DisplayName string    `db:"display_name"`
+	AuthTime    time.Time `db:"auth_time"`
+	AMR         string    `db:"amr"`
+}
+
+func (r sessionRow) session() (Session, error) {
+	s := Session{ID: r.ID, UserAgentID: r.UserAgentID, UserID: r.UserID, OrgID: r.OrgID,
+		LoginName: r.LoginName, DisplayName: r.DisplayName, AuthTime: r.AuthTime}
+	if err := json.Unmarshal([]byte(r.AMR), &s.AMR); err != nil {
+		return Session{}, fmt.Errorf("session %s: amr: %w", r.ID, err)
+	}
+	return s, nil
+}
+
+// AuthRequest is a validated authorization request waiting for a login.
+// Params is the request as its owner (package authorize) serialized it.
+type AuthRequest struct {
+	ID          string    `db:"id"`
+	UserAgentID string    `db:"user_agent_id"`
+	Params      []byte    `db:"params"`
+	LoginName   string    `db:"login_name"`
+	UserID      string    `db:"user_id"`
+	CreatedAt   time.Time `db:"created_at"`
+	ExpiresAt   time.Time `db:"expires_at"`
+}
+
+// Store is authn's storage.
+type Store struct {
+	DB *db.DB
+}
+
+// UserAgentID is the row id of a cookie value: its SHA-256, so a leaked
+// table does not hand out working cookies.
+func UserAgentID(cookie string) string {
+	sum := sha256.Sum256([]byte(cookie))
+	return hex.EncodeToString(sum[:])
+}
+
+// CreateUserAgent records a new browser and returns its cookie value.
+func (s *Store) CreateUserAgent(ctx context.Context, now time.Time) (cookie string, ua UserAgent, err error) {
+	cookie = secrets.RandomToken(32)
+	ua = UserAgent{ID: UserAgentID(cookie), CSRFToken: secrets.RandomToken(32)}
+	_, err = s.DB.Exec(ctx, `INSERT INTO user_agents (id, created_at, last_seen_at, csrf_token) VALUES (?, ?, ?, ?)`,
+		ua.ID, now, now, ua.CSRFToken)
+	if err != nil {
+		return "", UserAgent{}, fmt.Errorf("create user agent: %w", err)
+	}
+	return cookie, ua, nil
+}
+
+// UserAgent returns the browser a cookie value names.
+func (s *Store) UserAgent(ctx context.Context, cookie string) (UserAgent, error) {
+	var ua UserAgent
+	err := s.DB.Get(ctx, &ua, `SELECT id, csrf_token FROM user_agents WHERE id = ?`, UserAgentID(cookie))
+	if err != nil {
+		return UserAgent{}, fmt.Errorf("user agent: %w", db.NotFound(err))
+	}
+	return ua, nil
+}
+
+const sessionColumns = `id, user_agent_id, user_id, org_id, login_name, display_name, auth_time, amr`
+
+// Sessions lists a browser's open sessions, most recent login first.
+func (s *Store) Sessions(ctx context.Context, userAgentID string) ([]Session, error) {
+	var rows []sessionRow
+	err := s.DB.Select(ctx, &rows, `SELECT `+sessionColumns+` FROM sessions
+		WHERE user_agent_id = ? AND ended_at IS NULL ORDER BY auth_time DESC, id`, userAgentID)
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	out := make([]Session, 0, len(rows))
+	for _, r := range rows {
+		ss, err := r.session()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ss)
+	}
+	return out, nil
+}
+
+// Upsert records a successful authentication of s.UserID on s.UserAgentID:
+// a new session, or the existing one of that user with a fresh auth_time
+// and amr (so its id, and the tokens bound to it, stay the same). It
+// returns the stored session.
+func (s *Store) Upsert(ctx context.Context, in Session, now time.Time) (Session, error) {
+	amr, err := json.Marshal(in.AMR)
+	if err != nil {
+		return Session{}, fmt.Errorf("session amr: %w", err)
+	}
+	out := in
+	upsert := func(tx *db.Tx) error {
+		var id string
+		err := tx.Get(ctx, &id, `SELECT id FROM sessions WHERE user_agent_id = ? AND user_id = ?`, in.UserAgentID, in.UserID)
+		switch {
+		case err == nil:
+			out.ID = id
+			_, err = tx.Exec(ctx, `UPDATE sessions SET org_id = ?, login_name = ?, display_name = ?, auth_time = ?, amr = ?, ended_at = NULL WHERE id = ?`,
+				in.OrgID, in.LoginName, in.DisplayName, in.AuthTime, string(amr), id)
+			return err
+		case errors.Is(db.NotFound(err), db.ErrNotFound):
+			out.ID = secrets.NewID()
+			_, err = tx.Exec(ctx, `INSERT INTO sessions (`+sessionColumns+`, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				out.ID, in.UserAgentID, in.UserID, in.OrgID, in.LoginName, in.DisplayName, in.AuthTime, string(amr), now)
+			return db.Conflict(err)
+		default:
+			return err
+		}
+	}
+	err = s.DB.InTx(ctx, upsert)
+	if errors.Is(err, db.ErrConflict) {
+		// A concurrent login of the same user on this browser inserted
+		// first; the retry updates that row.
+		err = s.DB.InTx(ctx, upsert)
+	}
+	if err != nil {
+		return Session{}, fmt.Errorf("upsert session: %w", err)
+	}
+	out.AuthTime = in.AuthTime.UTC().Truncate(time.Microsecond)
+	return out, nil
+}
+
+// Delete removes sessions by id (logout); unknown ids are ignored.
+func (s *Store) Delete(ctx context.Context, ids ...string) error {
+	for _, id := range ids {
+		if _, err := s.DB.Exec(ctx, `DELETE FROM sessions WHERE id = ?`, id); err != nil {
+			return fmt.Errorf("delete session: %w", err)
+		}
+	}
+	return nil
+}
+
+// CreateAuthRequest stores a pending authorization request.
+func (s *Store) CreateAuthRequest(ctx context.Context, r AuthRequest) error {
+	_, err := s.DB.Exec(ctx, `INSERT INTO auth_requests (id, user_agent_id, params, login_name, user_id, created_at, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, r.ID, r.UserAgentID, string(r.Params), r.LoginName, r.UserID, r.CreatedAt, r.ExpiresAt)
+	if err != nil {
+		return fmt.Errorf("create auth request: %w", db.Conflict(err))
+	}
+	return nil
+}
+
+// AuthRequest returns a pending request of the browser; an expired one, or
+// one started in another browser, is ErrNotFound.
+func (s *Store) AuthRequest(ctx context.Context, id, userAgentID string, now time.Time) (AuthRequest, error) {
+	var r struct {
+		AuthRequest
+		Params string `db:"params"`
+	}
+	err := s.DB.Get(ctx, &r, `SELECT id, user_agent_id, params, login_name, user_id, created_at, expires_at
+		FROM auth_requests WHERE id = ? AND user_agent_id = ? AND expires_at > ?`, id, userAgentID, now)
+	if err != nil {
+		return AuthRequest{}, fmt.Errorf("auth request: %w", db.NotFound(err))
+	}
+	r.AuthRequest.Params = []byte(r.Params)
+	return r.AuthRequest, nil
+}
+
+// SetAuthRequestUser records who is signing in for a pending request: the
+// login name typed, and the user id once a password proved it.
+func (s *Store) SetAuthRequestUser(ctx context.Context, id, loginName, userID string) error {
+	res, err := s.DB.Exec(ctx, `UPDATE auth_requests SET login_name = ?, user_id = ? WHERE id = ?`, loginName, userID, id)
+	if err != nil {
+		return fmt.Errorf("update auth request: %w", err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return fmt.Errorf("update auth request: %w", ErrNotFound)
+	}
+	return nil
+}
+
+// ConsumeAuthRequest deletes a pending request; exactly one caller gets
+// nil, the others ErrNotFound, so a request completes once.
+func (s *Store) ConsumeAuthRequest(ctx context.Context, id string) error {
+	res, err := s.DB.Exec(ctx, `DELETE FROM auth_requests WHERE id = ?`, id)
+	if err != nil {
+		return fmt.Errorf("consume auth request: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("consume auth request: %w", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("consume auth request: %w", ErrNotFound)
+	}
+	return nil
+}
+
+// Prune deletes expired pending requests.
+func (s *Store) Prune(ctx context.Context, now time.Time) error {
+	if _, err := s.DB.Exec(ctx, `DELETE FROM auth_requests WHERE expires_at <= ?`, now); err != nil {
+		return fmt.Errorf("prune auth requests: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,178 @@
+package session_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-id/gatehouse/pkg/db"
+	"github.com/gatehouse-id/gatehouse/services/authn/internal/authntest"
+	"github.com/gatehouse-id/gatehouse/services/authn/internal/session"
+)
+
+var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+func newStore(t *testing.T, d db.Dialect) (*session.Store, session.UserAgent, string) {
+	t.Helper()
+	st := &session.Store{DB: authntest.Open(t, d)}
+	cookie, ua, err := st.CreateUserAgent(context.Background(), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, ua, cookie
+}
+
+func TestUserAgents(t *testing.T) {
+	authntest.Run(t, func(t *testing.T, d db.Dialect) {
+		ctx := context.Background()
+		st, ua, cookie := newStore(t, d)
+		if ua.ID == cookie || ua.ID != session.UserAgentID(cookie) || ua.CSRFToken == "" {
+			t.Errorf("user agent %+v for cookie: want the cookie's hash as id and a CSRF token", ua)
+		}
+		got, err := st.UserAgent(ctx, cookie)
+		if err != nil || got != ua {
+			t.Errorf("UserAgent = %+v, %v; want %+v", got, err, ua)
+		}
+		if _, err := st.UserAgent(ctx, "unknown"); !errors.Is(err, session.ErrNotFound) {
+			t.Errorf("unknown cookie: %v; want ErrNotFound", err)
+		}
+		if _, err := st.UserAgent(ctx, ua.ID); !errors.Is(err, session.ErrNotFound) {
+			t.Errorf("the row id used as cookie: %v; want ErrNotFound", err)
+		}
+	})
+}
+
+func TestSessions(t *testing.T) {
+	authntest.Run(t, func(t *testing.T, d db.Dialect) {
+		ctx := context.Background()
+		st, ua, _ := newStore(t, d)
+		_, other, _ := st.CreateUserAgent(ctx, t0)
+		a, err := st.Upsert(ctx, session.Session{UserAgentID: ua.ID, UserID: "alice", OrgID: "o", LoginName: "alice@o", AuthTime: t0, AMR: []string{"pwd"}}, t0)
+		if err != nil || a.ID == "" {
+			t.Fatalf("Upsert = %+v, %v", a, err)
+		}
+		b, err := st.Upsert(ctx, session.Session{UserAgentID: ua.ID, UserID: "bob", OrgID: "o", LoginName: "bob@o", AuthTime: t0.Add(time.Minute), AMR: []string{"pwd"}}, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Upsert(ctx, session.Session{UserAgentID: other.ID, UserID: "alice", OrgID: "o", AuthTime: t0, AMR: []string{"pwd"}}, t0); err != nil {
+			t.Fatal(err)
+		}
+		// Re-authentication keeps the session id and moves auth_time.
+		a2, err := st.Upsert(ctx, session.Session{UserAgentID: ua.ID, UserID: "alice", OrgID: "o", LoginName: "alice@o", AuthTime: t0.Add(2 * time.Minute), AMR: []string{"pwd"}}, t0)
+		if err != nil || a2.ID != a.ID {
+			t.Fatalf("re-auth: %+v, %v; want id %s", a2, err, a.ID)
+		}
+		list, err := st.Sessions(ctx, ua.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) != 2 || list[0].ID != a.ID || list[1].ID != b.ID || !list[0].AuthTime.Equal(t0.Add(2*time.Minute)) ||
+			list[0].LoginName != "alice@o" || len(list[0].AMR) != 1 || list[0].AMR[0] != "pwd" {
+			t.Errorf("Sessions = %+v; want alice (latest login) then bob", list)
+		}
+		if err := st.Delete(ctx, a.ID); err != nil {
+			t.Fatal(err)
+		}
+		if list, _ := st.Sessions(ctx, ua.ID); len(list) != 1 || list[0].ID != b.ID {
+			t.Errorf("after Delete: %+v; want bob only", list)
+		}
+		if list, _ := st.Sessions(ctx, other.ID); len(list) != 1 {
+			t.Errorf("other browser: %+v; want its own session untouched", list)
+		}
+	})
+}
+
+func TestConcurrentUpsertsShareOneSession(t *testing.T) {
+	authntest.Run(t, func(t *testing.T, d db.Dialect) {
+		st, ua, _ := newStore(t, d)
+		const n = 8
+		ids := make([]string, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				s, err := st.Upsert(context.Background(), session.Session{UserAgentID: ua.ID, UserID: "alice", OrgID: "o", AuthTime: t0, AMR: []string{"pwd"}}, t0)
+				ids[i], errs[i] = s.ID, err
+			})
+		}
+		wg.Wait()
+		for i := range n {
+			if errs[i] != nil || ids[i] != ids[0] {
+				t.Errorf("upsert %d: %s, %v; want %s", i, ids[i], errs[i], ids[0])
+			}
+		}
+	})
+}
+
+func TestAuthRequests(t *testing.T) {
+	authntest.Run(t, func(t *testing.T, d db.Dialect) {
+		ctx := context.Background()
+		st, ua, _ := newStore(t, d)
+		_, other, _ := st.CreateUserAgent(ctx, t0)
+		ar := session.AuthRequest{ID: "req-1", UserAgentID: ua.ID, Params: []byte(`{"client_id":"web"}`), CreatedAt: t0, ExpiresAt: t0.Add(time.Minute)}
+		if err := st.CreateAuthRequest(ctx, ar); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.CreateAuthRequest(ctx, ar); !errors.Is(err, db.ErrConflict) {
+			t.Errorf("duplicate id: %v; want ErrConflict", err)
+		}
+		got, err := st.AuthRequest(ctx, "req-1", ua.ID, t0)
+		if err != nil || string(got.Params) != `{"client_id":"web"}` || !got.ExpiresAt.Equal(ar.ExpiresAt) {
+			t.Errorf("AuthRequest = %+v, %v", got, err)
+		}
+		if _, err := st.AuthRequest(ctx, "req-1", other.ID, t0); !errors.Is(err, session.ErrNotFound) {
+			t.Errorf("another browser: %v; want ErrNotFound", err)
+		}
+		if _, err := st.AuthRequest(ctx, "req-1", ua.ID, t0.Add(time.Minute)); !errors.Is(err, session.ErrNotFound) {
+			t.Errorf("expired: %v; want ErrNotFound", err)
+		}
+		if err := st.SetAuthRequestUser(ctx, "req-1", "alice@o", "alice"); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := st.AuthRequest(ctx, "req-1", ua.ID, t0); got.LoginName != "alice@o" || got.UserID != "alice" {
+			t.Errorf("after SetAuthRequestUser: %+v", got)
+		}
+		if err := st.SetAuthRequestUser(ctx, "nope", "x", ""); !errors.Is(err, session.ErrNotFound) {
+			t.Errorf("SetAuthRequestUser(unknown) = %v; want ErrNotFound", err)
+		}
+
+		// Exactly one of concurrent completions wins.
+		const n = 8
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		for i := range n {
+			wg.Go(func() { errs[i] = st.ConsumeAuthRequest(context.Background(), "req-1") })
+		}
+		wg.Wait()
+		wins := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				wins++
+			case !errors.Is(err, session.ErrNotFound):
+				t.Errorf("consume: %v", err)
+			}
+		}
+		if wins != 1 {
+			t.Errorf("%d consumers won; want exactly 1", wins)
+		}
+
+		for i, exp := range []time.Time{t0, t0.Add(time.Hour)} {
+			if err := st.CreateAuthRequest(ctx, session.AuthRequest{ID: []string{"old", "new"}[i], UserAgentID: ua.ID, Params: []byte("{}"), CreatedAt: t0, ExpiresAt: exp}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := st.Prune(ctx, t0.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.ConsumeAuthRequest(ctx, "old"); !errors.Is(err, session.ErrNotFound) {
+			t.Errorf("pruned request: %v; want ErrNotFound", err)
+		}
+		if err := st.ConsumeAuthRequest(ctx, "new"); err != nil {
+			t.Errorf("unexpired request was pruned: %v", err)
+		}
+	})
+}

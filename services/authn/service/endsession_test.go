@@ -1,0 +1,137 @@
+package service_test
+
+import (
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gatehouse-id/gatehouse/pkg/db"
+	"github.com/gatehouse-id/gatehouse/services/authn/internal/authntest"
+)
+
+// signedIn is a browser with alice's session and an ID token hint for it.
+func signedIn(t *testing.T, d db.Dialect) (*env, string) {
+	e := newEnv(t, d)
+	c := e.tok.Code(e.code(e.login(codeParams(), "alice", "Alice-Pass-1"), "st-1"))
+	e.tok.AddHint("alice-token", "alice-id", "web", c.GetSessionId(), false)
+	e.tok.AddHint("alice-expired", "alice-id", "web", c.GetSessionId(), true)
+	return e, c.GetSessionId()
+}
+
+func loggedOutPage(t *testing.T, r response) {
+	t.Helper()
+	if r.StatusCode != http.StatusOK || r.Header.Get("Location") != "" || !strings.Contains(r.body, "signed out") {
+		t.Errorf("status %d Location %q; want the logged-out page:\n%s", r.StatusCode, r.Header.Get("Location"), r.body)
+	}
+}
+
+func TestEndSession(t *testing.T) {
+	rows := []struct {
+		name     string
+		params   url.Values
+		redirect string // "" = logged-out page
+	}{
+		{"no parameters", url.Values{}, ""},
+		{"hint and registered URI", url.Values{"id_token_hint": {"alice-token"}, "post_logout_redirect_uri": {"https://rp.example/bye?x=1"}, "state": {"s 1"}}, "https://rp.example/bye?state=s+1&x=1"},
+		{"expired hint accepted", url.Values{"id_token_hint": {"alice-expired"}, "post_logout_redirect_uri": {"https://rp.example/bye?x=1"}}, "https://rp.example/bye?x=1"},
+		{"hint and matching client_id", url.Values{"id_token_hint": {"alice-token"}, "client_id": {"web"}, "post_logout_redirect_uri": {"https://rp.example/bye?x=1"}, "state": {"z"}}, "https://rp.example/bye?state=z&x=1"},
+		{"client_id only", url.Values{"client_id": {"web"}, "post_logout_redirect_uri": {"https://rp.example/bye?x=1"}}, "https://rp.example/bye?x=1"},
+		{"URI without its query", url.Values{"id_token_hint": {"alice-token"}, "post_logout_redirect_uri": {"https://rp.example/bye"}, "state": {"s"}}, ""},
+		{"URI of another client", url.Values{"id_token_hint": {"alice-token"}, "post_logout_redirect_uri": {"https://spa.example/"}}, ""},
+		{"URI without client", url.Values{"post_logout_redirect_uri": {"https://rp.example/bye?x=1"}}, ""},
+		{"hint only", url.Values{"id_token_hint": {"alice-token"}}, ""},
+	}
+	for _, method := range []string{http.MethodGet, http.MethodPost} {
+		for _, row := range rows {
+			t.Run(method+" "+row.name, func(t *testing.T) {
+				e, sid := signedIn(t, db.SQLite)
+				var r response
+				if method == http.MethodGet {
+					r = e.get("/oidc/v1/end_session?" + row.params.Encode())
+				} else {
+					r = e.post("/oidc/v1/end_session", row.params)
+				}
+				if row.redirect == "" {
+					loggedOutPage(t, r)
+				} else if r.StatusCode != http.StatusFound || r.Header.Get("Location") != row.redirect {
+					t.Errorf("status %d Location %q; want 302 to %s", r.StatusCode, r.Header.Get("Location"), row.redirect)
+				}
+				if !slices.Contains(e.tok.RevokedSessions(), sid) {
+					t.Errorf("revoked %v; want session %s", e.tok.RevokedSessions(), sid)
+				}
+				wantError(t, e.authorize(codeParams("prompt", "none")), webRedirect, "login_required", "st-1", false)
+			})
+		}
+	}
+}
+
+func TestEndSessionRefusals(t *testing.T) {
+	rows := []struct {
+		name   string
+		params url.Values
+	}{
+		{"client_id is not the hint's azp", url.Values{"id_token_hint": {"alice-token"}, "client_id": {"spa"}, "post_logout_redirect_uri": {"https://spa.example/"}}},
+		{"invalid hint", url.Values{"id_token_hint": {"forged"}, "post_logout_redirect_uri": {"https://rp.example/bye?x=1"}}},
+		{"repeated state", url.Values{"state": {"a", "b"}}},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			e, _ := signedIn(t, db.SQLite)
+			r := e.get("/oidc/v1/end_session?" + row.params.Encode())
+			if r.StatusCode != http.StatusBadRequest || r.Header.Get("Location") != "" || !strings.Contains(r.body, "invalid_request") {
+				t.Errorf("status %d Location %q; want a 400 error page", r.StatusCode, r.Header.Get("Location"))
+			}
+			if got := e.tok.RevokedSessions(); len(got) != 0 {
+				t.Errorf("revoked %v; a refused logout changes nothing", got)
+			}
+			e.code(e.authorize(codeParams("prompt", "none")).location(), "st-1")
+		})
+	}
+}
+
+func TestEndSessionEndsEveryUserWithoutHint(t *testing.T) {
+	authntest.Run(t, func(t *testing.T, d db.Dialect) {
+		e, alice := signedIn(t, d)
+		page := e.follow(e.authorize(codeParams("prompt", "select_account")))
+		other := e.follow(e.get("/ui/login/login?authRequestID=" + url.QueryEscape(hiddenRE.FindStringSubmatch(page.body)[2]) + "&other=1"))
+		bob := e.tok.Code(e.code(e.password(e.follow(e.submit(other, url.Values{"loginName": {"bob"}})), "Bob-Pass-2"), "st-1")).GetSessionId()
+
+		// With a hint only alice's session ends; bob stays signed in.
+		loggedOutPage(t, e.get("/oidc/v1/end_session?id_token_hint=alice-token"))
+		if got := e.tok.RevokedSessions(); !slices.Equal(got, []string{alice}) {
+			t.Errorf("revoked %v; want only alice's %s", got, alice)
+		}
+		if c := e.tok.Code(e.code(e.authorize(codeParams("prompt", "none")).location(), "st-1")); c.GetUserId() != "bob-id" {
+			t.Errorf("after alice's logout: code for %s; want bob", c.GetUserId())
+		}
+		loggedOutPage(t, e.get("/oidc/v1/end_session"))
+		if got := e.tok.RevokedSessions(); !slices.Contains(got, bob) {
+			t.Errorf("revoked %v; want bob's %s too", got, bob)
+		}
+		wantError(t, e.authorize(codeParams("prompt", "none")), webRedirect, "login_required", "st-1", false)
+	})
+}
+
+func TestMethodNotAllowed(t *testing.T) {
+	e := newEnv(t, db.SQLite)
+	for _, path := range []string{"/oauth/v2/authorize", "/oidc/v1/end_session"} {
+		req, _ := http.NewRequest(http.MethodPut, e.srv.URL+path, nil)
+		if r := e.do(req); r.StatusCode != http.StatusMethodNotAllowed {
+			t.Errorf("PUT %s: status %d; want 405", path, r.StatusCode)
+		}
+	}
+}
+
+func TestLoggedOutPageLanguage(t *testing.T) {
+	e, _ := signedIn(t, db.SQLite)
+	r := e.get("/oidc/v1/end_session?ui_locales=de")
+	if r.StatusCode != http.StatusOK || !strings.Contains(r.body, `<html lang="de">`) || !strings.Contains(r.body, "Sie sind abgemeldet") {
+		t.Errorf("status %d; want the German logged-out page:\n%s", r.StatusCode, r.body)
+	}
+	r = e.get("/oidc/v1/end_session", "Accept-Language", "de-DE")
+	if !strings.Contains(r.body, "Sie sind abgemeldet") {
+		t.Errorf("Accept-Language de: want the German logged-out page:\n%s", r.body)
+	}
+}

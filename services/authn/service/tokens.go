@@ -1,0 +1,73 @@
+package service
+
+import (
+	"context"
+	"fmt"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
+	"github.com/gatehouse-id/gatehouse/services/authn/internal/authorize"
+)
+
+// Tokens is what authn needs of the tokens service's internal API.
+type Tokens interface {
+	CreateAuthorizationCode(context.Context, *connect.Request[tokensv1.CreateAuthorizationCodeRequest]) (*connect.Response[tokensv1.CreateAuthorizationCodeResponse], error)
+	CreateImplicitTokens(context.Context, *connect.Request[tokensv1.CreateImplicitTokensRequest]) (*connect.Response[tokensv1.CreateImplicitTokensResponse], error)
+	VerifyIDTokenHint(context.Context, *connect.Request[tokensv1.VerifyIDTokenHintRequest]) (*connect.Response[tokensv1.VerifyIDTokenHintResponse], error)
+	RevokeSession(context.Context, *connect.Request[tokensv1.RevokeSessionRequest]) (*connect.Response[tokensv1.RevokeSessionResponse], error)
+}
+
+// tokensAdapter turns the Connect API into the plain calls the packages
+// use; errors stay Connect errors so callers can read their codes.
+type tokensAdapter struct{ c Tokens }
+
+var _ authorize.Tokens = tokensAdapter{}
+
+func (a tokensAdapter) CreateAuthorizationCode(ctx context.Context, g authorize.CodeGrant) (string, error) {
+	resp, err := a.c.CreateAuthorizationCode(ctx, connect.NewRequest(&tokensv1.CreateAuthorizationCodeRequest{
+		ClientId: g.ClientID, RedirectUri: g.RedirectURI, UserId: g.UserID, OrgId: g.OrgID, Scopes: g.Scopes,
+		Nonce: g.Nonce, CodeChallenge: g.CodeChallenge, SessionId: g.SessionID, AuthTime: timestamppb.New(g.AuthTime), Amr: g.AMR,
+	}))
+	if err != nil {
+		return "", fmt.Errorf("create authorization code: %w", err)
+	}
+	return resp.Msg.GetCode(), nil
+}
+
+func (a tokensAdapter) CreateImplicitTokens(ctx context.Context, g authorize.ImplicitGrant) (authorize.ImplicitTokens, error) {
+	resp, err := a.c.CreateImplicitTokens(ctx, connect.NewRequest(&tokensv1.CreateImplicitTokensRequest{
+		ClientId: g.ClientID, UserId: g.UserID, OrgId: g.OrgID, Scopes: g.Scopes, Nonce: g.Nonce,
+		SessionId: g.SessionID, AuthTime: timestamppb.New(g.AuthTime), Amr: g.AMR, ResponseType: g.ResponseType,
+	}))
+	if err != nil {
+		return authorize.ImplicitTokens{}, fmt.Errorf("create implicit tokens: %w", err)
+	}
+	m := resp.Msg
+	return authorize.ImplicitTokens{IDToken: m.GetIdToken(), AccessToken: m.GetAccessToken(), ExpiresIn: m.GetExpiresIn(),
+		TokenType: m.GetTokenType(), Scope: m.GetScope()}, nil
+}
+
+func (a tokensAdapter) VerifyIDTokenHint(ctx context.Context, idToken string, allowExpired bool) (authorize.Hint, error) {
+	resp, err := a.c.VerifyIDTokenHint(ctx, connect.NewRequest(&tokensv1.VerifyIDTokenHintRequest{IdToken: idToken, AllowExpired: allowExpired}))
+	if err != nil {
+		return authorize.Hint{}, fmt.Errorf("verify id_token_hint: %w", err)
+	}
+	m := resp.Msg
+	h := authorize.Hint{Subject: m.GetSubject(), ClientID: m.GetClientId(), SessionID: m.GetSessionId()}
+	if m.GetAuthTime() != nil {
+		h.AuthTime = m.GetAuthTime().AsTime()
+	}
+	if m.GetExpiresAt() != nil {
+		h.ExpiresAt = m.GetExpiresAt().AsTime()
+	}
+	return h, nil
+}
+
+func (a tokensAdapter) RevokeSession(ctx context.Context, sessionID string) error {
+	if _, err := a.c.RevokeSession(ctx, connect.NewRequest(&tokensv1.RevokeSessionRequest{SessionId: sessionID})); err != nil {
+		return fmt.Errorf("revoke session: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,236 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/gatehouse-id/gatehouse/pkg/db"
+	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
+	"github.com/gatehouse-id/gatehouse/pkg/oauth"
+	"github.com/gatehouse-id/gatehouse/pkg/secrets"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/scope"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/store"
+)
+
+// CreateAuthorizationCode implements TokenService.CreateAuthorizationCode
+// (see the proto for its contract).
+func (l *Lifecycle) CreateAuthorizationCode(ctx context.Context, req *connect.Request[tokensv1.CreateAuthorizationCodeRequest]) (*connect.Response[tokensv1.CreateAuthorizationCodeResponse], error) {
+	m := req.Msg
+	c, err := l.rpcClient(ctx, m.GetClientId(), GrantAuthorizationCode)
+	if err != nil {
+		return nil, err
+	}
+	if m.GetRedirectUri() == "" || !slices.Contains(c.GetRedirectUris(), m.GetRedirectUri()) {
+		return nil, failedPrecondition("redirect_uri is not registered for the client")
+	}
+	lg, err := rpcLogin(c, m.GetUserId(), m.GetOrgId(), m.GetScopes(), m.GetNonce(), m.GetSessionId(), m.GetAuthTime(), m.GetAmr())
+	if err != nil {
+		return nil, err
+	}
+	challenge := m.GetCodeChallenge()
+	switch {
+	case challenge != "" && !ValidChallenge(challenge):
+		return nil, invalidArgument("code_challenge must be an S256 challenge (43 base64url characters)")
+	case challenge == "" && c.GetAuthMethod() == directoryv1.AuthMethod_AUTH_METHOD_NONE:
+		return nil, invalidArgument("a code_challenge is required for a client without a secret")
+	}
+	code := secrets.RandomToken(32)
+	now := l.Now()
+	err = l.Store.InsertAuthCode(ctx, &store.AuthCode{
+		ID:            secrets.NewID(),
+		CodeHash:      l.Hasher.Hash(code),
+		ClientID:      c.GetClientId(),
+		RedirectURI:   m.GetRedirectUri(),
+		Subject:       lg.subject,
+		OrgID:         lg.orgID,
+		ScopesRaw:     store.EncodeScopes(lg.scopes),
+		Nonce:         lg.nonce,
+		CodeChallenge: challenge,
+		SessionID:     lg.sessionID,
+		AuthTime:      lg.authTime,
+		AMRRaw:        store.EncodeList(lg.amr),
+		CreatedAt:     now,
+		ExpiresAt:     now.Add(l.CodeTTL),
+	})
+	if err != nil {
+		return nil, l.unavailable(ctx, err)
+	}
+	return connect.NewResponse(&tokensv1.CreateAuthorizationCodeResponse{Code: code}), nil
+}
+
+// errLost: a concurrent request claimed the code or refresh token first.
+var errLost = errors.New("claimed concurrently")
+
+// ExchangeCode is the authorization_code grant (RFC 6749 §4.1.3, OIDC
+// Core §3.1.3) for client c, already authenticated (public: by client_id
+// alone, auth method none). It returns OAuth errors:
+//   - invalid_grant: an unknown or expired code, one issued to another
+//     client (nothing changes), a redirect_uri differing from the
+//     authorization request's, a code_verifier that does not match, or a
+//     code already used — which also revokes the tokens its first use
+//     issued (RFC 6749 §4.1.2);
+//   - invalid_request: a code_verifier missing for a code made with a
+//     code_challenge, or sent for one made without (see checkPKCE).
+//
+// The response holds an access token (recorded, JWT or opaque per the
+// client), an ID token (at_hash, nonce, sid, auth_time, amr; userinfo
+// claims only with id_token_userinfo_assertion) and, when offline_access
+// was granted and the client may use the refresh_token grant, a refresh
+// token starting a new family.
+func (l *Lifecycle) ExchangeCode(ctx context.Context, c *directoryv1.Client, public bool, code, redirectURI, verifier string) (*mint.Response, error) {
+	if code == "" || len(code) > maxOpaqueLen {
+		return nil, oauth.New(oauth.InvalidGrant, "the authorization code is invalid")
+	}
+	ac, err := l.Store.AuthCodeByHash(ctx, nil, l.Hasher.Hash(code))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, oauth.New(oauth.InvalidGrant, "the authorization code is invalid")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if ac.ClientID != c.GetClientId() {
+		return nil, oauth.New(oauth.InvalidGrant, "the authorization code was issued to another client")
+	}
+	if ac.UsedAt != nil {
+		l.revokeReplayed(ctx, ac.ID)
+		return nil, oauth.New(oauth.InvalidGrant, "the authorization code was already used")
+	}
+	now := l.Now()
+	if !now.Before(ac.ExpiresAt) {
+		return nil, oauth.New(oauth.InvalidGrant, "the authorization code has expired")
+	}
+	if redirectURI != ac.RedirectURI {
+		return nil, oauth.New(oauth.InvalidGrant, "redirect_uri differs from the authorization request's")
+	}
+	if public && ac.CodeChallenge == "" {
+		return nil, oauth.New(oauth.InvalidGrant, "the authorization code was issued without PKCE, which a client without a secret needs")
+	}
+	if err := checkPKCE(ac.CodeChallenge, verifier); err != nil {
+		return nil, err
+	}
+
+	scopes := ac.Scopes()
+	withRefresh := slices.Contains(scopes, scope.OfflineAccess) && slices.Contains(c.GetGrantTypes(), GrantRefreshToken)
+	if !withRefresh {
+		scopes = scope.Without(scopes, scope.OfflineAccess)
+	}
+	lg := login{client: c, subject: ac.Subject, orgID: ac.OrgID, scopes: scopes, nonce: ac.Nonce,
+		sessionID: ac.SessionID, authTime: ac.AuthTime, amr: ac.AMR()}
+	claims, err := l.tokenClaims(ctx, c, lg.subject, scopes)
+	if err != nil {
+		return nil, err
+	}
+	aud := audience(c, scopes)
+	var (
+		at        *mint.Issued
+		idt, rraw string
+	)
+	err = l.Store.DB.InTx(ctx, func(tx *db.Tx) error {
+		ok, err := l.Store.ClaimAuthCode(ctx, tx, ac.ID, now)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errLost
+		}
+		var familyID string
+		if withRefresh {
+			rt, raw := l.newRefresh(lg, aud, now, now.Add(l.RefreshAbs), "")
+			if err := l.Store.InsertRefreshToken(ctx, tx, rt); err != nil {
+				return err
+			}
+			familyID, rraw = rt.FamilyID, raw
+		}
+		// The access token belongs to the first refresh token, so revoking
+		// that one (or the family) revokes it (seed, "Revoke a refresh_token").
+		if at, err = l.accessToken(ctx, tx, lg, familyID); err != nil {
+			return err
+		}
+		if slices.Contains(scopes, scope.OpenID) {
+			if idt, err = l.idToken(lg, aud, at.Token, claims); err != nil {
+				return err
+			}
+		}
+		return l.Store.SetAuthCodeIssued(ctx, tx, ac.ID, at.ID, familyID)
+	})
+	if errors.Is(err, errLost) {
+		// Used (or voided by a logout) since we read it.
+		l.revokeReplayed(ctx, ac.ID)
+		return nil, oauth.New(oauth.InvalidGrant, "the authorization code was already used")
+	}
+	if err != nil {
+		return nil, err
+	}
+	res := l.Minter.NewResponse(at, scopes)
+	res.IDToken, res.RefreshToken = idt, rraw
+	return res, nil
+}
+
+// newRefresh makes a refresh token record for lg (not yet stored) and its
+// raw value. familyID "" starts a new family, named after its first token.
+func (l *Lifecycle) newRefresh(lg login, idAudience []string, now, familyExpires time.Time, familyID string) (*store.RefreshToken, string) {
+	raw := secrets.RandomToken(32)
+	id := secrets.NewID()
+	if familyID == "" {
+		familyID = id
+	}
+	exp := now.Add(l.RefreshIdle)
+	if exp.After(familyExpires) {
+		exp = familyExpires
+	}
+	rt := &store.RefreshToken{
+		ID: id, TokenHash: l.Hasher.Hash(raw), FamilyID: familyID, ClientID: lg.client.GetClientId(),
+		Subject: lg.subject, OrgID: lg.orgID, ScopesRaw: store.EncodeScopes(lg.scopes), AudRaw: store.EncodeList(idAudience),
+		AuthTime: lg.authTime, AMRRaw: store.EncodeList(lg.amr), CreatedAt: now, ExpiresAt: exp, FamilyExpiresAt: familyExpires,
+	}
+	if lg.sessionID != "" {
+		sid := lg.sessionID
+		rt.SessionID = &sid
+	}
+	return rt, raw
+}
+
+// revokeReplayed revokes what a replayed code's first use issued: its
+// access token and its refresh token family. The replaying client gets
+// invalid_grant whatever happens here, so a failure is logged; the next
+// replay tries again.
+func (l *Lifecycle) revokeReplayed(ctx context.Context, codeID string) {
+	now := l.Now()
+	var live []store.Live
+	err := l.Store.DB.InTx(ctx, func(tx *db.Tx) error {
+		ac, err := l.Store.AuthCodeByID(ctx, tx, codeID)
+		if err != nil {
+			return err
+		}
+		if ac.IssuedRefreshFamily != nil {
+			if err := l.Store.RevokeRefreshFamily(ctx, tx, *ac.IssuedRefreshFamily, now); err != nil {
+				return err
+			}
+			if live, err = l.Store.FamilyAccessTokens(ctx, tx, *ac.IssuedRefreshFamily, now); err != nil {
+				return err
+			}
+		}
+		if ac.IssuedAccessID != nil {
+			at, err := l.Store.AccessTokenLive(ctx, tx, *ac.IssuedAccessID, now)
+			if err != nil {
+				return err
+			}
+			live = append(live, at...)
+		}
+		return nil
+	})
+	if err == nil {
+		err = l.push(ctx, live)
+	}
+	if err != nil {
+		l.logger().ErrorContext(ctx, "revoking the tokens of a replayed authorization code failed", "code_id", codeID, "err", err)
+		return
+	}
+	l.logger().WarnContext(ctx, "authorization code replayed: its tokens are revoked", "code_id", codeID, "access_tokens", len(live))
+}

@@ -1,0 +1,57 @@
+package lifecycle
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
+)
+
+// hintClaims are the ID token claims an id_token_hint is read for.
+type hintClaims struct {
+	Issuer   string          `json:"iss"`
+	Subject  string          `json:"sub"`
+	AZP      string          `json:"azp"`
+	Audience json.RawMessage `json:"aud"`
+	Expiry   *int64          `json:"exp"`
+	AuthTime *int64          `json:"auth_time"`
+	SID      string          `json:"sid"`
+}
+
+var errBadHint = connect.NewError(connect.CodeInvalidArgument, errors.New("id_token_hint is not a valid ID token of this issuer"))
+
+// VerifyIDTokenHint implements TokenService.VerifyIDTokenHint (see the
+// proto). The hint must be one of our ID tokens: signed by a published
+// key, iss ours, with sub, exp and azp — every ID token we issue has azp,
+// our JWT access tokens have none, so an access token is not accepted.
+// Every refusal is the same InvalidArgument, so the answer says nothing
+// about why.
+func (l *Lifecycle) VerifyIDTokenHint(_ context.Context, req *connect.Request[tokensv1.VerifyIDTokenHintRequest]) (*connect.Response[tokensv1.VerifyIDTokenHintResponse], error) {
+	payload, err := l.Keys.Verify(req.Msg.GetIdToken())
+	if err != nil {
+		return nil, errBadHint
+	}
+	var c hintClaims
+	if json.Unmarshal(payload, &c) != nil || c.Issuer != l.Issuer || c.Subject == "" || c.AZP == "" || c.Expiry == nil {
+		return nil, errBadHint
+	}
+	exp := time.Unix(*c.Expiry, 0).UTC()
+	if !req.Msg.GetAllowExpired() && !l.Now().Before(exp) {
+		return nil, errBadHint
+	}
+	out := &tokensv1.VerifyIDTokenHintResponse{
+		Subject:   c.Subject,
+		ClientId:  c.AZP,
+		SessionId: c.SID,
+		ExpiresAt: timestamppb.New(exp),
+	}
+	if c.AuthTime != nil {
+		out.AuthTime = timestamppb.New(time.Unix(*c.AuthTime, 0).UTC())
+	}
+	return connect.NewResponse(out), nil
+}
