@@ -42,14 +42,83 @@ func HandlerOptions(logger *slog.Logger, interceptors ...connect.Interceptor) []
 	return []connect.HandlerOption{connect.WithInterceptors(all...), connect.WithCodec(connectJSON{})}
 }
 
-// Transcoder wraps the Connect handler h of service path in vanguard.
+// Transcoder wraps the Connect handler h of service path in vanguard. Path
+// parameters are decoded exactly once (see escapedPath), so a value may
+// contain any character, "/" and "%" included, percent-encoded.
 func Transcoder(path string, h http.Handler) (http.Handler, error) {
 	tc, err := vanguard.NewTranscoder([]*vanguard.Service{vanguard.NewService(path, h)},
 		vanguard.WithCodec(func(r vanguard.TypeResolver) vanguard.Codec { return vanguardJSON{vanguard.NewJSONCodec(r)} }))
 	if err != nil {
 		return nil, fmt.Errorf("transcoder for %s: %w", path, err)
 	}
-	return tc, nil
+	return escapedPath(tc), nil
+}
+
+// escapedPath hands next the request path as the client encoded it.
+// vanguard (v0.4.0) matches REST routes against r.URL.Path, which net/http
+// has already percent-decoded, and then decodes each captured segment a
+// second time: "a%2Fb" split into two segments (404) and "a%2541" became
+// "aA". Given the encoded path, it splits segments only at the client's own
+// "/" and decodes each value once. Escapes of unreserved characters are
+// decoded first (RFC 3986 §6.2.2.2: equivalent URIs), so literal segments
+// such as "_bulk" and RPC procedure paths match however they are encoded.
+func escapedPath(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := decodeUnreserved(r.URL.EscapedPath())
+		if p == r.URL.Path {
+			next.ServeHTTP(w, r)
+			return
+		}
+		// A shallow copy, as http.StripPrefix does: handlers around this one
+		// keep seeing the request as received.
+		r2 := new(http.Request)
+		*r2 = *r
+		u := *r.URL
+		u.Path, u.RawPath = p, ""
+		r2.URL = &u
+		next.ServeHTTP(w, r2)
+	})
+}
+
+// decodeUnreserved decodes the percent-encoded unreserved characters
+// (ALPHA, DIGIT, "-", ".", "_", "~") of an encoded path and keeps every
+// other escape as it is.
+func decodeUnreserved(p string) string {
+	if !strings.Contains(p, "%") {
+		return p
+	}
+	var b strings.Builder
+	b.Grow(len(p))
+	for i := 0; i < len(p); i++ {
+		if p[i] == '%' && i+2 < len(p) {
+			hi, ok1 := unhex(p[i+1])
+			lo, ok2 := unhex(p[i+2])
+			if c := hi<<4 | lo; ok1 && ok2 && unreserved(c) {
+				b.WriteByte(c)
+				i += 2
+				continue
+			}
+		}
+		b.WriteByte(p[i])
+	}
+	return b.String()
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
+func unreserved(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		c == '-' || c == '.' || c == '_' || c == '~'
 }
 
 func malformed(err error) error {

@@ -125,7 +125,7 @@ func (s *Service) build(masterKey []byte, env process.Env, deps Deps) error {
 	}
 	s.public = public
 
-	s.internal, err = internalapi.New(es, env.Logger, time.Now)
+	s.internal, err = internalapi.New(es, env.Logger, time.Now, idpCipher)
 	if err != nil {
 		return err
 	}

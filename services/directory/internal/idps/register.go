@@ -43,6 +43,12 @@ func Register(es *eventstore.Store) {
 	es.Register(EventDeactivated, setState(StateInactive))
 	es.Register(EventReactivated, setState(StateActive))
 	es.Register(EventRemoved, func(ctx context.Context, tx db.Querier, e eventstore.Event) error {
+		// Nobody signs in through a removed IdP: its users' links go with it
+		// (explicitly, whatever the connection's foreign-key mode). The
+		// users keep their other links and sign-in methods.
+		if _, err := tx.Exec(ctx, `DELETE FROM user_links WHERE idp_id = ?`, e.AggregateID); err != nil {
+			return err
+		}
 		_, err := tx.Exec(ctx, `DELETE FROM idps WHERE id = ?`, e.AggregateID)
 		return err
 	})

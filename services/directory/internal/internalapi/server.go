@@ -26,6 +26,9 @@ type Server struct {
 	ES     *eventstore.Store
 	Logger *slog.Logger
 	Now    func() time.Time
+	// IdPSecrets opens IdP client secrets (secrets.PurposeIdPSecrets) for
+	// GetIdP.
+	IdPSecrets *secrets.Cipher
 
 	orgs     *orgs.Queries
 	users    *users.Queries
@@ -34,8 +37,12 @@ type Server struct {
 	dummy    string // hash verified for unknown users, so timing does not tell
 }
 
-// New returns the internal API over es.
-func New(es *eventstore.Store, logger *slog.Logger, now func() time.Time) (*Server, error) {
+// New returns the internal API over es; idpSecrets opens IdP client
+// secrets.
+func New(es *eventstore.Store, logger *slog.Logger, now func() time.Time, idpSecrets *secrets.Cipher) (*Server, error) {
+	if idpSecrets == nil {
+		return nil, errors.New("internalapi: no IdP secret cipher")
+	}
 	if now == nil {
 		now = time.Now
 	}
@@ -45,7 +52,7 @@ func New(es *eventstore.Store, logger *slog.Logger, now func() time.Time) (*Serv
 	}
 	uq := &users.Queries{DB: es.DB()}
 	return &Server{
-		ES: es, Logger: logger, Now: now,
+		ES: es, Logger: logger, Now: now, IdPSecrets: idpSecrets,
 		orgs:     &orgs.Queries{DB: es.DB()},
 		users:    uq,
 		userCmds: &users.Commands{ES: es, Q: uq},

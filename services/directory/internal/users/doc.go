@@ -2,7 +2,8 @@
 // passwords (argon2id hashes, history, change-required flag), state
 // (deactivate, reactivate, remove — a removal also ends the user's org and
 // instance memberships through those aggregates, in the same transaction),
-// machine keys (public keys only) and machine secrets (keyed hashes) —
+// machine keys (public keys only), machine secrets (keyed hashes) and links
+// to identities at the organization's external IdPs —
 // events, reducers into the users, password_history and machine_keys
 // projections, commands and queries (by id, client id, key id, and the
 // filtered, paged user search of ListUsers). Metadata events live on this

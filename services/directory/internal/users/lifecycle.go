@@ -41,6 +41,7 @@ func registerLifecycle(es *eventstore.Store) {
 			`DELETE FROM password_history WHERE user_id = ?`,
 			`DELETE FROM machine_keys WHERE user_id = ?`,
 			`DELETE FROM user_metadata WHERE user_id = ?`,
+			`DELETE FROM user_links WHERE user_id = ?`,
 			`DELETE FROM users WHERE id = ?`,
 		} {
 			if _, err := tx.Exec(ctx, q, e.AggregateID); err != nil {

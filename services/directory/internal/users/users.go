@@ -94,6 +94,10 @@ type HumanAdded struct {
 	PhoneVerified          bool   `json:"phoneVerified,omitempty"`
 	PasswordHash           string `json:"passwordHash,omitempty"`
 	PasswordChangeRequired bool   `json:"passwordChangeRequired,omitempty"`
+	// External: the user signs in through an external IdP (registered with
+	// its link, see AddExternalHuman), so no password does not mean
+	// "initial": the user is active at once.
+	External bool `json:"external,omitempty"`
 }
 
 // MachineAdded is the payload of EventMachineAdded.
@@ -131,10 +135,10 @@ func Register(es *eventstore.Store) {
 		}
 		state := StateActive
 		var changed *time.Time
-		if p.PasswordHash == "" {
-			state = StateInitial
-		} else {
+		if p.PasswordHash != "" {
 			changed = &e.CreatedAt
+		} else if !p.External {
+			state = StateInitial // waits for its first password
 		}
 		if _, err := tx.Exec(ctx, insertUser, e.AggregateID, e.ResourceOwner, TypeHuman, p.UserName, state,
 			p.FirstName, p.LastName, p.NickName, p.DisplayName, p.PreferredLanguage, p.Gender, p.Email, p.EmailVerified,
@@ -176,6 +180,7 @@ func Register(es *eventstore.Store) {
 	registerLifecycle(es)
 	registerMachineKeys(es)
 	registerMachineSecret(es)
+	registerLinks(es)
 }
 
 func addHistory(ctx context.Context, tx db.Querier, e eventstore.Event, hash string) error {

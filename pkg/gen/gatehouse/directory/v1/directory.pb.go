@@ -256,6 +256,109 @@ func (UserState) EnumDescriptor() ([]byte, []int) {
 	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{3}
 }
 
+// StylingType is the style of an identity provider's login button.
+type StylingType int32
+
+const (
+	// Neutral button.
+	StylingType_STYLING_TYPE_UNSPECIFIED StylingType = 0
+	// A provider-specific (vendor) button style.
+	StylingType_STYLING_TYPE_VENDOR StylingType = 1
+)
+
+// Enum value maps for StylingType.
+var (
+	StylingType_name = map[int32]string{
+		0: "STYLING_TYPE_UNSPECIFIED",
+		1: "STYLING_TYPE_VENDOR",
+	}
+	StylingType_value = map[string]int32{
+		"STYLING_TYPE_UNSPECIFIED": 0,
+		"STYLING_TYPE_VENDOR":      1,
+	}
+)
+
+func (x StylingType) Enum() *StylingType {
+	p := new(StylingType)
+	*p = x
+	return p
+}
+
+func (x StylingType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (StylingType) Descriptor() protoreflect.EnumDescriptor {
+	return file_gatehouse_directory_v1_directory_proto_enumTypes[4].Descriptor()
+}
+
+func (StylingType) Type() protoreflect.EnumType {
+	return &file_gatehouse_directory_v1_directory_proto_enumTypes[4]
+}
+
+func (x StylingType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use StylingType.Descriptor instead.
+func (StylingType) EnumDescriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{4}
+}
+
+// MappingField names a claim of an external identity provider that is
+// mapped onto a Gatehouse user field.
+type MappingField int32
+
+const (
+	// Not configured: like MAPPING_FIELD_PREFERRED_USERNAME.
+	MappingField_MAPPING_FIELD_UNSPECIFIED MappingField = 0
+	// The "preferred_username" claim (the "email" claim when it is empty).
+	MappingField_MAPPING_FIELD_PREFERRED_USERNAME MappingField = 1
+	// The "email" claim (the "preferred_username" claim when it is empty).
+	MappingField_MAPPING_FIELD_EMAIL MappingField = 2
+)
+
+// Enum value maps for MappingField.
+var (
+	MappingField_name = map[int32]string{
+		0: "MAPPING_FIELD_UNSPECIFIED",
+		1: "MAPPING_FIELD_PREFERRED_USERNAME",
+		2: "MAPPING_FIELD_EMAIL",
+	}
+	MappingField_value = map[string]int32{
+		"MAPPING_FIELD_UNSPECIFIED":        0,
+		"MAPPING_FIELD_PREFERRED_USERNAME": 1,
+		"MAPPING_FIELD_EMAIL":              2,
+	}
+)
+
+func (x MappingField) Enum() *MappingField {
+	p := new(MappingField)
+	*p = x
+	return p
+}
+
+func (x MappingField) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (MappingField) Descriptor() protoreflect.EnumDescriptor {
+	return file_gatehouse_directory_v1_directory_proto_enumTypes[5].Descriptor()
+}
+
+func (MappingField) Type() protoreflect.EnumType {
+	return &file_gatehouse_directory_v1_directory_proto_enumTypes[5]
+}
+
+func (x MappingField) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use MappingField.Descriptor instead.
+func (MappingField) EnumDescriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{5}
+}
+
 // PublicKey is a registered public key of an app or machine user.
 type PublicKey struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1864,6 +1967,796 @@ func (x *GetRolesResponse) GetRoles() []string {
 	return nil
 }
 
+// IdP is an external OpenID Connect identity provider of an organization,
+// as authn needs it; it never carries the client secret.
+type IdP struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// IdP id.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Organization the IdP belongs to; only its users are linked to it.
+	OrgId string `protobuf:"bytes,2,opt,name=org_id,json=orgId,proto3" json:"org_id,omitempty"`
+	// Name (the login button's label).
+	Name string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// Login button style.
+	StylingType StylingType `protobuf:"varint,4,opt,name=styling_type,json=stylingType,proto3,enum=gatehouse.directory.v1.StylingType" json:"styling_type,omitempty"`
+	// OIDC issuer (discovery at issuer + "/.well-known/openid-configuration").
+	Issuer string `protobuf:"bytes,5,opt,name=issuer,proto3" json:"issuer,omitempty"`
+	// Client id registered at the IdP.
+	ClientId string `protobuf:"bytes,6,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Scopes to request: "openid" first, then the configured ones, without
+	// duplicates.
+	Scopes []string `protobuf:"bytes,7,rep,name=scopes,proto3" json:"scopes,omitempty"`
+	// Claim shown as the external user's display name.
+	DisplayNameMapping MappingField `protobuf:"varint,8,opt,name=display_name_mapping,json=displayNameMapping,proto3,enum=gatehouse.directory.v1.MappingField" json:"display_name_mapping,omitempty"`
+	// Claim that becomes the user name of an auto-registered user.
+	UsernameMapping MappingField `protobuf:"varint,9,opt,name=username_mapping,json=usernameMapping,proto3,enum=gatehouse.directory.v1.MappingField" json:"username_mapping,omitempty"`
+	// Register an unknown external user without asking (RegisterExternalUser).
+	AutoRegister bool `protobuf:"varint,10,opt,name=auto_register,json=autoRegister,proto3" json:"auto_register,omitempty"`
+	// False when deactivated: not offered, nobody signs in through it.
+	Active        bool `protobuf:"varint,11,opt,name=active,proto3" json:"active,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IdP) Reset() {
+	*x = IdP{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IdP) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IdP) ProtoMessage() {}
+
+func (x *IdP) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IdP.ProtoReflect.Descriptor instead.
+func (*IdP) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *IdP) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *IdP) GetOrgId() string {
+	if x != nil {
+		return x.OrgId
+	}
+	return ""
+}
+
+func (x *IdP) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *IdP) GetStylingType() StylingType {
+	if x != nil {
+		return x.StylingType
+	}
+	return StylingType_STYLING_TYPE_UNSPECIFIED
+}
+
+func (x *IdP) GetIssuer() string {
+	if x != nil {
+		return x.Issuer
+	}
+	return ""
+}
+
+func (x *IdP) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *IdP) GetScopes() []string {
+	if x != nil {
+		return x.Scopes
+	}
+	return nil
+}
+
+func (x *IdP) GetDisplayNameMapping() MappingField {
+	if x != nil {
+		return x.DisplayNameMapping
+	}
+	return MappingField_MAPPING_FIELD_UNSPECIFIED
+}
+
+func (x *IdP) GetUsernameMapping() MappingField {
+	if x != nil {
+		return x.UsernameMapping
+	}
+	return MappingField_MAPPING_FIELD_UNSPECIFIED
+}
+
+func (x *IdP) GetAutoRegister() bool {
+	if x != nil {
+		return x.AutoRegister
+	}
+	return false
+}
+
+func (x *IdP) GetActive() bool {
+	if x != nil {
+		return x.Active
+	}
+	return false
+}
+
+// GetIdPRequest names an identity provider of an organization.
+type GetIdPRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Organization.
+	OrgId string `protobuf:"bytes,1,opt,name=org_id,json=orgId,proto3" json:"org_id,omitempty"`
+	// IdP id.
+	IdpId         string `protobuf:"bytes,2,opt,name=idp_id,json=idpId,proto3" json:"idp_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetIdPRequest) Reset() {
+	*x = GetIdPRequest{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetIdPRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetIdPRequest) ProtoMessage() {}
+
+func (x *GetIdPRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetIdPRequest.ProtoReflect.Descriptor instead.
+func (*GetIdPRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *GetIdPRequest) GetOrgId() string {
+	if x != nil {
+		return x.OrgId
+	}
+	return ""
+}
+
+func (x *GetIdPRequest) GetIdpId() string {
+	if x != nil {
+		return x.IdpId
+	}
+	return ""
+}
+
+// GetIdPResponse carries the IdP and its client secret.
+type GetIdPResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The IdP.
+	Idp *IdP `protobuf:"bytes,1,opt,name=idp,proto3" json:"idp,omitempty"`
+	// The decrypted client secret, for the token request to the IdP. Never
+	// log it or pass it on.
+	ClientSecret  string `protobuf:"bytes,2,opt,name=client_secret,json=clientSecret,proto3" json:"client_secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetIdPResponse) Reset() {
+	*x = GetIdPResponse{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetIdPResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetIdPResponse) ProtoMessage() {}
+
+func (x *GetIdPResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetIdPResponse.ProtoReflect.Descriptor instead.
+func (*GetIdPResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *GetIdPResponse) GetIdp() *IdP {
+	if x != nil {
+		return x.Idp
+	}
+	return nil
+}
+
+func (x *GetIdPResponse) GetClientSecret() string {
+	if x != nil {
+		return x.ClientSecret
+	}
+	return ""
+}
+
+// ListIdPsRequest names an organization.
+type ListIdPsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Organization.
+	OrgId         string `protobuf:"bytes,1,opt,name=org_id,json=orgId,proto3" json:"org_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListIdPsRequest) Reset() {
+	*x = ListIdPsRequest{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListIdPsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListIdPsRequest) ProtoMessage() {}
+
+func (x *ListIdPsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListIdPsRequest.ProtoReflect.Descriptor instead.
+func (*ListIdPsRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *ListIdPsRequest) GetOrgId() string {
+	if x != nil {
+		return x.OrgId
+	}
+	return ""
+}
+
+// ListIdPsResponse carries the organization's active IdPs.
+type ListIdPsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Active IdPs, ordered by name.
+	Idps          []*IdP `protobuf:"bytes,1,rep,name=idps,proto3" json:"idps,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListIdPsResponse) Reset() {
+	*x = ListIdPsResponse{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListIdPsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListIdPsResponse) ProtoMessage() {}
+
+func (x *ListIdPsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListIdPsResponse.ProtoReflect.Descriptor instead.
+func (*ListIdPsResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *ListIdPsResponse) GetIdps() []*IdP {
+	if x != nil {
+		return x.Idps
+	}
+	return nil
+}
+
+// LinkExternalUserRequest links a user to an external identity.
+type LinkExternalUserRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// IdP id.
+	IdpId string `protobuf:"bytes,1,opt,name=idp_id,json=idpId,proto3" json:"idp_id,omitempty"`
+	// The "sub" claim the IdP asserts (1-255 characters, OIDC Core 1.0 §2).
+	ExternalSubject string `protobuf:"bytes,2,opt,name=external_subject,json=externalSubject,proto3" json:"external_subject,omitempty"`
+	// User id (a human user of the IdP's organization).
+	UserId        string `protobuf:"bytes,3,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LinkExternalUserRequest) Reset() {
+	*x = LinkExternalUserRequest{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LinkExternalUserRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LinkExternalUserRequest) ProtoMessage() {}
+
+func (x *LinkExternalUserRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LinkExternalUserRequest.ProtoReflect.Descriptor instead.
+func (*LinkExternalUserRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *LinkExternalUserRequest) GetIdpId() string {
+	if x != nil {
+		return x.IdpId
+	}
+	return ""
+}
+
+func (x *LinkExternalUserRequest) GetExternalSubject() string {
+	if x != nil {
+		return x.ExternalSubject
+	}
+	return ""
+}
+
+func (x *LinkExternalUserRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+// LinkExternalUserResponse is empty.
+type LinkExternalUserResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LinkExternalUserResponse) Reset() {
+	*x = LinkExternalUserResponse{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LinkExternalUserResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LinkExternalUserResponse) ProtoMessage() {}
+
+func (x *LinkExternalUserResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LinkExternalUserResponse.ProtoReflect.Descriptor instead.
+func (*LinkExternalUserResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{30}
+}
+
+// GetLinkedUserRequest names an external identity.
+type GetLinkedUserRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// IdP id.
+	IdpId string `protobuf:"bytes,1,opt,name=idp_id,json=idpId,proto3" json:"idp_id,omitempty"`
+	// The "sub" claim the IdP asserts.
+	ExternalSubject string `protobuf:"bytes,2,opt,name=external_subject,json=externalSubject,proto3" json:"external_subject,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *GetLinkedUserRequest) Reset() {
+	*x = GetLinkedUserRequest{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetLinkedUserRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetLinkedUserRequest) ProtoMessage() {}
+
+func (x *GetLinkedUserRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetLinkedUserRequest.ProtoReflect.Descriptor instead.
+func (*GetLinkedUserRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *GetLinkedUserRequest) GetIdpId() string {
+	if x != nil {
+		return x.IdpId
+	}
+	return ""
+}
+
+func (x *GetLinkedUserRequest) GetExternalSubject() string {
+	if x != nil {
+		return x.ExternalSubject
+	}
+	return ""
+}
+
+// GetLinkedUserResponse carries the linked user.
+type GetLinkedUserResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The user.
+	User          *User `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetLinkedUserResponse) Reset() {
+	*x = GetLinkedUserResponse{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetLinkedUserResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetLinkedUserResponse) ProtoMessage() {}
+
+func (x *GetLinkedUserResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetLinkedUserResponse.ProtoReflect.Descriptor instead.
+func (*GetLinkedUserResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *GetLinkedUserResponse) GetUser() *User {
+	if x != nil {
+		return x.User
+	}
+	return nil
+}
+
+// RegisterExternalUserRequest registers the user of an external identity.
+type RegisterExternalUserRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// IdP id; the user is created in the IdP's organization.
+	IdpId string `protobuf:"bytes,1,opt,name=idp_id,json=idpId,proto3" json:"idp_id,omitempty"`
+	// The "sub" claim the IdP asserts (1-255 characters).
+	ExternalSubject string `protobuf:"bytes,2,opt,name=external_subject,json=externalSubject,proto3" json:"external_subject,omitempty"`
+	// User name (1-200 characters, no whitespace, unique in the organization).
+	UserName string `protobuf:"bytes,3,opt,name=user_name,json=userName,proto3" json:"user_name,omitempty"`
+	// Given name (1-200 characters).
+	FirstName string `protobuf:"bytes,4,opt,name=first_name,json=firstName,proto3" json:"first_name,omitempty"`
+	// Family name (1-200 characters).
+	LastName string `protobuf:"bytes,5,opt,name=last_name,json=lastName,proto3" json:"last_name,omitempty"`
+	// Email address (1-200 characters, an addr-spec).
+	Email string `protobuf:"bytes,6,opt,name=email,proto3" json:"email,omitempty"`
+	// The IdP asserted the email as verified.
+	EmailVerified bool `protobuf:"varint,7,opt,name=email_verified,json=emailVerified,proto3" json:"email_verified,omitempty"`
+	// Preferred language (BCP 47, 0-10 characters).
+	PreferredLanguage string `protobuf:"bytes,8,opt,name=preferred_language,json=preferredLanguage,proto3" json:"preferred_language,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *RegisterExternalUserRequest) Reset() {
+	*x = RegisterExternalUserRequest{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegisterExternalUserRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegisterExternalUserRequest) ProtoMessage() {}
+
+func (x *RegisterExternalUserRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegisterExternalUserRequest.ProtoReflect.Descriptor instead.
+func (*RegisterExternalUserRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *RegisterExternalUserRequest) GetIdpId() string {
+	if x != nil {
+		return x.IdpId
+	}
+	return ""
+}
+
+func (x *RegisterExternalUserRequest) GetExternalSubject() string {
+	if x != nil {
+		return x.ExternalSubject
+	}
+	return ""
+}
+
+func (x *RegisterExternalUserRequest) GetUserName() string {
+	if x != nil {
+		return x.UserName
+	}
+	return ""
+}
+
+func (x *RegisterExternalUserRequest) GetFirstName() string {
+	if x != nil {
+		return x.FirstName
+	}
+	return ""
+}
+
+func (x *RegisterExternalUserRequest) GetLastName() string {
+	if x != nil {
+		return x.LastName
+	}
+	return ""
+}
+
+func (x *RegisterExternalUserRequest) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+func (x *RegisterExternalUserRequest) GetEmailVerified() bool {
+	if x != nil {
+		return x.EmailVerified
+	}
+	return false
+}
+
+func (x *RegisterExternalUserRequest) GetPreferredLanguage() string {
+	if x != nil {
+		return x.PreferredLanguage
+	}
+	return ""
+}
+
+// RegisterExternalUserResponse carries the new, linked user.
+type RegisterExternalUserResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The user (state active).
+	User          *User `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegisterExternalUserResponse) Reset() {
+	*x = RegisterExternalUserResponse{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegisterExternalUserResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegisterExternalUserResponse) ProtoMessage() {}
+
+func (x *RegisterExternalUserResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegisterExternalUserResponse.ProtoReflect.Descriptor instead.
+func (*RegisterExternalUserResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *RegisterExternalUserResponse) GetUser() *User {
+	if x != nil {
+		return x.User
+	}
+	return nil
+}
+
+// UnlinkExternalUserRequest names an external identity.
+type UnlinkExternalUserRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// IdP id.
+	IdpId string `protobuf:"bytes,1,opt,name=idp_id,json=idpId,proto3" json:"idp_id,omitempty"`
+	// The "sub" claim the IdP asserts.
+	ExternalSubject string `protobuf:"bytes,2,opt,name=external_subject,json=externalSubject,proto3" json:"external_subject,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *UnlinkExternalUserRequest) Reset() {
+	*x = UnlinkExternalUserRequest{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnlinkExternalUserRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnlinkExternalUserRequest) ProtoMessage() {}
+
+func (x *UnlinkExternalUserRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnlinkExternalUserRequest.ProtoReflect.Descriptor instead.
+func (*UnlinkExternalUserRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *UnlinkExternalUserRequest) GetIdpId() string {
+	if x != nil {
+		return x.IdpId
+	}
+	return ""
+}
+
+func (x *UnlinkExternalUserRequest) GetExternalSubject() string {
+	if x != nil {
+		return x.ExternalSubject
+	}
+	return ""
+}
+
+// UnlinkExternalUserResponse is empty.
+type UnlinkExternalUserResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnlinkExternalUserResponse) Reset() {
+	*x = UnlinkExternalUserResponse{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnlinkExternalUserResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnlinkExternalUserResponse) ProtoMessage() {}
+
+func (x *UnlinkExternalUserResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnlinkExternalUserResponse.ProtoReflect.Descriptor instead.
+func (*UnlinkExternalUserResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{36}
+}
+
 var File_gatehouse_directory_v1_directory_proto protoreflect.FileDescriptor
 
 const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
@@ -1986,7 +2879,56 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x15\n" +
 	"\x06org_id\x18\x02 \x01(\tR\x05orgId\"(\n" +
 	"\x10GetRolesResponse\x12\x14\n" +
-	"\x05roles\x18\x01 \x03(\tR\x05roles*z\n" +
+	"\x05roles\x18\x01 \x03(\tR\x05roles\"\xbb\x03\n" +
+	"\x03IdP\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
+	"\x06org_id\x18\x02 \x01(\tR\x05orgId\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12F\n" +
+	"\fstyling_type\x18\x04 \x01(\x0e2#.gatehouse.directory.v1.StylingTypeR\vstylingType\x12\x16\n" +
+	"\x06issuer\x18\x05 \x01(\tR\x06issuer\x12\x1b\n" +
+	"\tclient_id\x18\x06 \x01(\tR\bclientId\x12\x16\n" +
+	"\x06scopes\x18\a \x03(\tR\x06scopes\x12V\n" +
+	"\x14display_name_mapping\x18\b \x01(\x0e2$.gatehouse.directory.v1.MappingFieldR\x12displayNameMapping\x12O\n" +
+	"\x10username_mapping\x18\t \x01(\x0e2$.gatehouse.directory.v1.MappingFieldR\x0fusernameMapping\x12#\n" +
+	"\rauto_register\x18\n" +
+	" \x01(\bR\fautoRegister\x12\x16\n" +
+	"\x06active\x18\v \x01(\bR\x06active\"=\n" +
+	"\rGetIdPRequest\x12\x15\n" +
+	"\x06org_id\x18\x01 \x01(\tR\x05orgId\x12\x15\n" +
+	"\x06idp_id\x18\x02 \x01(\tR\x05idpId\"d\n" +
+	"\x0eGetIdPResponse\x12-\n" +
+	"\x03idp\x18\x01 \x01(\v2\x1b.gatehouse.directory.v1.IdPR\x03idp\x12#\n" +
+	"\rclient_secret\x18\x02 \x01(\tR\fclientSecret\"(\n" +
+	"\x0fListIdPsRequest\x12\x15\n" +
+	"\x06org_id\x18\x01 \x01(\tR\x05orgId\"C\n" +
+	"\x10ListIdPsResponse\x12/\n" +
+	"\x04idps\x18\x01 \x03(\v2\x1b.gatehouse.directory.v1.IdPR\x04idps\"t\n" +
+	"\x17LinkExternalUserRequest\x12\x15\n" +
+	"\x06idp_id\x18\x01 \x01(\tR\x05idpId\x12)\n" +
+	"\x10external_subject\x18\x02 \x01(\tR\x0fexternalSubject\x12\x17\n" +
+	"\auser_id\x18\x03 \x01(\tR\x06userId\"\x1a\n" +
+	"\x18LinkExternalUserResponse\"X\n" +
+	"\x14GetLinkedUserRequest\x12\x15\n" +
+	"\x06idp_id\x18\x01 \x01(\tR\x05idpId\x12)\n" +
+	"\x10external_subject\x18\x02 \x01(\tR\x0fexternalSubject\"I\n" +
+	"\x15GetLinkedUserResponse\x120\n" +
+	"\x04user\x18\x01 \x01(\v2\x1c.gatehouse.directory.v1.UserR\x04user\"\xa4\x02\n" +
+	"\x1bRegisterExternalUserRequest\x12\x15\n" +
+	"\x06idp_id\x18\x01 \x01(\tR\x05idpId\x12)\n" +
+	"\x10external_subject\x18\x02 \x01(\tR\x0fexternalSubject\x12\x1b\n" +
+	"\tuser_name\x18\x03 \x01(\tR\buserName\x12\x1d\n" +
+	"\n" +
+	"first_name\x18\x04 \x01(\tR\tfirstName\x12\x1b\n" +
+	"\tlast_name\x18\x05 \x01(\tR\blastName\x12\x14\n" +
+	"\x05email\x18\x06 \x01(\tR\x05email\x12%\n" +
+	"\x0eemail_verified\x18\a \x01(\bR\remailVerified\x12-\n" +
+	"\x12preferred_language\x18\b \x01(\tR\x11preferredLanguage\"P\n" +
+	"\x1cRegisterExternalUserResponse\x120\n" +
+	"\x04user\x18\x01 \x01(\v2\x1c.gatehouse.directory.v1.UserR\x04user\"]\n" +
+	"\x19UnlinkExternalUserRequest\x12\x15\n" +
+	"\x06idp_id\x18\x01 \x01(\tR\x05idpId\x12)\n" +
+	"\x10external_subject\x18\x02 \x01(\tR\x0fexternalSubject\"\x1c\n" +
+	"\x1aUnlinkExternalUserResponse*z\n" +
 	"\n" +
 	"ClientKind\x12\x1b\n" +
 	"\x17CLIENT_KIND_UNSPECIFIED\x10\x00\x12\x18\n" +
@@ -2009,7 +2951,14 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x11USER_STATE_ACTIVE\x10\x01\x12\x17\n" +
 	"\x13USER_STATE_INACTIVE\x10\x02\x12\x15\n" +
 	"\x11USER_STATE_LOCKED\x10\x03\x12\x16\n" +
-	"\x12USER_STATE_INITIAL\x10\x042\x8a\b\n" +
+	"\x12USER_STATE_INITIAL\x10\x04*D\n" +
+	"\vStylingType\x12\x1c\n" +
+	"\x18STYLING_TYPE_UNSPECIFIED\x10\x00\x12\x17\n" +
+	"\x13STYLING_TYPE_VENDOR\x10\x01*l\n" +
+	"\fMappingField\x12\x1d\n" +
+	"\x19MAPPING_FIELD_UNSPECIFIED\x10\x00\x12$\n" +
+	" MAPPING_FIELD_PREFERRED_USERNAME\x10\x01\x12\x17\n" +
+	"\x13MAPPING_FIELD_EMAIL\x10\x022\xa8\r\n" +
 	"\x10DirectoryService\x12`\n" +
 	"\tGetClient\x12(.gatehouse.directory.v1.GetClientRequest\x1a).gatehouse.directory.v1.GetClientResponse\x12l\n" +
 	"\rGetMachineKey\x12,.gatehouse.directory.v1.GetMachineKeyRequest\x1a-.gatehouse.directory.v1.GetMachineKeyResponse\x12o\n" +
@@ -2021,7 +2970,13 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\tGetClaims\x12(.gatehouse.directory.v1.GetClaimsRequest\x1a).gatehouse.directory.v1.GetClaimsResponse\x12i\n" +
 	"\fRegisterUser\x12+.gatehouse.directory.v1.RegisterUserRequest\x1a,.gatehouse.directory.v1.RegisterUserResponse\x12W\n" +
 	"\x06GetOrg\x12%.gatehouse.directory.v1.GetOrgRequest\x1a&.gatehouse.directory.v1.GetOrgResponse\x12]\n" +
-	"\bGetRoles\x12'.gatehouse.directory.v1.GetRolesRequest\x1a(.gatehouse.directory.v1.GetRolesResponseB\xf6\x01\n" +
+	"\bGetRoles\x12'.gatehouse.directory.v1.GetRolesRequest\x1a(.gatehouse.directory.v1.GetRolesResponse\x12W\n" +
+	"\x06GetIdP\x12%.gatehouse.directory.v1.GetIdPRequest\x1a&.gatehouse.directory.v1.GetIdPResponse\x12]\n" +
+	"\bListIdPs\x12'.gatehouse.directory.v1.ListIdPsRequest\x1a(.gatehouse.directory.v1.ListIdPsResponse\x12u\n" +
+	"\x10LinkExternalUser\x12/.gatehouse.directory.v1.LinkExternalUserRequest\x1a0.gatehouse.directory.v1.LinkExternalUserResponse\x12l\n" +
+	"\rGetLinkedUser\x12,.gatehouse.directory.v1.GetLinkedUserRequest\x1a-.gatehouse.directory.v1.GetLinkedUserResponse\x12\x81\x01\n" +
+	"\x14RegisterExternalUser\x123.gatehouse.directory.v1.RegisterExternalUserRequest\x1a4.gatehouse.directory.v1.RegisterExternalUserResponse\x12{\n" +
+	"\x12UnlinkExternalUser\x121.gatehouse.directory.v1.UnlinkExternalUserRequest\x1a2.gatehouse.directory.v1.UnlinkExternalUserResponseB\xf6\x01\n" +
 	"\x1acom.gatehouse.directory.v1B\x0eDirectoryProtoP\x01ZLgithub.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1;directoryv1\xa2\x02\x03GDX\xaa\x02\x16Gatehouse.Directory.V1\xca\x02\x17Gatehouse\\Directory_\\V1\xe2\x02#Gatehouse\\Directory_\\V1\\GPBMetadata\xea\x02\x18Gatehouse::Directory::V1b\x06proto3"
 
 var (
@@ -2036,84 +2991,118 @@ func file_gatehouse_directory_v1_directory_proto_rawDescGZIP() []byte {
 	return file_gatehouse_directory_v1_directory_proto_rawDescData
 }
 
-var file_gatehouse_directory_v1_directory_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_gatehouse_directory_v1_directory_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_gatehouse_directory_v1_directory_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_gatehouse_directory_v1_directory_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_gatehouse_directory_v1_directory_proto_goTypes = []any{
-	(ClientKind)(0),                // 0: gatehouse.directory.v1.ClientKind
-	(AuthMethod)(0),                // 1: gatehouse.directory.v1.AuthMethod
-	(TokenType)(0),                 // 2: gatehouse.directory.v1.TokenType
-	(UserState)(0),                 // 3: gatehouse.directory.v1.UserState
-	(*PublicKey)(nil),              // 4: gatehouse.directory.v1.PublicKey
-	(*Client)(nil),                 // 5: gatehouse.directory.v1.Client
-	(*GetClientRequest)(nil),       // 6: gatehouse.directory.v1.GetClientRequest
-	(*GetClientResponse)(nil),      // 7: gatehouse.directory.v1.GetClientResponse
-	(*GetMachineKeyRequest)(nil),   // 8: gatehouse.directory.v1.GetMachineKeyRequest
-	(*GetMachineKeyResponse)(nil),  // 9: gatehouse.directory.v1.GetMachineKeyResponse
-	(*VerifyPasswordRequest)(nil),  // 10: gatehouse.directory.v1.VerifyPasswordRequest
-	(*VerifyPasswordResponse)(nil), // 11: gatehouse.directory.v1.VerifyPasswordResponse
-	(*ChangePasswordRequest)(nil),  // 12: gatehouse.directory.v1.ChangePasswordRequest
-	(*ChangePasswordResponse)(nil), // 13: gatehouse.directory.v1.ChangePasswordResponse
-	(*User)(nil),                   // 14: gatehouse.directory.v1.User
-	(*GetUserRequest)(nil),         // 15: gatehouse.directory.v1.GetUserRequest
-	(*GetUserResponse)(nil),        // 16: gatehouse.directory.v1.GetUserResponse
-	(*LookupUserRequest)(nil),      // 17: gatehouse.directory.v1.LookupUserRequest
-	(*LookupUserResponse)(nil),     // 18: gatehouse.directory.v1.LookupUserResponse
-	(*GetClaimsRequest)(nil),       // 19: gatehouse.directory.v1.GetClaimsRequest
-	(*GetClaimsResponse)(nil),      // 20: gatehouse.directory.v1.GetClaimsResponse
-	(*RegisterUserRequest)(nil),    // 21: gatehouse.directory.v1.RegisterUserRequest
-	(*RegisterUserResponse)(nil),   // 22: gatehouse.directory.v1.RegisterUserResponse
-	(*PasswordPolicy)(nil),         // 23: gatehouse.directory.v1.PasswordPolicy
-	(*GetOrgRequest)(nil),          // 24: gatehouse.directory.v1.GetOrgRequest
-	(*GetOrgResponse)(nil),         // 25: gatehouse.directory.v1.GetOrgResponse
-	(*GetRolesRequest)(nil),        // 26: gatehouse.directory.v1.GetRolesRequest
-	(*GetRolesResponse)(nil),       // 27: gatehouse.directory.v1.GetRolesResponse
-	(*timestamppb.Timestamp)(nil),  // 28: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),    // 29: google.protobuf.Duration
-	(*structpb.Struct)(nil),        // 30: google.protobuf.Struct
+	(ClientKind)(0),                      // 0: gatehouse.directory.v1.ClientKind
+	(AuthMethod)(0),                      // 1: gatehouse.directory.v1.AuthMethod
+	(TokenType)(0),                       // 2: gatehouse.directory.v1.TokenType
+	(UserState)(0),                       // 3: gatehouse.directory.v1.UserState
+	(StylingType)(0),                     // 4: gatehouse.directory.v1.StylingType
+	(MappingField)(0),                    // 5: gatehouse.directory.v1.MappingField
+	(*PublicKey)(nil),                    // 6: gatehouse.directory.v1.PublicKey
+	(*Client)(nil),                       // 7: gatehouse.directory.v1.Client
+	(*GetClientRequest)(nil),             // 8: gatehouse.directory.v1.GetClientRequest
+	(*GetClientResponse)(nil),            // 9: gatehouse.directory.v1.GetClientResponse
+	(*GetMachineKeyRequest)(nil),         // 10: gatehouse.directory.v1.GetMachineKeyRequest
+	(*GetMachineKeyResponse)(nil),        // 11: gatehouse.directory.v1.GetMachineKeyResponse
+	(*VerifyPasswordRequest)(nil),        // 12: gatehouse.directory.v1.VerifyPasswordRequest
+	(*VerifyPasswordResponse)(nil),       // 13: gatehouse.directory.v1.VerifyPasswordResponse
+	(*ChangePasswordRequest)(nil),        // 14: gatehouse.directory.v1.ChangePasswordRequest
+	(*ChangePasswordResponse)(nil),       // 15: gatehouse.directory.v1.ChangePasswordResponse
+	(*User)(nil),                         // 16: gatehouse.directory.v1.User
+	(*GetUserRequest)(nil),               // 17: gatehouse.directory.v1.GetUserRequest
+	(*GetUserResponse)(nil),              // 18: gatehouse.directory.v1.GetUserResponse
+	(*LookupUserRequest)(nil),            // 19: gatehouse.directory.v1.LookupUserRequest
+	(*LookupUserResponse)(nil),           // 20: gatehouse.directory.v1.LookupUserResponse
+	(*GetClaimsRequest)(nil),             // 21: gatehouse.directory.v1.GetClaimsRequest
+	(*GetClaimsResponse)(nil),            // 22: gatehouse.directory.v1.GetClaimsResponse
+	(*RegisterUserRequest)(nil),          // 23: gatehouse.directory.v1.RegisterUserRequest
+	(*RegisterUserResponse)(nil),         // 24: gatehouse.directory.v1.RegisterUserResponse
+	(*PasswordPolicy)(nil),               // 25: gatehouse.directory.v1.PasswordPolicy
+	(*GetOrgRequest)(nil),                // 26: gatehouse.directory.v1.GetOrgRequest
+	(*GetOrgResponse)(nil),               // 27: gatehouse.directory.v1.GetOrgResponse
+	(*GetRolesRequest)(nil),              // 28: gatehouse.directory.v1.GetRolesRequest
+	(*GetRolesResponse)(nil),             // 29: gatehouse.directory.v1.GetRolesResponse
+	(*IdP)(nil),                          // 30: gatehouse.directory.v1.IdP
+	(*GetIdPRequest)(nil),                // 31: gatehouse.directory.v1.GetIdPRequest
+	(*GetIdPResponse)(nil),               // 32: gatehouse.directory.v1.GetIdPResponse
+	(*ListIdPsRequest)(nil),              // 33: gatehouse.directory.v1.ListIdPsRequest
+	(*ListIdPsResponse)(nil),             // 34: gatehouse.directory.v1.ListIdPsResponse
+	(*LinkExternalUserRequest)(nil),      // 35: gatehouse.directory.v1.LinkExternalUserRequest
+	(*LinkExternalUserResponse)(nil),     // 36: gatehouse.directory.v1.LinkExternalUserResponse
+	(*GetLinkedUserRequest)(nil),         // 37: gatehouse.directory.v1.GetLinkedUserRequest
+	(*GetLinkedUserResponse)(nil),        // 38: gatehouse.directory.v1.GetLinkedUserResponse
+	(*RegisterExternalUserRequest)(nil),  // 39: gatehouse.directory.v1.RegisterExternalUserRequest
+	(*RegisterExternalUserResponse)(nil), // 40: gatehouse.directory.v1.RegisterExternalUserResponse
+	(*UnlinkExternalUserRequest)(nil),    // 41: gatehouse.directory.v1.UnlinkExternalUserRequest
+	(*UnlinkExternalUserResponse)(nil),   // 42: gatehouse.directory.v1.UnlinkExternalUserResponse
+	(*timestamppb.Timestamp)(nil),        // 43: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),          // 44: google.protobuf.Duration
+	(*structpb.Struct)(nil),              // 45: google.protobuf.Struct
 }
 var file_gatehouse_directory_v1_directory_proto_depIdxs = []int32{
-	28, // 0: gatehouse.directory.v1.PublicKey.expires_at:type_name -> google.protobuf.Timestamp
+	43, // 0: gatehouse.directory.v1.PublicKey.expires_at:type_name -> google.protobuf.Timestamp
 	0,  // 1: gatehouse.directory.v1.Client.kind:type_name -> gatehouse.directory.v1.ClientKind
 	1,  // 2: gatehouse.directory.v1.Client.auth_method:type_name -> gatehouse.directory.v1.AuthMethod
-	4,  // 3: gatehouse.directory.v1.Client.keys:type_name -> gatehouse.directory.v1.PublicKey
+	6,  // 3: gatehouse.directory.v1.Client.keys:type_name -> gatehouse.directory.v1.PublicKey
 	2,  // 4: gatehouse.directory.v1.Client.access_token_type:type_name -> gatehouse.directory.v1.TokenType
-	29, // 5: gatehouse.directory.v1.Client.clock_skew:type_name -> google.protobuf.Duration
-	5,  // 6: gatehouse.directory.v1.GetClientResponse.client:type_name -> gatehouse.directory.v1.Client
-	4,  // 7: gatehouse.directory.v1.GetMachineKeyResponse.key:type_name -> gatehouse.directory.v1.PublicKey
-	14, // 8: gatehouse.directory.v1.GetMachineKeyResponse.user:type_name -> gatehouse.directory.v1.User
-	14, // 9: gatehouse.directory.v1.VerifyPasswordResponse.user:type_name -> gatehouse.directory.v1.User
+	44, // 5: gatehouse.directory.v1.Client.clock_skew:type_name -> google.protobuf.Duration
+	7,  // 6: gatehouse.directory.v1.GetClientResponse.client:type_name -> gatehouse.directory.v1.Client
+	6,  // 7: gatehouse.directory.v1.GetMachineKeyResponse.key:type_name -> gatehouse.directory.v1.PublicKey
+	16, // 8: gatehouse.directory.v1.GetMachineKeyResponse.user:type_name -> gatehouse.directory.v1.User
+	16, // 9: gatehouse.directory.v1.VerifyPasswordResponse.user:type_name -> gatehouse.directory.v1.User
 	3,  // 10: gatehouse.directory.v1.User.state:type_name -> gatehouse.directory.v1.UserState
 	2,  // 11: gatehouse.directory.v1.User.access_token_type:type_name -> gatehouse.directory.v1.TokenType
-	14, // 12: gatehouse.directory.v1.GetUserResponse.user:type_name -> gatehouse.directory.v1.User
-	14, // 13: gatehouse.directory.v1.LookupUserResponse.user:type_name -> gatehouse.directory.v1.User
-	30, // 14: gatehouse.directory.v1.GetClaimsResponse.claims:type_name -> google.protobuf.Struct
-	14, // 15: gatehouse.directory.v1.RegisterUserResponse.user:type_name -> gatehouse.directory.v1.User
-	23, // 16: gatehouse.directory.v1.GetOrgResponse.password_policy:type_name -> gatehouse.directory.v1.PasswordPolicy
-	6,  // 17: gatehouse.directory.v1.DirectoryService.GetClient:input_type -> gatehouse.directory.v1.GetClientRequest
-	8,  // 18: gatehouse.directory.v1.DirectoryService.GetMachineKey:input_type -> gatehouse.directory.v1.GetMachineKeyRequest
-	10, // 19: gatehouse.directory.v1.DirectoryService.VerifyPassword:input_type -> gatehouse.directory.v1.VerifyPasswordRequest
-	12, // 20: gatehouse.directory.v1.DirectoryService.ChangePassword:input_type -> gatehouse.directory.v1.ChangePasswordRequest
-	15, // 21: gatehouse.directory.v1.DirectoryService.GetUser:input_type -> gatehouse.directory.v1.GetUserRequest
-	17, // 22: gatehouse.directory.v1.DirectoryService.LookupUser:input_type -> gatehouse.directory.v1.LookupUserRequest
-	19, // 23: gatehouse.directory.v1.DirectoryService.GetClaims:input_type -> gatehouse.directory.v1.GetClaimsRequest
-	21, // 24: gatehouse.directory.v1.DirectoryService.RegisterUser:input_type -> gatehouse.directory.v1.RegisterUserRequest
-	24, // 25: gatehouse.directory.v1.DirectoryService.GetOrg:input_type -> gatehouse.directory.v1.GetOrgRequest
-	26, // 26: gatehouse.directory.v1.DirectoryService.GetRoles:input_type -> gatehouse.directory.v1.GetRolesRequest
-	7,  // 27: gatehouse.directory.v1.DirectoryService.GetClient:output_type -> gatehouse.directory.v1.GetClientResponse
-	9,  // 28: gatehouse.directory.v1.DirectoryService.GetMachineKey:output_type -> gatehouse.directory.v1.GetMachineKeyResponse
-	11, // 29: gatehouse.directory.v1.DirectoryService.VerifyPassword:output_type -> gatehouse.directory.v1.VerifyPasswordResponse
-	13, // 30: gatehouse.directory.v1.DirectoryService.ChangePassword:output_type -> gatehouse.directory.v1.ChangePasswordResponse
-	16, // 31: gatehouse.directory.v1.DirectoryService.GetUser:output_type -> gatehouse.directory.v1.GetUserResponse
-	18, // 32: gatehouse.directory.v1.DirectoryService.LookupUser:output_type -> gatehouse.directory.v1.LookupUserResponse
-	20, // 33: gatehouse.directory.v1.DirectoryService.GetClaims:output_type -> gatehouse.directory.v1.GetClaimsResponse
-	22, // 34: gatehouse.directory.v1.DirectoryService.RegisterUser:output_type -> gatehouse.directory.v1.RegisterUserResponse
-	25, // 35: gatehouse.directory.v1.DirectoryService.GetOrg:output_type -> gatehouse.directory.v1.GetOrgResponse
-	27, // 36: gatehouse.directory.v1.DirectoryService.GetRoles:output_type -> gatehouse.directory.v1.GetRolesResponse
-	27, // [27:37] is the sub-list for method output_type
-	17, // [17:27] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	16, // 12: gatehouse.directory.v1.GetUserResponse.user:type_name -> gatehouse.directory.v1.User
+	16, // 13: gatehouse.directory.v1.LookupUserResponse.user:type_name -> gatehouse.directory.v1.User
+	45, // 14: gatehouse.directory.v1.GetClaimsResponse.claims:type_name -> google.protobuf.Struct
+	16, // 15: gatehouse.directory.v1.RegisterUserResponse.user:type_name -> gatehouse.directory.v1.User
+	25, // 16: gatehouse.directory.v1.GetOrgResponse.password_policy:type_name -> gatehouse.directory.v1.PasswordPolicy
+	4,  // 17: gatehouse.directory.v1.IdP.styling_type:type_name -> gatehouse.directory.v1.StylingType
+	5,  // 18: gatehouse.directory.v1.IdP.display_name_mapping:type_name -> gatehouse.directory.v1.MappingField
+	5,  // 19: gatehouse.directory.v1.IdP.username_mapping:type_name -> gatehouse.directory.v1.MappingField
+	30, // 20: gatehouse.directory.v1.GetIdPResponse.idp:type_name -> gatehouse.directory.v1.IdP
+	30, // 21: gatehouse.directory.v1.ListIdPsResponse.idps:type_name -> gatehouse.directory.v1.IdP
+	16, // 22: gatehouse.directory.v1.GetLinkedUserResponse.user:type_name -> gatehouse.directory.v1.User
+	16, // 23: gatehouse.directory.v1.RegisterExternalUserResponse.user:type_name -> gatehouse.directory.v1.User
+	8,  // 24: gatehouse.directory.v1.DirectoryService.GetClient:input_type -> gatehouse.directory.v1.GetClientRequest
+	10, // 25: gatehouse.directory.v1.DirectoryService.GetMachineKey:input_type -> gatehouse.directory.v1.GetMachineKeyRequest
+	12, // 26: gatehouse.directory.v1.DirectoryService.VerifyPassword:input_type -> gatehouse.directory.v1.VerifyPasswordRequest
+	14, // 27: gatehouse.directory.v1.DirectoryService.ChangePassword:input_type -> gatehouse.directory.v1.ChangePasswordRequest
+	17, // 28: gatehouse.directory.v1.DirectoryService.GetUser:input_type -> gatehouse.directory.v1.GetUserRequest
+	19, // 29: gatehouse.directory.v1.DirectoryService.LookupUser:input_type -> gatehouse.directory.v1.LookupUserRequest
+	21, // 30: gatehouse.directory.v1.DirectoryService.GetClaims:input_type -> gatehouse.directory.v1.GetClaimsRequest
+	23, // 31: gatehouse.directory.v1.DirectoryService.RegisterUser:input_type -> gatehouse.directory.v1.RegisterUserRequest
+	26, // 32: gatehouse.directory.v1.DirectoryService.GetOrg:input_type -> gatehouse.directory.v1.GetOrgRequest
+	28, // 33: gatehouse.directory.v1.DirectoryService.GetRoles:input_type -> gatehouse.directory.v1.GetRolesRequest
+	31, // 34: gatehouse.directory.v1.DirectoryService.GetIdP:input_type -> gatehouse.directory.v1.GetIdPRequest
+	33, // 35: gatehouse.directory.v1.DirectoryService.ListIdPs:input_type -> gatehouse.directory.v1.ListIdPsRequest
+	35, // 36: gatehouse.directory.v1.DirectoryService.LinkExternalUser:input_type -> gatehouse.directory.v1.LinkExternalUserRequest
+	37, // 37: gatehouse.directory.v1.DirectoryService.GetLinkedUser:input_type -> gatehouse.directory.v1.GetLinkedUserRequest
+	39, // 38: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:input_type -> gatehouse.directory.v1.RegisterExternalUserRequest
+	41, // 39: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:input_type -> gatehouse.directory.v1.UnlinkExternalUserRequest
+	9,  // 40: gatehouse.directory.v1.DirectoryService.GetClient:output_type -> gatehouse.directory.v1.GetClientResponse
+	11, // 41: gatehouse.directory.v1.DirectoryService.GetMachineKey:output_type -> gatehouse.directory.v1.GetMachineKeyResponse
+	13, // 42: gatehouse.directory.v1.DirectoryService.VerifyPassword:output_type -> gatehouse.directory.v1.VerifyPasswordResponse
+	15, // 43: gatehouse.directory.v1.DirectoryService.ChangePassword:output_type -> gatehouse.directory.v1.ChangePasswordResponse
+	18, // 44: gatehouse.directory.v1.DirectoryService.GetUser:output_type -> gatehouse.directory.v1.GetUserResponse
+	20, // 45: gatehouse.directory.v1.DirectoryService.LookupUser:output_type -> gatehouse.directory.v1.LookupUserResponse
+	22, // 46: gatehouse.directory.v1.DirectoryService.GetClaims:output_type -> gatehouse.directory.v1.GetClaimsResponse
+	24, // 47: gatehouse.directory.v1.DirectoryService.RegisterUser:output_type -> gatehouse.directory.v1.RegisterUserResponse
+	27, // 48: gatehouse.directory.v1.DirectoryService.GetOrg:output_type -> gatehouse.directory.v1.GetOrgResponse
+	29, // 49: gatehouse.directory.v1.DirectoryService.GetRoles:output_type -> gatehouse.directory.v1.GetRolesResponse
+	32, // 50: gatehouse.directory.v1.DirectoryService.GetIdP:output_type -> gatehouse.directory.v1.GetIdPResponse
+	34, // 51: gatehouse.directory.v1.DirectoryService.ListIdPs:output_type -> gatehouse.directory.v1.ListIdPsResponse
+	36, // 52: gatehouse.directory.v1.DirectoryService.LinkExternalUser:output_type -> gatehouse.directory.v1.LinkExternalUserResponse
+	38, // 53: gatehouse.directory.v1.DirectoryService.GetLinkedUser:output_type -> gatehouse.directory.v1.GetLinkedUserResponse
+	40, // 54: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:output_type -> gatehouse.directory.v1.RegisterExternalUserResponse
+	42, // 55: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:output_type -> gatehouse.directory.v1.UnlinkExternalUserResponse
+	40, // [40:56] is the sub-list for method output_type
+	24, // [24:40] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_directory_v1_directory_proto_init() }
@@ -2126,8 +3115,8 @@ func file_gatehouse_directory_v1_directory_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_directory_v1_directory_proto_rawDesc), len(file_gatehouse_directory_v1_directory_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   24,
+			NumEnums:      6,
+			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -62,6 +62,23 @@ const (
 	// DirectoryServiceGetRolesProcedure is the fully-qualified name of the DirectoryService's GetRoles
 	// RPC.
 	DirectoryServiceGetRolesProcedure = "/gatehouse.directory.v1.DirectoryService/GetRoles"
+	// DirectoryServiceGetIdPProcedure is the fully-qualified name of the DirectoryService's GetIdP RPC.
+	DirectoryServiceGetIdPProcedure = "/gatehouse.directory.v1.DirectoryService/GetIdP"
+	// DirectoryServiceListIdPsProcedure is the fully-qualified name of the DirectoryService's ListIdPs
+	// RPC.
+	DirectoryServiceListIdPsProcedure = "/gatehouse.directory.v1.DirectoryService/ListIdPs"
+	// DirectoryServiceLinkExternalUserProcedure is the fully-qualified name of the DirectoryService's
+	// LinkExternalUser RPC.
+	DirectoryServiceLinkExternalUserProcedure = "/gatehouse.directory.v1.DirectoryService/LinkExternalUser"
+	// DirectoryServiceGetLinkedUserProcedure is the fully-qualified name of the DirectoryService's
+	// GetLinkedUser RPC.
+	DirectoryServiceGetLinkedUserProcedure = "/gatehouse.directory.v1.DirectoryService/GetLinkedUser"
+	// DirectoryServiceRegisterExternalUserProcedure is the fully-qualified name of the
+	// DirectoryService's RegisterExternalUser RPC.
+	DirectoryServiceRegisterExternalUserProcedure = "/gatehouse.directory.v1.DirectoryService/RegisterExternalUser"
+	// DirectoryServiceUnlinkExternalUserProcedure is the fully-qualified name of the DirectoryService's
+	// UnlinkExternalUser RPC.
+	DirectoryServiceUnlinkExternalUserProcedure = "/gatehouse.directory.v1.DirectoryService/UnlinkExternalUser"
 )
 
 // DirectoryServiceClient is a client for the gatehouse.directory.v1.DirectoryService service.
@@ -93,6 +110,42 @@ type DirectoryServiceClient interface {
 	// Returns the roles a user holds in an organization (IAM_OWNER included
 	// when the user holds it instance-wide).
 	GetRoles(context.Context, *connect.Request[v1.GetRolesRequest]) (*connect.Response[v1.GetRolesResponse], error)
+	// Returns an external identity provider of an organization with its
+	// decrypted client secret, for the federation flow (inactive ones too:
+	// see IdP.active). NotFound for an unknown IdP or one of another
+	// organization; InvalidArgument when an id is empty.
+	GetIdP(context.Context, *connect.Request[v1.GetIdPRequest]) (*connect.Response[v1.GetIdPResponse], error)
+	// Lists the active identity providers of an organization, ordered by
+	// name, for the login page's buttons; no secrets. NotFound for an
+	// unknown organization; InvalidArgument when org_id is empty.
+	ListIdPs(context.Context, *connect.Request[v1.ListIdPsRequest]) (*connect.Response[v1.ListIdPsResponse], error)
+	// Links a user to the identity a subject has at an identity provider, so
+	// the user can sign in through it. InvalidArgument for an empty field or
+	// an external_subject over 255 characters; NotFound for an unknown IdP or
+	// user; FailedPrecondition when the IdP is inactive, the user belongs to
+	// another organization than the IdP, or is a machine user;
+	// AlreadyExists when the external identity is already linked (to anyone)
+	// or the user already has a link to this IdP; Aborted when the user
+	// changed concurrently (retry).
+	LinkExternalUser(context.Context, *connect.Request[v1.LinkExternalUserRequest]) (*connect.Response[v1.LinkExternalUserResponse], error)
+	// Returns the user linked to an external identity. NotFound for an
+	// unknown IdP or when nothing is linked; FailedPrecondition when the IdP
+	// is inactive (nobody signs in through it); InvalidArgument for an empty
+	// field. The user's own state (e.g. deactivated) is in User.state.
+	GetLinkedUser(context.Context, *connect.Request[v1.GetLinkedUserRequest]) (*connect.Response[v1.GetLinkedUserResponse], error)
+	// Creates a human user without a password in the IdP's organization and
+	// links it to the external identity, in one change (auto-registration at
+	// the first sign-in through the IdP). The user is active at once: it
+	// signs in through the IdP. InvalidArgument names every field outside
+	// its rules; NotFound for an unknown IdP; FailedPrecondition when the IdP
+	// is inactive; AlreadyExists when the external identity is already
+	// linked or the user name is taken in the organization (nothing is
+	// created then).
+	RegisterExternalUser(context.Context, *connect.Request[v1.RegisterExternalUserRequest]) (*connect.Response[v1.RegisterExternalUserResponse], error)
+	// Removes the link of an external identity; the user stays. NotFound for
+	// an unknown IdP or when nothing is linked; InvalidArgument for an empty
+	// field.
+	UnlinkExternalUser(context.Context, *connect.Request[v1.UnlinkExternalUserRequest]) (*connect.Response[v1.UnlinkExternalUserResponse], error)
 }
 
 // NewDirectoryServiceClient constructs a client for the gatehouse.directory.v1.DirectoryService
@@ -166,21 +219,63 @@ func NewDirectoryServiceClient(httpClient connect.HTTPClient, baseURL string, op
 			connect.WithSchema(directoryServiceMethods.ByName("GetRoles")),
 			connect.WithClientOptions(opts...),
 		),
+		getIdP: connect.NewClient[v1.GetIdPRequest, v1.GetIdPResponse](
+			httpClient,
+			baseURL+DirectoryServiceGetIdPProcedure,
+			connect.WithSchema(directoryServiceMethods.ByName("GetIdP")),
+			connect.WithClientOptions(opts...),
+		),
+		listIdPs: connect.NewClient[v1.ListIdPsRequest, v1.ListIdPsResponse](
+			httpClient,
+			baseURL+DirectoryServiceListIdPsProcedure,
+			connect.WithSchema(directoryServiceMethods.ByName("ListIdPs")),
+			connect.WithClientOptions(opts...),
+		),
+		linkExternalUser: connect.NewClient[v1.LinkExternalUserRequest, v1.LinkExternalUserResponse](
+			httpClient,
+			baseURL+DirectoryServiceLinkExternalUserProcedure,
+			connect.WithSchema(directoryServiceMethods.ByName("LinkExternalUser")),
+			connect.WithClientOptions(opts...),
+		),
+		getLinkedUser: connect.NewClient[v1.GetLinkedUserRequest, v1.GetLinkedUserResponse](
+			httpClient,
+			baseURL+DirectoryServiceGetLinkedUserProcedure,
+			connect.WithSchema(directoryServiceMethods.ByName("GetLinkedUser")),
+			connect.WithClientOptions(opts...),
+		),
+		registerExternalUser: connect.NewClient[v1.RegisterExternalUserRequest, v1.RegisterExternalUserResponse](
+			httpClient,
+			baseURL+DirectoryServiceRegisterExternalUserProcedure,
+			connect.WithSchema(directoryServiceMethods.ByName("RegisterExternalUser")),
+			connect.WithClientOptions(opts...),
+		),
+		unlinkExternalUser: connect.NewClient[v1.UnlinkExternalUserRequest, v1.UnlinkExternalUserResponse](
+			httpClient,
+			baseURL+DirectoryServiceUnlinkExternalUserProcedure,
+			connect.WithSchema(directoryServiceMethods.ByName("UnlinkExternalUser")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // directoryServiceClient implements DirectoryServiceClient.
 type directoryServiceClient struct {
-	getClient      *connect.Client[v1.GetClientRequest, v1.GetClientResponse]
-	getMachineKey  *connect.Client[v1.GetMachineKeyRequest, v1.GetMachineKeyResponse]
-	verifyPassword *connect.Client[v1.VerifyPasswordRequest, v1.VerifyPasswordResponse]
-	changePassword *connect.Client[v1.ChangePasswordRequest, v1.ChangePasswordResponse]
-	getUser        *connect.Client[v1.GetUserRequest, v1.GetUserResponse]
-	lookupUser     *connect.Client[v1.LookupUserRequest, v1.LookupUserResponse]
-	getClaims      *connect.Client[v1.GetClaimsRequest, v1.GetClaimsResponse]
-	registerUser   *connect.Client[v1.RegisterUserRequest, v1.RegisterUserResponse]
-	getOrg         *connect.Client[v1.GetOrgRequest, v1.GetOrgResponse]
-	getRoles       *connect.Client[v1.GetRolesRequest, v1.GetRolesResponse]
+	getClient            *connect.Client[v1.GetClientRequest, v1.GetClientResponse]
+	getMachineKey        *connect.Client[v1.GetMachineKeyRequest, v1.GetMachineKeyResponse]
+	verifyPassword       *connect.Client[v1.VerifyPasswordRequest, v1.VerifyPasswordResponse]
+	changePassword       *connect.Client[v1.ChangePasswordRequest, v1.ChangePasswordResponse]
+	getUser              *connect.Client[v1.GetUserRequest, v1.GetUserResponse]
+	lookupUser           *connect.Client[v1.LookupUserRequest, v1.LookupUserResponse]
+	getClaims            *connect.Client[v1.GetClaimsRequest, v1.GetClaimsResponse]
+	registerUser         *connect.Client[v1.RegisterUserRequest, v1.RegisterUserResponse]
+	getOrg               *connect.Client[v1.GetOrgRequest, v1.GetOrgResponse]
+	getRoles             *connect.Client[v1.GetRolesRequest, v1.GetRolesResponse]
+	getIdP               *connect.Client[v1.GetIdPRequest, v1.GetIdPResponse]
+	listIdPs             *connect.Client[v1.ListIdPsRequest, v1.ListIdPsResponse]
+	linkExternalUser     *connect.Client[v1.LinkExternalUserRequest, v1.LinkExternalUserResponse]
+	getLinkedUser        *connect.Client[v1.GetLinkedUserRequest, v1.GetLinkedUserResponse]
+	registerExternalUser *connect.Client[v1.RegisterExternalUserRequest, v1.RegisterExternalUserResponse]
+	unlinkExternalUser   *connect.Client[v1.UnlinkExternalUserRequest, v1.UnlinkExternalUserResponse]
 }
 
 // GetClient calls gatehouse.directory.v1.DirectoryService.GetClient.
@@ -233,6 +328,36 @@ func (c *directoryServiceClient) GetRoles(ctx context.Context, req *connect.Requ
 	return c.getRoles.CallUnary(ctx, req)
 }
 
+// GetIdP calls gatehouse.directory.v1.DirectoryService.GetIdP.
+func (c *directoryServiceClient) GetIdP(ctx context.Context, req *connect.Request[v1.GetIdPRequest]) (*connect.Response[v1.GetIdPResponse], error) {
+	return c.getIdP.CallUnary(ctx, req)
+}
+
+// ListIdPs calls gatehouse.directory.v1.DirectoryService.ListIdPs.
+func (c *directoryServiceClient) ListIdPs(ctx context.Context, req *connect.Request[v1.ListIdPsRequest]) (*connect.Response[v1.ListIdPsResponse], error) {
+	return c.listIdPs.CallUnary(ctx, req)
+}
+
+// LinkExternalUser calls gatehouse.directory.v1.DirectoryService.LinkExternalUser.
+func (c *directoryServiceClient) LinkExternalUser(ctx context.Context, req *connect.Request[v1.LinkExternalUserRequest]) (*connect.Response[v1.LinkExternalUserResponse], error) {
+	return c.linkExternalUser.CallUnary(ctx, req)
+}
+
+// GetLinkedUser calls gatehouse.directory.v1.DirectoryService.GetLinkedUser.
+func (c *directoryServiceClient) GetLinkedUser(ctx context.Context, req *connect.Request[v1.GetLinkedUserRequest]) (*connect.Response[v1.GetLinkedUserResponse], error) {
+	return c.getLinkedUser.CallUnary(ctx, req)
+}
+
+// RegisterExternalUser calls gatehouse.directory.v1.DirectoryService.RegisterExternalUser.
+func (c *directoryServiceClient) RegisterExternalUser(ctx context.Context, req *connect.Request[v1.RegisterExternalUserRequest]) (*connect.Response[v1.RegisterExternalUserResponse], error) {
+	return c.registerExternalUser.CallUnary(ctx, req)
+}
+
+// UnlinkExternalUser calls gatehouse.directory.v1.DirectoryService.UnlinkExternalUser.
+func (c *directoryServiceClient) UnlinkExternalUser(ctx context.Context, req *connect.Request[v1.UnlinkExternalUserRequest]) (*connect.Response[v1.UnlinkExternalUserResponse], error) {
+	return c.unlinkExternalUser.CallUnary(ctx, req)
+}
+
 // DirectoryServiceHandler is an implementation of the gatehouse.directory.v1.DirectoryService
 // service.
 type DirectoryServiceHandler interface {
@@ -263,6 +388,42 @@ type DirectoryServiceHandler interface {
 	// Returns the roles a user holds in an organization (IAM_OWNER included
 	// when the user holds it instance-wide).
 	GetRoles(context.Context, *connect.Request[v1.GetRolesRequest]) (*connect.Response[v1.GetRolesResponse], error)
+	// Returns an external identity provider of an organization with its
+	// decrypted client secret, for the federation flow (inactive ones too:
+	// see IdP.active). NotFound for an unknown IdP or one of another
+	// organization; InvalidArgument when an id is empty.
+	GetIdP(context.Context, *connect.Request[v1.GetIdPRequest]) (*connect.Response[v1.GetIdPResponse], error)
+	// Lists the active identity providers of an organization, ordered by
+	// name, for the login page's buttons; no secrets. NotFound for an
+	// unknown organization; InvalidArgument when org_id is empty.
+	ListIdPs(context.Context, *connect.Request[v1.ListIdPsRequest]) (*connect.Response[v1.ListIdPsResponse], error)
+	// Links a user to the identity a subject has at an identity provider, so
+	// the user can sign in through it. InvalidArgument for an empty field or
+	// an external_subject over 255 characters; NotFound for an unknown IdP or
+	// user; FailedPrecondition when the IdP is inactive, the user belongs to
+	// another organization than the IdP, or is a machine user;
+	// AlreadyExists when the external identity is already linked (to anyone)
+	// or the user already has a link to this IdP; Aborted when the user
+	// changed concurrently (retry).
+	LinkExternalUser(context.Context, *connect.Request[v1.LinkExternalUserRequest]) (*connect.Response[v1.LinkExternalUserResponse], error)
+	// Returns the user linked to an external identity. NotFound for an
+	// unknown IdP or when nothing is linked; FailedPrecondition when the IdP
+	// is inactive (nobody signs in through it); InvalidArgument for an empty
+	// field. The user's own state (e.g. deactivated) is in User.state.
+	GetLinkedUser(context.Context, *connect.Request[v1.GetLinkedUserRequest]) (*connect.Response[v1.GetLinkedUserResponse], error)
+	// Creates a human user without a password in the IdP's organization and
+	// links it to the external identity, in one change (auto-registration at
+	// the first sign-in through the IdP). The user is active at once: it
+	// signs in through the IdP. InvalidArgument names every field outside
+	// its rules; NotFound for an unknown IdP; FailedPrecondition when the IdP
+	// is inactive; AlreadyExists when the external identity is already
+	// linked or the user name is taken in the organization (nothing is
+	// created then).
+	RegisterExternalUser(context.Context, *connect.Request[v1.RegisterExternalUserRequest]) (*connect.Response[v1.RegisterExternalUserResponse], error)
+	// Removes the link of an external identity; the user stays. NotFound for
+	// an unknown IdP or when nothing is linked; InvalidArgument for an empty
+	// field.
+	UnlinkExternalUser(context.Context, *connect.Request[v1.UnlinkExternalUserRequest]) (*connect.Response[v1.UnlinkExternalUserResponse], error)
 }
 
 // NewDirectoryServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -332,6 +493,42 @@ func NewDirectoryServiceHandler(svc DirectoryServiceHandler, opts ...connect.Han
 		connect.WithSchema(directoryServiceMethods.ByName("GetRoles")),
 		connect.WithHandlerOptions(opts...),
 	)
+	directoryServiceGetIdPHandler := connect.NewUnaryHandler(
+		DirectoryServiceGetIdPProcedure,
+		svc.GetIdP,
+		connect.WithSchema(directoryServiceMethods.ByName("GetIdP")),
+		connect.WithHandlerOptions(opts...),
+	)
+	directoryServiceListIdPsHandler := connect.NewUnaryHandler(
+		DirectoryServiceListIdPsProcedure,
+		svc.ListIdPs,
+		connect.WithSchema(directoryServiceMethods.ByName("ListIdPs")),
+		connect.WithHandlerOptions(opts...),
+	)
+	directoryServiceLinkExternalUserHandler := connect.NewUnaryHandler(
+		DirectoryServiceLinkExternalUserProcedure,
+		svc.LinkExternalUser,
+		connect.WithSchema(directoryServiceMethods.ByName("LinkExternalUser")),
+		connect.WithHandlerOptions(opts...),
+	)
+	directoryServiceGetLinkedUserHandler := connect.NewUnaryHandler(
+		DirectoryServiceGetLinkedUserProcedure,
+		svc.GetLinkedUser,
+		connect.WithSchema(directoryServiceMethods.ByName("GetLinkedUser")),
+		connect.WithHandlerOptions(opts...),
+	)
+	directoryServiceRegisterExternalUserHandler := connect.NewUnaryHandler(
+		DirectoryServiceRegisterExternalUserProcedure,
+		svc.RegisterExternalUser,
+		connect.WithSchema(directoryServiceMethods.ByName("RegisterExternalUser")),
+		connect.WithHandlerOptions(opts...),
+	)
+	directoryServiceUnlinkExternalUserHandler := connect.NewUnaryHandler(
+		DirectoryServiceUnlinkExternalUserProcedure,
+		svc.UnlinkExternalUser,
+		connect.WithSchema(directoryServiceMethods.ByName("UnlinkExternalUser")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/gatehouse.directory.v1.DirectoryService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case DirectoryServiceGetClientProcedure:
@@ -354,6 +551,18 @@ func NewDirectoryServiceHandler(svc DirectoryServiceHandler, opts ...connect.Han
 			directoryServiceGetOrgHandler.ServeHTTP(w, r)
 		case DirectoryServiceGetRolesProcedure:
 			directoryServiceGetRolesHandler.ServeHTTP(w, r)
+		case DirectoryServiceGetIdPProcedure:
+			directoryServiceGetIdPHandler.ServeHTTP(w, r)
+		case DirectoryServiceListIdPsProcedure:
+			directoryServiceListIdPsHandler.ServeHTTP(w, r)
+		case DirectoryServiceLinkExternalUserProcedure:
+			directoryServiceLinkExternalUserHandler.ServeHTTP(w, r)
+		case DirectoryServiceGetLinkedUserProcedure:
+			directoryServiceGetLinkedUserHandler.ServeHTTP(w, r)
+		case DirectoryServiceRegisterExternalUserProcedure:
+			directoryServiceRegisterExternalUserHandler.ServeHTTP(w, r)
+		case DirectoryServiceUnlinkExternalUserProcedure:
+			directoryServiceUnlinkExternalUserHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -401,4 +610,28 @@ func (UnimplementedDirectoryServiceHandler) GetOrg(context.Context, *connect.Req
 
 func (UnimplementedDirectoryServiceHandler) GetRoles(context.Context, *connect.Request[v1.GetRolesRequest]) (*connect.Response[v1.GetRolesResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.GetRoles is not implemented"))
+}
+
+func (UnimplementedDirectoryServiceHandler) GetIdP(context.Context, *connect.Request[v1.GetIdPRequest]) (*connect.Response[v1.GetIdPResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.GetIdP is not implemented"))
+}
+
+func (UnimplementedDirectoryServiceHandler) ListIdPs(context.Context, *connect.Request[v1.ListIdPsRequest]) (*connect.Response[v1.ListIdPsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.ListIdPs is not implemented"))
+}
+
+func (UnimplementedDirectoryServiceHandler) LinkExternalUser(context.Context, *connect.Request[v1.LinkExternalUserRequest]) (*connect.Response[v1.LinkExternalUserResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.LinkExternalUser is not implemented"))
+}
+
+func (UnimplementedDirectoryServiceHandler) GetLinkedUser(context.Context, *connect.Request[v1.GetLinkedUserRequest]) (*connect.Response[v1.GetLinkedUserResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.GetLinkedUser is not implemented"))
+}
+
+func (UnimplementedDirectoryServiceHandler) RegisterExternalUser(context.Context, *connect.Request[v1.RegisterExternalUserRequest]) (*connect.Response[v1.RegisterExternalUserResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.RegisterExternalUser is not implemented"))
+}
+
+func (UnimplementedDirectoryServiceHandler) UnlinkExternalUser(context.Context, *connect.Request[v1.UnlinkExternalUserRequest]) (*connect.Response[v1.UnlinkExternalUserResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.UnlinkExternalUser is not implemented"))
 }

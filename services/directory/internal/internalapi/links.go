@@ -1,0 +1,273 @@
+package internalapi
+
+import (
+	"context"
+	"errors"
+	"net/mail"
+	"strings"
+	"unicode"
+
+	"connectrpc.com/connect"
+
+	"github.com/gatehouse-id/gatehouse/pkg/db"
+	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/idps"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/users"
+)
+
+// External identity providers and the users linked to them: authn reads an
+// organization's IdPs for the login page and the federation flow, then
+// finds, links or registers the user of the identity the IdP asserted.
+
+func failedPrecondition(msg string) error {
+	return connect.NewError(connect.CodeFailedPrecondition, errors.New(msg))
+}
+
+// maxIDLength bounds ids in requests (ids are generated, far shorter).
+const maxIDLength = 200
+
+// checkExternal validates an external identity of a request.
+func checkExternal(f *apierr.Fields, idpID, subject string) {
+	f.Check(apierr.Length("idp_id", idpID, 1, maxIDLength))
+	f.Check(apierr.Length("external_subject", subject, 1, users.MaxExternalSubjectLength))
+}
+
+func (s *Server) idpQueries() *idps.Queries { return &idps.Queries{DB: s.ES.DB()} }
+
+// idpByID returns an IdP by id, whatever its organization: the federation
+// callback knows the IdP, and the IdP names the organization.
+func (s *Server) idpByID(ctx context.Context, id string) (*idps.IDP, error) {
+	var orgs []string
+	if err := s.ES.DB().Select(ctx, &orgs, `SELECT org_id FROM idps WHERE id = ?`, id); err != nil {
+		return nil, internalErr(err, "find identity provider")
+	}
+	if len(orgs) == 0 {
+		return nil, notFound("identity provider")
+	}
+	p, err := s.idpQueries().Get(ctx, orgs[0], id)
+	if errors.Is(err, db.ErrNotFound) { // removed in between
+		return nil, notFound("identity provider")
+	}
+	if err != nil {
+		return nil, internalErr(err, "get identity provider")
+	}
+	return p, nil
+}
+
+// activeIdP is idpByID, FailedPrecondition for an inactive IdP.
+func (s *Server) activeIdP(ctx context.Context, id string) (*idps.IDP, error) {
+	p, err := s.idpByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if p.State != idps.StateActive {
+		return nil, failedPrecondition("the identity provider is not active")
+	}
+	return p, nil
+}
+
+// idpProto renders an IdP without its secret.
+func idpProto(p *idps.IDP) *directoryv1.IdP {
+	return &directoryv1.IdP{
+		Id:                 p.ID,
+		OrgId:              p.OrgID,
+		Name:               p.Name,
+		StylingType:        directoryv1.StylingType(p.StylingType),
+		Issuer:             p.Issuer,
+		ClientId:           p.ClientID,
+		Scopes:             p.RequestScopes(),
+		DisplayNameMapping: directoryv1.MappingField(p.DisplayNameMapping),
+		UsernameMapping:    directoryv1.MappingField(p.UsernameMapping),
+		AutoRegister:       p.AutoRegister,
+		Active:             p.State == idps.StateActive,
+	}
+}
+
+// GetIdP returns an IdP of an organization with its decrypted client secret.
+func (s *Server) GetIdP(ctx context.Context, req *connect.Request[directoryv1.GetIdPRequest]) (*connect.Response[directoryv1.GetIdPResponse], error) {
+	m := req.Msg
+	var f apierr.Fields
+	f.Check(apierr.Length("org_id", m.GetOrgId(), 1, maxIDLength))
+	f.Check(apierr.Length("idp_id", m.GetIdpId(), 1, maxIDLength))
+	if err := f.Err("IDP-invalid"); err != nil {
+		return nil, err
+	}
+	p, err := s.idpQueries().Get(ctx, m.GetOrgId(), m.GetIdpId())
+	if errors.Is(err, db.ErrNotFound) {
+		return nil, notFound("identity provider")
+	}
+	if err != nil {
+		return nil, internalErr(err, "get identity provider")
+	}
+	secret, err := idps.Secrets{Cipher: s.IdPSecrets}.ClientSecret(ctx, p)
+	if err != nil {
+		return nil, internalErr(err, "open client secret")
+	}
+	return connect.NewResponse(&directoryv1.GetIdPResponse{Idp: idpProto(p), ClientSecret: secret}), nil
+}
+
+// ListIdPs returns the active IdPs of an organization, by name.
+func (s *Server) ListIdPs(ctx context.Context, req *connect.Request[directoryv1.ListIdPsRequest]) (*connect.Response[directoryv1.ListIdPsResponse], error) {
+	orgID := req.Msg.GetOrgId()
+	var f apierr.Fields
+	f.Check(apierr.Length("org_id", orgID, 1, maxIDLength))
+	if err := f.Err("IDP-invalid"); err != nil {
+		return nil, err
+	}
+	if _, err := s.orgs.Get(ctx, orgID); errors.Is(err, db.ErrNotFound) {
+		return nil, notFound("organization")
+	} else if err != nil {
+		return nil, internalErr(err, "get org")
+	}
+	all, _, err := s.idpQueries().Search(ctx, orgID, idps.Search{Asc: true})
+	if err != nil {
+		return nil, internalErr(err, "list identity providers")
+	}
+	out := &directoryv1.ListIdPsResponse{}
+	for _, p := range all {
+		if p.State == idps.StateActive {
+			out.Idps = append(out.Idps, idpProto(p))
+		}
+	}
+	return connect.NewResponse(out), nil
+}
+
+// LinkExternalUser links a human user of the IdP's organization to an
+// external identity.
+func (s *Server) LinkExternalUser(ctx context.Context, req *connect.Request[directoryv1.LinkExternalUserRequest]) (*connect.Response[directoryv1.LinkExternalUserResponse], error) {
+	m := req.Msg
+	var f apierr.Fields
+	checkExternal(&f, m.GetIdpId(), m.GetExternalSubject())
+	f.Check(apierr.Length("user_id", m.GetUserId(), 1, maxIDLength))
+	if err := f.Err("LINK-invalid"); err != nil {
+		return nil, err
+	}
+	p, err := s.idpByID(ctx, m.GetIdpId())
+	if err != nil {
+		return nil, err
+	}
+	u, err := s.users.Get(ctx, m.GetUserId())
+	if errors.Is(err, db.ErrNotFound) {
+		return nil, notFound("user")
+	}
+	if err != nil {
+		return nil, internalErr(err, "get user")
+	}
+	switch {
+	case p.State != idps.StateActive:
+		return nil, failedPrecondition("the identity provider is not active")
+	case u.OrgID != p.OrgID:
+		return nil, failedPrecondition("the user belongs to another organization than the identity provider")
+	case u.Type != users.TypeHuman:
+		return nil, failedPrecondition("only human users can be linked to an identity provider")
+	}
+	// The user acts (through authn), as in ChangePassword.
+	if _, err := s.userCmds.AddLink(ctx, u.ID, u, users.External{IdPID: p.ID, Subject: m.GetExternalSubject()}); err != nil {
+		return nil, asInternal(err, "link")
+	}
+	return connect.NewResponse(&directoryv1.LinkExternalUserResponse{}), nil
+}
+
+// GetLinkedUser returns the user linked to an external identity of an
+// active IdP.
+func (s *Server) GetLinkedUser(ctx context.Context, req *connect.Request[directoryv1.GetLinkedUserRequest]) (*connect.Response[directoryv1.GetLinkedUserResponse], error) {
+	m := req.Msg
+	var f apierr.Fields
+	checkExternal(&f, m.GetIdpId(), m.GetExternalSubject())
+	if err := f.Err("LINK-invalid"); err != nil {
+		return nil, err
+	}
+	p, err := s.activeIdP(ctx, m.GetIdpId())
+	if err != nil {
+		return nil, err
+	}
+	u, _, err := s.linked(ctx, p.ID, m.GetExternalSubject())
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&directoryv1.GetLinkedUserResponse{User: userProto(u)}), nil
+}
+
+// linked returns the user linked to an external identity and the link, or
+// NotFound.
+func (s *Server) linked(ctx context.Context, idpID, subject string) (*users.User, *users.Link, error) {
+	l, err := s.users.Link(ctx, idpID, subject)
+	if errors.Is(err, db.ErrNotFound) {
+		return nil, nil, notFound("linked user")
+	}
+	if err != nil {
+		return nil, nil, internalErr(err, "get link")
+	}
+	u, err := s.users.Get(ctx, l.UserID)
+	if errors.Is(err, db.ErrNotFound) { // removed in between
+		return nil, nil, notFound("linked user")
+	}
+	if err != nil {
+		return nil, nil, internalErr(err, "get linked user")
+	}
+	return u, l, nil
+}
+
+// RegisterExternalUser creates an active human user without a password in
+// the IdP's organization, linked to the external identity, in one push.
+// The rules for the profile are those of RegisterUser and AddHumanUser.
+func (s *Server) RegisterExternalUser(ctx context.Context, req *connect.Request[directoryv1.RegisterExternalUserRequest]) (*connect.Response[directoryv1.RegisterExternalUserResponse], error) {
+	m := req.Msg
+	var f apierr.Fields
+	checkExternal(&f, m.GetIdpId(), m.GetExternalSubject())
+	f.Check(apierr.Length("user_name", m.GetUserName(), 1, 200))
+	if strings.IndexFunc(m.GetUserName(), unicode.IsSpace) >= 0 {
+		f.Add("user_name", "must not contain whitespace")
+	}
+	f.Check(apierr.Length("first_name", m.GetFirstName(), 1, 200))
+	f.Check(apierr.Length("last_name", m.GetLastName(), 1, 200))
+	f.Check(apierr.Length("email", m.GetEmail(), 1, 200))
+	if a, err := mail.ParseAddress(m.GetEmail()); m.GetEmail() != "" && (err != nil || a.Address != m.GetEmail()) {
+		f.Add("email", "is not a valid e-mail address")
+	}
+	f.Check(apierr.Length("preferred_language", m.GetPreferredLanguage(), 0, 10))
+	if err := f.Err("REGISTER-invalid"); err != nil {
+		return nil, err
+	}
+	p, err := s.activeIdP(ctx, m.GetIdpId())
+	if err != nil {
+		return nil, err
+	}
+	org, err := s.orgs.Get(ctx, p.OrgID)
+	if err != nil {
+		return nil, internalErr(err, "get org")
+	}
+	id, _, err := s.userCmds.AddExternalHuman(ctx, "self-registration", org, users.HumanAdded{
+		UserName: m.GetUserName(), FirstName: m.GetFirstName(), LastName: m.GetLastName(),
+		DisplayName:       strings.TrimSpace(m.GetFirstName() + " " + m.GetLastName()),
+		PreferredLanguage: m.GetPreferredLanguage(), Email: m.GetEmail(), EmailVerified: m.GetEmailVerified(),
+	}, users.External{IdPID: p.ID, Subject: m.GetExternalSubject()})
+	if err != nil {
+		return nil, asInternal(err, "register external user")
+	}
+	u, err := s.users.Get(ctx, id)
+	if err != nil {
+		return nil, internalErr(err, "read registered user")
+	}
+	return connect.NewResponse(&directoryv1.RegisterExternalUserResponse{User: userProto(u)}), nil
+}
+
+// UnlinkExternalUser removes the link of an external identity. An unknown
+// IdP has no links, so it is NotFound like a missing link.
+func (s *Server) UnlinkExternalUser(ctx context.Context, req *connect.Request[directoryv1.UnlinkExternalUserRequest]) (*connect.Response[directoryv1.UnlinkExternalUserResponse], error) {
+	m := req.Msg
+	var f apierr.Fields
+	checkExternal(&f, m.GetIdpId(), m.GetExternalSubject())
+	if err := f.Err("LINK-invalid"); err != nil {
+		return nil, err
+	}
+	u, l, err := s.linked(ctx, m.GetIdpId(), m.GetExternalSubject())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.userCmds.RemoveLink(ctx, u.ID, u, l); err != nil {
+		return nil, asInternal(err, "unlink")
+	}
+	return connect.NewResponse(&directoryv1.UnlinkExternalUserResponse{}), nil
+}

@@ -1,0 +1,160 @@
+package users
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gatehouse-id/gatehouse/pkg/db"
+	"github.com/gatehouse-id/gatehouse/pkg/secrets"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/orgs"
+)
+
+// Links of users to external identities: a user signs in through an
+// identity provider of its organization when the subject the IdP asserts
+// is linked to it. Links are events of the user aggregate, reduced into
+// user_links; removing the user (EventRemoved) or the IdP removes them.
+const (
+	EventIdPLinkAdded   = "user.idp.link.added"
+	EventIdPLinkRemoved = "user.idp.link.removed"
+)
+
+// MaxExternalSubjectLength is the longest subject an IdP may assert: OpenID
+// Connect Core 1.0 §2, "sub ... MUST NOT exceed 255 ASCII characters".
+const MaxExternalSubjectLength = 255
+
+// IdPLink is the payload of EventIdPLinkAdded and EventIdPLinkRemoved.
+type IdPLink struct {
+	IdPID           string `json:"idpId"`
+	ExternalSubject string `json:"externalSubject"`
+}
+
+// Link is the projection of a link.
+type Link struct {
+	IdPID           string    `db:"idp_id"`
+	ExternalSubject string    `db:"external_subject"`
+	UserID          string    `db:"user_id"`
+	OrgID           string    `db:"org_id"`
+	CreationDate    time.Time `db:"creation_date"`
+	ChangeDate      time.Time `db:"change_date"`
+	Sequence        uint64    `db:"sequence"`
+}
+
+func registerLinks(es *eventstore.Store) {
+	es.Register(EventIdPLinkAdded, func(ctx context.Context, tx db.Querier, e eventstore.Event) error {
+		var p IdPLink
+		if err := e.Unmarshal(&p); err != nil {
+			return err
+		}
+		// The primary key (idp_id, external_subject) and UNIQUE (user_id,
+		// idp_id) turn a lost race into eventstore.ErrUnique.
+		if _, err := tx.Exec(ctx, `INSERT INTO user_links (idp_id, external_subject, user_id, org_id, creation_date, change_date, sequence)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			p.IdPID, p.ExternalSubject, e.AggregateID, e.ResourceOwner, e.CreatedAt, e.CreatedAt, e.Sequence); err != nil {
+			return err
+		}
+		return touch(ctx, tx, e)
+	})
+	es.Register(EventIdPLinkRemoved, func(ctx context.Context, tx db.Querier, e eventstore.Event) error {
+		var p IdPLink
+		if err := e.Unmarshal(&p); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM user_links WHERE idp_id = ? AND external_subject = ? AND user_id = ?`,
+			p.IdPID, p.ExternalSubject, e.AggregateID); err != nil {
+			return err
+		}
+		return touch(ctx, tx, e)
+	})
+}
+
+const linkColumns = `idp_id, external_subject, user_id, org_id, creation_date, change_date, sequence`
+
+// Link returns the link of an external identity, or db.ErrNotFound.
+func (q *Queries) Link(ctx context.Context, idpID, subject string) (*Link, error) {
+	var l Link
+	if err := q.DB.Get(ctx, &l, `SELECT `+linkColumns+` FROM user_links WHERE idp_id = ? AND external_subject = ?`,
+		idpID, subject); err != nil {
+		return nil, fmt.Errorf("link of idp %s: %w", idpID, db.NotFound(err))
+	}
+	return &l, nil
+}
+
+// LinkOfUser returns the user's link to an IdP, or db.ErrNotFound.
+func (q *Queries) LinkOfUser(ctx context.Context, userID, idpID string) (*Link, error) {
+	var l Link
+	if err := q.DB.Get(ctx, &l, `SELECT `+linkColumns+` FROM user_links WHERE user_id = ? AND idp_id = ?`,
+		userID, idpID); err != nil {
+		return nil, fmt.Errorf("link of user %s: %w", userID, db.NotFound(err))
+	}
+	return &l, nil
+}
+
+// External names an identity at an external IdP.
+type External struct {
+	IdPID   string
+	Subject string
+}
+
+// checkUnlinked is AlreadyExists when the external identity is linked to
+// anyone, or userID ("" for a new user) already has a link to the IdP.
+func (c *Commands) checkUnlinked(ctx context.Context, userID string, x External) error {
+	switch _, err := c.Q.Link(ctx, x.IdPID, x.Subject); {
+	case err == nil:
+		return apierr.AlreadyExists("USER-external-linked", "the external identity is already linked to a user")
+	case !errors.Is(err, db.ErrNotFound):
+		return err
+	}
+	if userID == "" {
+		return nil
+	}
+	switch _, err := c.Q.LinkOfUser(ctx, userID, x.IdPID); {
+	case err == nil:
+		return apierr.AlreadyExists("USER-idp-linked", "the user already has a link to this identity provider")
+	case !errors.Is(err, db.ErrNotFound):
+		return err
+	}
+	return nil
+}
+
+// AddLink links human user u to the external identity x. The caller checks
+// that the IdP is active and of u's organization. AlreadyExists when x is
+// linked to anyone or u already has a link to the IdP (checked first, and
+// by the projection's keys against a concurrent link).
+func (c *Commands) AddLink(ctx context.Context, editor string, u *User, x External) ([]eventstore.Event, error) {
+	if err := c.checkUnlinked(ctx, u.ID, x); err != nil {
+		return nil, err
+	}
+	return c.push(ctx, editor, u, EventIdPLinkAdded, IdPLink{IdPID: x.IdPID, ExternalSubject: x.Subject})
+}
+
+// RemoveLink removes the link l of user u.
+func (c *Commands) RemoveLink(ctx context.Context, editor string, u *User, l *Link) ([]eventstore.Event, error) {
+	return c.push(ctx, editor, u, EventIdPLinkRemoved, IdPLink{IdPID: l.IdPID, ExternalSubject: l.ExternalSubject})
+}
+
+// AddExternalHuman creates a human user without a password in org, linked
+// to the external identity x, in one push: either both exist afterwards or
+// neither. The user is active (p.External), since it signs in through the
+// IdP. AlreadyExists when x is already linked or the user name is taken.
+func (c *Commands) AddExternalHuman(ctx context.Context, editor string, org *orgs.Org, p HumanAdded, x External) (string, []eventstore.Event, error) {
+	if err := c.checkUnlinked(ctx, "", x); err != nil {
+		return "", nil, err
+	}
+	p.External, p.PasswordHash, p.PasswordChangeRequired = true, "", false
+	id := secrets.NewID()
+	evs, err := c.ES.Push(ctx, editor, eventstore.Command{
+		Aggregate: eventstore.Aggregate{Type: Aggregate, ID: id, ResourceOwner: org.ID},
+		Events: []eventstore.Pending{
+			{Type: EventHumanAdded, Payload: p},
+			{Type: EventIdPLinkAdded, Payload: IdPLink{IdPID: x.IdPID, ExternalSubject: x.Subject}},
+		},
+	})
+	if err != nil {
+		return "", nil, apierr.FromStore(err, "user "+p.UserName+" or the link of its external identity")
+	}
+	return id, evs, nil
+}

@@ -1,0 +1,172 @@
+package users_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"connectrpc.com/connect"
+
+	"github.com/gatehouse-id/gatehouse/pkg/db"
+	"github.com/gatehouse-id/gatehouse/pkg/secrets"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/idps"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/orgs"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/projections"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/storetest"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/users"
+)
+
+type linkFixture struct {
+	st    *db.DB
+	cmds  *users.Commands
+	q     *users.Queries
+	org   *orgs.Org
+	idpID string
+}
+
+func newLinkFixture(t *testing.T, d db.Dialect) *linkFixture {
+	t.Helper()
+	ctx := context.Background()
+	st := storetest.Open(t, d)
+	es := eventstore.New(st, nil)
+	projections.RegisterAll(es)
+	orgID, _, err := (&orgs.Commands{ES: es, IssuerHost: "example.com"}).AddOrg(ctx, "test", "Links", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	org, err := (&orgs.Queries{DB: st}).Get(ctx, orgID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := secrets.NewCipher(bytes.Repeat([]byte{7}, 32), secrets.PurposeIdPSecrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idpID, _, err := (&idps.Commands{ES: es, Cipher: c}).AddOIDC(ctx, "test", orgID, idps.NewOIDC{
+		Name: "IdP", ClientSecret: "s", Config: idps.Config{ClientID: "c", Issuer: "https://idp.example.com"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := &users.Queries{DB: st}
+	return &linkFixture{st: st, cmds: &users.Commands{ES: es, Q: q}, q: q, org: org, idpID: idpID}
+}
+
+func (f *linkFixture) human(t *testing.T, name string) *users.User {
+	t.Helper()
+	ctx := context.Background()
+	id, _, err := f.cmds.AddHuman(ctx, "test", f.org, users.HumanAdded{UserName: name, FirstName: "F", LastName: "L", DisplayName: "F L", Email: name + "@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := f.q.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// Concurrent links of one external identity to different users: exactly
+// one wins, the others are AlreadyExists (the projection's primary key
+// decides when the checks before the push all passed).
+func TestConcurrentLinksOfOneIdentity(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, d db.Dialect) {
+		ctx := context.Background()
+		f := newLinkFixture(t, d)
+		const n = 16
+		us := make([]*users.User, n)
+		for i := range us {
+			us[i] = f.human(t, fmt.Sprintf("u%d", i))
+		}
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				_, errs[i] = f.cmds.AddLink(ctx, "test", us[i], users.External{IdPID: f.idpID, Subject: "same-subject"})
+			})
+		}
+		wg.Wait()
+		won := ""
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				if won != "" {
+					t.Fatalf("two links of one identity: %s and %s", won, us[i].ID)
+				}
+				won = us[i].ID
+			case connect.CodeOf(err) != connect.CodeAlreadyExists:
+				t.Errorf("concurrent link: %v; want success or AlreadyExists", err)
+			}
+		}
+		l, err := f.q.Link(ctx, f.idpID, "same-subject")
+		if err != nil || l.UserID != won {
+			t.Fatalf("stored link %v, %v; want the winner %q", l, err, won)
+		}
+		var count int
+		if err := f.st.Get(ctx, &count, `SELECT COUNT(*) FROM user_links`); err != nil || count != 1 {
+			t.Fatalf("%d links stored (%v); want 1", count, err)
+		}
+	})
+}
+
+// An externally registered user is active without a password, its link is
+// part of the same push, and a refused registration leaves nothing behind.
+func TestAddExternalHuman(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, d db.Dialect) {
+		ctx := context.Background()
+		f := newLinkFixture(t, d)
+		x := users.External{IdPID: f.idpID, Subject: "sub-1"}
+		id, evs, err := f.cmds.AddExternalHuman(ctx, "test", f.org, users.HumanAdded{
+			UserName: "ext", FirstName: "E", LastName: "X", DisplayName: "E X", Email: "ext@example.com",
+			PasswordHash: "ignored: external users have no password",
+		}, x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) != 2 || evs[0].Type != users.EventHumanAdded || evs[1].Type != users.EventIdPLinkAdded ||
+			evs[0].Version != 1 || evs[1].Version != 2 || !evs[0].CreatedAt.Equal(evs[1].CreatedAt) {
+			t.Fatalf("events %+v; want human added and link added in one push", evs)
+		}
+		u, err := f.q.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.State != users.StateActive || u.PasswordHash != "" || u.PasswordChanged != nil || u.Version != 2 ||
+			u.Sequence != evs[1].Sequence || !u.CreationDate.Equal(evs[0].CreatedAt) {
+			t.Fatalf("user %+v; want active, no password, version 2 at the link's sequence", u)
+		}
+		if l, err := f.q.Link(ctx, f.idpID, "sub-1"); err != nil || l.UserID != id || l.OrgID != f.org.ID || l.Sequence != evs[1].Sequence {
+			t.Fatalf("link %+v, %v", l, err)
+		}
+
+		// A human added without a password and not external waits for one.
+		if initial := f.human(t, "plain"); initial.State != users.StateInitial {
+			t.Fatalf("state of a user without password %d; want initial", initial.State)
+		}
+
+		var before int
+		_ = f.st.Get(ctx, &before, `SELECT COUNT(*) FROM events`)
+		// The identity is linked already.
+		_, _, err = f.cmds.AddExternalHuman(ctx, "test", f.org, users.HumanAdded{UserName: "other", FirstName: "O", LastName: "O", Email: "o@example.com"}, x)
+		if connect.CodeOf(err) != connect.CodeAlreadyExists {
+			t.Fatalf("second registration of one identity: %v; want AlreadyExists", err)
+		}
+		// The user name is taken: the link is not stored either.
+		_, _, err = f.cmds.AddExternalHuman(ctx, "test", f.org, users.HumanAdded{UserName: "ext", FirstName: "O", LastName: "O", Email: "o@example.com"},
+			users.External{IdPID: f.idpID, Subject: "sub-2"})
+		if connect.CodeOf(err) != connect.CodeAlreadyExists {
+			t.Fatalf("taken user name: %v; want AlreadyExists", err)
+		}
+		if _, err := f.q.Link(ctx, f.idpID, "sub-2"); err == nil {
+			t.Fatal("a refused registration stored its link")
+		}
+		var after int
+		_ = f.st.Get(ctx, &after, `SELECT COUNT(*) FROM events`)
+		if after != before {
+			t.Fatalf("refused registrations added %d events", after-before)
+		}
+	})
+}
