@@ -174,16 +174,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// SigningAlgorithms returns the algorithms of the published keys, the
-// default first, each once.
-func SigningAlgorithms(defaultAlg string, set keys.PublicKeySet) []string {
+// SigningAlgorithms returns the default algorithm first, then every other
+// algorithm a key may have (one published before a restart with another
+// default, or made by an on-demand rotation): relying parties such as
+// go-oidc read the list once at start and would otherwise refuse ID tokens
+// signed after a switch. The published key set does not change the list.
+func SigningAlgorithms(defaultAlg string, _ keys.PublicKeySet) []string {
 	algs := []string{}
 	if defaultAlg != "" {
 		algs = append(algs, defaultAlg)
 	}
-	for _, k := range set.Keys {
-		if !slices.Contains(algs, k.Algorithm) {
-			algs = append(algs, k.Algorithm)
+	for _, a := range keys.Algorithms {
+		if !slices.Contains(algs, a) {
+			algs = append(algs, a)
 		}
 	}
 	return algs
