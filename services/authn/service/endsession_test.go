@@ -27,6 +27,24 @@ func loggedOutPage(t *testing.T, r response) {
 	}
 }
 
+// confirmPage checks that r is the logout confirmation listing accounts,
+// which revokes nothing by itself (no session was revoked before it).
+func confirmPage(t *testing.T, e *env, r response, accounts ...string) {
+	t.Helper()
+	if r.StatusCode != http.StatusOK || r.Header.Get("Location") != "" || !strings.Contains(r.body, `action="/oidc/v1/end_session"`) ||
+		!strings.Contains(r.body, `name="csrf"`) {
+		t.Fatalf("status %d Location %q; want the logout confirmation:\n%s", r.StatusCode, r.Header.Get("Location"), r.body)
+	}
+	for _, a := range accounts {
+		if !strings.Contains(r.body, a) {
+			t.Errorf("confirmation does not list %s:\n%s", a, r.body)
+		}
+	}
+	if got := e.tok.RevokedSessions(); len(got) != 0 {
+		t.Errorf("revoked %v before the confirmation", got)
+	}
+}
+
 func TestEndSession(t *testing.T) {
 	rows := []struct {
 		name     string
@@ -53,6 +71,12 @@ func TestEndSession(t *testing.T) {
 				} else {
 					r = e.post("/oidc/v1/end_session", row.params)
 				}
+				if row.params.Get("id_token_hint") == "" {
+					// Without a hint the RP is unknown: the user confirms.
+					confirmPage(t, e, r, "alice")
+					e.code(e.authorize(codeParams("prompt", "none")).location(), "st-1")
+					r = e.submit(r, nil)
+				}
 				if row.redirect == "" {
 					loggedOutPage(t, r)
 				} else if r.StatusCode != http.StatusFound || r.Header.Get("Location") != row.redirect {
@@ -76,6 +100,26 @@ func TestEndSessionRefusals(t *testing.T) {
 		{"invalid hint", url.Values{"id_token_hint": {"forged"}, "post_logout_redirect_uri": {"https://rp.example/bye?x=1"}}},
 		{"repeated state", url.Values{"state": {"a", "b"}}},
 	}
+	// The confirmation's POST with a token that is not the browser's.
+	t.Run("confirmation with a wrong CSRF token", func(t *testing.T) {
+		e, _ := signedIn(t, db.SQLite)
+		r := e.post("/oidc/v1/end_session", url.Values{"csrf": {"forged"}, "client_id": {"web"}, "post_logout_redirect_uri": {"https://rp.example/bye?x=1"}})
+		if r.StatusCode != http.StatusForbidden || r.Header.Get("Location") != "" {
+			t.Errorf("status %d Location %q; want a 403 error page", r.StatusCode, r.Header.Get("Location"))
+		}
+		if got := e.tok.RevokedSessions(); len(got) != 0 {
+			t.Errorf("revoked %v; a refused logout changes nothing", got)
+		}
+		e.code(e.authorize(codeParams("prompt", "none")).location(), "st-1")
+	})
+	// A GET never confirms, even carrying the right token.
+	t.Run("GET with the CSRF token", func(t *testing.T) {
+		e, _ := signedIn(t, db.SQLite)
+		page := e.get("/oidc/v1/end_session")
+		csrf := hiddenRE.FindStringSubmatch(page.body)
+		confirmPage(t, e, e.get("/oidc/v1/end_session?csrf="+url.QueryEscape(csrf[2])))
+		e.code(e.authorize(codeParams("prompt", "none")).location(), "st-1")
+	})
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
 			e, _ := signedIn(t, db.SQLite)
@@ -106,7 +150,14 @@ func TestEndSessionEndsEveryUserWithoutHint(t *testing.T) {
 		if c := e.tok.Code(e.code(e.authorize(codeParams("prompt", "none")).location(), "st-1")); c.GetUserId() != "bob-id" {
 			t.Errorf("after alice's logout: code for %s; want bob", c.GetUserId())
 		}
-		loggedOutPage(t, e.get("/oidc/v1/end_session"))
+		page = e.get("/oidc/v1/end_session")
+		if !strings.Contains(page.body, `action="/oidc/v1/end_session"`) || !strings.Contains(page.body, "bob") || len(e.tok.RevokedSessions()) != 1 {
+			t.Fatalf("want the logout confirmation listing bob, before any revocation:\n%s", page.body)
+		}
+		if strings.Contains(page.body, "alice") {
+			t.Errorf("confirmation lists alice, who is signed out:\n%s", page.body)
+		}
+		loggedOutPage(t, e.submit(page, nil))
 		if got := e.tok.RevokedSessions(); !slices.Contains(got, bob) {
 			t.Errorf("revoked %v; want bob's %s too", got, bob)
 		}
@@ -127,11 +178,34 @@ func TestMethodNotAllowed(t *testing.T) {
 func TestLoggedOutPageLanguage(t *testing.T) {
 	e, _ := signedIn(t, db.SQLite)
 	r := e.get("/oidc/v1/end_session?ui_locales=de")
+	if !strings.Contains(r.body, `<html lang="de">`) || !strings.Contains(r.body, "Abmelden?") {
+		t.Errorf("status %d; want the German confirmation:\n%s", r.StatusCode, r.body)
+	}
+	confirmPage(t, e, r, "alice")
+	// ui_locales travels through the form.
+	r = e.submit(r, nil)
 	if r.StatusCode != http.StatusOK || !strings.Contains(r.body, `<html lang="de">`) || !strings.Contains(r.body, "Sie sind abgemeldet") {
 		t.Errorf("status %d; want the German logged-out page:\n%s", r.StatusCode, r.body)
 	}
+
+	e, _ = signedIn(t, db.SQLite)
 	r = e.get("/oidc/v1/end_session", "Accept-Language", "de-DE")
+	if !strings.Contains(r.body, "Möchten Sie sich von Gatehouse abmelden?") {
+		t.Errorf("Accept-Language de: want the German confirmation:\n%s", r.body)
+	}
+	r = e.submit(r, nil, "Accept-Language", "de-DE")
 	if !strings.Contains(r.body, "Sie sind abgemeldet") {
 		t.Errorf("Accept-Language de: want the German logged-out page:\n%s", r.body)
+	}
+}
+
+// TestEndSessionWithoutSessions: a browser that holds no session has
+// nothing to confirm; it gets the result at once.
+func TestEndSessionWithoutSessions(t *testing.T) {
+	e := newEnv(t, db.SQLite)
+	loggedOutPage(t, e.get("/oidc/v1/end_session"))
+	r := e.get("/oidc/v1/end_session?" + url.Values{"client_id": {"web"}, "post_logout_redirect_uri": {"https://rp.example/bye?x=1"}, "state": {"s"}}.Encode())
+	if r.StatusCode != http.StatusFound || r.Header.Get("Location") != "https://rp.example/bye?state=s&x=1" {
+		t.Errorf("status %d Location %q; want 302 to the registered URI", r.StatusCode, r.Header.Get("Location"))
 	}
 }

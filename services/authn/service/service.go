@@ -141,7 +141,7 @@ func NewHandler(o HandlerOptions) (*http.ServeMux, error) {
 	pages.Register(mux)
 	mux.Handle(endsession.Path, &endsession.Handler{
 		Directory: o.Directory, Tokens: tokens, Store: store, Browsers: browsers,
-		ErrorPage: pages.ErrorPage, LoggedOut: pages.LoggedOut, Logger: log,
+		ErrorPage: pages.ErrorPage, LoggedOut: pages.LoggedOut, Confirm: pages.ConfirmLogout, Logger: log,
 	})
 	return mux, nil
 }

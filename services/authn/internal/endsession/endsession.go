@@ -2,6 +2,7 @@ package endsession
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"log/slog"
 	"mime"
@@ -40,13 +41,29 @@ type Handler struct {
 	Browsers  *session.Browsers
 	ErrorPage authorize.ErrorPage
 	LoggedOut func(w http.ResponseWriter, r *http.Request, locales []string)
-	Logger    *slog.Logger
+	// Confirm renders the logout confirmation: a form that posts fields
+	// and csrf back to Path. sessions are the browser's signed-in users.
+	Confirm func(w http.ResponseWriter, r *http.Request, locales []string, csrf string, fields url.Values, sessions []session.Session)
+	Logger  *slog.Logger
 }
 
 // request is a parsed end-session request.
 type request struct {
-	idTokenHint, clientID, redirectURI, state string
-	locales                                   []string
+	idTokenHint, clientID, redirectURI, state, uiLocales string
+	locales                                              []string
+	// csrf is set when the request is the confirmation form's POST.
+	csrf string
+}
+
+// fields are the parameters the confirmation form carries back.
+func (q request) fields() url.Values {
+	v := url.Values{}
+	for k, x := range map[string]string{"client_id": q.clientID, "post_logout_redirect_uri": q.redirectURI, "state": q.state, "ui_locales": q.uiLocales} {
+		if x != "" {
+			v.Set(k, x)
+		}
+	}
+	return v
 }
 
 func parse(r *http.Request) (request, error) {
@@ -69,21 +86,31 @@ func parse(r *http.Request) (request, error) {
 		e.Status = http.StatusMethodNotAllowed
 		return request{}, e
 	}
-	for _, k := range []string{"id_token_hint", "client_id", "post_logout_redirect_uri", "state", "ui_locales"} {
+	for _, k := range []string{"id_token_hint", "client_id", "post_logout_redirect_uri", "state", "ui_locales", "csrf"} {
 		if len(v[k]) > 1 {
 			return request{}, oauth.New(oauth.InvalidRequest, "parameter %s is repeated", k)
 		}
 	}
-	return request{idTokenHint: v.Get("id_token_hint"), clientID: v.Get("client_id"),
-		redirectURI: v.Get("post_logout_redirect_uri"), state: v.Get("state"), locales: strings.Fields(v.Get("ui_locales"))}, nil
+	q := request{idTokenHint: v.Get("id_token_hint"), clientID: v.Get("client_id"),
+		redirectURI: v.Get("post_logout_redirect_uri"), state: v.Get("state"), uiLocales: v.Get("ui_locales")}
+	q.locales = strings.Fields(q.uiLocales)
+	if r.Method == http.MethodPost {
+		// Only a form body confirms: a GET never logs out without a hint.
+		q.csrf = v.Get("csrf")
+	}
+	return q, nil
 }
 
 // ServeHTTP ends sessions. A bad request (invalid hint, client_id that is
 // not the hint's azp, repeated parameter) changes nothing and shows the
-// error page. Otherwise the hint's session (or, without a hint, every
-// session of the browser) ends and its tokens are revoked; then the
-// browser goes to post_logout_redirect_uri with state when that URI is
-// registered for the client exactly, else to the logged-out page.
+// error page. With a valid id_token_hint the RP is identified and the
+// hint's session ends at once. Without one, a browser that holds sessions
+// is asked to confirm first (a cross-site GET or POST must not log users
+// out): the confirmation page posts back with the browser's CSRF token,
+// and only that POST ends every session of the browser; a wrong token is
+// refused with 403. Ended sessions' tokens are revoked; then the browser
+// goes to post_logout_redirect_uri with state when that URI is registered
+// for the client exactly, else to the logged-out page.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	ctx := r.Context()
@@ -117,7 +144,24 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, req.locales, err)
 		return
 	}
-	if err := h.end(ctx, r, hint); err != nil {
+	ua, sessions, err := h.browserSessions(ctx, r)
+	if err != nil {
+		h.fail(w, r, req.locales, err)
+		return
+	}
+	if hint == nil && len(sessions) > 0 {
+		if req.csrf == "" {
+			h.Confirm(w, r, req.locales, ua.CSRFToken, req.fields(), sessions)
+			return
+		}
+		if subtle.ConstantTimeCompare([]byte(req.csrf), []byte(ua.CSRFToken)) != 1 {
+			e := oauth.New(oauth.InvalidRequest, "the logout form has expired; please try again")
+			e.Status = http.StatusForbidden
+			h.fail(w, r, req.locales, e)
+			return
+		}
+	}
+	if err := h.end(ctx, sessions, hint); err != nil {
 		h.fail(w, r, req.locales, err)
 		return
 	}
@@ -157,20 +201,24 @@ func (h *Handler) redirectTarget(ctx context.Context, clientID, uri string) (*ur
 	return u, nil
 }
 
-// end revokes the tokens of the ending sessions, then deletes them, so a
-// failed revocation leaves the session in place to retry.
-func (h *Handler) end(ctx context.Context, r *http.Request, hint *authorize.Hint) error {
-	var sessions []session.Session
+// browserSessions returns the request's user agent and its sessions; a
+// browser without a (valid) cookie has none.
+func (h *Handler) browserSessions(ctx context.Context, r *http.Request) (session.UserAgent, []session.Session, error) {
 	ua, err := h.Browsers.Find(ctx, r)
-	switch {
-	case errors.Is(err, session.ErrNotFound):
-	case err != nil:
-		return err
-	default:
-		if sessions, err = h.Store.Sessions(ctx, ua.ID); err != nil {
-			return err
-		}
+	if errors.Is(err, session.ErrNotFound) {
+		return ua, nil, nil
 	}
+	if err != nil {
+		return ua, nil, err
+	}
+	sessions, err := h.Store.Sessions(ctx, ua.ID)
+	return ua, sessions, err
+}
+
+// end revokes the tokens of the ending sessions (the hint's, else all of
+// the browser's), then deletes them, so a failed revocation leaves the
+// session in place to retry.
+func (h *Handler) end(ctx context.Context, sessions []session.Session, hint *authorize.Hint) error {
 	var ids []string
 	if hint != nil {
 		// The hint names the session to end; its user's other sessions on

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"time"
 
 	"connectrpc.com/connect"
@@ -111,6 +112,18 @@ func (p *Pages) LoggedOut(w http.ResponseWriter, r *http.Request, locales []stri
 	}
 	lang := Language(locales, r.Header.Get("Accept-Language"))
 	p.tmpl.render(w, p.Logger, http.StatusOK, "loggedout", &page{Lang: lang, Title: "loggedout.title"})
+}
+
+// ConfirmLogout renders the logout confirmation (endsession.Handler's
+// Confirm): a form that posts fields and the browser's CSRF token back to
+// the end-session endpoint, listing the accounts that will be signed out.
+func (p *Pages) ConfirmLogout(w http.ResponseWriter, r *http.Request, locales []string, csrf string, fields url.Values, sessions []session.Session) {
+	lang := Language(locales, r.Header.Get("Accept-Language"))
+	pg := &page{Lang: lang, Title: "logout.title", CSRF: csrf, Form: map[string]string{}, Sessions: sessions}
+	for k := range fields {
+		pg.Form[k] = fields.Get(k)
+	}
+	p.tmpl.render(w, p.Logger, http.StatusOK, "logout", pg)
 }
 
 // flow is one step of a pending request: who, what, in which language.
