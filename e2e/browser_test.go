@@ -1,0 +1,160 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-id/gatehouse/pkg/config"
+)
+
+// chromiumPath is Debian's chromium (scripts/browser-deps.sh installs it);
+// playwright-core's own browser download does not work on our machines.
+const chromiumPath = "/usr/bin/chromium"
+
+// browserScreenshots are the pages e2e/browser/login.test.mjs must capture.
+var browserScreenshots = []string{
+	"01-loginname-en.png", "02-loginname-de.png", "03-password-de.png",
+	"04-password-error-de.png", "05-callback.png", "06-logout-confirm-en.png", "07-loggedout-en.png",
+	"08-error-en.png",
+}
+
+// requireBrowser returns the repository root when node, the system
+// Chromium and playwright-core are there. Otherwise it skips the test, or
+// fails it under CI=true, where the browser test must run.
+func requireBrowser(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var missing []string
+	if _, err := exec.LookPath("node"); err != nil {
+		missing = append(missing, "node (Node.js)")
+	}
+	if _, err := os.Stat(chromiumPath); err != nil {
+		missing = append(missing, chromiumPath+" (run scripts/browser-deps.sh)")
+	}
+	if _, err := os.Stat(filepath.Join(root, "node_modules", "playwright-core", "package.json")); err != nil {
+		missing = append(missing, "node_modules/playwright-core (run make node_modules)")
+	}
+	if len(missing) > 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the browser test is required under CI=true but these are missing: %v", missing)
+		}
+		t.Skipf("skipping the browser test: missing %v; install them or run under CI=true to make this a failure", missing)
+	}
+	return root
+}
+
+// TestBrowserLogin drives the real login pages of the embedded server in
+// headless Chromium (e2e/browser/login.test.mjs, run by node's test
+// runner): sign in, switch language, a wrong password, logout, the error
+// page. Screenshots of every page go to test-artifacts/browser/.
+func TestBrowserLogin(t *testing.T) {
+	root := requireBrowser(t)
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	issuer := "http://" + addr
+	const password = "Admin-Passw0rd-for-browser"
+	edge := startProc(t, config.RoleEdge, map[string]string{
+		"GATEHOUSE_DATA_DIR": dir, "GATEHOUSE_ADDR": addr, "GATEHOUSE_ISSUER": issuer,
+		"GATEHOUSE_ADMIN_PASSWORD": password,
+	})
+	raw, err := os.ReadFile(filepath.Join(dir, "bootstrap-admin-key.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kf keyFile
+	if err := json.Unmarshal(raw, &kf); err != nil {
+		t.Fatalf("bootstrap key: %v", err)
+	}
+	status, tok := postForm(t, edge.base+"/oauth/v2/token", url.Values{
+		"grant_type": {"urn:ietf:params:oauth:grant-type:jwt-bearer"},
+		"assertion":  {jwtProfileAssertion(t, kf, issuer)},
+		"scope":      {"openid urn:gatehouse:iam:org:project:id:gatehouse:aud"},
+	})
+	admin, _ := tok["access_token"].(string)
+	if status != 200 || admin == "" {
+		t.Fatalf("JWT profile token: %d %v", status, tok)
+	}
+	status, proj := restJSON(t, "POST", edge.base+"/management/v1/projects", admin, map[string]any{"name": "Shop"})
+	if status != 200 {
+		t.Fatalf("AddProject: %d %v", status, proj)
+	}
+	// The relying party's port is closed: the browser test intercepts the
+	// redirect, so nothing ever listens there.
+	redirect := "http://" + freeAddr(t) + "/cb"
+	status, app := restJSON(t, "POST", edge.base+"/management/v1/projects/"+proj["id"].(string)+"/apps/oidc", admin, map[string]any{
+		"name": "shop-web", "redirectUris": []string{redirect},
+		"responseTypes": []string{"OIDC_RESPONSE_TYPE_CODE"},
+		"grantTypes":    []string{"OIDC_GRANT_TYPE_AUTHORIZATION_CODE"},
+		"appType":       "OIDC_APP_TYPE_WEB", "authMethodType": "OIDC_AUTH_METHOD_TYPE_BASIC",
+	})
+	if status != 200 {
+		t.Fatalf("AddOIDCApp: %d %v", status, app)
+	}
+	const state = "browser-state-1"
+	authorize := issuer + "/oauth/v2/authorize?" + url.Values{
+		"client_id": {app["clientId"].(string)}, "redirect_uri": {redirect}, "response_type": {"code"},
+		"scope": {"openid"}, "state": {state}, "nonce": {"browser-nonce-1"},
+	}.Encode()
+
+	artifacts := filepath.Join(root, "test-artifacts", "browser")
+	if err := os.RemoveAll(artifacts); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(artifacts, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "--test", "--test-reporter=spec", "--test-timeout=60000",
+		filepath.Join("e2e", "browser", "login.test.mjs"))
+	cmd.Dir = root
+	// On timeout, SIGTERM lets Playwright close Chromium; SIGKILL follows.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+	cmd.Env = append(os.Environ(),
+		"GATEHOUSE_BROWSER_ISSUER="+issuer,
+		"GATEHOUSE_BROWSER_AUTHORIZE_URL="+authorize,
+		"GATEHOUSE_BROWSER_REDIRECT_URI="+redirect,
+		"GATEHOUSE_BROWSER_STATE="+state,
+		"GATEHOUSE_BROWSER_LOGIN_NAME=admin",
+		"GATEHOUSE_BROWSER_PASSWORD="+password,
+		"GATEHOUSE_BROWSER_ARTIFACTS="+artifacts,
+		"GATEHOUSE_BROWSER_CHROMIUM="+chromiumPath,
+	)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Fatalf("node did not finish in time:\n%s", out.String())
+	}
+	if err != nil {
+		t.Fatalf("browser test failed (%v); screenshots in %s:\n%s", err, artifacts, out.String())
+	}
+	t.Logf("node --test e2e/browser/login.test.mjs:\n%s", out.String())
+
+	// node reporting success is not enough: every page must have been
+	// captured as a real PNG.
+	for _, name := range browserScreenshots {
+		b, err := os.ReadFile(filepath.Join(artifacts, name))
+		if err != nil {
+			t.Errorf("screenshot missing: %v", err)
+			continue
+		}
+		if !bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) || len(b) < 1000 {
+			t.Errorf("%s is not a PNG screenshot (%d bytes)", name, len(b))
+		}
+	}
+}
