@@ -29,7 +29,8 @@ run-distributed: build ## run four processes on loopback with PostgreSQL and Red
 
 .PHONY: test
 test: node_modules ## run every test (PostgreSQL- and Redis-backed ones included)
-	@for m in $(MODULES); do echo "== $$m"; (cd $$m && go test $(GO_TEST_FLAGS) ./...); done
+	@failed=""; for m in $(MODULES); do echo "== $$m"; (cd $$m && go test $(GO_TEST_FLAGS) ./...) || failed="$$failed $$m"; done; \
+	if [ -n "$$failed" ]; then echo "FAILED modules:$$failed"; exit 1; fi
 
 .PHONY: bench
 bench: build ## req/s, p50/p99 and server CPU per request, embedded and distributed (bench/)

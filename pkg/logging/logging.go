@@ -48,7 +48,21 @@ func IsSensitive(key string) bool {
 	return false
 }
 
-func redact(_ []string, a slog.Attr) slog.Attr {
+func redact(groups []string, a slog.Attr) slog.Attr {
+	if len(groups) == 0 {
+		switch a.Key {
+		case slog.TimeKey, slog.MessageKey:
+			return a
+		case slog.LevelKey:
+			// With a ReplaceAttr set, slog hands the level over as an
+			// Any value and encodes it with encoding/json, by reflection,
+			// on every record; as a string it is the same JSON, cheaply.
+			if l, ok := a.Value.Any().(slog.Level); ok {
+				return slog.String(a.Key, l.String())
+			}
+			return a
+		}
+	}
 	if a.Value.Kind() != slog.KindGroup && IsSensitive(a.Key) {
 		return slog.String(a.Key, Redacted)
 	}

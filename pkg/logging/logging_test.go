@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -56,5 +58,43 @@ func TestLevel(t *testing.T) {
 	log.Warn("kept")
 	if !strings.Contains(buf.String(), "kept") {
 		t.Fatalf("warn not logged")
+	}
+}
+
+// BenchmarkAccessLine is one access-log record like edge's, JSON to a
+// file: the per-request cost of logging.
+func BenchmarkAccessLine(b *testing.B) {
+	f, err := os.Create(filepath.Join(b.TempDir(), "log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	log := New(f, slog.LevelInfo).With("process", "edge")
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		log.LogAttrs(ctx, slog.LevelInfo, "request",
+			slog.String("method", "POST"), slog.String("path", "/oauth/v2/token"), slog.Int("status", 200),
+			slog.Int("bytes", 812), slog.Float64("duration_ms", 0.131), slog.String("client", "127.0.0.1"),
+			slog.String("request_id", "0123456789abcdef0123456789abcdef"), slog.String("service", "tokens"),
+			slog.String("proto", "HTTP/1.1"))
+	}
+}
+
+// Levels come out as slog's JSON handler writes them, custom levels included.
+func TestLevelNames(t *testing.T) {
+	for _, c := range []struct {
+		level slog.Level
+		want  string
+	}{{slog.LevelInfo, "INFO"}, {slog.LevelWarn, "WARN"}, {slog.LevelError, "ERROR"}, {slog.LevelInfo + 2, "INFO+2"}} {
+		var buf bytes.Buffer
+		New(&buf, slog.LevelDebug).Log(context.Background(), c.level, "m")
+		var m map[string]any
+		if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
+			t.Fatal(err)
+		}
+		if m["level"] != c.want {
+			t.Errorf("level %d: got %v; want %q", c.level, m["level"], c.want)
+		}
 	}
 }

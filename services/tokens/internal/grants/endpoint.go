@@ -2,7 +2,6 @@ package grants
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"net/http"
 
@@ -83,7 +82,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		} else {
 			var res *mint.Response
 			if res, err = g.Handle(r.Context(), req); err == nil {
-				writeJSON(w, res)
+				writeResponse(w, res)
 				return
 			}
 		}
@@ -97,12 +96,13 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	oauth.WriteJSON(w, oe)
 }
 
-func writeJSON(w http.ResponseWriter, v any) {
+// writeResponse writes the token response (RFC 6749 §5.1), never cached.
+func writeResponse(w http.ResponseWriter, res *mint.Response) {
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Pragma", "no-cache")
-	_ = json.NewEncoder(w).Encode(v)
+	h["Content-Type"] = []string{"application/json"}
+	h["Cache-Control"] = []string{"no-store"}
+	h["Pragma"] = []string{"no-cache"}
+	_, _ = w.Write(res.AppendJSON(make([]byte, 0, 256+len(res.AccessToken)+len(res.IDToken))))
 }
 
 // parse reads the request once by the rules of package form (POST, a

@@ -17,7 +17,11 @@ import (
 )
 
 // Store is the tokens service's record store.
-type Store struct{ DB *db.DB }
+type Store struct {
+	DB *db.DB
+
+	group group // standalone access-token inserts, committed together
+}
 
 var _ assertion.ReplayStore = (*Store)(nil)
 
@@ -75,17 +79,25 @@ func NewAccessToken(id string, hash []byte, clientID, subject, orgID string, sco
 		ScopesRaw: strings.Join(scopes, " "), AudRaw: string(a), AMRRaw: string(m), CreatedAt: created, ExpiresAt: expires}
 }
 
-// InsertAccessToken records a token.
+// InsertAccessToken records a token in q, or, when q is nil, on its own:
+// it returns once the record is committed (durable). Concurrent standalone
+// inserts share one transaction — one commit, one fsync — see group.
 func (s *Store) InsertAccessToken(ctx context.Context, q db.Querier, a *AccessToken) error {
 	if q == nil {
-		q = s.DB
+		return s.group.insert(ctx, s.DB, a)
 	}
+	return insertAccessToken(ctx, q, a)
+}
+
+const insertAccessTokenSQL = `INSERT INTO access_tokens (id, token_hash, client_id, subject, org_id, scopes, audience,
+		session_id, refresh_id, auth_time, amr, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+func insertAccessToken(ctx context.Context, q db.Querier, a *AccessToken) error {
 	var hash any
 	if len(a.TokenHash) > 0 {
 		hash = a.TokenHash
 	}
-	_, err := q.Exec(ctx, `INSERT INTO access_tokens (id, token_hash, client_id, subject, org_id, scopes, audience,
-		session_id, refresh_id, auth_time, amr, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := q.Exec(ctx, insertAccessTokenSQL,
 		a.ID, hash, a.ClientID, a.Subject, a.OrgID, a.ScopesRaw, a.AudRaw, a.SessionID, a.RefreshID, a.AuthTime, a.AMRRaw,
 		a.CreatedAt, a.ExpiresAt)
 	if err != nil {
