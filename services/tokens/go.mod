@@ -4,7 +4,6 @@ go 1.26.0
 
 require (
 	connectrpc.com/connect v1.21.1
-	connectrpc.com/vanguard v0.4.0
 	github.com/coreos/go-oidc/v3 v3.21.0
 	github.com/gatehouse-id/gatehouse/pkg v0.0.0
 	github.com/lestrrat-go/jwx/v3 v3.3.0
@@ -14,6 +13,7 @@ require (
 
 require (
 	connectrpc.com/otelconnect v0.10.0 // indirect
+	connectrpc.com/vanguard v0.4.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
