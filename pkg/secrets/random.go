@@ -4,7 +4,9 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -19,13 +21,65 @@ func RandomToken(n int) string {
 // idEpoch is the start of the id clock (2024-01-01T00:00:00Z).
 var idEpoch = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// NewID returns a new resource id: a decimal string of a 63-bit number whose
-// high 41 bits are milliseconds since 2024 and low 22 bits random, so ids
-// sort roughly by creation time (like ZITADEL's numeric ids).
+// Id layout (63 bits, like ZITADEL's and Twitter's snowflake ids): 41 bits
+// of milliseconds since idEpoch, a 10-bit node number drawn at random when
+// the process starts, and a 12-bit sequence within the millisecond.
+const (
+	idSeqBits  = 12
+	idNodeBits = 10
+	idMaxSeq   = 1<<idSeqBits - 1
+)
+
+var ids = struct {
+	sync.Mutex
+	node uint64
+	ms   uint64 // of the last id
+	seq  uint64
+}{node: randomUint64() & (1<<idNodeBits - 1)}
+
+// NewID returns a new resource id: the decimal string of a 63-bit number
+// that sorts by creation time. Ids of one process never repeat: the
+// sequence orders ids within a millisecond, and a process that uses up a
+// millisecond's 4096 ids, or whose clock steps back, counts on from the
+// last millisecond it used. Two processes collide only if they drew the same
+// node number and issue the same sequence number in the same millisecond;
+// tables keyed by ids refuse such a duplicate. Values that must never
+// collide across processes without a database to refuse them (token ids)
+// use NewTokenID.
 func NewID() string {
+	now := uint64(time.Since(idEpoch).Milliseconds()) & (1<<41 - 1)
+	ids.Lock()
+	switch {
+	case now > ids.ms:
+		ids.ms, ids.seq = now, 0
+	case ids.seq < idMaxSeq:
+		ids.seq++
+	default: // this millisecond's ids are used up: borrow the next one
+		ids.ms, ids.seq = ids.ms+1, 0
+	}
+	n := ids.ms<<(idNodeBits+idSeqBits) | ids.node<<idSeqBits | ids.seq
+	ids.Unlock()
+	return strconv.FormatUint(n, 10)
+}
+
+// NewTokenID returns the id (jti) of a token or token record, unique across
+// every process without coordination: 48 bits of milliseconds since the Unix
+// epoch then 80 random bits, in hex. The time prefix keeps inserts into
+// indexes on the id near each other (a random key would dirty a random
+// page of the index on every insert).
+func NewTokenID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[6:])
+	ms := uint64(time.Now().UnixMilli())
+	for i := 5; i >= 0; i-- {
+		b[i] = byte(ms)
+		ms >>= 8
+	}
+	return hex.EncodeToString(b[:])
+}
+
+func randomUint64() uint64 {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	ms := uint64(time.Since(idEpoch).Milliseconds()) & (1<<41 - 1)
-	n := ms<<22 | binary.BigEndian.Uint64(b[:])&(1<<22-1)
-	return strconv.FormatUint(n, 10)
+	return binary.BigEndian.Uint64(b[:])
 }

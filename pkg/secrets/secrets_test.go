@@ -3,7 +3,9 @@ package secrets
 import (
 	"bytes"
 	"errors"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/crypto/bcrypt"
@@ -87,18 +89,46 @@ func TestPasswords(t *testing.T) {
 }
 
 func TestIDsAndTokens(t *testing.T) {
+	// Far more ids than one millisecond holds, from several goroutines:
+	// none repeats, and each goroutine's ids increase.
+	const workers, each = 4, 20000
+	var mu sync.Mutex
 	seen := map[string]bool{}
-	for range 1000 {
-		id := NewID()
-		if seen[id] {
-			t.Fatalf("duplicate id %s", id)
-		}
-		seen[id] = true
-		if len(id) < 15 || strings.Trim(id, "0123456789") != "" {
-			t.Fatalf("id %q is not a long decimal", id)
-		}
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			var prev uint64
+			local := make([]string, 0, each)
+			for range each {
+				id := NewID()
+				n, err := strconv.ParseUint(id, 10, 63)
+				if err != nil || len(id) < 15 {
+					t.Errorf("id %q is not a long decimal below 2^63", id)
+					return
+				}
+				if n <= prev {
+					t.Errorf("id %d after %d; want increasing", n, prev)
+					return
+				}
+				prev = n
+				local = append(local, id)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, id := range local {
+				if seen[id] {
+					t.Errorf("duplicate id %s", id)
+					return
+				}
+				seen[id] = true
+			}
+		})
 	}
+	wg.Wait()
 	if a, b := RandomToken(32), RandomToken(32); a == b || len(a) != 43 {
 		t.Fatalf("RandomToken: %q %q", a, b)
+	}
+	if a, b := NewTokenID(), NewTokenID(); a == b || len(a) != 32 || a[:10] > b[:10] {
+		t.Fatalf("NewTokenID: %q %q; want 32 hex digits, time first", a, b)
 	}
 }

@@ -43,7 +43,7 @@ func (l *Lifecycle) CreateAuthorizationCode(ctx context.Context, req *connect.Re
 	code := secrets.RandomToken(32)
 	now := l.Now()
 	err = l.Store.InsertAuthCode(ctx, &store.AuthCode{
-		ID:            secrets.NewID(),
+		ID:            secrets.NewTokenID(),
 		CodeHash:      l.Hasher.Hash(code),
 		ClientID:      c.GetClientId(),
 		RedirectURI:   m.GetRedirectUri(),
@@ -176,7 +176,7 @@ func (l *Lifecycle) ExchangeCode(ctx context.Context, c *directoryv1.Client, pub
 // raw value. familyID "" starts a new family, named after its first token.
 func (l *Lifecycle) newRefresh(lg login, idAudience []string, now, familyExpires time.Time, familyID string) (*store.RefreshToken, string) {
 	raw := secrets.RandomToken(32)
-	id := secrets.NewID()
+	id := secrets.NewTokenID()
 	if familyID == "" {
 		familyID = id
 	}

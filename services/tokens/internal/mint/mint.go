@@ -76,7 +76,7 @@ type accessClaims struct {
 // to record it in.
 func (m *Minter) AccessToken(ctx context.Context, q db.Querier, a Access) (*Issued, error) {
 	now := m.Now().UTC().Truncate(time.Second)
-	id := secrets.NewID()
+	id := secrets.NewTokenID()
 	exp := now.Add(m.AccessTTL)
 	out := &Issued{ID: id, ExpiresAt: exp}
 	var hash []byte
