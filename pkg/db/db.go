@@ -29,6 +29,7 @@ var (
 type DB struct {
 	db      *sqlx.DB
 	dialect Dialect
+	stmts   *stmtCache // nil on PostgreSQL: pgx caches prepared statements itself
 }
 
 // Open validates o, connects, pings, creates the service's schema or file
@@ -69,7 +70,12 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		slog.String("dialect", string(d)),
 		slog.String("location", where))
 	// sqlx picks the bind type from the driver name, for callers of SQLX().
-	return &DB{db: sqlx.NewDb(sqldb, driverName), dialect: d}, nil
+	x := sqlx.NewDb(sqldb, driverName)
+	out := &DB{db: x, dialect: d}
+	if d == SQLite {
+		out.stmts = &stmtCache{db: x}
+	}
+	return out, nil
 }
 
 // Dialect reports the backend.
@@ -85,17 +91,29 @@ func (d *DB) Rebind(query string) string { return rebind(d.dialect, query) }
 // Get scans the single row query returns into dest (a struct or scalar);
 // sql.ErrNoRows when there is none (see NotFound).
 func (d *DB) Get(ctx context.Context, dest any, query string, args ...any) error {
-	return d.db.GetContext(ctx, dest, rebind(d.dialect, query), normalizeArgs(args)...)
+	q := rebind(d.dialect, query)
+	if st := d.stmts.get(ctx, q); st != nil {
+		return st.GetContext(ctx, dest, normalizeArgs(args)...)
+	}
+	return d.db.GetContext(ctx, dest, q, normalizeArgs(args)...)
 }
 
 // Select scans every row query returns into dest, a pointer to a slice.
 func (d *DB) Select(ctx context.Context, dest any, query string, args ...any) error {
-	return d.db.SelectContext(ctx, dest, rebind(d.dialect, query), normalizeArgs(args)...)
+	q := rebind(d.dialect, query)
+	if st := d.stmts.get(ctx, q); st != nil {
+		return st.SelectContext(ctx, dest, normalizeArgs(args)...)
+	}
+	return d.db.SelectContext(ctx, dest, q, normalizeArgs(args)...)
 }
 
 // Exec runs a statement that returns no rows.
 func (d *DB) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return d.db.ExecContext(ctx, rebind(d.dialect, query), normalizeArgs(args)...)
+	q := rebind(d.dialect, query)
+	if st := d.stmts.get(ctx, q); st != nil {
+		return st.ExecContext(ctx, normalizeArgs(args)...)
+	}
+	return d.db.ExecContext(ctx, q, normalizeArgs(args)...)
 }
 
 // Ping checks that the database answers, for readiness probes.
@@ -108,6 +126,7 @@ func (d *DB) Ping(ctx context.Context) error {
 
 // Close closes the pool; in-flight queries finish first.
 func (d *DB) Close() error {
+	d.stmts.close()
 	if err := d.db.Close(); err != nil {
 		return fmt.Errorf("db: close: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 type Tx struct {
 	tx      *sqlx.Tx
 	dialect Dialect
+	stmts   *stmtCache
 }
 
 // InTx runs fn in a transaction: it commits when fn returns nil and rolls
@@ -32,7 +33,7 @@ func (d *DB) InTx(ctx context.Context, fn func(tx *Tx) error) error {
 			_ = stx.Rollback()
 		}
 	}()
-	if err := fn(&Tx{tx: stx, dialect: d.dialect}); err != nil {
+	if err := fn(&Tx{tx: stx, dialect: d.dialect, stmts: d.stmts}); err != nil {
 		finished = true
 		if rbErr := stx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
 			return errors.Join(err, fmt.Errorf("db: rollback: %w", rbErr))
@@ -56,15 +57,27 @@ func (t *Tx) SQLX() *sqlx.Tx { return t.tx }
 // Get scans the single row query returns into dest; sql.ErrNoRows when there
 // is none (see NotFound).
 func (t *Tx) Get(ctx context.Context, dest any, query string, args ...any) error {
-	return t.tx.GetContext(ctx, dest, rebind(t.dialect, query), normalizeArgs(args)...)
+	q := rebind(t.dialect, query)
+	if st := t.stmts.getInTx(q); st != nil {
+		return t.tx.StmtxContext(ctx, st).GetContext(ctx, dest, normalizeArgs(args)...)
+	}
+	return t.tx.GetContext(ctx, dest, q, normalizeArgs(args)...)
 }
 
 // Select scans every row query returns into dest, a pointer to a slice.
 func (t *Tx) Select(ctx context.Context, dest any, query string, args ...any) error {
-	return t.tx.SelectContext(ctx, dest, rebind(t.dialect, query), normalizeArgs(args)...)
+	q := rebind(t.dialect, query)
+	if st := t.stmts.getInTx(q); st != nil {
+		return t.tx.StmtxContext(ctx, st).SelectContext(ctx, dest, normalizeArgs(args)...)
+	}
+	return t.tx.SelectContext(ctx, dest, q, normalizeArgs(args)...)
 }
 
 // Exec runs a statement that returns no rows.
 func (t *Tx) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return t.tx.ExecContext(ctx, rebind(t.dialect, query), normalizeArgs(args)...)
+	q := rebind(t.dialect, query)
+	if st := t.stmts.getInTx(q); st != nil {
+		return t.tx.StmtxContext(ctx, st).ExecContext(ctx, normalizeArgs(args)...)
+	}
+	return t.tx.ExecContext(ctx, q, normalizeArgs(args)...)
 }

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/mattn/go-isatty"
 	"go.opentelemetry.io/otel/trace"
@@ -15,16 +17,24 @@ import (
 const Redacted = "[REDACTED]"
 
 // New returns a logger writing to w at level. JSON unless w is a terminal.
+// Attributes named like secrets are redacted (IsSensitive), at any depth.
 func New(w io.Writer, level slog.Leveler) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: redact}
+	opts := &slog.HandlerOptions{Level: level}
+	under := w
+	if bw, ok := w.(*BufferedWriter); ok {
+		under = bw.w
+	}
 	var h slog.Handler
-	if f, ok := w.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+	if f, ok := under.(*os.File); ok && isTerminal(f) {
 		h = slog.NewTextHandler(w, opts)
 	} else {
 		h = slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(traceHandler{h})
+	bw, _ := w.(*BufferedWriter)
+	return slog.New(handler{h, bw})
 }
+
+func isTerminal(f *os.File) bool { return isatty.IsTerminal(f.Fd()) }
 
 // sensitive lists key fragments that mark a secret. Matching is on the
 // lower-cased key, so "client_secret", "clientSecret" and "Authorization" match.
@@ -48,43 +58,105 @@ func IsSensitive(key string) bool {
 	return false
 }
 
-func redact(groups []string, a slog.Attr) slog.Attr {
-	if len(groups) == 0 {
-		switch a.Key {
-		case slog.TimeKey, slog.MessageKey:
-			return a
-		case slog.LevelKey:
-			// With a ReplaceAttr set, slog hands the level over as an
-			// Any value and encodes it with encoding/json, by reflection,
-			// on every record; as a string it is the same JSON, cheaply.
-			if l, ok := a.Value.Any().(slog.Level); ok {
-				return slog.String(a.Key, l.String())
-			}
-			return a
-		}
+// sensitiveCache remembers IsSensitive per key: keys are program
+// constants, and the check (lower-casing, a dozen substring searches) was a
+// third of the cost of an access-log line. maxCached bounds it should a
+// caller log attributes with data-derived keys.
+var (
+	sensitiveCache sync.Map // string → bool
+	cached         atomic.Int32
+)
+
+const maxCached = 4096
+
+func sensitiveKey(key string) bool {
+	if v, ok := sensitiveCache.Load(key); ok {
+		return v.(bool)
 	}
-	if a.Value.Kind() != slog.KindGroup && IsSensitive(a.Key) {
-		return slog.String(a.Key, Redacted)
+	s := IsSensitive(key)
+	if cached.Add(1) <= maxCached {
+		sensitiveCache.Store(key, s)
 	}
-	return a
+	return s
 }
 
-// traceHandler adds trace_id and span_id of the record's context.
-type traceHandler struct{ slog.Handler }
+// needsRedaction reports whether a, or an attribute of a group within it,
+// is named like a secret. LogValuers are resolved first, as the handler
+// would resolve them.
+func needsRedaction(a slog.Attr) bool {
+	v := a.Value.Resolve()
+	if v.Kind() != slog.KindGroup {
+		return sensitiveKey(a.Key)
+	}
+	for _, g := range v.Group() {
+		if needsRedaction(g) {
+			return true
+		}
+	}
+	return false
+}
 
-func (h traceHandler) Handle(ctx context.Context, r slog.Record) error {
+func redact(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	if v.Kind() != slog.KindGroup {
+		if sensitiveKey(a.Key) {
+			return slog.String(a.Key, Redacted)
+		}
+		return slog.Attr{Key: a.Key, Value: v}
+	}
+	group := v.Group()
+	out := make([]slog.Attr, len(group))
+	for i, g := range group {
+		out[i] = redact(g)
+	}
+	return slog.Attr{Key: a.Key, Value: slog.GroupValue(out...)}
+}
+
+// handler redacts secrets and adds trace_id and span_id of the record's
+// context. Records are checked first and copied only when something must
+// be redacted, which is rare: the common line costs a cache lookup per
+// attribute.
+type handler struct {
+	slog.Handler
+	buffered *BufferedWriter // flushed after Warn and above; may be nil
+}
+
+func (h handler) Handle(ctx context.Context, r slog.Record) error {
+	dirty := false
+	r.Attrs(func(a slog.Attr) bool {
+		dirty = needsRedaction(a)
+		return !dirty
+	})
+	if dirty {
+		clean := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
+		r.Attrs(func(a slog.Attr) bool {
+			clean.AddAttrs(redact(a))
+			return true
+		})
+		r = clean
+	}
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
 		r.AddAttrs(slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
 	}
-	return h.Handler.Handle(ctx, r)
+	err := h.Handler.Handle(ctx, r)
+	if h.buffered != nil && r.Level >= slog.LevelWarn {
+		if ferr := h.buffered.Flush(); err == nil {
+			err = ferr
+		}
+	}
+	return err
 }
 
-func (h traceHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return traceHandler{h.Handler.WithAttrs(as)}
+func (h handler) WithAttrs(as []slog.Attr) slog.Handler {
+	clean := make([]slog.Attr, len(as))
+	for i, a := range as {
+		clean[i] = redact(a)
+	}
+	return handler{h.Handler.WithAttrs(clean), h.buffered}
 }
 
-func (h traceHandler) WithGroup(name string) slog.Handler {
-	return traceHandler{h.Handler.WithGroup(name)}
+func (h handler) WithGroup(name string) slog.Handler {
+	return handler{h.Handler.WithGroup(name), h.buffered}
 }
 
 // Discard returns a logger that drops everything, for tests and benchmarks.

@@ -69,7 +69,9 @@ func BenchmarkAccessLine(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer f.Close()
-	log := New(f, slog.LevelInfo).With("process", "edge")
+	w, closeLog := Buffer(f) // as process.Run does
+	defer closeLog()
+	log := New(w, slog.LevelInfo).With("process", "edge")
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -96,5 +98,26 @@ func TestLevelNames(t *testing.T) {
 		if m["level"] != c.want {
 			t.Errorf("level %d: got %v; want %q", c.level, m["level"], c.want)
 		}
+	}
+}
+
+type secretValuer struct{}
+
+func (secretValuer) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("client_secret", "valuer-secret"), slog.String("id", "c1"))
+}
+
+func TestRedactsWithAttrsAndLogValuers(t *testing.T) {
+	var buf bytes.Buffer
+	log := New(&buf, slog.LevelInfo).With("password", "with-secret", "process", "p")
+	log.Info("x", "client", secretValuer{})
+	out := buf.String()
+	for _, leaked := range []string{"with-secret", "valuer-secret"} {
+		if strings.Contains(out, leaked) {
+			t.Errorf("log line leaks %q: %s", leaked, out)
+		}
+	}
+	if !strings.Contains(out, `"id":"c1"`) || !strings.Contains(out, `"process":"p"`) {
+		t.Errorf("safe attributes lost: %s", out)
 	}
 }

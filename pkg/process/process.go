@@ -61,7 +61,9 @@ func Run(ctx context.Context, role config.Role, getenv config.Getenv, stderr io.
 		fmt.Fprintf(stderr, "gatehouse %s: %v\n", role, err)
 		return ExitConfig
 	}
-	log := logging.New(stderr, cfg.LogLevel).With("process", string(role))
+	out, closeLog := logging.Buffer(stderr)
+	defer closeLog()
+	log := logging.New(out, cfg.LogLevel).With("process", string(role))
 	if err := run(ctx, cfg, getenv, log, build, ready); err != nil {
 		log.Error("stopped with error", "err", err)
 		return ExitFailed

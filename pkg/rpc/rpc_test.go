@@ -116,7 +116,7 @@ func TestTracePropagation(t *testing.T) {
 		t.Fatal(err)
 	}
 	bClient := connect.NewClient[wrapperspb.StringValue, wrapperspb.StringValue](rpc.NewHTTPClient(), bURL+procedure, copts...)
-	a := telemetry.HTTPMiddleware("a", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	a := telemetry.HTTPMiddleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := bClient.CallUnary(r.Context(), connect.NewRequest(wrapperspb.String("x"))); err != nil {
 			http.Error(w, err.Error(), 500)
 			return

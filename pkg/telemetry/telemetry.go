@@ -68,6 +68,11 @@ func Setup(ctx context.Context, service string, o Options) (*Telemetry, error) {
 	if exp != nil {
 		topts = append(topts, sdktrace.WithBatcher(exp))
 		t.Exporting = true
+	} else {
+		// Nothing leaves the process: spans still get ids (for logs and for
+		// the traceparent sent downstream) but record nothing, which costs
+		// a few allocations instead of a span's attributes and events.
+		topts = append(topts, sdktrace.WithSampler(sdktrace.NeverSample()))
 	}
 	t.tracer = sdktrace.NewTracerProvider(topts...)
 
@@ -100,15 +105,6 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 // another Gatehouse service.
 func ConnectInterceptor() (*otelconnect.Interceptor, error) {
 	return otelconnect.NewInterceptor(otelconnect.WithTrustRemote())
-}
-
-// HTTPMiddleware traces and measures HTTP requests handled by h. Span names
-// are the method and path; paths are route-like and carry no secrets.
-func HTTPMiddleware(service string, h http.Handler) http.Handler {
-	return otelhttp.NewHandler(h, service,
-		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
-			return r.Method + " " + r.URL.Path
-		}))
 }
 
 // HTTPTransport wraps rt so outgoing requests carry the trace context.

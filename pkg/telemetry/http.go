@@ -1,0 +1,164 @@
+package telemetry
+
+import (
+	"net/http"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+const instrumentation = "github.com/gatehouse-id/gatehouse/pkg/telemetry"
+
+// durationBuckets are semantic conventions' advice for
+// http.server.request.duration, with finer buckets below 5 ms where
+// Gatehouse's token, introspection and key-set requests fall.
+var durationBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
+
+// HTTPMiddleware traces and measures HTTP requests handled by h: a server
+// span continuing the caller's W3C trace context, named by method and path
+// (paths are route-like and carry no secrets; query strings are never
+// recorded), and the http.server.request.duration histogram by method and
+// status code.
+//
+// It replaces otelhttp's handler, which cost about a third of the CPU of the
+// cheapest requests (the key set): otelhttp builds every semantic-convention
+// attribute and three histograms per request whether or not the span is
+// recorded. Here attributes are built only for a recorded span, and the
+// histogram's attribute sets are built once per (method, status).
+func HTTPMiddleware(h http.Handler) http.Handler {
+	m := &httpMiddleware{
+		next:   h,
+		tracer: otel.Tracer(instrumentation),
+		prop:   otel.GetTextMapPropagator(),
+	}
+	meter := otel.Meter(instrumentation)
+	var err error
+	m.duration, err = meter.Float64Histogram("http.server.request.duration",
+		metric.WithUnit("s"),
+		metric.WithDescription("Duration of HTTP server requests."),
+		metric.WithExplicitBucketBoundaries(durationBuckets...))
+	if err != nil {
+		otel.Handle(err) // the API returns a usable no-op instrument with the error
+	}
+	return m
+}
+
+type httpMiddleware struct {
+	next     http.Handler
+	tracer   trace.Tracer
+	prop     propagation.TextMapPropagator
+	duration metric.Float64Histogram
+	attrs    sync.Map // attrKey → metric.MeasurementOption
+}
+
+type attrKey struct {
+	method string
+	status int
+}
+
+func (m *httpMiddleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	ctx := m.prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+	ctx, span := m.tracer.Start(ctx, "HTTP "+r.Method, trace.WithSpanKind(trace.SpanKindServer))
+	recording := span.IsRecording()
+	if recording {
+		span.SetName(r.Method + " " + r.URL.Path)
+		span.SetAttributes(
+			semconv.HTTPRequestMethodKey.String(r.Method),
+			semconv.URLPath(r.URL.Path),
+			semconv.URLScheme(scheme(r)),
+			semconv.NetworkProtocolName("http"),
+			semconv.UserAgentOriginal(r.UserAgent()),
+		)
+	}
+	sw := &statusWriter{ResponseWriter: w}
+	defer func() {
+		status := sw.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		if recording {
+			span.SetAttributes(semconv.HTTPResponseStatusCode(status))
+			if status >= 500 {
+				span.SetStatus(codes.Error, "")
+			}
+		}
+		span.End()
+		m.duration.Record(ctx, time.Since(start).Seconds(), m.attrSet(r.Method, status))
+	}()
+	m.next.ServeHTTP(sw, r.WithContext(ctx))
+}
+
+// attrSet returns the measurement attributes for method and status, built
+// once per pair. Unknown methods share "_OTHER" (semantic conventions), so
+// the cache and the metric's cardinality stay bounded.
+func (m *httpMiddleware) attrSet(method string, status int) metric.MeasurementOption {
+	if !knownMethod(method) {
+		method = "_OTHER"
+	}
+	k := attrKey{method, status}
+	if o, ok := m.attrs.Load(k); ok {
+		return o.(metric.MeasurementOption)
+	}
+	o := metric.WithAttributeSet(attribute.NewSet(
+		semconv.HTTPRequestMethodKey.String(method),
+		semconv.HTTPResponseStatusCode(status),
+	))
+	m.attrs.Store(k, o)
+	return o
+}
+
+func knownMethod(m string) bool {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	return false
+}
+
+func scheme(r *http.Request) string {
+	if r.TLS != nil {
+		return "https"
+	}
+	return "http"
+}
+
+// statusWriter records the status code. It keeps Flush (gRPC streams
+// through edge's proxy) and Unwrap (http.ResponseController).
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 && code >= 200 { // 1xx are interim
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Flush() {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
