@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net/http"
 	"net/netip"
 	"strings"
 
@@ -14,19 +13,22 @@ import (
 )
 
 // forwardingHeaders are believed only from a trusted proxy.
+// Canonical names, deleted from the header map directly.
 var forwardingHeaders = []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "Forwarded"}
 
 // identify assigns the request id, resolves the client address, strips
 // forwarding headers an untrusted peer may have forged, and installs the
 // headerWriter. Services read the client address from X-Real-Ip, which edge
-// always overwrites.
-func (rt *router) identify(c *gin.Context) {
+// always overwrites; edge's proxy reads reqinfo from the context.
+func (rt *router) identify(c *gin.Context, st *request) {
 	r := c.Request
 	id := r.Header.Get("X-Request-Id")
 	if !saneRequestID(id) {
 		id = newRequestID()
 	}
-	r.Header.Set("X-Request-Id", id)
+	if v := r.Header["X-Request-Id"]; len(v) != 1 || v[0] != id {
+		r.Header["X-Request-Id"] = []string{id}
+	}
 
 	client := r.RemoteAddr
 	trusted := false
@@ -37,21 +39,19 @@ func (rt *router) identify(c *gin.Context) {
 	}
 	if !trusted {
 		for _, h := range forwardingHeaders {
-			r.Header.Del(h)
+			if _, ok := r.Header[h]; ok {
+				delete(r.Header, h)
+			}
 		}
 	}
-	r.Header.Set("X-Real-Ip", client)
+	r.Header["X-Real-Ip"] = []string{client}
 
-	info := &reqinfo.Info{RequestID: id, ClientAddr: client, PeerTrusted: trusted}
-	c.Request = r.WithContext(reqinfo.NewContext(r.Context(), info))
+	st.info = reqinfo.Info{RequestID: id, ClientAddr: client, PeerTrusted: trusted}
+	c.Request = r.WithContext(reqinfo.NewContext(r.Context(), &st.info))
 
-	hw := &headerWriter{ResponseWriter: c.Writer, set: http.Header{}, defaults: http.Header{}}
-	hw.set.Set("X-Request-Id", id)
-	c.Writer = hw
-	c.Set(keyHeaders, hw)
-	c.Next()
-	// Nothing written: gin sends the header after the chain, bypassing hw.
-	hw.apply()
+	st.hw = headerWriter{ResponseWriter: c.Writer, hsts: rt.hsts}
+	st.hw.requestID[0] = id
+	c.Writer = &st.hw
 }
 
 // saneRequestID accepts 1-128 characters of [A-Za-z0-9._-]: safe to log and

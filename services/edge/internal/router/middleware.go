@@ -16,83 +16,108 @@ import (
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/routes"
 )
 
-// recovery turns a panic into 500 {"error":"server_error"}, or aborts the
-// connection when the response had already started, so a truncated response
-// never looks complete. http.ErrAbortHandler (the proxy's way to abort a
-// broken stream) is passed on to net/http, which closes quietly.
-func (rt *router) recovery(c *gin.Context) {
-	defer func() {
-		p := recover()
-		if p == nil {
+// request is edge's state for one request, allocated once.
+type request struct {
+	start   time.Time
+	path    string // captured first: an in-process handler (vanguard) may rewrite it
+	info    reqinfo.Info
+	service routes.Service // empty until the path is known canonical
+	hw      headerWriter
+	limited limitWriter
+	body    limitedBody
+}
+
+// serve is edge's pipeline for one request, in order: identify the request
+// (id, client address, forwarding headers), recover panics and log the
+// request (deferred), refuse non-canonical paths, answer CORS preflights,
+// charge the rate limit, bound the body, and hand the request to the
+// route's service. spec is nil for a path no route matches.
+func (rt *router) serve(c *gin.Context, spec *routeSpec) {
+	st := &request{start: time.Now(), path: c.Request.URL.Path}
+	rt.identify(c, st)
+	defer rt.finish(c, st)
+	if spec == nil {
+		if rt.limiter == nil || rt.rateLimit(c, st) {
+			answerNotFound(c.Writer)
+		}
+		return
+	}
+	// "/management/v1/../gatehouse.directory.v1.…" matches a prefix here
+	// but could name an internal service behind it.
+	if !canonical(st.path) {
+		answerNotFound(c.Writer)
+		return
+	}
+	st.service = spec.Service
+	if spec.cors {
+		if preflight(c.Writer, c.Request) {
 			return
 		}
-		if p == http.ErrAbortHandler {
-			panic(p)
-		}
+		st.hw.cors = true
+	}
+	if rt.limiter != nil && !rt.rateLimit(c, st) {
+		return
+	}
+	if !st.limitBody(c, spec.limit) {
+		return
+	}
+	spec.handler.ServeHTTP(c.Writer, c.Request)
+	st.endBody()
+}
+
+// finish recovers a panic and writes the access log line. A panic becomes
+// 500 {"error":"server_error"}, or aborts the connection when the response
+// had already started, so a truncated response never looks complete.
+// http.ErrAbortHandler (the proxy's way to abort a broken stream) is passed
+// on to net/http, which closes quietly.
+func (rt *router) finish(c *gin.Context, st *request) {
+	p := recover()
+	if p == nil {
+		// Nothing written: gin sends the header after the handler,
+		// bypassing the headerWriter.
+		st.hw.apply()
+		rt.accessLog(c, st, false)
+		return
+	}
+	if p != http.ErrAbortHandler {
 		rt.logger.ErrorContext(c.Request.Context(), "panic serving request",
-			"panic", fmt.Sprint(p), "method", c.Request.Method, "path", c.Request.URL.Path,
-			"request_id", reqinfo.RequestID(c.Request.Context()), "stack", string(debug.Stack()))
-		if c.Writer.Written() {
-			panic(http.ErrAbortHandler)
-		}
-		apierror.Write(c.Writer, http.StatusInternalServerError, apierror.ServerError, "")
-		c.Abort()
-	}()
-	c.Next()
+			"panic", fmt.Sprint(p), "method", c.Request.Method, "path", st.path,
+			"request_id", st.info.RequestID, "stack", string(debug.Stack()))
+	}
+	if p == http.ErrAbortHandler || c.Writer.Written() {
+		rt.accessLog(c, st, true)
+		panic(http.ErrAbortHandler)
+	}
+	apierror.Write(c.Writer, http.StatusInternalServerError, apierror.ServerError, "")
+	c.Abort()
+	rt.accessLog(c, st, true)
 }
 
 // accessLog writes one line per request. It logs the path only: query
 // strings carry authorization codes and tokens.
-func (rt *router) accessLog(c *gin.Context) {
-	start := time.Now()
-	// Captured now: an in-process handler (vanguard) may rewrite the path.
-	path := c.Request.URL.Path
-	completed := false
-	defer func() {
-		status := c.Writer.Status()
-		attrs := make([]slog.Attr, 0, 10)
-		if !completed { // panicking; recovery answers 500 unless already written
-			attrs = append(attrs, slog.Bool("panic", true))
-			if !c.Writer.Written() {
-				status = http.StatusInternalServerError
-			}
-		}
-		svc, _ := c.Get(keyService)
-		svcName, _ := svc.(routes.Service)
-		info := reqinfo.FromContext(c.Request.Context())
-		attrs = append(attrs,
-			slog.String("method", c.Request.Method),
-			slog.String("path", path),
-			slog.Int("status", status),
-			slog.Int("bytes", max(c.Writer.Size(), 0)),
-			slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
-			slog.String("client", info.ClientAddr),
-			slog.String("request_id", info.RequestID),
-			slog.String("service", string(svcName)),
-			slog.String("proto", c.Request.Proto),
-		)
-		level := slog.LevelInfo
-		if status >= 500 {
-			level = slog.LevelWarn
-		}
-		rt.logger.LogAttrs(c.Request.Context(), level, "request", attrs...)
-	}()
-	c.Next()
-	completed = true
-}
-
-// securityHeaders sets edge's policy headers; a service may send its own
-// Content-Security-Policy and Strict-Transport-Security.
-func (rt *router) securityHeaders(c *gin.Context) {
-	hw := headersOf(c)
-	hw.set.Set("X-Content-Type-Options", "nosniff")
-	hw.set.Set("Referrer-Policy", "no-referrer")
-	hw.set.Set("X-Frame-Options", "DENY")
-	hw.defaults.Set("Content-Security-Policy", "frame-ancestors 'none'")
-	if rt.hsts {
-		hw.defaults.Set("Strict-Transport-Security", "max-age=31536000")
+func (rt *router) accessLog(c *gin.Context, st *request, panicked bool) {
+	status := c.Writer.Status()
+	level := slog.LevelInfo
+	if status >= 500 {
+		level = slog.LevelWarn
 	}
-	c.Next()
+	attrs := [...]slog.Attr{
+		slog.Bool("panic", true),
+		slog.String("method", c.Request.Method),
+		slog.String("path", st.path),
+		slog.Int("status", status),
+		slog.Int("bytes", max(c.Writer.Size(), 0)),
+		slog.Float64("duration_ms", float64(time.Since(st.start).Microseconds())/1000),
+		slog.String("client", st.info.ClientAddr),
+		slog.String("request_id", st.info.RequestID),
+		slog.String("service", string(st.service)),
+		slog.String("proto", c.Request.Proto),
+	}
+	list := attrs[1:]
+	if panicked {
+		list = attrs[:]
+	}
+	rt.logger.LogAttrs(c.Request.Context(), level, "request", list...)
 }
 
 // CORS for the OIDC endpoints browsers call from JavaScript (discovery,
@@ -107,57 +132,48 @@ const (
 	corsMaxAge        = "7200" // Chromium's cap
 )
 
-func cors(c *gin.Context) {
-	r := c.Request
-	if r.Method == http.MethodOptions && r.Header.Get("Origin") != "" && r.Header.Get("Access-Control-Request-Method") != "" {
-		h := c.Writer.Header()
-		h.Set("Access-Control-Allow-Origin", "*")
-		h.Set("Access-Control-Allow-Methods", corsAllowMethods)
-		h.Set("Access-Control-Allow-Headers", corsAllowHeaders)
-		h.Set("Access-Control-Max-Age", corsMaxAge)
-		c.Writer.WriteHeader(http.StatusNoContent)
-		c.Writer.WriteHeaderNow()
-		c.Abort()
-		return
+// preflight answers a CORS preflight request and reports whether it did.
+// Other requests get Access-Control-Allow-Origin from the headerWriter,
+// with or without Origin, so a cached response serves both.
+func preflight(w gin.ResponseWriter, r *http.Request) bool {
+	if r.Method != http.MethodOptions || r.Header.Get("Origin") == "" || r.Header.Get("Access-Control-Request-Method") == "" {
+		return false
 	}
-	// Sent with or without Origin, so a cached response serves both.
-	hw := headersOf(c)
-	hw.defaults.Set("Access-Control-Allow-Origin", "*")
-	hw.defaults.Set("Access-Control-Expose-Headers", corsExposeHeaders)
-	c.Next()
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("Access-Control-Allow-Methods", corsAllowMethods)
+	h.Set("Access-Control-Allow-Headers", corsAllowHeaders)
+	h.Set("Access-Control-Max-Age", corsMaxAge)
+	w.WriteHeader(http.StatusNoContent)
+	w.WriteHeaderNow()
+	return true
 }
 
-// rateLimit charges the client address. A limiter error fails open: the
+// rateLimit charges the client address and reports whether the request may
+// go on; when not, it has answered 429. A limiter error fails open: the
 // limiter protects capacity and must not take the service down with it.
-func (rt *router) rateLimit(c *gin.Context) {
+func (rt *router) rateLimit(c *gin.Context, st *request) bool {
 	ctx := c.Request.Context()
-	client := reqinfo.FromContext(ctx).ClientAddr
-	d, err := rt.limiter.Allow(ctx, rateKey(client))
+	d, err := rt.limiter.Allow(ctx, rateKey(st.info.ClientAddr))
 	if err != nil {
 		rt.limiterWarn.Do(func() {
 			rt.logger.WarnContext(ctx, "rate limiter failed; allowing requests", "error", err.Error())
 		})
-		c.Next()
-		return
+		return true
 	}
 	if d.Limit > 0 {
-		hw := headersOf(c)
 		reset := strconv.Itoa(ceilSeconds(d.ResetAfter, 0))
-		for _, prefix := range []string{"RateLimit-", "X-RateLimit-"} {
-			hw.set.Set(prefix+"Limit", strconv.Itoa(d.Limit))
-			hw.set.Set(prefix+"Remaining", strconv.Itoa(d.Remaining))
-			hw.set.Set(prefix+"Reset", reset)
-		}
+		limit, remaining := strconv.Itoa(d.Limit), strconv.Itoa(d.Remaining)
+		st.hw.rate = []string{limit, remaining, reset}
 	}
 	if !d.Allowed {
 		secs := ceilSeconds(d.RetryAfter, 1)
 		c.Writer.Header().Set("Retry-After", strconv.Itoa(secs))
 		apierror.Write(c.Writer, http.StatusTooManyRequests, apierror.RateLimited,
 			fmt.Sprintf("too many requests; retry after %d seconds", secs))
-		c.Abort()
-		return
+		return false
 	}
-	c.Next()
+	return true
 }
 
 func ceilSeconds(d time.Duration, minimum int) int {

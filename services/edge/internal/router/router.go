@@ -48,12 +48,6 @@ type Options struct {
 	Issuer *url.URL
 }
 
-// Keys in the gin context.
-const (
-	keyHeaders = "edge.headers" // *headerWriter
-	keyService = "edge.service" // routes.Service
-)
-
 type router struct {
 	logger      *slog.Logger
 	limiter     ratelimit.Limiter
@@ -100,8 +94,9 @@ func New(opts Options) (http.Handler, error) {
 	if err := e.SetTrustedProxies(nil); err != nil {
 		return nil, fmt.Errorf("router: %w", err)
 	}
-	e.Use(rt.recovery, rt.identify, rt.accessLog, rt.securityHeaders)
-
+	// Gin only routes: each route has one handler running edge's pipeline
+	// (serve) as plain code, so per-request state lives in one struct
+	// rather than in gin's context map and a chain of closures.
 	for _, route := range routes.Table() {
 		h := opts.Services[route.Service]
 		if h == nil {
@@ -111,24 +106,21 @@ func New(opts Options) (http.Handler, error) {
 		if route.Kind == routes.RPC {
 			limit = maxRPC
 		}
-		chain := []gin.HandlerFunc{routeInfo(route)}
-		if route.CORS() {
-			chain = append(chain, cors)
-		}
-		if rt.limiter != nil {
-			chain = append(chain, rt.rateLimit)
-		}
-		chain = append(chain, bodyLimit(limit), dispatch(h))
-		if err := register(e, route, chain); err != nil {
+		spec := &routeSpec{Route: route, cors: route.CORS(), handler: h, limit: limit}
+		if err := register(e, route, []gin.HandlerFunc{func(c *gin.Context) { rt.serve(c, spec) }}); err != nil {
 			return nil, err
 		}
 	}
-	var notFound []gin.HandlerFunc
-	if rt.limiter != nil {
-		notFound = append(notFound, rt.rateLimit)
-	}
-	e.NoRoute(append(notFound, answerNotFound)...)
+	e.NoRoute(func(c *gin.Context) { rt.serve(c, nil) })
 	return e, nil
+}
+
+// routeSpec is what serving one route needs.
+type routeSpec struct {
+	routes.Route
+	cors    bool
+	handler http.Handler
+	limit   int64 // request body bytes
 }
 
 // register adds route to e, turning gin's panic on a conflict into an error.
@@ -153,21 +145,6 @@ func register(e *gin.Engine, route routes.Route, chain []gin.HandlerFunc) (err e
 	return nil
 }
 
-// routeInfo records the matched service for the access log and refuses
-// non-canonical paths: "/management/v1/../gatehouse.directory.v1.…" matches
-// a prefix here but could name an internal service behind it.
-func routeInfo(route routes.Route) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		if !canonical(c.Request.URL.Path) {
-			answerNotFound(c)
-			c.Abort()
-			return
-		}
-		c.Set(keyService, route.Service)
-		c.Next()
-	}
-}
-
 func canonical(p string) bool {
 	if !strings.HasPrefix(p, "/") {
 		return false
@@ -179,10 +156,6 @@ func canonical(p string) bool {
 	return clean == p || (strings.HasSuffix(p, "/") && clean+"/" == p)
 }
 
-func dispatch(h http.Handler) gin.HandlerFunc {
-	return func(c *gin.Context) { h.ServeHTTP(c.Writer, c.Request) }
-}
-
-func answerNotFound(c *gin.Context) {
-	apierror.Write(c.Writer, http.StatusNotFound, apierror.NotFound, "")
+func answerNotFound(w http.ResponseWriter) {
+	apierror.Write(w, http.StatusNotFound, apierror.NotFound, "")
 }
