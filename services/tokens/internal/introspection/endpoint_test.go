@@ -192,6 +192,11 @@ func TestIntrospectInactive(t *testing.T) {
 		}
 		t.Run("unknown and malformed", func(t *testing.T) {
 			at := f.env.Access(t, f.web.Client, "user-alice", true, "openid")
+			// Verified (and remembered) first: a tampered copy is not the
+			// same token.
+			if got := f.asBasic(t, f.api, at.Token).JSON(t); got["active"] != true {
+				t.Fatalf("untampered token: %v; want active", got)
+			}
 			tampered := at.Token[:len(at.Token)-4] + flip(at.Token[len(at.Token)-4:])
 			for _, tok := range []string{"unknown-opaque-token", "a.b.c", tampered, strings.Repeat("x", 5000)} {
 				wantInactive(t, f.asBasic(t, f.api, tok))
@@ -200,6 +205,11 @@ func TestIntrospectInactive(t *testing.T) {
 		t.Run("expired", func(t *testing.T) {
 			jwtTok := f.env.Access(t, f.web.Client, "user-alice", true, "openid")
 			opaque := f.env.Access(t, f.web.Client, "user-alice", false, "openid")
+			for _, tok := range []string{jwtTok.Token, opaque.Token} { // remembered while valid
+				if got := f.asBasic(t, f.api, tok).JSON(t); got["active"] != true {
+					t.Fatalf("before expiry: %v; want active", got)
+				}
+			}
 			start := f.env.Clock.Now()
 			defer f.env.Clock.Set(start)
 			f.env.Clock.Set(jwtTok.ExpiresAt)

@@ -35,9 +35,12 @@ type Validator struct {
 	Hasher  *secrets.Hasher
 	Revoked Revocations
 	Now     func() time.Time
+
+	verified verifiedCache
 }
 
-// Token is a valid access token.
+// Token is a valid access token. Validate may return the same *Token for
+// the same token text: callers must not modify it.
 type Token struct {
 	ID        string
 	ClientID  string
@@ -83,7 +86,11 @@ func (v *Validator) Validate(ctx context.Context, raw string) (*Token, error) {
 	var t *Token
 	var err error
 	if strings.Count(raw, ".") == 2 {
-		t, err = v.jwt(raw)
+		if t = v.verified.get(raw); t == nil {
+			if t, err = v.jwt(raw); err == nil && now.Before(t.ExpiresAt) {
+				v.verified.put(raw, t, now)
+			}
+		}
 	} else {
 		t, err = v.opaque(ctx, raw)
 	}
