@@ -43,8 +43,9 @@ type bench struct {
 	cfg      config
 	out      io.Writer
 	work     string
-	floor    []floor.Cost // measured before the servers run
-	floorEnd []floor.Cost // and after; nil when the run was cut short
+	floor    []floor.Cost  // measured before the servers run
+	floorEnd []floor.Cost  // and after; nil when the run was cut short
+	httpCost time.Duration // server CPU per request of a bare net/http server
 }
 
 func (b *bench) printFloor() error {
@@ -58,6 +59,9 @@ func (b *bench) printFloor() error {
 			after = ms(b.floorEnd[i].PerOp)
 		}
 		t.Rows = append(t.Rows, []string{c.Name, ms(c.PerOp), after})
+	}
+	if b.httpCost > 0 {
+		t.Rows = append(t.Rows, []string{"bare net/http GET (same load, server CPU/req)", ms(b.httpCost), "-"})
 	}
 	return t.Write(b.out)
 }
@@ -201,6 +205,10 @@ func (b *bench) table(mode string, rows []suite.Row, nprocs int) report.Table {
 		if r.Scenario == "client_credentials JWT RS256" && r.CPUKnown && sign > 0 {
 			notes = append(notes, fmt.Sprintf("RS256 JWT server CPU / RS256 sign = %.2f (%s / %s; embedded target ≤ %.2f)",
 				float64(r.CPUPerRequest())/float64(sign), ms(r.CPUPerRequest()), ms(sign), rs256Factor))
+			if b.httpCost > 0 {
+				notes = append(notes, fmt.Sprintf("RS256 JWT server CPU − RS256 sign = %s; the target leaves %s, a bare net/http request costs %s",
+					ms(r.CPUPerRequest()-sign), ms(time.Duration(float64(sign)*(rs256Factor-1))), ms(b.httpCost)))
+			}
 		}
 	}
 	notes = append(notes, fmt.Sprintf("server CPU = Δ(utime+stime) of the server process%s from /proc/<pid>/stat in %v ticks: ±%s per request at %d requests",

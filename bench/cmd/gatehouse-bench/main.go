@@ -24,6 +24,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == floorFlag {
+		os.Exit(serveFloor(os.Args[2]))
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -61,6 +64,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	b.floor = costs
+	if b.httpCost, err = b.httpFloor(ctx); err != nil {
+		fmt.Fprintf(stderr, "gatehouse-bench: bare HTTP floor: %v\n", err)
+		return 1
+	}
 
 	// Tables are printed at the end, when the floor has been measured again.
 	var (
