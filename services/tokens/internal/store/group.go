@@ -3,12 +3,19 @@ package store
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 )
 
 // maxGroup bounds one group transaction.
 const maxGroup = 64
+
+// gatherWait bounds how long a writer waits for the records it expects
+// before committing what it has. A commit costs an fsync (here about a
+// millisecond and 0.2 ms of CPU), so waiting a fraction of that for the
+// callers known to be on their way halves the commits under steady load.
+const gatherWait = 250 * time.Microsecond
 
 // group commits concurrent standalone access-token inserts together (group
 // commit). Every opaque token is recorded before it is returned, and with
@@ -17,10 +24,23 @@ const maxGroup = 64
 // them durable with one commit. Nobody is answered before the commit that
 // holds its record has succeeded, so durability is unchanged; a failed group
 // is retried record by record so one bad record fails only its own request.
+//
+// Under steady load, committing whatever is queued the moment the previous
+// commit ends alternates small and large groups: the callers just answered
+// come back a little later than the one that queued during the commit. So
+// the writer expects as many records as were in flight when the previous
+// commit ended (those it committed plus those queued), waits up to
+// gatherWait for them, and lowers its expectation when they do not come.
+// A lone caller (expectation 1) never waits.
 type group struct {
 	mu      sync.Mutex
 	pending []*groupInsert
 	running bool
+	expect  int           // records expected in the next batch
+	arrived chan struct{} // signalled when a record is queued; nil when no writer waits
+
+	wait     time.Duration // gatherWait unless set (tests)
+	onCommit func(n int)   // observes batch sizes (tests)
 }
 
 type groupInsert struct {
@@ -39,6 +59,10 @@ func (g *group) insert(ctx context.Context, d *db.DB, a *AccessToken) error {
 	g.pending = append(g.pending, p)
 	lead := !g.running
 	g.running = true
+	if g.arrived != nil && len(g.pending) >= g.expect {
+		close(g.arrived)
+		g.arrived = nil
+	}
 	g.mu.Unlock()
 	if lead {
 		// The batch holds other requests' records: the caller's
@@ -57,6 +81,26 @@ func (g *group) insert(ctx context.Context, d *db.DB, a *AccessToken) error {
 // while any are left.
 func (g *group) write(ctx context.Context, d *db.DB) {
 	g.mu.Lock()
+	if len(g.pending) < g.expect {
+		arrived := make(chan struct{})
+		g.arrived = arrived
+		g.mu.Unlock()
+		wait := g.wait
+		if wait == 0 {
+			wait = gatherWait
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-arrived:
+		case <-t.C:
+		}
+		t.Stop()
+		g.mu.Lock()
+		g.arrived = nil
+		if len(g.pending) < g.expect {
+			g.expect = len(g.pending) // they did not come: expect fewer
+		}
+	}
 	batch := g.pending
 	if len(batch) > maxGroup {
 		batch = batch[:maxGroup]
@@ -64,7 +108,11 @@ func (g *group) write(ctx context.Context, d *db.DB) {
 	g.pending = g.pending[len(batch):]
 	g.mu.Unlock()
 	commit(ctx, d, batch)
+	if g.onCommit != nil {
+		g.onCommit(len(batch))
+	}
 	g.mu.Lock()
+	g.expect = min(len(batch)+len(g.pending), maxGroup)
 	more := len(g.pending) > 0
 	if !more {
 		g.running = false

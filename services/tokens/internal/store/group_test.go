@@ -91,3 +91,54 @@ func TestGroupedInsertCancelled(t *testing.T) {
 		t.Fatalf("insert after a cancelled one: %v", err)
 	}
 }
+
+// A writer expecting more records waits for them and commits them
+// together; when they do not come it commits what it has and expects fewer,
+// so a lone caller is not held up again.
+func TestGroupGathersExpectedRecords(t *testing.T) {
+	s := openSQLite(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	var batches []int
+	s.group.onCommit = func(n int) {
+		mu.Lock()
+		batches = append(batches, n)
+		mu.Unlock()
+	}
+	s.group.wait = time.Minute // only arrivals end the wait below
+	s.group.expect = 3
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Go(func() {
+			if err := s.InsertAccessToken(ctx, nil, record(fmt.Sprintf("g%d", i))); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	mu.Lock()
+	got := append([]int(nil), batches...)
+	mu.Unlock()
+	if len(got) != 1 || got[0] != 3 {
+		t.Fatalf("batches %v; want the three records in one commit", got)
+	}
+
+	// Three expected, one comes: committed after the wait, and the next
+	// lone caller does not wait at all.
+	s.group.wait = 20 * time.Millisecond
+	if err := s.InsertAccessToken(ctx, nil, record("alone1")); err != nil {
+		t.Fatal(err)
+	}
+	if s.group.expect != 1 {
+		t.Fatalf("expectation after a lone commit: %d; want 1", s.group.expect)
+	}
+	s.group.wait = time.Minute // a wait now would stall the test
+	if err := s.InsertAccessToken(ctx, nil, record("alone2")); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(batches) != 3 || batches[1] != 1 || batches[2] != 1 {
+		t.Fatalf("batches %v; want [3 1 1]", batches)
+	}
+}
