@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"net/url"
 	"os"
@@ -69,23 +68,8 @@ func TestBrowserLogin(t *testing.T) {
 		"GATEHOUSE_DATA_DIR": dir, "GATEHOUSE_ADDR": addr, "GATEHOUSE_ISSUER": issuer,
 		"GATEHOUSE_ADMIN_PASSWORD": password,
 	})
-	raw, err := os.ReadFile(filepath.Join(dir, "bootstrap-admin-key.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var kf keyFile
-	if err := json.Unmarshal(raw, &kf); err != nil {
-		t.Fatalf("bootstrap key: %v", err)
-	}
-	status, tok := postForm(t, edge.base+"/oauth/v2/token", url.Values{
-		"grant_type": {"urn:ietf:params:oauth:grant-type:jwt-bearer"},
-		"assertion":  {jwtProfileAssertion(t, kf, issuer)},
-		"scope":      {"openid urn:gatehouse:iam:org:project:id:gatehouse:aud"},
-	})
-	admin, _ := tok["access_token"].(string)
-	if status != 200 || admin == "" {
-		t.Fatalf("JWT profile token: %d %v", status, tok)
-	}
+	_, tok := operatorToken(t, edge.base, dir, issuer)
+	admin := tok["access_token"].(string)
 	status, proj := restJSON(t, "POST", edge.base+"/management/v1/projects", admin, map[string]any{"name": "Shop"})
 	if status != 200 {
 		t.Fatalf("AddProject: %d %v", status, proj)
@@ -136,7 +120,7 @@ func TestBrowserLogin(t *testing.T) {
 	)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
+	err := cmd.Run()
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		t.Fatalf("node did not finish in time:\n%s", out.String())
 	}

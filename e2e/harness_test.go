@@ -4,9 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +18,7 @@ import (
 
 	"github.com/gatehouse-id/gatehouse/pkg/config"
 	"github.com/gatehouse-id/gatehouse/pkg/process"
+	"github.com/gatehouse-id/gatehouse/pkg/testutil"
 	authnsvc "github.com/gatehouse-id/gatehouse/services/authn/service"
 	directorysvc "github.com/gatehouse-id/gatehouse/services/directory/service"
 	edgesvc "github.com/gatehouse-id/gatehouse/services/edge/service"
@@ -170,4 +175,76 @@ func contains(s string, subs ...string) bool {
 		}
 	}
 	return true
+}
+
+// distributed is the four-process deployment on PostgreSQL and Redis.
+type distributed struct {
+	issuer                         string
+	directoryData                  string // holds bootstrap-admin-key.json
+	directory, tokens, authn, edge *proc
+}
+
+// startDistributed starts directory, tokens, authn and edge as separate
+// processes on a fresh PostgreSQL database and redisURL, and waits until
+// each is ready. Directory introspects through tokens and tokens reads
+// keys from directory: tokens' address is reserved so directory starts
+// first.
+func startDistributed(t *testing.T, redisURL string) *distributed {
+	t.Helper()
+	dbURL := testutil.PostgresDatabase(t)
+	edgeAddr, tokensAddr := freeAddr(t), freeAddr(t)
+	d := &distributed{issuer: "http://" + edgeAddr, directoryData: t.TempDir()}
+	env := func(dataDir string, kv ...string) map[string]string {
+		m := map[string]string{
+			"GATEHOUSE_DATABASE_URL":   dbURL,
+			"GATEHOUSE_REDIS_URL":      redisURL,
+			"GATEHOUSE_ISSUER":         d.issuer,
+			"GATEHOUSE_MASTER_KEY":     base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)),
+			"GATEHOUSE_INTERNAL_TOKEN": strings.Repeat("i", 40),
+			"GATEHOUSE_DATA_DIR":       dataDir,
+			"GATEHOUSE_RATE_LIMIT":     "1000",
+			"GATEHOUSE_RATE_BURST":     "1000",
+			"GATEHOUSE_ADMIN_PASSWORD": "Admin-Passw0rd-for-e2e",
+		}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	d.directory = startProc(t, config.RoleDirectory, env(d.directoryData, "GATEHOUSE_TOKENS_URL", "http://"+tokensAddr))
+	d.tokens = startProc(t, config.RoleTokens, env(t.TempDir(), "GATEHOUSE_ADDR", tokensAddr, "GATEHOUSE_DIRECTORY_URL", d.directory.base))
+	d.authn = startProc(t, config.RoleAuthn, env(t.TempDir(), "GATEHOUSE_DIRECTORY_URL", d.directory.base, "GATEHOUSE_TOKENS_URL", d.tokens.base))
+	d.edge = startProc(t, config.RoleEdge, env(t.TempDir(), "GATEHOUSE_ADDR", edgeAddr,
+		"GATEHOUSE_AUTHN_URL", d.authn.base, "GATEHOUSE_TOKENS_URL", d.tokens.base, "GATEHOUSE_DIRECTORY_URL", d.directory.base))
+	for _, p := range []*proc{d.directory, d.tokens, d.authn, d.edge} {
+		if res, body := do(t, "GET", p.base+"/readyz", nil, nil); res.StatusCode != 200 {
+			t.Fatalf("%s /readyz = %d %s", p.role, res.StatusCode, body)
+		}
+	}
+	return d
+}
+
+// operatorToken reads the bootstrap key file from dataDir (the directory
+// process's data directory) and exchanges a JWT profile assertion for a
+// management token at base's token endpoint. It returns the key file and
+// the whole token response.
+func operatorToken(t *testing.T, base, dataDir, issuer string) (keyFile, map[string]any) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dataDir, "bootstrap-admin-key.json"))
+	if err != nil {
+		t.Fatalf("bootstrap key file in %s: %v", dataDir, err)
+	}
+	var kf keyFile
+	if err := json.Unmarshal(raw, &kf); err != nil {
+		t.Fatalf("bootstrap key file: %v", err)
+	}
+	status, tok := postForm(t, base+"/oauth/v2/token", url.Values{
+		"grant_type": {"urn:ietf:params:oauth:grant-type:jwt-bearer"},
+		"assertion":  {jwtProfileAssertion(t, kf, issuer)},
+		"scope":      {"openid urn:gatehouse:iam:org:project:id:gatehouse:aud"},
+	})
+	if access, _ := tok["access_token"].(string); status != 200 || access == "" || tok["token_type"] != "Bearer" {
+		t.Fatalf("JWT profile grant: %d %v", status, tok)
+	}
+	return kf, tok
 }

@@ -1,14 +1,10 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,7 +12,6 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2/clientcredentials"
 
-	"github.com/gatehouse-id/gatehouse/pkg/config"
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1/managementv1connect"
 	"github.com/gatehouse-id/gatehouse/pkg/rpc"
@@ -83,62 +78,14 @@ var mdProtocols = []string{"grpc", "grpc-web", "connect"}
 // edge. Stopping directory takes the management API down (503) but not
 // the tokens service's routes.
 func TestDistributedManagement(t *testing.T) {
-	dbURL := testutil.PostgresDatabase(t)
-	redisURL := testutil.RedisURL(t)
-	// Directory introspects through tokens and tokens reads keys from
-	// directory: reserve tokens' address so directory can start first.
-	edgeAddr, tokensAddr := freeAddr(t), freeAddr(t)
-	issuer := "http://" + edgeAddr
-	directoryData := t.TempDir()
-	env := func(dataDir string, kv ...string) map[string]string {
-		m := map[string]string{
-			"GATEHOUSE_DATABASE_URL":   dbURL,
-			"GATEHOUSE_REDIS_URL":      redisURL,
-			"GATEHOUSE_ISSUER":         issuer,
-			"GATEHOUSE_MASTER_KEY":     base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)),
-			"GATEHOUSE_INTERNAL_TOKEN": strings.Repeat("i", 40),
-			"GATEHOUSE_DATA_DIR":       dataDir,
-			"GATEHOUSE_RATE_LIMIT":     "1000",
-			"GATEHOUSE_RATE_BURST":     "1000",
-			"GATEHOUSE_ADMIN_PASSWORD": "Admin-Passw0rd-for-e2e",
-		}
-		for i := 0; i < len(kv); i += 2 {
-			m[kv[i]] = kv[i+1]
-		}
-		return m
-	}
-	directory := startProc(t, config.RoleDirectory, env(directoryData, "GATEHOUSE_TOKENS_URL", "http://"+tokensAddr))
-	tokens := startProc(t, config.RoleTokens, env(t.TempDir(), "GATEHOUSE_ADDR", tokensAddr, "GATEHOUSE_DIRECTORY_URL", directory.base))
-	authn := startProc(t, config.RoleAuthn, env(t.TempDir(), "GATEHOUSE_DIRECTORY_URL", directory.base, "GATEHOUSE_TOKENS_URL", tokens.base))
-	edge := startProc(t, config.RoleEdge, env(t.TempDir(), "GATEHOUSE_ADDR", edgeAddr,
-		"GATEHOUSE_AUTHN_URL", authn.base, "GATEHOUSE_TOKENS_URL", tokens.base, "GATEHOUSE_DIRECTORY_URL", directory.base))
-	for _, p := range []*proc{directory, tokens, authn, edge} {
-		if res, body := do(t, "GET", p.base+"/readyz", nil, nil); res.StatusCode != 200 {
-			t.Fatalf("%s /readyz = %d %s", p.role, res.StatusCode, body)
-		}
-	}
-
+	d := startDistributed(t, testutil.RedisURL(t))
+	issuer, directory, edge := d.issuer, d.directory, d.edge
 	// The key file is written by the directory process, into its data dir.
-	raw, err := os.ReadFile(filepath.Join(directoryData, "bootstrap-admin-key.json"))
-	if err != nil {
-		t.Fatalf("bootstrap key file in directory's data dir: %v", err)
-	}
-	var kf keyFile
-	if err := json.Unmarshal(raw, &kf); err != nil {
-		t.Fatal(err)
-	}
+	kf, tok := operatorToken(t, edge.base, d.directoryData, issuer)
 	ctx := context.Background()
 	provider, err := oidc.NewProvider(ctx, issuer)
 	if err != nil {
 		t.Fatalf("discovery through edge: %v", err)
-	}
-	status, tok := postForm(t, edge.base+"/oauth/v2/token", url.Values{
-		"grant_type": {"urn:ietf:params:oauth:grant-type:jwt-bearer"},
-		"assertion":  {jwtProfileAssertion(t, kf, issuer)},
-		"scope":      {"openid urn:gatehouse:iam:org:project:id:gatehouse:aud"},
-	})
-	if status != 200 || tok["token_type"] != "Bearer" {
-		t.Fatalf("JWT profile grant through edge: %d %v", status, tok)
 	}
 	idToken, _ := tok["id_token"].(string)
 	idt, err := provider.Verifier(&oidc.Config{ClientID: kf.UserID}).Verify(ctx, idToken)

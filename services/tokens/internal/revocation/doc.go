@@ -14,8 +14,13 @@
 //     the token's expiry and whose TTL outlives it. A marker key
 //     (<prefix>revocations:loaded, no TTL) is written after a full load from
 //     the table. A check reads the id and the marker in one command (MGET); a
-//     miss is trusted only when the marker exists. Without the marker
-//     (Redis restarted empty) the check is answered from the table while one
+//     miss is trusted only when the marker exists. The marker's value is the
+//     Redis server's run_id, which changes at every start, and every new
+//     connection deletes a marker of another run_id before it is used: a
+//     Redis restarted from a snapshot, or a replica promoted by a failover,
+//     may hold the marker without entries pushed after the snapshot. Without
+//     the marker (Redis restarted empty or from such a snapshot, flushed)
+//     the check is answered from the table while one
 //     replica rebuilds the list (single-flight locally and across replicas
 //     through a lock key; a flush during the rebuild leaves no marker). When
 //     Redis fails, checks are answered from the table and a warning is

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -32,13 +33,24 @@ return 1`
 
 // finishScript writes the loaded marker only if this rebuild still holds
 // the lock: a flush during the rebuild deleted the lock, and then the
-// marker must not claim a complete list. KEYS[1] lock, KEYS[2] marker;
-// ARGV[1] the rebuild's nonce.
+// marker must not claim a complete list. The marker's value is the Redis
+// server's run_id (see staleScript). KEYS[1] lock, KEYS[2] marker; ARGV[1]
+// the rebuild's nonce, ARGV[2] the run_id.
 const finishScript = `if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('SET', KEYS[2], '1')
+  redis.call('SET', KEYS[2], ARGV[2])
   redis.call('DEL', KEYS[1])
   return 1
 end
+return 0`
+
+// staleScript deletes the loaded marker when it was written by another
+// Redis server lifetime than the one answering. A Redis restarted from a
+// snapshot (or a replica promoted after a failover) holds the marker but
+// may lack entries pushed after the snapshot: without the marker, misses
+// go to the database until a rebuild completes. KEYS[1] marker; ARGV[1]
+// the answering server's run_id.
+const staleScript = `local m = redis.call('GET', KEYS[1])
+if m and m ~= ARGV[1] then redis.call('DEL', KEYS[1]) return 1 end
 return 0`
 
 // releaseScript drops the rebuild lock if this rebuild still holds it.
@@ -81,6 +93,40 @@ func NewRedisClient(rawURL string) (*redis.Client, error) {
 	return redis.NewClient(opts), nil
 }
 
+// runID returns the Redis server's run_id (INFO server), which changes at
+// every start; "" when the server does not report one (then markers are
+// not bound to a server lifetime).
+func runID(ctx context.Context, c redis.Cmdable) (string, error) {
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return "", err
+	}
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
+			return v, nil
+		}
+	}
+	return "", nil
+}
+
+// checkMarker runs on every new connection, before any command of the
+// list uses it. A Redis restart breaks every connection, so no lookup can
+// reach a restarted server without this check having removed a marker of
+// an earlier lifetime first.
+func checkMarker(marker string) func(context.Context, *redis.Conn) error {
+	return func(ctx context.Context, cn *redis.Conn) error {
+		id, err := runID(ctx, cn)
+		var refused redis.Error
+		if errors.As(err, &refused) {
+			return nil // INFO disabled (some managed Redis): markers stay unbound
+		}
+		if err != nil || id == "" {
+			return err
+		}
+		return cn.Eval(ctx, staleScript, []string{marker}, id).Err()
+	}
+}
+
 // redisList is the Redis-backed list.
 type redisList struct {
 	rdb    *redis.Client
@@ -89,13 +135,23 @@ type redisList struct {
 	lock   string
 }
 
-func newRedisList(rdb *redis.Client, prefix string) *redisList {
-	return &redisList{
-		rdb:    rdb,
+// newRedisList opens the list's client for rawURL (see NewRedisClient),
+// checking the loaded marker on every new connection (checkMarker).
+func newRedisList(rawURL, prefix string) (*redisList, error) {
+	rdb, err := NewRedisClient(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	r := &redisList{
 		prefix: prefix + "revoked:",
 		marker: prefix + "revocations:loaded",
 		lock:   prefix + "revocations:loading",
 	}
+	opts := rdb.Options()
+	_ = rdb.Close() // nothing was dialled
+	opts.OnConnect = checkMarker(r.marker)
+	r.rdb = redis.NewClient(opts)
+	return r, nil
 }
 
 // lookup reads the entry and the marker in one command (MGET), so one
@@ -197,7 +253,14 @@ func (r *redisList) rebuild(ctx context.Context, now func() time.Time, each func
 		_ = r.rdb.Eval(rctx, releaseScript, []string{r.lock}, nonce).Err()
 		return false, err
 	}
-	done, err := r.rdb.Eval(ctx, finishScript, []string{r.lock, r.marker}, nonce).Int()
+	id, err := runID(ctx, r.rdb)
+	if err != nil {
+		return false, fmt.Errorf("revocation: read the Redis run_id: %w", err)
+	}
+	if id == "" {
+		id = "1" // a server that hides its run_id: an unbound marker
+	}
+	done, err := r.rdb.Eval(ctx, finishScript, []string{r.lock, r.marker}, nonce, id).Int()
 	if err != nil {
 		return false, fmt.Errorf("revocation: write Redis loaded marker: %w", err)
 	}

@@ -123,15 +123,15 @@ func New(store *db.DB, o Options) (*List, error) {
 		l.pruneEvery = DefaultPruneInterval
 	}
 	if o.RedisURL != "" {
-		rdb, err := NewRedisClient(o.RedisURL)
-		if err != nil {
-			return nil, err
-		}
 		prefix := o.Prefix
 		if prefix == "" {
 			prefix = DefaultPrefix
 		}
-		l.redis = newRedisList(rdb, prefix)
+		r, err := newRedisList(o.RedisURL, prefix)
+		if err != nil {
+			return nil, err
+		}
+		l.redis = r
 	} else {
 		max := o.MaxMemoryEntries
 		if max <= 0 {

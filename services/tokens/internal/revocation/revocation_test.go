@@ -426,3 +426,44 @@ func TestRun(t *testing.T) {
 		wantRevoked(t, l, "pending", true)
 	})
 }
+
+// TestStaleMarkerDistrusted: a marker written during another Redis server
+// lifetime (a restart from a snapshot, a failover) does not vouch for the
+// list: a new connection drops it, misses go to the database, and the
+// rebuild binds the new marker to the answering server.
+func TestStaleMarkerDistrusted(t *testing.T) {
+	forEachDialectWithRedis(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		a := e.replica(t)
+		mustSync(t, a)
+		// The revocation is in the table but, as after a restore from an
+		// older snapshot, not in Redis; the marker is an earlier server's.
+		mustRevoke(t, a, "tok-1", t0.Add(time.Hour))
+		if err := e.rdb.Del(ctx, e.prefix+"revoked:tok-1").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.rdb.Set(ctx, e.prefix+"revocations:loaded", "an-earlier-run-id", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		b := e.replica(t) // new connections, as after a restart
+		wantRevoked(t, b, "tok-1", true)
+		wantRevoked(t, b, "tok-2", false)
+		e.waitLoaded(t, b)
+		id, err := runID(ctx, e.rdb)
+		if err != nil || id == "" {
+			t.Fatalf("run_id: %q, %v", id, err)
+		}
+		if got := e.rdb.Get(ctx, e.prefix+"revocations:loaded").Val(); got != id {
+			t.Fatalf("marker after rebuild = %q; want the server's run_id %q", got, id)
+		}
+		if n := e.rdb.Exists(ctx, e.prefix+"revoked:tok-1").Val(); n != 1 {
+			t.Fatal("rebuild did not restore the entry")
+		}
+		// A marker of this server's lifetime stays.
+		c := e.replica(t)
+		wantRevoked(t, c, "tok-1", true)
+		if got := e.rdb.Get(ctx, e.prefix+"revocations:loaded").Val(); got != id {
+			t.Fatalf("marker after a new connection = %q; want it kept", got)
+		}
+	})
+}
