@@ -67,6 +67,14 @@ var errRebuildInterrupted = errors.New("revocation: Redis rebuild interrupted (l
 // defaults would hold a check for seconds against a dead Redis. Its errors
 // never contain the URL.
 func NewRedisClient(rawURL string) (*redis.Client, error) {
+	opts, err := redisOptions(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	return redis.NewClient(opts), nil
+}
+
+func redisOptions(rawURL string) (*redis.Options, error) {
 	opts, err := redis.ParseURL(rawURL)
 	if err != nil {
 		var uerr *url.Error
@@ -90,7 +98,7 @@ func NewRedisClient(rawURL string) (*redis.Client, error) {
 		opts.MaxRetries = 1
 	}
 	opts.DialerRetries = 1 // not settable by URL; go-redis's default is 5
-	return redis.NewClient(opts), nil
+	return opts, nil
 }
 
 // runID returns the Redis server's run_id (INFO server), which changes at
@@ -138,7 +146,7 @@ type redisList struct {
 // newRedisList opens the list's client for rawURL (see NewRedisClient),
 // checking the loaded marker on every new connection (checkMarker).
 func newRedisList(rawURL, prefix string) (*redisList, error) {
-	rdb, err := NewRedisClient(rawURL)
+	opts, err := redisOptions(rawURL)
 	if err != nil {
 		return nil, err
 	}
@@ -147,8 +155,6 @@ func newRedisList(rawURL, prefix string) (*redisList, error) {
 		marker: prefix + "revocations:loaded",
 		lock:   prefix + "revocations:loading",
 	}
-	opts := rdb.Options()
-	_ = rdb.Close() // nothing was dialled
 	opts.OnConnect = checkMarker(r.marker)
 	r.rdb = redis.NewClient(opts)
 	return r, nil
