@@ -135,8 +135,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
 	mode := fs.String("mode", "all", "embedded, distributed or all")
 	fs.StringVar(&c.bin, "bin", "bin", "directory holding edge, authn, tokens and directory (make build)")
-	fs.IntVar(&c.requests, "requests", 2000, "measured requests per scenario")
-	fs.IntVar(&c.warmup, "warmup", 200, "unmeasured requests sent first per scenario")
+	fs.IntVar(&c.requests, "requests", 5000, "measured requests per scenario (enough for 10 ms CPU ticks and a noisy shared machine)")
+	fs.IntVar(&c.warmup, "warmup", 500, "unmeasured requests sent first per scenario")
 	fs.IntVar(&c.concurrency, "concurrency", 4, "concurrent keep-alive connections")
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "time limit of the whole run")
 	fs.StringVar(&c.postgres, "postgres", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable",

@@ -16,7 +16,7 @@ func TestParseFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.embedded || !c.distributed || c.requests != 2000 || c.warmup != 200 || c.concurrency != 4 || c.timeout != 5*time.Minute {
+	if !c.embedded || !c.distributed || c.requests != 5000 || c.warmup != 500 || c.concurrency != 4 || c.timeout != 5*time.Minute {
 		t.Fatalf("defaults: %+v", c)
 	}
 	c, err = parseFlags([]string{"-mode", "embedded", "-requests", "10"}, io.Discard)
