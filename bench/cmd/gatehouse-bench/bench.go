@@ -167,7 +167,7 @@ func (b *bench) measure(ctx context.Context, d *launch.Deployment, alg string, k
 		return nil, fmt.Errorf("prepare clients (%s): %w", alg, err)
 	}
 	return suite.Run(ctx, t, f, kinds, suite.Options{
-		Client: client, Warmup: b.cfg.warmup, Requests: b.cfg.requests, Concurrency: b.cfg.concurrency,
+		Client: client, Warmup: b.cfg.warmup, WarmupTime: b.cfg.warmupTime, Requests: b.cfg.requests, Concurrency: b.cfg.concurrency,
 	})
 }
 

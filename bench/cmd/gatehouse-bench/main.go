@@ -53,8 +53,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	b := &bench{cfg: cfg, out: stdout, work: work}
-	fmt.Fprintf(stdout, "gatehouse-bench: %d requests per scenario after %d warm-up, concurrency %d, HTTP/1.1 keep-alive to 127.0.0.1\n",
-		cfg.requests, cfg.warmup, cfg.concurrency)
+	fmt.Fprintf(stdout, "gatehouse-bench: %d requests per scenario after at least %d warm-up requests and %v, concurrency %d, HTTP/1.1 keep-alive to 127.0.0.1\n",
+		cfg.requests, cfg.warmup, cfg.warmupTime, cfg.concurrency)
 	fmt.Fprintf(stdout, "%d CPUs, load average (1, 5, 15 min) at the start: %s\n\n", runtime.NumCPU(), loadAvg())
 
 	// The floor is measured first, while no server competes for the CPU.
@@ -123,6 +123,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 type config struct {
 	bin                   string
 	requests, warmup      int
+	warmupTime            time.Duration
 	concurrency           int
 	timeout               time.Duration
 	embedded, distributed bool
@@ -136,7 +137,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	mode := fs.String("mode", "all", "embedded, distributed or all")
 	fs.StringVar(&c.bin, "bin", "bin", "directory holding edge, authn, tokens and directory (make build)")
 	fs.IntVar(&c.requests, "requests", 5000, "measured requests per scenario (enough for 10 ms CPU ticks and a noisy shared machine)")
-	fs.IntVar(&c.warmup, "warmup", 500, "unmeasured requests sent first per scenario")
+	fs.IntVar(&c.warmup, "warmup", 500, "unmeasured requests sent first per scenario, in rounds until -warmup-time has passed")
+	fs.DurationVar(&c.warmupTime, "warmup-time", 3*time.Second, "least duration of each scenario's warm-up")
 	fs.IntVar(&c.concurrency, "concurrency", 4, "concurrent keep-alive connections")
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "time limit of the whole run")
 	fs.StringVar(&c.postgres, "postgres", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable",
@@ -157,8 +159,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	default:
 		problems = append(problems, fmt.Sprintf("-mode: want embedded, distributed or all, got %q", *mode))
 	}
-	if c.requests < 1 || c.warmup < 0 || c.concurrency < 1 {
-		problems = append(problems, "-requests and -concurrency must be positive, -warmup not negative")
+	if c.requests < 1 || c.warmup < 0 || c.concurrency < 1 || c.warmupTime < 0 {
+		problems = append(problems, "-requests and -concurrency must be positive, -warmup and -warmup-time not negative")
 	}
 	if c.timeout <= 0 {
 		problems = append(problems, "-timeout must be positive")

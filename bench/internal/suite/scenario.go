@@ -37,9 +37,13 @@ type Target struct {
 
 // Options size each scenario.
 type Options struct {
-	Client      *http.Client // see load.NewClient
-	Warmup      int          // requests sent, and not measured, first
-	Requests    int          // measured requests
+	Client *http.Client // see load.NewClient
+	Warmup int          // requests sent, and not measured, first
+	// WarmupTime is the least time the warm-up lasts (more rounds of
+	// Warmup requests): a fresh server's CPU per request falls for
+	// seconds while its heap grows (page faults) and caches fill.
+	WarmupTime  time.Duration
+	Requests    int // measured requests
 	Concurrency int
 }
 
@@ -98,8 +102,13 @@ func Run(ctx context.Context, t Target, f *Fixture, kinds []Kind, o Options) ([]
 		case err != nil:
 			return rows, fmt.Errorf("%s: %w", row.Scenario, err)
 		}
-		if _, err := load.Run(ctx, load.Options{Client: o.Client, Requests: o.Warmup, Concurrency: o.Concurrency}, sc.req, sc.check); err != nil {
-			return rows, fmt.Errorf("%s warm-up: %w", row.Scenario, err)
+		for start := time.Now(); ; {
+			if _, err := load.Run(ctx, load.Options{Client: o.Client, Requests: o.Warmup, Concurrency: o.Concurrency}, sc.req, sc.check); err != nil {
+				return rows, fmt.Errorf("%s warm-up: %w", row.Scenario, err)
+			}
+			if o.Warmup == 0 || time.Since(start) >= o.WarmupTime {
+				break
+			}
 		}
 		var before time.Duration
 		if t.CPU != nil {
