@@ -21,7 +21,8 @@ const Redacted = "[REDACTED]"
 func New(w io.Writer, level slog.Leveler) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level}
 	under := w
-	if bw, ok := w.(*BufferedWriter); ok {
+	bw, buffered := w.(*BufferedWriter)
+	if buffered {
 		under = bw.w
 	}
 	var h slog.Handler
@@ -30,7 +31,6 @@ func New(w io.Writer, level slog.Leveler) *slog.Logger {
 	} else {
 		h = slog.NewJSONHandler(w, opts)
 	}
-	bw, _ := w.(*BufferedWriter)
 	return slog.New(handler{h, bw})
 }
 
@@ -122,9 +122,11 @@ type handler struct {
 }
 
 func (h handler) Handle(ctx context.Context, r slog.Record) error {
+	// A LogValuer is resolved here to look inside it; the record is then
+	// rebuilt with the resolved value so it is not resolved twice.
 	dirty := false
 	r.Attrs(func(a slog.Attr) bool {
-		dirty = needsRedaction(a)
+		dirty = a.Value.Kind() == slog.KindLogValuer || needsRedaction(a)
 		return !dirty
 	})
 	if dirty {

@@ -78,12 +78,9 @@ func (m *httpMiddleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			semconv.UserAgentOriginal(r.UserAgent()),
 		)
 	}
-	sw := &statusWriter{ResponseWriter: w}
+	sw := &StatusWriter{ResponseWriter: w}
 	defer func() {
-		status := sw.status
-		if status == 0 {
-			status = http.StatusOK
-		}
+		status := sw.Status()
 		if recording {
 			span.SetAttributes(semconv.HTTPResponseStatusCode(status))
 			if status >= 500 {
@@ -131,28 +128,41 @@ func scheme(r *http.Request) string {
 	return "http"
 }
 
-// statusWriter records the status code. It keeps Flush (gRPC streams
-// through edge's proxy) and Unwrap (http.ResponseController).
-type statusWriter struct {
+// StatusWriter records the status code and body size of a response, for
+// this middleware and for access logs. It keeps Flush (gRPC streams through
+// edge's proxy) and Unwrap (http.ResponseController).
+type StatusWriter struct {
 	http.ResponseWriter
 	status int
+	Bytes  int64 // body bytes written
 }
 
-func (w *statusWriter) WriteHeader(code int) {
+// Status is the response's status code: 200 when the handler wrote a body
+// or nothing without calling WriteHeader.
+func (w *StatusWriter) Status() int {
+	if w.status == 0 {
+		return http.StatusOK
+	}
+	return w.status
+}
+
+func (w *StatusWriter) WriteHeader(code int) {
 	if w.status == 0 && code >= 200 { // 1xx are interim
 		w.status = code
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
-func (w *statusWriter) Write(b []byte) (int, error) {
+func (w *StatusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
-	return w.ResponseWriter.Write(b)
+	n, err := w.ResponseWriter.Write(b)
+	w.Bytes += int64(n)
+	return n, err
 }
 
-func (w *statusWriter) Flush() {
+func (w *StatusWriter) Flush() {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
@@ -161,4 +171,4 @@ func (w *statusWriter) Flush() {
 	}
 }
 
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+func (w *StatusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gatehouse-id/gatehouse/bench/internal/launch"
 	"github.com/gatehouse-id/gatehouse/bench/internal/load"
 	"github.com/gatehouse-id/gatehouse/bench/internal/procstat"
 )
@@ -52,7 +53,7 @@ func (b *bench) httpFloor(ctx context.Context) (time.Duration, error) {
 	addr := ln.Addr().String()
 	_ = ln.Close()
 	cmd := exec.Command(exe, floorFlag, addr)
-	cmd.Env = childEnvFloor()
+	cmd.Env = launch.ChildEnv(nil) // as the Gatehouse processes get it
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -108,16 +109,4 @@ func (b *bench) httpFloor(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	return (after - before) / time.Duration(res.Requests), nil
-}
-
-// childEnvFloor is the environment of the floor server: PATH and HOME only,
-// as for the Gatehouse processes (GOGC and the like would change it).
-func childEnvFloor() []string {
-	var env []string
-	for _, k := range []string{"PATH", "HOME", "TMPDIR"} {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		}
-	}
-	return env
 }

@@ -98,7 +98,7 @@ func start(o Options, name, addr string, env map[string]string) (*child, error) 
 	}
 	bin := filepath.Join(o.BinDir, name)
 	cmd := exec.Command(bin)
-	cmd.Env = childEnv(env)
+	cmd.Env = ChildEnv(env)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// The children die with the tool, even when it is killed.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -115,10 +115,10 @@ func start(o Options, name, addr string, env map[string]string) (*child, error) 
 	return c, nil
 }
 
-// childEnv is env plus the parent's PATH and HOME only: inherited
+// ChildEnv is env plus the parent's PATH and HOME only: inherited
 // GATEHOUSE_* or OTEL_* variables would change what is measured (or send
 // telemetry off the machine).
-func childEnv(env map[string]string) []string {
+func ChildEnv(env map[string]string) []string {
 	out := make([]string, 0, len(env)+2)
 	for _, k := range []string{"PATH", "HOME", "TMPDIR"} {
 		if v, ok := os.LookupEnv(k); ok {

@@ -188,7 +188,7 @@ func TestBackendsMustBeLoopback(t *testing.T) {
 func TestChildEnvDropsInheritedConfiguration(t *testing.T) {
 	t.Setenv("GATEHOUSE_DATABASE_URL", "postgres://elsewhere/db")
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318")
-	env := strings.Join(childEnv(map[string]string{"GATEHOUSE_ADDR": "127.0.0.1:1"}), "\n")
+	env := strings.Join(ChildEnv(map[string]string{"GATEHOUSE_ADDR": "127.0.0.1:1"}), "\n")
 	if strings.Contains(env, "DATABASE_URL") || strings.Contains(env, "OTEL_") {
 		t.Fatalf("child environment inherits configuration:\n%s", env)
 	}
