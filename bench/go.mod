@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/gatehouse-id/gatehouse/pkg v0.0.0
 	github.com/gatehouse-id/gatehouse/services/edge v0.0.0
+	github.com/golang-fips/openssl/v2 v2.0.3
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/redis/go-redis/v9 v9.23.0
 )

@@ -70,6 +70,7 @@ type Config struct {
 // Tokens configures the tokens service: signing and lifetimes.
 type Tokens struct {
 	SigningAlgorithm    string        // GATEHOUSE_SIGNING_ALGORITHM: RS256 (default), ES256 or EdDSA
+	SigningLibrary      string        // GATEHOUSE_SIGNING_LIBRARY: auto (default: OpenSSL when it loads), openssl or go
 	KeyRotationInterval time.Duration // GATEHOUSE_KEY_ROTATION_INTERVAL, default 6h
 	AccessTokenLifetime time.Duration // GATEHOUSE_ACCESS_TOKEN_LIFETIME, default 12h
 	IDTokenLifetime     time.Duration // GATEHOUSE_ID_TOKEN_LIFETIME, default 12h
@@ -110,6 +111,7 @@ func Load(role Role, getenv Getenv) (*Config, error) {
 	c.ShutdownTimeout = p.duration("GATEHOUSE_SHUTDOWN_TIMEOUT", 20*time.Second)
 	c.Tokens = Tokens{
 		SigningAlgorithm:    p.str("GATEHOUSE_SIGNING_ALGORITHM", "RS256"),
+		SigningLibrary:      p.str("GATEHOUSE_SIGNING_LIBRARY", "auto"),
 		KeyRotationInterval: p.duration("GATEHOUSE_KEY_ROTATION_INTERVAL", 6*time.Hour),
 		AccessTokenLifetime: p.duration("GATEHOUSE_ACCESS_TOKEN_LIFETIME", 12*time.Hour),
 		IDTokenLifetime:     p.duration("GATEHOUSE_ID_TOKEN_LIFETIME", 12*time.Hour),
@@ -122,6 +124,11 @@ func Load(role Role, getenv Getenv) (*Config, error) {
 	case "RS256", "ES256", "EdDSA":
 	default:
 		p.fail("GATEHOUSE_SIGNING_ALGORITHM", "want RS256, ES256 or EdDSA, got %q", c.Tokens.SigningAlgorithm)
+	}
+	switch c.Tokens.SigningLibrary {
+	case "auto", "openssl", "go":
+	default:
+		p.fail("GATEHOUSE_SIGNING_LIBRARY", "want auto, openssl or go, got %q", c.Tokens.SigningLibrary)
 	}
 	if c.Tokens.RefreshIdleLifetime > c.Tokens.RefreshAbsLifetime {
 		p.fail("GATEHOUSE_REFRESH_TOKEN_IDLE_LIFETIME", "must not exceed GATEHOUSE_REFRESH_TOKEN_ABSOLUTE_LIFETIME")

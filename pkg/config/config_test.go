@@ -52,6 +52,7 @@ func TestInvalid(t *testing.T) {
 		{"authn needs urls", RoleAuthn, map[string]string{"GATEHOUSE_INTERNAL_TOKEN": token}, []string{"GATEHOUSE_DIRECTORY_URL: required for the authn process", "GATEHOUSE_TOKENS_URL: required"}},
 		{"directory needs tokens", RoleDirectory, map[string]string{"GATEHOUSE_INTERNAL_TOKEN": token}, []string{"GATEHOUSE_TOKENS_URL: required for the directory process"}},
 		{"signing algorithm", RoleEdge, map[string]string{"GATEHOUSE_SIGNING_ALGORITHM": "HS256"}, []string{"GATEHOUSE_SIGNING_ALGORITHM"}},
+		{"signing library", RoleEdge, map[string]string{"GATEHOUSE_SIGNING_LIBRARY": "boringssl"}, []string{"GATEHOUSE_SIGNING_LIBRARY"}},
 		{"rotation too often", RoleEdge, map[string]string{"GATEHOUSE_KEY_ROTATION_INTERVAL": "1m"}, []string{"GATEHOUSE_KEY_ROTATION_INTERVAL"}},
 		{"refresh idle over absolute", RoleEdge, map[string]string{"GATEHOUSE_REFRESH_TOKEN_IDLE_LIFETIME": "2000h", "GATEHOUSE_REFRESH_TOKEN_ABSOLUTE_LIFETIME": "1000h"}, []string{"GATEHOUSE_REFRESH_TOKEN_IDLE_LIFETIME"}},
 		{"negative grace", RoleEdge, map[string]string{"GATEHOUSE_REFRESH_REUSE_GRACE": "-1s"}, []string{"GATEHOUSE_REFRESH_REUSE_GRACE"}},

@@ -36,19 +36,23 @@ func row(name string, requests int, cpu time.Duration) suite.Row {
 }
 
 func TestTableTargetsAndRatio(t *testing.T) {
-	b := &bench{cfg: config{requests: 100}, floor: []floor.Cost{{Name: "RS256 sign (RSA-2048 PKCS#1 v1.5)", PerOp: time.Millisecond}}}
+	b := &bench{cfg: config{requests: 100}, httpCost: 30 * time.Microsecond, floor: []floor.Cost{
+		{Name: "RS256 sign, Go", Op: floor.Op{Alg: "RS256 sign", Library: "go"}, PerOp: time.Millisecond},
+		{Name: "RS256 sign, OpenSSL", Op: floor.Op{Alg: "RS256 sign", Library: "openssl"}, PerOp: 250 * time.Microsecond},
+	}}
 	rows := []suite.Row{
 		row("client_credentials JWT ES256", 100, 10*time.Millisecond),  // 0.1 ms ≤ 0.15
 		row("client_credentials JWT RS256", 100, 120*time.Millisecond), // 1.2 ms > 1.05 ms
 		{Scenario: "JWT introspection (RS256)", Note: "not available: POST /oauth/v2/introspect answered 404"},
 	}
 	var out strings.Builder
-	if err := b.table("embedded", rows, 1).Write(&out); err != nil {
+	if err := b.table("embedded", modeResult{rows: rows, nprocs: 1, library: "go", version: "go1.26.8"}).Write(&out); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()
 	for _, want := range []string{
-		"≤ 0.150 ms met", "≤ 1.050 ms MISSED", "RS256 JWT server CPU / RS256 sign = 1.20",
+		"≤ 0.150 ms met", "≤ 1.050 ms MISSED", "RS256 JWT server CPU / RS256 sign with Go crypto/rsa = 1.20",
+		"signs RS256 and ES256 with go (go1.26.8)", "RS256 JWT server CPU − the server's RS256 sign = 0.200 ms",
 		"JWT introspection (RS256): not available: POST /oauth/v2/introspect answered 404",
 	} {
 		if !strings.Contains(got, want) {
@@ -56,10 +60,43 @@ func TestTableTargetsAndRatio(t *testing.T) {
 		}
 	}
 	var dist strings.Builder
-	if err := b.table("distributed", rows, 4).Write(&dist); err != nil {
+	if err := b.table("distributed", modeResult{rows: rows, nprocs: 4}).Write(&dist); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(dist.String(), "target") && strings.Contains(dist.String(), "MISSED") {
 		t.Errorf("distributed table shows embedded targets:\n%s", dist.String())
+	}
+}
+
+// TestTableOpenSSL: with a server that signs with OpenSSL, the target stays
+// relative to Go's sign and the remainder is taken from OpenSSL's.
+func TestTableOpenSSL(t *testing.T) {
+	b := &bench{cfg: config{requests: 100}, httpCost: 30 * time.Microsecond, floor: []floor.Cost{
+		{Name: "RS256 sign, Go", Op: floor.Op{Alg: "RS256 sign", Library: "go"}, PerOp: time.Millisecond},
+		{Name: "RS256 sign, OpenSSL", Op: floor.Op{Alg: "RS256 sign", Library: "openssl"}, PerOp: 250 * time.Microsecond},
+	}}
+	rows := []suite.Row{row("client_credentials JWT RS256", 100, 40*time.Millisecond)} // 0.4 ms
+	var out strings.Builder
+	if err := b.table("embedded", modeResult{rows: rows, nprocs: 1, library: "openssl", version: "OpenSSL 3.0.19"}).Write(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"≤ 1.050 ms met", "with Go crypto/rsa = 0.40", "with OpenSSL, the server's signer = 1.60",
+		"RS256 JWT server CPU − the server's RS256 sign = 0.150 ms",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestParseSigningLibrary(t *testing.T) {
+	metrics := "# HELP gatehouse_tokens_signing_library What signs.\n# TYPE gatehouse_tokens_signing_library gauge\n" +
+		`gatehouse_tokens_signing_library{library="openssl",otel_scope_name="x",version="OpenSSL 3.0.19 27 Jan 2026"} 1` + "\n"
+	if l, v := parseSigningLibrary(metrics); l != "openssl" || v != "OpenSSL 3.0.19 27 Jan 2026" {
+		t.Fatalf("got %q %q", l, v)
+	}
+	if l, _ := parseSigningLibrary("go_goroutines 7\n"); l != "" {
+		t.Fatalf("got %q from metrics without the gauge", l)
 	}
 }

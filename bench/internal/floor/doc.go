@@ -1,6 +1,7 @@
 // Package floor measures, in-process, the raw cost of the signature
 // operations a token endpoint cannot avoid: RS256 (RSA-2048 PKCS #1 v1.5
 // over SHA-256) and ES256 (ECDSA P-256 over SHA-256) signing, and RS256
-// verification. Server CPU per token is judged against these. It depends
-// only on the standard library.
+// verification, with the Go standard library and, where it loads, with
+// OpenSSL (what the tokens service signs with by default). Server CPU per
+// token is judged against these.
 package floor

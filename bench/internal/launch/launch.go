@@ -49,6 +49,16 @@ func (d *Deployment) PIDs() []int {
 	return out
 }
 
+// Bases are the base URLs of the deployment's processes (edge first in
+// embedded mode, the only one), for their /metrics.
+func (d *Deployment) Bases() []string {
+	out := make([]string, len(d.procs))
+	for i, p := range d.procs {
+		out[i] = p.base
+	}
+	return out
+}
+
 // CPU is the total CPU time the deployment's processes have used.
 func (d *Deployment) CPU() (time.Duration, error) {
 	for _, p := range d.procs {

@@ -51,9 +51,9 @@ func Check(text string, want Want) error {
 	for _, re := range []string{
 		`^FROM golang:1\.26 AS build$`,
 		`^ARG SERVICE$`,
-		`^ENV .*\bCGO_ENABLED=0\b`,
+		`^ENV .*\bCGO_ENABLED=1\b`,
 		`^RUN go build -trimpath -ldflags="-s -w" -o \S+ "\./services/\$\{SERVICE\}/cmd/\$\{SERVICE\}"$`,
-		`^FROM gcr\.io/distroless/static-debian12:nonroot$`,
+		`^FROM gcr\.io/distroless/base-debian12:nonroot$`,
 		fmt.Sprintf(`^USER %d:%d$`, want.UID, want.UID),
 		fmt.Sprintf(`^EXPOSE %d$`, want.Port),
 	} {

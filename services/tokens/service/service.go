@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
@@ -99,6 +100,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 	t := cfg.Tokens
 	s.keys, err = keys.New(ctx, st, keys.Options{
 		Algorithm:        t.SigningAlgorithm,
+		Library:          t.SigningLibrary,
 		RotationInterval: t.KeyRotationInterval,
 		MaxTokenLifetime: max(t.AccessTokenLifetime, t.IDTokenLifetime),
 		MasterKey:        cfg.MasterKey,
@@ -106,6 +108,11 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 	})
 	if err != nil {
 		return nil, fmt.Errorf("signing keys: %w", err)
+	}
+	lib, version := s.keys.Library()
+	if err := telemetry.Info("gatehouse.tokens.signing_library", "What signs RS256 and ES256 tokens: openssl or go, with its version (value 1).",
+		attribute.String("library", lib), attribute.String("version", version)); err != nil {
+		return nil, err
 	}
 	s.revoked, err = revocation.New(st, revocation.Options{RedisURL: cfg.RedisURL, Logger: env.Logger, Now: time.Now})
 	if err != nil {

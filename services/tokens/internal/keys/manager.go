@@ -55,6 +55,11 @@ type Options struct {
 	MaxTokenLifetime time.Duration
 	// MasterKey encrypts private keys at rest (32 bytes).
 	MasterKey []byte
+	// Library signs RS256 and ES256: LibraryAuto (the default when empty)
+	// uses OpenSSL where libcrypto.so.3 loads and the standard library
+	// otherwise; LibraryOpenSSL fails New without OpenSSL; LibraryGo never
+	// loads it. EdDSA always signs with the standard library.
+	Library string
 
 	// PrePublish is how long a key is published before it signs; it must
 	// exceed KeySetMaxAge + ReloadInterval.
@@ -91,11 +96,17 @@ func (o *Options) setDefaults() error {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.Library == "" {
+		o.Library = LibraryAuto
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 	var problems []error
 	if err := CheckAlgorithm(o.Algorithm); err != nil {
+		problems = append(problems, err)
+	}
+	if err := CheckLibrary(o.Library); err != nil {
 		problems = append(problems, err)
 	}
 	if o.MaxTokenLifetime <= 0 {
@@ -149,6 +160,7 @@ type Manager struct {
 	db     *db.DB
 	cipher *secrets.Cipher
 	o      Options
+	ossl   string // OpenSSL's version when it signs RS256 and ES256 (see Options.Library)
 
 	mu     sync.Mutex            // serialises Reload and Rotate (the snapshot's writers)
 	parsed map[string]*parsedKey // by kid; guarded by mu
@@ -186,6 +198,9 @@ func New(ctx context.Context, store *db.DB, o Options) (*Manager, error) {
 		return nil, fmt.Errorf("keys: %w", err)
 	}
 	m := &Manager{db: store, cipher: c, o: o, parsed: map[string]*parsedKey{}}
+	if m.ossl, err = useOpenSSL(o.Library, o.Logger); err != nil {
+		return nil, fmt.Errorf("keys: %w", err)
+	}
 	m.snap.Store(&snapshot{byID: map[string]*Key{}})
 	if err := m.Reload(ctx); err != nil {
 		return nil, err
@@ -381,7 +396,7 @@ func (m *Manager) parse(r *row, cached *parsedKey, maySign bool) (*parsedKey, er
 	if pe, ok := priv.Public().(interface{ Equal(crypto.PublicKey) bool }); !ok || !pe.Equal(p.pub) {
 		return nil, errors.New("private key does not match the stored public JWK")
 	}
-	s, err := newSigner(r.ID, r.Algorithm, priv, r.SignFrom)
+	s, err := m.newSigner(r.ID, r.Algorithm, priv, r.SignFrom)
 	if err != nil {
 		return nil, err
 	}

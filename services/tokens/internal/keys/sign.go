@@ -28,6 +28,8 @@ type Signer struct {
 	// than a compact JWT; it must not be logged or serialized.
 	Key      crypto.Signer
 	SignFrom time.Time
+	// Library is what computes the signatures: LibraryGo or LibraryOpenSSL.
+	Library string
 
 	header  []byte // base64url(JOSE header) + "."
 	sigLen  int    // encoded signature length, to size the output once
@@ -46,7 +48,7 @@ func newSigner(kid, alg string, key crypto.Signer, signFrom time.Time) (*Signer,
 		return nil, fmt.Errorf("encode JWS header: %w", err)
 	}
 	enc := base64.RawURLEncoding
-	s := &Signer{KeyID: kid, Algorithm: alg, Key: key, SignFrom: signFrom}
+	s := &Signer{KeyID: kid, Algorithm: alg, Key: key, SignFrom: signFrom, Library: LibraryGo}
 	s.header = append(enc.AppendEncode(nil, h), '.')
 	switch k := key.(type) {
 	case *rsa.PrivateKey:
@@ -73,6 +75,16 @@ func newSigner(kid, alg string, key crypto.Signer, signFrom time.Time) (*Signer,
 		return nil, fmt.Errorf("signing key of type %T is not supported", key)
 	}
 	return s, nil
+}
+
+// useDigestSigner makes s sign with sign, a function of the SHA-256 digest
+// of the signing input that returns the JWS signature bytes (RS256, ES256).
+func (s *Signer) useDigestSigner(sign func(digest []byte) ([]byte, error), library string) {
+	s.Library = library
+	s.signRaw = func(in []byte) ([]byte, error) {
+		d := sha256.Sum256(in)
+		return sign(d[:])
+	}
 }
 
 // Sign returns the compact JWS (RFC 7515 §7.1) of claims, a JSON object the

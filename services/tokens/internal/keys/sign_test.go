@@ -19,6 +19,8 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/keys"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/keys/keytest"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/ossl"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/ossl/ossltest"
 )
 
 func jwaOf(alg string) jwa.SignatureAlgorithm {
@@ -50,60 +52,115 @@ func publishedSet(t *testing.T, m *keys.Manager) jwk.Set {
 
 // TestSignInteroperates: tokens from Sign verify with jwx against the
 // published JWK, for every algorithm, and carry the expected header.
+// Both signing libraries are checked: OpenSSL where it loads (always
+// under CI=true), the standard library everywhere.
 func TestSignInteroperates(t *testing.T) {
-	for _, alg := range keys.Algorithms {
-		t.Run(alg, func(t *testing.T) {
-			store := keytest.Open(t, keytest.DBOptions(t, db.SQLite))
-			m := keytest.Manager(t, store, keytest.Options(alg, nil))
+	for _, lib := range []string{keys.LibraryGo, keys.LibraryOpenSSL} {
+		for _, alg := range keys.Algorithms {
+			t.Run(lib+"/"+alg, func(t *testing.T) {
+				if lib == keys.LibraryOpenSSL {
+					ossltest.Require(t)
+				}
+				testSignInteroperates(t, lib, alg)
+			})
+		}
+	}
+}
+
+func testSignInteroperates(t *testing.T, lib, alg string) {
+	store := keytest.Open(t, keytest.DBOptions(t, db.SQLite))
+	o := keytest.Options(alg, nil)
+	o.Library = lib
+	m := keytest.Manager(t, store, o)
+	s, err := m.Signer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[bool]string{true: lib, false: keys.LibraryGo}[alg != keys.EdDSA]; s.Library != want {
+		t.Fatalf("signer library: got %q; want %q", s.Library, want)
+	}
+	claims := []byte(`{"iss":"https://id.example.com","sub":"42","aud":["app"],"exp":1900000000}`)
+	tok, err := m.Sign(claims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := publishedSet(t, m)
+	k, ok := set.LookupKeyID(s.KeyID)
+	if !ok {
+		t.Fatalf("published set lacks kid %s", s.KeyID)
+	}
+	if use, _ := k.KeyUsage(); use != "sig" {
+		t.Fatalf("use: got %q; want sig", use)
+	}
+	if a, _ := k.Algorithm(); a.String() != alg {
+		t.Fatalf("alg: got %v; want %s", a, alg)
+	}
+	payload, err := jws.Verify([]byte(tok), jws.WithKeySet(set, jws.WithRequireKid(true)))
+	if err != nil {
+		t.Fatalf("jwx verify: %v", err)
+	}
+	if !bytes.Equal(payload, claims) {
+		t.Fatalf("payload: got %s; want %s", payload, claims)
+	}
+	msg, err := jws.Parse([]byte(tok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := msg.Signatures()[0].ProtectedHeaders()
+	kid, _ := h.KeyID()
+	typ, _ := h.Type()
+	halg, _ := h.Algorithm()
+	if kid != s.KeyID || typ != "JWT" || halg.String() != alg {
+		t.Fatalf("header: kid %q typ %q alg %v; want %s JWT %s", kid, typ, halg, s.KeyID, alg)
+	}
+	pub, ok := m.PublicKey(s.KeyID)
+	if eq, _ := pub.(interface{ Equal(crypto.PublicKey) bool }); !ok || eq == nil || !eq.Equal(s.Key.Public()) {
+		t.Fatalf("PublicKey(%s): got %T, %v; want the signer's public key", s.KeyID, pub, ok)
+	}
+	if _, ok := m.PublicKey("unknown"); ok {
+		t.Fatalf("PublicKey of an unknown kid found")
+	}
+	// Our own verifier agrees.
+	got, err := m.Verify(tok)
+	if err != nil || !bytes.Equal(got, claims) {
+		t.Fatalf("Verify: got %s, %v; want the claims", got, err)
+	}
+}
+
+// TestLibraryChoice: auto takes OpenSSL where it loads, openssl refuses to
+// start without it, go never uses it, and anything else is refused.
+func TestLibraryChoice(t *testing.T) {
+	_, loadErr := ossl.Load()
+	for _, c := range []struct {
+		lib  string
+		want string // signer library; "" when New must fail
+	}{
+		{keys.LibraryGo, keys.LibraryGo},
+		{keys.LibraryAuto, map[bool]string{true: keys.LibraryOpenSSL, false: keys.LibraryGo}[loadErr == nil]},
+		{keys.LibraryOpenSSL, map[bool]string{true: keys.LibraryOpenSSL, false: ""}[loadErr == nil]},
+		{"boringssl", ""},
+	} {
+		t.Run(c.lib, func(t *testing.T) {
+			o := keytest.Options(keys.RS256, nil)
+			o.Library = c.lib
+			m, err := keys.New(context.Background(), keytest.Open(t, keytest.DBOptions(t, db.SQLite)), o)
+			if c.want == "" {
+				if err == nil {
+					m.Stop()
+					t.Fatal("New succeeded; want an error")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Stop()
 			s, err := m.Signer()
 			if err != nil {
 				t.Fatal(err)
 			}
-			claims := []byte(`{"iss":"https://id.example.com","sub":"42","aud":["app"],"exp":1900000000}`)
-			tok, err := m.Sign(claims)
-			if err != nil {
-				t.Fatal(err)
-			}
-			set := publishedSet(t, m)
-			k, ok := set.LookupKeyID(s.KeyID)
-			if !ok {
-				t.Fatalf("published set lacks kid %s", s.KeyID)
-			}
-			if use, _ := k.KeyUsage(); use != "sig" {
-				t.Fatalf("use: got %q; want sig", use)
-			}
-			if a, _ := k.Algorithm(); a.String() != alg {
-				t.Fatalf("alg: got %v; want %s", a, alg)
-			}
-			payload, err := jws.Verify([]byte(tok), jws.WithKeySet(set, jws.WithRequireKid(true)))
-			if err != nil {
-				t.Fatalf("jwx verify: %v", err)
-			}
-			if !bytes.Equal(payload, claims) {
-				t.Fatalf("payload: got %s; want %s", payload, claims)
-			}
-			msg, err := jws.Parse([]byte(tok))
-			if err != nil {
-				t.Fatal(err)
-			}
-			h := msg.Signatures()[0].ProtectedHeaders()
-			kid, _ := h.KeyID()
-			typ, _ := h.Type()
-			halg, _ := h.Algorithm()
-			if kid != s.KeyID || typ != "JWT" || halg.String() != alg {
-				t.Fatalf("header: kid %q typ %q alg %v; want %s JWT %s", kid, typ, halg, s.KeyID, alg)
-			}
-			pub, ok := m.PublicKey(s.KeyID)
-			if eq, _ := pub.(interface{ Equal(crypto.PublicKey) bool }); !ok || eq == nil || !eq.Equal(s.Key.Public()) {
-				t.Fatalf("PublicKey(%s): got %T, %v; want the signer's public key", s.KeyID, pub, ok)
-			}
-			if _, ok := m.PublicKey("unknown"); ok {
-				t.Fatalf("PublicKey of an unknown kid found")
-			}
-			// Our own verifier agrees.
-			got, err := m.Verify(tok)
-			if err != nil || !bytes.Equal(got, claims) {
-				t.Fatalf("Verify: got %s, %v; want the claims", got, err)
+			if s.Library != c.want {
+				t.Fatalf("signer library: got %q; want %q", s.Library, c.want)
 			}
 		})
 	}

@@ -1,0 +1,27 @@
+package telemetry
+
+import (
+	"context"
+	"fmt"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// Info publishes a constant gauge of value 1 whose attributes carry facts
+// about the process (the Prometheus "info" idiom), such as which library
+// signs tokens: `<name>{library="openssl",version="..."} 1` on /metrics.
+func Info(name, description string, attrs ...attribute.KeyValue) error {
+	set := metric.WithAttributeSet(attribute.NewSet(attrs...))
+	_, err := otel.Meter(instrumentation).Int64ObservableGauge(name,
+		metric.WithDescription(description),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(1, set)
+			return nil
+		}))
+	if err != nil {
+		return fmt.Errorf("info metric %s: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,168 @@
+package ossl_test
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/ossl"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/ossl/ossltest"
+)
+
+func TestRSASignaturesVerifyWithCryptoRSA(t *testing.T) {
+	ossltest.Require(t)
+	for i := range 3 { // a few keys: a wrong limb order would not pass by luck
+		k, err := rsa.GenerateKey(rand.Reader, 2048)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sign, err := ossl.RSA(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := sha256.Sum256(fmt.Appendf(nil, "message %d", i))
+		sig, err := sign(d[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rsa.VerifyPKCS1v15(&k.PublicKey, crypto.SHA256, d[:], sig); err != nil {
+			t.Fatalf("key %d: %v", i, err)
+		}
+		// PKCS #1 v1.5 is deterministic: OpenSSL must agree with crypto/rsa bit for bit.
+		want, _ := rsa.SignPKCS1v15(nil, k, crypto.SHA256, d[:])
+		if string(sig) != string(want) {
+			t.Fatalf("key %d: OpenSSL and crypto/rsa signatures differ", i)
+		}
+	}
+}
+
+func TestECDSASignaturesVerifyWithCryptoECDSA(t *testing.T) {
+	ossltest.Require(t)
+	for i := range 3 {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sign, err := ossl.ECDSA(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := sha256.Sum256(fmt.Appendf(nil, "message %d", i))
+		sig, err := sign(d[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ecdsa.VerifyASN1(&k.PublicKey, d[:], sig) {
+			t.Fatalf("key %d: signature does not verify", i)
+		}
+		other := sha256.Sum256([]byte("another message"))
+		if ecdsa.VerifyASN1(&k.PublicKey, other[:], sig) {
+			t.Fatalf("key %d: signature verifies for another digest", i)
+		}
+	}
+}
+
+func TestECDSAOtherCurvesRefused(t *testing.T) {
+	ossltest.Require(t)
+	k, err := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ossl.ECDSA(k); err == nil {
+		t.Fatal("P-384 key accepted")
+	}
+}
+
+func TestRSAMultiPrimeRefused(t *testing.T) {
+	ossltest.Require(t)
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.Precomputed.Dp = nil // as for a key that was never precomputed
+	if _, err := ossl.RSA(k); err == nil {
+		t.Fatal("key without CRT values accepted")
+	}
+}
+
+// TestConcurrentSigning signs from many goroutines with one key: the
+// library shares one EVP_PKEY between them.
+func TestConcurrentSigning(t *testing.T) {
+	ossltest.Require(t)
+	rk, _ := rsa.GenerateKey(rand.Reader, 2048)
+	ek, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	rs, err := ossl.RSA(rk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, err := ossl.ECDSA(ek)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 20 {
+				d := sha256.Sum256(fmt.Appendf(nil, "%d/%d", g, i))
+				sig, err := rs(d[:])
+				if err == nil {
+					err = rsa.VerifyPKCS1v15(&rk.PublicKey, crypto.SHA256, d[:], sig)
+				}
+				if err == nil {
+					if sig, err = es(d[:]); err == nil && !ecdsa.VerifyASN1(&ek.PublicKey, d[:], sig) {
+						err = fmt.Errorf("ECDSA signature %d/%d does not verify", g, i)
+					}
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// BenchmarkSign compares OpenSSL with the standard library on this machine.
+func BenchmarkSign(b *testing.B) {
+	ossltest.Require(b)
+	rk, _ := rsa.GenerateKey(rand.Reader, 2048)
+	ek, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	rs, err := ossl.RSA(rk)
+	if err != nil {
+		b.Fatal(err)
+	}
+	es, err := ossl.ECDSA(ek)
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := sha256.Sum256([]byte("benchmark"))
+	for _, c := range []struct {
+		name string
+		fn   func() error
+	}{
+		{"RS256/openssl", func() error { _, err := rs(d[:]); return err }},
+		{"RS256/go", func() error { _, err := rsa.SignPKCS1v15(nil, rk, crypto.SHA256, d[:]); return err }},
+		{"ES256/openssl", func() error { _, err := es(d[:]); return err }},
+		{"ES256/go", func() error { _, err := ecdsa.SignASN1(rand.Reader, ek, d[:]); return err }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if err := c.fn(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
