@@ -1,6 +1,7 @@
 package stackbench
 
 import (
+	"cmp"
 	"context"
 	"crypto"
 	"crypto/rand"
@@ -51,6 +52,9 @@ func newStack(tb testing.TB, alg string) *stack {
 		"GATEHOUSE_SIGNING_ALGORITHM": alg,
 		"GATEHOUSE_RATE_LIMIT":        "0",
 		"GATEHOUSE_ADMIN_PASSWORD":    "Stack-bench-" + randomHex(6) + "-9a!",
+		// STACKBENCH_SIGNING_LIBRARY=go compares the standard library's
+		// signing with OpenSSL's (the default where it loads).
+		"GATEHOUSE_SIGNING_LIBRARY": cmp.Or(os.Getenv("STACKBENCH_SIGNING_LIBRARY"), "auto"),
 	}
 	getenv := func(k string) string { return env[k] }
 	cfg, err := config.Load(config.RoleEdge, getenv)
