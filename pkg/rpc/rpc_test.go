@@ -58,12 +58,13 @@ func TestInternalCredential(t *testing.T) {
 		token    string
 		protocol connect.ClientOption
 		wantCode connect.Code // 0 = success
+		http2    bool         // gRPC needs HTTP/2; internal calls use Connect over HTTP/1.1
 	}{
-		{"connect with token", token, connect.WithProtoJSON(), 0},
-		{"grpc with token", token, connect.WithGRPC(), 0},
-		{"grpc-web with token", token, connect.WithGRPCWeb(), 0},
-		{"wrong token", token + "x", connect.WithGRPC(), connect.CodeUnauthenticated},
-		{"no token", "", connect.WithProtoJSON(), connect.CodeUnauthenticated},
+		{"connect with token", token, connect.WithProtoJSON(), 0, false},
+		{"grpc with token", token, connect.WithGRPC(), 0, true},
+		{"grpc-web with token", token, connect.WithGRPCWeb(), 0, false},
+		{"wrong token", token + "x", connect.WithGRPC(), connect.CodeUnauthenticated, true},
+		{"no token", "", connect.WithProtoJSON(), connect.CodeUnauthenticated, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -71,7 +72,11 @@ func TestInternalCredential(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := connect.NewClient[wrapperspb.StringValue, wrapperspb.StringValue](rpc.NewHTTPClient(), base+procedure, append(opts, tc.protocol)...)
+			hc := rpc.NewHTTPClient()
+			if tc.http2 {
+				hc = &http.Client{Transport: rpc.NewH2CTransport()}
+			}
+			c := connect.NewClient[wrapperspb.StringValue, wrapperspb.StringValue](hc, base+procedure, append(opts, tc.protocol)...)
 			res, err := c.CallUnary(context.Background(), connect.NewRequest(wrapperspb.String("hi")))
 			if tc.wantCode == 0 {
 				if err != nil {
@@ -124,7 +129,7 @@ func TestTracePropagation(t *testing.T) {
 		w.WriteHeader(204)
 	}))
 	aURL := serveH2C(t, a)
-	hc := &http.Client{Transport: telemetry.HTTPTransport(http.DefaultTransport)}
+	hc := &http.Client{Transport: telemetry.HTTPTransport(http.DefaultTransport, nil)}
 	ctx, root := tp.Tracer("test").Start(context.Background(), "client")
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, aURL+"/work", nil)
 	res, err := hc.Do(req)

@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
@@ -105,9 +104,4 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 // another Gatehouse service.
 func ConnectInterceptor() (*otelconnect.Interceptor, error) {
 	return otelconnect.NewInterceptor(otelconnect.WithTrustRemote())
-}
-
-// HTTPTransport wraps rt so outgoing requests carry the trace context.
-func HTTPTransport(rt http.RoundTripper) http.RoundTripper {
-	return otelhttp.NewTransport(rt)
 }

@@ -9,10 +9,10 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
-
+	"github.com/gatehouse-id/gatehouse/pkg/telemetry"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/apierror"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/reqinfo"
 )
@@ -27,11 +27,12 @@ const StatusClientClosedRequest = 499
 
 // Proxy is an http.Handler forwarding to one service.
 type Proxy struct {
-	svc       string
-	target    *url.URL
-	logger    *slog.Logger
-	rp        *httputil.ReverseProxy
-	transport *http.Transport
+	svc    string
+	target *url.URL
+	logger *slog.Logger
+	rp     *httputil.ReverseProxy
+	h1     *http.Transport // everything but gRPC
+	h2     *http.Transport // gRPC
 }
 
 var _ http.Handler = (*Proxy)(nil)
@@ -58,16 +59,20 @@ func New(target *url.URL, svc string, logger *slog.Logger) (*Proxy, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	p := &Proxy{svc: svc, target: target, logger: logger, transport: newTransport(target.Scheme)}
+	p := &Proxy{svc: svc, target: target, logger: logger, h1: newTransport(target.Scheme, false), h2: newTransport(target.Scheme, true)}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: p.rewrite,
-		Transport: hideQuery{otelhttp.NewTransport(restoreQuery{p.transport},
-			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
-				return "edge→" + svc + " " + r.Method
-			}))},
-		// Flush every write at once: gRPC server streams and gRPC-web need
-		// each message delivered as the service sends it.
-		FlushInterval:  -1,
+		Transport: telemetry.HTTPTransport(byProtocol{h1: p.h1, h2: p.h2}, func(r *http.Request) string {
+			return "edge→" + svc + " " + r.Method
+		}),
+		// No periodic flushing: ReverseProxy flushes every write at once
+		// for a response of unknown length (gRPC and Connect streams,
+		// chunked bodies) and for text/event-stream, so streams still pass
+		// unbuffered, while a response with a Content-Length leaves in one
+		// write instead of one per copy (flushing each cost a tenth of
+		// edge's CPU on the key set).
+		FlushInterval:  0,
+		BufferPool:     bufferPool{},
 		ModifyResponse: keepTrailers,
 		ErrorHandler:   p.handleError,
 		ErrorLog:       slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
@@ -75,14 +80,22 @@ func New(target *url.URL, svc string, logger *slog.Logger) (*Proxy, error) {
 	return p, nil
 }
 
-func newTransport(scheme string) *http.Transport {
+// newTransport returns the transport to a service: HTTP/1.1 keep-alive, or
+// with http2 prior-knowledge h2c (HTTP/2 over TLS for https targets).
+//
+// HTTP/1.1 is the default because Go's HTTP/2 server costs about three
+// times the CPU per request of its HTTP/1.1 server (measured: the tokens
+// service answered the key set for 0.110 ms of CPU over h2c, 0.036 ms over
+// HTTP/1.1), and edge forwards mostly small unary requests. gRPC needs
+// HTTP/2 end to end (trailers, full duplex), so it keeps h2c.
+func newTransport(scheme string, http2 bool) *http.Transport {
 	protocols := new(http.Protocols)
-	if scheme == "https" {
+	switch {
+	case !http2:
 		protocols.SetHTTP1(true)
+	case scheme == "https":
 		protocols.SetHTTP2(true)
-	} else {
-		// Prior-knowledge h2c: services speak HTTP/2 cleartext and gRPC
-		// needs HTTP/2 end to end for trailers.
+	default:
 		protocols.SetUnencryptedHTTP2(true)
 	}
 	return &http.Transport{
@@ -95,6 +108,9 @@ func newTransport(scheme string) *http.Transport {
 		}).DialContext,
 		TLSHandshakeTimeout: 10 * time.Second,
 		IdleConnTimeout:     90 * time.Second,
+		// HTTP/1.1 carries one request per connection at a time: keep as
+		// many idle as edge has requests in flight to the service.
+		MaxIdleConnsPerHost: 256,
 		// Pass Accept-Encoding and compressed bodies through untouched.
 		DisableCompression: true,
 		HTTP2: &http.HTTP2Config{
@@ -106,11 +122,40 @@ func newTransport(scheme string) *http.Transport {
 	}
 }
 
+// byProtocol sends gRPC (application/grpc and application/grpc+codec, not
+// gRPC-web, which is made for HTTP/1.1) over HTTP/2 and the rest over
+// HTTP/1.1.
+type byProtocol struct{ h1, h2 http.RoundTripper }
+
+func (t byProtocol) RoundTrip(r *http.Request) (*http.Response, error) {
+	if isGRPC(r.Header.Get("Content-Type")) {
+		return t.h2.RoundTrip(r)
+	}
+	return t.h1.RoundTrip(r)
+}
+
+func isGRPC(contentType string) bool {
+	rest, ok := strings.CutPrefix(contentType, "application/grpc")
+	return ok && (rest == "" || rest[0] == '+' || rest[0] == ';')
+}
+
+// bufferPool recycles ReverseProxy's copy buffers, which it would
+// otherwise allocate (32 KiB, zeroed) for every response.
+type bufferPool struct{}
+
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+func (bufferPool) Get() []byte  { return *copyBuffers.Get().(*[]byte) }
+func (bufferPool) Put(b []byte) { copyBuffers.Put(&b) }
+
 // ServeHTTP implements http.Handler.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) { p.rp.ServeHTTP(w, r) }
 
 // CloseIdleConnections closes idle connections to the service, for shutdown.
-func (p *Proxy) CloseIdleConnections() { p.transport.CloseIdleConnections() }
+func (p *Proxy) CloseIdleConnections() {
+	p.h1.CloseIdleConnections()
+	p.h2.CloseIdleConnections()
+}
 
 func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	pr.SetURL(p.target)

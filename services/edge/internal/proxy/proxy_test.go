@@ -139,24 +139,51 @@ func TestServerStreamingIsNotBuffered(t *testing.T) {
 	}
 }
 
-func TestHTTP1ClientReachesH2CBackend(t *testing.T) {
+// TestBackendProtocol: gRPC reaches the service over h2c, everything else
+// (gRPC-web and Connect included) over HTTP/1.1, whatever the client spoke.
+func TestBackendProtocol(t *testing.T) {
 	backend := &edgetest.Backend{Name: "tokens"}
 	edge, _ := newEdge(t, backend, nil, nil)
-	req, _ := http.NewRequest(http.MethodPost, edge.String()+"/oauth/v2/token?x=1", strings.NewReader("grant_type=client_credentials"))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, body := edgetest.Do(t, edgetest.HTTP1Client(t), req)
-	if resp.StatusCode != http.StatusOK || string(body) != "tokens" {
-		t.Fatalf("got %d %q; want 200 \"tokens\"", resp.StatusCode, body)
+	for _, c := range []struct {
+		name, contentType string
+		client            *http.Client
+		wantMajor         int
+	}{
+		{"form over HTTP/1.1", "application/x-www-form-urlencoded", edgetest.HTTP1Client(t), 1},
+		{"form over h2c", "application/x-www-form-urlencoded", edgetest.H2CClient(t), 1},
+		{"connect", "application/proto", edgetest.H2CClient(t), 1},
+		{"grpc-web", "application/grpc-web+proto", edgetest.HTTP1Client(t), 1},
+		{"grpc", "application/grpc", edgetest.HTTP1Client(t), 2},
+		{"grpc+proto", "application/grpc+proto", edgetest.H2CClient(t), 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodPost, edge.String()+"/oauth/v2/token?x=1", strings.NewReader("grant_type=client_credentials"))
+			req.Header.Set("Content-Type", c.contentType)
+			resp, body := edgetest.Do(t, c.client, req)
+			if resp.StatusCode != http.StatusOK || string(body) != "tokens" {
+				t.Fatalf("got %d %q; want 200 \"tokens\"", resp.StatusCode, body)
+			}
+			got := backend.Last(t)
+			if got.ProtoMajor != c.wantMajor {
+				t.Fatalf("backend got %s; want HTTP/%d", got.Proto, c.wantMajor)
+			}
+			if got.Path != "/oauth/v2/token" || got.RawQuery != "x=1" || string(got.Body) != "grant_type=client_credentials" {
+				t.Fatalf("backend got path %q query %q body %q; want the request unchanged", got.Path, got.RawQuery, got.Body)
+			}
+		})
 	}
-	if resp.ProtoMajor != 1 {
-		t.Fatalf("client spoke %s; want HTTP/1.1", resp.Proto)
-	}
-	got := backend.Last(t)
-	if got.ProtoMajor != 2 {
-		t.Fatalf("backend got %s; want HTTP/2.0 (h2c)", got.Proto)
-	}
-	if got.Path != "/oauth/v2/token" || got.RawQuery != "x=1" || string(got.Body) != "grant_type=client_credentials" {
-		t.Fatalf("backend got path %q query %q body %q; want the request unchanged", got.Path, got.RawQuery, got.Body)
+}
+
+// TestIsGRPC pins which content types need HTTP/2.
+func TestIsGRPC(t *testing.T) {
+	for ct, want := range map[string]bool{
+		"application/grpc": true, "application/grpc+proto": true, "application/grpc;charset=utf-8": true,
+		"application/grpc-web": false, "application/grpc-web-text+proto": false, "application/grpcx": false,
+		"application/json": false, "": false,
+	} {
+		if got := isGRPC(ct); got != want {
+			t.Errorf("isGRPC(%q) = %v; want %v", ct, got, want)
+		}
 	}
 }
 
