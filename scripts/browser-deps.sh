@@ -13,17 +13,5 @@ if [[ -x /usr/bin/chromium ]]; then
   exit 0
 fi
 
-sudo=()
-if [[ $(id -u) -ne 0 ]]; then
-  if ! command -v sudo >/dev/null; then
-    echo "browser-deps: installing chromium needs root (or sudo)" >&2
-    exit 1
-  fi
-  sudo=(sudo)
-fi
-
-export DEBIAN_FRONTEND=noninteractive
-echo "browser-deps: installing Debian's chromium"
-"${sudo[@]}" apt-get update -q
-"${sudo[@]}" apt-get install -y -q --no-install-recommends chromium
+"$(dirname "$0")/apt-install.sh" browser-deps chromium
 /usr/bin/chromium --version

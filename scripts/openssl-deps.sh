@@ -12,16 +12,4 @@ if /sbin/ldconfig -p 2>/dev/null | grep -q 'libcrypto\.so\.3 '; then
   exit 0
 fi
 
-sudo=()
-if [[ $(id -u) -ne 0 ]]; then
-  if ! command -v sudo >/dev/null; then
-    echo "openssl-deps: installing libssl3 needs root (or sudo)" >&2
-    exit 1
-  fi
-  sudo=(sudo)
-fi
-
-export DEBIAN_FRONTEND=noninteractive
-echo "openssl-deps: installing Debian's libssl3"
-"${sudo[@]}" apt-get update -q
-"${sudo[@]}" apt-get install -y -q --no-install-recommends libssl3
+"$(dirname "$0")/apt-install.sh" openssl-deps libssl3

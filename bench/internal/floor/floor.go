@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"syscall"
 	"time"
+
+	"github.com/gatehouse-id/gatehouse/services/tokens/ossl"
 )
 
 // Cost is the CPU time of one operation, averaged over Ops runs.
@@ -72,7 +74,7 @@ func Measure(ctx context.Context, b Budget) ([]Cost, error) {
 	}
 	if more, err := opensslOps(rsaKey, ecKey, digest[:]); err == nil {
 		ops = append(ops, more...)
-	}
+	} // else: no cgo or no libcrypto.so.3; the server signs with Go too
 	out := make([]Cost, 0, len(ops))
 	for _, op := range ops {
 		c, err := measure(ctx, op, b)
@@ -82,6 +84,27 @@ func Measure(ctx context.Context, b Budget) ([]Cost, error) {
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// opensslOps are RS256 and ES256 signing by OpenSSL through the tokens
+// service's own signer (services/tokens/ossl), where it loads.
+func opensslOps(rk *rsa.PrivateKey, ek *ecdsa.PrivateKey, digest []byte) ([]operation, error) {
+	v, err := ossl.Load()
+	if err != nil {
+		return nil, err
+	}
+	rs, err := ossl.RSA(rk)
+	if err != nil {
+		return nil, err
+	}
+	es, err := ossl.ECDSA(ek)
+	if err != nil {
+		return nil, err
+	}
+	return []operation{
+		{"RS256 sign, " + v, Op{"RS256 sign", "openssl"}, func() error { _, err := rs(digest); return err }},
+		{"ES256 sign, " + v, Op{"ES256 sign", "openssl"}, func() error { _, err := es(digest); return err }},
+	}, nil
 }
 
 type operation struct {

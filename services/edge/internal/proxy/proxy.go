@@ -68,9 +68,8 @@ func New(target *url.URL, svc string, logger *slog.Logger) (*Proxy, error) {
 		// No periodic flushing: ReverseProxy flushes every write at once
 		// for a response of unknown length (gRPC and Connect streams,
 		// chunked bodies) and for text/event-stream, so streams still pass
-		// unbuffered, while a response with a Content-Length leaves in one
-		// write instead of one per copy (flushing each cost a tenth of
-		// edge's CPU on the key set).
+		// unbuffered, while a response with a Content-Length is not
+		// flushed once per copied chunk.
 		FlushInterval:  0,
 		BufferPool:     bufferPool{},
 		ModifyResponse: keepTrailers,
@@ -135,8 +134,12 @@ func (t byProtocol) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func isGRPC(contentType string) bool {
-	rest, ok := strings.CutPrefix(contentType, "application/grpc")
-	return ok && (rest == "" || rest[0] == '+' || rest[0] == ';')
+	const prefix = "application/grpc" // media types are case-insensitive
+	if len(contentType) < len(prefix) || !strings.EqualFold(contentType[:len(prefix)], prefix) {
+		return false
+	}
+	rest := contentType[len(prefix):]
+	return rest == "" || rest[0] == '+' || rest[0] == ';'
 }
 
 // bufferPool recycles ReverseProxy's copy buffers, which it would

@@ -177,7 +177,7 @@ func TestBackendProtocol(t *testing.T) {
 // TestIsGRPC pins which content types need HTTP/2.
 func TestIsGRPC(t *testing.T) {
 	for ct, want := range map[string]bool{
-		"application/grpc": true, "application/grpc+proto": true, "application/grpc;charset=utf-8": true,
+		"application/grpc": true, "application/grpc+proto": true, "application/grpc;charset=utf-8": true, "Application/GRPC": true,
 		"application/grpc-web": false, "application/grpc-web-text+proto": false, "application/grpcx": false,
 		"application/json": false, "": false,
 	} {

@@ -9,7 +9,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/gatehouse-id/gatehouse/services/tokens/internal/ossl"
+	"github.com/gatehouse-id/gatehouse/services/tokens/ossl"
 )
 
 // Signing libraries (Options.Library, GATEHOUSE_SIGNING_LIBRARY).

@@ -19,8 +19,8 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/keys"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/keys/keytest"
-	"github.com/gatehouse-id/gatehouse/services/tokens/internal/ossl"
-	"github.com/gatehouse-id/gatehouse/services/tokens/internal/ossl/ossltest"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/ossltest"
+	"github.com/gatehouse-id/gatehouse/services/tokens/ossl"
 )
 
 func jwaOf(alg string) jwa.SignatureAlgorithm {

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/gatehouse-id/gatehouse/services/tokens/internal/ossl"
+	"github.com/gatehouse-id/gatehouse/services/tokens/ossl"
 )
 
 // Require skips the test where libcrypto.so.3 cannot be loaded, except
