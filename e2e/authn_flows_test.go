@@ -49,6 +49,7 @@ type afEnv struct {
 	provider   *oidc.Provider
 	verifier   *oidc.IDTokenVerifier
 	implicitID string
+	webAppID   string
 	codeOnlyID string
 	apiID      string
 	apiSecret  string
@@ -97,6 +98,7 @@ func afStart(t *testing.T) *afEnv {
 		"appType":       "OIDC_APP_TYPE_USER_AGENT", "authMethodType": "OIDC_AUTH_METHOD_TYPE_NONE",
 	})
 	e.implicitID = imp["clientId"].(string)
+	e.webAppID = web["appId"].(string)
 	status, api := restJSON(t, "POST", e.base+"/management/v1/projects/"+e.projectID+"/apps/api", e.admin,
 		map[string]any{"name": "flows-api", "authMethodType": "API_AUTH_METHOD_TYPE_BASIC"})
 	if status != 200 {
@@ -127,26 +129,25 @@ func (e *afEnv) app(body map[string]any) map[string]any {
 }
 
 // user creates a human user; with initial the password must be changed at
-// the first login.
+// the first login. Otherwise the user is imported with the password (an
+// admin's password reset would end sessions and revoke tokens issued in
+// the same second, see RevokeUserTokens).
 func (e *afEnv) user(name, password string, initial bool) string {
 	e.t.Helper()
 	body := map[string]any{"userName": name, "profile": map[string]any{"firstName": name, "lastName": "Flows"},
 		"email": map[string]any{"email": name + "@example.com", "isEmailVerified": true}}
+	path := "/management/v1/users/human/_import"
 	if initial {
 		body["initialPassword"] = password
+		path = "/management/v1/users/human"
+	} else {
+		body["password"] = password
 	}
-	status, u := restJSON(e.t, "POST", e.base+"/management/v1/users/human", e.admin, body)
+	status, u := restJSON(e.t, "POST", e.base+path, e.admin, body)
 	if status != 200 {
-		e.t.Fatalf("AddHumanUser %s: %d %v", name, status, u)
+		e.t.Fatalf("add user %s: %d %v", name, status, u)
 	}
 	id := u["userId"].(string)
-	if !initial {
-		status, r := restJSON(e.t, "POST", e.base+"/management/v1/users/"+id+"/password", e.admin,
-			map[string]any{"password": password, "noChangeRequired": true})
-		if status != 200 {
-			e.t.Fatalf("SetHumanPassword %s: %d %v", name, status, r)
-		}
-	}
 	e.users[name] = id
 	return id
 }

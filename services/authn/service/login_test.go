@@ -92,7 +92,14 @@ func TestUserOfAnotherOrgIsRefused(t *testing.T) {
 	if r.StatusCode != http.StatusUnauthorized {
 		t.Errorf("status %d; want 401 (no such user in org1)", r.StatusCode)
 	}
-	// The reserved scope selects org2, where carol signs in.
+	// An ordinary app cannot select another organization by the reserved
+	// scope: its users never sign in to it (the cross-tenant takeover).
+	if loc := e.authorize(codeParams("scope", "openid urn:gatehouse:iam:org:id:org2")).Header.Get("Location"); !strings.Contains(loc, "error=invalid_scope") {
+		t.Errorf("org scope of a foreign org: redirect %q; want invalid_scope", loc)
+	}
+	// Once the app's project is granted to org2, the scope selects org2,
+	// where carol signs in.
+	e.dir.Clients["web"].GrantedOrgIds = []string{"org2"}
 	u := e.login(codeParams("scope", "openid urn:gatehouse:iam:org:id:org2"), "carol", "Carol-Pass-3")
 	if c := e.tok.Code(e.code(u, "st-1")); c.GetUserId() != "carol-id" || c.GetOrgId() != "org2" {
 		t.Errorf("code for %s in %s; want carol in org2", c.GetUserId(), c.GetOrgId())

@@ -23,6 +23,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/api"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/bootstrap"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/cutoff"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/internalapi"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/management"
@@ -32,18 +33,25 @@ import (
 	"github.com/gatehouse-id/gatehouse/services/directory/migrations"
 )
 
-// Introspector checks management API access tokens (the tokens service).
-type Introspector = authz.Introspector
+// Tokens is what directory needs of the tokens service: introspection of
+// management API access tokens, and the revocation of a user's tokens.
+type Tokens interface {
+	authz.Introspector
+	cutoff.Revoker
+}
 
 // Deps are the directory's dependencies on other services. A nil field is
 // reached over the network at the configured URL.
 type Deps struct {
-	Tokens Introspector
+	Tokens Tokens
 }
 
 // Service is the directory service.
 type Service struct {
 	db       *db.DB
+	cutoffs  *cutoff.Outbox
+	stop     context.CancelFunc
+	done     chan struct{}
 	es       *eventstore.Store
 	public   http.Handler
 	handler  http.Handler
@@ -85,8 +93,17 @@ func New(ctx context.Context, env process.Env, deps Deps) (*Service, error) {
 		_ = store.Close()
 		return nil, fmt.Errorf("first start: %w", err)
 	}
+	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s.stop, s.done = stop, make(chan struct{})
+	go func() {
+		defer close(s.done)
+		s.cutoffs.Run(bg, cutoffRetry)
+	}()
 	return s, nil
 }
+
+// cutoffRetry paces the background delivery of token revocations.
+const cutoffRetry = 2 * time.Second
 
 func (s *Service) build(masterKey []byte, env process.Env, deps Deps) error {
 	es := eventstore.New(s.db, time.Now)
@@ -102,6 +119,7 @@ func (s *Service) build(masterKey []byte, env process.Env, deps Deps) error {
 	}
 	orgQ := &orgs.Queries{DB: s.db}
 	userQ := &users.Queries{DB: s.db}
+	s.cutoffs = &cutoff.Outbox{DB: s.db, Tokens: deps.Tokens, Logger: env.Logger}
 	mgmt := &management.Server{
 		ES:         es,
 		Orgs:       orgQ,
@@ -113,12 +131,13 @@ func (s *Service) build(masterKey []byte, env process.Env, deps Deps) error {
 		Issuer:     env.Config.Issuer,
 		Logger:     env.Logger,
 		Now:        time.Now,
+		Cutoffs:    s.cutoffs,
 	}
 	otel, err := telemetry.ConnectInterceptor()
 	if err != nil {
 		return err
 	}
-	az := authz.NewInterceptor(deps.Tokens, authzDirectory{orgs: orgQ, users: userQ}, management.Permissions(), env.Logger)
+	az := authz.NewInterceptor(deps.Tokens, authzDirectory{orgs: orgQ, users: userQ}, management.Rules(), env.Logger)
 	public, err := api.NewHandler(mgmt, env.Logger, otel, az)
 	if err != nil {
 		return err
@@ -149,15 +168,42 @@ type authzDirectory struct {
 	users *users.Queries
 }
 
+func (d authzDirectory) Principal(ctx context.Context, userID string) (authz.Principal, error) {
+	u, err := d.users.Get(ctx, userID)
+	if err != nil {
+		return authz.Principal{}, err
+	}
+	if u.State != users.StateActive {
+		return authz.Principal{}, fmt.Errorf("user %s is not active: %w", userID, db.ErrNotFound)
+	}
+	return authz.Principal{OrgID: u.OrgID, CutAt: u.SessionsNotBefore}, nil
+}
+
 func (d authzDirectory) UserOrg(ctx context.Context, userID string) (string, error) {
 	u, err := d.users.Get(ctx, userID)
 	if err != nil {
 		return "", err
 	}
-	if u.State != users.StateActive {
-		return "", fmt.Errorf("user %s is not active: %w", userID, db.ErrNotFound)
-	}
 	return u.OrgID, nil
+}
+
+func (d authzDirectory) Memberships(ctx context.Context, userID string) ([]authz.Membership, error) {
+	inst, err := d.orgs.InstanceRoles(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	var out []authz.Membership
+	if len(inst) > 0 {
+		out = append(out, authz.Membership{Roles: inst})
+	}
+	ms, err := d.orgs.Memberships(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range ms {
+		out = append(out, authz.Membership{OrgID: m.OrgID, Roles: m.Roles()})
+	}
+	return out, nil
 }
 
 func (d authzDirectory) OrgExists(ctx context.Context, orgID string) (bool, error) {
@@ -183,7 +229,13 @@ func (s *Service) Checks() map[string]server.Check {
 	return map[string]server.Check{"directory_db": s.db.Ping}
 }
 
-// Close releases the database.
-func (s *Service) Close() error { return s.db.Close() }
+// Close stops the background delivery and releases the database.
+func (s *Service) Close() error {
+	if s.stop != nil {
+		s.stop()
+		<-s.done
+	}
+	return s.db.Close()
+}
 
 var _ process.Component = (*Service)(nil)

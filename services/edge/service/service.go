@@ -170,12 +170,22 @@ type lateTokens struct {
 
 func (l *lateTokens) bind(h tokensv1connect.TokenServiceHandler) { l.h.Store(&h) }
 
+var errTokensNotStarted = connect.NewError(connect.CodeUnavailable, errors.New("tokens service not started"))
+
 func (l *lateTokens) Introspect(ctx context.Context, req *connect.Request[tokensv1.IntrospectRequest]) (*connect.Response[tokensv1.IntrospectResponse], error) {
 	h := l.h.Load()
 	if h == nil {
-		return nil, connect.NewError(connect.CodeUnavailable, errors.New("tokens service not started"))
+		return nil, errTokensNotStarted
 	}
 	return (*h).Introspect(ctx, req)
+}
+
+func (l *lateTokens) RevokeUserTokens(ctx context.Context, req *connect.Request[tokensv1.RevokeUserTokensRequest]) (*connect.Response[tokensv1.RevokeUserTokensResponse], error) {
+	h := l.h.Load()
+	if h == nil {
+		return nil, errTokensNotStarted
+	}
+	return (*h).RevokeUserTokens(ctx, req)
 }
 
 // redisLimiter owns its client.

@@ -41,3 +41,7 @@ func (a *internalAPI) VerifyIDTokenHint(ctx context.Context, req *connect.Reques
 func (a *internalAPI) RevokeSession(ctx context.Context, req *connect.Request[tokensv1.RevokeSessionRequest]) (*connect.Response[tokensv1.RevokeSessionResponse], error) {
 	return a.life.RevokeSession(ctx, req)
 }
+
+func (a *internalAPI) RevokeUserTokens(ctx context.Context, req *connect.Request[tokensv1.RevokeUserTokensRequest]) (*connect.Response[tokensv1.RevokeUserTokensResponse], error) {
+	return a.life.RevokeUserTokens(ctx, req)
+}

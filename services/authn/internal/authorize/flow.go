@@ -121,7 +121,8 @@ func (f *Flow) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, PageURL(path, pending.ID), http.StatusFound)
 }
 
-// Sessions returns the browser's sessions whose users may still sign in.
+// Sessions returns the browser's sessions that still stand: their users
+// exist and are active, and no admin ended them since they authenticated.
 func (f *Flow) Sessions(ctx context.Context, userAgentID string) ([]session.Session, error) {
 	all, err := f.Store.Sessions(ctx, userAgentID)
 	if err != nil {
@@ -129,7 +130,7 @@ func (f *Flow) Sessions(ctx context.Context, userAgentID string) ([]session.Sess
 	}
 	out := all[:0]
 	for _, s := range all {
-		ok, err := f.UserActive(ctx, s.UserID)
+		ok, err := f.SessionValid(ctx, s)
 		if err != nil {
 			return nil, err
 		}
@@ -140,16 +141,22 @@ func (f *Flow) Sessions(ctx context.Context, userAgentID string) ([]session.Sess
 	return out, nil
 }
 
-// UserActive reports whether a user exists and is active.
-func (f *Flow) UserActive(ctx context.Context, userID string) (bool, error) {
-	resp, err := f.Directory.GetUser(ctx, connect.NewRequest(&directoryv1.GetUserRequest{UserId: userID}))
+// SessionValid reports whether s's user exists and is active, and s
+// authenticated after the user's sessions were last ended (an admin
+// password reset ends them: sessions_not_before).
+func (f *Flow) SessionValid(ctx context.Context, s session.Session) (bool, error) {
+	resp, err := f.Directory.GetUser(ctx, connect.NewRequest(&directoryv1.GetUserRequest{UserId: s.UserID}))
 	if connect.CodeOf(err) == connect.CodeNotFound {
 		return false, nil
 	}
 	if err != nil {
 		return false, dependencyError("directory", err)
 	}
-	return resp.Msg.GetUser().GetState() == directoryv1.UserState_USER_STATE_ACTIVE, nil
+	u := resp.Msg.GetUser()
+	if nb := u.GetSessionsNotBefore(); nb != nil && !s.AuthTime.After(nb.AsTime()) {
+		return false, nil
+	}
+	return u.GetState() == directoryv1.UserState_USER_STATE_ACTIVE, nil
 }
 
 // Load returns a pending request of the browser, or ErrNotFound.

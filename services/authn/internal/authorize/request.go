@@ -15,6 +15,7 @@ import (
 
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
+	scopes "github.com/gatehouse-id/gatehouse/pkg/scope"
 )
 
 // OrgScopePrefix is the reserved scope that selects the organization users
@@ -189,7 +190,14 @@ func (v *Validator) Validate(ctx context.Context, p Params) (*Request, *Failure)
 	if scope == "" {
 		return fail(oauth.InvalidRequest, "scope is missing")
 	}
-	req.Scopes = strings.Fields(scope)
+	if strings.ContainsAny(scope, "\t\r\n") {
+		return fail(oauth.InvalidScope, "scope values are separated by single spaces")
+	}
+	parsed, err := scopes.Parse(scope)
+	if err != nil {
+		return nil, &Failure{Err: oauth.As(err), Target: target}
+	}
+	req.Scopes = parsed
 	if !slices.Contains(req.Scopes, "openid") {
 		return fail(oauth.InvalidScope, "scope must contain openid")
 	}
@@ -230,6 +238,15 @@ func (v *Validator) Validate(ctx context.Context, p Params) (*Request, *Failure)
 	}
 	if req.HasPrompt(PromptNone) && len(req.Prompt) > 1 {
 		return fail(oauth.InvalidRequest, "prompt none cannot be combined with other values")
+	}
+	// Who may ask for which reserved scope (pkg/scope's table): the
+	// management audience only for admin clients and never silently, the
+	// project audiences only for the client's own organization, the
+	// organization scope only among the orgs whose users the app signs in.
+	requester := scopes.ForClient(client)
+	requester.NoInteraction = req.HasPrompt(PromptNone)
+	if err := scopes.Check(requester, req.Scopes); err != nil {
+		return nil, &Failure{Err: oauth.As(err), Target: target}
 	}
 
 	if s := p.first("max_age"); s != "" {

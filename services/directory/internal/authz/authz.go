@@ -1,9 +1,14 @@
 // Package authz authenticates and authorizes management API calls: the
 // Bearer access token is introspected through the tokens service (cached
-// briefly, never past the token's expiry) and must carry the management
-// API's audience; the target organization is the caller's own or the one in
-// x-service-orgid; the caller's roles there must grant the procedure's
-// permission. The Caller is put into the context for the handlers.
+// briefly, never past the token's expiry or the user's last cut-off) and
+// must carry the management API's audience; the target organization is the
+// caller's own or the one in x-service-orgid; the caller's roles there must
+// grant the procedure's permission; and a procedure that changes a user
+// (credentials, keys, secrets, state, metadata, memberships) requires the
+// caller to hold every role that user holds, and one that grants roles,
+// each role it grants (role dominance). Every procedure's Rule is data in
+// one table (management.Rules); the Caller is put into the context for the
+// handlers.
 package authz
 
 import (
@@ -17,6 +22,8 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
@@ -39,6 +46,23 @@ const (
 	IAMOwner                          // IAM_OWNER only
 )
 
+// implied lists the roles each role includes: an org owner may do all a
+// user manager may, an IAM owner everything.
+var implied = map[string][]string{
+	"IAM_OWNER": {"ORG_OWNER", "ORG_USER_MANAGER"},
+	"ORG_OWNER": {"ORG_USER_MANAGER"},
+}
+
+// holds reports whether roles include r, directly or implied.
+func holds(roles []string, r string) bool {
+	for _, h := range roles {
+		if h == r || slices.Contains(implied[h], r) {
+			return true
+		}
+	}
+	return false
+}
+
 var grants = map[Permission][]string{
 	AnyRole:     {"IAM_OWNER", "ORG_OWNER", "ORG_USER_MANAGER"},
 	UserManager: {"IAM_OWNER", "ORG_OWNER", "ORG_USER_MANAGER"},
@@ -46,20 +70,69 @@ var grants = map[Permission][]string{
 	IAMOwner:    {"IAM_OWNER"},
 }
 
+// OrgSource is where a procedure's organization comes from.
+type OrgSource string
+
+// Organization sources.
+const (
+	// OrgFromHeader: x-service-orgid, else the caller's own organization.
+	OrgFromHeader OrgSource = "header_or_own"
+	// OrgNew: the call creates an organization; it acts on none yet.
+	OrgNew OrgSource = "new"
+)
+
+// Rule is the authorization of one procedure.
+type Rule struct {
+	Permission Permission
+	Org        OrgSource
+	// TargetUser names the request field holding the id of a user the call
+	// changes; the caller must dominate that user (hold every role the
+	// user holds, in every organization) when the user belongs to the
+	// call's organization. Empty: the call changes no existing user.
+	TargetUser string
+	// Members: TargetUser is a membership's user (of any organization),
+	// whom the caller must dominate wherever the user is from.
+	Members bool
+	// GrantRoles names the request field listing roles the call grants in
+	// the call's organization; the caller must hold each.
+	GrantRoles string
+}
+
 // Introspector checks access tokens (the tokens service's internal API).
 type Introspector interface {
 	Introspect(context.Context, *connect.Request[tokensv1.IntrospectRequest]) (*connect.Response[tokensv1.IntrospectResponse], error)
 }
 
+// Principal is what authorization needs of the calling user.
+type Principal struct {
+	OrgID string
+	// CutAt: tokens issued at or before it are revoked (an admin password
+	// reset); nil when never.
+	CutAt *time.Time
+}
+
+// Membership is one organization's roles of a user; OrgID "" holds the
+// instance roles (IAM_OWNER).
+type Membership struct {
+	OrgID string
+	Roles []string
+}
+
 // Directory answers the questions authorization asks of the projections.
 type Directory interface {
-	// UserOrg returns the organization of an active user, or an error
-	// wrapping db.ErrNotFound for unknown or inactive users.
-	UserOrg(ctx context.Context, userID string) (string, error)
+	// Principal returns an active user's organization and cut-off, or an
+	// error wrapping db.ErrNotFound for unknown or inactive users.
+	Principal(ctx context.Context, userID string) (Principal, error)
 	// OrgExists reports whether an organization exists.
 	OrgExists(ctx context.Context, orgID string) (bool, error)
 	// Roles returns the user's roles in the organization, IAM_OWNER included.
 	Roles(ctx context.Context, userID, orgID string) ([]string, error)
+	// UserOrg returns the organization of a user (any state), or an error
+	// wrapping db.ErrNotFound.
+	UserOrg(ctx context.Context, userID string) (string, error)
+	// Memberships returns every role the user holds: the instance's (OrgID
+	// "") and each organization's.
+	Memberships(ctx context.Context, userID string) ([]Membership, error)
 }
 
 // Caller is the authenticated principal of a management call.
@@ -91,7 +164,7 @@ func FromContext(ctx context.Context) *Caller {
 type Interceptor struct {
 	intro  Introspector
 	dir    Directory
-	perms  map[string]Permission
+	rules  map[string]Rule
 	logger *slog.Logger
 	now    func() time.Time
 	ttl    time.Duration
@@ -101,16 +174,17 @@ type Interceptor struct {
 }
 
 type cached struct {
-	userID  string
-	expires time.Time
+	userID   string
+	issuedAt time.Time
+	expires  time.Time
 }
 
 const maxCache = 10000
 
-// NewInterceptor returns the interceptor. perms maps every procedure to its
-// permission; a procedure missing from it is refused (fail closed).
-func NewInterceptor(intro Introspector, dir Directory, perms map[string]Permission, logger *slog.Logger) *Interceptor {
-	return &Interceptor{intro: intro, dir: dir, perms: perms, logger: logger, now: time.Now, ttl: 10 * time.Second, cache: map[[32]byte]cached{}}
+// NewInterceptor returns the interceptor. rules maps every procedure to its
+// Rule; a procedure missing from it is refused (fail closed).
+func NewInterceptor(intro Introspector, dir Directory, rules map[string]Rule, logger *slog.Logger) *Interceptor {
+	return &Interceptor{intro: intro, dir: dir, rules: rules, logger: logger, now: time.Now, ttl: 10 * time.Second, cache: map[[32]byte]cached{}}
 }
 
 var _ connect.Interceptor = (*Interceptor)(nil)
@@ -121,9 +195,14 @@ func (i *Interceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 		if req.Spec().IsClient {
 			return next(ctx, req)
 		}
-		caller, err := i.authorize(ctx, req.Spec().Procedure, req.Header().Get("Authorization"), req.Header().Get(OrgHeader))
+		caller, rule, err := i.authorize(ctx, req.Spec().Procedure, req.Header().Get("Authorization"), req.Header().Get(OrgHeader))
 		if err != nil {
 			return nil, err
+		}
+		if msg, ok := req.Any().(proto.Message); ok {
+			if err := i.dominate(ctx, caller, rule, msg); err != nil {
+				return nil, err
+			}
 		}
 		return next(WithCaller(ctx, caller), req)
 	}
@@ -142,62 +221,135 @@ func (i *Interceptor) WrapStreamingHandler(connect.StreamingHandlerFunc) connect
 	}
 }
 
-func (i *Interceptor) authorize(ctx context.Context, procedure, authz, orgHeader string) (*Caller, error) {
-	perm, ok := i.perms[procedure]
+func (i *Interceptor) authorize(ctx context.Context, procedure, authz, orgHeader string) (*Caller, Rule, error) {
+	rule, ok := i.rules[procedure]
 	if !ok {
-		return nil, apierr.PermissionDenied("AUTHZ-no-permission", "procedure not allowed")
+		return nil, rule, apierr.PermissionDenied("AUTHZ-no-permission", "procedure not allowed")
 	}
 	scheme, token, _ := strings.Cut(strings.TrimSpace(authz), " ")
 	token = strings.TrimSpace(token)
 	if !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return nil, apierr.Unauthenticated("AUTHZ-no-token", "a Bearer access token is required")
+		return nil, rule, apierr.Unauthenticated("AUTHZ-no-token", "a Bearer access token is required")
 	}
-	userID, err := i.subject(ctx, token)
+	userID, issuedAt, err := i.subject(ctx, token)
 	if err != nil {
-		return nil, err
+		return nil, rule, err
 	}
-	userOrg, err := i.dir.UserOrg(ctx, userID)
+	p, err := i.dir.Principal(ctx, userID)
 	if err != nil {
-		return nil, apierr.Unauthenticated("AUTHZ-user-inactive", "the token's user does not exist or is not active")
+		return nil, rule, apierr.Unauthenticated("AUTHZ-user-inactive", "the token's user does not exist or is not active")
+	}
+	if p.CutAt != nil && !issuedAt.After(*p.CutAt) {
+		// Issued before an admin reset the password: revoked; the tokens
+		// service says so too once the revocation has reached it.
+		return nil, rule, apierr.Unauthenticated("AUTHZ-invalid-token", "the access token is invalid, expired, revoked or not for the management API")
 	}
 	target := strings.TrimSpace(orgHeader)
 	if target == "" {
-		target = userOrg
+		target = p.OrgID
 	}
 	roles, err := i.dir.Roles(ctx, userID, target)
 	if err != nil {
-		return nil, err
+		return nil, rule, err
 	}
-	c := &Caller{UserID: userID, UserOrgID: userOrg, OrgID: target, Roles: roles}
-	if target != userOrg {
+	c := &Caller{UserID: userID, UserOrgID: p.OrgID, OrgID: target, Roles: roles}
+	if target != p.OrgID {
 		exists, err := i.dir.OrgExists(ctx, target)
 		if err != nil {
-			return nil, err
+			return nil, rule, err
 		}
 		if !exists {
 			if c.IsIAMOwner() {
-				return nil, apierr.NotFound("AUTHZ-org-not-found", "organization %s not found", target)
+				return nil, rule, apierr.NotFound("AUTHZ-org-not-found", "organization %s not found", target)
 			}
-			return nil, apierr.PermissionDenied("AUTHZ-no-permission", "no permission in organization %s", target)
+			return nil, rule, apierr.PermissionDenied("AUTHZ-no-permission", "no permission in organization %s", target)
 		}
 	}
 	for _, r := range roles {
-		if slices.Contains(grants[perm], r) {
-			return c, nil
+		if slices.Contains(grants[rule.Permission], r) {
+			return c, rule, nil
 		}
 	}
-	return nil, apierr.PermissionDenied("AUTHZ-no-permission", "no permission for this operation in organization %s", target)
+	return nil, rule, apierr.PermissionDenied("AUTHZ-no-permission", "no permission for this operation in organization %s", target)
+}
+
+// dominate enforces rule's role dominance on the request msg: the caller
+// grants only roles it holds, and changes only users whose every role it
+// holds. IAM owners dominate everyone.
+func (i *Interceptor) dominate(ctx context.Context, c *Caller, rule Rule, msg proto.Message) error {
+	if c.IsIAMOwner() || (rule.TargetUser == "" && rule.GrantRoles == "") {
+		return nil
+	}
+	for _, r := range stringsField(msg, rule.GrantRoles) {
+		if !holds(c.Roles, r) {
+			return apierr.PermissionDenied("AUTHZ-role-dominance", "you cannot grant the role %s, which you do not hold", r)
+		}
+	}
+	ids := stringsField(msg, rule.TargetUser)
+	if len(ids) != 1 || ids[0] == "" {
+		return nil // the handler refuses a missing id
+	}
+	target := ids[0]
+	if !rule.Members {
+		// A user of another organization is not found by the handler.
+		org, err := i.dir.UserOrg(ctx, target)
+		if err != nil || org != c.OrgID {
+			return nil
+		}
+	}
+	ms, err := i.dir.Memberships(ctx, target)
+	if err != nil {
+		return err
+	}
+	for _, m := range ms {
+		held := c.Roles
+		if m.OrgID != c.OrgID {
+			if held, err = i.dir.Roles(ctx, c.UserID, m.OrgID); err != nil {
+				return err
+			}
+			if m.OrgID == "" {
+				held = nil // instance roles: only an IAM owner holds them, handled above
+			}
+		}
+		for _, r := range m.Roles {
+			if !holds(held, r) {
+				return apierr.PermissionDenied("AUTHZ-role-dominance", "the user holds a role you do not hold")
+			}
+		}
+	}
+	return nil
+}
+
+// stringsField reads a string or repeated string field of msg by name.
+func stringsField(msg proto.Message, name string) []string {
+	if name == "" {
+		return nil
+	}
+	m := msg.ProtoReflect()
+	fd := m.Descriptor().Fields().ByName(protoreflect.Name(name))
+	if fd == nil || fd.Kind() != protoreflect.StringKind {
+		return nil
+	}
+	if fd.IsList() {
+		l := m.Get(fd).List()
+		out := make([]string, l.Len())
+		for j := range out {
+			out[j] = l.Get(j).String()
+		}
+		return out
+	}
+	return []string{m.Get(fd).String()}
 }
 
 // subject introspects token (or reuses a recent answer) and returns its
-// user id.
-func (i *Interceptor) subject(ctx context.Context, token string) (string, error) {
+// user id and issue time.
+func (i *Interceptor) subject(ctx context.Context, token string) (string, time.Time, error) {
 	key := sha256.Sum256([]byte(token))
 	now := i.now()
 	i.mu.Lock()
 	if c, ok := i.cache[key]; ok && now.Before(c.expires) {
 		i.mu.Unlock()
-		return c.userID, nil
+		return c.userID, c.issuedAt, nil
 	}
 	i.mu.Unlock()
 
@@ -208,13 +360,13 @@ func (i *Interceptor) subject(ctx context.Context, token string) (string, error)
 		case connect.CodeUnavailable, connect.CodeUnimplemented, connect.CodeDeadlineExceeded:
 			// The tokens service is down or not yet able to introspect:
 			// a dependency outage, answered 503 so clients retry.
-			return "", connect.NewError(connect.CodeUnavailable, errors.New("token introspection unavailable; retry"))
+			return "", time.Time{}, connect.NewError(connect.CodeUnavailable, errors.New("token introspection unavailable; retry"))
 		}
-		return "", connect.NewError(connect.CodeInternal, errors.New("token introspection failed"))
+		return "", time.Time{}, connect.NewError(connect.CodeInternal, errors.New("token introspection failed"))
 	}
 	m := res.Msg
 	if !m.GetActive() || m.GetSubject() == "" || !slices.Contains(m.GetAudience(), Audience) {
-		return "", apierr.Unauthenticated("AUTHZ-invalid-token", "the access token is invalid, expired, revoked or not for the management API")
+		return "", time.Time{}, apierr.Unauthenticated("AUTHZ-invalid-token", "the access token is invalid, expired, revoked or not for the management API")
 	}
 	expires := now.Add(i.ttl)
 	if exp := m.GetExpiresAt(); exp != nil && exp.AsTime().Before(expires) {
@@ -224,7 +376,8 @@ func (i *Interceptor) subject(ctx context.Context, token string) (string, error)
 	if len(i.cache) >= maxCache {
 		clear(i.cache) // bounded memory; a refill costs one introspection each
 	}
-	i.cache[key] = cached{userID: m.GetSubject(), expires: expires}
+	issued := m.GetIssuedAt().AsTime()
+	i.cache[key] = cached{userID: m.GetSubject(), issuedAt: issued, expires: expires}
 	i.mu.Unlock()
-	return m.GetSubject(), nil
+	return m.GetSubject(), issued, nil
 }

@@ -22,22 +22,29 @@ var authMethods = map[string]directoryv1.AuthMethod{
 // appClient returns the application with clientID as a client, or nil when
 // no application has it.
 func (s *Server) appClient(ctx context.Context, clientID string) (*directoryv1.Client, error) {
-	a, err := (&projects.Queries{DB: s.ES.DB()}).AppByClientID(ctx, clientID)
+	pq := &projects.Queries{DB: s.ES.DB()}
+	a, err := pq.AppByClientID(ctx, clientID)
 	if errors.Is(err, db.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
+	projectIDs, err := pq.ActiveProjectIDs(ctx, a.OrgID)
+	if err != nil {
+		return nil, err
+	}
 	c := &directoryv1.Client{
-		ClientId:   a.ClientID,
-		Id:         a.ID,
-		ProjectId:  a.ProjectID,
-		OrgId:      a.OrgID,
-		Active:     a.Active(),
-		AuthMethod: authMethods[a.AuthMethod()],
-		Sequence:   a.Sequence,
-		Name:       a.Name,
+		ClientId:      a.ClientID,
+		Id:            a.ID,
+		ProjectId:     a.ProjectID,
+		OrgId:         a.OrgID,
+		Active:        a.Active(),
+		AuthMethod:    authMethods[a.AuthMethod()],
+		Sequence:      a.Sequence,
+		Name:          a.Name,
+		AdminClient:   a.AdminClient,
+		OrgProjectIds: projectIDs,
 	}
 	// A secret left over from an earlier auth method must not authenticate.
 	if a.UsesSecret() {

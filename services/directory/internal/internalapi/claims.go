@@ -91,7 +91,9 @@ func (s *Server) Claims(ctx context.Context, u *users.User, scopes []string) (ma
 	return c, nil
 }
 
-// GetClaims returns a user's claims for the granted scopes.
+// GetClaims returns an active user's claims for the granted scopes; a user
+// that is not active is FailedPrecondition, so its tokens stop working at
+// introspection and userinfo even before their revocation arrives.
 func (s *Server) GetClaims(ctx context.Context, req *connect.Request[directoryv1.GetClaimsRequest]) (*connect.Response[directoryv1.GetClaimsResponse], error) {
 	u, err := s.users.Get(ctx, req.Msg.GetUserId())
 	if errors.Is(err, db.ErrNotFound) {
@@ -99,6 +101,9 @@ func (s *Server) GetClaims(ctx context.Context, req *connect.Request[directoryv1
 	}
 	if err != nil {
 		return nil, internalErr(err, "get user")
+	}
+	if u.State != users.StateActive {
+		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("user not active"))
 	}
 	claims, err := s.Claims(ctx, u, req.Msg.GetScopes())
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/projects"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/users"
 )
 
@@ -34,7 +35,11 @@ func (s *Server) GetMachineKey(ctx context.Context, req *connect.Request[directo
 	if k.ExpirationDate != nil && !k.ExpirationDate.Equal(users.NoExpiry) {
 		pk.ExpiresAt = timestamppb.New(*k.ExpirationDate)
 	}
-	return connect.NewResponse(&directoryv1.GetMachineKeyResponse{Key: pk, User: userProto(u)}), nil
+	projectIDs, err := (&projects.Queries{DB: s.ES.DB()}).ActiveProjectIDs(ctx, u.OrgID)
+	if err != nil {
+		return nil, internalErr(err, "projects of the machine user's organization")
+	}
+	return connect.NewResponse(&directoryv1.GetMachineKeyResponse{Key: pk, User: userProto(u), OrgProjectIds: projectIDs}), nil
 }
 
 // machineClient renders a machine user with a secret as a client.
@@ -74,5 +79,9 @@ func (s *Server) GetClient(ctx context.Context, req *connect.Request[directoryv1
 	if err != nil {
 		return nil, internalErr(err, "get client")
 	}
-	return connect.NewResponse(&directoryv1.GetClientResponse{Client: machineClient(u)}), nil
+	c := machineClient(u)
+	if c.OrgProjectIds, err = (&projects.Queries{DB: s.ES.DB()}).ActiveProjectIDs(ctx, u.OrgID); err != nil {
+		return nil, internalErr(err, "projects of the machine user's organization")
+	}
+	return connect.NewResponse(&directoryv1.GetClientResponse{Client: c}), nil
 }

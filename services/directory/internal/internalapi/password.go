@@ -141,7 +141,7 @@ func (s *Server) ChangePassword(ctx context.Context, req *connect.Request[direct
 	if err != nil {
 		return nil, asInvalid(err)
 	}
-	if _, err := s.userCmds.SetPassword(ctx, u.ID, u, hash, false); err != nil {
+	if _, err := s.userCmds.SetPassword(ctx, u.ID, u, hash, false, false); err != nil {
 		return nil, asInternal(err, "set password")
 	}
 	return connect.NewResponse(&directoryv1.ChangePasswordResponse{}), nil

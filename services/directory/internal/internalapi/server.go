@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
@@ -86,7 +87,7 @@ func userProto(u *users.User) *directoryv1.User {
 	if u.AccessTokenType == 1 {
 		tt = directoryv1.TokenType_TOKEN_TYPE_JWT
 	}
-	return &directoryv1.User{
+	p := &directoryv1.User{
 		Id:                 u.ID,
 		OrgId:              u.OrgID,
 		UserName:           u.UserName,
@@ -98,6 +99,10 @@ func userProto(u *users.User) *directoryv1.User {
 		AccessTokenType:    tt,
 		Email:              u.Email,
 	}
+	if u.SessionsNotBefore != nil {
+		p.SessionsNotBefore = timestamppb.New(*u.SessionsNotBefore)
+	}
+	return p
 }
 
 // GetUser returns a user by id.
@@ -113,18 +118,21 @@ func (s *Server) GetUser(ctx context.Context, req *connect.Request[directoryv1.G
 }
 
 // lookup finds a user of org by login name: userName@primaryDomain, the
-// bare userName, or a verified email, each only when unambiguous.
+// bare userName, or a verified e-mail, each compared in normalised form
+// (users.NormalizeName; unique per organization) and exactly; an e-mail
+// shared by several users matches none.
 func (s *Server) lookup(ctx context.Context, orgID, login string) (*users.User, error) {
 	login = strings.TrimSpace(login)
 	if login == "" || orgID == "" {
 		return nil, db.ErrNotFound
 	}
 	var found []users.User
-	if strings.Contains(login, "@") {
-		// userName@primaryDomain; user names may themselves contain "@", so
-		// the whole string is matched against the login name.
+	if i := strings.LastIndex(login, "@"); i > 0 {
+		// User names may themselves contain "@": the domain is what
+		// follows the last one.
 		if err := s.ES.DB().Select(ctx, &found, `SELECT `+users.Columns+users.From+`
-			WHERE u.org_id = ? AND LOWER(u.user_name || '@' || o.primary_domain) = LOWER(?)`, orgID, login); err != nil {
+			WHERE u.org_id = ? AND u.user_name_norm = ? AND LOWER(o.primary_domain) = ?`,
+			orgID, users.NormalizeName(login[:i]), strings.ToLower(login[i+1:])); err != nil {
 			return nil, err
 		}
 		if len(found) == 1 {
@@ -133,19 +141,16 @@ func (s *Server) lookup(ctx context.Context, orgID, login string) (*users.User, 
 	}
 	found = found[:0]
 	if err := s.ES.DB().Select(ctx, &found, `SELECT `+users.Columns+users.From+`
-		WHERE u.org_id = ? AND LOWER(u.user_name) = LOWER(?)`, orgID, login); err != nil {
+		WHERE u.org_id = ? AND u.user_name_norm = ?`, orgID, users.NormalizeName(login)); err != nil {
 		return nil, err
 	}
 	if len(found) == 1 {
 		return &found[0], nil
 	}
-	if len(found) > 1 {
-		return nil, db.ErrNotFound
-	}
 	if strings.Contains(login, "@") {
 		if err := s.ES.DB().Select(ctx, &found, `SELECT `+users.Columns+users.From+`
-			WHERE u.org_id = ? AND u.type = ? AND LOWER(u.email) = LOWER(?) AND u.email_verified = ?`,
-			orgID, users.TypeHuman, login, true); err != nil {
+			WHERE u.org_id = ? AND u.type = ? AND LOWER(u.email) = ? AND u.email_verified = ? LIMIT 2`,
+			orgID, users.TypeHuman, strings.ToLower(login), true); err != nil {
 			return nil, err
 		}
 		if len(found) == 1 {

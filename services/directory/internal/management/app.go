@@ -141,10 +141,11 @@ func oidcConfigToProto(clientID string, c *projects.OIDCConfig) *managementv1.OI
 // appToProto renders an app; secrets are never part of it.
 func appToProto(a *projects.App) *managementv1.App {
 	out := &managementv1.App{
-		Id:      a.ID,
-		Details: readDetails(a.CreationDate, a.ChangeDate, a.Sequence, a.OrgID),
-		State:   managementv1.AppState(a.State),
-		Name:    a.Name,
+		Id:          a.ID,
+		Details:     readDetails(a.CreationDate, a.ChangeDate, a.Sequence, a.OrgID),
+		State:       managementv1.AppState(a.State),
+		Name:        a.Name,
+		AdminClient: a.AdminClient,
 	}
 	switch {
 	case a.OIDC != nil:

@@ -151,3 +151,22 @@ func (s *Server) RegenerateOIDCClientSecret(ctx context.Context, req *connect.Re
 	}
 	return connect.NewResponse(&managementv1.RegenerateOIDCClientSecretResponse{ClientSecret: secret, Details: writeDetails(evs)}), nil
 }
+
+// SetAppAdminClient marks an application as an admin client, or unmarks it
+// (IAM owners only, see Rules).
+func (s *Server) SetAppAdminClient(ctx context.Context, req *connect.Request[managementv1.SetAppAdminClientRequest]) (*connect.Response[managementv1.SetAppAdminClientResponse], error) {
+	var f apierr.Fields
+	checkAppIDs(&f, req.Msg.GetProjectId(), req.Msg.GetAppId())
+	if err := f.Err("APP-invalid-id"); err != nil {
+		return nil, err
+	}
+	p, a, err := s.app(ctx, req.Msg.GetProjectId(), req.Msg.GetAppId())
+	if err != nil {
+		return nil, err
+	}
+	evs, err := s.projectCommands().SetAdminClient(ctx, authz.FromContext(ctx).UserID, p, a, req.Msg.GetAdminClient())
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&managementv1.SetAppAdminClientResponse{Details: writeDetails(evs)}), nil
+}

@@ -342,6 +342,10 @@ func mxTable() []mxRow {
 					t.Fatalf("secret of %d characters; want a long one", n)
 				}
 			}},
+		{rpc: "SetAppAdminClient", http: "POST /management/v1/projects/{project_id}/apps/{app_id}/_admin_client", call: mxRPC(M.SetAppAdminClient), kind: mxWrite, agg: "project",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.SetAppAdminClientRequest{ProjectId: s.ids["project"], AppId: s.ids["web"], AdminClient: true}
+			}},
 		{rpc: "AddAPIApp", http: "POST /management/v1/projects/{project_id}/apps/api", call: mxRPC(M.AddAPIApp), kind: mxWrite, agg: "project", born: "api",
 			req: func(s *mxRun) proto.Message {
 				return &mv1.AddAPIAppRequest{ProjectId: s.ids["project"], Name: "api",

@@ -6,6 +6,7 @@
 package management
 
 import (
+	"context"
 	"log/slog"
 	"net/url"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1/managementv1connect"
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/cutoff"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/orgs"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/users"
@@ -34,32 +36,73 @@ type Server struct {
 	Issuer *url.URL
 	Logger *slog.Logger
 	Now    func() time.Time
+	// Cutoffs delivers the token revocations that deactivations, removals
+	// and password resets queue (nil: left to the background delivery).
+	Cutoffs *cutoff.Outbox
+}
+
+// cutAccess delivers the token revocation the call just queued.
+func (s *Server) cutAccess(ctx context.Context) {
+	if s.Cutoffs != nil {
+		s.Cutoffs.DeliverNow(ctx)
+	}
 }
 
 var _ managementv1connect.ManagementServiceHandler = (*Server)(nil)
 
 const svc = "/" + managementv1connect.ManagementServiceName + "/"
 
-// Permissions maps every procedure to the permission it requires; authz
-// refuses procedures missing here.
-func Permissions() map[string]authz.Permission {
-	p := map[string]authz.Permission{}
-	for _, m := range []string{
-		"GetUserByID", "ListUsers", "AddHumanUser", "ImportHumanUser", "AddMachineUser", "DeactivateUser",
-		"ReactivateUser", "RemoveUser", "SetHumanPassword", "AddMachineKey", "ListMachineKeys", "RemoveMachineKey",
-		"GenerateMachineSecret", "RemoveMachineSecret", "SetUserMetadata", "BulkSetUserMetadata", "ListUserMetadata",
-		"GetUserMetadata", "RemoveUserMetadata", "BulkRemoveUserMetadata",
-	} {
-		p[svc+m] = authz.UserManager
+// Rules is the management API's authorization table: every procedure's
+// permission, where its organization comes from, and which user it
+// changes or which roles it grants (role dominance, see package authz).
+// authz refuses procedures missing here; SECURITY.md shows this table.
+func Rules() map[string]authz.Rule {
+	user := func(p authz.Permission, field string) authz.Rule {
+		return authz.Rule{Permission: p, Org: authz.OrgFromHeader, TargetUser: field}
+	}
+	read := func(p authz.Permission) authz.Rule { return authz.Rule{Permission: p, Org: authz.OrgFromHeader} }
+	r := map[string]authz.Rule{
+		"GetMyOrg": read(authz.AnyRole),
+		"AddOrg":   {Permission: authz.IAMOwner, Org: authz.OrgNew},
+		// An org owner must never make its own app able to sign in every
+		// organization's users.
+		"SetAppAdminClient": read(authz.IAMOwner),
+
+		"GetUserByID":      read(authz.UserManager),
+		"ListUsers":        read(authz.UserManager),
+		"AddHumanUser":     read(authz.UserManager),
+		"ImportHumanUser":  read(authz.UserManager),
+		"AddMachineUser":   read(authz.UserManager),
+		"ListMachineKeys":  read(authz.UserManager),
+		"ListUserMetadata": read(authz.UserManager),
+		"GetUserMetadata":  read(authz.UserManager),
+
+		"DeactivateUser":         user(authz.UserManager, "id"),
+		"ReactivateUser":         user(authz.UserManager, "id"),
+		"RemoveUser":             user(authz.UserManager, "id"),
+		"SetHumanPassword":       user(authz.UserManager, "user_id"),
+		"AddMachineKey":          user(authz.UserManager, "user_id"),
+		"RemoveMachineKey":       user(authz.UserManager, "user_id"),
+		"GenerateMachineSecret":  user(authz.UserManager, "user_id"),
+		"RemoveMachineSecret":    user(authz.UserManager, "user_id"),
+		"SetUserMetadata":        user(authz.UserManager, "id"),
+		"BulkSetUserMetadata":    user(authz.UserManager, "id"),
+		"RemoveUserMetadata":     user(authz.UserManager, "id"),
+		"BulkRemoveUserMetadata": user(authz.UserManager, "id"),
+
+		"AddOrgMember":    {Permission: authz.OrgOwner, Org: authz.OrgFromHeader, TargetUser: "user_id", Members: true, GrantRoles: "roles"},
+		"RemoveOrgMember": {Permission: authz.OrgOwner, Org: authz.OrgFromHeader, TargetUser: "user_id", Members: true},
 	}
 	for _, m := range []string{
-		"AddOrgMember", "RemoveOrgMember", "GetOrgIDPByID", "ListOrgIDPs", "AddOrgOIDCIDP", "UpdateOrgIDPOIDCConfig",
-		"DeactivateOrgIDP", "ReactivateOrgIDP", "RemoveOrgIDP", "AddProject", "GetProjectByID", "GetAppByID",
-		"AddOIDCApp", "UpdateOIDCAppConfig", "RegenerateOIDCClientSecret", "AddAPIApp", "AddAppKey", "RemoveAppKey",
+		"GetOrgIDPByID", "ListOrgIDPs", "AddOrgOIDCIDP", "UpdateOrgIDPOIDCConfig", "DeactivateOrgIDP", "ReactivateOrgIDP",
+		"RemoveOrgIDP", "AddProject", "GetProjectByID", "GetAppByID", "AddOIDCApp", "UpdateOIDCAppConfig",
+		"RegenerateOIDCClientSecret", "AddAPIApp", "AddAppKey", "RemoveAppKey",
 	} {
-		p[svc+m] = authz.OrgOwner
+		r[m] = read(authz.OrgOwner)
 	}
-	p[svc+"GetMyOrg"] = authz.AnyRole
-	p[svc+"AddOrg"] = authz.IAMOwner
-	return p
+	out := make(map[string]authz.Rule, len(r))
+	for m, rule := range r {
+		out[svc+m] = rule
+	}
+	return out
 }

@@ -167,9 +167,10 @@ func (s *Server) SetHumanPassword(ctx context.Context, req *connect.Request[mana
 	if err != nil {
 		return nil, err
 	}
-	evs, err := s.UserCmds.SetPassword(ctx, authz.FromContext(ctx).UserID, u, hash, !req.Msg.GetNoChangeRequired())
+	evs, err := s.UserCmds.SetPassword(ctx, authz.FromContext(ctx).UserID, u, hash, !req.Msg.GetNoChangeRequired(), true)
 	if err != nil {
 		return nil, err
 	}
+	s.cutAccess(ctx)
 	return connect.NewResponse(&managementv1.SetHumanPasswordResponse{Details: writeDetails(evs)}), nil
 }

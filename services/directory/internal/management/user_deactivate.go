@@ -20,5 +20,6 @@ func (s *Server) DeactivateUser(ctx context.Context, req *connect.Request[manage
 	if err != nil {
 		return nil, err
 	}
+	s.cutAccess(ctx)
 	return connect.NewResponse(&managementv1.DeactivateUserResponse{Details: writeDetails(evs)}), nil
 }

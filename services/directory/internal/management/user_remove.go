@@ -22,5 +22,6 @@ func (s *Server) RemoveUser(ctx context.Context, req *connect.Request[management
 	if err != nil {
 		return nil, err
 	}
+	s.cutAccess(ctx)
 	return connect.NewResponse(&managementv1.RemoveUserResponse{Details: writeDetails(evs)}), nil
 }

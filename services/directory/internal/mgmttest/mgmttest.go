@@ -45,6 +45,29 @@ import (
 type Introspector struct {
 	mu     sync.Mutex
 	tokens map[string]*tokensv1.IntrospectResponse
+	// Cut lists the users whose tokens RevokeUserTokens revoked, in order.
+	Cut []string
+}
+
+// RevokeUserTokens implements the tokens service's RevokeUserTokens: every
+// token of the user minted so far becomes inactive.
+func (i *Introspector) RevokeUserTokens(_ context.Context, req *connect.Request[tokensv1.RevokeUserTokensRequest]) (*connect.Response[tokensv1.RevokeUserTokensResponse], error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	for _, r := range i.tokens {
+		if r.GetSubject() == req.Msg.GetUserId() {
+			r.Active = false
+		}
+	}
+	i.Cut = append(i.Cut, req.Msg.GetUserId())
+	return connect.NewResponse(&tokensv1.RevokeUserTokensResponse{}), nil
+}
+
+// CutUsers returns a copy of Cut.
+func (i *Introspector) CutUsers() []string {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return append([]string(nil), i.Cut...)
 }
 
 // Introspect implements the tokens service's internal Introspect.

@@ -274,6 +274,16 @@ func (q *Queries) Member(ctx context.Context, orgID, userID string) (*Member, er
 	return &m, nil
 }
 
+// Memberships returns every organization membership of a user.
+func (q *Queries) Memberships(ctx context.Context, userID string) ([]Member, error) {
+	var out []Member
+	if err := q.DB.Select(ctx, &out, `SELECT org_id, user_id, roles, creation_date, change_date, sequence
+		FROM org_members WHERE user_id = ? ORDER BY org_id`, userID); err != nil {
+		return nil, fmt.Errorf("memberships: %w", err)
+	}
+	return out, nil
+}
+
 // InstanceRoles returns a user's instance-wide roles.
 func (q *Queries) InstanceRoles(ctx context.Context, userID string) ([]string, error) {
 	var raw string

@@ -131,6 +131,16 @@ func (c *Commands) RegenerateSecret(ctx context.Context, editor string, p *Proje
 	return secret, evs, nil
 }
 
+// SetAdminClient marks (or unmarks) an app as an admin client.
+func (c *Commands) SetAdminClient(ctx context.Context, editor string, p *Project, a *App, admin bool) ([]eventstore.Event, error) {
+	evs, err := c.ES.Push(ctx, editor, eventstore.Command{
+		Aggregate: p.Aggregate(),
+		Version:   p.Version,
+		Events:    []eventstore.Pending{{Type: EventAppAdminClientSet, Payload: adminClientSet{AppID: a.ID, AdminClient: admin}}},
+	})
+	return evs, apierr.FromStore(err, "application")
+}
+
 // AddKey registers a public key for an app using private_key_jwt.
 // publicPEM is the output of ParsePublicKey, or "" to generate a key pair:
 // then keyFile is the JSON key file with the private key (shown once).

@@ -22,6 +22,7 @@ const (
 	EventAppSecretChanged  = "project.application.secret.changed"
 	EventAppKeyAdded       = "project.application.key.added"
 	EventAppKeyRemoved     = "project.application.key.removed"
+	EventAppAdminClientSet = "project.application.admin_client.set"
 )
 
 // States of projects and apps (the management API's enum numbers).
@@ -82,6 +83,8 @@ type App struct {
 	CreationDate time.Time `db:"creation_date"`
 	ChangeDate   time.Time `db:"change_date"`
 	Sequence     uint64    `db:"sequence"`
+	// AdminClient: an IAM owner marked the app as an admin client.
+	AdminClient bool `db:"admin_client"`
 
 	OIDC *OIDCConfig `db:"-"`
 	API  *APIConfig  `db:"-"`
@@ -166,6 +169,12 @@ type oidcConfigChanged struct {
 }
 
 // secretChanged is the payload of EventAppSecretChanged.
+// adminClientSet is the payload of EventAppAdminClientSet.
+type adminClientSet struct {
+	AppID       string `json:"appId"`
+	AdminClient bool   `json:"adminClient"`
+}
+
 type secretChanged struct {
 	AppID      string `json:"appId"`
 	SecretHash []byte `json:"secretHash"`

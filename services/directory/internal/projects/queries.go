@@ -14,7 +14,7 @@ const projectColumns = `id, org_id, name, state, project_role_assertion, project
 	private_labeling_setting, creation_date, change_date, sequence, version`
 
 const appColumns = `a.id, a.project_id, a.org_id, a.name, a.state, a.kind, a.client_id, a.secret_hash, a.config,
-	a.creation_date, a.change_date, a.sequence`
+	a.creation_date, a.change_date, a.sequence, a.admin_client`
 
 const keyColumns = `id, app_id, project_id, org_id, type, public_key, expiration_date, creation_date, change_date, sequence`
 
@@ -88,4 +88,13 @@ func (q *Queries) AppByClientID(ctx context.Context, clientID string) (*Client, 
 	}
 	c.Keys = keys
 	return &c, nil
+}
+
+// ActiveProjectIDs returns the ids of an organization's active projects.
+func (q *Queries) ActiveProjectIDs(ctx context.Context, orgID string) ([]string, error) {
+	var ids []string
+	if err := q.DB.Select(ctx, &ids, `SELECT id FROM projects WHERE org_id = ? AND state = ? ORDER BY id`, orgID, StateActive); err != nil {
+		return nil, fmt.Errorf("projects of %s: %w", orgID, err)
+	}
+	return ids, nil
 }

@@ -34,6 +34,13 @@ func Register(es *eventstore.Store) {
 		}
 		return touchApp(ctx, tx, e, p.AppID, `secret_hash = ?`, p.SecretHash)
 	})
+	es.Register(EventAppAdminClientSet, func(ctx context.Context, tx db.Querier, e eventstore.Event) error {
+		var p adminClientSet
+		if err := e.Unmarshal(&p); err != nil {
+			return err
+		}
+		return touchApp(ctx, tx, e, p.AppID, `admin_client = ?`, p.AdminClient)
+	})
 	es.Register(EventAppKeyAdded, func(ctx context.Context, tx db.Querier, e eventstore.Event) error {
 		var p keyAdded
 		if err := e.Unmarshal(&p); err != nil {

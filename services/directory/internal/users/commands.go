@@ -2,6 +2,8 @@ package users
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -93,6 +95,13 @@ func (c *Commands) NewPasswordHash(ctx context.Context, userID, pw string, polic
 // already be validated and hashed (or empty: the user starts in state
 // initial). It returns the new id and the stored events.
 func (c *Commands) AddHuman(ctx context.Context, editor string, org *orgs.Org, p HumanAdded) (string, []eventstore.Event, error) {
+	email := ""
+	if p.EmailVerified {
+		email = p.Email
+	}
+	if err := c.loginNameFree(ctx, org.ID, p.UserName, email); err != nil {
+		return "", nil, err
+	}
 	id := secrets.NewID()
 	evs, err := c.ES.Push(ctx, editor, eventstore.Command{
 		Aggregate: eventstore.Aggregate{Type: Aggregate, ID: id, ResourceOwner: org.ID},
@@ -103,6 +112,9 @@ func (c *Commands) AddHuman(ctx context.Context, editor string, org *orgs.Org, p
 
 // AddMachine creates a machine user in org.
 func (c *Commands) AddMachine(ctx context.Context, editor string, org *orgs.Org, p MachineAdded) (string, []eventstore.Event, error) {
+	if err := c.loginNameFree(ctx, org.ID, p.UserName, ""); err != nil {
+		return "", nil, err
+	}
 	id := secrets.NewID()
 	evs, err := c.ES.Push(ctx, editor, eventstore.Command{
 		Aggregate: eventstore.Aggregate{Type: Aggregate, ID: id, ResourceOwner: org.ID},
@@ -113,11 +125,43 @@ func (c *Commands) AddMachine(ctx context.Context, editor string, org *orgs.Org,
 
 // SetPassword stores a new password hash; changeRequired forces a change at
 // the next login.
-func (c *Commands) SetPassword(ctx context.Context, editor string, u *User, hash string, changeRequired bool) ([]eventstore.Event, error) {
+// endSessions (an admin's reset) ends the user's sessions and revokes its
+// tokens.
+func (c *Commands) SetPassword(ctx context.Context, editor string, u *User, hash string, changeRequired, endSessions bool) ([]eventstore.Event, error) {
 	evs, err := c.ES.Push(ctx, editor, eventstore.Command{
 		Aggregate: u.Aggregate(),
 		Version:   u.Version,
-		Events:    []eventstore.Pending{{Type: EventPasswordChanged, Payload: PasswordChanged{PasswordHash: hash, ChangeRequired: changeRequired}}},
+		Events: []eventstore.Pending{{Type: EventPasswordChanged, Payload: PasswordChanged{
+			PasswordHash: hash, ChangeRequired: changeRequired, EndSessions: endSessions}}},
 	})
 	return evs, apierr.FromStore(err, "user")
+}
+
+// loginNameFree refuses (AlreadyExists) a user name that another user of
+// the organization signs in with: the same name after normalisation (also
+// enforced by a unique index), or, for a name with "@", another user's
+// verified e-mail; and a verified e-mail that is another user's name.
+// Without this a squatter could make someone's login ambiguous.
+func (c *Commands) loginNameFree(ctx context.Context, orgID, userName, verifiedEmail string) error {
+	name := NormalizeName(userName)
+	var n int
+	if err := c.ES.DB().Get(ctx, &n, `SELECT COUNT(*) FROM users WHERE org_id = ? AND user_name_norm = ?`, orgID, name); err != nil {
+		return fmt.Errorf("users: check user name: %w", err)
+	}
+	if n == 0 && strings.Contains(userName, "@") {
+		if err := c.ES.DB().Get(ctx, &n, `SELECT COUNT(*) FROM users WHERE org_id = ? AND email_verified = ? AND LOWER(email) = ?`,
+			orgID, true, strings.ToLower(userName)); err != nil {
+			return fmt.Errorf("users: check user name against e-mails: %w", err)
+		}
+	}
+	if n == 0 && verifiedEmail != "" {
+		if err := c.ES.DB().Get(ctx, &n, `SELECT COUNT(*) FROM users WHERE org_id = ? AND user_name_norm = ?`,
+			orgID, NormalizeName(verifiedEmail)); err != nil {
+			return fmt.Errorf("users: check e-mail against user names: %w", err)
+		}
+	}
+	if n > 0 {
+		return apierr.AlreadyExists("USER-name-taken", "user name %s is taken in this organization", userName)
+	}
+	return nil
 }

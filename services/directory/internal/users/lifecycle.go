@@ -32,7 +32,13 @@ func registerLifecycle(es *eventstore.Store) {
 			return touch(ctx, tx, e)
 		}
 	}
-	es.Register(EventDeactivated, setState(StateInactive))
+	deactivate := setState(StateInactive)
+	es.Register(EventDeactivated, func(ctx context.Context, tx db.Querier, e eventstore.Event) error {
+		if err := deactivate(ctx, tx, e); err != nil {
+			return err
+		}
+		return CutAccess(ctx, tx, e.AggregateID, e.CreatedAt)
+	})
 	es.Register(EventReactivated, setState(StateActive))
 	es.Register(EventRemoved, func(ctx context.Context, tx db.Querier, e eventstore.Event) error {
 		// Explicit deletes rather than relying on ON DELETE CASCADE, so the
@@ -48,7 +54,9 @@ func registerLifecycle(es *eventstore.Store) {
 				return err
 			}
 		}
-		return nil
+		// The row is gone, so sessions end by the user being unknown; the
+		// tokens are revoked through the outbox.
+		return CutAccess(ctx, tx, e.AggregateID, e.CreatedAt)
 	})
 }
 

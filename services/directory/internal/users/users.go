@@ -5,6 +5,9 @@ import (
 	"database/sql"
 	"time"
 
+	"golang.org/x/text/cases"
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
 )
@@ -69,6 +72,8 @@ type User struct {
 	Sequence               uint64         `db:"sequence"`
 	Version                uint64         `db:"version"`
 	PrimaryDomain          string         `db:"primary_domain"`
+	// SessionsNotBefore ends sessions authenticated at or before it.
+	SessionsNotBefore *time.Time `db:"sessions_not_before"`
 }
 
 // LoginName is userName@primaryDomain, the preferred login name.
@@ -112,6 +117,9 @@ type MachineAdded struct {
 type PasswordChanged struct {
 	PasswordHash   string `json:"passwordHash"`
 	ChangeRequired bool   `json:"changeRequired"`
+	// EndSessions: an admin set the password, so the user's sessions end
+	// and its tokens are revoked (a self-service change keeps them).
+	EndSessions bool `json:"endSessions,omitempty"`
 }
 
 // touch records an event reduced into the user projection.
@@ -121,10 +129,10 @@ func touch(ctx context.Context, tx db.Querier, e eventstore.Event) error {
 	return err
 }
 
-const insertUser = `INSERT INTO users (id, org_id, type, user_name, state, first_name, last_name, nick_name, display_name,
+const insertUser = `INSERT INTO users (id, org_id, type, user_name, user_name_norm, state, first_name, last_name, nick_name, display_name,
 	preferred_language, gender, email, email_verified, phone, phone_verified, password_hash, password_change_required,
 	password_changed, machine_name, machine_description, access_token_type, creation_date, change_date, sequence, version)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // Register adds the user reducers to es.
 func Register(es *eventstore.Store) {
@@ -140,7 +148,7 @@ func Register(es *eventstore.Store) {
 		} else if !p.External {
 			state = StateInitial // waits for its first password
 		}
-		if _, err := tx.Exec(ctx, insertUser, e.AggregateID, e.ResourceOwner, TypeHuman, p.UserName, state,
+		if _, err := tx.Exec(ctx, insertUser, e.AggregateID, e.ResourceOwner, TypeHuman, p.UserName, NormalizeName(p.UserName), state,
 			p.FirstName, p.LastName, p.NickName, p.DisplayName, p.PreferredLanguage, p.Gender, p.Email, p.EmailVerified,
 			p.Phone, p.PhoneVerified, p.PasswordHash, p.PasswordChangeRequired, changed, "", "", 0,
 			e.CreatedAt, e.CreatedAt, e.Sequence, e.Version); err != nil {
@@ -156,7 +164,7 @@ func Register(es *eventstore.Store) {
 		if err := e.Unmarshal(&p); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, insertUser, e.AggregateID, e.ResourceOwner, TypeMachine, p.UserName, StateActive,
+		_, err := tx.Exec(ctx, insertUser, e.AggregateID, e.ResourceOwner, TypeMachine, p.UserName, NormalizeName(p.UserName), StateActive,
 			"", "", "", p.Name, "", 0, "", false, "", false, "", false, nil, p.Name, p.Description, p.AccessTokenType,
 			e.CreatedAt, e.CreatedAt, e.Sequence, e.Version)
 		return err
@@ -174,6 +182,11 @@ func Register(es *eventstore.Store) {
 		}
 		if err := addHistory(ctx, tx, e, p.PasswordHash); err != nil {
 			return err
+		}
+		if p.EndSessions {
+			if err := CutAccess(ctx, tx, e.AggregateID, e.CreatedAt); err != nil {
+				return err
+			}
 		}
 		return touch(ctx, tx, e)
 	})
@@ -196,7 +209,7 @@ type Queries struct{ DB *db.DB }
 const Columns = `u.id, u.org_id, u.type, u.user_name, u.state, u.first_name, u.last_name, u.nick_name, u.display_name,
 	u.preferred_language, u.gender, u.email, u.email_verified, u.phone, u.phone_verified, u.password_hash,
 	u.password_change_required, u.password_changed, u.machine_name, u.machine_description, u.access_token_type,
-	u.client_id, u.secret_hash, u.creation_date, u.change_date, u.sequence, u.version, o.primary_domain`
+	u.client_id, u.secret_hash, u.creation_date, u.change_date, u.sequence, u.version, o.primary_domain, u.sessions_not_before`
 
 // From is the FROM clause matching Columns.
 const From = ` FROM users u JOIN orgs o ON o.id = u.org_id`
@@ -228,4 +241,26 @@ func (q *Queries) PasswordHistory(ctx context.Context, userID string, n int) ([]
 	}
 	err := q.DB.Select(ctx, &out, `SELECT password_hash FROM password_history WHERE user_id = ? ORDER BY sequence DESC LIMIT ?`, userID, n)
 	return out, err
+}
+
+// CutAccess ends the user's sessions authenticated up to at and queues
+// the revocation of its tokens issued up to then (the user_token_cutoffs
+// outbox, which package cutoff delivers to the tokens service), in the
+// event's transaction.
+func CutAccess(ctx context.Context, tx db.Querier, userID string, at time.Time) error {
+	if _, err := tx.Exec(ctx, `UPDATE users SET sessions_not_before = ? WHERE id = ?`, at, userID); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO user_token_cutoffs (user_id, not_after) VALUES (?, ?)
+		ON CONFLICT (user_id) DO UPDATE SET not_after = CASE WHEN excluded.not_after > user_token_cutoffs.not_after
+		THEN excluded.not_after ELSE user_token_cutoffs.not_after END`, userID, at)
+	return err
+}
+
+// NormalizeName is the form in which user names are unique in an
+// organization and looked up at login: compatibility-normalised (NFKC),
+// case-folded and normalised again, so "Admin", "ADMIN" and "Ａｄｍｉｎ"
+// are one name.
+func NormalizeName(s string) string {
+	return norm.NFKC.String(cases.Fold().String(norm.NFKC.String(s)))
 }

@@ -5,9 +5,9 @@ import (
 
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
+	"github.com/gatehouse-id/gatehouse/pkg/scope"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/clients"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
-	"github.com/gatehouse-id/gatehouse/services/tokens/internal/scope"
 )
 
 // clientCredentials is RFC 6749 §4.4 for machine users with a client
@@ -26,6 +26,9 @@ func (g *clientCredentials) Handle(ctx context.Context, r *Request) (*mint.Respo
 	}
 	scopes, err := scope.Parse(r.Get("scope"))
 	if err != nil {
+		return nil, err
+	}
+	if err := scope.Check(scope.ForClient(c), scopes); err != nil {
 		return nil, err
 	}
 	// No refresh token is issued here, so offline_access is not granted.

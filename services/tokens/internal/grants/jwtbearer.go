@@ -9,9 +9,9 @@ import (
 
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
+	"github.com/gatehouse-id/gatehouse/pkg/scope"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/assertion"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
-	"github.com/gatehouse-id/gatehouse/services/tokens/internal/scope"
 )
 
 // jwtBearer is the JWT profile grant (RFC 7523 §2.1): a machine user signs
@@ -53,6 +53,9 @@ func (g *jwtBearer) Handle(ctx context.Context, r *Request) (*mint.Response, err
 	}
 	if user.GetState() != directoryv1.UserState_USER_STATE_ACTIVE || !user.GetMachine() {
 		return nil, oauth.New(oauth.InvalidGrant, "the assertion's user cannot get tokens")
+	}
+	if err := scope.Check(scope.Requester{Kind: scope.MachineUser, OrgID: user.GetOrgId(), Projects: res.Msg.GetOrgProjectIds()}, scopes); err != nil {
+		return nil, err
 	}
 	scopes = scope.Without(scopes, scope.OfflineAccess)
 	at, err := g.Minter.AccessToken(ctx, nil, mint.Access{

@@ -6,10 +6,10 @@ import (
 
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
+	"github.com/gatehouse-id/gatehouse/pkg/scope"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/clients"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/lifecycle"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
-	"github.com/gatehouse-id/gatehouse/services/tokens/internal/scope"
 )
 
 // refreshToken is the refresh_token grant (RFC 6749 §6, OIDC Core §12)

@@ -124,7 +124,7 @@ func (e *Endpoint) introspect(r *http.Request) ([]byte, error) {
 	if err != nil {
 		return nil, oauth.New(oauth.TemporarilyUnavailable, "token validation failed").WithCause(err)
 	}
-	if !inAudience(t.Audience, client.Client) {
+	if !inAudience(t, client.Client) {
 		return inactive, nil
 	}
 	claims, username, err := UserClaims(ctx, e.Directory, t)
@@ -155,11 +155,16 @@ func (e *Endpoint) introspect(r *http.Request) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// inAudience: the introspecting client is in the audience by its client_id
-// or its project id (issue 4, "Audience").
-func inAudience(aud []string, c *directoryv1.Client) bool {
-	return (c.GetClientId() != "" && slices.Contains(aud, c.GetClientId())) ||
-		(c.GetProjectId() != "" && slices.Contains(aud, c.GetProjectId()))
+// inAudience: the introspecting client is in the token's audience by its
+// project id, or by its client_id when that is the whole audience or the
+// client the token was issued to (azp): with several audiences, a client
+// id in aud binds only its own client (OIDC Core §2, azp).
+func inAudience(t *Token, c *directoryv1.Client) bool {
+	if c.GetProjectId() != "" && slices.Contains(t.Audience, c.GetProjectId()) {
+		return true
+	}
+	id := c.GetClientId()
+	return id != "" && slices.Contains(t.Audience, id) && (len(t.Audience) == 1 || t.ClientID == id)
 }
 
 // writeError renders every error of this endpoint (RFC 6749 §5.2 JSON).

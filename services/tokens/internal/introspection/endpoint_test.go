@@ -126,7 +126,8 @@ func TestIntrospectActive(t *testing.T) {
 				}
 			})
 			t.Run(name+"/private_key_jwt, in audience by client_id", func(t *testing.T) {
-				at := f.env.AccessWithAudience(t, "web", "user-alice", jwt, []string{"web", "api-jwt"},
+				// The whole audience is the client: it may introspect.
+				at := f.env.AccessWithAudience(t, "web", "user-alice", jwt, []string{"api-jwt"},
 					"openid", "phone", "urn:gatehouse:iam:user:resourceowner")
 				got := f.asKey(t, f.apiJWT, at.Token).JSON(t)
 				if got["active"] != true || got["phone_number"] != "+41 44 123 45 67" ||
@@ -169,6 +170,15 @@ func TestIntrospectInactive(t *testing.T) {
 				// The same token is active for a client in its audience.
 				if got := f.asBasic(t, f.other, at.Token).JSON(t); got["active"] != true {
 					t.Fatalf("owner sees %v; want active", got)
+				}
+			})
+			t.Run(name+"/another client's id among several audiences", func(t *testing.T) {
+				// With several audiences a client id binds only the client
+				// the token was issued to (azp): an injected one does not.
+				at := f.env.AccessWithAudience(t, "web", "user-alice", jwt, []string{"web", "api-jwt"}, "openid")
+				wantInactive(t, f.asKey(t, f.apiJWT, at.Token))
+				if got := f.asBasic(t, f.web, at.Token).JSON(t); got["active"] != true {
+					t.Fatalf("the token's own client sees %v; want active", got)
 				}
 			})
 			t.Run(name+"/revoked", func(t *testing.T) {
@@ -221,7 +231,7 @@ func TestIntrospectInactive(t *testing.T) {
 
 func TestIntrospectClientAuthentication(t *testing.T) {
 	forDialects(t, func(t *testing.T, f *fixture) {
-		at := f.env.AccessWithAudience(t, "web", "user-alice", true, []string{"web", "proj-api", "api-jwt"}, "openid")
+		at := f.env.AccessWithAudience(t, "web", "user-alice", true, []string{"web", "proj-api", "proj-jwt"}, "openid")
 		assertionType := "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 		stranger := &tokentest.Client{Client: f.apiJWT.Client, KeyID: f.apiJWT.KeyID}
 		stranger.Key = f.env.AddClient(t, "unrelated-key-holder", "", apiApp, keyJWT).Key

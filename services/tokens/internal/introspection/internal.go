@@ -30,6 +30,7 @@ func (v *Validator) Introspect(ctx context.Context, req *connect.Request[tokensv
 		Scopes:    t.Scopes,
 		Audience:  t.Audience,
 		ExpiresAt: timestamppb.New(t.ExpiresAt),
+		IssuedAt:  timestamppb.New(t.IssuedAt),
 		OrgId:     t.OrgID,
 	}), nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/revocation"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/store"
 )
 
@@ -22,9 +23,10 @@ type JWS interface {
 	Verify(token string) ([]byte, error)
 }
 
-// Revocations is the revocation list.
+// Revocations is the revocation list (revocation.List).
 type Revocations interface {
 	IsRevoked(ctx context.Context, tokenID string) (bool, error)
+	RevokedUntil(ctx context.Context, id string) (time.Time, error)
 }
 
 // Validator validates access tokens.
@@ -105,6 +107,15 @@ func (v *Validator) Validate(ctx context.Context, raw string) (*Token, error) {
 		return nil, fmt.Errorf("revocation check: %w", err)
 	}
 	if revoked {
+		return nil, ErrInactive
+	}
+	// A deactivated, locked or removed user, or an admin password reset,
+	// revokes every token of the user issued up to then.
+	until, err := v.Revoked.RevokedUntil(ctx, revocation.UserKey(t.Subject))
+	if err != nil {
+		return nil, fmt.Errorf("revocation check: %w", err)
+	}
+	if revocation.UserCovers(until, t.ExpiresAt) {
 		return nil, ErrInactive
 	}
 	return t, nil

@@ -12,9 +12,9 @@ import (
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
+	"github.com/gatehouse-id/gatehouse/pkg/scope"
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
-	"github.com/gatehouse-id/gatehouse/services/tokens/internal/scope"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/store"
 )
 

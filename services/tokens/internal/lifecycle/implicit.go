@@ -10,8 +10,8 @@ import (
 	"connectrpc.com/connect"
 
 	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
+	"github.com/gatehouse-id/gatehouse/pkg/scope"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
-	"github.com/gatehouse-id/gatehouse/services/tokens/internal/scope"
 )
 
 // Implicit-flow response types.

@@ -10,8 +10,8 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
+	"github.com/gatehouse-id/gatehouse/pkg/scope"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
-	"github.com/gatehouse-id/gatehouse/services/tokens/internal/scope"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/store"
 )
 
@@ -62,6 +62,15 @@ func (l *Lifecycle) Refresh(ctx context.Context, c *directoryv1.Client, raw stri
 			}
 		}
 		scopes = requested
+	}
+	// What the client may ask for can have changed since (an admin
+	// client unmarked, a project removed): the policy applies again.
+	r := scope.ForClient(c)
+	if err := scope.Check(r, scopes); err != nil {
+		return nil, err
+	}
+	if !scope.UserOrgAllowed(r, rt.OrgID) {
+		return nil, oauth.New(oauth.InvalidGrant, "the client may no longer sign in users of this organization")
 	}
 	if err := l.userActive(ctx, rt.Subject); err != nil {
 		return nil, err

@@ -11,8 +11,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+	"github.com/gatehouse-id/gatehouse/pkg/scope"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/clients"
-	"github.com/gatehouse-id/gatehouse/services/tokens/internal/scope"
 )
 
 // Limits on what authn passes through from the authorization request.
@@ -87,6 +87,15 @@ func rpcLogin(c *directoryv1.Client, userID, orgID string, scopes []string, nonc
 	}
 	if !slices.Contains(parsed, scope.OpenID) {
 		return login{}, invalidArgument("scopes must include openid")
+	}
+	// authn checks the same policy and answers the browser; this is the
+	// second line, so no internal caller can mint past it.
+	r := scope.ForClient(c)
+	if err := scope.Check(r, parsed); err != nil {
+		return login{}, connect.NewError(connect.CodePermissionDenied, err)
+	}
+	if orgID == "" || !scope.UserOrgAllowed(r, orgID) {
+		return login{}, connect.NewError(connect.CodePermissionDenied, errors.New("the client may not sign in users of this organization"))
 	}
 	return login{client: c, subject: userID, orgID: orgID, scopes: parsed, nonce: nonce, sessionID: sessionID,
 		authTime: authTime.AsTime().UTC(), amr: slices.Clone(amr)}, nil

@@ -2,11 +2,13 @@ package lifecycle
 
 import (
 	"context"
+	"time"
 
 	"connectrpc.com/connect"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/revocation"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/store"
 )
 
@@ -41,4 +43,34 @@ func (l *Lifecycle) RevokeSession(ctx context.Context, req *connect.Request[toke
 		return nil, l.unavailable(ctx, err)
 	}
 	return connect.NewResponse(&tokensv1.RevokeSessionResponse{}), nil
+}
+
+// RevokeUserTokens implements TokenService.RevokeUserTokens: in one
+// transaction it voids the user's unused codes and revokes its refresh
+// tokens issued up to not_after; then it puts the user's entry on the
+// revocation list, which revokes every access token of the user issued up
+// to not_after, recorded or not, on every replica.
+func (l *Lifecycle) RevokeUserTokens(ctx context.Context, req *connect.Request[tokensv1.RevokeUserTokensRequest]) (*connect.Response[tokensv1.RevokeUserTokensResponse], error) {
+	uid := req.Msg.GetUserId()
+	if uid == "" || len(uid) > maxID {
+		return nil, invalidArgument("user_id is required (at most %d characters)", maxID)
+	}
+	if req.Msg.GetNotAfter() == nil || req.Msg.GetNotAfter().CheckValid() != nil {
+		return nil, invalidArgument("not_after is required")
+	}
+	notAfter := req.Msg.GetNotAfter().AsTime()
+	now := l.Now()
+	err := l.Store.DB.InTx(ctx, func(tx *db.Tx) error {
+		if err := l.Store.VoidUserAuthCodes(ctx, tx, uid, notAfter, now); err != nil {
+			return err
+		}
+		return l.Store.RevokeUserRefreshTokens(ctx, tx, uid, notAfter, now)
+	})
+	if err == nil {
+		err = l.Revoked.RevokeMany(ctx, []string{revocation.UserKey(uid)}, []time.Time{revocation.UserUntil(notAfter, l.Minter.AccessTTL)})
+	}
+	if err != nil {
+		return nil, l.unavailable(ctx, err)
+	}
+	return connect.NewResponse(&tokensv1.RevokeUserTokensResponse{}), nil
 }

@@ -221,23 +221,40 @@ func entries(ids []string, expiresAt []time.Time) ([]entry, error) {
 // (the database failed after, or instead of, the fast list); Redis errors
 // are logged, never returned.
 func (l *List) IsRevoked(ctx context.Context, tokenID string) (bool, error) {
-	if tokenID == "" {
-		return false, nil // Revoke refuses empty ids
-	}
-	now := l.now()
-	if l.redis == nil {
-		return l.memRevoked(ctx, tokenID, now)
-	}
-	return l.redisRevoked(ctx, tokenID, now)
+	until, err := l.RevokedUntil(ctx, tokenID)
+	return !until.IsZero(), err
 }
 
-func (l *List) memRevoked(ctx context.Context, id string, now time.Time) (bool, error) {
+// RevokedUntil returns the expiry of id's unexpired revocation, or the
+// zero time when id is not revoked (or its revocation has expired). Errors
+// as IsRevoked.
+func (l *List) RevokedUntil(ctx context.Context, id string) (time.Time, error) {
+	if id == "" {
+		return time.Time{}, nil // Revoke refuses empty ids
+	}
+	now := l.now()
+	var exp int64
+	var err error
+	if l.redis == nil {
+		exp, err = l.memRevoked(ctx, id, now)
+	} else {
+		exp, err = l.redisRevoked(ctx, id, now)
+	}
+	if err != nil || exp == 0 {
+		return time.Time{}, err
+	}
+	return time.UnixMicro(exp), nil
+}
+
+// memRevoked and redisRevoked return the unexpired revocation's expiry in
+// Unix µs, or 0.
+func (l *List) memRevoked(ctx context.Context, id string, now time.Time) (int64, error) {
 	exp, found, complete := l.mem.lookup(id)
 	if found && now.UnixMicro() < exp {
-		return true, nil
+		return exp, nil
 	}
 	if complete {
-		return false, nil
+		return 0, nil
 	}
 	if l.exclusive {
 		l.kick(&l.loadTask, l.loadMemory, "revocation: loading the in-memory list failed")
@@ -245,7 +262,7 @@ func (l *List) memRevoked(ctx context.Context, id string, now time.Time) (bool, 
 	return revokedInDB(ctx, l.store, id, now)
 }
 
-func (l *List) redisRevoked(ctx context.Context, id string, now time.Time) (bool, error) {
+func (l *List) redisRevoked(ctx context.Context, id string, now time.Time) (int64, error) {
 	if l.redisDown() {
 		return revokedInDB(ctx, l.store, id, now)
 	}
@@ -253,17 +270,17 @@ func (l *List) redisRevoked(ctx context.Context, id string, now time.Time) (bool
 	switch {
 	case err != nil:
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			return false, fmt.Errorf("revocation: check: %w", ctxErr)
+			return 0, fmt.Errorf("revocation: check: %w", ctxErr)
 		}
 		l.redisFailed(err)
 	case found && valid && now.UnixMicro() < exp:
-		return true, nil
+		return exp, nil
 	case !loaded:
 		l.kick(&l.rebuildTask, l.rebuild, "revocation: rebuilding the Redis list failed")
 	case l.dirty():
 		l.kick(&l.syncTask, l.syncRedis, "revocation: syncing pending revocations to Redis failed")
 	case !found:
-		return false, nil
+		return 0, nil
 	}
 	// Not trustworthy, or an expired or unreadable entry (rare): ask the
 	// table, which holds the latest expiry.
@@ -458,4 +475,24 @@ func (l *List) warn(msg string, err error) {
 		return
 	}
 	l.log.Warn(msg, slog.String("err", err.Error()), slog.Int64("suppressed", l.suppressed.Swap(0)))
+}
+
+// UserKey is the list id that revokes every access token of a user issued
+// up to a cut-off (RevokeUserTokens). Token ids are random base64url, so
+// they never start with "user:".
+func UserKey(subject string) string { return "user:" + subject }
+
+// UserUntil is the expiry of a user entry for a cut-off: a token's iat is
+// whole seconds, so every access token issued in or before notAfter's
+// second expires by then (one issued in that second after the cut-off
+// too: the safe side), and one issued in a later second expires after it.
+// UserCovers is the check.
+func UserUntil(notAfter time.Time, accessTTL time.Duration) time.Time {
+	return notAfter.Truncate(time.Second).Add(accessTTL)
+}
+
+// UserCovers reports whether a user entry expiring at until revokes a
+// token of that user expiring at tokenExp.
+func UserCovers(until, tokenExp time.Time) bool {
+	return !until.IsZero() && !tokenExp.After(until)
 }

@@ -25,7 +25,7 @@ ON CONFLICT (token_id) DO UPDATE SET
   expires_at = CASE WHEN excluded.expires_at > revoked_tokens.expires_at THEN excluded.expires_at ELSE revoked_tokens.expires_at END,
   pending = excluded.pending
 RETURNING expires_at`
-	qIsRevoked    = `SELECT COUNT(*) FROM revoked_tokens WHERE token_id = ? AND expires_at > ?`
+	qIsRevoked    = `SELECT expires_at FROM revoked_tokens WHERE token_id = ? AND expires_at > ?`
 	qUnexpired    = `SELECT token_id, expires_at FROM revoked_tokens WHERE expires_at > ? AND token_id > ? ORDER BY token_id LIMIT 1000`
 	qPending      = `SELECT token_id, expires_at FROM revoked_tokens WHERE pending = TRUE AND token_id > ? ORDER BY token_id LIMIT 1000`
 	qClearPending = `UPDATE revoked_tokens SET pending = FALSE WHERE token_id = ? AND expires_at = ? AND pending = TRUE`
@@ -51,13 +51,17 @@ func insert(ctx context.Context, store *db.DB, es []entry, now time.Time, pendin
 	return out, nil
 }
 
-// revokedInDB answers a check from the table.
-func revokedInDB(ctx context.Context, q db.Querier, id string, now time.Time) (bool, error) {
-	var n int
-	if err := q.Get(ctx, &n, qIsRevoked, id, now); err != nil {
-		return false, fmt.Errorf("revocation: look up token in database: %w", err)
+// revokedInDB answers a check from the table: the unexpired revocation's
+// expiry in Unix µs, or 0.
+func revokedInDB(ctx context.Context, q db.Querier, id string, now time.Time) (int64, error) {
+	var exp []time.Time
+	if err := q.Select(ctx, &exp, qIsRevoked, id, now); err != nil {
+		return 0, fmt.Errorf("revocation: look up token in database: %w", err)
 	}
-	return n > 0, nil
+	if len(exp) == 0 {
+		return 0, nil
+	}
+	return exp[0].UnixMicro(), nil
 }
 
 // eachPage calls fn with successive pages of query's rows (keyset-paginated

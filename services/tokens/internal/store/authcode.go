@@ -135,6 +135,17 @@ func (s *Store) VoidSessionAuthCodes(ctx context.Context, q db.Querier, sessionI
 	return nil
 }
 
+// VoidUserAuthCodes expires the unused codes of subject created at or
+// before notAfter, as VoidSessionAuthCodes does.
+func (s *Store) VoidUserAuthCodes(ctx context.Context, q db.Querier, subject string, notAfter, now time.Time) error {
+	_, err := s.q(q).Exec(ctx, `UPDATE auth_codes SET expires_at = created_at WHERE subject = ? AND created_at <= ? AND used_at IS NULL AND expires_at > ?`,
+		subject, notAfter, now)
+	if err != nil {
+		return fmt.Errorf("void the user's authorization codes: %w", err)
+	}
+	return nil
+}
+
 // q defaults a nil Querier to the database.
 func (s *Store) q(q db.Querier) db.Querier {
 	if q == nil {

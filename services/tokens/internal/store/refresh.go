@@ -206,3 +206,14 @@ func (s *Store) PruneLifecycle(ctx context.Context, now, codesBefore time.Time) 
 	}
 	return nil
 }
+
+// RevokeUserRefreshTokens marks every refresh token of subject created at
+// or before notAfter revoked at now.
+func (s *Store) RevokeUserRefreshTokens(ctx context.Context, q db.Querier, subject string, notAfter, now time.Time) error {
+	err := revokeUntilNone(ctx, s.q(q), `UPDATE refresh_tokens SET revoked_at = ? WHERE subject = ? AND created_at <= ? AND revoked_at IS NULL`,
+		now, subject, notAfter)
+	if err != nil {
+		return fmt.Errorf("revoke the user's refresh tokens: %w", err)
+	}
+	return nil
+}

@@ -463,7 +463,17 @@ type Client struct {
 	// Application name (for the login page).
 	Name string `protobuf:"bytes,18,opt,name=name,proto3" json:"name,omitempty"`
 	// OIDC app type: web, user_agent or native.
-	AppType       string `protobuf:"bytes,19,opt,name=app_type,json=appType,proto3" json:"app_type,omitempty"`
+	AppType string `protobuf:"bytes,19,opt,name=app_type,json=appType,proto3" json:"app_type,omitempty"`
+	// An IAM owner marked this app as an admin client: it signs in users of
+	// every organization and may ask for the management audience
+	// (interactively). Machine users are never admin clients.
+	AdminClient bool `protobuf:"varint,20,opt,name=admin_client,json=adminClient,proto3" json:"admin_client,omitempty"`
+	// Active projects of the client's organization: the project audiences
+	// it may ask for.
+	OrgProjectIds []string `protobuf:"bytes,21,rep,name=org_project_ids,json=orgProjectIds,proto3" json:"org_project_ids,omitempty"`
+	// Organizations the app's project is granted to: their users may sign in
+	// to it (after consent).
+	GrantedOrgIds []string `protobuf:"bytes,22,rep,name=granted_org_ids,json=grantedOrgIds,proto3" json:"granted_org_ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -631,6 +641,27 @@ func (x *Client) GetAppType() string {
 	return ""
 }
 
+func (x *Client) GetAdminClient() bool {
+	if x != nil {
+		return x.AdminClient
+	}
+	return false
+}
+
+func (x *Client) GetOrgProjectIds() []string {
+	if x != nil {
+		return x.OrgProjectIds
+	}
+	return nil
+}
+
+func (x *Client) GetGrantedOrgIds() []string {
+	if x != nil {
+		return x.GrantedOrgIds
+	}
+	return nil
+}
+
 // GetClientRequest names a client.
 type GetClientRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -775,7 +806,10 @@ type GetMachineKeyResponse struct {
 	// The key.
 	Key *PublicKey `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
 	// The machine user.
-	User          *User `protobuf:"bytes,2,opt,name=user,proto3" json:"user,omitempty"`
+	User *User `protobuf:"bytes,2,opt,name=user,proto3" json:"user,omitempty"`
+	// Active projects of the user's organization: the project audiences it
+	// may ask for.
+	OrgProjectIds []string `protobuf:"bytes,3,rep,name=org_project_ids,json=orgProjectIds,proto3" json:"org_project_ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -820,6 +854,13 @@ func (x *GetMachineKeyResponse) GetKey() *PublicKey {
 func (x *GetMachineKeyResponse) GetUser() *User {
 	if x != nil {
 		return x.User
+	}
+	return nil
+}
+
+func (x *GetMachineKeyResponse) GetOrgProjectIds() []string {
+	if x != nil {
+		return x.OrgProjectIds
 	}
 	return nil
 }
@@ -1093,9 +1134,12 @@ type User struct {
 	// Access token format (machine users).
 	AccessTokenType TokenType `protobuf:"varint,9,opt,name=access_token_type,json=accessTokenType,proto3,enum=gatehouse.directory.v1.TokenType" json:"access_token_type,omitempty"`
 	// Email address, may be empty.
-	Email         string `protobuf:"bytes,10,opt,name=email,proto3" json:"email,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Email string `protobuf:"bytes,10,opt,name=email,proto3" json:"email,omitempty"`
+	// Sessions authenticated at or before this instant are ended (an admin
+	// password reset, deactivation, locking); unset when none.
+	SessionsNotBefore *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=sessions_not_before,json=sessionsNotBefore,proto3" json:"sessions_not_before,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *User) Reset() {
@@ -1196,6 +1240,13 @@ func (x *User) GetEmail() string {
 		return x.Email
 	}
 	return ""
+}
+
+func (x *User) GetSessionsNotBefore() *timestamppb.Timestamp {
+	if x != nil {
+		return x.SessionsNotBefore
+	}
+	return nil
 }
 
 // GetUserRequest names a user.
@@ -2766,7 +2817,7 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\x12$\n" +
 	"\x0epublic_key_pem\x18\x02 \x01(\tR\fpublicKeyPem\x129\n" +
 	"\n" +
-	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\x93\x06\n" +
+	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\x86\a\n" +
 	"\x06Client\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x126\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\".gatehouse.directory.v1.ClientKindR\x04kind\x12\x0e\n" +
@@ -2792,16 +2843,20 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"clock_skew\x18\x10 \x01(\v2\x19.google.protobuf.DurationR\tclockSkew\x12\x1a\n" +
 	"\bsequence\x18\x11 \x01(\x04R\bsequence\x12\x12\n" +
 	"\x04name\x18\x12 \x01(\tR\x04name\x12\x19\n" +
-	"\bapp_type\x18\x13 \x01(\tR\aappType\"/\n" +
+	"\bapp_type\x18\x13 \x01(\tR\aappType\x12!\n" +
+	"\fadmin_client\x18\x14 \x01(\bR\vadminClient\x12&\n" +
+	"\x0forg_project_ids\x18\x15 \x03(\tR\rorgProjectIds\x12&\n" +
+	"\x0fgranted_org_ids\x18\x16 \x03(\tR\rgrantedOrgIds\"/\n" +
 	"\x10GetClientRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\"K\n" +
 	"\x11GetClientResponse\x126\n" +
 	"\x06client\x18\x01 \x01(\v2\x1e.gatehouse.directory.v1.ClientR\x06client\"-\n" +
 	"\x14GetMachineKeyRequest\x12\x15\n" +
-	"\x06key_id\x18\x01 \x01(\tR\x05keyId\"~\n" +
+	"\x06key_id\x18\x01 \x01(\tR\x05keyId\"\xa6\x01\n" +
 	"\x15GetMachineKeyResponse\x123\n" +
 	"\x03key\x18\x01 \x01(\v2!.gatehouse.directory.v1.PublicKeyR\x03key\x120\n" +
-	"\x04user\x18\x02 \x01(\v2\x1c.gatehouse.directory.v1.UserR\x04user\"\xa9\x01\n" +
+	"\x04user\x18\x02 \x01(\v2\x1c.gatehouse.directory.v1.UserR\x04user\x12&\n" +
+	"\x0forg_project_ids\x18\x03 \x03(\tR\rorgProjectIds\"\xa9\x01\n" +
 	"\x15VerifyPasswordRequest\x12\x15\n" +
 	"\x06org_id\x18\x01 \x01(\tR\x05orgId\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x1d\n" +
@@ -2817,7 +2872,7 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x10current_password\x18\x02 \x01(\tR\x0fcurrentPassword\x12!\n" +
 	"\fnew_password\x18\x03 \x01(\tR\vnewPassword\x12%\n" +
 	"\x0eclient_address\x18\x04 \x01(\tR\rclientAddress\"\x18\n" +
-	"\x16ChangePasswordResponse\"\x86\x03\n" +
+	"\x16ChangePasswordResponse\"\xd2\x03\n" +
 	"\x04User\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
 	"\x06org_id\x18\x02 \x01(\tR\x05orgId\x12\x1b\n" +
@@ -2829,7 +2884,8 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x12preferred_language\x18\b \x01(\tR\x11preferredLanguage\x12M\n" +
 	"\x11access_token_type\x18\t \x01(\x0e2!.gatehouse.directory.v1.TokenTypeR\x0faccessTokenType\x12\x14\n" +
 	"\x05email\x18\n" +
-	" \x01(\tR\x05email\")\n" +
+	" \x01(\tR\x05email\x12J\n" +
+	"\x13sessions_not_before\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x11sessionsNotBefore\")\n" +
 	"\x0eGetUserRequest\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\"C\n" +
 	"\x0fGetUserResponse\x120\n" +
@@ -3054,55 +3110,56 @@ var file_gatehouse_directory_v1_directory_proto_depIdxs = []int32{
 	16, // 9: gatehouse.directory.v1.VerifyPasswordResponse.user:type_name -> gatehouse.directory.v1.User
 	3,  // 10: gatehouse.directory.v1.User.state:type_name -> gatehouse.directory.v1.UserState
 	2,  // 11: gatehouse.directory.v1.User.access_token_type:type_name -> gatehouse.directory.v1.TokenType
-	16, // 12: gatehouse.directory.v1.GetUserResponse.user:type_name -> gatehouse.directory.v1.User
-	16, // 13: gatehouse.directory.v1.LookupUserResponse.user:type_name -> gatehouse.directory.v1.User
-	45, // 14: gatehouse.directory.v1.GetClaimsResponse.claims:type_name -> google.protobuf.Struct
-	16, // 15: gatehouse.directory.v1.RegisterUserResponse.user:type_name -> gatehouse.directory.v1.User
-	25, // 16: gatehouse.directory.v1.GetOrgResponse.password_policy:type_name -> gatehouse.directory.v1.PasswordPolicy
-	4,  // 17: gatehouse.directory.v1.IdP.styling_type:type_name -> gatehouse.directory.v1.StylingType
-	5,  // 18: gatehouse.directory.v1.IdP.display_name_mapping:type_name -> gatehouse.directory.v1.MappingField
-	5,  // 19: gatehouse.directory.v1.IdP.username_mapping:type_name -> gatehouse.directory.v1.MappingField
-	30, // 20: gatehouse.directory.v1.GetIdPResponse.idp:type_name -> gatehouse.directory.v1.IdP
-	30, // 21: gatehouse.directory.v1.ListIdPsResponse.idps:type_name -> gatehouse.directory.v1.IdP
-	16, // 22: gatehouse.directory.v1.GetLinkedUserResponse.user:type_name -> gatehouse.directory.v1.User
-	16, // 23: gatehouse.directory.v1.RegisterExternalUserResponse.user:type_name -> gatehouse.directory.v1.User
-	8,  // 24: gatehouse.directory.v1.DirectoryService.GetClient:input_type -> gatehouse.directory.v1.GetClientRequest
-	10, // 25: gatehouse.directory.v1.DirectoryService.GetMachineKey:input_type -> gatehouse.directory.v1.GetMachineKeyRequest
-	12, // 26: gatehouse.directory.v1.DirectoryService.VerifyPassword:input_type -> gatehouse.directory.v1.VerifyPasswordRequest
-	14, // 27: gatehouse.directory.v1.DirectoryService.ChangePassword:input_type -> gatehouse.directory.v1.ChangePasswordRequest
-	17, // 28: gatehouse.directory.v1.DirectoryService.GetUser:input_type -> gatehouse.directory.v1.GetUserRequest
-	19, // 29: gatehouse.directory.v1.DirectoryService.LookupUser:input_type -> gatehouse.directory.v1.LookupUserRequest
-	21, // 30: gatehouse.directory.v1.DirectoryService.GetClaims:input_type -> gatehouse.directory.v1.GetClaimsRequest
-	23, // 31: gatehouse.directory.v1.DirectoryService.RegisterUser:input_type -> gatehouse.directory.v1.RegisterUserRequest
-	26, // 32: gatehouse.directory.v1.DirectoryService.GetOrg:input_type -> gatehouse.directory.v1.GetOrgRequest
-	28, // 33: gatehouse.directory.v1.DirectoryService.GetRoles:input_type -> gatehouse.directory.v1.GetRolesRequest
-	31, // 34: gatehouse.directory.v1.DirectoryService.GetIdP:input_type -> gatehouse.directory.v1.GetIdPRequest
-	33, // 35: gatehouse.directory.v1.DirectoryService.ListIdPs:input_type -> gatehouse.directory.v1.ListIdPsRequest
-	35, // 36: gatehouse.directory.v1.DirectoryService.LinkExternalUser:input_type -> gatehouse.directory.v1.LinkExternalUserRequest
-	37, // 37: gatehouse.directory.v1.DirectoryService.GetLinkedUser:input_type -> gatehouse.directory.v1.GetLinkedUserRequest
-	39, // 38: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:input_type -> gatehouse.directory.v1.RegisterExternalUserRequest
-	41, // 39: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:input_type -> gatehouse.directory.v1.UnlinkExternalUserRequest
-	9,  // 40: gatehouse.directory.v1.DirectoryService.GetClient:output_type -> gatehouse.directory.v1.GetClientResponse
-	11, // 41: gatehouse.directory.v1.DirectoryService.GetMachineKey:output_type -> gatehouse.directory.v1.GetMachineKeyResponse
-	13, // 42: gatehouse.directory.v1.DirectoryService.VerifyPassword:output_type -> gatehouse.directory.v1.VerifyPasswordResponse
-	15, // 43: gatehouse.directory.v1.DirectoryService.ChangePassword:output_type -> gatehouse.directory.v1.ChangePasswordResponse
-	18, // 44: gatehouse.directory.v1.DirectoryService.GetUser:output_type -> gatehouse.directory.v1.GetUserResponse
-	20, // 45: gatehouse.directory.v1.DirectoryService.LookupUser:output_type -> gatehouse.directory.v1.LookupUserResponse
-	22, // 46: gatehouse.directory.v1.DirectoryService.GetClaims:output_type -> gatehouse.directory.v1.GetClaimsResponse
-	24, // 47: gatehouse.directory.v1.DirectoryService.RegisterUser:output_type -> gatehouse.directory.v1.RegisterUserResponse
-	27, // 48: gatehouse.directory.v1.DirectoryService.GetOrg:output_type -> gatehouse.directory.v1.GetOrgResponse
-	29, // 49: gatehouse.directory.v1.DirectoryService.GetRoles:output_type -> gatehouse.directory.v1.GetRolesResponse
-	32, // 50: gatehouse.directory.v1.DirectoryService.GetIdP:output_type -> gatehouse.directory.v1.GetIdPResponse
-	34, // 51: gatehouse.directory.v1.DirectoryService.ListIdPs:output_type -> gatehouse.directory.v1.ListIdPsResponse
-	36, // 52: gatehouse.directory.v1.DirectoryService.LinkExternalUser:output_type -> gatehouse.directory.v1.LinkExternalUserResponse
-	38, // 53: gatehouse.directory.v1.DirectoryService.GetLinkedUser:output_type -> gatehouse.directory.v1.GetLinkedUserResponse
-	40, // 54: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:output_type -> gatehouse.directory.v1.RegisterExternalUserResponse
-	42, // 55: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:output_type -> gatehouse.directory.v1.UnlinkExternalUserResponse
-	40, // [40:56] is the sub-list for method output_type
-	24, // [24:40] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	43, // 12: gatehouse.directory.v1.User.sessions_not_before:type_name -> google.protobuf.Timestamp
+	16, // 13: gatehouse.directory.v1.GetUserResponse.user:type_name -> gatehouse.directory.v1.User
+	16, // 14: gatehouse.directory.v1.LookupUserResponse.user:type_name -> gatehouse.directory.v1.User
+	45, // 15: gatehouse.directory.v1.GetClaimsResponse.claims:type_name -> google.protobuf.Struct
+	16, // 16: gatehouse.directory.v1.RegisterUserResponse.user:type_name -> gatehouse.directory.v1.User
+	25, // 17: gatehouse.directory.v1.GetOrgResponse.password_policy:type_name -> gatehouse.directory.v1.PasswordPolicy
+	4,  // 18: gatehouse.directory.v1.IdP.styling_type:type_name -> gatehouse.directory.v1.StylingType
+	5,  // 19: gatehouse.directory.v1.IdP.display_name_mapping:type_name -> gatehouse.directory.v1.MappingField
+	5,  // 20: gatehouse.directory.v1.IdP.username_mapping:type_name -> gatehouse.directory.v1.MappingField
+	30, // 21: gatehouse.directory.v1.GetIdPResponse.idp:type_name -> gatehouse.directory.v1.IdP
+	30, // 22: gatehouse.directory.v1.ListIdPsResponse.idps:type_name -> gatehouse.directory.v1.IdP
+	16, // 23: gatehouse.directory.v1.GetLinkedUserResponse.user:type_name -> gatehouse.directory.v1.User
+	16, // 24: gatehouse.directory.v1.RegisterExternalUserResponse.user:type_name -> gatehouse.directory.v1.User
+	8,  // 25: gatehouse.directory.v1.DirectoryService.GetClient:input_type -> gatehouse.directory.v1.GetClientRequest
+	10, // 26: gatehouse.directory.v1.DirectoryService.GetMachineKey:input_type -> gatehouse.directory.v1.GetMachineKeyRequest
+	12, // 27: gatehouse.directory.v1.DirectoryService.VerifyPassword:input_type -> gatehouse.directory.v1.VerifyPasswordRequest
+	14, // 28: gatehouse.directory.v1.DirectoryService.ChangePassword:input_type -> gatehouse.directory.v1.ChangePasswordRequest
+	17, // 29: gatehouse.directory.v1.DirectoryService.GetUser:input_type -> gatehouse.directory.v1.GetUserRequest
+	19, // 30: gatehouse.directory.v1.DirectoryService.LookupUser:input_type -> gatehouse.directory.v1.LookupUserRequest
+	21, // 31: gatehouse.directory.v1.DirectoryService.GetClaims:input_type -> gatehouse.directory.v1.GetClaimsRequest
+	23, // 32: gatehouse.directory.v1.DirectoryService.RegisterUser:input_type -> gatehouse.directory.v1.RegisterUserRequest
+	26, // 33: gatehouse.directory.v1.DirectoryService.GetOrg:input_type -> gatehouse.directory.v1.GetOrgRequest
+	28, // 34: gatehouse.directory.v1.DirectoryService.GetRoles:input_type -> gatehouse.directory.v1.GetRolesRequest
+	31, // 35: gatehouse.directory.v1.DirectoryService.GetIdP:input_type -> gatehouse.directory.v1.GetIdPRequest
+	33, // 36: gatehouse.directory.v1.DirectoryService.ListIdPs:input_type -> gatehouse.directory.v1.ListIdPsRequest
+	35, // 37: gatehouse.directory.v1.DirectoryService.LinkExternalUser:input_type -> gatehouse.directory.v1.LinkExternalUserRequest
+	37, // 38: gatehouse.directory.v1.DirectoryService.GetLinkedUser:input_type -> gatehouse.directory.v1.GetLinkedUserRequest
+	39, // 39: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:input_type -> gatehouse.directory.v1.RegisterExternalUserRequest
+	41, // 40: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:input_type -> gatehouse.directory.v1.UnlinkExternalUserRequest
+	9,  // 41: gatehouse.directory.v1.DirectoryService.GetClient:output_type -> gatehouse.directory.v1.GetClientResponse
+	11, // 42: gatehouse.directory.v1.DirectoryService.GetMachineKey:output_type -> gatehouse.directory.v1.GetMachineKeyResponse
+	13, // 43: gatehouse.directory.v1.DirectoryService.VerifyPassword:output_type -> gatehouse.directory.v1.VerifyPasswordResponse
+	15, // 44: gatehouse.directory.v1.DirectoryService.ChangePassword:output_type -> gatehouse.directory.v1.ChangePasswordResponse
+	18, // 45: gatehouse.directory.v1.DirectoryService.GetUser:output_type -> gatehouse.directory.v1.GetUserResponse
+	20, // 46: gatehouse.directory.v1.DirectoryService.LookupUser:output_type -> gatehouse.directory.v1.LookupUserResponse
+	22, // 47: gatehouse.directory.v1.DirectoryService.GetClaims:output_type -> gatehouse.directory.v1.GetClaimsResponse
+	24, // 48: gatehouse.directory.v1.DirectoryService.RegisterUser:output_type -> gatehouse.directory.v1.RegisterUserResponse
+	27, // 49: gatehouse.directory.v1.DirectoryService.GetOrg:output_type -> gatehouse.directory.v1.GetOrgResponse
+	29, // 50: gatehouse.directory.v1.DirectoryService.GetRoles:output_type -> gatehouse.directory.v1.GetRolesResponse
+	32, // 51: gatehouse.directory.v1.DirectoryService.GetIdP:output_type -> gatehouse.directory.v1.GetIdPResponse
+	34, // 52: gatehouse.directory.v1.DirectoryService.ListIdPs:output_type -> gatehouse.directory.v1.ListIdPsResponse
+	36, // 53: gatehouse.directory.v1.DirectoryService.LinkExternalUser:output_type -> gatehouse.directory.v1.LinkExternalUserResponse
+	38, // 54: gatehouse.directory.v1.DirectoryService.GetLinkedUser:output_type -> gatehouse.directory.v1.GetLinkedUserResponse
+	40, // 55: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:output_type -> gatehouse.directory.v1.RegisterExternalUserResponse
+	42, // 56: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:output_type -> gatehouse.directory.v1.UnlinkExternalUserResponse
+	41, // [41:57] is the sub-list for method output_type
+	25, // [25:41] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_directory_v1_directory_proto_init() }

@@ -471,7 +471,9 @@ type App struct {
 	//
 	//	*App_OidcConfig
 	//	*App_ApiConfig
-	Config        isApp_Config `protobuf_oneof:"config"`
+	Config isApp_Config `protobuf_oneof:"config"`
+	// Marked by an IAM owner as an admin client (SetAppAdminClient).
+	AdminClient   bool `protobuf:"varint,8,opt,name=admin_client,json=adminClient,proto3" json:"admin_client,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -557,6 +559,13 @@ func (x *App) GetApiConfig() *APIConfig {
 		}
 	}
 	return nil
+}
+
+func (x *App) GetAdminClient() bool {
+	if x != nil {
+		return x.AdminClient
+	}
+	return false
 }
 
 type isApp_Config interface {
@@ -1042,11 +1051,121 @@ func (x *LoginV2) GetBaseUri() string {
 	return ""
 }
 
+// SetAppAdminClientRequest marks or unmarks an application.
+type SetAppAdminClientRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Project of the application.
+	ProjectId string `protobuf:"bytes,1,opt,name=project_id,json=projectId,proto3" json:"project_id,omitempty"`
+	// The application.
+	AppId string `protobuf:"bytes,2,opt,name=app_id,json=appId,proto3" json:"app_id,omitempty"`
+	// True marks the application as an admin client; false unmarks it.
+	AdminClient   bool `protobuf:"varint,3,opt,name=admin_client,json=adminClient,proto3" json:"admin_client,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetAppAdminClientRequest) Reset() {
+	*x = SetAppAdminClientRequest{}
+	mi := &file_gatehouse_management_v1_app_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetAppAdminClientRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetAppAdminClientRequest) ProtoMessage() {}
+
+func (x *SetAppAdminClientRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_app_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetAppAdminClientRequest.ProtoReflect.Descriptor instead.
+func (*SetAppAdminClientRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_app_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *SetAppAdminClientRequest) GetProjectId() string {
+	if x != nil {
+		return x.ProjectId
+	}
+	return ""
+}
+
+func (x *SetAppAdminClientRequest) GetAppId() string {
+	if x != nil {
+		return x.AppId
+	}
+	return ""
+}
+
+func (x *SetAppAdminClientRequest) GetAdminClient() bool {
+	if x != nil {
+		return x.AdminClient
+	}
+	return false
+}
+
+// SetAppAdminClientResponse carries the change's details.
+type SetAppAdminClientResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Details of the change.
+	Details       *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetAppAdminClientResponse) Reset() {
+	*x = SetAppAdminClientResponse{}
+	mi := &file_gatehouse_management_v1_app_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetAppAdminClientResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetAppAdminClientResponse) ProtoMessage() {}
+
+func (x *SetAppAdminClientResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_app_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetAppAdminClientResponse.ProtoReflect.Descriptor instead.
+func (*SetAppAdminClientResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_app_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *SetAppAdminClientResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
 var File_gatehouse_management_v1_app_proto protoreflect.FileDescriptor
 
 const file_gatehouse_management_v1_app_proto_rawDesc = "" +
 	"\n" +
-	"!gatehouse/management/v1/app.proto\x12\x17gatehouse.management.v1\x1a$gatehouse/management/v1/object.proto\x1a\x1egoogle/protobuf/duration.proto\"\xce\x02\n" +
+	"!gatehouse/management/v1/app.proto\x12\x17gatehouse.management.v1\x1a$gatehouse/management/v1/object.proto\x1a\x1egoogle/protobuf/duration.proto\"\xf1\x02\n" +
 	"\x03App\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12@\n" +
 	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\x127\n" +
@@ -1055,7 +1174,8 @@ const file_gatehouse_management_v1_app_proto_rawDesc = "" +
 	"\voidc_config\x18\x05 \x01(\v2#.gatehouse.management.v1.OIDCConfigH\x00R\n" +
 	"oidcConfig\x12C\n" +
 	"\n" +
-	"api_config\x18\x06 \x01(\v2\".gatehouse.management.v1.APIConfigH\x00R\tapiConfigB\b\n" +
+	"api_config\x18\x06 \x01(\v2\".gatehouse.management.v1.APIConfigH\x00R\tapiConfig\x12!\n" +
+	"\fadmin_client\x18\b \x01(\bR\vadminClientB\b\n" +
 	"\x06configJ\x04\b\a\x10\bR\vsaml_config\"\x8d\n" +
 	"\n" +
 	"\n" +
@@ -1094,7 +1214,14 @@ const file_gatehouse_management_v1_app_proto_rawDesc = "" +
 	"\aLoginV1\"6\n" +
 	"\aLoginV2\x12\x1e\n" +
 	"\bbase_uri\x18\x01 \x01(\tH\x00R\abaseUri\x88\x01\x01B\v\n" +
-	"\t_base_uri*S\n" +
+	"\t_base_uri\"s\n" +
+	"\x18SetAppAdminClientRequest\x12\x1d\n" +
+	"\n" +
+	"project_id\x18\x01 \x01(\tR\tprojectId\x12\x15\n" +
+	"\x06app_id\x18\x02 \x01(\tR\x05appId\x12!\n" +
+	"\fadmin_client\x18\x03 \x01(\bR\vadminClient\"]\n" +
+	"\x19SetAppAdminClientResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails*S\n" +
 	"\bAppState\x12\x19\n" +
 	"\x15APP_STATE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10APP_STATE_ACTIVE\x10\x01\x12\x16\n" +
@@ -1141,28 +1268,30 @@ func file_gatehouse_management_v1_app_proto_rawDescGZIP() []byte {
 }
 
 var file_gatehouse_management_v1_app_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_gatehouse_management_v1_app_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_gatehouse_management_v1_app_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_gatehouse_management_v1_app_proto_goTypes = []any{
-	(AppState)(0),               // 0: gatehouse.management.v1.AppState
-	(OIDCResponseType)(0),       // 1: gatehouse.management.v1.OIDCResponseType
-	(OIDCGrantType)(0),          // 2: gatehouse.management.v1.OIDCGrantType
-	(OIDCAppType)(0),            // 3: gatehouse.management.v1.OIDCAppType
-	(OIDCAuthMethodType)(0),     // 4: gatehouse.management.v1.OIDCAuthMethodType
-	(OIDCVersion)(0),            // 5: gatehouse.management.v1.OIDCVersion
-	(OIDCTokenType)(0),          // 6: gatehouse.management.v1.OIDCTokenType
-	(APIAuthMethodType)(0),      // 7: gatehouse.management.v1.APIAuthMethodType
-	(*App)(nil),                 // 8: gatehouse.management.v1.App
-	(*OIDCConfig)(nil),          // 9: gatehouse.management.v1.OIDCConfig
-	(*APIConfig)(nil),           // 10: gatehouse.management.v1.APIConfig
-	(*LoginVersion)(nil),        // 11: gatehouse.management.v1.LoginVersion
-	(*LoginV1)(nil),             // 12: gatehouse.management.v1.LoginV1
-	(*LoginV2)(nil),             // 13: gatehouse.management.v1.LoginV2
-	(*ObjectDetails)(nil),       // 14: gatehouse.management.v1.ObjectDetails
-	(*LocalizedMessage)(nil),    // 15: gatehouse.management.v1.LocalizedMessage
-	(*durationpb.Duration)(nil), // 16: google.protobuf.Duration
+	(AppState)(0),                     // 0: gatehouse.management.v1.AppState
+	(OIDCResponseType)(0),             // 1: gatehouse.management.v1.OIDCResponseType
+	(OIDCGrantType)(0),                // 2: gatehouse.management.v1.OIDCGrantType
+	(OIDCAppType)(0),                  // 3: gatehouse.management.v1.OIDCAppType
+	(OIDCAuthMethodType)(0),           // 4: gatehouse.management.v1.OIDCAuthMethodType
+	(OIDCVersion)(0),                  // 5: gatehouse.management.v1.OIDCVersion
+	(OIDCTokenType)(0),                // 6: gatehouse.management.v1.OIDCTokenType
+	(APIAuthMethodType)(0),            // 7: gatehouse.management.v1.APIAuthMethodType
+	(*App)(nil),                       // 8: gatehouse.management.v1.App
+	(*OIDCConfig)(nil),                // 9: gatehouse.management.v1.OIDCConfig
+	(*APIConfig)(nil),                 // 10: gatehouse.management.v1.APIConfig
+	(*LoginVersion)(nil),              // 11: gatehouse.management.v1.LoginVersion
+	(*LoginV1)(nil),                   // 12: gatehouse.management.v1.LoginV1
+	(*LoginV2)(nil),                   // 13: gatehouse.management.v1.LoginV2
+	(*SetAppAdminClientRequest)(nil),  // 14: gatehouse.management.v1.SetAppAdminClientRequest
+	(*SetAppAdminClientResponse)(nil), // 15: gatehouse.management.v1.SetAppAdminClientResponse
+	(*ObjectDetails)(nil),             // 16: gatehouse.management.v1.ObjectDetails
+	(*LocalizedMessage)(nil),          // 17: gatehouse.management.v1.LocalizedMessage
+	(*durationpb.Duration)(nil),       // 18: google.protobuf.Duration
 }
 var file_gatehouse_management_v1_app_proto_depIdxs = []int32{
-	14, // 0: gatehouse.management.v1.App.details:type_name -> gatehouse.management.v1.ObjectDetails
+	16, // 0: gatehouse.management.v1.App.details:type_name -> gatehouse.management.v1.ObjectDetails
 	0,  // 1: gatehouse.management.v1.App.state:type_name -> gatehouse.management.v1.AppState
 	9,  // 2: gatehouse.management.v1.App.oidc_config:type_name -> gatehouse.management.v1.OIDCConfig
 	10, // 3: gatehouse.management.v1.App.api_config:type_name -> gatehouse.management.v1.APIConfig
@@ -1171,18 +1300,19 @@ var file_gatehouse_management_v1_app_proto_depIdxs = []int32{
 	3,  // 6: gatehouse.management.v1.OIDCConfig.app_type:type_name -> gatehouse.management.v1.OIDCAppType
 	4,  // 7: gatehouse.management.v1.OIDCConfig.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
 	5,  // 8: gatehouse.management.v1.OIDCConfig.version:type_name -> gatehouse.management.v1.OIDCVersion
-	15, // 9: gatehouse.management.v1.OIDCConfig.compliance_problems:type_name -> gatehouse.management.v1.LocalizedMessage
+	17, // 9: gatehouse.management.v1.OIDCConfig.compliance_problems:type_name -> gatehouse.management.v1.LocalizedMessage
 	6,  // 10: gatehouse.management.v1.OIDCConfig.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
-	16, // 11: gatehouse.management.v1.OIDCConfig.clock_skew:type_name -> google.protobuf.Duration
+	18, // 11: gatehouse.management.v1.OIDCConfig.clock_skew:type_name -> google.protobuf.Duration
 	11, // 12: gatehouse.management.v1.OIDCConfig.login_version:type_name -> gatehouse.management.v1.LoginVersion
 	7,  // 13: gatehouse.management.v1.APIConfig.auth_method_type:type_name -> gatehouse.management.v1.APIAuthMethodType
 	12, // 14: gatehouse.management.v1.LoginVersion.login_v1:type_name -> gatehouse.management.v1.LoginV1
 	13, // 15: gatehouse.management.v1.LoginVersion.login_v2:type_name -> gatehouse.management.v1.LoginV2
-	16, // [16:16] is the sub-list for method output_type
-	16, // [16:16] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	16, // 16: gatehouse.management.v1.SetAppAdminClientResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_management_v1_app_proto_init() }
@@ -1206,7 +1336,7 @@ func file_gatehouse_management_v1_app_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_management_v1_app_proto_rawDesc), len(file_gatehouse_management_v1_app_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   6,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

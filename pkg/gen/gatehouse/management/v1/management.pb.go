@@ -5715,7 +5715,7 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x06app_id\x18\x02 \x01(\tR\x05appId\x12\x15\n" +
 	"\x06key_id\x18\x03 \x01(\tR\x05keyId\"X\n" +
 	"\x14RemoveAppKeyResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails2\x934\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails2\xdd5\n" +
 	"\x11ManagementService\x12\x8b\x01\n" +
 	"\vGetUserByID\x12+.gatehouse.management.v1.GetUserByIDRequest\x1a,.gatehouse.management.v1.GetUserByIDResponse\"!\x82\xd3\xe4\x93\x02\x1b\x12\x19/management/v1/users/{id}\x12\x8b\x01\n" +
 	"\tListUsers\x12).gatehouse.management.v1.ListUsersRequest\x1a*.gatehouse.management.v1.ListUsersResponse\"'\x82\xd3\xe4\x93\x02!:\x01*\"\x1c/management/v1/users/_search\x12\x92\x01\n" +
@@ -5760,7 +5760,8 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x1aRegenerateOIDCClientSecret\x12:.gatehouse.management.v1.RegenerateOIDCClientSecretRequest\x1a;.gatehouse.management.v1.RegenerateOIDCClientSecretResponse\"a\x82\xd3\xe4\x93\x02[:\x01*\"V/management/v1/projects/{project_id}/apps/{app_id}/oidc_config/_generate_client_secret\x12\x9c\x01\n" +
 	"\tAddAPIApp\x12).gatehouse.management.v1.AddAPIAppRequest\x1a*.gatehouse.management.v1.AddAPIAppResponse\"8\x82\xd3\xe4\x93\x022:\x01*\"-/management/v1/projects/{project_id}/apps/api\x12\xa6\x01\n" +
 	"\tAddAppKey\x12).gatehouse.management.v1.AddAppKeyRequest\x1a*.gatehouse.management.v1.AddAppKeyResponse\"B\x82\xd3\xe4\x93\x02<:\x01*\"7/management/v1/projects/{project_id}/apps/{app_id}/keys\x12\xb5\x01\n" +
-	"\fRemoveAppKey\x12,.gatehouse.management.v1.RemoveAppKeyRequest\x1a-.gatehouse.management.v1.RemoveAppKeyResponse\"H\x82\xd3\xe4\x93\x02B*@/management/v1/projects/{project_id}/apps/{app_id}/keys/{key_id}B\xfc\x01\n" +
+	"\fRemoveAppKey\x12,.gatehouse.management.v1.RemoveAppKeyRequest\x1a-.gatehouse.management.v1.RemoveAppKeyResponse\"H\x82\xd3\xe4\x93\x02B*@/management/v1/projects/{project_id}/apps/{app_id}/keys/{key_id}\x12\xc7\x01\n" +
+	"\x11SetAppAdminClient\x121.gatehouse.management.v1.SetAppAdminClientRequest\x1a2.gatehouse.management.v1.SetAppAdminClientResponse\"K\x82\xd3\xe4\x93\x02E:\x01*\"@/management/v1/projects/{project_id}/apps/{app_id}/_admin_clientB\xfc\x01\n" +
 	"\x1bcom.gatehouse.management.v1B\x0fManagementProtoP\x01ZNgithub.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1;managementv1\xa2\x02\x03GMX\xaa\x02\x17Gatehouse.Management.V1\xca\x02\x17Gatehouse\\Management\\V1\xe2\x02#Gatehouse\\Management\\V1\\GPBMetadata\xea\x02\x19Gatehouse::Management::V1b\x06proto3"
 
 var (
@@ -5865,38 +5866,40 @@ var file_gatehouse_management_v1_management_proto_goTypes = []any{
 	(*ImportHumanUserRequest_Phone)(nil),          // 85: gatehouse.management.v1.ImportHumanUserRequest.Phone
 	(*ImportHumanUserRequest_HashedPassword)(nil), // 86: gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
 	(*BulkSetUserMetadataRequest_Metadata)(nil),   // 87: gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
-	(*User)(nil),                  // 88: gatehouse.management.v1.User
-	(*ListQuery)(nil),             // 89: gatehouse.management.v1.ListQuery
-	(UserFieldName)(0),            // 90: gatehouse.management.v1.UserFieldName
-	(*UserQuery)(nil),             // 91: gatehouse.management.v1.UserQuery
-	(*ListDetails)(nil),           // 92: gatehouse.management.v1.ListDetails
-	(*ObjectDetails)(nil),         // 93: gatehouse.management.v1.ObjectDetails
-	(AccessTokenType)(0),          // 94: gatehouse.management.v1.AccessTokenType
-	(KeyType)(0),                  // 95: gatehouse.management.v1.KeyType
-	(*timestamppb.Timestamp)(nil), // 96: google.protobuf.Timestamp
-	(*Key)(nil),                   // 97: gatehouse.management.v1.Key
-	(*MetadataQuery)(nil),         // 98: gatehouse.management.v1.MetadataQuery
-	(*Metadata)(nil),              // 99: gatehouse.management.v1.Metadata
-	(*Org)(nil),                   // 100: gatehouse.management.v1.Org
-	(*IDP)(nil),                   // 101: gatehouse.management.v1.IDP
-	(IDPFieldName)(0),             // 102: gatehouse.management.v1.IDPFieldName
-	(*IDPQuery)(nil),              // 103: gatehouse.management.v1.IDPQuery
-	(StylingType)(0),              // 104: gatehouse.management.v1.StylingType
-	(OIDCMappingField)(0),         // 105: gatehouse.management.v1.OIDCMappingField
-	(PrivateLabelingSetting)(0),   // 106: gatehouse.management.v1.PrivateLabelingSetting
-	(*Project)(nil),               // 107: gatehouse.management.v1.Project
-	(*App)(nil),                   // 108: gatehouse.management.v1.App
-	(OIDCResponseType)(0),         // 109: gatehouse.management.v1.OIDCResponseType
-	(OIDCGrantType)(0),            // 110: gatehouse.management.v1.OIDCGrantType
-	(OIDCAppType)(0),              // 111: gatehouse.management.v1.OIDCAppType
-	(OIDCAuthMethodType)(0),       // 112: gatehouse.management.v1.OIDCAuthMethodType
-	(OIDCVersion)(0),              // 113: gatehouse.management.v1.OIDCVersion
-	(OIDCTokenType)(0),            // 114: gatehouse.management.v1.OIDCTokenType
-	(*durationpb.Duration)(nil),   // 115: google.protobuf.Duration
-	(*LoginVersion)(nil),          // 116: gatehouse.management.v1.LoginVersion
-	(*LocalizedMessage)(nil),      // 117: gatehouse.management.v1.LocalizedMessage
-	(APIAuthMethodType)(0),        // 118: gatehouse.management.v1.APIAuthMethodType
-	(Gender)(0),                   // 119: gatehouse.management.v1.Gender
+	(*User)(nil),                      // 88: gatehouse.management.v1.User
+	(*ListQuery)(nil),                 // 89: gatehouse.management.v1.ListQuery
+	(UserFieldName)(0),                // 90: gatehouse.management.v1.UserFieldName
+	(*UserQuery)(nil),                 // 91: gatehouse.management.v1.UserQuery
+	(*ListDetails)(nil),               // 92: gatehouse.management.v1.ListDetails
+	(*ObjectDetails)(nil),             // 93: gatehouse.management.v1.ObjectDetails
+	(AccessTokenType)(0),              // 94: gatehouse.management.v1.AccessTokenType
+	(KeyType)(0),                      // 95: gatehouse.management.v1.KeyType
+	(*timestamppb.Timestamp)(nil),     // 96: google.protobuf.Timestamp
+	(*Key)(nil),                       // 97: gatehouse.management.v1.Key
+	(*MetadataQuery)(nil),             // 98: gatehouse.management.v1.MetadataQuery
+	(*Metadata)(nil),                  // 99: gatehouse.management.v1.Metadata
+	(*Org)(nil),                       // 100: gatehouse.management.v1.Org
+	(*IDP)(nil),                       // 101: gatehouse.management.v1.IDP
+	(IDPFieldName)(0),                 // 102: gatehouse.management.v1.IDPFieldName
+	(*IDPQuery)(nil),                  // 103: gatehouse.management.v1.IDPQuery
+	(StylingType)(0),                  // 104: gatehouse.management.v1.StylingType
+	(OIDCMappingField)(0),             // 105: gatehouse.management.v1.OIDCMappingField
+	(PrivateLabelingSetting)(0),       // 106: gatehouse.management.v1.PrivateLabelingSetting
+	(*Project)(nil),                   // 107: gatehouse.management.v1.Project
+	(*App)(nil),                       // 108: gatehouse.management.v1.App
+	(OIDCResponseType)(0),             // 109: gatehouse.management.v1.OIDCResponseType
+	(OIDCGrantType)(0),                // 110: gatehouse.management.v1.OIDCGrantType
+	(OIDCAppType)(0),                  // 111: gatehouse.management.v1.OIDCAppType
+	(OIDCAuthMethodType)(0),           // 112: gatehouse.management.v1.OIDCAuthMethodType
+	(OIDCVersion)(0),                  // 113: gatehouse.management.v1.OIDCVersion
+	(OIDCTokenType)(0),                // 114: gatehouse.management.v1.OIDCTokenType
+	(*durationpb.Duration)(nil),       // 115: google.protobuf.Duration
+	(*LoginVersion)(nil),              // 116: gatehouse.management.v1.LoginVersion
+	(*LocalizedMessage)(nil),          // 117: gatehouse.management.v1.LocalizedMessage
+	(APIAuthMethodType)(0),            // 118: gatehouse.management.v1.APIAuthMethodType
+	(Gender)(0),                       // 119: gatehouse.management.v1.Gender
+	(*SetAppAdminClientRequest)(nil),  // 120: gatehouse.management.v1.SetAppAdminClientRequest
+	(*SetAppAdminClientResponse)(nil), // 121: gatehouse.management.v1.SetAppAdminClientResponse
 }
 var file_gatehouse_management_v1_management_proto_depIdxs = []int32{
 	88,  // 0: gatehouse.management.v1.GetUserByIDResponse.user:type_name -> gatehouse.management.v1.User
@@ -6032,48 +6035,50 @@ var file_gatehouse_management_v1_management_proto_depIdxs = []int32{
 	74,  // 130: gatehouse.management.v1.ManagementService.AddAPIApp:input_type -> gatehouse.management.v1.AddAPIAppRequest
 	76,  // 131: gatehouse.management.v1.ManagementService.AddAppKey:input_type -> gatehouse.management.v1.AddAppKeyRequest
 	78,  // 132: gatehouse.management.v1.ManagementService.RemoveAppKey:input_type -> gatehouse.management.v1.RemoveAppKeyRequest
-	1,   // 133: gatehouse.management.v1.ManagementService.GetUserByID:output_type -> gatehouse.management.v1.GetUserByIDResponse
-	3,   // 134: gatehouse.management.v1.ManagementService.ListUsers:output_type -> gatehouse.management.v1.ListUsersResponse
-	5,   // 135: gatehouse.management.v1.ManagementService.AddHumanUser:output_type -> gatehouse.management.v1.AddHumanUserResponse
-	7,   // 136: gatehouse.management.v1.ManagementService.ImportHumanUser:output_type -> gatehouse.management.v1.ImportHumanUserResponse
-	9,   // 137: gatehouse.management.v1.ManagementService.AddMachineUser:output_type -> gatehouse.management.v1.AddMachineUserResponse
-	11,  // 138: gatehouse.management.v1.ManagementService.DeactivateUser:output_type -> gatehouse.management.v1.DeactivateUserResponse
-	13,  // 139: gatehouse.management.v1.ManagementService.ReactivateUser:output_type -> gatehouse.management.v1.ReactivateUserResponse
-	15,  // 140: gatehouse.management.v1.ManagementService.RemoveUser:output_type -> gatehouse.management.v1.RemoveUserResponse
-	17,  // 141: gatehouse.management.v1.ManagementService.SetHumanPassword:output_type -> gatehouse.management.v1.SetHumanPasswordResponse
-	19,  // 142: gatehouse.management.v1.ManagementService.AddMachineKey:output_type -> gatehouse.management.v1.AddMachineKeyResponse
-	21,  // 143: gatehouse.management.v1.ManagementService.ListMachineKeys:output_type -> gatehouse.management.v1.ListMachineKeysResponse
-	23,  // 144: gatehouse.management.v1.ManagementService.RemoveMachineKey:output_type -> gatehouse.management.v1.RemoveMachineKeyResponse
-	25,  // 145: gatehouse.management.v1.ManagementService.GenerateMachineSecret:output_type -> gatehouse.management.v1.GenerateMachineSecretResponse
-	27,  // 146: gatehouse.management.v1.ManagementService.RemoveMachineSecret:output_type -> gatehouse.management.v1.RemoveMachineSecretResponse
-	29,  // 147: gatehouse.management.v1.ManagementService.SetUserMetadata:output_type -> gatehouse.management.v1.SetUserMetadataResponse
-	31,  // 148: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:output_type -> gatehouse.management.v1.BulkSetUserMetadataResponse
-	33,  // 149: gatehouse.management.v1.ManagementService.ListUserMetadata:output_type -> gatehouse.management.v1.ListUserMetadataResponse
-	35,  // 150: gatehouse.management.v1.ManagementService.GetUserMetadata:output_type -> gatehouse.management.v1.GetUserMetadataResponse
-	37,  // 151: gatehouse.management.v1.ManagementService.RemoveUserMetadata:output_type -> gatehouse.management.v1.RemoveUserMetadataResponse
-	39,  // 152: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:output_type -> gatehouse.management.v1.BulkRemoveUserMetadataResponse
-	41,  // 153: gatehouse.management.v1.ManagementService.GetMyOrg:output_type -> gatehouse.management.v1.GetMyOrgResponse
-	43,  // 154: gatehouse.management.v1.ManagementService.AddOrg:output_type -> gatehouse.management.v1.AddOrgResponse
-	45,  // 155: gatehouse.management.v1.ManagementService.AddOrgMember:output_type -> gatehouse.management.v1.AddOrgMemberResponse
-	47,  // 156: gatehouse.management.v1.ManagementService.RemoveOrgMember:output_type -> gatehouse.management.v1.RemoveOrgMemberResponse
-	49,  // 157: gatehouse.management.v1.ManagementService.GetOrgIDPByID:output_type -> gatehouse.management.v1.GetOrgIDPByIDResponse
-	51,  // 158: gatehouse.management.v1.ManagementService.ListOrgIDPs:output_type -> gatehouse.management.v1.ListOrgIDPsResponse
-	53,  // 159: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:output_type -> gatehouse.management.v1.AddOrgOIDCIDPResponse
-	55,  // 160: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:output_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse
-	57,  // 161: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:output_type -> gatehouse.management.v1.DeactivateOrgIDPResponse
-	59,  // 162: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:output_type -> gatehouse.management.v1.ReactivateOrgIDPResponse
-	61,  // 163: gatehouse.management.v1.ManagementService.RemoveOrgIDP:output_type -> gatehouse.management.v1.RemoveOrgIDPResponse
-	63,  // 164: gatehouse.management.v1.ManagementService.AddProject:output_type -> gatehouse.management.v1.AddProjectResponse
-	65,  // 165: gatehouse.management.v1.ManagementService.GetProjectByID:output_type -> gatehouse.management.v1.GetProjectByIDResponse
-	67,  // 166: gatehouse.management.v1.ManagementService.GetAppByID:output_type -> gatehouse.management.v1.GetAppByIDResponse
-	69,  // 167: gatehouse.management.v1.ManagementService.AddOIDCApp:output_type -> gatehouse.management.v1.AddOIDCAppResponse
-	71,  // 168: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:output_type -> gatehouse.management.v1.UpdateOIDCAppConfigResponse
-	73,  // 169: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:output_type -> gatehouse.management.v1.RegenerateOIDCClientSecretResponse
-	75,  // 170: gatehouse.management.v1.ManagementService.AddAPIApp:output_type -> gatehouse.management.v1.AddAPIAppResponse
-	77,  // 171: gatehouse.management.v1.ManagementService.AddAppKey:output_type -> gatehouse.management.v1.AddAppKeyResponse
-	79,  // 172: gatehouse.management.v1.ManagementService.RemoveAppKey:output_type -> gatehouse.management.v1.RemoveAppKeyResponse
-	133, // [133:173] is the sub-list for method output_type
-	93,  // [93:133] is the sub-list for method input_type
+	120, // 133: gatehouse.management.v1.ManagementService.SetAppAdminClient:input_type -> gatehouse.management.v1.SetAppAdminClientRequest
+	1,   // 134: gatehouse.management.v1.ManagementService.GetUserByID:output_type -> gatehouse.management.v1.GetUserByIDResponse
+	3,   // 135: gatehouse.management.v1.ManagementService.ListUsers:output_type -> gatehouse.management.v1.ListUsersResponse
+	5,   // 136: gatehouse.management.v1.ManagementService.AddHumanUser:output_type -> gatehouse.management.v1.AddHumanUserResponse
+	7,   // 137: gatehouse.management.v1.ManagementService.ImportHumanUser:output_type -> gatehouse.management.v1.ImportHumanUserResponse
+	9,   // 138: gatehouse.management.v1.ManagementService.AddMachineUser:output_type -> gatehouse.management.v1.AddMachineUserResponse
+	11,  // 139: gatehouse.management.v1.ManagementService.DeactivateUser:output_type -> gatehouse.management.v1.DeactivateUserResponse
+	13,  // 140: gatehouse.management.v1.ManagementService.ReactivateUser:output_type -> gatehouse.management.v1.ReactivateUserResponse
+	15,  // 141: gatehouse.management.v1.ManagementService.RemoveUser:output_type -> gatehouse.management.v1.RemoveUserResponse
+	17,  // 142: gatehouse.management.v1.ManagementService.SetHumanPassword:output_type -> gatehouse.management.v1.SetHumanPasswordResponse
+	19,  // 143: gatehouse.management.v1.ManagementService.AddMachineKey:output_type -> gatehouse.management.v1.AddMachineKeyResponse
+	21,  // 144: gatehouse.management.v1.ManagementService.ListMachineKeys:output_type -> gatehouse.management.v1.ListMachineKeysResponse
+	23,  // 145: gatehouse.management.v1.ManagementService.RemoveMachineKey:output_type -> gatehouse.management.v1.RemoveMachineKeyResponse
+	25,  // 146: gatehouse.management.v1.ManagementService.GenerateMachineSecret:output_type -> gatehouse.management.v1.GenerateMachineSecretResponse
+	27,  // 147: gatehouse.management.v1.ManagementService.RemoveMachineSecret:output_type -> gatehouse.management.v1.RemoveMachineSecretResponse
+	29,  // 148: gatehouse.management.v1.ManagementService.SetUserMetadata:output_type -> gatehouse.management.v1.SetUserMetadataResponse
+	31,  // 149: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:output_type -> gatehouse.management.v1.BulkSetUserMetadataResponse
+	33,  // 150: gatehouse.management.v1.ManagementService.ListUserMetadata:output_type -> gatehouse.management.v1.ListUserMetadataResponse
+	35,  // 151: gatehouse.management.v1.ManagementService.GetUserMetadata:output_type -> gatehouse.management.v1.GetUserMetadataResponse
+	37,  // 152: gatehouse.management.v1.ManagementService.RemoveUserMetadata:output_type -> gatehouse.management.v1.RemoveUserMetadataResponse
+	39,  // 153: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:output_type -> gatehouse.management.v1.BulkRemoveUserMetadataResponse
+	41,  // 154: gatehouse.management.v1.ManagementService.GetMyOrg:output_type -> gatehouse.management.v1.GetMyOrgResponse
+	43,  // 155: gatehouse.management.v1.ManagementService.AddOrg:output_type -> gatehouse.management.v1.AddOrgResponse
+	45,  // 156: gatehouse.management.v1.ManagementService.AddOrgMember:output_type -> gatehouse.management.v1.AddOrgMemberResponse
+	47,  // 157: gatehouse.management.v1.ManagementService.RemoveOrgMember:output_type -> gatehouse.management.v1.RemoveOrgMemberResponse
+	49,  // 158: gatehouse.management.v1.ManagementService.GetOrgIDPByID:output_type -> gatehouse.management.v1.GetOrgIDPByIDResponse
+	51,  // 159: gatehouse.management.v1.ManagementService.ListOrgIDPs:output_type -> gatehouse.management.v1.ListOrgIDPsResponse
+	53,  // 160: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:output_type -> gatehouse.management.v1.AddOrgOIDCIDPResponse
+	55,  // 161: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:output_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse
+	57,  // 162: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:output_type -> gatehouse.management.v1.DeactivateOrgIDPResponse
+	59,  // 163: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:output_type -> gatehouse.management.v1.ReactivateOrgIDPResponse
+	61,  // 164: gatehouse.management.v1.ManagementService.RemoveOrgIDP:output_type -> gatehouse.management.v1.RemoveOrgIDPResponse
+	63,  // 165: gatehouse.management.v1.ManagementService.AddProject:output_type -> gatehouse.management.v1.AddProjectResponse
+	65,  // 166: gatehouse.management.v1.ManagementService.GetProjectByID:output_type -> gatehouse.management.v1.GetProjectByIDResponse
+	67,  // 167: gatehouse.management.v1.ManagementService.GetAppByID:output_type -> gatehouse.management.v1.GetAppByIDResponse
+	69,  // 168: gatehouse.management.v1.ManagementService.AddOIDCApp:output_type -> gatehouse.management.v1.AddOIDCAppResponse
+	71,  // 169: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:output_type -> gatehouse.management.v1.UpdateOIDCAppConfigResponse
+	73,  // 170: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:output_type -> gatehouse.management.v1.RegenerateOIDCClientSecretResponse
+	75,  // 171: gatehouse.management.v1.ManagementService.AddAPIApp:output_type -> gatehouse.management.v1.AddAPIAppResponse
+	77,  // 172: gatehouse.management.v1.ManagementService.AddAppKey:output_type -> gatehouse.management.v1.AddAppKeyResponse
+	79,  // 173: gatehouse.management.v1.ManagementService.RemoveAppKey:output_type -> gatehouse.management.v1.RemoveAppKeyResponse
+	121, // 174: gatehouse.management.v1.ManagementService.SetAppAdminClient:output_type -> gatehouse.management.v1.SetAppAdminClientResponse
+	134, // [134:175] is the sub-list for method output_type
+	93,  // [93:134] is the sub-list for method input_type
 	93,  // [93:93] is the sub-list for extension type_name
 	93,  // [93:93] is the sub-list for extension extendee
 	0,   // [0:93] is the sub-list for field type_name

@@ -22,6 +22,98 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// RevokeUserTokensRequest names the user and the cut-off.
+type RevokeUserTokensRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The user (token subject).
+	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// Tokens issued at or before this instant are revoked.
+	NotAfter      *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=not_after,json=notAfter,proto3" json:"not_after,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeUserTokensRequest) Reset() {
+	*x = RevokeUserTokensRequest{}
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeUserTokensRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeUserTokensRequest) ProtoMessage() {}
+
+func (x *RevokeUserTokensRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeUserTokensRequest.ProtoReflect.Descriptor instead.
+func (*RevokeUserTokensRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *RevokeUserTokensRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *RevokeUserTokensRequest) GetNotAfter() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NotAfter
+	}
+	return nil
+}
+
+// RevokeUserTokensResponse is empty.
+type RevokeUserTokensResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeUserTokensResponse) Reset() {
+	*x = RevokeUserTokensResponse{}
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeUserTokensResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeUserTokensResponse) ProtoMessage() {}
+
+func (x *RevokeUserTokensResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeUserTokensResponse.ProtoReflect.Descriptor instead.
+func (*RevokeUserTokensResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{1}
+}
+
 // IntrospectRequest carries a token.
 type IntrospectRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -36,7 +128,7 @@ type IntrospectRequest struct {
 
 func (x *IntrospectRequest) Reset() {
 	*x = IntrospectRequest{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[0]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -48,7 +140,7 @@ func (x *IntrospectRequest) String() string {
 func (*IntrospectRequest) ProtoMessage() {}
 
 func (x *IntrospectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[0]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -61,7 +153,7 @@ func (x *IntrospectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IntrospectRequest.ProtoReflect.Descriptor instead.
 func (*IntrospectRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{0}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *IntrospectRequest) GetToken() string {
@@ -94,14 +186,16 @@ type IntrospectResponse struct {
 	// Expiry.
 	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
 	// Organization of the subject.
-	OrgId         string `protobuf:"bytes,7,opt,name=org_id,json=orgId,proto3" json:"org_id,omitempty"`
+	OrgId string `protobuf:"bytes,7,opt,name=org_id,json=orgId,proto3" json:"org_id,omitempty"`
+	// Issue time (whole seconds).
+	IssuedAt      *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=issued_at,json=issuedAt,proto3" json:"issued_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *IntrospectResponse) Reset() {
 	*x = IntrospectResponse{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[1]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -113,7 +207,7 @@ func (x *IntrospectResponse) String() string {
 func (*IntrospectResponse) ProtoMessage() {}
 
 func (x *IntrospectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[1]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -126,7 +220,7 @@ func (x *IntrospectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IntrospectResponse.ProtoReflect.Descriptor instead.
 func (*IntrospectResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{1}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *IntrospectResponse) GetActive() bool {
@@ -178,6 +272,13 @@ func (x *IntrospectResponse) GetOrgId() string {
 	return ""
 }
 
+func (x *IntrospectResponse) GetIssuedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.IssuedAt
+	}
+	return nil
+}
+
 // CreateAuthorizationCodeRequest is a completed authorization request.
 type CreateAuthorizationCodeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -211,7 +312,7 @@ type CreateAuthorizationCodeRequest struct {
 
 func (x *CreateAuthorizationCodeRequest) Reset() {
 	*x = CreateAuthorizationCodeRequest{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[2]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -223,7 +324,7 @@ func (x *CreateAuthorizationCodeRequest) String() string {
 func (*CreateAuthorizationCodeRequest) ProtoMessage() {}
 
 func (x *CreateAuthorizationCodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[2]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -236,7 +337,7 @@ func (x *CreateAuthorizationCodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAuthorizationCodeRequest.ProtoReflect.Descriptor instead.
 func (*CreateAuthorizationCodeRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{2}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *CreateAuthorizationCodeRequest) GetClientId() string {
@@ -320,7 +421,7 @@ type CreateAuthorizationCodeResponse struct {
 
 func (x *CreateAuthorizationCodeResponse) Reset() {
 	*x = CreateAuthorizationCodeResponse{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[3]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -332,7 +433,7 @@ func (x *CreateAuthorizationCodeResponse) String() string {
 func (*CreateAuthorizationCodeResponse) ProtoMessage() {}
 
 func (x *CreateAuthorizationCodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[3]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -345,7 +446,7 @@ func (x *CreateAuthorizationCodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAuthorizationCodeResponse.ProtoReflect.Descriptor instead.
 func (*CreateAuthorizationCodeResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{3}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CreateAuthorizationCodeResponse) GetCode() string {
@@ -383,7 +484,7 @@ type CreateImplicitTokensRequest struct {
 
 func (x *CreateImplicitTokensRequest) Reset() {
 	*x = CreateImplicitTokensRequest{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[4]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -395,7 +496,7 @@ func (x *CreateImplicitTokensRequest) String() string {
 func (*CreateImplicitTokensRequest) ProtoMessage() {}
 
 func (x *CreateImplicitTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[4]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -408,7 +509,7 @@ func (x *CreateImplicitTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateImplicitTokensRequest.ProtoReflect.Descriptor instead.
 func (*CreateImplicitTokensRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{4}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CreateImplicitTokensRequest) GetClientId() string {
@@ -493,7 +594,7 @@ type CreateImplicitTokensResponse struct {
 
 func (x *CreateImplicitTokensResponse) Reset() {
 	*x = CreateImplicitTokensResponse{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[5]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -505,7 +606,7 @@ func (x *CreateImplicitTokensResponse) String() string {
 func (*CreateImplicitTokensResponse) ProtoMessage() {}
 
 func (x *CreateImplicitTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[5]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -518,7 +619,7 @@ func (x *CreateImplicitTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateImplicitTokensResponse.ProtoReflect.Descriptor instead.
 func (*CreateImplicitTokensResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{5}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CreateImplicitTokensResponse) GetIdToken() string {
@@ -569,7 +670,7 @@ type VerifyIDTokenHintRequest struct {
 
 func (x *VerifyIDTokenHintRequest) Reset() {
 	*x = VerifyIDTokenHintRequest{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[6]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -581,7 +682,7 @@ func (x *VerifyIDTokenHintRequest) String() string {
 func (*VerifyIDTokenHintRequest) ProtoMessage() {}
 
 func (x *VerifyIDTokenHintRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[6]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -594,7 +695,7 @@ func (x *VerifyIDTokenHintRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyIDTokenHintRequest.ProtoReflect.Descriptor instead.
 func (*VerifyIDTokenHintRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{6}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *VerifyIDTokenHintRequest) GetIdToken() string {
@@ -630,7 +731,7 @@ type VerifyIDTokenHintResponse struct {
 
 func (x *VerifyIDTokenHintResponse) Reset() {
 	*x = VerifyIDTokenHintResponse{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[7]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -642,7 +743,7 @@ func (x *VerifyIDTokenHintResponse) String() string {
 func (*VerifyIDTokenHintResponse) ProtoMessage() {}
 
 func (x *VerifyIDTokenHintResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[7]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -655,7 +756,7 @@ func (x *VerifyIDTokenHintResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyIDTokenHintResponse.ProtoReflect.Descriptor instead.
 func (*VerifyIDTokenHintResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{7}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *VerifyIDTokenHintResponse) GetSubject() string {
@@ -704,7 +805,7 @@ type RevokeSessionRequest struct {
 
 func (x *RevokeSessionRequest) Reset() {
 	*x = RevokeSessionRequest{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[8]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -716,7 +817,7 @@ func (x *RevokeSessionRequest) String() string {
 func (*RevokeSessionRequest) ProtoMessage() {}
 
 func (x *RevokeSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[8]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -729,7 +830,7 @@ func (x *RevokeSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeSessionRequest.ProtoReflect.Descriptor instead.
 func (*RevokeSessionRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{8}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RevokeSessionRequest) GetSessionId() string {
@@ -748,7 +849,7 @@ type RevokeSessionResponse struct {
 
 func (x *RevokeSessionResponse) Reset() {
 	*x = RevokeSessionResponse{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[9]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -760,7 +861,7 @@ func (x *RevokeSessionResponse) String() string {
 func (*RevokeSessionResponse) ProtoMessage() {}
 
 func (x *RevokeSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[9]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -773,17 +874,21 @@ func (x *RevokeSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeSessionResponse.ProtoReflect.Descriptor instead.
 func (*RevokeSessionResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{9}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{11}
 }
 
 var File_gatehouse_tokens_v1_tokens_proto protoreflect.FileDescriptor
 
 const file_gatehouse_tokens_v1_tokens_proto_rawDesc = "" +
 	"\n" +
-	" gatehouse/tokens/v1/tokens.proto\x12\x13gatehouse.tokens.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"E\n" +
+	" gatehouse/tokens/v1/tokens.proto\x12\x13gatehouse.tokens.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"k\n" +
+	"\x17RevokeUserTokensRequest\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\tR\x06userId\x127\n" +
+	"\tnot_after\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bnotAfter\"\x1a\n" +
+	"\x18RevokeUserTokensResponse\"E\n" +
 	"\x11IntrospectRequest\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12\x1a\n" +
-	"\baudience\x18\x02 \x01(\tR\baudience\"\xe9\x01\n" +
+	"\baudience\x18\x02 \x01(\tR\baudience\"\xa2\x02\n" +
 	"\x12IntrospectResponse\x12\x16\n" +
 	"\x06active\x18\x01 \x01(\bR\x06active\x12\x18\n" +
 	"\asubject\x18\x02 \x01(\tR\asubject\x12\x1b\n" +
@@ -792,7 +897,8 @@ const file_gatehouse_tokens_v1_tokens_proto_rawDesc = "" +
 	"\baudience\x18\x05 \x03(\tR\baudience\x129\n" +
 	"\n" +
 	"expires_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x15\n" +
-	"\x06org_id\x18\a \x01(\tR\x05orgId\"\xcf\x02\n" +
+	"\x06org_id\x18\a \x01(\tR\x05orgId\x127\n" +
+	"\tissued_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\bissuedAt\"\xcf\x02\n" +
 	"\x1eCreateAuthorizationCodeRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12!\n" +
 	"\fredirect_uri\x18\x02 \x01(\tR\vredirectUri\x12\x17\n" +
@@ -841,14 +947,15 @@ const file_gatehouse_tokens_v1_tokens_proto_rawDesc = "" +
 	"\x14RevokeSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x17\n" +
-	"\x15RevokeSessionResponse2\xcd\x04\n" +
+	"\x15RevokeSessionResponse2\xbe\x05\n" +
 	"\fTokenService\x12]\n" +
 	"\n" +
 	"Introspect\x12&.gatehouse.tokens.v1.IntrospectRequest\x1a'.gatehouse.tokens.v1.IntrospectResponse\x12\x84\x01\n" +
 	"\x17CreateAuthorizationCode\x123.gatehouse.tokens.v1.CreateAuthorizationCodeRequest\x1a4.gatehouse.tokens.v1.CreateAuthorizationCodeResponse\x12{\n" +
 	"\x14CreateImplicitTokens\x120.gatehouse.tokens.v1.CreateImplicitTokensRequest\x1a1.gatehouse.tokens.v1.CreateImplicitTokensResponse\x12r\n" +
 	"\x11VerifyIDTokenHint\x12-.gatehouse.tokens.v1.VerifyIDTokenHintRequest\x1a..gatehouse.tokens.v1.VerifyIDTokenHintResponse\x12f\n" +
-	"\rRevokeSession\x12).gatehouse.tokens.v1.RevokeSessionRequest\x1a*.gatehouse.tokens.v1.RevokeSessionResponseB\xdc\x01\n" +
+	"\rRevokeSession\x12).gatehouse.tokens.v1.RevokeSessionRequest\x1a*.gatehouse.tokens.v1.RevokeSessionResponse\x12o\n" +
+	"\x10RevokeUserTokens\x12,.gatehouse.tokens.v1.RevokeUserTokensRequest\x1a-.gatehouse.tokens.v1.RevokeUserTokensResponseB\xdc\x01\n" +
 	"\x17com.gatehouse.tokens.v1B\vTokensProtoP\x01ZFgithub.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1;tokensv1\xa2\x02\x03GTX\xaa\x02\x13Gatehouse.Tokens.V1\xca\x02\x13Gatehouse\\Tokens\\V1\xe2\x02\x1fGatehouse\\Tokens\\V1\\GPBMetadata\xea\x02\x15Gatehouse::Tokens::V1b\x06proto3"
 
 var (
@@ -863,41 +970,47 @@ func file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP() []byte {
 	return file_gatehouse_tokens_v1_tokens_proto_rawDescData
 }
 
-var file_gatehouse_tokens_v1_tokens_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_gatehouse_tokens_v1_tokens_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_gatehouse_tokens_v1_tokens_proto_goTypes = []any{
-	(*IntrospectRequest)(nil),               // 0: gatehouse.tokens.v1.IntrospectRequest
-	(*IntrospectResponse)(nil),              // 1: gatehouse.tokens.v1.IntrospectResponse
-	(*CreateAuthorizationCodeRequest)(nil),  // 2: gatehouse.tokens.v1.CreateAuthorizationCodeRequest
-	(*CreateAuthorizationCodeResponse)(nil), // 3: gatehouse.tokens.v1.CreateAuthorizationCodeResponse
-	(*CreateImplicitTokensRequest)(nil),     // 4: gatehouse.tokens.v1.CreateImplicitTokensRequest
-	(*CreateImplicitTokensResponse)(nil),    // 5: gatehouse.tokens.v1.CreateImplicitTokensResponse
-	(*VerifyIDTokenHintRequest)(nil),        // 6: gatehouse.tokens.v1.VerifyIDTokenHintRequest
-	(*VerifyIDTokenHintResponse)(nil),       // 7: gatehouse.tokens.v1.VerifyIDTokenHintResponse
-	(*RevokeSessionRequest)(nil),            // 8: gatehouse.tokens.v1.RevokeSessionRequest
-	(*RevokeSessionResponse)(nil),           // 9: gatehouse.tokens.v1.RevokeSessionResponse
-	(*timestamppb.Timestamp)(nil),           // 10: google.protobuf.Timestamp
+	(*RevokeUserTokensRequest)(nil),         // 0: gatehouse.tokens.v1.RevokeUserTokensRequest
+	(*RevokeUserTokensResponse)(nil),        // 1: gatehouse.tokens.v1.RevokeUserTokensResponse
+	(*IntrospectRequest)(nil),               // 2: gatehouse.tokens.v1.IntrospectRequest
+	(*IntrospectResponse)(nil),              // 3: gatehouse.tokens.v1.IntrospectResponse
+	(*CreateAuthorizationCodeRequest)(nil),  // 4: gatehouse.tokens.v1.CreateAuthorizationCodeRequest
+	(*CreateAuthorizationCodeResponse)(nil), // 5: gatehouse.tokens.v1.CreateAuthorizationCodeResponse
+	(*CreateImplicitTokensRequest)(nil),     // 6: gatehouse.tokens.v1.CreateImplicitTokensRequest
+	(*CreateImplicitTokensResponse)(nil),    // 7: gatehouse.tokens.v1.CreateImplicitTokensResponse
+	(*VerifyIDTokenHintRequest)(nil),        // 8: gatehouse.tokens.v1.VerifyIDTokenHintRequest
+	(*VerifyIDTokenHintResponse)(nil),       // 9: gatehouse.tokens.v1.VerifyIDTokenHintResponse
+	(*RevokeSessionRequest)(nil),            // 10: gatehouse.tokens.v1.RevokeSessionRequest
+	(*RevokeSessionResponse)(nil),           // 11: gatehouse.tokens.v1.RevokeSessionResponse
+	(*timestamppb.Timestamp)(nil),           // 12: google.protobuf.Timestamp
 }
 var file_gatehouse_tokens_v1_tokens_proto_depIdxs = []int32{
-	10, // 0: gatehouse.tokens.v1.IntrospectResponse.expires_at:type_name -> google.protobuf.Timestamp
-	10, // 1: gatehouse.tokens.v1.CreateAuthorizationCodeRequest.auth_time:type_name -> google.protobuf.Timestamp
-	10, // 2: gatehouse.tokens.v1.CreateImplicitTokensRequest.auth_time:type_name -> google.protobuf.Timestamp
-	10, // 3: gatehouse.tokens.v1.VerifyIDTokenHintResponse.auth_time:type_name -> google.protobuf.Timestamp
-	10, // 4: gatehouse.tokens.v1.VerifyIDTokenHintResponse.expires_at:type_name -> google.protobuf.Timestamp
-	0,  // 5: gatehouse.tokens.v1.TokenService.Introspect:input_type -> gatehouse.tokens.v1.IntrospectRequest
-	2,  // 6: gatehouse.tokens.v1.TokenService.CreateAuthorizationCode:input_type -> gatehouse.tokens.v1.CreateAuthorizationCodeRequest
-	4,  // 7: gatehouse.tokens.v1.TokenService.CreateImplicitTokens:input_type -> gatehouse.tokens.v1.CreateImplicitTokensRequest
-	6,  // 8: gatehouse.tokens.v1.TokenService.VerifyIDTokenHint:input_type -> gatehouse.tokens.v1.VerifyIDTokenHintRequest
-	8,  // 9: gatehouse.tokens.v1.TokenService.RevokeSession:input_type -> gatehouse.tokens.v1.RevokeSessionRequest
-	1,  // 10: gatehouse.tokens.v1.TokenService.Introspect:output_type -> gatehouse.tokens.v1.IntrospectResponse
-	3,  // 11: gatehouse.tokens.v1.TokenService.CreateAuthorizationCode:output_type -> gatehouse.tokens.v1.CreateAuthorizationCodeResponse
-	5,  // 12: gatehouse.tokens.v1.TokenService.CreateImplicitTokens:output_type -> gatehouse.tokens.v1.CreateImplicitTokensResponse
-	7,  // 13: gatehouse.tokens.v1.TokenService.VerifyIDTokenHint:output_type -> gatehouse.tokens.v1.VerifyIDTokenHintResponse
-	9,  // 14: gatehouse.tokens.v1.TokenService.RevokeSession:output_type -> gatehouse.tokens.v1.RevokeSessionResponse
-	10, // [10:15] is the sub-list for method output_type
-	5,  // [5:10] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	12, // 0: gatehouse.tokens.v1.RevokeUserTokensRequest.not_after:type_name -> google.protobuf.Timestamp
+	12, // 1: gatehouse.tokens.v1.IntrospectResponse.expires_at:type_name -> google.protobuf.Timestamp
+	12, // 2: gatehouse.tokens.v1.IntrospectResponse.issued_at:type_name -> google.protobuf.Timestamp
+	12, // 3: gatehouse.tokens.v1.CreateAuthorizationCodeRequest.auth_time:type_name -> google.protobuf.Timestamp
+	12, // 4: gatehouse.tokens.v1.CreateImplicitTokensRequest.auth_time:type_name -> google.protobuf.Timestamp
+	12, // 5: gatehouse.tokens.v1.VerifyIDTokenHintResponse.auth_time:type_name -> google.protobuf.Timestamp
+	12, // 6: gatehouse.tokens.v1.VerifyIDTokenHintResponse.expires_at:type_name -> google.protobuf.Timestamp
+	2,  // 7: gatehouse.tokens.v1.TokenService.Introspect:input_type -> gatehouse.tokens.v1.IntrospectRequest
+	4,  // 8: gatehouse.tokens.v1.TokenService.CreateAuthorizationCode:input_type -> gatehouse.tokens.v1.CreateAuthorizationCodeRequest
+	6,  // 9: gatehouse.tokens.v1.TokenService.CreateImplicitTokens:input_type -> gatehouse.tokens.v1.CreateImplicitTokensRequest
+	8,  // 10: gatehouse.tokens.v1.TokenService.VerifyIDTokenHint:input_type -> gatehouse.tokens.v1.VerifyIDTokenHintRequest
+	10, // 11: gatehouse.tokens.v1.TokenService.RevokeSession:input_type -> gatehouse.tokens.v1.RevokeSessionRequest
+	0,  // 12: gatehouse.tokens.v1.TokenService.RevokeUserTokens:input_type -> gatehouse.tokens.v1.RevokeUserTokensRequest
+	3,  // 13: gatehouse.tokens.v1.TokenService.Introspect:output_type -> gatehouse.tokens.v1.IntrospectResponse
+	5,  // 14: gatehouse.tokens.v1.TokenService.CreateAuthorizationCode:output_type -> gatehouse.tokens.v1.CreateAuthorizationCodeResponse
+	7,  // 15: gatehouse.tokens.v1.TokenService.CreateImplicitTokens:output_type -> gatehouse.tokens.v1.CreateImplicitTokensResponse
+	9,  // 16: gatehouse.tokens.v1.TokenService.VerifyIDTokenHint:output_type -> gatehouse.tokens.v1.VerifyIDTokenHintResponse
+	11, // 17: gatehouse.tokens.v1.TokenService.RevokeSession:output_type -> gatehouse.tokens.v1.RevokeSessionResponse
+	1,  // 18: gatehouse.tokens.v1.TokenService.RevokeUserTokens:output_type -> gatehouse.tokens.v1.RevokeUserTokensResponse
+	13, // [13:19] is the sub-list for method output_type
+	7,  // [7:13] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_tokens_v1_tokens_proto_init() }
@@ -911,7 +1024,7 @@ func file_gatehouse_tokens_v1_tokens_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_tokens_v1_tokens_proto_rawDesc), len(file_gatehouse_tokens_v1_tokens_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -153,6 +153,9 @@ const (
 	// ManagementServiceRemoveAppKeyProcedure is the fully-qualified name of the ManagementService's
 	// RemoveAppKey RPC.
 	ManagementServiceRemoveAppKeyProcedure = "/gatehouse.management.v1.ManagementService/RemoveAppKey"
+	// ManagementServiceSetAppAdminClientProcedure is the fully-qualified name of the
+	// ManagementService's SetAppAdminClient RPC.
+	ManagementServiceSetAppAdminClientProcedure = "/gatehouse.management.v1.ManagementService/SetAppAdminClient"
 )
 
 // ManagementServiceClient is a client for the gatehouse.management.v1.ManagementService service.
@@ -336,6 +339,12 @@ type ManagementServiceClient interface {
 	// from then on.
 	// Roles: ORG_OWNER or above. Errors: NotFound.
 	RemoveAppKey(context.Context, *connect.Request[v1.RemoveAppKeyRequest]) (*connect.Response[v1.RemoveAppKeyResponse], error)
+	// Marks an application as an admin client, or unmarks it. An admin
+	// client signs in users of every organization and may ask for the
+	// management audience in interactive requests (never with prompt=none);
+	// what a user may then do is decided by that user's roles. IAM_OWNER
+	// only: an organization owner can never make its own app one.
+	SetAppAdminClient(context.Context, *connect.Request[v1.SetAppAdminClientRequest]) (*connect.Response[v1.SetAppAdminClientResponse], error)
 }
 
 // NewManagementServiceClient constructs a client for the gatehouse.management.v1.ManagementService
@@ -589,6 +598,12 @@ func NewManagementServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			connect.WithSchema(managementServiceMethods.ByName("RemoveAppKey")),
 			connect.WithClientOptions(opts...),
 		),
+		setAppAdminClient: connect.NewClient[v1.SetAppAdminClientRequest, v1.SetAppAdminClientResponse](
+			httpClient,
+			baseURL+ManagementServiceSetAppAdminClientProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("SetAppAdminClient")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -634,6 +649,7 @@ type managementServiceClient struct {
 	addAPIApp                  *connect.Client[v1.AddAPIAppRequest, v1.AddAPIAppResponse]
 	addAppKey                  *connect.Client[v1.AddAppKeyRequest, v1.AddAppKeyResponse]
 	removeAppKey               *connect.Client[v1.RemoveAppKeyRequest, v1.RemoveAppKeyResponse]
+	setAppAdminClient          *connect.Client[v1.SetAppAdminClientRequest, v1.SetAppAdminClientResponse]
 }
 
 // GetUserByID calls gatehouse.management.v1.ManagementService.GetUserByID.
@@ -841,6 +857,11 @@ func (c *managementServiceClient) RemoveAppKey(ctx context.Context, req *connect
 	return c.removeAppKey.CallUnary(ctx, req)
 }
 
+// SetAppAdminClient calls gatehouse.management.v1.ManagementService.SetAppAdminClient.
+func (c *managementServiceClient) SetAppAdminClient(ctx context.Context, req *connect.Request[v1.SetAppAdminClientRequest]) (*connect.Response[v1.SetAppAdminClientResponse], error) {
+	return c.setAppAdminClient.CallUnary(ctx, req)
+}
+
 // ManagementServiceHandler is an implementation of the gatehouse.management.v1.ManagementService
 // service.
 type ManagementServiceHandler interface {
@@ -1023,6 +1044,12 @@ type ManagementServiceHandler interface {
 	// from then on.
 	// Roles: ORG_OWNER or above. Errors: NotFound.
 	RemoveAppKey(context.Context, *connect.Request[v1.RemoveAppKeyRequest]) (*connect.Response[v1.RemoveAppKeyResponse], error)
+	// Marks an application as an admin client, or unmarks it. An admin
+	// client signs in users of every organization and may ask for the
+	// management audience in interactive requests (never with prompt=none);
+	// what a user may then do is decided by that user's roles. IAM_OWNER
+	// only: an organization owner can never make its own app one.
+	SetAppAdminClient(context.Context, *connect.Request[v1.SetAppAdminClientRequest]) (*connect.Response[v1.SetAppAdminClientResponse], error)
 }
 
 // NewManagementServiceHandler builds an HTTP handler from the service implementation. It returns
@@ -1272,6 +1299,12 @@ func NewManagementServiceHandler(svc ManagementServiceHandler, opts ...connect.H
 		connect.WithSchema(managementServiceMethods.ByName("RemoveAppKey")),
 		connect.WithHandlerOptions(opts...),
 	)
+	managementServiceSetAppAdminClientHandler := connect.NewUnaryHandler(
+		ManagementServiceSetAppAdminClientProcedure,
+		svc.SetAppAdminClient,
+		connect.WithSchema(managementServiceMethods.ByName("SetAppAdminClient")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/gatehouse.management.v1.ManagementService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case ManagementServiceGetUserByIDProcedure:
@@ -1354,6 +1387,8 @@ func NewManagementServiceHandler(svc ManagementServiceHandler, opts ...connect.H
 			managementServiceAddAppKeyHandler.ServeHTTP(w, r)
 		case ManagementServiceRemoveAppKeyProcedure:
 			managementServiceRemoveAppKeyHandler.ServeHTTP(w, r)
+		case ManagementServiceSetAppAdminClientProcedure:
+			managementServiceSetAppAdminClientHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -1521,4 +1556,8 @@ func (UnimplementedManagementServiceHandler) AddAppKey(context.Context, *connect
 
 func (UnimplementedManagementServiceHandler) RemoveAppKey(context.Context, *connect.Request[v1.RemoveAppKeyRequest]) (*connect.Response[v1.RemoveAppKeyResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.RemoveAppKey is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) SetAppAdminClient(context.Context, *connect.Request[v1.SetAppAdminClientRequest]) (*connect.Response[v1.SetAppAdminClientResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.SetAppAdminClient is not implemented"))
 }

@@ -47,6 +47,9 @@ const (
 	// TokenServiceRevokeSessionProcedure is the fully-qualified name of the TokenService's
 	// RevokeSession RPC.
 	TokenServiceRevokeSessionProcedure = "/gatehouse.tokens.v1.TokenService/RevokeSession"
+	// TokenServiceRevokeUserTokensProcedure is the fully-qualified name of the TokenService's
+	// RevokeUserTokens RPC.
+	TokenServiceRevokeUserTokensProcedure = "/gatehouse.tokens.v1.TokenService/RevokeUserTokens"
 )
 
 // TokenServiceClient is a client for the gatehouse.tokens.v1.TokenService service.
@@ -85,6 +88,14 @@ type TokenServiceClient interface {
 	// succeeds. Errors: InvalidArgument for an empty session_id, Unavailable
 	// when the revocation could not be recorded (retry).
 	RevokeSession(context.Context, *connect.Request[v1.RevokeSessionRequest]) (*connect.Response[v1.RevokeSessionResponse], error)
+	// Revokes every token of a user issued at or before not_after: refresh
+	// tokens, authorization codes not yet exchanged, and every access token
+	// (recorded or stateless) through the revocation list, so every replica
+	// sees it (directory calls it when a user is deactivated, locked or
+	// removed, and on an admin password reset). It is durable when it
+	// returns and idempotent. Errors: InvalidArgument for an empty user_id or
+	// no not_after, Unavailable when it could not be recorded (retry).
+	RevokeUserTokens(context.Context, *connect.Request[v1.RevokeUserTokensRequest]) (*connect.Response[v1.RevokeUserTokensResponse], error)
 }
 
 // NewTokenServiceClient constructs a client for the gatehouse.tokens.v1.TokenService service. By
@@ -128,6 +139,12 @@ func NewTokenServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(tokenServiceMethods.ByName("RevokeSession")),
 			connect.WithClientOptions(opts...),
 		),
+		revokeUserTokens: connect.NewClient[v1.RevokeUserTokensRequest, v1.RevokeUserTokensResponse](
+			httpClient,
+			baseURL+TokenServiceRevokeUserTokensProcedure,
+			connect.WithSchema(tokenServiceMethods.ByName("RevokeUserTokens")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -138,6 +155,7 @@ type tokenServiceClient struct {
 	createImplicitTokens    *connect.Client[v1.CreateImplicitTokensRequest, v1.CreateImplicitTokensResponse]
 	verifyIDTokenHint       *connect.Client[v1.VerifyIDTokenHintRequest, v1.VerifyIDTokenHintResponse]
 	revokeSession           *connect.Client[v1.RevokeSessionRequest, v1.RevokeSessionResponse]
+	revokeUserTokens        *connect.Client[v1.RevokeUserTokensRequest, v1.RevokeUserTokensResponse]
 }
 
 // Introspect calls gatehouse.tokens.v1.TokenService.Introspect.
@@ -163,6 +181,11 @@ func (c *tokenServiceClient) VerifyIDTokenHint(ctx context.Context, req *connect
 // RevokeSession calls gatehouse.tokens.v1.TokenService.RevokeSession.
 func (c *tokenServiceClient) RevokeSession(ctx context.Context, req *connect.Request[v1.RevokeSessionRequest]) (*connect.Response[v1.RevokeSessionResponse], error) {
 	return c.revokeSession.CallUnary(ctx, req)
+}
+
+// RevokeUserTokens calls gatehouse.tokens.v1.TokenService.RevokeUserTokens.
+func (c *tokenServiceClient) RevokeUserTokens(ctx context.Context, req *connect.Request[v1.RevokeUserTokensRequest]) (*connect.Response[v1.RevokeUserTokensResponse], error) {
+	return c.revokeUserTokens.CallUnary(ctx, req)
 }
 
 // TokenServiceHandler is an implementation of the gatehouse.tokens.v1.TokenService service.
@@ -201,6 +224,14 @@ type TokenServiceHandler interface {
 	// succeeds. Errors: InvalidArgument for an empty session_id, Unavailable
 	// when the revocation could not be recorded (retry).
 	RevokeSession(context.Context, *connect.Request[v1.RevokeSessionRequest]) (*connect.Response[v1.RevokeSessionResponse], error)
+	// Revokes every token of a user issued at or before not_after: refresh
+	// tokens, authorization codes not yet exchanged, and every access token
+	// (recorded or stateless) through the revocation list, so every replica
+	// sees it (directory calls it when a user is deactivated, locked or
+	// removed, and on an admin password reset). It is durable when it
+	// returns and idempotent. Errors: InvalidArgument for an empty user_id or
+	// no not_after, Unavailable when it could not be recorded (retry).
+	RevokeUserTokens(context.Context, *connect.Request[v1.RevokeUserTokensRequest]) (*connect.Response[v1.RevokeUserTokensResponse], error)
 }
 
 // NewTokenServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -240,6 +271,12 @@ func NewTokenServiceHandler(svc TokenServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(tokenServiceMethods.ByName("RevokeSession")),
 		connect.WithHandlerOptions(opts...),
 	)
+	tokenServiceRevokeUserTokensHandler := connect.NewUnaryHandler(
+		TokenServiceRevokeUserTokensProcedure,
+		svc.RevokeUserTokens,
+		connect.WithSchema(tokenServiceMethods.ByName("RevokeUserTokens")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/gatehouse.tokens.v1.TokenService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case TokenServiceIntrospectProcedure:
@@ -252,6 +289,8 @@ func NewTokenServiceHandler(svc TokenServiceHandler, opts ...connect.HandlerOpti
 			tokenServiceVerifyIDTokenHintHandler.ServeHTTP(w, r)
 		case TokenServiceRevokeSessionProcedure:
 			tokenServiceRevokeSessionHandler.ServeHTTP(w, r)
+		case TokenServiceRevokeUserTokensProcedure:
+			tokenServiceRevokeUserTokensHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -279,4 +318,8 @@ func (UnimplementedTokenServiceHandler) VerifyIDTokenHint(context.Context, *conn
 
 func (UnimplementedTokenServiceHandler) RevokeSession(context.Context, *connect.Request[v1.RevokeSessionRequest]) (*connect.Response[v1.RevokeSessionResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.tokens.v1.TokenService.RevokeSession is not implemented"))
+}
+
+func (UnimplementedTokenServiceHandler) RevokeUserTokens(context.Context, *connect.Request[v1.RevokeUserTokensRequest]) (*connect.Response[v1.RevokeUserTokensResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.tokens.v1.TokenService.RevokeUserTokens is not implemented"))
 }

@@ -51,15 +51,26 @@ func valid(s string) bool {
 	if slices.Contains(standard, s) {
 		return true
 	}
-	if id, ok := strings.CutPrefix(s, ProjectAudPrefix); ok {
-		id, ok = strings.CutSuffix(id, ProjectAudSuffix)
-		return ok && idOK(id)
+	if id, ok := cutProject(s); ok {
+		return idOK(id)
 	}
-	if id, ok := strings.CutPrefix(s, OrgPrefix); ok {
+	if id, ok := cutOrg(s); ok {
 		return idOK(id)
 	}
 	return false
 }
+
+// cutProject returns the project id of a project-audience scope.
+func cutProject(s string) (string, bool) {
+	id, ok := strings.CutPrefix(s, ProjectAudPrefix)
+	if !ok {
+		return "", false
+	}
+	return strings.CutSuffix(id, ProjectAudSuffix)
+}
+
+// cutOrg returns the organization id of an organization scope.
+func cutOrg(s string) (string, bool) { return strings.CutPrefix(s, OrgPrefix) }
 
 func idOK(id string) bool {
 	if id == "" || len(id) > 200 {
@@ -77,8 +88,8 @@ func idOK(id string) bool {
 func Projects(scopes []string) []string {
 	var out []string
 	for _, s := range scopes {
-		if id, ok := strings.CutPrefix(s, ProjectAudPrefix); ok {
-			out = append(out, strings.TrimSuffix(id, ProjectAudSuffix))
+		if id, ok := cutProject(s); ok {
+			out = append(out, id)
 		}
 	}
 	return out
@@ -87,7 +98,7 @@ func Projects(scopes []string) []string {
 // Org returns the organization id a reserved scope names, if any.
 func Org(scopes []string) string {
 	for _, s := range scopes {
-		if id, ok := strings.CutPrefix(s, OrgPrefix); ok {
+		if id, ok := cutOrg(s); ok {
 			return id
 		}
 	}

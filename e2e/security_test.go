@@ -1,0 +1,407 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"golang.org/x/oauth2"
+)
+
+// The findings of the trust review (issue 10), each replayed through the
+// public interfaces of a real embedded server: the request that worked
+// before must now fail as it should, and the legitimate use beside it
+// must keep working.
+
+const (
+	mgmtAudScope = "urn:gatehouse:iam:org:project:id:gatehouse:aud"
+	orgScope     = "urn:gatehouse:iam:org:id:"
+)
+
+func projectAudScope(id string) string { return "urn:gatehouse:iam:org:project:id:" + id + ":aud" }
+
+// call is a management REST call with an optional x-service-orgid.
+func (e *afEnv) call(method, path, token, org string, body any) (int, map[string]any) {
+	e.t.Helper()
+	var b []byte
+	if body != nil {
+		b, _ = json.Marshal(body)
+	}
+	req, _ := http.NewRequest(method, e.base+path, bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if org != "" {
+		req.Header.Set("x-service-orgid", org)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var m map[string]any
+	_ = json.NewDecoder(res.Body).Decode(&m)
+	return res.StatusCode, m
+}
+
+// must is call that expects 200.
+func (e *afEnv) must(method, path, token, org string, body any) map[string]any {
+	e.t.Helper()
+	status, m := e.call(method, path, token, org, body)
+	if status != 200 {
+		e.t.Fatalf("%s %s: %d %v", method, path, status, m)
+	}
+	return m
+}
+
+func (e *afEnv) homeOrg() string {
+	e.t.Helper()
+	org, _ := e.must("GET", "/management/v1/orgs/me", e.admin, "", nil)["org"].(map[string]any)
+	return org["id"].(string)
+}
+
+// machine creates a machine user in org with a JSON key, grants it roles
+// there (if any) and returns its id and the JWT-profile token response for
+// scope.
+func (e *afEnv) machine(org, name string, roles []string, scope string) (string, int, map[string]any) {
+	e.t.Helper()
+	id := e.must("POST", "/management/v1/users/machine", e.admin, org, map[string]any{
+		"userName": name, "name": name, "accessTokenType": "ACCESS_TOKEN_TYPE_JWT"})["userId"].(string)
+	key := e.must("POST", "/management/v1/users/"+id+"/keys", e.admin, org, map[string]any{"type": "KEY_TYPE_JSON"})
+	raw, err := base64.StdEncoding.DecodeString(key["keyDetails"].(string))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var kf keyFile
+	if err := json.Unmarshal(raw, &kf); err != nil {
+		e.t.Fatal(err)
+	}
+	if len(roles) > 0 {
+		e.must("POST", "/management/v1/orgs/me/members", e.admin, org, map[string]any{"userId": id, "roles": roles})
+	}
+	status, tok := postForm(e.t, e.base+"/oauth/v2/token", url.Values{
+		"grant_type": {"urn:ietf:params:oauth:grant-type:jwt-bearer"},
+		"assertion":  {jwtProfileAssertion(e.t, kf, e.base)},
+		"scope":      {scope},
+	})
+	return id, status, tok
+}
+
+// managementToken is machine for a management token that must be issued.
+func (e *afEnv) managementToken(org, name string, roles ...string) (string, string) {
+	e.t.Helper()
+	id, status, tok := e.machine(org, name, roles, "openid "+mgmtAudScope)
+	access, _ := tok["access_token"].(string)
+	if status != 200 || access == "" {
+		e.t.Fatalf("management token for %s: %d %v", name, status, tok)
+	}
+	return id, access
+}
+
+// foreignApp is a web app of another organization.
+type foreignApp struct {
+	oauth2.Config
+	projectID, appID string
+}
+
+// foreignOrg creates an organization with a project and a code-flow web
+// app (redirecting to afRedirect) and returns the org id and the app.
+func (e *afEnv) foreignOrg(name string) (string, foreignApp) {
+	e.t.Helper()
+	org := e.must("POST", "/management/v1/orgs", e.admin, "", map[string]any{"name": name})["id"].(string)
+	proj := e.must("POST", "/management/v1/projects", e.admin, org, map[string]any{"name": name + " app"})["id"].(string)
+	app := e.must("POST", "/management/v1/projects/"+proj+"/apps/oidc", e.admin, org, map[string]any{
+		"name": "evil-web", "redirectUris": []string{afRedirect},
+		"responseTypes": []string{"OIDC_RESPONSE_TYPE_CODE"},
+		"grantTypes":    []string{"OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_REFRESH_TOKEN"},
+		"appType":       "OIDC_APP_TYPE_WEB", "authMethodType": "OIDC_AUTH_METHOD_TYPE_BASIC",
+	})
+	return org, foreignApp{Config: oauth2.Config{ClientID: app["clientId"].(string), ClientSecret: app["clientSecret"].(string),
+		Endpoint: e.provider.Endpoint(), RedirectURL: afRedirect}, projectID: proj, appID: app["appId"].(string)}
+}
+
+// authorize opens cfg's authorization URL for scopes in browser c.
+func (e *afEnv) authorize(c *http.Client, cfg oauth2.Config, scopes []string, prompt string) afPage {
+	e.t.Helper()
+	cfg.Scopes = scopes
+	opts := []oauth2.AuthCodeOption{oidc.Nonce("n")}
+	if prompt != "" {
+		opts = append(opts, oauth2.SetAuthURLParam("prompt", prompt))
+	}
+	return afGet(e.t, c, cfg.AuthCodeURL("st", opts...))
+}
+
+// Finding 1 (critical): an org owner's app silently signed the IAM owner
+// in with prompt=none, the default org's scope and the management
+// audience, and the token administered the instance.
+func TestSecurityCrossTenantSilentLogin(t *testing.T) {
+	e := afStart(t)
+	home := e.homeOrg()
+	c := browser(t, e.base)
+	e.signIn(c, "alice", afPassword, "s1") // the victim's session
+	_, evil := e.foreignOrg("Evil Corp")
+
+	for _, scopes := range [][]string{
+		{"openid", orgScope + home, mgmtAudScope, "offline_access"}, // the original request
+		{"openid", orgScope + home},
+		{"openid", mgmtAudScope},
+	} {
+		for _, prompt := range []string{"none", ""} {
+			p := e.authorize(c, evil.Config, scopes, prompt)
+			afErrorRedirect(t, p, afRedirect, "invalid_scope", "st", false)
+		}
+	}
+	// Without a reserved scope the foreign app finds no session of its own
+	// organization's users: alice's session does not answer it.
+	afErrorRedirect(t, e.authorize(c, evil.Config, []string{"openid"}, "none"), afRedirect, "login_required", "st", false)
+
+	// An ordinary app of alice's own organization cannot ask for the
+	// management audience either.
+	afErrorRedirect(t, e.authorize(c, e.web, []string{"openid", mgmtAudScope}, ""), afRedirect, "invalid_scope", "st", false)
+}
+
+// Admin clients: only an IAM owner marks one; it signs in users of every
+// organization, never silently with the management audience, and what the
+// token may do is decided by the user's roles.
+func TestSecurityAdminClient(t *testing.T) {
+	e := afStart(t)
+	evilOrg, evil := e.foreignOrg("Evil Corp")
+	_, owner := e.managementToken(evilOrg, "evil-owner", "ORG_OWNER")
+	if status, m := e.call("POST", "/management/v1/projects/"+evil.projectID+"/apps/"+evil.appID+"/_admin_client", owner, evilOrg,
+		map[string]any{"adminClient": true}); status != http.StatusForbidden {
+		t.Fatalf("an org owner marks its own app as admin client: %d %v; want 403", status, m)
+	}
+	e.must("POST", "/management/v1/projects/"+e.projectID+"/apps/"+e.webAppID+"/_admin_client", e.admin, "", map[string]any{"adminClient": true})
+	e.must("POST", "/management/v1/users/human", e.admin, evilOrg, map[string]any{
+		"userName": "eve", "profile": map[string]any{"firstName": "Eve", "lastName": "Evil"},
+		"email": map[string]any{"email": "eve@example.org"}, "initialPassword": "Eve-Passw0rd!1"})
+
+	c := browser(t, e.base)
+	e.signIn(c, "alice", afPassword, "s1")
+	// Never silently.
+	afErrorRedirect(t, e.authorize(c, e.web, []string{"openid", mgmtAudScope}, "none"), afRedirect, "invalid_scope", "st", false)
+	// Interactively the admin client gets the management audience, and
+	// alice, who holds no role, can do nothing with it.
+	cfg := e.web
+	cfg.Scopes = []string{"openid", mgmtAudScope}
+	p := e.authorize(c, e.web, cfg.Scopes, "")
+	if p.loc == nil || p.loc.Query().Get("code") == "" {
+		t.Fatalf("admin client, interactive: %d %v; want a code", p.status, p.loc)
+	}
+	tok, err := cfg.Exchange(e.ctx, p.loc.Query().Get("code"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, m := e.call("GET", "/management/v1/orgs/me", tok.AccessToken, "", nil); status != http.StatusForbidden {
+		t.Errorf("alice (no role) with an admin client's token: %d %v; want 403", status, m)
+	}
+	// It signs in users of another organization.
+	c2 := browser(t, e.base)
+	p = e.password(c2, e.authorize(c2, e.web, []string{"openid", orgScope + evilOrg}, ""), "eve", "Eve-Passw0rd!1")
+	if !afIs(p, "newPassword") {
+		t.Fatalf("eve of another org on the admin client: want her password change page; got %d %v", p.status, p.loc)
+	}
+}
+
+// Finding 2: the project-audience scope accepted any string: another
+// client's id, an unknown id, or the management API's.
+func TestSecurityAudienceInjection(t *testing.T) {
+	e := afStart(t)
+	home := e.homeOrg()
+	otherOrg, _ := e.foreignOrg("Other Corp")
+	otherProject := e.must("POST", "/management/v1/projects", e.admin, otherOrg, map[string]any{"name": "theirs"})["id"].(string)
+	for name, aud := range map[string]string{
+		"another client's id":      e.web.ClientID,
+		"an unknown id":            "no-such-project",
+		"another org's project id": otherProject,
+	} {
+		_, status, tok := e.machine(home, "robot-"+strings.ReplaceAll(name, " ", "-")[:12], nil, "openid "+projectAudScope(aud))
+		if status != http.StatusBadRequest || tok["error"] != "invalid_scope" {
+			t.Errorf("%s in the audience scope: %d %v; want 400 invalid_scope", name, status, tok)
+		}
+	}
+	// The client's own organization's project is a valid audience.
+	_, status, tok := e.machine(home, "robot-own", nil, "openid "+projectAudScope(e.projectID))
+	if status != 200 {
+		t.Fatalf("own project audience: %d %v", status, tok)
+	}
+	// An ordinary app cannot target another client or the management API.
+	c := browser(t, e.base)
+	e.signIn(c, "alice", afPassword, "s1")
+	for _, aud := range []string{e.implicitID, "gatehouse", "no-such-project"} {
+		afErrorRedirect(t, e.authorize(c, e.web, []string{"openid", projectAudScope(aud)}, ""), afRedirect, "invalid_scope", "st", false)
+	}
+}
+
+// Finding 3: an ORG_USER_MANAGER added a key to bootstrap-admin (IAM_OWNER)
+// and reset the human admin's password.
+func TestSecurityRoleDominance(t *testing.T) {
+	e := afStart(t)
+	home := e.homeOrg()
+	_, manager := e.managementToken(home, "user-manager", "ORG_USER_MANAGER")
+	_, owner := e.managementToken(home, "org-owner", "ORG_OWNER")
+	peerID, _ := e.managementToken(home, "peer-manager", "ORG_USER_MANAGER")
+	bootstrap := e.lookupUser("bootstrap-admin")
+	admin := e.lookupUser("admin")
+
+	for _, tc := range []struct {
+		name, method, path string
+		body               any
+	}{
+		{"machine key for bootstrap-admin", "POST", "/management/v1/users/" + bootstrap + "/keys", map[string]any{"type": "KEY_TYPE_JSON"}},
+		{"secret for bootstrap-admin", "PUT", "/management/v1/users/" + bootstrap + "/secret", map[string]any{}},
+		{"admin's password", "POST", "/management/v1/users/" + admin + "/password", map[string]any{"password": "Taken-Over-1!", "noChangeRequired": true}},
+		{"deactivate admin", "POST", "/management/v1/users/" + admin + "/_deactivate", map[string]any{}},
+		{"admin's metadata", "POST", "/management/v1/users/" + admin + "/metadata/k", map[string]any{"value": "dg=="}},
+		{"remove bootstrap-admin", "DELETE", "/management/v1/users/" + bootstrap, nil},
+	} {
+		for who, tok := range map[string]string{"ORG_USER_MANAGER": manager, "ORG_OWNER": owner} {
+			if status, m := e.call(tc.method, tc.path, tok, "", tc.body); status != http.StatusForbidden {
+				t.Errorf("%s by an %s: %d %v; want 403", tc.name, who, status, m)
+			}
+		}
+	}
+	// A manager may not change an org owner, and may not grant roles.
+	ownerID := e.lookupUser("org-owner")
+	if status, m := e.call("POST", "/management/v1/users/"+ownerID+"/keys", manager, "", map[string]any{"type": "KEY_TYPE_JSON"}); status != http.StatusForbidden {
+		t.Errorf("manager adds a key to an org owner: %d %v; want 403", status, m)
+	}
+	// An org owner grants only org roles it holds, and never changes the
+	// memberships of an IAM owner.
+	if status, m := e.call("POST", "/management/v1/orgs/me/members", owner, "", map[string]any{"userId": bootstrap, "roles": []string{"ORG_USER_MANAGER"}}); status != http.StatusForbidden {
+		t.Errorf("org owner adds bootstrap-admin as a member: %d %v; want 403", status, m)
+	}
+	// What they hold, they may do.
+	e.must("POST", "/management/v1/users/"+e.users["alice"]+"/password", manager, "", map[string]any{"password": "Alice-Changed-1!", "noChangeRequired": true})
+	e.must("POST", "/management/v1/users/"+peerID+"/metadata/k", manager, "", map[string]any{"value": "dg=="})
+	e.must("POST", "/management/v1/orgs/me/members", owner, "", map[string]any{"userId": e.users["bob"], "roles": []string{"ORG_USER_MANAGER"}})
+}
+
+// lookupUser finds a user of the home organization by user name.
+func (e *afEnv) lookupUser(name string) string {
+	e.t.Helper()
+	res := e.must("POST", "/management/v1/users/_search", e.admin, "", map[string]any{"queries": []any{
+		map[string]any{"userNameQuery": map[string]any{"userName": name, "method": "TEXT_QUERY_METHOD_EQUALS"}}}})
+	list, _ := res["result"].([]any)
+	if len(list) != 1 {
+		e.t.Fatalf("user %s: %v", name, res)
+	}
+	return list[0].(map[string]any)["id"].(string)
+}
+
+// Finding 4: user names were unique case-sensitively but looked up
+// case-insensitively, so "ALICE" (or bob's e-mail as a user name) blocked
+// the real user's login for good.
+func TestSecurityLoginNameSquatting(t *testing.T) {
+	e := afStart(t)
+	for _, name := range []string{"ALICE", "Alice", "ａｌｉｃｅ", "bob@example.com"} {
+		status, m := e.call("POST", "/management/v1/users/human", e.admin, "", map[string]any{
+			"userName": name, "profile": map[string]any{"firstName": "M", "lastName": "Allory"},
+			"email": map[string]any{"email": "mallory@example.org"}, "initialPassword": "Mallory-Passw0rd!"})
+		if status != http.StatusConflict {
+			t.Errorf("user name %q beside alice and bob: %d %v; want 409", name, status, m)
+		}
+	}
+	// Logins are exact on the normalised form: any case finds alice, and
+	// bob's verified e-mail finds bob.
+	for login, who := range map[string]string{"ALICE": "alice", "Alice": "alice", "bob@example.com": "bob"} {
+		c := browser(t, e.base)
+		pass := map[string]string{"alice": afPassword, "bob": afBobPass}[who]
+		it := e.code(e.password(c, afGet(t, c, e.authURL("sq", "n-sq")), login, pass), "sq", "n-sq")
+		if it.Subject != e.users[who] {
+			t.Errorf("login %q signed in %s; want %s", login, it.Subject, who)
+		}
+	}
+}
+
+// Findings 6 and 7: a deactivated user's tokens stayed active, and an
+// admin password reset left sessions, refresh and access tokens working.
+func TestSecurityStateChangesCutAccess(t *testing.T) {
+	e := afStart(t)
+	home := e.homeOrg()
+	offline := e.web
+	offline.Scopes = []string{"openid", "profile", "offline_access"}
+
+	userinfo := func(token string) int {
+		req, _ := http.NewRequest("GET", e.base+"/oidc/v1/userinfo", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	signIn := func(c *http.Client, user, pass string) *oauth2.Token {
+		p := e.password(c, afGet(t, c, offline.AuthCodeURL("st", oidc.Nonce("n"))), user, pass)
+		if p.loc == nil || p.loc.Query().Get("code") == "" {
+			t.Fatalf("sign-in of %s: %d %v", user, p.status, p.loc)
+		}
+		tok, err := offline.Exchange(e.ctx, p.loc.Query().Get("code"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+
+	t.Run("deactivation", func(t *testing.T) {
+		c := browser(t, e.base)
+		tok := signIn(c, "alice", afPassword)
+		robotID, robot := e.managementToken(home, "robot-deact")
+		if !e.active(tok.AccessToken) || userinfo(tok.AccessToken) != 200 {
+			t.Fatal("alice's token does not work before deactivation")
+		}
+		e.must("POST", "/management/v1/users/"+e.users["alice"]+"/_deactivate", e.admin, "", map[string]any{})
+		e.must("POST", "/management/v1/users/"+robotID+"/_deactivate", e.admin, "", map[string]any{})
+		if e.active(tok.AccessToken) || userinfo(tok.AccessToken) != http.StatusUnauthorized {
+			t.Error("a deactivated user's access token still works")
+		}
+		if status, _ := e.call("GET", "/management/v1/orgs/me", robot, "", nil); status != http.StatusUnauthorized {
+			t.Errorf("a deactivated machine user's token on the management API: %d; want 401", status)
+		}
+		if _, err := offline.TokenSource(e.ctx, &oauth2.Token{RefreshToken: tok.RefreshToken}).Token(); err == nil {
+			t.Error("a deactivated user's refresh token still works")
+		}
+		// Reactivation does not bring the old tokens back.
+		e.must("POST", "/management/v1/users/"+e.users["alice"]+"/_reactivate", e.admin, "", map[string]any{})
+		if e.active(tok.AccessToken) {
+			t.Error("reactivation revived a revoked token")
+		}
+		afErrorRedirect(t, afGet(t, c, offline.AuthCodeURL("st", oidc.Nonce("n"), oauth2.SetAuthURLParam("prompt", "none"))),
+			afRedirect, "login_required", "st", false)
+		// Tokens are revoked up to the whole second of the cut (iat has
+		// second resolution); a later login gets a working token.
+		time.Sleep(1100 * time.Millisecond)
+		fresh := signIn(browser(t, e.base), "alice", afPassword)
+		if !e.active(fresh.AccessToken) {
+			t.Error("a token issued after reactivation is not active")
+		}
+	})
+
+	t.Run("admin password reset", func(t *testing.T) {
+		c := browser(t, e.base)
+		tok := signIn(c, "bob", afBobPass)
+		e.must("POST", "/management/v1/users/"+e.users["bob"]+"/password", e.admin, "", map[string]any{"password": "Reset-Passw0rd!"})
+		if e.active(tok.AccessToken) || userinfo(tok.AccessToken) != http.StatusUnauthorized {
+			t.Error("an access token survived the admin's password reset")
+		}
+		if _, err := offline.TokenSource(e.ctx, &oauth2.Token{RefreshToken: tok.RefreshToken}).Token(); err == nil {
+			t.Error("a refresh token survived the admin's password reset")
+		}
+		// The session ended: no silent login, and the next login must
+		// change the password.
+		afErrorRedirect(t, afGet(t, c, offline.AuthCodeURL("st", oidc.Nonce("n"), oauth2.SetAuthURLParam("prompt", "none"))),
+			afRedirect, "login_required", "st", false)
+		p := e.password(c, afGet(t, c, offline.AuthCodeURL("st", oidc.Nonce("n"))), "bob", "Reset-Passw0rd!")
+		if !afIs(p, "newPassword") {
+			t.Fatalf("after the reset: want the password change page; got %d %v", p.status, p.loc)
+		}
+	})
+}

@@ -1,0 +1,48 @@
+package management_test
+
+import (
+	"testing"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	mv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/management"
+)
+
+// TestEveryRPCHasARule: a procedure without a rule would be refused by
+// authz, so a new RPC fails here first; every field a rule names exists in
+// the request with the right shape, so dominance cannot silently miss.
+func TestEveryRPCHasARule(t *testing.T) {
+	rules := management.Rules()
+	sd := mv1.File_gatehouse_management_v1_management_proto.Services().ByName("ManagementService")
+	methods := sd.Methods()
+	if len(rules) != methods.Len() {
+		t.Errorf("%d rules for %d procedures", len(rules), methods.Len())
+	}
+	for i := range methods.Len() {
+		m := methods.Get(i)
+		proc := "/" + string(sd.FullName()) + "/" + string(m.Name())
+		rule, ok := rules[proc]
+		if !ok {
+			t.Errorf("%s has no authorization rule", m.Name())
+			continue
+		}
+		if rule.Permission == 0 || (rule.Org != authz.OrgFromHeader && rule.Org != authz.OrgNew) {
+			t.Errorf("%s: incomplete rule %+v", m.Name(), rule)
+		}
+		for _, f := range []struct {
+			name string
+			list bool
+		}{{rule.TargetUser, false}, {rule.GrantRoles, true}} {
+			if f.name == "" {
+				continue
+			}
+			fd := m.Input().Fields().ByName(protoreflect.Name(f.name))
+			if fd == nil || fd.Kind() != protoreflect.StringKind || fd.IsList() != f.list {
+				t.Errorf("%s: rule names field %q, which %s has not as a %s", m.Name(), f.name, m.Input().Name(),
+					map[bool]string{true: "repeated string", false: "string"}[f.list])
+			}
+		}
+	}
+}
