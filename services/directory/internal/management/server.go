@@ -97,6 +97,8 @@ func Rules() map[string]authz.Rule {
 		"GetOrgIDPByID", "ListOrgIDPs", "AddOrgOIDCIDP", "UpdateOrgIDPOIDCConfig", "DeactivateOrgIDP", "ReactivateOrgIDP",
 		"RemoveOrgIDP", "AddProject", "GetProjectByID", "GetAppByID", "AddOIDCApp", "UpdateOIDCAppConfig",
 		"RegenerateOIDCClientSecret", "AddAPIApp", "AddAppKey", "RemoveAppKey",
+		"AddProjectGrant", "ListProjectGrants", "UpdateProjectGrant", "RemoveProjectGrant",
+		"GetLoginPolicy", "AddCustomLoginPolicy", "UpdateCustomLoginPolicy", "ResetLoginPolicyToDefault",
 	} {
 		r[m] = read(authz.OrgOwner)
 	}

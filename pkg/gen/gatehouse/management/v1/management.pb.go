@@ -4857,6 +4857,1122 @@ func (x *RemoveAppKeyResponse) GetDetails() *ObjectDetails {
 	return nil
 }
 
+// AddProjectGrantRequest grants a project to an organization.
+type AddProjectGrantRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The project (of the caller's organization).
+	ProjectId string `protobuf:"bytes,1,opt,name=project_id,json=projectId,proto3" json:"project_id,omitempty"`
+	// The organization to grant it to.
+	GrantedOrgId string `protobuf:"bytes,2,opt,name=granted_org_id,json=grantedOrgId,proto3" json:"granted_org_id,omitempty"`
+	// Project roles to grant (must be empty: project roles are not
+	// supported yet).
+	RoleKeys      []string `protobuf:"bytes,3,rep,name=role_keys,json=roleKeys,proto3" json:"role_keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddProjectGrantRequest) Reset() {
+	*x = AddProjectGrantRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[80]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddProjectGrantRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddProjectGrantRequest) ProtoMessage() {}
+
+func (x *AddProjectGrantRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[80]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddProjectGrantRequest.ProtoReflect.Descriptor instead.
+func (*AddProjectGrantRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{80}
+}
+
+func (x *AddProjectGrantRequest) GetProjectId() string {
+	if x != nil {
+		return x.ProjectId
+	}
+	return ""
+}
+
+func (x *AddProjectGrantRequest) GetGrantedOrgId() string {
+	if x != nil {
+		return x.GrantedOrgId
+	}
+	return ""
+}
+
+func (x *AddProjectGrantRequest) GetRoleKeys() []string {
+	if x != nil {
+		return x.RoleKeys
+	}
+	return nil
+}
+
+// AddProjectGrantResponse carries the new grant's id.
+type AddProjectGrantResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// ID of the grant.
+	GrantId string `protobuf:"bytes,1,opt,name=grant_id,json=grantId,proto3" json:"grant_id,omitempty"`
+	// Details of the change.
+	Details       *ObjectDetails `protobuf:"bytes,2,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddProjectGrantResponse) Reset() {
+	*x = AddProjectGrantResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[81]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddProjectGrantResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddProjectGrantResponse) ProtoMessage() {}
+
+func (x *AddProjectGrantResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[81]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddProjectGrantResponse.ProtoReflect.Descriptor instead.
+func (*AddProjectGrantResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{81}
+}
+
+func (x *AddProjectGrantResponse) GetGrantId() string {
+	if x != nil {
+		return x.GrantId
+	}
+	return ""
+}
+
+func (x *AddProjectGrantResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+// ListProjectGrantsRequest lists a project's grants.
+type ListProjectGrantsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Paging and sort direction.
+	Query *ListQuery `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
+	// The project.
+	ProjectId     string `protobuf:"bytes,2,opt,name=project_id,json=projectId,proto3" json:"project_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListProjectGrantsRequest) Reset() {
+	*x = ListProjectGrantsRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[82]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListProjectGrantsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListProjectGrantsRequest) ProtoMessage() {}
+
+func (x *ListProjectGrantsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[82]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListProjectGrantsRequest.ProtoReflect.Descriptor instead.
+func (*ListProjectGrantsRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{82}
+}
+
+func (x *ListProjectGrantsRequest) GetQuery() *ListQuery {
+	if x != nil {
+		return x.Query
+	}
+	return nil
+}
+
+func (x *ListProjectGrantsRequest) GetProjectId() string {
+	if x != nil {
+		return x.ProjectId
+	}
+	return ""
+}
+
+// ListProjectGrantsResponse carries one page of grants.
+type ListProjectGrantsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Total count and projection state.
+	Details *ListDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	// The grants.
+	Result        []*ProjectGrant `protobuf:"bytes,2,rep,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListProjectGrantsResponse) Reset() {
+	*x = ListProjectGrantsResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[83]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListProjectGrantsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListProjectGrantsResponse) ProtoMessage() {}
+
+func (x *ListProjectGrantsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[83]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListProjectGrantsResponse.ProtoReflect.Descriptor instead.
+func (*ListProjectGrantsResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{83}
+}
+
+func (x *ListProjectGrantsResponse) GetDetails() *ListDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+func (x *ListProjectGrantsResponse) GetResult() []*ProjectGrant {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+// UpdateProjectGrantRequest replaces a grant's role keys.
+type UpdateProjectGrantRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The project.
+	ProjectId string `protobuf:"bytes,1,opt,name=project_id,json=projectId,proto3" json:"project_id,omitempty"`
+	// The grant.
+	GrantId string `protobuf:"bytes,2,opt,name=grant_id,json=grantId,proto3" json:"grant_id,omitempty"`
+	// Project roles (must be empty).
+	RoleKeys      []string `protobuf:"bytes,3,rep,name=role_keys,json=roleKeys,proto3" json:"role_keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateProjectGrantRequest) Reset() {
+	*x = UpdateProjectGrantRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[84]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateProjectGrantRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateProjectGrantRequest) ProtoMessage() {}
+
+func (x *UpdateProjectGrantRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[84]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateProjectGrantRequest.ProtoReflect.Descriptor instead.
+func (*UpdateProjectGrantRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{84}
+}
+
+func (x *UpdateProjectGrantRequest) GetProjectId() string {
+	if x != nil {
+		return x.ProjectId
+	}
+	return ""
+}
+
+func (x *UpdateProjectGrantRequest) GetGrantId() string {
+	if x != nil {
+		return x.GrantId
+	}
+	return ""
+}
+
+func (x *UpdateProjectGrantRequest) GetRoleKeys() []string {
+	if x != nil {
+		return x.RoleKeys
+	}
+	return nil
+}
+
+// UpdateProjectGrantResponse carries the change's details.
+type UpdateProjectGrantResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Details of the change.
+	Details       *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateProjectGrantResponse) Reset() {
+	*x = UpdateProjectGrantResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[85]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateProjectGrantResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateProjectGrantResponse) ProtoMessage() {}
+
+func (x *UpdateProjectGrantResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[85]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateProjectGrantResponse.ProtoReflect.Descriptor instead.
+func (*UpdateProjectGrantResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{85}
+}
+
+func (x *UpdateProjectGrantResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+// RemoveProjectGrantRequest names a grant.
+type RemoveProjectGrantRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The project.
+	ProjectId string `protobuf:"bytes,1,opt,name=project_id,json=projectId,proto3" json:"project_id,omitempty"`
+	// The grant.
+	GrantId       string `protobuf:"bytes,2,opt,name=grant_id,json=grantId,proto3" json:"grant_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveProjectGrantRequest) Reset() {
+	*x = RemoveProjectGrantRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[86]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveProjectGrantRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveProjectGrantRequest) ProtoMessage() {}
+
+func (x *RemoveProjectGrantRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[86]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveProjectGrantRequest.ProtoReflect.Descriptor instead.
+func (*RemoveProjectGrantRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{86}
+}
+
+func (x *RemoveProjectGrantRequest) GetProjectId() string {
+	if x != nil {
+		return x.ProjectId
+	}
+	return ""
+}
+
+func (x *RemoveProjectGrantRequest) GetGrantId() string {
+	if x != nil {
+		return x.GrantId
+	}
+	return ""
+}
+
+// RemoveProjectGrantResponse carries the change's details.
+type RemoveProjectGrantResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Details of the change.
+	Details       *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveProjectGrantResponse) Reset() {
+	*x = RemoveProjectGrantResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[87]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveProjectGrantResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveProjectGrantResponse) ProtoMessage() {}
+
+func (x *RemoveProjectGrantResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[87]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveProjectGrantResponse.ProtoReflect.Descriptor instead.
+func (*RemoveProjectGrantResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{87}
+}
+
+func (x *RemoveProjectGrantResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+// GetLoginPolicyRequest is empty: the organization is the call's.
+type GetLoginPolicyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetLoginPolicyRequest) Reset() {
+	*x = GetLoginPolicyRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[88]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetLoginPolicyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetLoginPolicyRequest) ProtoMessage() {}
+
+func (x *GetLoginPolicyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[88]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetLoginPolicyRequest.ProtoReflect.Descriptor instead.
+func (*GetLoginPolicyRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{88}
+}
+
+// GetLoginPolicyResponse carries the policy in force.
+type GetLoginPolicyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The policy.
+	Policy *LoginPolicy `protobuf:"bytes,1,opt,name=policy,proto3" json:"policy,omitempty"`
+	// True when it is the instance default.
+	IsDefault     bool `protobuf:"varint,2,opt,name=is_default,json=isDefault,proto3" json:"is_default,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetLoginPolicyResponse) Reset() {
+	*x = GetLoginPolicyResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[89]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetLoginPolicyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetLoginPolicyResponse) ProtoMessage() {}
+
+func (x *GetLoginPolicyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[89]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetLoginPolicyResponse.ProtoReflect.Descriptor instead.
+func (*GetLoginPolicyResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{89}
+}
+
+func (x *GetLoginPolicyResponse) GetPolicy() *LoginPolicy {
+	if x != nil {
+		return x.Policy
+	}
+	return nil
+}
+
+func (x *GetLoginPolicyResponse) GetIsDefault() bool {
+	if x != nil {
+		return x.IsDefault
+	}
+	return false
+}
+
+// AddCustomLoginPolicyRequest is a whole login policy (ZITADEL's fields).
+type AddCustomLoginPolicyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// See LoginPolicy for each field.
+	AllowUsernamePassword bool `protobuf:"varint,1,opt,name=allow_username_password,json=allowUsernamePassword,proto3" json:"allow_username_password,omitempty"`
+	// See LoginPolicy.
+	AllowRegister bool `protobuf:"varint,2,opt,name=allow_register,json=allowRegister,proto3" json:"allow_register,omitempty"`
+	// See LoginPolicy.
+	AllowExternalIdp bool `protobuf:"varint,3,opt,name=allow_external_idp,json=allowExternalIdp,proto3" json:"allow_external_idp,omitempty"`
+	// See LoginPolicy.
+	ForceMfa bool `protobuf:"varint,4,opt,name=force_mfa,json=forceMfa,proto3" json:"force_mfa,omitempty"`
+	// See LoginPolicy.
+	PasswordlessType PasswordlessType `protobuf:"varint,5,opt,name=passwordless_type,json=passwordlessType,proto3,enum=gatehouse.management.v1.PasswordlessType" json:"passwordless_type,omitempty"`
+	// See LoginPolicy.
+	HidePasswordReset bool `protobuf:"varint,6,opt,name=hide_password_reset,json=hidePasswordReset,proto3" json:"hide_password_reset,omitempty"`
+	// See LoginPolicy.
+	IgnoreUnknownUsernames bool `protobuf:"varint,7,opt,name=ignore_unknown_usernames,json=ignoreUnknownUsernames,proto3" json:"ignore_unknown_usernames,omitempty"`
+	// See LoginPolicy.
+	DefaultRedirectUri string `protobuf:"bytes,8,opt,name=default_redirect_uri,json=defaultRedirectUri,proto3" json:"default_redirect_uri,omitempty"`
+	// See LoginPolicy.
+	PasswordCheckLifetime *durationpb.Duration `protobuf:"bytes,9,opt,name=password_check_lifetime,json=passwordCheckLifetime,proto3" json:"password_check_lifetime,omitempty"`
+	// See LoginPolicy.
+	ExternalLoginCheckLifetime *durationpb.Duration `protobuf:"bytes,10,opt,name=external_login_check_lifetime,json=externalLoginCheckLifetime,proto3" json:"external_login_check_lifetime,omitempty"`
+	// See LoginPolicy.
+	MfaInitSkipLifetime *durationpb.Duration `protobuf:"bytes,11,opt,name=mfa_init_skip_lifetime,json=mfaInitSkipLifetime,proto3" json:"mfa_init_skip_lifetime,omitempty"`
+	// See LoginPolicy.
+	SecondFactorCheckLifetime *durationpb.Duration `protobuf:"bytes,12,opt,name=second_factor_check_lifetime,json=secondFactorCheckLifetime,proto3" json:"second_factor_check_lifetime,omitempty"`
+	// See LoginPolicy.
+	MultiFactorCheckLifetime *durationpb.Duration `protobuf:"bytes,13,opt,name=multi_factor_check_lifetime,json=multiFactorCheckLifetime,proto3" json:"multi_factor_check_lifetime,omitempty"`
+	// See LoginPolicy.
+	SecondFactors []SecondFactorType `protobuf:"varint,14,rep,packed,name=second_factors,json=secondFactors,proto3,enum=gatehouse.management.v1.SecondFactorType" json:"second_factors,omitempty"`
+	// See LoginPolicy.
+	MultiFactors []MultiFactorType `protobuf:"varint,15,rep,packed,name=multi_factors,json=multiFactors,proto3,enum=gatehouse.management.v1.MultiFactorType" json:"multi_factors,omitempty"`
+	// Accepted for compatibility, must be empty: the organization's IdPs
+	// apply.
+	Idps []*AddCustomLoginPolicyRequest_IDP `protobuf:"bytes,16,rep,name=idps,proto3" json:"idps,omitempty"`
+	// See LoginPolicy.
+	AllowDomainDiscovery bool `protobuf:"varint,17,opt,name=allow_domain_discovery,json=allowDomainDiscovery,proto3" json:"allow_domain_discovery,omitempty"`
+	// See LoginPolicy.
+	DisableLoginWithEmail bool `protobuf:"varint,18,opt,name=disable_login_with_email,json=disableLoginWithEmail,proto3" json:"disable_login_with_email,omitempty"`
+	// See LoginPolicy.
+	DisableLoginWithPhone bool `protobuf:"varint,19,opt,name=disable_login_with_phone,json=disableLoginWithPhone,proto3" json:"disable_login_with_phone,omitempty"`
+	// See LoginPolicy.
+	ForceMfaLocalOnly bool `protobuf:"varint,22,opt,name=force_mfa_local_only,json=forceMfaLocalOnly,proto3" json:"force_mfa_local_only,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *AddCustomLoginPolicyRequest) Reset() {
+	*x = AddCustomLoginPolicyRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[90]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddCustomLoginPolicyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddCustomLoginPolicyRequest) ProtoMessage() {}
+
+func (x *AddCustomLoginPolicyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[90]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddCustomLoginPolicyRequest.ProtoReflect.Descriptor instead.
+func (*AddCustomLoginPolicyRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{90}
+}
+
+func (x *AddCustomLoginPolicyRequest) GetAllowUsernamePassword() bool {
+	if x != nil {
+		return x.AllowUsernamePassword
+	}
+	return false
+}
+
+func (x *AddCustomLoginPolicyRequest) GetAllowRegister() bool {
+	if x != nil {
+		return x.AllowRegister
+	}
+	return false
+}
+
+func (x *AddCustomLoginPolicyRequest) GetAllowExternalIdp() bool {
+	if x != nil {
+		return x.AllowExternalIdp
+	}
+	return false
+}
+
+func (x *AddCustomLoginPolicyRequest) GetForceMfa() bool {
+	if x != nil {
+		return x.ForceMfa
+	}
+	return false
+}
+
+func (x *AddCustomLoginPolicyRequest) GetPasswordlessType() PasswordlessType {
+	if x != nil {
+		return x.PasswordlessType
+	}
+	return PasswordlessType_PASSWORDLESS_TYPE_NOT_ALLOWED
+}
+
+func (x *AddCustomLoginPolicyRequest) GetHidePasswordReset() bool {
+	if x != nil {
+		return x.HidePasswordReset
+	}
+	return false
+}
+
+func (x *AddCustomLoginPolicyRequest) GetIgnoreUnknownUsernames() bool {
+	if x != nil {
+		return x.IgnoreUnknownUsernames
+	}
+	return false
+}
+
+func (x *AddCustomLoginPolicyRequest) GetDefaultRedirectUri() string {
+	if x != nil {
+		return x.DefaultRedirectUri
+	}
+	return ""
+}
+
+func (x *AddCustomLoginPolicyRequest) GetPasswordCheckLifetime() *durationpb.Duration {
+	if x != nil {
+		return x.PasswordCheckLifetime
+	}
+	return nil
+}
+
+func (x *AddCustomLoginPolicyRequest) GetExternalLoginCheckLifetime() *durationpb.Duration {
+	if x != nil {
+		return x.ExternalLoginCheckLifetime
+	}
+	return nil
+}
+
+func (x *AddCustomLoginPolicyRequest) GetMfaInitSkipLifetime() *durationpb.Duration {
+	if x != nil {
+		return x.MfaInitSkipLifetime
+	}
+	return nil
+}
+
+func (x *AddCustomLoginPolicyRequest) GetSecondFactorCheckLifetime() *durationpb.Duration {
+	if x != nil {
+		return x.SecondFactorCheckLifetime
+	}
+	return nil
+}
+
+func (x *AddCustomLoginPolicyRequest) GetMultiFactorCheckLifetime() *durationpb.Duration {
+	if x != nil {
+		return x.MultiFactorCheckLifetime
+	}
+	return nil
+}
+
+func (x *AddCustomLoginPolicyRequest) GetSecondFactors() []SecondFactorType {
+	if x != nil {
+		return x.SecondFactors
+	}
+	return nil
+}
+
+func (x *AddCustomLoginPolicyRequest) GetMultiFactors() []MultiFactorType {
+	if x != nil {
+		return x.MultiFactors
+	}
+	return nil
+}
+
+func (x *AddCustomLoginPolicyRequest) GetIdps() []*AddCustomLoginPolicyRequest_IDP {
+	if x != nil {
+		return x.Idps
+	}
+	return nil
+}
+
+func (x *AddCustomLoginPolicyRequest) GetAllowDomainDiscovery() bool {
+	if x != nil {
+		return x.AllowDomainDiscovery
+	}
+	return false
+}
+
+func (x *AddCustomLoginPolicyRequest) GetDisableLoginWithEmail() bool {
+	if x != nil {
+		return x.DisableLoginWithEmail
+	}
+	return false
+}
+
+func (x *AddCustomLoginPolicyRequest) GetDisableLoginWithPhone() bool {
+	if x != nil {
+		return x.DisableLoginWithPhone
+	}
+	return false
+}
+
+func (x *AddCustomLoginPolicyRequest) GetForceMfaLocalOnly() bool {
+	if x != nil {
+		return x.ForceMfaLocalOnly
+	}
+	return false
+}
+
+// AddCustomLoginPolicyResponse carries the change's details.
+type AddCustomLoginPolicyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Details of the change.
+	Details       *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddCustomLoginPolicyResponse) Reset() {
+	*x = AddCustomLoginPolicyResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[91]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddCustomLoginPolicyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddCustomLoginPolicyResponse) ProtoMessage() {}
+
+func (x *AddCustomLoginPolicyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[91]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddCustomLoginPolicyResponse.ProtoReflect.Descriptor instead.
+func (*AddCustomLoginPolicyResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{91}
+}
+
+func (x *AddCustomLoginPolicyResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+// UpdateCustomLoginPolicyRequest replaces the policy (all fields).
+type UpdateCustomLoginPolicyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// See LoginPolicy for each field.
+	AllowUsernamePassword bool `protobuf:"varint,1,opt,name=allow_username_password,json=allowUsernamePassword,proto3" json:"allow_username_password,omitempty"`
+	// See LoginPolicy.
+	AllowRegister bool `protobuf:"varint,2,opt,name=allow_register,json=allowRegister,proto3" json:"allow_register,omitempty"`
+	// See LoginPolicy.
+	AllowExternalIdp bool `protobuf:"varint,3,opt,name=allow_external_idp,json=allowExternalIdp,proto3" json:"allow_external_idp,omitempty"`
+	// See LoginPolicy.
+	ForceMfa bool `protobuf:"varint,4,opt,name=force_mfa,json=forceMfa,proto3" json:"force_mfa,omitempty"`
+	// See LoginPolicy.
+	PasswordlessType PasswordlessType `protobuf:"varint,5,opt,name=passwordless_type,json=passwordlessType,proto3,enum=gatehouse.management.v1.PasswordlessType" json:"passwordless_type,omitempty"`
+	// See LoginPolicy.
+	HidePasswordReset bool `protobuf:"varint,6,opt,name=hide_password_reset,json=hidePasswordReset,proto3" json:"hide_password_reset,omitempty"`
+	// See LoginPolicy.
+	IgnoreUnknownUsernames bool `protobuf:"varint,7,opt,name=ignore_unknown_usernames,json=ignoreUnknownUsernames,proto3" json:"ignore_unknown_usernames,omitempty"`
+	// See LoginPolicy.
+	DefaultRedirectUri string `protobuf:"bytes,8,opt,name=default_redirect_uri,json=defaultRedirectUri,proto3" json:"default_redirect_uri,omitempty"`
+	// See LoginPolicy.
+	PasswordCheckLifetime *durationpb.Duration `protobuf:"bytes,9,opt,name=password_check_lifetime,json=passwordCheckLifetime,proto3" json:"password_check_lifetime,omitempty"`
+	// See LoginPolicy.
+	ExternalLoginCheckLifetime *durationpb.Duration `protobuf:"bytes,10,opt,name=external_login_check_lifetime,json=externalLoginCheckLifetime,proto3" json:"external_login_check_lifetime,omitempty"`
+	// See LoginPolicy.
+	MfaInitSkipLifetime *durationpb.Duration `protobuf:"bytes,11,opt,name=mfa_init_skip_lifetime,json=mfaInitSkipLifetime,proto3" json:"mfa_init_skip_lifetime,omitempty"`
+	// See LoginPolicy.
+	SecondFactorCheckLifetime *durationpb.Duration `protobuf:"bytes,12,opt,name=second_factor_check_lifetime,json=secondFactorCheckLifetime,proto3" json:"second_factor_check_lifetime,omitempty"`
+	// See LoginPolicy.
+	MultiFactorCheckLifetime *durationpb.Duration `protobuf:"bytes,13,opt,name=multi_factor_check_lifetime,json=multiFactorCheckLifetime,proto3" json:"multi_factor_check_lifetime,omitempty"`
+	// See LoginPolicy.
+	AllowDomainDiscovery bool `protobuf:"varint,14,opt,name=allow_domain_discovery,json=allowDomainDiscovery,proto3" json:"allow_domain_discovery,omitempty"`
+	// See LoginPolicy.
+	DisableLoginWithEmail bool `protobuf:"varint,15,opt,name=disable_login_with_email,json=disableLoginWithEmail,proto3" json:"disable_login_with_email,omitempty"`
+	// See LoginPolicy.
+	DisableLoginWithPhone bool `protobuf:"varint,16,opt,name=disable_login_with_phone,json=disableLoginWithPhone,proto3" json:"disable_login_with_phone,omitempty"`
+	// See LoginPolicy.
+	ForceMfaLocalOnly bool `protobuf:"varint,17,opt,name=force_mfa_local_only,json=forceMfaLocalOnly,proto3" json:"force_mfa_local_only,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *UpdateCustomLoginPolicyRequest) Reset() {
+	*x = UpdateCustomLoginPolicyRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[92]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateCustomLoginPolicyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateCustomLoginPolicyRequest) ProtoMessage() {}
+
+func (x *UpdateCustomLoginPolicyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[92]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateCustomLoginPolicyRequest.ProtoReflect.Descriptor instead.
+func (*UpdateCustomLoginPolicyRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{92}
+}
+
+func (x *UpdateCustomLoginPolicyRequest) GetAllowUsernamePassword() bool {
+	if x != nil {
+		return x.AllowUsernamePassword
+	}
+	return false
+}
+
+func (x *UpdateCustomLoginPolicyRequest) GetAllowRegister() bool {
+	if x != nil {
+		return x.AllowRegister
+	}
+	return false
+}
+
+func (x *UpdateCustomLoginPolicyRequest) GetAllowExternalIdp() bool {
+	if x != nil {
+		return x.AllowExternalIdp
+	}
+	return false
+}
+
+func (x *UpdateCustomLoginPolicyRequest) GetForceMfa() bool {
+	if x != nil {
+		return x.ForceMfa
+	}
+	return false
+}
+
+func (x *UpdateCustomLoginPolicyRequest) GetPasswordlessType() PasswordlessType {
+	if x != nil {
+		return x.PasswordlessType
+	}
+	return PasswordlessType_PASSWORDLESS_TYPE_NOT_ALLOWED
+}
+
+func (x *UpdateCustomLoginPolicyRequest) GetHidePasswordReset() bool {
+	if x != nil {
+		return x.HidePasswordReset
+	}
+	return false
+}
+
+func (x *UpdateCustomLoginPolicyRequest) GetIgnoreUnknownUsernames() bool {
+	if x != nil {
+		return x.IgnoreUnknownUsernames
+	}
+	return false
+}
+
+func (x *UpdateCustomLoginPolicyRequest) GetDefaultRedirectUri() string {
+	if x != nil {
+		return x.DefaultRedirectUri
+	}
+	return ""
+}
+
+func (x *UpdateCustomLoginPolicyRequest) GetPasswordCheckLifetime() *durationpb.Duration {
+	if x != nil {
+		return x.PasswordCheckLifetime
+	}
+	return nil
+}
+
+func (x *UpdateCustomLoginPolicyRequest) GetExternalLoginCheckLifetime() *durationpb.Duration {
+	if x != nil {
+		return x.ExternalLoginCheckLifetime
+	}
+	return nil
+}
+
+func (x *UpdateCustomLoginPolicyRequest) GetMfaInitSkipLifetime() *durationpb.Duration {
+	if x != nil {
+		return x.MfaInitSkipLifetime
+	}
+	return nil
+}
+
+func (x *UpdateCustomLoginPolicyRequest) GetSecondFactorCheckLifetime() *durationpb.Duration {
+	if x != nil {
+		return x.SecondFactorCheckLifetime
+	}
+	return nil
+}
+
+func (x *UpdateCustomLoginPolicyRequest) GetMultiFactorCheckLifetime() *durationpb.Duration {
+	if x != nil {
+		return x.MultiFactorCheckLifetime
+	}
+	return nil
+}
+
+func (x *UpdateCustomLoginPolicyRequest) GetAllowDomainDiscovery() bool {
+	if x != nil {
+		return x.AllowDomainDiscovery
+	}
+	return false
+}
+
+func (x *UpdateCustomLoginPolicyRequest) GetDisableLoginWithEmail() bool {
+	if x != nil {
+		return x.DisableLoginWithEmail
+	}
+	return false
+}
+
+func (x *UpdateCustomLoginPolicyRequest) GetDisableLoginWithPhone() bool {
+	if x != nil {
+		return x.DisableLoginWithPhone
+	}
+	return false
+}
+
+func (x *UpdateCustomLoginPolicyRequest) GetForceMfaLocalOnly() bool {
+	if x != nil {
+		return x.ForceMfaLocalOnly
+	}
+	return false
+}
+
+// UpdateCustomLoginPolicyResponse carries the change's details.
+type UpdateCustomLoginPolicyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Details of the change.
+	Details       *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateCustomLoginPolicyResponse) Reset() {
+	*x = UpdateCustomLoginPolicyResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[93]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateCustomLoginPolicyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateCustomLoginPolicyResponse) ProtoMessage() {}
+
+func (x *UpdateCustomLoginPolicyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[93]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateCustomLoginPolicyResponse.ProtoReflect.Descriptor instead.
+func (*UpdateCustomLoginPolicyResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{93}
+}
+
+func (x *UpdateCustomLoginPolicyResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+// ResetLoginPolicyToDefaultRequest is empty.
+type ResetLoginPolicyToDefaultRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResetLoginPolicyToDefaultRequest) Reset() {
+	*x = ResetLoginPolicyToDefaultRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[94]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResetLoginPolicyToDefaultRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResetLoginPolicyToDefaultRequest) ProtoMessage() {}
+
+func (x *ResetLoginPolicyToDefaultRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[94]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResetLoginPolicyToDefaultRequest.ProtoReflect.Descriptor instead.
+func (*ResetLoginPolicyToDefaultRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{94}
+}
+
+// ResetLoginPolicyToDefaultResponse carries the change's details.
+type ResetLoginPolicyToDefaultResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Details of the change.
+	Details       *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResetLoginPolicyToDefaultResponse) Reset() {
+	*x = ResetLoginPolicyToDefaultResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[95]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResetLoginPolicyToDefaultResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResetLoginPolicyToDefaultResponse) ProtoMessage() {}
+
+func (x *ResetLoginPolicyToDefaultResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[95]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResetLoginPolicyToDefaultResponse.ProtoReflect.Descriptor instead.
+func (*ResetLoginPolicyToDefaultResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{95}
+}
+
+func (x *ResetLoginPolicyToDefaultResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
 // Profile of the new user.
 type AddHumanUserRequest_Profile struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -4879,7 +5995,7 @@ type AddHumanUserRequest_Profile struct {
 
 func (x *AddHumanUserRequest_Profile) Reset() {
 	*x = AddHumanUserRequest_Profile{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[80]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4891,7 +6007,7 @@ func (x *AddHumanUserRequest_Profile) String() string {
 func (*AddHumanUserRequest_Profile) ProtoMessage() {}
 
 func (x *AddHumanUserRequest_Profile) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[80]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4962,7 +6078,7 @@ type AddHumanUserRequest_Email struct {
 
 func (x *AddHumanUserRequest_Email) Reset() {
 	*x = AddHumanUserRequest_Email{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[81]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4974,7 +6090,7 @@ func (x *AddHumanUserRequest_Email) String() string {
 func (*AddHumanUserRequest_Email) ProtoMessage() {}
 
 func (x *AddHumanUserRequest_Email) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[81]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5018,7 +6134,7 @@ type AddHumanUserRequest_Phone struct {
 
 func (x *AddHumanUserRequest_Phone) Reset() {
 	*x = AddHumanUserRequest_Phone{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[82]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5030,7 +6146,7 @@ func (x *AddHumanUserRequest_Phone) String() string {
 func (*AddHumanUserRequest_Phone) ProtoMessage() {}
 
 func (x *AddHumanUserRequest_Phone) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[82]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5082,7 +6198,7 @@ type ImportHumanUserRequest_Profile struct {
 
 func (x *ImportHumanUserRequest_Profile) Reset() {
 	*x = ImportHumanUserRequest_Profile{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[83]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5094,7 +6210,7 @@ func (x *ImportHumanUserRequest_Profile) String() string {
 func (*ImportHumanUserRequest_Profile) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_Profile) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[83]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5165,7 +6281,7 @@ type ImportHumanUserRequest_Email struct {
 
 func (x *ImportHumanUserRequest_Email) Reset() {
 	*x = ImportHumanUserRequest_Email{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[84]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5177,7 +6293,7 @@ func (x *ImportHumanUserRequest_Email) String() string {
 func (*ImportHumanUserRequest_Email) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_Email) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[84]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5221,7 +6337,7 @@ type ImportHumanUserRequest_Phone struct {
 
 func (x *ImportHumanUserRequest_Phone) Reset() {
 	*x = ImportHumanUserRequest_Phone{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[85]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5233,7 +6349,7 @@ func (x *ImportHumanUserRequest_Phone) String() string {
 func (*ImportHumanUserRequest_Phone) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_Phone) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[85]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5278,7 +6394,7 @@ type ImportHumanUserRequest_HashedPassword struct {
 
 func (x *ImportHumanUserRequest_HashedPassword) Reset() {
 	*x = ImportHumanUserRequest_HashedPassword{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[86]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5290,7 +6406,7 @@ func (x *ImportHumanUserRequest_HashedPassword) String() string {
 func (*ImportHumanUserRequest_HashedPassword) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_HashedPassword) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[86]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5333,7 +6449,7 @@ type BulkSetUserMetadataRequest_Metadata struct {
 
 func (x *BulkSetUserMetadataRequest_Metadata) Reset() {
 	*x = BulkSetUserMetadataRequest_Metadata{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[87]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5345,7 +6461,7 @@ func (x *BulkSetUserMetadataRequest_Metadata) String() string {
 func (*BulkSetUserMetadataRequest_Metadata) ProtoMessage() {}
 
 func (x *BulkSetUserMetadataRequest_Metadata) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[87]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5375,11 +6491,67 @@ func (x *BulkSetUserMetadataRequest_Metadata) GetValue() []byte {
 	return nil
 }
 
+// An identity provider of the policy (ZITADEL; not used: the
+// organization's IdPs apply).
+type AddCustomLoginPolicyRequest_IDP struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// ID of the identity provider.
+	IdpId string `protobuf:"bytes,1,opt,name=idp_id,json=idpId,proto3" json:"idp_id,omitempty"`
+	// Owner type of the identity provider.
+	OwnerType     int32 `protobuf:"varint,2,opt,name=owner_type,json=ownerType,proto3" json:"owner_type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddCustomLoginPolicyRequest_IDP) Reset() {
+	*x = AddCustomLoginPolicyRequest_IDP{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[104]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddCustomLoginPolicyRequest_IDP) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddCustomLoginPolicyRequest_IDP) ProtoMessage() {}
+
+func (x *AddCustomLoginPolicyRequest_IDP) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[104]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddCustomLoginPolicyRequest_IDP.ProtoReflect.Descriptor instead.
+func (*AddCustomLoginPolicyRequest_IDP) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{90, 0}
+}
+
+func (x *AddCustomLoginPolicyRequest_IDP) GetIdpId() string {
+	if x != nil {
+		return x.IdpId
+	}
+	return ""
+}
+
+func (x *AddCustomLoginPolicyRequest_IDP) GetOwnerType() int32 {
+	if x != nil {
+		return x.OwnerType
+	}
+	return 0
+}
+
 var File_gatehouse_management_v1_management_proto protoreflect.FileDescriptor
 
 const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\n" +
-	"(gatehouse/management/v1/management.proto\x12\x17gatehouse.management.v1\x1a!gatehouse/management/v1/app.proto\x1a'gatehouse/management/v1/authn_key.proto\x1a!gatehouse/management/v1/idp.proto\x1a&gatehouse/management/v1/metadata.proto\x1a$gatehouse/management/v1/object.proto\x1a!gatehouse/management/v1/org.proto\x1a%gatehouse/management/v1/project.proto\x1a\"gatehouse/management/v1/user.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"$\n" +
+	"(gatehouse/management/v1/management.proto\x12\x17gatehouse.management.v1\x1a!gatehouse/management/v1/app.proto\x1a'gatehouse/management/v1/authn_key.proto\x1a!gatehouse/management/v1/idp.proto\x1a&gatehouse/management/v1/metadata.proto\x1a$gatehouse/management/v1/object.proto\x1a!gatehouse/management/v1/org.proto\x1a$gatehouse/management/v1/policy.proto\x1a%gatehouse/management/v1/project.proto\x1a\"gatehouse/management/v1/user.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"$\n" +
 	"\x12GetUserByIDRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"H\n" +
 	"\x13GetUserByIDResponse\x121\n" +
@@ -5715,7 +6887,93 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x06app_id\x18\x02 \x01(\tR\x05appId\x12\x15\n" +
 	"\x06key_id\x18\x03 \x01(\tR\x05keyId\"X\n" +
 	"\x14RemoveAppKeyResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails2\xdd5\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"z\n" +
+	"\x16AddProjectGrantRequest\x12\x1d\n" +
+	"\n" +
+	"project_id\x18\x01 \x01(\tR\tprojectId\x12$\n" +
+	"\x0egranted_org_id\x18\x02 \x01(\tR\fgrantedOrgId\x12\x1b\n" +
+	"\trole_keys\x18\x03 \x03(\tR\broleKeys\"v\n" +
+	"\x17AddProjectGrantResponse\x12\x19\n" +
+	"\bgrant_id\x18\x01 \x01(\tR\agrantId\x12@\n" +
+	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"s\n" +
+	"\x18ListProjectGrantsRequest\x128\n" +
+	"\x05query\x18\x01 \x01(\v2\".gatehouse.management.v1.ListQueryR\x05query\x12\x1d\n" +
+	"\n" +
+	"project_id\x18\x02 \x01(\tR\tprojectId\"\x9a\x01\n" +
+	"\x19ListProjectGrantsResponse\x12>\n" +
+	"\adetails\x18\x01 \x01(\v2$.gatehouse.management.v1.ListDetailsR\adetails\x12=\n" +
+	"\x06result\x18\x02 \x03(\v2%.gatehouse.management.v1.ProjectGrantR\x06result\"r\n" +
+	"\x19UpdateProjectGrantRequest\x12\x1d\n" +
+	"\n" +
+	"project_id\x18\x01 \x01(\tR\tprojectId\x12\x19\n" +
+	"\bgrant_id\x18\x02 \x01(\tR\agrantId\x12\x1b\n" +
+	"\trole_keys\x18\x03 \x03(\tR\broleKeys\"^\n" +
+	"\x1aUpdateProjectGrantResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"U\n" +
+	"\x19RemoveProjectGrantRequest\x12\x1d\n" +
+	"\n" +
+	"project_id\x18\x01 \x01(\tR\tprojectId\x12\x19\n" +
+	"\bgrant_id\x18\x02 \x01(\tR\agrantId\"^\n" +
+	"\x1aRemoveProjectGrantResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\x17\n" +
+	"\x15GetLoginPolicyRequest\"u\n" +
+	"\x16GetLoginPolicyResponse\x12<\n" +
+	"\x06policy\x18\x01 \x01(\v2$.gatehouse.management.v1.LoginPolicyR\x06policy\x12\x1d\n" +
+	"\n" +
+	"is_default\x18\x02 \x01(\bR\tisDefault\"\xf7\n" +
+	"\n" +
+	"\x1bAddCustomLoginPolicyRequest\x126\n" +
+	"\x17allow_username_password\x18\x01 \x01(\bR\x15allowUsernamePassword\x12%\n" +
+	"\x0eallow_register\x18\x02 \x01(\bR\rallowRegister\x12,\n" +
+	"\x12allow_external_idp\x18\x03 \x01(\bR\x10allowExternalIdp\x12\x1b\n" +
+	"\tforce_mfa\x18\x04 \x01(\bR\bforceMfa\x12V\n" +
+	"\x11passwordless_type\x18\x05 \x01(\x0e2).gatehouse.management.v1.PasswordlessTypeR\x10passwordlessType\x12.\n" +
+	"\x13hide_password_reset\x18\x06 \x01(\bR\x11hidePasswordReset\x128\n" +
+	"\x18ignore_unknown_usernames\x18\a \x01(\bR\x16ignoreUnknownUsernames\x120\n" +
+	"\x14default_redirect_uri\x18\b \x01(\tR\x12defaultRedirectUri\x12Q\n" +
+	"\x17password_check_lifetime\x18\t \x01(\v2\x19.google.protobuf.DurationR\x15passwordCheckLifetime\x12\\\n" +
+	"\x1dexternal_login_check_lifetime\x18\n" +
+	" \x01(\v2\x19.google.protobuf.DurationR\x1aexternalLoginCheckLifetime\x12N\n" +
+	"\x16mfa_init_skip_lifetime\x18\v \x01(\v2\x19.google.protobuf.DurationR\x13mfaInitSkipLifetime\x12Z\n" +
+	"\x1csecond_factor_check_lifetime\x18\f \x01(\v2\x19.google.protobuf.DurationR\x19secondFactorCheckLifetime\x12X\n" +
+	"\x1bmulti_factor_check_lifetime\x18\r \x01(\v2\x19.google.protobuf.DurationR\x18multiFactorCheckLifetime\x12P\n" +
+	"\x0esecond_factors\x18\x0e \x03(\x0e2).gatehouse.management.v1.SecondFactorTypeR\rsecondFactors\x12M\n" +
+	"\rmulti_factors\x18\x0f \x03(\x0e2(.gatehouse.management.v1.MultiFactorTypeR\fmultiFactors\x12L\n" +
+	"\x04idps\x18\x10 \x03(\v28.gatehouse.management.v1.AddCustomLoginPolicyRequest.IDPR\x04idps\x124\n" +
+	"\x16allow_domain_discovery\x18\x11 \x01(\bR\x14allowDomainDiscovery\x127\n" +
+	"\x18disable_login_with_email\x18\x12 \x01(\bR\x15disableLoginWithEmail\x127\n" +
+	"\x18disable_login_with_phone\x18\x13 \x01(\bR\x15disableLoginWithPhone\x12/\n" +
+	"\x14force_mfa_local_only\x18\x16 \x01(\bR\x11forceMfaLocalOnly\x1a;\n" +
+	"\x03IDP\x12\x15\n" +
+	"\x06idp_id\x18\x01 \x01(\tR\x05idpId\x12\x1d\n" +
+	"\n" +
+	"owner_type\x18\x02 \x01(\x05R\townerType\"`\n" +
+	"\x1cAddCustomLoginPolicyResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\xce\b\n" +
+	"\x1eUpdateCustomLoginPolicyRequest\x126\n" +
+	"\x17allow_username_password\x18\x01 \x01(\bR\x15allowUsernamePassword\x12%\n" +
+	"\x0eallow_register\x18\x02 \x01(\bR\rallowRegister\x12,\n" +
+	"\x12allow_external_idp\x18\x03 \x01(\bR\x10allowExternalIdp\x12\x1b\n" +
+	"\tforce_mfa\x18\x04 \x01(\bR\bforceMfa\x12V\n" +
+	"\x11passwordless_type\x18\x05 \x01(\x0e2).gatehouse.management.v1.PasswordlessTypeR\x10passwordlessType\x12.\n" +
+	"\x13hide_password_reset\x18\x06 \x01(\bR\x11hidePasswordReset\x128\n" +
+	"\x18ignore_unknown_usernames\x18\a \x01(\bR\x16ignoreUnknownUsernames\x120\n" +
+	"\x14default_redirect_uri\x18\b \x01(\tR\x12defaultRedirectUri\x12Q\n" +
+	"\x17password_check_lifetime\x18\t \x01(\v2\x19.google.protobuf.DurationR\x15passwordCheckLifetime\x12\\\n" +
+	"\x1dexternal_login_check_lifetime\x18\n" +
+	" \x01(\v2\x19.google.protobuf.DurationR\x1aexternalLoginCheckLifetime\x12N\n" +
+	"\x16mfa_init_skip_lifetime\x18\v \x01(\v2\x19.google.protobuf.DurationR\x13mfaInitSkipLifetime\x12Z\n" +
+	"\x1csecond_factor_check_lifetime\x18\f \x01(\v2\x19.google.protobuf.DurationR\x19secondFactorCheckLifetime\x12X\n" +
+	"\x1bmulti_factor_check_lifetime\x18\r \x01(\v2\x19.google.protobuf.DurationR\x18multiFactorCheckLifetime\x124\n" +
+	"\x16allow_domain_discovery\x18\x0e \x01(\bR\x14allowDomainDiscovery\x127\n" +
+	"\x18disable_login_with_email\x18\x0f \x01(\bR\x15disableLoginWithEmail\x127\n" +
+	"\x18disable_login_with_phone\x18\x10 \x01(\bR\x15disableLoginWithPhone\x12/\n" +
+	"\x14force_mfa_local_only\x18\x11 \x01(\bR\x11forceMfaLocalOnly\"c\n" +
+	"\x1fUpdateCustomLoginPolicyResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\"\n" +
+	" ResetLoginPolicyToDefaultRequest\"e\n" +
+	"!ResetLoginPolicyToDefaultResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails2\x8cA\n" +
 	"\x11ManagementService\x12\x8b\x01\n" +
 	"\vGetUserByID\x12+.gatehouse.management.v1.GetUserByIDRequest\x1a,.gatehouse.management.v1.GetUserByIDResponse\"!\x82\xd3\xe4\x93\x02\x1b\x12\x19/management/v1/users/{id}\x12\x8b\x01\n" +
 	"\tListUsers\x12).gatehouse.management.v1.ListUsersRequest\x1a*.gatehouse.management.v1.ListUsersResponse\"'\x82\xd3\xe4\x93\x02!:\x01*\"\x1c/management/v1/users/_search\x12\x92\x01\n" +
@@ -5761,7 +7019,15 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\tAddAPIApp\x12).gatehouse.management.v1.AddAPIAppRequest\x1a*.gatehouse.management.v1.AddAPIAppResponse\"8\x82\xd3\xe4\x93\x022:\x01*\"-/management/v1/projects/{project_id}/apps/api\x12\xa6\x01\n" +
 	"\tAddAppKey\x12).gatehouse.management.v1.AddAppKeyRequest\x1a*.gatehouse.management.v1.AddAppKeyResponse\"B\x82\xd3\xe4\x93\x02<:\x01*\"7/management/v1/projects/{project_id}/apps/{app_id}/keys\x12\xb5\x01\n" +
 	"\fRemoveAppKey\x12,.gatehouse.management.v1.RemoveAppKeyRequest\x1a-.gatehouse.management.v1.RemoveAppKeyResponse\"H\x82\xd3\xe4\x93\x02B*@/management/v1/projects/{project_id}/apps/{app_id}/keys/{key_id}\x12\xc7\x01\n" +
-	"\x11SetAppAdminClient\x121.gatehouse.management.v1.SetAppAdminClientRequest\x1a2.gatehouse.management.v1.SetAppAdminClientResponse\"K\x82\xd3\xe4\x93\x02E:\x01*\"@/management/v1/projects/{project_id}/apps/{app_id}/_admin_clientB\xfc\x01\n" +
+	"\x11SetAppAdminClient\x121.gatehouse.management.v1.SetAppAdminClientRequest\x1a2.gatehouse.management.v1.SetAppAdminClientResponse\"K\x82\xd3\xe4\x93\x02E:\x01*\"@/management/v1/projects/{project_id}/apps/{app_id}/_admin_client\x12\xac\x01\n" +
+	"\x0fAddProjectGrant\x12/.gatehouse.management.v1.AddProjectGrantRequest\x1a0.gatehouse.management.v1.AddProjectGrantResponse\"6\x82\xd3\xe4\x93\x020:\x01*\"+/management/v1/projects/{project_id}/grants\x12\xba\x01\n" +
+	"\x11ListProjectGrants\x121.gatehouse.management.v1.ListProjectGrantsRequest\x1a2.gatehouse.management.v1.ListProjectGrantsResponse\">\x82\xd3\xe4\x93\x028:\x01*\"3/management/v1/projects/{project_id}/grants/_search\x12\xc0\x01\n" +
+	"\x12UpdateProjectGrant\x122.gatehouse.management.v1.UpdateProjectGrantRequest\x1a3.gatehouse.management.v1.UpdateProjectGrantResponse\"A\x82\xd3\xe4\x93\x02;:\x01*\x1a6/management/v1/projects/{project_id}/grants/{grant_id}\x12\xbd\x01\n" +
+	"\x12RemoveProjectGrant\x122.gatehouse.management.v1.RemoveProjectGrantRequest\x1a3.gatehouse.management.v1.RemoveProjectGrantResponse\">\x82\xd3\xe4\x93\x028*6/management/v1/projects/{project_id}/grants/{grant_id}\x12\x98\x01\n" +
+	"\x0eGetLoginPolicy\x12..gatehouse.management.v1.GetLoginPolicyRequest\x1a/.gatehouse.management.v1.GetLoginPolicyResponse\"%\x82\xd3\xe4\x93\x02\x1f\x12\x1d/management/v1/policies/login\x12\xad\x01\n" +
+	"\x14AddCustomLoginPolicy\x124.gatehouse.management.v1.AddCustomLoginPolicyRequest\x1a5.gatehouse.management.v1.AddCustomLoginPolicyResponse\"(\x82\xd3\xe4\x93\x02\":\x01*\"\x1d/management/v1/policies/login\x12\xb6\x01\n" +
+	"\x17UpdateCustomLoginPolicy\x127.gatehouse.management.v1.UpdateCustomLoginPolicyRequest\x1a8.gatehouse.management.v1.UpdateCustomLoginPolicyResponse\"(\x82\xd3\xe4\x93\x02\":\x01*\x1a\x1d/management/v1/policies/login\x12\xb9\x01\n" +
+	"\x19ResetLoginPolicyToDefault\x129.gatehouse.management.v1.ResetLoginPolicyToDefaultRequest\x1a:.gatehouse.management.v1.ResetLoginPolicyToDefaultResponse\"%\x82\xd3\xe4\x93\x02\x1f*\x1d/management/v1/policies/loginB\xfc\x01\n" +
 	"\x1bcom.gatehouse.management.v1B\x0fManagementProtoP\x01ZNgithub.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1;managementv1\xa2\x02\x03GMX\xaa\x02\x17Gatehouse.Management.V1\xca\x02\x17Gatehouse\\Management\\V1\xe2\x02#Gatehouse\\Management\\V1\\GPBMetadata\xea\x02\x19Gatehouse::Management::V1b\x06proto3"
 
 var (
@@ -5776,7 +7042,7 @@ func file_gatehouse_management_v1_management_proto_rawDescGZIP() []byte {
 	return file_gatehouse_management_v1_management_proto_rawDescData
 }
 
-var file_gatehouse_management_v1_management_proto_msgTypes = make([]protoimpl.MessageInfo, 88)
+var file_gatehouse_management_v1_management_proto_msgTypes = make([]protoimpl.MessageInfo, 105)
 var file_gatehouse_management_v1_management_proto_goTypes = []any{
 	(*GetUserByIDRequest)(nil),                    // 0: gatehouse.management.v1.GetUserByIDRequest
 	(*GetUserByIDResponse)(nil),                   // 1: gatehouse.management.v1.GetUserByIDResponse
@@ -5858,230 +7124,293 @@ var file_gatehouse_management_v1_management_proto_goTypes = []any{
 	(*AddAppKeyResponse)(nil),                     // 77: gatehouse.management.v1.AddAppKeyResponse
 	(*RemoveAppKeyRequest)(nil),                   // 78: gatehouse.management.v1.RemoveAppKeyRequest
 	(*RemoveAppKeyResponse)(nil),                  // 79: gatehouse.management.v1.RemoveAppKeyResponse
-	(*AddHumanUserRequest_Profile)(nil),           // 80: gatehouse.management.v1.AddHumanUserRequest.Profile
-	(*AddHumanUserRequest_Email)(nil),             // 81: gatehouse.management.v1.AddHumanUserRequest.Email
-	(*AddHumanUserRequest_Phone)(nil),             // 82: gatehouse.management.v1.AddHumanUserRequest.Phone
-	(*ImportHumanUserRequest_Profile)(nil),        // 83: gatehouse.management.v1.ImportHumanUserRequest.Profile
-	(*ImportHumanUserRequest_Email)(nil),          // 84: gatehouse.management.v1.ImportHumanUserRequest.Email
-	(*ImportHumanUserRequest_Phone)(nil),          // 85: gatehouse.management.v1.ImportHumanUserRequest.Phone
-	(*ImportHumanUserRequest_HashedPassword)(nil), // 86: gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
-	(*BulkSetUserMetadataRequest_Metadata)(nil),   // 87: gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
-	(*User)(nil),                      // 88: gatehouse.management.v1.User
-	(*ListQuery)(nil),                 // 89: gatehouse.management.v1.ListQuery
-	(UserFieldName)(0),                // 90: gatehouse.management.v1.UserFieldName
-	(*UserQuery)(nil),                 // 91: gatehouse.management.v1.UserQuery
-	(*ListDetails)(nil),               // 92: gatehouse.management.v1.ListDetails
-	(*ObjectDetails)(nil),             // 93: gatehouse.management.v1.ObjectDetails
-	(AccessTokenType)(0),              // 94: gatehouse.management.v1.AccessTokenType
-	(KeyType)(0),                      // 95: gatehouse.management.v1.KeyType
-	(*timestamppb.Timestamp)(nil),     // 96: google.protobuf.Timestamp
-	(*Key)(nil),                       // 97: gatehouse.management.v1.Key
-	(*MetadataQuery)(nil),             // 98: gatehouse.management.v1.MetadataQuery
-	(*Metadata)(nil),                  // 99: gatehouse.management.v1.Metadata
-	(*Org)(nil),                       // 100: gatehouse.management.v1.Org
-	(*IDP)(nil),                       // 101: gatehouse.management.v1.IDP
-	(IDPFieldName)(0),                 // 102: gatehouse.management.v1.IDPFieldName
-	(*IDPQuery)(nil),                  // 103: gatehouse.management.v1.IDPQuery
-	(StylingType)(0),                  // 104: gatehouse.management.v1.StylingType
-	(OIDCMappingField)(0),             // 105: gatehouse.management.v1.OIDCMappingField
-	(PrivateLabelingSetting)(0),       // 106: gatehouse.management.v1.PrivateLabelingSetting
-	(*Project)(nil),                   // 107: gatehouse.management.v1.Project
-	(*App)(nil),                       // 108: gatehouse.management.v1.App
-	(OIDCResponseType)(0),             // 109: gatehouse.management.v1.OIDCResponseType
-	(OIDCGrantType)(0),                // 110: gatehouse.management.v1.OIDCGrantType
-	(OIDCAppType)(0),                  // 111: gatehouse.management.v1.OIDCAppType
-	(OIDCAuthMethodType)(0),           // 112: gatehouse.management.v1.OIDCAuthMethodType
-	(OIDCVersion)(0),                  // 113: gatehouse.management.v1.OIDCVersion
-	(OIDCTokenType)(0),                // 114: gatehouse.management.v1.OIDCTokenType
-	(*durationpb.Duration)(nil),       // 115: google.protobuf.Duration
-	(*LoginVersion)(nil),              // 116: gatehouse.management.v1.LoginVersion
-	(*LocalizedMessage)(nil),          // 117: gatehouse.management.v1.LocalizedMessage
-	(APIAuthMethodType)(0),            // 118: gatehouse.management.v1.APIAuthMethodType
-	(Gender)(0),                       // 119: gatehouse.management.v1.Gender
-	(*SetAppAdminClientRequest)(nil),  // 120: gatehouse.management.v1.SetAppAdminClientRequest
-	(*SetAppAdminClientResponse)(nil), // 121: gatehouse.management.v1.SetAppAdminClientResponse
+	(*AddProjectGrantRequest)(nil),                // 80: gatehouse.management.v1.AddProjectGrantRequest
+	(*AddProjectGrantResponse)(nil),               // 81: gatehouse.management.v1.AddProjectGrantResponse
+	(*ListProjectGrantsRequest)(nil),              // 82: gatehouse.management.v1.ListProjectGrantsRequest
+	(*ListProjectGrantsResponse)(nil),             // 83: gatehouse.management.v1.ListProjectGrantsResponse
+	(*UpdateProjectGrantRequest)(nil),             // 84: gatehouse.management.v1.UpdateProjectGrantRequest
+	(*UpdateProjectGrantResponse)(nil),            // 85: gatehouse.management.v1.UpdateProjectGrantResponse
+	(*RemoveProjectGrantRequest)(nil),             // 86: gatehouse.management.v1.RemoveProjectGrantRequest
+	(*RemoveProjectGrantResponse)(nil),            // 87: gatehouse.management.v1.RemoveProjectGrantResponse
+	(*GetLoginPolicyRequest)(nil),                 // 88: gatehouse.management.v1.GetLoginPolicyRequest
+	(*GetLoginPolicyResponse)(nil),                // 89: gatehouse.management.v1.GetLoginPolicyResponse
+	(*AddCustomLoginPolicyRequest)(nil),           // 90: gatehouse.management.v1.AddCustomLoginPolicyRequest
+	(*AddCustomLoginPolicyResponse)(nil),          // 91: gatehouse.management.v1.AddCustomLoginPolicyResponse
+	(*UpdateCustomLoginPolicyRequest)(nil),        // 92: gatehouse.management.v1.UpdateCustomLoginPolicyRequest
+	(*UpdateCustomLoginPolicyResponse)(nil),       // 93: gatehouse.management.v1.UpdateCustomLoginPolicyResponse
+	(*ResetLoginPolicyToDefaultRequest)(nil),      // 94: gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
+	(*ResetLoginPolicyToDefaultResponse)(nil),     // 95: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
+	(*AddHumanUserRequest_Profile)(nil),           // 96: gatehouse.management.v1.AddHumanUserRequest.Profile
+	(*AddHumanUserRequest_Email)(nil),             // 97: gatehouse.management.v1.AddHumanUserRequest.Email
+	(*AddHumanUserRequest_Phone)(nil),             // 98: gatehouse.management.v1.AddHumanUserRequest.Phone
+	(*ImportHumanUserRequest_Profile)(nil),        // 99: gatehouse.management.v1.ImportHumanUserRequest.Profile
+	(*ImportHumanUserRequest_Email)(nil),          // 100: gatehouse.management.v1.ImportHumanUserRequest.Email
+	(*ImportHumanUserRequest_Phone)(nil),          // 101: gatehouse.management.v1.ImportHumanUserRequest.Phone
+	(*ImportHumanUserRequest_HashedPassword)(nil), // 102: gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
+	(*BulkSetUserMetadataRequest_Metadata)(nil),   // 103: gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
+	(*AddCustomLoginPolicyRequest_IDP)(nil),       // 104: gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
+	(*User)(nil),                                  // 105: gatehouse.management.v1.User
+	(*ListQuery)(nil),                             // 106: gatehouse.management.v1.ListQuery
+	(UserFieldName)(0),                            // 107: gatehouse.management.v1.UserFieldName
+	(*UserQuery)(nil),                             // 108: gatehouse.management.v1.UserQuery
+	(*ListDetails)(nil),                           // 109: gatehouse.management.v1.ListDetails
+	(*ObjectDetails)(nil),                         // 110: gatehouse.management.v1.ObjectDetails
+	(AccessTokenType)(0),                          // 111: gatehouse.management.v1.AccessTokenType
+	(KeyType)(0),                                  // 112: gatehouse.management.v1.KeyType
+	(*timestamppb.Timestamp)(nil),                 // 113: google.protobuf.Timestamp
+	(*Key)(nil),                                   // 114: gatehouse.management.v1.Key
+	(*MetadataQuery)(nil),                         // 115: gatehouse.management.v1.MetadataQuery
+	(*Metadata)(nil),                              // 116: gatehouse.management.v1.Metadata
+	(*Org)(nil),                                   // 117: gatehouse.management.v1.Org
+	(*IDP)(nil),                                   // 118: gatehouse.management.v1.IDP
+	(IDPFieldName)(0),                             // 119: gatehouse.management.v1.IDPFieldName
+	(*IDPQuery)(nil),                              // 120: gatehouse.management.v1.IDPQuery
+	(StylingType)(0),                              // 121: gatehouse.management.v1.StylingType
+	(OIDCMappingField)(0),                         // 122: gatehouse.management.v1.OIDCMappingField
+	(PrivateLabelingSetting)(0),                   // 123: gatehouse.management.v1.PrivateLabelingSetting
+	(*Project)(nil),                               // 124: gatehouse.management.v1.Project
+	(*App)(nil),                                   // 125: gatehouse.management.v1.App
+	(OIDCResponseType)(0),                         // 126: gatehouse.management.v1.OIDCResponseType
+	(OIDCGrantType)(0),                            // 127: gatehouse.management.v1.OIDCGrantType
+	(OIDCAppType)(0),                              // 128: gatehouse.management.v1.OIDCAppType
+	(OIDCAuthMethodType)(0),                       // 129: gatehouse.management.v1.OIDCAuthMethodType
+	(OIDCVersion)(0),                              // 130: gatehouse.management.v1.OIDCVersion
+	(OIDCTokenType)(0),                            // 131: gatehouse.management.v1.OIDCTokenType
+	(*durationpb.Duration)(nil),                   // 132: google.protobuf.Duration
+	(*LoginVersion)(nil),                          // 133: gatehouse.management.v1.LoginVersion
+	(*LocalizedMessage)(nil),                      // 134: gatehouse.management.v1.LocalizedMessage
+	(APIAuthMethodType)(0),                        // 135: gatehouse.management.v1.APIAuthMethodType
+	(*ProjectGrant)(nil),                          // 136: gatehouse.management.v1.ProjectGrant
+	(*LoginPolicy)(nil),                           // 137: gatehouse.management.v1.LoginPolicy
+	(PasswordlessType)(0),                         // 138: gatehouse.management.v1.PasswordlessType
+	(SecondFactorType)(0),                         // 139: gatehouse.management.v1.SecondFactorType
+	(MultiFactorType)(0),                          // 140: gatehouse.management.v1.MultiFactorType
+	(Gender)(0),                                   // 141: gatehouse.management.v1.Gender
+	(*SetAppAdminClientRequest)(nil),              // 142: gatehouse.management.v1.SetAppAdminClientRequest
+	(*SetAppAdminClientResponse)(nil),             // 143: gatehouse.management.v1.SetAppAdminClientResponse
 }
 var file_gatehouse_management_v1_management_proto_depIdxs = []int32{
-	88,  // 0: gatehouse.management.v1.GetUserByIDResponse.user:type_name -> gatehouse.management.v1.User
-	89,  // 1: gatehouse.management.v1.ListUsersRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	90,  // 2: gatehouse.management.v1.ListUsersRequest.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
-	91,  // 3: gatehouse.management.v1.ListUsersRequest.queries:type_name -> gatehouse.management.v1.UserQuery
-	92,  // 4: gatehouse.management.v1.ListUsersResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	90,  // 5: gatehouse.management.v1.ListUsersResponse.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
-	88,  // 6: gatehouse.management.v1.ListUsersResponse.result:type_name -> gatehouse.management.v1.User
-	80,  // 7: gatehouse.management.v1.AddHumanUserRequest.profile:type_name -> gatehouse.management.v1.AddHumanUserRequest.Profile
-	81,  // 8: gatehouse.management.v1.AddHumanUserRequest.email:type_name -> gatehouse.management.v1.AddHumanUserRequest.Email
-	82,  // 9: gatehouse.management.v1.AddHumanUserRequest.phone:type_name -> gatehouse.management.v1.AddHumanUserRequest.Phone
-	93,  // 10: gatehouse.management.v1.AddHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	83,  // 11: gatehouse.management.v1.ImportHumanUserRequest.profile:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Profile
-	84,  // 12: gatehouse.management.v1.ImportHumanUserRequest.email:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Email
-	85,  // 13: gatehouse.management.v1.ImportHumanUserRequest.phone:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Phone
-	86,  // 14: gatehouse.management.v1.ImportHumanUserRequest.hashed_password:type_name -> gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
-	93,  // 15: gatehouse.management.v1.ImportHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	94,  // 16: gatehouse.management.v1.AddMachineUserRequest.access_token_type:type_name -> gatehouse.management.v1.AccessTokenType
-	93,  // 17: gatehouse.management.v1.AddMachineUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	93,  // 18: gatehouse.management.v1.DeactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	93,  // 19: gatehouse.management.v1.ReactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	93,  // 20: gatehouse.management.v1.RemoveUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	93,  // 21: gatehouse.management.v1.SetHumanPasswordResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	95,  // 22: gatehouse.management.v1.AddMachineKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
-	96,  // 23: gatehouse.management.v1.AddMachineKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
-	93,  // 24: gatehouse.management.v1.AddMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	89,  // 25: gatehouse.management.v1.ListMachineKeysRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	92,  // 26: gatehouse.management.v1.ListMachineKeysResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	97,  // 27: gatehouse.management.v1.ListMachineKeysResponse.result:type_name -> gatehouse.management.v1.Key
-	93,  // 28: gatehouse.management.v1.RemoveMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	93,  // 29: gatehouse.management.v1.GenerateMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	93,  // 30: gatehouse.management.v1.RemoveMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	93,  // 31: gatehouse.management.v1.SetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	87,  // 32: gatehouse.management.v1.BulkSetUserMetadataRequest.metadata:type_name -> gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
-	93,  // 33: gatehouse.management.v1.BulkSetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	89,  // 34: gatehouse.management.v1.ListUserMetadataRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	98,  // 35: gatehouse.management.v1.ListUserMetadataRequest.queries:type_name -> gatehouse.management.v1.MetadataQuery
-	92,  // 36: gatehouse.management.v1.ListUserMetadataResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	99,  // 37: gatehouse.management.v1.ListUserMetadataResponse.result:type_name -> gatehouse.management.v1.Metadata
-	99,  // 38: gatehouse.management.v1.GetUserMetadataResponse.metadata:type_name -> gatehouse.management.v1.Metadata
-	93,  // 39: gatehouse.management.v1.RemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	93,  // 40: gatehouse.management.v1.BulkRemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	100, // 41: gatehouse.management.v1.GetMyOrgResponse.org:type_name -> gatehouse.management.v1.Org
-	93,  // 42: gatehouse.management.v1.AddOrgResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	93,  // 43: gatehouse.management.v1.AddOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	93,  // 44: gatehouse.management.v1.RemoveOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	101, // 45: gatehouse.management.v1.GetOrgIDPByIDResponse.idp:type_name -> gatehouse.management.v1.IDP
-	89,  // 46: gatehouse.management.v1.ListOrgIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	102, // 47: gatehouse.management.v1.ListOrgIDPsRequest.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
-	103, // 48: gatehouse.management.v1.ListOrgIDPsRequest.queries:type_name -> gatehouse.management.v1.IDPQuery
-	92,  // 49: gatehouse.management.v1.ListOrgIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	102, // 50: gatehouse.management.v1.ListOrgIDPsResponse.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
-	101, // 51: gatehouse.management.v1.ListOrgIDPsResponse.result:type_name -> gatehouse.management.v1.IDP
-	104, // 52: gatehouse.management.v1.AddOrgOIDCIDPRequest.styling_type:type_name -> gatehouse.management.v1.StylingType
-	105, // 53: gatehouse.management.v1.AddOrgOIDCIDPRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	105, // 54: gatehouse.management.v1.AddOrgOIDCIDPRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	93,  // 55: gatehouse.management.v1.AddOrgOIDCIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	105, // 56: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	105, // 57: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	93,  // 58: gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	93,  // 59: gatehouse.management.v1.DeactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	93,  // 60: gatehouse.management.v1.ReactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	93,  // 61: gatehouse.management.v1.RemoveOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	106, // 62: gatehouse.management.v1.AddProjectRequest.private_labeling_setting:type_name -> gatehouse.management.v1.PrivateLabelingSetting
-	93,  // 63: gatehouse.management.v1.AddProjectResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	107, // 64: gatehouse.management.v1.GetProjectByIDResponse.project:type_name -> gatehouse.management.v1.Project
-	108, // 65: gatehouse.management.v1.GetAppByIDResponse.app:type_name -> gatehouse.management.v1.App
-	109, // 66: gatehouse.management.v1.AddOIDCAppRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
-	110, // 67: gatehouse.management.v1.AddOIDCAppRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
-	111, // 68: gatehouse.management.v1.AddOIDCAppRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
-	112, // 69: gatehouse.management.v1.AddOIDCAppRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
-	113, // 70: gatehouse.management.v1.AddOIDCAppRequest.version:type_name -> gatehouse.management.v1.OIDCVersion
-	114, // 71: gatehouse.management.v1.AddOIDCAppRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
-	115, // 72: gatehouse.management.v1.AddOIDCAppRequest.clock_skew:type_name -> google.protobuf.Duration
-	116, // 73: gatehouse.management.v1.AddOIDCAppRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
-	93,  // 74: gatehouse.management.v1.AddOIDCAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	117, // 75: gatehouse.management.v1.AddOIDCAppResponse.compliance_problems:type_name -> gatehouse.management.v1.LocalizedMessage
-	109, // 76: gatehouse.management.v1.UpdateOIDCAppConfigRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
-	110, // 77: gatehouse.management.v1.UpdateOIDCAppConfigRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
-	111, // 78: gatehouse.management.v1.UpdateOIDCAppConfigRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
-	112, // 79: gatehouse.management.v1.UpdateOIDCAppConfigRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
-	114, // 80: gatehouse.management.v1.UpdateOIDCAppConfigRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
-	115, // 81: gatehouse.management.v1.UpdateOIDCAppConfigRequest.clock_skew:type_name -> google.protobuf.Duration
-	116, // 82: gatehouse.management.v1.UpdateOIDCAppConfigRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
-	93,  // 83: gatehouse.management.v1.UpdateOIDCAppConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	93,  // 84: gatehouse.management.v1.RegenerateOIDCClientSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	118, // 85: gatehouse.management.v1.AddAPIAppRequest.auth_method_type:type_name -> gatehouse.management.v1.APIAuthMethodType
-	93,  // 86: gatehouse.management.v1.AddAPIAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	95,  // 87: gatehouse.management.v1.AddAppKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
-	96,  // 88: gatehouse.management.v1.AddAppKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
-	93,  // 89: gatehouse.management.v1.AddAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	93,  // 90: gatehouse.management.v1.RemoveAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	119, // 91: gatehouse.management.v1.AddHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
-	119, // 92: gatehouse.management.v1.ImportHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
-	0,   // 93: gatehouse.management.v1.ManagementService.GetUserByID:input_type -> gatehouse.management.v1.GetUserByIDRequest
-	2,   // 94: gatehouse.management.v1.ManagementService.ListUsers:input_type -> gatehouse.management.v1.ListUsersRequest
-	4,   // 95: gatehouse.management.v1.ManagementService.AddHumanUser:input_type -> gatehouse.management.v1.AddHumanUserRequest
-	6,   // 96: gatehouse.management.v1.ManagementService.ImportHumanUser:input_type -> gatehouse.management.v1.ImportHumanUserRequest
-	8,   // 97: gatehouse.management.v1.ManagementService.AddMachineUser:input_type -> gatehouse.management.v1.AddMachineUserRequest
-	10,  // 98: gatehouse.management.v1.ManagementService.DeactivateUser:input_type -> gatehouse.management.v1.DeactivateUserRequest
-	12,  // 99: gatehouse.management.v1.ManagementService.ReactivateUser:input_type -> gatehouse.management.v1.ReactivateUserRequest
-	14,  // 100: gatehouse.management.v1.ManagementService.RemoveUser:input_type -> gatehouse.management.v1.RemoveUserRequest
-	16,  // 101: gatehouse.management.v1.ManagementService.SetHumanPassword:input_type -> gatehouse.management.v1.SetHumanPasswordRequest
-	18,  // 102: gatehouse.management.v1.ManagementService.AddMachineKey:input_type -> gatehouse.management.v1.AddMachineKeyRequest
-	20,  // 103: gatehouse.management.v1.ManagementService.ListMachineKeys:input_type -> gatehouse.management.v1.ListMachineKeysRequest
-	22,  // 104: gatehouse.management.v1.ManagementService.RemoveMachineKey:input_type -> gatehouse.management.v1.RemoveMachineKeyRequest
-	24,  // 105: gatehouse.management.v1.ManagementService.GenerateMachineSecret:input_type -> gatehouse.management.v1.GenerateMachineSecretRequest
-	26,  // 106: gatehouse.management.v1.ManagementService.RemoveMachineSecret:input_type -> gatehouse.management.v1.RemoveMachineSecretRequest
-	28,  // 107: gatehouse.management.v1.ManagementService.SetUserMetadata:input_type -> gatehouse.management.v1.SetUserMetadataRequest
-	30,  // 108: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:input_type -> gatehouse.management.v1.BulkSetUserMetadataRequest
-	32,  // 109: gatehouse.management.v1.ManagementService.ListUserMetadata:input_type -> gatehouse.management.v1.ListUserMetadataRequest
-	34,  // 110: gatehouse.management.v1.ManagementService.GetUserMetadata:input_type -> gatehouse.management.v1.GetUserMetadataRequest
-	36,  // 111: gatehouse.management.v1.ManagementService.RemoveUserMetadata:input_type -> gatehouse.management.v1.RemoveUserMetadataRequest
-	38,  // 112: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:input_type -> gatehouse.management.v1.BulkRemoveUserMetadataRequest
-	40,  // 113: gatehouse.management.v1.ManagementService.GetMyOrg:input_type -> gatehouse.management.v1.GetMyOrgRequest
-	42,  // 114: gatehouse.management.v1.ManagementService.AddOrg:input_type -> gatehouse.management.v1.AddOrgRequest
-	44,  // 115: gatehouse.management.v1.ManagementService.AddOrgMember:input_type -> gatehouse.management.v1.AddOrgMemberRequest
-	46,  // 116: gatehouse.management.v1.ManagementService.RemoveOrgMember:input_type -> gatehouse.management.v1.RemoveOrgMemberRequest
-	48,  // 117: gatehouse.management.v1.ManagementService.GetOrgIDPByID:input_type -> gatehouse.management.v1.GetOrgIDPByIDRequest
-	50,  // 118: gatehouse.management.v1.ManagementService.ListOrgIDPs:input_type -> gatehouse.management.v1.ListOrgIDPsRequest
-	52,  // 119: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:input_type -> gatehouse.management.v1.AddOrgOIDCIDPRequest
-	54,  // 120: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:input_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest
-	56,  // 121: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:input_type -> gatehouse.management.v1.DeactivateOrgIDPRequest
-	58,  // 122: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:input_type -> gatehouse.management.v1.ReactivateOrgIDPRequest
-	60,  // 123: gatehouse.management.v1.ManagementService.RemoveOrgIDP:input_type -> gatehouse.management.v1.RemoveOrgIDPRequest
-	62,  // 124: gatehouse.management.v1.ManagementService.AddProject:input_type -> gatehouse.management.v1.AddProjectRequest
-	64,  // 125: gatehouse.management.v1.ManagementService.GetProjectByID:input_type -> gatehouse.management.v1.GetProjectByIDRequest
-	66,  // 126: gatehouse.management.v1.ManagementService.GetAppByID:input_type -> gatehouse.management.v1.GetAppByIDRequest
-	68,  // 127: gatehouse.management.v1.ManagementService.AddOIDCApp:input_type -> gatehouse.management.v1.AddOIDCAppRequest
-	70,  // 128: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:input_type -> gatehouse.management.v1.UpdateOIDCAppConfigRequest
-	72,  // 129: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:input_type -> gatehouse.management.v1.RegenerateOIDCClientSecretRequest
-	74,  // 130: gatehouse.management.v1.ManagementService.AddAPIApp:input_type -> gatehouse.management.v1.AddAPIAppRequest
-	76,  // 131: gatehouse.management.v1.ManagementService.AddAppKey:input_type -> gatehouse.management.v1.AddAppKeyRequest
-	78,  // 132: gatehouse.management.v1.ManagementService.RemoveAppKey:input_type -> gatehouse.management.v1.RemoveAppKeyRequest
-	120, // 133: gatehouse.management.v1.ManagementService.SetAppAdminClient:input_type -> gatehouse.management.v1.SetAppAdminClientRequest
-	1,   // 134: gatehouse.management.v1.ManagementService.GetUserByID:output_type -> gatehouse.management.v1.GetUserByIDResponse
-	3,   // 135: gatehouse.management.v1.ManagementService.ListUsers:output_type -> gatehouse.management.v1.ListUsersResponse
-	5,   // 136: gatehouse.management.v1.ManagementService.AddHumanUser:output_type -> gatehouse.management.v1.AddHumanUserResponse
-	7,   // 137: gatehouse.management.v1.ManagementService.ImportHumanUser:output_type -> gatehouse.management.v1.ImportHumanUserResponse
-	9,   // 138: gatehouse.management.v1.ManagementService.AddMachineUser:output_type -> gatehouse.management.v1.AddMachineUserResponse
-	11,  // 139: gatehouse.management.v1.ManagementService.DeactivateUser:output_type -> gatehouse.management.v1.DeactivateUserResponse
-	13,  // 140: gatehouse.management.v1.ManagementService.ReactivateUser:output_type -> gatehouse.management.v1.ReactivateUserResponse
-	15,  // 141: gatehouse.management.v1.ManagementService.RemoveUser:output_type -> gatehouse.management.v1.RemoveUserResponse
-	17,  // 142: gatehouse.management.v1.ManagementService.SetHumanPassword:output_type -> gatehouse.management.v1.SetHumanPasswordResponse
-	19,  // 143: gatehouse.management.v1.ManagementService.AddMachineKey:output_type -> gatehouse.management.v1.AddMachineKeyResponse
-	21,  // 144: gatehouse.management.v1.ManagementService.ListMachineKeys:output_type -> gatehouse.management.v1.ListMachineKeysResponse
-	23,  // 145: gatehouse.management.v1.ManagementService.RemoveMachineKey:output_type -> gatehouse.management.v1.RemoveMachineKeyResponse
-	25,  // 146: gatehouse.management.v1.ManagementService.GenerateMachineSecret:output_type -> gatehouse.management.v1.GenerateMachineSecretResponse
-	27,  // 147: gatehouse.management.v1.ManagementService.RemoveMachineSecret:output_type -> gatehouse.management.v1.RemoveMachineSecretResponse
-	29,  // 148: gatehouse.management.v1.ManagementService.SetUserMetadata:output_type -> gatehouse.management.v1.SetUserMetadataResponse
-	31,  // 149: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:output_type -> gatehouse.management.v1.BulkSetUserMetadataResponse
-	33,  // 150: gatehouse.management.v1.ManagementService.ListUserMetadata:output_type -> gatehouse.management.v1.ListUserMetadataResponse
-	35,  // 151: gatehouse.management.v1.ManagementService.GetUserMetadata:output_type -> gatehouse.management.v1.GetUserMetadataResponse
-	37,  // 152: gatehouse.management.v1.ManagementService.RemoveUserMetadata:output_type -> gatehouse.management.v1.RemoveUserMetadataResponse
-	39,  // 153: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:output_type -> gatehouse.management.v1.BulkRemoveUserMetadataResponse
-	41,  // 154: gatehouse.management.v1.ManagementService.GetMyOrg:output_type -> gatehouse.management.v1.GetMyOrgResponse
-	43,  // 155: gatehouse.management.v1.ManagementService.AddOrg:output_type -> gatehouse.management.v1.AddOrgResponse
-	45,  // 156: gatehouse.management.v1.ManagementService.AddOrgMember:output_type -> gatehouse.management.v1.AddOrgMemberResponse
-	47,  // 157: gatehouse.management.v1.ManagementService.RemoveOrgMember:output_type -> gatehouse.management.v1.RemoveOrgMemberResponse
-	49,  // 158: gatehouse.management.v1.ManagementService.GetOrgIDPByID:output_type -> gatehouse.management.v1.GetOrgIDPByIDResponse
-	51,  // 159: gatehouse.management.v1.ManagementService.ListOrgIDPs:output_type -> gatehouse.management.v1.ListOrgIDPsResponse
-	53,  // 160: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:output_type -> gatehouse.management.v1.AddOrgOIDCIDPResponse
-	55,  // 161: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:output_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse
-	57,  // 162: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:output_type -> gatehouse.management.v1.DeactivateOrgIDPResponse
-	59,  // 163: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:output_type -> gatehouse.management.v1.ReactivateOrgIDPResponse
-	61,  // 164: gatehouse.management.v1.ManagementService.RemoveOrgIDP:output_type -> gatehouse.management.v1.RemoveOrgIDPResponse
-	63,  // 165: gatehouse.management.v1.ManagementService.AddProject:output_type -> gatehouse.management.v1.AddProjectResponse
-	65,  // 166: gatehouse.management.v1.ManagementService.GetProjectByID:output_type -> gatehouse.management.v1.GetProjectByIDResponse
-	67,  // 167: gatehouse.management.v1.ManagementService.GetAppByID:output_type -> gatehouse.management.v1.GetAppByIDResponse
-	69,  // 168: gatehouse.management.v1.ManagementService.AddOIDCApp:output_type -> gatehouse.management.v1.AddOIDCAppResponse
-	71,  // 169: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:output_type -> gatehouse.management.v1.UpdateOIDCAppConfigResponse
-	73,  // 170: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:output_type -> gatehouse.management.v1.RegenerateOIDCClientSecretResponse
-	75,  // 171: gatehouse.management.v1.ManagementService.AddAPIApp:output_type -> gatehouse.management.v1.AddAPIAppResponse
-	77,  // 172: gatehouse.management.v1.ManagementService.AddAppKey:output_type -> gatehouse.management.v1.AddAppKeyResponse
-	79,  // 173: gatehouse.management.v1.ManagementService.RemoveAppKey:output_type -> gatehouse.management.v1.RemoveAppKeyResponse
-	121, // 174: gatehouse.management.v1.ManagementService.SetAppAdminClient:output_type -> gatehouse.management.v1.SetAppAdminClientResponse
-	134, // [134:175] is the sub-list for method output_type
-	93,  // [93:134] is the sub-list for method input_type
-	93,  // [93:93] is the sub-list for extension type_name
-	93,  // [93:93] is the sub-list for extension extendee
-	0,   // [0:93] is the sub-list for field type_name
+	105, // 0: gatehouse.management.v1.GetUserByIDResponse.user:type_name -> gatehouse.management.v1.User
+	106, // 1: gatehouse.management.v1.ListUsersRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	107, // 2: gatehouse.management.v1.ListUsersRequest.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
+	108, // 3: gatehouse.management.v1.ListUsersRequest.queries:type_name -> gatehouse.management.v1.UserQuery
+	109, // 4: gatehouse.management.v1.ListUsersResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	107, // 5: gatehouse.management.v1.ListUsersResponse.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
+	105, // 6: gatehouse.management.v1.ListUsersResponse.result:type_name -> gatehouse.management.v1.User
+	96,  // 7: gatehouse.management.v1.AddHumanUserRequest.profile:type_name -> gatehouse.management.v1.AddHumanUserRequest.Profile
+	97,  // 8: gatehouse.management.v1.AddHumanUserRequest.email:type_name -> gatehouse.management.v1.AddHumanUserRequest.Email
+	98,  // 9: gatehouse.management.v1.AddHumanUserRequest.phone:type_name -> gatehouse.management.v1.AddHumanUserRequest.Phone
+	110, // 10: gatehouse.management.v1.AddHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	99,  // 11: gatehouse.management.v1.ImportHumanUserRequest.profile:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Profile
+	100, // 12: gatehouse.management.v1.ImportHumanUserRequest.email:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Email
+	101, // 13: gatehouse.management.v1.ImportHumanUserRequest.phone:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Phone
+	102, // 14: gatehouse.management.v1.ImportHumanUserRequest.hashed_password:type_name -> gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
+	110, // 15: gatehouse.management.v1.ImportHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	111, // 16: gatehouse.management.v1.AddMachineUserRequest.access_token_type:type_name -> gatehouse.management.v1.AccessTokenType
+	110, // 17: gatehouse.management.v1.AddMachineUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	110, // 18: gatehouse.management.v1.DeactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	110, // 19: gatehouse.management.v1.ReactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	110, // 20: gatehouse.management.v1.RemoveUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	110, // 21: gatehouse.management.v1.SetHumanPasswordResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	112, // 22: gatehouse.management.v1.AddMachineKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
+	113, // 23: gatehouse.management.v1.AddMachineKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
+	110, // 24: gatehouse.management.v1.AddMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	106, // 25: gatehouse.management.v1.ListMachineKeysRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	109, // 26: gatehouse.management.v1.ListMachineKeysResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	114, // 27: gatehouse.management.v1.ListMachineKeysResponse.result:type_name -> gatehouse.management.v1.Key
+	110, // 28: gatehouse.management.v1.RemoveMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	110, // 29: gatehouse.management.v1.GenerateMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	110, // 30: gatehouse.management.v1.RemoveMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	110, // 31: gatehouse.management.v1.SetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	103, // 32: gatehouse.management.v1.BulkSetUserMetadataRequest.metadata:type_name -> gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
+	110, // 33: gatehouse.management.v1.BulkSetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	106, // 34: gatehouse.management.v1.ListUserMetadataRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	115, // 35: gatehouse.management.v1.ListUserMetadataRequest.queries:type_name -> gatehouse.management.v1.MetadataQuery
+	109, // 36: gatehouse.management.v1.ListUserMetadataResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	116, // 37: gatehouse.management.v1.ListUserMetadataResponse.result:type_name -> gatehouse.management.v1.Metadata
+	116, // 38: gatehouse.management.v1.GetUserMetadataResponse.metadata:type_name -> gatehouse.management.v1.Metadata
+	110, // 39: gatehouse.management.v1.RemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	110, // 40: gatehouse.management.v1.BulkRemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	117, // 41: gatehouse.management.v1.GetMyOrgResponse.org:type_name -> gatehouse.management.v1.Org
+	110, // 42: gatehouse.management.v1.AddOrgResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	110, // 43: gatehouse.management.v1.AddOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	110, // 44: gatehouse.management.v1.RemoveOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	118, // 45: gatehouse.management.v1.GetOrgIDPByIDResponse.idp:type_name -> gatehouse.management.v1.IDP
+	106, // 46: gatehouse.management.v1.ListOrgIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	119, // 47: gatehouse.management.v1.ListOrgIDPsRequest.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
+	120, // 48: gatehouse.management.v1.ListOrgIDPsRequest.queries:type_name -> gatehouse.management.v1.IDPQuery
+	109, // 49: gatehouse.management.v1.ListOrgIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	119, // 50: gatehouse.management.v1.ListOrgIDPsResponse.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
+	118, // 51: gatehouse.management.v1.ListOrgIDPsResponse.result:type_name -> gatehouse.management.v1.IDP
+	121, // 52: gatehouse.management.v1.AddOrgOIDCIDPRequest.styling_type:type_name -> gatehouse.management.v1.StylingType
+	122, // 53: gatehouse.management.v1.AddOrgOIDCIDPRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	122, // 54: gatehouse.management.v1.AddOrgOIDCIDPRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	110, // 55: gatehouse.management.v1.AddOrgOIDCIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	122, // 56: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	122, // 57: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	110, // 58: gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	110, // 59: gatehouse.management.v1.DeactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	110, // 60: gatehouse.management.v1.ReactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	110, // 61: gatehouse.management.v1.RemoveOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	123, // 62: gatehouse.management.v1.AddProjectRequest.private_labeling_setting:type_name -> gatehouse.management.v1.PrivateLabelingSetting
+	110, // 63: gatehouse.management.v1.AddProjectResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	124, // 64: gatehouse.management.v1.GetProjectByIDResponse.project:type_name -> gatehouse.management.v1.Project
+	125, // 65: gatehouse.management.v1.GetAppByIDResponse.app:type_name -> gatehouse.management.v1.App
+	126, // 66: gatehouse.management.v1.AddOIDCAppRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
+	127, // 67: gatehouse.management.v1.AddOIDCAppRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
+	128, // 68: gatehouse.management.v1.AddOIDCAppRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
+	129, // 69: gatehouse.management.v1.AddOIDCAppRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
+	130, // 70: gatehouse.management.v1.AddOIDCAppRequest.version:type_name -> gatehouse.management.v1.OIDCVersion
+	131, // 71: gatehouse.management.v1.AddOIDCAppRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
+	132, // 72: gatehouse.management.v1.AddOIDCAppRequest.clock_skew:type_name -> google.protobuf.Duration
+	133, // 73: gatehouse.management.v1.AddOIDCAppRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
+	110, // 74: gatehouse.management.v1.AddOIDCAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	134, // 75: gatehouse.management.v1.AddOIDCAppResponse.compliance_problems:type_name -> gatehouse.management.v1.LocalizedMessage
+	126, // 76: gatehouse.management.v1.UpdateOIDCAppConfigRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
+	127, // 77: gatehouse.management.v1.UpdateOIDCAppConfigRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
+	128, // 78: gatehouse.management.v1.UpdateOIDCAppConfigRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
+	129, // 79: gatehouse.management.v1.UpdateOIDCAppConfigRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
+	131, // 80: gatehouse.management.v1.UpdateOIDCAppConfigRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
+	132, // 81: gatehouse.management.v1.UpdateOIDCAppConfigRequest.clock_skew:type_name -> google.protobuf.Duration
+	133, // 82: gatehouse.management.v1.UpdateOIDCAppConfigRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
+	110, // 83: gatehouse.management.v1.UpdateOIDCAppConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	110, // 84: gatehouse.management.v1.RegenerateOIDCClientSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	135, // 85: gatehouse.management.v1.AddAPIAppRequest.auth_method_type:type_name -> gatehouse.management.v1.APIAuthMethodType
+	110, // 86: gatehouse.management.v1.AddAPIAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	112, // 87: gatehouse.management.v1.AddAppKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
+	113, // 88: gatehouse.management.v1.AddAppKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
+	110, // 89: gatehouse.management.v1.AddAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	110, // 90: gatehouse.management.v1.RemoveAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	110, // 91: gatehouse.management.v1.AddProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	106, // 92: gatehouse.management.v1.ListProjectGrantsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	109, // 93: gatehouse.management.v1.ListProjectGrantsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	136, // 94: gatehouse.management.v1.ListProjectGrantsResponse.result:type_name -> gatehouse.management.v1.ProjectGrant
+	110, // 95: gatehouse.management.v1.UpdateProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	110, // 96: gatehouse.management.v1.RemoveProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	137, // 97: gatehouse.management.v1.GetLoginPolicyResponse.policy:type_name -> gatehouse.management.v1.LoginPolicy
+	138, // 98: gatehouse.management.v1.AddCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
+	132, // 99: gatehouse.management.v1.AddCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
+	132, // 100: gatehouse.management.v1.AddCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
+	132, // 101: gatehouse.management.v1.AddCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
+	132, // 102: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
+	132, // 103: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
+	139, // 104: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factors:type_name -> gatehouse.management.v1.SecondFactorType
+	140, // 105: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factors:type_name -> gatehouse.management.v1.MultiFactorType
+	104, // 106: gatehouse.management.v1.AddCustomLoginPolicyRequest.idps:type_name -> gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
+	110, // 107: gatehouse.management.v1.AddCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	138, // 108: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
+	132, // 109: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
+	132, // 110: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
+	132, // 111: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
+	132, // 112: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
+	132, // 113: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
+	110, // 114: gatehouse.management.v1.UpdateCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	110, // 115: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	141, // 116: gatehouse.management.v1.AddHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
+	141, // 117: gatehouse.management.v1.ImportHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
+	0,   // 118: gatehouse.management.v1.ManagementService.GetUserByID:input_type -> gatehouse.management.v1.GetUserByIDRequest
+	2,   // 119: gatehouse.management.v1.ManagementService.ListUsers:input_type -> gatehouse.management.v1.ListUsersRequest
+	4,   // 120: gatehouse.management.v1.ManagementService.AddHumanUser:input_type -> gatehouse.management.v1.AddHumanUserRequest
+	6,   // 121: gatehouse.management.v1.ManagementService.ImportHumanUser:input_type -> gatehouse.management.v1.ImportHumanUserRequest
+	8,   // 122: gatehouse.management.v1.ManagementService.AddMachineUser:input_type -> gatehouse.management.v1.AddMachineUserRequest
+	10,  // 123: gatehouse.management.v1.ManagementService.DeactivateUser:input_type -> gatehouse.management.v1.DeactivateUserRequest
+	12,  // 124: gatehouse.management.v1.ManagementService.ReactivateUser:input_type -> gatehouse.management.v1.ReactivateUserRequest
+	14,  // 125: gatehouse.management.v1.ManagementService.RemoveUser:input_type -> gatehouse.management.v1.RemoveUserRequest
+	16,  // 126: gatehouse.management.v1.ManagementService.SetHumanPassword:input_type -> gatehouse.management.v1.SetHumanPasswordRequest
+	18,  // 127: gatehouse.management.v1.ManagementService.AddMachineKey:input_type -> gatehouse.management.v1.AddMachineKeyRequest
+	20,  // 128: gatehouse.management.v1.ManagementService.ListMachineKeys:input_type -> gatehouse.management.v1.ListMachineKeysRequest
+	22,  // 129: gatehouse.management.v1.ManagementService.RemoveMachineKey:input_type -> gatehouse.management.v1.RemoveMachineKeyRequest
+	24,  // 130: gatehouse.management.v1.ManagementService.GenerateMachineSecret:input_type -> gatehouse.management.v1.GenerateMachineSecretRequest
+	26,  // 131: gatehouse.management.v1.ManagementService.RemoveMachineSecret:input_type -> gatehouse.management.v1.RemoveMachineSecretRequest
+	28,  // 132: gatehouse.management.v1.ManagementService.SetUserMetadata:input_type -> gatehouse.management.v1.SetUserMetadataRequest
+	30,  // 133: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:input_type -> gatehouse.management.v1.BulkSetUserMetadataRequest
+	32,  // 134: gatehouse.management.v1.ManagementService.ListUserMetadata:input_type -> gatehouse.management.v1.ListUserMetadataRequest
+	34,  // 135: gatehouse.management.v1.ManagementService.GetUserMetadata:input_type -> gatehouse.management.v1.GetUserMetadataRequest
+	36,  // 136: gatehouse.management.v1.ManagementService.RemoveUserMetadata:input_type -> gatehouse.management.v1.RemoveUserMetadataRequest
+	38,  // 137: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:input_type -> gatehouse.management.v1.BulkRemoveUserMetadataRequest
+	40,  // 138: gatehouse.management.v1.ManagementService.GetMyOrg:input_type -> gatehouse.management.v1.GetMyOrgRequest
+	42,  // 139: gatehouse.management.v1.ManagementService.AddOrg:input_type -> gatehouse.management.v1.AddOrgRequest
+	44,  // 140: gatehouse.management.v1.ManagementService.AddOrgMember:input_type -> gatehouse.management.v1.AddOrgMemberRequest
+	46,  // 141: gatehouse.management.v1.ManagementService.RemoveOrgMember:input_type -> gatehouse.management.v1.RemoveOrgMemberRequest
+	48,  // 142: gatehouse.management.v1.ManagementService.GetOrgIDPByID:input_type -> gatehouse.management.v1.GetOrgIDPByIDRequest
+	50,  // 143: gatehouse.management.v1.ManagementService.ListOrgIDPs:input_type -> gatehouse.management.v1.ListOrgIDPsRequest
+	52,  // 144: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:input_type -> gatehouse.management.v1.AddOrgOIDCIDPRequest
+	54,  // 145: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:input_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest
+	56,  // 146: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:input_type -> gatehouse.management.v1.DeactivateOrgIDPRequest
+	58,  // 147: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:input_type -> gatehouse.management.v1.ReactivateOrgIDPRequest
+	60,  // 148: gatehouse.management.v1.ManagementService.RemoveOrgIDP:input_type -> gatehouse.management.v1.RemoveOrgIDPRequest
+	62,  // 149: gatehouse.management.v1.ManagementService.AddProject:input_type -> gatehouse.management.v1.AddProjectRequest
+	64,  // 150: gatehouse.management.v1.ManagementService.GetProjectByID:input_type -> gatehouse.management.v1.GetProjectByIDRequest
+	66,  // 151: gatehouse.management.v1.ManagementService.GetAppByID:input_type -> gatehouse.management.v1.GetAppByIDRequest
+	68,  // 152: gatehouse.management.v1.ManagementService.AddOIDCApp:input_type -> gatehouse.management.v1.AddOIDCAppRequest
+	70,  // 153: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:input_type -> gatehouse.management.v1.UpdateOIDCAppConfigRequest
+	72,  // 154: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:input_type -> gatehouse.management.v1.RegenerateOIDCClientSecretRequest
+	74,  // 155: gatehouse.management.v1.ManagementService.AddAPIApp:input_type -> gatehouse.management.v1.AddAPIAppRequest
+	76,  // 156: gatehouse.management.v1.ManagementService.AddAppKey:input_type -> gatehouse.management.v1.AddAppKeyRequest
+	78,  // 157: gatehouse.management.v1.ManagementService.RemoveAppKey:input_type -> gatehouse.management.v1.RemoveAppKeyRequest
+	142, // 158: gatehouse.management.v1.ManagementService.SetAppAdminClient:input_type -> gatehouse.management.v1.SetAppAdminClientRequest
+	80,  // 159: gatehouse.management.v1.ManagementService.AddProjectGrant:input_type -> gatehouse.management.v1.AddProjectGrantRequest
+	82,  // 160: gatehouse.management.v1.ManagementService.ListProjectGrants:input_type -> gatehouse.management.v1.ListProjectGrantsRequest
+	84,  // 161: gatehouse.management.v1.ManagementService.UpdateProjectGrant:input_type -> gatehouse.management.v1.UpdateProjectGrantRequest
+	86,  // 162: gatehouse.management.v1.ManagementService.RemoveProjectGrant:input_type -> gatehouse.management.v1.RemoveProjectGrantRequest
+	88,  // 163: gatehouse.management.v1.ManagementService.GetLoginPolicy:input_type -> gatehouse.management.v1.GetLoginPolicyRequest
+	90,  // 164: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:input_type -> gatehouse.management.v1.AddCustomLoginPolicyRequest
+	92,  // 165: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:input_type -> gatehouse.management.v1.UpdateCustomLoginPolicyRequest
+	94,  // 166: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:input_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
+	1,   // 167: gatehouse.management.v1.ManagementService.GetUserByID:output_type -> gatehouse.management.v1.GetUserByIDResponse
+	3,   // 168: gatehouse.management.v1.ManagementService.ListUsers:output_type -> gatehouse.management.v1.ListUsersResponse
+	5,   // 169: gatehouse.management.v1.ManagementService.AddHumanUser:output_type -> gatehouse.management.v1.AddHumanUserResponse
+	7,   // 170: gatehouse.management.v1.ManagementService.ImportHumanUser:output_type -> gatehouse.management.v1.ImportHumanUserResponse
+	9,   // 171: gatehouse.management.v1.ManagementService.AddMachineUser:output_type -> gatehouse.management.v1.AddMachineUserResponse
+	11,  // 172: gatehouse.management.v1.ManagementService.DeactivateUser:output_type -> gatehouse.management.v1.DeactivateUserResponse
+	13,  // 173: gatehouse.management.v1.ManagementService.ReactivateUser:output_type -> gatehouse.management.v1.ReactivateUserResponse
+	15,  // 174: gatehouse.management.v1.ManagementService.RemoveUser:output_type -> gatehouse.management.v1.RemoveUserResponse
+	17,  // 175: gatehouse.management.v1.ManagementService.SetHumanPassword:output_type -> gatehouse.management.v1.SetHumanPasswordResponse
+	19,  // 176: gatehouse.management.v1.ManagementService.AddMachineKey:output_type -> gatehouse.management.v1.AddMachineKeyResponse
+	21,  // 177: gatehouse.management.v1.ManagementService.ListMachineKeys:output_type -> gatehouse.management.v1.ListMachineKeysResponse
+	23,  // 178: gatehouse.management.v1.ManagementService.RemoveMachineKey:output_type -> gatehouse.management.v1.RemoveMachineKeyResponse
+	25,  // 179: gatehouse.management.v1.ManagementService.GenerateMachineSecret:output_type -> gatehouse.management.v1.GenerateMachineSecretResponse
+	27,  // 180: gatehouse.management.v1.ManagementService.RemoveMachineSecret:output_type -> gatehouse.management.v1.RemoveMachineSecretResponse
+	29,  // 181: gatehouse.management.v1.ManagementService.SetUserMetadata:output_type -> gatehouse.management.v1.SetUserMetadataResponse
+	31,  // 182: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:output_type -> gatehouse.management.v1.BulkSetUserMetadataResponse
+	33,  // 183: gatehouse.management.v1.ManagementService.ListUserMetadata:output_type -> gatehouse.management.v1.ListUserMetadataResponse
+	35,  // 184: gatehouse.management.v1.ManagementService.GetUserMetadata:output_type -> gatehouse.management.v1.GetUserMetadataResponse
+	37,  // 185: gatehouse.management.v1.ManagementService.RemoveUserMetadata:output_type -> gatehouse.management.v1.RemoveUserMetadataResponse
+	39,  // 186: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:output_type -> gatehouse.management.v1.BulkRemoveUserMetadataResponse
+	41,  // 187: gatehouse.management.v1.ManagementService.GetMyOrg:output_type -> gatehouse.management.v1.GetMyOrgResponse
+	43,  // 188: gatehouse.management.v1.ManagementService.AddOrg:output_type -> gatehouse.management.v1.AddOrgResponse
+	45,  // 189: gatehouse.management.v1.ManagementService.AddOrgMember:output_type -> gatehouse.management.v1.AddOrgMemberResponse
+	47,  // 190: gatehouse.management.v1.ManagementService.RemoveOrgMember:output_type -> gatehouse.management.v1.RemoveOrgMemberResponse
+	49,  // 191: gatehouse.management.v1.ManagementService.GetOrgIDPByID:output_type -> gatehouse.management.v1.GetOrgIDPByIDResponse
+	51,  // 192: gatehouse.management.v1.ManagementService.ListOrgIDPs:output_type -> gatehouse.management.v1.ListOrgIDPsResponse
+	53,  // 193: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:output_type -> gatehouse.management.v1.AddOrgOIDCIDPResponse
+	55,  // 194: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:output_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse
+	57,  // 195: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:output_type -> gatehouse.management.v1.DeactivateOrgIDPResponse
+	59,  // 196: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:output_type -> gatehouse.management.v1.ReactivateOrgIDPResponse
+	61,  // 197: gatehouse.management.v1.ManagementService.RemoveOrgIDP:output_type -> gatehouse.management.v1.RemoveOrgIDPResponse
+	63,  // 198: gatehouse.management.v1.ManagementService.AddProject:output_type -> gatehouse.management.v1.AddProjectResponse
+	65,  // 199: gatehouse.management.v1.ManagementService.GetProjectByID:output_type -> gatehouse.management.v1.GetProjectByIDResponse
+	67,  // 200: gatehouse.management.v1.ManagementService.GetAppByID:output_type -> gatehouse.management.v1.GetAppByIDResponse
+	69,  // 201: gatehouse.management.v1.ManagementService.AddOIDCApp:output_type -> gatehouse.management.v1.AddOIDCAppResponse
+	71,  // 202: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:output_type -> gatehouse.management.v1.UpdateOIDCAppConfigResponse
+	73,  // 203: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:output_type -> gatehouse.management.v1.RegenerateOIDCClientSecretResponse
+	75,  // 204: gatehouse.management.v1.ManagementService.AddAPIApp:output_type -> gatehouse.management.v1.AddAPIAppResponse
+	77,  // 205: gatehouse.management.v1.ManagementService.AddAppKey:output_type -> gatehouse.management.v1.AddAppKeyResponse
+	79,  // 206: gatehouse.management.v1.ManagementService.RemoveAppKey:output_type -> gatehouse.management.v1.RemoveAppKeyResponse
+	143, // 207: gatehouse.management.v1.ManagementService.SetAppAdminClient:output_type -> gatehouse.management.v1.SetAppAdminClientResponse
+	81,  // 208: gatehouse.management.v1.ManagementService.AddProjectGrant:output_type -> gatehouse.management.v1.AddProjectGrantResponse
+	83,  // 209: gatehouse.management.v1.ManagementService.ListProjectGrants:output_type -> gatehouse.management.v1.ListProjectGrantsResponse
+	85,  // 210: gatehouse.management.v1.ManagementService.UpdateProjectGrant:output_type -> gatehouse.management.v1.UpdateProjectGrantResponse
+	87,  // 211: gatehouse.management.v1.ManagementService.RemoveProjectGrant:output_type -> gatehouse.management.v1.RemoveProjectGrantResponse
+	89,  // 212: gatehouse.management.v1.ManagementService.GetLoginPolicy:output_type -> gatehouse.management.v1.GetLoginPolicyResponse
+	91,  // 213: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:output_type -> gatehouse.management.v1.AddCustomLoginPolicyResponse
+	93,  // 214: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:output_type -> gatehouse.management.v1.UpdateCustomLoginPolicyResponse
+	95,  // 215: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:output_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
+	167, // [167:216] is the sub-list for method output_type
+	118, // [118:167] is the sub-list for method input_type
+	118, // [118:118] is the sub-list for extension type_name
+	118, // [118:118] is the sub-list for extension extendee
+	0,   // [0:118] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_management_v1_management_proto_init() }
@@ -6095,6 +7424,7 @@ func file_gatehouse_management_v1_management_proto_init() {
 	file_gatehouse_management_v1_metadata_proto_init()
 	file_gatehouse_management_v1_object_proto_init()
 	file_gatehouse_management_v1_org_proto_init()
+	file_gatehouse_management_v1_policy_proto_init()
 	file_gatehouse_management_v1_project_proto_init()
 	file_gatehouse_management_v1_user_proto_init()
 	type x struct{}
@@ -6103,7 +7433,7 @@ func file_gatehouse_management_v1_management_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_management_v1_management_proto_rawDesc), len(file_gatehouse_management_v1_management_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   88,
+			NumMessages:   105,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

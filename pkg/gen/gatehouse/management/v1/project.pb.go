@@ -128,6 +128,59 @@ func (PrivateLabelingSetting) EnumDescriptor() ([]byte, []int) {
 	return file_gatehouse_management_v1_project_proto_rawDescGZIP(), []int{1}
 }
 
+// ProjectGrantState is the state of a project grant.
+type ProjectGrantState int32
+
+const (
+	// Not set; never returned for a stored grant.
+	ProjectGrantState_PROJECT_GRANT_STATE_UNSPECIFIED ProjectGrantState = 0
+	// In force.
+	ProjectGrantState_PROJECT_GRANT_STATE_ACTIVE ProjectGrantState = 1
+	// Deactivated.
+	ProjectGrantState_PROJECT_GRANT_STATE_INACTIVE ProjectGrantState = 2
+)
+
+// Enum value maps for ProjectGrantState.
+var (
+	ProjectGrantState_name = map[int32]string{
+		0: "PROJECT_GRANT_STATE_UNSPECIFIED",
+		1: "PROJECT_GRANT_STATE_ACTIVE",
+		2: "PROJECT_GRANT_STATE_INACTIVE",
+	}
+	ProjectGrantState_value = map[string]int32{
+		"PROJECT_GRANT_STATE_UNSPECIFIED": 0,
+		"PROJECT_GRANT_STATE_ACTIVE":      1,
+		"PROJECT_GRANT_STATE_INACTIVE":    2,
+	}
+)
+
+func (x ProjectGrantState) Enum() *ProjectGrantState {
+	p := new(ProjectGrantState)
+	*p = x
+	return p
+}
+
+func (x ProjectGrantState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ProjectGrantState) Descriptor() protoreflect.EnumDescriptor {
+	return file_gatehouse_management_v1_project_proto_enumTypes[2].Descriptor()
+}
+
+func (ProjectGrantState) Type() protoreflect.EnumType {
+	return &file_gatehouse_management_v1_project_proto_enumTypes[2]
+}
+
+func (x ProjectGrantState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ProjectGrantState.Descriptor instead.
+func (ProjectGrantState) EnumDescriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_project_proto_rawDescGZIP(), []int{2}
+}
+
 // Project groups applications and the roles granted to users for them.
 type Project struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -240,6 +293,135 @@ func (x *Project) GetPrivateLabelingSetting() PrivateLabelingSetting {
 	return PrivateLabelingSetting_PRIVATE_LABELING_SETTING_UNSPECIFIED
 }
 
+// ProjectGrant grants a project to another organization: its users may
+// sign in to the project's applications (after consenting on first use).
+type ProjectGrant struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// ID of the grant.
+	GrantId string `protobuf:"bytes,1,opt,name=grant_id,json=grantId,proto3" json:"grant_id,omitempty"`
+	// Change history of the grant.
+	Details *ObjectDetails `protobuf:"bytes,2,opt,name=details,proto3" json:"details,omitempty"`
+	// The organization the project is granted to.
+	GrantedOrgId string `protobuf:"bytes,3,opt,name=granted_org_id,json=grantedOrgId,proto3" json:"granted_org_id,omitempty"`
+	// Its name.
+	GrantedOrgName string `protobuf:"bytes,4,opt,name=granted_org_name,json=grantedOrgName,proto3" json:"granted_org_name,omitempty"`
+	// Project roles granted (project roles are not supported yet: always
+	// empty).
+	GrantedRoleKeys []string `protobuf:"bytes,5,rep,name=granted_role_keys,json=grantedRoleKeys,proto3" json:"granted_role_keys,omitempty"`
+	// Whether the grant is in force.
+	State ProjectGrantState `protobuf:"varint,6,opt,name=state,proto3,enum=gatehouse.management.v1.ProjectGrantState" json:"state,omitempty"`
+	// The granted project.
+	ProjectId string `protobuf:"bytes,7,opt,name=project_id,json=projectId,proto3" json:"project_id,omitempty"`
+	// Its name.
+	ProjectName string `protobuf:"bytes,8,opt,name=project_name,json=projectName,proto3" json:"project_name,omitempty"`
+	// The organization owning the project.
+	ProjectOwnerId string `protobuf:"bytes,9,opt,name=project_owner_id,json=projectOwnerId,proto3" json:"project_owner_id,omitempty"`
+	// Its name.
+	ProjectOwnerName string `protobuf:"bytes,10,opt,name=project_owner_name,json=projectOwnerName,proto3" json:"project_owner_name,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *ProjectGrant) Reset() {
+	*x = ProjectGrant{}
+	mi := &file_gatehouse_management_v1_project_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProjectGrant) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProjectGrant) ProtoMessage() {}
+
+func (x *ProjectGrant) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_project_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProjectGrant.ProtoReflect.Descriptor instead.
+func (*ProjectGrant) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_project_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ProjectGrant) GetGrantId() string {
+	if x != nil {
+		return x.GrantId
+	}
+	return ""
+}
+
+func (x *ProjectGrant) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+func (x *ProjectGrant) GetGrantedOrgId() string {
+	if x != nil {
+		return x.GrantedOrgId
+	}
+	return ""
+}
+
+func (x *ProjectGrant) GetGrantedOrgName() string {
+	if x != nil {
+		return x.GrantedOrgName
+	}
+	return ""
+}
+
+func (x *ProjectGrant) GetGrantedRoleKeys() []string {
+	if x != nil {
+		return x.GrantedRoleKeys
+	}
+	return nil
+}
+
+func (x *ProjectGrant) GetState() ProjectGrantState {
+	if x != nil {
+		return x.State
+	}
+	return ProjectGrantState_PROJECT_GRANT_STATE_UNSPECIFIED
+}
+
+func (x *ProjectGrant) GetProjectId() string {
+	if x != nil {
+		return x.ProjectId
+	}
+	return ""
+}
+
+func (x *ProjectGrant) GetProjectName() string {
+	if x != nil {
+		return x.ProjectName
+	}
+	return ""
+}
+
+func (x *ProjectGrant) GetProjectOwnerId() string {
+	if x != nil {
+		return x.ProjectOwnerId
+	}
+	return ""
+}
+
+func (x *ProjectGrant) GetProjectOwnerName() string {
+	if x != nil {
+		return x.ProjectOwnerName
+	}
+	return ""
+}
+
 var File_gatehouse_management_v1_project_proto protoreflect.FileDescriptor
 
 const file_gatehouse_management_v1_project_proto_rawDesc = "" +
@@ -253,7 +435,20 @@ const file_gatehouse_management_v1_project_proto_rawDesc = "" +
 	"\x16project_role_assertion\x18\x05 \x01(\bR\x14projectRoleAssertion\x12,\n" +
 	"\x12project_role_check\x18\x06 \x01(\bR\x10projectRoleCheck\x12*\n" +
 	"\x11has_project_check\x18\a \x01(\bR\x0fhasProjectCheck\x12i\n" +
-	"\x18private_labeling_setting\x18\b \x01(\x0e2/.gatehouse.management.v1.PrivateLabelingSettingR\x16privateLabelingSetting*c\n" +
+	"\x18private_labeling_setting\x18\b \x01(\x0e2/.gatehouse.management.v1.PrivateLabelingSettingR\x16privateLabelingSetting\"\xc3\x03\n" +
+	"\fProjectGrant\x12\x19\n" +
+	"\bgrant_id\x18\x01 \x01(\tR\agrantId\x12@\n" +
+	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\x12$\n" +
+	"\x0egranted_org_id\x18\x03 \x01(\tR\fgrantedOrgId\x12(\n" +
+	"\x10granted_org_name\x18\x04 \x01(\tR\x0egrantedOrgName\x12*\n" +
+	"\x11granted_role_keys\x18\x05 \x03(\tR\x0fgrantedRoleKeys\x12@\n" +
+	"\x05state\x18\x06 \x01(\x0e2*.gatehouse.management.v1.ProjectGrantStateR\x05state\x12\x1d\n" +
+	"\n" +
+	"project_id\x18\a \x01(\tR\tprojectId\x12!\n" +
+	"\fproject_name\x18\b \x01(\tR\vprojectName\x12(\n" +
+	"\x10project_owner_id\x18\t \x01(\tR\x0eprojectOwnerId\x12,\n" +
+	"\x12project_owner_name\x18\n" +
+	" \x01(\tR\x10projectOwnerName*c\n" +
 	"\fProjectState\x12\x1d\n" +
 	"\x19PROJECT_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14PROJECT_STATE_ACTIVE\x10\x01\x12\x1a\n" +
@@ -261,7 +456,11 @@ const file_gatehouse_management_v1_project_proto_rawDesc = "" +
 	"\x16PrivateLabelingSetting\x12(\n" +
 	"$PRIVATE_LABELING_SETTING_UNSPECIFIED\x10\x00\x12B\n" +
 	">PRIVATE_LABELING_SETTING_ENFORCE_PROJECT_RESOURCE_OWNER_POLICY\x10\x01\x12C\n" +
-	"?PRIVATE_LABELING_SETTING_ALLOW_LOGIN_USER_RESOURCE_OWNER_POLICY\x10\x02B\xf9\x01\n" +
+	"?PRIVATE_LABELING_SETTING_ALLOW_LOGIN_USER_RESOURCE_OWNER_POLICY\x10\x02*z\n" +
+	"\x11ProjectGrantState\x12#\n" +
+	"\x1fPROJECT_GRANT_STATE_UNSPECIFIED\x10\x00\x12\x1e\n" +
+	"\x1aPROJECT_GRANT_STATE_ACTIVE\x10\x01\x12 \n" +
+	"\x1cPROJECT_GRANT_STATE_INACTIVE\x10\x02B\xf9\x01\n" +
 	"\x1bcom.gatehouse.management.v1B\fProjectProtoP\x01ZNgithub.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1;managementv1\xa2\x02\x03GMX\xaa\x02\x17Gatehouse.Management.V1\xca\x02\x17Gatehouse\\Management\\V1\xe2\x02#Gatehouse\\Management\\V1\\GPBMetadata\xea\x02\x19Gatehouse::Management::V1b\x06proto3"
 
 var (
@@ -276,23 +475,27 @@ func file_gatehouse_management_v1_project_proto_rawDescGZIP() []byte {
 	return file_gatehouse_management_v1_project_proto_rawDescData
 }
 
-var file_gatehouse_management_v1_project_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_gatehouse_management_v1_project_proto_msgTypes = make([]protoimpl.MessageInfo, 1)
+var file_gatehouse_management_v1_project_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_gatehouse_management_v1_project_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
 var file_gatehouse_management_v1_project_proto_goTypes = []any{
 	(ProjectState)(0),           // 0: gatehouse.management.v1.ProjectState
 	(PrivateLabelingSetting)(0), // 1: gatehouse.management.v1.PrivateLabelingSetting
-	(*Project)(nil),             // 2: gatehouse.management.v1.Project
-	(*ObjectDetails)(nil),       // 3: gatehouse.management.v1.ObjectDetails
+	(ProjectGrantState)(0),      // 2: gatehouse.management.v1.ProjectGrantState
+	(*Project)(nil),             // 3: gatehouse.management.v1.Project
+	(*ProjectGrant)(nil),        // 4: gatehouse.management.v1.ProjectGrant
+	(*ObjectDetails)(nil),       // 5: gatehouse.management.v1.ObjectDetails
 }
 var file_gatehouse_management_v1_project_proto_depIdxs = []int32{
-	3, // 0: gatehouse.management.v1.Project.details:type_name -> gatehouse.management.v1.ObjectDetails
+	5, // 0: gatehouse.management.v1.Project.details:type_name -> gatehouse.management.v1.ObjectDetails
 	0, // 1: gatehouse.management.v1.Project.state:type_name -> gatehouse.management.v1.ProjectState
 	1, // 2: gatehouse.management.v1.Project.private_labeling_setting:type_name -> gatehouse.management.v1.PrivateLabelingSetting
-	3, // [3:3] is the sub-list for method output_type
-	3, // [3:3] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	5, // 3: gatehouse.management.v1.ProjectGrant.details:type_name -> gatehouse.management.v1.ObjectDetails
+	2, // 4: gatehouse.management.v1.ProjectGrant.state:type_name -> gatehouse.management.v1.ProjectGrantState
+	5, // [5:5] is the sub-list for method output_type
+	5, // [5:5] is the sub-list for method input_type
+	5, // [5:5] is the sub-list for extension type_name
+	5, // [5:5] is the sub-list for extension extendee
+	0, // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_management_v1_project_proto_init() }
@@ -306,8 +509,8 @@ func file_gatehouse_management_v1_project_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_management_v1_project_proto_rawDesc), len(file_gatehouse_management_v1_project_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   1,
+			NumEnums:      3,
+			NumMessages:   2,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -156,6 +156,30 @@ const (
 	// ManagementServiceSetAppAdminClientProcedure is the fully-qualified name of the
 	// ManagementService's SetAppAdminClient RPC.
 	ManagementServiceSetAppAdminClientProcedure = "/gatehouse.management.v1.ManagementService/SetAppAdminClient"
+	// ManagementServiceAddProjectGrantProcedure is the fully-qualified name of the ManagementService's
+	// AddProjectGrant RPC.
+	ManagementServiceAddProjectGrantProcedure = "/gatehouse.management.v1.ManagementService/AddProjectGrant"
+	// ManagementServiceListProjectGrantsProcedure is the fully-qualified name of the
+	// ManagementService's ListProjectGrants RPC.
+	ManagementServiceListProjectGrantsProcedure = "/gatehouse.management.v1.ManagementService/ListProjectGrants"
+	// ManagementServiceUpdateProjectGrantProcedure is the fully-qualified name of the
+	// ManagementService's UpdateProjectGrant RPC.
+	ManagementServiceUpdateProjectGrantProcedure = "/gatehouse.management.v1.ManagementService/UpdateProjectGrant"
+	// ManagementServiceRemoveProjectGrantProcedure is the fully-qualified name of the
+	// ManagementService's RemoveProjectGrant RPC.
+	ManagementServiceRemoveProjectGrantProcedure = "/gatehouse.management.v1.ManagementService/RemoveProjectGrant"
+	// ManagementServiceGetLoginPolicyProcedure is the fully-qualified name of the ManagementService's
+	// GetLoginPolicy RPC.
+	ManagementServiceGetLoginPolicyProcedure = "/gatehouse.management.v1.ManagementService/GetLoginPolicy"
+	// ManagementServiceAddCustomLoginPolicyProcedure is the fully-qualified name of the
+	// ManagementService's AddCustomLoginPolicy RPC.
+	ManagementServiceAddCustomLoginPolicyProcedure = "/gatehouse.management.v1.ManagementService/AddCustomLoginPolicy"
+	// ManagementServiceUpdateCustomLoginPolicyProcedure is the fully-qualified name of the
+	// ManagementService's UpdateCustomLoginPolicy RPC.
+	ManagementServiceUpdateCustomLoginPolicyProcedure = "/gatehouse.management.v1.ManagementService/UpdateCustomLoginPolicy"
+	// ManagementServiceResetLoginPolicyToDefaultProcedure is the fully-qualified name of the
+	// ManagementService's ResetLoginPolicyToDefault RPC.
+	ManagementServiceResetLoginPolicyToDefaultProcedure = "/gatehouse.management.v1.ManagementService/ResetLoginPolicyToDefault"
 )
 
 // ManagementServiceClient is a client for the gatehouse.management.v1.ManagementService service.
@@ -345,6 +369,31 @@ type ManagementServiceClient interface {
 	// what a user may then do is decided by that user's roles. IAM_OWNER
 	// only: an organization owner can never make its own app one.
 	SetAppAdminClient(context.Context, *connect.Request[v1.SetAppAdminClientRequest]) (*connect.Response[v1.SetAppAdminClientResponse], error)
+	// Grants a project to another organization: that organization's users
+	// may sign in to the project's applications (each user consents on first
+	// use). NotFound for an unknown project or organization, InvalidArgument
+	// for the project's own organization or role keys (project roles are not
+	// supported yet), AlreadyExists when granted already.
+	AddProjectGrant(context.Context, *connect.Request[v1.AddProjectGrantRequest]) (*connect.Response[v1.AddProjectGrantResponse], error)
+	// Lists a project's grants.
+	ListProjectGrants(context.Context, *connect.Request[v1.ListProjectGrantsRequest]) (*connect.Response[v1.ListProjectGrantsResponse], error)
+	// Replaces a grant's role keys (which must be empty until project roles
+	// exist).
+	UpdateProjectGrant(context.Context, *connect.Request[v1.UpdateProjectGrantRequest]) (*connect.Response[v1.UpdateProjectGrantResponse], error)
+	// Removes a grant: the organization's users can no longer sign in to the
+	// project's applications, and their sessions there end with their tokens.
+	RemoveProjectGrant(context.Context, *connect.Request[v1.RemoveProjectGrantRequest]) (*connect.Response[v1.RemoveProjectGrantResponse], error)
+	// Returns the organization's login policy: its own, or the instance
+	// default (is_default).
+	GetLoginPolicy(context.Context, *connect.Request[v1.GetLoginPolicyRequest]) (*connect.Response[v1.GetLoginPolicyResponse], error)
+	// Gives the organization a login policy of its own. AlreadyExists when it
+	// has one.
+	AddCustomLoginPolicy(context.Context, *connect.Request[v1.AddCustomLoginPolicyRequest]) (*connect.Response[v1.AddCustomLoginPolicyResponse], error)
+	// Replaces the organization's own login policy. NotFound without one.
+	UpdateCustomLoginPolicy(context.Context, *connect.Request[v1.UpdateCustomLoginPolicyRequest]) (*connect.Response[v1.UpdateCustomLoginPolicyResponse], error)
+	// Removes the organization's own login policy: the instance default
+	// applies again. NotFound without one.
+	ResetLoginPolicyToDefault(context.Context, *connect.Request[v1.ResetLoginPolicyToDefaultRequest]) (*connect.Response[v1.ResetLoginPolicyToDefaultResponse], error)
 }
 
 // NewManagementServiceClient constructs a client for the gatehouse.management.v1.ManagementService
@@ -604,6 +653,54 @@ func NewManagementServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			connect.WithSchema(managementServiceMethods.ByName("SetAppAdminClient")),
 			connect.WithClientOptions(opts...),
 		),
+		addProjectGrant: connect.NewClient[v1.AddProjectGrantRequest, v1.AddProjectGrantResponse](
+			httpClient,
+			baseURL+ManagementServiceAddProjectGrantProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("AddProjectGrant")),
+			connect.WithClientOptions(opts...),
+		),
+		listProjectGrants: connect.NewClient[v1.ListProjectGrantsRequest, v1.ListProjectGrantsResponse](
+			httpClient,
+			baseURL+ManagementServiceListProjectGrantsProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("ListProjectGrants")),
+			connect.WithClientOptions(opts...),
+		),
+		updateProjectGrant: connect.NewClient[v1.UpdateProjectGrantRequest, v1.UpdateProjectGrantResponse](
+			httpClient,
+			baseURL+ManagementServiceUpdateProjectGrantProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("UpdateProjectGrant")),
+			connect.WithClientOptions(opts...),
+		),
+		removeProjectGrant: connect.NewClient[v1.RemoveProjectGrantRequest, v1.RemoveProjectGrantResponse](
+			httpClient,
+			baseURL+ManagementServiceRemoveProjectGrantProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("RemoveProjectGrant")),
+			connect.WithClientOptions(opts...),
+		),
+		getLoginPolicy: connect.NewClient[v1.GetLoginPolicyRequest, v1.GetLoginPolicyResponse](
+			httpClient,
+			baseURL+ManagementServiceGetLoginPolicyProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("GetLoginPolicy")),
+			connect.WithClientOptions(opts...),
+		),
+		addCustomLoginPolicy: connect.NewClient[v1.AddCustomLoginPolicyRequest, v1.AddCustomLoginPolicyResponse](
+			httpClient,
+			baseURL+ManagementServiceAddCustomLoginPolicyProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("AddCustomLoginPolicy")),
+			connect.WithClientOptions(opts...),
+		),
+		updateCustomLoginPolicy: connect.NewClient[v1.UpdateCustomLoginPolicyRequest, v1.UpdateCustomLoginPolicyResponse](
+			httpClient,
+			baseURL+ManagementServiceUpdateCustomLoginPolicyProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("UpdateCustomLoginPolicy")),
+			connect.WithClientOptions(opts...),
+		),
+		resetLoginPolicyToDefault: connect.NewClient[v1.ResetLoginPolicyToDefaultRequest, v1.ResetLoginPolicyToDefaultResponse](
+			httpClient,
+			baseURL+ManagementServiceResetLoginPolicyToDefaultProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("ResetLoginPolicyToDefault")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -650,6 +747,14 @@ type managementServiceClient struct {
 	addAppKey                  *connect.Client[v1.AddAppKeyRequest, v1.AddAppKeyResponse]
 	removeAppKey               *connect.Client[v1.RemoveAppKeyRequest, v1.RemoveAppKeyResponse]
 	setAppAdminClient          *connect.Client[v1.SetAppAdminClientRequest, v1.SetAppAdminClientResponse]
+	addProjectGrant            *connect.Client[v1.AddProjectGrantRequest, v1.AddProjectGrantResponse]
+	listProjectGrants          *connect.Client[v1.ListProjectGrantsRequest, v1.ListProjectGrantsResponse]
+	updateProjectGrant         *connect.Client[v1.UpdateProjectGrantRequest, v1.UpdateProjectGrantResponse]
+	removeProjectGrant         *connect.Client[v1.RemoveProjectGrantRequest, v1.RemoveProjectGrantResponse]
+	getLoginPolicy             *connect.Client[v1.GetLoginPolicyRequest, v1.GetLoginPolicyResponse]
+	addCustomLoginPolicy       *connect.Client[v1.AddCustomLoginPolicyRequest, v1.AddCustomLoginPolicyResponse]
+	updateCustomLoginPolicy    *connect.Client[v1.UpdateCustomLoginPolicyRequest, v1.UpdateCustomLoginPolicyResponse]
+	resetLoginPolicyToDefault  *connect.Client[v1.ResetLoginPolicyToDefaultRequest, v1.ResetLoginPolicyToDefaultResponse]
 }
 
 // GetUserByID calls gatehouse.management.v1.ManagementService.GetUserByID.
@@ -862,6 +967,47 @@ func (c *managementServiceClient) SetAppAdminClient(ctx context.Context, req *co
 	return c.setAppAdminClient.CallUnary(ctx, req)
 }
 
+// AddProjectGrant calls gatehouse.management.v1.ManagementService.AddProjectGrant.
+func (c *managementServiceClient) AddProjectGrant(ctx context.Context, req *connect.Request[v1.AddProjectGrantRequest]) (*connect.Response[v1.AddProjectGrantResponse], error) {
+	return c.addProjectGrant.CallUnary(ctx, req)
+}
+
+// ListProjectGrants calls gatehouse.management.v1.ManagementService.ListProjectGrants.
+func (c *managementServiceClient) ListProjectGrants(ctx context.Context, req *connect.Request[v1.ListProjectGrantsRequest]) (*connect.Response[v1.ListProjectGrantsResponse], error) {
+	return c.listProjectGrants.CallUnary(ctx, req)
+}
+
+// UpdateProjectGrant calls gatehouse.management.v1.ManagementService.UpdateProjectGrant.
+func (c *managementServiceClient) UpdateProjectGrant(ctx context.Context, req *connect.Request[v1.UpdateProjectGrantRequest]) (*connect.Response[v1.UpdateProjectGrantResponse], error) {
+	return c.updateProjectGrant.CallUnary(ctx, req)
+}
+
+// RemoveProjectGrant calls gatehouse.management.v1.ManagementService.RemoveProjectGrant.
+func (c *managementServiceClient) RemoveProjectGrant(ctx context.Context, req *connect.Request[v1.RemoveProjectGrantRequest]) (*connect.Response[v1.RemoveProjectGrantResponse], error) {
+	return c.removeProjectGrant.CallUnary(ctx, req)
+}
+
+// GetLoginPolicy calls gatehouse.management.v1.ManagementService.GetLoginPolicy.
+func (c *managementServiceClient) GetLoginPolicy(ctx context.Context, req *connect.Request[v1.GetLoginPolicyRequest]) (*connect.Response[v1.GetLoginPolicyResponse], error) {
+	return c.getLoginPolicy.CallUnary(ctx, req)
+}
+
+// AddCustomLoginPolicy calls gatehouse.management.v1.ManagementService.AddCustomLoginPolicy.
+func (c *managementServiceClient) AddCustomLoginPolicy(ctx context.Context, req *connect.Request[v1.AddCustomLoginPolicyRequest]) (*connect.Response[v1.AddCustomLoginPolicyResponse], error) {
+	return c.addCustomLoginPolicy.CallUnary(ctx, req)
+}
+
+// UpdateCustomLoginPolicy calls gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy.
+func (c *managementServiceClient) UpdateCustomLoginPolicy(ctx context.Context, req *connect.Request[v1.UpdateCustomLoginPolicyRequest]) (*connect.Response[v1.UpdateCustomLoginPolicyResponse], error) {
+	return c.updateCustomLoginPolicy.CallUnary(ctx, req)
+}
+
+// ResetLoginPolicyToDefault calls
+// gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault.
+func (c *managementServiceClient) ResetLoginPolicyToDefault(ctx context.Context, req *connect.Request[v1.ResetLoginPolicyToDefaultRequest]) (*connect.Response[v1.ResetLoginPolicyToDefaultResponse], error) {
+	return c.resetLoginPolicyToDefault.CallUnary(ctx, req)
+}
+
 // ManagementServiceHandler is an implementation of the gatehouse.management.v1.ManagementService
 // service.
 type ManagementServiceHandler interface {
@@ -1050,6 +1196,31 @@ type ManagementServiceHandler interface {
 	// what a user may then do is decided by that user's roles. IAM_OWNER
 	// only: an organization owner can never make its own app one.
 	SetAppAdminClient(context.Context, *connect.Request[v1.SetAppAdminClientRequest]) (*connect.Response[v1.SetAppAdminClientResponse], error)
+	// Grants a project to another organization: that organization's users
+	// may sign in to the project's applications (each user consents on first
+	// use). NotFound for an unknown project or organization, InvalidArgument
+	// for the project's own organization or role keys (project roles are not
+	// supported yet), AlreadyExists when granted already.
+	AddProjectGrant(context.Context, *connect.Request[v1.AddProjectGrantRequest]) (*connect.Response[v1.AddProjectGrantResponse], error)
+	// Lists a project's grants.
+	ListProjectGrants(context.Context, *connect.Request[v1.ListProjectGrantsRequest]) (*connect.Response[v1.ListProjectGrantsResponse], error)
+	// Replaces a grant's role keys (which must be empty until project roles
+	// exist).
+	UpdateProjectGrant(context.Context, *connect.Request[v1.UpdateProjectGrantRequest]) (*connect.Response[v1.UpdateProjectGrantResponse], error)
+	// Removes a grant: the organization's users can no longer sign in to the
+	// project's applications, and their sessions there end with their tokens.
+	RemoveProjectGrant(context.Context, *connect.Request[v1.RemoveProjectGrantRequest]) (*connect.Response[v1.RemoveProjectGrantResponse], error)
+	// Returns the organization's login policy: its own, or the instance
+	// default (is_default).
+	GetLoginPolicy(context.Context, *connect.Request[v1.GetLoginPolicyRequest]) (*connect.Response[v1.GetLoginPolicyResponse], error)
+	// Gives the organization a login policy of its own. AlreadyExists when it
+	// has one.
+	AddCustomLoginPolicy(context.Context, *connect.Request[v1.AddCustomLoginPolicyRequest]) (*connect.Response[v1.AddCustomLoginPolicyResponse], error)
+	// Replaces the organization's own login policy. NotFound without one.
+	UpdateCustomLoginPolicy(context.Context, *connect.Request[v1.UpdateCustomLoginPolicyRequest]) (*connect.Response[v1.UpdateCustomLoginPolicyResponse], error)
+	// Removes the organization's own login policy: the instance default
+	// applies again. NotFound without one.
+	ResetLoginPolicyToDefault(context.Context, *connect.Request[v1.ResetLoginPolicyToDefaultRequest]) (*connect.Response[v1.ResetLoginPolicyToDefaultResponse], error)
 }
 
 // NewManagementServiceHandler builds an HTTP handler from the service implementation. It returns
@@ -1305,6 +1476,54 @@ func NewManagementServiceHandler(svc ManagementServiceHandler, opts ...connect.H
 		connect.WithSchema(managementServiceMethods.ByName("SetAppAdminClient")),
 		connect.WithHandlerOptions(opts...),
 	)
+	managementServiceAddProjectGrantHandler := connect.NewUnaryHandler(
+		ManagementServiceAddProjectGrantProcedure,
+		svc.AddProjectGrant,
+		connect.WithSchema(managementServiceMethods.ByName("AddProjectGrant")),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceListProjectGrantsHandler := connect.NewUnaryHandler(
+		ManagementServiceListProjectGrantsProcedure,
+		svc.ListProjectGrants,
+		connect.WithSchema(managementServiceMethods.ByName("ListProjectGrants")),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceUpdateProjectGrantHandler := connect.NewUnaryHandler(
+		ManagementServiceUpdateProjectGrantProcedure,
+		svc.UpdateProjectGrant,
+		connect.WithSchema(managementServiceMethods.ByName("UpdateProjectGrant")),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceRemoveProjectGrantHandler := connect.NewUnaryHandler(
+		ManagementServiceRemoveProjectGrantProcedure,
+		svc.RemoveProjectGrant,
+		connect.WithSchema(managementServiceMethods.ByName("RemoveProjectGrant")),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceGetLoginPolicyHandler := connect.NewUnaryHandler(
+		ManagementServiceGetLoginPolicyProcedure,
+		svc.GetLoginPolicy,
+		connect.WithSchema(managementServiceMethods.ByName("GetLoginPolicy")),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceAddCustomLoginPolicyHandler := connect.NewUnaryHandler(
+		ManagementServiceAddCustomLoginPolicyProcedure,
+		svc.AddCustomLoginPolicy,
+		connect.WithSchema(managementServiceMethods.ByName("AddCustomLoginPolicy")),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceUpdateCustomLoginPolicyHandler := connect.NewUnaryHandler(
+		ManagementServiceUpdateCustomLoginPolicyProcedure,
+		svc.UpdateCustomLoginPolicy,
+		connect.WithSchema(managementServiceMethods.ByName("UpdateCustomLoginPolicy")),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceResetLoginPolicyToDefaultHandler := connect.NewUnaryHandler(
+		ManagementServiceResetLoginPolicyToDefaultProcedure,
+		svc.ResetLoginPolicyToDefault,
+		connect.WithSchema(managementServiceMethods.ByName("ResetLoginPolicyToDefault")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/gatehouse.management.v1.ManagementService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case ManagementServiceGetUserByIDProcedure:
@@ -1389,6 +1608,22 @@ func NewManagementServiceHandler(svc ManagementServiceHandler, opts ...connect.H
 			managementServiceRemoveAppKeyHandler.ServeHTTP(w, r)
 		case ManagementServiceSetAppAdminClientProcedure:
 			managementServiceSetAppAdminClientHandler.ServeHTTP(w, r)
+		case ManagementServiceAddProjectGrantProcedure:
+			managementServiceAddProjectGrantHandler.ServeHTTP(w, r)
+		case ManagementServiceListProjectGrantsProcedure:
+			managementServiceListProjectGrantsHandler.ServeHTTP(w, r)
+		case ManagementServiceUpdateProjectGrantProcedure:
+			managementServiceUpdateProjectGrantHandler.ServeHTTP(w, r)
+		case ManagementServiceRemoveProjectGrantProcedure:
+			managementServiceRemoveProjectGrantHandler.ServeHTTP(w, r)
+		case ManagementServiceGetLoginPolicyProcedure:
+			managementServiceGetLoginPolicyHandler.ServeHTTP(w, r)
+		case ManagementServiceAddCustomLoginPolicyProcedure:
+			managementServiceAddCustomLoginPolicyHandler.ServeHTTP(w, r)
+		case ManagementServiceUpdateCustomLoginPolicyProcedure:
+			managementServiceUpdateCustomLoginPolicyHandler.ServeHTTP(w, r)
+		case ManagementServiceResetLoginPolicyToDefaultProcedure:
+			managementServiceResetLoginPolicyToDefaultHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -1560,4 +1795,36 @@ func (UnimplementedManagementServiceHandler) RemoveAppKey(context.Context, *conn
 
 func (UnimplementedManagementServiceHandler) SetAppAdminClient(context.Context, *connect.Request[v1.SetAppAdminClientRequest]) (*connect.Response[v1.SetAppAdminClientResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.SetAppAdminClient is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) AddProjectGrant(context.Context, *connect.Request[v1.AddProjectGrantRequest]) (*connect.Response[v1.AddProjectGrantResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.AddProjectGrant is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) ListProjectGrants(context.Context, *connect.Request[v1.ListProjectGrantsRequest]) (*connect.Response[v1.ListProjectGrantsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ListProjectGrants is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) UpdateProjectGrant(context.Context, *connect.Request[v1.UpdateProjectGrantRequest]) (*connect.Response[v1.UpdateProjectGrantResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.UpdateProjectGrant is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) RemoveProjectGrant(context.Context, *connect.Request[v1.RemoveProjectGrantRequest]) (*connect.Response[v1.RemoveProjectGrantResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.RemoveProjectGrant is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) GetLoginPolicy(context.Context, *connect.Request[v1.GetLoginPolicyRequest]) (*connect.Response[v1.GetLoginPolicyResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.GetLoginPolicy is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) AddCustomLoginPolicy(context.Context, *connect.Request[v1.AddCustomLoginPolicyRequest]) (*connect.Response[v1.AddCustomLoginPolicyResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.AddCustomLoginPolicy is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) UpdateCustomLoginPolicy(context.Context, *connect.Request[v1.UpdateCustomLoginPolicyRequest]) (*connect.Response[v1.UpdateCustomLoginPolicyResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) ResetLoginPolicyToDefault(context.Context, *connect.Request[v1.ResetLoginPolicyToDefaultRequest]) (*connect.Response[v1.ResetLoginPolicyToDefaultResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault is not implemented"))
 }
