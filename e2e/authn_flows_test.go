@@ -507,6 +507,12 @@ func TestAuthnPromptsAndHints(t *testing.T) {
 
 	t.Run("prompt=create", func(t *testing.T) {
 		e := e.with(t)
+		// Registration is off by default: the organization's login policy
+		// allows it.
+		if status, m := restJSON(t, "POST", e.base+"/management/v1/policies/login", e.admin,
+			map[string]any{"allowUsernamePassword": true, "allowRegister": true, "ignoreUnknownUsernames": true}); status != 200 {
+			t.Fatalf("AddCustomLoginPolicy: %d %v", status, m)
+		}
 		c := browser(t, e.base)
 		p := afGet(t, c, e.authURL("cr", "n-cr", "prompt", "create"))
 		if !afIs(p, "userName") || !afIs(p, "confirmPassword") {

@@ -405,3 +405,46 @@ func TestSecurityStateChangesCutAccess(t *testing.T) {
 		}
 	})
 }
+
+// Finding 5: anyone could register into any organization chosen by the
+// org scope. Registration is now off unless the organization's login
+// policy allows it, and the org scope only selects organizations whose
+// users the app signs in.
+func TestSecuritySelfRegistration(t *testing.T) {
+	e := afStart(t)
+	c := browser(t, e.base)
+	p := afGet(t, c, e.authURL("cr", "n-cr", "prompt", "create"))
+	if afIs(p, "userName") || !afIs(p, "loginName") || strings.Contains(p.body, "/ui/login/register") {
+		t.Fatalf("prompt=create under the default policy: want the login page without registration; got %d:\n%s", p.status, p.body)
+	}
+	rid := p.body[strings.Index(p.body, `name="authRequestID" value="`)+len(`name="authRequestID" value="`):]
+	rid = rid[:strings.Index(rid, `"`)]
+	form := afGet(t, c, e.base+"/ui/login/register?authRequestID="+rid)
+	if afIs(form, "userName") {
+		t.Fatal("the registration form is served although registration is off")
+	}
+	// A forged post of the form is refused and creates nothing.
+	req, _ := http.NewRequest("POST", e.base+"/ui/login/register", strings.NewReader(url.Values{
+		"authRequestID": {rid}, "csrf": {afCSRF(p.body)}, "userName": {"mallory"}, "firstName": {"M"}, "lastName": {"A"},
+		"email": {"m@example.org"}, "password": {"Mallory-Passw0rd!"}, "confirmPassword": {"Mallory-Passw0rd!"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if res := afDo(t, c, req); res.status != http.StatusForbidden {
+		t.Errorf("registration posted under the default policy: %d; want 403", res.status)
+	}
+	status, list := e.call("POST", "/management/v1/users/_search", e.admin, "", map[string]any{"queries": []any{
+		map[string]any{"userNameQuery": map[string]any{"userName": "mallory", "method": "TEXT_QUERY_METHOD_EQUALS"}}}})
+	if status != 200 || list["result"] != nil {
+		t.Errorf("users named mallory: %d %v; want none", status, list)
+	}
+}
+
+// afCSRF returns the CSRF token of a login page's form.
+func afCSRF(body string) string {
+	const marker = `name="csrf" value="`
+	i := strings.Index(body, marker)
+	if i < 0 {
+		return ""
+	}
+	v := body[i+len(marker):]
+	return v[:strings.Index(v, `"`)]
+}

@@ -46,8 +46,10 @@ func newEnv(t *testing.T, d db.Dialect) *env {
 	e := &env{t: t, dir: authntest.NewDirectory(), tok: authntest.NewTokens(), db: authntest.Open(t, d),
 		now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
 	e.dir.Orgs["org1"] = &directoryv1.GetOrgResponse{Id: "org1", Name: "Acme", PrimaryDomain: "acme.example", Active: true,
-		PasswordPolicy: &directoryv1.PasswordPolicy{MinLength: 8, HasUppercase: true, HasNumber: true}}
-	e.dir.Orgs["org2"] = &directoryv1.GetOrgResponse{Id: "org2", Name: "Other", PrimaryDomain: "other.example", Active: true}
+		PasswordPolicy: &directoryv1.PasswordPolicy{MinLength: 8, HasUppercase: true, HasNumber: true},
+		LoginPolicy:    &directoryv1.LoginPolicy{AllowUsernamePassword: true, AllowRegister: true, IgnoreUnknownUsernames: true}}
+	e.dir.Orgs["org2"] = &directoryv1.GetOrgResponse{Id: "org2", Name: "Other", PrimaryDomain: "other.example", Active: true,
+		LoginPolicy: &directoryv1.LoginPolicy{AllowUsernamePassword: true, IgnoreUnknownUsernames: true}}
 	e.dir.Orgs["org3"] = &directoryv1.GetOrgResponse{Id: "org3", Name: "Gone", PrimaryDomain: "gone.example", Active: false}
 	e.dir.Clients["web"] = &directoryv1.Client{ClientId: "web", Kind: directoryv1.ClientKind_CLIENT_KIND_OIDC_APP, OrgId: "org1", Active: true, Name: "Web App",
 		RedirectUris: []string{webRedirect, webRedirect + "?tenant=a"}, PostLogoutRedirectUris: []string{"https://rp.example/bye?x=1"},

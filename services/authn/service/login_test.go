@@ -368,3 +368,44 @@ func TestLanguageKeptThroughTheFlow(t *testing.T) {
 		t.Errorf("password page after a POST is not German:\n%s", r.body)
 	}
 }
+
+// The organization's login policy: registration (off by default in the
+// directory), password sign-in and whether unknown login names are
+// revealed.
+func TestLoginPolicy(t *testing.T) {
+	e := newEnv(t, db.SQLite)
+	pol := e.dir.Orgs["org1"].LoginPolicy
+
+	// Registration not allowed: prompt=create shows the login page, the
+	// login page has no registration link, and a posted form is refused.
+	page := e.follow(e.authorize(codeParams("prompt", "create")))
+	pol.AllowRegister = false
+	regForm := page
+	page = e.follow(e.authorize(codeParams("prompt", "create")))
+	if page.Request.URL.Path != "/ui/login/login" || strings.Contains(page.body, "/ui/login/register") {
+		t.Errorf("prompt=create without registration: at %s (link shown: %v); want the login page without the link",
+			page.Request.URL.Path, strings.Contains(page.body, "/ui/login/register"))
+	}
+	r := e.submit(regForm, url.Values{"userName": {"eve"}, "password": {"Eve-Pass-44"}, "confirmPassword": {"Eve-Pass-44"}})
+	if r.StatusCode != http.StatusForbidden || e.dir.Users["u-eve"] != nil {
+		t.Errorf("registration posted while not allowed: status %d; want 403 and no user", r.StatusCode)
+	}
+
+	// Unknown login names: hidden by default, revealed when the policy says.
+	page = e.follow(e.authorize(codeParams()))
+	if r := e.submit(page, url.Values{"loginName": {"nobody"}}); r.StatusCode != http.StatusSeeOther || !strings.Contains(r.Header.Get("Location"), "/ui/login/password") {
+		t.Errorf("unknown name, ignored: status %d Location %q; want the password page", r.StatusCode, r.Header.Get("Location"))
+	}
+	pol.IgnoreUnknownUsernames = false
+	page = e.follow(e.authorize(codeParams()))
+	if r := e.submit(page, url.Values{"loginName": {"nobody"}}); r.StatusCode != http.StatusUnauthorized || fieldError(t, r.body, "loginName") == "" {
+		t.Errorf("unknown name, revealed: status %d; want 401 with the error on the login name", r.StatusCode)
+	}
+
+	// No password sign-in: the login name page says so and goes no further.
+	pol.AllowUsernamePassword = false
+	page = e.follow(e.authorize(codeParams()))
+	if r := e.submit(page, url.Values{"loginName": {"alice"}}); r.StatusCode != http.StatusForbidden || r.Header.Get("Location") != "" {
+		t.Errorf("password sign-in not allowed: status %d Location %q; want 403", r.StatusCode, r.Header.Get("Location"))
+	}
+}

@@ -89,6 +89,20 @@ func (d *Directory) GetUser(_ context.Context, r *connect.Request[directoryv1.Ge
 	return connect.NewResponse(&directoryv1.GetUserResponse{User: u.User}), nil
 }
 
+// LookupUser implements the directory API.
+func (d *Directory) LookupUser(_ context.Context, r *connect.Request[directoryv1.LookupUserRequest]) (*connect.Response[directoryv1.LookupUserResponse], error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.down(); err != nil {
+		return nil, err
+	}
+	u := d.find(r.Msg.GetOrgId(), "", r.Msg.GetLoginName())
+	if u == nil {
+		return nil, connect.NewError(connect.CodeNotFound, errors.New("user not found"))
+	}
+	return connect.NewResponse(&directoryv1.LookupUserResponse{User: u.User}), nil
+}
+
 func (d *Directory) find(orgID, userID, loginName string) *User {
 	for _, u := range d.Users {
 		if u.User.GetOrgId() != orgID {

@@ -22,11 +22,31 @@ func (p *Pages) loginNamePage(w http.ResponseWriter, r *http.Request) {
 	} else if pg.LoginName == "" {
 		pg.LoginName = f.req.LoginHint
 	}
+	lp, ok := p.loginPolicy(w, r, f)
+	if !ok {
+		return
+	}
+	if !lp.GetAllowUsernamePassword() {
+		pg.Error = translate(f.lang, "err.passwordDisabled")
+	}
+	pg.AllowRegister = lp.GetAllowRegister() && lp.GetAllowUsernamePassword()
 	p.tmpl.render(w, p.Logger, http.StatusOK, "loginname", pg)
 }
 
-// loginNameSubmit remembers the login name and always moves on to the
-// password page: whether the name exists is not revealed.
+// loginPolicy reads the request's organization's login policy, or answers
+// with the error page.
+func (p *Pages) loginPolicy(w http.ResponseWriter, r *http.Request, f *flow) (*directoryv1.LoginPolicy, bool) {
+	org, err := p.org(r.Context(), f.req.OrgID)
+	if err != nil {
+		p.internal(w, r, f.lang, err)
+		return nil, false
+	}
+	return org.GetLoginPolicy(), true
+}
+
+// loginNameSubmit remembers the login name and moves on to the password
+// page. Whether the name exists is not revealed unless the organization's
+// login policy turns ignore_unknown_usernames off.
 func (p *Pages) loginNameSubmit(w http.ResponseWriter, r *http.Request) {
 	f := p.load(w, r, "loginName")
 	if f == nil {
@@ -38,6 +58,31 @@ func (p *Pages) loginNameSubmit(w http.ResponseWriter, r *http.Request) {
 		pg.Errors["loginName"] = translate(f.lang, "err.required")
 		p.tmpl.render(w, p.Logger, http.StatusBadRequest, "loginname", pg)
 		return
+	}
+	lp, ok := p.loginPolicy(w, r, f)
+	if !ok {
+		return
+	}
+	if !lp.GetAllowUsernamePassword() {
+		pg := f.page("login.title")
+		pg.Error = translate(f.lang, "err.passwordDisabled")
+		p.tmpl.render(w, p.Logger, http.StatusForbidden, "loginname", pg)
+		return
+	}
+	if !lp.GetIgnoreUnknownUsernames() {
+		_, err := p.Directory.LookupUser(r.Context(), connect.NewRequest(&directoryv1.LookupUserRequest{OrgId: f.req.OrgID, LoginName: name}))
+		if connect.CodeOf(err) == connect.CodeNotFound {
+			pg := f.page("login.title")
+			pg.LoginName = name
+			pg.AllowRegister = lp.GetAllowRegister()
+			pg.Errors["loginName"] = translate(f.lang, "err.unknownUser")
+			p.tmpl.render(w, p.Logger, http.StatusUnauthorized, "loginname", pg)
+			return
+		}
+		if err != nil {
+			p.internal(w, r, f.lang, err)
+			return
+		}
 	}
 	if err := p.Store.SetAuthRequestUser(r.Context(), f.ar.ID, name, ""); err != nil {
 		p.internal(w, r, f.lang, err)
@@ -118,8 +163,10 @@ func passwordError(err error) (key string, status int, ok bool) {
 		return "err.credentials", http.StatusUnauthorized, true
 	case connect.CodeResourceExhausted:
 		return "err.locked", http.StatusTooManyRequests, true
-	case connect.CodeFailedPrecondition, connect.CodePermissionDenied:
+	case connect.CodeFailedPrecondition:
 		return "err.inactive", http.StatusForbidden, true
+	case connect.CodePermissionDenied:
+		return "err.passwordDisabled", http.StatusForbidden, true
 	}
 	return "", 0, false
 }

@@ -8,15 +8,27 @@ import (
 	"connectrpc.com/connect"
 
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+	"github.com/gatehouse-id/gatehouse/services/authn/internal/authorize"
 )
 
 var registerFields = []string{"userName", "firstName", "lastName", "email", "password", "confirmPassword"}
 
 // registerPage shows the registration form (prompt=create, or the link on
 // the login name page) with the organization's password policy.
+// Where the organization's login policy does not allow registration, the
+// form is not shown: the login name page is (prompt=create is then
+// ignored, as OIDC Prompt Create allows).
 func (p *Pages) registerPage(w http.ResponseWriter, r *http.Request) {
 	f := p.load(w, r)
 	if f == nil {
+		return
+	}
+	lp, ok := p.loginPolicy(w, r, f)
+	if !ok {
+		return
+	}
+	if !lp.GetAllowRegister() || !lp.GetAllowUsernamePassword() {
+		redirect(w, r, authorize.PathLogin, f.ar.ID)
 		return
 	}
 	pg := f.page("register.title")
@@ -40,6 +52,10 @@ func (p *Pages) registerSubmit(w http.ResponseWriter, r *http.Request) {
 	org, err := p.org(ctx, f.req.OrgID)
 	if err != nil {
 		p.internal(w, r, f.lang, err)
+		return
+	}
+	if lp := org.GetLoginPolicy(); !lp.GetAllowRegister() || !lp.GetAllowUsernamePassword() {
+		p.messagePage(w, r, f.lang, http.StatusForbidden, "err.registerDisabled")
 		return
 	}
 	pg.Policy = policyLines(f.lang, org.GetPasswordPolicy())

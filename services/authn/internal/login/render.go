@@ -31,8 +31,10 @@ type page struct {
 	Form      map[string]string // values to re-fill
 	Policy    []string
 	Sessions  []session.Session
-	Code      string // error page: the OAuth error code
-	Detail    string // error page: the error's description (English)
+	// AllowRegister shows the registration link (the login policy).
+	AllowRegister bool
+	Code          string // error page: the OAuth error code
+	Detail        string // error page: the error's description (English)
 }
 
 // fieldData is one labelled input.

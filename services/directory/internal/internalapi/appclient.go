@@ -34,6 +34,10 @@ func (s *Server) appClient(ctx context.Context, clientID string) (*directoryv1.C
 	if err != nil {
 		return nil, err
 	}
+	granted, err := pq.GrantedOrgIDs(ctx, a.ProjectID)
+	if err != nil {
+		return nil, err
+	}
 	c := &directoryv1.Client{
 		ClientId:      a.ClientID,
 		Id:            a.ID,
@@ -45,6 +49,7 @@ func (s *Server) appClient(ctx context.Context, clientID string) (*directoryv1.C
 		Name:          a.Name,
 		AdminClient:   a.AdminClient,
 		OrgProjectIds: projectIDs,
+		GrantedOrgIds: granted,
 	}
 	// A secret left over from an earlier auth method must not authenticate.
 	if a.UsesSecret() {

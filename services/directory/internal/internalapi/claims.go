@@ -142,6 +142,15 @@ func (s *Server) RegisterUser(ctx context.Context, req *connect.Request[director
 	if err != nil {
 		return nil, internalErr(err, "get org")
 	}
+	// Self-registration only where the organization's login policy allows
+	// it (off by default); authn checks too, this is the rule's home.
+	lp, err := s.orgs.LoginPolicy(ctx, org.ID)
+	if err != nil {
+		return nil, internalErr(err, "get login policy")
+	}
+	if !lp.AllowRegister || !lp.AllowUsernamePassword {
+		return nil, connect.NewError(connect.CodePermissionDenied, errors.New("the organization does not allow self-registration"))
+	}
 	hash, err := s.userCmds.NewPasswordHash(ctx, "", m.GetPassword(), org.PasswordPolicy)
 	if err != nil {
 		return nil, asInvalid(err)

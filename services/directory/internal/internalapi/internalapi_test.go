@@ -52,6 +52,16 @@ func TestInternalAPI(t *testing.T) {
 			}
 		})
 
+		// Self-registration is off unless the organization's login policy
+		// allows it.
+		if _, err := c.RegisterUser(ctx, connect.NewRequest(&directoryv1.RegisterUserRequest{
+			OrgId: e.OrgID, UserName: "early", FirstName: "E", LastName: "R", Email: "e@example.com", Password: pw})); connect.CodeOf(err) != connect.CodePermissionDenied {
+			t.Fatalf("registration under the default policy: %v; want PermissionDenied", err)
+		}
+		if r := e.REST("POST", "/management/v1/policies/login", e.AdminToken, "", map[string]any{
+			"allowUsernamePassword": true, "allowRegister": true}); r.Status != 200 {
+			t.Fatalf("AddCustomLoginPolicy: %d %s", r.Status, r.Body)
+		}
 		grace := register(t, c, e.OrgID, "grace", "grace@navy.example")
 		if grace.GetPreferredLoginName() != "grace@acme-corp.localhost" || grace.GetPreferredLanguage() != "de" {
 			t.Fatalf("registered user %v", grace)

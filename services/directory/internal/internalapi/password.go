@@ -112,6 +112,13 @@ func (s *Server) VerifyPassword(ctx context.Context, req *connect.Request[direct
 	if m.GetOrgId() == "" || (m.GetUserId() == "" && m.GetLoginName() == "") {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("org_id and user_id or login_name are required"))
 	}
+	// The organization's login policy may forbid passwords (its users then
+	// sign in through identity providers only).
+	if lp, err := s.orgs.LoginPolicy(ctx, m.GetOrgId()); err != nil {
+		return nil, internalErr(err, "get login policy")
+	} else if !lp.AllowUsernamePassword {
+		return nil, connect.NewError(connect.CodePermissionDenied, errors.New("the organization does not allow password login"))
+	}
 	u, err := s.check(ctx, m.GetOrgId(), m.GetUserId(), m.GetLoginName(), m.GetPassword(), m.GetClientAddress())
 	if err != nil {
 		return nil, err

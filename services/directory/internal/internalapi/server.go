@@ -182,7 +182,13 @@ func (s *Server) GetOrg(ctx context.Context, req *connect.Request[directoryv1.Ge
 		return nil, internalErr(err, "get org")
 	}
 	p := o.PasswordPolicy
+	lp, err := s.orgs.LoginPolicy(ctx, o.ID)
+	if err != nil {
+		return nil, internalErr(err, "get login policy")
+	}
 	return connect.NewResponse(&directoryv1.GetOrgResponse{
+		LoginPolicy: &directoryv1.LoginPolicy{AllowUsernamePassword: lp.AllowUsernamePassword, AllowRegister: lp.AllowRegister,
+			IgnoreUnknownUsernames: lp.IgnoreUnknownUsernames},
 		Id: o.ID, Name: o.Name, PrimaryDomain: o.PrimaryDomain, Active: o.State == orgs.StateActive,
 		PasswordPolicy: &directoryv1.PasswordPolicy{
 			MinLength: uint32(p.MinLength), HasUppercase: p.HasUppercase, HasLowercase: p.HasLowercase,

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/genproto/googleapis/api/annotations"
@@ -119,6 +120,29 @@ func mxTable() []mxRow {
 				}
 				s.ids["domain"] = o.GetPrimaryDomain()
 			}},
+		{rpc: "AddCustomLoginPolicy", http: "POST /management/v1/policies/login", call: mxRPC(M.AddCustomLoginPolicy), kind: mxWrite, agg: "org", born: "policy",
+			req: func(s *mxRun) proto.Message {
+				s.ids["policy"] = "" // a policy has no id of its own
+				return &mv1.AddCustomLoginPolicyRequest{AllowUsernamePassword: true, AllowRegister: true,
+					PasswordCheckLifetime: durationpb.New(time.Hour), SecondFactors: []mv1.SecondFactorType{mv1.SecondFactorType_SECOND_FACTOR_TYPE_OTP}}
+			}},
+		{rpc: "UpdateCustomLoginPolicy", http: "PUT /management/v1/policies/login", call: mxRPC(M.UpdateCustomLoginPolicy), kind: mxWrite, agg: "org",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.UpdateCustomLoginPolicyRequest{AllowUsernamePassword: true, AllowRegister: true, IgnoreUnknownUsernames: true,
+					PasswordCheckLifetime: durationpb.New(2 * time.Hour)}
+			}},
+		{rpc: "GetLoginPolicy", http: "GET /management/v1/policies/login", call: mxRPC(M.GetLoginPolicy), kind: mxRead, agg: "org", obj: "policy",
+			req: func(s *mxRun) proto.Message { return &mv1.GetLoginPolicyRequest{} },
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				r := res.(*mv1.GetLoginPolicyResponse)
+				p := r.GetPolicy()
+				if r.GetIsDefault() || p.GetIsDefault() || !p.GetAllowRegister() || !p.GetIgnoreUnknownUsernames() ||
+					p.GetPasswordCheckLifetime().AsDuration() != 2*time.Hour || len(p.GetSecondFactors()) != 1 {
+					t.Fatalf("policy = %v; want the updated custom policy with the added factor kept", r)
+				}
+			}},
+		{rpc: "ResetLoginPolicyToDefault", http: "DELETE /management/v1/policies/login", call: mxRPC(M.ResetLoginPolicyToDefault), kind: mxWrite, agg: "org",
+			req: func(s *mxRun) proto.Message { return &mv1.ResetLoginPolicyToDefaultRequest{} }},
 		{rpc: "AddHumanUser", http: "POST /management/v1/users/human", call: mxRPC(M.AddHumanUser), kind: mxWrite, agg: "ada",
 			req: func(s *mxRun) proto.Message {
 				return &mv1.AddHumanUserRequest{
@@ -359,6 +383,29 @@ func mxTable() []mxRow {
 					t.Fatalf("client id %q, secret %q; want an id and no secret (private_key_jwt)", r.GetClientId(), r.GetClientSecret())
 				}
 			}},
+		{rpc: "AddProjectGrant", http: "POST /management/v1/projects/{project_id}/grants", call: mxRPC(M.AddProjectGrant), kind: mxWrite, agg: "project", born: "grant",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.AddProjectGrantRequest{ProjectId: s.ids["project"], GrantedOrgId: s.ids["home"]}
+			},
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				s.ids["grant"] = res.(*mv1.AddProjectGrantResponse).GetGrantId()
+			}},
+		{rpc: "UpdateProjectGrant", http: "PUT /management/v1/projects/{project_id}/grants/{grant_id}", call: mxRPC(M.UpdateProjectGrant), kind: mxWrite, agg: "project",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.UpdateProjectGrantRequest{ProjectId: s.ids["project"], GrantId: s.ids["grant"]}
+			}},
+		{rpc: "ListProjectGrants", http: "POST /management/v1/projects/{project_id}/grants/_search", call: mxRPC(M.ListProjectGrants), kind: mxList, agg: "project", obj: "grant",
+			req: func(s *mxRun) proto.Message { return &mv1.ListProjectGrantsRequest{ProjectId: s.ids["project"]} },
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				r := res.(*mv1.ListProjectGrantsResponse)
+				if len(r.GetResult()) != 1 || r.GetResult()[0].GetGrantedOrgId() != s.ids["home"] || r.GetResult()[0].GetGrantedOrgName() == "" {
+					t.Fatalf("grants = %v; want the grant to the home organization with its name", r.GetResult())
+				}
+			}},
+		{rpc: "RemoveProjectGrant", http: "DELETE /management/v1/projects/{project_id}/grants/{grant_id}", call: mxRPC(M.RemoveProjectGrant), kind: mxWrite, agg: "project",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.RemoveProjectGrantRequest{ProjectId: s.ids["project"], GrantId: s.ids["grant"]}
+			}},
 		{rpc: "AddAppKey", http: "POST /management/v1/projects/{project_id}/apps/{app_id}/keys", call: mxRPC(M.AddAppKey), kind: mxWrite, agg: "project",
 			req: func(s *mxRun) proto.Message {
 				return &mv1.AddAppKeyRequest{ProjectId: s.ids["project"], AppId: s.ids["api"], Type: mv1.KeyType_KEY_TYPE_JSON}
@@ -512,7 +559,7 @@ func mxObject(o protoreflect.Message) (*mv1.ObjectDetails, string) {
 		return nil, ""
 	}
 	d, _ := o.Get(dfd).Message().Interface().(*mv1.ObjectDetails)
-	for _, n := range []protoreflect.Name{"id", "key"} {
+	for _, n := range []protoreflect.Name{"id", "key", "grant_id"} {
 		if fd := fields.ByName(n); fd != nil {
 			return d, o.Get(fd).String()
 		}
@@ -622,7 +669,7 @@ func TestMatrix(t *testing.T) {
 		e := mgmttest.Start(t, d)
 		for _, p := range append([]string{"rest"}, mgmttest.Protocols...) {
 			t.Run(p, func(t *testing.T) {
-				s := &mxRun{e: e, proto: p, ids: map[string]string{"k1": "k1", "k3": "k3"}, born: map[string]eventstore.Event{}}
+				s := &mxRun{e: e, proto: p, ids: map[string]string{"k1": "k1", "k3": "k3", "home": e.OrgID}, born: map[string]eventstore.Event{}}
 				for _, row := range rows {
 					ok := t.Run(row.rpc, func(t *testing.T) {
 						m := methods.ByName(protoreflect.Name(row.rpc))

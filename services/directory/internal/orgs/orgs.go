@@ -92,6 +92,7 @@ type memberPayload struct {
 
 // Register adds this package's reducers to es.
 func Register(es *eventstore.Store) {
+	registerLoginPolicy(es)
 	es.Register(EventOrgAdded, func(ctx context.Context, tx db.Querier, e eventstore.Event) error {
 		var p orgAdded
 		if err := e.Unmarshal(&p); err != nil {

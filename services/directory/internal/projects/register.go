@@ -15,6 +15,7 @@ import (
 // changes out of the project's change date).
 func Register(es *eventstore.Store) {
 	es.Register(EventAdded, reduceProjectAdded)
+	registerGrants(es)
 	es.Register(EventAppAdded, reduceAppAdded)
 	es.Register(EventOIDCConfigChanged, func(ctx context.Context, tx db.Querier, e eventstore.Event) error {
 		var p oidcConfigChanged

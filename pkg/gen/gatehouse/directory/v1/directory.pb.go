@@ -1848,8 +1848,10 @@ type GetOrgResponse struct {
 	Active bool `protobuf:"varint,4,opt,name=active,proto3" json:"active,omitempty"`
 	// Password policy.
 	PasswordPolicy *PasswordPolicy `protobuf:"bytes,5,opt,name=password_policy,json=passwordPolicy,proto3" json:"password_policy,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The login policy in force (the organization's own or the default).
+	LoginPolicy   *LoginPolicy `protobuf:"bytes,6,opt,name=login_policy,json=loginPolicy,proto3" json:"login_policy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetOrgResponse) Reset() {
@@ -1917,6 +1919,78 @@ func (x *GetOrgResponse) GetPasswordPolicy() *PasswordPolicy {
 	return nil
 }
 
+func (x *GetOrgResponse) GetLoginPolicy() *LoginPolicy {
+	if x != nil {
+		return x.LoginPolicy
+	}
+	return nil
+}
+
+// LoginPolicy is what the login pages enforce of an organization's login
+// policy.
+type LoginPolicy struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Users may sign in with user name and password.
+	AllowUsernamePassword bool `protobuf:"varint,1,opt,name=allow_username_password,json=allowUsernamePassword,proto3" json:"allow_username_password,omitempty"`
+	// Users may register themselves.
+	AllowRegister bool `protobuf:"varint,2,opt,name=allow_register,json=allowRegister,proto3" json:"allow_register,omitempty"`
+	// An unknown login name is not revealed on the login name page.
+	IgnoreUnknownUsernames bool `protobuf:"varint,3,opt,name=ignore_unknown_usernames,json=ignoreUnknownUsernames,proto3" json:"ignore_unknown_usernames,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
+}
+
+func (x *LoginPolicy) Reset() {
+	*x = LoginPolicy{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoginPolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoginPolicy) ProtoMessage() {}
+
+func (x *LoginPolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoginPolicy.ProtoReflect.Descriptor instead.
+func (*LoginPolicy) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *LoginPolicy) GetAllowUsernamePassword() bool {
+	if x != nil {
+		return x.AllowUsernamePassword
+	}
+	return false
+}
+
+func (x *LoginPolicy) GetAllowRegister() bool {
+	if x != nil {
+		return x.AllowRegister
+	}
+	return false
+}
+
+func (x *LoginPolicy) GetIgnoreUnknownUsernames() bool {
+	if x != nil {
+		return x.IgnoreUnknownUsernames
+	}
+	return false
+}
+
 // GetRolesRequest asks for a user's roles.
 type GetRolesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1930,7 +2004,7 @@ type GetRolesRequest struct {
 
 func (x *GetRolesRequest) Reset() {
 	*x = GetRolesRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[22]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1942,7 +2016,7 @@ func (x *GetRolesRequest) String() string {
 func (*GetRolesRequest) ProtoMessage() {}
 
 func (x *GetRolesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[22]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1955,7 +2029,7 @@ func (x *GetRolesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRolesRequest.ProtoReflect.Descriptor instead.
 func (*GetRolesRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{22}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetRolesRequest) GetUserId() string {
@@ -1983,7 +2057,7 @@ type GetRolesResponse struct {
 
 func (x *GetRolesResponse) Reset() {
 	*x = GetRolesResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[23]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1995,7 +2069,7 @@ func (x *GetRolesResponse) String() string {
 func (*GetRolesResponse) ProtoMessage() {}
 
 func (x *GetRolesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[23]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2008,7 +2082,7 @@ func (x *GetRolesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRolesResponse.ProtoReflect.Descriptor instead.
 func (*GetRolesResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{23}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetRolesResponse) GetRoles() []string {
@@ -2051,7 +2125,7 @@ type IdP struct {
 
 func (x *IdP) Reset() {
 	*x = IdP{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[24]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2063,7 +2137,7 @@ func (x *IdP) String() string {
 func (*IdP) ProtoMessage() {}
 
 func (x *IdP) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[24]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2076,7 +2150,7 @@ func (x *IdP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IdP.ProtoReflect.Descriptor instead.
 func (*IdP) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{24}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *IdP) GetId() string {
@@ -2169,7 +2243,7 @@ type GetIdPRequest struct {
 
 func (x *GetIdPRequest) Reset() {
 	*x = GetIdPRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[25]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2181,7 +2255,7 @@ func (x *GetIdPRequest) String() string {
 func (*GetIdPRequest) ProtoMessage() {}
 
 func (x *GetIdPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[25]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2194,7 +2268,7 @@ func (x *GetIdPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetIdPRequest.ProtoReflect.Descriptor instead.
 func (*GetIdPRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{25}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetIdPRequest) GetOrgId() string {
@@ -2225,7 +2299,7 @@ type GetIdPResponse struct {
 
 func (x *GetIdPResponse) Reset() {
 	*x = GetIdPResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[26]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2237,7 +2311,7 @@ func (x *GetIdPResponse) String() string {
 func (*GetIdPResponse) ProtoMessage() {}
 
 func (x *GetIdPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[26]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2250,7 +2324,7 @@ func (x *GetIdPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetIdPResponse.ProtoReflect.Descriptor instead.
 func (*GetIdPResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{26}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetIdPResponse) GetIdp() *IdP {
@@ -2278,7 +2352,7 @@ type ListIdPsRequest struct {
 
 func (x *ListIdPsRequest) Reset() {
 	*x = ListIdPsRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[27]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2290,7 +2364,7 @@ func (x *ListIdPsRequest) String() string {
 func (*ListIdPsRequest) ProtoMessage() {}
 
 func (x *ListIdPsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[27]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2303,7 +2377,7 @@ func (x *ListIdPsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListIdPsRequest.ProtoReflect.Descriptor instead.
 func (*ListIdPsRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{27}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListIdPsRequest) GetOrgId() string {
@@ -2324,7 +2398,7 @@ type ListIdPsResponse struct {
 
 func (x *ListIdPsResponse) Reset() {
 	*x = ListIdPsResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[28]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2336,7 +2410,7 @@ func (x *ListIdPsResponse) String() string {
 func (*ListIdPsResponse) ProtoMessage() {}
 
 func (x *ListIdPsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[28]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2349,7 +2423,7 @@ func (x *ListIdPsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListIdPsResponse.ProtoReflect.Descriptor instead.
 func (*ListIdPsResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{28}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListIdPsResponse) GetIdps() []*IdP {
@@ -2374,7 +2448,7 @@ type LinkExternalUserRequest struct {
 
 func (x *LinkExternalUserRequest) Reset() {
 	*x = LinkExternalUserRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[29]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2386,7 +2460,7 @@ func (x *LinkExternalUserRequest) String() string {
 func (*LinkExternalUserRequest) ProtoMessage() {}
 
 func (x *LinkExternalUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[29]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2399,7 +2473,7 @@ func (x *LinkExternalUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkExternalUserRequest.ProtoReflect.Descriptor instead.
 func (*LinkExternalUserRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{29}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *LinkExternalUserRequest) GetIdpId() string {
@@ -2432,7 +2506,7 @@ type LinkExternalUserResponse struct {
 
 func (x *LinkExternalUserResponse) Reset() {
 	*x = LinkExternalUserResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[30]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2444,7 +2518,7 @@ func (x *LinkExternalUserResponse) String() string {
 func (*LinkExternalUserResponse) ProtoMessage() {}
 
 func (x *LinkExternalUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[30]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2457,7 +2531,7 @@ func (x *LinkExternalUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkExternalUserResponse.ProtoReflect.Descriptor instead.
 func (*LinkExternalUserResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{30}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{31}
 }
 
 // GetLinkedUserRequest names an external identity.
@@ -2473,7 +2547,7 @@ type GetLinkedUserRequest struct {
 
 func (x *GetLinkedUserRequest) Reset() {
 	*x = GetLinkedUserRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[31]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2485,7 +2559,7 @@ func (x *GetLinkedUserRequest) String() string {
 func (*GetLinkedUserRequest) ProtoMessage() {}
 
 func (x *GetLinkedUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[31]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2498,7 +2572,7 @@ func (x *GetLinkedUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLinkedUserRequest.ProtoReflect.Descriptor instead.
 func (*GetLinkedUserRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{31}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GetLinkedUserRequest) GetIdpId() string {
@@ -2526,7 +2600,7 @@ type GetLinkedUserResponse struct {
 
 func (x *GetLinkedUserResponse) Reset() {
 	*x = GetLinkedUserResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[32]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2538,7 +2612,7 @@ func (x *GetLinkedUserResponse) String() string {
 func (*GetLinkedUserResponse) ProtoMessage() {}
 
 func (x *GetLinkedUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[32]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2551,7 +2625,7 @@ func (x *GetLinkedUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLinkedUserResponse.ProtoReflect.Descriptor instead.
 func (*GetLinkedUserResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{32}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GetLinkedUserResponse) GetUser() *User {
@@ -2586,7 +2660,7 @@ type RegisterExternalUserRequest struct {
 
 func (x *RegisterExternalUserRequest) Reset() {
 	*x = RegisterExternalUserRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[33]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2598,7 +2672,7 @@ func (x *RegisterExternalUserRequest) String() string {
 func (*RegisterExternalUserRequest) ProtoMessage() {}
 
 func (x *RegisterExternalUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[33]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2611,7 +2685,7 @@ func (x *RegisterExternalUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterExternalUserRequest.ProtoReflect.Descriptor instead.
 func (*RegisterExternalUserRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{33}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RegisterExternalUserRequest) GetIdpId() string {
@@ -2681,7 +2755,7 @@ type RegisterExternalUserResponse struct {
 
 func (x *RegisterExternalUserResponse) Reset() {
 	*x = RegisterExternalUserResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[34]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2693,7 +2767,7 @@ func (x *RegisterExternalUserResponse) String() string {
 func (*RegisterExternalUserResponse) ProtoMessage() {}
 
 func (x *RegisterExternalUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[34]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2706,7 +2780,7 @@ func (x *RegisterExternalUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterExternalUserResponse.ProtoReflect.Descriptor instead.
 func (*RegisterExternalUserResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{34}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RegisterExternalUserResponse) GetUser() *User {
@@ -2729,7 +2803,7 @@ type UnlinkExternalUserRequest struct {
 
 func (x *UnlinkExternalUserRequest) Reset() {
 	*x = UnlinkExternalUserRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[35]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2741,7 +2815,7 @@ func (x *UnlinkExternalUserRequest) String() string {
 func (*UnlinkExternalUserRequest) ProtoMessage() {}
 
 func (x *UnlinkExternalUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[35]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2754,7 +2828,7 @@ func (x *UnlinkExternalUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnlinkExternalUserRequest.ProtoReflect.Descriptor instead.
 func (*UnlinkExternalUserRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{35}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *UnlinkExternalUserRequest) GetIdpId() string {
@@ -2780,7 +2854,7 @@ type UnlinkExternalUserResponse struct {
 
 func (x *UnlinkExternalUserResponse) Reset() {
 	*x = UnlinkExternalUserResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[36]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2792,7 +2866,7 @@ func (x *UnlinkExternalUserResponse) String() string {
 func (*UnlinkExternalUserResponse) ProtoMessage() {}
 
 func (x *UnlinkExternalUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[36]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2805,7 +2879,7 @@ func (x *UnlinkExternalUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnlinkExternalUserResponse.ProtoReflect.Descriptor instead.
 func (*UnlinkExternalUserResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{36}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{37}
 }
 
 var File_gatehouse_directory_v1_directory_proto protoreflect.FileDescriptor
@@ -2924,13 +2998,18 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"has_symbol\x18\x05 \x01(\bR\thasSymbol\x12\x18\n" +
 	"\ahistory\x18\x06 \x01(\rR\ahistory\"&\n" +
 	"\rGetOrgRequest\x12\x15\n" +
-	"\x06org_id\x18\x01 \x01(\tR\x05orgId\"\xc4\x01\n" +
+	"\x06org_id\x18\x01 \x01(\tR\x05orgId\"\x8c\x02\n" +
 	"\x0eGetOrgResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12%\n" +
 	"\x0eprimary_domain\x18\x03 \x01(\tR\rprimaryDomain\x12\x16\n" +
 	"\x06active\x18\x04 \x01(\bR\x06active\x12O\n" +
-	"\x0fpassword_policy\x18\x05 \x01(\v2&.gatehouse.directory.v1.PasswordPolicyR\x0epasswordPolicy\"A\n" +
+	"\x0fpassword_policy\x18\x05 \x01(\v2&.gatehouse.directory.v1.PasswordPolicyR\x0epasswordPolicy\x12F\n" +
+	"\flogin_policy\x18\x06 \x01(\v2#.gatehouse.directory.v1.LoginPolicyR\vloginPolicy\"\xa6\x01\n" +
+	"\vLoginPolicy\x126\n" +
+	"\x17allow_username_password\x18\x01 \x01(\bR\x15allowUsernamePassword\x12%\n" +
+	"\x0eallow_register\x18\x02 \x01(\bR\rallowRegister\x128\n" +
+	"\x18ignore_unknown_usernames\x18\x03 \x01(\bR\x16ignoreUnknownUsernames\"A\n" +
 	"\x0fGetRolesRequest\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x15\n" +
 	"\x06org_id\x18\x02 \x01(\tR\x05orgId\"(\n" +
@@ -3048,7 +3127,7 @@ func file_gatehouse_directory_v1_directory_proto_rawDescGZIP() []byte {
 }
 
 var file_gatehouse_directory_v1_directory_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_gatehouse_directory_v1_directory_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
+var file_gatehouse_directory_v1_directory_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_gatehouse_directory_v1_directory_proto_goTypes = []any{
 	(ClientKind)(0),                      // 0: gatehouse.directory.v1.ClientKind
 	(AuthMethod)(0),                      // 1: gatehouse.directory.v1.AuthMethod
@@ -3078,88 +3157,90 @@ var file_gatehouse_directory_v1_directory_proto_goTypes = []any{
 	(*PasswordPolicy)(nil),               // 25: gatehouse.directory.v1.PasswordPolicy
 	(*GetOrgRequest)(nil),                // 26: gatehouse.directory.v1.GetOrgRequest
 	(*GetOrgResponse)(nil),               // 27: gatehouse.directory.v1.GetOrgResponse
-	(*GetRolesRequest)(nil),              // 28: gatehouse.directory.v1.GetRolesRequest
-	(*GetRolesResponse)(nil),             // 29: gatehouse.directory.v1.GetRolesResponse
-	(*IdP)(nil),                          // 30: gatehouse.directory.v1.IdP
-	(*GetIdPRequest)(nil),                // 31: gatehouse.directory.v1.GetIdPRequest
-	(*GetIdPResponse)(nil),               // 32: gatehouse.directory.v1.GetIdPResponse
-	(*ListIdPsRequest)(nil),              // 33: gatehouse.directory.v1.ListIdPsRequest
-	(*ListIdPsResponse)(nil),             // 34: gatehouse.directory.v1.ListIdPsResponse
-	(*LinkExternalUserRequest)(nil),      // 35: gatehouse.directory.v1.LinkExternalUserRequest
-	(*LinkExternalUserResponse)(nil),     // 36: gatehouse.directory.v1.LinkExternalUserResponse
-	(*GetLinkedUserRequest)(nil),         // 37: gatehouse.directory.v1.GetLinkedUserRequest
-	(*GetLinkedUserResponse)(nil),        // 38: gatehouse.directory.v1.GetLinkedUserResponse
-	(*RegisterExternalUserRequest)(nil),  // 39: gatehouse.directory.v1.RegisterExternalUserRequest
-	(*RegisterExternalUserResponse)(nil), // 40: gatehouse.directory.v1.RegisterExternalUserResponse
-	(*UnlinkExternalUserRequest)(nil),    // 41: gatehouse.directory.v1.UnlinkExternalUserRequest
-	(*UnlinkExternalUserResponse)(nil),   // 42: gatehouse.directory.v1.UnlinkExternalUserResponse
-	(*timestamppb.Timestamp)(nil),        // 43: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),          // 44: google.protobuf.Duration
-	(*structpb.Struct)(nil),              // 45: google.protobuf.Struct
+	(*LoginPolicy)(nil),                  // 28: gatehouse.directory.v1.LoginPolicy
+	(*GetRolesRequest)(nil),              // 29: gatehouse.directory.v1.GetRolesRequest
+	(*GetRolesResponse)(nil),             // 30: gatehouse.directory.v1.GetRolesResponse
+	(*IdP)(nil),                          // 31: gatehouse.directory.v1.IdP
+	(*GetIdPRequest)(nil),                // 32: gatehouse.directory.v1.GetIdPRequest
+	(*GetIdPResponse)(nil),               // 33: gatehouse.directory.v1.GetIdPResponse
+	(*ListIdPsRequest)(nil),              // 34: gatehouse.directory.v1.ListIdPsRequest
+	(*ListIdPsResponse)(nil),             // 35: gatehouse.directory.v1.ListIdPsResponse
+	(*LinkExternalUserRequest)(nil),      // 36: gatehouse.directory.v1.LinkExternalUserRequest
+	(*LinkExternalUserResponse)(nil),     // 37: gatehouse.directory.v1.LinkExternalUserResponse
+	(*GetLinkedUserRequest)(nil),         // 38: gatehouse.directory.v1.GetLinkedUserRequest
+	(*GetLinkedUserResponse)(nil),        // 39: gatehouse.directory.v1.GetLinkedUserResponse
+	(*RegisterExternalUserRequest)(nil),  // 40: gatehouse.directory.v1.RegisterExternalUserRequest
+	(*RegisterExternalUserResponse)(nil), // 41: gatehouse.directory.v1.RegisterExternalUserResponse
+	(*UnlinkExternalUserRequest)(nil),    // 42: gatehouse.directory.v1.UnlinkExternalUserRequest
+	(*UnlinkExternalUserResponse)(nil),   // 43: gatehouse.directory.v1.UnlinkExternalUserResponse
+	(*timestamppb.Timestamp)(nil),        // 44: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),          // 45: google.protobuf.Duration
+	(*structpb.Struct)(nil),              // 46: google.protobuf.Struct
 }
 var file_gatehouse_directory_v1_directory_proto_depIdxs = []int32{
-	43, // 0: gatehouse.directory.v1.PublicKey.expires_at:type_name -> google.protobuf.Timestamp
+	44, // 0: gatehouse.directory.v1.PublicKey.expires_at:type_name -> google.protobuf.Timestamp
 	0,  // 1: gatehouse.directory.v1.Client.kind:type_name -> gatehouse.directory.v1.ClientKind
 	1,  // 2: gatehouse.directory.v1.Client.auth_method:type_name -> gatehouse.directory.v1.AuthMethod
 	6,  // 3: gatehouse.directory.v1.Client.keys:type_name -> gatehouse.directory.v1.PublicKey
 	2,  // 4: gatehouse.directory.v1.Client.access_token_type:type_name -> gatehouse.directory.v1.TokenType
-	44, // 5: gatehouse.directory.v1.Client.clock_skew:type_name -> google.protobuf.Duration
+	45, // 5: gatehouse.directory.v1.Client.clock_skew:type_name -> google.protobuf.Duration
 	7,  // 6: gatehouse.directory.v1.GetClientResponse.client:type_name -> gatehouse.directory.v1.Client
 	6,  // 7: gatehouse.directory.v1.GetMachineKeyResponse.key:type_name -> gatehouse.directory.v1.PublicKey
 	16, // 8: gatehouse.directory.v1.GetMachineKeyResponse.user:type_name -> gatehouse.directory.v1.User
 	16, // 9: gatehouse.directory.v1.VerifyPasswordResponse.user:type_name -> gatehouse.directory.v1.User
 	3,  // 10: gatehouse.directory.v1.User.state:type_name -> gatehouse.directory.v1.UserState
 	2,  // 11: gatehouse.directory.v1.User.access_token_type:type_name -> gatehouse.directory.v1.TokenType
-	43, // 12: gatehouse.directory.v1.User.sessions_not_before:type_name -> google.protobuf.Timestamp
+	44, // 12: gatehouse.directory.v1.User.sessions_not_before:type_name -> google.protobuf.Timestamp
 	16, // 13: gatehouse.directory.v1.GetUserResponse.user:type_name -> gatehouse.directory.v1.User
 	16, // 14: gatehouse.directory.v1.LookupUserResponse.user:type_name -> gatehouse.directory.v1.User
-	45, // 15: gatehouse.directory.v1.GetClaimsResponse.claims:type_name -> google.protobuf.Struct
+	46, // 15: gatehouse.directory.v1.GetClaimsResponse.claims:type_name -> google.protobuf.Struct
 	16, // 16: gatehouse.directory.v1.RegisterUserResponse.user:type_name -> gatehouse.directory.v1.User
 	25, // 17: gatehouse.directory.v1.GetOrgResponse.password_policy:type_name -> gatehouse.directory.v1.PasswordPolicy
-	4,  // 18: gatehouse.directory.v1.IdP.styling_type:type_name -> gatehouse.directory.v1.StylingType
-	5,  // 19: gatehouse.directory.v1.IdP.display_name_mapping:type_name -> gatehouse.directory.v1.MappingField
-	5,  // 20: gatehouse.directory.v1.IdP.username_mapping:type_name -> gatehouse.directory.v1.MappingField
-	30, // 21: gatehouse.directory.v1.GetIdPResponse.idp:type_name -> gatehouse.directory.v1.IdP
-	30, // 22: gatehouse.directory.v1.ListIdPsResponse.idps:type_name -> gatehouse.directory.v1.IdP
-	16, // 23: gatehouse.directory.v1.GetLinkedUserResponse.user:type_name -> gatehouse.directory.v1.User
-	16, // 24: gatehouse.directory.v1.RegisterExternalUserResponse.user:type_name -> gatehouse.directory.v1.User
-	8,  // 25: gatehouse.directory.v1.DirectoryService.GetClient:input_type -> gatehouse.directory.v1.GetClientRequest
-	10, // 26: gatehouse.directory.v1.DirectoryService.GetMachineKey:input_type -> gatehouse.directory.v1.GetMachineKeyRequest
-	12, // 27: gatehouse.directory.v1.DirectoryService.VerifyPassword:input_type -> gatehouse.directory.v1.VerifyPasswordRequest
-	14, // 28: gatehouse.directory.v1.DirectoryService.ChangePassword:input_type -> gatehouse.directory.v1.ChangePasswordRequest
-	17, // 29: gatehouse.directory.v1.DirectoryService.GetUser:input_type -> gatehouse.directory.v1.GetUserRequest
-	19, // 30: gatehouse.directory.v1.DirectoryService.LookupUser:input_type -> gatehouse.directory.v1.LookupUserRequest
-	21, // 31: gatehouse.directory.v1.DirectoryService.GetClaims:input_type -> gatehouse.directory.v1.GetClaimsRequest
-	23, // 32: gatehouse.directory.v1.DirectoryService.RegisterUser:input_type -> gatehouse.directory.v1.RegisterUserRequest
-	26, // 33: gatehouse.directory.v1.DirectoryService.GetOrg:input_type -> gatehouse.directory.v1.GetOrgRequest
-	28, // 34: gatehouse.directory.v1.DirectoryService.GetRoles:input_type -> gatehouse.directory.v1.GetRolesRequest
-	31, // 35: gatehouse.directory.v1.DirectoryService.GetIdP:input_type -> gatehouse.directory.v1.GetIdPRequest
-	33, // 36: gatehouse.directory.v1.DirectoryService.ListIdPs:input_type -> gatehouse.directory.v1.ListIdPsRequest
-	35, // 37: gatehouse.directory.v1.DirectoryService.LinkExternalUser:input_type -> gatehouse.directory.v1.LinkExternalUserRequest
-	37, // 38: gatehouse.directory.v1.DirectoryService.GetLinkedUser:input_type -> gatehouse.directory.v1.GetLinkedUserRequest
-	39, // 39: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:input_type -> gatehouse.directory.v1.RegisterExternalUserRequest
-	41, // 40: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:input_type -> gatehouse.directory.v1.UnlinkExternalUserRequest
-	9,  // 41: gatehouse.directory.v1.DirectoryService.GetClient:output_type -> gatehouse.directory.v1.GetClientResponse
-	11, // 42: gatehouse.directory.v1.DirectoryService.GetMachineKey:output_type -> gatehouse.directory.v1.GetMachineKeyResponse
-	13, // 43: gatehouse.directory.v1.DirectoryService.VerifyPassword:output_type -> gatehouse.directory.v1.VerifyPasswordResponse
-	15, // 44: gatehouse.directory.v1.DirectoryService.ChangePassword:output_type -> gatehouse.directory.v1.ChangePasswordResponse
-	18, // 45: gatehouse.directory.v1.DirectoryService.GetUser:output_type -> gatehouse.directory.v1.GetUserResponse
-	20, // 46: gatehouse.directory.v1.DirectoryService.LookupUser:output_type -> gatehouse.directory.v1.LookupUserResponse
-	22, // 47: gatehouse.directory.v1.DirectoryService.GetClaims:output_type -> gatehouse.directory.v1.GetClaimsResponse
-	24, // 48: gatehouse.directory.v1.DirectoryService.RegisterUser:output_type -> gatehouse.directory.v1.RegisterUserResponse
-	27, // 49: gatehouse.directory.v1.DirectoryService.GetOrg:output_type -> gatehouse.directory.v1.GetOrgResponse
-	29, // 50: gatehouse.directory.v1.DirectoryService.GetRoles:output_type -> gatehouse.directory.v1.GetRolesResponse
-	32, // 51: gatehouse.directory.v1.DirectoryService.GetIdP:output_type -> gatehouse.directory.v1.GetIdPResponse
-	34, // 52: gatehouse.directory.v1.DirectoryService.ListIdPs:output_type -> gatehouse.directory.v1.ListIdPsResponse
-	36, // 53: gatehouse.directory.v1.DirectoryService.LinkExternalUser:output_type -> gatehouse.directory.v1.LinkExternalUserResponse
-	38, // 54: gatehouse.directory.v1.DirectoryService.GetLinkedUser:output_type -> gatehouse.directory.v1.GetLinkedUserResponse
-	40, // 55: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:output_type -> gatehouse.directory.v1.RegisterExternalUserResponse
-	42, // 56: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:output_type -> gatehouse.directory.v1.UnlinkExternalUserResponse
-	41, // [41:57] is the sub-list for method output_type
-	25, // [25:41] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	28, // 18: gatehouse.directory.v1.GetOrgResponse.login_policy:type_name -> gatehouse.directory.v1.LoginPolicy
+	4,  // 19: gatehouse.directory.v1.IdP.styling_type:type_name -> gatehouse.directory.v1.StylingType
+	5,  // 20: gatehouse.directory.v1.IdP.display_name_mapping:type_name -> gatehouse.directory.v1.MappingField
+	5,  // 21: gatehouse.directory.v1.IdP.username_mapping:type_name -> gatehouse.directory.v1.MappingField
+	31, // 22: gatehouse.directory.v1.GetIdPResponse.idp:type_name -> gatehouse.directory.v1.IdP
+	31, // 23: gatehouse.directory.v1.ListIdPsResponse.idps:type_name -> gatehouse.directory.v1.IdP
+	16, // 24: gatehouse.directory.v1.GetLinkedUserResponse.user:type_name -> gatehouse.directory.v1.User
+	16, // 25: gatehouse.directory.v1.RegisterExternalUserResponse.user:type_name -> gatehouse.directory.v1.User
+	8,  // 26: gatehouse.directory.v1.DirectoryService.GetClient:input_type -> gatehouse.directory.v1.GetClientRequest
+	10, // 27: gatehouse.directory.v1.DirectoryService.GetMachineKey:input_type -> gatehouse.directory.v1.GetMachineKeyRequest
+	12, // 28: gatehouse.directory.v1.DirectoryService.VerifyPassword:input_type -> gatehouse.directory.v1.VerifyPasswordRequest
+	14, // 29: gatehouse.directory.v1.DirectoryService.ChangePassword:input_type -> gatehouse.directory.v1.ChangePasswordRequest
+	17, // 30: gatehouse.directory.v1.DirectoryService.GetUser:input_type -> gatehouse.directory.v1.GetUserRequest
+	19, // 31: gatehouse.directory.v1.DirectoryService.LookupUser:input_type -> gatehouse.directory.v1.LookupUserRequest
+	21, // 32: gatehouse.directory.v1.DirectoryService.GetClaims:input_type -> gatehouse.directory.v1.GetClaimsRequest
+	23, // 33: gatehouse.directory.v1.DirectoryService.RegisterUser:input_type -> gatehouse.directory.v1.RegisterUserRequest
+	26, // 34: gatehouse.directory.v1.DirectoryService.GetOrg:input_type -> gatehouse.directory.v1.GetOrgRequest
+	29, // 35: gatehouse.directory.v1.DirectoryService.GetRoles:input_type -> gatehouse.directory.v1.GetRolesRequest
+	32, // 36: gatehouse.directory.v1.DirectoryService.GetIdP:input_type -> gatehouse.directory.v1.GetIdPRequest
+	34, // 37: gatehouse.directory.v1.DirectoryService.ListIdPs:input_type -> gatehouse.directory.v1.ListIdPsRequest
+	36, // 38: gatehouse.directory.v1.DirectoryService.LinkExternalUser:input_type -> gatehouse.directory.v1.LinkExternalUserRequest
+	38, // 39: gatehouse.directory.v1.DirectoryService.GetLinkedUser:input_type -> gatehouse.directory.v1.GetLinkedUserRequest
+	40, // 40: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:input_type -> gatehouse.directory.v1.RegisterExternalUserRequest
+	42, // 41: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:input_type -> gatehouse.directory.v1.UnlinkExternalUserRequest
+	9,  // 42: gatehouse.directory.v1.DirectoryService.GetClient:output_type -> gatehouse.directory.v1.GetClientResponse
+	11, // 43: gatehouse.directory.v1.DirectoryService.GetMachineKey:output_type -> gatehouse.directory.v1.GetMachineKeyResponse
+	13, // 44: gatehouse.directory.v1.DirectoryService.VerifyPassword:output_type -> gatehouse.directory.v1.VerifyPasswordResponse
+	15, // 45: gatehouse.directory.v1.DirectoryService.ChangePassword:output_type -> gatehouse.directory.v1.ChangePasswordResponse
+	18, // 46: gatehouse.directory.v1.DirectoryService.GetUser:output_type -> gatehouse.directory.v1.GetUserResponse
+	20, // 47: gatehouse.directory.v1.DirectoryService.LookupUser:output_type -> gatehouse.directory.v1.LookupUserResponse
+	22, // 48: gatehouse.directory.v1.DirectoryService.GetClaims:output_type -> gatehouse.directory.v1.GetClaimsResponse
+	24, // 49: gatehouse.directory.v1.DirectoryService.RegisterUser:output_type -> gatehouse.directory.v1.RegisterUserResponse
+	27, // 50: gatehouse.directory.v1.DirectoryService.GetOrg:output_type -> gatehouse.directory.v1.GetOrgResponse
+	30, // 51: gatehouse.directory.v1.DirectoryService.GetRoles:output_type -> gatehouse.directory.v1.GetRolesResponse
+	33, // 52: gatehouse.directory.v1.DirectoryService.GetIdP:output_type -> gatehouse.directory.v1.GetIdPResponse
+	35, // 53: gatehouse.directory.v1.DirectoryService.ListIdPs:output_type -> gatehouse.directory.v1.ListIdPsResponse
+	37, // 54: gatehouse.directory.v1.DirectoryService.LinkExternalUser:output_type -> gatehouse.directory.v1.LinkExternalUserResponse
+	39, // 55: gatehouse.directory.v1.DirectoryService.GetLinkedUser:output_type -> gatehouse.directory.v1.GetLinkedUserResponse
+	41, // 56: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:output_type -> gatehouse.directory.v1.RegisterExternalUserResponse
+	43, // 57: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:output_type -> gatehouse.directory.v1.UnlinkExternalUserResponse
+	42, // [42:58] is the sub-list for method output_type
+	26, // [26:42] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_directory_v1_directory_proto_init() }
@@ -3173,7 +3254,7 @@ func file_gatehouse_directory_v1_directory_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_directory_v1_directory_proto_rawDesc), len(file_gatehouse_directory_v1_directory_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   37,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

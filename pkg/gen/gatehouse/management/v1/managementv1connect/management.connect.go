@@ -381,7 +381,7 @@ type ManagementServiceClient interface {
 	// exist).
 	UpdateProjectGrant(context.Context, *connect.Request[v1.UpdateProjectGrantRequest]) (*connect.Response[v1.UpdateProjectGrantResponse], error)
 	// Removes a grant: the organization's users can no longer sign in to the
-	// project's applications, and their sessions there end with their tokens.
+	// project's applications, and their refresh tokens there stop working.
 	RemoveProjectGrant(context.Context, *connect.Request[v1.RemoveProjectGrantRequest]) (*connect.Response[v1.RemoveProjectGrantResponse], error)
 	// Returns the organization's login policy: its own, or the instance
 	// default (is_default).
@@ -1208,7 +1208,7 @@ type ManagementServiceHandler interface {
 	// exist).
 	UpdateProjectGrant(context.Context, *connect.Request[v1.UpdateProjectGrantRequest]) (*connect.Response[v1.UpdateProjectGrantResponse], error)
 	// Removes a grant: the organization's users can no longer sign in to the
-	// project's applications, and their sessions there end with their tokens.
+	// project's applications, and their refresh tokens there stop working.
 	RemoveProjectGrant(context.Context, *connect.Request[v1.RemoveProjectGrantRequest]) (*connect.Response[v1.RemoveProjectGrantResponse], error)
 	// Returns the organization's login policy: its own, or the instance
 	// default (is_default).

@@ -1,0 +1,156 @@
+package management
+
+import (
+	"context"
+	"errors"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/gatehouse-id/gatehouse/pkg/db"
+	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/projects"
+)
+
+// Project grants let another organization's users sign in to a project's
+// applications (ZITADEL's project grants, v1 paths). Project roles do not
+// exist yet, so role keys must be empty: a grant that named roles would
+// promise what nothing enforces.
+
+func checkRoleKeys(f *apierr.Fields, keys []string) {
+	if len(keys) > 0 {
+		f.Add("role_keys", "must be empty: project roles are not supported")
+	}
+}
+
+// grant loads a grant of a project of the target organization.
+func (s *Server) grant(ctx context.Context, projectID, grantID string) (*projects.Project, *projects.Grant, error) {
+	var f apierr.Fields
+	f.Check(apierr.Length("project_id", projectID, 1, 200))
+	f.Check(apierr.Length("grant_id", grantID, 1, 200))
+	if err := f.Err("PROJECT-GRANT-invalid-id"); err != nil {
+		return nil, nil, err
+	}
+	p, err := s.project(ctx, projectID)
+	if err != nil {
+		return nil, nil, err
+	}
+	g, err := s.projectQueries().Grant(ctx, p.ID, grantID)
+	if errors.Is(err, db.ErrNotFound) {
+		return nil, nil, apierr.NotFound("PROJECT-GRANT-not-found", "project grant not found")
+	}
+	return p, g, err
+}
+
+// AddProjectGrant grants a project of the organization to another one.
+func (s *Server) AddProjectGrant(ctx context.Context, req *connect.Request[managementv1.AddProjectGrantRequest]) (*connect.Response[managementv1.AddProjectGrantResponse], error) {
+	m := req.Msg
+	var f apierr.Fields
+	f.Check(apierr.Length("project_id", m.GetProjectId(), 1, 200))
+	f.Check(apierr.Length("granted_org_id", m.GetGrantedOrgId(), 1, 200))
+	checkRoleKeys(&f, m.GetRoleKeys())
+	if err := f.Err("PROJECT-GRANT-invalid"); err != nil {
+		return nil, err
+	}
+	c := authz.FromContext(ctx)
+	if m.GetGrantedOrgId() == c.OrgID {
+		return nil, apierr.InvalidArgument("PROJECT-GRANT-own-org", "a project cannot be granted to its own organization")
+	}
+	p, err := s.project(ctx, m.GetProjectId())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.Orgs.Get(ctx, m.GetGrantedOrgId()); errors.Is(err, db.ErrNotFound) {
+		return nil, apierr.NotFound("PROJECT-GRANT-org-not-found", "organization not found")
+	} else if err != nil {
+		return nil, err
+	}
+	id, evs, err := s.projectCommands().AddGrant(ctx, c.UserID, p, m.GetGrantedOrgId(), nil)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&managementv1.AddProjectGrantResponse{GrantId: id, Details: writeDetails(evs)}), nil
+}
+
+// ListProjectGrants lists a project's grants by creation date.
+func (s *Server) ListProjectGrants(ctx context.Context, req *connect.Request[managementv1.ListProjectGrantsRequest]) (*connect.Response[managementv1.ListProjectGrantsResponse], error) {
+	var f apierr.Fields
+	page := usersPage(&f, req.Msg.GetQuery())
+	f.Check(apierr.Length("project_id", req.Msg.GetProjectId(), 1, 200))
+	if err := f.Err("PROJECT-GRANT-invalid-query"); err != nil {
+		return nil, err
+	}
+	p, err := s.project(ctx, req.Msg.GetProjectId())
+	if err != nil {
+		return nil, err
+	}
+	grants, total, err := s.projectQueries().Grants(ctx, p.ID, page.Offset, page.Limit, page.Asc)
+	if err != nil {
+		return nil, err
+	}
+	owner, err := s.org(ctx)
+	if err != nil {
+		return nil, err
+	}
+	seq, at, err := s.projectQueries().LastEvent(ctx, p.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := &managementv1.ListProjectGrantsResponse{
+		Details: &managementv1.ListDetails{TotalResult: total, ProcessedSequence: seq, ViewTimestamp: timestamppb.New(at)},
+		Result:  make([]*managementv1.ProjectGrant, 0, len(grants)),
+	}
+	for _, g := range grants {
+		pg := &managementv1.ProjectGrant{
+			GrantId:          g.ID,
+			Details:          readDetails(g.CreationDate, g.ChangeDate, g.Sequence, g.OrgID),
+			GrantedOrgId:     g.GrantedOrgID,
+			GrantedRoleKeys:  g.RoleKeys(),
+			State:            managementv1.ProjectGrantState(g.State),
+			ProjectId:        p.ID,
+			ProjectName:      p.Name,
+			ProjectOwnerId:   owner.ID,
+			ProjectOwnerName: owner.Name,
+		}
+		if o, err := s.Orgs.Get(ctx, g.GrantedOrgID); err == nil {
+			pg.GrantedOrgName = o.Name
+		} else if !errors.Is(err, db.ErrNotFound) {
+			return nil, err
+		}
+		out.Result = append(out.Result, pg)
+	}
+	return connect.NewResponse(out), nil
+}
+
+// UpdateProjectGrant replaces a grant's role keys.
+func (s *Server) UpdateProjectGrant(ctx context.Context, req *connect.Request[managementv1.UpdateProjectGrantRequest]) (*connect.Response[managementv1.UpdateProjectGrantResponse], error) {
+	var f apierr.Fields
+	checkRoleKeys(&f, req.Msg.GetRoleKeys())
+	if err := f.Err("PROJECT-GRANT-invalid"); err != nil {
+		return nil, err
+	}
+	p, g, err := s.grant(ctx, req.Msg.GetProjectId(), req.Msg.GetGrantId())
+	if err != nil {
+		return nil, err
+	}
+	evs, err := s.projectCommands().ChangeGrant(ctx, authz.FromContext(ctx).UserID, p, g, nil)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&managementv1.UpdateProjectGrantResponse{Details: writeDetails(evs)}), nil
+}
+
+// RemoveProjectGrant removes a grant.
+func (s *Server) RemoveProjectGrant(ctx context.Context, req *connect.Request[managementv1.RemoveProjectGrantRequest]) (*connect.Response[managementv1.RemoveProjectGrantResponse], error) {
+	p, g, err := s.grant(ctx, req.Msg.GetProjectId(), req.Msg.GetGrantId())
+	if err != nil {
+		return nil, err
+	}
+	evs, err := s.projectCommands().RemoveGrant(ctx, authz.FromContext(ctx).UserID, p, g)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&managementv1.RemoveProjectGrantResponse{Details: writeDetails(evs)}), nil
+}
