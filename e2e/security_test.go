@@ -448,3 +448,38 @@ func afCSRF(body string) string {
 	v := body[i+len(marker):]
 	return v[:strings.Index(v, `"`)]
 }
+
+// Project grants: an app signs in users of another organization only once
+// its project is granted there, and each such user consents first.
+func TestSecurityProjectGrant(t *testing.T) {
+	e := afStart(t)
+	partner, _ := e.foreignOrg("Partner Corp")
+	e.must("POST", "/management/v1/users/human/_import", e.admin, partner, map[string]any{
+		"userName": "pat", "profile": map[string]any{"firstName": "Pat", "lastName": "Partner"},
+		"email": map[string]any{"email": "pat@partner.example"}, "password": "Pat-Passw0rd!1"})
+	c := browser(t, e.base)
+	scopes := []string{"openid", "offline_access", orgScope + partner}
+	cfg := e.web
+	cfg.Scopes = scopes
+	afErrorRedirect(t, e.authorize(c, e.web, scopes, ""), afRedirect, "invalid_scope", "st", false)
+
+	grant := e.must("POST", "/management/v1/projects/"+e.projectID+"/grants", e.admin, "", map[string]any{"grantedOrgId": partner})["grantId"].(string)
+	p := e.password(c, e.authorize(c, e.web, scopes, ""), "pat", "Pat-Passw0rd!1")
+	if !strings.Contains(p.body, `name="decision"`) {
+		t.Fatalf("pat of the granted org: want the consent page; got %d %v:\n%s", p.status, p.loc, p.body)
+	}
+	p = afSubmit(t, c, e.base, p, url.Values{"decision": {"accept"}})
+	if p.loc == nil || p.loc.Query().Get("code") == "" {
+		t.Fatalf("after consent: %d %v; want a code", p.status, p.loc)
+	}
+	tok, err := cfg.Exchange(e.ctx, p.loc.Query().Get("code"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Removing the grant stops the refresh token.
+	e.must("DELETE", "/management/v1/projects/"+e.projectID+"/grants/"+grant, e.admin, "", nil)
+	if _, err := cfg.TokenSource(e.ctx, &oauth2.Token{RefreshToken: tok.RefreshToken}).Token(); err == nil {
+		t.Error("a refresh token of a partner user still works after the grant was removed")
+	}
+	afErrorRedirect(t, e.authorize(c, e.web, scopes, ""), afRedirect, "invalid_scope", "st", false)
+}

@@ -21,6 +21,7 @@ const (
 	AccessDenied            = "access_denied"
 	InteractionRequired     = "interaction_required"
 	LoginRequired           = "login_required"
+	ConsentRequired         = "consent_required"
 	InvalidToken            = "invalid_token"
 	UnsupportedTokenType    = "unsupported_token_type"
 )

@@ -98,11 +98,39 @@ func TestUserOfAnotherOrgIsRefused(t *testing.T) {
 		t.Errorf("org scope of a foreign org: redirect %q; want invalid_scope", loc)
 	}
 	// Once the app's project is granted to org2, the scope selects org2,
-	// where carol signs in.
+	// where carol signs in: she consents first, once per scope set.
 	e.dir.Clients["web"].GrantedOrgIds = []string{"org2"}
-	u := e.login(codeParams("scope", "openid urn:gatehouse:iam:org:id:org2"), "carol", "Carol-Pass-3")
+	org2 := codeParams("scope", "openid urn:gatehouse:iam:org:id:org2")
+	page := e.follow(e.authorize(org2))
+	page = e.follow(e.submit(page, url.Values{"loginName": {"carol"}}))
+	consent := e.follow(e.submit(page, url.Values{"password": {"Carol-Pass-3"}}))
+	if consent.Request.URL.Path != "/ui/login/consent" || !strings.Contains(consent.body, "Web App") {
+		t.Fatalf("carol of a granted org: at %s (%d); want the consent page naming the app:\n%s", consent.Request.URL.Path, consent.StatusCode, consent.body)
+	}
+	// Without consent, prompt=none answers consent_required.
+	if loc := e.authorize(codeParams("scope", "openid urn:gatehouse:iam:org:id:org2", "prompt", "none")).Header.Get("Location"); !strings.Contains(loc, "error=consent_required") {
+		t.Errorf("prompt=none before consent: %q; want consent_required", loc)
+	}
+	u := e.submit(consent, url.Values{"decision": {"accept"}}).location()
 	if c := e.tok.Code(e.code(u, "st-1")); c.GetUserId() != "carol-id" || c.GetOrgId() != "org2" {
 		t.Errorf("code for %s in %s; want carol in org2", c.GetUserId(), c.GetOrgId())
+	}
+	// Remembered: the next request (and a silent one) needs no page.
+	if loc := e.authorize(codeParams("scope", "openid urn:gatehouse:iam:org:id:org2", "prompt", "none")).Header.Get("Location"); !strings.Contains(loc, "code=") {
+		t.Errorf("prompt=none after consent: %q; want a code", loc)
+	}
+	// A wider scope set asks again; declining is access_denied.
+	wider := codeParams("scope", "openid profile urn:gatehouse:iam:org:id:org2")
+	again := e.follow(e.authorize(wider))
+	if again.Request.URL.Path != "/ui/login/consent" {
+		t.Fatalf("wider scopes: at %s; want the consent page", again.Request.URL.Path)
+	}
+	if loc := e.submit(again, url.Values{"decision": {"deny"}}).Header.Get("Location"); !strings.Contains(loc, "error=access_denied") {
+		t.Errorf("declined: %q; want access_denied", loc)
+	}
+	// prompt=consent asks even after consent.
+	if forced := e.follow(e.authorize(codeParams("scope", "openid urn:gatehouse:iam:org:id:org2", "prompt", "consent"))); forced.Request.URL.Path != "/ui/login/consent" {
+		t.Errorf("prompt=consent: at %s; want the consent page", forced.Request.URL.Path)
 	}
 }
 

@@ -28,6 +28,7 @@ const (
 	PathPassword = "/ui/login/password"
 	PathSelect   = "/ui/login/select"
 	PathRegister = "/ui/login/register"
+	PathConsent  = "/ui/login/consent"
 )
 
 // RequestParam carries a pending request's id in the login page URLs.
@@ -187,6 +188,60 @@ func (f *Flow) Finish(w http.ResponseWriter, r *http.Request, req *Request, ar s
 }
 
 func (f *Flow) complete(w http.ResponseWriter, r *http.Request, req *Request, s session.Session) {
+	ctx := r.Context()
+	need, err := f.NeedsConsent(ctx, req, s)
+	if err != nil {
+		f.Fail(w, r, req.UILocales, req.FailWith(err))
+		return
+	}
+	if need {
+		if req.HasPrompt(PromptNone) {
+			f.Fail(w, r, req.UILocales, req.Fail(oauth.ConsentRequired, "the user has not consented to this application"))
+			return
+		}
+		f.askConsent(w, r, req, s)
+		return
+	}
+	f.Answer(w, r, req, s)
+}
+
+// NeedsConsent reports whether s's user must consent before req is
+// answered: prompt=consent asks always; a user of an organization the
+// app's project is granted to (not the app's own, and not through an
+// admin client) consents once per scope set.
+func (f *Flow) NeedsConsent(ctx context.Context, req *Request, s session.Session) (bool, error) {
+	if req.HasPrompt(PromptConsent) {
+		return true, nil
+	}
+	if s.OrgID == req.ClientOrgID || req.AdminClient {
+		return false, nil
+	}
+	ok, err := f.Store.Consented(ctx, s.UserID, req.ClientID, req.Scopes)
+	return !ok, err
+}
+
+// askConsent parks req for s's user and sends the browser to the consent
+// page.
+func (f *Flow) askConsent(w http.ResponseWriter, r *http.Request, req *Request, s session.Session) {
+	pending := session.AuthRequest{ID: secrets.RandomToken(32), CreatedAt: f.Now(), ExpiresAt: f.Now().Add(f.RequestTTL),
+		LoginName: s.LoginName, UserID: s.UserID}
+	ua, err := f.Browsers.Find(r.Context(), r)
+	if err == nil {
+		pending.UserAgentID = ua.ID
+		if pending.Params, err = json.Marshal(req); err == nil {
+			err = f.Store.CreateAuthRequest(r.Context(), pending)
+		}
+	}
+	if err != nil {
+		f.Fail(w, r, req.UILocales, req.FailWith(err))
+		return
+	}
+	http.Redirect(w, r, PageURL(PathConsent, pending.ID), http.StatusFound)
+}
+
+// Answer sends req's code or tokens for s without further checks (the
+// consent page calls it once the user agreed).
+func (f *Flow) Answer(w http.ResponseWriter, r *http.Request, req *Request, s session.Session) {
 	to, fail := Complete(r.Context(), f.Tokens, req, s)
 	if fail != nil {
 		f.Fail(w, r, req.UILocales, fail)

@@ -55,6 +55,11 @@ type Request struct {
 	HintSubject   string   `json:"hint_subject,omitempty"` // sub of a verified id_token_hint
 	UILocales     []string `json:"ui_locales,omitempty"`
 	OrgID         string   `json:"org_id"` // the organization users sign in to
+	// ClientOrgID owns the app; a user of another (granted) organization
+	// consents before the app gets tokens, unless the app is an admin
+	// client (AdminClient).
+	ClientOrgID string `json:"client_org_id"`
+	AdminClient bool   `json:"admin_client,omitempty"`
 }
 
 // Implicit reports whether the response goes in the fragment.
@@ -184,7 +189,8 @@ func (v *Validator) Validate(ctx context.Context, p Params) (*Request, *Failure)
 	case !slices.Contains(client.GetResponseTypes(), respType) || !slices.Contains(client.GetGrantTypes(), grantFor(respType)):
 		return fail(oauth.UnauthorizedClient, "the client may not use response_type %q", respType)
 	}
-	req := &Request{ClientID: clientID, AppName: client.GetName(), RedirectURI: redirectURI, ResponseType: respType, State: state}
+	req := &Request{ClientID: clientID, AppName: client.GetName(), RedirectURI: redirectURI, ResponseType: respType, State: state,
+		ClientOrgID: client.GetOrgId(), AdminClient: client.GetAdminClient()}
 
 	scope := p.first("scope")
 	if scope == "" {

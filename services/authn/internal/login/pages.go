@@ -66,6 +66,8 @@ func (p *Pages) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+authorize.PathSelect, p.selectSubmit)
 	mux.HandleFunc("GET "+authorize.PathRegister, p.registerPage)
 	mux.HandleFunc("POST "+authorize.PathRegister, p.registerSubmit)
+	mux.HandleFunc("GET "+authorize.PathConsent, p.consentPage)
+	mux.HandleFunc("POST "+authorize.PathConsent, p.consentSubmit)
 	mux.HandleFunc("GET "+PathLoggedOut, func(w http.ResponseWriter, r *http.Request) {
 		p.LoggedOut(w, r, nil)
 	})

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
@@ -232,6 +234,39 @@ func (s *Store) ConsumeAuthRequest(ctx context.Context, id string) error {
 func (s *Store) Prune(ctx context.Context, now time.Time) error {
 	if _, err := s.DB.Exec(ctx, `DELETE FROM auth_requests WHERE expires_at <= ?`, now); err != nil {
 		return fmt.Errorf("prune auth requests: %w", err)
+	}
+	return nil
+}
+
+// consentKey is the stored form of a scope set: sorted, space-separated.
+func consentKey(scopes []string) string {
+	s := slices.Clone(scopes)
+	slices.Sort(s)
+	return strings.Join(slices.Compact(s), " ")
+}
+
+// Consented reports whether the user consented to the client for a scope
+// set containing every one of scopes.
+func (s *Store) Consented(ctx context.Context, userID, clientID string, scopes []string) (bool, error) {
+	var sets []string
+	if err := s.DB.Select(ctx, &sets, `SELECT scopes FROM consents WHERE user_id = ? AND client_id = ?`, userID, clientID); err != nil {
+		return false, fmt.Errorf("read consents: %w", err)
+	}
+	for _, set := range sets {
+		have := strings.Fields(set)
+		if !slices.ContainsFunc(scopes, func(sc string) bool { return !slices.Contains(have, sc) }) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// AddConsent records the user's consent to the client for scopes.
+func (s *Store) AddConsent(ctx context.Context, userID, clientID string, scopes []string, now time.Time) error {
+	_, err := s.DB.Exec(ctx, `INSERT INTO consents (user_id, client_id, scopes, created_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (user_id, client_id, scopes) DO NOTHING`, userID, clientID, consentKey(scopes), now)
+	if err != nil {
+		return fmt.Errorf("record consent: %w", err)
 	}
 	return nil
 }

@@ -36,6 +36,8 @@ type Directory interface {
 // unknown client_id.
 type Clients interface {
 	Get(ctx context.Context, clientID string) (*directoryv1.Client, error)
+	// Refresh bypasses the cache.
+	Refresh(ctx context.Context, clientID string) (*directoryv1.Client, error)
 }
 
 // Revocations is the revocation list (revocation.List).

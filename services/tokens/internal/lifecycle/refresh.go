@@ -11,6 +11,7 @@ import (
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
 	"github.com/gatehouse-id/gatehouse/pkg/scope"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/clients"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/store"
 )
@@ -64,7 +65,19 @@ func (l *Lifecycle) Refresh(ctx context.Context, c *directoryv1.Client, raw stri
 		scopes = requested
 	}
 	// What the client may ask for can have changed since (an admin
-	// client unmarked, a project removed): the policy applies again.
+	// client unmarked, a grant or project removed): the policy applies
+	// again. A privilege another party gave (a grant, the admin mark) is
+	// confirmed on a fresh copy of the client, not the cached one.
+	if rt.OrgID != c.GetOrgId() || c.GetAdminClient() {
+		fresh, err := l.Clients.Refresh(ctx, c.GetClientId())
+		if errors.Is(err, clients.ErrUnknown) {
+			return nil, oauth.New(oauth.InvalidGrant, "the client no longer exists")
+		}
+		if err != nil {
+			return nil, oauth.New(oauth.TemporarilyUnavailable, "the client directory is unavailable").WithCause(err)
+		}
+		c = fresh
+	}
 	r := scope.ForClient(c)
 	if err := scope.Check(r, scopes); err != nil {
 		return nil, err
