@@ -483,3 +483,27 @@ func TestSecurityProjectGrant(t *testing.T) {
 	}
 	afErrorRedirect(t, e.authorize(c, e.web, scopes, ""), afRedirect, "invalid_scope", "st", false)
 }
+
+// Finding 9: any org admin could mark any address verified, and every app
+// accepted users of every org, so a foreign tenant's user presented a
+// "verified" alice@example.com. Apps now sign in only their own (and
+// granted) organizations' users, and an admin-set verification counts
+// only within a domain the organization verified (its primary domain).
+func TestSecurityEmailVerified(t *testing.T) {
+	e := afStart(t)
+	cfg := e.web
+	cfg.Scopes = []string{"openid", "email"}
+	c := browser(t, e.base)
+	p := e.password(c, afGet(t, c, cfg.AuthCodeURL("st", oidc.Nonce("n"))), "alice", afPassword)
+	tok, err := cfg.Exchange(e.ctx, p.loc.Query().Get("code"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ui, err := e.provider.UserInfo(e.ctx, oauth2.StaticTokenSource(tok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ui.Email != "alice@example.com" || ui.EmailVerified {
+		t.Errorf("userinfo email %q verified %v; want alice@example.com unverified (example.com is not the organization's domain)", ui.Email, ui.EmailVerified)
+	}
+}

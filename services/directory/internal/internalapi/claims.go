@@ -57,7 +57,7 @@ func (s *Server) Claims(ctx context.Context, u *users.User, scopes []string) (ma
 	}
 	if has("email") && u.Email != "" {
 		c["email"] = u.Email
-		c["email_verified"] = u.EmailVerified
+		c["email_verified"] = EmailVerified(u)
 	}
 	if has("phone") && u.Phone != "" {
 		c["phone_number"] = u.Phone
@@ -89,6 +89,17 @@ func (s *Server) Claims(ctx context.Context, u *users.User, scopes []string) (ma
 		c[ScopeResourceOwner+":primary_domain"] = o.PrimaryDomain
 	}
 	return c, nil
+}
+
+// EmailVerified is the email_verified claim: an address marked verified
+// counts as verified only within a domain its organization has verified
+// (today the organization's primary domain). An organization admin can
+// mark any address verified, so anything else would let one tenant
+// present another's "verified" address to every app; such an address is
+// reported unverified instead (SECURITY.md).
+func EmailVerified(u *users.User) bool {
+	at := strings.LastIndex(u.Email, "@")
+	return u.EmailVerified && at >= 0 && strings.EqualFold(u.Email[at+1:], u.PrimaryDomain)
 }
 
 // GetClaims returns an active user's claims for the granted scopes; a user

@@ -3,6 +3,7 @@ package internalapi_test
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"testing"
 
 	"connectrpc.com/connect"
@@ -196,6 +197,28 @@ func TestInternalAPI(t *testing.T) {
 			}
 			if _, ok := m["phone_number"]; ok {
 				t.Fatalf("phone claim without phone scope: %v", m)
+			}
+			// An admin-verified address counts only in a domain the
+			// organization verified (its primary domain).
+			for i, tc := range []struct {
+				addr string
+				want bool
+			}{{"ada@example.com", false}, {"ada@acme-corp.localhost", true}, {"ada@ACME-CORP.localhost", true}} {
+				addr, want := tc.addr, tc.want
+				r := e.REST("POST", "/management/v1/users/human", e.AdminToken, "", map[string]any{
+					"userName": fmt.Sprintf("verified-%d", i), "profile": map[string]any{"firstName": "A", "lastName": "L"},
+					"email": map[string]any{"email": addr, "isEmailVerified": true}, "initialPassword": pw})
+				if r.Status != 200 {
+					t.Fatalf("AddHumanUser %s: %d %s", addr, r.Status, r.Body)
+				}
+				id, _ := r.JSON["userId"].(string)
+				res, err := c.GetClaims(ctx, connect.NewRequest(&directoryv1.GetClaimsRequest{UserId: id, Scopes: []string{"email"}}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := res.Msg.GetClaims().AsMap()["email_verified"]; got != want {
+					t.Errorf("email_verified of %s = %v; want %v", addr, got, want)
+				}
 			}
 			m = get("openid", "urn:gatehouse:iam:user:metadata", "urn:gatehouse:iam:user:resourceowner")
 			md, _ := m["urn:gatehouse:iam:user:metadata"].(map[string]any)
