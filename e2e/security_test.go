@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
+
+	"github.com/gatehouse-id/gatehouse/pkg/scope"
 )
 
 // The findings of the trust review (issue 10), each replayed through the
@@ -505,5 +508,72 @@ func TestSecurityEmailVerified(t *testing.T) {
 	}
 	if ui.Email != "alice@example.com" || ui.EmailVerified {
 		t.Errorf("userinfo email %q verified %v; want alice@example.com unverified (example.com is not the organization's domain)", ui.Email, ui.EmailVerified)
+	}
+}
+
+// The reserved-scope table (pkg/scope.Rules), replayed through the public
+// endpoints for every client kind: a machine user at the token endpoint
+// (JWT profile), an ordinary app and an admin app at the authorization
+// endpoint (interactive and with prompt=none), each asking for every
+// reserved family with an id of its own organization and of another.
+func TestSecurityReservedScopeTable(t *testing.T) {
+	e := afStart(t)
+	home := e.homeOrg()
+	otherOrg, _ := e.foreignOrg("Table Corp")
+	otherProject := e.must("POST", "/management/v1/projects", e.admin, otherOrg, map[string]any{"name": "their project"})["id"].(string)
+	admin := e.app(map[string]any{
+		"name": "table-admin", "redirectUris": []string{afRedirect},
+		"responseTypes": []string{"OIDC_RESPONSE_TYPE_CODE"}, "grantTypes": []string{"OIDC_GRANT_TYPE_AUTHORIZATION_CODE"},
+		"appType": "OIDC_APP_TYPE_WEB", "authMethodType": "OIDC_AUTH_METHOD_TYPE_BASIC"})
+	e.must("POST", "/management/v1/projects/"+e.projectID+"/apps/"+admin["appId"].(string)+"/_admin_client", e.admin, "", map[string]any{"adminClient": true})
+	adminCfg := oauth2.Config{ClientID: admin["clientId"].(string), ClientSecret: admin["clientSecret"].(string),
+		Endpoint: e.provider.Endpoint(), RedirectURL: afRedirect}
+
+	type probe struct {
+		family scope.Reserved
+		scope  string
+		own    bool
+	}
+	probes := []probe{
+		{scope.ReservedManagement, mgmtAudScope, true},
+		{scope.ReservedProject, projectAudScope(e.projectID), true},
+		{scope.ReservedProject, projectAudScope(otherProject), false},
+		{scope.ReservedOrg, orgScope + home, true},
+		{scope.ReservedOrg, orgScope + otherOrg, false},
+	}
+	allowed := func(kind scope.Kind, p probe, noInteraction bool) bool {
+		switch scope.RuleFor(kind, p.family) {
+		case scope.Always:
+			return true
+		case scope.Interactive:
+			return !noInteraction
+		case scope.OwnOrg, scope.OwnOrGranted:
+			return p.own // no grants here
+		}
+		return false
+	}
+	c := browser(t, e.base)
+	e.signIn(c, "alice", afPassword, "s1")
+	n := 0
+	for _, p := range probes {
+		// Machine users, for themselves.
+		n++
+		_, status, tok := e.machine(home, fmt.Sprintf("table-robot-%d", n), nil, "openid "+p.scope)
+		if want := allowed(scope.MachineUser, p, false); (status == 200) != want {
+			t.Errorf("machine user asks for %s: %d %v; allowed %v", p.scope, status, tok, want)
+		}
+		for kind, cfg := range map[scope.Kind]oauth2.Config{scope.App: e.web, scope.AdminApp: adminCfg} {
+			for _, none := range []bool{false, true} {
+				prompt := ""
+				if none {
+					prompt = "none"
+				}
+				page := e.authorize(c, cfg, []string{"openid", p.scope}, prompt)
+				refused := page.loc != nil && page.loc.Query().Get("error") == "invalid_scope"
+				if want := allowed(kind, p, none); refused == want {
+					t.Errorf("%s asks for %s (prompt=%q): refused %v; allowed %v (%d %v)", kind, p.scope, prompt, refused, want, page.status, page.loc)
+				}
+			}
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package management_test
 
 import (
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -43,6 +44,36 @@ func TestEveryRPCHasARule(t *testing.T) {
 				t.Errorf("%s: rule names field %q, which %s has not as a %s", m.Name(), f.name, m.Input().Name(),
 					map[bool]string{true: "repeated string", false: "string"}[f.list])
 			}
+		}
+	}
+}
+
+// TestRulesGuardUsers cross-checks the table against the API's shape, so a
+// new RPC cannot slip in without role dominance: every RPC that changes an
+// existing user (its request names one by user_id, or by id on a user
+// path) must name that field as TargetUser, and every RPC that grants
+// roles must name them as GrantRoles.
+func TestRulesGuardUsers(t *testing.T) {
+	rules := management.Rules()
+	sd := mv1.File_gatehouse_management_v1_management_proto.Services().ByName("ManagementService")
+	for i := range sd.Methods().Len() {
+		m := sd.Methods().Get(i)
+		name := string(m.Name())
+		rule := rules["/"+string(sd.FullName())+"/"+name]
+		read := strings.HasPrefix(name, "Get") || strings.HasPrefix(name, "List")
+		verbPath, _ := mxHTTPRule(m)
+		userField := ""
+		switch {
+		case m.Input().Fields().ByName("user_id") != nil:
+			userField = "user_id"
+		case m.Input().Fields().ByName("id") != nil && strings.Contains(verbPath, "/users/{id}"):
+			userField = "id"
+		}
+		if userField != "" && !read && rule.TargetUser != userField {
+			t.Errorf("%s changes the user named by %s but its rule has TargetUser %q", name, userField, rule.TargetUser)
+		}
+		if m.Input().Fields().ByName("roles") != nil && rule.GrantRoles != "roles" {
+			t.Errorf("%s grants roles but its rule has GrantRoles %q", name, rule.GrantRoles)
 		}
 	}
 }
