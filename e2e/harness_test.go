@@ -182,6 +182,8 @@ type distributed struct {
 	issuer                         string
 	directoryData                  string // holds bootstrap-admin-key.json
 	directory, tokens, authn, edge *proc
+	// env is a process environment of this deployment (more replicas).
+	env func(dataDir string, kv ...string) map[string]string
 }
 
 // startDistributed starts directory, tokens, authn and edge as separate
@@ -211,6 +213,7 @@ func startDistributed(t *testing.T, redisURL string) *distributed {
 		}
 		return m
 	}
+	d.env = env
 	d.directory = startProc(t, config.RoleDirectory, env(d.directoryData, "GATEHOUSE_TOKENS_URL", "http://"+tokensAddr))
 	d.tokens = startProc(t, config.RoleTokens, env(t.TempDir(), "GATEHOUSE_ADDR", tokensAddr, "GATEHOUSE_DIRECTORY_URL", d.directory.base))
 	d.authn = startProc(t, config.RoleAuthn, env(t.TempDir(), "GATEHOUSE_DIRECTORY_URL", d.directory.base, "GATEHOUSE_TOKENS_URL", d.tokens.base))

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/gatehouse-id/gatehouse/pkg/config"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 )
@@ -173,6 +175,7 @@ type rvEnv struct {
 	apiSecret string
 	redis     *redisServer
 	rdb       *redis.Client // the database the tokens service uses
+	d         *distributed
 }
 
 // rvStart starts the deployment of TestDistributedManagement with every
@@ -197,7 +200,7 @@ func rvStart(t *testing.T, r *redisServer, redisDB int) *rvEnv {
 	if status != 200 || apiID == "" || apiSecret == "" {
 		t.Fatalf("AddAPIApp: %d %v", status, app)
 	}
-	e := &rvEnv{t: t, edge: edge, tokens: tokens, issuer: issuer, admin: admin, projectID: projectID,
+	e := &rvEnv{t: t, d: d, edge: edge, tokens: tokens, issuer: issuer, admin: admin, projectID: projectID,
 		apiID: apiID, apiSecret: apiSecret, redis: r, rdb: r.client(redisDB)}
 	t.Cleanup(func() { _ = e.rdb.Close() })
 	return e
@@ -642,4 +645,49 @@ func TestRevocationRedisRestoredFromSnapshot(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Logf("%s: %d check rounds over %v", phase, rounds, time.Since(restarted).Round(time.Millisecond))
+}
+
+// A user's cut-off (deactivation) reaches every tokens replica through the
+// revocation list: after the user is reactivated, so that only the list
+// can say so, a second tokens replica still reports the old token inactive.
+func TestRevocationUserCutReachesEveryReplica(t *testing.T) {
+	r := startRedis(t)
+	e := rvStart(t, r, 0)
+	second := startProc(t, config.RoleTokens, e.d.env(t.TempDir(), "GATEHOUSE_DIRECTORY_URL", e.d.directory.base))
+	m := e.machine("cut-off", "ACCESS_TOKEN_TYPE_JWT")
+	old := e.token("before the cut", m)
+	introspectAt := func(base, token string) bool {
+		req, _ := http.NewRequest("POST", base+"/oauth/v2/introspect", strings.NewReader(url.Values{"token": {token}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.SetBasicAuth(url.QueryEscape(e.apiID), url.QueryEscape(e.apiSecret))
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var in map[string]any
+		_ = json.NewDecoder(res.Body).Decode(&in)
+		if res.StatusCode != 200 {
+			t.Fatalf("introspect at %s: %d %v", base, res.StatusCode, in)
+		}
+		return in["active"] == true
+	}
+	if !introspectAt(second.base, old.raw) {
+		t.Fatal("the second replica does not see a fresh token as active")
+	}
+	for _, step := range []string{"_deactivate", "_reactivate"} {
+		if status, res := restJSON(t, "POST", e.edge.base+"/management/v1/users/"+m.userID+"/"+step, e.admin, map[string]any{}); status != 200 {
+			t.Fatalf("%s: %d %v", step, status, res)
+		}
+	}
+	for name, base := range map[string]string{"first replica (through edge)": e.edge.base, "second replica": second.base} {
+		if introspectAt(base, old.raw) {
+			t.Errorf("%s: a token issued before the deactivation is active after reactivation", name)
+		}
+	}
+	time.Sleep(1100 * time.Millisecond) // the cut covers its whole second
+	fresh := e.token("after the cut", m)
+	if !introspectAt(second.base, fresh.raw) {
+		t.Error("second replica: a token issued after the reactivation is not active")
+	}
 }
