@@ -9,6 +9,7 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+export GOTOOLCHAIN="${GOTOOLCHAIN:-go1.27.3}"
 
 if [[ ! -x node_modules/.bin/buf ]]; then
   echo "proto-check: buf is not installed; run 'npm ci' in $root" >&2

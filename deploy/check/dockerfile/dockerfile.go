@@ -49,9 +49,10 @@ func Check(text string, want Want) error {
 	}
 	var errs []error
 	for _, re := range []string{
-		`^FROM golang:1\.26 AS build$`,
+		`^FROM golang:1\.27 AS build$`,
 		`^ARG SERVICE$`,
 		`^ENV .*\bCGO_ENABLED=1\b`,
+		`^ENV .*\bGOTOOLCHAIN=go1\.27\.3\b`,
 		`^RUN go build -trimpath -ldflags="-s -w" -o \S+ "\./services/\$\{SERVICE\}/cmd/\$\{SERVICE\}"$`,
 		`^FROM gcr\.io/distroless/base-debian12:nonroot$`,
 		fmt.Sprintf(`^USER %d:%d$`, want.UID, want.UID),

@@ -6,8 +6,8 @@ import (
 )
 
 const good = `# syntax=docker/dockerfile:1
-FROM golang:1.26 AS build
-ENV CGO_ENABLED=1 GOTOOLCHAIN=local
+FROM golang:1.27 AS build
+ENV CGO_ENABLED=1 GOTOOLCHAIN=go1.27.3
 COPY go.work ./
 COPY pkg/go.mod pkg/go.su[m] pkg/
 COPY services/web/go.mod services/web/
@@ -49,7 +49,8 @@ func TestCheckRejects(t *testing.T) {
 		want           func(*Want)
 		msg            string
 	}{
-		{"other builder", "FROM golang:1.26 AS build", "FROM golang:1.25 AS build", nil, `no instruction matches ^FROM golang:1\.26`},
+		{"other builder", "FROM golang:1.27 AS build", "FROM golang:1.25 AS build", nil, `no instruction matches ^FROM golang:1\.27`},
+		{"other toolchain", "GOTOOLCHAIN=go1.27.3", "GOTOOLCHAIN=local", nil, `no instruction matches ^ENV .*\bGOTOOLCHAIN=go1\.27\.3\b`},
 		{"no ARG", "ARG SERVICE\n", "", nil, "no instruction matches ^ARG SERVICE$"},
 		{"no cgo", "CGO_ENABLED=1", "CGO_ENABLED=0", nil, "CGO_ENABLED=1"},
 		{"no trimpath", "go build -trimpath ", "go build ", nil, "no instruction matches ^RUN go build -trimpath"},
