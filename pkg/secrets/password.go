@@ -1,12 +1,16 @@
 package secrets
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"golang.org/x/crypto/argon2"
 	"golang.org/x/crypto/bcrypt"
@@ -21,59 +25,148 @@ const (
 	argonSaltLen = 16
 )
 
+// Bounds on imported hashes: the parameters of a stored hash set the cost
+// of every login attempt against it, anonymous ones included, so an import
+// may not choose them freely. Above OWASP's strongest argon2id set (46 MiB)
+// and bcrypt's usual 10-12; at the first successful login such a hash is
+// rehashed to the current parameters anyway.
+const (
+	MaxImportArgonMemoryKiB = 64 * 1024
+	MaxImportArgonTime      = 4
+	MaxImportArgonThreads   = 4
+	MinImportBcryptCost     = bcrypt.MinCost
+	MaxImportBcryptCost     = 14
+)
+
 // ErrUnknownHash is returned for a stored hash in no supported format.
 var ErrUnknownHash = errors.New("secrets: unsupported password hash format")
 
+// ErrHashCost is returned (wrapped, with the bound) for an imported hash
+// whose parameters exceed the import bounds.
+var ErrHashCost = errors.New("secrets: password hash parameters out of bounds")
+
+// ErrBusy is returned when no hashing slot became free in time: the server
+// is overloaded with password checks; the caller should answer "retry".
+var ErrBusy = errors.New("secrets: password hashing is busy; retry")
+
+// Every password hash and verification takes a slot, so concurrent logins
+// (anonymous ones included) cannot take more memory and CPU than the
+// machine has: argon2id needs its memory parameter per running check.
+var (
+	hashSlots = make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))
+	// hashWait bounds the wait for a slot.
+	hashWait = 5 * time.Second
+	// inFlight counts running hashes (for tests of the bound).
+	inFlight atomic.Int32
+)
+
+// HashConcurrency is the number of password hashes that run at once.
+func HashConcurrency() int { return cap(hashSlots) }
+
+// withSlot runs fn in a hashing slot, or returns ErrBusy (or ctx's error)
+// when none frees up within hashWait.
+func withSlot(ctx context.Context, fn func()) error {
+	t := time.NewTimer(hashWait)
+	defer t.Stop()
+	select {
+	case hashSlots <- struct{}{}:
+	case <-t.C:
+		return ErrBusy
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	inFlight.Add(1)
+	defer func() {
+		inFlight.Add(-1)
+		<-hashSlots
+	}()
+	fn()
+	return nil
+}
+
 var b64 = base64.RawStdEncoding
 
-// HashPassword returns an argon2id hash in PHC string format.
-func HashPassword(password string) (string, error) {
+// HashPassword returns an argon2id hash in PHC string format, computed in a
+// hashing slot (ErrBusy when none frees up in time).
+func HashPassword(ctx context.Context, password string) (string, error) {
 	salt := make([]byte, argonSaltLen)
 	if _, err := rand.Read(salt); err != nil {
 		return "", fmt.Errorf("secrets: salt: %w", err)
 	}
-	key := argon2.IDKey([]byte(password), salt, argonTime, argonMemory, argonThreads, argonKeyLen)
+	var key []byte
+	if err := withSlot(ctx, func() {
+		key = argon2.IDKey([]byte(password), salt, argonTime, argonMemory, argonThreads, argonKeyLen)
+	}); err != nil {
+		return "", err
+	}
 	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s",
 		argon2.Version, argonMemory, argonTime, argonThreads, b64.EncodeToString(salt), b64.EncodeToString(key)), nil
 }
 
-// CheckPasswordHash validates the format of an imported hash (argon2id PHC or
-// bcrypt) without a password.
+// CheckPasswordHash validates an imported hash (argon2id PHC or bcrypt)
+// without a password: its format, and its parameters within the import
+// bounds (ErrHashCost, naming the bound).
 func CheckPasswordHash(encoded string) error {
 	switch {
 	case strings.HasPrefix(encoded, "$argon2id$"):
-		_, _, _, err := parseArgon2id(encoded)
-		return err
+		p, _, _, err := parseArgon2id(encoded)
+		if err != nil {
+			return err
+		}
+		switch {
+		case p.memory > MaxImportArgonMemoryKiB:
+			return fmt.Errorf("%w: argon2id memory m=%d KiB exceeds %d KiB", ErrHashCost, p.memory, MaxImportArgonMemoryKiB)
+		case p.time > MaxImportArgonTime:
+			return fmt.Errorf("%w: argon2id time t=%d exceeds %d", ErrHashCost, p.time, MaxImportArgonTime)
+		case p.threads > MaxImportArgonThreads:
+			return fmt.Errorf("%w: argon2id parallelism p=%d exceeds %d", ErrHashCost, p.threads, MaxImportArgonThreads)
+		}
+		return nil
 	case isBcrypt(encoded):
-		if _, err := bcrypt.Cost([]byte(encoded)); err != nil {
+		cost, err := bcrypt.Cost([]byte(encoded))
+		if err != nil {
 			return fmt.Errorf("%w: %v", ErrUnknownHash, err)
+		}
+		if cost < MinImportBcryptCost || cost > MaxImportBcryptCost {
+			return fmt.Errorf("%w: bcrypt cost %d is outside %d-%d", ErrHashCost, cost, MinImportBcryptCost, MaxImportBcryptCost)
 		}
 		return nil
 	}
 	return ErrUnknownHash
 }
 
-// VerifyPassword reports whether password matches encoded. rehash is true
-// when the hash is valid but not in the current format and parameters, so
-// the caller should store a fresh HashPassword.
-func VerifyPassword(password, encoded string) (ok, rehash bool, err error) {
+// VerifyPassword reports whether password matches encoded, computing in a
+// hashing slot (ErrBusy when none frees up in time). rehash is true when
+// the hash is valid but not in the current format and parameters, so the
+// caller should store a fresh HashPassword. A hash stored before the import
+// bounds existed may exceed them; it is still verified (in a slot, so the
+// bound on concurrency holds) and rehashed at its first success.
+func VerifyPassword(ctx context.Context, password, encoded string) (ok, rehash bool, err error) {
 	switch {
 	case strings.HasPrefix(encoded, "$argon2id$"):
 		p, salt, key, err := parseArgon2id(encoded)
 		if err != nil {
 			return false, false, err
 		}
-		got := argon2.IDKey([]byte(password), salt, p.time, p.memory, p.threads, uint32(len(key)))
+		var got []byte
+		if err := withSlot(ctx, func() {
+			got = argon2.IDKey([]byte(password), salt, p.time, p.memory, p.threads, uint32(len(key)))
+		}); err != nil {
+			return false, false, err
+		}
 		ok := subtle.ConstantTimeCompare(got, key) == 1
 		current := p.time == argonTime && p.memory == argonMemory && p.threads == argonThreads && len(key) == argonKeyLen
 		return ok, ok && !current, nil
 	case isBcrypt(encoded):
-		err := bcrypt.CompareHashAndPassword([]byte(encoded), []byte(password))
-		if errors.Is(err, bcrypt.ErrMismatchedHashAndPassword) {
+		var cmp error
+		if err := withSlot(ctx, func() { cmp = bcrypt.CompareHashAndPassword([]byte(encoded), []byte(password)) }); err != nil {
+			return false, false, err
+		}
+		if errors.Is(cmp, bcrypt.ErrMismatchedHashAndPassword) {
 			return false, false, nil
 		}
-		if err != nil {
-			return false, false, fmt.Errorf("%w: %v", ErrUnknownHash, err)
+		if cmp != nil {
+			return false, false, fmt.Errorf("%w: %v", ErrUnknownHash, cmp)
 		}
 		return true, true, nil
 	}

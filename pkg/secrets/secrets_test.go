@@ -2,11 +2,14 @@ package secrets
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/bcrypt"
 )
@@ -61,30 +64,115 @@ func TestHasher(t *testing.T) {
 }
 
 func TestPasswords(t *testing.T) {
-	enc, err := HashPassword("correct horse")
+	enc, err := HashPassword(context.Background(), "correct horse")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(enc, "$argon2id$v=19$m=19456,t=2,p=1$") {
 		t.Fatalf("hash format %q", enc)
 	}
-	if ok, rehash, err := VerifyPassword("correct horse", enc); !ok || rehash || err != nil {
+	if ok, rehash, err := VerifyPassword(context.Background(), "correct horse", enc); !ok || rehash || err != nil {
 		t.Fatalf("Verify(right) = %v %v %v", ok, rehash, err)
 	}
-	if ok, _, err := VerifyPassword("wrong", enc); ok || err != nil {
+	if ok, _, err := VerifyPassword(context.Background(), "wrong", enc); ok || err != nil {
 		t.Fatalf("Verify(wrong) = %v %v", ok, err)
 	}
 	bc, _ := bcrypt.GenerateFromPassword([]byte("imported"), bcrypt.MinCost)
 	if err := CheckPasswordHash(string(bc)); err != nil {
 		t.Fatalf("bcrypt import refused: %v", err)
 	}
-	if ok, rehash, err := VerifyPassword("imported", string(bc)); !ok || !rehash || err != nil {
+	if ok, rehash, err := VerifyPassword(context.Background(), "imported", string(bc)); !ok || !rehash || err != nil {
 		t.Fatalf("Verify(bcrypt) = %v %v %v; want ok and rehash", ok, rehash, err)
 	}
 	for _, bad := range []string{"plain", "$argon2id$v=19$m=1,t=1$x$y", "$argon2id$v=19$m=9999999,t=1,p=1$c2FsdHNhbHQ$a2V5a2V5a2V5a2V5a2V5a2V5", "$2a$10$short"} {
 		if err := CheckPasswordHash(bad); !errors.Is(err, ErrUnknownHash) {
 			t.Errorf("CheckPasswordHash(%q) = %v; want ErrUnknownHash", bad, err)
 		}
+	}
+}
+
+// Imported hashes: the parameters set every login attempt's cost, so only
+// those within the bounds are accepted.
+func TestImportedHashBounds(t *testing.T) {
+	argon := func(m, tm, p int) string {
+		return fmt.Sprintf("$argon2id$v=19$m=%d,t=%d,p=%d$c2FsdHNhbHRzYWx0$a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2U", m, tm, p)
+	}
+	bcryptAt := func(cost int) string {
+		// A syntactically valid bcrypt hash at any cost, without paying it.
+		return fmt.Sprintf("$2a$%02d$%s", cost, strings.Repeat("a", 53))
+	}
+	for _, ok := range []string{argon(19456, 2, 1), argon(65536, 4, 4), bcryptAt(4), bcryptAt(14)} {
+		if err := CheckPasswordHash(ok); err != nil {
+			t.Errorf("CheckPasswordHash(%s) = %v; want accepted", ok, err)
+		}
+	}
+	for _, tooCostly := range []string{argon(65537, 1, 1), argon(262144, 10, 1), argon(19456, 5, 1), argon(19456, 2, 5), bcryptAt(15), bcryptAt(31)} {
+		if err := CheckPasswordHash(tooCostly); !errors.Is(err, ErrHashCost) {
+			t.Errorf("CheckPasswordHash(%s) = %v; want ErrHashCost", tooCostly, err)
+		}
+	}
+}
+
+// At most HashConcurrency hashes run at once, whatever the number of
+// concurrent logins; a wait beyond the bound is ErrBusy, never a wrong
+// password.
+func TestHashConcurrencyIsBounded(t *testing.T) {
+	enc, err := HashPassword(context.Background(), "pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var peak int32
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	go func() { // sample the running count
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				if n := inFlight.Load(); n > 0 {
+					mu.Lock()
+					peak = max(peak, n)
+					mu.Unlock()
+				}
+			}
+		}
+	}()
+	for range 4 * HashConcurrency() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if ok, _, err := VerifyPassword(context.Background(), "pw", enc); !ok || err != nil {
+				t.Errorf("Verify = %v %v", ok, err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	if peak == 0 || int(peak) > HashConcurrency() {
+		t.Fatalf("peak of %d hashes at once; want 1..%d", peak, HashConcurrency())
+	}
+
+	// Every slot taken and no wait allowed: ErrBusy.
+	old := hashWait
+	hashWait = 10 * time.Millisecond
+	defer func() { hashWait = old }()
+	for range HashConcurrency() {
+		hashSlots <- struct{}{}
+	}
+	defer func() {
+		for range HashConcurrency() {
+			<-hashSlots
+		}
+	}()
+	if _, _, err := VerifyPassword(context.Background(), "pw", enc); !errors.Is(err, ErrBusy) {
+		t.Fatalf("Verify with every slot taken = %v; want ErrBusy", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := HashPassword(ctx, "pw"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Hash with a cancelled context = %v; want context.Canceled", err)
 	}
 }
 

@@ -68,7 +68,7 @@ func TestFirstStart(t *testing.T) {
 		if err := st.Get(ctx, &admin, `SELECT `+users.Columns+users.From+` WHERE u.user_name = 'admin'`); err != nil {
 			t.Fatal(err)
 		}
-		if ok, _, _ := secrets.VerifyPassword(m[1], admin.PasswordHash); !ok || !admin.PasswordChangeRequired {
+		if ok, _, _ := secrets.VerifyPassword(context.Background(), m[1], admin.PasswordHash); !ok || !admin.PasswordChangeRequired {
 			t.Fatalf("printed password verifies=%v, change required=%v", ok, admin.PasswordChangeRequired)
 		}
 		if admin.LoginName() != "admin@gatehouse.id.example.com" {
@@ -124,7 +124,7 @@ func TestConfiguredPasswordAndResume(t *testing.T) {
 	if err := st.Get(ctx, &admin, `SELECT `+users.Columns+users.From+` WHERE u.user_name = 'admin'`); err != nil {
 		t.Fatal(err)
 	}
-	if ok, _, _ := secrets.VerifyPassword("Operator-Chosen-1", admin.PasswordHash); !ok || admin.PasswordChangeRequired {
+	if ok, _, _ := secrets.VerifyPassword(context.Background(), "Operator-Chosen-1", admin.PasswordHash); !ok || admin.PasswordChangeRequired {
 		t.Fatalf("configured password: verifies=%v change=%v", ok, admin.PasswordChangeRequired)
 	}
 	weak := o

@@ -47,7 +47,9 @@ func (s *Server) check(ctx context.Context, orgID, userID, login, password, addr
 		return nil, internalErr(err, "find user")
 	}
 	if u == nil || u.Type != users.TypeHuman || u.PasswordHash == "" {
-		_, _, _ = secrets.VerifyPassword(password, s.dummy) // same cost as a real check
+		if _, _, err := secrets.VerifyPassword(ctx, password, s.dummy); errors.Is(err, secrets.ErrBusy) { // same cost as a real check
+			return nil, users.Busy()
+		}
 		if err := s.failAddress(ctx, addrKey, addr); err != nil {
 			return nil, err
 		}
@@ -61,8 +63,13 @@ func (s *Server) check(ctx context.Context, orgID, userID, login, password, addr
 	if !until.IsZero() {
 		return nil, lockedErr(until)
 	}
-	ok, _, verr := secrets.VerifyPassword(password, u.PasswordHash)
-	if verr != nil {
+	ok, rehash, verr := secrets.VerifyPassword(ctx, password, u.PasswordHash)
+	switch {
+	case errors.Is(verr, secrets.ErrBusy):
+		return nil, users.Busy() // an overload, not a wrong password
+	case errors.Is(verr, context.Canceled) || errors.Is(verr, context.DeadlineExceeded):
+		return nil, connect.NewError(connect.CodeCanceled, verr)
+	case verr != nil:
 		s.Logger.ErrorContext(ctx, "stored password hash unusable", "user_id", u.ID, "err", verr)
 	}
 	if !ok {
@@ -84,6 +91,9 @@ func (s *Server) check(ctx context.Context, orgID, userID, login, password, addr
 	}
 	if err := s.lock.reset(ctx, userKey); err != nil {
 		return nil, internalErr(err, "reset failures")
+	}
+	if rehash {
+		s.rehash(ctx, u, password)
 	}
 	// Only now, with the right password, may the answer reveal the state.
 	if u.State == users.StateInactive {
@@ -169,4 +179,17 @@ func asInternal(err error, what string) error {
 		return ce
 	}
 	return internalErr(err, what)
+}
+
+// rehash stores the password under the current parameters after a login
+// with an older or imported hash. A failure only costs the next login the
+// old hash's price again, so it is logged, never returned.
+func (s *Server) rehash(ctx context.Context, u *users.User, password string) {
+	hash, err := secrets.HashPassword(ctx, password)
+	if err == nil {
+		err = s.userCmds.Rehash(ctx, u, hash)
+	}
+	if err != nil {
+		s.Logger.WarnContext(ctx, "password not rehashed to the current parameters", "user_id", u.ID, "err", err)
+	}
 }

@@ -47,7 +47,7 @@ func New(es *eventstore.Store, logger *slog.Logger, now func() time.Time, idpSec
 	if now == nil {
 		now = time.Now
 	}
-	dummy, err := secrets.HashPassword(secrets.RandomToken(16))
+	dummy, err := secrets.HashPassword(context.Background(), secrets.RandomToken(16))
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,8 @@ package management
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 
 	"connectrpc.com/connect"
@@ -97,7 +99,13 @@ func importedHash(f *apierr.Fields, m *managementv1.ImportHumanUserRequest) stri
 		f.Add("hashed_password.algorithm", "does not match the encoding of the value ("+kind+")")
 		return ""
 	}
-	if err := secrets.CheckPasswordHash(v); err != nil {
+	if err := secrets.CheckPasswordHash(v); errors.Is(err, secrets.ErrHashCost) {
+		// The parameters would set the cost of every login attempt.
+		f.Add("hashed_password.value", "has parameters beyond the import bounds ("+strings.TrimPrefix(err.Error(), secrets.ErrHashCost.Error()+": ")+
+			fmt.Sprintf("); allowed: argon2id m ≤ %d KiB, t ≤ %d, p ≤ %d; bcrypt cost %d-%d", secrets.MaxImportArgonMemoryKiB,
+				secrets.MaxImportArgonTime, secrets.MaxImportArgonThreads, secrets.MinImportBcryptCost, secrets.MaxImportBcryptCost))
+		return ""
+	} else if err != nil {
 		f.Add("hashed_password.value", "is not a valid bcrypt or argon2id hash")
 		return ""
 	}

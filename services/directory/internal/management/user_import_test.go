@@ -10,6 +10,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
+	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/mgmttest"
@@ -81,7 +82,7 @@ func TestImportHumanUser(t *testing.T) {
 			}
 			return id, usrStoredUser(t, e, id)
 		}
-		verifies := func(pw, hash string) bool { ok, _, _ := secrets.VerifyPassword(pw, hash); return ok }
+		verifies := func(pw, hash string) bool { ok, _, _ := secrets.VerifyPassword(context.Background(), pw, hash); return ok }
 
 		t.Run("accepted", func(t *testing.T) {
 			_, s := imported(t, "clear-text password", body("clear", map[string]any{"password": "Imp0rted-Pass"}))
@@ -97,7 +98,7 @@ func TestImportHumanUser(t *testing.T) {
 				t.Fatalf("bcrypt import stored %+v", s)
 			}
 			imported(t, "bcrypt hash with algorithm", body("bcrypt2", map[string]any{"hashedPassword": map[string]any{"value": usrBcrypt, "algorithm": "bcrypt"}}))
-			argon, err := secrets.HashPassword("Argon-Passw0rd")
+			argon, err := secrets.HashPassword(context.Background(), "Argon-Passw0rd")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -153,6 +154,14 @@ func TestImportHumanUser(t *testing.T) {
 				{"no email", body("r15", map[string]any{"email": nil}), 400, 3},
 				{"invalid email", body("r16", map[string]any{"email": map[string]any{"email": "not an address"}}), 400, 3},
 				{"taken user name", body("taken", nil), 409, 6},
+				// The finding's hashes: every login attempt would cost 256 MiB
+				// and seconds of CPU.
+				{"argon2id beyond the bounds", body("r18", map[string]any{"hashedPassword": map[string]any{
+					"value": "$argon2id$v=19$m=262144,t=10,p=1$c2FsdHNhbHRzYWx0$a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2U"}}), 400, 3},
+				{"argon2id parallelism beyond the bound", body("r19", map[string]any{"hashedPassword": map[string]any{
+					"value": "$argon2id$v=19$m=19456,t=2,p=8$c2FsdHNhbHRzYWx0$a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2U"}}), 400, 3},
+				{"bcrypt cost 31", body("r20", map[string]any{"hashedPassword": map[string]any{"value": "$2a$31$" + strings.Repeat("a", 53)}}), 400, 3},
+				{"bcrypt cost 15", body("r21", map[string]any{"hashedPassword": map[string]any{"value": "$2a$15$" + strings.Repeat("a", 53)}}), 400, 3},
 			}
 			for _, tc := range cases {
 				usrRefused(t, e, tc.name, "POST", path, e.AdminToken, "", tc.body, tc.status, tc.code)
@@ -161,6 +170,22 @@ func TestImportHumanUser(t *testing.T) {
 			before := e.EventCount()
 			if r := e.REST("POST", path, e.AdminToken, "", `{"userName": "x",`); r.Status != 400 || r.Code() != 3 || e.EventCount() != before {
 				t.Fatalf("malformed JSON: %d %s", r.Status, r.Body)
+			}
+		})
+
+		t.Run("rehashed at the first login", func(t *testing.T) {
+			id, st := imported(t, "bcrypt to rehash", body("rehash", map[string]any{"hashedPassword": map[string]any{"value": usrBcrypt}}))
+			if !strings.HasPrefix(st.Hash, "$2") {
+				t.Fatalf("stored %q; want the imported bcrypt hash", st.Hash)
+			}
+			res, err := e.Internal(mgmttest.InternalToken).VerifyPassword(ctx, connect.NewRequest(&directoryv1.VerifyPasswordRequest{
+				OrgId: e.OrgID, UserId: id, Password: "legacy-Passw0rd"}))
+			if err != nil || res.Msg.GetUser().GetId() != id {
+				t.Fatalf("login with the imported password: %v", err)
+			}
+			st = usrStoredUser(t, e, id)
+			if !strings.HasPrefix(st.Hash, "$argon2id$v=19$m=19456,t=2,p=1$") || !verifies("legacy-Passw0rd", st.Hash) || st.ChangeRequired {
+				t.Fatalf("after the login the hash is %q (change required %v); want the current argon2id parameters", st.Hash, st.ChangeRequired)
 			}
 		})
 

@@ -2,10 +2,13 @@ package users
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"connectrpc.com/connect"
 
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
@@ -83,12 +86,38 @@ func (c *Commands) NewPasswordHash(ctx context.Context, userID, pw string, polic
 			return "", err
 		}
 		for _, h := range hist {
-			if ok, _, _ := secrets.VerifyPassword(pw, h); ok {
+			ok, _, err := secrets.VerifyPassword(ctx, pw, h)
+			if errors.Is(err, secrets.ErrBusy) {
+				return "", Busy()
+			}
+			if ok {
 				return "", apierr.InvalidArgument("USER-password-reused", "password must differ from the last %d passwords", policy.History)
 			}
 		}
 	}
-	return secrets.HashPassword(pw)
+	hash, err := secrets.HashPassword(ctx, pw)
+	if errors.Is(err, secrets.ErrBusy) {
+		return "", Busy()
+	}
+	return hash, err
+}
+
+// Busy is the answer when every password-hashing slot stayed taken: the
+// server is overloaded, the client should retry (503 with Retry-After).
+func Busy() error {
+	return connect.NewError(connect.CodeUnavailable, errors.New("too many password checks at once; retry"))
+}
+
+// Rehash stores hash (the same password, current parameters) in place of
+// the user's hash after a successful login with an older format: no
+// history entry, no change of the password-change flag or date.
+func (c *Commands) Rehash(ctx context.Context, u *User, hash string) error {
+	_, err := c.ES.Push(ctx, u.ID, eventstore.Command{
+		Aggregate: u.Aggregate(),
+		Version:   u.Version,
+		Events:    []eventstore.Pending{{Type: EventPasswordRehashed, Payload: passwordRehashed{PasswordHash: hash}}},
+	})
+	return apierr.FromStore(err, "user")
 }
 
 // AddHuman creates a human user in org. The payload's PasswordHash must

@@ -19,6 +19,7 @@ const (
 	EventHumanAdded       = "user.human.added"
 	EventMachineAdded     = "user.machine.added"
 	EventPasswordChanged  = "user.password.changed"
+	EventPasswordRehashed = "user.password.rehashed"
 	EventDeactivated      = "user.deactivated"
 	EventReactivated      = "user.reactivated"
 	EventRemoved          = "user.removed"
@@ -122,6 +123,11 @@ type PasswordChanged struct {
 	EndSessions bool `json:"endSessions,omitempty"`
 }
 
+// passwordRehashed is the payload of EventPasswordRehashed.
+type passwordRehashed struct {
+	PasswordHash string `json:"passwordHash"`
+}
+
 // touch records an event reduced into the user projection.
 func touch(ctx context.Context, tx db.Querier, e eventstore.Event) error {
 	_, err := tx.Exec(ctx, `UPDATE users SET change_date = ?, sequence = ?, version = ? WHERE id = ?`,
@@ -187,6 +193,16 @@ func Register(es *eventstore.Store) {
 			if err := CutAccess(ctx, tx, e.AggregateID, e.CreatedAt); err != nil {
 				return err
 			}
+		}
+		return touch(ctx, tx, e)
+	})
+	es.Register(EventPasswordRehashed, func(ctx context.Context, tx db.Querier, e eventstore.Event) error {
+		var p passwordRehashed
+		if err := e.Unmarshal(&p); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE users SET password_hash = ? WHERE id = ?`, p.PasswordHash, e.AggregateID); err != nil {
+			return err
 		}
 		return touch(ctx, tx, e)
 	})
