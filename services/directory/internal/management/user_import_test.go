@@ -82,7 +82,10 @@ func TestImportHumanUser(t *testing.T) {
 			}
 			return id, usrStoredUser(t, e, id)
 		}
-		verifies := func(pw, hash string) bool { ok, _, _ := secrets.VerifyPassword(context.Background(), pw, hash); return ok }
+		verifies := func(pw, hash string) bool {
+			ok, _, _ := secrets.VerifyPassword(context.Background(), pw, hash)
+			return ok
+		}
 
 		t.Run("accepted", func(t *testing.T) {
 			_, s := imported(t, "clear-text password", body("clear", map[string]any{"password": "Imp0rted-Pass"}))
