@@ -185,7 +185,8 @@ describe('login pages in Chromium', () => {
     assert.match(await page.locator('main p').first().textContent(), /Melden Sie sich an, um mit shop-web fortzufahren\./);
     assert.equal(await page.getByLabel('Loginname').count(), 1);
     assert.equal(await page.getByRole('button', { name: 'Weiter' }).count(), 1);
-    assert.equal(await page.getByRole('link', { name: 'Konto erstellen' }).count(), 1);
+    // Self-registration is off under the default login policy: no link.
+    assert.equal(await page.getByRole('link', { name: 'Konto erstellen' }).count(), 0);
     await screenshot('02-loginname-de.png');
   });
 
