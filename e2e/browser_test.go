@@ -23,7 +23,7 @@ const chromiumPath = "/usr/bin/chromium"
 var browserScreenshots = []string{
 	"01-loginname-en.png", "02-loginname-de.png", "03-password-de.png",
 	"04-password-error-de.png", "05-callback.png", "06-logout-confirm-en.png", "07-loggedout-en.png",
-	"08-error-en.png",
+	"08-error-en.png", "09-consent-en.png", "10-consent-callback.png",
 }
 
 // requireBrowser returns the repository root when node, the system
@@ -86,6 +86,22 @@ func TestBrowserLogin(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("AddOIDCApp: %d %v", status, app)
 	}
+	// A partner organization whose user signs in to the shop once the
+	// project is granted to it, after consenting.
+	status, partner := restJSON(t, "POST", edge.base+"/management/v1/orgs", admin, map[string]any{"name": "Partner"})
+	if status != 200 {
+		t.Fatalf("AddOrg: %d %v", status, partner)
+	}
+	partnerID := partner["id"].(string)
+	if status, r := restJSONOrg(t, "POST", edge.base+"/management/v1/users/human/_import", admin, partnerID, map[string]any{
+		"userName": "pat", "profile": map[string]any{"firstName": "Pat", "lastName": "Partner"},
+		"email": map[string]any{"email": "pat@partner.example"}, "password": "Pat-Passw0rd!1"}); status != 200 {
+		t.Fatalf("import pat: %d %v", status, r)
+	}
+	if status, r := restJSON(t, "POST", edge.base+"/management/v1/projects/"+proj["id"].(string)+"/grants", admin,
+		map[string]any{"grantedOrgId": partnerID}); status != 200 {
+		t.Fatalf("AddProjectGrant: %d %v", status, r)
+	}
 	const state = "browser-state-1"
 	authorize := issuer + "/oauth/v2/authorize?" + url.Values{
 		"client_id": {app["clientId"].(string)}, "redirect_uri": {redirect}, "response_type": {"code"},
@@ -117,6 +133,9 @@ func TestBrowserLogin(t *testing.T) {
 		"GATEHOUSE_BROWSER_PASSWORD="+password,
 		"GATEHOUSE_BROWSER_ARTIFACTS="+artifacts,
 		"GATEHOUSE_BROWSER_CHROMIUM="+chromiumPath,
+		"GATEHOUSE_BROWSER_PARTNER_ORG="+partnerID,
+		"GATEHOUSE_BROWSER_PARTNER_LOGIN=pat",
+		"GATEHOUSE_BROWSER_PARTNER_PASSWORD=Pat-Passw0rd!1",
 	)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -80,6 +80,12 @@ func postForm(t *testing.T, u string, form url.Values) (int, map[string]any) {
 
 func restJSON(t *testing.T, method, u, token string, body any) (int, map[string]any) {
 	t.Helper()
+	return restJSONOrg(t, method, u, token, "", body)
+}
+
+// restJSONOrg is restJSON with x-service-orgid (when org is not empty).
+func restJSONOrg(t *testing.T, method, u, token, org string, body any) (int, map[string]any) {
+	t.Helper()
 	var rd *strings.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -91,6 +97,9 @@ func restJSON(t *testing.T, method, u, token string, body any) (int, map[string]
 	req.Header.Set("Content-Type", "application/json")
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if org != "" {
+		req.Header.Set("x-service-orgid", org)
 	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {

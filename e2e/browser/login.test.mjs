@@ -27,6 +27,9 @@ const loginName = env('GATEHOUSE_BROWSER_LOGIN_NAME');
 const password = env('GATEHOUSE_BROWSER_PASSWORD');
 const artifacts = env('GATEHOUSE_BROWSER_ARTIFACTS');
 const executablePath = process.env.GATEHOUSE_BROWSER_CHROMIUM || '/usr/bin/chromium';
+const partnerOrg = env('GATEHOUSE_BROWSER_PARTNER_ORG');
+const partnerLogin = env('GATEHOUSE_BROWSER_PARTNER_LOGIN');
+const partnerPassword = env('GATEHOUSE_BROWSER_PARTNER_PASSWORD');
 const issuerOrigin = new URL(issuer).origin;
 const redirectOrigin = new URL(redirectURI).origin;
 
@@ -276,6 +279,29 @@ describe('login pages in Chromium', () => {
     assert.match(await page.locator('main').textContent(), /invalid_request/);
     assert.equal(callbacks.length, before, 'no redirect to an unregistered URI');
     await screenshot('08-error-en.png');
+  });
+
+  step('asks a user of a granted organization for consent, keyboard first', async () => {
+    const before = callbacks.length;
+    await page.goto(withParams({ scope: `openid profile urn:gatehouse:iam:org:id:${partnerOrg}`, state: 'consent', ui_locales: 'en' }));
+    await page.getByLabel('Login name').fill(partnerLogin);
+    await Promise.all([page.waitForURL(/\/ui\/login\/password\?/), page.keyboard.press('Enter')]);
+    await page.getByLabel('Password').fill(partnerPassword);
+    await Promise.all([page.waitForURL(/\/ui\/login\/consent\?/), page.keyboard.press('Enter')]);
+    await checkPage('en', 'Allow access');
+    assert.match(await page.locator('main p').first().textContent(), /shop-web asks for access to your account pat@/);
+    const scopes = await page.locator('main .scopes li').allTextContents();
+    assert.deepEqual(scopes, ['Sign you in with your account', 'Your name and profile'], 'the org scope grants nothing to list');
+    assert.equal(callbacks.length, before, 'no redirect before the user consents');
+    await screenshot('09-consent-en.png');
+    // Keyboard only: the first button (Allow) is reached by Tab and
+    // pressed with Enter.
+    await page.locator('button[value="accept"]').focus();
+    await Promise.all([page.waitForURL((u) => u.href.startsWith(redirectURI)), page.keyboard.press('Enter')]);
+    const u = new URL(page.url());
+    assert.ok(u.searchParams.get('code'), 'code after consent');
+    assert.equal(u.searchParams.get('state'), 'consent');
+    await screenshot('10-consent-callback.png');
   });
 
   step('stayed on Gatehouse and the redirect_uri, without page errors', async () => {

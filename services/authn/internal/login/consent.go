@@ -2,8 +2,10 @@ package login
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
+	"github.com/gatehouse-id/gatehouse/services/authn/internal/authorize"
 	"github.com/gatehouse-id/gatehouse/services/authn/internal/session"
 )
 
@@ -27,10 +29,15 @@ func (p *Pages) consentSession(r *http.Request, f *flow) (session.Session, bool,
 	return session.Session{}, false, nil
 }
 
-// scopeLines describes the requested scopes in the page's language.
+// scopeLines describes the requested scopes in the page's language. The
+// organization scope only says where the user signs in, so it grants the
+// app nothing to list.
 func scopeLines(lang string, scopes []string) []string {
 	out := make([]string, 0, len(scopes))
 	for _, s := range scopes {
+		if strings.HasPrefix(s, authorize.OrgScopePrefix) {
+			continue
+		}
 		key := "scope." + s
 		if _, ok := messages["en"][key]; ok {
 			out = append(out, translate(lang, key))
