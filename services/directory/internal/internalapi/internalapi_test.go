@@ -99,6 +99,26 @@ func TestInternalAPI(t *testing.T) {
 			if _, err := c.LookupUser(ctx, connect.NewRequest(&directoryv1.LookupUserRequest{OrgId: other, LoginName: "grace"})); connect.CodeOf(err) != connect.CodeNotFound {
 				t.Fatalf("lookup in another org: %v; want NotFound", err)
 			}
+			// A verified e-mail signs in, unless the login policy turns that off.
+			r := e.REST("POST", "/management/v1/users/human", e.AdminToken, "", map[string]any{"userName": "mailer",
+				"profile": map[string]any{"firstName": "M", "lastName": "L"}, "email": map[string]any{"email": "mailer@navy.example", "isEmailVerified": true}})
+			if r.Status != 200 {
+				t.Fatalf("AddHumanUser: %d %s", r.Status, r.Body)
+			}
+			byEmail := func() error {
+				_, err := c.LookupUser(ctx, connect.NewRequest(&directoryv1.LookupUserRequest{OrgId: e.OrgID, LoginName: "mailer@navy.example"}))
+				return err
+			}
+			if err := byEmail(); err != nil {
+				t.Fatalf("lookup by verified e-mail: %v", err)
+			}
+			if r := e.REST("PUT", "/management/v1/policies/login", e.AdminToken, "", map[string]any{
+				"allowUsernamePassword": true, "allowRegister": true, "disableLoginWithEmail": true}); r.Status != 200 {
+				t.Fatalf("UpdateCustomLoginPolicy: %d %s", r.Status, r.Body)
+			}
+			if err := byEmail(); connect.CodeOf(err) != connect.CodeNotFound {
+				t.Fatalf("lookup by e-mail with disableLoginWithEmail: %v; want NotFound", err)
+			}
 		})
 
 		t.Run("verify password", func(t *testing.T) {

@@ -118,7 +118,8 @@ func (s *Server) GetUser(ctx context.Context, req *connect.Request[directoryv1.G
 }
 
 // lookup finds a user of org by login name: userName@primaryDomain, the
-// bare userName, or a verified e-mail, each compared in normalised form
+// bare userName, or a verified e-mail (unless the organization's login
+// policy disables login by e-mail), each compared in normalised form
 // (users.NormalizeName; unique per organization) and exactly; an e-mail
 // shared by several users matches none.
 func (s *Server) lookup(ctx context.Context, orgID, login string) (*users.User, error) {
@@ -148,6 +149,12 @@ func (s *Server) lookup(ctx context.Context, orgID, login string) (*users.User, 
 		return &found[0], nil
 	}
 	if strings.Contains(login, "@") {
+		// The organization's login policy may turn login by e-mail off.
+		if lp, err := s.orgs.LoginPolicy(ctx, orgID); err != nil {
+			return nil, err
+		} else if lp.DisableLoginWithEmail {
+			return nil, db.ErrNotFound
+		}
 		if err := s.ES.DB().Select(ctx, &found, `SELECT `+users.Columns+users.From+`
 			WHERE u.org_id = ? AND u.type = ? AND LOWER(u.email) = ? AND u.email_verified = ? LIMIT 2`,
 			orgID, users.TypeHuman, strings.ToLower(login), true); err != nil {
