@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -32,26 +31,7 @@ func projectAudScope(id string) string { return "urn:gatehouse:iam:org:project:i
 // call is a management REST call with an optional x-service-orgid.
 func (e *afEnv) call(method, path, token, org string, body any) (int, map[string]any) {
 	e.t.Helper()
-	var b []byte
-	if body != nil {
-		b, _ = json.Marshal(body)
-	}
-	req, _ := http.NewRequest(method, e.base+path, bytes.NewReader(b))
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if org != "" {
-		req.Header.Set("x-service-orgid", org)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	var m map[string]any
-	_ = json.NewDecoder(res.Body).Decode(&m)
-	return res.StatusCode, m
+	return restJSONOrg(e.t, method, e.base+path, token, org, body)
 }
 
 // must is call that expects 200.

@@ -23,6 +23,16 @@ func checkAppIDs(f *apierr.Fields, projectID, appID string) {
 
 // app loads an app of a project of the target organization; both unknown
 // projects and apps of another project are NotFound.
+// appByIDs checks the ids of a request naming an app, then loads it.
+func (s *Server) appByIDs(ctx context.Context, projectID, appID string) (*projects.Project, *projects.App, error) {
+	var f apierr.Fields
+	checkAppIDs(&f, projectID, appID)
+	if err := f.Err("APP-invalid-id"); err != nil {
+		return nil, nil, err
+	}
+	return s.app(ctx, projectID, appID)
+}
+
 func (s *Server) app(ctx context.Context, projectID, appID string) (*projects.Project, *projects.App, error) {
 	p, err := s.project(ctx, projectID)
 	if err != nil {
@@ -162,12 +172,7 @@ func appToProto(a *projects.App) *managementv1.App {
 // GetAppByID returns an application of a project of the organization,
 // without its secret.
 func (s *Server) GetAppByID(ctx context.Context, req *connect.Request[managementv1.GetAppByIDRequest]) (*connect.Response[managementv1.GetAppByIDResponse], error) {
-	var f apierr.Fields
-	checkAppIDs(&f, req.Msg.GetProjectId(), req.Msg.GetAppId())
-	if err := f.Err("APP-invalid-id"); err != nil {
-		return nil, err
-	}
-	_, a, err := s.app(ctx, req.Msg.GetProjectId(), req.Msg.GetAppId())
+	_, a, err := s.appByIDs(ctx, req.Msg.GetProjectId(), req.Msg.GetAppId())
 	if err != nil {
 		return nil, err
 	}

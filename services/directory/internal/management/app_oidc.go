@@ -136,12 +136,7 @@ func (s *Server) UpdateOIDCAppConfig(ctx context.Context, req *connect.Request[m
 // RegenerateOIDCClientSecret replaces the client secret of an OIDC
 // application using BASIC or POST; the new secret is in this response only.
 func (s *Server) RegenerateOIDCClientSecret(ctx context.Context, req *connect.Request[managementv1.RegenerateOIDCClientSecretRequest]) (*connect.Response[managementv1.RegenerateOIDCClientSecretResponse], error) {
-	var f apierr.Fields
-	checkAppIDs(&f, req.Msg.GetProjectId(), req.Msg.GetAppId())
-	if err := f.Err("APP-invalid-id"); err != nil {
-		return nil, err
-	}
-	p, a, err := s.app(ctx, req.Msg.GetProjectId(), req.Msg.GetAppId())
+	p, a, err := s.appByIDs(ctx, req.Msg.GetProjectId(), req.Msg.GetAppId())
 	if err != nil {
 		return nil, err
 	}
@@ -155,12 +150,7 @@ func (s *Server) RegenerateOIDCClientSecret(ctx context.Context, req *connect.Re
 // SetAppAdminClient marks an application as an admin client, or unmarks it
 // (IAM owners only, see Rules).
 func (s *Server) SetAppAdminClient(ctx context.Context, req *connect.Request[managementv1.SetAppAdminClientRequest]) (*connect.Response[managementv1.SetAppAdminClientResponse], error) {
-	var f apierr.Fields
-	checkAppIDs(&f, req.Msg.GetProjectId(), req.Msg.GetAppId())
-	if err := f.Err("APP-invalid-id"); err != nil {
-		return nil, err
-	}
-	p, a, err := s.app(ctx, req.Msg.GetProjectId(), req.Msg.GetAppId())
+	p, a, err := s.appByIDs(ctx, req.Msg.GetProjectId(), req.Msg.GetAppId())
 	if err != nil {
 		return nil, err
 	}
