@@ -12,6 +12,7 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/gatehouse-id/gatehouse/pkg/scope"
 )
@@ -365,6 +366,21 @@ func TestSecurityStateChangesCutAccess(t *testing.T) {
 		fresh := signIn(browser(t, e.base), "alice", afPassword)
 		if !e.active(fresh.AccessToken) {
 			t.Error("a token issued after reactivation is not active")
+		}
+	})
+
+	t.Run("machine user deactivated while its client is cached", func(t *testing.T) {
+		id := e.must("POST", "/management/v1/users/machine", e.admin, "", map[string]any{"userName": "cc-robot", "name": "CC",
+			"accessTokenType": "ACCESS_TOKEN_TYPE_JWT"})["userId"].(string)
+		sec := e.must("PUT", "/management/v1/users/"+id+"/secret", e.admin, "", map[string]any{})
+		cc := clientcredentials.Config{ClientID: sec["clientId"].(string), ClientSecret: sec["clientSecret"].(string),
+			TokenURL: e.base + "/oauth/v2/token", Scopes: []string{"openid"}}
+		if _, err := cc.Token(e.ctx); err != nil { // the token endpoint now caches the client
+			t.Fatal(err)
+		}
+		e.must("POST", "/management/v1/users/"+id+"/_deactivate", e.admin, "", map[string]any{})
+		if _, err := cc.Token(e.ctx); err == nil {
+			t.Error("a deactivated machine user got a token from the cached client")
 		}
 	})
 

@@ -141,7 +141,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 
 	s.public.Handle(jwks.Path, jwks.NewHandler(s.keys, s.keys.KeySetMaxAge(), env.Logger))
 	s.public.Handle(discovery.Path, discovery.NewHandler(issuer, s.keys.DefaultAlgorithm(), s.keys, env.Logger))
-	s.public.Handle("/oauth/v2/token", grants.New(grants.Deps{Auth: auth, Minter: minter, Dir: deps.Directory, Assertions: verifier, Lifecycle: life}, env.Logger))
+	s.public.Handle("/oauth/v2/token", grants.New(grants.Deps{Auth: auth, Minter: minter, Dir: deps.Directory, Assertions: verifier, Lifecycle: life, Cuts: s.revoked}, env.Logger))
 	s.public.Handle(introspection.Path, introspection.NewEndpoint(validator, auth, deps.Directory, env.Logger))
 	s.public.Handle(userinfo.Path, userinfo.New(validator, deps.Directory, env.Logger))
 	rv, err := revoke.New(auth, validator, s.revoked, life, env.Logger)

@@ -2,12 +2,14 @@ package grants
 
 import (
 	"context"
+	"errors"
 
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
 	"github.com/gatehouse-id/gatehouse/pkg/scope"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/clients"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/revocation"
 )
 
 // clientCredentials is RFC 6749 §4.4 for machine users with a client
@@ -23,6 +25,23 @@ func (g *clientCredentials) Handle(ctx context.Context, r *Request) (*mint.Respo
 	c := auth.Client
 	if c.GetKind() != directoryv1.ClientKind_CLIENT_KIND_MACHINE_USER {
 		return nil, oauth.New(oauth.UnauthorizedClient, "only machine users may use client_credentials")
+	}
+	// The client came from a cache: a machine user deactivated within its
+	// TTL would still get tokens that its cut-off does not cover. A user
+	// with a cut-off on the list is read fresh from the directory.
+	if until, err := g.Cuts.RevokedUntil(ctx, revocation.UserKey(c.GetId())); err != nil {
+		return nil, oauth.New(oauth.TemporarilyUnavailable, "revocation check failed").WithCause(err)
+	} else if !until.IsZero() {
+		fresh, err := g.Auth.Cache.Refresh(ctx, c.GetClientId())
+		switch {
+		case errors.Is(err, clients.ErrUnknown):
+			return nil, oauth.InvalidClientError(r.Creds.Basic, "client authentication failed")
+		case err != nil:
+			return nil, oauth.New(oauth.TemporarilyUnavailable, "the client directory is unavailable").WithCause(err)
+		case !fresh.GetActive():
+			return nil, oauth.InvalidClientError(r.Creds.Basic, "client authentication failed")
+		}
+		c = fresh
 	}
 	scopes, err := scope.Parse(r.Get("scope"))
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -60,6 +61,13 @@ type Deps struct {
 	Assertions *assertion.Verifier
 	// Lifecycle serves the authorization_code and refresh_token grants.
 	Lifecycle *lifecycle.Lifecycle
+	// Cuts finds users' cut-offs on the revocation list.
+	Cuts Cuts
+}
+
+// Cuts is the revocation list's view of users' cut-offs.
+type Cuts interface {
+	RevokedUntil(ctx context.Context, id string) (time.Time, error)
 }
 
 // New returns the endpoint with every implemented grant.

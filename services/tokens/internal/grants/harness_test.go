@@ -202,7 +202,7 @@ func newFixture(t testing.TB, d db.Dialect, o options) *fixture {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/oauth/v2/token", grants.New(grants.Deps{Auth: env.Auth, Minter: env.Minter, Dir: f.dir,
-		Assertions: assertions, Lifecycle: f.life}, tokentest.Quiet))
+		Assertions: assertions, Lifecycle: f.life, Cuts: env.Revoked}, tokentest.Quiet))
 	mux.Handle(revoke.Path, rv)
 	mux.Handle(jwks.Path, jwks.NewHandler(env.Keys, env.Keys.KeySetMaxAge(), tokentest.Quiet))
 	mux.Handle(tokensv1connect.NewTokenServiceHandler(&rpcAPI{life: f.life}))
