@@ -10,10 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 
+	adminv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/admin/v1"
+	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/admin/v1/adminv1connect"
+	"github.com/gatehouse-id/gatehouse/pkg/rpc"
 	"github.com/gatehouse-id/gatehouse/pkg/scope"
 )
 
@@ -572,4 +576,78 @@ func TestSecurityReservedScopeTable(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The admin API (key rotation, instance-wide) for each caller kind over
+// REST, Connect, gRPC and gRPC-web: only an IAM owner.
+func TestSecurityAdminAPIMatrix(t *testing.T) {
+	e := afStart(t)
+	home := e.homeOrg()
+	_, owner := e.managementToken(home, "admin-api-owner", "ORG_OWNER")
+	_, manager := e.managementToken(home, "admin-api-manager", "ORG_USER_MANAGER")
+	_, plain := e.managementToken(home, "admin-api-plain")
+	_, status, noAud := e.machine(home, "admin-api-noaud", nil, "openid")
+	if status != 200 {
+		t.Fatalf("token without the management audience: %d %v", status, noAud)
+	}
+	c := browser(t, e.base)
+	app := e.signIn(c, "alice", afPassword, "s1").access
+	callers := []struct {
+		name, token string
+		want        int
+	}{
+		{"IAM_OWNER", e.admin, 200},
+		{"ORG_OWNER", owner, 403},
+		{"ORG_USER_MANAGER", manager, 403},
+		{"user without roles", plain, 403},
+		{"token without the management audience", noAud["access_token"].(string), 401},
+		{"ordinary app's token", app, 401},
+		{"no token", "", 401},
+	}
+	codes := map[connect.Code]int{connect.CodeUnauthenticated: 401, connect.CodePermissionDenied: 403}
+	for _, cl := range callers {
+		status, _ := e.call("GET", "/admin/v1/keys", cl.token, "", nil)
+		if status != cl.want {
+			t.Errorf("ListSigningKeys over REST by %s: %d; want %d", cl.name, status, cl.want)
+		}
+		if cl.want != 200 { // a rotation by an IAM owner is tested elsewhere
+			if status, _ := e.call("POST", "/admin/v1/keys/_rotate", cl.token, "", map[string]any{}); status != cl.want {
+				t.Errorf("RotateSigningKey over REST by %s: %d; want %d", cl.name, status, cl.want)
+			}
+		}
+		for _, p := range mdProtocols {
+			client := mdAdminClient(t, p, e.base, cl.token)
+			_, err := client.ListSigningKeys(e.ctx, connect.NewRequest(&adminv1.ListSigningKeysRequest{}))
+			got := 200
+			if err != nil {
+				got = codes[connect.CodeOf(err)]
+			}
+			if got != cl.want {
+				t.Errorf("ListSigningKeys over %s by %s: %v; want %d", p, cl.name, err, cl.want)
+			}
+			if cl.want != 200 {
+				_, err := client.RotateSigningKey(e.ctx, connect.NewRequest(&adminv1.RotateSigningKeyRequest{}))
+				if codes[connect.CodeOf(err)] != cl.want {
+					t.Errorf("RotateSigningKey over %s by %s: %v; want %d", p, cl.name, err, cl.want)
+				}
+			}
+		}
+	}
+}
+
+// mdAdminClient is mdClient for the admin API.
+func mdAdminClient(t *testing.T, protocol, base, token string) adminv1connect.AdminServiceClient {
+	t.Helper()
+	opts := []connect.ClientOption{connect.WithInterceptors(mdHeaders{token: token})}
+	hc := http.DefaultClient
+	switch protocol {
+	case "grpc":
+		hc = &http.Client{Transport: rpc.NewH2CTransport()}
+		opts = append(opts, connect.WithGRPC())
+	case "grpc-web":
+		opts = append(opts, connect.WithGRPCWeb())
+	default:
+		opts = append(opts, connect.WithProtoJSON())
+	}
+	return adminv1connect.NewAdminServiceClient(hc, base, opts...)
 }
