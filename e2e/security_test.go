@@ -133,7 +133,8 @@ func TestSecurityCrossTenantSilentLogin(t *testing.T) {
 	e := afStart(t)
 	home := e.homeOrg()
 	c := browser(t, e.base)
-	e.signIn(c, "alice", afPassword, "s1") // the victim's session
+	// The victim is the instance's human IAM owner, signed in to Gatehouse.
+	e.signIn(c, "admin", "Admin-Passw0rd-for-e2e", "s1")
 	_, evil := e.foreignOrg("Evil Corp")
 
 	for _, scopes := range [][]string{
@@ -147,7 +148,7 @@ func TestSecurityCrossTenantSilentLogin(t *testing.T) {
 		}
 	}
 	// Without a reserved scope the foreign app finds no session of its own
-	// organization's users: alice's session does not answer it.
+	// organization's users: the IAM owner's session does not answer it.
 	afErrorRedirect(t, e.authorize(c, evil.Config, []string{"openid"}, "none"), afRedirect, "login_required", "st", false)
 
 	// An ordinary app of alice's own organization cannot ask for the
