@@ -82,6 +82,10 @@ func New(ctx context.Context, env process.Env, deps Deps) (*Service, error) {
 		return nil, fmt.Errorf("directory storage: %w", err)
 	}
 	s := &Service{db: store}
+	if err := users.RepairNormalizedNames(ctx, store, time.Now()); err != nil {
+		_ = store.Close()
+		return nil, fmt.Errorf("directory storage: %w", err)
+	}
 	if err := s.build(cfg.MasterKey, env, deps); err != nil {
 		_ = store.Close()
 		return nil, err

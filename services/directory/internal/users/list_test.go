@@ -2,8 +2,10 @@ package users_test
 
 import (
 	"context"
+	"database/sql"
 	"slices"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -74,6 +76,76 @@ func TestSearchTextMethods(t *testing.T) {
 			if !slices.Equal(got, tc.want) || total != uint64(len(tc.want)) {
 				t.Errorf("method %d %q: %v (total %d); want %v", tc.m, tc.v, got, total, tc.want)
 			}
+		}
+	})
+}
+
+// Names stored before normalisation get the Go form once; of two that
+// become one, the older user keeps it.
+func TestRepairNormalizedNames(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, d db.Dialect) {
+		ctx := context.Background()
+		st := storetest.Open(t, d)
+		es := eventstore.New(st, nil)
+		projections.RegisterAll(es)
+		orgID, _, err := (&orgs.Commands{ES: es, IssuerHost: "example.com"}).AddOrg(ctx, "test", "Repair AG", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		org, err := (&orgs.Queries{DB: st}).Get(ctx, orgID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmds := &users.Commands{ES: es, Q: &users.Queries{DB: st}}
+		ids := map[string]string{}
+		for _, n := range []string{"Straße", "placeholder", "ÉMILE"} {
+			id, _, err := cmds.AddMachine(ctx, "test", org, users.MachineAdded{UserName: n, Name: n})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[n] = id
+			time.Sleep(2 * time.Millisecond) // creation order
+		}
+		// What migration 00005's SQL LOWER left on an ASCII-only LOWER: a
+		// newer "STRASSE" beside the older "Straße", and an unfolded É.
+		for _, u := range []struct{ id, name, norm string }{
+			{ids["Straße"], "Straße", "straße"}, {ids["placeholder"], "STRASSE", "strasse"}, {ids["ÉMILE"], "ÉMILE", "Émile"},
+		} {
+			if _, err := st.Exec(ctx, `UPDATE users SET user_name = ?, user_name_norm = ? WHERE id = ?`, u.name, u.norm, u.id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := users.RepairNormalizedNames(ctx, st, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		norm := func(id string) *string {
+			var v sql.NullString
+			if err := st.Get(ctx, &v, `SELECT user_name_norm FROM users WHERE id = ?`, id); err != nil {
+				t.Fatal(err)
+			}
+			if !v.Valid {
+				return nil
+			}
+			return &v.String
+		}
+		if n := norm(ids["Straße"]); n == nil || *n != "strasse" {
+			t.Errorf("older Straße: %v; want strasse", n)
+		}
+		if n := norm(ids["placeholder"]); n != nil {
+			t.Errorf("newer STRASSE: %q; want NULL (the name is the older user's)", *n)
+		}
+		if n := norm(ids["ÉMILE"]); n == nil || *n != "émile" {
+			t.Errorf("ÉMILE: %v; want émile", n)
+		}
+		// Once per store.
+		if _, err := st.Exec(ctx, `UPDATE users SET user_name_norm = 'x' WHERE id = ?`, ids["ÉMILE"]); err != nil {
+			t.Fatal(err)
+		}
+		if err := users.RepairNormalizedNames(ctx, st, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if n := norm(ids["ÉMILE"]); n == nil || *n != "x" {
+			t.Errorf("a second repair ran: %v", n)
 		}
 	})
 }

@@ -3,6 +3,7 @@ package users
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"time"
 
 	"golang.org/x/text/cases"
@@ -279,4 +280,65 @@ func CutAccess(ctx context.Context, tx db.Querier, userID string, at time.Time) 
 // are one name.
 func NormalizeName(s string) string {
 	return norm.NFKC.String(cases.Fold().String(norm.NFKC.String(s)))
+}
+
+// RepairNormalizedNames gives every user the normalised name the Go code
+// computes (migration 00005 could only lower-case in SQL, which folds
+// ASCII alone on SQLite and on PostgreSQL's C locale, and knows no NFKC).
+// Where two names become one, the older user keeps it and the newer one
+// keeps NULL (it no longer signs in by that name until renamed), as the
+// migration decided for plain case clashes. It runs once per store.
+func RepairNormalizedNames(ctx context.Context, d *db.DB, now time.Time) error {
+	const name = "users.user_name_norm"
+	var done int
+	if err := d.Get(ctx, &done, `SELECT COUNT(*) FROM repairs WHERE name = ?`, name); err != nil {
+		return fmt.Errorf("users: repairs: %w", err)
+	}
+	if done > 0 {
+		return nil
+	}
+	return d.InTx(ctx, func(tx *db.Tx) error {
+		var rows []struct {
+			ID       string         `db:"id"`
+			OrgID    string         `db:"org_id"`
+			UserName string         `db:"user_name"`
+			Norm     sql.NullString `db:"user_name_norm"`
+		}
+		if err := tx.Select(ctx, &rows, `SELECT id, org_id, user_name, user_name_norm FROM users ORDER BY creation_date, id`); err != nil {
+			return fmt.Errorf("users: read names: %w", err)
+		}
+		// The oldest user of each normalised name keeps it.
+		owned := map[[2]string]bool{}
+		type change struct {
+			id   string
+			norm *string
+		}
+		var changes []change
+		for _, r := range rows {
+			want := NormalizeName(r.UserName)
+			var norm *string
+			if k := [2]string{r.OrgID, want}; !owned[k] {
+				owned[k], norm = true, &want
+			}
+			if (norm == nil) != !r.Norm.Valid || (norm != nil && *norm != r.Norm.String) {
+				changes = append(changes, change{r.ID, norm})
+			}
+		}
+		// Clear first, then set: the unique index never sees two at once.
+		for _, c := range changes {
+			if _, err := tx.Exec(ctx, `UPDATE users SET user_name_norm = NULL WHERE id = ?`, c.id); err != nil {
+				return fmt.Errorf("users: repair the normalised name of %s: %w", c.id, err)
+			}
+		}
+		for _, c := range changes {
+			if c.norm == nil {
+				continue
+			}
+			if _, err := tx.Exec(ctx, `UPDATE users SET user_name_norm = ? WHERE id = ?`, *c.norm, c.id); err != nil {
+				return fmt.Errorf("users: repair the normalised name of %s: %w", c.id, err)
+			}
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO repairs (name, done_at) VALUES (?, ?)`, name, now)
+		return err
+	})
 }

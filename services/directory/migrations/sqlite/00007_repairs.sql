@@ -1,0 +1,10 @@
+-- +goose Up
+-- One-time data repairs that SQL cannot express (they run in Go at start,
+-- see users.RepairNormalizedNames); a row says one is done.
+CREATE TABLE repairs (
+    name    TEXT PRIMARY KEY,
+    done_at DATETIME NOT NULL
+);
+
+-- +goose Down
+DROP TABLE repairs;
