@@ -153,7 +153,12 @@ func TestSecurityCrossTenantSilentLogin(t *testing.T) {
 
 	// An ordinary app of alice's own organization cannot ask for the
 	// management audience either.
-	afErrorRedirect(t, e.authorize(c, e.web, []string{"openid", mgmtAudScope}, ""), afRedirect, "invalid_scope", "st", false)
+	p := e.authorize(c, e.web, []string{"openid", mgmtAudScope}, "")
+	afErrorRedirect(t, p, afRedirect, "invalid_scope", "st", false)
+	// Every authorization response names its issuer (RFC 9207, mix-up).
+	if iss := p.loc.Query().Get("iss"); iss != e.base {
+		t.Errorf("iss %q in the authorization response; want %q", iss, e.base)
+	}
 }
 
 // Admin clients: only an IAM owner marks one; it signs in users of every

@@ -237,3 +237,20 @@ func TestPKCEAndImplicit(t *testing.T) {
 		})
 	}
 }
+
+// testIssuer is the issuer the harness gives authn.
+const testIssuer = "https://gatehouse.example"
+
+// RFC 9207: every authorization response, success or error, names the
+// issuer, so a client that talks to several servers detects a mix-up.
+func TestAuthorizationResponseIssuer(t *testing.T) {
+	e := newEnv(t, db.SQLite)
+	u := e.login(codeParams(), "alice", "Alice-Pass-1")
+	if got := u.Query().Get("iss"); got != testIssuer || u.Query().Get("code") == "" {
+		t.Errorf("code response %s: iss %q; want %q", u, got, testIssuer)
+	}
+	loc, err := url.Parse(e.authorize(codeParams("scope", "profile")).Header.Get("Location"))
+	if err != nil || loc.Query().Get("error") != "invalid_scope" || loc.Query().Get("iss") != testIssuer {
+		t.Errorf("error response %v (%v): want invalid_scope with iss %q", loc, err, testIssuer)
+	}
+}

@@ -67,7 +67,7 @@ func newEnv(t *testing.T, d db.Dialect) *env {
 	e.dir.AddUser("bob-id", "org1", "bob", "Bob-Pass-2")
 	e.dir.AddUser("carol-id", "org2", "carol", "Carol-Pass-3")
 
-	h, err := service.NewHandler(service.HandlerOptions{DB: e.db, Directory: e.dir, Tokens: e.tok, Now: e.clock, Logger: logging.Discard()})
+	h, err := service.NewHandler(service.HandlerOptions{DB: e.db, Directory: e.dir, Tokens: e.tok, Issuer: testIssuer, Now: e.clock, Logger: logging.Discard()})
 	if err != nil {
 		t.Fatal(err)
 	}

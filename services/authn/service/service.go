@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"connectrpc.com/connect"
@@ -96,7 +97,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 	}()
 	s.public, err = NewHandler(HandlerOptions{
 		DB: store, Directory: deps.Directory, Tokens: deps.Tokens,
-		SecureCookies: cfg.Issuer.Scheme == "https", Now: time.Now, Logger: env.Logger,
+		SecureCookies: cfg.Issuer.Scheme == "https", Issuer: strings.TrimRight(cfg.Issuer.String(), "/"), Now: time.Now, Logger: env.Logger,
 	})
 	if err != nil {
 		return nil, err
@@ -116,8 +117,10 @@ type HandlerOptions struct {
 	Directory     Directory
 	Tokens        Tokens
 	SecureCookies bool
-	Now           func() time.Time
-	Logger        *slog.Logger
+	// Issuer goes into every authorization response as iss (RFC 9207).
+	Issuer string
+	Now    func() time.Time
+	Logger *slog.Logger
 }
 
 // NewHandler builds authn's public routes on an open, migrated database
@@ -128,7 +131,7 @@ func NewHandler(o HandlerOptions) (*http.ServeMux, error) {
 	tokens := tokensAdapter{c: o.Tokens}
 	log := o.Logger
 	flow := &authorize.Flow{
-		Validator: &authorize.Validator{Directory: o.Directory, Tokens: tokens},
+		Validator: &authorize.Validator{Directory: o.Directory, Tokens: tokens, Issuer: o.Issuer},
 		Directory: o.Directory, Tokens: tokens, Store: store, Browsers: browsers,
 		RequestTTL: RequestTTL, Now: o.Now, Logger: log,
 	}

@@ -11,14 +11,18 @@ import (
 type Target struct {
 	RedirectURI string
 	State       string
-	Fragment    bool // implicit response types answer in the fragment
+	Fragment    bool   // implicit response types answer in the fragment
+	Issuer      string // sent as iss (RFC 9207) when set
 }
 
-// URL returns the redirect carrying v plus state: in the query (keeping the
-// registered URI's own query) or in the fragment.
+// URL returns the redirect carrying v plus state and iss: in the query
+// (keeping the registered URI's own query) or in the fragment.
 func (t *Target) URL(v url.Values) string {
 	if t.State != "" {
 		v.Set("state", t.State)
+	}
+	if t.Issuer != "" {
+		v.Set("iss", t.Issuer)
 	}
 	u, err := url.Parse(t.RedirectURI)
 	if err != nil { // validated before a Target is made

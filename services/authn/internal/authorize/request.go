@@ -60,6 +60,8 @@ type Request struct {
 	// client (AdminClient).
 	ClientOrgID string `json:"client_org_id"`
 	AdminClient bool   `json:"admin_client,omitempty"`
+	// Issuer is sent back as iss with the response (RFC 9207).
+	Issuer string `json:"issuer,omitempty"`
 }
 
 // Implicit reports whether the response goes in the fragment.
@@ -70,7 +72,7 @@ func (r *Request) HasPrompt(p string) bool { return slices.Contains(r.Prompt, p)
 
 // Target is where an error or a response is sent.
 func (r *Request) Target() *Target {
-	return &Target{RedirectURI: r.RedirectURI, State: r.State, Fragment: r.Implicit()}
+	return &Target{RedirectURI: r.RedirectURI, State: r.State, Fragment: r.Implicit(), Issuer: r.Issuer}
 }
 
 // Params are the raw parameters of one request: the query of a GET, the
@@ -124,6 +126,9 @@ func (p Params) Locales() []string {
 type Validator struct {
 	Directory Directory
 	Tokens    Tokens
+	// Issuer is sent as iss with every authorization response (RFC 9207),
+	// so a client that talks to several servers detects a mix-up.
+	Issuer string
 }
 
 // Validate checks p and returns the request, or a Failure: one that shows
@@ -167,7 +172,7 @@ func (v *Validator) Validate(ctx context.Context, p Params) (*Request, *Failure)
 	// usable, in the fragment for the implicit response types.
 	rawType, typeErr := p.one("response_type")
 	respType, known := normalizeResponseType(rawType)
-	target := &Target{RedirectURI: redirectURI, Fragment: known && respType != ResponseCode}
+	target := &Target{RedirectURI: redirectURI, Fragment: known && respType != ResponseCode, Issuer: v.Issuer}
 	state, err := p.one("state")
 	if err != nil {
 		return nil, &Failure{Err: oauth.As(err), Target: target}
@@ -190,7 +195,7 @@ func (v *Validator) Validate(ctx context.Context, p Params) (*Request, *Failure)
 		return fail(oauth.UnauthorizedClient, "the client may not use response_type %q", respType)
 	}
 	req := &Request{ClientID: clientID, AppName: client.GetName(), RedirectURI: redirectURI, ResponseType: respType, State: state,
-		ClientOrgID: client.GetOrgId(), AdminClient: client.GetAdminClient()}
+		ClientOrgID: client.GetOrgId(), AdminClient: client.GetAdminClient(), Issuer: v.Issuer}
 
 	scope := p.first("scope")
 	if scope == "" {

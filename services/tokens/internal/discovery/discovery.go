@@ -69,6 +69,8 @@ type Metadata struct {
 	ClaimsParameterSupported                  bool     `json:"claims_parameter_supported"`
 	RequestParameterSupported                 bool     `json:"request_parameter_supported"`
 	RequestURIParameterSupported              bool     `json:"request_uri_parameter_supported"`
+	// RFC 9207: authorization responses carry iss.
+	AuthorizationResponseIssParameterSupported bool `json:"authorization_response_iss_parameter_supported"`
 }
 
 // Client authentication methods and the algorithms accepted for
@@ -110,10 +112,11 @@ func Document(issuer string, signingAlgs []string) *Metadata {
 		ClaimsSupported: []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "amr", "azp",
 			"at_hash", "c_hash", "name", "given_name", "family_name", "nickname", "preferred_username",
 			"locale", "gender", "updated_at", "email", "email_verified", "phone_number", "phone_number_verified"},
-		UILocalesSupported:           []string{"en", "de"},
-		ClaimsParameterSupported:     false,
-		RequestParameterSupported:    false,
-		RequestURIParameterSupported: false,
+		UILocalesSupported:                         []string{"en", "de"},
+		ClaimsParameterSupported:                   false,
+		RequestParameterSupported:                  false,
+		RequestURIParameterSupported:               false,
+		AuthorizationResponseIssParameterSupported: true,
 	}
 }
 
