@@ -56,15 +56,22 @@ type afEnv struct {
 	users      map[string]string // user name -> id
 }
 
-func afStart(t *testing.T) *afEnv {
+func afStart(t *testing.T) *afEnv { return afStartEnv(t, nil) }
+
+// afStartEnv is afStart with more environment variables.
+func afStartEnv(t *testing.T, extra map[string]string) *afEnv {
 	t.Helper()
 	dir := t.TempDir()
 	addr := freeAddr(t)
 	issuer := "http://" + addr
-	edge := startProc(t, config.RoleEdge, map[string]string{
+	env := map[string]string{
 		"GATEHOUSE_DATA_DIR": dir, "GATEHOUSE_ADDR": addr, "GATEHOUSE_ISSUER": issuer,
 		"GATEHOUSE_ADMIN_PASSWORD": "Admin-Passw0rd-for-e2e",
-	})
+	}
+	for k, v := range extra {
+		env[k] = v
+	}
+	edge := startProc(t, config.RoleEdge, env)
 	raw, err := os.ReadFile(filepath.Join(dir, "bootstrap-admin-key.json"))
 	if err != nil {
 		t.Fatal(err)

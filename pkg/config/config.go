@@ -65,6 +65,12 @@ type Config struct {
 	RateLimit       float64        // GATEHOUSE_RATE_LIMIT, requests per second per client address (0 = off)
 	RateBurst       int            // GATEHOUSE_RATE_BURST
 	ShutdownTimeout time.Duration  // GATEHOUSE_SHUTDOWN_TIMEOUT
+
+	// Calls to external identity providers (pkg/netguard): loopback is
+	// refused unless IdPAllowLoopback (development and tests); private
+	// ranges are allowed unless IdPDenyPrivate.
+	IdPAllowLoopback bool // GATEHOUSE_IDP_ALLOW_LOOPBACK
+	IdPDenyPrivate   bool // GATEHOUSE_IDP_DENY_PRIVATE
 }
 
 // Tokens configures the tokens service: signing and lifetimes.
@@ -109,6 +115,8 @@ func Load(role Role, getenv Getenv) (*Config, error) {
 	c.RateLimit = p.float("GATEHOUSE_RATE_LIMIT", 50)
 	c.RateBurst = p.int("GATEHOUSE_RATE_BURST", 100)
 	c.ShutdownTimeout = p.duration("GATEHOUSE_SHUTDOWN_TIMEOUT", 20*time.Second)
+	c.IdPAllowLoopback = p.bool("GATEHOUSE_IDP_ALLOW_LOOPBACK")
+	c.IdPDenyPrivate = p.bool("GATEHOUSE_IDP_DENY_PRIVATE")
 	c.Tokens = Tokens{
 		SigningAlgorithm:    p.str("GATEHOUSE_SIGNING_ALGORITHM", "RS256"),
 		SigningLibrary:      p.str("GATEHOUSE_SIGNING_LIBRARY", "auto"),
@@ -243,6 +251,19 @@ func (p *parser) str(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// bool reads true or false (default false).
+func (p *parser) bool(name string) bool {
+	switch v := strings.ToLower(strings.TrimSpace(p.getenv(name))); v {
+	case "", "false", "0":
+		return false
+	case "true", "1":
+		return true
+	default:
+		p.fail(name, "want true or false, got %q", v)
+		return false
+	}
 }
 
 func (p *parser) require(name string, u *url.URL, role Role) {

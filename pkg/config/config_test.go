@@ -26,6 +26,13 @@ func TestDefaults(t *testing.T) {
 	if c.Distributed() || c.MasterKeyFile != filepath.Join("data", "master.key") {
 		t.Fatalf("embedded edge: distributed=%v keyfile=%q", c.Distributed(), c.MasterKeyFile)
 	}
+	if c.IdPAllowLoopback || c.IdPDenyPrivate {
+		t.Fatal("identity provider calls: loopback allowed or private ranges denied by default")
+	}
+	c, err = Load(RoleEdge, env(map[string]string{"GATEHOUSE_IDP_ALLOW_LOOPBACK": "true", "GATEHOUSE_IDP_DENY_PRIVATE": "1"}))
+	if err != nil || !c.IdPAllowLoopback || !c.IdPDenyPrivate {
+		t.Fatalf("IdP flags: %v %+v", err, c)
+	}
 }
 
 func TestInvalid(t *testing.T) {
@@ -57,6 +64,7 @@ func TestInvalid(t *testing.T) {
 		{"refresh idle over absolute", RoleEdge, map[string]string{"GATEHOUSE_REFRESH_TOKEN_IDLE_LIFETIME": "2000h", "GATEHOUSE_REFRESH_TOKEN_ABSOLUTE_LIFETIME": "1000h"}, []string{"GATEHOUSE_REFRESH_TOKEN_IDLE_LIFETIME"}},
 		{"negative grace", RoleEdge, map[string]string{"GATEHOUSE_REFRESH_REUSE_GRACE": "-1s"}, []string{"GATEHOUSE_REFRESH_REUSE_GRACE"}},
 		{"service url scheme", RoleEdge, map[string]string{"GATEHOUSE_AUTHN_URL": "tcp://a", "GATEHOUSE_INTERNAL_TOKEN": token}, []string{"GATEHOUSE_AUTHN_URL"}},
+		{"idp loopback flag", RoleEdge, map[string]string{"GATEHOUSE_IDP_ALLOW_LOOPBACK": "yes"}, []string{`GATEHOUSE_IDP_ALLOW_LOOPBACK: want true or false, got "yes"`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -22,8 +22,11 @@ const (
 	ProjectAudPrefix = "urn:gatehouse:iam:org:project:id:"
 	ProjectAudSuffix = ":aud"
 	OrgPrefix        = "urn:gatehouse:iam:org:id:"
-	UserMetadata     = "urn:gatehouse:iam:user:metadata"
-	ResourceOwner    = "urn:gatehouse:iam:user:resourceowner"
+	// IdPPrefix names an identity provider of the login's organization:
+	// the authorization request goes straight to it.
+	IdPPrefix     = "urn:gatehouse:iam:org:idp:id:"
+	UserMetadata  = "urn:gatehouse:iam:user:metadata"
+	ResourceOwner = "urn:gatehouse:iam:user:resourceowner"
 )
 
 var standard = []string{OpenID, Profile, Email, Phone, Address, OfflineAccess, UserMetadata, ResourceOwner}
@@ -57,7 +60,20 @@ func valid(s string) bool {
 	if id, ok := cutOrg(s); ok {
 		return idOK(id)
 	}
+	if id, ok := strings.CutPrefix(s, IdPPrefix); ok {
+		return idOK(id)
+	}
 	return false
+}
+
+// IdP returns the identity provider id the shortcut scope names, if any.
+func IdP(scopes []string) string {
+	for _, s := range scopes {
+		if id, ok := strings.CutPrefix(s, IdPPrefix); ok {
+			return id
+		}
+	}
+	return ""
 }
 
 // cutProject returns the project id of a project-audience scope.

@@ -18,11 +18,13 @@ import (
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1/directoryv1connect"
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1/tokensv1connect"
+	"github.com/gatehouse-id/gatehouse/pkg/netguard"
 	"github.com/gatehouse-id/gatehouse/pkg/process"
 	"github.com/gatehouse-id/gatehouse/pkg/rpc"
 	"github.com/gatehouse-id/gatehouse/pkg/server"
 	"github.com/gatehouse-id/gatehouse/services/authn/internal/authorize"
 	"github.com/gatehouse-id/gatehouse/services/authn/internal/endsession"
+	"github.com/gatehouse-id/gatehouse/services/authn/internal/federation"
 	"github.com/gatehouse-id/gatehouse/services/authn/internal/login"
 	"github.com/gatehouse-id/gatehouse/services/authn/internal/session"
 	"github.com/gatehouse-id/gatehouse/services/authn/migrations"
@@ -37,6 +39,10 @@ type Directory interface {
 	ChangePassword(context.Context, *connect.Request[directoryv1.ChangePasswordRequest]) (*connect.Response[directoryv1.ChangePasswordResponse], error)
 	RegisterUser(context.Context, *connect.Request[directoryv1.RegisterUserRequest]) (*connect.Response[directoryv1.RegisterUserResponse], error)
 	LookupUser(context.Context, *connect.Request[directoryv1.LookupUserRequest]) (*connect.Response[directoryv1.LookupUserResponse], error)
+	GetIdP(context.Context, *connect.Request[directoryv1.GetIdPRequest]) (*connect.Response[directoryv1.GetIdPResponse], error)
+	ListIdPs(context.Context, *connect.Request[directoryv1.ListIdPsRequest]) (*connect.Response[directoryv1.ListIdPsResponse], error)
+	GetLinkedUser(context.Context, *connect.Request[directoryv1.GetLinkedUserRequest]) (*connect.Response[directoryv1.GetLinkedUserResponse], error)
+	RegisterExternalUser(context.Context, *connect.Request[directoryv1.RegisterExternalUserRequest]) (*connect.Response[directoryv1.RegisterExternalUserResponse], error)
 }
 
 // Deps are the authn service's dependencies on other services. A nil
@@ -98,6 +104,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 	s.public, err = NewHandler(HandlerOptions{
 		DB: store, Directory: deps.Directory, Tokens: deps.Tokens,
 		SecureCookies: cfg.Issuer.Scheme == "https", Issuer: strings.TrimRight(cfg.Issuer.String(), "/"), Now: time.Now, Logger: env.Logger,
+		IdPHTTP: netguard.Policy{AllowLoopback: cfg.IdPAllowLoopback, DenyPrivate: cfg.IdPDenyPrivate}.Client(netguard.Options{}),
 	})
 	if err != nil {
 		return nil, err
@@ -119,8 +126,11 @@ type HandlerOptions struct {
 	SecureCookies bool
 	// Issuer goes into every authorization response as iss (RFC 9207).
 	Issuer string
-	Now    func() time.Time
-	Logger *slog.Logger
+	// IdPHTTP makes the calls to external identity providers (a netguard
+	// client; nil: the default policy, loopback refused).
+	IdPHTTP *http.Client
+	Now     func() time.Time
+	Logger  *slog.Logger
 }
 
 // NewHandler builds authn's public routes on an open, migrated database
@@ -135,11 +145,17 @@ func NewHandler(o HandlerOptions) (*http.ServeMux, error) {
 		Directory: o.Directory, Tokens: tokens, Store: store, Browsers: browsers,
 		RequestTTL: RequestTTL, Now: o.Now, Logger: log,
 	}
-	pages, err := login.New(login.Pages{Flow: flow, Directory: o.Directory, Store: store, Browsers: browsers, Now: o.Now, Logger: log})
+	idpHTTP := o.IdPHTTP
+	if idpHTTP == nil {
+		idpHTTP = netguard.Policy{}.Client(netguard.Options{})
+	}
+	rp := &federation.RP{HTTP: idpHTTP, RedirectURL: o.Issuer + login.PathIdPCallback, Now: o.Now}
+	pages, err := login.New(login.Pages{Flow: flow, Directory: o.Directory, Store: store, Browsers: browsers, RP: rp, Now: o.Now, Logger: log})
 	if err != nil {
 		return nil, err
 	}
 	flow.ErrorPage = pages.ErrorPage
+	flow.StartIdP = pages.BeginIdP
 	mux := http.NewServeMux()
 	mux.Handle(authorize.Path, flow)
 	pages.Register(mux)

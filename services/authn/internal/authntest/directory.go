@@ -205,3 +205,24 @@ func (d *Directory) SetState(id string, s directoryv1.UserState) {
 	defer d.mu.Unlock()
 	d.Users[id].User.State = s
 }
+
+// GetIdP implements the directory API: this fake has no identity
+// providers.
+func (d *Directory) GetIdP(context.Context, *connect.Request[directoryv1.GetIdPRequest]) (*connect.Response[directoryv1.GetIdPResponse], error) {
+	return nil, connect.NewError(connect.CodeNotFound, errors.New("idp not found"))
+}
+
+// ListIdPs implements the directory API.
+func (d *Directory) ListIdPs(context.Context, *connect.Request[directoryv1.ListIdPsRequest]) (*connect.Response[directoryv1.ListIdPsResponse], error) {
+	return connect.NewResponse(&directoryv1.ListIdPsResponse{}), nil
+}
+
+// GetLinkedUser implements the directory API.
+func (d *Directory) GetLinkedUser(context.Context, *connect.Request[directoryv1.GetLinkedUserRequest]) (*connect.Response[directoryv1.GetLinkedUserResponse], error) {
+	return nil, connect.NewError(connect.CodeNotFound, errors.New("not linked"))
+}
+
+// RegisterExternalUser implements the directory API.
+func (d *Directory) RegisterExternalUser(context.Context, *connect.Request[directoryv1.RegisterExternalUserRequest]) (*connect.Response[directoryv1.RegisterExternalUserResponse], error) {
+	return nil, connect.NewError(connect.CodeNotFound, errors.New("idp not found"))
+}

@@ -52,8 +52,11 @@ type Flow struct {
 	Browsers   *session.Browsers
 	RequestTTL time.Duration
 	ErrorPage  ErrorPage
-	Now        func() time.Time
-	Logger     *slog.Logger
+	// StartIdP sends the browser to an identity provider for a pending
+	// request (the shortcut scope); the login pages implement it.
+	StartIdP func(w http.ResponseWriter, r *http.Request, ua session.UserAgent, ar session.AuthRequest, req *Request, idpID string)
+	Now      func() time.Time
+	Logger   *slog.Logger
 }
 
 // ServeHTTP is the authorization endpoint, GET and form POST.
@@ -108,6 +111,11 @@ func (f *Flow) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		f.Fail(w, r, req.UILocales, req.FailWith(err))
+		return
+	}
+	if req.IdPID != "" && f.StartIdP != nil {
+		// urn:gatehouse:iam:org:idp:id:{id} skips the login page.
+		f.StartIdP(w, r, ua, pending, req, req.IdPID)
 		return
 	}
 	path := PathLogin

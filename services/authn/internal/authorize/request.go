@@ -62,6 +62,9 @@ type Request struct {
 	AdminClient bool   `json:"admin_client,omitempty"`
 	// Issuer is sent back as iss with the response (RFC 9207).
 	Issuer string `json:"issuer,omitempty"`
+	// IdPID: the shortcut scope names an identity provider of OrgID; the
+	// login goes straight to it.
+	IdPID string `json:"idp_id,omitempty"`
 }
 
 // Implicit reports whether the response goes in the fragment.
@@ -294,6 +297,17 @@ func (v *Validator) Validate(ctx context.Context, p Params) (*Request, *Failure)
 		case !org.Msg.GetActive():
 			return fail(oauth.InvalidScope, "the organization of the scope is not active")
 		}
+	}
+	if id := scopes.IdP(req.Scopes); id != "" {
+		res, err := v.Directory.GetIdP(ctx, connect.NewRequest(&directoryv1.GetIdPRequest{OrgId: req.OrgID, IdpId: id}))
+		switch {
+		case connect.CodeOf(err) == connect.CodeNotFound || connect.CodeOf(err) == connect.CodeInvalidArgument ||
+			(err == nil && !res.Msg.GetIdp().GetActive()):
+			return fail(oauth.InvalidScope, "the identity provider of the scope is unknown, inactive or of another organization")
+		case err != nil:
+			return nil, &Failure{Err: dependencyError("directory", err), Target: target}
+		}
+		req.IdPID = id
 	}
 	return req, nil
 }

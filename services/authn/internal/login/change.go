@@ -98,7 +98,7 @@ func (p *Pages) changeSubmit(w http.ResponseWriter, r *http.Request) {
 		p.internal(w, r, f.lang, err)
 		return
 	}
-	p.signIn(w, r, f, resp.Msg.GetUser())
+	p.signIn(w, r, f, resp.Msg.GetUser(), []string{"pwd"})
 }
 
 func (p *Pages) org(ctx context.Context, orgID string) (*directoryv1.GetOrgResponse, error) {

@@ -24,6 +24,10 @@ type Directory interface {
 	GetOrg(context.Context, *connect.Request[directoryv1.GetOrgRequest]) (*connect.Response[directoryv1.GetOrgResponse], error)
 	RegisterUser(context.Context, *connect.Request[directoryv1.RegisterUserRequest]) (*connect.Response[directoryv1.RegisterUserResponse], error)
 	LookupUser(context.Context, *connect.Request[directoryv1.LookupUserRequest]) (*connect.Response[directoryv1.LookupUserResponse], error)
+	GetIdP(context.Context, *connect.Request[directoryv1.GetIdPRequest]) (*connect.Response[directoryv1.GetIdPResponse], error)
+	ListIdPs(context.Context, *connect.Request[directoryv1.ListIdPsRequest]) (*connect.Response[directoryv1.ListIdPsResponse], error)
+	GetLinkedUser(context.Context, *connect.Request[directoryv1.GetLinkedUserRequest]) (*connect.Response[directoryv1.GetLinkedUserResponse], error)
+	RegisterExternalUser(context.Context, *connect.Request[directoryv1.RegisterExternalUserRequest]) (*connect.Response[directoryv1.RegisterExternalUserResponse], error)
 }
 
 // Paths served besides the authorize package's page paths.
@@ -39,9 +43,12 @@ type Pages struct {
 	Directory Directory
 	Store     *session.Store
 	Browsers  *session.Browsers
-	Now       func() time.Time
-	Logger    *slog.Logger
-	tmpl      templates
+	// RP signs users in through external identity providers (nil: no
+	// buttons).
+	RP     Federation
+	Now    func() time.Time
+	Logger *slog.Logger
+	tmpl   templates
 }
 
 // New parses the templates; it fails only on a broken build.
@@ -66,6 +73,8 @@ func (p *Pages) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+authorize.PathSelect, p.selectSubmit)
 	mux.HandleFunc("GET "+authorize.PathRegister, p.registerPage)
 	mux.HandleFunc("POST "+authorize.PathRegister, p.registerSubmit)
+	mux.HandleFunc("POST "+PathIdP, p.idpSubmit)
+	mux.HandleFunc("GET "+PathIdPCallback, p.callback)
 	mux.HandleFunc("GET "+authorize.PathConsent, p.consentPage)
 	mux.HandleFunc("POST "+authorize.PathConsent, p.consentSubmit)
 	mux.HandleFunc("GET "+PathLoggedOut, func(w http.ResponseWriter, r *http.Request) {
@@ -202,12 +211,12 @@ func (p *Pages) internal(w http.ResponseWriter, r *http.Request, lang string, er
 	p.messagePage(w, r, lang, http.StatusInternalServerError, "err.server")
 }
 
-// signIn records the user's session on the browser and answers the
-// pending request.
-func (p *Pages) signIn(w http.ResponseWriter, r *http.Request, f *flow, u *directoryv1.User) {
+// signIn records the user's session on the browser, authenticated now by
+// amr, and answers the pending request.
+func (p *Pages) signIn(w http.ResponseWriter, r *http.Request, f *flow, u *directoryv1.User, amr []string) {
 	s, err := p.Store.Upsert(r.Context(), session.Session{
 		UserAgentID: f.ua.ID, UserID: u.GetId(), OrgID: u.GetOrgId(), LoginName: u.GetPreferredLoginName(),
-		DisplayName: u.GetDisplayName(), AuthTime: p.Now(), AMR: []string{"pwd"},
+		DisplayName: u.GetDisplayName(), AuthTime: p.Now(), AMR: amr,
 	}, p.Now())
 	if err != nil {
 		p.internal(w, r, f.lang, err)

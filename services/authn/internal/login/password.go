@@ -30,6 +30,12 @@ func (p *Pages) loginNamePage(w http.ResponseWriter, r *http.Request) {
 		pg.Error = translate(f.lang, "err.passwordDisabled")
 	}
 	pg.AllowRegister = lp.GetAllowRegister() && lp.GetAllowUsernamePassword()
+	idps, err := p.idpButtons(r.Context(), f.req.OrgID, lp)
+	if err != nil {
+		p.internal(w, r, f.lang, err)
+		return
+	}
+	pg.IdPs = idps
 	p.tmpl.render(w, p.Logger, http.StatusOK, "loginname", pg)
 }
 
@@ -152,7 +158,7 @@ func (p *Pages) passwordSubmit(w http.ResponseWriter, r *http.Request) {
 		redirect(w, r, PathChangePassword, f.ar.ID)
 		return
 	}
-	p.signIn(w, r, f, u)
+	p.signIn(w, r, f, u, []string{"pwd"})
 }
 
 // passwordError maps the directory's answers to a password check to a

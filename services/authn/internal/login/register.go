@@ -100,5 +100,5 @@ func (p *Pages) registerSubmit(w http.ResponseWriter, r *http.Request) {
 		p.internal(w, r, f.lang, err)
 		return
 	}
-	p.signIn(w, r, f, resp.Msg.GetUser())
+	p.signIn(w, r, f, resp.Msg.GetUser(), []string{"pwd"})
 }

@@ -33,8 +33,10 @@ type page struct {
 	Sessions  []session.Session
 	// AllowRegister shows the registration link (the login policy).
 	AllowRegister bool
-	Code          string // error page: the OAuth error code
-	Detail        string // error page: the error's description (English)
+	// IdPs are the identity provider buttons of the login name page.
+	IdPs   []idpButton
+	Code   string // error page: the OAuth error code
+	Detail string // error page: the error's description (English)
 }
 
 // fieldData is one labelled input.

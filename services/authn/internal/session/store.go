@@ -235,6 +235,9 @@ func (s *Store) Prune(ctx context.Context, now time.Time) error {
 	if _, err := s.DB.Exec(ctx, `DELETE FROM auth_requests WHERE expires_at <= ?`, now); err != nil {
 		return fmt.Errorf("prune auth requests: %w", err)
 	}
+	if _, err := s.DB.Exec(ctx, `DELETE FROM idp_flows WHERE expires_at <= ?`, now); err != nil {
+		return fmt.Errorf("prune idp flows: %w", err)
+	}
 	return nil
 }
 
@@ -269,4 +272,52 @@ func (s *Store) AddConsent(ctx context.Context, userID, clientID string, scopes 
 		return fmt.Errorf("record consent: %w", err)
 	}
 	return nil
+}
+
+// IdPFlow is a sign-in in flight at an external identity provider.
+type IdPFlow struct {
+	StateHash     string    `db:"state_hash"`
+	UserAgentID   string    `db:"user_agent_id"`
+	AuthRequestID string    `db:"auth_request_id"`
+	IdPID         string    `db:"idp_id"`
+	OrgID         string    `db:"org_id"`
+	Nonce         string    `db:"nonce"`
+	Verifier      string    `db:"verifier"`
+	ExpiresAt     time.Time `db:"expires_at"`
+}
+
+// HashState is the stored form of an IdP state value.
+func HashState(state string) string {
+	sum := sha256.Sum256([]byte(state))
+	return hex.EncodeToString(sum[:])
+}
+
+// CreateIdPFlow stores a sign-in in flight.
+func (s *Store) CreateIdPFlow(ctx context.Context, f IdPFlow) error {
+	_, err := s.DB.Exec(ctx, `INSERT INTO idp_flows (state_hash, user_agent_id, auth_request_id, idp_id, org_id, nonce, verifier, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, f.StateHash, f.UserAgentID, f.AuthRequestID, f.IdPID, f.OrgID, f.Nonce, f.Verifier, f.ExpiresAt)
+	if err != nil {
+		return fmt.Errorf("create idp flow: %w", err)
+	}
+	return nil
+}
+
+// TakeIdPFlow returns and deletes the flow of state for the browser: once
+// only, so a replayed callback finds nothing. An expired flow, one of
+// another browser or an unknown state is ErrNotFound.
+func (s *Store) TakeIdPFlow(ctx context.Context, state, userAgentID string, now time.Time) (IdPFlow, error) {
+	var f IdPFlow
+	h := HashState(state)
+	if err := s.DB.Get(ctx, &f, `SELECT state_hash, user_agent_id, auth_request_id, idp_id, org_id, nonce, verifier, expires_at
+		FROM idp_flows WHERE state_hash = ? AND user_agent_id = ?`, h, userAgentID); err != nil {
+		return IdPFlow{}, fmt.Errorf("idp flow: %w", db.NotFound(err))
+	}
+	res, err := s.DB.Exec(ctx, `DELETE FROM idp_flows WHERE state_hash = ?`, h)
+	if err != nil {
+		return IdPFlow{}, fmt.Errorf("take idp flow: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 || !now.Before(f.ExpiresAt) {
+		return IdPFlow{}, fmt.Errorf("idp flow: %w", ErrNotFound)
+	}
+	return f, nil
 }

@@ -195,7 +195,7 @@ func (s *Server) GetOrg(ctx context.Context, req *connect.Request[directoryv1.Ge
 	}
 	return connect.NewResponse(&directoryv1.GetOrgResponse{
 		LoginPolicy: &directoryv1.LoginPolicy{AllowUsernamePassword: lp.AllowUsernamePassword, AllowRegister: lp.AllowRegister,
-			IgnoreUnknownUsernames: lp.IgnoreUnknownUsernames},
+			IgnoreUnknownUsernames: lp.IgnoreUnknownUsernames, AllowExternalIdp: lp.AllowExternalIDP},
 		Id: o.ID, Name: o.Name, PrimaryDomain: o.PrimaryDomain, Active: o.State == orgs.StateActive,
 		PasswordPolicy: &directoryv1.PasswordPolicy{
 			MinLength: uint32(p.MinLength), HasUppercase: p.HasUppercase, HasLowercase: p.HasLowercase,

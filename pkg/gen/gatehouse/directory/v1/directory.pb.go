@@ -1936,8 +1936,10 @@ type LoginPolicy struct {
 	AllowRegister bool `protobuf:"varint,2,opt,name=allow_register,json=allowRegister,proto3" json:"allow_register,omitempty"`
 	// An unknown login name is not revealed on the login name page.
 	IgnoreUnknownUsernames bool `protobuf:"varint,3,opt,name=ignore_unknown_usernames,json=ignoreUnknownUsernames,proto3" json:"ignore_unknown_usernames,omitempty"`
-	unknownFields          protoimpl.UnknownFields
-	sizeCache              protoimpl.SizeCache
+	// Users may sign in with the organization's external identity providers.
+	AllowExternalIdp bool `protobuf:"varint,4,opt,name=allow_external_idp,json=allowExternalIdp,proto3" json:"allow_external_idp,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *LoginPolicy) Reset() {
@@ -1987,6 +1989,13 @@ func (x *LoginPolicy) GetAllowRegister() bool {
 func (x *LoginPolicy) GetIgnoreUnknownUsernames() bool {
 	if x != nil {
 		return x.IgnoreUnknownUsernames
+	}
+	return false
+}
+
+func (x *LoginPolicy) GetAllowExternalIdp() bool {
+	if x != nil {
+		return x.AllowExternalIdp
 	}
 	return false
 }
@@ -3005,11 +3014,12 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x0eprimary_domain\x18\x03 \x01(\tR\rprimaryDomain\x12\x16\n" +
 	"\x06active\x18\x04 \x01(\bR\x06active\x12O\n" +
 	"\x0fpassword_policy\x18\x05 \x01(\v2&.gatehouse.directory.v1.PasswordPolicyR\x0epasswordPolicy\x12F\n" +
-	"\flogin_policy\x18\x06 \x01(\v2#.gatehouse.directory.v1.LoginPolicyR\vloginPolicy\"\xa6\x01\n" +
+	"\flogin_policy\x18\x06 \x01(\v2#.gatehouse.directory.v1.LoginPolicyR\vloginPolicy\"\xd4\x01\n" +
 	"\vLoginPolicy\x126\n" +
 	"\x17allow_username_password\x18\x01 \x01(\bR\x15allowUsernamePassword\x12%\n" +
 	"\x0eallow_register\x18\x02 \x01(\bR\rallowRegister\x128\n" +
-	"\x18ignore_unknown_usernames\x18\x03 \x01(\bR\x16ignoreUnknownUsernames\"A\n" +
+	"\x18ignore_unknown_usernames\x18\x03 \x01(\bR\x16ignoreUnknownUsernames\x12,\n" +
+	"\x12allow_external_idp\x18\x04 \x01(\bR\x10allowExternalIdp\"A\n" +
 	"\x0fGetRolesRequest\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x15\n" +
 	"\x06org_id\x18\x02 \x01(\tR\x05orgId\"(\n" +

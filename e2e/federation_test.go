@@ -1,0 +1,171 @@
+package e2e
+
+import (
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gatehouse-id/gatehouse/pkg/config"
+)
+
+// A second Gatehouse is the upstream identity provider of the first: its
+// web app's redirect URI is the first's /idps/callback. The upstream runs
+// as "localhost", the downstream as 127.0.0.1, so the browser's cookies of
+// the two stay apart.
+type fedUpstream struct {
+	issuer, base, admin string
+	clientID, secret    string
+}
+
+func startUpstream(t *testing.T, callback string) *fedUpstream {
+	t.Helper()
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	_, port, _ := strings.Cut(addr, ":")
+	u := &fedUpstream{issuer: "http://localhost:" + port}
+	p := startProc(t, config.RoleEdge, map[string]string{
+		"GATEHOUSE_DATA_DIR": dir, "GATEHOUSE_ADDR": addr, "GATEHOUSE_ISSUER": u.issuer,
+		"GATEHOUSE_ADMIN_PASSWORD": "Upstream-Passw0rd-1",
+	})
+	u.base = p.base
+	_, tok := operatorToken(t, p.base, dir, u.issuer)
+	u.admin = tok["access_token"].(string)
+	status, proj := restJSON(t, "POST", p.base+"/management/v1/projects", u.admin, map[string]any{"name": "Downstream"})
+	if status != 200 {
+		t.Fatalf("upstream AddProject: %d %v", status, proj)
+	}
+	status, app := restJSON(t, "POST", p.base+"/management/v1/projects/"+proj["id"].(string)+"/apps/oidc", u.admin, map[string]any{
+		"name": "downstream", "redirectUris": []string{callback}, "responseTypes": []string{"OIDC_RESPONSE_TYPE_CODE"},
+		"grantTypes": []string{"OIDC_GRANT_TYPE_AUTHORIZATION_CODE"}, "appType": "OIDC_APP_TYPE_WEB",
+		"authMethodType": "OIDC_AUTH_METHOD_TYPE_BASIC"})
+	if status != 200 {
+		t.Fatalf("upstream AddOIDCApp: %d %v", status, app)
+	}
+	u.clientID, u.secret = app["clientId"].(string), app["clientSecret"].(string)
+	if status, r := restJSON(t, "POST", p.base+"/management/v1/users/human/_import", u.admin, map[string]any{
+		"userName": "fed", "profile": map[string]any{"firstName": "Fede", "lastName": "Rated"},
+		"email": map[string]any{"email": "fed@upstream.example"}, "password": "Fed-Passw0rd!1"}); status != 200 {
+		t.Fatalf("upstream user: %d %v", status, r)
+	}
+	return u
+}
+
+// fedBrowser follows redirects between the two servers and stops at the
+// relying party.
+func fedBrowser(hosts ...string) *http.Client {
+	jar, _ := cookiejar.New(nil)
+	return &http.Client{Jar: jar, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+		for _, h := range hosts {
+			if strings.HasPrefix(req.URL.String(), h) {
+				return nil
+			}
+		}
+		return http.ErrUseLastResponse
+	}}
+}
+
+// TestFederationGatehouseUpstream: the shortcut scope sends the browser
+// to the upstream, whose user is registered downstream at the first
+// sign-in (autoRegister) and signed in by the link the next time; the
+// login page shows the provider's button.
+func TestFederationGatehouseUpstream(t *testing.T) {
+	e := afStartEnv(t, map[string]string{"GATEHOUSE_IDP_ALLOW_LOOPBACK": "true"})
+	up := startUpstream(t, e.base+"/idps/callback")
+	idp := e.must("POST", "/management/v1/idps/oidc", e.admin, "", map[string]any{
+		"name": "Upstream", "clientId": up.clientID, "clientSecret": up.secret, "issuer": up.issuer,
+		"scopes": []string{"openid", "profile", "email"}, "autoRegister": true,
+		"usernameMapping": "OIDC_MAPPING_FIELD_PREFERRED_USERNAME"})["idpId"].(string)
+
+	signIn := func(state string) afIDToken {
+		c := fedBrowser(e.base, up.issuer)
+		p := afGet(t, c, e.authURL(state, "n-"+state, "scope", "openid profile urn:gatehouse:iam:org:idp:id:"+idp))
+		if !afIs(p, "loginName") || !strings.Contains(p.body, "downstream") {
+			t.Fatalf("want the upstream's login page for the downstream app; got %d %v:\n%s", p.status, p.loc, p.body)
+		}
+		p = afSubmit(t, c, up.issuer, p, url.Values{"loginName": {"fed"}})
+		p = afSubmit(t, c, up.issuer, p, url.Values{"password": {"Fed-Passw0rd!1"}})
+		// amr is the upstream's: its ID token says pwd.
+		return e.code(p, state, "n-"+state)
+	}
+	first := signIn("f1")
+	second := signIn("f2")
+	if first.Subject == "" || second.Subject != first.Subject {
+		t.Fatalf("subjects %q and %q; want the same downstream user twice", first.Subject, second.Subject)
+	}
+	// The registered user is the downstream's own, named by the mapping.
+	u := e.must("GET", "/management/v1/users/"+first.Subject, e.admin, "", nil)["user"].(map[string]any)
+	if name, _ := u["userName"].(string); !strings.HasPrefix(name, "fed@") {
+		t.Errorf("registered user name %q; want the upstream's preferred_username fed@…", name)
+	}
+	// The login page offers the provider.
+	p := afGet(t, fedBrowser(e.base), e.authURL("lp", "n-lp"))
+	if !strings.Contains(p.body, `name="idpID" value="`+idp+`"`) || !strings.Contains(p.body, "Sign in with Upstream") {
+		t.Errorf("login page without the Upstream button:\n%s", p.body)
+	}
+}
+
+// Failures create nothing and say what happened: an unknown provider in
+// the shortcut scope, a cancellation at the provider, a replayed callback,
+// and a provider on a forbidden address.
+func TestFederationFailures(t *testing.T) {
+	e := afStartEnv(t, map[string]string{"GATEHOUSE_IDP_ALLOW_LOOPBACK": "true"})
+	up := startUpstream(t, e.base+"/idps/callback")
+	idp := e.must("POST", "/management/v1/idps/oidc", e.admin, "", map[string]any{
+		"name": "Upstream", "clientId": up.clientID, "clientSecret": up.secret, "issuer": up.issuer, "autoRegister": true,
+	})["idpId"].(string)
+	before := e.userCount()
+	shortcut := func(id, state string) string {
+		return e.authURL(state, "n-"+state, "scope", "openid urn:gatehouse:iam:org:idp:id:"+id)
+	}
+	// An unknown provider is invalid_scope at the client.
+	afErrorRedirect(t, afGet(t, fedBrowser(e.base), shortcut("no-such-idp", "u1")), afRedirect, "invalid_scope", "u1", false)
+
+	// The browser stops at the provider: the state is in the redirect.
+	c := fedBrowser(e.base)
+	p := afGet(t, c, shortcut(idp, "c1"))
+	if p.loc == nil || !strings.HasPrefix(p.loc.String(), up.issuer+"/oauth/v2/authorize") {
+		t.Fatalf("want a redirect to the upstream; got %d %v", p.status, p.loc)
+	}
+	q := p.loc.Query()
+	if q.Get("code_challenge_method") != "S256" || q.Get("nonce") == "" || q.Get("state") == "" || q.Get("redirect_uri") != e.base+"/idps/callback" {
+		t.Errorf("authorization request to the upstream lacks PKCE, nonce, state or the callback: %v", q)
+	}
+	cancel := e.base + "/idps/callback?" + url.Values{"state": {q.Get("state")}, "error": {"access_denied"}}.Encode()
+	afErrorRedirect(t, afGet(t, c, cancel), afRedirect, "access_denied", "c1", false)
+	// The same state again: refused on Gatehouse's own page.
+	if again := afGet(t, c, cancel); again.status != http.StatusBadRequest || again.loc != nil {
+		t.Errorf("replayed callback: %d %v; want the 400 error page", again.status, again.loc)
+	}
+	// A forged state in another browser is refused too.
+	if forged := afGet(t, fedBrowser(e.base), e.base+"/idps/callback?state=forged&code=x"); forged.status != http.StatusBadRequest {
+		t.Errorf("forged state: %d; want 400", forged.status)
+	}
+	if n := e.userCount(); n != before {
+		t.Errorf("%d users after the failures; want the %d before", n, before)
+	}
+
+	// Without GATEHOUSE_IDP_ALLOW_LOOPBACK a provider on loopback is refused
+	// (server-side request forgery), and the user is told.
+	d := afStart(t)
+	local := d.must("POST", "/management/v1/idps/oidc", d.admin, "", map[string]any{
+		"name": "Local", "clientId": "c", "clientSecret": "s", "issuer": up.issuer})["idpId"].(string)
+	refused := afGet(t, fedBrowser(d.base), d.authURL("l1", "n-l1", "scope", "openid urn:gatehouse:iam:org:idp:id:"+local))
+	if refused.status != http.StatusBadGateway || !strings.Contains(refused.body, "cannot be reached") {
+		t.Errorf("provider on loopback: %d %v; want the 502 page", refused.status, refused.loc)
+	}
+}
+
+// userCount is the number of users of the home organization.
+func (e *afEnv) userCount() int {
+	e.t.Helper()
+	res := e.must("POST", "/management/v1/users/_search", e.admin, "", map[string]any{"query": map[string]any{"limit": 1}})
+	total, _ := res["details"].(map[string]any)["totalResult"].(string)
+	n, err := strconv.Atoi(total)
+	if err != nil {
+		e.t.Fatalf("user count %q: %v", total, err)
+	}
+	return n
+}

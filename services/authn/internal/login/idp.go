@@ -1,0 +1,226 @@
+package login
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"connectrpc.com/connect"
+
+	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+	"github.com/gatehouse-id/gatehouse/pkg/oauth"
+	"github.com/gatehouse-id/gatehouse/services/authn/internal/authorize"
+	"github.com/gatehouse-id/gatehouse/services/authn/internal/federation"
+	"github.com/gatehouse-id/gatehouse/services/authn/internal/session"
+)
+
+// Sign-in through an organization's external identity providers: the
+// login page's buttons (and the authorization endpoint's shortcut scope)
+// begin it, /idps/callback finishes it. A linked identity signs its user
+// in; an unknown one is registered when the IdP says autoRegister.
+
+// Paths of the federation pages.
+const (
+	PathIdP         = "/ui/login/idp"
+	PathIdPCallback = "/idps/callback"
+)
+
+// Federation is the relying party (federation.RP).
+type Federation interface {
+	Begin(ctx context.Context, idp *directoryv1.IdP, secret string) (federation.Start, error)
+	Finish(ctx context.Context, idp *directoryv1.IdP, secret, code, verifier, nonce string) (*federation.Identity, error)
+}
+
+// idpButton is one identity provider on the login page.
+type idpButton struct {
+	ID, Name string
+	Vendor   bool // stylingType VENDOR
+}
+
+// idpButtons lists the organization's active identity providers, when its
+// login policy allows external sign-in.
+func (p *Pages) idpButtons(ctx context.Context, orgID string, lp *directoryv1.LoginPolicy) ([]idpButton, error) {
+	if p.RP == nil || !lp.GetAllowExternalIdp() {
+		return nil, nil
+	}
+	res, err := p.Directory.ListIdPs(ctx, connect.NewRequest(&directoryv1.ListIdPsRequest{OrgId: orgID}))
+	if err != nil {
+		return nil, err
+	}
+	var out []idpButton
+	for _, i := range res.Msg.GetIdps() {
+		if i.GetActive() {
+			out = append(out, idpButton{ID: i.GetId(), Name: i.GetName(), Vendor: i.GetStylingType() == directoryv1.StylingType_STYLING_TYPE_VENDOR})
+		}
+	}
+	return out, nil
+}
+
+// idpSubmit is a button of the login page.
+func (p *Pages) idpSubmit(w http.ResponseWriter, r *http.Request) {
+	f := p.load(w, r, "idpID")
+	if f == nil {
+		return
+	}
+	lp, ok := p.loginPolicy(w, r, f)
+	if !ok {
+		return
+	}
+	if !lp.GetAllowExternalIdp() {
+		p.messagePage(w, r, f.lang, http.StatusForbidden, "err.idpNotAllowed")
+		return
+	}
+	p.BeginIdP(w, r, f.ua, f.ar, f.req, f.form["idpID"])
+}
+
+// BeginIdP sends the browser to the identity provider idpID of the
+// request's organization for the pending request ar (the authorization
+// endpoint calls it for the shortcut scope).
+func (p *Pages) BeginIdP(w http.ResponseWriter, r *http.Request, ua session.UserAgent, ar session.AuthRequest, req *authorize.Request, idpID string) {
+	ctx := r.Context()
+	lang := Language(req.UILocales, r.Header.Get("Accept-Language"))
+	res, err := p.Directory.GetIdP(ctx, connect.NewRequest(&directoryv1.GetIdPRequest{OrgId: req.OrgID, IdpId: idpID}))
+	switch {
+	case connect.CodeOf(err) == connect.CodeNotFound || connect.CodeOf(err) == connect.CodeInvalidArgument ||
+		(err == nil && !res.Msg.GetIdp().GetActive()):
+		p.messagePage(w, r, lang, http.StatusBadRequest, "err.idpGone")
+		return
+	case err != nil:
+		p.internal(w, r, lang, err)
+		return
+	}
+	idp := res.Msg.GetIdp()
+	start, err := p.RP.Begin(ctx, idp, res.Msg.GetClientSecret())
+	if err != nil {
+		p.Logger.WarnContext(ctx, "identity provider unavailable", "idp_id", idp.GetId(), "err", err)
+		p.messagePage(w, r, lang, http.StatusBadGateway, "err.idpUnavailable")
+		return
+	}
+	if err := p.Store.CreateIdPFlow(ctx, session.IdPFlow{
+		StateHash: session.HashState(start.State), UserAgentID: ua.ID, AuthRequestID: ar.ID, IdPID: idp.GetId(),
+		OrgID: req.OrgID, Nonce: start.Nonce, Verifier: start.Verifier, ExpiresAt: ar.ExpiresAt,
+	}); err != nil {
+		p.internal(w, r, lang, err)
+		return
+	}
+	http.Redirect(w, r, start.URL, http.StatusSeeOther)
+}
+
+// callback is /idps/callback: the identity provider's answer. The state
+// must be one this browser started and not yet used; then the code is
+// exchanged and the identity signs its user in.
+func (p *Pages) callback(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	w.Header().Set("Cache-Control", "no-store")
+	lang := Language(nil, r.Header.Get("Accept-Language"))
+	ua, err := p.Browsers.Find(ctx, r)
+	if errors.Is(err, session.ErrNotFound) {
+		p.messagePage(w, r, lang, http.StatusBadRequest, "err.cookie")
+		return
+	}
+	if err != nil {
+		p.internal(w, r, lang, err)
+		return
+	}
+	q := r.URL.Query()
+	fl, err := p.Store.TakeIdPFlow(ctx, q.Get("state"), ua.ID, p.Now())
+	if errors.Is(err, session.ErrNotFound) {
+		// Unknown, expired, of another browser, or replayed.
+		p.messagePage(w, r, lang, http.StatusBadRequest, "err.idpState")
+		return
+	}
+	if err != nil {
+		p.internal(w, r, lang, err)
+		return
+	}
+	req, ar, err := p.Flow.Load(ctx, fl.AuthRequestID, ua.ID)
+	if errors.Is(err, session.ErrNotFound) {
+		p.messagePage(w, r, lang, http.StatusNotFound, "err.request")
+		return
+	}
+	if err != nil {
+		p.internal(w, r, lang, err)
+		return
+	}
+	f := &flow{ua: ua, req: req, ar: ar, lang: Language(req.UILocales, r.Header.Get("Accept-Language"))}
+	// From here the client's redirect_uri is known: a failure at the
+	// identity provider goes back to the client, which ends the request.
+	failClient := func(code, msg string) {
+		if err := p.Store.ConsumeAuthRequest(ctx, ar.ID); err != nil && !errors.Is(err, session.ErrNotFound) {
+			p.internal(w, r, f.lang, err)
+			return
+		}
+		p.Flow.Fail(w, r, req.UILocales, req.Fail(code, "%s", msg))
+	}
+	if e := q.Get("error"); e != "" {
+		if e == "access_denied" {
+			failClient(oauth.AccessDenied, "the sign-in was cancelled at the identity provider")
+		} else {
+			failClient(oauth.ServerError, "the identity provider answered with an error")
+		}
+		return
+	}
+	res, err := p.Directory.GetIdP(ctx, connect.NewRequest(&directoryv1.GetIdPRequest{OrgId: fl.OrgID, IdpId: fl.IdPID}))
+	if connect.CodeOf(err) == connect.CodeNotFound || (err == nil && !res.Msg.GetIdp().GetActive()) {
+		// Deactivated or removed while the user was away.
+		p.messagePage(w, r, f.lang, http.StatusBadRequest, "err.idpGone")
+		return
+	}
+	if err != nil {
+		p.internal(w, r, f.lang, err)
+		return
+	}
+	idp := res.Msg.GetIdp()
+	id, err := p.RP.Finish(ctx, idp, res.Msg.GetClientSecret(), q.Get("code"), fl.Verifier, fl.Nonce)
+	if err != nil {
+		p.Logger.WarnContext(ctx, "sign-in at an identity provider failed", "idp_id", idp.GetId(), "err", err)
+		failClient(oauth.ServerError, "the sign-in at the identity provider failed")
+		return
+	}
+	p.signInIdentity(w, r, f, idp, id)
+}
+
+// signInIdentity signs in the user linked to id, registering one when the
+// identity provider allows it.
+func (p *Pages) signInIdentity(w http.ResponseWriter, r *http.Request, f *flow, idp *directoryv1.IdP, id *federation.Identity) {
+	ctx := r.Context()
+	linked, err := p.Directory.GetLinkedUser(ctx, connect.NewRequest(&directoryv1.GetLinkedUserRequest{IdpId: idp.GetId(), ExternalSubject: id.Subject}))
+	switch {
+	case err == nil:
+		u := linked.Msg.GetUser()
+		if u.GetState() != directoryv1.UserState_USER_STATE_ACTIVE {
+			p.messagePage(w, r, f.lang, http.StatusForbidden, "err.inactive")
+			return
+		}
+		p.signIn(w, r, f, u, id.AMR)
+		return
+	case connect.CodeOf(err) != connect.CodeNotFound:
+		p.internal(w, r, f.lang, err)
+		return
+	}
+	if !idp.GetAutoRegister() {
+		p.messagePage(w, r, f.lang, http.StatusForbidden, "err.idpNotLinked")
+		return
+	}
+	first, last := id.GivenName, id.FamilyName
+	if first == "" && last == "" {
+		first, last, _ = strings.Cut(federation.DisplayName(idp, id), " ")
+	}
+	reg, err := p.Directory.RegisterExternalUser(ctx, connect.NewRequest(&directoryv1.RegisterExternalUserRequest{
+		IdpId: idp.GetId(), ExternalSubject: id.Subject, UserName: federation.UserName(idp, id),
+		FirstName: first, LastName: last, Email: id.Email, EmailVerified: id.EmailVerified, PreferredLanguage: f.lang,
+	}))
+	if err == nil {
+		p.signIn(w, r, f, reg.Msg.GetUser(), id.AMR)
+		return
+	}
+	switch connect.CodeOf(err) {
+	case connect.CodeAlreadyExists:
+		p.messagePage(w, r, f.lang, http.StatusConflict, "err.idpNameTaken")
+	case connect.CodeInvalidArgument:
+		p.messagePage(w, r, f.lang, http.StatusBadRequest, "err.idpClaims")
+	default:
+		p.internal(w, r, f.lang, err)
+	}
+}
