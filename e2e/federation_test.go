@@ -100,8 +100,25 @@ func TestFederationGatehouseUpstream(t *testing.T) {
 	if name, _ := u["userName"].(string); !strings.HasPrefix(name, "fed@") {
 		t.Errorf("registered user name %q; want the upstream's preferred_username fed@…", name)
 	}
+	// The link is listed, and removing it makes the identity unknown: it
+	// registers again, which fails on the taken name (nothing created).
+	links := e.must("POST", "/management/v1/users/"+first.Subject+"/idps/_search", e.admin, "", map[string]any{})
+	res, _ := links["result"].([]any)
+	if len(res) != 1 || res[0].(map[string]any)["idpId"] != idp || !strings.HasPrefix(res[0].(map[string]any)["providedUserName"].(string), "fed@") {
+		t.Fatalf("links of the registered user: %v", links)
+	}
+	e.must("DELETE", "/management/v1/users/"+first.Subject+"/idps/"+idp+"/"+res[0].(map[string]any)["providedUserId"].(string), e.admin, "", nil)
+	before := e.userCount()
+	c := fedBrowser(e.base, up.issuer)
+	p := afGet(t, c, e.authURL("f3", "n-f3", "scope", "openid profile urn:gatehouse:iam:org:idp:id:"+idp))
+	p = afSubmit(t, c, up.issuer, p, url.Values{"loginName": {"fed"}})
+	p = afSubmit(t, c, up.issuer, p, url.Values{"password": {"Fed-Passw0rd!1"}})
+	if p.status != http.StatusConflict || !strings.Contains(p.body, "exists already") || e.userCount() != before {
+		t.Errorf("after unlinking, the identity's name is taken: %d %v; want the 409 page and no new user", p.status, p.loc)
+	}
+
 	// The login page offers the provider.
-	p := afGet(t, fedBrowser(e.base), e.authURL("lp", "n-lp"))
+	p = afGet(t, fedBrowser(e.base), e.authURL("lp", "n-lp"))
 	if !strings.Contains(p.body, `name="idpID" value="`+idp+`"`) || !strings.Contains(p.body, "Sign in with Upstream") {
 		t.Errorf("login page without the Upstream button:\n%s", p.body)
 	}

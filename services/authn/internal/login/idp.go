@@ -208,7 +208,7 @@ func (p *Pages) signInIdentity(w http.ResponseWriter, r *http.Request, f *flow, 
 		first, last, _ = strings.Cut(federation.DisplayName(idp, id), " ")
 	}
 	reg, err := p.Directory.RegisterExternalUser(ctx, connect.NewRequest(&directoryv1.RegisterExternalUserRequest{
-		IdpId: idp.GetId(), ExternalSubject: id.Subject, UserName: federation.UserName(idp, id),
+		IdpId: idp.GetId(), ExternalSubject: id.Subject, ExternalUserName: providedName(id), UserName: federation.UserName(idp, id),
 		FirstName: first, LastName: last, Email: id.Email, EmailVerified: id.EmailVerified, PreferredLanguage: f.lang,
 	}))
 	if err == nil {
@@ -223,4 +223,13 @@ func (p *Pages) signInIdentity(w http.ResponseWriter, r *http.Request, f *flow, 
 	default:
 		p.internal(w, r, f.lang, err)
 	}
+}
+
+// providedName is the user name the identity provider gave, as shown in
+// ListUserIDPs.
+func providedName(id *federation.Identity) string {
+	if id.PreferredUsername != "" {
+		return id.PreferredUsername
+	}
+	return id.Email
 }

@@ -139,6 +139,7 @@ func (s *Server) LinkExternalUser(ctx context.Context, req *connect.Request[dire
 	m := req.Msg
 	var f apierr.Fields
 	checkExternal(&f, m.GetIdpId(), m.GetExternalSubject())
+	f.Check(apierr.Length("external_user_name", m.GetExternalUserName(), 0, 200))
 	f.Check(apierr.Length("user_id", m.GetUserId(), 1, maxIDLength))
 	if err := f.Err("LINK-invalid"); err != nil {
 		return nil, err
@@ -163,7 +164,7 @@ func (s *Server) LinkExternalUser(ctx context.Context, req *connect.Request[dire
 		return nil, failedPrecondition("only human users can be linked to an identity provider")
 	}
 	// The user acts (through authn), as in ChangePassword.
-	if _, err := s.userCmds.AddLink(ctx, u.ID, u, users.External{IdPID: p.ID, Subject: m.GetExternalSubject()}); err != nil {
+	if _, err := s.userCmds.AddLink(ctx, u.ID, u, users.External{IdPID: p.ID, Subject: m.GetExternalSubject(), UserName: m.GetExternalUserName()}); err != nil {
 		return nil, asInternal(err, "link")
 	}
 	return connect.NewResponse(&directoryv1.LinkExternalUserResponse{}), nil
@@ -216,6 +217,7 @@ func (s *Server) RegisterExternalUser(ctx context.Context, req *connect.Request[
 	m := req.Msg
 	var f apierr.Fields
 	checkExternal(&f, m.GetIdpId(), m.GetExternalSubject())
+	f.Check(apierr.Length("external_user_name", m.GetExternalUserName(), 0, 200))
 	f.Check(apierr.Length("user_name", m.GetUserName(), 1, 200))
 	if strings.IndexFunc(m.GetUserName(), unicode.IsSpace) >= 0 {
 		f.Add("user_name", "must not contain whitespace")
@@ -242,7 +244,7 @@ func (s *Server) RegisterExternalUser(ctx context.Context, req *connect.Request[
 		UserName: m.GetUserName(), FirstName: m.GetFirstName(), LastName: m.GetLastName(),
 		DisplayName:       strings.TrimSpace(m.GetFirstName() + " " + m.GetLastName()),
 		PreferredLanguage: m.GetPreferredLanguage(), Email: m.GetEmail(), EmailVerified: m.GetEmailVerified(),
-	}, users.External{IdPID: p.ID, Subject: m.GetExternalSubject()})
+	}, users.External{IdPID: p.ID, Subject: m.GetExternalSubject(), UserName: m.GetExternalUserName()})
 	if err != nil {
 		return nil, asInternal(err, "register external user")
 	}

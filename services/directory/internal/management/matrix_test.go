@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
+	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	mv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1/managementv1connect"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
@@ -63,6 +64,9 @@ const (
 	// mxList: ListDetails name the aggregate's last event (the last one
 	// reduced), and the object is among the results with read details.
 	mxList
+	// mxListBare: ListDetails as mxList; the results carry no details of
+	// their own (ZITADEL's IDPUserLink).
+	mxListBare
 )
 
 // mxRow is one RPC of the matrix: a valid request (built from the objects
@@ -315,6 +319,29 @@ func mxTable() []mxRow {
 				if n := res.(*mv1.ListOrgIDPsResponse).GetDetails().GetTotalResult(); n != 1 {
 					t.Fatalf("total %d; want 1", n)
 				}
+				// ada signs in through the IdP: the federation flow links
+				// her (internal API), for the two rows that follow.
+				if _, err := s.e.Internal(mgmttest.InternalToken).LinkExternalUser(context.Background(), connect.NewRequest(&directoryv1.LinkExternalUserRequest{
+					IdpId: s.ids["idp"], ExternalSubject: "subject-" + s.proto, UserId: s.ids["ada"], ExternalUserName: "ada@idp.example"})); err != nil {
+					t.Fatalf("link ada: %v", err)
+				}
+			}},
+		{rpc: "ListUserIDPs", http: "POST /management/v1/users/{user_id}/idps/_search", call: mxRPC(M.ListUserIDPs), kind: mxListBare, agg: "ada",
+			req: func(s *mxRun) proto.Message { return &mv1.ListUserIDPsRequest{UserId: s.ids["ada"]} },
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				r := res.(*mv1.ListUserIDPsResponse)
+				if len(r.GetResult()) != 1 || r.GetDetails().GetTotalResult() != 1 {
+					t.Fatalf("links = %v; want ada's one link", r)
+				}
+				l := r.GetResult()[0]
+				if l.GetIdpId() != s.ids["idp"] || l.GetProvidedUserId() != "subject-"+s.proto || l.GetProvidedUserName() != "ada@idp.example" ||
+					l.GetIdpName() == "" || l.GetUserId() != s.ids["ada"] || l.GetIdpType() != mv1.IDPType_IDP_TYPE_OIDC {
+					t.Fatalf("link = %v", l)
+				}
+			}},
+		{rpc: "RemoveUserIDP", http: "DELETE /management/v1/users/{user_id}/idps/{idp_id}/{linked_user_id}", call: mxRPC(M.RemoveUserIDP), kind: mxWrite, agg: "ada",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.RemoveUserIDPRequest{UserId: s.ids["ada"], IdpId: s.ids["idp"], LinkedUserId: "subject-" + s.proto}
 			}},
 		{rpc: "RemoveOrgIDP", http: "DELETE /management/v1/idps/{idp_id}", call: mxRPC(M.RemoveOrgIDP), kind: mxWrite, agg: "idp",
 			req: func(s *mxRun) proto.Message { return &mv1.RemoveOrgIDPRequest{IdpId: s.ids["idp"]} }},
@@ -621,6 +648,12 @@ func mxCheckDetails(t *testing.T, s *mxRun, row mxRow, res proto.Message) {
 			t.Fatalf("response carries %q; want %s %q", id, obj, s.id(t, obj))
 		}
 		want("details", d, first)
+	case mxListBare:
+		m := res.ProtoReflect()
+		ld, _ := m.Get(m.Descriptor().Fields().ByName("details")).Message().Interface().(*mv1.ListDetails)
+		if ld.GetProcessedSequence() != last.Sequence || !ld.GetViewTimestamp().AsTime().Equal(last.CreatedAt) {
+			t.Fatalf("list details = %v; want processed sequence %d and view timestamp %v", ld, last.Sequence, last.CreatedAt.UTC())
+		}
 	case mxList:
 		m := res.ProtoReflect()
 		ld, _ := m.Get(m.Descriptor().Fields().ByName("details")).Message().Interface().(*mv1.ListDetails)

@@ -75,6 +75,7 @@ func Rules() map[string]authz.Rule {
 		"AddMachineUser":   read(authz.UserManager),
 		"ListMachineKeys":  read(authz.UserManager),
 		"ListUserMetadata": read(authz.UserManager),
+		"ListUserIDPs":     read(authz.UserManager),
 		"GetUserMetadata":  read(authz.UserManager),
 
 		"DeactivateUser":         user(authz.UserManager, "id"),
@@ -89,6 +90,7 @@ func Rules() map[string]authz.Rule {
 		"BulkSetUserMetadata":    user(authz.UserManager, "id"),
 		"RemoveUserMetadata":     user(authz.UserManager, "id"),
 		"BulkRemoveUserMetadata": user(authz.UserManager, "id"),
+		"RemoveUserIDP":          user(authz.UserManager, "user_id"),
 
 		"AddOrgMember":    {Permission: authz.OrgOwner, Org: authz.OrgFromHeader, TargetUser: "user_id", Members: true, GrantRoles: "roles"},
 		"RemoveOrgMember": {Permission: authz.OrgOwner, Org: authz.OrgFromHeader, TargetUser: "user_id", Members: true},

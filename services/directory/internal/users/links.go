@@ -30,17 +30,21 @@ const MaxExternalSubjectLength = 255
 type IdPLink struct {
 	IdPID           string `json:"idpId"`
 	ExternalSubject string `json:"externalSubject"`
+	// ExternalUserName is the user name the IdP gave (added events only).
+	ExternalUserName string `json:"externalUserName,omitempty"`
 }
 
 // Link is the projection of a link.
 type Link struct {
-	IdPID           string    `db:"idp_id"`
-	ExternalSubject string    `db:"external_subject"`
-	UserID          string    `db:"user_id"`
-	OrgID           string    `db:"org_id"`
-	CreationDate    time.Time `db:"creation_date"`
-	ChangeDate      time.Time `db:"change_date"`
-	Sequence        uint64    `db:"sequence"`
+	IdPID           string `db:"idp_id"`
+	ExternalSubject string `db:"external_subject"`
+	UserID          string `db:"user_id"`
+	OrgID           string `db:"org_id"`
+	// ExternalUserName is the user name the IdP gave when linked.
+	ExternalUserName string    `db:"external_user_name"`
+	CreationDate     time.Time `db:"creation_date"`
+	ChangeDate       time.Time `db:"change_date"`
+	Sequence         uint64    `db:"sequence"`
 }
 
 func registerLinks(es *eventstore.Store) {
@@ -51,9 +55,9 @@ func registerLinks(es *eventstore.Store) {
 		}
 		// The primary key (idp_id, external_subject) and UNIQUE (user_id,
 		// idp_id) turn a lost race into eventstore.ErrUnique.
-		if _, err := tx.Exec(ctx, `INSERT INTO user_links (idp_id, external_subject, user_id, org_id, creation_date, change_date, sequence)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			p.IdPID, p.ExternalSubject, e.AggregateID, e.ResourceOwner, e.CreatedAt, e.CreatedAt, e.Sequence); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO user_links (idp_id, external_subject, user_id, org_id, external_user_name, creation_date, change_date, sequence)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			p.IdPID, p.ExternalSubject, e.AggregateID, e.ResourceOwner, p.ExternalUserName, e.CreatedAt, e.CreatedAt, e.Sequence); err != nil {
 			return err
 		}
 		return touch(ctx, tx, e)
@@ -71,7 +75,7 @@ func registerLinks(es *eventstore.Store) {
 	})
 }
 
-const linkColumns = `idp_id, external_subject, user_id, org_id, creation_date, change_date, sequence`
+const linkColumns = `idp_id, external_subject, user_id, org_id, external_user_name, creation_date, change_date, sequence`
 
 // Link returns the link of an external identity, or db.ErrNotFound.
 func (q *Queries) Link(ctx context.Context, idpID, subject string) (*Link, error) {
@@ -97,6 +101,23 @@ func (q *Queries) LinkOfUser(ctx context.Context, userID, idpID string) (*Link, 
 type External struct {
 	IdPID   string
 	Subject string
+	// UserName is the user name the IdP gave (for display only).
+	UserName string
+}
+
+// LinksOfUser returns a page of the user's links by creation, and the
+// total.
+func (q *Queries) LinksOfUser(ctx context.Context, userID string, p Page) ([]Link, uint64, error) {
+	var total uint64
+	if err := q.DB.Get(ctx, &total, `SELECT COUNT(*) FROM user_links WHERE user_id = ?`, userID); err != nil {
+		return nil, 0, fmt.Errorf("count links: %w", err)
+	}
+	var out []Link
+	if err := q.DB.Select(ctx, &out, `SELECT `+linkColumns+` FROM user_links WHERE user_id = ?
+		ORDER BY creation_date `+p.direction()+`, idp_id `+p.direction()+` LIMIT ? OFFSET ?`, userID, p.Limit, p.Offset); err != nil {
+		return nil, 0, fmt.Errorf("list links: %w", err)
+	}
+	return out, total, nil
 }
 
 // checkUnlinked is AlreadyExists when the external identity is linked to
@@ -128,7 +149,7 @@ func (c *Commands) AddLink(ctx context.Context, editor string, u *User, x Extern
 	if err := c.checkUnlinked(ctx, u.ID, x); err != nil {
 		return nil, err
 	}
-	return c.push(ctx, editor, u, EventIdPLinkAdded, IdPLink{IdPID: x.IdPID, ExternalSubject: x.Subject})
+	return c.push(ctx, editor, u, EventIdPLinkAdded, IdPLink{IdPID: x.IdPID, ExternalSubject: x.Subject, ExternalUserName: x.UserName})
 }
 
 // RemoveLink removes the link l of user u.
@@ -144,13 +165,20 @@ func (c *Commands) AddExternalHuman(ctx context.Context, editor string, org *org
 	if err := c.checkUnlinked(ctx, "", x); err != nil {
 		return "", nil, err
 	}
+	email := ""
+	if p.EmailVerified {
+		email = p.Email
+	}
+	if err := c.loginNameFree(ctx, org.ID, p.UserName, email); err != nil {
+		return "", nil, err
+	}
 	p.External, p.PasswordHash, p.PasswordChangeRequired = true, "", false
 	id := secrets.NewID()
 	evs, err := c.ES.Push(ctx, editor, eventstore.Command{
 		Aggregate: eventstore.Aggregate{Type: Aggregate, ID: id, ResourceOwner: org.ID},
 		Events: []eventstore.Pending{
 			{Type: EventHumanAdded, Payload: p},
-			{Type: EventIdPLinkAdded, Payload: IdPLink{IdPID: x.IdPID, ExternalSubject: x.Subject}},
+			{Type: EventIdPLinkAdded, Payload: IdPLink{IdPID: x.IdPID, ExternalSubject: x.Subject, ExternalUserName: x.UserName}},
 		},
 	})
 	if err != nil {

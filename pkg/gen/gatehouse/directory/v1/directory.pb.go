@@ -2445,6 +2445,8 @@ func (x *ListIdPsResponse) GetIdps() []*IdP {
 // LinkExternalUserRequest links a user to an external identity.
 type LinkExternalUserRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
+	// The user name the identity provider gave (shown in ListUserIDPs).
+	ExternalUserName string `protobuf:"bytes,4,opt,name=external_user_name,json=externalUserName,proto3" json:"external_user_name,omitempty"`
 	// IdP id.
 	IdpId string `protobuf:"bytes,1,opt,name=idp_id,json=idpId,proto3" json:"idp_id,omitempty"`
 	// The "sub" claim the IdP asserts (1-255 characters, OIDC Core 1.0 §2).
@@ -2483,6 +2485,13 @@ func (x *LinkExternalUserRequest) ProtoReflect() protoreflect.Message {
 // Deprecated: Use LinkExternalUserRequest.ProtoReflect.Descriptor instead.
 func (*LinkExternalUserRequest) Descriptor() ([]byte, []int) {
 	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *LinkExternalUserRequest) GetExternalUserName() string {
+	if x != nil {
+		return x.ExternalUserName
+	}
+	return ""
 }
 
 func (x *LinkExternalUserRequest) GetIdpId() string {
@@ -2647,6 +2656,8 @@ func (x *GetLinkedUserResponse) GetUser() *User {
 // RegisterExternalUserRequest registers the user of an external identity.
 type RegisterExternalUserRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
+	// The user name the identity provider gave (shown in ListUserIDPs).
+	ExternalUserName string `protobuf:"bytes,9,opt,name=external_user_name,json=externalUserName,proto3" json:"external_user_name,omitempty"`
 	// IdP id; the user is created in the IdP's organization.
 	IdpId string `protobuf:"bytes,1,opt,name=idp_id,json=idpId,proto3" json:"idp_id,omitempty"`
 	// The "sub" claim the IdP asserts (1-255 characters).
@@ -2695,6 +2706,13 @@ func (x *RegisterExternalUserRequest) ProtoReflect() protoreflect.Message {
 // Deprecated: Use RegisterExternalUserRequest.ProtoReflect.Descriptor instead.
 func (*RegisterExternalUserRequest) Descriptor() ([]byte, []int) {
 	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *RegisterExternalUserRequest) GetExternalUserName() string {
+	if x != nil {
+		return x.ExternalUserName
+	}
+	return ""
 }
 
 func (x *RegisterExternalUserRequest) GetIdpId() string {
@@ -3047,8 +3065,9 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x0fListIdPsRequest\x12\x15\n" +
 	"\x06org_id\x18\x01 \x01(\tR\x05orgId\"C\n" +
 	"\x10ListIdPsResponse\x12/\n" +
-	"\x04idps\x18\x01 \x03(\v2\x1b.gatehouse.directory.v1.IdPR\x04idps\"t\n" +
-	"\x17LinkExternalUserRequest\x12\x15\n" +
+	"\x04idps\x18\x01 \x03(\v2\x1b.gatehouse.directory.v1.IdPR\x04idps\"\xa2\x01\n" +
+	"\x17LinkExternalUserRequest\x12,\n" +
+	"\x12external_user_name\x18\x04 \x01(\tR\x10externalUserName\x12\x15\n" +
 	"\x06idp_id\x18\x01 \x01(\tR\x05idpId\x12)\n" +
 	"\x10external_subject\x18\x02 \x01(\tR\x0fexternalSubject\x12\x17\n" +
 	"\auser_id\x18\x03 \x01(\tR\x06userId\"\x1a\n" +
@@ -3057,8 +3076,9 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x06idp_id\x18\x01 \x01(\tR\x05idpId\x12)\n" +
 	"\x10external_subject\x18\x02 \x01(\tR\x0fexternalSubject\"I\n" +
 	"\x15GetLinkedUserResponse\x120\n" +
-	"\x04user\x18\x01 \x01(\v2\x1c.gatehouse.directory.v1.UserR\x04user\"\xa4\x02\n" +
-	"\x1bRegisterExternalUserRequest\x12\x15\n" +
+	"\x04user\x18\x01 \x01(\v2\x1c.gatehouse.directory.v1.UserR\x04user\"\xd2\x02\n" +
+	"\x1bRegisterExternalUserRequest\x12,\n" +
+	"\x12external_user_name\x18\t \x01(\tR\x10externalUserName\x12\x15\n" +
 	"\x06idp_id\x18\x01 \x01(\tR\x05idpId\x12)\n" +
 	"\x10external_subject\x18\x02 \x01(\tR\x0fexternalSubject\x12\x1b\n" +
 	"\tuser_name\x18\x03 \x01(\tR\buserName\x12\x1d\n" +

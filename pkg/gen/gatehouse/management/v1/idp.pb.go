@@ -280,6 +280,55 @@ func (IDPFieldName) EnumDescriptor() ([]byte, []int) {
 	return file_gatehouse_management_v1_idp_proto_rawDescGZIP(), []int{4}
 }
 
+// IDPType is the protocol of an identity provider.
+type IDPType int32
+
+const (
+	// Not set.
+	IDPType_IDP_TYPE_UNSPECIFIED IDPType = 0
+	// OpenID Connect.
+	IDPType_IDP_TYPE_OIDC IDPType = 1
+)
+
+// Enum value maps for IDPType.
+var (
+	IDPType_name = map[int32]string{
+		0: "IDP_TYPE_UNSPECIFIED",
+		1: "IDP_TYPE_OIDC",
+	}
+	IDPType_value = map[string]int32{
+		"IDP_TYPE_UNSPECIFIED": 0,
+		"IDP_TYPE_OIDC":        1,
+	}
+)
+
+func (x IDPType) Enum() *IDPType {
+	p := new(IDPType)
+	*p = x
+	return p
+}
+
+func (x IDPType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (IDPType) Descriptor() protoreflect.EnumDescriptor {
+	return file_gatehouse_management_v1_idp_proto_enumTypes[5].Descriptor()
+}
+
+func (IDPType) Type() protoreflect.EnumType {
+	return &file_gatehouse_management_v1_idp_proto_enumTypes[5]
+}
+
+func (x IDPType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use IDPType.Descriptor instead.
+func (IDPType) EnumDescriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_idp_proto_rawDescGZIP(), []int{5}
+}
+
 // IDP is an external OpenID Connect identity provider users of the
 // organization can log in with. Its client secret is never returned.
 type IDP struct {
@@ -749,6 +798,97 @@ func (x *IDPOwnerTypeQuery) GetOwnerType() IDPOwnerType {
 	return IDPOwnerType_IDP_OWNER_TYPE_UNSPECIFIED
 }
 
+// IDPUserLink is a user's link to an identity at an identity provider.
+type IDPUserLink struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The user.
+	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// The identity provider.
+	IdpId string `protobuf:"bytes,2,opt,name=idp_id,json=idpId,proto3" json:"idp_id,omitempty"`
+	// Its name.
+	IdpName string `protobuf:"bytes,3,opt,name=idp_name,json=idpName,proto3" json:"idp_name,omitempty"`
+	// The user's id (subject) at the identity provider.
+	ProvidedUserId string `protobuf:"bytes,4,opt,name=provided_user_id,json=providedUserId,proto3" json:"provided_user_id,omitempty"`
+	// The user name the identity provider gave when the link was made.
+	ProvidedUserName string `protobuf:"bytes,5,opt,name=provided_user_name,json=providedUserName,proto3" json:"provided_user_name,omitempty"`
+	// The identity provider's type.
+	IdpType       IDPType `protobuf:"varint,6,opt,name=idp_type,json=idpType,proto3,enum=gatehouse.management.v1.IDPType" json:"idp_type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IDPUserLink) Reset() {
+	*x = IDPUserLink{}
+	mi := &file_gatehouse_management_v1_idp_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IDPUserLink) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IDPUserLink) ProtoMessage() {}
+
+func (x *IDPUserLink) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_idp_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IDPUserLink.ProtoReflect.Descriptor instead.
+func (*IDPUserLink) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_idp_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *IDPUserLink) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *IDPUserLink) GetIdpId() string {
+	if x != nil {
+		return x.IdpId
+	}
+	return ""
+}
+
+func (x *IDPUserLink) GetIdpName() string {
+	if x != nil {
+		return x.IdpName
+	}
+	return ""
+}
+
+func (x *IDPUserLink) GetProvidedUserId() string {
+	if x != nil {
+		return x.ProvidedUserId
+	}
+	return ""
+}
+
+func (x *IDPUserLink) GetProvidedUserName() string {
+	if x != nil {
+		return x.ProvidedUserName
+	}
+	return ""
+}
+
+func (x *IDPUserLink) GetIdpType() IDPType {
+	if x != nil {
+		return x.IdpType
+	}
+	return IDPType_IDP_TYPE_UNSPECIFIED
+}
+
 var File_gatehouse_management_v1_idp_proto protoreflect.FileDescriptor
 
 const file_gatehouse_management_v1_idp_proto_rawDesc = "" +
@@ -787,7 +927,14 @@ const file_gatehouse_management_v1_idp_proto_rawDesc = "" +
 	"\x06method\x18\x02 \x01(\x0e2(.gatehouse.management.v1.TextQueryMethodR\x06method\"Y\n" +
 	"\x11IDPOwnerTypeQuery\x12D\n" +
 	"\n" +
-	"owner_type\x18\x01 \x01(\x0e2%.gatehouse.management.v1.IDPOwnerTypeR\townerType*S\n" +
+	"owner_type\x18\x01 \x01(\x0e2%.gatehouse.management.v1.IDPOwnerTypeR\townerType\"\xed\x01\n" +
+	"\vIDPUserLink\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x15\n" +
+	"\x06idp_id\x18\x02 \x01(\tR\x05idpId\x12\x19\n" +
+	"\bidp_name\x18\x03 \x01(\tR\aidpName\x12(\n" +
+	"\x10provided_user_id\x18\x04 \x01(\tR\x0eprovidedUserId\x12,\n" +
+	"\x12provided_user_name\x18\x05 \x01(\tR\x10providedUserName\x12;\n" +
+	"\bidp_type\x18\x06 \x01(\x0e2 .gatehouse.management.v1.IDPTypeR\aidpType*S\n" +
 	"\bIDPState\x12\x19\n" +
 	"\x15IDP_STATE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10IDP_STATE_ACTIVE\x10\x01\x12\x16\n" +
@@ -805,7 +952,10 @@ const file_gatehouse_management_v1_idp_proto_rawDesc = "" +
 	"\x18OIDC_MAPPING_FIELD_EMAIL\x10\x02*G\n" +
 	"\fIDPFieldName\x12\x1e\n" +
 	"\x1aIDP_FIELD_NAME_UNSPECIFIED\x10\x00\x12\x17\n" +
-	"\x13IDP_FIELD_NAME_NAME\x10\x01B\xf5\x01\n" +
+	"\x13IDP_FIELD_NAME_NAME\x10\x01*6\n" +
+	"\aIDPType\x12\x18\n" +
+	"\x14IDP_TYPE_UNSPECIFIED\x10\x00\x12\x11\n" +
+	"\rIDP_TYPE_OIDC\x10\x01B\xf5\x01\n" +
 	"\x1bcom.gatehouse.management.v1B\bIdpProtoP\x01ZNgithub.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1;managementv1\xa2\x02\x03GMX\xaa\x02\x17Gatehouse.Management.V1\xca\x02\x17Gatehouse\\Management\\V1\xe2\x02#Gatehouse\\Management\\V1\\GPBMetadata\xea\x02\x19Gatehouse::Management::V1b\x06proto3"
 
 var (
@@ -820,41 +970,44 @@ func file_gatehouse_management_v1_idp_proto_rawDescGZIP() []byte {
 	return file_gatehouse_management_v1_idp_proto_rawDescData
 }
 
-var file_gatehouse_management_v1_idp_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_gatehouse_management_v1_idp_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_gatehouse_management_v1_idp_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_gatehouse_management_v1_idp_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_gatehouse_management_v1_idp_proto_goTypes = []any{
 	(IDPState)(0),             // 0: gatehouse.management.v1.IDPState
 	(StylingType)(0),          // 1: gatehouse.management.v1.StylingType
 	(IDPOwnerType)(0),         // 2: gatehouse.management.v1.IDPOwnerType
 	(OIDCMappingField)(0),     // 3: gatehouse.management.v1.OIDCMappingField
 	(IDPFieldName)(0),         // 4: gatehouse.management.v1.IDPFieldName
-	(*IDP)(nil),               // 5: gatehouse.management.v1.IDP
-	(*IDPOIDCConfig)(nil),     // 6: gatehouse.management.v1.IDPOIDCConfig
-	(*IDPQuery)(nil),          // 7: gatehouse.management.v1.IDPQuery
-	(*IDPIDQuery)(nil),        // 8: gatehouse.management.v1.IDPIDQuery
-	(*IDPNameQuery)(nil),      // 9: gatehouse.management.v1.IDPNameQuery
-	(*IDPOwnerTypeQuery)(nil), // 10: gatehouse.management.v1.IDPOwnerTypeQuery
-	(*ObjectDetails)(nil),     // 11: gatehouse.management.v1.ObjectDetails
-	(TextQueryMethod)(0),      // 12: gatehouse.management.v1.TextQueryMethod
+	(IDPType)(0),              // 5: gatehouse.management.v1.IDPType
+	(*IDP)(nil),               // 6: gatehouse.management.v1.IDP
+	(*IDPOIDCConfig)(nil),     // 7: gatehouse.management.v1.IDPOIDCConfig
+	(*IDPQuery)(nil),          // 8: gatehouse.management.v1.IDPQuery
+	(*IDPIDQuery)(nil),        // 9: gatehouse.management.v1.IDPIDQuery
+	(*IDPNameQuery)(nil),      // 10: gatehouse.management.v1.IDPNameQuery
+	(*IDPOwnerTypeQuery)(nil), // 11: gatehouse.management.v1.IDPOwnerTypeQuery
+	(*IDPUserLink)(nil),       // 12: gatehouse.management.v1.IDPUserLink
+	(*ObjectDetails)(nil),     // 13: gatehouse.management.v1.ObjectDetails
+	(TextQueryMethod)(0),      // 14: gatehouse.management.v1.TextQueryMethod
 }
 var file_gatehouse_management_v1_idp_proto_depIdxs = []int32{
-	11, // 0: gatehouse.management.v1.IDP.details:type_name -> gatehouse.management.v1.ObjectDetails
+	13, // 0: gatehouse.management.v1.IDP.details:type_name -> gatehouse.management.v1.ObjectDetails
 	0,  // 1: gatehouse.management.v1.IDP.state:type_name -> gatehouse.management.v1.IDPState
 	1,  // 2: gatehouse.management.v1.IDP.styling_type:type_name -> gatehouse.management.v1.StylingType
 	2,  // 3: gatehouse.management.v1.IDP.owner:type_name -> gatehouse.management.v1.IDPOwnerType
-	6,  // 4: gatehouse.management.v1.IDP.oidc_config:type_name -> gatehouse.management.v1.IDPOIDCConfig
+	7,  // 4: gatehouse.management.v1.IDP.oidc_config:type_name -> gatehouse.management.v1.IDPOIDCConfig
 	3,  // 5: gatehouse.management.v1.IDPOIDCConfig.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
 	3,  // 6: gatehouse.management.v1.IDPOIDCConfig.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	8,  // 7: gatehouse.management.v1.IDPQuery.idp_id_query:type_name -> gatehouse.management.v1.IDPIDQuery
-	9,  // 8: gatehouse.management.v1.IDPQuery.idp_name_query:type_name -> gatehouse.management.v1.IDPNameQuery
-	10, // 9: gatehouse.management.v1.IDPQuery.owner_type_query:type_name -> gatehouse.management.v1.IDPOwnerTypeQuery
-	12, // 10: gatehouse.management.v1.IDPNameQuery.method:type_name -> gatehouse.management.v1.TextQueryMethod
+	9,  // 7: gatehouse.management.v1.IDPQuery.idp_id_query:type_name -> gatehouse.management.v1.IDPIDQuery
+	10, // 8: gatehouse.management.v1.IDPQuery.idp_name_query:type_name -> gatehouse.management.v1.IDPNameQuery
+	11, // 9: gatehouse.management.v1.IDPQuery.owner_type_query:type_name -> gatehouse.management.v1.IDPOwnerTypeQuery
+	14, // 10: gatehouse.management.v1.IDPNameQuery.method:type_name -> gatehouse.management.v1.TextQueryMethod
 	2,  // 11: gatehouse.management.v1.IDPOwnerTypeQuery.owner_type:type_name -> gatehouse.management.v1.IDPOwnerType
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	5,  // 12: gatehouse.management.v1.IDPUserLink.idp_type:type_name -> gatehouse.management.v1.IDPType
+	13, // [13:13] is the sub-list for method output_type
+	13, // [13:13] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_management_v1_idp_proto_init() }
@@ -876,8 +1029,8 @@ func file_gatehouse_management_v1_idp_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_management_v1_idp_proto_rawDesc), len(file_gatehouse_management_v1_idp_proto_rawDesc)),
-			NumEnums:      5,
-			NumMessages:   6,
+			NumEnums:      6,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

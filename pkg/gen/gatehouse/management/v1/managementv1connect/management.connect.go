@@ -156,6 +156,12 @@ const (
 	// ManagementServiceSetAppAdminClientProcedure is the fully-qualified name of the
 	// ManagementService's SetAppAdminClient RPC.
 	ManagementServiceSetAppAdminClientProcedure = "/gatehouse.management.v1.ManagementService/SetAppAdminClient"
+	// ManagementServiceListUserIDPsProcedure is the fully-qualified name of the ManagementService's
+	// ListUserIDPs RPC.
+	ManagementServiceListUserIDPsProcedure = "/gatehouse.management.v1.ManagementService/ListUserIDPs"
+	// ManagementServiceRemoveUserIDPProcedure is the fully-qualified name of the ManagementService's
+	// RemoveUserIDP RPC.
+	ManagementServiceRemoveUserIDPProcedure = "/gatehouse.management.v1.ManagementService/RemoveUserIDP"
 	// ManagementServiceAddProjectGrantProcedure is the fully-qualified name of the ManagementService's
 	// AddProjectGrant RPC.
 	ManagementServiceAddProjectGrantProcedure = "/gatehouse.management.v1.ManagementService/AddProjectGrant"
@@ -369,6 +375,12 @@ type ManagementServiceClient interface {
 	// what a user may then do is decided by that user's roles. IAM_OWNER
 	// only: an organization owner can never make its own app one.
 	SetAppAdminClient(context.Context, *connect.Request[v1.SetAppAdminClientRequest]) (*connect.Response[v1.SetAppAdminClientResponse], error)
+	// Lists a user's links to identities at identity providers.
+	ListUserIDPs(context.Context, *connect.Request[v1.ListUserIDPsRequest]) (*connect.Response[v1.ListUserIDPsResponse], error)
+	// Removes a user's link to an identity at an identity provider: the
+	// identity no longer signs the user in. NotFound when there is no such
+	// link.
+	RemoveUserIDP(context.Context, *connect.Request[v1.RemoveUserIDPRequest]) (*connect.Response[v1.RemoveUserIDPResponse], error)
 	// Grants a project to another organization: that organization's users
 	// may sign in to the project's applications (each user consents on first
 	// use). NotFound for an unknown project or organization, InvalidArgument
@@ -653,6 +665,18 @@ func NewManagementServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			connect.WithSchema(managementServiceMethods.ByName("SetAppAdminClient")),
 			connect.WithClientOptions(opts...),
 		),
+		listUserIDPs: connect.NewClient[v1.ListUserIDPsRequest, v1.ListUserIDPsResponse](
+			httpClient,
+			baseURL+ManagementServiceListUserIDPsProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("ListUserIDPs")),
+			connect.WithClientOptions(opts...),
+		),
+		removeUserIDP: connect.NewClient[v1.RemoveUserIDPRequest, v1.RemoveUserIDPResponse](
+			httpClient,
+			baseURL+ManagementServiceRemoveUserIDPProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("RemoveUserIDP")),
+			connect.WithClientOptions(opts...),
+		),
 		addProjectGrant: connect.NewClient[v1.AddProjectGrantRequest, v1.AddProjectGrantResponse](
 			httpClient,
 			baseURL+ManagementServiceAddProjectGrantProcedure,
@@ -747,6 +771,8 @@ type managementServiceClient struct {
 	addAppKey                  *connect.Client[v1.AddAppKeyRequest, v1.AddAppKeyResponse]
 	removeAppKey               *connect.Client[v1.RemoveAppKeyRequest, v1.RemoveAppKeyResponse]
 	setAppAdminClient          *connect.Client[v1.SetAppAdminClientRequest, v1.SetAppAdminClientResponse]
+	listUserIDPs               *connect.Client[v1.ListUserIDPsRequest, v1.ListUserIDPsResponse]
+	removeUserIDP              *connect.Client[v1.RemoveUserIDPRequest, v1.RemoveUserIDPResponse]
 	addProjectGrant            *connect.Client[v1.AddProjectGrantRequest, v1.AddProjectGrantResponse]
 	listProjectGrants          *connect.Client[v1.ListProjectGrantsRequest, v1.ListProjectGrantsResponse]
 	updateProjectGrant         *connect.Client[v1.UpdateProjectGrantRequest, v1.UpdateProjectGrantResponse]
@@ -965,6 +991,16 @@ func (c *managementServiceClient) RemoveAppKey(ctx context.Context, req *connect
 // SetAppAdminClient calls gatehouse.management.v1.ManagementService.SetAppAdminClient.
 func (c *managementServiceClient) SetAppAdminClient(ctx context.Context, req *connect.Request[v1.SetAppAdminClientRequest]) (*connect.Response[v1.SetAppAdminClientResponse], error) {
 	return c.setAppAdminClient.CallUnary(ctx, req)
+}
+
+// ListUserIDPs calls gatehouse.management.v1.ManagementService.ListUserIDPs.
+func (c *managementServiceClient) ListUserIDPs(ctx context.Context, req *connect.Request[v1.ListUserIDPsRequest]) (*connect.Response[v1.ListUserIDPsResponse], error) {
+	return c.listUserIDPs.CallUnary(ctx, req)
+}
+
+// RemoveUserIDP calls gatehouse.management.v1.ManagementService.RemoveUserIDP.
+func (c *managementServiceClient) RemoveUserIDP(ctx context.Context, req *connect.Request[v1.RemoveUserIDPRequest]) (*connect.Response[v1.RemoveUserIDPResponse], error) {
+	return c.removeUserIDP.CallUnary(ctx, req)
 }
 
 // AddProjectGrant calls gatehouse.management.v1.ManagementService.AddProjectGrant.
@@ -1196,6 +1232,12 @@ type ManagementServiceHandler interface {
 	// what a user may then do is decided by that user's roles. IAM_OWNER
 	// only: an organization owner can never make its own app one.
 	SetAppAdminClient(context.Context, *connect.Request[v1.SetAppAdminClientRequest]) (*connect.Response[v1.SetAppAdminClientResponse], error)
+	// Lists a user's links to identities at identity providers.
+	ListUserIDPs(context.Context, *connect.Request[v1.ListUserIDPsRequest]) (*connect.Response[v1.ListUserIDPsResponse], error)
+	// Removes a user's link to an identity at an identity provider: the
+	// identity no longer signs the user in. NotFound when there is no such
+	// link.
+	RemoveUserIDP(context.Context, *connect.Request[v1.RemoveUserIDPRequest]) (*connect.Response[v1.RemoveUserIDPResponse], error)
 	// Grants a project to another organization: that organization's users
 	// may sign in to the project's applications (each user consents on first
 	// use). NotFound for an unknown project or organization, InvalidArgument
@@ -1476,6 +1518,18 @@ func NewManagementServiceHandler(svc ManagementServiceHandler, opts ...connect.H
 		connect.WithSchema(managementServiceMethods.ByName("SetAppAdminClient")),
 		connect.WithHandlerOptions(opts...),
 	)
+	managementServiceListUserIDPsHandler := connect.NewUnaryHandler(
+		ManagementServiceListUserIDPsProcedure,
+		svc.ListUserIDPs,
+		connect.WithSchema(managementServiceMethods.ByName("ListUserIDPs")),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceRemoveUserIDPHandler := connect.NewUnaryHandler(
+		ManagementServiceRemoveUserIDPProcedure,
+		svc.RemoveUserIDP,
+		connect.WithSchema(managementServiceMethods.ByName("RemoveUserIDP")),
+		connect.WithHandlerOptions(opts...),
+	)
 	managementServiceAddProjectGrantHandler := connect.NewUnaryHandler(
 		ManagementServiceAddProjectGrantProcedure,
 		svc.AddProjectGrant,
@@ -1608,6 +1662,10 @@ func NewManagementServiceHandler(svc ManagementServiceHandler, opts ...connect.H
 			managementServiceRemoveAppKeyHandler.ServeHTTP(w, r)
 		case ManagementServiceSetAppAdminClientProcedure:
 			managementServiceSetAppAdminClientHandler.ServeHTTP(w, r)
+		case ManagementServiceListUserIDPsProcedure:
+			managementServiceListUserIDPsHandler.ServeHTTP(w, r)
+		case ManagementServiceRemoveUserIDPProcedure:
+			managementServiceRemoveUserIDPHandler.ServeHTTP(w, r)
 		case ManagementServiceAddProjectGrantProcedure:
 			managementServiceAddProjectGrantHandler.ServeHTTP(w, r)
 		case ManagementServiceListProjectGrantsProcedure:
@@ -1795,6 +1853,14 @@ func (UnimplementedManagementServiceHandler) RemoveAppKey(context.Context, *conn
 
 func (UnimplementedManagementServiceHandler) SetAppAdminClient(context.Context, *connect.Request[v1.SetAppAdminClientRequest]) (*connect.Response[v1.SetAppAdminClientResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.SetAppAdminClient is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) ListUserIDPs(context.Context, *connect.Request[v1.ListUserIDPsRequest]) (*connect.Response[v1.ListUserIDPsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ListUserIDPs is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) RemoveUserIDP(context.Context, *connect.Request[v1.RemoveUserIDPRequest]) (*connect.Response[v1.RemoveUserIDPResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.RemoveUserIDP is not implemented"))
 }
 
 func (UnimplementedManagementServiceHandler) AddProjectGrant(context.Context, *connect.Request[v1.AddProjectGrantRequest]) (*connect.Response[v1.AddProjectGrantResponse], error) {

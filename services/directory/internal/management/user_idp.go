@@ -1,0 +1,76 @@
+package management
+
+import (
+	"context"
+	"errors"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/gatehouse-id/gatehouse/pkg/db"
+	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/users"
+)
+
+// ListUserIDPs lists a user's links to identities at identity providers,
+// by creation date (ZITADEL's IDPUserLink shape).
+func (s *Server) ListUserIDPs(ctx context.Context, req *connect.Request[managementv1.ListUserIDPsRequest]) (*connect.Response[managementv1.ListUserIDPsResponse], error) {
+	var f apierr.Fields
+	page := usersPage(&f, req.Msg.GetQuery())
+	if err := f.Err("USER-invalid-query"); err != nil {
+		return nil, err
+	}
+	u, err := s.user(ctx, req.Msg.GetUserId())
+	if err != nil {
+		return nil, err
+	}
+	links, total, err := s.Users.LinksOfUser(ctx, u.ID, page)
+	if err != nil {
+		return nil, err
+	}
+	out := &managementv1.ListUserIDPsResponse{
+		Details: &managementv1.ListDetails{TotalResult: total, ProcessedSequence: u.Sequence, ViewTimestamp: timestamppb.New(u.ChangeDate)},
+		Result:  make([]*managementv1.IDPUserLink, 0, len(links)),
+	}
+	for _, l := range links {
+		link := &managementv1.IDPUserLink{UserId: u.ID, IdpId: l.IdPID, ProvidedUserId: l.ExternalSubject,
+			ProvidedUserName: l.ExternalUserName, IdpType: managementv1.IDPType_IDP_TYPE_OIDC}
+		if p, err := s.idpQueries().Get(ctx, u.OrgID, l.IdPID); err == nil {
+			link.IdpName = p.Name
+		} else if !errors.Is(err, db.ErrNotFound) {
+			return nil, err
+		}
+		out.Result = append(out.Result, link)
+	}
+	return connect.NewResponse(out), nil
+}
+
+// RemoveUserIDP removes a user's link: the identity no longer signs the
+// user in.
+func (s *Server) RemoveUserIDP(ctx context.Context, req *connect.Request[managementv1.RemoveUserIDPRequest]) (*connect.Response[managementv1.RemoveUserIDPResponse], error) {
+	m := req.Msg
+	var f apierr.Fields
+	f.Check(apierr.Length("idp_id", m.GetIdpId(), 1, 200))
+	f.Check(apierr.Length("linked_user_id", m.GetLinkedUserId(), 1, users.MaxExternalSubjectLength))
+	if err := f.Err("USER-invalid-link"); err != nil {
+		return nil, err
+	}
+	u, err := s.user(ctx, m.GetUserId())
+	if err != nil {
+		return nil, err
+	}
+	l, err := s.Users.Link(ctx, m.GetIdpId(), m.GetLinkedUserId())
+	if errors.Is(err, db.ErrNotFound) || (err == nil && l.UserID != u.ID) {
+		return nil, apierr.NotFound("USER-link-not-found", "the user has no such link")
+	}
+	if err != nil {
+		return nil, err
+	}
+	evs, err := s.UserCmds.RemoveLink(ctx, authz.FromContext(ctx).UserID, u, l)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&managementv1.RemoveUserIDPResponse{Details: writeDetails(evs)}), nil
+}
