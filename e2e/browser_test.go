@@ -23,7 +23,8 @@ const chromiumPath = "/usr/bin/chromium"
 var browserScreenshots = []string{
 	"01-loginname-en.png", "02-loginname-de.png", "03-password-de.png",
 	"04-password-error-de.png", "05-callback.png", "06-logout-confirm-en.png", "07-loggedout-en.png",
-	"08-error-en.png", "09-consent-en.png", "10-consent-callback.png",
+	"08-error-en.png", "09-consent-en.png", "10-consent-callback.png", "11-idp-button-en.png", "12-upstream-login.png",
+	"13-idp-callback.png",
 }
 
 // requireBrowser returns the repository root when node, the system
@@ -66,7 +67,7 @@ func TestBrowserLogin(t *testing.T) {
 	const password = "Admin-Passw0rd-for-browser"
 	edge := startProc(t, config.RoleEdge, map[string]string{
 		"GATEHOUSE_DATA_DIR": dir, "GATEHOUSE_ADDR": addr, "GATEHOUSE_ISSUER": issuer,
-		"GATEHOUSE_ADMIN_PASSWORD": password,
+		"GATEHOUSE_ADMIN_PASSWORD": password, "GATEHOUSE_IDP_ALLOW_LOOPBACK": "true",
 	})
 	_, tok := operatorToken(t, edge.base, dir, issuer)
 	admin := tok["access_token"].(string)
@@ -102,6 +103,14 @@ func TestBrowserLogin(t *testing.T) {
 		map[string]any{"grantedOrgId": partnerID}); status != 200 {
 		t.Fatalf("AddProjectGrant: %d %v", status, r)
 	}
+	// An upstream Gatehouse as the shop's identity provider: the login page
+	// shows its button.
+	up := startUpstream(t, issuer+"/idps/callback")
+	if status, r := restJSON(t, "POST", edge.base+"/management/v1/idps/oidc", admin, map[string]any{
+		"name": "Upstream", "clientId": up.clientID, "clientSecret": up.secret, "issuer": up.issuer,
+		"scopes": []string{"openid", "profile", "email"}, "autoRegister": true}); status != 200 {
+		t.Fatalf("AddOrgOIDCIDP: %d %v", status, r)
+	}
 	const state = "browser-state-1"
 	authorize := issuer + "/oauth/v2/authorize?" + url.Values{
 		"client_id": {app["clientId"].(string)}, "redirect_uri": {redirect}, "response_type": {"code"},
@@ -136,6 +145,7 @@ func TestBrowserLogin(t *testing.T) {
 		"GATEHOUSE_BROWSER_PARTNER_ORG="+partnerID,
 		"GATEHOUSE_BROWSER_PARTNER_LOGIN=pat",
 		"GATEHOUSE_BROWSER_PARTNER_PASSWORD=Pat-Passw0rd!1",
+		"GATEHOUSE_BROWSER_UPSTREAM="+up.issuer,
 	)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -30,6 +30,7 @@ const executablePath = process.env.GATEHOUSE_BROWSER_CHROMIUM || '/usr/bin/chrom
 const partnerOrg = env('GATEHOUSE_BROWSER_PARTNER_ORG');
 const partnerLogin = env('GATEHOUSE_BROWSER_PARTNER_LOGIN');
 const partnerPassword = env('GATEHOUSE_BROWSER_PARTNER_PASSWORD');
+const upstream = env('GATEHOUSE_BROWSER_UPSTREAM');
 const issuerOrigin = new URL(issuer).origin;
 const redirectOrigin = new URL(redirectURI).origin;
 
@@ -144,7 +145,8 @@ describe('login pages in Chromium', () => {
       } else if (new URL(request.url).origin === redirectOrigin) {
         // The stand-in relying party has nothing else (its page's favicon).
         answer = cdp.send('Fetch.fulfillRequest', { requestId, responseCode: 404, body: '' });
-      } else if (new URL(request.url).origin === issuerOrigin) {
+      } else if (new URL(request.url).origin === issuerOrigin || new URL(request.url).origin === new URL(upstream).origin) {
+        // Gatehouse, and the upstream identity provider it signs in with.
         answer = cdp.send('Fetch.continueRequest', { requestId });
       } else {
         blocked.push(request.url);
@@ -304,7 +306,24 @@ describe('login pages in Chromium', () => {
     await screenshot('10-consent-callback.png');
   });
 
-  step('stayed on Gatehouse and the redirect_uri, without page errors', async () => {
+  step('signs in through an external identity provider by its button', async () => {
+    await page.goto(withParams({ state: 'idp', ui_locales: 'en' }));
+    const button = page.getByRole('button', { name: 'Sign in with Upstream' });
+    assert.equal(await button.count(), 1, 'the identity provider button');
+    await screenshot('11-idp-button-en.png');
+    await Promise.all([page.waitForURL((u) => u.href.startsWith(upstream)), button.click()]);
+    await page.getByLabel('Login name').fill('fed');
+    await Promise.all([page.waitForURL(/\/ui\/login\/password\?/), page.keyboard.press('Enter')]);
+    await page.getByLabel('Password').fill('Fed-Passw0rd!1');
+    await screenshot('12-upstream-login.png');
+    await Promise.all([page.waitForURL((u) => u.href.startsWith(redirectURI)), page.keyboard.press('Enter')]);
+    const u = new URL(page.url());
+    assert.ok(u.searchParams.get('code'), 'code after the federated sign-in');
+    assert.equal(u.searchParams.get('state'), 'idp');
+    await screenshot('13-idp-callback.png');
+  });
+
+  step('stayed on Gatehouse, its identity provider and the redirect_uri, without page errors', async () => {
     assert.deepEqual(blocked, [], 'requests outside Gatehouse');
     assert.deepEqual(interceptErrors, [], 'request interception');
     assert.deepEqual(consoleErrors, [], 'console errors (a CSP violation would show here)');
