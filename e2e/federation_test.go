@@ -1,12 +1,17 @@
 package e2e
 
 import (
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/zitadel/oidc/v3/example/server/exampleop"
+	"github.com/zitadel/oidc/v3/example/server/storage"
 
 	"github.com/gatehouse-id/gatehouse/pkg/config"
 )
@@ -185,4 +190,42 @@ func (e *afEnv) userCount() int {
 		e.t.Fatalf("user count %q: %v", total, err)
 	}
 	return n
+}
+
+// An OpenID Provider that no Gatehouse code serves: zitadel/oidc's op
+// package with its example storage and login form. Its user signs in to
+// Gatehouse through it and is registered with the e-mail mapping.
+func TestFederationThirdPartyOP(t *testing.T) {
+	e := afStartEnv(t, map[string]string{"GATEHOUSE_IDP_ALLOW_LOOPBACK": "true"})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	issuer := "http://localhost:" + port
+	storage.RegisterClients(storage.WebClient("gatehouse-downstream", "downstream-secret", e.base+"/idps/callback"))
+	srv := &http.Server{Handler: exampleop.SetupServer(issuer, storage.NewStorage(storage.NewUserStore(issuer)), nil, false)}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+
+	idp := e.must("POST", "/management/v1/idps/oidc", e.admin, "", map[string]any{
+		"name": "Example OP", "clientId": "gatehouse-downstream", "clientSecret": "downstream-secret", "issuer": issuer,
+		"scopes": []string{"openid", "profile", "email"}, "autoRegister": true, "usernameMapping": "OIDC_MAPPING_FIELD_EMAIL",
+	})["idpId"].(string)
+	c := fedBrowser(e.base, issuer)
+	p := afGet(t, c, e.authURL("op", "n-op", "scope", "openid profile urn:gatehouse:iam:org:idp:id:"+idp))
+	m := regexp.MustCompile(`name="id" value="([^"]+)"`).FindStringSubmatch(p.body)
+	if m == nil {
+		t.Fatalf("want the example OP's login form; got %d %v:\n%s", p.status, p.loc, p.body)
+	}
+	req, _ := http.NewRequest("POST", issuer+"/login/username", strings.NewReader(url.Values{
+		"id": {m[1]}, "username": {"test-user@localhost"}, "password": {"verysecure"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	it := e.code(afDo(t, c, req), "op", "n-op")
+	u := e.must("GET", "/management/v1/users/"+it.Subject, e.admin, "", nil)["user"].(map[string]any)
+	human, _ := u["human"].(map[string]any)
+	email, _ := human["email"].(map[string]any)
+	if u["userName"] != "test-user@zitadel.ch" || email["email"] != "test-user@zitadel.ch" {
+		t.Errorf("registered user %v; want the OP's e-mail as user name and address", u)
+	}
 }
