@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"html"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
@@ -105,8 +106,9 @@ func TestFederationGatehouseUpstream(t *testing.T) {
 	if name, _ := u["userName"].(string); !strings.HasPrefix(name, "fed@") {
 		t.Errorf("registered user name %q; want the upstream's preferred_username fed@…", name)
 	}
-	// The link is listed, and removing it makes the identity unknown: it
-	// registers again, which fails on the taken name (nothing created).
+	// The link is listed, and removing it makes the identity unknown: its
+	// registration finds the name taken, and the page offers to link the
+	// identity to that account by its password (nothing created).
 	links := e.must("POST", "/management/v1/users/"+first.Subject+"/idps/_search", e.admin, "", map[string]any{})
 	res, _ := links["result"].([]any)
 	if len(res) != 1 || res[0].(map[string]any)["idpId"] != idp || !strings.HasPrefix(res[0].(map[string]any)["providedUserName"].(string), "fed@") {
@@ -118,8 +120,8 @@ func TestFederationGatehouseUpstream(t *testing.T) {
 	p := afGet(t, c, e.authURL("f3", "n-f3", "scope", "openid profile urn:gatehouse:iam:org:idp:id:"+idp))
 	p = afSubmit(t, c, up.issuer, p, url.Values{"loginName": {"fed"}})
 	p = afSubmit(t, c, up.issuer, p, url.Values{"password": {"Fed-Passw0rd!1"}})
-	if p.status != http.StatusConflict || !strings.Contains(p.body, "exists already") || e.userCount() != before {
-		t.Errorf("after unlinking, the identity's name is taken: %d %v; want the 409 page and no new user", p.status, p.loc)
+	if !strings.Contains(p.body, "exists already") || strings.Contains(p.body, "/ui/login/idp/register") || e.userCount() != before {
+		t.Errorf("after unlinking, the identity's name is taken: %d %v; want the link page without registration, and no new user", p.status, p.loc)
 	}
 
 	// The login page offers the provider.
@@ -228,4 +230,71 @@ func TestFederationThirdPartyOP(t *testing.T) {
 	if u["userName"] != "test-user@zitadel.ch" || email["email"] != "test-user@zitadel.ch" {
 		t.Errorf("registered user %v; want the OP's e-mail as user name and address", u)
 	}
+}
+
+// Without autoRegister an unknown identity is linked to an existing
+// account by its password, or (where the login policy allows registration)
+// registered with the claims the user checked; an autoRegister name that
+// is taken offers the link.
+func TestFederationLinkAndRegister(t *testing.T) {
+	e := afStartEnv(t, map[string]string{"GATEHOUSE_IDP_ALLOW_LOOPBACK": "true"})
+	up := startUpstream(t, e.base+"/idps/callback")
+	idp := e.must("POST", "/management/v1/idps/oidc", e.admin, "", map[string]any{
+		"name": "Upstream", "clientId": up.clientID, "clientSecret": up.secret, "issuer": up.issuer,
+		"scopes": []string{"openid", "profile", "email"}})["idpId"].(string)
+	atUpstream := func(c *http.Client, state string) afPage {
+		p := afGet(t, c, e.authURL(state, "n-"+state, "scope", "openid profile urn:gatehouse:iam:org:idp:id:"+idp))
+		p = afSubmit(t, c, up.issuer, p, url.Values{"loginName": {"fed"}})
+		return afSubmit(t, c, up.issuer, p, url.Values{"password": {"Fed-Passw0rd!1"}})
+	}
+	before := e.userCount()
+	c := fedBrowser(e.base, up.issuer)
+	p := atUpstream(c, "k1")
+	if !strings.Contains(p.body, "no account of this organization is linked") || strings.Contains(p.body, "/ui/login/idp/register") {
+		t.Fatalf("unknown identity without autoRegister: want the link page without registration; got %d %v:\n%s", p.status, p.loc, p.body)
+	}
+	// A wrong password links nothing.
+	if wrong := afSubmit(t, c, e.base, p, url.Values{"loginName": {"alice"}, "password": {"wrong"}}); wrong.status != http.StatusUnauthorized {
+		t.Fatalf("link with a wrong password: %d", wrong.status)
+	}
+	it := e.code(afSubmit(t, c, e.base, p, url.Values{"loginName": {"alice"}, "password": {afPassword}}), "k1", "n-k1")
+	if it.Subject != e.users["alice"] || e.userCount() != before {
+		t.Fatalf("linked sign-in as %s; want alice, and no new user", it.Subject)
+	}
+	// The link holds: the next federated sign-in is alice at once.
+	if again := e.code(atUpstream(fedBrowser(e.base, up.issuer), "k2"), "k2", "n-k2"); again.Subject != e.users["alice"] {
+		t.Errorf("second federated sign-in: %s; want alice", again.Subject)
+	}
+
+	// Unlinked again, and registration allowed: the form is prefilled.
+	e.must("DELETE", "/management/v1/users/"+e.users["alice"]+"/idps/"+idp+"/"+e.upstreamSubject(t, idp), e.admin, "", nil)
+	e.must("POST", "/management/v1/policies/login", e.admin, "", map[string]any{"allowUsernamePassword": true, "allowRegister": true, "allowExternalIdp": true})
+	c = fedBrowser(e.base, up.issuer)
+	p = atUpstream(c, "k3")
+	if !strings.Contains(p.body, `action="/ui/login/idp/register"`) || !strings.Contains(p.body, `value="Fede"`) {
+		t.Fatalf("want the registration form prefilled from the claims:\n%s", p.body)
+	}
+	form := url.Values{"userName": {"fede"}, "firstName": {"Fede"}, "lastName": {"Rated"}, "email": {"fed@upstream.example"}}
+	for _, h := range afHiddenRE.FindAllStringSubmatch(p.body, 2) {
+		form.Set(h[1], html.UnescapeString(h[2]))
+	}
+	req, _ := http.NewRequest("POST", e.base+"/ui/login/idp/register", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	fede := e.code(afDo(t, c, req), "k3", "n-k3")
+	if fede.Subject == e.users["alice"] || e.userCount() != before+1 {
+		t.Fatalf("registered %s; want one new user", fede.Subject)
+	}
+}
+
+// upstreamSubject is the provided user id of alice's link to idp.
+func (e *afEnv) upstreamSubject(t *testing.T, idp string) string {
+	t.Helper()
+	res, _ := e.must("POST", "/management/v1/users/"+e.users["alice"]+"/idps/_search", e.admin, "", map[string]any{})["result"].([]any)
+	for _, r := range res {
+		if m := r.(map[string]any); m["idpId"] == idp {
+			return m["providedUserId"].(string)
+		}
+	}
+	t.Fatalf("alice has no link to %s", idp)
+	return ""
 }

@@ -43,6 +43,7 @@ type Directory interface {
 	ListIdPs(context.Context, *connect.Request[directoryv1.ListIdPsRequest]) (*connect.Response[directoryv1.ListIdPsResponse], error)
 	GetLinkedUser(context.Context, *connect.Request[directoryv1.GetLinkedUserRequest]) (*connect.Response[directoryv1.GetLinkedUserResponse], error)
 	RegisterExternalUser(context.Context, *connect.Request[directoryv1.RegisterExternalUserRequest]) (*connect.Response[directoryv1.RegisterExternalUserResponse], error)
+	LinkExternalUser(context.Context, *connect.Request[directoryv1.LinkExternalUserRequest]) (*connect.Response[directoryv1.LinkExternalUserResponse], error)
 }
 
 // Deps are the authn service's dependencies on other services. A nil

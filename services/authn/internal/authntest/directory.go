@@ -226,3 +226,8 @@ func (d *Directory) GetLinkedUser(context.Context, *connect.Request[directoryv1.
 func (d *Directory) RegisterExternalUser(context.Context, *connect.Request[directoryv1.RegisterExternalUserRequest]) (*connect.Response[directoryv1.RegisterExternalUserResponse], error) {
 	return nil, connect.NewError(connect.CodeNotFound, errors.New("idp not found"))
 }
+
+// LinkExternalUser implements the directory API.
+func (d *Directory) LinkExternalUser(context.Context, *connect.Request[directoryv1.LinkExternalUserRequest]) (*connect.Response[directoryv1.LinkExternalUserResponse], error) {
+	return nil, connect.NewError(connect.CodeNotFound, errors.New("idp not found"))
+}

@@ -2,6 +2,7 @@ package login
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -24,6 +25,10 @@ import (
 const (
 	PathIdP         = "/ui/login/idp"
 	PathIdPCallback = "/idps/callback"
+	// PathIdPLink offers an unknown identity's user to link it to an
+	// existing account (its password) or to register a new one.
+	PathIdPLink         = "/ui/login/idp/link"
+	PathIdPLinkRegister = "/ui/login/idp/register"
 )
 
 // Federation is the relying party (federation.RP).
@@ -200,7 +205,7 @@ func (p *Pages) signInIdentity(w http.ResponseWriter, r *http.Request, f *flow, 
 		return
 	}
 	if !idp.GetAutoRegister() {
-		p.messagePage(w, r, f.lang, http.StatusForbidden, "err.idpNotLinked")
+		p.parkIdentity(w, r, f, idp, id, false)
 		return
 	}
 	first, last := id.GivenName, id.FamilyName
@@ -217,9 +222,169 @@ func (p *Pages) signInIdentity(w http.ResponseWriter, r *http.Request, f *flow, 
 	}
 	switch connect.CodeOf(err) {
 	case connect.CodeAlreadyExists:
-		p.messagePage(w, r, f.lang, http.StatusConflict, "err.idpNameTaken")
+		// The user name is taken: perhaps by this very person, who may
+		// link the identity by signing in to that account.
+		p.parkIdentity(w, r, f, idp, id, true)
 	case connect.CodeInvalidArgument:
 		p.messagePage(w, r, f.lang, http.StatusBadRequest, "err.idpClaims")
+	default:
+		p.internal(w, r, f.lang, err)
+	}
+}
+
+// parked is an identity waiting with its pending request.
+type parked struct {
+	IdPID    string              `json:"idp_id"`
+	IdPName  string              `json:"idp_name"`
+	Identity federation.Identity `json:"identity"`
+	UserName string              `json:"user_name"` // by the IdP's mapping
+	Taken    bool                `json:"taken"`     // the mapped name belongs to another user
+}
+
+// parkIdentity keeps id with the pending request and shows the page that
+// links it to an existing account or registers a new one.
+func (p *Pages) parkIdentity(w http.ResponseWriter, r *http.Request, f *flow, idp *directoryv1.IdP, id *federation.Identity, taken bool) {
+	raw, err := json.Marshal(parked{IdPID: idp.GetId(), IdPName: idp.GetName(), Identity: *id, UserName: federation.UserName(idp, id), Taken: taken})
+	if err == nil {
+		err = p.Store.SetAuthRequestExternal(r.Context(), f.ar.ID, string(raw))
+	}
+	if err != nil {
+		p.internal(w, r, f.lang, err)
+		return
+	}
+	redirect(w, r, PathIdPLink, f.ar.ID)
+}
+
+// parkedOf returns the identity parked with the flow's request.
+func parkedOf(f *flow) (*parked, bool) {
+	var pk parked
+	if f.ar.External == "" || json.Unmarshal([]byte(f.ar.External), &pk) != nil || pk.Identity.Subject == "" {
+		return nil, false
+	}
+	return &pk, true
+}
+
+// linkPage renders the choice for a parked identity: sign in to an
+// existing account to link it, or (where the login policy allows
+// registration) create an account prefilled from the claims.
+func (p *Pages) linkPage(w http.ResponseWriter, r *http.Request, f *flow, pk *parked, status int, pg *page) {
+	lp, ok := p.loginPolicy(w, r, f)
+	if !ok {
+		return
+	}
+	pg.AppName = pk.IdPName
+	pg.AllowRegister = lp.GetAllowRegister() && !pk.Taken
+	pg.Taken = pk.Taken
+	if pg.Form["userName"] == "" && pg.Form["email"] == "" {
+		pg.Form["userName"], pg.Form["firstName"], pg.Form["lastName"], pg.Form["email"] =
+			pk.UserName, pk.Identity.GivenName, pk.Identity.FamilyName, pk.Identity.Email
+	}
+	p.tmpl.render(w, p.Logger, status, "idplink", pg)
+}
+
+func (p *Pages) idpLinkPage(w http.ResponseWriter, r *http.Request) {
+	f := p.load(w, r)
+	if f == nil {
+		return
+	}
+	pk, ok := parkedOf(f)
+	if !ok {
+		redirect(w, r, authorize.PathLogin, f.ar.ID)
+		return
+	}
+	p.linkPage(w, r, f, pk, http.StatusOK, f.page("idplink.title"))
+}
+
+// idpLinkSubmit links the parked identity to the account whose password
+// the user gives, then signs that user in.
+func (p *Pages) idpLinkSubmit(w http.ResponseWriter, r *http.Request) {
+	f := p.load(w, r, "loginName", "password")
+	if f == nil {
+		return
+	}
+	pk, ok := parkedOf(f)
+	if !ok {
+		redirect(w, r, authorize.PathLogin, f.ar.ID)
+		return
+	}
+	ctx := r.Context()
+	pg := f.page("idplink.title")
+	pg.LoginName = strings.TrimSpace(f.form["loginName"])
+	if pg.LoginName == "" || f.form["password"] == "" {
+		pg.Errors["password"] = translate(f.lang, "err.required")
+		p.linkPage(w, r, f, pk, http.StatusBadRequest, pg)
+		return
+	}
+	resp, err := p.Directory.VerifyPassword(ctx, connect.NewRequest(&directoryv1.VerifyPasswordRequest{
+		OrgId: f.req.OrgID, LoginName: pg.LoginName, Password: f.form["password"], ClientAddress: clientAddress(r)}))
+	if key, status, ok := passwordError(err); ok {
+		pg.Errors["password"] = translate(f.lang, key)
+		p.linkPage(w, r, f, pk, status, pg)
+		return
+	} else if err != nil {
+		p.internal(w, r, f.lang, err)
+		return
+	}
+	u := resp.Msg.GetUser()
+	if _, err := p.Directory.LinkExternalUser(ctx, connect.NewRequest(&directoryv1.LinkExternalUserRequest{
+		IdpId: pk.IdPID, ExternalSubject: pk.Identity.Subject, UserId: u.GetId(), ExternalUserName: providedName(&pk.Identity)})); err != nil {
+		if c := connect.CodeOf(err); c == connect.CodeAlreadyExists || c == connect.CodeFailedPrecondition {
+			p.messagePage(w, r, f.lang, http.StatusConflict, "err.idpLinkRefused")
+			return
+		}
+		p.internal(w, r, f.lang, err)
+		return
+	}
+	p.signIn(w, r, f, u, []string{"pwd"})
+}
+
+// idpRegisterSubmit registers a new account for the parked identity with
+// the fields the user checked, where the login policy allows registration.
+func (p *Pages) idpRegisterSubmit(w http.ResponseWriter, r *http.Request) {
+	f := p.load(w, r, "userName", "firstName", "lastName", "email")
+	if f == nil {
+		return
+	}
+	pk, ok := parkedOf(f)
+	if !ok {
+		redirect(w, r, authorize.PathLogin, f.ar.ID)
+		return
+	}
+	lp, ok := p.loginPolicy(w, r, f)
+	if !ok {
+		return
+	}
+	if !lp.GetAllowRegister() || pk.Taken {
+		p.messagePage(w, r, f.lang, http.StatusForbidden, "err.registerDisabled")
+		return
+	}
+	pg := f.page("idplink.title")
+	for _, k := range []string{"userName", "firstName", "lastName", "email"} {
+		pg.Form[k] = strings.TrimSpace(f.form[k])
+	}
+	// The e-mail counts as verified only when it is the one the provider
+	// verified.
+	verified := pk.Identity.EmailVerified && strings.EqualFold(pg.Form["email"], pk.Identity.Email)
+	reg, err := p.Directory.RegisterExternalUser(r.Context(), connect.NewRequest(&directoryv1.RegisterExternalUserRequest{
+		IdpId: pk.IdPID, ExternalSubject: pk.Identity.Subject, ExternalUserName: providedName(&pk.Identity),
+		UserName: pg.Form["userName"], FirstName: pg.Form["firstName"], LastName: pg.Form["lastName"],
+		Email: pg.Form["email"], EmailVerified: verified, PreferredLanguage: f.lang,
+	}))
+	if err == nil {
+		p.signIn(w, r, f, reg.Msg.GetUser(), pk.Identity.AMR)
+		return
+	}
+	switch connect.CodeOf(err) {
+	case connect.CodeAlreadyExists:
+		pg.Errors["userName"] = translate(f.lang, "err.taken")
+		p.linkPage(w, r, f, pk, http.StatusConflict, pg)
+	case connect.CodeInvalidArgument:
+		msg := ""
+		if ce := new(connect.Error); errors.As(err, &ce) {
+			msg = ce.Message()
+		}
+		pg.Error = translate(f.lang, "err.invalid", msg)
+		p.linkPage(w, r, f, pk, http.StatusBadRequest, pg)
 	default:
 		p.internal(w, r, f.lang, err)
 	}

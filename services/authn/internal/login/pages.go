@@ -28,6 +28,7 @@ type Directory interface {
 	ListIdPs(context.Context, *connect.Request[directoryv1.ListIdPsRequest]) (*connect.Response[directoryv1.ListIdPsResponse], error)
 	GetLinkedUser(context.Context, *connect.Request[directoryv1.GetLinkedUserRequest]) (*connect.Response[directoryv1.GetLinkedUserResponse], error)
 	RegisterExternalUser(context.Context, *connect.Request[directoryv1.RegisterExternalUserRequest]) (*connect.Response[directoryv1.RegisterExternalUserResponse], error)
+	LinkExternalUser(context.Context, *connect.Request[directoryv1.LinkExternalUserRequest]) (*connect.Response[directoryv1.LinkExternalUserResponse], error)
 }
 
 // Paths served besides the authorize package's page paths.
@@ -75,6 +76,9 @@ func (p *Pages) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+authorize.PathRegister, p.registerSubmit)
 	mux.HandleFunc("POST "+PathIdP, p.idpSubmit)
 	mux.HandleFunc("GET "+PathIdPCallback, p.callback)
+	mux.HandleFunc("GET "+PathIdPLink, p.idpLinkPage)
+	mux.HandleFunc("POST "+PathIdPLink, p.idpLinkSubmit)
+	mux.HandleFunc("POST "+PathIdPLinkRegister, p.idpRegisterSubmit)
 	mux.HandleFunc("GET "+authorize.PathConsent, p.consentPage)
 	mux.HandleFunc("POST "+authorize.PathConsent, p.consentSubmit)
 	mux.HandleFunc("GET "+PathLoggedOut, func(w http.ResponseWriter, r *http.Request) {

@@ -34,7 +34,9 @@ type page struct {
 	// AllowRegister shows the registration link (the login policy).
 	AllowRegister bool
 	// IdPs are the identity provider buttons of the login name page.
-	IdPs   []idpButton
+	IdPs []idpButton
+	// Taken: the identity\'s user name belongs to another account.
+	Taken  bool
 	Code   string // error page: the OAuth error code
 	Detail string // error page: the error's description (English)
 }
@@ -62,7 +64,7 @@ type templates map[string]*template.Template
 
 func parseTemplates() (templates, error) {
 	out := templates{}
-	for _, name := range []string{"loginname", "password", "change", "select", "register", "error", "loggedout", "logout", "consent"} {
+	for _, name := range []string{"loginname", "password", "change", "select", "register", "error", "loggedout", "logout", "consent", "idplink"} {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/policy.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("login template %s: %w", name, err)

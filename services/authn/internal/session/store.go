@@ -59,13 +59,16 @@ func (r sessionRow) session() (Session, error) {
 // AuthRequest is a validated authorization request waiting for a login.
 // Params is the request as its owner (package authorize) serialized it.
 type AuthRequest struct {
-	ID          string    `db:"id"`
-	UserAgentID string    `db:"user_agent_id"`
-	Params      []byte    `db:"params"`
-	LoginName   string    `db:"login_name"`
-	UserID      string    `db:"user_id"`
-	CreatedAt   time.Time `db:"created_at"`
-	ExpiresAt   time.Time `db:"expires_at"`
+	ID          string `db:"id"`
+	UserAgentID string `db:"user_agent_id"`
+	Params      []byte `db:"params"`
+	LoginName   string `db:"login_name"`
+	UserID      string `db:"user_id"`
+	// External is an identity an external provider asserted that no user
+	// is linked to yet (JSON), while the user links or registers it.
+	External  string    `db:"external"`
+	CreatedAt time.Time `db:"created_at"`
+	ExpiresAt time.Time `db:"expires_at"`
 }
 
 // Store is authn's storage.
@@ -191,7 +194,7 @@ func (s *Store) AuthRequest(ctx context.Context, id, userAgentID string, now tim
 		AuthRequest
 		Params string `db:"params"`
 	}
-	err := s.DB.Get(ctx, &r, `SELECT id, user_agent_id, params, login_name, user_id, created_at, expires_at
+	err := s.DB.Get(ctx, &r, `SELECT id, user_agent_id, params, login_name, user_id, external, created_at, expires_at
 		FROM auth_requests WHERE id = ? AND user_agent_id = ? AND expires_at > ?`, id, userAgentID, now)
 	if err != nil {
 		return AuthRequest{}, fmt.Errorf("auth request: %w", db.NotFound(err))
@@ -204,6 +207,19 @@ func (s *Store) AuthRequest(ctx context.Context, id, userAgentID string, now tim
 // login name typed, and the user id once a password proved it.
 func (s *Store) SetAuthRequestUser(ctx context.Context, id, loginName, userID string) error {
 	res, err := s.DB.Exec(ctx, `UPDATE auth_requests SET login_name = ?, user_id = ? WHERE id = ?`, loginName, userID, id)
+	if err != nil {
+		return fmt.Errorf("update auth request: %w", err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return fmt.Errorf("update auth request: %w", ErrNotFound)
+	}
+	return nil
+}
+
+// SetAuthRequestExternal parks an external identity (JSON) with a pending
+// request.
+func (s *Store) SetAuthRequestExternal(ctx context.Context, id, external string) error {
+	res, err := s.DB.Exec(ctx, `UPDATE auth_requests SET external = ? WHERE id = ?`, external, id)
 	if err != nil {
 		return fmt.Errorf("update auth request: %w", err)
 	}
