@@ -298,3 +298,84 @@ func (e *afEnv) upstreamSubject(t *testing.T, idp string) string {
 	t.Fatalf("alice has no link to %s", idp)
 	return ""
 }
+
+// Changes to an identity provider take effect at the next sign-in: a wrong
+// client secret (the token endpoint refuses the client), an issuer that
+// its discovery document contradicts, deactivation (no button, the
+// shortcut fails, a sign-in in flight is refused) and reactivation (the
+// link still holds).
+func TestFederationChangesTakeEffect(t *testing.T) {
+	e := afStartEnv(t, map[string]string{"GATEHOUSE_IDP_ALLOW_LOOPBACK": "true"})
+	up := startUpstream(t, e.base+"/idps/callback")
+	cfg := map[string]any{"issuer": up.issuer, "clientId": up.clientID, "clientSecret": up.secret,
+		"scopes": []string{"openid", "profile", "email"}}
+	create := map[string]any{"name": "Upstream", "autoRegister": true}
+	for k, v := range cfg {
+		create[k] = v
+	}
+	idp := e.must("POST", "/management/v1/idps/oidc", e.admin, "", create)["idpId"].(string)
+	update := func(changes map[string]any) {
+		body := map[string]any{}
+		for k, v := range cfg {
+			body[k] = v
+		}
+		for k, v := range changes {
+			body[k] = v
+		}
+		e.must("PUT", "/management/v1/idps/"+idp+"/oidc_config", e.admin, "", body)
+	}
+	shortcut := func(state string) string {
+		return e.authURL(state, "n-"+state, "scope", "openid urn:gatehouse:iam:org:idp:id:"+idp)
+	}
+	// signIn runs the upstream login and returns the page after it.
+	signIn := func(state string) afPage {
+		c := fedBrowser(e.base, up.issuer)
+		p := afGet(t, c, shortcut(state))
+		p = afSubmit(t, c, up.issuer, p, url.Values{"loginName": {"fed"}})
+		return afSubmit(t, c, up.issuer, p, url.Values{"password": {"Fed-Passw0rd!1"}})
+	}
+	user := e.code(signIn("c1"), "c1", "n-c1").Subject
+
+	update(map[string]any{"clientSecret": "not-the-secret"})
+	afErrorRedirect(t, signIn("c2"), afRedirect, "server_error", "c2", false)
+	update(nil)
+	if again := e.code(signIn("c3"), "c3", "n-c3").Subject; again != user {
+		t.Fatalf("after restoring the secret: %s; want %s", again, user)
+	}
+
+	// The issuer its discovery document contradicts (the same server by
+	// another name) is refused before any redirect.
+	update(map[string]any{"issuer": strings.Replace(up.issuer, "localhost", "127.0.0.1", 1)})
+	if p := afGet(t, fedBrowser(e.base, up.issuer), shortcut("c4")); p.status != http.StatusBadGateway {
+		t.Errorf("issuer mismatch: %d %v; want the 502 page", p.status, p.loc)
+	}
+	update(nil)
+
+	// A sign-in in flight when the provider is deactivated is refused at
+	// the callback; the button and the shortcut are gone.
+	jar := fedBrowser(e.base, up.issuer).Jar
+	stopAtCallback := &http.Client{Jar: jar, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+		if strings.HasPrefix(req.URL.String(), e.base+"/idps/callback") || !strings.HasPrefix(req.URL.String(), e.base) && !strings.HasPrefix(req.URL.String(), up.issuer) {
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}}
+	p := afGet(t, stopAtCallback, shortcut("c5"))
+	p = afSubmit(t, stopAtCallback, up.issuer, p, url.Values{"loginName": {"fed"}})
+	p = afSubmit(t, stopAtCallback, up.issuer, p, url.Values{"password": {"Fed-Passw0rd!1"}})
+	if p.loc == nil || !strings.HasPrefix(p.loc.String(), e.base+"/idps/callback") {
+		t.Fatalf("want the upstream's redirect to the callback; got %d %v", p.status, p.loc)
+	}
+	e.must("POST", "/management/v1/idps/"+idp+"/_deactivate", e.admin, "", map[string]any{})
+	if refused := afGet(t, stopAtCallback, p.loc.String()); refused.status != http.StatusBadRequest || refused.loc != nil {
+		t.Errorf("callback of a deactivated provider: %d %v; want the 400 page", refused.status, refused.loc)
+	}
+	afErrorRedirect(t, afGet(t, fedBrowser(e.base), shortcut("c6")), afRedirect, "invalid_scope", "c6", false)
+	if page := afGet(t, fedBrowser(e.base), e.authURL("c7", "n-c7")); strings.Contains(page.body, `name="idpID"`) {
+		t.Error("the login page still shows the deactivated provider")
+	}
+	e.must("POST", "/management/v1/idps/"+idp+"/_reactivate", e.admin, "", map[string]any{})
+	if again := e.code(signIn("c8"), "c8", "n-c8").Subject; again != user {
+		t.Errorf("after reactivation: %s; want the linked %s", again, user)
+	}
+}

@@ -226,7 +226,9 @@ func (p *Pages) signInIdentity(w http.ResponseWriter, r *http.Request, f *flow, 
 		// link the identity by signing in to that account.
 		p.parkIdentity(w, r, f, idp, id, true)
 	case connect.CodeInvalidArgument:
-		p.messagePage(w, r, f.lang, http.StatusBadRequest, "err.idpClaims")
+		// The claims do not make an account (no e-mail, say): the user
+		// links an existing one, or completes the registration form.
+		p.parkIdentity(w, r, f, idp, id, false)
 	default:
 		p.internal(w, r, f.lang, err)
 	}
