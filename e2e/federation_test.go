@@ -15,6 +15,7 @@ import (
 	"github.com/zitadel/oidc/v3/example/server/storage"
 
 	"github.com/gatehouse-id/gatehouse/pkg/config"
+	"github.com/gatehouse-id/gatehouse/pkg/testutil"
 )
 
 // A second Gatehouse is the upstream identity provider of the first: its
@@ -377,5 +378,45 @@ func TestFederationChangesTakeEffect(t *testing.T) {
 	e.must("POST", "/management/v1/idps/"+idp+"/_reactivate", e.admin, "", map[string]any{})
 	if again := e.code(signIn("c8"), "c8", "n-c8").Subject; again != user {
 		t.Errorf("after reactivation: %s; want the linked %s", again, user)
+	}
+}
+
+// In the distributed deployment authn drives the flow and directory owns
+// the providers and links, over Connect: a federated sign-in through edge
+// registers the user and gets tokens.
+func TestFederationDistributed(t *testing.T) {
+	d := startDistributed(t, testutil.RedisURL(t))
+	_, tok := operatorToken(t, d.edge.base, d.directoryData, d.issuer)
+	admin := tok["access_token"].(string)
+	status, proj := restJSON(t, "POST", d.edge.base+"/management/v1/projects", admin, map[string]any{"name": "Fed"})
+	if status != 200 {
+		t.Fatalf("AddProject: %d %v", status, proj)
+	}
+	status, app := restJSON(t, "POST", d.edge.base+"/management/v1/projects/"+proj["id"].(string)+"/apps/oidc", admin, map[string]any{
+		"name": "fed-web", "redirectUris": []string{afRedirect}, "responseTypes": []string{"OIDC_RESPONSE_TYPE_CODE"},
+		"grantTypes": []string{"OIDC_GRANT_TYPE_AUTHORIZATION_CODE"}, "appType": "OIDC_APP_TYPE_WEB", "authMethodType": "OIDC_AUTH_METHOD_TYPE_BASIC"})
+	if status != 200 {
+		t.Fatalf("AddOIDCApp: %d %v", status, app)
+	}
+	up := startUpstream(t, d.issuer+"/idps/callback")
+	status, idp := restJSON(t, "POST", d.edge.base+"/management/v1/idps/oidc", admin, map[string]any{
+		"name": "Upstream", "clientId": up.clientID, "clientSecret": up.secret, "issuer": up.issuer,
+		"scopes": []string{"openid", "profile", "email"}, "autoRegister": true})
+	if status != 200 {
+		t.Fatalf("AddOrgOIDCIDP: %d %v", status, idp)
+	}
+	c := fedBrowser(d.issuer, up.issuer)
+	p := afGet(t, c, d.issuer+"/oauth/v2/authorize?"+url.Values{"client_id": {app["clientId"].(string)}, "redirect_uri": {afRedirect},
+		"response_type": {"code"}, "state": {"ds"}, "nonce": {"n-ds"},
+		"scope": {"openid urn:gatehouse:iam:org:idp:id:" + idp["idpId"].(string)}}.Encode())
+	p = afSubmit(t, c, up.issuer, p, url.Values{"loginName": {"fed"}})
+	p = afSubmit(t, c, up.issuer, p, url.Values{"password": {"Fed-Passw0rd!1"}})
+	if p.loc == nil || p.loc.Query().Get("code") == "" || p.loc.Query().Get("state") != "ds" {
+		t.Fatalf("want a code for the client; got %d %v:\n%s", p.status, p.loc, p.body)
+	}
+	status, found := restJSON(t, "POST", d.edge.base+"/management/v1/users/_search", admin, map[string]any{"queries": []any{
+		map[string]any{"userNameQuery": map[string]any{"userName": "fed@", "method": "TEXT_QUERY_METHOD_STARTS_WITH"}}}})
+	if res, _ := found["result"].([]any); status != 200 || len(res) != 1 {
+		t.Errorf("the registered user: %d %v", status, found)
 	}
 }

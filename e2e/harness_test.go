@@ -207,6 +207,8 @@ func startDistributed(t *testing.T, redisURL string) *distributed {
 			"GATEHOUSE_RATE_LIMIT":     "1000",
 			"GATEHOUSE_RATE_BURST":     "1000",
 			"GATEHOUSE_ADMIN_PASSWORD": "Admin-Passw0rd-for-e2e",
+			// Identity providers of the federation tests run on loopback.
+			"GATEHOUSE_IDP_ALLOW_LOOPBACK": "true",
 		}
 		for i := 0; i < len(kv); i += 2 {
 			m[kv[i]] = kv[i+1]
