@@ -214,6 +214,7 @@ func TestFederationThirdPartyOP(t *testing.T) {
 	idp := e.must("POST", "/management/v1/idps/oidc", e.admin, "", map[string]any{
 		"name": "Example OP", "clientId": "gatehouse-downstream", "clientSecret": "downstream-secret", "issuer": issuer,
 		"scopes": []string{"openid", "profile", "email"}, "autoRegister": true, "usernameMapping": "OIDC_MAPPING_FIELD_EMAIL",
+		"displayNameMapping": "OIDC_MAPPING_FIELD_PREFERRED_USERNAME",
 	})["idpId"].(string)
 	c := fedBrowser(e.base, issuer)
 	p := afGet(t, c, e.authURL("op", "n-op", "scope", "openid profile urn:gatehouse:iam:org:idp:id:"+idp))
@@ -228,8 +229,9 @@ func TestFederationThirdPartyOP(t *testing.T) {
 	u := e.must("GET", "/management/v1/users/"+it.Subject, e.admin, "", nil)["user"].(map[string]any)
 	human, _ := u["human"].(map[string]any)
 	email, _ := human["email"].(map[string]any)
-	if u["userName"] != "test-user@zitadel.ch" || email["email"] != "test-user@zitadel.ch" {
-		t.Errorf("registered user %v; want the OP's e-mail as user name and address", u)
+	profile, _ := human["profile"].(map[string]any)
+	if u["userName"] != "test-user@zitadel.ch" || email["email"] != "test-user@zitadel.ch" || profile["displayName"] != "test-user@localhost" {
+		t.Errorf("registered user %v; want the OP's e-mail as user name and address, and its preferred_username as display name", u)
 	}
 }
 

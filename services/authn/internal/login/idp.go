@@ -214,7 +214,8 @@ func (p *Pages) signInIdentity(w http.ResponseWriter, r *http.Request, f *flow, 
 	}
 	reg, err := p.Directory.RegisterExternalUser(ctx, connect.NewRequest(&directoryv1.RegisterExternalUserRequest{
 		IdpId: idp.GetId(), ExternalSubject: id.Subject, ExternalUserName: providedName(id), UserName: federation.UserName(idp, id),
-		FirstName: first, LastName: last, Email: id.Email, EmailVerified: id.EmailVerified, PreferredLanguage: f.lang,
+		DisplayName: federation.DisplayName(idp, id),
+		FirstName:   first, LastName: last, Email: id.Email, EmailVerified: id.EmailVerified, PreferredLanguage: f.lang,
 	}))
 	if err == nil {
 		p.signIn(w, r, f, reg.Msg.GetUser(), id.AMR)

@@ -218,6 +218,7 @@ func (s *Server) RegisterExternalUser(ctx context.Context, req *connect.Request[
 	var f apierr.Fields
 	checkExternal(&f, m.GetIdpId(), m.GetExternalSubject())
 	f.Check(apierr.Length("external_user_name", m.GetExternalUserName(), 0, 200))
+	f.Check(apierr.Length("display_name", m.GetDisplayName(), 0, 200))
 	f.Check(apierr.Length("user_name", m.GetUserName(), 1, 200))
 	if strings.IndexFunc(m.GetUserName(), unicode.IsSpace) >= 0 {
 		f.Add("user_name", "must not contain whitespace")
@@ -242,7 +243,7 @@ func (s *Server) RegisterExternalUser(ctx context.Context, req *connect.Request[
 	}
 	id, _, err := s.userCmds.AddExternalHuman(ctx, "self-registration", org, users.HumanAdded{
 		UserName: m.GetUserName(), FirstName: m.GetFirstName(), LastName: m.GetLastName(),
-		DisplayName:       strings.TrimSpace(m.GetFirstName() + " " + m.GetLastName()),
+		DisplayName:       displayName(m.GetDisplayName(), m.GetFirstName(), m.GetLastName()),
 		PreferredLanguage: m.GetPreferredLanguage(), Email: m.GetEmail(), EmailVerified: m.GetEmailVerified(),
 	}, users.External{IdPID: p.ID, Subject: m.GetExternalSubject(), UserName: m.GetExternalUserName()})
 	if err != nil {
@@ -272,4 +273,12 @@ func (s *Server) UnlinkExternalUser(ctx context.Context, req *connect.Request[di
 		return nil, asInternal(err, "unlink")
 	}
 	return connect.NewResponse(&directoryv1.UnlinkExternalUserResponse{}), nil
+}
+
+// displayName is the given display name, else first and last name.
+func displayName(given, first, last string) string {
+	if d := strings.TrimSpace(given); d != "" {
+		return d
+	}
+	return strings.TrimSpace(first + " " + last)
 }

@@ -2658,6 +2658,9 @@ type RegisterExternalUserRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The user name the identity provider gave (shown in ListUserIDPs).
 	ExternalUserName string `protobuf:"bytes,9,opt,name=external_user_name,json=externalUserName,proto3" json:"external_user_name,omitempty"`
+	// Display name (the IdP's displayNameMapping); empty: first and last
+	// name.
+	DisplayName string `protobuf:"bytes,10,opt,name=display_name,json=displayName,proto3" json:"display_name,omitempty"`
 	// IdP id; the user is created in the IdP's organization.
 	IdpId string `protobuf:"bytes,1,opt,name=idp_id,json=idpId,proto3" json:"idp_id,omitempty"`
 	// The "sub" claim the IdP asserts (1-255 characters).
@@ -2711,6 +2714,13 @@ func (*RegisterExternalUserRequest) Descriptor() ([]byte, []int) {
 func (x *RegisterExternalUserRequest) GetExternalUserName() string {
 	if x != nil {
 		return x.ExternalUserName
+	}
+	return ""
+}
+
+func (x *RegisterExternalUserRequest) GetDisplayName() string {
+	if x != nil {
+		return x.DisplayName
 	}
 	return ""
 }
@@ -3076,9 +3086,11 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x06idp_id\x18\x01 \x01(\tR\x05idpId\x12)\n" +
 	"\x10external_subject\x18\x02 \x01(\tR\x0fexternalSubject\"I\n" +
 	"\x15GetLinkedUserResponse\x120\n" +
-	"\x04user\x18\x01 \x01(\v2\x1c.gatehouse.directory.v1.UserR\x04user\"\xd2\x02\n" +
+	"\x04user\x18\x01 \x01(\v2\x1c.gatehouse.directory.v1.UserR\x04user\"\xf5\x02\n" +
 	"\x1bRegisterExternalUserRequest\x12,\n" +
-	"\x12external_user_name\x18\t \x01(\tR\x10externalUserName\x12\x15\n" +
+	"\x12external_user_name\x18\t \x01(\tR\x10externalUserName\x12!\n" +
+	"\fdisplay_name\x18\n" +
+	" \x01(\tR\vdisplayName\x12\x15\n" +
 	"\x06idp_id\x18\x01 \x01(\tR\x05idpId\x12)\n" +
 	"\x10external_subject\x18\x02 \x01(\tR\x0fexternalSubject\x12\x1b\n" +
 	"\tuser_name\x18\x03 \x01(\tR\buserName\x12\x1d\n" +
