@@ -172,6 +172,15 @@ func TestFederationFailures(t *testing.T) {
 		t.Errorf("%d users after the failures; want the %d before", n, before)
 	}
 
+	// A login policy without external sign-in refuses the shortcut too.
+	e.must("POST", "/management/v1/policies/login", e.admin, "", map[string]any{"allowUsernamePassword": true, "allowExternalIdp": false})
+	if off := afGet(t, fedBrowser(e.base), shortcut(idp, "p1")); off.status != http.StatusForbidden || off.loc != nil {
+		t.Errorf("shortcut with external sign-in off: %d %v; want the 403 page", off.status, off.loc)
+	}
+	if page := afGet(t, fedBrowser(e.base), e.authURL("p2", "n-p2")); strings.Contains(page.body, `name="idpID"`) {
+		t.Error("the login page shows provider buttons with external sign-in off")
+	}
+
 	// Without GATEHOUSE_IDP_ALLOW_LOOPBACK a provider on loopback is refused
 	// (server-side request forgery), and the user is told.
 	d := afStart(t)

@@ -68,14 +68,6 @@ func (p *Pages) idpSubmit(w http.ResponseWriter, r *http.Request) {
 	if f == nil {
 		return
 	}
-	lp, ok := p.loginPolicy(w, r, f)
-	if !ok {
-		return
-	}
-	if !lp.GetAllowExternalIdp() {
-		p.messagePage(w, r, f.lang, http.StatusForbidden, "err.idpNotAllowed")
-		return
-	}
 	p.BeginIdP(w, r, f.ua, f.ar, f.req, f.form["idpID"])
 }
 
@@ -85,6 +77,17 @@ func (p *Pages) idpSubmit(w http.ResponseWriter, r *http.Request) {
 func (p *Pages) BeginIdP(w http.ResponseWriter, r *http.Request, ua session.UserAgent, ar session.AuthRequest, req *authorize.Request, idpID string) {
 	ctx := r.Context()
 	lang := Language(req.UILocales, r.Header.Get("Accept-Language"))
+	// The organization's login policy may turn external sign-in off, for
+	// the buttons and the shortcut scope alike.
+	org, err := p.org(ctx, req.OrgID)
+	if err != nil {
+		p.internal(w, r, lang, err)
+		return
+	}
+	if !org.GetLoginPolicy().GetAllowExternalIdp() {
+		p.messagePage(w, r, lang, http.StatusForbidden, "err.idpNotAllowed")
+		return
+	}
 	res, err := p.Directory.GetIdP(ctx, connect.NewRequest(&directoryv1.GetIdPRequest{OrgId: req.OrgID, IdpId: idpID}))
 	switch {
 	case connect.CodeOf(err) == connect.CodeNotFound || connect.CodeOf(err) == connect.CodeInvalidArgument ||
