@@ -2,7 +2,12 @@ package e2e
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -201,5 +206,50 @@ func TestBootstrapToManagement(t *testing.T) {
 	bad.ClientSecret = "wrong"
 	if _, err := bad.Token(ctx); err == nil || !strings.Contains(err.Error(), "invalid_client") {
 		t.Fatalf("wrong secret: %v; want invalid_client", err)
+	}
+}
+
+// In a cluster no file leaves the directory's pod: with
+// GATEHOUSE_BOOTSTRAP_PUBLIC_KEY the operator's public key is registered
+// for bootstrap-admin, no private key is written, and the ids the
+// operator's key file needs are in the log.
+func TestBootstrapWithPublicKey(t *testing.T) {
+	priv, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, _ := x509.MarshalPKIXPublicKey(&priv.PublicKey)
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	issuer := "http://" + addr
+	p := startProc(t, config.RoleEdge, map[string]string{
+		"GATEHOUSE_DATA_DIR": dir, "GATEHOUSE_ADDR": addr, "GATEHOUSE_ISSUER": issuer,
+		"GATEHOUSE_BOOTSTRAP_PUBLIC_KEY": string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})),
+	})
+	if _, err := os.Stat(filepath.Join(dir, "bootstrap-admin-key.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a private key file was written: %v", err)
+	}
+	var kf keyFile
+	for _, l := range p.log.Lines() {
+		if strings.Contains(fmt.Sprint(l["msg"]), "GATEHOUSE_BOOTSTRAP_PUBLIC_KEY") {
+			kf.UserID, _ = l["user_id"].(string)
+			kf.KeyID, _ = l["key_id"].(string)
+		}
+	}
+	if kf.UserID == "" || kf.KeyID == "" {
+		t.Fatalf("no user and key id in the log:\n%s", p.log)
+	}
+	kf.Key = string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(priv)}))
+	status, tok := postForm(t, p.base+"/oauth/v2/token", url.Values{
+		"grant_type": {"urn:ietf:params:oauth:grant-type:jwt-bearer"},
+		"assertion":  {jwtProfileAssertion(t, kf, issuer)},
+		"scope":      {"openid urn:gatehouse:iam:org:project:id:gatehouse:aud"},
+	})
+	access, _ := tok["access_token"].(string)
+	if status != 200 || access == "" {
+		t.Fatalf("JWT profile with the operator's key: %d %v", status, tok)
+	}
+	if status, org := restJSON(t, "GET", p.base+"/management/v1/orgs/me", access, nil); status != 200 {
+		t.Fatalf("management API with the operator's token: %d %v", status, org)
 	}
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -57,7 +58,11 @@ type Config struct {
 	DirectoryURL *url.URL
 
 	AdminPassword string // GATEHOUSE_ADMIN_PASSWORD; empty means generate on first start
-	LogLevel      slog.Level
+	// BootstrapPublicKey is GATEHOUSE_BOOTSTRAP_PUBLIC_KEY: a PEM public
+	// key registered for bootstrap-admin at first start instead of writing
+	// a private key file (a cluster, where no file leaves a pod).
+	BootstrapPublicKey string
+	LogLevel           slog.Level
 
 	Tokens Tokens
 
@@ -110,6 +115,12 @@ func Load(role Role, getenv Getenv) (*Config, error) {
 	c.TokensURL = p.serviceURL("GATEHOUSE_TOKENS_URL")
 	c.DirectoryURL = p.serviceURL("GATEHOUSE_DIRECTORY_URL")
 	c.AdminPassword = p.str("GATEHOUSE_ADMIN_PASSWORD", "")
+	c.BootstrapPublicKey = p.str("GATEHOUSE_BOOTSTRAP_PUBLIC_KEY", "")
+	if k := c.BootstrapPublicKey; k != "" {
+		if b, _ := pem.Decode([]byte(k)); b == nil || b.Type != "PUBLIC KEY" {
+			p.fail("GATEHOUSE_BOOTSTRAP_PUBLIC_KEY", "want a PEM public key (-----BEGIN PUBLIC KEY-----)")
+		}
+	}
 	c.LogLevel = p.logLevel("GATEHOUSE_LOG_LEVEL")
 	c.TrustedProxies = p.prefixes("GATEHOUSE_TRUSTED_PROXIES")
 	c.RateLimit = p.float("GATEHOUSE_RATE_LIMIT", 50)

@@ -64,6 +64,7 @@ func TestInvalid(t *testing.T) {
 		{"refresh idle over absolute", RoleEdge, map[string]string{"GATEHOUSE_REFRESH_TOKEN_IDLE_LIFETIME": "2000h", "GATEHOUSE_REFRESH_TOKEN_ABSOLUTE_LIFETIME": "1000h"}, []string{"GATEHOUSE_REFRESH_TOKEN_IDLE_LIFETIME"}},
 		{"negative grace", RoleEdge, map[string]string{"GATEHOUSE_REFRESH_REUSE_GRACE": "-1s"}, []string{"GATEHOUSE_REFRESH_REUSE_GRACE"}},
 		{"service url scheme", RoleEdge, map[string]string{"GATEHOUSE_AUTHN_URL": "tcp://a", "GATEHOUSE_INTERNAL_TOKEN": token}, []string{"GATEHOUSE_AUTHN_URL"}},
+		{"bootstrap key not PEM", RoleEdge, map[string]string{"GATEHOUSE_BOOTSTRAP_PUBLIC_KEY": "ssh-rsa AAAA"}, []string{"GATEHOUSE_BOOTSTRAP_PUBLIC_KEY: want a PEM public key"}},
 		{"idp loopback flag", RoleEdge, map[string]string{"GATEHOUSE_IDP_ALLOW_LOOPBACK": "yes"}, []string{`GATEHOUSE_IDP_ALLOW_LOOPBACK: want true or false, got "yes"`}},
 	}
 	for _, tc := range cases {

@@ -92,7 +92,8 @@ func New(ctx context.Context, env process.Env, deps Deps) (*Service, error) {
 	}
 	if err := bootstrap.Run(ctx, bootstrap.Options{
 		ES: s.es, IssuerHost: cfg.Issuer.Hostname(), DataDir: cfg.DataDir, AdminPassword: cfg.AdminPassword,
-		Console: os.Stderr, Logger: env.Logger, Now: time.Now,
+		PublicKey: cfg.BootstrapPublicKey,
+		Console:   os.Stderr, Logger: env.Logger, Now: time.Now,
 	}); err != nil {
 		_ = store.Close()
 		return nil, fmt.Errorf("first start: %w", err)

@@ -3,7 +3,10 @@
 // (password from GATEHOUSE_ADMIN_PASSWORD, or generated and printed once,
 // to be changed at first login), and a machine user bootstrap-admin with
 // IAM_OWNER whose JSON key file is written to the data directory (0600), so
-// an operator can get a management token by the JWT profile grant.
+// an operator can get a management token by the JWT profile grant. With
+// GATEHOUSE_BOOTSTRAP_PUBLIC_KEY the operator's own public key is
+// registered instead and no private key is written (clusters): the user
+// and key ids for the operator's key file are logged.
 //
 // Each step checks whether it is already done, so a start interrupted
 // half-way completes on the next one; an instance.bootstrapped event marks
@@ -49,10 +52,13 @@ type Options struct {
 	ES            *eventstore.Store
 	IssuerHost    string
 	DataDir       string
-	AdminPassword string    // empty: generate one and print it to Console
-	Console       io.Writer // where a generated password is printed (stderr)
-	Logger        *slog.Logger
-	Now           func() time.Time
+	AdminPassword string // empty: generate one and print it to Console
+	// PublicKey (PEM), when set, is registered as bootstrap-admin's key
+	// and no private key file is written (GATEHOUSE_BOOTSTRAP_PUBLIC_KEY).
+	PublicKey string
+	Console   io.Writer // where a generated password is printed (stderr)
+	Logger    *slog.Logger
+	Now       func() time.Time
 }
 
 // Run bootstraps an empty store; on a bootstrapped one it does nothing.
@@ -155,14 +161,29 @@ func run(ctx context.Context, o Options) error {
 		if err != nil {
 			return fmt.Errorf("bootstrap: %w", err)
 		}
-		_, file, _, err := uc.AddMachineKey(ctx, editor, machine, "", time.Time{}, o.Now())
-		if err != nil {
-			return fmt.Errorf("bootstrap machine key: %w", err)
+		if o.PublicKey != "" {
+			// The operator keeps the private half: nothing secret is
+			// written, and the ids it needs for its key file are logged.
+			pub, err := users.ParsePublicKey([]byte(o.PublicKey))
+			if err != nil {
+				return fmt.Errorf("bootstrap: GATEHOUSE_BOOTSTRAP_PUBLIC_KEY: %w", err)
+			}
+			keyID, _, _, err := uc.AddMachineKey(ctx, editor, machine, pub, time.Time{}, o.Now())
+			if err != nil {
+				return fmt.Errorf("bootstrap machine key: %w", err)
+			}
+			o.Logger.Info("first start: registered GATEHOUSE_BOOTSTRAP_PUBLIC_KEY for the bootstrap admin",
+				"user_id", machineID, "key_id", keyID)
+		} else {
+			_, file, _, err := uc.AddMachineKey(ctx, editor, machine, "", time.Time{}, o.Now())
+			if err != nil {
+				return fmt.Errorf("bootstrap machine key: %w", err)
+			}
+			if err := writeKeyFile(keyPath, file); err != nil {
+				return err
+			}
+			o.Logger.Info("first start: wrote the bootstrap admin key file", "path", keyPath)
 		}
-		if err := writeKeyFile(keyPath, file); err != nil {
-			return err
-		}
-		o.Logger.Info("first start: wrote the bootstrap admin key file", "path", keyPath)
 	}
 
 	// 4. Roles: IAM_OWNER for both, ORG_OWNER of the default org for the admin.
