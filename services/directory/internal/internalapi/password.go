@@ -47,10 +47,8 @@ func (s *Server) check(ctx context.Context, orgID, userID, login, password, addr
 		return nil, internalErr(err, "find user")
 	}
 	if u == nil || u.Type != users.TypeHuman || u.PasswordHash == "" {
-		// The same cost as a real check, and the same answer when no
-		// hashing slot is free (Unavailable, no failure counted).
-		if _, _, err := secrets.VerifyPassword(ctx, password, s.dummy); err != nil {
-			return nil, users.HashErr(err)
+		if _, _, err := secrets.VerifyPassword(ctx, password, s.dummy); errors.Is(err, secrets.ErrBusy) { // same cost as a real check
+			return nil, users.Busy()
 		}
 		if err := s.failAddress(ctx, addrKey, addr); err != nil {
 			return nil, err
@@ -65,18 +63,14 @@ func (s *Server) check(ctx context.Context, orgID, userID, login, password, addr
 	if !until.IsZero() {
 		return nil, lockedErr(until)
 	}
-	// The stored hash's parameters set the cost of this check; an imported
-	// hash is within the import bounds, an older one beyond them is checked
-	// one at a time or, beyond the stored ceiling, refused unverified
-	// (secrets.MaxStoredBcryptCost): the user then needs a new password.
 	ok, rehash, verr := secrets.VerifyPassword(ctx, password, u.PasswordHash)
 	switch {
-	case errors.Is(verr, secrets.ErrUnknownHash) || errors.Is(verr, secrets.ErrHashCost):
-		s.Logger.ErrorContext(ctx, "stored password hash unusable", "user_id", u.ID, "err", verr)
+	case errors.Is(verr, secrets.ErrBusy):
+		return nil, users.Busy() // an overload, not a wrong password
+	case errors.Is(verr, context.Canceled) || errors.Is(verr, context.DeadlineExceeded):
+		return nil, connect.NewError(connect.CodeCanceled, verr)
 	case verr != nil:
-		// An overload (Unavailable) or the caller's end, not a wrong
-		// password: no failure is counted.
-		return nil, users.HashErr(verr)
+		s.Logger.ErrorContext(ctx, "stored password hash unusable", "user_id", u.ID, "err", verr)
 	}
 	if !ok {
 		org, err := s.orgs.Get(ctx, u.OrgID)
@@ -187,17 +181,11 @@ func asInternal(err error, what string) error {
 	return internalErr(err, what)
 }
 
-// rehashWait bounds how long a successful login waits for a hashing slot to
-// rehash its password.
-const rehashWait = time.Second
-
 // rehash stores the password under the current parameters after a login
 // with an older or imported hash. A failure only costs the next login the
 // old hash's price again, so it is logged, never returned.
 func (s *Server) rehash(ctx context.Context, u *users.User, password string) {
-	hctx, cancel := context.WithTimeout(ctx, rehashWait)
-	hash, err := secrets.HashPassword(hctx, password)
-	cancel()
+	hash, err := secrets.HashPassword(ctx, password)
 	if err == nil {
 		err = s.userCmds.Rehash(ctx, u, hash)
 	}

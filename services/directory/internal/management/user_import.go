@@ -19,10 +19,9 @@ const maxImportedHashLength = 500
 
 // ImportHumanUser creates a human user taken over from another system, with
 // a clear-text password (checked against the organization's policy and
-// hashed with argon2id) or an existing bcrypt or argon2id hash within the
-// import bounds (stored as is; rehashed to the current argon2id parameters
-// at the first successful login when they differ). Unlike AddHumanUser the
-// user must change the password only when password_change_required is set.
+// hashed with argon2id) or an existing bcrypt or argon2id hash (stored as
+// is; bcrypt is upgraded at the first login). Unlike AddHumanUser the user
+// must change the password only when password_change_required is set.
 func (s *Server) ImportHumanUser(ctx context.Context, req *connect.Request[managementv1.ImportHumanUserRequest]) (*connect.Response[managementv1.ImportHumanUserResponse], error) {
 	m := req.Msg
 	var f apierr.Fields
@@ -70,10 +69,7 @@ func (s *Server) ImportHumanUser(ctx context.Context, req *connect.Request[manag
 
 // importedHash validates hashed_password and returns the hash to store, or
 // "" when none is given. At most one of password and hashed_password may be
-// set. The hash must be well-formed (argon2id PHC string with v=19 and
-// exactly m, t, p; bcrypt $2a$/$2b$/$2y$) and within the import bounds of
-// package secrets (MaxImportArgon*, Min/MaxImportBcryptCost), because its
-// parameters set the cost of every login attempt against the user.
+// set.
 func importedHash(f *apierr.Fields, m *managementv1.ImportHumanUserRequest) string {
 	hp := m.GetHashedPassword()
 	if hp.GetValue() == "" && hp.GetAlgorithm() == "" {
@@ -110,12 +106,7 @@ func importedHash(f *apierr.Fields, m *managementv1.ImportHumanUserRequest) stri
 				secrets.MaxImportArgonTime, secrets.MaxImportArgonThreads, secrets.MinImportBcryptCost, secrets.MaxImportBcryptCost))
 		return ""
 	} else if err != nil {
-		// A malformed hash would be stored to fail every login.
-		msg := "is not a valid bcrypt or argon2id hash"
-		if why := strings.TrimPrefix(err.Error(), secrets.ErrUnknownHash.Error()+": "); why != err.Error() {
-			msg += ": " + why
-		}
-		f.Add("hashed_password.value", msg)
+		f.Add("hashed_password.value", "is not a valid bcrypt or argon2id hash")
 		return ""
 	}
 	return v

@@ -87,11 +87,8 @@ func (c *Commands) NewPasswordHash(ctx context.Context, userID, pw string, polic
 		}
 		for _, h := range hist {
 			ok, _, err := secrets.VerifyPassword(ctx, pw, h)
-			// An old entry that cannot be verified (unknown format, or
-			// beyond the stored ceiling) does not match; waiting for a
-			// slot in vain is an answer of its own.
-			if err != nil && !errors.Is(err, secrets.ErrUnknownHash) && !errors.Is(err, secrets.ErrHashCost) {
-				return "", HashErr(err)
+			if errors.Is(err, secrets.ErrBusy) {
+				return "", Busy()
 			}
 			if ok {
 				return "", apierr.InvalidArgument("USER-password-reused", "password must differ from the last %d passwords", policy.History)
@@ -99,40 +96,21 @@ func (c *Commands) NewPasswordHash(ctx context.Context, userID, pw string, polic
 		}
 	}
 	hash, err := secrets.HashPassword(ctx, pw)
-	if err != nil {
-		return "", HashErr(err)
+	if errors.Is(err, secrets.ErrBusy) {
+		return "", Busy()
 	}
-	return hash, nil
+	return hash, err
 }
 
 // Busy is the answer when every password-hashing slot stayed taken: the
-// server is overloaded, the client should retry (Unavailable: HTTP 503,
-// and the login pages add Retry-After). Never a wrong password.
+// server is overloaded, the client should retry (503 with Retry-After).
 func Busy() error {
-	return apierr.New(connect.CodeUnavailable, "USER-password-busy", "too many password checks at once; retry")
-}
-
-// HashErr translates an error of secrets.HashPassword or VerifyPassword for
-// the API: ErrBusy is Busy, the end of the caller's context Canceled or
-// DeadlineExceeded; anything else is returned as is.
-func HashErr(err error) error {
-	switch {
-	case errors.Is(err, secrets.ErrBusy):
-		return Busy()
-	case errors.Is(err, context.Canceled):
-		return connect.NewError(connect.CodeCanceled, err)
-	case errors.Is(err, context.DeadlineExceeded):
-		return connect.NewError(connect.CodeDeadlineExceeded, err)
-	}
-	return err
+	return connect.NewError(connect.CodeUnavailable, errors.New("too many password checks at once; retry"))
 }
 
 // Rehash stores hash (the same password, current parameters) in place of
-// the user's hash after a successful login with an older format or an
-// imported hash (EventPasswordRehashed, not EventPasswordChanged): no
-// history entry (the history keeps the old hash of the same password, so
-// reuse is still refused and nothing else is), no change of the
-// password-change flag or date, no end of sessions.
+// the user's hash after a successful login with an older format: no
+// history entry, no change of the password-change flag or date.
 func (c *Commands) Rehash(ctx context.Context, u *User, hash string) error {
 	_, err := c.ES.Push(ctx, u.ID, eventstore.Command{
 		Aggregate: u.Aggregate(),
