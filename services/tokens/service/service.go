@@ -134,6 +134,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 		Cache:      &clients.Cache{Dir: deps.Directory, TTL: 10 * time.Second},
 		Hasher:     hasher,
 		Assertions: verifier,
+		Machines:   deps.Directory,
 	}
 	life := &lifecycle.Lifecycle{Issuer: issuer, Store: records, Minter: minter, Hasher: hasher, Revoked: s.revoked,
 		Keys: s.keys, Dir: deps.Directory, Clients: auth.Cache, CodeTTL: t.AuthCodeLifetime, RefreshIdle: t.RefreshIdleLifetime,

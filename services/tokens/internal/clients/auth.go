@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"slices"
+
+	"connectrpc.com/connect"
 
 	"github.com/lestrrat-go/jwx/v3/jwt"
 
@@ -22,10 +25,20 @@ const (
 	SecretPost
 	None
 	PrivateKeyJWT
+	// MachineKeyJWT is private_key_jwt by a machine user with one of its
+	// keys (iss = sub = its user id), the "client" of the tokens it got by
+	// the JWT profile grant. Only revocation accepts it: a machine user
+	// may revoke its own tokens (gatehouse logout).
+	MachineKeyJWT
 )
 
 func (m Method) String() string {
-	return [...]string{"", "client_secret_basic", "client_secret_post", "none", "private_key_jwt"}[m]
+	return [...]string{"", "client_secret_basic", "client_secret_post", "none", "private_key_jwt", "private_key_jwt"}[m]
+}
+
+// MachineKeys looks up machine users' keys (the directory's internal API).
+type MachineKeys interface {
+	GetMachineKey(context.Context, *connect.Request[directoryv1.GetMachineKeyRequest]) (*connect.Response[directoryv1.GetMachineKeyResponse], error)
 }
 
 // AssertionType is the client_assertion_type of private_key_jwt.
@@ -47,6 +60,8 @@ type Authenticator struct {
 	Cache      *Cache
 	Hasher     *secrets.Hasher
 	Assertions *assertion.Verifier
+	// Machines, when set, lets MachineKeyJWT authenticate machine users.
+	Machines MachineKeys
 }
 
 // Authenticated is an authenticated client.
@@ -134,6 +149,9 @@ func (a *Authenticator) Authenticate(ctx context.Context, cr Credentials, allowe
 		return nil, failed("%s is not accepted here", method)
 	}
 	c, err := a.Cache.Get(ctx, id)
+	if errors.Is(err, ErrUnknown) && method == PrivateKeyJWT && slices.Contains(allowed, MachineKeyJWT) && a.Machines != nil {
+		return a.machine(ctx, cr.Assertion, id, failed)
+	}
 	if errors.Is(err, ErrUnknown) {
 		return nil, failed("client authentication failed")
 	}
@@ -165,6 +183,41 @@ func (a *Authenticator) Authenticate(ctx context.Context, cr Credentials, allowe
 	case None:
 	}
 	return &Authenticated{Client: c, Method: method}, nil
+}
+
+// machine authenticates a machine user by an assertion signed with one
+// of its keys; the client it returns has the user's id as client id, as
+// the JWT profile grant's tokens do.
+func (a *Authenticator) machine(ctx context.Context, raw, id string, failed func(string, ...any) *oauth.Error) (*Authenticated, error) {
+	kid, err := assertion.KeyID(raw)
+	if err != nil {
+		return nil, failed("client assertion invalid").WithCause(err)
+	}
+	res, err := a.Machines.GetMachineKey(ctx, connect.NewRequest(&directoryv1.GetMachineKeyRequest{KeyId: kid}))
+	if connect.CodeOf(err) == connect.CodeNotFound {
+		return nil, failed("client authentication failed")
+	}
+	if err != nil {
+		return nil, oauth.New(oauth.TemporarilyUnavailable, "client lookup failed").WithCause(err)
+	}
+	k, user := res.Msg.GetKey(), res.Msg.GetUser()
+	if user.GetId() != id || !user.GetMachine() || user.GetState() != directoryv1.UserState_USER_STATE_ACTIVE {
+		return nil, failed("client authentication failed")
+	}
+	key := assertion.Key{ID: k.GetKeyId(), PEM: k.GetPublicKeyPem()}
+	if k.GetExpiresAt() != nil {
+		t := k.GetExpiresAt().AsTime()
+		key.ExpiresAt = &t
+	}
+	if _, err := a.Assertions.Verify(ctx, raw, key, user.GetId()); err != nil {
+		if errors.Is(err, assertion.ErrInvalid) {
+			return nil, failed("client assertion invalid").WithCause(err)
+		}
+		return nil, oauth.New(oauth.TemporarilyUnavailable, "client assertion check failed").WithCause(err)
+	}
+	return &Authenticated{Method: MachineKeyJWT, Client: &directoryv1.Client{
+		ClientId: user.GetId(), Kind: directoryv1.ClientKind_CLIENT_KIND_MACHINE_USER, Id: user.GetId(), OrgId: user.GetOrgId(), Active: true,
+	}}, nil
 }
 
 func (a *Authenticator) verifyAssertion(ctx context.Context, c *directoryv1.Client, raw string) error {

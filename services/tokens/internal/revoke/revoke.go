@@ -94,7 +94,7 @@ func (e *Endpoint) revoke(r *http.Request) error {
 	}
 	ctx := r.Context()
 	// RFC 7009 §2.1: the client is authenticated before the token is looked at.
-	client, err := e.Auth.Authenticate(ctx, req.Creds, clients.SecretBasic, clients.SecretPost, clients.None, clients.PrivateKeyJWT)
+	client, err := e.Auth.Authenticate(ctx, req.Creds, clients.SecretBasic, clients.SecretPost, clients.None, clients.PrivateKeyJWT, clients.MachineKeyJWT)
 	if err != nil {
 		return err
 	}
