@@ -3,7 +3,9 @@
 // briefly, never past the token's expiry or the user's last cut-off) and
 // must carry the management API's audience; the target organization is the
 // caller's own or the one in x-service-orgid; the caller's roles there must
-// grant the procedure's permission; and a procedure that changes a user
+// grant the procedure's permission (a procedure listing across
+// organizations, OrgNone, checks no role: its handler shows only what the
+// caller's memberships allow); and a procedure that changes a user
 // (credentials, keys, secrets, state, metadata, memberships) requires the
 // caller to hold every role that user holds, and one that grants roles,
 // each role it grants (role dominance). Every procedure's Rule is data in
@@ -40,10 +42,14 @@ type Permission int
 
 // Permissions, from weakest to strongest.
 const (
-	AnyRole     Permission = iota + 1 // any role in the target organization
-	UserManager                       // ORG_USER_MANAGER, ORG_OWNER or IAM_OWNER
-	OrgOwner                          // ORG_OWNER or IAM_OWNER
-	IAMOwner                          // IAM_OWNER only
+	// Authenticated: a valid token of an active user, no role. Only with
+	// OrgNone (elsewhere it grants nothing): the handler itself shows only
+	// what the caller's memberships allow.
+	Authenticated Permission = iota + 1
+	AnyRole                  // any role in the target organization
+	UserManager              // ORG_USER_MANAGER, ORG_OWNER or IAM_OWNER
+	OrgOwner                 // ORG_OWNER or IAM_OWNER
+	IAMOwner                 // IAM_OWNER only
 )
 
 // implied lists the roles each role includes: an org owner may do all a
@@ -79,6 +85,11 @@ const (
 	OrgFromHeader OrgSource = "header_or_own"
 	// OrgNew: the call creates an organization; it acts on none yet.
 	OrgNew OrgSource = "new"
+	// OrgNone: the call acts on no single organization (it lists across
+	// them); x-service-orgid is ignored, no role is checked here, and the
+	// Caller has no OrgID and no Roles. The handler filters by the caller's
+	// memberships.
+	OrgNone OrgSource = "none"
 )
 
 // Rule is the authorization of one procedure.
@@ -243,6 +254,14 @@ func (i *Interceptor) authorize(ctx context.Context, procedure, authz, orgHeader
 		// Issued before an admin reset the password: revoked; the tokens
 		// service says so too once the revocation has reached it.
 		return nil, rule, apierr.Unauthenticated("AUTHZ-invalid-token", "the access token is invalid, expired, revoked or not for the management API")
+	}
+	if rule.Org == OrgNone {
+		// Authenticated is all it takes; a rule asking for more cannot be
+		// met without an organization to hold the role in (fail closed).
+		if rule.Permission != Authenticated {
+			return nil, rule, apierr.PermissionDenied("AUTHZ-no-permission", "procedure not allowed")
+		}
+		return &Caller{UserID: userID, UserOrgID: p.OrgID}, rule, nil
 	}
 	target := strings.TrimSpace(orgHeader)
 	if target == "" {

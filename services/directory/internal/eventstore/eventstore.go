@@ -196,3 +196,21 @@ func (s *Store) Events(ctx context.Context, f Filter) ([]Event, error) {
 	}
 	return out, nil
 }
+
+// LastOfType returns the sequence and time of the last event of any
+// aggregate of the given type: what a list read from that type's
+// projections has processed. Zero values when there is none.
+func (s *Store) LastOfType(ctx context.Context, aggregateType string) (uint64, time.Time, error) {
+	var last []struct {
+		Sequence  uint64    `db:"sequence"`
+		CreatedAt time.Time `db:"created_at"`
+	}
+	if err := s.db.Select(ctx, &last, `SELECT sequence, created_at FROM events WHERE aggregate_type = ?
+		ORDER BY sequence DESC LIMIT 1`, aggregateType); err != nil {
+		return 0, time.Time{}, fmt.Errorf("eventstore: last %s event: %w", aggregateType, err)
+	}
+	if len(last) == 0 {
+		return 0, time.Time{}, nil
+	}
+	return last[0].Sequence, last[0].CreatedAt, nil
+}

@@ -124,6 +124,17 @@ func mxTable() []mxRow {
 				}
 				s.ids["domain"] = o.GetPrimaryDomain()
 			}},
+		{rpc: "ListOrgs", http: "POST /management/v1/orgs/_search", call: mxRPC(M.ListOrgs), kind: mxList, agg: "org",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.ListOrgsRequest{Queries: []*mv1.OrgQuery{{Query: &mv1.OrgQuery_NameQuery{
+					NameQuery: &mv1.OrgNameQuery{Name: "matrix " + s.proto, Method: mv1.TextQueryMethod_TEXT_QUERY_METHOD_EQUALS_IGNORE_CASE}}}}}
+			},
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				r := res.(*mv1.ListOrgsResponse)
+				if r.GetDetails().GetTotalResult() != 1 || len(r.GetResult()) != 1 || r.GetResult()[0].GetPrimaryDomain() != s.ids["domain"] {
+					t.Fatalf("orgs = %v; want the matrix organization only", r)
+				}
+			}},
 		{rpc: "AddCustomLoginPolicy", http: "POST /management/v1/policies/login", call: mxRPC(M.AddCustomLoginPolicy), kind: mxWrite, agg: "org", born: "policy",
 			req: func(s *mxRun) proto.Message {
 				s.ids["policy"] = "" // a policy has no id of its own
@@ -199,9 +210,27 @@ func mxTable() []mxRow {
 			req: func(s *mxRun) proto.Message { return &mv1.DeactivateUserRequest{Id: s.ids["grace"]} }},
 		{rpc: "ReactivateUser", http: "POST /management/v1/users/{id}/_reactivate", call: mxRPC(M.ReactivateUser), kind: mxWrite, agg: "grace",
 			req: func(s *mxRun) proto.Message { return &mv1.ReactivateUserRequest{Id: s.ids["grace"]} }},
-		{rpc: "AddOrgMember", http: "POST /management/v1/orgs/me/members", call: mxRPC(M.AddOrgMember), kind: mxWrite, agg: "org",
+		{rpc: "AddOrgMember", http: "POST /management/v1/orgs/me/members", call: mxRPC(M.AddOrgMember), kind: mxWrite, agg: "org", born: "member",
 			req: func(s *mxRun) proto.Message {
 				return &mv1.AddOrgMemberRequest{UserId: s.ids["ada"], Roles: []string{"ORG_USER_MANAGER"}}
+			}},
+		{rpc: "ListOrgMembers", http: "POST /management/v1/orgs/me/members/_search", call: mxRPC(M.ListOrgMembers), kind: mxList, agg: "org", obj: "member",
+			req: func(s *mxRun) proto.Message {
+				s.ids["member"] = s.ids["ada"]
+				return &mv1.ListOrgMembersRequest{Queries: []*mv1.MemberQuery{{Query: &mv1.MemberQuery_EmailQuery{
+					EmailQuery: &mv1.MemberEmailQuery{Email: "ADA@", Method: mv1.TextQueryMethod_TEXT_QUERY_METHOD_STARTS_WITH_IGNORE_CASE}}}}}
+			},
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				r := res.(*mv1.ListOrgMembersResponse)
+				if r.GetDetails().GetTotalResult() != 1 || len(r.GetResult()) != 1 {
+					t.Fatalf("members = %v; want ada only", r)
+				}
+				m := r.GetResult()[0]
+				if m.GetUserId() != s.ids["ada"] || len(m.GetRoles()) != 1 || m.GetRoles()[0] != "ORG_USER_MANAGER" ||
+					!strings.HasPrefix(m.GetPreferredLoginName(), "ada@") || m.GetUserType() != mv1.Type_TYPE_HUMAN ||
+					m.GetFirstName() != "Ada" || m.GetUserResourceOwner() != s.ids["org"] {
+					t.Fatalf("member = %v; want ada, ORG_USER_MANAGER", m)
+				}
 			}},
 		{rpc: "RemoveOrgMember", http: "DELETE /management/v1/orgs/me/members/{user_id}", call: mxRPC(M.RemoveOrgMember), kind: mxWrite, agg: "org",
 			req: func(s *mxRun) proto.Message { return &mv1.RemoveOrgMemberRequest{UserId: s.ids["ada"]} }},
@@ -361,6 +390,17 @@ func mxTable() []mxRow {
 					t.Fatalf("project = %v; want Portal", p)
 				}
 			}},
+		{rpc: "ListProjects", http: "POST /management/v1/projects/_search", call: mxRPC(M.ListProjects), kind: mxList, agg: "project",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.ListProjectsRequest{Queries: []*mv1.ProjectQuery{{Query: &mv1.ProjectQuery_NameQuery{
+					NameQuery: &mv1.ProjectNameQuery{Name: "ort", Method: mv1.TextQueryMethod_TEXT_QUERY_METHOD_CONTAINS}}}}}
+			},
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				r := res.(*mv1.ListProjectsResponse)
+				if r.GetDetails().GetTotalResult() != 1 || len(r.GetResult()) != 1 || r.GetResult()[0].GetName() != "Portal" {
+					t.Fatalf("projects = %v; want Portal only", r)
+				}
+			}},
 		{rpc: "AddOIDCApp", http: "POST /management/v1/projects/{project_id}/apps/oidc", call: mxRPC(M.AddOIDCApp), kind: mxWrite, agg: "project", born: "web",
 			req: func(s *mxRun) proto.Message {
 				return &mv1.AddOIDCAppRequest{ProjectId: s.ids["project"], Name: "web",
@@ -452,6 +492,17 @@ func mxTable() []mxRow {
 				if a.GetName() != "api" || a.GetApiConfig().GetClientId() != s.ids["apiClient"] ||
 					a.GetApiConfig().GetAuthMethodType() != mv1.APIAuthMethodType_API_AUTH_METHOD_TYPE_PRIVATE_KEY_JWT {
 					t.Fatalf("app = %v; want the API app", a)
+				}
+			}},
+		{rpc: "ListApps", http: "POST /management/v1/projects/{project_id}/apps/_search", call: mxRPC(M.ListApps), kind: mxList, agg: "project", obj: "api",
+			req: func(s *mxRun) proto.Message { return &mv1.ListAppsRequest{ProjectId: s.ids["project"]} },
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				r := res.(*mv1.ListAppsResponse)
+				// By name, descending: web, then api.
+				if r.GetDetails().GetTotalResult() != 2 || len(r.GetResult()) != 2 || r.GetResult()[0].GetName() != "web" ||
+					r.GetResult()[1].GetApiConfig().GetClientId() != s.ids["apiClient"] ||
+					!r.GetResult()[0].GetAdminClient() || r.GetResult()[0].GetOidcConfig().GetClientId() == "" {
+					t.Fatalf("apps = %v; want web (admin client), then api", r)
 				}
 			}},
 		{rpc: "RemoveAppKey", http: "DELETE /management/v1/projects/{project_id}/apps/{app_id}/keys/{key_id}", call: mxRPC(M.RemoveAppKey), kind: mxWrite, agg: "project",
@@ -586,7 +637,7 @@ func mxObject(o protoreflect.Message) (*mv1.ObjectDetails, string) {
 		return nil, ""
 	}
 	d, _ := o.Get(dfd).Message().Interface().(*mv1.ObjectDetails)
-	for _, n := range []protoreflect.Name{"id", "key", "grant_id"} {
+	for _, n := range []protoreflect.Name{"id", "key", "grant_id", "user_id"} {
 		if fd := fields.ByName(n); fd != nil {
 			return d, o.Get(fd).String()
 		}

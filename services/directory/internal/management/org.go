@@ -29,13 +29,17 @@ func (s *Server) GetMyOrg(ctx context.Context, _ *connect.Request[managementv1.G
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&managementv1.GetMyOrgResponse{Org: &managementv1.Org{
+	return connect.NewResponse(&managementv1.GetMyOrgResponse{Org: orgToProto(o)}), nil
+}
+
+func orgToProto(o *orgs.Org) *managementv1.Org {
+	return &managementv1.Org{
 		Id:            o.ID,
 		Details:       readDetails(o.CreationDate, o.ChangeDate, o.Sequence, o.ID),
 		State:         managementv1.OrgState(o.State),
 		Name:          o.Name,
 		PrimaryDomain: o.PrimaryDomain,
-	}}), nil
+	}
 }
 
 // AddOrg creates an organization with the caller as its ORG_OWNER.

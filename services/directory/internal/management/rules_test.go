@@ -29,7 +29,21 @@ func TestEveryRPCHasARule(t *testing.T) {
 			t.Errorf("%s has no authorization rule", m.Name())
 			continue
 		}
-		if rule.Permission == 0 || (rule.Org != authz.OrgFromHeader && rule.Org != authz.OrgNew) {
+		switch rule.Org {
+		case authz.OrgFromHeader, authz.OrgNew:
+			if rule.Permission < authz.AnyRole || rule.Permission > authz.IAMOwner {
+				t.Errorf("%s: rule %+v needs a role", m.Name(), rule)
+			}
+		case authz.OrgNone:
+			// No organization, so no role to hold and no user to dominate:
+			// the handler filters by the caller's memberships.
+			if rule.Permission != authz.Authenticated || rule.TargetUser != "" || rule.GrantRoles != "" {
+				t.Errorf("%s: rule %+v acts on no organization but asks for roles or dominance", m.Name(), rule)
+			}
+			if !strings.HasPrefix(string(m.Name()), "List") {
+				t.Errorf("%s: only lists (filtered by the caller's memberships) may act on no organization", m.Name())
+			}
+		default:
 			t.Errorf("%s: incomplete rule %+v", m.Name(), rule)
 		}
 		for _, f := range []struct {

@@ -17,7 +17,7 @@ const securityDoc = "../../../../SECURITY.md"
 // rulesTable renders management.Rules as SECURITY.md shows them.
 func rulesTable() string {
 	perm := map[authz.Permission]string{
-		authz.AnyRole: "any role", authz.UserManager: "ORG_USER_MANAGER", authz.OrgOwner: "ORG_OWNER", authz.IAMOwner: "IAM_OWNER",
+		authz.Authenticated: "none (lists only where the caller holds a role)", authz.AnyRole: "any role", authz.UserManager: "ORG_USER_MANAGER", authz.OrgOwner: "ORG_OWNER", authz.IAMOwner: "IAM_OWNER",
 	}
 	rules := management.Rules()
 	names := make([]string, 0, len(rules))
@@ -30,8 +30,11 @@ func rulesTable() string {
 	for _, p := range names {
 		r := rules[p]
 		org := "x-service-orgid, else the caller's"
-		if r.Org == authz.OrgNew {
+		switch r.Org {
+		case authz.OrgNew:
 			org = "creates one"
+		case authz.OrgNone:
+			org = "none (x-service-orgid ignored)"
 		}
 		target := "—"
 		switch {

@@ -64,6 +64,9 @@ func Rules() map[string]authz.Rule {
 	r := map[string]authz.Rule{
 		"GetMyOrg": read(authz.AnyRole),
 		"AddOrg":   {Permission: authz.IAMOwner, Org: authz.OrgNew},
+		// Lists only the organizations where the caller holds a role (all
+		// for an IAM owner): the handler filters, so no role is needed.
+		"ListOrgs": {Permission: authz.Authenticated, Org: authz.OrgNone},
 		// An org owner must never make its own app able to sign in every
 		// organization's users.
 		"SetAppAdminClient": read(authz.IAMOwner),
@@ -92,12 +95,13 @@ func Rules() map[string]authz.Rule {
 		"BulkRemoveUserMetadata": user(authz.UserManager, "id"),
 		"RemoveUserIDP":          user(authz.UserManager, "user_id"),
 
+		"ListOrgMembers":  read(authz.OrgOwner),
 		"AddOrgMember":    {Permission: authz.OrgOwner, Org: authz.OrgFromHeader, TargetUser: "user_id", Members: true, GrantRoles: "roles"},
 		"RemoveOrgMember": {Permission: authz.OrgOwner, Org: authz.OrgFromHeader, TargetUser: "user_id", Members: true},
 	}
 	for _, m := range []string{
 		"GetOrgIDPByID", "ListOrgIDPs", "AddOrgOIDCIDP", "UpdateOrgIDPOIDCConfig", "DeactivateOrgIDP", "ReactivateOrgIDP",
-		"RemoveOrgIDP", "AddProject", "GetProjectByID", "GetAppByID", "AddOIDCApp", "UpdateOIDCAppConfig",
+		"RemoveOrgIDP", "AddProject", "GetProjectByID", "ListProjects", "GetAppByID", "ListApps", "AddOIDCApp", "UpdateOIDCAppConfig",
 		"RegenerateOIDCClientSecret", "AddAPIApp", "AddAppKey", "RemoveAppKey",
 		"AddProjectGrant", "ListProjectGrants", "UpdateProjectGrant", "RemoveProjectGrant",
 		"GetLoginPolicy", "AddCustomLoginPolicy", "UpdateCustomLoginPolicy", "ResetLoginPolicyToDefault",

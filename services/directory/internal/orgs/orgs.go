@@ -241,6 +241,16 @@ func (q *Queries) Get(ctx context.Context, id string) (*Org, error) {
 	return &o, nil
 }
 
+// All returns every organization. Organizations are created by IAM owners
+// only, so there are as many as an operator chose to make.
+func (q *Queries) All(ctx context.Context) ([]Org, error) {
+	var out []Org
+	if err := q.DB.Select(ctx, &out, `SELECT `+orgColumns+` FROM orgs`); err != nil {
+		return nil, fmt.Errorf("orgs: %w", err)
+	}
+	return out, nil
+}
+
 // Count returns the number of organizations (0 on a fresh store).
 func (q *Queries) Count(ctx context.Context) (int, error) {
 	var n int
@@ -273,6 +283,16 @@ func (q *Queries) Member(ctx context.Context, orgID, userID string) (*Member, er
 		return nil, db.NotFound(err)
 	}
 	return &m, nil
+}
+
+// Members returns every membership of an organization.
+func (q *Queries) Members(ctx context.Context, orgID string) ([]Member, error) {
+	var out []Member
+	if err := q.DB.Select(ctx, &out, `SELECT org_id, user_id, roles, creation_date, change_date, sequence
+		FROM org_members WHERE org_id = ?`, orgID); err != nil {
+		return nil, fmt.Errorf("members of %s: %w", orgID, err)
+	}
+	return out, nil
 }
 
 // Memberships returns every organization membership of a user.

@@ -28,6 +28,29 @@ func (q *Queries) Project(ctx context.Context, orgID, id string) (*Project, erro
 	return &p, nil
 }
 
+// Projects returns every project of an organization.
+func (q *Queries) Projects(ctx context.Context, orgID string) ([]Project, error) {
+	var out []Project
+	if err := q.DB.Select(ctx, &out, `SELECT `+projectColumns+` FROM projects WHERE org_id = ?`, orgID); err != nil {
+		return nil, fmt.Errorf("projects of %s: %w", orgID, err)
+	}
+	return out, nil
+}
+
+// Apps returns every app of a project, configurations decoded.
+func (q *Queries) Apps(ctx context.Context, projectID string) ([]App, error) {
+	var out []App
+	if err := q.DB.Select(ctx, &out, `SELECT `+appColumns+` FROM apps a WHERE a.project_id = ?`, projectID); err != nil {
+		return nil, fmt.Errorf("apps of %s: %w", projectID, err)
+	}
+	for i := range out {
+		if err := out[i].decode(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // App returns an app of a project, or db.ErrNotFound.
 func (q *Queries) App(ctx context.Context, projectID, appID string) (*App, error) {
 	var a App

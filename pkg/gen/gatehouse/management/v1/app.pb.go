@@ -1161,6 +1161,131 @@ func (x *SetAppAdminClientResponse) GetDetails() *ObjectDetails {
 	return nil
 }
 
+// AppQuery is one criterion of ListApps; several criteria must all match.
+type AppQuery struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The criterion: exactly one must be set.
+	//
+	// Types that are valid to be assigned to Query:
+	//
+	//	*AppQuery_NameQuery
+	Query         isAppQuery_Query `protobuf_oneof:"query"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AppQuery) Reset() {
+	*x = AppQuery{}
+	mi := &file_gatehouse_management_v1_app_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AppQuery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AppQuery) ProtoMessage() {}
+
+func (x *AppQuery) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_app_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AppQuery.ProtoReflect.Descriptor instead.
+func (*AppQuery) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_app_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *AppQuery) GetQuery() isAppQuery_Query {
+	if x != nil {
+		return x.Query
+	}
+	return nil
+}
+
+func (x *AppQuery) GetNameQuery() *AppNameQuery {
+	if x != nil {
+		if x, ok := x.Query.(*AppQuery_NameQuery); ok {
+			return x.NameQuery
+		}
+	}
+	return nil
+}
+
+type isAppQuery_Query interface {
+	isAppQuery_Query()
+}
+
+type AppQuery_NameQuery struct {
+	// Match the name.
+	NameQuery *AppNameQuery `protobuf:"bytes,1,opt,name=name_query,json=nameQuery,proto3,oneof"`
+}
+
+func (*AppQuery_NameQuery) isAppQuery_Query() {}
+
+// AppNameQuery matches applications by name.
+type AppNameQuery struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The text to compare with (at most 200 characters).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// How to compare.
+	Method        TextQueryMethod `protobuf:"varint,2,opt,name=method,proto3,enum=gatehouse.management.v1.TextQueryMethod" json:"method,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AppNameQuery) Reset() {
+	*x = AppNameQuery{}
+	mi := &file_gatehouse_management_v1_app_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AppNameQuery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AppNameQuery) ProtoMessage() {}
+
+func (x *AppNameQuery) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_app_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AppNameQuery.ProtoReflect.Descriptor instead.
+func (*AppNameQuery) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_app_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *AppNameQuery) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AppNameQuery) GetMethod() TextQueryMethod {
+	if x != nil {
+		return x.Method
+	}
+	return TextQueryMethod_TEXT_QUERY_METHOD_EQUALS
+}
+
 var File_gatehouse_management_v1_app_proto protoreflect.FileDescriptor
 
 const file_gatehouse_management_v1_app_proto_rawDesc = "" +
@@ -1221,7 +1346,14 @@ const file_gatehouse_management_v1_app_proto_rawDesc = "" +
 	"\x06app_id\x18\x02 \x01(\tR\x05appId\x12!\n" +
 	"\fadmin_client\x18\x03 \x01(\bR\vadminClient\"]\n" +
 	"\x19SetAppAdminClientResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails*S\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"[\n" +
+	"\bAppQuery\x12F\n" +
+	"\n" +
+	"name_query\x18\x01 \x01(\v2%.gatehouse.management.v1.AppNameQueryH\x00R\tnameQueryB\a\n" +
+	"\x05query\"d\n" +
+	"\fAppNameQuery\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12@\n" +
+	"\x06method\x18\x02 \x01(\x0e2(.gatehouse.management.v1.TextQueryMethodR\x06method*S\n" +
 	"\bAppState\x12\x19\n" +
 	"\x15APP_STATE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10APP_STATE_ACTIVE\x10\x01\x12\x16\n" +
@@ -1268,7 +1400,7 @@ func file_gatehouse_management_v1_app_proto_rawDescGZIP() []byte {
 }
 
 var file_gatehouse_management_v1_app_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_gatehouse_management_v1_app_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_gatehouse_management_v1_app_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_gatehouse_management_v1_app_proto_goTypes = []any{
 	(AppState)(0),                     // 0: gatehouse.management.v1.AppState
 	(OIDCResponseType)(0),             // 1: gatehouse.management.v1.OIDCResponseType
@@ -1286,12 +1418,15 @@ var file_gatehouse_management_v1_app_proto_goTypes = []any{
 	(*LoginV2)(nil),                   // 13: gatehouse.management.v1.LoginV2
 	(*SetAppAdminClientRequest)(nil),  // 14: gatehouse.management.v1.SetAppAdminClientRequest
 	(*SetAppAdminClientResponse)(nil), // 15: gatehouse.management.v1.SetAppAdminClientResponse
-	(*ObjectDetails)(nil),             // 16: gatehouse.management.v1.ObjectDetails
-	(*LocalizedMessage)(nil),          // 17: gatehouse.management.v1.LocalizedMessage
-	(*durationpb.Duration)(nil),       // 18: google.protobuf.Duration
+	(*AppQuery)(nil),                  // 16: gatehouse.management.v1.AppQuery
+	(*AppNameQuery)(nil),              // 17: gatehouse.management.v1.AppNameQuery
+	(*ObjectDetails)(nil),             // 18: gatehouse.management.v1.ObjectDetails
+	(*LocalizedMessage)(nil),          // 19: gatehouse.management.v1.LocalizedMessage
+	(*durationpb.Duration)(nil),       // 20: google.protobuf.Duration
+	(TextQueryMethod)(0),              // 21: gatehouse.management.v1.TextQueryMethod
 }
 var file_gatehouse_management_v1_app_proto_depIdxs = []int32{
-	16, // 0: gatehouse.management.v1.App.details:type_name -> gatehouse.management.v1.ObjectDetails
+	18, // 0: gatehouse.management.v1.App.details:type_name -> gatehouse.management.v1.ObjectDetails
 	0,  // 1: gatehouse.management.v1.App.state:type_name -> gatehouse.management.v1.AppState
 	9,  // 2: gatehouse.management.v1.App.oidc_config:type_name -> gatehouse.management.v1.OIDCConfig
 	10, // 3: gatehouse.management.v1.App.api_config:type_name -> gatehouse.management.v1.APIConfig
@@ -1300,19 +1435,21 @@ var file_gatehouse_management_v1_app_proto_depIdxs = []int32{
 	3,  // 6: gatehouse.management.v1.OIDCConfig.app_type:type_name -> gatehouse.management.v1.OIDCAppType
 	4,  // 7: gatehouse.management.v1.OIDCConfig.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
 	5,  // 8: gatehouse.management.v1.OIDCConfig.version:type_name -> gatehouse.management.v1.OIDCVersion
-	17, // 9: gatehouse.management.v1.OIDCConfig.compliance_problems:type_name -> gatehouse.management.v1.LocalizedMessage
+	19, // 9: gatehouse.management.v1.OIDCConfig.compliance_problems:type_name -> gatehouse.management.v1.LocalizedMessage
 	6,  // 10: gatehouse.management.v1.OIDCConfig.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
-	18, // 11: gatehouse.management.v1.OIDCConfig.clock_skew:type_name -> google.protobuf.Duration
+	20, // 11: gatehouse.management.v1.OIDCConfig.clock_skew:type_name -> google.protobuf.Duration
 	11, // 12: gatehouse.management.v1.OIDCConfig.login_version:type_name -> gatehouse.management.v1.LoginVersion
 	7,  // 13: gatehouse.management.v1.APIConfig.auth_method_type:type_name -> gatehouse.management.v1.APIAuthMethodType
 	12, // 14: gatehouse.management.v1.LoginVersion.login_v1:type_name -> gatehouse.management.v1.LoginV1
 	13, // 15: gatehouse.management.v1.LoginVersion.login_v2:type_name -> gatehouse.management.v1.LoginV2
-	16, // 16: gatehouse.management.v1.SetAppAdminClientResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	17, // [17:17] is the sub-list for method output_type
-	17, // [17:17] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	18, // 16: gatehouse.management.v1.SetAppAdminClientResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	17, // 17: gatehouse.management.v1.AppQuery.name_query:type_name -> gatehouse.management.v1.AppNameQuery
+	21, // 18: gatehouse.management.v1.AppNameQuery.method:type_name -> gatehouse.management.v1.TextQueryMethod
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_management_v1_app_proto_init() }
@@ -1330,13 +1467,16 @@ func file_gatehouse_management_v1_app_proto_init() {
 		(*LoginVersion_LoginV2)(nil),
 	}
 	file_gatehouse_management_v1_app_proto_msgTypes[5].OneofWrappers = []any{}
+	file_gatehouse_management_v1_app_proto_msgTypes[8].OneofWrappers = []any{
+		(*AppQuery_NameQuery)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_management_v1_app_proto_rawDesc), len(file_gatehouse_management_v1_app_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   8,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

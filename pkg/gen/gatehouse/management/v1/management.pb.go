@@ -2441,6 +2441,134 @@ func (x *AddOrgResponse) GetDetails() *ObjectDetails {
 	return nil
 }
 
+// ListOrgsRequest selects, pages and orders organizations.
+type ListOrgsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Paging and sort direction.
+	Query *ListQuery `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
+	// Field to sort by; must be a defined value (both sort by name).
+	SortingColumn OrgFieldName `protobuf:"varint,2,opt,name=sorting_column,json=sortingColumn,proto3,enum=gatehouse.management.v1.OrgFieldName" json:"sorting_column,omitempty"`
+	// Criteria that must all match (at most 20).
+	Queries       []*OrgQuery `protobuf:"bytes,3,rep,name=queries,proto3" json:"queries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListOrgsRequest) Reset() {
+	*x = ListOrgsRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListOrgsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListOrgsRequest) ProtoMessage() {}
+
+func (x *ListOrgsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListOrgsRequest.ProtoReflect.Descriptor instead.
+func (*ListOrgsRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *ListOrgsRequest) GetQuery() *ListQuery {
+	if x != nil {
+		return x.Query
+	}
+	return nil
+}
+
+func (x *ListOrgsRequest) GetSortingColumn() OrgFieldName {
+	if x != nil {
+		return x.SortingColumn
+	}
+	return OrgFieldName_ORG_FIELD_NAME_UNSPECIFIED
+}
+
+func (x *ListOrgsRequest) GetQueries() []*OrgQuery {
+	if x != nil {
+		return x.Queries
+	}
+	return nil
+}
+
+// ListOrgsResponse carries one page of organizations.
+type ListOrgsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Total count and projection state.
+	Details *ListDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	// The field the result is sorted by.
+	SortingColumn OrgFieldName `protobuf:"varint,2,opt,name=sorting_column,json=sortingColumn,proto3,enum=gatehouse.management.v1.OrgFieldName" json:"sorting_column,omitempty"`
+	// The organizations of this page.
+	Result        []*Org `protobuf:"bytes,3,rep,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListOrgsResponse) Reset() {
+	*x = ListOrgsResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListOrgsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListOrgsResponse) ProtoMessage() {}
+
+func (x *ListOrgsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListOrgsResponse.ProtoReflect.Descriptor instead.
+func (*ListOrgsResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *ListOrgsResponse) GetDetails() *ListDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+func (x *ListOrgsResponse) GetSortingColumn() OrgFieldName {
+	if x != nil {
+		return x.SortingColumn
+	}
+	return OrgFieldName_ORG_FIELD_NAME_UNSPECIFIED
+}
+
+func (x *ListOrgsResponse) GetResult() []*Org {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
 // AddOrgMemberRequest grants organization roles to a user.
 type AddOrgMemberRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2454,7 +2582,7 @@ type AddOrgMemberRequest struct {
 
 func (x *AddOrgMemberRequest) Reset() {
 	*x = AddOrgMemberRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[44]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2466,7 +2594,7 @@ func (x *AddOrgMemberRequest) String() string {
 func (*AddOrgMemberRequest) ProtoMessage() {}
 
 func (x *AddOrgMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[44]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2479,7 +2607,7 @@ func (x *AddOrgMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddOrgMemberRequest.ProtoReflect.Descriptor instead.
 func (*AddOrgMemberRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{44}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *AddOrgMemberRequest) GetUserId() string {
@@ -2507,7 +2635,7 @@ type AddOrgMemberResponse struct {
 
 func (x *AddOrgMemberResponse) Reset() {
 	*x = AddOrgMemberResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[45]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2519,7 +2647,7 @@ func (x *AddOrgMemberResponse) String() string {
 func (*AddOrgMemberResponse) ProtoMessage() {}
 
 func (x *AddOrgMemberResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[45]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2532,12 +2660,122 @@ func (x *AddOrgMemberResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddOrgMemberResponse.ProtoReflect.Descriptor instead.
 func (*AddOrgMemberResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{45}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *AddOrgMemberResponse) GetDetails() *ObjectDetails {
 	if x != nil {
 		return x.Details
+	}
+	return nil
+}
+
+// ListOrgMembersRequest selects and pages the organization's members.
+type ListOrgMembersRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Paging and sort direction (by user ID).
+	Query *ListQuery `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
+	// Criteria that must all match (at most 20).
+	Queries       []*MemberQuery `protobuf:"bytes,2,rep,name=queries,proto3" json:"queries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListOrgMembersRequest) Reset() {
+	*x = ListOrgMembersRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListOrgMembersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListOrgMembersRequest) ProtoMessage() {}
+
+func (x *ListOrgMembersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListOrgMembersRequest.ProtoReflect.Descriptor instead.
+func (*ListOrgMembersRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *ListOrgMembersRequest) GetQuery() *ListQuery {
+	if x != nil {
+		return x.Query
+	}
+	return nil
+}
+
+func (x *ListOrgMembersRequest) GetQueries() []*MemberQuery {
+	if x != nil {
+		return x.Queries
+	}
+	return nil
+}
+
+// ListOrgMembersResponse carries one page of members.
+type ListOrgMembersResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Total count and projection state.
+	Details *ListDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	// The members of this page.
+	Result        []*Member `protobuf:"bytes,2,rep,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListOrgMembersResponse) Reset() {
+	*x = ListOrgMembersResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListOrgMembersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListOrgMembersResponse) ProtoMessage() {}
+
+func (x *ListOrgMembersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListOrgMembersResponse.ProtoReflect.Descriptor instead.
+func (*ListOrgMembersResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *ListOrgMembersResponse) GetDetails() *ListDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+func (x *ListOrgMembersResponse) GetResult() []*Member {
+	if x != nil {
+		return x.Result
 	}
 	return nil
 }
@@ -2553,7 +2791,7 @@ type RemoveOrgMemberRequest struct {
 
 func (x *RemoveOrgMemberRequest) Reset() {
 	*x = RemoveOrgMemberRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[46]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2565,7 +2803,7 @@ func (x *RemoveOrgMemberRequest) String() string {
 func (*RemoveOrgMemberRequest) ProtoMessage() {}
 
 func (x *RemoveOrgMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[46]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2578,7 +2816,7 @@ func (x *RemoveOrgMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveOrgMemberRequest.ProtoReflect.Descriptor instead.
 func (*RemoveOrgMemberRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{46}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *RemoveOrgMemberRequest) GetUserId() string {
@@ -2599,7 +2837,7 @@ type RemoveOrgMemberResponse struct {
 
 func (x *RemoveOrgMemberResponse) Reset() {
 	*x = RemoveOrgMemberResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[47]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2611,7 +2849,7 @@ func (x *RemoveOrgMemberResponse) String() string {
 func (*RemoveOrgMemberResponse) ProtoMessage() {}
 
 func (x *RemoveOrgMemberResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[47]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2624,7 +2862,7 @@ func (x *RemoveOrgMemberResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveOrgMemberResponse.ProtoReflect.Descriptor instead.
 func (*RemoveOrgMemberResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{47}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *RemoveOrgMemberResponse) GetDetails() *ObjectDetails {
@@ -2645,7 +2883,7 @@ type GetOrgIDPByIDRequest struct {
 
 func (x *GetOrgIDPByIDRequest) Reset() {
 	*x = GetOrgIDPByIDRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[48]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2657,7 +2895,7 @@ func (x *GetOrgIDPByIDRequest) String() string {
 func (*GetOrgIDPByIDRequest) ProtoMessage() {}
 
 func (x *GetOrgIDPByIDRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[48]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2670,7 +2908,7 @@ func (x *GetOrgIDPByIDRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrgIDPByIDRequest.ProtoReflect.Descriptor instead.
 func (*GetOrgIDPByIDRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{48}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *GetOrgIDPByIDRequest) GetId() string {
@@ -2691,7 +2929,7 @@ type GetOrgIDPByIDResponse struct {
 
 func (x *GetOrgIDPByIDResponse) Reset() {
 	*x = GetOrgIDPByIDResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[49]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2703,7 +2941,7 @@ func (x *GetOrgIDPByIDResponse) String() string {
 func (*GetOrgIDPByIDResponse) ProtoMessage() {}
 
 func (x *GetOrgIDPByIDResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[49]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2716,7 +2954,7 @@ func (x *GetOrgIDPByIDResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrgIDPByIDResponse.ProtoReflect.Descriptor instead.
 func (*GetOrgIDPByIDResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{49}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *GetOrgIDPByIDResponse) GetIdp() *IDP {
@@ -2741,7 +2979,7 @@ type ListOrgIDPsRequest struct {
 
 func (x *ListOrgIDPsRequest) Reset() {
 	*x = ListOrgIDPsRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[50]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2753,7 +2991,7 @@ func (x *ListOrgIDPsRequest) String() string {
 func (*ListOrgIDPsRequest) ProtoMessage() {}
 
 func (x *ListOrgIDPsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[50]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2766,7 +3004,7 @@ func (x *ListOrgIDPsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOrgIDPsRequest.ProtoReflect.Descriptor instead.
 func (*ListOrgIDPsRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{50}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ListOrgIDPsRequest) GetQuery() *ListQuery {
@@ -2805,7 +3043,7 @@ type ListOrgIDPsResponse struct {
 
 func (x *ListOrgIDPsResponse) Reset() {
 	*x = ListOrgIDPsResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[51]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2817,7 +3055,7 @@ func (x *ListOrgIDPsResponse) String() string {
 func (*ListOrgIDPsResponse) ProtoMessage() {}
 
 func (x *ListOrgIDPsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[51]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2830,7 +3068,7 @@ func (x *ListOrgIDPsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOrgIDPsResponse.ProtoReflect.Descriptor instead.
 func (*ListOrgIDPsResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{51}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ListOrgIDPsResponse) GetDetails() *ListDetails {
@@ -2887,7 +3125,7 @@ type AddOrgOIDCIDPRequest struct {
 
 func (x *AddOrgOIDCIDPRequest) Reset() {
 	*x = AddOrgOIDCIDPRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[52]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2899,7 +3137,7 @@ func (x *AddOrgOIDCIDPRequest) String() string {
 func (*AddOrgOIDCIDPRequest) ProtoMessage() {}
 
 func (x *AddOrgOIDCIDPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[52]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2912,7 +3150,7 @@ func (x *AddOrgOIDCIDPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddOrgOIDCIDPRequest.ProtoReflect.Descriptor instead.
 func (*AddOrgOIDCIDPRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{52}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *AddOrgOIDCIDPRequest) GetName() string {
@@ -2991,7 +3229,7 @@ type AddOrgOIDCIDPResponse struct {
 
 func (x *AddOrgOIDCIDPResponse) Reset() {
 	*x = AddOrgOIDCIDPResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[53]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3003,7 +3241,7 @@ func (x *AddOrgOIDCIDPResponse) String() string {
 func (*AddOrgOIDCIDPResponse) ProtoMessage() {}
 
 func (x *AddOrgOIDCIDPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[53]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3016,7 +3254,7 @@ func (x *AddOrgOIDCIDPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddOrgOIDCIDPResponse.ProtoReflect.Descriptor instead.
 func (*AddOrgOIDCIDPResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{53}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *AddOrgOIDCIDPResponse) GetDetails() *ObjectDetails {
@@ -3063,7 +3301,7 @@ type UpdateOrgIDPOIDCConfigRequest struct {
 
 func (x *UpdateOrgIDPOIDCConfigRequest) Reset() {
 	*x = UpdateOrgIDPOIDCConfigRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[54]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3075,7 +3313,7 @@ func (x *UpdateOrgIDPOIDCConfigRequest) String() string {
 func (*UpdateOrgIDPOIDCConfigRequest) ProtoMessage() {}
 
 func (x *UpdateOrgIDPOIDCConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[54]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3088,7 +3326,7 @@ func (x *UpdateOrgIDPOIDCConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateOrgIDPOIDCConfigRequest.ProtoReflect.Descriptor instead.
 func (*UpdateOrgIDPOIDCConfigRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{54}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *UpdateOrgIDPOIDCConfigRequest) GetIdpId() string {
@@ -3151,7 +3389,7 @@ type UpdateOrgIDPOIDCConfigResponse struct {
 
 func (x *UpdateOrgIDPOIDCConfigResponse) Reset() {
 	*x = UpdateOrgIDPOIDCConfigResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[55]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3163,7 +3401,7 @@ func (x *UpdateOrgIDPOIDCConfigResponse) String() string {
 func (*UpdateOrgIDPOIDCConfigResponse) ProtoMessage() {}
 
 func (x *UpdateOrgIDPOIDCConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[55]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3176,7 +3414,7 @@ func (x *UpdateOrgIDPOIDCConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateOrgIDPOIDCConfigResponse.ProtoReflect.Descriptor instead.
 func (*UpdateOrgIDPOIDCConfigResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{55}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *UpdateOrgIDPOIDCConfigResponse) GetDetails() *ObjectDetails {
@@ -3197,7 +3435,7 @@ type DeactivateOrgIDPRequest struct {
 
 func (x *DeactivateOrgIDPRequest) Reset() {
 	*x = DeactivateOrgIDPRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[56]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3209,7 +3447,7 @@ func (x *DeactivateOrgIDPRequest) String() string {
 func (*DeactivateOrgIDPRequest) ProtoMessage() {}
 
 func (x *DeactivateOrgIDPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[56]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3222,7 +3460,7 @@ func (x *DeactivateOrgIDPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeactivateOrgIDPRequest.ProtoReflect.Descriptor instead.
 func (*DeactivateOrgIDPRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{56}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *DeactivateOrgIDPRequest) GetIdpId() string {
@@ -3243,7 +3481,7 @@ type DeactivateOrgIDPResponse struct {
 
 func (x *DeactivateOrgIDPResponse) Reset() {
 	*x = DeactivateOrgIDPResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[57]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3255,7 +3493,7 @@ func (x *DeactivateOrgIDPResponse) String() string {
 func (*DeactivateOrgIDPResponse) ProtoMessage() {}
 
 func (x *DeactivateOrgIDPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[57]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3268,7 +3506,7 @@ func (x *DeactivateOrgIDPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeactivateOrgIDPResponse.ProtoReflect.Descriptor instead.
 func (*DeactivateOrgIDPResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{57}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *DeactivateOrgIDPResponse) GetDetails() *ObjectDetails {
@@ -3289,7 +3527,7 @@ type ReactivateOrgIDPRequest struct {
 
 func (x *ReactivateOrgIDPRequest) Reset() {
 	*x = ReactivateOrgIDPRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[58]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3301,7 +3539,7 @@ func (x *ReactivateOrgIDPRequest) String() string {
 func (*ReactivateOrgIDPRequest) ProtoMessage() {}
 
 func (x *ReactivateOrgIDPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[58]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3314,7 +3552,7 @@ func (x *ReactivateOrgIDPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReactivateOrgIDPRequest.ProtoReflect.Descriptor instead.
 func (*ReactivateOrgIDPRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{58}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ReactivateOrgIDPRequest) GetIdpId() string {
@@ -3335,7 +3573,7 @@ type ReactivateOrgIDPResponse struct {
 
 func (x *ReactivateOrgIDPResponse) Reset() {
 	*x = ReactivateOrgIDPResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[59]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3347,7 +3585,7 @@ func (x *ReactivateOrgIDPResponse) String() string {
 func (*ReactivateOrgIDPResponse) ProtoMessage() {}
 
 func (x *ReactivateOrgIDPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[59]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3360,7 +3598,7 @@ func (x *ReactivateOrgIDPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReactivateOrgIDPResponse.ProtoReflect.Descriptor instead.
 func (*ReactivateOrgIDPResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{59}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ReactivateOrgIDPResponse) GetDetails() *ObjectDetails {
@@ -3381,7 +3619,7 @@ type RemoveOrgIDPRequest struct {
 
 func (x *RemoveOrgIDPRequest) Reset() {
 	*x = RemoveOrgIDPRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[60]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3393,7 +3631,7 @@ func (x *RemoveOrgIDPRequest) String() string {
 func (*RemoveOrgIDPRequest) ProtoMessage() {}
 
 func (x *RemoveOrgIDPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[60]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3406,7 +3644,7 @@ func (x *RemoveOrgIDPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveOrgIDPRequest.ProtoReflect.Descriptor instead.
 func (*RemoveOrgIDPRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{60}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *RemoveOrgIDPRequest) GetIdpId() string {
@@ -3427,7 +3665,7 @@ type RemoveOrgIDPResponse struct {
 
 func (x *RemoveOrgIDPResponse) Reset() {
 	*x = RemoveOrgIDPResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[61]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3439,7 +3677,7 @@ func (x *RemoveOrgIDPResponse) String() string {
 func (*RemoveOrgIDPResponse) ProtoMessage() {}
 
 func (x *RemoveOrgIDPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[61]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3452,7 +3690,7 @@ func (x *RemoveOrgIDPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveOrgIDPResponse.ProtoReflect.Descriptor instead.
 func (*RemoveOrgIDPResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{61}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *RemoveOrgIDPResponse) GetDetails() *ObjectDetails {
@@ -3481,7 +3719,7 @@ type AddProjectRequest struct {
 
 func (x *AddProjectRequest) Reset() {
 	*x = AddProjectRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[62]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3493,7 +3731,7 @@ func (x *AddProjectRequest) String() string {
 func (*AddProjectRequest) ProtoMessage() {}
 
 func (x *AddProjectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[62]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3506,7 +3744,7 @@ func (x *AddProjectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddProjectRequest.ProtoReflect.Descriptor instead.
 func (*AddProjectRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{62}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *AddProjectRequest) GetName() string {
@@ -3557,7 +3795,7 @@ type AddProjectResponse struct {
 
 func (x *AddProjectResponse) Reset() {
 	*x = AddProjectResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[63]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3569,7 +3807,7 @@ func (x *AddProjectResponse) String() string {
 func (*AddProjectResponse) ProtoMessage() {}
 
 func (x *AddProjectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[63]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3582,7 +3820,7 @@ func (x *AddProjectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddProjectResponse.ProtoReflect.Descriptor instead.
 func (*AddProjectResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{63}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *AddProjectResponse) GetId() string {
@@ -3610,7 +3848,7 @@ type GetProjectByIDRequest struct {
 
 func (x *GetProjectByIDRequest) Reset() {
 	*x = GetProjectByIDRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[64]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3622,7 +3860,7 @@ func (x *GetProjectByIDRequest) String() string {
 func (*GetProjectByIDRequest) ProtoMessage() {}
 
 func (x *GetProjectByIDRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[64]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3635,7 +3873,7 @@ func (x *GetProjectByIDRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetProjectByIDRequest.ProtoReflect.Descriptor instead.
 func (*GetProjectByIDRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{64}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *GetProjectByIDRequest) GetId() string {
@@ -3656,7 +3894,7 @@ type GetProjectByIDResponse struct {
 
 func (x *GetProjectByIDResponse) Reset() {
 	*x = GetProjectByIDResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[65]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3668,7 +3906,7 @@ func (x *GetProjectByIDResponse) String() string {
 func (*GetProjectByIDResponse) ProtoMessage() {}
 
 func (x *GetProjectByIDResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[65]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3681,12 +3919,122 @@ func (x *GetProjectByIDResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetProjectByIDResponse.ProtoReflect.Descriptor instead.
 func (*GetProjectByIDResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{65}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *GetProjectByIDResponse) GetProject() *Project {
 	if x != nil {
 		return x.Project
+	}
+	return nil
+}
+
+// ListProjectsRequest selects and pages the organization's projects.
+type ListProjectsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Paging and sort direction (by name).
+	Query *ListQuery `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
+	// Criteria that must all match (at most 20).
+	Queries       []*ProjectQuery `protobuf:"bytes,2,rep,name=queries,proto3" json:"queries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListProjectsRequest) Reset() {
+	*x = ListProjectsRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListProjectsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListProjectsRequest) ProtoMessage() {}
+
+func (x *ListProjectsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListProjectsRequest.ProtoReflect.Descriptor instead.
+func (*ListProjectsRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *ListProjectsRequest) GetQuery() *ListQuery {
+	if x != nil {
+		return x.Query
+	}
+	return nil
+}
+
+func (x *ListProjectsRequest) GetQueries() []*ProjectQuery {
+	if x != nil {
+		return x.Queries
+	}
+	return nil
+}
+
+// ListProjectsResponse carries one page of projects.
+type ListProjectsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Total count and projection state.
+	Details *ListDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	// The projects of this page.
+	Result        []*Project `protobuf:"bytes,2,rep,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListProjectsResponse) Reset() {
+	*x = ListProjectsResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListProjectsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListProjectsResponse) ProtoMessage() {}
+
+func (x *ListProjectsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListProjectsResponse.ProtoReflect.Descriptor instead.
+func (*ListProjectsResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *ListProjectsResponse) GetDetails() *ListDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+func (x *ListProjectsResponse) GetResult() []*Project {
+	if x != nil {
+		return x.Result
 	}
 	return nil
 }
@@ -3704,7 +4052,7 @@ type GetAppByIDRequest struct {
 
 func (x *GetAppByIDRequest) Reset() {
 	*x = GetAppByIDRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[66]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3716,7 +4064,7 @@ func (x *GetAppByIDRequest) String() string {
 func (*GetAppByIDRequest) ProtoMessage() {}
 
 func (x *GetAppByIDRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[66]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3729,7 +4077,7 @@ func (x *GetAppByIDRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAppByIDRequest.ProtoReflect.Descriptor instead.
 func (*GetAppByIDRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{66}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *GetAppByIDRequest) GetProjectId() string {
@@ -3757,7 +4105,7 @@ type GetAppByIDResponse struct {
 
 func (x *GetAppByIDResponse) Reset() {
 	*x = GetAppByIDResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[67]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3769,7 +4117,7 @@ func (x *GetAppByIDResponse) String() string {
 func (*GetAppByIDResponse) ProtoMessage() {}
 
 func (x *GetAppByIDResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[67]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3782,12 +4130,131 @@ func (x *GetAppByIDResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAppByIDResponse.ProtoReflect.Descriptor instead.
 func (*GetAppByIDResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{67}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *GetAppByIDResponse) GetApp() *App {
 	if x != nil {
 		return x.App
+	}
+	return nil
+}
+
+// ListAppsRequest selects and pages the applications of a project.
+type ListAppsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// ID of the project.
+	ProjectId string `protobuf:"bytes,1,opt,name=project_id,json=projectId,proto3" json:"project_id,omitempty"`
+	// Paging and sort direction (by name).
+	Query *ListQuery `protobuf:"bytes,2,opt,name=query,proto3" json:"query,omitempty"`
+	// Criteria that must all match (at most 20).
+	Queries       []*AppQuery `protobuf:"bytes,3,rep,name=queries,proto3" json:"queries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAppsRequest) Reset() {
+	*x = ListAppsRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAppsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAppsRequest) ProtoMessage() {}
+
+func (x *ListAppsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAppsRequest.ProtoReflect.Descriptor instead.
+func (*ListAppsRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *ListAppsRequest) GetProjectId() string {
+	if x != nil {
+		return x.ProjectId
+	}
+	return ""
+}
+
+func (x *ListAppsRequest) GetQuery() *ListQuery {
+	if x != nil {
+		return x.Query
+	}
+	return nil
+}
+
+func (x *ListAppsRequest) GetQueries() []*AppQuery {
+	if x != nil {
+		return x.Queries
+	}
+	return nil
+}
+
+// ListAppsResponse carries one page of applications.
+type ListAppsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Total count and projection state.
+	Details *ListDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	// The applications of this page, without secrets.
+	Result        []*App `protobuf:"bytes,2,rep,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAppsResponse) Reset() {
+	*x = ListAppsResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAppsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAppsResponse) ProtoMessage() {}
+
+func (x *ListAppsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAppsResponse.ProtoReflect.Descriptor instead.
+func (*ListAppsResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *ListAppsResponse) GetDetails() *ListDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+func (x *ListAppsResponse) GetResult() []*App {
+	if x != nil {
+		return x.Result
 	}
 	return nil
 }
@@ -3845,7 +4312,7 @@ type AddOIDCAppRequest struct {
 
 func (x *AddOIDCAppRequest) Reset() {
 	*x = AddOIDCAppRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[68]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3857,7 +4324,7 @@ func (x *AddOIDCAppRequest) String() string {
 func (*AddOIDCAppRequest) ProtoMessage() {}
 
 func (x *AddOIDCAppRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[68]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3870,7 +4337,7 @@ func (x *AddOIDCAppRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddOIDCAppRequest.ProtoReflect.Descriptor instead.
 func (*AddOIDCAppRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{68}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *AddOIDCAppRequest) GetProjectId() string {
@@ -4029,7 +4496,7 @@ type AddOIDCAppResponse struct {
 
 func (x *AddOIDCAppResponse) Reset() {
 	*x = AddOIDCAppResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[69]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4041,7 +4508,7 @@ func (x *AddOIDCAppResponse) String() string {
 func (*AddOIDCAppResponse) ProtoMessage() {}
 
 func (x *AddOIDCAppResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[69]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4054,7 +4521,7 @@ func (x *AddOIDCAppResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddOIDCAppResponse.ProtoReflect.Descriptor instead.
 func (*AddOIDCAppResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{69}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *AddOIDCAppResponse) GetAppId() string {
@@ -4147,7 +4614,7 @@ type UpdateOIDCAppConfigRequest struct {
 
 func (x *UpdateOIDCAppConfigRequest) Reset() {
 	*x = UpdateOIDCAppConfigRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[70]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4159,7 +4626,7 @@ func (x *UpdateOIDCAppConfigRequest) String() string {
 func (*UpdateOIDCAppConfigRequest) ProtoMessage() {}
 
 func (x *UpdateOIDCAppConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[70]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4172,7 +4639,7 @@ func (x *UpdateOIDCAppConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateOIDCAppConfigRequest.ProtoReflect.Descriptor instead.
 func (*UpdateOIDCAppConfigRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{70}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *UpdateOIDCAppConfigRequest) GetProjectId() string {
@@ -4312,7 +4779,7 @@ type UpdateOIDCAppConfigResponse struct {
 
 func (x *UpdateOIDCAppConfigResponse) Reset() {
 	*x = UpdateOIDCAppConfigResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[71]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4324,7 +4791,7 @@ func (x *UpdateOIDCAppConfigResponse) String() string {
 func (*UpdateOIDCAppConfigResponse) ProtoMessage() {}
 
 func (x *UpdateOIDCAppConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[71]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4337,7 +4804,7 @@ func (x *UpdateOIDCAppConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateOIDCAppConfigResponse.ProtoReflect.Descriptor instead.
 func (*UpdateOIDCAppConfigResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{71}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *UpdateOIDCAppConfigResponse) GetDetails() *ObjectDetails {
@@ -4360,7 +4827,7 @@ type RegenerateOIDCClientSecretRequest struct {
 
 func (x *RegenerateOIDCClientSecretRequest) Reset() {
 	*x = RegenerateOIDCClientSecretRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[72]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4372,7 +4839,7 @@ func (x *RegenerateOIDCClientSecretRequest) String() string {
 func (*RegenerateOIDCClientSecretRequest) ProtoMessage() {}
 
 func (x *RegenerateOIDCClientSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[72]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4385,7 +4852,7 @@ func (x *RegenerateOIDCClientSecretRequest) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use RegenerateOIDCClientSecretRequest.ProtoReflect.Descriptor instead.
 func (*RegenerateOIDCClientSecretRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{72}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *RegenerateOIDCClientSecretRequest) GetProjectId() string {
@@ -4415,7 +4882,7 @@ type RegenerateOIDCClientSecretResponse struct {
 
 func (x *RegenerateOIDCClientSecretResponse) Reset() {
 	*x = RegenerateOIDCClientSecretResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[73]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4427,7 +4894,7 @@ func (x *RegenerateOIDCClientSecretResponse) String() string {
 func (*RegenerateOIDCClientSecretResponse) ProtoMessage() {}
 
 func (x *RegenerateOIDCClientSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[73]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4440,7 +4907,7 @@ func (x *RegenerateOIDCClientSecretResponse) ProtoReflect() protoreflect.Message
 
 // Deprecated: Use RegenerateOIDCClientSecretResponse.ProtoReflect.Descriptor instead.
 func (*RegenerateOIDCClientSecretResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{73}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *RegenerateOIDCClientSecretResponse) GetClientSecret() string {
@@ -4472,7 +4939,7 @@ type AddAPIAppRequest struct {
 
 func (x *AddAPIAppRequest) Reset() {
 	*x = AddAPIAppRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[74]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4484,7 +4951,7 @@ func (x *AddAPIAppRequest) String() string {
 func (*AddAPIAppRequest) ProtoMessage() {}
 
 func (x *AddAPIAppRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[74]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4497,7 +4964,7 @@ func (x *AddAPIAppRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddAPIAppRequest.ProtoReflect.Descriptor instead.
 func (*AddAPIAppRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{74}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *AddAPIAppRequest) GetProjectId() string {
@@ -4540,7 +5007,7 @@ type AddAPIAppResponse struct {
 
 func (x *AddAPIAppResponse) Reset() {
 	*x = AddAPIAppResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[75]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4552,7 +5019,7 @@ func (x *AddAPIAppResponse) String() string {
 func (*AddAPIAppResponse) ProtoMessage() {}
 
 func (x *AddAPIAppResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[75]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4565,7 +5032,7 @@ func (x *AddAPIAppResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddAPIAppResponse.ProtoReflect.Descriptor instead.
 func (*AddAPIAppResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{75}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *AddAPIAppResponse) GetAppId() string {
@@ -4617,7 +5084,7 @@ type AddAppKeyRequest struct {
 
 func (x *AddAppKeyRequest) Reset() {
 	*x = AddAppKeyRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[76]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4629,7 +5096,7 @@ func (x *AddAppKeyRequest) String() string {
 func (*AddAppKeyRequest) ProtoMessage() {}
 
 func (x *AddAppKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[76]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4642,7 +5109,7 @@ func (x *AddAppKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddAppKeyRequest.ProtoReflect.Descriptor instead.
 func (*AddAppKeyRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{76}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *AddAppKeyRequest) GetProjectId() string {
@@ -4698,7 +5165,7 @@ type AddAppKeyResponse struct {
 
 func (x *AddAppKeyResponse) Reset() {
 	*x = AddAppKeyResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[77]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4710,7 +5177,7 @@ func (x *AddAppKeyResponse) String() string {
 func (*AddAppKeyResponse) ProtoMessage() {}
 
 func (x *AddAppKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[77]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4723,7 +5190,7 @@ func (x *AddAppKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddAppKeyResponse.ProtoReflect.Descriptor instead.
 func (*AddAppKeyResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{77}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *AddAppKeyResponse) GetId() string {
@@ -4762,7 +5229,7 @@ type RemoveAppKeyRequest struct {
 
 func (x *RemoveAppKeyRequest) Reset() {
 	*x = RemoveAppKeyRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[78]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4774,7 +5241,7 @@ func (x *RemoveAppKeyRequest) String() string {
 func (*RemoveAppKeyRequest) ProtoMessage() {}
 
 func (x *RemoveAppKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[78]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4787,7 +5254,7 @@ func (x *RemoveAppKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveAppKeyRequest.ProtoReflect.Descriptor instead.
 func (*RemoveAppKeyRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{78}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *RemoveAppKeyRequest) GetProjectId() string {
@@ -4822,7 +5289,7 @@ type RemoveAppKeyResponse struct {
 
 func (x *RemoveAppKeyResponse) Reset() {
 	*x = RemoveAppKeyResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[79]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4834,7 +5301,7 @@ func (x *RemoveAppKeyResponse) String() string {
 func (*RemoveAppKeyResponse) ProtoMessage() {}
 
 func (x *RemoveAppKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[79]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4847,7 +5314,7 @@ func (x *RemoveAppKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveAppKeyResponse.ProtoReflect.Descriptor instead.
 func (*RemoveAppKeyResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{79}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *RemoveAppKeyResponse) GetDetails() *ObjectDetails {
@@ -4873,7 +5340,7 @@ type AddProjectGrantRequest struct {
 
 func (x *AddProjectGrantRequest) Reset() {
 	*x = AddProjectGrantRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[80]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4885,7 +5352,7 @@ func (x *AddProjectGrantRequest) String() string {
 func (*AddProjectGrantRequest) ProtoMessage() {}
 
 func (x *AddProjectGrantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[80]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4898,7 +5365,7 @@ func (x *AddProjectGrantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddProjectGrantRequest.ProtoReflect.Descriptor instead.
 func (*AddProjectGrantRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{80}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *AddProjectGrantRequest) GetProjectId() string {
@@ -4935,7 +5402,7 @@ type AddProjectGrantResponse struct {
 
 func (x *AddProjectGrantResponse) Reset() {
 	*x = AddProjectGrantResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[81]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4947,7 +5414,7 @@ func (x *AddProjectGrantResponse) String() string {
 func (*AddProjectGrantResponse) ProtoMessage() {}
 
 func (x *AddProjectGrantResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[81]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4960,7 +5427,7 @@ func (x *AddProjectGrantResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddProjectGrantResponse.ProtoReflect.Descriptor instead.
 func (*AddProjectGrantResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{81}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *AddProjectGrantResponse) GetGrantId() string {
@@ -4990,7 +5457,7 @@ type ListProjectGrantsRequest struct {
 
 func (x *ListProjectGrantsRequest) Reset() {
 	*x = ListProjectGrantsRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[82]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5002,7 +5469,7 @@ func (x *ListProjectGrantsRequest) String() string {
 func (*ListProjectGrantsRequest) ProtoMessage() {}
 
 func (x *ListProjectGrantsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[82]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5015,7 +5482,7 @@ func (x *ListProjectGrantsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListProjectGrantsRequest.ProtoReflect.Descriptor instead.
 func (*ListProjectGrantsRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{82}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *ListProjectGrantsRequest) GetQuery() *ListQuery {
@@ -5045,7 +5512,7 @@ type ListProjectGrantsResponse struct {
 
 func (x *ListProjectGrantsResponse) Reset() {
 	*x = ListProjectGrantsResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[83]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5057,7 +5524,7 @@ func (x *ListProjectGrantsResponse) String() string {
 func (*ListProjectGrantsResponse) ProtoMessage() {}
 
 func (x *ListProjectGrantsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[83]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5070,7 +5537,7 @@ func (x *ListProjectGrantsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListProjectGrantsResponse.ProtoReflect.Descriptor instead.
 func (*ListProjectGrantsResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{83}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *ListProjectGrantsResponse) GetDetails() *ListDetails {
@@ -5102,7 +5569,7 @@ type UpdateProjectGrantRequest struct {
 
 func (x *UpdateProjectGrantRequest) Reset() {
 	*x = UpdateProjectGrantRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[84]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5114,7 +5581,7 @@ func (x *UpdateProjectGrantRequest) String() string {
 func (*UpdateProjectGrantRequest) ProtoMessage() {}
 
 func (x *UpdateProjectGrantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[84]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5127,7 +5594,7 @@ func (x *UpdateProjectGrantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateProjectGrantRequest.ProtoReflect.Descriptor instead.
 func (*UpdateProjectGrantRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{84}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *UpdateProjectGrantRequest) GetProjectId() string {
@@ -5162,7 +5629,7 @@ type UpdateProjectGrantResponse struct {
 
 func (x *UpdateProjectGrantResponse) Reset() {
 	*x = UpdateProjectGrantResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[85]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5174,7 +5641,7 @@ func (x *UpdateProjectGrantResponse) String() string {
 func (*UpdateProjectGrantResponse) ProtoMessage() {}
 
 func (x *UpdateProjectGrantResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[85]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5187,7 +5654,7 @@ func (x *UpdateProjectGrantResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateProjectGrantResponse.ProtoReflect.Descriptor instead.
 func (*UpdateProjectGrantResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{85}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *UpdateProjectGrantResponse) GetDetails() *ObjectDetails {
@@ -5210,7 +5677,7 @@ type RemoveProjectGrantRequest struct {
 
 func (x *RemoveProjectGrantRequest) Reset() {
 	*x = RemoveProjectGrantRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[86]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5222,7 +5689,7 @@ func (x *RemoveProjectGrantRequest) String() string {
 func (*RemoveProjectGrantRequest) ProtoMessage() {}
 
 func (x *RemoveProjectGrantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[86]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5235,7 +5702,7 @@ func (x *RemoveProjectGrantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveProjectGrantRequest.ProtoReflect.Descriptor instead.
 func (*RemoveProjectGrantRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{86}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *RemoveProjectGrantRequest) GetProjectId() string {
@@ -5263,7 +5730,7 @@ type RemoveProjectGrantResponse struct {
 
 func (x *RemoveProjectGrantResponse) Reset() {
 	*x = RemoveProjectGrantResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[87]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5275,7 +5742,7 @@ func (x *RemoveProjectGrantResponse) String() string {
 func (*RemoveProjectGrantResponse) ProtoMessage() {}
 
 func (x *RemoveProjectGrantResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[87]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5288,7 +5755,7 @@ func (x *RemoveProjectGrantResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveProjectGrantResponse.ProtoReflect.Descriptor instead.
 func (*RemoveProjectGrantResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{87}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *RemoveProjectGrantResponse) GetDetails() *ObjectDetails {
@@ -5307,7 +5774,7 @@ type GetLoginPolicyRequest struct {
 
 func (x *GetLoginPolicyRequest) Reset() {
 	*x = GetLoginPolicyRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[88]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5319,7 +5786,7 @@ func (x *GetLoginPolicyRequest) String() string {
 func (*GetLoginPolicyRequest) ProtoMessage() {}
 
 func (x *GetLoginPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[88]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5332,7 +5799,7 @@ func (x *GetLoginPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLoginPolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetLoginPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{88}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{96}
 }
 
 // GetLoginPolicyResponse carries the policy in force.
@@ -5348,7 +5815,7 @@ type GetLoginPolicyResponse struct {
 
 func (x *GetLoginPolicyResponse) Reset() {
 	*x = GetLoginPolicyResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[89]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5360,7 +5827,7 @@ func (x *GetLoginPolicyResponse) String() string {
 func (*GetLoginPolicyResponse) ProtoMessage() {}
 
 func (x *GetLoginPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[89]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5373,7 +5840,7 @@ func (x *GetLoginPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLoginPolicyResponse.ProtoReflect.Descriptor instead.
 func (*GetLoginPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{89}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *GetLoginPolicyResponse) GetPolicy() *LoginPolicy {
@@ -5440,7 +5907,7 @@ type AddCustomLoginPolicyRequest struct {
 
 func (x *AddCustomLoginPolicyRequest) Reset() {
 	*x = AddCustomLoginPolicyRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[90]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5452,7 +5919,7 @@ func (x *AddCustomLoginPolicyRequest) String() string {
 func (*AddCustomLoginPolicyRequest) ProtoMessage() {}
 
 func (x *AddCustomLoginPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[90]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5465,7 +5932,7 @@ func (x *AddCustomLoginPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddCustomLoginPolicyRequest.ProtoReflect.Descriptor instead.
 func (*AddCustomLoginPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{90}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *AddCustomLoginPolicyRequest) GetAllowUsernamePassword() bool {
@@ -5619,7 +6086,7 @@ type AddCustomLoginPolicyResponse struct {
 
 func (x *AddCustomLoginPolicyResponse) Reset() {
 	*x = AddCustomLoginPolicyResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[91]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5631,7 +6098,7 @@ func (x *AddCustomLoginPolicyResponse) String() string {
 func (*AddCustomLoginPolicyResponse) ProtoMessage() {}
 
 func (x *AddCustomLoginPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[91]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5644,7 +6111,7 @@ func (x *AddCustomLoginPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddCustomLoginPolicyResponse.ProtoReflect.Descriptor instead.
 func (*AddCustomLoginPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{91}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *AddCustomLoginPolicyResponse) GetDetails() *ObjectDetails {
@@ -5697,7 +6164,7 @@ type UpdateCustomLoginPolicyRequest struct {
 
 func (x *UpdateCustomLoginPolicyRequest) Reset() {
 	*x = UpdateCustomLoginPolicyRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[92]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5709,7 +6176,7 @@ func (x *UpdateCustomLoginPolicyRequest) String() string {
 func (*UpdateCustomLoginPolicyRequest) ProtoMessage() {}
 
 func (x *UpdateCustomLoginPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[92]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5722,7 +6189,7 @@ func (x *UpdateCustomLoginPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateCustomLoginPolicyRequest.ProtoReflect.Descriptor instead.
 func (*UpdateCustomLoginPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{92}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *UpdateCustomLoginPolicyRequest) GetAllowUsernamePassword() bool {
@@ -5855,7 +6322,7 @@ type UpdateCustomLoginPolicyResponse struct {
 
 func (x *UpdateCustomLoginPolicyResponse) Reset() {
 	*x = UpdateCustomLoginPolicyResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[93]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5867,7 +6334,7 @@ func (x *UpdateCustomLoginPolicyResponse) String() string {
 func (*UpdateCustomLoginPolicyResponse) ProtoMessage() {}
 
 func (x *UpdateCustomLoginPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[93]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5880,7 +6347,7 @@ func (x *UpdateCustomLoginPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateCustomLoginPolicyResponse.ProtoReflect.Descriptor instead.
 func (*UpdateCustomLoginPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{93}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *UpdateCustomLoginPolicyResponse) GetDetails() *ObjectDetails {
@@ -5899,7 +6366,7 @@ type ResetLoginPolicyToDefaultRequest struct {
 
 func (x *ResetLoginPolicyToDefaultRequest) Reset() {
 	*x = ResetLoginPolicyToDefaultRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[94]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5911,7 +6378,7 @@ func (x *ResetLoginPolicyToDefaultRequest) String() string {
 func (*ResetLoginPolicyToDefaultRequest) ProtoMessage() {}
 
 func (x *ResetLoginPolicyToDefaultRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[94]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5924,7 +6391,7 @@ func (x *ResetLoginPolicyToDefaultRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetLoginPolicyToDefaultRequest.ProtoReflect.Descriptor instead.
 func (*ResetLoginPolicyToDefaultRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{94}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{102}
 }
 
 // ResetLoginPolicyToDefaultResponse carries the change's details.
@@ -5938,7 +6405,7 @@ type ResetLoginPolicyToDefaultResponse struct {
 
 func (x *ResetLoginPolicyToDefaultResponse) Reset() {
 	*x = ResetLoginPolicyToDefaultResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[95]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5950,7 +6417,7 @@ func (x *ResetLoginPolicyToDefaultResponse) String() string {
 func (*ResetLoginPolicyToDefaultResponse) ProtoMessage() {}
 
 func (x *ResetLoginPolicyToDefaultResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[95]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5963,7 +6430,7 @@ func (x *ResetLoginPolicyToDefaultResponse) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use ResetLoginPolicyToDefaultResponse.ProtoReflect.Descriptor instead.
 func (*ResetLoginPolicyToDefaultResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{95}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *ResetLoginPolicyToDefaultResponse) GetDetails() *ObjectDetails {
@@ -5986,7 +6453,7 @@ type ListUserIDPsRequest struct {
 
 func (x *ListUserIDPsRequest) Reset() {
 	*x = ListUserIDPsRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[96]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5998,7 +6465,7 @@ func (x *ListUserIDPsRequest) String() string {
 func (*ListUserIDPsRequest) ProtoMessage() {}
 
 func (x *ListUserIDPsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[96]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6011,7 +6478,7 @@ func (x *ListUserIDPsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUserIDPsRequest.ProtoReflect.Descriptor instead.
 func (*ListUserIDPsRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{96}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *ListUserIDPsRequest) GetUserId() string {
@@ -6041,7 +6508,7 @@ type ListUserIDPsResponse struct {
 
 func (x *ListUserIDPsResponse) Reset() {
 	*x = ListUserIDPsResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[97]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6053,7 +6520,7 @@ func (x *ListUserIDPsResponse) String() string {
 func (*ListUserIDPsResponse) ProtoMessage() {}
 
 func (x *ListUserIDPsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[97]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6066,7 +6533,7 @@ func (x *ListUserIDPsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUserIDPsResponse.ProtoReflect.Descriptor instead.
 func (*ListUserIDPsResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{97}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *ListUserIDPsResponse) GetDetails() *ListDetails {
@@ -6098,7 +6565,7 @@ type RemoveUserIDPRequest struct {
 
 func (x *RemoveUserIDPRequest) Reset() {
 	*x = RemoveUserIDPRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[98]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6110,7 +6577,7 @@ func (x *RemoveUserIDPRequest) String() string {
 func (*RemoveUserIDPRequest) ProtoMessage() {}
 
 func (x *RemoveUserIDPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[98]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6123,7 +6590,7 @@ func (x *RemoveUserIDPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveUserIDPRequest.ProtoReflect.Descriptor instead.
 func (*RemoveUserIDPRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{98}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *RemoveUserIDPRequest) GetUserId() string {
@@ -6158,7 +6625,7 @@ type RemoveUserIDPResponse struct {
 
 func (x *RemoveUserIDPResponse) Reset() {
 	*x = RemoveUserIDPResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[99]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6170,7 +6637,7 @@ func (x *RemoveUserIDPResponse) String() string {
 func (*RemoveUserIDPResponse) ProtoMessage() {}
 
 func (x *RemoveUserIDPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[99]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6183,7 +6650,7 @@ func (x *RemoveUserIDPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveUserIDPResponse.ProtoReflect.Descriptor instead.
 func (*RemoveUserIDPResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{99}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *RemoveUserIDPResponse) GetDetails() *ObjectDetails {
@@ -6215,7 +6682,7 @@ type AddHumanUserRequest_Profile struct {
 
 func (x *AddHumanUserRequest_Profile) Reset() {
 	*x = AddHumanUserRequest_Profile{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[100]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6227,7 +6694,7 @@ func (x *AddHumanUserRequest_Profile) String() string {
 func (*AddHumanUserRequest_Profile) ProtoMessage() {}
 
 func (x *AddHumanUserRequest_Profile) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[100]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6298,7 +6765,7 @@ type AddHumanUserRequest_Email struct {
 
 func (x *AddHumanUserRequest_Email) Reset() {
 	*x = AddHumanUserRequest_Email{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[101]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6310,7 +6777,7 @@ func (x *AddHumanUserRequest_Email) String() string {
 func (*AddHumanUserRequest_Email) ProtoMessage() {}
 
 func (x *AddHumanUserRequest_Email) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[101]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6354,7 +6821,7 @@ type AddHumanUserRequest_Phone struct {
 
 func (x *AddHumanUserRequest_Phone) Reset() {
 	*x = AddHumanUserRequest_Phone{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[102]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6366,7 +6833,7 @@ func (x *AddHumanUserRequest_Phone) String() string {
 func (*AddHumanUserRequest_Phone) ProtoMessage() {}
 
 func (x *AddHumanUserRequest_Phone) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[102]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6418,7 +6885,7 @@ type ImportHumanUserRequest_Profile struct {
 
 func (x *ImportHumanUserRequest_Profile) Reset() {
 	*x = ImportHumanUserRequest_Profile{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[103]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6430,7 +6897,7 @@ func (x *ImportHumanUserRequest_Profile) String() string {
 func (*ImportHumanUserRequest_Profile) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_Profile) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[103]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6501,7 +6968,7 @@ type ImportHumanUserRequest_Email struct {
 
 func (x *ImportHumanUserRequest_Email) Reset() {
 	*x = ImportHumanUserRequest_Email{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[104]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6513,7 +6980,7 @@ func (x *ImportHumanUserRequest_Email) String() string {
 func (*ImportHumanUserRequest_Email) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_Email) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[104]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6557,7 +7024,7 @@ type ImportHumanUserRequest_Phone struct {
 
 func (x *ImportHumanUserRequest_Phone) Reset() {
 	*x = ImportHumanUserRequest_Phone{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[105]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6569,7 +7036,7 @@ func (x *ImportHumanUserRequest_Phone) String() string {
 func (*ImportHumanUserRequest_Phone) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_Phone) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[105]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6614,7 +7081,7 @@ type ImportHumanUserRequest_HashedPassword struct {
 
 func (x *ImportHumanUserRequest_HashedPassword) Reset() {
 	*x = ImportHumanUserRequest_HashedPassword{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[106]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6626,7 +7093,7 @@ func (x *ImportHumanUserRequest_HashedPassword) String() string {
 func (*ImportHumanUserRequest_HashedPassword) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_HashedPassword) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[106]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6669,7 +7136,7 @@ type BulkSetUserMetadataRequest_Metadata struct {
 
 func (x *BulkSetUserMetadataRequest_Metadata) Reset() {
 	*x = BulkSetUserMetadataRequest_Metadata{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[107]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6681,7 +7148,7 @@ func (x *BulkSetUserMetadataRequest_Metadata) String() string {
 func (*BulkSetUserMetadataRequest_Metadata) ProtoMessage() {}
 
 func (x *BulkSetUserMetadataRequest_Metadata) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[107]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6725,7 +7192,7 @@ type AddCustomLoginPolicyRequest_IDP struct {
 
 func (x *AddCustomLoginPolicyRequest_IDP) Reset() {
 	*x = AddCustomLoginPolicyRequest_IDP{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[108]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6737,7 +7204,7 @@ func (x *AddCustomLoginPolicyRequest_IDP) String() string {
 func (*AddCustomLoginPolicyRequest_IDP) ProtoMessage() {}
 
 func (x *AddCustomLoginPolicyRequest_IDP) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[108]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6750,7 +7217,7 @@ func (x *AddCustomLoginPolicyRequest_IDP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddCustomLoginPolicyRequest_IDP.ProtoReflect.Descriptor instead.
 func (*AddCustomLoginPolicyRequest_IDP) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{90, 0}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{98, 0}
 }
 
 func (x *AddCustomLoginPolicyRequest_IDP) GetIdpId() string {
@@ -6771,7 +7238,7 @@ var File_gatehouse_management_v1_management_proto protoreflect.FileDescriptor
 
 const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\n" +
-	"(gatehouse/management/v1/management.proto\x12\x17gatehouse.management.v1\x1a!gatehouse/management/v1/app.proto\x1a'gatehouse/management/v1/authn_key.proto\x1a!gatehouse/management/v1/idp.proto\x1a&gatehouse/management/v1/metadata.proto\x1a$gatehouse/management/v1/object.proto\x1a!gatehouse/management/v1/org.proto\x1a$gatehouse/management/v1/policy.proto\x1a%gatehouse/management/v1/project.proto\x1a\"gatehouse/management/v1/user.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"$\n" +
+	"(gatehouse/management/v1/management.proto\x12\x17gatehouse.management.v1\x1a!gatehouse/management/v1/app.proto\x1a'gatehouse/management/v1/authn_key.proto\x1a!gatehouse/management/v1/idp.proto\x1a$gatehouse/management/v1/member.proto\x1a&gatehouse/management/v1/metadata.proto\x1a$gatehouse/management/v1/object.proto\x1a!gatehouse/management/v1/org.proto\x1a$gatehouse/management/v1/policy.proto\x1a%gatehouse/management/v1/project.proto\x1a\"gatehouse/management/v1/user.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"$\n" +
 	"\x12GetUserByIDRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"H\n" +
 	"\x13GetUserByIDResponse\x121\n" +
@@ -6939,12 +7406,26 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"b\n" +
 	"\x0eAddOrgResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12@\n" +
-	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"D\n" +
+	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\xd6\x01\n" +
+	"\x0fListOrgsRequest\x128\n" +
+	"\x05query\x18\x01 \x01(\v2\".gatehouse.management.v1.ListQueryR\x05query\x12L\n" +
+	"\x0esorting_column\x18\x02 \x01(\x0e2%.gatehouse.management.v1.OrgFieldNameR\rsortingColumn\x12;\n" +
+	"\aqueries\x18\x03 \x03(\v2!.gatehouse.management.v1.OrgQueryR\aqueries\"\xd6\x01\n" +
+	"\x10ListOrgsResponse\x12>\n" +
+	"\adetails\x18\x01 \x01(\v2$.gatehouse.management.v1.ListDetailsR\adetails\x12L\n" +
+	"\x0esorting_column\x18\x02 \x01(\x0e2%.gatehouse.management.v1.OrgFieldNameR\rsortingColumn\x124\n" +
+	"\x06result\x18\x03 \x03(\v2\x1c.gatehouse.management.v1.OrgR\x06result\"D\n" +
 	"\x13AddOrgMemberRequest\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x14\n" +
 	"\x05roles\x18\x02 \x03(\tR\x05roles\"X\n" +
 	"\x14AddOrgMemberResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"1\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\x91\x01\n" +
+	"\x15ListOrgMembersRequest\x128\n" +
+	"\x05query\x18\x01 \x01(\v2\".gatehouse.management.v1.ListQueryR\x05query\x12>\n" +
+	"\aqueries\x18\x02 \x03(\v2$.gatehouse.management.v1.MemberQueryR\aqueries\"\x91\x01\n" +
+	"\x16ListOrgMembersResponse\x12>\n" +
+	"\adetails\x18\x01 \x01(\v2$.gatehouse.management.v1.ListDetailsR\adetails\x127\n" +
+	"\x06result\x18\x02 \x03(\v2\x1f.gatehouse.management.v1.MemberR\x06result\"1\n" +
 	"\x16RemoveOrgMemberRequest\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\"[\n" +
 	"\x17RemoveOrgMemberResponse\x12@\n" +
@@ -7008,13 +7489,27 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x15GetProjectByIDRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"T\n" +
 	"\x16GetProjectByIDResponse\x12:\n" +
-	"\aproject\x18\x01 \x01(\v2 .gatehouse.management.v1.ProjectR\aproject\"I\n" +
+	"\aproject\x18\x01 \x01(\v2 .gatehouse.management.v1.ProjectR\aproject\"\x90\x01\n" +
+	"\x13ListProjectsRequest\x128\n" +
+	"\x05query\x18\x01 \x01(\v2\".gatehouse.management.v1.ListQueryR\x05query\x12?\n" +
+	"\aqueries\x18\x02 \x03(\v2%.gatehouse.management.v1.ProjectQueryR\aqueries\"\x90\x01\n" +
+	"\x14ListProjectsResponse\x12>\n" +
+	"\adetails\x18\x01 \x01(\v2$.gatehouse.management.v1.ListDetailsR\adetails\x128\n" +
+	"\x06result\x18\x02 \x03(\v2 .gatehouse.management.v1.ProjectR\x06result\"I\n" +
 	"\x11GetAppByIDRequest\x12\x1d\n" +
 	"\n" +
 	"project_id\x18\x01 \x01(\tR\tprojectId\x12\x15\n" +
 	"\x06app_id\x18\x02 \x01(\tR\x05appId\"D\n" +
 	"\x12GetAppByIDResponse\x12.\n" +
-	"\x03app\x18\x01 \x01(\v2\x1c.gatehouse.management.v1.AppR\x03app\"\xe9\b\n" +
+	"\x03app\x18\x01 \x01(\v2\x1c.gatehouse.management.v1.AppR\x03app\"\xa7\x01\n" +
+	"\x0fListAppsRequest\x12\x1d\n" +
+	"\n" +
+	"project_id\x18\x01 \x01(\tR\tprojectId\x128\n" +
+	"\x05query\x18\x02 \x01(\v2\".gatehouse.management.v1.ListQueryR\x05query\x12;\n" +
+	"\aqueries\x18\x03 \x03(\v2!.gatehouse.management.v1.AppQueryR\aqueries\"\x88\x01\n" +
+	"\x10ListAppsResponse\x12>\n" +
+	"\adetails\x18\x01 \x01(\v2$.gatehouse.management.v1.ListDetailsR\adetails\x124\n" +
+	"\x06result\x18\x02 \x03(\v2\x1c.gatehouse.management.v1.AppR\x06result\"\xe9\b\n" +
 	"\x11AddOIDCAppRequest\x12\x1d\n" +
 	"\n" +
 	"project_id\x18\x01 \x01(\tR\tprojectId\x12\x12\n" +
@@ -7205,7 +7700,7 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x06idp_id\x18\x02 \x01(\tR\x05idpId\x12$\n" +
 	"\x0elinked_user_id\x18\x03 \x01(\tR\flinkedUserId\"Y\n" +
 	"\x15RemoveUserIDPResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails2\xeaC\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails2\xd5H\n" +
 	"\x11ManagementService\x12\x8b\x01\n" +
 	"\vGetUserByID\x12+.gatehouse.management.v1.GetUserByIDRequest\x1a,.gatehouse.management.v1.GetUserByIDResponse\"!\x82\xd3\xe4\x93\x02\x1b\x12\x19/management/v1/users/{id}\x12\x8b\x01\n" +
 	"\tListUsers\x12).gatehouse.management.v1.ListUsersRequest\x1a*.gatehouse.management.v1.ListUsersResponse\"'\x82\xd3\xe4\x93\x02!:\x01*\"\x1c/management/v1/users/_search\x12\x92\x01\n" +
@@ -7229,8 +7724,10 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x12RemoveUserMetadata\x122.gatehouse.management.v1.RemoveUserMetadataRequest\x1a3.gatehouse.management.v1.RemoveUserMetadataResponse\"0\x82\xd3\xe4\x93\x02**(/management/v1/users/{id}/metadata/{key}\x12\xbe\x01\n" +
 	"\x16BulkRemoveUserMetadata\x126.gatehouse.management.v1.BulkRemoveUserMetadataRequest\x1a7.gatehouse.management.v1.BulkRemoveUserMetadataResponse\"3\x82\xd3\xe4\x93\x02-:\x01**(/management/v1/users/{id}/metadata/_bulk\x12\x7f\n" +
 	"\bGetMyOrg\x12(.gatehouse.management.v1.GetMyOrgRequest\x1a).gatehouse.management.v1.GetMyOrgResponse\"\x1e\x82\xd3\xe4\x93\x02\x18\x12\x16/management/v1/orgs/me\x12y\n" +
-	"\x06AddOrg\x12&.gatehouse.management.v1.AddOrgRequest\x1a'.gatehouse.management.v1.AddOrgResponse\"\x1e\x82\xd3\xe4\x93\x02\x18:\x01*\"\x13/management/v1/orgs\x12\x96\x01\n" +
-	"\fAddOrgMember\x12,.gatehouse.management.v1.AddOrgMemberRequest\x1a-.gatehouse.management.v1.AddOrgMemberResponse\")\x82\xd3\xe4\x93\x02#:\x01*\"\x1e/management/v1/orgs/me/members\x12\xa6\x01\n" +
+	"\x06AddOrg\x12&.gatehouse.management.v1.AddOrgRequest\x1a'.gatehouse.management.v1.AddOrgResponse\"\x1e\x82\xd3\xe4\x93\x02\x18:\x01*\"\x13/management/v1/orgs\x12\x87\x01\n" +
+	"\bListOrgs\x12(.gatehouse.management.v1.ListOrgsRequest\x1a).gatehouse.management.v1.ListOrgsResponse\"&\x82\xd3\xe4\x93\x02 :\x01*\"\x1b/management/v1/orgs/_search\x12\x96\x01\n" +
+	"\fAddOrgMember\x12,.gatehouse.management.v1.AddOrgMemberRequest\x1a-.gatehouse.management.v1.AddOrgMemberResponse\")\x82\xd3\xe4\x93\x02#:\x01*\"\x1e/management/v1/orgs/me/members\x12\xa4\x01\n" +
+	"\x0eListOrgMembers\x12..gatehouse.management.v1.ListOrgMembersRequest\x1a/.gatehouse.management.v1.ListOrgMembersResponse\"1\x82\xd3\xe4\x93\x02+:\x01*\"&/management/v1/orgs/me/members/_search\x12\xa6\x01\n" +
 	"\x0fRemoveOrgMember\x12/.gatehouse.management.v1.RemoveOrgMemberRequest\x1a0.gatehouse.management.v1.RemoveOrgMemberResponse\"0\x82\xd3\xe4\x93\x02**(/management/v1/orgs/me/members/{user_id}\x12\x90\x01\n" +
 	"\rGetOrgIDPByID\x12-.gatehouse.management.v1.GetOrgIDPByIDRequest\x1a..gatehouse.management.v1.GetOrgIDPByIDResponse\" \x82\xd3\xe4\x93\x02\x1a\x12\x18/management/v1/idps/{id}\x12\x90\x01\n" +
 	"\vListOrgIDPs\x12+.gatehouse.management.v1.ListOrgIDPsRequest\x1a,.gatehouse.management.v1.ListOrgIDPsResponse\"&\x82\xd3\xe4\x93\x02 :\x01*\"\x1b/management/v1/idps/_search\x12\x96\x01\n" +
@@ -7241,9 +7738,11 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\fRemoveOrgIDP\x12,.gatehouse.management.v1.RemoveOrgIDPRequest\x1a-.gatehouse.management.v1.RemoveOrgIDPResponse\"$\x82\xd3\xe4\x93\x02\x1e*\x1c/management/v1/idps/{idp_id}\x12\x89\x01\n" +
 	"\n" +
 	"AddProject\x12*.gatehouse.management.v1.AddProjectRequest\x1a+.gatehouse.management.v1.AddProjectResponse\"\"\x82\xd3\xe4\x93\x02\x1c:\x01*\"\x17/management/v1/projects\x12\x97\x01\n" +
-	"\x0eGetProjectByID\x12..gatehouse.management.v1.GetProjectByIDRequest\x1a/.gatehouse.management.v1.GetProjectByIDResponse\"$\x82\xd3\xe4\x93\x02\x1e\x12\x1c/management/v1/projects/{id}\x12\xa1\x01\n" +
+	"\x0eGetProjectByID\x12..gatehouse.management.v1.GetProjectByIDRequest\x1a/.gatehouse.management.v1.GetProjectByIDResponse\"$\x82\xd3\xe4\x93\x02\x1e\x12\x1c/management/v1/projects/{id}\x12\x97\x01\n" +
+	"\fListProjects\x12,.gatehouse.management.v1.ListProjectsRequest\x1a-.gatehouse.management.v1.ListProjectsResponse\"*\x82\xd3\xe4\x93\x02$:\x01*\"\x1f/management/v1/projects/_search\x12\xa1\x01\n" +
 	"\n" +
-	"GetAppByID\x12*.gatehouse.management.v1.GetAppByIDRequest\x1a+.gatehouse.management.v1.GetAppByIDResponse\":\x82\xd3\xe4\x93\x024\x122/management/v1/projects/{project_id}/apps/{app_id}\x12\xa0\x01\n" +
+	"GetAppByID\x12*.gatehouse.management.v1.GetAppByIDRequest\x1a+.gatehouse.management.v1.GetAppByIDResponse\":\x82\xd3\xe4\x93\x024\x122/management/v1/projects/{project_id}/apps/{app_id}\x12\x9d\x01\n" +
+	"\bListApps\x12(.gatehouse.management.v1.ListAppsRequest\x1a).gatehouse.management.v1.ListAppsResponse\"<\x82\xd3\xe4\x93\x026:\x01*\"1/management/v1/projects/{project_id}/apps/_search\x12\xa0\x01\n" +
 	"\n" +
 	"AddOIDCApp\x12*.gatehouse.management.v1.AddOIDCAppRequest\x1a+.gatehouse.management.v1.AddOIDCAppResponse\"9\x82\xd3\xe4\x93\x023:\x01*\"./management/v1/projects/{project_id}/apps/oidc\x12\xcb\x01\n" +
 	"\x13UpdateOIDCAppConfig\x123.gatehouse.management.v1.UpdateOIDCAppConfigRequest\x1a4.gatehouse.management.v1.UpdateOIDCAppConfigResponse\"I\x82\xd3\xe4\x93\x02C:\x01*\x1a>/management/v1/projects/{project_id}/apps/{app_id}/oidc_config\x12\xf8\x01\n" +
@@ -7276,7 +7775,7 @@ func file_gatehouse_management_v1_management_proto_rawDescGZIP() []byte {
 	return file_gatehouse_management_v1_management_proto_rawDescData
 }
 
-var file_gatehouse_management_v1_management_proto_msgTypes = make([]protoimpl.MessageInfo, 109)
+var file_gatehouse_management_v1_management_proto_msgTypes = make([]protoimpl.MessageInfo, 117)
 var file_gatehouse_management_v1_management_proto_goTypes = []any{
 	(*GetUserByIDRequest)(nil),                    // 0: gatehouse.management.v1.GetUserByIDRequest
 	(*GetUserByIDResponse)(nil),                   // 1: gatehouse.management.v1.GetUserByIDResponse
@@ -7322,342 +7821,382 @@ var file_gatehouse_management_v1_management_proto_goTypes = []any{
 	(*GetMyOrgResponse)(nil),                      // 41: gatehouse.management.v1.GetMyOrgResponse
 	(*AddOrgRequest)(nil),                         // 42: gatehouse.management.v1.AddOrgRequest
 	(*AddOrgResponse)(nil),                        // 43: gatehouse.management.v1.AddOrgResponse
-	(*AddOrgMemberRequest)(nil),                   // 44: gatehouse.management.v1.AddOrgMemberRequest
-	(*AddOrgMemberResponse)(nil),                  // 45: gatehouse.management.v1.AddOrgMemberResponse
-	(*RemoveOrgMemberRequest)(nil),                // 46: gatehouse.management.v1.RemoveOrgMemberRequest
-	(*RemoveOrgMemberResponse)(nil),               // 47: gatehouse.management.v1.RemoveOrgMemberResponse
-	(*GetOrgIDPByIDRequest)(nil),                  // 48: gatehouse.management.v1.GetOrgIDPByIDRequest
-	(*GetOrgIDPByIDResponse)(nil),                 // 49: gatehouse.management.v1.GetOrgIDPByIDResponse
-	(*ListOrgIDPsRequest)(nil),                    // 50: gatehouse.management.v1.ListOrgIDPsRequest
-	(*ListOrgIDPsResponse)(nil),                   // 51: gatehouse.management.v1.ListOrgIDPsResponse
-	(*AddOrgOIDCIDPRequest)(nil),                  // 52: gatehouse.management.v1.AddOrgOIDCIDPRequest
-	(*AddOrgOIDCIDPResponse)(nil),                 // 53: gatehouse.management.v1.AddOrgOIDCIDPResponse
-	(*UpdateOrgIDPOIDCConfigRequest)(nil),         // 54: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest
-	(*UpdateOrgIDPOIDCConfigResponse)(nil),        // 55: gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse
-	(*DeactivateOrgIDPRequest)(nil),               // 56: gatehouse.management.v1.DeactivateOrgIDPRequest
-	(*DeactivateOrgIDPResponse)(nil),              // 57: gatehouse.management.v1.DeactivateOrgIDPResponse
-	(*ReactivateOrgIDPRequest)(nil),               // 58: gatehouse.management.v1.ReactivateOrgIDPRequest
-	(*ReactivateOrgIDPResponse)(nil),              // 59: gatehouse.management.v1.ReactivateOrgIDPResponse
-	(*RemoveOrgIDPRequest)(nil),                   // 60: gatehouse.management.v1.RemoveOrgIDPRequest
-	(*RemoveOrgIDPResponse)(nil),                  // 61: gatehouse.management.v1.RemoveOrgIDPResponse
-	(*AddProjectRequest)(nil),                     // 62: gatehouse.management.v1.AddProjectRequest
-	(*AddProjectResponse)(nil),                    // 63: gatehouse.management.v1.AddProjectResponse
-	(*GetProjectByIDRequest)(nil),                 // 64: gatehouse.management.v1.GetProjectByIDRequest
-	(*GetProjectByIDResponse)(nil),                // 65: gatehouse.management.v1.GetProjectByIDResponse
-	(*GetAppByIDRequest)(nil),                     // 66: gatehouse.management.v1.GetAppByIDRequest
-	(*GetAppByIDResponse)(nil),                    // 67: gatehouse.management.v1.GetAppByIDResponse
-	(*AddOIDCAppRequest)(nil),                     // 68: gatehouse.management.v1.AddOIDCAppRequest
-	(*AddOIDCAppResponse)(nil),                    // 69: gatehouse.management.v1.AddOIDCAppResponse
-	(*UpdateOIDCAppConfigRequest)(nil),            // 70: gatehouse.management.v1.UpdateOIDCAppConfigRequest
-	(*UpdateOIDCAppConfigResponse)(nil),           // 71: gatehouse.management.v1.UpdateOIDCAppConfigResponse
-	(*RegenerateOIDCClientSecretRequest)(nil),     // 72: gatehouse.management.v1.RegenerateOIDCClientSecretRequest
-	(*RegenerateOIDCClientSecretResponse)(nil),    // 73: gatehouse.management.v1.RegenerateOIDCClientSecretResponse
-	(*AddAPIAppRequest)(nil),                      // 74: gatehouse.management.v1.AddAPIAppRequest
-	(*AddAPIAppResponse)(nil),                     // 75: gatehouse.management.v1.AddAPIAppResponse
-	(*AddAppKeyRequest)(nil),                      // 76: gatehouse.management.v1.AddAppKeyRequest
-	(*AddAppKeyResponse)(nil),                     // 77: gatehouse.management.v1.AddAppKeyResponse
-	(*RemoveAppKeyRequest)(nil),                   // 78: gatehouse.management.v1.RemoveAppKeyRequest
-	(*RemoveAppKeyResponse)(nil),                  // 79: gatehouse.management.v1.RemoveAppKeyResponse
-	(*AddProjectGrantRequest)(nil),                // 80: gatehouse.management.v1.AddProjectGrantRequest
-	(*AddProjectGrantResponse)(nil),               // 81: gatehouse.management.v1.AddProjectGrantResponse
-	(*ListProjectGrantsRequest)(nil),              // 82: gatehouse.management.v1.ListProjectGrantsRequest
-	(*ListProjectGrantsResponse)(nil),             // 83: gatehouse.management.v1.ListProjectGrantsResponse
-	(*UpdateProjectGrantRequest)(nil),             // 84: gatehouse.management.v1.UpdateProjectGrantRequest
-	(*UpdateProjectGrantResponse)(nil),            // 85: gatehouse.management.v1.UpdateProjectGrantResponse
-	(*RemoveProjectGrantRequest)(nil),             // 86: gatehouse.management.v1.RemoveProjectGrantRequest
-	(*RemoveProjectGrantResponse)(nil),            // 87: gatehouse.management.v1.RemoveProjectGrantResponse
-	(*GetLoginPolicyRequest)(nil),                 // 88: gatehouse.management.v1.GetLoginPolicyRequest
-	(*GetLoginPolicyResponse)(nil),                // 89: gatehouse.management.v1.GetLoginPolicyResponse
-	(*AddCustomLoginPolicyRequest)(nil),           // 90: gatehouse.management.v1.AddCustomLoginPolicyRequest
-	(*AddCustomLoginPolicyResponse)(nil),          // 91: gatehouse.management.v1.AddCustomLoginPolicyResponse
-	(*UpdateCustomLoginPolicyRequest)(nil),        // 92: gatehouse.management.v1.UpdateCustomLoginPolicyRequest
-	(*UpdateCustomLoginPolicyResponse)(nil),       // 93: gatehouse.management.v1.UpdateCustomLoginPolicyResponse
-	(*ResetLoginPolicyToDefaultRequest)(nil),      // 94: gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
-	(*ResetLoginPolicyToDefaultResponse)(nil),     // 95: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
-	(*ListUserIDPsRequest)(nil),                   // 96: gatehouse.management.v1.ListUserIDPsRequest
-	(*ListUserIDPsResponse)(nil),                  // 97: gatehouse.management.v1.ListUserIDPsResponse
-	(*RemoveUserIDPRequest)(nil),                  // 98: gatehouse.management.v1.RemoveUserIDPRequest
-	(*RemoveUserIDPResponse)(nil),                 // 99: gatehouse.management.v1.RemoveUserIDPResponse
-	(*AddHumanUserRequest_Profile)(nil),           // 100: gatehouse.management.v1.AddHumanUserRequest.Profile
-	(*AddHumanUserRequest_Email)(nil),             // 101: gatehouse.management.v1.AddHumanUserRequest.Email
-	(*AddHumanUserRequest_Phone)(nil),             // 102: gatehouse.management.v1.AddHumanUserRequest.Phone
-	(*ImportHumanUserRequest_Profile)(nil),        // 103: gatehouse.management.v1.ImportHumanUserRequest.Profile
-	(*ImportHumanUserRequest_Email)(nil),          // 104: gatehouse.management.v1.ImportHumanUserRequest.Email
-	(*ImportHumanUserRequest_Phone)(nil),          // 105: gatehouse.management.v1.ImportHumanUserRequest.Phone
-	(*ImportHumanUserRequest_HashedPassword)(nil), // 106: gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
-	(*BulkSetUserMetadataRequest_Metadata)(nil),   // 107: gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
-	(*AddCustomLoginPolicyRequest_IDP)(nil),       // 108: gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
-	(*User)(nil),                                  // 109: gatehouse.management.v1.User
-	(*ListQuery)(nil),                             // 110: gatehouse.management.v1.ListQuery
-	(UserFieldName)(0),                            // 111: gatehouse.management.v1.UserFieldName
-	(*UserQuery)(nil),                             // 112: gatehouse.management.v1.UserQuery
-	(*ListDetails)(nil),                           // 113: gatehouse.management.v1.ListDetails
-	(*ObjectDetails)(nil),                         // 114: gatehouse.management.v1.ObjectDetails
-	(AccessTokenType)(0),                          // 115: gatehouse.management.v1.AccessTokenType
-	(KeyType)(0),                                  // 116: gatehouse.management.v1.KeyType
-	(*timestamppb.Timestamp)(nil),                 // 117: google.protobuf.Timestamp
-	(*Key)(nil),                                   // 118: gatehouse.management.v1.Key
-	(*MetadataQuery)(nil),                         // 119: gatehouse.management.v1.MetadataQuery
-	(*Metadata)(nil),                              // 120: gatehouse.management.v1.Metadata
-	(*Org)(nil),                                   // 121: gatehouse.management.v1.Org
-	(*IDP)(nil),                                   // 122: gatehouse.management.v1.IDP
-	(IDPFieldName)(0),                             // 123: gatehouse.management.v1.IDPFieldName
-	(*IDPQuery)(nil),                              // 124: gatehouse.management.v1.IDPQuery
-	(StylingType)(0),                              // 125: gatehouse.management.v1.StylingType
-	(OIDCMappingField)(0),                         // 126: gatehouse.management.v1.OIDCMappingField
-	(PrivateLabelingSetting)(0),                   // 127: gatehouse.management.v1.PrivateLabelingSetting
-	(*Project)(nil),                               // 128: gatehouse.management.v1.Project
-	(*App)(nil),                                   // 129: gatehouse.management.v1.App
-	(OIDCResponseType)(0),                         // 130: gatehouse.management.v1.OIDCResponseType
-	(OIDCGrantType)(0),                            // 131: gatehouse.management.v1.OIDCGrantType
-	(OIDCAppType)(0),                              // 132: gatehouse.management.v1.OIDCAppType
-	(OIDCAuthMethodType)(0),                       // 133: gatehouse.management.v1.OIDCAuthMethodType
-	(OIDCVersion)(0),                              // 134: gatehouse.management.v1.OIDCVersion
-	(OIDCTokenType)(0),                            // 135: gatehouse.management.v1.OIDCTokenType
-	(*durationpb.Duration)(nil),                   // 136: google.protobuf.Duration
-	(*LoginVersion)(nil),                          // 137: gatehouse.management.v1.LoginVersion
-	(*LocalizedMessage)(nil),                      // 138: gatehouse.management.v1.LocalizedMessage
-	(APIAuthMethodType)(0),                        // 139: gatehouse.management.v1.APIAuthMethodType
-	(*ProjectGrant)(nil),                          // 140: gatehouse.management.v1.ProjectGrant
-	(*LoginPolicy)(nil),                           // 141: gatehouse.management.v1.LoginPolicy
-	(PasswordlessType)(0),                         // 142: gatehouse.management.v1.PasswordlessType
-	(SecondFactorType)(0),                         // 143: gatehouse.management.v1.SecondFactorType
-	(MultiFactorType)(0),                          // 144: gatehouse.management.v1.MultiFactorType
-	(*IDPUserLink)(nil),                           // 145: gatehouse.management.v1.IDPUserLink
-	(Gender)(0),                                   // 146: gatehouse.management.v1.Gender
-	(*SetAppAdminClientRequest)(nil),              // 147: gatehouse.management.v1.SetAppAdminClientRequest
-	(*SetAppAdminClientResponse)(nil),             // 148: gatehouse.management.v1.SetAppAdminClientResponse
+	(*ListOrgsRequest)(nil),                       // 44: gatehouse.management.v1.ListOrgsRequest
+	(*ListOrgsResponse)(nil),                      // 45: gatehouse.management.v1.ListOrgsResponse
+	(*AddOrgMemberRequest)(nil),                   // 46: gatehouse.management.v1.AddOrgMemberRequest
+	(*AddOrgMemberResponse)(nil),                  // 47: gatehouse.management.v1.AddOrgMemberResponse
+	(*ListOrgMembersRequest)(nil),                 // 48: gatehouse.management.v1.ListOrgMembersRequest
+	(*ListOrgMembersResponse)(nil),                // 49: gatehouse.management.v1.ListOrgMembersResponse
+	(*RemoveOrgMemberRequest)(nil),                // 50: gatehouse.management.v1.RemoveOrgMemberRequest
+	(*RemoveOrgMemberResponse)(nil),               // 51: gatehouse.management.v1.RemoveOrgMemberResponse
+	(*GetOrgIDPByIDRequest)(nil),                  // 52: gatehouse.management.v1.GetOrgIDPByIDRequest
+	(*GetOrgIDPByIDResponse)(nil),                 // 53: gatehouse.management.v1.GetOrgIDPByIDResponse
+	(*ListOrgIDPsRequest)(nil),                    // 54: gatehouse.management.v1.ListOrgIDPsRequest
+	(*ListOrgIDPsResponse)(nil),                   // 55: gatehouse.management.v1.ListOrgIDPsResponse
+	(*AddOrgOIDCIDPRequest)(nil),                  // 56: gatehouse.management.v1.AddOrgOIDCIDPRequest
+	(*AddOrgOIDCIDPResponse)(nil),                 // 57: gatehouse.management.v1.AddOrgOIDCIDPResponse
+	(*UpdateOrgIDPOIDCConfigRequest)(nil),         // 58: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest
+	(*UpdateOrgIDPOIDCConfigResponse)(nil),        // 59: gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse
+	(*DeactivateOrgIDPRequest)(nil),               // 60: gatehouse.management.v1.DeactivateOrgIDPRequest
+	(*DeactivateOrgIDPResponse)(nil),              // 61: gatehouse.management.v1.DeactivateOrgIDPResponse
+	(*ReactivateOrgIDPRequest)(nil),               // 62: gatehouse.management.v1.ReactivateOrgIDPRequest
+	(*ReactivateOrgIDPResponse)(nil),              // 63: gatehouse.management.v1.ReactivateOrgIDPResponse
+	(*RemoveOrgIDPRequest)(nil),                   // 64: gatehouse.management.v1.RemoveOrgIDPRequest
+	(*RemoveOrgIDPResponse)(nil),                  // 65: gatehouse.management.v1.RemoveOrgIDPResponse
+	(*AddProjectRequest)(nil),                     // 66: gatehouse.management.v1.AddProjectRequest
+	(*AddProjectResponse)(nil),                    // 67: gatehouse.management.v1.AddProjectResponse
+	(*GetProjectByIDRequest)(nil),                 // 68: gatehouse.management.v1.GetProjectByIDRequest
+	(*GetProjectByIDResponse)(nil),                // 69: gatehouse.management.v1.GetProjectByIDResponse
+	(*ListProjectsRequest)(nil),                   // 70: gatehouse.management.v1.ListProjectsRequest
+	(*ListProjectsResponse)(nil),                  // 71: gatehouse.management.v1.ListProjectsResponse
+	(*GetAppByIDRequest)(nil),                     // 72: gatehouse.management.v1.GetAppByIDRequest
+	(*GetAppByIDResponse)(nil),                    // 73: gatehouse.management.v1.GetAppByIDResponse
+	(*ListAppsRequest)(nil),                       // 74: gatehouse.management.v1.ListAppsRequest
+	(*ListAppsResponse)(nil),                      // 75: gatehouse.management.v1.ListAppsResponse
+	(*AddOIDCAppRequest)(nil),                     // 76: gatehouse.management.v1.AddOIDCAppRequest
+	(*AddOIDCAppResponse)(nil),                    // 77: gatehouse.management.v1.AddOIDCAppResponse
+	(*UpdateOIDCAppConfigRequest)(nil),            // 78: gatehouse.management.v1.UpdateOIDCAppConfigRequest
+	(*UpdateOIDCAppConfigResponse)(nil),           // 79: gatehouse.management.v1.UpdateOIDCAppConfigResponse
+	(*RegenerateOIDCClientSecretRequest)(nil),     // 80: gatehouse.management.v1.RegenerateOIDCClientSecretRequest
+	(*RegenerateOIDCClientSecretResponse)(nil),    // 81: gatehouse.management.v1.RegenerateOIDCClientSecretResponse
+	(*AddAPIAppRequest)(nil),                      // 82: gatehouse.management.v1.AddAPIAppRequest
+	(*AddAPIAppResponse)(nil),                     // 83: gatehouse.management.v1.AddAPIAppResponse
+	(*AddAppKeyRequest)(nil),                      // 84: gatehouse.management.v1.AddAppKeyRequest
+	(*AddAppKeyResponse)(nil),                     // 85: gatehouse.management.v1.AddAppKeyResponse
+	(*RemoveAppKeyRequest)(nil),                   // 86: gatehouse.management.v1.RemoveAppKeyRequest
+	(*RemoveAppKeyResponse)(nil),                  // 87: gatehouse.management.v1.RemoveAppKeyResponse
+	(*AddProjectGrantRequest)(nil),                // 88: gatehouse.management.v1.AddProjectGrantRequest
+	(*AddProjectGrantResponse)(nil),               // 89: gatehouse.management.v1.AddProjectGrantResponse
+	(*ListProjectGrantsRequest)(nil),              // 90: gatehouse.management.v1.ListProjectGrantsRequest
+	(*ListProjectGrantsResponse)(nil),             // 91: gatehouse.management.v1.ListProjectGrantsResponse
+	(*UpdateProjectGrantRequest)(nil),             // 92: gatehouse.management.v1.UpdateProjectGrantRequest
+	(*UpdateProjectGrantResponse)(nil),            // 93: gatehouse.management.v1.UpdateProjectGrantResponse
+	(*RemoveProjectGrantRequest)(nil),             // 94: gatehouse.management.v1.RemoveProjectGrantRequest
+	(*RemoveProjectGrantResponse)(nil),            // 95: gatehouse.management.v1.RemoveProjectGrantResponse
+	(*GetLoginPolicyRequest)(nil),                 // 96: gatehouse.management.v1.GetLoginPolicyRequest
+	(*GetLoginPolicyResponse)(nil),                // 97: gatehouse.management.v1.GetLoginPolicyResponse
+	(*AddCustomLoginPolicyRequest)(nil),           // 98: gatehouse.management.v1.AddCustomLoginPolicyRequest
+	(*AddCustomLoginPolicyResponse)(nil),          // 99: gatehouse.management.v1.AddCustomLoginPolicyResponse
+	(*UpdateCustomLoginPolicyRequest)(nil),        // 100: gatehouse.management.v1.UpdateCustomLoginPolicyRequest
+	(*UpdateCustomLoginPolicyResponse)(nil),       // 101: gatehouse.management.v1.UpdateCustomLoginPolicyResponse
+	(*ResetLoginPolicyToDefaultRequest)(nil),      // 102: gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
+	(*ResetLoginPolicyToDefaultResponse)(nil),     // 103: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
+	(*ListUserIDPsRequest)(nil),                   // 104: gatehouse.management.v1.ListUserIDPsRequest
+	(*ListUserIDPsResponse)(nil),                  // 105: gatehouse.management.v1.ListUserIDPsResponse
+	(*RemoveUserIDPRequest)(nil),                  // 106: gatehouse.management.v1.RemoveUserIDPRequest
+	(*RemoveUserIDPResponse)(nil),                 // 107: gatehouse.management.v1.RemoveUserIDPResponse
+	(*AddHumanUserRequest_Profile)(nil),           // 108: gatehouse.management.v1.AddHumanUserRequest.Profile
+	(*AddHumanUserRequest_Email)(nil),             // 109: gatehouse.management.v1.AddHumanUserRequest.Email
+	(*AddHumanUserRequest_Phone)(nil),             // 110: gatehouse.management.v1.AddHumanUserRequest.Phone
+	(*ImportHumanUserRequest_Profile)(nil),        // 111: gatehouse.management.v1.ImportHumanUserRequest.Profile
+	(*ImportHumanUserRequest_Email)(nil),          // 112: gatehouse.management.v1.ImportHumanUserRequest.Email
+	(*ImportHumanUserRequest_Phone)(nil),          // 113: gatehouse.management.v1.ImportHumanUserRequest.Phone
+	(*ImportHumanUserRequest_HashedPassword)(nil), // 114: gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
+	(*BulkSetUserMetadataRequest_Metadata)(nil),   // 115: gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
+	(*AddCustomLoginPolicyRequest_IDP)(nil),       // 116: gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
+	(*User)(nil),                                  // 117: gatehouse.management.v1.User
+	(*ListQuery)(nil),                             // 118: gatehouse.management.v1.ListQuery
+	(UserFieldName)(0),                            // 119: gatehouse.management.v1.UserFieldName
+	(*UserQuery)(nil),                             // 120: gatehouse.management.v1.UserQuery
+	(*ListDetails)(nil),                           // 121: gatehouse.management.v1.ListDetails
+	(*ObjectDetails)(nil),                         // 122: gatehouse.management.v1.ObjectDetails
+	(AccessTokenType)(0),                          // 123: gatehouse.management.v1.AccessTokenType
+	(KeyType)(0),                                  // 124: gatehouse.management.v1.KeyType
+	(*timestamppb.Timestamp)(nil),                 // 125: google.protobuf.Timestamp
+	(*Key)(nil),                                   // 126: gatehouse.management.v1.Key
+	(*MetadataQuery)(nil),                         // 127: gatehouse.management.v1.MetadataQuery
+	(*Metadata)(nil),                              // 128: gatehouse.management.v1.Metadata
+	(*Org)(nil),                                   // 129: gatehouse.management.v1.Org
+	(OrgFieldName)(0),                             // 130: gatehouse.management.v1.OrgFieldName
+	(*OrgQuery)(nil),                              // 131: gatehouse.management.v1.OrgQuery
+	(*MemberQuery)(nil),                           // 132: gatehouse.management.v1.MemberQuery
+	(*Member)(nil),                                // 133: gatehouse.management.v1.Member
+	(*IDP)(nil),                                   // 134: gatehouse.management.v1.IDP
+	(IDPFieldName)(0),                             // 135: gatehouse.management.v1.IDPFieldName
+	(*IDPQuery)(nil),                              // 136: gatehouse.management.v1.IDPQuery
+	(StylingType)(0),                              // 137: gatehouse.management.v1.StylingType
+	(OIDCMappingField)(0),                         // 138: gatehouse.management.v1.OIDCMappingField
+	(PrivateLabelingSetting)(0),                   // 139: gatehouse.management.v1.PrivateLabelingSetting
+	(*Project)(nil),                               // 140: gatehouse.management.v1.Project
+	(*ProjectQuery)(nil),                          // 141: gatehouse.management.v1.ProjectQuery
+	(*App)(nil),                                   // 142: gatehouse.management.v1.App
+	(*AppQuery)(nil),                              // 143: gatehouse.management.v1.AppQuery
+	(OIDCResponseType)(0),                         // 144: gatehouse.management.v1.OIDCResponseType
+	(OIDCGrantType)(0),                            // 145: gatehouse.management.v1.OIDCGrantType
+	(OIDCAppType)(0),                              // 146: gatehouse.management.v1.OIDCAppType
+	(OIDCAuthMethodType)(0),                       // 147: gatehouse.management.v1.OIDCAuthMethodType
+	(OIDCVersion)(0),                              // 148: gatehouse.management.v1.OIDCVersion
+	(OIDCTokenType)(0),                            // 149: gatehouse.management.v1.OIDCTokenType
+	(*durationpb.Duration)(nil),                   // 150: google.protobuf.Duration
+	(*LoginVersion)(nil),                          // 151: gatehouse.management.v1.LoginVersion
+	(*LocalizedMessage)(nil),                      // 152: gatehouse.management.v1.LocalizedMessage
+	(APIAuthMethodType)(0),                        // 153: gatehouse.management.v1.APIAuthMethodType
+	(*ProjectGrant)(nil),                          // 154: gatehouse.management.v1.ProjectGrant
+	(*LoginPolicy)(nil),                           // 155: gatehouse.management.v1.LoginPolicy
+	(PasswordlessType)(0),                         // 156: gatehouse.management.v1.PasswordlessType
+	(SecondFactorType)(0),                         // 157: gatehouse.management.v1.SecondFactorType
+	(MultiFactorType)(0),                          // 158: gatehouse.management.v1.MultiFactorType
+	(*IDPUserLink)(nil),                           // 159: gatehouse.management.v1.IDPUserLink
+	(Gender)(0),                                   // 160: gatehouse.management.v1.Gender
+	(*SetAppAdminClientRequest)(nil),              // 161: gatehouse.management.v1.SetAppAdminClientRequest
+	(*SetAppAdminClientResponse)(nil),             // 162: gatehouse.management.v1.SetAppAdminClientResponse
 }
 var file_gatehouse_management_v1_management_proto_depIdxs = []int32{
-	109, // 0: gatehouse.management.v1.GetUserByIDResponse.user:type_name -> gatehouse.management.v1.User
-	110, // 1: gatehouse.management.v1.ListUsersRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	111, // 2: gatehouse.management.v1.ListUsersRequest.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
-	112, // 3: gatehouse.management.v1.ListUsersRequest.queries:type_name -> gatehouse.management.v1.UserQuery
-	113, // 4: gatehouse.management.v1.ListUsersResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	111, // 5: gatehouse.management.v1.ListUsersResponse.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
-	109, // 6: gatehouse.management.v1.ListUsersResponse.result:type_name -> gatehouse.management.v1.User
-	100, // 7: gatehouse.management.v1.AddHumanUserRequest.profile:type_name -> gatehouse.management.v1.AddHumanUserRequest.Profile
-	101, // 8: gatehouse.management.v1.AddHumanUserRequest.email:type_name -> gatehouse.management.v1.AddHumanUserRequest.Email
-	102, // 9: gatehouse.management.v1.AddHumanUserRequest.phone:type_name -> gatehouse.management.v1.AddHumanUserRequest.Phone
-	114, // 10: gatehouse.management.v1.AddHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	103, // 11: gatehouse.management.v1.ImportHumanUserRequest.profile:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Profile
-	104, // 12: gatehouse.management.v1.ImportHumanUserRequest.email:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Email
-	105, // 13: gatehouse.management.v1.ImportHumanUserRequest.phone:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Phone
-	106, // 14: gatehouse.management.v1.ImportHumanUserRequest.hashed_password:type_name -> gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
-	114, // 15: gatehouse.management.v1.ImportHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	115, // 16: gatehouse.management.v1.AddMachineUserRequest.access_token_type:type_name -> gatehouse.management.v1.AccessTokenType
-	114, // 17: gatehouse.management.v1.AddMachineUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	114, // 18: gatehouse.management.v1.DeactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	114, // 19: gatehouse.management.v1.ReactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	114, // 20: gatehouse.management.v1.RemoveUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	114, // 21: gatehouse.management.v1.SetHumanPasswordResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	116, // 22: gatehouse.management.v1.AddMachineKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
-	117, // 23: gatehouse.management.v1.AddMachineKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
-	114, // 24: gatehouse.management.v1.AddMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	110, // 25: gatehouse.management.v1.ListMachineKeysRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	113, // 26: gatehouse.management.v1.ListMachineKeysResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	118, // 27: gatehouse.management.v1.ListMachineKeysResponse.result:type_name -> gatehouse.management.v1.Key
-	114, // 28: gatehouse.management.v1.RemoveMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	114, // 29: gatehouse.management.v1.GenerateMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	114, // 30: gatehouse.management.v1.RemoveMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	114, // 31: gatehouse.management.v1.SetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	107, // 32: gatehouse.management.v1.BulkSetUserMetadataRequest.metadata:type_name -> gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
-	114, // 33: gatehouse.management.v1.BulkSetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	110, // 34: gatehouse.management.v1.ListUserMetadataRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	119, // 35: gatehouse.management.v1.ListUserMetadataRequest.queries:type_name -> gatehouse.management.v1.MetadataQuery
-	113, // 36: gatehouse.management.v1.ListUserMetadataResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	120, // 37: gatehouse.management.v1.ListUserMetadataResponse.result:type_name -> gatehouse.management.v1.Metadata
-	120, // 38: gatehouse.management.v1.GetUserMetadataResponse.metadata:type_name -> gatehouse.management.v1.Metadata
-	114, // 39: gatehouse.management.v1.RemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	114, // 40: gatehouse.management.v1.BulkRemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	121, // 41: gatehouse.management.v1.GetMyOrgResponse.org:type_name -> gatehouse.management.v1.Org
-	114, // 42: gatehouse.management.v1.AddOrgResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	114, // 43: gatehouse.management.v1.AddOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	114, // 44: gatehouse.management.v1.RemoveOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	122, // 45: gatehouse.management.v1.GetOrgIDPByIDResponse.idp:type_name -> gatehouse.management.v1.IDP
-	110, // 46: gatehouse.management.v1.ListOrgIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	123, // 47: gatehouse.management.v1.ListOrgIDPsRequest.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
-	124, // 48: gatehouse.management.v1.ListOrgIDPsRequest.queries:type_name -> gatehouse.management.v1.IDPQuery
-	113, // 49: gatehouse.management.v1.ListOrgIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	123, // 50: gatehouse.management.v1.ListOrgIDPsResponse.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
-	122, // 51: gatehouse.management.v1.ListOrgIDPsResponse.result:type_name -> gatehouse.management.v1.IDP
-	125, // 52: gatehouse.management.v1.AddOrgOIDCIDPRequest.styling_type:type_name -> gatehouse.management.v1.StylingType
-	126, // 53: gatehouse.management.v1.AddOrgOIDCIDPRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	126, // 54: gatehouse.management.v1.AddOrgOIDCIDPRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	114, // 55: gatehouse.management.v1.AddOrgOIDCIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	126, // 56: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	126, // 57: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	114, // 58: gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	114, // 59: gatehouse.management.v1.DeactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	114, // 60: gatehouse.management.v1.ReactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	114, // 61: gatehouse.management.v1.RemoveOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	127, // 62: gatehouse.management.v1.AddProjectRequest.private_labeling_setting:type_name -> gatehouse.management.v1.PrivateLabelingSetting
-	114, // 63: gatehouse.management.v1.AddProjectResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	128, // 64: gatehouse.management.v1.GetProjectByIDResponse.project:type_name -> gatehouse.management.v1.Project
-	129, // 65: gatehouse.management.v1.GetAppByIDResponse.app:type_name -> gatehouse.management.v1.App
-	130, // 66: gatehouse.management.v1.AddOIDCAppRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
-	131, // 67: gatehouse.management.v1.AddOIDCAppRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
-	132, // 68: gatehouse.management.v1.AddOIDCAppRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
-	133, // 69: gatehouse.management.v1.AddOIDCAppRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
-	134, // 70: gatehouse.management.v1.AddOIDCAppRequest.version:type_name -> gatehouse.management.v1.OIDCVersion
-	135, // 71: gatehouse.management.v1.AddOIDCAppRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
-	136, // 72: gatehouse.management.v1.AddOIDCAppRequest.clock_skew:type_name -> google.protobuf.Duration
-	137, // 73: gatehouse.management.v1.AddOIDCAppRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
-	114, // 74: gatehouse.management.v1.AddOIDCAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	138, // 75: gatehouse.management.v1.AddOIDCAppResponse.compliance_problems:type_name -> gatehouse.management.v1.LocalizedMessage
-	130, // 76: gatehouse.management.v1.UpdateOIDCAppConfigRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
-	131, // 77: gatehouse.management.v1.UpdateOIDCAppConfigRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
-	132, // 78: gatehouse.management.v1.UpdateOIDCAppConfigRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
-	133, // 79: gatehouse.management.v1.UpdateOIDCAppConfigRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
-	135, // 80: gatehouse.management.v1.UpdateOIDCAppConfigRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
-	136, // 81: gatehouse.management.v1.UpdateOIDCAppConfigRequest.clock_skew:type_name -> google.protobuf.Duration
-	137, // 82: gatehouse.management.v1.UpdateOIDCAppConfigRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
-	114, // 83: gatehouse.management.v1.UpdateOIDCAppConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	114, // 84: gatehouse.management.v1.RegenerateOIDCClientSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	139, // 85: gatehouse.management.v1.AddAPIAppRequest.auth_method_type:type_name -> gatehouse.management.v1.APIAuthMethodType
-	114, // 86: gatehouse.management.v1.AddAPIAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	116, // 87: gatehouse.management.v1.AddAppKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
-	117, // 88: gatehouse.management.v1.AddAppKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
-	114, // 89: gatehouse.management.v1.AddAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	114, // 90: gatehouse.management.v1.RemoveAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	114, // 91: gatehouse.management.v1.AddProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	110, // 92: gatehouse.management.v1.ListProjectGrantsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	113, // 93: gatehouse.management.v1.ListProjectGrantsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	140, // 94: gatehouse.management.v1.ListProjectGrantsResponse.result:type_name -> gatehouse.management.v1.ProjectGrant
-	114, // 95: gatehouse.management.v1.UpdateProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	114, // 96: gatehouse.management.v1.RemoveProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	141, // 97: gatehouse.management.v1.GetLoginPolicyResponse.policy:type_name -> gatehouse.management.v1.LoginPolicy
-	142, // 98: gatehouse.management.v1.AddCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
-	136, // 99: gatehouse.management.v1.AddCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
-	136, // 100: gatehouse.management.v1.AddCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
-	136, // 101: gatehouse.management.v1.AddCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
-	136, // 102: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
-	136, // 103: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
-	143, // 104: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factors:type_name -> gatehouse.management.v1.SecondFactorType
-	144, // 105: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factors:type_name -> gatehouse.management.v1.MultiFactorType
-	108, // 106: gatehouse.management.v1.AddCustomLoginPolicyRequest.idps:type_name -> gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
-	114, // 107: gatehouse.management.v1.AddCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	142, // 108: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
-	136, // 109: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
-	136, // 110: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
-	136, // 111: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
-	136, // 112: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
-	136, // 113: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
-	114, // 114: gatehouse.management.v1.UpdateCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	114, // 115: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	110, // 116: gatehouse.management.v1.ListUserIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	113, // 117: gatehouse.management.v1.ListUserIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	145, // 118: gatehouse.management.v1.ListUserIDPsResponse.result:type_name -> gatehouse.management.v1.IDPUserLink
-	114, // 119: gatehouse.management.v1.RemoveUserIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	146, // 120: gatehouse.management.v1.AddHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
-	146, // 121: gatehouse.management.v1.ImportHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
-	0,   // 122: gatehouse.management.v1.ManagementService.GetUserByID:input_type -> gatehouse.management.v1.GetUserByIDRequest
-	2,   // 123: gatehouse.management.v1.ManagementService.ListUsers:input_type -> gatehouse.management.v1.ListUsersRequest
-	4,   // 124: gatehouse.management.v1.ManagementService.AddHumanUser:input_type -> gatehouse.management.v1.AddHumanUserRequest
-	6,   // 125: gatehouse.management.v1.ManagementService.ImportHumanUser:input_type -> gatehouse.management.v1.ImportHumanUserRequest
-	8,   // 126: gatehouse.management.v1.ManagementService.AddMachineUser:input_type -> gatehouse.management.v1.AddMachineUserRequest
-	10,  // 127: gatehouse.management.v1.ManagementService.DeactivateUser:input_type -> gatehouse.management.v1.DeactivateUserRequest
-	12,  // 128: gatehouse.management.v1.ManagementService.ReactivateUser:input_type -> gatehouse.management.v1.ReactivateUserRequest
-	14,  // 129: gatehouse.management.v1.ManagementService.RemoveUser:input_type -> gatehouse.management.v1.RemoveUserRequest
-	16,  // 130: gatehouse.management.v1.ManagementService.SetHumanPassword:input_type -> gatehouse.management.v1.SetHumanPasswordRequest
-	18,  // 131: gatehouse.management.v1.ManagementService.AddMachineKey:input_type -> gatehouse.management.v1.AddMachineKeyRequest
-	20,  // 132: gatehouse.management.v1.ManagementService.ListMachineKeys:input_type -> gatehouse.management.v1.ListMachineKeysRequest
-	22,  // 133: gatehouse.management.v1.ManagementService.RemoveMachineKey:input_type -> gatehouse.management.v1.RemoveMachineKeyRequest
-	24,  // 134: gatehouse.management.v1.ManagementService.GenerateMachineSecret:input_type -> gatehouse.management.v1.GenerateMachineSecretRequest
-	26,  // 135: gatehouse.management.v1.ManagementService.RemoveMachineSecret:input_type -> gatehouse.management.v1.RemoveMachineSecretRequest
-	28,  // 136: gatehouse.management.v1.ManagementService.SetUserMetadata:input_type -> gatehouse.management.v1.SetUserMetadataRequest
-	30,  // 137: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:input_type -> gatehouse.management.v1.BulkSetUserMetadataRequest
-	32,  // 138: gatehouse.management.v1.ManagementService.ListUserMetadata:input_type -> gatehouse.management.v1.ListUserMetadataRequest
-	34,  // 139: gatehouse.management.v1.ManagementService.GetUserMetadata:input_type -> gatehouse.management.v1.GetUserMetadataRequest
-	36,  // 140: gatehouse.management.v1.ManagementService.RemoveUserMetadata:input_type -> gatehouse.management.v1.RemoveUserMetadataRequest
-	38,  // 141: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:input_type -> gatehouse.management.v1.BulkRemoveUserMetadataRequest
-	40,  // 142: gatehouse.management.v1.ManagementService.GetMyOrg:input_type -> gatehouse.management.v1.GetMyOrgRequest
-	42,  // 143: gatehouse.management.v1.ManagementService.AddOrg:input_type -> gatehouse.management.v1.AddOrgRequest
-	44,  // 144: gatehouse.management.v1.ManagementService.AddOrgMember:input_type -> gatehouse.management.v1.AddOrgMemberRequest
-	46,  // 145: gatehouse.management.v1.ManagementService.RemoveOrgMember:input_type -> gatehouse.management.v1.RemoveOrgMemberRequest
-	48,  // 146: gatehouse.management.v1.ManagementService.GetOrgIDPByID:input_type -> gatehouse.management.v1.GetOrgIDPByIDRequest
-	50,  // 147: gatehouse.management.v1.ManagementService.ListOrgIDPs:input_type -> gatehouse.management.v1.ListOrgIDPsRequest
-	52,  // 148: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:input_type -> gatehouse.management.v1.AddOrgOIDCIDPRequest
-	54,  // 149: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:input_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest
-	56,  // 150: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:input_type -> gatehouse.management.v1.DeactivateOrgIDPRequest
-	58,  // 151: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:input_type -> gatehouse.management.v1.ReactivateOrgIDPRequest
-	60,  // 152: gatehouse.management.v1.ManagementService.RemoveOrgIDP:input_type -> gatehouse.management.v1.RemoveOrgIDPRequest
-	62,  // 153: gatehouse.management.v1.ManagementService.AddProject:input_type -> gatehouse.management.v1.AddProjectRequest
-	64,  // 154: gatehouse.management.v1.ManagementService.GetProjectByID:input_type -> gatehouse.management.v1.GetProjectByIDRequest
-	66,  // 155: gatehouse.management.v1.ManagementService.GetAppByID:input_type -> gatehouse.management.v1.GetAppByIDRequest
-	68,  // 156: gatehouse.management.v1.ManagementService.AddOIDCApp:input_type -> gatehouse.management.v1.AddOIDCAppRequest
-	70,  // 157: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:input_type -> gatehouse.management.v1.UpdateOIDCAppConfigRequest
-	72,  // 158: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:input_type -> gatehouse.management.v1.RegenerateOIDCClientSecretRequest
-	74,  // 159: gatehouse.management.v1.ManagementService.AddAPIApp:input_type -> gatehouse.management.v1.AddAPIAppRequest
-	76,  // 160: gatehouse.management.v1.ManagementService.AddAppKey:input_type -> gatehouse.management.v1.AddAppKeyRequest
-	78,  // 161: gatehouse.management.v1.ManagementService.RemoveAppKey:input_type -> gatehouse.management.v1.RemoveAppKeyRequest
-	147, // 162: gatehouse.management.v1.ManagementService.SetAppAdminClient:input_type -> gatehouse.management.v1.SetAppAdminClientRequest
-	96,  // 163: gatehouse.management.v1.ManagementService.ListUserIDPs:input_type -> gatehouse.management.v1.ListUserIDPsRequest
-	98,  // 164: gatehouse.management.v1.ManagementService.RemoveUserIDP:input_type -> gatehouse.management.v1.RemoveUserIDPRequest
-	80,  // 165: gatehouse.management.v1.ManagementService.AddProjectGrant:input_type -> gatehouse.management.v1.AddProjectGrantRequest
-	82,  // 166: gatehouse.management.v1.ManagementService.ListProjectGrants:input_type -> gatehouse.management.v1.ListProjectGrantsRequest
-	84,  // 167: gatehouse.management.v1.ManagementService.UpdateProjectGrant:input_type -> gatehouse.management.v1.UpdateProjectGrantRequest
-	86,  // 168: gatehouse.management.v1.ManagementService.RemoveProjectGrant:input_type -> gatehouse.management.v1.RemoveProjectGrantRequest
-	88,  // 169: gatehouse.management.v1.ManagementService.GetLoginPolicy:input_type -> gatehouse.management.v1.GetLoginPolicyRequest
-	90,  // 170: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:input_type -> gatehouse.management.v1.AddCustomLoginPolicyRequest
-	92,  // 171: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:input_type -> gatehouse.management.v1.UpdateCustomLoginPolicyRequest
-	94,  // 172: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:input_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
-	1,   // 173: gatehouse.management.v1.ManagementService.GetUserByID:output_type -> gatehouse.management.v1.GetUserByIDResponse
-	3,   // 174: gatehouse.management.v1.ManagementService.ListUsers:output_type -> gatehouse.management.v1.ListUsersResponse
-	5,   // 175: gatehouse.management.v1.ManagementService.AddHumanUser:output_type -> gatehouse.management.v1.AddHumanUserResponse
-	7,   // 176: gatehouse.management.v1.ManagementService.ImportHumanUser:output_type -> gatehouse.management.v1.ImportHumanUserResponse
-	9,   // 177: gatehouse.management.v1.ManagementService.AddMachineUser:output_type -> gatehouse.management.v1.AddMachineUserResponse
-	11,  // 178: gatehouse.management.v1.ManagementService.DeactivateUser:output_type -> gatehouse.management.v1.DeactivateUserResponse
-	13,  // 179: gatehouse.management.v1.ManagementService.ReactivateUser:output_type -> gatehouse.management.v1.ReactivateUserResponse
-	15,  // 180: gatehouse.management.v1.ManagementService.RemoveUser:output_type -> gatehouse.management.v1.RemoveUserResponse
-	17,  // 181: gatehouse.management.v1.ManagementService.SetHumanPassword:output_type -> gatehouse.management.v1.SetHumanPasswordResponse
-	19,  // 182: gatehouse.management.v1.ManagementService.AddMachineKey:output_type -> gatehouse.management.v1.AddMachineKeyResponse
-	21,  // 183: gatehouse.management.v1.ManagementService.ListMachineKeys:output_type -> gatehouse.management.v1.ListMachineKeysResponse
-	23,  // 184: gatehouse.management.v1.ManagementService.RemoveMachineKey:output_type -> gatehouse.management.v1.RemoveMachineKeyResponse
-	25,  // 185: gatehouse.management.v1.ManagementService.GenerateMachineSecret:output_type -> gatehouse.management.v1.GenerateMachineSecretResponse
-	27,  // 186: gatehouse.management.v1.ManagementService.RemoveMachineSecret:output_type -> gatehouse.management.v1.RemoveMachineSecretResponse
-	29,  // 187: gatehouse.management.v1.ManagementService.SetUserMetadata:output_type -> gatehouse.management.v1.SetUserMetadataResponse
-	31,  // 188: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:output_type -> gatehouse.management.v1.BulkSetUserMetadataResponse
-	33,  // 189: gatehouse.management.v1.ManagementService.ListUserMetadata:output_type -> gatehouse.management.v1.ListUserMetadataResponse
-	35,  // 190: gatehouse.management.v1.ManagementService.GetUserMetadata:output_type -> gatehouse.management.v1.GetUserMetadataResponse
-	37,  // 191: gatehouse.management.v1.ManagementService.RemoveUserMetadata:output_type -> gatehouse.management.v1.RemoveUserMetadataResponse
-	39,  // 192: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:output_type -> gatehouse.management.v1.BulkRemoveUserMetadataResponse
-	41,  // 193: gatehouse.management.v1.ManagementService.GetMyOrg:output_type -> gatehouse.management.v1.GetMyOrgResponse
-	43,  // 194: gatehouse.management.v1.ManagementService.AddOrg:output_type -> gatehouse.management.v1.AddOrgResponse
-	45,  // 195: gatehouse.management.v1.ManagementService.AddOrgMember:output_type -> gatehouse.management.v1.AddOrgMemberResponse
-	47,  // 196: gatehouse.management.v1.ManagementService.RemoveOrgMember:output_type -> gatehouse.management.v1.RemoveOrgMemberResponse
-	49,  // 197: gatehouse.management.v1.ManagementService.GetOrgIDPByID:output_type -> gatehouse.management.v1.GetOrgIDPByIDResponse
-	51,  // 198: gatehouse.management.v1.ManagementService.ListOrgIDPs:output_type -> gatehouse.management.v1.ListOrgIDPsResponse
-	53,  // 199: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:output_type -> gatehouse.management.v1.AddOrgOIDCIDPResponse
-	55,  // 200: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:output_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse
-	57,  // 201: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:output_type -> gatehouse.management.v1.DeactivateOrgIDPResponse
-	59,  // 202: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:output_type -> gatehouse.management.v1.ReactivateOrgIDPResponse
-	61,  // 203: gatehouse.management.v1.ManagementService.RemoveOrgIDP:output_type -> gatehouse.management.v1.RemoveOrgIDPResponse
-	63,  // 204: gatehouse.management.v1.ManagementService.AddProject:output_type -> gatehouse.management.v1.AddProjectResponse
-	65,  // 205: gatehouse.management.v1.ManagementService.GetProjectByID:output_type -> gatehouse.management.v1.GetProjectByIDResponse
-	67,  // 206: gatehouse.management.v1.ManagementService.GetAppByID:output_type -> gatehouse.management.v1.GetAppByIDResponse
-	69,  // 207: gatehouse.management.v1.ManagementService.AddOIDCApp:output_type -> gatehouse.management.v1.AddOIDCAppResponse
-	71,  // 208: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:output_type -> gatehouse.management.v1.UpdateOIDCAppConfigResponse
-	73,  // 209: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:output_type -> gatehouse.management.v1.RegenerateOIDCClientSecretResponse
-	75,  // 210: gatehouse.management.v1.ManagementService.AddAPIApp:output_type -> gatehouse.management.v1.AddAPIAppResponse
-	77,  // 211: gatehouse.management.v1.ManagementService.AddAppKey:output_type -> gatehouse.management.v1.AddAppKeyResponse
-	79,  // 212: gatehouse.management.v1.ManagementService.RemoveAppKey:output_type -> gatehouse.management.v1.RemoveAppKeyResponse
-	148, // 213: gatehouse.management.v1.ManagementService.SetAppAdminClient:output_type -> gatehouse.management.v1.SetAppAdminClientResponse
-	97,  // 214: gatehouse.management.v1.ManagementService.ListUserIDPs:output_type -> gatehouse.management.v1.ListUserIDPsResponse
-	99,  // 215: gatehouse.management.v1.ManagementService.RemoveUserIDP:output_type -> gatehouse.management.v1.RemoveUserIDPResponse
-	81,  // 216: gatehouse.management.v1.ManagementService.AddProjectGrant:output_type -> gatehouse.management.v1.AddProjectGrantResponse
-	83,  // 217: gatehouse.management.v1.ManagementService.ListProjectGrants:output_type -> gatehouse.management.v1.ListProjectGrantsResponse
-	85,  // 218: gatehouse.management.v1.ManagementService.UpdateProjectGrant:output_type -> gatehouse.management.v1.UpdateProjectGrantResponse
-	87,  // 219: gatehouse.management.v1.ManagementService.RemoveProjectGrant:output_type -> gatehouse.management.v1.RemoveProjectGrantResponse
-	89,  // 220: gatehouse.management.v1.ManagementService.GetLoginPolicy:output_type -> gatehouse.management.v1.GetLoginPolicyResponse
-	91,  // 221: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:output_type -> gatehouse.management.v1.AddCustomLoginPolicyResponse
-	93,  // 222: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:output_type -> gatehouse.management.v1.UpdateCustomLoginPolicyResponse
-	95,  // 223: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:output_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
-	173, // [173:224] is the sub-list for method output_type
-	122, // [122:173] is the sub-list for method input_type
-	122, // [122:122] is the sub-list for extension type_name
-	122, // [122:122] is the sub-list for extension extendee
-	0,   // [0:122] is the sub-list for field type_name
+	117, // 0: gatehouse.management.v1.GetUserByIDResponse.user:type_name -> gatehouse.management.v1.User
+	118, // 1: gatehouse.management.v1.ListUsersRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	119, // 2: gatehouse.management.v1.ListUsersRequest.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
+	120, // 3: gatehouse.management.v1.ListUsersRequest.queries:type_name -> gatehouse.management.v1.UserQuery
+	121, // 4: gatehouse.management.v1.ListUsersResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	119, // 5: gatehouse.management.v1.ListUsersResponse.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
+	117, // 6: gatehouse.management.v1.ListUsersResponse.result:type_name -> gatehouse.management.v1.User
+	108, // 7: gatehouse.management.v1.AddHumanUserRequest.profile:type_name -> gatehouse.management.v1.AddHumanUserRequest.Profile
+	109, // 8: gatehouse.management.v1.AddHumanUserRequest.email:type_name -> gatehouse.management.v1.AddHumanUserRequest.Email
+	110, // 9: gatehouse.management.v1.AddHumanUserRequest.phone:type_name -> gatehouse.management.v1.AddHumanUserRequest.Phone
+	122, // 10: gatehouse.management.v1.AddHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	111, // 11: gatehouse.management.v1.ImportHumanUserRequest.profile:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Profile
+	112, // 12: gatehouse.management.v1.ImportHumanUserRequest.email:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Email
+	113, // 13: gatehouse.management.v1.ImportHumanUserRequest.phone:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Phone
+	114, // 14: gatehouse.management.v1.ImportHumanUserRequest.hashed_password:type_name -> gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
+	122, // 15: gatehouse.management.v1.ImportHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	123, // 16: gatehouse.management.v1.AddMachineUserRequest.access_token_type:type_name -> gatehouse.management.v1.AccessTokenType
+	122, // 17: gatehouse.management.v1.AddMachineUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	122, // 18: gatehouse.management.v1.DeactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	122, // 19: gatehouse.management.v1.ReactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	122, // 20: gatehouse.management.v1.RemoveUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	122, // 21: gatehouse.management.v1.SetHumanPasswordResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	124, // 22: gatehouse.management.v1.AddMachineKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
+	125, // 23: gatehouse.management.v1.AddMachineKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
+	122, // 24: gatehouse.management.v1.AddMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	118, // 25: gatehouse.management.v1.ListMachineKeysRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	121, // 26: gatehouse.management.v1.ListMachineKeysResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	126, // 27: gatehouse.management.v1.ListMachineKeysResponse.result:type_name -> gatehouse.management.v1.Key
+	122, // 28: gatehouse.management.v1.RemoveMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	122, // 29: gatehouse.management.v1.GenerateMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	122, // 30: gatehouse.management.v1.RemoveMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	122, // 31: gatehouse.management.v1.SetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	115, // 32: gatehouse.management.v1.BulkSetUserMetadataRequest.metadata:type_name -> gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
+	122, // 33: gatehouse.management.v1.BulkSetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	118, // 34: gatehouse.management.v1.ListUserMetadataRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	127, // 35: gatehouse.management.v1.ListUserMetadataRequest.queries:type_name -> gatehouse.management.v1.MetadataQuery
+	121, // 36: gatehouse.management.v1.ListUserMetadataResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	128, // 37: gatehouse.management.v1.ListUserMetadataResponse.result:type_name -> gatehouse.management.v1.Metadata
+	128, // 38: gatehouse.management.v1.GetUserMetadataResponse.metadata:type_name -> gatehouse.management.v1.Metadata
+	122, // 39: gatehouse.management.v1.RemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	122, // 40: gatehouse.management.v1.BulkRemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	129, // 41: gatehouse.management.v1.GetMyOrgResponse.org:type_name -> gatehouse.management.v1.Org
+	122, // 42: gatehouse.management.v1.AddOrgResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	118, // 43: gatehouse.management.v1.ListOrgsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	130, // 44: gatehouse.management.v1.ListOrgsRequest.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
+	131, // 45: gatehouse.management.v1.ListOrgsRequest.queries:type_name -> gatehouse.management.v1.OrgQuery
+	121, // 46: gatehouse.management.v1.ListOrgsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	130, // 47: gatehouse.management.v1.ListOrgsResponse.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
+	129, // 48: gatehouse.management.v1.ListOrgsResponse.result:type_name -> gatehouse.management.v1.Org
+	122, // 49: gatehouse.management.v1.AddOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	118, // 50: gatehouse.management.v1.ListOrgMembersRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	132, // 51: gatehouse.management.v1.ListOrgMembersRequest.queries:type_name -> gatehouse.management.v1.MemberQuery
+	121, // 52: gatehouse.management.v1.ListOrgMembersResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	133, // 53: gatehouse.management.v1.ListOrgMembersResponse.result:type_name -> gatehouse.management.v1.Member
+	122, // 54: gatehouse.management.v1.RemoveOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	134, // 55: gatehouse.management.v1.GetOrgIDPByIDResponse.idp:type_name -> gatehouse.management.v1.IDP
+	118, // 56: gatehouse.management.v1.ListOrgIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	135, // 57: gatehouse.management.v1.ListOrgIDPsRequest.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
+	136, // 58: gatehouse.management.v1.ListOrgIDPsRequest.queries:type_name -> gatehouse.management.v1.IDPQuery
+	121, // 59: gatehouse.management.v1.ListOrgIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	135, // 60: gatehouse.management.v1.ListOrgIDPsResponse.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
+	134, // 61: gatehouse.management.v1.ListOrgIDPsResponse.result:type_name -> gatehouse.management.v1.IDP
+	137, // 62: gatehouse.management.v1.AddOrgOIDCIDPRequest.styling_type:type_name -> gatehouse.management.v1.StylingType
+	138, // 63: gatehouse.management.v1.AddOrgOIDCIDPRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	138, // 64: gatehouse.management.v1.AddOrgOIDCIDPRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	122, // 65: gatehouse.management.v1.AddOrgOIDCIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	138, // 66: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	138, // 67: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	122, // 68: gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	122, // 69: gatehouse.management.v1.DeactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	122, // 70: gatehouse.management.v1.ReactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	122, // 71: gatehouse.management.v1.RemoveOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	139, // 72: gatehouse.management.v1.AddProjectRequest.private_labeling_setting:type_name -> gatehouse.management.v1.PrivateLabelingSetting
+	122, // 73: gatehouse.management.v1.AddProjectResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	140, // 74: gatehouse.management.v1.GetProjectByIDResponse.project:type_name -> gatehouse.management.v1.Project
+	118, // 75: gatehouse.management.v1.ListProjectsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	141, // 76: gatehouse.management.v1.ListProjectsRequest.queries:type_name -> gatehouse.management.v1.ProjectQuery
+	121, // 77: gatehouse.management.v1.ListProjectsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	140, // 78: gatehouse.management.v1.ListProjectsResponse.result:type_name -> gatehouse.management.v1.Project
+	142, // 79: gatehouse.management.v1.GetAppByIDResponse.app:type_name -> gatehouse.management.v1.App
+	118, // 80: gatehouse.management.v1.ListAppsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	143, // 81: gatehouse.management.v1.ListAppsRequest.queries:type_name -> gatehouse.management.v1.AppQuery
+	121, // 82: gatehouse.management.v1.ListAppsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	142, // 83: gatehouse.management.v1.ListAppsResponse.result:type_name -> gatehouse.management.v1.App
+	144, // 84: gatehouse.management.v1.AddOIDCAppRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
+	145, // 85: gatehouse.management.v1.AddOIDCAppRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
+	146, // 86: gatehouse.management.v1.AddOIDCAppRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
+	147, // 87: gatehouse.management.v1.AddOIDCAppRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
+	148, // 88: gatehouse.management.v1.AddOIDCAppRequest.version:type_name -> gatehouse.management.v1.OIDCVersion
+	149, // 89: gatehouse.management.v1.AddOIDCAppRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
+	150, // 90: gatehouse.management.v1.AddOIDCAppRequest.clock_skew:type_name -> google.protobuf.Duration
+	151, // 91: gatehouse.management.v1.AddOIDCAppRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
+	122, // 92: gatehouse.management.v1.AddOIDCAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	152, // 93: gatehouse.management.v1.AddOIDCAppResponse.compliance_problems:type_name -> gatehouse.management.v1.LocalizedMessage
+	144, // 94: gatehouse.management.v1.UpdateOIDCAppConfigRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
+	145, // 95: gatehouse.management.v1.UpdateOIDCAppConfigRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
+	146, // 96: gatehouse.management.v1.UpdateOIDCAppConfigRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
+	147, // 97: gatehouse.management.v1.UpdateOIDCAppConfigRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
+	149, // 98: gatehouse.management.v1.UpdateOIDCAppConfigRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
+	150, // 99: gatehouse.management.v1.UpdateOIDCAppConfigRequest.clock_skew:type_name -> google.protobuf.Duration
+	151, // 100: gatehouse.management.v1.UpdateOIDCAppConfigRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
+	122, // 101: gatehouse.management.v1.UpdateOIDCAppConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	122, // 102: gatehouse.management.v1.RegenerateOIDCClientSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	153, // 103: gatehouse.management.v1.AddAPIAppRequest.auth_method_type:type_name -> gatehouse.management.v1.APIAuthMethodType
+	122, // 104: gatehouse.management.v1.AddAPIAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	124, // 105: gatehouse.management.v1.AddAppKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
+	125, // 106: gatehouse.management.v1.AddAppKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
+	122, // 107: gatehouse.management.v1.AddAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	122, // 108: gatehouse.management.v1.RemoveAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	122, // 109: gatehouse.management.v1.AddProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	118, // 110: gatehouse.management.v1.ListProjectGrantsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	121, // 111: gatehouse.management.v1.ListProjectGrantsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	154, // 112: gatehouse.management.v1.ListProjectGrantsResponse.result:type_name -> gatehouse.management.v1.ProjectGrant
+	122, // 113: gatehouse.management.v1.UpdateProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	122, // 114: gatehouse.management.v1.RemoveProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	155, // 115: gatehouse.management.v1.GetLoginPolicyResponse.policy:type_name -> gatehouse.management.v1.LoginPolicy
+	156, // 116: gatehouse.management.v1.AddCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
+	150, // 117: gatehouse.management.v1.AddCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
+	150, // 118: gatehouse.management.v1.AddCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
+	150, // 119: gatehouse.management.v1.AddCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
+	150, // 120: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
+	150, // 121: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
+	157, // 122: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factors:type_name -> gatehouse.management.v1.SecondFactorType
+	158, // 123: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factors:type_name -> gatehouse.management.v1.MultiFactorType
+	116, // 124: gatehouse.management.v1.AddCustomLoginPolicyRequest.idps:type_name -> gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
+	122, // 125: gatehouse.management.v1.AddCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	156, // 126: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
+	150, // 127: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
+	150, // 128: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
+	150, // 129: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
+	150, // 130: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
+	150, // 131: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
+	122, // 132: gatehouse.management.v1.UpdateCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	122, // 133: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	118, // 134: gatehouse.management.v1.ListUserIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	121, // 135: gatehouse.management.v1.ListUserIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	159, // 136: gatehouse.management.v1.ListUserIDPsResponse.result:type_name -> gatehouse.management.v1.IDPUserLink
+	122, // 137: gatehouse.management.v1.RemoveUserIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	160, // 138: gatehouse.management.v1.AddHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
+	160, // 139: gatehouse.management.v1.ImportHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
+	0,   // 140: gatehouse.management.v1.ManagementService.GetUserByID:input_type -> gatehouse.management.v1.GetUserByIDRequest
+	2,   // 141: gatehouse.management.v1.ManagementService.ListUsers:input_type -> gatehouse.management.v1.ListUsersRequest
+	4,   // 142: gatehouse.management.v1.ManagementService.AddHumanUser:input_type -> gatehouse.management.v1.AddHumanUserRequest
+	6,   // 143: gatehouse.management.v1.ManagementService.ImportHumanUser:input_type -> gatehouse.management.v1.ImportHumanUserRequest
+	8,   // 144: gatehouse.management.v1.ManagementService.AddMachineUser:input_type -> gatehouse.management.v1.AddMachineUserRequest
+	10,  // 145: gatehouse.management.v1.ManagementService.DeactivateUser:input_type -> gatehouse.management.v1.DeactivateUserRequest
+	12,  // 146: gatehouse.management.v1.ManagementService.ReactivateUser:input_type -> gatehouse.management.v1.ReactivateUserRequest
+	14,  // 147: gatehouse.management.v1.ManagementService.RemoveUser:input_type -> gatehouse.management.v1.RemoveUserRequest
+	16,  // 148: gatehouse.management.v1.ManagementService.SetHumanPassword:input_type -> gatehouse.management.v1.SetHumanPasswordRequest
+	18,  // 149: gatehouse.management.v1.ManagementService.AddMachineKey:input_type -> gatehouse.management.v1.AddMachineKeyRequest
+	20,  // 150: gatehouse.management.v1.ManagementService.ListMachineKeys:input_type -> gatehouse.management.v1.ListMachineKeysRequest
+	22,  // 151: gatehouse.management.v1.ManagementService.RemoveMachineKey:input_type -> gatehouse.management.v1.RemoveMachineKeyRequest
+	24,  // 152: gatehouse.management.v1.ManagementService.GenerateMachineSecret:input_type -> gatehouse.management.v1.GenerateMachineSecretRequest
+	26,  // 153: gatehouse.management.v1.ManagementService.RemoveMachineSecret:input_type -> gatehouse.management.v1.RemoveMachineSecretRequest
+	28,  // 154: gatehouse.management.v1.ManagementService.SetUserMetadata:input_type -> gatehouse.management.v1.SetUserMetadataRequest
+	30,  // 155: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:input_type -> gatehouse.management.v1.BulkSetUserMetadataRequest
+	32,  // 156: gatehouse.management.v1.ManagementService.ListUserMetadata:input_type -> gatehouse.management.v1.ListUserMetadataRequest
+	34,  // 157: gatehouse.management.v1.ManagementService.GetUserMetadata:input_type -> gatehouse.management.v1.GetUserMetadataRequest
+	36,  // 158: gatehouse.management.v1.ManagementService.RemoveUserMetadata:input_type -> gatehouse.management.v1.RemoveUserMetadataRequest
+	38,  // 159: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:input_type -> gatehouse.management.v1.BulkRemoveUserMetadataRequest
+	40,  // 160: gatehouse.management.v1.ManagementService.GetMyOrg:input_type -> gatehouse.management.v1.GetMyOrgRequest
+	42,  // 161: gatehouse.management.v1.ManagementService.AddOrg:input_type -> gatehouse.management.v1.AddOrgRequest
+	44,  // 162: gatehouse.management.v1.ManagementService.ListOrgs:input_type -> gatehouse.management.v1.ListOrgsRequest
+	46,  // 163: gatehouse.management.v1.ManagementService.AddOrgMember:input_type -> gatehouse.management.v1.AddOrgMemberRequest
+	48,  // 164: gatehouse.management.v1.ManagementService.ListOrgMembers:input_type -> gatehouse.management.v1.ListOrgMembersRequest
+	50,  // 165: gatehouse.management.v1.ManagementService.RemoveOrgMember:input_type -> gatehouse.management.v1.RemoveOrgMemberRequest
+	52,  // 166: gatehouse.management.v1.ManagementService.GetOrgIDPByID:input_type -> gatehouse.management.v1.GetOrgIDPByIDRequest
+	54,  // 167: gatehouse.management.v1.ManagementService.ListOrgIDPs:input_type -> gatehouse.management.v1.ListOrgIDPsRequest
+	56,  // 168: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:input_type -> gatehouse.management.v1.AddOrgOIDCIDPRequest
+	58,  // 169: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:input_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest
+	60,  // 170: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:input_type -> gatehouse.management.v1.DeactivateOrgIDPRequest
+	62,  // 171: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:input_type -> gatehouse.management.v1.ReactivateOrgIDPRequest
+	64,  // 172: gatehouse.management.v1.ManagementService.RemoveOrgIDP:input_type -> gatehouse.management.v1.RemoveOrgIDPRequest
+	66,  // 173: gatehouse.management.v1.ManagementService.AddProject:input_type -> gatehouse.management.v1.AddProjectRequest
+	68,  // 174: gatehouse.management.v1.ManagementService.GetProjectByID:input_type -> gatehouse.management.v1.GetProjectByIDRequest
+	70,  // 175: gatehouse.management.v1.ManagementService.ListProjects:input_type -> gatehouse.management.v1.ListProjectsRequest
+	72,  // 176: gatehouse.management.v1.ManagementService.GetAppByID:input_type -> gatehouse.management.v1.GetAppByIDRequest
+	74,  // 177: gatehouse.management.v1.ManagementService.ListApps:input_type -> gatehouse.management.v1.ListAppsRequest
+	76,  // 178: gatehouse.management.v1.ManagementService.AddOIDCApp:input_type -> gatehouse.management.v1.AddOIDCAppRequest
+	78,  // 179: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:input_type -> gatehouse.management.v1.UpdateOIDCAppConfigRequest
+	80,  // 180: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:input_type -> gatehouse.management.v1.RegenerateOIDCClientSecretRequest
+	82,  // 181: gatehouse.management.v1.ManagementService.AddAPIApp:input_type -> gatehouse.management.v1.AddAPIAppRequest
+	84,  // 182: gatehouse.management.v1.ManagementService.AddAppKey:input_type -> gatehouse.management.v1.AddAppKeyRequest
+	86,  // 183: gatehouse.management.v1.ManagementService.RemoveAppKey:input_type -> gatehouse.management.v1.RemoveAppKeyRequest
+	161, // 184: gatehouse.management.v1.ManagementService.SetAppAdminClient:input_type -> gatehouse.management.v1.SetAppAdminClientRequest
+	104, // 185: gatehouse.management.v1.ManagementService.ListUserIDPs:input_type -> gatehouse.management.v1.ListUserIDPsRequest
+	106, // 186: gatehouse.management.v1.ManagementService.RemoveUserIDP:input_type -> gatehouse.management.v1.RemoveUserIDPRequest
+	88,  // 187: gatehouse.management.v1.ManagementService.AddProjectGrant:input_type -> gatehouse.management.v1.AddProjectGrantRequest
+	90,  // 188: gatehouse.management.v1.ManagementService.ListProjectGrants:input_type -> gatehouse.management.v1.ListProjectGrantsRequest
+	92,  // 189: gatehouse.management.v1.ManagementService.UpdateProjectGrant:input_type -> gatehouse.management.v1.UpdateProjectGrantRequest
+	94,  // 190: gatehouse.management.v1.ManagementService.RemoveProjectGrant:input_type -> gatehouse.management.v1.RemoveProjectGrantRequest
+	96,  // 191: gatehouse.management.v1.ManagementService.GetLoginPolicy:input_type -> gatehouse.management.v1.GetLoginPolicyRequest
+	98,  // 192: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:input_type -> gatehouse.management.v1.AddCustomLoginPolicyRequest
+	100, // 193: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:input_type -> gatehouse.management.v1.UpdateCustomLoginPolicyRequest
+	102, // 194: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:input_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
+	1,   // 195: gatehouse.management.v1.ManagementService.GetUserByID:output_type -> gatehouse.management.v1.GetUserByIDResponse
+	3,   // 196: gatehouse.management.v1.ManagementService.ListUsers:output_type -> gatehouse.management.v1.ListUsersResponse
+	5,   // 197: gatehouse.management.v1.ManagementService.AddHumanUser:output_type -> gatehouse.management.v1.AddHumanUserResponse
+	7,   // 198: gatehouse.management.v1.ManagementService.ImportHumanUser:output_type -> gatehouse.management.v1.ImportHumanUserResponse
+	9,   // 199: gatehouse.management.v1.ManagementService.AddMachineUser:output_type -> gatehouse.management.v1.AddMachineUserResponse
+	11,  // 200: gatehouse.management.v1.ManagementService.DeactivateUser:output_type -> gatehouse.management.v1.DeactivateUserResponse
+	13,  // 201: gatehouse.management.v1.ManagementService.ReactivateUser:output_type -> gatehouse.management.v1.ReactivateUserResponse
+	15,  // 202: gatehouse.management.v1.ManagementService.RemoveUser:output_type -> gatehouse.management.v1.RemoveUserResponse
+	17,  // 203: gatehouse.management.v1.ManagementService.SetHumanPassword:output_type -> gatehouse.management.v1.SetHumanPasswordResponse
+	19,  // 204: gatehouse.management.v1.ManagementService.AddMachineKey:output_type -> gatehouse.management.v1.AddMachineKeyResponse
+	21,  // 205: gatehouse.management.v1.ManagementService.ListMachineKeys:output_type -> gatehouse.management.v1.ListMachineKeysResponse
+	23,  // 206: gatehouse.management.v1.ManagementService.RemoveMachineKey:output_type -> gatehouse.management.v1.RemoveMachineKeyResponse
+	25,  // 207: gatehouse.management.v1.ManagementService.GenerateMachineSecret:output_type -> gatehouse.management.v1.GenerateMachineSecretResponse
+	27,  // 208: gatehouse.management.v1.ManagementService.RemoveMachineSecret:output_type -> gatehouse.management.v1.RemoveMachineSecretResponse
+	29,  // 209: gatehouse.management.v1.ManagementService.SetUserMetadata:output_type -> gatehouse.management.v1.SetUserMetadataResponse
+	31,  // 210: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:output_type -> gatehouse.management.v1.BulkSetUserMetadataResponse
+	33,  // 211: gatehouse.management.v1.ManagementService.ListUserMetadata:output_type -> gatehouse.management.v1.ListUserMetadataResponse
+	35,  // 212: gatehouse.management.v1.ManagementService.GetUserMetadata:output_type -> gatehouse.management.v1.GetUserMetadataResponse
+	37,  // 213: gatehouse.management.v1.ManagementService.RemoveUserMetadata:output_type -> gatehouse.management.v1.RemoveUserMetadataResponse
+	39,  // 214: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:output_type -> gatehouse.management.v1.BulkRemoveUserMetadataResponse
+	41,  // 215: gatehouse.management.v1.ManagementService.GetMyOrg:output_type -> gatehouse.management.v1.GetMyOrgResponse
+	43,  // 216: gatehouse.management.v1.ManagementService.AddOrg:output_type -> gatehouse.management.v1.AddOrgResponse
+	45,  // 217: gatehouse.management.v1.ManagementService.ListOrgs:output_type -> gatehouse.management.v1.ListOrgsResponse
+	47,  // 218: gatehouse.management.v1.ManagementService.AddOrgMember:output_type -> gatehouse.management.v1.AddOrgMemberResponse
+	49,  // 219: gatehouse.management.v1.ManagementService.ListOrgMembers:output_type -> gatehouse.management.v1.ListOrgMembersResponse
+	51,  // 220: gatehouse.management.v1.ManagementService.RemoveOrgMember:output_type -> gatehouse.management.v1.RemoveOrgMemberResponse
+	53,  // 221: gatehouse.management.v1.ManagementService.GetOrgIDPByID:output_type -> gatehouse.management.v1.GetOrgIDPByIDResponse
+	55,  // 222: gatehouse.management.v1.ManagementService.ListOrgIDPs:output_type -> gatehouse.management.v1.ListOrgIDPsResponse
+	57,  // 223: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:output_type -> gatehouse.management.v1.AddOrgOIDCIDPResponse
+	59,  // 224: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:output_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse
+	61,  // 225: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:output_type -> gatehouse.management.v1.DeactivateOrgIDPResponse
+	63,  // 226: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:output_type -> gatehouse.management.v1.ReactivateOrgIDPResponse
+	65,  // 227: gatehouse.management.v1.ManagementService.RemoveOrgIDP:output_type -> gatehouse.management.v1.RemoveOrgIDPResponse
+	67,  // 228: gatehouse.management.v1.ManagementService.AddProject:output_type -> gatehouse.management.v1.AddProjectResponse
+	69,  // 229: gatehouse.management.v1.ManagementService.GetProjectByID:output_type -> gatehouse.management.v1.GetProjectByIDResponse
+	71,  // 230: gatehouse.management.v1.ManagementService.ListProjects:output_type -> gatehouse.management.v1.ListProjectsResponse
+	73,  // 231: gatehouse.management.v1.ManagementService.GetAppByID:output_type -> gatehouse.management.v1.GetAppByIDResponse
+	75,  // 232: gatehouse.management.v1.ManagementService.ListApps:output_type -> gatehouse.management.v1.ListAppsResponse
+	77,  // 233: gatehouse.management.v1.ManagementService.AddOIDCApp:output_type -> gatehouse.management.v1.AddOIDCAppResponse
+	79,  // 234: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:output_type -> gatehouse.management.v1.UpdateOIDCAppConfigResponse
+	81,  // 235: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:output_type -> gatehouse.management.v1.RegenerateOIDCClientSecretResponse
+	83,  // 236: gatehouse.management.v1.ManagementService.AddAPIApp:output_type -> gatehouse.management.v1.AddAPIAppResponse
+	85,  // 237: gatehouse.management.v1.ManagementService.AddAppKey:output_type -> gatehouse.management.v1.AddAppKeyResponse
+	87,  // 238: gatehouse.management.v1.ManagementService.RemoveAppKey:output_type -> gatehouse.management.v1.RemoveAppKeyResponse
+	162, // 239: gatehouse.management.v1.ManagementService.SetAppAdminClient:output_type -> gatehouse.management.v1.SetAppAdminClientResponse
+	105, // 240: gatehouse.management.v1.ManagementService.ListUserIDPs:output_type -> gatehouse.management.v1.ListUserIDPsResponse
+	107, // 241: gatehouse.management.v1.ManagementService.RemoveUserIDP:output_type -> gatehouse.management.v1.RemoveUserIDPResponse
+	89,  // 242: gatehouse.management.v1.ManagementService.AddProjectGrant:output_type -> gatehouse.management.v1.AddProjectGrantResponse
+	91,  // 243: gatehouse.management.v1.ManagementService.ListProjectGrants:output_type -> gatehouse.management.v1.ListProjectGrantsResponse
+	93,  // 244: gatehouse.management.v1.ManagementService.UpdateProjectGrant:output_type -> gatehouse.management.v1.UpdateProjectGrantResponse
+	95,  // 245: gatehouse.management.v1.ManagementService.RemoveProjectGrant:output_type -> gatehouse.management.v1.RemoveProjectGrantResponse
+	97,  // 246: gatehouse.management.v1.ManagementService.GetLoginPolicy:output_type -> gatehouse.management.v1.GetLoginPolicyResponse
+	99,  // 247: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:output_type -> gatehouse.management.v1.AddCustomLoginPolicyResponse
+	101, // 248: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:output_type -> gatehouse.management.v1.UpdateCustomLoginPolicyResponse
+	103, // 249: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:output_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
+	195, // [195:250] is the sub-list for method output_type
+	140, // [140:195] is the sub-list for method input_type
+	140, // [140:140] is the sub-list for extension type_name
+	140, // [140:140] is the sub-list for extension extendee
+	0,   // [0:140] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_management_v1_management_proto_init() }
@@ -7668,6 +8207,7 @@ func file_gatehouse_management_v1_management_proto_init() {
 	file_gatehouse_management_v1_app_proto_init()
 	file_gatehouse_management_v1_authn_key_proto_init()
 	file_gatehouse_management_v1_idp_proto_init()
+	file_gatehouse_management_v1_member_proto_init()
 	file_gatehouse_management_v1_metadata_proto_init()
 	file_gatehouse_management_v1_object_proto_init()
 	file_gatehouse_management_v1_org_proto_init()
@@ -7680,7 +8220,7 @@ func file_gatehouse_management_v1_management_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_management_v1_management_proto_rawDesc), len(file_gatehouse_management_v1_management_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   109,
+			NumMessages:   117,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -78,6 +78,55 @@ func (OrgState) EnumDescriptor() ([]byte, []int) {
 	return file_gatehouse_management_v1_org_proto_rawDescGZIP(), []int{0}
 }
 
+// OrgFieldName is the field ListOrgs sorts by.
+type OrgFieldName int32
+
+const (
+	// Not set: sorted by name.
+	OrgFieldName_ORG_FIELD_NAME_UNSPECIFIED OrgFieldName = 0
+	// Sorted by name.
+	OrgFieldName_ORG_FIELD_NAME_NAME OrgFieldName = 1
+)
+
+// Enum value maps for OrgFieldName.
+var (
+	OrgFieldName_name = map[int32]string{
+		0: "ORG_FIELD_NAME_UNSPECIFIED",
+		1: "ORG_FIELD_NAME_NAME",
+	}
+	OrgFieldName_value = map[string]int32{
+		"ORG_FIELD_NAME_UNSPECIFIED": 0,
+		"ORG_FIELD_NAME_NAME":        1,
+	}
+)
+
+func (x OrgFieldName) Enum() *OrgFieldName {
+	p := new(OrgFieldName)
+	*p = x
+	return p
+}
+
+func (x OrgFieldName) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (OrgFieldName) Descriptor() protoreflect.EnumDescriptor {
+	return file_gatehouse_management_v1_org_proto_enumTypes[1].Descriptor()
+}
+
+func (OrgFieldName) Type() protoreflect.EnumType {
+	return &file_gatehouse_management_v1_org_proto_enumTypes[1]
+}
+
+func (x OrgFieldName) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use OrgFieldName.Descriptor instead.
+func (OrgFieldName) EnumDescriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_org_proto_rawDescGZIP(), []int{1}
+}
+
 // Org is an organization: the owner of users, identity providers and
 // projects.
 type Org struct {
@@ -162,6 +211,329 @@ func (x *Org) GetPrimaryDomain() string {
 	return ""
 }
 
+// OrgQuery is one criterion of ListOrgs; several criteria must all match.
+type OrgQuery struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The criterion: exactly one must be set.
+	//
+	// Types that are valid to be assigned to Query:
+	//
+	//	*OrgQuery_NameQuery
+	//	*OrgQuery_DomainQuery
+	//	*OrgQuery_StateQuery
+	//	*OrgQuery_IdQuery
+	Query         isOrgQuery_Query `protobuf_oneof:"query"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OrgQuery) Reset() {
+	*x = OrgQuery{}
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OrgQuery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OrgQuery) ProtoMessage() {}
+
+func (x *OrgQuery) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OrgQuery.ProtoReflect.Descriptor instead.
+func (*OrgQuery) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_org_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *OrgQuery) GetQuery() isOrgQuery_Query {
+	if x != nil {
+		return x.Query
+	}
+	return nil
+}
+
+func (x *OrgQuery) GetNameQuery() *OrgNameQuery {
+	if x != nil {
+		if x, ok := x.Query.(*OrgQuery_NameQuery); ok {
+			return x.NameQuery
+		}
+	}
+	return nil
+}
+
+func (x *OrgQuery) GetDomainQuery() *OrgDomainQuery {
+	if x != nil {
+		if x, ok := x.Query.(*OrgQuery_DomainQuery); ok {
+			return x.DomainQuery
+		}
+	}
+	return nil
+}
+
+func (x *OrgQuery) GetStateQuery() *OrgStateQuery {
+	if x != nil {
+		if x, ok := x.Query.(*OrgQuery_StateQuery); ok {
+			return x.StateQuery
+		}
+	}
+	return nil
+}
+
+func (x *OrgQuery) GetIdQuery() *OrgIDQuery {
+	if x != nil {
+		if x, ok := x.Query.(*OrgQuery_IdQuery); ok {
+			return x.IdQuery
+		}
+	}
+	return nil
+}
+
+type isOrgQuery_Query interface {
+	isOrgQuery_Query()
+}
+
+type OrgQuery_NameQuery struct {
+	// Match the name.
+	NameQuery *OrgNameQuery `protobuf:"bytes,1,opt,name=name_query,json=nameQuery,proto3,oneof"`
+}
+
+type OrgQuery_DomainQuery struct {
+	// Match the primary domain.
+	DomainQuery *OrgDomainQuery `protobuf:"bytes,2,opt,name=domain_query,json=domainQuery,proto3,oneof"`
+}
+
+type OrgQuery_StateQuery struct {
+	// Match the state.
+	StateQuery *OrgStateQuery `protobuf:"bytes,3,opt,name=state_query,json=stateQuery,proto3,oneof"`
+}
+
+type OrgQuery_IdQuery struct {
+	// Match the ID.
+	IdQuery *OrgIDQuery `protobuf:"bytes,4,opt,name=id_query,json=idQuery,proto3,oneof"`
+}
+
+func (*OrgQuery_NameQuery) isOrgQuery_Query() {}
+
+func (*OrgQuery_DomainQuery) isOrgQuery_Query() {}
+
+func (*OrgQuery_StateQuery) isOrgQuery_Query() {}
+
+func (*OrgQuery_IdQuery) isOrgQuery_Query() {}
+
+// OrgNameQuery matches organizations by name.
+type OrgNameQuery struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The text to compare with (at most 200 characters).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// How to compare.
+	Method        TextQueryMethod `protobuf:"varint,2,opt,name=method,proto3,enum=gatehouse.management.v1.TextQueryMethod" json:"method,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OrgNameQuery) Reset() {
+	*x = OrgNameQuery{}
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OrgNameQuery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OrgNameQuery) ProtoMessage() {}
+
+func (x *OrgNameQuery) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OrgNameQuery.ProtoReflect.Descriptor instead.
+func (*OrgNameQuery) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_org_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *OrgNameQuery) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *OrgNameQuery) GetMethod() TextQueryMethod {
+	if x != nil {
+		return x.Method
+	}
+	return TextQueryMethod_TEXT_QUERY_METHOD_EQUALS
+}
+
+// OrgDomainQuery matches organizations by primary domain.
+type OrgDomainQuery struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The text to compare with (at most 200 characters).
+	Domain string `protobuf:"bytes,1,opt,name=domain,proto3" json:"domain,omitempty"`
+	// How to compare.
+	Method        TextQueryMethod `protobuf:"varint,2,opt,name=method,proto3,enum=gatehouse.management.v1.TextQueryMethod" json:"method,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OrgDomainQuery) Reset() {
+	*x = OrgDomainQuery{}
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OrgDomainQuery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OrgDomainQuery) ProtoMessage() {}
+
+func (x *OrgDomainQuery) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OrgDomainQuery.ProtoReflect.Descriptor instead.
+func (*OrgDomainQuery) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_org_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *OrgDomainQuery) GetDomain() string {
+	if x != nil {
+		return x.Domain
+	}
+	return ""
+}
+
+func (x *OrgDomainQuery) GetMethod() TextQueryMethod {
+	if x != nil {
+		return x.Method
+	}
+	return TextQueryMethod_TEXT_QUERY_METHOD_EQUALS
+}
+
+// OrgStateQuery matches organizations in exactly this state.
+type OrgStateQuery struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The state to match; must be a defined value.
+	State         OrgState `protobuf:"varint,1,opt,name=state,proto3,enum=gatehouse.management.v1.OrgState" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OrgStateQuery) Reset() {
+	*x = OrgStateQuery{}
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OrgStateQuery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OrgStateQuery) ProtoMessage() {}
+
+func (x *OrgStateQuery) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OrgStateQuery.ProtoReflect.Descriptor instead.
+func (*OrgStateQuery) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_org_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *OrgStateQuery) GetState() OrgState {
+	if x != nil {
+		return x.State
+	}
+	return OrgState_ORG_STATE_UNSPECIFIED
+}
+
+// OrgIDQuery matches the organization with exactly this ID.
+type OrgIDQuery struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The ID (at most 200 characters).
+	Id            string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OrgIDQuery) Reset() {
+	*x = OrgIDQuery{}
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OrgIDQuery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OrgIDQuery) ProtoMessage() {}
+
+func (x *OrgIDQuery) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OrgIDQuery.ProtoReflect.Descriptor instead.
+func (*OrgIDQuery) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_org_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *OrgIDQuery) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
 var File_gatehouse_management_v1_org_proto protoreflect.FileDescriptor
 
 const file_gatehouse_management_v1_org_proto_rawDesc = "" +
@@ -172,12 +544,34 @@ const file_gatehouse_management_v1_org_proto_rawDesc = "" +
 	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\x127\n" +
 	"\x05state\x18\x03 \x01(\x0e2!.gatehouse.management.v1.OrgStateR\x05state\x12\x12\n" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x12%\n" +
-	"\x0eprimary_domain\x18\x05 \x01(\tR\rprimaryDomain*j\n" +
+	"\x0eprimary_domain\x18\x05 \x01(\tR\rprimaryDomain\"\xb6\x02\n" +
+	"\bOrgQuery\x12F\n" +
+	"\n" +
+	"name_query\x18\x01 \x01(\v2%.gatehouse.management.v1.OrgNameQueryH\x00R\tnameQuery\x12L\n" +
+	"\fdomain_query\x18\x02 \x01(\v2'.gatehouse.management.v1.OrgDomainQueryH\x00R\vdomainQuery\x12I\n" +
+	"\vstate_query\x18\x03 \x01(\v2&.gatehouse.management.v1.OrgStateQueryH\x00R\n" +
+	"stateQuery\x12@\n" +
+	"\bid_query\x18\x04 \x01(\v2#.gatehouse.management.v1.OrgIDQueryH\x00R\aidQueryB\a\n" +
+	"\x05query\"d\n" +
+	"\fOrgNameQuery\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12@\n" +
+	"\x06method\x18\x02 \x01(\x0e2(.gatehouse.management.v1.TextQueryMethodR\x06method\"j\n" +
+	"\x0eOrgDomainQuery\x12\x16\n" +
+	"\x06domain\x18\x01 \x01(\tR\x06domain\x12@\n" +
+	"\x06method\x18\x02 \x01(\x0e2(.gatehouse.management.v1.TextQueryMethodR\x06method\"H\n" +
+	"\rOrgStateQuery\x127\n" +
+	"\x05state\x18\x01 \x01(\x0e2!.gatehouse.management.v1.OrgStateR\x05state\"\x1c\n" +
+	"\n" +
+	"OrgIDQuery\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id*j\n" +
 	"\bOrgState\x12\x19\n" +
 	"\x15ORG_STATE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10ORG_STATE_ACTIVE\x10\x01\x12\x16\n" +
 	"\x12ORG_STATE_INACTIVE\x10\x02\x12\x15\n" +
-	"\x11ORG_STATE_REMOVED\x10\x03B\xf5\x01\n" +
+	"\x11ORG_STATE_REMOVED\x10\x03*G\n" +
+	"\fOrgFieldName\x12\x1e\n" +
+	"\x1aORG_FIELD_NAME_UNSPECIFIED\x10\x00\x12\x17\n" +
+	"\x13ORG_FIELD_NAME_NAME\x10\x01B\xf5\x01\n" +
 	"\x1bcom.gatehouse.management.v1B\bOrgProtoP\x01ZNgithub.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1;managementv1\xa2\x02\x03GMX\xaa\x02\x17Gatehouse.Management.V1\xca\x02\x17Gatehouse\\Management\\V1\xe2\x02#Gatehouse\\Management\\V1\\GPBMetadata\xea\x02\x19Gatehouse::Management::V1b\x06proto3"
 
 var (
@@ -192,21 +586,35 @@ func file_gatehouse_management_v1_org_proto_rawDescGZIP() []byte {
 	return file_gatehouse_management_v1_org_proto_rawDescData
 }
 
-var file_gatehouse_management_v1_org_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_gatehouse_management_v1_org_proto_msgTypes = make([]protoimpl.MessageInfo, 1)
+var file_gatehouse_management_v1_org_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_gatehouse_management_v1_org_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_gatehouse_management_v1_org_proto_goTypes = []any{
-	(OrgState)(0),         // 0: gatehouse.management.v1.OrgState
-	(*Org)(nil),           // 1: gatehouse.management.v1.Org
-	(*ObjectDetails)(nil), // 2: gatehouse.management.v1.ObjectDetails
+	(OrgState)(0),          // 0: gatehouse.management.v1.OrgState
+	(OrgFieldName)(0),      // 1: gatehouse.management.v1.OrgFieldName
+	(*Org)(nil),            // 2: gatehouse.management.v1.Org
+	(*OrgQuery)(nil),       // 3: gatehouse.management.v1.OrgQuery
+	(*OrgNameQuery)(nil),   // 4: gatehouse.management.v1.OrgNameQuery
+	(*OrgDomainQuery)(nil), // 5: gatehouse.management.v1.OrgDomainQuery
+	(*OrgStateQuery)(nil),  // 6: gatehouse.management.v1.OrgStateQuery
+	(*OrgIDQuery)(nil),     // 7: gatehouse.management.v1.OrgIDQuery
+	(*ObjectDetails)(nil),  // 8: gatehouse.management.v1.ObjectDetails
+	(TextQueryMethod)(0),   // 9: gatehouse.management.v1.TextQueryMethod
 }
 var file_gatehouse_management_v1_org_proto_depIdxs = []int32{
-	2, // 0: gatehouse.management.v1.Org.details:type_name -> gatehouse.management.v1.ObjectDetails
+	8, // 0: gatehouse.management.v1.Org.details:type_name -> gatehouse.management.v1.ObjectDetails
 	0, // 1: gatehouse.management.v1.Org.state:type_name -> gatehouse.management.v1.OrgState
-	2, // [2:2] is the sub-list for method output_type
-	2, // [2:2] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	4, // 2: gatehouse.management.v1.OrgQuery.name_query:type_name -> gatehouse.management.v1.OrgNameQuery
+	5, // 3: gatehouse.management.v1.OrgQuery.domain_query:type_name -> gatehouse.management.v1.OrgDomainQuery
+	6, // 4: gatehouse.management.v1.OrgQuery.state_query:type_name -> gatehouse.management.v1.OrgStateQuery
+	7, // 5: gatehouse.management.v1.OrgQuery.id_query:type_name -> gatehouse.management.v1.OrgIDQuery
+	9, // 6: gatehouse.management.v1.OrgNameQuery.method:type_name -> gatehouse.management.v1.TextQueryMethod
+	9, // 7: gatehouse.management.v1.OrgDomainQuery.method:type_name -> gatehouse.management.v1.TextQueryMethod
+	0, // 8: gatehouse.management.v1.OrgStateQuery.state:type_name -> gatehouse.management.v1.OrgState
+	9, // [9:9] is the sub-list for method output_type
+	9, // [9:9] is the sub-list for method input_type
+	9, // [9:9] is the sub-list for extension type_name
+	9, // [9:9] is the sub-list for extension extendee
+	0, // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_management_v1_org_proto_init() }
@@ -215,13 +623,19 @@ func file_gatehouse_management_v1_org_proto_init() {
 		return
 	}
 	file_gatehouse_management_v1_object_proto_init()
+	file_gatehouse_management_v1_org_proto_msgTypes[1].OneofWrappers = []any{
+		(*OrgQuery_NameQuery)(nil),
+		(*OrgQuery_DomainQuery)(nil),
+		(*OrgQuery_StateQuery)(nil),
+		(*OrgQuery_IdQuery)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_management_v1_org_proto_rawDesc), len(file_gatehouse_management_v1_org_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   1,
+			NumEnums:      2,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

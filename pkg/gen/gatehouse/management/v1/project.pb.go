@@ -422,6 +422,132 @@ func (x *ProjectGrant) GetProjectOwnerName() string {
 	return ""
 }
 
+// ProjectQuery is one criterion of ListProjects; several criteria must all
+// match.
+type ProjectQuery struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The criterion: exactly one must be set.
+	//
+	// Types that are valid to be assigned to Query:
+	//
+	//	*ProjectQuery_NameQuery
+	Query         isProjectQuery_Query `protobuf_oneof:"query"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProjectQuery) Reset() {
+	*x = ProjectQuery{}
+	mi := &file_gatehouse_management_v1_project_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProjectQuery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProjectQuery) ProtoMessage() {}
+
+func (x *ProjectQuery) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_project_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProjectQuery.ProtoReflect.Descriptor instead.
+func (*ProjectQuery) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_project_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ProjectQuery) GetQuery() isProjectQuery_Query {
+	if x != nil {
+		return x.Query
+	}
+	return nil
+}
+
+func (x *ProjectQuery) GetNameQuery() *ProjectNameQuery {
+	if x != nil {
+		if x, ok := x.Query.(*ProjectQuery_NameQuery); ok {
+			return x.NameQuery
+		}
+	}
+	return nil
+}
+
+type isProjectQuery_Query interface {
+	isProjectQuery_Query()
+}
+
+type ProjectQuery_NameQuery struct {
+	// Match the name.
+	NameQuery *ProjectNameQuery `protobuf:"bytes,1,opt,name=name_query,json=nameQuery,proto3,oneof"`
+}
+
+func (*ProjectQuery_NameQuery) isProjectQuery_Query() {}
+
+// ProjectNameQuery matches projects by name.
+type ProjectNameQuery struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The text to compare with (at most 200 characters).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// How to compare.
+	Method        TextQueryMethod `protobuf:"varint,2,opt,name=method,proto3,enum=gatehouse.management.v1.TextQueryMethod" json:"method,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProjectNameQuery) Reset() {
+	*x = ProjectNameQuery{}
+	mi := &file_gatehouse_management_v1_project_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProjectNameQuery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProjectNameQuery) ProtoMessage() {}
+
+func (x *ProjectNameQuery) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_project_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProjectNameQuery.ProtoReflect.Descriptor instead.
+func (*ProjectNameQuery) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_project_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ProjectNameQuery) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ProjectNameQuery) GetMethod() TextQueryMethod {
+	if x != nil {
+		return x.Method
+	}
+	return TextQueryMethod_TEXT_QUERY_METHOD_EQUALS
+}
+
 var File_gatehouse_management_v1_project_proto protoreflect.FileDescriptor
 
 const file_gatehouse_management_v1_project_proto_rawDesc = "" +
@@ -448,7 +574,14 @@ const file_gatehouse_management_v1_project_proto_rawDesc = "" +
 	"\fproject_name\x18\b \x01(\tR\vprojectName\x12(\n" +
 	"\x10project_owner_id\x18\t \x01(\tR\x0eprojectOwnerId\x12,\n" +
 	"\x12project_owner_name\x18\n" +
-	" \x01(\tR\x10projectOwnerName*c\n" +
+	" \x01(\tR\x10projectOwnerName\"c\n" +
+	"\fProjectQuery\x12J\n" +
+	"\n" +
+	"name_query\x18\x01 \x01(\v2).gatehouse.management.v1.ProjectNameQueryH\x00R\tnameQueryB\a\n" +
+	"\x05query\"h\n" +
+	"\x10ProjectNameQuery\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12@\n" +
+	"\x06method\x18\x02 \x01(\x0e2(.gatehouse.management.v1.TextQueryMethodR\x06method*c\n" +
 	"\fProjectState\x12\x1d\n" +
 	"\x19PROJECT_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14PROJECT_STATE_ACTIVE\x10\x01\x12\x1a\n" +
@@ -476,26 +609,31 @@ func file_gatehouse_management_v1_project_proto_rawDescGZIP() []byte {
 }
 
 var file_gatehouse_management_v1_project_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_gatehouse_management_v1_project_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_gatehouse_management_v1_project_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_gatehouse_management_v1_project_proto_goTypes = []any{
 	(ProjectState)(0),           // 0: gatehouse.management.v1.ProjectState
 	(PrivateLabelingSetting)(0), // 1: gatehouse.management.v1.PrivateLabelingSetting
 	(ProjectGrantState)(0),      // 2: gatehouse.management.v1.ProjectGrantState
 	(*Project)(nil),             // 3: gatehouse.management.v1.Project
 	(*ProjectGrant)(nil),        // 4: gatehouse.management.v1.ProjectGrant
-	(*ObjectDetails)(nil),       // 5: gatehouse.management.v1.ObjectDetails
+	(*ProjectQuery)(nil),        // 5: gatehouse.management.v1.ProjectQuery
+	(*ProjectNameQuery)(nil),    // 6: gatehouse.management.v1.ProjectNameQuery
+	(*ObjectDetails)(nil),       // 7: gatehouse.management.v1.ObjectDetails
+	(TextQueryMethod)(0),        // 8: gatehouse.management.v1.TextQueryMethod
 }
 var file_gatehouse_management_v1_project_proto_depIdxs = []int32{
-	5, // 0: gatehouse.management.v1.Project.details:type_name -> gatehouse.management.v1.ObjectDetails
+	7, // 0: gatehouse.management.v1.Project.details:type_name -> gatehouse.management.v1.ObjectDetails
 	0, // 1: gatehouse.management.v1.Project.state:type_name -> gatehouse.management.v1.ProjectState
 	1, // 2: gatehouse.management.v1.Project.private_labeling_setting:type_name -> gatehouse.management.v1.PrivateLabelingSetting
-	5, // 3: gatehouse.management.v1.ProjectGrant.details:type_name -> gatehouse.management.v1.ObjectDetails
+	7, // 3: gatehouse.management.v1.ProjectGrant.details:type_name -> gatehouse.management.v1.ObjectDetails
 	2, // 4: gatehouse.management.v1.ProjectGrant.state:type_name -> gatehouse.management.v1.ProjectGrantState
-	5, // [5:5] is the sub-list for method output_type
-	5, // [5:5] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	6, // 5: gatehouse.management.v1.ProjectQuery.name_query:type_name -> gatehouse.management.v1.ProjectNameQuery
+	8, // 6: gatehouse.management.v1.ProjectNameQuery.method:type_name -> gatehouse.management.v1.TextQueryMethod
+	7, // [7:7] is the sub-list for method output_type
+	7, // [7:7] is the sub-list for method input_type
+	7, // [7:7] is the sub-list for extension type_name
+	7, // [7:7] is the sub-list for extension extendee
+	0, // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_management_v1_project_proto_init() }
@@ -504,13 +642,16 @@ func file_gatehouse_management_v1_project_proto_init() {
 		return
 	}
 	file_gatehouse_management_v1_object_proto_init()
+	file_gatehouse_management_v1_project_proto_msgTypes[2].OneofWrappers = []any{
+		(*ProjectQuery_NameQuery)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_management_v1_project_proto_rawDesc), len(file_gatehouse_management_v1_project_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   2,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -99,9 +99,15 @@ const (
 	// ManagementServiceAddOrgProcedure is the fully-qualified name of the ManagementService's AddOrg
 	// RPC.
 	ManagementServiceAddOrgProcedure = "/gatehouse.management.v1.ManagementService/AddOrg"
+	// ManagementServiceListOrgsProcedure is the fully-qualified name of the ManagementService's
+	// ListOrgs RPC.
+	ManagementServiceListOrgsProcedure = "/gatehouse.management.v1.ManagementService/ListOrgs"
 	// ManagementServiceAddOrgMemberProcedure is the fully-qualified name of the ManagementService's
 	// AddOrgMember RPC.
 	ManagementServiceAddOrgMemberProcedure = "/gatehouse.management.v1.ManagementService/AddOrgMember"
+	// ManagementServiceListOrgMembersProcedure is the fully-qualified name of the ManagementService's
+	// ListOrgMembers RPC.
+	ManagementServiceListOrgMembersProcedure = "/gatehouse.management.v1.ManagementService/ListOrgMembers"
 	// ManagementServiceRemoveOrgMemberProcedure is the fully-qualified name of the ManagementService's
 	// RemoveOrgMember RPC.
 	ManagementServiceRemoveOrgMemberProcedure = "/gatehouse.management.v1.ManagementService/RemoveOrgMember"
@@ -132,9 +138,15 @@ const (
 	// ManagementServiceGetProjectByIDProcedure is the fully-qualified name of the ManagementService's
 	// GetProjectByID RPC.
 	ManagementServiceGetProjectByIDProcedure = "/gatehouse.management.v1.ManagementService/GetProjectByID"
+	// ManagementServiceListProjectsProcedure is the fully-qualified name of the ManagementService's
+	// ListProjects RPC.
+	ManagementServiceListProjectsProcedure = "/gatehouse.management.v1.ManagementService/ListProjects"
 	// ManagementServiceGetAppByIDProcedure is the fully-qualified name of the ManagementService's
 	// GetAppByID RPC.
 	ManagementServiceGetAppByIDProcedure = "/gatehouse.management.v1.ManagementService/GetAppByID"
+	// ManagementServiceListAppsProcedure is the fully-qualified name of the ManagementService's
+	// ListApps RPC.
+	ManagementServiceListAppsProcedure = "/gatehouse.management.v1.ManagementService/ListApps"
 	// ManagementServiceAddOIDCAppProcedure is the fully-qualified name of the ManagementService's
 	// AddOIDCApp RPC.
 	ManagementServiceAddOIDCAppProcedure = "/gatehouse.management.v1.ManagementService/AddOIDCApp"
@@ -284,11 +296,25 @@ type ManagementServiceClient interface {
 	// organizations: an identity provider's tenants are an operator decision).
 	// Errors: AlreadyExists when the name or its primary domain is taken.
 	AddOrg(context.Context, *connect.Request[v1.AddOrgRequest]) (*connect.Response[v1.AddOrgResponse], error)
+	// Lists the organizations in which the caller holds a role, matching all
+	// queries, ordered by name (descending unless query.asc); an IAM_OWNER
+	// sees every organization. x-service-orgid is ignored: the call acts on no
+	// single organization. Like ZITADEL's admin ListOrgs (POST /orgs/_search),
+	// below /management/v1 here.
+	// Roles: none needed; a caller without roles gets an empty list.
+	// Errors: InvalidArgument for a query outside its limits.
+	ListOrgs(context.Context, *connect.Request[v1.ListOrgsRequest]) (*connect.Response[v1.ListOrgsResponse], error)
 	// Grants organization roles to a user of the instance.
 	// Roles: ORG_OWNER or above. Errors: NotFound for an unknown user;
 	// AlreadyExists when the user is already a member; InvalidArgument for an
 	// unknown role.
 	AddOrgMember(context.Context, *connect.Request[v1.AddOrgMemberRequest]) (*connect.Response[v1.AddOrgMemberResponse], error)
+	// Lists the members of the organization (users holding organization
+	// roles, of any organization) matching all queries, ordered by user ID
+	// (descending unless query.asc).
+	// Roles: ORG_OWNER or above. Errors: InvalidArgument for a query outside
+	// its limits.
+	ListOrgMembers(context.Context, *connect.Request[v1.ListOrgMembersRequest]) (*connect.Response[v1.ListOrgMembersResponse], error)
 	// Removes a member (all its organization roles).
 	// Roles: ORG_OWNER or above. Errors: NotFound when the user is no member.
 	RemoveOrgMember(context.Context, *connect.Request[v1.RemoveOrgMemberRequest]) (*connect.Response[v1.RemoveOrgMemberResponse], error)
@@ -333,9 +359,21 @@ type ManagementServiceClient interface {
 	// Returns a project of the organization.
 	// Roles: ORG_OWNER or above. Errors: NotFound.
 	GetProjectByID(context.Context, *connect.Request[v1.GetProjectByIDRequest]) (*connect.Response[v1.GetProjectByIDResponse], error)
+	// Lists the projects of the organization matching all queries, ordered
+	// by name (descending unless query.asc).
+	// Roles: ORG_OWNER or above. Errors: InvalidArgument for a query outside
+	// its limits.
+	ListProjects(context.Context, *connect.Request[v1.ListProjectsRequest]) (*connect.Response[v1.ListProjectsResponse], error)
 	// Returns an application of a project (never its secret).
 	// Roles: ORG_OWNER or above. Errors: NotFound.
 	GetAppByID(context.Context, *connect.Request[v1.GetAppByIDRequest]) (*connect.Response[v1.GetAppByIDResponse], error)
+	// Lists the applications of a project matching all queries, ordered by
+	// name (descending unless query.asc), as GetAppByID returns them (never
+	// a secret).
+	// Roles: ORG_OWNER or above. Errors: NotFound for an unknown project or
+	// one of another organization; InvalidArgument for a query outside its
+	// limits.
+	ListApps(context.Context, *connect.Request[v1.ListAppsRequest]) (*connect.Response[v1.ListAppsResponse], error)
 	// Creates an OIDC application (relying party). A client secret is
 	// generated and returned once for auth methods BASIC and POST.
 	// Roles: ORG_OWNER or above. Errors: NotFound for an unknown project;
@@ -551,10 +589,22 @@ func NewManagementServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			connect.WithSchema(managementServiceMethods.ByName("AddOrg")),
 			connect.WithClientOptions(opts...),
 		),
+		listOrgs: connect.NewClient[v1.ListOrgsRequest, v1.ListOrgsResponse](
+			httpClient,
+			baseURL+ManagementServiceListOrgsProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("ListOrgs")),
+			connect.WithClientOptions(opts...),
+		),
 		addOrgMember: connect.NewClient[v1.AddOrgMemberRequest, v1.AddOrgMemberResponse](
 			httpClient,
 			baseURL+ManagementServiceAddOrgMemberProcedure,
 			connect.WithSchema(managementServiceMethods.ByName("AddOrgMember")),
+			connect.WithClientOptions(opts...),
+		),
+		listOrgMembers: connect.NewClient[v1.ListOrgMembersRequest, v1.ListOrgMembersResponse](
+			httpClient,
+			baseURL+ManagementServiceListOrgMembersProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("ListOrgMembers")),
 			connect.WithClientOptions(opts...),
 		),
 		removeOrgMember: connect.NewClient[v1.RemoveOrgMemberRequest, v1.RemoveOrgMemberResponse](
@@ -617,10 +667,22 @@ func NewManagementServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			connect.WithSchema(managementServiceMethods.ByName("GetProjectByID")),
 			connect.WithClientOptions(opts...),
 		),
+		listProjects: connect.NewClient[v1.ListProjectsRequest, v1.ListProjectsResponse](
+			httpClient,
+			baseURL+ManagementServiceListProjectsProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("ListProjects")),
+			connect.WithClientOptions(opts...),
+		),
 		getAppByID: connect.NewClient[v1.GetAppByIDRequest, v1.GetAppByIDResponse](
 			httpClient,
 			baseURL+ManagementServiceGetAppByIDProcedure,
 			connect.WithSchema(managementServiceMethods.ByName("GetAppByID")),
+			connect.WithClientOptions(opts...),
+		),
+		listApps: connect.NewClient[v1.ListAppsRequest, v1.ListAppsResponse](
+			httpClient,
+			baseURL+ManagementServiceListAppsProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("ListApps")),
 			connect.WithClientOptions(opts...),
 		),
 		addOIDCApp: connect.NewClient[v1.AddOIDCAppRequest, v1.AddOIDCAppResponse](
@@ -752,7 +814,9 @@ type managementServiceClient struct {
 	bulkRemoveUserMetadata     *connect.Client[v1.BulkRemoveUserMetadataRequest, v1.BulkRemoveUserMetadataResponse]
 	getMyOrg                   *connect.Client[v1.GetMyOrgRequest, v1.GetMyOrgResponse]
 	addOrg                     *connect.Client[v1.AddOrgRequest, v1.AddOrgResponse]
+	listOrgs                   *connect.Client[v1.ListOrgsRequest, v1.ListOrgsResponse]
 	addOrgMember               *connect.Client[v1.AddOrgMemberRequest, v1.AddOrgMemberResponse]
+	listOrgMembers             *connect.Client[v1.ListOrgMembersRequest, v1.ListOrgMembersResponse]
 	removeOrgMember            *connect.Client[v1.RemoveOrgMemberRequest, v1.RemoveOrgMemberResponse]
 	getOrgIDPByID              *connect.Client[v1.GetOrgIDPByIDRequest, v1.GetOrgIDPByIDResponse]
 	listOrgIDPs                *connect.Client[v1.ListOrgIDPsRequest, v1.ListOrgIDPsResponse]
@@ -763,7 +827,9 @@ type managementServiceClient struct {
 	removeOrgIDP               *connect.Client[v1.RemoveOrgIDPRequest, v1.RemoveOrgIDPResponse]
 	addProject                 *connect.Client[v1.AddProjectRequest, v1.AddProjectResponse]
 	getProjectByID             *connect.Client[v1.GetProjectByIDRequest, v1.GetProjectByIDResponse]
+	listProjects               *connect.Client[v1.ListProjectsRequest, v1.ListProjectsResponse]
 	getAppByID                 *connect.Client[v1.GetAppByIDRequest, v1.GetAppByIDResponse]
+	listApps                   *connect.Client[v1.ListAppsRequest, v1.ListAppsResponse]
 	addOIDCApp                 *connect.Client[v1.AddOIDCAppRequest, v1.AddOIDCAppResponse]
 	updateOIDCAppConfig        *connect.Client[v1.UpdateOIDCAppConfigRequest, v1.UpdateOIDCAppConfigResponse]
 	regenerateOIDCClientSecret *connect.Client[v1.RegenerateOIDCClientSecretRequest, v1.RegenerateOIDCClientSecretResponse]
@@ -893,9 +959,19 @@ func (c *managementServiceClient) AddOrg(ctx context.Context, req *connect.Reque
 	return c.addOrg.CallUnary(ctx, req)
 }
 
+// ListOrgs calls gatehouse.management.v1.ManagementService.ListOrgs.
+func (c *managementServiceClient) ListOrgs(ctx context.Context, req *connect.Request[v1.ListOrgsRequest]) (*connect.Response[v1.ListOrgsResponse], error) {
+	return c.listOrgs.CallUnary(ctx, req)
+}
+
 // AddOrgMember calls gatehouse.management.v1.ManagementService.AddOrgMember.
 func (c *managementServiceClient) AddOrgMember(ctx context.Context, req *connect.Request[v1.AddOrgMemberRequest]) (*connect.Response[v1.AddOrgMemberResponse], error) {
 	return c.addOrgMember.CallUnary(ctx, req)
+}
+
+// ListOrgMembers calls gatehouse.management.v1.ManagementService.ListOrgMembers.
+func (c *managementServiceClient) ListOrgMembers(ctx context.Context, req *connect.Request[v1.ListOrgMembersRequest]) (*connect.Response[v1.ListOrgMembersResponse], error) {
+	return c.listOrgMembers.CallUnary(ctx, req)
 }
 
 // RemoveOrgMember calls gatehouse.management.v1.ManagementService.RemoveOrgMember.
@@ -952,9 +1028,19 @@ func (c *managementServiceClient) GetProjectByID(ctx context.Context, req *conne
 	return c.getProjectByID.CallUnary(ctx, req)
 }
 
+// ListProjects calls gatehouse.management.v1.ManagementService.ListProjects.
+func (c *managementServiceClient) ListProjects(ctx context.Context, req *connect.Request[v1.ListProjectsRequest]) (*connect.Response[v1.ListProjectsResponse], error) {
+	return c.listProjects.CallUnary(ctx, req)
+}
+
 // GetAppByID calls gatehouse.management.v1.ManagementService.GetAppByID.
 func (c *managementServiceClient) GetAppByID(ctx context.Context, req *connect.Request[v1.GetAppByIDRequest]) (*connect.Response[v1.GetAppByIDResponse], error) {
 	return c.getAppByID.CallUnary(ctx, req)
+}
+
+// ListApps calls gatehouse.management.v1.ManagementService.ListApps.
+func (c *managementServiceClient) ListApps(ctx context.Context, req *connect.Request[v1.ListAppsRequest]) (*connect.Response[v1.ListAppsResponse], error) {
+	return c.listApps.CallUnary(ctx, req)
 }
 
 // AddOIDCApp calls gatehouse.management.v1.ManagementService.AddOIDCApp.
@@ -1141,11 +1227,25 @@ type ManagementServiceHandler interface {
 	// organizations: an identity provider's tenants are an operator decision).
 	// Errors: AlreadyExists when the name or its primary domain is taken.
 	AddOrg(context.Context, *connect.Request[v1.AddOrgRequest]) (*connect.Response[v1.AddOrgResponse], error)
+	// Lists the organizations in which the caller holds a role, matching all
+	// queries, ordered by name (descending unless query.asc); an IAM_OWNER
+	// sees every organization. x-service-orgid is ignored: the call acts on no
+	// single organization. Like ZITADEL's admin ListOrgs (POST /orgs/_search),
+	// below /management/v1 here.
+	// Roles: none needed; a caller without roles gets an empty list.
+	// Errors: InvalidArgument for a query outside its limits.
+	ListOrgs(context.Context, *connect.Request[v1.ListOrgsRequest]) (*connect.Response[v1.ListOrgsResponse], error)
 	// Grants organization roles to a user of the instance.
 	// Roles: ORG_OWNER or above. Errors: NotFound for an unknown user;
 	// AlreadyExists when the user is already a member; InvalidArgument for an
 	// unknown role.
 	AddOrgMember(context.Context, *connect.Request[v1.AddOrgMemberRequest]) (*connect.Response[v1.AddOrgMemberResponse], error)
+	// Lists the members of the organization (users holding organization
+	// roles, of any organization) matching all queries, ordered by user ID
+	// (descending unless query.asc).
+	// Roles: ORG_OWNER or above. Errors: InvalidArgument for a query outside
+	// its limits.
+	ListOrgMembers(context.Context, *connect.Request[v1.ListOrgMembersRequest]) (*connect.Response[v1.ListOrgMembersResponse], error)
 	// Removes a member (all its organization roles).
 	// Roles: ORG_OWNER or above. Errors: NotFound when the user is no member.
 	RemoveOrgMember(context.Context, *connect.Request[v1.RemoveOrgMemberRequest]) (*connect.Response[v1.RemoveOrgMemberResponse], error)
@@ -1190,9 +1290,21 @@ type ManagementServiceHandler interface {
 	// Returns a project of the organization.
 	// Roles: ORG_OWNER or above. Errors: NotFound.
 	GetProjectByID(context.Context, *connect.Request[v1.GetProjectByIDRequest]) (*connect.Response[v1.GetProjectByIDResponse], error)
+	// Lists the projects of the organization matching all queries, ordered
+	// by name (descending unless query.asc).
+	// Roles: ORG_OWNER or above. Errors: InvalidArgument for a query outside
+	// its limits.
+	ListProjects(context.Context, *connect.Request[v1.ListProjectsRequest]) (*connect.Response[v1.ListProjectsResponse], error)
 	// Returns an application of a project (never its secret).
 	// Roles: ORG_OWNER or above. Errors: NotFound.
 	GetAppByID(context.Context, *connect.Request[v1.GetAppByIDRequest]) (*connect.Response[v1.GetAppByIDResponse], error)
+	// Lists the applications of a project matching all queries, ordered by
+	// name (descending unless query.asc), as GetAppByID returns them (never
+	// a secret).
+	// Roles: ORG_OWNER or above. Errors: NotFound for an unknown project or
+	// one of another organization; InvalidArgument for a query outside its
+	// limits.
+	ListApps(context.Context, *connect.Request[v1.ListAppsRequest]) (*connect.Response[v1.ListAppsResponse], error)
 	// Creates an OIDC application (relying party). A client secret is
 	// generated and returned once for auth methods BASIC and POST.
 	// Roles: ORG_OWNER or above. Errors: NotFound for an unknown project;
@@ -1404,10 +1516,22 @@ func NewManagementServiceHandler(svc ManagementServiceHandler, opts ...connect.H
 		connect.WithSchema(managementServiceMethods.ByName("AddOrg")),
 		connect.WithHandlerOptions(opts...),
 	)
+	managementServiceListOrgsHandler := connect.NewUnaryHandler(
+		ManagementServiceListOrgsProcedure,
+		svc.ListOrgs,
+		connect.WithSchema(managementServiceMethods.ByName("ListOrgs")),
+		connect.WithHandlerOptions(opts...),
+	)
 	managementServiceAddOrgMemberHandler := connect.NewUnaryHandler(
 		ManagementServiceAddOrgMemberProcedure,
 		svc.AddOrgMember,
 		connect.WithSchema(managementServiceMethods.ByName("AddOrgMember")),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceListOrgMembersHandler := connect.NewUnaryHandler(
+		ManagementServiceListOrgMembersProcedure,
+		svc.ListOrgMembers,
+		connect.WithSchema(managementServiceMethods.ByName("ListOrgMembers")),
 		connect.WithHandlerOptions(opts...),
 	)
 	managementServiceRemoveOrgMemberHandler := connect.NewUnaryHandler(
@@ -1470,10 +1594,22 @@ func NewManagementServiceHandler(svc ManagementServiceHandler, opts ...connect.H
 		connect.WithSchema(managementServiceMethods.ByName("GetProjectByID")),
 		connect.WithHandlerOptions(opts...),
 	)
+	managementServiceListProjectsHandler := connect.NewUnaryHandler(
+		ManagementServiceListProjectsProcedure,
+		svc.ListProjects,
+		connect.WithSchema(managementServiceMethods.ByName("ListProjects")),
+		connect.WithHandlerOptions(opts...),
+	)
 	managementServiceGetAppByIDHandler := connect.NewUnaryHandler(
 		ManagementServiceGetAppByIDProcedure,
 		svc.GetAppByID,
 		connect.WithSchema(managementServiceMethods.ByName("GetAppByID")),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceListAppsHandler := connect.NewUnaryHandler(
+		ManagementServiceListAppsProcedure,
+		svc.ListApps,
+		connect.WithSchema(managementServiceMethods.ByName("ListApps")),
 		connect.WithHandlerOptions(opts...),
 	)
 	managementServiceAddOIDCAppHandler := connect.NewUnaryHandler(
@@ -1624,8 +1760,12 @@ func NewManagementServiceHandler(svc ManagementServiceHandler, opts ...connect.H
 			managementServiceGetMyOrgHandler.ServeHTTP(w, r)
 		case ManagementServiceAddOrgProcedure:
 			managementServiceAddOrgHandler.ServeHTTP(w, r)
+		case ManagementServiceListOrgsProcedure:
+			managementServiceListOrgsHandler.ServeHTTP(w, r)
 		case ManagementServiceAddOrgMemberProcedure:
 			managementServiceAddOrgMemberHandler.ServeHTTP(w, r)
+		case ManagementServiceListOrgMembersProcedure:
+			managementServiceListOrgMembersHandler.ServeHTTP(w, r)
 		case ManagementServiceRemoveOrgMemberProcedure:
 			managementServiceRemoveOrgMemberHandler.ServeHTTP(w, r)
 		case ManagementServiceGetOrgIDPByIDProcedure:
@@ -1646,8 +1786,12 @@ func NewManagementServiceHandler(svc ManagementServiceHandler, opts ...connect.H
 			managementServiceAddProjectHandler.ServeHTTP(w, r)
 		case ManagementServiceGetProjectByIDProcedure:
 			managementServiceGetProjectByIDHandler.ServeHTTP(w, r)
+		case ManagementServiceListProjectsProcedure:
+			managementServiceListProjectsHandler.ServeHTTP(w, r)
 		case ManagementServiceGetAppByIDProcedure:
 			managementServiceGetAppByIDHandler.ServeHTTP(w, r)
+		case ManagementServiceListAppsProcedure:
+			managementServiceListAppsHandler.ServeHTTP(w, r)
 		case ManagementServiceAddOIDCAppProcedure:
 			managementServiceAddOIDCAppHandler.ServeHTTP(w, r)
 		case ManagementServiceUpdateOIDCAppConfigProcedure:
@@ -1779,8 +1923,16 @@ func (UnimplementedManagementServiceHandler) AddOrg(context.Context, *connect.Re
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.AddOrg is not implemented"))
 }
 
+func (UnimplementedManagementServiceHandler) ListOrgs(context.Context, *connect.Request[v1.ListOrgsRequest]) (*connect.Response[v1.ListOrgsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ListOrgs is not implemented"))
+}
+
 func (UnimplementedManagementServiceHandler) AddOrgMember(context.Context, *connect.Request[v1.AddOrgMemberRequest]) (*connect.Response[v1.AddOrgMemberResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.AddOrgMember is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) ListOrgMembers(context.Context, *connect.Request[v1.ListOrgMembersRequest]) (*connect.Response[v1.ListOrgMembersResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ListOrgMembers is not implemented"))
 }
 
 func (UnimplementedManagementServiceHandler) RemoveOrgMember(context.Context, *connect.Request[v1.RemoveOrgMemberRequest]) (*connect.Response[v1.RemoveOrgMemberResponse], error) {
@@ -1823,8 +1975,16 @@ func (UnimplementedManagementServiceHandler) GetProjectByID(context.Context, *co
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.GetProjectByID is not implemented"))
 }
 
+func (UnimplementedManagementServiceHandler) ListProjects(context.Context, *connect.Request[v1.ListProjectsRequest]) (*connect.Response[v1.ListProjectsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ListProjects is not implemented"))
+}
+
 func (UnimplementedManagementServiceHandler) GetAppByID(context.Context, *connect.Request[v1.GetAppByIDRequest]) (*connect.Response[v1.GetAppByIDResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.GetAppByID is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) ListApps(context.Context, *connect.Request[v1.ListAppsRequest]) (*connect.Response[v1.ListAppsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ListApps is not implemented"))
 }
 
 func (UnimplementedManagementServiceHandler) AddOIDCApp(context.Context, *connect.Request[v1.AddOIDCAppRequest]) (*connect.Response[v1.AddOIDCAppResponse], error) {
