@@ -22,13 +22,22 @@ help: ## list targets
 .PHONY: build
 # cgo is left to Go's default (on where a C compiler is found): with it, the
 # tokens service signs with OpenSSL when libcrypto.so.3 loads; without, with Go.
-build: ## build bin/edge, bin/authn, bin/tokens, bin/directory
+build: ## build bin/edge, bin/authn, bin/tokens, bin/directory and the CLI bin/gatehouse
 	@mkdir -p bin
 	@for s in $(SERVICES); do go build -trimpath -o bin/$$s ./services/$$s/cmd/$$s; done
-	@echo "built: $(addprefix bin/,$(SERVICES))"
+	@go build -trimpath -o bin/gatehouse ./cli/cmd/gatehouse
+	@echo "built: $(addprefix bin/,$(SERVICES)) bin/gatehouse"
 
 .PHONY: run
 run: build ## run the embedded server (one process, SQLite in ./data) on :8080
+	@data=$${GATEHOUSE_DATA_DIR:-./data}; issuer=$${GATEHOUSE_ISSUER:-http://localhost:8080}; \
+	echo ""; \
+	echo "  Gatehouse starts at $$issuer. To administer it, in another terminal:"; \
+	echo ""; \
+	echo "    ./bin/gatehouse login --issuer $$issuer --key-file $$data/bootstrap-admin-key.json"; \
+	echo "    ./bin/gatehouse orgs list"; \
+	echo "    ./bin/gatehouse apply -f examples/acme.yaml --secrets-out acme-secrets.yaml"; \
+	echo ""
 	GATEHOUSE_DATA_DIR=$${GATEHOUSE_DATA_DIR:-./data} ./bin/edge
 
 .PHONY: run-distributed

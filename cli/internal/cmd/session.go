@@ -1,0 +1,397 @@
+package cmd
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/spf13/cobra"
+
+	"github.com/gatehouse-id/gatehouse/cli/internal/auth"
+	"github.com/gatehouse-id/gatehouse/cli/internal/contexts"
+	"github.com/gatehouse-id/gatehouse/cli/internal/output"
+	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
+)
+
+func (a *App) sessionCommands() []*cobra.Command {
+	return []*cobra.Command{a.loginCmd(), a.logoutCmd(), a.contextCmd(), a.whoamiCmd(), a.tokenCmd(), a.keygenCmd()}
+}
+
+func (a *App) loginCmd() *cobra.Command {
+	var issuer, keyFile, userID, keyID, name, org, clientID string
+	var noBrowser bool
+	var timeout time.Duration
+	c := &cobra.Command{
+		Use:   "login --issuer URL [--key-file FILE]",
+		Short: "Sign in and save the session as a context",
+		Long: `Without --key-file, login signs a person in through the browser: the
+authorization code flow with PKCE on a loopback redirect (RFC 8252), with
+the native admin app Gatehouse creates at first start (client id
+gatehouse-cli). --no-browser prints the URL to open instead.
+
+With --key-file, a machine user signs in with its key (the JWT profile
+grant): a JSON key file as Gatehouse writes it, or a PEM private key (from
+gatehouse keygen) with --user-id and --key-id.
+
+The session (tokens, the key) is stored 0600 in the contexts file under
+the context's name (default: the issuer's host), which becomes current.`,
+		Example: `  gatehouse login --issuer http://localhost:8080
+  gatehouse login --issuer https://id.example.com --no-browser --name prod
+  gatehouse login --issuer http://localhost:8080 --key-file data/bootstrap-admin-key.json
+  gatehouse login --issuer https://id.example.com --key-file admin-key.pem --user-id 123 --key-id 456`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			u, err := url.Parse(issuer)
+			if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+				return fmt.Errorf("--issuer %q: want the issuer URL, e.g. https://id.example.com", issuer)
+			}
+			issuer = strings.TrimRight(issuer, "/")
+			if name == "" {
+				name = u.Host
+			}
+			ctx := c.Context()
+			ac := &auth.Client{Issuer: issuer, HTTP: a.HTTP}
+			entry := &contexts.Context{Issuer: issuer, Org: org}
+			var t *auth.Token
+			if keyFile != "" {
+				raw, err := loadKeyFile(keyFile, userID, keyID)
+				if err != nil {
+					return err
+				}
+				entry.Kind, entry.KeyFile = contexts.KindKey, raw
+				if t, err = ac.KeyLogin(ctx, raw); err != nil {
+					return fmt.Errorf("login: %w", err)
+				}
+			} else {
+				entry.Kind, entry.ClientID = contexts.KindBrowser, clientID
+				bl := &auth.BrowserLogin{Client: ac, ClientID: clientID, Timeout: timeout}
+				open := func(u string) error {
+					fmt.Fprintf(a.Stderr, "Open this URL in a browser to sign in:\n\n  %s\n\n", u)
+					return nil
+				}
+				if !noBrowser {
+					open = func(u string) error {
+						fmt.Fprintf(a.Stderr, "Opening the browser to sign in. If it does not open, visit:\n\n  %s\n\n", u)
+						if err := auth.OpenBrowser(u); err != nil {
+							fmt.Fprintf(a.Stderr, "(%v)\n", err)
+						}
+						return nil
+					}
+				}
+				bl.Open = open
+				if t, err = bl.Run(ctx); err != nil {
+					return fmt.Errorf("login: %w", err)
+				}
+			}
+			entry.AccessToken, entry.RefreshToken, entry.Expiry = t.AccessToken, t.RefreshToken, t.Expiry
+			f, err := a.store.Load()
+			if err != nil {
+				return err
+			}
+			f.Contexts[name] = entry
+			f.Current = name
+			if err := a.store.Save(f); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.Stderr, "Signed in to %s; context %q is now current.\n", issuer, name)
+			return nil
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&issuer, "issuer", "", "the Gatehouse issuer URL")
+	fl.StringVar(&keyFile, "key-file", "", "sign in a machine user with this key file (JSON, or PEM with --user-id and --key-id)")
+	fl.StringVar(&userID, "user-id", "", "the machine user's id, for a PEM --key-file")
+	fl.StringVar(&keyID, "key-id", "", "the key's id, for a PEM --key-file")
+	fl.StringVar(&name, "name", "", "the context's name (default: the issuer's host)")
+	fl.StringVar(&org, "default-org", "", "the context's default organization (name or id)")
+	fl.StringVar(&clientID, "client-id", auth.CLIClientID, "the native app used for browser sign-in")
+	fl.BoolVar(&noBrowser, "no-browser", false, "print the sign-in URL instead of opening a browser")
+	fl.DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the browser")
+	_ = c.MarkFlagRequired("issuer")
+	return c
+}
+
+// loadKeyFile returns a JSON key file, made from a PEM key and the ids
+// when the file is PEM.
+func loadKeyFile(name, userID, keyID string) ([]byte, error) {
+	raw, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("--key-file: %w", err)
+	}
+	if block, _ := pem.Decode(raw); block != nil {
+		if userID == "" || keyID == "" {
+			return nil, errors.New("--key-file is a PEM key: give --user-id and --key-id too (the server logs them when it registers GATEHOUSE_BOOTSTRAP_PUBLIC_KEY)")
+		}
+		raw, err = json.Marshal(auth.KeyFile{Type: "serviceaccount", KeyID: keyID, Key: string(raw), UserID: userID})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if _, _, err := auth.ParseKeyFile(raw); err != nil {
+		return nil, fmt.Errorf("--key-file %s: %w", name, err)
+	}
+	return raw, nil
+}
+
+func (a *App) logoutCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "logout",
+		Short: "Revoke the current context's tokens and forget them",
+		Long: `logout revokes the refresh token (and with it the access tokens issued
+from it) or, for a machine user, the access token, then removes the
+tokens from the contexts file. The context itself is kept (its issuer,
+and for a machine user its key) so that gatehouse login is quick.`,
+		Example: `  gatehouse logout
+  gatehouse logout --context prod`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			f, err := a.store.Load()
+			if err != nil {
+				return err
+			}
+			name, e, err := f.Get(a.ctxName)
+			if err != nil {
+				return err
+			}
+			ac := &auth.Client{Issuer: e.Issuer, HTTP: a.HTTP}
+			ctx := c.Context()
+			switch {
+			case e.Kind == contexts.KindKey && e.AccessToken != "":
+				err = ac.RevokeWithKey(ctx, e.KeyFile, e.AccessToken)
+			case e.RefreshToken != "":
+				err = ac.RevokePublic(ctx, e.ClientID, e.RefreshToken, "refresh_token")
+				if err == nil && e.AccessToken != "" {
+					err = ac.RevokePublic(ctx, e.ClientID, e.AccessToken, "access_token")
+				}
+			}
+			if err != nil {
+				return fmt.Errorf("logout: revoke: %w", err)
+			}
+			e.AccessToken, e.RefreshToken, e.Expiry = "", "", time.Time{}
+			if err := a.store.Save(f); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.Stderr, "Signed out of context %q.\n", name)
+			return nil
+		},
+	}
+}
+
+func (a *App) contextCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "context",
+		Short: "List, switch and delete the saved contexts",
+		Example: `  gatehouse context list
+  gatehouse context use prod`,
+	}
+	list := &cobra.Command{
+		Use:     "list",
+		Short:   "List the contexts",
+		Example: "  gatehouse context list -o json",
+		Args:    cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			f, err := a.store.Load()
+			if err != nil {
+				return err
+			}
+			var rows []any
+			for _, n := range f.Names() {
+				e := f.Contexts[n]
+				rows = append(rows, map[string]any{
+					"name": n, "issuer": e.Issuer, "kind": e.Kind, "org": e.Org,
+					"current": n == f.Current, "signedIn": e.AccessToken != "" || e.RefreshToken != "",
+				})
+			}
+			return output.PrintValue(a.Stdout, a.format, map[string]any{"contexts": rows},
+				output.View{Rows: "contexts", Columns: output.Cols("CURRENT=current", "NAME=name", "ISSUER=issuer", "KIND=kind", "ORG=org", "SIGNED IN=signedIn")})
+		},
+	}
+	use := &cobra.Command{
+		Use:               "use NAME",
+		Short:             "Make a context current",
+		Example:           "  gatehouse context use prod",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: a.completeContexts,
+		RunE: func(_ *cobra.Command, args []string) error {
+			f, err := a.store.Load()
+			if err != nil {
+				return err
+			}
+			if _, ok := f.Contexts[args[0]]; !ok {
+				return fmt.Errorf("no context %q (gatehouse context list)", args[0])
+			}
+			f.Current = args[0]
+			return a.store.Save(f)
+		},
+	}
+	del := &cobra.Command{
+		Use:               "delete NAME",
+		Short:             "Delete a context (run gatehouse logout first to revoke its tokens)",
+		Example:           "  gatehouse context delete old",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: a.completeContexts,
+		RunE: func(_ *cobra.Command, args []string) error {
+			f, err := a.store.Load()
+			if err != nil {
+				return err
+			}
+			if _, ok := f.Contexts[args[0]]; !ok {
+				return fmt.Errorf("no context %q", args[0])
+			}
+			delete(f.Contexts, args[0])
+			if f.Current == args[0] {
+				f.Current = ""
+			}
+			return a.store.Save(f)
+		},
+	}
+	c.AddCommand(list, use, del)
+	return c
+}
+
+func (a *App) completeContexts(c *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if a.store.Path == "" {
+		p, err := contexts.DefaultPath()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		a.store.Path = p
+	}
+	f, err := a.store.Load()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return f.Names(), cobra.ShellCompDirectiveNoFileComp
+}
+
+func (a *App) whoamiCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "whoami",
+		Short:   "Show who the current context is signed in as",
+		Example: "  gatehouse whoami -o json",
+		Args:    cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			ctx := c.Context()
+			name, e, err := a.session(ctx)
+			if err != nil {
+				return err
+			}
+			info, err := (&auth.Client{Issuer: e.Issuer, HTTP: a.HTTP}).UserInfo(ctx, e.AccessToken)
+			if err != nil {
+				return err
+			}
+			cl, err := a.clients(ctx)
+			if err != nil {
+				return err
+			}
+			org, err := cl.mgmt.GetMyOrg(ctx, connect.NewRequest(&managementv1.GetMyOrgRequest{}))
+			if err != nil {
+				return err
+			}
+			v := map[string]any{
+				"context": name, "issuer": e.Issuer, "kind": e.Kind,
+				"userId": info["sub"], "name": first(info["preferred_username"], info["name"]),
+				"orgId": org.Msg.GetOrg().GetId(), "orgName": org.Msg.GetOrg().GetName(),
+				"expiry": e.Expiry.UTC().Format(time.RFC3339),
+			}
+			return output.PrintValue(a.Stdout, a.format, v,
+				output.View{Columns: output.Cols("CONTEXT=context", "ISSUER=issuer", "USER ID=userId", "NAME=name", "ORG=orgName", "ORG ID=orgId")})
+		},
+	}
+}
+
+func first(vs ...any) any {
+	for _, v := range vs {
+		if s, ok := v.(string); ok && s != "" {
+			return s
+		}
+	}
+	return nil
+}
+
+func (a *App) tokenCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "token",
+		Short: "Print a fresh access token for the management API",
+		Long: `token prints the current context's access token, refreshed first when it
+expires within a minute, for scripts: curl -H "Authorization: Bearer $(gatehouse token)".`,
+		Example: `  curl -H "Authorization: Bearer $(gatehouse token)" http://localhost:8080/management/v1/orgs/me`,
+		Args:    cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			_, e, err := a.session(c.Context())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(a.Stdout, e.AccessToken)
+			return nil
+		},
+	}
+}
+
+func (a *App) keygenCmd() *cobra.Command {
+	var out, pubOut string
+	var bits int
+	c := &cobra.Command{
+		Use:   "keygen --out FILE",
+		Short: "Make an RSA key pair for a machine user (e.g. GATEHOUSE_BOOTSTRAP_PUBLIC_KEY)",
+		Long: `keygen writes a new RSA private key (PEM, 0600) to --out and its public key
+(PEM) to --public-out or standard output. Give the public key to Gatehouse
+(GATEHOUSE_BOOTSTRAP_PUBLIC_KEY, or gatehouse users keys add
+--public-key); keep the private key to sign in with gatehouse login
+--key-file.`,
+		Example: `  gatehouse keygen --out ~/.config/gatehouse/admin-key.pem --public-out admin-key.pub.pem
+  export GATEHOUSE_BOOTSTRAP_PUBLIC_KEY="$(cat admin-key.pub.pem)"`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if bits < 2048 {
+				return errors.New("--bits: at least 2048")
+			}
+			key, err := rsa.GenerateKey(rand.Reader, bits)
+			if err != nil {
+				return err
+			}
+			priv := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+			der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+			if err != nil {
+				return err
+			}
+			pub := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+			if err := writeSecretFile(out, priv); err != nil {
+				return err
+			}
+			if pubOut == "" {
+				_, err = a.Stdout.Write(pub)
+				return err
+			}
+			return os.WriteFile(pubOut, pub, 0o644)
+		},
+	}
+	c.Flags().StringVar(&out, "out", "", "where to write the private key (0600; must not exist)")
+	c.Flags().StringVar(&pubOut, "public-out", "", "where to write the public key (default: standard output)")
+	c.Flags().IntVar(&bits, "bits", 2048, "RSA key size")
+	_ = c.MarkFlagRequired("out")
+	return c
+}
+
+// writeSecretFile creates a file readable only by its owner; it never
+// overwrites one.
+func writeSecretFile(name string, content []byte) error {
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if _, err := f.Write(content); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	return f.Close()
+}
