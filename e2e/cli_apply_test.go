@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gatehouse-id/gatehouse/pkg/config"
 )
 
 // acmeYAML declares one of every kind.
@@ -236,5 +238,72 @@ func TestCLIApplyBadInputChangesNothing(t *testing.T) {
 	weak.fail([]string{"error:", "permission_denied"}, "apply", "-f", writeFile(t, dir, "ok.yaml", good))
 	if strings.Contains(c.ok("orgs", "list"), `"acme"`) {
 		t.Fatal("a refused apply created the organization")
+	}
+}
+
+// TestBootstrapPublicKeyAndFile: a cluster-style first start — the
+// operator's public key (made with gatehouse keygen) and a bootstrap file
+// — leaves no private key on the server, provisions the file once, and
+// the operator's gatehouse apply of the same file then changes nothing.
+func TestBootstrapPublicKeyAndFile(t *testing.T) {
+	c := newCLI(t)
+	keys := t.TempDir()
+	priv, pub := filepath.Join(keys, "admin.pem"), filepath.Join(keys, "admin.pub.pem")
+	c.ok("keygen", "--out", priv, "--public-out", pub)
+	if st, err := os.Stat(priv); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("keygen private key: %v; want 0600", err)
+	}
+	pubPEM, _ := os.ReadFile(pub)
+	bootFile := writeFile(t, keys, "bootstrap.yaml", acmeYAML)
+
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	issuer := "http://" + addr
+	env := map[string]string{
+		"GATEHOUSE_DATA_DIR": dir, "GATEHOUSE_ADDR": addr, "GATEHOUSE_ISSUER": issuer,
+		"GATEHOUSE_BOOTSTRAP_PUBLIC_KEY": string(pubPEM), "GATEHOUSE_BOOTSTRAP_FILE": bootFile,
+		"ALICE_PASSWORD": "Alice-Passw0rd!", "UPSTREAM_SECRET": "upstream-s3cret",
+	}
+	p := startProc(t, config.RoleEdge, env)
+	if _, err := os.Stat(filepath.Join(dir, "bootstrap-admin-key.json")); !os.IsNotExist(err) {
+		t.Fatalf("a private key file was written: %v", err)
+	}
+	var userID, keyID string
+	for _, l := range p.log.Lines() {
+		if strings.Contains(str(l["msg"]), "GATEHOUSE_BOOTSTRAP_PUBLIC_KEY") {
+			userID, keyID = str(l["user_id"]), str(l["key_id"])
+		}
+	}
+	if strings.Contains(p.log.String(), "upstream-s3cret") || strings.Contains(p.log.String(), "Alice-Passw0rd!") {
+		t.Fatal("a secret of the bootstrap file reached the log")
+	}
+	c.ok("login", "--issuer", issuer, "--key-file", priv, "--user-id", userID, "--key-id", keyID)
+	c.env = []string{"ALICE_PASSWORD=x", "UPSTREAM_SECRET=y"}
+	if out := c.ok("apply", "-f", bootFile, "-o", "table"); !strings.Contains(out, "No changes: 10 unchanged.") {
+		t.Fatalf("apply of the bootstrap file after first start:\n%s", out)
+	}
+	secrets := filepath.Join(dir, "bootstrap-secrets.yaml")
+	if st, err := os.Stat(secrets); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("bootstrap secrets file: %v; want 0600", err)
+	}
+
+	// Applied once: a changed file on a later start changes nothing.
+	p.stop(t)
+	writeFile(t, keys, "bootstrap.yaml", acmeYAML+"---\nkind: Project\norg: acme\nname: Later\n")
+	startProc(t, config.RoleEdge, env)
+	if out := c.ok("projects", "list", "--org", "acme"); strings.Contains(out, "Later") {
+		t.Fatalf("the bootstrap file was applied again on a bootstrapped store:\n%s", out)
+	}
+
+	// A bad bootstrap file stops the start with a clear error.
+	bad := writeFile(t, keys, "bad.yaml", "kind: Project\norg: acme\nname: X\ncolour: red\n")
+	cfg, err := config.Load(config.RoleEdge, func(k string) string {
+		if k == "GATEHOUSE_BOOTSTRAP_FILE" {
+			return bad
+		}
+		return ""
+	})
+	if err == nil || !contains(err.Error(), "GATEHOUSE_BOOTSTRAP_FILE", "bad.yaml: document 1", "field colour") {
+		t.Fatalf("config with a bad bootstrap file: %v %v", cfg, err)
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gatehouse-id/gatehouse/pkg/apply"
 )
 
 // Role names the process being configured.
@@ -62,7 +64,12 @@ type Config struct {
 	// key registered for bootstrap-admin at first start instead of writing
 	// a private key file (a cluster, where no file leaves a pod).
 	BootstrapPublicKey string
-	LogLevel           slog.Level
+	// BootstrapFile is GATEHOUSE_BOOTSTRAP_FILE, and BootstrapDocs its
+	// documents (the gatehouse apply format, ${VAR} expanded from the
+	// environment), applied once at first start as bootstrap-admin.
+	BootstrapFile string
+	BootstrapDocs []*apply.Doc
+	LogLevel      slog.Level
 
 	Tokens Tokens
 
@@ -120,6 +127,16 @@ func Load(role Role, getenv Getenv) (*Config, error) {
 		if b, _ := pem.Decode([]byte(k)); b == nil || b.Type != "PUBLIC KEY" {
 			p.fail("GATEHOUSE_BOOTSTRAP_PUBLIC_KEY", "want a PEM public key (-----BEGIN PUBLIC KEY-----)")
 		}
+	}
+	if c.BootstrapFile = p.str("GATEHOUSE_BOOTSTRAP_FILE", ""); c.BootstrapFile != "" {
+		docs, err := apply.ParsePath(c.BootstrapFile, func(k string) (string, bool) {
+			v := getenv(k)
+			return v, v != ""
+		})
+		if err != nil {
+			p.fail("GATEHOUSE_BOOTSTRAP_FILE", "%v", err)
+		}
+		c.BootstrapDocs = docs
 	}
 	c.LogLevel = p.logLevel("GATEHOUSE_LOG_LEVEL")
 	c.TrustedProxies = p.prefixes("GATEHOUSE_TRUSTED_PROXIES")

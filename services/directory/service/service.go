@@ -22,6 +22,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/telemetry"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/api"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/bootfile"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/bootstrap"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/cutoff"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
@@ -90,10 +91,14 @@ func New(ctx context.Context, env process.Env, deps Deps) (*Service, error) {
 		_ = store.Close()
 		return nil, err
 	}
+	var applyFile func(context.Context, string) error
+	if len(cfg.BootstrapDocs) > 0 {
+		applyFile = (&bootfile.Applier{Docs: cfg.BootstrapDocs, API: s.public, DataDir: cfg.DataDir, Logger: env.Logger}).Apply
+	}
 	if err := bootstrap.Run(ctx, bootstrap.Options{
 		ES: s.es, IssuerHost: cfg.Issuer.Hostname(), DataDir: cfg.DataDir, AdminPassword: cfg.AdminPassword,
-		PublicKey: cfg.BootstrapPublicKey,
-		Console:   os.Stderr, Logger: env.Logger, Now: time.Now,
+		PublicKey: cfg.BootstrapPublicKey, Apply: applyFile,
+		Console: os.Stderr, Logger: env.Logger, Now: time.Now,
 	}); err != nil {
 		_ = store.Close()
 		return nil, fmt.Errorf("first start: %w", err)

@@ -159,6 +159,17 @@ func (c *Caller) IsIAMOwner() bool { return slices.Contains(c.Roles, "IAM_OWNER"
 
 type ctxKey struct{}
 
+type systemKey struct{}
+
+// AsUser marks ctx for an in-process management call made by the
+// directory itself on behalf of userID (applying GATEHOUSE_BOOTSTRAP_FILE
+// as bootstrap-admin). The call then goes through the same rules as one
+// with that user's token. A context value cannot come from a request, so
+// no caller outside the process can use it.
+func AsUser(ctx context.Context, userID string) context.Context {
+	return context.WithValue(ctx, systemKey{}, userID)
+}
+
 // WithCaller returns ctx carrying c.
 func WithCaller(ctx context.Context, c *Caller) context.Context {
 	return context.WithValue(ctx, ctxKey{}, c)
@@ -237,14 +248,22 @@ func (i *Interceptor) authorize(ctx context.Context, procedure, authz, orgHeader
 	if !ok {
 		return nil, rule, apierr.PermissionDenied("AUTHZ-no-permission", "procedure not allowed")
 	}
-	scheme, token, _ := strings.Cut(strings.TrimSpace(authz), " ")
-	token = strings.TrimSpace(token)
-	if !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return nil, rule, apierr.Unauthenticated("AUTHZ-no-token", "a Bearer access token is required")
-	}
-	userID, issuedAt, err := i.subject(ctx, token)
-	if err != nil {
-		return nil, rule, err
+	var userID string
+	var issuedAt time.Time
+	if sys, ok := ctx.Value(systemKey{}).(string); ok && authz == "" {
+		// An in-process call of the directory itself (the bootstrap
+		// file), as that user; no request from outside carries it.
+		userID, issuedAt = sys, i.now()
+	} else {
+		scheme, token, _ := strings.Cut(strings.TrimSpace(authz), " ")
+		token = strings.TrimSpace(token)
+		if !strings.EqualFold(scheme, "Bearer") || token == "" {
+			return nil, rule, apierr.Unauthenticated("AUTHZ-no-token", "a Bearer access token is required")
+		}
+		var err error
+		if userID, issuedAt, err = i.subject(ctx, token); err != nil {
+			return nil, rule, err
+		}
 	}
 	p, err := i.dir.Principal(ctx, userID)
 	if err != nil {

@@ -56,9 +56,13 @@ type Options struct {
 	// PublicKey (PEM), when set, is registered as bootstrap-admin's key
 	// and no private key file is written (GATEHOUSE_BOOTSTRAP_PUBLIC_KEY).
 	PublicKey string
-	Console   io.Writer // where a generated password is printed (stderr)
-	Logger    *slog.Logger
-	Now       func() time.Time
+	// Apply, when set, applies GATEHOUSE_BOOTSTRAP_FILE as the machine
+	// admin, last, before first start is marked done: a start that fails
+	// in it applies the rest next time (apply is idempotent).
+	Apply   func(ctx context.Context, machineUserID string) error
+	Console io.Writer // where a generated password is printed (stderr)
+	Logger  *slog.Logger
+	Now     func() time.Time
 }
 
 // Run bootstraps an empty store; on a bootstrapped one it does nothing.
@@ -211,6 +215,12 @@ func run(ctx context.Context, o Options) error {
 		}
 		if _, err := o.ES.Push(ctx, editor, orgs.InstanceMemberCommand(v, id, []string{orgs.RoleIAMOwner})); err != nil {
 			return fmt.Errorf("bootstrap IAM_OWNER: %w", err)
+		}
+	}
+
+	if o.Apply != nil {
+		if err := o.Apply(ctx, machineID); err != nil {
+			return fmt.Errorf("GATEHOUSE_BOOTSTRAP_FILE: %w", err)
 		}
 	}
 
