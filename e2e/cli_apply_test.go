@@ -307,3 +307,21 @@ func TestBootstrapPublicKeyAndFile(t *testing.T) {
 		t.Fatalf("config with a bad bootstrap file: %v %v", cfg, err)
 	}
 }
+
+// TestShippedYAMLApplies: the files the project ships in the apply format
+// work — the dev overlay's bootstrap file (as GATEHOUSE_BOOTSTRAP_FILE) and
+// examples/acme.yaml (with gatehouse apply, twice).
+func TestShippedYAMLApplies(t *testing.T) {
+	root, _ := filepath.Abs("..")
+	_, _, c := startCLIServer(t, map[string]string{"GATEHOUSE_BOOTSTRAP_FILE": filepath.Join(root, "deploy/k8s/overlays/dev/bootstrap.yaml")})
+	if out := c.ok("export", "--org", "dev"); !contains(out, "name: localhost-spa", "userName: developer") {
+		t.Fatalf("the dev bootstrap file was not applied:\n%s", out)
+	}
+	example := filepath.Join(root, "examples/acme.yaml")
+	if out := c.ok("apply", "-f", example, "--secrets-out", filepath.Join(t.TempDir(), "s.yaml"), "-o", "table"); !strings.Contains(out, "Applied: 8 created, 0 updated.") {
+		t.Fatalf("apply examples/acme.yaml:\n%s", out)
+	}
+	if out := c.ok("apply", "-f", example, "-o", "table"); !strings.Contains(out, "No changes: 8 unchanged.") {
+		t.Fatalf("apply examples/acme.yaml again:\n%s", out)
+	}
+}

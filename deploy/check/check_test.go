@@ -86,11 +86,34 @@ func TestDevOverlay(t *testing.T) {
 			if x.Spec.Replicas == nil || *x.Spec.Replicas != 1 {
 				t.Errorf("dev Deployment %s: replicas %v; want 1", x.Name, x.Spec.Replicas)
 			}
+			// Only the directory bootstraps: the operator's public key and
+			// the bootstrap file.
+			env := map[string]corev1.EnvVar{}
+			for _, e := range x.Spec.Template.Spec.Containers[0].Env {
+				env[e.Name] = e
+			}
+			key, file := env["GATEHOUSE_BOOTSTRAP_PUBLIC_KEY"], env["GATEHOUSE_BOOTSTRAP_FILE"]
+			if x.Name == "directory" {
+				if key.ValueFrom == nil || key.ValueFrom.SecretKeyRef == nil || key.ValueFrom.SecretKeyRef.Name != "gatehouse-bootstrap-admin" {
+					t.Errorf("dev directory: GATEHOUSE_BOOTSTRAP_PUBLIC_KEY does not come from Secret gatehouse-bootstrap-admin: %+v", key)
+				}
+				if file.Value != "/etc/gatehouse/bootstrap/bootstrap.yaml" {
+					t.Errorf("dev directory: GATEHOUSE_BOOTSTRAP_FILE = %q", file.Value)
+				}
+			} else if key.Name != "" || file.Name != "" {
+				t.Errorf("dev %s reads the bootstrap variables; only the directory may", x.Name)
+			}
 		case *appsv1.StatefulSet:
 			for _, e := range x.Spec.Template.Spec.Containers[0].Env {
 				pgEnv[e.Name] = e.Value
 			}
 		case *corev1.ConfigMap:
+			if strings.HasPrefix(x.Name, "gatehouse-bootstrap") {
+				if !strings.Contains(x.Data["bootstrap.yaml"], "kind: Org") {
+					t.Errorf("dev ConfigMap %s has no bootstrap.yaml", x.Name)
+				}
+				continue
+			}
 			if got := x.Data["GATEHOUSE_ISSUER"]; got != "http://gatehouse.local" {
 				t.Errorf("dev GATEHOUSE_ISSUER = %q; want http://gatehouse.local", got)
 			}

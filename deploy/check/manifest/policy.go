@@ -47,12 +47,18 @@ func Base() Policy {
 	}
 }
 
+// BootstrapAdminKeys are the keys of gatehouse-bootstrap-admin, the Secret
+// holding the operator's public key (GATEHOUSE_BOOTSTRAP_PUBLIC_KEY): the
+// operator makes the key pair, so even the dev overlay cannot render it.
+var BootstrapAdminKeys = []string{"PUBLIC_KEY"}
+
 // SelfContained is the policy for an overlay that brings everything it
-// needs (the dev overlay): gatehouse-secrets is rendered, and so every
-// reference must resolve to a rendered object.
+// needs but the operator's own public key (the dev overlay):
+// gatehouse-secrets is rendered, and every other reference must resolve
+// to a rendered object.
 func SelfContained() Policy {
 	p := Base()
-	p.ExternalSecrets = nil
+	p.ExternalSecrets = map[string][]string{"gatehouse-bootstrap-admin": BootstrapAdminKeys}
 	p.Secrets = []string{"gatehouse-secrets"}
 	return p
 }

@@ -545,7 +545,7 @@ func TestValidateRejects(t *testing.T) {
 				policy = tc.policy
 			}
 			objs := tc.break_(t, dev(t))
-			if policy().ExternalSecrets != nil {
+			if _, external := policy().ExternalSecrets["gatehouse-secrets"]; external {
 				objs = without(objs, "Secret", "gatehouse-secrets")
 				// Point the references back at the external, unhashed name.
 				for _, svc := range []string{"edge", "authn", "tokens", "directory"} {
