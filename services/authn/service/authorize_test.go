@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/gatehouse-id/gatehouse/pkg/db"
+	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/services/authn/internal/authntest"
 )
 
@@ -253,4 +256,58 @@ func TestAuthorizationResponseIssuer(t *testing.T) {
 	if err != nil || loc.Query().Get("error") != "invalid_scope" || loc.Query().Get("iss") != testIssuer {
 		t.Errorf("error response %v (%v): want invalid_scope with iss %q", loc, err, testIssuer)
 	}
+}
+
+// TestNativeLoopbackRedirect: a native app's registered loopback redirect
+// URI matches the request's with any port (RFC 8252 §7.3), and the
+// response goes to the request's URI, port included; every other
+// difference, and every other app type, still gets the error page.
+func TestNativeLoopbackRedirect(t *testing.T) {
+	e := newEnv(t, db.SQLite)
+	e.dir.Clients["cli"] = &directoryv1.Client{ClientId: "cli", Kind: directoryv1.ClientKind_CLIENT_KIND_OIDC_APP, OrgId: "org1", Active: true,
+		Name: "CLI", AppType: "native", RedirectUris: []string{"http://127.0.0.1/callback", "http://[::1]/callback"},
+		ResponseTypes: []string{"code"}, GrantTypes: []string{"authorization_code", "refresh_token"}, AuthMethod: directoryv1.AuthMethod_AUTH_METHOD_NONE}
+	webLoopback := proto.Clone(e.dir.Clients["cli"]).(*directoryv1.Client)
+	webLoopback.ClientId, webLoopback.AppType = "web-loopback", "web"
+	e.dir.Clients["web-loopback"] = webLoopback
+	params := func(client, redirect string) url.Values {
+		return url.Values{"client_id": {client}, "redirect_uri": {redirect}, "response_type": {"code"}, "scope": {"openid"},
+			"state": {"st-n"}, "code_challenge": {challenge}, "code_challenge_method": {"S256"}}
+	}
+
+	for _, redirect := range []string{"http://127.0.0.1:53121/callback", "http://[::1]:40000/callback"} {
+		e.newBrowser()
+		u := e.login(params("cli", redirect), "alice@acme.example", "Alice-Pass-1")
+		u2 := *u
+		u2.RawQuery = ""
+		if u2.String() != redirect {
+			t.Fatalf("redirect %s; want the request's %s, port included", u, redirect)
+		}
+		if code := e.tok.Code(e.code(u, "st-n")); code.GetRedirectUri() != redirect {
+			t.Fatalf("code made for %q; want %q (the token request must send it)", code.GetRedirectUri(), redirect)
+		}
+		// The session answers the same app on another port.
+		r := e.authorize(params("cli", "http://127.0.0.1:1024/callback"))
+		if loc := r.location(); r.StatusCode != http.StatusFound || loc.Host != "127.0.0.1:1024" || loc.Query().Get("code") == "" {
+			t.Fatalf("SSO on another port: %d %s", r.StatusCode, r.Header.Get("Location"))
+		}
+	}
+
+	for _, tc := range []struct{ name, client, redirect string }{
+		{"localhost gets no exception", "cli", "http://localhost:53121/callback"},
+		{"other path", "cli", "http://127.0.0.1:53121/other"},
+		{"query added", "cli", "http://127.0.0.1:53121/callback?x=1"},
+		{"userinfo", "cli", "http://evil@127.0.0.1:53121/callback"},
+		{"fragment", "cli", "http://127.0.0.1:53121/callback#x"},
+		{"https", "cli", "https://127.0.0.1:53121/callback"},
+		{"web app", "web-loopback", "http://127.0.0.1:53121/callback"},
+	} {
+		r := e.authorize(params(tc.client, tc.redirect))
+		if r.StatusCode != http.StatusBadRequest || r.Header.Get("Location") != "" || !strings.Contains(r.body, "invalid_request") {
+			t.Errorf("%s: status %d, Location %q; want the error page", tc.name, r.StatusCode, r.Header.Get("Location"))
+		}
+	}
+	// The exact URI works for every app type.
+	e.newBrowser()
+	e.login(params("web-loopback", "http://127.0.0.1/callback"), "alice@acme.example", "Alice-Pass-1")
 }

@@ -15,6 +15,7 @@ import (
 
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
+	"github.com/gatehouse-id/gatehouse/pkg/redirecturi"
 	scopes "github.com/gatehouse-id/gatehouse/pkg/scope"
 )
 
@@ -164,7 +165,8 @@ func (v *Validator) Validate(ctx context.Context, p Params) (*Request, *Failure)
 	if redirectURI == "" {
 		return nil, pageFailure(oauth.New(oauth.InvalidRequest, "redirect_uri is missing"))
 	}
-	if !slices.Contains(client.GetRedirectUris(), redirectURI) {
+	// Exact match, except a native app's loopback port (RFC 8252 §7.3).
+	if !redirecturi.Registered(client, redirectURI) {
 		return nil, pageFailure(oauth.New(oauth.InvalidRequest, "redirect_uri is not registered for this client"))
 	}
 	if u, err := url.Parse(redirectURI); err != nil || u.Fragment != "" || !u.IsAbs() {

@@ -11,11 +11,18 @@
 // Each step checks whether it is already done, so a start interrupted
 // half-way completes on the next one; an instance.bootstrapped event marks
 // the end, after which nothing is ever re-created.
+//
+// Then, on every start, ensure steps add what later versions provide to
+// stores bootstrapped before them, each exactly once per store (an event
+// marks it done; what an admin removed later is reported, not re-created):
+// the gatehouse CLI's native app (CLIClientID), an admin client in a
+// project "Gatehouse" of the default organization.
 package bootstrap
 
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +36,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/orgs"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/projects"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/users"
 )
 
@@ -42,9 +50,26 @@ const (
 	eventBootstrapped = "instance.bootstrapped"
 )
 
-// Register adds the marker event's reducer (it projects nothing).
+// The gatehouse CLI's app: a public native client (PKCE, loopback
+// redirect on any port, RFC 8252) that is an admin client, so a person
+// signs in through the browser and gets a management token with that
+// person's roles. Its client_id is fixed so the CLI needs no configuration.
+const (
+	CLIProjectName = "Gatehouse"
+	CLIAppName     = "gatehouse-cli"
+	CLIClientID    = "gatehouse-cli"
+	// CLIRedirectIPv4 and CLIRedirectIPv6 are its redirect URIs; the CLI
+	// adds the port it listens on.
+	CLIRedirectIPv4 = "http://127.0.0.1/callback"
+	CLIRedirectIPv6 = "http://[::1]/callback"
+
+	eventCLIAppEnsured = "instance.cli_app_ensured"
+)
+
+// Register adds the marker events' reducers (they project nothing).
 func Register(es *eventstore.Store) {
 	es.Register(eventBootstrapped, func(context.Context, db.Querier, eventstore.Event) error { return nil })
+	es.Register(eventCLIAppEnsured, func(context.Context, db.Querier, eventstore.Event) error { return nil })
 }
 
 // Options configure Run.
@@ -65,16 +90,19 @@ type Options struct {
 	Now     func() time.Time
 }
 
-// Run bootstraps an empty store; on a bootstrapped one it does nothing.
+// Run bootstraps an empty store, then runs the ensure steps; on a store
+// where all is done it changes nothing.
 func Run(ctx context.Context, o Options) error {
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		if err = run(ctx, o); err == nil {
 			return nil
 		}
-		// Another replica bootstrapping at the same moment wins some steps;
-		// the steps are idempotent, so run again.
-		if !errors.Is(err, eventstore.ErrUnique) && !errors.Is(err, eventstore.ErrConcurrent) {
+		// Another replica bootstrapping at the same moment wins some steps
+		// (a name, a client id, an aggregate's version; the CLI's project
+		// name is checked by its reducer); the steps are idempotent, so run
+		// again.
+		if !errors.Is(err, eventstore.ErrUnique) && !errors.Is(err, eventstore.ErrConcurrent) && !errors.Is(err, projects.ErrNameTaken) {
 			return err
 		}
 		time.Sleep(time.Duration(100*(attempt+1)) * time.Millisecond)
@@ -83,13 +111,29 @@ func Run(ctx context.Context, o Options) error {
 }
 
 func run(ctx context.Context, o Options) error {
-	d := o.ES.DB()
-	var done int
-	if err := d.Get(ctx, &done, `SELECT COUNT(*) FROM events WHERE event_type = ?`, eventBootstrapped); err != nil {
-		return fmt.Errorf("bootstrap: %w", err)
+	orgID, err := firstStart(ctx, o)
+	if err != nil {
+		return err
 	}
-	if done > 0 {
-		return nil
+	return ensureCLIApp(ctx, o, orgID)
+}
+
+// firstStart bootstraps an empty store and returns the default
+// organization's id (read from the marker once bootstrapped).
+func firstStart(ctx context.Context, o Options) (string, error) {
+	d := o.ES.DB()
+	var marks []string
+	if err := d.Select(ctx, &marks, `SELECT payload FROM events WHERE event_type = ?`, eventBootstrapped); err != nil {
+		return "", fmt.Errorf("bootstrap: %w", err)
+	}
+	if len(marks) > 0 {
+		var m struct {
+			OrgID string `json:"orgId"`
+		}
+		if err := json.Unmarshal([]byte(marks[0]), &m); err != nil {
+			return "", fmt.Errorf("bootstrap: marker: %w", err)
+		}
+		return m.OrgID, nil
 	}
 	o.Logger.Info("first start: creating the default organization and admin users")
 	oq := &orgs.Queries{DB: d}
@@ -105,17 +149,17 @@ func run(ctx context.Context, o Options) error {
 		orgID, _, err = oc.AddOrg(ctx, editor, OrgName, nil)
 	}
 	if err != nil {
-		return fmt.Errorf("bootstrap org: %w", err)
+		return "", fmt.Errorf("bootstrap org: %w", err)
 	}
 	org, err := oq.Get(ctx, orgID)
 	if err != nil {
-		return fmt.Errorf("bootstrap org: %w", err)
+		return "", fmt.Errorf("bootstrap org: %w", err)
 	}
 
 	// 2. The human admin.
 	adminID, err := userID(ctx, d, orgID, AdminUserName)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if adminID == "" {
 		pw, generated := o.AdminPassword, false
@@ -125,7 +169,7 @@ func run(ctx context.Context, o Options) error {
 		}
 		hash, err := uc.NewPasswordHash(ctx, "", pw, org.PasswordPolicy)
 		if err != nil {
-			return fmt.Errorf("bootstrap: GATEHOUSE_ADMIN_PASSWORD does not meet the password policy: %w", err)
+			return "", fmt.Errorf("bootstrap: GATEHOUSE_ADMIN_PASSWORD does not meet the password policy: %w", err)
 		}
 		adminID, _, err = uc.AddHuman(ctx, editor, org, users.HumanAdded{
 			UserName: AdminUserName, FirstName: "Gatehouse", LastName: "Admin", DisplayName: "Gatehouse Admin",
@@ -133,7 +177,7 @@ func run(ctx context.Context, o Options) error {
 			PasswordHash: hash, PasswordChangeRequired: generated,
 		})
 		if err != nil {
-			return fmt.Errorf("bootstrap admin: %w", err)
+			return "", fmt.Errorf("bootstrap admin: %w", err)
 		}
 		if generated && o.Console != nil {
 			// Printed once, on the console, never through the logger.
@@ -145,46 +189,46 @@ func run(ctx context.Context, o Options) error {
 	// 3. The machine admin and its key file.
 	machineID, err := userID(ctx, d, orgID, MachineUserName)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if machineID == "" {
 		machineID, _, err = uc.AddMachine(ctx, editor, org, users.MachineAdded{
 			UserName: MachineUserName, Name: "Bootstrap admin", Description: "Created at first start; its key file gets management tokens.",
 		})
 		if err != nil {
-			return fmt.Errorf("bootstrap machine user: %w", err)
+			return "", fmt.Errorf("bootstrap machine user: %w", err)
 		}
 	}
 	keyPath := filepath.Join(o.DataDir, KeyFileName)
 	var keys int
 	if err := d.Get(ctx, &keys, `SELECT COUNT(*) FROM machine_keys WHERE user_id = ?`, machineID); err != nil {
-		return fmt.Errorf("bootstrap: %w", err)
+		return "", fmt.Errorf("bootstrap: %w", err)
 	}
 	if keys == 0 {
 		machine, err := uq.Get(ctx, machineID)
 		if err != nil {
-			return fmt.Errorf("bootstrap: %w", err)
+			return "", fmt.Errorf("bootstrap: %w", err)
 		}
 		if o.PublicKey != "" {
 			// The operator keeps the private half: nothing secret is
 			// written, and the ids it needs for its key file are logged.
 			pub, err := users.ParsePublicKey([]byte(o.PublicKey))
 			if err != nil {
-				return fmt.Errorf("bootstrap: GATEHOUSE_BOOTSTRAP_PUBLIC_KEY: %w", err)
+				return "", fmt.Errorf("bootstrap: GATEHOUSE_BOOTSTRAP_PUBLIC_KEY: %w", err)
 			}
 			keyID, _, _, err := uc.AddMachineKey(ctx, editor, machine, pub, time.Time{}, o.Now())
 			if err != nil {
-				return fmt.Errorf("bootstrap machine key: %w", err)
+				return "", fmt.Errorf("bootstrap machine key: %w", err)
 			}
 			o.Logger.Info("first start: registered GATEHOUSE_BOOTSTRAP_PUBLIC_KEY for the bootstrap admin",
 				"user_id", machineID, "key_id", keyID)
 		} else {
 			_, file, _, err := uc.AddMachineKey(ctx, editor, machine, "", time.Time{}, o.Now())
 			if err != nil {
-				return fmt.Errorf("bootstrap machine key: %w", err)
+				return "", fmt.Errorf("bootstrap machine key: %w", err)
 			}
 			if err := writeKeyFile(keyPath, file); err != nil {
-				return err
+				return "", err
 			}
 			o.Logger.Info("first start: wrote the bootstrap admin key file", "path", keyPath)
 		}
@@ -193,28 +237,28 @@ func run(ctx context.Context, o Options) error {
 	// 4. Roles: IAM_OWNER for both, ORG_OWNER of the default org for the admin.
 	if _, err := oq.Member(ctx, orgID, adminID); errors.Is(err, db.ErrNotFound) {
 		if org, err = oq.Get(ctx, orgID); err != nil {
-			return err
+			return "", err
 		}
 		if _, err := oc.AddMember(ctx, editor, org, adminID, []string{orgs.RoleOrgOwner}); err != nil {
-			return fmt.Errorf("bootstrap org owner: %w", err)
+			return "", fmt.Errorf("bootstrap org owner: %w", err)
 		}
 	} else if err != nil {
-		return err
+		return "", err
 	}
 	for _, id := range []string{adminID, machineID} {
 		roles, err := oq.InstanceRoles(ctx, id)
 		if err != nil {
-			return err
+			return "", err
 		}
 		if slices.Contains(roles, orgs.RoleIAMOwner) {
 			continue
 		}
 		v, err := oq.InstanceVersion(ctx)
 		if err != nil {
-			return err
+			return "", err
 		}
 		if _, err := o.ES.Push(ctx, editor, orgs.InstanceMemberCommand(v, id, []string{orgs.RoleIAMOwner})); err != nil {
-			return fmt.Errorf("bootstrap IAM_OWNER: %w", err)
+			return "", fmt.Errorf("bootstrap IAM_OWNER: %w", err)
 		}
 	}
 
@@ -226,14 +270,14 @@ func run(ctx context.Context, o Options) error {
 
 	v, err := oq.InstanceVersion(ctx)
 	if err != nil {
-		return err
+		return "", err
 	}
 	_, err = o.ES.Push(ctx, editor, eventstore.Command{
 		Aggregate: eventstore.Aggregate{Type: orgs.AggregateInstance, ID: orgs.InstanceID},
 		Version:   v,
 		Events:    []eventstore.Pending{{Type: eventBootstrapped, Payload: map[string]string{"orgId": orgID}}},
 	})
-	return err
+	return orgID, err
 }
 
 func userID(ctx context.Context, d *db.DB, orgID, userName string) (string, error) {

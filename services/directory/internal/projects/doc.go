@@ -6,5 +6,7 @@
 // JSON in apps.config, in OAuth vocabulary ("code", "client_secret_basic").
 // Client secrets are stored as keyed hashes and shown once; of app keys only
 // the public key is stored. Queries.AppByClientID is the lookup the token
-// endpoint and login use. Depends on eventstore, apierr and pkg/secrets.
+// endpoint and login use. BuiltinAppCommands makes the apps Gatehouse itself
+// provides, with fixed client ids (only for internal callers: the API always
+// generates them). Depends on eventstore, apierr and pkg/secrets.
 package projects

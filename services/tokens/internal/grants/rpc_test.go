@@ -91,6 +91,56 @@ func TestCreateAuthorizationCodeRefused(t *testing.T) {
 	}
 }
 
+// TestNativeLoopbackCode: a native app's code may name its registered
+// loopback redirect URI with any port (RFC 8252 §7.3); the token request
+// must then send that URI exactly. Other apps get no such exception.
+func TestNativeLoopbackCode(t *testing.T) {
+	f := newFixture(t, "sqlite", options{})
+	native := f.AddClient(t, "native-cli", "proj-cli", oidcApp, none)
+	native.AppType = "native"
+	native.RedirectUris = []string{"http://127.0.0.1/callback", "http://[::1]/callback"}
+	native.ResponseTypes = []string{"code"}
+	native.GrantTypes = []string{"authorization_code", "refresh_token"}
+	for _, tc := range []struct{ uri, registered string }{
+		{"http://127.0.0.1:53121/callback", "http://127.0.0.1/callback"},
+		{"http://[::1]:8/callback", "http://[::1]/callback"},
+		{"http://127.0.0.1/callback", ""},
+	} {
+		code := f.code(t, login{client: native, redirect: tc.uri})
+		exchange := func(redirect string) *tokentest.Response {
+			return f.token(t, native, url.Values{"grant_type": {"authorization_code"}, "code": {code},
+				"redirect_uri": {redirect}, "code_verifier": {verifier}})
+		}
+		if tc.registered != "" {
+			// The registered form is not the request's: refused, and the
+			// code stays unused.
+			wantError(t, exchange(tc.registered), 400, "invalid_grant")
+			wantError(t, exchange("http://127.0.0.1:1/callback"), 400, "invalid_grant")
+		}
+		wantTokens(t, exchange(tc.uri))
+	}
+	for _, tc := range []struct {
+		name   string
+		client *tokentest.Client
+		uri    string
+	}{
+		{"native, localhost", native, "http://localhost:53121/callback"},
+		{"native, other path", native, "http://127.0.0.1:53121/other"},
+		{"native, userinfo", native, "http://u@127.0.0.1:53121/callback"},
+	} {
+		_, err := f.rpc.CreateAuthorizationCode(context.Background(), connect.NewRequest(f.codeRequest(login{client: tc.client, redirect: tc.uri})))
+		if connect.CodeOf(err) != connect.CodeFailedPrecondition {
+			t.Errorf("%s: %v; want FailedPrecondition", tc.name, err)
+		}
+	}
+	web := f.AddClient(t, "web-loopback", "proj-web", oidcApp, none)
+	web.AppType = "web"
+	web.RedirectUris = []string{"http://127.0.0.1/callback"}
+	web.GrantTypes = []string{"authorization_code"}
+	_, err := f.rpc.CreateAuthorizationCode(context.Background(), connect.NewRequest(f.codeRequest(login{client: web, redirect: "http://127.0.0.1:53121/callback"})))
+	wantCode(t, err, connect.CodeFailedPrecondition)
+}
+
 func (f *fixture) implicitRequest(c *tokentest.Client, responseType, session string) *tokensv1.CreateImplicitTokensRequest {
 	r := f.codeRequest(login{client: c, session: session, scopes: []string{"openid", "email", "offline_access"}})
 	return &tokensv1.CreateImplicitTokensRequest{ClientId: r.ClientId, UserId: r.UserId, OrgId: r.OrgId, Scopes: r.Scopes,

@@ -12,6 +12,7 @@ import (
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
+	"github.com/gatehouse-id/gatehouse/pkg/redirecturi"
 	"github.com/gatehouse-id/gatehouse/pkg/scope"
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
@@ -26,7 +27,7 @@ func (l *Lifecycle) CreateAuthorizationCode(ctx context.Context, req *connect.Re
 	if err != nil {
 		return nil, err
 	}
-	if m.GetRedirectUri() == "" || !slices.Contains(c.GetRedirectUris(), m.GetRedirectUri()) {
+	if m.GetRedirectUri() == "" || !redirecturi.Registered(c, m.GetRedirectUri()) {
 		return nil, failedPrecondition("redirect_uri is not registered for the client")
 	}
 	lg, err := rpcLogin(c, m.GetUserId(), m.GetOrgId(), m.GetScopes(), m.GetNonce(), m.GetSessionId(), m.GetAuthTime(), m.GetAmr())

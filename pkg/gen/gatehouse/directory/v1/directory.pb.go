@@ -438,7 +438,9 @@ type Client struct {
 	OrgId string `protobuf:"bytes,5,opt,name=org_id,json=orgId,proto3" json:"org_id,omitempty"`
 	// False when the app, its project or the machine user is deactivated.
 	Active bool `protobuf:"varint,6,opt,name=active,proto3" json:"active,omitempty"`
-	// Registered redirect URIs.
+	// Registered redirect URIs. A request matches one exactly, except that
+	// a native app's (app_type "native") http://127.0.0.1 and http://[::1]
+	// URIs match with any port (RFC 8252 §7.3, pkg/redirecturi).
 	RedirectUris []string `protobuf:"bytes,7,rep,name=redirect_uris,json=redirectUris,proto3" json:"redirect_uris,omitempty"`
 	// Registered post-logout redirect URIs.
 	PostLogoutRedirectUris []string `protobuf:"bytes,8,rep,name=post_logout_redirect_uris,json=postLogoutRedirectUris,proto3" json:"post_logout_redirect_uris,omitempty"`

@@ -284,8 +284,10 @@ type CreateAuthorizationCodeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The client the code is issued to.
 	ClientId string `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
-	// The authorization request's redirect_uri (one the client registered);
-	// the token request must send exactly this value.
+	// The authorization request's redirect_uri: one the client registered,
+	// or for a native app a registered loopback URI with another port (RFC
+	// 8252 §7.3, pkg/redirecturi); the token request must send exactly this
+	// value.
 	RedirectUri string `protobuf:"bytes,2,opt,name=redirect_uri,json=redirectUri,proto3" json:"redirect_uri,omitempty"`
 	// The authenticated user (the subject).
 	UserId string `protobuf:"bytes,3,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
