@@ -15,7 +15,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/config"
 )
 
-// TestCLIBrowserLogin is the gatehouse CLI's sign-in as a native app
+// TestNativeAppLoopbackLogin is the gatehouse CLI's sign-in as a native app
 // (RFC 8252) against the embedded server, with nothing configured: the
 // directory creates the app gatehouse-cli at first start; the CLI listens
 // on a loopback port the system picks, opens the browser at the
@@ -23,7 +23,7 @@ import (
 // in on the login pages, and the code arrives at the CLI's listener. The
 // access token works on the management API and the refresh token renews
 // it.
-func TestCLIBrowserLogin(t *testing.T) {
+func TestNativeAppLoopbackLogin(t *testing.T) {
 	dir := t.TempDir()
 	addr := freeAddr(t)
 	issuer := "http://" + addr

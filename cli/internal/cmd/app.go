@@ -101,13 +101,16 @@ providers and signing keys, or apply a declarative YAML description.`,
 			case output.JSON, output.YAML, output.Table:
 				return nil
 			}
-			return fmt.Errorf("-o %q: want table, json or yaml", a.format)
+			if _, ok := output.JSONPath(a.format); ok {
+				return nil
+			}
+			return fmt.Errorf("-o %q: want table, json, yaml or jsonpath={.field}", a.format)
 		},
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.ctxName, "context", os.Getenv("GATEHOUSE_CONTEXT"), "the context to use (default: the current one; env GATEHOUSE_CONTEXT)")
 	pf.StringVar(&a.org, "org", "", "the organization to act on, by name or id (sent as "+OrgHeader+"; default: the context's, else your own)")
-	pf.StringVarP(&a.format, "output", "o", "", "output format: table, json or yaml (default: table on a terminal, json otherwise)")
+	pf.StringVarP(&a.format, "output", "o", "", "output format: table, json, yaml, or jsonpath={.field} to print one value (default: table on a terminal, json otherwise)")
 	pf.StringVar(&a.cfgPath, "config", os.Getenv("GATEHOUSE_CONFIG"), "the contexts file (default $XDG_CONFIG_HOME/gatehouse/contexts.json; env GATEHOUSE_CONFIG)")
 	root.AddGroup(&cobra.Group{ID: "session", Title: "Sign-in and contexts:"},
 		&cobra.Group{ID: "resources", Title: "Resources:"},

@@ -88,7 +88,11 @@ func PrintValue(w io.Writer, format string, v any, view View) error {
 	case Table:
 		return table(w, v, view)
 	default:
-		return fmt.Errorf("output: unknown format %q (table, json or yaml)", format)
+		if path, ok := JSONPath(format); ok {
+			_, err := fmt.Fprintln(w, cell(Lookup(v, path)))
+			return err
+		}
+		return fmt.Errorf("output: unknown format %q (table, json, yaml or jsonpath={.field})", format)
 	}
 }
 
@@ -118,6 +122,16 @@ func table(w io.Writer, v any, view View) error {
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	return tw.Flush()
+}
+
+// JSONPath parses the format jsonpath={.a.b} (a dotted path of keys, the
+// subset of kubectl's JSONPath that scripts need to pick an id).
+func JSONPath(format string) (string, bool) {
+	expr, ok := strings.CutPrefix(format, "jsonpath=")
+	if !ok || !strings.HasPrefix(expr, "{.") || !strings.HasSuffix(expr, "}") {
+		return "", false
+	}
+	return expr[2 : len(expr)-1], true
 }
 
 // Lookup follows a dotted path of object keys.

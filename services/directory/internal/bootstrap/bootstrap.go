@@ -221,7 +221,8 @@ func firstStart(ctx context.Context, o Options) (string, error) {
 				return "", fmt.Errorf("bootstrap machine key: %w", err)
 			}
 			o.Logger.Info("first start: registered GATEHOUSE_BOOTSTRAP_PUBLIC_KEY for the bootstrap admin",
-				"user_id", machineID, "key_id", keyID)
+				"user_id", machineID, "key_id", keyID,
+				"login", "gatehouse login --issuer ISSUER --key-file PRIVATE-KEY.pem --user-id "+machineID+" --key-id "+keyID)
 		} else {
 			_, file, _, err := uc.AddMachineKey(ctx, editor, machine, "", time.Time{}, o.Now())
 			if err != nil {
@@ -264,7 +265,7 @@ func firstStart(ctx context.Context, o Options) (string, error) {
 
 	if o.Apply != nil {
 		if err := o.Apply(ctx, machineID); err != nil {
-			return fmt.Errorf("GATEHOUSE_BOOTSTRAP_FILE: %w", err)
+			return "", fmt.Errorf("GATEHOUSE_BOOTSTRAP_FILE: %w", err)
 		}
 	}
 
