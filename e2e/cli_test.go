@@ -221,7 +221,7 @@ func TestCLIErrorsAreOneLine(t *testing.T) {
 	p, _, c := startCLIServer(t, nil)
 	c.fail([]string{"error: not_found:"}, "users", "show", "123456789")
 	c.fail([]string{"error: invalid_argument:"}, "orgs", "create", strings.Repeat("x", 300))
-	c.fail([]string{"error:", "-o", "table, json or yaml"}, "orgs", "show", "-o", "xml")
+	c.fail([]string{"error:", "-o", "table, json, yaml"}, "orgs", "show", "-o", "xml")
 	c.fail([]string{"error: --app-type:", `unknown value "DESKTOP"`, "NATIVE"}, "apps", "create-oidc", "1", "--name", "x", "--app-type", "DESKTOP")
 
 	// A machine user without roles: every management call is refused.

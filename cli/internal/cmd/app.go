@@ -17,6 +17,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/gatehouse-id/gatehouse/cli/internal/auth"
 	"github.com/gatehouse-id/gatehouse/cli/internal/contexts"
@@ -35,6 +36,9 @@ type App struct {
 	// IsTerminal reports whether Stdout is a terminal (table by default).
 	IsTerminal bool
 	HTTP       *http.Client
+
+	// rpcs are the request messages of every RPC a command calls.
+	rpcs []protoreflect.FullName
 
 	store   contexts.Store
 	ctxName string

@@ -117,6 +117,7 @@ func (a *App) rpcCommand(s rpcCmd, opts ...cmdOption) *cobra.Command {
 		Args:    cobra.ExactArgs(len(s.args)),
 	}
 	md := s.rpc.newReq().ProtoReflect().Descriptor()
+	a.rpcs = append(a.rpcs, md.FullName())
 	var bindings []flagBinding
 	for _, spec := range s.flags {
 		name, p, ok := strings.Cut(spec, "=")
