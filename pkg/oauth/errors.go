@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/gatehouse-id/gatehouse/pkg/db"
 )
 
 // Error codes.
@@ -99,10 +101,20 @@ func InvalidClientError(viaHeader bool, format string, args ...any) *Error {
 
 // As returns err as an *Error, turning anything else into server_error
 // (whose cause the caller should log).
+//
+// A storage outage (db.IsUnavailable), bare or as the cause of a
+// server_error, is temporarily_unavailable instead: an outage is never a
+// verdict on the client, its grant or its token.
 func As(err error) *Error {
 	var e *Error
 	if errors.As(err, &e) {
+		if e.Code == ServerError && db.IsUnavailable(e.Unwrap()) {
+			return New(TemporarilyUnavailable, "storage temporarily unavailable; retry").WithCause(e.Unwrap())
+		}
 		return e
+	}
+	if db.IsUnavailable(err) {
+		return New(TemporarilyUnavailable, "storage temporarily unavailable; retry").WithCause(err)
 	}
 	return New(ServerError, "internal error").WithCause(err)
 }

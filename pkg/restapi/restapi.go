@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/gatehouse-id/gatehouse/pkg/db"
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 )
 
@@ -183,8 +184,21 @@ func (connectJSON) Unmarshal(b []byte, v any) error {
 	return nil
 }
 
-// errorInterceptor keeps connect errors, maps cancellation to its code, and
-// logs anything else, which the client sees only as Internal.
+// RetryAfter is the Retry-After (seconds) of every Unavailable answer.
+const RetryAfter = "5"
+
+// Unavailable is the answer to a dependency outage: 503 / UNAVAILABLE with
+// Retry-After, so clients retry instead of dropping good credentials.
+func Unavailable(format string, args ...any) *connect.Error {
+	ce := connect.NewError(connect.CodeUnavailable, fmt.Errorf(format, args...))
+	ce.Meta().Set("Retry-After", RetryAfter)
+	return ce
+}
+
+// errorInterceptor keeps connect errors (adding Retry-After to
+// Unavailable ones), maps cancellation to its code and a database outage
+// to Unavailable, and logs anything else, which the client sees only as
+// Internal.
 type errorInterceptor struct{ logger *slog.Logger }
 
 func (e errorInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
@@ -196,11 +210,18 @@ func (e errorInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 		var ce *connect.Error
 		switch {
 		case errors.As(err, &ce):
+			if ce.Code() == connect.CodeUnavailable && ce.Meta().Get("Retry-After") == "" {
+				ce.Meta().Set("Retry-After", RetryAfter)
+			}
 			return nil, ce
 		case errors.Is(err, context.Canceled):
 			return nil, connect.NewError(connect.CodeCanceled, err)
-		case errors.Is(err, context.DeadlineExceeded):
+		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
+			// The caller's own deadline.
 			return nil, connect.NewError(connect.CodeDeadlineExceeded, err)
+		case db.IsUnavailable(err):
+			e.logger.WarnContext(ctx, "storage unavailable", "procedure", req.Spec().Procedure, "err", err)
+			return nil, Unavailable("storage temporarily unavailable; retry")
 		}
 		e.logger.ErrorContext(ctx, "call failed", "procedure", req.Spec().Procedure, "err", err)
 		return nil, connect.NewError(connect.CodeInternal, errors.New("internal error"))

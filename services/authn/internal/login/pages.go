@@ -11,6 +11,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/gatehouse-id/gatehouse/pkg/db"
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
 	"github.com/gatehouse-id/gatehouse/services/authn/internal/authorize"
@@ -207,7 +208,7 @@ func (p *Pages) load(w http.ResponseWriter, r *http.Request, fields ...string) *
 func (p *Pages) internal(w http.ResponseWriter, r *http.Request, lang string, err error) {
 	p.Logger.ErrorContext(r.Context(), "login page failed", "error", err)
 	var oe *oauth.Error
-	if c := connect.CodeOf(err); c == connect.CodeUnavailable || c == connect.CodeDeadlineExceeded ||
+	if c := connect.CodeOf(err); c == connect.CodeUnavailable || c == connect.CodeDeadlineExceeded || db.IsUnavailable(err) ||
 		(errors.As(err, &oe) && oe.Code == oauth.TemporarilyUnavailable) {
 		p.messagePage(w, r, lang, http.StatusServiceUnavailable, "err.unavailable")
 		return

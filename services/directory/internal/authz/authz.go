@@ -17,6 +17,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -27,6 +28,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/gatehouse-id/gatehouse/pkg/db"
 	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
 )
@@ -266,8 +268,13 @@ func (i *Interceptor) authorize(ctx context.Context, procedure, authz, orgHeader
 		}
 	}
 	p, err := i.dir.Principal(ctx, userID)
-	if err != nil {
+	if errors.Is(err, db.ErrNotFound) {
 		return nil, rule, apierr.Unauthenticated("AUTHZ-user-inactive", "the token's user does not exist or is not active")
+	}
+	if err != nil {
+		// Not a verdict on the token: the directory could not answer
+		// (a database outage is Unavailable, see restapi).
+		return nil, rule, fmt.Errorf("authz: look up the caller: %w", err)
 	}
 	if p.CutAt != nil && !issuedAt.After(*p.CutAt) {
 		// Issued before an admin reset the password: revoked; the tokens

@@ -95,13 +95,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	oe := oauth.As(err)
-	if oe.Code == oauth.ServerError || oe.Code == oauth.TemporarilyUnavailable {
-		e.Logger.ErrorContext(r.Context(), "token request failed", "err", err)
-	} else if oe.Unwrap() != nil {
-		e.Logger.InfoContext(r.Context(), "token request refused", "error", oe.Code, "reason", oe.Unwrap())
-	}
-	oauth.WriteJSON(w, oe)
+	oauth.Write(w, r, e.Logger, "token request", err)
 }
 
 // writeResponse writes the token response (RFC 6749 §5.1), never cached.

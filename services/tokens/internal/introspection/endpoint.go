@@ -172,21 +172,11 @@ func inAudience(t *Token, c *directoryv1.Client) bool {
 // Basic challenge.
 func (e *Endpoint) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	oe := oauth.As(err)
-	switch oe.Code {
-	case oauth.InvalidClient:
-		if oe.Status != http.StatusUnauthorized {
-			c := *oe
-			c.Status = http.StatusUnauthorized
-			c.Header = http.Header{"Www-Authenticate": {`Basic realm="gatehouse"`}}
-			oe = &c
-		}
-	case oauth.TemporarilyUnavailable:
-		w.Header().Set("Retry-After", "1")
+	if oe.Code == oauth.InvalidClient && oe.Status != http.StatusUnauthorized {
+		c := *oe
+		c.Status = http.StatusUnauthorized
+		c.Header = http.Header{"Www-Authenticate": {`Basic realm="gatehouse"`}}
+		oe = &c
 	}
-	if oe.Code == oauth.ServerError || oe.Code == oauth.TemporarilyUnavailable {
-		e.Logger.ErrorContext(r.Context(), "introspection failed", "error", oe.Code, "err", err)
-	} else if oe.Unwrap() != nil {
-		e.Logger.InfoContext(r.Context(), "introspection refused", "error", oe.Code, "reason", oe.Unwrap())
-	}
-	oauth.WriteJSON(w, oe)
+	oauth.Write(w, r, e.Logger, "introspection", oe)
 }

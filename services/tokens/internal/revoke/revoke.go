@@ -151,14 +151,5 @@ func (e *Endpoint) refresh(ctx context.Context, raw, clientID string) (bool, err
 // writeError renders every error of this endpoint (RFC 6749 §5.2 JSON,
 // RFC 7009 §2.2.1).
 func (e *Endpoint) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	oe := oauth.As(err)
-	if oe.Code == oauth.TemporarilyUnavailable {
-		w.Header().Set("Retry-After", "1")
-	}
-	if oe.Code == oauth.ServerError || oe.Code == oauth.TemporarilyUnavailable {
-		e.Logger.ErrorContext(r.Context(), "revocation failed", "error", oe.Code, "err", err)
-	} else if oe.Unwrap() != nil {
-		e.Logger.InfoContext(r.Context(), "revocation refused", "error", oe.Code, "reason", oe.Unwrap())
-	}
-	oauth.WriteJSON(w, oe)
+	oauth.Write(w, r, e.Logger, "revocation", err)
 }

@@ -170,15 +170,8 @@ func (e *Endpoint) writeError(w http.ResponseWriter, r *http.Request, err error)
 			challenge += `, scope="openid"`
 		}
 		h.Set("WWW-Authenticate", challenge)
-	case http.StatusServiceUnavailable:
-		h.Set("Retry-After", "1")
 	}
-	if oe.Code == oauth.ServerError || oe.Code == oauth.TemporarilyUnavailable {
-		e.Logger.ErrorContext(r.Context(), "userinfo failed", "error", oe.Code, "err", err)
-	} else if oe.Unwrap() != nil {
-		e.Logger.InfoContext(r.Context(), "userinfo refused", "error", oe.Code, "reason", oe.Unwrap())
-	}
-	oauth.WriteJSON(w, oe)
+	oauth.Write(w, r, e.Logger, "userinfo", oe)
 }
 
 // quotable drops what RFC 6750 §3 does not allow in error_description
