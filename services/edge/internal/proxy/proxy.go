@@ -33,6 +33,16 @@ type Proxy struct {
 	rp     *httputil.ReverseProxy
 	h1     *http.Transport // everything but gRPC
 	h2     *http.Transport // gRPC
+	// breaker fails fast while the service keeps failing.
+	breaker *breakerTransport
+}
+
+// setTimeouts changes the response header timeout and the breaker's open
+// time (tests).
+func (p *Proxy) setTimeouts(header, open time.Duration) {
+	p.h1.ResponseHeaderTimeout, p.h2.ResponseHeaderTimeout = header, header
+	p.breaker = newBreaker(p.svc, p.breaker.next, open, p.logger)
+	p.rp.Transport = p.breaker
 }
 
 var _ http.Handler = (*Proxy)(nil)
@@ -60,9 +70,10 @@ func New(target *url.URL, svc string, logger *slog.Logger) (*Proxy, error) {
 		logger = slog.Default()
 	}
 	p := &Proxy{svc: svc, target: target, logger: logger, h1: newTransport(target.Scheme, false), h2: newTransport(target.Scheme, true)}
+	p.breaker = newBreaker(svc, byProtocol{h1: p.h1, h2: p.h2}, breakerOpen, logger)
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: p.rewrite,
-		Transport: telemetry.HTTPTransport(byProtocol{h1: p.h1, h2: p.h2}, func(r *http.Request) string {
+		Transport: telemetry.HTTPTransport(p.breaker, func(r *http.Request) string {
 			return "edge→" + svc + " " + r.Method
 		}),
 		// No periodic flushing: ReverseProxy flushes every write at once
@@ -105,8 +116,9 @@ func newTransport(scheme string, http2 bool) *http.Transport {
 			Timeout:   5 * time.Second,
 			KeepAlive: 30 * time.Second,
 		}).DialContext,
-		TLSHandshakeTimeout: 10 * time.Second,
-		IdleConnTimeout:     90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: ResponseHeaderTimeout,
+		IdleConnTimeout:       90 * time.Second,
 		// HTTP/1.1 carries one request per connection at a time: keep as
 		// many idle as edge has requests in flight to the service.
 		MaxIdleConnsPerHost: 256,

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -382,4 +383,60 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// TestHungServiceTimesOutThenFailsFast: a frozen service (it accepts but
+// never answers) costs a client the response header timeout, not the
+// freeze; after repeated failures the breaker answers 503 with
+// Retry-After at once, without calling the service, and a probe closes it
+// once the service answers again.
+func TestHungServiceTimesOutThenFailsFast(t *testing.T) {
+	var hits atomic.Int32
+	var hung atomic.Bool
+	hung.Store(true)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	be := edgetest.Start(t, &edgetest.Backend{Name: "tokens", Respond: func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		if hung.Load() {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}})
+	p, err := New(be.URL, "tokens", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.setTimeouts(200*time.Millisecond, 500*time.Millisecond)
+	t.Cleanup(p.CloseIdleConnections)
+	edge := edgetest.Start(t, p).URL
+	get := func() (*http.Response, time.Duration) {
+		start := time.Now()
+		req, _ := http.NewRequest(http.MethodGet, edge.String()+"/oauth/v2/keys", nil)
+		resp, _ := edgetest.Do(t, edgetest.HTTP1Client(t), req)
+		return resp, time.Since(start)
+	}
+	for i := 0; i < breakerFailures; i++ {
+		resp, took := get()
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || took > 2*time.Second {
+			t.Fatalf("hung call %d: %d Retry-After %q after %s; want 503 with Retry-After after ~200ms", i, resp.StatusCode, resp.Header.Get("Retry-After"), took)
+		}
+	}
+	before := hits.Load()
+	resp, took := get()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || took > 100*time.Millisecond || hits.Load() != before {
+		t.Fatalf("with the breaker open: %d after %s, service called %d more times; want 503 at once without a call", resp.StatusCode, took, hits.Load()-before)
+	}
+	// The service recovers; after the open time one probe closes the breaker.
+	hung.Store(false)
+	time.Sleep(600 * time.Millisecond)
+	for i := 0; i < 3; i++ {
+		if resp, _ := get(); resp.StatusCode != http.StatusOK {
+			t.Fatalf("after recovery, call %d: %d; want 200", i, resp.StatusCode)
+		}
+	}
 }
