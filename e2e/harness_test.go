@@ -88,6 +88,9 @@ func startProc(t *testing.T, role config.Role, env map[string]string) *proc {
 	if _, ok := env["GATEHOUSE_ADDR"]; !ok {
 		env["GATEHOUSE_ADDR"] = "127.0.0.1:0"
 	}
+	if _, ok := env["GATEHOUSE_DRAIN_DELAY"]; !ok {
+		env["GATEHOUSE_DRAIN_DELAY"] = "0s" // tests stop at once; TestDrain checks the delay
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &proc{role: role, log: &syncBuffer{}, cancel: cancel, done: make(chan int, 1)}
 	addr := make(chan string, 1)

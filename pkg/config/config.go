@@ -77,6 +77,10 @@ type Config struct {
 	RateLimit       float64        // GATEHOUSE_RATE_LIMIT, requests per second per client address (0 = off)
 	RateBurst       int            // GATEHOUSE_RATE_BURST
 	ShutdownTimeout time.Duration  // GATEHOUSE_SHUTDOWN_TIMEOUT
+	// DrainDelay is GATEHOUSE_DRAIN_DELAY: after SIGTERM the process keeps
+	// serving this long with /readyz 503, so load balancers stop sending
+	// before it stops listening.
+	DrainDelay time.Duration
 
 	// Calls to external identity providers (pkg/netguard): loopback is
 	// refused unless IdPAllowLoopback (development and tests); private
@@ -143,6 +147,10 @@ func Load(role Role, getenv Getenv) (*Config, error) {
 	c.RateLimit = p.float("GATEHOUSE_RATE_LIMIT", 50)
 	c.RateBurst = p.int("GATEHOUSE_RATE_BURST", 100)
 	c.ShutdownTimeout = p.duration("GATEHOUSE_SHUTDOWN_TIMEOUT", 20*time.Second)
+	c.DrainDelay = 5 * time.Second
+	if p.str("GATEHOUSE_DRAIN_DELAY", "") != "" {
+		c.DrainDelay = p.durationOrZero("GATEHOUSE_DRAIN_DELAY")
+	}
 	c.IdPAllowLoopback = p.bool("GATEHOUSE_IDP_ALLOW_LOOPBACK")
 	c.IdPDenyPrivate = p.bool("GATEHOUSE_IDP_DENY_PRIVATE")
 	c.Tokens = Tokens{

@@ -115,6 +115,7 @@ func run(ctx context.Context, cfg *config.Config, getenv config.Getenv, log *slo
 		Metrics:         tel.MetricsHandler(),
 		AccessLog:       cfg.Role != config.RoleEdge, // edge's router logs richer lines
 		ShutdownTimeout: cfg.ShutdownTimeout,
+		DrainDelay:      cfg.DrainDelay,
 	})
 	if err := srv.Listen(); err != nil {
 		return errors.Join(err, comp.Close())

@@ -32,6 +32,10 @@ type Options struct {
 	// AccessLog logs each application request. Edge has its own, richer log.
 	AccessLog       bool
 	ShutdownTimeout time.Duration
+	// DrainDelay: after the stop signal the server keeps listening and
+	// serving this long, /readyz answering 503 and /healthz 200, before it
+	// stops accepting and waits for in-flight requests.
+	DrainDelay time.Duration
 }
 
 // Server is an HTTP server with health endpoints and graceful shutdown.
@@ -104,6 +108,7 @@ func (s *Server) Handler() http.Handler {
 
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	if s.draining.Load() {
+		w.Header().Set("Retry-After", "5")
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "shutting down"})
 		return
 	}
@@ -158,9 +163,9 @@ func (s *Server) Addr() string {
 	return s.ln.Addr().String()
 }
 
-// Run serves until ctx is cancelled, then stops accepting, reports not
-// ready, waits for in-flight requests (up to ShutdownTimeout) and returns
-// nil. It listens first if Listen was not called.
+// Run serves until ctx is cancelled, then reports not ready while it
+// keeps serving for DrainDelay, stops accepting, waits for in-flight
+// requests (up to ShutdownTimeout) and returns nil. It listens first if Listen was not called.
 func (s *Server) Run(ctx context.Context) error {
 	if s.Addr() == "" {
 		if err := s.Listen(); err != nil {
@@ -176,6 +181,14 @@ func (s *Server) Run(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	s.draining.Store(true)
+	if s.o.DrainDelay > 0 {
+		s.o.Logger.Info("draining: /readyz answers 503 while load balancers stop sending", "for", s.o.DrainDelay.String())
+		select {
+		case <-time.After(s.o.DrainDelay):
+		case err := <-errc:
+			return fmt.Errorf("serve: %w", err)
+		}
+	}
 	s.o.Logger.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), s.o.ShutdownTimeout)
 	defer cancel()

@@ -187,3 +187,42 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Fatalf("server still accepts connections after shutdown")
 	}
 }
+
+// TestDrainKeepsServingWithReadyz503: after the stop signal the server
+// keeps listening for DrainDelay — /readyz 503 with Retry-After, /healthz
+// 200, application requests served — and only then stops accepting.
+func TestDrainKeepsServingWithReadyz503(t *testing.T) {
+	base, stop := start(t, Options{
+		Name:       "test",
+		DrainDelay: 700 * time.Millisecond,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.WriteString(w, "served")
+		}),
+	})
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	time.Sleep(100 * time.Millisecond)
+	res, err := http.Get(base + "/readyz")
+	if err != nil || res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" {
+		t.Fatalf("/readyz while draining: %v %v; want 503 with Retry-After", res, err)
+	}
+	res.Body.Close()
+	for _, path := range []string{"/healthz", "/app"} {
+		res, err := http.Get(base + path)
+		if err != nil || res.StatusCode != http.StatusOK {
+			t.Fatalf("%s while draining: %v %v; want 200", path, res, err)
+		}
+		res.Body.Close()
+	}
+	select {
+	case err := <-stopped:
+		t.Fatalf("Run returned (%v) before the drain delay", err)
+	default:
+	}
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := http.Get(base + "/healthz"); err == nil {
+		t.Fatal("still accepting after the drain")
+	}
+}

@@ -135,6 +135,9 @@ func ChildEnv(env map[string]string) []string {
 			out = append(out, k+"="+v)
 		}
 	}
+	if _, ok := env["GATEHOUSE_DRAIN_DELAY"]; !ok {
+		out = append(out, "GATEHOUSE_DRAIN_DELAY=0s") // nothing balances load here: stop at once
+	}
 	for k, v := range env {
 		out = append(out, k+"="+v)
 	}
