@@ -3,8 +3,9 @@
 // authorization grants (RFC 7523 §2.1). The key is chosen by the caller from
 // the header's kid among the registered public keys; the signature, issuer
 // and subject, audience (our issuer or token endpoint, as string or array),
-// expiry, issued-at (not older than MaxAge) and key expiry are checked, and
-// a jti may not be used twice within the assertion's lifetime.
+// expiry, issued-at (not older than MaxAge), a lifetime (exp − iat) of at
+// most MaxAge and key expiry are checked, and a jti is required and may
+// not be used twice within the assertion's lifetime.
 package assertion
 
 import (
@@ -157,11 +158,17 @@ func (v *Verifier) Verify(ctx context.Context, raw string, key Key, subject stri
 		return nil, fmt.Errorf("%w: iat in the future", ErrInvalid)
 	case t.Sub(iat) > maxAge:
 		return nil, fmt.Errorf("%w: iat older than %v", ErrInvalid, maxAge)
+	case exp.Sub(iat) > maxAge:
+		// A long-lived assertion is a bearer credential for that long.
+		return nil, fmt.Errorf("%w: exp − iat is longer than %v", ErrInvalid, maxAge)
+	case c.JTI == "":
+		// Without a jti a captured assertion could be replayed.
+		return nil, fmt.Errorf("%w: jti is required", ErrInvalid)
 	}
 	if nbf, ok := tok.NotBefore(); ok && nbf.After(t.Add(skew)) {
 		return nil, fmt.Errorf("%w: not valid before %v", ErrInvalid, nbf)
 	}
-	if c.JTI != "" && v.Replay != nil {
+	if v.Replay != nil {
 		// Remember it until it could no longer be accepted anyway.
 		until := exp.Add(skew)
 		if err := v.Replay.Use(ctx, c.Issuer, c.JTI, until); err != nil {
