@@ -241,6 +241,14 @@ func TestCLIErrorsAreOneLine(t *testing.T) {
 	}
 	// Not logged in at all.
 	newCLI(t).fail([]string{"error: not logged in"}, "users", "list")
+
+	// ZITADEL's org header is refused with a pointer to ours, never
+	// silently run in the caller's own organization.
+	token := strings.TrimSpace(c.ok("token"))
+	res, body := do(t, "GET", p.base+"/management/v1/orgs/me", nil, map[string]string{"Authorization": "Bearer " + token, "x-zitadel-orgid": "123"})
+	if res.StatusCode != 400 || !contains(body, "x-zitadel-orgid", "x-service-orgid") {
+		t.Fatalf("x-zitadel-orgid: %d %s; want 400 naming x-service-orgid", res.StatusCode, body)
+	}
 }
 
 // TestCLIResourceFamilies runs every command family once and checks the

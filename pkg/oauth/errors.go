@@ -26,6 +26,8 @@ const (
 	ConsentRequired         = "consent_required"
 	InvalidToken            = "invalid_token"
 	UnsupportedTokenType    = "unsupported_token_type"
+	RequestNotSupported     = "request_not_supported"     // OIDC Core §3.1.2.6
+	RequestURINotSupported  = "request_uri_not_supported" // OIDC Core §3.1.2.6
 )
 
 // Error is an OAuth error response.

@@ -43,6 +43,12 @@ func Parse(raw string) ([]string, error) {
 			continue
 		}
 		if !valid(s) {
+			if rest, ok := strings.CutPrefix(s, "urn:zitadel:"); ok {
+				// Running without the audience or organization the caller
+				// meant would be worse than refusing: name ours.
+				return nil, oauth.New(oauth.InvalidScope, "unknown scope %q: Gatehouse's reserved scopes are urn:gatehouse:… (here %q)",
+					s, "urn:gatehouse:"+strings.ReplaceAll(rest, ":zitadel:", ":gatehouse:"))
+			}
 			return nil, oauth.New(oauth.InvalidScope, "unknown scope %q", s)
 		}
 		out = append(out, s)

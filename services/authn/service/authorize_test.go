@@ -93,7 +93,10 @@ func TestAuthorizeRedirectErrors(t *testing.T) {
 		{"implicit without nonce", spa("response_type", "id_token token", "code_challenge", "", "code_challenge_method", ""), "invalid_request", "st-2", spaRedirect, true},
 		{"implicit id_token without nonce", spa("response_type", "id_token", "code_challenge", "", "code_challenge_method", ""), "invalid_request", "st-2", spaRedirect, true},
 		{"prompt none with login", codeParams("prompt", "none login"), "invalid_request", "st-1", webRedirect, false},
-		{"unknown prompt", codeParams("prompt", "always"), "invalid_request", "st-1", webRedirect, false},
+		{"prompt none with an unknown value", codeParams("prompt", "none always"), "invalid_request", "st-1", webRedirect, false},
+		{"request object", codeParams("request", "eyJhbGciOiJub25lIn0.e30."), "request_not_supported", "st-1", webRedirect, false},
+		{"request_uri", codeParams("request_uri", "https://rp.example/req/1"), "request_uri_not_supported", "st-1", webRedirect, false},
+		{"ZITADEL's scope", codeParams("scope", "openid urn:zitadel:iam:org:project:id:zitadel:aud"), "invalid_scope", "st-1", webRedirect, false},
 		{"negative max_age", codeParams("max_age", "-1"), "invalid_request", "st-1", webRedirect, false},
 		{"non-numeric max_age", codeParams("max_age", "soon"), "invalid_request", "st-1", webRedirect, false},
 		{"invalid id_token_hint", codeParams("id_token_hint", "forged"), "invalid_request", "st-1", webRedirect, false},
@@ -126,8 +129,8 @@ func TestAuthorizeRedirectErrors(t *testing.T) {
 	t.Run("form POST", func(t *testing.T) {
 		wantError(t, e.post("/oauth/v2/authorize", codeParams("scope", "profile")), webRedirect, "invalid_scope", "st-1", false)
 	})
-	t.Run("unknown parameters are ignored", func(t *testing.T) {
-		r := e.authorize(codeParams("display", "popup", "acr_values", "urn:x", "foo", "bar"))
+	t.Run("unknown parameters and prompt values are ignored", func(t *testing.T) {
+		r := e.authorize(codeParams("display", "popup", "acr_values", "urn:x", "foo", "bar", "prompt", "always login"))
 		if r.StatusCode != http.StatusFound || !strings.HasPrefix(r.Header.Get("Location"), "/ui/login/login?") {
 			t.Errorf("status %d Location %q; want the login page", r.StatusCode, r.Header.Get("Location"))
 		}

@@ -39,6 +39,10 @@ const (
 	PromptCreate        = "create"
 )
 
+// PromptValues are the prompt values Gatehouse acts on (discovery's
+// prompt_values_supported).
+var PromptValues = []string{PromptNone, PromptLogin, PromptConsent, PromptSelectAccount, PromptCreate}
+
 // Request is a validated authorization request, stored while the user
 // signs in. Only Validate makes one.
 type Request struct {
@@ -191,6 +195,14 @@ func (v *Validator) Validate(ctx context.Context, p Params) (*Request, *Failure)
 			return fail(oauth.InvalidRequest, "parameter %s is repeated", name)
 		}
 	}
+	// Request objects are not supported (discovery says so): refusing
+	// beats ignoring parameters the client put only there.
+	if p.first("request") != "" {
+		return fail(oauth.RequestNotSupported, "request objects (the request parameter) are not supported")
+	}
+	if p.first("request_uri") != "" {
+		return fail(oauth.RequestURINotSupported, "request_uri is not supported")
+	}
 	switch {
 	case typeErr != nil || rawType == "":
 		return fail(oauth.InvalidRequest, "response_type is missing")
@@ -246,14 +258,16 @@ func (v *Validator) Validate(ctx context.Context, p Params) (*Request, *Failure)
 		return fail(oauth.InvalidRequest, "nonce is required for response_type %q", respType)
 	}
 
-	req.Prompt = strings.Fields(p.first("prompt"))
-	for _, pr := range req.Prompt {
-		if !slices.Contains([]string{PromptNone, PromptLogin, PromptConsent, PromptSelectAccount, PromptCreate}, pr) {
-			return fail(oauth.InvalidRequest, "prompt value %q is not supported", pr)
-		}
-	}
-	if req.HasPrompt(PromptNone) && len(req.Prompt) > 1 {
+	// Unknown prompt values are ignored, as ZITADEL does (some relying
+	// parties send their own); none with anything else stays an error.
+	prompts := strings.Fields(p.first("prompt"))
+	if slices.Contains(prompts, PromptNone) && len(prompts) > 1 {
 		return fail(oauth.InvalidRequest, "prompt none cannot be combined with other values")
+	}
+	for _, pr := range prompts {
+		if slices.Contains(PromptValues, pr) {
+			req.Prompt = append(req.Prompt, pr)
+		}
 	}
 	// Who may ask for which reserved scope (pkg/scope's table): the
 	// management audience only for admin clients and never silently, the

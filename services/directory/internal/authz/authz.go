@@ -39,6 +39,9 @@ const Audience = "gatehouse"
 // OrgHeader selects the target organization.
 const OrgHeader = "x-service-orgid"
 
+// zitadelOrgHeader is ZITADEL's OrgHeader, refused with a pointer to ours.
+const zitadelOrgHeader = "x-zitadel-orgid"
+
 // Permission is what a procedure requires.
 type Permission int
 
@@ -218,6 +221,11 @@ func (i *Interceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 		if req.Spec().IsClient {
 			return next(ctx, req)
+		}
+		if req.Header().Get(zitadelOrgHeader) != "" {
+			// Running in the caller's own organization instead of the one
+			// it meant would be worse than refusing.
+			return nil, apierr.InvalidArgument("AUTHZ-zitadel-header", "%s is ZITADEL's header; Gatehouse's is %s", zitadelOrgHeader, OrgHeader)
 		}
 		caller, rule, err := i.authorize(ctx, req.Spec().Procedure, req.Header().Get("Authorization"), req.Header().Get(OrgHeader))
 		if err != nil {

@@ -66,6 +66,7 @@ type Metadata struct {
 	CodeChallengeMethodsSupported             []string `json:"code_challenge_methods_supported"`
 	ClaimsSupported                           []string `json:"claims_supported"`
 	UILocalesSupported                        []string `json:"ui_locales_supported"`
+	PromptValuesSupported                     []string `json:"prompt_values_supported"`
 	ClaimsParameterSupported                  bool     `json:"claims_parameter_supported"`
 	RequestParameterSupported                 bool     `json:"request_parameter_supported"`
 	RequestURIParameterSupported              bool     `json:"request_uri_parameter_supported"`
@@ -112,7 +113,9 @@ func Document(issuer string, signingAlgs []string) *Metadata {
 		ClaimsSupported: []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "amr", "azp",
 			"at_hash", "c_hash", "name", "given_name", "family_name", "nickname", "preferred_username",
 			"locale", "gender", "updated_at", "email", "email_verified", "phone_number", "phone_number_verified"},
-		UILocalesSupported:                         []string{"en", "de"},
+		UILocalesSupported: []string{"en", "de"},
+		// authn's authorize.PromptValues (tokens does not import authn).
+		PromptValuesSupported:                      []string{"none", "login", "consent", "select_account", "create"},
 		ClaimsParameterSupported:                   false,
 		RequestParameterSupported:                  false,
 		RequestURIParameterSupported:               false,
