@@ -8,11 +8,13 @@ package restapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"connectrpc.com/connect"
 	"connectrpc.com/vanguard"
@@ -52,7 +54,30 @@ func Transcoder(path string, h http.Handler) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("transcoder for %s: %w", path, err)
 	}
-	return escapedPath(tc), nil
+	return refuseUnmappable(escapedPath(tc)), nil
+}
+
+// refuseUnmappable answers 400 INVALID_ARGUMENT, in the google.rpc.Status
+// shape of every other REST error, for requests vanguard would answer 500
+// Unknown: a body on GET, HEAD or DELETE (no route of the API takes one),
+// and a path that is not UTF-8 once decoded (proto strings must be).
+func refuseUnmappable(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var msg string
+		switch {
+		case (r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodDelete) &&
+			(r.ContentLength > 0 || (r.ContentLength < 0 && len(r.TransferEncoding) > 0)):
+			msg = r.Method + " requests take no body"
+		case !utf8.ValidString(r.URL.Path):
+			msg = "the path is not valid UTF-8 once percent-decoded"
+		default:
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_ = json.NewEncoder(w).Encode(map[string]any{"code": int(connect.CodeInvalidArgument), "message": msg, "details": []any{}})
+	})
 }
 
 // escapedPath hands next the request path as the client encoded it.
