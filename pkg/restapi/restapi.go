@@ -18,9 +18,11 @@ import (
 
 	"connectrpc.com/connect"
 	"connectrpc.com/vanguard"
+	"google.golang.org/genproto/googleapis/api/annotations"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
@@ -54,20 +56,79 @@ func Transcoder(path string, h http.Handler) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("transcoder for %s: %w", path, err)
 	}
-	return refuseUnmappable(escapedPath(tc)), nil
+	bodies, err := bodyRoutes(path)
+	if err != nil {
+		return nil, err
+	}
+	return refuseUnmappable(bodies, escapedPath(tc)), nil
+}
+
+// bodyRoutes lists the path templates (split at "/") of the service's
+// GET and DELETE routes that take a body (BulkRemoveUserMetadata does).
+func bodyRoutes(path string) (map[string][][]string, error) {
+	name := protoreflect.FullName(strings.Trim(path, "/"))
+	d, err := protoregistry.GlobalFiles.FindDescriptorByName(name)
+	if err != nil {
+		return nil, fmt.Errorf("transcoder for %s: %w", path, err)
+	}
+	sd, ok := d.(protoreflect.ServiceDescriptor)
+	if !ok {
+		return nil, fmt.Errorf("transcoder for %s: not a service", path)
+	}
+	out := map[string][][]string{}
+	for i := 0; i < sd.Methods().Len(); i++ {
+		rule, _ := proto.GetExtension(sd.Methods().Get(i).Options(), annotations.E_Http).(*annotations.HttpRule)
+		if rule == nil || rule.GetBody() == "" {
+			continue
+		}
+		switch {
+		case rule.GetGet() != "":
+			out[http.MethodGet] = append(out[http.MethodGet], strings.Split(rule.GetGet(), "/"))
+		case rule.GetDelete() != "":
+			out[http.MethodDelete] = append(out[http.MethodDelete], strings.Split(rule.GetDelete(), "/"))
+		}
+	}
+	return out, nil
+}
+
+// matchesTemplate reports whether the encoded path's segments fit a route
+// template: a {variable} matches any one non-empty segment.
+func matchesTemplate(segs, tmpl []string) bool {
+	if len(segs) != len(tmpl) {
+		return false
+	}
+	for i, t := range tmpl {
+		if strings.HasPrefix(t, "{") {
+			if segs[i] == "" {
+				return false
+			}
+		} else if segs[i] != t {
+			return false
+		}
+	}
+	return true
 }
 
 // refuseUnmappable answers 400 INVALID_ARGUMENT, in the google.rpc.Status
 // shape of every other REST error, for requests vanguard would answer 500
-// Unknown: a body on GET, HEAD or DELETE (no route of the API takes one),
-// and a path that is not UTF-8 once decoded (proto strings must be).
-func refuseUnmappable(next http.Handler) http.Handler {
+// Unknown: a body on a GET, HEAD or DELETE route that takes none, and a
+// path that is not UTF-8 once decoded (proto strings must be).
+func refuseUnmappable(bodies map[string][][]string, next http.Handler) http.Handler {
+	takesBody := func(r *http.Request) bool {
+		segs := strings.Split(decodeUnreserved(r.URL.EscapedPath()), "/")
+		for _, t := range bodies[r.Method] {
+			if matchesTemplate(segs, t) {
+				return true
+			}
+		}
+		return false
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var msg string
 		switch {
 		case (r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodDelete) &&
-			(r.ContentLength > 0 || (r.ContentLength < 0 && len(r.TransferEncoding) > 0)):
-			msg = r.Method + " requests take no body"
+			(r.ContentLength > 0 || (r.ContentLength < 0 && len(r.TransferEncoding) > 0)) && !takesBody(r):
+			msg = r.Method + " requests to this route take no body"
 		case !utf8.ValidString(r.URL.Path):
 			msg = "the path is not valid UTF-8 once percent-decoded"
 		default:
