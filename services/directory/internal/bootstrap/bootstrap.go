@@ -46,6 +46,8 @@ const (
 	AdminUserName   = "admin"
 	MachineUserName = "bootstrap-admin"
 	KeyFileName     = "bootstrap-admin-key.json"
+	// PasswordFileName holds a generated admin password (0600).
+	PasswordFileName = "admin-password.txt"
 
 	eventBootstrapped = "instance.bootstrapped"
 )
@@ -167,6 +169,13 @@ func firstStart(ctx context.Context, o Options) (string, error) {
 			// Random, and meeting the default policy's character classes.
 			pw, generated = secrets.RandomToken(15)+"-Aa1", true
 		}
+		if generated {
+			// Written before the user exists, so a password nobody can read
+			// is never set.
+			if err := writeKeyFile(filepath.Join(o.DataDir, PasswordFileName), []byte(pw+"\n")); err != nil {
+				return "", err
+			}
+		}
 		hash, err := uc.NewPasswordHash(ctx, "", pw, org.PasswordPolicy)
 		if err != nil {
 			return "", fmt.Errorf("bootstrap: GATEHOUSE_ADMIN_PASSWORD does not meet the password policy: %w", err)
@@ -180,9 +189,9 @@ func firstStart(ctx context.Context, o Options) (string, error) {
 			return "", fmt.Errorf("bootstrap admin: %w", err)
 		}
 		if generated && o.Console != nil {
-			// Printed once, on the console, never through the logger.
-			fmt.Fprintf(o.Console, "\n  Gatehouse first start: sign in as %s@%s with the password\n\n      %s\n\n  It must be changed at the first login. It will not be shown again.\n\n",
-				AdminUserName, org.PrimaryDomain, pw)
+			// Never printed among the logs: only where the file is.
+			fmt.Fprintf(o.Console, "\n  Gatehouse first start: sign in as %s@%s with the password in\n\n      %s\n\n  (0600). It must be changed at the first login; then delete the file.\n\n",
+				AdminUserName, org.PrimaryDomain, filepath.Join(o.DataDir, PasswordFileName))
 		}
 	}
 

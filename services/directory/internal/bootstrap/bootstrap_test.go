@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,10 +60,17 @@ func TestFirstStart(t *testing.T) {
 			t.Fatalf("machine user %+v", machine)
 		}
 
-		// The generated admin password: printed once, valid, must be changed.
-		m := regexp.MustCompile(`\n      (\S+)\n`).FindStringSubmatch(console.String())
-		if m == nil {
-			t.Fatalf("no password printed: %q", console.String())
+		// The generated admin password: in a 0600 file the console names,
+		// never on the console itself; valid; must be changed.
+		pwPath := filepath.Join(dir, bootstrap.PasswordFileName)
+		raw, rerr := os.ReadFile(pwPath)
+		fi, serr := os.Stat(pwPath)
+		if rerr != nil || serr != nil || fi.Mode().Perm() != 0o600 || !strings.Contains(console.String(), pwPath) {
+			t.Fatalf("password file %s: %v %v %v; console %q", pwPath, rerr, serr, fi, console.String())
+		}
+		m := []string{"", strings.TrimSpace(string(raw))}
+		if strings.Contains(console.String(), m[1]) {
+			t.Fatal("the generated password was printed")
 		}
 		var admin users.User
 		if err := st.Get(ctx, &admin, `SELECT `+users.Columns+users.From+` WHERE u.user_name = 'admin'`); err != nil {
