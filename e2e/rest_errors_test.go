@@ -24,3 +24,16 @@ func TestRESTMalformedRequestsAre400(t *testing.T) {
 		}
 	}
 }
+
+// TestConnectWithoutProtocolHeader: a unary Connect call without the
+// optional Connect-Protocol-Version header (connectrpc.com's curl recipe)
+// is served, not 404.
+func TestConnectWithoutProtocolHeader(t *testing.T) {
+	p, _, c := startCLIServer(t, nil)
+	token := strings.TrimSpace(c.ok("token"))
+	res, body := do(t, "POST", p.base+"/gatehouse.management.v1.ManagementService/GetMyOrg", strings.NewReader("{}"),
+		map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/json"})
+	if res.StatusCode != 200 || !strings.Contains(body, `"name":"Gatehouse"`) {
+		t.Fatalf("Connect without Connect-Protocol-Version: %d %s", res.StatusCode, body)
+	}
+}

@@ -60,7 +60,23 @@ func Transcoder(path string, h http.Handler) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return refuseUnmappable(bodies, escapedPath(tc)), nil
+	return refuseUnmappable(bodies, escapedPath(connectWithoutHeader(path, tc))), nil
+}
+
+// connectWithoutHeader marks a unary Connect call made without the
+// optional Connect-Protocol-Version header (connectrpc.com's own curl
+// recipe sends none) as Connect: vanguard would take it for REST and
+// answer 404, since no REST route is a procedure path.
+func connectWithoutHeader(path string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, path) && r.Header.Get("Connect-Protocol-Version") == "" {
+			switch mt, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";"); strings.TrimSpace(strings.ToLower(mt)) {
+			case "application/json", "application/proto":
+				r.Header.Set("Connect-Protocol-Version", "1")
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // bodyRoutes lists the path templates (split at "/") of the service's
