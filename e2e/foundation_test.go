@@ -35,15 +35,20 @@ var routeProbes = []struct {
 
 func TestEmbeddedServer(t *testing.T) {
 	dir := t.TempDir()
-	edge := startProc(t, config.RoleEdge, map[string]string{"GATEHOUSE_DATA_DIR": dir})
+	metricsAddr := freeAddr(t)
+	edge := startProc(t, config.RoleEdge, map[string]string{"GATEHOUSE_DATA_DIR": dir, "GATEHOUSE_METRICS_ADDR": metricsAddr})
 
 	for _, p := range []string{"/healthz", "/readyz"} {
 		if res, body := do(t, "GET", edge.base+p, nil, nil); res.StatusCode != 200 {
 			t.Fatalf("GET %s = %d %s; want 200", p, res.StatusCode, body)
 		}
 	}
-	if res, body := do(t, "GET", edge.base+"/metrics", nil, nil); res.StatusCode != 200 || !strings.Contains(body, "go_goroutines") {
-		t.Fatalf("GET /metrics = %d; want Prometheus text", res.StatusCode)
+	// /metrics is on its own listener, never on the public address.
+	if res, body := do(t, "GET", "http://"+metricsAddr+"/metrics", nil, nil); res.StatusCode != 200 || !strings.Contains(body, "go_goroutines") {
+		t.Fatalf("GET /metrics on GATEHOUSE_METRICS_ADDR = %d; want Prometheus text", res.StatusCode)
+	}
+	if res, body := do(t, "GET", edge.base+"/metrics", nil, nil); res.StatusCode != 404 || strings.Contains(body, "go_goroutines") {
+		t.Fatalf("GET /metrics on the public address = %d; want 404", res.StatusCode)
 	}
 	for i, rp := range routeProbes {
 		id := fmt.Sprintf("embedded-probe-%d", i)

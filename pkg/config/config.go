@@ -77,6 +77,10 @@ type Config struct {
 	RateLimit       float64        // GATEHOUSE_RATE_LIMIT, requests per second per client address (0 = off)
 	RateBurst       int            // GATEHOUSE_RATE_BURST
 	ShutdownTimeout time.Duration  // GATEHOUSE_SHUTDOWN_TIMEOUT
+	// MetricsAddr is GATEHOUSE_METRICS_ADDR: where /metrics is served, on
+	// its own listener. Unset: the internal services serve it on their
+	// (never public) address, and edge, the public one, not at all.
+	MetricsAddr string
 	// DrainDelay is GATEHOUSE_DRAIN_DELAY: after SIGTERM the process keeps
 	// serving this long with /readyz 503, so load balancers stop sending
 	// before it stops listening.
@@ -147,6 +151,12 @@ func Load(role Role, getenv Getenv) (*Config, error) {
 	c.RateLimit = p.float("GATEHOUSE_RATE_LIMIT", 50)
 	c.RateBurst = p.int("GATEHOUSE_RATE_BURST", 100)
 	c.ShutdownTimeout = p.duration("GATEHOUSE_SHUTDOWN_TIMEOUT", 20*time.Second)
+	c.MetricsAddr = p.str("GATEHOUSE_METRICS_ADDR", "")
+	if a := c.MetricsAddr; a != "" {
+		if _, port, ok := strings.Cut(a, ":"); !ok || port == "" {
+			p.fail("GATEHOUSE_METRICS_ADDR", "want host:port or :port, got %q", a)
+		}
+	}
 	c.DrainDelay = 5 * time.Second
 	if p.str("GATEHOUSE_DRAIN_DELAY", "") != "" {
 		c.DrainDelay = p.durationOrZero("GATEHOUSE_DRAIN_DELAY")

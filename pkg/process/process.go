@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -106,13 +107,27 @@ func run(ctx context.Context, cfg *config.Config, getenv config.Getenv, log *slo
 	if err != nil {
 		return fmt.Errorf("start %s: %w", cfg.Role, err)
 	}
+	// /metrics never on the public address: on its own listener when
+	// GATEHOUSE_METRICS_ADDR is set, else on the internal services' own
+	// (not routed by edge) and not at all on edge's.
+	metrics := tel.MetricsHandler()
+	if cfg.MetricsAddr != "" {
+		stop, err := serveMetrics(cfg.MetricsAddr, metrics, log)
+		if err != nil {
+			return errors.Join(err, comp.Close())
+		}
+		defer stop()
+		metrics = nil
+	} else if cfg.Role == config.RoleEdge {
+		metrics = nil
+	}
 	srv := server.New(server.Options{
 		Name:            string(cfg.Role),
 		Addr:            cfg.Addr,
 		Handler:         comp.Handler(),
 		Logger:          log,
 		Checks:          comp.Checks(),
-		Metrics:         tel.MetricsHandler(),
+		Metrics:         metrics,
 		AccessLog:       cfg.Role != config.RoleEdge, // edge's router logs richer lines
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		DrainDelay:      cfg.DrainDelay,
@@ -125,4 +140,18 @@ func run(ctx context.Context, cfg *config.Config, getenv config.Getenv, log *slo
 	}
 	err = srv.Run(ctx)
 	return errors.Join(err, comp.Close())
+}
+
+// serveMetrics serves /metrics alone on addr until stop is called.
+func serveMetrics(addr string, h http.Handler, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("GATEHOUSE_METRICS_ADDR: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", h)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	log.Info("metrics listening", "addr", ln.Addr().String())
+	return func() { _ = srv.Close() }, nil
 }

@@ -10,7 +10,7 @@ import (
 // StartEmbedded runs bin/edge alone: authn, tokens and directory
 // in-process, SQLite files in a fresh data directory under o.WorkDir.
 func StartEmbedded(ctx context.Context, o Options) (*Deployment, error) {
-	addrs, err := freeAddrs(1)
+	addrs, err := freeAddrs(2) // the server, and its /metrics
 	if err != nil {
 		return nil, err
 	}
@@ -24,11 +24,13 @@ func StartEmbedded(ctx context.Context, o Options) (*Deployment, error) {
 		return nil, err
 	}
 	env["GATEHOUSE_ADDR"] = addrs[0]
+	env["GATEHOUSE_METRICS_ADDR"] = addrs[1]
 	env["GATEHOUSE_DATA_DIR"] = dataDir
 	edge, err := start(o, "edge", addrs[0], env)
 	if err != nil {
 		return nil, err
 	}
+	edge.metrics = "http://" + addrs[1]
 	d := &Deployment{Base: base, KeyFile: filepath.Join(dataDir, "bootstrap-admin-key.json"), procs: []*child{edge}}
 	if err := d.waitStarted(ctx, o); err != nil {
 		return nil, err

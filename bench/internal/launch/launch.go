@@ -49,12 +49,15 @@ func (d *Deployment) PIDs() []int {
 	return out
 }
 
-// Bases are the base URLs of the deployment's processes (edge first in
-// embedded mode, the only one), for their /metrics.
+// Bases are the base URLs of the deployment's processes' /metrics (edge
+// first in embedded mode, the only one).
 func (d *Deployment) Bases() []string {
 	out := make([]string, len(d.procs))
 	for i, p := range d.procs {
 		out[i] = p.base
+		if p.metrics != "" {
+			out[i] = p.metrics
+		}
 	}
 	return out
 }
@@ -93,10 +96,12 @@ func (d *Deployment) Stop(ctx context.Context) error {
 type child struct {
 	name string
 	base string
-	log  string
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error // Wait's result, set before done closes
+	// metrics is where its /metrics is served, when not at base.
+	metrics string
+	log     string
+	cmd     *exec.Cmd
+	done    chan struct{}
+	err     error // Wait's result, set before done closes
 }
 
 // start runs bin/name with exactly env (plus PATH), logging to a file.

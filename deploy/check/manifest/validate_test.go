@@ -190,9 +190,9 @@ func TestValidateRejects(t *testing.T) {
 			return o
 		}, "container directory: no startupProbe"},
 		{"probe on unknown port", nil, func(t *testing.T, o []Object) []Object {
-			ctr(t, o, "authn").LivenessProbe.HTTPGet.Port = intstr.FromString("metrics")
+			ctr(t, o, "authn").LivenessProbe.HTTPGet.Port = intstr.FromString("nosuchport")
 			return o
-		}, "livenessProbe port metrics is not a container port"},
+		}, "livenessProbe port nosuchport is not a container port"},
 		{"probe on another port", nil, func(t *testing.T, o []Object) []Object {
 			c := ctr(t, o, "authn")
 			c.Ports = append(c.Ports, corev1.ContainerPort{Name: "admin", ContainerPort: 9090})
