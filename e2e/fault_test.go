@@ -208,3 +208,34 @@ func TestDatabaseOutageIsUnavailable(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// TestRedisUnreachableRateLimitFallsBack: with Redis unreachable the rate
+// limit still holds (each edge in process), /readyz stays 200 and says
+// so, and go-redis's complaints come out as JSON log lines.
+func TestRedisUnreachableRateLimitFallsBack(t *testing.T) {
+	closed := freeAddr(t) // nothing listens there
+	p := startProc(t, config.RoleEdge, map[string]string{
+		"GATEHOUSE_DATA_DIR": t.TempDir(), "GATEHOUSE_REDIS_URL": "redis://" + closed + "/0",
+		"GATEHOUSE_RATE_LIMIT": "1", "GATEHOUSE_RATE_BURST": "3",
+	})
+	limited := false
+	for i := 0; i < 10 && !limited; i++ {
+		res, _ := do(t, "GET", p.base+"/.well-known/openid-configuration", nil, nil)
+		limited = res.StatusCode == http.StatusTooManyRequests
+	}
+	if !limited {
+		t.Fatal("with Redis unreachable, 10 requests at a limit of 1/s burst 3 were all allowed")
+	}
+	res, body := do(t, "GET", p.base+"/readyz", nil, nil)
+	if res.StatusCode != 200 || !strings.Contains(body, "fallback: memory") {
+		t.Fatalf("/readyz: %d %s; want 200 with the rate limiter's fallback in details", res.StatusCode, body)
+	}
+	if !strings.Contains(p.log.String(), "rate limiter store unavailable") {
+		t.Fatalf("no warning about the fallback:\n%s", p.log)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(p.log.String()), "\n") {
+		if !strings.HasPrefix(line, "{") {
+			t.Fatalf("a log line is not JSON: %q", line)
+		}
+	}
+}

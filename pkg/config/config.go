@@ -73,10 +73,13 @@ type Config struct {
 
 	Tokens Tokens
 
-	TrustedProxies  []netip.Prefix // GATEHOUSE_TRUSTED_PROXIES, comma-separated CIDRs
-	RateLimit       float64        // GATEHOUSE_RATE_LIMIT, requests per second per client address (0 = off)
-	RateBurst       int            // GATEHOUSE_RATE_BURST
-	ShutdownTimeout time.Duration  // GATEHOUSE_SHUTDOWN_TIMEOUT
+	TrustedProxies []netip.Prefix // GATEHOUSE_TRUSTED_PROXIES, comma-separated CIDRs
+	RateLimit      float64        // GATEHOUSE_RATE_LIMIT, requests per second per client address (0 = off)
+	RateBurst      int            // GATEHOUSE_RATE_BURST
+	// RateLimitFallback is GATEHOUSE_RATE_LIMIT_FALLBACK: what limits while
+	// Redis is unreachable, "memory" (each replica in process) or "open".
+	RateLimitFallback string
+	ShutdownTimeout   time.Duration // GATEHOUSE_SHUTDOWN_TIMEOUT
 	// MetricsAddr is GATEHOUSE_METRICS_ADDR: where /metrics is served, on
 	// its own listener. Unset: the internal services serve it on their
 	// (never public) address, and edge, the public one, not at all.
@@ -150,6 +153,11 @@ func Load(role Role, getenv Getenv) (*Config, error) {
 	c.TrustedProxies = p.prefixes("GATEHOUSE_TRUSTED_PROXIES")
 	c.RateLimit = p.float("GATEHOUSE_RATE_LIMIT", 50)
 	c.RateBurst = p.int("GATEHOUSE_RATE_BURST", 100)
+	switch c.RateLimitFallback = p.str("GATEHOUSE_RATE_LIMIT_FALLBACK", "memory"); c.RateLimitFallback {
+	case "memory", "open":
+	default:
+		p.fail("GATEHOUSE_RATE_LIMIT_FALLBACK", "want memory or open, got %q", c.RateLimitFallback)
+	}
 	c.ShutdownTimeout = p.duration("GATEHOUSE_SHUTDOWN_TIMEOUT", 20*time.Second)
 	c.MetricsAddr = p.str("GATEHOUSE_METRICS_ADDR", "")
 	if a := c.MetricsAddr; a != "" {

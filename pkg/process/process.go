@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/gatehouse-id/gatehouse/pkg/config"
 	"github.com/gatehouse-id/gatehouse/pkg/logging"
 	"github.com/gatehouse-id/gatehouse/pkg/server"
@@ -35,6 +37,11 @@ type Env struct {
 	Config    *config.Config
 	Logger    *slog.Logger
 	Telemetry *telemetry.Telemetry
+}
+
+// Detailer is a Component that reports facts for /readyz (optional).
+type Detailer interface {
+	Details() map[string]any
 }
 
 // Build assembles the process's component.
@@ -80,6 +87,9 @@ func Run(ctx context.Context, role config.Role, getenv config.Getenv, stderr io.
 	out, closeLog := logging.Buffer(stderr)
 	defer closeLog()
 	log := logging.New(out, cfg.LogLevel).With("process", string(role))
+	// go-redis logs connection trouble as plain text on stderr: route it
+	// through the JSON logger (process-wide, as go-redis's logger is).
+	redis.SetLogger(redisLogger{log})
 	if err := run(ctx, cfg, getenv, log, build, ready); err != nil {
 		log.Error("stopped with error", "err", err)
 		return ExitFailed
@@ -121,6 +131,10 @@ func run(ctx context.Context, cfg *config.Config, getenv config.Getenv, log *slo
 	} else if cfg.Role == config.RoleEdge {
 		metrics = nil
 	}
+	var details func() map[string]any
+	if d, ok := comp.(Detailer); ok {
+		details = d.Details
+	}
 	srv := server.New(server.Options{
 		Name:            string(cfg.Role),
 		Addr:            cfg.Addr,
@@ -131,6 +145,7 @@ func run(ctx context.Context, cfg *config.Config, getenv config.Getenv, log *slo
 		AccessLog:       cfg.Role != config.RoleEdge, // edge's router logs richer lines
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		DrainDelay:      cfg.DrainDelay,
+		Details:         details,
 	})
 	if err := srv.Listen(); err != nil {
 		return errors.Join(err, comp.Close())
@@ -154,4 +169,12 @@ func serveMetrics(addr string, h http.Handler, log *slog.Logger) (stop func(), e
 	go func() { _ = srv.Serve(ln) }()
 	log.Info("metrics listening", "addr", ln.Addr().String())
 	return func() { _ = srv.Close() }, nil
+}
+
+// redisLogger is go-redis's logger over slog, at Warn: go-redis logs only
+// trouble (failed dials, pool problems).
+type redisLogger struct{ log *slog.Logger }
+
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.WarnContext(ctx, "redis: "+fmt.Sprintf(format, v...))
 }

@@ -36,6 +36,9 @@ type Options struct {
 	// serving this long, /readyz answering 503 and /healthz 200, before it
 	// stops accepting and waits for in-flight requests.
 	DrainDelay time.Duration
+	// Details, when set, adds facts to /readyz's answer (a degraded mode
+	// that is not a reason to take the process out of rotation).
+	Details func() map[string]any
 }
 
 // Server is an HTTP server with health endpoints and graceful shutdown.
@@ -138,7 +141,13 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "failing": names})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})
+	body := map[string]any{"status": "ready"}
+	if s.o.Details != nil {
+		if d := s.o.Details(); len(d) > 0 {
+			body["details"] = d
+		}
+	}
+	writeJSON(w, http.StatusOK, body)
 }
 
 // Listen binds the configured address; Addr then reports the bound address.

@@ -25,3 +25,22 @@ func Info(name, description string, attrs ...attribute.KeyValue) error {
 	}
 	return nil
 }
+
+// Flag publishes a gauge that is 1 while on() is true and 0 otherwise
+// (a degraded mode, such as the rate limiter's fallback).
+func Flag(name, description string, on func() bool) error {
+	_, err := otel.Meter(instrumentation).Int64ObservableGauge(name,
+		metric.WithDescription(description),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			v := int64(0)
+			if on() {
+				v = 1
+			}
+			o.Observe(v)
+			return nil
+		}))
+	if err != nil {
+		return fmt.Errorf("flag metric %s: %w", name, err)
+	}
+	return nil
+}

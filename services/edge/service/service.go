@@ -23,6 +23,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/process"
 	"github.com/gatehouse-id/gatehouse/pkg/rpc"
 	"github.com/gatehouse-id/gatehouse/pkg/server"
+	"github.com/gatehouse-id/gatehouse/pkg/telemetry"
 	authnsvc "github.com/gatehouse-id/gatehouse/services/authn/service"
 	directorysvc "github.com/gatehouse-id/gatehouse/services/directory/service"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/proxy"
@@ -44,6 +45,16 @@ type Edge struct {
 	handler http.Handler
 	checks  map[string]server.Check
 	closers []func() error
+	// rateLimiter describes the limiter for /readyz's details.
+	rateLimiter func() string
+}
+
+// Details implements process.Detailer: how requests are rate limited now.
+func (e *Edge) Details() map[string]any {
+	if e.rateLimiter == nil {
+		return nil
+	}
+	return map[string]any{"rateLimiter": e.rateLimiter()}
 }
 
 var _ process.Component = (*Edge)(nil)
@@ -138,9 +149,21 @@ func New(ctx context.Context, env process.Env) (e *Edge, err error) {
 		}
 	}
 
-	limiter, err := newLimiter(cfg.RedisURL, cfg.RateLimit, cfg.RateBurst, env)
+	limiter, err := newLimiter(cfg.RedisURL, cfg.RateLimit, cfg.RateBurst, cfg.RateLimitFallback, env)
 	if err != nil {
 		return e, err
+	}
+	e.rateLimiter = func() string {
+		switch l := limiter.(type) {
+		case nil:
+			return "off"
+		case redisLimiter:
+			if l.Degraded() {
+				return "fallback: " + cfg.RateLimitFallback + " (Redis unreachable)"
+			}
+			return "redis"
+		}
+		return "memory"
 	}
 	if c, ok := limiter.(interface{ Close() error }); ok {
 		e.closers = append(e.closers, c.Close)
@@ -196,7 +219,7 @@ type redisLimiter struct {
 
 func (r redisLimiter) Close() error { return r.client.Close() }
 
-func newLimiter(redisURL string, perSecond float64, burst int, env process.Env) (ratelimit.Limiter, error) {
+func newLimiter(redisURL string, perSecond float64, burst int, fallback string, env process.Env) (ratelimit.Limiter, error) {
 	if perSecond == 0 {
 		return nil, nil
 	}
@@ -214,6 +237,15 @@ func newLimiter(redisURL string, perSecond float64, burst int, env process.Env) 
 	}
 	l, err := ratelimit.NewRedis(client, "gatehouse:ratelimit:", rps, burst, env.Logger)
 	if err != nil {
+		return nil, errors.Join(err, client.Close())
+	}
+	if fallback == "memory" {
+		if l.Fallback, err = ratelimit.NewMemory(perSecond, burst); err != nil {
+			return nil, errors.Join(err, client.Close())
+		}
+	}
+	if err := telemetry.Flag("gatehouse.edge.ratelimit.fallback",
+		"1 while Redis is unreachable and the rate limiter's fallback (GATEHOUSE_RATE_LIMIT_FALLBACK) decides.", l.Degraded); err != nil {
 		return nil, errors.Join(err, client.Close())
 	}
 	return redisLimiter{Redis: l, client: client}, nil

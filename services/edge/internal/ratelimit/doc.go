@@ -6,10 +6,14 @@
 // per key. Both report a Decision carrying what the RateLimit-* and
 // Retry-After headers need.
 //
-// Redis fails open: when Redis errors or does not answer within
-// RedisTimeout, the request is allowed and a warning logged (at most every
-// few seconds); for RedisBackoff after a failure Redis is not asked at all, so
-// an outage costs one slow request per interval, not one per request. Rate limiting protects capacity; an
-// outage of the limiter's store must not turn into an outage of login and
-// token issuance, which have their own per-user and per-client throttles.
+// When Redis errors or does not answer within RedisTimeout, Redis.Fallback
+// decides: by default an in-process Memory limiter per replica (each
+// replica then allows the full budget, so N replicas allow N times it), or
+// nothing (GATEHOUSE_RATE_LIMIT_FALLBACK=open: every request allowed). The
+// switch is logged once each way, reported by Degraded (the
+// gatehouse.edge.ratelimit.fallback gauge and /readyz's details); for
+// RedisBackoff after a failure Redis is not asked at all, so an outage
+// costs one slow request per interval, not one per request. An outage of
+// the limiter's store must not turn into an outage of login and token
+// issuance, nor silently into no limit at all.
 package ratelimit

@@ -10,7 +10,6 @@ import (
 
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
-	"golang.org/x/time/rate"
 )
 
 // RedisTimeout bounds one Redis round trip: a slow or unreachable Redis must
@@ -24,11 +23,15 @@ const RedisBackoff = time.Second
 
 // Redis is a Limiter shared by every edge replica, using GCRA in Redis.
 type Redis struct {
-	limiter *redis_rate.Limiter
-	limit   redis_rate.Limit
-	logger  *slog.Logger
-	warn    *rate.Sometimes
-	now     func() time.Time
+	// Fallback decides while Redis cannot (an in-process limiter by
+	// default, per replica); nil allows every request (fail open).
+	Fallback Limiter
+	// degraded is true while decisions come from the fallback.
+	degraded atomic.Bool
+	limiter  *redis_rate.Limiter
+	limit    redis_rate.Limit
+	logger   *slog.Logger
+	now      func() time.Time
 	// skipUntil is when to ask Redis again after a failure (Unix ns).
 	skipUntil atomic.Int64
 }
@@ -55,18 +58,28 @@ func NewRedis(client *redis.Client, prefix string, perSecond, burst int, logger 
 		limiter: redis_rate.NewLimiter(prefixed{Client: client, prefix: prefix}),
 		limit:   redis_rate.Limit{Rate: perSecond, Burst: burst, Period: time.Second},
 		logger:  logger,
-		// One warning per interval is enough to page someone; one per
-		// request would flood the logs during the outage.
-		warn: &rate.Sometimes{Interval: 10 * time.Second},
-		now:  time.Now,
+		now:     time.Now,
 	}, nil
 }
 
-// Allow takes one request from key's budget. When Redis fails it logs a
-// warning and allows the request (see the package doc); the error is nil.
+// Degraded reports whether decisions currently come from the fallback
+// (Redis failed and has not answered since).
+func (r *Redis) Degraded() bool { return r.degraded.Load() }
+
+// fallback decides without Redis.
+func (r *Redis) fallback(ctx context.Context, key string) (Decision, error) {
+	if r.Fallback == nil {
+		return Decision{Allowed: true}, nil
+	}
+	return r.Fallback.Allow(ctx, key)
+}
+
+// Allow takes one request from key's budget. When Redis fails the
+// Fallback decides (see the package doc), and a warning is logged when
+// that starts; the error is nil.
 func (r *Redis) Allow(ctx context.Context, key string) (Decision, error) {
 	if r.now().UnixNano() < r.skipUntil.Load() {
-		return Decision{Allowed: true}, nil
+		return r.fallback(ctx, key)
 	}
 	callCtx, cancel := context.WithTimeout(ctx, RedisTimeout)
 	defer cancel()
@@ -74,11 +87,18 @@ func (r *Redis) Allow(ctx context.Context, key string) (Decision, error) {
 	if err != nil {
 		if ctx.Err() == nil { // not just the client going away
 			r.skipUntil.Store(r.now().Add(RedisBackoff).UnixNano())
-			r.warn.Do(func() {
-				r.logger.WarnContext(ctx, "rate limiter store unavailable; allowing requests unlimited", "error", err.Error())
-			})
+			if !r.degraded.Swap(true) {
+				how := "the in-process limiter of each replica decides"
+				if r.Fallback == nil {
+					how = "requests are allowed unlimited (GATEHOUSE_RATE_LIMIT_FALLBACK=open)"
+				}
+				r.logger.WarnContext(ctx, "rate limiter store unavailable; "+how, "error", err.Error())
+			}
 		}
-		return Decision{Allowed: true}, nil
+		return r.fallback(ctx, key)
+	}
+	if r.degraded.Swap(false) {
+		r.logger.InfoContext(ctx, "rate limiter store available again")
 	}
 	d := Decision{
 		Allowed:    res.Allowed > 0,

@@ -132,3 +132,32 @@ func TestNewRedisRejectsBadArguments(t *testing.T) {
 		t.Error("burst 0: got nil error")
 	}
 }
+
+// TestRedisDownFallsBackToMemory: with the default fallback an outage of
+// Redis does not lift the limit — each replica enforces it in process —
+// and Degraded says so until Redis answers again.
+func TestRedisDownFallsBackToMemory(t *testing.T) {
+	client := redis.NewClient(&redis.Options{Addr: edgetest.ClosedAddr(t), MaxRetries: -1})
+	t.Cleanup(func() { _ = client.Close() })
+	r, err := NewRedis(client, "edge:", 1, 1, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := NewMemory(1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Fallback = mem
+	if r.Degraded() {
+		t.Fatal("degraded before any failure")
+	}
+	if d, _ := r.Allow(context.Background(), "k"); !d.Allowed {
+		t.Fatalf("first request: %+v; want allowed", d)
+	}
+	if !r.Degraded() {
+		t.Fatal("not degraded after Redis failed")
+	}
+	if d, _ := r.Allow(context.Background(), "k"); d.Allowed || d.RetryAfter <= 0 {
+		t.Fatalf("second request within the burst of 1: %+v; want denied by the in-process fallback", d)
+	}
+}
