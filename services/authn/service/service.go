@@ -175,7 +175,10 @@ func pruneLoop(ctx context.Context, st *session.Store) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			_ = st.Prune(ctx, now)
+			if _, err := st.Prune(ctx, now); err != nil {
+				// The next round retries; an outage is logged where it is met.
+				continue
+			}
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -246,16 +247,55 @@ func (s *Store) ConsumeAuthRequest(ctx context.Context, id string) error {
 	return nil
 }
 
-// Prune deletes expired pending requests.
-func (s *Store) Prune(ctx context.Context, now time.Time) error {
-	if _, err := s.DB.Exec(ctx, `DELETE FROM auth_requests WHERE expires_at <= ?`, now); err != nil {
-		return fmt.Errorf("prune auth requests: %w", err)
+// Retention of what Prune deletes.
+const (
+	// EndedSessionRetention is how long an ended session row is kept.
+	EndedSessionRetention = 24 * time.Hour
+	// IdleUserAgentAge is the age from which a browser with no session and
+	// nothing pending is forgotten (an anonymous visit to /authorize makes
+	// one; it is useless once its requests have expired).
+	IdleUserAgentAge = 24 * time.Hour
+	// pruneBatch bounds one DELETE, so pruning never holds a long lock.
+	pruneBatch = 1000
+)
+
+// Prune deletes expired pending requests and identity-provider flows,
+// sessions ended over EndedSessionRetention ago, and browsers older than
+// IdleUserAgentAge with no session and nothing pending, in batches of at
+// most pruneBatch rows. It returns how many rows it deleted.
+func (s *Store) Prune(ctx context.Context, now time.Time) (int64, error) {
+	steps := []struct{ what, query string }{
+		{"auth requests", `DELETE FROM auth_requests WHERE id IN (SELECT id FROM auth_requests WHERE expires_at <= ? LIMIT ` + batch + `)`},
+		{"idp flows", `DELETE FROM idp_flows WHERE state_hash IN (SELECT state_hash FROM idp_flows WHERE expires_at <= ? LIMIT ` + batch + `)`},
+		{"ended sessions", `DELETE FROM sessions WHERE id IN (SELECT id FROM sessions WHERE ended_at IS NOT NULL AND ended_at <= ? LIMIT ` + batch + `)`},
+		{"idle user agents", `DELETE FROM user_agents WHERE id IN (SELECT ua.id FROM user_agents ua WHERE ua.created_at <= ?
+			AND NOT EXISTS (SELECT 1 FROM sessions se WHERE se.user_agent_id = ua.id)
+			AND NOT EXISTS (SELECT 1 FROM auth_requests ar WHERE ar.user_agent_id = ua.id)
+			AND NOT EXISTS (SELECT 1 FROM idp_flows f WHERE f.user_agent_id = ua.id) LIMIT ` + batch + `)`},
 	}
-	if _, err := s.DB.Exec(ctx, `DELETE FROM idp_flows WHERE expires_at <= ?`, now); err != nil {
-		return fmt.Errorf("prune idp flows: %w", err)
+	cutoff := map[string]time.Time{"ended sessions": now.Add(-EndedSessionRetention), "idle user agents": now.Add(-IdleUserAgentAge)}
+	var total int64
+	for _, st := range steps {
+		at, ok := cutoff[st.what]
+		if !ok {
+			at = now
+		}
+		for {
+			res, err := s.DB.Exec(ctx, st.query, at)
+			if err != nil {
+				return total, fmt.Errorf("prune %s: %w", st.what, err)
+			}
+			n, _ := res.RowsAffected()
+			total += n
+			if n < pruneBatch || ctx.Err() != nil {
+				break
+			}
+		}
 	}
-	return nil
+	return total, nil
 }
+
+var batch = strconv.Itoa(pruneBatch)
 
 // consentKey is the stored form of a scope set: sorted, space-separated.
 func consentKey(scopes []string) string {

@@ -165,7 +165,7 @@ func TestAuthRequests(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := st.Prune(ctx, t0.Add(time.Minute)); err != nil {
+		if _, err := st.Prune(ctx, t0.Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		if err := st.ConsumeAuthRequest(ctx, "old"); !errors.Is(err, session.ErrNotFound) {
@@ -173,6 +173,49 @@ func TestAuthRequests(t *testing.T) {
 		}
 		if err := st.ConsumeAuthRequest(ctx, "new"); err != nil {
 			t.Errorf("unexpired request was pruned: %v", err)
+		}
+	})
+}
+
+// TestPruneForgetsIdleBrowsers: anonymous visits leave no rows behind for
+// good, while a browser with a session or a pending request stays.
+func TestPruneForgetsIdleBrowsers(t *testing.T) {
+	authntest.Run(t, func(t *testing.T, d db.Dialect) {
+		st := &session.Store{DB: authntest.Open(t, d)}
+		ctx := context.Background()
+		t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		var anon []string
+		for range 3 {
+			cookie, _, err := st.CreateUserAgent(ctx, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			anon = append(anon, cookie)
+		}
+		withSession, ua1, _ := st.CreateUserAgent(ctx, t0)
+		if _, err := st.Upsert(ctx, session.Session{ID: "s1", UserAgentID: ua1.ID, UserID: "u1", OrgID: "o1", AuthTime: t0, AMR: []string{"pwd"}}, t0); err != nil {
+			t.Fatal(err)
+		}
+		pending, ua2, _ := st.CreateUserAgent(ctx, t0)
+		if err := st.CreateAuthRequest(ctx, session.AuthRequest{ID: "r1", UserAgentID: ua2.ID, Params: []byte("{}"), CreatedAt: t0, ExpiresAt: t0.Add(48 * time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := st.Prune(ctx, t0.Add(time.Hour)); err != nil || n != 0 {
+			t.Fatalf("Prune within a day: %d rows, %v; want none", n, err)
+		}
+		n, err := st.Prune(ctx, t0.Add(25*time.Hour))
+		if err != nil || n != 3 {
+			t.Fatalf("Prune: %d rows, %v; want the 3 anonymous browsers", n, err)
+		}
+		for _, c := range anon {
+			if _, err := st.UserAgent(ctx, c); err == nil {
+				t.Error("an idle browser was kept")
+			}
+		}
+		for _, c := range []string{withSession, pending} {
+			if _, err := st.UserAgent(ctx, c); err != nil {
+				t.Errorf("a browser with a session or a pending request was pruned: %v", err)
+			}
 		}
 	})
 }
