@@ -231,14 +231,13 @@ func (f *Flow) NeedsConsent(ctx context.Context, req *Request, s session.Session
 // askConsent parks req for s's user and sends the browser to the consent
 // page.
 func (f *Flow) askConsent(w http.ResponseWriter, r *http.Request, req *Request, s session.Session) {
+	// The session's browser, not the request's cookie: a sign-in has just
+	// given the browser a new identity whose cookie this request lacks.
 	pending := session.AuthRequest{ID: secrets.RandomToken(32), CreatedAt: f.Now(), ExpiresAt: f.Now().Add(f.RequestTTL),
-		LoginName: s.LoginName, UserID: s.UserID}
-	ua, err := f.Browsers.Find(r.Context(), r)
-	if err == nil {
-		pending.UserAgentID = ua.ID
-		if pending.Params, err = json.Marshal(req); err == nil {
-			err = f.Store.CreateAuthRequest(r.Context(), pending)
-		}
+		LoginName: s.LoginName, UserID: s.UserID, UserAgentID: s.UserAgentID}
+	var err error
+	if pending.Params, err = json.Marshal(req); err == nil {
+		err = f.Store.CreateAuthRequest(r.Context(), pending)
 	}
 	if err != nil {
 		f.Fail(w, r, req.UILocales, req.FailWith(err))

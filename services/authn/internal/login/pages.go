@@ -219,6 +219,14 @@ func (p *Pages) internal(w http.ResponseWriter, r *http.Request, lang string, er
 // signIn records the user's session on the browser, authenticated now by
 // amr, and answers the pending request.
 func (p *Pages) signIn(w http.ResponseWriter, r *http.Request, f *flow, u *directoryv1.User, amr []string) {
+	// A new browser identity at every sign-in: a cookie someone planted
+	// before it (session fixation) names nothing afterwards.
+	ua, err := p.Browsers.Rotate(r.Context(), w, f.ua)
+	if err != nil {
+		p.internal(w, r, f.lang, err)
+		return
+	}
+	f.ua = ua
 	s, err := p.Store.Upsert(r.Context(), session.Session{
 		UserAgentID: f.ua.ID, UserID: u.GetId(), OrgID: u.GetOrgId(), LoginName: u.GetPreferredLoginName(),
 		DisplayName: u.GetDisplayName(), AuthTime: p.Now(), AMR: amr,

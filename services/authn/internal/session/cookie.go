@@ -54,6 +54,22 @@ func (b *Browsers) Ensure(ctx context.Context, w http.ResponseWriter, r *http.Re
 	if err != nil {
 		return UserAgent{}, err
 	}
+	b.setCookie(w, cookie)
+	return ua, nil
+}
+
+// Rotate gives the browser a new cookie after a successful
+// authentication (see Store.RotateUserAgent) and returns its new identity.
+func (b *Browsers) Rotate(ctx context.Context, w http.ResponseWriter, old UserAgent) (UserAgent, error) {
+	cookie, ua, err := b.Store.RotateUserAgent(ctx, old.ID, b.Now())
+	if err != nil {
+		return UserAgent{}, err
+	}
+	b.setCookie(w, cookie)
+	return ua, nil
+}
+
+func (b *Browsers) setCookie(w http.ResponseWriter, cookie string) {
 	http.SetCookie(w, &http.Cookie{
 		Name:     b.cookieName(),
 		Value:    cookie,
@@ -63,5 +79,4 @@ func (b *Browsers) Ensure(ctx context.Context, w http.ResponseWriter, r *http.Re
 		Secure:   b.Secure,
 		SameSite: http.SameSiteLaxMode,
 	})
-	return ua, nil
 }

@@ -96,6 +96,33 @@ func (s *Store) CreateUserAgent(ctx context.Context, now time.Time) (cookie stri
 	return cookie, ua, nil
 }
 
+// RotateUserAgent gives the browser oldID a new identity (cookie and CSRF
+// token) and moves its sessions and pending requests to it, in one
+// transaction; the old cookie then names nothing. Called at every
+// successful authentication, so a cookie planted before the sign-in
+// (session fixation) is worthless after it.
+func (s *Store) RotateUserAgent(ctx context.Context, oldID string, now time.Time) (cookie string, ua UserAgent, err error) {
+	cookie = secrets.RandomToken(32)
+	ua = UserAgent{ID: UserAgentID(cookie), CSRFToken: secrets.RandomToken(32)}
+	err = s.DB.InTx(ctx, func(tx *db.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO user_agents (id, created_at, last_seen_at, csrf_token) VALUES (?, ?, ?, ?)`,
+			ua.ID, now, now, ua.CSRFToken); err != nil {
+			return err
+		}
+		for _, table := range []string{"sessions", "auth_requests", "idp_flows"} {
+			if _, err := tx.Exec(ctx, `UPDATE `+table+` SET user_agent_id = ? WHERE user_agent_id = ?`, ua.ID, oldID); err != nil {
+				return err
+			}
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM user_agents WHERE id = ?`, oldID)
+		return err
+	})
+	if err != nil {
+		return "", UserAgent{}, fmt.Errorf("rotate user agent: %w", err)
+	}
+	return cookie, ua, nil
+}
+
 // UserAgent returns the browser a cookie value names.
 func (s *Store) UserAgent(ctx context.Context, cookie string) (UserAgent, error) {
 	var ua UserAgent
