@@ -39,6 +39,12 @@ const (
 	PromptCreate        = "create"
 )
 
+// Response modes Gatehouse answers in (discovery's response_modes_supported).
+const (
+	ModeQuery    = "query"
+	ModeFragment = "fragment"
+)
+
 // PromptValues are the prompt values Gatehouse acts on (discovery's
 // prompt_values_supported).
 var PromptValues = []string{PromptNone, PromptLogin, PromptConsent, PromptSelectAccount, PromptCreate}
@@ -55,6 +61,7 @@ type Request struct {
 	Nonce         string   `json:"nonce,omitempty"`
 	CodeChallenge string   `json:"code_challenge,omitempty"` // method is always S256
 	Prompt        []string `json:"prompt,omitempty"`
+	ResponseMode  string   `json:"response_mode,omitempty"`
 	MaxAge        *int64   `json:"max_age,omitempty"` // seconds
 	LoginHint     string   `json:"login_hint,omitempty"`
 	HintSubject   string   `json:"hint_subject,omitempty"` // sub of a verified id_token_hint
@@ -80,7 +87,7 @@ func (r *Request) HasPrompt(p string) bool { return slices.Contains(r.Prompt, p)
 
 // Target is where an error or a response is sent.
 func (r *Request) Target() *Target {
-	return &Target{RedirectURI: r.RedirectURI, State: r.State, Fragment: r.Implicit(), Issuer: r.Issuer}
+	return &Target{RedirectURI: r.RedirectURI, State: r.State, Fragment: r.Implicit() || r.ResponseMode == ModeFragment, Issuer: r.Issuer}
 }
 
 // Params are the raw parameters of one request: the query of a GET, the
@@ -195,6 +202,21 @@ func (v *Validator) Validate(ctx context.Context, p Params) (*Request, *Failure)
 			return fail(oauth.InvalidRequest, "parameter %s is repeated", name)
 		}
 	}
+	// response_mode (OAuth 2.0 Multiple Response Type Encoding Practices):
+	// the advertised query and fragment are honoured, anything else (jwt,
+	// form_post, …) refused rather than silently answered as query.
+	mode := p.first("response_mode")
+	switch mode {
+	case "":
+	case ModeFragment:
+		target.Fragment = true
+	case ModeQuery:
+		if target.Fragment {
+			return fail(oauth.InvalidRequest, "response_mode query is not allowed for response_type %q: tokens never go in a query", rawType)
+		}
+	default:
+		return fail(oauth.InvalidRequest, "response_mode %q is not supported (query, fragment)", mode)
+	}
 	// Request objects are not supported (discovery says so): refusing
 	// beats ignoring parameters the client put only there.
 	if p.first("request") != "" {
@@ -211,7 +233,7 @@ func (v *Validator) Validate(ctx context.Context, p Params) (*Request, *Failure)
 	case !slices.Contains(client.GetResponseTypes(), respType) || !slices.Contains(client.GetGrantTypes(), grantFor(respType)):
 		return fail(oauth.UnauthorizedClient, "the client may not use response_type %q", respType)
 	}
-	req := &Request{ClientID: clientID, AppName: client.GetName(), RedirectURI: redirectURI, ResponseType: respType, State: state,
+	req := &Request{ClientID: clientID, AppName: client.GetName(), RedirectURI: redirectURI, ResponseType: respType, State: state, ResponseMode: mode,
 		ClientOrgID: client.GetOrgId(), AdminClient: client.GetAdminClient(), Issuer: v.Issuer}
 
 	scope := p.first("scope")
