@@ -73,6 +73,9 @@ func TestAuthorizationCodeFlow(t *testing.T) {
 	edge := startProc(t, config.RoleEdge, map[string]string{
 		"GATEHOUSE_DATA_DIR": dir, "GATEHOUSE_ADDR": addr, "GATEHOUSE_ISSUER": issuer,
 		"GATEHOUSE_ADMIN_PASSWORD": "Admin-Passw0rd-for-e2e",
+		// Strict rotation: a used refresh token must fail at once (the
+		// default grace for parallel refreshes is covered in tokens).
+		"GATEHOUSE_REFRESH_REUSE_GRACE": "0s",
 	})
 	raw, err := os.ReadFile(filepath.Join(dir, "bootstrap-admin-key.json"))
 	if err != nil {

@@ -106,7 +106,7 @@ type Tokens struct {
 	RefreshIdleLifetime time.Duration // GATEHOUSE_REFRESH_TOKEN_IDLE_LIFETIME, default 720h (30 days)
 	RefreshAbsLifetime  time.Duration // GATEHOUSE_REFRESH_TOKEN_ABSOLUTE_LIFETIME, default 2160h (90 days)
 	AuthCodeLifetime    time.Duration // GATEHOUSE_AUTH_CODE_LIFETIME, default 60s
-	RefreshReuseGrace   time.Duration // GATEHOUSE_REFRESH_REUSE_GRACE, default 0 (no grace)
+	RefreshReuseGrace   time.Duration // GATEHOUSE_REFRESH_REUSE_GRACE, default 10s (0: none)
 }
 
 // Getenv looks up one variable; os.Getenv satisfies it.
@@ -180,7 +180,10 @@ func Load(role Role, getenv Getenv) (*Config, error) {
 		RefreshIdleLifetime: p.duration("GATEHOUSE_REFRESH_TOKEN_IDLE_LIFETIME", 30*24*time.Hour),
 		RefreshAbsLifetime:  p.duration("GATEHOUSE_REFRESH_TOKEN_ABSOLUTE_LIFETIME", 90*24*time.Hour),
 		AuthCodeLifetime:    p.duration("GATEHOUSE_AUTH_CODE_LIFETIME", 60*time.Second),
-		RefreshReuseGrace:   p.durationOrZero("GATEHOUSE_REFRESH_REUSE_GRACE"),
+		RefreshReuseGrace:   10 * time.Second,
+	}
+	if p.str("GATEHOUSE_REFRESH_REUSE_GRACE", "") != "" {
+		c.Tokens.RefreshReuseGrace = p.durationOrZero("GATEHOUSE_REFRESH_REUSE_GRACE")
 	}
 	switch c.Tokens.SigningAlgorithm {
 	case "RS256", "ES256", "EdDSA":

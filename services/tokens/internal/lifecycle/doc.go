@@ -25,15 +25,18 @@
 // issue, so of several concurrent requests with one code or refresh token
 // exactly one succeeds; a loser sees a replay or reuse and is answered
 // invalid_grant (and, outside the reuse grace period, revokes what the
-// winner issued, as for any reuse).
+// winner issued, as for any reuse); within the grace a refresh that lost
+// the race is served as a grace refresh.
 //
 // # Reuse grace
 //
-// With RefreshReuseGrace > 0, a rotated refresh token presented again
-// within that time of its rotation (a client that lost the response) is
-// refused with invalid_grant without revoking the family; the client
-// must use the replacement it was sent, or log in again. Past the grace
-// period, or with no grace (the default), reuse revokes the family.
+// A rotated refresh token presented again by its client within
+// RefreshReuseGrace of its rotation (parallel refreshes: oauth2-proxy
+// refreshes once per resource a page loads; a client that lost the
+// response) succeeds again, with a sibling replacement in the same family,
+// so the client holds a working refresh token whichever response it
+// keeps. Past the grace (default 10 s), or with a grace of 0, reuse
+// revokes the family.
 //
 // It depends on store (records), mint (tokens), the revocation list, the
 // signing keys (for verifying ID tokens), clients (lookup) and the

@@ -27,7 +27,8 @@ import (
 //     or a user who is gone or no longer active. A used token presented
 //     again revokes its whole family (every refresh token and the access
 //     tokens issued with them), unless it was rotated less than ReuseGrace
-//     ago (see the package doc);
+//     ago: then it succeeds once more, with a sibling replacement (see the
+//     package doc);
 //   - invalid_scope: a scope beyond the originally granted one (RFC 6749
 //     §6: it may shrink, never grow; the refresh token keeps the original).
 //
@@ -98,16 +99,31 @@ func (l *Lifecycle) Refresh(ctx context.Context, c *directoryv1.Client, raw stri
 		at        *mint.Issued
 		idt, rraw string
 	)
+	grace := rt.UsedAt != nil // refusal let a used token through: within the grace
 	err = l.Store.DB.InTx(ctx, func(tx *db.Tx) error {
 		// The replacement keeps the original grant, audience and expiry.
 		next, raw := l.newRefresh(login{client: c, subject: rt.Subject, orgID: rt.OrgID, scopes: granted,
 			sessionID: lg.sessionID, authTime: rt.AuthTime, amr: lg.amr}, rt.Audience(), now, rt.FamilyExpiresAt, rt.FamilyID)
-		ok, err := l.Store.MarkRefreshUsed(ctx, tx, rt.ID, next.ID, now)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return errLost
+		if grace {
+			// A parallel refresh with the token another request has just
+			// rotated: a sibling replacement of the same family, so the
+			// client holds a working refresh token whichever response it
+			// keeps. The token stays used; its window does not grow.
+			live, err := l.Store.RefreshTokenByID(ctx, tx, rt.ID)
+			if err != nil {
+				return err
+			}
+			if live.RevokedAt != nil {
+				return errLost
+			}
+		} else {
+			ok, err := l.Store.MarkRefreshUsed(ctx, tx, rt.ID, next.ID, now)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return errLost
+			}
 		}
 		if err := l.Store.InsertRefreshToken(ctx, tx, next); err != nil {
 			return err
@@ -122,13 +138,18 @@ func (l *Lifecycle) Refresh(ctx context.Context, c *directoryv1.Client, raw stri
 		return err
 	})
 	if errors.Is(err, errLost) {
-		// Rotated or revoked since we read it: answer as for a reuse.
+		// Rotated or revoked since we read it: answer as for a reuse, or,
+		// rotated just now by a parallel request within the grace, once
+		// more as a grace refresh.
 		cur, gerr := l.Store.RefreshTokenByID(ctx, nil, rt.ID)
 		if gerr != nil {
 			return nil, gerr
 		}
 		if err := l.refusal(ctx, cur); err != nil {
 			return nil, err
+		}
+		if !grace && cur.UsedAt != nil && cur.RevokedAt == nil {
+			return l.Refresh(ctx, c, raw, requested)
 		}
 		return nil, oauth.New(oauth.InvalidGrant, "the refresh token is no longer valid")
 	}
@@ -157,7 +178,9 @@ func (l *Lifecycle) refusal(ctx context.Context, rt *store.RefreshToken) error {
 	case rt.UsedAt == nil:
 		return nil
 	case l.ReuseGrace > 0 && now.Sub(*rt.UsedAt) <= l.ReuseGrace:
-		return oauth.New(oauth.InvalidGrant, "the refresh token was already used")
+		// Within the grace: parallel refreshes (a page loading many
+		// resources at once) all succeed (see Refresh).
+		return nil
 	}
 	if err := l.revokeFamily(ctx, rt.FamilyID); err != nil {
 		l.logger().ErrorContext(ctx, "revoking a reused refresh token's family failed", "family_id", rt.FamilyID, "err", err)
