@@ -57,6 +57,10 @@ bench: build ## req/s, p50/p99 and server CPU per request, embedded and distribu
 bench-go: ## run the Go micro-benchmarks of every module
 	@for m in $(MODULES); do (cd $$m && go test -run '^$$' -bench . -benchmem ./...); done
 
+.PHONY: fuzz
+fuzz: ## run every fuzz target for FUZZTIME each (default 30s; CI: 3s)
+	./scripts/fuzz.sh
+
 .PHONY: vulncheck
 vulncheck: ## govulncheck every module against an offline database built from golang.org/x/vulndb
 	./scripts/vulncheck.sh

@@ -127,6 +127,11 @@ func CheckPasswordHash(encoded string) error {
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrUnknownHash, err)
 		}
+		if !wellFormedBcrypt(encoded) {
+			// bcrypt.Cost reads only the prefix: a hash that could never
+			// verify must not be imported.
+			return fmt.Errorf("%w: not a bcrypt hash ($2a$NN$ and 53 characters of bcrypt's base64)", ErrUnknownHash)
+		}
 		if cost < MinImportBcryptCost || cost > MaxImportBcryptCost {
 			return fmt.Errorf("%w: bcrypt cost %d is outside %d-%d", ErrHashCost, cost, MinImportBcryptCost, MaxImportBcryptCost)
 		}
@@ -171,6 +176,20 @@ func VerifyPassword(ctx context.Context, password, encoded string) (ok, rehash b
 		return true, true, nil
 	}
 	return false, false, ErrUnknownHash
+}
+
+// wellFormedBcrypt checks the whole modular-crypt form: "$2x$NN$", then
+// 22 characters of salt and 31 of hash in bcrypt's base64 alphabet.
+func wellFormedBcrypt(s string) bool {
+	if len(s) != 60 || s[6] != '$' || s[4] < '0' || s[4] > '9' || s[5] < '0' || s[5] > '9' {
+		return false
+	}
+	for _, c := range s[7:] {
+		if !(c == '.' || c == '/' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) {
+			return false
+		}
+	}
+	return true
 }
 
 func isBcrypt(s string) bool {
