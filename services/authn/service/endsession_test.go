@@ -1,11 +1,15 @@
 package service_test
 
 import (
+	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
+	"google.golang.org/protobuf/types/known/timestamppb"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	"github.com/gatehouse-id/gatehouse/services/authn/internal/authntest"
@@ -207,5 +211,27 @@ func TestEndSessionWithoutSessions(t *testing.T) {
 	r := e.get("/oidc/v1/end_session?" + url.Values{"client_id": {"web"}, "post_logout_redirect_uri": {"https://rp.example/bye?x=1"}, "state": {"s"}}.Encode())
 	if r.StatusCode != http.StatusFound || r.Header.Get("Location") != "https://rp.example/bye?state=s&x=1" {
 		t.Errorf("status %d Location %q; want 302 to the registered URI", r.StatusCode, r.Header.Get("Location"))
+	}
+}
+
+// TestEndSessionHintOfAnotherBrowserNeedsConfirmation: a valid hint whose
+// session is not this browser's (a link opened elsewhere, a cross-site
+// request without the cookie) ends nothing until the user confirms; a
+// hint that expired over a day ago is refused.
+func TestEndSessionHintOfAnotherBrowserNeedsConfirmation(t *testing.T) {
+	e, sid := signedIn(t, db.SQLite)
+	jar, _ := cookiejar.New(nil)
+	e.jar, e.http.Jar = jar, jar // another browser, no cookie
+	r := e.get("/oidc/v1/end_session?" + url.Values{"id_token_hint": {"alice-token"}}.Encode())
+	confirmPage(t, e, r)
+	loggedOutPage(t, e.submit(r, nil))
+	if !slices.Contains(e.tok.RevokedSessions(), sid) {
+		t.Errorf("revoked %v after the confirmation; want session %s", e.tok.RevokedSessions(), sid)
+	}
+
+	e.tok.Hints["stale"] = authntest.Hint{Resp: &tokensv1.VerifyIDTokenHintResponse{Subject: "alice-id", ClientId: "web", SessionId: sid,
+		ExpiresAt: timestamppb.New(time.Now().Add(-48 * time.Hour))}, Expired: true}
+	if r := e.get("/oidc/v1/end_session?" + url.Values{"id_token_hint": {"stale"}}.Encode()); r.StatusCode != http.StatusBadRequest {
+		t.Errorf("a hint expired two days ago: status %d; want 400", r.StatusCode)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -58,7 +59,8 @@ type request struct {
 // fields are the parameters the confirmation form carries back.
 func (q request) fields() url.Values {
 	v := url.Values{}
-	for k, x := range map[string]string{"client_id": q.clientID, "post_logout_redirect_uri": q.redirectURI, "state": q.state, "ui_locales": q.uiLocales} {
+	for k, x := range map[string]string{"client_id": q.clientID, "post_logout_redirect_uri": q.redirectURI, "state": q.state, "ui_locales": q.uiLocales,
+		"id_token_hint": q.idTokenHint} {
 		if x != "" {
 			v.Set(k, x)
 		}
@@ -101,11 +103,17 @@ func parse(r *http.Request) (request, error) {
 	return q, nil
 }
 
+// MaxHintAge bounds how long after its expiry an id_token_hint is still
+// accepted at logout (RPs often log out with an expired ID token).
+const MaxHintAge = 24 * time.Hour
+
 // ServeHTTP ends sessions. A bad request (invalid hint, client_id that is
 // not the hint's azp, repeated parameter) changes nothing and shows the
-// error page. With a valid id_token_hint the RP is identified and the
-// hint's session ends at once. Without one, a browser that holds sessions
-// is asked to confirm first (a cross-site GET or POST must not log users
+// error page. With a valid id_token_hint (expired at most MaxHintAge ago)
+// the RP is identified and the hint's session ends at once when it is
+// this browser's; a hinted session of no cookie or of another browser,
+// like a request without a hint from a browser that holds sessions, is
+// ended only after the user confirms (a cross-site GET or POST must not log users
 // out): the confirmation page posts back with the browser's CSRF token,
 // and only that POST ends every session of the browser; a wrong token is
 // refused with 403. Ended sessions' tokens are revoked; then the browser
@@ -149,7 +157,23 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, req.locales, err)
 		return
 	}
-	if hint == nil && len(sessions) > 0 {
+	if hint != nil && time.Since(hint.ExpiresAt) > MaxHintAge {
+		h.fail(w, r, req.locales, oauth.New(oauth.InvalidRequest, "id_token_hint expired too long ago; sign out from the application again"))
+		return
+	}
+	// A hint names a session, but only this browser's cookie shows the
+	// request comes from the user's own browser: a hinted session that is
+	// not this browser's (no cookie, another browser) is ended only after
+	// the user confirms, as a request without a hint is.
+	hintHere := hint != nil && slices.ContainsFunc(sessions, func(s session.Session) bool { return s.ID == hint.SessionID })
+	if (hint == nil && len(sessions) > 0) || (hint != nil && !hintHere) {
+		if hint != nil && ua.ID == "" {
+			// The confirmation form needs this browser's CSRF token.
+			if ua, err = h.Browsers.Ensure(ctx, w, r); err != nil {
+				h.fail(w, r, req.locales, err)
+				return
+			}
+		}
 		if req.csrf == "" {
 			h.Confirm(w, r, req.locales, ua.CSRFToken, req.fields(), sessions)
 			return
