@@ -186,6 +186,11 @@ func escapedPath(next http.Handler) http.Handler {
 // decodeUnreserved decodes the percent-encoded unreserved characters
 // (ALPHA, DIGIT, "-", ".", "_", "~") of an encoded path and keeps every
 // other escape as it is.
+//
+// A decoded hex digit right after a malformed escape ("%" or "%7") stays
+// encoded: decoding it would make an escape the client never sent
+// ("%7%41" would become "%7A", a "z" to the next decoder). The fuzzer
+// found that one.
 func decodeUnreserved(p string) string {
 	if !strings.Contains(p, "%") {
 		return p
@@ -196,7 +201,7 @@ func decodeUnreserved(p string) string {
 		if p[i] == '%' && i+2 < len(p) {
 			hi, ok1 := unhex(p[i+1])
 			lo, ok2 := unhex(p[i+2])
-			if c := hi<<4 | lo; ok1 && ok2 && unreserved(c) {
+			if c := hi<<4 | lo; ok1 && ok2 && unreserved(c) && !completesEscape(b.String(), c) {
 				b.WriteByte(c)
 				i += 2
 				continue
@@ -205,6 +210,24 @@ func decodeUnreserved(p string) string {
 		b.WriteByte(p[i])
 	}
 	return b.String()
+}
+
+// completesEscape reports whether appending c to out would turn its end
+// into a percent-escape: out ends with "%", or with "%" and a hex digit,
+// and c is a hex digit.
+func completesEscape(out string, c byte) bool {
+	if _, hex := unhex(c); !hex {
+		return false
+	}
+	n := len(out)
+	if n >= 1 && out[n-1] == '%' {
+		return true
+	}
+	if n >= 2 && out[n-2] == '%' {
+		_, hex := unhex(out[n-1])
+		return hex
+	}
+	return false
 }
 
 func unhex(c byte) (byte, bool) {
