@@ -29,6 +29,7 @@ var (
 type DB struct {
 	db      *sqlx.DB
 	dialect Dialect
+	service string
 	stmts   *stmtCache // nil on PostgreSQL: pgx caches prepared statements itself
 }
 
@@ -71,7 +72,7 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		slog.String("location", where))
 	// sqlx picks the bind type from the driver name, for callers of SQLX().
 	x := sqlx.NewDb(sqldb, driverName)
-	out := &DB{db: x, dialect: d}
+	out := &DB{db: x, dialect: d, service: o.Service}
 	if d == SQLite {
 		out.stmts = &stmtCache{db: x}
 	}
@@ -80,6 +81,9 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 
 // Dialect reports the backend.
 func (d *DB) Dialect() Dialect { return d.dialect }
+
+// Service is the name the database was opened for (its schema or file).
+func (d *DB) Service() string { return d.service }
 
 // SQLX exposes the pool for what this package does not wrap; queries sent
 // through it are not rebound (see Rebind) and their times not normalised.

@@ -114,7 +114,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 	s.stop, s.done = stop, make(chan struct{})
 	go func() {
 		defer close(s.done)
-		pruneLoop(bg, &session.Store{DB: store})
+		(&db.Pruner{DB: store, Service: "authn", Steps: session.PruneSteps(), Logger: env.Logger}).Run(bg)
 	}()
 	return s, nil
 }
@@ -165,22 +165,6 @@ func NewHandler(o HandlerOptions) (*http.ServeMux, error) {
 		ErrorPage: pages.ErrorPage, LoggedOut: pages.LoggedOut, Confirm: pages.ConfirmLogout, Logger: log,
 	})
 	return mux, nil
-}
-
-func pruneLoop(ctx context.Context, st *session.Store) {
-	t := time.NewTicker(10 * time.Minute)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			if _, err := st.Prune(ctx, now); err != nil {
-				// The next round retries; an outage is logged where it is met.
-				continue
-			}
-		}
-	}
 }
 
 // PublicHandler serves the authn service's public routes (see DESIGN.md).

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"connectrpc.com/connect"
@@ -176,26 +177,15 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s.stop, s.done = stop, make(chan struct{})
 	s.keys.Start(bg)
+	pruner := &db.Pruner{DB: s.db, Service: "tokens", Steps: store.PruneSteps(life.CodeGrace()), Logger: env.Logger}
 	go func() {
 		defer close(s.done)
-		s.revoked.Run(bg)
+		var wg sync.WaitGroup
+		wg.Go(func() { s.revoked.Run(bg) })
+		wg.Go(func() { pruner.Run(bg) })
+		wg.Wait()
 	}()
-	go pruneLoop(bg, records, life)
 	return s, nil
-}
-
-func pruneLoop(ctx context.Context, st *store.Store, life *lifecycle.Lifecycle) {
-	t := time.NewTicker(10 * time.Minute)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			_ = st.Prune(ctx, now)
-			_ = life.Prune(ctx)
-		}
-	}
 }
 
 // PublicHandler serves the tokens service's public routes (see DESIGN.md).

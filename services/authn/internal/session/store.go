@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -282,47 +281,37 @@ const (
 	// nothing pending is forgotten (an anonymous visit to /authorize makes
 	// one; it is useless once its requests have expired).
 	IdleUserAgentAge = 24 * time.Hour
-	// pruneBatch bounds one DELETE, so pruning never holds a long lock.
-	pruneBatch = 1000
 )
 
-// Prune deletes expired pending requests and identity-provider flows,
+// PruneSteps delete expired pending requests and identity-provider flows,
 // sessions ended over EndedSessionRetention ago, and browsers older than
-// IdleUserAgentAge with no session and nothing pending, in batches of at
-// most pruneBatch rows. It returns how many rows it deleted.
-func (s *Store) Prune(ctx context.Context, now time.Time) (int64, error) {
-	steps := []struct{ what, query string }{
-		{"auth requests", `DELETE FROM auth_requests WHERE id IN (SELECT id FROM auth_requests WHERE expires_at <= ? LIMIT ` + batch + `)`},
-		{"idp flows", `DELETE FROM idp_flows WHERE state_hash IN (SELECT state_hash FROM idp_flows WHERE expires_at <= ? LIMIT ` + batch + `)`},
-		{"ended sessions", `DELETE FROM sessions WHERE id IN (SELECT id FROM sessions WHERE ended_at IS NOT NULL AND ended_at <= ? LIMIT ` + batch + `)`},
-		{"idle user agents", `DELETE FROM user_agents WHERE id IN (SELECT ua.id FROM user_agents ua WHERE ua.created_at <= ?
+// IdleUserAgentAge with no session and nothing pending.
+func PruneSteps() []db.PruneStep {
+	at := func(now time.Time) []any { return []any{now} }
+	return []db.PruneStep{
+		{Table: "auth_requests", Args: at,
+			Query: `DELETE FROM auth_requests WHERE id IN (SELECT id FROM auth_requests WHERE expires_at <= ? LIMIT ` + db.Batch + `)`},
+		{Table: "idp_flows", Args: at,
+			Query: `DELETE FROM idp_flows WHERE state_hash IN (SELECT state_hash FROM idp_flows WHERE expires_at <= ? LIMIT ` + db.Batch + `)`},
+		{Table: "sessions", Args: func(now time.Time) []any { return []any{now.Add(-EndedSessionRetention)} },
+			Query: `DELETE FROM sessions WHERE id IN (SELECT id FROM sessions WHERE ended_at IS NOT NULL AND ended_at <= ? LIMIT ` + db.Batch + `)`},
+		{Table: "user_agents", Args: func(now time.Time) []any { return []any{now.Add(-IdleUserAgentAge)} },
+			Query: `DELETE FROM user_agents WHERE id IN (SELECT ua.id FROM user_agents ua WHERE ua.created_at <= ?
 			AND NOT EXISTS (SELECT 1 FROM sessions se WHERE se.user_agent_id = ua.id)
 			AND NOT EXISTS (SELECT 1 FROM auth_requests ar WHERE ar.user_agent_id = ua.id)
-			AND NOT EXISTS (SELECT 1 FROM idp_flows f WHERE f.user_agent_id = ua.id) LIMIT ` + batch + `)`},
+			AND NOT EXISTS (SELECT 1 FROM idp_flows f WHERE f.user_agent_id = ua.id) LIMIT ` + db.Batch + `)`},
 	}
-	cutoff := map[string]time.Time{"ended sessions": now.Add(-EndedSessionRetention), "idle user agents": now.Add(-IdleUserAgentAge)}
-	var total int64
-	for _, st := range steps {
-		at, ok := cutoff[st.what]
-		if !ok {
-			at = now
-		}
-		for {
-			res, err := s.DB.Exec(ctx, st.query, at)
-			if err != nil {
-				return total, fmt.Errorf("prune %s: %w", st.what, err)
-			}
-			n, _ := res.RowsAffected()
-			total += n
-			if n < pruneBatch || ctx.Err() != nil {
-				break
-			}
-		}
-	}
-	return total, nil
 }
 
-var batch = strconv.Itoa(pruneBatch)
+// Prune runs PruneSteps once at now and returns how many rows it deleted.
+func (s *Store) Prune(ctx context.Context, now time.Time) (int64, error) {
+	r, err := (&db.Pruner{DB: s.DB, Service: "authn", Steps: PruneSteps()}).RunOnce(ctx, now)
+	var n int64
+	for _, d := range r.Deleted {
+		n += d
+	}
+	return n, err
+}
 
 // consentKey is the stored form of a scope set: sorted, space-separated.
 func consentKey(scopes []string) string {

@@ -16,11 +16,13 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/gatehouse-id/gatehouse/pkg/db"
 	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1/tokensv1connect"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/introspection/tokentest"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/lifecycle"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/store"
 )
 
 func wantCode(t testing.TB, err error, code connect.Code) {
@@ -447,14 +449,14 @@ func TestPrune(t *testing.T) {
 		f.start(t, f.basic, "s")          // one used code, one refresh token
 		f.code(t, login{client: f.basic}) // one unused code
 		f.advance(t, codeTTL+10*time.Minute)
-		if err := f.life.Prune(ctx); err != nil {
+		if _, err := (&db.Pruner{DB: f.Store.DB, Service: "tokens", Steps: store.PruneSteps(f.life.CodeGrace())}).RunOnce(ctx, f.Clock.Now()); err != nil {
 			t.Fatal(err)
 		}
 		if count("auth_codes") != 2 || count("refresh_tokens") != 1 {
 			t.Fatalf("codes %d refresh %d; want both kept", count("auth_codes"), count("refresh_tokens"))
 		}
 		f.advance(t, refreshIdle)
-		if err := f.life.Prune(ctx); err != nil {
+		if _, err := (&db.Pruner{DB: f.Store.DB, Service: "tokens", Steps: store.PruneSteps(f.life.CodeGrace())}).RunOnce(ctx, f.Clock.Now()); err != nil {
 			t.Fatal(err)
 		}
 		if count("auth_codes") != 0 || count("refresh_tokens") != 0 {

@@ -217,10 +217,7 @@ func (l *Lifecycle) logger() *slog.Logger {
 	return l.Logger
 }
 
-// Prune deletes expired authorization codes and refresh tokens. A code is
-// kept for an access token lifetime past its expiry, so that a late replay
-// still revokes the access token its first use issued.
-func (l *Lifecycle) Prune(ctx context.Context) error {
-	now := l.Now()
-	return l.Store.PruneLifecycle(ctx, now, now.Add(-l.Minter.AccessTTL))
-}
+// CodeGrace is how long an authorization code is kept past its expiry,
+// so that a late replay still revokes the access token its first use
+// issued: an access token lifetime.
+func (l *Lifecycle) CodeGrace() time.Duration { return l.Minter.AccessTTL }

@@ -64,6 +64,7 @@ type List struct {
 	log        *slog.Logger
 	syncEvery  time.Duration
 	pruneEvery time.Duration
+	pruner     *db.Pruner
 
 	redis *redisList // nil in memory mode
 	mem   *memList   // nil in Redis mode
@@ -122,6 +123,7 @@ func New(store *db.DB, o Options) (*List, error) {
 	if l.pruneEvery <= 0 {
 		l.pruneEvery = DefaultPruneInterval
 	}
+	l.pruner = &db.Pruner{DB: store, Service: "tokens", Lock: "revocation", Steps: []db.PruneStep{pruneStep}, Logger: l.log}
 	if o.RedisURL != "" {
 		prefix := o.Prefix
 		if prefix == "" {
@@ -357,18 +359,16 @@ func (l *List) loadMemory(ctx context.Context) error {
 	})
 }
 
-// Prune deletes expired revocations from the table (and the memory list)
-// and returns how many rows it deleted. Redis entries expire by TTL.
+// Prune deletes expired revocations from the table (in batches, one
+// replica at a time) and the memory list, and returns how many rows it
+// deleted. Redis entries expire by TTL.
 func (l *List) Prune(ctx context.Context) (int64, error) {
 	now := l.now()
-	res, err := l.store.Exec(ctx, qPrune, now)
+	r, err := l.pruner.RunOnce(ctx, now)
 	if err != nil {
 		return 0, fmt.Errorf("revocation: prune expired revocations: %w", err)
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("revocation: prune expired revocations: %w", err)
-	}
+	n := r.Deleted[pruneStep.Table]
 	if l.mem != nil {
 		l.mem.sweep(now)
 		if l.exclusive && l.mem.needsLoad() {

@@ -29,8 +29,15 @@ RETURNING expires_at`
 	qUnexpired    = `SELECT token_id, expires_at FROM revoked_tokens WHERE expires_at > ? AND token_id > ? ORDER BY token_id LIMIT 1000`
 	qPending      = `SELECT token_id, expires_at FROM revoked_tokens WHERE pending = TRUE AND token_id > ? ORDER BY token_id LIMIT 1000`
 	qClearPending = `UPDATE revoked_tokens SET pending = FALSE WHERE token_id = ? AND expires_at = ? AND pending = TRUE`
-	qPrune        = `DELETE FROM revoked_tokens WHERE expires_at <= ?`
 )
+
+// pruneStep deletes revocations of tokens that have expired: an expired
+// token fails on its own.
+var pruneStep = db.PruneStep{
+	Table: "revoked_tokens",
+	Query: `DELETE FROM revoked_tokens WHERE token_id IN (SELECT token_id FROM revoked_tokens WHERE expires_at <= ? LIMIT ` + db.Batch + `)`,
+	Args:  func(now time.Time) []any { return []any{now} },
+}
 
 // insert records es in one transaction and returns each row's resulting
 // expiry, in order.

@@ -195,18 +195,6 @@ func selectLive(ctx context.Context, q db.Querier, query string, args ...any) ([
 	return out, nil
 }
 
-// PruneLifecycle deletes authorization codes that expired before
-// codesBefore and refresh tokens past their idle or absolute expiry at now.
-func (s *Store) PruneLifecycle(ctx context.Context, now, codesBefore time.Time) error {
-	if _, err := s.DB.Exec(ctx, `DELETE FROM auth_codes WHERE expires_at < ?`, codesBefore); err != nil {
-		return fmt.Errorf("prune authorization codes: %w", err)
-	}
-	if _, err := s.DB.Exec(ctx, `DELETE FROM refresh_tokens WHERE expires_at < ? OR family_expires_at < ?`, now, now); err != nil {
-		return fmt.Errorf("prune refresh tokens: %w", err)
-	}
-	return nil
-}
-
 // RevokeUserRefreshTokens marks every refresh token of subject created at
 // or before notAfter revoked at now.
 func (s *Store) RevokeUserRefreshTokens(ctx context.Context, q db.Querier, subject string, notAfter, now time.Time) error {

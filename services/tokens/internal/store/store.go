@@ -124,15 +124,22 @@ func (s *Store) AccessTokenByHash(ctx context.Context, hash []byte) (*AccessToke
 	return &a, nil
 }
 
-// Prune deletes expired records.
-func (s *Store) Prune(ctx context.Context, now time.Time) error {
-	for _, q := range []string{
-		`DELETE FROM assertion_jtis WHERE expires_at < ?`,
-		`DELETE FROM access_tokens WHERE expires_at < ?`,
-	} {
-		if _, err := s.DB.Exec(ctx, q, now); err != nil {
-			return fmt.Errorf("prune: %w", err)
-		}
+// PruneSteps delete what no longer matters: access tokens and used
+// assertion ids past their expiry, refresh tokens past their idle or
+// family expiry, and authorization codes codeGrace after their expiry (a
+// late replay of a code must still revoke what its first use issued).
+func PruneSteps(codeGrace time.Duration) []db.PruneStep {
+	at := func(now time.Time) []any { return []any{now} }
+	return []db.PruneStep{
+		{Table: "access_tokens", Args: at,
+			Query: `DELETE FROM access_tokens WHERE id IN (SELECT id FROM access_tokens WHERE expires_at < ? LIMIT ` + db.Batch + `)`},
+		{Table: "assertion_jtis", Args: at,
+			Query: `DELETE FROM assertion_jtis WHERE (issuer, jti) IN (SELECT issuer, jti FROM assertion_jtis WHERE expires_at < ? LIMIT ` + db.Batch + `)`},
+		{Table: "refresh_tokens", Args: at,
+			Query: `DELETE FROM refresh_tokens WHERE id IN (SELECT id FROM refresh_tokens WHERE expires_at < ? LIMIT ` + db.Batch + `)`},
+		{Table: "refresh_tokens", Args: at,
+			Query: `DELETE FROM refresh_tokens WHERE id IN (SELECT id FROM refresh_tokens WHERE family_expires_at < ? LIMIT ` + db.Batch + `)`},
+		{Table: "auth_codes", Args: func(now time.Time) []any { return []any{now.Add(-codeGrace)} },
+			Query: `DELETE FROM auth_codes WHERE id IN (SELECT id FROM auth_codes WHERE expires_at < ? LIMIT ` + db.Batch + `)`},
 	}
-	return nil
 }
