@@ -107,6 +107,10 @@ type Tokens struct {
 	RefreshAbsLifetime  time.Duration // GATEHOUSE_REFRESH_TOKEN_ABSOLUTE_LIFETIME, default 2160h (90 days)
 	AuthCodeLifetime    time.Duration // GATEHOUSE_AUTH_CODE_LIFETIME, default 60s
 	RefreshReuseGrace   time.Duration // GATEHOUSE_REFRESH_REUSE_GRACE, default 10s (0: none)
+	// DirectoryMaxStale: GATEHOUSE_DIRECTORY_CACHE_MAX_STALE, default 15m:
+	// how long cached clients and machine keys keep serving through a
+	// directory outage.
+	DirectoryMaxStale time.Duration
 }
 
 // Getenv looks up one variable; os.Getenv satisfies it.
@@ -181,6 +185,7 @@ func Load(role Role, getenv Getenv) (*Config, error) {
 		RefreshAbsLifetime:  p.duration("GATEHOUSE_REFRESH_TOKEN_ABSOLUTE_LIFETIME", 90*24*time.Hour),
 		AuthCodeLifetime:    p.duration("GATEHOUSE_AUTH_CODE_LIFETIME", 60*time.Second),
 		RefreshReuseGrace:   10 * time.Second,
+		DirectoryMaxStale:   p.duration("GATEHOUSE_DIRECTORY_CACHE_MAX_STALE", 15*time.Minute),
 	}
 	if p.str("GATEHOUSE_REFRESH_REUSE_GRACE", "") != "" {
 		c.Tokens.RefreshReuseGrace = p.durationOrZero("GATEHOUSE_REFRESH_REUSE_GRACE")

@@ -27,6 +27,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/admin"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/assertion"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/clients"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/dircache"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/discovery"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/grants"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/introspection"
@@ -48,6 +49,18 @@ type Directory interface {
 	GetUser(context.Context, *connect.Request[directoryv1.GetUserRequest]) (*connect.Response[directoryv1.GetUserResponse], error)
 	GetRoles(context.Context, *connect.Request[directoryv1.GetRolesRequest]) (*connect.Response[directoryv1.GetRolesResponse], error)
 	GetClaims(context.Context, *connect.Request[directoryv1.GetClaimsRequest]) (*connect.Response[directoryv1.GetClaimsResponse], error)
+	ListChanges(context.Context, *connect.Request[directoryv1.ListChangesRequest]) (*connect.Response[directoryv1.ListChangesResponse], error)
+}
+
+// cachedDirectory is the directory with machine keys read through the
+// cache.
+type cachedDirectory struct {
+	Directory
+	keys *clients.KeyCache
+}
+
+func (d cachedDirectory) GetMachineKey(ctx context.Context, req *connect.Request[directoryv1.GetMachineKeyRequest]) (*connect.Response[directoryv1.GetMachineKeyResponse], error) {
+	return d.keys.GetMachineKey(ctx, req)
 }
 
 // Deps are the tokens service's dependencies on other services. A nil
@@ -61,6 +74,7 @@ type Service struct {
 	db       *db.DB
 	keys     *keys.Manager
 	revoked  *revocation.List
+	watcher  *dircache.Watcher
 	public   *http.ServeMux
 	handler  http.Handler
 	internal *internalAPI
@@ -131,11 +145,17 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 	minter := &mint.Minter{Issuer: issuer, Signer: s.keys, Hasher: hasher, Store: records,
 		AccessTTL: t.AccessTokenLifetime, IDTTL: t.IDTokenLifetime, Now: time.Now}
 	validator := &introspection.Validator{Issuer: issuer, Keys: s.keys, Store: records, Hasher: hasher, Revoked: s.revoked, Now: time.Now}
+	// Clients and machine keys stay available through a directory outage.
+	s.watcher = &dircache.Watcher{Feed: deps.Directory, MaxStale: t.DirectoryMaxStale, Logger: env.Logger}
+	if err := s.watcher.Metrics(); err != nil {
+		return nil, err
+	}
+	dir := cachedDirectory{Directory: deps.Directory, keys: clients.NewKeyCache(deps.Directory, s.watcher)}
 	auth := &clients.Authenticator{
-		Cache:      &clients.Cache{Dir: deps.Directory, TTL: 10 * time.Second},
+		Cache:      clients.NewCache(deps.Directory, s.watcher),
 		Hasher:     hasher,
 		Assertions: verifier,
-		Machines:   deps.Directory,
+		Machines:   dir,
 	}
 	life := &lifecycle.Lifecycle{Issuer: issuer, Store: records, Minter: minter, Hasher: hasher, Revoked: s.revoked,
 		Keys: s.keys, Dir: deps.Directory, Clients: auth.Cache, CodeTTL: t.AuthCodeLifetime, RefreshIdle: t.RefreshIdleLifetime,
@@ -143,7 +163,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 
 	s.public.Handle(jwks.Path, jwks.NewHandler(s.keys, s.keys.KeySetMaxAge(), env.Logger))
 	s.public.Handle(discovery.Path, discovery.NewHandler(issuer, s.keys.DefaultAlgorithm(), s.keys, env.Logger))
-	s.public.Handle("/oauth/v2/token", grants.New(grants.Deps{Auth: auth, Minter: minter, Dir: deps.Directory, Assertions: verifier, Lifecycle: life, Cuts: s.revoked}, env.Logger))
+	s.public.Handle("/oauth/v2/token", grants.New(grants.Deps{Auth: auth, Minter: minter, Dir: dir, Assertions: verifier, Lifecycle: life, Cuts: s.revoked}, env.Logger))
 	s.public.Handle(introspection.Path, introspection.NewEndpoint(validator, auth, deps.Directory, env.Logger))
 	s.public.Handle(userinfo.Path, userinfo.New(validator, deps.Directory, env.Logger))
 	rv, err := revoke.New(auth, validator, s.revoked, life, env.Logger)
@@ -183,6 +203,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 		var wg sync.WaitGroup
 		wg.Go(func() { s.revoked.Run(bg) })
 		wg.Go(func() { pruner.Run(bg) })
+		wg.Go(func() { s.watcher.Run(bg) })
 		wg.Wait()
 	}()
 	return s, nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
@@ -213,4 +214,42 @@ func (s *Store) LastOfType(ctx context.Context, aggregateType string) (uint64, t
 		return 0, time.Time{}, nil
 	}
 	return last[0].Sequence, last[0].CreatedAt, nil
+}
+
+// Change is an event's sequence and owner, for other services' caches.
+type Change struct {
+	Sequence      uint64    `db:"sequence"`
+	AggregateType string    `db:"aggregate_type"`
+	AggregateID   string    `db:"aggregate_id"`
+	ResourceOwner string    `db:"resource_owner"`
+	CreatedAt     time.Time `db:"created_at"`
+}
+
+// Changes returns at most limit changes after sequence after, in order,
+// and the cursor: the highest sequence up to which every change is older
+// than settled (created before it) and so final — a transaction that took
+// a lower sequence commits within that time or not at all. after 0 starts
+// at the newest settled change.
+func (s *Store) Changes(ctx context.Context, after uint64, settled time.Time, limit int) ([]Change, uint64, error) {
+	if after == 0 {
+		var head []uint64
+		if err := s.db.Select(ctx, &head, `SELECT sequence FROM events WHERE created_at < ? ORDER BY sequence DESC LIMIT 1`, settled); err != nil {
+			return nil, 0, fmt.Errorf("eventstore: newest settled change: %w", err)
+		}
+		if len(head) == 1 {
+			after = head[0]
+		}
+	}
+	var out []Change
+	if err := s.db.Select(ctx, &out, `SELECT sequence, aggregate_type, aggregate_id, resource_owner, created_at FROM events WHERE sequence > ? ORDER BY sequence LIMIT `+strconv.Itoa(limit), after); err != nil {
+		return nil, 0, fmt.Errorf("eventstore: read changes: %w", err)
+	}
+	cursor := after
+	for _, c := range out {
+		if !c.CreatedAt.Before(settled) {
+			break
+		}
+		cursor = c.Sequence
+	}
+	return out, cursor, nil
 }

@@ -153,3 +153,45 @@ func TestConformance(t *testing.T) {
 		})
 	})
 }
+
+// Changes: 0 starts at the newest settled change; unsettled changes come
+// back on every call until they settle, and the cursor never passes one.
+func TestChanges(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, d db.Dialect) {
+		ctx := context.Background()
+		es := newStore(t, d)
+		push := func(id, user string) uint64 {
+			t.Helper()
+			evs, err := es.Push(ctx, "e", eventstore.Command{Aggregate: agg(id), Events: []eventstore.Pending{{Type: "member.added", Payload: memberAdded{user}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return evs[0].Sequence
+		}
+		old := push("a1", "u1")
+		mid := time.Now().Add(time.Second)
+		time.Sleep(1100 * time.Millisecond)
+		fresh := push("a2", "u2")
+
+		// From the present: the settled change is skipped, the fresh one is
+		// listed, and the cursor stays at the settled head.
+		cs, cursor, err := es.Changes(ctx, 0, mid.Add(time.Millisecond), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cs) != 1 || cs[0].Sequence != fresh || cs[0].ResourceOwner != "org1" || cursor != old {
+			t.Fatalf("Changes(0) = %+v, cursor %d; want only %d and cursor %d", cs, cursor, fresh, old)
+		}
+		// Once settled, the cursor moves past it.
+		cs, cursor, err = es.Changes(ctx, old, time.Now().Add(time.Second), 10)
+		if err != nil || len(cs) != 1 || cursor != fresh {
+			t.Fatalf("Changes(%d) later = %+v, cursor %d, %v; want %d and cursor %d", old, cs, cursor, err, fresh, fresh)
+		}
+		// A limit keeps the rest for the next call.
+		push("a3", "u3")
+		cs, _, err = es.Changes(ctx, old, time.Now().Add(time.Second), 1)
+		if err != nil || len(cs) != 1 || cs[0].Sequence != fresh {
+			t.Fatalf("Changes with limit 1 = %+v, %v", cs, err)
+		}
+	})
+}

@@ -1,20 +1,20 @@
-// Package clients finds OAuth clients in the directory, caches them briefly
-// (the token endpoint must not make a round trip per request), and
-// authenticates them by exactly one of client_secret_basic,
-// client_secret_post, none and private_key_jwt (RFC 6749 §2.3, OIDC Core §9).
-// A failed secret check refetches the client once, so a regenerated secret
-// works at once; a removed secret stops working within the cache TTL.
+// Package clients finds OAuth clients in the directory, caches them (the
+// token endpoint must not make a round trip per request; package dircache
+// drops an entry when its organization changes and keeps it through a
+// directory outage for a bounded time), and authenticates them by exactly
+// one of client_secret_basic, client_secret_post, none and private_key_jwt
+// (RFC 6749 §2.3, OIDC Core §9). A failed secret check refetches the
+// client once, so a regenerated secret works at once.
 package clients
 
 import (
 	"context"
 	"errors"
-	"sync"
-	"time"
 
 	"connectrpc.com/connect"
 
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/dircache"
 )
 
 // Directory is the part of the directory's internal API this package needs.
@@ -25,65 +25,102 @@ type Directory interface {
 // ErrUnknown is returned for a client_id the directory does not know.
 var ErrUnknown = errors.New("unknown client")
 
-// Cache looks clients up through the directory, keeping each for TTL.
+// Cache looks clients up through the directory.
 type Cache struct {
-	Dir Directory
-	TTL time.Duration
-	Now func() time.Time
-
-	mu      sync.Mutex
-	entries map[string]entry
+	dir Directory
+	c   *dircache.Cache[*directoryv1.Client]
 }
 
-type entry struct {
-	c       *directoryv1.Client
-	fetched time.Time
+// NewCache returns a cache over dir that w invalidates.
+func NewCache(dir Directory, w *dircache.Watcher) *Cache {
+	return &Cache{dir: dir, c: dircache.NewCache[*directoryv1.Client](w)}
 }
 
-const maxEntries = 10000
-
-// Get returns a client, from the cache when fresh.
+// Get returns a client, from the cache when it can be trusted.
 func (c *Cache) Get(ctx context.Context, clientID string) (*directoryv1.Client, error) {
-	now := c.now()
-	c.mu.Lock()
-	e, ok := c.entries[clientID]
-	c.mu.Unlock()
-	if ok && now.Sub(e.fetched) < c.TTL {
-		if e.c == nil {
-			return nil, ErrUnknown
-		}
-		return e.c, nil
-	}
-	return c.Refresh(ctx, clientID)
+	return found(c.c.Get(ctx, clientID, c.fetch(clientID)))
 }
 
 // Refresh fetches a client from the directory, bypassing the cache.
 func (c *Cache) Refresh(ctx context.Context, clientID string) (*directoryv1.Client, error) {
-	res, err := c.Dir.GetClient(ctx, connect.NewRequest(&directoryv1.GetClientRequest{ClientId: clientID}))
-	var cl *directoryv1.Client
-	switch {
-	case connect.CodeOf(err) == connect.CodeNotFound:
-		// Cached too, so unknown ids cannot hammer the directory.
-	case err != nil:
-		return nil, err
-	default:
-		cl = res.Msg.GetClient()
-	}
-	c.mu.Lock()
-	if c.entries == nil || len(c.entries) >= maxEntries {
-		c.entries = map[string]entry{}
-	}
-	c.entries[clientID] = entry{c: cl, fetched: c.now()}
-	c.mu.Unlock()
-	if cl == nil {
-		return nil, ErrUnknown
-	}
-	return cl, nil
+	return found(c.c.Refresh(ctx, clientID, c.fetch(clientID)))
 }
 
-func (c *Cache) now() time.Time {
-	if c.Now != nil {
-		return c.Now()
+func found(cl *directoryv1.Client, err error) (*directoryv1.Client, error) {
+	if err == nil && cl == nil {
+		return nil, ErrUnknown
 	}
-	return time.Now()
+	return cl, err
+}
+
+// fetch reads a client; an unknown one is cached too (as nil, dropped at
+// any change), so unknown ids cannot hammer the directory.
+func (c *Cache) fetch(clientID string) dircache.Fetch[*directoryv1.Client] {
+	return func(ctx context.Context) (*directoryv1.Client, []dircache.Dep, error) {
+		res, err := c.dir.GetClient(ctx, connect.NewRequest(&directoryv1.GetClientRequest{ClientId: clientID}))
+		if connect.CodeOf(err) == connect.CodeNotFound {
+			return nil, nil, nil
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		cl := res.Msg.GetClient()
+		return cl, clientDeps(cl), nil
+	}
+}
+
+// KeyCache caches machine users' public keys as Cache does clients; it is
+// a MachineKeys itself.
+type KeyCache struct {
+	dir MachineKeys
+	c   *dircache.Cache[*directoryv1.GetMachineKeyResponse]
+}
+
+// NewKeyCache returns a cache over dir that w invalidates.
+func NewKeyCache(dir MachineKeys, w *dircache.Watcher) *KeyCache {
+	return &KeyCache{dir: dir, c: dircache.NewCache[*directoryv1.GetMachineKeyResponse](w)}
+}
+
+var errUnknownKey = connect.NewError(connect.CodeNotFound, errors.New("unknown key"))
+
+// GetMachineKey implements MachineKeys: NotFound for an unknown key.
+func (m *KeyCache) GetMachineKey(ctx context.Context, req *connect.Request[directoryv1.GetMachineKeyRequest]) (*connect.Response[directoryv1.GetMachineKeyResponse], error) {
+	kid := req.Msg.GetKeyId()
+	res, err := m.c.Get(ctx, kid, func(ctx context.Context) (*directoryv1.GetMachineKeyResponse, []dircache.Dep, error) {
+		res, err := m.dir.GetMachineKey(ctx, connect.NewRequest(&directoryv1.GetMachineKeyRequest{KeyId: kid}))
+		if connect.CodeOf(err) == connect.CodeNotFound {
+			return nil, nil, nil
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		u := res.Msg.GetUser()
+		return res.Msg, machineDeps(u.GetId(), u.GetOrgId()), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if res == nil {
+		return nil, errUnknownKey
+	}
+	return connect.NewResponse(res), nil
+}
+
+// clientDeps is what a client's record is made of: its app's project (or
+// machine user), its organization, and the organizations its project is
+// granted to (a removal ends the grant); a machine user lists its
+// organization's projects as audiences.
+func clientDeps(c *directoryv1.Client) []dircache.Dep {
+	if c.GetKind() == directoryv1.ClientKind_CLIENT_KIND_MACHINE_USER {
+		return machineDeps(c.GetId(), c.GetOrgId())
+	}
+	deps := []dircache.Dep{dircache.Object(c.GetProjectId()), dircache.Object(c.GetOrgId())}
+	for _, o := range c.GetGrantedOrgIds() {
+		deps = append(deps, dircache.Object(o))
+	}
+	return deps
+}
+
+func machineDeps(userID, orgID string) []dircache.Dep {
+	return []dircache.Dep{dircache.Object(userID), dircache.Object(orgID), dircache.AnyOf(orgID, "project")}
 }

@@ -2921,6 +2921,191 @@ func (*UnlinkExternalUserResponse) Descriptor() ([]byte, []int) {
 	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{37}
 }
 
+// ListChangesRequest names where to resume.
+type ListChangesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The cursor of the previous response; 0 to start at the present.
+	AfterSequence uint64 `protobuf:"varint,1,opt,name=after_sequence,json=afterSequence,proto3" json:"after_sequence,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListChangesRequest) Reset() {
+	*x = ListChangesRequest{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListChangesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListChangesRequest) ProtoMessage() {}
+
+func (x *ListChangesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListChangesRequest.ProtoReflect.Descriptor instead.
+func (*ListChangesRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *ListChangesRequest) GetAfterSequence() uint64 {
+	if x != nil {
+		return x.AfterSequence
+	}
+	return 0
+}
+
+// Change is one event: its sequence and the object it changed.
+type Change struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Event sequence.
+	Sequence uint64 `protobuf:"varint,1,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	// Organization owning the changed object; empty for instance-wide
+	// changes, which concern every organization.
+	OrgId string `protobuf:"bytes,2,opt,name=org_id,json=orgId,proto3" json:"org_id,omitempty"`
+	// The changed object's (aggregate's) type: "org", "user", "project",
+	// "idp" or "instance" (an app belongs to its project).
+	AggregateType string `protobuf:"bytes,3,opt,name=aggregate_type,json=aggregateType,proto3" json:"aggregate_type,omitempty"`
+	// The changed object's id.
+	AggregateId   string `protobuf:"bytes,4,opt,name=aggregate_id,json=aggregateId,proto3" json:"aggregate_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Change) Reset() {
+	*x = Change{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Change) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Change) ProtoMessage() {}
+
+func (x *Change) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Change.ProtoReflect.Descriptor instead.
+func (*Change) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *Change) GetSequence() uint64 {
+	if x != nil {
+		return x.Sequence
+	}
+	return 0
+}
+
+func (x *Change) GetOrgId() string {
+	if x != nil {
+		return x.OrgId
+	}
+	return ""
+}
+
+func (x *Change) GetAggregateType() string {
+	if x != nil {
+		return x.AggregateType
+	}
+	return ""
+}
+
+func (x *Change) GetAggregateId() string {
+	if x != nil {
+		return x.AggregateId
+	}
+	return ""
+}
+
+// ListChangesResponse carries changes in sequence order.
+type ListChangesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most 1000 changes after after_sequence.
+	Changes []*Change `protobuf:"bytes,1,rep,name=changes,proto3" json:"changes,omitempty"`
+	// Every change up to here is final: resume after it.
+	Cursor uint64 `protobuf:"varint,2,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	// More changes follow; ask again at once.
+	More          bool `protobuf:"varint,3,opt,name=more,proto3" json:"more,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListChangesResponse) Reset() {
+	*x = ListChangesResponse{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListChangesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListChangesResponse) ProtoMessage() {}
+
+func (x *ListChangesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListChangesResponse.ProtoReflect.Descriptor instead.
+func (*ListChangesResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *ListChangesResponse) GetChanges() []*Change {
+	if x != nil {
+		return x.Changes
+	}
+	return nil
+}
+
+func (x *ListChangesResponse) GetCursor() uint64 {
+	if x != nil {
+		return x.Cursor
+	}
+	return 0
+}
+
+func (x *ListChangesResponse) GetMore() bool {
+	if x != nil {
+		return x.More
+	}
+	return false
+}
+
 var File_gatehouse_directory_v1_directory_proto protoreflect.FileDescriptor
 
 const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
@@ -3107,7 +3292,18 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x19UnlinkExternalUserRequest\x12\x15\n" +
 	"\x06idp_id\x18\x01 \x01(\tR\x05idpId\x12)\n" +
 	"\x10external_subject\x18\x02 \x01(\tR\x0fexternalSubject\"\x1c\n" +
-	"\x1aUnlinkExternalUserResponse*z\n" +
+	"\x1aUnlinkExternalUserResponse\";\n" +
+	"\x12ListChangesRequest\x12%\n" +
+	"\x0eafter_sequence\x18\x01 \x01(\x04R\rafterSequence\"\x85\x01\n" +
+	"\x06Change\x12\x1a\n" +
+	"\bsequence\x18\x01 \x01(\x04R\bsequence\x12\x15\n" +
+	"\x06org_id\x18\x02 \x01(\tR\x05orgId\x12%\n" +
+	"\x0eaggregate_type\x18\x03 \x01(\tR\raggregateType\x12!\n" +
+	"\faggregate_id\x18\x04 \x01(\tR\vaggregateId\"{\n" +
+	"\x13ListChangesResponse\x128\n" +
+	"\achanges\x18\x01 \x03(\v2\x1e.gatehouse.directory.v1.ChangeR\achanges\x12\x16\n" +
+	"\x06cursor\x18\x02 \x01(\x04R\x06cursor\x12\x12\n" +
+	"\x04more\x18\x03 \x01(\bR\x04more*z\n" +
 	"\n" +
 	"ClientKind\x12\x1b\n" +
 	"\x17CLIENT_KIND_UNSPECIFIED\x10\x00\x12\x18\n" +
@@ -3137,7 +3333,7 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\fMappingField\x12\x1d\n" +
 	"\x19MAPPING_FIELD_UNSPECIFIED\x10\x00\x12$\n" +
 	" MAPPING_FIELD_PREFERRED_USERNAME\x10\x01\x12\x17\n" +
-	"\x13MAPPING_FIELD_EMAIL\x10\x022\xa8\r\n" +
+	"\x13MAPPING_FIELD_EMAIL\x10\x022\x90\x0e\n" +
 	"\x10DirectoryService\x12`\n" +
 	"\tGetClient\x12(.gatehouse.directory.v1.GetClientRequest\x1a).gatehouse.directory.v1.GetClientResponse\x12l\n" +
 	"\rGetMachineKey\x12,.gatehouse.directory.v1.GetMachineKeyRequest\x1a-.gatehouse.directory.v1.GetMachineKeyResponse\x12o\n" +
@@ -3155,7 +3351,8 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x10LinkExternalUser\x12/.gatehouse.directory.v1.LinkExternalUserRequest\x1a0.gatehouse.directory.v1.LinkExternalUserResponse\x12l\n" +
 	"\rGetLinkedUser\x12,.gatehouse.directory.v1.GetLinkedUserRequest\x1a-.gatehouse.directory.v1.GetLinkedUserResponse\x12\x81\x01\n" +
 	"\x14RegisterExternalUser\x123.gatehouse.directory.v1.RegisterExternalUserRequest\x1a4.gatehouse.directory.v1.RegisterExternalUserResponse\x12{\n" +
-	"\x12UnlinkExternalUser\x121.gatehouse.directory.v1.UnlinkExternalUserRequest\x1a2.gatehouse.directory.v1.UnlinkExternalUserResponseB\xf6\x01\n" +
+	"\x12UnlinkExternalUser\x121.gatehouse.directory.v1.UnlinkExternalUserRequest\x1a2.gatehouse.directory.v1.UnlinkExternalUserResponse\x12f\n" +
+	"\vListChanges\x12*.gatehouse.directory.v1.ListChangesRequest\x1a+.gatehouse.directory.v1.ListChangesResponseB\xf6\x01\n" +
 	"\x1acom.gatehouse.directory.v1B\x0eDirectoryProtoP\x01ZLgithub.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1;directoryv1\xa2\x02\x03GDX\xaa\x02\x16Gatehouse.Directory.V1\xca\x02\x17Gatehouse\\Directory_\\V1\xe2\x02#Gatehouse\\Directory_\\V1\\GPBMetadata\xea\x02\x18Gatehouse::Directory::V1b\x06proto3"
 
 var (
@@ -3171,7 +3368,7 @@ func file_gatehouse_directory_v1_directory_proto_rawDescGZIP() []byte {
 }
 
 var file_gatehouse_directory_v1_directory_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_gatehouse_directory_v1_directory_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_gatehouse_directory_v1_directory_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_gatehouse_directory_v1_directory_proto_goTypes = []any{
 	(ClientKind)(0),                      // 0: gatehouse.directory.v1.ClientKind
 	(AuthMethod)(0),                      // 1: gatehouse.directory.v1.AuthMethod
@@ -3217,27 +3414,30 @@ var file_gatehouse_directory_v1_directory_proto_goTypes = []any{
 	(*RegisterExternalUserResponse)(nil), // 41: gatehouse.directory.v1.RegisterExternalUserResponse
 	(*UnlinkExternalUserRequest)(nil),    // 42: gatehouse.directory.v1.UnlinkExternalUserRequest
 	(*UnlinkExternalUserResponse)(nil),   // 43: gatehouse.directory.v1.UnlinkExternalUserResponse
-	(*timestamppb.Timestamp)(nil),        // 44: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),          // 45: google.protobuf.Duration
-	(*structpb.Struct)(nil),              // 46: google.protobuf.Struct
+	(*ListChangesRequest)(nil),           // 44: gatehouse.directory.v1.ListChangesRequest
+	(*Change)(nil),                       // 45: gatehouse.directory.v1.Change
+	(*ListChangesResponse)(nil),          // 46: gatehouse.directory.v1.ListChangesResponse
+	(*timestamppb.Timestamp)(nil),        // 47: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),          // 48: google.protobuf.Duration
+	(*structpb.Struct)(nil),              // 49: google.protobuf.Struct
 }
 var file_gatehouse_directory_v1_directory_proto_depIdxs = []int32{
-	44, // 0: gatehouse.directory.v1.PublicKey.expires_at:type_name -> google.protobuf.Timestamp
+	47, // 0: gatehouse.directory.v1.PublicKey.expires_at:type_name -> google.protobuf.Timestamp
 	0,  // 1: gatehouse.directory.v1.Client.kind:type_name -> gatehouse.directory.v1.ClientKind
 	1,  // 2: gatehouse.directory.v1.Client.auth_method:type_name -> gatehouse.directory.v1.AuthMethod
 	6,  // 3: gatehouse.directory.v1.Client.keys:type_name -> gatehouse.directory.v1.PublicKey
 	2,  // 4: gatehouse.directory.v1.Client.access_token_type:type_name -> gatehouse.directory.v1.TokenType
-	45, // 5: gatehouse.directory.v1.Client.clock_skew:type_name -> google.protobuf.Duration
+	48, // 5: gatehouse.directory.v1.Client.clock_skew:type_name -> google.protobuf.Duration
 	7,  // 6: gatehouse.directory.v1.GetClientResponse.client:type_name -> gatehouse.directory.v1.Client
 	6,  // 7: gatehouse.directory.v1.GetMachineKeyResponse.key:type_name -> gatehouse.directory.v1.PublicKey
 	16, // 8: gatehouse.directory.v1.GetMachineKeyResponse.user:type_name -> gatehouse.directory.v1.User
 	16, // 9: gatehouse.directory.v1.VerifyPasswordResponse.user:type_name -> gatehouse.directory.v1.User
 	3,  // 10: gatehouse.directory.v1.User.state:type_name -> gatehouse.directory.v1.UserState
 	2,  // 11: gatehouse.directory.v1.User.access_token_type:type_name -> gatehouse.directory.v1.TokenType
-	44, // 12: gatehouse.directory.v1.User.sessions_not_before:type_name -> google.protobuf.Timestamp
+	47, // 12: gatehouse.directory.v1.User.sessions_not_before:type_name -> google.protobuf.Timestamp
 	16, // 13: gatehouse.directory.v1.GetUserResponse.user:type_name -> gatehouse.directory.v1.User
 	16, // 14: gatehouse.directory.v1.LookupUserResponse.user:type_name -> gatehouse.directory.v1.User
-	46, // 15: gatehouse.directory.v1.GetClaimsResponse.claims:type_name -> google.protobuf.Struct
+	49, // 15: gatehouse.directory.v1.GetClaimsResponse.claims:type_name -> google.protobuf.Struct
 	16, // 16: gatehouse.directory.v1.RegisterUserResponse.user:type_name -> gatehouse.directory.v1.User
 	25, // 17: gatehouse.directory.v1.GetOrgResponse.password_policy:type_name -> gatehouse.directory.v1.PasswordPolicy
 	28, // 18: gatehouse.directory.v1.GetOrgResponse.login_policy:type_name -> gatehouse.directory.v1.LoginPolicy
@@ -3248,43 +3448,46 @@ var file_gatehouse_directory_v1_directory_proto_depIdxs = []int32{
 	31, // 23: gatehouse.directory.v1.ListIdPsResponse.idps:type_name -> gatehouse.directory.v1.IdP
 	16, // 24: gatehouse.directory.v1.GetLinkedUserResponse.user:type_name -> gatehouse.directory.v1.User
 	16, // 25: gatehouse.directory.v1.RegisterExternalUserResponse.user:type_name -> gatehouse.directory.v1.User
-	8,  // 26: gatehouse.directory.v1.DirectoryService.GetClient:input_type -> gatehouse.directory.v1.GetClientRequest
-	10, // 27: gatehouse.directory.v1.DirectoryService.GetMachineKey:input_type -> gatehouse.directory.v1.GetMachineKeyRequest
-	12, // 28: gatehouse.directory.v1.DirectoryService.VerifyPassword:input_type -> gatehouse.directory.v1.VerifyPasswordRequest
-	14, // 29: gatehouse.directory.v1.DirectoryService.ChangePassword:input_type -> gatehouse.directory.v1.ChangePasswordRequest
-	17, // 30: gatehouse.directory.v1.DirectoryService.GetUser:input_type -> gatehouse.directory.v1.GetUserRequest
-	19, // 31: gatehouse.directory.v1.DirectoryService.LookupUser:input_type -> gatehouse.directory.v1.LookupUserRequest
-	21, // 32: gatehouse.directory.v1.DirectoryService.GetClaims:input_type -> gatehouse.directory.v1.GetClaimsRequest
-	23, // 33: gatehouse.directory.v1.DirectoryService.RegisterUser:input_type -> gatehouse.directory.v1.RegisterUserRequest
-	26, // 34: gatehouse.directory.v1.DirectoryService.GetOrg:input_type -> gatehouse.directory.v1.GetOrgRequest
-	29, // 35: gatehouse.directory.v1.DirectoryService.GetRoles:input_type -> gatehouse.directory.v1.GetRolesRequest
-	32, // 36: gatehouse.directory.v1.DirectoryService.GetIdP:input_type -> gatehouse.directory.v1.GetIdPRequest
-	34, // 37: gatehouse.directory.v1.DirectoryService.ListIdPs:input_type -> gatehouse.directory.v1.ListIdPsRequest
-	36, // 38: gatehouse.directory.v1.DirectoryService.LinkExternalUser:input_type -> gatehouse.directory.v1.LinkExternalUserRequest
-	38, // 39: gatehouse.directory.v1.DirectoryService.GetLinkedUser:input_type -> gatehouse.directory.v1.GetLinkedUserRequest
-	40, // 40: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:input_type -> gatehouse.directory.v1.RegisterExternalUserRequest
-	42, // 41: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:input_type -> gatehouse.directory.v1.UnlinkExternalUserRequest
-	9,  // 42: gatehouse.directory.v1.DirectoryService.GetClient:output_type -> gatehouse.directory.v1.GetClientResponse
-	11, // 43: gatehouse.directory.v1.DirectoryService.GetMachineKey:output_type -> gatehouse.directory.v1.GetMachineKeyResponse
-	13, // 44: gatehouse.directory.v1.DirectoryService.VerifyPassword:output_type -> gatehouse.directory.v1.VerifyPasswordResponse
-	15, // 45: gatehouse.directory.v1.DirectoryService.ChangePassword:output_type -> gatehouse.directory.v1.ChangePasswordResponse
-	18, // 46: gatehouse.directory.v1.DirectoryService.GetUser:output_type -> gatehouse.directory.v1.GetUserResponse
-	20, // 47: gatehouse.directory.v1.DirectoryService.LookupUser:output_type -> gatehouse.directory.v1.LookupUserResponse
-	22, // 48: gatehouse.directory.v1.DirectoryService.GetClaims:output_type -> gatehouse.directory.v1.GetClaimsResponse
-	24, // 49: gatehouse.directory.v1.DirectoryService.RegisterUser:output_type -> gatehouse.directory.v1.RegisterUserResponse
-	27, // 50: gatehouse.directory.v1.DirectoryService.GetOrg:output_type -> gatehouse.directory.v1.GetOrgResponse
-	30, // 51: gatehouse.directory.v1.DirectoryService.GetRoles:output_type -> gatehouse.directory.v1.GetRolesResponse
-	33, // 52: gatehouse.directory.v1.DirectoryService.GetIdP:output_type -> gatehouse.directory.v1.GetIdPResponse
-	35, // 53: gatehouse.directory.v1.DirectoryService.ListIdPs:output_type -> gatehouse.directory.v1.ListIdPsResponse
-	37, // 54: gatehouse.directory.v1.DirectoryService.LinkExternalUser:output_type -> gatehouse.directory.v1.LinkExternalUserResponse
-	39, // 55: gatehouse.directory.v1.DirectoryService.GetLinkedUser:output_type -> gatehouse.directory.v1.GetLinkedUserResponse
-	41, // 56: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:output_type -> gatehouse.directory.v1.RegisterExternalUserResponse
-	43, // 57: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:output_type -> gatehouse.directory.v1.UnlinkExternalUserResponse
-	42, // [42:58] is the sub-list for method output_type
-	26, // [26:42] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	45, // 26: gatehouse.directory.v1.ListChangesResponse.changes:type_name -> gatehouse.directory.v1.Change
+	8,  // 27: gatehouse.directory.v1.DirectoryService.GetClient:input_type -> gatehouse.directory.v1.GetClientRequest
+	10, // 28: gatehouse.directory.v1.DirectoryService.GetMachineKey:input_type -> gatehouse.directory.v1.GetMachineKeyRequest
+	12, // 29: gatehouse.directory.v1.DirectoryService.VerifyPassword:input_type -> gatehouse.directory.v1.VerifyPasswordRequest
+	14, // 30: gatehouse.directory.v1.DirectoryService.ChangePassword:input_type -> gatehouse.directory.v1.ChangePasswordRequest
+	17, // 31: gatehouse.directory.v1.DirectoryService.GetUser:input_type -> gatehouse.directory.v1.GetUserRequest
+	19, // 32: gatehouse.directory.v1.DirectoryService.LookupUser:input_type -> gatehouse.directory.v1.LookupUserRequest
+	21, // 33: gatehouse.directory.v1.DirectoryService.GetClaims:input_type -> gatehouse.directory.v1.GetClaimsRequest
+	23, // 34: gatehouse.directory.v1.DirectoryService.RegisterUser:input_type -> gatehouse.directory.v1.RegisterUserRequest
+	26, // 35: gatehouse.directory.v1.DirectoryService.GetOrg:input_type -> gatehouse.directory.v1.GetOrgRequest
+	29, // 36: gatehouse.directory.v1.DirectoryService.GetRoles:input_type -> gatehouse.directory.v1.GetRolesRequest
+	32, // 37: gatehouse.directory.v1.DirectoryService.GetIdP:input_type -> gatehouse.directory.v1.GetIdPRequest
+	34, // 38: gatehouse.directory.v1.DirectoryService.ListIdPs:input_type -> gatehouse.directory.v1.ListIdPsRequest
+	36, // 39: gatehouse.directory.v1.DirectoryService.LinkExternalUser:input_type -> gatehouse.directory.v1.LinkExternalUserRequest
+	38, // 40: gatehouse.directory.v1.DirectoryService.GetLinkedUser:input_type -> gatehouse.directory.v1.GetLinkedUserRequest
+	40, // 41: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:input_type -> gatehouse.directory.v1.RegisterExternalUserRequest
+	42, // 42: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:input_type -> gatehouse.directory.v1.UnlinkExternalUserRequest
+	44, // 43: gatehouse.directory.v1.DirectoryService.ListChanges:input_type -> gatehouse.directory.v1.ListChangesRequest
+	9,  // 44: gatehouse.directory.v1.DirectoryService.GetClient:output_type -> gatehouse.directory.v1.GetClientResponse
+	11, // 45: gatehouse.directory.v1.DirectoryService.GetMachineKey:output_type -> gatehouse.directory.v1.GetMachineKeyResponse
+	13, // 46: gatehouse.directory.v1.DirectoryService.VerifyPassword:output_type -> gatehouse.directory.v1.VerifyPasswordResponse
+	15, // 47: gatehouse.directory.v1.DirectoryService.ChangePassword:output_type -> gatehouse.directory.v1.ChangePasswordResponse
+	18, // 48: gatehouse.directory.v1.DirectoryService.GetUser:output_type -> gatehouse.directory.v1.GetUserResponse
+	20, // 49: gatehouse.directory.v1.DirectoryService.LookupUser:output_type -> gatehouse.directory.v1.LookupUserResponse
+	22, // 50: gatehouse.directory.v1.DirectoryService.GetClaims:output_type -> gatehouse.directory.v1.GetClaimsResponse
+	24, // 51: gatehouse.directory.v1.DirectoryService.RegisterUser:output_type -> gatehouse.directory.v1.RegisterUserResponse
+	27, // 52: gatehouse.directory.v1.DirectoryService.GetOrg:output_type -> gatehouse.directory.v1.GetOrgResponse
+	30, // 53: gatehouse.directory.v1.DirectoryService.GetRoles:output_type -> gatehouse.directory.v1.GetRolesResponse
+	33, // 54: gatehouse.directory.v1.DirectoryService.GetIdP:output_type -> gatehouse.directory.v1.GetIdPResponse
+	35, // 55: gatehouse.directory.v1.DirectoryService.ListIdPs:output_type -> gatehouse.directory.v1.ListIdPsResponse
+	37, // 56: gatehouse.directory.v1.DirectoryService.LinkExternalUser:output_type -> gatehouse.directory.v1.LinkExternalUserResponse
+	39, // 57: gatehouse.directory.v1.DirectoryService.GetLinkedUser:output_type -> gatehouse.directory.v1.GetLinkedUserResponse
+	41, // 58: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:output_type -> gatehouse.directory.v1.RegisterExternalUserResponse
+	43, // 59: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:output_type -> gatehouse.directory.v1.UnlinkExternalUserResponse
+	46, // 60: gatehouse.directory.v1.DirectoryService.ListChanges:output_type -> gatehouse.directory.v1.ListChangesResponse
+	44, // [44:61] is the sub-list for method output_type
+	27, // [27:44] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_directory_v1_directory_proto_init() }
@@ -3298,7 +3501,7 @@ func file_gatehouse_directory_v1_directory_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_directory_v1_directory_proto_rawDesc), len(file_gatehouse_directory_v1_directory_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   38,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -32,6 +32,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/assertion"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/clients"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/dircache"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/introspection"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/keys"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/keys/keytest"
@@ -90,7 +91,7 @@ func New(t testing.TB, d db.Dialect, o Options) *Env {
 	e.Minter = &mint.Minter{Issuer: Issuer, Signer: e.Keys, Hasher: e.Hasher, Store: e.Store,
 		AccessTTL: 15 * time.Minute, IDTTL: 15 * time.Minute, Now: e.Clock.Now}
 	e.Auth = &clients.Authenticator{
-		Cache:  &clients.Cache{Dir: e.Dir, TTL: 10 * time.Second, Now: e.Clock.Now},
+		Cache:  clients.NewCache(e.Dir, &dircache.Watcher{Now: e.Clock.Now}),
 		Hasher: e.Hasher,
 		Assertions: &assertion.Verifier{Audiences: []string{Issuer, Issuer + "/oauth/v2/token"},
 			Replay: e.Store, Now: e.Clock.Now},

@@ -79,6 +79,9 @@ const (
 	// DirectoryServiceUnlinkExternalUserProcedure is the fully-qualified name of the DirectoryService's
 	// UnlinkExternalUser RPC.
 	DirectoryServiceUnlinkExternalUserProcedure = "/gatehouse.directory.v1.DirectoryService/UnlinkExternalUser"
+	// DirectoryServiceListChangesProcedure is the fully-qualified name of the DirectoryService's
+	// ListChanges RPC.
+	DirectoryServiceListChangesProcedure = "/gatehouse.directory.v1.DirectoryService/ListChanges"
 )
 
 // DirectoryServiceClient is a client for the gatehouse.directory.v1.DirectoryService service.
@@ -146,6 +149,13 @@ type DirectoryServiceClient interface {
 	// an unknown IdP or when nothing is linked; InvalidArgument for an empty
 	// field.
 	UnlinkExternalUser(context.Context, *connect.Request[v1.UnlinkExternalUserRequest]) (*connect.Response[v1.UnlinkExternalUserResponse], error)
+	// Lists which organizations' objects changed after a sequence of the
+	// directory's event log, so other services can invalidate what they
+	// cache (the tokens service's clients and machine keys). A change is
+	// returned again until it is older than a few seconds, because a
+	// concurrent transaction may commit a lower sequence after a higher
+	// one; resume from cursor. after_sequence 0 starts at the present.
+	ListChanges(context.Context, *connect.Request[v1.ListChangesRequest]) (*connect.Response[v1.ListChangesResponse], error)
 }
 
 // NewDirectoryServiceClient constructs a client for the gatehouse.directory.v1.DirectoryService
@@ -255,6 +265,12 @@ func NewDirectoryServiceClient(httpClient connect.HTTPClient, baseURL string, op
 			connect.WithSchema(directoryServiceMethods.ByName("UnlinkExternalUser")),
 			connect.WithClientOptions(opts...),
 		),
+		listChanges: connect.NewClient[v1.ListChangesRequest, v1.ListChangesResponse](
+			httpClient,
+			baseURL+DirectoryServiceListChangesProcedure,
+			connect.WithSchema(directoryServiceMethods.ByName("ListChanges")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -276,6 +292,7 @@ type directoryServiceClient struct {
 	getLinkedUser        *connect.Client[v1.GetLinkedUserRequest, v1.GetLinkedUserResponse]
 	registerExternalUser *connect.Client[v1.RegisterExternalUserRequest, v1.RegisterExternalUserResponse]
 	unlinkExternalUser   *connect.Client[v1.UnlinkExternalUserRequest, v1.UnlinkExternalUserResponse]
+	listChanges          *connect.Client[v1.ListChangesRequest, v1.ListChangesResponse]
 }
 
 // GetClient calls gatehouse.directory.v1.DirectoryService.GetClient.
@@ -358,6 +375,11 @@ func (c *directoryServiceClient) UnlinkExternalUser(ctx context.Context, req *co
 	return c.unlinkExternalUser.CallUnary(ctx, req)
 }
 
+// ListChanges calls gatehouse.directory.v1.DirectoryService.ListChanges.
+func (c *directoryServiceClient) ListChanges(ctx context.Context, req *connect.Request[v1.ListChangesRequest]) (*connect.Response[v1.ListChangesResponse], error) {
+	return c.listChanges.CallUnary(ctx, req)
+}
+
 // DirectoryServiceHandler is an implementation of the gatehouse.directory.v1.DirectoryService
 // service.
 type DirectoryServiceHandler interface {
@@ -424,6 +446,13 @@ type DirectoryServiceHandler interface {
 	// an unknown IdP or when nothing is linked; InvalidArgument for an empty
 	// field.
 	UnlinkExternalUser(context.Context, *connect.Request[v1.UnlinkExternalUserRequest]) (*connect.Response[v1.UnlinkExternalUserResponse], error)
+	// Lists which organizations' objects changed after a sequence of the
+	// directory's event log, so other services can invalidate what they
+	// cache (the tokens service's clients and machine keys). A change is
+	// returned again until it is older than a few seconds, because a
+	// concurrent transaction may commit a lower sequence after a higher
+	// one; resume from cursor. after_sequence 0 starts at the present.
+	ListChanges(context.Context, *connect.Request[v1.ListChangesRequest]) (*connect.Response[v1.ListChangesResponse], error)
 }
 
 // NewDirectoryServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -529,6 +558,12 @@ func NewDirectoryServiceHandler(svc DirectoryServiceHandler, opts ...connect.Han
 		connect.WithSchema(directoryServiceMethods.ByName("UnlinkExternalUser")),
 		connect.WithHandlerOptions(opts...),
 	)
+	directoryServiceListChangesHandler := connect.NewUnaryHandler(
+		DirectoryServiceListChangesProcedure,
+		svc.ListChanges,
+		connect.WithSchema(directoryServiceMethods.ByName("ListChanges")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/gatehouse.directory.v1.DirectoryService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case DirectoryServiceGetClientProcedure:
@@ -563,6 +598,8 @@ func NewDirectoryServiceHandler(svc DirectoryServiceHandler, opts ...connect.Han
 			directoryServiceRegisterExternalUserHandler.ServeHTTP(w, r)
 		case DirectoryServiceUnlinkExternalUserProcedure:
 			directoryServiceUnlinkExternalUserHandler.ServeHTTP(w, r)
+		case DirectoryServiceListChangesProcedure:
+			directoryServiceListChangesHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -634,4 +671,8 @@ func (UnimplementedDirectoryServiceHandler) RegisterExternalUser(context.Context
 
 func (UnimplementedDirectoryServiceHandler) UnlinkExternalUser(context.Context, *connect.Request[v1.UnlinkExternalUserRequest]) (*connect.Response[v1.UnlinkExternalUserResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.UnlinkExternalUser is not implemented"))
+}
+
+func (UnimplementedDirectoryServiceHandler) ListChanges(context.Context, *connect.Request[v1.ListChangesRequest]) (*connect.Response[v1.ListChangesResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.ListChanges is not implemented"))
 }

@@ -1,0 +1,362 @@
+// Package dircache keeps what the tokens service reads from the directory
+// (clients, machine keys) usable through a directory outage, without ever
+// serving what a change the directory acknowledged has made wrong.
+//
+// A Watcher follows the directory's change feed (ListChanges) and drops
+// every cached entry that depends on a changed object (see Dep). While the feed is
+// in sync an entry is served from memory however old it is; when the feed
+// is behind (the directory is down, or too old to have the feed) an entry
+// is served only for TTL, then fetched again, and if the directory is
+// unavailable it is served until MaxStale after it was fetched. So a
+// change reaches every replica within one poll of its commit while the
+// directory is up, and through an outage the staleness is bounded by
+// MaxStale (and then only for changes made in the last poll before it).
+package dircache
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"connectrpc.com/connect"
+
+	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+	"github.com/gatehouse-id/gatehouse/pkg/telemetry"
+)
+
+// Feed is the directory's change feed.
+type Feed interface {
+	ListChanges(context.Context, *connect.Request[directoryv1.ListChangesRequest]) (*connect.Response[directoryv1.ListChangesResponse], error)
+}
+
+// Defaults.
+const (
+	DefaultInterval = time.Second
+	DefaultTTL      = 10 * time.Second
+	DefaultMaxStale = 15 * time.Minute
+	maxEntries      = 10000
+)
+
+// Watcher follows the feed and invalidates its caches.
+type Watcher struct {
+	Feed     Feed
+	Interval time.Duration // between polls; DefaultInterval
+	TTL      time.Duration // entry lifetime while the feed is behind; DefaultTTL
+	MaxStale time.Duration // longest an entry serves through an outage; DefaultMaxStale
+	Now      func() time.Time
+	Logger   *slog.Logger
+
+	mu      sync.Mutex
+	started bool
+	cursor  uint64
+	applied map[uint64]bool // unsettled changes already applied
+	synced  time.Time       // end of the last poll that reached the head
+	gen     uint64          // bumped by every invalidation
+	caches  []invalidator
+	down    bool            // the last poll failed (logged once per outage)
+	runCtx  context.Context // Run's, for refetches after a change
+}
+
+type invalidator interface {
+	invalidate(changed map[string]bool, all bool)
+}
+
+// Dep names what an entry depends on; a change of it drops the entry.
+type Dep string
+
+// Object is a dependency on one object (aggregate) by id: an organization,
+// a user, a project (with its apps).
+func Object(id string) Dep { return Dep("id:" + id) }
+
+// AnyOf is a dependency on every object of a type in an organization
+// (such as the list of an organization's projects).
+func AnyOf(orgID, aggregateType string) Dep { return Dep("type:" + orgID + "/" + aggregateType) }
+
+func (w *Watcher) now() time.Time {
+	if w.Now != nil {
+		return w.Now()
+	}
+	return time.Now()
+}
+
+func (w *Watcher) interval() time.Duration {
+	if w.Interval > 0 {
+		return w.Interval
+	}
+	return DefaultInterval
+}
+
+func (w *Watcher) ttl() time.Duration {
+	if w.TTL > 0 {
+		return w.TTL
+	}
+	return DefaultTTL
+}
+
+func (w *Watcher) maxStale() time.Duration {
+	if w.MaxStale > 0 {
+		return w.MaxStale
+	}
+	return DefaultMaxStale
+}
+
+// InSync reports whether the last poll reached the feed's head recently
+// enough that cached entries reflect every acknowledged change but those
+// of the last poll interval.
+func (w *Watcher) InSync() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.inSync()
+}
+
+func (w *Watcher) inSync() bool {
+	return w.started && w.now().Sub(w.synced) < 3*w.interval()
+}
+
+// Poll reads the feed to its head once, invalidating as it goes.
+func (w *Watcher) Poll(ctx context.Context) error {
+	for {
+		w.mu.Lock()
+		after, started := w.cursor, w.started
+		w.mu.Unlock()
+		if !started {
+			after = 0
+		}
+		res, err := w.Feed.ListChanges(ctx, connect.NewRequest(&directoryv1.ListChangesRequest{AfterSequence: after}))
+		if err != nil {
+			return err
+		}
+		m := res.Msg
+		w.apply(m, started)
+		if !m.GetMore() || m.GetCursor() == after {
+			w.mu.Lock()
+			w.synced = w.now()
+			w.mu.Unlock()
+			return nil
+		}
+	}
+}
+
+func (w *Watcher) apply(m *directoryv1.ListChangesResponse, started bool) {
+	changed, all := map[string]bool{}, false
+	w.mu.Lock()
+	if w.applied == nil {
+		w.applied = map[uint64]bool{}
+	}
+	for _, c := range m.GetChanges() {
+		if w.applied[c.GetSequence()] {
+			continue
+		}
+		w.applied[c.GetSequence()] = true
+		if c.GetOrgId() == "" {
+			all = true // an instance-wide change
+		}
+		changed[string(Object(c.GetAggregateId()))] = true
+		changed[string(AnyOf(c.GetOrgId(), c.GetAggregateType()))] = true
+	}
+	for seq := range w.applied {
+		if seq <= m.GetCursor() {
+			delete(w.applied, seq)
+		}
+	}
+	w.cursor = m.GetCursor()
+	if !started {
+		// What was cached before the feed was followed may predate any
+		// change: start from nothing.
+		w.started, all = true, true
+	}
+	if len(changed) > 0 || all {
+		w.gen++
+	}
+	caches := w.caches
+	w.mu.Unlock()
+	if len(changed) > 0 || all {
+		for _, c := range caches {
+			c.invalidate(changed, all)
+		}
+	}
+}
+
+// Run polls every Interval until ctx ends. A failing feed is logged once
+// per outage; a feed the directory does not have (an older version during
+// a rolling upgrade) leaves the caches on TTL.
+func (w *Watcher) Run(ctx context.Context) {
+	w.mu.Lock()
+	w.runCtx = ctx
+	w.mu.Unlock()
+	t := time.NewTicker(w.interval())
+	defer t.Stop()
+	for {
+		err := w.Poll(ctx)
+		w.mu.Lock()
+		was := w.down
+		w.down = err != nil
+		w.mu.Unlock()
+		switch {
+		case err != nil && !was && ctx.Err() == nil:
+			w.logger().WarnContext(ctx, "directory change feed unreachable; cached clients serve for a bounded time",
+				"max_stale", w.maxStale().String(), "err", err)
+		case err == nil && was:
+			w.logger().InfoContext(ctx, "directory change feed in sync again")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Metrics publishes whether the caches run behind the feed.
+func (w *Watcher) Metrics() error {
+	return telemetry.Flag("gatehouse.tokens.directory_cache.behind",
+		"1 while the tokens service's directory cache is not in sync with the directory's change feed (directory unreachable).",
+		func() bool { return !w.InSync() })
+}
+
+func (w *Watcher) logger() *slog.Logger {
+	if w.Logger != nil {
+		return w.Logger
+	}
+	return slog.Default()
+}
+
+// Unavailable reports whether err means the directory could not answer,
+// as opposed to an answer (NotFound is an answer).
+func Unavailable(err error) bool {
+	switch connect.CodeOf(err) {
+	case connect.CodeUnavailable, connect.CodeDeadlineExceeded, connect.CodeUnknown:
+		return true
+	}
+	return errors.Is(err, context.DeadlineExceeded)
+}
+
+// Cache holds values of one kind, each with the objects whose changes
+// invalidate it; a value with none (a negative answer: the object may be
+// created anywhere) is dropped at any change.
+type Cache[V any] struct {
+	w  *Watcher
+	mu sync.Mutex
+	m  map[string]item[V]
+}
+
+type item[V any] struct {
+	v       V
+	deps    []Dep
+	fetched time.Time
+	fetch   Fetch[V] // to read it again after a change
+}
+
+// maxRefetch bounds the entries read again in the background after one
+// poll's changes; the rest are read when next asked for.
+const maxRefetch = 100
+
+// NewCache returns a cache w invalidates.
+func NewCache[V any](w *Watcher) *Cache[V] {
+	c := &Cache[V]{w: w, m: map[string]item[V]{}}
+	w.mu.Lock()
+	w.caches = append(w.caches, c)
+	w.mu.Unlock()
+	return c
+}
+
+// Fetch reads a value from the directory, with what it depends on.
+type Fetch[V any] func(context.Context) (V, []Dep, error)
+
+// Get returns key's value: from memory while it can be trusted, otherwise
+// fetched; when the fetch finds the directory unavailable, a value fetched
+// at most MaxStale ago.
+func (c *Cache[V]) Get(ctx context.Context, key string, fetch Fetch[V]) (V, error) {
+	w := c.w
+	now := w.now()
+	w.mu.Lock()
+	inSync := w.inSync()
+	w.mu.Unlock()
+	c.mu.Lock()
+	it, ok := c.m[key]
+	c.mu.Unlock()
+	if ok && (inSync || now.Sub(it.fetched) < w.ttl()) {
+		return it.v, nil
+	}
+	v, err := c.Refresh(ctx, key, fetch)
+	if err != nil && ok && Unavailable(err) && now.Sub(it.fetched) < w.maxStale() {
+		return it.v, nil
+	}
+	return v, err
+}
+
+// Refresh fetches key's value, bypassing memory, and keeps it unless a
+// change arrived meanwhile (the value may predate it).
+func (c *Cache[V]) Refresh(ctx context.Context, key string, fetch Fetch[V]) (V, error) {
+	w := c.w
+	w.mu.Lock()
+	gen := w.gen
+	w.mu.Unlock()
+	fetched := w.now()
+	v, deps, err := fetch(ctx)
+	if err != nil {
+		return v, err
+	}
+	// Checked and stored under c.mu: an invalidation bumps the generation
+	// before it takes c.mu, so it either sees this entry or makes it stale.
+	c.mu.Lock()
+	w.mu.Lock()
+	current := w.gen == gen
+	w.mu.Unlock()
+	if current {
+		if len(c.m) >= maxEntries {
+			clear(c.m) // bounded memory; a refill costs one fetch each
+		}
+		c.m[key] = item[V]{v: v, deps: deps, fetched: fetched, fetch: fetch}
+	} else {
+		delete(c.m, key)
+	}
+	c.mu.Unlock()
+	return v, nil
+}
+
+// invalidate drops every entry that depends on a changed object, then
+// reads the dropped ones again in the background, so a busy client is in
+// the cache again before a directory outage that follows a change.
+func (c *Cache[V]) invalidate(changed map[string]bool, all bool) {
+	type again struct {
+		key   string
+		fetch Fetch[V]
+	}
+	var refetch []again
+	c.mu.Lock()
+	for k, it := range c.m {
+		drop := all || len(it.deps) == 0
+		for _, d := range it.deps {
+			drop = drop || changed[string(d)]
+		}
+		if drop {
+			delete(c.m, k)
+			if len(it.deps) > 0 && it.fetch != nil && len(refetch) < maxRefetch {
+				refetch = append(refetch, again{k, it.fetch})
+			}
+		}
+	}
+	c.mu.Unlock()
+	if len(refetch) == 0 {
+		return
+	}
+	c.w.mu.Lock()
+	ctx := c.w.runCtx
+	c.w.mu.Unlock()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	go func() {
+		for _, r := range refetch {
+			if ctx.Err() != nil {
+				return
+			}
+			fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, _ = c.Refresh(fctx, r.key, r.fetch)
+			cancel()
+		}
+	}()
+}

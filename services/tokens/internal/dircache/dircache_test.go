@@ -1,0 +1,249 @@
+package dircache
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+
+	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+)
+
+// feed is a directory change log; down makes it unavailable.
+type feed struct {
+	mu      sync.Mutex
+	changes []*directoryv1.Change
+	settled uint64 // cursor it reports
+	down    bool
+}
+
+func (f *feed) ListChanges(_ context.Context, req *connect.Request[directoryv1.ListChangesRequest]) (*connect.Response[directoryv1.ListChangesResponse], error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down {
+		return nil, connect.NewError(connect.CodeUnavailable, errors.New("down"))
+	}
+	after := req.Msg.GetAfterSequence()
+	if after == 0 {
+		after = f.settled
+	}
+	out := &directoryv1.ListChangesResponse{Cursor: f.settled}
+	for _, c := range f.changes {
+		if c.GetSequence() > after {
+			out.Changes = append(out.Changes, c)
+		}
+	}
+	return connect.NewResponse(out), nil
+}
+
+// change records a change of object id ("" org: instance-wide).
+func (f *feed) change(org, typ, id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.changes = append(f.changes, &directoryv1.Change{Sequence: uint64(len(f.changes) + 1), OrgId: org, AggregateType: typ, AggregateId: id})
+}
+
+func (f *feed) setDown(down bool) { f.mu.Lock(); f.down = down; f.mu.Unlock() }
+
+// source is the directory's data: key → (value, org); fails when down.
+type source struct {
+	mu    sync.Mutex
+	vals  map[string]string
+	orgs  map[string]string
+	calls map[string]int
+	down  bool
+}
+
+// fetch reads key; its value depends on the object named key and on the
+// projects of its organization.
+func (s *source) fetch(key string) Fetch[string] {
+	return func(context.Context) (string, []Dep, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.calls[key]++
+		if s.down {
+			return "", nil, connect.NewError(connect.CodeUnavailable, errors.New("down"))
+		}
+		v, ok := s.vals[key]
+		if !ok {
+			return "", nil, nil
+		}
+		return v, []Dep{Object(key), Object(s.orgs[key]), AnyOf(s.orgs[key], "project")}, nil
+	}
+}
+
+func (s *source) set(key, val, org string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.vals[key], s.orgs[key] = val, org
+}
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+func newClock() *clock                   { return &clock{t: time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)} }
+func newSource() *source {
+	return &source{vals: map[string]string{}, orgs: map[string]string{}, calls: map[string]int{}}
+}
+func (s *source) setDown(down bool)        { s.mu.Lock(); s.down = down; s.mu.Unlock() }
+func (s *source) callCount(key string) int { s.mu.Lock(); defer s.mu.Unlock(); return s.calls[key] }
+func mustGet(t *testing.T, c *Cache[string], src *source, key, want string) {
+	t.Helper()
+	got, err := c.Get(context.Background(), key, src.fetch(key))
+	if err != nil || got != want {
+		t.Fatalf("Get(%s) = %q, %v; want %q", key, got, err, want)
+	}
+}
+
+func poll(t *testing.T, w *Watcher) {
+	t.Helper()
+	if err := w.Poll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// In sync, entries serve from memory however old; a change of their
+// organization (and only of theirs) drops them.
+func TestInvalidatedByTheirOrganizationsChanges(t *testing.T) {
+	clk, f, src := newClock(), &feed{}, newSource()
+	w := &Watcher{Feed: f, Now: clk.Now}
+	c := NewCache[string](w)
+	poll(t, w)
+	src.set("a", "a1", "orgA")
+	src.set("b", "b1", "orgB")
+	mustGet(t, c, src, "a", "a1")
+	mustGet(t, c, src, "b", "b1")
+	mustGet(t, c, src, "nobody", "")
+	calls := src.callCount("a")
+
+	clk.Advance(time.Hour)
+	poll(t, w)
+	mustGet(t, c, src, "a", "a1")
+	if src.callCount("a") != calls {
+		t.Fatal("an in-sync entry was fetched again")
+	}
+
+	src.set("a", "a2", "orgA")
+	f.change("orgA", "user", "a")
+	poll(t, w)
+	mustGet(t, c, src, "a", "a2")
+	mustGet(t, c, src, "b", "b1")
+	if got := src.callCount("b"); got != 1 {
+		t.Fatalf("b fetched %d times; a change of a must not drop it", got)
+	}
+
+	// Another user of orgA changing leaves a alone; a project of orgA
+	// (which a's value lists) drops it, as does orgA itself.
+	src.set("a", "a3", "orgA")
+	f.change("orgA", "user", "someone-else")
+	poll(t, w)
+	mustGet(t, c, src, "a", "a2")
+	f.change("orgA", "project", "p1")
+	poll(t, w)
+	mustGet(t, c, src, "a", "a3")
+	src.set("a", "a4", "orgA")
+	f.change("orgA", "org", "orgA")
+	poll(t, w)
+	mustGet(t, c, src, "a", "a4")
+	// A negative answer is dropped at any change: a new client may be in
+	// any organization.
+	src.set("nobody", "now-known", "orgC")
+	f.change("orgC", "user", "nobody")
+	poll(t, w)
+	mustGet(t, c, src, "nobody", "now-known")
+
+	// An instance-wide change drops everything.
+	src.set("b", "b2", "orgB")
+	f.change("", "instance", "instance")
+	poll(t, w)
+	mustGet(t, c, src, "b", "b2")
+}
+
+// Through an outage entries serve until MaxStale after they were fetched,
+// and a change acknowledged before the outage is never served stale.
+func TestServesStaleThroughOutageOnlyBounded(t *testing.T) {
+	clk, f, src := newClock(), &feed{}, newSource()
+	w := &Watcher{Feed: f, Now: clk.Now, MaxStale: 10 * time.Minute}
+	c := NewCache[string](w)
+	poll(t, w)
+	src.set("a", "a1", "orgA")
+	src.set("gone", "g1", "orgG")
+	mustGet(t, c, src, "a", "a1")
+	mustGet(t, c, src, "gone", "g1")
+
+	// "gone" is removed; the change is seen, then the directory goes down.
+	delete(src.vals, "gone")
+	f.change("orgG", "user", "gone")
+	poll(t, w)
+	f.setDown(true)
+	src.setDown(true)
+
+	clk.Advance(5 * time.Minute)
+	if err := w.Poll(context.Background()); err == nil {
+		t.Fatal("poll of a down feed succeeded")
+	}
+	if w.InSync() {
+		t.Fatal("in sync with a down feed")
+	}
+	mustGet(t, c, src, "a", "a1")
+	// Known to be gone (read again after the change) or unavailable,
+	// never the stale value.
+	if v, err := c.Get(context.Background(), "gone", src.fetch("gone")); v != "" || (err != nil && !Unavailable(err)) {
+		t.Fatalf("removed entry during the outage: %q, %v; want unknown or unavailable", v, err)
+	}
+	clk.Advance(6 * time.Minute)
+	if v, err := c.Get(context.Background(), "a", src.fetch("a")); !Unavailable(err) {
+		t.Fatalf("past MaxStale: %q, %v; want unavailable", v, err)
+	}
+
+	// Back up: fresh again.
+	f.setDown(false)
+	src.setDown(false)
+	src.set("a", "a3", "orgA")
+	f.change("orgA", "user", "a")
+	poll(t, w)
+	mustGet(t, c, src, "a", "a3")
+}
+
+// Without a feed (an older directory) entries live for TTL only.
+func TestWithoutFeedEntriesLiveForTTL(t *testing.T) {
+	clk, src := newClock(), newSource()
+	w := &Watcher{Now: clk.Now, TTL: 10 * time.Second}
+	c := NewCache[string](w)
+	src.set("a", "a1", "orgA")
+	mustGet(t, c, src, "a", "a1")
+	src.set("a", "a2", "orgA")
+	clk.Advance(5 * time.Second)
+	mustGet(t, c, src, "a", "a1")
+	clk.Advance(6 * time.Second)
+	mustGet(t, c, src, "a", "a2")
+}
+
+// A fetch that overlaps an invalidation is not kept: it may predate the
+// change.
+func TestFetchOverlappingAChangeIsNotKept(t *testing.T) {
+	clk, f, src := newClock(), &feed{}, newSource()
+	w := &Watcher{Feed: f, Now: clk.Now}
+	c := NewCache[string](w)
+	poll(t, w)
+	src.set("a", "old", "orgA")
+	racing := func(context.Context) (string, []Dep, error) {
+		// The directory answered with the old value; the change lands
+		// before the answer is stored.
+		src.set("a", "new", "orgA")
+		f.change("orgA", "user", "a")
+		poll(t, w)
+		return "old", []Dep{Object("a")}, nil
+	}
+	if v, err := c.Get(context.Background(), "a", racing); err != nil || v != "old" {
+		t.Fatalf("racing Get = %q, %v", v, err)
+	}
+	mustGet(t, c, src, "a", "new")
+}
