@@ -88,3 +88,87 @@ func TestDirectoryOutageTokensKeepServing(t *testing.T) {
 		t.Fatalf("management API after the outage: %d %v", status, body)
 	}
 }
+
+// TestTokensOutageManagementKeepsWorking: the directory verifies JWT
+// management tokens itself and follows the revocation list, so a revoked
+// token stops working within about a second, and with the tokens service
+// down, admins keep working with tokens issued before the outage.
+func TestTokensOutageManagementKeepsWorking(t *testing.T) {
+	d := startDistributed(t, testutil.RedisURL(t))
+	_, tok := operatorToken(t, d.edge.base, d.directoryData, d.issuer)
+	admin := tok["access_token"].(string)
+	// The directory started before tokens: wait until it follows the list.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		_, body := do(t, "GET", d.directory.base+"/readyz", nil, nil)
+		if strings.Contains(body, `"revocationList":"in sync"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("directory /readyz: %s; want the revocation list in sync", body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	// A JWT machine user with a role in the default organization.
+	_, mu := restJSON(t, "POST", d.edge.base+"/management/v1/users/machine", admin,
+		map[string]any{"userName": "ops", "name": "ops", "accessTokenType": "ACCESS_TOKEN_TYPE_JWT"})
+	uid := str(mu["userId"])
+	_, sec := restJSON(t, "PUT", d.edge.base+"/management/v1/users/"+uid+"/secret", admin, map[string]any{})
+	if status, body := restJSON(t, "POST", d.edge.base+"/management/v1/orgs/me/members", admin, map[string]any{
+		"userId": uid, "roles": []string{"ORG_USER_MANAGER"}}); status != 200 {
+		t.Fatalf("AddOrgMember: %d %v", status, body)
+	}
+	form := url.Values{"grant_type": {"client_credentials"}, "client_id": {str(sec["clientId"])}, "client_secret": {str(sec["clientSecret"])},
+		"scope": {"urn:gatehouse:iam:org:project:id:gatehouse:aud"}}
+	jwtToken := func() string {
+		status, body := postForm(t, d.edge.base+"/oauth/v2/token", form)
+		at := str(body["access_token"])
+		if status != 200 || strings.Count(at, ".") != 2 {
+			t.Fatalf("client_credentials: %d %v; want a JWT", status, body)
+		}
+		return at
+	}
+	me := func(token string) int {
+		status, body := restJSON(t, "GET", d.edge.base+"/management/v1/users/"+uid, token, nil)
+		if status != 200 && status != 401 {
+			t.Logf("GetUser: %d %v", status, body)
+		}
+		return status
+	}
+	revoked, used, unused := jwtToken(), jwtToken(), jwtToken()
+	for _, tk := range []string{revoked, used, admin} {
+		if s := me(tk); s != 200 {
+			t.Fatalf("before: %d", s)
+		}
+	}
+
+	// Revocation reaches the management API within about a second.
+	if status, body := postForm(t, d.edge.base+"/oauth/v2/revoke", url.Values{"token": {revoked},
+		"client_id": {str(sec["clientId"])}, "client_secret": {str(sec["clientSecret"])}}); status != 200 {
+		t.Fatalf("revoke: %d %v", status, body)
+	}
+	start := time.Now()
+	for me(revoked) != 401 {
+		if time.Since(start) > 5*time.Second {
+			t.Fatal("a revoked token still works on the management API after 5 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("revocation reached the management API in %v", time.Since(start).Round(time.Millisecond))
+
+	tokensAddr := strings.TrimPrefix(d.tokens.base, "http://")
+	d.tokens.stop(t)
+	for name, tk := range map[string]string{"used JWT": used, "unused JWT": unused, "used opaque": admin} {
+		if s := me(tk); s != 200 {
+			t.Errorf("%s with the tokens service down: %d; want 200", name, s)
+		}
+	}
+	if s := me(revoked); s != 401 {
+		t.Errorf("revoked JWT with the tokens service down: %d; want 401", s)
+	}
+
+	d.tokens = startProc(t, config.RoleTokens, d.env(t.TempDir(), "GATEHOUSE_ADDR", tokensAddr, "GATEHOUSE_DIRECTORY_URL", d.directory.base))
+	if s := me(jwtToken()); s != 200 {
+		t.Fatalf("after the tokens service is back: %d", s)
+	}
+}

@@ -93,7 +93,12 @@ type Config struct {
 	// refused unless IdPAllowLoopback (development and tests); private
 	// ranges are allowed unless IdPDenyPrivate.
 	IdPAllowLoopback bool // GATEHOUSE_IDP_ALLOW_LOOPBACK
-	IdPDenyPrivate   bool // GATEHOUSE_IDP_DENY_PRIVATE
+	// CacheMaxStale (GATEHOUSE_CACHE_MAX_STALE, default 15m) bounds how long
+	// what one service cached of another keeps serving through that
+	// service's outage: tokens' clients and machine keys, directory's
+	// checked management tokens.
+	CacheMaxStale  time.Duration
+	IdPDenyPrivate bool // GATEHOUSE_IDP_DENY_PRIVATE
 }
 
 // Tokens configures the tokens service: signing and lifetimes.
@@ -107,10 +112,6 @@ type Tokens struct {
 	RefreshAbsLifetime  time.Duration // GATEHOUSE_REFRESH_TOKEN_ABSOLUTE_LIFETIME, default 2160h (90 days)
 	AuthCodeLifetime    time.Duration // GATEHOUSE_AUTH_CODE_LIFETIME, default 60s
 	RefreshReuseGrace   time.Duration // GATEHOUSE_REFRESH_REUSE_GRACE, default 10s (0: none)
-	// DirectoryMaxStale: GATEHOUSE_DIRECTORY_CACHE_MAX_STALE, default 15m:
-	// how long cached clients and machine keys keep serving through a
-	// directory outage.
-	DirectoryMaxStale time.Duration
 }
 
 // Getenv looks up one variable; os.Getenv satisfies it.
@@ -173,6 +174,7 @@ func Load(role Role, getenv Getenv) (*Config, error) {
 	if p.str("GATEHOUSE_DRAIN_DELAY", "") != "" {
 		c.DrainDelay = p.durationOrZero("GATEHOUSE_DRAIN_DELAY")
 	}
+	c.CacheMaxStale = p.duration("GATEHOUSE_CACHE_MAX_STALE", 15*time.Minute)
 	c.IdPAllowLoopback = p.bool("GATEHOUSE_IDP_ALLOW_LOOPBACK")
 	c.IdPDenyPrivate = p.bool("GATEHOUSE_IDP_DENY_PRIVATE")
 	c.Tokens = Tokens{
@@ -185,7 +187,6 @@ func Load(role Role, getenv Getenv) (*Config, error) {
 		RefreshAbsLifetime:  p.duration("GATEHOUSE_REFRESH_TOKEN_ABSOLUTE_LIFETIME", 90*24*time.Hour),
 		AuthCodeLifetime:    p.duration("GATEHOUSE_AUTH_CODE_LIFETIME", 60*time.Second),
 		RefreshReuseGrace:   10 * time.Second,
-		DirectoryMaxStale:   p.duration("GATEHOUSE_DIRECTORY_CACHE_MAX_STALE", 15*time.Minute),
 	}
 	if p.str("GATEHOUSE_REFRESH_REUSE_GRACE", "") != "" {
 		c.Tokens.RefreshReuseGrace = p.durationOrZero("GATEHOUSE_REFRESH_REUSE_GRACE")

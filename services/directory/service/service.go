@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
@@ -30,14 +31,15 @@ import (
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/management"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/orgs"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/projections"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/tokencheck"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/users"
 	"github.com/gatehouse-id/gatehouse/services/directory/migrations"
 )
 
-// Tokens is what directory needs of the tokens service: introspection of
+// Tokens is what directory needs of the tokens service: checking
 // management API access tokens, and the revocation of a user's tokens.
 type Tokens interface {
-	authz.Introspector
+	tokencheck.Tokens
 	cutoff.Revoker
 }
 
@@ -51,6 +53,7 @@ type Deps struct {
 type Service struct {
 	db       *db.DB
 	cutoffs  *cutoff.Outbox
+	tokens   *tokencheck.Checker
 	stop     context.CancelFunc
 	done     chan struct{}
 	es       *eventstore.Store
@@ -107,7 +110,10 @@ func New(ctx context.Context, env process.Env, deps Deps) (*Service, error) {
 	s.stop, s.done = stop, make(chan struct{})
 	go func() {
 		defer close(s.done)
-		s.cutoffs.Run(bg, cutoffRetry)
+		var wg sync.WaitGroup
+		wg.Go(func() { s.cutoffs.Run(bg, cutoffRetry) })
+		wg.Go(func() { s.tokens.Run(bg) })
+		wg.Wait()
 	}()
 	return s, nil
 }
@@ -147,7 +153,9 @@ func (s *Service) build(masterKey []byte, env process.Env, deps Deps) error {
 	if err != nil {
 		return err
 	}
-	az := authz.NewInterceptor(deps.Tokens, authzDirectory{orgs: orgQ, users: userQ}, management.Rules(), env.Logger)
+	s.tokens = &tokencheck.Checker{Tokens: deps.Tokens, Issuer: env.Config.Issuer.String(), Audience: authz.Audience,
+		MaxStale: env.Config.CacheMaxStale, Logger: env.Logger}
+	az := authz.NewInterceptor(s.tokens, authzDirectory{orgs: orgQ, users: userQ}, management.Rules(), env.Logger)
 	public, err := api.NewHandler(mgmt, env.Logger, otel, az)
 	if err != nil {
 		return err
@@ -167,6 +175,12 @@ func (s *Service) build(masterKey []byte, env process.Env, deps Deps) error {
 	mux.Handle("/", public)
 	s.handler = mux
 	return nil
+}
+
+// Details implements process.Detailer: whether management tokens are
+// checked against a current revocation list.
+func (s *Service) Details() map[string]any {
+	return map[string]any{"revocationList": s.tokens.Status()}
 }
 
 // DirectoryService is the in-process internal API, for edge's embedded mode.

@@ -211,6 +211,22 @@ func (l *lateTokens) RevokeUserTokens(ctx context.Context, req *connect.Request[
 	return (*h).RevokeUserTokens(ctx, req)
 }
 
+func (l *lateTokens) ListRevocations(ctx context.Context, req *connect.Request[tokensv1.ListRevocationsRequest]) (*connect.Response[tokensv1.ListRevocationsResponse], error) {
+	h := l.h.Load()
+	if h == nil {
+		return nil, errTokensNotStarted
+	}
+	return (*h).ListRevocations(ctx, req)
+}
+
+func (l *lateTokens) GetKeySet(ctx context.Context, req *connect.Request[tokensv1.GetKeySetRequest]) (*connect.Response[tokensv1.GetKeySetResponse], error) {
+	h := l.h.Load()
+	if h == nil {
+		return nil, errTokensNotStarted
+	}
+	return (*h).GetKeySet(ctx, req)
+}
+
 // redisLimiter owns its client.
 type redisLimiter struct {
 	*ratelimit.Redis

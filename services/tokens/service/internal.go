@@ -2,13 +2,17 @@ package service
 
 import (
 	"context"
+	"errors"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1/tokensv1connect"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/introspection"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/jwks"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/lifecycle"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/revocation"
 )
 
 // internalAPI is the internal TokenService: introspection for directory,
@@ -18,6 +22,8 @@ type internalAPI struct {
 	tokensv1connect.UnimplementedTokenServiceHandler
 	validator *introspection.Validator
 	life      *lifecycle.Lifecycle
+	revoked   *revocation.List
+	keySet    *jwks.Handler
 }
 
 var _ tokensv1connect.TokenServiceHandler = (*internalAPI)(nil)
@@ -44,4 +50,27 @@ func (a *internalAPI) RevokeSession(ctx context.Context, req *connect.Request[to
 
 func (a *internalAPI) RevokeUserTokens(ctx context.Context, req *connect.Request[tokensv1.RevokeUserTokensRequest]) (*connect.Response[tokensv1.RevokeUserTokensResponse], error) {
 	return a.life.RevokeUserTokens(ctx, req)
+}
+
+func (a *internalAPI) ListRevocations(ctx context.Context, req *connect.Request[tokensv1.ListRevocationsRequest]) (*connect.Response[tokensv1.ListRevocationsResponse], error) {
+	entries, cursor, more, err := a.revoked.Feed(ctx, req.Msg.GetCursor())
+	if errors.Is(err, revocation.ErrInvalidCursor) {
+		return nil, connect.NewError(connect.CodeInvalidArgument, err)
+	}
+	if err != nil {
+		return nil, connect.NewError(connect.CodeUnavailable, err)
+	}
+	out := &tokensv1.ListRevocationsResponse{Cursor: cursor, More: more}
+	for _, e := range entries {
+		out.Revocations = append(out.Revocations, &tokensv1.Revocation{Id: e.ID, ExpiresAt: timestamppb.New(e.ExpiresAt)})
+	}
+	return connect.NewResponse(out), nil
+}
+
+func (a *internalAPI) GetKeySet(context.Context, *connect.Request[tokensv1.GetKeySetRequest]) (*connect.Response[tokensv1.GetKeySetResponse], error) {
+	body, err := a.keySet.Body()
+	if err != nil {
+		return nil, connect.NewError(connect.CodeInternal, err)
+	}
+	return connect.NewResponse(&tokensv1.GetKeySetResponse{Jwks: body}), nil
 }

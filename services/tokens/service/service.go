@@ -146,7 +146,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 		AccessTTL: t.AccessTokenLifetime, IDTTL: t.IDTokenLifetime, Now: time.Now}
 	validator := &introspection.Validator{Issuer: issuer, Keys: s.keys, Store: records, Hasher: hasher, Revoked: s.revoked, Now: time.Now}
 	// Clients and machine keys stay available through a directory outage.
-	s.watcher = &dircache.Watcher{Feed: deps.Directory, MaxStale: t.DirectoryMaxStale, Logger: env.Logger}
+	s.watcher = &dircache.Watcher{Feed: deps.Directory, MaxStale: cfg.CacheMaxStale, Logger: env.Logger}
 	if err := s.watcher.Metrics(); err != nil {
 		return nil, err
 	}
@@ -161,7 +161,8 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 		Keys: s.keys, Dir: deps.Directory, Clients: auth.Cache, CodeTTL: t.AuthCodeLifetime, RefreshIdle: t.RefreshIdleLifetime,
 		RefreshAbs: t.RefreshAbsLifetime, ReuseGrace: t.RefreshReuseGrace, Now: time.Now, Logger: env.Logger}
 
-	s.public.Handle(jwks.Path, jwks.NewHandler(s.keys, s.keys.KeySetMaxAge(), env.Logger))
+	keySet := jwks.NewHandler(s.keys, s.keys.KeySetMaxAge(), env.Logger)
+	s.public.Handle(jwks.Path, keySet)
 	s.public.Handle(discovery.Path, discovery.NewHandler(issuer, s.keys.DefaultAlgorithm(), s.keys, env.Logger))
 	s.public.Handle("/oauth/v2/token", grants.New(grants.Deps{Auth: auth, Minter: minter, Dir: dir, Assertions: verifier, Lifecycle: life, Cuts: s.revoked}, env.Logger))
 	s.public.Handle(introspection.Path, introspection.NewEndpoint(validator, auth, deps.Directory, env.Logger))
@@ -183,7 +184,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 		s.public.Handle(p, ah)
 	}
 
-	s.internal = &internalAPI{validator: validator, life: life}
+	s.internal = &internalAPI{validator: validator, life: life, revoked: s.revoked, keySet: keySet}
 	iopts, err := rpc.InternalHandlerOptions(cfg.InternalToken)
 	if err != nil {
 		return nil, err

@@ -15,13 +15,11 @@ package authz
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"connectrpc.com/connect"
@@ -29,8 +27,8 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
-	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/tokencheck"
 )
 
 // Audience is the management API's audience (its reserved project id).
@@ -114,9 +112,9 @@ type Rule struct {
 	GrantRoles string
 }
 
-// Introspector checks access tokens (the tokens service's internal API).
-type Introspector interface {
-	Introspect(context.Context, *connect.Request[tokensv1.IntrospectRequest]) (*connect.Response[tokensv1.IntrospectResponse], error)
+// TokenChecker checks access tokens; tokencheck.Checker implements it.
+type TokenChecker interface {
+	Check(ctx context.Context, raw string) (tokencheck.Token, error)
 }
 
 // Principal is what authorization needs of the calling user.
@@ -189,29 +187,17 @@ func FromContext(ctx context.Context) *Caller {
 
 // Interceptor is the management API's authentication and authorization.
 type Interceptor struct {
-	intro  Introspector
+	tokens TokenChecker
 	dir    Directory
 	rules  map[string]Rule
 	logger *slog.Logger
 	now    func() time.Time
-	ttl    time.Duration
-
-	mu    sync.Mutex
-	cache map[[32]byte]cached
 }
-
-type cached struct {
-	userID   string
-	issuedAt time.Time
-	expires  time.Time
-}
-
-const maxCache = 10000
 
 // NewInterceptor returns the interceptor. rules maps every procedure to its
 // Rule; a procedure missing from it is refused (fail closed).
-func NewInterceptor(intro Introspector, dir Directory, rules map[string]Rule, logger *slog.Logger) *Interceptor {
-	return &Interceptor{intro: intro, dir: dir, rules: rules, logger: logger, now: time.Now, ttl: 10 * time.Second, cache: map[[32]byte]cached{}}
+func NewInterceptor(tokens TokenChecker, dir Directory, rules map[string]Rule, logger *slog.Logger) *Interceptor {
+	return &Interceptor{tokens: tokens, dir: dir, rules: rules, logger: logger, now: time.Now}
 }
 
 var _ connect.Interceptor = (*Interceptor)(nil)
@@ -394,43 +380,17 @@ func stringsField(msg proto.Message, name string) []string {
 	return []string{m.Get(fd).String()}
 }
 
-// subject introspects token (or reuses a recent answer) and returns its
-// user id and issue time.
+// subject checks token and returns its user id and issue time.
 func (i *Interceptor) subject(ctx context.Context, token string) (string, time.Time, error) {
-	key := sha256.Sum256([]byte(token))
-	now := i.now()
-	i.mu.Lock()
-	if c, ok := i.cache[key]; ok && now.Before(c.expires) {
-		i.mu.Unlock()
-		return c.userID, c.issuedAt, nil
-	}
-	i.mu.Unlock()
-
-	res, err := i.intro.Introspect(ctx, connect.NewRequest(&tokensv1.IntrospectRequest{Token: token, Audience: Audience}))
-	if err != nil {
-		i.logger.WarnContext(ctx, "token introspection failed", "err", err)
-		switch connect.CodeOf(err) {
-		case connect.CodeUnavailable, connect.CodeUnimplemented, connect.CodeDeadlineExceeded:
-			// The tokens service is down or not yet able to introspect:
-			// a dependency outage, answered 503 so clients retry.
-			return "", time.Time{}, connect.NewError(connect.CodeUnavailable, errors.New("token introspection unavailable; retry"))
-		}
-		return "", time.Time{}, connect.NewError(connect.CodeInternal, errors.New("token introspection failed"))
-	}
-	m := res.Msg
-	if !m.GetActive() || m.GetSubject() == "" || !slices.Contains(m.GetAudience(), Audience) {
+	t, err := i.tokens.Check(ctx, token)
+	switch {
+	case errors.Is(err, tokencheck.ErrInactive):
 		return "", time.Time{}, apierr.Unauthenticated("AUTHZ-invalid-token", "the access token is invalid, expired, revoked or not for the management API")
+	case err != nil:
+		// The tokens service is down: a dependency outage, answered 503
+		// so clients retry, never a verdict on the token.
+		i.logger.WarnContext(ctx, "token check failed", "err", err)
+		return "", time.Time{}, connect.NewError(connect.CodeUnavailable, errors.New("token check unavailable; retry"))
 	}
-	expires := now.Add(i.ttl)
-	if exp := m.GetExpiresAt(); exp != nil && exp.AsTime().Before(expires) {
-		expires = exp.AsTime()
-	}
-	i.mu.Lock()
-	if len(i.cache) >= maxCache {
-		clear(i.cache) // bounded memory; a refill costs one introspection each
-	}
-	issued := m.GetIssuedAt().AsTime()
-	i.cache[key] = cached{userID: m.GetSubject(), issuedAt: issued, expires: expires}
-	i.mu.Unlock()
-	return m.GetSubject(), issued, nil
+	return t.Subject, t.IssuedAt, nil
 }

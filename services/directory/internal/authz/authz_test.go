@@ -12,6 +12,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/logging"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/tokencheck"
 )
 
 // fakeTokens answers introspection from a table.
@@ -22,6 +23,15 @@ func (f fakeTokens) Introspect(_ context.Context, req *connect.Request[tokensv1.
 		return connect.NewResponse(r), nil
 	}
 	return connect.NewResponse(&tokensv1.IntrospectResponse{}), nil
+}
+
+// Without a revocation list the checker introspects every token.
+func (f fakeTokens) ListRevocations(context.Context, *connect.Request[tokensv1.ListRevocationsRequest]) (*connect.Response[tokensv1.ListRevocationsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, nil)
+}
+
+func (f fakeTokens) GetKeySet(context.Context, *connect.Request[tokensv1.GetKeySetRequest]) (*connect.Response[tokensv1.GetKeySetResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, nil)
 }
 
 // fakeDirectory knows users (id -> org), which are inactive, and roles.
@@ -94,7 +104,7 @@ func TestOrgNone(t *testing.T) {
 		"/test/Wrong":    {Permission: OrgOwner, Org: OrgNone},
 		"/test/OrgScope": {Permission: Authenticated, Org: OrgFromHeader},
 	}
-	i := NewInterceptor(tokens, dir, rules, logging.Discard())
+	i := NewInterceptor(&tokencheck.Checker{Tokens: tokens, Audience: Audience}, dir, rules, logging.Discard())
 	ctx := context.Background()
 
 	for _, header := range []string{"", "org-a", "org-b", "no-such-org"} {

@@ -13,6 +13,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -68,6 +69,17 @@ func (i *Introspector) CutUsers() []string {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	return append([]string(nil), i.Cut...)
+}
+
+// ListRevocations is not offered: the directory then asks Introspect
+// about every token, so the map above decides.
+func (i *Introspector) ListRevocations(context.Context, *connect.Request[tokensv1.ListRevocationsRequest]) (*connect.Response[tokensv1.ListRevocationsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("no revocation list"))
+}
+
+// GetKeySet is not offered (the test tokens are not JWTs).
+func (i *Introspector) GetKeySet(context.Context, *connect.Request[tokensv1.GetKeySetRequest]) (*connect.Response[tokensv1.GetKeySetResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("no key set"))
 }
 
 // Introspect implements the tokens service's internal Introspect.

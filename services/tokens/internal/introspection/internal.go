@@ -32,5 +32,6 @@ func (v *Validator) Introspect(ctx context.Context, req *connect.Request[tokensv
 		ExpiresAt: timestamppb.New(t.ExpiresAt),
 		IssuedAt:  timestamppb.New(t.IssuedAt),
 		OrgId:     t.OrgID,
+		TokenId:   t.ID,
 	}), nil
 }

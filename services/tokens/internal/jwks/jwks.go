@@ -84,6 +84,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// Body is the key set as served, for the internal API's GetKeySet.
+func (h *Handler) Body() ([]byte, error) {
+	doc, err := h.document()
+	if err != nil {
+		return nil, err
+	}
+	return doc.body, nil
+}
+
 // document returns the serialized key set, serializing it again only when
 // the source's version has changed.
 func (h *Handler) document() (*document, error) {

@@ -22,6 +22,255 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// ListRevocationsRequest names where to resume.
+type ListRevocationsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The previous response's cursor; empty for the beginning.
+	Cursor        string `protobuf:"bytes,1,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRevocationsRequest) Reset() {
+	*x = ListRevocationsRequest{}
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRevocationsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRevocationsRequest) ProtoMessage() {}
+
+func (x *ListRevocationsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRevocationsRequest.ProtoReflect.Descriptor instead.
+func (*ListRevocationsRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ListRevocationsRequest) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+// Revocation is one entry of the revocation list.
+type Revocation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A token id (jti), or "user:<user id>" for a user's cut-off.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Until when the entry holds; for a user's cut-off, tokens expiring at
+	// or before it are revoked.
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Revocation) Reset() {
+	*x = Revocation{}
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Revocation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Revocation) ProtoMessage() {}
+
+func (x *Revocation) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Revocation.ProtoReflect.Descriptor instead.
+func (*Revocation) Descriptor() ([]byte, []int) {
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Revocation) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Revocation) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+// ListRevocationsResponse carries revocations in the order recorded.
+type ListRevocationsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most 1000 revocations after the cursor.
+	Revocations []*Revocation `protobuf:"bytes,1,rep,name=revocations,proto3" json:"revocations,omitempty"`
+	// Every revocation up to here is final: resume after it.
+	Cursor string `protobuf:"bytes,2,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	// More revocations follow; ask again at once.
+	More          bool `protobuf:"varint,3,opt,name=more,proto3" json:"more,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRevocationsResponse) Reset() {
+	*x = ListRevocationsResponse{}
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRevocationsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRevocationsResponse) ProtoMessage() {}
+
+func (x *ListRevocationsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRevocationsResponse.ProtoReflect.Descriptor instead.
+func (*ListRevocationsResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ListRevocationsResponse) GetRevocations() []*Revocation {
+	if x != nil {
+		return x.Revocations
+	}
+	return nil
+}
+
+func (x *ListRevocationsResponse) GetCursor() string {
+	if x != nil {
+		return x.Cursor
+	}
+	return ""
+}
+
+func (x *ListRevocationsResponse) GetMore() bool {
+	if x != nil {
+		return x.More
+	}
+	return false
+}
+
+// GetKeySetRequest is empty.
+type GetKeySetRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetKeySetRequest) Reset() {
+	*x = GetKeySetRequest{}
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetKeySetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetKeySetRequest) ProtoMessage() {}
+
+func (x *GetKeySetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetKeySetRequest.ProtoReflect.Descriptor instead.
+func (*GetKeySetRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{3}
+}
+
+// GetKeySetResponse carries the key set.
+type GetKeySetResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The JWK set, JSON.
+	Jwks          []byte `protobuf:"bytes,1,opt,name=jwks,proto3" json:"jwks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetKeySetResponse) Reset() {
+	*x = GetKeySetResponse{}
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetKeySetResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetKeySetResponse) ProtoMessage() {}
+
+func (x *GetKeySetResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetKeySetResponse.ProtoReflect.Descriptor instead.
+func (*GetKeySetResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *GetKeySetResponse) GetJwks() []byte {
+	if x != nil {
+		return x.Jwks
+	}
+	return nil
+}
+
 // RevokeUserTokensRequest names the user and the cut-off.
 type RevokeUserTokensRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -35,7 +284,7 @@ type RevokeUserTokensRequest struct {
 
 func (x *RevokeUserTokensRequest) Reset() {
 	*x = RevokeUserTokensRequest{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[0]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -47,7 +296,7 @@ func (x *RevokeUserTokensRequest) String() string {
 func (*RevokeUserTokensRequest) ProtoMessage() {}
 
 func (x *RevokeUserTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[0]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -60,7 +309,7 @@ func (x *RevokeUserTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeUserTokensRequest.ProtoReflect.Descriptor instead.
 func (*RevokeUserTokensRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{0}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *RevokeUserTokensRequest) GetUserId() string {
@@ -86,7 +335,7 @@ type RevokeUserTokensResponse struct {
 
 func (x *RevokeUserTokensResponse) Reset() {
 	*x = RevokeUserTokensResponse{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[1]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -98,7 +347,7 @@ func (x *RevokeUserTokensResponse) String() string {
 func (*RevokeUserTokensResponse) ProtoMessage() {}
 
 func (x *RevokeUserTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[1]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -111,7 +360,7 @@ func (x *RevokeUserTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeUserTokensResponse.ProtoReflect.Descriptor instead.
 func (*RevokeUserTokensResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{1}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{6}
 }
 
 // IntrospectRequest carries a token.
@@ -128,7 +377,7 @@ type IntrospectRequest struct {
 
 func (x *IntrospectRequest) Reset() {
 	*x = IntrospectRequest{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[2]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -140,7 +389,7 @@ func (x *IntrospectRequest) String() string {
 func (*IntrospectRequest) ProtoMessage() {}
 
 func (x *IntrospectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[2]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -153,7 +402,7 @@ func (x *IntrospectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IntrospectRequest.ProtoReflect.Descriptor instead.
 func (*IntrospectRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{2}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *IntrospectRequest) GetToken() string {
@@ -188,14 +437,17 @@ type IntrospectResponse struct {
 	// Organization of the subject.
 	OrgId string `protobuf:"bytes,7,opt,name=org_id,json=orgId,proto3" json:"org_id,omitempty"`
 	// Issue time (whole seconds).
-	IssuedAt      *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=issued_at,json=issuedAt,proto3" json:"issued_at,omitempty"`
+	IssuedAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=issued_at,json=issuedAt,proto3" json:"issued_at,omitempty"`
+	// The token's id (jti, or the opaque token's record id), as revocations
+	// name it.
+	TokenId       string `protobuf:"bytes,9,opt,name=token_id,json=tokenId,proto3" json:"token_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *IntrospectResponse) Reset() {
 	*x = IntrospectResponse{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[3]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -207,7 +459,7 @@ func (x *IntrospectResponse) String() string {
 func (*IntrospectResponse) ProtoMessage() {}
 
 func (x *IntrospectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[3]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -220,7 +472,7 @@ func (x *IntrospectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IntrospectResponse.ProtoReflect.Descriptor instead.
 func (*IntrospectResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{3}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *IntrospectResponse) GetActive() bool {
@@ -279,6 +531,13 @@ func (x *IntrospectResponse) GetIssuedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *IntrospectResponse) GetTokenId() string {
+	if x != nil {
+		return x.TokenId
+	}
+	return ""
+}
+
 // CreateAuthorizationCodeRequest is a completed authorization request.
 type CreateAuthorizationCodeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -314,7 +573,7 @@ type CreateAuthorizationCodeRequest struct {
 
 func (x *CreateAuthorizationCodeRequest) Reset() {
 	*x = CreateAuthorizationCodeRequest{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[4]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -326,7 +585,7 @@ func (x *CreateAuthorizationCodeRequest) String() string {
 func (*CreateAuthorizationCodeRequest) ProtoMessage() {}
 
 func (x *CreateAuthorizationCodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[4]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -339,7 +598,7 @@ func (x *CreateAuthorizationCodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAuthorizationCodeRequest.ProtoReflect.Descriptor instead.
 func (*CreateAuthorizationCodeRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{4}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CreateAuthorizationCodeRequest) GetClientId() string {
@@ -423,7 +682,7 @@ type CreateAuthorizationCodeResponse struct {
 
 func (x *CreateAuthorizationCodeResponse) Reset() {
 	*x = CreateAuthorizationCodeResponse{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[5]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -435,7 +694,7 @@ func (x *CreateAuthorizationCodeResponse) String() string {
 func (*CreateAuthorizationCodeResponse) ProtoMessage() {}
 
 func (x *CreateAuthorizationCodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[5]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -448,7 +707,7 @@ func (x *CreateAuthorizationCodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAuthorizationCodeResponse.ProtoReflect.Descriptor instead.
 func (*CreateAuthorizationCodeResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{5}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CreateAuthorizationCodeResponse) GetCode() string {
@@ -486,7 +745,7 @@ type CreateImplicitTokensRequest struct {
 
 func (x *CreateImplicitTokensRequest) Reset() {
 	*x = CreateImplicitTokensRequest{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[6]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -498,7 +757,7 @@ func (x *CreateImplicitTokensRequest) String() string {
 func (*CreateImplicitTokensRequest) ProtoMessage() {}
 
 func (x *CreateImplicitTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[6]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -511,7 +770,7 @@ func (x *CreateImplicitTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateImplicitTokensRequest.ProtoReflect.Descriptor instead.
 func (*CreateImplicitTokensRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{6}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CreateImplicitTokensRequest) GetClientId() string {
@@ -596,7 +855,7 @@ type CreateImplicitTokensResponse struct {
 
 func (x *CreateImplicitTokensResponse) Reset() {
 	*x = CreateImplicitTokensResponse{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[7]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -608,7 +867,7 @@ func (x *CreateImplicitTokensResponse) String() string {
 func (*CreateImplicitTokensResponse) ProtoMessage() {}
 
 func (x *CreateImplicitTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[7]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -621,7 +880,7 @@ func (x *CreateImplicitTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateImplicitTokensResponse.ProtoReflect.Descriptor instead.
 func (*CreateImplicitTokensResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{7}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CreateImplicitTokensResponse) GetIdToken() string {
@@ -672,7 +931,7 @@ type VerifyIDTokenHintRequest struct {
 
 func (x *VerifyIDTokenHintRequest) Reset() {
 	*x = VerifyIDTokenHintRequest{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[8]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -684,7 +943,7 @@ func (x *VerifyIDTokenHintRequest) String() string {
 func (*VerifyIDTokenHintRequest) ProtoMessage() {}
 
 func (x *VerifyIDTokenHintRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[8]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -697,7 +956,7 @@ func (x *VerifyIDTokenHintRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyIDTokenHintRequest.ProtoReflect.Descriptor instead.
 func (*VerifyIDTokenHintRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{8}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *VerifyIDTokenHintRequest) GetIdToken() string {
@@ -733,7 +992,7 @@ type VerifyIDTokenHintResponse struct {
 
 func (x *VerifyIDTokenHintResponse) Reset() {
 	*x = VerifyIDTokenHintResponse{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[9]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -745,7 +1004,7 @@ func (x *VerifyIDTokenHintResponse) String() string {
 func (*VerifyIDTokenHintResponse) ProtoMessage() {}
 
 func (x *VerifyIDTokenHintResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[9]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -758,7 +1017,7 @@ func (x *VerifyIDTokenHintResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyIDTokenHintResponse.ProtoReflect.Descriptor instead.
 func (*VerifyIDTokenHintResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{9}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *VerifyIDTokenHintResponse) GetSubject() string {
@@ -807,7 +1066,7 @@ type RevokeSessionRequest struct {
 
 func (x *RevokeSessionRequest) Reset() {
 	*x = RevokeSessionRequest{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[10]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -819,7 +1078,7 @@ func (x *RevokeSessionRequest) String() string {
 func (*RevokeSessionRequest) ProtoMessage() {}
 
 func (x *RevokeSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[10]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -832,7 +1091,7 @@ func (x *RevokeSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeSessionRequest.ProtoReflect.Descriptor instead.
 func (*RevokeSessionRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{10}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RevokeSessionRequest) GetSessionId() string {
@@ -851,7 +1110,7 @@ type RevokeSessionResponse struct {
 
 func (x *RevokeSessionResponse) Reset() {
 	*x = RevokeSessionResponse{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[11]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -863,7 +1122,7 @@ func (x *RevokeSessionResponse) String() string {
 func (*RevokeSessionResponse) ProtoMessage() {}
 
 func (x *RevokeSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[11]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -876,21 +1135,35 @@ func (x *RevokeSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeSessionResponse.ProtoReflect.Descriptor instead.
 func (*RevokeSessionResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{11}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{16}
 }
 
 var File_gatehouse_tokens_v1_tokens_proto protoreflect.FileDescriptor
 
 const file_gatehouse_tokens_v1_tokens_proto_rawDesc = "" +
 	"\n" +
-	" gatehouse/tokens/v1/tokens.proto\x12\x13gatehouse.tokens.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"k\n" +
+	" gatehouse/tokens/v1/tokens.proto\x12\x13gatehouse.tokens.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"0\n" +
+	"\x16ListRevocationsRequest\x12\x16\n" +
+	"\x06cursor\x18\x01 \x01(\tR\x06cursor\"W\n" +
+	"\n" +
+	"Revocation\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x129\n" +
+	"\n" +
+	"expires_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\x88\x01\n" +
+	"\x17ListRevocationsResponse\x12A\n" +
+	"\vrevocations\x18\x01 \x03(\v2\x1f.gatehouse.tokens.v1.RevocationR\vrevocations\x12\x16\n" +
+	"\x06cursor\x18\x02 \x01(\tR\x06cursor\x12\x12\n" +
+	"\x04more\x18\x03 \x01(\bR\x04more\"\x12\n" +
+	"\x10GetKeySetRequest\"'\n" +
+	"\x11GetKeySetResponse\x12\x12\n" +
+	"\x04jwks\x18\x01 \x01(\fR\x04jwks\"k\n" +
 	"\x17RevokeUserTokensRequest\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x127\n" +
 	"\tnot_after\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bnotAfter\"\x1a\n" +
 	"\x18RevokeUserTokensResponse\"E\n" +
 	"\x11IntrospectRequest\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12\x1a\n" +
-	"\baudience\x18\x02 \x01(\tR\baudience\"\xa2\x02\n" +
+	"\baudience\x18\x02 \x01(\tR\baudience\"\xbd\x02\n" +
 	"\x12IntrospectResponse\x12\x16\n" +
 	"\x06active\x18\x01 \x01(\bR\x06active\x12\x18\n" +
 	"\asubject\x18\x02 \x01(\tR\asubject\x12\x1b\n" +
@@ -900,7 +1173,8 @@ const file_gatehouse_tokens_v1_tokens_proto_rawDesc = "" +
 	"\n" +
 	"expires_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x15\n" +
 	"\x06org_id\x18\a \x01(\tR\x05orgId\x127\n" +
-	"\tissued_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\bissuedAt\"\xcf\x02\n" +
+	"\tissued_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\bissuedAt\x12\x19\n" +
+	"\btoken_id\x18\t \x01(\tR\atokenId\"\xcf\x02\n" +
 	"\x1eCreateAuthorizationCodeRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12!\n" +
 	"\fredirect_uri\x18\x02 \x01(\tR\vredirectUri\x12\x17\n" +
@@ -949,7 +1223,7 @@ const file_gatehouse_tokens_v1_tokens_proto_rawDesc = "" +
 	"\x14RevokeSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x17\n" +
-	"\x15RevokeSessionResponse2\xbe\x05\n" +
+	"\x15RevokeSessionResponse2\x88\a\n" +
 	"\fTokenService\x12]\n" +
 	"\n" +
 	"Introspect\x12&.gatehouse.tokens.v1.IntrospectRequest\x1a'.gatehouse.tokens.v1.IntrospectResponse\x12\x84\x01\n" +
@@ -957,7 +1231,9 @@ const file_gatehouse_tokens_v1_tokens_proto_rawDesc = "" +
 	"\x14CreateImplicitTokens\x120.gatehouse.tokens.v1.CreateImplicitTokensRequest\x1a1.gatehouse.tokens.v1.CreateImplicitTokensResponse\x12r\n" +
 	"\x11VerifyIDTokenHint\x12-.gatehouse.tokens.v1.VerifyIDTokenHintRequest\x1a..gatehouse.tokens.v1.VerifyIDTokenHintResponse\x12f\n" +
 	"\rRevokeSession\x12).gatehouse.tokens.v1.RevokeSessionRequest\x1a*.gatehouse.tokens.v1.RevokeSessionResponse\x12o\n" +
-	"\x10RevokeUserTokens\x12,.gatehouse.tokens.v1.RevokeUserTokensRequest\x1a-.gatehouse.tokens.v1.RevokeUserTokensResponseB\xdc\x01\n" +
+	"\x10RevokeUserTokens\x12,.gatehouse.tokens.v1.RevokeUserTokensRequest\x1a-.gatehouse.tokens.v1.RevokeUserTokensResponse\x12l\n" +
+	"\x0fListRevocations\x12+.gatehouse.tokens.v1.ListRevocationsRequest\x1a,.gatehouse.tokens.v1.ListRevocationsResponse\x12Z\n" +
+	"\tGetKeySet\x12%.gatehouse.tokens.v1.GetKeySetRequest\x1a&.gatehouse.tokens.v1.GetKeySetResponseB\xdc\x01\n" +
 	"\x17com.gatehouse.tokens.v1B\vTokensProtoP\x01ZFgithub.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1;tokensv1\xa2\x02\x03GTX\xaa\x02\x13Gatehouse.Tokens.V1\xca\x02\x13Gatehouse\\Tokens\\V1\xe2\x02\x1fGatehouse\\Tokens\\V1\\GPBMetadata\xea\x02\x15Gatehouse::Tokens::V1b\x06proto3"
 
 var (
@@ -972,47 +1248,58 @@ func file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP() []byte {
 	return file_gatehouse_tokens_v1_tokens_proto_rawDescData
 }
 
-var file_gatehouse_tokens_v1_tokens_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_gatehouse_tokens_v1_tokens_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_gatehouse_tokens_v1_tokens_proto_goTypes = []any{
-	(*RevokeUserTokensRequest)(nil),         // 0: gatehouse.tokens.v1.RevokeUserTokensRequest
-	(*RevokeUserTokensResponse)(nil),        // 1: gatehouse.tokens.v1.RevokeUserTokensResponse
-	(*IntrospectRequest)(nil),               // 2: gatehouse.tokens.v1.IntrospectRequest
-	(*IntrospectResponse)(nil),              // 3: gatehouse.tokens.v1.IntrospectResponse
-	(*CreateAuthorizationCodeRequest)(nil),  // 4: gatehouse.tokens.v1.CreateAuthorizationCodeRequest
-	(*CreateAuthorizationCodeResponse)(nil), // 5: gatehouse.tokens.v1.CreateAuthorizationCodeResponse
-	(*CreateImplicitTokensRequest)(nil),     // 6: gatehouse.tokens.v1.CreateImplicitTokensRequest
-	(*CreateImplicitTokensResponse)(nil),    // 7: gatehouse.tokens.v1.CreateImplicitTokensResponse
-	(*VerifyIDTokenHintRequest)(nil),        // 8: gatehouse.tokens.v1.VerifyIDTokenHintRequest
-	(*VerifyIDTokenHintResponse)(nil),       // 9: gatehouse.tokens.v1.VerifyIDTokenHintResponse
-	(*RevokeSessionRequest)(nil),            // 10: gatehouse.tokens.v1.RevokeSessionRequest
-	(*RevokeSessionResponse)(nil),           // 11: gatehouse.tokens.v1.RevokeSessionResponse
-	(*timestamppb.Timestamp)(nil),           // 12: google.protobuf.Timestamp
+	(*ListRevocationsRequest)(nil),          // 0: gatehouse.tokens.v1.ListRevocationsRequest
+	(*Revocation)(nil),                      // 1: gatehouse.tokens.v1.Revocation
+	(*ListRevocationsResponse)(nil),         // 2: gatehouse.tokens.v1.ListRevocationsResponse
+	(*GetKeySetRequest)(nil),                // 3: gatehouse.tokens.v1.GetKeySetRequest
+	(*GetKeySetResponse)(nil),               // 4: gatehouse.tokens.v1.GetKeySetResponse
+	(*RevokeUserTokensRequest)(nil),         // 5: gatehouse.tokens.v1.RevokeUserTokensRequest
+	(*RevokeUserTokensResponse)(nil),        // 6: gatehouse.tokens.v1.RevokeUserTokensResponse
+	(*IntrospectRequest)(nil),               // 7: gatehouse.tokens.v1.IntrospectRequest
+	(*IntrospectResponse)(nil),              // 8: gatehouse.tokens.v1.IntrospectResponse
+	(*CreateAuthorizationCodeRequest)(nil),  // 9: gatehouse.tokens.v1.CreateAuthorizationCodeRequest
+	(*CreateAuthorizationCodeResponse)(nil), // 10: gatehouse.tokens.v1.CreateAuthorizationCodeResponse
+	(*CreateImplicitTokensRequest)(nil),     // 11: gatehouse.tokens.v1.CreateImplicitTokensRequest
+	(*CreateImplicitTokensResponse)(nil),    // 12: gatehouse.tokens.v1.CreateImplicitTokensResponse
+	(*VerifyIDTokenHintRequest)(nil),        // 13: gatehouse.tokens.v1.VerifyIDTokenHintRequest
+	(*VerifyIDTokenHintResponse)(nil),       // 14: gatehouse.tokens.v1.VerifyIDTokenHintResponse
+	(*RevokeSessionRequest)(nil),            // 15: gatehouse.tokens.v1.RevokeSessionRequest
+	(*RevokeSessionResponse)(nil),           // 16: gatehouse.tokens.v1.RevokeSessionResponse
+	(*timestamppb.Timestamp)(nil),           // 17: google.protobuf.Timestamp
 }
 var file_gatehouse_tokens_v1_tokens_proto_depIdxs = []int32{
-	12, // 0: gatehouse.tokens.v1.RevokeUserTokensRequest.not_after:type_name -> google.protobuf.Timestamp
-	12, // 1: gatehouse.tokens.v1.IntrospectResponse.expires_at:type_name -> google.protobuf.Timestamp
-	12, // 2: gatehouse.tokens.v1.IntrospectResponse.issued_at:type_name -> google.protobuf.Timestamp
-	12, // 3: gatehouse.tokens.v1.CreateAuthorizationCodeRequest.auth_time:type_name -> google.protobuf.Timestamp
-	12, // 4: gatehouse.tokens.v1.CreateImplicitTokensRequest.auth_time:type_name -> google.protobuf.Timestamp
-	12, // 5: gatehouse.tokens.v1.VerifyIDTokenHintResponse.auth_time:type_name -> google.protobuf.Timestamp
-	12, // 6: gatehouse.tokens.v1.VerifyIDTokenHintResponse.expires_at:type_name -> google.protobuf.Timestamp
-	2,  // 7: gatehouse.tokens.v1.TokenService.Introspect:input_type -> gatehouse.tokens.v1.IntrospectRequest
-	4,  // 8: gatehouse.tokens.v1.TokenService.CreateAuthorizationCode:input_type -> gatehouse.tokens.v1.CreateAuthorizationCodeRequest
-	6,  // 9: gatehouse.tokens.v1.TokenService.CreateImplicitTokens:input_type -> gatehouse.tokens.v1.CreateImplicitTokensRequest
-	8,  // 10: gatehouse.tokens.v1.TokenService.VerifyIDTokenHint:input_type -> gatehouse.tokens.v1.VerifyIDTokenHintRequest
-	10, // 11: gatehouse.tokens.v1.TokenService.RevokeSession:input_type -> gatehouse.tokens.v1.RevokeSessionRequest
-	0,  // 12: gatehouse.tokens.v1.TokenService.RevokeUserTokens:input_type -> gatehouse.tokens.v1.RevokeUserTokensRequest
-	3,  // 13: gatehouse.tokens.v1.TokenService.Introspect:output_type -> gatehouse.tokens.v1.IntrospectResponse
-	5,  // 14: gatehouse.tokens.v1.TokenService.CreateAuthorizationCode:output_type -> gatehouse.tokens.v1.CreateAuthorizationCodeResponse
-	7,  // 15: gatehouse.tokens.v1.TokenService.CreateImplicitTokens:output_type -> gatehouse.tokens.v1.CreateImplicitTokensResponse
-	9,  // 16: gatehouse.tokens.v1.TokenService.VerifyIDTokenHint:output_type -> gatehouse.tokens.v1.VerifyIDTokenHintResponse
-	11, // 17: gatehouse.tokens.v1.TokenService.RevokeSession:output_type -> gatehouse.tokens.v1.RevokeSessionResponse
-	1,  // 18: gatehouse.tokens.v1.TokenService.RevokeUserTokens:output_type -> gatehouse.tokens.v1.RevokeUserTokensResponse
-	13, // [13:19] is the sub-list for method output_type
-	7,  // [7:13] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	17, // 0: gatehouse.tokens.v1.Revocation.expires_at:type_name -> google.protobuf.Timestamp
+	1,  // 1: gatehouse.tokens.v1.ListRevocationsResponse.revocations:type_name -> gatehouse.tokens.v1.Revocation
+	17, // 2: gatehouse.tokens.v1.RevokeUserTokensRequest.not_after:type_name -> google.protobuf.Timestamp
+	17, // 3: gatehouse.tokens.v1.IntrospectResponse.expires_at:type_name -> google.protobuf.Timestamp
+	17, // 4: gatehouse.tokens.v1.IntrospectResponse.issued_at:type_name -> google.protobuf.Timestamp
+	17, // 5: gatehouse.tokens.v1.CreateAuthorizationCodeRequest.auth_time:type_name -> google.protobuf.Timestamp
+	17, // 6: gatehouse.tokens.v1.CreateImplicitTokensRequest.auth_time:type_name -> google.protobuf.Timestamp
+	17, // 7: gatehouse.tokens.v1.VerifyIDTokenHintResponse.auth_time:type_name -> google.protobuf.Timestamp
+	17, // 8: gatehouse.tokens.v1.VerifyIDTokenHintResponse.expires_at:type_name -> google.protobuf.Timestamp
+	7,  // 9: gatehouse.tokens.v1.TokenService.Introspect:input_type -> gatehouse.tokens.v1.IntrospectRequest
+	9,  // 10: gatehouse.tokens.v1.TokenService.CreateAuthorizationCode:input_type -> gatehouse.tokens.v1.CreateAuthorizationCodeRequest
+	11, // 11: gatehouse.tokens.v1.TokenService.CreateImplicitTokens:input_type -> gatehouse.tokens.v1.CreateImplicitTokensRequest
+	13, // 12: gatehouse.tokens.v1.TokenService.VerifyIDTokenHint:input_type -> gatehouse.tokens.v1.VerifyIDTokenHintRequest
+	15, // 13: gatehouse.tokens.v1.TokenService.RevokeSession:input_type -> gatehouse.tokens.v1.RevokeSessionRequest
+	5,  // 14: gatehouse.tokens.v1.TokenService.RevokeUserTokens:input_type -> gatehouse.tokens.v1.RevokeUserTokensRequest
+	0,  // 15: gatehouse.tokens.v1.TokenService.ListRevocations:input_type -> gatehouse.tokens.v1.ListRevocationsRequest
+	3,  // 16: gatehouse.tokens.v1.TokenService.GetKeySet:input_type -> gatehouse.tokens.v1.GetKeySetRequest
+	8,  // 17: gatehouse.tokens.v1.TokenService.Introspect:output_type -> gatehouse.tokens.v1.IntrospectResponse
+	10, // 18: gatehouse.tokens.v1.TokenService.CreateAuthorizationCode:output_type -> gatehouse.tokens.v1.CreateAuthorizationCodeResponse
+	12, // 19: gatehouse.tokens.v1.TokenService.CreateImplicitTokens:output_type -> gatehouse.tokens.v1.CreateImplicitTokensResponse
+	14, // 20: gatehouse.tokens.v1.TokenService.VerifyIDTokenHint:output_type -> gatehouse.tokens.v1.VerifyIDTokenHintResponse
+	16, // 21: gatehouse.tokens.v1.TokenService.RevokeSession:output_type -> gatehouse.tokens.v1.RevokeSessionResponse
+	6,  // 22: gatehouse.tokens.v1.TokenService.RevokeUserTokens:output_type -> gatehouse.tokens.v1.RevokeUserTokensResponse
+	2,  // 23: gatehouse.tokens.v1.TokenService.ListRevocations:output_type -> gatehouse.tokens.v1.ListRevocationsResponse
+	4,  // 24: gatehouse.tokens.v1.TokenService.GetKeySet:output_type -> gatehouse.tokens.v1.GetKeySetResponse
+	17, // [17:25] is the sub-list for method output_type
+	9,  // [9:17] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_tokens_v1_tokens_proto_init() }
@@ -1026,7 +1313,7 @@ func file_gatehouse_tokens_v1_tokens_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_tokens_v1_tokens_proto_rawDesc), len(file_gatehouse_tokens_v1_tokens_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

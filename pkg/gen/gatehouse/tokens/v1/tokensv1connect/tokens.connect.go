@@ -50,6 +50,11 @@ const (
 	// TokenServiceRevokeUserTokensProcedure is the fully-qualified name of the TokenService's
 	// RevokeUserTokens RPC.
 	TokenServiceRevokeUserTokensProcedure = "/gatehouse.tokens.v1.TokenService/RevokeUserTokens"
+	// TokenServiceListRevocationsProcedure is the fully-qualified name of the TokenService's
+	// ListRevocations RPC.
+	TokenServiceListRevocationsProcedure = "/gatehouse.tokens.v1.TokenService/ListRevocations"
+	// TokenServiceGetKeySetProcedure is the fully-qualified name of the TokenService's GetKeySet RPC.
+	TokenServiceGetKeySetProcedure = "/gatehouse.tokens.v1.TokenService/GetKeySet"
 )
 
 // TokenServiceClient is a client for the gatehouse.tokens.v1.TokenService service.
@@ -96,6 +101,18 @@ type TokenServiceClient interface {
 	// returns and idempotent. Errors: InvalidArgument for an empty user_id or
 	// no not_after, Unavailable when it could not be recorded (retry).
 	RevokeUserTokens(context.Context, *connect.Request[v1.RevokeUserTokensRequest]) (*connect.Response[v1.RevokeUserTokensResponse], error)
+	// Lists unexpired revocations (token ids, and "user:<id>" cut-offs whose
+	// value covers every token of the user expiring at or before it) in the
+	// order they were recorded, so another service can check tokens it
+	// verified itself or cached (directory's management API). A revocation
+	// is listed again until it is a few seconds old (concurrent writers may
+	// commit out of order); resume from the returned cursor. An empty cursor
+	// starts at the beginning: every unexpired revocation.
+	ListRevocations(context.Context, *connect.Request[v1.ListRevocationsRequest]) (*connect.Response[v1.ListRevocationsResponse], error)
+	// Returns the published signing keys as a JWK set (RFC 7517), as
+	// /oauth/v2/keys serves them, for services that verify JWT access tokens
+	// themselves.
+	GetKeySet(context.Context, *connect.Request[v1.GetKeySetRequest]) (*connect.Response[v1.GetKeySetResponse], error)
 }
 
 // NewTokenServiceClient constructs a client for the gatehouse.tokens.v1.TokenService service. By
@@ -145,6 +162,18 @@ func NewTokenServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(tokenServiceMethods.ByName("RevokeUserTokens")),
 			connect.WithClientOptions(opts...),
 		),
+		listRevocations: connect.NewClient[v1.ListRevocationsRequest, v1.ListRevocationsResponse](
+			httpClient,
+			baseURL+TokenServiceListRevocationsProcedure,
+			connect.WithSchema(tokenServiceMethods.ByName("ListRevocations")),
+			connect.WithClientOptions(opts...),
+		),
+		getKeySet: connect.NewClient[v1.GetKeySetRequest, v1.GetKeySetResponse](
+			httpClient,
+			baseURL+TokenServiceGetKeySetProcedure,
+			connect.WithSchema(tokenServiceMethods.ByName("GetKeySet")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -156,6 +185,8 @@ type tokenServiceClient struct {
 	verifyIDTokenHint       *connect.Client[v1.VerifyIDTokenHintRequest, v1.VerifyIDTokenHintResponse]
 	revokeSession           *connect.Client[v1.RevokeSessionRequest, v1.RevokeSessionResponse]
 	revokeUserTokens        *connect.Client[v1.RevokeUserTokensRequest, v1.RevokeUserTokensResponse]
+	listRevocations         *connect.Client[v1.ListRevocationsRequest, v1.ListRevocationsResponse]
+	getKeySet               *connect.Client[v1.GetKeySetRequest, v1.GetKeySetResponse]
 }
 
 // Introspect calls gatehouse.tokens.v1.TokenService.Introspect.
@@ -186,6 +217,16 @@ func (c *tokenServiceClient) RevokeSession(ctx context.Context, req *connect.Req
 // RevokeUserTokens calls gatehouse.tokens.v1.TokenService.RevokeUserTokens.
 func (c *tokenServiceClient) RevokeUserTokens(ctx context.Context, req *connect.Request[v1.RevokeUserTokensRequest]) (*connect.Response[v1.RevokeUserTokensResponse], error) {
 	return c.revokeUserTokens.CallUnary(ctx, req)
+}
+
+// ListRevocations calls gatehouse.tokens.v1.TokenService.ListRevocations.
+func (c *tokenServiceClient) ListRevocations(ctx context.Context, req *connect.Request[v1.ListRevocationsRequest]) (*connect.Response[v1.ListRevocationsResponse], error) {
+	return c.listRevocations.CallUnary(ctx, req)
+}
+
+// GetKeySet calls gatehouse.tokens.v1.TokenService.GetKeySet.
+func (c *tokenServiceClient) GetKeySet(ctx context.Context, req *connect.Request[v1.GetKeySetRequest]) (*connect.Response[v1.GetKeySetResponse], error) {
+	return c.getKeySet.CallUnary(ctx, req)
 }
 
 // TokenServiceHandler is an implementation of the gatehouse.tokens.v1.TokenService service.
@@ -232,6 +273,18 @@ type TokenServiceHandler interface {
 	// returns and idempotent. Errors: InvalidArgument for an empty user_id or
 	// no not_after, Unavailable when it could not be recorded (retry).
 	RevokeUserTokens(context.Context, *connect.Request[v1.RevokeUserTokensRequest]) (*connect.Response[v1.RevokeUserTokensResponse], error)
+	// Lists unexpired revocations (token ids, and "user:<id>" cut-offs whose
+	// value covers every token of the user expiring at or before it) in the
+	// order they were recorded, so another service can check tokens it
+	// verified itself or cached (directory's management API). A revocation
+	// is listed again until it is a few seconds old (concurrent writers may
+	// commit out of order); resume from the returned cursor. An empty cursor
+	// starts at the beginning: every unexpired revocation.
+	ListRevocations(context.Context, *connect.Request[v1.ListRevocationsRequest]) (*connect.Response[v1.ListRevocationsResponse], error)
+	// Returns the published signing keys as a JWK set (RFC 7517), as
+	// /oauth/v2/keys serves them, for services that verify JWT access tokens
+	// themselves.
+	GetKeySet(context.Context, *connect.Request[v1.GetKeySetRequest]) (*connect.Response[v1.GetKeySetResponse], error)
 }
 
 // NewTokenServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -277,6 +330,18 @@ func NewTokenServiceHandler(svc TokenServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(tokenServiceMethods.ByName("RevokeUserTokens")),
 		connect.WithHandlerOptions(opts...),
 	)
+	tokenServiceListRevocationsHandler := connect.NewUnaryHandler(
+		TokenServiceListRevocationsProcedure,
+		svc.ListRevocations,
+		connect.WithSchema(tokenServiceMethods.ByName("ListRevocations")),
+		connect.WithHandlerOptions(opts...),
+	)
+	tokenServiceGetKeySetHandler := connect.NewUnaryHandler(
+		TokenServiceGetKeySetProcedure,
+		svc.GetKeySet,
+		connect.WithSchema(tokenServiceMethods.ByName("GetKeySet")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/gatehouse.tokens.v1.TokenService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case TokenServiceIntrospectProcedure:
@@ -291,6 +356,10 @@ func NewTokenServiceHandler(svc TokenServiceHandler, opts ...connect.HandlerOpti
 			tokenServiceRevokeSessionHandler.ServeHTTP(w, r)
 		case TokenServiceRevokeUserTokensProcedure:
 			tokenServiceRevokeUserTokensHandler.ServeHTTP(w, r)
+		case TokenServiceListRevocationsProcedure:
+			tokenServiceListRevocationsHandler.ServeHTTP(w, r)
+		case TokenServiceGetKeySetProcedure:
+			tokenServiceGetKeySetHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -322,4 +391,12 @@ func (UnimplementedTokenServiceHandler) RevokeSession(context.Context, *connect.
 
 func (UnimplementedTokenServiceHandler) RevokeUserTokens(context.Context, *connect.Request[v1.RevokeUserTokensRequest]) (*connect.Response[v1.RevokeUserTokensResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.tokens.v1.TokenService.RevokeUserTokens is not implemented"))
+}
+
+func (UnimplementedTokenServiceHandler) ListRevocations(context.Context, *connect.Request[v1.ListRevocationsRequest]) (*connect.Response[v1.ListRevocationsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.tokens.v1.TokenService.ListRevocations is not implemented"))
+}
+
+func (UnimplementedTokenServiceHandler) GetKeySet(context.Context, *connect.Request[v1.GetKeySetRequest]) (*connect.Response[v1.GetKeySetResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.tokens.v1.TokenService.GetKeySet is not implemented"))
 }
