@@ -1,15 +1,19 @@
 // Package service assembles the directory service — the event store and
 // projections of organizations, users, apps and IdPs, the public management
-// API and the internal DirectoryService — so it can run as its own process
-// (cmd/directory) or be mounted in-process by edge in the embedded mode.
+// API and the internal DirectoryService, and its background work (delivery
+// of token revocations, pruning of failed-password counters) — so it can
+// run as its own process (cmd/directory) or be mounted in-process by edge
+// in the embedded mode.
 package service
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
@@ -27,6 +31,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/cutoff"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/internalapi"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/lockout"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/management"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/orgs"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/projections"
@@ -105,15 +110,39 @@ func New(ctx context.Context, env process.Env, deps Deps) (*Service, error) {
 	}
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s.stop, s.done = stop, make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { s.cutoffs.Run(bg, cutoffRetry) })
+	wg.Go(func() { pruneLoop(bg, &lockout.Store{DB: store}, env.Logger) })
 	go func() {
-		defer close(s.done)
-		s.cutoffs.Run(bg, cutoffRetry)
+		wg.Wait()
+		close(s.done)
 	}()
 	return s, nil
 }
 
 // cutoffRetry paces the background delivery of token revocations.
 const cutoffRetry = 2 * time.Second
+
+// pruneEvery paces the deletion of old failed-password counters.
+const pruneEvery = 10 * time.Minute
+
+// pruneLoop deletes old login_failures rows (they grow with every failed
+// login, unknown names included) at start and every pruneEvery, until ctx
+// ends.
+func pruneLoop(ctx context.Context, st *lockout.Store, logger *slog.Logger) {
+	t := time.NewTicker(pruneEvery)
+	defer t.Stop()
+	for {
+		if _, err := st.Prune(ctx); err != nil && ctx.Err() == nil {
+			logger.WarnContext(ctx, "pruning failed-password counters failed; retried next round", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
 
 func (s *Service) build(masterKey []byte, env process.Env, deps Deps) error {
 	es := eventstore.New(s.db, time.Now)
@@ -239,7 +268,8 @@ func (s *Service) Checks() map[string]server.Check {
 	return map[string]server.Check{"directory_db": s.db.Ping}
 }
 
-// Close stops the background delivery and releases the database.
+// Close stops the background delivery and pruning and releases the
+// database.
 func (s *Service) Close() error {
 	if s.stop != nil {
 		s.stop()
