@@ -4,6 +4,7 @@
 // organization opts in, per account. It decides when an attempt may check
 // a password; callers answer a refused attempt exactly like a wrong
 // password, so the counters tell an attacker nothing about which accounts
-// exist. It depends only on pkg/db; internalapi counts through it, and
-// the directory service prunes old counters in the background.
+// exist. It depends only on pkg/db; internalapi counts through it, the
+// users reducer of UnlockUser forgets a user's counters (ForgetAccount),
+// and the directory service prunes old counters in the background.
 package lockout
