@@ -541,7 +541,9 @@ func TestAuthnPromptsAndHints(t *testing.T) {
 }
 
 func TestAuthnPasswordChangeAndLockout(t *testing.T) {
-	e := afStart(t)
+	// Edge takes the client address from X-Forwarded-For, so the test
+	// can sign in from several addresses.
+	e := afStartEnv(t, map[string]string{"GATEHOUSE_TRUSTED_PROXIES": "127.0.0.1/32,::1/128"})
 
 	t.Run("forced password change", func(t *testing.T) {
 		e := e.with(t)
@@ -566,27 +568,67 @@ func TestAuthnPasswordChangeAndLockout(t *testing.T) {
 		}
 	})
 
-	t.Run("lockout", func(t *testing.T) {
+	// After 3 failures of one (name, address) pair each attempt waits 1 s,
+	// 2 s, 4 s …; one before then is refused even with the right password.
+	// Every refusal is the wrong-password page: the same status and, but
+	// for the typed name and the per-request tokens, the same bytes, for a
+	// known and an unknown name alike. Another address is not slowed down.
+	t.Run("failed passwords look alike and slow down", func(t *testing.T) {
 		e := e.with(t)
 		e.user("erin", "Erin-Passw0rd!", false)
-		c := browser(t, e.base)
-		p := afGet(t, c, e.authURL("lo", "n-lo"))
-		p = afSubmit(t, c, e.base, p, url.Values{"loginName": {"erin"}})
-		for i := 1; i <= 5; i++ {
-			p = afSubmit(t, c, e.base, p, url.Values{"password": {"wrong-" + string(rune('0'+i))}})
-			if i < 5 && (p.status != http.StatusUnauthorized || !strings.Contains(p.body, "wrong")) {
-				t.Fatalf("attempt %d: status %d; want the credentials error:\n%s", i, p.status, p.body)
+		const here, elsewhere = "203.0.113.10", "203.0.113.20"
+		attempt := func(c *http.Client, p afPage, name, password, from string) afPage {
+			t.Helper()
+			if !afIs(p, "password") {
+				p = afSubmit(t, c, e.base, afGet(t, c, e.authURL("lo", "n-lo"), "X-Forwarded-For", from), url.Values{"loginName": {name}}, "X-Forwarded-For", from)
+			}
+			return afSubmit(t, c, e.base, p, url.Values{"password": {password}}, "X-Forwarded-For", from)
+		}
+		var pages []afPage
+		var names []string
+		for _, name := range []string{"erin", "nobody-here"} {
+			c := browser(t, e.base)
+			var p afPage
+			for i := range 3 {
+				p = attempt(c, p, name, "wrong-"+string(rune('0'+i)), here)
+				pages, names = append(pages, p), append(names, name)
+			}
+			// Too early: refused, even with erin's password.
+			p = attempt(c, p, name, "Erin-Passw0rd!", here)
+			pages, names = append(pages, p), append(names, name)
+		}
+		want := afAnonymous(pages[0], names[0])
+		if pages[0].status != http.StatusUnauthorized || !strings.Contains(pages[0].body, "wrong") {
+			t.Fatalf("wrong password: status %d; want 401 and the credentials error:\n%s", pages[0].status, pages[0].body)
+		}
+		for i, p := range pages {
+			if got := afAnonymous(p, names[i]); p.status != pages[0].status || p.loc != nil || got != want {
+				t.Errorf("answer %d (%s): status %d Location %v; want exactly the wrong-password page (status %d):\n%s\n--- want:\n%s",
+					i, names[i], p.status, p.loc, pages[0].status, got, want)
 			}
 		}
-		if p.status != http.StatusTooManyRequests || !strings.Contains(p.body, "Too many failed attempts") {
-			t.Fatalf("5th wrong password: status %d; want the lockout message:\n%s", p.status, p.body)
+		// From another address erin signs in at once.
+		other := browser(t, e.base)
+		p := afGet(t, other, e.authURL("el", "n-el"), "X-Forwarded-For", elsewhere)
+		if it := e.code(e.password(other, p, "erin", "Erin-Passw0rd!", "X-Forwarded-For", elsewhere), "el", "n-el"); it.Subject != e.users["erin"] {
+			t.Errorf("erin from another address: sub %s", it.Subject)
 		}
-		p = afSubmit(t, c, e.base, p, url.Values{"password": {"Erin-Passw0rd!"}})
-		if p.loc != nil || p.status != http.StatusTooManyRequests {
-			t.Fatalf("right password while locked: %d %v; want refused", p.status, p.loc)
+		time.Sleep(time.Second + 100*time.Millisecond)
+		c := browser(t, e.base)
+		if it := e.code(attempt(c, afPage{}, "erin", "Erin-Passw0rd!", here), "lo", "n-lo"); it.Subject != e.users["erin"] {
+			t.Errorf("erin after the 1 s wait: sub %s", it.Subject)
 		}
 	})
 }
+
+// afAnonymous is a page's body without what differs by request: the
+// typed login name, the auth request id and the CSRF token.
+func afAnonymous(p afPage, name string) string {
+	b := afTokenRE.ReplaceAllString(p.body, "${1}TOKEN")
+	return strings.ReplaceAll(b, name, "NAME")
+}
+
+var afTokenRE = regexp.MustCompile(`(authRequestID=|name="authRequestID" value="|name="csrf" value=")[^"&]*`)
 
 func TestAuthnImplicitAndErrors(t *testing.T) {
 	e := afStart(t)

@@ -355,6 +355,9 @@ func TestCLIResourceFamilies(t *testing.T) {
 		t.Fatalf("after deactivate: %v", got)
 	}
 	c.ok(in("users", "reactivate", alice)...)
+	if got := c.json(in("users", "unlock", alice)...); lookup(got, "details.sequence") == nil {
+		t.Fatalf("users unlock: %v", got)
+	}
 	importFile := filepath.Join(t.TempDir(), "bob.yaml")
 	_ = os.WriteFile(importFile, []byte("userName: bob\nprofile: {firstName: Bob, lastName: Roe}\nemail: {email: bob@example.com, isEmailVerified: true}\npassword: Imported-Passw0rd!\n"), 0o600)
 	bob := str(c.json(in("users", "import", "-f", importFile)...)["userId"])

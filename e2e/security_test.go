@@ -657,3 +657,55 @@ func mdAdminClient(t *testing.T, protocol, base, token string) adminv1connect.Ad
 	}
 	return adminv1connect.NewAdminServiceClient(hc, base, opts...)
 }
+
+// Issue 13: after failed passwords a user waits per (name, address); an
+// admin's UnlockUser lets the user in at once, and a tenant admin of
+// another organization can neither unlock the user nor tell it exists.
+func TestSecurityUnlockUser(t *testing.T) {
+	// Edge takes the client address from X-Forwarded-For.
+	e := afStartEnv(t, map[string]string{"GATEHOUSE_TRUSTED_PROXIES": "127.0.0.1/32,::1/128"})
+	const from, password = "203.0.113.30", "Uma-Passw0rd!"
+	uma := e.user("uma", password, false)
+	home := e.homeOrg()
+	rivalOrg := e.must("POST", "/management/v1/orgs", e.admin, "", map[string]any{"name": "Rival Corp"})["id"].(string)
+	_, rival := e.managementToken(rivalOrg, "rival-owner", "ORG_OWNER")
+
+	c := browser(t, e.base)
+	p := afGet(t, c, e.authURL("un", "n-un"), "X-Forwarded-For", from)
+	p = afSubmit(t, c, e.base, p, url.Values{"loginName": {"uma"}}, "X-Forwarded-For", from)
+	submit := func(pw string) afPage {
+		t.Helper()
+		return afSubmit(t, c, e.base, p, url.Values{"password": {pw}}, "X-Forwarded-For", from)
+	}
+	fail := func() {
+		t.Helper()
+		if p = submit("wrong"); p.status != http.StatusUnauthorized {
+			t.Fatalf("wrong password: status %d; want 401:\n%s", p.status, p.body)
+		}
+	}
+	// 3 free failures, then one after each wait (1 s, 2 s): the next
+	// attempt must wait 4 s.
+	fail()
+	fail()
+	fail()
+	time.Sleep(time.Second + 50*time.Millisecond)
+	fail()
+	time.Sleep(2*time.Second + 50*time.Millisecond)
+	fail()
+
+	for _, tc := range []struct {
+		org  string
+		want int
+	}{{"", http.StatusNotFound}, {home, http.StatusForbidden}} {
+		if status, m := e.call("POST", "/management/v1/users/"+uma+"/_unlock", rival, tc.org, map[string]any{}); status != tc.want {
+			t.Errorf("UnlockUser by another organization's owner (x-service-orgid %q): %d %v; want %d", tc.org, status, m, tc.want)
+		}
+	}
+	if p = submit(password); p.status != http.StatusUnauthorized || p.loc != nil {
+		t.Fatalf("right password within the wait, after the refused unlocks: status %d Location %v; want the 401 page", p.status, p.loc)
+	}
+	e.must("POST", "/management/v1/users/"+uma+"/_unlock", e.admin, "", map[string]any{})
+	if it := e.code(submit(password), "un", "n-un"); it.Subject != uma {
+		t.Errorf("right password right after the unlock: sub %s; want uma", it.Subject)
+	}
+}

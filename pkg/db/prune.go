@@ -121,8 +121,8 @@ func (p *Pruner) lock(ctx context.Context) (unlock func(), ok bool, err error) {
 	}, true, nil
 }
 
-// Run prunes every Interval until ctx ends. Failures are logged; the next
-// round retries.
+// Run prunes at once and then every Interval until ctx ends. Failures are
+// logged; the next round retries.
 func (p *Pruner) Run(ctx context.Context) {
 	every := p.Interval
 	if every <= 0 {
@@ -131,17 +131,17 @@ func (p *Pruner) Run(ctx context.Context) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
+		r, err := p.RunOnce(ctx, time.Now())
+		switch {
+		case err != nil && ctx.Err() == nil:
+			p.logger().WarnContext(ctx, "db: prune failed; retrying next round", "service", p.Service, "err", err)
+		case err == nil && !r.Skipped:
+			p.logger().DebugContext(ctx, "db: pruned", "service", p.Service, "deleted", r.Deleted)
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-t.C:
-			r, err := p.RunOnce(ctx, now)
-			switch {
-			case err != nil && ctx.Err() == nil:
-				p.logger().WarnContext(ctx, "db: prune failed; retrying next round", "service", p.Service, "err", err)
-			case err == nil && !r.Skipped:
-				p.logger().DebugContext(ctx, "db: pruned", "service", p.Service, "deleted", r.Deleted)
-			}
+		case <-t.C:
 		}
 	}
 }

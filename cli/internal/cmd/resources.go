@@ -127,6 +127,8 @@ func (a *App) usersCmd() *cobra.Command {
 			rpc: mgmt(mc.DeactivateUser), args: []string{"id"}, view: detailsView}),
 		a.rpcCommand(rpcCmd{use: "reactivate USER_ID", short: "Reactivate a user", example: "  gatehouse users reactivate 2870",
 			rpc: mgmt(mc.ReactivateUser), args: []string{"id"}, view: detailsView}),
+		a.rpcCommand(rpcCmd{use: "unlock USER_ID", short: "Lift a user's delay or lock after failed passwords, at once", example: "  gatehouse users unlock 2870",
+			rpc: mgmt(mc.UnlockUser), args: []string{"id"}, view: detailsView}),
 		a.rpcCommand(rpcCmd{use: "remove USER_ID", short: "Remove a user", example: "  gatehouse users remove 2870",
 			rpc: mgmt(mc.RemoveUser), args: []string{"id"}, view: detailsView}),
 		group("metadata", "A user's metadata", "  gatehouse users metadata set 2870 plan gold\n  gatehouse users metadata list 2870",

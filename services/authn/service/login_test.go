@@ -61,9 +61,15 @@ func TestLockoutAndClientAddress(t *testing.T) {
 			t.Fatalf("wrong password: status %d; want 401", page.StatusCode)
 		}
 	}
+	// A lock reads exactly like a wrong password: it must not tell that
+	// the name exists, nor that someone is guessing.
+	wrong := fieldError(t, page.body, "password")
 	locked := e.submit(page, url.Values{"password": {"Alice-Pass-1"}}, "X-Real-Ip", "198.51.100.7")
-	if locked.StatusCode != http.StatusTooManyRequests || !strings.Contains(fieldError(t, locked.body, "password"), "locked") {
-		t.Errorf("locked account: status %d, message %q; want 429 and a lockout message", locked.StatusCode, fieldError(t, locked.body, "password"))
+	if locked.StatusCode != http.StatusUnauthorized || fieldError(t, locked.body, "password") != wrong || wrong == "" {
+		t.Errorf("locked account: status %d, message %q; want 401 and the wrong-password message %q", locked.StatusCode, fieldError(t, locked.body, "password"), wrong)
+	}
+	if strings.Contains(strings.ToLower(locked.body), "locked") || strings.Contains(locked.body, "attempts") {
+		t.Errorf("locked account: the page mentions the lock:\n%s", locked.body)
 	}
 	for _, a := range e.dir.Addresses {
 		if a != "198.51.100.7" {

@@ -1,7 +1,9 @@
 // Package service assembles the directory service — the event store and
 // projections of organizations, users, apps and IdPs, the public management
-// API and the internal DirectoryService — so it can run as its own process
-// (cmd/directory) or be mounted in-process by edge in the embedded mode.
+// API and the internal DirectoryService, and its background work (delivery
+// of token revocations, pruning of failed-password counters) — so it can
+// run as its own process (cmd/directory) or be mounted in-process by edge
+// in the embedded mode.
 package service
 
 import (
@@ -28,6 +30,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/cutoff"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/internalapi"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/lockout"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/management"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/orgs"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/projections"
@@ -108,11 +111,13 @@ func New(ctx context.Context, env process.Env, deps Deps) (*Service, error) {
 	}
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s.stop, s.done = stop, make(chan struct{})
+	pruner := &db.Pruner{DB: store, Service: "directory", Steps: lockout.PruneSteps(), Logger: env.Logger}
 	go func() {
 		defer close(s.done)
 		var wg sync.WaitGroup
 		wg.Go(func() { s.cutoffs.Run(bg, cutoffRetry) })
 		wg.Go(func() { s.tokens.Run(bg) })
+		wg.Go(func() { pruner.Run(bg) })
 		wg.Wait()
 	}()
 	return s, nil
@@ -253,7 +258,8 @@ func (s *Service) Checks() map[string]server.Check {
 	return map[string]server.Check{"directory_db": s.db.Ping}
 }
 
-// Close stops the background delivery and releases the database.
+// Close stops the background delivery and pruning and releases the
+// database.
 func (s *Service) Close() error {
 	if s.stop != nil {
 		s.stop()

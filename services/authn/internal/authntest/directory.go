@@ -19,7 +19,9 @@ type User struct {
 }
 
 // Directory is a table-backed fake of the directory's internal API. It
-// locks a user out after MaxFailures wrong passwords (ResourceExhausted),
+// locks a user out after MaxFailures wrong passwords with
+// ResourceExhausted (as directories before the progressive delay did; the
+// login pages must answer it like a wrong password),
 // answers a deactivated user's correct password with FailedPrecondition
 // and records the client addresses of password checks.
 type Directory struct {

@@ -109,10 +109,10 @@ func (p *Pages) passwordPage(w http.ResponseWriter, r *http.Request) {
 	p.tmpl.render(w, p.Logger, http.StatusOK, "password", f.page("password.title"))
 }
 
-// passwordSubmit checks the password with the directory, which counts
-// failures per user and per client address. Wrong password and unknown
-// user read the same; a locked or deactivated account is said clearly,
-// the latter only after the correct password.
+// passwordSubmit checks the password with the directory, which applies the
+// failed-password limits. Wrong password, unknown user and an attempt the
+// limits refuse read the same (status and text); a deactivated account is
+// said clearly, and only after the correct password.
 func (p *Pages) passwordSubmit(w http.ResponseWriter, r *http.Request) {
 	f := p.load(w, r, "password")
 	if f == nil {
@@ -162,13 +162,14 @@ func (p *Pages) passwordSubmit(w http.ResponseWriter, r *http.Request) {
 }
 
 // passwordError maps the directory's answers to a password check to a
-// page message: ok false means an unexpected error.
+// page message: ok false means an unexpected error. ResourceExhausted (a
+// lockout, as directories before the progressive delay answered it) reads
+// like a wrong password: a distinct answer would tell an attacker which
+// names exist and whose login it is blocking.
 func passwordError(err error) (key string, status int, ok bool) {
 	switch connect.CodeOf(err) {
-	case connect.CodeUnauthenticated, connect.CodeNotFound, connect.CodeInvalidArgument:
+	case connect.CodeUnauthenticated, connect.CodeNotFound, connect.CodeInvalidArgument, connect.CodeResourceExhausted:
 		return "err.credentials", http.StatusUnauthorized, true
-	case connect.CodeResourceExhausted:
-		return "err.locked", http.StatusTooManyRequests, true
 	case connect.CodeFailedPrecondition:
 		return "err.inactive", http.StatusForbidden, true
 	case connect.CodePermissionDenied:

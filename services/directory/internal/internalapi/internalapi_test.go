@@ -5,12 +5,14 @@ import (
 	"encoding/base64"
 	"fmt"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1/directoryv1connect"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/lockout"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/mgmttest"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/storetest"
 )
@@ -133,36 +135,74 @@ func TestInternalAPI(t *testing.T) {
 			}
 		})
 
-		t.Run("lockout per user survives restart", func(t *testing.T) {
-			u := register(t, c, e.OrgID, "locky", "locky@example.com")
-			var err error
-			for i := 0; i < 5; i++ {
-				_, err = verify(c, e.OrgID, "locky", "wrong", "")
+		// After lockout.PairFreeFailures failures of one (name, address)
+		// pair the next attempt waits; one that comes too early is refused
+		// even with the right password, and every refusal reads exactly like
+		// a wrong password, for known and unknown names alike.
+		t.Run("progressive delay looks like a wrong password", func(t *testing.T) {
+			u := register(t, c, e.OrgID, "slowpoke", "slowpoke@example.com")
+			const addr = "192.0.2.50"
+			var wrong []error
+			for _, login := range []string{"slowpoke", "ghost"} {
+				for range lockout.PairFreeFailures {
+					_, err := verify(c, e.OrgID, login, "wrong", addr)
+					wrong = append(wrong, err)
+				}
 			}
-			if connect.CodeOf(err) != connect.CodeResourceExhausted {
-				t.Fatalf("5th failure: %v; want ResourceExhausted", err)
+			_, early := verify(c, e.OrgID, "slowpoke", pw, addr)
+			// Another of the user's names is the same account.
+			_, earlyOtherName := verify(c, e.OrgID, "SLOWPOKE@acme-corp.localhost", pw, addr)
+			_, earlyUnknown := verify(c, e.OrgID, "ghost", pw, addr)
+			for i, err := range append(wrong, early, earlyOtherName, earlyUnknown) {
+				if connect.CodeOf(err) != connect.CodeUnauthenticated || err.Error() != wrong[0].Error() {
+					t.Fatalf("answer %d: %v; want exactly %v", i, err, wrong[0])
+				}
 			}
-			e.Restart()
-			c = e.Internal(mgmttest.InternalToken)
-			if _, err := verify(c, e.OrgID, "locky", pw, ""); connect.CodeOf(err) != connect.CodeResourceExhausted {
-				t.Fatalf("right password while locked after restart: %v; want ResourceExhausted", err)
+			// From another address the user signs in at once.
+			if res, err := verify(c, e.OrgID, "slowpoke", pw, "192.0.2.51"); err != nil || res.GetUser().GetId() != u.GetId() {
+				t.Fatalf("right password from another address: %v %v", res, err)
 			}
-			_ = u
+			time.Sleep(lockout.PairDelay(lockout.PairFreeFailures) + 100*time.Millisecond)
+			if res, err := verify(c, e.OrgID, "slowpoke", pw, addr); err != nil || res.GetUser().GetId() != u.GetId() {
+				t.Fatalf("right password after the wait: %v %v", res, err)
+			}
 		})
 
 		t.Run("lockout per address", func(t *testing.T) {
 			var err error
-			for i := 0; i < 20; i++ {
-				_, err = verify(c, e.OrgID, "nobody-"+string(rune('a'+i)), "x", "198.51.100.7")
+			for i := range lockout.AddressMaxFailures {
+				_, err = verify(c, e.OrgID, fmt.Sprintf("nobody-%d", i), "x", "198.51.100.7")
 			}
-			if connect.CodeOf(err) != connect.CodeResourceExhausted {
-				t.Fatalf("20th failure from one address: %v; want ResourceExhausted", err)
-			}
-			if _, err := verify(c, e.OrgID, "grace", pw, "198.51.100.7"); connect.CodeOf(err) != connect.CodeResourceExhausted {
-				t.Fatalf("right password from locked address: %v", err)
+			_, errLocked := verify(c, e.OrgID, "grace", pw, "198.51.100.7")
+			if connect.CodeOf(errLocked) != connect.CodeUnauthenticated || errLocked.Error() != err.Error() {
+				t.Fatalf("right password from a locked address: %v; want the wrong-password answer %v", errLocked, err)
 			}
 			if _, err := verify(c, e.OrgID, "grace", pw, "198.51.100.8"); err != nil {
 				t.Fatalf("other address: %v", err)
+			}
+		})
+
+		// The account lock of lockout_max_attempts is an organization's
+		// opt-in (no organization has it by default); it then holds from
+		// every address and survives a restart.
+		t.Run("account lock is opt-in and survives restart", func(t *testing.T) {
+			var max int
+			if err := e.DB.Get(ctx, &max, `SELECT lockout_max_attempts FROM orgs WHERE id = ?`, e.OrgID); err != nil || max != 0 {
+				t.Fatalf("lockout_max_attempts of a new organization: %d, %v; want 0", max, err)
+			}
+			if _, err := e.DB.Exec(ctx, `UPDATE orgs SET lockout_max_attempts = 4 WHERE id = ?`, e.OrgID); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _, _ = e.DB.Exec(ctx, `UPDATE orgs SET lockout_max_attempts = 0 WHERE id = ?`, e.OrgID) })
+			register(t, c, e.OrgID, "locky", "locky@example.com")
+			var wrong error
+			for i := range 4 {
+				_, wrong = verify(c, e.OrgID, "locky", "wrong", fmt.Sprintf("203.0.113.%d", i))
+			}
+			e.Restart()
+			c = e.Internal(mgmttest.InternalToken)
+			if _, err := verify(c, e.OrgID, "locky", pw, "203.0.113.99"); connect.CodeOf(err) != connect.CodeUnauthenticated || err.Error() != wrong.Error() {
+				t.Fatalf("right password of a locked account after restart: %v; want the wrong-password answer", err)
 			}
 		})
 

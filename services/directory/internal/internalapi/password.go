@@ -3,93 +3,84 @@ package internalapi
 import (
 	"context"
 	"errors"
-	"time"
+	"strings"
 
 	"connectrpc.com/connect"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/lockout"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/orgs"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/users"
 )
 
-// errBadCredentials is the one answer for an unknown login name and a wrong
-// password, so the response does not tell which.
+// errBadCredentials is the one answer for an unknown login name, a wrong
+// password and an attempt the failed-password limits refuse, so the
+// response does not tell which.
 var errBadCredentials = errors.New("invalid login name or password")
 
-func lockedErr(until time.Time) error {
-	return connect.NewError(connect.CodeResourceExhausted,
-		errors.New("too many failed attempts; try again after "+until.UTC().Format(time.RFC3339)))
-}
+func badCredentials() error { return connect.NewError(connect.CodeUnauthenticated, errBadCredentials) }
 
 // check verifies password for the user found by userID or login name in
-// org, applying the per-user and per-address lockout. On success it
-// returns the user, with its failures reset.
+// org, under the failed-password limits of package lockout. Every refusal
+// before a correct password is the same answer after the same work: an
+// unknown name, a user without a usable password, a wrong password, and an
+// attempt the limits refuse, whose password is verified against the dummy
+// hash (never the user's, so a correct password gets no further and the
+// time tells nothing). On success it returns the user, with the failures
+// of its pair reset.
 func (s *Server) check(ctx context.Context, orgID, userID, login, password, addr string) (*users.User, error) {
-	addrKey := "addr:" + addr
-	if addr != "" {
-		until, err := s.lock.lockedUntil(ctx, addrKey)
-		if err != nil {
-			return nil, internalErr(err, "lockout")
-		}
-		if !until.IsZero() {
-			return nil, lockedErr(until)
-		}
-	}
 	var u *users.User
 	var err error
+	given := login
 	if userID != "" {
 		u, err = s.users.GetInOrg(ctx, orgID, userID)
+		given = userID
 	} else {
 		u, err = s.lookup(ctx, orgID, login)
 	}
 	if err != nil && !errors.Is(err, db.ErrNotFound) {
 		return nil, internalErr(err, "find user")
 	}
-	if u == nil || u.Type != users.TypeHuman || u.PasswordHash == "" {
-		if _, _, err := secrets.VerifyPassword(ctx, password, s.dummy); errors.Is(err, secrets.ErrBusy) { // same cost as a real check
-			return nil, users.Busy()
-		}
-		if err := s.failAddress(ctx, addrKey, addr); err != nil {
-			return nil, err
-		}
-		return nil, connect.NewError(connect.CodeUnauthenticated, errBadCredentials)
+	org, err := s.orgs.Get(ctx, orgID)
+	if err != nil && !errors.Is(err, db.ErrNotFound) {
+		return nil, internalErr(err, "get org")
 	}
-	userKey := "user:" + u.ID
-	until, err := s.lock.lockedUntil(ctx, userKey)
+	a := lockout.Attempt{Account: account(orgID, org, u, given), Address: addr}
+	if org != nil {
+		a.MaxAccountFailures = org.LockoutAttempts
+	}
+	// Counts the attempt in advance (an overload refusal below stays
+	// counted: the conservative side).
+	allowed, err := s.lock.Begin(ctx, a)
 	if err != nil {
 		return nil, internalErr(err, "lockout")
 	}
-	if !until.IsZero() {
-		return nil, lockedErr(until)
+	usable := u != nil && u.Type == users.TypeHuman && u.PasswordHash != ""
+	hash := s.dummy
+	if allowed && usable {
+		hash = u.PasswordHash
 	}
-	ok, rehash, verr := secrets.VerifyPassword(ctx, password, u.PasswordHash)
+	ok, rehash, verr := s.verify(ctx, password, hash)
 	switch {
 	case errors.Is(verr, secrets.ErrBusy):
 		return nil, users.Busy() // an overload, not a wrong password
 	case errors.Is(verr, context.Canceled) || errors.Is(verr, context.DeadlineExceeded):
 		return nil, connect.NewError(connect.CodeCanceled, verr)
-	case verr != nil:
+	case verr != nil && hash != s.dummy:
 		s.Logger.ErrorContext(ctx, "stored password hash unusable", "user_id", u.ID, "err", verr)
 	}
-	if !ok {
-		org, err := s.orgs.Get(ctx, u.OrgID)
-		if err != nil {
-			return nil, internalErr(err, "get org")
-		}
-		locked, err := s.lock.fail(ctx, userKey, org.LockoutAttempts, 0, UserLockDuration)
-		if err != nil {
+	if !allowed {
+		return nil, badCredentials()
+	}
+	if !usable || !ok {
+		if err := s.lock.Failed(ctx, a); err != nil {
 			return nil, internalErr(err, "record failure")
 		}
-		if err := s.failAddress(ctx, addrKey, addr); err != nil {
-			return nil, err
-		}
-		if locked {
-			return nil, lockedErr(s.Now().Add(UserLockDuration))
-		}
-		return nil, connect.NewError(connect.CodeUnauthenticated, errBadCredentials)
+		return nil, badCredentials()
 	}
-	if err := s.lock.reset(ctx, userKey); err != nil {
+	if err := s.lock.Succeeded(ctx, a); err != nil {
 		return nil, internalErr(err, "reset failures")
 	}
 	if rehash {
@@ -102,18 +93,19 @@ func (s *Server) check(ctx context.Context, orgID, userID, login, password, addr
 	return u, nil
 }
 
-func (s *Server) failAddress(ctx context.Context, key, addr string) error {
-	if addr == "" {
-		return nil
+// account names the login's failure counters: the user's when the name
+// (or id) finds one, whichever of its names was typed; otherwise the name
+// as typed, normalised and without the organization's primary domain, so
+// an unknown name counts exactly as a user's would.
+func account(orgID string, org *orgs.Org, u *users.User, given string) string {
+	if u != nil {
+		return lockout.UserAccount(u.ID)
 	}
-	locked, err := s.lock.fail(ctx, key, AddressMaxFailures, AddressWindow, AddressLockTime)
-	if err != nil {
-		return internalErr(err, "record failure")
+	name := strings.TrimSpace(given)
+	if i := strings.LastIndex(name, "@"); i > 0 && org != nil && strings.EqualFold(name[i+1:], org.PrimaryDomain) {
+		name = name[:i]
 	}
-	if locked {
-		return lockedErr(s.Now().Add(AddressLockTime))
-	}
-	return nil
+	return lockout.NameAccount(orgID, users.NormalizeName(name))
 }
 
 // VerifyPassword checks a password at login.

@@ -16,6 +16,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1/directoryv1connect"
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/lockout"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/orgs"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/users"
 )
@@ -34,8 +35,11 @@ type Server struct {
 	orgs     *orgs.Queries
 	users    *users.Queries
 	userCmds *users.Commands
-	lock     *lockouts
-	dummy    string // hash verified for unknown users, so timing does not tell
+	lock     *lockout.Store
+	dummy    string // hash verified when no real one may be, so timing does not tell
+	// verify checks a password against a hash (secrets.VerifyPassword;
+	// tests count the calls).
+	verify func(ctx context.Context, password, encoded string) (ok, rehash bool, err error)
 }
 
 // New returns the internal API over es; idpSecrets opens IdP client
@@ -57,8 +61,9 @@ func New(es *eventstore.Store, logger *slog.Logger, now func() time.Time, idpSec
 		orgs:     &orgs.Queries{DB: es.DB()},
 		users:    uq,
 		userCmds: &users.Commands{ES: es, Q: uq},
-		lock:     &lockouts{db: es.DB(), now: now},
+		lock:     &lockout.Store{DB: es.DB(), Now: now},
 		dummy:    dummy,
+		verify:   secrets.VerifyPassword,
 	}, nil
 }
 

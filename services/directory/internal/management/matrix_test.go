@@ -210,6 +210,8 @@ func mxTable() []mxRow {
 			req: func(s *mxRun) proto.Message { return &mv1.DeactivateUserRequest{Id: s.ids["grace"]} }},
 		{rpc: "ReactivateUser", http: "POST /management/v1/users/{id}/_reactivate", call: mxRPC(M.ReactivateUser), kind: mxWrite, agg: "grace",
 			req: func(s *mxRun) proto.Message { return &mv1.ReactivateUserRequest{Id: s.ids["grace"]} }},
+		{rpc: "UnlockUser", http: "POST /management/v1/users/{id}/_unlock", call: mxRPC(M.UnlockUser), kind: mxWrite, agg: "grace",
+			req: func(s *mxRun) proto.Message { return &mv1.UnlockUserRequest{Id: s.ids["grace"]} }},
 		{rpc: "AddOrgMember", http: "POST /management/v1/orgs/me/members", call: mxRPC(M.AddOrgMember), kind: mxWrite, agg: "org", born: "member",
 			req: func(s *mxRun) proto.Message {
 				return &mv1.AddOrgMemberRequest{UserId: s.ids["ada"], Roles: []string{"ORG_USER_MANAGER"}}

@@ -83,6 +83,7 @@ func Rules() map[string]authz.Rule {
 
 		"DeactivateUser":         user(authz.UserManager, "id"),
 		"ReactivateUser":         user(authz.UserManager, "id"),
+		"UnlockUser":             user(authz.UserManager, "id"),
 		"RemoveUser":             user(authz.UserManager, "id"),
 		"SetHumanPassword":       user(authz.UserManager, "user_id"),
 		"AddMachineKey":          user(authz.UserManager, "user_id"),

@@ -61,8 +61,12 @@ type PasswordPolicy struct {
 // DefaultPasswordPolicy applies to every new organization.
 var DefaultPasswordPolicy = PasswordPolicy{MinLength: 8, HasUppercase: true, HasLowercase: true, HasNumber: true, History: 3}
 
-// DefaultLockoutAttempts is how many failed passwords lock a user.
-const DefaultLockoutAttempts = 5
+// DefaultLockoutAttempts is how many failed passwords in a row lock a
+// user from every address (lockout_max_attempts): 0, none. Anyone who
+// knows a login name could trigger that lock, so it is an organization's
+// opt-in; by default failures only slow down their (name, address) pair
+// (package lockout).
+const DefaultLockoutAttempts = 0
 
 // Org is the projection of an organization.
 type Org struct {

@@ -2,6 +2,7 @@
 // passwords (argon2id hashes, history, change-required flag), state
 // (deactivate, reactivate, remove — a removal also ends the user's org and
 // instance memberships through those aggregates, in the same transaction),
+// the unlock that forgets its failed-password counters (package lockout),
 // machine keys (public keys only), machine secrets (keyed hashes) and links
 // to identities at the organization's external IdPs —
 // events, reducers into the users, password_history and machine_keys

@@ -7,6 +7,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/lockout"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/orgs"
 )
 
@@ -40,6 +41,14 @@ func registerLifecycle(es *eventstore.Store) {
 		return CutAccess(ctx, tx, e.AggregateID, e.CreatedAt)
 	})
 	es.Register(EventReactivated, setState(StateActive))
+	es.Register(EventUnlocked, func(ctx context.Context, tx db.Querier, e eventstore.Event) error {
+		// In the event's transaction: the unlock is recorded if and only if
+		// the counters are gone.
+		if err := lockout.ForgetAccount(ctx, tx, lockout.UserAccount(e.AggregateID)); err != nil {
+			return err
+		}
+		return touch(ctx, tx, e)
+	})
 	es.Register(EventRemoved, func(ctx context.Context, tx db.Querier, e eventstore.Event) error {
 		// Explicit deletes rather than relying on ON DELETE CASCADE, so the
 		// projection is right whatever the connection's foreign-key mode.
@@ -76,6 +85,13 @@ func (c *Commands) Reactivate(ctx context.Context, editor string, u *User) ([]ev
 		return nil, apierr.Precondition("USER-not-inactive", "only an inactive user can be reactivated")
 	}
 	return c.push(ctx, editor, u, EventReactivated, struct{}{})
+}
+
+// Unlock forgets the user's failed-password counters (package lockout):
+// the delays of every client address and the organization's lock, if it
+// has one. It is recorded in any state, also when nothing was counted.
+func (c *Commands) Unlock(ctx context.Context, editor string, u *User) ([]eventstore.Event, error) {
+	return c.push(ctx, editor, u, EventUnlocked, struct{}{})
 }
 
 // Remove deletes a user with its password history, keys, secret and

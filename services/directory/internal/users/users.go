@@ -23,6 +23,7 @@ const (
 	EventPasswordRehashed = "user.password.rehashed"
 	EventDeactivated      = "user.deactivated"
 	EventReactivated      = "user.reactivated"
+	EventUnlocked         = "user.unlocked"
 	EventRemoved          = "user.removed"
 	EventMetadataSet      = "user.metadata.set"
 	EventMetadataRemoved  = "user.metadata.removed"

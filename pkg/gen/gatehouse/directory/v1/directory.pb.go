@@ -878,7 +878,8 @@ type VerifyPasswordRequest struct {
 	LoginName string `protobuf:"bytes,3,opt,name=login_name,json=loginName,proto3" json:"login_name,omitempty"`
 	// The password.
 	Password string `protobuf:"bytes,4,opt,name=password,proto3" json:"password,omitempty"`
-	// Client address, for per-address lockout.
+	// Client address, for the per-(account, address) delay and the
+	// per-address limit.
 	ClientAddress string `protobuf:"bytes,5,opt,name=client_address,json=clientAddress,proto3" json:"client_address,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1013,7 +1014,8 @@ type ChangePasswordRequest struct {
 	CurrentPassword string `protobuf:"bytes,2,opt,name=current_password,json=currentPassword,proto3" json:"current_password,omitempty"`
 	// New password (1-72 characters, org policy).
 	NewPassword string `protobuf:"bytes,3,opt,name=new_password,json=newPassword,proto3" json:"new_password,omitempty"`
-	// Client address, for per-address lockout.
+	// Client address, for the per-(account, address) delay and the
+	// per-address limit.
 	ClientAddress string `protobuf:"bytes,4,opt,name=client_address,json=clientAddress,proto3" json:"client_address,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

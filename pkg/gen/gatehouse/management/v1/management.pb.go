@@ -855,6 +855,98 @@ func (x *ReactivateUserResponse) GetDetails() *ObjectDetails {
 	return nil
 }
 
+// UnlockUserRequest names the user whose failed-password limits to lift.
+type UnlockUserRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// ID of the user.
+	Id            string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnlockUserRequest) Reset() {
+	*x = UnlockUserRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnlockUserRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnlockUserRequest) ProtoMessage() {}
+
+func (x *UnlockUserRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnlockUserRequest.ProtoReflect.Descriptor instead.
+func (*UnlockUserRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *UnlockUserRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+// UnlockUserResponse reports the change.
+type UnlockUserResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Change history of the unlock.
+	Details       *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnlockUserResponse) Reset() {
+	*x = UnlockUserResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnlockUserResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnlockUserResponse) ProtoMessage() {}
+
+func (x *UnlockUserResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnlockUserResponse.ProtoReflect.Descriptor instead.
+func (*UnlockUserResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *UnlockUserResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
 // RemoveUserRequest names the user to remove.
 type RemoveUserRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -866,7 +958,7 @@ type RemoveUserRequest struct {
 
 func (x *RemoveUserRequest) Reset() {
 	*x = RemoveUserRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[14]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -878,7 +970,7 @@ func (x *RemoveUserRequest) String() string {
 func (*RemoveUserRequest) ProtoMessage() {}
 
 func (x *RemoveUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[14]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -891,7 +983,7 @@ func (x *RemoveUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveUserRequest.ProtoReflect.Descriptor instead.
 func (*RemoveUserRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{14}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RemoveUserRequest) GetId() string {
@@ -912,7 +1004,7 @@ type RemoveUserResponse struct {
 
 func (x *RemoveUserResponse) Reset() {
 	*x = RemoveUserResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[15]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -924,7 +1016,7 @@ func (x *RemoveUserResponse) String() string {
 func (*RemoveUserResponse) ProtoMessage() {}
 
 func (x *RemoveUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[15]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -937,7 +1029,7 @@ func (x *RemoveUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveUserResponse.ProtoReflect.Descriptor instead.
 func (*RemoveUserResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{15}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RemoveUserResponse) GetDetails() *ObjectDetails {
@@ -963,7 +1055,7 @@ type SetHumanPasswordRequest struct {
 
 func (x *SetHumanPasswordRequest) Reset() {
 	*x = SetHumanPasswordRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[16]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -975,7 +1067,7 @@ func (x *SetHumanPasswordRequest) String() string {
 func (*SetHumanPasswordRequest) ProtoMessage() {}
 
 func (x *SetHumanPasswordRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[16]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -988,7 +1080,7 @@ func (x *SetHumanPasswordRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetHumanPasswordRequest.ProtoReflect.Descriptor instead.
 func (*SetHumanPasswordRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{16}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SetHumanPasswordRequest) GetUserId() string {
@@ -1023,7 +1115,7 @@ type SetHumanPasswordResponse struct {
 
 func (x *SetHumanPasswordResponse) Reset() {
 	*x = SetHumanPasswordResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[17]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1035,7 +1127,7 @@ func (x *SetHumanPasswordResponse) String() string {
 func (*SetHumanPasswordResponse) ProtoMessage() {}
 
 func (x *SetHumanPasswordResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[17]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1048,7 +1140,7 @@ func (x *SetHumanPasswordResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetHumanPasswordResponse.ProtoReflect.Descriptor instead.
 func (*SetHumanPasswordResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{17}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SetHumanPasswordResponse) GetDetails() *ObjectDetails {
@@ -1077,7 +1169,7 @@ type AddMachineKeyRequest struct {
 
 func (x *AddMachineKeyRequest) Reset() {
 	*x = AddMachineKeyRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[18]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1089,7 +1181,7 @@ func (x *AddMachineKeyRequest) String() string {
 func (*AddMachineKeyRequest) ProtoMessage() {}
 
 func (x *AddMachineKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[18]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1102,7 +1194,7 @@ func (x *AddMachineKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddMachineKeyRequest.ProtoReflect.Descriptor instead.
 func (*AddMachineKeyRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{18}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *AddMachineKeyRequest) GetUserId() string {
@@ -1151,7 +1243,7 @@ type AddMachineKeyResponse struct {
 
 func (x *AddMachineKeyResponse) Reset() {
 	*x = AddMachineKeyResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[19]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1163,7 +1255,7 @@ func (x *AddMachineKeyResponse) String() string {
 func (*AddMachineKeyResponse) ProtoMessage() {}
 
 func (x *AddMachineKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[19]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1176,7 +1268,7 @@ func (x *AddMachineKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddMachineKeyResponse.ProtoReflect.Descriptor instead.
 func (*AddMachineKeyResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{19}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *AddMachineKeyResponse) GetKeyId() string {
@@ -1213,7 +1305,7 @@ type ListMachineKeysRequest struct {
 
 func (x *ListMachineKeysRequest) Reset() {
 	*x = ListMachineKeysRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[20]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1225,7 +1317,7 @@ func (x *ListMachineKeysRequest) String() string {
 func (*ListMachineKeysRequest) ProtoMessage() {}
 
 func (x *ListMachineKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[20]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1238,7 +1330,7 @@ func (x *ListMachineKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMachineKeysRequest.ProtoReflect.Descriptor instead.
 func (*ListMachineKeysRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{20}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListMachineKeysRequest) GetUserId() string {
@@ -1268,7 +1360,7 @@ type ListMachineKeysResponse struct {
 
 func (x *ListMachineKeysResponse) Reset() {
 	*x = ListMachineKeysResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[21]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1280,7 +1372,7 @@ func (x *ListMachineKeysResponse) String() string {
 func (*ListMachineKeysResponse) ProtoMessage() {}
 
 func (x *ListMachineKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[21]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1293,7 +1385,7 @@ func (x *ListMachineKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMachineKeysResponse.ProtoReflect.Descriptor instead.
 func (*ListMachineKeysResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{21}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListMachineKeysResponse) GetDetails() *ListDetails {
@@ -1323,7 +1415,7 @@ type RemoveMachineKeyRequest struct {
 
 func (x *RemoveMachineKeyRequest) Reset() {
 	*x = RemoveMachineKeyRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[22]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1335,7 +1427,7 @@ func (x *RemoveMachineKeyRequest) String() string {
 func (*RemoveMachineKeyRequest) ProtoMessage() {}
 
 func (x *RemoveMachineKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[22]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1348,7 +1440,7 @@ func (x *RemoveMachineKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMachineKeyRequest.ProtoReflect.Descriptor instead.
 func (*RemoveMachineKeyRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{22}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RemoveMachineKeyRequest) GetUserId() string {
@@ -1376,7 +1468,7 @@ type RemoveMachineKeyResponse struct {
 
 func (x *RemoveMachineKeyResponse) Reset() {
 	*x = RemoveMachineKeyResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[23]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1388,7 +1480,7 @@ func (x *RemoveMachineKeyResponse) String() string {
 func (*RemoveMachineKeyResponse) ProtoMessage() {}
 
 func (x *RemoveMachineKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[23]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1401,7 +1493,7 @@ func (x *RemoveMachineKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMachineKeyResponse.ProtoReflect.Descriptor instead.
 func (*RemoveMachineKeyResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{23}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RemoveMachineKeyResponse) GetDetails() *ObjectDetails {
@@ -1422,7 +1514,7 @@ type GenerateMachineSecretRequest struct {
 
 func (x *GenerateMachineSecretRequest) Reset() {
 	*x = GenerateMachineSecretRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[24]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1434,7 +1526,7 @@ func (x *GenerateMachineSecretRequest) String() string {
 func (*GenerateMachineSecretRequest) ProtoMessage() {}
 
 func (x *GenerateMachineSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[24]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1447,7 +1539,7 @@ func (x *GenerateMachineSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateMachineSecretRequest.ProtoReflect.Descriptor instead.
 func (*GenerateMachineSecretRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{24}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GenerateMachineSecretRequest) GetUserId() string {
@@ -1473,7 +1565,7 @@ type GenerateMachineSecretResponse struct {
 
 func (x *GenerateMachineSecretResponse) Reset() {
 	*x = GenerateMachineSecretResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[25]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1485,7 +1577,7 @@ func (x *GenerateMachineSecretResponse) String() string {
 func (*GenerateMachineSecretResponse) ProtoMessage() {}
 
 func (x *GenerateMachineSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[25]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1498,7 +1590,7 @@ func (x *GenerateMachineSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateMachineSecretResponse.ProtoReflect.Descriptor instead.
 func (*GenerateMachineSecretResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{25}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GenerateMachineSecretResponse) GetClientId() string {
@@ -1533,7 +1625,7 @@ type RemoveMachineSecretRequest struct {
 
 func (x *RemoveMachineSecretRequest) Reset() {
 	*x = RemoveMachineSecretRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[26]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1545,7 +1637,7 @@ func (x *RemoveMachineSecretRequest) String() string {
 func (*RemoveMachineSecretRequest) ProtoMessage() {}
 
 func (x *RemoveMachineSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[26]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1558,7 +1650,7 @@ func (x *RemoveMachineSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMachineSecretRequest.ProtoReflect.Descriptor instead.
 func (*RemoveMachineSecretRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{26}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RemoveMachineSecretRequest) GetUserId() string {
@@ -1579,7 +1671,7 @@ type RemoveMachineSecretResponse struct {
 
 func (x *RemoveMachineSecretResponse) Reset() {
 	*x = RemoveMachineSecretResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[27]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1591,7 +1683,7 @@ func (x *RemoveMachineSecretResponse) String() string {
 func (*RemoveMachineSecretResponse) ProtoMessage() {}
 
 func (x *RemoveMachineSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[27]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1604,7 +1696,7 @@ func (x *RemoveMachineSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMachineSecretResponse.ProtoReflect.Descriptor instead.
 func (*RemoveMachineSecretResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{27}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RemoveMachineSecretResponse) GetDetails() *ObjectDetails {
@@ -1629,7 +1721,7 @@ type SetUserMetadataRequest struct {
 
 func (x *SetUserMetadataRequest) Reset() {
 	*x = SetUserMetadataRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[28]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1641,7 +1733,7 @@ func (x *SetUserMetadataRequest) String() string {
 func (*SetUserMetadataRequest) ProtoMessage() {}
 
 func (x *SetUserMetadataRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[28]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1654,7 +1746,7 @@ func (x *SetUserMetadataRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetUserMetadataRequest.ProtoReflect.Descriptor instead.
 func (*SetUserMetadataRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{28}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SetUserMetadataRequest) GetId() string {
@@ -1691,7 +1783,7 @@ type SetUserMetadataResponse struct {
 
 func (x *SetUserMetadataResponse) Reset() {
 	*x = SetUserMetadataResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[29]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1703,7 +1795,7 @@ func (x *SetUserMetadataResponse) String() string {
 func (*SetUserMetadataResponse) ProtoMessage() {}
 
 func (x *SetUserMetadataResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[29]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1716,7 +1808,7 @@ func (x *SetUserMetadataResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetUserMetadataResponse.ProtoReflect.Descriptor instead.
 func (*SetUserMetadataResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{29}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SetUserMetadataResponse) GetId() string {
@@ -1746,7 +1838,7 @@ type BulkSetUserMetadataRequest struct {
 
 func (x *BulkSetUserMetadataRequest) Reset() {
 	*x = BulkSetUserMetadataRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[30]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1758,7 +1850,7 @@ func (x *BulkSetUserMetadataRequest) String() string {
 func (*BulkSetUserMetadataRequest) ProtoMessage() {}
 
 func (x *BulkSetUserMetadataRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[30]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1771,7 +1863,7 @@ func (x *BulkSetUserMetadataRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BulkSetUserMetadataRequest.ProtoReflect.Descriptor instead.
 func (*BulkSetUserMetadataRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{30}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *BulkSetUserMetadataRequest) GetId() string {
@@ -1799,7 +1891,7 @@ type BulkSetUserMetadataResponse struct {
 
 func (x *BulkSetUserMetadataResponse) Reset() {
 	*x = BulkSetUserMetadataResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[31]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1811,7 +1903,7 @@ func (x *BulkSetUserMetadataResponse) String() string {
 func (*BulkSetUserMetadataResponse) ProtoMessage() {}
 
 func (x *BulkSetUserMetadataResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[31]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1824,7 +1916,7 @@ func (x *BulkSetUserMetadataResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BulkSetUserMetadataResponse.ProtoReflect.Descriptor instead.
 func (*BulkSetUserMetadataResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{31}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *BulkSetUserMetadataResponse) GetDetails() *ObjectDetails {
@@ -1849,7 +1941,7 @@ type ListUserMetadataRequest struct {
 
 func (x *ListUserMetadataRequest) Reset() {
 	*x = ListUserMetadataRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[32]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1861,7 +1953,7 @@ func (x *ListUserMetadataRequest) String() string {
 func (*ListUserMetadataRequest) ProtoMessage() {}
 
 func (x *ListUserMetadataRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[32]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1874,7 +1966,7 @@ func (x *ListUserMetadataRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUserMetadataRequest.ProtoReflect.Descriptor instead.
 func (*ListUserMetadataRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{32}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ListUserMetadataRequest) GetId() string {
@@ -1911,7 +2003,7 @@ type ListUserMetadataResponse struct {
 
 func (x *ListUserMetadataResponse) Reset() {
 	*x = ListUserMetadataResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[33]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1923,7 +2015,7 @@ func (x *ListUserMetadataResponse) String() string {
 func (*ListUserMetadataResponse) ProtoMessage() {}
 
 func (x *ListUserMetadataResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[33]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1936,7 +2028,7 @@ func (x *ListUserMetadataResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUserMetadataResponse.ProtoReflect.Descriptor instead.
 func (*ListUserMetadataResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{33}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ListUserMetadataResponse) GetDetails() *ListDetails {
@@ -1966,7 +2058,7 @@ type GetUserMetadataRequest struct {
 
 func (x *GetUserMetadataRequest) Reset() {
 	*x = GetUserMetadataRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[34]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1978,7 +2070,7 @@ func (x *GetUserMetadataRequest) String() string {
 func (*GetUserMetadataRequest) ProtoMessage() {}
 
 func (x *GetUserMetadataRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[34]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1991,7 +2083,7 @@ func (x *GetUserMetadataRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUserMetadataRequest.ProtoReflect.Descriptor instead.
 func (*GetUserMetadataRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{34}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GetUserMetadataRequest) GetId() string {
@@ -2019,7 +2111,7 @@ type GetUserMetadataResponse struct {
 
 func (x *GetUserMetadataResponse) Reset() {
 	*x = GetUserMetadataResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[35]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2031,7 +2123,7 @@ func (x *GetUserMetadataResponse) String() string {
 func (*GetUserMetadataResponse) ProtoMessage() {}
 
 func (x *GetUserMetadataResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[35]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2044,7 +2136,7 @@ func (x *GetUserMetadataResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUserMetadataResponse.ProtoReflect.Descriptor instead.
 func (*GetUserMetadataResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{35}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *GetUserMetadataResponse) GetMetadata() *Metadata {
@@ -2067,7 +2159,7 @@ type RemoveUserMetadataRequest struct {
 
 func (x *RemoveUserMetadataRequest) Reset() {
 	*x = RemoveUserMetadataRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[36]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2079,7 +2171,7 @@ func (x *RemoveUserMetadataRequest) String() string {
 func (*RemoveUserMetadataRequest) ProtoMessage() {}
 
 func (x *RemoveUserMetadataRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[36]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2092,7 +2184,7 @@ func (x *RemoveUserMetadataRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveUserMetadataRequest.ProtoReflect.Descriptor instead.
 func (*RemoveUserMetadataRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{36}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RemoveUserMetadataRequest) GetId() string {
@@ -2120,7 +2212,7 @@ type RemoveUserMetadataResponse struct {
 
 func (x *RemoveUserMetadataResponse) Reset() {
 	*x = RemoveUserMetadataResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[37]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2132,7 +2224,7 @@ func (x *RemoveUserMetadataResponse) String() string {
 func (*RemoveUserMetadataResponse) ProtoMessage() {}
 
 func (x *RemoveUserMetadataResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[37]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2145,7 +2237,7 @@ func (x *RemoveUserMetadataResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveUserMetadataResponse.ProtoReflect.Descriptor instead.
 func (*RemoveUserMetadataResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{37}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RemoveUserMetadataResponse) GetDetails() *ObjectDetails {
@@ -2168,7 +2260,7 @@ type BulkRemoveUserMetadataRequest struct {
 
 func (x *BulkRemoveUserMetadataRequest) Reset() {
 	*x = BulkRemoveUserMetadataRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[38]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2180,7 +2272,7 @@ func (x *BulkRemoveUserMetadataRequest) String() string {
 func (*BulkRemoveUserMetadataRequest) ProtoMessage() {}
 
 func (x *BulkRemoveUserMetadataRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[38]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2193,7 +2285,7 @@ func (x *BulkRemoveUserMetadataRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BulkRemoveUserMetadataRequest.ProtoReflect.Descriptor instead.
 func (*BulkRemoveUserMetadataRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{38}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *BulkRemoveUserMetadataRequest) GetId() string {
@@ -2221,7 +2313,7 @@ type BulkRemoveUserMetadataResponse struct {
 
 func (x *BulkRemoveUserMetadataResponse) Reset() {
 	*x = BulkRemoveUserMetadataResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[39]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2233,7 +2325,7 @@ func (x *BulkRemoveUserMetadataResponse) String() string {
 func (*BulkRemoveUserMetadataResponse) ProtoMessage() {}
 
 func (x *BulkRemoveUserMetadataResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[39]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2246,7 +2338,7 @@ func (x *BulkRemoveUserMetadataResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BulkRemoveUserMetadataResponse.ProtoReflect.Descriptor instead.
 func (*BulkRemoveUserMetadataResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{39}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *BulkRemoveUserMetadataResponse) GetDetails() *ObjectDetails {
@@ -2266,7 +2358,7 @@ type GetMyOrgRequest struct {
 
 func (x *GetMyOrgRequest) Reset() {
 	*x = GetMyOrgRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[40]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2278,7 +2370,7 @@ func (x *GetMyOrgRequest) String() string {
 func (*GetMyOrgRequest) ProtoMessage() {}
 
 func (x *GetMyOrgRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[40]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2291,7 +2383,7 @@ func (x *GetMyOrgRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMyOrgRequest.ProtoReflect.Descriptor instead.
 func (*GetMyOrgRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{40}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{42}
 }
 
 // GetMyOrgResponse carries the organization.
@@ -2305,7 +2397,7 @@ type GetMyOrgResponse struct {
 
 func (x *GetMyOrgResponse) Reset() {
 	*x = GetMyOrgResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[41]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2317,7 +2409,7 @@ func (x *GetMyOrgResponse) String() string {
 func (*GetMyOrgResponse) ProtoMessage() {}
 
 func (x *GetMyOrgResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[41]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2330,7 +2422,7 @@ func (x *GetMyOrgResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMyOrgResponse.ProtoReflect.Descriptor instead.
 func (*GetMyOrgResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{41}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *GetMyOrgResponse) GetOrg() *Org {
@@ -2351,7 +2443,7 @@ type AddOrgRequest struct {
 
 func (x *AddOrgRequest) Reset() {
 	*x = AddOrgRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[42]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2363,7 +2455,7 @@ func (x *AddOrgRequest) String() string {
 func (*AddOrgRequest) ProtoMessage() {}
 
 func (x *AddOrgRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[42]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2376,7 +2468,7 @@ func (x *AddOrgRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddOrgRequest.ProtoReflect.Descriptor instead.
 func (*AddOrgRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{42}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *AddOrgRequest) GetName() string {
@@ -2399,7 +2491,7 @@ type AddOrgResponse struct {
 
 func (x *AddOrgResponse) Reset() {
 	*x = AddOrgResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[43]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2411,7 +2503,7 @@ func (x *AddOrgResponse) String() string {
 func (*AddOrgResponse) ProtoMessage() {}
 
 func (x *AddOrgResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[43]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2424,7 +2516,7 @@ func (x *AddOrgResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddOrgResponse.ProtoReflect.Descriptor instead.
 func (*AddOrgResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{43}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *AddOrgResponse) GetId() string {
@@ -2456,7 +2548,7 @@ type ListOrgsRequest struct {
 
 func (x *ListOrgsRequest) Reset() {
 	*x = ListOrgsRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[44]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2468,7 +2560,7 @@ func (x *ListOrgsRequest) String() string {
 func (*ListOrgsRequest) ProtoMessage() {}
 
 func (x *ListOrgsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[44]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2481,7 +2573,7 @@ func (x *ListOrgsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOrgsRequest.ProtoReflect.Descriptor instead.
 func (*ListOrgsRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{44}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListOrgsRequest) GetQuery() *ListQuery {
@@ -2520,7 +2612,7 @@ type ListOrgsResponse struct {
 
 func (x *ListOrgsResponse) Reset() {
 	*x = ListOrgsResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[45]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2532,7 +2624,7 @@ func (x *ListOrgsResponse) String() string {
 func (*ListOrgsResponse) ProtoMessage() {}
 
 func (x *ListOrgsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[45]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2545,7 +2637,7 @@ func (x *ListOrgsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOrgsResponse.ProtoReflect.Descriptor instead.
 func (*ListOrgsResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{45}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListOrgsResponse) GetDetails() *ListDetails {
@@ -2582,7 +2674,7 @@ type AddOrgMemberRequest struct {
 
 func (x *AddOrgMemberRequest) Reset() {
 	*x = AddOrgMemberRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[46]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2594,7 +2686,7 @@ func (x *AddOrgMemberRequest) String() string {
 func (*AddOrgMemberRequest) ProtoMessage() {}
 
 func (x *AddOrgMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[46]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2607,7 +2699,7 @@ func (x *AddOrgMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddOrgMemberRequest.ProtoReflect.Descriptor instead.
 func (*AddOrgMemberRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{46}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *AddOrgMemberRequest) GetUserId() string {
@@ -2635,7 +2727,7 @@ type AddOrgMemberResponse struct {
 
 func (x *AddOrgMemberResponse) Reset() {
 	*x = AddOrgMemberResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[47]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2647,7 +2739,7 @@ func (x *AddOrgMemberResponse) String() string {
 func (*AddOrgMemberResponse) ProtoMessage() {}
 
 func (x *AddOrgMemberResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[47]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2660,7 +2752,7 @@ func (x *AddOrgMemberResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddOrgMemberResponse.ProtoReflect.Descriptor instead.
 func (*AddOrgMemberResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{47}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *AddOrgMemberResponse) GetDetails() *ObjectDetails {
@@ -2683,7 +2775,7 @@ type ListOrgMembersRequest struct {
 
 func (x *ListOrgMembersRequest) Reset() {
 	*x = ListOrgMembersRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[48]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2695,7 +2787,7 @@ func (x *ListOrgMembersRequest) String() string {
 func (*ListOrgMembersRequest) ProtoMessage() {}
 
 func (x *ListOrgMembersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[48]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2708,7 +2800,7 @@ func (x *ListOrgMembersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOrgMembersRequest.ProtoReflect.Descriptor instead.
 func (*ListOrgMembersRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{48}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListOrgMembersRequest) GetQuery() *ListQuery {
@@ -2738,7 +2830,7 @@ type ListOrgMembersResponse struct {
 
 func (x *ListOrgMembersResponse) Reset() {
 	*x = ListOrgMembersResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[49]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2750,7 +2842,7 @@ func (x *ListOrgMembersResponse) String() string {
 func (*ListOrgMembersResponse) ProtoMessage() {}
 
 func (x *ListOrgMembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[49]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2763,7 +2855,7 @@ func (x *ListOrgMembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOrgMembersResponse.ProtoReflect.Descriptor instead.
 func (*ListOrgMembersResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{49}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ListOrgMembersResponse) GetDetails() *ListDetails {
@@ -2791,7 +2883,7 @@ type RemoveOrgMemberRequest struct {
 
 func (x *RemoveOrgMemberRequest) Reset() {
 	*x = RemoveOrgMemberRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[50]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2803,7 +2895,7 @@ func (x *RemoveOrgMemberRequest) String() string {
 func (*RemoveOrgMemberRequest) ProtoMessage() {}
 
 func (x *RemoveOrgMemberRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[50]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2816,7 +2908,7 @@ func (x *RemoveOrgMemberRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveOrgMemberRequest.ProtoReflect.Descriptor instead.
 func (*RemoveOrgMemberRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{50}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *RemoveOrgMemberRequest) GetUserId() string {
@@ -2837,7 +2929,7 @@ type RemoveOrgMemberResponse struct {
 
 func (x *RemoveOrgMemberResponse) Reset() {
 	*x = RemoveOrgMemberResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[51]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2849,7 +2941,7 @@ func (x *RemoveOrgMemberResponse) String() string {
 func (*RemoveOrgMemberResponse) ProtoMessage() {}
 
 func (x *RemoveOrgMemberResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[51]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2862,7 +2954,7 @@ func (x *RemoveOrgMemberResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveOrgMemberResponse.ProtoReflect.Descriptor instead.
 func (*RemoveOrgMemberResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{51}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *RemoveOrgMemberResponse) GetDetails() *ObjectDetails {
@@ -2883,7 +2975,7 @@ type GetOrgIDPByIDRequest struct {
 
 func (x *GetOrgIDPByIDRequest) Reset() {
 	*x = GetOrgIDPByIDRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[52]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2895,7 +2987,7 @@ func (x *GetOrgIDPByIDRequest) String() string {
 func (*GetOrgIDPByIDRequest) ProtoMessage() {}
 
 func (x *GetOrgIDPByIDRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[52]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2908,7 +3000,7 @@ func (x *GetOrgIDPByIDRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrgIDPByIDRequest.ProtoReflect.Descriptor instead.
 func (*GetOrgIDPByIDRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{52}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *GetOrgIDPByIDRequest) GetId() string {
@@ -2929,7 +3021,7 @@ type GetOrgIDPByIDResponse struct {
 
 func (x *GetOrgIDPByIDResponse) Reset() {
 	*x = GetOrgIDPByIDResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[53]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2941,7 +3033,7 @@ func (x *GetOrgIDPByIDResponse) String() string {
 func (*GetOrgIDPByIDResponse) ProtoMessage() {}
 
 func (x *GetOrgIDPByIDResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[53]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2954,7 +3046,7 @@ func (x *GetOrgIDPByIDResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrgIDPByIDResponse.ProtoReflect.Descriptor instead.
 func (*GetOrgIDPByIDResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{53}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *GetOrgIDPByIDResponse) GetIdp() *IDP {
@@ -2979,7 +3071,7 @@ type ListOrgIDPsRequest struct {
 
 func (x *ListOrgIDPsRequest) Reset() {
 	*x = ListOrgIDPsRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[54]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2991,7 +3083,7 @@ func (x *ListOrgIDPsRequest) String() string {
 func (*ListOrgIDPsRequest) ProtoMessage() {}
 
 func (x *ListOrgIDPsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[54]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3004,7 +3096,7 @@ func (x *ListOrgIDPsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOrgIDPsRequest.ProtoReflect.Descriptor instead.
 func (*ListOrgIDPsRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{54}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ListOrgIDPsRequest) GetQuery() *ListQuery {
@@ -3043,7 +3135,7 @@ type ListOrgIDPsResponse struct {
 
 func (x *ListOrgIDPsResponse) Reset() {
 	*x = ListOrgIDPsResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[55]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3055,7 +3147,7 @@ func (x *ListOrgIDPsResponse) String() string {
 func (*ListOrgIDPsResponse) ProtoMessage() {}
 
 func (x *ListOrgIDPsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[55]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3068,7 +3160,7 @@ func (x *ListOrgIDPsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOrgIDPsResponse.ProtoReflect.Descriptor instead.
 func (*ListOrgIDPsResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{55}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ListOrgIDPsResponse) GetDetails() *ListDetails {
@@ -3125,7 +3217,7 @@ type AddOrgOIDCIDPRequest struct {
 
 func (x *AddOrgOIDCIDPRequest) Reset() {
 	*x = AddOrgOIDCIDPRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[56]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3137,7 +3229,7 @@ func (x *AddOrgOIDCIDPRequest) String() string {
 func (*AddOrgOIDCIDPRequest) ProtoMessage() {}
 
 func (x *AddOrgOIDCIDPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[56]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3150,7 +3242,7 @@ func (x *AddOrgOIDCIDPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddOrgOIDCIDPRequest.ProtoReflect.Descriptor instead.
 func (*AddOrgOIDCIDPRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{56}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *AddOrgOIDCIDPRequest) GetName() string {
@@ -3229,7 +3321,7 @@ type AddOrgOIDCIDPResponse struct {
 
 func (x *AddOrgOIDCIDPResponse) Reset() {
 	*x = AddOrgOIDCIDPResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[57]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3241,7 +3333,7 @@ func (x *AddOrgOIDCIDPResponse) String() string {
 func (*AddOrgOIDCIDPResponse) ProtoMessage() {}
 
 func (x *AddOrgOIDCIDPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[57]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3254,7 +3346,7 @@ func (x *AddOrgOIDCIDPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddOrgOIDCIDPResponse.ProtoReflect.Descriptor instead.
 func (*AddOrgOIDCIDPResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{57}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *AddOrgOIDCIDPResponse) GetDetails() *ObjectDetails {
@@ -3301,7 +3393,7 @@ type UpdateOrgIDPOIDCConfigRequest struct {
 
 func (x *UpdateOrgIDPOIDCConfigRequest) Reset() {
 	*x = UpdateOrgIDPOIDCConfigRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[58]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3313,7 +3405,7 @@ func (x *UpdateOrgIDPOIDCConfigRequest) String() string {
 func (*UpdateOrgIDPOIDCConfigRequest) ProtoMessage() {}
 
 func (x *UpdateOrgIDPOIDCConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[58]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3326,7 +3418,7 @@ func (x *UpdateOrgIDPOIDCConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateOrgIDPOIDCConfigRequest.ProtoReflect.Descriptor instead.
 func (*UpdateOrgIDPOIDCConfigRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{58}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *UpdateOrgIDPOIDCConfigRequest) GetIdpId() string {
@@ -3389,7 +3481,7 @@ type UpdateOrgIDPOIDCConfigResponse struct {
 
 func (x *UpdateOrgIDPOIDCConfigResponse) Reset() {
 	*x = UpdateOrgIDPOIDCConfigResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[59]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3401,7 +3493,7 @@ func (x *UpdateOrgIDPOIDCConfigResponse) String() string {
 func (*UpdateOrgIDPOIDCConfigResponse) ProtoMessage() {}
 
 func (x *UpdateOrgIDPOIDCConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[59]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3414,7 +3506,7 @@ func (x *UpdateOrgIDPOIDCConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateOrgIDPOIDCConfigResponse.ProtoReflect.Descriptor instead.
 func (*UpdateOrgIDPOIDCConfigResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{59}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *UpdateOrgIDPOIDCConfigResponse) GetDetails() *ObjectDetails {
@@ -3435,7 +3527,7 @@ type DeactivateOrgIDPRequest struct {
 
 func (x *DeactivateOrgIDPRequest) Reset() {
 	*x = DeactivateOrgIDPRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[60]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3447,7 +3539,7 @@ func (x *DeactivateOrgIDPRequest) String() string {
 func (*DeactivateOrgIDPRequest) ProtoMessage() {}
 
 func (x *DeactivateOrgIDPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[60]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3460,7 +3552,7 @@ func (x *DeactivateOrgIDPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeactivateOrgIDPRequest.ProtoReflect.Descriptor instead.
 func (*DeactivateOrgIDPRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{60}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *DeactivateOrgIDPRequest) GetIdpId() string {
@@ -3481,7 +3573,7 @@ type DeactivateOrgIDPResponse struct {
 
 func (x *DeactivateOrgIDPResponse) Reset() {
 	*x = DeactivateOrgIDPResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[61]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3493,7 +3585,7 @@ func (x *DeactivateOrgIDPResponse) String() string {
 func (*DeactivateOrgIDPResponse) ProtoMessage() {}
 
 func (x *DeactivateOrgIDPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[61]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3506,7 +3598,7 @@ func (x *DeactivateOrgIDPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeactivateOrgIDPResponse.ProtoReflect.Descriptor instead.
 func (*DeactivateOrgIDPResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{61}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *DeactivateOrgIDPResponse) GetDetails() *ObjectDetails {
@@ -3527,7 +3619,7 @@ type ReactivateOrgIDPRequest struct {
 
 func (x *ReactivateOrgIDPRequest) Reset() {
 	*x = ReactivateOrgIDPRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[62]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3539,7 +3631,7 @@ func (x *ReactivateOrgIDPRequest) String() string {
 func (*ReactivateOrgIDPRequest) ProtoMessage() {}
 
 func (x *ReactivateOrgIDPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[62]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3552,7 +3644,7 @@ func (x *ReactivateOrgIDPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReactivateOrgIDPRequest.ProtoReflect.Descriptor instead.
 func (*ReactivateOrgIDPRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{62}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ReactivateOrgIDPRequest) GetIdpId() string {
@@ -3573,7 +3665,7 @@ type ReactivateOrgIDPResponse struct {
 
 func (x *ReactivateOrgIDPResponse) Reset() {
 	*x = ReactivateOrgIDPResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[63]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3585,7 +3677,7 @@ func (x *ReactivateOrgIDPResponse) String() string {
 func (*ReactivateOrgIDPResponse) ProtoMessage() {}
 
 func (x *ReactivateOrgIDPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[63]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3598,7 +3690,7 @@ func (x *ReactivateOrgIDPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReactivateOrgIDPResponse.ProtoReflect.Descriptor instead.
 func (*ReactivateOrgIDPResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{63}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ReactivateOrgIDPResponse) GetDetails() *ObjectDetails {
@@ -3619,7 +3711,7 @@ type RemoveOrgIDPRequest struct {
 
 func (x *RemoveOrgIDPRequest) Reset() {
 	*x = RemoveOrgIDPRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[64]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3631,7 +3723,7 @@ func (x *RemoveOrgIDPRequest) String() string {
 func (*RemoveOrgIDPRequest) ProtoMessage() {}
 
 func (x *RemoveOrgIDPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[64]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3644,7 +3736,7 @@ func (x *RemoveOrgIDPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveOrgIDPRequest.ProtoReflect.Descriptor instead.
 func (*RemoveOrgIDPRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{64}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *RemoveOrgIDPRequest) GetIdpId() string {
@@ -3665,7 +3757,7 @@ type RemoveOrgIDPResponse struct {
 
 func (x *RemoveOrgIDPResponse) Reset() {
 	*x = RemoveOrgIDPResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[65]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3677,7 +3769,7 @@ func (x *RemoveOrgIDPResponse) String() string {
 func (*RemoveOrgIDPResponse) ProtoMessage() {}
 
 func (x *RemoveOrgIDPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[65]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3690,7 +3782,7 @@ func (x *RemoveOrgIDPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveOrgIDPResponse.ProtoReflect.Descriptor instead.
 func (*RemoveOrgIDPResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{65}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *RemoveOrgIDPResponse) GetDetails() *ObjectDetails {
@@ -3719,7 +3811,7 @@ type AddProjectRequest struct {
 
 func (x *AddProjectRequest) Reset() {
 	*x = AddProjectRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[66]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3731,7 +3823,7 @@ func (x *AddProjectRequest) String() string {
 func (*AddProjectRequest) ProtoMessage() {}
 
 func (x *AddProjectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[66]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3744,7 +3836,7 @@ func (x *AddProjectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddProjectRequest.ProtoReflect.Descriptor instead.
 func (*AddProjectRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{66}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *AddProjectRequest) GetName() string {
@@ -3795,7 +3887,7 @@ type AddProjectResponse struct {
 
 func (x *AddProjectResponse) Reset() {
 	*x = AddProjectResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[67]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3807,7 +3899,7 @@ func (x *AddProjectResponse) String() string {
 func (*AddProjectResponse) ProtoMessage() {}
 
 func (x *AddProjectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[67]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3820,7 +3912,7 @@ func (x *AddProjectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddProjectResponse.ProtoReflect.Descriptor instead.
 func (*AddProjectResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{67}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *AddProjectResponse) GetId() string {
@@ -3848,7 +3940,7 @@ type GetProjectByIDRequest struct {
 
 func (x *GetProjectByIDRequest) Reset() {
 	*x = GetProjectByIDRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[68]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3860,7 +3952,7 @@ func (x *GetProjectByIDRequest) String() string {
 func (*GetProjectByIDRequest) ProtoMessage() {}
 
 func (x *GetProjectByIDRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[68]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3873,7 +3965,7 @@ func (x *GetProjectByIDRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetProjectByIDRequest.ProtoReflect.Descriptor instead.
 func (*GetProjectByIDRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{68}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *GetProjectByIDRequest) GetId() string {
@@ -3894,7 +3986,7 @@ type GetProjectByIDResponse struct {
 
 func (x *GetProjectByIDResponse) Reset() {
 	*x = GetProjectByIDResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[69]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3906,7 +3998,7 @@ func (x *GetProjectByIDResponse) String() string {
 func (*GetProjectByIDResponse) ProtoMessage() {}
 
 func (x *GetProjectByIDResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[69]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3919,7 +4011,7 @@ func (x *GetProjectByIDResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetProjectByIDResponse.ProtoReflect.Descriptor instead.
 func (*GetProjectByIDResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{69}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *GetProjectByIDResponse) GetProject() *Project {
@@ -3942,7 +4034,7 @@ type ListProjectsRequest struct {
 
 func (x *ListProjectsRequest) Reset() {
 	*x = ListProjectsRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[70]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3954,7 +4046,7 @@ func (x *ListProjectsRequest) String() string {
 func (*ListProjectsRequest) ProtoMessage() {}
 
 func (x *ListProjectsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[70]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3967,7 +4059,7 @@ func (x *ListProjectsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListProjectsRequest.ProtoReflect.Descriptor instead.
 func (*ListProjectsRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{70}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ListProjectsRequest) GetQuery() *ListQuery {
@@ -3997,7 +4089,7 @@ type ListProjectsResponse struct {
 
 func (x *ListProjectsResponse) Reset() {
 	*x = ListProjectsResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[71]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4009,7 +4101,7 @@ func (x *ListProjectsResponse) String() string {
 func (*ListProjectsResponse) ProtoMessage() {}
 
 func (x *ListProjectsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[71]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4022,7 +4114,7 @@ func (x *ListProjectsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListProjectsResponse.ProtoReflect.Descriptor instead.
 func (*ListProjectsResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{71}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ListProjectsResponse) GetDetails() *ListDetails {
@@ -4052,7 +4144,7 @@ type GetAppByIDRequest struct {
 
 func (x *GetAppByIDRequest) Reset() {
 	*x = GetAppByIDRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[72]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4064,7 +4156,7 @@ func (x *GetAppByIDRequest) String() string {
 func (*GetAppByIDRequest) ProtoMessage() {}
 
 func (x *GetAppByIDRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[72]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4077,7 +4169,7 @@ func (x *GetAppByIDRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAppByIDRequest.ProtoReflect.Descriptor instead.
 func (*GetAppByIDRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{72}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *GetAppByIDRequest) GetProjectId() string {
@@ -4105,7 +4197,7 @@ type GetAppByIDResponse struct {
 
 func (x *GetAppByIDResponse) Reset() {
 	*x = GetAppByIDResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[73]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4117,7 +4209,7 @@ func (x *GetAppByIDResponse) String() string {
 func (*GetAppByIDResponse) ProtoMessage() {}
 
 func (x *GetAppByIDResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[73]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4130,7 +4222,7 @@ func (x *GetAppByIDResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAppByIDResponse.ProtoReflect.Descriptor instead.
 func (*GetAppByIDResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{73}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *GetAppByIDResponse) GetApp() *App {
@@ -4155,7 +4247,7 @@ type ListAppsRequest struct {
 
 func (x *ListAppsRequest) Reset() {
 	*x = ListAppsRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[74]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4167,7 +4259,7 @@ func (x *ListAppsRequest) String() string {
 func (*ListAppsRequest) ProtoMessage() {}
 
 func (x *ListAppsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[74]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4180,7 +4272,7 @@ func (x *ListAppsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAppsRequest.ProtoReflect.Descriptor instead.
 func (*ListAppsRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{74}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *ListAppsRequest) GetProjectId() string {
@@ -4217,7 +4309,7 @@ type ListAppsResponse struct {
 
 func (x *ListAppsResponse) Reset() {
 	*x = ListAppsResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[75]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4229,7 +4321,7 @@ func (x *ListAppsResponse) String() string {
 func (*ListAppsResponse) ProtoMessage() {}
 
 func (x *ListAppsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[75]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4242,7 +4334,7 @@ func (x *ListAppsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAppsResponse.ProtoReflect.Descriptor instead.
 func (*ListAppsResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{75}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ListAppsResponse) GetDetails() *ListDetails {
@@ -4312,7 +4404,7 @@ type AddOIDCAppRequest struct {
 
 func (x *AddOIDCAppRequest) Reset() {
 	*x = AddOIDCAppRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[76]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4324,7 +4416,7 @@ func (x *AddOIDCAppRequest) String() string {
 func (*AddOIDCAppRequest) ProtoMessage() {}
 
 func (x *AddOIDCAppRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[76]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4337,7 +4429,7 @@ func (x *AddOIDCAppRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddOIDCAppRequest.ProtoReflect.Descriptor instead.
 func (*AddOIDCAppRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{76}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *AddOIDCAppRequest) GetProjectId() string {
@@ -4496,7 +4588,7 @@ type AddOIDCAppResponse struct {
 
 func (x *AddOIDCAppResponse) Reset() {
 	*x = AddOIDCAppResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[77]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4508,7 +4600,7 @@ func (x *AddOIDCAppResponse) String() string {
 func (*AddOIDCAppResponse) ProtoMessage() {}
 
 func (x *AddOIDCAppResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[77]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4521,7 +4613,7 @@ func (x *AddOIDCAppResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddOIDCAppResponse.ProtoReflect.Descriptor instead.
 func (*AddOIDCAppResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{77}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *AddOIDCAppResponse) GetAppId() string {
@@ -4614,7 +4706,7 @@ type UpdateOIDCAppConfigRequest struct {
 
 func (x *UpdateOIDCAppConfigRequest) Reset() {
 	*x = UpdateOIDCAppConfigRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[78]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4626,7 +4718,7 @@ func (x *UpdateOIDCAppConfigRequest) String() string {
 func (*UpdateOIDCAppConfigRequest) ProtoMessage() {}
 
 func (x *UpdateOIDCAppConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[78]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4639,7 +4731,7 @@ func (x *UpdateOIDCAppConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateOIDCAppConfigRequest.ProtoReflect.Descriptor instead.
 func (*UpdateOIDCAppConfigRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{78}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *UpdateOIDCAppConfigRequest) GetProjectId() string {
@@ -4779,7 +4871,7 @@ type UpdateOIDCAppConfigResponse struct {
 
 func (x *UpdateOIDCAppConfigResponse) Reset() {
 	*x = UpdateOIDCAppConfigResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[79]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4791,7 +4883,7 @@ func (x *UpdateOIDCAppConfigResponse) String() string {
 func (*UpdateOIDCAppConfigResponse) ProtoMessage() {}
 
 func (x *UpdateOIDCAppConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[79]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4804,7 +4896,7 @@ func (x *UpdateOIDCAppConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateOIDCAppConfigResponse.ProtoReflect.Descriptor instead.
 func (*UpdateOIDCAppConfigResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{79}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *UpdateOIDCAppConfigResponse) GetDetails() *ObjectDetails {
@@ -4827,7 +4919,7 @@ type RegenerateOIDCClientSecretRequest struct {
 
 func (x *RegenerateOIDCClientSecretRequest) Reset() {
 	*x = RegenerateOIDCClientSecretRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[80]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4839,7 +4931,7 @@ func (x *RegenerateOIDCClientSecretRequest) String() string {
 func (*RegenerateOIDCClientSecretRequest) ProtoMessage() {}
 
 func (x *RegenerateOIDCClientSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[80]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4852,7 +4944,7 @@ func (x *RegenerateOIDCClientSecretRequest) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use RegenerateOIDCClientSecretRequest.ProtoReflect.Descriptor instead.
 func (*RegenerateOIDCClientSecretRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{80}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *RegenerateOIDCClientSecretRequest) GetProjectId() string {
@@ -4882,7 +4974,7 @@ type RegenerateOIDCClientSecretResponse struct {
 
 func (x *RegenerateOIDCClientSecretResponse) Reset() {
 	*x = RegenerateOIDCClientSecretResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[81]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4894,7 +4986,7 @@ func (x *RegenerateOIDCClientSecretResponse) String() string {
 func (*RegenerateOIDCClientSecretResponse) ProtoMessage() {}
 
 func (x *RegenerateOIDCClientSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[81]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4907,7 +4999,7 @@ func (x *RegenerateOIDCClientSecretResponse) ProtoReflect() protoreflect.Message
 
 // Deprecated: Use RegenerateOIDCClientSecretResponse.ProtoReflect.Descriptor instead.
 func (*RegenerateOIDCClientSecretResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{81}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *RegenerateOIDCClientSecretResponse) GetClientSecret() string {
@@ -4939,7 +5031,7 @@ type AddAPIAppRequest struct {
 
 func (x *AddAPIAppRequest) Reset() {
 	*x = AddAPIAppRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[82]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4951,7 +5043,7 @@ func (x *AddAPIAppRequest) String() string {
 func (*AddAPIAppRequest) ProtoMessage() {}
 
 func (x *AddAPIAppRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[82]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4964,7 +5056,7 @@ func (x *AddAPIAppRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddAPIAppRequest.ProtoReflect.Descriptor instead.
 func (*AddAPIAppRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{82}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *AddAPIAppRequest) GetProjectId() string {
@@ -5007,7 +5099,7 @@ type AddAPIAppResponse struct {
 
 func (x *AddAPIAppResponse) Reset() {
 	*x = AddAPIAppResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[83]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5019,7 +5111,7 @@ func (x *AddAPIAppResponse) String() string {
 func (*AddAPIAppResponse) ProtoMessage() {}
 
 func (x *AddAPIAppResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[83]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5032,7 +5124,7 @@ func (x *AddAPIAppResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddAPIAppResponse.ProtoReflect.Descriptor instead.
 func (*AddAPIAppResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{83}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *AddAPIAppResponse) GetAppId() string {
@@ -5084,7 +5176,7 @@ type AddAppKeyRequest struct {
 
 func (x *AddAppKeyRequest) Reset() {
 	*x = AddAppKeyRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[84]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5096,7 +5188,7 @@ func (x *AddAppKeyRequest) String() string {
 func (*AddAppKeyRequest) ProtoMessage() {}
 
 func (x *AddAppKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[84]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5109,7 +5201,7 @@ func (x *AddAppKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddAppKeyRequest.ProtoReflect.Descriptor instead.
 func (*AddAppKeyRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{84}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *AddAppKeyRequest) GetProjectId() string {
@@ -5165,7 +5257,7 @@ type AddAppKeyResponse struct {
 
 func (x *AddAppKeyResponse) Reset() {
 	*x = AddAppKeyResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[85]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5177,7 +5269,7 @@ func (x *AddAppKeyResponse) String() string {
 func (*AddAppKeyResponse) ProtoMessage() {}
 
 func (x *AddAppKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[85]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5190,7 +5282,7 @@ func (x *AddAppKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddAppKeyResponse.ProtoReflect.Descriptor instead.
 func (*AddAppKeyResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{85}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *AddAppKeyResponse) GetId() string {
@@ -5229,7 +5321,7 @@ type RemoveAppKeyRequest struct {
 
 func (x *RemoveAppKeyRequest) Reset() {
 	*x = RemoveAppKeyRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[86]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5241,7 +5333,7 @@ func (x *RemoveAppKeyRequest) String() string {
 func (*RemoveAppKeyRequest) ProtoMessage() {}
 
 func (x *RemoveAppKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[86]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5254,7 +5346,7 @@ func (x *RemoveAppKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveAppKeyRequest.ProtoReflect.Descriptor instead.
 func (*RemoveAppKeyRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{86}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *RemoveAppKeyRequest) GetProjectId() string {
@@ -5289,7 +5381,7 @@ type RemoveAppKeyResponse struct {
 
 func (x *RemoveAppKeyResponse) Reset() {
 	*x = RemoveAppKeyResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[87]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5301,7 +5393,7 @@ func (x *RemoveAppKeyResponse) String() string {
 func (*RemoveAppKeyResponse) ProtoMessage() {}
 
 func (x *RemoveAppKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[87]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5314,7 +5406,7 @@ func (x *RemoveAppKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveAppKeyResponse.ProtoReflect.Descriptor instead.
 func (*RemoveAppKeyResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{87}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *RemoveAppKeyResponse) GetDetails() *ObjectDetails {
@@ -5340,7 +5432,7 @@ type AddProjectGrantRequest struct {
 
 func (x *AddProjectGrantRequest) Reset() {
 	*x = AddProjectGrantRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[88]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5352,7 +5444,7 @@ func (x *AddProjectGrantRequest) String() string {
 func (*AddProjectGrantRequest) ProtoMessage() {}
 
 func (x *AddProjectGrantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[88]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5365,7 +5457,7 @@ func (x *AddProjectGrantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddProjectGrantRequest.ProtoReflect.Descriptor instead.
 func (*AddProjectGrantRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{88}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *AddProjectGrantRequest) GetProjectId() string {
@@ -5402,7 +5494,7 @@ type AddProjectGrantResponse struct {
 
 func (x *AddProjectGrantResponse) Reset() {
 	*x = AddProjectGrantResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[89]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5414,7 +5506,7 @@ func (x *AddProjectGrantResponse) String() string {
 func (*AddProjectGrantResponse) ProtoMessage() {}
 
 func (x *AddProjectGrantResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[89]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5427,7 +5519,7 @@ func (x *AddProjectGrantResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddProjectGrantResponse.ProtoReflect.Descriptor instead.
 func (*AddProjectGrantResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{89}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *AddProjectGrantResponse) GetGrantId() string {
@@ -5457,7 +5549,7 @@ type ListProjectGrantsRequest struct {
 
 func (x *ListProjectGrantsRequest) Reset() {
 	*x = ListProjectGrantsRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[90]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5469,7 +5561,7 @@ func (x *ListProjectGrantsRequest) String() string {
 func (*ListProjectGrantsRequest) ProtoMessage() {}
 
 func (x *ListProjectGrantsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[90]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5482,7 +5574,7 @@ func (x *ListProjectGrantsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListProjectGrantsRequest.ProtoReflect.Descriptor instead.
 func (*ListProjectGrantsRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{90}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *ListProjectGrantsRequest) GetQuery() *ListQuery {
@@ -5512,7 +5604,7 @@ type ListProjectGrantsResponse struct {
 
 func (x *ListProjectGrantsResponse) Reset() {
 	*x = ListProjectGrantsResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[91]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5524,7 +5616,7 @@ func (x *ListProjectGrantsResponse) String() string {
 func (*ListProjectGrantsResponse) ProtoMessage() {}
 
 func (x *ListProjectGrantsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[91]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5537,7 +5629,7 @@ func (x *ListProjectGrantsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListProjectGrantsResponse.ProtoReflect.Descriptor instead.
 func (*ListProjectGrantsResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{91}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *ListProjectGrantsResponse) GetDetails() *ListDetails {
@@ -5569,7 +5661,7 @@ type UpdateProjectGrantRequest struct {
 
 func (x *UpdateProjectGrantRequest) Reset() {
 	*x = UpdateProjectGrantRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[92]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5581,7 +5673,7 @@ func (x *UpdateProjectGrantRequest) String() string {
 func (*UpdateProjectGrantRequest) ProtoMessage() {}
 
 func (x *UpdateProjectGrantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[92]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5594,7 +5686,7 @@ func (x *UpdateProjectGrantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateProjectGrantRequest.ProtoReflect.Descriptor instead.
 func (*UpdateProjectGrantRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{92}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *UpdateProjectGrantRequest) GetProjectId() string {
@@ -5629,7 +5721,7 @@ type UpdateProjectGrantResponse struct {
 
 func (x *UpdateProjectGrantResponse) Reset() {
 	*x = UpdateProjectGrantResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[93]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5641,7 +5733,7 @@ func (x *UpdateProjectGrantResponse) String() string {
 func (*UpdateProjectGrantResponse) ProtoMessage() {}
 
 func (x *UpdateProjectGrantResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[93]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5654,7 +5746,7 @@ func (x *UpdateProjectGrantResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateProjectGrantResponse.ProtoReflect.Descriptor instead.
 func (*UpdateProjectGrantResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{93}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *UpdateProjectGrantResponse) GetDetails() *ObjectDetails {
@@ -5677,7 +5769,7 @@ type RemoveProjectGrantRequest struct {
 
 func (x *RemoveProjectGrantRequest) Reset() {
 	*x = RemoveProjectGrantRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[94]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5689,7 +5781,7 @@ func (x *RemoveProjectGrantRequest) String() string {
 func (*RemoveProjectGrantRequest) ProtoMessage() {}
 
 func (x *RemoveProjectGrantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[94]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5702,7 +5794,7 @@ func (x *RemoveProjectGrantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveProjectGrantRequest.ProtoReflect.Descriptor instead.
 func (*RemoveProjectGrantRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{94}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *RemoveProjectGrantRequest) GetProjectId() string {
@@ -5730,7 +5822,7 @@ type RemoveProjectGrantResponse struct {
 
 func (x *RemoveProjectGrantResponse) Reset() {
 	*x = RemoveProjectGrantResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[95]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5742,7 +5834,7 @@ func (x *RemoveProjectGrantResponse) String() string {
 func (*RemoveProjectGrantResponse) ProtoMessage() {}
 
 func (x *RemoveProjectGrantResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[95]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5755,7 +5847,7 @@ func (x *RemoveProjectGrantResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveProjectGrantResponse.ProtoReflect.Descriptor instead.
 func (*RemoveProjectGrantResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{95}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *RemoveProjectGrantResponse) GetDetails() *ObjectDetails {
@@ -5774,7 +5866,7 @@ type GetLoginPolicyRequest struct {
 
 func (x *GetLoginPolicyRequest) Reset() {
 	*x = GetLoginPolicyRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[96]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5786,7 +5878,7 @@ func (x *GetLoginPolicyRequest) String() string {
 func (*GetLoginPolicyRequest) ProtoMessage() {}
 
 func (x *GetLoginPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[96]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5799,7 +5891,7 @@ func (x *GetLoginPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLoginPolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetLoginPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{96}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{98}
 }
 
 // GetLoginPolicyResponse carries the policy in force.
@@ -5815,7 +5907,7 @@ type GetLoginPolicyResponse struct {
 
 func (x *GetLoginPolicyResponse) Reset() {
 	*x = GetLoginPolicyResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[97]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5827,7 +5919,7 @@ func (x *GetLoginPolicyResponse) String() string {
 func (*GetLoginPolicyResponse) ProtoMessage() {}
 
 func (x *GetLoginPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[97]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5840,7 +5932,7 @@ func (x *GetLoginPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLoginPolicyResponse.ProtoReflect.Descriptor instead.
 func (*GetLoginPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{97}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *GetLoginPolicyResponse) GetPolicy() *LoginPolicy {
@@ -5907,7 +5999,7 @@ type AddCustomLoginPolicyRequest struct {
 
 func (x *AddCustomLoginPolicyRequest) Reset() {
 	*x = AddCustomLoginPolicyRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[98]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5919,7 +6011,7 @@ func (x *AddCustomLoginPolicyRequest) String() string {
 func (*AddCustomLoginPolicyRequest) ProtoMessage() {}
 
 func (x *AddCustomLoginPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[98]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5932,7 +6024,7 @@ func (x *AddCustomLoginPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddCustomLoginPolicyRequest.ProtoReflect.Descriptor instead.
 func (*AddCustomLoginPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{98}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *AddCustomLoginPolicyRequest) GetAllowUsernamePassword() bool {
@@ -6086,7 +6178,7 @@ type AddCustomLoginPolicyResponse struct {
 
 func (x *AddCustomLoginPolicyResponse) Reset() {
 	*x = AddCustomLoginPolicyResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[99]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6098,7 +6190,7 @@ func (x *AddCustomLoginPolicyResponse) String() string {
 func (*AddCustomLoginPolicyResponse) ProtoMessage() {}
 
 func (x *AddCustomLoginPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[99]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6111,7 +6203,7 @@ func (x *AddCustomLoginPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddCustomLoginPolicyResponse.ProtoReflect.Descriptor instead.
 func (*AddCustomLoginPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{99}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *AddCustomLoginPolicyResponse) GetDetails() *ObjectDetails {
@@ -6164,7 +6256,7 @@ type UpdateCustomLoginPolicyRequest struct {
 
 func (x *UpdateCustomLoginPolicyRequest) Reset() {
 	*x = UpdateCustomLoginPolicyRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[100]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6176,7 +6268,7 @@ func (x *UpdateCustomLoginPolicyRequest) String() string {
 func (*UpdateCustomLoginPolicyRequest) ProtoMessage() {}
 
 func (x *UpdateCustomLoginPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[100]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6189,7 +6281,7 @@ func (x *UpdateCustomLoginPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateCustomLoginPolicyRequest.ProtoReflect.Descriptor instead.
 func (*UpdateCustomLoginPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{100}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *UpdateCustomLoginPolicyRequest) GetAllowUsernamePassword() bool {
@@ -6322,7 +6414,7 @@ type UpdateCustomLoginPolicyResponse struct {
 
 func (x *UpdateCustomLoginPolicyResponse) Reset() {
 	*x = UpdateCustomLoginPolicyResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[101]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6334,7 +6426,7 @@ func (x *UpdateCustomLoginPolicyResponse) String() string {
 func (*UpdateCustomLoginPolicyResponse) ProtoMessage() {}
 
 func (x *UpdateCustomLoginPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[101]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6347,7 +6439,7 @@ func (x *UpdateCustomLoginPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateCustomLoginPolicyResponse.ProtoReflect.Descriptor instead.
 func (*UpdateCustomLoginPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{101}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *UpdateCustomLoginPolicyResponse) GetDetails() *ObjectDetails {
@@ -6366,7 +6458,7 @@ type ResetLoginPolicyToDefaultRequest struct {
 
 func (x *ResetLoginPolicyToDefaultRequest) Reset() {
 	*x = ResetLoginPolicyToDefaultRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[102]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6378,7 +6470,7 @@ func (x *ResetLoginPolicyToDefaultRequest) String() string {
 func (*ResetLoginPolicyToDefaultRequest) ProtoMessage() {}
 
 func (x *ResetLoginPolicyToDefaultRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[102]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6391,7 +6483,7 @@ func (x *ResetLoginPolicyToDefaultRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetLoginPolicyToDefaultRequest.ProtoReflect.Descriptor instead.
 func (*ResetLoginPolicyToDefaultRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{102}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{104}
 }
 
 // ResetLoginPolicyToDefaultResponse carries the change's details.
@@ -6405,7 +6497,7 @@ type ResetLoginPolicyToDefaultResponse struct {
 
 func (x *ResetLoginPolicyToDefaultResponse) Reset() {
 	*x = ResetLoginPolicyToDefaultResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[103]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6417,7 +6509,7 @@ func (x *ResetLoginPolicyToDefaultResponse) String() string {
 func (*ResetLoginPolicyToDefaultResponse) ProtoMessage() {}
 
 func (x *ResetLoginPolicyToDefaultResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[103]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6430,7 +6522,7 @@ func (x *ResetLoginPolicyToDefaultResponse) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use ResetLoginPolicyToDefaultResponse.ProtoReflect.Descriptor instead.
 func (*ResetLoginPolicyToDefaultResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{103}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *ResetLoginPolicyToDefaultResponse) GetDetails() *ObjectDetails {
@@ -6453,7 +6545,7 @@ type ListUserIDPsRequest struct {
 
 func (x *ListUserIDPsRequest) Reset() {
 	*x = ListUserIDPsRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[104]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6465,7 +6557,7 @@ func (x *ListUserIDPsRequest) String() string {
 func (*ListUserIDPsRequest) ProtoMessage() {}
 
 func (x *ListUserIDPsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[104]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6478,7 +6570,7 @@ func (x *ListUserIDPsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUserIDPsRequest.ProtoReflect.Descriptor instead.
 func (*ListUserIDPsRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{104}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *ListUserIDPsRequest) GetUserId() string {
@@ -6508,7 +6600,7 @@ type ListUserIDPsResponse struct {
 
 func (x *ListUserIDPsResponse) Reset() {
 	*x = ListUserIDPsResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[105]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6520,7 +6612,7 @@ func (x *ListUserIDPsResponse) String() string {
 func (*ListUserIDPsResponse) ProtoMessage() {}
 
 func (x *ListUserIDPsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[105]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6533,7 +6625,7 @@ func (x *ListUserIDPsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUserIDPsResponse.ProtoReflect.Descriptor instead.
 func (*ListUserIDPsResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{105}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *ListUserIDPsResponse) GetDetails() *ListDetails {
@@ -6565,7 +6657,7 @@ type RemoveUserIDPRequest struct {
 
 func (x *RemoveUserIDPRequest) Reset() {
 	*x = RemoveUserIDPRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[106]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6577,7 +6669,7 @@ func (x *RemoveUserIDPRequest) String() string {
 func (*RemoveUserIDPRequest) ProtoMessage() {}
 
 func (x *RemoveUserIDPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[106]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6590,7 +6682,7 @@ func (x *RemoveUserIDPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveUserIDPRequest.ProtoReflect.Descriptor instead.
 func (*RemoveUserIDPRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{106}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *RemoveUserIDPRequest) GetUserId() string {
@@ -6625,7 +6717,7 @@ type RemoveUserIDPResponse struct {
 
 func (x *RemoveUserIDPResponse) Reset() {
 	*x = RemoveUserIDPResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[107]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6637,7 +6729,7 @@ func (x *RemoveUserIDPResponse) String() string {
 func (*RemoveUserIDPResponse) ProtoMessage() {}
 
 func (x *RemoveUserIDPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[107]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6650,7 +6742,7 @@ func (x *RemoveUserIDPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveUserIDPResponse.ProtoReflect.Descriptor instead.
 func (*RemoveUserIDPResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{107}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *RemoveUserIDPResponse) GetDetails() *ObjectDetails {
@@ -6682,7 +6774,7 @@ type AddHumanUserRequest_Profile struct {
 
 func (x *AddHumanUserRequest_Profile) Reset() {
 	*x = AddHumanUserRequest_Profile{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[108]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6694,7 +6786,7 @@ func (x *AddHumanUserRequest_Profile) String() string {
 func (*AddHumanUserRequest_Profile) ProtoMessage() {}
 
 func (x *AddHumanUserRequest_Profile) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[108]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6765,7 +6857,7 @@ type AddHumanUserRequest_Email struct {
 
 func (x *AddHumanUserRequest_Email) Reset() {
 	*x = AddHumanUserRequest_Email{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[109]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6777,7 +6869,7 @@ func (x *AddHumanUserRequest_Email) String() string {
 func (*AddHumanUserRequest_Email) ProtoMessage() {}
 
 func (x *AddHumanUserRequest_Email) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[109]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6821,7 +6913,7 @@ type AddHumanUserRequest_Phone struct {
 
 func (x *AddHumanUserRequest_Phone) Reset() {
 	*x = AddHumanUserRequest_Phone{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[110]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6833,7 +6925,7 @@ func (x *AddHumanUserRequest_Phone) String() string {
 func (*AddHumanUserRequest_Phone) ProtoMessage() {}
 
 func (x *AddHumanUserRequest_Phone) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[110]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6885,7 +6977,7 @@ type ImportHumanUserRequest_Profile struct {
 
 func (x *ImportHumanUserRequest_Profile) Reset() {
 	*x = ImportHumanUserRequest_Profile{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[111]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6897,7 +6989,7 @@ func (x *ImportHumanUserRequest_Profile) String() string {
 func (*ImportHumanUserRequest_Profile) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_Profile) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[111]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6968,7 +7060,7 @@ type ImportHumanUserRequest_Email struct {
 
 func (x *ImportHumanUserRequest_Email) Reset() {
 	*x = ImportHumanUserRequest_Email{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[112]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6980,7 +7072,7 @@ func (x *ImportHumanUserRequest_Email) String() string {
 func (*ImportHumanUserRequest_Email) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_Email) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[112]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7024,7 +7116,7 @@ type ImportHumanUserRequest_Phone struct {
 
 func (x *ImportHumanUserRequest_Phone) Reset() {
 	*x = ImportHumanUserRequest_Phone{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[113]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7036,7 +7128,7 @@ func (x *ImportHumanUserRequest_Phone) String() string {
 func (*ImportHumanUserRequest_Phone) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_Phone) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[113]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7081,7 +7173,7 @@ type ImportHumanUserRequest_HashedPassword struct {
 
 func (x *ImportHumanUserRequest_HashedPassword) Reset() {
 	*x = ImportHumanUserRequest_HashedPassword{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[114]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7093,7 +7185,7 @@ func (x *ImportHumanUserRequest_HashedPassword) String() string {
 func (*ImportHumanUserRequest_HashedPassword) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_HashedPassword) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[114]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7136,7 +7228,7 @@ type BulkSetUserMetadataRequest_Metadata struct {
 
 func (x *BulkSetUserMetadataRequest_Metadata) Reset() {
 	*x = BulkSetUserMetadataRequest_Metadata{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[115]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7148,7 +7240,7 @@ func (x *BulkSetUserMetadataRequest_Metadata) String() string {
 func (*BulkSetUserMetadataRequest_Metadata) ProtoMessage() {}
 
 func (x *BulkSetUserMetadataRequest_Metadata) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[115]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7161,7 +7253,7 @@ func (x *BulkSetUserMetadataRequest_Metadata) ProtoReflect() protoreflect.Messag
 
 // Deprecated: Use BulkSetUserMetadataRequest_Metadata.ProtoReflect.Descriptor instead.
 func (*BulkSetUserMetadataRequest_Metadata) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{30, 0}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{32, 0}
 }
 
 func (x *BulkSetUserMetadataRequest_Metadata) GetKey() string {
@@ -7192,7 +7284,7 @@ type AddCustomLoginPolicyRequest_IDP struct {
 
 func (x *AddCustomLoginPolicyRequest_IDP) Reset() {
 	*x = AddCustomLoginPolicyRequest_IDP{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[116]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7204,7 +7296,7 @@ func (x *AddCustomLoginPolicyRequest_IDP) String() string {
 func (*AddCustomLoginPolicyRequest_IDP) ProtoMessage() {}
 
 func (x *AddCustomLoginPolicyRequest_IDP) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[116]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7217,7 +7309,7 @@ func (x *AddCustomLoginPolicyRequest_IDP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddCustomLoginPolicyRequest_IDP.ProtoReflect.Descriptor instead.
 func (*AddCustomLoginPolicyRequest_IDP) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{98, 0}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{100, 0}
 }
 
 func (x *AddCustomLoginPolicyRequest_IDP) GetIdpId() string {
@@ -7319,6 +7411,10 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x15ReactivateUserRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"Z\n" +
 	"\x16ReactivateUserResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"#\n" +
+	"\x11UnlockUserRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"V\n" +
+	"\x12UnlockUserResponse\x12@\n" +
 	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"#\n" +
 	"\x11RemoveUserRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"V\n" +
@@ -7700,7 +7796,7 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x06idp_id\x18\x02 \x01(\tR\x05idpId\x12$\n" +
 	"\x0elinked_user_id\x18\x03 \x01(\tR\flinkedUserId\"Y\n" +
 	"\x15RemoveUserIDPResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails2\xd5H\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails2\xebI\n" +
 	"\x11ManagementService\x12\x8b\x01\n" +
 	"\vGetUserByID\x12+.gatehouse.management.v1.GetUserByIDRequest\x1a,.gatehouse.management.v1.GetUserByIDResponse\"!\x82\xd3\xe4\x93\x02\x1b\x12\x19/management/v1/users/{id}\x12\x8b\x01\n" +
 	"\tListUsers\x12).gatehouse.management.v1.ListUsersRequest\x1a*.gatehouse.management.v1.ListUsersResponse\"'\x82\xd3\xe4\x93\x02!:\x01*\"\x1c/management/v1/users/_search\x12\x92\x01\n" +
@@ -7708,7 +7804,9 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x0fImportHumanUser\x12/.gatehouse.management.v1.ImportHumanUserRequest\x1a0.gatehouse.management.v1.ImportHumanUserResponse\"-\x82\xd3\xe4\x93\x02':\x01*\"\"/management/v1/users/human/_import\x12\x9a\x01\n" +
 	"\x0eAddMachineUser\x12..gatehouse.management.v1.AddMachineUserRequest\x1a/.gatehouse.management.v1.AddMachineUserResponse\"'\x82\xd3\xe4\x93\x02!:\x01*\"\x1c/management/v1/users/machine\x12\xa3\x01\n" +
 	"\x0eDeactivateUser\x12..gatehouse.management.v1.DeactivateUserRequest\x1a/.gatehouse.management.v1.DeactivateUserResponse\"0\x82\xd3\xe4\x93\x02*:\x01*\"%/management/v1/users/{id}/_deactivate\x12\xa3\x01\n" +
-	"\x0eReactivateUser\x12..gatehouse.management.v1.ReactivateUserRequest\x1a/.gatehouse.management.v1.ReactivateUserResponse\"0\x82\xd3\xe4\x93\x02*:\x01*\"%/management/v1/users/{id}/_reactivate\x12\x88\x01\n" +
+	"\x0eReactivateUser\x12..gatehouse.management.v1.ReactivateUserRequest\x1a/.gatehouse.management.v1.ReactivateUserResponse\"0\x82\xd3\xe4\x93\x02*:\x01*\"%/management/v1/users/{id}/_reactivate\x12\x93\x01\n" +
+	"\n" +
+	"UnlockUser\x12*.gatehouse.management.v1.UnlockUserRequest\x1a+.gatehouse.management.v1.UnlockUserResponse\",\x82\xd3\xe4\x93\x02&:\x01*\"!/management/v1/users/{id}/_unlock\x12\x88\x01\n" +
 	"\n" +
 	"RemoveUser\x12*.gatehouse.management.v1.RemoveUserRequest\x1a+.gatehouse.management.v1.RemoveUserResponse\"!\x82\xd3\xe4\x93\x02\x1b*\x19/management/v1/users/{id}\x12\xab\x01\n" +
 	"\x10SetHumanPassword\x120.gatehouse.management.v1.SetHumanPasswordRequest\x1a1.gatehouse.management.v1.SetHumanPasswordResponse\"2\x82\xd3\xe4\x93\x02,:\x01*\"'/management/v1/users/{user_id}/password\x12\x9e\x01\n" +
@@ -7775,7 +7873,7 @@ func file_gatehouse_management_v1_management_proto_rawDescGZIP() []byte {
 	return file_gatehouse_management_v1_management_proto_rawDescData
 }
 
-var file_gatehouse_management_v1_management_proto_msgTypes = make([]protoimpl.MessageInfo, 117)
+var file_gatehouse_management_v1_management_proto_msgTypes = make([]protoimpl.MessageInfo, 119)
 var file_gatehouse_management_v1_management_proto_goTypes = []any{
 	(*GetUserByIDRequest)(nil),                    // 0: gatehouse.management.v1.GetUserByIDRequest
 	(*GetUserByIDResponse)(nil),                   // 1: gatehouse.management.v1.GetUserByIDResponse
@@ -7791,412 +7889,417 @@ var file_gatehouse_management_v1_management_proto_goTypes = []any{
 	(*DeactivateUserResponse)(nil),                // 11: gatehouse.management.v1.DeactivateUserResponse
 	(*ReactivateUserRequest)(nil),                 // 12: gatehouse.management.v1.ReactivateUserRequest
 	(*ReactivateUserResponse)(nil),                // 13: gatehouse.management.v1.ReactivateUserResponse
-	(*RemoveUserRequest)(nil),                     // 14: gatehouse.management.v1.RemoveUserRequest
-	(*RemoveUserResponse)(nil),                    // 15: gatehouse.management.v1.RemoveUserResponse
-	(*SetHumanPasswordRequest)(nil),               // 16: gatehouse.management.v1.SetHumanPasswordRequest
-	(*SetHumanPasswordResponse)(nil),              // 17: gatehouse.management.v1.SetHumanPasswordResponse
-	(*AddMachineKeyRequest)(nil),                  // 18: gatehouse.management.v1.AddMachineKeyRequest
-	(*AddMachineKeyResponse)(nil),                 // 19: gatehouse.management.v1.AddMachineKeyResponse
-	(*ListMachineKeysRequest)(nil),                // 20: gatehouse.management.v1.ListMachineKeysRequest
-	(*ListMachineKeysResponse)(nil),               // 21: gatehouse.management.v1.ListMachineKeysResponse
-	(*RemoveMachineKeyRequest)(nil),               // 22: gatehouse.management.v1.RemoveMachineKeyRequest
-	(*RemoveMachineKeyResponse)(nil),              // 23: gatehouse.management.v1.RemoveMachineKeyResponse
-	(*GenerateMachineSecretRequest)(nil),          // 24: gatehouse.management.v1.GenerateMachineSecretRequest
-	(*GenerateMachineSecretResponse)(nil),         // 25: gatehouse.management.v1.GenerateMachineSecretResponse
-	(*RemoveMachineSecretRequest)(nil),            // 26: gatehouse.management.v1.RemoveMachineSecretRequest
-	(*RemoveMachineSecretResponse)(nil),           // 27: gatehouse.management.v1.RemoveMachineSecretResponse
-	(*SetUserMetadataRequest)(nil),                // 28: gatehouse.management.v1.SetUserMetadataRequest
-	(*SetUserMetadataResponse)(nil),               // 29: gatehouse.management.v1.SetUserMetadataResponse
-	(*BulkSetUserMetadataRequest)(nil),            // 30: gatehouse.management.v1.BulkSetUserMetadataRequest
-	(*BulkSetUserMetadataResponse)(nil),           // 31: gatehouse.management.v1.BulkSetUserMetadataResponse
-	(*ListUserMetadataRequest)(nil),               // 32: gatehouse.management.v1.ListUserMetadataRequest
-	(*ListUserMetadataResponse)(nil),              // 33: gatehouse.management.v1.ListUserMetadataResponse
-	(*GetUserMetadataRequest)(nil),                // 34: gatehouse.management.v1.GetUserMetadataRequest
-	(*GetUserMetadataResponse)(nil),               // 35: gatehouse.management.v1.GetUserMetadataResponse
-	(*RemoveUserMetadataRequest)(nil),             // 36: gatehouse.management.v1.RemoveUserMetadataRequest
-	(*RemoveUserMetadataResponse)(nil),            // 37: gatehouse.management.v1.RemoveUserMetadataResponse
-	(*BulkRemoveUserMetadataRequest)(nil),         // 38: gatehouse.management.v1.BulkRemoveUserMetadataRequest
-	(*BulkRemoveUserMetadataResponse)(nil),        // 39: gatehouse.management.v1.BulkRemoveUserMetadataResponse
-	(*GetMyOrgRequest)(nil),                       // 40: gatehouse.management.v1.GetMyOrgRequest
-	(*GetMyOrgResponse)(nil),                      // 41: gatehouse.management.v1.GetMyOrgResponse
-	(*AddOrgRequest)(nil),                         // 42: gatehouse.management.v1.AddOrgRequest
-	(*AddOrgResponse)(nil),                        // 43: gatehouse.management.v1.AddOrgResponse
-	(*ListOrgsRequest)(nil),                       // 44: gatehouse.management.v1.ListOrgsRequest
-	(*ListOrgsResponse)(nil),                      // 45: gatehouse.management.v1.ListOrgsResponse
-	(*AddOrgMemberRequest)(nil),                   // 46: gatehouse.management.v1.AddOrgMemberRequest
-	(*AddOrgMemberResponse)(nil),                  // 47: gatehouse.management.v1.AddOrgMemberResponse
-	(*ListOrgMembersRequest)(nil),                 // 48: gatehouse.management.v1.ListOrgMembersRequest
-	(*ListOrgMembersResponse)(nil),                // 49: gatehouse.management.v1.ListOrgMembersResponse
-	(*RemoveOrgMemberRequest)(nil),                // 50: gatehouse.management.v1.RemoveOrgMemberRequest
-	(*RemoveOrgMemberResponse)(nil),               // 51: gatehouse.management.v1.RemoveOrgMemberResponse
-	(*GetOrgIDPByIDRequest)(nil),                  // 52: gatehouse.management.v1.GetOrgIDPByIDRequest
-	(*GetOrgIDPByIDResponse)(nil),                 // 53: gatehouse.management.v1.GetOrgIDPByIDResponse
-	(*ListOrgIDPsRequest)(nil),                    // 54: gatehouse.management.v1.ListOrgIDPsRequest
-	(*ListOrgIDPsResponse)(nil),                   // 55: gatehouse.management.v1.ListOrgIDPsResponse
-	(*AddOrgOIDCIDPRequest)(nil),                  // 56: gatehouse.management.v1.AddOrgOIDCIDPRequest
-	(*AddOrgOIDCIDPResponse)(nil),                 // 57: gatehouse.management.v1.AddOrgOIDCIDPResponse
-	(*UpdateOrgIDPOIDCConfigRequest)(nil),         // 58: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest
-	(*UpdateOrgIDPOIDCConfigResponse)(nil),        // 59: gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse
-	(*DeactivateOrgIDPRequest)(nil),               // 60: gatehouse.management.v1.DeactivateOrgIDPRequest
-	(*DeactivateOrgIDPResponse)(nil),              // 61: gatehouse.management.v1.DeactivateOrgIDPResponse
-	(*ReactivateOrgIDPRequest)(nil),               // 62: gatehouse.management.v1.ReactivateOrgIDPRequest
-	(*ReactivateOrgIDPResponse)(nil),              // 63: gatehouse.management.v1.ReactivateOrgIDPResponse
-	(*RemoveOrgIDPRequest)(nil),                   // 64: gatehouse.management.v1.RemoveOrgIDPRequest
-	(*RemoveOrgIDPResponse)(nil),                  // 65: gatehouse.management.v1.RemoveOrgIDPResponse
-	(*AddProjectRequest)(nil),                     // 66: gatehouse.management.v1.AddProjectRequest
-	(*AddProjectResponse)(nil),                    // 67: gatehouse.management.v1.AddProjectResponse
-	(*GetProjectByIDRequest)(nil),                 // 68: gatehouse.management.v1.GetProjectByIDRequest
-	(*GetProjectByIDResponse)(nil),                // 69: gatehouse.management.v1.GetProjectByIDResponse
-	(*ListProjectsRequest)(nil),                   // 70: gatehouse.management.v1.ListProjectsRequest
-	(*ListProjectsResponse)(nil),                  // 71: gatehouse.management.v1.ListProjectsResponse
-	(*GetAppByIDRequest)(nil),                     // 72: gatehouse.management.v1.GetAppByIDRequest
-	(*GetAppByIDResponse)(nil),                    // 73: gatehouse.management.v1.GetAppByIDResponse
-	(*ListAppsRequest)(nil),                       // 74: gatehouse.management.v1.ListAppsRequest
-	(*ListAppsResponse)(nil),                      // 75: gatehouse.management.v1.ListAppsResponse
-	(*AddOIDCAppRequest)(nil),                     // 76: gatehouse.management.v1.AddOIDCAppRequest
-	(*AddOIDCAppResponse)(nil),                    // 77: gatehouse.management.v1.AddOIDCAppResponse
-	(*UpdateOIDCAppConfigRequest)(nil),            // 78: gatehouse.management.v1.UpdateOIDCAppConfigRequest
-	(*UpdateOIDCAppConfigResponse)(nil),           // 79: gatehouse.management.v1.UpdateOIDCAppConfigResponse
-	(*RegenerateOIDCClientSecretRequest)(nil),     // 80: gatehouse.management.v1.RegenerateOIDCClientSecretRequest
-	(*RegenerateOIDCClientSecretResponse)(nil),    // 81: gatehouse.management.v1.RegenerateOIDCClientSecretResponse
-	(*AddAPIAppRequest)(nil),                      // 82: gatehouse.management.v1.AddAPIAppRequest
-	(*AddAPIAppResponse)(nil),                     // 83: gatehouse.management.v1.AddAPIAppResponse
-	(*AddAppKeyRequest)(nil),                      // 84: gatehouse.management.v1.AddAppKeyRequest
-	(*AddAppKeyResponse)(nil),                     // 85: gatehouse.management.v1.AddAppKeyResponse
-	(*RemoveAppKeyRequest)(nil),                   // 86: gatehouse.management.v1.RemoveAppKeyRequest
-	(*RemoveAppKeyResponse)(nil),                  // 87: gatehouse.management.v1.RemoveAppKeyResponse
-	(*AddProjectGrantRequest)(nil),                // 88: gatehouse.management.v1.AddProjectGrantRequest
-	(*AddProjectGrantResponse)(nil),               // 89: gatehouse.management.v1.AddProjectGrantResponse
-	(*ListProjectGrantsRequest)(nil),              // 90: gatehouse.management.v1.ListProjectGrantsRequest
-	(*ListProjectGrantsResponse)(nil),             // 91: gatehouse.management.v1.ListProjectGrantsResponse
-	(*UpdateProjectGrantRequest)(nil),             // 92: gatehouse.management.v1.UpdateProjectGrantRequest
-	(*UpdateProjectGrantResponse)(nil),            // 93: gatehouse.management.v1.UpdateProjectGrantResponse
-	(*RemoveProjectGrantRequest)(nil),             // 94: gatehouse.management.v1.RemoveProjectGrantRequest
-	(*RemoveProjectGrantResponse)(nil),            // 95: gatehouse.management.v1.RemoveProjectGrantResponse
-	(*GetLoginPolicyRequest)(nil),                 // 96: gatehouse.management.v1.GetLoginPolicyRequest
-	(*GetLoginPolicyResponse)(nil),                // 97: gatehouse.management.v1.GetLoginPolicyResponse
-	(*AddCustomLoginPolicyRequest)(nil),           // 98: gatehouse.management.v1.AddCustomLoginPolicyRequest
-	(*AddCustomLoginPolicyResponse)(nil),          // 99: gatehouse.management.v1.AddCustomLoginPolicyResponse
-	(*UpdateCustomLoginPolicyRequest)(nil),        // 100: gatehouse.management.v1.UpdateCustomLoginPolicyRequest
-	(*UpdateCustomLoginPolicyResponse)(nil),       // 101: gatehouse.management.v1.UpdateCustomLoginPolicyResponse
-	(*ResetLoginPolicyToDefaultRequest)(nil),      // 102: gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
-	(*ResetLoginPolicyToDefaultResponse)(nil),     // 103: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
-	(*ListUserIDPsRequest)(nil),                   // 104: gatehouse.management.v1.ListUserIDPsRequest
-	(*ListUserIDPsResponse)(nil),                  // 105: gatehouse.management.v1.ListUserIDPsResponse
-	(*RemoveUserIDPRequest)(nil),                  // 106: gatehouse.management.v1.RemoveUserIDPRequest
-	(*RemoveUserIDPResponse)(nil),                 // 107: gatehouse.management.v1.RemoveUserIDPResponse
-	(*AddHumanUserRequest_Profile)(nil),           // 108: gatehouse.management.v1.AddHumanUserRequest.Profile
-	(*AddHumanUserRequest_Email)(nil),             // 109: gatehouse.management.v1.AddHumanUserRequest.Email
-	(*AddHumanUserRequest_Phone)(nil),             // 110: gatehouse.management.v1.AddHumanUserRequest.Phone
-	(*ImportHumanUserRequest_Profile)(nil),        // 111: gatehouse.management.v1.ImportHumanUserRequest.Profile
-	(*ImportHumanUserRequest_Email)(nil),          // 112: gatehouse.management.v1.ImportHumanUserRequest.Email
-	(*ImportHumanUserRequest_Phone)(nil),          // 113: gatehouse.management.v1.ImportHumanUserRequest.Phone
-	(*ImportHumanUserRequest_HashedPassword)(nil), // 114: gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
-	(*BulkSetUserMetadataRequest_Metadata)(nil),   // 115: gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
-	(*AddCustomLoginPolicyRequest_IDP)(nil),       // 116: gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
-	(*User)(nil),                                  // 117: gatehouse.management.v1.User
-	(*ListQuery)(nil),                             // 118: gatehouse.management.v1.ListQuery
-	(UserFieldName)(0),                            // 119: gatehouse.management.v1.UserFieldName
-	(*UserQuery)(nil),                             // 120: gatehouse.management.v1.UserQuery
-	(*ListDetails)(nil),                           // 121: gatehouse.management.v1.ListDetails
-	(*ObjectDetails)(nil),                         // 122: gatehouse.management.v1.ObjectDetails
-	(AccessTokenType)(0),                          // 123: gatehouse.management.v1.AccessTokenType
-	(KeyType)(0),                                  // 124: gatehouse.management.v1.KeyType
-	(*timestamppb.Timestamp)(nil),                 // 125: google.protobuf.Timestamp
-	(*Key)(nil),                                   // 126: gatehouse.management.v1.Key
-	(*MetadataQuery)(nil),                         // 127: gatehouse.management.v1.MetadataQuery
-	(*Metadata)(nil),                              // 128: gatehouse.management.v1.Metadata
-	(*Org)(nil),                                   // 129: gatehouse.management.v1.Org
-	(OrgFieldName)(0),                             // 130: gatehouse.management.v1.OrgFieldName
-	(*OrgQuery)(nil),                              // 131: gatehouse.management.v1.OrgQuery
-	(*MemberQuery)(nil),                           // 132: gatehouse.management.v1.MemberQuery
-	(*Member)(nil),                                // 133: gatehouse.management.v1.Member
-	(*IDP)(nil),                                   // 134: gatehouse.management.v1.IDP
-	(IDPFieldName)(0),                             // 135: gatehouse.management.v1.IDPFieldName
-	(*IDPQuery)(nil),                              // 136: gatehouse.management.v1.IDPQuery
-	(StylingType)(0),                              // 137: gatehouse.management.v1.StylingType
-	(OIDCMappingField)(0),                         // 138: gatehouse.management.v1.OIDCMappingField
-	(PrivateLabelingSetting)(0),                   // 139: gatehouse.management.v1.PrivateLabelingSetting
-	(*Project)(nil),                               // 140: gatehouse.management.v1.Project
-	(*ProjectQuery)(nil),                          // 141: gatehouse.management.v1.ProjectQuery
-	(*App)(nil),                                   // 142: gatehouse.management.v1.App
-	(*AppQuery)(nil),                              // 143: gatehouse.management.v1.AppQuery
-	(OIDCResponseType)(0),                         // 144: gatehouse.management.v1.OIDCResponseType
-	(OIDCGrantType)(0),                            // 145: gatehouse.management.v1.OIDCGrantType
-	(OIDCAppType)(0),                              // 146: gatehouse.management.v1.OIDCAppType
-	(OIDCAuthMethodType)(0),                       // 147: gatehouse.management.v1.OIDCAuthMethodType
-	(OIDCVersion)(0),                              // 148: gatehouse.management.v1.OIDCVersion
-	(OIDCTokenType)(0),                            // 149: gatehouse.management.v1.OIDCTokenType
-	(*durationpb.Duration)(nil),                   // 150: google.protobuf.Duration
-	(*LoginVersion)(nil),                          // 151: gatehouse.management.v1.LoginVersion
-	(*LocalizedMessage)(nil),                      // 152: gatehouse.management.v1.LocalizedMessage
-	(APIAuthMethodType)(0),                        // 153: gatehouse.management.v1.APIAuthMethodType
-	(*ProjectGrant)(nil),                          // 154: gatehouse.management.v1.ProjectGrant
-	(*LoginPolicy)(nil),                           // 155: gatehouse.management.v1.LoginPolicy
-	(PasswordlessType)(0),                         // 156: gatehouse.management.v1.PasswordlessType
-	(SecondFactorType)(0),                         // 157: gatehouse.management.v1.SecondFactorType
-	(MultiFactorType)(0),                          // 158: gatehouse.management.v1.MultiFactorType
-	(*IDPUserLink)(nil),                           // 159: gatehouse.management.v1.IDPUserLink
-	(Gender)(0),                                   // 160: gatehouse.management.v1.Gender
-	(*SetAppAdminClientRequest)(nil),              // 161: gatehouse.management.v1.SetAppAdminClientRequest
-	(*SetAppAdminClientResponse)(nil),             // 162: gatehouse.management.v1.SetAppAdminClientResponse
+	(*UnlockUserRequest)(nil),                     // 14: gatehouse.management.v1.UnlockUserRequest
+	(*UnlockUserResponse)(nil),                    // 15: gatehouse.management.v1.UnlockUserResponse
+	(*RemoveUserRequest)(nil),                     // 16: gatehouse.management.v1.RemoveUserRequest
+	(*RemoveUserResponse)(nil),                    // 17: gatehouse.management.v1.RemoveUserResponse
+	(*SetHumanPasswordRequest)(nil),               // 18: gatehouse.management.v1.SetHumanPasswordRequest
+	(*SetHumanPasswordResponse)(nil),              // 19: gatehouse.management.v1.SetHumanPasswordResponse
+	(*AddMachineKeyRequest)(nil),                  // 20: gatehouse.management.v1.AddMachineKeyRequest
+	(*AddMachineKeyResponse)(nil),                 // 21: gatehouse.management.v1.AddMachineKeyResponse
+	(*ListMachineKeysRequest)(nil),                // 22: gatehouse.management.v1.ListMachineKeysRequest
+	(*ListMachineKeysResponse)(nil),               // 23: gatehouse.management.v1.ListMachineKeysResponse
+	(*RemoveMachineKeyRequest)(nil),               // 24: gatehouse.management.v1.RemoveMachineKeyRequest
+	(*RemoveMachineKeyResponse)(nil),              // 25: gatehouse.management.v1.RemoveMachineKeyResponse
+	(*GenerateMachineSecretRequest)(nil),          // 26: gatehouse.management.v1.GenerateMachineSecretRequest
+	(*GenerateMachineSecretResponse)(nil),         // 27: gatehouse.management.v1.GenerateMachineSecretResponse
+	(*RemoveMachineSecretRequest)(nil),            // 28: gatehouse.management.v1.RemoveMachineSecretRequest
+	(*RemoveMachineSecretResponse)(nil),           // 29: gatehouse.management.v1.RemoveMachineSecretResponse
+	(*SetUserMetadataRequest)(nil),                // 30: gatehouse.management.v1.SetUserMetadataRequest
+	(*SetUserMetadataResponse)(nil),               // 31: gatehouse.management.v1.SetUserMetadataResponse
+	(*BulkSetUserMetadataRequest)(nil),            // 32: gatehouse.management.v1.BulkSetUserMetadataRequest
+	(*BulkSetUserMetadataResponse)(nil),           // 33: gatehouse.management.v1.BulkSetUserMetadataResponse
+	(*ListUserMetadataRequest)(nil),               // 34: gatehouse.management.v1.ListUserMetadataRequest
+	(*ListUserMetadataResponse)(nil),              // 35: gatehouse.management.v1.ListUserMetadataResponse
+	(*GetUserMetadataRequest)(nil),                // 36: gatehouse.management.v1.GetUserMetadataRequest
+	(*GetUserMetadataResponse)(nil),               // 37: gatehouse.management.v1.GetUserMetadataResponse
+	(*RemoveUserMetadataRequest)(nil),             // 38: gatehouse.management.v1.RemoveUserMetadataRequest
+	(*RemoveUserMetadataResponse)(nil),            // 39: gatehouse.management.v1.RemoveUserMetadataResponse
+	(*BulkRemoveUserMetadataRequest)(nil),         // 40: gatehouse.management.v1.BulkRemoveUserMetadataRequest
+	(*BulkRemoveUserMetadataResponse)(nil),        // 41: gatehouse.management.v1.BulkRemoveUserMetadataResponse
+	(*GetMyOrgRequest)(nil),                       // 42: gatehouse.management.v1.GetMyOrgRequest
+	(*GetMyOrgResponse)(nil),                      // 43: gatehouse.management.v1.GetMyOrgResponse
+	(*AddOrgRequest)(nil),                         // 44: gatehouse.management.v1.AddOrgRequest
+	(*AddOrgResponse)(nil),                        // 45: gatehouse.management.v1.AddOrgResponse
+	(*ListOrgsRequest)(nil),                       // 46: gatehouse.management.v1.ListOrgsRequest
+	(*ListOrgsResponse)(nil),                      // 47: gatehouse.management.v1.ListOrgsResponse
+	(*AddOrgMemberRequest)(nil),                   // 48: gatehouse.management.v1.AddOrgMemberRequest
+	(*AddOrgMemberResponse)(nil),                  // 49: gatehouse.management.v1.AddOrgMemberResponse
+	(*ListOrgMembersRequest)(nil),                 // 50: gatehouse.management.v1.ListOrgMembersRequest
+	(*ListOrgMembersResponse)(nil),                // 51: gatehouse.management.v1.ListOrgMembersResponse
+	(*RemoveOrgMemberRequest)(nil),                // 52: gatehouse.management.v1.RemoveOrgMemberRequest
+	(*RemoveOrgMemberResponse)(nil),               // 53: gatehouse.management.v1.RemoveOrgMemberResponse
+	(*GetOrgIDPByIDRequest)(nil),                  // 54: gatehouse.management.v1.GetOrgIDPByIDRequest
+	(*GetOrgIDPByIDResponse)(nil),                 // 55: gatehouse.management.v1.GetOrgIDPByIDResponse
+	(*ListOrgIDPsRequest)(nil),                    // 56: gatehouse.management.v1.ListOrgIDPsRequest
+	(*ListOrgIDPsResponse)(nil),                   // 57: gatehouse.management.v1.ListOrgIDPsResponse
+	(*AddOrgOIDCIDPRequest)(nil),                  // 58: gatehouse.management.v1.AddOrgOIDCIDPRequest
+	(*AddOrgOIDCIDPResponse)(nil),                 // 59: gatehouse.management.v1.AddOrgOIDCIDPResponse
+	(*UpdateOrgIDPOIDCConfigRequest)(nil),         // 60: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest
+	(*UpdateOrgIDPOIDCConfigResponse)(nil),        // 61: gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse
+	(*DeactivateOrgIDPRequest)(nil),               // 62: gatehouse.management.v1.DeactivateOrgIDPRequest
+	(*DeactivateOrgIDPResponse)(nil),              // 63: gatehouse.management.v1.DeactivateOrgIDPResponse
+	(*ReactivateOrgIDPRequest)(nil),               // 64: gatehouse.management.v1.ReactivateOrgIDPRequest
+	(*ReactivateOrgIDPResponse)(nil),              // 65: gatehouse.management.v1.ReactivateOrgIDPResponse
+	(*RemoveOrgIDPRequest)(nil),                   // 66: gatehouse.management.v1.RemoveOrgIDPRequest
+	(*RemoveOrgIDPResponse)(nil),                  // 67: gatehouse.management.v1.RemoveOrgIDPResponse
+	(*AddProjectRequest)(nil),                     // 68: gatehouse.management.v1.AddProjectRequest
+	(*AddProjectResponse)(nil),                    // 69: gatehouse.management.v1.AddProjectResponse
+	(*GetProjectByIDRequest)(nil),                 // 70: gatehouse.management.v1.GetProjectByIDRequest
+	(*GetProjectByIDResponse)(nil),                // 71: gatehouse.management.v1.GetProjectByIDResponse
+	(*ListProjectsRequest)(nil),                   // 72: gatehouse.management.v1.ListProjectsRequest
+	(*ListProjectsResponse)(nil),                  // 73: gatehouse.management.v1.ListProjectsResponse
+	(*GetAppByIDRequest)(nil),                     // 74: gatehouse.management.v1.GetAppByIDRequest
+	(*GetAppByIDResponse)(nil),                    // 75: gatehouse.management.v1.GetAppByIDResponse
+	(*ListAppsRequest)(nil),                       // 76: gatehouse.management.v1.ListAppsRequest
+	(*ListAppsResponse)(nil),                      // 77: gatehouse.management.v1.ListAppsResponse
+	(*AddOIDCAppRequest)(nil),                     // 78: gatehouse.management.v1.AddOIDCAppRequest
+	(*AddOIDCAppResponse)(nil),                    // 79: gatehouse.management.v1.AddOIDCAppResponse
+	(*UpdateOIDCAppConfigRequest)(nil),            // 80: gatehouse.management.v1.UpdateOIDCAppConfigRequest
+	(*UpdateOIDCAppConfigResponse)(nil),           // 81: gatehouse.management.v1.UpdateOIDCAppConfigResponse
+	(*RegenerateOIDCClientSecretRequest)(nil),     // 82: gatehouse.management.v1.RegenerateOIDCClientSecretRequest
+	(*RegenerateOIDCClientSecretResponse)(nil),    // 83: gatehouse.management.v1.RegenerateOIDCClientSecretResponse
+	(*AddAPIAppRequest)(nil),                      // 84: gatehouse.management.v1.AddAPIAppRequest
+	(*AddAPIAppResponse)(nil),                     // 85: gatehouse.management.v1.AddAPIAppResponse
+	(*AddAppKeyRequest)(nil),                      // 86: gatehouse.management.v1.AddAppKeyRequest
+	(*AddAppKeyResponse)(nil),                     // 87: gatehouse.management.v1.AddAppKeyResponse
+	(*RemoveAppKeyRequest)(nil),                   // 88: gatehouse.management.v1.RemoveAppKeyRequest
+	(*RemoveAppKeyResponse)(nil),                  // 89: gatehouse.management.v1.RemoveAppKeyResponse
+	(*AddProjectGrantRequest)(nil),                // 90: gatehouse.management.v1.AddProjectGrantRequest
+	(*AddProjectGrantResponse)(nil),               // 91: gatehouse.management.v1.AddProjectGrantResponse
+	(*ListProjectGrantsRequest)(nil),              // 92: gatehouse.management.v1.ListProjectGrantsRequest
+	(*ListProjectGrantsResponse)(nil),             // 93: gatehouse.management.v1.ListProjectGrantsResponse
+	(*UpdateProjectGrantRequest)(nil),             // 94: gatehouse.management.v1.UpdateProjectGrantRequest
+	(*UpdateProjectGrantResponse)(nil),            // 95: gatehouse.management.v1.UpdateProjectGrantResponse
+	(*RemoveProjectGrantRequest)(nil),             // 96: gatehouse.management.v1.RemoveProjectGrantRequest
+	(*RemoveProjectGrantResponse)(nil),            // 97: gatehouse.management.v1.RemoveProjectGrantResponse
+	(*GetLoginPolicyRequest)(nil),                 // 98: gatehouse.management.v1.GetLoginPolicyRequest
+	(*GetLoginPolicyResponse)(nil),                // 99: gatehouse.management.v1.GetLoginPolicyResponse
+	(*AddCustomLoginPolicyRequest)(nil),           // 100: gatehouse.management.v1.AddCustomLoginPolicyRequest
+	(*AddCustomLoginPolicyResponse)(nil),          // 101: gatehouse.management.v1.AddCustomLoginPolicyResponse
+	(*UpdateCustomLoginPolicyRequest)(nil),        // 102: gatehouse.management.v1.UpdateCustomLoginPolicyRequest
+	(*UpdateCustomLoginPolicyResponse)(nil),       // 103: gatehouse.management.v1.UpdateCustomLoginPolicyResponse
+	(*ResetLoginPolicyToDefaultRequest)(nil),      // 104: gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
+	(*ResetLoginPolicyToDefaultResponse)(nil),     // 105: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
+	(*ListUserIDPsRequest)(nil),                   // 106: gatehouse.management.v1.ListUserIDPsRequest
+	(*ListUserIDPsResponse)(nil),                  // 107: gatehouse.management.v1.ListUserIDPsResponse
+	(*RemoveUserIDPRequest)(nil),                  // 108: gatehouse.management.v1.RemoveUserIDPRequest
+	(*RemoveUserIDPResponse)(nil),                 // 109: gatehouse.management.v1.RemoveUserIDPResponse
+	(*AddHumanUserRequest_Profile)(nil),           // 110: gatehouse.management.v1.AddHumanUserRequest.Profile
+	(*AddHumanUserRequest_Email)(nil),             // 111: gatehouse.management.v1.AddHumanUserRequest.Email
+	(*AddHumanUserRequest_Phone)(nil),             // 112: gatehouse.management.v1.AddHumanUserRequest.Phone
+	(*ImportHumanUserRequest_Profile)(nil),        // 113: gatehouse.management.v1.ImportHumanUserRequest.Profile
+	(*ImportHumanUserRequest_Email)(nil),          // 114: gatehouse.management.v1.ImportHumanUserRequest.Email
+	(*ImportHumanUserRequest_Phone)(nil),          // 115: gatehouse.management.v1.ImportHumanUserRequest.Phone
+	(*ImportHumanUserRequest_HashedPassword)(nil), // 116: gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
+	(*BulkSetUserMetadataRequest_Metadata)(nil),   // 117: gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
+	(*AddCustomLoginPolicyRequest_IDP)(nil),       // 118: gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
+	(*User)(nil),                                  // 119: gatehouse.management.v1.User
+	(*ListQuery)(nil),                             // 120: gatehouse.management.v1.ListQuery
+	(UserFieldName)(0),                            // 121: gatehouse.management.v1.UserFieldName
+	(*UserQuery)(nil),                             // 122: gatehouse.management.v1.UserQuery
+	(*ListDetails)(nil),                           // 123: gatehouse.management.v1.ListDetails
+	(*ObjectDetails)(nil),                         // 124: gatehouse.management.v1.ObjectDetails
+	(AccessTokenType)(0),                          // 125: gatehouse.management.v1.AccessTokenType
+	(KeyType)(0),                                  // 126: gatehouse.management.v1.KeyType
+	(*timestamppb.Timestamp)(nil),                 // 127: google.protobuf.Timestamp
+	(*Key)(nil),                                   // 128: gatehouse.management.v1.Key
+	(*MetadataQuery)(nil),                         // 129: gatehouse.management.v1.MetadataQuery
+	(*Metadata)(nil),                              // 130: gatehouse.management.v1.Metadata
+	(*Org)(nil),                                   // 131: gatehouse.management.v1.Org
+	(OrgFieldName)(0),                             // 132: gatehouse.management.v1.OrgFieldName
+	(*OrgQuery)(nil),                              // 133: gatehouse.management.v1.OrgQuery
+	(*MemberQuery)(nil),                           // 134: gatehouse.management.v1.MemberQuery
+	(*Member)(nil),                                // 135: gatehouse.management.v1.Member
+	(*IDP)(nil),                                   // 136: gatehouse.management.v1.IDP
+	(IDPFieldName)(0),                             // 137: gatehouse.management.v1.IDPFieldName
+	(*IDPQuery)(nil),                              // 138: gatehouse.management.v1.IDPQuery
+	(StylingType)(0),                              // 139: gatehouse.management.v1.StylingType
+	(OIDCMappingField)(0),                         // 140: gatehouse.management.v1.OIDCMappingField
+	(PrivateLabelingSetting)(0),                   // 141: gatehouse.management.v1.PrivateLabelingSetting
+	(*Project)(nil),                               // 142: gatehouse.management.v1.Project
+	(*ProjectQuery)(nil),                          // 143: gatehouse.management.v1.ProjectQuery
+	(*App)(nil),                                   // 144: gatehouse.management.v1.App
+	(*AppQuery)(nil),                              // 145: gatehouse.management.v1.AppQuery
+	(OIDCResponseType)(0),                         // 146: gatehouse.management.v1.OIDCResponseType
+	(OIDCGrantType)(0),                            // 147: gatehouse.management.v1.OIDCGrantType
+	(OIDCAppType)(0),                              // 148: gatehouse.management.v1.OIDCAppType
+	(OIDCAuthMethodType)(0),                       // 149: gatehouse.management.v1.OIDCAuthMethodType
+	(OIDCVersion)(0),                              // 150: gatehouse.management.v1.OIDCVersion
+	(OIDCTokenType)(0),                            // 151: gatehouse.management.v1.OIDCTokenType
+	(*durationpb.Duration)(nil),                   // 152: google.protobuf.Duration
+	(*LoginVersion)(nil),                          // 153: gatehouse.management.v1.LoginVersion
+	(*LocalizedMessage)(nil),                      // 154: gatehouse.management.v1.LocalizedMessage
+	(APIAuthMethodType)(0),                        // 155: gatehouse.management.v1.APIAuthMethodType
+	(*ProjectGrant)(nil),                          // 156: gatehouse.management.v1.ProjectGrant
+	(*LoginPolicy)(nil),                           // 157: gatehouse.management.v1.LoginPolicy
+	(PasswordlessType)(0),                         // 158: gatehouse.management.v1.PasswordlessType
+	(SecondFactorType)(0),                         // 159: gatehouse.management.v1.SecondFactorType
+	(MultiFactorType)(0),                          // 160: gatehouse.management.v1.MultiFactorType
+	(*IDPUserLink)(nil),                           // 161: gatehouse.management.v1.IDPUserLink
+	(Gender)(0),                                   // 162: gatehouse.management.v1.Gender
+	(*SetAppAdminClientRequest)(nil),              // 163: gatehouse.management.v1.SetAppAdminClientRequest
+	(*SetAppAdminClientResponse)(nil),             // 164: gatehouse.management.v1.SetAppAdminClientResponse
 }
 var file_gatehouse_management_v1_management_proto_depIdxs = []int32{
-	117, // 0: gatehouse.management.v1.GetUserByIDResponse.user:type_name -> gatehouse.management.v1.User
-	118, // 1: gatehouse.management.v1.ListUsersRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	119, // 2: gatehouse.management.v1.ListUsersRequest.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
-	120, // 3: gatehouse.management.v1.ListUsersRequest.queries:type_name -> gatehouse.management.v1.UserQuery
-	121, // 4: gatehouse.management.v1.ListUsersResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	119, // 5: gatehouse.management.v1.ListUsersResponse.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
-	117, // 6: gatehouse.management.v1.ListUsersResponse.result:type_name -> gatehouse.management.v1.User
-	108, // 7: gatehouse.management.v1.AddHumanUserRequest.profile:type_name -> gatehouse.management.v1.AddHumanUserRequest.Profile
-	109, // 8: gatehouse.management.v1.AddHumanUserRequest.email:type_name -> gatehouse.management.v1.AddHumanUserRequest.Email
-	110, // 9: gatehouse.management.v1.AddHumanUserRequest.phone:type_name -> gatehouse.management.v1.AddHumanUserRequest.Phone
-	122, // 10: gatehouse.management.v1.AddHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	111, // 11: gatehouse.management.v1.ImportHumanUserRequest.profile:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Profile
-	112, // 12: gatehouse.management.v1.ImportHumanUserRequest.email:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Email
-	113, // 13: gatehouse.management.v1.ImportHumanUserRequest.phone:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Phone
-	114, // 14: gatehouse.management.v1.ImportHumanUserRequest.hashed_password:type_name -> gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
-	122, // 15: gatehouse.management.v1.ImportHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	123, // 16: gatehouse.management.v1.AddMachineUserRequest.access_token_type:type_name -> gatehouse.management.v1.AccessTokenType
-	122, // 17: gatehouse.management.v1.AddMachineUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	122, // 18: gatehouse.management.v1.DeactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	122, // 19: gatehouse.management.v1.ReactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	122, // 20: gatehouse.management.v1.RemoveUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	122, // 21: gatehouse.management.v1.SetHumanPasswordResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	124, // 22: gatehouse.management.v1.AddMachineKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
-	125, // 23: gatehouse.management.v1.AddMachineKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
-	122, // 24: gatehouse.management.v1.AddMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	118, // 25: gatehouse.management.v1.ListMachineKeysRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	121, // 26: gatehouse.management.v1.ListMachineKeysResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	126, // 27: gatehouse.management.v1.ListMachineKeysResponse.result:type_name -> gatehouse.management.v1.Key
-	122, // 28: gatehouse.management.v1.RemoveMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	122, // 29: gatehouse.management.v1.GenerateMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	122, // 30: gatehouse.management.v1.RemoveMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	122, // 31: gatehouse.management.v1.SetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	115, // 32: gatehouse.management.v1.BulkSetUserMetadataRequest.metadata:type_name -> gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
-	122, // 33: gatehouse.management.v1.BulkSetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	118, // 34: gatehouse.management.v1.ListUserMetadataRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	127, // 35: gatehouse.management.v1.ListUserMetadataRequest.queries:type_name -> gatehouse.management.v1.MetadataQuery
-	121, // 36: gatehouse.management.v1.ListUserMetadataResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	128, // 37: gatehouse.management.v1.ListUserMetadataResponse.result:type_name -> gatehouse.management.v1.Metadata
-	128, // 38: gatehouse.management.v1.GetUserMetadataResponse.metadata:type_name -> gatehouse.management.v1.Metadata
-	122, // 39: gatehouse.management.v1.RemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	122, // 40: gatehouse.management.v1.BulkRemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	129, // 41: gatehouse.management.v1.GetMyOrgResponse.org:type_name -> gatehouse.management.v1.Org
-	122, // 42: gatehouse.management.v1.AddOrgResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	118, // 43: gatehouse.management.v1.ListOrgsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	130, // 44: gatehouse.management.v1.ListOrgsRequest.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
-	131, // 45: gatehouse.management.v1.ListOrgsRequest.queries:type_name -> gatehouse.management.v1.OrgQuery
-	121, // 46: gatehouse.management.v1.ListOrgsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	130, // 47: gatehouse.management.v1.ListOrgsResponse.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
-	129, // 48: gatehouse.management.v1.ListOrgsResponse.result:type_name -> gatehouse.management.v1.Org
-	122, // 49: gatehouse.management.v1.AddOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	118, // 50: gatehouse.management.v1.ListOrgMembersRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	132, // 51: gatehouse.management.v1.ListOrgMembersRequest.queries:type_name -> gatehouse.management.v1.MemberQuery
-	121, // 52: gatehouse.management.v1.ListOrgMembersResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	133, // 53: gatehouse.management.v1.ListOrgMembersResponse.result:type_name -> gatehouse.management.v1.Member
-	122, // 54: gatehouse.management.v1.RemoveOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	134, // 55: gatehouse.management.v1.GetOrgIDPByIDResponse.idp:type_name -> gatehouse.management.v1.IDP
-	118, // 56: gatehouse.management.v1.ListOrgIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	135, // 57: gatehouse.management.v1.ListOrgIDPsRequest.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
-	136, // 58: gatehouse.management.v1.ListOrgIDPsRequest.queries:type_name -> gatehouse.management.v1.IDPQuery
-	121, // 59: gatehouse.management.v1.ListOrgIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	135, // 60: gatehouse.management.v1.ListOrgIDPsResponse.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
-	134, // 61: gatehouse.management.v1.ListOrgIDPsResponse.result:type_name -> gatehouse.management.v1.IDP
-	137, // 62: gatehouse.management.v1.AddOrgOIDCIDPRequest.styling_type:type_name -> gatehouse.management.v1.StylingType
-	138, // 63: gatehouse.management.v1.AddOrgOIDCIDPRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	138, // 64: gatehouse.management.v1.AddOrgOIDCIDPRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	122, // 65: gatehouse.management.v1.AddOrgOIDCIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	138, // 66: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	138, // 67: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	122, // 68: gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	122, // 69: gatehouse.management.v1.DeactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	122, // 70: gatehouse.management.v1.ReactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	122, // 71: gatehouse.management.v1.RemoveOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	139, // 72: gatehouse.management.v1.AddProjectRequest.private_labeling_setting:type_name -> gatehouse.management.v1.PrivateLabelingSetting
-	122, // 73: gatehouse.management.v1.AddProjectResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	140, // 74: gatehouse.management.v1.GetProjectByIDResponse.project:type_name -> gatehouse.management.v1.Project
-	118, // 75: gatehouse.management.v1.ListProjectsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	141, // 76: gatehouse.management.v1.ListProjectsRequest.queries:type_name -> gatehouse.management.v1.ProjectQuery
-	121, // 77: gatehouse.management.v1.ListProjectsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	140, // 78: gatehouse.management.v1.ListProjectsResponse.result:type_name -> gatehouse.management.v1.Project
-	142, // 79: gatehouse.management.v1.GetAppByIDResponse.app:type_name -> gatehouse.management.v1.App
-	118, // 80: gatehouse.management.v1.ListAppsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	143, // 81: gatehouse.management.v1.ListAppsRequest.queries:type_name -> gatehouse.management.v1.AppQuery
-	121, // 82: gatehouse.management.v1.ListAppsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	142, // 83: gatehouse.management.v1.ListAppsResponse.result:type_name -> gatehouse.management.v1.App
-	144, // 84: gatehouse.management.v1.AddOIDCAppRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
-	145, // 85: gatehouse.management.v1.AddOIDCAppRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
-	146, // 86: gatehouse.management.v1.AddOIDCAppRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
-	147, // 87: gatehouse.management.v1.AddOIDCAppRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
-	148, // 88: gatehouse.management.v1.AddOIDCAppRequest.version:type_name -> gatehouse.management.v1.OIDCVersion
-	149, // 89: gatehouse.management.v1.AddOIDCAppRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
-	150, // 90: gatehouse.management.v1.AddOIDCAppRequest.clock_skew:type_name -> google.protobuf.Duration
-	151, // 91: gatehouse.management.v1.AddOIDCAppRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
-	122, // 92: gatehouse.management.v1.AddOIDCAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	152, // 93: gatehouse.management.v1.AddOIDCAppResponse.compliance_problems:type_name -> gatehouse.management.v1.LocalizedMessage
-	144, // 94: gatehouse.management.v1.UpdateOIDCAppConfigRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
-	145, // 95: gatehouse.management.v1.UpdateOIDCAppConfigRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
-	146, // 96: gatehouse.management.v1.UpdateOIDCAppConfigRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
-	147, // 97: gatehouse.management.v1.UpdateOIDCAppConfigRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
-	149, // 98: gatehouse.management.v1.UpdateOIDCAppConfigRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
-	150, // 99: gatehouse.management.v1.UpdateOIDCAppConfigRequest.clock_skew:type_name -> google.protobuf.Duration
-	151, // 100: gatehouse.management.v1.UpdateOIDCAppConfigRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
-	122, // 101: gatehouse.management.v1.UpdateOIDCAppConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	122, // 102: gatehouse.management.v1.RegenerateOIDCClientSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	153, // 103: gatehouse.management.v1.AddAPIAppRequest.auth_method_type:type_name -> gatehouse.management.v1.APIAuthMethodType
-	122, // 104: gatehouse.management.v1.AddAPIAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	124, // 105: gatehouse.management.v1.AddAppKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
-	125, // 106: gatehouse.management.v1.AddAppKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
-	122, // 107: gatehouse.management.v1.AddAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	122, // 108: gatehouse.management.v1.RemoveAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	122, // 109: gatehouse.management.v1.AddProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	118, // 110: gatehouse.management.v1.ListProjectGrantsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	121, // 111: gatehouse.management.v1.ListProjectGrantsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	154, // 112: gatehouse.management.v1.ListProjectGrantsResponse.result:type_name -> gatehouse.management.v1.ProjectGrant
-	122, // 113: gatehouse.management.v1.UpdateProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	122, // 114: gatehouse.management.v1.RemoveProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	155, // 115: gatehouse.management.v1.GetLoginPolicyResponse.policy:type_name -> gatehouse.management.v1.LoginPolicy
-	156, // 116: gatehouse.management.v1.AddCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
-	150, // 117: gatehouse.management.v1.AddCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
-	150, // 118: gatehouse.management.v1.AddCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
-	150, // 119: gatehouse.management.v1.AddCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
-	150, // 120: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
-	150, // 121: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
-	157, // 122: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factors:type_name -> gatehouse.management.v1.SecondFactorType
-	158, // 123: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factors:type_name -> gatehouse.management.v1.MultiFactorType
-	116, // 124: gatehouse.management.v1.AddCustomLoginPolicyRequest.idps:type_name -> gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
-	122, // 125: gatehouse.management.v1.AddCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	156, // 126: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
-	150, // 127: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
-	150, // 128: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
-	150, // 129: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
-	150, // 130: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
-	150, // 131: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
-	122, // 132: gatehouse.management.v1.UpdateCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	122, // 133: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	118, // 134: gatehouse.management.v1.ListUserIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	121, // 135: gatehouse.management.v1.ListUserIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	159, // 136: gatehouse.management.v1.ListUserIDPsResponse.result:type_name -> gatehouse.management.v1.IDPUserLink
-	122, // 137: gatehouse.management.v1.RemoveUserIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	160, // 138: gatehouse.management.v1.AddHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
-	160, // 139: gatehouse.management.v1.ImportHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
-	0,   // 140: gatehouse.management.v1.ManagementService.GetUserByID:input_type -> gatehouse.management.v1.GetUserByIDRequest
-	2,   // 141: gatehouse.management.v1.ManagementService.ListUsers:input_type -> gatehouse.management.v1.ListUsersRequest
-	4,   // 142: gatehouse.management.v1.ManagementService.AddHumanUser:input_type -> gatehouse.management.v1.AddHumanUserRequest
-	6,   // 143: gatehouse.management.v1.ManagementService.ImportHumanUser:input_type -> gatehouse.management.v1.ImportHumanUserRequest
-	8,   // 144: gatehouse.management.v1.ManagementService.AddMachineUser:input_type -> gatehouse.management.v1.AddMachineUserRequest
-	10,  // 145: gatehouse.management.v1.ManagementService.DeactivateUser:input_type -> gatehouse.management.v1.DeactivateUserRequest
-	12,  // 146: gatehouse.management.v1.ManagementService.ReactivateUser:input_type -> gatehouse.management.v1.ReactivateUserRequest
-	14,  // 147: gatehouse.management.v1.ManagementService.RemoveUser:input_type -> gatehouse.management.v1.RemoveUserRequest
-	16,  // 148: gatehouse.management.v1.ManagementService.SetHumanPassword:input_type -> gatehouse.management.v1.SetHumanPasswordRequest
-	18,  // 149: gatehouse.management.v1.ManagementService.AddMachineKey:input_type -> gatehouse.management.v1.AddMachineKeyRequest
-	20,  // 150: gatehouse.management.v1.ManagementService.ListMachineKeys:input_type -> gatehouse.management.v1.ListMachineKeysRequest
-	22,  // 151: gatehouse.management.v1.ManagementService.RemoveMachineKey:input_type -> gatehouse.management.v1.RemoveMachineKeyRequest
-	24,  // 152: gatehouse.management.v1.ManagementService.GenerateMachineSecret:input_type -> gatehouse.management.v1.GenerateMachineSecretRequest
-	26,  // 153: gatehouse.management.v1.ManagementService.RemoveMachineSecret:input_type -> gatehouse.management.v1.RemoveMachineSecretRequest
-	28,  // 154: gatehouse.management.v1.ManagementService.SetUserMetadata:input_type -> gatehouse.management.v1.SetUserMetadataRequest
-	30,  // 155: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:input_type -> gatehouse.management.v1.BulkSetUserMetadataRequest
-	32,  // 156: gatehouse.management.v1.ManagementService.ListUserMetadata:input_type -> gatehouse.management.v1.ListUserMetadataRequest
-	34,  // 157: gatehouse.management.v1.ManagementService.GetUserMetadata:input_type -> gatehouse.management.v1.GetUserMetadataRequest
-	36,  // 158: gatehouse.management.v1.ManagementService.RemoveUserMetadata:input_type -> gatehouse.management.v1.RemoveUserMetadataRequest
-	38,  // 159: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:input_type -> gatehouse.management.v1.BulkRemoveUserMetadataRequest
-	40,  // 160: gatehouse.management.v1.ManagementService.GetMyOrg:input_type -> gatehouse.management.v1.GetMyOrgRequest
-	42,  // 161: gatehouse.management.v1.ManagementService.AddOrg:input_type -> gatehouse.management.v1.AddOrgRequest
-	44,  // 162: gatehouse.management.v1.ManagementService.ListOrgs:input_type -> gatehouse.management.v1.ListOrgsRequest
-	46,  // 163: gatehouse.management.v1.ManagementService.AddOrgMember:input_type -> gatehouse.management.v1.AddOrgMemberRequest
-	48,  // 164: gatehouse.management.v1.ManagementService.ListOrgMembers:input_type -> gatehouse.management.v1.ListOrgMembersRequest
-	50,  // 165: gatehouse.management.v1.ManagementService.RemoveOrgMember:input_type -> gatehouse.management.v1.RemoveOrgMemberRequest
-	52,  // 166: gatehouse.management.v1.ManagementService.GetOrgIDPByID:input_type -> gatehouse.management.v1.GetOrgIDPByIDRequest
-	54,  // 167: gatehouse.management.v1.ManagementService.ListOrgIDPs:input_type -> gatehouse.management.v1.ListOrgIDPsRequest
-	56,  // 168: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:input_type -> gatehouse.management.v1.AddOrgOIDCIDPRequest
-	58,  // 169: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:input_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest
-	60,  // 170: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:input_type -> gatehouse.management.v1.DeactivateOrgIDPRequest
-	62,  // 171: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:input_type -> gatehouse.management.v1.ReactivateOrgIDPRequest
-	64,  // 172: gatehouse.management.v1.ManagementService.RemoveOrgIDP:input_type -> gatehouse.management.v1.RemoveOrgIDPRequest
-	66,  // 173: gatehouse.management.v1.ManagementService.AddProject:input_type -> gatehouse.management.v1.AddProjectRequest
-	68,  // 174: gatehouse.management.v1.ManagementService.GetProjectByID:input_type -> gatehouse.management.v1.GetProjectByIDRequest
-	70,  // 175: gatehouse.management.v1.ManagementService.ListProjects:input_type -> gatehouse.management.v1.ListProjectsRequest
-	72,  // 176: gatehouse.management.v1.ManagementService.GetAppByID:input_type -> gatehouse.management.v1.GetAppByIDRequest
-	74,  // 177: gatehouse.management.v1.ManagementService.ListApps:input_type -> gatehouse.management.v1.ListAppsRequest
-	76,  // 178: gatehouse.management.v1.ManagementService.AddOIDCApp:input_type -> gatehouse.management.v1.AddOIDCAppRequest
-	78,  // 179: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:input_type -> gatehouse.management.v1.UpdateOIDCAppConfigRequest
-	80,  // 180: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:input_type -> gatehouse.management.v1.RegenerateOIDCClientSecretRequest
-	82,  // 181: gatehouse.management.v1.ManagementService.AddAPIApp:input_type -> gatehouse.management.v1.AddAPIAppRequest
-	84,  // 182: gatehouse.management.v1.ManagementService.AddAppKey:input_type -> gatehouse.management.v1.AddAppKeyRequest
-	86,  // 183: gatehouse.management.v1.ManagementService.RemoveAppKey:input_type -> gatehouse.management.v1.RemoveAppKeyRequest
-	161, // 184: gatehouse.management.v1.ManagementService.SetAppAdminClient:input_type -> gatehouse.management.v1.SetAppAdminClientRequest
-	104, // 185: gatehouse.management.v1.ManagementService.ListUserIDPs:input_type -> gatehouse.management.v1.ListUserIDPsRequest
-	106, // 186: gatehouse.management.v1.ManagementService.RemoveUserIDP:input_type -> gatehouse.management.v1.RemoveUserIDPRequest
-	88,  // 187: gatehouse.management.v1.ManagementService.AddProjectGrant:input_type -> gatehouse.management.v1.AddProjectGrantRequest
-	90,  // 188: gatehouse.management.v1.ManagementService.ListProjectGrants:input_type -> gatehouse.management.v1.ListProjectGrantsRequest
-	92,  // 189: gatehouse.management.v1.ManagementService.UpdateProjectGrant:input_type -> gatehouse.management.v1.UpdateProjectGrantRequest
-	94,  // 190: gatehouse.management.v1.ManagementService.RemoveProjectGrant:input_type -> gatehouse.management.v1.RemoveProjectGrantRequest
-	96,  // 191: gatehouse.management.v1.ManagementService.GetLoginPolicy:input_type -> gatehouse.management.v1.GetLoginPolicyRequest
-	98,  // 192: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:input_type -> gatehouse.management.v1.AddCustomLoginPolicyRequest
-	100, // 193: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:input_type -> gatehouse.management.v1.UpdateCustomLoginPolicyRequest
-	102, // 194: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:input_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
-	1,   // 195: gatehouse.management.v1.ManagementService.GetUserByID:output_type -> gatehouse.management.v1.GetUserByIDResponse
-	3,   // 196: gatehouse.management.v1.ManagementService.ListUsers:output_type -> gatehouse.management.v1.ListUsersResponse
-	5,   // 197: gatehouse.management.v1.ManagementService.AddHumanUser:output_type -> gatehouse.management.v1.AddHumanUserResponse
-	7,   // 198: gatehouse.management.v1.ManagementService.ImportHumanUser:output_type -> gatehouse.management.v1.ImportHumanUserResponse
-	9,   // 199: gatehouse.management.v1.ManagementService.AddMachineUser:output_type -> gatehouse.management.v1.AddMachineUserResponse
-	11,  // 200: gatehouse.management.v1.ManagementService.DeactivateUser:output_type -> gatehouse.management.v1.DeactivateUserResponse
-	13,  // 201: gatehouse.management.v1.ManagementService.ReactivateUser:output_type -> gatehouse.management.v1.ReactivateUserResponse
-	15,  // 202: gatehouse.management.v1.ManagementService.RemoveUser:output_type -> gatehouse.management.v1.RemoveUserResponse
-	17,  // 203: gatehouse.management.v1.ManagementService.SetHumanPassword:output_type -> gatehouse.management.v1.SetHumanPasswordResponse
-	19,  // 204: gatehouse.management.v1.ManagementService.AddMachineKey:output_type -> gatehouse.management.v1.AddMachineKeyResponse
-	21,  // 205: gatehouse.management.v1.ManagementService.ListMachineKeys:output_type -> gatehouse.management.v1.ListMachineKeysResponse
-	23,  // 206: gatehouse.management.v1.ManagementService.RemoveMachineKey:output_type -> gatehouse.management.v1.RemoveMachineKeyResponse
-	25,  // 207: gatehouse.management.v1.ManagementService.GenerateMachineSecret:output_type -> gatehouse.management.v1.GenerateMachineSecretResponse
-	27,  // 208: gatehouse.management.v1.ManagementService.RemoveMachineSecret:output_type -> gatehouse.management.v1.RemoveMachineSecretResponse
-	29,  // 209: gatehouse.management.v1.ManagementService.SetUserMetadata:output_type -> gatehouse.management.v1.SetUserMetadataResponse
-	31,  // 210: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:output_type -> gatehouse.management.v1.BulkSetUserMetadataResponse
-	33,  // 211: gatehouse.management.v1.ManagementService.ListUserMetadata:output_type -> gatehouse.management.v1.ListUserMetadataResponse
-	35,  // 212: gatehouse.management.v1.ManagementService.GetUserMetadata:output_type -> gatehouse.management.v1.GetUserMetadataResponse
-	37,  // 213: gatehouse.management.v1.ManagementService.RemoveUserMetadata:output_type -> gatehouse.management.v1.RemoveUserMetadataResponse
-	39,  // 214: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:output_type -> gatehouse.management.v1.BulkRemoveUserMetadataResponse
-	41,  // 215: gatehouse.management.v1.ManagementService.GetMyOrg:output_type -> gatehouse.management.v1.GetMyOrgResponse
-	43,  // 216: gatehouse.management.v1.ManagementService.AddOrg:output_type -> gatehouse.management.v1.AddOrgResponse
-	45,  // 217: gatehouse.management.v1.ManagementService.ListOrgs:output_type -> gatehouse.management.v1.ListOrgsResponse
-	47,  // 218: gatehouse.management.v1.ManagementService.AddOrgMember:output_type -> gatehouse.management.v1.AddOrgMemberResponse
-	49,  // 219: gatehouse.management.v1.ManagementService.ListOrgMembers:output_type -> gatehouse.management.v1.ListOrgMembersResponse
-	51,  // 220: gatehouse.management.v1.ManagementService.RemoveOrgMember:output_type -> gatehouse.management.v1.RemoveOrgMemberResponse
-	53,  // 221: gatehouse.management.v1.ManagementService.GetOrgIDPByID:output_type -> gatehouse.management.v1.GetOrgIDPByIDResponse
-	55,  // 222: gatehouse.management.v1.ManagementService.ListOrgIDPs:output_type -> gatehouse.management.v1.ListOrgIDPsResponse
-	57,  // 223: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:output_type -> gatehouse.management.v1.AddOrgOIDCIDPResponse
-	59,  // 224: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:output_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse
-	61,  // 225: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:output_type -> gatehouse.management.v1.DeactivateOrgIDPResponse
-	63,  // 226: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:output_type -> gatehouse.management.v1.ReactivateOrgIDPResponse
-	65,  // 227: gatehouse.management.v1.ManagementService.RemoveOrgIDP:output_type -> gatehouse.management.v1.RemoveOrgIDPResponse
-	67,  // 228: gatehouse.management.v1.ManagementService.AddProject:output_type -> gatehouse.management.v1.AddProjectResponse
-	69,  // 229: gatehouse.management.v1.ManagementService.GetProjectByID:output_type -> gatehouse.management.v1.GetProjectByIDResponse
-	71,  // 230: gatehouse.management.v1.ManagementService.ListProjects:output_type -> gatehouse.management.v1.ListProjectsResponse
-	73,  // 231: gatehouse.management.v1.ManagementService.GetAppByID:output_type -> gatehouse.management.v1.GetAppByIDResponse
-	75,  // 232: gatehouse.management.v1.ManagementService.ListApps:output_type -> gatehouse.management.v1.ListAppsResponse
-	77,  // 233: gatehouse.management.v1.ManagementService.AddOIDCApp:output_type -> gatehouse.management.v1.AddOIDCAppResponse
-	79,  // 234: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:output_type -> gatehouse.management.v1.UpdateOIDCAppConfigResponse
-	81,  // 235: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:output_type -> gatehouse.management.v1.RegenerateOIDCClientSecretResponse
-	83,  // 236: gatehouse.management.v1.ManagementService.AddAPIApp:output_type -> gatehouse.management.v1.AddAPIAppResponse
-	85,  // 237: gatehouse.management.v1.ManagementService.AddAppKey:output_type -> gatehouse.management.v1.AddAppKeyResponse
-	87,  // 238: gatehouse.management.v1.ManagementService.RemoveAppKey:output_type -> gatehouse.management.v1.RemoveAppKeyResponse
-	162, // 239: gatehouse.management.v1.ManagementService.SetAppAdminClient:output_type -> gatehouse.management.v1.SetAppAdminClientResponse
-	105, // 240: gatehouse.management.v1.ManagementService.ListUserIDPs:output_type -> gatehouse.management.v1.ListUserIDPsResponse
-	107, // 241: gatehouse.management.v1.ManagementService.RemoveUserIDP:output_type -> gatehouse.management.v1.RemoveUserIDPResponse
-	89,  // 242: gatehouse.management.v1.ManagementService.AddProjectGrant:output_type -> gatehouse.management.v1.AddProjectGrantResponse
-	91,  // 243: gatehouse.management.v1.ManagementService.ListProjectGrants:output_type -> gatehouse.management.v1.ListProjectGrantsResponse
-	93,  // 244: gatehouse.management.v1.ManagementService.UpdateProjectGrant:output_type -> gatehouse.management.v1.UpdateProjectGrantResponse
-	95,  // 245: gatehouse.management.v1.ManagementService.RemoveProjectGrant:output_type -> gatehouse.management.v1.RemoveProjectGrantResponse
-	97,  // 246: gatehouse.management.v1.ManagementService.GetLoginPolicy:output_type -> gatehouse.management.v1.GetLoginPolicyResponse
-	99,  // 247: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:output_type -> gatehouse.management.v1.AddCustomLoginPolicyResponse
-	101, // 248: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:output_type -> gatehouse.management.v1.UpdateCustomLoginPolicyResponse
-	103, // 249: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:output_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
-	195, // [195:250] is the sub-list for method output_type
-	140, // [140:195] is the sub-list for method input_type
-	140, // [140:140] is the sub-list for extension type_name
-	140, // [140:140] is the sub-list for extension extendee
-	0,   // [0:140] is the sub-list for field type_name
+	119, // 0: gatehouse.management.v1.GetUserByIDResponse.user:type_name -> gatehouse.management.v1.User
+	120, // 1: gatehouse.management.v1.ListUsersRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	121, // 2: gatehouse.management.v1.ListUsersRequest.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
+	122, // 3: gatehouse.management.v1.ListUsersRequest.queries:type_name -> gatehouse.management.v1.UserQuery
+	123, // 4: gatehouse.management.v1.ListUsersResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	121, // 5: gatehouse.management.v1.ListUsersResponse.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
+	119, // 6: gatehouse.management.v1.ListUsersResponse.result:type_name -> gatehouse.management.v1.User
+	110, // 7: gatehouse.management.v1.AddHumanUserRequest.profile:type_name -> gatehouse.management.v1.AddHumanUserRequest.Profile
+	111, // 8: gatehouse.management.v1.AddHumanUserRequest.email:type_name -> gatehouse.management.v1.AddHumanUserRequest.Email
+	112, // 9: gatehouse.management.v1.AddHumanUserRequest.phone:type_name -> gatehouse.management.v1.AddHumanUserRequest.Phone
+	124, // 10: gatehouse.management.v1.AddHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	113, // 11: gatehouse.management.v1.ImportHumanUserRequest.profile:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Profile
+	114, // 12: gatehouse.management.v1.ImportHumanUserRequest.email:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Email
+	115, // 13: gatehouse.management.v1.ImportHumanUserRequest.phone:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Phone
+	116, // 14: gatehouse.management.v1.ImportHumanUserRequest.hashed_password:type_name -> gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
+	124, // 15: gatehouse.management.v1.ImportHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	125, // 16: gatehouse.management.v1.AddMachineUserRequest.access_token_type:type_name -> gatehouse.management.v1.AccessTokenType
+	124, // 17: gatehouse.management.v1.AddMachineUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	124, // 18: gatehouse.management.v1.DeactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	124, // 19: gatehouse.management.v1.ReactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	124, // 20: gatehouse.management.v1.UnlockUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	124, // 21: gatehouse.management.v1.RemoveUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	124, // 22: gatehouse.management.v1.SetHumanPasswordResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	126, // 23: gatehouse.management.v1.AddMachineKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
+	127, // 24: gatehouse.management.v1.AddMachineKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
+	124, // 25: gatehouse.management.v1.AddMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	120, // 26: gatehouse.management.v1.ListMachineKeysRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	123, // 27: gatehouse.management.v1.ListMachineKeysResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	128, // 28: gatehouse.management.v1.ListMachineKeysResponse.result:type_name -> gatehouse.management.v1.Key
+	124, // 29: gatehouse.management.v1.RemoveMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	124, // 30: gatehouse.management.v1.GenerateMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	124, // 31: gatehouse.management.v1.RemoveMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	124, // 32: gatehouse.management.v1.SetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	117, // 33: gatehouse.management.v1.BulkSetUserMetadataRequest.metadata:type_name -> gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
+	124, // 34: gatehouse.management.v1.BulkSetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	120, // 35: gatehouse.management.v1.ListUserMetadataRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	129, // 36: gatehouse.management.v1.ListUserMetadataRequest.queries:type_name -> gatehouse.management.v1.MetadataQuery
+	123, // 37: gatehouse.management.v1.ListUserMetadataResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	130, // 38: gatehouse.management.v1.ListUserMetadataResponse.result:type_name -> gatehouse.management.v1.Metadata
+	130, // 39: gatehouse.management.v1.GetUserMetadataResponse.metadata:type_name -> gatehouse.management.v1.Metadata
+	124, // 40: gatehouse.management.v1.RemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	124, // 41: gatehouse.management.v1.BulkRemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	131, // 42: gatehouse.management.v1.GetMyOrgResponse.org:type_name -> gatehouse.management.v1.Org
+	124, // 43: gatehouse.management.v1.AddOrgResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	120, // 44: gatehouse.management.v1.ListOrgsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	132, // 45: gatehouse.management.v1.ListOrgsRequest.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
+	133, // 46: gatehouse.management.v1.ListOrgsRequest.queries:type_name -> gatehouse.management.v1.OrgQuery
+	123, // 47: gatehouse.management.v1.ListOrgsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	132, // 48: gatehouse.management.v1.ListOrgsResponse.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
+	131, // 49: gatehouse.management.v1.ListOrgsResponse.result:type_name -> gatehouse.management.v1.Org
+	124, // 50: gatehouse.management.v1.AddOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	120, // 51: gatehouse.management.v1.ListOrgMembersRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	134, // 52: gatehouse.management.v1.ListOrgMembersRequest.queries:type_name -> gatehouse.management.v1.MemberQuery
+	123, // 53: gatehouse.management.v1.ListOrgMembersResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	135, // 54: gatehouse.management.v1.ListOrgMembersResponse.result:type_name -> gatehouse.management.v1.Member
+	124, // 55: gatehouse.management.v1.RemoveOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	136, // 56: gatehouse.management.v1.GetOrgIDPByIDResponse.idp:type_name -> gatehouse.management.v1.IDP
+	120, // 57: gatehouse.management.v1.ListOrgIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	137, // 58: gatehouse.management.v1.ListOrgIDPsRequest.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
+	138, // 59: gatehouse.management.v1.ListOrgIDPsRequest.queries:type_name -> gatehouse.management.v1.IDPQuery
+	123, // 60: gatehouse.management.v1.ListOrgIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	137, // 61: gatehouse.management.v1.ListOrgIDPsResponse.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
+	136, // 62: gatehouse.management.v1.ListOrgIDPsResponse.result:type_name -> gatehouse.management.v1.IDP
+	139, // 63: gatehouse.management.v1.AddOrgOIDCIDPRequest.styling_type:type_name -> gatehouse.management.v1.StylingType
+	140, // 64: gatehouse.management.v1.AddOrgOIDCIDPRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	140, // 65: gatehouse.management.v1.AddOrgOIDCIDPRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	124, // 66: gatehouse.management.v1.AddOrgOIDCIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	140, // 67: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	140, // 68: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	124, // 69: gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	124, // 70: gatehouse.management.v1.DeactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	124, // 71: gatehouse.management.v1.ReactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	124, // 72: gatehouse.management.v1.RemoveOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	141, // 73: gatehouse.management.v1.AddProjectRequest.private_labeling_setting:type_name -> gatehouse.management.v1.PrivateLabelingSetting
+	124, // 74: gatehouse.management.v1.AddProjectResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	142, // 75: gatehouse.management.v1.GetProjectByIDResponse.project:type_name -> gatehouse.management.v1.Project
+	120, // 76: gatehouse.management.v1.ListProjectsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	143, // 77: gatehouse.management.v1.ListProjectsRequest.queries:type_name -> gatehouse.management.v1.ProjectQuery
+	123, // 78: gatehouse.management.v1.ListProjectsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	142, // 79: gatehouse.management.v1.ListProjectsResponse.result:type_name -> gatehouse.management.v1.Project
+	144, // 80: gatehouse.management.v1.GetAppByIDResponse.app:type_name -> gatehouse.management.v1.App
+	120, // 81: gatehouse.management.v1.ListAppsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	145, // 82: gatehouse.management.v1.ListAppsRequest.queries:type_name -> gatehouse.management.v1.AppQuery
+	123, // 83: gatehouse.management.v1.ListAppsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	144, // 84: gatehouse.management.v1.ListAppsResponse.result:type_name -> gatehouse.management.v1.App
+	146, // 85: gatehouse.management.v1.AddOIDCAppRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
+	147, // 86: gatehouse.management.v1.AddOIDCAppRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
+	148, // 87: gatehouse.management.v1.AddOIDCAppRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
+	149, // 88: gatehouse.management.v1.AddOIDCAppRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
+	150, // 89: gatehouse.management.v1.AddOIDCAppRequest.version:type_name -> gatehouse.management.v1.OIDCVersion
+	151, // 90: gatehouse.management.v1.AddOIDCAppRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
+	152, // 91: gatehouse.management.v1.AddOIDCAppRequest.clock_skew:type_name -> google.protobuf.Duration
+	153, // 92: gatehouse.management.v1.AddOIDCAppRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
+	124, // 93: gatehouse.management.v1.AddOIDCAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	154, // 94: gatehouse.management.v1.AddOIDCAppResponse.compliance_problems:type_name -> gatehouse.management.v1.LocalizedMessage
+	146, // 95: gatehouse.management.v1.UpdateOIDCAppConfigRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
+	147, // 96: gatehouse.management.v1.UpdateOIDCAppConfigRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
+	148, // 97: gatehouse.management.v1.UpdateOIDCAppConfigRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
+	149, // 98: gatehouse.management.v1.UpdateOIDCAppConfigRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
+	151, // 99: gatehouse.management.v1.UpdateOIDCAppConfigRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
+	152, // 100: gatehouse.management.v1.UpdateOIDCAppConfigRequest.clock_skew:type_name -> google.protobuf.Duration
+	153, // 101: gatehouse.management.v1.UpdateOIDCAppConfigRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
+	124, // 102: gatehouse.management.v1.UpdateOIDCAppConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	124, // 103: gatehouse.management.v1.RegenerateOIDCClientSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	155, // 104: gatehouse.management.v1.AddAPIAppRequest.auth_method_type:type_name -> gatehouse.management.v1.APIAuthMethodType
+	124, // 105: gatehouse.management.v1.AddAPIAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	126, // 106: gatehouse.management.v1.AddAppKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
+	127, // 107: gatehouse.management.v1.AddAppKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
+	124, // 108: gatehouse.management.v1.AddAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	124, // 109: gatehouse.management.v1.RemoveAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	124, // 110: gatehouse.management.v1.AddProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	120, // 111: gatehouse.management.v1.ListProjectGrantsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	123, // 112: gatehouse.management.v1.ListProjectGrantsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	156, // 113: gatehouse.management.v1.ListProjectGrantsResponse.result:type_name -> gatehouse.management.v1.ProjectGrant
+	124, // 114: gatehouse.management.v1.UpdateProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	124, // 115: gatehouse.management.v1.RemoveProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	157, // 116: gatehouse.management.v1.GetLoginPolicyResponse.policy:type_name -> gatehouse.management.v1.LoginPolicy
+	158, // 117: gatehouse.management.v1.AddCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
+	152, // 118: gatehouse.management.v1.AddCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
+	152, // 119: gatehouse.management.v1.AddCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
+	152, // 120: gatehouse.management.v1.AddCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
+	152, // 121: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
+	152, // 122: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
+	159, // 123: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factors:type_name -> gatehouse.management.v1.SecondFactorType
+	160, // 124: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factors:type_name -> gatehouse.management.v1.MultiFactorType
+	118, // 125: gatehouse.management.v1.AddCustomLoginPolicyRequest.idps:type_name -> gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
+	124, // 126: gatehouse.management.v1.AddCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	158, // 127: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
+	152, // 128: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
+	152, // 129: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
+	152, // 130: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
+	152, // 131: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
+	152, // 132: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
+	124, // 133: gatehouse.management.v1.UpdateCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	124, // 134: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	120, // 135: gatehouse.management.v1.ListUserIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	123, // 136: gatehouse.management.v1.ListUserIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	161, // 137: gatehouse.management.v1.ListUserIDPsResponse.result:type_name -> gatehouse.management.v1.IDPUserLink
+	124, // 138: gatehouse.management.v1.RemoveUserIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	162, // 139: gatehouse.management.v1.AddHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
+	162, // 140: gatehouse.management.v1.ImportHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
+	0,   // 141: gatehouse.management.v1.ManagementService.GetUserByID:input_type -> gatehouse.management.v1.GetUserByIDRequest
+	2,   // 142: gatehouse.management.v1.ManagementService.ListUsers:input_type -> gatehouse.management.v1.ListUsersRequest
+	4,   // 143: gatehouse.management.v1.ManagementService.AddHumanUser:input_type -> gatehouse.management.v1.AddHumanUserRequest
+	6,   // 144: gatehouse.management.v1.ManagementService.ImportHumanUser:input_type -> gatehouse.management.v1.ImportHumanUserRequest
+	8,   // 145: gatehouse.management.v1.ManagementService.AddMachineUser:input_type -> gatehouse.management.v1.AddMachineUserRequest
+	10,  // 146: gatehouse.management.v1.ManagementService.DeactivateUser:input_type -> gatehouse.management.v1.DeactivateUserRequest
+	12,  // 147: gatehouse.management.v1.ManagementService.ReactivateUser:input_type -> gatehouse.management.v1.ReactivateUserRequest
+	14,  // 148: gatehouse.management.v1.ManagementService.UnlockUser:input_type -> gatehouse.management.v1.UnlockUserRequest
+	16,  // 149: gatehouse.management.v1.ManagementService.RemoveUser:input_type -> gatehouse.management.v1.RemoveUserRequest
+	18,  // 150: gatehouse.management.v1.ManagementService.SetHumanPassword:input_type -> gatehouse.management.v1.SetHumanPasswordRequest
+	20,  // 151: gatehouse.management.v1.ManagementService.AddMachineKey:input_type -> gatehouse.management.v1.AddMachineKeyRequest
+	22,  // 152: gatehouse.management.v1.ManagementService.ListMachineKeys:input_type -> gatehouse.management.v1.ListMachineKeysRequest
+	24,  // 153: gatehouse.management.v1.ManagementService.RemoveMachineKey:input_type -> gatehouse.management.v1.RemoveMachineKeyRequest
+	26,  // 154: gatehouse.management.v1.ManagementService.GenerateMachineSecret:input_type -> gatehouse.management.v1.GenerateMachineSecretRequest
+	28,  // 155: gatehouse.management.v1.ManagementService.RemoveMachineSecret:input_type -> gatehouse.management.v1.RemoveMachineSecretRequest
+	30,  // 156: gatehouse.management.v1.ManagementService.SetUserMetadata:input_type -> gatehouse.management.v1.SetUserMetadataRequest
+	32,  // 157: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:input_type -> gatehouse.management.v1.BulkSetUserMetadataRequest
+	34,  // 158: gatehouse.management.v1.ManagementService.ListUserMetadata:input_type -> gatehouse.management.v1.ListUserMetadataRequest
+	36,  // 159: gatehouse.management.v1.ManagementService.GetUserMetadata:input_type -> gatehouse.management.v1.GetUserMetadataRequest
+	38,  // 160: gatehouse.management.v1.ManagementService.RemoveUserMetadata:input_type -> gatehouse.management.v1.RemoveUserMetadataRequest
+	40,  // 161: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:input_type -> gatehouse.management.v1.BulkRemoveUserMetadataRequest
+	42,  // 162: gatehouse.management.v1.ManagementService.GetMyOrg:input_type -> gatehouse.management.v1.GetMyOrgRequest
+	44,  // 163: gatehouse.management.v1.ManagementService.AddOrg:input_type -> gatehouse.management.v1.AddOrgRequest
+	46,  // 164: gatehouse.management.v1.ManagementService.ListOrgs:input_type -> gatehouse.management.v1.ListOrgsRequest
+	48,  // 165: gatehouse.management.v1.ManagementService.AddOrgMember:input_type -> gatehouse.management.v1.AddOrgMemberRequest
+	50,  // 166: gatehouse.management.v1.ManagementService.ListOrgMembers:input_type -> gatehouse.management.v1.ListOrgMembersRequest
+	52,  // 167: gatehouse.management.v1.ManagementService.RemoveOrgMember:input_type -> gatehouse.management.v1.RemoveOrgMemberRequest
+	54,  // 168: gatehouse.management.v1.ManagementService.GetOrgIDPByID:input_type -> gatehouse.management.v1.GetOrgIDPByIDRequest
+	56,  // 169: gatehouse.management.v1.ManagementService.ListOrgIDPs:input_type -> gatehouse.management.v1.ListOrgIDPsRequest
+	58,  // 170: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:input_type -> gatehouse.management.v1.AddOrgOIDCIDPRequest
+	60,  // 171: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:input_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest
+	62,  // 172: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:input_type -> gatehouse.management.v1.DeactivateOrgIDPRequest
+	64,  // 173: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:input_type -> gatehouse.management.v1.ReactivateOrgIDPRequest
+	66,  // 174: gatehouse.management.v1.ManagementService.RemoveOrgIDP:input_type -> gatehouse.management.v1.RemoveOrgIDPRequest
+	68,  // 175: gatehouse.management.v1.ManagementService.AddProject:input_type -> gatehouse.management.v1.AddProjectRequest
+	70,  // 176: gatehouse.management.v1.ManagementService.GetProjectByID:input_type -> gatehouse.management.v1.GetProjectByIDRequest
+	72,  // 177: gatehouse.management.v1.ManagementService.ListProjects:input_type -> gatehouse.management.v1.ListProjectsRequest
+	74,  // 178: gatehouse.management.v1.ManagementService.GetAppByID:input_type -> gatehouse.management.v1.GetAppByIDRequest
+	76,  // 179: gatehouse.management.v1.ManagementService.ListApps:input_type -> gatehouse.management.v1.ListAppsRequest
+	78,  // 180: gatehouse.management.v1.ManagementService.AddOIDCApp:input_type -> gatehouse.management.v1.AddOIDCAppRequest
+	80,  // 181: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:input_type -> gatehouse.management.v1.UpdateOIDCAppConfigRequest
+	82,  // 182: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:input_type -> gatehouse.management.v1.RegenerateOIDCClientSecretRequest
+	84,  // 183: gatehouse.management.v1.ManagementService.AddAPIApp:input_type -> gatehouse.management.v1.AddAPIAppRequest
+	86,  // 184: gatehouse.management.v1.ManagementService.AddAppKey:input_type -> gatehouse.management.v1.AddAppKeyRequest
+	88,  // 185: gatehouse.management.v1.ManagementService.RemoveAppKey:input_type -> gatehouse.management.v1.RemoveAppKeyRequest
+	163, // 186: gatehouse.management.v1.ManagementService.SetAppAdminClient:input_type -> gatehouse.management.v1.SetAppAdminClientRequest
+	106, // 187: gatehouse.management.v1.ManagementService.ListUserIDPs:input_type -> gatehouse.management.v1.ListUserIDPsRequest
+	108, // 188: gatehouse.management.v1.ManagementService.RemoveUserIDP:input_type -> gatehouse.management.v1.RemoveUserIDPRequest
+	90,  // 189: gatehouse.management.v1.ManagementService.AddProjectGrant:input_type -> gatehouse.management.v1.AddProjectGrantRequest
+	92,  // 190: gatehouse.management.v1.ManagementService.ListProjectGrants:input_type -> gatehouse.management.v1.ListProjectGrantsRequest
+	94,  // 191: gatehouse.management.v1.ManagementService.UpdateProjectGrant:input_type -> gatehouse.management.v1.UpdateProjectGrantRequest
+	96,  // 192: gatehouse.management.v1.ManagementService.RemoveProjectGrant:input_type -> gatehouse.management.v1.RemoveProjectGrantRequest
+	98,  // 193: gatehouse.management.v1.ManagementService.GetLoginPolicy:input_type -> gatehouse.management.v1.GetLoginPolicyRequest
+	100, // 194: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:input_type -> gatehouse.management.v1.AddCustomLoginPolicyRequest
+	102, // 195: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:input_type -> gatehouse.management.v1.UpdateCustomLoginPolicyRequest
+	104, // 196: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:input_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
+	1,   // 197: gatehouse.management.v1.ManagementService.GetUserByID:output_type -> gatehouse.management.v1.GetUserByIDResponse
+	3,   // 198: gatehouse.management.v1.ManagementService.ListUsers:output_type -> gatehouse.management.v1.ListUsersResponse
+	5,   // 199: gatehouse.management.v1.ManagementService.AddHumanUser:output_type -> gatehouse.management.v1.AddHumanUserResponse
+	7,   // 200: gatehouse.management.v1.ManagementService.ImportHumanUser:output_type -> gatehouse.management.v1.ImportHumanUserResponse
+	9,   // 201: gatehouse.management.v1.ManagementService.AddMachineUser:output_type -> gatehouse.management.v1.AddMachineUserResponse
+	11,  // 202: gatehouse.management.v1.ManagementService.DeactivateUser:output_type -> gatehouse.management.v1.DeactivateUserResponse
+	13,  // 203: gatehouse.management.v1.ManagementService.ReactivateUser:output_type -> gatehouse.management.v1.ReactivateUserResponse
+	15,  // 204: gatehouse.management.v1.ManagementService.UnlockUser:output_type -> gatehouse.management.v1.UnlockUserResponse
+	17,  // 205: gatehouse.management.v1.ManagementService.RemoveUser:output_type -> gatehouse.management.v1.RemoveUserResponse
+	19,  // 206: gatehouse.management.v1.ManagementService.SetHumanPassword:output_type -> gatehouse.management.v1.SetHumanPasswordResponse
+	21,  // 207: gatehouse.management.v1.ManagementService.AddMachineKey:output_type -> gatehouse.management.v1.AddMachineKeyResponse
+	23,  // 208: gatehouse.management.v1.ManagementService.ListMachineKeys:output_type -> gatehouse.management.v1.ListMachineKeysResponse
+	25,  // 209: gatehouse.management.v1.ManagementService.RemoveMachineKey:output_type -> gatehouse.management.v1.RemoveMachineKeyResponse
+	27,  // 210: gatehouse.management.v1.ManagementService.GenerateMachineSecret:output_type -> gatehouse.management.v1.GenerateMachineSecretResponse
+	29,  // 211: gatehouse.management.v1.ManagementService.RemoveMachineSecret:output_type -> gatehouse.management.v1.RemoveMachineSecretResponse
+	31,  // 212: gatehouse.management.v1.ManagementService.SetUserMetadata:output_type -> gatehouse.management.v1.SetUserMetadataResponse
+	33,  // 213: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:output_type -> gatehouse.management.v1.BulkSetUserMetadataResponse
+	35,  // 214: gatehouse.management.v1.ManagementService.ListUserMetadata:output_type -> gatehouse.management.v1.ListUserMetadataResponse
+	37,  // 215: gatehouse.management.v1.ManagementService.GetUserMetadata:output_type -> gatehouse.management.v1.GetUserMetadataResponse
+	39,  // 216: gatehouse.management.v1.ManagementService.RemoveUserMetadata:output_type -> gatehouse.management.v1.RemoveUserMetadataResponse
+	41,  // 217: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:output_type -> gatehouse.management.v1.BulkRemoveUserMetadataResponse
+	43,  // 218: gatehouse.management.v1.ManagementService.GetMyOrg:output_type -> gatehouse.management.v1.GetMyOrgResponse
+	45,  // 219: gatehouse.management.v1.ManagementService.AddOrg:output_type -> gatehouse.management.v1.AddOrgResponse
+	47,  // 220: gatehouse.management.v1.ManagementService.ListOrgs:output_type -> gatehouse.management.v1.ListOrgsResponse
+	49,  // 221: gatehouse.management.v1.ManagementService.AddOrgMember:output_type -> gatehouse.management.v1.AddOrgMemberResponse
+	51,  // 222: gatehouse.management.v1.ManagementService.ListOrgMembers:output_type -> gatehouse.management.v1.ListOrgMembersResponse
+	53,  // 223: gatehouse.management.v1.ManagementService.RemoveOrgMember:output_type -> gatehouse.management.v1.RemoveOrgMemberResponse
+	55,  // 224: gatehouse.management.v1.ManagementService.GetOrgIDPByID:output_type -> gatehouse.management.v1.GetOrgIDPByIDResponse
+	57,  // 225: gatehouse.management.v1.ManagementService.ListOrgIDPs:output_type -> gatehouse.management.v1.ListOrgIDPsResponse
+	59,  // 226: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:output_type -> gatehouse.management.v1.AddOrgOIDCIDPResponse
+	61,  // 227: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:output_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse
+	63,  // 228: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:output_type -> gatehouse.management.v1.DeactivateOrgIDPResponse
+	65,  // 229: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:output_type -> gatehouse.management.v1.ReactivateOrgIDPResponse
+	67,  // 230: gatehouse.management.v1.ManagementService.RemoveOrgIDP:output_type -> gatehouse.management.v1.RemoveOrgIDPResponse
+	69,  // 231: gatehouse.management.v1.ManagementService.AddProject:output_type -> gatehouse.management.v1.AddProjectResponse
+	71,  // 232: gatehouse.management.v1.ManagementService.GetProjectByID:output_type -> gatehouse.management.v1.GetProjectByIDResponse
+	73,  // 233: gatehouse.management.v1.ManagementService.ListProjects:output_type -> gatehouse.management.v1.ListProjectsResponse
+	75,  // 234: gatehouse.management.v1.ManagementService.GetAppByID:output_type -> gatehouse.management.v1.GetAppByIDResponse
+	77,  // 235: gatehouse.management.v1.ManagementService.ListApps:output_type -> gatehouse.management.v1.ListAppsResponse
+	79,  // 236: gatehouse.management.v1.ManagementService.AddOIDCApp:output_type -> gatehouse.management.v1.AddOIDCAppResponse
+	81,  // 237: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:output_type -> gatehouse.management.v1.UpdateOIDCAppConfigResponse
+	83,  // 238: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:output_type -> gatehouse.management.v1.RegenerateOIDCClientSecretResponse
+	85,  // 239: gatehouse.management.v1.ManagementService.AddAPIApp:output_type -> gatehouse.management.v1.AddAPIAppResponse
+	87,  // 240: gatehouse.management.v1.ManagementService.AddAppKey:output_type -> gatehouse.management.v1.AddAppKeyResponse
+	89,  // 241: gatehouse.management.v1.ManagementService.RemoveAppKey:output_type -> gatehouse.management.v1.RemoveAppKeyResponse
+	164, // 242: gatehouse.management.v1.ManagementService.SetAppAdminClient:output_type -> gatehouse.management.v1.SetAppAdminClientResponse
+	107, // 243: gatehouse.management.v1.ManagementService.ListUserIDPs:output_type -> gatehouse.management.v1.ListUserIDPsResponse
+	109, // 244: gatehouse.management.v1.ManagementService.RemoveUserIDP:output_type -> gatehouse.management.v1.RemoveUserIDPResponse
+	91,  // 245: gatehouse.management.v1.ManagementService.AddProjectGrant:output_type -> gatehouse.management.v1.AddProjectGrantResponse
+	93,  // 246: gatehouse.management.v1.ManagementService.ListProjectGrants:output_type -> gatehouse.management.v1.ListProjectGrantsResponse
+	95,  // 247: gatehouse.management.v1.ManagementService.UpdateProjectGrant:output_type -> gatehouse.management.v1.UpdateProjectGrantResponse
+	97,  // 248: gatehouse.management.v1.ManagementService.RemoveProjectGrant:output_type -> gatehouse.management.v1.RemoveProjectGrantResponse
+	99,  // 249: gatehouse.management.v1.ManagementService.GetLoginPolicy:output_type -> gatehouse.management.v1.GetLoginPolicyResponse
+	101, // 250: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:output_type -> gatehouse.management.v1.AddCustomLoginPolicyResponse
+	103, // 251: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:output_type -> gatehouse.management.v1.UpdateCustomLoginPolicyResponse
+	105, // 252: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:output_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
+	197, // [197:253] is the sub-list for method output_type
+	141, // [141:197] is the sub-list for method input_type
+	141, // [141:141] is the sub-list for extension type_name
+	141, // [141:141] is the sub-list for extension extendee
+	0,   // [0:141] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_management_v1_management_proto_init() }
@@ -8220,7 +8323,7 @@ func file_gatehouse_management_v1_management_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_management_v1_management_proto_rawDesc), len(file_gatehouse_management_v1_management_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   117,
+			NumMessages:   119,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

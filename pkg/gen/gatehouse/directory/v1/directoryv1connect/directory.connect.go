@@ -92,8 +92,13 @@ type DirectoryServiceClient interface {
 	// Returns the public key of a machine user, by key id, for the JWT
 	// profile grant.
 	GetMachineKey(context.Context, *connect.Request[v1.GetMachineKeyRequest]) (*connect.Response[v1.GetMachineKeyResponse], error)
-	// Checks a user's password in an organization. Failed attempts count
-	// towards a lockout per user and per client address that survives restarts.
+	// Checks a user's password in an organization, under durable
+	// failed-password limits: a progressive delay per (account, client
+	// address), a limit per client address and, where the organization opts
+	// in, an account lock. An unknown login name, a wrong password and an
+	// attempt the limits refuse all answer Unauthenticated with the same
+	// message after the same work; FailedPrecondition (deactivated) only
+	// after the correct password.
 	VerifyPassword(context.Context, *connect.Request[v1.VerifyPasswordRequest]) (*connect.Response[v1.VerifyPasswordResponse], error)
 	// Changes a user's password after checking the current one and the
 	// organization's password policy; clears the change-required flag.
@@ -389,8 +394,13 @@ type DirectoryServiceHandler interface {
 	// Returns the public key of a machine user, by key id, for the JWT
 	// profile grant.
 	GetMachineKey(context.Context, *connect.Request[v1.GetMachineKeyRequest]) (*connect.Response[v1.GetMachineKeyResponse], error)
-	// Checks a user's password in an organization. Failed attempts count
-	// towards a lockout per user and per client address that survives restarts.
+	// Checks a user's password in an organization, under durable
+	// failed-password limits: a progressive delay per (account, client
+	// address), a limit per client address and, where the organization opts
+	// in, an account lock. An unknown login name, a wrong password and an
+	// attempt the limits refuse all answer Unauthenticated with the same
+	// message after the same work; FailedPrecondition (deactivated) only
+	// after the correct password.
 	VerifyPassword(context.Context, *connect.Request[v1.VerifyPasswordRequest]) (*connect.Response[v1.VerifyPasswordResponse], error)
 	// Changes a user's password after checking the current one and the
 	// organization's password policy; clears the change-required flag.

@@ -54,6 +54,9 @@ const (
 	// ManagementServiceReactivateUserProcedure is the fully-qualified name of the ManagementService's
 	// ReactivateUser RPC.
 	ManagementServiceReactivateUserProcedure = "/gatehouse.management.v1.ManagementService/ReactivateUser"
+	// ManagementServiceUnlockUserProcedure is the fully-qualified name of the ManagementService's
+	// UnlockUser RPC.
+	ManagementServiceUnlockUserProcedure = "/gatehouse.management.v1.ManagementService/UnlockUser"
 	// ManagementServiceRemoveUserProcedure is the fully-qualified name of the ManagementService's
 	// RemoveUser RPC.
 	ManagementServiceRemoveUserProcedure = "/gatehouse.management.v1.ManagementService/RemoveUser"
@@ -234,6 +237,15 @@ type ManagementServiceClient interface {
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound; Aborted (409) when
 	// the user is not inactive.
 	ReactivateUser(context.Context, *connect.Request[v1.ReactivateUserRequest]) (*connect.Response[v1.ReactivateUserResponse], error)
+	// Lifts the failed-password limits on a user at once: the progressive
+	// delay after failed passwords from every client address, and the
+	// organization's account lock where it has one. The limit of a client
+	// address (failures under any name) is the address's and stays. The user
+	// is never in USER_STATE_LOCKED (Gatehouse slows down failed passwords
+	// instead), so the call succeeds in every state, and is recorded also
+	// when nothing was limited.
+	// Roles: ORG_USER_MANAGER or above. Errors: NotFound.
+	UnlockUser(context.Context, *connect.Request[v1.UnlockUserRequest]) (*connect.Response[v1.UnlockUserResponse], error)
 	// Removes a user with its keys, secrets, metadata and memberships, and
 	// revokes the tokens issued to it. The user name becomes free again.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound.
@@ -497,6 +509,12 @@ func NewManagementServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			httpClient,
 			baseURL+ManagementServiceReactivateUserProcedure,
 			connect.WithSchema(managementServiceMethods.ByName("ReactivateUser")),
+			connect.WithClientOptions(opts...),
+		),
+		unlockUser: connect.NewClient[v1.UnlockUserRequest, v1.UnlockUserResponse](
+			httpClient,
+			baseURL+ManagementServiceUnlockUserProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("UnlockUser")),
 			connect.WithClientOptions(opts...),
 		),
 		removeUser: connect.NewClient[v1.RemoveUserRequest, v1.RemoveUserResponse](
@@ -799,6 +817,7 @@ type managementServiceClient struct {
 	addMachineUser             *connect.Client[v1.AddMachineUserRequest, v1.AddMachineUserResponse]
 	deactivateUser             *connect.Client[v1.DeactivateUserRequest, v1.DeactivateUserResponse]
 	reactivateUser             *connect.Client[v1.ReactivateUserRequest, v1.ReactivateUserResponse]
+	unlockUser                 *connect.Client[v1.UnlockUserRequest, v1.UnlockUserResponse]
 	removeUser                 *connect.Client[v1.RemoveUserRequest, v1.RemoveUserResponse]
 	setHumanPassword           *connect.Client[v1.SetHumanPasswordRequest, v1.SetHumanPasswordResponse]
 	addMachineKey              *connect.Client[v1.AddMachineKeyRequest, v1.AddMachineKeyResponse]
@@ -882,6 +901,11 @@ func (c *managementServiceClient) DeactivateUser(ctx context.Context, req *conne
 // ReactivateUser calls gatehouse.management.v1.ManagementService.ReactivateUser.
 func (c *managementServiceClient) ReactivateUser(ctx context.Context, req *connect.Request[v1.ReactivateUserRequest]) (*connect.Response[v1.ReactivateUserResponse], error) {
 	return c.reactivateUser.CallUnary(ctx, req)
+}
+
+// UnlockUser calls gatehouse.management.v1.ManagementService.UnlockUser.
+func (c *managementServiceClient) UnlockUser(ctx context.Context, req *connect.Request[v1.UnlockUserRequest]) (*connect.Response[v1.UnlockUserResponse], error) {
+	return c.unlockUser.CallUnary(ctx, req)
 }
 
 // RemoveUser calls gatehouse.management.v1.ManagementService.RemoveUser.
@@ -1165,6 +1189,15 @@ type ManagementServiceHandler interface {
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound; Aborted (409) when
 	// the user is not inactive.
 	ReactivateUser(context.Context, *connect.Request[v1.ReactivateUserRequest]) (*connect.Response[v1.ReactivateUserResponse], error)
+	// Lifts the failed-password limits on a user at once: the progressive
+	// delay after failed passwords from every client address, and the
+	// organization's account lock where it has one. The limit of a client
+	// address (failures under any name) is the address's and stays. The user
+	// is never in USER_STATE_LOCKED (Gatehouse slows down failed passwords
+	// instead), so the call succeeds in every state, and is recorded also
+	// when nothing was limited.
+	// Roles: ORG_USER_MANAGER or above. Errors: NotFound.
+	UnlockUser(context.Context, *connect.Request[v1.UnlockUserRequest]) (*connect.Response[v1.UnlockUserResponse], error)
 	// Removes a user with its keys, secrets, metadata and memberships, and
 	// revokes the tokens issued to it. The user name becomes free again.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound.
@@ -1424,6 +1457,12 @@ func NewManagementServiceHandler(svc ManagementServiceHandler, opts ...connect.H
 		ManagementServiceReactivateUserProcedure,
 		svc.ReactivateUser,
 		connect.WithSchema(managementServiceMethods.ByName("ReactivateUser")),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceUnlockUserHandler := connect.NewUnaryHandler(
+		ManagementServiceUnlockUserProcedure,
+		svc.UnlockUser,
+		connect.WithSchema(managementServiceMethods.ByName("UnlockUser")),
 		connect.WithHandlerOptions(opts...),
 	)
 	managementServiceRemoveUserHandler := connect.NewUnaryHandler(
@@ -1730,6 +1769,8 @@ func NewManagementServiceHandler(svc ManagementServiceHandler, opts ...connect.H
 			managementServiceDeactivateUserHandler.ServeHTTP(w, r)
 		case ManagementServiceReactivateUserProcedure:
 			managementServiceReactivateUserHandler.ServeHTTP(w, r)
+		case ManagementServiceUnlockUserProcedure:
+			managementServiceUnlockUserHandler.ServeHTTP(w, r)
 		case ManagementServiceRemoveUserProcedure:
 			managementServiceRemoveUserHandler.ServeHTTP(w, r)
 		case ManagementServiceSetHumanPasswordProcedure:
@@ -1861,6 +1902,10 @@ func (UnimplementedManagementServiceHandler) DeactivateUser(context.Context, *co
 
 func (UnimplementedManagementServiceHandler) ReactivateUser(context.Context, *connect.Request[v1.ReactivateUserRequest]) (*connect.Response[v1.ReactivateUserResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ReactivateUser is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) UnlockUser(context.Context, *connect.Request[v1.UnlockUserRequest]) (*connect.Response[v1.UnlockUserResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.UnlockUser is not implemented"))
 }
 
 func (UnimplementedManagementServiceHandler) RemoveUser(context.Context, *connect.Request[v1.RemoveUserRequest]) (*connect.Response[v1.RemoveUserResponse], error) {

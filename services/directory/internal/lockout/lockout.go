@@ -1,0 +1,256 @@
+package lockout
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gatehouse-id/gatehouse/pkg/db"
+)
+
+// The policy. Every counter lives in the database, so a restart resets
+// none, and every replica sees the same.
+//
+//   - Per (account, client address): PairFreeFailures failures are free;
+//     after the nth (n ≥ PairFreeFailures) the pair waits
+//     PairBaseDelay·2^(n−PairFreeFailures), at most PairMaxDelay. A pair
+//     quiet for PairWindow starts afresh, and so does one that signs in.
+//     This is the default: it slows a guesser down without letting anyone
+//     lock a user out from another address.
+//   - Per client address: AddressMaxFailures failures, each within
+//     AddressWindow of the previous one, refuse the address for
+//     AddressLockTime.
+//   - Per account, only where the organization opts in
+//     (lockout_max_attempts > 0): that many failures in a row (each within
+//     AccountWindow of the previous one) refuse the account from every
+//     address for AccountLockTime. Anyone who knows a login name can
+//     trigger it, so it is off by default.
+//
+// Rows untouched for Retention are pruned (it is at least every window and
+// wait above).
+const (
+	PairFreeFailures   = 3
+	PairBaseDelay      = time.Second
+	PairMaxDelay       = 15 * time.Minute
+	PairWindow         = time.Hour
+	AddressMaxFailures = 20
+	AddressWindow      = 15 * time.Minute
+	AddressLockTime    = 15 * time.Minute
+	AccountWindow      = 24 * time.Hour
+	AccountLockTime    = 15 * time.Minute
+	Retention          = 24 * time.Hour
+)
+
+// PairDelay is how long a (account, address) pair waits after its nth
+// failure: 0 before PairFreeFailures, then 1 s, 2 s, 4 s … up to
+// PairMaxDelay.
+func PairDelay(n int) time.Duration {
+	if n < PairFreeFailures {
+		return 0
+	}
+	d := PairBaseDelay
+	for i := PairFreeFailures; i < n && d < PairMaxDelay; i++ {
+		d *= 2
+	}
+	return min(d, PairMaxDelay)
+}
+
+// UserAccount is the account of a user: its failures count together
+// whichever of its login names was typed.
+func UserAccount(userID string) string { return "user:" + userID }
+
+// NameAccount is the account of a login name that matches no user of the
+// organization (normalised by the caller), so that unknown names are
+// counted exactly like known ones.
+func NameAccount(orgID, normalizedName string) string { return "name:" + orgID + ":" + normalizedName }
+
+// Attempt is one password check.
+type Attempt struct {
+	Account string
+	// Address is the client address; "" when unknown (then only the
+	// account's counters apply).
+	Address string
+	// MaxAccountFailures is the organization's opt-in account lock
+	// (lockout_max_attempts); 0 for none.
+	MaxAccountFailures int
+}
+
+// pair is the subject of the (account, address) counter; the quoted
+// address cannot run into the account.
+func (a Attempt) pair() string { return "pair:" + strconv.Quote(a.Address) + ":" + a.Account }
+
+func (a Attempt) address() string { return "addr:" + a.Address }
+
+// rule is how one kind of subject counts.
+type rule struct {
+	window time.Duration             // a failure longer after the previous one starts afresh
+	wait   func(n int) time.Duration // refusal after the nth failure; 0 for none
+	fresh  bool                      // a served wait starts the count afresh
+}
+
+var (
+	pairRule    = rule{window: PairWindow, wait: PairDelay}
+	addressRule = rule{window: AddressWindow, fresh: true, wait: func(n int) time.Duration {
+		if n >= AddressMaxFailures {
+			return AddressLockTime
+		}
+		return 0
+	}}
+)
+
+func accountRule(max int) rule {
+	return rule{window: AccountWindow, fresh: true, wait: func(n int) time.Duration {
+		if n >= max {
+			return AccountLockTime
+		}
+		return 0
+	}}
+}
+
+// Store reads and writes login_failures.
+type Store struct {
+	DB  *db.DB
+	Now func() time.Time
+}
+
+func (s *Store) now() time.Time {
+	if s.Now == nil {
+		return time.Now().UTC()
+	}
+	return s.Now().UTC()
+}
+
+// Begin reports whether a may check a password now. An allowed attempt is
+// counted in advance as a failure of its pair (and of its account where
+// the organization opts in), so concurrent attempts cannot all pass
+// through one free slot; Succeeded forgets those counts. A refused attempt
+// is counted nowhere, so hammering does not lengthen the wait.
+func (s *Store) Begin(ctx context.Context, a Attempt) (bool, error) {
+	now := s.now()
+	subjects := []any{a.pair()}
+	if a.Address != "" {
+		subjects = append(subjects, a.address())
+	}
+	if a.MaxAccountFailures > 0 {
+		subjects = append(subjects, a.Account)
+	}
+	var locked int
+	if err := s.DB.Get(ctx, &locked, `SELECT COUNT(*) FROM login_failures WHERE locked_until > ? AND subject IN (?`+
+		strings.Repeat(", ?", len(subjects)-1)+`)`, append([]any{now}, subjects...)...); err != nil {
+		return false, fmt.Errorf("lockout: read: %w", err)
+	}
+	if locked > 0 {
+		return false, nil
+	}
+	if ok, err := s.count(ctx, a.pair(), a.Account, pairRule, now); err != nil || !ok {
+		return false, err
+	}
+	if a.MaxAccountFailures > 0 {
+		return s.count(ctx, a.Account, a.Account, accountRule(a.MaxAccountFailures), now)
+	}
+	return true, nil
+}
+
+// Failed counts a failed check of an allowed attempt (a wrong password,
+// or a name without a usable password) against its client address; the
+// pair and account counted it in Begin.
+func (s *Store) Failed(ctx context.Context, a Attempt) error {
+	if a.Address == "" {
+		return nil
+	}
+	_, err := s.count(ctx, a.address(), "", addressRule, s.now())
+	return err
+}
+
+// Succeeded forgets the pair's and the account's failures after a correct
+// password. The address keeps its count: one success does not excuse the
+// other names tried from there.
+func (s *Store) Succeeded(ctx context.Context, a Attempt) error {
+	if _, err := s.DB.Exec(ctx, `DELETE FROM login_failures WHERE subject IN (?, ?)`, a.pair(), a.Account); err != nil {
+		return fmt.Errorf("lockout: reset: %w", err)
+	}
+	return nil
+}
+
+// ForgetAccount deletes every counter of account: its pairs with every
+// address and its own (UnlockUser, in the event's transaction).
+func ForgetAccount(ctx context.Context, q db.Querier, account string) error {
+	if _, err := q.Exec(ctx, `DELETE FROM login_failures WHERE account = ?`, account); err != nil {
+		return fmt.Errorf("lockout: forget %s: %w", account, err)
+	}
+	return nil
+}
+
+// failureRow is a row of login_failures.
+type failureRow struct {
+	Failures    int        `db:"failures"`
+	LockedUntil *time.Time `db:"locked_until"`
+	UpdatedAt   time.Time  `db:"updated_at"`
+}
+
+// count records a failure of subject under r unless subject is refused
+// until later; it reports whether it counted (false: refused).
+func (s *Store) count(ctx context.Context, subject, account string, r rule, now time.Time) (bool, error) {
+	var acc any
+	if account != "" {
+		acc = account
+	}
+	counted := false
+	err := s.DB.InTx(ctx, func(tx *db.Tx) error {
+		// Write first: on PostgreSQL the row is then locked until commit,
+		// so concurrent attempts on one subject count one after the other
+		// (SQLite transactions write one at a time anyway).
+		if _, err := tx.Exec(ctx, `INSERT INTO login_failures (subject, account, failures, updated_at) VALUES (?, ?, 0, ?)
+			ON CONFLICT (subject) DO UPDATE SET account = excluded.account`, subject, acc, now); err != nil {
+			return err
+		}
+		var f failureRow
+		if err := tx.Get(ctx, &f, `SELECT failures, locked_until, updated_at FROM login_failures WHERE subject = ?`, subject); err != nil {
+			return err
+		}
+		if f.LockedUntil != nil && now.Before(*f.LockedUntil) {
+			return nil
+		}
+		n := f.Failures
+		if (r.fresh && f.LockedUntil != nil) || now.Sub(f.UpdatedAt) > r.window {
+			n = 0
+		}
+		n++
+		var until *time.Time
+		if d := r.wait(n); d > 0 {
+			t := now.Add(d)
+			until = &t
+		}
+		if _, err := tx.Exec(ctx, `UPDATE login_failures SET failures = ?, locked_until = ?, updated_at = ? WHERE subject = ?`,
+			n, until, now, subject); err != nil {
+			return err
+		}
+		counted = true
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("lockout: count: %w", err)
+	}
+	return counted, nil
+}
+
+// PruneSteps delete counters untouched for Retention that block nothing.
+func PruneSteps() []db.PruneStep {
+	return []db.PruneStep{{
+		Table: "login_failures",
+		Query: `DELETE FROM login_failures WHERE subject IN (SELECT subject FROM login_failures
+			WHERE updated_at < ? AND (locked_until IS NULL OR locked_until <= ?) LIMIT ` + db.Batch + `)`,
+		Args: func(now time.Time) []any { return []any{now.Add(-Retention), now} },
+	}}
+}
+
+// Prune runs PruneSteps once and returns how many rows it deleted.
+func (s *Store) Prune(ctx context.Context) (int64, error) {
+	r, err := (&db.Pruner{DB: s.DB, Service: "directory", Steps: PruneSteps()}).RunOnce(ctx, s.now())
+	if err != nil {
+		return 0, fmt.Errorf("lockout: %w", err)
+	}
+	return r.Deleted["login_failures"], nil
+}

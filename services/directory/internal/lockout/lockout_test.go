@@ -1,0 +1,278 @@
+package lockout
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gatehouse-id/gatehouse/pkg/db"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/storetest"
+)
+
+// clock is a settable Now.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func newStore(t *testing.T, d db.Dialect) (*Store, *clock) {
+	t.Helper()
+	c := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	return &Store{DB: storetest.Open(t, d), Now: c.now}, c
+}
+
+// fail is one attempt that is allowed and then fails.
+func fail(t *testing.T, s *Store, a Attempt) {
+	t.Helper()
+	ok, err := s.Begin(context.Background(), a)
+	if err != nil || !ok {
+		t.Fatalf("Begin %+v: %v, %v; want allowed", a, ok, err)
+	}
+	if err := s.Failed(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func allowed(t *testing.T, s *Store, a Attempt) bool {
+	t.Helper()
+	ok, err := s.Begin(context.Background(), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+func TestPairDelay(t *testing.T) {
+	for n, want := range map[int]time.Duration{
+		0: 0, 1: 0, 2: 0, 3: time.Second, 4: 2 * time.Second, 5: 4 * time.Second,
+		12: 512 * time.Second, 13: PairMaxDelay, 14: PairMaxDelay, 1000: PairMaxDelay,
+	} {
+		if got := PairDelay(n); got != want {
+			t.Errorf("PairDelay(%d) = %v; want %v", n, got, want)
+		}
+	}
+}
+
+func TestProgressiveDelay(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, d db.Dialect) {
+		s, c := newStore(t, d)
+		a := Attempt{Account: UserAccount("u1"), Address: "192.0.2.1"}
+		for range PairFreeFailures {
+			fail(t, s, a)
+		}
+		// Each further attempt waits 1 s, 2 s, 4 s after the previous
+		// failure; one before then is refused and not counted.
+		for _, wait := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
+			for range 3 {
+				if allowed(t, s, a) {
+					t.Fatalf("attempt before the %v wait: allowed; want refused", wait)
+				}
+			}
+			c.add(wait - time.Millisecond)
+			if allowed(t, s, a) {
+				t.Fatalf("attempt 1 ms before the %v wait ends: allowed; want refused", wait)
+			}
+			c.add(time.Millisecond)
+			fail(t, s, a)
+		}
+		// The same account from another address, and another account from
+		// this address, are not slowed down.
+		fail(t, s, Attempt{Account: a.Account, Address: "192.0.2.2"})
+		fail(t, s, Attempt{Account: UserAccount("u2"), Address: a.Address})
+		// A success starts the pair afresh.
+		c.add(8 * time.Second)
+		if !allowed(t, s, a) {
+			t.Fatal("attempt after the 8 s wait: refused")
+		}
+		if err := s.Succeeded(context.Background(), a); err != nil {
+			t.Fatal(err)
+		}
+		for range PairFreeFailures {
+			fail(t, s, a)
+		}
+		if allowed(t, s, a) {
+			t.Fatal("after a success and 3 new failures: allowed at once; want the 1 s wait")
+		}
+		// So does an hour without failures.
+		c.add(PairWindow + time.Second)
+		for range PairFreeFailures {
+			fail(t, s, a)
+		}
+	})
+}
+
+func TestAddressLimit(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, d db.Dialect) {
+		s, c := newStore(t, d)
+		addr := "198.51.100.7"
+		for i := range AddressMaxFailures {
+			fail(t, s, Attempt{Account: NameAccount("org", fmt.Sprintf("nobody-%d", i)), Address: addr})
+			c.add(time.Second)
+		}
+		if allowed(t, s, Attempt{Account: UserAccount("grace"), Address: addr}) {
+			t.Fatalf("after %d failures from one address: allowed; want refused", AddressMaxFailures)
+		}
+		if !allowed(t, s, Attempt{Account: UserAccount("grace"), Address: "198.51.100.8"}) {
+			t.Fatal("another address: refused")
+		}
+		c.add(AddressLockTime)
+		// The lock is served: the address counts afresh.
+		for i := range AddressMaxFailures - 1 {
+			fail(t, s, Attempt{Account: NameAccount("org", fmt.Sprintf("again-%d", i)), Address: addr})
+		}
+		if !allowed(t, s, Attempt{Account: UserAccount("grace"), Address: addr}) {
+			t.Fatal("after the address lock and fewer new failures than the limit: refused")
+		}
+	})
+}
+
+func TestAccountLockIsOptIn(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, d db.Dialect) {
+		s, c := newStore(t, d)
+		for _, max := range []int{0, 5} {
+			acct := UserAccount(fmt.Sprint("user-", max))
+			for i := range 5 {
+				fail(t, s, Attempt{Account: acct, Address: fmt.Sprint("203.0.113.", i), MaxAccountFailures: max})
+			}
+			got := allowed(t, s, Attempt{Account: acct, Address: "203.0.113.99", MaxAccountFailures: max})
+			if got != (max == 0) {
+				t.Errorf("lockout_max_attempts %d, 5 failures from 5 addresses, a 6th address: allowed %v; want %v", max, got, max == 0)
+			}
+		}
+		c.add(AccountLockTime)
+		if !allowed(t, s, Attempt{Account: UserAccount("user-5"), Address: "203.0.113.99", MaxAccountFailures: 5}) {
+			t.Error("after the account lock: refused")
+		}
+	})
+}
+
+// TestConcurrentAttemptsShareNoSlot: when a wait ends, of many attempts at
+// once exactly one checks a password; the others are refused, so
+// parallel requests do not multiply the guesses the delay allows.
+func TestConcurrentAttemptsShareNoSlot(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, d db.Dialect) {
+		s, c := newStore(t, d)
+		a := Attempt{Account: NameAccount("org", "ghost"), Address: "192.0.2.9", MaxAccountFailures: 10}
+		for range PairFreeFailures {
+			fail(t, s, a)
+		}
+		c.add(time.Second)
+		const n = 8
+		var wg sync.WaitGroup
+		results := make(chan bool, n)
+		for range n {
+			wg.Go(func() {
+				ok, err := s.Begin(context.Background(), a)
+				if err != nil {
+					t.Error(err)
+				}
+				results <- ok
+			})
+		}
+		wg.Wait()
+		close(results)
+		won := 0
+		for ok := range results {
+			if ok {
+				won++
+			}
+		}
+		if won != 1 {
+			t.Fatalf("%d of %d concurrent attempts allowed; want exactly 1", won, n)
+		}
+	})
+}
+
+func TestForgetAccount(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, d db.Dialect) {
+		s, _ := newStore(t, d)
+		ctx := context.Background()
+		acct := UserAccount("u1")
+		for _, addr := range []string{"192.0.2.1", "192.0.2.2"} {
+			for range PairFreeFailures {
+				fail(t, s, Attempt{Account: acct, Address: addr, MaxAccountFailures: 6})
+			}
+		}
+		other := Attempt{Account: UserAccount("u2"), Address: "192.0.2.1"}
+		for range PairFreeFailures {
+			fail(t, s, other)
+		}
+		if allowed(t, s, Attempt{Account: acct, Address: "192.0.2.3", MaxAccountFailures: 6}) {
+			t.Fatal("account lock: allowed")
+		}
+		if err := ForgetAccount(ctx, s.DB, acct); err != nil {
+			t.Fatal(err)
+		}
+		for _, addr := range []string{"192.0.2.1", "192.0.2.2", "192.0.2.3"} {
+			if !allowed(t, s, Attempt{Account: acct, Address: addr, MaxAccountFailures: 6}) {
+				t.Errorf("after ForgetAccount, from %s: refused", addr)
+			}
+		}
+		// Another account's delay and the addresses' counts stay.
+		if allowed(t, s, other) {
+			t.Error("another account's pair: forgotten too")
+		}
+		var addrFailures int
+		if err := s.DB.Get(ctx, &addrFailures, `SELECT failures FROM login_failures WHERE subject = ?`, "addr:192.0.2.1"); err != nil || addrFailures != 2*PairFreeFailures {
+			t.Errorf("address count %d, %v; want %d", addrFailures, err, 2*PairFreeFailures)
+		}
+	})
+}
+
+// TestPrune: counters untouched for a day go, in batches; recent ones and
+// ones still refusing stay.
+func TestPrune(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, d db.Dialect) {
+		s, c := newStore(t, d)
+		ctx := context.Background()
+		old := c.now().Add(-Retention - time.Minute)
+		const many = 2*db.PruneBatch + 17
+		if err := s.DB.InTx(ctx, func(tx *db.Tx) error {
+			for i := range many {
+				if _, err := tx.Exec(ctx, `INSERT INTO login_failures (subject, account, failures, updated_at) VALUES (?, ?, 1, ?)`,
+					fmt.Sprint("pair:old-", i), "name:org:old", old); err != nil {
+					return err
+				}
+			}
+			future := c.now().Add(time.Minute)
+			for _, r := range []struct {
+				subject string
+				at      time.Time
+				until   *time.Time
+			}{{"pair:recent", c.now().Add(-time.Hour), nil}, {"addr:still-locked", old, &future}} {
+				if _, err := tx.Exec(ctx, `INSERT INTO login_failures (subject, failures, locked_until, updated_at) VALUES (?, 20, ?, ?)`,
+					r.subject, r.until, r.at); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		n, err := s.Prune(ctx)
+		if err != nil || n != many {
+			t.Fatalf("Prune: %d rows, %v; want %d", n, err, many)
+		}
+		var left []string
+		if err := s.DB.Select(ctx, &left, `SELECT subject FROM login_failures ORDER BY subject`); err != nil {
+			t.Fatal(err)
+		}
+		if len(left) != 2 || left[0] != "addr:still-locked" || left[1] != "pair:recent" {
+			t.Fatalf("left %v; want the recent and the still locked row", left)
+		}
+	})
+}
