@@ -129,7 +129,7 @@ func New(ctx context.Context, env process.Env) (e *Edge, err error) {
 	handlers := map[routes.Service]http.Handler{}
 	for _, c := range constructors {
 		if u := remote[c.svc]; u != nil {
-			p, err := proxy.New(u, string(c.svc), log)
+			p, err := proxy.New(u, string(c.svc), log, proxy.WithInternalToken(cfg.InternalToken))
 			if err != nil {
 				return e, fmt.Errorf("proxy to %s: %w", c.svc, err)
 			}

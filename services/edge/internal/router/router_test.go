@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -12,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-id/gatehouse/pkg/rpc"
 	"github.com/gatehouse-id/gatehouse/pkg/testutil"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/edgetest"
+	"github.com/gatehouse-id/gatehouse/services/edge/internal/proxy"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/ratelimit"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/routes"
 )
@@ -537,14 +540,25 @@ func TestClientAddressAndForwarding(t *testing.T) {
 		"X-Forwarded-Host":  "evil.example",
 		"X-Real-Ip":         "203.0.113.66",
 		"Forwarded":         "for=203.0.113.66",
+		// A proxy removes the headers Connection names, from its
+		// incoming hop: never the ones edge sets for the service.
+		"Connection":           "X-Real-Ip, X-Request-Id, Gatehouse-Edge-Proof",
+		"X-Request-Id":         "req-kept",
+		"Gatehouse-Edge-Proof": "forged",
 	}
 	for _, mode := range modes {
 		t.Run(mode+"/untrusted", func(t *testing.T) {
 			f := newFixture(t, mode, nil)
 			get(t, edgetest.HTTP1Client(t), f.url("/ui/login"), spoof)
 			got := f.backends[routes.Authn].Last(t)
-			if ip := got.Header.Get("X-Real-Ip"); ip != "127.0.0.1" {
+			if ip := got.Header.Values("X-Real-Ip"); len(ip) != 1 || ip[0] != "127.0.0.1" {
 				t.Errorf("X-Real-Ip %q; want the peer 127.0.0.1", ip)
+			}
+			if id := got.Header.Get("X-Request-Id"); id != "req-kept" {
+				t.Errorf("X-Request-Id %q; want req-kept", id)
+			}
+			if p := got.Header.Get("Gatehouse-Edge-Proof"); p == "forged" {
+				t.Errorf("the client's Gatehouse-Edge-Proof reached the service")
 			}
 			if got.Header.Get("Forwarded") != "" || got.Header.Get("X-Forwarded-Host") == "evil.example" ||
 				strings.Contains(got.Header.Get("X-Forwarded-For"), "203.0.113.66") || got.Header.Get("X-Forwarded-Proto") == "https" {
@@ -556,6 +570,7 @@ func TestClientAddressAndForwarding(t *testing.T) {
 			get(t, edgetest.HTTP1Client(t), f.url("/ui/login"), map[string]string{
 				"X-Forwarded-For":   "203.0.113.66, 198.51.100.7, 10.1.2.3",
 				"X-Forwarded-Proto": "https",
+				"Connection":        "X-Real-Ip",
 			})
 			got := f.backends[routes.Authn].Last(t)
 			if ip := got.Header.Get("X-Real-Ip"); ip != "198.51.100.7" {
@@ -572,6 +587,48 @@ func TestClientAddressAndForwarding(t *testing.T) {
 				t.Errorf("X-Forwarded-For %q; want %q", xff, wantXFF)
 			}
 		})
+	}
+}
+
+// TestServiceBelievesOnlyEdgesAddress: a service in its own process
+// (guarded by rpc.GuardClientAddr) gets the address edge resolved, even
+// when the client asks the hop to drop it, while a client that reaches the
+// service directly, or through a proxy without the internal token, is
+// taken for its socket address whatever X-Real-Ip it sends.
+func TestServiceBelievesOnlyEdgesAddress(t *testing.T) {
+	const token = "router-test-internal-token-0123456789"
+	backend := &edgetest.Backend{Name: "authn"}
+	service := edgetest.Start(t, rpc.GuardClientAddr(token, backend))
+	edgeTo := func(opts ...proxy.Option) *url.URL {
+		p, err := proxy.New(service.URL, "authn", nil, opts...)
+		if err != nil {
+			t.Fatalf("proxy.New: %v", err)
+		}
+		t.Cleanup(p.CloseIdleConnections)
+		services := map[routes.Service]http.Handler{}
+		for _, svc := range routes.Services() {
+			services[svc] = p
+		}
+		h, err := New(Options{Services: services, TrustedProxies: []string{"127.0.0.1"}, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatalf("New: %v", err)
+		}
+		return edgetest.Start(t, h).URL
+	}
+	forged := map[string]string{"X-Forwarded-For": "198.51.100.7", "X-Real-Ip": "203.0.113.66", "Connection": "X-Real-Ip"}
+	seen := func(base *url.URL) string {
+		t.Helper()
+		get(t, edgetest.HTTP1Client(t), base.String()+"/ui/login", forged)
+		return backend.Last(t).Header.Get("X-Real-Ip")
+	}
+	if got := seen(edgeTo(proxy.WithInternalToken(token))); got != "198.51.100.7" {
+		t.Errorf("through edge: the service saw %q; want the address edge resolved, 198.51.100.7", got)
+	}
+	if got := seen(service.URL); got != "127.0.0.1" {
+		t.Errorf("straight to the service: it saw %q; want the socket address 127.0.0.1", got)
+	}
+	if got := seen(edgeTo()); got != "127.0.0.1" {
+		t.Errorf("through a proxy without the internal token: the service saw %q; want 127.0.0.1", got)
 	}
 }
 
