@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/netip"
 	"net/url"
 	"os"
@@ -74,8 +75,23 @@ type Config struct {
 	Tokens Tokens
 
 	TrustedProxies []netip.Prefix // GATEHOUSE_TRUSTED_PROXIES, comma-separated CIDRs
-	RateLimit      float64        // GATEHOUSE_RATE_LIMIT, requests per second per client address (0 = off)
-	RateBurst      int            // GATEHOUSE_RATE_BURST
+	// RateLimit and RateBurst are GATEHOUSE_RATE_LIMIT and
+	// GATEHOUSE_RATE_BURST: requests per second and burst per client
+	// address for the browser class at edge (pages, and paths not routed).
+	// RateLimit 0 turns rate limiting off for every class.
+	RateLimit float64
+	RateBurst int
+	// ClientRate is GATEHOUSE_RATE_LIMIT_CLIENT and _BURST_CLIENT: per
+	// OAuth client at the token, introspection and revocation endpoints.
+	ClientRate RateBudget
+	// APIRate is GATEHOUSE_RATE_LIMIT_API and _BURST_API: per bearer
+	// token at userinfo and the management and admin APIs.
+	APIRate RateBudget
+	// AddressCapRate is GATEHOUSE_RATE_LIMIT_ADDRESS_CAP and
+	// _BURST_ADDRESS_CAP: per client address, over the requests of the
+	// client and API classes that name a client or a token, which edge
+	// cannot verify.
+	AddressCapRate RateBudget
 	// RateLimitFallback is GATEHOUSE_RATE_LIMIT_FALLBACK: what limits while
 	// Redis is unreachable, "memory" (each replica in process) or "open".
 	RateLimitFallback string
@@ -94,6 +110,13 @@ type Config struct {
 	// ranges are allowed unless IdPDenyPrivate.
 	IdPAllowLoopback bool // GATEHOUSE_IDP_ALLOW_LOOPBACK
 	IdPDenyPrivate   bool // GATEHOUSE_IDP_DENY_PRIVATE
+}
+
+// RateBudget is one rate limit: requests per second on average and how
+// many may pass at once. PerSecond 0 means no limit.
+type RateBudget struct {
+	PerSecond float64
+	Burst     int
 }
 
 // Tokens configures the tokens service: signing and lifetimes.
@@ -153,6 +176,9 @@ func Load(role Role, getenv Getenv) (*Config, error) {
 	c.TrustedProxies = p.prefixes("GATEHOUSE_TRUSTED_PROXIES")
 	c.RateLimit = p.float("GATEHOUSE_RATE_LIMIT", 50)
 	c.RateBurst = p.int("GATEHOUSE_RATE_BURST", 100)
+	c.ClientRate = p.rateBudget("CLIENT", RateBudget{200, 400})
+	c.APIRate = p.rateBudget("API", RateBudget{100, 200})
+	c.AddressCapRate = p.rateBudget("ADDRESS_CAP", RateBudget{1000, 2000})
 	switch c.RateLimitFallback = p.str("GATEHOUSE_RATE_LIMIT_FALLBACK", "memory"); c.RateLimitFallback {
 	case "memory", "open":
 	default:
@@ -443,10 +469,18 @@ func (p *parser) float(name string, def float64) float64 {
 		return def
 	}
 	f, err := strconv.ParseFloat(raw, 64)
-	if err != nil || f < 0 {
+	if err != nil || !(f >= 0) || math.IsInf(f, 0) {
 		p.fail(name, "want a non-negative number, got %q", raw)
 	}
 	return f
+}
+
+// rateBudget reads GATEHOUSE_RATE_LIMIT_<class> and GATEHOUSE_RATE_BURST_<class>.
+func (p *parser) rateBudget(class string, def RateBudget) RateBudget {
+	return RateBudget{
+		PerSecond: p.float("GATEHOUSE_RATE_LIMIT_"+class, def.PerSecond),
+		Burst:     p.int("GATEHOUSE_RATE_BURST_"+class, def.Burst),
+	}
 }
 
 func (p *parser) int(name string, def int) int {

@@ -1,5 +1,6 @@
-// Package ratelimit decides whether a request under a key (edge uses the
-// client address) may pass. Memory keeps per-key token buckets
+// Package ratelimit decides whether a request under a key (the router keys
+// each rate-limit class by client address, OAuth client or bearer token)
+// may pass. Edge has one limiter per class. Memory keeps per-key token buckets
 // (golang.org/x/time/rate) in process with bounded memory, for the embedded
 // mode and a single edge replica. Redis uses GCRA
 // (github.com/go-redis/redis_rate/v10) so every edge replica shares one budget

@@ -148,17 +148,3 @@ func parseHop(s string) (netip.Addr, bool) {
 	}
 	return netip.Addr{}, false
 }
-
-// rateKey is the limiter key for a client address. IPv6 clients are keyed
-// by their /64: one host commonly holds a whole /64, and keying single
-// addresses would give it billions of buckets.
-func rateKey(client string) string {
-	a, err := netip.ParseAddr(client)
-	if err != nil {
-		return "addr:" + client
-	}
-	if a.Is6() {
-		return "ip6:" + netip.PrefixFrom(a, 64).Masked().String()
-	}
-	return "ip4:" + a.String()
-}

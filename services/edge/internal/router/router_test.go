@@ -420,17 +420,22 @@ func frozenMemory(t *testing.T, perSecond float64, burst int) *ratelimit.Memory 
 	return m
 }
 
+// browserOnly limits the browser class alone.
+func browserOnly(l ratelimit.Limiter) map[routes.Class]ratelimit.Limiter {
+	return map[routes.Class]ratelimit.Limiter{routes.ClassBrowser: l}
+}
+
 func TestRateLimitMemory(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
 			f := newFixture(t, mode, func(o *Options) {
-				o.Limiter = frozenMemory(t, 0.5, 2)
+				o.Limiters = browserOnly(frozenMemory(t, 0.5, 2))
 				o.TrustedProxies = []string{"127.0.0.1"}
 			})
 			client := edgetest.H2CClient(t)
 			from := func(addr string) map[string]string { return map[string]string{"X-Forwarded-For": addr} }
 
-			resp, _ := get(t, client, f.url("/oauth/v2/keys"), from("198.51.100.1"))
+			resp, _ := get(t, client, f.url("/ui/login"), from("198.51.100.1"))
 			if resp.StatusCode != 200 || resp.Header.Get("RateLimit-Limit") != "2" || resp.Header.Get("RateLimit-Remaining") != "1" ||
 				resp.Header.Get("X-RateLimit-Remaining") != "1" {
 				t.Fatalf("first: got %d with limit %q remaining %q; want 200, 2, 1", resp.StatusCode,
@@ -442,7 +447,7 @@ func TestRateLimitMemory(t *testing.T) {
 				t.Fatalf("second: got %d; want 404", resp.StatusCode)
 			}
 			before := f.received()
-			for _, p := range []string{"/oauth/v2/keys", "/gatehouse.management.v1.ManagementService/GetUser"} {
+			for _, p := range []string{"/ui/login", "/oauth/v2/authorize", "/nope"} {
 				resp, body := get(t, client, f.url(p), from("198.51.100.1"))
 				if resp.StatusCode != http.StatusTooManyRequests {
 					t.Fatalf("%s over the limit: got %d; want 429", p, resp.StatusCode)
@@ -461,8 +466,15 @@ func TestRateLimitMemory(t *testing.T) {
 				t.Fatal("limited requests reached a service")
 			}
 			// Another client has its own budget.
-			if resp, _ := get(t, client, f.url("/oauth/v2/keys"), from("198.51.100.2")); resp.StatusCode != 200 {
+			if resp, _ := get(t, client, f.url("/ui/login"), from("198.51.100.2")); resp.StatusCode != 200 {
 				t.Fatalf("other client: got %d; want 200", resp.StatusCode)
+			}
+			// Other classes have budgets of their own: here none.
+			for _, p := range []string{"/oauth/v2/keys", "/gatehouse.management.v1.ManagementService/GetUser", "/oauth/v2/token"} {
+				if resp, _ := get(t, client, f.url(p), from("198.51.100.1")); resp.StatusCode != 200 || resp.Header.Get("RateLimit-Limit") != "" {
+					t.Fatalf("%s with the browser budget spent: got %d, RateLimit-Limit %q; want 200 and no rate headers",
+						p, resp.StatusCode, resp.Header.Get("RateLimit-Limit"))
+				}
 			}
 		})
 	}
@@ -474,11 +486,11 @@ func TestRateLimitRedis(t *testing.T) {
 	if err != nil {
 		t.Fatalf("NewRedis: %v", err)
 	}
-	f := newFixture(t, "in-process", func(o *Options) { o.Limiter = limiter })
+	f := newFixture(t, "in-process", func(o *Options) { o.Limiters = browserOnly(limiter) })
 	client := edgetest.H2CClient(t)
 	limited := false
 	for range 10 {
-		resp, body := get(t, client, f.url("/oauth/v2/token"), nil)
+		resp, body := get(t, client, f.url("/oauth/v2/authorize"), nil)
 		if resp.StatusCode == http.StatusTooManyRequests {
 			if resp.Header.Get("Retry-After") == "" || decodeError(t, body)["error"] != "rate_limited" {
 				t.Fatalf("429 without Retry-After or body: %v %q", resp.Header, body)
@@ -504,10 +516,10 @@ func TestRateLimitRedisDownFailsOpen(t *testing.T) {
 		if err != nil {
 			t.Fatalf("NewRedis: %v", err)
 		}
-		o.Limiter = l
+		o.Limiters = browserOnly(l)
 	})
 	for range 3 {
-		if resp, _ := get(t, edgetest.H2CClient(t), f.url("/oauth/v2/token"), nil); resp.StatusCode != 200 {
+		if resp, _ := get(t, edgetest.H2CClient(t), f.url("/ui/login"), nil); resp.StatusCode != 200 {
 			t.Fatalf("with Redis down: got %d; want 200 (fail open)", resp.StatusCode)
 		}
 	}
@@ -523,8 +535,11 @@ func (failingLimiter) Allow(context.Context, string) (ratelimit.Decision, error)
 }
 
 func TestLimiterErrorFailsOpen(t *testing.T) {
-	f := newFixture(t, "in-process", func(o *Options) { o.Limiter = failingLimiter{} })
-	resp, _ := get(t, edgetest.H2CClient(t), f.url("/oauth/v2/token"), nil)
+	f := newFixture(t, "in-process", func(o *Options) {
+		o.Limiters = map[routes.Class]ratelimit.Limiter{routes.ClassClient: failingLimiter{}}
+		o.AddressCap = failingLimiter{}
+	})
+	resp, _ := get(t, edgetest.H2CClient(t), f.url("/oauth/v2/token"), map[string]string{"Authorization": "Basic " + basic("c", "s")})
 	if resp.StatusCode != 200 || resp.Header.Get("RateLimit-Limit") != "" {
 		t.Fatalf("got %d, RateLimit-Limit %q; want 200 and no rate headers", resp.StatusCode, resp.Header.Get("RateLimit-Limit"))
 	}
@@ -760,6 +775,8 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		"bad proxy":       {Services: all(), TrustedProxies: []string{"10.0.0.0/33"}},
 		"bad proxy word":  {Services: all(), TrustedProxies: []string{"localhost"}},
 		"negative limit":  {Services: all(), MaxBodyBytes: -1},
+		"metadata limit":  {Services: all(), Limiters: map[routes.Class]ratelimit.Limiter{routes.ClassMetadata: failingLimiter{}}},
+		"unknown class":   {Services: all(), Limiters: map[routes.Class]ratelimit.Limiter{"nonsense": failingLimiter{}}},
 	}
 	for name, o := range cases {
 		if _, err := New(o); err == nil {
