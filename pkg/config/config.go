@@ -176,9 +176,13 @@ func Load(role Role, getenv Getenv) (*Config, error) {
 	c.TrustedProxies = p.prefixes("GATEHOUSE_TRUSTED_PROXIES")
 	c.RateLimit = p.float("GATEHOUSE_RATE_LIMIT", 50)
 	c.RateBurst = p.int("GATEHOUSE_RATE_BURST", 100)
-	c.ClientRate = p.rateBudget("CLIENT", RateBudget{200, 400})
-	c.APIRate = p.rateBudget("API", RateBudget{100, 200})
-	c.AddressCapRate = p.rateBudget("ADDRESS_CAP", RateBudget{1000, 2000})
+	// A class left unset never gets less than GATEHOUSE_RATE_LIMIT and
+	// _BURST, which bounded every route before classes existed: an
+	// instance that raised them for a busy backend keeps that budget.
+	shared := RateBudget{c.RateLimit, c.RateBurst}
+	c.ClientRate = p.rateBudget("CLIENT", RateBudget{200, 400}, shared)
+	c.APIRate = p.rateBudget("API", RateBudget{100, 200}, shared)
+	c.AddressCapRate = p.rateBudget("ADDRESS_CAP", RateBudget{1000, 2000}, shared)
 	switch c.RateLimitFallback = p.str("GATEHOUSE_RATE_LIMIT_FALLBACK", "memory"); c.RateLimitFallback {
 	case "memory", "open":
 	default:
@@ -475,11 +479,13 @@ func (p *parser) float(name string, def float64) float64 {
 	return f
 }
 
-// rateBudget reads GATEHOUSE_RATE_LIMIT_<class> and GATEHOUSE_RATE_BURST_<class>.
-func (p *parser) rateBudget(class string, def RateBudget) RateBudget {
+// rateBudget reads GATEHOUSE_RATE_LIMIT_<class> and
+// GATEHOUSE_RATE_BURST_<class>; each one unset is the larger of def's and
+// floor's.
+func (p *parser) rateBudget(class string, def, floor RateBudget) RateBudget {
 	return RateBudget{
-		PerSecond: p.float("GATEHOUSE_RATE_LIMIT_"+class, def.PerSecond),
-		Burst:     p.int("GATEHOUSE_RATE_BURST_"+class, def.Burst),
+		PerSecond: p.float("GATEHOUSE_RATE_LIMIT_"+class, max(def.PerSecond, floor.PerSecond)),
+		Burst:     p.int("GATEHOUSE_RATE_BURST_"+class, max(def.Burst, floor.Burst)),
 	}
 }
 

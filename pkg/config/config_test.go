@@ -38,6 +38,12 @@ func TestDefaults(t *testing.T) {
 	if err != nil || c.ClientRate.PerSecond != 0 || c.APIRate != (RateBudget{2.5, 7}) {
 		t.Fatalf("class rates: %v, client %v, api %v; want client off, api 2.5/7", err, c.ClientRate, c.APIRate)
 	}
+	// A raised GATEHOUSE_RATE_LIMIT, which used to bound every route, is
+	// the least an unset class gets.
+	c, err = Load(RoleEdge, env(map[string]string{"GATEHOUSE_RATE_LIMIT": "1500", "GATEHOUSE_RATE_BURST": "300", "GATEHOUSE_RATE_BURST_API": "5"}))
+	if err != nil || c.ClientRate != (RateBudget{1500, 400}) || c.APIRate != (RateBudget{1500, 5}) || c.AddressCapRate != (RateBudget{1500, 2000}) {
+		t.Fatalf("raised shared limit: %v, client %v, api %v, cap %v; want 1500/400, 1500/5, 1500/2000", err, c.ClientRate, c.APIRate, c.AddressCapRate)
+	}
 	c, err = Load(RoleEdge, env(map[string]string{"GATEHOUSE_IDP_ALLOW_LOOPBACK": "true", "GATEHOUSE_IDP_DENY_PRIVATE": "1"}))
 	if err != nil || !c.IdPAllowLoopback || !c.IdPDenyPrivate {
 		t.Fatalf("IdP flags: %v %+v", err, c)

@@ -223,18 +223,13 @@ type limiters struct {
 	byClass    map[routes.Class]ratelimit.Limiter
 	addressCap ratelimit.Limiter
 	client     *redis.Client
-	redis      []*ratelimit.Redis
+	// redis is the first Redis limiter; the others are its WithLimit
+	// siblings, sharing its view of Redis's health.
+	redis *ratelimit.Redis
 }
 
-// degraded reports whether some limiter decides without Redis now.
-func (l *limiters) degraded() bool {
-	for _, r := range l.redis {
-		if r.Degraded() {
-			return true
-		}
-	}
-	return false
-}
+// degraded reports whether the limiters decide without Redis now.
+func (l *limiters) degraded() bool { return l.redis != nil && l.redis.Degraded() }
 
 // Close closes the Redis client, if any.
 func (l *limiters) Close() error {
@@ -298,13 +293,23 @@ func newLimiters(cfg *config.Config, env process.Env) (l *limiters, err error) {
 }
 
 // newLimiter is one budget's limiter: in process, or in Redis (whose GCRA
-// counts whole requests per second) with the configured fallback. Keys of
-// different classes differ (router.rateKey), so they share Redis's prefix.
+// counts whole requests per second) with the configured fallback; the Redis
+// limiters share one view of Redis's health, so an outage costs one slow
+// request per second, not one per budget. Keys of different classes differ
+// (router.rateKey), so they share Redis's prefix.
 func (l *limiters) newLimiter(b config.RateBudget, fallback string, env process.Env) (ratelimit.Limiter, error) {
 	if l.client == nil {
 		return ratelimit.NewMemory(b.PerSecond, b.Burst)
 	}
-	r, err := ratelimit.NewRedis(l.client, "gatehouse:ratelimit:", max(int(b.PerSecond), 1), b.Burst, env.Logger)
+	rps := max(int(b.PerSecond), 1)
+	var r *ratelimit.Redis
+	var err error
+	if l.redis == nil {
+		r, err = ratelimit.NewRedis(l.client, "gatehouse:ratelimit:", rps, b.Burst, env.Logger)
+		l.redis = r
+	} else {
+		r, err = l.redis.WithLimit(rps, b.Burst)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -313,7 +318,6 @@ func (l *limiters) newLimiter(b config.RateBudget, fallback string, env process.
 			return nil, err
 		}
 	}
-	l.redis = append(l.redis, r)
 	return r, nil
 }
 
