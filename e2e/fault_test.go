@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -211,20 +212,36 @@ func TestDatabaseOutageIsUnavailable(t *testing.T) {
 
 // TestRedisUnreachableRateLimitFallsBack: with Redis unreachable the rate
 // limit still holds (each edge in process), /readyz stays 200 and says
-// so, and go-redis's complaints come out as JSON log lines.
+// so, and go-redis's complaints come out as JSON log lines. Discovery and
+// the key set, never limited, stay cacheable, and the rejections are
+// counted by class on /metrics.
 func TestRedisUnreachableRateLimitFallsBack(t *testing.T) {
 	closed := freeAddr(t) // nothing listens there
+	metricsAddr := freeAddr(t)
 	p := startProc(t, config.RoleEdge, map[string]string{
 		"GATEHOUSE_DATA_DIR": t.TempDir(), "GATEHOUSE_REDIS_URL": "redis://" + closed + "/0",
-		"GATEHOUSE_RATE_LIMIT": "1", "GATEHOUSE_RATE_BURST": "3",
+		"GATEHOUSE_RATE_LIMIT": "1", "GATEHOUSE_RATE_BURST": "3", "GATEHOUSE_METRICS_ADDR": metricsAddr,
 	})
 	limited := false
 	for i := 0; i < 10 && !limited; i++ {
-		res, _ := do(t, "GET", p.base+"/.well-known/openid-configuration", nil, nil)
+		res, _ := do(t, "GET", p.base+"/oauth/v2/authorize", nil, nil)
 		limited = res.StatusCode == http.StatusTooManyRequests
 	}
 	if !limited {
 		t.Fatal("with Redis unreachable, 10 requests at a limit of 1/s burst 3 were all allowed")
+	}
+	for i := range 10 {
+		for _, path := range []string{"/.well-known/openid-configuration", "/oauth/v2/keys"} {
+			res, _ := do(t, "GET", p.base+path, nil, nil)
+			if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Cache-Control"), "public, max-age=") {
+				t.Fatalf("%s, request %d after the browser budget ran out: %d, Cache-Control %q; want 200, public, max-age",
+					path, i, res.StatusCode, res.Header.Get("Cache-Control"))
+			}
+		}
+	}
+	if _, body := do(t, "GET", "http://"+metricsAddr+"/metrics", nil, nil); !regexp.MustCompile(
+		`gatehouse_edge_ratelimit_rejected_total\{[^}]*class="browser",key="address"[^}]*\} [1-9]`).MatchString(body) {
+		t.Fatalf("/metrics has no browser rejections:\n%s", body)
 	}
 	res, body := do(t, "GET", p.base+"/readyz", nil, nil)
 	if res.StatusCode != 200 || !strings.Contains(body, "fallback: memory") {

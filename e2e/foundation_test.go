@@ -151,7 +151,9 @@ func TestDistributed(t *testing.T) {
 	directory := startProc(t, config.RoleDirectory, with(common(), "GATEHOUSE_TOKENS_URL", "http://127.0.0.1:1"))
 	tokens := startProc(t, config.RoleTokens, with(common(), "GATEHOUSE_DIRECTORY_URL", directory.base))
 	authn := startProc(t, config.RoleAuthn, with(common(), "GATEHOUSE_DIRECTORY_URL", directory.base, "GATEHOUSE_TOKENS_URL", tokens.base))
-	edge := startProc(t, config.RoleEdge, with(common(),
+	// The test client is edge's trusted proxy, so the client address edge
+	// resolves (from X-Forwarded-For) differs from every socket address.
+	edge := startProc(t, config.RoleEdge, with(common(), "GATEHOUSE_TRUSTED_PROXIES", "127.0.0.1",
 		"GATEHOUSE_AUTHN_URL", authn.base, "GATEHOUSE_TOKENS_URL", tokens.base, "GATEHOUSE_DIRECTORY_URL", directory.base))
 	procs := map[string]*proc{"authn": authn, "tokens": tokens, "directory": directory}
 
@@ -162,7 +164,10 @@ func TestDistributed(t *testing.T) {
 	}
 	for i, rp := range routeProbes {
 		id := fmt.Sprintf("dist-probe-%d", i)
-		do(t, rp.method, edge.base+rp.path, nil, map[string]string{"X-Request-Id": id})
+		// "Connection: X-Real-Ip" asks the hop to drop the header: it must
+		// not drop the one edge sets for the service.
+		do(t, rp.method, edge.base+rp.path, nil, map[string]string{"X-Request-Id": id,
+			"X-Forwarded-For": "198.51.100.7", "X-Real-Ip": "203.0.113.66", "Connection": "X-Real-Ip"})
 		edgeLine := requestLine(edge.log, id)
 		if edgeLine == nil || edgeLine["service"] != rp.service {
 			t.Fatalf("%s: edge access log %v; want service %s", rp.path, edgeLine, rp.service)
@@ -178,10 +183,22 @@ func TestDistributed(t *testing.T) {
 			if line == nil || line["path"] != rp.path {
 				t.Fatalf("%s: no access log line in %s (request id %s):\n%s", rp.path, name, id, p.log)
 			}
+			if line["client"] != "198.51.100.7" {
+				t.Errorf("%s: %s took the client for %v; want 198.51.100.7, the address edge resolved", rp.path, name, line["client"])
+			}
 			// Same trace in edge and in the service: context crossed the proxy.
 			if line["trace_id"] == nil || line["trace_id"] != edgeLine["trace_id"] {
 				t.Errorf("%s: trace id edge %v, %s %v; want equal", rp.path, edgeLine["trace_id"], name, line["trace_id"])
 			}
+		}
+	}
+
+	// Straight to a service, a forged X-Real-Ip is not believed.
+	for name, p := range procs {
+		id := "dist-direct-" + name
+		do(t, "GET", p.base+"/oauth/v2/keys", nil, map[string]string{"X-Request-Id": id, "X-Real-Ip": "203.0.113.66"})
+		if line := requestLine(p.log, id); line == nil || line["client"] != "127.0.0.1" {
+			t.Errorf("%s called directly with a forged X-Real-Ip: access log %v; want client 127.0.0.1", name, line)
 		}
 	}
 

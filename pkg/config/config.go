@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/netip"
 	"net/url"
 	"os"
@@ -74,8 +75,23 @@ type Config struct {
 	Tokens Tokens
 
 	TrustedProxies []netip.Prefix // GATEHOUSE_TRUSTED_PROXIES, comma-separated CIDRs
-	RateLimit      float64        // GATEHOUSE_RATE_LIMIT, requests per second per client address (0 = off)
-	RateBurst      int            // GATEHOUSE_RATE_BURST
+	// RateLimit and RateBurst are GATEHOUSE_RATE_LIMIT and
+	// GATEHOUSE_RATE_BURST: requests per second and burst per client
+	// address for the browser class at edge (pages, and paths not routed).
+	// RateLimit 0 turns rate limiting off for every class.
+	RateLimit float64
+	RateBurst int
+	// ClientRate is GATEHOUSE_RATE_LIMIT_CLIENT and _BURST_CLIENT: per
+	// OAuth client at the token, introspection and revocation endpoints.
+	ClientRate RateBudget
+	// APIRate is GATEHOUSE_RATE_LIMIT_API and _BURST_API: per bearer
+	// token at userinfo and the management and admin APIs.
+	APIRate RateBudget
+	// AddressCapRate is GATEHOUSE_RATE_LIMIT_ADDRESS_CAP and
+	// _BURST_ADDRESS_CAP: per client address, over the requests of the
+	// client and API classes that name a client or a token, which edge
+	// cannot verify.
+	AddressCapRate RateBudget
 	// RateLimitFallback is GATEHOUSE_RATE_LIMIT_FALLBACK: what limits while
 	// Redis is unreachable, "memory" (each replica in process) or "open".
 	RateLimitFallback string
@@ -99,6 +115,13 @@ type Config struct {
 	// checked management tokens.
 	CacheMaxStale  time.Duration
 	IdPDenyPrivate bool // GATEHOUSE_IDP_DENY_PRIVATE
+}
+
+// RateBudget is one rate limit: requests per second on average and how
+// many may pass at once. PerSecond 0 means no limit.
+type RateBudget struct {
+	PerSecond float64
+	Burst     int
 }
 
 // Tokens configures the tokens service: signing and lifetimes.
@@ -158,6 +181,13 @@ func Load(role Role, getenv Getenv) (*Config, error) {
 	c.TrustedProxies = p.prefixes("GATEHOUSE_TRUSTED_PROXIES")
 	c.RateLimit = p.float("GATEHOUSE_RATE_LIMIT", 50)
 	c.RateBurst = p.int("GATEHOUSE_RATE_BURST", 100)
+	// A class left unset never gets less than GATEHOUSE_RATE_LIMIT and
+	// _BURST, which bounded every route before classes existed: an
+	// instance that raised them for a busy backend keeps that budget.
+	shared := RateBudget{c.RateLimit, c.RateBurst}
+	c.ClientRate = p.rateBudget("CLIENT", RateBudget{200, 400}, shared)
+	c.APIRate = p.rateBudget("API", RateBudget{100, 200}, shared)
+	c.AddressCapRate = p.rateBudget("ADDRESS_CAP", RateBudget{1000, 2000}, shared)
 	switch c.RateLimitFallback = p.str("GATEHOUSE_RATE_LIMIT_FALLBACK", "memory"); c.RateLimitFallback {
 	case "memory", "open":
 	default:
@@ -449,10 +479,20 @@ func (p *parser) float(name string, def float64) float64 {
 		return def
 	}
 	f, err := strconv.ParseFloat(raw, 64)
-	if err != nil || f < 0 {
+	if err != nil || !(f >= 0) || math.IsInf(f, 0) {
 		p.fail(name, "want a non-negative number, got %q", raw)
 	}
 	return f
+}
+
+// rateBudget reads GATEHOUSE_RATE_LIMIT_<class> and
+// GATEHOUSE_RATE_BURST_<class>; each one unset is the larger of def's and
+// floor's.
+func (p *parser) rateBudget(class string, def, floor RateBudget) RateBudget {
+	return RateBudget{
+		PerSecond: p.float("GATEHOUSE_RATE_LIMIT_"+class, max(def.PerSecond, floor.PerSecond)),
+		Burst:     p.int("GATEHOUSE_RATE_BURST_"+class, max(def.Burst, floor.Burst)),
+	}
 }
 
 func (p *parser) int(name string, def int) int {

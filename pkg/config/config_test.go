@@ -29,6 +29,21 @@ func TestDefaults(t *testing.T) {
 	if c.IdPAllowLoopback || c.IdPDenyPrivate {
 		t.Fatal("identity provider calls: loopback allowed or private ranges denied by default")
 	}
+	if c.RateLimit != 50 || c.RateBurst != 100 || c.ClientRate != (RateBudget{200, 400}) || c.APIRate != (RateBudget{100, 200}) ||
+		c.AddressCapRate != (RateBudget{1000, 2000}) {
+		t.Fatalf("rate limits: browser %v/%d, client %v, api %v, address cap %v; want 50/100, 200/400, 100/200, 1000/2000",
+			c.RateLimit, c.RateBurst, c.ClientRate, c.APIRate, c.AddressCapRate)
+	}
+	c, err = Load(RoleEdge, env(map[string]string{"GATEHOUSE_RATE_LIMIT_CLIENT": "0", "GATEHOUSE_RATE_LIMIT_API": "2.5", "GATEHOUSE_RATE_BURST_API": "7"}))
+	if err != nil || c.ClientRate.PerSecond != 0 || c.APIRate != (RateBudget{2.5, 7}) {
+		t.Fatalf("class rates: %v, client %v, api %v; want client off, api 2.5/7", err, c.ClientRate, c.APIRate)
+	}
+	// A raised GATEHOUSE_RATE_LIMIT, which used to bound every route, is
+	// the least an unset class gets.
+	c, err = Load(RoleEdge, env(map[string]string{"GATEHOUSE_RATE_LIMIT": "1500", "GATEHOUSE_RATE_BURST": "300", "GATEHOUSE_RATE_BURST_API": "5"}))
+	if err != nil || c.ClientRate != (RateBudget{1500, 400}) || c.APIRate != (RateBudget{1500, 5}) || c.AddressCapRate != (RateBudget{1500, 2000}) {
+		t.Fatalf("raised shared limit: %v, client %v, api %v, cap %v; want 1500/400, 1500/5, 1500/2000", err, c.ClientRate, c.APIRate, c.AddressCapRate)
+	}
 	c, err = Load(RoleEdge, env(map[string]string{"GATEHOUSE_IDP_ALLOW_LOOPBACK": "true", "GATEHOUSE_IDP_DENY_PRIVATE": "1"}))
 	if err != nil || !c.IdPAllowLoopback || !c.IdPDenyPrivate {
 		t.Fatalf("IdP flags: %v %+v", err, c)
@@ -65,6 +80,8 @@ func TestInvalid(t *testing.T) {
 		{"negative grace", RoleEdge, map[string]string{"GATEHOUSE_REFRESH_REUSE_GRACE": "-1s"}, []string{"GATEHOUSE_REFRESH_REUSE_GRACE"}},
 		{"service url scheme", RoleEdge, map[string]string{"GATEHOUSE_AUTHN_URL": "tcp://a", "GATEHOUSE_INTERNAL_TOKEN": token}, []string{"GATEHOUSE_AUTHN_URL"}},
 		{"bootstrap key not PEM", RoleEdge, map[string]string{"GATEHOUSE_BOOTSTRAP_PUBLIC_KEY": "ssh-rsa AAAA"}, []string{"GATEHOUSE_BOOTSTRAP_PUBLIC_KEY: want a PEM public key"}},
+		{"rate not a number", RoleEdge, map[string]string{"GATEHOUSE_RATE_LIMIT_CLIENT": "NaN", "GATEHOUSE_RATE_LIMIT_API": "Inf"}, []string{"GATEHOUSE_RATE_LIMIT_CLIENT: want a non-negative number", "GATEHOUSE_RATE_LIMIT_API: want a non-negative number"}},
+		{"class burst", RoleEdge, map[string]string{"GATEHOUSE_RATE_BURST_ADDRESS_CAP": "0"}, []string{"GATEHOUSE_RATE_BURST_ADDRESS_CAP: want a positive integer"}},
 		{"idp loopback flag", RoleEdge, map[string]string{"GATEHOUSE_IDP_ALLOW_LOOPBACK": "yes"}, []string{`GATEHOUSE_IDP_ALLOW_LOOPBACK: want true or false, got "yes"`}},
 	}
 	for _, tc := range cases {

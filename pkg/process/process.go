@@ -18,6 +18,7 @@ import (
 
 	"github.com/gatehouse-id/gatehouse/pkg/config"
 	"github.com/gatehouse-id/gatehouse/pkg/logging"
+	"github.com/gatehouse-id/gatehouse/pkg/rpc"
 	"github.com/gatehouse-id/gatehouse/pkg/server"
 	"github.com/gatehouse-id/gatehouse/pkg/telemetry"
 )
@@ -135,10 +136,16 @@ func run(ctx context.Context, cfg *config.Config, getenv config.Getenv, log *slo
 	if d, ok := comp.(Detailer); ok {
 		details = d.Details
 	}
+	handler := comp.Handler()
+	if cfg.Role != config.RoleEdge {
+		// Edge resolves client addresses; a service believes edge's
+		// X-Real-Ip and never its direct caller's.
+		handler = rpc.GuardClientAddr(cfg.InternalToken, handler)
+	}
 	srv := server.New(server.Options{
 		Name:            string(cfg.Role),
 		Addr:            cfg.Addr,
-		Handler:         comp.Handler(),
+		Handler:         handler,
 		Logger:          log,
 		Checks:          comp.Checks(),
 		Metrics:         metrics,

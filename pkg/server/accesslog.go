@@ -21,6 +21,9 @@ func accessLog(log *slog.Logger, next http.Handler) http.Handler {
 			"bytes", sw.Bytes,
 			"duration_ms", float64(time.Since(start).Microseconds())/1000,
 			"request_id", r.Header.Get("X-Request-Id"),
+			// Read after the handler: a service process's handler is
+			// rpc.GuardClientAddr, which settles it.
+			"client", r.Header.Get("X-Real-Ip"),
 			"proto", r.Proto,
 		)
 	})

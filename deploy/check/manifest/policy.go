@@ -28,6 +28,25 @@ type Policy struct {
 	// they must hold. A reference to a Secret that is not rendered must
 	// name one of these, and one of its keys.
 	ExternalSecrets map[string][]string
+	// Callers lists, by app.kubernetes.io/name, who connects to each
+	// workload that is not public: its NetworkPolicies must admit exactly
+	// these workloads to its serving port (ContainerPort for Gatehouse, a
+	// datastore's first port), and nothing from outside the namespace.
+	// Every workload, listed or not, needs a NetworkPolicy of its own, and
+	// its metrics port must not be open to every source.
+	Callers map[string][]string
+}
+
+// Callers is who calls whom in distributed mode: edge routes to the three
+// services, authn calls directory and tokens, tokens and directory call
+// each other; the services with a database reach PostgreSQL, and edge
+// (rate limits) and tokens (revocation list) reach Redis.
+var Callers = map[string][]string{
+	"authn":     {"edge"},
+	"tokens":    {"edge", "authn", "directory"},
+	"directory": {"edge", "authn", "tokens"},
+	"postgres":  {"authn", "tokens", "directory"},
+	"redis":     {"edge", "tokens"},
 }
 
 // SecretKeys are the keys of gatehouse-secrets, the Secret operators
@@ -44,6 +63,7 @@ func Base() Policy {
 		RunAsUser:       65532,
 		ContainerPort:   8080,
 		ExternalSecrets: map[string][]string{"gatehouse-secrets": SecretKeys},
+		Callers:         Callers,
 	}
 }
 

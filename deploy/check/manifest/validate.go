@@ -130,6 +130,8 @@ func (v *validator) run() {
 			v.checkService(o, x)
 		case *networkingv1.Ingress:
 			v.checkIngress(o, x)
+		case *networkingv1.NetworkPolicy:
+			v.checkNetworkPolicy(o, x)
 		case *policyv1.PodDisruptionBudget:
 			if len(v.selected(o.Namespace, x.Spec.Selector)) == 0 {
 				v.failf(o, "selector matches no workload")
@@ -140,6 +142,7 @@ func (v *validator) run() {
 			}
 		}
 	}
+	v.checkNetworkIsolation()
 	v.checkProcesses()
 }
 

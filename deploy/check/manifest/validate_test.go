@@ -12,6 +12,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
@@ -56,6 +57,24 @@ func without(objs []Object, kind, name string) []Object {
 		}
 	}
 	return out
+}
+
+func withoutKind(objs []Object, kind string) []Object {
+	var out []Object
+	for _, o := range objs {
+		if o.Kind != kind {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func netpol(t *testing.T, objs []Object, name string) *networkingv1.NetworkPolicy {
+	return find[*networkingv1.NetworkPolicy](t, objs, "NetworkPolicy", name)
+}
+
+func podPeer(name string) networkingv1.NetworkPolicyPeer {
+	return networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": name}}}
 }
 
 func deploy(t *testing.T, objs []Object, name string) *corev1.PodSpec {
@@ -534,6 +553,88 @@ func TestValidateRejects(t *testing.T) {
 			config(t, o)["GATEHOUSE_LOG_LEVEL"] = "verbose"
 			return o
 		}, `GATEHOUSE_LOG_LEVEL "verbose" is not debug, info, warn or error`},
+		// NetworkPolicies.
+		{"no NetworkPolicy at all", nil, func(t *testing.T, o []Object) []Object {
+			return withoutKind(o, "NetworkPolicy")
+		}, "Deployment authn: no NetworkPolicy selects its pods"},
+		{"a Deployment outside the default-deny without its own policy", nil, func(t *testing.T, o []Object) []Object {
+			delete(find[*appsv1.Deployment](t, o, "Deployment", "redis").Spec.Template.Labels, "app.kubernetes.io/part-of")
+			return without(o, "NetworkPolicy", "redis")
+		}, "Deployment redis: no NetworkPolicy selects its pods"},
+		{"only the default-deny: callers locked out", nil, func(t *testing.T, o []Object) []Object {
+			return without(o, "NetworkPolicy", "authn")
+		}, "Deployment authn: port 8080 does not admit its caller edge"},
+		{"internal service open to all", nil, func(t *testing.T, o []Object) []Object {
+			netpol(t, o, "authn").Spec.Ingress[0].From = nil
+			return o
+		}, "Deployment authn: port 8080 admits every source; want only edge"},
+		{"internal service open on every port", nil, func(t *testing.T, o []Object) []Object {
+			netpol(t, o, "directory").Spec.Ingress = append(netpol(t, o, "directory").Spec.Ingress, networkingv1.NetworkPolicyIngressRule{})
+			return o
+		}, "Deployment directory: port 8080 admits every source"},
+		{"caller missing", nil, func(t *testing.T, o []Object) []Object {
+			r := &netpol(t, o, "tokens").Spec.Ingress[0]
+			r.From = r.From[:2]
+			return o
+		}, "Deployment tokens: port 8080 does not admit its caller directory"},
+		{"not a caller", nil, func(t *testing.T, o []Object) []Object {
+			r := &netpol(t, o, "authn").Spec.Ingress[0]
+			r.From = append(r.From, podPeer("tokens"))
+			return o
+		}, "Deployment authn: port 8080 admits tokens, which is not one of its callers (edge)"},
+		{"another namespace reaches an internal service", nil, func(t *testing.T, o []Object) []Object {
+			r := &netpol(t, o, "directory").Spec.Ingress[0]
+			r.From = append(r.From, networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "x"}}})
+			return o
+		}, "Deployment directory: port 8080 admits namespaces team=x from outside the namespace; want only edge, authn, tokens"},
+		{"an address block reaches an internal service", nil, func(t *testing.T, o []Object) []Object {
+			r := &netpol(t, o, "tokens").Spec.Ingress[0]
+			r.From = append(r.From, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0"}})
+			return o
+		}, "Deployment tokens: port 8080 admits every source"},
+		{"edge closed to the public", nil, func(t *testing.T, o []Object) []Object {
+			netpol(t, o, "edge").Spec.Ingress[0].From = []networkingv1.NetworkPolicyPeer{{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "ingress-nginx"}}}}
+			return o
+		}, "Deployment edge: port 8080 admits namespaces kubernetes.io/metadata.name=ingress-nginx; want every source"},
+		{"edge policy on another port", nil, func(t *testing.T, o []Object) []Object {
+			netpol(t, o, "edge").Spec.Ingress[0].Ports[0].Port = ptr.To(intstr.FromInt32(8443))
+			return o
+		}, "Deployment edge: port 8080 admits nothing; want every source"},
+		{"metrics open to all", nil, func(t *testing.T, o []Object) []Object {
+			netpol(t, o, "gatehouse-metrics").Spec.Ingress[0].From = nil
+			return o
+		}, "Deployment tokens: port metrics admits every source"},
+		{"metrics closed", nil, func(t *testing.T, o []Object) []Object {
+			return without(o, "NetworkPolicy", "gatehouse-metrics")
+		}, "Deployment edge: port metrics admits nothing"},
+		{"datastore reached by a service without a database", nil, func(t *testing.T, o []Object) []Object {
+			r := &netpol(t, o, "postgres").Spec.Ingress[0]
+			r.From = append(r.From, podPeer("edge"))
+			return o
+		}, "StatefulSet postgres: port 5432 admits edge, which is not one of its callers (authn, tokens, directory)"},
+		{"redis locked to tokens only", nil, func(t *testing.T, o []Object) []Object {
+			r := &netpol(t, o, "redis").Spec.Ingress[0]
+			r.From = r.From[1:]
+			return o
+		}, "Deployment redis: port 6379 does not admit its caller edge"},
+		{"policy selects nothing", nil, func(t *testing.T, o []Object) []Object {
+			netpol(t, o, "authn").Spec.PodSelector.MatchLabels["app.kubernetes.io/name"] = "auth"
+			return o
+		}, "NetworkPolicy authn: podSelector matches no workload's pods"},
+		{"peer selects nothing", nil, func(t *testing.T, o []Object) []Object {
+			netpol(t, o, "tokens").Spec.Ingress[0].From[0] = podPeer("edg")
+			return o
+		}, "NetworkPolicy tokens: an ingress rule admits the pods of no workload (podSelector app.kubernetes.io/name=edg)"},
+		{"named port does not exist", nil, func(t *testing.T, o []Object) []Object {
+			netpol(t, o, "directory").Spec.Ingress[0].Ports[0].Port = ptr.To(intstr.FromString("htp"))
+			return o
+		}, "NetworkPolicy directory: port htp is not a container port of the pods it selects"},
+		{"no callers listed for a service", func() Policy {
+			p := SelfContained()
+			p.Callers = map[string][]string{}
+			return p
+		}, func(t *testing.T, o []Object) []Object { return o }, "the policy lists no callers for Gatehouse service tokens"},
 		{"trusted proxies", nil, func(t *testing.T, o []Object) []Object {
 			config(t, o)["GATEHOUSE_TRUSTED_PROXIES"] = "10.0.0.0/8,cluster"
 			return o

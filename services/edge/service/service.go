@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/gatehouse-id/gatehouse/pkg/config"
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1/directoryv1connect"
 	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1/tokensv1connect"
@@ -129,7 +130,7 @@ func New(ctx context.Context, env process.Env) (e *Edge, err error) {
 	handlers := map[routes.Service]http.Handler{}
 	for _, c := range constructors {
 		if u := remote[c.svc]; u != nil {
-			p, err := proxy.New(u, string(c.svc), log)
+			p, err := proxy.New(u, string(c.svc), log, proxy.WithInternalToken(cfg.InternalToken))
 			if err != nil {
 				return e, fmt.Errorf("proxy to %s: %w", c.svc, err)
 			}
@@ -149,24 +150,27 @@ func New(ctx context.Context, env process.Env) (e *Edge, err error) {
 		}
 	}
 
-	limiter, err := newLimiter(cfg.RedisURL, cfg.RateLimit, cfg.RateBurst, cfg.RateLimitFallback, env)
+	limits, err := newLimiters(cfg, env)
 	if err != nil {
 		return e, err
 	}
+	e.closers = append(e.closers, limits.Close)
 	e.rateLimiter = func() string {
-		switch l := limiter.(type) {
-		case nil:
+		switch {
+		case len(limits.byClass) == 0:
 			return "off"
-		case redisLimiter:
-			if l.Degraded() {
-				return "fallback: " + cfg.RateLimitFallback + " (Redis unreachable)"
-			}
-			return "redis"
+		case limits.client == nil:
+			return "memory"
+		case limits.degraded():
+			return "fallback: " + cfg.RateLimitFallback + " (Redis unreachable)"
 		}
-		return "memory"
+		return "redis"
 	}
-	if c, ok := limiter.(interface{ Close() error }); ok {
-		e.closers = append(e.closers, c.Close)
+	rejected, err := telemetry.NewCounter("gatehouse.edge.ratelimit.rejected",
+		"Requests edge answered 429, by rate-limit class and by what the exhausted budget is keyed by (address, client, token, address_cap).",
+		"class", "key")
+	if err != nil {
+		return e, err
 	}
 	trusted := make([]string, 0, len(cfg.TrustedProxies))
 	for _, p := range cfg.TrustedProxies {
@@ -175,7 +179,9 @@ func New(ctx context.Context, env process.Env) (e *Edge, err error) {
 	h, err := router.New(router.Options{
 		Logger:         log,
 		Services:       handlers,
-		Limiter:        limiter,
+		Limiters:       limits.byClass,
+		AddressCap:     limits.addressCap,
+		Rejected:       func(ctx context.Context, c routes.Class, key string) { rejected.Inc(ctx, string(c), key) },
 		TrustedProxies: trusted,
 		Issuer:         cfg.Issuer,
 	})
@@ -227,44 +233,108 @@ func (l *lateTokens) GetKeySet(ctx context.Context, req *connect.Request[tokensv
 	return (*h).GetKeySet(ctx, req)
 }
 
-// redisLimiter owns its client.
-type redisLimiter struct {
-	*ratelimit.Redis
-	client *redis.Client
+// limiters are edge's rate limiters: one per limited class and the address
+// cap, all in process or all on one Redis client.
+type limiters struct {
+	byClass    map[routes.Class]ratelimit.Limiter
+	addressCap ratelimit.Limiter
+	client     *redis.Client
+	// redis is the first Redis limiter; the others are its WithLimit
+	// siblings, sharing its view of Redis's health.
+	redis *ratelimit.Redis
 }
 
-func (r redisLimiter) Close() error { return r.client.Close() }
+// degraded reports whether the limiters decide without Redis now.
+func (l *limiters) degraded() bool { return l.redis != nil && l.redis.Degraded() }
 
-func newLimiter(redisURL string, perSecond float64, burst int, fallback string, env process.Env) (ratelimit.Limiter, error) {
-	if perSecond == 0 {
-		return nil, nil
+// Close closes the Redis client, if any.
+func (l *limiters) Close() error {
+	if l.client == nil {
+		return nil
 	}
-	if redisURL == "" {
-		return ratelimit.NewMemory(perSecond, burst)
+	return l.client.Close()
+}
+
+// newLimiters builds the limiters of cfg's budgets: the browser class
+// (GATEHOUSE_RATE_LIMIT, 0 turns every class off), the client and API
+// classes and the address cap (each off at a rate of 0). ClassMetadata is
+// never limited.
+func newLimiters(cfg *config.Config, env process.Env) (l *limiters, err error) {
+	l = &limiters{byClass: map[routes.Class]ratelimit.Limiter{}}
+	if cfg.RateLimit == 0 {
+		return l, nil
 	}
-	opts, err := redis.ParseURL(redisURL)
-	if err != nil {
-		return nil, fmt.Errorf("GATEHOUSE_REDIS_URL: %w", err)
+	if cfg.RedisURL != "" {
+		opts, err := redis.ParseURL(cfg.RedisURL)
+		if err != nil {
+			return nil, fmt.Errorf("GATEHOUSE_REDIS_URL: %w", err)
+		}
+		l.client = redis.NewClient(opts)
 	}
-	client := redis.NewClient(opts)
-	rps := int(perSecond)
-	if rps < 1 {
-		rps = 1
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, l.Close())
+		}
+	}()
+	budgets := []struct {
+		class  routes.Class // "" for the address cap
+		budget config.RateBudget
+	}{
+		{routes.ClassBrowser, config.RateBudget{PerSecond: cfg.RateLimit, Burst: cfg.RateBurst}},
+		{routes.ClassClient, cfg.ClientRate},
+		{routes.ClassAPI, cfg.APIRate},
+		{"", cfg.AddressCapRate},
 	}
-	l, err := ratelimit.NewRedis(client, "gatehouse:ratelimit:", rps, burst, env.Logger)
-	if err != nil {
-		return nil, errors.Join(err, client.Close())
-	}
-	if fallback == "memory" {
-		if l.Fallback, err = ratelimit.NewMemory(perSecond, burst); err != nil {
-			return nil, errors.Join(err, client.Close())
+	for _, b := range budgets {
+		if b.budget.PerSecond == 0 {
+			continue
+		}
+		lim, err := l.newLimiter(b.budget, cfg.RateLimitFallback, env)
+		if err != nil {
+			return nil, err
+		}
+		if b.class == "" {
+			l.addressCap = lim
+		} else {
+			l.byClass[b.class] = lim
 		}
 	}
-	if err := telemetry.Flag("gatehouse.edge.ratelimit.fallback",
-		"1 while Redis is unreachable and the rate limiter's fallback (GATEHOUSE_RATE_LIMIT_FALLBACK) decides.", l.Degraded); err != nil {
-		return nil, errors.Join(err, client.Close())
+	if l.client != nil {
+		if err := telemetry.Flag("gatehouse.edge.ratelimit.fallback",
+			"1 while Redis is unreachable and the rate limiter's fallback (GATEHOUSE_RATE_LIMIT_FALLBACK) decides.", l.degraded); err != nil {
+			return nil, err
+		}
 	}
-	return redisLimiter{Redis: l, client: client}, nil
+	return l, nil
+}
+
+// newLimiter is one budget's limiter: in process, or in Redis (whose GCRA
+// counts whole requests per second) with the configured fallback; the Redis
+// limiters share one view of Redis's health, so an outage costs one slow
+// request per second, not one per budget. Keys of different classes differ
+// (router.rateKey), so they share Redis's prefix.
+func (l *limiters) newLimiter(b config.RateBudget, fallback string, env process.Env) (ratelimit.Limiter, error) {
+	if l.client == nil {
+		return ratelimit.NewMemory(b.PerSecond, b.Burst)
+	}
+	rps := max(int(b.PerSecond), 1)
+	var r *ratelimit.Redis
+	var err error
+	if l.redis == nil {
+		r, err = ratelimit.NewRedis(l.client, "gatehouse:ratelimit:", rps, b.Burst, env.Logger)
+		l.redis = r
+	} else {
+		r, err = l.redis.WithLimit(rps, b.Burst)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if fallback == "memory" {
+		if r.Fallback, err = ratelimit.NewMemory(b.PerSecond, b.Burst); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
 }
 
 // stripInternalCredential drops the internal-call header from public

@@ -6,11 +6,14 @@
 // the CPU of HTTP/2. Responses pass unbuffered with their trailers.
 //
 // It sets X-Forwarded-For/-Proto/-Host (keeping the incoming chain only when
-// the router marked the peer as a trusted proxy in reqinfo), keeps
-// X-Request-Id, and carries the trace context in a client span that never
-// records query strings (telemetry.HTTPTransport). An unreachable service is
+// the router marked the peer as a trusted proxy in reqinfo), sets X-Real-Ip
+// and X-Request-Id from reqinfo after the hop-by-hop headers are removed (so
+// a client's "Connection: X-Real-Ip" cannot remove them), adds, with
+// WithInternalToken, the proof that makes the service believe that
+// X-Real-Ip (rpc.GuardClientAddr), and carries the trace context in a
+// client span that never records query strings (telemetry.HTTPTransport). An unreachable service is
 // answered 503 with Retry-After and an OAuth-shaped JSON body, never Go's
 // default 502 text.
 //
-// Depends on reqinfo and apierror.
+// Depends on reqinfo, apierror and pkg/rpc.
 package proxy

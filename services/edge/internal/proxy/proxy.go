@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gatehouse-id/gatehouse/pkg/rpc"
 	"github.com/gatehouse-id/gatehouse/pkg/telemetry"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/apierror"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/reqinfo"
@@ -35,6 +36,18 @@ type Proxy struct {
 	h2     *http.Transport // gRPC
 	// breaker fails fast while the service keeps failing.
 	breaker *breakerTransport
+	// proof is rpc.EdgeProof of the internal token: the service believes
+	// the X-Real-Ip of a request that carries it. Empty: none is sent.
+	proof string
+}
+
+// Option configures New.
+type Option func(*Proxy)
+
+// WithInternalToken makes the proxy prove to the service, with
+// rpc.EdgeProof(token), that the client address it forwards is edge's.
+func WithInternalToken(token string) Option {
+	return func(p *Proxy) { p.proof = rpc.EdgeProof(token) }
 }
 
 // setTimeouts changes the response header timeout and the breaker's open
@@ -50,7 +63,7 @@ var _ http.Handler = (*Proxy)(nil)
 // New returns a proxy to target (an absolute http or https URL; its path, if
 // any, prefixes the request path) for the service named svc, which appears in
 // logs and in the 503 description. A nil logger means slog.Default().
-func New(target *url.URL, svc string, logger *slog.Logger) (*Proxy, error) {
+func New(target *url.URL, svc string, logger *slog.Logger, opts ...Option) (*Proxy, error) {
 	if target == nil {
 		return nil, errors.New("proxy: nil target URL")
 	}
@@ -70,6 +83,9 @@ func New(target *url.URL, svc string, logger *slog.Logger) (*Proxy, error) {
 		logger = slog.Default()
 	}
 	p := &Proxy{svc: svc, target: target, logger: logger, h1: newTransport(target.Scheme, false), h2: newTransport(target.Scheme, true)}
+	for _, o := range opts {
+		o(p)
+	}
 	p.breaker = newBreaker(svc, byProtocol{h1: p.h1, h2: p.h2}, breakerOpen, logger)
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: p.rewrite,
@@ -193,10 +209,21 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 			pr.Out.Header.Set("X-Forwarded-Host", host)
 		}
 	}
+	// What edge tells the service is set here, after ReverseProxy removed
+	// the hop-by-hop headers: a client's "Connection: X-Real-Ip" names a
+	// header of the incoming hop and must not remove the one edge sets.
+	out := pr.Out.Header
+	delete(out, rpc.EdgeProofHeader)
 	if info == nil {
 		// Without the router nobody vetted these client-supplied headers.
-		pr.Out.Header.Del("Forwarded")
-		pr.Out.Header.Del("X-Real-Ip")
+		out.Del("Forwarded")
+		out.Del(rpc.ClientAddrHeader)
+		return
+	}
+	out[rpc.ClientAddrHeader] = []string{info.ClientAddr}
+	out["X-Request-Id"] = []string{info.RequestID}
+	if p.proof != "" {
+		out[rpc.EdgeProofHeader] = []string{p.proof}
 	}
 }
 

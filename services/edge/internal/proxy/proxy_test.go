@@ -21,6 +21,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/gatehouse-id/gatehouse/pkg/rpc"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/edgetest"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/reqinfo"
 )
@@ -273,6 +274,42 @@ func TestForwardedHeaders(t *testing.T) {
 			t.Errorf("got X-Forwarded-Host %q; want id.example.com", h)
 		}
 	})
+}
+
+// TestEdgeProof: the proof goes with the address the router resolved, and
+// only then; a client's own proof never passes.
+func TestEdgeProof(t *testing.T) {
+	const token = "proxy-test-internal-token-0123456789"
+	backend := &edgetest.Backend{Name: "authn"}
+	be := edgetest.Start(t, backend)
+	p, err := New(be.URL, "authn", nil, WithInternalToken(token))
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(p.CloseIdleConnections)
+	routed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info := &reqinfo.Info{RequestID: "r-1", ClientAddr: "203.0.113.9"}
+		p.ServeHTTP(w, r.WithContext(reqinfo.NewContext(r.Context(), info)))
+	})
+	send := func(h http.Handler) edgetest.Request {
+		req, _ := http.NewRequest(http.MethodGet, edgetest.Start(t, h).URL.String()+"/ui/login", nil)
+		req.Header.Set("Gatehouse-Edge-Proof", "forged")
+		req.Header.Set("X-Real-Ip", "198.51.100.1")
+		req.Header.Set("Connection", "X-Real-Ip, X-Request-Id")
+		edgetest.Do(t, edgetest.HTTP1Client(t), req)
+		return backend.Last(t)
+	}
+	got := send(routed)
+	if v := got.Header.Get("Gatehouse-Edge-Proof"); v != rpc.EdgeProof(token) {
+		t.Errorf("routed: proof %q; want rpc.EdgeProof(token)", v)
+	}
+	if v, id := got.Header.Get("X-Real-Ip"), got.Header.Get("X-Request-Id"); v != "203.0.113.9" || id != "r-1" {
+		t.Errorf("routed: X-Real-Ip %q, X-Request-Id %q; want reqinfo's 203.0.113.9 and r-1", v, id)
+	}
+	got = send(p)
+	if v := got.Header.Get("Gatehouse-Edge-Proof"); v != "" {
+		t.Errorf("without the router: proof %q; want none", v)
+	}
 }
 
 func TestTraceContextPropagatedWithoutQueryInSpans(t *testing.T) {

@@ -1,5 +1,6 @@
-// Package ratelimit decides whether a request under a key (edge uses the
-// client address) may pass. Memory keeps per-key token buckets
+// Package ratelimit decides whether a request under a key (the router keys
+// each rate-limit class by client address, OAuth client or bearer token)
+// may pass. Edge has one limiter per class. Memory keeps per-key token buckets
 // (golang.org/x/time/rate) in process with bounded memory, for the embedded
 // mode and a single edge replica. Redis uses GCRA
 // (github.com/go-redis/redis_rate/v10) so every edge replica shares one budget
@@ -13,7 +14,9 @@
 // switch is logged once each way, reported by Degraded (the
 // gatehouse.edge.ratelimit.fallback gauge and /readyz's details); for
 // RedisBackoff after a failure Redis is not asked at all, so an outage
-// costs one slow request per interval, not one per request. An outage of
+// costs one slow request per interval, not one per request. Limiters made
+// with WithLimit (edge's other classes) share that state with their
+// original, so the cost does not grow with the number of budgets. An outage of
 // the limiter's store must not turn into an outage of login and token
 // issuance, nor silently into no limit at all.
 package ratelimit

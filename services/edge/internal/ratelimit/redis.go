@@ -26,12 +26,20 @@ type Redis struct {
 	// Fallback decides while Redis cannot (an in-process limiter by
 	// default, per replica); nil allows every request (fail open).
 	Fallback Limiter
-	// degraded is true while decisions come from the fallback.
-	degraded atomic.Bool
 	limiter  *redis_rate.Limiter
 	limit    redis_rate.Limit
-	logger   *slog.Logger
-	now      func() time.Time
+	*outage
+}
+
+// outage is the state of Redis as the limiters on one client see it
+// (NewRedis and its WithLimit siblings): one failure makes all of them
+// skip Redis for RedisBackoff, so an outage costs one slow request per
+// interval however many budgets edge keeps, and is logged once.
+type outage struct {
+	logger *slog.Logger
+	now    func() time.Time
+	// degraded is true while decisions come from the fallback.
+	degraded atomic.Bool
 	// skipUntil is when to ask Redis again after a failure (Unix ns).
 	skipUntil atomic.Int64
 }
@@ -57,14 +65,31 @@ func NewRedis(client *redis.Client, prefix string, perSecond, burst int, logger 
 	return &Redis{
 		limiter: redis_rate.NewLimiter(prefixed{Client: client, prefix: prefix}),
 		limit:   redis_rate.Limit{Rate: perSecond, Burst: burst, Period: time.Second},
-		logger:  logger,
-		now:     time.Now,
+		outage:  &outage{logger: logger, now: time.Now},
+	}, nil
+}
+
+// WithLimit returns a limiter of another rate and burst on r's client and
+// prefix that shares r's view of Redis's health (the backoff after a
+// failure, Degraded, the log lines). Its Fallback is unset. Keys of the
+// two must differ if their budgets are to be separate.
+func (r *Redis) WithLimit(perSecond, burst int) (*Redis, error) {
+	if perSecond < 1 {
+		return nil, errors.New("ratelimit: rate must be at least 1 per second")
+	}
+	if burst < 1 {
+		return nil, errors.New("ratelimit: burst must be at least 1")
+	}
+	return &Redis{
+		limiter: r.limiter,
+		limit:   redis_rate.Limit{Rate: perSecond, Burst: burst, Period: time.Second},
+		outage:  r.outage,
 	}, nil
 }
 
 // Degraded reports whether decisions currently come from the fallback
 // (Redis failed and has not answered since).
-func (r *Redis) Degraded() bool { return r.degraded.Load() }
+func (o *outage) Degraded() bool { return o.degraded.Load() }
 
 // fallback decides without Redis.
 func (r *Redis) fallback(ctx context.Context, key string) (Decision, error) {

@@ -161,3 +161,68 @@ func TestRedisDownFallsBackToMemory(t *testing.T) {
 		t.Fatalf("second request within the burst of 1: %+v; want denied by the in-process fallback", d)
 	}
 }
+
+// TestRedisWithLimit: a sibling keeps its own rate and burst but shares the
+// view of Redis's health: after one fails, neither asks Redis during the
+// backoff, and the outage is logged once.
+func TestRedisWithLimit(t *testing.T) {
+	client, prefix := testutil.Redis(t)
+	strict, err := NewRedis(client, prefix, 1, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loose, err := strict.WithLimit(1, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allow(t, strict, "strict:k")
+	if d := allow(t, strict, "strict:k"); d.Allowed {
+		t.Fatalf("strict, second request: %+v; want denied at burst 1", d)
+	}
+	for i := range 4 {
+		if d := allow(t, loose, "loose:k"); !d.Allowed || d.Limit != 5 {
+			t.Fatalf("loose, request %d: %+v; want allowed with limit 5", i, d)
+		}
+	}
+	if _, err := strict.WithLimit(0, 1); err == nil {
+		t.Error("WithLimit(0, 1): got nil error")
+	}
+}
+
+func TestRedisWithLimitSharesOutage(t *testing.T) {
+	var logs bytes.Buffer
+	client := redis.NewClient(&redis.Options{Addr: edgetest.ClosedAddr(t), MaxRetries: -1})
+	t.Cleanup(func() { _ = client.Close() })
+	calls := &countHook{}
+	client.AddHook(calls)
+	a, err := NewRedis(client, "edge:", 1, 1, slog.New(slog.NewJSONHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &clock{t: time.Unix(1_800_000_000, 0)}
+	a.now = c.now
+	b, err := a.WithLimit(10, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allow(t, a, "a:k")
+	for range 3 {
+		if d := allow(t, b, "b:k"); !d.Allowed {
+			t.Fatalf("b during the outage: %+v; want allowed (fail open)", d)
+		}
+	}
+	if n := calls.n.Load(); n != 1 {
+		t.Fatalf("Redis asked %d times; want once: b shares a's backoff", n)
+	}
+	if !b.Degraded() {
+		t.Fatal("b is not degraded after a's failure")
+	}
+	c.advance(RedisBackoff)
+	allow(t, b, "b:k")
+	if n := calls.n.Load(); n != 2 {
+		t.Fatalf("Redis asked %d times; want a retry after the backoff", n)
+	}
+	if n := strings.Count(logs.String(), `"level":"WARN"`); n != 1 {
+		t.Fatalf("got %d warn lines; want one for the shared outage:\n%s", n, logs.String())
+	}
+}

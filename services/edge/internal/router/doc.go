@@ -4,8 +4,15 @@
 // order:
 //
 //	recovery -> request id and client address -> access log -> security
-//	headers -> CORS (browser-callable OIDC endpoints) -> rate limit per
-//	client address -> request body limit -> the service
+//	headers -> CORS (browser-callable OIDC endpoints) -> rate limit by the
+//	route's class -> request body limit -> the service
+//
+// The rate limit charges the budget of the route's class (routes.Class),
+// keyed by client address, by the OAuth client a token, introspection or
+// revocation request names (read from its Basic credentials or its form,
+// which is put back for the service), or by the bearer token; requests
+// keyed by a client or token are also charged to the address cap. Discovery
+// and the key set are never limited.
 //
 // Unknown paths, non-canonical paths and every internal Connect service are
 // answered 404 {"error":"not_found"}. Routes are registered explicitly (never

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/gatehouse-id/gatehouse/pkg/rpc"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/reqinfo"
 )
 
@@ -19,7 +20,9 @@ var forwardingHeaders = []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwa
 // identify assigns the request id, resolves the client address, strips
 // forwarding headers an untrusted peer may have forged, and installs the
 // headerWriter. Services read the client address from X-Real-Ip, which edge
-// always overwrites; edge's proxy reads reqinfo from the context.
+// always overwrites; edge's proxy sets it again from reqinfo on the outgoing
+// request (a Connection header could have removed this one) and proves it
+// to the service (rpc.GuardClientAddr).
 func (rt *router) identify(c *gin.Context, st *request) {
 	r := c.Request
 	id := r.Header.Get("X-Request-Id")
@@ -45,6 +48,10 @@ func (rt *router) identify(c *gin.Context, st *request) {
 		}
 	}
 	r.Header["X-Real-Ip"] = []string{client}
+	// Only edge's proxy proves an address to a service.
+	if _, ok := r.Header[rpc.EdgeProofHeader]; ok {
+		delete(r.Header, rpc.EdgeProofHeader)
+	}
 
 	st.info = reqinfo.Info{RequestID: id, ClientAddr: client, PeerTrusted: trusted}
 	c.Request = r.WithContext(reqinfo.NewContext(r.Context(), &st.info))
@@ -140,18 +147,4 @@ func parseHop(s string) (netip.Addr, bool) {
 		return ap.Addr().Unmap(), true
 	}
 	return netip.Addr{}, false
-}
-
-// rateKey is the limiter key for a client address. IPv6 clients are keyed
-// by their /64: one host commonly holds a whole /64, and keying single
-// addresses would give it billions of buckets.
-func rateKey(client string) string {
-	a, err := netip.ParseAddr(client)
-	if err != nil {
-		return "addr:" + client
-	}
-	if a.Is6() {
-		return "ip6:" + netip.PrefixFrom(a, 64).Masked().String()
-	}
-	return "ip4:" + a.String()
 }

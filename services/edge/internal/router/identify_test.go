@@ -51,7 +51,7 @@ func TestClientFromForwardedFor(t *testing.T) {
 	}
 }
 
-func TestRateKey(t *testing.T) {
+func TestAddressKey(t *testing.T) {
 	cases := map[string]string{
 		"198.51.100.1":         "ip4:198.51.100.1",
 		"2001:db8:1:2:3:4:5:6": "ip6:2001:db8:1:2::/64",
@@ -59,8 +59,8 @@ func TestRateKey(t *testing.T) {
 		"@":                    "addr:@",
 	}
 	for in, want := range cases {
-		if got := rateKey(in); got != want {
-			t.Errorf("rateKey(%q) = %q; want %q", in, got, want)
+		if got := addressKey(in); got != want {
+			t.Errorf("addressKey(%q) = %q; want %q", in, got, want)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/apierror"
+	"github.com/gatehouse-id/gatehouse/services/edge/internal/ratelimit"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/reqinfo"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/routes"
 )
@@ -37,7 +39,7 @@ func (rt *router) serve(c *gin.Context, spec *routeSpec) {
 	rt.identify(c, st)
 	defer rt.finish(c, st)
 	if spec == nil {
-		if rt.limiter == nil || rt.rateLimit(c, st) {
+		if rt.rateLimit(c, st, routes.ClassBrowser) {
 			answerNotFound(c.Writer)
 		}
 		return
@@ -55,7 +57,7 @@ func (rt *router) serve(c *gin.Context, spec *routeSpec) {
 		}
 		st.hw.cors = true
 	}
-	if rt.limiter != nil && !rt.rateLimit(c, st) {
+	if !rt.rateLimit(c, st, spec.Class) {
 		return
 	}
 	if !st.limitBody(c, spec.limit) {
@@ -149,17 +151,27 @@ func preflight(w gin.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// rateLimit charges the client address and reports whether the request may
-// go on; when not, it has answered 429. A limiter error fails open: the
-// limiter protects capacity and must not take the service down with it.
-func (rt *router) rateLimit(c *gin.Context, st *request) bool {
-	ctx := c.Request.Context()
-	d, err := rt.limiter.Allow(ctx, rateKey(st.info.ClientAddr))
-	if err != nil {
-		rt.limiterWarn.Do(func() {
-			rt.logger.WarnContext(ctx, "rate limiter failed; allowing requests", "error", err.Error())
-		})
+// rateLimit charges the request to its class's budget (see rateKey; and
+// to the address cap) and reports whether it may go on; when not, it has
+// answered 429. A limiter error fails open: the limiter protects capacity
+// and must not take the service down with it.
+func (rt *router) rateLimit(c *gin.Context, st *request, class routes.Class) bool {
+	lim := rt.limiters[class]
+	if lim == nil {
 		return true
+	}
+	ctx := c.Request.Context()
+	key, by := rateKey(c.Request, class, st.info.ClientAddr)
+	d, ok := rt.allow(ctx, lim, key)
+	if !ok {
+		return true
+	}
+	// Charged only once the request's own budget allowed it, so a client
+	// over its limit does not use up its neighbours' shared cap.
+	if d.Allowed && by != byAddress && rt.addressCap != nil {
+		if cd, ok := rt.allow(ctx, rt.addressCap, "cap:"+addressKey(st.info.ClientAddr)); ok && !cd.Allowed {
+			d, by = cd, byAddressCap
+		}
 	}
 	if d.Limit > 0 {
 		reset := strconv.Itoa(ceilSeconds(d.ResetAfter, 0))
@@ -167,6 +179,9 @@ func (rt *router) rateLimit(c *gin.Context, st *request) bool {
 		st.hw.rate = []string{limit, remaining, reset}
 	}
 	if !d.Allowed {
+		if rt.rejected != nil {
+			rt.rejected(ctx, class, by)
+		}
 		secs := ceilSeconds(d.RetryAfter, 1)
 		c.Writer.Header().Set("Retry-After", strconv.Itoa(secs))
 		apierror.Write(c.Writer, http.StatusTooManyRequests, apierror.RateLimited,
@@ -174,6 +189,19 @@ func (rt *router) rateLimit(c *gin.Context, st *request) bool {
 		return false
 	}
 	return true
+}
+
+// allow asks lim; ok is false when it could not decide (logged, at most
+// every 10 s).
+func (rt *router) allow(ctx context.Context, lim ratelimit.Limiter, key string) (d ratelimit.Decision, ok bool) {
+	d, err := lim.Allow(ctx, key)
+	if err != nil {
+		rt.limiterWarn.Do(func() {
+			rt.logger.WarnContext(ctx, "rate limiter failed; allowing requests", "error", err.Error())
+		})
+		return d, false
+	}
+	return d, true
 }
 
 func ceilSeconds(d time.Duration, minimum int) int {

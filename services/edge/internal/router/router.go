@@ -1,12 +1,14 @@
 package router
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,8 +33,22 @@ type Options struct {
 	Logger *slog.Logger
 	// Services maps every service of the route table to its handler.
 	Services map[routes.Service]http.Handler
-	// Limiter limits requests per client address; nil disables limiting.
-	Limiter ratelimit.Limiter
+	// Limiters charge each request to the budget of its route's
+	// rate-limit class (routes.Class; a path not in the table is
+	// ClassBrowser), keyed as the class says: by client address, by the
+	// OAuth client the request names, or by its bearer token. A class
+	// without a limiter is not limited; ClassMetadata must have none.
+	Limiters map[routes.Class]ratelimit.Limiter
+	// AddressCap, if set, also charges a ClassClient or ClassAPI request
+	// that is keyed by a client or a token to its client address, once
+	// the request's own budget allowed it: client ids and tokens are
+	// unverified here, and one address must not multiply its budget by
+	// naming new ones.
+	AddressCap ratelimit.Limiter
+	// Rejected, if set, is told of every request answered 429: its class,
+	// and what the exhausted budget was keyed by ("address", "client",
+	// "token", or "address_cap").
+	Rejected func(ctx context.Context, class routes.Class, key string)
 	// MaxBodyBytes bounds request bodies of OAuth, browser and REST routes
 	// (default DefaultMaxBodyBytes).
 	MaxBodyBytes int64
@@ -50,23 +66,36 @@ type Options struct {
 
 type router struct {
 	logger      *slog.Logger
-	limiter     ratelimit.Limiter
+	limiters    map[routes.Class]ratelimit.Limiter
+	addressCap  ratelimit.Limiter
+	rejected    func(ctx context.Context, class routes.Class, key string)
 	trusted     trustedSet
 	hsts        bool
 	limiterWarn *rate.Sometimes
 }
 
 // New builds the handler. It fails when a service of the route table has no
-// handler, a limit is negative or a trusted proxy does not parse.
+// handler, a limit is negative, a limiter is given for ClassMetadata or an
+// unknown class, or a trusted proxy does not parse.
 func New(opts Options) (http.Handler, error) {
 	rt := &router{
 		logger:      opts.Logger,
-		limiter:     opts.Limiter,
+		limiters:    map[routes.Class]ratelimit.Limiter{},
+		addressCap:  opts.AddressCap,
+		rejected:    opts.Rejected,
 		hsts:        opts.Issuer != nil && opts.Issuer.Scheme == "https",
 		limiterWarn: &rate.Sometimes{Interval: 10 * time.Second},
 	}
 	if rt.logger == nil {
 		rt.logger = slog.Default()
+	}
+	for class, l := range opts.Limiters {
+		if class == routes.ClassMetadata || !slices.Contains(routes.Classes(), class) {
+			return nil, fmt.Errorf("router: no limiter may be given for rate-limit class %q", class)
+		}
+		if l != nil {
+			rt.limiters[class] = l
+		}
 	}
 	var err error
 	if rt.trusted, err = parseTrusted(opts.TrustedProxies); err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -12,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatehouse-id/gatehouse/pkg/rpc"
 	"github.com/gatehouse-id/gatehouse/pkg/testutil"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/edgetest"
+	"github.com/gatehouse-id/gatehouse/services/edge/internal/proxy"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/ratelimit"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/routes"
 )
@@ -417,17 +420,22 @@ func frozenMemory(t *testing.T, perSecond float64, burst int) *ratelimit.Memory 
 	return m
 }
 
+// browserOnly limits the browser class alone.
+func browserOnly(l ratelimit.Limiter) map[routes.Class]ratelimit.Limiter {
+	return map[routes.Class]ratelimit.Limiter{routes.ClassBrowser: l}
+}
+
 func TestRateLimitMemory(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
 			f := newFixture(t, mode, func(o *Options) {
-				o.Limiter = frozenMemory(t, 0.5, 2)
+				o.Limiters = browserOnly(frozenMemory(t, 0.5, 2))
 				o.TrustedProxies = []string{"127.0.0.1"}
 			})
 			client := edgetest.H2CClient(t)
 			from := func(addr string) map[string]string { return map[string]string{"X-Forwarded-For": addr} }
 
-			resp, _ := get(t, client, f.url("/oauth/v2/keys"), from("198.51.100.1"))
+			resp, _ := get(t, client, f.url("/ui/login"), from("198.51.100.1"))
 			if resp.StatusCode != 200 || resp.Header.Get("RateLimit-Limit") != "2" || resp.Header.Get("RateLimit-Remaining") != "1" ||
 				resp.Header.Get("X-RateLimit-Remaining") != "1" {
 				t.Fatalf("first: got %d with limit %q remaining %q; want 200, 2, 1", resp.StatusCode,
@@ -439,7 +447,7 @@ func TestRateLimitMemory(t *testing.T) {
 				t.Fatalf("second: got %d; want 404", resp.StatusCode)
 			}
 			before := f.received()
-			for _, p := range []string{"/oauth/v2/keys", "/gatehouse.management.v1.ManagementService/GetUser"} {
+			for _, p := range []string{"/ui/login", "/oauth/v2/authorize", "/nope"} {
 				resp, body := get(t, client, f.url(p), from("198.51.100.1"))
 				if resp.StatusCode != http.StatusTooManyRequests {
 					t.Fatalf("%s over the limit: got %d; want 429", p, resp.StatusCode)
@@ -458,8 +466,15 @@ func TestRateLimitMemory(t *testing.T) {
 				t.Fatal("limited requests reached a service")
 			}
 			// Another client has its own budget.
-			if resp, _ := get(t, client, f.url("/oauth/v2/keys"), from("198.51.100.2")); resp.StatusCode != 200 {
+			if resp, _ := get(t, client, f.url("/ui/login"), from("198.51.100.2")); resp.StatusCode != 200 {
 				t.Fatalf("other client: got %d; want 200", resp.StatusCode)
+			}
+			// Other classes have budgets of their own: here none.
+			for _, p := range []string{"/oauth/v2/keys", "/gatehouse.management.v1.ManagementService/GetUser", "/oauth/v2/token"} {
+				if resp, _ := get(t, client, f.url(p), from("198.51.100.1")); resp.StatusCode != 200 || resp.Header.Get("RateLimit-Limit") != "" {
+					t.Fatalf("%s with the browser budget spent: got %d, RateLimit-Limit %q; want 200 and no rate headers",
+						p, resp.StatusCode, resp.Header.Get("RateLimit-Limit"))
+				}
 			}
 		})
 	}
@@ -471,11 +486,11 @@ func TestRateLimitRedis(t *testing.T) {
 	if err != nil {
 		t.Fatalf("NewRedis: %v", err)
 	}
-	f := newFixture(t, "in-process", func(o *Options) { o.Limiter = limiter })
+	f := newFixture(t, "in-process", func(o *Options) { o.Limiters = browserOnly(limiter) })
 	client := edgetest.H2CClient(t)
 	limited := false
 	for range 10 {
-		resp, body := get(t, client, f.url("/oauth/v2/token"), nil)
+		resp, body := get(t, client, f.url("/oauth/v2/authorize"), nil)
 		if resp.StatusCode == http.StatusTooManyRequests {
 			if resp.Header.Get("Retry-After") == "" || decodeError(t, body)["error"] != "rate_limited" {
 				t.Fatalf("429 without Retry-After or body: %v %q", resp.Header, body)
@@ -501,10 +516,10 @@ func TestRateLimitRedisDownFailsOpen(t *testing.T) {
 		if err != nil {
 			t.Fatalf("NewRedis: %v", err)
 		}
-		o.Limiter = l
+		o.Limiters = browserOnly(l)
 	})
 	for range 3 {
-		if resp, _ := get(t, edgetest.H2CClient(t), f.url("/oauth/v2/token"), nil); resp.StatusCode != 200 {
+		if resp, _ := get(t, edgetest.H2CClient(t), f.url("/ui/login"), nil); resp.StatusCode != 200 {
 			t.Fatalf("with Redis down: got %d; want 200 (fail open)", resp.StatusCode)
 		}
 	}
@@ -520,8 +535,11 @@ func (failingLimiter) Allow(context.Context, string) (ratelimit.Decision, error)
 }
 
 func TestLimiterErrorFailsOpen(t *testing.T) {
-	f := newFixture(t, "in-process", func(o *Options) { o.Limiter = failingLimiter{} })
-	resp, _ := get(t, edgetest.H2CClient(t), f.url("/oauth/v2/token"), nil)
+	f := newFixture(t, "in-process", func(o *Options) {
+		o.Limiters = map[routes.Class]ratelimit.Limiter{routes.ClassClient: failingLimiter{}}
+		o.AddressCap = failingLimiter{}
+	})
+	resp, _ := get(t, edgetest.H2CClient(t), f.url("/oauth/v2/token"), map[string]string{"Authorization": "Basic " + basic("c", "s")})
 	if resp.StatusCode != 200 || resp.Header.Get("RateLimit-Limit") != "" {
 		t.Fatalf("got %d, RateLimit-Limit %q; want 200 and no rate headers", resp.StatusCode, resp.Header.Get("RateLimit-Limit"))
 	}
@@ -537,14 +555,25 @@ func TestClientAddressAndForwarding(t *testing.T) {
 		"X-Forwarded-Host":  "evil.example",
 		"X-Real-Ip":         "203.0.113.66",
 		"Forwarded":         "for=203.0.113.66",
+		// A proxy removes the headers Connection names, from its
+		// incoming hop: never the ones edge sets for the service.
+		"Connection":           "X-Real-Ip, X-Request-Id, Gatehouse-Edge-Proof",
+		"X-Request-Id":         "req-kept",
+		"Gatehouse-Edge-Proof": "forged",
 	}
 	for _, mode := range modes {
 		t.Run(mode+"/untrusted", func(t *testing.T) {
 			f := newFixture(t, mode, nil)
 			get(t, edgetest.HTTP1Client(t), f.url("/ui/login"), spoof)
 			got := f.backends[routes.Authn].Last(t)
-			if ip := got.Header.Get("X-Real-Ip"); ip != "127.0.0.1" {
+			if ip := got.Header.Values("X-Real-Ip"); len(ip) != 1 || ip[0] != "127.0.0.1" {
 				t.Errorf("X-Real-Ip %q; want the peer 127.0.0.1", ip)
+			}
+			if id := got.Header.Get("X-Request-Id"); id != "req-kept" {
+				t.Errorf("X-Request-Id %q; want req-kept", id)
+			}
+			if p := got.Header.Get("Gatehouse-Edge-Proof"); p == "forged" {
+				t.Errorf("the client's Gatehouse-Edge-Proof reached the service")
 			}
 			if got.Header.Get("Forwarded") != "" || got.Header.Get("X-Forwarded-Host") == "evil.example" ||
 				strings.Contains(got.Header.Get("X-Forwarded-For"), "203.0.113.66") || got.Header.Get("X-Forwarded-Proto") == "https" {
@@ -556,6 +585,7 @@ func TestClientAddressAndForwarding(t *testing.T) {
 			get(t, edgetest.HTTP1Client(t), f.url("/ui/login"), map[string]string{
 				"X-Forwarded-For":   "203.0.113.66, 198.51.100.7, 10.1.2.3",
 				"X-Forwarded-Proto": "https",
+				"Connection":        "X-Real-Ip",
 			})
 			got := f.backends[routes.Authn].Last(t)
 			if ip := got.Header.Get("X-Real-Ip"); ip != "198.51.100.7" {
@@ -572,6 +602,48 @@ func TestClientAddressAndForwarding(t *testing.T) {
 				t.Errorf("X-Forwarded-For %q; want %q", xff, wantXFF)
 			}
 		})
+	}
+}
+
+// TestServiceBelievesOnlyEdgesAddress: a service in its own process
+// (guarded by rpc.GuardClientAddr) gets the address edge resolved, even
+// when the client asks the hop to drop it, while a client that reaches the
+// service directly, or through a proxy without the internal token, is
+// taken for its socket address whatever X-Real-Ip it sends.
+func TestServiceBelievesOnlyEdgesAddress(t *testing.T) {
+	const token = "router-test-internal-token-0123456789"
+	backend := &edgetest.Backend{Name: "authn"}
+	service := edgetest.Start(t, rpc.GuardClientAddr(token, backend))
+	edgeTo := func(opts ...proxy.Option) *url.URL {
+		p, err := proxy.New(service.URL, "authn", nil, opts...)
+		if err != nil {
+			t.Fatalf("proxy.New: %v", err)
+		}
+		t.Cleanup(p.CloseIdleConnections)
+		services := map[routes.Service]http.Handler{}
+		for _, svc := range routes.Services() {
+			services[svc] = p
+		}
+		h, err := New(Options{Services: services, TrustedProxies: []string{"127.0.0.1"}, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatalf("New: %v", err)
+		}
+		return edgetest.Start(t, h).URL
+	}
+	forged := map[string]string{"X-Forwarded-For": "198.51.100.7", "X-Real-Ip": "203.0.113.66", "Connection": "X-Real-Ip"}
+	seen := func(base *url.URL) string {
+		t.Helper()
+		get(t, edgetest.HTTP1Client(t), base.String()+"/ui/login", forged)
+		return backend.Last(t).Header.Get("X-Real-Ip")
+	}
+	if got := seen(edgeTo(proxy.WithInternalToken(token))); got != "198.51.100.7" {
+		t.Errorf("through edge: the service saw %q; want the address edge resolved, 198.51.100.7", got)
+	}
+	if got := seen(service.URL); got != "127.0.0.1" {
+		t.Errorf("straight to the service: it saw %q; want the socket address 127.0.0.1", got)
+	}
+	if got := seen(edgeTo()); got != "127.0.0.1" {
+		t.Errorf("through a proxy without the internal token: the service saw %q; want 127.0.0.1", got)
 	}
 }
 
@@ -703,6 +775,8 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		"bad proxy":       {Services: all(), TrustedProxies: []string{"10.0.0.0/33"}},
 		"bad proxy word":  {Services: all(), TrustedProxies: []string{"localhost"}},
 		"negative limit":  {Services: all(), MaxBodyBytes: -1},
+		"metadata limit":  {Services: all(), Limiters: map[routes.Class]ratelimit.Limiter{routes.ClassMetadata: failingLimiter{}}},
+		"unknown class":   {Services: all(), Limiters: map[routes.Class]ratelimit.Limiter{"nonsense": failingLimiter{}}},
 	}
 	for name, o := range cases {
 		if _, err := New(o); err == nil {

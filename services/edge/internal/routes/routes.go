@@ -46,6 +46,35 @@ func (k Kind) String() string {
 	return "unknown"
 }
 
+// Class is a route's rate-limit class: which budget edge charges a request
+// to, and by what the budget is keyed. Each class has its own rate and
+// burst (GATEHOUSE_RATE_LIMIT* variables, see the README).
+type Class string
+
+// The rate-limit classes.
+const (
+	// ClassBrowser is what a person's browser loads: authorize,
+	// end_session, the login and registration pages, the IdP callback, and
+	// every path not in the table. Keyed by client address.
+	ClassBrowser Class = "browser"
+	// ClassClient is what an OAuth client's backend calls: token,
+	// introspection and revocation. Keyed by the client it names (HTTP
+	// Basic user, client_id, or client assertion subject), so a busy
+	// backend neither shares its budget with browsers nor with other
+	// clients behind the same address; by address when it names none.
+	ClassClient Class = "client"
+	// ClassAPI is called with a bearer token: userinfo and the
+	// management and admin APIs in every protocol (and reflection). Keyed
+	// by the token, by address without one.
+	ClassAPI Class = "api"
+	// ClassMetadata is discovery and the key set: public, cacheable
+	// (their responses carry Cache-Control) and cheap, so never limited.
+	ClassMetadata Class = "metadata"
+)
+
+// Classes lists every rate-limit class.
+func Classes() []Class { return []Class{ClassBrowser, ClassClient, ClassAPI, ClassMetadata} }
+
 // Route maps one path pattern to a service.
 type Route struct {
 	// Method restricts the route to one HTTP method; "" means any method, so
@@ -56,6 +85,7 @@ type Route struct {
 	Pattern string
 	Service Service
 	Kind    Kind
+	Class   Class
 }
 
 // IsPrefix reports whether the pattern matches a subtree.
@@ -75,29 +105,29 @@ func (r Route) CORS() bool { return r.Kind == OAuth }
 func Table() []Route {
 	return []Route{
 		// tokens: the OIDC protocol endpoints.
-		{Pattern: "/.well-known/openid-configuration", Service: Tokens, Kind: OAuth},
-		{Pattern: "/oauth/v2/token", Service: Tokens, Kind: OAuth},
-		{Pattern: "/oauth/v2/introspect", Service: Tokens, Kind: OAuth},
-		{Pattern: "/oauth/v2/revoke", Service: Tokens, Kind: OAuth},
-		{Pattern: "/oauth/v2/keys", Service: Tokens, Kind: OAuth},
-		{Pattern: "/oidc/v1/userinfo", Service: Tokens, Kind: OAuth},
+		{Pattern: "/.well-known/openid-configuration", Service: Tokens, Kind: OAuth, Class: ClassMetadata},
+		{Pattern: "/oauth/v2/token", Service: Tokens, Kind: OAuth, Class: ClassClient},
+		{Pattern: "/oauth/v2/introspect", Service: Tokens, Kind: OAuth, Class: ClassClient},
+		{Pattern: "/oauth/v2/revoke", Service: Tokens, Kind: OAuth, Class: ClassClient},
+		{Pattern: "/oauth/v2/keys", Service: Tokens, Kind: OAuth, Class: ClassMetadata},
+		{Pattern: "/oidc/v1/userinfo", Service: Tokens, Kind: OAuth, Class: ClassAPI},
 		// tokens: instance administration (key rotation).
-		{Pattern: "/admin/v1/*", Service: Tokens, Kind: REST},
-		{Pattern: "/gatehouse.admin.v1.AdminService/*", Service: Tokens, Kind: RPC},
+		{Pattern: "/admin/v1/*", Service: Tokens, Kind: REST, Class: ClassAPI},
+		{Pattern: "/gatehouse.admin.v1.AdminService/*", Service: Tokens, Kind: RPC, Class: ClassAPI},
 
 		// authn: browser flows; authorize lives with the login pages because
 		// both need the same cookie.
-		{Pattern: "/oauth/v2/authorize", Service: Authn, Kind: Browser},
-		{Pattern: "/oidc/v1/end_session", Service: Authn, Kind: Browser},
-		{Pattern: "/ui/login", Service: Authn, Kind: Browser},
-		{Pattern: "/ui/login/*", Service: Authn, Kind: Browser},
-		{Pattern: "/idps/callback", Service: Authn, Kind: Browser},
+		{Pattern: "/oauth/v2/authorize", Service: Authn, Kind: Browser, Class: ClassBrowser},
+		{Pattern: "/oidc/v1/end_session", Service: Authn, Kind: Browser, Class: ClassBrowser},
+		{Pattern: "/ui/login", Service: Authn, Kind: Browser, Class: ClassBrowser},
+		{Pattern: "/ui/login/*", Service: Authn, Kind: Browser, Class: ClassBrowser},
+		{Pattern: "/idps/callback", Service: Authn, Kind: Browser, Class: ClassBrowser},
 
 		// directory: the public management API in all its protocols, and
 		// server reflection so grpcurl works through edge.
-		{Pattern: "/management/v1/*", Service: Directory, Kind: REST},
-		{Pattern: "/gatehouse.management.v1.ManagementService/*", Service: Directory, Kind: RPC},
-		{Pattern: "/grpc.reflection.v1.ServerReflection/*", Service: Directory, Kind: RPC},
-		{Pattern: "/grpc.reflection.v1alpha.ServerReflection/*", Service: Directory, Kind: RPC},
+		{Pattern: "/management/v1/*", Service: Directory, Kind: REST, Class: ClassAPI},
+		{Pattern: "/gatehouse.management.v1.ManagementService/*", Service: Directory, Kind: RPC, Class: ClassAPI},
+		{Pattern: "/grpc.reflection.v1.ServerReflection/*", Service: Directory, Kind: RPC, Class: ClassAPI},
+		{Pattern: "/grpc.reflection.v1alpha.ServerReflection/*", Service: Directory, Kind: RPC, Class: ClassAPI},
 	}
 }

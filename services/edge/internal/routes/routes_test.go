@@ -1,6 +1,7 @@
 package routes
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -28,6 +29,9 @@ func TestTableWellFormed(t *testing.T) {
 		if r.Kind.String() == "unknown" {
 			t.Errorf("pattern %q: kind not set", r.Pattern)
 		}
+		if !slices.Contains(Classes(), r.Class) {
+			t.Errorf("pattern %q: rate-limit class %q unknown", r.Pattern, r.Class)
+		}
 	}
 }
 
@@ -46,26 +50,27 @@ func TestTableNeverRoutesInternalServices(t *testing.T) {
 
 func TestTableAssignments(t *testing.T) {
 	want := map[string]struct {
-		svc  Service
-		cors bool
+		svc   Service
+		cors  bool
+		class Class
 	}{
-		"/.well-known/openid-configuration":            {Tokens, true},
-		"/oauth/v2/token":                              {Tokens, true},
-		"/oauth/v2/introspect":                         {Tokens, true},
-		"/oauth/v2/revoke":                             {Tokens, true},
-		"/oauth/v2/keys":                               {Tokens, true},
-		"/oidc/v1/userinfo":                            {Tokens, true},
-		"/admin/v1/*":                                  {Tokens, false},
-		"/gatehouse.admin.v1.AdminService/*":           {Tokens, false},
-		"/oauth/v2/authorize":                          {Authn, false},
-		"/oidc/v1/end_session":                         {Authn, false},
-		"/ui/login":                                    {Authn, false},
-		"/ui/login/*":                                  {Authn, false},
-		"/idps/callback":                               {Authn, false},
-		"/management/v1/*":                             {Directory, false},
-		"/gatehouse.management.v1.ManagementService/*": {Directory, false},
-		"/grpc.reflection.v1.ServerReflection/*":       {Directory, false},
-		"/grpc.reflection.v1alpha.ServerReflection/*":  {Directory, false},
+		"/.well-known/openid-configuration":            {Tokens, true, ClassMetadata},
+		"/oauth/v2/token":                              {Tokens, true, ClassClient},
+		"/oauth/v2/introspect":                         {Tokens, true, ClassClient},
+		"/oauth/v2/revoke":                             {Tokens, true, ClassClient},
+		"/oauth/v2/keys":                               {Tokens, true, ClassMetadata},
+		"/oidc/v1/userinfo":                            {Tokens, true, ClassAPI},
+		"/admin/v1/*":                                  {Tokens, false, ClassAPI},
+		"/gatehouse.admin.v1.AdminService/*":           {Tokens, false, ClassAPI},
+		"/oauth/v2/authorize":                          {Authn, false, ClassBrowser},
+		"/oidc/v1/end_session":                         {Authn, false, ClassBrowser},
+		"/ui/login":                                    {Authn, false, ClassBrowser},
+		"/ui/login/*":                                  {Authn, false, ClassBrowser},
+		"/idps/callback":                               {Authn, false, ClassBrowser},
+		"/management/v1/*":                             {Directory, false, ClassAPI},
+		"/gatehouse.management.v1.ManagementService/*": {Directory, false, ClassAPI},
+		"/grpc.reflection.v1.ServerReflection/*":       {Directory, false, ClassAPI},
+		"/grpc.reflection.v1alpha.ServerReflection/*":  {Directory, false, ClassAPI},
 	}
 	table := Table()
 	if len(table) != len(want) {
@@ -77,8 +82,9 @@ func TestTableAssignments(t *testing.T) {
 			t.Errorf("unexpected route %q", r.Pattern)
 			continue
 		}
-		if r.Service != w.svc || r.CORS() != w.cors {
-			t.Errorf("route %q: got service %s cors %v; want %s cors %v", r.Pattern, r.Service, r.CORS(), w.svc, w.cors)
+		if r.Service != w.svc || r.CORS() != w.cors || r.Class != w.class {
+			t.Errorf("route %q: got service %s cors %v class %s; want %s cors %v class %s",
+				r.Pattern, r.Service, r.CORS(), r.Class, w.svc, w.cors, w.class)
 		}
 	}
 }
