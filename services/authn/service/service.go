@@ -114,7 +114,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 	s.stop, s.done = stop, make(chan struct{})
 	go func() {
 		defer close(s.done)
-		(&db.Pruner{DB: store, Service: "authn", Steps: session.PruneSteps(), Logger: env.Logger}).Run(bg)
+		(&db.Pruner{DB: store, Service: "authn", Steps: session.PruneSteps(session.Lifetimes{}), Logger: env.Logger}).Run(bg)
 	}()
 	return s, nil
 }
@@ -130,14 +130,17 @@ type HandlerOptions struct {
 	// IdPHTTP makes the calls to external identity providers (a netguard
 	// client; nil: the default policy, loopback refused).
 	IdPHTTP *http.Client
-	Now     func() time.Time
-	Logger  *slog.Logger
+	// Sessions are the browser sessions' lifetimes (zero fields: the
+	// defaults, session.DefaultLifetimes).
+	Sessions session.Lifetimes
+	Now      func() time.Time
+	Logger   *slog.Logger
 }
 
 // NewHandler builds authn's public routes on an open, migrated database
 // (the service uses it; tests use it with fakes of the other services).
 func NewHandler(o HandlerOptions) (*http.ServeMux, error) {
-	store := &session.Store{DB: o.DB}
+	store := &session.Store{DB: o.DB, Lifetimes: o.Sessions}
 	browsers := &session.Browsers{Store: store, Secure: o.SecureCookies, Now: o.Now}
 	tokens := tokensAdapter{c: o.Tokens}
 	log := o.Logger
@@ -162,7 +165,7 @@ func NewHandler(o HandlerOptions) (*http.ServeMux, error) {
 	pages.Register(mux)
 	mux.Handle(endsession.Path, &endsession.Handler{
 		Directory: o.Directory, Tokens: tokens, Store: store, Browsers: browsers,
-		ErrorPage: pages.ErrorPage, LoggedOut: pages.LoggedOut, Confirm: pages.ConfirmLogout, Logger: log,
+		ErrorPage: pages.ErrorPage, LoggedOut: pages.LoggedOut, Confirm: pages.ConfirmLogout, Now: o.Now, Logger: log,
 	})
 	return mux, nil
 }
