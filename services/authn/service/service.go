@@ -68,6 +68,7 @@ type Service struct {
 // New opens the service's storage (migrating it) and builds its handlers.
 func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error) {
 	cfg := env.Config
+	lifetimes := session.Lifetimes{Idle: cfg.Sessions.IdleLifetime, Absolute: cfg.Sessions.AbsoluteLifetime}
 	if deps.Directory == nil || deps.Tokens == nil {
 		opts, err := rpc.InternalClientOptions(cfg.InternalToken)
 		if err != nil {
@@ -105,7 +106,8 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 	s.public, err = NewHandler(HandlerOptions{
 		DB: store, Directory: deps.Directory, Tokens: deps.Tokens,
 		SecureCookies: cfg.Issuer.Scheme == "https", Issuer: strings.TrimRight(cfg.Issuer.String(), "/"), Now: time.Now, Logger: env.Logger,
-		IdPHTTP: netguard.Policy{AllowLoopback: cfg.IdPAllowLoopback, DenyPrivate: cfg.IdPDenyPrivate}.Client(netguard.Options{}),
+		IdPHTTP:  netguard.Policy{AllowLoopback: cfg.IdPAllowLoopback, DenyPrivate: cfg.IdPDenyPrivate}.Client(netguard.Options{}),
+		Sessions: lifetimes,
 	})
 	if err != nil {
 		return nil, err
@@ -114,7 +116,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 	s.stop, s.done = stop, make(chan struct{})
 	go func() {
 		defer close(s.done)
-		(&db.Pruner{DB: store, Service: "authn", Steps: session.PruneSteps(session.Lifetimes{}), Logger: env.Logger}).Run(bg)
+		(&db.Pruner{DB: store, Service: "authn", Steps: session.PruneSteps(lifetimes), Logger: env.Logger}).Run(bg)
 	}()
 	return s, nil
 }
