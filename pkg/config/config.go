@@ -72,7 +72,8 @@ type Config struct {
 	BootstrapDocs []*apply.Doc
 	LogLevel      slog.Level
 
-	Tokens Tokens
+	Tokens   Tokens
+	Sessions Sessions
 
 	TrustedProxies []netip.Prefix // GATEHOUSE_TRUSTED_PROXIES, comma-separated CIDRs
 	// RateLimit and RateBurst are GATEHOUSE_RATE_LIMIT and
@@ -135,6 +136,28 @@ type Tokens struct {
 	RefreshAbsLifetime  time.Duration // GATEHOUSE_REFRESH_TOKEN_ABSOLUTE_LIFETIME, default 2160h (90 days)
 	AuthCodeLifetime    time.Duration // GATEHOUSE_AUTH_CODE_LIFETIME, default 60s
 	RefreshReuseGrace   time.Duration // GATEHOUSE_REFRESH_REUSE_GRACE, default 10s (0: none)
+}
+
+// Sessions configures authn's browser (SSO) sessions. A session answers
+// authorization requests without a login only while both lifetimes hold:
+// IdleLifetime since its last activity (its sign-in, or an authorization
+// request it answered) and AbsoluteLifetime since its user last
+// authenticated.
+//
+// The idle default is longer than Keycloak's 30 minutes on purpose:
+// Keycloak also counts every refresh token request as activity, and its
+// access tokens live 5 minutes, so an active user touches the session all
+// the time. Here only authorization requests reach the session (refresh
+// tokens are offline_access tokens of the tokens service, and access
+// tokens live 12h), so with 30 minutes a user who opens a second
+// application an hour after the first would have to sign in again. Two
+// hours keeps single sign-on across a working day's pauses; the absolute
+// 10 hours (Keycloak's) still ends every session within a day. Password
+// sign-in is NIST SP 800-63B AAL1, which sets no inactivity limit and
+// 30 days overall; AAL2 deployments set the idle lifetime to 30m.
+type Sessions struct {
+	IdleLifetime     time.Duration // GATEHOUSE_SESSION_IDLE_LIFETIME, default 2h
+	AbsoluteLifetime time.Duration // GATEHOUSE_SESSION_ABSOLUTE_LIFETIME, default 10h
 }
 
 // Getenv looks up one variable; os.Getenv satisfies it.
@@ -233,6 +256,13 @@ func Load(role Role, getenv Getenv) (*Config, error) {
 	}
 	if c.Tokens.RefreshIdleLifetime > c.Tokens.RefreshAbsLifetime {
 		p.fail("GATEHOUSE_REFRESH_TOKEN_IDLE_LIFETIME", "must not exceed GATEHOUSE_REFRESH_TOKEN_ABSOLUTE_LIFETIME")
+	}
+	c.Sessions = Sessions{
+		IdleLifetime:     p.duration("GATEHOUSE_SESSION_IDLE_LIFETIME", 2*time.Hour),
+		AbsoluteLifetime: p.duration("GATEHOUSE_SESSION_ABSOLUTE_LIFETIME", 10*time.Hour),
+	}
+	if c.Sessions.IdleLifetime > c.Sessions.AbsoluteLifetime {
+		p.fail("GATEHOUSE_SESSION_IDLE_LIFETIME", "must not exceed GATEHOUSE_SESSION_ABSOLUTE_LIFETIME")
 	}
 	if c.Tokens.KeyRotationInterval < 10*time.Minute {
 		p.fail("GATEHOUSE_KEY_ROTATION_INTERVAL", "must be at least 10m (keys are published minutes before they sign)")

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func env(m map[string]string) Getenv { return func(k string) string { return m[k] } }
@@ -44,6 +45,9 @@ func TestDefaults(t *testing.T) {
 	if err != nil || c.ClientRate != (RateBudget{1500, 400}) || c.APIRate != (RateBudget{1500, 5}) || c.AddressCapRate != (RateBudget{1500, 2000}) {
 		t.Fatalf("raised shared limit: %v, client %v, api %v, cap %v; want 1500/400, 1500/5, 1500/2000", err, c.ClientRate, c.APIRate, c.AddressCapRate)
 	}
+	if c.Sessions.IdleLifetime != 2*time.Hour || c.Sessions.AbsoluteLifetime != 10*time.Hour {
+		t.Fatalf("session lifetimes %+v; want 2h idle, 10h absolute", c.Sessions)
+	}
 	c, err = Load(RoleEdge, env(map[string]string{"GATEHOUSE_IDP_ALLOW_LOOPBACK": "true", "GATEHOUSE_IDP_DENY_PRIVATE": "1"}))
 	if err != nil || !c.IdPAllowLoopback || !c.IdPDenyPrivate {
 		t.Fatalf("IdP flags: %v %+v", err, c)
@@ -77,6 +81,10 @@ func TestInvalid(t *testing.T) {
 		{"signing library", RoleEdge, map[string]string{"GATEHOUSE_SIGNING_LIBRARY": "boringssl"}, []string{"GATEHOUSE_SIGNING_LIBRARY"}},
 		{"rotation too often", RoleEdge, map[string]string{"GATEHOUSE_KEY_ROTATION_INTERVAL": "1m"}, []string{"GATEHOUSE_KEY_ROTATION_INTERVAL"}},
 		{"refresh idle over absolute", RoleEdge, map[string]string{"GATEHOUSE_REFRESH_TOKEN_IDLE_LIFETIME": "2000h", "GATEHOUSE_REFRESH_TOKEN_ABSOLUTE_LIFETIME": "1000h"}, []string{"GATEHOUSE_REFRESH_TOKEN_IDLE_LIFETIME"}},
+		{"session idle over absolute", RoleEdge, map[string]string{"GATEHOUSE_SESSION_IDLE_LIFETIME": "11h"}, []string{"GATEHOUSE_SESSION_IDLE_LIFETIME: must not exceed GATEHOUSE_SESSION_ABSOLUTE_LIFETIME"}},
+		{"session idle over shorter absolute", RoleEdge, map[string]string{"GATEHOUSE_SESSION_ABSOLUTE_LIFETIME": "1h"}, []string{"GATEHOUSE_SESSION_IDLE_LIFETIME: must not exceed"}},
+		{"session idle zero", RoleEdge, map[string]string{"GATEHOUSE_SESSION_IDLE_LIFETIME": "0s"}, []string{"GATEHOUSE_SESSION_IDLE_LIFETIME: want a positive duration"}},
+		{"session absolute malformed", RoleEdge, map[string]string{"GATEHOUSE_SESSION_ABSOLUTE_LIFETIME": "10 hours"}, []string{"GATEHOUSE_SESSION_ABSOLUTE_LIFETIME: want a positive duration"}},
 		{"negative grace", RoleEdge, map[string]string{"GATEHOUSE_REFRESH_REUSE_GRACE": "-1s"}, []string{"GATEHOUSE_REFRESH_REUSE_GRACE"}},
 		{"service url scheme", RoleEdge, map[string]string{"GATEHOUSE_AUTHN_URL": "tcp://a", "GATEHOUSE_INTERNAL_TOKEN": token}, []string{"GATEHOUSE_AUTHN_URL"}},
 		{"bootstrap key not PEM", RoleEdge, map[string]string{"GATEHOUSE_BOOTSTRAP_PUBLIC_KEY": "ssh-rsa AAAA"}, []string{"GATEHOUSE_BOOTSTRAP_PUBLIC_KEY: want a PEM public key"}},
@@ -103,6 +111,16 @@ func TestInvalid(t *testing.T) {
 				t.Errorf("error leaks the database password: %q", msg)
 			}
 		})
+	}
+}
+
+func TestSessionLifetimes(t *testing.T) {
+	c, err := Load(RoleEdge, env(map[string]string{"GATEHOUSE_SESSION_IDLE_LIFETIME": "30m", "GATEHOUSE_SESSION_ABSOLUTE_LIFETIME": "30m"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Sessions.IdleLifetime != 30*time.Minute || c.Sessions.AbsoluteLifetime != 30*time.Minute {
+		t.Errorf("got %+v; want 30m idle and absolute (equal is allowed)", c.Sessions)
 	}
 }
 

@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"context"
 	"net/http"
 	"sync"
 	"time"
@@ -31,7 +32,7 @@ var durationBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
 // cheapest requests (the key set): otelhttp builds every semantic-convention
 // attribute and three histograms per request whether or not the span is
 // recorded. Here attributes are built only for a recorded span, and the
-// histogram's attribute sets are built once per (method, status).
+// histogram's attribute sets are built once per (method, status, route).
 func HTTPMiddleware(h http.Handler) http.Handler {
 	m := &httpMiddleware{
 		next:   h,
@@ -61,15 +62,30 @@ type httpMiddleware struct {
 type attrKey struct {
 	method string
 	status int
+	route  string
+}
+
+type routeKey struct{}
+
+// SetRoute names the route a request matched (a pattern such as
+// "/management/v1/*", never a raw path with ids), for the request
+// histogram's http.route and the span name. A handler behind
+// HTTPMiddleware that routes without http.ServeMux (edge's gin router)
+// calls it; a ServeMux's pattern is picked up by itself.
+func SetRoute(ctx context.Context, route string) {
+	if p, ok := ctx.Value(routeKey{}).(*string); ok {
+		*p = route
+	}
 }
 
 func (m *httpMiddleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	ctx := m.prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 	ctx, span := m.tracer.Start(ctx, "HTTP "+r.Method, trace.WithSpanKind(trace.SpanKindServer))
+	route := new(string)
+	ctx = context.WithValue(ctx, routeKey{}, route)
 	recording := span.IsRecording()
 	if recording {
-		span.SetName(r.Method + " " + r.URL.Path)
 		span.SetAttributes(
 			semconv.HTTPRequestMethodKey.String(r.Method),
 			semconv.URLPath(r.URL.Path),
@@ -79,34 +95,45 @@ func (m *httpMiddleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		)
 	}
 	sw := &StatusWriter{ResponseWriter: w}
+	inner := r.WithContext(ctx)
 	defer func() {
 		status := sw.Status()
+		name := *route
+		if name == "" {
+			name = inner.Pattern // set by a ServeMux that matched
+		}
+		if name == "" {
+			name = "other"
+		}
 		if recording {
-			span.SetAttributes(semconv.HTTPResponseStatusCode(status))
+			// Named by route, not path: a path carries ids.
+			span.SetName(r.Method + " " + name)
+			span.SetAttributes(semconv.HTTPResponseStatusCode(status), semconv.HTTPRoute(name))
 			if status >= 500 {
 				span.SetStatus(codes.Error, "")
 			}
 		}
 		span.End()
-		m.duration.Record(ctx, time.Since(start).Seconds(), m.attrSet(r.Method, status))
+		m.duration.Record(ctx, time.Since(start).Seconds(), m.attrSet(r.Method, status, name))
 	}()
-	m.next.ServeHTTP(sw, r.WithContext(ctx))
+	m.next.ServeHTTP(sw, inner)
 }
 
-// attrSet returns the measurement attributes for method and status, built
-// once per pair. Unknown methods share "_OTHER" (semantic conventions), so
+// attrSet returns the measurement attributes for method, status and route,
+// built once per combination (routes are patterns, a bounded set). Unknown methods share "_OTHER" (semantic conventions), so
 // the cache and the metric's cardinality stay bounded.
-func (m *httpMiddleware) attrSet(method string, status int) metric.MeasurementOption {
+func (m *httpMiddleware) attrSet(method string, status int, route string) metric.MeasurementOption {
 	if !knownMethod(method) {
 		method = "_OTHER"
 	}
-	k := attrKey{method, status}
+	k := attrKey{method, status, route}
 	if o, ok := m.attrs.Load(k); ok {
 		return o.(metric.MeasurementOption)
 	}
 	o := metric.WithAttributeSet(attribute.NewSet(
 		semconv.HTTPRequestMethodKey.String(method),
 		semconv.HTTPResponseStatusCode(status),
+		semconv.HTTPRoute(route),
 	))
 	m.attrs.Store(k, o)
 	return o

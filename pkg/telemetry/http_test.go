@@ -33,17 +33,28 @@ func TestHTTPMiddlewareRecordsSpansWhenExporting(t *testing.T) {
 	}
 	defer tel.Shutdown(context.Background())
 	var inner trace.SpanContext
-	h := HTTPMiddleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/oauth/v2/token", func(w http.ResponseWriter, r *http.Request) {
 		inner = trace.SpanContextFromContext(r.Context())
 		w.WriteHeader(http.StatusServiceUnavailable)
-	}))
+	})
+	// A router that is not a ServeMux names its route itself; ids in the
+	// path never reach the span name.
+	mux.HandleFunc("/management/v1/", func(w http.ResponseWriter, r *http.Request) {
+		SetRoute(r.Context(), "/management/v1/*")
+	})
+	h := HTTPMiddleware(mux)
 	serve(t, h, http.MethodPost, "/oauth/v2/token?code=secret", map[string]string{"traceparent": parent})
+	serve(t, h, http.MethodGet, "/management/v1/users/384752234", nil)
 	if err := tel.tracer.ForceFlush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	spans := exp.GetSpans()
-	if len(spans) != 1 {
-		t.Fatalf("got %d spans; want 1", len(spans))
+	if len(spans) != 2 {
+		t.Fatalf("got %d spans; want 2", len(spans))
+	}
+	if name := spans[1].Name; name != "GET /management/v1/*" {
+		t.Errorf("span %q; want the route, without the id", name)
 	}
 	s := spans[0]
 	if s.Name != "POST /oauth/v2/token" || s.SpanKind != trace.SpanKindServer {

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/propagation"
@@ -77,7 +78,10 @@ func Setup(ctx context.Context, service string, o Options) (*Telemetry, error) {
 
 	t.registry = prometheus.NewRegistry()
 	t.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	pexp, err := otelprom.New(otelprom.WithRegisterer(t.registry))
+	// Every series carries the service it comes from, so one dashboard can
+	// tell edge's requests from the backends' without joining target_info.
+	pexp, err := otelprom.New(otelprom.WithRegisterer(t.registry),
+		otelprom.WithResourceAsConstantLabels(attribute.NewAllowKeysFilter(semconv.ServiceNameKey)))
 	if err != nil {
 		return nil, fmt.Errorf("prometheus exporter: %w", err)
 	}

@@ -41,7 +41,8 @@ type env struct {
 	http *http.Client
 }
 
-func newEnv(t *testing.T, d db.Dialect) *env {
+// newEnv starts the handler; opts adjust its options.
+func newEnv(t *testing.T, d db.Dialect, opts ...func(*service.HandlerOptions)) *env {
 	t.Helper()
 	e := &env{t: t, dir: authntest.NewDirectory(), tok: authntest.NewTokens(), db: authntest.Open(t, d),
 		now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
@@ -67,7 +68,11 @@ func newEnv(t *testing.T, d db.Dialect) *env {
 	e.dir.AddUser("bob-id", "org1", "bob", "Bob-Pass-2")
 	e.dir.AddUser("carol-id", "org2", "carol", "Carol-Pass-3")
 
-	h, err := service.NewHandler(service.HandlerOptions{DB: e.db, Directory: e.dir, Tokens: e.tok, Issuer: testIssuer, Now: e.clock, Logger: logging.Discard()})
+	o := service.HandlerOptions{DB: e.db, Directory: e.dir, Tokens: e.tok, Issuer: testIssuer, Now: e.clock, Logger: logging.Discard()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	h, err := service.NewHandler(o)
 	if err != nil {
 		t.Fatal(err)
 	}

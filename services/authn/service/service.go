@@ -68,6 +68,7 @@ type Service struct {
 // New opens the service's storage (migrating it) and builds its handlers.
 func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error) {
 	cfg := env.Config
+	lifetimes := session.Lifetimes{Idle: cfg.Sessions.IdleLifetime, Absolute: cfg.Sessions.AbsoluteLifetime}
 	if deps.Directory == nil || deps.Tokens == nil {
 		opts, err := rpc.InternalClientOptions(cfg.InternalToken)
 		if err != nil {
@@ -105,7 +106,8 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 	s.public, err = NewHandler(HandlerOptions{
 		DB: store, Directory: deps.Directory, Tokens: deps.Tokens,
 		SecureCookies: cfg.Issuer.Scheme == "https", Issuer: strings.TrimRight(cfg.Issuer.String(), "/"), Now: time.Now, Logger: env.Logger,
-		IdPHTTP: netguard.Policy{AllowLoopback: cfg.IdPAllowLoopback, DenyPrivate: cfg.IdPDenyPrivate}.Client(netguard.Options{}),
+		IdPHTTP:  netguard.Policy{AllowLoopback: cfg.IdPAllowLoopback, DenyPrivate: cfg.IdPDenyPrivate}.Client(netguard.Options{}),
+		Sessions: lifetimes,
 	})
 	if err != nil {
 		return nil, err
@@ -114,7 +116,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 	s.stop, s.done = stop, make(chan struct{})
 	go func() {
 		defer close(s.done)
-		(&db.Pruner{DB: store, Service: "authn", Steps: session.PruneSteps(), Logger: env.Logger}).Run(bg)
+		(&db.Pruner{DB: store, Service: "authn", Steps: session.PruneSteps(lifetimes), Logger: env.Logger}).Run(bg)
 	}()
 	return s, nil
 }
@@ -130,14 +132,17 @@ type HandlerOptions struct {
 	// IdPHTTP makes the calls to external identity providers (a netguard
 	// client; nil: the default policy, loopback refused).
 	IdPHTTP *http.Client
-	Now     func() time.Time
-	Logger  *slog.Logger
+	// Sessions are the browser sessions' lifetimes (zero fields: the
+	// defaults, session.DefaultLifetimes).
+	Sessions session.Lifetimes
+	Now      func() time.Time
+	Logger   *slog.Logger
 }
 
 // NewHandler builds authn's public routes on an open, migrated database
 // (the service uses it; tests use it with fakes of the other services).
 func NewHandler(o HandlerOptions) (*http.ServeMux, error) {
-	store := &session.Store{DB: o.DB}
+	store := &session.Store{DB: o.DB, Lifetimes: o.Sessions}
 	browsers := &session.Browsers{Store: store, Secure: o.SecureCookies, Now: o.Now}
 	tokens := tokensAdapter{c: o.Tokens}
 	log := o.Logger
@@ -162,7 +167,7 @@ func NewHandler(o HandlerOptions) (*http.ServeMux, error) {
 	pages.Register(mux)
 	mux.Handle(endsession.Path, &endsession.Handler{
 		Directory: o.Directory, Tokens: tokens, Store: store, Browsers: browsers,
-		ErrorPage: pages.ErrorPage, LoggedOut: pages.LoggedOut, Confirm: pages.ConfirmLogout, Logger: log,
+		ErrorPage: pages.ErrorPage, LoggedOut: pages.LoggedOut, Confirm: pages.ConfirmLogout, Now: o.Now, Logger: log,
 	})
 	return mux, nil
 }

@@ -34,6 +34,9 @@ type Directory struct {
 	Addresses   []string // client_address of each VerifyPassword
 	// Down makes every call fail with Unavailable.
 	Down bool
+	// OnGetUser, when set, runs at the start of every GetUser (to act
+	// between a handler's reads).
+	OnGetUser func()
 }
 
 // NewDirectory returns an empty fake.
@@ -79,6 +82,9 @@ func (d *Directory) GetOrg(_ context.Context, r *connect.Request[directoryv1.Get
 
 // GetUser implements the directory API.
 func (d *Directory) GetUser(_ context.Context, r *connect.Request[directoryv1.GetUserRequest]) (*connect.Response[directoryv1.GetUserResponse], error) {
+	if d.OnGetUser != nil {
+		d.OnGetUser()
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.down(); err != nil {

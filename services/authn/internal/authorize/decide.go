@@ -26,36 +26,22 @@ type Decision struct {
 	Step    Step
 	Session *session.Session
 	Err     *oauth.Error // StepFail
+	// LoginName pre-fills the login page (StepLogin): the account of the
+	// one expired session the request would have used, if any.
+	LoginName string
 }
 
-// Decide chooses how to answer req given the browser's sessions (already
-// checked to belong to active users), following OIDC Core §3.1.2.1:
-// prompt=none never shows a page (login_required without a usable session,
-// interaction_required when the user would have to choose), prompt=login
-// always asks for the password, max_age forces a login when the session's
-// auth_time is older, an id_token_hint or login_hint selects a session.
-func Decide(req *Request, sessions []session.Session, now time.Time) Decision {
-	var candidates []session.Session
-	for _, s := range sessions {
-		if s.OrgID != req.OrgID {
-			continue // users sign in to the request's organization only
-		}
-		if req.HintSubject != "" && s.UserID != req.HintSubject {
-			continue
-		}
-		candidates = append(candidates, s)
-	}
+// Decide chooses how to answer req given the browser's live sessions
+// (already checked to belong to active users) and its expired ones,
+// following OIDC Core §3.1.2.1: prompt=none never shows a page
+// (login_required without a usable session, interaction_required when the
+// user would have to choose), prompt=login always asks for the password,
+// max_age forces a login when the session's auth_time is older, an
+// id_token_hint or login_hint selects a session. An expired session
+// counts as none; it only names the account the login page offers.
+func Decide(req *Request, live, expired []session.Session, now time.Time) Decision {
+	candidates := matching(req, live)
 	none := req.HasPrompt(PromptNone)
-	if req.LoginHint != "" {
-		// The hint names the user: another user's session never answers.
-		var hinted []session.Session
-		for _, s := range candidates {
-			if matchesHint(s.LoginName, req.LoginHint) {
-				hinted = append(hinted, s)
-			}
-		}
-		candidates = hinted
-	}
 	switch {
 	case req.HasPrompt(PromptCreate):
 		return Decision{Step: StepRegister}
@@ -67,8 +53,15 @@ func Decide(req *Request, sessions []session.Session, now time.Time) Decision {
 		}
 		return Decision{Step: StepLogin}
 	case len(candidates) == 0:
+		lapsed := matching(req, expired)
 		if none {
+			if len(lapsed) > 0 {
+				return Decision{Step: StepFail, Err: oauth.New(oauth.LoginRequired, "the session has expired")}
+			}
 			return Decision{Step: StepFail, Err: oauth.New(oauth.LoginRequired, "the user is not signed in")}
+		}
+		if len(lapsed) == 1 {
+			return Decision{Step: StepLogin, LoginName: lapsed[0].LoginName}
 		}
 		return Decision{Step: StepLogin}
 	case len(candidates) > 1:
@@ -85,6 +78,25 @@ func Decide(req *Request, sessions []session.Session, now time.Time) Decision {
 		return Decision{Step: StepPassword, Session: &s}
 	}
 	return Decision{Step: StepComplete, Session: &s}
+}
+
+// matching returns the sessions that may answer req: of its organization,
+// and of the user its id_token_hint or login_hint names.
+func matching(req *Request, sessions []session.Session) []session.Session {
+	var out []session.Session
+	for _, s := range sessions {
+		if s.OrgID != req.OrgID {
+			continue // users sign in to the request's organization only
+		}
+		if req.HintSubject != "" && s.UserID != req.HintSubject {
+			continue
+		}
+		if req.LoginHint != "" && !matchesHint(s.LoginName, req.LoginHint) {
+			continue // the hint names the user: another user's session never answers
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // Fresh reports whether s satisfies req's max_age; max_age=0 always asks

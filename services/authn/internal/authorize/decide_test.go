@@ -47,7 +47,7 @@ func TestDecide(t *testing.T) {
 			if req.OrgID == "" {
 				req.OrgID = "o1"
 			}
-			d := Decide(&req, row.sessions, now)
+			d := Decide(&req, row.sessions, nil, now)
 			got := ""
 			if d.Session != nil {
 				got = d.Session.ID
@@ -58,6 +58,62 @@ func TestDecide(t *testing.T) {
 			}
 			if d.Step != row.step || got != row.session || code != row.err {
 				t.Errorf("got step %d session %q error %q; want %d %q %q", d.Step, got, code, row.step, row.session, row.err)
+			}
+		})
+	}
+}
+
+// TestDecideExpiredSessions: an expired session is no session: it never
+// answers, prompt=none gets login_required, and an interactive request
+// gets the login page pre-filled with its account when exactly one would
+// have matched.
+func TestDecideExpiredSessions(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	alice := session.Session{ID: "sa", UserID: "alice", OrgID: "o1", LoginName: "alice@o1.example", AuthTime: now.Add(-11 * time.Hour)}
+	bob := session.Session{ID: "sb", UserID: "bob", OrgID: "o1", LoginName: "bob@o1.example", AuthTime: now.Add(-3 * time.Hour)}
+	carol := session.Session{ID: "sc", UserID: "carol", OrgID: "o2", LoginName: "carol@o2.example", AuthTime: now.Add(-3 * time.Hour)}
+	dave := session.Session{ID: "sd", UserID: "dave", OrgID: "o1", LoginName: "dave@o1.example", AuthTime: now.Add(-time.Minute)}
+	rows := []struct {
+		name          string
+		req           Request
+		live, expired []session.Session
+		step          Step
+		session       string
+		desc          string // the error's description, when it fails
+		loginName     string
+	}{
+		{"expired only", Request{}, nil, []session.Session{alice}, StepLogin, "", "", "alice@o1.example"},
+		{"expired only, prompt none", Request{Prompt: []string{"none"}}, nil, []session.Session{alice}, StepFail, "", "the session has expired", ""},
+		{"two expired", Request{}, nil, []session.Session{alice, bob}, StepLogin, "", "", ""},
+		{"two expired, login_hint picks", Request{LoginHint: "bob"}, nil, []session.Session{alice, bob}, StepLogin, "", "", "bob@o1.example"},
+		{"expired of another org", Request{}, nil, []session.Session{carol}, StepLogin, "", "", ""},
+		{"expired of another org, prompt none", Request{Prompt: []string{"none"}}, nil, []session.Session{carol}, StepFail, "", "the user is not signed in", ""},
+		{"live beside expired", Request{}, []session.Session{dave}, []session.Session{alice}, StepComplete, "sd", "", ""},
+		{"live beside expired, prompt none", Request{Prompt: []string{"none"}}, []session.Session{dave}, []session.Session{alice, bob}, StepComplete, "sd", "", ""},
+		{"id_token_hint of expired", Request{HintSubject: "alice"}, []session.Session{dave}, []session.Session{alice}, StepLogin, "", "", "alice@o1.example"},
+		{"id_token_hint of expired, prompt none", Request{HintSubject: "alice", Prompt: []string{"none"}}, []session.Session{dave},
+			[]session.Session{alice}, StepFail, "", "the session has expired", ""},
+		{"prompt login", Request{Prompt: []string{"login"}, HintSubject: "alice"}, nil, []session.Session{alice}, StepLogin, "", "", ""},
+		{"prompt select_account", Request{Prompt: []string{"select_account"}}, nil, []session.Session{alice}, StepSelect, "", "", ""},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			req := row.req
+			req.OrgID = "o1"
+			d := Decide(&req, row.live, row.expired, now)
+			got, desc := "", ""
+			if d.Session != nil {
+				got = d.Session.ID
+			}
+			if d.Err != nil {
+				desc = d.Err.Description
+				if d.Err.Code != "login_required" {
+					t.Errorf("error %s; want login_required", d.Err.Code)
+				}
+			}
+			if d.Step != row.step || got != row.session || desc != row.desc || d.LoginName != row.loginName {
+				t.Errorf("got step %d session %q error %q login name %q; want %d %q %q %q",
+					d.Step, got, desc, d.LoginName, row.step, row.session, row.desc, row.loginName)
 			}
 		})
 	}

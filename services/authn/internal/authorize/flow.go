@@ -88,12 +88,12 @@ func (f *Flow) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.Fail(w, r, req.UILocales, req.FailWith(err))
 		return
 	}
-	sessions, err := f.Sessions(ctx, ua.ID)
+	live, expired, err := f.sessions(ctx, ua.ID)
 	if err != nil {
 		f.Fail(w, r, req.UILocales, req.FailWith(err))
 		return
 	}
-	d := Decide(req, sessions, f.Now())
+	d := Decide(req, live, expired, f.Now())
 	switch d.Step {
 	case StepFail:
 		f.Fail(w, r, req.UILocales, &Failure{Err: d.Err, Target: req.Target()})
@@ -102,13 +102,11 @@ func (f *Flow) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.complete(w, r, req, *d.Session)
 		return
 	}
-	pending := session.AuthRequest{ID: secrets.RandomToken(32), UserAgentID: ua.ID, CreatedAt: f.Now(), ExpiresAt: f.Now().Add(f.RequestTTL)}
+	loginName, userID := d.LoginName, ""
 	if d.Session != nil {
-		pending.LoginName, pending.UserID = d.Session.LoginName, d.Session.UserID
+		loginName, userID = d.Session.LoginName, d.Session.UserID
 	}
-	if pending.Params, err = json.Marshal(req); err == nil {
-		err = f.Store.CreateAuthRequest(ctx, pending)
-	}
+	pending, err := f.park(ctx, req, ua.ID, loginName, userID)
 	if err != nil {
 		f.Fail(w, r, req.UILocales, req.FailWith(err))
 		return
@@ -130,24 +128,46 @@ func (f *Flow) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, PageURL(path, pending.ID), http.StatusFound)
 }
 
-// Sessions returns the browser's sessions that still stand: their users
-// exist and are active, and no admin ended them since they authenticated.
+// Sessions returns the browser's live sessions that still stand: their
+// users exist and are active, and no admin ended them since they
+// authenticated.
 func (f *Flow) Sessions(ctx context.Context, userAgentID string) ([]session.Session, error) {
-	all, err := f.Store.Sessions(ctx, userAgentID)
+	live, _, err := f.sessions(ctx, userAgentID)
+	return live, err
+}
+
+// sessions returns the browser's live sessions that still stand (see
+// Sessions) and its expired ones (see session.Store.Sessions).
+func (f *Flow) sessions(ctx context.Context, userAgentID string) (live, expired []session.Session, err error) {
+	all, expired, err := f.Store.Sessions(ctx, userAgentID, f.Now())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := all[:0]
+	live = all[:0]
 	for _, s := range all {
 		ok, err := f.SessionValid(ctx, s)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if ok {
-			out = append(out, s)
+			live = append(live, s)
 		}
 	}
-	return out, nil
+	return live, expired, nil
+}
+
+// park stores req as a request of the browser userAgentID waiting for a
+// login; loginName and userID name who is expected to sign in, if known.
+func (f *Flow) park(ctx context.Context, req *Request, userAgentID, loginName, userID string) (session.AuthRequest, error) {
+	now := f.Now()
+	pending := session.AuthRequest{ID: secrets.RandomToken(32), UserAgentID: userAgentID, LoginName: loginName, UserID: userID,
+		CreatedAt: now, ExpiresAt: now.Add(f.RequestTTL)}
+	params, err := json.Marshal(req)
+	if err != nil {
+		return session.AuthRequest{}, err
+	}
+	pending.Params = params
+	return pending, f.Store.CreateAuthRequest(ctx, pending)
 }
 
 // SessionValid reports whether s's user exists and is active, and s
@@ -233,12 +253,7 @@ func (f *Flow) NeedsConsent(ctx context.Context, req *Request, s session.Session
 func (f *Flow) askConsent(w http.ResponseWriter, r *http.Request, req *Request, s session.Session) {
 	// The session's browser, not the request's cookie: a sign-in has just
 	// given the browser a new identity whose cookie this request lacks.
-	pending := session.AuthRequest{ID: secrets.RandomToken(32), CreatedAt: f.Now(), ExpiresAt: f.Now().Add(f.RequestTTL),
-		LoginName: s.LoginName, UserID: s.UserID, UserAgentID: s.UserAgentID}
-	var err error
-	if pending.Params, err = json.Marshal(req); err == nil {
-		err = f.Store.CreateAuthRequest(r.Context(), pending)
-	}
+	pending, err := f.park(r.Context(), req, s.UserAgentID, s.LoginName, s.UserID)
 	if err != nil {
 		f.Fail(w, r, req.UILocales, req.FailWith(err))
 		return
@@ -247,9 +262,29 @@ func (f *Flow) askConsent(w http.ResponseWriter, r *http.Request, req *Request, 
 }
 
 // Answer sends req's code or tokens for s without further checks (the
-// consent page calls it once the user agreed).
+// consent page calls it once the user agreed). Answering is s's activity
+// (session.Store.Touch). A session that stopped being live since it was
+// read (it expired, or a logout ended it) answers nothing: prompt=none
+// gets login_required, any other request the login page for its account.
 func (f *Flow) Answer(w http.ResponseWriter, r *http.Request, req *Request, s session.Session) {
-	to, fail := Complete(r.Context(), f.Tokens, req, s)
+	ctx := r.Context()
+	if err := f.Store.Touch(ctx, s.ID, f.Now()); errors.Is(err, session.ErrNotFound) {
+		if req.HasPrompt(PromptNone) {
+			f.Fail(w, r, req.UILocales, req.Fail(oauth.LoginRequired, "the session has ended"))
+			return
+		}
+		pending, err := f.park(ctx, req, s.UserAgentID, s.LoginName, "")
+		if err != nil {
+			f.Fail(w, r, req.UILocales, req.FailWith(err))
+			return
+		}
+		http.Redirect(w, r, PageURL(PathLogin, pending.ID), http.StatusFound)
+		return
+	} else if err != nil {
+		f.Fail(w, r, req.UILocales, req.FailWith(err))
+		return
+	}
+	to, fail := Complete(ctx, f.Tokens, req, s)
 	if fail != nil {
 		f.Fail(w, r, req.UILocales, fail)
 		return

@@ -45,6 +45,7 @@ type Handler struct {
 	// Confirm renders the logout confirmation: a form that posts fields
 	// and csrf back to Path. sessions are the browser's signed-in users.
 	Confirm func(w http.ResponseWriter, r *http.Request, locales []string, csrf string, fields url.Values, sessions []session.Session)
+	Now     func() time.Time
 	Logger  *slog.Logger
 }
 
@@ -152,7 +153,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, req.locales, err)
 		return
 	}
-	ua, sessions, err := h.browserSessions(ctx, r)
+	ua, sessions, expired, err := h.browserSessions(ctx, r)
 	if err != nil {
 		h.fail(w, r, req.locales, err)
 		return
@@ -185,7 +186,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if err := h.end(ctx, sessions, hint); err != nil {
+	if err := h.end(ctx, sessions, expired, hint); err != nil {
 		h.fail(w, r, req.locales, err)
 		return
 	}
@@ -225,37 +226,46 @@ func (h *Handler) redirectTarget(ctx context.Context, clientID, uri string) (*ur
 	return u, nil
 }
 
-// browserSessions returns the request's user agent and its sessions; a
-// browser without a (valid) cookie has none.
-func (h *Handler) browserSessions(ctx context.Context, r *http.Request) (session.UserAgent, []session.Session, error) {
-	ua, err := h.Browsers.Find(ctx, r)
+// browserSessions returns the request's user agent, its live sessions and
+// its expired ones; a browser without a (valid) cookie has none. An
+// expired session is gone: it is never this browser's session for a hint,
+// never listed, and never asks for a confirmation.
+func (h *Handler) browserSessions(ctx context.Context, r *http.Request) (ua session.UserAgent, live, expired []session.Session, err error) {
+	ua, err = h.Browsers.Find(ctx, r)
 	if errors.Is(err, session.ErrNotFound) {
-		return ua, nil, nil
+		return ua, nil, nil, nil
 	}
 	if err != nil {
-		return ua, nil, err
+		return ua, nil, nil, err
 	}
-	sessions, err := h.Store.Sessions(ctx, ua.ID)
-	return ua, sessions, err
+	live, expired, err = h.Store.Sessions(ctx, ua.ID, h.Now())
+	return ua, live, expired, err
 }
 
-// end revokes the tokens of the ending sessions (the hint's, else all of
-// the browser's), then deletes them, so a failed revocation leaves the
-// session in place to retry.
-func (h *Handler) end(ctx context.Context, sessions []session.Session, hint *authorize.Hint) error {
-	var ids []string
+// end revokes the tokens of the ending sessions (the hint's and its
+// user's live ones on this browser, else all of the browser's live ones),
+// then deletes them, so a failed revocation leaves the session in place to
+// retry. The browser's expired sessions of the same users are deleted too
+// (their tokens were not revoked when they expired and are not now), so
+// the login page no longer offers their accounts.
+func (h *Handler) end(ctx context.Context, live, expired []session.Session, hint *authorize.Hint) error {
+	var ids, forget []string
 	if hint != nil {
 		// The hint names the session to end; its user's other sessions on
 		// this browser go too.
 		ids = append(ids, hint.SessionID)
-		for _, s := range sessions {
-			if s.UserID == hint.Subject && s.ID != hint.SessionID {
-				ids = append(ids, s.ID)
-			}
-		}
-	} else {
-		for _, s := range sessions {
+	}
+	ending := func(s session.Session) bool {
+		return hint == nil || (s.UserID == hint.Subject && s.ID != hint.SessionID)
+	}
+	for _, s := range live {
+		if ending(s) {
 			ids = append(ids, s.ID)
+		}
+	}
+	for _, s := range expired {
+		if ending(s) {
+			forget = append(forget, s.ID)
 		}
 	}
 	for _, id := range ids {
@@ -266,7 +276,7 @@ func (h *Handler) end(ctx context.Context, sessions []session.Session, hint *aut
 			return err
 		}
 	}
-	return h.Store.Delete(ctx, ids...)
+	return h.Store.Delete(ctx, append(ids, forget...)...)
 }
 
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, locales []string, err error) {

@@ -34,6 +34,9 @@ type Session struct {
 	DisplayName string
 	AuthTime    time.Time
 	AMR         []string
+	// LastActive is the session's last activity: its sign-in, or the last
+	// authorization request it answered (see Lifetimes).
+	LastActive time.Time
 }
 
 type sessionRow struct {
@@ -45,15 +48,50 @@ type sessionRow struct {
 	DisplayName string    `db:"display_name"`
 	AuthTime    time.Time `db:"auth_time"`
 	AMR         string    `db:"amr"`
+	LastActive  time.Time `db:"last_active_at"`
+	// Open: not ended; Live: open and within its lifetimes (Lifetimes.live).
+	Open bool `db:"is_open"`
+	Live bool `db:"is_live"`
 }
 
 func (r sessionRow) session() (Session, error) {
 	s := Session{ID: r.ID, UserAgentID: r.UserAgentID, UserID: r.UserID, OrgID: r.OrgID,
-		LoginName: r.LoginName, DisplayName: r.DisplayName, AuthTime: r.AuthTime}
+		LoginName: r.LoginName, DisplayName: r.DisplayName, AuthTime: r.AuthTime, LastActive: r.LastActive}
 	if err := json.Unmarshal([]byte(r.AMR), &s.AMR); err != nil {
 		return Session{}, fmt.Errorf("session %s: amr: %w", r.ID, err)
 	}
 	return s, nil
+}
+
+// Lifetimes bound a session: it is live, and answers authorization
+// requests without a login, while now < LastActive + Idle and now <
+// AuthTime + Absolute, and nothing ended it. Lifetimes.live is the one
+// place that applies them; every read of sessions goes through it.
+// A zero field takes DefaultLifetimes' value.
+type Lifetimes struct {
+	Idle     time.Duration
+	Absolute time.Duration
+}
+
+// DefaultLifetimes are the defaults of GATEHOUSE_SESSION_IDLE_LIFETIME and
+// GATEHOUSE_SESSION_ABSOLUTE_LIFETIME (pkg/config says why).
+var DefaultLifetimes = Lifetimes{Idle: 2 * time.Hour, Absolute: 10 * time.Hour}
+
+func (l Lifetimes) orDefault() Lifetimes {
+	if l.Idle <= 0 {
+		l.Idle = DefaultLifetimes.Idle
+	}
+	if l.Absolute <= 0 {
+		l.Absolute = DefaultLifetimes.Absolute
+	}
+	return l
+}
+
+// live returns the SQL condition that a sessions row is live at now, and
+// its arguments.
+func (l Lifetimes) live(now time.Time) (string, []any) {
+	l = l.orDefault()
+	return `(ended_at IS NULL AND last_active_at > ? AND auth_time > ?)`, []any{now.Add(-l.Idle), now.Add(-l.Absolute)}
 }
 
 // AuthRequest is a validated authorization request waiting for a login.
@@ -73,7 +111,8 @@ type AuthRequest struct {
 
 // Store is authn's storage.
 type Store struct {
-	DB *db.DB
+	DB        *db.DB
+	Lifetimes Lifetimes
 }
 
 // UserAgentID is the row id of a cookie value: its SHA-256, so a leaked
@@ -134,28 +173,70 @@ func (s *Store) UserAgent(ctx context.Context, cookie string) (UserAgent, error)
 
 const sessionColumns = `id, user_agent_id, user_id, org_id, login_name, display_name, auth_time, amr`
 
-// Sessions lists a browser's open sessions, most recent login first.
-func (s *Store) Sessions(ctx context.Context, userAgentID string) ([]Session, error) {
+// Sessions returns a browser's sessions at now, most recent login first:
+// the live ones (see Lifetimes), and the expired ones (past a lifetime,
+// or ended and not yet pruned). An expired session is no session: nothing
+// may be answered with it, and its login name may only pre-fill the login
+// page. Sessions past a lifetime are marked ended here, so the pruner
+// removes them after EndedSessionRetention.
+func (s *Store) Sessions(ctx context.Context, userAgentID string, now time.Time) (live, expired []Session, err error) {
+	cond, args := s.Lifetimes.live(now)
 	var rows []sessionRow
-	err := s.DB.Select(ctx, &rows, `SELECT `+sessionColumns+` FROM sessions
-		WHERE user_agent_id = ? AND ended_at IS NULL ORDER BY auth_time DESC, id`, userAgentID)
+	err = s.DB.Select(ctx, &rows, `SELECT `+sessionColumns+`, last_active_at, ended_at IS NULL AS is_open, `+cond+` AS is_live
+		FROM sessions WHERE user_agent_id = ? ORDER BY auth_time DESC, id`, append(args, userAgentID)...)
 	if err != nil {
-		return nil, fmt.Errorf("list sessions: %w", err)
+		return nil, nil, fmt.Errorf("list sessions: %w", err)
 	}
-	out := make([]Session, 0, len(rows))
+	lapsed := false
 	for _, r := range rows {
 		ss, err := r.session()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		out = append(out, ss)
+		if r.Live {
+			live = append(live, ss)
+			continue
+		}
+		expired = append(expired, ss)
+		lapsed = lapsed || r.Open
 	}
-	return out, nil
+	if lapsed {
+		// The condition is checked again: a session that a concurrent
+		// sign-in renewed since the read stays open.
+		cond, args := s.Lifetimes.live(now)
+		if _, err := s.DB.Exec(ctx, `UPDATE sessions SET ended_at = ? WHERE user_agent_id = ? AND ended_at IS NULL AND NOT `+cond,
+			append([]any{now, userAgentID}, args...)...); err != nil {
+			return nil, nil, fmt.Errorf("end expired sessions: %w", err)
+		}
+	}
+	return live, expired, nil
 }
 
-// Upsert records a successful authentication of s.UserID on s.UserAgentID:
-// a new session, or the existing one of that user with a fresh auth_time
-// and amr (so its id, and the tokens bound to it, stay the same). It
+// Touch records that session id answered an authorization request at now:
+// its activity, which restarts its idle lifetime. A session that is not
+// live at now is ErrNotFound and unchanged; the request must then not be
+// answered with it.
+func (s *Store) Touch(ctx context.Context, id string, now time.Time) error {
+	cond, args := s.Lifetimes.live(now)
+	res, err := s.DB.Exec(ctx, `UPDATE sessions SET last_active_at = ? WHERE id = ? AND `+cond, append([]any{now, id}, args...)...)
+	if err != nil {
+		return fmt.Errorf("touch session: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("touch session: %w", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("touch session %s: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// Upsert records a successful authentication of s.UserID on s.UserAgentID
+// at now, which is also the session's activity: the existing live session
+// of that user gets a fresh auth_time and amr (so its id, and the tokens
+// bound to it, stay the same); an expired or ended one is replaced by a new
+// session (new id) in its row; without one a session is created. It
 // returns the stored session.
 func (s *Store) Upsert(ctx context.Context, in Session, now time.Time) (Session, error) {
 	amr, err := json.Marshal(in.AMR)
@@ -164,18 +245,29 @@ func (s *Store) Upsert(ctx context.Context, in Session, now time.Time) (Session,
 	}
 	out := in
 	upsert := func(tx *db.Tx) error {
-		var id string
-		err := tx.Get(ctx, &id, `SELECT id FROM sessions WHERE user_agent_id = ? AND user_id = ?`, in.UserAgentID, in.UserID)
+		cond, args := s.Lifetimes.live(now)
+		var cur struct {
+			ID   string `db:"id"`
+			Live bool   `db:"is_live"`
+		}
+		err := tx.Get(ctx, &cur, `SELECT id, `+cond+` AS is_live FROM sessions WHERE user_agent_id = ? AND user_id = ?`,
+			append(args, in.UserAgentID, in.UserID)...)
 		switch {
+		case err == nil && cur.Live:
+			out.ID = cur.ID
+			_, err = tx.Exec(ctx, `UPDATE sessions SET org_id = ?, login_name = ?, display_name = ?, auth_time = ?, amr = ?, last_active_at = ?
+				WHERE id = ?`, in.OrgID, in.LoginName, in.DisplayName, in.AuthTime, string(amr), now, cur.ID)
+			return err
 		case err == nil:
-			out.ID = id
-			_, err = tx.Exec(ctx, `UPDATE sessions SET org_id = ?, login_name = ?, display_name = ?, auth_time = ?, amr = ?, ended_at = NULL WHERE id = ?`,
-				in.OrgID, in.LoginName, in.DisplayName, in.AuthTime, string(amr), id)
+			out.ID = secrets.NewID()
+			_, err = tx.Exec(ctx, `UPDATE sessions SET id = ?, org_id = ?, login_name = ?, display_name = ?, auth_time = ?, amr = ?,
+				last_active_at = ?, created_at = ?, ended_at = NULL WHERE id = ?`,
+				out.ID, in.OrgID, in.LoginName, in.DisplayName, in.AuthTime, string(amr), now, now, cur.ID)
 			return err
 		case errors.Is(db.NotFound(err), db.ErrNotFound):
 			out.ID = secrets.NewID()
-			_, err = tx.Exec(ctx, `INSERT INTO sessions (`+sessionColumns+`, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				out.ID, in.UserAgentID, in.UserID, in.OrgID, in.LoginName, in.DisplayName, in.AuthTime, string(amr), now)
+			_, err = tx.Exec(ctx, `INSERT INTO sessions (`+sessionColumns+`, last_active_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				out.ID, in.UserAgentID, in.UserID, in.OrgID, in.LoginName, in.DisplayName, in.AuthTime, string(amr), now, now)
 			return db.Conflict(err)
 		default:
 			return err
@@ -191,6 +283,7 @@ func (s *Store) Upsert(ctx context.Context, in Session, now time.Time) (Session,
 		return Session{}, fmt.Errorf("upsert session: %w", err)
 	}
 	out.AuthTime = in.AuthTime.UTC().Truncate(time.Microsecond)
+	out.LastActive = now.UTC().Truncate(time.Microsecond)
 	return out, nil
 }
 
@@ -284,9 +377,12 @@ const (
 )
 
 // PruneSteps delete expired pending requests and identity-provider flows,
-// sessions ended over EndedSessionRetention ago, and browsers older than
-// IdleUserAgentAge with no session and nothing pending.
-func PruneSteps() []db.PruneStep {
+// sessions ended over EndedSessionRetention ago or whose absolute lifetime
+// (of l) passed that long ago (a browser that never came back leaves them
+// unended; an idle one reaches its absolute lifetime too), and browsers
+// older than IdleUserAgentAge with no session and nothing pending.
+func PruneSteps(l Lifetimes) []db.PruneStep {
+	l = l.orDefault()
 	at := func(now time.Time) []any { return []any{now} }
 	return []db.PruneStep{
 		{Table: "auth_requests", Args: at,
@@ -295,6 +391,8 @@ func PruneSteps() []db.PruneStep {
 			Query: `DELETE FROM idp_flows WHERE state_hash IN (SELECT state_hash FROM idp_flows WHERE expires_at <= ? LIMIT ` + db.Batch + `)`},
 		{Table: "sessions", Args: func(now time.Time) []any { return []any{now.Add(-EndedSessionRetention)} },
 			Query: `DELETE FROM sessions WHERE id IN (SELECT id FROM sessions WHERE ended_at IS NOT NULL AND ended_at <= ? LIMIT ` + db.Batch + `)`},
+		{Table: "sessions", Args: func(now time.Time) []any { return []any{now.Add(-EndedSessionRetention - l.Absolute)} },
+			Query: `DELETE FROM sessions WHERE id IN (SELECT id FROM sessions WHERE ended_at IS NULL AND auth_time <= ? LIMIT ` + db.Batch + `)`},
 		{Table: "user_agents", Args: func(now time.Time) []any { return []any{now.Add(-IdleUserAgentAge)} },
 			Query: `DELETE FROM user_agents WHERE id IN (SELECT ua.id FROM user_agents ua WHERE ua.created_at <= ?
 			AND NOT EXISTS (SELECT 1 FROM sessions se WHERE se.user_agent_id = ua.id)
@@ -305,7 +403,7 @@ func PruneSteps() []db.PruneStep {
 
 // Prune runs PruneSteps once at now and returns how many rows it deleted.
 func (s *Store) Prune(ctx context.Context, now time.Time) (int64, error) {
-	r, err := (&db.Pruner{DB: s.DB, Service: "authn", Steps: PruneSteps()}).RunOnce(ctx, now)
+	r, err := (&db.Pruner{DB: s.DB, Service: "authn", Steps: PruneSteps(s.Lifetimes)}).RunOnce(ctx, now)
 	var n int64
 	for _, d := range r.Deleted {
 		n += d

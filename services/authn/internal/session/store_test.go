@@ -65,9 +65,9 @@ func TestSessions(t *testing.T) {
 		if err != nil || a2.ID != a.ID {
 			t.Fatalf("re-auth: %+v, %v; want id %s", a2, err, a.ID)
 		}
-		list, err := st.Sessions(ctx, ua.ID)
-		if err != nil {
-			t.Fatal(err)
+		list, expired, err := st.Sessions(ctx, ua.ID, t0)
+		if err != nil || len(expired) != 0 {
+			t.Fatalf("Sessions: %v, expired %+v; want none expired", err, expired)
 		}
 		if len(list) != 2 || list[0].ID != a.ID || list[1].ID != b.ID || !list[0].AuthTime.Equal(t0.Add(2*time.Minute)) ||
 			list[0].LoginName != "alice@o" || len(list[0].AMR) != 1 || list[0].AMR[0] != "pwd" {
@@ -76,10 +76,10 @@ func TestSessions(t *testing.T) {
 		if err := st.Delete(ctx, a.ID); err != nil {
 			t.Fatal(err)
 		}
-		if list, _ := st.Sessions(ctx, ua.ID); len(list) != 1 || list[0].ID != b.ID {
+		if list, _, _ := st.Sessions(ctx, ua.ID, t0); len(list) != 1 || list[0].ID != b.ID {
 			t.Errorf("after Delete: %+v; want bob only", list)
 		}
-		if list, _ := st.Sessions(ctx, other.ID); len(list) != 1 {
+		if list, _, _ := st.Sessions(ctx, other.ID, t0); len(list) != 1 {
 			t.Errorf("other browser: %+v; want its own session untouched", list)
 		}
 	})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/gatehouse-id/gatehouse/pkg/telemetry"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/apierror"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/ratelimit"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/reqinfo"
@@ -39,11 +40,13 @@ func (rt *router) serve(c *gin.Context, spec *routeSpec) {
 	rt.identify(c, st)
 	defer rt.finish(c, st)
 	if spec == nil {
+		telemetry.SetRoute(c.Request.Context(), "unmatched")
 		if rt.rateLimit(c, st, routes.ClassBrowser) {
 			answerNotFound(c.Writer)
 		}
 		return
 	}
+	telemetry.SetRoute(c.Request.Context(), spec.Pattern)
 	// "/management/v1/../gatehouse.directory.v1.…" matches a prefix here
 	// but could name an internal service behind it.
 	if !canonical(st.path) {
