@@ -121,13 +121,15 @@ func TestTracePropagation(t *testing.T) {
 		t.Fatal(err)
 	}
 	bClient := connect.NewClient[wrapperspb.StringValue, wrapperspb.StringValue](rpc.NewHTTPClient(), bURL+procedure, copts...)
-	a := telemetry.HTTPMiddleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/work", func(w http.ResponseWriter, r *http.Request) {
 		if _, err := bClient.CallUnary(r.Context(), connect.NewRequest(wrapperspb.String("x"))); err != nil {
 			http.Error(w, err.Error(), 500)
 			return
 		}
 		w.WriteHeader(204)
-	}))
+	})
+	a := telemetry.HTTPMiddleware(mux)
 	aURL := serveH2C(t, a)
 	hc := &http.Client{Transport: telemetry.HTTPTransport(http.DefaultTransport, nil)}
 	ctx, root := tp.Tracer("test").Start(context.Background(), "client")
