@@ -124,18 +124,23 @@ type handler struct {
 func (h handler) Handle(ctx context.Context, r slog.Record) error {
 	// A LogValuer is resolved here to look inside it; the record is then
 	// rebuilt with the resolved value so it is not resolved twice.
-	dirty := false
+	dirty, hasID := false, false
 	r.Attrs(func(a slog.Attr) bool {
 		dirty = a.Value.Kind() == slog.KindLogValuer || needsRedaction(a)
+		hasID = hasID || a.Key == "request_id"
 		return !dirty
 	})
 	if dirty {
 		clean := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
 		r.Attrs(func(a slog.Attr) bool {
 			clean.AddAttrs(redact(a))
+			hasID = hasID || a.Key == "request_id"
 			return true
 		})
 		r = clean
+	}
+	if id := RequestID(ctx); id != "" && !hasID {
+		r.AddAttrs(slog.String("request_id", id))
 	}
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
 		r.AddAttrs(slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))

@@ -3,6 +3,8 @@ package oauth
 import (
 	"log/slog"
 	"net/http"
+
+	"github.com/gatehouse-id/gatehouse/pkg/telemetry"
 )
 
 // RetryAfter is the Retry-After (seconds) of every temporarily_unavailable
@@ -19,6 +21,7 @@ func Write(w http.ResponseWriter, r *http.Request, logger *slog.Logger, what str
 	oe := As(err)
 	if oe.Status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", RetryAfter)
+		telemetry.Unavailable(r.Context(), "oauth")
 	}
 	switch {
 	case oe.Code == ServerError || oe.Code == TemporarilyUnavailable:

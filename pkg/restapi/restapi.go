@@ -26,6 +26,7 @@ import (
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
+	"github.com/gatehouse-id/gatehouse/pkg/telemetry"
 )
 
 // Error returns a connect error with code and one ErrorDetail{id, message};
@@ -335,8 +336,11 @@ func (e errorInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 		var ce *connect.Error
 		switch {
 		case errors.As(err, &ce):
-			if ce.Code() == connect.CodeUnavailable && ce.Meta().Get("Retry-After") == "" {
-				ce.Meta().Set("Retry-After", RetryAfter)
+			if ce.Code() == connect.CodeUnavailable {
+				telemetry.Unavailable(ctx, "management")
+				if ce.Meta().Get("Retry-After") == "" {
+					ce.Meta().Set("Retry-After", RetryAfter)
+				}
 			}
 			return nil, ce
 		case errors.Is(err, context.Canceled):
@@ -346,6 +350,7 @@ func (e errorInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 			return nil, connect.NewError(connect.CodeDeadlineExceeded, err)
 		case db.IsUnavailable(err):
 			e.logger.WarnContext(ctx, "storage unavailable", "procedure", req.Spec().Procedure, "err", err)
+			telemetry.Unavailable(ctx, "management")
 			return nil, Unavailable("storage temporarily unavailable; retry")
 		}
 		e.logger.ErrorContext(ctx, "call failed", "procedure", req.Spec().Procedure, "err", err)

@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/gatehouse-id/gatehouse/pkg/logging"
 	"github.com/gatehouse-id/gatehouse/pkg/telemetry"
 )
 
@@ -41,13 +43,40 @@ func NewHTTPClient() *http.Client {
 }
 
 // InternalClientOptions are the options of a client for an internal service:
-// tracing and the internal credential.
+// tracing, the request id and the internal credential.
 func InternalClientOptions(token string) ([]connect.ClientOption, error) {
 	otel, err := telemetry.ConnectInterceptor()
 	if err != nil {
 		return nil, fmt.Errorf("connect tracing: %w", err)
 	}
-	return []connect.ClientOption{connect.WithInterceptors(otel, NewInternalAuth(token))}, nil
+	return []connect.ClientOption{connect.WithInterceptors(otel, forwardRequestID{}, NewInternalAuth(token))}, nil
+}
+
+// forwardRequestID sends the context's request id (logging.RequestID) with
+// an internal call, so the callee's log lines carry the request's id.
+type forwardRequestID struct{}
+
+func (forwardRequestID) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		if id := logging.RequestID(ctx); id != "" && req.Spec().IsClient {
+			req.Header().Set("X-Request-Id", id)
+		}
+		return next(ctx, req)
+	}
+}
+
+func (forwardRequestID) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return func(ctx context.Context, spec connect.Spec) connect.StreamingClientConn {
+		conn := next(ctx, spec)
+		if id := logging.RequestID(ctx); id != "" {
+			conn.RequestHeader().Set("X-Request-Id", id)
+		}
+		return conn
+	}
+}
+
+func (forwardRequestID) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return next
 }
 
 // InternalHandlerOptions are the options of an internal service's handler:

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gatehouse-id/gatehouse/pkg/logging"
 	"github.com/gatehouse-id/gatehouse/pkg/telemetry"
 )
 
@@ -81,6 +82,7 @@ func (s *Server) Handler() http.Handler {
 	if s.o.AccessLog {
 		app = accessLog(s.o.Logger, app)
 	}
+	app = withRequestID(app)
 	app = telemetry.HTTPMiddleware(app)
 	health := func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
@@ -215,4 +217,16 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// withRequestID puts the request's X-Request-Id (edge's, or a caller's
+// when sane) into the context, so every log line of the request and every
+// internal call it makes carry it.
+func withRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id := r.Header.Get("X-Request-Id"); logging.ValidRequestID(id) {
+			r = r.WithContext(logging.WithRequestID(r.Context(), id))
+		}
+		next.ServeHTTP(w, r)
+	})
 }

@@ -50,3 +50,21 @@ func (c *Counter) Inc(ctx context.Context, values ...string) {
 	}
 	c.c.Add(ctx, 1, opt.(metric.MeasurementOption))
 }
+
+// MustCounter is NewCounter for package-level counters; it panics only on a
+// malformed name, a programming error found at start.
+func MustCounter(name, description string, labels ...string) *Counter {
+	c, err := NewCounter(name, description, labels...)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// unavailable counts dependency outages as clients see them.
+var unavailable = MustCounter("gatehouse.unavailable",
+	"Requests answered 503 because a dependency (database, Redis, another service) was unavailable, by surface.", "surface")
+
+// Unavailable counts one request answered 503 for a dependency outage on
+// surface ("oauth", "management", "login").
+func Unavailable(ctx context.Context, surface string) { unavailable.Inc(ctx, surface) }

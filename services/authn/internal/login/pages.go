@@ -14,6 +14,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
+	"github.com/gatehouse-id/gatehouse/pkg/telemetry"
 	"github.com/gatehouse-id/gatehouse/services/authn/internal/authorize"
 	"github.com/gatehouse-id/gatehouse/services/authn/internal/session"
 )
@@ -102,6 +103,7 @@ func (p *Pages) ErrorPage(w http.ResponseWriter, r *http.Request, locales []stri
 	case oauth.TemporarilyUnavailable:
 		pg.Error, pg.Detail = translate(lang, "err.unavailable"), ""
 		w.Header().Set("Retry-After", "5")
+		telemetry.Unavailable(r.Context(), "login")
 	default:
 		// The description is technical English; a translated sentence
 		// leads, the description follows for the application's developer.
@@ -118,6 +120,7 @@ func (p *Pages) ErrorPage(w http.ResponseWriter, r *http.Request, locales []stri
 func (p *Pages) messagePage(w http.ResponseWriter, r *http.Request, lang string, status int, key string) {
 	if status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "5")
+		telemetry.Unavailable(r.Context(), "login")
 	}
 	p.tmpl.render(w, p.Logger, status, "error", &page{Lang: lang, Title: "error.title", Error: translate(lang, key)})
 }

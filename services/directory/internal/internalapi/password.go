@@ -10,6 +10,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
+	"github.com/gatehouse-id/gatehouse/pkg/telemetry"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/lockout"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/orgs"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/users"
@@ -56,6 +57,9 @@ func (s *Server) check(ctx context.Context, orgID, userID, login, password, addr
 	allowed, err := s.lock.Begin(ctx, a)
 	if err != nil {
 		return nil, internalErr(err, "lockout")
+	}
+	if !allowed {
+		throttled.Inc(ctx)
 	}
 	usable := u != nil && u.Type == users.TypeHuman && u.PasswordHash != ""
 	hash := s.dummy
@@ -185,3 +189,8 @@ func (s *Server) rehash(ctx context.Context, u *users.User, password string) {
 		s.Logger.WarnContext(ctx, "password not rehashed to the current parameters", "user_id", u.ID, "err", err)
 	}
 }
+
+// throttled counts password attempts refused by the delay or the address
+// limit (a guessing attack shows here first).
+var throttled = telemetry.MustCounter("gatehouse.directory.logins_throttled",
+	"Password attempts refused unchecked by the progressive delay, the address limit or an opted-in account lock.")

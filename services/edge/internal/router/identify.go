@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/gatehouse-id/gatehouse/pkg/logging"
 	"github.com/gatehouse-id/gatehouse/pkg/rpc"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/reqinfo"
 )
@@ -54,28 +55,16 @@ func (rt *router) identify(c *gin.Context, st *request) {
 	}
 
 	st.info = reqinfo.Info{RequestID: id, ClientAddr: client, PeerTrusted: trusted}
-	c.Request = r.WithContext(reqinfo.NewContext(r.Context(), &st.info))
+	c.Request = r.WithContext(logging.WithRequestID(reqinfo.NewContext(r.Context(), &st.info), id))
 
 	st.hw = headerWriter{ResponseWriter: c.Writer, hsts: rt.hsts}
 	st.hw.requestID[0] = id
 	c.Writer = &st.hw
 }
 
-// saneRequestID accepts 1-128 characters of [A-Za-z0-9._-]: safe to log and
-// to forward, and enough for UUIDs and most tracing ids.
-func saneRequestID(id string) bool {
-	if id == "" || len(id) > 128 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		switch ch := id[i]; {
-		case ch >= 'a' && ch <= 'z', ch >= 'A' && ch <= 'Z', ch >= '0' && ch <= '9', ch == '.', ch == '_', ch == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}
+// saneRequestID accepts 1-128 characters of [A-Za-z0-9._-] (see
+// logging.ValidRequestID).
+func saneRequestID(id string) bool { return logging.ValidRequestID(id) }
 
 func newRequestID() string {
 	var b [16]byte

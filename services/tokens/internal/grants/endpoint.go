@@ -10,6 +10,7 @@ import (
 
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
+	"github.com/gatehouse-id/gatehouse/pkg/telemetry"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/assertion"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/clients"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/form"
@@ -90,13 +91,26 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		} else {
 			var res *mint.Response
 			if res, err = g.Handle(r.Context(), req); err == nil {
+				issued.Inc(r.Context(), req.GrantType)
 				writeResponse(w, res)
 				return
 			}
 		}
 	}
+	grant := "unknown"
+	if req != nil && e.grants[req.GrantType] != nil {
+		grant = req.GrantType
+	}
+	refused.Inc(r.Context(), grant, oauth.As(err).Code)
 	oauth.Write(w, r, e.Logger, "token request", err)
 }
+
+// Token endpoint outcomes, by grant type (only the supported ones; the
+// rest is "unknown") and OAuth error code.
+var (
+	issued  = telemetry.MustCounter("gatehouse.tokens.issued", "Token responses by grant type.", "grant_type")
+	refused = telemetry.MustCounter("gatehouse.tokens.refused", "Token endpoint errors by grant type and OAuth error code.", "grant_type", "error")
+)
 
 // writeResponse writes the token response (RFC 6749 §5.1), never cached.
 func writeResponse(w http.ResponseWriter, res *mint.Response) {

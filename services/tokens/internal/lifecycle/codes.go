@@ -234,4 +234,5 @@ func (l *Lifecycle) revokeReplayed(ctx context.Context, codeID string) {
 		return
 	}
 	l.logger().WarnContext(ctx, "authorization code replayed: its tokens are revoked", "code_id", codeID, "access_tokens", len(live))
+	codeReplays.Inc(ctx)
 }

@@ -180,8 +180,10 @@ func (l *Lifecycle) refusal(ctx context.Context, rt *store.RefreshToken) error {
 	case l.ReuseGrace > 0 && now.Sub(*rt.UsedAt) <= l.ReuseGrace:
 		// Within the grace: parallel refreshes (a page loading many
 		// resources at once) all succeed (see Refresh).
+		reuses.Inc(ctx, "grace")
 		return nil
 	}
+	reuses.Inc(ctx, "family_revoked")
 	if err := l.revokeFamily(ctx, rt.FamilyID); err != nil {
 		l.logger().ErrorContext(ctx, "revoking a reused refresh token's family failed", "family_id", rt.FamilyID, "err", err)
 	} else {

@@ -1,0 +1,67 @@
+package e2e
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/gatehouse-id/gatehouse/pkg/config"
+	"github.com/gatehouse-id/gatehouse/pkg/testutil"
+)
+
+// TestMetricsByRoute: the request histogram is labelled by route pattern
+// and service, never by a raw path carrying ids, and the token endpoint
+// counts its outcomes.
+func TestMetricsByRoute(t *testing.T) {
+	metricsAddr := freeAddr(t)
+	edge := startProc(t, config.RoleEdge, map[string]string{"GATEHOUSE_DATA_DIR": t.TempDir(), "GATEHOUSE_METRICS_ADDR": metricsAddr})
+	do(t, "GET", edge.base+"/management/v1/users/123456789", nil, nil)
+	do(t, "GET", edge.base+"/.well-known/openid-configuration", nil, nil)
+	postForm(t, edge.base+"/oauth/v2/token", url.Values{"grant_type": {"client_credentials"}, "client_id": {"nobody"}, "client_secret": {"x"}})
+
+	_, body := do(t, "GET", "http://"+metricsAddr+"/metrics", nil, nil)
+	for _, re := range []string{
+		`http_server_request_duration_seconds_count\{[^}]*http_route="/management/v1/\*"[^}]*service_name="gatehouse-edge"`,
+		`http_server_request_duration_seconds_count\{[^}]*http_route="/.well-known/openid-configuration"`,
+		`gatehouse_tokens_refused_total\{error="invalid_client",grant_type="client_credentials"[^}]*\} 1`,
+	} {
+		if !regexp.MustCompile(re).MatchString(body) {
+			t.Errorf("/metrics lacks %s", re)
+		}
+	}
+	if strings.Contains(body, "123456789") {
+		t.Error("/metrics carries an id from a request path")
+	}
+}
+
+// TestRequestIDReachesInternalCalls: the id a client sends to edge is on
+// the log lines of the internal calls its request makes (directory asking
+// tokens about an opaque management token).
+func TestRequestIDReachesInternalCalls(t *testing.T) {
+	d := startDistributed(t, testutil.RedisURL(t))
+	_, tok := operatorToken(t, d.edge.base, d.directoryData, d.issuer)
+	if strings.Count(str(tok["access_token"]), ".") == 2 {
+		t.Fatal("the bootstrap admin's token is a JWT; this test needs an opaque one, which directory must introspect")
+	}
+	res, body := do(t, "GET", d.edge.base+"/management/v1/orgs/me", nil,
+		map[string]string{"Authorization": "Bearer " + str(tok["access_token"]), "X-Request-Id": "trace-me-4711"})
+	if res.StatusCode != 200 {
+		t.Fatalf("GetMyOrg: %d %s", res.StatusCode, body)
+	}
+	for _, p := range []*proc{d.edge, d.directory} {
+		if !strings.Contains(p.log.String(), `"request_id":"trace-me-4711"`) {
+			t.Errorf("%s logged nothing with the request id", p.role)
+		}
+	}
+	found := false
+	for _, line := range d.tokens.log.Lines() {
+		if line["request_id"] == "trace-me-4711" && strings.Contains(fmt.Sprint(line["path"]), "TokenService") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("tokens' log has no internal call with the request id:\n%s", d.tokens.log)
+	}
+}
