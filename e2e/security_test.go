@@ -709,3 +709,52 @@ func TestSecurityUnlockUser(t *testing.T) {
 		t.Errorf("right password right after the unlock: sub %s; want uma", it.Subject)
 	}
 }
+
+// TestSecurityExistenceOracles: a tenant's admin learns nothing about
+// other tenants' ids: another organization answers exactly as an unknown
+// one, and another organization's user exactly as an unknown user.
+func TestSecurityExistenceOracles(t *testing.T) {
+	e := afStartEnv(t, nil)
+	home := e.homeOrg()
+	victim := e.user("victim", "Victim-Passw0rd!", false) // in the home organization
+	rivalOrg := e.must("POST", "/management/v1/orgs", e.admin, "", map[string]any{"name": "Oracle Corp"})["id"].(string)
+	_, rival := e.managementToken(rivalOrg, "oracle-owner", "ORG_OWNER")
+	const unknownOrg, unknownUser = "999999999999999999", "999999999999999998"
+
+	same := func(what string, a, b func() (int, map[string]any), other, unknown string) {
+		t.Helper()
+		sa, ma := a()
+		sb, mb := b()
+		ja, _ := json.Marshal(ma)
+		jb, _ := json.Marshal(mb)
+		// The answers differ only by the id the caller itself sent.
+		if sa != sb || strings.ReplaceAll(string(ja), other, "ID") != strings.ReplaceAll(string(jb), unknown, "ID") {
+			t.Errorf("%s: existing %d %s, unknown %d %s; want the same answer", what, sa, ja, sb, jb)
+		}
+		if sa == 200 {
+			t.Errorf("%s: 200 for another tenant's id", what)
+		}
+	}
+	for _, path := range []string{"/management/v1/orgs/me", "/management/v1/users/_search", "/management/v1/projects/_search"} {
+		method := "POST"
+		if strings.HasSuffix(path, "/me") {
+			method = "GET"
+		}
+		same("x-service-orgid on "+path,
+			func() (int, map[string]any) { return e.call(method, path, rival, home, map[string]any{}) },
+			func() (int, map[string]any) { return e.call(method, path, rival, unknownOrg, map[string]any{}) },
+			home, unknownOrg)
+	}
+	for _, sub := range []string{"", "/metadata/_search"} {
+		method := "GET"
+		if sub != "" {
+			method = "POST"
+		}
+		same("user "+sub,
+			func() (int, map[string]any) { return e.call(method, "/management/v1/users/"+victim+sub, rival, "", map[string]any{}) },
+			func() (int, map[string]any) {
+				return e.call(method, "/management/v1/users/"+unknownUser+sub, rival, "", map[string]any{})
+			},
+			victim, unknownUser)
+	}
+}

@@ -301,7 +301,9 @@ func (i *Interceptor) authorize(ctx context.Context, procedure, authz, orgHeader
 			if c.IsIAMOwner() {
 				return nil, rule, apierr.NotFound("AUTHZ-org-not-found", "organization %s not found", target)
 			}
-			return nil, rule, apierr.PermissionDenied("AUTHZ-no-permission", "no permission in organization %s", target)
+			// Word for word what a caller without a role in an existing
+			// organization gets: the answer must not tell which ids exist.
+			return nil, rule, apierr.PermissionDenied("AUTHZ-no-permission", "no permission for this operation in organization %s", target)
 		}
 	}
 	for _, r := range roles {
