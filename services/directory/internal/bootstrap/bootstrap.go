@@ -32,6 +32,8 @@ import (
 	"slices"
 	"time"
 
+	"connectrpc.com/connect"
+
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
@@ -96,7 +98,7 @@ type Options struct {
 // where all is done it changes nothing.
 func Run(ctx context.Context, o Options) error {
 	var err error
-	for attempt := 0; attempt < 3; attempt++ {
+	for attempt := 0; attempt < 5; attempt++ {
 		if err = run(ctx, o); err == nil {
 			return nil
 		}
@@ -104,12 +106,23 @@ func Run(ctx context.Context, o Options) error {
 		// (a name, a client id, an aggregate's version; the CLI's project
 		// name is checked by its reducer); the steps are idempotent, so run
 		// again.
-		if !errors.Is(err, eventstore.ErrUnique) && !errors.Is(err, eventstore.ErrConcurrent) && !errors.Is(err, projects.ErrNameTaken) {
+		if !raced(err) {
 			return err
 		}
 		time.Sleep(time.Duration(100*(attempt+1)) * time.Millisecond)
 	}
 	return err
+}
+
+// raced reports an error of a step another replica won: the store's own,
+// or the API error a command turned it into (Aborted for a concurrent
+// change, AlreadyExists for a taken name).
+func raced(err error) bool {
+	switch connect.CodeOf(err) {
+	case connect.CodeAborted, connect.CodeAlreadyExists:
+		return true
+	}
+	return errors.Is(err, eventstore.ErrUnique) || errors.Is(err, eventstore.ErrConcurrent) || errors.Is(err, projects.ErrNameTaken)
 }
 
 func run(ctx context.Context, o Options) error {
