@@ -1,8 +1,12 @@
 package e2e
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"strings"
 	"testing"
+
+	"github.com/gatehouse-id/gatehouse/pkg/config"
 )
 
 // TestRESTMalformedRequestsAre400: requests the REST transcoding cannot
@@ -35,5 +39,45 @@ func TestConnectWithoutProtocolHeader(t *testing.T) {
 		map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/json"})
 	if res.StatusCode != 200 || !strings.Contains(body, `"name":"Gatehouse"`) {
 		t.Fatalf("Connect without Connect-Protocol-Version: %d %s", res.StatusCode, body)
+	}
+}
+
+// TestGRPCWebText: browsers' base64 gRPC-Web (application/grpc-web-text)
+// reaches the management API through edge: a GetMyOrg frame in, the
+// organization and an OK trailer out, base64 encoded.
+func TestGRPCWebText(t *testing.T) {
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	issuer := "http://" + addr
+	p := startProc(t, config.RoleEdge, map[string]string{"GATEHOUSE_DATA_DIR": dir, "GATEHOUSE_ADDR": addr, "GATEHOUSE_ISSUER": issuer})
+	_, tok := operatorToken(t, p.base, dir, issuer)
+	frame := base64.StdEncoding.EncodeToString([]byte{0, 0, 0, 0, 0}) // an empty GetMyOrgRequest
+	res, body := do(t, "POST", p.base+"/gatehouse.management.v1.ManagementService/GetMyOrg", strings.NewReader(frame), map[string]string{
+		"Content-Type": "application/grpc-web-text+proto", "Authorization": "Bearer " + str(tok["access_token"]), "X-Grpc-Web": "1"})
+	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "application/grpc-web-text") {
+		t.Fatalf("grpc-web-text GetMyOrg: %d %q %s", res.StatusCode, res.Header.Get("Content-Type"), body)
+	}
+	raw, err := base64.StdEncoding.DecodeString(body)
+	if err != nil {
+		t.Fatalf("response is not base64: %v: %q", err, body)
+	}
+	var data, trailer []byte
+	for len(raw) >= 5 {
+		n := int(binary.BigEndian.Uint32(raw[1:5]))
+		if len(raw) < 5+n {
+			t.Fatalf("truncated frame")
+		}
+		if raw[0]&0x80 != 0 {
+			trailer = raw[5 : 5+n]
+		} else {
+			data = raw[5 : 5+n]
+		}
+		raw = raw[5+n:]
+	}
+	if !strings.Contains(strings.ToLower(string(trailer)), "grpc-status: 0") && !strings.Contains(strings.ToLower(string(trailer)), "grpc-status:0") {
+		t.Fatalf("trailer %q; want grpc-status 0", trailer)
+	}
+	if len(data) == 0 {
+		t.Fatalf("no organization in the response")
 	}
 }

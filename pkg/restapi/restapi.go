@@ -61,7 +61,7 @@ func Transcoder(path string, h http.Handler) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return refuseUnmappable(bodies, escapedPath(connectWithoutHeader(path, tc))), nil
+	return refuseUnmappable(bodies, escapedPath(connectWithoutHeader(path, grpcWebText(tc)))), nil
 }
 
 // connectWithoutHeader marks a unary Connect call made without the
