@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -63,5 +64,41 @@ func TestRequestIDReachesInternalCalls(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("tokens' log has no internal call with the request id:\n%s", d.tokens.log)
+	}
+}
+
+// TestDiscoveryAdvertisesOnlyPublishedAlgorithms: a relying party can get
+// an ID token in every algorithm discovery lists, because each has a key
+// in the key set (interop finding: RS256, ES256 and EdDSA were listed with
+// one RS256 key).
+func TestDiscoveryAdvertisesOnlyPublishedAlgorithms(t *testing.T) {
+	edge := startProc(t, config.RoleEdge, map[string]string{"GATEHOUSE_DATA_DIR": t.TempDir()})
+	_, disc := do(t, "GET", edge.base+"/.well-known/openid-configuration", nil, nil)
+	_, jwks := do(t, "GET", edge.base+"/oauth/v2/keys", nil, nil)
+	var d struct {
+		Algs []string `json:"id_token_signing_alg_values_supported"`
+	}
+	var k struct {
+		Keys []struct {
+			Alg string `json:"alg"`
+		} `json:"keys"`
+	}
+	if err := json.Unmarshal([]byte(disc), &d); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(jwks), &k); err != nil {
+		t.Fatal(err)
+	}
+	published := map[string]bool{}
+	for _, key := range k.Keys {
+		published[key.Alg] = true
+	}
+	if len(d.Algs) == 0 {
+		t.Fatal("no id_token_signing_alg_values_supported")
+	}
+	for _, a := range d.Algs {
+		if !published[a] {
+			t.Errorf("discovery lists %s, which no published key has (key set: %s)", a, jwks)
+		}
 	}
 }

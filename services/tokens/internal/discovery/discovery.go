@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -180,18 +179,23 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// SigningAlgorithms returns the default algorithm first, then every other
-// algorithm a key may have (one published before a restart with another
-// default, or made by an on-demand rotation): relying parties such as
-// go-oidc read the list once at start and would otherwise refuse ID tokens
-// signed after a switch. The published key set does not change the list.
-func SigningAlgorithms(defaultAlg string, _ keys.PublicKeySet) []string {
+// SigningAlgorithms lists what a relying party can get: the algorithms of
+// the published keys, the default first (and the default alone while no
+// key is published). A key of a new algorithm is published before it
+// signs, so the list has it first; relying parties that read discovery
+// once at start (go-oidc) must read it again after an algorithm change
+// (README, "Signing keys"); a rotation within one algorithm needs nothing.
+func SigningAlgorithms(defaultAlg string, set keys.PublicKeySet) []string {
+	published := map[string]bool{}
+	for _, k := range set.Keys {
+		published[k.Algorithm] = true
+	}
 	algs := []string{}
-	if defaultAlg != "" {
+	if defaultAlg != "" && (published[defaultAlg] || len(set.Keys) == 0) {
 		algs = append(algs, defaultAlg)
 	}
 	for _, a := range keys.Algorithms {
-		if !slices.Contains(algs, a) {
+		if a != defaultAlg && published[a] {
 			algs = append(algs, a)
 		}
 	}
