@@ -52,7 +52,9 @@ func TestReplicasFirstStartTogether(t *testing.T) {
 				up := make(chan string, 1)
 				done := make(chan int, 1)
 				e := env(role, dir)
-				go func() { done <- process.Run(ctx, role, func(k string) string { return e[k] }, log, builds[role], func(a string) { up <- a }) }()
+				go func() {
+					done <- process.Run(ctx, role, func(k string) string { return e[k] }, log, builds[role], func(a string) { up <- a })
+				}()
 				select {
 				case <-up:
 					results <- started{role, -1, log}

@@ -751,7 +751,9 @@ func TestSecurityExistenceOracles(t *testing.T) {
 			method = "POST"
 		}
 		same("user "+sub,
-			func() (int, map[string]any) { return e.call(method, "/management/v1/users/"+victim+sub, rival, "", map[string]any{}) },
+			func() (int, map[string]any) {
+				return e.call(method, "/management/v1/users/"+victim+sub, rival, "", map[string]any{})
+			},
 			func() (int, map[string]any) {
 				return e.call(method, "/management/v1/users/"+unknownUser+sub, rival, "", map[string]any{})
 			},
