@@ -114,7 +114,10 @@ type Config struct {
 	// what one service cached of another keeps serving through that
 	// service's outage: tokens' clients and machine keys, directory's
 	// checked management tokens.
-	CacheMaxStale  time.Duration
+	CacheMaxStale time.Duration
+	// PruneInterval (GATEHOUSE_PRUNE_INTERVAL, default 10m) paces the
+	// deletion of expired rows (README, "Data retention").
+	PruneInterval  time.Duration
 	IdPDenyPrivate bool // GATEHOUSE_IDP_DENY_PRIVATE
 }
 
@@ -158,6 +161,9 @@ type Tokens struct {
 type Sessions struct {
 	IdleLifetime     time.Duration // GATEHOUSE_SESSION_IDLE_LIFETIME, default 2h
 	AbsoluteLifetime time.Duration // GATEHOUSE_SESSION_ABSOLUTE_LIFETIME, default 10h
+	// Retention (GATEHOUSE_SESSION_RETENTION, default 24h): how long an
+	// ended or expired session, and a browser without one, is kept.
+	Retention time.Duration
 }
 
 // Getenv looks up one variable; os.Getenv satisfies it.
@@ -228,6 +234,7 @@ func Load(role Role, getenv Getenv) (*Config, error) {
 		c.DrainDelay = p.durationOrZero("GATEHOUSE_DRAIN_DELAY")
 	}
 	c.CacheMaxStale = p.duration("GATEHOUSE_CACHE_MAX_STALE", 15*time.Minute)
+	c.PruneInterval = p.duration("GATEHOUSE_PRUNE_INTERVAL", 10*time.Minute)
 	c.IdPAllowLoopback = p.bool("GATEHOUSE_IDP_ALLOW_LOOPBACK")
 	c.IdPDenyPrivate = p.bool("GATEHOUSE_IDP_DENY_PRIVATE")
 	c.Tokens = Tokens{
@@ -260,6 +267,7 @@ func Load(role Role, getenv Getenv) (*Config, error) {
 	c.Sessions = Sessions{
 		IdleLifetime:     p.duration("GATEHOUSE_SESSION_IDLE_LIFETIME", 2*time.Hour),
 		AbsoluteLifetime: p.duration("GATEHOUSE_SESSION_ABSOLUTE_LIFETIME", 10*time.Hour),
+		Retention:        p.duration("GATEHOUSE_SESSION_RETENTION", 24*time.Hour),
 	}
 	if c.Sessions.IdleLifetime > c.Sessions.AbsoluteLifetime {
 		p.fail("GATEHOUSE_SESSION_IDLE_LIFETIME", "must not exceed GATEHOUSE_SESSION_ABSOLUTE_LIFETIME")

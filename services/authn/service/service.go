@@ -68,7 +68,7 @@ type Service struct {
 // New opens the service's storage (migrating it) and builds its handlers.
 func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error) {
 	cfg := env.Config
-	lifetimes := session.Lifetimes{Idle: cfg.Sessions.IdleLifetime, Absolute: cfg.Sessions.AbsoluteLifetime}
+	lifetimes := session.Lifetimes{Idle: cfg.Sessions.IdleLifetime, Absolute: cfg.Sessions.AbsoluteLifetime, Retention: cfg.Sessions.Retention}
 	if deps.Directory == nil || deps.Tokens == nil {
 		opts, err := rpc.InternalClientOptions(cfg.InternalToken)
 		if err != nil {
@@ -116,7 +116,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 	s.stop, s.done = stop, make(chan struct{})
 	go func() {
 		defer close(s.done)
-		(&db.Pruner{DB: store, Service: "authn", Steps: session.PruneSteps(lifetimes), Logger: env.Logger}).Run(bg)
+		(&db.Pruner{DB: store, Service: "authn", Steps: session.PruneSteps(lifetimes), Interval: env.Config.PruneInterval, Logger: env.Logger}).Run(bg)
 	}()
 	return s, nil
 }

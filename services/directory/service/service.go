@@ -111,7 +111,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (*Service, error) {
 	}
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s.stop, s.done = stop, make(chan struct{})
-	pruner := &db.Pruner{DB: store, Service: "directory", Steps: lockout.PruneSteps(), Logger: env.Logger}
+	pruner := &db.Pruner{DB: store, Service: "directory", Steps: lockout.PruneSteps(), Interval: cfg.PruneInterval, Logger: env.Logger}
 	go func() {
 		defer close(s.done)
 		var wg sync.WaitGroup

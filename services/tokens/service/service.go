@@ -129,7 +129,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 		attribute.String("library", lib), attribute.String("version", version)); err != nil {
 		return nil, err
 	}
-	s.revoked, err = revocation.New(st, revocation.Options{RedisURL: cfg.RedisURL, Logger: env.Logger, Now: time.Now})
+	s.revoked, err = revocation.New(st, revocation.Options{RedisURL: cfg.RedisURL, Logger: env.Logger, Now: time.Now, PruneInterval: cfg.PruneInterval})
 	if err != nil {
 		return nil, fmt.Errorf("revocation list: %w", err)
 	}
@@ -198,7 +198,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s.stop, s.done = stop, make(chan struct{})
 	s.keys.Start(bg)
-	pruner := &db.Pruner{DB: s.db, Service: "tokens", Steps: store.PruneSteps(life.CodeGrace()), Logger: env.Logger}
+	pruner := &db.Pruner{DB: s.db, Service: "tokens", Steps: store.PruneSteps(life.CodeGrace()), Interval: cfg.PruneInterval, Logger: env.Logger}
 	go func() {
 		defer close(s.done)
 		var wg sync.WaitGroup

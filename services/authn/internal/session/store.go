@@ -71,6 +71,9 @@ func (r sessionRow) session() (Session, error) {
 type Lifetimes struct {
 	Idle     time.Duration
 	Absolute time.Duration
+	// Retention: how long an ended or expired session, and a browser with
+	// no session and nothing pending, is kept (default 24h).
+	Retention time.Duration
 }
 
 // DefaultLifetimes are the defaults of GATEHOUSE_SESSION_IDLE_LIFETIME and
@@ -83,6 +86,9 @@ func (l Lifetimes) orDefault() Lifetimes {
 	}
 	if l.Absolute <= 0 {
 		l.Absolute = DefaultLifetimes.Absolute
+	}
+	if l.Retention <= 0 {
+		l.Retention = EndedSessionRetention
 	}
 	return l
 }
@@ -389,11 +395,11 @@ func PruneSteps(l Lifetimes) []db.PruneStep {
 			Query: `DELETE FROM auth_requests WHERE id IN (SELECT id FROM auth_requests WHERE expires_at <= ? LIMIT ` + db.Batch + `)`},
 		{Table: "idp_flows", Args: at,
 			Query: `DELETE FROM idp_flows WHERE state_hash IN (SELECT state_hash FROM idp_flows WHERE expires_at <= ? LIMIT ` + db.Batch + `)`},
-		{Table: "sessions", Args: func(now time.Time) []any { return []any{now.Add(-EndedSessionRetention)} },
+		{Table: "sessions", Args: func(now time.Time) []any { return []any{now.Add(-l.Retention)} },
 			Query: `DELETE FROM sessions WHERE id IN (SELECT id FROM sessions WHERE ended_at IS NOT NULL AND ended_at <= ? LIMIT ` + db.Batch + `)`},
-		{Table: "sessions", Args: func(now time.Time) []any { return []any{now.Add(-EndedSessionRetention - l.Absolute)} },
+		{Table: "sessions", Args: func(now time.Time) []any { return []any{now.Add(-l.Retention - l.Absolute)} },
 			Query: `DELETE FROM sessions WHERE id IN (SELECT id FROM sessions WHERE ended_at IS NULL AND auth_time <= ? LIMIT ` + db.Batch + `)`},
-		{Table: "user_agents", Args: func(now time.Time) []any { return []any{now.Add(-IdleUserAgentAge)} },
+		{Table: "user_agents", Args: func(now time.Time) []any { return []any{now.Add(-l.Retention)} },
 			Query: `DELETE FROM user_agents WHERE id IN (SELECT ua.id FROM user_agents ua WHERE ua.created_at <= ?
 			AND NOT EXISTS (SELECT 1 FROM sessions se WHERE se.user_agent_id = ua.id)
 			AND NOT EXISTS (SELECT 1 FROM auth_requests ar WHERE ar.user_agent_id = ua.id)
