@@ -49,6 +49,10 @@ test: node_modules ## run every test (PostgreSQL- and Redis-backed ones included
 	@failed=""; for m in $(MODULES); do echo "== $$m"; (cd $$m && go test $(GO_TEST_FLAGS) ./...) || failed="$$failed $$m"; done; \
 	if [ -n "$$failed" ]; then echo "FAILED modules:$$failed"; exit 1; fi
 
+.PHONY: fault
+fault: ## run the fault suite alone (e2e TestFault*: kill -9, SIGSTOP, SIGTERM, Redis and PostgreSQL faults under load; make test runs it under CI=true)
+	cd e2e && GATEHOUSE_FAULT=1 go test -count=1 -timeout 15m -run '^TestFault' -v .
+
 .PHONY: bench
 bench: build ## req/s, p50/p99 and server CPU per request, embedded and distributed (bench/)
 	go run ./bench/cmd/gatehouse-bench -bin ./bin $(BENCH_FLAGS)

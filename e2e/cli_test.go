@@ -27,8 +27,10 @@ var (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if cliDir != "" {
-		os.RemoveAll(cliDir)
+	for _, dir := range []string{cliDir, serviceBins.dir} {
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
 	}
 	os.Exit(code)
 }

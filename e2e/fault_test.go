@@ -66,6 +66,12 @@ func (p *tcpProxy) serve(c net.Conn) {
 		return
 	}
 	p.mu.Lock()
+	if p.ln == nil { // cut while dialing
+		p.mu.Unlock()
+		c.Close()
+		u.Close()
+		return
+	}
 	p.conns[c], p.conns[u] = true, true
 	p.mu.Unlock()
 	go func() { _, _ = io.Copy(u, c); u.Close() }()

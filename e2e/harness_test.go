@@ -200,23 +200,7 @@ func startDistributed(t *testing.T, redisURL string) *distributed {
 	edgeAddr, tokensAddr := freeAddr(t), freeAddr(t)
 	d := &distributed{issuer: "http://" + edgeAddr, directoryData: t.TempDir()}
 	env := func(dataDir string, kv ...string) map[string]string {
-		m := map[string]string{
-			"GATEHOUSE_DATABASE_URL":   dbURL,
-			"GATEHOUSE_REDIS_URL":      redisURL,
-			"GATEHOUSE_ISSUER":         d.issuer,
-			"GATEHOUSE_MASTER_KEY":     base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)),
-			"GATEHOUSE_INTERNAL_TOKEN": strings.Repeat("i", 40),
-			"GATEHOUSE_DATA_DIR":       dataDir,
-			"GATEHOUSE_RATE_LIMIT":     "1000",
-			"GATEHOUSE_RATE_BURST":     "1000",
-			"GATEHOUSE_ADMIN_PASSWORD": "Admin-Passw0rd-for-e2e",
-			// Identity providers of the federation tests run on loopback.
-			"GATEHOUSE_IDP_ALLOW_LOOPBACK": "true",
-		}
-		for i := 0; i < len(kv); i += 2 {
-			m[kv[i]] = kv[i+1]
-		}
-		return m
+		return distributedEnv(dbURL, redisURL, d.issuer, dataDir, kv...)
 	}
 	d.env = env
 	d.directory = startProc(t, config.RoleDirectory, env(d.directoryData, "GATEHOUSE_TOKENS_URL", "http://"+tokensAddr))
@@ -230,6 +214,29 @@ func startDistributed(t *testing.T, redisURL string) *distributed {
 		}
 	}
 	return d
+}
+
+// distributedEnv is the environment of one process of a distributed
+// deployment on dbURL and redisURL behind issuer, keeping its files in
+// dataDir, with the variables of kv (name, value, name, value, ...) added.
+func distributedEnv(dbURL, redisURL, issuer, dataDir string, kv ...string) map[string]string {
+	m := map[string]string{
+		"GATEHOUSE_DATABASE_URL":   dbURL,
+		"GATEHOUSE_REDIS_URL":      redisURL,
+		"GATEHOUSE_ISSUER":         issuer,
+		"GATEHOUSE_MASTER_KEY":     base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)),
+		"GATEHOUSE_INTERNAL_TOKEN": strings.Repeat("i", 40),
+		"GATEHOUSE_DATA_DIR":       dataDir,
+		"GATEHOUSE_RATE_LIMIT":     "1000",
+		"GATEHOUSE_RATE_BURST":     "1000",
+		"GATEHOUSE_ADMIN_PASSWORD": "Admin-Passw0rd-for-e2e",
+		// Identity providers of the federation tests run on loopback.
+		"GATEHOUSE_IDP_ALLOW_LOOPBACK": "true",
+	}
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return m
 }
 
 // operatorToken reads the bootstrap key file from dataDir (the directory

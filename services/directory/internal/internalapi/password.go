@@ -166,7 +166,7 @@ func asInvalid(err error) error {
 	if errors.As(err, &ce) {
 		return ce
 	}
-	return connect.NewError(connect.CodeInternal, err)
+	return internalErr(err, "hash password")
 }
 
 func asInternal(err error, what string) error {

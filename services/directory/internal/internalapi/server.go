@@ -69,8 +69,15 @@ func New(es *eventstore.Store, logger *slog.Logger, now func() time.Time, idpSec
 
 var _ directoryv1connect.DirectoryServiceHandler = (*Server)(nil)
 
+// internalErr reports that what failed: Unavailable when the database
+// could not answer (db.IsUnavailable), so that the caller answers its own
+// client with a retry hint or serves from its cache, else Internal.
 func internalErr(err error, what string) error {
-	return connect.NewError(connect.CodeInternal, fmt.Errorf("%s: %w", what, err))
+	code := connect.CodeInternal
+	if db.IsUnavailable(err) {
+		code = connect.CodeUnavailable
+	}
+	return connect.NewError(code, fmt.Errorf("%s: %w", what, err))
 }
 
 func notFound(what string) error {
