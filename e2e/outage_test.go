@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"net/url"
 	"strings"
 	"testing"
@@ -28,6 +30,30 @@ func TestDirectoryOutageTokensKeepServing(t *testing.T) {
 	}
 	_, keeper := secret("keeper")
 	doomedID, doomed := secret("doomed")
+	// An API app that introspects the keeper's tokens.
+	_, proj := restJSON(t, "POST", d.edge.base+"/management/v1/projects", admin, map[string]any{"name": "Outage"})
+	_, api := restJSON(t, "POST", d.edge.base+"/management/v1/projects/"+str(proj["id"])+"/apps/api", admin,
+		map[string]any{"name": "rs", "authMethodType": "API_AUTH_METHOD_TYPE_BASIC"})
+	introspect := func(token string) (int, map[string]any) {
+		res, body := do(t, "POST", d.edge.base+"/oauth/v2/introspect", strings.NewReader(url.Values{"token": {token}}.Encode()),
+			map[string]string{"Content-Type": "application/x-www-form-urlencoded",
+				"Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(str(api["clientId"]))+":"+url.QueryEscape(str(api["clientSecret"]))))})
+		var m map[string]any
+		_ = json.Unmarshal([]byte(body), &m)
+		return res.StatusCode, m
+	}
+	keeperScope := func(v url.Values) url.Values {
+		out := url.Values{}
+		for k, vs := range v {
+			out[k] = vs
+		}
+		out.Set("scope", "openid profile urn:gatehouse:iam:org:project:id:"+str(proj["id"])+":aud")
+		return out
+	}
+	_, before := postForm(t, d.edge.base+"/oauth/v2/token", keeperScope(keeper))
+	if status, body := introspect(str(before["access_token"])); status != 200 || body["active"] != true {
+		t.Fatalf("introspection before the outage: %d %v", status, body)
+	}
 	jwtProfile := func() url.Values {
 		return url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:jwt-bearer"}, "assertion": {jwtProfileAssertion(t, kf, d.issuer)}}
 	}
@@ -51,6 +77,13 @@ func TestDirectoryOutageTokensKeepServing(t *testing.T) {
 		}
 		if status, body := postForm(t, d.edge.base+"/oauth/v2/token", jwtProfile()); status != 200 {
 			t.Fatalf("JWT profile #%d during the directory outage: %d %v", i, status, body)
+		}
+	}
+	// A resource server keeps introspecting the keeper's tokens, old and new.
+	_, during := postForm(t, d.edge.base+"/oauth/v2/token", keeperScope(keeper))
+	for _, tk := range []string{str(before["access_token"]), str(during["access_token"])} {
+		if status, body := introspect(tk); status != 200 || body["active"] != true || body["username"] == nil {
+			t.Fatalf("introspection during the directory outage: %d %v; want active with the user's claims", status, body)
 		}
 	}
 	res, body := do(t, "POST", d.edge.base+"/oauth/v2/token", strings.NewReader(doomed.Encode()),

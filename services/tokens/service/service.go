@@ -56,7 +56,12 @@ type Directory interface {
 // cache.
 type cachedDirectory struct {
 	Directory
-	keys *clients.KeyCache
+	keys   *clients.KeyCache
+	claims *clients.ClaimsCache
+}
+
+func (d cachedDirectory) GetClaims(ctx context.Context, req *connect.Request[directoryv1.GetClaimsRequest]) (*connect.Response[directoryv1.GetClaimsResponse], error) {
+	return d.claims.GetClaims(ctx, req)
 }
 
 func (d cachedDirectory) GetMachineKey(ctx context.Context, req *connect.Request[directoryv1.GetMachineKeyRequest]) (*connect.Response[directoryv1.GetMachineKeyResponse], error) {
@@ -150,7 +155,8 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 	if err := s.watcher.Metrics(); err != nil {
 		return nil, err
 	}
-	dir := cachedDirectory{Directory: deps.Directory, keys: clients.NewKeyCache(deps.Directory, s.watcher)}
+	dir := cachedDirectory{Directory: deps.Directory, keys: clients.NewKeyCache(deps.Directory, s.watcher),
+		claims: clients.NewClaimsCache(deps.Directory, s.watcher)}
 	auth := &clients.Authenticator{
 		Cache:      clients.NewCache(deps.Directory, s.watcher),
 		Hasher:     hasher,
@@ -165,8 +171,8 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 	s.public.Handle(jwks.Path, keySet)
 	s.public.Handle(discovery.Path, discovery.NewHandler(issuer, s.keys.DefaultAlgorithm(), s.keys, env.Logger))
 	s.public.Handle("/oauth/v2/token", grants.New(grants.Deps{Auth: auth, Minter: minter, Dir: dir, Assertions: verifier, Lifecycle: life, Cuts: s.revoked}, env.Logger))
-	s.public.Handle(introspection.Path, introspection.NewEndpoint(validator, auth, deps.Directory, env.Logger))
-	s.public.Handle(userinfo.Path, userinfo.New(validator, deps.Directory, env.Logger))
+	s.public.Handle(introspection.Path, introspection.NewEndpoint(validator, auth, dir, env.Logger))
+	s.public.Handle(userinfo.Path, userinfo.New(validator, dir, env.Logger))
 	rv, err := revoke.New(auth, validator, s.revoked, life, env.Logger)
 	if err != nil {
 		return nil, err

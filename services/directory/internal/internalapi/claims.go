@@ -124,7 +124,7 @@ func (s *Server) GetClaims(ctx context.Context, req *connect.Request[directoryv1
 	if err != nil {
 		return nil, internalErr(err, "encode claims")
 	}
-	return connect.NewResponse(&directoryv1.GetClaimsResponse{Claims: st, PreferredLoginName: u.LoginName()}), nil
+	return connect.NewResponse(&directoryv1.GetClaimsResponse{Claims: st, PreferredLoginName: u.LoginName(), OrgId: u.OrgID}), nil
 }
 
 // RegisterUser creates a human user by self-registration. The policy and

@@ -10,6 +10,8 @@ package clients
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 
 	"connectrpc.com/connect"
 
@@ -123,4 +125,41 @@ func clientDeps(c *directoryv1.Client) []dircache.Dep {
 
 func machineDeps(userID, orgID string) []dircache.Dep {
 	return []dircache.Dep{dircache.Object(userID), dircache.Object(orgID), dircache.AnyOf(orgID, "project")}
+}
+
+// ClaimsDirectory is the directory's claims lookup.
+type ClaimsDirectory interface {
+	GetClaims(context.Context, *connect.Request[directoryv1.GetClaimsRequest]) (*connect.Response[directoryv1.GetClaimsResponse], error)
+}
+
+// ClaimsCache reads users' claims from the directory every time, and
+// answers from the last read only while the directory is unavailable, so
+// introspection and userinfo keep working through its outage. A change of
+// the user or its organization drops the entry.
+type ClaimsCache struct {
+	dir ClaimsDirectory
+	c   *dircache.Cache[*directoryv1.GetClaimsResponse]
+}
+
+// NewClaimsCache returns a cache over dir that w invalidates.
+func NewClaimsCache(dir ClaimsDirectory, w *dircache.Watcher) *ClaimsCache {
+	return &ClaimsCache{dir: dir, c: dircache.NewCache[*directoryv1.GetClaimsResponse](w)}
+}
+
+// GetClaims implements ClaimsDirectory.
+func (c *ClaimsCache) GetClaims(ctx context.Context, req *connect.Request[directoryv1.GetClaimsRequest]) (*connect.Response[directoryv1.GetClaimsResponse], error) {
+	scopes := slices.Clone(req.Msg.GetScopes())
+	slices.Sort(scopes)
+	key := req.Msg.GetUserId() + "\x00" + strings.Join(scopes, " ")
+	res, err := c.c.Fresh(ctx, key, func(ctx context.Context) (*directoryv1.GetClaimsResponse, []dircache.Dep, error) {
+		res, err := c.dir.GetClaims(ctx, req)
+		if err != nil {
+			return nil, nil, err
+		}
+		return res.Msg, []dircache.Dep{dircache.Object(req.Msg.GetUserId()), dircache.Object(res.Msg.GetOrgId())}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(res), nil
 }

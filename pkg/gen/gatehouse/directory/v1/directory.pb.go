@@ -1508,8 +1508,10 @@ type GetClaimsResponse struct {
 	Claims *structpb.Struct `protobuf:"bytes,1,opt,name=claims,proto3" json:"claims,omitempty"`
 	// userName@primaryDomain, for introspection's username.
 	PreferredLoginName string `protobuf:"bytes,2,opt,name=preferred_login_name,json=preferredLoginName,proto3" json:"preferred_login_name,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The user's organization (what, besides the user, the claims depend on).
+	OrgId         string `protobuf:"bytes,3,opt,name=org_id,json=orgId,proto3" json:"org_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetClaimsResponse) Reset() {
@@ -1552,6 +1554,13 @@ func (x *GetClaimsResponse) GetClaims() *structpb.Struct {
 func (x *GetClaimsResponse) GetPreferredLoginName() string {
 	if x != nil {
 		return x.PreferredLoginName
+	}
+	return ""
+}
+
+func (x *GetClaimsResponse) GetOrgId() string {
+	if x != nil {
+		return x.OrgId
 	}
 	return ""
 }
@@ -3198,10 +3207,11 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x04user\x18\x01 \x01(\v2\x1c.gatehouse.directory.v1.UserR\x04user\"C\n" +
 	"\x10GetClaimsRequest\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x16\n" +
-	"\x06scopes\x18\x02 \x03(\tR\x06scopes\"v\n" +
+	"\x06scopes\x18\x02 \x03(\tR\x06scopes\"\x8d\x01\n" +
 	"\x11GetClaimsResponse\x12/\n" +
 	"\x06claims\x18\x01 \x01(\v2\x17.google.protobuf.StructR\x06claims\x120\n" +
-	"\x14preferred_login_name\x18\x02 \x01(\tR\x12preferredLoginName\"\xe6\x01\n" +
+	"\x14preferred_login_name\x18\x02 \x01(\tR\x12preferredLoginName\x12\x15\n" +
+	"\x06org_id\x18\x03 \x01(\tR\x05orgId\"\xe6\x01\n" +
 	"\x13RegisterUserRequest\x12\x15\n" +
 	"\x06org_id\x18\x01 \x01(\tR\x05orgId\x12\x1b\n" +
 	"\tuser_name\x18\x02 \x01(\tR\buserName\x12\x1d\n" +
