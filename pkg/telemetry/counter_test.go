@@ -56,3 +56,23 @@ func BenchmarkCounterInc(b *testing.B) {
 		c.Inc(ctx, "client", "client")
 	}
 }
+
+// A package-level counter made before a process installs its meter
+// provider (or before a test starts another process) counts into the
+// current provider.
+func TestCounterFollowsTheMeterProvider(t *testing.T) {
+	early := MustCounter("gatehouse.test.early", "Made before Setup.")
+	for i := range 2 {
+		tel, err := Setup(context.Background(), "test", Options{Getenv: func(string) string { return "" }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		early.Inc(context.Background())
+		w := serve(t, tel.MetricsHandler(), http.MethodGet, "/metrics", nil)
+		body, _ := io.ReadAll(w.Body)
+		if !strings.Contains(string(body), "gatehouse_test_early_total{") {
+			t.Fatalf("provider %d: the counter is not on /metrics:\n%s", i, body)
+		}
+		_ = tel.Shutdown(context.Background())
+	}
+}
