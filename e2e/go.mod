@@ -10,7 +10,7 @@ require (
 	github.com/gatehouse-id/gatehouse/services/directory v0.0.0
 	github.com/gatehouse-id/gatehouse/services/edge v0.0.0
 	github.com/gatehouse-id/gatehouse/services/tokens v0.0.0
-	github.com/lestrrat-go/jwx/v3 v3.3.0
+	github.com/lestrrat-go/jwx/v3 v3.4.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/zitadel/oidc/v3 v3.51.17
 	golang.org/x/oauth2 v0.37.0
@@ -34,14 +34,14 @@ require (
 	github.com/gin-contrib/sse v1.1.0 // indirect
 	github.com/gin-gonic/gin v1.12.0 // indirect
 	github.com/go-chi/chi/v5 v5.5.0 // indirect
-	github.com/go-jose/go-jose/v4 v4.1.6 // indirect
+	github.com/go-jose/go-jose/v4 v4.1.9 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/go-playground/locales v0.14.1 // indirect
 	github.com/go-playground/universal-translator v0.18.1 // indirect
 	github.com/go-playground/validator/v10 v10.30.1 // indirect
 	github.com/go-redis/redis_rate/v10 v10.0.1 // indirect
-	github.com/goccy/go-json v0.10.6 // indirect
+	github.com/goccy/go-json v0.11.2 // indirect
 	github.com/goccy/go-yaml v1.19.2 // indirect
 	github.com/golang-fips/openssl/v2 v2.0.3 // indirect
 	github.com/google/uuid v1.6.0 // indirect

@@ -121,6 +121,9 @@ type Env struct {
 	t       testing.TB
 	Dialect db.Dialect
 	Base    string // http://127.0.0.1:port
+	// Handler is the service's handler, for tests that call it directly
+	// (httptest) instead of over the loopback port.
+	Handler http.Handler
 	Intro   *Introspector
 	// DB is a second handle on the service's database, for assertions
 	// against the event table and projections.
@@ -247,7 +250,8 @@ func (e *Env) start() {
 	p := new(http.Protocols)
 	p.SetHTTP1(true)
 	p.SetUnencryptedHTTP2(true)
-	srv := &http.Server{Handler: svc.Handler(), Protocols: p}
+	e.Handler = svc.Handler()
+	srv := &http.Server{Handler: e.Handler, Protocols: p}
 	go func() { _ = srv.Serve(ln) }()
 	e.Base = "http://" + ln.Addr().String()
 	e.stop = func() {

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/lestrrat-go/jwx/v3/jwa"
@@ -67,8 +68,14 @@ type Verifier struct {
 	Now       func() time.Time
 }
 
-// KeyID returns the kid of a compact JWS without verifying it.
+// KeyID returns the kid of a compact JWS without verifying it. The JWS
+// JSON serialization, which jws.Parse would also read, is refused: an
+// assertion is a JWT (RFC 7523 §2.1, §2.2), and Verify reads only the
+// compact form.
 func KeyID(raw string) (string, error) {
+	if strings.Count(raw, ".") != 2 {
+		return "", fmt.Errorf("%w: not a compact JWS", ErrInvalid)
+	}
 	msg, err := jws.ParseString(raw)
 	if err != nil || len(msg.Signatures()) != 1 {
 		return "", fmt.Errorf("%w: not a compact JWS", ErrInvalid)

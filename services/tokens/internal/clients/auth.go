@@ -55,6 +55,19 @@ type Credentials struct {
 	AssertionType        string // form client_assertion_type
 }
 
+// DecodeBasic returns the client id and secret of the Basic header:
+// RFC 6749 §2.3.1 form-urlencodes both before Base64, so "+" is a space
+// and a ":" in either arrives as %3A. A malformed escape is
+// invalid_request.
+func (cr Credentials) DecodeBasic() (id, secret string, err error) {
+	id, err1 := url.QueryUnescape(cr.BasicUser)
+	secret, err2 := url.QueryUnescape(cr.BasicPass)
+	if err1 != nil || err2 != nil {
+		return "", "", oauth.New(oauth.InvalidRequest, "malformed Basic credentials")
+	}
+	return id, secret, nil
+}
+
 // Authenticator authenticates clients.
 type Authenticator struct {
 	Cache      *Cache
@@ -103,12 +116,9 @@ func (a *Authenticator) Authenticate(ctx context.Context, cr Credentials, allowe
 	switch {
 	case cr.Basic:
 		method = SecretBasic
-		var err1, err2 error
-		// RFC 6749 §2.3.1: both parts are form-urlencoded before Base64.
-		id, err1 = url.QueryUnescape(cr.BasicUser)
-		secret, err2 = url.QueryUnescape(cr.BasicPass)
-		if err1 != nil || err2 != nil {
-			return nil, oauth.New(oauth.InvalidRequest, "malformed Basic credentials")
+		var err error
+		if id, secret, err = cr.DecodeBasic(); err != nil {
+			return nil, err
 		}
 		if cr.ClientID != "" && cr.ClientID != id {
 			return nil, oauth.New(oauth.InvalidRequest, "client_id differs from the Basic credentials")

@@ -62,8 +62,14 @@ type directory struct {
 	mu    sync.Mutex
 	users map[string]*directoryv1.User
 	keys  map[string]*directoryv1.GetMachineKeyResponse
-	// usersErr, when set, is GetUser's answer.
-	usersErr error
+	// usersErr, when set, is GetUser's answer; keysErr GetMachineKey's.
+	usersErr, keysErr error
+}
+
+func (d *directory) failKeys(err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.keysErr = err
 }
 
 func (d *directory) failUsers(err error) {
@@ -109,6 +115,9 @@ func (d *directory) GetUser(_ context.Context, req *connect.Request[directoryv1.
 func (d *directory) GetMachineKey(_ context.Context, req *connect.Request[directoryv1.GetMachineKeyRequest]) (*connect.Response[directoryv1.GetMachineKeyResponse], error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.keysErr != nil {
+		return nil, d.keysErr
+	}
 	k, ok := d.keys[req.Msg.GetKeyId()]
 	if !ok {
 		return nil, connect.NewError(connect.CodeNotFound, errors.New("key not found"))

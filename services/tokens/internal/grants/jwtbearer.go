@@ -12,6 +12,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/scope"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/assertion"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/revocation"
 )
 
 // jwtBearer is the JWT profile grant (RFC 7523 §2.1): a machine user signs
@@ -53,6 +54,27 @@ func (g *jwtBearer) Handle(ctx context.Context, r *Request) (*mint.Response, err
 	}
 	if user.GetState() != directoryv1.UserState_USER_STATE_ACTIVE || !user.GetMachine() {
 		return nil, oauth.New(oauth.InvalidGrant, "the assertion's user cannot get tokens")
+	}
+	// The key and its user may come from a cache (the directory's change
+	// feed invalidates it; through an outage it is served for a bounded
+	// time): a machine user deactivated since would still get tokens that
+	// its cut-off does not cover, as client_credentials guards against
+	// too. A user with a cut-off on the list is read fresh.
+	if until, err := g.Cuts.RevokedUntil(ctx, revocation.UserKey(user.GetId())); err != nil {
+		return nil, oauth.New(oauth.TemporarilyUnavailable, "revocation check failed").WithCause(err)
+	} else if !until.IsZero() {
+		fresh, err := g.Dir.GetUser(ctx, connect.NewRequest(&directoryv1.GetUserRequest{UserId: user.GetId()}))
+		switch {
+		case connect.CodeOf(err) == connect.CodeNotFound:
+			return nil, oauth.New(oauth.InvalidGrant, "the assertion's user cannot get tokens")
+		case err != nil:
+			return nil, oauth.New(oauth.TemporarilyUnavailable, "the user directory is unavailable").WithCause(err)
+		}
+		u := fresh.Msg.GetUser()
+		if u.GetState() != directoryv1.UserState_USER_STATE_ACTIVE || !u.GetMachine() || u.GetOrgId() != user.GetOrgId() {
+			return nil, oauth.New(oauth.InvalidGrant, "the assertion's user cannot get tokens")
+		}
+		user = u
 	}
 	if err := scope.Check(scope.Requester{Kind: scope.MachineUser, OrgID: user.GetOrgId(), Projects: res.Msg.GetOrgProjectIds()}, scopes); err != nil {
 		return nil, err

@@ -32,7 +32,7 @@ func jwaOf(alg string) jwa.SignatureAlgorithm {
 }
 
 // publishedSet is the key set as a relying party parses it from JSON.
-func publishedSet(t *testing.T, m *keys.Manager) jwk.Set {
+func publishedSet(t testing.TB, m *keys.Manager) jwk.Set {
 	t.Helper()
 	var raw []json.RawMessage
 	for _, k := range m.PublicKeys().Keys {
@@ -218,6 +218,9 @@ func TestVerify(t *testing.T) {
 				"two parts":           parts[0] + "." + parts[1],
 				"four parts":          tok + ".x",
 				"padded signature":    tok + "=",
+				"line break in sig":   parts[0] + "." + parts[1] + "." + parts[2][:10] + "\n" + parts[2][10:],
+				"CRLF at the end":     tok + "\r\n",
+				"space in signature":  parts[0] + "." + parts[1] + "." + parts[2][:10] + " " + parts[2][10:],
 				"alg none":            b64([]byte(`{"alg":"none","kid":"`+s.KeyID+`"}`)) + "." + parts[1] + ".",
 				"alg of another kind": b64([]byte(`{"alg":"`+otherAlg+`","kid":"`+s.KeyID+`"}`)) + "." + parts[1] + "." + parts[2],
 				"HS256 with key":      b64([]byte(`{"alg":"HS256","kid":"`+s.KeyID+`"}`)) + "." + parts[1] + "." + parts[2],

@@ -202,6 +202,7 @@ type Directory struct {
 	clients   map[string]*directoryv1.Client
 	users     map[string]*User
 	claimsErr error // returned by every GetClaims while set
+	clientErr error // returned by every GetClient while set
 	claims    int   // GetClaims calls
 }
 
@@ -243,6 +244,13 @@ func (d *Directory) FailClaims(err error) {
 	d.claimsErr = err
 }
 
+// FailClients makes GetClient fail with err (nil restores it).
+func (d *Directory) FailClients(err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.clientErr = err
+}
+
 // ClaimsCalls counts GetClaims calls.
 func (d *Directory) ClaimsCalls() int {
 	d.mu.Lock()
@@ -254,6 +262,9 @@ func (d *Directory) ClaimsCalls() int {
 func (d *Directory) GetClient(_ context.Context, req *connect.Request[directoryv1.GetClientRequest]) (*connect.Response[directoryv1.GetClientResponse], error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.clientErr != nil {
+		return nil, d.clientErr
+	}
 	c, ok := d.clients[req.Msg.GetClientId()]
 	if !ok {
 		return nil, connect.NewError(connect.CodeNotFound, errors.New("client not found"))
