@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gatehouse-id/gatehouse/pkg/config"
 	"github.com/gatehouse-id/gatehouse/pkg/testutil"
@@ -51,19 +52,25 @@ func TestRequestIDReachesInternalCalls(t *testing.T) {
 	if res.StatusCode != 200 {
 		t.Fatalf("GetMyOrg: %d %s", res.StatusCode, body)
 	}
-	for _, p := range []*proc{d.edge, d.directory} {
-		if !strings.Contains(p.log.String(), `"request_id":"trace-me-4711"`) {
-			t.Errorf("%s logged nothing with the request id", p.role)
+	// Log lines are written in batches: wait for them.
+	logged := func() (edge, dir, tokens bool) {
+		edge = strings.Contains(d.edge.log.String(), `"request_id":"trace-me-4711"`)
+		dir = strings.Contains(d.directory.log.String(), `"request_id":"trace-me-4711"`)
+		for _, line := range d.tokens.log.Lines() {
+			if line["request_id"] == "trace-me-4711" && strings.Contains(fmt.Sprint(line["path"]), "TokenService") {
+				tokens = true
+			}
 		}
+		return
 	}
-	found := false
-	for _, line := range d.tokens.log.Lines() {
-		if line["request_id"] == "trace-me-4711" && strings.Contains(fmt.Sprint(line["path"]), "TokenService") {
-			found = true
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		edge, dir, tokens := logged()
+		if edge && dir && tokens {
+			return
 		}
-	}
-	if !found {
-		t.Errorf("tokens' log has no internal call with the request id:\n%s", d.tokens.log)
+		if time.Now().After(deadline) {
+			t.Fatalf("request id on edge's log: %v, directory's: %v, tokens' internal call: %v; want all", edge, dir, tokens)
+		}
 	}
 }
 
