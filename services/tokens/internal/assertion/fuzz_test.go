@@ -17,6 +17,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jws"
@@ -75,7 +76,9 @@ func FuzzParse(f *testing.F) {
 			if kid == "" || strings.Count(raw, ".") != 2 {
 				t.Fatalf("KeyID(%q) = %q; want a kid only from a compact JWS", raw, kid)
 			}
-			if h := compactHeader(raw); h == nil || h["kid"] != kid {
+			// A kid that is not valid UTF-8 (JSON decoders differ on it)
+			// is a key nobody has: only the lookup's answer matters.
+			if h := compactHeader(raw); utf8.ValidString(kid) && (h == nil || h["kid"] != kid) {
 				t.Fatalf("KeyID(%q) = %q; the header says %v", raw, kid, h)
 			}
 		}
