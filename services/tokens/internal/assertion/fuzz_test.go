@@ -76,9 +76,10 @@ func FuzzParse(f *testing.F) {
 			if kid == "" || strings.Count(raw, ".") != 2 {
 				t.Fatalf("KeyID(%q) = %q; want a kid only from a compact JWS", raw, kid)
 			}
-			// A kid that is not valid UTF-8 (JSON decoders differ on it)
-			// is a key nobody has: only the lookup's answer matters.
-			if h := compactHeader(raw); utf8.ValidString(kid) && (h == nil || h["kid"] != kid) {
+			// Where the decoders differ (invalid UTF-8 in the kid, which
+			// KeyID's JSON decoder replaces), the kid names a key nobody
+			// has: compare only what both read.
+			if h := compactHeader(raw); utf8.ValidString(kid) && !strings.ContainsRune(kid, utf8.RuneError) && (h == nil || h["kid"] != kid) {
 				t.Fatalf("KeyID(%q) = %q; the header says %v", raw, kid, h)
 			}
 		}
