@@ -240,6 +240,8 @@ type Cache[V any] struct {
 	w  *Watcher
 	mu sync.Mutex
 	m  map[string]item[V]
+
+	refetching sync.WaitGroup // background reads after a change (tests wait on it)
 }
 
 type item[V any] struct {
@@ -372,7 +374,9 @@ func (c *Cache[V]) invalidate(changed map[string]bool, all bool) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	c.refetching.Add(1)
 	go func() {
+		defer c.refetching.Done()
 		for _, r := range refetch {
 			if ctx.Err() != nil {
 				return

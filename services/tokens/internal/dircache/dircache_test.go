@@ -107,7 +107,19 @@ func poll(t *testing.T, w *Watcher) {
 	if err := w.Poll(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	// The background reads a change starts would otherwise race the
+	// source's next value.
+	w.mu.Lock()
+	caches := w.caches
+	w.mu.Unlock()
+	for _, c := range caches {
+		if c, ok := c.(interface{ waitRefetches() }); ok {
+			c.waitRefetches()
+		}
+	}
 }
+
+func (c *Cache[V]) waitRefetches() { c.refetching.Wait() }
 
 // In sync, entries serve from memory however old; a change of their
 // organization (and only of theirs) drops them.
