@@ -69,6 +69,10 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 30s; CI: 3s)
 vulncheck: ## govulncheck every module against an offline database built from golang.org/x/vulndb
 	./scripts/vulncheck.sh
 
+.PHONY: staticcheck
+staticcheck: ## staticcheck (honnef.co/go/tools, pinned) over every module
+	./scripts/staticcheck.sh
+
 .PHONY: lint
 lint: ## gofmt and go vet every module
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -50,7 +50,6 @@ type afEnv struct {
 	verifier   *oidc.IDTokenVerifier
 	implicitID string
 	webAppID   string
-	codeOnlyID string
 	apiID      string
 	apiSecret  string
 	users      map[string]string // user name -> id

@@ -133,6 +133,7 @@ func (e *Engine) step(ctx context.Context, s *Step) (*Secret, error) {
 		}
 		e.users[key(d.Org, r.GetUserName())] = res.GetUserId()
 	case *managementv1.AddOrgOIDCIDPRequest:
+		//lint:ignore SA1019 the only RPC that adds an OIDC provider (deprecated in ZITADEL, kept by the interface).
 		_, err = call(ctx, org, e.API.AddOrgOIDCIDP, r)
 		return nil, err
 	case *managementv1.SetUserMetadataRequest:
@@ -190,6 +191,7 @@ func (e *Engine) update(ctx context.Context, s *Step, org string, userID func() 
 			return err
 		}
 		r.IdpId = str(s.cur["id"])
+		//lint:ignore SA1019 the only RPC that updates an OIDC provider (deprecated in ZITADEL, kept by the interface).
 		_, err := call(ctx, org, e.API.UpdateOrgIDPOIDCConfig, r)
 		return err
 	case KindUserMetadata:

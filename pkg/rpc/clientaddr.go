@@ -42,9 +42,7 @@ func GuardClientAddr(internalToken string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got := r.Header.Get(EdgeProofHeader)
 		fromEdge := len(proof) > 0 && got != "" && subtle.ConstantTimeCompare([]byte(got), proof) == 1
-		if _, ok := r.Header[EdgeProofHeader]; ok {
-			delete(r.Header, EdgeProofHeader)
-		}
+		delete(r.Header, EdgeProofHeader)
 		addr := r.Header.Get(ClientAddrHeader)
 		if !fromEdge || addr == "" {
 			addr = peerAddr(r.RemoteAddr)

@@ -68,7 +68,7 @@ func TestHTTPMiddlewareRecordsSpansWhenExporting(t *testing.T) {
 	}
 	attrs := map[string]string{}
 	for _, a := range s.Attributes {
-		attrs[string(a.Key)] = a.Value.Emit()
+		attrs[string(a.Key)] = a.Value.String()
 	}
 	if attrs["http.response.status_code"] != "503" || attrs["url.path"] != "/oauth/v2/token" || s.Status.Code.String() != "Error" {
 		t.Errorf("attributes %v status %v; want 503, the path, Error", attrs, s.Status)

@@ -40,16 +40,16 @@ func (b Backends) Check(ctx context.Context) error {
 		conn.Close(ctx)
 	}
 	if err := loopbackURL(b.RedisURL); err != nil {
-		errs = append(errs, fmt.Errorf("Redis: %w", err))
+		errs = append(errs, fmt.Errorf("redis: %w", err))
 	} else if rdb, err := connectRedis(b.RedisURL); err != nil {
-		errs = append(errs, fmt.Errorf("Redis: %w", err))
+		errs = append(errs, fmt.Errorf("redis: %w", err))
 	} else {
 		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		err := rdb.Ping(cctx).Err()
 		cancel()
 		rdb.Close()
 		if err != nil {
-			errs = append(errs, fmt.Errorf("Redis at %s unreachable: %w", hostOf(b.RedisURL), err))
+			errs = append(errs, fmt.Errorf("redis at %s unreachable: %w", hostOf(b.RedisURL), err))
 		}
 	}
 	return errors.Join(errs...)
@@ -204,7 +204,7 @@ func redisSnapshot(ctx context.Context, raw, pattern string) (func(context.Conte
 		for k := range after {
 			if !before[k] {
 				if err := rdb.Del(ctx, k).Err(); err != nil {
-					return fmt.Errorf("Redis: delete %s: %w", k, err)
+					return fmt.Errorf("redis: delete %s: %w", k, err)
 				}
 			}
 		}
@@ -224,7 +224,7 @@ func redisKeys(ctx context.Context, raw, pattern string) (map[string]bool, error
 		keys[iter.Val()] = true
 	}
 	if err := iter.Err(); err != nil {
-		return nil, fmt.Errorf("Redis: scan: %w", err)
+		return nil, fmt.Errorf("redis: scan: %w", err)
 	}
 	return keys, nil
 }

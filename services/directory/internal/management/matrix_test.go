@@ -1,5 +1,7 @@
 package management_test
 
+//lint:file-ignore SA1019 the deprecated OIDC provider RPCs are part of the interface (ZITADEL compatibility); this file calls them on purpose.
+
 import (
 	"context"
 	"encoding/json"

@@ -29,6 +29,7 @@ func (c *Commands) Set(ctx context.Context, editor string, u *users.User, entrie
 	}
 	pending := make([]eventstore.Pending, len(entries))
 	for i, e := range entries {
+		//lint:ignore S1016 the payload is a stored event format: it must not follow Entry's fields.
 		pending[i] = eventstore.Pending{Type: users.EventMetadataSet, Payload: setPayload{Key: e.Key, Value: e.Value}}
 	}
 	evs, err := c.ES.Push(ctx, editor, eventstore.Command{Aggregate: u.Aggregate(), Version: u.Version, Events: pending})

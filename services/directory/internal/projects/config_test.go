@@ -137,7 +137,7 @@ func TestClientID(t *testing.T) {
 			t.Errorf("clientID(%q) = %q; want suffix @%s", name, id, slug)
 		}
 	}
-	if clientID("x") == clientID("x") {
+	if a, b := clientID("x"), clientID("x"); a == b {
 		t.Fatal("client ids repeat")
 	}
 }

@@ -43,16 +43,12 @@ func (rt *router) identify(c *gin.Context, st *request) {
 	}
 	if !trusted {
 		for _, h := range forwardingHeaders {
-			if _, ok := r.Header[h]; ok {
-				delete(r.Header, h)
-			}
+			delete(r.Header, h)
 		}
 	}
 	r.Header["X-Real-Ip"] = []string{client}
 	// Only edge's proxy proves an address to a service.
-	if _, ok := r.Header[rpc.EdgeProofHeader]; ok {
-		delete(r.Header, rpc.EdgeProofHeader)
-	}
+	delete(r.Header, rpc.EdgeProofHeader)
 
 	st.info = reqinfo.Info{RequestID: id, ClientAddr: client, PeerTrusted: trusted}
 	c.Request = r.WithContext(logging.WithRequestID(reqinfo.NewContext(r.Context(), &st.info), id))

@@ -510,8 +510,7 @@ func TestRateLimitRedis(t *testing.T) {
 
 func TestRateLimitRedisDownFailsOpen(t *testing.T) {
 	rdb := testRedisClient(t, edgetest.ClosedAddr(t))
-	var f *fixture
-	f = newFixture(t, "in-process", func(o *Options) {
+	f := newFixture(t, "in-process", func(o *Options) {
 		l, err := ratelimit.NewRedis(rdb, "edge:", 1, 1, o.Logger)
 		if err != nil {
 			t.Fatalf("NewRedis: %v", err)
