@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -196,11 +197,18 @@ type distributed struct {
 // first.
 func startDistributed(t *testing.T, redisURL string) *distributed {
 	t.Helper()
+	return startDistributedWith(t, redisURL)
+}
+
+// startDistributedWith is startDistributed with the variables of kv (name,
+// value, ...) set in every process.
+func startDistributedWith(t *testing.T, redisURL string, kv ...string) *distributed {
+	t.Helper()
 	dbURL := testutil.PostgresDatabase(t)
 	edgeAddr, tokensAddr := freeAddr(t), freeAddr(t)
 	d := &distributed{issuer: "http://" + edgeAddr, directoryData: t.TempDir()}
-	env := func(dataDir string, kv ...string) map[string]string {
-		return distributedEnv(dbURL, redisURL, d.issuer, dataDir, kv...)
+	env := func(dataDir string, more ...string) map[string]string {
+		return distributedEnv(dbURL, redisURL, d.issuer, dataDir, append(slices.Clone(kv), more...)...)
 	}
 	d.env = env
 	d.directory = startProc(t, config.RoleDirectory, env(d.directoryData, "GATEHOUSE_TOKENS_URL", "http://"+tokensAddr))

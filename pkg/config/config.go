@@ -119,6 +119,11 @@ type Config struct {
 	// deletion of expired rows (README, "Data retention").
 	PruneInterval  time.Duration
 	IdPDenyPrivate bool // GATEHOUSE_IDP_DENY_PRIVATE
+	// DBMaxConns (GATEHOUSE_DB_MAX_CONNS, default 20) is the size of each
+	// service's PostgreSQL pool per process; every connection is kept
+	// (none is closed while busy), so size PostgreSQL's max_connections
+	// for replicas × services × this.
+	DBMaxConns int
 }
 
 // RateBudget is one rate limit: requests per second on average and how
@@ -235,6 +240,7 @@ func Load(role Role, getenv Getenv) (*Config, error) {
 	}
 	c.CacheMaxStale = p.duration("GATEHOUSE_CACHE_MAX_STALE", 15*time.Minute)
 	c.PruneInterval = p.duration("GATEHOUSE_PRUNE_INTERVAL", 10*time.Minute)
+	c.DBMaxConns = p.int("GATEHOUSE_DB_MAX_CONNS", 20)
 	c.IdPAllowLoopback = p.bool("GATEHOUSE_IDP_ALLOW_LOOPBACK")
 	c.IdPDenyPrivate = p.bool("GATEHOUSE_IDP_DENY_PRIVATE")
 	c.Tokens = Tokens{

@@ -56,7 +56,7 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		sqldb, where, err = openSQLite(ctx, o.DataDir, o.Service)
 		driverName = "sqlite"
 	case Postgres:
-		sqldb, where, err = openPostgres(ctx, o.URL, o.Service)
+		sqldb, where, err = openPostgres(ctx, o.URL, o.Service, o.MaxConns)
 		driverName = "pgx"
 	}
 	if err != nil {

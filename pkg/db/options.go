@@ -37,6 +37,10 @@ type Options struct {
 	// Logger receives start-up messages (never queries or arguments);
 	// nil means slog.Default().
 	Logger *slog.Logger
+	// MaxConns sizes the PostgreSQL pool (0: DefaultMaxConns). Every
+	// connection is kept idle rather than closed, so a busy service never
+	// dials per request.
+	MaxConns int
 }
 
 var serviceName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 
 	"connectrpc.com/connect"
@@ -167,5 +168,55 @@ func TestTracePropagation(t *testing.T) {
 	}
 	if !serverSpan.Parent.IsValid() || !serverSpan.Parent.IsRemote() {
 		t.Fatalf("connect server span parent = %+v; want a remote parent", serverSpan.Parent)
+	}
+}
+
+// recordEncoding remembers the Content-Encoding of every reply.
+type recordEncoding struct {
+	next      http.RoundTripper
+	encodings []string
+}
+
+func (r *recordEncoding) RoundTrip(req *http.Request) (*http.Response, error) {
+	res, err := r.next.RoundTrip(req)
+	if err == nil {
+		r.encodings = append(r.encodings, res.Header.Get("Content-Encoding"))
+	}
+	return res, err
+}
+
+// Internal replies are not compressed: gzip costs more CPU than a few
+// hundred bytes on one network save. Another caller asking for gzip gets
+// only large replies compressed.
+func TestInternalRepliesUncompressed(t *testing.T) {
+	const token = "0123456789abcdef0123456789abcdef"
+	base := internalServer(t, token)
+	call := func(opts []connect.ClientOption, size int) string {
+		t.Helper()
+		rec := &recordEncoding{next: rpc.NewHTTPClient().Transport}
+		c := connect.NewClient[wrapperspb.StringValue, wrapperspb.StringValue](&http.Client{Transport: rec}, base+procedure, opts...)
+		in := strings.Repeat("a", size)
+		res, err := c.CallUnary(context.Background(), connect.NewRequest(wrapperspb.String(in)))
+		if err != nil || res.Msg.GetValue() != "echo:"+in {
+			t.Fatalf("call of %d bytes: %v", size, err)
+		}
+		return rec.encodings[0]
+	}
+	internal, err := rpc.InternalClientOptions(token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range []int{10, 200 << 10} {
+		if enc := call(internal, size); enc != "" {
+			t.Errorf("internal client, %d-byte reply: Content-Encoding %q; want none", size, enc)
+		}
+	}
+	// A plain Connect client accepts gzip by default.
+	other := []connect.ClientOption{connect.WithInterceptors(rpc.NewInternalAuth(token))}
+	if enc := call(other, 1000); enc != "" {
+		t.Errorf("gzip-accepting client, small reply: Content-Encoding %q; want none", enc)
+	}
+	if enc := call(other, 200<<10); enc != "gzip" {
+		t.Errorf("gzip-accepting client, 200 KiB reply: Content-Encoding %q; want gzip", enc)
 	}
 }

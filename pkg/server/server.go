@@ -72,9 +72,20 @@ func New(o Options) *Server {
 		IdleTimeout:    2 * time.Minute,
 		MaxHeaderBytes: 64 << 10,
 		ErrorLog:       slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn),
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			if st == http.StateNew {
+				connectionsOpened.Inc(context.Background())
+			}
+		},
 	}
 	return s
 }
+
+// connectionsOpened shows connection churn: under steady load it stays
+// flat when every client (edge, the services, a load balancer) keeps its
+// connections alive.
+var connectionsOpened = telemetry.MustCounter("gatehouse.http.server.connections.opened",
+	"TCP connections this process's HTTP server accepted.")
 
 // Handler is the full handler: health, readiness, metrics, then the app.
 func (s *Server) Handler() http.Handler {

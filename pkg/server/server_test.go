@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -90,6 +92,29 @@ func TestHealthReadyMetrics(t *testing.T) {
 	if code != 200 || !strings.Contains(body, "go_goroutines") || !strings.Contains(body, "http_server_request") {
 		t.Fatalf("/metrics = %d; want Prometheus text with go and http server metrics, got:\n%.2000s", code, body)
 	}
+	// Accepted connections are counted: every request so far shared one
+	// keep-alive connection; two without keep-alive open two more.
+	if got := opened(t, body); got != 1 {
+		t.Fatalf("connections opened = %d after requests on one keep-alive connection; want 1", got)
+	}
+	once := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	get(t, once, base+"/anything")
+	get(t, once, base+"/anything")
+	if _, body = get(t, c, base+"/metrics"); opened(t, body) != 3 {
+		t.Fatalf("connections opened = %d; want 3", opened(t, body))
+	}
+}
+
+var openedRE = regexp.MustCompile(`(?m)^gatehouse_http_server_connections_opened_total(?:\{[^}]*\})? (\d+)$`)
+
+func opened(t *testing.T, metrics string) int {
+	t.Helper()
+	m := openedRE.FindStringSubmatch(metrics)
+	if m == nil {
+		t.Fatalf("no gatehouse_http_server_connections_opened_total in /metrics:\n%.3000s", metrics)
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
 }
 
 func TestH2CAndAccessLog(t *testing.T) {

@@ -93,6 +93,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 		Service:    "authn",
 		Migrations: migrations.FS,
 		Logger:     env.Logger,
+		MaxConns:   cfg.DBMaxConns,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("authn storage: %w", err)

@@ -84,6 +84,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (*Service, error) {
 		Service:    "directory",
 		Migrations: migrations.FS,
 		Logger:     env.Logger,
+		MaxConns:   cfg.DBMaxConns,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("directory storage: %w", err)

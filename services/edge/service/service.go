@@ -269,6 +269,9 @@ func newLimiters(cfg *config.Config, env process.Env) (l *limiters, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("GATEHOUSE_REDIS_URL: %w", err)
 		}
+		if opts.ClientName == "" {
+			opts.ClientName = "gatehouse-edge" // CLIENT LIST names the holder
+		}
 		l.client = redis.NewClient(opts)
 	}
 	defer func() {

@@ -107,6 +107,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 		Service:    "tokens",
 		Migrations: migrations.FS,
 		Logger:     env.Logger,
+		MaxConns:   cfg.DBMaxConns,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("tokens storage: %w", err)

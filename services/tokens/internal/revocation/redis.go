@@ -85,6 +85,9 @@ func redisOptions(rawURL string) (*redis.Options, error) {
 	}
 	u, _ := url.Parse(rawURL) // parsed successfully above
 	q := u.Query()
+	if opts.ClientName == "" {
+		opts.ClientName = "gatehouse-tokens" // CLIENT LIST names the holder
+	}
 	if !q.Has("dial_timeout") {
 		opts.DialTimeout = time.Second
 	}
