@@ -58,7 +58,7 @@ const (
 // Main runs a process and returns its exit code; cmd mains call
 // os.Exit(process.Main(...)).
 func Main(role config.Role, build Build) int {
-	tuneGC(os.Getenv)
+	tuneGC(os.Getenv, "/")
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	return Run(ctx, role, os.Getenv, os.Stderr, build, nil)
@@ -71,10 +71,22 @@ func Main(role config.Role, build Build) int {
 // GOGC (or GOMEMLIMIT, which bounds the heap whatever the percentage) wins.
 const defaultGCPercent = 400
 
-func tuneGC(getenv func(string) string) {
+// tuneGC sets the collector's defaults: defaultGCPercent unless GOGC is
+// set, and unless GOMEMLIMIT is set, a memory limit of memoryLimitShare
+// of the container's (cgroup) limit, so the heap's growth stops short of
+// the kernel's OOM kill. It returns the memory limit it set, or 0.
+func tuneGC(getenv func(string) string, root string) int64 {
 	if getenv("GOGC") == "" {
 		debug.SetGCPercent(defaultGCPercent)
 	}
+	if getenv("GOMEMLIMIT") != "" {
+		return 0
+	}
+	limit := int64(float64(cgroupMemoryLimit(root)) * memoryLimitShare)
+	if limit > 0 {
+		debug.SetMemoryLimit(limit)
+	}
+	return limit
 }
 
 // Run is Main with its inputs explicit, for tests. ready, if not nil,
