@@ -132,10 +132,13 @@ type ClaimsDirectory interface {
 	GetClaims(context.Context, *connect.Request[directoryv1.GetClaimsRequest]) (*connect.Response[directoryv1.GetClaimsResponse], error)
 }
 
-// ClaimsCache reads users' claims from the directory every time, and
-// answers from the last read only while the directory is unavailable, so
-// introspection and userinfo keep working through its outage. A change of
-// the user or its organization drops the entry.
+// ClaimsCache keeps users' claims for introspection and userinfo, so
+// neither calls the directory per request. A change of the user or its
+// organization drops the entry within a poll of the change feed; the
+// changes that must cut access at once (deactivation, removal, an admin's
+// password reset) also reach the revocation list before the directory
+// acknowledges them, and the revocation check comes before the claims. Through a
+// directory outage entries serve for at most MaxStale (dircache.Get).
 type ClaimsCache struct {
 	dir ClaimsDirectory
 	c   *dircache.Cache[*directoryv1.GetClaimsResponse]
@@ -151,7 +154,7 @@ func (c *ClaimsCache) GetClaims(ctx context.Context, req *connect.Request[direct
 	scopes := slices.Clone(req.Msg.GetScopes())
 	slices.Sort(scopes)
 	key := req.Msg.GetUserId() + "\x00" + strings.Join(scopes, " ")
-	res, err := c.c.Fresh(ctx, key, func(ctx context.Context) (*directoryv1.GetClaimsResponse, []dircache.Dep, error) {
+	res, err := c.c.Get(ctx, key, func(ctx context.Context) (*directoryv1.GetClaimsResponse, []dircache.Dep, error) {
 		res, err := c.dir.GetClaims(ctx, req)
 		if err != nil {
 			return nil, nil, err

@@ -289,29 +289,6 @@ func (c *Cache[V]) Get(ctx context.Context, key string, fetch Fetch[V]) (V, erro
 	return v, err
 }
 
-// Fresh fetches key's value every time, keeping it; only when the
-// directory is unavailable does it answer from memory, with a value fetched
-// at most MaxStale ago that no change has dropped. For what must be current
-// while the directory is up (a user's claims) but should survive its outage.
-func (c *Cache[V]) Fresh(ctx context.Context, key string, fetch Fetch[V]) (V, error) {
-	v, err := c.Refresh(ctx, key, fetch)
-	if err == nil || !Unavailable(err) {
-		if err != nil {
-			c.mu.Lock()
-			delete(c.m, key)
-			c.mu.Unlock()
-		}
-		return v, err
-	}
-	c.mu.Lock()
-	it, ok := c.m[key]
-	c.mu.Unlock()
-	if ok && c.w.now().Sub(it.fetched) < c.w.maxStale() {
-		return it.v, nil
-	}
-	return v, err
-}
-
 // Refresh fetches key's value, bypassing memory, and keeps it unless a
 // change arrived meanwhile (the value may predate it).
 func (c *Cache[V]) Refresh(ctx context.Context, key string, fetch Fetch[V]) (V, error) {

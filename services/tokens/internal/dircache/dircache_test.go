@@ -260,29 +260,3 @@ func TestFetchOverlappingAChangeIsNotKept(t *testing.T) {
 	mustGet(t, c, src, "a", "new")
 }
 
-// Fresh reads every time while the directory is up and answers from memory
-// only while it is down, never with a dropped entry.
-func TestFreshServesMemoryOnlyThroughOutage(t *testing.T) {
-	clk, f, src := newClock(), &feed{}, newSource()
-	w := &Watcher{Feed: f, Now: clk.Now, MaxStale: 10 * time.Minute}
-	c := NewCache[string](w)
-	poll(t, w)
-	src.set("u", "v1", "orgA")
-	fresh := func() (string, error) { return c.Fresh(context.Background(), "u", src.fetch("u")) }
-	if v, err := fresh(); err != nil || v != "v1" {
-		t.Fatalf("Fresh = %q, %v", v, err)
-	}
-	src.set("u", "v2", "orgA")
-	if v, _ := fresh(); v != "v2" || src.callCount("u") != 2 {
-		t.Fatalf("Fresh = %q after %d reads; want v2 read again", v, src.callCount("u"))
-	}
-	src.setDown(true)
-	if v, err := fresh(); err != nil || v != "v2" {
-		t.Fatalf("through the outage: %q, %v; want the last value", v, err)
-	}
-	f.change("orgA", "user", "u")
-	poll(t, w)
-	if _, err := fresh(); !Unavailable(err) {
-		t.Fatalf("after a change of u, through the outage: %v; want unavailable", err)
-	}
-}
