@@ -259,4 +259,3 @@ func TestFetchOverlappingAChangeIsNotKept(t *testing.T) {
 	}
 	mustGet(t, c, src, "a", "new")
 }
-
