@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
-	"github.com/gatehouse-id/gatehouse/services/tokens/internal/revocation"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/store"
 )
 
@@ -25,8 +24,10 @@ type JWS interface {
 
 // Revocations is the revocation list (revocation.List).
 type Revocations interface {
-	IsRevoked(ctx context.Context, tokenID string) (bool, error)
-	RevokedUntil(ctx context.Context, id string) (time.Time, error)
+	// TokenRevoked reports whether the token is revoked, by its id or by
+	// a cut-off of its user (a deactivation, removal or admin password
+	// reset) covering its expiry.
+	TokenRevoked(ctx context.Context, tokenID, subject string, expiresAt time.Time) (bool, error)
 }
 
 // Validator validates access tokens.
@@ -102,20 +103,13 @@ func (v *Validator) Validate(ctx context.Context, raw string) (*Token, error) {
 	if !now.Before(t.ExpiresAt) || now.Before(t.NotBefore.Add(-time.Minute)) {
 		return nil, ErrInactive
 	}
-	revoked, err := v.Revoked.IsRevoked(ctx, t.ID)
+	// A deactivated, locked or removed user, or an admin password reset,
+	// revokes every token of the user issued up to then.
+	revoked, err := v.Revoked.TokenRevoked(ctx, t.ID, t.Subject, t.ExpiresAt)
 	if err != nil {
 		return nil, fmt.Errorf("revocation check: %w", err)
 	}
 	if revoked {
-		return nil, ErrInactive
-	}
-	// A deactivated, locked or removed user, or an admin password reset,
-	// revokes every token of the user issued up to then.
-	until, err := v.Revoked.RevokedUntil(ctx, revocation.UserKey(t.Subject))
-	if err != nil {
-		return nil, fmt.Errorf("revocation check: %w", err)
-	}
-	if revocation.UserCovers(until, t.ExpiresAt) {
 		return nil, ErrInactive
 	}
 	return t, nil

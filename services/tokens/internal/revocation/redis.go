@@ -163,24 +163,38 @@ func newRedisList(rawURL, prefix string) (*redisList, error) {
 	return r, nil
 }
 
-// lookup reads the entry and the marker in one command (MGET), so one
-// round trip answers both. exp is the entry's expiry (Unix µs) when found;
-// valid is false when the stored value is unreadable.
-func (r *redisList) lookup(ctx context.Context, id string) (exp int64, found, loaded, valid bool, err error) {
-	vals, err := r.rdb.MGet(ctx, r.prefix+id, r.marker).Result()
+// found is one id's entry as lookup read it: exp is its expiry (Unix µs)
+// when ok; valid is false when the stored value is unreadable.
+type found struct {
+	exp       int64
+	ok, valid bool
+}
+
+// lookup reads the entries of ids and the marker in one command (MGET),
+// so one round trip answers a token and its user's cut-off.
+func (r *redisList) lookup(ctx context.Context, ids []string) (res []found, loaded bool, err error) {
+	keys := make([]string, 0, len(ids)+1)
+	for _, id := range ids {
+		keys = append(keys, r.prefix+id)
+	}
+	vals, err := r.rdb.MGet(ctx, append(keys, r.marker)...).Result()
 	if err != nil {
-		return 0, false, false, false, err
+		return nil, false, err
 	}
-	if len(vals) != 2 {
-		return 0, false, false, false, fmt.Errorf("revocation: MGET returned %d values; want 2", len(vals))
+	if len(vals) != len(keys)+1 {
+		return nil, false, fmt.Errorf("revocation: MGET returned %d values; want %d", len(vals), len(keys)+1)
 	}
-	loaded = vals[1] != nil
-	v, found := vals[0].(string)
-	if !found {
-		return 0, false, loaded, true, nil
+	res = make([]found, len(ids))
+	for i := range ids {
+		v, ok := vals[i].(string)
+		if !ok {
+			res[i] = found{valid: true}
+			continue
+		}
+		exp, perr := strconv.ParseInt(v, 10, 64)
+		res[i] = found{exp: exp, ok: true, valid: perr == nil}
 	}
-	exp, perr := strconv.ParseInt(v, 10, 64)
-	return exp, true, loaded, perr == nil, nil
+	return res, vals[len(ids)] != nil, nil
 }
 
 var pushLua = redis.NewScript(pushScript)

@@ -467,3 +467,44 @@ func TestStaleMarkerDistrusted(t *testing.T) {
 		}
 	})
 }
+
+// TestTokenRevoked: one lookup answers for a token's own revocation and
+// its user's cut-off, on every backend, and with Redis flushed (each key
+// then falls back to the table).
+func TestTokenRevoked(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		l := e.replica(t)
+		mustSync(t, l)
+		exp := t0.Add(time.Hour)
+		mustRevoke(t, l, "tok-revoked", exp)
+		// alice's cut-off covers tokens expiring up to UserUntil.
+		cut := UserUntil(t0, 2*time.Hour)
+		mustRevoke(t, l, UserKey("alice"), cut)
+		cases := []struct {
+			id, subject string
+			expires     time.Time
+			want        bool
+		}{
+			{"tok-revoked", "bob", exp, true},
+			{"tok-fine", "bob", exp, false},
+			{"tok-fine", "alice", exp, true},                   // issued before the cut-off
+			{"tok-fine", "alice", cut.Add(time.Minute), false}, // after it
+			{"", "", exp, false},
+		}
+		check := func(stage string) {
+			t.Helper()
+			for _, c := range cases {
+				got, err := l.TokenRevoked(ctx, c.id, c.subject, c.expires)
+				if err != nil || got != c.want {
+					t.Fatalf("%s: TokenRevoked(%q, %q, %v) = %v, %v; want %v", stage, c.id, c.subject, c.expires, got, err, c.want)
+				}
+			}
+		}
+		check("after revoking")
+		if e.redis {
+			e.flushRedis(t)
+			check("with Redis flushed")
+		}
+	})
+}
