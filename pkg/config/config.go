@@ -101,6 +101,10 @@ type Config struct {
 	// its own listener. Unset: the internal services serve it on their
 	// (never public) address, and edge, the public one, not at all.
 	MetricsAddr string
+	// Pprof is GATEHOUSE_PPROF: serve Go's profiler (/debug/pprof/) beside
+	// /metrics on GATEHOUSE_METRICS_ADDR, which it requires. Off by
+	// default: a profile costs CPU and shows the code's internals.
+	Pprof bool
 	// DrainDelay is GATEHOUSE_DRAIN_DELAY: after SIGTERM the process keeps
 	// serving this long with /readyz 503, so load balancers stop sending
 	// before it stops listening.
@@ -233,6 +237,9 @@ func Load(role Role, getenv Getenv) (*Config, error) {
 		if _, port, ok := strings.Cut(a, ":"); !ok || port == "" {
 			p.fail("GATEHOUSE_METRICS_ADDR", "want host:port or :port, got %q", a)
 		}
+	}
+	if c.Pprof = p.bool("GATEHOUSE_PPROF"); c.Pprof && c.MetricsAddr == "" {
+		p.fail("GATEHOUSE_PPROF", "needs GATEHOUSE_METRICS_ADDR: the profiler is served only on that separate listener")
 	}
 	c.DrainDelay = 5 * time.Second
 	if p.str("GATEHOUSE_DRAIN_DELAY", "") != "" {

@@ -62,6 +62,7 @@ func TestInvalid(t *testing.T) {
 		want []string // fragments of the one-line error
 	}{
 		{"malformed database url", RoleEdge, map[string]string{"GATEHOUSE_DATABASE_URL": "postgres://u:p@[::1", "GATEHOUSE_MASTER_KEY": key32}, []string{"GATEHOUSE_DATABASE_URL: malformed URL"}},
+		{"pprof without a metrics listener", RoleEdge, map[string]string{"GATEHOUSE_PPROF": "true"}, []string{"GATEHOUSE_PPROF: needs GATEHOUSE_METRICS_ADDR"}},
 		{"wrong database scheme", RoleEdge, map[string]string{"GATEHOUSE_DATABASE_URL": "mysql://h/db", "GATEHOUSE_MASTER_KEY": key32}, []string{"GATEHOUSE_DATABASE_URL", "mysql"}},
 		{"database without name", RoleEdge, map[string]string{"GATEHOUSE_DATABASE_URL": "postgres://h", "GATEHOUSE_MASTER_KEY": key32}, []string{"must name a database"}},
 		{"short master key", RoleEdge, map[string]string{"GATEHOUSE_MASTER_KEY": base64.StdEncoding.EncodeToString([]byte("short"))}, []string{"GATEHOUSE_MASTER_KEY: must decode to 32 bytes, got 5"}},

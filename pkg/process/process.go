@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	httppprof "net/http/pprof"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -135,7 +136,7 @@ func run(ctx context.Context, cfg *config.Config, getenv config.Getenv, log *slo
 	// (not routed by edge) and not at all on edge's.
 	metrics := tel.MetricsHandler()
 	if cfg.MetricsAddr != "" {
-		stop, err := serveMetrics(cfg.MetricsAddr, metrics, log)
+		stop, err := serveMetrics(cfg.MetricsAddr, metrics, cfg.Pprof, log)
 		if err != nil {
 			return errors.Join(err, comp.Close())
 		}
@@ -176,14 +177,22 @@ func run(ctx context.Context, cfg *config.Config, getenv config.Getenv, log *slo
 	return errors.Join(err, comp.Close())
 }
 
-// serveMetrics serves /metrics alone on addr until stop is called.
-func serveMetrics(addr string, h http.Handler, log *slog.Logger) (stop func(), err error) {
+// serveMetrics serves /metrics alone (and with pprof, Go's profiler under
+// /debug/pprof/) on addr until stop is called.
+func serveMetrics(addr string, h http.Handler, pprof bool, log *slog.Logger) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("GATEHOUSE_METRICS_ADDR: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", h)
+	if pprof {
+		mux.HandleFunc("GET /debug/pprof/", httppprof.Index)
+		mux.HandleFunc("GET /debug/pprof/cmdline", httppprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", httppprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", httppprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", httppprof.Trace)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	log.Info("metrics listening", "addr", ln.Addr().String())

@@ -3,7 +3,9 @@ package process_test
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,4 +97,47 @@ func TestEdgeResolvesItsOwnClientAddress(t *testing.T) {
 	if got := clientAddr(t, base, map[string]string{"X-Real-Ip": "203.0.113.9"}); got != "203.0.113.9" {
 		t.Errorf("edge's component saw %q; want the header unchanged (edge's router owns it)", got)
 	}
+}
+
+// TestPprofOnlyOnTheMetricsListener: GATEHOUSE_PPROF serves Go's profiler
+// on GATEHOUSE_METRICS_ADDR only; off (the default) it is nowhere.
+func TestPprofOnlyOnTheMetricsListener(t *testing.T) {
+	get := func(url string) (int, string) {
+		t.Helper()
+		res, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	for _, on := range []bool{true, false} {
+		metrics := freeAddr(t)
+		env := map[string]string{"GATEHOUSE_METRICS_ADDR": metrics}
+		if on {
+			env["GATEHOUSE_PPROF"] = "true"
+		}
+		base := start(t, config.RoleEdge, env)
+		status, body := get("http://" + metrics + "/debug/pprof/")
+		if on && (status != 200 || !strings.Contains(body, "goroutine")) {
+			t.Fatalf("pprof on: metrics listener /debug/pprof/ = %d; want the profiler's index", status)
+		}
+		if !on && status != 404 {
+			t.Fatalf("pprof off: metrics listener /debug/pprof/ = %d; want 404", status)
+		}
+		if _, body := get(base + "/debug/pprof/"); strings.Contains(body, "goroutine") {
+			t.Fatal("the public listener serves the profiler")
+		}
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
