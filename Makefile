@@ -69,6 +69,9 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 30s; CI: 3s)
 vulncheck: ## govulncheck every module against an offline database built from golang.org/x/vulndb
 	./scripts/vulncheck.sh
 
+.PHONY: security
+security: staticcheck vulncheck ## the static checks CI runs besides lint: staticcheck and govulncheck
+
 .PHONY: staticcheck
 staticcheck: ## staticcheck (honnef.co/go/tools, pinned) over every module
 	./scripts/staticcheck.sh
