@@ -6,19 +6,6 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-// Edge's response header values. The slices are shared by every response:
-// net/http and the proxy only replace or append to header values (append
-// copies a full slice), never write into them.
-var (
-	valNosniff        = []string{"nosniff"}
-	valNoReferrer     = []string{"no-referrer"}
-	valDeny           = []string{"DENY"}
-	valFrameAncestors = []string{"frame-ancestors 'none'"}
-	valHSTS           = []string{"max-age=31536000"}
-	valAnyOrigin      = []string{"*"}
-	valExposeHeaders  = []string{corsExposeHeaders}
-)
-
 // rateHeaders are the canonical names of the rate-limit headers, in the
 // order of headerWriter.rate: the IETF draft's and the common X- ones.
 var rateHeaders = [3][2]string{
@@ -34,7 +21,7 @@ var rateHeaders = [3][2]string{
 // headers are defaults a service may set itself.
 type headerWriter struct {
 	gin.ResponseWriter
-	requestID [1]string
+	requestID string
 	hsts      bool
 	cors      bool
 	rate      []string // limit, remaining, reset; nil without a limiter
@@ -49,29 +36,29 @@ func (w *headerWriter) apply() {
 	}
 	w.applied = true
 	h := w.Header()
-	h["X-Request-Id"] = w.requestID[:]
-	h["X-Content-Type-Options"] = valNosniff
-	h["Referrer-Policy"] = valNoReferrer
-	h["X-Frame-Options"] = valDeny
+	h.Set("X-Request-Id", w.requestID)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
 	for i, names := range rateHeaders {
 		if i < len(w.rate) {
-			v := w.rate[i : i+1 : i+1]
-			h[names[0]], h[names[1]] = v, v
+			h.Set(names[0], w.rate[i])
+			h.Set(names[1], w.rate[i])
 		}
 	}
-	setDefault(h, "Content-Security-Policy", valFrameAncestors)
+	setDefault(h, "Content-Security-Policy", "frame-ancestors 'none'")
 	if w.hsts {
-		setDefault(h, "Strict-Transport-Security", valHSTS)
+		setDefault(h, "Strict-Transport-Security", "max-age=31536000")
 	}
 	if w.cors {
-		setDefault(h, "Access-Control-Allow-Origin", valAnyOrigin)
-		setDefault(h, "Access-Control-Expose-Headers", valExposeHeaders)
+		setDefault(h, "Access-Control-Allow-Origin", "*")
+		setDefault(h, "Access-Control-Expose-Headers", corsExposeHeaders)
 	}
 }
 
-func setDefault(h http.Header, key string, v []string) {
-	if len(h[key]) == 0 {
-		h[key] = v
+func setDefault(h http.Header, key, v string) {
+	if len(h.Values(key)) == 0 {
+		h.Set(key, v)
 	}
 }
 

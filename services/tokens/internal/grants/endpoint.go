@@ -2,6 +2,7 @@ package grants
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"time"
@@ -115,10 +116,10 @@ var (
 // writeResponse writes the token response (RFC 6749 §5.1), never cached.
 func writeResponse(w http.ResponseWriter, res *mint.Response) {
 	h := w.Header()
-	h["Content-Type"] = []string{"application/json"}
-	h["Cache-Control"] = []string{"no-store"}
-	h["Pragma"] = []string{"no-cache"}
-	_, _ = w.Write(res.AppendJSON(make([]byte, 0, 256+len(res.AccessToken)+len(res.IDToken))))
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Pragma", "no-cache")
+	_ = json.NewEncoder(w).Encode(res)
 }
 
 // parse reads the request once by the rules of package form (POST, a

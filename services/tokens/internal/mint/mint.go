@@ -10,7 +10,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -201,44 +200,4 @@ func (m *Minter) NewResponse(at *Issued, scopes []string) *Response {
 		ExpiresIn:   int64(at.ExpiresAt.Sub(m.Now()).Round(time.Second).Seconds()),
 		Scope:       strings.Join(scopes, " "),
 	}
-}
-
-// AppendJSON appends the response as encoding/json writes it (the same
-// bytes as json.NewEncoder(w).Encode(r), newline included) without
-// reflection: it is on every token request.
-func (r *Response) AppendJSON(b []byte) []byte {
-	b = append(b, `{"access_token":`...)
-	b = appendString(b, r.AccessToken)
-	b = append(b, `,"token_type":`...)
-	b = appendString(b, r.TokenType)
-	b = append(b, `,"expires_in":`...)
-	b = strconv.AppendInt(b, r.ExpiresIn, 10)
-	if r.Scope != "" {
-		b = append(b, `,"scope":`...)
-		b = appendString(b, r.Scope)
-	}
-	if r.IDToken != "" {
-		b = append(b, `,"id_token":`...)
-		b = appendString(b, r.IDToken)
-	}
-	if r.RefreshToken != "" {
-		b = append(b, `,"refresh_token":`...)
-		b = appendString(b, r.RefreshToken)
-	}
-	return append(b, "}\n"...)
-}
-
-// appendString appends s as a JSON string. Tokens and scopes are plain
-// ASCII; anything else goes through encoding/json, so the escaping is
-// always its own.
-func appendString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s)
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
