@@ -212,6 +212,24 @@ func TestIntrospectInactive(t *testing.T) {
 				wantInactive(t, f.asBasic(t, f.api, tok))
 			}
 		})
+		t.Run("opaque remembered", func(t *testing.T) {
+			// The row of an opaque token never changes (revocation is a
+			// separate list): once found, the store is not asked again.
+			at := f.env.Access(t, f.web.Client, "user-alice", false, "openid")
+			if got := f.asBasic(t, f.api, at.Token).JSON(t); got["active"] != true {
+				t.Fatalf("first introspection: %v; want active", got)
+			}
+			if _, err := f.env.DB.Exec(ctx, `DELETE FROM access_tokens WHERE id = ?`, at.ID); err != nil {
+				t.Fatal(err)
+			}
+			if got := f.asBasic(t, f.api, at.Token).JSON(t); got["active"] != true {
+				t.Fatalf("second introspection: %v; want active from memory", got)
+			}
+			if err := f.env.Revoked.Revoke(ctx, at.ID, at.ExpiresAt); err != nil {
+				t.Fatal(err)
+			}
+			wantInactive(t, f.asBasic(t, f.api, at.Token))
+		})
 		t.Run("expired", func(t *testing.T) {
 			jwtTok := f.env.Access(t, f.web.Client, "user-alice", true, "openid")
 			opaque := f.env.Access(t, f.web.Client, "user-alice", false, "openid")

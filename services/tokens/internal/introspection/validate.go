@@ -88,14 +88,15 @@ func (v *Validator) Validate(ctx context.Context, raw string) (*Token, error) {
 	now := v.Now()
 	var t *Token
 	var err error
-	if strings.Count(raw, ".") == 2 {
-		if t = v.verified.get(raw); t == nil {
-			if t, err = v.jwt(raw); err == nil && now.Before(t.ExpiresAt) {
-				v.verified.put(raw, t, now)
-			}
+	if t = v.verified.get(raw); t == nil {
+		if strings.Count(raw, ".") == 2 {
+			t, err = v.jwt(raw)
+		} else {
+			t, err = v.opaque(ctx, raw)
 		}
-	} else {
-		t, err = v.opaque(ctx, raw)
+		if err == nil && now.Before(t.ExpiresAt) {
+			v.verified.put(raw, t, now)
+		}
 	}
 	if err != nil {
 		return nil, err
