@@ -22,12 +22,15 @@ const RedisTimeout = 250 * time.Millisecond
 const RedisBackoff = time.Second
 
 // Redis is a Limiter shared by every edge replica, using GCRA in Redis.
+// A busy key takes its permits in leases (see leases), so it costs one
+// Redis round trip per lease rather than per request.
 type Redis struct {
 	// Fallback decides while Redis cannot (an in-process limiter by
 	// default, per replica); nil allows every request (fail open).
 	Fallback Limiter
 	limiter  *redis_rate.Limiter
 	limit    redis_rate.Limit
+	leases   *leases
 	*outage
 }
 
@@ -65,6 +68,7 @@ func NewRedis(client *redis.Client, prefix string, perSecond, burst int, logger 
 	return &Redis{
 		limiter: redis_rate.NewLimiter(prefixed{Client: client, prefix: prefix}),
 		limit:   redis_rate.Limit{Rate: perSecond, Burst: burst, Period: time.Second},
+		leases:  newLeases(burst),
 		outage:  &outage{logger: logger, now: time.Now},
 	}, nil
 }
@@ -83,6 +87,7 @@ func (r *Redis) WithLimit(perSecond, burst int) (*Redis, error) {
 	return &Redis{
 		limiter: r.limiter,
 		limit:   redis_rate.Limit{Rate: perSecond, Burst: burst, Period: time.Second},
+		leases:  newLeases(burst),
 		outage:  r.outage,
 	}, nil
 }
@@ -106,9 +111,14 @@ func (r *Redis) Allow(ctx context.Context, key string) (Decision, error) {
 	if r.now().UnixNano() < r.skipUntil.Load() {
 		return r.fallback(ctx, key)
 	}
+	now := r.now()
+	if d, ok := r.leases.take(key, now); ok {
+		return d, nil
+	}
 	callCtx, cancel := context.WithTimeout(ctx, RedisTimeout)
 	defer cancel()
-	res, err := r.limiter.Allow(callCtx, key, r.limit)
+	n := r.leases.size(key, now)
+	res, err := r.limiter.AllowAtMost(callCtx, key, r.limit, n)
 	if err != nil {
 		if ctx.Err() == nil { // not just the client going away
 			r.skipUntil.Store(r.now().Add(RedisBackoff).UnixNano())
@@ -134,6 +144,7 @@ func (r *Redis) Allow(ctx context.Context, key string) (Decision, error) {
 	if !d.Allowed {
 		d.RetryAfter = max(res.RetryAfter, 0)
 	}
+	r.leases.store(key, res.Allowed-1, d, now)
 	return d, nil
 }
 

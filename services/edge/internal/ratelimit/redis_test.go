@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -224,5 +225,75 @@ func TestRedisWithLimitSharesOutage(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), `"level":"WARN"`); n != 1 {
 		t.Fatalf("got %d warn lines; want one for the shared outage:\n%s", n, logs.String())
+	}
+}
+
+// countingHook counts the commands a Redis client sends.
+type countingHook struct{ n atomic.Int64 }
+
+func (h *countingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *countingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A busy key takes its permits in leases: far fewer round trips than
+// requests, and two replicas together still let no more pass than the
+// budget (burst plus the rate over the elapsed time); past the budget, a
+// refusal is repeated without Redis until its RetryAfter.
+func TestRedisLeasesForBusyKeys(t *testing.T) {
+	client, prefix := testutil.Redis(t)
+	hook := &countingHook{}
+	client.AddHook(hook)
+	run := func(rate, burst, rounds int) (requests, allowed, budget int, calls int64) {
+		t.Helper()
+		key := fmt.Sprintf("busy-%d", rate)
+		one, _ := NewRedis(client, prefix, rate, burst, nil)
+		two, _ := NewRedis(client, prefix, rate, burst, nil)
+		before, start := hook.n.Load(), time.Now()
+		for range rounds {
+			for _, r := range []*Redis{one, two} {
+				requests++
+				if d := allow(t, r, key); d.Allowed {
+					allowed++
+				} else if d.RetryAfter <= 0 {
+					t.Fatalf("refused without RetryAfter: %+v", d)
+				}
+			}
+		}
+		elapsed := time.Since(start)
+		budget = burst + int(float64(rate)*elapsed.Seconds()) + 1
+		if allowed > budget {
+			t.Fatalf("rate %d burst %d: %d requests allowed in %v; the budget is %d", rate, burst, allowed, elapsed, budget)
+		}
+		return requests, allowed, budget, hook.n.Load() - before
+	}
+	// Within the budget: every request passes, in leases.
+	requests, allowed, _, calls := run(1000000, 2000, 1500)
+	if allowed != requests || calls > int64(requests/10) {
+		t.Fatalf("within the budget: %d of %d allowed with %d Redis commands; want all, with leases cutting the commands", allowed, requests, calls)
+	}
+	t.Logf("within the budget: %d requests, %d Redis commands", requests, calls)
+	// Far past it: the burst passes, then refusals are remembered.
+	requests, allowed, budget, calls := run(10, 400, 1500)
+	if allowed < 400/2 || calls > int64(requests/10) {
+		t.Fatalf("past the budget: %d of %d allowed (budget %d) with %d Redis commands; want the burst, with few commands", allowed, requests, budget, calls)
+	}
+	t.Logf("past the budget: %d requests, %d allowed (budget %d), %d Redis commands", requests, allowed, budget, calls)
+
+	// A key asked for rarely asks Redis every time.
+	r, _ := NewRedis(client, prefix, 100, 400, nil)
+	before := hook.n.Load()
+	for range 3 {
+		allow(t, r, "rare")
+		time.Sleep(2 * leaseTTL)
+	}
+	if got := hook.n.Load() - before; got < 3 {
+		t.Fatalf("3 spaced requests made %d Redis commands; want one each", got)
 	}
 }

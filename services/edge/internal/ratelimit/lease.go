@@ -1,0 +1,108 @@
+package ratelimit
+
+import (
+	"sync"
+	"time"
+)
+
+// A key asked for often takes its permits from Redis in leases: one
+// round trip takes up to size permits from the shared budget (GCRA's
+// AllowAtMost), and the next requests of that key on this replica use
+// them without asking. Permits are taken before they are used, so the
+// replicas together never let more pass than the budget; a lease lapses
+// after leaseTTL, and its unused permits are lost (the limit is then
+// stricter than configured by at most one lease per replica and key).
+// A lease is sized to the key's demand: it doubles while leases run out
+// within leaseTTL, up to a tenth of the burst, and halves when one lapses
+// unused, so a key seen once a second asks Redis every time, exactly as
+// without leases, and a budget with a burst under 20 is never leased.
+// A refusal is remembered until its RetryAfter: no permit can come back
+// sooner, so a key flooding past its limit does not reach Redis either.
+const (
+	leaseTTL = 100 * time.Millisecond
+	// maxLeaseKeys bounds the keys whose demand is remembered; when full
+	// the memory is emptied (every key starts again at one permit).
+	maxLeaseKeys = 10000
+)
+
+type leases struct {
+	max int // permits per lease at most
+	mu  sync.Mutex
+	m   map[string]*lease
+}
+
+type lease struct {
+	denied time.Time // refused until then (Redis's RetryAfter)
+	left   int       // permits taken and not yet used
+	until  time.Time // when they lapse
+	asked  time.Time // when Redis last answered for the key
+	size   int       // permits the next round trip asks for
+	d      Decision  // Redis's answer when the lease was taken
+}
+
+func newLeases(burst int) *leases {
+	return &leases{max: max(1, burst/10), m: map[string]*lease{}}
+}
+
+// take uses a permit of key's lease, if one is left and current, or
+// repeats a refusal that still holds.
+func (ls *leases) take(key string, now time.Time) (Decision, bool) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	l := ls.m[key]
+	if l == nil {
+		return Decision{}, false
+	}
+	if now.Before(l.denied) {
+		d := l.d
+		d.RetryAfter = l.denied.Sub(now)
+		d.ResetAfter = max(0, d.ResetAfter-now.Sub(l.asked))
+		return d, true
+	}
+	if l.left == 0 {
+		return Decision{}, false
+	}
+	if !now.Before(l.until) {
+		l.left, l.size = 0, max(1, l.size/2) // lapsed unused: ask for fewer
+		return Decision{}, false
+	}
+	l.left--
+	d := l.d
+	d.Remaining += l.left
+	return d, true
+}
+
+// size is how many permits the next round trip for key asks for.
+func (ls *leases) size(key string, now time.Time) int {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	l := ls.m[key]
+	if l == nil {
+		return 1
+	}
+	if now.Sub(l.asked) < leaseTTL {
+		l.size = min(ls.max, l.size*2) // the last lease ran out in time
+	}
+	return l.size
+}
+
+// store keeps the answer of a round trip for key: extra permits beyond
+// the request's own, a refusal, and when it was asked.
+func (ls *leases) store(key string, extra int, d Decision, now time.Time) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	l := ls.m[key]
+	if l == nil {
+		if len(ls.m) >= maxLeaseKeys {
+			clear(ls.m)
+		}
+		l = &lease{size: 1}
+		ls.m[key] = l
+	}
+	l.asked, l.d = now, d
+	l.left, l.until = max(0, extra), now.Add(leaseTTL)
+	l.denied = time.Time{}
+	if !d.Allowed {
+		l.denied = now.Add(d.RetryAfter)
+	}
+}
