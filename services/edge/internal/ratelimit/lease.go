@@ -37,6 +37,7 @@ type lease struct {
 	until  time.Time // when they lapse
 	asked  time.Time // when Redis last answered for the key
 	size   int       // permits the next round trip asks for
+	taking bool      // a lease (size > 1) is being asked for
 	d      Decision  // Redis's answer when the lease was taken
 }
 
@@ -72,23 +73,28 @@ func (ls *leases) take(key string, now time.Time) (Decision, bool) {
 	return d, true
 }
 
-// size is how many permits the next round trip for key asks for.
+// size is how many permits the next round trip for key asks for. While
+// one lease is being taken for key, the key's other requests ask for
+// their own permit only: concurrent leases would take the budget many
+// times over.
 func (ls *leases) size(key string, now time.Time) int {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	l := ls.m[key]
-	if l == nil {
+	if l == nil || l.taking {
 		return 1
 	}
 	if now.Sub(l.asked) < leaseTTL {
 		l.size = min(ls.max, l.size*2) // the last lease ran out in time
 	}
+	l.taking = l.size > 1
 	return l.size
 }
 
-// store keeps the answer of a round trip for key: extra permits beyond
-// the request's own, a refusal, and when it was asked.
-func (ls *leases) store(key string, extra int, d Decision, now time.Time) {
+// store keeps the answer of a round trip for key that asked for asked
+// permits: the extra ones beyond the request's own, a refusal, and when it
+// was asked.
+func (ls *leases) store(key string, asked, extra int, d Decision, now time.Time) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	l := ls.m[key]
@@ -99,10 +105,25 @@ func (ls *leases) store(key string, extra int, d Decision, now time.Time) {
 		l = &lease{size: 1}
 		ls.m[key] = l
 	}
+	if asked > 1 {
+		l.taking = false
+	}
+	if !now.Before(l.until) {
+		l.left = 0
+	}
 	l.asked, l.d = now, d
-	l.left, l.until = max(0, extra), now.Add(leaseTTL)
+	l.left, l.until = l.left+max(0, extra), now.Add(leaseTTL)
 	l.denied = time.Time{}
 	if !d.Allowed {
 		l.denied = now.Add(d.RetryAfter)
+	}
+}
+
+// abort ends a lease request for key that got no answer.
+func (ls *leases) abort(key string) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if l := ls.m[key]; l != nil {
+		l.taking = false
 	}
 }

@@ -120,6 +120,7 @@ func (r *Redis) Allow(ctx context.Context, key string) (Decision, error) {
 	n := r.leases.size(key, now)
 	res, err := r.limiter.AllowAtMost(callCtx, key, r.limit, n)
 	if err != nil {
+		r.leases.abort(key)
 		if ctx.Err() == nil { // not just the client going away
 			r.skipUntil.Store(r.now().Add(RedisBackoff).UnixNano())
 			if !r.degraded.Swap(true) {
@@ -144,7 +145,7 @@ func (r *Redis) Allow(ctx context.Context, key string) (Decision, error) {
 	if !d.Allowed {
 		d.RetryAfter = max(res.RetryAfter, 0)
 	}
-	r.leases.store(key, res.Allowed-1, d, now)
+	r.leases.store(key, n, res.Allowed-1, d, now)
 	return d, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -295,5 +296,28 @@ func TestRedisLeasesForBusyKeys(t *testing.T) {
 	}
 	if got := hook.n.Load() - before; got < 3 {
 		t.Fatalf("3 spaced requests made %d Redis commands; want one each", got)
+	}
+}
+
+// Concurrent requests of one key take one lease at a time: together they
+// never take more than the budget, and a generous budget refuses nothing.
+func TestRedisLeasesConcurrent(t *testing.T) {
+	client, prefix := testutil.Redis(t)
+	r, _ := NewRedis(client, prefix, 100000, 100000, nil)
+	var refused atomic.Int64
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for range 2000 {
+				d, err := r.Allow(context.Background(), "hot")
+				if err != nil || !d.Allowed {
+					refused.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := refused.Load(); n > 0 {
+		t.Fatalf("%d of 32000 requests refused at a budget of 100000 (burst) and 100000/s", n)
 	}
 }
