@@ -1,6 +1,8 @@
 package keys_test
 
 import (
+	"github.com/lestrrat-go/jwx/v3/jws"
+
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -197,4 +199,33 @@ func lastDot(s string) int {
 		}
 	}
 	return -1
+}
+
+// BenchmarkJWX is the same sign and verify through jwx, the library the
+// compact signer and verifier stand in for on the hot path (their gain is
+// the difference with BenchmarkSign and BenchmarkVerify).
+func BenchmarkJWX(b *testing.B) {
+	for _, alg := range keys.Algorithms {
+		m := benchManager(b, alg)
+		s, err := m.Signer()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("sign/"+alg, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				jwxSign(b, s, alg, benchClaims)
+			}
+		})
+		tok := jwxSign(b, s, alg, benchClaims)
+		set := publishedSet(b, m)
+		b.Run("verify/"+alg, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := jws.Verify([]byte(tok), jws.WithKeySet(set, jws.WithRequireKid(true))); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -108,7 +108,7 @@ func TestDifferentialJWX(t *testing.T) {
 
 // jwxSign signs claims with jwx using the signer's private key, with the
 // same protected header as ours: alg, kid, typ JWT.
-func jwxSign(t *testing.T, s *keys.Signer, alg string, claims []byte) string {
+func jwxSign(t testing.TB, s *keys.Signer, alg string, claims []byte) string {
 	t.Helper()
 	h := jws.NewHeaders()
 	for k, val := range map[string]any{jws.KeyIDKey: s.KeyID, jws.TypeKey: "JWT"} {
