@@ -43,6 +43,7 @@ type afEnv struct {
 	t          *testing.T
 	ctx        context.Context
 	base       string
+	dataDir    string // the embedded server's SQLite files
 	admin      string
 	projectID  string
 	web        oauth2.Config
@@ -84,7 +85,7 @@ func afStartEnv(t *testing.T, extra map[string]string) *afEnv {
 		"assertion":  {jwtProfileAssertion(t, kf, issuer)},
 		"scope":      {"openid urn:gatehouse:iam:org:project:id:gatehouse:aud"},
 	})
-	e := &afEnv{t: t, ctx: context.Background(), base: edge.base, users: map[string]string{}}
+	e := &afEnv{t: t, ctx: context.Background(), base: edge.base, dataDir: dir, users: map[string]string{}}
 	e.admin, _ = tok["access_token"].(string)
 	if e.admin == "" {
 		t.Fatalf("no management token: %v", tok)

@@ -25,7 +25,7 @@ func (b *Browsers) cookieName() string {
 // cookieMaxAge keeps the browser's sessions across browser restarts.
 const cookieMaxAge = 400 * 24 * time.Hour
 
-// Browsers finds or creates the user agent behind a request's cookie.
+// Browsers finds or makes the user agent behind a request's cookie.
 type Browsers struct {
 	Store *Store
 	// Secure marks the cookie Secure; set when the issuer is https.
@@ -40,20 +40,18 @@ func (b *Browsers) Find(ctx context.Context, r *http.Request) (UserAgent, error)
 	if err != nil || c.Value == "" {
 		return UserAgent{}, fmt.Errorf("user agent cookie: %w", ErrNotFound)
 	}
-	return b.Store.UserAgent(ctx, c.Value)
+	return ParseUserAgent(c.Value)
 }
 
-// Ensure returns the request's user agent, creating one and setting its
-// cookie on w when the browser has none.
+// Ensure returns the request's user agent, making one and setting its
+// cookie on w when the browser has none (nothing is stored: see
+// NewUserAgent).
 func (b *Browsers) Ensure(ctx context.Context, w http.ResponseWriter, r *http.Request) (UserAgent, error) {
 	ua, err := b.Find(ctx, r)
 	if err == nil || !errors.Is(err, ErrNotFound) {
 		return ua, err
 	}
-	cookie, ua, err := b.Store.CreateUserAgent(ctx, b.Now())
-	if err != nil {
-		return UserAgent{}, err
-	}
+	cookie, ua := NewUserAgent()
 	b.setCookie(w, cookie)
 	return ua, nil
 }

@@ -2,7 +2,9 @@ package session
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -128,29 +130,53 @@ func UserAgentID(cookie string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// CreateUserAgent records a new browser and returns its cookie value.
-func (s *Store) CreateUserAgent(ctx context.Context, now time.Time) (cookie string, ua UserAgent, err error) {
-	cookie = secrets.RandomToken(32)
-	ua = UserAgent{ID: UserAgentID(cookie), CSRFToken: secrets.RandomToken(32)}
-	_, err = s.DB.Exec(ctx, `INSERT INTO user_agents (id, created_at, last_seen_at, csrf_token) VALUES (?, ?, ?, ?)`,
-		ua.ID, now, now, ua.CSRFToken)
-	if err != nil {
-		return "", UserAgent{}, fmt.Errorf("create user agent: %w", err)
+// A browser is known by its cookie alone until someone signs in on it:
+// an anonymous visit (GET /authorize, the login pages) stores nothing about
+// the browser, so anonymous traffic cannot grow user_agents. Its row is
+// made with its first session (RotateUserAgent, Upsert), and the pruner
+// removes it once it holds none.
+
+// NewUserAgent makes a new browser identity: a cookie value and the
+// identity it names. Nothing is stored.
+func NewUserAgent() (cookie string, ua UserAgent) {
+	cookie = secrets.RandomToken(cookieBytes)
+	return cookie, identify(cookie)
+}
+
+// ParseUserAgent returns the browser a cookie value names; a value
+// Gatehouse cannot have issued is ErrNotFound.
+func ParseUserAgent(cookie string) (UserAgent, error) {
+	if len(cookie) != base64.RawURLEncoding.EncodedLen(cookieBytes) {
+		return UserAgent{}, fmt.Errorf("user agent cookie: %w", ErrNotFound)
 	}
-	return cookie, ua, nil
+	if _, err := base64.RawURLEncoding.Strict().DecodeString(cookie); err != nil {
+		return UserAgent{}, fmt.Errorf("user agent cookie: %w", ErrNotFound)
+	}
+	return identify(cookie), nil
+}
+
+// cookieBytes is the entropy of a cookie value.
+const cookieBytes = 32
+
+// identify derives a browser's identity from its cookie value: the row id
+// (UserAgentID) and the CSRF token of its forms, a MAC keyed by the cookie,
+// so it cannot be made without the cookie and reveals nothing of it.
+func identify(cookie string) UserAgent {
+	m := hmac.New(sha256.New, []byte(cookie))
+	m.Write([]byte("gatehouse form csrf token"))
+	return UserAgent{ID: UserAgentID(cookie), CSRFToken: base64.RawURLEncoding.EncodeToString(m.Sum(nil))}
 }
 
 // RotateUserAgent gives the browser oldID a new identity (cookie and CSRF
 // token) and moves its sessions and pending requests to it, in one
 // transaction; the old cookie then names nothing. Called at every
 // successful authentication, so a cookie planted before the sign-in
-// (session fixation) is worthless after it.
+// (session fixation) is worthless after it. The new identity is recorded:
+// a session follows.
 func (s *Store) RotateUserAgent(ctx context.Context, oldID string, now time.Time) (cookie string, ua UserAgent, err error) {
-	cookie = secrets.RandomToken(32)
-	ua = UserAgent{ID: UserAgentID(cookie), CSRFToken: secrets.RandomToken(32)}
+	cookie, ua = NewUserAgent()
 	err = s.DB.InTx(ctx, func(tx *db.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO user_agents (id, created_at, last_seen_at, csrf_token) VALUES (?, ?, ?, ?)`,
-			ua.ID, now, now, ua.CSRFToken); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO user_agents (id, created_at, last_seen_at) VALUES (?, ?, ?)`, ua.ID, now, now); err != nil {
 			return err
 		}
 		for _, table := range []string{"sessions", "auth_requests", "idp_flows"} {
@@ -165,16 +191,6 @@ func (s *Store) RotateUserAgent(ctx context.Context, oldID string, now time.Time
 		return "", UserAgent{}, fmt.Errorf("rotate user agent: %w", err)
 	}
 	return cookie, ua, nil
-}
-
-// UserAgent returns the browser a cookie value names.
-func (s *Store) UserAgent(ctx context.Context, cookie string) (UserAgent, error) {
-	var ua UserAgent
-	err := s.DB.Get(ctx, &ua, `SELECT id, csrf_token FROM user_agents WHERE id = ?`, UserAgentID(cookie))
-	if err != nil {
-		return UserAgent{}, fmt.Errorf("user agent: %w", db.NotFound(err))
-	}
-	return ua, nil
 }
 
 const sessionColumns = `id, user_agent_id, user_id, org_id, login_name, display_name, auth_time, amr`
@@ -251,6 +267,11 @@ func (s *Store) Upsert(ctx context.Context, in Session, now time.Time) (Session,
 	}
 	out := in
 	upsert := func(tx *db.Tx) error {
+		// The browser is recorded with its first session.
+		if _, err := tx.Exec(ctx, `INSERT INTO user_agents (id, created_at, last_seen_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+			in.UserAgentID, now, now); err != nil {
+			return err
+		}
 		cond, args := s.Lifetimes.live(now)
 		var cur struct {
 			ID   string `db:"id"`
@@ -374,19 +395,16 @@ func (s *Store) ConsumeAuthRequest(ctx context.Context, id string) error {
 
 // Retention of what Prune deletes.
 const (
-	// EndedSessionRetention is how long an ended session row is kept.
+	// EndedSessionRetention is how long an ended session row, and the row
+	// of a browser whose sessions are all gone, is kept.
 	EndedSessionRetention = 24 * time.Hour
-	// IdleUserAgentAge is the age from which a browser with no session and
-	// nothing pending is forgotten (an anonymous visit to /authorize makes
-	// one; it is useless once its requests have expired).
-	IdleUserAgentAge = 24 * time.Hour
 )
 
 // PruneSteps delete expired pending requests and identity-provider flows,
 // sessions ended over EndedSessionRetention ago or whose absolute lifetime
 // (of l) passed that long ago (a browser that never came back leaves them
 // unended; an idle one reaches its absolute lifetime too), and browsers
-// older than IdleUserAgentAge with no session and nothing pending.
+// recorded over that long ago that hold no session and nothing pending.
 func PruneSteps(l Lifetimes) []db.PruneStep {
 	l = l.orDefault()
 	at := func(now time.Time) []any { return []any{now} }

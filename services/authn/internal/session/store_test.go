@@ -3,6 +3,8 @@ package session_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,29 +19,63 @@ var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 func newStore(t *testing.T, d db.Dialect) (*session.Store, session.UserAgent, string) {
 	t.Helper()
 	st := &session.Store{DB: authntest.Open(t, d)}
-	cookie, ua, err := st.CreateUserAgent(context.Background(), t0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cookie, ua := session.NewUserAgent()
 	return st, ua, cookie
 }
 
+// rows counts a table's rows.
+func rows(t *testing.T, st *session.Store, table string) int {
+	t.Helper()
+	var n int
+	if err := st.DB.Get(context.Background(), &n, `SELECT COUNT(*) FROM `+table); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestUserAgents: a browser's identity is its cookie's; nothing is stored
+// for it until a session is.
 func TestUserAgents(t *testing.T) {
 	authntest.Run(t, func(t *testing.T, d db.Dialect) {
 		ctx := context.Background()
 		st, ua, cookie := newStore(t, d)
-		if ua.ID == cookie || ua.ID != session.UserAgentID(cookie) || ua.CSRFToken == "" {
-			t.Errorf("user agent %+v for cookie: want the cookie's hash as id and a CSRF token", ua)
+		if ua.ID == cookie || ua.ID != session.UserAgentID(cookie) || ua.CSRFToken == "" || strings.Contains(ua.CSRFToken, cookie) {
+			t.Errorf("user agent %+v for cookie: want the cookie's hash as id and a CSRF token apart from the cookie", ua)
 		}
-		got, err := st.UserAgent(ctx, cookie)
+		got, err := session.ParseUserAgent(cookie)
 		if err != nil || got != ua {
-			t.Errorf("UserAgent = %+v, %v; want %+v", got, err, ua)
+			t.Errorf("ParseUserAgent = %+v, %v; want %+v", got, err, ua)
 		}
-		if _, err := st.UserAgent(ctx, "unknown"); !errors.Is(err, session.ErrNotFound) {
-			t.Errorf("unknown cookie: %v; want ErrNotFound", err)
+		if _, other := session.NewUserAgent(); other.ID == ua.ID || other.CSRFToken == ua.CSRFToken {
+			t.Error("two new browsers share an identity")
 		}
-		if _, err := st.UserAgent(ctx, ua.ID); !errors.Is(err, session.ErrNotFound) {
-			t.Errorf("the row id used as cookie: %v; want ErrNotFound", err)
+		for _, bad := range []string{"", "unknown", ua.ID, cookie[:42], cookie + "A", cookie[:42] + "!", cookie[:42] + "="} {
+			if _, err := session.ParseUserAgent(bad); !errors.Is(err, session.ErrNotFound) {
+				t.Errorf("cookie %q: %v; want ErrNotFound", bad, err)
+			}
+		}
+		// A pending request of an anonymous browser stores the request only.
+		if err := st.CreateAuthRequest(ctx, session.AuthRequest{ID: "r", UserAgentID: ua.ID, Params: []byte("{}"), CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		if n := rows(t, st, "user_agents"); n != 0 {
+			t.Fatalf("%d user_agents rows for an anonymous browser; want none", n)
+		}
+		// Its first session records it; the sign-in's rotation moves the
+		// request and the session to the new identity, and the old one's
+		// row (none here) is gone.
+		_, rotated, err := st.RotateUserAgent(ctx, ua.ID, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Upsert(ctx, session.Session{UserAgentID: rotated.ID, UserID: "alice", OrgID: "o", AuthTime: t0, AMR: []string{"pwd"}}, t0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.AuthRequest(ctx, "r", rotated.ID, t0); err != nil {
+			t.Errorf("the pending request did not follow the rotation: %v", err)
+		}
+		if n := rows(t, st, "user_agents"); n != 1 {
+			t.Errorf("%d user_agents rows after a sign-in; want 1", n)
 		}
 	})
 }
@@ -48,7 +84,7 @@ func TestSessions(t *testing.T) {
 	authntest.Run(t, func(t *testing.T, d db.Dialect) {
 		ctx := context.Background()
 		st, ua, _ := newStore(t, d)
-		_, other, _ := st.CreateUserAgent(ctx, t0)
+		_, other := session.NewUserAgent()
 		a, err := st.Upsert(ctx, session.Session{UserAgentID: ua.ID, UserID: "alice", OrgID: "o", LoginName: "alice@o", AuthTime: t0, AMR: []string{"pwd"}}, t0)
 		if err != nil || a.ID == "" {
 			t.Fatalf("Upsert = %+v, %v", a, err)
@@ -111,7 +147,7 @@ func TestAuthRequests(t *testing.T) {
 	authntest.Run(t, func(t *testing.T, d db.Dialect) {
 		ctx := context.Background()
 		st, ua, _ := newStore(t, d)
-		_, other, _ := st.CreateUserAgent(ctx, t0)
+		_, other := session.NewUserAgent()
 		ar := session.AuthRequest{ID: "req-1", UserAgentID: ua.ID, Params: []byte(`{"client_id":"web"}`), CreatedAt: t0, ExpiresAt: t0.Add(time.Minute)}
 		if err := st.CreateAuthRequest(ctx, ar); err != nil {
 			t.Fatal(err)
@@ -177,45 +213,55 @@ func TestAuthRequests(t *testing.T) {
 	})
 }
 
-// TestPruneForgetsIdleBrowsers: anonymous visits leave no rows behind for
-// good, while a browser with a session or a pending request stays.
+// TestPruneForgetsIdleBrowsers: a browser's row goes a day after its last
+// session did, while a browser with a session or a pending request stays.
 func TestPruneForgetsIdleBrowsers(t *testing.T) {
 	authntest.Run(t, func(t *testing.T, d db.Dialect) {
 		st := &session.Store{DB: authntest.Open(t, d)}
 		ctx := context.Background()
 		t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-		var anon []string
-		for range 3 {
-			cookie, _, err := st.CreateUserAgent(ctx, t0)
-			if err != nil {
+		signIn := func(id string) session.UserAgent {
+			_, ua := session.NewUserAgent()
+			if _, err := st.Upsert(ctx, session.Session{ID: id, UserAgentID: ua.ID, UserID: "u-" + id, OrgID: "o1", AuthTime: t0, AMR: []string{"pwd"}}, t0); err != nil {
 				t.Fatal(err)
 			}
-			anon = append(anon, cookie)
+			return ua
 		}
-		withSession, ua1, _ := st.CreateUserAgent(ctx, t0)
-		if _, err := st.Upsert(ctx, session.Session{ID: "s1", UserAgentID: ua1.ID, UserID: "u1", OrgID: "o1", AuthTime: t0, AMR: []string{"pwd"}}, t0); err != nil {
+		loggedOut, kept, pending := signIn("s1"), signIn("s2"), signIn("s3")
+		list, _, err := st.Sessions(ctx, loggedOut.ID, t0)
+		if err != nil || len(list) != 1 {
+			t.Fatalf("Sessions = %v, %v", list, err)
+		}
+		if err := st.Delete(ctx, list[0].ID); err != nil {
 			t.Fatal(err)
 		}
-		pending, ua2, _ := st.CreateUserAgent(ctx, t0)
-		if err := st.CreateAuthRequest(ctx, session.AuthRequest{ID: "r1", UserAgentID: ua2.ID, Params: []byte("{}"), CreatedAt: t0, ExpiresAt: t0.Add(48 * time.Hour)}); err != nil {
+		list, _, _ = st.Sessions(ctx, pending.ID, t0)
+		if err := st.Delete(ctx, list[0].ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.CreateAuthRequest(ctx, session.AuthRequest{ID: "r1", UserAgentID: pending.ID, Params: []byte("{}"), CreatedAt: t0, ExpiresAt: t0.Add(48 * time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
 		if n, err := st.Prune(ctx, t0.Add(time.Hour)); err != nil || n != 0 {
 			t.Fatalf("Prune within a day: %d rows, %v; want none", n, err)
 		}
+		// The session of kept stays live (idle within its lifetime):
+		// re-authenticate just before the prune.
+		if _, err := st.Upsert(ctx, session.Session{UserAgentID: kept.ID, UserID: "u-s2", OrgID: "o1", AuthTime: t0.Add(25 * time.Hour), AMR: []string{"pwd"}}, t0.Add(25*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
 		n, err := st.Prune(ctx, t0.Add(25*time.Hour))
-		if err != nil || n != 3 {
-			t.Fatalf("Prune: %d rows, %v; want the 3 anonymous browsers", n, err)
+		if err != nil || n != 1 {
+			t.Fatalf("Prune: %d rows, %v; want the logged-out browser's row", n, err)
 		}
-		for _, c := range anon {
-			if _, err := st.UserAgent(ctx, c); err == nil {
-				t.Error("an idle browser was kept")
-			}
+		var ids []string
+		if err := st.DB.Select(ctx, &ids, `SELECT id FROM user_agents ORDER BY id`); err != nil {
+			t.Fatal(err)
 		}
-		for _, c := range []string{withSession, pending} {
-			if _, err := st.UserAgent(ctx, c); err != nil {
-				t.Errorf("a browser with a session or a pending request was pruned: %v", err)
-			}
+		want := []string{kept.ID, pending.ID}
+		slices.Sort(want)
+		if !slices.Equal(ids, want) {
+			t.Errorf("browsers kept: %v; want the one with a session and the one with a pending request %v", ids, want)
 		}
 	})
 }
