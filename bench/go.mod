@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/gatehouse-id/gatehouse/pkg v0.0.0
+	github.com/gatehouse-id/gatehouse/services/directory v0.0.0
 	github.com/gatehouse-id/gatehouse/services/edge v0.0.0
 	github.com/gatehouse-id/gatehouse/services/tokens v0.0.0
 	github.com/jackc/pgx/v5 v5.12.0
@@ -27,7 +28,6 @@ require (
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/gabriel-vasile/mimetype v1.4.12 // indirect
 	github.com/gatehouse-id/gatehouse/services/authn v0.0.0 // indirect
-	github.com/gatehouse-id/gatehouse/services/directory v0.0.0 // indirect
 	github.com/gin-contrib/sse v1.1.0 // indirect
 	github.com/gin-gonic/gin v1.12.0 // indirect
 	github.com/go-jose/go-jose/v4 v4.1.9 // indirect
