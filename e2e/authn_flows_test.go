@@ -7,8 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -72,24 +70,17 @@ func afStartEnv(t *testing.T, extra map[string]string) *afEnv {
 		env[k] = v
 	}
 	edge := startProc(t, config.RoleEdge, env)
-	raw, err := os.ReadFile(filepath.Join(dir, "bootstrap-admin-key.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var kf keyFile
-	if err := json.Unmarshal(raw, &kf); err != nil {
-		t.Fatal(err)
-	}
-	_, tok := postForm(t, edge.base+"/oauth/v2/token", url.Values{
-		"grant_type": {"urn:ietf:params:oauth:grant-type:jwt-bearer"},
-		"assertion":  {jwtProfileAssertion(t, kf, issuer)},
-		"scope":      {"openid urn:gatehouse:iam:org:project:id:gatehouse:aud"},
-	})
-	e := &afEnv{t: t, ctx: context.Background(), base: edge.base, dataDir: dir, users: map[string]string{}}
+	return afSetup(t, edge.base, dir)
+}
+
+// afSetup prepares the apps and users of the flows on a running
+// deployment at base (its issuer), whose directory keeps its files in
+// dataDir.
+func afSetup(t *testing.T, base, dataDir string) *afEnv {
+	t.Helper()
+	_, tok := operatorToken(t, base, dataDir, base)
+	e := &afEnv{t: t, ctx: context.Background(), base: base, dataDir: dataDir, users: map[string]string{}}
 	e.admin, _ = tok["access_token"].(string)
-	if e.admin == "" {
-		t.Fatalf("no management token: %v", tok)
-	}
 	_, proj := restJSON(t, "POST", e.base+"/management/v1/projects", e.admin, map[string]any{"name": "Flows"})
 	e.projectID = proj["id"].(string)
 	web := e.app(map[string]any{
@@ -113,7 +104,8 @@ func afStartEnv(t *testing.T, extra map[string]string) *afEnv {
 	}
 	e.apiID, e.apiSecret = api["clientId"].(string), api["clientSecret"].(string)
 
-	if e.provider, err = oidc.NewProvider(e.ctx, issuer); err != nil {
+	var err error
+	if e.provider, err = oidc.NewProvider(e.ctx, base); err != nil {
 		t.Fatal(err)
 	}
 	e.web = oauth2.Config{

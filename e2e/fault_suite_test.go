@@ -485,6 +485,7 @@ func (c *faultCluster) startLoad() *faultLoad {
 	}
 	for w := range faultSideWorkers {
 		l.wg.Go(func() { l.sideWork(w) })
+		l.wg.Go(l.authorizeWork)
 	}
 	c.t.Cleanup(l.halt)
 	l.awaitRecovery("load warm-up", l.started)
@@ -540,9 +541,9 @@ func (l *faultLoad) tokenWork(w int) {
 	}
 }
 
-// sideWork is a side worker: rounds of a user creation or a metadata
-// entry (set on a token worker's machine user) and an authorize request,
-// until the load stops.
+// sideWork is a management worker: rounds of a user creation or a
+// metadata entry (set on a token worker's machine user), until the load
+// stops.
 func (l *faultLoad) sideWork(w int) {
 	for round := 0; !l.stopped(); round++ {
 		before := l.successes.Load()
@@ -552,6 +553,16 @@ func (l *faultLoad) sideWork(w int) {
 			l.setMetadata(l.c.machines[w%faultWorkers].userID, fmt.Sprintf("k-%d-%d", w, round),
 				fmt.Sprintf("v-%d-%d-%d", w, round, time.Now().UnixNano()))
 		}
+		l.pause(before)
+	}
+}
+
+// authorizeWork is a browser worker: rounds of an authorization request,
+// apart from the management workers, so a hung authn does not hold the
+// management load back (nor the other way round).
+func (l *faultLoad) authorizeWork() {
+	for !l.stopped() {
+		before := l.successes.Load()
 		l.authorize()
 		l.pause(before)
 	}
@@ -1068,13 +1079,12 @@ func (l *faultLoad) requireServed(phase string, from, to time.Time, kinds ...str
 }
 
 // faultUnaffected lists, for each service, the kinds of request that do
-// not need it: they must keep working while it is down. Tokens issues and
-// revokes for known clients from its cache of the directory; introspecting
-// an active token asks the directory for the user's claims every time, so
-// it answers 503 while the directory is down.
+// not need it: they must keep working while it is down. Tokens issues,
+// introspects and revokes for known clients and users from its caches of
+// the directory (dircache: bounded by GATEHOUSE_CACHE_MAX_STALE).
 var faultUnaffected = map[config.Role][]string{
 	config.RoleTokens:    {kindCreateUser, kindMetadata, kindAuthorize},
-	config.RoleDirectory: {kindToken, kindRevoke},
+	config.RoleDirectory: {kindToken, kindIntrospect, kindRevoke},
 	config.RoleAuthn:     {kindToken, kindIntrospect, kindRevoke, kindCreateUser, kindMetadata},
 }
 
@@ -1118,33 +1128,48 @@ func TestFaultKillAuthn(t *testing.T) { faultKill(t, config.RoleAuthn) }
 // while it is down and reconnect to the restarted edge.
 func TestFaultKillEdge(t *testing.T) { faultKill(t, config.RoleEdge) }
 
-// TestFaultFreezeTokens: the tokens service frozen by SIGSTOP for 20 s
-// under load, then SIGCONT. Edge answers 503 once its upstream timeout
-// (proxy.ResponseHeaderTimeout, 15 s) or its open breaker says so: no
-// client waits for the whole freeze, and the routes that do not need
-// tokens keep answering at once.
-func TestFaultFreezeTokens(t *testing.T) {
+// faultFreeze freezes role by SIGSTOP for 20 s under load, then sends
+// SIGCONT. Edge answers 503 once its upstream timeout
+// (proxy.ResponseHeaderTimeout, 15 s) or its open breaker says so, and a
+// service calling the frozen one gives up on its own deadline: no client
+// waits for the whole freeze, and the routes that do not need the frozen
+// service keep answering.
+func faultFreeze(t *testing.T, role config.Role) {
 	requireFaultSuite(t)
 	// The bound is edge's upstream timeout plus 2 s for a loaded machine
 	// (measured on the 2-core development machine: 15.0-15.6 s).
 	const freeze, bound = 20 * time.Second, 17 * time.Second
 	c := startFaultCluster(t, 0)
 	l := c.startLoad()
+	p := c.proc(role)
 	stopped := time.Now()
-	c.tokens.signal(syscall.SIGSTOP)
+	p.signal(syscall.SIGSTOP)
 	time.Sleep(freeze)
 	cont := time.Now()
-	c.tokens.signal(syscall.SIGCONT)
+	p.signal(syscall.SIGCONT)
 	l.awaitRecovery("recovery from SIGCONT", cont)
 	l.finish(stopped, cont)
-	l.requireStatuses("tokens frozen, until recovered", stopped, time.Now(), "200", "302", "503")
-	l.requireServed("tokens frozen", stopped, cont, faultUnaffected[config.RoleTokens]...)
+	l.requireStatuses(string(role)+" frozen, until recovered", stopped, time.Now(), "200", "302", "503")
+	l.requireServed(string(role)+" frozen", stopped, cont, faultUnaffected[role]...)
 	slowest, what := l.slowest(stopped, cont)
-	t.Logf("slowest request while tokens was frozen for %v: %v, %s", freeze, slowest.Round(time.Millisecond), what)
+	t.Logf("slowest request while %s was frozen for %v: %v, %s", role, freeze, slowest.Round(time.Millisecond), what)
 	if slowest >= bound {
-		t.Errorf("a client waited %v (%s) while tokens was frozen for %v; want less than %v", slowest.Round(time.Millisecond), what, freeze, bound)
+		t.Errorf("a client waited %v (%s) while %s was frozen for %v; want less than %v", slowest.Round(time.Millisecond), what, role, freeze, bound)
 	}
 }
+
+// TestFaultFreezeTokens: the tokens service frozen by SIGSTOP under load.
+func TestFaultFreezeTokens(t *testing.T) { faultFreeze(t, config.RoleTokens) }
+
+// TestFaultFreezeDirectory: the directory frozen by SIGSTOP under load.
+func TestFaultFreezeDirectory(t *testing.T) { faultFreeze(t, config.RoleDirectory) }
+
+// TestFaultFreezeAuthn: authn frozen by SIGSTOP under load.
+func TestFaultFreezeAuthn(t *testing.T) { faultFreeze(t, config.RoleAuthn) }
+
+// A frozen edge is not tested: no process of Gatehouse stands before it
+// to answer for it; its clients' own timeouts and the load balancer's
+// readiness probe (/readyz) take it out of rotation.
 
 // TestFaultRedisFlush: FLUSHALL three times under load, a second apart.
 // The tokens service rebuilds its revocation list from PostgreSQL before

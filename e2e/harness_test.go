@@ -184,6 +184,7 @@ func contains(s string, subs ...string) bool {
 // distributed is the four-process deployment on PostgreSQL and Redis.
 type distributed struct {
 	issuer                         string
+	dbURL                          string // the deployment's own PostgreSQL database
 	directoryData                  string // holds bootstrap-admin-key.json
 	directory, tokens, authn, edge *proc
 	// env is a process environment of this deployment (more replicas).
@@ -206,7 +207,7 @@ func startDistributedWith(t *testing.T, redisURL string, kv ...string) *distribu
 	t.Helper()
 	dbURL := testutil.PostgresDatabase(t)
 	edgeAddr, tokensAddr := freeAddr(t), freeAddr(t)
-	d := &distributed{issuer: "http://" + edgeAddr, directoryData: t.TempDir()}
+	d := &distributed{issuer: "http://" + edgeAddr, dbURL: dbURL, directoryData: t.TempDir()}
 	env := func(dataDir string, more ...string) map[string]string {
 		return distributedEnv(dbURL, redisURL, d.issuer, dataDir, append(slices.Clone(kv), more...)...)
 	}

@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
 	"fmt"
 	"net/url"
 	"os"
@@ -25,8 +23,9 @@ var soakTables = []string{
 	"authn.auth_requests", "authn.sessions", "authn.user_agents", "directory.login_failures",
 }
 
-// TestSoak churns tokens on PostgreSQL and Redis for GATEHOUSE_SOAK (a
-// duration; opt-in, e.g. GATEHOUSE_SOAK=1h) with lifetimes scaled down
+// TestSoak churns tokens in the distributed mode (four processes on
+// PostgreSQL and Redis) for GATEHOUSE_SOAK (a duration; opt-in, e.g.
+// GATEHOUSE_SOAK=1h) with lifetimes scaled down
 // to minutes, sampling the size of every table that grows with traffic:
 // once lifetimes have passed, every table holds no more rows than the
 // requests of the last few minutes made (pruning keeps up; nothing leaks,
@@ -36,15 +35,13 @@ func TestSoak(t *testing.T) {
 	if err != nil || dur < 3*time.Minute {
 		t.Skip("soak test: set GATEHOUSE_SOAK to a duration of at least 3m (e.g. 1h)")
 	}
-	dbURL := testutil.PostgresDatabase(t)
-	e := afStartEnv(t, map[string]string{
-		"GATEHOUSE_DATABASE_URL": dbURL, "GATEHOUSE_REDIS_URL": testutil.RedisURL(t),
-		"GATEHOUSE_ACCESS_TOKEN_LIFETIME": "30s", "GATEHOUSE_ID_TOKEN_LIFETIME": "30s",
-		"GATEHOUSE_REFRESH_TOKEN_IDLE_LIFETIME": "60s", "GATEHOUSE_REFRESH_TOKEN_ABSOLUTE_LIFETIME": "90s",
-		"GATEHOUSE_AUTH_CODE_LIFETIME": "10s", "GATEHOUSE_SESSION_IDLE_LIFETIME": "30s", "GATEHOUSE_SESSION_ABSOLUTE_LIFETIME": "60s",
-		"GATEHOUSE_PRUNE_INTERVAL": "20s", "GATEHOUSE_RATE_LIMIT": "0", "GATEHOUSE_SESSION_RETENTION": "60s",
-		"GATEHOUSE_MASTER_KEY": base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{3}, 32)),
-	})
+	d := startDistributedWith(t, testutil.RedisURL(t),
+		"GATEHOUSE_ACCESS_TOKEN_LIFETIME", "30s", "GATEHOUSE_ID_TOKEN_LIFETIME", "30s",
+		"GATEHOUSE_REFRESH_TOKEN_IDLE_LIFETIME", "60s", "GATEHOUSE_REFRESH_TOKEN_ABSOLUTE_LIFETIME", "90s",
+		"GATEHOUSE_AUTH_CODE_LIFETIME", "10s", "GATEHOUSE_SESSION_IDLE_LIFETIME", "30s", "GATEHOUSE_SESSION_ABSOLUTE_LIFETIME", "60s",
+		"GATEHOUSE_PRUNE_INTERVAL", "20s", "GATEHOUSE_RATE_LIMIT", "0", "GATEHOUSE_SESSION_RETENTION", "60s")
+	dbURL := d.dbURL
+	e := afSetup(t, d.edge.base, d.directoryData)
 	// A machine user with a secret for client_credentials, introspection
 	// and revocation.
 	_, mu := restJSON(t, "POST", e.base+"/management/v1/users/machine", e.admin, map[string]any{"userName": "soak", "name": "soak"})
