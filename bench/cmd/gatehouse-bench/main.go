@@ -2,8 +2,10 @@
 // (bin/edge embedded; bin/directory, bin/tokens, bin/authn and bin/edge
 // distributed on PostgreSQL and Redis), prepares clients through the
 // public APIs, and prints per scenario requests/s, p50/p99 latency and
-// server CPU per request, next to the in-process RS256/ES256 sign cost. It
-// builds nothing: run `make build` first. All traffic stays on 127.0.0.1.
+// server CPU per request, next to the in-process RS256/ES256 sign and
+// argon2id costs, and writes the same figures as JSON (-json, by default
+// bench/results/latest.json). It builds nothing: run `make build` first.
+// All traffic stays on 127.0.0.1.
 package main
 
 import (
@@ -53,14 +55,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	b := &bench{cfg: cfg, out: stdout, work: work}
-	fmt.Fprintf(stdout, "gatehouse-bench: %d requests per scenario after at least %d warm-up requests and %v, concurrency %d, HTTP/1.1 keep-alive to 127.0.0.1\n",
-		cfg.requests, cfg.warmup, cfg.warmupTime, cfg.concurrency)
-	fmt.Fprintf(stdout, "%d CPUs, load average (1, 5, 15 min) at the start: %s\n\n", runtime.NumCPU(), loadAvg())
+	info := b.runInfo(stderr)
+	fmt.Fprintf(stdout, "gatehouse-bench: %d requests per scenario (%d logins) after at least %d warm-up requests and %v, concurrency %d, HTTP/1.1 keep-alive to 127.0.0.1\n",
+		cfg.requests, cfg.loginRequests, cfg.warmup, cfg.warmupTime, cfg.concurrency)
+	fmt.Fprintf(stdout, "%d CPUs, load average (1, 5, 15 min) at the start: %s\n\n", runtime.NumCPU(), info.loadStart)
 
 	// The floor is measured first, while no server competes for the CPU.
 	costs, err := floor.Measure(ctx, floor.DefaultBudget)
 	if err != nil {
-		fmt.Fprintf(stderr, "gatehouse-bench: sign cost: %v\n", err)
+		fmt.Fprintf(stderr, "gatehouse-bench: floor costs: %v\n", err)
 		return 1
 	}
 	b.floor = costs
@@ -71,29 +74,32 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	// Tables are printed at the end, when the floor has been measured again.
 	var (
-		failed  bool
-		results []modeResult
-		skipped string
+		modes    []modeResult
+		skipped  string
+		problems []string // for the results file
+		failed   bool
 	)
-	if cfg.embedded {
-		r, err := b.mode(ctx, "embedded", nil, stderr)
-		results = append(results, r)
+	runMode := func(name string, backends *launch.Backends) {
+		info.modes = append(info.modes, name)
+		r, err := b.mode(ctx, name, backends, stderr)
+		modes = append(modes, r)
 		if err != nil {
-			fmt.Fprintf(stderr, "gatehouse-bench: embedded: %v\n", err)
+			fmt.Fprintf(stderr, "gatehouse-bench: %s: %v\n", name, err)
+			problems = append(problems, name+": incomplete: "+oneLine(err))
 			failed = true
 		}
+	}
+	if cfg.embedded {
+		runMode("embedded", nil)
 	}
 	if cfg.distributed && ctx.Err() == nil {
 		backends := launch.Backends{PostgresURL: cfg.postgres, RedisURL: cfg.redis}
 		if err := backends.Check(ctx); err != nil {
+			info.modes = append(info.modes, "distributed")
 			skipped = "distributed: skipped — " + oneLine(err)
+			problems = append(problems, skipped)
 		} else {
-			r, err := b.mode(ctx, "distributed", &backends, stderr)
-			results = append(results, r)
-			if err != nil {
-				fmt.Fprintf(stderr, "gatehouse-bench: distributed: %v\n", err)
-				failed = true
-			}
+			runMode("distributed", &backends)
 		}
 	}
 	// Measured again at the end: on a shared machine the two differ, and
@@ -103,14 +109,24 @@ func run(args []string, stdout, stderr io.Writer) int {
 			b.floorEnd = end
 		}
 	}
-	if err := b.print(results, skipped); err != nil {
+	if err := b.print(modes, skipped); err != nil {
 		fmt.Fprintf(stderr, "gatehouse-bench: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "load average (1, 5, 15 min) at the end: %s\n", loadAvg())
+	info.loadEnd = loadAvg()
+	fmt.Fprintf(stdout, "load average (1, 5, 15 min) at the end: %s\n", info.loadEnd)
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		fmt.Fprintf(stderr, "gatehouse-bench: stopped at the %v time limit\n", cfg.timeout)
+		problems = append(problems, fmt.Sprintf("stopped at the %v time limit", cfg.timeout))
 		failed = true
+	}
+	if path := resultsPath(cfg.jsonPath, info.root); path != "" {
+		if err := b.report(modes, info, problems).Write(path); err != nil {
+			fmt.Fprintf(stderr, "gatehouse-bench: %v\n", err)
+			failed = true
+		} else {
+			fmt.Fprintf(stdout, "results written to %s\n", path)
+		}
 	}
 	if failed {
 		fmt.Fprintf(stderr, "gatehouse-bench: logs kept in %s\n", work)
@@ -123,11 +139,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 type config struct {
 	bin                   string
 	requests, warmup      int
+	loginRequests         int
 	warmupTime            time.Duration
 	concurrency           int
 	timeout               time.Duration
 	embedded, distributed bool
 	postgres, redis       string
+	// jsonPath is where the results file goes, relative to the
+	// repository's root; "" writes none.
+	jsonPath string
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -137,14 +157,17 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	mode := fs.String("mode", "all", "embedded, distributed or all")
 	fs.StringVar(&c.bin, "bin", "bin", "directory holding edge, authn, tokens and directory (make build)")
 	fs.IntVar(&c.requests, "requests", 5000, "measured requests per scenario (enough for 10 ms CPU ticks and a noisy shared machine)")
+	fs.IntVar(&c.loginRequests, "login-requests", 300, "measured logins of the login scenario (each checks a password with argon2id)")
 	fs.IntVar(&c.warmup, "warmup", 500, "unmeasured requests sent first per scenario, in rounds until -warmup-time has passed")
 	fs.DurationVar(&c.warmupTime, "warmup-time", 3*time.Second, "least duration of each scenario's warm-up")
 	fs.IntVar(&c.concurrency, "concurrency", 4, "concurrent keep-alive connections")
-	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "time limit of the whole run")
+	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "time limit of the whole run")
 	fs.StringVar(&c.postgres, "postgres", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable",
 		"PostgreSQL on which the distributed run creates and drops its own database (loopback only)")
 	fs.StringVar(&c.redis, "redis", "redis://127.0.0.1:6379/15",
 		"Redis database for the distributed run; keys created during the run are deleted (loopback only)")
+	fs.StringVar(&c.jsonPath, "json", "bench/results/latest.json",
+		"results file (JSON), relative to the repository's root unless absolute; empty writes none")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -159,8 +182,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	default:
 		problems = append(problems, fmt.Sprintf("-mode: want embedded, distributed or all, got %q", *mode))
 	}
-	if c.requests < 1 || c.warmup < 0 || c.concurrency < 1 || c.warmupTime < 0 {
-		problems = append(problems, "-requests and -concurrency must be positive, -warmup and -warmup-time not negative")
+	if c.requests < 1 || c.loginRequests < 1 || c.warmup < 0 || c.concurrency < 1 || c.warmupTime < 0 {
+		problems = append(problems, "-requests, -login-requests and -concurrency must be positive, -warmup and -warmup-time not negative")
 	}
 	if c.timeout <= 0 {
 		problems = append(problems, "-timeout must be positive")

@@ -16,14 +16,15 @@ func TestParseFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.embedded || !c.distributed || c.requests != 5000 || c.warmup != 500 || c.concurrency != 4 || c.timeout != 5*time.Minute {
+	if !c.embedded || !c.distributed || c.requests != 5000 || c.loginRequests != 300 || c.warmup != 500 || c.concurrency != 4 ||
+		c.timeout != 10*time.Minute || c.jsonPath != "bench/results/latest.json" {
 		t.Fatalf("defaults: %+v", c)
 	}
-	c, err = parseFlags([]string{"-mode", "embedded", "-requests", "10"}, io.Discard)
-	if err != nil || !c.embedded || c.distributed || c.requests != 10 {
+	c, err = parseFlags([]string{"-mode", "embedded", "-requests", "10", "-login-requests", "3", "-json", ""}, io.Discard)
+	if err != nil || !c.embedded || c.distributed || c.requests != 10 || c.loginRequests != 3 || c.jsonPath != "" {
 		t.Fatalf("-mode embedded: %+v %v", c, err)
 	}
-	for _, bad := range [][]string{{"-mode", "both"}, {"-requests", "0"}, {"-concurrency", "0"}, {"-timeout", "0s"}, {"extra"}} {
+	for _, bad := range [][]string{{"-mode", "both"}, {"-requests", "0"}, {"-login-requests", "0"}, {"-concurrency", "0"}, {"-timeout", "0s"}, {"extra"}} {
 		if _, err := parseFlags(bad, io.Discard); err == nil {
 			t.Errorf("parseFlags(%q) succeeded; want an error", bad)
 		}
@@ -31,7 +32,7 @@ func TestParseFlags(t *testing.T) {
 }
 
 func row(name string, requests int, cpu time.Duration) suite.Row {
-	return suite.Row{Scenario: name, Available: true, CPU: cpu, CPUKnown: true,
+	return suite.Row{Scenario: name, Available: true, CPU: cpu, CPUKnown: true, CPUByProcess: map[string]time.Duration{"edge": cpu},
 		Result: load.Result{Requests: requests, Elapsed: time.Second, Statuses: map[int]int{200: requests}}}
 }
 
@@ -41,9 +42,9 @@ func TestTableTargetsAndRatio(t *testing.T) {
 		{Name: "RS256 sign, OpenSSL", Op: floor.Op{Alg: "RS256 sign", Library: "openssl"}, PerOp: 250 * time.Microsecond},
 	}}
 	rows := []suite.Row{
-		row("client_credentials JWT ES256", 100, 10*time.Millisecond),  // 0.1 ms ≤ 0.15
-		row("client_credentials JWT RS256", 100, 120*time.Millisecond), // 1.2 ms > 1.05 ms
-		{Scenario: "JWT introspection (RS256)", Note: "not available: POST /oauth/v2/introspect answered 404"},
+		row("token-es256", 100, 10*time.Millisecond),  // 0.1 ms ≤ 0.15
+		row("token-rs256", 100, 120*time.Millisecond), // 1.2 ms > 1.05 ms
+		{Scenario: "introspect-jwt", Note: "not available: POST /oauth/v2/introspect answered 404"},
 	}
 	var out strings.Builder
 	if err := b.table("embedded", modeResult{rows: rows, nprocs: 1, library: "go", version: "go1.26.8"}).Write(&out); err != nil {
@@ -53,7 +54,7 @@ func TestTableTargetsAndRatio(t *testing.T) {
 	for _, want := range []string{
 		"≤ 0.150 ms met", "≤ 1.050 ms MISSED", "RS256 JWT server CPU / RS256 sign with Go crypto/rsa = 1.20",
 		"signs RS256 and ES256 with go (go1.26.8)", "RS256 JWT server CPU − the server's RS256 sign = 0.200 ms",
-		"JWT introspection (RS256): not available: POST /oauth/v2/introspect answered 404",
+		"introspect-jwt: not available: POST /oauth/v2/introspect answered 404",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("table lacks %q:\n%s", want, got)
@@ -75,7 +76,7 @@ func TestTableOpenSSL(t *testing.T) {
 		{Name: "RS256 sign, Go", Op: floor.Op{Alg: "RS256 sign", Library: "go"}, PerOp: time.Millisecond},
 		{Name: "RS256 sign, OpenSSL", Op: floor.Op{Alg: "RS256 sign", Library: "openssl"}, PerOp: 250 * time.Microsecond},
 	}}
-	rows := []suite.Row{row("client_credentials JWT RS256", 100, 40*time.Millisecond)} // 0.4 ms
+	rows := []suite.Row{row("token-rs256", 100, 40*time.Millisecond)} // 0.4 ms
 	var out strings.Builder
 	if err := b.table("embedded", modeResult{rows: rows, nprocs: 1, library: "openssl", version: "OpenSSL 3.0.19"}).Write(&out); err != nil {
 		t.Fatal(err)

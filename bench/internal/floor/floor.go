@@ -8,10 +8,13 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
+	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/services/tokens/ossl"
 )
 
@@ -25,7 +28,7 @@ type Cost struct {
 
 // Op names an operation and the library that performs it.
 type Op struct {
-	Alg     string // "RS256 sign", "ES256 sign", "RS256 verify"
+	Alg     string // "RS256 sign", "ES256 sign", "RS256 verify", "argon2id verify"
 	Library string // "go" (the standard library) or "openssl"
 }
 
@@ -39,10 +42,15 @@ type Budget struct {
 // DefaultBudget gives stable figures in about a second per operation.
 var DefaultBudget = Budget{MinOps: 200, MinCPU: 500 * time.Millisecond}
 
+// Argon2idVerify is the password check of every login.
+var Argon2idVerify = Op{"argon2id verify", "go"}
+
 // Measure returns the per-operation cost of RS256 sign, ES256 sign and
-// RS256 verify with the standard library, and of RS256 and ES256 sign with
-// OpenSSL where it loads (the tokens service's default signer). It reads this process's CPU time (getrusage, microsecond
-// resolution), so run it while the process does nothing else.
+// RS256 verify with the standard library, of RS256 and ES256 sign with
+// OpenSSL where it loads (the tokens service's default signer), and of an
+// argon2id password check as the directory service makes it. It reads this
+// process's CPU time (getrusage, microsecond resolution), so run it while
+// the process does nothing else.
 func Measure(ctx context.Context, b Budget) ([]Cost, error) {
 	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -60,21 +68,26 @@ func Measure(ctx context.Context, b Budget) ([]Cost, error) {
 		return nil, fmt.Errorf("RS256 sign: %w", err)
 	}
 	ops := []operation{
-		{"RS256 sign (RSA-2048 PKCS#1 v1.5), Go crypto/rsa", Op{"RS256 sign", "go"}, func() error {
+		{name: "RS256 sign (RSA-2048 PKCS#1 v1.5), Go crypto/rsa", op: Op{"RS256 sign", "go"}, fn: func() error {
 			_, err := rsa.SignPKCS1v15(nil, rsaKey, crypto.SHA256, digest[:])
 			return err
 		}},
-		{"ES256 sign (ECDSA P-256), Go crypto/ecdsa", Op{"ES256 sign", "go"}, func() error {
+		{name: "ES256 sign (ECDSA P-256), Go crypto/ecdsa", op: Op{"ES256 sign", "go"}, fn: func() error {
 			_, _, err := ecdsa.Sign(rand.Reader, ecKey, digest[:])
 			return err
 		}},
-		{"RS256 verify, Go crypto/rsa", Op{"RS256 verify", "go"}, func() error {
+		{name: "RS256 verify, Go crypto/rsa", op: Op{"RS256 verify", "go"}, fn: func() error {
 			return rsa.VerifyPKCS1v15(&rsaKey.PublicKey, crypto.SHA256, digest[:], sig)
 		}},
 	}
 	if more, err := opensslOps(rsaKey, ecKey, digest[:]); err == nil {
 		ops = append(ops, more...)
 	} // else: no cgo or no libcrypto.so.3; the server signs with Go too
+	verify, err := passwordOp(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ops = append(ops, verify)
 	out := make([]Cost, 0, len(ops))
 	for _, op := range ops {
 		c, err := measure(ctx, op, b)
@@ -102,15 +115,53 @@ func opensslOps(rk *rsa.PrivateKey, ek *ecdsa.PrivateKey, digest []byte) ([]oper
 		return nil, err
 	}
 	return []operation{
-		{"RS256 sign, " + v, Op{"RS256 sign", "openssl"}, func() error { _, err := rs(digest); return err }},
-		{"ES256 sign, " + v, Op{"ES256 sign", "openssl"}, func() error { _, err := es(digest); return err }},
+		{name: "RS256 sign, " + v, op: Op{"RS256 sign", "openssl"}, fn: func() error { _, err := rs(digest); return err }},
+		{name: "ES256 sign, " + v, op: Op{"ES256 sign", "openssl"}, fn: func() error { _, err := es(digest); return err }},
 	}, nil
+}
+
+// passwordOp is secrets.VerifyPassword, the directory service's check of
+// a login's password, against a hash secrets.HashPassword made: the
+// server's own code with its own argon2id parameters.
+func passwordOp(ctx context.Context) (operation, error) {
+	const password = "Floor-Passw0rd!"
+	hash, err := secrets.HashPassword(ctx, password)
+	if err != nil {
+		return operation{}, fmt.Errorf("argon2id hash: %w", err)
+	}
+	return operation{
+		name: "argon2id verify (" + argon2Params(hash) + "), Go x/crypto through the server's pkg/secrets",
+		op:   Argon2idVerify,
+		fn: func() error {
+			ok, _, err := secrets.VerifyPassword(ctx, password, hash)
+			if err == nil && !ok {
+				err = errors.New("the password does not match its own hash")
+			}
+			return err
+		},
+		// One check takes tens of milliseconds: MinCPU bounds it already.
+		minOps: 16,
+	}, nil
+}
+
+// argon2Params is the parameter field of a PHC argon2id string
+// ("$argon2id$v=19$m=19456,t=2,p=1$salt$key"), so the report says what
+// was measured.
+func argon2Params(phc string) string {
+	f := strings.Split(phc, "$")
+	if len(f) != 6 {
+		return "unknown parameters"
+	}
+	return f[3]
 }
 
 type operation struct {
 	name string
 	op   Op
 	fn   func() error
+	// minOps, when not 0, replaces the budget's MinOps: for an operation
+	// so slow that MinCPU alone gives enough of them.
+	minOps int
 }
 
 func measure(ctx context.Context, o operation, b Budget) (Cost, error) {
@@ -124,13 +175,17 @@ func measure(ctx context.Context, o operation, b Budget) (Cost, error) {
 	if err != nil {
 		return Cost{}, err
 	}
+	minOps := b.MinOps
+	if o.minOps > 0 {
+		minOps = min(minOps, o.minOps)
+	}
 	n := 0
 	for {
 		if err := fn(); err != nil {
 			return Cost{}, fmt.Errorf("%s: %w", name, err)
 		}
 		n++
-		if n%16 != 0 || n < b.MinOps {
+		if n%16 != 0 || n < minOps {
 			continue
 		}
 		now, err := selfCPU()

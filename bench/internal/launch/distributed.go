@@ -52,6 +52,11 @@ func (b Backends) Check(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("redis at %s unreachable: %w", hostOf(b.RedisURL), err))
 		}
 	}
+	// The PostgreSQL server's CPU is charged to the requests, so its
+	// processes must be visible here.
+	if _, err := postgresCPU(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -81,6 +86,10 @@ func StartDistributed(ctx context.Context, o Options, b Backends) (_ *Deployment
 		return nil, err
 	}
 	d.cleanup = append(d.cleanup, deleteKeys)
+	if d.rdb, err = connectRedis(b.RedisURL); err != nil {
+		return nil, err
+	}
+	d.cleanup = append(d.cleanup, func(context.Context) error { return d.rdb.Close() })
 
 	env, err := commonEnv(o, d.Base)
 	if err != nil {

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/gatehouse-id/gatehouse/bench/internal/procstat"
 )
 
@@ -37,7 +39,10 @@ type Deployment struct {
 	// dropped by Stop); empty in embedded mode.
 	Database string
 	procs    []*child
-	cleanup  []func(context.Context) error // run after the processes stop, last first
+	// rdb is the deployment's Redis, asked for its CPU and memory; nil in
+	// embedded mode.
+	rdb     *redis.Client
+	cleanup []func(context.Context) error // run after the processes stop, last first
 }
 
 // PIDs are the deployment's process ids.
@@ -88,7 +93,7 @@ func (d *Deployment) Stop(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	d.procs, d.cleanup = nil, nil
+	d.procs, d.cleanup, d.rdb = nil, nil, nil
 	return errors.Join(errs...)
 }
 

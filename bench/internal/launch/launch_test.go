@@ -93,6 +93,50 @@ func checkServes(t *testing.T, d *Deployment, alg string) {
 	}
 }
 
+// checkUsage asserts the deployment reports the CPU of exactly the named
+// processes, every one of which has used some, and the memory of each but
+// PostgreSQL.
+func checkUsage(t *testing.T, d *Deployment, names ...string) {
+	t.Helper()
+	ctx := context.Background()
+	cpu, err := d.CPUByProcess(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rss, err := d.RSSByProcess(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cpu) != len(names) {
+		t.Errorf("CPUByProcess = %v; want exactly %v", cpu, names)
+	}
+	for _, n := range names {
+		if cpu[n] <= 0 {
+			t.Errorf("CPUByProcess()[%s] = %v; want > 0", n, cpu[n])
+		}
+		if _, ok := rss[n]; ok == (n == Postgres) || (ok && rss[n] <= 0) {
+			t.Errorf("RSSByProcess()[%s] = %d, %v; want a size for every process but PostgreSQL's", n, rss[n], ok)
+		}
+	}
+}
+
+func TestParseRedisInfo(t *testing.T) {
+	info := "# CPU\r\nused_cpu_sys:1.250000\r\nused_cpu_user:0.000250\r\nused_cpu_sys_children:9.0\r\n\r\n" +
+		"# Memory\r\nused_memory:900000\r\nused_memory_rss:12345678\r\n"
+	u, err := parseRedisInfo(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (redisUsage{cpu: 1250250 * time.Microsecond, rss: 12345678}); u != want {
+		t.Fatalf("parseRedisInfo = %+v; want %+v", u, want)
+	}
+	for _, bad := range []string{"used_cpu_sys:1\r\nused_memory_rss:1\r\n", "used_cpu_sys:x\r\nused_cpu_user:1\r\nused_memory_rss:1\r\n"} {
+		if _, err := parseRedisInfo(bad); err == nil {
+			t.Errorf("parseRedisInfo(%q) succeeded; want an error", bad)
+		}
+	}
+}
+
 func TestEmbeddedStartsAndStopsCleanly(t *testing.T) {
 	bin := binaries(t)
 	ctx := context.Background()
@@ -104,6 +148,7 @@ func TestEmbeddedStartsAndStopsCleanly(t *testing.T) {
 		t.Fatalf("embedded: pids %v, database %q; want one process, no database", d.PIDs(), d.Database)
 	}
 	checkServes(t, d, "ES256")
+	checkUsage(t, d, "edge")
 	pid := d.PIDs()[0]
 	sctx, cancel := context.WithTimeout(ctx, stopTimeout)
 	defer cancel()
@@ -137,6 +182,7 @@ func TestDistributedCreatesAndDropsItsDatabase(t *testing.T) {
 		t.Fatalf("distributed: pids %v, database %q; want four processes and a bench database", d.PIDs(), d.Database)
 	}
 	checkServes(t, d, "RS256")
+	checkUsage(t, d, "directory", "tokens", "authn", "edge", Postgres, Redis)
 	if !databaseExists(t, b.PostgresURL, d.Database) {
 		t.Fatalf("database %s does not exist while running", d.Database)
 	}

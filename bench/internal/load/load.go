@@ -99,11 +99,31 @@ func (r Result) Percentile(p float64) time.Duration {
 	return r.Latencies[rank-1]
 }
 
+// Op is one measured operation: a single request, or a sequence of them
+// (a whole browser login). It returns the last HTTP status received (0 for
+// none) and an error when the operation failed.
+type Op func(ctx context.Context) (status int, err error)
+
 // Run sends o.Requests requests built by newReq from o.Concurrency workers
 // and waits for them. It stops early, returning ctx's error with what was
 // measured so far, when ctx is done.
 func Run(ctx context.Context, o Options, newReq Request, check Check) (Result, error) {
-	if o.Requests < 0 || o.Concurrency < 1 || o.Client == nil {
+	if o.Client == nil {
+		return Result{}, errors.New("load: no client")
+	}
+	return RunOp(ctx, o, RequestOp(o.Client, newReq, check))
+}
+
+// RequestOp is the operation of sending one request built by newReq with c
+// and checking its answer.
+func RequestOp(c *http.Client, newReq Request, check Check) Op {
+	return func(ctx context.Context) (int, error) { return do(ctx, c, newReq, check) }
+}
+
+// RunOp is Run for operations that are more than one request: o.Requests
+// runs of op from o.Concurrency workers (o.Client is not used).
+func RunOp(ctx context.Context, o Options, op Op) (Result, error) {
+	if o.Requests < 0 || o.Concurrency < 1 {
 		return Result{}, fmt.Errorf("load: invalid options (requests %d, concurrency %d)", o.Requests, o.Concurrency)
 	}
 	var (
@@ -133,7 +153,7 @@ func Run(ctx context.Context, o Options, newReq Request, check Check) (Result, e
 		wg.Go(func() {
 			for next.Add(1) <= int64(o.Requests) && ctx.Err() == nil {
 				t0 := time.Now()
-				status, err := do(ctx, o.Client, newReq, check)
+				status, err := op(ctx)
 				if ctx.Err() != nil && err != nil {
 					return // cut off by the deadline: neither a result nor a failure
 				}

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -118,5 +119,27 @@ func TestRunStopsAtDeadline(t *testing.T) {
 	}
 	if res.Requests != 9 || res.Errors != 0 {
 		t.Fatalf("got %d requests, %d errors; want 9 completed before the cancel, 0 errors", res.Requests, res.Errors)
+	}
+}
+
+// TestRunOpCountsOperations: an operation of several requests is measured
+// as one, with its last status, and a failed one counts as one error.
+func TestRunOpCountsOperations(t *testing.T) {
+	var n atomic.Int32
+	res, err := RunOp(context.Background(), Options{Requests: 30, Concurrency: 3}, func(context.Context) (int, error) {
+		if n.Add(1)%10 == 0 {
+			return 400, errors.New("step 2: HTTP 400")
+		}
+		return 200, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests != 30 || res.Errors != 3 || res.Statuses[200] != 27 || res.Statuses[400] != 3 || len(res.Latencies) != 30 {
+		t.Fatalf("got %d operations, %d errors, statuses %v, %d latencies; want 30, 3, 27×200 3×400, 30",
+			res.Requests, res.Errors, res.Statuses, len(res.Latencies))
+	}
+	if _, err := Run(context.Background(), Options{Requests: 1, Concurrency: 1}, nil, nil); err == nil {
+		t.Fatal("Run without a client succeeded; want an error")
 	}
 }

@@ -5,9 +5,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -64,11 +67,11 @@ func CPUTime(pid int) (time.Duration, error) {
 	if err != nil {
 		return 0, fmt.Errorf("read cpu time of pid %d: %w", pid, err)
 	}
-	ticks, err := parseStat(b)
+	st, err := parseStat(b)
 	if err != nil {
 		return 0, fmt.Errorf("pid %d: %w", pid, err)
 	}
-	return time.Duration(ticks) * time.Second / time.Duration(ClockTicks()), nil
+	return ticks(st.utime + st.stime), nil
 }
 
 // Sum returns the total CPU time of several processes.
@@ -84,27 +87,112 @@ func Sum(pids ...int) (time.Duration, error) {
 	return total, nil
 }
 
-// parseStat returns utime + stime, in clock ticks, from the contents of a
-// /proc/<pid>/stat file. The command name (field 2) is in parentheses and
-// may itself contain spaces and parentheses, so fields are counted after
-// the last ')': state is field 3, utime field 14, stime field 15 (proc(5)).
-func parseStat(b []byte) (int64, error) {
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, errors.New("malformed /proc stat: no command name")
-	}
-	f := bytes.Fields(b[i+1:])
-	const utime, stime = 14 - 3, 15 - 3
-	if len(f) <= stime {
-		return 0, fmt.Errorf("malformed /proc stat: %d fields after the command name", len(f))
-	}
-	u, err := strconv.ParseInt(string(f[utime]), 10, 64)
+// ByName returns the CPU time of every process whose command name
+// (/proc/<pid>/comm) is name, each with the CPU time of its exited children
+// that it has waited for, and how many processes it summed. With the
+// children's time the sum does not fall when a process exits: PostgreSQL's
+// postmaster reaps each backend, and the backend's CPU moves into the
+// postmaster's cutime and cstime.
+func ByName(name string) (time.Duration, int, error) {
+	return byName("/proc", name)
+}
+
+func byName(proc, name string) (time.Duration, int, error) {
+	entries, err := os.ReadDir(proc)
 	if err != nil {
-		return 0, fmt.Errorf("malformed utime %q", f[utime])
+		return 0, 0, fmt.Errorf("list processes: %w", err)
 	}
-	s, err := strconv.ParseInt(string(f[stime]), 10, 64)
+	var total int64
+	n := 0
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue // not a process
+		}
+		b, err := os.ReadFile(filepath.Join(proc, e.Name(), "stat"))
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+			continue // exited since the listing
+		}
+		if err != nil {
+			return 0, 0, fmt.Errorf("read %s/%s/stat: %w", proc, e.Name(), err)
+		}
+		st, err := parseStat(b)
+		if err != nil {
+			return 0, 0, fmt.Errorf("pid %s: %w", e.Name(), err)
+		}
+		if st.comm == name {
+			total += st.utime + st.stime + st.cutime + st.cstime
+			n++
+		}
+	}
+	return ticks(total), n, nil
+}
+
+func ticks(n int64) time.Duration {
+	return time.Duration(n) * time.Second / time.Duration(ClockTicks())
+}
+
+// RSS returns the resident set size of process pid in bytes (VmRSS of
+// /proc/<pid>/status).
+func RSS(pid int) (int64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
-		return 0, fmt.Errorf("malformed stime %q", f[stime])
+		return 0, fmt.Errorf("read memory of pid %d: %w", pid, err)
 	}
-	return u + s, nil
+	rss, err := parseRSS(b)
+	if err != nil {
+		return 0, fmt.Errorf("pid %d: %w", pid, err)
+	}
+	return rss, nil
+}
+
+// parseRSS reads the "VmRSS:    1234 kB" line of a /proc status file.
+func parseRSS(b []byte) (int64, error) {
+	for line := range bytes.Lines(b) {
+		rest, ok := bytes.CutPrefix(line, []byte("VmRSS:"))
+		if !ok {
+			continue
+		}
+		f := bytes.Fields(rest)
+		if len(f) != 2 || string(f[1]) != "kB" {
+			return 0, fmt.Errorf("malformed VmRSS line %q", bytes.TrimSpace(line))
+		}
+		kb, err := strconv.ParseInt(string(f[0]), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("malformed VmRSS %q", f[0])
+		}
+		return kb * 1024, nil
+	}
+	return 0, errors.New("no VmRSS in /proc status (a kernel thread or a zombie)")
+}
+
+// stat is what the package reads from a /proc/<pid>/stat file; times are
+// in clock ticks.
+type stat struct {
+	comm                         string
+	utime, stime, cutime, cstime int64
+}
+
+// parseStat parses the contents of a /proc/<pid>/stat file. The command
+// name (field 2) is in parentheses and may itself contain spaces and
+// parentheses, so fields are counted after the last ')': state is field 3,
+// utime to cstime fields 14 to 17 (proc(5)).
+func parseStat(b []byte) (stat, error) {
+	open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+	if open < 0 || end < open {
+		return stat{}, errors.New("malformed /proc stat: no command name")
+	}
+	f := bytes.Fields(b[end+1:])
+	const first = 14 - 3
+	if len(f) < first+4 {
+		return stat{}, fmt.Errorf("malformed /proc stat: %d fields after the command name", len(f))
+	}
+	st := stat{comm: string(b[open+1 : end])}
+	for i, into := range []*int64{&st.utime, &st.stime, &st.cutime, &st.cstime} {
+		v, err := strconv.ParseInt(string(f[first+i]), 10, 64)
+		if err != nil {
+			return stat{}, fmt.Errorf("malformed /proc stat field %d %q", 14+i, f[first+i])
+		}
+		*into = v
+	}
+	return st, nil
 }

@@ -42,8 +42,22 @@ type Fixture struct {
 	JWTClient    Credentials // machine user with JWT access tokens
 	OpaqueClient Credentials // machine user with opaque (bearer) access tokens
 	API          Credentials // API app (client_secret_basic) that introspects
-	ProjectID    string      // the API app's project
+	ProjectID    string      // the API app's and the web app's project
+	Web          Credentials // web app (code flow, client_secret_basic) the logins sign in to
+	// Users sign in, one login at a time each: the server refuses a fourth
+	// concurrent password check of one user from one address (its lockout
+	// counts each attempt in advance and lets three through).
+	Users []Person
 }
+
+// Person is a human user who signs in with a password.
+type Person struct {
+	ID, LoginName, Password string
+}
+
+// RedirectURI is the web app's redirect URI. A login ends at the redirect
+// to it (it leaves the issuer), so nothing needs to listen there.
+const RedirectURI = "http://127.0.0.1:9/cb"
 
 // keyFile is bootstrap-admin-key.json.
 type keyFile struct {
@@ -56,8 +70,9 @@ type keyFile struct {
 // Prepare creates the scenario clients on t through the real APIs: a
 // management token by the JWT profile grant (RFC 7523) with the bootstrap
 // key, two machine users with secrets (JWT and opaque access tokens), a
-// project and an API app with client_secret_basic.
-func Prepare(ctx context.Context, c *http.Client, t Target) (*Fixture, error) {
+// project with an API app (client_secret_basic) and a code-flow web app,
+// and users human users with passwords (one per concurrent login).
+func Prepare(ctx context.Context, c *http.Client, t Target, users int) (*Fixture, error) {
 	raw, err := os.ReadFile(t.KeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("bootstrap key file: %w", err)
@@ -126,12 +141,63 @@ func Prepare(ctx context.Context, c *http.Client, t Target) (*Fixture, error) {
 		return nil, fmt.Errorf("add API app: %w", err)
 	}
 	f.API = Credentials{ClientID: app.ClientID, Secret: app.ClientSecret}
-	for name, cr := range map[string]Credentials{"JWT machine user": f.JWTClient, "opaque machine user": f.OpaqueClient, "API app": f.API} {
+	if f.Web, err = addWebApp(ctx, m, proj.ID); err != nil {
+		return nil, err
+	}
+	for i := range users {
+		u, err := addUser(ctx, m, fmt.Sprintf("bench-user-%s-%d", suffix, i))
+		if err != nil {
+			return nil, err
+		}
+		f.Users = append(f.Users, u)
+	}
+	for name, cr := range map[string]Credentials{"JWT machine user": f.JWTClient, "opaque machine user": f.OpaqueClient, "API app": f.API, "web app": f.Web} {
 		if cr.ClientID == "" || cr.Secret == "" {
 			return nil, fmt.Errorf("%s: the management API returned no client id or secret", name)
 		}
 	}
 	return f, nil
+}
+
+// addWebApp adds a confidential web app for the authorization code flow
+// whose only redirect URI is RedirectURI.
+func addWebApp(ctx context.Context, m mgmt, projectID string) (Credentials, error) {
+	var app struct {
+		ClientID     string `json:"clientId"`
+		ClientSecret string `json:"clientSecret"`
+	}
+	if err := m.do(ctx, http.MethodPost, "/projects/"+url.PathEscape(projectID)+"/apps/oidc", map[string]any{
+		"name": "bench-web", "redirectUris": []string{RedirectURI},
+		"responseTypes": []string{"OIDC_RESPONSE_TYPE_CODE"},
+		"grantTypes":    []string{"OIDC_GRANT_TYPE_AUTHORIZATION_CODE"},
+		"appType":       "OIDC_APP_TYPE_WEB", "authMethodType": "OIDC_AUTH_METHOD_TYPE_BASIC", "accessTokenType": "OIDC_TOKEN_TYPE_BEARER",
+	}, &app); err != nil {
+		return Credentials{}, fmt.Errorf("add web app: %w", err)
+	}
+	return Credentials{ClientID: app.ClientID, Secret: app.ClientSecret}, nil
+}
+
+// addUser imports a human user with a password. The import hashes it with
+// the server's current argon2id parameters, so no login rehashes it, and
+// requires no change at the first login.
+func addUser(ctx context.Context, m mgmt, name string) (Person, error) {
+	p := Person{LoginName: name, Password: "Bench-" + randomHex(8) + "-Pw1!"}
+	var u struct {
+		UserID string `json:"userId"`
+	}
+	if err := m.do(ctx, http.MethodPost, "/users/human/_import", map[string]any{
+		"userName": name,
+		"profile":  map[string]any{"firstName": "Bench", "lastName": "User"},
+		"email":    map[string]any{"email": name + "@example.com", "isEmailVerified": true},
+		"password": p.Password,
+	}, &u); err != nil {
+		return Person{}, fmt.Errorf("import user %s: %w", name, err)
+	}
+	if u.UserID == "" {
+		return Person{}, fmt.Errorf("import user %s: no user id in the answer", name)
+	}
+	p.ID = u.UserID
+	return p, nil
 }
 
 // profileAssertion signs the RFC 7523 assertion an operator makes from the

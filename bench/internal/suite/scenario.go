@@ -17,22 +17,40 @@ import (
 // Kind is one measured operation.
 type Kind string
 
-// The scenarios of `make bench`.
+// The scenarios of `make bench`. A Kind is its scenario's name, except
+// TokenJWT, which is named after the server's algorithm (see Name).
 const (
-	ClientCredentialsJWT    Kind = "client_credentials JWT"
-	ClientCredentialsOpaque Kind = "client_credentials opaque"
-	Introspection           Kind = "JWT introspection"
-	KeySet                  Kind = "key set GET"
+	TokenJWT         Kind = "token-jwt"         // client_credentials, JWT access token
+	TokenOpaque      Kind = "token-opaque"      // client_credentials, opaque access token
+	IntrospectJWT    Kind = "introspect-jwt"    // introspection of a JWT access token
+	IntrospectOpaque Kind = "introspect-opaque" // introspection of an opaque access token
+	Keys             Kind = "keys"              // GET of the key set
+	Login            Kind = "login"             // a whole browser sign-in, code flow with PKCE
 )
+
+// Names are the stable names of the scenarios every run covers, in report
+// order. Results are compared across runs by these names: never rename one.
+var Names = []string{"token-rs256", "token-es256", "token-opaque", "introspect-jwt", "introspect-opaque", "keys", "login"}
+
+// Name is the stable name of kind k on a server signing with algorithm.
+func Name(k Kind, algorithm string) string {
+	if k == TokenJWT {
+		return "token-" + strings.ToLower(algorithm)
+	}
+	return string(k)
+}
 
 // Target is a running Gatehouse.
 type Target struct {
 	Base      string // edge's base URL, which is also the issuer
 	KeyFile   string // bootstrap-admin-key.json written by directory
 	Algorithm string // the signing algorithm the server was started with
-	// CPU returns the CPU time the server process(es) have used so far;
-	// nil means server CPU is not measured.
-	CPU func() (time.Duration, error)
+	// CPU returns the CPU time each server process has used so far, by
+	// process name; nil means server CPU is not measured.
+	CPU func(context.Context) (map[string]time.Duration, error)
+	// RSS returns each server process's resident set size in bytes, by
+	// process name; nil means memory is not measured.
+	RSS func(context.Context) (map[string]int64, error)
 }
 
 // Options size each scenario.
@@ -45,44 +63,57 @@ type Options struct {
 	WarmupTime  time.Duration
 	Requests    int // measured requests
 	Concurrency int
+	// LoginRequests is the number of measured logins; 0 means Requests.
+	LoginRequests int
+}
+
+// size is the warm-up and measured count of kind k: a login costs a
+// hundred times a token (argon2id), so it has its own, smaller count.
+func (o Options) size(k Kind) (warmup, requests int) {
+	if k != Login || o.LoginRequests == 0 {
+		return o.Warmup, o.Requests
+	}
+	return min(o.Warmup, max(o.LoginRequests/10, 1)), o.LoginRequests
 }
 
 // Row is one scenario's outcome.
 type Row struct {
-	Scenario  string
+	Scenario  string // stable name, one of Names
 	Kind      Kind
+	Algorithm string // the server's signing algorithm
 	Available bool   // false when the server does not serve the endpoint yet
 	Note      string // why a scenario is not available
 	Result    load.Result
-	// CPU is the server CPU used during the measured requests; CPUKnown is
-	// false when the Target has no CPU reading.
-	CPU      time.Duration
-	CPUKnown bool
+	// CPU is the server CPU used during the measured requests, the sum of
+	// CPUByProcess; CPUKnown is false when the Target has no CPU reading.
+	CPU          time.Duration
+	CPUByProcess map[string]time.Duration
+	CPUKnown     bool
+	// RSSByProcess is each server process's resident set size in bytes
+	// after the scenario; nil when the Target has no RSS reading.
+	RSSByProcess map[string]int64
 }
 
 // CPUPerRequest is the server CPU charged to each measured request.
 func (r Row) CPUPerRequest() time.Duration {
-	if r.Result.Requests == 0 {
+	return perRequest(r.CPU, r.Result.Requests)
+}
+
+// ProcessCPUPerRequest is the CPU of each server process per measured
+// request.
+func (r Row) ProcessCPUPerRequest() map[string]time.Duration {
+	out := make(map[string]time.Duration, len(r.CPUByProcess))
+	for name, cpu := range r.CPUByProcess {
+		out[name] = perRequest(cpu, r.Result.Requests)
+	}
+	return out
+}
+
+func perRequest(cpu time.Duration, requests int) time.Duration {
+	if requests == 0 {
 		return 0
 	}
-	return r.CPU / time.Duration(r.Result.Requests)
-}
-
-// Name is the scenario's name in a report.
-func Name(k Kind, algorithm string) string {
-	switch k {
-	case ClientCredentialsJWT:
-		return string(k) + " " + algorithm
-	case Introspection:
-		return string(k) + " (" + algorithm + ")"
-	}
-	return string(k)
-}
-
-// scenario is a Kind made concrete for one fixture.
-type scenario struct {
-	req   load.Request
-	check load.Check
+	return cpu / time.Duration(requests)
 }
 
 // Run measures each kind in order on t. A scenario whose endpoint answers
@@ -91,45 +122,84 @@ type scenario struct {
 func Run(ctx context.Context, t Target, f *Fixture, kinds []Kind, o Options) ([]Row, error) {
 	var rows []Row
 	for _, k := range kinds {
-		row := Row{Scenario: Name(k, t.Algorithm), Kind: k, Available: true}
-		sc, err := build(ctx, o.Client, t, f, k)
-		var unavailable *notAvailable
-		switch {
-		case errors.As(err, &unavailable):
-			row.Available, row.Note = false, unavailable.Error()
-			rows = append(rows, row)
-			continue
-		case err != nil:
-			return rows, fmt.Errorf("%s: %w", row.Scenario, err)
-		}
-		for start := time.Now(); ; {
-			if _, err := load.Run(ctx, load.Options{Client: o.Client, Requests: o.Warmup, Concurrency: o.Concurrency}, sc.req, sc.check); err != nil {
-				return rows, fmt.Errorf("%s warm-up: %w", row.Scenario, err)
-			}
-			if o.Warmup == 0 || time.Since(start) >= o.WarmupTime {
-				break
-			}
-		}
-		var before time.Duration
-		if t.CPU != nil {
-			if before, err = t.CPU(); err != nil {
-				return rows, fmt.Errorf("%s: server CPU: %w", row.Scenario, err)
-			}
-		}
-		row.Result, err = load.Run(ctx, load.Options{Client: o.Client, Requests: o.Requests, Concurrency: o.Concurrency}, sc.req, sc.check)
+		row, err := runOne(ctx, t, f, k, o)
 		if err != nil {
-			return rows, fmt.Errorf("%s: %w", row.Scenario, err)
-		}
-		if t.CPU != nil {
-			after, err := t.CPU()
-			if err != nil {
-				return rows, fmt.Errorf("%s: server CPU: %w", row.Scenario, err)
-			}
-			row.CPU, row.CPUKnown = after-before, true
+			return rows, err
 		}
 		rows = append(rows, row)
 	}
 	return rows, nil
+}
+
+// runOne warms kind k up, then measures it with CPU readings around the
+// measured requests and the memory after them.
+func runOne(ctx context.Context, t Target, f *Fixture, k Kind, o Options) (Row, error) {
+	row := Row{Scenario: Name(k, t.Algorithm), Kind: k, Algorithm: t.Algorithm, Available: true}
+	op, err := build(ctx, o.Client, t, f, k)
+	var unavailable *notAvailable
+	switch {
+	case errors.As(err, &unavailable):
+		row.Available, row.Note = false, unavailable.Error()
+		return row, nil
+	case err != nil:
+		return row, fmt.Errorf("%s: %w", row.Scenario, err)
+	}
+	warmup, requests := o.size(k)
+	lo := load.Options{Client: o.Client, Requests: warmup, Concurrency: o.Concurrency}
+	for start := time.Now(); ; {
+		if _, err := load.RunOp(ctx, lo, op); err != nil {
+			return row, fmt.Errorf("%s warm-up: %w", row.Scenario, err)
+		}
+		if warmup == 0 || time.Since(start) >= o.WarmupTime {
+			break
+		}
+	}
+	var before map[string]time.Duration
+	if t.CPU != nil {
+		if before, err = t.CPU(ctx); err != nil {
+			return row, fmt.Errorf("%s: server CPU: %w", row.Scenario, err)
+		}
+	}
+	lo.Requests = requests
+	if row.Result, err = load.RunOp(ctx, lo, op); err != nil {
+		return row, fmt.Errorf("%s: %w", row.Scenario, err)
+	}
+	if t.CPU != nil {
+		after, err := t.CPU(ctx)
+		if err == nil {
+			row.CPUByProcess, row.CPU, err = cpuDelta(before, after)
+		}
+		if err != nil {
+			return row, fmt.Errorf("%s: server CPU: %w", row.Scenario, err)
+		}
+		row.CPUKnown = true
+	}
+	if t.RSS != nil {
+		if row.RSSByProcess, err = t.RSS(ctx); err != nil {
+			return row, fmt.Errorf("%s: server memory: %w", row.Scenario, err)
+		}
+	}
+	return row, nil
+}
+
+// cpuDelta is the CPU each process used between two readings, and their
+// sum. Both readings must name the same processes: a sum over a process
+// that came or went would charge all its life, or none, to the scenario.
+func cpuDelta(before, after map[string]time.Duration) (map[string]time.Duration, time.Duration, error) {
+	if len(before) != len(after) {
+		return nil, 0, fmt.Errorf("readings name %d then %d processes", len(before), len(after))
+	}
+	out := make(map[string]time.Duration, len(after))
+	var total time.Duration
+	for name, a := range after {
+		b, ok := before[name]
+		if !ok {
+			return nil, 0, fmt.Errorf("process %s appeared during the scenario", name)
+		}
+		out[name] = a - b
+		total += a - b
+	}
+	return out, total, nil
 }
 
 // notAvailable marks a scenario whose endpoint the server does not serve.
@@ -137,49 +207,60 @@ type notAvailable struct{ what string }
 
 func (e *notAvailable) Error() string { return "not available: " + e.what }
 
-func build(ctx context.Context, c *http.Client, t Target, f *Fixture, k Kind) (scenario, error) {
+func build(ctx context.Context, c *http.Client, t Target, f *Fixture, k Kind) (load.Op, error) {
 	switch k {
-	case ClientCredentialsJWT:
-		return tokenScenario(t, f.JWTClient, true), nil
-	case ClientCredentialsOpaque:
-		return tokenScenario(t, f.OpaqueClient, false), nil
-	case KeySet:
-		u := t.Base + "/oauth/v2/keys"
-		return scenario{
-			req: func(ctx context.Context) (*http.Request, error) {
-				return http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-			},
-			check: func(body []byte) error {
-				var ks struct {
-					Keys []json.RawMessage `json:"keys"`
-				}
-				if err := json.Unmarshal(body, &ks); err != nil || len(ks.Keys) == 0 {
-					return fmt.Errorf("not a non-empty key set: %.100s", body)
-				}
-				return nil
-			},
-		}, nil
-	case Introspection:
-		return introspectionScenario(ctx, c, t, f)
+	case TokenJWT:
+		return tokenOp(c, t, f.JWTClient, true), nil
+	case TokenOpaque:
+		return tokenOp(c, t, f.OpaqueClient, false), nil
+	case IntrospectJWT:
+		return introspectOp(ctx, c, t, f, f.JWTClient, true)
+	case IntrospectOpaque:
+		return introspectOp(ctx, c, t, f, f.OpaqueClient, false)
+	case Keys:
+		return keysOp(c, t), nil
+	case Login:
+		return loginOp(ctx, c, t, f)
 	}
-	return scenario{}, fmt.Errorf("unknown scenario %q", k)
+	return nil, fmt.Errorf("unknown scenario %q", k)
 }
 
-// tokenScenario is the client_credentials grant with client_secret_basic.
-func tokenScenario(t Target, cr Credentials, wantJWT bool) scenario {
-	u, authz := t.Base+"/oauth/v2/token", cr.basic()
-	const form = "grant_type=client_credentials"
-	return scenario{
-		req: func(ctx context.Context) (*http.Request, error) {
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(form))
-			if err != nil {
-				return nil, err
-			}
-			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-			req.Header.Set("Authorization", authz)
-			return req, nil
+// keysOp is the GET of the key set.
+func keysOp(c *http.Client, t Target) load.Op {
+	u := t.Base + "/oauth/v2/keys"
+	return load.RequestOp(c,
+		func(ctx context.Context) (*http.Request, error) {
+			return http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 		},
-		check: func(body []byte) error { return checkToken(body, wantJWT, t.Algorithm) },
+		func(body []byte) error {
+			var ks struct {
+				Keys []json.RawMessage `json:"keys"`
+			}
+			if err := json.Unmarshal(body, &ks); err != nil || len(ks.Keys) == 0 {
+				return fmt.Errorf("not a non-empty key set: %.100s", body)
+			}
+			return nil
+		})
+}
+
+// tokenOp is the client_credentials grant with client_secret_basic.
+func tokenOp(c *http.Client, t Target, cr Credentials, wantJWT bool) load.Op {
+	u := t.Base + "/oauth/v2/token"
+	return load.RequestOp(c,
+		formRequest(u, cr.basic(), "grant_type=client_credentials"),
+		func(body []byte) error { return checkToken(body, wantJWT, t.Algorithm) })
+}
+
+// formRequest builds a POST of a form with an Authorization header.
+func formRequest(u, authz, form string) load.Request {
+	return func(ctx context.Context) (*http.Request, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(form))
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Authorization", authz)
+		return req, nil
 	}
 }
 
@@ -215,52 +296,48 @@ func checkToken(body []byte, wantJWT bool, alg string) error {
 	return nil
 }
 
-// introspectionScenario introspects one JWT access token whose audience
-// holds the API app's project, with the app's client_secret_basic.
-func introspectionScenario(ctx context.Context, c *http.Client, t Target, f *Fixture) (scenario, error) {
+// introspectOp introspects one access token of client cr (a JWT or an
+// opaque one, checked) whose audience holds the API app's project, with
+// the app's client_secret_basic.
+func introspectOp(ctx context.Context, c *http.Client, t Target, f *Fixture, cr Credentials, wantJWT bool) (load.Op, error) {
+	var raw json.RawMessage
+	if err := call(ctx, c, http.MethodPost, t.Base+"/oauth/v2/token", cr.basic(), "", url.Values{
+		"grant_type": {"client_credentials"},
+		"scope":      {"urn:gatehouse:iam:org:project:id:" + f.ProjectID + ":aud"},
+	}, &raw); err != nil {
+		return nil, fmt.Errorf("token to introspect: %w", err)
+	}
+	if err := checkToken(raw, wantJWT, t.Algorithm); err != nil {
+		return nil, fmt.Errorf("token to introspect: %w", err)
+	}
 	var tok struct {
 		AccessToken string `json:"access_token"`
 	}
-	if err := call(ctx, c, http.MethodPost, t.Base+"/oauth/v2/token", f.JWTClient.basic(), "", url.Values{
-		"grant_type": {"client_credentials"},
-		"scope":      {"urn:gatehouse:iam:org:project:id:" + f.ProjectID + ":aud"},
-	}, &tok); err != nil {
-		return scenario{}, fmt.Errorf("token to introspect: %w", err)
+	if err := json.Unmarshal(raw, &tok); err != nil {
+		return nil, fmt.Errorf("token to introspect: %w", err)
 	}
-	u, authz := t.Base+"/oauth/v2/introspect", f.API.basic()
-	form := url.Values{"token": {tok.AccessToken}}.Encode()
-	sc := scenario{
-		req: func(ctx context.Context) (*http.Request, error) {
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(form))
-			if err != nil {
-				return nil, err
-			}
-			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-			req.Header.Set("Authorization", authz)
-			return req, nil
-		},
-		check: func(body []byte) error {
-			var r struct {
-				Active bool `json:"active"`
-			}
-			if err := json.Unmarshal(body, &r); err != nil || !r.Active {
-				return fmt.Errorf("token not reported active: %.100s", body)
-			}
-			return nil
-		},
-	}
+	req := formRequest(t.Base+"/oauth/v2/introspect", f.API.basic(), url.Values{"token": {tok.AccessToken}}.Encode())
+	op := load.RequestOp(c, req, func(body []byte) error {
+		var r struct {
+			Active bool `json:"active"`
+		}
+		if err := json.Unmarshal(body, &r); err != nil || !r.Active {
+			return fmt.Errorf("token not reported active: %.100s", body)
+		}
+		return nil
+	})
 	// Probe once: an endpoint that is not wired yet is reported, not failed.
-	req, err := sc.req(ctx)
+	probe, err := req(ctx)
 	if err != nil {
-		return scenario{}, err
+		return nil, err
 	}
-	res, err := c.Do(req)
+	res, err := c.Do(probe)
 	if err != nil {
-		return scenario{}, fmt.Errorf("probe introspection: %w", err)
+		return nil, fmt.Errorf("probe introspection: %w", err)
 	}
 	res.Body.Close()
 	if res.StatusCode == http.StatusNotFound {
-		return scenario{}, &notAvailable{what: "POST /oauth/v2/introspect answered 404"}
+		return nil, &notAvailable{what: "POST /oauth/v2/introspect answered 404"}
 	}
-	return sc, nil
+	return op, nil
 }

@@ -6,6 +6,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -76,28 +78,36 @@ func startEmbedded(t *testing.T, alg string) Target {
 	return Target{
 		Base: "http://" + addr, KeyFile: filepath.Join(dir, "bootstrap-admin-key.json"), Algorithm: alg,
 		// In-process, "server CPU" is this whole test binary, client included.
-		CPU: func() (time.Duration, error) { return procstat.CPUTime(pid) },
+		CPU: func(context.Context) (map[string]time.Duration, error) {
+			cpu, err := procstat.CPUTime(pid)
+			return map[string]time.Duration{"edge": cpu}, err
+		},
+		RSS: func(context.Context) (map[string]int64, error) {
+			rss, err := procstat.RSS(pid)
+			return map[string]int64{"edge": rss}, err
+		},
 	}
 }
 
 // TestScenariosAgainstEmbeddedServer runs every scenario of the tool for a
 // handful of requests and checks each one really succeeded: a token of the
 // configured kind and algorithm, an active introspection answer (or the
-// endpoint reported as not available), a non-empty key set.
+// endpoint reported as not available), a non-empty key set, and logins
+// that end with an ID token.
 func TestScenariosAgainstEmbeddedServer(t *testing.T) {
 	const requests, warmup, conc = 12, 3, 2
 	for _, c := range []struct {
 		alg   string
 		kinds []Kind
 	}{
-		{"RS256", []Kind{ClientCredentialsJWT, ClientCredentialsOpaque, Introspection, KeySet}},
-		{"ES256", []Kind{ClientCredentialsJWT}},
+		{"RS256", []Kind{TokenJWT, TokenOpaque, IntrospectJWT, IntrospectOpaque, Keys, Login}},
+		{"ES256", []Kind{TokenJWT}},
 	} {
 		t.Run(c.alg, func(t *testing.T) {
 			target := startEmbedded(t, c.alg)
 			client := load.NewClient(conc)
 			ctx := context.Background()
-			f, err := Prepare(ctx, client, target)
+			f, err := Prepare(ctx, client, target, conc)
 			if err != nil {
 				t.Fatalf("Prepare: %v", err)
 			}
@@ -113,7 +123,7 @@ func TestScenariosAgainstEmbeddedServer(t *testing.T) {
 					t.Errorf("row %d is %s; want %s", i, r.Kind, c.kinds[i])
 				}
 				if !r.Available {
-					if r.Kind != Introspection || r.Note != "not available: POST /oauth/v2/introspect answered 404" {
+					if !strings.HasPrefix(string(r.Kind), "introspect-") || r.Note != "not available: POST /oauth/v2/introspect answered 404" {
 						t.Errorf("%s: not available (%s)", r.Scenario, r.Note)
 					}
 					continue
@@ -122,12 +132,16 @@ func TestScenariosAgainstEmbeddedServer(t *testing.T) {
 					t.Errorf("%s: %d requests, %d errors (%s), statuses %v; want %d successful",
 						r.Scenario, r.Result.Requests, r.Result.Errors, r.Result.FirstError, r.Result.Statuses, requests)
 				}
-				if !r.CPUKnown || len(r.Result.Latencies) != requests {
-					t.Errorf("%s: CPU known %v, %d latencies; want a CPU reading and %d latencies", r.Scenario, r.CPUKnown, len(r.Result.Latencies), requests)
+				if !r.CPUKnown || len(r.Result.Latencies) != requests || len(r.CPUByProcess) != 1 || r.RSSByProcess["edge"] <= 0 {
+					t.Errorf("%s: CPU known %v (%v), RSS %v, %d latencies; want edge's CPU and RSS and %d latencies",
+						r.Scenario, r.CPUKnown, r.CPUByProcess, r.RSSByProcess, len(r.Result.Latencies), requests)
+				}
+				if !slices.Contains(Names, r.Scenario) || r.Algorithm != c.alg {
+					t.Errorf("row %q (%s) is not a stable scenario name on %s", r.Scenario, r.Algorithm, c.alg)
 				}
 			}
-			if rows[0].Scenario != "client_credentials JWT "+c.alg {
-				t.Errorf("first scenario is %q", rows[0].Scenario)
+			if want := "token-" + strings.ToLower(c.alg); rows[0].Scenario != want {
+				t.Errorf("first scenario is %q; want %q", rows[0].Scenario, want)
 			}
 		})
 	}
@@ -139,12 +153,12 @@ func TestWrongCredentialsAreErrors(t *testing.T) {
 	target := startEmbedded(t, "RS256")
 	client := load.NewClient(1)
 	ctx := context.Background()
-	f, err := Prepare(ctx, client, target)
+	f, err := Prepare(ctx, client, target, 1)
 	if err != nil {
 		t.Fatalf("Prepare: %v", err)
 	}
 	f.JWTClient.Secret = "wrong"
-	rows, err := Run(ctx, target, f, []Kind{ClientCredentialsJWT}, Options{Client: client, Requests: 5, Concurrency: 1})
+	rows, err := Run(ctx, target, f, []Kind{TokenJWT}, Options{Client: client, Requests: 5, Concurrency: 1})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -175,5 +189,90 @@ func TestTokenChecks(t *testing.T) {
 		if (err == nil) != c.ok {
 			t.Errorf("checkToken(%s, jwt=%v, %s) = %v; want ok=%v", c.body, c.wantJWT, c.alg, err, c.ok)
 		}
+	}
+}
+
+// TestWrongPasswordFailsLogin: a login that does not end with tokens fails
+// the scenario; it is never measured.
+func TestWrongPasswordFailsLogin(t *testing.T) {
+	target := startEmbedded(t, "RS256")
+	client := load.NewClient(1)
+	ctx := context.Background()
+	f, err := Prepare(ctx, client, target, 1)
+	if err != nil {
+		t.Fatalf("Prepare: %v", err)
+	}
+	f.Users[0].Password = "Wrong-Passw0rd!"
+	rows, err := Run(ctx, target, f, []Kind{Login}, Options{Client: client, Requests: 5, Concurrency: 1})
+	if err == nil || !strings.Contains(err.Error(), "login: first login: after the password") || len(rows) != 0 {
+		t.Fatalf("Run = %d rows, %v; want no row and the failed first login", len(rows), err)
+	}
+}
+
+func TestNames(t *testing.T) {
+	got := []string{Name(TokenJWT, "RS256"), Name(TokenJWT, "ES256"), Name(TokenOpaque, "RS256"),
+		Name(IntrospectJWT, "RS256"), Name(IntrospectOpaque, "RS256"), Name(Keys, "ES256"), Name(Login, "RS256")}
+	if !slices.Equal(got, Names) {
+		t.Fatalf("names %q; want %q", got, Names)
+	}
+}
+
+func TestLoginHasItsOwnSize(t *testing.T) {
+	o := Options{Warmup: 500, Requests: 5000, LoginRequests: 300}
+	if w, n := o.size(Keys); w != 500 || n != 5000 {
+		t.Errorf("size(keys) = %d, %d; want 500, 5000", w, n)
+	}
+	if w, n := o.size(Login); w != 30 || n != 300 {
+		t.Errorf("size(login) = %d, %d; want 30, 300", w, n)
+	}
+	if w, n := (Options{Warmup: 0, Requests: 7}).size(Login); w != 0 || n != 7 {
+		t.Errorf("size(login) without LoginRequests = %d, %d; want 0, 7", w, n)
+	}
+}
+
+func TestCPUDeltaSumsEveryProcess(t *testing.T) {
+	ms := time.Millisecond
+	before := map[string]time.Duration{"edge": 100 * ms, "tokens": 50 * ms, "postgres": 4000 * ms, "redis": 7 * ms}
+	after := map[string]time.Duration{"edge": 130 * ms, "tokens": 90 * ms, "postgres": 4025 * ms, "redis": 8 * ms}
+	by, total, err := cpuDelta(before, after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total != 96*ms || by["edge"] != 30*ms || by["tokens"] != 40*ms || by["postgres"] != 25*ms || by["redis"] != ms {
+		t.Fatalf("cpuDelta = %v, total %v; want edge 30ms tokens 40ms postgres 25ms redis 1ms, total 96ms", by, total)
+	}
+	r := Row{CPU: total, CPUByProcess: by}
+	r.Result.Requests = 4
+	if r.CPUPerRequest() != 24*ms || r.ProcessCPUPerRequest()["postgres"] != 6250*time.Microsecond {
+		t.Fatalf("per request: %v total, %v by process", r.CPUPerRequest(), r.ProcessCPUPerRequest())
+	}
+	for _, bad := range []map[string]time.Duration{
+		{"edge": 130 * ms, "tokens": 90 * ms, "postgres": 4025 * ms},
+		{"edge": 130 * ms, "tokens": 90 * ms, "postgres": 4025 * ms, "authn": ms},
+	} {
+		if _, _, err := cpuDelta(before, bad); err == nil {
+			t.Errorf("cpuDelta(%v) succeeded; want an error for a process that came or went", bad)
+		}
+	}
+}
+
+// TestConcurrentLoginsSucceed: four logins at once all succeed, each with
+// its own user; four of one user from one address would have the fourth
+// refused by the server's lockout (three attempts in flight are free).
+func TestConcurrentLoginsSucceed(t *testing.T) {
+	const conc, requests = 4, 16
+	target := startEmbedded(t, "RS256")
+	client := load.NewClient(conc)
+	ctx := context.Background()
+	f, err := Prepare(ctx, client, target, conc)
+	if err != nil {
+		t.Fatalf("Prepare: %v", err)
+	}
+	rows, err := Run(ctx, target, f, []Kind{Login}, Options{Client: client, Requests: requests, Concurrency: conc})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if r := rows[0].Result; r.Requests != requests || r.Errors != 0 {
+		t.Fatalf("%d logins, %d errors (%s); want %d successful", r.Requests, r.Errors, r.FirstError, requests)
 	}
 }
