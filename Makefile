@@ -57,6 +57,14 @@ fault: ## run the fault suite alone (e2e TestFault*: kill -9, SIGSTOP, SIGTERM, 
 bench: build ## req/s, p50/p99 and server CPU per request, embedded and distributed (bench/)
 	go run ./bench/cmd/gatehouse-bench -bin ./bin $(BENCH_FLAGS)
 
+.PHONY: bench-scale
+# SCALE_USERS and SCALE_TOKENS size the seeded database (defaults: the
+# issue's 1 M users and 10 M access and refresh tokens).
+SCALE_USERS ?= 1000000
+SCALE_TOKENS ?= 10000000
+bench-scale: build ## the distributed scenarios on an empty database, then at SCALE_USERS users and SCALE_TOKENS tokens (bench/results/scale.json)
+	go run ./bench/cmd/gatehouse-bench -bin ./bin -scale-users $(SCALE_USERS) -scale-tokens $(SCALE_TOKENS) -timeout 90m $(BENCH_FLAGS)
+
 .PHONY: bench-go
 bench-go: ## run the Go micro-benchmarks of every module
 	@for m in $(MODULES); do (cd $$m && go test -run '^$$' -bench . -benchmem ./...); done

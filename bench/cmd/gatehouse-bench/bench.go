@@ -54,6 +54,7 @@ type bench struct {
 	floor    []floor.Cost  // measured before the servers run
 	floorEnd []floor.Cost  // and after; nil when the run was cut short
 	httpCost time.Duration // server CPU per request of a bare net/http server
+	seedTime time.Duration // bench-scale: how long seeding took
 }
 
 func (b *bench) printFloor() error {
@@ -152,6 +153,10 @@ type modeResult struct {
 	// library and version are what signed the tokens (see
 	// signingLibrary); library is "" when the server did not say.
 	library, version string
+	// title names the table when it is not the mode alone (bench-scale's
+	// two measurements), with users and tokens the database's sizes.
+	title         string
+	users, tokens int64
 }
 
 // mode runs the plan on fresh deployments of one kind; backends nil means
@@ -232,6 +237,9 @@ func (b *bench) print(modes []modeResult, skipped string) error {
 			continue
 		}
 		name := r.name
+		if r.title != "" {
+			name = r.title
+		}
 		if !r.complete {
 			name += ", incomplete"
 		}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/gatehouse-id/gatehouse/bench/internal/floor"
 	"github.com/gatehouse-id/gatehouse/bench/internal/launch"
+	"github.com/gatehouse-id/gatehouse/bench/internal/report"
 )
 
 func main() {
@@ -78,6 +79,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		skipped  string
 		problems []string // for the results file
 		failed   bool
+		extra    []report.Table // printed after the modes' tables
 	)
 	runMode := func(name string, backends *launch.Backends) {
 		info.modes = append(info.modes, name)
@@ -98,6 +100,25 @@ func run(args []string, stdout, stderr io.Writer) int {
 			info.modes = append(info.modes, "distributed")
 			skipped = "distributed: skipped — " + oneLine(err)
 			problems = append(problems, skipped)
+		} else if cfg.scale() {
+			info.modes = append(info.modes, "distributed")
+			scaled, plans, p, err := b.scaleMode(ctx, backends, stderr)
+			modes = append(modes, scaled...)
+			problems = append(problems, p...)
+			if err != nil {
+				fmt.Fprintf(stderr, "gatehouse-bench: scale: %v\n", err)
+				problems = append(problems, "scale: incomplete: "+oneLine(err))
+				failed = true
+			}
+			if len(scaled) == 2 {
+				extra = append(extra, scaleTable(scaled[0], scaled[1]))
+				if path := resultsPath(cfg.jsonPath, info.root); path != "" && len(plans) > 0 {
+					if err := writePlans(strings.TrimSuffix(path, ".json")+"-plans.md", plans, scaled[1]); err != nil {
+						fmt.Fprintf(stderr, "gatehouse-bench: %v\n", err)
+						failed = true
+					}
+				}
+			}
 		} else {
 			runMode("distributed", &backends)
 		}
@@ -112,6 +133,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err := b.print(modes, skipped); err != nil {
 		fmt.Fprintf(stderr, "gatehouse-bench: %v\n", err)
 		return 1
+	}
+	for _, t := range extra {
+		if err := t.Write(stdout); err != nil {
+			fmt.Fprintf(stderr, "gatehouse-bench: %v\n", err)
+			return 1
+		}
+	}
+	for _, p := range problems {
+		fmt.Fprintf(stdout, "problem: %s\n", p)
 	}
 	info.loadEnd = loadAvg()
 	fmt.Fprintf(stdout, "load average (1, 5, 15 min) at the end: %s\n", info.loadEnd)
@@ -148,7 +178,12 @@ type config struct {
 	// jsonPath is where the results file goes, relative to the
 	// repository's root; "" writes none.
 	jsonPath string
+	// scaleUsers and scaleTokens make the run bench-scale's (see
+	// scaleMode): the rows seeded between its two measurements.
+	scaleUsers, scaleTokens int
 }
+
+func (c config) scale() bool { return c.scaleUsers > 0 || c.scaleTokens > 0 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("gatehouse-bench", flag.ContinueOnError)
@@ -168,10 +203,28 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		"Redis database for the distributed run; keys created during the run are deleted (loopback only)")
 	fs.StringVar(&c.jsonPath, "json", "bench/results/latest.json",
 		"results file (JSON), relative to the repository's root unless absolute; empty writes none")
+	fs.IntVar(&c.scaleUsers, "scale-users", 0, "bench-scale: users to seed between a measurement on the empty database and one at scale (distributed only)")
+	fs.IntVar(&c.scaleTokens, "scale-tokens", 0, "bench-scale: access and refresh tokens (half each) to seed likewise")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
 	var problems []string
+	if c.scale() {
+		jsonSet := false
+		fs.Visit(func(f *flag.Flag) { jsonSet = jsonSet || f.Name == "json" })
+		if !jsonSet {
+			c.jsonPath = "bench/results/scale.json"
+		}
+		if *mode == "all" {
+			*mode = "distributed"
+		}
+		if *mode != "distributed" {
+			problems = append(problems, "-scale-users and -scale-tokens: a distributed run (PostgreSQL) only")
+		}
+	}
+	if c.scaleUsers < 0 || c.scaleTokens < 0 {
+		problems = append(problems, "-scale-users and -scale-tokens must not be negative")
+	}
 	switch *mode {
 	case "all":
 		c.embedded, c.distributed = true, true

@@ -101,3 +101,38 @@ func TestParseSigningLibrary(t *testing.T) {
 		t.Fatalf("got %q from metrics without the gauge", l)
 	}
 }
+
+func TestParseScaleFlags(t *testing.T) {
+	c, err := parseFlags([]string{"-scale-users", "10", "-scale-tokens", "20"}, io.Discard)
+	if err != nil || !c.scale() || c.embedded || !c.distributed || c.jsonPath != "bench/results/scale.json" {
+		t.Fatalf("scale defaults: %+v %v", c, err)
+	}
+	if c, err := parseFlags([]string{"-scale-users", "10", "-json", "x.json"}, io.Discard); err != nil || c.jsonPath != "x.json" {
+		t.Fatalf("-json with scale: %+v %v", c, err)
+	}
+	for _, bad := range [][]string{{"-scale-users", "1", "-mode", "embedded"}, {"-scale-tokens", "-1"}} {
+		if _, err := parseFlags(bad, io.Discard); err == nil {
+			t.Errorf("parseFlags(%q) succeeded; want an error", bad)
+		}
+	}
+}
+
+// TestScaleComparison: a scenario costing more than 1.2× at scale is a
+// problem, and the side-by-side table says which.
+func TestScaleComparison(t *testing.T) {
+	empty := modeResult{users: 5, tokens: 100, rows: []suite.Row{row("keys", 100, 10*time.Millisecond), row("introspect-opaque", 100, 20*time.Millisecond)}}
+	grown := modeResult{users: 1000005, tokens: 10000100, rows: []suite.Row{row("keys", 100, 11*time.Millisecond), row("introspect-opaque", 100, 30*time.Millisecond)}}
+	problems := compare(empty, grown)
+	if len(problems) != 1 || !strings.HasPrefix(problems[0], "introspect-opaque: 1.50 ×") {
+		t.Fatalf("compare = %q; want introspect-opaque alone at 1.50", problems)
+	}
+	var out strings.Builder
+	if err := scaleTable(empty, grown).Write(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"5 → 1000005 users", "keys", "1.10", "yes", "1.50", "NO"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("scale table lacks %q:\n%s", want, out.String())
+		}
+	}
+}

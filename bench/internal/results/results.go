@@ -22,6 +22,8 @@ type Report struct {
 	LoginRequests int      `json:"login_requests"` // measured logins of the login scenario
 	Floor         []Floor  `json:"floor"`
 	Results       []Record `json:"results"`
+	// SeedSeconds is how long make bench-scale took to seed its rows.
+	SeedSeconds float64 `json:"seed_seconds,omitempty"`
 	// Problems lists what makes the run incomplete or its figures doubtful:
 	// modes cut short or skipped, scenarios not measured, failed requests.
 	Problems []string `json:"problems"`
@@ -73,6 +75,10 @@ type Record struct {
 	// the login's server CPU.
 	HashUSPerReq  *float64 `json:"hash_us_per_req,omitempty"`
 	OtherUSPerReq *float64 `json:"other_us_per_req,omitempty"`
+	// Rows and Users are the stored access and refresh tokens and the
+	// users when the scenario ran (make bench-scale only).
+	Rows  *int64 `json:"rows,omitempty"`
+	Users *int64 `json:"users,omitempty"`
 }
 
 // Library is what the server signs with, from its

@@ -160,7 +160,8 @@ func Prepare(ctx context.Context, c *http.Client, t Target, users int) (*Fixture
 }
 
 // addWebApp adds a confidential web app for the authorization code flow
-// whose only redirect URI is RedirectURI.
+// (with refresh tokens, as an app that keeps its users signed in) whose
+// only redirect URI is RedirectURI.
 func addWebApp(ctx context.Context, m mgmt, projectID string) (Credentials, error) {
 	var app struct {
 		ClientID     string `json:"clientId"`
@@ -169,7 +170,7 @@ func addWebApp(ctx context.Context, m mgmt, projectID string) (Credentials, erro
 	if err := m.do(ctx, http.MethodPost, "/projects/"+url.PathEscape(projectID)+"/apps/oidc", map[string]any{
 		"name": "bench-web", "redirectUris": []string{RedirectURI},
 		"responseTypes": []string{"OIDC_RESPONSE_TYPE_CODE"},
-		"grantTypes":    []string{"OIDC_GRANT_TYPE_AUTHORIZATION_CODE"},
+		"grantTypes":    []string{"OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_REFRESH_TOKEN"},
 		"appType":       "OIDC_APP_TYPE_WEB", "authMethodType": "OIDC_AUTH_METHOD_TYPE_BASIC", "accessTokenType": "OIDC_TOKEN_TYPE_BEARER",
 	}, &app); err != nil {
 		return Credentials{}, fmt.Errorf("add web app: %w", err)

@@ -98,7 +98,7 @@ func login(ctx context.Context, b, app *http.Client, base string, web Credential
 func authorizeURL(base, clientID, state, nonce, challenge string) string {
 	return base + "/oauth/v2/authorize?" + url.Values{
 		"client_id": {clientID}, "redirect_uri": {RedirectURI}, "response_type": {"code"},
-		"scope": {"openid profile"}, "state": {state}, "nonce": {nonce},
+		"scope": {"openid profile offline_access"}, "state": {state}, "nonce": {nonce},
 		"code_challenge": {challenge}, "code_challenge_method": {"S256"},
 	}.Encode()
 }
@@ -239,12 +239,13 @@ func exchange(ctx context.Context, app *http.Client, base string, web Credential
 // client's CPU, not the server's.
 func checkIDToken(body []byte, sub, nonce string) error {
 	var tok struct {
-		AccessToken string `json:"access_token"`
-		TokenType   string `json:"token_type"`
-		IDToken     string `json:"id_token"`
+		AccessToken  string `json:"access_token"`
+		RefreshToken string `json:"refresh_token"`
+		TokenType    string `json:"token_type"`
+		IDToken      string `json:"id_token"`
 	}
-	if err := json.Unmarshal(body, &tok); err != nil || tok.AccessToken == "" || tok.TokenType != "Bearer" {
-		return fmt.Errorf("not a Bearer token response: %.100s", body)
+	if err := json.Unmarshal(body, &tok); err != nil || tok.AccessToken == "" || tok.RefreshToken == "" || tok.TokenType != "Bearer" {
+		return fmt.Errorf("not a Bearer token response with a refresh token: %.100s", body)
 	}
 	parts := strings.Split(tok.IDToken, ".")
 	if len(parts) != 3 {

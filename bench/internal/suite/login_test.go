@@ -64,7 +64,7 @@ func TestCheckIDToken(t *testing.T) {
 		return "eyJhbGciOiJSUzI1NiJ9." + base64.RawURLEncoding.EncodeToString(raw) + ".c2ln"
 	}
 	answer := func(id string) []byte {
-		raw, _ := json.Marshal(map[string]any{"access_token": "at", "token_type": "Bearer", "id_token": id, "expires_in": 3600})
+		raw, _ := json.Marshal(map[string]any{"access_token": "at", "refresh_token": "rt", "token_type": "Bearer", "id_token": id, "expires_in": 3600})
 		return raw
 	}
 	good := idToken(map[string]string{"sub": "u1", "nonce": "n1"})
@@ -77,7 +77,8 @@ func TestCheckIDToken(t *testing.T) {
 		"other user":      answer(idToken(map[string]string{"sub": "u2", "nonce": "n1"})),
 		"garbled":         answer("a.%%%.c"),
 		"an error":        []byte(`{"error":"invalid_grant"}`),
-		"no token_type":   []byte(`{"access_token":"at","id_token":"` + good + `"}`),
+		"no token_type":   []byte(`{"access_token":"at","refresh_token":"rt","id_token":"` + good + `"}`),
+		"no refresh":      []byte(`{"access_token":"at","token_type":"Bearer","id_token":"` + good + `"}`),
 		"not JSON at all": []byte(`<html>`),
 	} {
 		if err := checkIDToken(body, "u1", "n1"); err == nil {
