@@ -78,9 +78,12 @@ func Seed(ctx context.Context, conn *pgx.Conn, t Templates, s Sizes, progress Pr
 			"expires_at": "now() + interval '1 day'",
 		}}, s.AccessTokens},
 		{clone{schema: "tokens", table: "refresh_tokens", key: "id", template: t.RefreshTokenID, set: map[string]string{
-			"id":                "'" + RefreshPrefix + "' || g.i",
-			"token_hash":        "sha256(('" + RefreshPrefix + "' || g.i)::bytea)",
-			"family_id":         "'seed-f-' || g.i",
+			"id":         "'" + RefreshPrefix + "' || g.i",
+			"token_hash": "sha256(('" + RefreshPrefix + "' || g.i)::bytea)",
+			"family_id":  "'seed-f-' || g.i",
+			// Each its own session, as in life: clones of one session id
+			// would teach the planner that a session has millions of them.
+			"session_id":        "'seed-s-' || g.i",
 			"subject":           subject,
 			"expires_at":        "now() + interval '1 day'",
 			"family_expires_at": "now() + interval '1 day'",
