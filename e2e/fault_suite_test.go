@@ -332,7 +332,13 @@ func startFaultCluster(t *testing.T, drain time.Duration) *faultCluster {
 	}
 	c := &faultCluster{t: t, issuer: "http://" + addr[config.RoleEdge], db: proxy, redis: r, directoryData: t.TempDir()}
 	env := func(role config.Role, dataDir string, kv ...string) map[string]string {
-		kv = append(kv, "GATEHOUSE_ADDR", addr[role], "GATEHOUSE_DRAIN_DELAY", drain.String())
+		kv = append(kv, "GATEHOUSE_ADDR", addr[role], "GATEHOUSE_DRAIN_DELAY", drain.String(),
+			// The suite breaks services, not budgets: the load's clients
+			// stay far below their limits however fast the machine runs
+			// them (the limiter, through Redis, still counts every request).
+			"GATEHOUSE_RATE_LIMIT_CLIENT", "100000", "GATEHOUSE_RATE_BURST_CLIENT", "100000",
+			"GATEHOUSE_RATE_LIMIT_API", "100000", "GATEHOUSE_RATE_BURST_API", "100000",
+			"GATEHOUSE_RATE_LIMIT_ADDRESS_CAP", "100000", "GATEHOUSE_RATE_BURST_ADDRESS_CAP", "100000")
 		return distributedEnv(u.String(), r.url(0), c.issuer, dataDir, kv...)
 	}
 	c.directory = newOSProc(t, config.RoleDirectory, env(config.RoleDirectory, c.directoryData,
