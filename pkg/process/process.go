@@ -20,6 +20,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/config"
 	"github.com/gatehouse-id/gatehouse/pkg/logging"
 	"github.com/gatehouse-id/gatehouse/pkg/rpc"
+	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/pkg/server"
 	"github.com/gatehouse-id/gatehouse/pkg/telemetry"
 )
@@ -120,6 +121,9 @@ func run(ctx context.Context, cfg *config.Config, getenv config.Getenv, log *slo
 			log.Warn("telemetry shutdown", "err", err)
 		}
 	}()
+	if err := hashMetrics(); err != nil {
+		return err
+	}
 	if _, err := cfg.LoadMasterKey(); err != nil {
 		return err
 	}
@@ -201,4 +205,18 @@ type redisLogger struct{ log *slog.Logger }
 
 func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
 	l.log.WarnContext(ctx, "redis: "+fmt.Sprintf(format, v...))
+}
+
+// hashMetrics publishes the password hashes this process ran and their
+// CPU time: how much of a login's cost is argon2id, for capacity planning
+// (and make bench's split of the login scenario).
+func hashMetrics() error {
+	if err := telemetry.CounterFunc("gatehouse.password.hashes", "1",
+		"Password hashes and verifications run (argon2id or bcrypt).",
+		func() float64 { n, _ := secrets.HashStats(); return float64(n) }); err != nil {
+		return err
+	}
+	return telemetry.CounterFunc("gatehouse.password.hash.cpu", "s",
+		"CPU time of the password hashes and verifications, on their own threads.",
+		func() float64 { _, cpu := secrets.HashStats(); return cpu.Seconds() })
 }

@@ -44,3 +44,20 @@ func Flag(name, description string, on func() bool) error {
 	}
 	return nil
 }
+
+// CounterFunc publishes a counter whose total value() reads, for totals a
+// package keeps itself (such as the password hashes run and their CPU
+// time): `<name>_<unit>_total` on /metrics. unit is UCUM ("s", "1").
+func CounterFunc(name, unit, description string, value func() float64) error {
+	_, err := otel.Meter(instrumentation).Float64ObservableCounter(name,
+		metric.WithDescription(description),
+		metric.WithUnit(unit),
+		metric.WithFloat64Callback(func(_ context.Context, o metric.Float64Observer) error {
+			o.Observe(value())
+			return nil
+		}))
+	if err != nil {
+		return fmt.Errorf("counter metric %s: %w", name, err)
+	}
+	return nil
+}

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gatehouse-id/gatehouse/bench/internal/floor"
 	"github.com/gatehouse-id/gatehouse/bench/internal/results"
 	"github.com/gatehouse-id/gatehouse/bench/internal/suite"
 )
@@ -135,7 +134,7 @@ func (b *bench) record(m modeResult, r suite.Row) results.Record {
 		rows, users := m.tokens, m.users
 		rec.Rows, rec.Users = &rows, &users
 	}
-	if hash := b.cost(floor.Argon2idVerify); r.Kind == suite.Login && hash > 0 {
+	if hash, _ := b.loginHash(r); r.Kind == suite.Login && hash > 0 {
 		h := results.US(hash)
 		other := results.Round(rec.CPUUSPerReq - h) // so the two add up exactly
 		rec.HashUSPerReq, rec.OtherUSPerReq = &h, &other

@@ -136,3 +136,17 @@ func TestScaleComparison(t *testing.T) {
 		}
 	}
 }
+
+func TestParseHashCPU(t *testing.T) {
+	metrics := `# HELP gatehouse_password_hash_cpu_seconds_total CPU time of the password hashes.
+# TYPE gatehouse_password_hash_cpu_seconds_total counter
+gatehouse_password_hash_cpu_seconds_total_other 9
+gatehouse_password_hash_cpu_seconds_total{otel_scope_name="x",service_name="gatehouse-directory"} 12.5
+`
+	if v, ok := parseHashCPU(metrics); !ok || v != 12.5 {
+		t.Fatalf("parseHashCPU = %v, %v; want 12.5", v, ok)
+	}
+	if _, ok := parseHashCPU("go_goroutines 3\n"); ok {
+		t.Fatal("parseHashCPU found a value where there is none")
+	}
+}

@@ -51,6 +51,10 @@ type Target struct {
 	// RSS returns each server process's resident set size in bytes, by
 	// process name; nil means memory is not measured.
 	RSS func(context.Context) (map[string]int64, error)
+	// HashCPU returns the CPU time the server's password hashes have
+	// taken so far, as it counts them (gatehouse_password_hash_cpu_seconds
+	// on /metrics); nil means the login's split is not measured.
+	HashCPU func(context.Context) (time.Duration, error)
 }
 
 // Options size each scenario.
@@ -92,6 +96,16 @@ type Row struct {
 	// RSSByProcess is each server process's resident set size in bytes
 	// after the scenario; nil when the Target has no RSS reading.
 	RSSByProcess map[string]int64
+	// HashCPU is the part of CPU the server spent in password hashes
+	// during the measured requests, as it counts them; HashKnown is false
+	// when it was not read (any scenario but login, or no HashCPU).
+	HashCPU   time.Duration
+	HashKnown bool
+}
+
+// HashPerRequest is the password hashing charged to each measured request.
+func (r Row) HashPerRequest() time.Duration {
+	return perRequest(r.HashCPU, r.Result.Requests)
 }
 
 // CPUPerRequest is the server CPU charged to each measured request.
@@ -154,6 +168,13 @@ func runOne(ctx context.Context, t Target, f *Fixture, k Kind, o Options) (Row, 
 			break
 		}
 	}
+	var hashBefore time.Duration
+	readHash := k == Login && t.HashCPU != nil
+	if readHash {
+		if hashBefore, err = t.HashCPU(ctx); err != nil {
+			return row, fmt.Errorf("%s: password hash CPU: %w", row.Scenario, err)
+		}
+	}
 	var before map[string]time.Duration
 	if t.CPU != nil {
 		if before, err = t.CPU(ctx); err != nil {
@@ -173,6 +194,13 @@ func runOne(ctx context.Context, t Target, f *Fixture, k Kind, o Options) (Row, 
 			return row, fmt.Errorf("%s: server CPU: %w", row.Scenario, err)
 		}
 		row.CPUKnown = true
+	}
+	if readHash {
+		after, err := t.HashCPU(ctx)
+		if err != nil {
+			return row, fmt.Errorf("%s: password hash CPU: %w", row.Scenario, err)
+		}
+		row.HashCPU, row.HashKnown = after-hashBefore, true
 	}
 	if t.RSS != nil {
 		if row.RSSByProcess, err = t.RSS(ctx); err != nil {

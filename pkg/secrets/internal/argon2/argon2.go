@@ -2,9 +2,9 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
-// Package argon2 is golang.org/x/crypto/argon2 (v0.58.0) with one addition
+// Package argon2 is golang.org/x/crypto/argon2 (v0.58.0) with changes
 // marked "Gatehouse:": IDKeyIn, which derives in memory the caller provides
-// and reuses. Every other file is upstream's, byte for byte, and
+// and reuses, and one lane computed on the caller's goroutine. Every other file is upstream's, byte for byte, and
 // TestSameAsUpstream keeps it so; IDKeyIn is checked against upstream's
 // IDKey by TestIDKeyInMatchesUpstream.
 //
@@ -271,6 +271,13 @@ func processBlocks(B []block, time, memory, threads uint32, mode int) {
 	for n := uint32(0); n < time; n++ {
 		for slice := uint32(0); slice < syncPoints; slice++ {
 			var wg sync.WaitGroup
+			if threads == 1 {
+				// Gatehouse: one lane runs on the caller's goroutine, so
+				// its thread's CPU time is the hash's (pkg/secrets).
+				wg.Add(1)
+				processSegment(n, slice, 0, &wg)
+				continue
+			}
 			for lane := uint32(0); lane < threads; lane++ {
 				wg.Add(1)
 				go processSegment(n, slice, lane, &wg)
