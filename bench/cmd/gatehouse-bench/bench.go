@@ -34,19 +34,9 @@ var plan = []struct {
 	{"RS256", []suite.Kind{suite.TokenJWT, suite.TokenOpaque, suite.IntrospectJWT, suite.IntrospectOpaque, suite.Keys, suite.Login}},
 }
 
-// tokenRS256 is the scenario whose target is relative to the sign cost.
+// tokenRS256 is the scenario whose embedded target is relative to the
+// sign cost.
 var tokenRS256 = suite.Name(suite.TokenJWT, "RS256")
-
-// targets are the issue's embedded-mode budgets of server CPU per request
-// (issue 4, "Performance"); token-rs256 is relative to the RS256 sign cost.
-var targets = map[string]time.Duration{
-	"token-es256":    150 * time.Microsecond,
-	"token-opaque":   300 * time.Microsecond,
-	"introspect-jwt": 200 * time.Microsecond,
-	"keys":           70 * time.Microsecond,
-}
-
-const rs256Factor = 1.05
 
 type bench struct {
 	cfg      config
@@ -288,7 +278,7 @@ func (b *bench) print(modes []modeResult, skipped string) error {
 		if !r.complete {
 			name += ", incomplete"
 		}
-		if err := b.table(name, r).Write(b.out); err != nil {
+		if err := b.table(name, r, embeddedRows(modes)).Write(b.out); err != nil {
 			return err
 		}
 		if t, ok := processTable(name, r.rows); ok {
@@ -320,19 +310,22 @@ func (b *bench) measure(ctx context.Context, d *launch.Deployment, alg string, k
 	})
 }
 
-func (b *bench) table(mode string, m modeResult) report.Table {
+// table renders mode's rows with their targets; embedded holds the run's
+// embedded rows by scenario, which distributed targets are relative to.
+func (b *bench) table(mode string, m modeResult, embedded map[string]suite.Row) report.Table {
 	rows, nprocs := m.rows, m.nprocs
-	embedded := strings.HasPrefix(mode, "embedded")
+	isEmbedded := strings.HasPrefix(mode, "embedded")
+	checkMode := "distributed"
+	if isEmbedded {
+		checkMode = "embedded"
+	}
 	title := fmt.Sprintf("%s (%d server process%s)", mode, nprocs, plural(nprocs))
-	if !embedded {
+	if !isEmbedded {
 		title = fmt.Sprintf("%s (%d server process%s, PostgreSQL and Redis)", mode, nprocs, plural(nprocs))
 	}
 	t := report.Table{
 		Title:  title,
-		Header: []string{"scenario", "requests", "errors", "req/s", "p50", "p99", "server CPU/req"},
-	}
-	if embedded {
-		t.Header = append(t.Header, "target")
+		Header: []string{"scenario", "requests", "errors", "req/s", "p50", "p99", "server CPU/req", "targets"},
 	}
 	sign := b.rs256Sign("go")
 	var notes []string
@@ -341,20 +334,15 @@ func (b *bench) table(mode string, m modeResult) report.Table {
 	}
 	for _, r := range rows {
 		if !r.Available {
-			row := []string{r.Scenario, "-", "-", "-", "-", "-", "-"}
-			if embedded {
-				row = append(row, "-")
-			}
+			row := []string{r.Scenario, "-", "-", "-", "-", "-", "-", "-"}
 			t.Rows = append(t.Rows, row)
 			notes = append(notes, r.Scenario+": "+r.Note)
 			continue
 		}
 		res := r.Result
 		row := []string{r.Scenario, fmt.Sprint(res.Requests), fmt.Sprint(res.Errors),
-			fmt.Sprintf("%.0f", res.PerSecond()), ms(res.Percentile(50)), ms(res.Percentile(99)), cpu(r)}
-		if embedded {
-			row = append(row, b.target(r, sign))
-		}
+			fmt.Sprintf("%.0f", res.PerSecond()), ms(res.Percentile(50)), ms(res.Percentile(99)), cpu(r),
+			targetCell(b.checks(checkMode, r, embedded))}
 		t.Rows = append(t.Rows, row)
 		if res.Errors > 0 {
 			notes = append(notes, fmt.Sprintf("%s: %d errors, statuses %v, first: %s", r.Scenario, res.Errors, res.Statuses, res.FirstError))
@@ -373,7 +361,7 @@ func (b *bench) table(mode string, m modeResult) report.Table {
 			}
 		}
 	}
-	notes = append(notes, b.cpuNote(embedded, nprocs))
+	notes = append(notes, b.cpuNote(isEmbedded, nprocs))
 	t.Notes = notes
 	return t
 }
@@ -449,22 +437,6 @@ func (b *bench) rs256Notes(cpu, goSign time.Duration, library string) []string {
 			ms(cpu-own), ms(b.httpCost)))
 	}
 	return notes
-}
-
-// target renders the issue's budget for a row and whether it is met.
-func (b *bench) target(r suite.Row, sign time.Duration) string {
-	limit, ok := targets[r.Scenario]
-	if r.Scenario == tokenRS256 && sign > 0 {
-		limit, ok = time.Duration(float64(sign)*rs256Factor), true
-	}
-	if !ok || !r.CPUKnown {
-		return ""
-	}
-	verdict := "met"
-	if r.CPUPerRequest() > limit {
-		verdict = "MISSED"
-	}
-	return fmt.Sprintf("≤ %s %s", ms(limit), verdict)
 }
 
 func cpu(r suite.Row) string {

@@ -91,7 +91,9 @@ func (b *bench) report(modes []modeResult, info runInfo, problems []string) resu
 				rep.Problems = append(rep.Problems, fmt.Sprintf("%s (%s): %s", r.Scenario, m.name, r.Note))
 				continue
 			}
-			rep.Results = append(rep.Results, b.record(m, r))
+			rec := b.record(m, r)
+			rec.Targets = targetRecords(b.checks(m.name, r, embeddedRows(modes)))
+			rep.Results = append(rep.Results, rec)
 			if r.Result.Errors > 0 {
 				rep.Problems = append(rep.Problems, fmt.Sprintf("%s (%s): %d errors, first: %s", r.Scenario, m.name, r.Result.Errors, r.Result.FirstError))
 			}

@@ -192,7 +192,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	mode := fs.String("mode", "all", "embedded, distributed or all")
 	fs.StringVar(&c.bin, "bin", "bin", "directory holding edge, authn, tokens and directory (make build)")
 	fs.IntVar(&c.requests, "requests", 5000, "measured requests per scenario (enough for 10 ms CPU ticks and a noisy shared machine)")
-	fs.IntVar(&c.loginRequests, "login-requests", 300, "measured logins of the login scenario (each checks a password with argon2id)")
+	fs.IntVar(&c.loginRequests, "login-requests", 1000, "measured logins of the login scenario (each checks a password with argon2id; the RSS budget is after 1,000)")
 	fs.IntVar(&c.warmup, "warmup", 500, "unmeasured requests sent first per scenario, in rounds until -warmup-time has passed")
 	fs.DurationVar(&c.warmupTime, "warmup-time", 3*time.Second, "least duration of each scenario's warm-up")
 	fs.IntVar(&c.concurrency, "concurrency", 4, "concurrent keep-alive connections")

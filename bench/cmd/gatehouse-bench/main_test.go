@@ -16,7 +16,7 @@ func TestParseFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.embedded || !c.distributed || c.requests != 5000 || c.loginRequests != 300 || c.warmup != 500 || c.concurrency != 4 ||
+	if !c.embedded || !c.distributed || c.requests != 5000 || c.loginRequests != 1000 || c.warmup != 500 || c.concurrency != 4 ||
 		c.timeout != 10*time.Minute || c.jsonPath != "bench/results/latest.json" {
 		t.Fatalf("defaults: %+v", c)
 	}
@@ -42,17 +42,19 @@ func TestTableTargetsAndRatio(t *testing.T) {
 		{Name: "RS256 sign, OpenSSL", Op: floor.Op{Alg: "RS256 sign", Library: "openssl"}, PerOp: 250 * time.Microsecond},
 	}}
 	rows := []suite.Row{
-		row("token-es256", 100, 10*time.Millisecond),  // 0.1 ms ≤ 0.15
+		row("token-es256", 100, 5*time.Millisecond),   // 0.05 ms ≤ 0.075
 		row("token-rs256", 100, 120*time.Millisecond), // 1.2 ms > 1.05 ms
+		row("keys", 100, 3*time.Millisecond),          // 0.03 ms ≤ 1.2 × 0.03
 		{Scenario: "introspect-jwt", Note: "not available: POST /oauth/v2/introspect answered 404"},
 	}
 	var out strings.Builder
-	if err := b.table("embedded", modeResult{rows: rows, nprocs: 1, library: "go", version: "go1.26.8"}).Write(&out); err != nil {
+	if err := b.table("embedded", modeResult{rows: rows, nprocs: 1, library: "go", version: "go1.26.8"}, nil).Write(&out); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()
 	for _, want := range []string{
-		"≤ 0.150 ms met", "≤ 1.050 ms MISSED", "RS256 JWT server CPU / RS256 sign with Go crypto/rsa = 1.20",
+		"CPU ≤ 0.075 ms met", "CPU (1.05 × Go's RS256 sign) ≤ 1.050 ms MISSED", "CPU (1.2 × bare Go server) ≤ 0.036 ms met",
+		"RS256 JWT server CPU / RS256 sign with Go crypto/rsa = 1.20",
 		"signs RS256 and ES256 with go (go1.26.8)", "RS256 JWT server CPU − the server's RS256 sign = 0.200 ms",
 		"introspect-jwt: not available: POST /oauth/v2/introspect answered 404",
 	} {
@@ -60,12 +62,43 @@ func TestTableTargetsAndRatio(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, got)
 		}
 	}
-	var dist strings.Builder
-	if err := b.table("distributed", modeResult{rows: rows, nprocs: 4}).Write(&dist); err != nil {
+
+	// Distributed: relative to the same run's embedded rows, with the
+	// edge's own share bounded too.
+	embedded := map[string]suite.Row{"token-es256": rows[0], "keys": rows[2]}
+	dist := []suite.Row{row("token-es256", 100, 16*time.Millisecond), row("keys", 100, 12*time.Millisecond)}
+	dist[1].CPUByProcess = map[string]time.Duration{"edge": 7 * time.Millisecond, "tokens": 5 * time.Millisecond}
+	var d strings.Builder
+	if err := b.table("distributed", modeResult{rows: dist, nprocs: 4}, embedded).Write(&d); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(dist.String(), "target") && strings.Contains(dist.String(), "MISSED") {
-		t.Errorf("distributed table shows embedded targets:\n%s", dist.String())
+	for _, want := range []string{
+		"CPU (1.3 × embedded + 0.1 ms) ≤ 0.165 ms met; edge CPU ≤ 0.080 ms MISSED", // es256: 0.16 ms, all of it edge's here
+		"CPU (1.3 × embedded + 0.1 ms) ≤ 0.139 ms met; CPU ≤ 0.130 ms met; edge CPU ≤ 0.080 ms met",
+	} {
+		if !strings.Contains(d.String(), want) {
+			t.Errorf("distributed table lacks %q:\n%s", want, d.String())
+		}
+	}
+	if strings.Contains(d.String(), "1.05 × Go") {
+		t.Errorf("distributed table shows embedded targets:\n%s", d.String())
+	}
+}
+
+// The login's budgets: its CPU besides the hash, and every process's RSS.
+func TestLoginTargets(t *testing.T) {
+	b := &bench{}
+	r := row("login", 10, 250*time.Millisecond) // 25 ms a login
+	r.Kind, r.HashKnown, r.HashCPU = suite.Login, true, 200*time.Millisecond
+	r.RSSByProcess = map[string]int64{"directory": 160 << 20, "edge": 60 << 20}
+	got := targetCell(b.checks("distributed", r, nil))
+	want := "CPU besides the hash ≤ 3.000 ms MISSED; directory RSS ≤ 150 MB MISSED; edge RSS ≤ 150 MB met"
+	if got != want {
+		t.Fatalf("login targets = %q; want %q", got, want)
+	}
+	recs := targetRecords(b.checks("distributed", r, nil))
+	if len(recs) != 3 || recs[0].Value != 5000 || recs[0].Limit != 3000 || recs[0].Met || recs[2].Unit != "MB" || !recs[2].Met {
+		t.Fatalf("target records = %+v", recs)
 	}
 }
 
@@ -78,7 +111,7 @@ func TestTableOpenSSL(t *testing.T) {
 	}}
 	rows := []suite.Row{row("token-rs256", 100, 40*time.Millisecond)} // 0.4 ms
 	var out strings.Builder
-	if err := b.table("embedded", modeResult{rows: rows, nprocs: 1, library: "openssl", version: "OpenSSL 3.0.19"}).Write(&out); err != nil {
+	if err := b.table("embedded", modeResult{rows: rows, nprocs: 1, library: "openssl", version: "OpenSSL 3.0.19"}, nil).Write(&out); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{

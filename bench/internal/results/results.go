@@ -70,15 +70,28 @@ type Record struct {
 	// left out.
 	RSSMBByProcess map[string]float64 `json:"rss_mb_by_process"`
 	SigningLibrary *Library           `json:"signing_library,omitempty"`
-	// HashUSPerReq is, for login, the argon2id password check measured
-	// in-process with the server's parameters; OtherUSPerReq the rest of
-	// the login's server CPU.
+	// HashUSPerReq is, for login, the argon2id password check as the
+	// server counts it (or, from an older server, measured in-process with
+	// its parameters); OtherUSPerReq the rest of the login's server CPU.
 	HashUSPerReq  *float64 `json:"hash_us_per_req,omitempty"`
 	OtherUSPerReq *float64 `json:"other_us_per_req,omitempty"`
 	// Rows and Users are the stored access and refresh tokens and the
 	// users when the scenario ran (make bench-scale only).
 	Rows  *int64 `json:"rows,omitempty"`
 	Users *int64 `json:"users,omitempty"`
+	// Targets are the budgets that apply to this scenario in this mode,
+	// each with the measured value and whether it was met.
+	Targets []Target `json:"targets"`
+}
+
+// Target is one budget of a record: Value (the measured figure) must not
+// exceed Limit, both in Unit ("us" of server CPU per request, or "MB").
+type Target struct {
+	Name  string  `json:"target"`
+	Unit  string  `json:"unit"`
+	Limit float64 `json:"limit"`
+	Value float64 `json:"value"`
+	Met   bool    `json:"met"`
 }
 
 // Library is what the server signs with, from its
