@@ -71,11 +71,12 @@ func Main(role config.Role, build Build) int {
 // stops short of the kernel's OOM kill. It returns the limit it set, or 0.
 //
 // GOGC stays Go's default (100) unless the operator sets it. Gatehouse
-// used 400 (less collection, a heap up to five times the live data); once
+// used 400 (less collection, a heap up to five times the live data). Once
 // password checks stopped putting 19 MiB of argon2id memory on the heap
-// (pkg/secrets), make bench showed no CPU difference between the two on
-// any scenario, while 400 held 150 MB of RSS after 1,000 logins to 100's
-// 134 MB.
+// (pkg/secrets), make bench's distributed runs (three at each setting)
+// differed by less than their run-to-run noise (±5%) on every scenario,
+// while directory's RSS after the logins was 79–80 MB at 100 and 93–119 MB
+// at 400.
 func tuneGC(getenv func(string) string, root string) int64 {
 	if getenv("GOMEMLIMIT") != "" {
 		return 0
