@@ -138,6 +138,8 @@ func TestDistributed(t *testing.T) {
 			"GATEHOUSE_DATA_DIR":       t.TempDir(),
 			"GATEHOUSE_RATE_LIMIT":     "1000",
 			"GATEHOUSE_RATE_BURST":     "1000",
+			// A service logs each request at debug level (edge at info).
+			"GATEHOUSE_LOG_LEVEL": "debug",
 		}
 	}
 	with := func(m map[string]string, kv ...string) map[string]string {

@@ -241,6 +241,8 @@ func distributedEnv(dbURL, redisURL, issuer, dataDir string, kv ...string) map[s
 		"GATEHOUSE_ADMIN_PASSWORD": "Admin-Passw0rd-for-e2e",
 		// Identity providers of the federation tests run on loopback.
 		"GATEHOUSE_IDP_ALLOW_LOOPBACK": "true",
+		// A service logs each request at debug level; tests read the lines.
+		"GATEHOUSE_LOG_LEVEL": "debug",
 	}
 	for i := 0; i < len(kv); i += 2 {
 		m[kv[i]] = kv[i+1]

@@ -30,7 +30,8 @@ type Options struct {
 	Checks map[string]Check
 	// Metrics serves /metrics; nil leaves the path to Handler.
 	Metrics http.Handler
-	// AccessLog logs each application request. Edge has its own, richer log.
+	// AccessLog logs each application request, at debug level (warn for a
+	// 5xx; see accessLog). Edge has its own, richer log, at info.
 	AccessLog       bool
 	ShutdownTimeout time.Duration
 	// DrainDelay: after the stop signal the server keeps listening and

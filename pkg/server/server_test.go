@@ -119,7 +119,7 @@ func opened(t *testing.T, metrics string) int {
 
 func TestH2CAndAccessLog(t *testing.T) {
 	var buf bytes.Buffer
-	log := logging.New(&buf, slog.LevelInfo)
+	log := logging.New(&buf, slog.LevelDebug)
 	base, stop := start(t, Options{
 		Name:      "test",
 		Logger:    log,
@@ -249,5 +249,42 @@ func TestDrainKeepsServingWithReadyz503(t *testing.T) {
 	}
 	if _, err := http.Get(base + "/healthz"); err == nil {
 		t.Fatal("still accepting after the drain")
+	}
+}
+
+// At info level a service logs no line for a request that succeeded
+// (edge's access log has it) and a warning for a 5xx.
+func TestAccessLogLevels(t *testing.T) {
+	var buf bytes.Buffer
+	log := logging.New(&buf, slog.LevelInfo)
+	base, stop := start(t, Options{
+		Name:      "test",
+		Logger:    log,
+		AccessLog: true,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/fail" {
+				w.WriteHeader(http.StatusServiceUnavailable)
+			}
+		}),
+	})
+	for _, p := range []string{"/ok", "/fail"} {
+		res, err := http.Get(base + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	var lines []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == "request" {
+			lines = append(lines, m)
+		}
+	}
+	if len(lines) != 1 || lines[0]["path"] != "/fail" || lines[0]["level"] != "WARN" || lines[0]["status"] != float64(503) {
+		t.Fatalf("access lines at info level = %v; want one WARN line for /fail", lines)
 	}
 }
