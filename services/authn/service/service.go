@@ -10,11 +10,13 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"connectrpc.com/connect"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
+	"github.com/gatehouse-id/gatehouse/pkg/dircache"
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1/directoryv1connect"
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1/tokensv1connect"
@@ -46,10 +48,17 @@ type Directory interface {
 	LinkExternalUser(context.Context, *connect.Request[directoryv1.LinkExternalUserRequest]) (*connect.Response[directoryv1.LinkExternalUserResponse], error)
 }
 
+// DirectoryWithFeed is Directory and the change feed that keeps authn's
+// cache of clients and organizations current (see cachedDirectory).
+type DirectoryWithFeed interface {
+	Directory
+	ListChanges(context.Context, *connect.Request[directoryv1.ListChangesRequest]) (*connect.Response[directoryv1.ListChangesResponse], error)
+}
+
 // Deps are the authn service's dependencies on other services. A nil
 // field is reached over the network at the configured URL.
 type Deps struct {
-	Directory Directory
+	Directory DirectoryWithFeed
 	Tokens    Tokens
 }
 
@@ -104,8 +113,15 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 			_ = s.Close()
 		}
 	}()
+	// Clients, organizations and their identity provider lists, read at
+	// every sign-in, come from memory the directory's change feed keeps
+	// current.
+	watcher := &dircache.Watcher{Feed: deps.Directory, MaxStale: cfg.CacheMaxStale, Logger: env.Logger}
+	if err := watcher.Metrics("authn"); err != nil {
+		return nil, err
+	}
 	s.public, err = NewHandler(HandlerOptions{
-		DB: store, Directory: deps.Directory, Tokens: deps.Tokens,
+		DB: store, Directory: newCachedDirectory(deps.Directory, watcher), Tokens: deps.Tokens,
 		SecureCookies: cfg.Issuer.Scheme == "https", Issuer: strings.TrimRight(cfg.Issuer.String(), "/"), Now: time.Now, Logger: env.Logger,
 		IdPHTTP:  netguard.Policy{AllowLoopback: cfg.IdPAllowLoopback, DenyPrivate: cfg.IdPDenyPrivate}.Client(netguard.Options{}),
 		Sessions: lifetimes,
@@ -117,7 +133,10 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 	s.stop, s.done = stop, make(chan struct{})
 	go func() {
 		defer close(s.done)
+		var wg sync.WaitGroup
+		wg.Go(func() { watcher.Run(bg) })
 		(&db.Pruner{DB: store, Service: "authn", Steps: session.PruneSteps(lifetimes), Interval: env.Config.PruneInterval, Logger: env.Logger}).Run(bg)
+		wg.Wait()
 	}()
 	return s, nil
 }

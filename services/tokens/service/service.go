@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
+	"github.com/gatehouse-id/gatehouse/pkg/dircache"
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1/directoryv1connect"
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1/tokensv1connect"
@@ -27,7 +28,6 @@ import (
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/admin"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/assertion"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/clients"
-	"github.com/gatehouse-id/gatehouse/services/tokens/internal/dircache"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/discovery"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/grants"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/introspection"
@@ -153,7 +153,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 	validator := &introspection.Validator{Issuer: issuer, Keys: s.keys, Store: records, Hasher: hasher, Revoked: s.revoked, Now: time.Now}
 	// Clients and machine keys stay available through a directory outage.
 	s.watcher = &dircache.Watcher{Feed: deps.Directory, MaxStale: cfg.CacheMaxStale, Logger: env.Logger}
-	if err := s.watcher.Metrics(); err != nil {
+	if err := s.watcher.Metrics("tokens"); err != nil {
 		return nil, err
 	}
 	dir := cachedDirectory{Directory: deps.Directory, keys: clients.NewKeyCache(deps.Directory, s.watcher),

@@ -13,6 +13,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/gatehouse-id/gatehouse/pkg/dircache"
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
 	"github.com/gatehouse-id/gatehouse/pkg/redirecturi"
@@ -158,7 +159,14 @@ func (v *Validator) Validate(ctx context.Context, p Params) (*Request, *Failure)
 	if clientID == "" {
 		return nil, pageFailure(oauth.New(oauth.InvalidRequest, "client_id is missing"))
 	}
-	resp, err := v.Directory.GetClient(ctx, connect.NewRequest(&directoryv1.GetClientRequest{ClientId: clientID}))
+	// The client decides which reserved scopes it may ask for (its grants,
+	// its admin mark, its organization's projects): a request for one
+	// reads it fresh, past authn's cache.
+	clientCtx := ctx
+	if strings.Contains(p.first("scope"), "urn:") {
+		clientCtx = dircache.Fresh(ctx)
+	}
+	resp, err := v.Directory.GetClient(clientCtx, connect.NewRequest(&directoryv1.GetClientRequest{ClientId: clientID}))
 	if err != nil {
 		if connect.CodeOf(err) == connect.CodeNotFound || connect.CodeOf(err) == connect.CodeInvalidArgument {
 			return nil, pageFailure(oauth.New(oauth.InvalidRequest, "unknown client_id").WithCause(err))

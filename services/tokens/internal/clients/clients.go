@@ -15,8 +15,8 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/gatehouse-id/gatehouse/pkg/dircache"
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
-	"github.com/gatehouse-id/gatehouse/services/tokens/internal/dircache"
 )
 
 // Directory is the part of the directory's internal API this package needs.
@@ -67,7 +67,7 @@ func (c *Cache) fetch(clientID string) dircache.Fetch[*directoryv1.Client] {
 			return nil, nil, err
 		}
 		cl := res.Msg.GetClient()
-		return cl, clientDeps(cl), nil
+		return cl, dircache.ClientDeps(cl), nil
 	}
 }
 
@@ -97,7 +97,7 @@ func (m *KeyCache) GetMachineKey(ctx context.Context, req *connect.Request[direc
 			return nil, nil, err
 		}
 		u := res.Msg.GetUser()
-		return res.Msg, machineDeps(u.GetId(), u.GetOrgId()), nil
+		return res.Msg, dircache.MachineDeps(u.GetId(), u.GetOrgId()), nil
 	})
 	if err != nil {
 		return nil, err
@@ -106,25 +106,6 @@ func (m *KeyCache) GetMachineKey(ctx context.Context, req *connect.Request[direc
 		return nil, errUnknownKey
 	}
 	return connect.NewResponse(res), nil
-}
-
-// clientDeps is what a client's record is made of: its app's project (or
-// machine user), its organization, and the organizations its project is
-// granted to (a removal ends the grant); a machine user lists its
-// organization's projects as audiences.
-func clientDeps(c *directoryv1.Client) []dircache.Dep {
-	if c.GetKind() == directoryv1.ClientKind_CLIENT_KIND_MACHINE_USER {
-		return machineDeps(c.GetId(), c.GetOrgId())
-	}
-	deps := []dircache.Dep{dircache.Object(c.GetProjectId()), dircache.Object(c.GetOrgId())}
-	for _, o := range c.GetGrantedOrgIds() {
-		deps = append(deps, dircache.Object(o))
-	}
-	return deps
-}
-
-func machineDeps(userID, orgID string) []dircache.Dep {
-	return []dircache.Dep{dircache.Object(userID), dircache.Object(orgID), dircache.AnyOf(orgID, "project")}
 }
 
 // ClaimsDirectory is the directory's claims lookup.

@@ -28,11 +28,11 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
+	"github.com/gatehouse-id/gatehouse/pkg/dircache"
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/assertion"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/clients"
-	"github.com/gatehouse-id/gatehouse/services/tokens/internal/dircache"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/introspection"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/keys"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/keys/keytest"

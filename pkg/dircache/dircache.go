@@ -1,6 +1,8 @@
-// Package dircache keeps what the tokens service reads from the directory
-// (clients, machine keys) usable through a directory outage, without ever
-// serving what a change the directory acknowledged has made wrong.
+// Package dircache keeps what a service reads from the directory (tokens:
+// clients, machine keys, users' claims; authn: clients, organizations and
+// their policies, identity provider lists) in memory and usable through a
+// directory outage, without ever serving what a change the directory
+// acknowledged has made wrong.
 //
 // A Watcher follows the directory's change feed (ListChanges) and drops
 // every cached entry that depends on a changed object (see Dep). While the feed is
@@ -209,11 +211,34 @@ func (w *Watcher) Run(ctx context.Context) {
 	}
 }
 
-// Metrics publishes whether the caches run behind the feed.
-func (w *Watcher) Metrics() error {
-	return telemetry.Flag("gatehouse.tokens.directory_cache.behind",
-		"1 while the tokens service's directory cache is not in sync with the directory's change feed (directory unreachable).",
+// Metrics publishes whether the caches of service ("tokens", "authn") run
+// behind the feed: gatehouse_<service>_directory_cache_behind.
+func (w *Watcher) Metrics(service string) error {
+	return telemetry.Flag("gatehouse."+service+".directory_cache.behind",
+		"1 while the "+service+" service's directory cache is not in sync with the directory's change feed (directory unreachable).",
 		func() bool { return !w.InSync() })
+}
+
+// ClientDeps is what a client's record is made of: its app's project (or
+// machine user), its organization, the organizations its project is
+// granted to (a removal ends the grant), and the organization's projects,
+// which it lists as the audiences it may ask for (a project deactivated or
+// added changes the list).
+func ClientDeps(c *directoryv1.Client) []Dep {
+	if c.GetKind() == directoryv1.ClientKind_CLIENT_KIND_MACHINE_USER {
+		return MachineDeps(c.GetId(), c.GetOrgId())
+	}
+	deps := []Dep{Object(c.GetProjectId()), Object(c.GetOrgId()), AnyOf(c.GetOrgId(), "project")}
+	for _, o := range c.GetGrantedOrgIds() {
+		deps = append(deps, Object(o))
+	}
+	return deps
+}
+
+// MachineDeps is what a machine user's client or key depends on: the
+// user, its organization and the organization's projects.
+func MachineDeps(userID, orgID string) []Dep {
+	return []Dep{Object(userID), Object(orgID), AnyOf(orgID, "project")}
 }
 
 func (w *Watcher) logger() *slog.Logger {
@@ -264,6 +289,17 @@ func NewCache[V any](w *Watcher) *Cache[V] {
 	return c
 }
 
+type freshKey struct{}
+
+// Fresh marks ctx so that every Get under it reads from the directory,
+// bypassing memory and never serving a stale value: for a decision that
+// must see every change the directory has acknowledged (who may ask for
+// an organization or the management API).
+func Fresh(ctx context.Context) context.Context { return context.WithValue(ctx, freshKey{}, true) }
+
+// IsFresh reports whether ctx was marked by Fresh.
+func IsFresh(ctx context.Context) bool { v, _ := ctx.Value(freshKey{}).(bool); return v }
+
 // Fetch reads a value from the directory, with what it depends on.
 type Fetch[V any] func(context.Context) (V, []Dep, error)
 
@@ -271,6 +307,9 @@ type Fetch[V any] func(context.Context) (V, []Dep, error)
 // fetched; when the fetch finds the directory unavailable, a value fetched
 // at most MaxStale ago.
 func (c *Cache[V]) Get(ctx context.Context, key string, fetch Fetch[V]) (V, error) {
+	if IsFresh(ctx) {
+		return c.Refresh(ctx, key, fetch)
+	}
 	w := c.w
 	now := w.now()
 	w.mu.Lock()
