@@ -211,11 +211,17 @@ func (w *Watcher) Run(ctx context.Context) {
 	}
 }
 
-// Metrics publishes whether the caches of service ("tokens", "authn") run
-// behind the feed: gatehouse_<service>_directory_cache_behind.
-func (w *Watcher) Metrics(service string) error {
-	return telemetry.Flag("gatehouse."+service+".directory_cache.behind",
-		"1 while the "+service+" service's directory cache is not in sync with the directory's change feed (directory unreachable).",
+// Metric names of Metrics, one per service that caches.
+const (
+	TokensMetric = "gatehouse.tokens.directory_cache.behind"
+	AuthnMetric  = "gatehouse.authn.directory_cache.behind"
+)
+
+// Metrics publishes, as name (TokensMetric, AuthnMetric), whether the
+// caches run behind the feed.
+func (w *Watcher) Metrics(name string) error {
+	return telemetry.Flag(name,
+		"1 while the service's directory cache is not in sync with the directory's change feed (directory unreachable).",
 		func() bool { return !w.InSync() })
 }
 

@@ -117,7 +117,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 	// every sign-in, come from memory the directory's change feed keeps
 	// current.
 	watcher := &dircache.Watcher{Feed: deps.Directory, MaxStale: cfg.CacheMaxStale, Logger: env.Logger}
-	if err := watcher.Metrics("authn"); err != nil {
+	if err := watcher.Metrics(dircache.AuthnMetric); err != nil {
 		return nil, err
 	}
 	s.public, err = NewHandler(HandlerOptions{

@@ -153,7 +153,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 	validator := &introspection.Validator{Issuer: issuer, Keys: s.keys, Store: records, Hasher: hasher, Revoked: s.revoked, Now: time.Now}
 	// Clients and machine keys stay available through a directory outage.
 	s.watcher = &dircache.Watcher{Feed: deps.Directory, MaxStale: cfg.CacheMaxStale, Logger: env.Logger}
-	if err := s.watcher.Metrics("tokens"); err != nil {
+	if err := s.watcher.Metrics(dircache.TokensMetric); err != nil {
 		return nil, err
 	}
 	dir := cachedDirectory{Directory: deps.Directory, keys: clients.NewKeyCache(deps.Directory, s.watcher),
