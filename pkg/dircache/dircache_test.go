@@ -259,3 +259,51 @@ func TestFetchOverlappingAChangeIsNotKept(t *testing.T) {
 	}
 	mustGet(t, c, src, "a", "new")
 }
+
+// An app's client lists its organization's active projects as the
+// audiences it may ask for, so a change of any project of the organization
+// drops it; a change elsewhere does not. A fresh context reads past memory.
+func TestClientDepsAndFresh(t *testing.T) {
+	f := &feed{}
+	w := &Watcher{Feed: f}
+	c := NewCache[*directoryv1.Client](w)
+	poll(t, w)
+	reads := 0
+	projects := []string{"p1", "p2"}
+	fetch := func(context.Context) (*directoryv1.Client, []Dep, error) {
+		reads++
+		cl := &directoryv1.Client{ClientId: "web", Kind: directoryv1.ClientKind_CLIENT_KIND_OIDC_APP, ProjectId: "p1", OrgId: "org1",
+			OrgProjectIds: append([]string(nil), projects...)}
+		return cl, ClientDeps(cl), nil
+	}
+	get := func(ctx context.Context) *directoryv1.Client {
+		t.Helper()
+		cl, err := c.Get(ctx, "web", fetch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cl
+	}
+	get(context.Background())
+	get(context.Background())
+	if reads != 1 {
+		t.Fatalf("%d reads; want 1", reads)
+	}
+	f.change("org2", "project", "x") // another organization's project
+	poll(t, w)
+	get(context.Background())
+	if reads != 1 {
+		t.Fatal("a project of another organization dropped the client")
+	}
+	projects = []string{"p1"} // p2 deactivated
+	f.change("org1", "project", "p2")
+	poll(t, w)
+	if got := get(context.Background()).GetOrgProjectIds(); len(got) != 1 {
+		t.Fatalf("after another project of its organization was deactivated the client lists %v", got)
+	}
+	n := reads
+	get(Fresh(context.Background()))
+	if reads != n+1 || !IsFresh(Fresh(context.Background())) || IsFresh(context.Background()) {
+		t.Fatal("a Fresh context was served from memory")
+	}
+}
