@@ -313,6 +313,14 @@ type Fetch[V any] func(context.Context) (V, []Dep, error)
 // fetched; when the fetch finds the directory unavailable, a value fetched
 // at most MaxStale ago.
 func (c *Cache[V]) Get(ctx context.Context, key string, fetch Fetch[V]) (V, error) {
+	return c.GetUnless(ctx, key, fetch, nil)
+}
+
+// GetUnless is Get, except that a value in memory for which fresh reports
+// true is read again from the directory (and never served stale): for
+// values some of which decide what must see every acknowledged change,
+// such as a client with grants. A nil fresh is Get.
+func (c *Cache[V]) GetUnless(ctx context.Context, key string, fetch Fetch[V], fresh func(V) bool) (V, error) {
 	if IsFresh(ctx) {
 		return c.Refresh(ctx, key, fetch)
 	}
@@ -324,6 +332,9 @@ func (c *Cache[V]) Get(ctx context.Context, key string, fetch Fetch[V]) (V, erro
 	c.mu.Lock()
 	it, ok := c.m[key]
 	c.mu.Unlock()
+	if ok && fresh != nil && fresh(it.v) {
+		return c.Refresh(ctx, key, fetch)
+	}
 	if ok && (inSync || now.Sub(it.fetched) < w.ttl()) {
 		return it.v, nil
 	}

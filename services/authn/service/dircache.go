@@ -49,10 +49,9 @@ func (d *cachedDirectory) GetClient(ctx context.Context, req *connect.Request[di
 		}
 		return res.Msg.GetClient(), dircache.ClientDeps(res.Msg.GetClient()), nil
 	}
-	c, err := d.clients.Get(ctx, id, fetch)
-	if err == nil && (len(c.GetGrantedOrgIds()) > 0 || c.GetAdminClient()) && !dircache.IsFresh(ctx) {
-		c, err = d.clients.Refresh(ctx, id, fetch)
-	}
+	c, err := d.clients.GetUnless(ctx, id, fetch, func(c *directoryv1.Client) bool {
+		return len(c.GetGrantedOrgIds()) > 0 || c.GetAdminClient()
+	})
 	if err != nil {
 		return nil, err
 	}
