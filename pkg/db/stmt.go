@@ -26,6 +26,9 @@ type stmtCache struct {
 	m       map[string]*sqlx.Stmt
 	pending map[string]bool // being prepared in the background
 	closed  bool
+	// preparing counts the background prepares: close waits for them, so
+	// none holds a connection (SQLite: its files) once the pool is closed.
+	preparing sync.WaitGroup
 }
 
 // get returns the prepared statement for query, or nil when c is nil, the
@@ -67,7 +70,9 @@ func (c *stmtCache) getInTx(query string) *sqlx.Stmt {
 		c.pending = make(map[string]bool)
 	}
 	c.pending[query] = true
+	c.preparing.Add(1)
 	go func() {
+		defer c.preparing.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		st, err := c.db.PreparexContext(ctx, query)
@@ -109,8 +114,11 @@ func (c *stmtCache) close() {
 		return
 	}
 	c.mu.Lock()
+	c.closed = true // no new background prepare starts
+	c.mu.Unlock()
+	c.preparing.Wait()
+	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.closed = true
 	for q, st := range c.m {
 		_ = st.Close()
 		delete(c.m, q)
