@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gatehouse-id/gatehouse/pkg/config"
 	"github.com/gatehouse-id/gatehouse/pkg/process"
+	"github.com/gatehouse-id/gatehouse/pkg/rpc"
 	"github.com/gatehouse-id/gatehouse/pkg/testutil"
 )
 
@@ -209,8 +211,10 @@ func TestDistributed(t *testing.T) {
 		t.Errorf("internal path through edge = %d; want 404", res.StatusCode)
 	}
 
-	// Stop tokens: only its routes answer 503.
+	// Stop tokens: only its routes answer 503, once what edge kept of
+	// discovery and the key set (probed above) has lapsed.
 	tokens.stop(t)
+	time.Sleep(rpc.EdgeCacheMaxAge)
 	for _, rp := range routeProbes {
 		res, body := do(t, rp.method, edge.base+rp.path, nil, nil)
 		if rp.service == "tokens" {

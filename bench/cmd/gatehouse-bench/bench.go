@@ -204,6 +204,10 @@ func (b *bench) mode(ctx context.Context, name string, backends *launch.Backends
 	res := modeResult{name: name, nprocs: 1}
 	defer func() { sortRows(res.rows) }()
 	for _, p := range plan {
+		kinds := b.selected(p.alg, p.kinds)
+		if len(kinds) == 0 {
+			continue
+		}
 		fmt.Fprintf(log, "gatehouse-bench: %s, %s: starting\n", name, p.alg)
 		d, err := b.start(ctx, name, p.alg, backends)
 		if err != nil {
@@ -213,7 +217,7 @@ func (b *bench) mode(ctx context.Context, name string, backends *launch.Backends
 		if res.library == "" {
 			res.library, res.version = signingLibrary(ctx, d)
 		}
-		got, err := b.measure(ctx, d, p.alg, p.kinds)
+		got, err := b.measure(ctx, d, p.alg, kinds)
 		res.rows = append(res.rows, got...)
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		if serr := d.Stop(sctx); serr != nil {
@@ -226,6 +230,20 @@ func (b *bench) mode(ctx context.Context, name string, backends *launch.Backends
 	}
 	res.complete = true
 	return res, nil
+}
+
+// selected is kinds less the scenarios -scenarios leaves out.
+func (b *bench) selected(alg string, kinds []suite.Kind) []suite.Kind {
+	if len(b.cfg.only) == 0 {
+		return kinds
+	}
+	var out []suite.Kind
+	for _, k := range kinds {
+		if slices.Contains(b.cfg.only, suite.Name(k, alg)) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // start runs a fresh deployment signing with alg.

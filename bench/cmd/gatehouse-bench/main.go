@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/bench/internal/floor"
 	"github.com/gatehouse-id/gatehouse/bench/internal/launch"
 	"github.com/gatehouse-id/gatehouse/bench/internal/report"
+	"github.com/gatehouse-id/gatehouse/bench/internal/suite"
 )
 
 func main() {
@@ -181,6 +183,8 @@ type config struct {
 	// scaleUsers and scaleTokens make the run bench-scale's (see
 	// scaleMode): the rows seeded between its two measurements.
 	scaleUsers, scaleTokens int
+	// only, if set, limits the run to these scenarios (suite.Names).
+	only []string
 }
 
 func (c config) scale() bool { return c.scaleUsers > 0 || c.scaleTokens > 0 }
@@ -205,10 +209,24 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		"results file (JSON), relative to the repository's root unless absolute; empty writes none")
 	fs.IntVar(&c.scaleUsers, "scale-users", 0, "bench-scale: users to seed between a measurement on the empty database and one at scale (distributed only)")
 	fs.IntVar(&c.scaleTokens, "scale-tokens", 0, "bench-scale: access and refresh tokens (half each) to seed likewise")
+	scenarios := fs.String("scenarios", "", "comma-separated scenario names to run instead of all (for profiling; writes no results file unless -json is given)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
 	var problems []string
+	if *scenarios != "" {
+		for _, s := range strings.Split(*scenarios, ",") {
+			if !slices.Contains(suite.Names, s) {
+				problems = append(problems, fmt.Sprintf("-scenarios: unknown scenario %q (want some of %s)", s, strings.Join(suite.Names, ", ")))
+			}
+			c.only = append(c.only, s)
+		}
+		jsonSet := false
+		fs.Visit(func(f *flag.Flag) { jsonSet = jsonSet || f.Name == "json" })
+		if !jsonSet {
+			c.jsonPath = ""
+		}
+	}
 	if c.scale() {
 		jsonSet := false
 		fs.Visit(func(f *flag.Flag) { jsonSet = jsonSet || f.Name == "json" })

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/apierror"
+	"github.com/gatehouse-id/gatehouse/services/edge/internal/microcache"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/ratelimit"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/routes"
 )
@@ -130,6 +131,9 @@ func New(opts Options) (http.Handler, error) {
 		h := opts.Services[route.Service]
 		if h == nil {
 			return nil, fmt.Errorf("router: no handler for service %q (route %s)", route.Service, route.Pattern)
+		}
+		if route.Class == routes.ClassMetadata {
+			h = microcache.New(h)
 		}
 		limit := maxBody
 		if route.Kind == routes.RPC {

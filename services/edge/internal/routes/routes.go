@@ -69,6 +69,7 @@ const (
 	ClassAPI Class = "api"
 	// ClassMetadata is discovery and the key set: public, cacheable
 	// (their responses carry Cache-Control) and cheap, so never limited.
+	// Edge keeps their responses for up to a second (microcache).
 	ClassMetadata Class = "metadata"
 )
 

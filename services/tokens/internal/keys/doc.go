@@ -10,7 +10,8 @@
 //
 // A key is published (in the key set, see PublicKeys) from created_at. It
 // signs only from sign_from = created_at + PrePublish, which exceeds the key
-// set's Cache-Control max-age plus the reload interval, so every replica
+// set's Cache-Control max-age plus the reload interval plus the second edge
+// may keep the set (rpc.EdgeCacheMaxAge), so every replica
 // has loaded it and every relying party's cached key set contains it before
 // a token carries its kid. It stops signing (retire_at) when its
 // successor's sign_from arrives, and leaves the key set at expires_at =

@@ -14,6 +14,7 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwk"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
+	"github.com/gatehouse-id/gatehouse/pkg/rpc"
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 )
 
@@ -62,7 +63,7 @@ type Options struct {
 	Library string
 
 	// PrePublish is how long a key is published before it signs; it must
-	// exceed KeySetMaxAge + ReloadInterval.
+	// exceed KeySetMaxAge + ReloadInterval + rpc.EdgeCacheMaxAge.
 	PrePublish time.Duration
 	// ReloadInterval is how often Start's loop reloads the table.
 	ReloadInterval time.Duration
@@ -115,9 +116,9 @@ func (o *Options) setDefaults() error {
 	if o.ReloadInterval < 0 || o.KeySetMaxAge < 0 || o.ExpirySkew < 0 {
 		problems = append(problems, errors.New("durations must not be negative"))
 	}
-	if o.PrePublish <= o.KeySetMaxAge+o.ReloadInterval {
-		problems = append(problems, fmt.Errorf("PrePublish %s must exceed KeySetMaxAge %s + ReloadInterval %s",
-			o.PrePublish, o.KeySetMaxAge, o.ReloadInterval))
+	if o.PrePublish <= o.KeySetMaxAge+o.ReloadInterval+rpc.EdgeCacheMaxAge {
+		problems = append(problems, fmt.Errorf("PrePublish %s must exceed KeySetMaxAge %s + ReloadInterval %s + edge's cache %s",
+			o.PrePublish, o.KeySetMaxAge, o.ReloadInterval, rpc.EdgeCacheMaxAge))
 	}
 	if o.RotationInterval <= o.PrePublish {
 		problems = append(problems, fmt.Errorf("RotationInterval %s must exceed PrePublish %s", o.RotationInterval, o.PrePublish))

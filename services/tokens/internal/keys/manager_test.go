@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
+	"github.com/gatehouse-id/gatehouse/pkg/rpc"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/keys"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/keys/keytest"
 )
@@ -476,7 +477,7 @@ func TestLoop(t *testing.T) {
 	opts := keytest.Options(keys.EdDSA, nil)
 	opts.ReloadInterval = 20 * time.Millisecond
 	opts.KeySetMaxAge = 20 * time.Millisecond
-	opts.PrePublish = 100 * time.Millisecond
+	opts.PrePublish = 100*time.Millisecond + rpc.EdgeCacheMaxAge
 	opts.RotationInterval = time.Hour
 	a := keytest.Manager(t, keytest.Open(t, o), opts)
 	b := keytest.Manager(t, keytest.Open(t, o), opts)
