@@ -1,8 +1,10 @@
 package proxy
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -209,6 +211,9 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 			pr.Out.Header.Set("X-Forwarded-Host", host)
 		}
 	}
+	if n := pr.In.ContentLength; n > 0 && n <= wholeBody && !isGRPC(pr.In.Header.Get("Content-Type")) {
+		pr.Out.Body = readWhole(pr.In.Body, n)
+	}
 	// What edge tells the service is set here, after ReverseProxy removed
 	// the hop-by-hop headers: a client's "Connection: X-Real-Ip" names a
 	// header of the incoming hop and must not remove the one edge sets.
@@ -226,6 +231,34 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 		out[rpc.EdgeProofHeader] = []string{p.proof}
 	}
 }
+
+// wholeBody is the largest request body read whole before it is sent on:
+// net/http's transport writes a body it knows to be in memory with the
+// request's header in one write, but flushes the header alone first for a
+// body it must stream, which costs each form POST a system call here and
+// one in the service. Forms and unary RPCs are far smaller; bigger bodies
+// and gRPC are streamed as they arrive.
+const wholeBody = 16 << 10
+
+// readWhole reads the n bytes of body promised by Content-Length. A body
+// that fails (cut short, over edge's limit, the client gone) is sent on as
+// far as it came, followed by its error, which ends the request as it would
+// have streamed.
+func readWhole(body io.Reader, n int64) io.ReadCloser {
+	buf := make([]byte, n)
+	got, err := io.ReadFull(body, buf)
+	if err != nil {
+		if err == io.ErrUnexpectedEOF || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return io.NopCloser(io.MultiReader(bytes.NewReader(buf[:got]), errReader{err}))
+	}
+	return io.NopCloser(bytes.NewReader(buf))
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 // keepTrailers drops Content-Length from a response with trailers: an HTTP/2
 // service may send both, but an HTTP/1.1 client only receives trailers in a

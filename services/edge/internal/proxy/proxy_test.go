@@ -6,8 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -474,6 +476,75 @@ func TestHungServiceTimesOutThenFailsFast(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		if resp, _ := get(); resp.StatusCode != http.StatusOK {
 			t.Fatalf("after recovery, call %d: %d; want 200", i, resp.StatusCode)
+		}
+	}
+}
+
+// A small body is sent on with the request's header in one write, even
+// when the client sends it late: the service reads the whole request at
+// once instead of waking a second time for the body.
+func TestSmallBodyGoesWithTheHeader(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	first := make(chan string, 1)
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+		buf := make([]byte, 64<<10)
+		n, _ := conn.Read(buf) // one read: what the first write carried
+		first <- string(buf[:n])
+		_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	}()
+	target, _ := url.Parse("http://" + ln.Addr().String())
+	p, err := New(target, "tokens", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.CloseIdleConnections)
+	edge := edgetest.Start(t, p).URL
+
+	conn, err := net.Dial("tcp", edge.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	const body = "grant_type=client_credentials"
+	_, _ = fmt.Fprintf(conn, "POST /oauth/v2/token HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\n\r\n", edge.Host, len(body))
+	time.Sleep(50 * time.Millisecond) // the body comes in a later segment
+	_, _ = io.WriteString(conn, body)
+	got := <-first
+	if !strings.HasPrefix(got, "POST /oauth/v2/token ") || !strings.HasSuffix(got, "\r\n\r\n"+body) {
+		t.Fatalf("the service's first read got %q; want the header and the body together", got)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("response %v, %v; want 200", res, err)
+	}
+}
+
+// A body cut short by the client never reaches the service as a whole
+// request.
+func TestCutBodyIsNotSentAsComplete(t *testing.T) {
+	backend := &edgetest.Backend{Name: "tokens"}
+	edge, _ := newEdge(t, backend, nil, nil)
+	conn, err := net.Dial("tcp", edge.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = fmt.Fprintf(conn, "POST /oauth/v2/token HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\nclient_id=", edge.Host)
+	time.Sleep(50 * time.Millisecond)
+	conn.Close()
+	time.Sleep(200 * time.Millisecond)
+	for _, r := range backend.Requests() {
+		if r.BodyErr == nil {
+			t.Fatalf("the service got a complete request from a cut body: %q", r.Body)
 		}
 	}
 }
