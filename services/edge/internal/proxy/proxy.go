@@ -34,8 +34,10 @@ type Proxy struct {
 	target *url.URL
 	logger *slog.Logger
 	rp     *httputil.ReverseProxy
-	h1     *http.Transport // everything but gRPC
+	h1     *http.Transport // everything but gRPC to an https service
 	h2     *http.Transport // gRPC
+	// sync replaces h1 for an http service (see h1Transport).
+	sync *h1Transport
 	// breaker fails fast while the service keeps failing.
 	breaker *breakerTransport
 	// proof is rpc.EdgeProof of the internal token: the service believes
@@ -56,6 +58,9 @@ func WithInternalToken(token string) Option {
 // time (tests).
 func (p *Proxy) setTimeouts(header, open time.Duration) {
 	p.h1.ResponseHeaderTimeout, p.h2.ResponseHeaderTimeout = header, header
+	if p.sync != nil {
+		p.sync.headerTimeout = header
+	}
 	p.breaker = newBreaker(p.svc, p.breaker.next, open, p.logger)
 	p.rp.Transport = p.breaker
 }
@@ -88,7 +93,12 @@ func New(target *url.URL, svc string, logger *slog.Logger, opts ...Option) (*Pro
 	for _, o := range opts {
 		o(p)
 	}
-	p.breaker = newBreaker(svc, byProtocol{h1: p.h1, h2: p.h2}, breakerOpen, logger)
+	var h1 http.RoundTripper = p.h1
+	if target.Scheme == "http" {
+		p.sync = newH1Transport(hostPort(target), ResponseHeaderTimeout)
+		h1 = p.sync
+	}
+	p.breaker = newBreaker(svc, byProtocol{h1: h1, h2: p.h2}, breakerOpen, logger)
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: p.rewrite,
 		Transport: telemetry.HTTPTransport(p.breaker, func(r *http.Request) string {
@@ -109,7 +119,8 @@ func New(target *url.URL, svc string, logger *slog.Logger, opts ...Option) (*Pro
 }
 
 // newTransport returns the transport to a service: HTTP/1.1 keep-alive, or
-// with http2 prior-knowledge h2c (HTTP/2 over TLS for https targets).
+// with http2 prior-knowledge h2c (HTTP/2 over TLS for https targets). An
+// http service's HTTP/1.1 traffic goes through h1Transport instead.
 //
 // HTTP/1.1 is the default because Go's HTTP/2 server costs about three
 // times the CPU per request of its HTTP/1.1 server (measured: the tokens
@@ -187,6 +198,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) { p.rp.ServeHT
 // CloseIdleConnections closes idle connections to the service, for shutdown.
 func (p *Proxy) CloseIdleConnections() {
 	p.h1.CloseIdleConnections()
+	if p.sync != nil {
+		p.sync.CloseIdleConnections()
+	}
 	p.h2.CloseIdleConnections()
 }
 
@@ -212,7 +226,7 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 		}
 	}
 	if n := pr.In.ContentLength; n > 0 && n <= wholeBody && !isGRPC(pr.In.Header.Get("Content-Type")) {
-		pr.Out.Body = readWhole(pr.In.Body, n)
+		pr.Out.Body, pr.Out.GetBody = readWhole(pr.In.Body, n)
 	}
 	// What edge tells the service is set here, after ReverseProxy removed
 	// the hop-by-hop headers: a client's "Connection: X-Real-Ip" names a
@@ -244,16 +258,21 @@ const wholeBody = 16 << 10
 // that fails (cut short, over edge's limit, the client gone) is sent on as
 // far as it came, followed by its error, which ends the request as it would
 // have streamed.
-func readWhole(body io.Reader, n int64) io.ReadCloser {
+//
+// getBody, nil for a failed body, returns the body again from its start, so
+// a request on a kept connection the service had just closed can be sent
+// again.
+func readWhole(body io.Reader, n int64) (_ io.ReadCloser, getBody func() (io.ReadCloser, error)) {
 	buf := make([]byte, n)
 	got, err := io.ReadFull(body, buf)
 	if err != nil {
 		if err == io.ErrUnexpectedEOF || err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
-		return io.NopCloser(io.MultiReader(bytes.NewReader(buf[:got]), errReader{err}))
+		return io.NopCloser(io.MultiReader(bytes.NewReader(buf[:got]), errReader{err})), nil
 	}
-	return io.NopCloser(bytes.NewReader(buf))
+	getBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf)), nil }
+	return io.NopCloser(bytes.NewReader(buf)), getBody
 }
 
 type errReader struct{ err error }
@@ -269,6 +288,14 @@ func keepTrailers(res *http.Response) error {
 		res.ContentLength = -1
 	}
 	return nil
+}
+
+// hostPort is u's host with the scheme's default port when it has none.
+func hostPort(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	return net.JoinHostPort(u.Hostname(), "80")
 }
 
 func firstToken(v string) string {
