@@ -212,7 +212,7 @@ func closeBody(req *http.Request) {
 func (t *h1Transport) roundTrip(ctx context.Context, c *h1Conn, req *http.Request) (*http.Response, error) {
 	// A cancelled request (the client went away) unblocks the I/O.
 	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(aLongTimeAgo) })
-	res, err := t.exchange(c, req)
+	res, err := t.exchange(ctx, c, req)
 	if !stop() {
 		if err == nil {
 			res.Body.Close()
@@ -232,7 +232,7 @@ func (t *h1Transport) roundTrip(ctx context.Context, c *h1Conn, req *http.Reques
 	return res, nil
 }
 
-func (t *h1Transport) exchange(c *h1Conn, req *http.Request) (*http.Response, error) {
+func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, req *http.Request) (*http.Response, error) {
 	// Request.Write hides why reading a streamed body failed (edge's body
 	// limit answers 413 on an *http.MaxBytesError); keep it. A body in
 	// memory (GetBody set) cannot fail, and must stay unwrapped for
@@ -255,6 +255,11 @@ func (t *h1Transport) exchange(c *h1Conn, req *http.Request) (*http.Response, er
 	}
 	if t.headerTimeout > 0 {
 		_ = c.SetReadDeadline(time.Now().Add(t.headerTimeout))
+		if ctx.Err() != nil {
+			// The request was cancelled before the deadline above replaced
+			// the one its cancellation set.
+			_ = c.SetDeadline(aLongTimeAgo)
+		}
 	}
 	res, err := http.ReadResponse(c.br, req)
 	// Skip interim answers (100 Continue, 103 Early Hints).
