@@ -31,6 +31,31 @@ func TestParseFlags(t *testing.T) {
 	}
 }
 
+// -scenarios runs a subset of the plan and, unless -json is given, writes
+// no results file (a partial run must not replace latest.json).
+func TestScenariosFlag(t *testing.T) {
+	c, err := parseFlags([]string{"-scenarios", "keys,token-es256"}, io.Discard)
+	if err != nil || c.jsonPath != "" {
+		t.Fatalf("-scenarios: %+v %v; want no results file", c, err)
+	}
+	b := &bench{cfg: c}
+	var got []string
+	for _, p := range plan {
+		for _, k := range b.selected(p.alg, p.kinds) {
+			got = append(got, suite.Name(k, p.alg))
+		}
+	}
+	if strings.Join(got, ",") != "token-es256,keys" {
+		t.Fatalf("selected %q; want token-es256 and keys", got)
+	}
+	if c, err := parseFlags([]string{"-scenarios", "keys", "-json", "x.json"}, io.Discard); err != nil || c.jsonPath != "x.json" {
+		t.Fatalf("-scenarios with -json: %+v %v", c, err)
+	}
+	if _, err := parseFlags([]string{"-scenarios", "keys,nope"}, io.Discard); err == nil {
+		t.Fatal("an unknown scenario was accepted")
+	}
+}
+
 func row(name string, requests int, cpu time.Duration) suite.Row {
 	return suite.Row{Scenario: name, Available: true, CPU: cpu, CPUKnown: true, CPUByProcess: map[string]time.Duration{"edge": cpu},
 		Result: load.Result{Requests: requests, Elapsed: time.Second, Statuses: map[int]int{200: requests}}}
