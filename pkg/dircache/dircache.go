@@ -56,9 +56,46 @@ type Watcher struct {
 	applied map[uint64]bool // unsettled changes already applied
 	synced  time.Time       // end of the last poll that reached the head
 	gen     uint64          // bumped by every invalidation
-	caches  []invalidator
-	down    bool            // the last poll failed (logged once per outage)
-	runCtx  context.Context // Run's, for refetches after a change
+	// recent holds what the last invalidations changed (recent[i] is
+	// generation gen-len(recent)+1+i), so a fetch that overlapped some
+	// keeps its value unless one touched what the value depends on.
+	recent []invalidation
+	caches []invalidator
+	down   bool            // the last poll failed (logged once per outage)
+	runCtx context.Context // Run's, for refetches after a change
+}
+
+type invalidation struct {
+	changed map[string]bool
+	all     bool
+}
+
+// maxRecent bounds Watcher.recent; a fetch that overlapped more
+// invalidations than this is not kept.
+const maxRecent = 256
+
+// touchedSince reports whether an invalidation after generation gen
+// changed one of deps (or everything), or is no longer remembered.
+// Called with w.mu held.
+func (w *Watcher) touchedSince(gen uint64, deps []Dep) bool {
+	n := w.gen - gen
+	if n == 0 {
+		return false
+	}
+	if n > uint64(len(w.recent)) || len(deps) == 0 {
+		return true
+	}
+	for _, inv := range w.recent[uint64(len(w.recent))-n:] {
+		if inv.all {
+			return true
+		}
+		for _, d := range deps {
+			if inv.changed[string(d)] {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 type invalidator interface {
@@ -171,6 +208,11 @@ func (w *Watcher) apply(m *directoryv1.ListChangesResponse, started bool) {
 	}
 	if len(changed) > 0 || all {
 		w.gen++
+		if len(w.recent) == maxRecent {
+			copy(w.recent, w.recent[1:])
+			w.recent = w.recent[:maxRecent-1]
+		}
+		w.recent = append(w.recent, invalidation{changed: changed, all: all})
 	}
 	caches := w.caches
 	w.mu.Unlock()
@@ -358,10 +400,12 @@ func (c *Cache[V]) Refresh(ctx context.Context, key string, fetch Fetch[V]) (V, 
 		return v, err
 	}
 	// Checked and stored under c.mu: an invalidation bumps the generation
-	// before it takes c.mu, so it either sees this entry or makes it stale.
+	// before it takes c.mu, so it either sees this entry or is seen here.
+	// A value is kept unless a change since the fetch began touched what
+	// it depends on: exactly what invalidate would have dropped.
 	c.mu.Lock()
 	w.mu.Lock()
-	current := w.gen == gen
+	current := !w.touchedSince(gen, deps)
 	w.mu.Unlock()
 	if current {
 		if len(c.m) >= maxEntries {

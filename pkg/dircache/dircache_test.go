@@ -3,6 +3,7 @@ package dircache
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -258,6 +259,53 @@ func TestFetchOverlappingAChangeIsNotKept(t *testing.T) {
 		t.Fatalf("racing Get = %q, %v", v, err)
 	}
 	mustGet(t, c, src, "a", "new")
+}
+
+// A fetch that overlaps changes of other objects keeps its value: under a
+// steady stream of unrelated writes (users created and changed all the
+// time) a client must stay cached, or a directory outage that begins then
+// finds nothing to serve. Overlapping more changes than are remembered, or
+// an instance-wide one, it is not kept.
+func TestFetchOverlappingUnrelatedChangesIsKept(t *testing.T) {
+	overlapping := func(t *testing.T, f *feed, w *Watcher, changes int, all bool) Fetch[string] {
+		return func(context.Context) (string, []Dep, error) {
+			for i := range changes {
+				f.change("orgA", "user", fmt.Sprintf("u%d", i))
+				poll(t, w)
+			}
+			if all {
+				f.change("", "instance", "i")
+				poll(t, w)
+			}
+			return "v", []Dep{Object("a"), AnyOf("orgA", "project")}, nil
+		}
+	}
+	for _, tc := range []struct {
+		key     string
+		changes int
+		all     bool
+		kept    bool
+	}{
+		{"few", 3, false, true},
+		{"many", maxRecent + 1, false, false},
+		{"instance", 1, true, false},
+	} {
+		// A cache each: an entry kept by one case would be read again in
+		// the background after another's instance-wide change.
+		f := &feed{}
+		w := &Watcher{Feed: f, Now: newClock().Now}
+		c := NewCache[string](w)
+		poll(t, w)
+		if v, err := c.Get(context.Background(), tc.key, overlapping(t, f, w, tc.changes, tc.all)); err != nil || v != "v" {
+			t.Fatalf("%s: Get = %q, %v", tc.key, v, err)
+		}
+		c.mu.Lock()
+		_, kept := c.m[tc.key]
+		c.mu.Unlock()
+		if kept != tc.kept {
+			t.Fatalf("%s: kept %v; want %v", tc.key, kept, tc.kept)
+		}
+	}
 }
 
 // An app's client lists its organization's active projects as the
