@@ -39,13 +39,14 @@ var plan = []struct {
 var tokenRS256 = suite.Name(suite.TokenJWT, "RS256")
 
 type bench struct {
-	cfg      config
-	out      io.Writer
-	work     string
-	floor    []floor.Cost  // measured before the servers run
-	floorEnd []floor.Cost  // and after; nil when the run was cut short
-	httpCost time.Duration // server CPU per request of a bare net/http server
-	seedTime time.Duration // bench-scale: how long seeding took
+	cfg       config
+	out       io.Writer
+	work      string
+	floor     []floor.Cost  // measured before the servers run
+	floorEnd  []floor.Cost  // and after; nil when the run was cut short
+	httpCost  time.Duration // server CPU per request of a bare net/http server
+	proxyCost time.Duration // proxy CPU per POST of a bare httputil.ReverseProxy
+	seedTime  time.Duration // bench-scale: how long seeding took
 }
 
 func (b *bench) printFloor() error {
@@ -62,6 +63,9 @@ func (b *bench) printFloor() error {
 	}
 	if b.httpCost > 0 {
 		t.Rows = append(t.Rows, []string{"bare net/http GET (same load, server CPU/req)", ms(b.httpCost), "-"})
+	}
+	if b.proxyCost > 0 {
+		t.Rows = append(t.Rows, []string{"bare httputil.ReverseProxy POST (same load, proxy CPU/req)", ms(b.proxyCost), "-"})
 	}
 	return t.Write(b.out)
 }
@@ -382,6 +386,9 @@ func (b *bench) table(mode string, m modeResult, embedded map[string]suite.Row) 
 					how, ms(hash), ms(r.CPUPerRequest()), ms(r.CPUPerRequest()-hash)))
 			}
 		}
+	}
+	if !isEmbedded && b.proxyCost > 0 {
+		notes = append(notes, fmt.Sprintf("edge's CPU per proxied request compares with a bare httputil.ReverseProxy's: %s per POST on this machine (see the floor)", ms(b.proxyCost)))
 	}
 	notes = append(notes, b.cpuNote(isEmbedded, nprocs))
 	t.Notes = notes

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -18,17 +20,25 @@ import (
 	"github.com/gatehouse-id/gatehouse/bench/internal/procstat"
 )
 
-// floorFlag runs this binary as the bare HTTP server of the floor.
-const floorFlag = "-serve-http-floor"
+// floorFlag runs this binary as the bare HTTP server of the floor;
+// proxyFloorFlag as a bare reverse proxy in front of one.
+const (
+	floorFlag      = "-serve-http-floor"
+	proxyFloorFlag = "-serve-proxy-floor"
+)
 
 // floorBody is about the size of a key set or token response.
 var floorBody = []byte(`{"keys":[{"kty":"RSA","use":"sig","alg":"RS256","kid":"` + strings.Repeat("k", 700) + `","e":"AQAB"}]}`)
 
+// floorForm is a POST body of about an introspection request's size.
+var floorForm = "token=" + strings.Repeat("t", 700) + "&token_type_hint=access_token"
+
 // serveFloor answers every request with floorBody: the least any Go HTTP
-// server does per request (parse it, write a response), for comparison
-// with Gatehouse's figures.
+// server does per request (parse it, read its body, write a response),
+// for comparison with Gatehouse's figures.
 func serveFloor(addr string) int {
-	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(floorBody)
 	})
@@ -39,48 +49,111 @@ func serveFloor(addr string) int {
 	return 0
 }
 
-// httpFloor measures the server CPU per request of serveFloor in a child
-// process, with the load client and settings of the scenarios.
-func (b *bench) httpFloor(ctx context.Context) (time.Duration, error) {
+// serveProxyFloor forwards every request to upstream with the standard
+// library's reverse proxy and transport, keep-alive as edge's: what any Go
+// proxy pays per request, for comparison with edge's own CPU.
+func serveProxyFloor(addr, upstream string) int {
+	u, err := url.Parse("http://" + upstream)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "gatehouse-bench %s: %v\n", proxyFloorFlag, err)
+		return 1
+	}
+	p := httputil.NewSingleHostReverseProxy(u)
+	p.Transport = &http.Transport{MaxIdleConnsPerHost: 256, IdleConnTimeout: 90 * time.Second}
+	if err := http.ListenAndServe(addr, p); err != nil {
+		fmt.Fprintf(os.Stderr, "gatehouse-bench %s: %v\n", proxyFloorFlag, err)
+		return 1
+	}
+	return 0
+}
+
+// httpFloors measures, in child processes and with the load client and
+// settings of the scenarios, the server CPU per GET of serveFloor, and the
+// proxy's CPU per POST of serveProxyFloor in front of another serveFloor.
+func (b *bench) httpFloors(ctx context.Context) (server, proxy time.Duration, err error) {
+	srv, err := startFloor(floorFlag)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer srv.stop()
+	get := func(ctx context.Context) (*http.Request, error) {
+		return http.NewRequestWithContext(ctx, http.MethodGet, srv.url, nil)
+	}
+	if server, err = b.floorCPU(ctx, "bare HTTP server", srv, get); err != nil {
+		return 0, 0, err
+	}
+	px, err := startFloor(proxyFloorFlag, srv.addr)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer px.stop()
+	post := func(ctx context.Context) (*http.Request, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, px.url, strings.NewReader(floorForm))
+		if err == nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		return req, err
+	}
+	if proxy, err = b.floorCPU(ctx, "bare reverse proxy", px, post); err != nil {
+		return 0, 0, err
+	}
+	return server, proxy, nil
+}
+
+// floorChild is a child process serving at url.
+type floorChild struct {
+	cmd       *exec.Cmd
+	addr, url string
+}
+
+func (c *floorChild) stop() {
+	_ = c.cmd.Process.Kill()
+	_ = c.cmd.Wait()
+}
+
+// startFloor starts this binary with flag, a free loopback address and
+// args.
+func startFloor(flag string, args ...string) (*floorChild, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	addr := ln.Addr().String()
 	_ = ln.Close()
-	cmd := exec.Command(exe, floorFlag, addr)
+	cmd := exec.Command(exe, append([]string{flag, addr}, args...)...)
 	cmd.Env = launch.ChildEnv(nil) // as the Gatehouse processes get it
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return 0, err
+		return nil, err
 	}
-	defer func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}()
+	return &floorChild{cmd: cmd, addr: addr, url: "http://" + addr + "/"}, nil
+}
+
+// floorCPU waits until c answers, sends the warm-up and then the measured
+// requests made by req, and returns c's CPU per measured request.
+func (b *bench) floorCPU(ctx context.Context, what string, c *floorChild, req func(context.Context) (*http.Request, error)) (time.Duration, error) {
 	client := load.NewClient(b.cfg.concurrency)
 	defer client.CloseIdleConnections()
-	url := "http://" + addr + "/"
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		res, err := client.Get(url)
+		res, err := client.Get(c.url)
 		if err == nil {
 			_, _ = io.Copy(io.Discard, res.Body)
 			res.Body.Close()
-			break
+			if res.StatusCode == http.StatusOK {
+				break
+			}
+			err = fmt.Errorf("HTTP %d", res.StatusCode)
 		}
 		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("bare HTTP server did not start: %w", err)
+			return 0, fmt.Errorf("%s did not start: %w", what, err)
 		}
 		time.Sleep(20 * time.Millisecond)
-	}
-	req := func(ctx context.Context) (*http.Request, error) {
-		return http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	}
 	check := func(body []byte) error {
 		if len(body) != len(floorBody) {
@@ -92,7 +165,7 @@ func (b *bench) httpFloor(ctx context.Context) (time.Duration, error) {
 	if _, err := load.Run(ctx, o, req, check); err != nil {
 		return 0, err
 	}
-	before, err := procstat.CPUTime(cmd.Process.Pid)
+	before, err := procstat.CPUTime(c.cmd.Process.Pid)
 	if err != nil {
 		return 0, err
 	}
@@ -102,9 +175,9 @@ func (b *bench) httpFloor(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	if res.Errors > 0 {
-		return 0, fmt.Errorf("bare HTTP server: %d errors, first: %s", res.Errors, res.FirstError)
+		return 0, fmt.Errorf("%s: %d errors, first: %s", what, res.Errors, res.FirstError)
 	}
-	after, err := procstat.CPUTime(cmd.Process.Pid)
+	after, err := procstat.CPUTime(c.cmd.Process.Pid)
 	if err != nil {
 		return 0, err
 	}

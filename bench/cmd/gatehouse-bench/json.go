@@ -150,6 +150,14 @@ func (b *bench) floorRecords() []results.Floor {
 	for _, c := range b.floor {
 		out = append(out, results.Floor{Operation: c.Op.Alg, Library: c.Op.Library, Detail: c.Name, USPerOp: results.US(b.cost(c.Op))})
 	}
+	if b.httpCost > 0 {
+		out = append(out, results.Floor{Operation: "HTTP server", Library: "go",
+			Detail: "bare net/http server, GET, server CPU per request (same load as the scenarios)", USPerOp: results.US(b.httpCost)})
+	}
+	if b.proxyCost > 0 {
+		out = append(out, results.Floor{Operation: "reverse proxy", Library: "go",
+			Detail: "bare net/http/httputil.ReverseProxy before a bare server, POST, proxy CPU per request", USPerOp: results.US(b.proxyCost)})
+	}
 	return out
 }
 

@@ -55,7 +55,8 @@ func benchForReport() *bench {
 	argon := func(d time.Duration) []floor.Cost {
 		return []floor.Cost{{Name: "argon2id verify (m=19456,t=2,p=1)", Op: floor.Argon2idVerify, PerOp: d}}
 	}
-	return &bench{cfg: config{requests: 1000, loginRequests: 300, concurrency: 4}, floor: argon(30 * time.Millisecond), floorEnd: argon(32 * time.Millisecond)}
+	return &bench{cfg: config{requests: 1000, loginRequests: 300, concurrency: 4}, floor: argon(30 * time.Millisecond), floorEnd: argon(32 * time.Millisecond),
+		httpCost: 40 * time.Microsecond, proxyCost: 130 * time.Microsecond}
 }
 
 func TestReportJSONShape(t *testing.T) {
@@ -91,8 +92,13 @@ func TestReportJSONShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	if doc.Commit != "0123abc" || doc.Date != "2026-11-30T09:00:00Z" || doc.Machine["cpus"].(float64) < 1 ||
-		doc.Concurrency != 4 || doc.Requests != 1000 || doc.LoginRequests != 300 || len(doc.Floor) != 1 || len(doc.Results) != 3 {
+		doc.Concurrency != 4 || doc.Requests != 1000 || doc.LoginRequests != 300 || len(doc.Floor) != 3 || len(doc.Results) != 3 {
 		t.Fatalf("document: %s", raw)
+	}
+	// The bare server's and the bare proxy's costs are floors too.
+	if doc.Floor[1]["operation"] != "HTTP server" || doc.Floor[1]["us_per_op"] != 40.0 ||
+		doc.Floor[2]["operation"] != "reverse proxy" || doc.Floor[2]["us_per_op"] != 130.0 || doc.Floor[2]["library"] != "go" {
+		t.Errorf("floor %v; want the argon2id check, the bare server at 40 µs and the bare proxy at 130 µs", doc.Floor)
 	}
 	for _, r := range doc.Results {
 		for _, k := range []string{"scenario", "mode", "algorithm", "requests", "errors", "rps", "p50_ms", "p99_ms",

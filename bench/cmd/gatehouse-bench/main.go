@@ -32,6 +32,9 @@ func main() {
 	if len(os.Args) == 3 && os.Args[1] == floorFlag {
 		os.Exit(serveFloor(os.Args[2]))
 	}
+	if len(os.Args) == 4 && os.Args[1] == proxyFloorFlag {
+		os.Exit(serveProxyFloor(os.Args[2], os.Args[3]))
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -70,7 +73,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	b.floor = costs
-	if b.httpCost, err = b.httpFloor(ctx); err != nil {
+	if b.httpCost, b.proxyCost, err = b.httpFloors(ctx); err != nil {
 		fmt.Fprintf(stderr, "gatehouse-bench: bare HTTP floor: %v\n", err)
 		return 1
 	}

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -62,7 +66,7 @@ func row(name string, requests int, cpu time.Duration) suite.Row {
 }
 
 func TestTableTargetsAndRatio(t *testing.T) {
-	b := &bench{cfg: config{requests: 100}, httpCost: 30 * time.Microsecond, floor: []floor.Cost{
+	b := &bench{cfg: config{requests: 100}, httpCost: 30 * time.Microsecond, proxyCost: 120 * time.Microsecond, floor: []floor.Cost{
 		{Name: "RS256 sign, Go", Op: floor.Op{Alg: "RS256 sign", Library: "go"}, PerOp: time.Millisecond},
 		{Name: "RS256 sign, OpenSSL", Op: floor.Op{Alg: "RS256 sign", Library: "openssl"}, PerOp: 250 * time.Microsecond},
 	}}
@@ -100,10 +104,14 @@ func TestTableTargetsAndRatio(t *testing.T) {
 	for _, want := range []string{
 		"CPU (1.3 × embedded + 0.1 ms) ≤ 0.165 ms met; edge CPU ≤ 0.080 ms MISSED", // es256: 0.16 ms, all of it edge's here
 		"CPU (1.3 × embedded + 0.1 ms) ≤ 0.139 ms met; CPU ≤ 0.130 ms met; edge CPU ≤ 0.080 ms met",
+		"a bare httputil.ReverseProxy's: 0.120 ms per POST",
 	} {
 		if !strings.Contains(d.String(), want) {
 			t.Errorf("distributed table lacks %q:\n%s", want, d.String())
 		}
+	}
+	if strings.Contains(got, "ReverseProxy") {
+		t.Errorf("embedded table compares with a proxy it does not have:\n%s", got)
 	}
 	if strings.Contains(d.String(), "1.05 × Go") {
 		t.Errorf("distributed table shows embedded targets:\n%s", d.String())
@@ -206,5 +214,40 @@ gatehouse_password_hash_cpu_seconds_total{otel_scope_name="x",service_name="gate
 	}
 	if _, ok := parseHashCPU("go_goroutines 3\n"); ok {
 		t.Fatal("parseHashCPU found a value where there is none")
+	}
+}
+
+// TestProxyFloorForwards: the bare proxy of the floor forwards a POST and
+// its body to the bare server and answers with the server's body.
+func TestProxyFloorForwards(t *testing.T) {
+	free := func() string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		return ln.Addr().String()
+	}
+	srv, px := free(), free()
+	go serveFloor(srv)
+	go serveProxyFloor(px, srv)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		res, err := http.Post("http://"+px+"/oauth/v2/introspect", "application/x-www-form-urlencoded", strings.NewReader(floorForm))
+		if err == nil {
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				if !bytes.Equal(body, floorBody) {
+					t.Fatalf("proxy answered %.80s; want the floor body", body)
+				}
+				return
+			}
+			err = fmt.Errorf("HTTP %d", res.StatusCode)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no answer through the proxy: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
