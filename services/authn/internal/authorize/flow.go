@@ -99,7 +99,7 @@ func (f *Flow) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.Fail(w, r, req.UILocales, &Failure{Err: d.Err, Target: req.Target()})
 		return
 	case StepComplete:
-		f.complete(w, r, req, *d.Session)
+		f.complete(w, r, req, *d.Session, false)
 		return
 	}
 	loginName, userID := d.LoginName, ""
@@ -206,16 +206,31 @@ func (f *Flow) Load(ctx context.Context, id, userAgentID string) (*Request, sess
 func (f *Flow) Finish(w http.ResponseWriter, r *http.Request, req *Request, ar session.AuthRequest, s session.Session) {
 	if err := f.Store.ConsumeAuthRequest(r.Context(), ar.ID); err != nil {
 		if errors.Is(err, session.ErrNotFound) {
-			f.Fail(w, r, req.UILocales, &Failure{Err: oauth.New(oauth.InvalidRequest, "this login request was already completed")})
+			f.Fail(w, r, req.UILocales, AlreadyCompleted())
 			return
 		}
 		f.Fail(w, r, req.UILocales, req.FailWith(err))
 		return
 	}
-	f.complete(w, r, req, s)
+	f.complete(w, r, req, s, false)
 }
 
-func (f *Flow) complete(w http.ResponseWriter, r *http.Request, req *Request, s session.Session) {
+// AlreadyCompleted is the failure of a pending request someone completed
+// already (a form sent twice).
+func AlreadyCompleted() *Failure {
+	return &Failure{Err: oauth.New(oauth.InvalidRequest, "this login request was already completed")}
+}
+
+// FinishSignedIn answers req with s, a session the sign-in that consumed
+// req's pending request has just created or renewed (session.Store.SignIn):
+// as Finish, without recording activity the sign-in recorded already.
+func (f *Flow) FinishSignedIn(w http.ResponseWriter, r *http.Request, req *Request, s session.Session) {
+	f.complete(w, r, req, s, true)
+}
+
+// complete asks for consent or answers req with s; fresh is true when s
+// was signed in by this very request (see answer).
+func (f *Flow) complete(w http.ResponseWriter, r *http.Request, req *Request, s session.Session, fresh bool) {
 	ctx := r.Context()
 	need, err := f.NeedsConsent(ctx, req, s)
 	if err != nil {
@@ -230,7 +245,7 @@ func (f *Flow) complete(w http.ResponseWriter, r *http.Request, req *Request, s 
 		f.askConsent(w, r, req, s)
 		return
 	}
-	f.Answer(w, r, req, s)
+	f.answer(w, r, req, s, fresh)
 }
 
 // NeedsConsent reports whether s's user must consent before req is
@@ -267,8 +282,19 @@ func (f *Flow) askConsent(w http.ResponseWriter, r *http.Request, req *Request, 
 // read (it expired, or a logout ended it) answers nothing: prompt=none
 // gets login_required, any other request the login page for its account.
 func (f *Flow) Answer(w http.ResponseWriter, r *http.Request, req *Request, s session.Session) {
+	f.answer(w, r, req, s, false)
+}
+
+// answer is Answer; fresh skips recording the activity, which a sign-in
+// that has just written the session at this moment recorded (the session
+// is live: nothing else has seen its new browser identity yet).
+func (f *Flow) answer(w http.ResponseWriter, r *http.Request, req *Request, s session.Session, fresh bool) {
 	ctx := r.Context()
-	if err := f.Store.Touch(ctx, s.ID, f.Now()); errors.Is(err, session.ErrNotFound) {
+	var err error
+	if !fresh {
+		err = f.Store.Touch(ctx, s.ID, f.Now())
+	}
+	if errors.Is(err, session.ErrNotFound) {
 		if req.HasPrompt(PromptNone) {
 			f.Fail(w, r, req.UILocales, req.Fail(oauth.LoginRequired, "the session has ended"))
 			return

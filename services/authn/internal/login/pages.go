@@ -223,22 +223,22 @@ func (p *Pages) internal(w http.ResponseWriter, r *http.Request, lang string, er
 // amr, and answers the pending request.
 func (p *Pages) signIn(w http.ResponseWriter, r *http.Request, f *flow, u *directoryv1.User, amr []string) {
 	// A new browser identity at every sign-in: a cookie someone planted
-	// before it (session fixation) names nothing afterwards.
-	ua, err := p.Browsers.Rotate(r.Context(), w, f.ua)
+	// before it (session fixation) names nothing afterwards. The session
+	// and the pending request's consumption are in the same transaction.
+	ua, s, err := p.Browsers.SignIn(r.Context(), w, f.ua, session.Session{
+		UserID: u.GetId(), OrgID: u.GetOrgId(), LoginName: u.GetPreferredLoginName(),
+		DisplayName: u.GetDisplayName(), AuthTime: p.Now(), AMR: amr,
+	}, f.ar.ID)
+	if errors.Is(err, session.ErrNotFound) {
+		p.Flow.Fail(w, r, f.req.UILocales, authorize.AlreadyCompleted())
+		return
+	}
 	if err != nil {
 		p.internal(w, r, f.lang, err)
 		return
 	}
 	f.ua = ua
-	s, err := p.Store.Upsert(r.Context(), session.Session{
-		UserAgentID: f.ua.ID, UserID: u.GetId(), OrgID: u.GetOrgId(), LoginName: u.GetPreferredLoginName(),
-		DisplayName: u.GetDisplayName(), AuthTime: p.Now(), AMR: amr,
-	}, p.Now())
-	if err != nil {
-		p.internal(w, r, f.lang, err)
-		return
-	}
-	p.Flow.Finish(w, r, f.req, f.ar, s)
+	p.Flow.FinishSignedIn(w, r, f.req, s)
 }
 
 // clientAddress is the browser's address as edge reports it.

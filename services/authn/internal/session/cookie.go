@@ -67,6 +67,18 @@ func (b *Browsers) Rotate(ctx context.Context, w http.ResponseWriter, old UserAg
 	return ua, nil
 }
 
+// SignIn records a successful authentication on the browser old for the
+// pending request authRequestID (see Store.SignIn), gives the browser its
+// new cookie, and returns its new identity and the session.
+func (b *Browsers) SignIn(ctx context.Context, w http.ResponseWriter, old UserAgent, in Session, authRequestID string) (UserAgent, Session, error) {
+	cookie, ua, s, err := b.Store.SignIn(ctx, old.ID, in, authRequestID, b.Now())
+	if err != nil {
+		return UserAgent{}, Session{}, err
+	}
+	b.setCookie(w, cookie)
+	return ua, s, nil
+}
+
 func (b *Browsers) setCookie(w http.ResponseWriter, cookie string) {
 	http.SetCookie(w, &http.Cookie{
 		Name:     b.cookieName(),

@@ -265,3 +265,65 @@ func TestPruneForgetsIdleBrowsers(t *testing.T) {
 		}
 	})
 }
+
+// TestSignIn: a sign-in rotates the browser's identity, records the
+// session and consumes the pending request at once; a request already
+// consumed (a form sent twice) changes nothing.
+func TestSignIn(t *testing.T) {
+	authntest.Run(t, func(t *testing.T, d db.Dialect) {
+		ctx := context.Background()
+		st, ua, _ := newStore(t, d)
+		// The browser has a session of bob already, and two pending requests.
+		if _, err := st.Upsert(ctx, session.Session{UserAgentID: ua.ID, UserID: "bob", OrgID: "o", AuthTime: t0, AMR: []string{"pwd"}}, t0); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{"r1", "r2"} {
+			if err := st.CreateAuthRequest(ctx, session.AuthRequest{ID: id, UserAgentID: ua.ID, Params: []byte("{}"), CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		in := session.Session{UserAgentID: "ignored", UserID: "alice", OrgID: "o", LoginName: "alice@o", AuthTime: t0, AMR: []string{"pwd"}}
+		cookie, rotated, s, err := st.SignIn(ctx, ua.ID, in, "r1", t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rotated.ID == ua.ID || session.UserAgentID(cookie) != rotated.ID || s.UserAgentID != rotated.ID || s.ID == "" || s.UserID != "alice" {
+			t.Fatalf("SignIn = %+v on %+v; want alice's session on the new identity", s, rotated)
+		}
+		if !s.LastActive.Equal(t0) {
+			t.Errorf("session last active %v; want the sign-in's time %v", s.LastActive, t0)
+		}
+		live, _, err := st.Sessions(ctx, rotated.ID, t0)
+		if err != nil || len(live) != 2 {
+			t.Fatalf("the new identity has %d live sessions (%v); want alice's and bob's", len(live), err)
+		}
+		if old, _, _ := st.Sessions(ctx, ua.ID, t0); len(old) != 0 {
+			t.Errorf("the old identity still names %d sessions", len(old))
+		}
+		if _, err := st.AuthRequest(ctx, "r1", rotated.ID, t0); !errors.Is(err, session.ErrNotFound) {
+			t.Errorf("the signed-in request is still pending: %v", err)
+		}
+		if _, err := st.AuthRequest(ctx, "r2", rotated.ID, t0); err != nil {
+			t.Errorf("the other pending request did not follow the rotation: %v", err)
+		}
+		if n := rows(t, st, "user_agents"); n != 1 {
+			t.Errorf("%d user_agents rows; want the new identity's only", n)
+		}
+
+		// r1 again: nothing changes, not even the identity.
+		sessionsBefore := rows(t, st, "sessions")
+		_, _, _, err = st.SignIn(ctx, rotated.ID, session.Session{UserID: "carol", OrgID: "o", AuthTime: t0, AMR: []string{"pwd"}}, "r1", t0)
+		if !errors.Is(err, session.ErrNotFound) {
+			t.Fatalf("a second sign-in for a consumed request: %v; want ErrNotFound", err)
+		}
+		if n := rows(t, st, "sessions"); n != sessionsBefore {
+			t.Errorf("%d sessions after the refused sign-in; want %d", n, sessionsBefore)
+		}
+		if live, _, _ := st.Sessions(ctx, rotated.ID, t0); len(live) != 2 {
+			t.Errorf("the refused sign-in moved the browser's sessions: %d left", len(live))
+		}
+		if _, err := st.AuthRequest(ctx, "r2", rotated.ID, t0); err != nil {
+			t.Errorf("the refused sign-in moved the pending request: %v", err)
+		}
+	})
+}

@@ -123,6 +123,38 @@ func TestInternalAPI(t *testing.T) {
 			}
 		})
 
+		t.Run("org with the login policy in force", func(t *testing.T) {
+			got, err := c.GetOrg(ctx, connect.NewRequest(&directoryv1.GetOrgRequest{OrgId: e.OrgID}))
+			if err != nil || got.Msg.GetId() != e.OrgID || !got.Msg.GetActive() || !got.Msg.GetLoginPolicy().GetAllowRegister() {
+				t.Fatalf("GetOrg with its own policy (allowRegister) = %v, %v", got, err)
+			}
+			other, _ := e.SeedOrg("Defaults", "dora")
+			got, err = c.GetOrg(ctx, connect.NewRequest(&directoryv1.GetOrgRequest{OrgId: other}))
+			if lp := got.Msg.GetLoginPolicy(); err != nil || lp.GetAllowRegister() || !lp.GetAllowUsernamePassword() || !lp.GetIgnoreUnknownUsernames() {
+				t.Fatalf("GetOrg without a policy of its own = %v, %v; want the default policy", got, err)
+			}
+			if _, err := c.GetOrg(ctx, connect.NewRequest(&directoryv1.GetOrgRequest{OrgId: "no-such-org"})); connect.CodeOf(err) != connect.CodeNotFound {
+				t.Fatalf("GetOrg of an unknown org: %v; want NotFound", err)
+			}
+			// A policy without passwords refuses them before any check.
+			setPolicy := func(passwords bool) {
+				t.Helper()
+				if r := e.REST("PUT", "/management/v1/policies/login", e.AdminToken, "", map[string]any{
+					"allowUsernamePassword": passwords, "allowRegister": true, "disableLoginWithEmail": true}); r.Status != 200 {
+					t.Fatalf("UpdateCustomLoginPolicy: %d %s", r.Status, r.Body)
+				}
+			}
+			setPolicy(false)
+			if _, err := verify(c, e.OrgID, "grace", pw, "192.0.2.9"); connect.CodeOf(err) != connect.CodePermissionDenied {
+				t.Fatalf("password where the policy forbids them: %v; want PermissionDenied", err)
+			}
+			setPolicy(true)
+			// An unknown organization answers like a wrong password.
+			if _, err := verify(c, "no-such-org", "grace", pw, "192.0.2.9"); connect.CodeOf(err) != connect.CodeUnauthenticated {
+				t.Fatalf("password in an unknown org: %v; want Unauthenticated", err)
+			}
+		})
+
 		t.Run("verify password", func(t *testing.T) {
 			res, err := verify(c, e.OrgID, "grace", pw, "192.0.2.1")
 			if err != nil || res.GetUser().GetId() != grace.GetId() || res.GetChangeRequired() {

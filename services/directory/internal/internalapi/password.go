@@ -32,6 +32,16 @@ func badCredentials() error { return connect.NewError(connect.CodeUnauthenticate
 // time tells nothing). On success it returns the user, with the failures
 // of its pair reset.
 func (s *Server) check(ctx context.Context, orgID, userID, login, password, addr string) (*users.User, error) {
+	org, err := s.orgs.Get(ctx, orgID)
+	if err != nil && !errors.Is(err, db.ErrNotFound) {
+		return nil, internalErr(err, "get org")
+	}
+	return s.checkInOrg(ctx, orgID, org, userID, login, password, addr)
+}
+
+// checkInOrg is check with the organization read already (nil when it
+// does not exist).
+func (s *Server) checkInOrg(ctx context.Context, orgID string, org *orgs.Org, userID, login, password, addr string) (*users.User, error) {
 	var u *users.User
 	var err error
 	given := login
@@ -43,10 +53,6 @@ func (s *Server) check(ctx context.Context, orgID, userID, login, password, addr
 	}
 	if err != nil && !errors.Is(err, db.ErrNotFound) {
 		return nil, internalErr(err, "find user")
-	}
-	org, err := s.orgs.Get(ctx, orgID)
-	if err != nil && !errors.Is(err, db.ErrNotFound) {
-		return nil, internalErr(err, "get org")
 	}
 	a := lockout.Attempt{Account: account(orgID, org, u, given), Address: addr}
 	if org != nil {
@@ -119,13 +125,19 @@ func (s *Server) VerifyPassword(ctx context.Context, req *connect.Request[direct
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("org_id and user_id or login_name are required"))
 	}
 	// The organization's login policy may forbid passwords (its users then
-	// sign in through identity providers only).
-	if lp, err := s.orgs.LoginPolicy(ctx, m.GetOrgId()); err != nil {
-		return nil, internalErr(err, "get login policy")
-	} else if !lp.AllowUsernamePassword {
+	// sign in through identity providers only). An unknown organization
+	// has the default policy and no users.
+	org, lp, err := s.orgs.GetWithLoginPolicy(ctx, m.GetOrgId())
+	switch {
+	case errors.Is(err, db.ErrNotFound):
+		org, lp = nil, orgs.DefaultLoginPolicy
+	case err != nil:
+		return nil, internalErr(err, "get org and login policy")
+	}
+	if !lp.AllowUsernamePassword {
 		return nil, connect.NewError(connect.CodePermissionDenied, errors.New("the organization does not allow password login"))
 	}
-	u, err := s.check(ctx, m.GetOrgId(), m.GetUserId(), m.GetLoginName(), m.GetPassword(), m.GetClientAddress())
+	u, err := s.checkInOrg(ctx, m.GetOrgId(), org, m.GetUserId(), m.GetLoginName(), m.GetPassword(), m.GetClientAddress())
 	if err != nil {
 		return nil, err
 	}

@@ -193,7 +193,7 @@ func (s *Server) LookupUser(ctx context.Context, req *connect.Request[directoryv
 
 // GetOrg returns an organization and its password policy.
 func (s *Server) GetOrg(ctx context.Context, req *connect.Request[directoryv1.GetOrgRequest]) (*connect.Response[directoryv1.GetOrgResponse], error) {
-	o, err := s.orgs.Get(ctx, req.Msg.GetOrgId())
+	o, lp, err := s.orgs.GetWithLoginPolicy(ctx, req.Msg.GetOrgId())
 	if errors.Is(err, db.ErrNotFound) {
 		return nil, notFound("organization")
 	}
@@ -201,10 +201,6 @@ func (s *Server) GetOrg(ctx context.Context, req *connect.Request[directoryv1.Ge
 		return nil, internalErr(err, "get org")
 	}
 	p := o.PasswordPolicy
-	lp, err := s.orgs.LoginPolicy(ctx, o.ID)
-	if err != nil {
-		return nil, internalErr(err, "get login policy")
-	}
 	return connect.NewResponse(&directoryv1.GetOrgResponse{
 		LoginPolicy: &directoryv1.LoginPolicy{AllowUsernamePassword: lp.AllowUsernamePassword, AllowRegister: lp.AllowRegister,
 			IgnoreUnknownUsernames: lp.IgnoreUnknownUsernames, AllowExternalIdp: lp.AllowExternalIDP},

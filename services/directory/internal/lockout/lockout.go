@@ -199,15 +199,14 @@ func (s *Store) count(ctx context.Context, subject, account string, r rule, now 
 	}
 	counted := false
 	err := s.DB.InTx(ctx, func(tx *db.Tx) error {
-		// Write first: on PostgreSQL the row is then locked until commit,
-		// so concurrent attempts on one subject count one after the other
-		// (SQLite transactions write one at a time anyway).
-		if _, err := tx.Exec(ctx, `INSERT INTO login_failures (subject, account, failures, updated_at) VALUES (?, ?, 0, ?)
-			ON CONFLICT (subject) DO UPDATE SET account = excluded.account`, subject, acc, now); err != nil {
-			return err
-		}
+		// Write first, and read the row in the same statement: on
+		// PostgreSQL the row is then locked until commit, so concurrent
+		// attempts on one subject count one after the other (SQLite
+		// transactions write one at a time anyway).
 		var f failureRow
-		if err := tx.Get(ctx, &f, `SELECT failures, locked_until, updated_at FROM login_failures WHERE subject = ?`, subject); err != nil {
+		if err := tx.Get(ctx, &f, `INSERT INTO login_failures (subject, account, failures, updated_at) VALUES (?, ?, 0, ?)
+			ON CONFLICT (subject) DO UPDATE SET account = excluded.account
+			RETURNING failures, locked_until, updated_at`, subject, acc, now); err != nil {
 			return err
 		}
 		if f.LockedUntil != nil && now.Before(*f.LockedUntil) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
@@ -108,6 +109,37 @@ func (q *Queries) OwnLoginPolicy(ctx context.Context, orgID string) (*StoredLogi
 		return nil, fmt.Errorf("login policy of %s: %w", orgID, err)
 	}
 	return &s, nil
+}
+
+// GetWithLoginPolicy returns an organization and the login policy in force
+// for it (see LoginPolicy) in one query, or db.ErrNotFound: a login reads
+// both at every step.
+func (q *Queries) GetWithLoginPolicy(ctx context.Context, id string) (*Org, LoginPolicy, error) {
+	var row struct {
+		Org
+		Policy *string `db:"login_policy"`
+	}
+	if err := q.DB.Get(ctx, &row, `SELECT `+qualified("o", orgColumns)+`, lp.policy AS login_policy
+		FROM orgs o LEFT JOIN login_policies lp ON lp.org_id = o.id WHERE o.id = ?`, id); err != nil {
+		return nil, LoginPolicy{}, db.NotFound(err)
+	}
+	if row.Policy == nil {
+		return &row.Org, DefaultLoginPolicy, nil
+	}
+	var lp LoginPolicy
+	if err := json.Unmarshal([]byte(*row.Policy), &lp); err != nil {
+		return nil, LoginPolicy{}, fmt.Errorf("login policy of %s: %w", id, err)
+	}
+	return &row.Org, lp, nil
+}
+
+// qualified prefixes each of a comma-separated list of columns with table.
+func qualified(table, columns string) string {
+	cols := strings.Split(columns, ",")
+	for i, c := range cols {
+		cols[i] = table + "." + strings.TrimSpace(c)
+	}
+	return strings.Join(cols, ", ")
 }
 
 // LoginPolicy returns the policy in force for an organization: its own or

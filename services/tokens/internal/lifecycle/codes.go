@@ -133,13 +133,6 @@ func (l *Lifecycle) ExchangeCode(ctx context.Context, c *directoryv1.Client, pub
 		idt, rraw string
 	)
 	err = l.Store.DB.InTx(ctx, func(tx *db.Tx) error {
-		ok, err := l.Store.ClaimAuthCode(ctx, tx, ac.ID, now)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return errLost
-		}
 		var familyID string
 		if withRefresh {
 			rt, raw := l.newRefresh(lg, aud, now, now.Add(l.RefreshAbs), "")
@@ -150,6 +143,7 @@ func (l *Lifecycle) ExchangeCode(ctx context.Context, c *directoryv1.Client, pub
 		}
 		// The access token belongs to the first refresh token, so revoking
 		// that one (or the family) revokes it (seed, "Revoke a refresh_token").
+		var err error
 		if at, err = l.accessToken(ctx, tx, lg, familyID); err != nil {
 			return err
 		}
@@ -158,7 +152,17 @@ func (l *Lifecycle) ExchangeCode(ctx context.Context, c *directoryv1.Client, pub
 				return err
 			}
 		}
-		return l.Store.SetAuthCodeIssued(ctx, tx, ac.ID, at.ID, familyID)
+		// The claim comes last and undoes the rest when lost: a concurrent
+		// exchange of the same code that committed first, or a logout that
+		// voided it, leaves the code used or expired.
+		ok, err := l.Store.ClaimAuthCode(ctx, tx, ac.ID, at.ID, familyID, now)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errLost
+		}
+		return nil
 	})
 	if errors.Is(err, errLost) {
 		// Used (or voided by a logout) since we read it.

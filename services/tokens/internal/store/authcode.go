@@ -96,13 +96,15 @@ func getAuthCode(ctx context.Context, q db.Querier, query string, arg any) (*Aut
 	return &c, nil
 }
 
-// ClaimAuthCode marks an unused, unexpired code used at now. It reports
+// ClaimAuthCode marks an unused, unexpired code used at now and records
+// what it issued (empty values stay NULL), in one statement. It reports
 // false when the code was already used or has expired (or was voided by a
 // logout meanwhile): of several concurrent claims, exactly one (the first
-// to commit) gets true. Run it in the transaction that records what the
-// code issues.
-func (s *Store) ClaimAuthCode(ctx context.Context, q db.Querier, id string, now time.Time) (bool, error) {
-	res, err := s.q(q).Exec(ctx, `UPDATE auth_codes SET used_at = ? WHERE id = ? AND used_at IS NULL AND expires_at > ?`, now, id, now)
+// to commit) gets true. Run it in the transaction that stores what the
+// code issues, so a lost claim stores nothing.
+func (s *Store) ClaimAuthCode(ctx context.Context, q db.Querier, id, accessID, refreshFamily string, now time.Time) (bool, error) {
+	res, err := s.q(q).Exec(ctx, `UPDATE auth_codes SET used_at = ?, issued_access_id = ?, issued_refresh_family = ?
+		WHERE id = ? AND used_at IS NULL AND expires_at > ?`, now, nullable(accessID), nullable(refreshFamily), id, now)
 	if err != nil {
 		return false, fmt.Errorf("claim authorization code: %w", err)
 	}
@@ -111,16 +113,6 @@ func (s *Store) ClaimAuthCode(ctx context.Context, q db.Querier, id string, now 
 		return false, fmt.Errorf("claim authorization code: %w", err)
 	}
 	return n == 1, nil
-}
-
-// SetAuthCodeIssued records what a claimed code issued (empty values stay NULL).
-func (s *Store) SetAuthCodeIssued(ctx context.Context, q db.Querier, id, accessID, refreshFamily string) error {
-	_, err := s.q(q).Exec(ctx, `UPDATE auth_codes SET issued_access_id = ?, issued_refresh_family = ? WHERE id = ?`,
-		nullable(accessID), nullable(refreshFamily), id)
-	if err != nil {
-		return fmt.Errorf("record what the authorization code issued: %w", err)
-	}
-	return nil
 }
 
 // VoidSessionAuthCodes expires the unused codes of a session (logout):
