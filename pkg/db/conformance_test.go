@@ -653,3 +653,48 @@ func TestSQLiteMaxLengthServiceName(t *testing.T) {
 		t.Errorf("database file for a 63-character service: %v", err)
 	}
 }
+
+// TestRelaxed: on SQLite, Relaxed writes the same file through connections
+// whose commits do not sync (synchronous NORMAL = 1) while the DB's sync
+// every commit (FULL = 2), and each sees the other's commits at once; on
+// PostgreSQL it is the DB itself.
+func TestRelaxed(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, e env) {
+		ctx := context.Background()
+		d := e.open(t, "svc", migrationsV1())
+		r := d.Relaxed()
+		if e.dialect == db.Postgres {
+			if r != d {
+				t.Fatal("Relaxed on PostgreSQL is another handle; want the DB itself")
+			}
+			return
+		}
+		if r == d {
+			t.Fatal("Relaxed on SQLite is the DB itself; want the NORMAL pool")
+		}
+		if n := count(t, d, `PRAGMA synchronous`); n != 2 {
+			t.Errorf("the DB's synchronous = %d; want FULL (2)", n)
+		}
+		if n := count(t, r, `PRAGMA synchronous`); n != 1 {
+			t.Errorf("Relaxed's synchronous = %d; want NORMAL (1)", n)
+		}
+		if err := r.InTx(ctx, func(tx *db.Tx) error { return insertItem(ctx, tx, 1, "relaxed") }); err != nil {
+			t.Fatal(err)
+		}
+		if n := count(t, d, `SELECT count(*) FROM items WHERE name = ?`, "relaxed"); n != 1 {
+			t.Errorf("the DB sees %d rows of Relaxed's commit; want 1", n)
+		}
+		if err := insertItem(ctx, d, 2, "durable"); err != nil {
+			t.Fatal(err)
+		}
+		if n := count(t, r, `SELECT count(*) FROM items`); n != 2 {
+			t.Errorf("Relaxed sees %d rows; want both", n)
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Ping(ctx); err == nil {
+			t.Error("Relaxed answers after the DB was closed; want it closed with it")
+		}
+	})
+}

@@ -31,6 +31,7 @@ type DB struct {
 	dialect Dialect
 	service string
 	stmts   *stmtCache // nil on PostgreSQL: pgx caches prepared statements itself
+	relaxed *DB        // see Relaxed; nil when it is this DB
 }
 
 // Open validates o, connects, pings, creates the service's schema or file
@@ -75,8 +76,35 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 	out := &DB{db: x, dialect: d, service: o.Service}
 	if d == SQLite {
 		out.stmts = &stmtCache{db: x}
+		lazy, err := openSQLitePool(ctx, where, "NORMAL", sqliteRelaxedMaxOpenConns)
+		if err != nil {
+			_ = sqldb.Close()
+			return nil, err
+		}
+		rx := sqlx.NewDb(lazy, driverName)
+		out.relaxed = &DB{db: rx, dialect: d, service: o.Service, stmts: &stmtCache{db: rx}}
 	}
 	return out, nil
+}
+
+// Relaxed is the database for writes whose loss in a power failure fails
+// closed: pending login state (authorization requests, identity-provider
+// flows, failed-password counts), sign-ins and authorization codes. On
+// SQLite its commits do not wait for the disk (synchronous NORMAL on the
+// same file: a crash of the process loses nothing; a crash of the machine
+// may forget the last of them, and the next durable commit, or a
+// checkpoint, makes them durable too). A lost write of this kind makes
+// someone sign in again or try again; it never grants or keeps access.
+// Writes that do (redeeming a code and the tokens it issues, refresh
+// rotation, revocation, logout, every change of the directory) use the
+// DB itself. A fsync costs SQLite's commit most of its CPU on a virtual
+// disk; PostgreSQL's commit costs little, so there Relaxed is the DB
+// itself.
+func (d *DB) Relaxed() *DB {
+	if d.relaxed != nil {
+		return d.relaxed
+	}
+	return d
 }
 
 // Dialect reports the backend.
@@ -130,11 +158,15 @@ func (d *DB) Ping(ctx context.Context) error {
 
 // Close closes the pool; in-flight queries finish first.
 func (d *DB) Close() error {
+	var rerr error
+	if d.relaxed != nil {
+		rerr = d.relaxed.Close()
+	}
 	d.stmts.close()
 	if err := d.db.Close(); err != nil {
 		return fmt.Errorf("db: close: %w", err)
 	}
-	return nil
+	return rerr
 }
 
 // normalizeArgs converts time arguments to UTC with microsecond precision

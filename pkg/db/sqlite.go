@@ -16,22 +16,29 @@ import (
 //   - busy_timeout first, so later pragmas and writers wait for a lock
 //     instead of failing with SQLITE_BUSY;
 //   - WAL lets readers run beside the one writer;
-//   - synchronous FULL because no write is acknowledged before it is durable;
+//   - synchronous FULL because no write is acknowledged before it is durable
+//     (except through DB.Relaxed's pool, NORMAL);
 //   - _txlock=immediate takes the write lock at BEGIN, so two transactions
 //     that read then write cannot deadlock on lock upgrade (which SQLite
 //     reports as SQLITE_BUSY at once, bypassing the busy timeout);
 //   - times are written as "2006-01-02 15:04:05.999999999-07:00" in UTC and
 //     read back in UTC.
-const sqliteParams = "_pragma=busy_timeout(5000)" +
-	"&_pragma=journal_mode(WAL)" +
-	"&_pragma=foreign_keys(1)" +
-	"&_pragma=synchronous(FULL)" +
-	"&_txlock=immediate" +
-	"&_time_format=sqlite" +
-	"&_timezone=UTC"
+func sqliteParams(synchronous string) string {
+	return "_pragma=busy_timeout(5000)" +
+		"&_pragma=journal_mode(WAL)" +
+		"&_pragma=foreign_keys(1)" +
+		"&_pragma=synchronous(" + synchronous + ")" +
+		"&_txlock=immediate" +
+		"&_time_format=sqlite" +
+		"&_timezone=UTC"
+}
 
 // sqliteMaxOpenConns allows several WAL readers; writers queue on the lock.
-const sqliteMaxOpenConns = 8
+// The relaxed pool (see DB.Relaxed) writes short login state only.
+const (
+	sqliteMaxOpenConns        = 8
+	sqliteRelaxedMaxOpenConns = 4
+)
 
 // openSQLite opens <dataDir>/<service>.db, creating the directory (0700) and
 // the file (0600) if needed, and pings it. It returns the pool and the
@@ -55,18 +62,28 @@ func openSQLite(ctx context.Context, dataDir, service string) (*sql.DB, string, 
 		return nil, "", fmt.Errorf("db: create SQLite file: %w", err)
 	}
 
-	sqldb, err := sql.Open("sqlite", path+"?"+sqliteParams)
+	sqldb, err := openSQLitePool(ctx, path, "FULL", sqliteMaxOpenConns)
 	if err != nil {
-		return nil, "", fmt.Errorf("db: open SQLite %s: %w", path, err)
+		return nil, "", err
 	}
-	sqldb.SetMaxOpenConns(sqliteMaxOpenConns)
-	sqldb.SetMaxIdleConns(sqliteMaxOpenConns)
+	return sqldb, path, nil
+}
+
+// openSQLitePool opens a pool on the SQLite file at path whose commits
+// sync as synchronous says (FULL or NORMAL), and pings it.
+func openSQLitePool(ctx context.Context, path, synchronous string, conns int) (*sql.DB, error) {
+	sqldb, err := sql.Open("sqlite", path+"?"+sqliteParams(synchronous))
+	if err != nil {
+		return nil, fmt.Errorf("db: open SQLite %s: %w", path, err)
+	}
+	sqldb.SetMaxOpenConns(conns)
+	sqldb.SetMaxIdleConns(conns)
 	// The first connection switches the file to WAL before others open.
 	if err := sqldb.PingContext(ctx); err != nil {
 		_ = sqldb.Close()
-		return nil, "", fmt.Errorf("db: open SQLite %s: %w", path, err)
+		return nil, fmt.Errorf("db: open SQLite %s: %w", path, err)
 	}
-	return sqldb, path, nil
+	return sqldb, nil
 }
 
 // isSQLiteUniqueViolation reports a UNIQUE or PRIMARY KEY constraint failure

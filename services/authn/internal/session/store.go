@@ -220,9 +220,11 @@ func (s *Store) SignIn(ctx context.Context, oldID string, in Session, authReques
 		}
 		return consume(ctx, tx, authRequestID)
 	}
-	err = s.DB.InTx(ctx, signIn)
+	// Pending login state and sign-ins are db.DB.Relaxed's: lost in a
+	// power failure, they make the user sign in again.
+	err = s.DB.Relaxed().InTx(ctx, signIn)
 	if errors.Is(err, db.ErrConflict) {
-		err = s.DB.InTx(ctx, signIn) // see Upsert
+		err = s.DB.Relaxed().InTx(ctx, signIn) // see Upsert
 	}
 	if err != nil {
 		return "", UserAgent{}, Session{}, fmt.Errorf("sign in: %w", err)
@@ -371,7 +373,7 @@ func (s *Store) Delete(ctx context.Context, ids ...string) error {
 
 // CreateAuthRequest stores a pending authorization request.
 func (s *Store) CreateAuthRequest(ctx context.Context, r AuthRequest) error {
-	_, err := s.DB.Exec(ctx, `INSERT INTO auth_requests (id, user_agent_id, params, login_name, user_id, created_at, expires_at)
+	_, err := s.DB.Relaxed().Exec(ctx, `INSERT INTO auth_requests (id, user_agent_id, params, login_name, user_id, created_at, expires_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`, r.ID, r.UserAgentID, string(r.Params), r.LoginName, r.UserID, r.CreatedAt, r.ExpiresAt)
 	if err != nil {
 		return fmt.Errorf("create auth request: %w", db.Conflict(err))
@@ -398,7 +400,7 @@ func (s *Store) AuthRequest(ctx context.Context, id, userAgentID string, now tim
 // SetAuthRequestUser records who is signing in for a pending request: the
 // login name typed, and the user id once a password proved it.
 func (s *Store) SetAuthRequestUser(ctx context.Context, id, loginName, userID string) error {
-	res, err := s.DB.Exec(ctx, `UPDATE auth_requests SET login_name = ?, user_id = ? WHERE id = ?`, loginName, userID, id)
+	res, err := s.DB.Relaxed().Exec(ctx, `UPDATE auth_requests SET login_name = ?, user_id = ? WHERE id = ?`, loginName, userID, id)
 	if err != nil {
 		return fmt.Errorf("update auth request: %w", err)
 	}
@@ -411,7 +413,7 @@ func (s *Store) SetAuthRequestUser(ctx context.Context, id, loginName, userID st
 // SetAuthRequestExternal parks an external identity (JSON) with a pending
 // request.
 func (s *Store) SetAuthRequestExternal(ctx context.Context, id, external string) error {
-	res, err := s.DB.Exec(ctx, `UPDATE auth_requests SET external = ? WHERE id = ?`, external, id)
+	res, err := s.DB.Relaxed().Exec(ctx, `UPDATE auth_requests SET external = ? WHERE id = ?`, external, id)
 	if err != nil {
 		return fmt.Errorf("update auth request: %w", err)
 	}
@@ -540,7 +542,7 @@ func HashState(state string) string {
 
 // CreateIdPFlow stores a sign-in in flight.
 func (s *Store) CreateIdPFlow(ctx context.Context, f IdPFlow) error {
-	_, err := s.DB.Exec(ctx, `INSERT INTO idp_flows (state_hash, user_agent_id, auth_request_id, idp_id, org_id, nonce, verifier, expires_at)
+	_, err := s.DB.Relaxed().Exec(ctx, `INSERT INTO idp_flows (state_hash, user_agent_id, auth_request_id, idp_id, org_id, nonce, verifier, expires_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, f.StateHash, f.UserAgentID, f.AuthRequestID, f.IdPID, f.OrgID, f.Nonce, f.Verifier, f.ExpiresAt)
 	if err != nil {
 		return fmt.Errorf("create idp flow: %w", err)

@@ -30,6 +30,11 @@ import (
 //
 // Rows untouched for Retention are pruned (it is at least every window and
 // wait above).
+//
+// Counts are written through db.DB.Relaxed: a power failure (not a crash
+// of the process) may forget the last fraction of a second of them, which
+// no attacker can time; every attempt still counts before its check, so
+// concurrent attempts share no slot.
 const (
 	PairFreeFailures   = 3
 	PairBaseDelay      = time.Second
@@ -168,7 +173,7 @@ func (s *Store) Failed(ctx context.Context, a Attempt) error {
 // password. The address keeps its count: one success does not excuse the
 // other names tried from there.
 func (s *Store) Succeeded(ctx context.Context, a Attempt) error {
-	if _, err := s.DB.Exec(ctx, `DELETE FROM login_failures WHERE subject IN (?, ?)`, a.pair(), a.Account); err != nil {
+	if _, err := s.DB.Relaxed().Exec(ctx, `DELETE FROM login_failures WHERE subject IN (?, ?)`, a.pair(), a.Account); err != nil {
 		return fmt.Errorf("lockout: reset: %w", err)
 	}
 	return nil
@@ -198,7 +203,7 @@ func (s *Store) count(ctx context.Context, subject, account string, r rule, now 
 		acc = account
 	}
 	counted := false
-	err := s.DB.InTx(ctx, func(tx *db.Tx) error {
+	err := s.DB.Relaxed().InTx(ctx, func(tx *db.Tx) error {
 		// Write first, and read the row in the same statement: on
 		// PostgreSQL the row is then locked until commit, so concurrent
 		// attempts on one subject count one after the other (SQLite

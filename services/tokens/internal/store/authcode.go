@@ -64,7 +64,9 @@ const authCodeColumns = `id, code_hash, client_id, redirect_uri, subject, org_id
 
 // InsertAuthCode records a new, unused code.
 func (s *Store) InsertAuthCode(ctx context.Context, c *AuthCode) error {
-	_, err := s.DB.Exec(ctx, `INSERT INTO auth_codes (id, code_hash, client_id, redirect_uri, subject, org_id, scopes,
+	// A code lost in a power failure cannot be redeemed: the user signs in
+	// again (db.DB.Relaxed). Redeeming it commits durably.
+	_, err := s.DB.Relaxed().Exec(ctx, `INSERT INTO auth_codes (id, code_hash, client_id, redirect_uri, subject, org_id, scopes,
 		nonce, code_challenge, session_id, auth_time, amr, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		c.ID, c.CodeHash, c.ClientID, c.RedirectURI, c.Subject, c.OrgID, c.ScopesRaw, c.Nonce, c.CodeChallenge,
 		c.SessionID, c.AuthTime, c.AMRRaw, c.CreatedAt, c.ExpiresAt)

@@ -12,18 +12,18 @@ import (
 const maxGroup = 64
 
 // gatherWait bounds how long a writer waits for the records it expects
-// before committing what it has. A commit costs an fsync (here about a
-// millisecond and 0.2 ms of CPU), so waiting a fraction of that for the
-// callers known to be on their way halves the commits under steady load.
+// before committing what it has. A commit costs far more than waiting a
+// fraction of it for the callers known to be on their way, which halves
+// the commits under steady load.
 const gatherWait = 250 * time.Microsecond
 
 // group commits concurrent standalone access-token inserts together (group
-// commit). Every opaque token is recorded before it is returned, and with
-// SQLite's synchronous(FULL) each commit costs an fsync: when requests
-// arrive together, one transaction carrying all of their records makes
-// them durable with one commit. Nobody is answered before the commit that
-// holds its record has succeeded, so durability is unchanged; a failed group
-// is retried record by record so one bad record fails only its own request.
+// commit). Every opaque token is recorded before it is returned, and each
+// commit has a fixed cost (on PostgreSQL a round trip and a WAL flush):
+// when requests arrive together, one transaction carrying all of their
+// records commits them at once. Nobody is answered before the commit that
+// holds its record has succeeded; a failed group is retried record by
+// record so one bad record fails only its own request.
 //
 // Under steady load, committing whatever is queued the moment the previous
 // commit ends alternates small and large groups: the callers just answered
