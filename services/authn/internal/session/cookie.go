@@ -56,17 +56,6 @@ func (b *Browsers) Ensure(ctx context.Context, w http.ResponseWriter, r *http.Re
 	return ua, nil
 }
 
-// Rotate gives the browser a new cookie after a successful
-// authentication (see Store.RotateUserAgent) and returns its new identity.
-func (b *Browsers) Rotate(ctx context.Context, w http.ResponseWriter, old UserAgent) (UserAgent, error) {
-	cookie, ua, err := b.Store.RotateUserAgent(ctx, old.ID, b.Now())
-	if err != nil {
-		return UserAgent{}, err
-	}
-	b.setCookie(w, cookie)
-	return ua, nil
-}
-
 // SignIn records a successful authentication on the browser old for the
 // pending request authRequestID (see Store.SignIn), gives the browser its
 // new cookie, and returns its new identity and the session.
