@@ -18,7 +18,8 @@ import (
 type service struct {
 	srv   *http.Server
 	addr  string
-	conns atomic.Int64
+	conns atomic.Int64 // connections accepted
+	idle  atomic.Int64 // times a connection went idle
 }
 
 func startService(t *testing.T, h http.HandlerFunc) *service {
@@ -29,8 +30,11 @@ func startService(t *testing.T, h http.HandlerFunc) *service {
 	}
 	s := &service{addr: ln.Addr().String()}
 	s.srv = &http.Server{Handler: h, ConnState: func(_ net.Conn, st http.ConnState) {
-		if st == http.StateNew {
+		switch st {
+		case http.StateNew:
 			s.conns.Add(1)
+		case http.StateIdle:
+			s.idle.Add(1)
 		}
 	}}
 	go func() { _ = s.srv.Serve(ln) }()
@@ -123,6 +127,13 @@ func TestH1DropsConnectionTheServiceClosed(t *testing.T) {
 	tr := newTestH1(t, svc.addr)
 	base := "http://" + svc.addr
 	send(t, tr, "GET", base+"/", "")
+	// The answer can reach the client before the server marks the
+	// connection idle, and only idle connections are closed below.
+	for deadline := time.Now().Add(2 * time.Second); svc.idle.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the service never marked the kept connection idle")
+		}
+	}
 	svc.srv.SetKeepAlivesEnabled(false) // closes idle connections
 	svc.srv.SetKeepAlivesEnabled(true)
 	time.Sleep(50 * time.Millisecond) // the FIN arrives
