@@ -89,7 +89,8 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 
 // Relaxed is the database for writes whose loss in a power failure fails
 // closed: pending login state (authorization requests, identity-provider
-// flows, failed-password counts), sign-ins and authorization codes. On
+// flows, failed-password counts), sign-ins, authorization codes and
+// opaque access tokens' records. On
 // SQLite its commits do not wait for the disk (synchronous NORMAL on the
 // same file: a crash of the process loses nothing; a crash of the machine
 // may forget the last of them, and the next durable commit, or a

@@ -133,7 +133,7 @@ func UserAgentID(cookie string) string {
 // A browser is known by its cookie alone until someone signs in on it:
 // an anonymous visit (GET /authorize, the login pages) stores nothing about
 // the browser, so anonymous traffic cannot grow user_agents. Its row is
-// made with its first session (RotateUserAgent, Upsert), and the pruner
+// made with its first session (SignIn, Upsert), and the pruner
 // removes it once it holds none.
 
 // NewUserAgent makes a new browser identity: a cookie value and the
@@ -167,22 +167,10 @@ func identify(cookie string) UserAgent {
 	return UserAgent{ID: UserAgentID(cookie), CSRFToken: base64.RawURLEncoding.EncodeToString(m.Sum(nil))}
 }
 
-// RotateUserAgent gives the browser oldID a new identity (cookie and CSRF
-// token) and moves its sessions and pending requests to it, in one
-// transaction; the old cookie then names nothing. Called at every
-// successful authentication, so a cookie planted before the sign-in
-// (session fixation) is worthless after it. The new identity is recorded:
-// a session follows.
-func (s *Store) RotateUserAgent(ctx context.Context, oldID string, now time.Time) (cookie string, ua UserAgent, err error) {
-	cookie, ua = NewUserAgent()
-	if err := s.DB.InTx(ctx, func(tx *db.Tx) error { return rotate(ctx, tx, oldID, ua.ID, now) }); err != nil {
-		return "", UserAgent{}, fmt.Errorf("rotate user agent: %w", err)
-	}
-	return cookie, ua, nil
-}
-
-// rotate records newID and moves oldID's sessions and pending requests to
-// it, in tx.
+// rotate gives the browser oldID a new identity newID at every successful
+// authentication (see SignIn): its sessions and pending requests move to
+// it and the old cookie names nothing, so a cookie planted before the
+// sign-in (session fixation) is worthless after it.
 func rotate(ctx context.Context, tx *db.Tx, oldID, newID string, now time.Time) error {
 	if _, err := tx.Exec(ctx, `INSERT INTO user_agents (id, created_at, last_seen_at) VALUES (?, ?, ?)`, newID, now, now); err != nil {
 		return err
@@ -198,7 +186,7 @@ func rotate(ctx context.Context, tx *db.Tx, oldID, newID string, now time.Time) 
 
 // SignIn records a successful authentication of in.UserID on the browser
 // oldID for the pending request authRequestID, in one transaction: the
-// browser gets a new identity (RotateUserAgent), the user's session on it
+// browser gets a new identity (rotate), the user's session on it
 // is created or renewed at now (Upsert, with in.UserAgentID ignored), and
 // the request is consumed (ConsumeAuthRequest). A request already consumed
 // is ErrNotFound and changes nothing. It returns the new cookie and

@@ -64,11 +64,11 @@ func TestUserAgents(t *testing.T) {
 		// Its first session records it; the sign-in's rotation moves the
 		// request and the session to the new identity, and the old one's
 		// row (none here) is gone.
-		_, rotated, err := st.RotateUserAgent(ctx, ua.ID, t0)
-		if err != nil {
+		if err := st.CreateAuthRequest(ctx, session.AuthRequest{ID: "signing-in", UserAgentID: ua.ID, Params: []byte("{}"), CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.Upsert(ctx, session.Session{UserAgentID: rotated.ID, UserID: "alice", OrgID: "o", AuthTime: t0, AMR: []string{"pwd"}}, t0); err != nil {
+		_, rotated, _, err := st.SignIn(ctx, ua.ID, session.Session{UserID: "alice", OrgID: "o", AuthTime: t0, AMR: []string{"pwd"}}, "signing-in", t0)
+		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := st.AuthRequest(ctx, "r", rotated.ID, t0); err != nil {
