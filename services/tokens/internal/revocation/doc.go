@@ -14,7 +14,8 @@
 //     the token's expiry and whose TTL outlives it. A marker key
 //     (<prefix>revocations:loaded, no TTL) is written after a full load from
 //     the table. A check reads the id and the marker in one command (MGET); a
-//     miss is trusted only when the marker exists. The marker's value is the
+//     miss is trusted only when the marker exists. Checks that run at once
+//     share one MGET, sent after each of them began (batcher). The marker's value is the
 //     Redis server's run_id, which changes at every start, and every new
 //     connection deletes a marker of another run_id before it is used: a
 //     Redis restarted from a snapshot, or a replica promoted by a failover,

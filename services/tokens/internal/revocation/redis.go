@@ -144,6 +144,7 @@ type redisList struct {
 	prefix string // entries: prefix+id
 	marker string
 	lock   string
+	batch  batcher
 }
 
 // newRedisList opens the list's client for rawURL (see NewRedisClient),
@@ -160,6 +161,9 @@ func newRedisList(rawURL, prefix string) (*redisList, error) {
 	}
 	opts.OnConnect = checkMarker(r.marker)
 	r.rdb = redis.NewClient(opts)
+	r.batch.mget = func(ctx context.Context, keys []string) ([]any, error) {
+		return r.rdb.MGet(ctx, keys...).Result()
+	}
 	return r, nil
 }
 
@@ -171,13 +175,14 @@ type found struct {
 }
 
 // lookup reads the entries of ids and the marker in one command (MGET),
-// so one round trip answers a token and its user's cut-off.
+// so one round trip answers a token and its user's cut-off; concurrent
+// lookups share it (batcher).
 func (r *redisList) lookup(ctx context.Context, ids []string) (res []found, loaded bool, err error) {
 	keys := make([]string, 0, len(ids)+1)
 	for _, id := range ids {
 		keys = append(keys, r.prefix+id)
 	}
-	vals, err := r.rdb.MGet(ctx, append(keys, r.marker)...).Result()
+	vals, err := r.batch.get(ctx, append(keys, r.marker))
 	if err != nil {
 		return nil, false, err
 	}
