@@ -68,7 +68,7 @@ func (b *batcher) round(ctx context.Context, batch []*call) {
 	for _, c := range batch {
 		keys = append(keys, c.keys...)
 	}
-	vals, err := b.mget(ctx, keys)
+	vals, err := b.safeMGET(ctx, keys)
 	if err == nil && len(vals) != len(keys) {
 		err = fmt.Errorf("revocation: MGET returned %d values; want %d", len(vals), len(keys))
 	}
@@ -97,4 +97,16 @@ func (b *batcher) round(ctx context.Context, batch []*call) {
 			close(c.done)
 		}
 	}
+}
+
+// safeMGET turns a panic of the client into the round's error: a round
+// that never ended would leave the batcher busy and every later check
+// waiting.
+func (b *batcher) safeMGET(ctx context.Context, keys []string) (vals []any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			vals, err = nil, fmt.Errorf("revocation: MGET panicked: %v", p)
+		}
+	}()
+	return b.mget(ctx, keys)
 }

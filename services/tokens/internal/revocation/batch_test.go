@@ -190,3 +190,20 @@ func TestBatcherRoundOutlivesLeadersContext(t *testing.T) {
 		t.Fatalf("the round ran with a cancelled context: %v", err)
 	}
 }
+
+func TestBatcherSurvivesAPanickingClient(t *testing.T) {
+	panics := true
+	b := &batcher{mget: func(ctx context.Context, keys []string) ([]any, error) {
+		if panics {
+			panic("client bug")
+		}
+		return []any{"ok"}, nil
+	}}
+	if _, err := b.get(context.Background(), []string{"a"}); err == nil {
+		t.Fatal("a panicking round answered without an error")
+	}
+	panics = false
+	if v, err := b.get(context.Background(), []string{"a"}); err != nil || v[0] != "ok" {
+		t.Fatalf("after a panicking round: %v, %v; want [ok]", v, err)
+	}
+}
