@@ -20,7 +20,7 @@ func TestParseFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.embedded || !c.distributed || c.requests != 5000 || c.loginRequests != 1000 || c.warmup != 500 || c.concurrency != 4 ||
+	if !c.embedded || !c.distributed || c.requests != 5000 || c.loginRequests != 1000 || c.warmup != 500 || c.concurrency != 16 ||
 		c.timeout != 10*time.Minute || c.jsonPath != "bench/results/latest.json" {
 		t.Fatalf("defaults: %+v", c)
 	}
