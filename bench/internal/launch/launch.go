@@ -136,13 +136,13 @@ func start(o Options, name, addr string, env map[string]string) (*child, error) 
 }
 
 // ChildEnv is env plus the parent's PATH and HOME, and Go's runtime
-// settings (GOGC, GOMEMLIMIT, GODEBUG) when the parent sets them, to
+// settings (GOGC, GOMEMLIMIT, GOMAXPROCS, GODEBUG) when the parent sets them, to
 // measure the server under another collector setting. Inherited
 // GATEHOUSE_* or OTEL_* variables would change what is measured (or send
 // telemetry off the machine).
 func ChildEnv(env map[string]string) []string {
-	out := make([]string, 0, len(env)+6)
-	for _, k := range []string{"PATH", "HOME", "TMPDIR", "GOGC", "GOMEMLIMIT", "GODEBUG"} {
+	out := make([]string, 0, len(env)+7)
+	for _, k := range []string{"PATH", "HOME", "TMPDIR", "GOGC", "GOMEMLIMIT", "GOMAXPROCS", "GODEBUG"} {
 		if v, ok := os.LookupEnv(k); ok {
 			out = append(out, k+"="+v)
 		}

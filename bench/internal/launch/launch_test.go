@@ -251,9 +251,10 @@ func TestChildEnvDropsInheritedConfiguration(t *testing.T) {
 	t.Setenv("GATEHOUSE_DATABASE_URL", "postgres://elsewhere/db")
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318")
 	t.Setenv("GOGC", "150")
+	t.Setenv("GOMAXPROCS", "1")
 	env := strings.Join(ChildEnv(map[string]string{"GATEHOUSE_ADDR": "127.0.0.1:1"}), "\n")
-	if !strings.Contains(env, "GOGC=150") {
-		t.Fatalf("child environment lacks the parent's GOGC:\n%s", env)
+	if !strings.Contains(env, "GOGC=150") || !strings.Contains(env, "GOMAXPROCS=1") {
+		t.Fatalf("child environment lacks the parent's GOGC or GOMAXPROCS:\n%s", env)
 	}
 	if strings.Contains(env, "DATABASE_URL") || strings.Contains(env, "OTEL_") {
 		t.Fatalf("child environment inherits configuration:\n%s", env)
