@@ -3,6 +3,9 @@ package secrets
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime"
@@ -269,5 +272,50 @@ func TestHashStats(t *testing.T) {
 	process := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
 	if got := cpu1 - cpu0; got < process*7/10 || got > process+10*time.Millisecond {
 		t.Fatalf("HashStats CPU %v for two argon2id checks; the process used %v", got, process)
+	}
+}
+
+func TestOrderedTokens(t *testing.T) {
+	h, _ := NewHasher(master(1))
+	before := time.Now().UnixMilli()
+	a := NewOrderedToken()
+	time.Sleep(2 * time.Millisecond)
+	b := NewOrderedToken()
+	after := time.Now().UnixMilli()
+	if len(a) != OrderedTokenLen || len(b) != OrderedTokenLen || a == b {
+		t.Fatalf("tokens %q, %q; want two distinct ones of %d characters", a, b, OrderedTokenLen)
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(a)
+	if err != nil || len(raw) != 38 {
+		t.Fatalf("token %q is not 38 bytes of base64url: %v", a, err)
+	}
+	ka, kb := h.TokenKey(a), h.TokenKey(b)
+	if len(ka) != 6+sha256.Size || !bytes.Equal(ka[:6], raw[:6]) || !bytes.Equal(ka[6:], h.Hash(a)) {
+		t.Fatalf("key of an ordered token: %x; want its 6 time bytes, then its HMAC", ka)
+	}
+	var ms [8]byte
+	copy(ms[2:], ka[:6])
+	if got := int64(binary.BigEndian.Uint64(ms[:])); got < before || got > after {
+		t.Fatalf("time prefix %d ms; want between %d and %d", got, before, after)
+	}
+	// Keys sort by issue time: later tokens append to an index on the key.
+	if bytes.Compare(ka, kb) >= 0 {
+		t.Fatalf("key of the later token sorts first: %x ≥ %x", ka, kb)
+	}
+	// Another time prefix (a forgery) gives another HMAC: no record found.
+	forged := "AAAAAAAA" + a[8:]
+	if k := h.TokenKey(forged); bytes.Equal(k[6:], ka[6:]) {
+		t.Fatal("a token with another time prefix has the same HMAC")
+	}
+	// Tokens issued before ordered tokens keep their plain HMAC key, and so
+	// does anything not of the ordered form.
+	for _, old := range []string{RandomToken(32), "", a[:50], a + "x", "!!!!!!!!" + a[8:]} {
+		if !bytes.Equal(h.TokenKey(old), h.Hash(old)) {
+			t.Errorf("TokenKey(%q) is not its plain HMAC", old)
+		}
+	}
+	h2, _ := NewHasher(master(2))
+	if bytes.Equal(h2.TokenKey(a), ka) {
+		t.Fatal("token key is the same under another master key")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"connectrpc.com/connect"
 
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/introspection/tokentest"
 )
 
@@ -346,4 +347,27 @@ func TestTokenEndpointFailures(t *testing.T) {
 		t.Errorf("server_error leaks its cause: %s", res.Body)
 	}
 	wantError(t, f.refresh(t, f.basic, tk.RefreshToken, nil), 500, "server_error")
+}
+
+// TestRefreshTokenOfTheEarlierForm: a refresh token issued before ordered
+// tokens (43 random characters, its record keyed by its plain HMAC) still
+// rotates, into an ordered one.
+func TestRefreshTokenOfTheEarlierForm(t *testing.T) {
+	forDialects(t, options{}, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		first := f.start(t, f.basic, "s-earlier")
+		if len(first.RefreshToken) != secrets.OrderedTokenLen {
+			t.Fatalf("refresh token of %d characters; want an ordered token's %d", len(first.RefreshToken), secrets.OrderedTokenLen)
+		}
+		old := secrets.RandomToken(32)
+		res, err := f.DB.Exec(ctx, `UPDATE refresh_tokens SET token_hash = ? WHERE token_hash = ?`,
+			f.Hasher.Hash(old), f.Hasher.TokenKey(first.RefreshToken))
+		if n, _ := res.RowsAffected(); err != nil || n != 1 {
+			t.Fatalf("rekeying the record: %d rows, %v; want 1", n, err)
+		}
+		next := wantTokens(t, f.refresh(t, f.basic, old, nil))
+		if len(next.RefreshToken) != secrets.OrderedTokenLen || !f.active(t, next.AccessToken) {
+			t.Fatalf("refreshed: refresh token %q, access token active %v; want an ordered one and active", next.RefreshToken, f.active(t, next.AccessToken))
+		}
+	})
 }

@@ -1,7 +1,9 @@
 package introspection_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"maps"
 	"net/http"
@@ -10,15 +12,18 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/pkg/testutil"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/clients"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/introspection"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/introspection/tokentest"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/keys/keytest"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/store"
 )
 
 const (
@@ -421,4 +426,43 @@ func equalJSON(got, want map[string]any) bool {
 		}
 	}
 	return true
+}
+
+// TestOpaqueTokenRecordKeys: an opaque token's record is keyed by its
+// issue time first (secrets.TokenKey), so inserts append to the index on
+// the key; a token issued before ordered tokens, keyed by its plain HMAC,
+// is still found.
+func TestOpaqueTokenRecordKeys(t *testing.T) {
+	forDialects(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		at := f.env.Access(t, f.web.Client, "user-alice", false, "openid")
+		if len(at.Token) != secrets.OrderedTokenLen {
+			t.Fatalf("opaque token %q: %d characters; want an ordered token's %d", at.Token, len(at.Token), secrets.OrderedTokenLen)
+		}
+		var key []byte
+		if err := f.env.DB.Get(ctx, &key, `SELECT token_hash FROM access_tokens WHERE id = ?`, at.ID); err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := base64.RawURLEncoding.DecodeString(at.Token)
+		if !bytes.Equal(key, f.env.Hasher.TokenKey(at.Token)) || !bytes.Equal(key[:6], raw[:6]) {
+			t.Fatalf("record key %x; want the token's time bytes %x, then its HMAC", key, raw[:6])
+		}
+		if got := f.asBasic(t, f.api, at.Token).JSON(t); got["active"] != true || got["jti"] != at.ID {
+			t.Fatalf("ordered token: %v; want active", got)
+		}
+
+		old := secrets.RandomToken(32) // the form issued before ordered tokens
+		now := f.env.Clock.Now()
+		rec := store.NewAccessToken(secrets.NewTokenID(), f.env.Hasher.Hash(old), "web", "user-alice", "org-1",
+			[]string{"openid"}, []string{"web", "proj-api"}, nil, now, now.Add(time.Hour))
+		if err := f.env.Store.InsertAccessToken(ctx, nil, rec); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.asBasic(t, f.api, old).JSON(t); got["active"] != true || got["jti"] != rec.ID {
+			t.Fatalf("token of the earlier form: %v; want active", got)
+		}
+		// The earlier form's key with a time prefix, or an ordered token
+		// with another time, finds nothing.
+		wantInactive(t, f.asBasic(t, f.api, "AAAAAAAA"+at.Token[8:]))
+	})
 }

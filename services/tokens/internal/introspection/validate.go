@@ -120,7 +120,7 @@ func (v *Validator) opaque(ctx context.Context, raw string) (*Token, error) {
 	if raw == "" || len(raw) > 100 {
 		return nil, ErrInactive
 	}
-	a, err := v.Store.AccessTokenByHash(ctx, v.Hasher.Hash(raw))
+	a, err := v.Store.AccessTokenByHash(ctx, v.Hasher.TokenKey(raw))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, ErrInactive
 	}

@@ -180,7 +180,7 @@ func (l *Lifecycle) ExchangeCode(ctx context.Context, c *directoryv1.Client, pub
 // newRefresh makes a refresh token record for lg (not yet stored) and its
 // raw value. familyID "" starts a new family, named after its first token.
 func (l *Lifecycle) newRefresh(lg login, idAudience []string, now, familyExpires time.Time, familyID string) (*store.RefreshToken, string) {
-	raw := secrets.RandomToken(32)
+	raw := secrets.NewOrderedToken()
 	id := secrets.NewTokenID()
 	if familyID == "" {
 		familyID = id
@@ -190,7 +190,7 @@ func (l *Lifecycle) newRefresh(lg login, idAudience []string, now, familyExpires
 		exp = familyExpires
 	}
 	rt := &store.RefreshToken{
-		ID: id, TokenHash: l.Hasher.Hash(raw), FamilyID: familyID, ClientID: lg.client.GetClientId(),
+		ID: id, TokenHash: l.Hasher.TokenKey(raw), FamilyID: familyID, ClientID: lg.client.GetClientId(),
 		Subject: lg.subject, OrgID: lg.orgID, ScopesRaw: store.EncodeScopes(lg.scopes), AudRaw: store.EncodeList(idAudience),
 		AuthTime: lg.authTime, AMRRaw: store.EncodeList(lg.amr), CreatedAt: now, ExpiresAt: exp, FamilyExpiresAt: familyExpires,
 	}

@@ -38,7 +38,7 @@ func (l *Lifecycle) Refresh(ctx context.Context, c *directoryv1.Client, raw stri
 	if raw == "" || len(raw) > maxOpaqueLen {
 		return nil, oauth.New(oauth.InvalidGrant, "the refresh token is invalid")
 	}
-	rt, err := l.Store.RefreshTokenByHash(ctx, nil, l.Hasher.Hash(raw))
+	rt, err := l.Store.RefreshTokenByHash(ctx, nil, l.Hasher.TokenKey(raw))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, oauth.New(oauth.InvalidGrant, "the refresh token is invalid")
 	}
@@ -218,7 +218,7 @@ func (l *Lifecycle) RevokeRefreshToken(ctx context.Context, raw, clientID string
 	if raw == "" || len(raw) > maxOpaqueLen {
 		return false, nil
 	}
-	rt, err := l.Store.RefreshTokenByHash(ctx, nil, l.Hasher.Hash(raw))
+	rt, err := l.Store.RefreshTokenByHash(ctx, nil, l.Hasher.TokenKey(raw))
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}

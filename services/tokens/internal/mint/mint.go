@@ -1,5 +1,6 @@
 // Package mint makes the tokens the token endpoint returns: access tokens
-// (a signed JWT, or an opaque 256-bit random value stored as a keyed hash),
+// (a signed JWT, or an opaque 256-bit random value after its issue time,
+// stored under secrets.Hasher.TokenKey: the time, then a keyed hash),
 // ID tokens, and the token response. It owns the claim layout: JWT access
 // tokens carry iss, sub, aud, exp, iat, nbf, jti, client_id and scope.
 package mint
@@ -94,8 +95,8 @@ func (m *Minter) AccessToken(ctx context.Context, q db.Querier, a Access) (*Issu
 			return out, nil // stateless: nothing to store on the hot path
 		}
 	} else {
-		out.Token = secrets.RandomToken(32)
-		hash = m.Hasher.Hash(out.Token)
+		out.Token = secrets.NewOrderedToken()
+		hash = m.Hasher.TokenKey(out.Token)
 	}
 	rec := store.NewAccessToken(id, hash, a.ClientID, a.Subject, a.OrgID, a.Scopes, a.Audience, a.AMR, now, exp)
 	if a.SessionID != "" {
