@@ -306,3 +306,23 @@ func isLoopbackHost(host string) bool {
 	ip := net.ParseIP(strings.Trim(host, "[]"))
 	return ip != nil && ip.IsLoopback()
 }
+
+// ProfileEnv, when set, makes every Gatehouse process serve Go's profiler
+// (GATEHOUSE_PPROF) on its metrics listener, and the bench print where:
+// `BENCH_PPROF=1 make bench` then `go tool pprof <url>/debug/pprof/profile`
+// during a scenario.
+const ProfileEnv = "BENCH_PPROF"
+
+// profiling sets up env of the distributed process name to serve the
+// profiler on 127.0.0.1:port when ProfileEnv is set, and returns the
+// metrics base URL it then has ("" otherwise).
+func profiling(env map[string]string, name string, port int) string {
+	if os.Getenv(ProfileEnv) == "" {
+		return ""
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	env["GATEHOUSE_PPROF"] = "true"
+	env["GATEHOUSE_METRICS_ADDR"] = addr
+	fmt.Fprintf(os.Stderr, "gatehouse-bench: %s serves /debug/pprof/ at http://%s\n", name, addr)
+	return "http://" + addr
+}
