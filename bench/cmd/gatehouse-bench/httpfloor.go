@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gatehouse-id/gatehouse/bench/internal/floor"
 	"github.com/gatehouse-id/gatehouse/bench/internal/launch"
 	"github.com/gatehouse-id/gatehouse/bench/internal/load"
 	"github.com/gatehouse-id/gatehouse/bench/internal/procstat"
@@ -27,20 +28,21 @@ const (
 	proxyFloorFlag = "-serve-proxy-floor"
 )
 
-// floorBody is about the size of a key set or token response.
-var floorBody = []byte(`{"keys":[{"kty":"RSA","use":"sig","alg":"RS256","kid":"` + strings.Repeat("k", 700) + `","e":"AQAB"}]}`)
-
 // floorForm is a POST body of about an introspection request's size.
 var floorForm = "token=" + strings.Repeat("t", 700) + "&token_type_hint=access_token"
 
-// serveFloor answers every request with floorBody: the least any Go HTTP
-// server does per request (parse it, read its body, write a response),
-// for comparison with Gatehouse's figures.
+// serveFloor answers every request with the header fields and a body of
+// the size of Gatehouse's key set: the least any Go HTTP server does per
+// request (parse it, read its body, write that response), for comparison
+// with Gatehouse's figures.
 func serveFloor(addr string) int {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(floorBody)
+		h := w.Header()
+		for _, kv := range floor.KeySetHeaders {
+			h[kv[0]] = []string{kv[1]}
+		}
+		_, _ = w.Write(floor.KeySetBody)
 	})
 	if err := http.ListenAndServe(addr, h); err != nil {
 		fmt.Fprintf(os.Stderr, "gatehouse-bench %s: %v\n", floorFlag, err)
@@ -156,7 +158,7 @@ func (b *bench) floorCPU(ctx context.Context, what string, c *floorChild, req fu
 		time.Sleep(20 * time.Millisecond)
 	}
 	check := func(body []byte) error {
-		if len(body) != len(floorBody) {
+		if len(body) != len(floor.KeySetBody) {
 			return errors.New("short body")
 		}
 		return nil

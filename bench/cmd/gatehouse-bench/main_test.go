@@ -238,8 +238,13 @@ func TestProxyFloorForwards(t *testing.T) {
 			body, _ := io.ReadAll(res.Body)
 			res.Body.Close()
 			if res.StatusCode == http.StatusOK {
-				if !bytes.Equal(body, floorBody) {
+				if !bytes.Equal(body, floor.KeySetBody) {
 					t.Fatalf("proxy answered %.80s; want the floor body", body)
+				}
+				for _, kv := range floor.KeySetHeaders {
+					if got := res.Header.Get(kv[0]); got != kv[1] {
+						t.Fatalf("proxy answered %s: %q; want the floor's %q", kv[0], got, kv[1])
+					}
 				}
 				return
 			}

@@ -3,6 +3,7 @@ package launch
 import (
 	"context"
 	"encoding/json"
+	"github.com/gatehouse-id/gatehouse/bench/internal/floor"
 	"io"
 	"net/http"
 	"os"
@@ -83,6 +84,7 @@ func checkServes(t *testing.T, d *Deployment, alg string) {
 	if !found {
 		t.Fatalf("key set %+v has no %s key", ks.Keys, alg)
 	}
+	checkFloorHeaders(t, res.Header)
 	if st, err := os.Stat(d.KeyFile); err != nil || st.Size() == 0 {
 		t.Fatalf("bootstrap key file %s: %v", d.KeyFile, err)
 	}
@@ -92,6 +94,39 @@ func checkServes(t *testing.T, d *Deployment, alg string) {
 	}
 	if cpu <= 0 {
 		t.Fatalf("CPU() = %v after start-up; want > 0", cpu)
+	}
+}
+
+// checkFloorHeaders asserts the bare server of the bench's floor answers
+// with the header fields of Gatehouse's key set (h), values included but
+// for the per-response ETag and X-Request-Id, which have the same length.
+func checkFloorHeaders(t *testing.T, h http.Header) {
+	t.Helper()
+	want := map[string]string{}
+	for _, kv := range floor.KeySetHeaders {
+		want[kv[0]] = kv[1]
+	}
+	for name, values := range h {
+		if name == "Date" || name == "Content-Length" {
+			continue
+		}
+		w, ok := want[name]
+		switch {
+		case !ok:
+			t.Errorf("the key set has %s, which floor.KeySetHeaders lacks", name)
+		case len(values) != 1:
+			t.Errorf("the key set has %d %s fields; want one", len(values), name)
+		case name == "Etag" || name == "X-Request-Id":
+			if len(values[0]) != len(w) {
+				t.Errorf("the key set's %s %q is not as long as the floor's %q", name, values[0], w)
+			}
+		case values[0] != w:
+			t.Errorf("the key set's %s is %q; the floor's %q", name, values[0], w)
+		}
+		delete(want, name)
+	}
+	for name := range want {
+		t.Errorf("floor.KeySetHeaders has %s, which the key set lacks", name)
 	}
 }
 
