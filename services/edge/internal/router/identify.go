@@ -54,7 +54,7 @@ func (rt *router) identify(c *gin.Context, st *request) {
 	c.Request = r.WithContext(logging.WithRequestID(reqinfo.NewContext(r.Context(), &st.info), id))
 
 	st.hw = headerWriter{ResponseWriter: c.Writer, hsts: rt.hsts}
-	st.hw.requestID = id
+	st.hw.requestID[0] = id
 	c.Writer = &st.hw
 }
 

@@ -21,7 +21,7 @@ var rateHeaders = [3][2]string{
 // headers are defaults a service may set itself.
 type headerWriter struct {
 	gin.ResponseWriter
-	requestID string
+	requestID [1]string // X-Request-Id's value, held here so setting it allocates nothing
 	hsts      bool
 	cors      bool
 	rate      []string // limit, remaining, reset; nil without a limiter
@@ -30,35 +30,51 @@ type headerWriter struct {
 
 var _ gin.ResponseWriter = (*headerWriter)(nil)
 
+// Values of edge's constant headers, shared by every response: assigned to
+// the header map as they are, without Header.Set's canonicalisation and
+// allocation. Each has length and capacity 1, so an append (Header.Add)
+// copies instead of writing into it, and nothing writes to a response's
+// header once it is sent.
+var (
+	nosniff       = []string{"nosniff"}
+	noReferrer    = []string{"no-referrer"}
+	frameDeny     = []string{"DENY"}
+	frameNone     = []string{"frame-ancestors 'none'"}
+	hstsYear      = []string{"max-age=31536000"}
+	anyOrigin     = []string{"*"}
+	exposeHeaders = []string{corsExposeHeaders}
+)
+
 func (w *headerWriter) apply() {
 	if w.applied {
 		return
 	}
 	w.applied = true
 	h := w.Header()
-	h.Set("X-Request-Id", w.requestID)
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("X-Frame-Options", "DENY")
+	h["X-Request-Id"] = w.requestID[:]
+	h["X-Content-Type-Options"] = nosniff
+	h["Referrer-Policy"] = noReferrer
+	h["X-Frame-Options"] = frameDeny
 	for i, names := range rateHeaders {
 		if i < len(w.rate) {
 			h.Set(names[0], w.rate[i])
 			h.Set(names[1], w.rate[i])
 		}
 	}
-	setDefault(h, "Content-Security-Policy", "frame-ancestors 'none'")
+	setDefault(h, "Content-Security-Policy", frameNone)
 	if w.hsts {
-		setDefault(h, "Strict-Transport-Security", "max-age=31536000")
+		setDefault(h, "Strict-Transport-Security", hstsYear)
 	}
 	if w.cors {
-		setDefault(h, "Access-Control-Allow-Origin", "*")
-		setDefault(h, "Access-Control-Expose-Headers", corsExposeHeaders)
+		setDefault(h, "Access-Control-Allow-Origin", anyOrigin)
+		setDefault(h, "Access-Control-Expose-Headers", exposeHeaders)
 	}
 }
 
-func setDefault(h http.Header, key, v string) {
-	if len(h.Values(key)) == 0 {
-		h.Set(key, v)
+// setDefault sets key, a canonical name, unless the service set it.
+func setDefault(h http.Header, key string, v []string) {
+	if len(h[key]) == 0 {
+		h[key] = v
 	}
 }
 
