@@ -123,7 +123,7 @@ func StartDistributed(ctx context.Context, o Options, b Backends) (_ *Deployment
 		e := clone(env)
 		e["GATEHOUSE_ADDR"] = addrs[i]
 		e["GATEHOUSE_DATA_DIR"] = dataDir
-		pprof := profiling(e, name, 19090+i)
+		pprof := profiling(e, name, fmt.Sprintf("127.0.0.1:%d", 19090+i))
 		p, err := start(o, name, addrs[i], e)
 		if err != nil {
 			return nil, err

@@ -26,10 +26,7 @@ func StartEmbedded(ctx context.Context, o Options) (*Deployment, error) {
 	env["GATEHOUSE_ADDR"] = addrs[0]
 	env["GATEHOUSE_METRICS_ADDR"] = addrs[1]
 	env["GATEHOUSE_DATA_DIR"] = dataDir
-	if os.Getenv(ProfileEnv) != "" {
-		env["GATEHOUSE_PPROF"] = "true"
-		fmt.Fprintf(os.Stderr, "gatehouse-bench: edge serves /debug/pprof/ at http://%s\n", addrs[1])
-	}
+	profiling(env, "edge", addrs[1])
 	edge, err := start(o, "edge", addrs[0], env)
 	if err != nil {
 		return nil, err

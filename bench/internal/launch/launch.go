@@ -313,14 +313,13 @@ func isLoopbackHost(host string) bool {
 // during a scenario.
 const ProfileEnv = "BENCH_PPROF"
 
-// profiling sets up env of the distributed process name to serve the
-// profiler on 127.0.0.1:port when ProfileEnv is set, and returns the
-// metrics base URL it then has ("" otherwise).
-func profiling(env map[string]string, name string, port int) string {
+// profiling sets up env of process name to serve the profiler on addr
+// (its metrics listener) when ProfileEnv is set, and returns the metrics
+// base URL ("" otherwise).
+func profiling(env map[string]string, name, addr string) string {
 	if os.Getenv(ProfileEnv) == "" {
 		return ""
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	env["GATEHOUSE_PPROF"] = "true"
 	env["GATEHOUSE_METRICS_ADDR"] = addr
 	fmt.Fprintf(os.Stderr, "gatehouse-bench: %s serves /debug/pprof/ at http://%s\n", name, addr)
