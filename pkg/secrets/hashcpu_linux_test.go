@@ -3,6 +3,7 @@
 package secrets
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -13,16 +14,27 @@ import (
 // after its goroutine woke up (as a hash does after waiting for a request):
 // getrusage(RUSAGE_THREAD), stale until the thread's next tick, came out
 // up to a tick short: 64% of 5 ms spins here.
+//
+// The process clock also counts the runtime's and the test framework's
+// other threads, which now and then run during a spin (CI saw 94.8% over a
+// whole run), so the test judges the median spin: a clock short by up to
+// a tick falls short in most spins, a busy neighbour only in some.
 func TestTimeOnThreadCountsAllOfIt(t *testing.T) {
-	var onThread, process time.Duration
-	for range 30 {
+	const spins = 31
+	ratios := make([]float64, 0, spins)
+	for range spins {
 		time.Sleep(time.Millisecond)
 		p0 := processCPU(t)
-		onThread += timeOnThread(spin)
-		process += processCPU(t) - p0
+		onThread := timeOnThread(spin)
+		process := processCPU(t) - p0
+		if onThread > process {
+			t.Fatalf("timeOnThread counted %v, more than the %v the whole process spent", onThread, process)
+		}
+		ratios = append(ratios, float64(onThread)/float64(process))
 	}
-	if onThread < process*95/100 || onThread > process {
-		t.Fatalf("timeOnThread counted %v of the %v the process spent spinning; want at least 95%% and at most all of it", onThread, process)
+	slices.Sort(ratios)
+	if median := ratios[spins/2]; median < 0.95 {
+		t.Fatalf("timeOnThread counted a median %.1f%% of what the process spent spinning (lowest %.1f%%); want at least 95%%", median*100, ratios[0]*100)
 	}
 }
 
