@@ -3,7 +3,6 @@ package launch
 import (
 	"context"
 	"encoding/json"
-	"github.com/gatehouse-id/gatehouse/bench/internal/floor"
 	"io"
 	"net/http"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/gatehouse-id/gatehouse/bench/internal/floor"
 	"github.com/gatehouse-id/gatehouse/pkg/testutil"
 )
 

@@ -10,10 +10,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"golang.org/x/crypto/cryptobyte"
-	casn1 "golang.org/x/crypto/cryptobyte/asn1"
 	"math/big"
 	"time"
+
+	"golang.org/x/crypto/cryptobyte"
+	casn1 "golang.org/x/crypto/cryptobyte/asn1"
 )
 
 // es256Size is the length of r and of s in an ES256 signature (RFC 7518 §3.4).
@@ -109,7 +110,7 @@ func (s *Signer) Sign(claims []byte) (string, error) {
 
 // rawECDSA converts an ASN.1 ECDSA signature into the fixed-size r||s form
 // JWS requires (RFC 7518 §3.4). It parses with cryptobyte, as crypto/ecdsa
-// does, rather than encoding/asn1's reflection (a tenth of the cost).
+// does, rather than encoding/asn1's reflection (575 → 254 ns, BenchmarkRawECDSA).
 func rawECDSA(der []byte) ([]byte, error) {
 	r, s := new(big.Int), new(big.Int)
 	var seq cryptobyte.String
