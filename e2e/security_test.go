@@ -760,3 +760,97 @@ func TestSecurityExistenceOracles(t *testing.T) {
 			victim, unknownUser)
 	}
 }
+
+// Review of 2026-11-27, finding 1: the CLI's admin client lives in a
+// project of the default organization, and that organization's owners
+// could change it: point its redirect URIs at their own site, give it a
+// secret or keys, and so receive the management tokens of everyone who
+// signs in with it (IAM owners and every organization's admins). An admin
+// client is the instance's: only an IAM owner changes it.
+func TestSecurityAdminClientIsTheInstances(t *testing.T) {
+	e := afStart(t)
+	home := e.homeOrg()
+	_, owner := e.managementToken(home, "org-owner", "ORG_OWNER")
+	var projectID, appID string
+	for _, p := range e.must("POST", "/management/v1/projects/_search", owner, "", map[string]any{})["result"].([]any) {
+		pid := p.(map[string]any)["id"].(string)
+		for _, a := range e.must("POST", "/management/v1/projects/"+pid+"/apps/_search", owner, "", map[string]any{})["result"].([]any) {
+			if oidc, _ := a.(map[string]any)["oidcConfig"].(map[string]any); oidc != nil && oidc["clientId"] == "gatehouse-cli" {
+				projectID, appID = pid, a.(map[string]any)["id"].(string)
+			}
+		}
+	}
+	if appID == "" {
+		t.Fatal("the org owner does not see the CLI's app")
+	}
+	app := "/management/v1/projects/" + projectID + "/apps/" + appID
+	before := e.must("GET", app, e.admin, "", nil)
+	evil := map[string]any{"redirectUris": []string{"https://evil.example/cb"}, "responseTypes": []string{"OIDC_RESPONSE_TYPE_CODE"},
+		"grantTypes": []string{"OIDC_GRANT_TYPE_AUTHORIZATION_CODE"}, "appType": "OIDC_APP_TYPE_WEB", "authMethodType": "OIDC_AUTH_METHOD_TYPE_BASIC"}
+	for _, tc := range []struct {
+		name, method, path string
+		body               any
+	}{
+		{"redirect URIs and auth method", "PUT", app + "/oidc_config", evil},
+		{"a client secret", "POST", app + "/oidc_config/_generate_client_secret", map[string]any{}},
+		{"a key", "POST", app + "/keys", map[string]any{"type": "KEY_TYPE_JSON"}},
+		{"a key removed", "DELETE", app + "/keys/no-such-key", nil},
+	} {
+		status, m := e.call(tc.method, tc.path, owner, "", tc.body)
+		if status != http.StatusForbidden || !strings.Contains(fmt.Sprint(m), "AUTHZ-admin-app") {
+			t.Errorf("org owner changes the CLI's admin client (%s): %d %v; want 403 AUTHZ-admin-app", tc.name, status, m)
+		}
+	}
+	if after := e.must("GET", app, e.admin, "", nil); fmt.Sprint(after["app"]) != fmt.Sprint(before["app"]) {
+		t.Errorf("refused changes changed the app:\nbefore %v\nafter  %v", before["app"], after["app"])
+	}
+	// An IAM owner may; the org owner still manages the organization's
+	// ordinary apps.
+	cfg := before["app"].(map[string]any)["oidcConfig"].(map[string]any)
+	e.must("PUT", app+"/oidc_config", e.admin, "", map[string]any{"redirectUris": append(cfg["redirectUris"].([]any), "http://127.0.0.1/other"),
+		"responseTypes": cfg["responseTypes"], "grantTypes": cfg["grantTypes"], "appType": cfg["appType"],
+		"authMethodType": cfg["authMethodType"], "accessTokenType": cfg["accessTokenType"]})
+	e.must("POST", "/management/v1/projects/"+e.projectID+"/apps/"+e.webAppID+"/oidc_config/_generate_client_secret", owner, "", map[string]any{})
+}
+
+// Review of 2026-11-27, findings 2 and 3: an organization owner could make
+// any user of another organization a member. The answers told unknown ids
+// from existing users, ListOrgMembers then showed the user's name and
+// e-mail, and by role dominance the user's own organization could no
+// longer reset, deactivate or remove the user. Only an IAM owner adds a
+// user of another organization; anyone else gets the unknown user's answer.
+func TestSecurityMembersOfOtherOrganizations(t *testing.T) {
+	e := afStart(t)
+	home := e.homeOrg()
+	_, owner := e.managementToken(home, "org-owner", "ORG_OWNER")
+	otherOrg, _ := e.foreignOrg("Other Corp")
+	victim := e.must("POST", "/management/v1/users/human", e.admin, otherOrg, map[string]any{
+		"userName": "victim", "profile": map[string]any{"firstName": "Vic", "lastName": "Tim"},
+		"email": map[string]any{"email": "victim@other.example"}, "initialPassword": "Victim-Passw0rd!1"})["userId"].(string)
+	privileged, _ := e.managementToken(otherOrg, "other-manager", "ORG_USER_MANAGER")
+	add := func(token, user string) (int, map[string]any) {
+		return e.call("POST", "/management/v1/orgs/me/members", token, "", map[string]any{"userId": user, "roles": []string{"ORG_USER_MANAGER"}})
+	}
+	unknownStatus, unknown := add(owner, "359876543210987654")
+	if unknownStatus != http.StatusNotFound {
+		t.Fatalf("org owner adds an unknown user: %d %v; want 404", unknownStatus, unknown)
+	}
+	for name, id := range map[string]string{"a user": victim, "a user manager": privileged} {
+		status, m := add(owner, id)
+		if status != unknownStatus || fmt.Sprint(m) != fmt.Sprint(unknown) {
+			t.Errorf("org owner adds %s of another organization: %d %v; want what an unknown id gets: %d %v", name, status, m, unknownStatus, unknown)
+		}
+	}
+	for _, m := range e.must("POST", "/management/v1/orgs/me/members/_search", owner, "", map[string]any{})["result"].([]any) {
+		if m.(map[string]any)["userId"] == victim {
+			t.Fatalf("the refused member is listed: %v", m)
+		}
+	}
+	// The victim's own organization still administers the victim.
+	_, otherOwner := e.managementToken(otherOrg, "other-owner", "ORG_OWNER")
+	e.must("POST", "/management/v1/users/"+victim+"/_deactivate", otherOwner, otherOrg, map[string]any{})
+	// An IAM owner may make a user of another organization a member.
+	if status, m := add(e.admin, victim); status != 200 {
+		t.Errorf("IAM owner adds a user of another organization: %d %v; want 200", status, m)
+	}
+}

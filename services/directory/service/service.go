@@ -34,6 +34,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/management"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/orgs"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/projections"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/projects"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/tokencheck"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/users"
 	"github.com/gatehouse-id/gatehouse/services/directory/migrations"
@@ -161,7 +162,7 @@ func (s *Service) build(masterKey []byte, env process.Env, deps Deps) error {
 	}
 	s.tokens = &tokencheck.Checker{Tokens: deps.Tokens, Issuer: env.Config.Issuer.String(), Audience: authz.Audience,
 		MaxStale: env.Config.CacheMaxStale, Logger: env.Logger}
-	az := authz.NewInterceptor(s.tokens, authzDirectory{orgs: orgQ, users: userQ}, management.Rules(), env.Logger)
+	az := authz.NewInterceptor(s.tokens, authzDirectory{orgs: orgQ, users: userQ, projects: &projects.Queries{DB: s.db}}, management.Rules(), env.Logger)
 	public, err := api.NewHandler(mgmt, env.Logger, otel, az)
 	if err != nil {
 		return err
@@ -194,8 +195,9 @@ func (s *Service) DirectoryService() directoryv1connect.DirectoryServiceHandler 
 
 // authzDirectory answers authz's questions from the projections.
 type authzDirectory struct {
-	orgs  *orgs.Queries
-	users *users.Queries
+	orgs     *orgs.Queries
+	users    *users.Queries
+	projects *projects.Queries
 }
 
 func (d authzDirectory) Principal(ctx context.Context, userID string) (authz.Principal, error) {
@@ -234,6 +236,10 @@ func (d authzDirectory) Memberships(ctx context.Context, userID string) ([]authz
 		out = append(out, authz.Membership{OrgID: m.OrgID, Roles: m.Roles()})
 	}
 	return out, nil
+}
+
+func (d authzDirectory) AdminApp(ctx context.Context, orgID, appID string) (bool, error) {
+	return d.projects.AdminApp(ctx, orgID, appID)
 }
 
 func (d authzDirectory) OrgExists(ctx context.Context, orgID string) (bool, error) {

@@ -107,6 +107,19 @@ type Rule struct {
 	// Members: TargetUser is a membership's user (of any organization),
 	// whom the caller must dominate wherever the user is from.
 	Members bool
+	// OwnUsers: only an IAM owner may name a user of another organization
+	// in TargetUser; anyone else gets NotFound, word for word the answer
+	// for an unknown user. Making another tenant's user a member would
+	// otherwise let an organization owner look users up across tenants
+	// and, by dominance, shield them from their own organization's admins.
+	OwnUsers bool
+	// AdminApp names the request field holding the id of an app the call
+	// changes. An admin client signs in every organization's users with
+	// the management API's audience, so when the app (of the call's
+	// organization) is one, only an IAM owner may change it: its redirect
+	// URIs, secret or keys in an organization owner's hands would hand
+	// them other users' management tokens.
+	AdminApp string
 	// GrantRoles names the request field listing roles the call grants in
 	// the call's organization; the caller must hold each.
 	GrantRoles string
@@ -147,6 +160,9 @@ type Directory interface {
 	// Memberships returns every role the user holds: the instance's (OrgID
 	// "") and each organization's.
 	Memberships(ctx context.Context, userID string) ([]Membership, error)
+	// AdminApp reports whether the app of the organization is an admin
+	// client (false for an app not found there).
+	AdminApp(ctx context.Context, orgID, appID string) (bool, error)
 }
 
 // Caller is the authenticated principal of a management call.
@@ -314,11 +330,28 @@ func (i *Interceptor) authorize(ctx context.Context, procedure, authz, orgHeader
 	return nil, rule, apierr.PermissionDenied("AUTHZ-no-permission", "no permission for this operation in organization %s", target)
 }
 
+// errUserNotFound is OwnUsers' answer for a user of another organization
+// and for an unknown one alike.
+var errUserNotFound = apierr.NotFound("AUTHZ-user-not-found", "user not found")
+
 // dominate enforces rule's role dominance on the request msg: the caller
-// grants only roles it holds, and changes only users whose every role it
-// holds. IAM owners dominate everyone.
+// grants only roles it holds, changes only users whose every role it
+// holds, and only IAM owners change admin clients. IAM owners dominate
+// everyone.
 func (i *Interceptor) dominate(ctx context.Context, c *Caller, rule Rule, msg proto.Message) error {
-	if c.IsIAMOwner() || (rule.TargetUser == "" && rule.GrantRoles == "") {
+	if c.IsIAMOwner() {
+		return nil
+	}
+	if ids := stringsField(msg, rule.AdminApp); len(ids) == 1 && ids[0] != "" {
+		admin, err := i.dir.AdminApp(ctx, c.OrgID, ids[0])
+		if err != nil {
+			return err
+		}
+		if admin {
+			return apierr.PermissionDenied("AUTHZ-admin-app", "the app is an admin client: only an IAM owner may change it")
+		}
+	}
+	if rule.TargetUser == "" && rule.GrantRoles == "" {
 		return nil
 	}
 	for _, r := range stringsField(msg, rule.GrantRoles) {
@@ -331,6 +364,15 @@ func (i *Interceptor) dominate(ctx context.Context, c *Caller, rule Rule, msg pr
 		return nil // the handler refuses a missing id
 	}
 	target := ids[0]
+	if rule.OwnUsers {
+		org, err := i.dir.UserOrg(ctx, target)
+		if errors.Is(err, db.ErrNotFound) || (err == nil && org != c.OrgID) {
+			return errUserNotFound
+		}
+		if err != nil {
+			return err
+		}
+	}
 	if !rule.Members {
 		// A user of another organization is not found by the handler.
 		org, err := i.dir.UserOrg(ctx, target)

@@ -71,6 +71,8 @@ func (d *fakeDirectory) UserOrg(_ context.Context, userID string) (string, error
 
 func (d *fakeDirectory) Memberships(context.Context, string) ([]Membership, error) { return nil, nil }
 
+func (d *fakeDirectory) AdminApp(context.Context, string, string) (bool, error) { return false, nil }
+
 // TestOrgNone: a procedure listing across organizations authenticates the
 // caller exactly as every other procedure does, but needs no role and acts
 // on no organization, whatever x-service-orgid says.

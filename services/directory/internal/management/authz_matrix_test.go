@@ -51,10 +51,11 @@ const (
 	azHeader     azTarget = "other organization by x-service-orgid"
 	azForeignIDs azTarget = "other organization's ids in path and body"
 	azPrivileged azTarget = "the IAM owner as target user"
+	azAdminApp   azTarget = "an admin client as target app"
 )
 
 // azIDs are the objects a request names.
-type azIDs struct{ user, machine, project, app, idp, org, otherOrg string }
+type azIDs struct{ user, machine, project, app, adminApp, idp, org, otherOrg string }
 
 // azFixture is the seeded instance.
 type azFixture struct {
@@ -83,10 +84,14 @@ func azSetup(t *testing.T, e *mgmttest.Env) *azFixture {
 		}
 		ids.machine = must("POST", "/management/v1/users/machine", map[string]any{"userName": "robot-" + org, "name": "Robot"})["userId"].(string)
 		ids.project = must("POST", "/management/v1/projects", map[string]any{"name": "Project " + org})["id"].(string)
-		ids.app = must("POST", "/management/v1/projects/"+ids.project+"/apps/oidc", map[string]any{"name": "web",
-			"redirectUris": []string{"https://rp.example/cb"}, "responseTypes": []string{"OIDC_RESPONSE_TYPE_CODE"},
-			"grantTypes": []string{"OIDC_GRANT_TYPE_AUTHORIZATION_CODE"}, "appType": "OIDC_APP_TYPE_WEB",
-			"authMethodType": "OIDC_AUTH_METHOD_TYPE_BASIC"})["appId"].(string)
+		app := func(name string) string {
+			return must("POST", "/management/v1/projects/"+ids.project+"/apps/oidc", map[string]any{"name": name,
+				"redirectUris": []string{"https://rp.example/cb"}, "responseTypes": []string{"OIDC_RESPONSE_TYPE_CODE"},
+				"grantTypes": []string{"OIDC_GRANT_TYPE_AUTHORIZATION_CODE"}, "appType": "OIDC_APP_TYPE_WEB",
+				"authMethodType": "OIDC_AUTH_METHOD_TYPE_BASIC"})["appId"].(string)
+		}
+		ids.app, ids.adminApp = app("web"), app("admin")
+		must("POST", "/management/v1/projects/"+ids.project+"/apps/"+ids.adminApp+"/_admin_client", map[string]any{"adminClient": true})
 		ids.idp = must("POST", "/management/v1/idps/oidc", map[string]any{"name": "IdP", "clientId": "c", "clientSecret": "s",
 			"issuer": "https://idp.example"})["idpId"].(string)
 		return ids
@@ -134,6 +139,9 @@ func (f *azFixture) expect(c azCaller, rule authz.Rule, m protoreflect.MethodDes
 	}
 	switch target {
 	case azForeignIDs:
+		if rule.OwnUsers && !c.iam {
+			return http.StatusNotFound // as for an unknown user
+		}
 		if !azNamesObject(m) || rule.Members || m.Name() == "AddProjectGrant" {
 			// Memberships and grants name other organizations' users and
 			// organizations by design; the rest find no such object.
@@ -145,6 +153,10 @@ func (f *azFixture) expect(c azCaller, rule authz.Rule, m protoreflect.MethodDes
 		return http.StatusNotFound
 	case azPrivileged:
 		if rule.TargetUser != "" && !c.iam {
+			return http.StatusForbidden
+		}
+	case azAdminApp:
+		if !c.iam {
 			return http.StatusForbidden
 		}
 	}
@@ -187,9 +199,12 @@ func (f *azFixture) request(row mxRow, protocol string, target azTarget) proto.M
 	if target == azHeader || target == azForeignIDs {
 		ids = f.b
 	}
-	user, machine := ids.user, ids.machine
+	user, machine, app := ids.user, ids.machine, ids.app
 	if target == azPrivileged {
 		user, machine = f.e.AdminID, f.e.AdminID
+	}
+	if target == azAdminApp {
+		app = ids.adminApp
 	}
 	home := ids.otherOrg
 	if target == azForeignIDs {
@@ -198,7 +213,7 @@ func (f *azFixture) request(row mxRow, protocol string, target azTarget) proto.M
 	f.n++
 	run := &mxRun{e: f.e, proto: fmt.Sprintf("%s-%d", protocol, f.n), born: map[string]eventstore.Event{}, ids: map[string]string{
 		"org": ids.org, "home": home, "ada": user, "grace": user, "robot": machine, "robotKey": "no-such-key",
-		"project": ids.project, "web": ids.app, "api": ids.app, "apiClient": "no-such-client", "apiKey": "no-such-key",
+		"project": ids.project, "web": app, "api": app, "apiClient": "no-such-client", "apiKey": "no-such-key",
 		"idp": ids.idp, "grant": "no-such-grant", "policy": "", "domain": "example.com", "k1": "k1", "k3": "k3",
 	}}
 	return row.req(run)
@@ -273,11 +288,14 @@ func TestAuthorizationMatrix(t *testing.T) {
 		if rule.TargetUser != "" {
 			targets = append(targets, azPrivileged)
 		}
+		if rule.AdminApp != "" {
+			targets = append(targets, azAdminApp)
+		}
 		for _, target := range targets {
 			for _, c := range f.callers {
 				want := f.expect(c, rule, m, target)
-				if want == azAllowed && target == azPrivileged {
-					continue // an IAM owner changing itself proves nothing here
+				if want == azAllowed && (target == azPrivileged || target == azAdminApp) {
+					continue // an IAM owner changing itself or an admin client proves nothing here
 				}
 				org := ""
 				switch {
@@ -300,5 +318,5 @@ func TestAuthorizationMatrix(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d calls: %d RPCs × %d callers × up to 4 targets × %d protocols", calls, methods.Len(), len(f.callers), len(protocols))
+	t.Logf("%d calls: %d RPCs × %d callers × up to 5 targets × %d protocols", calls, methods.Len(), len(f.callers), len(protocols))
 }

@@ -49,7 +49,7 @@ func TestEveryRPCHasARule(t *testing.T) {
 		for _, f := range []struct {
 			name string
 			list bool
-		}{{rule.TargetUser, false}, {rule.GrantRoles, true}} {
+		}{{rule.TargetUser, false}, {rule.GrantRoles, true}, {rule.AdminApp, false}} {
 			if f.name == "" {
 				continue
 			}
@@ -65,8 +65,9 @@ func TestEveryRPCHasARule(t *testing.T) {
 // TestRulesGuardUsers cross-checks the table against the API's shape, so a
 // new RPC cannot slip in without role dominance: every RPC that changes an
 // existing user (its request names one by user_id, or by id on a user
-// path) must name that field as TargetUser, and every RPC that grants
-// roles must name them as GrantRoles.
+// path) must name that field as TargetUser, every RPC that grants roles
+// must name them as GrantRoles, and every RPC that changes an app (by
+// app_id) must name it as AdminApp.
 func TestRulesGuardUsers(t *testing.T) {
 	rules := management.Rules()
 	sd := mv1.File_gatehouse_management_v1_management_proto.Services().ByName("ManagementService")
@@ -88,6 +89,14 @@ func TestRulesGuardUsers(t *testing.T) {
 		}
 		if m.Input().Fields().ByName("roles") != nil && rule.GrantRoles != "roles" {
 			t.Errorf("%s grants roles but its rule has GrantRoles %q", name, rule.GrantRoles)
+		}
+		// An RPC that changes an app guards admin clients, unless it needs
+		// an IAM owner anyway.
+		if m.Input().Fields().ByName("app_id") != nil && !read && rule.Permission != authz.IAMOwner && rule.AdminApp != "app_id" {
+			t.Errorf("%s changes the app named by app_id but its rule has AdminApp %q", name, rule.AdminApp)
+		}
+		if rule.OwnUsers && rule.TargetUser == "" {
+			t.Errorf("%s: OwnUsers without TargetUser guards nothing", name)
 		}
 	}
 }

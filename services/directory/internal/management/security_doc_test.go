@@ -26,7 +26,7 @@ func rulesTable() string {
 	}
 	sort.Strings(names)
 	var b strings.Builder
-	b.WriteString("| RPC | least role | organization | changes user (dominance) | grants roles |\n|---|---|---|---|---|\n")
+	b.WriteString("| RPC | least role | organization | changes user (dominance) | grants roles | changes app (IAM_OWNER's if an admin client) |\n|---|---|---|---|---|---|\n")
 	for _, p := range names {
 		r := rules[p]
 		org := "x-service-orgid, else the caller's"
@@ -38,6 +38,8 @@ func rulesTable() string {
 		}
 		target := "—"
 		switch {
+		case r.TargetUser != "" && r.Members && r.OwnUsers:
+			target = "`" + r.TargetUser + "` (this organization's user; any organization's for IAM_OWNER)"
 		case r.TargetUser != "" && r.Members:
 			target = "`" + r.TargetUser + "` (any organization's user)"
 		case r.TargetUser != "":
@@ -47,7 +49,11 @@ func rulesTable() string {
 		if r.GrantRoles != "" {
 			grant = "`" + r.GrantRoles + "`"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", p[strings.LastIndex(p, "/")+1:], perm[r.Permission], org, target, grant)
+		app := "—"
+		if r.AdminApp != "" {
+			app = "`" + r.AdminApp + "`"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", p[strings.LastIndex(p, "/")+1:], perm[r.Permission], org, target, grant, app)
 	}
 	return b.String()
 }

@@ -97,7 +97,7 @@ func Rules() map[string]authz.Rule {
 		"RemoveUserIDP":          user(authz.UserManager, "user_id"),
 
 		"ListOrgMembers":  read(authz.OrgOwner),
-		"AddOrgMember":    {Permission: authz.OrgOwner, Org: authz.OrgFromHeader, TargetUser: "user_id", Members: true, GrantRoles: "roles"},
+		"AddOrgMember":    {Permission: authz.OrgOwner, Org: authz.OrgFromHeader, TargetUser: "user_id", Members: true, OwnUsers: true, GrantRoles: "roles"},
 		"RemoveOrgMember": {Permission: authz.OrgOwner, Org: authz.OrgFromHeader, TargetUser: "user_id", Members: true},
 	}
 	for _, m := range []string{
@@ -108,6 +108,10 @@ func Rules() map[string]authz.Rule {
 		"GetLoginPolicy", "AddCustomLoginPolicy", "UpdateCustomLoginPolicy", "ResetLoginPolicyToDefault",
 	} {
 		r[m] = read(authz.OrgOwner)
+	}
+	// An admin client is the instance's: changing one takes an IAM owner.
+	for _, m := range []string{"UpdateOIDCAppConfig", "RegenerateOIDCClientSecret", "AddAppKey", "RemoveAppKey"} {
+		r[m] = authz.Rule{Permission: authz.OrgOwner, Org: authz.OrgFromHeader, AdminApp: "app_id"}
 	}
 	out := make(map[string]authz.Rule, len(r))
 	for m, rule := range r {

@@ -63,6 +63,16 @@ func (q *Queries) App(ctx context.Context, projectID, appID string) (*App, error
 	return &a, nil
 }
 
+// AdminApp reports whether an app of the organization is an admin client;
+// false when the organization has no such app.
+func (q *Queries) AdminApp(ctx context.Context, orgID, appID string) (bool, error) {
+	var admin []bool
+	if err := q.DB.Select(ctx, &admin, `SELECT admin_client FROM apps WHERE id = ? AND org_id = ?`, appID, orgID); err != nil {
+		return false, fmt.Errorf("app %s: %w", appID, err)
+	}
+	return len(admin) == 1 && admin[0], nil
+}
+
 // Keys returns an app's keys, oldest first.
 func (q *Queries) Keys(ctx context.Context, appID string) ([]Key, error) {
 	var keys []Key
