@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -182,12 +183,23 @@ func TestSecurityAdminClient(t *testing.T) {
 	// Never silently.
 	afErrorRedirect(t, e.authorize(c, e.web, []string{"openid", mgmtAudScope}, "none"), afRedirect, "invalid_scope", "st", false)
 	// Interactively the admin client gets the management audience, and
-	// alice, who holds no role, can do nothing with it.
+	// alice, who holds no role, can do nothing with it. Anyone can present
+	// a public admin client's id (RFC 8252 §8.6), so with an existing
+	// session alice confirms on a page, every time; declining answers
+	// access_denied.
 	cfg := e.web
 	cfg.Scopes = []string{"openid", mgmtAudScope}
+	for range 2 {
+		p := e.authorize(c, e.web, cfg.Scopes, "")
+		if p.loc != nil || !afIs(p, "decision") || !strings.Contains(p.body, "Administer Gatehouse") {
+			t.Fatalf("admin client with a session: %d %v; want the confirmation page naming the management API:\n%s", p.status, p.loc, p.body)
+		}
+		afErrorRedirect(t, afSubmit(t, c, e.base, p, url.Values{"decision": {"deny"}}), afRedirect, "access_denied", "st", false)
+	}
 	p := e.authorize(c, e.web, cfg.Scopes, "")
+	p = afSubmit(t, c, e.base, p, url.Values{"decision": {"accept"}})
 	if p.loc == nil || p.loc.Query().Get("code") == "" {
-		t.Fatalf("admin client, interactive: %d %v; want a code", p.status, p.loc)
+		t.Fatalf("admin client, confirmed: %d %v; want a code", p.status, p.loc)
 	}
 	tok, err := cfg.Exchange(e.ctx, p.loc.Query().Get("code"))
 	if err != nil {
@@ -195,6 +207,12 @@ func TestSecurityAdminClient(t *testing.T) {
 	}
 	if status, m := e.call("GET", "/management/v1/orgs/me", tok.AccessToken, "", nil); status != http.StatusForbidden {
 		t.Errorf("alice (no role) with an admin client's token: %d %v; want 403", status, m)
+	}
+	// A sign-in on the request itself is the person confirming: no page.
+	c3 := browser(t, e.base)
+	p = e.password(c3, e.authorize(c3, e.web, cfg.Scopes, ""), "alice", afPassword)
+	if p.loc == nil || p.loc.Query().Get("code") == "" {
+		t.Fatalf("admin client, signing in: %d %v; want a code", p.status, p.loc)
 	}
 	// It signs in users of another organization.
 	c2 := browser(t, e.base)
@@ -852,5 +870,54 @@ func TestSecurityMembersOfOtherOrganizations(t *testing.T) {
 	// An IAM owner may make a user of another organization a member.
 	if status, m := add(e.admin, victim); status != 200 {
 		t.Errorf("IAM owner adds a user of another organization: %d %v; want 200", status, m)
+	}
+}
+
+// Review of 2026-11-27: a request asking for a new login (prompt=login,
+// max_age) waits on the password page, but the account selection and
+// consent pages accepted any pending request of the browser and answered
+// it with the old session: someone at an unlocked browser passed a
+// relying party's step-up without the password. Every answer with an
+// existing session now checks the request's login requirement.
+func TestSecurityStepUpCannotBeSkipped(t *testing.T) {
+	e := afStart(t)
+	c := browser(t, e.base)
+	alice := e.signIn(c, "alice", afPassword, "s1")
+	time.Sleep(2100 * time.Millisecond) // auth_time has whole seconds; max_age=1 needs an older one
+	requestID := regexp.MustCompile(`name="authRequestID" value="([^"]+)"`)
+	for _, tc := range []struct {
+		name  string
+		extra []string
+		via   string
+	}{
+		{"prompt=login, through the select page", []string{"prompt", "login"}, "select"},
+		{"prompt=login with id_token_hint, through the select page", []string{"prompt", "login", "id_token_hint", alice.raw}, "select"},
+		{"prompt=login with id_token_hint, through the consent page", []string{"prompt", "login", "id_token_hint", alice.raw}, "consent"},
+		{"max_age, through the select page", []string{"max_age", "1"}, "select"},
+		{"max_age, through the consent page", []string{"max_age", "1"}, "consent"},
+	} {
+		p := afGet(t, c, e.authURL("su", "n-su", tc.extra...))
+		id := requestID.FindStringSubmatch(p.body)
+		if p.loc != nil || id == nil {
+			t.Fatalf("%s: want a login page; got %d %v:\n%s", tc.name, p.status, p.loc, p.body)
+		}
+		page := afGet(t, c, e.base+"/ui/login/"+tc.via+"?authRequestID="+url.QueryEscape(id[1]))
+		var got afPage
+		if tc.via == "select" {
+			got = afSubmit(t, c, e.base, page, url.Values{"sessionID": {alice.claims.SID}})
+		} else {
+			got = afSubmit(t, c, e.base, page, url.Values{"decision": {"accept"}})
+		}
+		if got.loc != nil || !afIs(got, "password") {
+			t.Errorf("%s: %d %v; want the password page, not an answer", tc.name, got.status, got.loc)
+		}
+	}
+	// The password page it leads to is a real login: auth_time advances.
+	p := afGet(t, c, e.authURL("pl", "n-pl", "prompt", "login", "id_token_hint", alice.raw))
+	id := requestID.FindStringSubmatch(p.body)
+	p = afSubmit(t, c, e.base, afGet(t, c, e.base+"/ui/login/select?authRequestID="+url.QueryEscape(id[1])), url.Values{"sessionID": {alice.claims.SID}})
+	again := e.code(afSubmit(t, c, e.base, p, url.Values{"password": {afPassword}}), "pl", "n-pl")
+	if again.claims.AuthTime <= alice.claims.AuthTime {
+		t.Errorf("after the password: auth_time %d; want after %d", again.claims.AuthTime, alice.claims.AuthTime)
 	}
 }

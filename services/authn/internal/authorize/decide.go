@@ -111,6 +111,18 @@ func Fresh(req *Request, s session.Session, now time.Time) bool {
 	return !now.After(s.AuthTime.Add(time.Duration(*req.MaxAge) * time.Second))
 }
 
+// NeedsLogin reports whether s may not answer req without a new
+// authentication: prompt=login asks for one at or after the request
+// started (whole seconds, as a session's auth_time is stored), max_age
+// for one recent enough (Fresh). Every answer with an existing session
+// checks it (Flow.answer), whichever page led there.
+func NeedsLogin(req *Request, s session.Session, now time.Time) bool {
+	if req.HasPrompt(PromptLogin) && s.AuthTime.Unix() < req.StartedAt.Unix() {
+		return true
+	}
+	return !Fresh(req, s, now)
+}
+
 // matchesHint compares a login_hint with a session's login name
 // (userName@domain), accepting the bare user name.
 func matchesHint(loginName, hint string) bool {

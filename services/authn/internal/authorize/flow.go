@@ -73,6 +73,7 @@ func (f *Flow) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.Fail(w, r, p.Locales(), fail)
 		return
 	}
+	req.StartedAt = f.Now()
 	var ua session.UserAgent
 	if req.HasPrompt(PromptNone) {
 		// No page follows, so a browser without a cookie gets none.
@@ -237,6 +238,13 @@ func (f *Flow) complete(w http.ResponseWriter, r *http.Request, req *Request, s 
 		f.Fail(w, r, req.UILocales, req.FailWith(err))
 		return
 	}
+	if !need && req.AdminClient && req.AsksManagement() && !fresh {
+		// RFC 8252 §8.6: anyone can present a public native client's id,
+		// with a loopback redirect of their own, so a management token is
+		// never issued to a session without the person confirming it on a
+		// page (a sign-in on this very request is one).
+		need = true
+	}
 	if need {
 		if req.HasPrompt(PromptNone) {
 			f.Fail(w, r, req.UILocales, req.Fail(oauth.ConsentRequired, "the user has not consented to this application"))
@@ -290,6 +298,22 @@ func (f *Flow) Answer(w http.ResponseWriter, r *http.Request, req *Request, s se
 // is live: nothing else has seen its new browser identity yet).
 func (f *Flow) answer(w http.ResponseWriter, r *http.Request, req *Request, s session.Session, fresh bool) {
 	ctx := r.Context()
+	if !fresh && NeedsLogin(req, s, f.Now()) {
+		// Reached through a page that does not authenticate (account
+		// selection, consent) while the request asks for a new login: the
+		// password page of s's account, never the answer.
+		if req.HasPrompt(PromptNone) {
+			f.Fail(w, r, req.UILocales, req.Fail(oauth.LoginRequired, "the authentication is older than max_age"))
+			return
+		}
+		pending, err := f.park(ctx, req, s.UserAgentID, s.LoginName, s.UserID)
+		if err != nil {
+			f.Fail(w, r, req.UILocales, req.FailWith(err))
+			return
+		}
+		http.Redirect(w, r, PageURL(PathPassword, pending.ID), http.StatusFound)
+		return
+	}
 	var err error
 	if !fresh {
 		err = f.Store.Touch(ctx, s.ID, f.Now())

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -78,6 +79,20 @@ type Request struct {
 	// IdPID: the shortcut scope names an identity provider of OrgID; the
 	// login goes straight to it.
 	IdPID string `json:"idp_id,omitempty"`
+	// StartedAt is when the authorization endpoint received the request:
+	// prompt=login is met only by an authentication at or after it.
+	StartedAt time.Time `json:"started_at,omitzero"`
+}
+
+// AsksManagement reports whether the request asks for the management
+// API's audience (which only admin clients may, interactively).
+func (r *Request) AsksManagement() bool {
+	for _, s := range r.Scopes {
+		if fam, _ := scopes.Classify(s); fam == scopes.ReservedManagement {
+			return true
+		}
+	}
+	return false
 }
 
 // Implicit reports whether the response goes in the fragment.

@@ -44,7 +44,7 @@ func (p *Pages) selectPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // selectSubmit answers with the chosen session, or asks for its password
-// when it is older than max_age.
+// when the request needs a new login (prompt=login, max_age).
 func (p *Pages) selectSubmit(w http.ResponseWriter, r *http.Request) {
 	f := p.load(w, r, "sessionID")
 	if f == nil {
@@ -59,7 +59,7 @@ func (p *Pages) selectSubmit(w http.ResponseWriter, r *http.Request) {
 		if s.ID != f.form["sessionID"] {
 			continue
 		}
-		if !authorize.Fresh(f.req, s, p.Now()) {
+		if authorize.NeedsLogin(f.req, s, p.Now()) {
 			if err := p.Store.SetAuthRequestUser(r.Context(), f.ar.ID, s.LoginName, s.UserID); err != nil {
 				p.internal(w, r, f.lang, err)
 				return
