@@ -2,10 +2,15 @@ package store
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/assertion"
 )
 
 // Expired access tokens and used assertion ids go; live ones stay.
@@ -40,5 +45,37 @@ func TestPruneStepsAccessTokensAndAssertionIDs(t *testing.T) {
 	// The unexpired jti still blocks a replay.
 	if err := s.Use(ctx, "iss", "new", now.Add(time.Minute)); err == nil {
 		t.Fatal("a live assertion id was pruned: its replay was accepted")
+	}
+}
+
+// An expired assertion id that lingers until pruned no longer blocks its
+// reuse, but of parallel uses exactly one takes it over: the others are
+// replays (the update of the lingering entry matched for them all).
+func TestExpiredAssertionIDIsTakenOverOnce(t *testing.T) {
+	s := openSQLite(t)
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Second)
+	for round := range 20 {
+		jti := fmt.Sprintf("lingering-%d", round)
+		if err := s.Use(ctx, "iss", jti, now.Add(-time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		var ok atomic.Int32
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				err := s.Use(ctx, "iss", jti, now.Add(time.Minute))
+				switch {
+				case err == nil:
+					ok.Add(1)
+				case !errors.Is(err, assertion.ErrReplayed):
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if n := ok.Load(); n != 1 {
+			t.Fatalf("round %d: %d parallel uses of an expired assertion id succeeded; want 1", round, n)
+		}
 	}
 }

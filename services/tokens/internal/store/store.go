@@ -33,8 +33,16 @@ func (s *Store) Use(ctx context.Context, issuer, jti string, exp time.Time) erro
 		// An expired entry may linger until pruned; it no longer blocks.
 		var expires time.Time
 		if gerr := s.DB.Get(ctx, &expires, `SELECT expires_at FROM assertion_jtis WHERE issuer = ? AND jti = ?`, issuer, jti); gerr == nil && time.Now().After(expires) {
-			_, uerr := s.DB.Exec(ctx, `UPDATE assertion_jtis SET expires_at = ? WHERE issuer = ? AND jti = ? AND expires_at = ?`, exp, issuer, jti, expires)
-			return uerr
+			res, uerr := s.DB.Exec(ctx, `UPDATE assertion_jtis SET expires_at = ? WHERE issuer = ? AND jti = ? AND expires_at = ?`, exp, issuer, jti, expires)
+			if uerr != nil {
+				return fmt.Errorf("record assertion jti: %w", uerr)
+			}
+			// Of parallel uses taking over the expired entry, the one
+			// whose update matched wins; the others are replays.
+			if n, err := res.RowsAffected(); err != nil || n != 1 {
+				return assertion.ErrReplayed
+			}
+			return nil
 		}
 		return assertion.ErrReplayed
 	}
