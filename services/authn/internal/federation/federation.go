@@ -1,7 +1,8 @@
 // Package federation is Gatehouse as the relying party of an
 // organization's external OpenID Connect identity providers: discovery
 // (cached, and the document's issuer must equal the configured one), the
-// authorization code flow with PKCE S256, nonce and state, client
+// authorization code flow with PKCE S256, nonce and state, the
+// authorization response's issuer (RFC 9207), client
 // authentication by client_secret_basic (client_secret_post when the
 // provider's discovery lists only that), ID token verification (signature
 // through the provider's key set, iss, aud, exp, nonce) and userinfo when
@@ -16,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"sync"
 	"time"
@@ -36,6 +38,10 @@ var (
 	// ErrInvalidToken: the ID token failed verification (signature, iss,
 	// aud, exp or nonce) or lacks a subject.
 	ErrInvalidToken = errors.New("federation: invalid ID token from the identity provider")
+	// ErrMixUp: the authorization response names another issuer, or none
+	// from a provider that promises to (RFC 9207): the code may be
+	// another provider's, so it is never sent anywhere.
+	ErrMixUp = errors.New("federation: the authorization response is not from the identity provider")
 )
 
 // discoveryTTL is how long a provider's discovery document is reused.
@@ -56,7 +62,9 @@ type RP struct {
 type cachedProvider struct {
 	p       *oidc.Provider
 	methods []string
-	fetched time.Time
+	// issParam: discovery promises iss in authorization responses.
+	issParam bool
+	fetched  time.Time
 }
 
 func (rp *RP) now() time.Time {
@@ -82,10 +90,11 @@ func (rp *RP) provider(ctx context.Context, issuer string) (cachedProvider, erro
 		return cachedProvider{}, fmt.Errorf("%w: discovery of %s: %v", ErrUnavailable, issuer, err)
 	}
 	var meta struct {
-		Methods []string `json:"token_endpoint_auth_methods_supported"`
+		Methods  []string `json:"token_endpoint_auth_methods_supported"`
+		IssParam bool     `json:"authorization_response_iss_parameter_supported"`
 	}
 	_ = p.Claims(&meta)
-	c = cachedProvider{p: p, methods: meta.Methods, fetched: rp.now()}
+	c = cachedProvider{p: p, methods: meta.Methods, issParam: meta.IssParam, fetched: rp.now()}
 	rp.mu.Lock()
 	if rp.providers == nil {
 		rp.providers = map[string]cachedProvider{}
@@ -167,16 +176,20 @@ func verified(v any) bool {
 	return false
 }
 
-// Finish exchanges the code (with the PKCE verifier), verifies the ID
-// token and its nonce, and reads userinfo when the ID token lacks a claim
-// the mappings use.
-func (rp *RP) Finish(ctx context.Context, idp *directoryv1.IdP, secret, code, verifier, nonce string) (*Identity, error) {
+// Finish checks the authorization response's issuer (RFC 9207: when it
+// names one, and always when discovery promises it), exchanges its code
+// (with the PKCE verifier), verifies the ID token and its nonce, and reads
+// userinfo when the ID token lacks a claim the mappings use.
+func (rp *RP) Finish(ctx context.Context, idp *directoryv1.IdP, secret string, response url.Values, verifier, nonce string) (*Identity, error) {
 	c, err := rp.provider(ctx, idp.GetIssuer())
 	if err != nil {
 		return nil, err
 	}
+	if (response.Has("iss") || c.issParam) && response.Get("iss") != idp.GetIssuer() {
+		return nil, fmt.Errorf("%w: iss %q, want %q", ErrMixUp, response.Get("iss"), idp.GetIssuer())
+	}
 	cfg := rp.config(c, idp, secret)
-	tok, err := cfg.Exchange(rp.ctx(ctx), code, oauth2.VerifierOption(verifier))
+	tok, err := cfg.Exchange(rp.ctx(ctx), response.Get("code"), oauth2.VerifierOption(verifier))
 	if err != nil {
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode < 500 {

@@ -30,6 +30,7 @@ type fakeOP struct {
 	status     int
 	issuer     string // in discovery; "" = the server's URL
 	methods    []string
+	issParam   bool   // discovery promises iss in authorization responses
 	gotAuth    string // how the client authenticated: basic or post
 }
 
@@ -47,7 +48,8 @@ func newFakeOP(t *testing.T) *fakeOP {
 		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"issuer": iss, "authorization_endpoint": op.srv.URL + "/auth",
 			"token_endpoint": op.srv.URL + "/token", "jwks_uri": op.srv.URL + "/keys",
-			"id_token_signing_alg_values_supported": []string{"ES256"}, "token_endpoint_auth_methods_supported": op.methods})
+			"id_token_signing_alg_values_supported": []string{"ES256"}, "token_endpoint_auth_methods_supported": op.methods,
+			"authorization_response_iss_parameter_supported": op.issParam})
 	})
 	mux.HandleFunc("/keys", func(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &op.key.PublicKey, KeyID: "k1", Algorithm: "ES256", Use: "sig"}}})
@@ -99,7 +101,7 @@ func TestFinish(t *testing.T) {
 	}
 
 	op.claims = op.validClaims(start.Nonce)
-	id, err := rp.Finish(ctx, idp, "secret", "code", start.Verifier, start.Nonce)
+	id, err := rp.Finish(ctx, idp, "secret", url.Values{"code": {"code"}}, start.Verifier, start.Nonce)
 	if err != nil || id.Subject != "ext-1" || !id.EmailVerified || len(id.AMR) != 2 || op.gotAuth != "basic" {
 		t.Fatalf("Finish = %+v, %v (client auth %s)", id, err, op.gotAuth)
 	}
@@ -119,10 +121,47 @@ func TestFinish(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			op.claims, op.signWith, op.status = op.validClaims(start.Nonce), op.key, 200
 			tc.bend()
-			if _, err := rp.Finish(ctx, idp, "secret", "code", start.Verifier, start.Nonce); !errors.Is(err, tc.want) {
+			if _, err := rp.Finish(ctx, idp, "secret", url.Values{"code": {"code"}}, start.Verifier, start.Nonce); !errors.Is(err, tc.want) {
 				t.Errorf("Finish = %v; want %v", err, tc.want)
 			}
 		})
+	}
+}
+
+// RFC 9207: an authorization response naming another issuer is refused
+// before its code goes anywhere, and so is one without iss from a
+// provider whose discovery promises it.
+func TestAuthorizationResponseIssuer(t *testing.T) {
+	ctx := context.Background()
+	for _, promised := range []bool{false, true} {
+		op := newFakeOP(t)
+		op.issParam = promised
+		rp := &RP{HTTP: netguard.Policy{AllowLoopback: true}.Client(netguard.Options{}), RedirectURL: "https://gh.example/idps/callback"}
+		idp := &directoryv1.IdP{Id: "i", Issuer: op.srv.URL, ClientId: "client"}
+		start, err := rp.Begin(ctx, idp, "secret")
+		if err != nil {
+			t.Fatal(err)
+		}
+		op.claims = op.validClaims(start.Nonce)
+		for _, tc := range []struct {
+			name     string
+			response url.Values
+			want     error
+		}{
+			{"another issuer", url.Values{"code": {"code"}, "iss": {"https://evil.example"}}, ErrMixUp},
+			{"an empty iss", url.Values{"code": {"code"}, "iss": {""}}, ErrMixUp},
+			{"the issuer", url.Values{"code": {"code"}, "iss": {op.srv.URL}}, nil},
+			{"no iss", url.Values{"code": {"code"}}, map[bool]error{false: nil, true: ErrMixUp}[promised]},
+		} {
+			op.gotAuth = ""
+			_, err := rp.Finish(ctx, idp, "secret", tc.response, start.Verifier, start.Nonce)
+			if !errors.Is(err, tc.want) || (tc.want != nil && err == nil) {
+				t.Errorf("discovery promises iss: %v, %s: %v; want %v", promised, tc.name, err, tc.want)
+			}
+			if tc.want != nil && op.gotAuth != "" {
+				t.Errorf("discovery promises iss: %v, %s: the code was sent to the token endpoint", promised, tc.name)
+			}
+		}
 	}
 }
 
@@ -138,7 +177,7 @@ func TestDiscovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	op.claims = op.validClaims(start.Nonce)
-	if _, err := rp.Finish(ctx, idp, "secret", "code", start.Verifier, start.Nonce); err != nil || op.gotAuth != "post" {
+	if _, err := rp.Finish(ctx, idp, "secret", url.Values{"code": {"code"}}, start.Verifier, start.Nonce); err != nil || op.gotAuth != "post" {
 		t.Fatalf("Finish = %v with %s; want client_secret_post", err, op.gotAuth)
 	}
 	// A document naming another issuer is refused.

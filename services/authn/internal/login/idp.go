@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"connectrpc.com/connect"
@@ -34,7 +35,7 @@ const (
 // Federation is the relying party (federation.RP).
 type Federation interface {
 	Begin(ctx context.Context, idp *directoryv1.IdP, secret string) (federation.Start, error)
-	Finish(ctx context.Context, idp *directoryv1.IdP, secret, code, verifier, nonce string) (*federation.Identity, error)
+	Finish(ctx context.Context, idp *directoryv1.IdP, secret string, response url.Values, verifier, nonce string) (*federation.Identity, error)
 }
 
 // idpButton is one identity provider on the login page.
@@ -180,7 +181,7 @@ func (p *Pages) callback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	idp := res.Msg.GetIdp()
-	id, err := p.RP.Finish(ctx, idp, res.Msg.GetClientSecret(), q.Get("code"), fl.Verifier, fl.Nonce)
+	id, err := p.RP.Finish(ctx, idp, res.Msg.GetClientSecret(), q, fl.Verifier, fl.Nonce)
 	if err != nil {
 		p.Logger.WarnContext(ctx, "sign-in at an identity provider failed", "idp_id", idp.GetId(), "err", err)
 		failClient(oauth.ServerError, "the sign-in at the identity provider failed")
