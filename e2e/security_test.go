@@ -183,23 +183,15 @@ func TestSecurityAdminClient(t *testing.T) {
 	// Never silently.
 	afErrorRedirect(t, e.authorize(c, e.web, []string{"openid", mgmtAudScope}, "none"), afRedirect, "invalid_scope", "st", false)
 	// Interactively the admin client gets the management audience, and
-	// alice, who holds no role, can do nothing with it. Anyone can present
-	// a public admin client's id (RFC 8252 §8.6), so with an existing
-	// session alice confirms on a page, every time; declining answers
-	// access_denied.
+	// alice, who holds no role, can do nothing with it. A confidential
+	// client's identity is assured (its secret redeems the code), so an
+	// existing session answers without a page (the CLI's public client
+	// asks: TestSecurityPublicAdminClientConfirms).
 	cfg := e.web
 	cfg.Scopes = []string{"openid", mgmtAudScope}
-	for range 2 {
-		p := e.authorize(c, e.web, cfg.Scopes, "")
-		if p.loc != nil || !afIs(p, "decision") || !strings.Contains(p.body, "Administer Gatehouse") {
-			t.Fatalf("admin client with a session: %d %v; want the confirmation page naming the management API:\n%s", p.status, p.loc, p.body)
-		}
-		afErrorRedirect(t, afSubmit(t, c, e.base, p, url.Values{"decision": {"deny"}}), afRedirect, "access_denied", "st", false)
-	}
 	p := e.authorize(c, e.web, cfg.Scopes, "")
-	p = afSubmit(t, c, e.base, p, url.Values{"decision": {"accept"}})
 	if p.loc == nil || p.loc.Query().Get("code") == "" {
-		t.Fatalf("admin client, confirmed: %d %v; want a code", p.status, p.loc)
+		t.Fatalf("admin client, interactive: %d %v; want a code", p.status, p.loc)
 	}
 	tok, err := cfg.Exchange(e.ctx, p.loc.Query().Get("code"))
 	if err != nil {
@@ -207,12 +199,6 @@ func TestSecurityAdminClient(t *testing.T) {
 	}
 	if status, m := e.call("GET", "/management/v1/orgs/me", tok.AccessToken, "", nil); status != http.StatusForbidden {
 		t.Errorf("alice (no role) with an admin client's token: %d %v; want 403", status, m)
-	}
-	// A sign-in on the request itself is the person confirming: no page.
-	c3 := browser(t, e.base)
-	p = e.password(c3, e.authorize(c3, e.web, cfg.Scopes, ""), "alice", afPassword)
-	if p.loc == nil || p.loc.Query().Get("code") == "" {
-		t.Fatalf("admin client, signing in: %d %v; want a code", p.status, p.loc)
 	}
 	// It signs in users of another organization.
 	c2 := browser(t, e.base)
@@ -919,5 +905,55 @@ func TestSecurityStepUpCannotBeSkipped(t *testing.T) {
 	again := e.code(afSubmit(t, c, e.base, p, url.Values{"password": {afPassword}}), "pl", "n-pl")
 	if again.claims.AuthTime <= alice.claims.AuthTime {
 		t.Errorf("after the password: auth_time %d; want after %d", again.claims.AuthTime, alice.claims.AuthTime)
+	}
+}
+
+// Review of 2026-11-27: anyone can present the CLI's public admin client
+// id with a loopback redirect of their own (RFC 8252 §8.6). A local
+// program opening the browser at such a URL got a management token for
+// whoever had a session there, with no page. Unless the person signs in
+// on the request itself, a page now asks them to confirm, every time.
+func TestSecurityPublicAdminClientConfirms(t *testing.T) {
+	e := afStart(t)
+	cli := oauth2.Config{ClientID: "gatehouse-cli", Endpoint: e.provider.Endpoint(), RedirectURL: "http://127.0.0.1:9/callback",
+		Scopes: []string{"openid", mgmtAudScope}}
+	cli.Endpoint.AuthStyle = oauth2.AuthStyleInParams
+	verifier := oauth2.GenerateVerifier()
+	start := func(c *http.Client) afPage {
+		return afGet(t, c, cli.AuthCodeURL("cli", oauth2.S256ChallengeOption(verifier)))
+	}
+	c := browser(t, e.base)
+	e.signIn(c, "admin", "Admin-Passw0rd-for-e2e", "s1")
+	for range 2 { // not remembered
+		p := start(c)
+		if p.loc != nil || !afIs(p, "decision") || !strings.Contains(p.body, "Administer Gatehouse") {
+			t.Fatalf("the CLI's client with a session: %d %v; want the confirmation page naming the management API:\n%s", p.status, p.loc, p.body)
+		}
+		p = afSubmit(t, c, e.base, p, url.Values{"decision": {"deny"}})
+		if p.loc == nil || p.loc.Query().Get("error") != "access_denied" || p.loc.Query().Get("code") != "" {
+			t.Fatalf("declined: %d %v; want access_denied", p.status, p.loc)
+		}
+	}
+	p := afSubmit(t, c, e.base, start(c), url.Values{"decision": {"accept"}})
+	if p.loc == nil || p.loc.Query().Get("code") == "" {
+		t.Fatalf("confirmed: %d %v; want a code", p.status, p.loc)
+	}
+	tok, err := cli.Exchange(e.ctx, p.loc.Query().Get("code"), oauth2.VerifierOption(verifier))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, m := e.call("GET", "/management/v1/orgs/me", tok.AccessToken, "", nil); status != 200 {
+		t.Errorf("the admin's confirmed CLI token: %d %v; want 200", status, m)
+	}
+	// Never silently: prompt=none is refused outright.
+	p = afGet(t, c, cli.AuthCodeURL("cli", oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("prompt", "none")))
+	if p.loc == nil || p.loc.Query().Get("error") == "" || p.loc.Query().Get("code") != "" {
+		t.Errorf("prompt=none: %d %v; want an error", p.status, p.loc)
+	}
+	// A sign-in on the request itself is the person confirming: no page.
+	c2 := browser(t, e.base)
+	p = e.password(c2, start(c2), "admin", "Admin-Passw0rd-for-e2e")
+	if p.loc == nil || p.loc.Query().Get("code") == "" {
+		t.Fatalf("signing in: %d %v; want a code", p.status, p.loc)
 	}
 }

@@ -129,3 +129,25 @@ func TestTargetURL(t *testing.T) {
 		t.Errorf("fragment target: got %s", got)
 	}
 }
+
+// Which requests need the person's confirmation before a management token
+// (RFC 8252 §8.6): an admin client's request for the management audience
+// when the client cannot be assured to be the one it names.
+func TestConfirmsManagement(t *testing.T) {
+	mgmt := []string{"openid", "urn:gatehouse:iam:org:project:id:gatehouse:aud"}
+	for _, tc := range []struct {
+		name string
+		req  Request
+		want bool
+	}{
+		{"public admin client, code", Request{AdminClient: true, PublicClient: true, ResponseType: ResponseCode, Scopes: mgmt}, true},
+		{"confidential admin client, implicit", Request{AdminClient: true, ResponseType: "id_token token", Scopes: mgmt}, true},
+		{"confidential admin client, code", Request{AdminClient: true, ResponseType: ResponseCode, Scopes: mgmt}, false},
+		{"public admin client without the management audience", Request{AdminClient: true, PublicClient: true, ResponseType: ResponseCode, Scopes: []string{"openid"}}, false},
+		{"public ordinary client", Request{PublicClient: true, ResponseType: ResponseCode, Scopes: mgmt}, false},
+	} {
+		if got := tc.req.ConfirmsManagement(); got != tc.want {
+			t.Errorf("%s: %v; want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -238,7 +238,7 @@ func (f *Flow) complete(w http.ResponseWriter, r *http.Request, req *Request, s 
 		f.Fail(w, r, req.UILocales, req.FailWith(err))
 		return
 	}
-	if !need && req.AdminClient && req.AsksManagement() && !fresh {
+	if !need && !fresh && req.ConfirmsManagement() {
 		// RFC 8252 §8.6: anyone can present a public native client's id,
 		// with a loopback redirect of their own, so a management token is
 		// never issued to a session without the person confirming it on a

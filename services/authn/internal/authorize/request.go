@@ -74,6 +74,9 @@ type Request struct {
 	// client (AdminClient).
 	ClientOrgID string `json:"client_org_id"`
 	AdminClient bool   `json:"admin_client,omitempty"`
+	// PublicClient: the client does not authenticate, so anyone can
+	// present its id (RFC 8252 §8.6).
+	PublicClient bool `json:"public_client,omitempty"`
 	// Issuer is sent back as iss with the response (RFC 9207).
 	Issuer string `json:"issuer,omitempty"`
 	// IdPID: the shortcut scope names an identity provider of OrgID; the
@@ -82,6 +85,15 @@ type Request struct {
 	// StartedAt is when the authorization endpoint received the request:
 	// prompt=login is met only by an authentication at or after it.
 	StartedAt time.Time `json:"started_at,omitzero"`
+}
+
+// ConfirmsManagement reports whether the request may get a management
+// token only once the person confirms it on a page: an admin client's
+// request for the management audience whose client cannot be assured to
+// be the one it names, because it does not authenticate or the tokens
+// come in the response itself (RFC 8252 §8.6).
+func (r *Request) ConfirmsManagement() bool {
+	return r.AdminClient && (r.PublicClient || r.Implicit()) && r.AsksManagement()
 }
 
 // AsksManagement reports whether the request asks for the management
@@ -257,7 +269,8 @@ func (v *Validator) Validate(ctx context.Context, p Params) (*Request, *Failure)
 		return fail(oauth.UnauthorizedClient, "the client may not use response_type %q", respType)
 	}
 	req := &Request{ClientID: clientID, AppName: client.GetName(), RedirectURI: redirectURI, ResponseType: respType, State: state, ResponseMode: mode,
-		ClientOrgID: client.GetOrgId(), AdminClient: client.GetAdminClient(), Issuer: v.Issuer}
+		ClientOrgID: client.GetOrgId(), AdminClient: client.GetAdminClient(), Issuer: v.Issuer,
+		PublicClient: client.GetAuthMethod() == directoryv1.AuthMethod_AUTH_METHOD_NONE}
 
 	scope := p.first("scope")
 	if scope == "" {
