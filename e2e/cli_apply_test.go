@@ -178,8 +178,20 @@ func TestCLIApplyPlanUpdateExportRoundTrip(t *testing.T) {
 	immutable := writeFile(t, dir, "immutable.yaml", strings.Replace(changed, "name: CI pipeline", "name: Renamed", 1))
 	c.fail([]string{"error:", "immutable.yaml: document 7", "MachineUser acme/ci", "field name", "cannot change"}, "apply", "-f", immutable)
 
+	// What an organization admin types is data, never a reference to the
+	// environment of whoever applies an export (their secrets, or the
+	// server's own for a bootstrap file).
+	if status, m := restJSONOrg(t, "POST", p.base+"/management/v1/users/human", token, orgID, map[string]any{"userName": "mallory",
+		"profile": map[string]any{"firstName": "${HOME}", "lastName": "${GATEHOUSE_ADMIN_PASSWORD}"},
+		"email":   map[string]any{"email": "mallory@acme.example"}}); status != 200 {
+		t.Fatalf("AddHumanUser mallory: %d %v", status, m)
+	}
+
 	// Export, apply to a fresh server, export again: the same document.
 	exported := c.ok("export", "--org", "acme")
+	if !strings.Contains(exported, "firstName: $${HOME}") || !strings.Contains(exported, "lastName: $${GATEHOUSE_ADMIN_PASSWORD}") {
+		t.Fatalf("the export does not escape the data's ${:\n%s", exported)
+	}
 	for _, secret := range []string{"Alice-Passw0rd!", "upstream-s3cret"} {
 		if strings.Contains(exported, secret) {
 			t.Fatalf("export contains a secret:\n%s", exported)
@@ -192,7 +204,7 @@ func TestCLIApplyPlanUpdateExportRoundTrip(t *testing.T) {
 	c2.env = []string{"GATEHOUSE_IDP_SECRET_ACME_UPSTREAM=upstream-s3cret"}
 	exportFile := writeFile(t, dir, "exported.yaml", exported)
 	out2 := c2.ok("apply", "-f", exportFile, "--secrets-out", filepath.Join(dir, "secrets2.yaml"), "-o", "table")
-	if !strings.Contains(out2, "Applied: 10 created") {
+	if !strings.Contains(out2, "Applied: 11 created") {
 		t.Fatalf("apply of the export on a fresh server:\n%s", out2)
 	}
 	if again := c2.ok("export", "--org", "acme"); again != exported {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -39,9 +40,10 @@ func (e *Engine) Export(ctx context.Context, orgName string) ([]byte, error) {
 		for _, k := range idFields[kind] {
 			delete(c, k)
 		}
+		c = escapeRefs(c).(map[string]any)
 		c["kind"] = kind
 		for k, v := range extra {
-			c[k] = v
+			c[k] = escapeRefs(v)
 		}
 		docs = append(docs, c)
 		return nil
@@ -58,9 +60,10 @@ func (e *Engine) Export(ctx context.Context, orgName string) ([]byte, error) {
 	for _, n := range sortedKeys(o.idps) {
 		// The secret is never returned: the document names an environment
 		// variable for it.
-		if err := add(KindOIDCIdP, o.idps[n], map[string]any{"org": orgName, "clientSecret": "${" + SecretEnv(orgName, n) + "}"}); err != nil {
+		if err := add(KindOIDCIdP, o.idps[n], map[string]any{"org": orgName}); err != nil {
 			return nil, err
 		}
+		docs[len(docs)-1]["clientSecret"] = "${" + SecretEnv(orgName, n) + "}" // a reference, unescaped
 	}
 	userNames := sortedKeys(o.users)
 	for _, kind := range []string{KindHumanUser, KindMachineUser} {
@@ -122,7 +125,36 @@ func SecretEnv(org, idp string) string {
 			return '_'
 		}, s)
 	}
-	return "GATEHOUSE_IDP_SECRET_" + clean(org) + "_" + clean(idp)
+	return secretEnvPrefix + clean(org) + "_" + clean(idp)
+}
+
+const secretEnvPrefix = "GATEHOUSE_IDP_SECRET_"
+
+// plainRef is ${NAME}, wherever it stands (also inside $${NAME}).
+var plainRef = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*\}`)
+
+// escapeRefs writes every ${NAME} in v's strings as $${NAME}, so that data read
+// from the API (a description, a display name, a redirect URI) stays
+// literal when the file is applied, instead of reading an environment
+// variable of whoever applies it.
+func escapeRefs(v any) any {
+	switch x := v.(type) {
+	case string:
+		return plainRef.ReplaceAllStringFunc(x, func(ref string) string { return "$" + ref })
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = escapeRefs(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = escapeRefs(e)
+		}
+		return out
+	}
+	return v
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -142,7 +142,18 @@ var idFields = map[string][]string{
 	KindOrgMember:    {"userId"},
 }
 
-var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+// envRef is ${NAME}, or $${NAME}, the escape for a literal ${NAME}
+// (Export writes every ${ of the data it reads so: a value an organization
+// admin typed is never a reference when the file is applied).
+var envRef = regexp.MustCompile(`\$(\$)?\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// reservedEnv reports whether a document may not read the variable: the
+// servers' own configuration (GATEHOUSE_*: the master key, the internal
+// token, the database URL, the admin password) is never data, whatever
+// file names it; only the identity provider secrets Export names are.
+func reservedEnv(name string) bool {
+	return strings.HasPrefix(name, "GATEHOUSE_") && !strings.HasPrefix(name, secretEnvPrefix)
+}
 
 // ParsePath reads a file, or every *.yaml and *.yml file of a directory
 // (in name order).
@@ -288,17 +299,28 @@ func (e *fieldErr) Error() string { return e.field + ": " + e.msg }
 func expand(v any, env func(string) (string, bool), path string) (any, error) {
 	switch x := v.(type) {
 	case string:
-		var missing string
+		var refused error
 		out := envRef.ReplaceAllStringFunc(x, func(ref string) string {
-			name := envRef.FindStringSubmatch(ref)[1]
+			m := envRef.FindStringSubmatch(ref)
+			name := m[2]
+			if m[1] != "" {
+				return ref[1:] // $${NAME}: the literal ${NAME}
+			}
+			if refused != nil {
+				return ""
+			}
+			if reservedEnv(name) {
+				refused = &fieldErr{path, fmt.Sprintf("${%s} is Gatehouse's own configuration, which a document may not read (only %s* variables)", name, secretEnvPrefix)}
+				return ""
+			}
 			val, ok := env(name)
-			if !ok && missing == "" {
-				missing = name
+			if !ok {
+				refused = &fieldErr{path, fmt.Sprintf("environment variable %s is not set", name)}
 			}
 			return val
 		})
-		if missing != "" {
-			return nil, &fieldErr{path, fmt.Sprintf("environment variable %s is not set", missing)}
+		if refused != nil {
+			return nil, refused
 		}
 		return out, nil
 	case map[string]any:

@@ -67,6 +67,8 @@ func TestParseErrorsNameFileDocumentAndField(t *testing.T) {
 		{"missing key", "kind: HumanUser\norg: a\nprofile: {firstName: A}\n", []string{"field userName", "required"}},
 		{"id field", "kind: OIDCApp\norg: a\nproject: p\nprojectId: '1'\nname: web\n", []string{"field projectId", "natural key"}},
 		{"unset env", "kind: OIDCIdP\norg: a\nname: i\nclientSecret: ${NOPE}\n", []string{"field clientSecret", "NOPE is not set"}},
+		{"the server's configuration", "kind: MachineUser\norg: a\nuserName: m\nname: M\ndescription: 'x ${GATEHOUSE_MASTER_KEY}'\n", []string{"field description", "${GATEHOUSE_MASTER_KEY} is Gatehouse's own configuration"}},
+		{"the admin password", "kind: HumanUser\norg: a\nuserName: u\ninitialPassword: ${GATEHOUSE_ADMIN_PASSWORD}\n", []string{"field initialPassword", "GATEHOUSE_ADMIN_PASSWORD"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -103,5 +105,28 @@ func TestCanonicalComparesEnumsAndDefaults(t *testing.T) {
 	}
 	if equal([]any{"a"}, []any{"a", "b"}) {
 		t.Error("different lists are equal")
+	}
+}
+
+// $${NAME} is a literal ${NAME}; Export writes every ${ of the data it
+// read so, and Parse gives back exactly the data, whatever the
+// environment holds.
+func TestEscapedReferencesStayLiteral(t *testing.T) {
+	data := []string{"${HOME}", "$${HOME}", "a ${GATEHOUSE_ADMIN_PASSWORD} b", "$$", "${", "cost: $5", "${1X}"}
+	for _, want := range data {
+		src := "kind: MachineUser\norg: a\nuserName: m\nname: M\ndescription: '" + escapeRefs(want).(string) + "'\n"
+		docs, err := Parse("x.yaml", []byte(src), env(map[string]string{"HOME": "/root", "GATEHOUSE_ADMIN_PASSWORD": "secret"}))
+		if err != nil {
+			t.Fatalf("%q: %v", want, err)
+		}
+		if got := docs[0].Fields["description"]; got != want {
+			t.Errorf("%q exported and parsed: %q", want, got)
+		}
+	}
+	// The identity provider secrets Export names are read.
+	docs, err := Parse("x.yaml", []byte("kind: OIDCIdP\norg: a\nname: i\nclientSecret: ${GATEHOUSE_IDP_SECRET_A_I}\n"),
+		env(map[string]string{"GATEHOUSE_IDP_SECRET_A_I": "s"}))
+	if err != nil || docs[0].Fields["clientSecret"] != "s" {
+		t.Fatalf("identity provider secret: %v %v", docs, err)
 	}
 }
