@@ -41,18 +41,27 @@ func Error(code connect.Code, id, format string, args ...any) *connect.Error {
 	return e
 }
 
+// MaxMessageBytes bounds a request message as a public handler reads it,
+// decompressed. connect-go and vanguard read a message whole, and
+// decompress it, before any interceptor runs: without a bound, a 4 MiB
+// gzip body (all edge admits) of an anonymous caller expands to gigabytes.
+// Edge admits bodies of at most 4 MiB, so an uncompressed request never
+// comes near it.
+const MaxMessageBytes = 8 << 20
+
 // HandlerOptions are the options every public Connect handler gets: the
-// JSON codec and error normalisation (first), then interceptors in order.
+// message bound, the JSON codec and error normalisation (first), then
+// interceptors in order.
 func HandlerOptions(logger *slog.Logger, interceptors ...connect.Interceptor) []connect.HandlerOption {
 	all := append([]connect.Interceptor{errorInterceptor{logger}}, interceptors...)
-	return []connect.HandlerOption{connect.WithInterceptors(all...), connect.WithCodec(connectJSON{})}
+	return []connect.HandlerOption{connect.WithInterceptors(all...), connect.WithCodec(connectJSON{}), connect.WithReadMaxBytes(MaxMessageBytes)}
 }
 
 // Transcoder wraps the Connect handler h of service path in vanguard. Path
 // parameters are decoded exactly once (see escapedPath), so a value may
 // contain any character, "/" and "%" included, percent-encoded.
 func Transcoder(path string, h http.Handler) (http.Handler, error) {
-	tc, err := vanguard.NewTranscoder([]*vanguard.Service{vanguard.NewService(path, h)},
+	tc, err := vanguard.NewTranscoder([]*vanguard.Service{vanguard.NewService(path, h, vanguard.WithMaxMessageBufferBytes(MaxMessageBytes))},
 		vanguard.WithCodec(func(r vanguard.TypeResolver) vanguard.Codec { return vanguardJSON{vanguard.NewJSONCodec(r)} }))
 	if err != nil {
 		return nil, fmt.Errorf("transcoder for %s: %w", path, err)

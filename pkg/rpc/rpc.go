@@ -88,6 +88,11 @@ func (forwardRequestID) WrapStreamingHandler(next connect.StreamingHandlerFunc) 
 // compresses for a caller that accepts gzip.
 const internalCompressMinBytes = 64 << 10
 
+// maxInternalMessageBytes bounds a request message to an internal
+// service, decompressed: connect-go decompresses it whole before the
+// internal token is checked.
+const maxInternalMessageBytes = 16 << 20
+
 // InternalHandlerOptions are the options of an internal service's handler:
 // tracing, then the credential check; a caller that asks for gzip (not
 // Gatehouse's own) gets only large replies compressed.
@@ -96,14 +101,16 @@ func InternalHandlerOptions(token string) ([]connect.HandlerOption, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect tracing: %w", err)
 	}
-	return []connect.HandlerOption{connect.WithInterceptors(otel, NewInternalAuth(token)), connect.WithCompressMinBytes(internalCompressMinBytes)}, nil
+	return []connect.HandlerOption{connect.WithInterceptors(otel, NewInternalAuth(token)), connect.WithCompressMinBytes(internalCompressMinBytes),
+		connect.WithReadMaxBytes(maxInternalMessageBytes)}, nil
 }
 
-// PublicHandlerOptions are the options of a public Connect handler: tracing.
+// PublicHandlerOptions are the options of a public Connect handler: tracing
+// and the bound on a request message (as restapi.MaxMessageBytes).
 func PublicHandlerOptions() ([]connect.HandlerOption, error) {
 	otel, err := telemetry.ConnectInterceptor()
 	if err != nil {
 		return nil, fmt.Errorf("connect tracing: %w", err)
 	}
-	return []connect.HandlerOption{connect.WithInterceptors(otel)}, nil
+	return []connect.HandlerOption{connect.WithInterceptors(otel), connect.WithReadMaxBytes(maxInternalMessageBytes / 2)}, nil
 }

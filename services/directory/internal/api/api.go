@@ -35,8 +35,9 @@ func NewHandler(svc managementv1connect.ManagementServiceHandler, logger *slog.L
 	reflector := grpcreflect.NewReflector(
 		grpcreflect.NamerFunc(func() []string { return []string{managementv1connect.ManagementServiceName} }),
 		grpcreflect.WithDescriptorResolver(public))
-	mux.Handle(grpcreflect.NewHandlerV1(reflector))
-	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
+	bound := connect.WithReadMaxBytes(restapi.MaxMessageBytes)
+	mux.Handle(grpcreflect.NewHandlerV1(reflector, bound))
+	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector, bound))
 	mux.Handle("/", tc)
 	return mux, nil
 }
