@@ -32,12 +32,17 @@ const MaxPeekBytes = 4 << 10
 // rateKey returns the limiter key of r in class, and what it is keyed by.
 // Keys of different classes never collide (each has its own prefix; the
 // browser class keeps the bare address key), nor do a class's keys by
-// client, token or address ("id:", "idh:", "tok:", "ip4:", "ip6:", "addr:").
+// client and address, token or address ("id:…@", "idh:…@", "tok:", "ip4:",
+// "ip6:", "addr:").
 func rateKey(r *http.Request, class routes.Class, client string) (key, by string) {
 	switch class {
 	case routes.ClassClient:
 		if id := clientID(r); id != "" {
-			return "client:" + idKey(id), byClient
+			// Per client and address: the id is unverified and public (it
+			// is in every authorization URL), so a budget of the id alone
+			// was anyone's to spend, and one address naming a relying
+			// party's id shut its token endpoint for all its users.
+			return "client:" + idKey(id) + "@" + addressKey(client), byClient
 		}
 		return "client:" + addressKey(client), byAddress
 	case routes.ClassAPI:

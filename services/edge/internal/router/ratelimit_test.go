@@ -52,6 +52,7 @@ type classTraffic struct {
 	t      *testing.T
 	f      *fixture
 	client *http.Client
+	from   string // X-Forwarded-For (the fixture trusts loopback), if set
 }
 
 func (c classTraffic) do(method, p string, body string, header map[string]string) int {
@@ -69,6 +70,9 @@ func (c classTraffic) do(method, p string, body string, header map[string]string
 	}
 	for k, v := range header {
 		req.Header.Set(k, v)
+	}
+	if c.from != "" {
+		req.Header.Set("X-Forwarded-For", c.from)
 	}
 	resp, _ := edgetest.Do(c.t, c.client, req)
 	return resp.StatusCode
@@ -123,6 +127,7 @@ func TestRateLimitByClass(t *testing.T) {
 						routes.ClassAPI:     newLimiter(t, 1, 3),
 					}
 					o.Rejected = rej.add
+					o.TrustedProxies = []string{"127.0.0.1"}
 				})
 				c := classTraffic{t: t, f: f, client: edgetest.H2CClient(t)}
 
@@ -165,6 +170,14 @@ func TestRateLimitByClass(t *testing.T) {
 					if code != 200 {
 						t.Errorf("another client (%s) on the hammer's address: got %d; want 200", how, code)
 					}
+				}
+				// The id is unverified and public: naming it from another
+				// address spends none of the budget it has there, so no one
+				// can shut a relying party's token endpoint.
+				elsewhere := c
+				elsewhere.from = "198.51.100.7"
+				if code := elsewhere.token(hammer); code != 200 {
+					t.Errorf("the hammered client's id from another address: got %d; want 200", code)
 				}
 
 				// Bearer tokens likewise.
@@ -295,12 +308,12 @@ func TestRateKeyByClass(t *testing.T) {
 		by    string
 	}{
 		{"browser", routes.ClassBrowser, withHeader(form("client_id=a"), "Authorization", "Bearer t"), "ip4:192.0.2.1", byAddress},
-		{"Basic", routes.ClassClient, withHeader(form("client_id=b"), "Authorization", "Basic "+basic("app:1/ü", "s")), "client:idh:" + hashHex("app:1/ü"), byClient},
-		{"Basic, plain id", routes.ClassClient, withHeader(form(""), "Authorization", "Basic "+basic("app-1", "s")), "client:id:app-1", byClient},
-		{"client_id", routes.ClassClient, form("grant_type=x&client_id=app%2D2&client_id=other"), "client:id:app-2", byClient},
-		{"escaped parameter name", routes.ClassClient, form("client%5Fid=app-3"), "client:id:app-3", byClient},
-		{"long client_id", routes.ClassClient, form("client_id=" + long), "client:idh:" + hashHex(long), byClient},
-		{"client_assertion", routes.ClassClient, form("client_assertion=" + assertion("app-4")), "client:id:app-4", byClient},
+		{"Basic", routes.ClassClient, withHeader(form("client_id=b"), "Authorization", "Basic "+basic("app:1/ü", "s")), "client:idh:" + hashHex("app:1/ü") + "@ip4:192.0.2.1", byClient},
+		{"Basic, plain id", routes.ClassClient, withHeader(form(""), "Authorization", "Basic "+basic("app-1", "s")), "client:id:app-1@ip4:192.0.2.1", byClient},
+		{"client_id", routes.ClassClient, form("grant_type=x&client_id=app%2D2&client_id=other"), "client:id:app-2@ip4:192.0.2.1", byClient},
+		{"escaped parameter name", routes.ClassClient, form("client%5Fid=app-3"), "client:id:app-3@ip4:192.0.2.1", byClient},
+		{"long client_id", routes.ClassClient, form("client_id=" + long), "client:idh:" + hashHex(long) + "@ip4:192.0.2.1", byClient},
+		{"client_assertion", routes.ClassClient, form("client_assertion=" + assertion("app-4")), "client:id:app-4@ip4:192.0.2.1", byClient},
 		{"broken assertion", routes.ClassClient, form("client_assertion=a.%%%.c"), "client:ip4:192.0.2.1", byAddress},
 		{"no client", routes.ClassClient, form("grant_type=password"), "client:ip4:192.0.2.1", byAddress},
 		{"JSON body", routes.ClassClient, withHeader(form(`{"client_id":"a"}`), "Content-Type", "application/json"), "client:ip4:192.0.2.1", byAddress},
