@@ -3,6 +3,7 @@ package lockout
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -84,9 +85,25 @@ type Attempt struct {
 
 // pair is the subject of the (account, address) counter; the quoted
 // address cannot run into the account.
-func (a Attempt) pair() string { return "pair:" + strconv.Quote(a.Address) + ":" + a.Account }
+func (a Attempt) pair() string { return "pair:" + strconv.Quote(Subnet(a.Address)) + ":" + a.Account }
 
-func (a Attempt) address() string { return "addr:" + a.Address }
+func (a Attempt) address() string { return "addr:" + Subnet(a.Address) }
+
+// Subnet is what the counters of an address count: an IPv6 address's /64,
+// which one host commonly holds whole (as edge's rate limits key it), so
+// that rotating through it does not start the counts afresh at every
+// address; an IPv4 address (IPv4-mapped ones unmapped) as it is; anything
+// else unchanged.
+func Subnet(addr string) string {
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		return addr
+	}
+	if a = a.Unmap(); a.Is6() {
+		return netip.PrefixFrom(a, 64).Masked().String()
+	}
+	return a.String()
+}
 
 // rule is how one kind of subject counts.
 type rule struct {

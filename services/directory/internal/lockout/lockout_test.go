@@ -276,3 +276,34 @@ func TestPrune(t *testing.T) {
 		}
 	})
 }
+
+// One IPv6 host holds a /64: rotating through it neither escapes the
+// address limit nor starts an (account, address) pair afresh.
+func TestIPv6SubnetCountsAsOneAddress(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, d db.Dialect) {
+		s, c := newStore(t, d)
+		for i := range AddressMaxFailures {
+			fail(t, s, Attempt{Account: NameAccount("org", fmt.Sprintf("nobody-%d", i)), Address: fmt.Sprintf("2001:db8:1:2::%x", i+1)})
+			c.add(time.Second)
+		}
+		if allowed(t, s, Attempt{Account: UserAccount("grace"), Address: "2001:db8:1:2:ffff::1"}) {
+			t.Fatalf("after %d failures from one /64: allowed from another address of it; want refused", AddressMaxFailures)
+		}
+		if !allowed(t, s, Attempt{Account: UserAccount("grace"), Address: "2001:db8:1:3::1"}) {
+			t.Fatal("another /64: refused")
+		}
+		// The pair's delay follows the account across the /64 too.
+		c.add(AddressLockTime)
+		for i := range 3 {
+			fail(t, s, Attempt{Account: UserAccount("ada"), Address: fmt.Sprintf("2001:db8:9:9::%x", i+1)})
+		}
+		if allowed(t, s, Attempt{Account: UserAccount("ada"), Address: "2001:db8:9:9::99"}) {
+			t.Fatal("after 3 failures of one account from one /64: allowed at once from a fresh address of it; want a delay")
+		}
+	})
+	for in, want := range map[string]string{"2001:db8::1": "2001:db8::/64", "::ffff:198.51.100.7": "198.51.100.7", "198.51.100.7": "198.51.100.7", "": "", "not-an-address": "not-an-address"} {
+		if got := Subnet(in); got != want {
+			t.Errorf("Subnet(%q) = %q; want %q", in, got, want)
+		}
+	}
+}
