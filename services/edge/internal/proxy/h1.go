@@ -248,10 +248,10 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, req *http.Request
 		if body != nil && body.err != nil {
 			return nil, body.err
 		}
-		return nil, err
+		return earlyAnswer(ctx, c, req, err)
 	}
 	if err := c.bw.Flush(); err != nil {
-		return nil, err
+		return earlyAnswer(ctx, c, req, err)
 	}
 	if t.headerTimeout > 0 {
 		_ = c.SetReadDeadline(time.Now().Add(t.headerTimeout))
@@ -272,6 +272,35 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, req *http.Request
 	if t.headerTimeout > 0 {
 		_ = c.SetReadDeadline(time.Time{})
 	}
+	return res, nil
+}
+
+// earlyWait bounds the wait for an answer the service may have sent before
+// it closed the connection on a request it had not read whole.
+const earlyWait = time.Second
+
+// earlyAnswer is the response of a request whose writing failed with
+// writeErr, as when the service closed the connection (net/http reports
+// that as a body read error, which hides the cause): a service may answer
+// before reading the body (a 400, 405 or 413 for a request it refuses), as
+// net/http's server does, and that answer is the response (net/http's
+// Transport returns it too), never a transport error that would count
+// against the service. Without one, writeErr stands. The connection is
+// not kept.
+func earlyAnswer(ctx context.Context, c *h1Conn, req *http.Request, writeErr error) (*http.Response, error) {
+	_ = c.SetReadDeadline(time.Now().Add(earlyWait))
+	if ctx.Err() != nil {
+		_ = c.SetDeadline(aLongTimeAgo) // cancelled before the deadline above replaced its own
+	}
+	res, err := http.ReadResponse(c.br, req)
+	for err == nil && res.StatusCode >= 100 && res.StatusCode < 200 && res.StatusCode != http.StatusSwitchingProtocols {
+		res, err = http.ReadResponse(c.br, req)
+	}
+	if err != nil {
+		return nil, writeErr
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	res.Close = true
 	return res, nil
 }
 

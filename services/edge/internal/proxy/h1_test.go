@@ -384,3 +384,39 @@ func TestH1Concurrent(t *testing.T) {
 		t.Fatalf("%d connections for 16 concurrent callers; want at most 16", n)
 	}
 }
+
+// A service may answer before it has read the body (a 400, 405 or 413 for
+// a request it refuses) and close the connection; writing the rest then
+// fails. That answer is the response, as net/http's Transport returns it,
+// never a transport error: an anonymous client sending large bodies to
+// such a route would otherwise count as the service failing and open
+// edge's breaker for everyone.
+func TestH1EarlyAnswerIsTheResponse(t *testing.T) {
+	svc := startService(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		http.Error(w, "refused without reading the body", http.StatusBadRequest)
+	})
+	tr := newTestH1(t, svc.addr)
+	big := strings.Repeat("x", 8<<20)
+	for _, streamed := range []bool{false, true} {
+		for i := range 2 {
+			var body io.Reader = strings.NewReader(big)
+			if streamed {
+				body = io.NopCloser(body) // no GetBody: written as it is read
+			}
+			req, err := http.NewRequest(http.MethodPost, "http://"+svc.addr+"/", body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatalf("streamed %v, request %d: %v; want the service's early 400", streamed, i, err)
+			}
+			b, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "refused") {
+				t.Fatalf("streamed %v, request %d: %d %q; want the service's 400", streamed, i, res.StatusCode, b)
+			}
+		}
+	}
+}
