@@ -76,9 +76,16 @@ func (c *Commands) AddOIDC(ctx context.Context, editor, orgID string, in NewOIDC
 }
 
 // UpdateOIDCConfig replaces idp's configuration with cfg. An empty secret
-// keeps the stored one. When neither the configuration nor the secret
-// would change, it is Aborted ("no changes", as ZITADEL).
+// keeps the stored one, but only for the same issuer and client id: the
+// secret is sent to the token endpoint the issuer's discovery names, so
+// an admin who could point the provider elsewhere without knowing it
+// would receive it (InvalidArgument). When neither the configuration nor
+// the secret would change, it is Aborted ("no changes", as ZITADEL).
 func (c *Commands) UpdateOIDCConfig(ctx context.Context, editor string, idp *IDP, cfg Config, secret string) ([]eventstore.Event, error) {
+	if secret == "" && (cfg.Issuer != idp.Config.Issuer || cfg.ClientID != idp.Config.ClientID) {
+		return nil, apierr.InvalidArgument("IDP-secret-required",
+			"client_secret: required when the issuer or client id changes (the stored secret goes only to the provider it was set for)")
+	}
 	p := OIDCConfigChanged{Config: cfg}
 	if secret != "" {
 		current, err := Secrets{c.Cipher}.ClientSecret(ctx, idp)

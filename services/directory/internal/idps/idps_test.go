@@ -205,6 +205,26 @@ func TestCommands(t *testing.T) {
 			t.Fatalf("after scope removal: secret %q, scopes %v", got, p.Scopes)
 		}
 
+		// The stored secret goes only to the provider it was set for: a new
+		// issuer or client id needs the secret again, and nothing changes.
+		for name, moved := range map[string]func(*Config){
+			"issuer":    func(c *Config) { c.Issuer = "https://attacker.example" },
+			"client id": func(c *Config) { c.ClientID = "other-client" },
+		} {
+			cfg := p.Config
+			moved(&cfg)
+			if _, err := f.cmds.UpdateOIDCConfig(ctx, "editor", p, cfg, ""); connect.CodeOf(err) != connect.CodeInvalidArgument {
+				t.Fatalf("new %s without the secret: %v; want InvalidArgument", name, err)
+			}
+			if again, _ := f.q.Get(ctx, f.orgID, id); again.Version != p.Version {
+				t.Fatalf("new %s without the secret: the provider changed", name)
+			}
+			if _, err := f.cmds.UpdateOIDCConfig(ctx, "editor", p, cfg, "the-secret-for-it"); err != nil {
+				t.Fatalf("new %s with its secret: %v", name, err)
+			}
+			p, _ = f.q.Get(ctx, f.orgID, id)
+		}
+
 		// A stale version is a concurrent change.
 		stale := *p
 		stale.Version--

@@ -171,9 +171,13 @@ func TestIDPUpdateListAndRestart(t *testing.T) {
 			{"client secret of 201 characters", path, e.AdminToken, idpWith(full, "clientSecret", long("s", 201)), 400, 3},
 			{"21 scopes", path, e.AdminToken, idpWith(full, "scopes", idpScopes(21)), 400, 3},
 			{"malformed JSON", path, e.AdminToken, `{"clientId": `, 400, 3},
-			{"issuer of 200 characters", path, e.AdminToken, idpWith(full, "issuer", idpIssuer(200)), 200, 0},
-			{"client id of 200 characters", path, e.AdminToken, idpWith(full, "clientId", long("c", 200)), 200, 0},
-			{"20 scopes", path, e.AdminToken, idpWith(full, "scopes", idpScopes(20)), 200, 0},
+			{"new issuer without the secret", path, e.AdminToken, idpWith(full, "issuer", "https://elsewhere.example.com"), 400, 3},
+			{"new client id without the secret", path, e.AdminToken, idpWith(full, "clientId", "other"), 400, 3},
+			// A new issuer or client id comes with the secret (the same one here).
+			{"issuer of 200 characters", path, e.AdminToken, idpWith(full, "issuer", idpIssuer(200), "clientSecret", secret), 200, 0},
+			{"client id of 200 characters", path, e.AdminToken, idpWith(full, "clientId", long("c", 200), "clientSecret", secret), 200, 0},
+			{"20 scopes", path, e.AdminToken, idpWith(full, "scopes", idpScopes(20), "clientSecret", secret), 200, 0},
+			{"fewer scopes, empty secret", path, e.AdminToken, idpWith(full, "scopes", []string{"email"}), 200, 0},
 		}
 		for _, tc := range cases {
 			before := e.EventCount()

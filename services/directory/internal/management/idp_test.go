@@ -203,7 +203,7 @@ func TestIDPAccess(t *testing.T) {
 		if ev := e.Events(theirs); len(ev) != 1 || ev[0].ResourceOwner != otherOrg || idpObj(r.JSON["details"])["resourceOwner"] != otherOrg {
 			t.Fatalf("the other owner's IdP belongs to %v; want %s", r.JSON["details"], otherOrg)
 		}
-		update := map[string]any{"clientId": "c2", "issuer": "https://idp.example.com"}
+		update := map[string]any{"clientId": "c2", "clientSecret": "s2", "issuer": "https://idp.example.com"}
 
 		before := e.EventCount()
 		cases := []struct {

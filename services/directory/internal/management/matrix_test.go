@@ -326,7 +326,7 @@ func mxTable() []mxRow {
 			}},
 		{rpc: "UpdateOrgIDPOIDCConfig", http: "PUT /management/v1/idps/{idp_id}/oidc_config", call: mxRPC(M.UpdateOrgIDPOIDCConfig), kind: mxWrite, agg: "idp",
 			req: func(s *mxRun) proto.Message {
-				return &mv1.UpdateOrgIDPOIDCConfigRequest{IdpId: s.ids["idp"], ClientId: "gatehouse-2",
+				return &mv1.UpdateOrgIDPOIDCConfigRequest{IdpId: s.ids["idp"], ClientId: "gatehouse-2", ClientSecret: "secret-for-gatehouse-2",
 					Issuer: "https://login.example.org", Scopes: []string{"profile"}}
 			}},
 		{rpc: "DeactivateOrgIDP", http: "POST /management/v1/idps/{idp_id}/_deactivate", call: mxRPC(M.DeactivateOrgIDP), kind: mxWrite, agg: "idp",
