@@ -72,8 +72,8 @@ func (v *validator) checkNetworkPolicy(o Object, np *networkingv1.NetworkPolicy)
 
 // checkNetworkIsolation: every workload is selected by a NetworkPolicy for
 // ingress (the namespace-wide default-deny, at least), and what the
-// policies admit matches the policy: public Gatehouse services from
-// everywhere on their port, every other listed workload from exactly its
+// policies admit matches the policy: public Gatehouse services from the
+// ingress controller's namespace on their port, every other listed workload from exactly its
 // callers, /metrics from somewhere but never from everywhere.
 func (v *validator) checkNetworkIsolation() {
 	for _, w := range v.workloads {
@@ -93,8 +93,14 @@ func (v *validator) checkNetworkIsolation() {
 		where := fmt.Sprintf("port %d", serving.ContainerPort)
 		switch callers, listed := v.p.Callers[name]; {
 		case v.p.isPublic(name):
-			if !got.any {
-				v.failf(w.Object, "%s admits %s; want every source (it is the public entry)", where, got)
+			// The public entry believes X-Forwarded-For from trusted
+			// proxies, which are pod addresses: only the ingress
+			// controller's namespace may reach it, never any pod.
+			switch {
+			case got.any:
+				v.failf(w.Object, "%s admits every source; want only the ingress controller's namespace (any pod could name any client address to edge's trusted-proxy rule)", where)
+			case len(got.workloads) > 0 || len(got.external) == 0:
+				v.failf(w.Object, "%s admits %s; want only the ingress controller's namespace (it is the public entry)", where, got)
 			}
 		case listed:
 			want := strings.Join(callers, ", ")

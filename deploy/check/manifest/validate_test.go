@@ -592,15 +592,19 @@ func TestValidateRejects(t *testing.T) {
 			r.From = append(r.From, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0"}})
 			return o
 		}, "Deployment tokens: port 8080 admits every source"},
-		{"edge closed to the public", nil, func(t *testing.T, o []Object) []Object {
-			netpol(t, o, "edge").Spec.Ingress[0].From = []networkingv1.NetworkPolicyPeer{{
-				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "ingress-nginx"}}}}
+		{"edge open to every pod", nil, func(t *testing.T, o []Object) []Object {
+			netpol(t, o, "edge").Spec.Ingress[0].From = nil
 			return o
-		}, "Deployment edge: port 8080 admits namespaces kubernetes.io/metadata.name=ingress-nginx; want every source"},
+		}, "Deployment edge: port 8080 admits every source; want only the ingress controller's namespace"},
+		{"edge open to a workload of its namespace", nil, func(t *testing.T, o []Object) []Object {
+			r := &netpol(t, o, "edge").Spec.Ingress[0]
+			r.From = append(r.From, podPeer("tokens"))
+			return o
+		}, "Deployment edge: port 8080 admits namespaces kubernetes.io/metadata.name=ingress-nginx, tokens; want only the ingress controller's namespace"},
 		{"edge policy on another port", nil, func(t *testing.T, o []Object) []Object {
 			netpol(t, o, "edge").Spec.Ingress[0].Ports[0].Port = ptr.To(intstr.FromInt32(8443))
 			return o
-		}, "Deployment edge: port 8080 admits nothing; want every source"},
+		}, "Deployment edge: port 8080 admits nothing; want only the ingress controller's namespace"},
 		{"metrics open to all", nil, func(t *testing.T, o []Object) []Object {
 			netpol(t, o, "gatehouse-metrics").Spec.Ingress[0].From = nil
 			return o
