@@ -93,6 +93,12 @@ type Config struct {
 	// client and API classes that name a client or a token, which edge
 	// cannot verify.
 	AddressCapRate RateBudget
+	// PasswordRate is GATEHOUSE_RATE_LIMIT_PASSWORD and _BURST_PASSWORD
+	// (a tenth of RateLimit and a fifth of RateBurst unless set): per
+	// client address, over the login pages' submissions that hash a
+	// password (each costs one argon2id hash, of which a server runs only
+	// a few at once), besides the browser budget.
+	PasswordRate RateBudget
 	// RateLimitFallback is GATEHOUSE_RATE_LIMIT_FALLBACK: what limits while
 	// Redis is unreachable, "memory" (each replica in process) or "open".
 	RateLimitFallback string
@@ -226,6 +232,9 @@ func Load(role Role, getenv Getenv) (*Config, error) {
 	c.ClientRate = p.rateBudget("CLIENT", RateBudget{200, 400}, shared)
 	c.APIRate = p.rateBudget("API", RateBudget{100, 200}, shared)
 	c.AddressCapRate = p.rateBudget("ADDRESS_CAP", RateBudget{1000, 2000}, shared)
+	// A tenth of the browser budget's rate and a fifth of its burst (5/s
+	// and 20 by default), not floored by it: it is meant to be smaller.
+	c.PasswordRate = p.rateBudget("PASSWORD", RateBudget{c.RateLimit / 10, max(c.RateBurst/5, 1)}, RateBudget{})
 	switch c.RateLimitFallback = p.str("GATEHOUSE_RATE_LIMIT_FALLBACK", "memory"); c.RateLimitFallback {
 	case "memory", "open":
 	default:

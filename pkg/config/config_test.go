@@ -45,6 +45,13 @@ func TestDefaults(t *testing.T) {
 	if err != nil || c.ClientRate != (RateBudget{1500, 400}) || c.APIRate != (RateBudget{1500, 5}) || c.AddressCapRate != (RateBudget{1500, 2000}) {
 		t.Fatalf("raised shared limit: %v, client %v, api %v, cap %v; want 1500/400, 1500/5, 1500/2000", err, c.ClientRate, c.APIRate, c.AddressCapRate)
 	}
+	// The password budget follows the browser budget, smaller.
+	if c.PasswordRate != (RateBudget{150, 60}) {
+		t.Fatalf("password budget with a raised browser budget: %v; want 150/60", c.PasswordRate)
+	}
+	if d, err := Load(RoleEdge, env(nil)); err != nil || d.PasswordRate != (RateBudget{5, 20}) {
+		t.Fatalf("default password budget: %v %v; want 5/20", err, d.PasswordRate)
+	}
 	if c.Sessions.IdleLifetime != 2*time.Hour || c.Sessions.AbsoluteLifetime != 10*time.Hour {
 		t.Fatalf("session lifetimes %+v; want 2h idle, 10h absolute", c.Sessions)
 	}

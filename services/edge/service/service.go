@@ -167,7 +167,7 @@ func New(ctx context.Context, env process.Env) (e *Edge, err error) {
 		return "redis"
 	}
 	rejected, err := telemetry.NewCounter("gatehouse.edge.ratelimit.rejected",
-		"Requests edge answered 429, by rate-limit class and by what the exhausted budget is keyed by (address, client, token, address_cap).",
+		"Requests edge answered 429, by rate-limit class and by what the exhausted budget is keyed by (address, client, token, address_cap, password).",
 		"class", "key")
 	if err != nil {
 		return e, err
@@ -181,6 +181,7 @@ func New(ctx context.Context, env process.Env) (e *Edge, err error) {
 		Services:       handlers,
 		Limiters:       limits.byClass,
 		AddressCap:     limits.addressCap,
+		Password:       limits.password,
 		Rejected:       func(ctx context.Context, c routes.Class, key string) { rejected.Inc(ctx, string(c), key) },
 		TrustedProxies: trusted,
 		Issuer:         cfg.Issuer,
@@ -233,11 +234,13 @@ func (l *lateTokens) GetKeySet(ctx context.Context, req *connect.Request[tokensv
 	return (*h).GetKeySet(ctx, req)
 }
 
-// limiters are edge's rate limiters: one per limited class and the address
-// cap, all in process or all on one Redis client.
+// limiters are edge's rate limiters: one per limited class, the address
+// cap and the password submissions', all in process or all on one Redis
+// client.
 type limiters struct {
 	byClass    map[routes.Class]ratelimit.Limiter
 	addressCap ratelimit.Limiter
+	password   ratelimit.Limiter
 	client     *redis.Client
 	// redis is the first Redis limiter; the others are its WithLimit
 	// siblings, sharing its view of Redis's health.
@@ -280,13 +283,14 @@ func newLimiters(cfg *config.Config, env process.Env) (l *limiters, err error) {
 		}
 	}()
 	budgets := []struct {
-		class  routes.Class // "" for the address cap
+		class  routes.Class // "" for the address cap, "password" for password submissions
 		budget config.RateBudget
 	}{
 		{routes.ClassBrowser, config.RateBudget{PerSecond: cfg.RateLimit, Burst: cfg.RateBurst}},
 		{routes.ClassClient, cfg.ClientRate},
 		{routes.ClassAPI, cfg.APIRate},
 		{"", cfg.AddressCapRate},
+		{"password", cfg.PasswordRate},
 	}
 	for _, b := range budgets {
 		if b.budget.PerSecond == 0 {
@@ -296,9 +300,12 @@ func newLimiters(cfg *config.Config, env process.Env) (l *limiters, err error) {
 		if err != nil {
 			return nil, err
 		}
-		if b.class == "" {
+		switch b.class {
+		case "":
 			l.addressCap = lim
-		} else {
+		case "password":
+			l.password = lim
+		default:
 			l.byClass[b.class] = lim
 		}
 	}

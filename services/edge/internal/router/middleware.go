@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"time"
 
@@ -59,6 +60,11 @@ func (rt *router) serve(c *gin.Context, spec *routeSpec) {
 			return
 		}
 		st.hw.cors = true
+	}
+	if r := c.Request; r.Body != nil && r.Body != http.NoBody {
+		// The body must arrive in time, from the first byte the rate
+		// limiter may read of it (see Options.BodyTimeout).
+		_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now().Add(rt.bodyTimeout))
 	}
 	if !rt.rateLimit(c, st, spec.Class) {
 		return
@@ -174,6 +180,13 @@ func (rt *router) rateLimit(c *gin.Context, st *request, class routes.Class) boo
 	if d.Allowed && by != byAddress && rt.addressCap != nil {
 		if cd, ok := rt.allow(ctx, rt.addressCap, "cap:"+addressKey(st.info.ClientAddr)); ok && !cd.Allowed {
 			d, by = cd, byAddressCap
+		}
+	}
+	// A password submission costs an argon2id hash: one address must not
+	// keep a server's few hashing slots busy within its browser budget.
+	if d.Allowed && rt.password != nil && c.Request.Method == http.MethodPost && slices.Contains(routes.PasswordPosts, st.path) {
+		if pd, ok := rt.allow(ctx, rt.password, "pw:"+addressKey(st.info.ClientAddr)); ok && !pd.Allowed {
+			d, by = pd, byPassword
 		}
 	}
 	if d.Limit > 0 {

@@ -21,6 +21,7 @@ const (
 	byClient     = "client"
 	byToken      = "token"
 	byAddressCap = "address_cap"
+	byPassword   = "password"
 )
 
 // MaxPeekBytes bounds how much of a token, introspection or revocation body

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -12,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gatehouse-id/gatehouse/pkg/testutil"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/edgetest"
@@ -410,6 +413,83 @@ func BenchmarkRateKey(b *testing.B) {
 				r := &http.Request{Method: http.MethodPost, Header: header, Body: io.NopCloser(body), ContentLength: int64(len(c.body))}
 				if key, _ := rateKey(r, c.class, "192.0.2.1"); key == "" {
 					b.Fatal("no key")
+				}
+			}
+		})
+	}
+}
+
+// A password submission costs an argon2id hash, and a server runs only a
+// few at once: besides the browser budget, one address's POSTs of the
+// password pages share a smaller budget, so it cannot keep the hashing
+// slots busy for everyone (and other pages, other addresses and GETs of
+// those pages are not charged to it).
+func TestRateLimitPasswordSubmissions(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			rej := &rejections{}
+			f := newFixture(t, mode, func(o *Options) {
+				o.Limiters = map[routes.Class]ratelimit.Limiter{routes.ClassBrowser: frozenMemory(t, 1, 100)}
+				o.Password = frozenMemory(t, 1, 3)
+				o.Rejected = rej.add
+				o.TrustedProxies = []string{"127.0.0.1"}
+			})
+			c := classTraffic{t: t, f: f, client: edgetest.H2CClient(t), from: "198.51.100.1"}
+			for _, p := range routes.PasswordPosts[:2] {
+				if code := c.do(http.MethodPost, p, "password=x", nil); code != 200 {
+					t.Fatalf("POST %s within the password budget: %d", p, code)
+				}
+			}
+			c.do(http.MethodPost, routes.PasswordPosts[2], "password=x", nil)
+			for _, p := range routes.PasswordPosts {
+				if code := c.do(http.MethodPost, p, "password=x", nil); code != http.StatusTooManyRequests {
+					t.Errorf("POST %s past the password budget: %d; want 429", p, code)
+				}
+			}
+			for _, p := range []string{"/ui/login/login", "/ui/login/consent"} {
+				if code := c.do(http.MethodPost, p, "loginName=x", nil); code != 200 {
+					t.Errorf("POST %s (no password) with the password budget spent: %d; want 200", p, code)
+				}
+			}
+			if code := c.do(http.MethodGet, routes.PasswordPosts[0], "", nil); code != 200 {
+				t.Errorf("GET of the password page with the budget spent: %d; want 200", code)
+			}
+			other := c
+			other.from = "198.51.100.2"
+			if code := other.do(http.MethodPost, routes.PasswordPosts[0], "password=x", nil); code != 200 {
+				t.Errorf("another address: %d; want 200", code)
+			}
+			if got := rej.list(); !slices.Contains(got, "browser/password") {
+				t.Errorf("rejections %q; want browser/password", got)
+			}
+		})
+	}
+}
+
+// A body must arrive within the body timeout: a client sending one a byte
+// at a time does not hold edge's connection (nor a service's) for as long
+// as it likes. The rate limiter's peek at a token request's form is bounded
+// too.
+func TestSlowBodyTimesOut(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			f := newFixture(t, mode, func(o *Options) {
+				o.BodyTimeout = 300 * time.Millisecond
+				o.Limiters = map[routes.Class]ratelimit.Limiter{routes.ClassClient: memoryLimiter(t, 100, 100)}
+			})
+			for _, p := range []string{"/oauth/v2/token", "/management/v1/users/_search"} {
+				conn, err := net.Dial("tcp", f.edge.Host)
+				if err != nil {
+					t.Fatal(err)
+				}
+				start := time.Now()
+				fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 1000\r\n\r\ng", p, f.edge.Host)
+				_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+				_, err = io.ReadAll(conn) // the answer, then the close
+				took := time.Since(start)
+				conn.Close()
+				if err != nil || took > 5*time.Second {
+					t.Errorf("%s with a stalled body: %v after %s; want the connection ended about the 300ms timeout", p, err, took)
 				}
 			}
 		})

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -46,9 +47,18 @@ type Options struct {
 	// unverified here, and one address must not multiply its budget by
 	// naming new ones.
 	AddressCap ratelimit.Limiter
+	// BodyTimeout bounds how long a request's body may take to arrive
+	// (DefaultBodyTimeout when 0): the server itself has no read timeout,
+	// so gRPC and long responses work, and a client sending a body a byte
+	// a minute would otherwise hold a connection, a goroutine and a
+	// service connection for as long as it likes.
+	BodyTimeout time.Duration
+	// Password, if set, charges the POSTs of routes.PasswordPosts to their
+	// client address too, once their class's budget allowed them.
+	Password ratelimit.Limiter
 	// Rejected, if set, is told of every request answered 429: its class,
 	// and what the exhausted budget was keyed by ("address", "client",
-	// "token", or "address_cap").
+	// "token", "address_cap" or "password").
 	Rejected func(ctx context.Context, class routes.Class, key string)
 	// MaxBodyBytes bounds request bodies of OAuth, browser and REST routes
 	// (default DefaultMaxBodyBytes).
@@ -65,10 +75,16 @@ type Options struct {
 	Issuer *url.URL
 }
 
+// DefaultBodyTimeout is Options.BodyTimeout's default: a 4 MiB body at
+// 70 KB/s.
+const DefaultBodyTimeout = time.Minute
+
 type router struct {
 	logger      *slog.Logger
 	limiters    map[routes.Class]ratelimit.Limiter
 	addressCap  ratelimit.Limiter
+	password    ratelimit.Limiter
+	bodyTimeout time.Duration
 	rejected    func(ctx context.Context, class routes.Class, key string)
 	trusted     trustedSet
 	hsts        bool
@@ -83,6 +99,8 @@ func New(opts Options) (http.Handler, error) {
 		logger:      opts.Logger,
 		limiters:    map[routes.Class]ratelimit.Limiter{},
 		addressCap:  opts.AddressCap,
+		password:    opts.Password,
+		bodyTimeout: cmp.Or(opts.BodyTimeout, DefaultBodyTimeout),
 		rejected:    opts.Rejected,
 		hsts:        opts.Issuer != nil && opts.Issuer.Scheme == "https",
 		limiterWarn: &rate.Sometimes{Interval: 10 * time.Second},

@@ -73,6 +73,20 @@ const (
 	ClassMetadata Class = "metadata"
 )
 
+// PasswordPosts are the login pages whose POST hashes a password (a
+// sign-in, a password change, a registration, linking an external
+// identity with the local password): besides their class's budget, edge
+// charges them to a smaller per-address one, since each costs an argon2id
+// hash and a server runs only a few at once (authn's paths of these
+// pages).
+var PasswordPosts = []string{
+	"/ui/login/password",
+	"/ui/login/password/change",
+	"/ui/login/register",
+	"/ui/login/idp/link",
+	"/ui/login/idp/register",
+}
+
 // Classes lists every rate-limit class.
 func Classes() []Class { return []Class{ClassBrowser, ClassClient, ClassAPI, ClassMetadata} }
 
