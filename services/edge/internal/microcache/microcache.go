@@ -7,6 +7,12 @@
 // for the lesser of MaxAge and its max-age, so what a client caches is
 // never older than the service allows by more than MaxAge.
 //
+// A response is kept by its path alone: discovery and the key set depend
+// on neither the Host header nor a query (they are built from the
+// configured issuer), and keying by what a client chooses would let
+// anyone empty the cache for everyone. A request with a query is the
+// service's to answer, and keeps nothing.
+//
 // The key set's pre-publication window (tokens' keys.Options.PrePublish)
 // covers that second (rpc.EdgeCacheMaxAge, which it is checked against):
 // a key is published well over a minute before it signs.
@@ -27,8 +33,8 @@ import (
 const MaxAge = rpc.EdgeCacheMaxAge
 
 const (
-	// maxEntries bounds the responses kept: the key includes Host and the
-	// query, which clients choose. When full, the cache is emptied.
+	// maxEntries bounds the responses kept (one per cached path, so a
+	// safety bound only). When full, the cache is emptied.
 	maxEntries = 64
 	// maxBody is the largest body kept.
 	maxBody = 64 << 10
@@ -58,11 +64,11 @@ func New(next http.Handler) *Cache {
 // keeps its response when it may. Conditional, range and no-cache requests
 // always go to next, which knows its ETag.
 func (c *Cache) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if (r.Method != http.MethodGet && r.Method != http.MethodHead) || bypass(r.Header) {
+	if (r.Method != http.MethodGet && r.Method != http.MethodHead) || bypass(r.Header) || r.URL.RawQuery != "" {
 		c.next.ServeHTTP(w, r)
 		return
 	}
-	key := r.Host + r.URL.RequestURI()
+	key := r.URL.Path
 	now := c.now()
 	c.mu.RLock()
 	e := c.entries[key]
