@@ -413,7 +413,9 @@ func TestCLIResourceFamilies(t *testing.T) {
 	if lookup(shownIdP, "idp.redirectUri") != p.base+"/idps/callback" || lookup(shownIdP, "idp.name") != "Upstream" || strings.Contains(fmt.Sprint(shownIdP), "s3cret") {
 		t.Fatalf("idps show: %v", shownIdP)
 	}
-	c.ok(in("idps", "update", idpID, "--issuer", "https://accounts2.example.com", "--client-id", "gh", "--scope", "openid")...)
+	// A new issuer comes with the secret (the stored one goes only to its own provider).
+	c.fail([]string{"client_secret", "required when the issuer or client id changes"}, in("idps", "update", idpID, "--issuer", "https://accounts2.example.com", "--client-id", "gh", "--scope", "openid")...)
+	c.ok(in("idps", "update", idpID, "--issuer", "https://accounts2.example.com", "--client-id", "gh", "--client-secret", "s3cret-2", "--scope", "openid")...)
 	if got := api("GET", "/management/v1/idps/"+idpID, orgID, nil); lookup(got, "idp.oidcConfig.issuer") != "https://accounts2.example.com" {
 		t.Fatalf("IdP via the API after update: %v", got)
 	}
