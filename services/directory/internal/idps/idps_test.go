@@ -207,9 +207,9 @@ func TestCommands(t *testing.T) {
 
 		// The stored secret goes only to the provider it was set for: a new
 		// issuer or client id needs the secret again, and nothing changes.
-		for name, moved := range map[string]func(*Config){
-			"issuer":    func(c *Config) { c.Issuer = "https://attacker.example" },
-			"client id": func(c *Config) { c.ClientID = "other-client" },
+		for name, moved := range map[string]func(*idps.Config){
+			"issuer":    func(c *idps.Config) { c.Issuer = "https://attacker.example" },
+			"client id": func(c *idps.Config) { c.ClientID = "other-client" },
 		} {
 			cfg := p.Config
 			moved(&cfg)
