@@ -477,6 +477,20 @@ func TestSlowBodyTimesOut(t *testing.T) {
 				o.BodyTimeout = 300 * time.Millisecond
 				o.Limiters = map[routes.Class]ratelimit.Limiter{routes.ClassClient: memoryLimiter(t, 100, 100)}
 			})
+			// A body that arrived whole is not cut off by the timeout, however
+			// long the service then takes to answer.
+			f.backends[routes.Tokens].Respond = func(w http.ResponseWriter, r *http.Request) {
+				time.Sleep(900 * time.Millisecond)
+				_, _ = io.WriteString(w, "slow answer")
+			}
+			for _, client := range []*http.Client{edgetest.HTTP1Client(t), edgetest.H2CClient(t)} {
+				req, _ := http.NewRequest(http.MethodPost, f.url("/oauth/v2/token"), strings.NewReader("grant_type=x&client_id=slow"))
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				if resp, body := edgetest.Do(t, client, req); resp.StatusCode != 200 || string(body) != "slow answer" {
+					t.Errorf("a slow answer to a whole body: %d %q; want 200 and the answer", resp.StatusCode, body)
+				}
+			}
+			f.backends[routes.Tokens].Respond = nil
 			for _, p := range []string{"/oauth/v2/token", "/management/v1/users/_search"} {
 				conn, err := net.Dial("tcp", f.edge.Host)
 				if err != nil {
