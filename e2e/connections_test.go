@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/gatehouse-id/gatehouse/pkg/db"
 	"github.com/gatehouse-id/gatehouse/pkg/testutil"
 )
 
@@ -200,8 +201,25 @@ func TestLoadOpensNoNewConnections(t *testing.T) {
 			t.Errorf("%s accepted %d new HTTP connections under steady load (%d before); want none", p, len(n), len(before.http[p]))
 		}
 	}
-	if n := newOnes(before.postgres, after.postgres); len(n) > 0 {
-		t.Errorf("new PostgreSQL connections under steady load: %v (before: %d)", n, len(before.postgres))
+	// A PostgreSQL pool opens a connection only when all of its open ones
+	// are busy, so the warm-up cannot make sure a pool has reached the
+	// size a burst of the measured load asks for: a pool that grows
+	// towards its bound (GATEHOUSE_DB_MAX_CONNS) is not churn. A backend
+	// that went away, or one past the bound, is.
+	if gone := newOnes(after.postgres, before.postgres); len(gone) > 0 {
+		t.Errorf("PostgreSQL connections closed under steady load: %v (then %v new: %v)", gone, len(newOnes(before.postgres, after.postgres)), newOnes(before.postgres, after.postgres))
+	} else if grown := newOnes(before.postgres, after.postgres); len(grown) > 0 {
+		t.Logf("PostgreSQL pools grew under the measured load (no connection was closed): %v", grown)
+	}
+	perService := map[string]int{}
+	for _, b := range after.postgres {
+		name, _, _ := strings.Cut(b, " ")
+		perService[name]++
+	}
+	for name, n := range perService {
+		if n > db.DefaultMaxConns {
+			t.Errorf("%s holds %d PostgreSQL connections; its pool's bound is %d", name, n, db.DefaultMaxConns)
+		}
 	}
 	if len(before.redis) == 0 {
 		t.Error("no Redis client named gatehouse-* in CLIENT LIST")
