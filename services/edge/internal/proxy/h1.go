@@ -261,11 +261,7 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, req *http.Request
 			_ = c.SetDeadline(aLongTimeAgo)
 		}
 	}
-	res, err := http.ReadResponse(c.br, req)
-	// Skip interim answers (100 Continue, 103 Early Hints).
-	for err == nil && res.StatusCode >= 100 && res.StatusCode < 200 && res.StatusCode != http.StatusSwitchingProtocols {
-		res, err = http.ReadResponse(c.br, req)
-	}
+	res, err := readResponse(c, req)
 	if err != nil {
 		return nil, err
 	}
@@ -292,16 +288,23 @@ func earlyAnswer(ctx context.Context, c *h1Conn, req *http.Request, writeErr err
 	if ctx.Err() != nil {
 		_ = c.SetDeadline(aLongTimeAgo) // cancelled before the deadline above replaced its own
 	}
-	res, err := http.ReadResponse(c.br, req)
-	for err == nil && res.StatusCode >= 100 && res.StatusCode < 200 && res.StatusCode != http.StatusSwitchingProtocols {
-		res, err = http.ReadResponse(c.br, req)
-	}
+	res, err := readResponse(c, req)
 	if err != nil {
 		return nil, writeErr
 	}
 	_ = c.SetReadDeadline(time.Time{})
 	res.Close = true
 	return res, nil
+}
+
+// readResponse reads req's response from c, past interim answers (100
+// Continue, 103 Early Hints).
+func readResponse(c *h1Conn, req *http.Request) (*http.Response, error) {
+	res, err := http.ReadResponse(c.br, req)
+	for err == nil && res.StatusCode >= 100 && res.StatusCode < 200 && res.StatusCode != http.StatusSwitchingProtocols {
+		res, err = http.ReadResponse(c.br, req)
+	}
+	return res, err
 }
 
 // readErrBody remembers the error reading the request body failed with.
