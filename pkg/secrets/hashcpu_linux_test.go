@@ -47,7 +47,13 @@ func TestTimeOnThreadCountsAllOfIt(t *testing.T) {
 func ranOnThread(t *testing.T) time.Duration {
 	t.Helper()
 	pause := unix.NsecToTimespec(int64(200 * time.Microsecond))
-	if err := unix.Nanosleep(&pause, nil); err != nil {
+	// The runtime's signals (preemption) interrupt the sleep now and then:
+	// any sleep switches the thread out, so sleep again.
+	err := unix.Nanosleep(&pause, nil)
+	for err == unix.EINTR {
+		err = unix.Nanosleep(&pause, nil)
+	}
+	if err != nil {
 		t.Fatalf("nanosleep: %v", err)
 	}
 	var ru unix.Rusage
