@@ -141,6 +141,29 @@ func (rp *RP) Begin(ctx context.Context, idp *directoryv1.IdP, secret string) (S
 	return s, nil
 }
 
+// AMRFederated is the "amr" value of a sign-in at an external identity
+// provider: Gatehouse verified that provider's ID token, nothing more.
+// RFC 8176 registers no value for it; this private one is documented in
+// the README.
+const AMRFederated = "fed"
+
+// AMR is what Gatehouse records of a sign-in at idp: AMRFederated, then
+// the provider's own values only when an IAM owner trusts them (an
+// organization owner configures the provider, and a relying party that
+// requires "mfa" must not trust every provider a tenant adds).
+func AMR(idp *directoryv1.IdP, id *Identity) []string {
+	out := []string{AMRFederated}
+	if !idp.GetTrustAmr() {
+		return out
+	}
+	for _, v := range id.AMR {
+		if v != "" && !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // Identity is what an identity provider says about the user.
 type Identity struct {
 	Subject           string

@@ -194,7 +194,10 @@ func (p *Pages) callback(w http.ResponseWriter, r *http.Request) {
 // identity provider allows it.
 func (p *Pages) signInIdentity(w http.ResponseWriter, r *http.Request, f *flow, idp *directoryv1.IdP, id *federation.Identity) {
 	ctx := r.Context()
-	linked, err := p.Directory.GetLinkedUser(ctx, connect.NewRequest(&directoryv1.GetLinkedUserRequest{IdpId: idp.GetId(), ExternalSubject: id.Subject}))
+	// The issuer the identity was verified against: directory refuses it
+	// once the provider names another (repointed while the user was away).
+	linked, err := p.Directory.GetLinkedUser(ctx, connect.NewRequest(&directoryv1.GetLinkedUserRequest{
+		IdpId: idp.GetId(), ExternalSubject: id.Subject, Issuer: idp.GetIssuer()}))
 	switch {
 	case err == nil:
 		u := linked.Msg.GetUser()
@@ -202,7 +205,10 @@ func (p *Pages) signInIdentity(w http.ResponseWriter, r *http.Request, f *flow, 
 			p.messagePage(w, r, f.lang, http.StatusForbidden, "err.inactive")
 			return
 		}
-		p.signIn(w, r, f, u, id.AMR)
+		p.signInLinked(w, r, f, u, federation.AMR(idp, id))
+		return
+	case connect.CodeOf(err) == connect.CodeFailedPrecondition:
+		p.messagePage(w, r, f.lang, http.StatusBadRequest, "err.idpGone")
 		return
 	case connect.CodeOf(err) != connect.CodeNotFound:
 		p.internal(w, r, f.lang, err)
@@ -220,12 +226,15 @@ func (p *Pages) signInIdentity(w http.ResponseWriter, r *http.Request, f *flow, 
 		IdpId: idp.GetId(), ExternalSubject: id.Subject, ExternalUserName: providedName(id), UserName: federation.UserName(idp, id),
 		DisplayName: federation.DisplayName(idp, id),
 		FirstName:   first, LastName: last, Email: id.Email, EmailVerified: id.EmailVerified, PreferredLanguage: f.lang,
+		Issuer: idp.GetIssuer(),
 	}))
 	if err == nil {
-		p.signIn(w, r, f, reg.Msg.GetUser(), id.AMR)
+		p.signIn(w, r, f, reg.Msg.GetUser(), federation.AMR(idp, id))
 		return
 	}
 	switch connect.CodeOf(err) {
+	case connect.CodeFailedPrecondition:
+		p.messagePage(w, r, f.lang, http.StatusBadRequest, "err.idpGone")
 	case connect.CodeAlreadyExists:
 		// The user name is taken: perhaps by this very person, who may
 		// link the identity by signing in to that account.
@@ -239,10 +248,30 @@ func (p *Pages) signInIdentity(w http.ResponseWriter, r *http.Request, f *flow, 
 	}
 }
 
+// signInLinked signs in the user of a linked identity, through the same
+// steps as a password sign-in: a password an admin set must be changed
+// first (the change asks for it, so a link does not outlive the reset of
+// the password that made it).
+func (p *Pages) signInLinked(w http.ResponseWriter, r *http.Request, f *flow, u *directoryv1.User, amr []string) {
+	if u.GetPasswordChangeRequired() {
+		if err := p.Store.SetAuthRequestUser(r.Context(), f.ar.ID, u.GetPreferredLoginName(), u.GetId()); err != nil {
+			p.internal(w, r, f.lang, err)
+			return
+		}
+		redirect(w, r, PathChangePassword, f.ar.ID)
+		return
+	}
+	p.signIn(w, r, f, u, amr)
+}
+
 // parked is an identity waiting with its pending request.
 type parked struct {
-	IdPID    string              `json:"idp_id"`
-	IdPName  string              `json:"idp_name"`
+	IdPID   string `json:"idp_id"`
+	IdPName string `json:"idp_name"`
+	// Issuer and AMR: what the identity was verified against, and the
+	// authentication methods Gatehouse records for it.
+	Issuer   string              `json:"issuer"`
+	AMR      []string            `json:"amr"`
 	Identity federation.Identity `json:"identity"`
 	UserName string              `json:"user_name"` // by the IdP's mapping
 	Taken    bool                `json:"taken"`     // the mapped name belongs to another user
@@ -251,7 +280,8 @@ type parked struct {
 // parkIdentity keeps id with the pending request and shows the page that
 // links it to an existing account or registers a new one.
 func (p *Pages) parkIdentity(w http.ResponseWriter, r *http.Request, f *flow, idp *directoryv1.IdP, id *federation.Identity, taken bool) {
-	raw, err := json.Marshal(parked{IdPID: idp.GetId(), IdPName: idp.GetName(), Identity: *id, UserName: federation.UserName(idp, id), Taken: taken})
+	raw, err := json.Marshal(parked{IdPID: idp.GetId(), IdPName: idp.GetName(), Issuer: idp.GetIssuer(), AMR: federation.AMR(idp, id),
+		Identity: *id, UserName: federation.UserName(idp, id), Taken: taken})
 	if err == nil {
 		err = p.Store.SetAuthRequestExternal(r.Context(), f.ar.ID, string(raw))
 	}
@@ -334,12 +364,22 @@ func (p *Pages) idpLinkSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	u := resp.Msg.GetUser()
 	if _, err := p.Directory.LinkExternalUser(ctx, connect.NewRequest(&directoryv1.LinkExternalUserRequest{
-		IdpId: pk.IdPID, ExternalSubject: pk.Identity.Subject, UserId: u.GetId(), ExternalUserName: providedName(&pk.Identity)})); err != nil {
+		IdpId: pk.IdPID, ExternalSubject: pk.Identity.Subject, UserId: u.GetId(), ExternalUserName: providedName(&pk.Identity),
+		Issuer: pk.Issuer})); err != nil {
 		if c := connect.CodeOf(err); c == connect.CodeAlreadyExists || c == connect.CodeFailedPrecondition {
 			p.messagePage(w, r, f.lang, http.StatusConflict, "err.idpLinkRefused")
 			return
 		}
 		p.internal(w, r, f.lang, err)
+		return
+	}
+	// The password was just proven; one an admin set is changed first.
+	if resp.Msg.GetChangeRequired() {
+		if err := p.Store.SetAuthRequestUser(ctx, f.ar.ID, u.GetPreferredLoginName(), u.GetId()); err != nil {
+			p.internal(w, r, f.lang, err)
+			return
+		}
+		redirect(w, r, PathChangePassword, f.ar.ID)
 		return
 	}
 	p.signIn(w, r, f, u, []string{"pwd"})
@@ -375,13 +415,15 @@ func (p *Pages) idpRegisterSubmit(w http.ResponseWriter, r *http.Request) {
 	reg, err := p.Directory.RegisterExternalUser(r.Context(), connect.NewRequest(&directoryv1.RegisterExternalUserRequest{
 		IdpId: pk.IdPID, ExternalSubject: pk.Identity.Subject, ExternalUserName: providedName(&pk.Identity),
 		UserName: pg.Form["userName"], FirstName: pg.Form["firstName"], LastName: pg.Form["lastName"],
-		Email: pg.Form["email"], EmailVerified: verified, PreferredLanguage: f.lang,
+		Email: pg.Form["email"], EmailVerified: verified, PreferredLanguage: f.lang, Issuer: pk.Issuer,
 	}))
 	if err == nil {
-		p.signIn(w, r, f, reg.Msg.GetUser(), pk.Identity.AMR)
+		p.signIn(w, r, f, reg.Msg.GetUser(), pk.AMR)
 		return
 	}
 	switch connect.CodeOf(err) {
+	case connect.CodeFailedPrecondition: // deactivated or repointed meanwhile
+		p.messagePage(w, r, f.lang, http.StatusBadRequest, "err.idpGone")
 	case connect.CodeAlreadyExists:
 		pg.Errors["userName"] = translate(f.lang, "err.taken")
 		p.linkPage(w, r, f, pk, http.StatusConflict, pg)

@@ -75,7 +75,11 @@ func (c *Commands) AddOIDC(ctx context.Context, editor, orgID string, in NewOIDC
 	return id, evs, nil
 }
 
-// UpdateOIDCConfig replaces idp's configuration with cfg. An empty secret
+// UpdateOIDCConfig replaces idp's configuration with cfg. A new issuer or
+// client id makes it another provider: every link to the IdP is removed
+// (its users link again, by their password), as when it is removed, so
+// whoever can repoint a provider never signs in as the users linked to
+// it (an organization owner as its IAM owner, say). An empty secret
 // keeps the stored one, but only for the same issuer and client id: the
 // secret is sent to the token endpoint the issuer's discovery names, so
 // an admin who could point the provider elsewhere without knowing it
@@ -86,7 +90,7 @@ func (c *Commands) UpdateOIDCConfig(ctx context.Context, editor string, idp *IDP
 		return nil, apierr.InvalidArgument("IDP-secret-required",
 			"client_secret: required when the issuer or client id changes (the stored secret goes only to the provider it was set for)")
 	}
-	p := OIDCConfigChanged{Config: cfg}
+	p := OIDCConfigChanged{Config: cfg, LinksDropped: !cfg.SameProvider(idp.Config)}
 	if secret != "" {
 		current, err := Secrets{c.Cipher}.ClientSecret(ctx, idp)
 		if err != nil {
@@ -102,6 +106,15 @@ func (c *Commands) UpdateOIDCConfig(ctx context.Context, editor string, idp *IDP
 		return nil, apierr.Precondition("IDP-no-changes", "the identity provider configuration would not change")
 	}
 	return c.push(ctx, editor, idp, eventstore.Pending{Type: EventOIDCConfigChanged, Payload: p})
+}
+
+// SetTrust trusts the provider's "amr" values, or stops trusting them
+// (IAM owners only, see the management rules); Aborted when unchanged.
+func (c *Commands) SetTrust(ctx context.Context, editor string, idp *IDP, trustAMR bool) ([]eventstore.Event, error) {
+	if idp.TrustAMR == trustAMR {
+		return nil, apierr.Precondition("IDP-no-changes", "the identity provider's trust would not change")
+	}
+	return c.push(ctx, editor, idp, eventstore.Pending{Type: EventTrustChanged, Payload: TrustChanged{TrustAMR: trustAMR}})
 }
 
 // Deactivate hides an active IdP from the login; Aborted unless active.

@@ -20,6 +20,7 @@ const (
 	EventDeactivated       = "idp.deactivated"
 	EventReactivated       = "idp.reactivated"
 	EventRemoved           = "idp.removed"
+	EventTrustChanged      = "idp.trust.changed"
 )
 
 // States, styling types, owner types and mapping fields (the management
@@ -73,6 +74,8 @@ type IDP struct {
 	StylingType  int32  `db:"styling_type"`
 	State        int32  `db:"state"`
 	AutoRegister bool   `db:"auto_register"`
+	// TrustAMR: an IAM owner trusts the provider's "amr" values.
+	TrustAMR bool `db:"trust_amr"`
 	Config
 	// EncryptedSecret is the client secret sealed with the IdP cipher (aad:
 	// the IdP id); see Secrets.ClientSecret.
@@ -116,6 +119,23 @@ type OIDCAdded struct {
 type OIDCConfigChanged struct {
 	Config
 	ClientSecret []byte `json:"clientSecret,omitempty"`
+	// LinksDropped: the issuer or client id changed, so the provider is
+	// another one and every user's link to it is removed (for the audit
+	// log; the reducer compares the identities itself).
+	LinksDropped bool `json:"linksDropped,omitempty"`
+}
+
+// SameProvider reports whether c and o name the same provider: the same
+// issuer (the namespace of its subjects) and client id (which account
+// there Gatehouse is). A user's link to one is a credential that must
+// never pass to another.
+func (c Config) SameProvider(o Config) bool {
+	return c.Issuer == o.Issuer && c.ClientID == o.ClientID
+}
+
+// TrustChanged is the payload of EventTrustChanged.
+type TrustChanged struct {
+	TrustAMR bool `json:"trustAmr"`
 }
 
 // Removed is the payload of EventRemoved (the name, for the audit log).

@@ -17,7 +17,7 @@ import (
 type Queries struct{ DB *db.DB }
 
 const columns = `id, org_id, name, styling_type, state, client_id, client_secret, issuer, scopes,
-	display_name_mapping, username_mapping, auto_register, creation_date, change_date, sequence, version`
+	display_name_mapping, username_mapping, auto_register, trust_amr, creation_date, change_date, sequence, version`
 
 // Get returns an IdP of org, or db.ErrNotFound (also for another
 // organization's IdP: callers must not learn it exists).

@@ -32,12 +32,31 @@ func Register(es *eventstore.Store) {
 		if err := e.Unmarshal(&p); err != nil {
 			return err
 		}
-		// An absent secret keeps the stored one.
-		_, err := tx.Exec(ctx, `UPDATE idps SET client_id = ?, issuer = ?, scopes = ?, display_name_mapping = ?,
+		// Another provider inherits no link: the subjects it asserts are
+		// of another namespace (or of another account), whoever they name.
+		if _, err := tx.Exec(ctx, `DELETE FROM user_links WHERE idp_id = ? AND (issuer <> ? OR client_id <> ?)`,
+			e.AggregateID, p.Issuer, p.ClientID); err != nil {
+			return err
+		}
+		// An absent secret keeps the stored one. The trust was in the
+		// provider an IAM owner knew: another one starts untrusted.
+		_, err := tx.Exec(ctx, `UPDATE idps SET
+			trust_amr = CASE WHEN issuer = ? AND client_id = ? THEN trust_amr ELSE ? END,
+			client_id = ?, issuer = ?, scopes = ?, display_name_mapping = ?,
 			username_mapping = ?, client_secret = COALESCE(?, client_secret), change_date = ?, sequence = ?, version = ?
 			WHERE id = ?`,
+			p.Issuer, p.ClientID, false,
 			p.ClientID, p.Issuer, p.Scopes, p.DisplayNameMapping, p.UsernameMapping, nullBytes(p.ClientSecret),
 			e.CreatedAt, e.Sequence, e.Version, e.AggregateID)
+		return err
+	})
+	es.Register(EventTrustChanged, func(ctx context.Context, tx db.Querier, e eventstore.Event) error {
+		var p TrustChanged
+		if err := e.Unmarshal(&p); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE idps SET trust_amr = ?, change_date = ?, sequence = ?, version = ? WHERE id = ?`,
+			p.TrustAMR, e.CreatedAt, e.Sequence, e.Version, e.AggregateID)
 		return err
 	})
 	es.Register(EventDeactivated, setState(StateInactive))

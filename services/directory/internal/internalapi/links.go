@@ -33,6 +33,22 @@ func checkExternal(f *apierr.Fields, idpID, subject string) {
 	f.Check(apierr.Length("external_subject", subject, 1, users.MaxExternalSubjectLength))
 }
 
+// checkIssuer refuses an identity verified against another issuer than
+// p's: the provider was repointed while the sign-in was under way, and a
+// subject of the old namespace must not name anyone under the new one.
+// Like an inactive provider, it is FailedPrecondition (the sign-in ends).
+func checkIssuer(p *idps.IDP, issuer string) error {
+	if issuer != p.Issuer {
+		return failedPrecondition("the identity provider's issuer has changed since the sign-in began")
+	}
+	return nil
+}
+
+// external names the identity subject at p, as p is now.
+func external(p *idps.IDP, subject, userName string) users.External {
+	return users.External{IdPID: p.ID, Issuer: p.Issuer, ClientID: p.ClientID, Subject: subject, UserName: userName}
+}
+
 func (s *Server) idpQueries() *idps.Queries { return &idps.Queries{DB: s.ES.DB()} }
 
 // idpByID returns an IdP by id, whatever its organization: the federation
@@ -80,6 +96,7 @@ func idpProto(p *idps.IDP) *directoryv1.IdP {
 		DisplayNameMapping: directoryv1.MappingField(p.DisplayNameMapping),
 		UsernameMapping:    directoryv1.MappingField(p.UsernameMapping),
 		AutoRegister:       p.AutoRegister,
+		TrustAmr:           p.TrustAMR,
 		Active:             p.State == idps.StateActive,
 	}
 }
@@ -163,8 +180,11 @@ func (s *Server) LinkExternalUser(ctx context.Context, req *connect.Request[dire
 	case u.Type != users.TypeHuman:
 		return nil, failedPrecondition("only human users can be linked to an identity provider")
 	}
+	if err := checkIssuer(p, m.GetIssuer()); err != nil {
+		return nil, err
+	}
 	// The user acts (through authn), as in ChangePassword.
-	if _, err := s.userCmds.AddLink(ctx, u.ID, u, users.External{IdPID: p.ID, Subject: m.GetExternalSubject(), UserName: m.GetExternalUserName()}); err != nil {
+	if _, err := s.userCmds.AddLink(ctx, u.ID, u, external(p, m.GetExternalSubject(), m.GetExternalUserName())); err != nil {
 		return nil, asInternal(err, "link")
 	}
 	return connect.NewResponse(&directoryv1.LinkExternalUserResponse{}), nil
@@ -181,6 +201,9 @@ func (s *Server) GetLinkedUser(ctx context.Context, req *connect.Request[directo
 	}
 	p, err := s.activeIdP(ctx, m.GetIdpId())
 	if err != nil {
+		return nil, err
+	}
+	if err := checkIssuer(p, m.GetIssuer()); err != nil {
 		return nil, err
 	}
 	u, _, err := s.linked(ctx, p.ID, m.GetExternalSubject())
@@ -237,6 +260,9 @@ func (s *Server) RegisterExternalUser(ctx context.Context, req *connect.Request[
 	if err != nil {
 		return nil, err
 	}
+	if err := checkIssuer(p, m.GetIssuer()); err != nil {
+		return nil, err
+	}
 	org, err := s.orgs.Get(ctx, p.OrgID)
 	if err != nil {
 		return nil, internalErr(err, "get org")
@@ -245,7 +271,7 @@ func (s *Server) RegisterExternalUser(ctx context.Context, req *connect.Request[
 		UserName: m.GetUserName(), FirstName: m.GetFirstName(), LastName: m.GetLastName(),
 		DisplayName:       displayName(m.GetDisplayName(), m.GetFirstName(), m.GetLastName()),
 		PreferredLanguage: m.GetPreferredLanguage(), Email: m.GetEmail(), EmailVerified: m.GetEmailVerified(),
-	}, users.External{IdPID: p.ID, Subject: m.GetExternalSubject(), UserName: m.GetExternalUserName()})
+	}, external(p, m.GetExternalSubject(), m.GetExternalUserName()))
 	if err != nil {
 		return nil, asInternal(err, "register external user")
 	}

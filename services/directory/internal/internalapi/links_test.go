@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"connectrpc.com/connect"
@@ -32,7 +33,18 @@ func addIdP(t *testing.T, e *mgmttest.Env, org, name, secret string) string {
 	if r.Status != 200 || id == "" {
 		t.Fatalf("add IdP %s: %d %s", name, r.Status, r.Body)
 	}
+	issuers.Store(id, "https://idp.example.com/"+name)
 	return id
+}
+
+// issuers are the issuers addIdP configured, by IdP id: authn names the
+// issuer it verified an identity against.
+var issuers sync.Map
+
+func issuerOf(idp string) string {
+	iss, _ := issuers.Load(idp)
+	s, _ := iss.(string)
+	return s
 }
 
 // restOK sends a management REST request that must succeed.
@@ -45,12 +57,12 @@ func restOK(t *testing.T, e *mgmttest.Env, method, path, org string, body any) {
 
 func link(c directoryv1connect.DirectoryServiceClient, idp, sub, user string) error {
 	_, err := c.LinkExternalUser(context.Background(), connect.NewRequest(&directoryv1.LinkExternalUserRequest{
-		IdpId: idp, ExternalSubject: sub, UserId: user}))
+		IdpId: idp, ExternalSubject: sub, UserId: user, Issuer: issuerOf(idp)}))
 	return err
 }
 
 func linked(c directoryv1connect.DirectoryServiceClient, idp, sub string) (*directoryv1.User, error) {
-	res, err := c.GetLinkedUser(context.Background(), connect.NewRequest(&directoryv1.GetLinkedUserRequest{IdpId: idp, ExternalSubject: sub}))
+	res, err := c.GetLinkedUser(context.Background(), connect.NewRequest(&directoryv1.GetLinkedUserRequest{IdpId: idp, ExternalSubject: sub, Issuer: issuerOf(idp)}))
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +77,7 @@ func unlink(c directoryv1connect.DirectoryServiceClient, idp, sub string) error 
 func registerExternal(c directoryv1connect.DirectoryServiceClient, idp, sub, name string) (*directoryv1.User, error) {
 	res, err := c.RegisterExternalUser(context.Background(), connect.NewRequest(&directoryv1.RegisterExternalUserRequest{
 		IdpId: idp, ExternalSubject: sub, UserName: name, FirstName: "Ext", LastName: "Ern", Email: name + "@idp.example.com",
-		EmailVerified: true, PreferredLanguage: "de",
+		EmailVerified: true, PreferredLanguage: "de", Issuer: issuerOf(idp),
 	}))
 	if err != nil {
 		return nil, err
@@ -123,6 +135,32 @@ func TestExternalLinks(t *testing.T) {
 			}
 			if _, err := linked(e.Internal("wrong-token-wrong-token-wrong-token"), idp, "x"); connect.CodeOf(err) != connect.CodeUnauthenticated {
 				t.Fatalf("GetLinkedUser with a wrong credential: %v; want Unauthenticated", err)
+			}
+		})
+
+		// An identity verified against another issuer than the IdP's (the
+		// IdP was repointed while the sign-in was under way) names nobody
+		// and links nothing.
+		t.Run("issuer changed during the sign-in", func(t *testing.T) {
+			kim := e.SeedUser(e.OrgID, "kim")
+			if err := link(c, idp, "sub-kim", kim); err != nil {
+				t.Fatal(err)
+			}
+			old := directoryv1.GetLinkedUserRequest{IdpId: idp, ExternalSubject: "sub-kim", Issuer: "https://idp.example.com/before"}
+			if _, err := c.GetLinkedUser(ctx, connect.NewRequest(&old)); connect.CodeOf(err) != connect.CodeFailedPrecondition {
+				t.Errorf("GetLinkedUser for another issuer: %v; want FailedPrecondition", err)
+			}
+			kai := e.SeedUser(e.OrgID, "kai")
+			if _, err := c.LinkExternalUser(ctx, connect.NewRequest(&directoryv1.LinkExternalUserRequest{IdpId: idp, ExternalSubject: "sub-kai",
+				UserId: kai, Issuer: "https://idp.example.com/before"})); connect.CodeOf(err) != connect.CodeFailedPrecondition {
+				t.Errorf("LinkExternalUser for another issuer: %v; want FailedPrecondition", err)
+			}
+			if _, err := c.RegisterExternalUser(ctx, connect.NewRequest(&directoryv1.RegisterExternalUserRequest{IdpId: idp, ExternalSubject: "sub-kai",
+				UserName: "kai2", FirstName: "K", LastName: "K", Email: "kai2@example.com"})); connect.CodeOf(err) != connect.CodeFailedPrecondition {
+				t.Errorf("RegisterExternalUser without the issuer: %v; want FailedPrecondition", err)
+			}
+			if n := linkCount(t, e, "external_subject", "sub-kai"); n != 0 {
+				t.Errorf("%d links of the refused identity", n)
 			}
 		})
 
@@ -202,7 +240,7 @@ func TestExternalLinks(t *testing.T) {
 			last := evs[len(evs)-1]
 			var payload users.IdPLink
 			if err := json.Unmarshal(last.Payload, &payload); err != nil || last.Type != users.EventIdPLinkAdded ||
-				payload != (users.IdPLink{IdPID: idp, ExternalSubject: "sub-linda"}) || last.ResourceOwner != e.OrgID || last.Editor != linda {
+				payload != (users.IdPLink{IdPID: idp, ExternalSubject: "sub-linda", Issuer: issuerOf(idp), ClientID: "client-Zeta"}) || last.ResourceOwner != e.OrgID || last.Editor != linda {
 				t.Fatalf("link event %+v (%s)", last, last.Payload)
 			}
 			// The user projection records the link like any user event.
@@ -271,7 +309,7 @@ func TestExternalLinks(t *testing.T) {
 			evs = e.Events(linda)
 			last = evs[len(evs)-1]
 			if err := json.Unmarshal(last.Payload, &payload); err != nil || last.Type != users.EventIdPLinkRemoved ||
-				payload != (users.IdPLink{IdPID: idp, ExternalSubject: "sub-linda"}) {
+				payload != (users.IdPLink{IdPID: idp, ExternalSubject: "sub-linda", Issuer: issuerOf(idp), ClientID: "client-Zeta"}) {
 				t.Fatalf("unlink event %+v (%s)", last, last.Payload)
 			}
 			if u, _ := (&users.Queries{DB: e.DB}).Get(ctx, linda); u.Version != uint64(len(evs)) || u.Sequence != last.Sequence {
@@ -340,6 +378,7 @@ func TestExternalLinks(t *testing.T) {
 				r := &directoryv1.RegisterExternalUserRequest{IdpId: idp, ExternalSubject: "sub-new", UserName: "newbie",
 					FirstName: "N", LastName: "B", Email: "newbie@example.com"}
 				mod(r)
+				r.Issuer = issuerOf(r.IdpId)
 				_, err := c.RegisterExternalUser(ctx, connect.NewRequest(r))
 				return err
 			}

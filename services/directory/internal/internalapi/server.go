@@ -110,6 +110,9 @@ func userProto(u *users.User) *directoryv1.User {
 		PreferredLanguage:  u.PreferredLanguage,
 		AccessTokenType:    tt,
 		Email:              u.Email,
+		// An admin set the password: every sign-in (a federated one too)
+		// goes through the change first.
+		PasswordChangeRequired: u.PasswordChangeRequired,
 	}
 	if u.SessionsNotBefore != nil {
 		p.SessionsNotBefore = timestamppb.New(*u.SessionsNotBefore)

@@ -3,9 +3,11 @@ package management
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
+	"github.com/gatehouse-id/gatehouse/pkg/netguard"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/idps"
@@ -34,13 +36,17 @@ func (s *Server) idp(ctx context.Context, field, id string) (*idps.IDP, error) {
 }
 
 // checkOIDCConfig validates the configuration fields shared by create and
-// update (client id, issuer, scopes, mappings) and returns them.
-func checkOIDCConfig(f *apierr.Fields, clientID, issuer string, scopes []string, display, username managementv1.OIDCMappingField) idps.Config {
+// update (client id, issuer, scopes, mappings) and returns them. An issuer
+// whose host is an address the egress policy refuses is refused here,
+// before anything dials it; a host name is checked by authn's dialer.
+func (s *Server) checkOIDCConfig(f *apierr.Fields, clientID, issuer string, scopes []string, display, username managementv1.OIDCMappingField) idps.Config {
 	f.Check(apierr.Length("client_id", clientID, 1, idps.MaxLength))
 	if err := apierr.Length("issuer", issuer, 1, idps.MaxLength); err != nil {
 		f.Check(err)
 	} else if msg := idps.IssuerProblem(issuer); msg != "" {
 		f.Add("issuer", msg)
+	} else if r := (*netguard.Refused)(nil); errors.As(s.IdPEgress.CheckURL(issuer), &r) {
+		f.Add("issuer", fmt.Sprintf("names %s, an address calls to identity providers may not reach: it is %s", r.Addr, r.Rule))
 	}
 	if len(scopes) > idps.MaxScopes {
 		f.Add("scopes", "must have at most 20 entries")
@@ -82,6 +88,7 @@ func idpToProto(p *idps.IDP) *managementv1.IDP {
 		StylingType:  managementv1.StylingType(p.StylingType),
 		Owner:        managementv1.IDPOwnerType_IDP_OWNER_TYPE_ORG,
 		AutoRegister: p.AutoRegister,
+		TrustAmr:     p.TrustAMR,
 		Config: &managementv1.IDP_OidcConfig{OidcConfig: &managementv1.IDPOIDCConfig{
 			ClientId:           p.ClientID,
 			Issuer:             p.Issuer,

@@ -23,6 +23,20 @@ func (s *Server) DeactivateOrgIDP(ctx context.Context, req *connect.Request[mana
 	return connect.NewResponse(&managementv1.DeactivateOrgIDPResponse{Details: writeDetails(evs)}), nil
 }
 
+// SetOrgIDPTrust trusts, or stops trusting, the provider's "amr" values
+// (IAM owners only, see Rules).
+func (s *Server) SetOrgIDPTrust(ctx context.Context, req *connect.Request[managementv1.SetOrgIDPTrustRequest]) (*connect.Response[managementv1.SetOrgIDPTrustResponse], error) {
+	p, err := s.idp(ctx, "idp_id", req.Msg.GetIdpId())
+	if err != nil {
+		return nil, err
+	}
+	evs, err := s.idpCommands().SetTrust(ctx, authz.FromContext(ctx).UserID, p, req.Msg.GetTrustAmr())
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&managementv1.SetOrgIDPTrustResponse{Details: writeDetails(evs)}), nil
+}
+
 // ReactivateOrgIDP offers a deactivated identity provider again; Aborted
 // (409) when it is not inactive.
 func (s *Server) ReactivateOrgIDP(ctx context.Context, req *connect.Request[managementv1.ReactivateOrgIDPRequest]) (*connect.Response[managementv1.ReactivateOrgIDPResponse], error) {

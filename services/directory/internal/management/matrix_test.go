@@ -333,6 +333,8 @@ func mxTable() []mxRow {
 			req: func(s *mxRun) proto.Message { return &mv1.DeactivateOrgIDPRequest{IdpId: s.ids["idp"]} }},
 		{rpc: "ReactivateOrgIDP", http: "POST /management/v1/idps/{idp_id}/_reactivate", call: mxRPC(M.ReactivateOrgIDP), kind: mxWrite, agg: "idp",
 			req: func(s *mxRun) proto.Message { return &mv1.ReactivateOrgIDPRequest{IdpId: s.ids["idp"]} }},
+		{rpc: "SetOrgIDPTrust", http: "POST /management/v1/idps/{idp_id}/_trust", call: mxRPC(M.SetOrgIDPTrust), kind: mxWrite, agg: "idp",
+			req: func(s *mxRun) proto.Message { return &mv1.SetOrgIDPTrustRequest{IdpId: s.ids["idp"], TrustAmr: true} }},
 		{rpc: "GetOrgIDPByID", http: "GET /management/v1/idps/{id}", call: mxRPC(M.GetOrgIDPByID), kind: mxRead, agg: "idp",
 			req: func(s *mxRun) proto.Message { return &mv1.GetOrgIDPByIDRequest{Id: s.ids["idp"]} },
 			after: func(t *testing.T, s *mxRun, res proto.Message) {
@@ -355,7 +357,8 @@ func mxTable() []mxRow {
 				// ada signs in through the IdP: the federation flow links
 				// her (internal API), for the two rows that follow.
 				if _, err := s.e.Internal(mgmttest.InternalToken).LinkExternalUser(context.Background(), connect.NewRequest(&directoryv1.LinkExternalUserRequest{
-					IdpId: s.ids["idp"], ExternalSubject: "subject-" + s.proto, UserId: s.ids["ada"], ExternalUserName: "ada@idp.example"})); err != nil {
+					IdpId: s.ids["idp"], ExternalSubject: "subject-" + s.proto, UserId: s.ids["ada"], ExternalUserName: "ada@idp.example",
+					Issuer: "https://login.example.org"})); err != nil {
 					t.Fatalf("link ada: %v", err)
 				}
 			}},

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1/managementv1connect"
+	"github.com/gatehouse-id/gatehouse/pkg/netguard"
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/cutoff"
@@ -36,6 +37,10 @@ type Server struct {
 	Issuer *url.URL
 	Logger *slog.Logger
 	Now    func() time.Time
+	// IdPEgress is where calls to identity providers may go (authn dials
+	// through the same policy): an issuer naming a refused address is
+	// refused when an IdP is added or updated.
+	IdPEgress netguard.Policy
 	// Cutoffs delivers the token revocations that deactivations, removals
 	// and password resets queue (nil: left to the background delivery).
 	Cutoffs *cutoff.Outbox
@@ -70,6 +75,9 @@ func Rules() map[string]authz.Rule {
 		// An org owner must never make its own app able to sign in every
 		// organization's users.
 		"SetAppAdminClient": read(authz.IAMOwner),
+		// Whether a provider's "amr" is believed: an organization owner
+		// configures the provider, so it must not vouch for it.
+		"SetOrgIDPTrust": read(authz.IAMOwner),
 
 		"GetUserByID":      read(authz.UserManager),
 		"ListUsers":        read(authz.UserManager),

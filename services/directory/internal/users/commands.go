@@ -156,14 +156,18 @@ func (c *Commands) AddMachine(ctx context.Context, editor string, org *orgs.Org,
 // the next login.
 // endSessions (an admin's reset) ends the user's sessions and revokes its
 // tokens.
+// It also removes the links the old password proved (passwordLinks): an
+// identity linked by whoever knew it must not outlive the reset.
 func (c *Commands) SetPassword(ctx context.Context, editor string, u *User, hash string, changeRequired, endSessions bool) ([]eventstore.Event, error) {
-	evs, err := c.ES.Push(ctx, editor, eventstore.Command{
-		Aggregate: u.Aggregate(),
-		Version:   u.Version,
-		Events: []eventstore.Pending{{Type: EventPasswordChanged, Payload: PasswordChanged{
-			PasswordHash: hash, ChangeRequired: changeRequired, EndSessions: endSessions}}},
-	})
-	return evs, apierr.FromStore(err, "user")
+	var evs []eventstore.Pending
+	if endSessions {
+		var err error
+		if evs, err = c.passwordLinks(ctx, u, LinkRemovedByReset); err != nil {
+			return nil, err
+		}
+	}
+	return c.pushAll(ctx, editor, u, append(evs, eventstore.Pending{Type: EventPasswordChanged, Payload: PasswordChanged{
+		PasswordHash: hash, ChangeRequired: changeRequired, EndSessions: endSessions}}))
 }
 
 // loginNameFree refuses (AlreadyExists) a user name that another user of

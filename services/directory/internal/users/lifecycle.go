@@ -70,12 +70,18 @@ func registerLifecycle(es *eventstore.Store) {
 }
 
 // Deactivate makes an active user inactive: no login and no new tokens.
-// Any other state is Aborted (409).
+// It removes the links the user's password proved (see passwordLinks), so
+// reactivation does not bring back an identity someone else linked. Any
+// other state is Aborted (409).
 func (c *Commands) Deactivate(ctx context.Context, editor string, u *User) ([]eventstore.Event, error) {
 	if u.State != StateActive {
 		return nil, apierr.Precondition("USER-not-active", "only an active user can be deactivated")
 	}
-	return c.push(ctx, editor, u, EventDeactivated, struct{}{})
+	evs, err := c.passwordLinks(ctx, u, LinkRemovedByDeactivation)
+	if err != nil {
+		return nil, err
+	}
+	return c.pushAll(ctx, editor, u, append(evs, eventstore.Pending{Type: EventDeactivated, Payload: struct{}{}}))
 }
 
 // Reactivate makes an inactive user active again. Any other state is
@@ -142,10 +148,12 @@ func (c *Commands) Remove(ctx context.Context, editor string, u *User) ([]events
 
 // push appends one event to the user's aggregate at its current version.
 func (c *Commands) push(ctx context.Context, editor string, u *User, typ string, payload any) ([]eventstore.Event, error) {
-	evs, err := c.ES.Push(ctx, editor, eventstore.Command{
-		Aggregate: u.Aggregate(),
-		Version:   u.Version,
-		Events:    []eventstore.Pending{{Type: typ, Payload: payload}},
-	})
+	return c.pushAll(ctx, editor, u, []eventstore.Pending{{Type: typ, Payload: payload}})
+}
+
+// pushAll appends events to the user's aggregate at its current version:
+// a concurrent change (a link made meanwhile, say) makes it Aborted.
+func (c *Commands) pushAll(ctx context.Context, editor string, u *User, events []eventstore.Pending) ([]eventstore.Event, error) {
+	evs, err := c.ES.Push(ctx, editor, eventstore.Command{Aggregate: u.Aggregate(), Version: u.Version, Events: events})
 	return evs, apierr.FromStore(err, "user")
 }

@@ -32,7 +32,26 @@ type IdPLink struct {
 	ExternalSubject string `json:"externalSubject"`
 	// ExternalUserName is the user name the IdP gave (added events only).
 	ExternalUserName string `json:"externalUserName,omitempty"`
+	// Issuer and ClientID name the provider as it was when linked (added
+	// events only): a repointed provider never inherits the link.
+	Issuer   string `json:"issuer,omitempty"`
+	ClientID string `json:"clientId,omitempty"`
+	// Registered: the link came with the user, registered through the
+	// provider (added events only). Any other link was made by proving
+	// the user's password, and an admin's reset or a deactivation
+	// removes it (Reason says so on the removed event).
+	Registered bool   `json:"registered,omitempty"`
+	Reason     string `json:"reason,omitempty"`
 }
+
+// Reasons of a link's removal other than a request to remove it.
+const (
+	// LinkRemovedByReset: an admin set the user's password; a link proven
+	// by the old password may be whoever knew it.
+	LinkRemovedByReset = "password-reset"
+	// LinkRemovedByDeactivation: the user was deactivated.
+	LinkRemovedByDeactivation = "deactivated"
+)
 
 // Link is the projection of a link.
 type Link struct {
@@ -41,10 +60,15 @@ type Link struct {
 	UserID          string `db:"user_id"`
 	OrgID           string `db:"org_id"`
 	// ExternalUserName is the user name the IdP gave when linked.
-	ExternalUserName string    `db:"external_user_name"`
-	CreationDate     time.Time `db:"creation_date"`
-	ChangeDate       time.Time `db:"change_date"`
-	Sequence         uint64    `db:"sequence"`
+	ExternalUserName string `db:"external_user_name"`
+	// Issuer and ClientID: the provider's identity when linked.
+	Issuer   string `db:"issuer"`
+	ClientID string `db:"client_id"`
+	// Registered: the link came with the user (see IdPLink).
+	Registered   bool      `db:"registered"`
+	CreationDate time.Time `db:"creation_date"`
+	ChangeDate   time.Time `db:"change_date"`
+	Sequence     uint64    `db:"sequence"`
 }
 
 func registerLinks(es *eventstore.Store) {
@@ -55,9 +79,11 @@ func registerLinks(es *eventstore.Store) {
 		}
 		// The primary key (idp_id, external_subject) and UNIQUE (user_id,
 		// idp_id) turn a lost race into eventstore.ErrUnique.
-		if _, err := tx.Exec(ctx, `INSERT INTO user_links (idp_id, external_subject, user_id, org_id, external_user_name, creation_date, change_date, sequence)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			p.IdPID, p.ExternalSubject, e.AggregateID, e.ResourceOwner, p.ExternalUserName, e.CreatedAt, e.CreatedAt, e.Sequence); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO user_links (idp_id, external_subject, user_id, org_id, external_user_name,
+			issuer, client_id, registered, creation_date, change_date, sequence)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			p.IdPID, p.ExternalSubject, e.AggregateID, e.ResourceOwner, p.ExternalUserName,
+			p.Issuer, p.ClientID, p.Registered, e.CreatedAt, e.CreatedAt, e.Sequence); err != nil {
 			return err
 		}
 		return touch(ctx, tx, e)
@@ -75,12 +101,18 @@ func registerLinks(es *eventstore.Store) {
 	})
 }
 
-const linkColumns = `idp_id, external_subject, user_id, org_id, external_user_name, creation_date, change_date, sequence`
+const linkColumns = `l.idp_id, l.external_subject, l.user_id, l.org_id, l.external_user_name, l.issuer, l.client_id,
+	l.registered, l.creation_date, l.change_date, l.sequence`
+
+// linkFrom selects the links that still name their provider: its issuer
+// and client id are those of the link (a change drops the links anyway;
+// this holds should one survive).
+const linkFrom = ` FROM user_links l JOIN idps p ON p.id = l.idp_id AND p.issuer = l.issuer AND p.client_id = l.client_id`
 
 // Link returns the link of an external identity, or db.ErrNotFound.
 func (q *Queries) Link(ctx context.Context, idpID, subject string) (*Link, error) {
 	var l Link
-	if err := q.DB.Get(ctx, &l, `SELECT `+linkColumns+` FROM user_links WHERE idp_id = ? AND external_subject = ?`,
+	if err := q.DB.Get(ctx, &l, `SELECT `+linkColumns+linkFrom+` WHERE l.idp_id = ? AND l.external_subject = ?`,
 		idpID, subject); err != nil {
 		return nil, fmt.Errorf("link of idp %s: %w", idpID, db.NotFound(err))
 	}
@@ -90,7 +122,7 @@ func (q *Queries) Link(ctx context.Context, idpID, subject string) (*Link, error
 // LinkOfUser returns the user's link to an IdP, or db.ErrNotFound.
 func (q *Queries) LinkOfUser(ctx context.Context, userID, idpID string) (*Link, error) {
 	var l Link
-	if err := q.DB.Get(ctx, &l, `SELECT `+linkColumns+` FROM user_links WHERE user_id = ? AND idp_id = ?`,
+	if err := q.DB.Get(ctx, &l, `SELECT `+linkColumns+linkFrom+` WHERE l.user_id = ? AND l.idp_id = ?`,
 		userID, idpID); err != nil {
 		return nil, fmt.Errorf("link of user %s: %w", userID, db.NotFound(err))
 	}
@@ -99,8 +131,10 @@ func (q *Queries) LinkOfUser(ctx context.Context, userID, idpID string) (*Link, 
 
 // External names an identity at an external IdP.
 type External struct {
-	IdPID   string
-	Subject string
+	IdPID string
+	// Issuer and ClientID: the IdP's identity (see IdPLink).
+	Issuer, ClientID string
+	Subject          string
 	// UserName is the user name the IdP gave (for display only).
 	UserName string
 }
@@ -109,12 +143,12 @@ type External struct {
 // total.
 func (q *Queries) LinksOfUser(ctx context.Context, userID string, p Page) ([]Link, uint64, error) {
 	var total uint64
-	if err := q.DB.Get(ctx, &total, `SELECT COUNT(*) FROM user_links WHERE user_id = ?`, userID); err != nil {
+	if err := q.DB.Get(ctx, &total, `SELECT COUNT(*)`+linkFrom+` WHERE l.user_id = ?`, userID); err != nil {
 		return nil, 0, fmt.Errorf("count links: %w", err)
 	}
 	var out []Link
-	if err := q.DB.Select(ctx, &out, `SELECT `+linkColumns+` FROM user_links WHERE user_id = ?
-		ORDER BY creation_date `+p.direction()+`, idp_id `+p.direction()+` LIMIT ? OFFSET ?`, userID, p.Limit, p.Offset); err != nil {
+	if err := q.DB.Select(ctx, &out, `SELECT `+linkColumns+linkFrom+` WHERE l.user_id = ?
+		ORDER BY l.creation_date `+p.direction()+`, l.idp_id `+p.direction()+` LIMIT ? OFFSET ?`, userID, p.Limit, p.Offset); err != nil {
 		return nil, 0, fmt.Errorf("list links: %w", err)
 	}
 	return out, total, nil
@@ -149,7 +183,30 @@ func (c *Commands) AddLink(ctx context.Context, editor string, u *User, x Extern
 	if err := c.checkUnlinked(ctx, u.ID, x); err != nil {
 		return nil, err
 	}
-	return c.push(ctx, editor, u, EventIdPLinkAdded, IdPLink{IdPID: x.IdPID, ExternalSubject: x.Subject, ExternalUserName: x.UserName})
+	return c.push(ctx, editor, u, EventIdPLinkAdded, x.added(false))
+}
+
+// added is the payload of linking x; registered: with a new user.
+func (x External) added(registered bool) IdPLink {
+	return IdPLink{IdPID: x.IdPID, ExternalSubject: x.Subject, ExternalUserName: x.UserName,
+		Issuer: x.Issuer, ClientID: x.ClientID, Registered: registered}
+}
+
+// passwordLinks are the removals of u's links that were proven by its
+// password (not registered with it), for an admin's reset or a
+// deactivation: whoever knew the password may have made them.
+func (c *Commands) passwordLinks(ctx context.Context, u *User, reason string) ([]eventstore.Pending, error) {
+	var links []Link
+	if err := c.ES.DB().Select(ctx, &links, `SELECT `+linkColumns+` FROM user_links l WHERE l.user_id = ? AND l.registered = ?`,
+		u.ID, false); err != nil {
+		return nil, fmt.Errorf("users: links of %s: %w", u.ID, err)
+	}
+	out := make([]eventstore.Pending, 0, len(links))
+	for _, l := range links {
+		out = append(out, eventstore.Pending{Type: EventIdPLinkRemoved,
+			Payload: IdPLink{IdPID: l.IdPID, ExternalSubject: l.ExternalSubject, Reason: reason}})
+	}
+	return out, nil
 }
 
 // RemoveLink removes the link l of user u.
@@ -178,7 +235,7 @@ func (c *Commands) AddExternalHuman(ctx context.Context, editor string, org *org
 		Aggregate: eventstore.Aggregate{Type: Aggregate, ID: id, ResourceOwner: org.ID},
 		Events: []eventstore.Pending{
 			{Type: EventHumanAdded, Payload: p},
-			{Type: EventIdPLinkAdded, Payload: IdPLink{IdPID: x.IdPID, ExternalSubject: x.Subject, ExternalUserName: x.UserName}},
+			{Type: EventIdPLinkAdded, Payload: x.added(true)},
 		},
 	})
 	if err != nil {

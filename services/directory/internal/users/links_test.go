@@ -20,11 +20,18 @@ import (
 )
 
 type linkFixture struct {
-	st    *db.DB
-	cmds  *users.Commands
-	q     *users.Queries
-	org   *orgs.Org
-	idpID string
+	st      *db.DB
+	es      *eventstore.Store
+	cmds    *users.Commands
+	q       *users.Queries
+	org     *orgs.Org
+	idpID   string
+	idpCmds *idps.Commands
+}
+
+// ext is the identity subject at the fixture's IdP as it is configured.
+func (f *linkFixture) ext(subject string) users.External {
+	return users.External{IdPID: f.idpID, Issuer: "https://idp.example.com", ClientID: "c", Subject: subject}
 }
 
 func newLinkFixture(t *testing.T, d db.Dialect) *linkFixture {
@@ -45,14 +52,15 @@ func newLinkFixture(t *testing.T, d db.Dialect) *linkFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	idpID, _, err := (&idps.Commands{ES: es, Cipher: c}).AddOIDC(ctx, "test", orgID, idps.NewOIDC{
+	idpCmds := &idps.Commands{ES: es, Cipher: c}
+	idpID, _, err := idpCmds.AddOIDC(ctx, "test", orgID, idps.NewOIDC{
 		Name: "IdP", ClientSecret: "s", Config: idps.Config{ClientID: "c", Issuer: "https://idp.example.com"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	q := &users.Queries{DB: st}
-	return &linkFixture{st: st, cmds: &users.Commands{ES: es, Q: q}, q: q, org: org, idpID: idpID}
+	return &linkFixture{st: st, es: es, cmds: &users.Commands{ES: es, Q: q}, q: q, org: org, idpID: idpID, idpCmds: idpCmds}
 }
 
 func (f *linkFixture) human(t *testing.T, name string) *users.User {
@@ -85,7 +93,7 @@ func TestConcurrentLinksOfOneIdentity(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range n {
 			wg.Go(func() {
-				_, errs[i] = f.cmds.AddLink(ctx, "test", us[i], users.External{IdPID: f.idpID, Subject: "same-subject"})
+				_, errs[i] = f.cmds.AddLink(ctx, "test", us[i], f.ext("same-subject"))
 			})
 		}
 		wg.Wait()
@@ -118,7 +126,7 @@ func TestAddExternalHuman(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, d db.Dialect) {
 		ctx := context.Background()
 		f := newLinkFixture(t, d)
-		x := users.External{IdPID: f.idpID, Subject: "sub-1"}
+		x := f.ext("sub-1")
 		id, evs, err := f.cmds.AddExternalHuman(ctx, "test", f.org, users.HumanAdded{
 			UserName: "ext", FirstName: "E", LastName: "X", DisplayName: "E X", Email: "ext@example.com",
 			PasswordHash: "ignored: external users have no password",
@@ -156,7 +164,7 @@ func TestAddExternalHuman(t *testing.T) {
 		}
 		// The user name is taken: the link is not stored either.
 		_, _, err = f.cmds.AddExternalHuman(ctx, "test", f.org, users.HumanAdded{UserName: "ext", FirstName: "O", LastName: "O", Email: "o@example.com"},
-			users.External{IdPID: f.idpID, Subject: "sub-2"})
+			f.ext("sub-2"))
 		if connect.CodeOf(err) != connect.CodeAlreadyExists {
 			t.Fatalf("taken user name: %v; want AlreadyExists", err)
 		}
@@ -167,6 +175,134 @@ func TestAddExternalHuman(t *testing.T) {
 		_ = f.st.Get(ctx, &after, `SELECT COUNT(*) FROM events`)
 		if after != before {
 			t.Fatalf("refused registrations added %d events", after-before)
+		}
+	})
+}
+
+// A link is a credential of its user, tied to the provider as it was when
+// linked: a new issuer or client id drops every link (whoever can repoint
+// the provider must not sign in as its users), other changes keep them,
+// and a provider changed back does not bring them back.
+func TestLinksFollowTheProvider(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, d db.Dialect) {
+		ctx := context.Background()
+		f := newLinkFixture(t, d)
+		idp := func() *idps.IDP {
+			p, err := (&idps.Queries{DB: f.st}).Get(ctx, f.org.ID, f.idpID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		u := f.human(t, "ada")
+		if _, err := f.cmds.AddLink(ctx, "test", u, f.ext("sub-ada")); err != nil {
+			t.Fatal(err)
+		}
+		update := func(cfg idps.Config, secret string) []eventstore.Event {
+			t.Helper()
+			evs, err := f.idpCmds.UpdateOIDCConfig(ctx, "test", idp(), cfg, secret)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return evs
+		}
+		same := idps.Config{ClientID: "c", Issuer: "https://idp.example.com", Scopes: idps.StringList{"email"}}
+		if evs := update(same, ""); bytes.Contains(evs[0].Payload, []byte("linksDropped")) {
+			t.Errorf("a change of scopes records dropped links: %s", evs[0].Payload)
+		}
+		if l, err := f.q.Link(ctx, f.idpID, "sub-ada"); err != nil || l.UserID != u.ID {
+			t.Fatalf("after a change of scopes: %+v, %v; want the link kept", l, err)
+		}
+		for _, cfg := range []idps.Config{
+			{ClientID: "c", Issuer: "https://evil.example.com"},
+			{ClientID: "other-client", Issuer: "https://idp.example.com"},
+		} {
+			if _, err := f.cmds.AddLink(ctx, "test", f.reload(t, u), f.ext("sub-ada")); err != nil && connect.CodeOf(err) != connect.CodeAlreadyExists {
+				t.Fatal(err)
+			}
+			restore := idp().Config
+			evs := update(cfg, "new-secret")
+			if !bytes.Contains(evs[0].Payload, []byte(`"linksDropped":true`)) {
+				t.Errorf("repointing to %+v: payload %s; want linksDropped recorded", cfg, evs[0].Payload)
+			}
+			if l, err := f.q.Link(ctx, f.idpID, "sub-ada"); err == nil {
+				t.Fatalf("repointed to %+v: link %+v survives", cfg, l)
+			}
+			var rows int
+			_ = f.st.Get(ctx, &rows, `SELECT COUNT(*) FROM user_links WHERE idp_id = ?`, f.idpID)
+			if rows != 0 {
+				t.Fatalf("repointed to %+v: %d link rows; want none", cfg, rows)
+			}
+			update(restore, "s")
+			if _, err := f.q.Link(ctx, f.idpID, "sub-ada"); err == nil {
+				t.Fatalf("changed back from %+v: the link is back", cfg)
+			}
+		}
+	})
+}
+
+func (f *linkFixture) reload(t *testing.T, u *users.User) *users.User {
+	t.Helper()
+	u, err := f.q.Get(context.Background(), u.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// An admin's password reset and a deactivation remove the links that the
+// user's password proved (whoever knew it may have made them), each as an
+// event of the audit log; the link a user was registered with stays.
+func TestResetAndDeactivationRemovePasswordLinks(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, d db.Dialect) {
+		ctx := context.Background()
+		f := newLinkFixture(t, d)
+		for _, tc := range []struct {
+			name string
+			cut  func(u *users.User) ([]eventstore.Event, error)
+		}{
+			{users.LinkRemovedByReset, func(u *users.User) ([]eventstore.Event, error) {
+				return f.cmds.SetPassword(ctx, "admin", u, "$argon2id$x", true, true)
+			}},
+			{users.LinkRemovedByDeactivation, func(u *users.User) ([]eventstore.Event, error) {
+				return f.cmds.Deactivate(ctx, "admin", u)
+			}},
+		} {
+			id, _, err := f.cmds.AddHuman(ctx, "test", f.org, users.HumanAdded{UserName: "victim-" + tc.name, FirstName: "V", LastName: "V",
+				Email: "victim-" + tc.name + "@example.com", PasswordHash: "$argon2id$old"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			u := f.reload(t, &users.User{ID: id})
+			if _, err := f.cmds.AddLink(ctx, "test", u, f.ext("attacker-"+tc.name)); err != nil {
+				t.Fatal(err)
+			}
+			regID, _, err := f.cmds.AddExternalHuman(ctx, "test", f.org, users.HumanAdded{UserName: "reg-" + tc.name, FirstName: "R", LastName: "R",
+				Email: "reg-" + tc.name + "@example.com"}, f.ext("own-"+tc.name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			evs, err := tc.cut(f.reload(t, u))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(evs) != 2 || evs[0].Type != users.EventIdPLinkRemoved || !bytes.Contains(evs[0].Payload, []byte(`"reason":"`+tc.name+`"`)) {
+				t.Fatalf("%s: events %+v; want the link's removal, with its reason, before the change", tc.name, evs)
+			}
+			if l, err := f.q.Link(ctx, f.idpID, "attacker-"+tc.name); err == nil {
+				t.Fatalf("%s: the password-proven link %+v survives", tc.name, l)
+			}
+			// The registered user's own link is not touched by a cut of it.
+			reg, err := f.q.Get(ctx, regID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tc.cut(reg); err != nil {
+				t.Fatal(err)
+			}
+			if l, err := f.q.Link(ctx, f.idpID, "own-"+tc.name); err != nil || l.UserID != regID || !l.Registered {
+				t.Fatalf("%s: registered link %+v, %v; want it kept", tc.name, l, err)
+			}
 		}
 	})
 }

@@ -1142,8 +1142,11 @@ type User struct {
 	// Sessions authenticated at or before this instant are ended (an admin
 	// password reset, deactivation, locking); unset when none.
 	SessionsNotBefore *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=sessions_not_before,json=sessionsNotBefore,proto3" json:"sessions_not_before,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The user must change its password before a sign-in completes (an
+	// admin set it), whichever way the user authenticated.
+	PasswordChangeRequired bool `protobuf:"varint,12,opt,name=password_change_required,json=passwordChangeRequired,proto3" json:"password_change_required,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
 }
 
 func (x *User) Reset() {
@@ -1251,6 +1254,13 @@ func (x *User) GetSessionsNotBefore() *timestamppb.Timestamp {
 		return x.SessionsNotBefore
 	}
 	return nil
+}
+
+func (x *User) GetPasswordChangeRequired() bool {
+	if x != nil {
+		return x.PasswordChangeRequired
+	}
+	return false
 }
 
 // GetUserRequest names a user.
@@ -2140,7 +2150,11 @@ type IdP struct {
 	// Register an unknown external user without asking (RegisterExternalUser).
 	AutoRegister bool `protobuf:"varint,10,opt,name=auto_register,json=autoRegister,proto3" json:"auto_register,omitempty"`
 	// False when deactivated: not offered, nobody signs in through it.
-	Active        bool `protobuf:"varint,11,opt,name=active,proto3" json:"active,omitempty"`
+	Active bool `protobuf:"varint,11,opt,name=active,proto3" json:"active,omitempty"`
+	// An IAM owner trusts the provider's "amr" (SetOrgIDPTrust): its
+	// values are recorded beside Gatehouse's own "fed". Otherwise a
+	// federated sign-in records "fed" alone, whatever the provider says.
+	TrustAmr      bool `protobuf:"varint,12,opt,name=trust_amr,json=trustAmr,proto3" json:"trust_amr,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2248,6 +2262,13 @@ func (x *IdP) GetAutoRegister() bool {
 func (x *IdP) GetActive() bool {
 	if x != nil {
 		return x.Active
+	}
+	return false
+}
+
+func (x *IdP) GetTrustAmr() bool {
+	if x != nil {
+		return x.TrustAmr
 	}
 	return false
 }
@@ -2465,7 +2486,12 @@ type LinkExternalUserRequest struct {
 	// The "sub" claim the IdP asserts (1-255 characters, OIDC Core 1.0 §2).
 	ExternalSubject string `protobuf:"bytes,2,opt,name=external_subject,json=externalSubject,proto3" json:"external_subject,omitempty"`
 	// User id (a human user of the IdP's organization).
-	UserId        string `protobuf:"bytes,3,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	UserId string `protobuf:"bytes,3,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// The issuer the identity was verified against (the IdP's issuer when
+	// the flow read it); refused when the IdP's issuer has changed since, so
+	// an identity asserted by a provider an admin has since repointed never
+	// names a user of the new one.
+	Issuer        string `protobuf:"bytes,5,opt,name=issuer,proto3" json:"issuer,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2528,6 +2554,13 @@ func (x *LinkExternalUserRequest) GetUserId() string {
 	return ""
 }
 
+func (x *LinkExternalUserRequest) GetIssuer() string {
+	if x != nil {
+		return x.Issuer
+	}
+	return ""
+}
+
 // LinkExternalUserResponse is empty.
 type LinkExternalUserResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2572,8 +2605,13 @@ type GetLinkedUserRequest struct {
 	IdpId string `protobuf:"bytes,1,opt,name=idp_id,json=idpId,proto3" json:"idp_id,omitempty"`
 	// The "sub" claim the IdP asserts.
 	ExternalSubject string `protobuf:"bytes,2,opt,name=external_subject,json=externalSubject,proto3" json:"external_subject,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The issuer the identity was verified against (the IdP's issuer when
+	// the flow read it); refused when the IdP's issuer has changed since, so
+	// an identity asserted by a provider an admin has since repointed never
+	// names a user of the new one.
+	Issuer        string `protobuf:"bytes,3,opt,name=issuer,proto3" json:"issuer,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetLinkedUserRequest) Reset() {
@@ -2616,6 +2654,13 @@ func (x *GetLinkedUserRequest) GetIdpId() string {
 func (x *GetLinkedUserRequest) GetExternalSubject() string {
 	if x != nil {
 		return x.ExternalSubject
+	}
+	return ""
+}
+
+func (x *GetLinkedUserRequest) GetIssuer() string {
+	if x != nil {
+		return x.Issuer
 	}
 	return ""
 }
@@ -2690,8 +2735,13 @@ type RegisterExternalUserRequest struct {
 	EmailVerified bool `protobuf:"varint,7,opt,name=email_verified,json=emailVerified,proto3" json:"email_verified,omitempty"`
 	// Preferred language (BCP 47, 0-10 characters).
 	PreferredLanguage string `protobuf:"bytes,8,opt,name=preferred_language,json=preferredLanguage,proto3" json:"preferred_language,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The issuer the identity was verified against (the IdP's issuer when
+	// the flow read it); refused when the IdP's issuer has changed since, so
+	// an identity asserted by a provider an admin has since repointed never
+	// names a user of the new one.
+	Issuer        string `protobuf:"bytes,11,opt,name=issuer,proto3" json:"issuer,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RegisterExternalUserRequest) Reset() {
@@ -2790,6 +2840,13 @@ func (x *RegisterExternalUserRequest) GetEmailVerified() bool {
 func (x *RegisterExternalUserRequest) GetPreferredLanguage() string {
 	if x != nil {
 		return x.PreferredLanguage
+	}
+	return ""
+}
+
+func (x *RegisterExternalUserRequest) GetIssuer() string {
+	if x != nil {
+		return x.Issuer
 	}
 	return ""
 }
@@ -3181,7 +3238,7 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x10current_password\x18\x02 \x01(\tR\x0fcurrentPassword\x12!\n" +
 	"\fnew_password\x18\x03 \x01(\tR\vnewPassword\x12%\n" +
 	"\x0eclient_address\x18\x04 \x01(\tR\rclientAddress\"\x18\n" +
-	"\x16ChangePasswordResponse\"\xd2\x03\n" +
+	"\x16ChangePasswordResponse\"\x8c\x04\n" +
 	"\x04User\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
 	"\x06org_id\x18\x02 \x01(\tR\x05orgId\x12\x1b\n" +
@@ -3194,7 +3251,8 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x11access_token_type\x18\t \x01(\x0e2!.gatehouse.directory.v1.TokenTypeR\x0faccessTokenType\x12\x14\n" +
 	"\x05email\x18\n" +
 	" \x01(\tR\x05email\x12J\n" +
-	"\x13sessions_not_before\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x11sessionsNotBefore\")\n" +
+	"\x13sessions_not_before\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x11sessionsNotBefore\x128\n" +
+	"\x18password_change_required\x18\f \x01(\bR\x16passwordChangeRequired\")\n" +
 	"\x0eGetUserRequest\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\"C\n" +
 	"\x0fGetUserResponse\x120\n" +
@@ -3251,7 +3309,7 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x15\n" +
 	"\x06org_id\x18\x02 \x01(\tR\x05orgId\"(\n" +
 	"\x10GetRolesResponse\x12\x14\n" +
-	"\x05roles\x18\x01 \x03(\tR\x05roles\"\xbb\x03\n" +
+	"\x05roles\x18\x01 \x03(\tR\x05roles\"\xd8\x03\n" +
 	"\x03IdP\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
 	"\x06org_id\x18\x02 \x01(\tR\x05orgId\x12\x12\n" +
@@ -3264,7 +3322,8 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x10username_mapping\x18\t \x01(\x0e2$.gatehouse.directory.v1.MappingFieldR\x0fusernameMapping\x12#\n" +
 	"\rauto_register\x18\n" +
 	" \x01(\bR\fautoRegister\x12\x16\n" +
-	"\x06active\x18\v \x01(\bR\x06active\"=\n" +
+	"\x06active\x18\v \x01(\bR\x06active\x12\x1b\n" +
+	"\ttrust_amr\x18\f \x01(\bR\btrustAmr\"=\n" +
 	"\rGetIdPRequest\x12\x15\n" +
 	"\x06org_id\x18\x01 \x01(\tR\x05orgId\x12\x15\n" +
 	"\x06idp_id\x18\x02 \x01(\tR\x05idpId\"d\n" +
@@ -3274,18 +3333,20 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x0fListIdPsRequest\x12\x15\n" +
 	"\x06org_id\x18\x01 \x01(\tR\x05orgId\"C\n" +
 	"\x10ListIdPsResponse\x12/\n" +
-	"\x04idps\x18\x01 \x03(\v2\x1b.gatehouse.directory.v1.IdPR\x04idps\"\xa2\x01\n" +
+	"\x04idps\x18\x01 \x03(\v2\x1b.gatehouse.directory.v1.IdPR\x04idps\"\xba\x01\n" +
 	"\x17LinkExternalUserRequest\x12,\n" +
 	"\x12external_user_name\x18\x04 \x01(\tR\x10externalUserName\x12\x15\n" +
 	"\x06idp_id\x18\x01 \x01(\tR\x05idpId\x12)\n" +
 	"\x10external_subject\x18\x02 \x01(\tR\x0fexternalSubject\x12\x17\n" +
-	"\auser_id\x18\x03 \x01(\tR\x06userId\"\x1a\n" +
-	"\x18LinkExternalUserResponse\"X\n" +
+	"\auser_id\x18\x03 \x01(\tR\x06userId\x12\x16\n" +
+	"\x06issuer\x18\x05 \x01(\tR\x06issuer\"\x1a\n" +
+	"\x18LinkExternalUserResponse\"p\n" +
 	"\x14GetLinkedUserRequest\x12\x15\n" +
 	"\x06idp_id\x18\x01 \x01(\tR\x05idpId\x12)\n" +
-	"\x10external_subject\x18\x02 \x01(\tR\x0fexternalSubject\"I\n" +
+	"\x10external_subject\x18\x02 \x01(\tR\x0fexternalSubject\x12\x16\n" +
+	"\x06issuer\x18\x03 \x01(\tR\x06issuer\"I\n" +
 	"\x15GetLinkedUserResponse\x120\n" +
-	"\x04user\x18\x01 \x01(\v2\x1c.gatehouse.directory.v1.UserR\x04user\"\xf5\x02\n" +
+	"\x04user\x18\x01 \x01(\v2\x1c.gatehouse.directory.v1.UserR\x04user\"\x8d\x03\n" +
 	"\x1bRegisterExternalUserRequest\x12,\n" +
 	"\x12external_user_name\x18\t \x01(\tR\x10externalUserName\x12!\n" +
 	"\fdisplay_name\x18\n" +
@@ -3298,7 +3359,8 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\tlast_name\x18\x05 \x01(\tR\blastName\x12\x14\n" +
 	"\x05email\x18\x06 \x01(\tR\x05email\x12%\n" +
 	"\x0eemail_verified\x18\a \x01(\bR\remailVerified\x12-\n" +
-	"\x12preferred_language\x18\b \x01(\tR\x11preferredLanguage\"P\n" +
+	"\x12preferred_language\x18\b \x01(\tR\x11preferredLanguage\x12\x16\n" +
+	"\x06issuer\x18\v \x01(\tR\x06issuer\"P\n" +
 	"\x1cRegisterExternalUserResponse\x120\n" +
 	"\x04user\x18\x01 \x01(\v2\x1c.gatehouse.directory.v1.UserR\x04user\"]\n" +
 	"\x19UnlinkExternalUserRequest\x12\x15\n" +

@@ -353,7 +353,9 @@ type IDP struct {
 	Config isIDP_Config `protobuf_oneof:"config"`
 	// When true, a user logging in with this provider for the first time is
 	// registered without showing the registration form.
-	AutoRegister  bool `protobuf:"varint,8,opt,name=auto_register,json=autoRegister,proto3" json:"auto_register,omitempty"`
+	AutoRegister bool `protobuf:"varint,8,opt,name=auto_register,json=autoRegister,proto3" json:"auto_register,omitempty"`
+	// An IAM owner trusts the provider's "amr" values (SetOrgIDPTrust).
+	TrustAmr      bool `protobuf:"varint,10,opt,name=trust_amr,json=trustAmr,proto3" json:"trust_amr,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -449,6 +451,13 @@ func (x *IDP) GetOidcConfig() *IDPOIDCConfig {
 func (x *IDP) GetAutoRegister() bool {
 	if x != nil {
 		return x.AutoRegister
+	}
+	return false
+}
+
+func (x *IDP) GetTrustAmr() bool {
+	if x != nil {
+		return x.TrustAmr
 	}
 	return false
 }
@@ -893,7 +902,7 @@ var File_gatehouse_management_v1_idp_proto protoreflect.FileDescriptor
 
 const file_gatehouse_management_v1_idp_proto_rawDesc = "" +
 	"\n" +
-	"!gatehouse/management/v1/idp.proto\x12\x17gatehouse.management.v1\x1a$gatehouse/management/v1/object.proto\"\xb6\x03\n" +
+	"!gatehouse/management/v1/idp.proto\x12\x17gatehouse.management.v1\x1a$gatehouse/management/v1/object.proto\"\xd3\x03\n" +
 	"\x03IDP\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12@\n" +
 	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\x127\n" +
@@ -903,7 +912,9 @@ const file_gatehouse_management_v1_idp_proto_rawDesc = "" +
 	"\x05owner\x18\x06 \x01(\x0e2%.gatehouse.management.v1.IDPOwnerTypeR\x05owner\x12I\n" +
 	"\voidc_config\x18\a \x01(\v2&.gatehouse.management.v1.IDPOIDCConfigH\x00R\n" +
 	"oidcConfig\x12#\n" +
-	"\rauto_register\x18\b \x01(\bR\fautoRegisterB\b\n" +
+	"\rauto_register\x18\b \x01(\bR\fautoRegister\x12\x1b\n" +
+	"\ttrust_amr\x18\n" +
+	" \x01(\bR\btrustAmrB\b\n" +
 	"\x06configJ\x04\b\t\x10\n" +
 	"R\n" +
 	"jwt_config\"\x8f\x02\n" +

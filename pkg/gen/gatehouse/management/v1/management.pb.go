@@ -3608,6 +3608,107 @@ func (x *DeactivateOrgIDPResponse) GetDetails() *ObjectDetails {
 	return nil
 }
 
+// SetOrgIDPTrustRequest names the identity provider and the trust.
+type SetOrgIDPTrustRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// ID of the identity provider.
+	IdpId string `protobuf:"bytes,1,opt,name=idp_id,json=idpId,proto3" json:"idp_id,omitempty"`
+	// Record the provider's "amr" values.
+	TrustAmr      bool `protobuf:"varint,2,opt,name=trust_amr,json=trustAmr,proto3" json:"trust_amr,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetOrgIDPTrustRequest) Reset() {
+	*x = SetOrgIDPTrustRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetOrgIDPTrustRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetOrgIDPTrustRequest) ProtoMessage() {}
+
+func (x *SetOrgIDPTrustRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetOrgIDPTrustRequest.ProtoReflect.Descriptor instead.
+func (*SetOrgIDPTrustRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *SetOrgIDPTrustRequest) GetIdpId() string {
+	if x != nil {
+		return x.IdpId
+	}
+	return ""
+}
+
+func (x *SetOrgIDPTrustRequest) GetTrustAmr() bool {
+	if x != nil {
+		return x.TrustAmr
+	}
+	return false
+}
+
+// SetOrgIDPTrustResponse reports the change.
+type SetOrgIDPTrustResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Change history of the change.
+	Details       *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetOrgIDPTrustResponse) Reset() {
+	*x = SetOrgIDPTrustResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetOrgIDPTrustResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetOrgIDPTrustResponse) ProtoMessage() {}
+
+func (x *SetOrgIDPTrustResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetOrgIDPTrustResponse.ProtoReflect.Descriptor instead.
+func (*SetOrgIDPTrustResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *SetOrgIDPTrustResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
 // ReactivateOrgIDPRequest names the identity provider to reactivate.
 type ReactivateOrgIDPRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3619,7 +3720,7 @@ type ReactivateOrgIDPRequest struct {
 
 func (x *ReactivateOrgIDPRequest) Reset() {
 	*x = ReactivateOrgIDPRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[64]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3631,7 +3732,7 @@ func (x *ReactivateOrgIDPRequest) String() string {
 func (*ReactivateOrgIDPRequest) ProtoMessage() {}
 
 func (x *ReactivateOrgIDPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[64]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3644,7 +3745,7 @@ func (x *ReactivateOrgIDPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReactivateOrgIDPRequest.ProtoReflect.Descriptor instead.
 func (*ReactivateOrgIDPRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{64}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ReactivateOrgIDPRequest) GetIdpId() string {
@@ -3665,7 +3766,7 @@ type ReactivateOrgIDPResponse struct {
 
 func (x *ReactivateOrgIDPResponse) Reset() {
 	*x = ReactivateOrgIDPResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[65]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3677,7 +3778,7 @@ func (x *ReactivateOrgIDPResponse) String() string {
 func (*ReactivateOrgIDPResponse) ProtoMessage() {}
 
 func (x *ReactivateOrgIDPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[65]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3690,7 +3791,7 @@ func (x *ReactivateOrgIDPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReactivateOrgIDPResponse.ProtoReflect.Descriptor instead.
 func (*ReactivateOrgIDPResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{65}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ReactivateOrgIDPResponse) GetDetails() *ObjectDetails {
@@ -3711,7 +3812,7 @@ type RemoveOrgIDPRequest struct {
 
 func (x *RemoveOrgIDPRequest) Reset() {
 	*x = RemoveOrgIDPRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[66]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3723,7 +3824,7 @@ func (x *RemoveOrgIDPRequest) String() string {
 func (*RemoveOrgIDPRequest) ProtoMessage() {}
 
 func (x *RemoveOrgIDPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[66]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3736,7 +3837,7 @@ func (x *RemoveOrgIDPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveOrgIDPRequest.ProtoReflect.Descriptor instead.
 func (*RemoveOrgIDPRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{66}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *RemoveOrgIDPRequest) GetIdpId() string {
@@ -3757,7 +3858,7 @@ type RemoveOrgIDPResponse struct {
 
 func (x *RemoveOrgIDPResponse) Reset() {
 	*x = RemoveOrgIDPResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[67]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3769,7 +3870,7 @@ func (x *RemoveOrgIDPResponse) String() string {
 func (*RemoveOrgIDPResponse) ProtoMessage() {}
 
 func (x *RemoveOrgIDPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[67]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3782,7 +3883,7 @@ func (x *RemoveOrgIDPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveOrgIDPResponse.ProtoReflect.Descriptor instead.
 func (*RemoveOrgIDPResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{67}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *RemoveOrgIDPResponse) GetDetails() *ObjectDetails {
@@ -3811,7 +3912,7 @@ type AddProjectRequest struct {
 
 func (x *AddProjectRequest) Reset() {
 	*x = AddProjectRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[68]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3823,7 +3924,7 @@ func (x *AddProjectRequest) String() string {
 func (*AddProjectRequest) ProtoMessage() {}
 
 func (x *AddProjectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[68]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3836,7 +3937,7 @@ func (x *AddProjectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddProjectRequest.ProtoReflect.Descriptor instead.
 func (*AddProjectRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{68}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *AddProjectRequest) GetName() string {
@@ -3887,7 +3988,7 @@ type AddProjectResponse struct {
 
 func (x *AddProjectResponse) Reset() {
 	*x = AddProjectResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[69]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3899,7 +4000,7 @@ func (x *AddProjectResponse) String() string {
 func (*AddProjectResponse) ProtoMessage() {}
 
 func (x *AddProjectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[69]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3912,7 +4013,7 @@ func (x *AddProjectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddProjectResponse.ProtoReflect.Descriptor instead.
 func (*AddProjectResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{69}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *AddProjectResponse) GetId() string {
@@ -3940,7 +4041,7 @@ type GetProjectByIDRequest struct {
 
 func (x *GetProjectByIDRequest) Reset() {
 	*x = GetProjectByIDRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[70]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3952,7 +4053,7 @@ func (x *GetProjectByIDRequest) String() string {
 func (*GetProjectByIDRequest) ProtoMessage() {}
 
 func (x *GetProjectByIDRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[70]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3965,7 +4066,7 @@ func (x *GetProjectByIDRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetProjectByIDRequest.ProtoReflect.Descriptor instead.
 func (*GetProjectByIDRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{70}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *GetProjectByIDRequest) GetId() string {
@@ -3986,7 +4087,7 @@ type GetProjectByIDResponse struct {
 
 func (x *GetProjectByIDResponse) Reset() {
 	*x = GetProjectByIDResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[71]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3998,7 +4099,7 @@ func (x *GetProjectByIDResponse) String() string {
 func (*GetProjectByIDResponse) ProtoMessage() {}
 
 func (x *GetProjectByIDResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[71]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4011,7 +4112,7 @@ func (x *GetProjectByIDResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetProjectByIDResponse.ProtoReflect.Descriptor instead.
 func (*GetProjectByIDResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{71}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *GetProjectByIDResponse) GetProject() *Project {
@@ -4034,7 +4135,7 @@ type ListProjectsRequest struct {
 
 func (x *ListProjectsRequest) Reset() {
 	*x = ListProjectsRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[72]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4046,7 +4147,7 @@ func (x *ListProjectsRequest) String() string {
 func (*ListProjectsRequest) ProtoMessage() {}
 
 func (x *ListProjectsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[72]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4059,7 +4160,7 @@ func (x *ListProjectsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListProjectsRequest.ProtoReflect.Descriptor instead.
 func (*ListProjectsRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{72}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ListProjectsRequest) GetQuery() *ListQuery {
@@ -4089,7 +4190,7 @@ type ListProjectsResponse struct {
 
 func (x *ListProjectsResponse) Reset() {
 	*x = ListProjectsResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[73]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4101,7 +4202,7 @@ func (x *ListProjectsResponse) String() string {
 func (*ListProjectsResponse) ProtoMessage() {}
 
 func (x *ListProjectsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[73]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4114,7 +4215,7 @@ func (x *ListProjectsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListProjectsResponse.ProtoReflect.Descriptor instead.
 func (*ListProjectsResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{73}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ListProjectsResponse) GetDetails() *ListDetails {
@@ -4144,7 +4245,7 @@ type GetAppByIDRequest struct {
 
 func (x *GetAppByIDRequest) Reset() {
 	*x = GetAppByIDRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[74]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4156,7 +4257,7 @@ func (x *GetAppByIDRequest) String() string {
 func (*GetAppByIDRequest) ProtoMessage() {}
 
 func (x *GetAppByIDRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[74]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4169,7 +4270,7 @@ func (x *GetAppByIDRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAppByIDRequest.ProtoReflect.Descriptor instead.
 func (*GetAppByIDRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{74}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *GetAppByIDRequest) GetProjectId() string {
@@ -4197,7 +4298,7 @@ type GetAppByIDResponse struct {
 
 func (x *GetAppByIDResponse) Reset() {
 	*x = GetAppByIDResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[75]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4209,7 +4310,7 @@ func (x *GetAppByIDResponse) String() string {
 func (*GetAppByIDResponse) ProtoMessage() {}
 
 func (x *GetAppByIDResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[75]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4222,7 +4323,7 @@ func (x *GetAppByIDResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetAppByIDResponse.ProtoReflect.Descriptor instead.
 func (*GetAppByIDResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{75}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *GetAppByIDResponse) GetApp() *App {
@@ -4247,7 +4348,7 @@ type ListAppsRequest struct {
 
 func (x *ListAppsRequest) Reset() {
 	*x = ListAppsRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[76]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4259,7 +4360,7 @@ func (x *ListAppsRequest) String() string {
 func (*ListAppsRequest) ProtoMessage() {}
 
 func (x *ListAppsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[76]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4272,7 +4373,7 @@ func (x *ListAppsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAppsRequest.ProtoReflect.Descriptor instead.
 func (*ListAppsRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{76}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *ListAppsRequest) GetProjectId() string {
@@ -4309,7 +4410,7 @@ type ListAppsResponse struct {
 
 func (x *ListAppsResponse) Reset() {
 	*x = ListAppsResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[77]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4321,7 +4422,7 @@ func (x *ListAppsResponse) String() string {
 func (*ListAppsResponse) ProtoMessage() {}
 
 func (x *ListAppsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[77]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4334,7 +4435,7 @@ func (x *ListAppsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAppsResponse.ProtoReflect.Descriptor instead.
 func (*ListAppsResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{77}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *ListAppsResponse) GetDetails() *ListDetails {
@@ -4404,7 +4505,7 @@ type AddOIDCAppRequest struct {
 
 func (x *AddOIDCAppRequest) Reset() {
 	*x = AddOIDCAppRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[78]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4416,7 +4517,7 @@ func (x *AddOIDCAppRequest) String() string {
 func (*AddOIDCAppRequest) ProtoMessage() {}
 
 func (x *AddOIDCAppRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[78]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4429,7 +4530,7 @@ func (x *AddOIDCAppRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddOIDCAppRequest.ProtoReflect.Descriptor instead.
 func (*AddOIDCAppRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{78}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *AddOIDCAppRequest) GetProjectId() string {
@@ -4588,7 +4689,7 @@ type AddOIDCAppResponse struct {
 
 func (x *AddOIDCAppResponse) Reset() {
 	*x = AddOIDCAppResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[79]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4600,7 +4701,7 @@ func (x *AddOIDCAppResponse) String() string {
 func (*AddOIDCAppResponse) ProtoMessage() {}
 
 func (x *AddOIDCAppResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[79]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4613,7 +4714,7 @@ func (x *AddOIDCAppResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddOIDCAppResponse.ProtoReflect.Descriptor instead.
 func (*AddOIDCAppResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{79}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *AddOIDCAppResponse) GetAppId() string {
@@ -4706,7 +4807,7 @@ type UpdateOIDCAppConfigRequest struct {
 
 func (x *UpdateOIDCAppConfigRequest) Reset() {
 	*x = UpdateOIDCAppConfigRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[80]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4718,7 +4819,7 @@ func (x *UpdateOIDCAppConfigRequest) String() string {
 func (*UpdateOIDCAppConfigRequest) ProtoMessage() {}
 
 func (x *UpdateOIDCAppConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[80]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4731,7 +4832,7 @@ func (x *UpdateOIDCAppConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateOIDCAppConfigRequest.ProtoReflect.Descriptor instead.
 func (*UpdateOIDCAppConfigRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{80}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *UpdateOIDCAppConfigRequest) GetProjectId() string {
@@ -4871,7 +4972,7 @@ type UpdateOIDCAppConfigResponse struct {
 
 func (x *UpdateOIDCAppConfigResponse) Reset() {
 	*x = UpdateOIDCAppConfigResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[81]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4883,7 +4984,7 @@ func (x *UpdateOIDCAppConfigResponse) String() string {
 func (*UpdateOIDCAppConfigResponse) ProtoMessage() {}
 
 func (x *UpdateOIDCAppConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[81]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4896,7 +4997,7 @@ func (x *UpdateOIDCAppConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateOIDCAppConfigResponse.ProtoReflect.Descriptor instead.
 func (*UpdateOIDCAppConfigResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{81}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *UpdateOIDCAppConfigResponse) GetDetails() *ObjectDetails {
@@ -4919,7 +5020,7 @@ type RegenerateOIDCClientSecretRequest struct {
 
 func (x *RegenerateOIDCClientSecretRequest) Reset() {
 	*x = RegenerateOIDCClientSecretRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[82]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4931,7 +5032,7 @@ func (x *RegenerateOIDCClientSecretRequest) String() string {
 func (*RegenerateOIDCClientSecretRequest) ProtoMessage() {}
 
 func (x *RegenerateOIDCClientSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[82]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4944,7 +5045,7 @@ func (x *RegenerateOIDCClientSecretRequest) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use RegenerateOIDCClientSecretRequest.ProtoReflect.Descriptor instead.
 func (*RegenerateOIDCClientSecretRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{82}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *RegenerateOIDCClientSecretRequest) GetProjectId() string {
@@ -4974,7 +5075,7 @@ type RegenerateOIDCClientSecretResponse struct {
 
 func (x *RegenerateOIDCClientSecretResponse) Reset() {
 	*x = RegenerateOIDCClientSecretResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[83]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4986,7 +5087,7 @@ func (x *RegenerateOIDCClientSecretResponse) String() string {
 func (*RegenerateOIDCClientSecretResponse) ProtoMessage() {}
 
 func (x *RegenerateOIDCClientSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[83]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4999,7 +5100,7 @@ func (x *RegenerateOIDCClientSecretResponse) ProtoReflect() protoreflect.Message
 
 // Deprecated: Use RegenerateOIDCClientSecretResponse.ProtoReflect.Descriptor instead.
 func (*RegenerateOIDCClientSecretResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{83}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *RegenerateOIDCClientSecretResponse) GetClientSecret() string {
@@ -5031,7 +5132,7 @@ type AddAPIAppRequest struct {
 
 func (x *AddAPIAppRequest) Reset() {
 	*x = AddAPIAppRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[84]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5043,7 +5144,7 @@ func (x *AddAPIAppRequest) String() string {
 func (*AddAPIAppRequest) ProtoMessage() {}
 
 func (x *AddAPIAppRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[84]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5056,7 +5157,7 @@ func (x *AddAPIAppRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddAPIAppRequest.ProtoReflect.Descriptor instead.
 func (*AddAPIAppRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{84}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *AddAPIAppRequest) GetProjectId() string {
@@ -5099,7 +5200,7 @@ type AddAPIAppResponse struct {
 
 func (x *AddAPIAppResponse) Reset() {
 	*x = AddAPIAppResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[85]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5111,7 +5212,7 @@ func (x *AddAPIAppResponse) String() string {
 func (*AddAPIAppResponse) ProtoMessage() {}
 
 func (x *AddAPIAppResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[85]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5124,7 +5225,7 @@ func (x *AddAPIAppResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddAPIAppResponse.ProtoReflect.Descriptor instead.
 func (*AddAPIAppResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{85}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *AddAPIAppResponse) GetAppId() string {
@@ -5176,7 +5277,7 @@ type AddAppKeyRequest struct {
 
 func (x *AddAppKeyRequest) Reset() {
 	*x = AddAppKeyRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[86]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5188,7 +5289,7 @@ func (x *AddAppKeyRequest) String() string {
 func (*AddAppKeyRequest) ProtoMessage() {}
 
 func (x *AddAppKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[86]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5201,7 +5302,7 @@ func (x *AddAppKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddAppKeyRequest.ProtoReflect.Descriptor instead.
 func (*AddAppKeyRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{86}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *AddAppKeyRequest) GetProjectId() string {
@@ -5257,7 +5358,7 @@ type AddAppKeyResponse struct {
 
 func (x *AddAppKeyResponse) Reset() {
 	*x = AddAppKeyResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[87]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5269,7 +5370,7 @@ func (x *AddAppKeyResponse) String() string {
 func (*AddAppKeyResponse) ProtoMessage() {}
 
 func (x *AddAppKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[87]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5282,7 +5383,7 @@ func (x *AddAppKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddAppKeyResponse.ProtoReflect.Descriptor instead.
 func (*AddAppKeyResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{87}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *AddAppKeyResponse) GetId() string {
@@ -5321,7 +5422,7 @@ type RemoveAppKeyRequest struct {
 
 func (x *RemoveAppKeyRequest) Reset() {
 	*x = RemoveAppKeyRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[88]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5333,7 +5434,7 @@ func (x *RemoveAppKeyRequest) String() string {
 func (*RemoveAppKeyRequest) ProtoMessage() {}
 
 func (x *RemoveAppKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[88]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5346,7 +5447,7 @@ func (x *RemoveAppKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveAppKeyRequest.ProtoReflect.Descriptor instead.
 func (*RemoveAppKeyRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{88}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *RemoveAppKeyRequest) GetProjectId() string {
@@ -5381,7 +5482,7 @@ type RemoveAppKeyResponse struct {
 
 func (x *RemoveAppKeyResponse) Reset() {
 	*x = RemoveAppKeyResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[89]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5393,7 +5494,7 @@ func (x *RemoveAppKeyResponse) String() string {
 func (*RemoveAppKeyResponse) ProtoMessage() {}
 
 func (x *RemoveAppKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[89]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5406,7 +5507,7 @@ func (x *RemoveAppKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveAppKeyResponse.ProtoReflect.Descriptor instead.
 func (*RemoveAppKeyResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{89}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *RemoveAppKeyResponse) GetDetails() *ObjectDetails {
@@ -5432,7 +5533,7 @@ type AddProjectGrantRequest struct {
 
 func (x *AddProjectGrantRequest) Reset() {
 	*x = AddProjectGrantRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[90]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5444,7 +5545,7 @@ func (x *AddProjectGrantRequest) String() string {
 func (*AddProjectGrantRequest) ProtoMessage() {}
 
 func (x *AddProjectGrantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[90]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5457,7 +5558,7 @@ func (x *AddProjectGrantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddProjectGrantRequest.ProtoReflect.Descriptor instead.
 func (*AddProjectGrantRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{90}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *AddProjectGrantRequest) GetProjectId() string {
@@ -5494,7 +5595,7 @@ type AddProjectGrantResponse struct {
 
 func (x *AddProjectGrantResponse) Reset() {
 	*x = AddProjectGrantResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[91]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5506,7 +5607,7 @@ func (x *AddProjectGrantResponse) String() string {
 func (*AddProjectGrantResponse) ProtoMessage() {}
 
 func (x *AddProjectGrantResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[91]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5519,7 +5620,7 @@ func (x *AddProjectGrantResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddProjectGrantResponse.ProtoReflect.Descriptor instead.
 func (*AddProjectGrantResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{91}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *AddProjectGrantResponse) GetGrantId() string {
@@ -5549,7 +5650,7 @@ type ListProjectGrantsRequest struct {
 
 func (x *ListProjectGrantsRequest) Reset() {
 	*x = ListProjectGrantsRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[92]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5561,7 +5662,7 @@ func (x *ListProjectGrantsRequest) String() string {
 func (*ListProjectGrantsRequest) ProtoMessage() {}
 
 func (x *ListProjectGrantsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[92]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5574,7 +5675,7 @@ func (x *ListProjectGrantsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListProjectGrantsRequest.ProtoReflect.Descriptor instead.
 func (*ListProjectGrantsRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{92}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *ListProjectGrantsRequest) GetQuery() *ListQuery {
@@ -5604,7 +5705,7 @@ type ListProjectGrantsResponse struct {
 
 func (x *ListProjectGrantsResponse) Reset() {
 	*x = ListProjectGrantsResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[93]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5616,7 +5717,7 @@ func (x *ListProjectGrantsResponse) String() string {
 func (*ListProjectGrantsResponse) ProtoMessage() {}
 
 func (x *ListProjectGrantsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[93]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5629,7 +5730,7 @@ func (x *ListProjectGrantsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListProjectGrantsResponse.ProtoReflect.Descriptor instead.
 func (*ListProjectGrantsResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{93}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *ListProjectGrantsResponse) GetDetails() *ListDetails {
@@ -5661,7 +5762,7 @@ type UpdateProjectGrantRequest struct {
 
 func (x *UpdateProjectGrantRequest) Reset() {
 	*x = UpdateProjectGrantRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[94]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5673,7 +5774,7 @@ func (x *UpdateProjectGrantRequest) String() string {
 func (*UpdateProjectGrantRequest) ProtoMessage() {}
 
 func (x *UpdateProjectGrantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[94]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5686,7 +5787,7 @@ func (x *UpdateProjectGrantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateProjectGrantRequest.ProtoReflect.Descriptor instead.
 func (*UpdateProjectGrantRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{94}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *UpdateProjectGrantRequest) GetProjectId() string {
@@ -5721,7 +5822,7 @@ type UpdateProjectGrantResponse struct {
 
 func (x *UpdateProjectGrantResponse) Reset() {
 	*x = UpdateProjectGrantResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[95]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5733,7 +5834,7 @@ func (x *UpdateProjectGrantResponse) String() string {
 func (*UpdateProjectGrantResponse) ProtoMessage() {}
 
 func (x *UpdateProjectGrantResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[95]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5746,7 +5847,7 @@ func (x *UpdateProjectGrantResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateProjectGrantResponse.ProtoReflect.Descriptor instead.
 func (*UpdateProjectGrantResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{95}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *UpdateProjectGrantResponse) GetDetails() *ObjectDetails {
@@ -5769,7 +5870,7 @@ type RemoveProjectGrantRequest struct {
 
 func (x *RemoveProjectGrantRequest) Reset() {
 	*x = RemoveProjectGrantRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[96]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5781,7 +5882,7 @@ func (x *RemoveProjectGrantRequest) String() string {
 func (*RemoveProjectGrantRequest) ProtoMessage() {}
 
 func (x *RemoveProjectGrantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[96]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5794,7 +5895,7 @@ func (x *RemoveProjectGrantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveProjectGrantRequest.ProtoReflect.Descriptor instead.
 func (*RemoveProjectGrantRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{96}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *RemoveProjectGrantRequest) GetProjectId() string {
@@ -5822,7 +5923,7 @@ type RemoveProjectGrantResponse struct {
 
 func (x *RemoveProjectGrantResponse) Reset() {
 	*x = RemoveProjectGrantResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[97]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5834,7 +5935,7 @@ func (x *RemoveProjectGrantResponse) String() string {
 func (*RemoveProjectGrantResponse) ProtoMessage() {}
 
 func (x *RemoveProjectGrantResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[97]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5847,7 +5948,7 @@ func (x *RemoveProjectGrantResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveProjectGrantResponse.ProtoReflect.Descriptor instead.
 func (*RemoveProjectGrantResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{97}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *RemoveProjectGrantResponse) GetDetails() *ObjectDetails {
@@ -5866,7 +5967,7 @@ type GetLoginPolicyRequest struct {
 
 func (x *GetLoginPolicyRequest) Reset() {
 	*x = GetLoginPolicyRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[98]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5878,7 +5979,7 @@ func (x *GetLoginPolicyRequest) String() string {
 func (*GetLoginPolicyRequest) ProtoMessage() {}
 
 func (x *GetLoginPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[98]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5891,7 +5992,7 @@ func (x *GetLoginPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLoginPolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetLoginPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{98}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{100}
 }
 
 // GetLoginPolicyResponse carries the policy in force.
@@ -5907,7 +6008,7 @@ type GetLoginPolicyResponse struct {
 
 func (x *GetLoginPolicyResponse) Reset() {
 	*x = GetLoginPolicyResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[99]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5919,7 +6020,7 @@ func (x *GetLoginPolicyResponse) String() string {
 func (*GetLoginPolicyResponse) ProtoMessage() {}
 
 func (x *GetLoginPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[99]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5932,7 +6033,7 @@ func (x *GetLoginPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLoginPolicyResponse.ProtoReflect.Descriptor instead.
 func (*GetLoginPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{99}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *GetLoginPolicyResponse) GetPolicy() *LoginPolicy {
@@ -5999,7 +6100,7 @@ type AddCustomLoginPolicyRequest struct {
 
 func (x *AddCustomLoginPolicyRequest) Reset() {
 	*x = AddCustomLoginPolicyRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[100]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6011,7 +6112,7 @@ func (x *AddCustomLoginPolicyRequest) String() string {
 func (*AddCustomLoginPolicyRequest) ProtoMessage() {}
 
 func (x *AddCustomLoginPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[100]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6024,7 +6125,7 @@ func (x *AddCustomLoginPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddCustomLoginPolicyRequest.ProtoReflect.Descriptor instead.
 func (*AddCustomLoginPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{100}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *AddCustomLoginPolicyRequest) GetAllowUsernamePassword() bool {
@@ -6178,7 +6279,7 @@ type AddCustomLoginPolicyResponse struct {
 
 func (x *AddCustomLoginPolicyResponse) Reset() {
 	*x = AddCustomLoginPolicyResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[101]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6190,7 +6291,7 @@ func (x *AddCustomLoginPolicyResponse) String() string {
 func (*AddCustomLoginPolicyResponse) ProtoMessage() {}
 
 func (x *AddCustomLoginPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[101]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6203,7 +6304,7 @@ func (x *AddCustomLoginPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddCustomLoginPolicyResponse.ProtoReflect.Descriptor instead.
 func (*AddCustomLoginPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{101}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *AddCustomLoginPolicyResponse) GetDetails() *ObjectDetails {
@@ -6256,7 +6357,7 @@ type UpdateCustomLoginPolicyRequest struct {
 
 func (x *UpdateCustomLoginPolicyRequest) Reset() {
 	*x = UpdateCustomLoginPolicyRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[102]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6268,7 +6369,7 @@ func (x *UpdateCustomLoginPolicyRequest) String() string {
 func (*UpdateCustomLoginPolicyRequest) ProtoMessage() {}
 
 func (x *UpdateCustomLoginPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[102]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6281,7 +6382,7 @@ func (x *UpdateCustomLoginPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateCustomLoginPolicyRequest.ProtoReflect.Descriptor instead.
 func (*UpdateCustomLoginPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{102}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *UpdateCustomLoginPolicyRequest) GetAllowUsernamePassword() bool {
@@ -6414,7 +6515,7 @@ type UpdateCustomLoginPolicyResponse struct {
 
 func (x *UpdateCustomLoginPolicyResponse) Reset() {
 	*x = UpdateCustomLoginPolicyResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[103]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6426,7 +6527,7 @@ func (x *UpdateCustomLoginPolicyResponse) String() string {
 func (*UpdateCustomLoginPolicyResponse) ProtoMessage() {}
 
 func (x *UpdateCustomLoginPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[103]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6439,7 +6540,7 @@ func (x *UpdateCustomLoginPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateCustomLoginPolicyResponse.ProtoReflect.Descriptor instead.
 func (*UpdateCustomLoginPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{103}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *UpdateCustomLoginPolicyResponse) GetDetails() *ObjectDetails {
@@ -6458,7 +6559,7 @@ type ResetLoginPolicyToDefaultRequest struct {
 
 func (x *ResetLoginPolicyToDefaultRequest) Reset() {
 	*x = ResetLoginPolicyToDefaultRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[104]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6470,7 +6571,7 @@ func (x *ResetLoginPolicyToDefaultRequest) String() string {
 func (*ResetLoginPolicyToDefaultRequest) ProtoMessage() {}
 
 func (x *ResetLoginPolicyToDefaultRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[104]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6483,7 +6584,7 @@ func (x *ResetLoginPolicyToDefaultRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetLoginPolicyToDefaultRequest.ProtoReflect.Descriptor instead.
 func (*ResetLoginPolicyToDefaultRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{104}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{106}
 }
 
 // ResetLoginPolicyToDefaultResponse carries the change's details.
@@ -6497,7 +6598,7 @@ type ResetLoginPolicyToDefaultResponse struct {
 
 func (x *ResetLoginPolicyToDefaultResponse) Reset() {
 	*x = ResetLoginPolicyToDefaultResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[105]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6509,7 +6610,7 @@ func (x *ResetLoginPolicyToDefaultResponse) String() string {
 func (*ResetLoginPolicyToDefaultResponse) ProtoMessage() {}
 
 func (x *ResetLoginPolicyToDefaultResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[105]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6522,7 +6623,7 @@ func (x *ResetLoginPolicyToDefaultResponse) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use ResetLoginPolicyToDefaultResponse.ProtoReflect.Descriptor instead.
 func (*ResetLoginPolicyToDefaultResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{105}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *ResetLoginPolicyToDefaultResponse) GetDetails() *ObjectDetails {
@@ -6545,7 +6646,7 @@ type ListUserIDPsRequest struct {
 
 func (x *ListUserIDPsRequest) Reset() {
 	*x = ListUserIDPsRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[106]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6557,7 +6658,7 @@ func (x *ListUserIDPsRequest) String() string {
 func (*ListUserIDPsRequest) ProtoMessage() {}
 
 func (x *ListUserIDPsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[106]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6570,7 +6671,7 @@ func (x *ListUserIDPsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUserIDPsRequest.ProtoReflect.Descriptor instead.
 func (*ListUserIDPsRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{106}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *ListUserIDPsRequest) GetUserId() string {
@@ -6600,7 +6701,7 @@ type ListUserIDPsResponse struct {
 
 func (x *ListUserIDPsResponse) Reset() {
 	*x = ListUserIDPsResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[107]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6612,7 +6713,7 @@ func (x *ListUserIDPsResponse) String() string {
 func (*ListUserIDPsResponse) ProtoMessage() {}
 
 func (x *ListUserIDPsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[107]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6625,7 +6726,7 @@ func (x *ListUserIDPsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUserIDPsResponse.ProtoReflect.Descriptor instead.
 func (*ListUserIDPsResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{107}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *ListUserIDPsResponse) GetDetails() *ListDetails {
@@ -6657,7 +6758,7 @@ type RemoveUserIDPRequest struct {
 
 func (x *RemoveUserIDPRequest) Reset() {
 	*x = RemoveUserIDPRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[108]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6669,7 +6770,7 @@ func (x *RemoveUserIDPRequest) String() string {
 func (*RemoveUserIDPRequest) ProtoMessage() {}
 
 func (x *RemoveUserIDPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[108]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6682,7 +6783,7 @@ func (x *RemoveUserIDPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveUserIDPRequest.ProtoReflect.Descriptor instead.
 func (*RemoveUserIDPRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{108}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *RemoveUserIDPRequest) GetUserId() string {
@@ -6717,7 +6818,7 @@ type RemoveUserIDPResponse struct {
 
 func (x *RemoveUserIDPResponse) Reset() {
 	*x = RemoveUserIDPResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[109]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6729,7 +6830,7 @@ func (x *RemoveUserIDPResponse) String() string {
 func (*RemoveUserIDPResponse) ProtoMessage() {}
 
 func (x *RemoveUserIDPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[109]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6742,7 +6843,7 @@ func (x *RemoveUserIDPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveUserIDPResponse.ProtoReflect.Descriptor instead.
 func (*RemoveUserIDPResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{109}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *RemoveUserIDPResponse) GetDetails() *ObjectDetails {
@@ -6774,7 +6875,7 @@ type AddHumanUserRequest_Profile struct {
 
 func (x *AddHumanUserRequest_Profile) Reset() {
 	*x = AddHumanUserRequest_Profile{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[110]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6786,7 +6887,7 @@ func (x *AddHumanUserRequest_Profile) String() string {
 func (*AddHumanUserRequest_Profile) ProtoMessage() {}
 
 func (x *AddHumanUserRequest_Profile) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[110]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6857,7 +6958,7 @@ type AddHumanUserRequest_Email struct {
 
 func (x *AddHumanUserRequest_Email) Reset() {
 	*x = AddHumanUserRequest_Email{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[111]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6869,7 +6970,7 @@ func (x *AddHumanUserRequest_Email) String() string {
 func (*AddHumanUserRequest_Email) ProtoMessage() {}
 
 func (x *AddHumanUserRequest_Email) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[111]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6913,7 +7014,7 @@ type AddHumanUserRequest_Phone struct {
 
 func (x *AddHumanUserRequest_Phone) Reset() {
 	*x = AddHumanUserRequest_Phone{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[112]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6925,7 +7026,7 @@ func (x *AddHumanUserRequest_Phone) String() string {
 func (*AddHumanUserRequest_Phone) ProtoMessage() {}
 
 func (x *AddHumanUserRequest_Phone) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[112]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6977,7 +7078,7 @@ type ImportHumanUserRequest_Profile struct {
 
 func (x *ImportHumanUserRequest_Profile) Reset() {
 	*x = ImportHumanUserRequest_Profile{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[113]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6989,7 +7090,7 @@ func (x *ImportHumanUserRequest_Profile) String() string {
 func (*ImportHumanUserRequest_Profile) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_Profile) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[113]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7060,7 +7161,7 @@ type ImportHumanUserRequest_Email struct {
 
 func (x *ImportHumanUserRequest_Email) Reset() {
 	*x = ImportHumanUserRequest_Email{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[114]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7072,7 +7173,7 @@ func (x *ImportHumanUserRequest_Email) String() string {
 func (*ImportHumanUserRequest_Email) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_Email) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[114]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7116,7 +7217,7 @@ type ImportHumanUserRequest_Phone struct {
 
 func (x *ImportHumanUserRequest_Phone) Reset() {
 	*x = ImportHumanUserRequest_Phone{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[115]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7128,7 +7229,7 @@ func (x *ImportHumanUserRequest_Phone) String() string {
 func (*ImportHumanUserRequest_Phone) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_Phone) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[115]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7173,7 +7274,7 @@ type ImportHumanUserRequest_HashedPassword struct {
 
 func (x *ImportHumanUserRequest_HashedPassword) Reset() {
 	*x = ImportHumanUserRequest_HashedPassword{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[116]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7185,7 +7286,7 @@ func (x *ImportHumanUserRequest_HashedPassword) String() string {
 func (*ImportHumanUserRequest_HashedPassword) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_HashedPassword) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[116]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7228,7 +7329,7 @@ type BulkSetUserMetadataRequest_Metadata struct {
 
 func (x *BulkSetUserMetadataRequest_Metadata) Reset() {
 	*x = BulkSetUserMetadataRequest_Metadata{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[117]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7240,7 +7341,7 @@ func (x *BulkSetUserMetadataRequest_Metadata) String() string {
 func (*BulkSetUserMetadataRequest_Metadata) ProtoMessage() {}
 
 func (x *BulkSetUserMetadataRequest_Metadata) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[117]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7284,7 +7385,7 @@ type AddCustomLoginPolicyRequest_IDP struct {
 
 func (x *AddCustomLoginPolicyRequest_IDP) Reset() {
 	*x = AddCustomLoginPolicyRequest_IDP{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[118]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7296,7 +7397,7 @@ func (x *AddCustomLoginPolicyRequest_IDP) String() string {
 func (*AddCustomLoginPolicyRequest_IDP) ProtoMessage() {}
 
 func (x *AddCustomLoginPolicyRequest_IDP) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[118]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7309,7 +7410,7 @@ func (x *AddCustomLoginPolicyRequest_IDP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddCustomLoginPolicyRequest_IDP.ProtoReflect.Descriptor instead.
 func (*AddCustomLoginPolicyRequest_IDP) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{100, 0}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{102, 0}
 }
 
 func (x *AddCustomLoginPolicyRequest_IDP) GetIdpId() string {
@@ -7564,6 +7665,11 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x17DeactivateOrgIDPRequest\x12\x15\n" +
 	"\x06idp_id\x18\x01 \x01(\tR\x05idpId\"\\\n" +
 	"\x18DeactivateOrgIDPResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"K\n" +
+	"\x15SetOrgIDPTrustRequest\x12\x15\n" +
+	"\x06idp_id\x18\x01 \x01(\tR\x05idpId\x12\x1b\n" +
+	"\ttrust_amr\x18\x02 \x01(\bR\btrustAmr\"Z\n" +
+	"\x16SetOrgIDPTrustResponse\x12@\n" +
 	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"0\n" +
 	"\x17ReactivateOrgIDPRequest\x12\x15\n" +
 	"\x06idp_id\x18\x01 \x01(\tR\x05idpId\"\\\n" +
@@ -7796,7 +7902,7 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x06idp_id\x18\x02 \x01(\tR\x05idpId\x12$\n" +
 	"\x0elinked_user_id\x18\x03 \x01(\tR\flinkedUserId\"Y\n" +
 	"\x15RemoveUserIDPResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails2\xebI\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails2\x8fK\n" +
 	"\x11ManagementService\x12\x8b\x01\n" +
 	"\vGetUserByID\x12+.gatehouse.management.v1.GetUserByIDRequest\x1a,.gatehouse.management.v1.GetUserByIDResponse\"!\x82\xd3\xe4\x93\x02\x1b\x12\x19/management/v1/users/{id}\x12\x8b\x01\n" +
 	"\tListUsers\x12).gatehouse.management.v1.ListUsersRequest\x1a*.gatehouse.management.v1.ListUsersResponse\"'\x82\xd3\xe4\x93\x02!:\x01*\"\x1c/management/v1/users/_search\x12\x92\x01\n" +
@@ -7832,7 +7938,8 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\rAddOrgOIDCIDP\x12-.gatehouse.management.v1.AddOrgOIDCIDPRequest\x1a..gatehouse.management.v1.AddOrgOIDCIDPResponse\"&\x82\xd3\xe4\x93\x02\x1d:\x01*\"\x18/management/v1/idps/oidc\x88\x02\x01\x12\xc1\x01\n" +
 	"\x16UpdateOrgIDPOIDCConfig\x126.gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest\x1a7.gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse\"6\x82\xd3\xe4\x93\x02-:\x01*\x1a(/management/v1/idps/{idp_id}/oidc_config\x88\x02\x01\x12\xac\x01\n" +
 	"\x10DeactivateOrgIDP\x120.gatehouse.management.v1.DeactivateOrgIDPRequest\x1a1.gatehouse.management.v1.DeactivateOrgIDPResponse\"3\x82\xd3\xe4\x93\x02-:\x01*\"(/management/v1/idps/{idp_id}/_deactivate\x12\xac\x01\n" +
-	"\x10ReactivateOrgIDP\x120.gatehouse.management.v1.ReactivateOrgIDPRequest\x1a1.gatehouse.management.v1.ReactivateOrgIDPResponse\"3\x82\xd3\xe4\x93\x02-:\x01*\"(/management/v1/idps/{idp_id}/_reactivate\x12\x91\x01\n" +
+	"\x10ReactivateOrgIDP\x120.gatehouse.management.v1.ReactivateOrgIDPRequest\x1a1.gatehouse.management.v1.ReactivateOrgIDPResponse\"3\x82\xd3\xe4\x93\x02-:\x01*\"(/management/v1/idps/{idp_id}/_reactivate\x12\xa1\x01\n" +
+	"\x0eSetOrgIDPTrust\x12..gatehouse.management.v1.SetOrgIDPTrustRequest\x1a/.gatehouse.management.v1.SetOrgIDPTrustResponse\".\x82\xd3\xe4\x93\x02(:\x01*\"#/management/v1/idps/{idp_id}/_trust\x12\x91\x01\n" +
 	"\fRemoveOrgIDP\x12,.gatehouse.management.v1.RemoveOrgIDPRequest\x1a-.gatehouse.management.v1.RemoveOrgIDPResponse\"$\x82\xd3\xe4\x93\x02\x1e*\x1c/management/v1/idps/{idp_id}\x12\x89\x01\n" +
 	"\n" +
 	"AddProject\x12*.gatehouse.management.v1.AddProjectRequest\x1a+.gatehouse.management.v1.AddProjectResponse\"\"\x82\xd3\xe4\x93\x02\x1c:\x01*\"\x17/management/v1/projects\x12\x97\x01\n" +
@@ -7873,7 +7980,7 @@ func file_gatehouse_management_v1_management_proto_rawDescGZIP() []byte {
 	return file_gatehouse_management_v1_management_proto_rawDescData
 }
 
-var file_gatehouse_management_v1_management_proto_msgTypes = make([]protoimpl.MessageInfo, 119)
+var file_gatehouse_management_v1_management_proto_msgTypes = make([]protoimpl.MessageInfo, 121)
 var file_gatehouse_management_v1_management_proto_goTypes = []any{
 	(*GetUserByIDRequest)(nil),                    // 0: gatehouse.management.v1.GetUserByIDRequest
 	(*GetUserByIDResponse)(nil),                   // 1: gatehouse.management.v1.GetUserByIDResponse
@@ -7939,367 +8046,372 @@ var file_gatehouse_management_v1_management_proto_goTypes = []any{
 	(*UpdateOrgIDPOIDCConfigResponse)(nil),        // 61: gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse
 	(*DeactivateOrgIDPRequest)(nil),               // 62: gatehouse.management.v1.DeactivateOrgIDPRequest
 	(*DeactivateOrgIDPResponse)(nil),              // 63: gatehouse.management.v1.DeactivateOrgIDPResponse
-	(*ReactivateOrgIDPRequest)(nil),               // 64: gatehouse.management.v1.ReactivateOrgIDPRequest
-	(*ReactivateOrgIDPResponse)(nil),              // 65: gatehouse.management.v1.ReactivateOrgIDPResponse
-	(*RemoveOrgIDPRequest)(nil),                   // 66: gatehouse.management.v1.RemoveOrgIDPRequest
-	(*RemoveOrgIDPResponse)(nil),                  // 67: gatehouse.management.v1.RemoveOrgIDPResponse
-	(*AddProjectRequest)(nil),                     // 68: gatehouse.management.v1.AddProjectRequest
-	(*AddProjectResponse)(nil),                    // 69: gatehouse.management.v1.AddProjectResponse
-	(*GetProjectByIDRequest)(nil),                 // 70: gatehouse.management.v1.GetProjectByIDRequest
-	(*GetProjectByIDResponse)(nil),                // 71: gatehouse.management.v1.GetProjectByIDResponse
-	(*ListProjectsRequest)(nil),                   // 72: gatehouse.management.v1.ListProjectsRequest
-	(*ListProjectsResponse)(nil),                  // 73: gatehouse.management.v1.ListProjectsResponse
-	(*GetAppByIDRequest)(nil),                     // 74: gatehouse.management.v1.GetAppByIDRequest
-	(*GetAppByIDResponse)(nil),                    // 75: gatehouse.management.v1.GetAppByIDResponse
-	(*ListAppsRequest)(nil),                       // 76: gatehouse.management.v1.ListAppsRequest
-	(*ListAppsResponse)(nil),                      // 77: gatehouse.management.v1.ListAppsResponse
-	(*AddOIDCAppRequest)(nil),                     // 78: gatehouse.management.v1.AddOIDCAppRequest
-	(*AddOIDCAppResponse)(nil),                    // 79: gatehouse.management.v1.AddOIDCAppResponse
-	(*UpdateOIDCAppConfigRequest)(nil),            // 80: gatehouse.management.v1.UpdateOIDCAppConfigRequest
-	(*UpdateOIDCAppConfigResponse)(nil),           // 81: gatehouse.management.v1.UpdateOIDCAppConfigResponse
-	(*RegenerateOIDCClientSecretRequest)(nil),     // 82: gatehouse.management.v1.RegenerateOIDCClientSecretRequest
-	(*RegenerateOIDCClientSecretResponse)(nil),    // 83: gatehouse.management.v1.RegenerateOIDCClientSecretResponse
-	(*AddAPIAppRequest)(nil),                      // 84: gatehouse.management.v1.AddAPIAppRequest
-	(*AddAPIAppResponse)(nil),                     // 85: gatehouse.management.v1.AddAPIAppResponse
-	(*AddAppKeyRequest)(nil),                      // 86: gatehouse.management.v1.AddAppKeyRequest
-	(*AddAppKeyResponse)(nil),                     // 87: gatehouse.management.v1.AddAppKeyResponse
-	(*RemoveAppKeyRequest)(nil),                   // 88: gatehouse.management.v1.RemoveAppKeyRequest
-	(*RemoveAppKeyResponse)(nil),                  // 89: gatehouse.management.v1.RemoveAppKeyResponse
-	(*AddProjectGrantRequest)(nil),                // 90: gatehouse.management.v1.AddProjectGrantRequest
-	(*AddProjectGrantResponse)(nil),               // 91: gatehouse.management.v1.AddProjectGrantResponse
-	(*ListProjectGrantsRequest)(nil),              // 92: gatehouse.management.v1.ListProjectGrantsRequest
-	(*ListProjectGrantsResponse)(nil),             // 93: gatehouse.management.v1.ListProjectGrantsResponse
-	(*UpdateProjectGrantRequest)(nil),             // 94: gatehouse.management.v1.UpdateProjectGrantRequest
-	(*UpdateProjectGrantResponse)(nil),            // 95: gatehouse.management.v1.UpdateProjectGrantResponse
-	(*RemoveProjectGrantRequest)(nil),             // 96: gatehouse.management.v1.RemoveProjectGrantRequest
-	(*RemoveProjectGrantResponse)(nil),            // 97: gatehouse.management.v1.RemoveProjectGrantResponse
-	(*GetLoginPolicyRequest)(nil),                 // 98: gatehouse.management.v1.GetLoginPolicyRequest
-	(*GetLoginPolicyResponse)(nil),                // 99: gatehouse.management.v1.GetLoginPolicyResponse
-	(*AddCustomLoginPolicyRequest)(nil),           // 100: gatehouse.management.v1.AddCustomLoginPolicyRequest
-	(*AddCustomLoginPolicyResponse)(nil),          // 101: gatehouse.management.v1.AddCustomLoginPolicyResponse
-	(*UpdateCustomLoginPolicyRequest)(nil),        // 102: gatehouse.management.v1.UpdateCustomLoginPolicyRequest
-	(*UpdateCustomLoginPolicyResponse)(nil),       // 103: gatehouse.management.v1.UpdateCustomLoginPolicyResponse
-	(*ResetLoginPolicyToDefaultRequest)(nil),      // 104: gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
-	(*ResetLoginPolicyToDefaultResponse)(nil),     // 105: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
-	(*ListUserIDPsRequest)(nil),                   // 106: gatehouse.management.v1.ListUserIDPsRequest
-	(*ListUserIDPsResponse)(nil),                  // 107: gatehouse.management.v1.ListUserIDPsResponse
-	(*RemoveUserIDPRequest)(nil),                  // 108: gatehouse.management.v1.RemoveUserIDPRequest
-	(*RemoveUserIDPResponse)(nil),                 // 109: gatehouse.management.v1.RemoveUserIDPResponse
-	(*AddHumanUserRequest_Profile)(nil),           // 110: gatehouse.management.v1.AddHumanUserRequest.Profile
-	(*AddHumanUserRequest_Email)(nil),             // 111: gatehouse.management.v1.AddHumanUserRequest.Email
-	(*AddHumanUserRequest_Phone)(nil),             // 112: gatehouse.management.v1.AddHumanUserRequest.Phone
-	(*ImportHumanUserRequest_Profile)(nil),        // 113: gatehouse.management.v1.ImportHumanUserRequest.Profile
-	(*ImportHumanUserRequest_Email)(nil),          // 114: gatehouse.management.v1.ImportHumanUserRequest.Email
-	(*ImportHumanUserRequest_Phone)(nil),          // 115: gatehouse.management.v1.ImportHumanUserRequest.Phone
-	(*ImportHumanUserRequest_HashedPassword)(nil), // 116: gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
-	(*BulkSetUserMetadataRequest_Metadata)(nil),   // 117: gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
-	(*AddCustomLoginPolicyRequest_IDP)(nil),       // 118: gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
-	(*User)(nil),                                  // 119: gatehouse.management.v1.User
-	(*ListQuery)(nil),                             // 120: gatehouse.management.v1.ListQuery
-	(UserFieldName)(0),                            // 121: gatehouse.management.v1.UserFieldName
-	(*UserQuery)(nil),                             // 122: gatehouse.management.v1.UserQuery
-	(*ListDetails)(nil),                           // 123: gatehouse.management.v1.ListDetails
-	(*ObjectDetails)(nil),                         // 124: gatehouse.management.v1.ObjectDetails
-	(AccessTokenType)(0),                          // 125: gatehouse.management.v1.AccessTokenType
-	(KeyType)(0),                                  // 126: gatehouse.management.v1.KeyType
-	(*timestamppb.Timestamp)(nil),                 // 127: google.protobuf.Timestamp
-	(*Key)(nil),                                   // 128: gatehouse.management.v1.Key
-	(*MetadataQuery)(nil),                         // 129: gatehouse.management.v1.MetadataQuery
-	(*Metadata)(nil),                              // 130: gatehouse.management.v1.Metadata
-	(*Org)(nil),                                   // 131: gatehouse.management.v1.Org
-	(OrgFieldName)(0),                             // 132: gatehouse.management.v1.OrgFieldName
-	(*OrgQuery)(nil),                              // 133: gatehouse.management.v1.OrgQuery
-	(*MemberQuery)(nil),                           // 134: gatehouse.management.v1.MemberQuery
-	(*Member)(nil),                                // 135: gatehouse.management.v1.Member
-	(*IDP)(nil),                                   // 136: gatehouse.management.v1.IDP
-	(IDPFieldName)(0),                             // 137: gatehouse.management.v1.IDPFieldName
-	(*IDPQuery)(nil),                              // 138: gatehouse.management.v1.IDPQuery
-	(StylingType)(0),                              // 139: gatehouse.management.v1.StylingType
-	(OIDCMappingField)(0),                         // 140: gatehouse.management.v1.OIDCMappingField
-	(PrivateLabelingSetting)(0),                   // 141: gatehouse.management.v1.PrivateLabelingSetting
-	(*Project)(nil),                               // 142: gatehouse.management.v1.Project
-	(*ProjectQuery)(nil),                          // 143: gatehouse.management.v1.ProjectQuery
-	(*App)(nil),                                   // 144: gatehouse.management.v1.App
-	(*AppQuery)(nil),                              // 145: gatehouse.management.v1.AppQuery
-	(OIDCResponseType)(0),                         // 146: gatehouse.management.v1.OIDCResponseType
-	(OIDCGrantType)(0),                            // 147: gatehouse.management.v1.OIDCGrantType
-	(OIDCAppType)(0),                              // 148: gatehouse.management.v1.OIDCAppType
-	(OIDCAuthMethodType)(0),                       // 149: gatehouse.management.v1.OIDCAuthMethodType
-	(OIDCVersion)(0),                              // 150: gatehouse.management.v1.OIDCVersion
-	(OIDCTokenType)(0),                            // 151: gatehouse.management.v1.OIDCTokenType
-	(*durationpb.Duration)(nil),                   // 152: google.protobuf.Duration
-	(*LoginVersion)(nil),                          // 153: gatehouse.management.v1.LoginVersion
-	(*LocalizedMessage)(nil),                      // 154: gatehouse.management.v1.LocalizedMessage
-	(APIAuthMethodType)(0),                        // 155: gatehouse.management.v1.APIAuthMethodType
-	(*ProjectGrant)(nil),                          // 156: gatehouse.management.v1.ProjectGrant
-	(*LoginPolicy)(nil),                           // 157: gatehouse.management.v1.LoginPolicy
-	(PasswordlessType)(0),                         // 158: gatehouse.management.v1.PasswordlessType
-	(SecondFactorType)(0),                         // 159: gatehouse.management.v1.SecondFactorType
-	(MultiFactorType)(0),                          // 160: gatehouse.management.v1.MultiFactorType
-	(*IDPUserLink)(nil),                           // 161: gatehouse.management.v1.IDPUserLink
-	(Gender)(0),                                   // 162: gatehouse.management.v1.Gender
-	(*SetAppAdminClientRequest)(nil),              // 163: gatehouse.management.v1.SetAppAdminClientRequest
-	(*SetAppAdminClientResponse)(nil),             // 164: gatehouse.management.v1.SetAppAdminClientResponse
+	(*SetOrgIDPTrustRequest)(nil),                 // 64: gatehouse.management.v1.SetOrgIDPTrustRequest
+	(*SetOrgIDPTrustResponse)(nil),                // 65: gatehouse.management.v1.SetOrgIDPTrustResponse
+	(*ReactivateOrgIDPRequest)(nil),               // 66: gatehouse.management.v1.ReactivateOrgIDPRequest
+	(*ReactivateOrgIDPResponse)(nil),              // 67: gatehouse.management.v1.ReactivateOrgIDPResponse
+	(*RemoveOrgIDPRequest)(nil),                   // 68: gatehouse.management.v1.RemoveOrgIDPRequest
+	(*RemoveOrgIDPResponse)(nil),                  // 69: gatehouse.management.v1.RemoveOrgIDPResponse
+	(*AddProjectRequest)(nil),                     // 70: gatehouse.management.v1.AddProjectRequest
+	(*AddProjectResponse)(nil),                    // 71: gatehouse.management.v1.AddProjectResponse
+	(*GetProjectByIDRequest)(nil),                 // 72: gatehouse.management.v1.GetProjectByIDRequest
+	(*GetProjectByIDResponse)(nil),                // 73: gatehouse.management.v1.GetProjectByIDResponse
+	(*ListProjectsRequest)(nil),                   // 74: gatehouse.management.v1.ListProjectsRequest
+	(*ListProjectsResponse)(nil),                  // 75: gatehouse.management.v1.ListProjectsResponse
+	(*GetAppByIDRequest)(nil),                     // 76: gatehouse.management.v1.GetAppByIDRequest
+	(*GetAppByIDResponse)(nil),                    // 77: gatehouse.management.v1.GetAppByIDResponse
+	(*ListAppsRequest)(nil),                       // 78: gatehouse.management.v1.ListAppsRequest
+	(*ListAppsResponse)(nil),                      // 79: gatehouse.management.v1.ListAppsResponse
+	(*AddOIDCAppRequest)(nil),                     // 80: gatehouse.management.v1.AddOIDCAppRequest
+	(*AddOIDCAppResponse)(nil),                    // 81: gatehouse.management.v1.AddOIDCAppResponse
+	(*UpdateOIDCAppConfigRequest)(nil),            // 82: gatehouse.management.v1.UpdateOIDCAppConfigRequest
+	(*UpdateOIDCAppConfigResponse)(nil),           // 83: gatehouse.management.v1.UpdateOIDCAppConfigResponse
+	(*RegenerateOIDCClientSecretRequest)(nil),     // 84: gatehouse.management.v1.RegenerateOIDCClientSecretRequest
+	(*RegenerateOIDCClientSecretResponse)(nil),    // 85: gatehouse.management.v1.RegenerateOIDCClientSecretResponse
+	(*AddAPIAppRequest)(nil),                      // 86: gatehouse.management.v1.AddAPIAppRequest
+	(*AddAPIAppResponse)(nil),                     // 87: gatehouse.management.v1.AddAPIAppResponse
+	(*AddAppKeyRequest)(nil),                      // 88: gatehouse.management.v1.AddAppKeyRequest
+	(*AddAppKeyResponse)(nil),                     // 89: gatehouse.management.v1.AddAppKeyResponse
+	(*RemoveAppKeyRequest)(nil),                   // 90: gatehouse.management.v1.RemoveAppKeyRequest
+	(*RemoveAppKeyResponse)(nil),                  // 91: gatehouse.management.v1.RemoveAppKeyResponse
+	(*AddProjectGrantRequest)(nil),                // 92: gatehouse.management.v1.AddProjectGrantRequest
+	(*AddProjectGrantResponse)(nil),               // 93: gatehouse.management.v1.AddProjectGrantResponse
+	(*ListProjectGrantsRequest)(nil),              // 94: gatehouse.management.v1.ListProjectGrantsRequest
+	(*ListProjectGrantsResponse)(nil),             // 95: gatehouse.management.v1.ListProjectGrantsResponse
+	(*UpdateProjectGrantRequest)(nil),             // 96: gatehouse.management.v1.UpdateProjectGrantRequest
+	(*UpdateProjectGrantResponse)(nil),            // 97: gatehouse.management.v1.UpdateProjectGrantResponse
+	(*RemoveProjectGrantRequest)(nil),             // 98: gatehouse.management.v1.RemoveProjectGrantRequest
+	(*RemoveProjectGrantResponse)(nil),            // 99: gatehouse.management.v1.RemoveProjectGrantResponse
+	(*GetLoginPolicyRequest)(nil),                 // 100: gatehouse.management.v1.GetLoginPolicyRequest
+	(*GetLoginPolicyResponse)(nil),                // 101: gatehouse.management.v1.GetLoginPolicyResponse
+	(*AddCustomLoginPolicyRequest)(nil),           // 102: gatehouse.management.v1.AddCustomLoginPolicyRequest
+	(*AddCustomLoginPolicyResponse)(nil),          // 103: gatehouse.management.v1.AddCustomLoginPolicyResponse
+	(*UpdateCustomLoginPolicyRequest)(nil),        // 104: gatehouse.management.v1.UpdateCustomLoginPolicyRequest
+	(*UpdateCustomLoginPolicyResponse)(nil),       // 105: gatehouse.management.v1.UpdateCustomLoginPolicyResponse
+	(*ResetLoginPolicyToDefaultRequest)(nil),      // 106: gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
+	(*ResetLoginPolicyToDefaultResponse)(nil),     // 107: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
+	(*ListUserIDPsRequest)(nil),                   // 108: gatehouse.management.v1.ListUserIDPsRequest
+	(*ListUserIDPsResponse)(nil),                  // 109: gatehouse.management.v1.ListUserIDPsResponse
+	(*RemoveUserIDPRequest)(nil),                  // 110: gatehouse.management.v1.RemoveUserIDPRequest
+	(*RemoveUserIDPResponse)(nil),                 // 111: gatehouse.management.v1.RemoveUserIDPResponse
+	(*AddHumanUserRequest_Profile)(nil),           // 112: gatehouse.management.v1.AddHumanUserRequest.Profile
+	(*AddHumanUserRequest_Email)(nil),             // 113: gatehouse.management.v1.AddHumanUserRequest.Email
+	(*AddHumanUserRequest_Phone)(nil),             // 114: gatehouse.management.v1.AddHumanUserRequest.Phone
+	(*ImportHumanUserRequest_Profile)(nil),        // 115: gatehouse.management.v1.ImportHumanUserRequest.Profile
+	(*ImportHumanUserRequest_Email)(nil),          // 116: gatehouse.management.v1.ImportHumanUserRequest.Email
+	(*ImportHumanUserRequest_Phone)(nil),          // 117: gatehouse.management.v1.ImportHumanUserRequest.Phone
+	(*ImportHumanUserRequest_HashedPassword)(nil), // 118: gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
+	(*BulkSetUserMetadataRequest_Metadata)(nil),   // 119: gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
+	(*AddCustomLoginPolicyRequest_IDP)(nil),       // 120: gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
+	(*User)(nil),                                  // 121: gatehouse.management.v1.User
+	(*ListQuery)(nil),                             // 122: gatehouse.management.v1.ListQuery
+	(UserFieldName)(0),                            // 123: gatehouse.management.v1.UserFieldName
+	(*UserQuery)(nil),                             // 124: gatehouse.management.v1.UserQuery
+	(*ListDetails)(nil),                           // 125: gatehouse.management.v1.ListDetails
+	(*ObjectDetails)(nil),                         // 126: gatehouse.management.v1.ObjectDetails
+	(AccessTokenType)(0),                          // 127: gatehouse.management.v1.AccessTokenType
+	(KeyType)(0),                                  // 128: gatehouse.management.v1.KeyType
+	(*timestamppb.Timestamp)(nil),                 // 129: google.protobuf.Timestamp
+	(*Key)(nil),                                   // 130: gatehouse.management.v1.Key
+	(*MetadataQuery)(nil),                         // 131: gatehouse.management.v1.MetadataQuery
+	(*Metadata)(nil),                              // 132: gatehouse.management.v1.Metadata
+	(*Org)(nil),                                   // 133: gatehouse.management.v1.Org
+	(OrgFieldName)(0),                             // 134: gatehouse.management.v1.OrgFieldName
+	(*OrgQuery)(nil),                              // 135: gatehouse.management.v1.OrgQuery
+	(*MemberQuery)(nil),                           // 136: gatehouse.management.v1.MemberQuery
+	(*Member)(nil),                                // 137: gatehouse.management.v1.Member
+	(*IDP)(nil),                                   // 138: gatehouse.management.v1.IDP
+	(IDPFieldName)(0),                             // 139: gatehouse.management.v1.IDPFieldName
+	(*IDPQuery)(nil),                              // 140: gatehouse.management.v1.IDPQuery
+	(StylingType)(0),                              // 141: gatehouse.management.v1.StylingType
+	(OIDCMappingField)(0),                         // 142: gatehouse.management.v1.OIDCMappingField
+	(PrivateLabelingSetting)(0),                   // 143: gatehouse.management.v1.PrivateLabelingSetting
+	(*Project)(nil),                               // 144: gatehouse.management.v1.Project
+	(*ProjectQuery)(nil),                          // 145: gatehouse.management.v1.ProjectQuery
+	(*App)(nil),                                   // 146: gatehouse.management.v1.App
+	(*AppQuery)(nil),                              // 147: gatehouse.management.v1.AppQuery
+	(OIDCResponseType)(0),                         // 148: gatehouse.management.v1.OIDCResponseType
+	(OIDCGrantType)(0),                            // 149: gatehouse.management.v1.OIDCGrantType
+	(OIDCAppType)(0),                              // 150: gatehouse.management.v1.OIDCAppType
+	(OIDCAuthMethodType)(0),                       // 151: gatehouse.management.v1.OIDCAuthMethodType
+	(OIDCVersion)(0),                              // 152: gatehouse.management.v1.OIDCVersion
+	(OIDCTokenType)(0),                            // 153: gatehouse.management.v1.OIDCTokenType
+	(*durationpb.Duration)(nil),                   // 154: google.protobuf.Duration
+	(*LoginVersion)(nil),                          // 155: gatehouse.management.v1.LoginVersion
+	(*LocalizedMessage)(nil),                      // 156: gatehouse.management.v1.LocalizedMessage
+	(APIAuthMethodType)(0),                        // 157: gatehouse.management.v1.APIAuthMethodType
+	(*ProjectGrant)(nil),                          // 158: gatehouse.management.v1.ProjectGrant
+	(*LoginPolicy)(nil),                           // 159: gatehouse.management.v1.LoginPolicy
+	(PasswordlessType)(0),                         // 160: gatehouse.management.v1.PasswordlessType
+	(SecondFactorType)(0),                         // 161: gatehouse.management.v1.SecondFactorType
+	(MultiFactorType)(0),                          // 162: gatehouse.management.v1.MultiFactorType
+	(*IDPUserLink)(nil),                           // 163: gatehouse.management.v1.IDPUserLink
+	(Gender)(0),                                   // 164: gatehouse.management.v1.Gender
+	(*SetAppAdminClientRequest)(nil),              // 165: gatehouse.management.v1.SetAppAdminClientRequest
+	(*SetAppAdminClientResponse)(nil),             // 166: gatehouse.management.v1.SetAppAdminClientResponse
 }
 var file_gatehouse_management_v1_management_proto_depIdxs = []int32{
-	119, // 0: gatehouse.management.v1.GetUserByIDResponse.user:type_name -> gatehouse.management.v1.User
-	120, // 1: gatehouse.management.v1.ListUsersRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	121, // 2: gatehouse.management.v1.ListUsersRequest.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
-	122, // 3: gatehouse.management.v1.ListUsersRequest.queries:type_name -> gatehouse.management.v1.UserQuery
-	123, // 4: gatehouse.management.v1.ListUsersResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	121, // 5: gatehouse.management.v1.ListUsersResponse.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
-	119, // 6: gatehouse.management.v1.ListUsersResponse.result:type_name -> gatehouse.management.v1.User
-	110, // 7: gatehouse.management.v1.AddHumanUserRequest.profile:type_name -> gatehouse.management.v1.AddHumanUserRequest.Profile
-	111, // 8: gatehouse.management.v1.AddHumanUserRequest.email:type_name -> gatehouse.management.v1.AddHumanUserRequest.Email
-	112, // 9: gatehouse.management.v1.AddHumanUserRequest.phone:type_name -> gatehouse.management.v1.AddHumanUserRequest.Phone
-	124, // 10: gatehouse.management.v1.AddHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	113, // 11: gatehouse.management.v1.ImportHumanUserRequest.profile:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Profile
-	114, // 12: gatehouse.management.v1.ImportHumanUserRequest.email:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Email
-	115, // 13: gatehouse.management.v1.ImportHumanUserRequest.phone:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Phone
-	116, // 14: gatehouse.management.v1.ImportHumanUserRequest.hashed_password:type_name -> gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
-	124, // 15: gatehouse.management.v1.ImportHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	125, // 16: gatehouse.management.v1.AddMachineUserRequest.access_token_type:type_name -> gatehouse.management.v1.AccessTokenType
-	124, // 17: gatehouse.management.v1.AddMachineUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	124, // 18: gatehouse.management.v1.DeactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	124, // 19: gatehouse.management.v1.ReactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	124, // 20: gatehouse.management.v1.UnlockUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	124, // 21: gatehouse.management.v1.RemoveUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	124, // 22: gatehouse.management.v1.SetHumanPasswordResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	126, // 23: gatehouse.management.v1.AddMachineKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
-	127, // 24: gatehouse.management.v1.AddMachineKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
-	124, // 25: gatehouse.management.v1.AddMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	120, // 26: gatehouse.management.v1.ListMachineKeysRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	123, // 27: gatehouse.management.v1.ListMachineKeysResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	128, // 28: gatehouse.management.v1.ListMachineKeysResponse.result:type_name -> gatehouse.management.v1.Key
-	124, // 29: gatehouse.management.v1.RemoveMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	124, // 30: gatehouse.management.v1.GenerateMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	124, // 31: gatehouse.management.v1.RemoveMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	124, // 32: gatehouse.management.v1.SetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	117, // 33: gatehouse.management.v1.BulkSetUserMetadataRequest.metadata:type_name -> gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
-	124, // 34: gatehouse.management.v1.BulkSetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	120, // 35: gatehouse.management.v1.ListUserMetadataRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	129, // 36: gatehouse.management.v1.ListUserMetadataRequest.queries:type_name -> gatehouse.management.v1.MetadataQuery
-	123, // 37: gatehouse.management.v1.ListUserMetadataResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	130, // 38: gatehouse.management.v1.ListUserMetadataResponse.result:type_name -> gatehouse.management.v1.Metadata
-	130, // 39: gatehouse.management.v1.GetUserMetadataResponse.metadata:type_name -> gatehouse.management.v1.Metadata
-	124, // 40: gatehouse.management.v1.RemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	124, // 41: gatehouse.management.v1.BulkRemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	131, // 42: gatehouse.management.v1.GetMyOrgResponse.org:type_name -> gatehouse.management.v1.Org
-	124, // 43: gatehouse.management.v1.AddOrgResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	120, // 44: gatehouse.management.v1.ListOrgsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	132, // 45: gatehouse.management.v1.ListOrgsRequest.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
-	133, // 46: gatehouse.management.v1.ListOrgsRequest.queries:type_name -> gatehouse.management.v1.OrgQuery
-	123, // 47: gatehouse.management.v1.ListOrgsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	132, // 48: gatehouse.management.v1.ListOrgsResponse.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
-	131, // 49: gatehouse.management.v1.ListOrgsResponse.result:type_name -> gatehouse.management.v1.Org
-	124, // 50: gatehouse.management.v1.AddOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	120, // 51: gatehouse.management.v1.ListOrgMembersRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	134, // 52: gatehouse.management.v1.ListOrgMembersRequest.queries:type_name -> gatehouse.management.v1.MemberQuery
-	123, // 53: gatehouse.management.v1.ListOrgMembersResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	135, // 54: gatehouse.management.v1.ListOrgMembersResponse.result:type_name -> gatehouse.management.v1.Member
-	124, // 55: gatehouse.management.v1.RemoveOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	136, // 56: gatehouse.management.v1.GetOrgIDPByIDResponse.idp:type_name -> gatehouse.management.v1.IDP
-	120, // 57: gatehouse.management.v1.ListOrgIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	137, // 58: gatehouse.management.v1.ListOrgIDPsRequest.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
-	138, // 59: gatehouse.management.v1.ListOrgIDPsRequest.queries:type_name -> gatehouse.management.v1.IDPQuery
-	123, // 60: gatehouse.management.v1.ListOrgIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	137, // 61: gatehouse.management.v1.ListOrgIDPsResponse.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
-	136, // 62: gatehouse.management.v1.ListOrgIDPsResponse.result:type_name -> gatehouse.management.v1.IDP
-	139, // 63: gatehouse.management.v1.AddOrgOIDCIDPRequest.styling_type:type_name -> gatehouse.management.v1.StylingType
-	140, // 64: gatehouse.management.v1.AddOrgOIDCIDPRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	140, // 65: gatehouse.management.v1.AddOrgOIDCIDPRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	124, // 66: gatehouse.management.v1.AddOrgOIDCIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	140, // 67: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	140, // 68: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	124, // 69: gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	124, // 70: gatehouse.management.v1.DeactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	124, // 71: gatehouse.management.v1.ReactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	124, // 72: gatehouse.management.v1.RemoveOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	141, // 73: gatehouse.management.v1.AddProjectRequest.private_labeling_setting:type_name -> gatehouse.management.v1.PrivateLabelingSetting
-	124, // 74: gatehouse.management.v1.AddProjectResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	142, // 75: gatehouse.management.v1.GetProjectByIDResponse.project:type_name -> gatehouse.management.v1.Project
-	120, // 76: gatehouse.management.v1.ListProjectsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	143, // 77: gatehouse.management.v1.ListProjectsRequest.queries:type_name -> gatehouse.management.v1.ProjectQuery
-	123, // 78: gatehouse.management.v1.ListProjectsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	142, // 79: gatehouse.management.v1.ListProjectsResponse.result:type_name -> gatehouse.management.v1.Project
-	144, // 80: gatehouse.management.v1.GetAppByIDResponse.app:type_name -> gatehouse.management.v1.App
-	120, // 81: gatehouse.management.v1.ListAppsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	145, // 82: gatehouse.management.v1.ListAppsRequest.queries:type_name -> gatehouse.management.v1.AppQuery
-	123, // 83: gatehouse.management.v1.ListAppsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	144, // 84: gatehouse.management.v1.ListAppsResponse.result:type_name -> gatehouse.management.v1.App
-	146, // 85: gatehouse.management.v1.AddOIDCAppRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
-	147, // 86: gatehouse.management.v1.AddOIDCAppRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
-	148, // 87: gatehouse.management.v1.AddOIDCAppRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
-	149, // 88: gatehouse.management.v1.AddOIDCAppRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
-	150, // 89: gatehouse.management.v1.AddOIDCAppRequest.version:type_name -> gatehouse.management.v1.OIDCVersion
-	151, // 90: gatehouse.management.v1.AddOIDCAppRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
-	152, // 91: gatehouse.management.v1.AddOIDCAppRequest.clock_skew:type_name -> google.protobuf.Duration
-	153, // 92: gatehouse.management.v1.AddOIDCAppRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
-	124, // 93: gatehouse.management.v1.AddOIDCAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	154, // 94: gatehouse.management.v1.AddOIDCAppResponse.compliance_problems:type_name -> gatehouse.management.v1.LocalizedMessage
-	146, // 95: gatehouse.management.v1.UpdateOIDCAppConfigRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
-	147, // 96: gatehouse.management.v1.UpdateOIDCAppConfigRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
-	148, // 97: gatehouse.management.v1.UpdateOIDCAppConfigRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
-	149, // 98: gatehouse.management.v1.UpdateOIDCAppConfigRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
-	151, // 99: gatehouse.management.v1.UpdateOIDCAppConfigRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
-	152, // 100: gatehouse.management.v1.UpdateOIDCAppConfigRequest.clock_skew:type_name -> google.protobuf.Duration
-	153, // 101: gatehouse.management.v1.UpdateOIDCAppConfigRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
-	124, // 102: gatehouse.management.v1.UpdateOIDCAppConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	124, // 103: gatehouse.management.v1.RegenerateOIDCClientSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	155, // 104: gatehouse.management.v1.AddAPIAppRequest.auth_method_type:type_name -> gatehouse.management.v1.APIAuthMethodType
-	124, // 105: gatehouse.management.v1.AddAPIAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	126, // 106: gatehouse.management.v1.AddAppKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
-	127, // 107: gatehouse.management.v1.AddAppKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
-	124, // 108: gatehouse.management.v1.AddAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	124, // 109: gatehouse.management.v1.RemoveAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	124, // 110: gatehouse.management.v1.AddProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	120, // 111: gatehouse.management.v1.ListProjectGrantsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	123, // 112: gatehouse.management.v1.ListProjectGrantsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	156, // 113: gatehouse.management.v1.ListProjectGrantsResponse.result:type_name -> gatehouse.management.v1.ProjectGrant
-	124, // 114: gatehouse.management.v1.UpdateProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	124, // 115: gatehouse.management.v1.RemoveProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	157, // 116: gatehouse.management.v1.GetLoginPolicyResponse.policy:type_name -> gatehouse.management.v1.LoginPolicy
-	158, // 117: gatehouse.management.v1.AddCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
-	152, // 118: gatehouse.management.v1.AddCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
-	152, // 119: gatehouse.management.v1.AddCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
-	152, // 120: gatehouse.management.v1.AddCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
-	152, // 121: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
-	152, // 122: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
-	159, // 123: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factors:type_name -> gatehouse.management.v1.SecondFactorType
-	160, // 124: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factors:type_name -> gatehouse.management.v1.MultiFactorType
-	118, // 125: gatehouse.management.v1.AddCustomLoginPolicyRequest.idps:type_name -> gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
-	124, // 126: gatehouse.management.v1.AddCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	158, // 127: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
-	152, // 128: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
-	152, // 129: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
-	152, // 130: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
-	152, // 131: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
-	152, // 132: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
-	124, // 133: gatehouse.management.v1.UpdateCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	124, // 134: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	120, // 135: gatehouse.management.v1.ListUserIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	123, // 136: gatehouse.management.v1.ListUserIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	161, // 137: gatehouse.management.v1.ListUserIDPsResponse.result:type_name -> gatehouse.management.v1.IDPUserLink
-	124, // 138: gatehouse.management.v1.RemoveUserIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	162, // 139: gatehouse.management.v1.AddHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
-	162, // 140: gatehouse.management.v1.ImportHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
-	0,   // 141: gatehouse.management.v1.ManagementService.GetUserByID:input_type -> gatehouse.management.v1.GetUserByIDRequest
-	2,   // 142: gatehouse.management.v1.ManagementService.ListUsers:input_type -> gatehouse.management.v1.ListUsersRequest
-	4,   // 143: gatehouse.management.v1.ManagementService.AddHumanUser:input_type -> gatehouse.management.v1.AddHumanUserRequest
-	6,   // 144: gatehouse.management.v1.ManagementService.ImportHumanUser:input_type -> gatehouse.management.v1.ImportHumanUserRequest
-	8,   // 145: gatehouse.management.v1.ManagementService.AddMachineUser:input_type -> gatehouse.management.v1.AddMachineUserRequest
-	10,  // 146: gatehouse.management.v1.ManagementService.DeactivateUser:input_type -> gatehouse.management.v1.DeactivateUserRequest
-	12,  // 147: gatehouse.management.v1.ManagementService.ReactivateUser:input_type -> gatehouse.management.v1.ReactivateUserRequest
-	14,  // 148: gatehouse.management.v1.ManagementService.UnlockUser:input_type -> gatehouse.management.v1.UnlockUserRequest
-	16,  // 149: gatehouse.management.v1.ManagementService.RemoveUser:input_type -> gatehouse.management.v1.RemoveUserRequest
-	18,  // 150: gatehouse.management.v1.ManagementService.SetHumanPassword:input_type -> gatehouse.management.v1.SetHumanPasswordRequest
-	20,  // 151: gatehouse.management.v1.ManagementService.AddMachineKey:input_type -> gatehouse.management.v1.AddMachineKeyRequest
-	22,  // 152: gatehouse.management.v1.ManagementService.ListMachineKeys:input_type -> gatehouse.management.v1.ListMachineKeysRequest
-	24,  // 153: gatehouse.management.v1.ManagementService.RemoveMachineKey:input_type -> gatehouse.management.v1.RemoveMachineKeyRequest
-	26,  // 154: gatehouse.management.v1.ManagementService.GenerateMachineSecret:input_type -> gatehouse.management.v1.GenerateMachineSecretRequest
-	28,  // 155: gatehouse.management.v1.ManagementService.RemoveMachineSecret:input_type -> gatehouse.management.v1.RemoveMachineSecretRequest
-	30,  // 156: gatehouse.management.v1.ManagementService.SetUserMetadata:input_type -> gatehouse.management.v1.SetUserMetadataRequest
-	32,  // 157: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:input_type -> gatehouse.management.v1.BulkSetUserMetadataRequest
-	34,  // 158: gatehouse.management.v1.ManagementService.ListUserMetadata:input_type -> gatehouse.management.v1.ListUserMetadataRequest
-	36,  // 159: gatehouse.management.v1.ManagementService.GetUserMetadata:input_type -> gatehouse.management.v1.GetUserMetadataRequest
-	38,  // 160: gatehouse.management.v1.ManagementService.RemoveUserMetadata:input_type -> gatehouse.management.v1.RemoveUserMetadataRequest
-	40,  // 161: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:input_type -> gatehouse.management.v1.BulkRemoveUserMetadataRequest
-	42,  // 162: gatehouse.management.v1.ManagementService.GetMyOrg:input_type -> gatehouse.management.v1.GetMyOrgRequest
-	44,  // 163: gatehouse.management.v1.ManagementService.AddOrg:input_type -> gatehouse.management.v1.AddOrgRequest
-	46,  // 164: gatehouse.management.v1.ManagementService.ListOrgs:input_type -> gatehouse.management.v1.ListOrgsRequest
-	48,  // 165: gatehouse.management.v1.ManagementService.AddOrgMember:input_type -> gatehouse.management.v1.AddOrgMemberRequest
-	50,  // 166: gatehouse.management.v1.ManagementService.ListOrgMembers:input_type -> gatehouse.management.v1.ListOrgMembersRequest
-	52,  // 167: gatehouse.management.v1.ManagementService.RemoveOrgMember:input_type -> gatehouse.management.v1.RemoveOrgMemberRequest
-	54,  // 168: gatehouse.management.v1.ManagementService.GetOrgIDPByID:input_type -> gatehouse.management.v1.GetOrgIDPByIDRequest
-	56,  // 169: gatehouse.management.v1.ManagementService.ListOrgIDPs:input_type -> gatehouse.management.v1.ListOrgIDPsRequest
-	58,  // 170: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:input_type -> gatehouse.management.v1.AddOrgOIDCIDPRequest
-	60,  // 171: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:input_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest
-	62,  // 172: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:input_type -> gatehouse.management.v1.DeactivateOrgIDPRequest
-	64,  // 173: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:input_type -> gatehouse.management.v1.ReactivateOrgIDPRequest
-	66,  // 174: gatehouse.management.v1.ManagementService.RemoveOrgIDP:input_type -> gatehouse.management.v1.RemoveOrgIDPRequest
-	68,  // 175: gatehouse.management.v1.ManagementService.AddProject:input_type -> gatehouse.management.v1.AddProjectRequest
-	70,  // 176: gatehouse.management.v1.ManagementService.GetProjectByID:input_type -> gatehouse.management.v1.GetProjectByIDRequest
-	72,  // 177: gatehouse.management.v1.ManagementService.ListProjects:input_type -> gatehouse.management.v1.ListProjectsRequest
-	74,  // 178: gatehouse.management.v1.ManagementService.GetAppByID:input_type -> gatehouse.management.v1.GetAppByIDRequest
-	76,  // 179: gatehouse.management.v1.ManagementService.ListApps:input_type -> gatehouse.management.v1.ListAppsRequest
-	78,  // 180: gatehouse.management.v1.ManagementService.AddOIDCApp:input_type -> gatehouse.management.v1.AddOIDCAppRequest
-	80,  // 181: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:input_type -> gatehouse.management.v1.UpdateOIDCAppConfigRequest
-	82,  // 182: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:input_type -> gatehouse.management.v1.RegenerateOIDCClientSecretRequest
-	84,  // 183: gatehouse.management.v1.ManagementService.AddAPIApp:input_type -> gatehouse.management.v1.AddAPIAppRequest
-	86,  // 184: gatehouse.management.v1.ManagementService.AddAppKey:input_type -> gatehouse.management.v1.AddAppKeyRequest
-	88,  // 185: gatehouse.management.v1.ManagementService.RemoveAppKey:input_type -> gatehouse.management.v1.RemoveAppKeyRequest
-	163, // 186: gatehouse.management.v1.ManagementService.SetAppAdminClient:input_type -> gatehouse.management.v1.SetAppAdminClientRequest
-	106, // 187: gatehouse.management.v1.ManagementService.ListUserIDPs:input_type -> gatehouse.management.v1.ListUserIDPsRequest
-	108, // 188: gatehouse.management.v1.ManagementService.RemoveUserIDP:input_type -> gatehouse.management.v1.RemoveUserIDPRequest
-	90,  // 189: gatehouse.management.v1.ManagementService.AddProjectGrant:input_type -> gatehouse.management.v1.AddProjectGrantRequest
-	92,  // 190: gatehouse.management.v1.ManagementService.ListProjectGrants:input_type -> gatehouse.management.v1.ListProjectGrantsRequest
-	94,  // 191: gatehouse.management.v1.ManagementService.UpdateProjectGrant:input_type -> gatehouse.management.v1.UpdateProjectGrantRequest
-	96,  // 192: gatehouse.management.v1.ManagementService.RemoveProjectGrant:input_type -> gatehouse.management.v1.RemoveProjectGrantRequest
-	98,  // 193: gatehouse.management.v1.ManagementService.GetLoginPolicy:input_type -> gatehouse.management.v1.GetLoginPolicyRequest
-	100, // 194: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:input_type -> gatehouse.management.v1.AddCustomLoginPolicyRequest
-	102, // 195: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:input_type -> gatehouse.management.v1.UpdateCustomLoginPolicyRequest
-	104, // 196: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:input_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
-	1,   // 197: gatehouse.management.v1.ManagementService.GetUserByID:output_type -> gatehouse.management.v1.GetUserByIDResponse
-	3,   // 198: gatehouse.management.v1.ManagementService.ListUsers:output_type -> gatehouse.management.v1.ListUsersResponse
-	5,   // 199: gatehouse.management.v1.ManagementService.AddHumanUser:output_type -> gatehouse.management.v1.AddHumanUserResponse
-	7,   // 200: gatehouse.management.v1.ManagementService.ImportHumanUser:output_type -> gatehouse.management.v1.ImportHumanUserResponse
-	9,   // 201: gatehouse.management.v1.ManagementService.AddMachineUser:output_type -> gatehouse.management.v1.AddMachineUserResponse
-	11,  // 202: gatehouse.management.v1.ManagementService.DeactivateUser:output_type -> gatehouse.management.v1.DeactivateUserResponse
-	13,  // 203: gatehouse.management.v1.ManagementService.ReactivateUser:output_type -> gatehouse.management.v1.ReactivateUserResponse
-	15,  // 204: gatehouse.management.v1.ManagementService.UnlockUser:output_type -> gatehouse.management.v1.UnlockUserResponse
-	17,  // 205: gatehouse.management.v1.ManagementService.RemoveUser:output_type -> gatehouse.management.v1.RemoveUserResponse
-	19,  // 206: gatehouse.management.v1.ManagementService.SetHumanPassword:output_type -> gatehouse.management.v1.SetHumanPasswordResponse
-	21,  // 207: gatehouse.management.v1.ManagementService.AddMachineKey:output_type -> gatehouse.management.v1.AddMachineKeyResponse
-	23,  // 208: gatehouse.management.v1.ManagementService.ListMachineKeys:output_type -> gatehouse.management.v1.ListMachineKeysResponse
-	25,  // 209: gatehouse.management.v1.ManagementService.RemoveMachineKey:output_type -> gatehouse.management.v1.RemoveMachineKeyResponse
-	27,  // 210: gatehouse.management.v1.ManagementService.GenerateMachineSecret:output_type -> gatehouse.management.v1.GenerateMachineSecretResponse
-	29,  // 211: gatehouse.management.v1.ManagementService.RemoveMachineSecret:output_type -> gatehouse.management.v1.RemoveMachineSecretResponse
-	31,  // 212: gatehouse.management.v1.ManagementService.SetUserMetadata:output_type -> gatehouse.management.v1.SetUserMetadataResponse
-	33,  // 213: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:output_type -> gatehouse.management.v1.BulkSetUserMetadataResponse
-	35,  // 214: gatehouse.management.v1.ManagementService.ListUserMetadata:output_type -> gatehouse.management.v1.ListUserMetadataResponse
-	37,  // 215: gatehouse.management.v1.ManagementService.GetUserMetadata:output_type -> gatehouse.management.v1.GetUserMetadataResponse
-	39,  // 216: gatehouse.management.v1.ManagementService.RemoveUserMetadata:output_type -> gatehouse.management.v1.RemoveUserMetadataResponse
-	41,  // 217: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:output_type -> gatehouse.management.v1.BulkRemoveUserMetadataResponse
-	43,  // 218: gatehouse.management.v1.ManagementService.GetMyOrg:output_type -> gatehouse.management.v1.GetMyOrgResponse
-	45,  // 219: gatehouse.management.v1.ManagementService.AddOrg:output_type -> gatehouse.management.v1.AddOrgResponse
-	47,  // 220: gatehouse.management.v1.ManagementService.ListOrgs:output_type -> gatehouse.management.v1.ListOrgsResponse
-	49,  // 221: gatehouse.management.v1.ManagementService.AddOrgMember:output_type -> gatehouse.management.v1.AddOrgMemberResponse
-	51,  // 222: gatehouse.management.v1.ManagementService.ListOrgMembers:output_type -> gatehouse.management.v1.ListOrgMembersResponse
-	53,  // 223: gatehouse.management.v1.ManagementService.RemoveOrgMember:output_type -> gatehouse.management.v1.RemoveOrgMemberResponse
-	55,  // 224: gatehouse.management.v1.ManagementService.GetOrgIDPByID:output_type -> gatehouse.management.v1.GetOrgIDPByIDResponse
-	57,  // 225: gatehouse.management.v1.ManagementService.ListOrgIDPs:output_type -> gatehouse.management.v1.ListOrgIDPsResponse
-	59,  // 226: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:output_type -> gatehouse.management.v1.AddOrgOIDCIDPResponse
-	61,  // 227: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:output_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse
-	63,  // 228: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:output_type -> gatehouse.management.v1.DeactivateOrgIDPResponse
-	65,  // 229: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:output_type -> gatehouse.management.v1.ReactivateOrgIDPResponse
-	67,  // 230: gatehouse.management.v1.ManagementService.RemoveOrgIDP:output_type -> gatehouse.management.v1.RemoveOrgIDPResponse
-	69,  // 231: gatehouse.management.v1.ManagementService.AddProject:output_type -> gatehouse.management.v1.AddProjectResponse
-	71,  // 232: gatehouse.management.v1.ManagementService.GetProjectByID:output_type -> gatehouse.management.v1.GetProjectByIDResponse
-	73,  // 233: gatehouse.management.v1.ManagementService.ListProjects:output_type -> gatehouse.management.v1.ListProjectsResponse
-	75,  // 234: gatehouse.management.v1.ManagementService.GetAppByID:output_type -> gatehouse.management.v1.GetAppByIDResponse
-	77,  // 235: gatehouse.management.v1.ManagementService.ListApps:output_type -> gatehouse.management.v1.ListAppsResponse
-	79,  // 236: gatehouse.management.v1.ManagementService.AddOIDCApp:output_type -> gatehouse.management.v1.AddOIDCAppResponse
-	81,  // 237: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:output_type -> gatehouse.management.v1.UpdateOIDCAppConfigResponse
-	83,  // 238: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:output_type -> gatehouse.management.v1.RegenerateOIDCClientSecretResponse
-	85,  // 239: gatehouse.management.v1.ManagementService.AddAPIApp:output_type -> gatehouse.management.v1.AddAPIAppResponse
-	87,  // 240: gatehouse.management.v1.ManagementService.AddAppKey:output_type -> gatehouse.management.v1.AddAppKeyResponse
-	89,  // 241: gatehouse.management.v1.ManagementService.RemoveAppKey:output_type -> gatehouse.management.v1.RemoveAppKeyResponse
-	164, // 242: gatehouse.management.v1.ManagementService.SetAppAdminClient:output_type -> gatehouse.management.v1.SetAppAdminClientResponse
-	107, // 243: gatehouse.management.v1.ManagementService.ListUserIDPs:output_type -> gatehouse.management.v1.ListUserIDPsResponse
-	109, // 244: gatehouse.management.v1.ManagementService.RemoveUserIDP:output_type -> gatehouse.management.v1.RemoveUserIDPResponse
-	91,  // 245: gatehouse.management.v1.ManagementService.AddProjectGrant:output_type -> gatehouse.management.v1.AddProjectGrantResponse
-	93,  // 246: gatehouse.management.v1.ManagementService.ListProjectGrants:output_type -> gatehouse.management.v1.ListProjectGrantsResponse
-	95,  // 247: gatehouse.management.v1.ManagementService.UpdateProjectGrant:output_type -> gatehouse.management.v1.UpdateProjectGrantResponse
-	97,  // 248: gatehouse.management.v1.ManagementService.RemoveProjectGrant:output_type -> gatehouse.management.v1.RemoveProjectGrantResponse
-	99,  // 249: gatehouse.management.v1.ManagementService.GetLoginPolicy:output_type -> gatehouse.management.v1.GetLoginPolicyResponse
-	101, // 250: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:output_type -> gatehouse.management.v1.AddCustomLoginPolicyResponse
-	103, // 251: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:output_type -> gatehouse.management.v1.UpdateCustomLoginPolicyResponse
-	105, // 252: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:output_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
-	197, // [197:253] is the sub-list for method output_type
-	141, // [141:197] is the sub-list for method input_type
-	141, // [141:141] is the sub-list for extension type_name
-	141, // [141:141] is the sub-list for extension extendee
-	0,   // [0:141] is the sub-list for field type_name
+	121, // 0: gatehouse.management.v1.GetUserByIDResponse.user:type_name -> gatehouse.management.v1.User
+	122, // 1: gatehouse.management.v1.ListUsersRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	123, // 2: gatehouse.management.v1.ListUsersRequest.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
+	124, // 3: gatehouse.management.v1.ListUsersRequest.queries:type_name -> gatehouse.management.v1.UserQuery
+	125, // 4: gatehouse.management.v1.ListUsersResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	123, // 5: gatehouse.management.v1.ListUsersResponse.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
+	121, // 6: gatehouse.management.v1.ListUsersResponse.result:type_name -> gatehouse.management.v1.User
+	112, // 7: gatehouse.management.v1.AddHumanUserRequest.profile:type_name -> gatehouse.management.v1.AddHumanUserRequest.Profile
+	113, // 8: gatehouse.management.v1.AddHumanUserRequest.email:type_name -> gatehouse.management.v1.AddHumanUserRequest.Email
+	114, // 9: gatehouse.management.v1.AddHumanUserRequest.phone:type_name -> gatehouse.management.v1.AddHumanUserRequest.Phone
+	126, // 10: gatehouse.management.v1.AddHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	115, // 11: gatehouse.management.v1.ImportHumanUserRequest.profile:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Profile
+	116, // 12: gatehouse.management.v1.ImportHumanUserRequest.email:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Email
+	117, // 13: gatehouse.management.v1.ImportHumanUserRequest.phone:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Phone
+	118, // 14: gatehouse.management.v1.ImportHumanUserRequest.hashed_password:type_name -> gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
+	126, // 15: gatehouse.management.v1.ImportHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	127, // 16: gatehouse.management.v1.AddMachineUserRequest.access_token_type:type_name -> gatehouse.management.v1.AccessTokenType
+	126, // 17: gatehouse.management.v1.AddMachineUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	126, // 18: gatehouse.management.v1.DeactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	126, // 19: gatehouse.management.v1.ReactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	126, // 20: gatehouse.management.v1.UnlockUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	126, // 21: gatehouse.management.v1.RemoveUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	126, // 22: gatehouse.management.v1.SetHumanPasswordResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	128, // 23: gatehouse.management.v1.AddMachineKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
+	129, // 24: gatehouse.management.v1.AddMachineKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
+	126, // 25: gatehouse.management.v1.AddMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	122, // 26: gatehouse.management.v1.ListMachineKeysRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	125, // 27: gatehouse.management.v1.ListMachineKeysResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	130, // 28: gatehouse.management.v1.ListMachineKeysResponse.result:type_name -> gatehouse.management.v1.Key
+	126, // 29: gatehouse.management.v1.RemoveMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	126, // 30: gatehouse.management.v1.GenerateMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	126, // 31: gatehouse.management.v1.RemoveMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	126, // 32: gatehouse.management.v1.SetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	119, // 33: gatehouse.management.v1.BulkSetUserMetadataRequest.metadata:type_name -> gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
+	126, // 34: gatehouse.management.v1.BulkSetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	122, // 35: gatehouse.management.v1.ListUserMetadataRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	131, // 36: gatehouse.management.v1.ListUserMetadataRequest.queries:type_name -> gatehouse.management.v1.MetadataQuery
+	125, // 37: gatehouse.management.v1.ListUserMetadataResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	132, // 38: gatehouse.management.v1.ListUserMetadataResponse.result:type_name -> gatehouse.management.v1.Metadata
+	132, // 39: gatehouse.management.v1.GetUserMetadataResponse.metadata:type_name -> gatehouse.management.v1.Metadata
+	126, // 40: gatehouse.management.v1.RemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	126, // 41: gatehouse.management.v1.BulkRemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	133, // 42: gatehouse.management.v1.GetMyOrgResponse.org:type_name -> gatehouse.management.v1.Org
+	126, // 43: gatehouse.management.v1.AddOrgResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	122, // 44: gatehouse.management.v1.ListOrgsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	134, // 45: gatehouse.management.v1.ListOrgsRequest.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
+	135, // 46: gatehouse.management.v1.ListOrgsRequest.queries:type_name -> gatehouse.management.v1.OrgQuery
+	125, // 47: gatehouse.management.v1.ListOrgsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	134, // 48: gatehouse.management.v1.ListOrgsResponse.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
+	133, // 49: gatehouse.management.v1.ListOrgsResponse.result:type_name -> gatehouse.management.v1.Org
+	126, // 50: gatehouse.management.v1.AddOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	122, // 51: gatehouse.management.v1.ListOrgMembersRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	136, // 52: gatehouse.management.v1.ListOrgMembersRequest.queries:type_name -> gatehouse.management.v1.MemberQuery
+	125, // 53: gatehouse.management.v1.ListOrgMembersResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	137, // 54: gatehouse.management.v1.ListOrgMembersResponse.result:type_name -> gatehouse.management.v1.Member
+	126, // 55: gatehouse.management.v1.RemoveOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	138, // 56: gatehouse.management.v1.GetOrgIDPByIDResponse.idp:type_name -> gatehouse.management.v1.IDP
+	122, // 57: gatehouse.management.v1.ListOrgIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	139, // 58: gatehouse.management.v1.ListOrgIDPsRequest.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
+	140, // 59: gatehouse.management.v1.ListOrgIDPsRequest.queries:type_name -> gatehouse.management.v1.IDPQuery
+	125, // 60: gatehouse.management.v1.ListOrgIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	139, // 61: gatehouse.management.v1.ListOrgIDPsResponse.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
+	138, // 62: gatehouse.management.v1.ListOrgIDPsResponse.result:type_name -> gatehouse.management.v1.IDP
+	141, // 63: gatehouse.management.v1.AddOrgOIDCIDPRequest.styling_type:type_name -> gatehouse.management.v1.StylingType
+	142, // 64: gatehouse.management.v1.AddOrgOIDCIDPRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	142, // 65: gatehouse.management.v1.AddOrgOIDCIDPRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	126, // 66: gatehouse.management.v1.AddOrgOIDCIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	142, // 67: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	142, // 68: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	126, // 69: gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	126, // 70: gatehouse.management.v1.DeactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	126, // 71: gatehouse.management.v1.SetOrgIDPTrustResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	126, // 72: gatehouse.management.v1.ReactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	126, // 73: gatehouse.management.v1.RemoveOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	143, // 74: gatehouse.management.v1.AddProjectRequest.private_labeling_setting:type_name -> gatehouse.management.v1.PrivateLabelingSetting
+	126, // 75: gatehouse.management.v1.AddProjectResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	144, // 76: gatehouse.management.v1.GetProjectByIDResponse.project:type_name -> gatehouse.management.v1.Project
+	122, // 77: gatehouse.management.v1.ListProjectsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	145, // 78: gatehouse.management.v1.ListProjectsRequest.queries:type_name -> gatehouse.management.v1.ProjectQuery
+	125, // 79: gatehouse.management.v1.ListProjectsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	144, // 80: gatehouse.management.v1.ListProjectsResponse.result:type_name -> gatehouse.management.v1.Project
+	146, // 81: gatehouse.management.v1.GetAppByIDResponse.app:type_name -> gatehouse.management.v1.App
+	122, // 82: gatehouse.management.v1.ListAppsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	147, // 83: gatehouse.management.v1.ListAppsRequest.queries:type_name -> gatehouse.management.v1.AppQuery
+	125, // 84: gatehouse.management.v1.ListAppsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	146, // 85: gatehouse.management.v1.ListAppsResponse.result:type_name -> gatehouse.management.v1.App
+	148, // 86: gatehouse.management.v1.AddOIDCAppRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
+	149, // 87: gatehouse.management.v1.AddOIDCAppRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
+	150, // 88: gatehouse.management.v1.AddOIDCAppRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
+	151, // 89: gatehouse.management.v1.AddOIDCAppRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
+	152, // 90: gatehouse.management.v1.AddOIDCAppRequest.version:type_name -> gatehouse.management.v1.OIDCVersion
+	153, // 91: gatehouse.management.v1.AddOIDCAppRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
+	154, // 92: gatehouse.management.v1.AddOIDCAppRequest.clock_skew:type_name -> google.protobuf.Duration
+	155, // 93: gatehouse.management.v1.AddOIDCAppRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
+	126, // 94: gatehouse.management.v1.AddOIDCAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	156, // 95: gatehouse.management.v1.AddOIDCAppResponse.compliance_problems:type_name -> gatehouse.management.v1.LocalizedMessage
+	148, // 96: gatehouse.management.v1.UpdateOIDCAppConfigRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
+	149, // 97: gatehouse.management.v1.UpdateOIDCAppConfigRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
+	150, // 98: gatehouse.management.v1.UpdateOIDCAppConfigRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
+	151, // 99: gatehouse.management.v1.UpdateOIDCAppConfigRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
+	153, // 100: gatehouse.management.v1.UpdateOIDCAppConfigRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
+	154, // 101: gatehouse.management.v1.UpdateOIDCAppConfigRequest.clock_skew:type_name -> google.protobuf.Duration
+	155, // 102: gatehouse.management.v1.UpdateOIDCAppConfigRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
+	126, // 103: gatehouse.management.v1.UpdateOIDCAppConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	126, // 104: gatehouse.management.v1.RegenerateOIDCClientSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	157, // 105: gatehouse.management.v1.AddAPIAppRequest.auth_method_type:type_name -> gatehouse.management.v1.APIAuthMethodType
+	126, // 106: gatehouse.management.v1.AddAPIAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	128, // 107: gatehouse.management.v1.AddAppKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
+	129, // 108: gatehouse.management.v1.AddAppKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
+	126, // 109: gatehouse.management.v1.AddAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	126, // 110: gatehouse.management.v1.RemoveAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	126, // 111: gatehouse.management.v1.AddProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	122, // 112: gatehouse.management.v1.ListProjectGrantsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	125, // 113: gatehouse.management.v1.ListProjectGrantsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	158, // 114: gatehouse.management.v1.ListProjectGrantsResponse.result:type_name -> gatehouse.management.v1.ProjectGrant
+	126, // 115: gatehouse.management.v1.UpdateProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	126, // 116: gatehouse.management.v1.RemoveProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	159, // 117: gatehouse.management.v1.GetLoginPolicyResponse.policy:type_name -> gatehouse.management.v1.LoginPolicy
+	160, // 118: gatehouse.management.v1.AddCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
+	154, // 119: gatehouse.management.v1.AddCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
+	154, // 120: gatehouse.management.v1.AddCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
+	154, // 121: gatehouse.management.v1.AddCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
+	154, // 122: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
+	154, // 123: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
+	161, // 124: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factors:type_name -> gatehouse.management.v1.SecondFactorType
+	162, // 125: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factors:type_name -> gatehouse.management.v1.MultiFactorType
+	120, // 126: gatehouse.management.v1.AddCustomLoginPolicyRequest.idps:type_name -> gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
+	126, // 127: gatehouse.management.v1.AddCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	160, // 128: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
+	154, // 129: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
+	154, // 130: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
+	154, // 131: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
+	154, // 132: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
+	154, // 133: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
+	126, // 134: gatehouse.management.v1.UpdateCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	126, // 135: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	122, // 136: gatehouse.management.v1.ListUserIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	125, // 137: gatehouse.management.v1.ListUserIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	163, // 138: gatehouse.management.v1.ListUserIDPsResponse.result:type_name -> gatehouse.management.v1.IDPUserLink
+	126, // 139: gatehouse.management.v1.RemoveUserIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	164, // 140: gatehouse.management.v1.AddHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
+	164, // 141: gatehouse.management.v1.ImportHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
+	0,   // 142: gatehouse.management.v1.ManagementService.GetUserByID:input_type -> gatehouse.management.v1.GetUserByIDRequest
+	2,   // 143: gatehouse.management.v1.ManagementService.ListUsers:input_type -> gatehouse.management.v1.ListUsersRequest
+	4,   // 144: gatehouse.management.v1.ManagementService.AddHumanUser:input_type -> gatehouse.management.v1.AddHumanUserRequest
+	6,   // 145: gatehouse.management.v1.ManagementService.ImportHumanUser:input_type -> gatehouse.management.v1.ImportHumanUserRequest
+	8,   // 146: gatehouse.management.v1.ManagementService.AddMachineUser:input_type -> gatehouse.management.v1.AddMachineUserRequest
+	10,  // 147: gatehouse.management.v1.ManagementService.DeactivateUser:input_type -> gatehouse.management.v1.DeactivateUserRequest
+	12,  // 148: gatehouse.management.v1.ManagementService.ReactivateUser:input_type -> gatehouse.management.v1.ReactivateUserRequest
+	14,  // 149: gatehouse.management.v1.ManagementService.UnlockUser:input_type -> gatehouse.management.v1.UnlockUserRequest
+	16,  // 150: gatehouse.management.v1.ManagementService.RemoveUser:input_type -> gatehouse.management.v1.RemoveUserRequest
+	18,  // 151: gatehouse.management.v1.ManagementService.SetHumanPassword:input_type -> gatehouse.management.v1.SetHumanPasswordRequest
+	20,  // 152: gatehouse.management.v1.ManagementService.AddMachineKey:input_type -> gatehouse.management.v1.AddMachineKeyRequest
+	22,  // 153: gatehouse.management.v1.ManagementService.ListMachineKeys:input_type -> gatehouse.management.v1.ListMachineKeysRequest
+	24,  // 154: gatehouse.management.v1.ManagementService.RemoveMachineKey:input_type -> gatehouse.management.v1.RemoveMachineKeyRequest
+	26,  // 155: gatehouse.management.v1.ManagementService.GenerateMachineSecret:input_type -> gatehouse.management.v1.GenerateMachineSecretRequest
+	28,  // 156: gatehouse.management.v1.ManagementService.RemoveMachineSecret:input_type -> gatehouse.management.v1.RemoveMachineSecretRequest
+	30,  // 157: gatehouse.management.v1.ManagementService.SetUserMetadata:input_type -> gatehouse.management.v1.SetUserMetadataRequest
+	32,  // 158: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:input_type -> gatehouse.management.v1.BulkSetUserMetadataRequest
+	34,  // 159: gatehouse.management.v1.ManagementService.ListUserMetadata:input_type -> gatehouse.management.v1.ListUserMetadataRequest
+	36,  // 160: gatehouse.management.v1.ManagementService.GetUserMetadata:input_type -> gatehouse.management.v1.GetUserMetadataRequest
+	38,  // 161: gatehouse.management.v1.ManagementService.RemoveUserMetadata:input_type -> gatehouse.management.v1.RemoveUserMetadataRequest
+	40,  // 162: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:input_type -> gatehouse.management.v1.BulkRemoveUserMetadataRequest
+	42,  // 163: gatehouse.management.v1.ManagementService.GetMyOrg:input_type -> gatehouse.management.v1.GetMyOrgRequest
+	44,  // 164: gatehouse.management.v1.ManagementService.AddOrg:input_type -> gatehouse.management.v1.AddOrgRequest
+	46,  // 165: gatehouse.management.v1.ManagementService.ListOrgs:input_type -> gatehouse.management.v1.ListOrgsRequest
+	48,  // 166: gatehouse.management.v1.ManagementService.AddOrgMember:input_type -> gatehouse.management.v1.AddOrgMemberRequest
+	50,  // 167: gatehouse.management.v1.ManagementService.ListOrgMembers:input_type -> gatehouse.management.v1.ListOrgMembersRequest
+	52,  // 168: gatehouse.management.v1.ManagementService.RemoveOrgMember:input_type -> gatehouse.management.v1.RemoveOrgMemberRequest
+	54,  // 169: gatehouse.management.v1.ManagementService.GetOrgIDPByID:input_type -> gatehouse.management.v1.GetOrgIDPByIDRequest
+	56,  // 170: gatehouse.management.v1.ManagementService.ListOrgIDPs:input_type -> gatehouse.management.v1.ListOrgIDPsRequest
+	58,  // 171: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:input_type -> gatehouse.management.v1.AddOrgOIDCIDPRequest
+	60,  // 172: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:input_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest
+	62,  // 173: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:input_type -> gatehouse.management.v1.DeactivateOrgIDPRequest
+	66,  // 174: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:input_type -> gatehouse.management.v1.ReactivateOrgIDPRequest
+	64,  // 175: gatehouse.management.v1.ManagementService.SetOrgIDPTrust:input_type -> gatehouse.management.v1.SetOrgIDPTrustRequest
+	68,  // 176: gatehouse.management.v1.ManagementService.RemoveOrgIDP:input_type -> gatehouse.management.v1.RemoveOrgIDPRequest
+	70,  // 177: gatehouse.management.v1.ManagementService.AddProject:input_type -> gatehouse.management.v1.AddProjectRequest
+	72,  // 178: gatehouse.management.v1.ManagementService.GetProjectByID:input_type -> gatehouse.management.v1.GetProjectByIDRequest
+	74,  // 179: gatehouse.management.v1.ManagementService.ListProjects:input_type -> gatehouse.management.v1.ListProjectsRequest
+	76,  // 180: gatehouse.management.v1.ManagementService.GetAppByID:input_type -> gatehouse.management.v1.GetAppByIDRequest
+	78,  // 181: gatehouse.management.v1.ManagementService.ListApps:input_type -> gatehouse.management.v1.ListAppsRequest
+	80,  // 182: gatehouse.management.v1.ManagementService.AddOIDCApp:input_type -> gatehouse.management.v1.AddOIDCAppRequest
+	82,  // 183: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:input_type -> gatehouse.management.v1.UpdateOIDCAppConfigRequest
+	84,  // 184: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:input_type -> gatehouse.management.v1.RegenerateOIDCClientSecretRequest
+	86,  // 185: gatehouse.management.v1.ManagementService.AddAPIApp:input_type -> gatehouse.management.v1.AddAPIAppRequest
+	88,  // 186: gatehouse.management.v1.ManagementService.AddAppKey:input_type -> gatehouse.management.v1.AddAppKeyRequest
+	90,  // 187: gatehouse.management.v1.ManagementService.RemoveAppKey:input_type -> gatehouse.management.v1.RemoveAppKeyRequest
+	165, // 188: gatehouse.management.v1.ManagementService.SetAppAdminClient:input_type -> gatehouse.management.v1.SetAppAdminClientRequest
+	108, // 189: gatehouse.management.v1.ManagementService.ListUserIDPs:input_type -> gatehouse.management.v1.ListUserIDPsRequest
+	110, // 190: gatehouse.management.v1.ManagementService.RemoveUserIDP:input_type -> gatehouse.management.v1.RemoveUserIDPRequest
+	92,  // 191: gatehouse.management.v1.ManagementService.AddProjectGrant:input_type -> gatehouse.management.v1.AddProjectGrantRequest
+	94,  // 192: gatehouse.management.v1.ManagementService.ListProjectGrants:input_type -> gatehouse.management.v1.ListProjectGrantsRequest
+	96,  // 193: gatehouse.management.v1.ManagementService.UpdateProjectGrant:input_type -> gatehouse.management.v1.UpdateProjectGrantRequest
+	98,  // 194: gatehouse.management.v1.ManagementService.RemoveProjectGrant:input_type -> gatehouse.management.v1.RemoveProjectGrantRequest
+	100, // 195: gatehouse.management.v1.ManagementService.GetLoginPolicy:input_type -> gatehouse.management.v1.GetLoginPolicyRequest
+	102, // 196: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:input_type -> gatehouse.management.v1.AddCustomLoginPolicyRequest
+	104, // 197: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:input_type -> gatehouse.management.v1.UpdateCustomLoginPolicyRequest
+	106, // 198: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:input_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
+	1,   // 199: gatehouse.management.v1.ManagementService.GetUserByID:output_type -> gatehouse.management.v1.GetUserByIDResponse
+	3,   // 200: gatehouse.management.v1.ManagementService.ListUsers:output_type -> gatehouse.management.v1.ListUsersResponse
+	5,   // 201: gatehouse.management.v1.ManagementService.AddHumanUser:output_type -> gatehouse.management.v1.AddHumanUserResponse
+	7,   // 202: gatehouse.management.v1.ManagementService.ImportHumanUser:output_type -> gatehouse.management.v1.ImportHumanUserResponse
+	9,   // 203: gatehouse.management.v1.ManagementService.AddMachineUser:output_type -> gatehouse.management.v1.AddMachineUserResponse
+	11,  // 204: gatehouse.management.v1.ManagementService.DeactivateUser:output_type -> gatehouse.management.v1.DeactivateUserResponse
+	13,  // 205: gatehouse.management.v1.ManagementService.ReactivateUser:output_type -> gatehouse.management.v1.ReactivateUserResponse
+	15,  // 206: gatehouse.management.v1.ManagementService.UnlockUser:output_type -> gatehouse.management.v1.UnlockUserResponse
+	17,  // 207: gatehouse.management.v1.ManagementService.RemoveUser:output_type -> gatehouse.management.v1.RemoveUserResponse
+	19,  // 208: gatehouse.management.v1.ManagementService.SetHumanPassword:output_type -> gatehouse.management.v1.SetHumanPasswordResponse
+	21,  // 209: gatehouse.management.v1.ManagementService.AddMachineKey:output_type -> gatehouse.management.v1.AddMachineKeyResponse
+	23,  // 210: gatehouse.management.v1.ManagementService.ListMachineKeys:output_type -> gatehouse.management.v1.ListMachineKeysResponse
+	25,  // 211: gatehouse.management.v1.ManagementService.RemoveMachineKey:output_type -> gatehouse.management.v1.RemoveMachineKeyResponse
+	27,  // 212: gatehouse.management.v1.ManagementService.GenerateMachineSecret:output_type -> gatehouse.management.v1.GenerateMachineSecretResponse
+	29,  // 213: gatehouse.management.v1.ManagementService.RemoveMachineSecret:output_type -> gatehouse.management.v1.RemoveMachineSecretResponse
+	31,  // 214: gatehouse.management.v1.ManagementService.SetUserMetadata:output_type -> gatehouse.management.v1.SetUserMetadataResponse
+	33,  // 215: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:output_type -> gatehouse.management.v1.BulkSetUserMetadataResponse
+	35,  // 216: gatehouse.management.v1.ManagementService.ListUserMetadata:output_type -> gatehouse.management.v1.ListUserMetadataResponse
+	37,  // 217: gatehouse.management.v1.ManagementService.GetUserMetadata:output_type -> gatehouse.management.v1.GetUserMetadataResponse
+	39,  // 218: gatehouse.management.v1.ManagementService.RemoveUserMetadata:output_type -> gatehouse.management.v1.RemoveUserMetadataResponse
+	41,  // 219: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:output_type -> gatehouse.management.v1.BulkRemoveUserMetadataResponse
+	43,  // 220: gatehouse.management.v1.ManagementService.GetMyOrg:output_type -> gatehouse.management.v1.GetMyOrgResponse
+	45,  // 221: gatehouse.management.v1.ManagementService.AddOrg:output_type -> gatehouse.management.v1.AddOrgResponse
+	47,  // 222: gatehouse.management.v1.ManagementService.ListOrgs:output_type -> gatehouse.management.v1.ListOrgsResponse
+	49,  // 223: gatehouse.management.v1.ManagementService.AddOrgMember:output_type -> gatehouse.management.v1.AddOrgMemberResponse
+	51,  // 224: gatehouse.management.v1.ManagementService.ListOrgMembers:output_type -> gatehouse.management.v1.ListOrgMembersResponse
+	53,  // 225: gatehouse.management.v1.ManagementService.RemoveOrgMember:output_type -> gatehouse.management.v1.RemoveOrgMemberResponse
+	55,  // 226: gatehouse.management.v1.ManagementService.GetOrgIDPByID:output_type -> gatehouse.management.v1.GetOrgIDPByIDResponse
+	57,  // 227: gatehouse.management.v1.ManagementService.ListOrgIDPs:output_type -> gatehouse.management.v1.ListOrgIDPsResponse
+	59,  // 228: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:output_type -> gatehouse.management.v1.AddOrgOIDCIDPResponse
+	61,  // 229: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:output_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse
+	63,  // 230: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:output_type -> gatehouse.management.v1.DeactivateOrgIDPResponse
+	67,  // 231: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:output_type -> gatehouse.management.v1.ReactivateOrgIDPResponse
+	65,  // 232: gatehouse.management.v1.ManagementService.SetOrgIDPTrust:output_type -> gatehouse.management.v1.SetOrgIDPTrustResponse
+	69,  // 233: gatehouse.management.v1.ManagementService.RemoveOrgIDP:output_type -> gatehouse.management.v1.RemoveOrgIDPResponse
+	71,  // 234: gatehouse.management.v1.ManagementService.AddProject:output_type -> gatehouse.management.v1.AddProjectResponse
+	73,  // 235: gatehouse.management.v1.ManagementService.GetProjectByID:output_type -> gatehouse.management.v1.GetProjectByIDResponse
+	75,  // 236: gatehouse.management.v1.ManagementService.ListProjects:output_type -> gatehouse.management.v1.ListProjectsResponse
+	77,  // 237: gatehouse.management.v1.ManagementService.GetAppByID:output_type -> gatehouse.management.v1.GetAppByIDResponse
+	79,  // 238: gatehouse.management.v1.ManagementService.ListApps:output_type -> gatehouse.management.v1.ListAppsResponse
+	81,  // 239: gatehouse.management.v1.ManagementService.AddOIDCApp:output_type -> gatehouse.management.v1.AddOIDCAppResponse
+	83,  // 240: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:output_type -> gatehouse.management.v1.UpdateOIDCAppConfigResponse
+	85,  // 241: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:output_type -> gatehouse.management.v1.RegenerateOIDCClientSecretResponse
+	87,  // 242: gatehouse.management.v1.ManagementService.AddAPIApp:output_type -> gatehouse.management.v1.AddAPIAppResponse
+	89,  // 243: gatehouse.management.v1.ManagementService.AddAppKey:output_type -> gatehouse.management.v1.AddAppKeyResponse
+	91,  // 244: gatehouse.management.v1.ManagementService.RemoveAppKey:output_type -> gatehouse.management.v1.RemoveAppKeyResponse
+	166, // 245: gatehouse.management.v1.ManagementService.SetAppAdminClient:output_type -> gatehouse.management.v1.SetAppAdminClientResponse
+	109, // 246: gatehouse.management.v1.ManagementService.ListUserIDPs:output_type -> gatehouse.management.v1.ListUserIDPsResponse
+	111, // 247: gatehouse.management.v1.ManagementService.RemoveUserIDP:output_type -> gatehouse.management.v1.RemoveUserIDPResponse
+	93,  // 248: gatehouse.management.v1.ManagementService.AddProjectGrant:output_type -> gatehouse.management.v1.AddProjectGrantResponse
+	95,  // 249: gatehouse.management.v1.ManagementService.ListProjectGrants:output_type -> gatehouse.management.v1.ListProjectGrantsResponse
+	97,  // 250: gatehouse.management.v1.ManagementService.UpdateProjectGrant:output_type -> gatehouse.management.v1.UpdateProjectGrantResponse
+	99,  // 251: gatehouse.management.v1.ManagementService.RemoveProjectGrant:output_type -> gatehouse.management.v1.RemoveProjectGrantResponse
+	101, // 252: gatehouse.management.v1.ManagementService.GetLoginPolicy:output_type -> gatehouse.management.v1.GetLoginPolicyResponse
+	103, // 253: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:output_type -> gatehouse.management.v1.AddCustomLoginPolicyResponse
+	105, // 254: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:output_type -> gatehouse.management.v1.UpdateCustomLoginPolicyResponse
+	107, // 255: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:output_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
+	199, // [199:256] is the sub-list for method output_type
+	142, // [142:199] is the sub-list for method input_type
+	142, // [142:142] is the sub-list for extension type_name
+	142, // [142:142] is the sub-list for extension extendee
+	0,   // [0:142] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_management_v1_management_proto_init() }
@@ -8323,7 +8435,7 @@ func file_gatehouse_management_v1_management_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_management_v1_management_proto_rawDesc), len(file_gatehouse_management_v1_management_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   119,
+			NumMessages:   121,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -132,6 +132,9 @@ const (
 	// ManagementServiceReactivateOrgIDPProcedure is the fully-qualified name of the ManagementService's
 	// ReactivateOrgIDP RPC.
 	ManagementServiceReactivateOrgIDPProcedure = "/gatehouse.management.v1.ManagementService/ReactivateOrgIDP"
+	// ManagementServiceSetOrgIDPTrustProcedure is the fully-qualified name of the ManagementService's
+	// SetOrgIDPTrust RPC.
+	ManagementServiceSetOrgIDPTrustProcedure = "/gatehouse.management.v1.ManagementService/SetOrgIDPTrust"
 	// ManagementServiceRemoveOrgIDPProcedure is the fully-qualified name of the ManagementService's
 	// RemoveOrgIDP RPC.
 	ManagementServiceRemoveOrgIDPProcedure = "/gatehouse.management.v1.ManagementService/RemoveOrgIDP"
@@ -361,6 +364,14 @@ type ManagementServiceClient interface {
 	// Roles: ORG_OWNER or above. Errors: NotFound; Aborted (409) when not
 	// inactive.
 	ReactivateOrgIDP(context.Context, *connect.Request[v1.ReactivateOrgIDPRequest]) (*connect.Response[v1.ReactivateOrgIDPResponse], error)
+	// Trusts, or stops trusting, the identity provider's authentication
+	// methods: with trust, the "amr" values of its ID tokens are recorded
+	// in Gatehouse's (beside "fed"); without (the default), a sign-in
+	// through it records "fed" alone, so a relying party requiring "mfa"
+	// does not trust whatever provider an organization adds. The trust ends
+	// when the provider's issuer or client id changes.
+	// Roles: IAM_OWNER. Errors: NotFound; Aborted (409) when unchanged.
+	SetOrgIDPTrust(context.Context, *connect.Request[v1.SetOrgIDPTrustRequest]) (*connect.Response[v1.SetOrgIDPTrustResponse], error)
 	// Removes an identity provider and the links of users to it.
 	// Roles: ORG_OWNER or above. Errors: NotFound.
 	RemoveOrgIDP(context.Context, *connect.Request[v1.RemoveOrgIDPRequest]) (*connect.Response[v1.RemoveOrgIDPResponse], error)
@@ -667,6 +678,12 @@ func NewManagementServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			connect.WithSchema(managementServiceMethods.ByName("ReactivateOrgIDP")),
 			connect.WithClientOptions(opts...),
 		),
+		setOrgIDPTrust: connect.NewClient[v1.SetOrgIDPTrustRequest, v1.SetOrgIDPTrustResponse](
+			httpClient,
+			baseURL+ManagementServiceSetOrgIDPTrustProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("SetOrgIDPTrust")),
+			connect.WithClientOptions(opts...),
+		),
 		removeOrgIDP: connect.NewClient[v1.RemoveOrgIDPRequest, v1.RemoveOrgIDPResponse](
 			httpClient,
 			baseURL+ManagementServiceRemoveOrgIDPProcedure,
@@ -843,6 +860,7 @@ type managementServiceClient struct {
 	updateOrgIDPOIDCConfig     *connect.Client[v1.UpdateOrgIDPOIDCConfigRequest, v1.UpdateOrgIDPOIDCConfigResponse]
 	deactivateOrgIDP           *connect.Client[v1.DeactivateOrgIDPRequest, v1.DeactivateOrgIDPResponse]
 	reactivateOrgIDP           *connect.Client[v1.ReactivateOrgIDPRequest, v1.ReactivateOrgIDPResponse]
+	setOrgIDPTrust             *connect.Client[v1.SetOrgIDPTrustRequest, v1.SetOrgIDPTrustResponse]
 	removeOrgIDP               *connect.Client[v1.RemoveOrgIDPRequest, v1.RemoveOrgIDPResponse]
 	addProject                 *connect.Client[v1.AddProjectRequest, v1.AddProjectResponse]
 	getProjectByID             *connect.Client[v1.GetProjectByIDRequest, v1.GetProjectByIDResponse]
@@ -1035,6 +1053,11 @@ func (c *managementServiceClient) DeactivateOrgIDP(ctx context.Context, req *con
 // ReactivateOrgIDP calls gatehouse.management.v1.ManagementService.ReactivateOrgIDP.
 func (c *managementServiceClient) ReactivateOrgIDP(ctx context.Context, req *connect.Request[v1.ReactivateOrgIDPRequest]) (*connect.Response[v1.ReactivateOrgIDPResponse], error) {
 	return c.reactivateOrgIDP.CallUnary(ctx, req)
+}
+
+// SetOrgIDPTrust calls gatehouse.management.v1.ManagementService.SetOrgIDPTrust.
+func (c *managementServiceClient) SetOrgIDPTrust(ctx context.Context, req *connect.Request[v1.SetOrgIDPTrustRequest]) (*connect.Response[v1.SetOrgIDPTrustResponse], error) {
+	return c.setOrgIDPTrust.CallUnary(ctx, req)
 }
 
 // RemoveOrgIDP calls gatehouse.management.v1.ManagementService.RemoveOrgIDP.
@@ -1313,6 +1336,14 @@ type ManagementServiceHandler interface {
 	// Roles: ORG_OWNER or above. Errors: NotFound; Aborted (409) when not
 	// inactive.
 	ReactivateOrgIDP(context.Context, *connect.Request[v1.ReactivateOrgIDPRequest]) (*connect.Response[v1.ReactivateOrgIDPResponse], error)
+	// Trusts, or stops trusting, the identity provider's authentication
+	// methods: with trust, the "amr" values of its ID tokens are recorded
+	// in Gatehouse's (beside "fed"); without (the default), a sign-in
+	// through it records "fed" alone, so a relying party requiring "mfa"
+	// does not trust whatever provider an organization adds. The trust ends
+	// when the provider's issuer or client id changes.
+	// Roles: IAM_OWNER. Errors: NotFound; Aborted (409) when unchanged.
+	SetOrgIDPTrust(context.Context, *connect.Request[v1.SetOrgIDPTrustRequest]) (*connect.Response[v1.SetOrgIDPTrustResponse], error)
 	// Removes an identity provider and the links of users to it.
 	// Roles: ORG_OWNER or above. Errors: NotFound.
 	RemoveOrgIDP(context.Context, *connect.Request[v1.RemoveOrgIDPRequest]) (*connect.Response[v1.RemoveOrgIDPResponse], error)
@@ -1615,6 +1646,12 @@ func NewManagementServiceHandler(svc ManagementServiceHandler, opts ...connect.H
 		connect.WithSchema(managementServiceMethods.ByName("ReactivateOrgIDP")),
 		connect.WithHandlerOptions(opts...),
 	)
+	managementServiceSetOrgIDPTrustHandler := connect.NewUnaryHandler(
+		ManagementServiceSetOrgIDPTrustProcedure,
+		svc.SetOrgIDPTrust,
+		connect.WithSchema(managementServiceMethods.ByName("SetOrgIDPTrust")),
+		connect.WithHandlerOptions(opts...),
+	)
 	managementServiceRemoveOrgIDPHandler := connect.NewUnaryHandler(
 		ManagementServiceRemoveOrgIDPProcedure,
 		svc.RemoveOrgIDP,
@@ -1821,6 +1858,8 @@ func NewManagementServiceHandler(svc ManagementServiceHandler, opts ...connect.H
 			managementServiceDeactivateOrgIDPHandler.ServeHTTP(w, r)
 		case ManagementServiceReactivateOrgIDPProcedure:
 			managementServiceReactivateOrgIDPHandler.ServeHTTP(w, r)
+		case ManagementServiceSetOrgIDPTrustProcedure:
+			managementServiceSetOrgIDPTrustHandler.ServeHTTP(w, r)
 		case ManagementServiceRemoveOrgIDPProcedure:
 			managementServiceRemoveOrgIDPHandler.ServeHTTP(w, r)
 		case ManagementServiceAddProjectProcedure:
@@ -2006,6 +2045,10 @@ func (UnimplementedManagementServiceHandler) DeactivateOrgIDP(context.Context, *
 
 func (UnimplementedManagementServiceHandler) ReactivateOrgIDP(context.Context, *connect.Request[v1.ReactivateOrgIDPRequest]) (*connect.Response[v1.ReactivateOrgIDPResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ReactivateOrgIDP is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) SetOrgIDPTrust(context.Context, *connect.Request[v1.SetOrgIDPTrustRequest]) (*connect.Response[v1.SetOrgIDPTrustResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.SetOrgIDPTrust is not implemented"))
 }
 
 func (UnimplementedManagementServiceHandler) RemoveOrgIDP(context.Context, *connect.Request[v1.RemoveOrgIDPRequest]) (*connect.Response[v1.RemoveOrgIDPResponse], error) {

@@ -1,0 +1,200 @@
+package e2e
+
+import (
+	"html"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Trust, round 2: an external identity is a credential of its user. These
+// replay the review's attacks through the public interfaces, each against
+// a provider the test controls (fakeOP).
+
+const afAdminPassword = "Admin-Passw0rd-for-e2e"
+
+// fedSignIn starts a sign-in through idp with the shortcut scope and
+// follows the browser through the provider back to Gatehouse; it returns
+// the page where Gatehouse stops (the client's redirect, the link page, an
+// error page).
+func (e *afEnv) fedSignIn(op *fakeOP, idp, state string) (*http.Client, afPage) {
+	e.t.Helper()
+	c := fedBrowser(e.base, op.issuer)
+	return c, afGet(e.t, c, e.authURL(state, "n-"+state, "scope", "openid profile urn:gatehouse:iam:org:idp:id:"+idp))
+}
+
+// linksOf lists the user's links.
+func (e *afEnv) linksOf(userID string) []any {
+	e.t.Helper()
+	res, _ := e.must("POST", "/management/v1/users/"+userID+"/idps/_search", e.admin, "", map[string]any{})["result"].([]any)
+	return res
+}
+
+// isParked: Gatehouse shows the link page (the identity names nobody).
+func isParked(p afPage) bool {
+	return p.loc == nil && strings.Contains(p.body, "no account of this organization is linked")
+}
+
+// Finding 1 (high): an organization owner repointed the provider an IAM
+// owner is linked to, asserted the IAM owner's subject at its own
+// provider, and was signed in as the IAM owner. A provider's issuer and
+// client id are a credential of every user linked to it: a new one
+// inherits no link, also when changed back later.
+func TestSecurityRepointedIdPInheritsNoLink(t *testing.T) {
+	e := afStartEnv(t, map[string]string{"GATEHOUSE_IDP_ALLOW_LOOPBACK": "true"})
+	corp := startFakeOP(t, map[string]any{"sub": "admin-corp", "email": "admin@corp.example", "email_verified": true})
+	evil := startFakeOP(t, map[string]any{"sub": "admin-corp", "email": "mallory@evil.example"})
+	idp := e.must("POST", "/management/v1/idps/oidc", e.admin, "", corp.config(map[string]any{"name": "ExtIdP"}))["idpId"].(string)
+	admin := e.lookupUser("admin")
+
+	// The IAM owner links the corporate identity by its password.
+	c, p := e.fedSignIn(corp, idp, "l1")
+	if !isParked(p) {
+		t.Fatalf("unknown identity: want the link page; got %d %v:\n%s", p.status, p.loc, p.body)
+	}
+	if it := e.code(afSubmit(t, c, e.base, p, url.Values{"loginName": {"admin"}, "password": {afAdminPassword}}), "l1", "n-l1"); it.Subject != admin {
+		t.Fatalf("linked sign-in as %s; want the IAM owner %s", it.Subject, admin)
+	}
+	if _, p := e.fedSignIn(corp, idp, "l2"); e.code(p, "l2", "n-l2").Subject != admin {
+		t.Fatal("the link does not sign the IAM owner in")
+	}
+
+	// An organization owner of the same organization, refused for the IAM
+	// owner's password, repoints the provider to its own.
+	org := e.homeOrg()
+	_, owner := e.managementToken(org, "tenant-owner", "ORG_OWNER")
+	if status, _ := e.call("POST", "/management/v1/users/"+admin+"/password", owner, "", map[string]any{"password": "Hijacked-Passw0rd!1"}); status != http.StatusForbidden {
+		t.Fatalf("the organization owner sets the IAM owner's password: %d; want 403", status)
+	}
+	if status, body := e.call("PUT", "/management/v1/idps/"+idp+"/oidc_config", owner, "", evil.config(nil)); status != http.StatusOK {
+		t.Fatalf("repoint: %d %v", status, body)
+	}
+	if _, p := e.fedSignIn(evil, idp, "a1"); !isParked(p) {
+		t.Fatalf("the repointed provider's assertion of the IAM owner's subject: %d %v; want the link page, no sign-in", p.status, p.loc)
+	}
+	if links := e.linksOf(admin); len(links) != 0 {
+		t.Errorf("the IAM owner keeps %d links to the repointed provider", len(links))
+	}
+	// A new client id at the same issuer is another account there: the
+	// same. And pointing back does not bring the link back.
+	e.must("PUT", "/management/v1/idps/"+idp+"/oidc_config", e.admin, "", corp.config(nil))
+	if _, p := e.fedSignIn(corp, idp, "a2"); !isParked(p) {
+		t.Fatalf("pointed back: %d %v; want the link page (links are gone with the provider)", p.status, p.loc)
+	}
+	// Deactivated, repointed and reactivated: the same.
+	c, p = e.fedSignIn(corp, idp, "l3")
+	e.code(afSubmit(t, c, e.base, p, url.Values{"loginName": {"admin"}, "password": {afAdminPassword}}), "l3", "n-l3")
+	e.must("POST", "/management/v1/idps/"+idp+"/_deactivate", owner, "", map[string]any{})
+	e.must("PUT", "/management/v1/idps/"+idp+"/oidc_config", owner, "", evil.config(nil))
+	e.must("POST", "/management/v1/idps/"+idp+"/_reactivate", owner, "", map[string]any{})
+	if _, p := e.fedSignIn(evil, idp, "a3"); !isParked(p) {
+		t.Fatalf("repointed while inactive, then reactivated: %d %v; want the link page", p.status, p.loc)
+	}
+}
+
+// Finding 2: the provider's "amr" became Gatehouse's. A federated sign-in
+// records "fed" alone; an IAM owner (never an organization owner) may
+// trust a provider's values, and the trust ends with a new issuer or
+// client id.
+func TestSecurityUpstreamAMRIsNotGatehouses(t *testing.T) {
+	e := afStartEnv(t, map[string]string{"GATEHOUSE_IDP_ALLOW_LOOPBACK": "true"})
+	op := startFakeOP(t, map[string]any{"sub": "mfa-user", "amr": []string{"mfa", "hwk"}, "preferred_username": "mfa-user",
+		"email": "mfa-user@upstream.example", "given_name": "M", "family_name": "F"})
+	idp := e.must("POST", "/management/v1/idps/oidc", e.admin, "", op.config(map[string]any{"name": "Upstream", "autoRegister": true}))["idpId"].(string)
+	amr := func(state string) []string {
+		t.Helper()
+		_, p := e.fedSignIn(op, idp, state)
+		return e.code(p, state, "n-"+state).claims.AMR
+	}
+	if got := amr("m1"); !slices.Equal(got, []string{"fed"}) {
+		t.Fatalf("amr of a federated sign-in: %v; want [fed] (the provider's mfa is not Gatehouse's)", got)
+	}
+	org := e.homeOrg()
+	_, owner := e.managementToken(org, "tenant-owner", "ORG_OWNER")
+	if status, _ := e.call("POST", "/management/v1/idps/"+idp+"/_trust", owner, "", map[string]any{"trustAmr": true}); status != http.StatusForbidden {
+		t.Fatalf("an organization owner trusts its own provider: %d; want 403", status)
+	}
+	e.must("POST", "/management/v1/idps/"+idp+"/_trust", e.admin, "", map[string]any{"trustAmr": true})
+	if got := e.must("GET", "/management/v1/idps/"+idp, e.admin, "", nil)["idp"].(map[string]any)["trustAmr"]; got != true {
+		t.Errorf("GetOrgIDPByID trustAmr %v; want true", got)
+	}
+	if got := amr("m2"); !slices.Equal(got, []string{"fed", "mfa", "hwk"}) {
+		t.Fatalf("amr through a trusted provider: %v; want [fed mfa hwk]", got)
+	}
+	// The trust was in this provider: another client id ends it.
+	e.must("PUT", "/management/v1/idps/"+idp+"/oidc_config", owner, "", op.config(map[string]any{"clientId": "other"}))
+	if got := e.must("GET", "/management/v1/idps/"+idp, e.admin, "", nil)["idp"].(map[string]any)["trustAmr"]; got == true {
+		t.Errorf("trustAmr survives a new client id")
+	}
+}
+
+// Finding 4: whoever once knew a user's password linked an identity of
+// their own and kept signing in after the admin's reset, and after a
+// deactivation and reactivation; a password that must be changed was not
+// asked for on a federated sign-in.
+func TestSecurityLinkedIdentityDoesNotOutliveReset(t *testing.T) {
+	e := afStartEnv(t, map[string]string{"GATEHOUSE_IDP_ALLOW_LOOPBACK": "true"})
+	op := startFakeOP(t, map[string]any{"sub": "mallory"})
+	idp := e.must("POST", "/management/v1/idps/oidc", e.admin, "", op.config(map[string]any{"name": "Mallory's"}))["idpId"].(string)
+	alice := e.users["alice"]
+	link := func(state string) {
+		t.Helper()
+		c, p := e.fedSignIn(op, idp, state)
+		if !isParked(p) {
+			t.Fatalf("want the link page; got %d %v", p.status, p.loc)
+		}
+		if it := e.code(afSubmit(t, c, e.base, p, url.Values{"loginName": {"alice"}, "password": {afPassword}}), state, "n-"+state); it.Subject != alice {
+			t.Fatalf("linked as %s; want alice", it.Subject)
+		}
+		if _, p := e.fedSignIn(op, idp, state+"-again"); e.code(p, state+"-again", "n-"+state+"-again").Subject != alice {
+			t.Fatal("the link does not sign alice in")
+		}
+	}
+	link("r1")
+	e.must("POST", "/management/v1/users/"+alice+"/password", e.admin, "", map[string]any{"password": "Reset-Passw0rd!1", "noChangeRequired": true})
+	if _, p := e.fedSignIn(op, idp, "r2"); !isParked(p) {
+		t.Fatalf("after the admin's reset: %d %v; want the link page (the link is gone)", p.status, p.loc)
+	}
+	if links := e.linksOf(alice); len(links) != 0 {
+		t.Errorf("alice keeps %d links after the reset", len(links))
+	}
+
+	// Deactivation and reactivation cut it too.
+	c, p := e.fedSignIn(op, idp, "d1")
+	e.code(afSubmit(t, c, e.base, p, url.Values{"loginName": {"alice"}, "password": {"Reset-Passw0rd!1"}}), "d1", "n-d1")
+	e.must("POST", "/management/v1/users/"+alice+"/_deactivate", e.admin, "", map[string]any{})
+	e.must("POST", "/management/v1/users/"+alice+"/_reactivate", e.admin, "", map[string]any{})
+	if _, p := e.fedSignIn(op, idp, "d2"); !isParked(p) {
+		t.Fatalf("after deactivation and reactivation: %d %v; want the link page", p.status, p.loc)
+	}
+
+	// A user registered through the provider keeps that link, but a
+	// password an admin set with a change required is changed first,
+	// whichever way the user signs in.
+	e.must("PUT", "/management/v1/idps/"+idp+"/oidc_config", e.admin, "", op.config(map[string]any{"scopes": []string{"openid"}}))
+	e.must("POST", "/management/v1/policies/login", e.admin, "", map[string]any{"allowUsernamePassword": true, "allowExternalIdp": true, "allowRegister": true})
+	op.assert(map[string]any{"sub": "reggie", "preferred_username": "reggie", "email": "reggie@upstream.example", "given_name": "Reg", "family_name": "Gie"})
+	c, p = e.fedSignIn(op, idp, "g1")
+	form := url.Values{"userName": {"reggie"}, "firstName": {"Reg"}, "lastName": {"Gie"}, "email": {"reggie@upstream.example"}}
+	for _, h := range afHiddenRE.FindAllStringSubmatch(p.body, 2) {
+		form.Set(h[1], html.UnescapeString(h[2]))
+	}
+	req, _ := http.NewRequest("POST", e.base+"/ui/login/idp/register", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	reggie := e.code(afDo(t, c, req), "g1", "n-g1").Subject
+	e.must("POST", "/management/v1/users/"+reggie+"/password", e.admin, "", map[string]any{"password": "Initial-Passw0rd!1"})
+	c, p = e.fedSignIn(op, idp, "g2")
+	if p.loc != nil || !afIs(p, "currentPassword") || !afIs(p, "newPassword") {
+		t.Fatalf("federated sign-in with a password to change: %d %v; want the change page", p.status, p.loc)
+	}
+	// The change completes the sign-in, as after a password.
+	if it := e.code(afSubmit(t, c, e.base, p, url.Values{"currentPassword": {"Initial-Passw0rd!1"}, "newPassword": {"Reggie-Changed-1!"},
+		"confirmPassword": {"Reggie-Changed-1!"}}), "g2", "n-g2"); it.Subject != reggie {
+		t.Fatalf("after the change: %s; want reggie", it.Subject)
+	}
+	if links := e.linksOf(reggie); len(links) != 1 {
+		t.Errorf("the registered link: %d links; want it kept", len(links))
+	}
+}
