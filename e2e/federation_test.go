@@ -190,6 +190,16 @@ func TestFederationFailures(t *testing.T) {
 	if refused.status != http.StatusBadGateway || !strings.Contains(refused.body, "cannot be reached") {
 		t.Errorf("provider on loopback: %d %v; want the 502 page", refused.status, refused.loc)
 	}
+	// An issuer naming a refused address is refused when it is added,
+	// before anything dials it: loopback here, and a metadata address
+	// whatever the configuration.
+	for i, iss := range []string{strings.Replace(up.issuer, "localhost", "127.0.0.1", 1), "https://100.100.100.200"} {
+		status, res := d.call("POST", "/management/v1/idps/oidc", d.admin, "", map[string]any{
+			"name": "Literal " + strconv.Itoa(i), "clientId": "c", "clientSecret": "s", "issuer": iss})
+		if msg, _ := res["message"].(string); status != http.StatusBadRequest || !strings.Contains(msg, "issuer names ") {
+			t.Errorf("provider at %s: %d %v; want 400 naming the address rule", iss, status, res)
+		}
+	}
 }
 
 // userCount is the number of users of the home organization.

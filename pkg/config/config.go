@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-id/gatehouse/pkg/apply"
+	"github.com/gatehouse-id/gatehouse/pkg/netguard"
 )
 
 // Role names the process being configured.
@@ -116,10 +117,14 @@ type Config struct {
 	// before it stops listening.
 	DrainDelay time.Duration
 
-	// Calls to external identity providers (pkg/netguard): loopback is
-	// refused unless IdPAllowLoopback (development and tests); private
-	// ranges are allowed unless IdPDenyPrivate.
-	IdPAllowLoopback bool // GATEHOUSE_IDP_ALLOW_LOOPBACK
+	// IdPEgress says where calls to external identity providers may go
+	// (pkg/netguard): authn dials through it and directory refuses an
+	// issuer that names a refused address. Public addresses only, unless
+	// GATEHOUSE_IDP_ALLOW_LOOPBACK (development and tests),
+	// GATEHOUSE_IDP_ALLOW (private CIDRs and host names of on-premises
+	// providers) or GATEHOUSE_IDP_DENY_PRIVATE=false (deprecated: every
+	// private range) allow more.
+	IdPEgress netguard.Policy
 	// CacheMaxStale (GATEHOUSE_CACHE_MAX_STALE, default 15m) bounds how long
 	// what one service cached of another keeps serving through that
 	// service's outage: tokens' clients and machine keys, directory's
@@ -127,8 +132,7 @@ type Config struct {
 	CacheMaxStale time.Duration
 	// PruneInterval (GATEHOUSE_PRUNE_INTERVAL, default 10m) paces the
 	// deletion of expired rows (README, "Data retention").
-	PruneInterval  time.Duration
-	IdPDenyPrivate bool // GATEHOUSE_IDP_DENY_PRIVATE
+	PruneInterval time.Duration
 	// DBMaxConns (GATEHOUSE_DB_MAX_CONNS, default 20) is the size of each
 	// service's PostgreSQL pool per process; every connection is kept
 	// (none is closed while busy), so size PostgreSQL's max_connections
@@ -257,8 +261,7 @@ func Load(role Role, getenv Getenv) (*Config, error) {
 	c.CacheMaxStale = p.duration("GATEHOUSE_CACHE_MAX_STALE", 15*time.Minute)
 	c.PruneInterval = p.duration("GATEHOUSE_PRUNE_INTERVAL", 10*time.Minute)
 	c.DBMaxConns = p.int("GATEHOUSE_DB_MAX_CONNS", 20)
-	c.IdPAllowLoopback = p.bool("GATEHOUSE_IDP_ALLOW_LOOPBACK")
-	c.IdPDenyPrivate = p.bool("GATEHOUSE_IDP_DENY_PRIVATE")
+	c.IdPEgress = p.idpEgress()
 	c.Tokens = Tokens{
 		SigningAlgorithm:    p.str("GATEHOUSE_SIGNING_ALGORITHM", "RS256"),
 		SigningLibrary:      p.str("GATEHOUSE_SIGNING_LIBRARY", "auto"),
@@ -404,6 +407,22 @@ func (p *parser) str(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// idpEgress reads the policy of calls to identity providers. Private
+// ranges were allowed before GATEHOUSE_IDP_ALLOW existed, unless
+// GATEHOUSE_IDP_DENY_PRIVATE=true; now they are refused unless listed, and
+// an explicit GATEHOUSE_IDP_DENY_PRIVATE=false keeps the old default.
+func (p *parser) idpEgress() netguard.Policy {
+	pol := netguard.Policy{AllowLoopback: p.bool("GATEHOUSE_IDP_ALLOW_LOOPBACK")}
+	if p.str("GATEHOUSE_IDP_DENY_PRIVATE", "") != "" {
+		pol.AllowPrivate = !p.bool("GATEHOUSE_IDP_DENY_PRIVATE")
+	}
+	var err error
+	if pol.Allow, pol.AllowHosts, err = netguard.ParseAllow(p.getenv("GATEHOUSE_IDP_ALLOW")); err != nil {
+		p.fail("GATEHOUSE_IDP_ALLOW", "%v", err)
+	}
+	return pol
 }
 
 // bool reads true or false (default false).

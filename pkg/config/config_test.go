@@ -3,11 +3,15 @@ package config
 import (
 	"bytes"
 	"encoding/base64"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gatehouse-id/gatehouse/pkg/netguard"
 )
 
 func env(m map[string]string) Getenv { return func(k string) string { return m[k] } }
@@ -27,8 +31,8 @@ func TestDefaults(t *testing.T) {
 	if c.Distributed() || c.MasterKeyFile != filepath.Join("data", "master.key") {
 		t.Fatalf("embedded edge: distributed=%v keyfile=%q", c.Distributed(), c.MasterKeyFile)
 	}
-	if c.IdPAllowLoopback || c.IdPDenyPrivate {
-		t.Fatal("identity provider calls: loopback allowed or private ranges denied by default")
+	if !reflect.DeepEqual(c.IdPEgress, netguard.Policy{}) {
+		t.Fatalf("identity provider calls: %+v by default; want public addresses only", c.IdPEgress)
 	}
 	if c.RateLimit != 50 || c.RateBurst != 100 || c.ClientRate != (RateBudget{200, 400}) || c.APIRate != (RateBudget{100, 200}) ||
 		c.AddressCapRate != (RateBudget{1000, 2000}) {
@@ -55,9 +59,20 @@ func TestDefaults(t *testing.T) {
 	if c.Sessions.IdleLifetime != 2*time.Hour || c.Sessions.AbsoluteLifetime != 10*time.Hour {
 		t.Fatalf("session lifetimes %+v; want 2h idle, 10h absolute", c.Sessions)
 	}
-	c, err = Load(RoleEdge, env(map[string]string{"GATEHOUSE_IDP_ALLOW_LOOPBACK": "true", "GATEHOUSE_IDP_DENY_PRIVATE": "1"}))
-	if err != nil || !c.IdPAllowLoopback || !c.IdPDenyPrivate {
-		t.Fatalf("IdP flags: %v %+v", err, c)
+	for _, tc := range []struct {
+		env  map[string]string
+		want netguard.Policy
+	}{
+		{map[string]string{"GATEHOUSE_IDP_ALLOW_LOOPBACK": "true", "GATEHOUSE_IDP_DENY_PRIVATE": "1"}, netguard.Policy{AllowLoopback: true}},
+		// The deprecated opt-out keeps the old default.
+		{map[string]string{"GATEHOUSE_IDP_DENY_PRIVATE": "false"}, netguard.Policy{AllowPrivate: true}},
+		{map[string]string{"GATEHOUSE_IDP_ALLOW": "10.0.0.0/8, idp.corp.internal"},
+			netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, AllowHosts: []string{"idp.corp.internal"}}},
+	} {
+		c, err = Load(RoleEdge, env(tc.env))
+		if err != nil || !reflect.DeepEqual(c.IdPEgress, tc.want) {
+			t.Fatalf("IdP egress with %v: %v %+v; want %+v", tc.env, err, c.IdPEgress, tc.want)
+		}
 	}
 }
 
@@ -99,6 +114,9 @@ func TestInvalid(t *testing.T) {
 		{"rate not a number", RoleEdge, map[string]string{"GATEHOUSE_RATE_LIMIT_CLIENT": "NaN", "GATEHOUSE_RATE_LIMIT_API": "Inf"}, []string{"GATEHOUSE_RATE_LIMIT_CLIENT: want a non-negative number", "GATEHOUSE_RATE_LIMIT_API: want a non-negative number"}},
 		{"class burst", RoleEdge, map[string]string{"GATEHOUSE_RATE_BURST_ADDRESS_CAP": "0"}, []string{"GATEHOUSE_RATE_BURST_ADDRESS_CAP: want a positive integer"}},
 		{"idp loopback flag", RoleEdge, map[string]string{"GATEHOUSE_IDP_ALLOW_LOOPBACK": "yes"}, []string{`GATEHOUSE_IDP_ALLOW_LOOPBACK: want true or false, got "yes"`}},
+		{"idp deny private flag", RoleEdge, map[string]string{"GATEHOUSE_IDP_DENY_PRIVATE": "no"}, []string{`GATEHOUSE_IDP_DENY_PRIVATE: want true or false, got "no"`}},
+		{"idp allow-list of loopback", RoleEdge, map[string]string{"GATEHOUSE_IDP_ALLOW": "10.0.0.0/8,127.0.0.1"}, []string{`GATEHOUSE_IDP_ALLOW: "127.0.0.1" is not within a private range`}},
+		{"idp allow-list wildcard", RoleEdge, map[string]string{"GATEHOUSE_IDP_ALLOW": "*.corp.internal"}, []string{`GATEHOUSE_IDP_ALLOW: "*.corp.internal" is neither`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

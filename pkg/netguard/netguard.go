@@ -2,26 +2,34 @@
 // organization owner configures, such as the discovery, key set, token and
 // userinfo endpoints of external identity providers. Anyone who may add an
 // identity provider could otherwise make Gatehouse call its own loopback
-// services or a cloud metadata endpoint (server-side request forgery).
+// services, the cluster's private network or a cloud metadata endpoint
+// (server-side request forgery).
 //
 // Every connection, redirects included, is checked on the address it
 // actually dials after DNS resolution. A hostname that resolves to a
 // forbidden address, a rebinding DNS answer, or a redirect there all fail
-// alike. Refused always: unspecified, link-local, multicast, broadcast and
-// reserved addresses, and known cloud metadata addresses. Refused unless
-// AllowLoopback: loopback. Refused when DenyPrivate: private ranges
-// (RFC 1918, RFC 6598, unique local IPv6). IPv4-mapped and NAT64 forms are
-// judged by the IPv4 address they carry. Environment proxies are never
-// used, since a proxy would dial on our behalf, unchecked.
+// alike. Refused always, whatever the policy allows: unspecified,
+// link-local, multicast, broadcast and reserved addresses, and known cloud
+// metadata addresses. Refused unless AllowLoopback: loopback. Refused
+// unless allowed by AllowPrivate, a prefix of Allow or a host of
+// AllowHosts: private ranges (RFC 1918, RFC 6598, unique local IPv6), where
+// a cluster's own services and some clouds' metadata live. IPv4-mapped and
+// NAT64 forms are judged by the IPv4 address they carry. Environment
+// proxies are never used, since a proxy would dial on our behalf,
+// unchecked.
 package netguard
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -30,17 +38,39 @@ import (
 // policy refuses.
 var ErrForbidden = errors.New("netguard: destination address not allowed")
 
+// Refused is the error of an address the policy refuses; it wraps
+// ErrForbidden.
+type Refused struct {
+	Addr netip.Addr
+	// Rule says what the address is, and what would allow it if anything.
+	Rule string
+}
+
+func (e *Refused) Error() string { return fmt.Sprintf("%v: %s is %s", ErrForbidden, e.Addr, e.Rule) }
+
+func (e *Refused) Unwrap() error { return ErrForbidden }
+
 // ErrTooLarge is returned when a response body exceeds the limit.
 var ErrTooLarge = errors.New("netguard: response body too large")
 
-// Policy says which destination addresses are allowed.
+// Policy says which destination addresses are allowed. The zero Policy
+// allows public addresses only.
 type Policy struct {
 	// AllowLoopback allows 127.0.0.0/8 and ::1 (GATEHOUSE_IDP_ALLOW_LOOPBACK:
 	// development and tests, where the identity provider runs locally).
 	AllowLoopback bool
-	// DenyPrivate refuses private ranges too (GATEHOUSE_IDP_DENY_PRIVATE).
-	// They are allowed by default: enterprise identity providers live there.
-	DenyPrivate bool
+	// AllowPrivate allows every private range (GATEHOUSE_IDP_DENY_PRIVATE=false,
+	// the deprecated opt-out of the default). Metadata addresses in them
+	// stay refused.
+	AllowPrivate bool
+	// Allow lists private ranges that are allowed (the CIDRs and addresses
+	// of GATEHOUSE_IDP_ALLOW, for on-premises identity providers). Each
+	// lies within a private range (ParseAllow checks).
+	Allow []netip.Prefix
+	// AllowHosts lists host names (lower case, no trailing dot) whose
+	// addresses may be private (the names of GATEHOUSE_IDP_ALLOW). Only the
+	// name dialled counts: a redirect to another name is judged by that one.
+	AllowHosts []string
 }
 
 var (
@@ -54,7 +84,14 @@ var (
 		netip.MustParsePrefix("203.0.113.0/24"),  // documentation
 		netip.MustParsePrefix("240.0.0.0/4"),     // reserved, broadcast
 		netip.MustParsePrefix("2001:db8::/32"),   // documentation
-		netip.MustParsePrefix("fd00:ec2::254/128"),
+	}
+	// Cloud metadata services that sit in ranges an operator may allow:
+	// refused before any allowance is looked at. (169.254.169.254 and the
+	// other link-local ones are refused as link-local.)
+	metadata = []netip.Prefix{
+		netip.MustParsePrefix("100.100.100.200/32"), // Alibaba Cloud, in carrier-grade NAT space
+		netip.MustParsePrefix("fd00:ec2::254/128"),  // AWS over IPv6, in unique local space
+		netip.MustParsePrefix("169.254.169.254/32"), // most clouds (also link-local)
 	}
 	private = []netip.Prefix{
 		netip.MustParsePrefix("10.0.0.0/8"),
@@ -66,15 +103,45 @@ var (
 	nat64 = netip.MustParsePrefix("64:ff9b::/96")
 )
 
-// Check returns nil when ip may be dialled, else an error wrapping
-// ErrForbidden that names the reason.
-func (p Policy) Check(ip netip.Addr) error {
+// PrivateRanges names the ranges a policy refuses unless allowed, for
+// messages.
+const PrivateRanges = "10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10, fc00::/7"
+
+// Check returns nil when ip may be dialled by a name not in AllowHosts,
+// else a *Refused naming the rule.
+func (p Policy) Check(ip netip.Addr) error { return p.check("", ip) }
+
+// CheckHost is Check for an address that host (a name, or the address
+// itself) resolved to.
+func (p Policy) CheckHost(host string, ip netip.Addr) error { return p.check(host, ip) }
+
+// CheckURL refuses a URL whose host is an IP address the policy refuses,
+// before anything is dialled; a host name passes (its addresses are
+// checked when it is dialled, as they may change).
+func (p Policy) CheckURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("netguard: %w", err)
+	}
+	ip, err := netip.ParseAddr(u.Hostname())
+	if err != nil {
+		return nil
+	}
+	return p.check("", ip)
+}
+
+func (p Policy) check(host string, ip netip.Addr) error {
 	ip = ip.Unmap()
 	if ip.Is6() && nat64.Contains(ip) {
 		b := ip.As16()
 		ip = netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
 	}
-	deny := func(why string) error { return fmt.Errorf("%w: %s is %s", ErrForbidden, ip, why) }
+	// A zoned address matches no prefix: judge it without its zone.
+	ip = ip.WithZone("")
+	deny := func(why string) error { return &Refused{Addr: ip, Rule: why} }
+	if in(metadata, ip) {
+		return deny("a cloud metadata address")
+	}
 	switch {
 	case !ip.IsValid() || ip.IsUnspecified():
 		return deny("unspecified")
@@ -82,25 +149,87 @@ func (p Policy) Check(ip netip.Addr) error {
 		if p.AllowLoopback {
 			return nil
 		}
-		return deny("loopback")
+		return deny("loopback (allowed only with GATEHOUSE_IDP_ALLOW_LOOPBACK, for development)")
 	case ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast():
 		return deny("link-local (cloud metadata lives there)")
 	case ip.IsMulticast() || ip.IsInterfaceLocalMulticast():
 		return deny("multicast")
-	}
-	for _, r := range reserved {
-		if r.Contains(ip) {
-			return deny("reserved")
+	case in(reserved, ip):
+		return deny("reserved")
+	case in(private, ip):
+		if p.AllowPrivate || in(p.Allow, ip) || p.hostAllowed(host) {
+			return nil
 		}
+		return deny("private (" + PrivateRanges + "), allowed only where GATEHOUSE_IDP_ALLOW lists it")
 	}
-	if p.DenyPrivate {
-		for _, r := range private {
-			if r.Contains(ip) {
-				return deny("private")
+	return nil
+}
+
+func in(prefixes []netip.Prefix, ip netip.Addr) bool {
+	return slices.ContainsFunc(prefixes, func(r netip.Prefix) bool { return r.Contains(ip) })
+}
+
+func (p Policy) hostAllowed(host string) bool {
+	if host == "" || len(p.AllowHosts) == 0 {
+		return false
+	}
+	return slices.Contains(p.AllowHosts, normalHost(host))
+}
+
+func normalHost(h string) string { return strings.TrimSuffix(strings.ToLower(h), ".") }
+
+// ParseAllow reads GATEHOUSE_IDP_ALLOW: comma-separated CIDRs, IP
+// addresses and host names. A CIDR or address must lie within a private
+// range: the list only lifts that refusal (loopback has its own switch;
+// link-local, reserved and metadata addresses are never allowed). A name
+// is matched exactly (case-insensitively), not its subdomains.
+func ParseAllow(list string) (prefixes []netip.Prefix, hosts []string, err error) {
+	for _, e := range strings.Split(list, ",") {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		var pfx netip.Prefix
+		if strings.Contains(e, "/") {
+			if pfx, err = netip.ParsePrefix(e); err != nil {
+				return nil, nil, fmt.Errorf("invalid CIDR %q", e)
+			}
+			pfx = pfx.Masked()
+		} else if ip, perr := netip.ParseAddr(e); perr == nil && ip.Zone() == "" {
+			pfx = netip.PrefixFrom(ip, ip.BitLen())
+		} else if hostName(e) {
+			hosts = append(hosts, normalHost(e))
+			continue
+		} else {
+			return nil, nil, fmt.Errorf("%q is neither a CIDR, an IP address nor a host name", e)
+		}
+		if !slices.ContainsFunc(private, func(r netip.Prefix) bool { return r.Bits() <= pfx.Bits() && r.Contains(pfx.Addr()) }) {
+			return nil, nil, fmt.Errorf("%q is not within a private range (%s): public addresses need no allowance, "+
+				"loopback has GATEHOUSE_IDP_ALLOW_LOOPBACK, and link-local, reserved and metadata addresses are never allowed", e, PrivateRanges)
+		}
+		prefixes = append(prefixes, pfx)
+	}
+	return prefixes, hosts, nil
+}
+
+// hostName reports whether s is a DNS host name (letters, digits and
+// hyphens in dot-separated labels of at most 63 characters).
+func hostName(s string) bool {
+	s = strings.TrimSuffix(s, ".")
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for _, l := range strings.Split(s, ".") {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false
+		}
+		for _, c := range l {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+				return false
 			}
 		}
 	}
-	return nil
+	return true
 }
 
 // Options bound a client's calls.
@@ -133,24 +262,18 @@ func (p Policy) Client(o Options) *http.Client {
 	if o.MaxRedirects <= 0 {
 		o.MaxRedirects = DefaultMaxRedirects
 	}
-	dialer := &net.Dialer{
-		Timeout: 5 * time.Second,
-		// Control runs for the resolved address of every connection.
-		Control: func(network, address string, _ syscall.RawConn) error {
-			host, _, err := net.SplitHostPort(address)
-			if err != nil {
-				return fmt.Errorf("%w: %v", ErrForbidden, err)
-			}
-			ip, err := netip.ParseAddr(host)
-			if err != nil {
-				return fmt.Errorf("%w: %q is not an IP address", ErrForbidden, host)
-			}
-			return p.Check(ip)
-		},
+	dial := func(ctx context.Context, network, address string) (net.Conn, error) {
+		// The name asked for, before resolution: AllowHosts matches it.
+		host, _, err := net.SplitHostPort(address)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrForbidden, err)
+		}
+		d := &net.Dialer{Timeout: 5 * time.Second, Control: p.control(host)}
+		return d.DialContext(ctx, network, address)
 	}
 	transport := &http.Transport{
 		Proxy:                  nil, // a proxy would dial for us, unchecked
-		DialContext:            dialer.DialContext,
+		DialContext:            dial,
 		ForceAttemptHTTP2:      true,
 		TLSHandshakeTimeout:    5 * time.Second,
 		ResponseHeaderTimeout:  o.Timeout,
@@ -170,6 +293,21 @@ func (p Policy) Client(o Options) *http.Client {
 			}
 			return nil
 		},
+	}
+}
+
+// control checks the resolved address of every connection to host.
+func (p Policy) control(host string) func(network, address string, _ syscall.RawConn) error {
+	return func(_, address string, _ syscall.RawConn) error {
+		a, _, err := net.SplitHostPort(address)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrForbidden, err)
+		}
+		ip, err := netip.ParseAddr(a)
+		if err != nil {
+			return fmt.Errorf("%w: %q is not an IP address", ErrForbidden, a)
+		}
+		return p.check(host, ip)
 	}
 }
 

@@ -96,6 +96,9 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 			deps.Tokens = tokensv1connect.NewTokenServiceClient(rpc.NewHTTPClient(), cfg.TokensURL.String(), opts...)
 		}
 	}
+	if cfg.IdPEgress.AllowPrivate {
+		env.Logger.WarnContext(ctx, "GATEHOUSE_IDP_DENY_PRIVATE=false is deprecated: it lets identity provider calls reach every private address; list on-premises providers in GATEHOUSE_IDP_ALLOW instead")
+	}
 	store, err := db.Open(ctx, db.Options{
 		URL:        cfg.DatabaseURL,
 		DataDir:    cfg.DataDir,
@@ -123,7 +126,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 	s.public, err = NewHandler(HandlerOptions{
 		DB: store, Directory: newCachedDirectory(deps.Directory, watcher), Tokens: deps.Tokens,
 		SecureCookies: cfg.Issuer.Scheme == "https", Issuer: strings.TrimRight(cfg.Issuer.String(), "/"), Now: time.Now, Logger: env.Logger,
-		IdPHTTP:  netguard.Policy{AllowLoopback: cfg.IdPAllowLoopback, DenyPrivate: cfg.IdPDenyPrivate}.Client(netguard.Options{}),
+		IdPHTTP:  cfg.IdPEgress.Client(netguard.Options{}),
 		Sessions: lifetimes,
 	})
 	if err != nil {

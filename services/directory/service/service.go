@@ -152,6 +152,7 @@ func (s *Service) build(masterKey []byte, env process.Env, deps Deps) error {
 		IdPSecrets: idpCipher,
 		Hasher:     hasher,
 		Issuer:     env.Config.Issuer,
+		IdPEgress:  env.Config.IdPEgress,
 		Logger:     env.Logger,
 		Now:        time.Now,
 		Cutoffs:    s.cutoffs,

@@ -19,7 +19,7 @@ func (s *Server) AddOrgOIDCIDP(ctx context.Context, req *connect.Request[managem
 	var f apierr.Fields
 	f.Check(apierr.Length("name", m.GetName(), 1, idps.MaxLength))
 	checkEnum(&f, "styling_type", int32(m.GetStylingType()), managementv1.StylingType_name)
-	cfg := checkOIDCConfig(&f, m.GetClientId(), m.GetIssuer(), m.GetScopes(), m.GetDisplayNameMapping(), m.GetUsernameMapping())
+	cfg := s.checkOIDCConfig(&f, m.GetClientId(), m.GetIssuer(), m.GetScopes(), m.GetDisplayNameMapping(), m.GetUsernameMapping())
 	f.Check(apierr.Length("client_secret", m.GetClientSecret(), 1, idps.MaxLength))
 	if err := f.Err("IDP-invalid"); err != nil {
 		return nil, err

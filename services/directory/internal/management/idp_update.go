@@ -19,7 +19,7 @@ func (s *Server) UpdateOrgIDPOIDCConfig(ctx context.Context, req *connect.Reques
 	m := req.Msg
 	var f apierr.Fields
 	f.Check(apierr.Length("idp_id", m.GetIdpId(), 1, idps.MaxLength))
-	cfg := checkOIDCConfig(&f, m.GetClientId(), m.GetIssuer(), m.GetScopes(), m.GetDisplayNameMapping(), m.GetUsernameMapping())
+	cfg := s.checkOIDCConfig(&f, m.GetClientId(), m.GetIssuer(), m.GetScopes(), m.GetDisplayNameMapping(), m.GetUsernameMapping())
 	f.Check(apierr.Length("client_secret", m.GetClientSecret(), 0, idps.MaxLength))
 	if err := f.Err("IDP-invalid"); err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"strings"
@@ -142,6 +143,12 @@ type Env struct {
 // Start runs the directory service on dialect d with a seeded organization.
 func Start(t testing.TB, d db.Dialect) *Env {
 	t.Helper()
+	return StartEnv(t, d, nil)
+}
+
+// StartEnv is Start with more configuration variables (GATEHOUSE_*).
+func StartEnv(t testing.TB, d db.Dialect, extra map[string]string) *Env {
+	t.Helper()
 	env := map[string]string{
 		"GATEHOUSE_DATA_DIR":       t.TempDir(),
 		"GATEHOUSE_ISSUER":         "http://localhost:8080",
@@ -152,6 +159,7 @@ func Start(t testing.TB, d db.Dialect) *Env {
 	if d == db.Postgres {
 		env["GATEHOUSE_DATABASE_URL"] = testutil.PostgresDatabase(t)
 	}
+	maps.Copy(env, extra)
 	e := &Env{t: t, Dialect: d, Intro: &Introspector{tokens: map[string]*tokensv1.IntrospectResponse{}}, env: env}
 	e.start()
 	t.Cleanup(func() { e.stop() })
