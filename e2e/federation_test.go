@@ -324,8 +324,8 @@ func (e *afEnv) upstreamSubject(t *testing.T, idp string) string {
 // Changes to an identity provider take effect at the next sign-in: a wrong
 // client secret (the token endpoint refuses the client), an issuer that
 // its discovery document contradicts, deactivation (no button, the
-// shortcut fails, a sign-in in flight is refused) and reactivation (the
-// link still holds).
+// shortcut fails, a sign-in in flight is refused), reactivation (the
+// link still holds) and a new issuer (the links are gone).
 func TestFederationChangesTakeEffect(t *testing.T) {
 	e := afStartEnv(t, map[string]string{"GATEHOUSE_IDP_ALLOW_LOOPBACK": "true"})
 	up := startUpstream(t, e.base+"/idps/callback")
@@ -365,14 +365,6 @@ func TestFederationChangesTakeEffect(t *testing.T) {
 		t.Fatalf("after restoring the secret: %s; want %s", again, user)
 	}
 
-	// The issuer its discovery document contradicts (the same server by
-	// another name) is refused before any redirect.
-	update(map[string]any{"issuer": strings.Replace(up.issuer, "localhost", "127.0.0.1", 1)})
-	if p := afGet(t, fedBrowser(e.base, up.issuer), shortcut("c4")); p.status != http.StatusBadGateway {
-		t.Errorf("issuer mismatch: %d %v; want the 502 page", p.status, p.loc)
-	}
-	update(nil)
-
 	// A sign-in in flight when the provider is deactivated is refused at
 	// the callback; the button and the shortcut are gone.
 	jar := fedBrowser(e.base, up.issuer).Jar
@@ -399,6 +391,20 @@ func TestFederationChangesTakeEffect(t *testing.T) {
 	e.must("POST", "/management/v1/idps/"+idp+"/_reactivate", e.admin, "", map[string]any{})
 	if again := e.code(signIn("c8"), "c8", "n-c8").Subject; again != user {
 		t.Errorf("after reactivation: %s; want the linked %s", again, user)
+	}
+
+	// The issuer its discovery document contradicts (the same server by
+	// another name) is refused before any redirect.
+	update(map[string]any{"issuer": strings.Replace(up.issuer, "localhost", "127.0.0.1", 1)})
+	if p := afGet(t, fedBrowser(e.base, up.issuer), shortcut("c4")); p.status != http.StatusBadGateway {
+		t.Errorf("issuer mismatch: %d %v; want the 502 page", p.status, p.loc)
+	}
+	// Another issuer is another provider: the links went with the old one,
+	// also when the issuer is changed back (the user's name is taken, so
+	// the identity is offered the link page).
+	update(nil)
+	if p := signIn("c9"); p.loc != nil || !strings.Contains(p.body, "exists already") {
+		t.Errorf("after an issuer round trip: %d %v; want the link page, the link gone", p.status, p.loc)
 	}
 }
 

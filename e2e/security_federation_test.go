@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/oauth2"
 )
 
 // Trust, round 2: an external identity is a credential of its user. These
@@ -196,5 +198,65 @@ func TestSecurityLinkedIdentityDoesNotOutliveReset(t *testing.T) {
 	}
 	if links := e.linksOf(reggie); len(links) != 1 {
 		t.Errorf("the registered link: %d links; want it kept", len(links))
+	}
+}
+
+// Finding 5: an IAM owner who marked a tenant's app as admin client handed
+// the tenant, who kept the app's secret, every IAM owner's management
+// token; and unmarking it left its tokens and codes working. Marking now
+// replaces the secret (the new one goes to the IAM owner only); unmarking
+// ends the app's management tokens at once and its codes are not redeemed.
+func TestSecurityAdminMarkIsACredentialCut(t *testing.T) {
+	e := afStart(t)
+	tenantSecret := e.web.ClientSecret // the app's creator holds it
+	marked := e.must("POST", "/management/v1/projects/"+e.projectID+"/apps/"+e.webAppID+"/_admin_client", e.admin, "", map[string]any{"adminClient": true})
+	newSecret, _ := marked["clientSecret"].(string)
+	if newSecret == "" || newSecret == tenantSecret {
+		t.Fatalf("marking answered %v; want a new client secret", marked)
+	}
+	old := e.web
+	old.Scopes = []string{"openid", mgmtAudScope, "offline_access"}
+	cfg := old
+	cfg.ClientSecret = newSecret
+	e.web.ClientSecret = newSecret
+
+	c := browser(t, e.base)
+	e.signIn(c, "admin", afAdminPassword, "s1")
+	confirmedCode := func(state string) string {
+		t.Helper()
+		p := e.authorize(c, cfg, cfg.Scopes, "")
+		p = afSubmit(t, c, e.base, p, url.Values{"decision": {"accept"}})
+		if p.loc == nil || p.loc.Query().Get("code") == "" {
+			t.Fatalf("%s: confirmed request: %d %v; want a code", state, p.status, p.loc)
+		}
+		return p.loc.Query().Get("code")
+	}
+	// The tenant's old secret redeems nothing.
+	if _, err := old.Exchange(e.ctx, confirmedCode("old")); err == nil || !strings.Contains(err.Error(), "invalid_client") {
+		t.Fatalf("code redeemed with the secret the tenant kept: %v; want invalid_client", err)
+	}
+	tok, err := cfg.Exchange(e.ctx, confirmedCode("new"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, m := e.call("GET", "/management/v1/orgs/me", tok.AccessToken, "", nil); status != http.StatusOK {
+		t.Fatalf("the IAM owner's management token through the admin client: %d %v", status, m)
+	}
+	pending := confirmedCode("pending")
+
+	e.must("POST", "/management/v1/projects/"+e.projectID+"/apps/"+e.webAppID+"/_admin_client", e.admin, "", map[string]any{"adminClient": false})
+	if status, _ := e.call("GET", "/management/v1/orgs/me", tok.AccessToken, "", nil); status != http.StatusUnauthorized {
+		t.Errorf("management token of an unmarked admin client: %d; want 401 at once", status)
+	}
+	if status, _ := e.call("GET", "/admin/v1/keys", tok.AccessToken, "", nil); status != http.StatusUnauthorized {
+		t.Errorf("admin API with an unmarked admin client's token: %d; want 401", status)
+	}
+	if _, err := cfg.Exchange(e.ctx, pending); err == nil || !strings.Contains(err.Error(), "invalid_grant") {
+		t.Errorf("code of an unmarked admin client redeemed: %v; want invalid_grant", err)
+	}
+	if tok.RefreshToken != "" {
+		if _, err := cfg.TokenSource(e.ctx, &oauth2.Token{RefreshToken: tok.RefreshToken}).Token(); err == nil {
+			t.Errorf("refresh of an unmarked admin client's management grant succeeded")
+		}
 	}
 }

@@ -163,8 +163,9 @@ func TestSecurityCrossTenantSilentLogin(t *testing.T) {
 }
 
 // Admin clients: only an IAM owner marks one; it signs in users of every
-// organization, never silently with the management audience, and what the
-// token may do is decided by the user's roles.
+// organization, never silently with the management audience (also a
+// confidential one: the confirmation page), and what the token may do is
+// decided by the user's roles.
 func TestSecurityAdminClient(t *testing.T) {
 	e := afStart(t)
 	evilOrg, evil := e.foreignOrg("Evil Corp")
@@ -173,7 +174,8 @@ func TestSecurityAdminClient(t *testing.T) {
 		map[string]any{"adminClient": true}); status != http.StatusForbidden {
 		t.Fatalf("an org owner marks its own app as admin client: %d %v; want 403", status, m)
 	}
-	e.must("POST", "/management/v1/projects/"+e.projectID+"/apps/"+e.webAppID+"/_admin_client", e.admin, "", map[string]any{"adminClient": true})
+	marked := e.must("POST", "/management/v1/projects/"+e.projectID+"/apps/"+e.webAppID+"/_admin_client", e.admin, "", map[string]any{"adminClient": true})
+	e.web.ClientSecret, _ = marked["clientSecret"].(string) // marking replaced it
 	e.must("POST", "/management/v1/users/human", e.admin, evilOrg, map[string]any{
 		"userName": "eve", "profile": map[string]any{"firstName": "Eve", "lastName": "Evil"},
 		"email": map[string]any{"email": "eve@example.org"}, "initialPassword": "Eve-Passw0rd!1"})
@@ -182,16 +184,19 @@ func TestSecurityAdminClient(t *testing.T) {
 	e.signIn(c, "alice", afPassword, "s1")
 	// Never silently.
 	afErrorRedirect(t, e.authorize(c, e.web, []string{"openid", mgmtAudScope}, "none"), afRedirect, "invalid_scope", "st", false)
-	// Interactively the admin client gets the management audience, and
-	// alice, who holds no role, can do nothing with it. A confidential
-	// client's identity is assured (its secret redeems the code), so an
-	// existing session answers without a page (the CLI's public client
-	// asks: TestSecurityPublicAdminClientConfirms).
+	// Interactively the admin client gets the management audience once
+	// the person confirms it (a confidential client too: any page can
+	// navigate a browser to its request), and alice, who holds no role,
+	// can do nothing with it.
 	cfg := e.web
 	cfg.Scopes = []string{"openid", mgmtAudScope}
 	p := e.authorize(c, e.web, cfg.Scopes, "")
+	if p.loc != nil || !afIs(p, "decision") || !strings.Contains(p.body, "Administer Gatehouse") {
+		t.Fatalf("confidential admin client with a session: %d %v; want the confirmation page", p.status, p.loc)
+	}
+	p = afSubmit(t, c, e.base, p, url.Values{"decision": {"accept"}})
 	if p.loc == nil || p.loc.Query().Get("code") == "" {
-		t.Fatalf("admin client, interactive: %d %v; want a code", p.status, p.loc)
+		t.Fatalf("admin client, confirmed: %d %v; want a code", p.status, p.loc)
 	}
 	tok, err := cfg.Exchange(e.ctx, p.loc.Query().Get("code"))
 	if err != nil {

@@ -243,6 +243,10 @@ func (d authzDirectory) AdminApp(ctx context.Context, orgID, appID string) (bool
 	return d.projects.AdminApp(ctx, orgID, appID)
 }
 
+func (d authzDirectory) ManagementClient(ctx context.Context, userID, clientID string) (bool, error) {
+	return d.projects.ManagementClient(ctx, userID, clientID)
+}
+
 func (d authzDirectory) OrgExists(ctx context.Context, orgID string) (bool, error) {
 	_, err := d.orgs.Get(ctx, orgID)
 	if errors.Is(err, db.ErrNotFound) {

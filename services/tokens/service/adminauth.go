@@ -45,12 +45,38 @@ func (a *adminAuthorizer) IAMOwner(ctx context.Context, bearer string) error {
 	if u.Msg.GetUser().GetState() != directoryv1.UserState_USER_STATE_ACTIVE {
 		return connect.NewError(connect.CodeUnauthenticated, errors.New("the token's user is not active"))
 	}
+	if err := a.managementClient(ctx, t); err != nil {
+		return err
+	}
 	roles, err := a.dir.GetRoles(ctx, connect.NewRequest(&directoryv1.GetRolesRequest{UserId: t.Subject, OrgId: u.Msg.GetUser().GetOrgId()}))
 	if err != nil {
 		return errDirectoryUnavailable
 	}
 	if !slices.Contains(roles.Msg.GetRoles(), "IAM_OWNER") {
 		return connect.NewError(connect.CodePermissionDenied, errors.New("IAM_OWNER required"))
+	}
+	return nil
+}
+
+// managementClient refuses a token whose client may no longer hold the
+// admin audience: it counts when issued to the machine user itself, or to
+// an app that is an admin client now (asked of the directory, not a cache:
+// an IAM owner's unmarking ends its tokens at once).
+func (a *adminAuthorizer) managementClient(ctx context.Context, t *introspection.Token) error {
+	if t.ClientID == t.Subject {
+		return nil
+	}
+	c, err := a.dir.GetClient(ctx, connect.NewRequest(&directoryv1.GetClientRequest{ClientId: t.ClientID}))
+	if connect.CodeOf(err) == connect.CodeNotFound {
+		return connect.NewError(connect.CodeUnauthenticated, errors.New("the token's client no longer exists"))
+	}
+	if err != nil {
+		return errDirectoryUnavailable
+	}
+	cl := c.Msg.GetClient()
+	own := cl.GetKind() == directoryv1.ClientKind_CLIENT_KIND_MACHINE_USER && cl.GetId() == t.Subject
+	if !own && !cl.GetAdminClient() {
+		return connect.NewError(connect.CodeUnauthenticated, errors.New("the token's client is no longer an admin client"))
 	}
 	return nil
 }

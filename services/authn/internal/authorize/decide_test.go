@@ -130,9 +130,9 @@ func TestTargetURL(t *testing.T) {
 	}
 }
 
-// Which requests need the person's confirmation before a management token
-// (RFC 8252 §8.6): an admin client's request for the management audience
-// when the client cannot be assured to be the one it names.
+// Which requests need the person's confirmation before a management token:
+// every admin client's request for the management audience (RFC 8252 §8.6
+// for a public one; a plain navigation for a confidential one).
 func TestConfirmsManagement(t *testing.T) {
 	mgmt := []string{"openid", "urn:gatehouse:iam:org:project:id:gatehouse:aud"}
 	for _, tc := range []struct {
@@ -142,7 +142,7 @@ func TestConfirmsManagement(t *testing.T) {
 	}{
 		{"public admin client, code", Request{AdminClient: true, PublicClient: true, ResponseType: ResponseCode, Scopes: mgmt}, true},
 		{"confidential admin client, implicit", Request{AdminClient: true, ResponseType: "id_token token", Scopes: mgmt}, true},
-		{"confidential admin client, code", Request{AdminClient: true, ResponseType: ResponseCode, Scopes: mgmt}, false},
+		{"confidential admin client, code", Request{AdminClient: true, ResponseType: ResponseCode, Scopes: mgmt}, true},
 		{"public admin client without the management audience", Request{AdminClient: true, PublicClient: true, ResponseType: ResponseCode, Scopes: []string{"openid"}}, false},
 		{"public ordinary client", Request{PublicClient: true, ResponseType: ResponseCode, Scopes: mgmt}, false},
 	} {

@@ -239,10 +239,11 @@ func (f *Flow) complete(w http.ResponseWriter, r *http.Request, req *Request, s 
 		return
 	}
 	if !need && !fresh && req.ConfirmsManagement() {
-		// RFC 8252 §8.6: anyone can present a public native client's id,
-		// with a loopback redirect of their own, so a management token is
-		// never issued to a session without the person confirming it on a
-		// page (a sign-in on this very request is one).
+		// A management token is never issued to a session without the
+		// person confirming it on a page (a sign-in on this very request
+		// is one): anyone can present a public native client's id with a
+		// loopback redirect of their own (RFC 8252 §8.6), and any page can
+		// navigate a browser to a confidential one's request.
 		need = true
 	}
 	if need {

@@ -88,12 +88,13 @@ type Request struct {
 }
 
 // ConfirmsManagement reports whether the request may get a management
-// token only once the person confirms it on a page: an admin client's
-// request for the management audience whose client cannot be assured to
-// be the one it names, because it does not authenticate or the tokens
-// come in the response itself (RFC 8252 §8.6).
+// token only once the person confirms it on a page: every admin client's
+// request for the management audience. A public client cannot be assured
+// to be the one it names (RFC 8252 §8.6); a confidential one can, but a
+// plain navigation (a link, an image, a frame) starts its request with
+// the person's session, so "interactive only" means the person says so.
 func (r *Request) ConfirmsManagement() bool {
-	return r.AdminClient && (r.PublicClient || r.Implicit()) && r.AsksManagement()
+	return r.AdminClient && r.AsksManagement()
 }
 
 // AsksManagement reports whether the request asks for the management

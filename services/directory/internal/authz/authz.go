@@ -163,6 +163,11 @@ type Directory interface {
 	// AdminApp reports whether the app of the organization is an admin
 	// client (false for an app not found there).
 	AdminApp(ctx context.Context, orgID, appID string) (bool, error)
+	// ManagementClient reports whether a management token of the user
+	// issued to clientID still counts: the machine user's own client, or
+	// an app that is an admin client now (an IAM owner may have unmarked
+	// it since, or removed it).
+	ManagementClient(ctx context.Context, userID, clientID string) (bool, error)
 }
 
 // Caller is the authenticated principal of a management call.
@@ -272,9 +277,19 @@ func (i *Interceptor) authorize(ctx context.Context, procedure, authz, orgHeader
 		if !strings.EqualFold(scheme, "Bearer") || token == "" {
 			return nil, rule, apierr.Unauthenticated("AUTHZ-no-token", "a Bearer access token is required")
 		}
-		var err error
-		if userID, issuedAt, err = i.subject(ctx, token); err != nil {
+		t, err := i.subject(ctx, token)
+		if err != nil {
 			return nil, rule, err
+		}
+		userID, issuedAt = t.Subject, t.IssuedAt
+		// Checked at every call, from the directory's own data: an admin
+		// client unmarked (or removed) is refused at once on every
+		// replica, with no revocation to deliver.
+		switch ok, err := i.dir.ManagementClient(ctx, t.Subject, t.ClientID); {
+		case err != nil:
+			return nil, rule, fmt.Errorf("authz: look up the token's client: %w", err)
+		case !ok:
+			return nil, rule, apierr.Unauthenticated("AUTHZ-invalid-token", "the access token is invalid, expired, revoked or not for the management API")
 		}
 	}
 	p, err := i.dir.Principal(ctx, userID)
@@ -424,17 +439,17 @@ func stringsField(msg proto.Message, name string) []string {
 	return []string{m.Get(fd).String()}
 }
 
-// subject checks token and returns its user id and issue time.
-func (i *Interceptor) subject(ctx context.Context, token string) (string, time.Time, error) {
+// subject checks token and returns what it says.
+func (i *Interceptor) subject(ctx context.Context, token string) (tokencheck.Token, error) {
 	t, err := i.tokens.Check(ctx, token)
 	switch {
 	case errors.Is(err, tokencheck.ErrInactive):
-		return "", time.Time{}, apierr.Unauthenticated("AUTHZ-invalid-token", "the access token is invalid, expired, revoked or not for the management API")
+		return tokencheck.Token{}, apierr.Unauthenticated("AUTHZ-invalid-token", "the access token is invalid, expired, revoked or not for the management API")
 	case err != nil:
 		// The tokens service is down: a dependency outage, answered 503
 		// so clients retry, never a verdict on the token.
 		i.logger.WarnContext(ctx, "token check failed", "err", err)
-		return "", time.Time{}, connect.NewError(connect.CodeUnavailable, errors.New("token check unavailable; retry"))
+		return tokencheck.Token{}, connect.NewError(connect.CodeUnavailable, errors.New("token check unavailable; retry"))
 	}
-	return t.Subject, t.IssuedAt, nil
+	return t, nil
 }

@@ -73,6 +73,10 @@ func (d *fakeDirectory) Memberships(context.Context, string) ([]Membership, erro
 
 func (d *fakeDirectory) AdminApp(context.Context, string, string) (bool, error) { return false, nil }
 
+func (d *fakeDirectory) ManagementClient(context.Context, string, string) (bool, error) {
+	return true, nil
+}
+
 // TestOrgNone: a procedure listing across organizations authenticates the
 // caller exactly as every other procedure does, but needs no role and acts
 // on no organization, whatever x-service-orgid says.

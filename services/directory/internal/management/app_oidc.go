@@ -154,9 +154,9 @@ func (s *Server) SetAppAdminClient(ctx context.Context, req *connect.Request[man
 	if err != nil {
 		return nil, err
 	}
-	evs, err := s.projectCommands().SetAdminClient(ctx, authz.FromContext(ctx).UserID, p, a, req.Msg.GetAdminClient())
+	secret, evs, err := s.projectCommands().SetAdminClient(ctx, authz.FromContext(ctx).UserID, p, a, req.Msg.GetAdminClient())
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&managementv1.SetAppAdminClientResponse{Details: writeDetails(evs)}), nil
+	return connect.NewResponse(&managementv1.SetAppAdminClientResponse{Details: writeDetails(evs), ClientSecret: secret}), nil
 }

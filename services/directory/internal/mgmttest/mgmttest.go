@@ -105,7 +105,9 @@ func (i *Introspector) MintWith(userID string, aud []string, ttl time.Duration) 
 	_, _ = rand.Read(b)
 	tok := hex.EncodeToString(b)
 	i.mu.Lock()
-	i.tokens[tok] = &tokensv1.IntrospectResponse{Active: true, Subject: userID, Audience: aud, ExpiresAt: timestamppb.New(time.Now().Add(ttl))}
+	// Issued to the user itself, as a machine user's JWT profile grant.
+	i.tokens[tok] = &tokensv1.IntrospectResponse{Active: true, Subject: userID, ClientId: userID, Audience: aud,
+		ExpiresAt: timestamppb.New(time.Now().Add(ttl))}
 	i.mu.Unlock()
 	return tok
 }

@@ -131,14 +131,32 @@ func (c *Commands) RegenerateSecret(ctx context.Context, editor string, p *Proje
 	return secret, evs, nil
 }
 
-// SetAdminClient marks (or unmarks) an app as an admin client.
-func (c *Commands) SetAdminClient(ctx context.Context, editor string, p *Project, a *App, admin bool) ([]eventstore.Event, error) {
-	evs, err := c.ES.Push(ctx, editor, eventstore.Command{
-		Aggregate: p.Aggregate(),
-		Version:   p.Version,
-		Events:    []eventstore.Pending{{Type: EventAppAdminClientSet, Payload: adminClientSet{AppID: a.ID, AdminClient: admin}}},
-	})
-	return evs, apierr.FromStore(err, "application")
+// SetAdminClient marks (or unmarks) an app as an admin client. Marking
+// makes the app's credentials the instance's: whoever holds them now (the
+// organization that created the app) must not receive IAM owners'
+// management tokens, so in the same push the client secret is replaced
+// (the new one is returned, shown once) and every key is removed.
+func (c *Commands) SetAdminClient(ctx context.Context, editor string, p *Project, a *App, admin bool) (secret string, evs []eventstore.Event, err error) {
+	var pending []eventstore.Pending
+	if admin && !a.AdminClient {
+		keys, err := (&Queries{DB: c.ES.DB()}).Keys(ctx, a.ID)
+		if err != nil {
+			return "", nil, err
+		}
+		for _, k := range keys {
+			pending = append(pending, eventstore.Pending{Type: EventAppKeyRemoved, Payload: keyRemoved{AppID: a.ID, KeyID: k.ID}})
+		}
+		if a.UsesSecret() {
+			secret = secrets.RandomToken(SecretRandBytes)
+			pending = append(pending, eventstore.Pending{Type: EventAppSecretChanged, Payload: secretChanged{AppID: a.ID, SecretHash: c.Hasher.Hash(secret)}})
+		}
+	}
+	pending = append(pending, eventstore.Pending{Type: EventAppAdminClientSet, Payload: adminClientSet{AppID: a.ID, AdminClient: admin}})
+	evs, err = c.ES.Push(ctx, editor, eventstore.Command{Aggregate: p.Aggregate(), Version: p.Version, Events: pending})
+	if err != nil {
+		return "", nil, apierr.FromStore(err, "application")
+	}
+	return secret, evs, nil
 }
 
 // AddKey registers a public key for an app using private_key_jwt.

@@ -73,6 +73,22 @@ func (q *Queries) AdminApp(ctx context.Context, orgID, appID string) (bool, erro
 	return len(admin) == 1 && admin[0], nil
 }
 
+// ManagementClient reports whether a management token of userID issued to
+// clientID counts: the client is the machine user itself (its id, for a
+// JWT profile grant, or its client id, for client credentials), or an app
+// marked admin client now.
+func (q *Queries) ManagementClient(ctx context.Context, userID, clientID string) (bool, error) {
+	if clientID == userID {
+		return true, nil
+	}
+	var n int
+	if err := q.DB.Get(ctx, &n, `SELECT (SELECT COUNT(*) FROM users WHERE id = ? AND client_id = ?)
+		+ (SELECT COUNT(*) FROM apps WHERE client_id = ? AND admin_client = ?)`, userID, clientID, clientID, true); err != nil {
+		return false, fmt.Errorf("client %s of a management token: %w", clientID, err)
+	}
+	return n > 0, nil
+}
+
 // Keys returns an app's keys, oldest first.
 func (q *Queries) Keys(ctx context.Context, appID string) ([]Key, error) {
 	var keys []Key

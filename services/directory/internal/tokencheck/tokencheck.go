@@ -90,8 +90,11 @@ type Checker struct {
 
 // Token is what a valid token says.
 type Token struct {
-	ID        string
-	Subject   string
+	ID      string
+	Subject string
+	// ClientID is the client the token was issued to (authz checks that
+	// an admin client is one still).
+	ClientID  string
 	IssuedAt  time.Time
 	ExpiresAt time.Time
 }
@@ -181,7 +184,7 @@ func (c *Checker) Check(ctx context.Context, raw string) (Token, error) {
 	if !m.GetActive() || m.GetSubject() == "" || !slices.Contains(m.GetAudience(), c.Audience) {
 		return Token{}, ErrInactive
 	}
-	t = Token{ID: m.GetTokenId(), Subject: m.GetSubject(), IssuedAt: m.GetIssuedAt().AsTime(), ExpiresAt: m.GetExpiresAt().AsTime()}
+	t = Token{ID: m.GetTokenId(), Subject: m.GetSubject(), ClientID: m.GetClientId(), IssuedAt: m.GetIssuedAt().AsTime(), ExpiresAt: m.GetExpiresAt().AsTime()}
 	if t.ID != "" && m.GetExpiresAt() != nil {
 		c.remember(key, t)
 	}
@@ -262,7 +265,7 @@ func (c *Checker) verifyJWT(ctx context.Context, raw string, now time.Time) (Tok
 		!slices.Contains(cl.Audience, c.Audience) {
 		return Token{}, ErrInactive
 	}
-	t := Token{ID: cl.JTI, Subject: cl.Subject, IssuedAt: time.Unix(cl.IssuedAt, 0), ExpiresAt: time.Unix(cl.Expiry, 0)}
+	t := Token{ID: cl.JTI, Subject: cl.Subject, ClientID: cl.ClientID, IssuedAt: time.Unix(cl.IssuedAt, 0), ExpiresAt: time.Unix(cl.Expiry, 0)}
 	if !now.Before(t.ExpiresAt) || now.Before(time.Unix(cl.NotBefore, 0).Add(-time.Minute)) {
 		return Token{}, ErrInactive
 	}

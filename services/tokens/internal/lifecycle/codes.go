@@ -117,6 +117,15 @@ func (l *Lifecycle) ExchangeCode(ctx context.Context, c *directoryv1.Client, pub
 	}
 
 	scopes := ac.Scopes()
+	// The policy was checked when the code was made; an admin mark or a
+	// project grant withdrawn since then stops its redemption too.
+	if c, err = l.confirmPrivileges(ctx, c, ac.OrgID); err != nil {
+		return nil, err
+	}
+	r := scope.ForClient(c)
+	if scope.Check(r, scopes) != nil || !scope.UserOrgAllowed(r, ac.OrgID) {
+		return nil, oauth.New(oauth.InvalidGrant, "the client may no longer receive what the authorization code grants")
+	}
 	withRefresh := slices.Contains(scopes, scope.OfflineAccess) && slices.Contains(c.GetGrantTypes(), GrantRefreshToken)
 	if !withRefresh {
 		scopes = scope.Without(scopes, scope.OfflineAccess)

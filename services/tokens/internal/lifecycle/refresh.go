@@ -65,19 +65,9 @@ func (l *Lifecycle) Refresh(ctx context.Context, c *directoryv1.Client, raw stri
 		}
 		scopes = requested
 	}
-	// What the client may ask for can have changed since (an admin
-	// client unmarked, a grant or project removed): the policy applies
-	// again. A privilege another party gave (a grant, the admin mark) is
-	// confirmed on a fresh copy of the client, not the cached one.
-	if rt.OrgID != c.GetOrgId() || c.GetAdminClient() {
-		fresh, err := l.Clients.Refresh(ctx, c.GetClientId())
-		if errors.Is(err, clients.ErrUnknown) {
-			return nil, oauth.New(oauth.InvalidGrant, "the client no longer exists")
-		}
-		if err != nil {
-			return nil, oauth.New(oauth.TemporarilyUnavailable, "the client directory is unavailable").WithCause(err)
-		}
-		c = fresh
+	c, err = l.confirmPrivileges(ctx, c, rt.OrgID)
+	if err != nil {
+		return nil, err
 	}
 	r := scope.ForClient(c)
 	if err := scope.Check(r, scopes); err != nil {
@@ -190,6 +180,25 @@ func (l *Lifecycle) refusal(ctx context.Context, rt *store.RefreshToken) error {
 		l.logger().WarnContext(ctx, "refresh token reused: its family is revoked", "family_id", rt.FamilyID, "client_id", rt.ClientID)
 	}
 	return oauth.New(oauth.InvalidGrant, "the refresh token was already used; every token of its login is revoked")
+}
+
+// confirmPrivileges returns c as it is now when a grant of what it may ask
+// for came from another party: a user of another organization (a project
+// grant) or the admin mark. Either can have been withdrawn since the code
+// or refresh token was issued, and the policy applies again on a fresh
+// copy of the client, not the cached one.
+func (l *Lifecycle) confirmPrivileges(ctx context.Context, c *directoryv1.Client, userOrg string) (*directoryv1.Client, error) {
+	if userOrg == c.GetOrgId() && !c.GetAdminClient() {
+		return c, nil
+	}
+	fresh, err := l.Clients.Refresh(ctx, c.GetClientId())
+	if errors.Is(err, clients.ErrUnknown) {
+		return nil, oauth.New(oauth.InvalidGrant, "the client no longer exists")
+	}
+	if err != nil {
+		return nil, oauth.New(oauth.TemporarilyUnavailable, "the client directory is unavailable").WithCause(err)
+	}
+	return fresh, nil
 }
 
 // userActive: refresh tokens of a deleted or inactive user stop working.

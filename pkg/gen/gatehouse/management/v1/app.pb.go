@@ -1119,7 +1119,11 @@ func (x *SetAppAdminClientRequest) GetAdminClient() bool {
 type SetAppAdminClientResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Details of the change.
-	Details       *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	Details *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	// The application's new client secret, when marking replaced it (an
+	// app with a secret): whoever held the old one, the app's creator say,
+	// must not receive IAM owners' management tokens. Shown once.
+	ClientSecret  string `protobuf:"bytes,2,opt,name=client_secret,json=clientSecret,proto3" json:"client_secret,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1159,6 +1163,13 @@ func (x *SetAppAdminClientResponse) GetDetails() *ObjectDetails {
 		return x.Details
 	}
 	return nil
+}
+
+func (x *SetAppAdminClientResponse) GetClientSecret() string {
+	if x != nil {
+		return x.ClientSecret
+	}
+	return ""
 }
 
 // AppQuery is one criterion of ListApps; several criteria must all match.
@@ -1344,9 +1355,10 @@ const file_gatehouse_management_v1_app_proto_rawDesc = "" +
 	"\n" +
 	"project_id\x18\x01 \x01(\tR\tprojectId\x12\x15\n" +
 	"\x06app_id\x18\x02 \x01(\tR\x05appId\x12!\n" +
-	"\fadmin_client\x18\x03 \x01(\bR\vadminClient\"]\n" +
+	"\fadmin_client\x18\x03 \x01(\bR\vadminClient\"\x82\x01\n" +
 	"\x19SetAppAdminClientResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"[\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\x12#\n" +
+	"\rclient_secret\x18\x02 \x01(\tR\fclientSecret\"[\n" +
 	"\bAppQuery\x12F\n" +
 	"\n" +
 	"name_query\x18\x01 \x01(\v2%.gatehouse.management.v1.AppNameQueryH\x00R\tnameQueryB\a\n" +

@@ -434,7 +434,10 @@ type ManagementServiceClient interface {
 	// client signs in users of every organization and may ask for the
 	// management audience in interactive requests (never with prompt=none);
 	// what a user may then do is decided by that user's roles. IAM_OWNER
-	// only: an organization owner can never make its own app one.
+	// only: an organization owner can never make its own app one. Marking
+	// replaces the app's client secret (returned once, to the IAM owner)
+	// and removes its keys; unmarking ends its management tokens and codes
+	// at once.
 	SetAppAdminClient(context.Context, *connect.Request[v1.SetAppAdminClientRequest]) (*connect.Response[v1.SetAppAdminClientResponse], error)
 	// Lists a user's links to identities at identity providers.
 	ListUserIDPs(context.Context, *connect.Request[v1.ListUserIDPsRequest]) (*connect.Response[v1.ListUserIDPsResponse], error)
@@ -1406,7 +1409,10 @@ type ManagementServiceHandler interface {
 	// client signs in users of every organization and may ask for the
 	// management audience in interactive requests (never with prompt=none);
 	// what a user may then do is decided by that user's roles. IAM_OWNER
-	// only: an organization owner can never make its own app one.
+	// only: an organization owner can never make its own app one. Marking
+	// replaces the app's client secret (returned once, to the IAM owner)
+	// and removes its keys; unmarking ends its management tokens and codes
+	// at once.
 	SetAppAdminClient(context.Context, *connect.Request[v1.SetAppAdminClientRequest]) (*connect.Response[v1.SetAppAdminClientResponse], error)
 	// Lists a user's links to identities at identity providers.
 	ListUserIDPs(context.Context, *connect.Request[v1.ListUserIDPsRequest]) (*connect.Response[v1.ListUserIDPsResponse], error)
