@@ -276,10 +276,10 @@ func TestFederationLinkAndRegister(t *testing.T) {
 		t.Fatalf("unknown identity without autoRegister: want the link page without registration; got %d %v:\n%s", p.status, p.loc, p.body)
 	}
 	// A wrong password links nothing.
-	if wrong := afSubmit(t, c, e.base, p, url.Values{"loginName": {"alice"}, "password": {"wrong"}}); wrong.status != http.StatusUnauthorized {
+	if wrong := afSubmit(t, c, e.base, p, url.Values{"loginName": {"alice"}, "password": {"wrong"}, "confirm": {"yes"}}); wrong.status != http.StatusUnauthorized {
 		t.Fatalf("link with a wrong password: %d", wrong.status)
 	}
-	it := e.code(afSubmit(t, c, e.base, p, url.Values{"loginName": {"alice"}, "password": {afPassword}}), "k1", "n-k1")
+	it := e.code(afSubmit(t, c, e.base, p, url.Values{"loginName": {"alice"}, "password": {afPassword}, "confirm": {"yes"}}), "k1", "n-k1")
 	if it.Subject != e.users["alice"] || e.userCount() != before {
 		t.Fatalf("linked sign-in as %s; want alice, and no new user", it.Subject)
 	}

@@ -56,7 +56,7 @@ func TestSecurityRepointedIdPInheritsNoLink(t *testing.T) {
 	if !isParked(p) {
 		t.Fatalf("unknown identity: want the link page; got %d %v:\n%s", p.status, p.loc, p.body)
 	}
-	if it := e.code(afSubmit(t, c, e.base, p, url.Values{"loginName": {"admin"}, "password": {afAdminPassword}}), "l1", "n-l1"); it.Subject != admin {
+	if it := e.code(afSubmit(t, c, e.base, p, url.Values{"loginName": {"admin"}, "password": {afAdminPassword}, "confirm": {"yes"}}), "l1", "n-l1"); it.Subject != admin {
 		t.Fatalf("linked sign-in as %s; want the IAM owner %s", it.Subject, admin)
 	}
 	if _, p := e.fedSignIn(corp, idp, "l2"); e.code(p, "l2", "n-l2").Subject != admin {
@@ -87,7 +87,7 @@ func TestSecurityRepointedIdPInheritsNoLink(t *testing.T) {
 	}
 	// Deactivated, repointed and reactivated: the same.
 	c, p = e.fedSignIn(corp, idp, "l3")
-	e.code(afSubmit(t, c, e.base, p, url.Values{"loginName": {"admin"}, "password": {afAdminPassword}}), "l3", "n-l3")
+	e.code(afSubmit(t, c, e.base, p, url.Values{"loginName": {"admin"}, "password": {afAdminPassword}, "confirm": {"yes"}}), "l3", "n-l3")
 	e.must("POST", "/management/v1/idps/"+idp+"/_deactivate", owner, "", map[string]any{})
 	e.must("PUT", "/management/v1/idps/"+idp+"/oidc_config", owner, "", evil.config(nil))
 	e.must("POST", "/management/v1/idps/"+idp+"/_reactivate", owner, "", map[string]any{})
@@ -147,7 +147,7 @@ func TestSecurityLinkedIdentityDoesNotOutliveReset(t *testing.T) {
 		if !isParked(p) {
 			t.Fatalf("want the link page; got %d %v", p.status, p.loc)
 		}
-		if it := e.code(afSubmit(t, c, e.base, p, url.Values{"loginName": {"alice"}, "password": {afPassword}}), state, "n-"+state); it.Subject != alice {
+		if it := e.code(afSubmit(t, c, e.base, p, url.Values{"loginName": {"alice"}, "password": {afPassword}, "confirm": {"yes"}}), state, "n-"+state); it.Subject != alice {
 			t.Fatalf("linked as %s; want alice", it.Subject)
 		}
 		if _, p := e.fedSignIn(op, idp, state+"-again"); e.code(p, state+"-again", "n-"+state+"-again").Subject != alice {
@@ -165,7 +165,7 @@ func TestSecurityLinkedIdentityDoesNotOutliveReset(t *testing.T) {
 
 	// Deactivation and reactivation cut it too.
 	c, p := e.fedSignIn(op, idp, "d1")
-	e.code(afSubmit(t, c, e.base, p, url.Values{"loginName": {"alice"}, "password": {"Reset-Passw0rd!1"}}), "d1", "n-d1")
+	e.code(afSubmit(t, c, e.base, p, url.Values{"loginName": {"alice"}, "password": {"Reset-Passw0rd!1"}, "confirm": {"yes"}}), "d1", "n-d1")
 	e.must("POST", "/management/v1/users/"+alice+"/_deactivate", e.admin, "", map[string]any{})
 	e.must("POST", "/management/v1/users/"+alice+"/_reactivate", e.admin, "", map[string]any{})
 	if _, p := e.fedSignIn(op, idp, "d2"); !isParked(p) {
@@ -258,5 +258,35 @@ func TestSecurityAdminMarkIsACredentialCut(t *testing.T) {
 		if _, err := cfg.TokenSource(e.ctx, &oauth2.Token{RefreshToken: tok.RefreshToken}).Token(); err == nil {
 			t.Errorf("refresh of an unmarked admin client's management grant succeeded")
 		}
+	}
+}
+
+// Finding 9: the link page showed only the provider's name, so a victim
+// walked there through the attacker's account at the provider typed their
+// password and linked the attacker's identity. The page shows the identity
+// (name, e-mail, identifier, provider) and links only on an explicit
+// confirmation; without it nothing is linked.
+func TestSecurityLinkShowsAndConfirmsTheIdentity(t *testing.T) {
+	e := afStartEnv(t, map[string]string{"GATEHOUSE_IDP_ALLOW_LOOPBACK": "true"})
+	op := startFakeOP(t, map[string]any{"sub": "attacker-sub", "name": "Mallory Attacker", "email": "mallory@evil.example"})
+	idp := e.must("POST", "/management/v1/idps/oidc", e.admin, "", op.config(map[string]any{"name": "Corp SSO"}))["idpId"].(string)
+	c, p := e.fedSignIn(op, idp, "c1")
+	for _, want := range []string{"Mallory Attacker", "mallory@evil.example", "attacker-sub", op.issuer} {
+		if !strings.Contains(p.body, html.EscapeString(want)) {
+			t.Errorf("the link page does not show %q:\n%s", want, p.body)
+		}
+	}
+	if !afIs(p, "confirm") {
+		t.Errorf("the link page has no confirmation:\n%s", p.body)
+	}
+	refused := afSubmit(t, c, e.base, p, url.Values{"loginName": {"alice"}, "password": {afPassword}})
+	if refused.status != http.StatusBadRequest || refused.loc != nil || !strings.Contains(refused.body, "confirm that this identity is yours") {
+		t.Fatalf("link without the confirmation: %d %v; want 400 asking for it", refused.status, refused.loc)
+	}
+	if links := e.linksOf(e.users["alice"]); len(links) != 0 {
+		t.Fatalf("unconfirmed link stored: %v", links)
+	}
+	if it := e.code(afSubmit(t, c, e.base, refused, url.Values{"loginName": {"alice"}, "password": {afPassword}, "confirm": {"yes"}}), "c1", "n-c1"); it.Subject != e.users["alice"] {
+		t.Fatalf("confirmed link signed in %s; want alice", it.Subject)
 	}
 }

@@ -310,6 +310,10 @@ func (p *Pages) linkPage(w http.ResponseWriter, r *http.Request, f *flow, pk *pa
 		return
 	}
 	pg.AppName = pk.IdPName
+	pg.External = &externalAccount{Name: pk.Identity.Name, Email: pk.Identity.Email, Subject: pk.Identity.Subject, Issuer: pk.Issuer}
+	if pg.External.Name == "" {
+		pg.External.Name = pk.Identity.PreferredUsername
+	}
 	pg.AllowRegister = lp.GetAllowRegister() && !pk.Taken
 	pg.Taken = pk.Taken
 	if pg.Form["userName"] == "" && pg.Form["email"] == "" {
@@ -335,7 +339,7 @@ func (p *Pages) idpLinkPage(w http.ResponseWriter, r *http.Request) {
 // idpLinkSubmit links the parked identity to the account whose password
 // the user gives, then signs that user in.
 func (p *Pages) idpLinkSubmit(w http.ResponseWriter, r *http.Request) {
-	f := p.load(w, r, "loginName", "password")
+	f := p.load(w, r, "loginName", "password", "confirm")
 	if f == nil {
 		return
 	}
@@ -349,6 +353,16 @@ func (p *Pages) idpLinkSubmit(w http.ResponseWriter, r *http.Request) {
 	pg.LoginName = strings.TrimSpace(f.form["loginName"])
 	if pg.LoginName == "" || f.form["password"] == "" {
 		pg.Errors["password"] = translate(f.lang, "err.required")
+		p.linkPage(w, r, f, pk, http.StatusBadRequest, pg)
+		return
+	}
+	// Linking hands the identity this account: the person says so, with
+	// the identity in view. A page can walk a victim's browser through
+	// the provider (signed in there as the attacker) to this form; the
+	// victim, who would type a password anywhere, must see whose identity
+	// it is and agree.
+	if f.form["confirm"] != "yes" {
+		pg.Errors["confirm"] = translate(f.lang, "err.confirmLink")
 		p.linkPage(w, r, f, pk, http.StatusBadRequest, pg)
 		return
 	}

@@ -36,9 +36,17 @@ type page struct {
 	// IdPs are the identity provider buttons of the login name page.
 	IdPs []idpButton
 	// Taken: the identity\'s user name belongs to another account.
-	Taken  bool
-	Code   string // error page: the OAuth error code
-	Detail string // error page: the error's description (English)
+	Taken bool
+	// External is the identity the link page would link (shown, so a
+	// browser walked there by someone else shows whose identity it is).
+	External *externalAccount
+	Code     string // error page: the OAuth error code
+	Detail   string // error page: the error's description (English)
+}
+
+// externalAccount is an identity at an identity provider, as shown.
+type externalAccount struct {
+	Name, Email, Subject, Issuer string
 }
 
 // fieldData is one labelled input.
