@@ -226,6 +226,14 @@ func (l *lateTokens) ListRevocations(ctx context.Context, req *connect.Request[t
 	return (*h).ListRevocations(ctx, req)
 }
 
+func (l *lateTokens) CheckRevoked(ctx context.Context, req *connect.Request[tokensv1.CheckRevokedRequest]) (*connect.Response[tokensv1.CheckRevokedResponse], error) {
+	h := l.h.Load()
+	if h == nil {
+		return nil, errTokensNotStarted
+	}
+	return (*h).CheckRevoked(ctx, req)
+}
+
 func (l *lateTokens) GetKeySet(ctx context.Context, req *connect.Request[tokensv1.GetKeySetRequest]) (*connect.Response[tokensv1.GetKeySetResponse], error) {
 	h := l.h.Load()
 	if h == nil {

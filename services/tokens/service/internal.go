@@ -67,6 +67,19 @@ func (a *internalAPI) ListRevocations(ctx context.Context, req *connect.Request[
 	return connect.NewResponse(out), nil
 }
 
+func (a *internalAPI) CheckRevoked(ctx context.Context, req *connect.Request[tokensv1.CheckRevokedRequest]) (*connect.Response[tokensv1.CheckRevokedResponse], error) {
+	m := req.Msg
+	if m.GetTokenId() == "" || len(m.GetTokenId()) > 200 || m.GetSubject() == "" || len(m.GetSubject()) > 200 ||
+		m.GetExpiresAt() == nil || m.GetExpiresAt().CheckValid() != nil {
+		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("token_id, subject and expires_at are required"))
+	}
+	revoked, err := a.revoked.TokenRevoked(ctx, m.GetTokenId(), m.GetSubject(), m.GetExpiresAt().AsTime())
+	if err != nil {
+		return nil, connect.NewError(connect.CodeUnavailable, err)
+	}
+	return connect.NewResponse(&tokensv1.CheckRevokedResponse{Revoked: revoked}), nil
+}
+
 func (a *internalAPI) GetKeySet(context.Context, *connect.Request[tokensv1.GetKeySetRequest]) (*connect.Response[tokensv1.GetKeySetResponse], error) {
 	body, err := a.keySet.Body()
 	if err != nil {

@@ -26,6 +26,10 @@ func (f fakeTokens) Introspect(_ context.Context, req *connect.Request[tokensv1.
 }
 
 // Without a revocation list the checker introspects every token.
+func (f fakeTokens) CheckRevoked(context.Context, *connect.Request[tokensv1.CheckRevokedRequest]) (*connect.Response[tokensv1.CheckRevokedResponse], error) {
+	return connect.NewResponse(&tokensv1.CheckRevokedResponse{}), nil
+}
+
 func (f fakeTokens) ListRevocations(context.Context, *connect.Request[tokensv1.ListRevocationsRequest]) (*connect.Response[tokensv1.ListRevocationsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, nil)
 }

@@ -78,6 +78,12 @@ func (i *Introspector) ListRevocations(context.Context, *connect.Request[tokensv
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("no revocation list"))
 }
 
+// CheckRevoked is not offered: Introspect answers every token, revoked
+// ones inactive.
+func (i *Introspector) CheckRevoked(context.Context, *connect.Request[tokensv1.CheckRevokedRequest]) (*connect.Response[tokensv1.CheckRevokedResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("no revocation check"))
+}
+
 // GetKeySet is not offered (the test tokens are not JWTs).
 func (i *Introspector) GetKeySet(context.Context, *connect.Request[tokensv1.GetKeySetRequest]) (*connect.Response[tokensv1.GetKeySetResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("no key set"))
@@ -167,7 +173,7 @@ func StartEnv(t testing.TB, d db.Dialect, extra map[string]string) *Env {
 	t.Cleanup(func() { e.stop() })
 
 	st, err := db.Open(context.Background(), db.Options{URL: env["GATEHOUSE_DATABASE_URL"], DataDir: env["GATEHOUSE_DATA_DIR"],
-		Service: "directory", Migrations: migrations.FS, Logger: logging.Discard()})
+		Service: "directory", Migrations: migrations.FS, Logger: logging.Discard(), Unlocked: true})
 	if err != nil {
 		t.Fatalf("open second handle: %v", err)
 	}

@@ -31,6 +31,8 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwk"
 	"github.com/lestrrat-go/jwx/v3/jws"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
 )
 
@@ -39,6 +41,7 @@ type Tokens interface {
 	Introspect(context.Context, *connect.Request[tokensv1.IntrospectRequest]) (*connect.Response[tokensv1.IntrospectResponse], error)
 	ListRevocations(context.Context, *connect.Request[tokensv1.ListRevocationsRequest]) (*connect.Response[tokensv1.ListRevocationsResponse], error)
 	GetKeySet(context.Context, *connect.Request[tokensv1.GetKeySetRequest]) (*connect.Response[tokensv1.GetKeySetResponse], error)
+	CheckRevoked(context.Context, *connect.Request[tokensv1.CheckRevokedRequest]) (*connect.Response[tokensv1.CheckRevokedResponse], error)
 }
 
 // Errors Check returns.
@@ -161,7 +164,7 @@ func (c *Checker) Check(ctx context.Context, raw string) (Token, error) {
 	t, cached := c.cache[key]
 	c.cacheMu.Unlock()
 	if cached && st != unknown {
-		return c.live(t, now)
+		return c.current(ctx, t, now)
 	}
 	if strings.Count(raw, ".") == 2 && st != unknown {
 		t, err := c.verifyJWT(ctx, raw, now)
@@ -169,7 +172,7 @@ func (c *Checker) Check(ctx context.Context, raw string) (Token, error) {
 			return Token{}, err
 		}
 		c.remember(key, t)
-		return c.live(t, now)
+		return c.current(ctx, t, now)
 	}
 	// An opaque token, or the list cannot be trusted: ask the tokens
 	// service, which checks everything.
@@ -187,6 +190,26 @@ func (c *Checker) Check(ctx context.Context, raw string) (Token, error) {
 	t = Token{ID: m.GetTokenId(), Subject: m.GetSubject(), ClientID: m.GetClientId(), IssuedAt: m.GetIssuedAt().AsTime(), ExpiresAt: m.GetExpiresAt().AsTime()}
 	if t.ID != "" && m.GetExpiresAt() != nil {
 		c.remember(key, t)
+	}
+	return t, nil
+}
+
+// current is live, then the tokens service's own list: a revocation
+// counts from the moment /revoke answered, not from the next poll. When
+// the service cannot answer, the followed list decides (it is at most one
+// poll behind, or stale only while nobody can revoke).
+func (c *Checker) current(ctx context.Context, t Token, now time.Time) (Token, error) {
+	t, err := c.live(t, now)
+	if err != nil {
+		return t, err
+	}
+	res, err := c.Tokens.CheckRevoked(ctx, connect.NewRequest(&tokensv1.CheckRevokedRequest{
+		TokenId: t.ID, Subject: t.Subject, ExpiresAt: timestamppb.New(t.ExpiresAt)}))
+	switch {
+	case err == nil && res.Msg.GetRevoked():
+		return Token{}, ErrInactive
+	case err != nil && connect.CodeOf(err) != connect.CodeUnimplemented && c.Logger != nil:
+		c.Logger.DebugContext(ctx, "revocation check at the tokens service failed; answering from the followed list", "err", err)
 	}
 	return t, nil
 }

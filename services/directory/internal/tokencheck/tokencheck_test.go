@@ -109,6 +109,23 @@ func (f *fakeTokens) GetKeySet(context.Context, *connect.Request[tokensv1.GetKey
 	return connect.NewResponse(&tokensv1.GetKeySetResponse{Jwks: b}), nil
 }
 
+// CheckRevoked answers from the service's list as it is now (the one
+// ListRevocations serves a poll later).
+func (f *fakeTokens) CheckRevoked(_ context.Context, req *connect.Request[tokensv1.CheckRevokedRequest]) (*connect.Response[tokensv1.CheckRevokedResponse], error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down {
+		return nil, errDown
+	}
+	m := req.Msg
+	for _, r := range f.revoked {
+		if r.GetId() == m.GetTokenId() || r.GetId() == "user:"+m.GetSubject() && !m.GetExpiresAt().AsTime().After(r.GetExpiresAt().AsTime()) {
+			return connect.NewResponse(&tokensv1.CheckRevokedResponse{Revoked: true}), nil
+		}
+	}
+	return connect.NewResponse(&tokensv1.CheckRevokedResponse{}), nil
+}
+
 func (f *fakeTokens) revoke(id string, until time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -212,6 +229,26 @@ func TestRevocationsEndTokensAtTheNextPoll(t *testing.T) {
 	clk.Advance(90 * time.Minute)
 	_ = c.Poll(ctx)
 	want(t, c, f.sign(access(clk, "jb2", "bob", nil)), nil, "bob")
+}
+
+// A revocation counts once the tokens service recorded it, before the
+// next poll brings it into the followed list: /revoke answered 200, and
+// the management API refuses the token at once.
+func TestRevocationsEndTokensAtOnce(t *testing.T) {
+	f, clk, c := setup(t)
+	a, b := f.sign(access(clk, "ja", "alice", nil)), f.sign(access(clk, "jb", "bob", nil))
+	f.opaque["op"] = &tokensv1.IntrospectResponse{Active: true, Subject: "carol", Audience: []string{"gatehouse"}, TokenId: "o1",
+		IssuedAt: timestamppb.New(clk.Now()), ExpiresAt: timestamppb.New(clk.Now().Add(time.Hour))}
+	want(t, c, a, nil, "alice")
+	want(t, c, b, nil, "bob")
+	want(t, c, "op", nil, "carol")
+	f.revoke("ja", clk.Now().Add(time.Hour))
+	f.revoke("user:bob", clk.Now().Add(2*time.Hour))
+	f.revoke("o1", clk.Now().Add(time.Hour))
+	// No poll in between.
+	want(t, c, a, ErrInactive, "")
+	want(t, c, b, ErrInactive, "")
+	want(t, c, "op", ErrInactive, "")
 }
 
 // Through a tokens outage: checked tokens and JWTs keep working for

@@ -22,6 +22,116 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// CheckRevokedRequest names a token checked otherwise already.
+type CheckRevokedRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The token id (jti).
+	TokenId string `protobuf:"bytes,1,opt,name=token_id,json=tokenId,proto3" json:"token_id,omitempty"`
+	// The token's subject (its user's cut-off).
+	Subject string `protobuf:"bytes,2,opt,name=subject,proto3" json:"subject,omitempty"`
+	// The token's expiry.
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckRevokedRequest) Reset() {
+	*x = CheckRevokedRequest{}
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckRevokedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckRevokedRequest) ProtoMessage() {}
+
+func (x *CheckRevokedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckRevokedRequest.ProtoReflect.Descriptor instead.
+func (*CheckRevokedRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *CheckRevokedRequest) GetTokenId() string {
+	if x != nil {
+		return x.TokenId
+	}
+	return ""
+}
+
+func (x *CheckRevokedRequest) GetSubject() string {
+	if x != nil {
+		return x.Subject
+	}
+	return ""
+}
+
+func (x *CheckRevokedRequest) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+// CheckRevokedResponse answers CheckRevoked.
+type CheckRevokedResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The token is revoked.
+	Revoked       bool `protobuf:"varint,1,opt,name=revoked,proto3" json:"revoked,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckRevokedResponse) Reset() {
+	*x = CheckRevokedResponse{}
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckRevokedResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckRevokedResponse) ProtoMessage() {}
+
+func (x *CheckRevokedResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckRevokedResponse.ProtoReflect.Descriptor instead.
+func (*CheckRevokedResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *CheckRevokedResponse) GetRevoked() bool {
+	if x != nil {
+		return x.Revoked
+	}
+	return false
+}
+
 // ListRevocationsRequest names where to resume.
 type ListRevocationsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -33,7 +143,7 @@ type ListRevocationsRequest struct {
 
 func (x *ListRevocationsRequest) Reset() {
 	*x = ListRevocationsRequest{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[0]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -45,7 +155,7 @@ func (x *ListRevocationsRequest) String() string {
 func (*ListRevocationsRequest) ProtoMessage() {}
 
 func (x *ListRevocationsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[0]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -58,7 +168,7 @@ func (x *ListRevocationsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRevocationsRequest.ProtoReflect.Descriptor instead.
 func (*ListRevocationsRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{0}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ListRevocationsRequest) GetCursor() string {
@@ -82,7 +192,7 @@ type Revocation struct {
 
 func (x *Revocation) Reset() {
 	*x = Revocation{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[1]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -94,7 +204,7 @@ func (x *Revocation) String() string {
 func (*Revocation) ProtoMessage() {}
 
 func (x *Revocation) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[1]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -107,7 +217,7 @@ func (x *Revocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Revocation.ProtoReflect.Descriptor instead.
 func (*Revocation) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{1}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Revocation) GetId() string {
@@ -139,7 +249,7 @@ type ListRevocationsResponse struct {
 
 func (x *ListRevocationsResponse) Reset() {
 	*x = ListRevocationsResponse{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[2]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -151,7 +261,7 @@ func (x *ListRevocationsResponse) String() string {
 func (*ListRevocationsResponse) ProtoMessage() {}
 
 func (x *ListRevocationsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[2]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -164,7 +274,7 @@ func (x *ListRevocationsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRevocationsResponse.ProtoReflect.Descriptor instead.
 func (*ListRevocationsResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{2}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ListRevocationsResponse) GetRevocations() []*Revocation {
@@ -197,7 +307,7 @@ type GetKeySetRequest struct {
 
 func (x *GetKeySetRequest) Reset() {
 	*x = GetKeySetRequest{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[3]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -209,7 +319,7 @@ func (x *GetKeySetRequest) String() string {
 func (*GetKeySetRequest) ProtoMessage() {}
 
 func (x *GetKeySetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[3]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -222,7 +332,7 @@ func (x *GetKeySetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetKeySetRequest.ProtoReflect.Descriptor instead.
 func (*GetKeySetRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{3}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{5}
 }
 
 // GetKeySetResponse carries the key set.
@@ -236,7 +346,7 @@ type GetKeySetResponse struct {
 
 func (x *GetKeySetResponse) Reset() {
 	*x = GetKeySetResponse{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[4]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -248,7 +358,7 @@ func (x *GetKeySetResponse) String() string {
 func (*GetKeySetResponse) ProtoMessage() {}
 
 func (x *GetKeySetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[4]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -261,7 +371,7 @@ func (x *GetKeySetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetKeySetResponse.ProtoReflect.Descriptor instead.
 func (*GetKeySetResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{4}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *GetKeySetResponse) GetJwks() []byte {
@@ -284,7 +394,7 @@ type RevokeUserTokensRequest struct {
 
 func (x *RevokeUserTokensRequest) Reset() {
 	*x = RevokeUserTokensRequest{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[5]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -296,7 +406,7 @@ func (x *RevokeUserTokensRequest) String() string {
 func (*RevokeUserTokensRequest) ProtoMessage() {}
 
 func (x *RevokeUserTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[5]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -309,7 +419,7 @@ func (x *RevokeUserTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeUserTokensRequest.ProtoReflect.Descriptor instead.
 func (*RevokeUserTokensRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{5}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RevokeUserTokensRequest) GetUserId() string {
@@ -335,7 +445,7 @@ type RevokeUserTokensResponse struct {
 
 func (x *RevokeUserTokensResponse) Reset() {
 	*x = RevokeUserTokensResponse{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[6]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -347,7 +457,7 @@ func (x *RevokeUserTokensResponse) String() string {
 func (*RevokeUserTokensResponse) ProtoMessage() {}
 
 func (x *RevokeUserTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[6]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -360,7 +470,7 @@ func (x *RevokeUserTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeUserTokensResponse.ProtoReflect.Descriptor instead.
 func (*RevokeUserTokensResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{6}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{8}
 }
 
 // IntrospectRequest carries a token.
@@ -377,7 +487,7 @@ type IntrospectRequest struct {
 
 func (x *IntrospectRequest) Reset() {
 	*x = IntrospectRequest{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[7]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -389,7 +499,7 @@ func (x *IntrospectRequest) String() string {
 func (*IntrospectRequest) ProtoMessage() {}
 
 func (x *IntrospectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[7]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -402,7 +512,7 @@ func (x *IntrospectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IntrospectRequest.ProtoReflect.Descriptor instead.
 func (*IntrospectRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{7}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *IntrospectRequest) GetToken() string {
@@ -447,7 +557,7 @@ type IntrospectResponse struct {
 
 func (x *IntrospectResponse) Reset() {
 	*x = IntrospectResponse{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[8]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -459,7 +569,7 @@ func (x *IntrospectResponse) String() string {
 func (*IntrospectResponse) ProtoMessage() {}
 
 func (x *IntrospectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[8]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -472,7 +582,7 @@ func (x *IntrospectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IntrospectResponse.ProtoReflect.Descriptor instead.
 func (*IntrospectResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{8}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *IntrospectResponse) GetActive() bool {
@@ -573,7 +683,7 @@ type CreateAuthorizationCodeRequest struct {
 
 func (x *CreateAuthorizationCodeRequest) Reset() {
 	*x = CreateAuthorizationCodeRequest{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[9]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -585,7 +695,7 @@ func (x *CreateAuthorizationCodeRequest) String() string {
 func (*CreateAuthorizationCodeRequest) ProtoMessage() {}
 
 func (x *CreateAuthorizationCodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[9]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -598,7 +708,7 @@ func (x *CreateAuthorizationCodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAuthorizationCodeRequest.ProtoReflect.Descriptor instead.
 func (*CreateAuthorizationCodeRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{9}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CreateAuthorizationCodeRequest) GetClientId() string {
@@ -682,7 +792,7 @@ type CreateAuthorizationCodeResponse struct {
 
 func (x *CreateAuthorizationCodeResponse) Reset() {
 	*x = CreateAuthorizationCodeResponse{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[10]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -694,7 +804,7 @@ func (x *CreateAuthorizationCodeResponse) String() string {
 func (*CreateAuthorizationCodeResponse) ProtoMessage() {}
 
 func (x *CreateAuthorizationCodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[10]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -707,7 +817,7 @@ func (x *CreateAuthorizationCodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAuthorizationCodeResponse.ProtoReflect.Descriptor instead.
 func (*CreateAuthorizationCodeResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{10}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CreateAuthorizationCodeResponse) GetCode() string {
@@ -745,7 +855,7 @@ type CreateImplicitTokensRequest struct {
 
 func (x *CreateImplicitTokensRequest) Reset() {
 	*x = CreateImplicitTokensRequest{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[11]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -757,7 +867,7 @@ func (x *CreateImplicitTokensRequest) String() string {
 func (*CreateImplicitTokensRequest) ProtoMessage() {}
 
 func (x *CreateImplicitTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[11]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -770,7 +880,7 @@ func (x *CreateImplicitTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateImplicitTokensRequest.ProtoReflect.Descriptor instead.
 func (*CreateImplicitTokensRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{11}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CreateImplicitTokensRequest) GetClientId() string {
@@ -855,7 +965,7 @@ type CreateImplicitTokensResponse struct {
 
 func (x *CreateImplicitTokensResponse) Reset() {
 	*x = CreateImplicitTokensResponse{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[12]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -867,7 +977,7 @@ func (x *CreateImplicitTokensResponse) String() string {
 func (*CreateImplicitTokensResponse) ProtoMessage() {}
 
 func (x *CreateImplicitTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[12]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -880,7 +990,7 @@ func (x *CreateImplicitTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateImplicitTokensResponse.ProtoReflect.Descriptor instead.
 func (*CreateImplicitTokensResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{12}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CreateImplicitTokensResponse) GetIdToken() string {
@@ -931,7 +1041,7 @@ type VerifyIDTokenHintRequest struct {
 
 func (x *VerifyIDTokenHintRequest) Reset() {
 	*x = VerifyIDTokenHintRequest{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[13]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -943,7 +1053,7 @@ func (x *VerifyIDTokenHintRequest) String() string {
 func (*VerifyIDTokenHintRequest) ProtoMessage() {}
 
 func (x *VerifyIDTokenHintRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[13]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -956,7 +1066,7 @@ func (x *VerifyIDTokenHintRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyIDTokenHintRequest.ProtoReflect.Descriptor instead.
 func (*VerifyIDTokenHintRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{13}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *VerifyIDTokenHintRequest) GetIdToken() string {
@@ -992,7 +1102,7 @@ type VerifyIDTokenHintResponse struct {
 
 func (x *VerifyIDTokenHintResponse) Reset() {
 	*x = VerifyIDTokenHintResponse{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[14]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1004,7 +1114,7 @@ func (x *VerifyIDTokenHintResponse) String() string {
 func (*VerifyIDTokenHintResponse) ProtoMessage() {}
 
 func (x *VerifyIDTokenHintResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[14]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1017,7 +1127,7 @@ func (x *VerifyIDTokenHintResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyIDTokenHintResponse.ProtoReflect.Descriptor instead.
 func (*VerifyIDTokenHintResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{14}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *VerifyIDTokenHintResponse) GetSubject() string {
@@ -1066,7 +1176,7 @@ type RevokeSessionRequest struct {
 
 func (x *RevokeSessionRequest) Reset() {
 	*x = RevokeSessionRequest{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[15]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1078,7 +1188,7 @@ func (x *RevokeSessionRequest) String() string {
 func (*RevokeSessionRequest) ProtoMessage() {}
 
 func (x *RevokeSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[15]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1091,7 +1201,7 @@ func (x *RevokeSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeSessionRequest.ProtoReflect.Descriptor instead.
 func (*RevokeSessionRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{15}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RevokeSessionRequest) GetSessionId() string {
@@ -1110,7 +1220,7 @@ type RevokeSessionResponse struct {
 
 func (x *RevokeSessionResponse) Reset() {
 	*x = RevokeSessionResponse{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[16]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1122,7 +1232,7 @@ func (x *RevokeSessionResponse) String() string {
 func (*RevokeSessionResponse) ProtoMessage() {}
 
 func (x *RevokeSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[16]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1135,14 +1245,21 @@ func (x *RevokeSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeSessionResponse.ProtoReflect.Descriptor instead.
 func (*RevokeSessionResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{16}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{18}
 }
 
 var File_gatehouse_tokens_v1_tokens_proto protoreflect.FileDescriptor
 
 const file_gatehouse_tokens_v1_tokens_proto_rawDesc = "" +
 	"\n" +
-	" gatehouse/tokens/v1/tokens.proto\x12\x13gatehouse.tokens.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"0\n" +
+	" gatehouse/tokens/v1/tokens.proto\x12\x13gatehouse.tokens.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x85\x01\n" +
+	"\x13CheckRevokedRequest\x12\x19\n" +
+	"\btoken_id\x18\x01 \x01(\tR\atokenId\x12\x18\n" +
+	"\asubject\x18\x02 \x01(\tR\asubject\x129\n" +
+	"\n" +
+	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"0\n" +
+	"\x14CheckRevokedResponse\x12\x18\n" +
+	"\arevoked\x18\x01 \x01(\bR\arevoked\"0\n" +
 	"\x16ListRevocationsRequest\x12\x16\n" +
 	"\x06cursor\x18\x01 \x01(\tR\x06cursor\"W\n" +
 	"\n" +
@@ -1223,7 +1340,7 @@ const file_gatehouse_tokens_v1_tokens_proto_rawDesc = "" +
 	"\x14RevokeSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x17\n" +
-	"\x15RevokeSessionResponse2\x88\a\n" +
+	"\x15RevokeSessionResponse2\xed\a\n" +
 	"\fTokenService\x12]\n" +
 	"\n" +
 	"Introspect\x12&.gatehouse.tokens.v1.IntrospectRequest\x1a'.gatehouse.tokens.v1.IntrospectResponse\x12\x84\x01\n" +
@@ -1232,7 +1349,8 @@ const file_gatehouse_tokens_v1_tokens_proto_rawDesc = "" +
 	"\x11VerifyIDTokenHint\x12-.gatehouse.tokens.v1.VerifyIDTokenHintRequest\x1a..gatehouse.tokens.v1.VerifyIDTokenHintResponse\x12f\n" +
 	"\rRevokeSession\x12).gatehouse.tokens.v1.RevokeSessionRequest\x1a*.gatehouse.tokens.v1.RevokeSessionResponse\x12o\n" +
 	"\x10RevokeUserTokens\x12,.gatehouse.tokens.v1.RevokeUserTokensRequest\x1a-.gatehouse.tokens.v1.RevokeUserTokensResponse\x12l\n" +
-	"\x0fListRevocations\x12+.gatehouse.tokens.v1.ListRevocationsRequest\x1a,.gatehouse.tokens.v1.ListRevocationsResponse\x12Z\n" +
+	"\x0fListRevocations\x12+.gatehouse.tokens.v1.ListRevocationsRequest\x1a,.gatehouse.tokens.v1.ListRevocationsResponse\x12c\n" +
+	"\fCheckRevoked\x12(.gatehouse.tokens.v1.CheckRevokedRequest\x1a).gatehouse.tokens.v1.CheckRevokedResponse\x12Z\n" +
 	"\tGetKeySet\x12%.gatehouse.tokens.v1.GetKeySetRequest\x1a&.gatehouse.tokens.v1.GetKeySetResponseB\xdc\x01\n" +
 	"\x17com.gatehouse.tokens.v1B\vTokensProtoP\x01ZFgithub.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1;tokensv1\xa2\x02\x03GTX\xaa\x02\x13Gatehouse.Tokens.V1\xca\x02\x13Gatehouse\\Tokens\\V1\xe2\x02\x1fGatehouse\\Tokens\\V1\\GPBMetadata\xea\x02\x15Gatehouse::Tokens::V1b\x06proto3"
 
@@ -1248,58 +1366,63 @@ func file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP() []byte {
 	return file_gatehouse_tokens_v1_tokens_proto_rawDescData
 }
 
-var file_gatehouse_tokens_v1_tokens_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_gatehouse_tokens_v1_tokens_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_gatehouse_tokens_v1_tokens_proto_goTypes = []any{
-	(*ListRevocationsRequest)(nil),          // 0: gatehouse.tokens.v1.ListRevocationsRequest
-	(*Revocation)(nil),                      // 1: gatehouse.tokens.v1.Revocation
-	(*ListRevocationsResponse)(nil),         // 2: gatehouse.tokens.v1.ListRevocationsResponse
-	(*GetKeySetRequest)(nil),                // 3: gatehouse.tokens.v1.GetKeySetRequest
-	(*GetKeySetResponse)(nil),               // 4: gatehouse.tokens.v1.GetKeySetResponse
-	(*RevokeUserTokensRequest)(nil),         // 5: gatehouse.tokens.v1.RevokeUserTokensRequest
-	(*RevokeUserTokensResponse)(nil),        // 6: gatehouse.tokens.v1.RevokeUserTokensResponse
-	(*IntrospectRequest)(nil),               // 7: gatehouse.tokens.v1.IntrospectRequest
-	(*IntrospectResponse)(nil),              // 8: gatehouse.tokens.v1.IntrospectResponse
-	(*CreateAuthorizationCodeRequest)(nil),  // 9: gatehouse.tokens.v1.CreateAuthorizationCodeRequest
-	(*CreateAuthorizationCodeResponse)(nil), // 10: gatehouse.tokens.v1.CreateAuthorizationCodeResponse
-	(*CreateImplicitTokensRequest)(nil),     // 11: gatehouse.tokens.v1.CreateImplicitTokensRequest
-	(*CreateImplicitTokensResponse)(nil),    // 12: gatehouse.tokens.v1.CreateImplicitTokensResponse
-	(*VerifyIDTokenHintRequest)(nil),        // 13: gatehouse.tokens.v1.VerifyIDTokenHintRequest
-	(*VerifyIDTokenHintResponse)(nil),       // 14: gatehouse.tokens.v1.VerifyIDTokenHintResponse
-	(*RevokeSessionRequest)(nil),            // 15: gatehouse.tokens.v1.RevokeSessionRequest
-	(*RevokeSessionResponse)(nil),           // 16: gatehouse.tokens.v1.RevokeSessionResponse
-	(*timestamppb.Timestamp)(nil),           // 17: google.protobuf.Timestamp
+	(*CheckRevokedRequest)(nil),             // 0: gatehouse.tokens.v1.CheckRevokedRequest
+	(*CheckRevokedResponse)(nil),            // 1: gatehouse.tokens.v1.CheckRevokedResponse
+	(*ListRevocationsRequest)(nil),          // 2: gatehouse.tokens.v1.ListRevocationsRequest
+	(*Revocation)(nil),                      // 3: gatehouse.tokens.v1.Revocation
+	(*ListRevocationsResponse)(nil),         // 4: gatehouse.tokens.v1.ListRevocationsResponse
+	(*GetKeySetRequest)(nil),                // 5: gatehouse.tokens.v1.GetKeySetRequest
+	(*GetKeySetResponse)(nil),               // 6: gatehouse.tokens.v1.GetKeySetResponse
+	(*RevokeUserTokensRequest)(nil),         // 7: gatehouse.tokens.v1.RevokeUserTokensRequest
+	(*RevokeUserTokensResponse)(nil),        // 8: gatehouse.tokens.v1.RevokeUserTokensResponse
+	(*IntrospectRequest)(nil),               // 9: gatehouse.tokens.v1.IntrospectRequest
+	(*IntrospectResponse)(nil),              // 10: gatehouse.tokens.v1.IntrospectResponse
+	(*CreateAuthorizationCodeRequest)(nil),  // 11: gatehouse.tokens.v1.CreateAuthorizationCodeRequest
+	(*CreateAuthorizationCodeResponse)(nil), // 12: gatehouse.tokens.v1.CreateAuthorizationCodeResponse
+	(*CreateImplicitTokensRequest)(nil),     // 13: gatehouse.tokens.v1.CreateImplicitTokensRequest
+	(*CreateImplicitTokensResponse)(nil),    // 14: gatehouse.tokens.v1.CreateImplicitTokensResponse
+	(*VerifyIDTokenHintRequest)(nil),        // 15: gatehouse.tokens.v1.VerifyIDTokenHintRequest
+	(*VerifyIDTokenHintResponse)(nil),       // 16: gatehouse.tokens.v1.VerifyIDTokenHintResponse
+	(*RevokeSessionRequest)(nil),            // 17: gatehouse.tokens.v1.RevokeSessionRequest
+	(*RevokeSessionResponse)(nil),           // 18: gatehouse.tokens.v1.RevokeSessionResponse
+	(*timestamppb.Timestamp)(nil),           // 19: google.protobuf.Timestamp
 }
 var file_gatehouse_tokens_v1_tokens_proto_depIdxs = []int32{
-	17, // 0: gatehouse.tokens.v1.Revocation.expires_at:type_name -> google.protobuf.Timestamp
-	1,  // 1: gatehouse.tokens.v1.ListRevocationsResponse.revocations:type_name -> gatehouse.tokens.v1.Revocation
-	17, // 2: gatehouse.tokens.v1.RevokeUserTokensRequest.not_after:type_name -> google.protobuf.Timestamp
-	17, // 3: gatehouse.tokens.v1.IntrospectResponse.expires_at:type_name -> google.protobuf.Timestamp
-	17, // 4: gatehouse.tokens.v1.IntrospectResponse.issued_at:type_name -> google.protobuf.Timestamp
-	17, // 5: gatehouse.tokens.v1.CreateAuthorizationCodeRequest.auth_time:type_name -> google.protobuf.Timestamp
-	17, // 6: gatehouse.tokens.v1.CreateImplicitTokensRequest.auth_time:type_name -> google.protobuf.Timestamp
-	17, // 7: gatehouse.tokens.v1.VerifyIDTokenHintResponse.auth_time:type_name -> google.protobuf.Timestamp
-	17, // 8: gatehouse.tokens.v1.VerifyIDTokenHintResponse.expires_at:type_name -> google.protobuf.Timestamp
-	7,  // 9: gatehouse.tokens.v1.TokenService.Introspect:input_type -> gatehouse.tokens.v1.IntrospectRequest
-	9,  // 10: gatehouse.tokens.v1.TokenService.CreateAuthorizationCode:input_type -> gatehouse.tokens.v1.CreateAuthorizationCodeRequest
-	11, // 11: gatehouse.tokens.v1.TokenService.CreateImplicitTokens:input_type -> gatehouse.tokens.v1.CreateImplicitTokensRequest
-	13, // 12: gatehouse.tokens.v1.TokenService.VerifyIDTokenHint:input_type -> gatehouse.tokens.v1.VerifyIDTokenHintRequest
-	15, // 13: gatehouse.tokens.v1.TokenService.RevokeSession:input_type -> gatehouse.tokens.v1.RevokeSessionRequest
-	5,  // 14: gatehouse.tokens.v1.TokenService.RevokeUserTokens:input_type -> gatehouse.tokens.v1.RevokeUserTokensRequest
-	0,  // 15: gatehouse.tokens.v1.TokenService.ListRevocations:input_type -> gatehouse.tokens.v1.ListRevocationsRequest
-	3,  // 16: gatehouse.tokens.v1.TokenService.GetKeySet:input_type -> gatehouse.tokens.v1.GetKeySetRequest
-	8,  // 17: gatehouse.tokens.v1.TokenService.Introspect:output_type -> gatehouse.tokens.v1.IntrospectResponse
-	10, // 18: gatehouse.tokens.v1.TokenService.CreateAuthorizationCode:output_type -> gatehouse.tokens.v1.CreateAuthorizationCodeResponse
-	12, // 19: gatehouse.tokens.v1.TokenService.CreateImplicitTokens:output_type -> gatehouse.tokens.v1.CreateImplicitTokensResponse
-	14, // 20: gatehouse.tokens.v1.TokenService.VerifyIDTokenHint:output_type -> gatehouse.tokens.v1.VerifyIDTokenHintResponse
-	16, // 21: gatehouse.tokens.v1.TokenService.RevokeSession:output_type -> gatehouse.tokens.v1.RevokeSessionResponse
-	6,  // 22: gatehouse.tokens.v1.TokenService.RevokeUserTokens:output_type -> gatehouse.tokens.v1.RevokeUserTokensResponse
-	2,  // 23: gatehouse.tokens.v1.TokenService.ListRevocations:output_type -> gatehouse.tokens.v1.ListRevocationsResponse
-	4,  // 24: gatehouse.tokens.v1.TokenService.GetKeySet:output_type -> gatehouse.tokens.v1.GetKeySetResponse
-	17, // [17:25] is the sub-list for method output_type
-	9,  // [9:17] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	19, // 0: gatehouse.tokens.v1.CheckRevokedRequest.expires_at:type_name -> google.protobuf.Timestamp
+	19, // 1: gatehouse.tokens.v1.Revocation.expires_at:type_name -> google.protobuf.Timestamp
+	3,  // 2: gatehouse.tokens.v1.ListRevocationsResponse.revocations:type_name -> gatehouse.tokens.v1.Revocation
+	19, // 3: gatehouse.tokens.v1.RevokeUserTokensRequest.not_after:type_name -> google.protobuf.Timestamp
+	19, // 4: gatehouse.tokens.v1.IntrospectResponse.expires_at:type_name -> google.protobuf.Timestamp
+	19, // 5: gatehouse.tokens.v1.IntrospectResponse.issued_at:type_name -> google.protobuf.Timestamp
+	19, // 6: gatehouse.tokens.v1.CreateAuthorizationCodeRequest.auth_time:type_name -> google.protobuf.Timestamp
+	19, // 7: gatehouse.tokens.v1.CreateImplicitTokensRequest.auth_time:type_name -> google.protobuf.Timestamp
+	19, // 8: gatehouse.tokens.v1.VerifyIDTokenHintResponse.auth_time:type_name -> google.protobuf.Timestamp
+	19, // 9: gatehouse.tokens.v1.VerifyIDTokenHintResponse.expires_at:type_name -> google.protobuf.Timestamp
+	9,  // 10: gatehouse.tokens.v1.TokenService.Introspect:input_type -> gatehouse.tokens.v1.IntrospectRequest
+	11, // 11: gatehouse.tokens.v1.TokenService.CreateAuthorizationCode:input_type -> gatehouse.tokens.v1.CreateAuthorizationCodeRequest
+	13, // 12: gatehouse.tokens.v1.TokenService.CreateImplicitTokens:input_type -> gatehouse.tokens.v1.CreateImplicitTokensRequest
+	15, // 13: gatehouse.tokens.v1.TokenService.VerifyIDTokenHint:input_type -> gatehouse.tokens.v1.VerifyIDTokenHintRequest
+	17, // 14: gatehouse.tokens.v1.TokenService.RevokeSession:input_type -> gatehouse.tokens.v1.RevokeSessionRequest
+	7,  // 15: gatehouse.tokens.v1.TokenService.RevokeUserTokens:input_type -> gatehouse.tokens.v1.RevokeUserTokensRequest
+	2,  // 16: gatehouse.tokens.v1.TokenService.ListRevocations:input_type -> gatehouse.tokens.v1.ListRevocationsRequest
+	0,  // 17: gatehouse.tokens.v1.TokenService.CheckRevoked:input_type -> gatehouse.tokens.v1.CheckRevokedRequest
+	5,  // 18: gatehouse.tokens.v1.TokenService.GetKeySet:input_type -> gatehouse.tokens.v1.GetKeySetRequest
+	10, // 19: gatehouse.tokens.v1.TokenService.Introspect:output_type -> gatehouse.tokens.v1.IntrospectResponse
+	12, // 20: gatehouse.tokens.v1.TokenService.CreateAuthorizationCode:output_type -> gatehouse.tokens.v1.CreateAuthorizationCodeResponse
+	14, // 21: gatehouse.tokens.v1.TokenService.CreateImplicitTokens:output_type -> gatehouse.tokens.v1.CreateImplicitTokensResponse
+	16, // 22: gatehouse.tokens.v1.TokenService.VerifyIDTokenHint:output_type -> gatehouse.tokens.v1.VerifyIDTokenHintResponse
+	18, // 23: gatehouse.tokens.v1.TokenService.RevokeSession:output_type -> gatehouse.tokens.v1.RevokeSessionResponse
+	8,  // 24: gatehouse.tokens.v1.TokenService.RevokeUserTokens:output_type -> gatehouse.tokens.v1.RevokeUserTokensResponse
+	4,  // 25: gatehouse.tokens.v1.TokenService.ListRevocations:output_type -> gatehouse.tokens.v1.ListRevocationsResponse
+	1,  // 26: gatehouse.tokens.v1.TokenService.CheckRevoked:output_type -> gatehouse.tokens.v1.CheckRevokedResponse
+	6,  // 27: gatehouse.tokens.v1.TokenService.GetKeySet:output_type -> gatehouse.tokens.v1.GetKeySetResponse
+	19, // [19:28] is the sub-list for method output_type
+	10, // [10:19] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_tokens_v1_tokens_proto_init() }
@@ -1313,7 +1436,7 @@ func file_gatehouse_tokens_v1_tokens_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_tokens_v1_tokens_proto_rawDesc), len(file_gatehouse_tokens_v1_tokens_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -53,6 +53,9 @@ const (
 	// TokenServiceListRevocationsProcedure is the fully-qualified name of the TokenService's
 	// ListRevocations RPC.
 	TokenServiceListRevocationsProcedure = "/gatehouse.tokens.v1.TokenService/ListRevocations"
+	// TokenServiceCheckRevokedProcedure is the fully-qualified name of the TokenService's CheckRevoked
+	// RPC.
+	TokenServiceCheckRevokedProcedure = "/gatehouse.tokens.v1.TokenService/CheckRevoked"
 	// TokenServiceGetKeySetProcedure is the fully-qualified name of the TokenService's GetKeySet RPC.
 	TokenServiceGetKeySetProcedure = "/gatehouse.tokens.v1.TokenService/GetKeySet"
 )
@@ -109,6 +112,14 @@ type TokenServiceClient interface {
 	// commit out of order); resume from the returned cursor. An empty cursor
 	// starts at the beginning: every unexpired revocation.
 	ListRevocations(context.Context, *connect.Request[v1.ListRevocationsRequest]) (*connect.Response[v1.ListRevocationsResponse], error)
+	// Reports whether an access token is revoked now: by its id, or by a
+	// cut-off of its user covering its expiry (one lookup of the list every
+	// replica shares, as introspection makes it). Directory asks it for every
+	// management call, so a token is refused once /revoke answered; its own
+	// copy of the list (ListRevocations) answers only when this cannot.
+	// Errors: InvalidArgument without token_id, subject or expires_at;
+	// Unavailable when the list cannot be read.
+	CheckRevoked(context.Context, *connect.Request[v1.CheckRevokedRequest]) (*connect.Response[v1.CheckRevokedResponse], error)
 	// Returns the published signing keys as a JWK set (RFC 7517), as
 	// /oauth/v2/keys serves them, for services that verify JWT access tokens
 	// themselves.
@@ -168,6 +179,12 @@ func NewTokenServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(tokenServiceMethods.ByName("ListRevocations")),
 			connect.WithClientOptions(opts...),
 		),
+		checkRevoked: connect.NewClient[v1.CheckRevokedRequest, v1.CheckRevokedResponse](
+			httpClient,
+			baseURL+TokenServiceCheckRevokedProcedure,
+			connect.WithSchema(tokenServiceMethods.ByName("CheckRevoked")),
+			connect.WithClientOptions(opts...),
+		),
 		getKeySet: connect.NewClient[v1.GetKeySetRequest, v1.GetKeySetResponse](
 			httpClient,
 			baseURL+TokenServiceGetKeySetProcedure,
@@ -186,6 +203,7 @@ type tokenServiceClient struct {
 	revokeSession           *connect.Client[v1.RevokeSessionRequest, v1.RevokeSessionResponse]
 	revokeUserTokens        *connect.Client[v1.RevokeUserTokensRequest, v1.RevokeUserTokensResponse]
 	listRevocations         *connect.Client[v1.ListRevocationsRequest, v1.ListRevocationsResponse]
+	checkRevoked            *connect.Client[v1.CheckRevokedRequest, v1.CheckRevokedResponse]
 	getKeySet               *connect.Client[v1.GetKeySetRequest, v1.GetKeySetResponse]
 }
 
@@ -222,6 +240,11 @@ func (c *tokenServiceClient) RevokeUserTokens(ctx context.Context, req *connect.
 // ListRevocations calls gatehouse.tokens.v1.TokenService.ListRevocations.
 func (c *tokenServiceClient) ListRevocations(ctx context.Context, req *connect.Request[v1.ListRevocationsRequest]) (*connect.Response[v1.ListRevocationsResponse], error) {
 	return c.listRevocations.CallUnary(ctx, req)
+}
+
+// CheckRevoked calls gatehouse.tokens.v1.TokenService.CheckRevoked.
+func (c *tokenServiceClient) CheckRevoked(ctx context.Context, req *connect.Request[v1.CheckRevokedRequest]) (*connect.Response[v1.CheckRevokedResponse], error) {
+	return c.checkRevoked.CallUnary(ctx, req)
 }
 
 // GetKeySet calls gatehouse.tokens.v1.TokenService.GetKeySet.
@@ -281,6 +304,14 @@ type TokenServiceHandler interface {
 	// commit out of order); resume from the returned cursor. An empty cursor
 	// starts at the beginning: every unexpired revocation.
 	ListRevocations(context.Context, *connect.Request[v1.ListRevocationsRequest]) (*connect.Response[v1.ListRevocationsResponse], error)
+	// Reports whether an access token is revoked now: by its id, or by a
+	// cut-off of its user covering its expiry (one lookup of the list every
+	// replica shares, as introspection makes it). Directory asks it for every
+	// management call, so a token is refused once /revoke answered; its own
+	// copy of the list (ListRevocations) answers only when this cannot.
+	// Errors: InvalidArgument without token_id, subject or expires_at;
+	// Unavailable when the list cannot be read.
+	CheckRevoked(context.Context, *connect.Request[v1.CheckRevokedRequest]) (*connect.Response[v1.CheckRevokedResponse], error)
 	// Returns the published signing keys as a JWK set (RFC 7517), as
 	// /oauth/v2/keys serves them, for services that verify JWT access tokens
 	// themselves.
@@ -336,6 +367,12 @@ func NewTokenServiceHandler(svc TokenServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(tokenServiceMethods.ByName("ListRevocations")),
 		connect.WithHandlerOptions(opts...),
 	)
+	tokenServiceCheckRevokedHandler := connect.NewUnaryHandler(
+		TokenServiceCheckRevokedProcedure,
+		svc.CheckRevoked,
+		connect.WithSchema(tokenServiceMethods.ByName("CheckRevoked")),
+		connect.WithHandlerOptions(opts...),
+	)
 	tokenServiceGetKeySetHandler := connect.NewUnaryHandler(
 		TokenServiceGetKeySetProcedure,
 		svc.GetKeySet,
@@ -358,6 +395,8 @@ func NewTokenServiceHandler(svc TokenServiceHandler, opts ...connect.HandlerOpti
 			tokenServiceRevokeUserTokensHandler.ServeHTTP(w, r)
 		case TokenServiceListRevocationsProcedure:
 			tokenServiceListRevocationsHandler.ServeHTTP(w, r)
+		case TokenServiceCheckRevokedProcedure:
+			tokenServiceCheckRevokedHandler.ServeHTTP(w, r)
 		case TokenServiceGetKeySetProcedure:
 			tokenServiceGetKeySetHandler.ServeHTTP(w, r)
 		default:
@@ -395,6 +434,10 @@ func (UnimplementedTokenServiceHandler) RevokeUserTokens(context.Context, *conne
 
 func (UnimplementedTokenServiceHandler) ListRevocations(context.Context, *connect.Request[v1.ListRevocationsRequest]) (*connect.Response[v1.ListRevocationsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.tokens.v1.TokenService.ListRevocations is not implemented"))
+}
+
+func (UnimplementedTokenServiceHandler) CheckRevoked(context.Context, *connect.Request[v1.CheckRevokedRequest]) (*connect.Response[v1.CheckRevokedResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.tokens.v1.TokenService.CheckRevoked is not implemented"))
 }
 
 func (UnimplementedTokenServiceHandler) GetKeySet(context.Context, *connect.Request[v1.GetKeySetRequest]) (*connect.Response[v1.GetKeySetResponse], error) {
