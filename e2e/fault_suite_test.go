@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-id/gatehouse/pkg/config"
+	"github.com/gatehouse-id/gatehouse/pkg/rpc"
 	"github.com/gatehouse-id/gatehouse/pkg/testutil"
 )
 
@@ -893,13 +894,13 @@ func (l *faultLoad) statuses(from, to time.Time) []string {
 }
 
 // slowest is the longest request that was in flight between from and to.
-func (l *faultLoad) slowest(from, to time.Time) (time.Duration, string) {
+func (l *faultLoad) slowest(from, to time.Time, kinds ...string) (time.Duration, string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var d time.Duration
 	var kind string
 	for _, r := range l.results {
-		if r.end.Before(from) || r.start.After(to) {
+		if r.end.Before(from) || r.start.After(to) || len(kinds) > 0 && !slices.Contains(kinds, r.kind) {
 			continue
 		}
 		if took := r.end.Sub(r.start); took > d {
@@ -1161,6 +1162,18 @@ func faultFreeze(t *testing.T, role config.Role) {
 	t.Logf("slowest request while %s was frozen for %v: %v, %s", role, freeze, slowest.Round(time.Millisecond), what)
 	if slowest >= bound {
 		t.Errorf("a client waited %v (%s) while %s was frozen for %v; want less than %v", slowest.Round(time.Millisecond), what, role, freeze, bound)
+	}
+	// What does not need the frozen service is answered as fast as when
+	// it is killed: a service waiting on it gives up on its own call
+	// deadline (rpc.InternalCallTimeout) and answers from its caches,
+	// long before edge's upstream timeout would count it as failed.
+	if kinds := faultUnaffected[role]; len(kinds) > 0 {
+		unaffectedBound := rpc.InternalCallTimeout + 2*time.Second
+		slow, what := l.slowest(stopped, cont, kinds...)
+		t.Logf("slowest request not needing %s while it was frozen: %v, %s", role, slow.Round(time.Millisecond), what)
+		if slow >= unaffectedBound {
+			t.Errorf("a request that does not need %s waited %v (%s) while it was frozen; want less than %v", role, slow.Round(time.Millisecond), what, unaffectedBound)
+		}
 	}
 }
 

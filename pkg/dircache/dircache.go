@@ -62,6 +62,9 @@ type Watcher struct {
 	recent []invalidation
 	caches []invalidator
 	down   bool            // the last poll failed (logged once per outage)
+	// unavailableAt is when a read last found the directory unavailable
+	// (refused, or no answer within the call's deadline).
+	unavailableAt time.Time
 	runCtx context.Context // Run's, for refetches after a change
 }
 
@@ -154,6 +157,21 @@ func (w *Watcher) inSync() bool {
 	return w.started && w.now().Sub(w.synced) < 3*w.interval()
 }
 
+// unavailableMemo is how long a stale entry is served without asking a
+// directory that was just found unavailable: a hung one costs a request
+// the internal call deadline, and a request reads several entries, so
+// only one read in this window waits for it.
+const unavailableMemo = 5 * time.Second
+
+// noteUnavailable records a read that found the directory unavailable.
+func (w *Watcher) noteUnavailable(err error) {
+	if Unavailable(err) {
+		w.mu.Lock()
+		w.unavailableAt = w.now()
+		w.mu.Unlock()
+	}
+}
+
 // Poll reads the feed to its head once, invalidating as it goes.
 func (w *Watcher) Poll(ctx context.Context) error {
 	for {
@@ -165,6 +183,7 @@ func (w *Watcher) Poll(ctx context.Context) error {
 		}
 		res, err := w.Feed.ListChanges(ctx, connect.NewRequest(&directoryv1.ListChangesRequest{AfterSequence: after}))
 		if err != nil {
+			w.noteUnavailable(err)
 			return err
 		}
 		m := res.Msg
@@ -370,6 +389,7 @@ func (c *Cache[V]) GetUnless(ctx context.Context, key string, fetch Fetch[V], fr
 	now := w.now()
 	w.mu.Lock()
 	inSync := w.inSync()
+	justUnavailable := !w.unavailableAt.IsZero() && now.Sub(w.unavailableAt) < unavailableMemo
 	w.mu.Unlock()
 	c.mu.Lock()
 	it, ok := c.m[key]
@@ -378,6 +398,10 @@ func (c *Cache[V]) GetUnless(ctx context.Context, key string, fetch Fetch[V], fr
 		return c.Refresh(ctx, key, fetch)
 	}
 	if ok && (inSync || now.Sub(it.fetched) < w.ttl()) {
+		return it.v, nil
+	}
+	if ok && justUnavailable && now.Sub(it.fetched) < w.maxStale() {
+		// What the read would most likely end in, without the wait.
 		return it.v, nil
 	}
 	v, err := c.Refresh(ctx, key, fetch)
@@ -397,6 +421,7 @@ func (c *Cache[V]) Refresh(ctx context.Context, key string, fetch Fetch[V]) (V, 
 	fetched := w.now()
 	v, deps, err := fetch(ctx)
 	if err != nil {
+		w.noteUnavailable(err)
 		return v, err
 	}
 	// Checked and stored under c.mu: an invalidation bumps the generation

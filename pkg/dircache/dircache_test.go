@@ -355,3 +355,39 @@ func TestClientDepsAndFresh(t *testing.T) {
 		t.Fatal("a Fresh context was served from memory")
 	}
 }
+
+// A directory just found unavailable (refused, or hung past the call's
+// deadline) is not asked again for unavailableMemo: a request reading
+// several entries waits for it once at most, and the entries serve stale
+// within MaxStale as if each read had failed.
+func TestJustUnavailableDirectoryIsNotAskedAgain(t *testing.T) {
+	t.Parallel()
+	clk, f, src := newClock(), &feed{}, newSource()
+	w := &Watcher{Feed: f, Now: clk.Now, MaxStale: 10 * time.Minute}
+	c := NewCache[string](w)
+	poll(t, w)
+	src.set("a", "a1", "orgA")
+	src.set("b", "b1", "orgB")
+	mustGet(t, c, src, "a", "a1")
+	mustGet(t, c, src, "b", "b1")
+	f.setDown(true)
+	src.setDown(true)
+	clk.Advance(time.Minute) // the feed is behind, past TTL
+	mustGet(t, c, src, "a", "a1")
+	if n := src.callCount("a"); n != 2 {
+		t.Fatalf("a read %d times; want a second read, which found the directory unavailable", n)
+	}
+	mustGet(t, c, src, "b", "b1")
+	if n := src.callCount("b"); n != 1 {
+		t.Fatalf("b read %d times right after the directory was found unavailable; want no new read", n)
+	}
+	clk.Advance(unavailableMemo)
+	mustGet(t, c, src, "b", "b1")
+	if n := src.callCount("b"); n != 2 {
+		t.Fatalf("b read %d times once the memo passed; want it asked again", n)
+	}
+	// An entry never read is not invented.
+	if _, err := c.Get(context.Background(), "new", src.fetch("new")); !Unavailable(err) {
+		t.Fatalf("unknown entry while unavailable: %v; want unavailable", err)
+	}
+}

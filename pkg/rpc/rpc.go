@@ -43,7 +43,8 @@ func NewHTTPClient() *http.Client {
 }
 
 // InternalClientOptions are the options of a client for an internal service:
-// tracing, the request id and the internal credential. Replies are not
+// tracing, the request id, the internal credential and the call deadlines
+// (see InternalCallTimeout). Replies are not
 // compressed: between services on one network gzip costs both sides more
 // CPU than the bytes it saves (a GetClaims reply is a few hundred bytes).
 func InternalClientOptions(token string) ([]connect.ClientOption, error) {
@@ -52,7 +53,7 @@ func InternalClientOptions(token string) ([]connect.ClientOption, error) {
 		return nil, fmt.Errorf("connect tracing: %w", err)
 	}
 	return []connect.ClientOption{
-		connect.WithInterceptors(otel, forwardRequestID{}, NewInternalAuth(token)),
+		connect.WithInterceptors(otel, forwardRequestID{}, NewInternalAuth(token), NewCallDeadline(InternalCallTimeout, InternalHashingCallTimeout)),
 		connect.WithAcceptCompression("gzip", nil, nil), // removes connect's default
 	}, nil
 }

@@ -63,6 +63,9 @@ const (
 	keySetAge  = time.Minute
 	keyRetry   = 10 * time.Second
 	maxEntries = 10000
+	// askRetry: after CheckRevoked failed, the followed list answers alone
+	// this long.
+	askRetry = 5 * time.Second
 )
 
 // Checker checks management API tokens.
@@ -81,6 +84,10 @@ type Checker struct {
 	synced  time.Time
 	revoked map[string]time.Time // id → until (a user's: tokens expiring at or before it)
 	down    bool
+	// askFailed is when CheckRevoked last failed: the followed list then
+	// answers without asking for a while (a hung tokens service would cost
+	// every management call the internal call deadline).
+	askFailed time.Time
 
 	keyMu      sync.Mutex
 	keys       jwk.Set
@@ -203,13 +210,24 @@ func (c *Checker) current(ctx context.Context, t Token, now time.Time) (Token, e
 	if err != nil {
 		return t, err
 	}
+	c.mu.Lock()
+	skip := c.down || now.Sub(c.askFailed) < askRetry
+	c.mu.Unlock()
+	if skip {
+		return t, nil
+	}
 	res, err := c.Tokens.CheckRevoked(ctx, connect.NewRequest(&tokensv1.CheckRevokedRequest{
 		TokenId: t.ID, Subject: t.Subject, ExpiresAt: timestamppb.New(t.ExpiresAt)}))
 	switch {
 	case err == nil && res.Msg.GetRevoked():
 		return Token{}, ErrInactive
-	case err != nil && connect.CodeOf(err) != connect.CodeUnimplemented && c.Logger != nil:
-		c.Logger.DebugContext(ctx, "revocation check at the tokens service failed; answering from the followed list", "err", err)
+	case err != nil:
+		c.mu.Lock()
+		c.askFailed = now
+		c.mu.Unlock()
+		if connect.CodeOf(err) != connect.CodeUnimplemented {
+			c.logger().DebugContext(ctx, "revocation check at the tokens service failed; answering from the followed list", "err", err)
+		}
 	}
 	return t, nil
 }
