@@ -61,11 +61,11 @@ type Watcher struct {
 	// keeps its value unless one touched what the value depends on.
 	recent []invalidation
 	caches []invalidator
-	down   bool            // the last poll failed (logged once per outage)
+	down   bool // the last poll failed (logged once per outage)
 	// unavailableAt is when a read last found the directory unavailable
 	// (refused, or no answer within the call's deadline).
 	unavailableAt time.Time
-	runCtx context.Context // Run's, for refetches after a change
+	runCtx        context.Context // Run's, for refetches after a change
 }
 
 type invalidation struct {
