@@ -468,7 +468,8 @@ func afCSRF(body string) string {
 }
 
 // Project grants: an app signs in users of another organization only once
-// its project is granted there, and each such user consents first.
+// its project is granted there, and each such user consents first; a
+// removed grant cuts what was issued under it (issue 24, finding 7).
 func TestSecurityProjectGrant(t *testing.T) {
 	e := afStart(t)
 	partner, _ := e.foreignOrg("Partner Corp")
@@ -494,10 +495,40 @@ func TestSecurityProjectGrant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Removing the grant stops the refresh token.
+	userinfo := func(token string) int {
+		req, _ := http.NewRequest("GET", e.base+"/oidc/v1/userinfo", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if !e.active(tok.AccessToken) || userinfo(tok.AccessToken) != http.StatusOK {
+		t.Fatal("the partner user's access token does not work under the grant")
+	}
+	// A code issued under the grant and not yet redeemed.
+	p = e.authorize(c, e.web, scopes, "")
+	if p.loc == nil || p.loc.Query().Get("code") == "" {
+		t.Fatalf("second request, consent remembered: %d %v; want a code", p.status, p.loc)
+	}
+	pending := p.loc.Query().Get("code")
+
+	// Removing the grant is a cut: the refresh token, the access token
+	// (introspection and userinfo, at once) and the unused code stop.
 	e.must("DELETE", "/management/v1/projects/"+e.projectID+"/grants/"+grant, e.admin, "", nil)
 	if _, err := cfg.TokenSource(e.ctx, &oauth2.Token{RefreshToken: tok.RefreshToken}).Token(); err == nil {
 		t.Error("a refresh token of a partner user still works after the grant was removed")
+	}
+	if e.active(tok.AccessToken) {
+		t.Error("the partner user's access token introspects active after the grant was removed")
+	}
+	if status := userinfo(tok.AccessToken); status != http.StatusUnauthorized {
+		t.Errorf("userinfo with the partner user's access token after the grant was removed: %d; want 401", status)
+	}
+	if _, err := cfg.Exchange(e.ctx, pending); err == nil || !strings.Contains(err.Error(), "invalid_grant") {
+		t.Errorf("a code issued under the removed grant: %v; want invalid_grant", err)
 	}
 	afErrorRedirect(t, e.authorize(c, e.web, scopes, ""), afRedirect, "invalid_scope", "st", false)
 }

@@ -218,6 +218,14 @@ func (l *lateTokens) RevokeUserTokens(ctx context.Context, req *connect.Request[
 	return (*h).RevokeUserTokens(ctx, req)
 }
 
+func (l *lateTokens) RevokeGrantTokens(ctx context.Context, req *connect.Request[tokensv1.RevokeGrantTokensRequest]) (*connect.Response[tokensv1.RevokeGrantTokensResponse], error) {
+	h := l.h.Load()
+	if h == nil {
+		return nil, errTokensNotStarted
+	}
+	return (*h).RevokeGrantTokens(ctx, req)
+}
+
 func (l *lateTokens) ListRevocations(ctx context.Context, req *connect.Request[tokensv1.ListRevocationsRequest]) (*connect.Response[tokensv1.ListRevocationsResponse], error) {
 	h := l.h.Load()
 	if h == nil {

@@ -52,6 +52,10 @@ func (a *internalAPI) RevokeUserTokens(ctx context.Context, req *connect.Request
 	return a.life.RevokeUserTokens(ctx, req)
 }
 
+func (a *internalAPI) RevokeGrantTokens(ctx context.Context, req *connect.Request[tokensv1.RevokeGrantTokensRequest]) (*connect.Response[tokensv1.RevokeGrantTokensResponse], error) {
+	return a.life.RevokeGrantTokens(ctx, req)
+}
+
 func (a *internalAPI) ListRevocations(ctx context.Context, req *connect.Request[tokensv1.ListRevocationsRequest]) (*connect.Response[tokensv1.ListRevocationsResponse], error) {
 	entries, cursor, more, err := a.revoked.Feed(ctx, req.Msg.GetCursor())
 	if errors.Is(err, revocation.ErrInvalidCursor) {

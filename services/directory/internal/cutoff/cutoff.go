@@ -24,9 +24,10 @@ import (
 	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
 )
 
-// Revoker is the tokens service's RevokeUserTokens.
+// Revoker is the tokens service's RevokeUserTokens and RevokeGrantTokens.
 type Revoker interface {
 	RevokeUserTokens(context.Context, *connect.Request[tokensv1.RevokeUserTokensRequest]) (*connect.Response[tokensv1.RevokeUserTokensResponse], error)
+	RevokeGrantTokens(context.Context, *connect.Request[tokensv1.RevokeGrantTokensRequest]) (*connect.Response[tokensv1.RevokeGrantTokensResponse], error)
 }
 
 // Outbox delivers cut-offs.
@@ -60,6 +61,40 @@ func (o *Outbox) Deliver(ctx context.Context) error {
 		// A later cut-off written meanwhile has another not_after and stays.
 		if _, err := o.DB.Exec(ctx, `DELETE FROM user_token_cutoffs WHERE user_id = ? AND not_after = ?`, r.UserID, r.NotAfter); err != nil {
 			return fmt.Errorf("cutoff: clear outbox row: %w", err)
+		}
+	}
+	return o.deliverGrants(ctx)
+}
+
+type grantRow struct {
+	ProjectID string    `db:"project_id"`
+	OrgID     string    `db:"org_id"`
+	NotAfter  time.Time `db:"not_after"`
+}
+
+// deliverGrants sends the removed project grants: the project's clients
+// (its apps now; an app removed since has no token left to cut) lose what
+// they hold for the organization's users.
+func (o *Outbox) deliverGrants(ctx context.Context) error {
+	var rows []grantRow
+	if err := o.DB.Select(ctx, &rows, `SELECT project_id, org_id, not_after FROM grant_cutoffs ORDER BY project_id, org_id LIMIT ?`, batch); err != nil {
+		return fmt.Errorf("cutoff: read grant outbox: %w", err)
+	}
+	for _, r := range rows {
+		var clients []string
+		if err := o.DB.Select(ctx, &clients, `SELECT client_id FROM apps WHERE project_id = ? ORDER BY client_id`, r.ProjectID); err != nil {
+			return fmt.Errorf("cutoff: clients of project %s: %w", r.ProjectID, err)
+		}
+		if len(clients) > 0 {
+			if _, err := o.Tokens.RevokeGrantTokens(ctx, connect.NewRequest(&tokensv1.RevokeGrantTokensRequest{
+				ClientIds: clients, OrgId: r.OrgID, NotAfter: timestamppb.New(r.NotAfter),
+			})); err != nil {
+				return fmt.Errorf("cutoff: revoke tokens of project %s for organization %s: %w", r.ProjectID, r.OrgID, err)
+			}
+		}
+		if _, err := o.DB.Exec(ctx, `DELETE FROM grant_cutoffs WHERE project_id = ? AND org_id = ? AND not_after = ?`,
+			r.ProjectID, r.OrgID, r.NotAfter); err != nil {
+			return fmt.Errorf("cutoff: clear grant outbox row: %w", err)
 		}
 	}
 	return nil

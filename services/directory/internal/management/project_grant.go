@@ -152,5 +152,6 @@ func (s *Server) RemoveProjectGrant(ctx context.Context, req *connect.Request[ma
 	if err != nil {
 		return nil, err
 	}
+	s.cutAccess(ctx)
 	return connect.NewResponse(&managementv1.RemoveProjectGrantResponse{Details: writeDetails(evs)}), nil
 }

@@ -65,6 +65,14 @@ func (i *Introspector) RevokeUserTokens(_ context.Context, req *connect.Request[
 	return connect.NewResponse(&tokensv1.RevokeUserTokensResponse{}), nil
 }
 
+// RevokeGrantTokens records the grant's organization in Cut as "grant:<org>".
+func (i *Introspector) RevokeGrantTokens(_ context.Context, req *connect.Request[tokensv1.RevokeGrantTokensRequest]) (*connect.Response[tokensv1.RevokeGrantTokensResponse], error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.Cut = append(i.Cut, "grant:"+req.Msg.GetOrgId())
+	return connect.NewResponse(&tokensv1.RevokeGrantTokensResponse{}), nil
+}
+
 // CutUsers returns a copy of Cut.
 func (i *Introspector) CutUsers() []string {
 	i.mu.Lock()

@@ -96,6 +96,14 @@ func registerGrants(es *eventstore.Store) {
 		if _, err := tx.Exec(ctx, `DELETE FROM project_grants WHERE id = ?`, p.GrantID); err != nil {
 			return err
 		}
+		// A removed grant is a cut: what the project's clients hold for
+		// the organization's users goes, through the outbox (package
+		// cutoff), as durable as the removal.
+		if _, err := tx.Exec(ctx, `INSERT INTO grant_cutoffs (project_id, org_id, not_after) VALUES (?, ?, ?)
+			ON CONFLICT (project_id, org_id) DO UPDATE SET not_after = CASE WHEN excluded.not_after > grant_cutoffs.not_after
+			THEN excluded.not_after ELSE grant_cutoffs.not_after END`, e.AggregateID, p.GrantedOrgID, e.CreatedAt); err != nil {
+			return err
+		}
 		return bumpProject(ctx, tx, e)
 	})
 }

@@ -45,6 +45,50 @@ func (l *Lifecycle) RevokeSession(ctx context.Context, req *connect.Request[toke
 	return connect.NewResponse(&tokensv1.RevokeSessionResponse{}), nil
 }
 
+// RevokeGrantTokens implements TokenService.RevokeGrantTokens: in one
+// transaction, for each client, it voids the codes and revokes the refresh
+// tokens of the organization's users issued up to not_after and finds
+// their live access tokens; then it puts those on the revocation list.
+func (l *Lifecycle) RevokeGrantTokens(ctx context.Context, req *connect.Request[tokensv1.RevokeGrantTokensRequest]) (*connect.Response[tokensv1.RevokeGrantTokensResponse], error) {
+	m := req.Msg
+	org := m.GetOrgId()
+	if org == "" || len(org) > maxID || len(m.GetClientIds()) == 0 || len(m.GetClientIds()) > maxGrantClients {
+		return nil, invalidArgument("org_id and 1 to %d client_ids are required", maxGrantClients)
+	}
+	for _, c := range m.GetClientIds() {
+		if c == "" || len(c) > maxID {
+			return nil, invalidArgument("client_ids have 1 to %d characters", maxID)
+		}
+	}
+	if m.GetNotAfter() == nil || m.GetNotAfter().CheckValid() != nil {
+		return nil, invalidArgument("not_after is required")
+	}
+	notAfter, now := m.GetNotAfter().AsTime(), l.Now()
+	var live []store.Live
+	err := l.Store.DB.InTx(ctx, func(tx *db.Tx) error {
+		live = live[:0]
+		for _, c := range m.GetClientIds() {
+			got, err := l.Store.CutGrant(ctx, tx, c, org, notAfter, now)
+			if err != nil {
+				return err
+			}
+			live = append(live, got...)
+		}
+		return nil
+	})
+	if err == nil {
+		err = l.push(ctx, live)
+	}
+	if err != nil {
+		return nil, l.unavailable(ctx, err)
+	}
+	return connect.NewResponse(&tokensv1.RevokeGrantTokensResponse{}), nil
+}
+
+// maxGrantClients bounds the clients of one RevokeGrantTokens call (a
+// project's applications).
+const maxGrantClients = 1000
+
 // RevokeUserTokens implements TokenService.RevokeUserTokens: in one
 // transaction it voids the user's unused codes and revokes its refresh
 // tokens issued up to not_after; then it puts the user's entry on the

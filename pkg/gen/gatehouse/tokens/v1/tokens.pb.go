@@ -436,6 +436,108 @@ func (x *RevokeUserTokensRequest) GetNotAfter() *timestamppb.Timestamp {
 	return nil
 }
 
+// RevokeGrantTokensRequest names the clients, the organization and the
+// cut-off.
+type RevokeGrantTokensRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The client ids of the project's applications.
+	ClientIds []string `protobuf:"bytes,1,rep,name=client_ids,json=clientIds,proto3" json:"client_ids,omitempty"`
+	// The organization the project was granted to.
+	OrgId string `protobuf:"bytes,2,opt,name=org_id,json=orgId,proto3" json:"org_id,omitempty"`
+	// Tokens issued at or before this instant are revoked.
+	NotAfter      *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=not_after,json=notAfter,proto3" json:"not_after,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeGrantTokensRequest) Reset() {
+	*x = RevokeGrantTokensRequest{}
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeGrantTokensRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeGrantTokensRequest) ProtoMessage() {}
+
+func (x *RevokeGrantTokensRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeGrantTokensRequest.ProtoReflect.Descriptor instead.
+func (*RevokeGrantTokensRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *RevokeGrantTokensRequest) GetClientIds() []string {
+	if x != nil {
+		return x.ClientIds
+	}
+	return nil
+}
+
+func (x *RevokeGrantTokensRequest) GetOrgId() string {
+	if x != nil {
+		return x.OrgId
+	}
+	return ""
+}
+
+func (x *RevokeGrantTokensRequest) GetNotAfter() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NotAfter
+	}
+	return nil
+}
+
+// RevokeGrantTokensResponse is empty.
+type RevokeGrantTokensResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeGrantTokensResponse) Reset() {
+	*x = RevokeGrantTokensResponse{}
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeGrantTokensResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeGrantTokensResponse) ProtoMessage() {}
+
+func (x *RevokeGrantTokensResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeGrantTokensResponse.ProtoReflect.Descriptor instead.
+func (*RevokeGrantTokensResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{9}
+}
+
 // RevokeUserTokensResponse is empty.
 type RevokeUserTokensResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -445,7 +547,7 @@ type RevokeUserTokensResponse struct {
 
 func (x *RevokeUserTokensResponse) Reset() {
 	*x = RevokeUserTokensResponse{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[8]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -457,7 +559,7 @@ func (x *RevokeUserTokensResponse) String() string {
 func (*RevokeUserTokensResponse) ProtoMessage() {}
 
 func (x *RevokeUserTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[8]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -470,7 +572,7 @@ func (x *RevokeUserTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeUserTokensResponse.ProtoReflect.Descriptor instead.
 func (*RevokeUserTokensResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{8}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{10}
 }
 
 // IntrospectRequest carries a token.
@@ -487,7 +589,7 @@ type IntrospectRequest struct {
 
 func (x *IntrospectRequest) Reset() {
 	*x = IntrospectRequest{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[9]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -499,7 +601,7 @@ func (x *IntrospectRequest) String() string {
 func (*IntrospectRequest) ProtoMessage() {}
 
 func (x *IntrospectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[9]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -512,7 +614,7 @@ func (x *IntrospectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IntrospectRequest.ProtoReflect.Descriptor instead.
 func (*IntrospectRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{9}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *IntrospectRequest) GetToken() string {
@@ -557,7 +659,7 @@ type IntrospectResponse struct {
 
 func (x *IntrospectResponse) Reset() {
 	*x = IntrospectResponse{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[10]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -569,7 +671,7 @@ func (x *IntrospectResponse) String() string {
 func (*IntrospectResponse) ProtoMessage() {}
 
 func (x *IntrospectResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[10]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -582,7 +684,7 @@ func (x *IntrospectResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IntrospectResponse.ProtoReflect.Descriptor instead.
 func (*IntrospectResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{10}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *IntrospectResponse) GetActive() bool {
@@ -683,7 +785,7 @@ type CreateAuthorizationCodeRequest struct {
 
 func (x *CreateAuthorizationCodeRequest) Reset() {
 	*x = CreateAuthorizationCodeRequest{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[11]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -695,7 +797,7 @@ func (x *CreateAuthorizationCodeRequest) String() string {
 func (*CreateAuthorizationCodeRequest) ProtoMessage() {}
 
 func (x *CreateAuthorizationCodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[11]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -708,7 +810,7 @@ func (x *CreateAuthorizationCodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAuthorizationCodeRequest.ProtoReflect.Descriptor instead.
 func (*CreateAuthorizationCodeRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{11}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CreateAuthorizationCodeRequest) GetClientId() string {
@@ -792,7 +894,7 @@ type CreateAuthorizationCodeResponse struct {
 
 func (x *CreateAuthorizationCodeResponse) Reset() {
 	*x = CreateAuthorizationCodeResponse{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[12]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -804,7 +906,7 @@ func (x *CreateAuthorizationCodeResponse) String() string {
 func (*CreateAuthorizationCodeResponse) ProtoMessage() {}
 
 func (x *CreateAuthorizationCodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[12]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -817,7 +919,7 @@ func (x *CreateAuthorizationCodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAuthorizationCodeResponse.ProtoReflect.Descriptor instead.
 func (*CreateAuthorizationCodeResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{12}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CreateAuthorizationCodeResponse) GetCode() string {
@@ -855,7 +957,7 @@ type CreateImplicitTokensRequest struct {
 
 func (x *CreateImplicitTokensRequest) Reset() {
 	*x = CreateImplicitTokensRequest{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[13]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -867,7 +969,7 @@ func (x *CreateImplicitTokensRequest) String() string {
 func (*CreateImplicitTokensRequest) ProtoMessage() {}
 
 func (x *CreateImplicitTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[13]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -880,7 +982,7 @@ func (x *CreateImplicitTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateImplicitTokensRequest.ProtoReflect.Descriptor instead.
 func (*CreateImplicitTokensRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{13}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CreateImplicitTokensRequest) GetClientId() string {
@@ -965,7 +1067,7 @@ type CreateImplicitTokensResponse struct {
 
 func (x *CreateImplicitTokensResponse) Reset() {
 	*x = CreateImplicitTokensResponse{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[14]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -977,7 +1079,7 @@ func (x *CreateImplicitTokensResponse) String() string {
 func (*CreateImplicitTokensResponse) ProtoMessage() {}
 
 func (x *CreateImplicitTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[14]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -990,7 +1092,7 @@ func (x *CreateImplicitTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateImplicitTokensResponse.ProtoReflect.Descriptor instead.
 func (*CreateImplicitTokensResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{14}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CreateImplicitTokensResponse) GetIdToken() string {
@@ -1041,7 +1143,7 @@ type VerifyIDTokenHintRequest struct {
 
 func (x *VerifyIDTokenHintRequest) Reset() {
 	*x = VerifyIDTokenHintRequest{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[15]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1053,7 +1155,7 @@ func (x *VerifyIDTokenHintRequest) String() string {
 func (*VerifyIDTokenHintRequest) ProtoMessage() {}
 
 func (x *VerifyIDTokenHintRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[15]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1066,7 +1168,7 @@ func (x *VerifyIDTokenHintRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyIDTokenHintRequest.ProtoReflect.Descriptor instead.
 func (*VerifyIDTokenHintRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{15}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *VerifyIDTokenHintRequest) GetIdToken() string {
@@ -1102,7 +1204,7 @@ type VerifyIDTokenHintResponse struct {
 
 func (x *VerifyIDTokenHintResponse) Reset() {
 	*x = VerifyIDTokenHintResponse{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[16]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1114,7 +1216,7 @@ func (x *VerifyIDTokenHintResponse) String() string {
 func (*VerifyIDTokenHintResponse) ProtoMessage() {}
 
 func (x *VerifyIDTokenHintResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[16]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1127,7 +1229,7 @@ func (x *VerifyIDTokenHintResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyIDTokenHintResponse.ProtoReflect.Descriptor instead.
 func (*VerifyIDTokenHintResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{16}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *VerifyIDTokenHintResponse) GetSubject() string {
@@ -1176,7 +1278,7 @@ type RevokeSessionRequest struct {
 
 func (x *RevokeSessionRequest) Reset() {
 	*x = RevokeSessionRequest{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[17]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1188,7 +1290,7 @@ func (x *RevokeSessionRequest) String() string {
 func (*RevokeSessionRequest) ProtoMessage() {}
 
 func (x *RevokeSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[17]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1201,7 +1303,7 @@ func (x *RevokeSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeSessionRequest.ProtoReflect.Descriptor instead.
 func (*RevokeSessionRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{17}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RevokeSessionRequest) GetSessionId() string {
@@ -1220,7 +1322,7 @@ type RevokeSessionResponse struct {
 
 func (x *RevokeSessionResponse) Reset() {
 	*x = RevokeSessionResponse{}
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[18]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1232,7 +1334,7 @@ func (x *RevokeSessionResponse) String() string {
 func (*RevokeSessionResponse) ProtoMessage() {}
 
 func (x *RevokeSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[18]
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1245,7 +1347,7 @@ func (x *RevokeSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeSessionResponse.ProtoReflect.Descriptor instead.
 func (*RevokeSessionResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{18}
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{20}
 }
 
 var File_gatehouse_tokens_v1_tokens_proto protoreflect.FileDescriptor
@@ -1276,7 +1378,13 @@ const file_gatehouse_tokens_v1_tokens_proto_rawDesc = "" +
 	"\x04jwks\x18\x01 \x01(\fR\x04jwks\"k\n" +
 	"\x17RevokeUserTokensRequest\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x127\n" +
-	"\tnot_after\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bnotAfter\"\x1a\n" +
+	"\tnot_after\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bnotAfter\"\x89\x01\n" +
+	"\x18RevokeGrantTokensRequest\x12\x1d\n" +
+	"\n" +
+	"client_ids\x18\x01 \x03(\tR\tclientIds\x12\x15\n" +
+	"\x06org_id\x18\x02 \x01(\tR\x05orgId\x127\n" +
+	"\tnot_after\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\bnotAfter\"\x1b\n" +
+	"\x19RevokeGrantTokensResponse\"\x1a\n" +
 	"\x18RevokeUserTokensResponse\"E\n" +
 	"\x11IntrospectRequest\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12\x1a\n" +
@@ -1340,7 +1448,7 @@ const file_gatehouse_tokens_v1_tokens_proto_rawDesc = "" +
 	"\x14RevokeSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x17\n" +
-	"\x15RevokeSessionResponse2\xed\a\n" +
+	"\x15RevokeSessionResponse2\xe1\b\n" +
 	"\fTokenService\x12]\n" +
 	"\n" +
 	"Introspect\x12&.gatehouse.tokens.v1.IntrospectRequest\x1a'.gatehouse.tokens.v1.IntrospectResponse\x12\x84\x01\n" +
@@ -1348,7 +1456,8 @@ const file_gatehouse_tokens_v1_tokens_proto_rawDesc = "" +
 	"\x14CreateImplicitTokens\x120.gatehouse.tokens.v1.CreateImplicitTokensRequest\x1a1.gatehouse.tokens.v1.CreateImplicitTokensResponse\x12r\n" +
 	"\x11VerifyIDTokenHint\x12-.gatehouse.tokens.v1.VerifyIDTokenHintRequest\x1a..gatehouse.tokens.v1.VerifyIDTokenHintResponse\x12f\n" +
 	"\rRevokeSession\x12).gatehouse.tokens.v1.RevokeSessionRequest\x1a*.gatehouse.tokens.v1.RevokeSessionResponse\x12o\n" +
-	"\x10RevokeUserTokens\x12,.gatehouse.tokens.v1.RevokeUserTokensRequest\x1a-.gatehouse.tokens.v1.RevokeUserTokensResponse\x12l\n" +
+	"\x10RevokeUserTokens\x12,.gatehouse.tokens.v1.RevokeUserTokensRequest\x1a-.gatehouse.tokens.v1.RevokeUserTokensResponse\x12r\n" +
+	"\x11RevokeGrantTokens\x12-.gatehouse.tokens.v1.RevokeGrantTokensRequest\x1a..gatehouse.tokens.v1.RevokeGrantTokensResponse\x12l\n" +
 	"\x0fListRevocations\x12+.gatehouse.tokens.v1.ListRevocationsRequest\x1a,.gatehouse.tokens.v1.ListRevocationsResponse\x12c\n" +
 	"\fCheckRevoked\x12(.gatehouse.tokens.v1.CheckRevokedRequest\x1a).gatehouse.tokens.v1.CheckRevokedResponse\x12Z\n" +
 	"\tGetKeySet\x12%.gatehouse.tokens.v1.GetKeySetRequest\x1a&.gatehouse.tokens.v1.GetKeySetResponseB\xdc\x01\n" +
@@ -1366,7 +1475,7 @@ func file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP() []byte {
 	return file_gatehouse_tokens_v1_tokens_proto_rawDescData
 }
 
-var file_gatehouse_tokens_v1_tokens_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_gatehouse_tokens_v1_tokens_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_gatehouse_tokens_v1_tokens_proto_goTypes = []any{
 	(*CheckRevokedRequest)(nil),             // 0: gatehouse.tokens.v1.CheckRevokedRequest
 	(*CheckRevokedResponse)(nil),            // 1: gatehouse.tokens.v1.CheckRevokedResponse
@@ -1376,53 +1485,58 @@ var file_gatehouse_tokens_v1_tokens_proto_goTypes = []any{
 	(*GetKeySetRequest)(nil),                // 5: gatehouse.tokens.v1.GetKeySetRequest
 	(*GetKeySetResponse)(nil),               // 6: gatehouse.tokens.v1.GetKeySetResponse
 	(*RevokeUserTokensRequest)(nil),         // 7: gatehouse.tokens.v1.RevokeUserTokensRequest
-	(*RevokeUserTokensResponse)(nil),        // 8: gatehouse.tokens.v1.RevokeUserTokensResponse
-	(*IntrospectRequest)(nil),               // 9: gatehouse.tokens.v1.IntrospectRequest
-	(*IntrospectResponse)(nil),              // 10: gatehouse.tokens.v1.IntrospectResponse
-	(*CreateAuthorizationCodeRequest)(nil),  // 11: gatehouse.tokens.v1.CreateAuthorizationCodeRequest
-	(*CreateAuthorizationCodeResponse)(nil), // 12: gatehouse.tokens.v1.CreateAuthorizationCodeResponse
-	(*CreateImplicitTokensRequest)(nil),     // 13: gatehouse.tokens.v1.CreateImplicitTokensRequest
-	(*CreateImplicitTokensResponse)(nil),    // 14: gatehouse.tokens.v1.CreateImplicitTokensResponse
-	(*VerifyIDTokenHintRequest)(nil),        // 15: gatehouse.tokens.v1.VerifyIDTokenHintRequest
-	(*VerifyIDTokenHintResponse)(nil),       // 16: gatehouse.tokens.v1.VerifyIDTokenHintResponse
-	(*RevokeSessionRequest)(nil),            // 17: gatehouse.tokens.v1.RevokeSessionRequest
-	(*RevokeSessionResponse)(nil),           // 18: gatehouse.tokens.v1.RevokeSessionResponse
-	(*timestamppb.Timestamp)(nil),           // 19: google.protobuf.Timestamp
+	(*RevokeGrantTokensRequest)(nil),        // 8: gatehouse.tokens.v1.RevokeGrantTokensRequest
+	(*RevokeGrantTokensResponse)(nil),       // 9: gatehouse.tokens.v1.RevokeGrantTokensResponse
+	(*RevokeUserTokensResponse)(nil),        // 10: gatehouse.tokens.v1.RevokeUserTokensResponse
+	(*IntrospectRequest)(nil),               // 11: gatehouse.tokens.v1.IntrospectRequest
+	(*IntrospectResponse)(nil),              // 12: gatehouse.tokens.v1.IntrospectResponse
+	(*CreateAuthorizationCodeRequest)(nil),  // 13: gatehouse.tokens.v1.CreateAuthorizationCodeRequest
+	(*CreateAuthorizationCodeResponse)(nil), // 14: gatehouse.tokens.v1.CreateAuthorizationCodeResponse
+	(*CreateImplicitTokensRequest)(nil),     // 15: gatehouse.tokens.v1.CreateImplicitTokensRequest
+	(*CreateImplicitTokensResponse)(nil),    // 16: gatehouse.tokens.v1.CreateImplicitTokensResponse
+	(*VerifyIDTokenHintRequest)(nil),        // 17: gatehouse.tokens.v1.VerifyIDTokenHintRequest
+	(*VerifyIDTokenHintResponse)(nil),       // 18: gatehouse.tokens.v1.VerifyIDTokenHintResponse
+	(*RevokeSessionRequest)(nil),            // 19: gatehouse.tokens.v1.RevokeSessionRequest
+	(*RevokeSessionResponse)(nil),           // 20: gatehouse.tokens.v1.RevokeSessionResponse
+	(*timestamppb.Timestamp)(nil),           // 21: google.protobuf.Timestamp
 }
 var file_gatehouse_tokens_v1_tokens_proto_depIdxs = []int32{
-	19, // 0: gatehouse.tokens.v1.CheckRevokedRequest.expires_at:type_name -> google.protobuf.Timestamp
-	19, // 1: gatehouse.tokens.v1.Revocation.expires_at:type_name -> google.protobuf.Timestamp
+	21, // 0: gatehouse.tokens.v1.CheckRevokedRequest.expires_at:type_name -> google.protobuf.Timestamp
+	21, // 1: gatehouse.tokens.v1.Revocation.expires_at:type_name -> google.protobuf.Timestamp
 	3,  // 2: gatehouse.tokens.v1.ListRevocationsResponse.revocations:type_name -> gatehouse.tokens.v1.Revocation
-	19, // 3: gatehouse.tokens.v1.RevokeUserTokensRequest.not_after:type_name -> google.protobuf.Timestamp
-	19, // 4: gatehouse.tokens.v1.IntrospectResponse.expires_at:type_name -> google.protobuf.Timestamp
-	19, // 5: gatehouse.tokens.v1.IntrospectResponse.issued_at:type_name -> google.protobuf.Timestamp
-	19, // 6: gatehouse.tokens.v1.CreateAuthorizationCodeRequest.auth_time:type_name -> google.protobuf.Timestamp
-	19, // 7: gatehouse.tokens.v1.CreateImplicitTokensRequest.auth_time:type_name -> google.protobuf.Timestamp
-	19, // 8: gatehouse.tokens.v1.VerifyIDTokenHintResponse.auth_time:type_name -> google.protobuf.Timestamp
-	19, // 9: gatehouse.tokens.v1.VerifyIDTokenHintResponse.expires_at:type_name -> google.protobuf.Timestamp
-	9,  // 10: gatehouse.tokens.v1.TokenService.Introspect:input_type -> gatehouse.tokens.v1.IntrospectRequest
-	11, // 11: gatehouse.tokens.v1.TokenService.CreateAuthorizationCode:input_type -> gatehouse.tokens.v1.CreateAuthorizationCodeRequest
-	13, // 12: gatehouse.tokens.v1.TokenService.CreateImplicitTokens:input_type -> gatehouse.tokens.v1.CreateImplicitTokensRequest
-	15, // 13: gatehouse.tokens.v1.TokenService.VerifyIDTokenHint:input_type -> gatehouse.tokens.v1.VerifyIDTokenHintRequest
-	17, // 14: gatehouse.tokens.v1.TokenService.RevokeSession:input_type -> gatehouse.tokens.v1.RevokeSessionRequest
-	7,  // 15: gatehouse.tokens.v1.TokenService.RevokeUserTokens:input_type -> gatehouse.tokens.v1.RevokeUserTokensRequest
-	2,  // 16: gatehouse.tokens.v1.TokenService.ListRevocations:input_type -> gatehouse.tokens.v1.ListRevocationsRequest
-	0,  // 17: gatehouse.tokens.v1.TokenService.CheckRevoked:input_type -> gatehouse.tokens.v1.CheckRevokedRequest
-	5,  // 18: gatehouse.tokens.v1.TokenService.GetKeySet:input_type -> gatehouse.tokens.v1.GetKeySetRequest
-	10, // 19: gatehouse.tokens.v1.TokenService.Introspect:output_type -> gatehouse.tokens.v1.IntrospectResponse
-	12, // 20: gatehouse.tokens.v1.TokenService.CreateAuthorizationCode:output_type -> gatehouse.tokens.v1.CreateAuthorizationCodeResponse
-	14, // 21: gatehouse.tokens.v1.TokenService.CreateImplicitTokens:output_type -> gatehouse.tokens.v1.CreateImplicitTokensResponse
-	16, // 22: gatehouse.tokens.v1.TokenService.VerifyIDTokenHint:output_type -> gatehouse.tokens.v1.VerifyIDTokenHintResponse
-	18, // 23: gatehouse.tokens.v1.TokenService.RevokeSession:output_type -> gatehouse.tokens.v1.RevokeSessionResponse
-	8,  // 24: gatehouse.tokens.v1.TokenService.RevokeUserTokens:output_type -> gatehouse.tokens.v1.RevokeUserTokensResponse
-	4,  // 25: gatehouse.tokens.v1.TokenService.ListRevocations:output_type -> gatehouse.tokens.v1.ListRevocationsResponse
-	1,  // 26: gatehouse.tokens.v1.TokenService.CheckRevoked:output_type -> gatehouse.tokens.v1.CheckRevokedResponse
-	6,  // 27: gatehouse.tokens.v1.TokenService.GetKeySet:output_type -> gatehouse.tokens.v1.GetKeySetResponse
-	19, // [19:28] is the sub-list for method output_type
-	10, // [10:19] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	21, // 3: gatehouse.tokens.v1.RevokeUserTokensRequest.not_after:type_name -> google.protobuf.Timestamp
+	21, // 4: gatehouse.tokens.v1.RevokeGrantTokensRequest.not_after:type_name -> google.protobuf.Timestamp
+	21, // 5: gatehouse.tokens.v1.IntrospectResponse.expires_at:type_name -> google.protobuf.Timestamp
+	21, // 6: gatehouse.tokens.v1.IntrospectResponse.issued_at:type_name -> google.protobuf.Timestamp
+	21, // 7: gatehouse.tokens.v1.CreateAuthorizationCodeRequest.auth_time:type_name -> google.protobuf.Timestamp
+	21, // 8: gatehouse.tokens.v1.CreateImplicitTokensRequest.auth_time:type_name -> google.protobuf.Timestamp
+	21, // 9: gatehouse.tokens.v1.VerifyIDTokenHintResponse.auth_time:type_name -> google.protobuf.Timestamp
+	21, // 10: gatehouse.tokens.v1.VerifyIDTokenHintResponse.expires_at:type_name -> google.protobuf.Timestamp
+	11, // 11: gatehouse.tokens.v1.TokenService.Introspect:input_type -> gatehouse.tokens.v1.IntrospectRequest
+	13, // 12: gatehouse.tokens.v1.TokenService.CreateAuthorizationCode:input_type -> gatehouse.tokens.v1.CreateAuthorizationCodeRequest
+	15, // 13: gatehouse.tokens.v1.TokenService.CreateImplicitTokens:input_type -> gatehouse.tokens.v1.CreateImplicitTokensRequest
+	17, // 14: gatehouse.tokens.v1.TokenService.VerifyIDTokenHint:input_type -> gatehouse.tokens.v1.VerifyIDTokenHintRequest
+	19, // 15: gatehouse.tokens.v1.TokenService.RevokeSession:input_type -> gatehouse.tokens.v1.RevokeSessionRequest
+	7,  // 16: gatehouse.tokens.v1.TokenService.RevokeUserTokens:input_type -> gatehouse.tokens.v1.RevokeUserTokensRequest
+	8,  // 17: gatehouse.tokens.v1.TokenService.RevokeGrantTokens:input_type -> gatehouse.tokens.v1.RevokeGrantTokensRequest
+	2,  // 18: gatehouse.tokens.v1.TokenService.ListRevocations:input_type -> gatehouse.tokens.v1.ListRevocationsRequest
+	0,  // 19: gatehouse.tokens.v1.TokenService.CheckRevoked:input_type -> gatehouse.tokens.v1.CheckRevokedRequest
+	5,  // 20: gatehouse.tokens.v1.TokenService.GetKeySet:input_type -> gatehouse.tokens.v1.GetKeySetRequest
+	12, // 21: gatehouse.tokens.v1.TokenService.Introspect:output_type -> gatehouse.tokens.v1.IntrospectResponse
+	14, // 22: gatehouse.tokens.v1.TokenService.CreateAuthorizationCode:output_type -> gatehouse.tokens.v1.CreateAuthorizationCodeResponse
+	16, // 23: gatehouse.tokens.v1.TokenService.CreateImplicitTokens:output_type -> gatehouse.tokens.v1.CreateImplicitTokensResponse
+	18, // 24: gatehouse.tokens.v1.TokenService.VerifyIDTokenHint:output_type -> gatehouse.tokens.v1.VerifyIDTokenHintResponse
+	20, // 25: gatehouse.tokens.v1.TokenService.RevokeSession:output_type -> gatehouse.tokens.v1.RevokeSessionResponse
+	10, // 26: gatehouse.tokens.v1.TokenService.RevokeUserTokens:output_type -> gatehouse.tokens.v1.RevokeUserTokensResponse
+	9,  // 27: gatehouse.tokens.v1.TokenService.RevokeGrantTokens:output_type -> gatehouse.tokens.v1.RevokeGrantTokensResponse
+	4,  // 28: gatehouse.tokens.v1.TokenService.ListRevocations:output_type -> gatehouse.tokens.v1.ListRevocationsResponse
+	1,  // 29: gatehouse.tokens.v1.TokenService.CheckRevoked:output_type -> gatehouse.tokens.v1.CheckRevokedResponse
+	6,  // 30: gatehouse.tokens.v1.TokenService.GetKeySet:output_type -> gatehouse.tokens.v1.GetKeySetResponse
+	21, // [21:31] is the sub-list for method output_type
+	11, // [11:21] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_tokens_v1_tokens_proto_init() }
@@ -1436,7 +1550,7 @@ func file_gatehouse_tokens_v1_tokens_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_tokens_v1_tokens_proto_rawDesc), len(file_gatehouse_tokens_v1_tokens_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -50,6 +50,9 @@ const (
 	// TokenServiceRevokeUserTokensProcedure is the fully-qualified name of the TokenService's
 	// RevokeUserTokens RPC.
 	TokenServiceRevokeUserTokensProcedure = "/gatehouse.tokens.v1.TokenService/RevokeUserTokens"
+	// TokenServiceRevokeGrantTokensProcedure is the fully-qualified name of the TokenService's
+	// RevokeGrantTokens RPC.
+	TokenServiceRevokeGrantTokensProcedure = "/gatehouse.tokens.v1.TokenService/RevokeGrantTokens"
 	// TokenServiceListRevocationsProcedure is the fully-qualified name of the TokenService's
 	// ListRevocations RPC.
 	TokenServiceListRevocationsProcedure = "/gatehouse.tokens.v1.TokenService/ListRevocations"
@@ -104,6 +107,14 @@ type TokenServiceClient interface {
 	// returns and idempotent. Errors: InvalidArgument for an empty user_id or
 	// no not_after, Unavailable when it could not be recorded (retry).
 	RevokeUserTokens(context.Context, *connect.Request[v1.RevokeUserTokensRequest]) (*connect.Response[v1.RevokeUserTokensResponse], error)
+	// Revokes what the clients of a project hold for users of an organization
+	// the project is no longer granted to, issued at or before not_after:
+	// unused authorization codes, refresh tokens, and every access token
+	// (through the revocation list, so every replica sees it). Directory
+	// calls it when a project grant is removed. Durable when it returns and
+	// idempotent. Errors: InvalidArgument for no client, no org_id or no
+	// not_after; Unavailable when it could not be recorded (retry).
+	RevokeGrantTokens(context.Context, *connect.Request[v1.RevokeGrantTokensRequest]) (*connect.Response[v1.RevokeGrantTokensResponse], error)
 	// Lists unexpired revocations (token ids, and "user:<id>" cut-offs whose
 	// value covers every token of the user expiring at or before it) in the
 	// order they were recorded, so another service can check tokens it
@@ -173,6 +184,12 @@ func NewTokenServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(tokenServiceMethods.ByName("RevokeUserTokens")),
 			connect.WithClientOptions(opts...),
 		),
+		revokeGrantTokens: connect.NewClient[v1.RevokeGrantTokensRequest, v1.RevokeGrantTokensResponse](
+			httpClient,
+			baseURL+TokenServiceRevokeGrantTokensProcedure,
+			connect.WithSchema(tokenServiceMethods.ByName("RevokeGrantTokens")),
+			connect.WithClientOptions(opts...),
+		),
 		listRevocations: connect.NewClient[v1.ListRevocationsRequest, v1.ListRevocationsResponse](
 			httpClient,
 			baseURL+TokenServiceListRevocationsProcedure,
@@ -202,6 +219,7 @@ type tokenServiceClient struct {
 	verifyIDTokenHint       *connect.Client[v1.VerifyIDTokenHintRequest, v1.VerifyIDTokenHintResponse]
 	revokeSession           *connect.Client[v1.RevokeSessionRequest, v1.RevokeSessionResponse]
 	revokeUserTokens        *connect.Client[v1.RevokeUserTokensRequest, v1.RevokeUserTokensResponse]
+	revokeGrantTokens       *connect.Client[v1.RevokeGrantTokensRequest, v1.RevokeGrantTokensResponse]
 	listRevocations         *connect.Client[v1.ListRevocationsRequest, v1.ListRevocationsResponse]
 	checkRevoked            *connect.Client[v1.CheckRevokedRequest, v1.CheckRevokedResponse]
 	getKeySet               *connect.Client[v1.GetKeySetRequest, v1.GetKeySetResponse]
@@ -235,6 +253,11 @@ func (c *tokenServiceClient) RevokeSession(ctx context.Context, req *connect.Req
 // RevokeUserTokens calls gatehouse.tokens.v1.TokenService.RevokeUserTokens.
 func (c *tokenServiceClient) RevokeUserTokens(ctx context.Context, req *connect.Request[v1.RevokeUserTokensRequest]) (*connect.Response[v1.RevokeUserTokensResponse], error) {
 	return c.revokeUserTokens.CallUnary(ctx, req)
+}
+
+// RevokeGrantTokens calls gatehouse.tokens.v1.TokenService.RevokeGrantTokens.
+func (c *tokenServiceClient) RevokeGrantTokens(ctx context.Context, req *connect.Request[v1.RevokeGrantTokensRequest]) (*connect.Response[v1.RevokeGrantTokensResponse], error) {
+	return c.revokeGrantTokens.CallUnary(ctx, req)
 }
 
 // ListRevocations calls gatehouse.tokens.v1.TokenService.ListRevocations.
@@ -296,6 +319,14 @@ type TokenServiceHandler interface {
 	// returns and idempotent. Errors: InvalidArgument for an empty user_id or
 	// no not_after, Unavailable when it could not be recorded (retry).
 	RevokeUserTokens(context.Context, *connect.Request[v1.RevokeUserTokensRequest]) (*connect.Response[v1.RevokeUserTokensResponse], error)
+	// Revokes what the clients of a project hold for users of an organization
+	// the project is no longer granted to, issued at or before not_after:
+	// unused authorization codes, refresh tokens, and every access token
+	// (through the revocation list, so every replica sees it). Directory
+	// calls it when a project grant is removed. Durable when it returns and
+	// idempotent. Errors: InvalidArgument for no client, no org_id or no
+	// not_after; Unavailable when it could not be recorded (retry).
+	RevokeGrantTokens(context.Context, *connect.Request[v1.RevokeGrantTokensRequest]) (*connect.Response[v1.RevokeGrantTokensResponse], error)
 	// Lists unexpired revocations (token ids, and "user:<id>" cut-offs whose
 	// value covers every token of the user expiring at or before it) in the
 	// order they were recorded, so another service can check tokens it
@@ -361,6 +392,12 @@ func NewTokenServiceHandler(svc TokenServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(tokenServiceMethods.ByName("RevokeUserTokens")),
 		connect.WithHandlerOptions(opts...),
 	)
+	tokenServiceRevokeGrantTokensHandler := connect.NewUnaryHandler(
+		TokenServiceRevokeGrantTokensProcedure,
+		svc.RevokeGrantTokens,
+		connect.WithSchema(tokenServiceMethods.ByName("RevokeGrantTokens")),
+		connect.WithHandlerOptions(opts...),
+	)
 	tokenServiceListRevocationsHandler := connect.NewUnaryHandler(
 		TokenServiceListRevocationsProcedure,
 		svc.ListRevocations,
@@ -393,6 +430,8 @@ func NewTokenServiceHandler(svc TokenServiceHandler, opts ...connect.HandlerOpti
 			tokenServiceRevokeSessionHandler.ServeHTTP(w, r)
 		case TokenServiceRevokeUserTokensProcedure:
 			tokenServiceRevokeUserTokensHandler.ServeHTTP(w, r)
+		case TokenServiceRevokeGrantTokensProcedure:
+			tokenServiceRevokeGrantTokensHandler.ServeHTTP(w, r)
 		case TokenServiceListRevocationsProcedure:
 			tokenServiceListRevocationsHandler.ServeHTTP(w, r)
 		case TokenServiceCheckRevokedProcedure:
@@ -430,6 +469,10 @@ func (UnimplementedTokenServiceHandler) RevokeSession(context.Context, *connect.
 
 func (UnimplementedTokenServiceHandler) RevokeUserTokens(context.Context, *connect.Request[v1.RevokeUserTokensRequest]) (*connect.Response[v1.RevokeUserTokensResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.tokens.v1.TokenService.RevokeUserTokens is not implemented"))
+}
+
+func (UnimplementedTokenServiceHandler) RevokeGrantTokens(context.Context, *connect.Request[v1.RevokeGrantTokensRequest]) (*connect.Response[v1.RevokeGrantTokensResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.tokens.v1.TokenService.RevokeGrantTokens is not implemented"))
 }
 
 func (UnimplementedTokenServiceHandler) ListRevocations(context.Context, *connect.Request[v1.ListRevocationsRequest]) (*connect.Response[v1.ListRevocationsResponse], error) {
