@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"time"
 
@@ -32,6 +33,7 @@ type DB struct {
 	service string
 	stmts   *stmtCache // nil on PostgreSQL: pgx caches prepared statements itself
 	relaxed *DB        // see Relaxed; nil when it is this DB
+	lock    *os.File   // the SQLite data's lock (lockSQLite), released by Close
 }
 
 // Open validates o, connects, pings, creates the service's schema or file
@@ -51,10 +53,11 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		sqldb      *sql.DB
 		where      string
 		driverName string
+		lock       *os.File
 	)
 	switch d {
 	case SQLite:
-		sqldb, where, err = openSQLite(ctx, o.DataDir, o.Service)
+		sqldb, where, lock, err = openSQLite(ctx, o.DataDir, o.Service, o.Unlocked)
 		driverName = "sqlite"
 	case Postgres:
 		sqldb, where, err = openPostgres(ctx, o.URL, o.Service, o.MaxConns)
@@ -63,8 +66,14 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
+	release := func() {
+		if lock != nil {
+			_ = lock.Close()
+		}
+	}
 	if err := migrate(ctx, sqldb, d, o.Service, o.Migrations, logger); err != nil {
 		_ = sqldb.Close()
+		release()
 		return nil, fmt.Errorf("%w (service %s at %s)", err, o.Service, where)
 	}
 	logger.InfoContext(ctx, "db: opened",
@@ -73,12 +82,13 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		slog.String("location", where))
 	// sqlx picks the bind type from the driver name, for callers of SQLX().
 	x := sqlx.NewDb(sqldb, driverName)
-	out := &DB{db: x, dialect: d, service: o.Service}
+	out := &DB{db: x, dialect: d, service: o.Service, lock: lock}
 	if d == SQLite {
 		out.stmts = &stmtCache{db: x}
 		lazy, err := openSQLitePool(ctx, where, "NORMAL", sqliteRelaxedMaxOpenConns)
 		if err != nil {
 			_ = sqldb.Close()
+			release()
 			return nil, err
 		}
 		rx := sqlx.NewDb(lazy, driverName)
@@ -157,14 +167,19 @@ func (d *DB) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close closes the pool; in-flight queries finish first.
+// Close closes the pool; in-flight queries finish first. The SQLite lock
+// is released last, once nothing of this DB can write any more.
 func (d *DB) Close() error {
 	var rerr error
 	if d.relaxed != nil {
 		rerr = d.relaxed.Close()
 	}
 	d.stmts.close()
-	if err := d.db.Close(); err != nil {
+	err := d.db.Close()
+	if d.lock != nil {
+		_ = d.lock.Close()
+	}
+	if err != nil {
 		return fmt.Errorf("db: close: %w", err)
 	}
 	return rerr

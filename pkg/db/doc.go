@@ -14,7 +14,9 @@
 // [Options.Service]; it is created if missing and set as search_path on every
 // connection, so queries use unqualified table names. On SQLite each service
 // gets its own file, <DataDir>/<Service>.db (the directory is created 0700,
-// the file 0600; the WAL and shared-memory files inherit the file's mode).
+// the file 0600; the WAL and shared-memory files inherit the file's mode),
+// and one owner: the DB holds an flock on <DataDir>/<Service>.lock until it
+// is closed, and another Open of the same data fails with [ErrLocked].
 //
 // # Migrations
 //

@@ -41,6 +41,11 @@ type Options struct {
 	// connection is kept idle rather than closed, so a busy service never
 	// dials per request.
 	MaxConns int
+	// Unlocked opens SQLite data without its lock (see ErrLocked): for
+	// tests that open one file several times, standing in for replicas or
+	// reading a running service's tables. A process that serves never sets
+	// it.
+	Unlocked bool
 }
 
 var serviceName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)

@@ -41,32 +41,43 @@ const (
 )
 
 // openSQLite opens <dataDir>/<service>.db, creating the directory (0700) and
-// the file (0600) if needed, and pings it. It returns the pool and the
-// file's path.
-func openSQLite(ctx context.Context, dataDir, service string) (*sql.DB, string, error) {
+// the file (0600) if needed, and pings it. Unless unlocked, it first takes
+// the service's lock (lockSQLite), held until lock is closed. It returns
+// the pool, the file's path and the lock (nil when unlocked).
+func openSQLite(ctx context.Context, dataDir, service string, unlocked bool) (_ *sql.DB, _ string, lock *os.File, err error) {
 	dir, err := filepath.Abs(dataDir)
 	if err != nil {
-		return nil, "", fmt.Errorf("db: resolve data directory: %w", err)
+		return nil, "", nil, fmt.Errorf("db: resolve data directory: %w", err)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, "", fmt.Errorf("db: create data directory: %w", err)
+		return nil, "", nil, fmt.Errorf("db: create data directory: %w", err)
+	}
+	if !unlocked {
+		if lock, err = lockSQLite(dir, service); err != nil {
+			return nil, "", nil, err
+		}
+		defer func() {
+			if err != nil {
+				_ = lock.Close()
+			}
+		}()
 	}
 	path := filepath.Join(dir, service+".db")
 	// Create the file ourselves: SQLite would use 0644, and its -wal and
 	// -shm files copy the main file's mode.
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, "", fmt.Errorf("db: create SQLite file: %w", err)
+		return nil, "", nil, fmt.Errorf("db: create SQLite file: %w", err)
 	}
 	if err := f.Close(); err != nil {
-		return nil, "", fmt.Errorf("db: create SQLite file: %w", err)
+		return nil, "", nil, fmt.Errorf("db: create SQLite file: %w", err)
 	}
 
 	sqldb, err := openSQLitePool(ctx, path, "FULL", sqliteMaxOpenConns)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
-	return sqldb, path, nil
+	return sqldb, path, lock, nil
 }
 
 // openSQLitePool opens a pool on the SQLite file at path whose commits

@@ -56,7 +56,8 @@ func dbOptions(t testing.TB, d db.Dialect) db.Options {
 		url, prefix := testutil.PostgresSchemaPrefix(t)
 		o.URL, o.Service = url, prefix+"tokens"
 	} else {
-		o.DataDir = t.TempDir()
+		// Replicas (see replica) open the file once more each.
+		o.DataDir, o.Unlocked = t.TempDir(), true
 	}
 	return o
 }

@@ -37,7 +37,7 @@ func DBOptions(t testing.TB, d db.Dialect) db.Options {
 	o := db.Options{Service: "tokens", Migrations: migrations.FS, Logger: Quiet}
 	switch d {
 	case db.SQLite:
-		o.DataDir = t.TempDir()
+		o.DataDir, o.Unlocked = t.TempDir(), true // opened more than once (above)
 	case db.Postgres:
 		url, prefix := testutil.PostgresSchemaPrefix(t)
 		o.URL, o.Service = url, prefix+"tokens"
