@@ -15,6 +15,7 @@ import (
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/introspection/tokentest"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/lifecycle"
 )
 
 // start exchanges a fresh code of c (scopes openid profile email
@@ -161,10 +162,10 @@ func TestRefreshReuseRevokesFamily(t *testing.T) {
 	t.Run("redis", func(t *testing.T) { run(t, newFixture(t, "postgres", redisOptions(t))) })
 }
 
-// TestRefreshReuseGrace: within the grace period a token presented again
-// succeeds once more (a parallel refresh) with a sibling refresh token,
-// and every refresh token the client was given works; after the grace,
-// reuse revokes the family.
+// TestRefreshReuseGrace: within the grace period a confidential client's
+// token presented again succeeds once more (a parallel refresh, a lost
+// response) with a sibling refresh token, and every refresh token the
+// client was given works; after the grace, reuse revokes the family.
 func TestRefreshReuseGrace(t *testing.T) {
 	forDialects(t, options{grace: 30 * time.Second}, func(t *testing.T, f *fixture) {
 		first := f.start(t, f.post, "s")
@@ -186,6 +187,43 @@ func TestRefreshReuseGrace(t *testing.T) {
 	})
 }
 
+// TestRefreshGraceIsBounded: one refresh token is redeemed at most
+// lifecycle.MaxRedemptions times, its rotation included; one more within
+// the grace is a reuse like any other: invalid_grant, and every token of
+// the login is revoked.
+func TestRefreshGraceIsBounded(t *testing.T) {
+	forDialects(t, options{grace: time.Minute}, func(t *testing.T, f *fixture) {
+		first := f.start(t, f.post, "s")
+		var issued []*tokens
+		for range lifecycle.MaxRedemptions {
+			issued = append(issued, wantTokens(t, f.refresh(t, f.post, first.RefreshToken, nil)))
+		}
+		wantError(t, f.refresh(t, f.post, first.RefreshToken, nil), 400, "invalid_grant")
+		for i, tk := range issued {
+			if f.active(t, tk.AccessToken) {
+				t.Errorf("access token of redemption %d still active after one redemption too many", i+1)
+			}
+			wantError(t, f.refresh(t, f.post, tk.RefreshToken, nil), 400, "invalid_grant")
+		}
+	})
+}
+
+// TestRefreshPublicClientHasNoGrace: nothing but the token proves a public
+// client (token_endpoint_auth_method none), so its token presented again,
+// even at once, is a reuse: invalid_grant, and what its first use issued is
+// revoked.
+func TestRefreshPublicClientHasNoGrace(t *testing.T) {
+	forDialects(t, options{grace: time.Minute}, func(t *testing.T, f *fixture) {
+		first := f.start(t, f.public, "s")
+		second := wantTokens(t, f.refresh(t, f.public, first.RefreshToken, nil))
+		wantError(t, f.refresh(t, f.public, first.RefreshToken, nil), 400, "invalid_grant")
+		if f.active(t, second.AccessToken) || f.active(t, first.AccessToken) {
+			t.Error("a public client's reuse within the grace left the login's access tokens active")
+		}
+		wantError(t, f.refresh(t, f.public, second.RefreshToken, nil), 400, "invalid_grant")
+	})
+}
+
 // TestRefreshExpiry: idle expiry, and the absolute expiry of the family
 // that rotation never extends.
 func TestRefreshExpiry(t *testing.T) {
@@ -204,32 +242,40 @@ func TestRefreshExpiry(t *testing.T) {
 	})
 }
 
-// TestRefreshConcurrent: concurrent refreshes with one token. Without
-// grace exactly one succeeds and the losers' reuse revokes the family;
-// with grace every one succeeds (oauth2-proxy refreshing once per resource
-// of a page) and every refresh token returned works.
+// TestRefreshConcurrent: 20 concurrent refreshes with one token. Without
+// grace, and for a public client with it, exactly one succeeds and the
+// losers' reuse revokes the family. With grace a confidential client's
+// succeed at most lifecycle.MaxRedemptions times (before, every one did:
+// 20 live refresh tokens from one), and the ones beyond revoke the family.
 func TestRefreshConcurrent(t *testing.T) {
-	for _, grace := range []time.Duration{0, time.Minute} {
-		t.Run("grace="+grace.String(), func(t *testing.T) { testRefreshConcurrent(t, grace) })
+	for _, tc := range []struct {
+		name   string
+		grace  time.Duration
+		public bool
+	}{{"grace=0s", 0, false}, {"grace=1m0s", time.Minute, false}, {"grace=1m0s/public", time.Minute, true}} {
+		t.Run(tc.name, func(t *testing.T) { testRefreshConcurrent(t, tc.grace, tc.public) })
 	}
 }
 
-func testRefreshConcurrent(t *testing.T, grace time.Duration) {
+func testRefreshConcurrent(t *testing.T, grace time.Duration, public bool) {
 	forDialects(t, options{grace: grace}, func(t *testing.T, f *fixture) {
-		tk := f.start(t, f.post, "s")
-		const n = 8
+		c := f.post
+		if public {
+			c = f.public
+		}
+		tk := f.start(t, c, "s")
+		form, _ := f.auth(t, c)
+		form.Set("grant_type", "refresh_token")
+		form.Set("refresh_token", tk.RefreshToken)
+		const n = 20
 		var wg sync.WaitGroup
 		statuses := make([]int, n)
 		bodies := make([][]byte, n)
 		errs := make([]error, n)
 		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				statuses[i], bodies[i], errs[i] = postForm(http.DefaultClient, f.base+"/oauth/v2/token", url.Values{
-					"grant_type": {"refresh_token"}, "refresh_token": {tk.RefreshToken},
-					"client_id": {f.post.GetClientId()}, "client_secret": {f.post.Secret}}, "", "")
-			}()
+			wg.Go(func() {
+				statuses[i], bodies[i], errs[i] = postForm(http.DefaultClient, f.base+"/oauth/v2/token", form, "", "")
+			})
 		}
 		wg.Wait()
 		var winners []*tokens
@@ -245,20 +291,20 @@ func testRefreshConcurrent(t *testing.T, grace time.Duration) {
 				wantError(t, res, 400, "invalid_grant")
 			}
 		}
-		switch {
-		case grace == 0 && len(winners) != 1:
-			t.Fatalf("%d concurrent refreshes with one token succeeded; want exactly 1", len(winners))
-		case grace > 0 && len(winners) != n:
-			t.Fatalf("%d of %d concurrent refreshes within the grace succeeded; want all", len(winners), n)
+		most := 1
+		if grace > 0 && !public {
+			most = lifecycle.MaxRedemptions
 		}
-		res := f.refresh(t, f.post, winners[0].RefreshToken, nil)
-		if grace == 0 {
-			wantError(t, res, 400, "invalid_grant")
-			return
+		if len(winners) < 1 || len(winners) > most {
+			t.Fatalf("%d of %d concurrent refreshes with one token succeeded; want 1 to %d", len(winners), n, most)
 		}
-		wantTokens(t, res)
-		for _, w := range winners[1:] {
-			wantTokens(t, f.refresh(t, f.post, w.RefreshToken, nil))
+		// More requests than redemptions: one of them was a reuse, and the
+		// family is revoked, whatever the winners were given.
+		for _, w := range winners {
+			if f.active(t, w.AccessToken) {
+				t.Error("an access token of the family is active after the reuse")
+			}
+			wantError(t, f.refresh(t, c, w.RefreshToken, nil), 400, "invalid_grant")
 		}
 	})
 }

@@ -24,19 +24,21 @@
 // with a conditional UPDATE in the transaction that records what they
 // issue, so of several concurrent requests with one code or refresh token
 // exactly one succeeds; a loser sees a replay or reuse and is answered
-// invalid_grant (and, outside the reuse grace period, revokes what the
-// winner issued, as for any reuse); within the grace a refresh that lost
-// the race is served as a grace refresh.
+// invalid_grant (and, unless it may have a sibling within the reuse grace,
+// revokes what the winner issued, as for any reuse); a sibling is claimed
+// the same way (ClaimRefreshSibling), so concurrent ones stay within
+// MaxRedemptions.
 //
 // # Reuse grace
 //
-// A rotated refresh token presented again by its client within
-// RefreshReuseGrace of its rotation (parallel refreshes: oauth2-proxy
-// refreshes once per resource a page loads; a client that lost the
-// response) succeeds again, with a sibling replacement in the same family,
-// so the client holds a working refresh token whichever response it
-// keeps. Past the grace (default 10 s), or with a grace of 0, reuse
-// revokes the family.
+// A confidential client's rotated refresh token presented again within
+// RefreshReuseGrace of its rotation (a parallel refresh; a client that
+// lost the response) succeeds once more, with a sibling replacement in the
+// same family, so the client holds a working refresh token whichever
+// response it keeps: MaxRedemptions (2) redemptions of one token in all.
+// A further one, past the grace (default 10 s), with a grace of 0, or any
+// reuse by a public client (token_endpoint_auth_method none, which nothing
+// but the token authenticates) revokes the family.
 //
 // It depends on store (records), mint (tokens), the revocation list, the
 // signing keys (for verifying ID tokens), clients (lookup) and the

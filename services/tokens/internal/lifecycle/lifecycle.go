@@ -68,8 +68,9 @@ type Lifecycle struct {
 	// RefreshIdle and RefreshAbs are the refresh token's idle and absolute
 	// (whole family) lifetimes.
 	RefreshIdle, RefreshAbs time.Duration
-	// ReuseGrace: a rotated refresh token reused within this time is
-	// refused without revoking its family (see the package doc).
+	// ReuseGrace: a confidential client's rotated refresh token presented
+	// again within this time gets a sibling, up to MaxRedemptions, instead
+	// of revoking its family (see the package doc).
 	ReuseGrace time.Duration
 
 	Now    func() time.Time

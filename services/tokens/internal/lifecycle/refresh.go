@@ -26,9 +26,10 @@ import (
 //     already used token, one issued to another client (nothing changes),
 //     or a user who is gone or no longer active. A used token presented
 //     again revokes its whole family (every refresh token and the access
-//     tokens issued with them), unless it was rotated less than ReuseGrace
-//     ago: then it succeeds once more, with a sibling replacement (see the
-//     package doc);
+//     tokens issued with them), unless a confidential client presents it
+//     less than ReuseGrace after its rotation and it has been redeemed
+//     fewer than MaxRedemptions times: then it succeeds once more, with a
+//     sibling replacement (see the package doc);
 //   - invalid_scope: a scope beyond the originally granted one (RFC 6749
 //     §6: it may shrink, never grow; the refresh token keeps the original).
 //
@@ -48,7 +49,7 @@ func (l *Lifecycle) Refresh(ctx context.Context, c *directoryv1.Client, raw stri
 	if rt.ClientID != c.GetClientId() {
 		return nil, oauth.New(oauth.InvalidGrant, "the refresh token was issued to another client")
 	}
-	if err := l.refusal(ctx, rt); err != nil {
+	if err := l.refusal(ctx, rt, c); err != nil {
 		return nil, err
 	}
 	now := l.Now()
@@ -98,12 +99,13 @@ func (l *Lifecycle) Refresh(ctx context.Context, c *directoryv1.Client, raw stri
 			// A parallel refresh with the token another request has just
 			// rotated: a sibling replacement of the same family, so the
 			// client holds a working refresh token whichever response it
-			// keeps. The token stays used; its window does not grow.
-			live, err := l.Store.RefreshTokenByID(ctx, tx, rt.ID)
+			// keeps. The token stays used; its window does not grow, and
+			// the claim keeps concurrent siblings within MaxRedemptions.
+			ok, err := l.Store.ClaimRefreshSibling(ctx, tx, rt.ID, MaxRedemptions-1)
 			if err != nil {
 				return err
 			}
-			if live.RevokedAt != nil {
+			if !ok {
 				return errLost
 			}
 		} else {
@@ -128,14 +130,14 @@ func (l *Lifecycle) Refresh(ctx context.Context, c *directoryv1.Client, raw stri
 		return err
 	})
 	if errors.Is(err, errLost) {
-		// Rotated or revoked since we read it: answer as for a reuse, or,
-		// rotated just now by a parallel request within the grace, once
-		// more as a grace refresh.
+		// Rotated, revoked or out of siblings since we read it: answer as
+		// for a reuse, or, rotated just now by a parallel request within
+		// the grace, once more as a grace refresh.
 		cur, gerr := l.Store.RefreshTokenByID(ctx, nil, rt.ID)
 		if gerr != nil {
 			return nil, gerr
 		}
-		if err := l.refusal(ctx, cur); err != nil {
+		if err := l.refusal(ctx, cur, c); err != nil {
 			return nil, err
 		}
 		if !grace && cur.UsedAt != nil && cur.RevokedAt == nil {
@@ -146,16 +148,27 @@ func (l *Lifecycle) Refresh(ctx context.Context, c *directoryv1.Client, raw stri
 	if err != nil {
 		return nil, err
 	}
+	if grace {
+		reuses.Inc(ctx, "grace")
+	}
 	res := l.Minter.NewResponse(at, scopes)
 	res.IDToken, res.RefreshToken = idt, rraw
 	return res, nil
 }
 
+// MaxRedemptions bounds the successful redemptions of one refresh token:
+// its rotation and, for a confidential client within ReuseGrace, one
+// sibling (a parallel refresh, or a retry after a lost response). Each
+// sibling is a live refresh token of the family, so an unbounded grace
+// turned one token into as many as were presented at once.
+const MaxRedemptions = 2
+
 // refusal is the invalid_grant for a revoked or used refresh token, after
-// revoking the family of a reused one; nil for a live token. For a revoked
-// token it repeats the push of the family's access tokens (idempotent),
-// in case the revocation that marked it failed half-way.
-func (l *Lifecycle) refusal(ctx context.Context, rt *store.RefreshToken) error {
+// revoking the family of a reused one; nil for a live token, and for a
+// used one client c may redeem once more (see MaxRedemptions). For a
+// revoked token it repeats the push of the family's access tokens
+// (idempotent), in case the revocation that marked it failed half-way.
+func (l *Lifecycle) refusal(ctx context.Context, rt *store.RefreshToken, c *directoryv1.Client) error {
 	now := l.Now()
 	switch {
 	case rt.RevokedAt != nil:
@@ -167,10 +180,11 @@ func (l *Lifecycle) refusal(ctx context.Context, rt *store.RefreshToken) error {
 		return oauth.New(oauth.InvalidGrant, "the refresh token was revoked")
 	case rt.UsedAt == nil:
 		return nil
-	case l.ReuseGrace > 0 && now.Sub(*rt.UsedAt) <= l.ReuseGrace:
-		// Within the grace: parallel refreshes (a page loading many
-		// resources at once) all succeed (see Refresh).
-		reuses.Inc(ctx, "grace")
+	case l.ReuseGrace > 0 && now.Sub(*rt.UsedAt) <= l.ReuseGrace && rt.GraceUses < MaxRedemptions-1 &&
+		c.GetAuthMethod() != directoryv1.AuthMethod_AUTH_METHOD_NONE:
+		// Within the grace, a sibling (see Refresh). Not for a public
+		// client: nothing but the token itself proves it, so whoever
+		// presents it again may be someone who copied it.
 		return nil
 	}
 	reuses.Inc(ctx, "family_revoked")

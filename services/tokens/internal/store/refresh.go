@@ -34,6 +34,9 @@ type RefreshToken struct {
 	UsedAt          *time.Time `db:"used_at"`
 	ReplacedBy      *string    `db:"replaced_by"`
 	RevokedAt       *time.Time `db:"revoked_at"`
+	// GraceUses counts the siblings this token was redeemed for after its
+	// rotation, within the reuse grace (ClaimRefreshSibling).
+	GraceUses int `db:"grace_uses"`
 }
 
 // Scopes returns the scopes originally granted (a refresh may narrow the
@@ -55,7 +58,7 @@ func (r *RefreshToken) Session() string {
 }
 
 const refreshColumns = `id, token_hash, family_id, client_id, subject, org_id, scopes, audience, session_id,
-	auth_time, amr, created_at, expires_at, family_expires_at, used_at, replaced_by, revoked_at`
+	auth_time, amr, created_at, expires_at, family_expires_at, used_at, replaced_by, revoked_at, grace_uses`
 
 // InsertRefreshToken records a refresh token.
 func (s *Store) InsertRefreshToken(ctx context.Context, q db.Querier, r *RefreshToken) error {
@@ -107,6 +110,23 @@ func (s *Store) MarkRefreshUsed(ctx context.Context, q db.Querier, id, replacedB
 	n, err := res.RowsAffected()
 	if err != nil {
 		return false, fmt.Errorf("rotate refresh token: %w", err)
+	}
+	return n == 1, nil
+}
+
+// ClaimRefreshSibling counts one more sibling of a rotated (used),
+// unrevoked refresh token, if it has had fewer than max. It reports false
+// otherwise: of concurrent claims, at most max in all get true. Run it in
+// the transaction that inserts the sibling.
+func (s *Store) ClaimRefreshSibling(ctx context.Context, q db.Querier, id string, max int) (bool, error) {
+	res, err := s.q(q).Exec(ctx, `UPDATE refresh_tokens SET grace_uses = grace_uses + 1
+		WHERE id = ? AND used_at IS NOT NULL AND revoked_at IS NULL AND grace_uses < ?`, id, max)
+	if err != nil {
+		return false, fmt.Errorf("claim a refresh token sibling: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("claim a refresh token sibling: %w", err)
 	}
 	return n == 1, nil
 }
