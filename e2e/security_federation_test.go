@@ -290,3 +290,38 @@ func TestSecurityLinkShowsAndConfirmsTheIdentity(t *testing.T) {
 		t.Fatalf("confirmed link signed in %s; want alice", it.Subject)
 	}
 }
+
+// Finding 3: an external identity asserting a verified address that a
+// user of the organization already holds was registered beside it, also
+// verified: the victim's sign-in by e-mail then found two users and failed,
+// and relying parties keying on the address saw two subjects. A verified
+// address belongs to one user per organization: the identity is
+// registered unverified, and an admin cannot add a second verified one.
+func TestSecurityVerifiedEmailBelongsToOneUser(t *testing.T) {
+	e := afStartEnv(t, map[string]string{"GATEHOUSE_IDP_ALLOW_LOOPBACK": "true"})
+	op := startFakeOP(t, map[string]any{"sub": "squatter", "preferred_username": "squatter", "email": "alice@example.com",
+		"email_verified": true, "given_name": "Sq", "family_name": "Uatter"})
+	idp := e.must("POST", "/management/v1/idps/oidc", e.admin, "", op.config(map[string]any{"name": "Upstream", "autoRegister": true,
+		"usernameMapping": "OIDC_MAPPING_FIELD_PREFERRED_USERNAME"}))["idpId"].(string)
+	_, p := e.fedSignIn(op, idp, "v1")
+	squatter := e.code(p, "v1", "n-v1").Subject
+	if squatter == e.users["alice"] {
+		t.Fatal("the identity signed in as alice")
+	}
+	u := e.must("GET", "/management/v1/users/"+squatter, e.admin, "", nil)["user"].(map[string]any)
+	email, _ := u["human"].(map[string]any)["email"].(map[string]any)
+	if email["email"] != "alice@example.com" || email["isEmailVerified"] == true {
+		t.Errorf("registered identity's e-mail %v; want alice@example.com, unverified", email)
+	}
+	// alice still signs in by her address.
+	c := browser(t, e.base)
+	if it := e.code(e.password(c, afGet(t, c, e.authURL("v2", "n-v2")), "alice@example.com", afPassword), "v2", "n-v2"); it.Subject != e.users["alice"] {
+		t.Errorf("sign-in by e-mail: %s; want alice", it.Subject)
+	}
+	// An admin cannot give the address, verified, to another user.
+	status, res := e.call("POST", "/management/v1/users/human", e.admin, "", map[string]any{"userName": "alice2",
+		"profile": map[string]any{"firstName": "A", "lastName": "Two"}, "email": map[string]any{"email": "ALICE@example.com", "isEmailVerified": true}})
+	if status != http.StatusConflict {
+		t.Errorf("AddHumanUser with alice's verified address: %d %v; want 409", status, res)
+	}
+}

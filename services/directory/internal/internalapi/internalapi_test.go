@@ -295,7 +295,7 @@ func TestInternalAPI(t *testing.T) {
 			for i, tc := range []struct {
 				addr string
 				want bool
-			}{{"ada@example.com", false}, {"ada@acme-corp.localhost", true}, {"ada@ACME-CORP.localhost", true}} {
+			}{{"ada@example.com", false}, {"ada@acme-corp.localhost", true}, {"ida@ACME-CORP.localhost", true}} {
 				addr, want := tc.addr, tc.want
 				r := e.REST("POST", "/management/v1/users/human", e.AdminToken, "", map[string]any{
 					"userName": fmt.Sprintf("verified-%d", i), "profile": map[string]any{"firstName": "A", "lastName": "L"},

@@ -267,10 +267,21 @@ func (s *Server) RegisterExternalUser(ctx context.Context, req *connect.Request[
 	if err != nil {
 		return nil, internalErr(err, "get org")
 	}
+	verified := m.GetEmailVerified()
+	if verified {
+		// Another user's verified address is not this identity's to
+		// claim: it is registered unverified (a name equal to the
+		// address is refused as taken, and authn offers the link page).
+		taken, err := s.userCmds.VerifiedEmailTaken(ctx, org.ID, m.GetEmail())
+		if err != nil {
+			return nil, internalErr(err, "check e-mail")
+		}
+		verified = !taken
+	}
 	id, _, err := s.userCmds.AddExternalHuman(ctx, "self-registration", org, users.HumanAdded{
 		UserName: m.GetUserName(), FirstName: m.GetFirstName(), LastName: m.GetLastName(),
 		DisplayName:       displayName(m.GetDisplayName(), m.GetFirstName(), m.GetLastName()),
-		PreferredLanguage: m.GetPreferredLanguage(), Email: m.GetEmail(), EmailVerified: m.GetEmailVerified(),
+		PreferredLanguage: m.GetPreferredLanguage(), Email: m.GetEmail(), EmailVerified: verified,
 	}, external(p, m.GetExternalSubject(), m.GetExternalUserName()))
 	if err != nil {
 		return nil, asInternal(err, "register external user")

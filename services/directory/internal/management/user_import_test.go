@@ -3,8 +3,10 @@ package management_test
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"maps"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"connectrpc.com/connect"
@@ -60,11 +62,13 @@ func TestImportHumanUser(t *testing.T) {
 		e := mgmttest.Start(t, d)
 		ctx := context.Background()
 		const path = "/management/v1/users/human/_import"
+		// Each import has its own verified address (one user per address).
+		var imports atomic.Int64
 		body := func(name string, extra map[string]any) map[string]any {
 			b := map[string]any{
 				"userName": name,
 				"profile":  map[string]any{"firstName": "Grace", "lastName": "Hopper"},
-				"email":    map[string]any{"email": "grace@example.com", "isEmailVerified": true},
+				"email":    map[string]any{"email": fmt.Sprintf("grace-%d@example.com", imports.Add(1)), "isEmailVerified": true},
 			}
 			maps.Copy(b, extra)
 			return b

@@ -196,5 +196,26 @@ func (c *Commands) loginNameFree(ctx context.Context, orgID, userName, verifiedE
 	if n > 0 {
 		return apierr.AlreadyExists("USER-name-taken", "user name %s is taken in this organization", userName)
 	}
+	if verifiedEmail != "" {
+		switch taken, err := c.VerifiedEmailTaken(ctx, orgID, verifiedEmail); {
+		case err != nil:
+			return err
+		case taken:
+			return apierr.AlreadyExists("USER-email-taken", "the verified e-mail address %s belongs to another user of this organization", verifiedEmail)
+		}
+	}
 	return nil
+}
+
+// VerifiedEmailTaken reports whether a user of org has the verified e-mail
+// address (case-insensitively). A verified address belongs to one user per
+// organization (a unique index, too): a relying party that keys on it
+// must find one subject, and a sign-in by e-mail must find its user.
+func (c *Commands) VerifiedEmailTaken(ctx context.Context, orgID, email string) (bool, error) {
+	var n int
+	if err := c.ES.DB().Get(ctx, &n, `SELECT COUNT(*) FROM users WHERE org_id = ? AND email_verified = ? AND LOWER(email) = ?`,
+		orgID, true, strings.ToLower(email)); err != nil {
+		return false, fmt.Errorf("users: check verified e-mail: %w", err)
+	}
+	return n > 0, nil
 }

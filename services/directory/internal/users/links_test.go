@@ -3,7 +3,9 @@ package users_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/projections"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/storetest"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/users"
+	"github.com/gatehouse-id/gatehouse/services/directory/migrations"
 )
 
 type linkFixture struct {
@@ -303,6 +306,67 @@ func TestResetAndDeactivationRemovePasswordLinks(t *testing.T) {
 			if l, err := f.q.Link(ctx, f.idpID, "own-"+tc.name); err != nil || l.UserID != regID || !l.Registered {
 				t.Fatalf("%s: registered link %+v, %v; want it kept", tc.name, l, err)
 			}
+		}
+	})
+}
+
+// Migration 00013 makes a verified address one user's per organization.
+// Users already sharing one keep it verified for the oldest only, the
+// others become unverified, and the unique index then holds.
+func TestVerifiedEmailMigrationKeepsTheOldest(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, d db.Dialect) {
+		ctx := context.Background()
+		f := newLinkFixture(t, d)
+		// As before the migration: no index, so duplicates could be made.
+		if _, err := f.st.Exec(ctx, `DROP INDEX users_verified_email`); err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for i, addr := range []string{"Dup@example.com", "dup@example.com", "DUP@EXAMPLE.COM", "other@example.com"} {
+			id := fmt.Sprintf("dup-%d", i)
+			if _, err := f.es.Push(ctx, "test", eventstore.Command{
+				Aggregate: eventstore.Aggregate{Type: users.Aggregate, ID: id, ResourceOwner: f.org.ID},
+				Events: []eventstore.Pending{{Type: users.EventHumanAdded, Payload: users.HumanAdded{UserName: id, FirstName: "D", LastName: "U",
+					Email: addr, EmailVerified: true, PasswordHash: "$argon2id$x"}}},
+			}); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		dir := "sqlite"
+		if d == db.Postgres {
+			dir = "postgres"
+		}
+		raw, err := migrations.FS.ReadFile(dir + "/00013_verified_email_unique.sql")
+		if err != nil {
+			t.Fatal(err)
+		}
+		up, _, _ := strings.Cut(strings.SplitN(string(raw), "-- +goose Up", 2)[1], "-- +goose Down")
+		for _, stmt := range strings.Split(up, ";") {
+			if strings.TrimSpace(stmt) == "" || strings.HasPrefix(strings.TrimSpace(stmt), "--") && !strings.Contains(stmt, "\n") {
+				continue
+			}
+			if _, err := f.st.Exec(ctx, stmt); err != nil {
+				t.Fatalf("migration statement %q: %v", stmt, err)
+			}
+		}
+		for i, want := range []bool{true, false, false, true} {
+			u, err := f.q.Get(ctx, ids[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u.EmailVerified != want {
+				t.Errorf("%s (%s): verified %v; want %v", ids[i], u.Email, u.EmailVerified, want)
+			}
+		}
+		// The index holds: another verified duplicate is refused.
+		_, err = f.es.Push(ctx, "test", eventstore.Command{
+			Aggregate: eventstore.Aggregate{Type: users.Aggregate, ID: "dup-late", ResourceOwner: f.org.ID},
+			Events: []eventstore.Pending{{Type: users.EventHumanAdded, Payload: users.HumanAdded{UserName: "dup-late", FirstName: "D", LastName: "U",
+				Email: "dUp@example.com", EmailVerified: true, PasswordHash: "$argon2id$x"}}},
+		})
+		if !errors.Is(err, eventstore.ErrUnique) {
+			t.Fatalf("a second verified address past the checks: %v; want the index's ErrUnique", err)
 		}
 	})
 }
