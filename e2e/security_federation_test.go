@@ -325,3 +325,69 @@ func TestSecurityVerifiedEmailBelongsToOneUser(t *testing.T) {
 		t.Errorf("AddHumanUser with alice's verified address: %d %v; want 409", status, res)
 	}
 }
+
+// Finding 6: a project grant was unilateral and invisible: the granted
+// organization could neither see nor remove it, and a consent outlived the
+// grant's removal and re-creation. The granted organization's owners list
+// what they received and refuse it (a cut, as a removal); a consent holds
+// only for the grant it was given under.
+func TestSecurityGrantsAreVisibleAndRefusable(t *testing.T) {
+	e := afStart(t)
+	partner, _ := e.foreignOrg("Partner Corp")
+	third, _ := e.foreignOrg("Third Corp")
+	e.must("POST", "/management/v1/users/human/_import", e.admin, partner, map[string]any{
+		"userName": "pat", "profile": map[string]any{"firstName": "Pat", "lastName": "Partner"},
+		"email": map[string]any{"email": "pat@partner.example"}, "password": "Pat-Passw0rd!1"})
+	_, partnerOwner := e.managementToken(partner, "partner-owner", "ORG_OWNER")
+	_, thirdOwner := e.managementToken(third, "third-owner", "ORG_OWNER")
+	scopes := []string{"openid", orgScope + partner}
+	cfg := e.web
+	cfg.Scopes = scopes
+	grant := e.must("POST", "/management/v1/projects/"+e.projectID+"/grants", e.admin, "", map[string]any{"grantedOrgId": partner})["grantId"].(string)
+
+	received := func(token string) []any {
+		t.Helper()
+		res, _ := e.must("POST", "/management/v1/granted_projects/_search", token, "", map[string]any{})["result"].([]any)
+		return res
+	}
+	got := received(partnerOwner)
+	if len(got) != 1 || got[0].(map[string]any)["grantId"] != grant || got[0].(map[string]any)["projectId"] != e.projectID ||
+		got[0].(map[string]any)["projectOwnerId"] != e.homeOrg() {
+		t.Fatalf("the partner's received grants: %v; want the grant of %s", got, e.projectID)
+	}
+	if n := len(received(thirdOwner)); n != 0 {
+		t.Errorf("another organization sees %d received grants; want none", n)
+	}
+
+	// pat consents once under the grant.
+	c := browser(t, e.base)
+	p := e.password(c, e.authorize(c, e.web, scopes, ""), "pat", "Pat-Passw0rd!1")
+	p = afSubmit(t, c, e.base, p, url.Values{"decision": {"accept"}})
+	tok, err := cfg.Exchange(e.ctx, p.loc.Query().Get("code"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := e.authorize(c, e.web, scopes, ""); p.loc == nil || p.loc.Query().Get("code") == "" {
+		t.Fatalf("consent remembered under the grant: %d %v; want a code", p.status, p.loc)
+	}
+
+	// Nobody but the granted organization refuses it.
+	refuse := "/management/v1/granted_projects/" + e.projectID + "/grants/" + grant + "/_refuse"
+	if status, _ := e.call("POST", refuse, thirdOwner, "", map[string]any{}); status != http.StatusNotFound {
+		t.Errorf("another organization refuses the partner's grant: %d; want 404", status)
+	}
+	e.must("POST", refuse, partnerOwner, "", map[string]any{})
+	if n := len(received(partnerOwner)); n != 0 {
+		t.Errorf("after refusing: %d received grants; want none", n)
+	}
+	if e.active(tok.AccessToken) {
+		t.Error("pat's access token is active after the partner refused the grant")
+	}
+	afErrorRedirect(t, e.authorize(c, e.web, scopes, ""), afRedirect, "invalid_scope", "st", false)
+
+	// Granted again: another grant, and pat is asked again.
+	e.must("POST", "/management/v1/projects/"+e.projectID+"/grants", e.admin, "", map[string]any{"grantedOrgId": partner})
+	if p := e.authorize(c, e.web, scopes, ""); p.loc != nil || !afIs(p, "decision") {
+		t.Fatalf("after a new grant: %d %v; want the consent page again", p.status, p.loc)
+	}
+}

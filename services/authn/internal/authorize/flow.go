@@ -268,7 +268,7 @@ func (f *Flow) NeedsConsent(ctx context.Context, req *Request, s session.Session
 	if s.OrgID == req.ClientOrgID || req.AdminClient {
 		return false, nil
 	}
-	ok, err := f.Store.Consented(ctx, s.UserID, req.ClientID, req.Scopes)
+	ok, err := f.Store.Consented(ctx, s.UserID, req.ClientID, req.GrantIDs[s.OrgID], req.Scopes)
 	return !ok, err
 }
 

@@ -74,6 +74,9 @@ type Request struct {
 	// client (AdminClient).
 	ClientOrgID string `json:"client_org_id"`
 	AdminClient bool   `json:"admin_client,omitempty"`
+	// GrantIDs are the app's project grants (organization → grant id): a
+	// consent holds for the grant it was given under.
+	GrantIDs map[string]string `json:"grant_ids,omitempty"`
 	// PublicClient: the client does not authenticate, so anyone can
 	// present its id (RFC 8252 §8.6).
 	PublicClient bool `json:"public_client,omitempty"`
@@ -270,7 +273,7 @@ func (v *Validator) Validate(ctx context.Context, p Params) (*Request, *Failure)
 		return fail(oauth.UnauthorizedClient, "the client may not use response_type %q", respType)
 	}
 	req := &Request{ClientID: clientID, AppName: client.GetName(), RedirectURI: redirectURI, ResponseType: respType, State: state, ResponseMode: mode,
-		ClientOrgID: client.GetOrgId(), AdminClient: client.GetAdminClient(), Issuer: v.Issuer,
+		ClientOrgID: client.GetOrgId(), AdminClient: client.GetAdminClient(), Issuer: v.Issuer, GrantIDs: client.GetGrantIds(),
 		PublicClient: client.GetAuthMethod() == directoryv1.AuthMethod_AUTH_METHOD_NONE}
 
 	scope := p.first("scope")

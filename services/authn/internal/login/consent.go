@@ -90,7 +90,7 @@ func (p *Pages) consentSubmit(w http.ResponseWriter, r *http.Request) {
 		p.Flow.Fail(w, r, f.req.UILocales, f.req.Fail(oauth.AccessDenied, "the user declined"))
 		return
 	}
-	if err := p.Store.AddConsent(ctx, s.UserID, f.req.ClientID, f.req.Scopes, p.Now()); err != nil {
+	if err := p.Store.AddConsent(ctx, s.UserID, f.req.ClientID, f.req.GrantIDs[s.OrgID], f.req.Scopes, p.Now()); err != nil {
 		p.internal(w, r, f.lang, err)
 		return
 	}

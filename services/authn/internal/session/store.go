@@ -484,11 +484,14 @@ func consentKey(scopes []string) string {
 	return strings.Join(slices.Compact(s), " ")
 }
 
-// Consented reports whether the user consented to the client for a scope
-// set containing every one of scopes.
-func (s *Store) Consented(ctx context.Context, userID, clientID string, scopes []string) (bool, error) {
+// Consented reports whether the user consented to the client, under the
+// project grant grantID ("" for none), for a scope set containing every
+// one of scopes. A consent given under another grant (one removed since,
+// and made again) does not count.
+func (s *Store) Consented(ctx context.Context, userID, clientID, grantID string, scopes []string) (bool, error) {
 	var sets []string
-	if err := s.DB.Select(ctx, &sets, `SELECT scopes FROM consents WHERE user_id = ? AND client_id = ?`, userID, clientID); err != nil {
+	if err := s.DB.Select(ctx, &sets, `SELECT scopes FROM consents WHERE user_id = ? AND client_id = ? AND grant_id = ?`,
+		userID, clientID, grantID); err != nil {
 		return false, fmt.Errorf("read consents: %w", err)
 	}
 	for _, set := range sets {
@@ -500,10 +503,12 @@ func (s *Store) Consented(ctx context.Context, userID, clientID string, scopes [
 	return false, nil
 }
 
-// AddConsent records the user's consent to the client for scopes.
-func (s *Store) AddConsent(ctx context.Context, userID, clientID string, scopes []string, now time.Time) error {
-	_, err := s.DB.Exec(ctx, `INSERT INTO consents (user_id, client_id, scopes, created_at) VALUES (?, ?, ?, ?)
-		ON CONFLICT (user_id, client_id, scopes) DO NOTHING`, userID, clientID, consentKey(scopes), now)
+// AddConsent records the user's consent to the client, under the project
+// grant grantID, for scopes.
+func (s *Store) AddConsent(ctx context.Context, userID, clientID, grantID string, scopes []string, now time.Time) error {
+	_, err := s.DB.Exec(ctx, `INSERT INTO consents (user_id, client_id, scopes, grant_id, created_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (user_id, client_id, scopes) DO UPDATE SET grant_id = excluded.grant_id, created_at = excluded.created_at`,
+		userID, clientID, consentKey(scopes), grantID, now)
 	if err != nil {
 		return fmt.Errorf("record consent: %w", err)
 	}

@@ -34,9 +34,14 @@ func (s *Server) appClient(ctx context.Context, clientID string) (*directoryv1.C
 	if err != nil {
 		return nil, err
 	}
-	granted, err := pq.GrantedOrgIDs(ctx, a.ProjectID)
+	grants, err := pq.ActiveGrants(ctx, a.ProjectID)
 	if err != nil {
 		return nil, err
+	}
+	granted, grantIDs := make([]string, 0, len(grants)), make(map[string]string, len(grants))
+	for _, g := range grants {
+		granted = append(granted, g.GrantedOrgID)
+		grantIDs[g.GrantedOrgID] = g.GrantID
 	}
 	c := &directoryv1.Client{
 		ClientId:      a.ClientID,
@@ -50,6 +55,7 @@ func (s *Server) appClient(ctx context.Context, clientID string) (*directoryv1.C
 		AdminClient:   a.AdminClient,
 		OrgProjectIds: projectIDs,
 		GrantedOrgIds: granted,
+		GrantIds:      grantIDs,
 	}
 	// A secret left over from an earlier auth method must not authenticate.
 	if a.UsesSecret() {

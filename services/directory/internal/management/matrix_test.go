@@ -81,6 +81,10 @@ type mxRow struct {
 	kind mxKind
 	agg  string // object (key of mxRun.ids) whose aggregate the call changes or reads
 	obj  string // mxRead/mxList: the object the response carries; "" = agg itself
+	// owner names the organization owning agg when it is not the target
+	// ("" = the target): a granted organization acts on the granting
+	// organization's project.
+	owner string
 	// born records the aggregate's last event after the call as the
 	// creation event of this object (for objects inside an aggregate).
 	born string
@@ -480,6 +484,37 @@ func mxTable() []mxRow {
 			req: func(s *mxRun) proto.Message {
 				return &mv1.RemoveProjectGrantRequest{ProjectId: s.ids["project"], GrantId: s.ids["grant"]}
 			}},
+		{rpc: "ListGrantedProjects", http: "POST /management/v1/granted_projects/_search", call: mxRPC(M.ListGrantedProjects), kind: mxListBare, agg: "org",
+			req: func(s *mxRun) proto.Message { return &mv1.ListGrantedProjectsRequest{} },
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				if n := len(res.(*mv1.ListGrantedProjectsResponse).GetResult()); n != 0 {
+					t.Fatalf("%d grants received; want none yet", n)
+				}
+				// The home organization grants a project of its own to
+				// this one, for the next rows.
+				r := s.e.REST("POST", "/management/v1/projects", s.e.AdminToken, s.ids["home"], map[string]any{"name": "Shared " + s.proto})
+				pid, _ := r.JSON["id"].(string)
+				g := s.e.REST("POST", "/management/v1/projects/"+pid+"/grants", s.e.AdminToken, s.ids["home"], map[string]any{"grantedOrgId": s.ids["org"]})
+				gid, _ := g.JSON["grantId"].(string)
+				if pid == "" || gid == "" {
+					t.Fatalf("grant to this organization: %d %s / %d %s", r.Status, r.Body, g.Status, g.Body)
+				}
+				s.ids["receivedProject"], s.ids["receivedGrant"] = pid, gid
+				list, err := s.e.Client("connect", s.e.AdminToken, s.ids["org"]).ListGrantedProjects(context.Background(), connect.NewRequest(&mv1.ListGrantedProjectsRequest{}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := list.Msg.GetResult()
+				if len(got) != 1 || got[0].GetGrantId() != gid || got[0].GetProjectId() != pid || got[0].GetProjectName() != "Shared "+s.proto ||
+					got[0].GetProjectOwnerId() != s.ids["home"] || got[0].GetGrantedOrgId() != s.ids["org"] {
+					t.Fatalf("grants received = %v; want the home organization's grant of %s", got, pid)
+				}
+			}},
+		{rpc: "RefuseGrantedProject", http: "POST /management/v1/granted_projects/{project_id}/grants/{grant_id}/_refuse", call: mxRPC(M.RefuseGrantedProject),
+			kind: mxWrite, agg: "receivedProject", owner: "home",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.RefuseGrantedProjectRequest{ProjectId: s.ids["receivedProject"], GrantId: s.ids["receivedGrant"]}
+			}},
 		{rpc: "AddAppKey", http: "POST /management/v1/projects/{project_id}/apps/{app_id}/keys", call: mxRPC(M.AddAppKey), kind: mxWrite, agg: "project",
 			req: func(s *mxRun) proto.Message {
 				return &mv1.AddAppKeyRequest{ProjectId: s.ids["project"], AppId: s.ids["api"], Type: mv1.KeyType_KEY_TYPE_JSON}
@@ -674,6 +709,9 @@ func mxCheckDetails(t *testing.T, s *mxRun, row mxRow, res proto.Message) {
 	}
 	last := evs[len(evs)-1]
 	org := s.ids["org"]
+	if row.owner != "" {
+		org = s.ids[row.owner]
+	}
 	if last.ResourceOwner != org {
 		t.Fatalf("last event of %s has resource owner %q; want the org %q", row.agg, last.ResourceOwner, org)
 	}

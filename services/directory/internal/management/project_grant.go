@@ -124,6 +124,86 @@ func (s *Server) ListProjectGrants(ctx context.Context, req *connect.Request[man
 	return connect.NewResponse(out), nil
 }
 
+// ListGrantedProjects lists the grants made to the target organization,
+// by creation date: who may sign in its users, and to which projects.
+func (s *Server) ListGrantedProjects(ctx context.Context, req *connect.Request[managementv1.ListGrantedProjectsRequest]) (*connect.Response[managementv1.ListGrantedProjectsResponse], error) {
+	var f apierr.Fields
+	page := usersPage(&f, req.Msg.GetQuery())
+	if err := f.Err("PROJECT-GRANT-invalid-query"); err != nil {
+		return nil, err
+	}
+	me, err := s.org(ctx)
+	if err != nil {
+		return nil, err
+	}
+	grants, total, err := s.projectQueries().Received(ctx, me.ID, page.Offset, page.Limit, page.Asc)
+	if err != nil {
+		return nil, err
+	}
+	// The details name the organization's last change, or a later one of
+	// a grant it received.
+	seq, at := me.Sequence, me.ChangeDate
+	for _, g := range grants {
+		if g.Sequence > seq {
+			seq, at = g.Sequence, g.ChangeDate
+		}
+	}
+	out := &managementv1.ListGrantedProjectsResponse{
+		Details: &managementv1.ListDetails{TotalResult: total, ProcessedSequence: seq, ViewTimestamp: timestamppb.New(at)},
+		Result:  make([]*managementv1.ProjectGrant, 0, len(grants)),
+	}
+	for _, g := range grants {
+		out.Result = append(out.Result, &managementv1.ProjectGrant{
+			GrantId:          g.ID,
+			Details:          readDetails(g.CreationDate, g.ChangeDate, g.Sequence, g.OrgID),
+			GrantedOrgId:     me.ID,
+			GrantedOrgName:   me.Name,
+			GrantedRoleKeys:  g.RoleKeys(),
+			State:            managementv1.ProjectGrantState(g.State),
+			ProjectId:        g.ProjectID,
+			ProjectName:      g.ProjectName,
+			ProjectOwnerId:   g.OrgID,
+			ProjectOwnerName: g.ProjectOwner,
+		})
+	}
+	return connect.NewResponse(out), nil
+}
+
+// RefuseGrantedProject removes a grant made to the target organization, on
+// behalf of that organization: a grant is another organization's access to
+// its users, which it may decline. A grant made to another organization is
+// NotFound, as an unknown one.
+func (s *Server) RefuseGrantedProject(ctx context.Context, req *connect.Request[managementv1.RefuseGrantedProjectRequest]) (*connect.Response[managementv1.RefuseGrantedProjectResponse], error) {
+	m := req.Msg
+	var f apierr.Fields
+	f.Check(apierr.Length("project_id", m.GetProjectId(), 1, 200))
+	f.Check(apierr.Length("grant_id", m.GetGrantId(), 1, 200))
+	if err := f.Err("PROJECT-GRANT-invalid-id"); err != nil {
+		return nil, err
+	}
+	c := authz.FromContext(ctx)
+	g, err := s.projectQueries().ReceivedGrant(ctx, c.OrgID, m.GetProjectId(), m.GetGrantId())
+	if errors.Is(err, db.ErrNotFound) {
+		return nil, apierr.NotFound("PROJECT-GRANT-not-found", "project grant not found")
+	}
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.projectQueries().Project(ctx, g.OrgID, g.ProjectID)
+	if errors.Is(err, db.ErrNotFound) {
+		return nil, apierr.NotFound("PROJECT-GRANT-not-found", "project grant not found")
+	}
+	if err != nil {
+		return nil, err
+	}
+	evs, err := s.projectCommands().RemoveGrant(ctx, c.UserID, p, g)
+	if err != nil {
+		return nil, err
+	}
+	s.cutAccess(ctx)
+	return connect.NewResponse(&managementv1.RefuseGrantedProjectResponse{Details: writeDetails(evs)}), nil
+}
+
 // UpdateProjectGrant replaces a grant's role keys.
 func (s *Server) UpdateProjectGrant(ctx context.Context, req *connect.Request[managementv1.UpdateProjectGrantRequest]) (*connect.Response[managementv1.UpdateProjectGrantResponse], error) {
 	var f apierr.Fields

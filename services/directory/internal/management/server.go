@@ -113,6 +113,9 @@ func Rules() map[string]authz.Rule {
 		"RemoveOrgIDP", "AddProject", "GetProjectByID", "ListProjects", "GetAppByID", "ListApps", "AddOIDCApp", "UpdateOIDCAppConfig",
 		"RegenerateOIDCClientSecret", "AddAPIApp", "AddAppKey", "RemoveAppKey",
 		"AddProjectGrant", "ListProjectGrants", "UpdateProjectGrant", "RemoveProjectGrant",
+		// The granted organization's side: see and refuse what others
+		// granted it (its users' identities go to their projects).
+		"ListGrantedProjects", "RefuseGrantedProject",
 		"GetLoginPolicy", "AddCustomLoginPolicy", "UpdateCustomLoginPolicy", "ResetLoginPolicyToDefault",
 	} {
 		r[m] = read(authz.OrgOwner)

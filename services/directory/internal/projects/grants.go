@@ -138,11 +138,57 @@ func (q *Queries) Grants(ctx context.Context, projectID string, offset, limit ui
 	return out, total, nil
 }
 
-// GrantedOrgIDs returns the organizations a project is actively granted
-// to.
-func (q *Queries) GrantedOrgIDs(ctx context.Context, projectID string) ([]string, error) {
-	var out []string
-	if err := q.DB.Select(ctx, &out, `SELECT g.granted_org_id FROM project_grants g JOIN orgs o ON o.id = g.granted_org_id
+// Received is a grant made to an organization, with its project.
+type Received struct {
+	Grant
+	ProjectName  string `db:"project_name"`
+	ProjectOwner string `db:"project_owner_name"`
+}
+
+// Received returns a page of the grants made to grantedOrgID by creation
+// date, with their projects, and the total.
+func (q *Queries) Received(ctx context.Context, grantedOrgID string, offset, limit uint64, asc bool) ([]Received, uint64, error) {
+	var total uint64
+	if err := q.DB.Get(ctx, &total, `SELECT COUNT(*) FROM project_grants WHERE granted_org_id = ?`, grantedOrgID); err != nil {
+		return nil, 0, fmt.Errorf("count received grants: %w", err)
+	}
+	dir := "DESC"
+	if asc {
+		dir = "ASC"
+	}
+	var out []Received
+	if err := q.DB.Select(ctx, &out, `SELECT g.id, g.project_id, g.org_id, g.granted_org_id, g.role_keys, g.state, g.creation_date,
+		g.change_date, g.sequence, p.name AS project_name, o.name AS project_owner_name
+		FROM project_grants g JOIN projects p ON p.id = g.project_id JOIN orgs o ON o.id = g.org_id
+		WHERE g.granted_org_id = ? ORDER BY g.creation_date `+dir+`, g.id `+dir+` LIMIT ? OFFSET ?`,
+		grantedOrgID, limit, offset); err != nil {
+		return nil, 0, fmt.Errorf("list received grants: %w", err)
+	}
+	return out, total, nil
+}
+
+// ReceivedGrant returns a grant of projectID made to grantedOrgID, or
+// db.ErrNotFound (also for another organization's grant).
+func (q *Queries) ReceivedGrant(ctx context.Context, grantedOrgID, projectID, grantID string) (*Grant, error) {
+	var g Grant
+	if err := q.DB.Get(ctx, &g, `SELECT `+grantColumns+` FROM project_grants WHERE granted_org_id = ? AND project_id = ? AND id = ?`,
+		grantedOrgID, projectID, grantID); err != nil {
+		return nil, db.NotFound(err)
+	}
+	return &g, nil
+}
+
+// ActiveGrant names an organization a project is granted to, and the grant.
+type ActiveGrant struct {
+	GrantedOrgID string `db:"granted_org_id"`
+	GrantID      string `db:"id"`
+}
+
+// ActiveGrants returns the project's active grants to existing
+// organizations, by organization.
+func (q *Queries) ActiveGrants(ctx context.Context, projectID string) ([]ActiveGrant, error) {
+	var out []ActiveGrant
+	if err := q.DB.Select(ctx, &out, `SELECT g.granted_org_id, g.id FROM project_grants g JOIN orgs o ON o.id = g.granted_org_id
 		WHERE g.project_id = ? AND g.state = ? ORDER BY g.granted_org_id`, projectID, StateActive); err != nil {
 		return nil, fmt.Errorf("granted organizations: %w", err)
 	}

@@ -476,6 +476,10 @@ type Client struct {
 	// Organizations the app's project is granted to: their users may sign in
 	// to it (after consent).
 	GrantedOrgIds []string `protobuf:"bytes,22,rep,name=granted_org_ids,json=grantedOrgIds,proto3" json:"granted_org_ids,omitempty"`
+	// The grant of each organization in granted_org_ids (organization id →
+	// grant id): a user's consent is remembered for the grant it was given
+	// under, so a grant removed and made again asks again.
+	GrantIds      map[string]string `protobuf:"bytes,23,rep,name=grant_ids,json=grantIds,proto3" json:"grant_ids,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -660,6 +664,13 @@ func (x *Client) GetOrgProjectIds() []string {
 func (x *Client) GetGrantedOrgIds() []string {
 	if x != nil {
 		return x.GrantedOrgIds
+	}
+	return nil
+}
+
+func (x *Client) GetGrantIds() map[string]string {
+	if x != nil {
+		return x.GrantIds
 	}
 	return nil
 }
@@ -3183,7 +3194,7 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\x12$\n" +
 	"\x0epublic_key_pem\x18\x02 \x01(\tR\fpublicKeyPem\x129\n" +
 	"\n" +
-	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\x86\a\n" +
+	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\x8e\b\n" +
 	"\x06Client\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x126\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\".gatehouse.directory.v1.ClientKindR\x04kind\x12\x0e\n" +
@@ -3212,7 +3223,11 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\bapp_type\x18\x13 \x01(\tR\aappType\x12!\n" +
 	"\fadmin_client\x18\x14 \x01(\bR\vadminClient\x12&\n" +
 	"\x0forg_project_ids\x18\x15 \x03(\tR\rorgProjectIds\x12&\n" +
-	"\x0fgranted_org_ids\x18\x16 \x03(\tR\rgrantedOrgIds\"/\n" +
+	"\x0fgranted_org_ids\x18\x16 \x03(\tR\rgrantedOrgIds\x12I\n" +
+	"\tgrant_ids\x18\x17 \x03(\v2,.gatehouse.directory.v1.Client.GrantIdsEntryR\bgrantIds\x1a;\n" +
+	"\rGrantIdsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"/\n" +
 	"\x10GetClientRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\"K\n" +
 	"\x11GetClientResponse\x126\n" +
@@ -3442,7 +3457,7 @@ func file_gatehouse_directory_v1_directory_proto_rawDescGZIP() []byte {
 }
 
 var file_gatehouse_directory_v1_directory_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_gatehouse_directory_v1_directory_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_gatehouse_directory_v1_directory_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
 var file_gatehouse_directory_v1_directory_proto_goTypes = []any{
 	(ClientKind)(0),                      // 0: gatehouse.directory.v1.ClientKind
 	(AuthMethod)(0),                      // 1: gatehouse.directory.v1.AuthMethod
@@ -3491,77 +3506,79 @@ var file_gatehouse_directory_v1_directory_proto_goTypes = []any{
 	(*ListChangesRequest)(nil),           // 44: gatehouse.directory.v1.ListChangesRequest
 	(*Change)(nil),                       // 45: gatehouse.directory.v1.Change
 	(*ListChangesResponse)(nil),          // 46: gatehouse.directory.v1.ListChangesResponse
-	(*timestamppb.Timestamp)(nil),        // 47: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),          // 48: google.protobuf.Duration
-	(*structpb.Struct)(nil),              // 49: google.protobuf.Struct
+	nil,                                  // 47: gatehouse.directory.v1.Client.GrantIdsEntry
+	(*timestamppb.Timestamp)(nil),        // 48: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),          // 49: google.protobuf.Duration
+	(*structpb.Struct)(nil),              // 50: google.protobuf.Struct
 }
 var file_gatehouse_directory_v1_directory_proto_depIdxs = []int32{
-	47, // 0: gatehouse.directory.v1.PublicKey.expires_at:type_name -> google.protobuf.Timestamp
+	48, // 0: gatehouse.directory.v1.PublicKey.expires_at:type_name -> google.protobuf.Timestamp
 	0,  // 1: gatehouse.directory.v1.Client.kind:type_name -> gatehouse.directory.v1.ClientKind
 	1,  // 2: gatehouse.directory.v1.Client.auth_method:type_name -> gatehouse.directory.v1.AuthMethod
 	6,  // 3: gatehouse.directory.v1.Client.keys:type_name -> gatehouse.directory.v1.PublicKey
 	2,  // 4: gatehouse.directory.v1.Client.access_token_type:type_name -> gatehouse.directory.v1.TokenType
-	48, // 5: gatehouse.directory.v1.Client.clock_skew:type_name -> google.protobuf.Duration
-	7,  // 6: gatehouse.directory.v1.GetClientResponse.client:type_name -> gatehouse.directory.v1.Client
-	6,  // 7: gatehouse.directory.v1.GetMachineKeyResponse.key:type_name -> gatehouse.directory.v1.PublicKey
-	16, // 8: gatehouse.directory.v1.GetMachineKeyResponse.user:type_name -> gatehouse.directory.v1.User
-	16, // 9: gatehouse.directory.v1.VerifyPasswordResponse.user:type_name -> gatehouse.directory.v1.User
-	3,  // 10: gatehouse.directory.v1.User.state:type_name -> gatehouse.directory.v1.UserState
-	2,  // 11: gatehouse.directory.v1.User.access_token_type:type_name -> gatehouse.directory.v1.TokenType
-	47, // 12: gatehouse.directory.v1.User.sessions_not_before:type_name -> google.protobuf.Timestamp
-	16, // 13: gatehouse.directory.v1.GetUserResponse.user:type_name -> gatehouse.directory.v1.User
-	16, // 14: gatehouse.directory.v1.LookupUserResponse.user:type_name -> gatehouse.directory.v1.User
-	49, // 15: gatehouse.directory.v1.GetClaimsResponse.claims:type_name -> google.protobuf.Struct
-	16, // 16: gatehouse.directory.v1.RegisterUserResponse.user:type_name -> gatehouse.directory.v1.User
-	25, // 17: gatehouse.directory.v1.GetOrgResponse.password_policy:type_name -> gatehouse.directory.v1.PasswordPolicy
-	28, // 18: gatehouse.directory.v1.GetOrgResponse.login_policy:type_name -> gatehouse.directory.v1.LoginPolicy
-	4,  // 19: gatehouse.directory.v1.IdP.styling_type:type_name -> gatehouse.directory.v1.StylingType
-	5,  // 20: gatehouse.directory.v1.IdP.display_name_mapping:type_name -> gatehouse.directory.v1.MappingField
-	5,  // 21: gatehouse.directory.v1.IdP.username_mapping:type_name -> gatehouse.directory.v1.MappingField
-	31, // 22: gatehouse.directory.v1.GetIdPResponse.idp:type_name -> gatehouse.directory.v1.IdP
-	31, // 23: gatehouse.directory.v1.ListIdPsResponse.idps:type_name -> gatehouse.directory.v1.IdP
-	16, // 24: gatehouse.directory.v1.GetLinkedUserResponse.user:type_name -> gatehouse.directory.v1.User
-	16, // 25: gatehouse.directory.v1.RegisterExternalUserResponse.user:type_name -> gatehouse.directory.v1.User
-	45, // 26: gatehouse.directory.v1.ListChangesResponse.changes:type_name -> gatehouse.directory.v1.Change
-	8,  // 27: gatehouse.directory.v1.DirectoryService.GetClient:input_type -> gatehouse.directory.v1.GetClientRequest
-	10, // 28: gatehouse.directory.v1.DirectoryService.GetMachineKey:input_type -> gatehouse.directory.v1.GetMachineKeyRequest
-	12, // 29: gatehouse.directory.v1.DirectoryService.VerifyPassword:input_type -> gatehouse.directory.v1.VerifyPasswordRequest
-	14, // 30: gatehouse.directory.v1.DirectoryService.ChangePassword:input_type -> gatehouse.directory.v1.ChangePasswordRequest
-	17, // 31: gatehouse.directory.v1.DirectoryService.GetUser:input_type -> gatehouse.directory.v1.GetUserRequest
-	19, // 32: gatehouse.directory.v1.DirectoryService.LookupUser:input_type -> gatehouse.directory.v1.LookupUserRequest
-	21, // 33: gatehouse.directory.v1.DirectoryService.GetClaims:input_type -> gatehouse.directory.v1.GetClaimsRequest
-	23, // 34: gatehouse.directory.v1.DirectoryService.RegisterUser:input_type -> gatehouse.directory.v1.RegisterUserRequest
-	26, // 35: gatehouse.directory.v1.DirectoryService.GetOrg:input_type -> gatehouse.directory.v1.GetOrgRequest
-	29, // 36: gatehouse.directory.v1.DirectoryService.GetRoles:input_type -> gatehouse.directory.v1.GetRolesRequest
-	32, // 37: gatehouse.directory.v1.DirectoryService.GetIdP:input_type -> gatehouse.directory.v1.GetIdPRequest
-	34, // 38: gatehouse.directory.v1.DirectoryService.ListIdPs:input_type -> gatehouse.directory.v1.ListIdPsRequest
-	36, // 39: gatehouse.directory.v1.DirectoryService.LinkExternalUser:input_type -> gatehouse.directory.v1.LinkExternalUserRequest
-	38, // 40: gatehouse.directory.v1.DirectoryService.GetLinkedUser:input_type -> gatehouse.directory.v1.GetLinkedUserRequest
-	40, // 41: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:input_type -> gatehouse.directory.v1.RegisterExternalUserRequest
-	42, // 42: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:input_type -> gatehouse.directory.v1.UnlinkExternalUserRequest
-	44, // 43: gatehouse.directory.v1.DirectoryService.ListChanges:input_type -> gatehouse.directory.v1.ListChangesRequest
-	9,  // 44: gatehouse.directory.v1.DirectoryService.GetClient:output_type -> gatehouse.directory.v1.GetClientResponse
-	11, // 45: gatehouse.directory.v1.DirectoryService.GetMachineKey:output_type -> gatehouse.directory.v1.GetMachineKeyResponse
-	13, // 46: gatehouse.directory.v1.DirectoryService.VerifyPassword:output_type -> gatehouse.directory.v1.VerifyPasswordResponse
-	15, // 47: gatehouse.directory.v1.DirectoryService.ChangePassword:output_type -> gatehouse.directory.v1.ChangePasswordResponse
-	18, // 48: gatehouse.directory.v1.DirectoryService.GetUser:output_type -> gatehouse.directory.v1.GetUserResponse
-	20, // 49: gatehouse.directory.v1.DirectoryService.LookupUser:output_type -> gatehouse.directory.v1.LookupUserResponse
-	22, // 50: gatehouse.directory.v1.DirectoryService.GetClaims:output_type -> gatehouse.directory.v1.GetClaimsResponse
-	24, // 51: gatehouse.directory.v1.DirectoryService.RegisterUser:output_type -> gatehouse.directory.v1.RegisterUserResponse
-	27, // 52: gatehouse.directory.v1.DirectoryService.GetOrg:output_type -> gatehouse.directory.v1.GetOrgResponse
-	30, // 53: gatehouse.directory.v1.DirectoryService.GetRoles:output_type -> gatehouse.directory.v1.GetRolesResponse
-	33, // 54: gatehouse.directory.v1.DirectoryService.GetIdP:output_type -> gatehouse.directory.v1.GetIdPResponse
-	35, // 55: gatehouse.directory.v1.DirectoryService.ListIdPs:output_type -> gatehouse.directory.v1.ListIdPsResponse
-	37, // 56: gatehouse.directory.v1.DirectoryService.LinkExternalUser:output_type -> gatehouse.directory.v1.LinkExternalUserResponse
-	39, // 57: gatehouse.directory.v1.DirectoryService.GetLinkedUser:output_type -> gatehouse.directory.v1.GetLinkedUserResponse
-	41, // 58: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:output_type -> gatehouse.directory.v1.RegisterExternalUserResponse
-	43, // 59: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:output_type -> gatehouse.directory.v1.UnlinkExternalUserResponse
-	46, // 60: gatehouse.directory.v1.DirectoryService.ListChanges:output_type -> gatehouse.directory.v1.ListChangesResponse
-	44, // [44:61] is the sub-list for method output_type
-	27, // [27:44] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	49, // 5: gatehouse.directory.v1.Client.clock_skew:type_name -> google.protobuf.Duration
+	47, // 6: gatehouse.directory.v1.Client.grant_ids:type_name -> gatehouse.directory.v1.Client.GrantIdsEntry
+	7,  // 7: gatehouse.directory.v1.GetClientResponse.client:type_name -> gatehouse.directory.v1.Client
+	6,  // 8: gatehouse.directory.v1.GetMachineKeyResponse.key:type_name -> gatehouse.directory.v1.PublicKey
+	16, // 9: gatehouse.directory.v1.GetMachineKeyResponse.user:type_name -> gatehouse.directory.v1.User
+	16, // 10: gatehouse.directory.v1.VerifyPasswordResponse.user:type_name -> gatehouse.directory.v1.User
+	3,  // 11: gatehouse.directory.v1.User.state:type_name -> gatehouse.directory.v1.UserState
+	2,  // 12: gatehouse.directory.v1.User.access_token_type:type_name -> gatehouse.directory.v1.TokenType
+	48, // 13: gatehouse.directory.v1.User.sessions_not_before:type_name -> google.protobuf.Timestamp
+	16, // 14: gatehouse.directory.v1.GetUserResponse.user:type_name -> gatehouse.directory.v1.User
+	16, // 15: gatehouse.directory.v1.LookupUserResponse.user:type_name -> gatehouse.directory.v1.User
+	50, // 16: gatehouse.directory.v1.GetClaimsResponse.claims:type_name -> google.protobuf.Struct
+	16, // 17: gatehouse.directory.v1.RegisterUserResponse.user:type_name -> gatehouse.directory.v1.User
+	25, // 18: gatehouse.directory.v1.GetOrgResponse.password_policy:type_name -> gatehouse.directory.v1.PasswordPolicy
+	28, // 19: gatehouse.directory.v1.GetOrgResponse.login_policy:type_name -> gatehouse.directory.v1.LoginPolicy
+	4,  // 20: gatehouse.directory.v1.IdP.styling_type:type_name -> gatehouse.directory.v1.StylingType
+	5,  // 21: gatehouse.directory.v1.IdP.display_name_mapping:type_name -> gatehouse.directory.v1.MappingField
+	5,  // 22: gatehouse.directory.v1.IdP.username_mapping:type_name -> gatehouse.directory.v1.MappingField
+	31, // 23: gatehouse.directory.v1.GetIdPResponse.idp:type_name -> gatehouse.directory.v1.IdP
+	31, // 24: gatehouse.directory.v1.ListIdPsResponse.idps:type_name -> gatehouse.directory.v1.IdP
+	16, // 25: gatehouse.directory.v1.GetLinkedUserResponse.user:type_name -> gatehouse.directory.v1.User
+	16, // 26: gatehouse.directory.v1.RegisterExternalUserResponse.user:type_name -> gatehouse.directory.v1.User
+	45, // 27: gatehouse.directory.v1.ListChangesResponse.changes:type_name -> gatehouse.directory.v1.Change
+	8,  // 28: gatehouse.directory.v1.DirectoryService.GetClient:input_type -> gatehouse.directory.v1.GetClientRequest
+	10, // 29: gatehouse.directory.v1.DirectoryService.GetMachineKey:input_type -> gatehouse.directory.v1.GetMachineKeyRequest
+	12, // 30: gatehouse.directory.v1.DirectoryService.VerifyPassword:input_type -> gatehouse.directory.v1.VerifyPasswordRequest
+	14, // 31: gatehouse.directory.v1.DirectoryService.ChangePassword:input_type -> gatehouse.directory.v1.ChangePasswordRequest
+	17, // 32: gatehouse.directory.v1.DirectoryService.GetUser:input_type -> gatehouse.directory.v1.GetUserRequest
+	19, // 33: gatehouse.directory.v1.DirectoryService.LookupUser:input_type -> gatehouse.directory.v1.LookupUserRequest
+	21, // 34: gatehouse.directory.v1.DirectoryService.GetClaims:input_type -> gatehouse.directory.v1.GetClaimsRequest
+	23, // 35: gatehouse.directory.v1.DirectoryService.RegisterUser:input_type -> gatehouse.directory.v1.RegisterUserRequest
+	26, // 36: gatehouse.directory.v1.DirectoryService.GetOrg:input_type -> gatehouse.directory.v1.GetOrgRequest
+	29, // 37: gatehouse.directory.v1.DirectoryService.GetRoles:input_type -> gatehouse.directory.v1.GetRolesRequest
+	32, // 38: gatehouse.directory.v1.DirectoryService.GetIdP:input_type -> gatehouse.directory.v1.GetIdPRequest
+	34, // 39: gatehouse.directory.v1.DirectoryService.ListIdPs:input_type -> gatehouse.directory.v1.ListIdPsRequest
+	36, // 40: gatehouse.directory.v1.DirectoryService.LinkExternalUser:input_type -> gatehouse.directory.v1.LinkExternalUserRequest
+	38, // 41: gatehouse.directory.v1.DirectoryService.GetLinkedUser:input_type -> gatehouse.directory.v1.GetLinkedUserRequest
+	40, // 42: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:input_type -> gatehouse.directory.v1.RegisterExternalUserRequest
+	42, // 43: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:input_type -> gatehouse.directory.v1.UnlinkExternalUserRequest
+	44, // 44: gatehouse.directory.v1.DirectoryService.ListChanges:input_type -> gatehouse.directory.v1.ListChangesRequest
+	9,  // 45: gatehouse.directory.v1.DirectoryService.GetClient:output_type -> gatehouse.directory.v1.GetClientResponse
+	11, // 46: gatehouse.directory.v1.DirectoryService.GetMachineKey:output_type -> gatehouse.directory.v1.GetMachineKeyResponse
+	13, // 47: gatehouse.directory.v1.DirectoryService.VerifyPassword:output_type -> gatehouse.directory.v1.VerifyPasswordResponse
+	15, // 48: gatehouse.directory.v1.DirectoryService.ChangePassword:output_type -> gatehouse.directory.v1.ChangePasswordResponse
+	18, // 49: gatehouse.directory.v1.DirectoryService.GetUser:output_type -> gatehouse.directory.v1.GetUserResponse
+	20, // 50: gatehouse.directory.v1.DirectoryService.LookupUser:output_type -> gatehouse.directory.v1.LookupUserResponse
+	22, // 51: gatehouse.directory.v1.DirectoryService.GetClaims:output_type -> gatehouse.directory.v1.GetClaimsResponse
+	24, // 52: gatehouse.directory.v1.DirectoryService.RegisterUser:output_type -> gatehouse.directory.v1.RegisterUserResponse
+	27, // 53: gatehouse.directory.v1.DirectoryService.GetOrg:output_type -> gatehouse.directory.v1.GetOrgResponse
+	30, // 54: gatehouse.directory.v1.DirectoryService.GetRoles:output_type -> gatehouse.directory.v1.GetRolesResponse
+	33, // 55: gatehouse.directory.v1.DirectoryService.GetIdP:output_type -> gatehouse.directory.v1.GetIdPResponse
+	35, // 56: gatehouse.directory.v1.DirectoryService.ListIdPs:output_type -> gatehouse.directory.v1.ListIdPsResponse
+	37, // 57: gatehouse.directory.v1.DirectoryService.LinkExternalUser:output_type -> gatehouse.directory.v1.LinkExternalUserResponse
+	39, // 58: gatehouse.directory.v1.DirectoryService.GetLinkedUser:output_type -> gatehouse.directory.v1.GetLinkedUserResponse
+	41, // 59: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:output_type -> gatehouse.directory.v1.RegisterExternalUserResponse
+	43, // 60: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:output_type -> gatehouse.directory.v1.UnlinkExternalUserResponse
+	46, // 61: gatehouse.directory.v1.DirectoryService.ListChanges:output_type -> gatehouse.directory.v1.ListChangesResponse
+	45, // [45:62] is the sub-list for method output_type
+	28, // [28:45] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_directory_v1_directory_proto_init() }
@@ -3575,7 +3592,7 @@ func file_gatehouse_directory_v1_directory_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_directory_v1_directory_proto_rawDesc), len(file_gatehouse_directory_v1_directory_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   41,
+			NumMessages:   42,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -5637,6 +5637,208 @@ func (x *AddProjectGrantResponse) GetDetails() *ObjectDetails {
 	return nil
 }
 
+// ListGrantedProjectsRequest lists the grants made to the organization.
+type ListGrantedProjectsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Paging and sort direction (by the grant's creation).
+	Query         *ListQuery `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListGrantedProjectsRequest) Reset() {
+	*x = ListGrantedProjectsRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[94]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListGrantedProjectsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListGrantedProjectsRequest) ProtoMessage() {}
+
+func (x *ListGrantedProjectsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[94]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListGrantedProjectsRequest.ProtoReflect.Descriptor instead.
+func (*ListGrantedProjectsRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{94}
+}
+
+func (x *ListGrantedProjectsRequest) GetQuery() *ListQuery {
+	if x != nil {
+		return x.Query
+	}
+	return nil
+}
+
+// ListGrantedProjectsResponse carries one page of grants received.
+type ListGrantedProjectsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Total count and projection state.
+	Details *ListDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	// The grants, with their projects and owners.
+	Result        []*ProjectGrant `protobuf:"bytes,2,rep,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListGrantedProjectsResponse) Reset() {
+	*x = ListGrantedProjectsResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[95]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListGrantedProjectsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListGrantedProjectsResponse) ProtoMessage() {}
+
+func (x *ListGrantedProjectsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[95]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListGrantedProjectsResponse.ProtoReflect.Descriptor instead.
+func (*ListGrantedProjectsResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{95}
+}
+
+func (x *ListGrantedProjectsResponse) GetDetails() *ListDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+func (x *ListGrantedProjectsResponse) GetResult() []*ProjectGrant {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+// RefuseGrantedProjectRequest names a grant made to the organization.
+type RefuseGrantedProjectRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The granted project.
+	ProjectId string `protobuf:"bytes,1,opt,name=project_id,json=projectId,proto3" json:"project_id,omitempty"`
+	// The grant.
+	GrantId       string `protobuf:"bytes,2,opt,name=grant_id,json=grantId,proto3" json:"grant_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RefuseGrantedProjectRequest) Reset() {
+	*x = RefuseGrantedProjectRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[96]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RefuseGrantedProjectRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RefuseGrantedProjectRequest) ProtoMessage() {}
+
+func (x *RefuseGrantedProjectRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[96]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RefuseGrantedProjectRequest.ProtoReflect.Descriptor instead.
+func (*RefuseGrantedProjectRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{96}
+}
+
+func (x *RefuseGrantedProjectRequest) GetProjectId() string {
+	if x != nil {
+		return x.ProjectId
+	}
+	return ""
+}
+
+func (x *RefuseGrantedProjectRequest) GetGrantId() string {
+	if x != nil {
+		return x.GrantId
+	}
+	return ""
+}
+
+// RefuseGrantedProjectResponse reports the removal.
+type RefuseGrantedProjectResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Change history of the removal.
+	Details       *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RefuseGrantedProjectResponse) Reset() {
+	*x = RefuseGrantedProjectResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[97]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RefuseGrantedProjectResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RefuseGrantedProjectResponse) ProtoMessage() {}
+
+func (x *RefuseGrantedProjectResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[97]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RefuseGrantedProjectResponse.ProtoReflect.Descriptor instead.
+func (*RefuseGrantedProjectResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{97}
+}
+
+func (x *RefuseGrantedProjectResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
 // ListProjectGrantsRequest lists a project's grants.
 type ListProjectGrantsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -5650,7 +5852,7 @@ type ListProjectGrantsRequest struct {
 
 func (x *ListProjectGrantsRequest) Reset() {
 	*x = ListProjectGrantsRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[94]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5662,7 +5864,7 @@ func (x *ListProjectGrantsRequest) String() string {
 func (*ListProjectGrantsRequest) ProtoMessage() {}
 
 func (x *ListProjectGrantsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[94]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5675,7 +5877,7 @@ func (x *ListProjectGrantsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListProjectGrantsRequest.ProtoReflect.Descriptor instead.
 func (*ListProjectGrantsRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{94}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *ListProjectGrantsRequest) GetQuery() *ListQuery {
@@ -5705,7 +5907,7 @@ type ListProjectGrantsResponse struct {
 
 func (x *ListProjectGrantsResponse) Reset() {
 	*x = ListProjectGrantsResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[95]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5717,7 +5919,7 @@ func (x *ListProjectGrantsResponse) String() string {
 func (*ListProjectGrantsResponse) ProtoMessage() {}
 
 func (x *ListProjectGrantsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[95]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5730,7 +5932,7 @@ func (x *ListProjectGrantsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListProjectGrantsResponse.ProtoReflect.Descriptor instead.
 func (*ListProjectGrantsResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{95}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *ListProjectGrantsResponse) GetDetails() *ListDetails {
@@ -5762,7 +5964,7 @@ type UpdateProjectGrantRequest struct {
 
 func (x *UpdateProjectGrantRequest) Reset() {
 	*x = UpdateProjectGrantRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[96]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5774,7 +5976,7 @@ func (x *UpdateProjectGrantRequest) String() string {
 func (*UpdateProjectGrantRequest) ProtoMessage() {}
 
 func (x *UpdateProjectGrantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[96]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5787,7 +5989,7 @@ func (x *UpdateProjectGrantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateProjectGrantRequest.ProtoReflect.Descriptor instead.
 func (*UpdateProjectGrantRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{96}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *UpdateProjectGrantRequest) GetProjectId() string {
@@ -5822,7 +6024,7 @@ type UpdateProjectGrantResponse struct {
 
 func (x *UpdateProjectGrantResponse) Reset() {
 	*x = UpdateProjectGrantResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[97]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5834,7 +6036,7 @@ func (x *UpdateProjectGrantResponse) String() string {
 func (*UpdateProjectGrantResponse) ProtoMessage() {}
 
 func (x *UpdateProjectGrantResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[97]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5847,7 +6049,7 @@ func (x *UpdateProjectGrantResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateProjectGrantResponse.ProtoReflect.Descriptor instead.
 func (*UpdateProjectGrantResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{97}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *UpdateProjectGrantResponse) GetDetails() *ObjectDetails {
@@ -5870,7 +6072,7 @@ type RemoveProjectGrantRequest struct {
 
 func (x *RemoveProjectGrantRequest) Reset() {
 	*x = RemoveProjectGrantRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[98]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5882,7 +6084,7 @@ func (x *RemoveProjectGrantRequest) String() string {
 func (*RemoveProjectGrantRequest) ProtoMessage() {}
 
 func (x *RemoveProjectGrantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[98]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5895,7 +6097,7 @@ func (x *RemoveProjectGrantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveProjectGrantRequest.ProtoReflect.Descriptor instead.
 func (*RemoveProjectGrantRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{98}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *RemoveProjectGrantRequest) GetProjectId() string {
@@ -5923,7 +6125,7 @@ type RemoveProjectGrantResponse struct {
 
 func (x *RemoveProjectGrantResponse) Reset() {
 	*x = RemoveProjectGrantResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[99]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5935,7 +6137,7 @@ func (x *RemoveProjectGrantResponse) String() string {
 func (*RemoveProjectGrantResponse) ProtoMessage() {}
 
 func (x *RemoveProjectGrantResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[99]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5948,7 +6150,7 @@ func (x *RemoveProjectGrantResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveProjectGrantResponse.ProtoReflect.Descriptor instead.
 func (*RemoveProjectGrantResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{99}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *RemoveProjectGrantResponse) GetDetails() *ObjectDetails {
@@ -5967,7 +6169,7 @@ type GetLoginPolicyRequest struct {
 
 func (x *GetLoginPolicyRequest) Reset() {
 	*x = GetLoginPolicyRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[100]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5979,7 +6181,7 @@ func (x *GetLoginPolicyRequest) String() string {
 func (*GetLoginPolicyRequest) ProtoMessage() {}
 
 func (x *GetLoginPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[100]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5992,7 +6194,7 @@ func (x *GetLoginPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLoginPolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetLoginPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{100}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{104}
 }
 
 // GetLoginPolicyResponse carries the policy in force.
@@ -6008,7 +6210,7 @@ type GetLoginPolicyResponse struct {
 
 func (x *GetLoginPolicyResponse) Reset() {
 	*x = GetLoginPolicyResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[101]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6020,7 +6222,7 @@ func (x *GetLoginPolicyResponse) String() string {
 func (*GetLoginPolicyResponse) ProtoMessage() {}
 
 func (x *GetLoginPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[101]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6033,7 +6235,7 @@ func (x *GetLoginPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLoginPolicyResponse.ProtoReflect.Descriptor instead.
 func (*GetLoginPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{101}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *GetLoginPolicyResponse) GetPolicy() *LoginPolicy {
@@ -6100,7 +6302,7 @@ type AddCustomLoginPolicyRequest struct {
 
 func (x *AddCustomLoginPolicyRequest) Reset() {
 	*x = AddCustomLoginPolicyRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[102]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6112,7 +6314,7 @@ func (x *AddCustomLoginPolicyRequest) String() string {
 func (*AddCustomLoginPolicyRequest) ProtoMessage() {}
 
 func (x *AddCustomLoginPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[102]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6125,7 +6327,7 @@ func (x *AddCustomLoginPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddCustomLoginPolicyRequest.ProtoReflect.Descriptor instead.
 func (*AddCustomLoginPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{102}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *AddCustomLoginPolicyRequest) GetAllowUsernamePassword() bool {
@@ -6279,7 +6481,7 @@ type AddCustomLoginPolicyResponse struct {
 
 func (x *AddCustomLoginPolicyResponse) Reset() {
 	*x = AddCustomLoginPolicyResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[103]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6291,7 +6493,7 @@ func (x *AddCustomLoginPolicyResponse) String() string {
 func (*AddCustomLoginPolicyResponse) ProtoMessage() {}
 
 func (x *AddCustomLoginPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[103]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6304,7 +6506,7 @@ func (x *AddCustomLoginPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddCustomLoginPolicyResponse.ProtoReflect.Descriptor instead.
 func (*AddCustomLoginPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{103}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *AddCustomLoginPolicyResponse) GetDetails() *ObjectDetails {
@@ -6357,7 +6559,7 @@ type UpdateCustomLoginPolicyRequest struct {
 
 func (x *UpdateCustomLoginPolicyRequest) Reset() {
 	*x = UpdateCustomLoginPolicyRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[104]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6369,7 +6571,7 @@ func (x *UpdateCustomLoginPolicyRequest) String() string {
 func (*UpdateCustomLoginPolicyRequest) ProtoMessage() {}
 
 func (x *UpdateCustomLoginPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[104]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6382,7 +6584,7 @@ func (x *UpdateCustomLoginPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateCustomLoginPolicyRequest.ProtoReflect.Descriptor instead.
 func (*UpdateCustomLoginPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{104}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *UpdateCustomLoginPolicyRequest) GetAllowUsernamePassword() bool {
@@ -6515,7 +6717,7 @@ type UpdateCustomLoginPolicyResponse struct {
 
 func (x *UpdateCustomLoginPolicyResponse) Reset() {
 	*x = UpdateCustomLoginPolicyResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[105]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6527,7 +6729,7 @@ func (x *UpdateCustomLoginPolicyResponse) String() string {
 func (*UpdateCustomLoginPolicyResponse) ProtoMessage() {}
 
 func (x *UpdateCustomLoginPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[105]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6540,7 +6742,7 @@ func (x *UpdateCustomLoginPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateCustomLoginPolicyResponse.ProtoReflect.Descriptor instead.
 func (*UpdateCustomLoginPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{105}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *UpdateCustomLoginPolicyResponse) GetDetails() *ObjectDetails {
@@ -6559,7 +6761,7 @@ type ResetLoginPolicyToDefaultRequest struct {
 
 func (x *ResetLoginPolicyToDefaultRequest) Reset() {
 	*x = ResetLoginPolicyToDefaultRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[106]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6571,7 +6773,7 @@ func (x *ResetLoginPolicyToDefaultRequest) String() string {
 func (*ResetLoginPolicyToDefaultRequest) ProtoMessage() {}
 
 func (x *ResetLoginPolicyToDefaultRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[106]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6584,7 +6786,7 @@ func (x *ResetLoginPolicyToDefaultRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetLoginPolicyToDefaultRequest.ProtoReflect.Descriptor instead.
 func (*ResetLoginPolicyToDefaultRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{106}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{110}
 }
 
 // ResetLoginPolicyToDefaultResponse carries the change's details.
@@ -6598,7 +6800,7 @@ type ResetLoginPolicyToDefaultResponse struct {
 
 func (x *ResetLoginPolicyToDefaultResponse) Reset() {
 	*x = ResetLoginPolicyToDefaultResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[107]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6610,7 +6812,7 @@ func (x *ResetLoginPolicyToDefaultResponse) String() string {
 func (*ResetLoginPolicyToDefaultResponse) ProtoMessage() {}
 
 func (x *ResetLoginPolicyToDefaultResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[107]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6623,7 +6825,7 @@ func (x *ResetLoginPolicyToDefaultResponse) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use ResetLoginPolicyToDefaultResponse.ProtoReflect.Descriptor instead.
 func (*ResetLoginPolicyToDefaultResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{107}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *ResetLoginPolicyToDefaultResponse) GetDetails() *ObjectDetails {
@@ -6646,7 +6848,7 @@ type ListUserIDPsRequest struct {
 
 func (x *ListUserIDPsRequest) Reset() {
 	*x = ListUserIDPsRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[108]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6658,7 +6860,7 @@ func (x *ListUserIDPsRequest) String() string {
 func (*ListUserIDPsRequest) ProtoMessage() {}
 
 func (x *ListUserIDPsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[108]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6671,7 +6873,7 @@ func (x *ListUserIDPsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUserIDPsRequest.ProtoReflect.Descriptor instead.
 func (*ListUserIDPsRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{108}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *ListUserIDPsRequest) GetUserId() string {
@@ -6701,7 +6903,7 @@ type ListUserIDPsResponse struct {
 
 func (x *ListUserIDPsResponse) Reset() {
 	*x = ListUserIDPsResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[109]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6713,7 +6915,7 @@ func (x *ListUserIDPsResponse) String() string {
 func (*ListUserIDPsResponse) ProtoMessage() {}
 
 func (x *ListUserIDPsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[109]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6726,7 +6928,7 @@ func (x *ListUserIDPsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUserIDPsResponse.ProtoReflect.Descriptor instead.
 func (*ListUserIDPsResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{109}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *ListUserIDPsResponse) GetDetails() *ListDetails {
@@ -6758,7 +6960,7 @@ type RemoveUserIDPRequest struct {
 
 func (x *RemoveUserIDPRequest) Reset() {
 	*x = RemoveUserIDPRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[110]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6770,7 +6972,7 @@ func (x *RemoveUserIDPRequest) String() string {
 func (*RemoveUserIDPRequest) ProtoMessage() {}
 
 func (x *RemoveUserIDPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[110]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6783,7 +6985,7 @@ func (x *RemoveUserIDPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveUserIDPRequest.ProtoReflect.Descriptor instead.
 func (*RemoveUserIDPRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{110}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *RemoveUserIDPRequest) GetUserId() string {
@@ -6818,7 +7020,7 @@ type RemoveUserIDPResponse struct {
 
 func (x *RemoveUserIDPResponse) Reset() {
 	*x = RemoveUserIDPResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[111]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6830,7 +7032,7 @@ func (x *RemoveUserIDPResponse) String() string {
 func (*RemoveUserIDPResponse) ProtoMessage() {}
 
 func (x *RemoveUserIDPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[111]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6843,7 +7045,7 @@ func (x *RemoveUserIDPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveUserIDPResponse.ProtoReflect.Descriptor instead.
 func (*RemoveUserIDPResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{111}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *RemoveUserIDPResponse) GetDetails() *ObjectDetails {
@@ -6875,7 +7077,7 @@ type AddHumanUserRequest_Profile struct {
 
 func (x *AddHumanUserRequest_Profile) Reset() {
 	*x = AddHumanUserRequest_Profile{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[112]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6887,7 +7089,7 @@ func (x *AddHumanUserRequest_Profile) String() string {
 func (*AddHumanUserRequest_Profile) ProtoMessage() {}
 
 func (x *AddHumanUserRequest_Profile) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[112]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6958,7 +7160,7 @@ type AddHumanUserRequest_Email struct {
 
 func (x *AddHumanUserRequest_Email) Reset() {
 	*x = AddHumanUserRequest_Email{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[113]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6970,7 +7172,7 @@ func (x *AddHumanUserRequest_Email) String() string {
 func (*AddHumanUserRequest_Email) ProtoMessage() {}
 
 func (x *AddHumanUserRequest_Email) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[113]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7014,7 +7216,7 @@ type AddHumanUserRequest_Phone struct {
 
 func (x *AddHumanUserRequest_Phone) Reset() {
 	*x = AddHumanUserRequest_Phone{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[114]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7026,7 +7228,7 @@ func (x *AddHumanUserRequest_Phone) String() string {
 func (*AddHumanUserRequest_Phone) ProtoMessage() {}
 
 func (x *AddHumanUserRequest_Phone) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[114]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7078,7 +7280,7 @@ type ImportHumanUserRequest_Profile struct {
 
 func (x *ImportHumanUserRequest_Profile) Reset() {
 	*x = ImportHumanUserRequest_Profile{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[115]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7090,7 +7292,7 @@ func (x *ImportHumanUserRequest_Profile) String() string {
 func (*ImportHumanUserRequest_Profile) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_Profile) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[115]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7161,7 +7363,7 @@ type ImportHumanUserRequest_Email struct {
 
 func (x *ImportHumanUserRequest_Email) Reset() {
 	*x = ImportHumanUserRequest_Email{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[116]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7173,7 +7375,7 @@ func (x *ImportHumanUserRequest_Email) String() string {
 func (*ImportHumanUserRequest_Email) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_Email) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[116]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7217,7 +7419,7 @@ type ImportHumanUserRequest_Phone struct {
 
 func (x *ImportHumanUserRequest_Phone) Reset() {
 	*x = ImportHumanUserRequest_Phone{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[117]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7229,7 +7431,7 @@ func (x *ImportHumanUserRequest_Phone) String() string {
 func (*ImportHumanUserRequest_Phone) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_Phone) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[117]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7274,7 +7476,7 @@ type ImportHumanUserRequest_HashedPassword struct {
 
 func (x *ImportHumanUserRequest_HashedPassword) Reset() {
 	*x = ImportHumanUserRequest_HashedPassword{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[118]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7286,7 +7488,7 @@ func (x *ImportHumanUserRequest_HashedPassword) String() string {
 func (*ImportHumanUserRequest_HashedPassword) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_HashedPassword) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[118]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7329,7 +7531,7 @@ type BulkSetUserMetadataRequest_Metadata struct {
 
 func (x *BulkSetUserMetadataRequest_Metadata) Reset() {
 	*x = BulkSetUserMetadataRequest_Metadata{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[119]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7341,7 +7543,7 @@ func (x *BulkSetUserMetadataRequest_Metadata) String() string {
 func (*BulkSetUserMetadataRequest_Metadata) ProtoMessage() {}
 
 func (x *BulkSetUserMetadataRequest_Metadata) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[119]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7385,7 +7587,7 @@ type AddCustomLoginPolicyRequest_IDP struct {
 
 func (x *AddCustomLoginPolicyRequest_IDP) Reset() {
 	*x = AddCustomLoginPolicyRequest_IDP{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[120]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7397,7 +7599,7 @@ func (x *AddCustomLoginPolicyRequest_IDP) String() string {
 func (*AddCustomLoginPolicyRequest_IDP) ProtoMessage() {}
 
 func (x *AddCustomLoginPolicyRequest_IDP) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[120]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7410,7 +7612,7 @@ func (x *AddCustomLoginPolicyRequest_IDP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddCustomLoginPolicyRequest_IDP.ProtoReflect.Descriptor instead.
 func (*AddCustomLoginPolicyRequest_IDP) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{102, 0}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{106, 0}
 }
 
 func (x *AddCustomLoginPolicyRequest_IDP) GetIdpId() string {
@@ -7812,7 +8014,18 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\trole_keys\x18\x03 \x03(\tR\broleKeys\"v\n" +
 	"\x17AddProjectGrantResponse\x12\x19\n" +
 	"\bgrant_id\x18\x01 \x01(\tR\agrantId\x12@\n" +
-	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"s\n" +
+	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"V\n" +
+	"\x1aListGrantedProjectsRequest\x128\n" +
+	"\x05query\x18\x01 \x01(\v2\".gatehouse.management.v1.ListQueryR\x05query\"\x9c\x01\n" +
+	"\x1bListGrantedProjectsResponse\x12>\n" +
+	"\adetails\x18\x01 \x01(\v2$.gatehouse.management.v1.ListDetailsR\adetails\x12=\n" +
+	"\x06result\x18\x02 \x03(\v2%.gatehouse.management.v1.ProjectGrantR\x06result\"W\n" +
+	"\x1bRefuseGrantedProjectRequest\x12\x1d\n" +
+	"\n" +
+	"project_id\x18\x01 \x01(\tR\tprojectId\x12\x19\n" +
+	"\bgrant_id\x18\x02 \x01(\tR\agrantId\"`\n" +
+	"\x1cRefuseGrantedProjectResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"s\n" +
 	"\x18ListProjectGrantsRequest\x128\n" +
 	"\x05query\x18\x01 \x01(\v2\".gatehouse.management.v1.ListQueryR\x05query\x12\x1d\n" +
 	"\n" +
@@ -7902,7 +8115,7 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x06idp_id\x18\x02 \x01(\tR\x05idpId\x12$\n" +
 	"\x0elinked_user_id\x18\x03 \x01(\tR\flinkedUserId\"Y\n" +
 	"\x15RemoveUserIDPResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails2\x8fK\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails2\x9fN\n" +
 	"\x11ManagementService\x12\x8b\x01\n" +
 	"\vGetUserByID\x12+.gatehouse.management.v1.GetUserByIDRequest\x1a,.gatehouse.management.v1.GetUserByIDResponse\"!\x82\xd3\xe4\x93\x02\x1b\x12\x19/management/v1/users/{id}\x12\x8b\x01\n" +
 	"\tListUsers\x12).gatehouse.management.v1.ListUsersRequest\x1a*.gatehouse.management.v1.ListUsersResponse\"'\x82\xd3\xe4\x93\x02!:\x01*\"\x1c/management/v1/users/_search\x12\x92\x01\n" +
@@ -7958,7 +8171,9 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x11SetAppAdminClient\x121.gatehouse.management.v1.SetAppAdminClientRequest\x1a2.gatehouse.management.v1.SetAppAdminClientResponse\"K\x82\xd3\xe4\x93\x02E:\x01*\"@/management/v1/projects/{project_id}/apps/{app_id}/_admin_client\x12\xa3\x01\n" +
 	"\fListUserIDPs\x12,.gatehouse.management.v1.ListUserIDPsRequest\x1a-.gatehouse.management.v1.ListUserIDPsResponse\"6\x82\xd3\xe4\x93\x020:\x01*\"+/management/v1/users/{user_id}/idps/_search\x12\xb5\x01\n" +
 	"\rRemoveUserIDP\x12-.gatehouse.management.v1.RemoveUserIDPRequest\x1a..gatehouse.management.v1.RemoveUserIDPResponse\"E\x82\xd3\xe4\x93\x02?*=/management/v1/users/{user_id}/idps/{idp_id}/{linked_user_id}\x12\xac\x01\n" +
-	"\x0fAddProjectGrant\x12/.gatehouse.management.v1.AddProjectGrantRequest\x1a0.gatehouse.management.v1.AddProjectGrantResponse\"6\x82\xd3\xe4\x93\x020:\x01*\"+/management/v1/projects/{project_id}/grants\x12\xba\x01\n" +
+	"\x0fAddProjectGrant\x12/.gatehouse.management.v1.AddProjectGrantRequest\x1a0.gatehouse.management.v1.AddProjectGrantResponse\"6\x82\xd3\xe4\x93\x020:\x01*\"+/management/v1/projects/{project_id}/grants\x12\xb4\x01\n" +
+	"\x13ListGrantedProjects\x123.gatehouse.management.v1.ListGrantedProjectsRequest\x1a4.gatehouse.management.v1.ListGrantedProjectsResponse\"2\x82\xd3\xe4\x93\x02,:\x01*\"'/management/v1/granted_projects/_search\x12\xd6\x01\n" +
+	"\x14RefuseGrantedProject\x124.gatehouse.management.v1.RefuseGrantedProjectRequest\x1a5.gatehouse.management.v1.RefuseGrantedProjectResponse\"Q\x82\xd3\xe4\x93\x02K:\x01*\"F/management/v1/granted_projects/{project_id}/grants/{grant_id}/_refuse\x12\xba\x01\n" +
 	"\x11ListProjectGrants\x121.gatehouse.management.v1.ListProjectGrantsRequest\x1a2.gatehouse.management.v1.ListProjectGrantsResponse\">\x82\xd3\xe4\x93\x028:\x01*\"3/management/v1/projects/{project_id}/grants/_search\x12\xc0\x01\n" +
 	"\x12UpdateProjectGrant\x122.gatehouse.management.v1.UpdateProjectGrantRequest\x1a3.gatehouse.management.v1.UpdateProjectGrantResponse\"A\x82\xd3\xe4\x93\x02;:\x01*\x1a6/management/v1/projects/{project_id}/grants/{grant_id}\x12\xbd\x01\n" +
 	"\x12RemoveProjectGrant\x122.gatehouse.management.v1.RemoveProjectGrantRequest\x1a3.gatehouse.management.v1.RemoveProjectGrantResponse\">\x82\xd3\xe4\x93\x028*6/management/v1/projects/{project_id}/grants/{grant_id}\x12\x98\x01\n" +
@@ -7980,7 +8195,7 @@ func file_gatehouse_management_v1_management_proto_rawDescGZIP() []byte {
 	return file_gatehouse_management_v1_management_proto_rawDescData
 }
 
-var file_gatehouse_management_v1_management_proto_msgTypes = make([]protoimpl.MessageInfo, 121)
+var file_gatehouse_management_v1_management_proto_msgTypes = make([]protoimpl.MessageInfo, 125)
 var file_gatehouse_management_v1_management_proto_goTypes = []any{
 	(*GetUserByIDRequest)(nil),                    // 0: gatehouse.management.v1.GetUserByIDRequest
 	(*GetUserByIDResponse)(nil),                   // 1: gatehouse.management.v1.GetUserByIDResponse
@@ -8076,342 +8291,354 @@ var file_gatehouse_management_v1_management_proto_goTypes = []any{
 	(*RemoveAppKeyResponse)(nil),                  // 91: gatehouse.management.v1.RemoveAppKeyResponse
 	(*AddProjectGrantRequest)(nil),                // 92: gatehouse.management.v1.AddProjectGrantRequest
 	(*AddProjectGrantResponse)(nil),               // 93: gatehouse.management.v1.AddProjectGrantResponse
-	(*ListProjectGrantsRequest)(nil),              // 94: gatehouse.management.v1.ListProjectGrantsRequest
-	(*ListProjectGrantsResponse)(nil),             // 95: gatehouse.management.v1.ListProjectGrantsResponse
-	(*UpdateProjectGrantRequest)(nil),             // 96: gatehouse.management.v1.UpdateProjectGrantRequest
-	(*UpdateProjectGrantResponse)(nil),            // 97: gatehouse.management.v1.UpdateProjectGrantResponse
-	(*RemoveProjectGrantRequest)(nil),             // 98: gatehouse.management.v1.RemoveProjectGrantRequest
-	(*RemoveProjectGrantResponse)(nil),            // 99: gatehouse.management.v1.RemoveProjectGrantResponse
-	(*GetLoginPolicyRequest)(nil),                 // 100: gatehouse.management.v1.GetLoginPolicyRequest
-	(*GetLoginPolicyResponse)(nil),                // 101: gatehouse.management.v1.GetLoginPolicyResponse
-	(*AddCustomLoginPolicyRequest)(nil),           // 102: gatehouse.management.v1.AddCustomLoginPolicyRequest
-	(*AddCustomLoginPolicyResponse)(nil),          // 103: gatehouse.management.v1.AddCustomLoginPolicyResponse
-	(*UpdateCustomLoginPolicyRequest)(nil),        // 104: gatehouse.management.v1.UpdateCustomLoginPolicyRequest
-	(*UpdateCustomLoginPolicyResponse)(nil),       // 105: gatehouse.management.v1.UpdateCustomLoginPolicyResponse
-	(*ResetLoginPolicyToDefaultRequest)(nil),      // 106: gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
-	(*ResetLoginPolicyToDefaultResponse)(nil),     // 107: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
-	(*ListUserIDPsRequest)(nil),                   // 108: gatehouse.management.v1.ListUserIDPsRequest
-	(*ListUserIDPsResponse)(nil),                  // 109: gatehouse.management.v1.ListUserIDPsResponse
-	(*RemoveUserIDPRequest)(nil),                  // 110: gatehouse.management.v1.RemoveUserIDPRequest
-	(*RemoveUserIDPResponse)(nil),                 // 111: gatehouse.management.v1.RemoveUserIDPResponse
-	(*AddHumanUserRequest_Profile)(nil),           // 112: gatehouse.management.v1.AddHumanUserRequest.Profile
-	(*AddHumanUserRequest_Email)(nil),             // 113: gatehouse.management.v1.AddHumanUserRequest.Email
-	(*AddHumanUserRequest_Phone)(nil),             // 114: gatehouse.management.v1.AddHumanUserRequest.Phone
-	(*ImportHumanUserRequest_Profile)(nil),        // 115: gatehouse.management.v1.ImportHumanUserRequest.Profile
-	(*ImportHumanUserRequest_Email)(nil),          // 116: gatehouse.management.v1.ImportHumanUserRequest.Email
-	(*ImportHumanUserRequest_Phone)(nil),          // 117: gatehouse.management.v1.ImportHumanUserRequest.Phone
-	(*ImportHumanUserRequest_HashedPassword)(nil), // 118: gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
-	(*BulkSetUserMetadataRequest_Metadata)(nil),   // 119: gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
-	(*AddCustomLoginPolicyRequest_IDP)(nil),       // 120: gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
-	(*User)(nil),                                  // 121: gatehouse.management.v1.User
-	(*ListQuery)(nil),                             // 122: gatehouse.management.v1.ListQuery
-	(UserFieldName)(0),                            // 123: gatehouse.management.v1.UserFieldName
-	(*UserQuery)(nil),                             // 124: gatehouse.management.v1.UserQuery
-	(*ListDetails)(nil),                           // 125: gatehouse.management.v1.ListDetails
-	(*ObjectDetails)(nil),                         // 126: gatehouse.management.v1.ObjectDetails
-	(AccessTokenType)(0),                          // 127: gatehouse.management.v1.AccessTokenType
-	(KeyType)(0),                                  // 128: gatehouse.management.v1.KeyType
-	(*timestamppb.Timestamp)(nil),                 // 129: google.protobuf.Timestamp
-	(*Key)(nil),                                   // 130: gatehouse.management.v1.Key
-	(*MetadataQuery)(nil),                         // 131: gatehouse.management.v1.MetadataQuery
-	(*Metadata)(nil),                              // 132: gatehouse.management.v1.Metadata
-	(*Org)(nil),                                   // 133: gatehouse.management.v1.Org
-	(OrgFieldName)(0),                             // 134: gatehouse.management.v1.OrgFieldName
-	(*OrgQuery)(nil),                              // 135: gatehouse.management.v1.OrgQuery
-	(*MemberQuery)(nil),                           // 136: gatehouse.management.v1.MemberQuery
-	(*Member)(nil),                                // 137: gatehouse.management.v1.Member
-	(*IDP)(nil),                                   // 138: gatehouse.management.v1.IDP
-	(IDPFieldName)(0),                             // 139: gatehouse.management.v1.IDPFieldName
-	(*IDPQuery)(nil),                              // 140: gatehouse.management.v1.IDPQuery
-	(StylingType)(0),                              // 141: gatehouse.management.v1.StylingType
-	(OIDCMappingField)(0),                         // 142: gatehouse.management.v1.OIDCMappingField
-	(PrivateLabelingSetting)(0),                   // 143: gatehouse.management.v1.PrivateLabelingSetting
-	(*Project)(nil),                               // 144: gatehouse.management.v1.Project
-	(*ProjectQuery)(nil),                          // 145: gatehouse.management.v1.ProjectQuery
-	(*App)(nil),                                   // 146: gatehouse.management.v1.App
-	(*AppQuery)(nil),                              // 147: gatehouse.management.v1.AppQuery
-	(OIDCResponseType)(0),                         // 148: gatehouse.management.v1.OIDCResponseType
-	(OIDCGrantType)(0),                            // 149: gatehouse.management.v1.OIDCGrantType
-	(OIDCAppType)(0),                              // 150: gatehouse.management.v1.OIDCAppType
-	(OIDCAuthMethodType)(0),                       // 151: gatehouse.management.v1.OIDCAuthMethodType
-	(OIDCVersion)(0),                              // 152: gatehouse.management.v1.OIDCVersion
-	(OIDCTokenType)(0),                            // 153: gatehouse.management.v1.OIDCTokenType
-	(*durationpb.Duration)(nil),                   // 154: google.protobuf.Duration
-	(*LoginVersion)(nil),                          // 155: gatehouse.management.v1.LoginVersion
-	(*LocalizedMessage)(nil),                      // 156: gatehouse.management.v1.LocalizedMessage
-	(APIAuthMethodType)(0),                        // 157: gatehouse.management.v1.APIAuthMethodType
-	(*ProjectGrant)(nil),                          // 158: gatehouse.management.v1.ProjectGrant
-	(*LoginPolicy)(nil),                           // 159: gatehouse.management.v1.LoginPolicy
-	(PasswordlessType)(0),                         // 160: gatehouse.management.v1.PasswordlessType
-	(SecondFactorType)(0),                         // 161: gatehouse.management.v1.SecondFactorType
-	(MultiFactorType)(0),                          // 162: gatehouse.management.v1.MultiFactorType
-	(*IDPUserLink)(nil),                           // 163: gatehouse.management.v1.IDPUserLink
-	(Gender)(0),                                   // 164: gatehouse.management.v1.Gender
-	(*SetAppAdminClientRequest)(nil),              // 165: gatehouse.management.v1.SetAppAdminClientRequest
-	(*SetAppAdminClientResponse)(nil),             // 166: gatehouse.management.v1.SetAppAdminClientResponse
+	(*ListGrantedProjectsRequest)(nil),            // 94: gatehouse.management.v1.ListGrantedProjectsRequest
+	(*ListGrantedProjectsResponse)(nil),           // 95: gatehouse.management.v1.ListGrantedProjectsResponse
+	(*RefuseGrantedProjectRequest)(nil),           // 96: gatehouse.management.v1.RefuseGrantedProjectRequest
+	(*RefuseGrantedProjectResponse)(nil),          // 97: gatehouse.management.v1.RefuseGrantedProjectResponse
+	(*ListProjectGrantsRequest)(nil),              // 98: gatehouse.management.v1.ListProjectGrantsRequest
+	(*ListProjectGrantsResponse)(nil),             // 99: gatehouse.management.v1.ListProjectGrantsResponse
+	(*UpdateProjectGrantRequest)(nil),             // 100: gatehouse.management.v1.UpdateProjectGrantRequest
+	(*UpdateProjectGrantResponse)(nil),            // 101: gatehouse.management.v1.UpdateProjectGrantResponse
+	(*RemoveProjectGrantRequest)(nil),             // 102: gatehouse.management.v1.RemoveProjectGrantRequest
+	(*RemoveProjectGrantResponse)(nil),            // 103: gatehouse.management.v1.RemoveProjectGrantResponse
+	(*GetLoginPolicyRequest)(nil),                 // 104: gatehouse.management.v1.GetLoginPolicyRequest
+	(*GetLoginPolicyResponse)(nil),                // 105: gatehouse.management.v1.GetLoginPolicyResponse
+	(*AddCustomLoginPolicyRequest)(nil),           // 106: gatehouse.management.v1.AddCustomLoginPolicyRequest
+	(*AddCustomLoginPolicyResponse)(nil),          // 107: gatehouse.management.v1.AddCustomLoginPolicyResponse
+	(*UpdateCustomLoginPolicyRequest)(nil),        // 108: gatehouse.management.v1.UpdateCustomLoginPolicyRequest
+	(*UpdateCustomLoginPolicyResponse)(nil),       // 109: gatehouse.management.v1.UpdateCustomLoginPolicyResponse
+	(*ResetLoginPolicyToDefaultRequest)(nil),      // 110: gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
+	(*ResetLoginPolicyToDefaultResponse)(nil),     // 111: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
+	(*ListUserIDPsRequest)(nil),                   // 112: gatehouse.management.v1.ListUserIDPsRequest
+	(*ListUserIDPsResponse)(nil),                  // 113: gatehouse.management.v1.ListUserIDPsResponse
+	(*RemoveUserIDPRequest)(nil),                  // 114: gatehouse.management.v1.RemoveUserIDPRequest
+	(*RemoveUserIDPResponse)(nil),                 // 115: gatehouse.management.v1.RemoveUserIDPResponse
+	(*AddHumanUserRequest_Profile)(nil),           // 116: gatehouse.management.v1.AddHumanUserRequest.Profile
+	(*AddHumanUserRequest_Email)(nil),             // 117: gatehouse.management.v1.AddHumanUserRequest.Email
+	(*AddHumanUserRequest_Phone)(nil),             // 118: gatehouse.management.v1.AddHumanUserRequest.Phone
+	(*ImportHumanUserRequest_Profile)(nil),        // 119: gatehouse.management.v1.ImportHumanUserRequest.Profile
+	(*ImportHumanUserRequest_Email)(nil),          // 120: gatehouse.management.v1.ImportHumanUserRequest.Email
+	(*ImportHumanUserRequest_Phone)(nil),          // 121: gatehouse.management.v1.ImportHumanUserRequest.Phone
+	(*ImportHumanUserRequest_HashedPassword)(nil), // 122: gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
+	(*BulkSetUserMetadataRequest_Metadata)(nil),   // 123: gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
+	(*AddCustomLoginPolicyRequest_IDP)(nil),       // 124: gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
+	(*User)(nil),                                  // 125: gatehouse.management.v1.User
+	(*ListQuery)(nil),                             // 126: gatehouse.management.v1.ListQuery
+	(UserFieldName)(0),                            // 127: gatehouse.management.v1.UserFieldName
+	(*UserQuery)(nil),                             // 128: gatehouse.management.v1.UserQuery
+	(*ListDetails)(nil),                           // 129: gatehouse.management.v1.ListDetails
+	(*ObjectDetails)(nil),                         // 130: gatehouse.management.v1.ObjectDetails
+	(AccessTokenType)(0),                          // 131: gatehouse.management.v1.AccessTokenType
+	(KeyType)(0),                                  // 132: gatehouse.management.v1.KeyType
+	(*timestamppb.Timestamp)(nil),                 // 133: google.protobuf.Timestamp
+	(*Key)(nil),                                   // 134: gatehouse.management.v1.Key
+	(*MetadataQuery)(nil),                         // 135: gatehouse.management.v1.MetadataQuery
+	(*Metadata)(nil),                              // 136: gatehouse.management.v1.Metadata
+	(*Org)(nil),                                   // 137: gatehouse.management.v1.Org
+	(OrgFieldName)(0),                             // 138: gatehouse.management.v1.OrgFieldName
+	(*OrgQuery)(nil),                              // 139: gatehouse.management.v1.OrgQuery
+	(*MemberQuery)(nil),                           // 140: gatehouse.management.v1.MemberQuery
+	(*Member)(nil),                                // 141: gatehouse.management.v1.Member
+	(*IDP)(nil),                                   // 142: gatehouse.management.v1.IDP
+	(IDPFieldName)(0),                             // 143: gatehouse.management.v1.IDPFieldName
+	(*IDPQuery)(nil),                              // 144: gatehouse.management.v1.IDPQuery
+	(StylingType)(0),                              // 145: gatehouse.management.v1.StylingType
+	(OIDCMappingField)(0),                         // 146: gatehouse.management.v1.OIDCMappingField
+	(PrivateLabelingSetting)(0),                   // 147: gatehouse.management.v1.PrivateLabelingSetting
+	(*Project)(nil),                               // 148: gatehouse.management.v1.Project
+	(*ProjectQuery)(nil),                          // 149: gatehouse.management.v1.ProjectQuery
+	(*App)(nil),                                   // 150: gatehouse.management.v1.App
+	(*AppQuery)(nil),                              // 151: gatehouse.management.v1.AppQuery
+	(OIDCResponseType)(0),                         // 152: gatehouse.management.v1.OIDCResponseType
+	(OIDCGrantType)(0),                            // 153: gatehouse.management.v1.OIDCGrantType
+	(OIDCAppType)(0),                              // 154: gatehouse.management.v1.OIDCAppType
+	(OIDCAuthMethodType)(0),                       // 155: gatehouse.management.v1.OIDCAuthMethodType
+	(OIDCVersion)(0),                              // 156: gatehouse.management.v1.OIDCVersion
+	(OIDCTokenType)(0),                            // 157: gatehouse.management.v1.OIDCTokenType
+	(*durationpb.Duration)(nil),                   // 158: google.protobuf.Duration
+	(*LoginVersion)(nil),                          // 159: gatehouse.management.v1.LoginVersion
+	(*LocalizedMessage)(nil),                      // 160: gatehouse.management.v1.LocalizedMessage
+	(APIAuthMethodType)(0),                        // 161: gatehouse.management.v1.APIAuthMethodType
+	(*ProjectGrant)(nil),                          // 162: gatehouse.management.v1.ProjectGrant
+	(*LoginPolicy)(nil),                           // 163: gatehouse.management.v1.LoginPolicy
+	(PasswordlessType)(0),                         // 164: gatehouse.management.v1.PasswordlessType
+	(SecondFactorType)(0),                         // 165: gatehouse.management.v1.SecondFactorType
+	(MultiFactorType)(0),                          // 166: gatehouse.management.v1.MultiFactorType
+	(*IDPUserLink)(nil),                           // 167: gatehouse.management.v1.IDPUserLink
+	(Gender)(0),                                   // 168: gatehouse.management.v1.Gender
+	(*SetAppAdminClientRequest)(nil),              // 169: gatehouse.management.v1.SetAppAdminClientRequest
+	(*SetAppAdminClientResponse)(nil),             // 170: gatehouse.management.v1.SetAppAdminClientResponse
 }
 var file_gatehouse_management_v1_management_proto_depIdxs = []int32{
-	121, // 0: gatehouse.management.v1.GetUserByIDResponse.user:type_name -> gatehouse.management.v1.User
-	122, // 1: gatehouse.management.v1.ListUsersRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	123, // 2: gatehouse.management.v1.ListUsersRequest.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
-	124, // 3: gatehouse.management.v1.ListUsersRequest.queries:type_name -> gatehouse.management.v1.UserQuery
-	125, // 4: gatehouse.management.v1.ListUsersResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	123, // 5: gatehouse.management.v1.ListUsersResponse.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
-	121, // 6: gatehouse.management.v1.ListUsersResponse.result:type_name -> gatehouse.management.v1.User
-	112, // 7: gatehouse.management.v1.AddHumanUserRequest.profile:type_name -> gatehouse.management.v1.AddHumanUserRequest.Profile
-	113, // 8: gatehouse.management.v1.AddHumanUserRequest.email:type_name -> gatehouse.management.v1.AddHumanUserRequest.Email
-	114, // 9: gatehouse.management.v1.AddHumanUserRequest.phone:type_name -> gatehouse.management.v1.AddHumanUserRequest.Phone
-	126, // 10: gatehouse.management.v1.AddHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	115, // 11: gatehouse.management.v1.ImportHumanUserRequest.profile:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Profile
-	116, // 12: gatehouse.management.v1.ImportHumanUserRequest.email:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Email
-	117, // 13: gatehouse.management.v1.ImportHumanUserRequest.phone:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Phone
-	118, // 14: gatehouse.management.v1.ImportHumanUserRequest.hashed_password:type_name -> gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
-	126, // 15: gatehouse.management.v1.ImportHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	127, // 16: gatehouse.management.v1.AddMachineUserRequest.access_token_type:type_name -> gatehouse.management.v1.AccessTokenType
-	126, // 17: gatehouse.management.v1.AddMachineUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	126, // 18: gatehouse.management.v1.DeactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	126, // 19: gatehouse.management.v1.ReactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	126, // 20: gatehouse.management.v1.UnlockUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	126, // 21: gatehouse.management.v1.RemoveUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	126, // 22: gatehouse.management.v1.SetHumanPasswordResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	128, // 23: gatehouse.management.v1.AddMachineKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
-	129, // 24: gatehouse.management.v1.AddMachineKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
-	126, // 25: gatehouse.management.v1.AddMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	122, // 26: gatehouse.management.v1.ListMachineKeysRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	125, // 27: gatehouse.management.v1.ListMachineKeysResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	130, // 28: gatehouse.management.v1.ListMachineKeysResponse.result:type_name -> gatehouse.management.v1.Key
-	126, // 29: gatehouse.management.v1.RemoveMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	126, // 30: gatehouse.management.v1.GenerateMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	126, // 31: gatehouse.management.v1.RemoveMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	126, // 32: gatehouse.management.v1.SetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	119, // 33: gatehouse.management.v1.BulkSetUserMetadataRequest.metadata:type_name -> gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
-	126, // 34: gatehouse.management.v1.BulkSetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	122, // 35: gatehouse.management.v1.ListUserMetadataRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	131, // 36: gatehouse.management.v1.ListUserMetadataRequest.queries:type_name -> gatehouse.management.v1.MetadataQuery
-	125, // 37: gatehouse.management.v1.ListUserMetadataResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	132, // 38: gatehouse.management.v1.ListUserMetadataResponse.result:type_name -> gatehouse.management.v1.Metadata
-	132, // 39: gatehouse.management.v1.GetUserMetadataResponse.metadata:type_name -> gatehouse.management.v1.Metadata
-	126, // 40: gatehouse.management.v1.RemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	126, // 41: gatehouse.management.v1.BulkRemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	133, // 42: gatehouse.management.v1.GetMyOrgResponse.org:type_name -> gatehouse.management.v1.Org
-	126, // 43: gatehouse.management.v1.AddOrgResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	122, // 44: gatehouse.management.v1.ListOrgsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	134, // 45: gatehouse.management.v1.ListOrgsRequest.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
-	135, // 46: gatehouse.management.v1.ListOrgsRequest.queries:type_name -> gatehouse.management.v1.OrgQuery
-	125, // 47: gatehouse.management.v1.ListOrgsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	134, // 48: gatehouse.management.v1.ListOrgsResponse.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
-	133, // 49: gatehouse.management.v1.ListOrgsResponse.result:type_name -> gatehouse.management.v1.Org
-	126, // 50: gatehouse.management.v1.AddOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	122, // 51: gatehouse.management.v1.ListOrgMembersRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	136, // 52: gatehouse.management.v1.ListOrgMembersRequest.queries:type_name -> gatehouse.management.v1.MemberQuery
-	125, // 53: gatehouse.management.v1.ListOrgMembersResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	137, // 54: gatehouse.management.v1.ListOrgMembersResponse.result:type_name -> gatehouse.management.v1.Member
-	126, // 55: gatehouse.management.v1.RemoveOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	138, // 56: gatehouse.management.v1.GetOrgIDPByIDResponse.idp:type_name -> gatehouse.management.v1.IDP
-	122, // 57: gatehouse.management.v1.ListOrgIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	139, // 58: gatehouse.management.v1.ListOrgIDPsRequest.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
-	140, // 59: gatehouse.management.v1.ListOrgIDPsRequest.queries:type_name -> gatehouse.management.v1.IDPQuery
-	125, // 60: gatehouse.management.v1.ListOrgIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	139, // 61: gatehouse.management.v1.ListOrgIDPsResponse.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
-	138, // 62: gatehouse.management.v1.ListOrgIDPsResponse.result:type_name -> gatehouse.management.v1.IDP
-	141, // 63: gatehouse.management.v1.AddOrgOIDCIDPRequest.styling_type:type_name -> gatehouse.management.v1.StylingType
-	142, // 64: gatehouse.management.v1.AddOrgOIDCIDPRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	142, // 65: gatehouse.management.v1.AddOrgOIDCIDPRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	126, // 66: gatehouse.management.v1.AddOrgOIDCIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	142, // 67: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	142, // 68: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	126, // 69: gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	126, // 70: gatehouse.management.v1.DeactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	126, // 71: gatehouse.management.v1.SetOrgIDPTrustResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	126, // 72: gatehouse.management.v1.ReactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	126, // 73: gatehouse.management.v1.RemoveOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	143, // 74: gatehouse.management.v1.AddProjectRequest.private_labeling_setting:type_name -> gatehouse.management.v1.PrivateLabelingSetting
-	126, // 75: gatehouse.management.v1.AddProjectResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	144, // 76: gatehouse.management.v1.GetProjectByIDResponse.project:type_name -> gatehouse.management.v1.Project
-	122, // 77: gatehouse.management.v1.ListProjectsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	145, // 78: gatehouse.management.v1.ListProjectsRequest.queries:type_name -> gatehouse.management.v1.ProjectQuery
-	125, // 79: gatehouse.management.v1.ListProjectsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	144, // 80: gatehouse.management.v1.ListProjectsResponse.result:type_name -> gatehouse.management.v1.Project
-	146, // 81: gatehouse.management.v1.GetAppByIDResponse.app:type_name -> gatehouse.management.v1.App
-	122, // 82: gatehouse.management.v1.ListAppsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	147, // 83: gatehouse.management.v1.ListAppsRequest.queries:type_name -> gatehouse.management.v1.AppQuery
-	125, // 84: gatehouse.management.v1.ListAppsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	146, // 85: gatehouse.management.v1.ListAppsResponse.result:type_name -> gatehouse.management.v1.App
-	148, // 86: gatehouse.management.v1.AddOIDCAppRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
-	149, // 87: gatehouse.management.v1.AddOIDCAppRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
-	150, // 88: gatehouse.management.v1.AddOIDCAppRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
-	151, // 89: gatehouse.management.v1.AddOIDCAppRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
-	152, // 90: gatehouse.management.v1.AddOIDCAppRequest.version:type_name -> gatehouse.management.v1.OIDCVersion
-	153, // 91: gatehouse.management.v1.AddOIDCAppRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
-	154, // 92: gatehouse.management.v1.AddOIDCAppRequest.clock_skew:type_name -> google.protobuf.Duration
-	155, // 93: gatehouse.management.v1.AddOIDCAppRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
-	126, // 94: gatehouse.management.v1.AddOIDCAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	156, // 95: gatehouse.management.v1.AddOIDCAppResponse.compliance_problems:type_name -> gatehouse.management.v1.LocalizedMessage
-	148, // 96: gatehouse.management.v1.UpdateOIDCAppConfigRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
-	149, // 97: gatehouse.management.v1.UpdateOIDCAppConfigRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
-	150, // 98: gatehouse.management.v1.UpdateOIDCAppConfigRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
-	151, // 99: gatehouse.management.v1.UpdateOIDCAppConfigRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
-	153, // 100: gatehouse.management.v1.UpdateOIDCAppConfigRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
-	154, // 101: gatehouse.management.v1.UpdateOIDCAppConfigRequest.clock_skew:type_name -> google.protobuf.Duration
-	155, // 102: gatehouse.management.v1.UpdateOIDCAppConfigRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
-	126, // 103: gatehouse.management.v1.UpdateOIDCAppConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	126, // 104: gatehouse.management.v1.RegenerateOIDCClientSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	157, // 105: gatehouse.management.v1.AddAPIAppRequest.auth_method_type:type_name -> gatehouse.management.v1.APIAuthMethodType
-	126, // 106: gatehouse.management.v1.AddAPIAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	128, // 107: gatehouse.management.v1.AddAppKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
-	129, // 108: gatehouse.management.v1.AddAppKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
-	126, // 109: gatehouse.management.v1.AddAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	126, // 110: gatehouse.management.v1.RemoveAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	126, // 111: gatehouse.management.v1.AddProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	122, // 112: gatehouse.management.v1.ListProjectGrantsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	125, // 113: gatehouse.management.v1.ListProjectGrantsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	158, // 114: gatehouse.management.v1.ListProjectGrantsResponse.result:type_name -> gatehouse.management.v1.ProjectGrant
-	126, // 115: gatehouse.management.v1.UpdateProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	126, // 116: gatehouse.management.v1.RemoveProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	159, // 117: gatehouse.management.v1.GetLoginPolicyResponse.policy:type_name -> gatehouse.management.v1.LoginPolicy
-	160, // 118: gatehouse.management.v1.AddCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
-	154, // 119: gatehouse.management.v1.AddCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
-	154, // 120: gatehouse.management.v1.AddCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
-	154, // 121: gatehouse.management.v1.AddCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
-	154, // 122: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
-	154, // 123: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
-	161, // 124: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factors:type_name -> gatehouse.management.v1.SecondFactorType
-	162, // 125: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factors:type_name -> gatehouse.management.v1.MultiFactorType
-	120, // 126: gatehouse.management.v1.AddCustomLoginPolicyRequest.idps:type_name -> gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
-	126, // 127: gatehouse.management.v1.AddCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	160, // 128: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
-	154, // 129: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
-	154, // 130: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
-	154, // 131: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
-	154, // 132: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
-	154, // 133: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
-	126, // 134: gatehouse.management.v1.UpdateCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	126, // 135: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	122, // 136: gatehouse.management.v1.ListUserIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	125, // 137: gatehouse.management.v1.ListUserIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	163, // 138: gatehouse.management.v1.ListUserIDPsResponse.result:type_name -> gatehouse.management.v1.IDPUserLink
-	126, // 139: gatehouse.management.v1.RemoveUserIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	164, // 140: gatehouse.management.v1.AddHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
-	164, // 141: gatehouse.management.v1.ImportHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
-	0,   // 142: gatehouse.management.v1.ManagementService.GetUserByID:input_type -> gatehouse.management.v1.GetUserByIDRequest
-	2,   // 143: gatehouse.management.v1.ManagementService.ListUsers:input_type -> gatehouse.management.v1.ListUsersRequest
-	4,   // 144: gatehouse.management.v1.ManagementService.AddHumanUser:input_type -> gatehouse.management.v1.AddHumanUserRequest
-	6,   // 145: gatehouse.management.v1.ManagementService.ImportHumanUser:input_type -> gatehouse.management.v1.ImportHumanUserRequest
-	8,   // 146: gatehouse.management.v1.ManagementService.AddMachineUser:input_type -> gatehouse.management.v1.AddMachineUserRequest
-	10,  // 147: gatehouse.management.v1.ManagementService.DeactivateUser:input_type -> gatehouse.management.v1.DeactivateUserRequest
-	12,  // 148: gatehouse.management.v1.ManagementService.ReactivateUser:input_type -> gatehouse.management.v1.ReactivateUserRequest
-	14,  // 149: gatehouse.management.v1.ManagementService.UnlockUser:input_type -> gatehouse.management.v1.UnlockUserRequest
-	16,  // 150: gatehouse.management.v1.ManagementService.RemoveUser:input_type -> gatehouse.management.v1.RemoveUserRequest
-	18,  // 151: gatehouse.management.v1.ManagementService.SetHumanPassword:input_type -> gatehouse.management.v1.SetHumanPasswordRequest
-	20,  // 152: gatehouse.management.v1.ManagementService.AddMachineKey:input_type -> gatehouse.management.v1.AddMachineKeyRequest
-	22,  // 153: gatehouse.management.v1.ManagementService.ListMachineKeys:input_type -> gatehouse.management.v1.ListMachineKeysRequest
-	24,  // 154: gatehouse.management.v1.ManagementService.RemoveMachineKey:input_type -> gatehouse.management.v1.RemoveMachineKeyRequest
-	26,  // 155: gatehouse.management.v1.ManagementService.GenerateMachineSecret:input_type -> gatehouse.management.v1.GenerateMachineSecretRequest
-	28,  // 156: gatehouse.management.v1.ManagementService.RemoveMachineSecret:input_type -> gatehouse.management.v1.RemoveMachineSecretRequest
-	30,  // 157: gatehouse.management.v1.ManagementService.SetUserMetadata:input_type -> gatehouse.management.v1.SetUserMetadataRequest
-	32,  // 158: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:input_type -> gatehouse.management.v1.BulkSetUserMetadataRequest
-	34,  // 159: gatehouse.management.v1.ManagementService.ListUserMetadata:input_type -> gatehouse.management.v1.ListUserMetadataRequest
-	36,  // 160: gatehouse.management.v1.ManagementService.GetUserMetadata:input_type -> gatehouse.management.v1.GetUserMetadataRequest
-	38,  // 161: gatehouse.management.v1.ManagementService.RemoveUserMetadata:input_type -> gatehouse.management.v1.RemoveUserMetadataRequest
-	40,  // 162: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:input_type -> gatehouse.management.v1.BulkRemoveUserMetadataRequest
-	42,  // 163: gatehouse.management.v1.ManagementService.GetMyOrg:input_type -> gatehouse.management.v1.GetMyOrgRequest
-	44,  // 164: gatehouse.management.v1.ManagementService.AddOrg:input_type -> gatehouse.management.v1.AddOrgRequest
-	46,  // 165: gatehouse.management.v1.ManagementService.ListOrgs:input_type -> gatehouse.management.v1.ListOrgsRequest
-	48,  // 166: gatehouse.management.v1.ManagementService.AddOrgMember:input_type -> gatehouse.management.v1.AddOrgMemberRequest
-	50,  // 167: gatehouse.management.v1.ManagementService.ListOrgMembers:input_type -> gatehouse.management.v1.ListOrgMembersRequest
-	52,  // 168: gatehouse.management.v1.ManagementService.RemoveOrgMember:input_type -> gatehouse.management.v1.RemoveOrgMemberRequest
-	54,  // 169: gatehouse.management.v1.ManagementService.GetOrgIDPByID:input_type -> gatehouse.management.v1.GetOrgIDPByIDRequest
-	56,  // 170: gatehouse.management.v1.ManagementService.ListOrgIDPs:input_type -> gatehouse.management.v1.ListOrgIDPsRequest
-	58,  // 171: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:input_type -> gatehouse.management.v1.AddOrgOIDCIDPRequest
-	60,  // 172: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:input_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest
-	62,  // 173: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:input_type -> gatehouse.management.v1.DeactivateOrgIDPRequest
-	66,  // 174: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:input_type -> gatehouse.management.v1.ReactivateOrgIDPRequest
-	64,  // 175: gatehouse.management.v1.ManagementService.SetOrgIDPTrust:input_type -> gatehouse.management.v1.SetOrgIDPTrustRequest
-	68,  // 176: gatehouse.management.v1.ManagementService.RemoveOrgIDP:input_type -> gatehouse.management.v1.RemoveOrgIDPRequest
-	70,  // 177: gatehouse.management.v1.ManagementService.AddProject:input_type -> gatehouse.management.v1.AddProjectRequest
-	72,  // 178: gatehouse.management.v1.ManagementService.GetProjectByID:input_type -> gatehouse.management.v1.GetProjectByIDRequest
-	74,  // 179: gatehouse.management.v1.ManagementService.ListProjects:input_type -> gatehouse.management.v1.ListProjectsRequest
-	76,  // 180: gatehouse.management.v1.ManagementService.GetAppByID:input_type -> gatehouse.management.v1.GetAppByIDRequest
-	78,  // 181: gatehouse.management.v1.ManagementService.ListApps:input_type -> gatehouse.management.v1.ListAppsRequest
-	80,  // 182: gatehouse.management.v1.ManagementService.AddOIDCApp:input_type -> gatehouse.management.v1.AddOIDCAppRequest
-	82,  // 183: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:input_type -> gatehouse.management.v1.UpdateOIDCAppConfigRequest
-	84,  // 184: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:input_type -> gatehouse.management.v1.RegenerateOIDCClientSecretRequest
-	86,  // 185: gatehouse.management.v1.ManagementService.AddAPIApp:input_type -> gatehouse.management.v1.AddAPIAppRequest
-	88,  // 186: gatehouse.management.v1.ManagementService.AddAppKey:input_type -> gatehouse.management.v1.AddAppKeyRequest
-	90,  // 187: gatehouse.management.v1.ManagementService.RemoveAppKey:input_type -> gatehouse.management.v1.RemoveAppKeyRequest
-	165, // 188: gatehouse.management.v1.ManagementService.SetAppAdminClient:input_type -> gatehouse.management.v1.SetAppAdminClientRequest
-	108, // 189: gatehouse.management.v1.ManagementService.ListUserIDPs:input_type -> gatehouse.management.v1.ListUserIDPsRequest
-	110, // 190: gatehouse.management.v1.ManagementService.RemoveUserIDP:input_type -> gatehouse.management.v1.RemoveUserIDPRequest
-	92,  // 191: gatehouse.management.v1.ManagementService.AddProjectGrant:input_type -> gatehouse.management.v1.AddProjectGrantRequest
-	94,  // 192: gatehouse.management.v1.ManagementService.ListProjectGrants:input_type -> gatehouse.management.v1.ListProjectGrantsRequest
-	96,  // 193: gatehouse.management.v1.ManagementService.UpdateProjectGrant:input_type -> gatehouse.management.v1.UpdateProjectGrantRequest
-	98,  // 194: gatehouse.management.v1.ManagementService.RemoveProjectGrant:input_type -> gatehouse.management.v1.RemoveProjectGrantRequest
-	100, // 195: gatehouse.management.v1.ManagementService.GetLoginPolicy:input_type -> gatehouse.management.v1.GetLoginPolicyRequest
-	102, // 196: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:input_type -> gatehouse.management.v1.AddCustomLoginPolicyRequest
-	104, // 197: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:input_type -> gatehouse.management.v1.UpdateCustomLoginPolicyRequest
-	106, // 198: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:input_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
-	1,   // 199: gatehouse.management.v1.ManagementService.GetUserByID:output_type -> gatehouse.management.v1.GetUserByIDResponse
-	3,   // 200: gatehouse.management.v1.ManagementService.ListUsers:output_type -> gatehouse.management.v1.ListUsersResponse
-	5,   // 201: gatehouse.management.v1.ManagementService.AddHumanUser:output_type -> gatehouse.management.v1.AddHumanUserResponse
-	7,   // 202: gatehouse.management.v1.ManagementService.ImportHumanUser:output_type -> gatehouse.management.v1.ImportHumanUserResponse
-	9,   // 203: gatehouse.management.v1.ManagementService.AddMachineUser:output_type -> gatehouse.management.v1.AddMachineUserResponse
-	11,  // 204: gatehouse.management.v1.ManagementService.DeactivateUser:output_type -> gatehouse.management.v1.DeactivateUserResponse
-	13,  // 205: gatehouse.management.v1.ManagementService.ReactivateUser:output_type -> gatehouse.management.v1.ReactivateUserResponse
-	15,  // 206: gatehouse.management.v1.ManagementService.UnlockUser:output_type -> gatehouse.management.v1.UnlockUserResponse
-	17,  // 207: gatehouse.management.v1.ManagementService.RemoveUser:output_type -> gatehouse.management.v1.RemoveUserResponse
-	19,  // 208: gatehouse.management.v1.ManagementService.SetHumanPassword:output_type -> gatehouse.management.v1.SetHumanPasswordResponse
-	21,  // 209: gatehouse.management.v1.ManagementService.AddMachineKey:output_type -> gatehouse.management.v1.AddMachineKeyResponse
-	23,  // 210: gatehouse.management.v1.ManagementService.ListMachineKeys:output_type -> gatehouse.management.v1.ListMachineKeysResponse
-	25,  // 211: gatehouse.management.v1.ManagementService.RemoveMachineKey:output_type -> gatehouse.management.v1.RemoveMachineKeyResponse
-	27,  // 212: gatehouse.management.v1.ManagementService.GenerateMachineSecret:output_type -> gatehouse.management.v1.GenerateMachineSecretResponse
-	29,  // 213: gatehouse.management.v1.ManagementService.RemoveMachineSecret:output_type -> gatehouse.management.v1.RemoveMachineSecretResponse
-	31,  // 214: gatehouse.management.v1.ManagementService.SetUserMetadata:output_type -> gatehouse.management.v1.SetUserMetadataResponse
-	33,  // 215: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:output_type -> gatehouse.management.v1.BulkSetUserMetadataResponse
-	35,  // 216: gatehouse.management.v1.ManagementService.ListUserMetadata:output_type -> gatehouse.management.v1.ListUserMetadataResponse
-	37,  // 217: gatehouse.management.v1.ManagementService.GetUserMetadata:output_type -> gatehouse.management.v1.GetUserMetadataResponse
-	39,  // 218: gatehouse.management.v1.ManagementService.RemoveUserMetadata:output_type -> gatehouse.management.v1.RemoveUserMetadataResponse
-	41,  // 219: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:output_type -> gatehouse.management.v1.BulkRemoveUserMetadataResponse
-	43,  // 220: gatehouse.management.v1.ManagementService.GetMyOrg:output_type -> gatehouse.management.v1.GetMyOrgResponse
-	45,  // 221: gatehouse.management.v1.ManagementService.AddOrg:output_type -> gatehouse.management.v1.AddOrgResponse
-	47,  // 222: gatehouse.management.v1.ManagementService.ListOrgs:output_type -> gatehouse.management.v1.ListOrgsResponse
-	49,  // 223: gatehouse.management.v1.ManagementService.AddOrgMember:output_type -> gatehouse.management.v1.AddOrgMemberResponse
-	51,  // 224: gatehouse.management.v1.ManagementService.ListOrgMembers:output_type -> gatehouse.management.v1.ListOrgMembersResponse
-	53,  // 225: gatehouse.management.v1.ManagementService.RemoveOrgMember:output_type -> gatehouse.management.v1.RemoveOrgMemberResponse
-	55,  // 226: gatehouse.management.v1.ManagementService.GetOrgIDPByID:output_type -> gatehouse.management.v1.GetOrgIDPByIDResponse
-	57,  // 227: gatehouse.management.v1.ManagementService.ListOrgIDPs:output_type -> gatehouse.management.v1.ListOrgIDPsResponse
-	59,  // 228: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:output_type -> gatehouse.management.v1.AddOrgOIDCIDPResponse
-	61,  // 229: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:output_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse
-	63,  // 230: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:output_type -> gatehouse.management.v1.DeactivateOrgIDPResponse
-	67,  // 231: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:output_type -> gatehouse.management.v1.ReactivateOrgIDPResponse
-	65,  // 232: gatehouse.management.v1.ManagementService.SetOrgIDPTrust:output_type -> gatehouse.management.v1.SetOrgIDPTrustResponse
-	69,  // 233: gatehouse.management.v1.ManagementService.RemoveOrgIDP:output_type -> gatehouse.management.v1.RemoveOrgIDPResponse
-	71,  // 234: gatehouse.management.v1.ManagementService.AddProject:output_type -> gatehouse.management.v1.AddProjectResponse
-	73,  // 235: gatehouse.management.v1.ManagementService.GetProjectByID:output_type -> gatehouse.management.v1.GetProjectByIDResponse
-	75,  // 236: gatehouse.management.v1.ManagementService.ListProjects:output_type -> gatehouse.management.v1.ListProjectsResponse
-	77,  // 237: gatehouse.management.v1.ManagementService.GetAppByID:output_type -> gatehouse.management.v1.GetAppByIDResponse
-	79,  // 238: gatehouse.management.v1.ManagementService.ListApps:output_type -> gatehouse.management.v1.ListAppsResponse
-	81,  // 239: gatehouse.management.v1.ManagementService.AddOIDCApp:output_type -> gatehouse.management.v1.AddOIDCAppResponse
-	83,  // 240: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:output_type -> gatehouse.management.v1.UpdateOIDCAppConfigResponse
-	85,  // 241: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:output_type -> gatehouse.management.v1.RegenerateOIDCClientSecretResponse
-	87,  // 242: gatehouse.management.v1.ManagementService.AddAPIApp:output_type -> gatehouse.management.v1.AddAPIAppResponse
-	89,  // 243: gatehouse.management.v1.ManagementService.AddAppKey:output_type -> gatehouse.management.v1.AddAppKeyResponse
-	91,  // 244: gatehouse.management.v1.ManagementService.RemoveAppKey:output_type -> gatehouse.management.v1.RemoveAppKeyResponse
-	166, // 245: gatehouse.management.v1.ManagementService.SetAppAdminClient:output_type -> gatehouse.management.v1.SetAppAdminClientResponse
-	109, // 246: gatehouse.management.v1.ManagementService.ListUserIDPs:output_type -> gatehouse.management.v1.ListUserIDPsResponse
-	111, // 247: gatehouse.management.v1.ManagementService.RemoveUserIDP:output_type -> gatehouse.management.v1.RemoveUserIDPResponse
-	93,  // 248: gatehouse.management.v1.ManagementService.AddProjectGrant:output_type -> gatehouse.management.v1.AddProjectGrantResponse
-	95,  // 249: gatehouse.management.v1.ManagementService.ListProjectGrants:output_type -> gatehouse.management.v1.ListProjectGrantsResponse
-	97,  // 250: gatehouse.management.v1.ManagementService.UpdateProjectGrant:output_type -> gatehouse.management.v1.UpdateProjectGrantResponse
-	99,  // 251: gatehouse.management.v1.ManagementService.RemoveProjectGrant:output_type -> gatehouse.management.v1.RemoveProjectGrantResponse
-	101, // 252: gatehouse.management.v1.ManagementService.GetLoginPolicy:output_type -> gatehouse.management.v1.GetLoginPolicyResponse
-	103, // 253: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:output_type -> gatehouse.management.v1.AddCustomLoginPolicyResponse
-	105, // 254: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:output_type -> gatehouse.management.v1.UpdateCustomLoginPolicyResponse
-	107, // 255: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:output_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
-	199, // [199:256] is the sub-list for method output_type
-	142, // [142:199] is the sub-list for method input_type
-	142, // [142:142] is the sub-list for extension type_name
-	142, // [142:142] is the sub-list for extension extendee
-	0,   // [0:142] is the sub-list for field type_name
+	125, // 0: gatehouse.management.v1.GetUserByIDResponse.user:type_name -> gatehouse.management.v1.User
+	126, // 1: gatehouse.management.v1.ListUsersRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	127, // 2: gatehouse.management.v1.ListUsersRequest.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
+	128, // 3: gatehouse.management.v1.ListUsersRequest.queries:type_name -> gatehouse.management.v1.UserQuery
+	129, // 4: gatehouse.management.v1.ListUsersResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	127, // 5: gatehouse.management.v1.ListUsersResponse.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
+	125, // 6: gatehouse.management.v1.ListUsersResponse.result:type_name -> gatehouse.management.v1.User
+	116, // 7: gatehouse.management.v1.AddHumanUserRequest.profile:type_name -> gatehouse.management.v1.AddHumanUserRequest.Profile
+	117, // 8: gatehouse.management.v1.AddHumanUserRequest.email:type_name -> gatehouse.management.v1.AddHumanUserRequest.Email
+	118, // 9: gatehouse.management.v1.AddHumanUserRequest.phone:type_name -> gatehouse.management.v1.AddHumanUserRequest.Phone
+	130, // 10: gatehouse.management.v1.AddHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	119, // 11: gatehouse.management.v1.ImportHumanUserRequest.profile:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Profile
+	120, // 12: gatehouse.management.v1.ImportHumanUserRequest.email:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Email
+	121, // 13: gatehouse.management.v1.ImportHumanUserRequest.phone:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Phone
+	122, // 14: gatehouse.management.v1.ImportHumanUserRequest.hashed_password:type_name -> gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
+	130, // 15: gatehouse.management.v1.ImportHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	131, // 16: gatehouse.management.v1.AddMachineUserRequest.access_token_type:type_name -> gatehouse.management.v1.AccessTokenType
+	130, // 17: gatehouse.management.v1.AddMachineUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	130, // 18: gatehouse.management.v1.DeactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	130, // 19: gatehouse.management.v1.ReactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	130, // 20: gatehouse.management.v1.UnlockUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	130, // 21: gatehouse.management.v1.RemoveUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	130, // 22: gatehouse.management.v1.SetHumanPasswordResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	132, // 23: gatehouse.management.v1.AddMachineKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
+	133, // 24: gatehouse.management.v1.AddMachineKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
+	130, // 25: gatehouse.management.v1.AddMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	126, // 26: gatehouse.management.v1.ListMachineKeysRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	129, // 27: gatehouse.management.v1.ListMachineKeysResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	134, // 28: gatehouse.management.v1.ListMachineKeysResponse.result:type_name -> gatehouse.management.v1.Key
+	130, // 29: gatehouse.management.v1.RemoveMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	130, // 30: gatehouse.management.v1.GenerateMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	130, // 31: gatehouse.management.v1.RemoveMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	130, // 32: gatehouse.management.v1.SetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	123, // 33: gatehouse.management.v1.BulkSetUserMetadataRequest.metadata:type_name -> gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
+	130, // 34: gatehouse.management.v1.BulkSetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	126, // 35: gatehouse.management.v1.ListUserMetadataRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	135, // 36: gatehouse.management.v1.ListUserMetadataRequest.queries:type_name -> gatehouse.management.v1.MetadataQuery
+	129, // 37: gatehouse.management.v1.ListUserMetadataResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	136, // 38: gatehouse.management.v1.ListUserMetadataResponse.result:type_name -> gatehouse.management.v1.Metadata
+	136, // 39: gatehouse.management.v1.GetUserMetadataResponse.metadata:type_name -> gatehouse.management.v1.Metadata
+	130, // 40: gatehouse.management.v1.RemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	130, // 41: gatehouse.management.v1.BulkRemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	137, // 42: gatehouse.management.v1.GetMyOrgResponse.org:type_name -> gatehouse.management.v1.Org
+	130, // 43: gatehouse.management.v1.AddOrgResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	126, // 44: gatehouse.management.v1.ListOrgsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	138, // 45: gatehouse.management.v1.ListOrgsRequest.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
+	139, // 46: gatehouse.management.v1.ListOrgsRequest.queries:type_name -> gatehouse.management.v1.OrgQuery
+	129, // 47: gatehouse.management.v1.ListOrgsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	138, // 48: gatehouse.management.v1.ListOrgsResponse.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
+	137, // 49: gatehouse.management.v1.ListOrgsResponse.result:type_name -> gatehouse.management.v1.Org
+	130, // 50: gatehouse.management.v1.AddOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	126, // 51: gatehouse.management.v1.ListOrgMembersRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	140, // 52: gatehouse.management.v1.ListOrgMembersRequest.queries:type_name -> gatehouse.management.v1.MemberQuery
+	129, // 53: gatehouse.management.v1.ListOrgMembersResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	141, // 54: gatehouse.management.v1.ListOrgMembersResponse.result:type_name -> gatehouse.management.v1.Member
+	130, // 55: gatehouse.management.v1.RemoveOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	142, // 56: gatehouse.management.v1.GetOrgIDPByIDResponse.idp:type_name -> gatehouse.management.v1.IDP
+	126, // 57: gatehouse.management.v1.ListOrgIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	143, // 58: gatehouse.management.v1.ListOrgIDPsRequest.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
+	144, // 59: gatehouse.management.v1.ListOrgIDPsRequest.queries:type_name -> gatehouse.management.v1.IDPQuery
+	129, // 60: gatehouse.management.v1.ListOrgIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	143, // 61: gatehouse.management.v1.ListOrgIDPsResponse.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
+	142, // 62: gatehouse.management.v1.ListOrgIDPsResponse.result:type_name -> gatehouse.management.v1.IDP
+	145, // 63: gatehouse.management.v1.AddOrgOIDCIDPRequest.styling_type:type_name -> gatehouse.management.v1.StylingType
+	146, // 64: gatehouse.management.v1.AddOrgOIDCIDPRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	146, // 65: gatehouse.management.v1.AddOrgOIDCIDPRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	130, // 66: gatehouse.management.v1.AddOrgOIDCIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	146, // 67: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	146, // 68: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	130, // 69: gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	130, // 70: gatehouse.management.v1.DeactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	130, // 71: gatehouse.management.v1.SetOrgIDPTrustResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	130, // 72: gatehouse.management.v1.ReactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	130, // 73: gatehouse.management.v1.RemoveOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	147, // 74: gatehouse.management.v1.AddProjectRequest.private_labeling_setting:type_name -> gatehouse.management.v1.PrivateLabelingSetting
+	130, // 75: gatehouse.management.v1.AddProjectResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	148, // 76: gatehouse.management.v1.GetProjectByIDResponse.project:type_name -> gatehouse.management.v1.Project
+	126, // 77: gatehouse.management.v1.ListProjectsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	149, // 78: gatehouse.management.v1.ListProjectsRequest.queries:type_name -> gatehouse.management.v1.ProjectQuery
+	129, // 79: gatehouse.management.v1.ListProjectsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	148, // 80: gatehouse.management.v1.ListProjectsResponse.result:type_name -> gatehouse.management.v1.Project
+	150, // 81: gatehouse.management.v1.GetAppByIDResponse.app:type_name -> gatehouse.management.v1.App
+	126, // 82: gatehouse.management.v1.ListAppsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	151, // 83: gatehouse.management.v1.ListAppsRequest.queries:type_name -> gatehouse.management.v1.AppQuery
+	129, // 84: gatehouse.management.v1.ListAppsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	150, // 85: gatehouse.management.v1.ListAppsResponse.result:type_name -> gatehouse.management.v1.App
+	152, // 86: gatehouse.management.v1.AddOIDCAppRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
+	153, // 87: gatehouse.management.v1.AddOIDCAppRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
+	154, // 88: gatehouse.management.v1.AddOIDCAppRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
+	155, // 89: gatehouse.management.v1.AddOIDCAppRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
+	156, // 90: gatehouse.management.v1.AddOIDCAppRequest.version:type_name -> gatehouse.management.v1.OIDCVersion
+	157, // 91: gatehouse.management.v1.AddOIDCAppRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
+	158, // 92: gatehouse.management.v1.AddOIDCAppRequest.clock_skew:type_name -> google.protobuf.Duration
+	159, // 93: gatehouse.management.v1.AddOIDCAppRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
+	130, // 94: gatehouse.management.v1.AddOIDCAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	160, // 95: gatehouse.management.v1.AddOIDCAppResponse.compliance_problems:type_name -> gatehouse.management.v1.LocalizedMessage
+	152, // 96: gatehouse.management.v1.UpdateOIDCAppConfigRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
+	153, // 97: gatehouse.management.v1.UpdateOIDCAppConfigRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
+	154, // 98: gatehouse.management.v1.UpdateOIDCAppConfigRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
+	155, // 99: gatehouse.management.v1.UpdateOIDCAppConfigRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
+	157, // 100: gatehouse.management.v1.UpdateOIDCAppConfigRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
+	158, // 101: gatehouse.management.v1.UpdateOIDCAppConfigRequest.clock_skew:type_name -> google.protobuf.Duration
+	159, // 102: gatehouse.management.v1.UpdateOIDCAppConfigRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
+	130, // 103: gatehouse.management.v1.UpdateOIDCAppConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	130, // 104: gatehouse.management.v1.RegenerateOIDCClientSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	161, // 105: gatehouse.management.v1.AddAPIAppRequest.auth_method_type:type_name -> gatehouse.management.v1.APIAuthMethodType
+	130, // 106: gatehouse.management.v1.AddAPIAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	132, // 107: gatehouse.management.v1.AddAppKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
+	133, // 108: gatehouse.management.v1.AddAppKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
+	130, // 109: gatehouse.management.v1.AddAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	130, // 110: gatehouse.management.v1.RemoveAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	130, // 111: gatehouse.management.v1.AddProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	126, // 112: gatehouse.management.v1.ListGrantedProjectsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	129, // 113: gatehouse.management.v1.ListGrantedProjectsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	162, // 114: gatehouse.management.v1.ListGrantedProjectsResponse.result:type_name -> gatehouse.management.v1.ProjectGrant
+	130, // 115: gatehouse.management.v1.RefuseGrantedProjectResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	126, // 116: gatehouse.management.v1.ListProjectGrantsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	129, // 117: gatehouse.management.v1.ListProjectGrantsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	162, // 118: gatehouse.management.v1.ListProjectGrantsResponse.result:type_name -> gatehouse.management.v1.ProjectGrant
+	130, // 119: gatehouse.management.v1.UpdateProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	130, // 120: gatehouse.management.v1.RemoveProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	163, // 121: gatehouse.management.v1.GetLoginPolicyResponse.policy:type_name -> gatehouse.management.v1.LoginPolicy
+	164, // 122: gatehouse.management.v1.AddCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
+	158, // 123: gatehouse.management.v1.AddCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
+	158, // 124: gatehouse.management.v1.AddCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
+	158, // 125: gatehouse.management.v1.AddCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
+	158, // 126: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
+	158, // 127: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
+	165, // 128: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factors:type_name -> gatehouse.management.v1.SecondFactorType
+	166, // 129: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factors:type_name -> gatehouse.management.v1.MultiFactorType
+	124, // 130: gatehouse.management.v1.AddCustomLoginPolicyRequest.idps:type_name -> gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
+	130, // 131: gatehouse.management.v1.AddCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	164, // 132: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
+	158, // 133: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
+	158, // 134: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
+	158, // 135: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
+	158, // 136: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
+	158, // 137: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
+	130, // 138: gatehouse.management.v1.UpdateCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	130, // 139: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	126, // 140: gatehouse.management.v1.ListUserIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	129, // 141: gatehouse.management.v1.ListUserIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	167, // 142: gatehouse.management.v1.ListUserIDPsResponse.result:type_name -> gatehouse.management.v1.IDPUserLink
+	130, // 143: gatehouse.management.v1.RemoveUserIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	168, // 144: gatehouse.management.v1.AddHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
+	168, // 145: gatehouse.management.v1.ImportHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
+	0,   // 146: gatehouse.management.v1.ManagementService.GetUserByID:input_type -> gatehouse.management.v1.GetUserByIDRequest
+	2,   // 147: gatehouse.management.v1.ManagementService.ListUsers:input_type -> gatehouse.management.v1.ListUsersRequest
+	4,   // 148: gatehouse.management.v1.ManagementService.AddHumanUser:input_type -> gatehouse.management.v1.AddHumanUserRequest
+	6,   // 149: gatehouse.management.v1.ManagementService.ImportHumanUser:input_type -> gatehouse.management.v1.ImportHumanUserRequest
+	8,   // 150: gatehouse.management.v1.ManagementService.AddMachineUser:input_type -> gatehouse.management.v1.AddMachineUserRequest
+	10,  // 151: gatehouse.management.v1.ManagementService.DeactivateUser:input_type -> gatehouse.management.v1.DeactivateUserRequest
+	12,  // 152: gatehouse.management.v1.ManagementService.ReactivateUser:input_type -> gatehouse.management.v1.ReactivateUserRequest
+	14,  // 153: gatehouse.management.v1.ManagementService.UnlockUser:input_type -> gatehouse.management.v1.UnlockUserRequest
+	16,  // 154: gatehouse.management.v1.ManagementService.RemoveUser:input_type -> gatehouse.management.v1.RemoveUserRequest
+	18,  // 155: gatehouse.management.v1.ManagementService.SetHumanPassword:input_type -> gatehouse.management.v1.SetHumanPasswordRequest
+	20,  // 156: gatehouse.management.v1.ManagementService.AddMachineKey:input_type -> gatehouse.management.v1.AddMachineKeyRequest
+	22,  // 157: gatehouse.management.v1.ManagementService.ListMachineKeys:input_type -> gatehouse.management.v1.ListMachineKeysRequest
+	24,  // 158: gatehouse.management.v1.ManagementService.RemoveMachineKey:input_type -> gatehouse.management.v1.RemoveMachineKeyRequest
+	26,  // 159: gatehouse.management.v1.ManagementService.GenerateMachineSecret:input_type -> gatehouse.management.v1.GenerateMachineSecretRequest
+	28,  // 160: gatehouse.management.v1.ManagementService.RemoveMachineSecret:input_type -> gatehouse.management.v1.RemoveMachineSecretRequest
+	30,  // 161: gatehouse.management.v1.ManagementService.SetUserMetadata:input_type -> gatehouse.management.v1.SetUserMetadataRequest
+	32,  // 162: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:input_type -> gatehouse.management.v1.BulkSetUserMetadataRequest
+	34,  // 163: gatehouse.management.v1.ManagementService.ListUserMetadata:input_type -> gatehouse.management.v1.ListUserMetadataRequest
+	36,  // 164: gatehouse.management.v1.ManagementService.GetUserMetadata:input_type -> gatehouse.management.v1.GetUserMetadataRequest
+	38,  // 165: gatehouse.management.v1.ManagementService.RemoveUserMetadata:input_type -> gatehouse.management.v1.RemoveUserMetadataRequest
+	40,  // 166: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:input_type -> gatehouse.management.v1.BulkRemoveUserMetadataRequest
+	42,  // 167: gatehouse.management.v1.ManagementService.GetMyOrg:input_type -> gatehouse.management.v1.GetMyOrgRequest
+	44,  // 168: gatehouse.management.v1.ManagementService.AddOrg:input_type -> gatehouse.management.v1.AddOrgRequest
+	46,  // 169: gatehouse.management.v1.ManagementService.ListOrgs:input_type -> gatehouse.management.v1.ListOrgsRequest
+	48,  // 170: gatehouse.management.v1.ManagementService.AddOrgMember:input_type -> gatehouse.management.v1.AddOrgMemberRequest
+	50,  // 171: gatehouse.management.v1.ManagementService.ListOrgMembers:input_type -> gatehouse.management.v1.ListOrgMembersRequest
+	52,  // 172: gatehouse.management.v1.ManagementService.RemoveOrgMember:input_type -> gatehouse.management.v1.RemoveOrgMemberRequest
+	54,  // 173: gatehouse.management.v1.ManagementService.GetOrgIDPByID:input_type -> gatehouse.management.v1.GetOrgIDPByIDRequest
+	56,  // 174: gatehouse.management.v1.ManagementService.ListOrgIDPs:input_type -> gatehouse.management.v1.ListOrgIDPsRequest
+	58,  // 175: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:input_type -> gatehouse.management.v1.AddOrgOIDCIDPRequest
+	60,  // 176: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:input_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest
+	62,  // 177: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:input_type -> gatehouse.management.v1.DeactivateOrgIDPRequest
+	66,  // 178: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:input_type -> gatehouse.management.v1.ReactivateOrgIDPRequest
+	64,  // 179: gatehouse.management.v1.ManagementService.SetOrgIDPTrust:input_type -> gatehouse.management.v1.SetOrgIDPTrustRequest
+	68,  // 180: gatehouse.management.v1.ManagementService.RemoveOrgIDP:input_type -> gatehouse.management.v1.RemoveOrgIDPRequest
+	70,  // 181: gatehouse.management.v1.ManagementService.AddProject:input_type -> gatehouse.management.v1.AddProjectRequest
+	72,  // 182: gatehouse.management.v1.ManagementService.GetProjectByID:input_type -> gatehouse.management.v1.GetProjectByIDRequest
+	74,  // 183: gatehouse.management.v1.ManagementService.ListProjects:input_type -> gatehouse.management.v1.ListProjectsRequest
+	76,  // 184: gatehouse.management.v1.ManagementService.GetAppByID:input_type -> gatehouse.management.v1.GetAppByIDRequest
+	78,  // 185: gatehouse.management.v1.ManagementService.ListApps:input_type -> gatehouse.management.v1.ListAppsRequest
+	80,  // 186: gatehouse.management.v1.ManagementService.AddOIDCApp:input_type -> gatehouse.management.v1.AddOIDCAppRequest
+	82,  // 187: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:input_type -> gatehouse.management.v1.UpdateOIDCAppConfigRequest
+	84,  // 188: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:input_type -> gatehouse.management.v1.RegenerateOIDCClientSecretRequest
+	86,  // 189: gatehouse.management.v1.ManagementService.AddAPIApp:input_type -> gatehouse.management.v1.AddAPIAppRequest
+	88,  // 190: gatehouse.management.v1.ManagementService.AddAppKey:input_type -> gatehouse.management.v1.AddAppKeyRequest
+	90,  // 191: gatehouse.management.v1.ManagementService.RemoveAppKey:input_type -> gatehouse.management.v1.RemoveAppKeyRequest
+	169, // 192: gatehouse.management.v1.ManagementService.SetAppAdminClient:input_type -> gatehouse.management.v1.SetAppAdminClientRequest
+	112, // 193: gatehouse.management.v1.ManagementService.ListUserIDPs:input_type -> gatehouse.management.v1.ListUserIDPsRequest
+	114, // 194: gatehouse.management.v1.ManagementService.RemoveUserIDP:input_type -> gatehouse.management.v1.RemoveUserIDPRequest
+	92,  // 195: gatehouse.management.v1.ManagementService.AddProjectGrant:input_type -> gatehouse.management.v1.AddProjectGrantRequest
+	94,  // 196: gatehouse.management.v1.ManagementService.ListGrantedProjects:input_type -> gatehouse.management.v1.ListGrantedProjectsRequest
+	96,  // 197: gatehouse.management.v1.ManagementService.RefuseGrantedProject:input_type -> gatehouse.management.v1.RefuseGrantedProjectRequest
+	98,  // 198: gatehouse.management.v1.ManagementService.ListProjectGrants:input_type -> gatehouse.management.v1.ListProjectGrantsRequest
+	100, // 199: gatehouse.management.v1.ManagementService.UpdateProjectGrant:input_type -> gatehouse.management.v1.UpdateProjectGrantRequest
+	102, // 200: gatehouse.management.v1.ManagementService.RemoveProjectGrant:input_type -> gatehouse.management.v1.RemoveProjectGrantRequest
+	104, // 201: gatehouse.management.v1.ManagementService.GetLoginPolicy:input_type -> gatehouse.management.v1.GetLoginPolicyRequest
+	106, // 202: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:input_type -> gatehouse.management.v1.AddCustomLoginPolicyRequest
+	108, // 203: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:input_type -> gatehouse.management.v1.UpdateCustomLoginPolicyRequest
+	110, // 204: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:input_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
+	1,   // 205: gatehouse.management.v1.ManagementService.GetUserByID:output_type -> gatehouse.management.v1.GetUserByIDResponse
+	3,   // 206: gatehouse.management.v1.ManagementService.ListUsers:output_type -> gatehouse.management.v1.ListUsersResponse
+	5,   // 207: gatehouse.management.v1.ManagementService.AddHumanUser:output_type -> gatehouse.management.v1.AddHumanUserResponse
+	7,   // 208: gatehouse.management.v1.ManagementService.ImportHumanUser:output_type -> gatehouse.management.v1.ImportHumanUserResponse
+	9,   // 209: gatehouse.management.v1.ManagementService.AddMachineUser:output_type -> gatehouse.management.v1.AddMachineUserResponse
+	11,  // 210: gatehouse.management.v1.ManagementService.DeactivateUser:output_type -> gatehouse.management.v1.DeactivateUserResponse
+	13,  // 211: gatehouse.management.v1.ManagementService.ReactivateUser:output_type -> gatehouse.management.v1.ReactivateUserResponse
+	15,  // 212: gatehouse.management.v1.ManagementService.UnlockUser:output_type -> gatehouse.management.v1.UnlockUserResponse
+	17,  // 213: gatehouse.management.v1.ManagementService.RemoveUser:output_type -> gatehouse.management.v1.RemoveUserResponse
+	19,  // 214: gatehouse.management.v1.ManagementService.SetHumanPassword:output_type -> gatehouse.management.v1.SetHumanPasswordResponse
+	21,  // 215: gatehouse.management.v1.ManagementService.AddMachineKey:output_type -> gatehouse.management.v1.AddMachineKeyResponse
+	23,  // 216: gatehouse.management.v1.ManagementService.ListMachineKeys:output_type -> gatehouse.management.v1.ListMachineKeysResponse
+	25,  // 217: gatehouse.management.v1.ManagementService.RemoveMachineKey:output_type -> gatehouse.management.v1.RemoveMachineKeyResponse
+	27,  // 218: gatehouse.management.v1.ManagementService.GenerateMachineSecret:output_type -> gatehouse.management.v1.GenerateMachineSecretResponse
+	29,  // 219: gatehouse.management.v1.ManagementService.RemoveMachineSecret:output_type -> gatehouse.management.v1.RemoveMachineSecretResponse
+	31,  // 220: gatehouse.management.v1.ManagementService.SetUserMetadata:output_type -> gatehouse.management.v1.SetUserMetadataResponse
+	33,  // 221: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:output_type -> gatehouse.management.v1.BulkSetUserMetadataResponse
+	35,  // 222: gatehouse.management.v1.ManagementService.ListUserMetadata:output_type -> gatehouse.management.v1.ListUserMetadataResponse
+	37,  // 223: gatehouse.management.v1.ManagementService.GetUserMetadata:output_type -> gatehouse.management.v1.GetUserMetadataResponse
+	39,  // 224: gatehouse.management.v1.ManagementService.RemoveUserMetadata:output_type -> gatehouse.management.v1.RemoveUserMetadataResponse
+	41,  // 225: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:output_type -> gatehouse.management.v1.BulkRemoveUserMetadataResponse
+	43,  // 226: gatehouse.management.v1.ManagementService.GetMyOrg:output_type -> gatehouse.management.v1.GetMyOrgResponse
+	45,  // 227: gatehouse.management.v1.ManagementService.AddOrg:output_type -> gatehouse.management.v1.AddOrgResponse
+	47,  // 228: gatehouse.management.v1.ManagementService.ListOrgs:output_type -> gatehouse.management.v1.ListOrgsResponse
+	49,  // 229: gatehouse.management.v1.ManagementService.AddOrgMember:output_type -> gatehouse.management.v1.AddOrgMemberResponse
+	51,  // 230: gatehouse.management.v1.ManagementService.ListOrgMembers:output_type -> gatehouse.management.v1.ListOrgMembersResponse
+	53,  // 231: gatehouse.management.v1.ManagementService.RemoveOrgMember:output_type -> gatehouse.management.v1.RemoveOrgMemberResponse
+	55,  // 232: gatehouse.management.v1.ManagementService.GetOrgIDPByID:output_type -> gatehouse.management.v1.GetOrgIDPByIDResponse
+	57,  // 233: gatehouse.management.v1.ManagementService.ListOrgIDPs:output_type -> gatehouse.management.v1.ListOrgIDPsResponse
+	59,  // 234: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:output_type -> gatehouse.management.v1.AddOrgOIDCIDPResponse
+	61,  // 235: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:output_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse
+	63,  // 236: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:output_type -> gatehouse.management.v1.DeactivateOrgIDPResponse
+	67,  // 237: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:output_type -> gatehouse.management.v1.ReactivateOrgIDPResponse
+	65,  // 238: gatehouse.management.v1.ManagementService.SetOrgIDPTrust:output_type -> gatehouse.management.v1.SetOrgIDPTrustResponse
+	69,  // 239: gatehouse.management.v1.ManagementService.RemoveOrgIDP:output_type -> gatehouse.management.v1.RemoveOrgIDPResponse
+	71,  // 240: gatehouse.management.v1.ManagementService.AddProject:output_type -> gatehouse.management.v1.AddProjectResponse
+	73,  // 241: gatehouse.management.v1.ManagementService.GetProjectByID:output_type -> gatehouse.management.v1.GetProjectByIDResponse
+	75,  // 242: gatehouse.management.v1.ManagementService.ListProjects:output_type -> gatehouse.management.v1.ListProjectsResponse
+	77,  // 243: gatehouse.management.v1.ManagementService.GetAppByID:output_type -> gatehouse.management.v1.GetAppByIDResponse
+	79,  // 244: gatehouse.management.v1.ManagementService.ListApps:output_type -> gatehouse.management.v1.ListAppsResponse
+	81,  // 245: gatehouse.management.v1.ManagementService.AddOIDCApp:output_type -> gatehouse.management.v1.AddOIDCAppResponse
+	83,  // 246: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:output_type -> gatehouse.management.v1.UpdateOIDCAppConfigResponse
+	85,  // 247: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:output_type -> gatehouse.management.v1.RegenerateOIDCClientSecretResponse
+	87,  // 248: gatehouse.management.v1.ManagementService.AddAPIApp:output_type -> gatehouse.management.v1.AddAPIAppResponse
+	89,  // 249: gatehouse.management.v1.ManagementService.AddAppKey:output_type -> gatehouse.management.v1.AddAppKeyResponse
+	91,  // 250: gatehouse.management.v1.ManagementService.RemoveAppKey:output_type -> gatehouse.management.v1.RemoveAppKeyResponse
+	170, // 251: gatehouse.management.v1.ManagementService.SetAppAdminClient:output_type -> gatehouse.management.v1.SetAppAdminClientResponse
+	113, // 252: gatehouse.management.v1.ManagementService.ListUserIDPs:output_type -> gatehouse.management.v1.ListUserIDPsResponse
+	115, // 253: gatehouse.management.v1.ManagementService.RemoveUserIDP:output_type -> gatehouse.management.v1.RemoveUserIDPResponse
+	93,  // 254: gatehouse.management.v1.ManagementService.AddProjectGrant:output_type -> gatehouse.management.v1.AddProjectGrantResponse
+	95,  // 255: gatehouse.management.v1.ManagementService.ListGrantedProjects:output_type -> gatehouse.management.v1.ListGrantedProjectsResponse
+	97,  // 256: gatehouse.management.v1.ManagementService.RefuseGrantedProject:output_type -> gatehouse.management.v1.RefuseGrantedProjectResponse
+	99,  // 257: gatehouse.management.v1.ManagementService.ListProjectGrants:output_type -> gatehouse.management.v1.ListProjectGrantsResponse
+	101, // 258: gatehouse.management.v1.ManagementService.UpdateProjectGrant:output_type -> gatehouse.management.v1.UpdateProjectGrantResponse
+	103, // 259: gatehouse.management.v1.ManagementService.RemoveProjectGrant:output_type -> gatehouse.management.v1.RemoveProjectGrantResponse
+	105, // 260: gatehouse.management.v1.ManagementService.GetLoginPolicy:output_type -> gatehouse.management.v1.GetLoginPolicyResponse
+	107, // 261: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:output_type -> gatehouse.management.v1.AddCustomLoginPolicyResponse
+	109, // 262: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:output_type -> gatehouse.management.v1.UpdateCustomLoginPolicyResponse
+	111, // 263: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:output_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
+	205, // [205:264] is the sub-list for method output_type
+	146, // [146:205] is the sub-list for method input_type
+	146, // [146:146] is the sub-list for extension type_name
+	146, // [146:146] is the sub-list for extension extendee
+	0,   // [0:146] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_management_v1_management_proto_init() }
@@ -8435,7 +8662,7 @@ func file_gatehouse_management_v1_management_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_management_v1_management_proto_rawDesc), len(file_gatehouse_management_v1_management_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   121,
+			NumMessages:   125,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

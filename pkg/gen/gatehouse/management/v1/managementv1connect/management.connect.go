@@ -183,6 +183,12 @@ const (
 	// ManagementServiceAddProjectGrantProcedure is the fully-qualified name of the ManagementService's
 	// AddProjectGrant RPC.
 	ManagementServiceAddProjectGrantProcedure = "/gatehouse.management.v1.ManagementService/AddProjectGrant"
+	// ManagementServiceListGrantedProjectsProcedure is the fully-qualified name of the
+	// ManagementService's ListGrantedProjects RPC.
+	ManagementServiceListGrantedProjectsProcedure = "/gatehouse.management.v1.ManagementService/ListGrantedProjects"
+	// ManagementServiceRefuseGrantedProjectProcedure is the fully-qualified name of the
+	// ManagementService's RefuseGrantedProject RPC.
+	ManagementServiceRefuseGrantedProjectProcedure = "/gatehouse.management.v1.ManagementService/RefuseGrantedProject"
 	// ManagementServiceListProjectGrantsProcedure is the fully-qualified name of the
 	// ManagementService's ListProjectGrants RPC.
 	ManagementServiceListProjectGrantsProcedure = "/gatehouse.management.v1.ManagementService/ListProjectGrants"
@@ -451,6 +457,16 @@ type ManagementServiceClient interface {
 	// for the project's own organization or role keys (project roles are not
 	// supported yet), AlreadyExists when granted already.
 	AddProjectGrant(context.Context, *connect.Request[v1.AddProjectGrantRequest]) (*connect.Response[v1.AddProjectGrantResponse], error)
+	// Lists the grants other organizations made to this one: the projects
+	// whose applications may sign in this organization's users (each user
+	// consents first). Roles: ORG_OWNER or above of the granted organization.
+	ListGrantedProjects(context.Context, *connect.Request[v1.ListGrantedProjectsRequest]) (*connect.Response[v1.ListGrantedProjectsResponse], error)
+	// Refuses a grant another organization made to this one: it is removed
+	// as by RemoveProjectGrant, and what the project's applications hold for
+	// this organization's users (codes, refresh and access tokens) is
+	// revoked. Roles: ORG_OWNER or above of the granted organization.
+	// Errors: NotFound for a grant not made to it.
+	RefuseGrantedProject(context.Context, *connect.Request[v1.RefuseGrantedProjectRequest]) (*connect.Response[v1.RefuseGrantedProjectResponse], error)
 	// Lists a project's grants.
 	ListProjectGrants(context.Context, *connect.Request[v1.ListProjectGrantsRequest]) (*connect.Response[v1.ListProjectGrantsResponse], error)
 	// Replaces a grant's role keys (which must be empty until project roles
@@ -783,6 +799,18 @@ func NewManagementServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			connect.WithSchema(managementServiceMethods.ByName("AddProjectGrant")),
 			connect.WithClientOptions(opts...),
 		),
+		listGrantedProjects: connect.NewClient[v1.ListGrantedProjectsRequest, v1.ListGrantedProjectsResponse](
+			httpClient,
+			baseURL+ManagementServiceListGrantedProjectsProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("ListGrantedProjects")),
+			connect.WithClientOptions(opts...),
+		),
+		refuseGrantedProject: connect.NewClient[v1.RefuseGrantedProjectRequest, v1.RefuseGrantedProjectResponse](
+			httpClient,
+			baseURL+ManagementServiceRefuseGrantedProjectProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("RefuseGrantedProject")),
+			connect.WithClientOptions(opts...),
+		),
 		listProjectGrants: connect.NewClient[v1.ListProjectGrantsRequest, v1.ListProjectGrantsResponse](
 			httpClient,
 			baseURL+ManagementServiceListProjectGrantsProcedure,
@@ -880,6 +908,8 @@ type managementServiceClient struct {
 	listUserIDPs               *connect.Client[v1.ListUserIDPsRequest, v1.ListUserIDPsResponse]
 	removeUserIDP              *connect.Client[v1.RemoveUserIDPRequest, v1.RemoveUserIDPResponse]
 	addProjectGrant            *connect.Client[v1.AddProjectGrantRequest, v1.AddProjectGrantResponse]
+	listGrantedProjects        *connect.Client[v1.ListGrantedProjectsRequest, v1.ListGrantedProjectsResponse]
+	refuseGrantedProject       *connect.Client[v1.RefuseGrantedProjectRequest, v1.RefuseGrantedProjectResponse]
 	listProjectGrants          *connect.Client[v1.ListProjectGrantsRequest, v1.ListProjectGrantsResponse]
 	updateProjectGrant         *connect.Client[v1.UpdateProjectGrantRequest, v1.UpdateProjectGrantResponse]
 	removeProjectGrant         *connect.Client[v1.RemoveProjectGrantRequest, v1.RemoveProjectGrantResponse]
@@ -1142,6 +1172,16 @@ func (c *managementServiceClient) RemoveUserIDP(ctx context.Context, req *connec
 // AddProjectGrant calls gatehouse.management.v1.ManagementService.AddProjectGrant.
 func (c *managementServiceClient) AddProjectGrant(ctx context.Context, req *connect.Request[v1.AddProjectGrantRequest]) (*connect.Response[v1.AddProjectGrantResponse], error) {
 	return c.addProjectGrant.CallUnary(ctx, req)
+}
+
+// ListGrantedProjects calls gatehouse.management.v1.ManagementService.ListGrantedProjects.
+func (c *managementServiceClient) ListGrantedProjects(ctx context.Context, req *connect.Request[v1.ListGrantedProjectsRequest]) (*connect.Response[v1.ListGrantedProjectsResponse], error) {
+	return c.listGrantedProjects.CallUnary(ctx, req)
+}
+
+// RefuseGrantedProject calls gatehouse.management.v1.ManagementService.RefuseGrantedProject.
+func (c *managementServiceClient) RefuseGrantedProject(ctx context.Context, req *connect.Request[v1.RefuseGrantedProjectRequest]) (*connect.Response[v1.RefuseGrantedProjectResponse], error) {
+	return c.refuseGrantedProject.CallUnary(ctx, req)
 }
 
 // ListProjectGrants calls gatehouse.management.v1.ManagementService.ListProjectGrants.
@@ -1426,6 +1466,16 @@ type ManagementServiceHandler interface {
 	// for the project's own organization or role keys (project roles are not
 	// supported yet), AlreadyExists when granted already.
 	AddProjectGrant(context.Context, *connect.Request[v1.AddProjectGrantRequest]) (*connect.Response[v1.AddProjectGrantResponse], error)
+	// Lists the grants other organizations made to this one: the projects
+	// whose applications may sign in this organization's users (each user
+	// consents first). Roles: ORG_OWNER or above of the granted organization.
+	ListGrantedProjects(context.Context, *connect.Request[v1.ListGrantedProjectsRequest]) (*connect.Response[v1.ListGrantedProjectsResponse], error)
+	// Refuses a grant another organization made to this one: it is removed
+	// as by RemoveProjectGrant, and what the project's applications hold for
+	// this organization's users (codes, refresh and access tokens) is
+	// revoked. Roles: ORG_OWNER or above of the granted organization.
+	// Errors: NotFound for a grant not made to it.
+	RefuseGrantedProject(context.Context, *connect.Request[v1.RefuseGrantedProjectRequest]) (*connect.Response[v1.RefuseGrantedProjectResponse], error)
 	// Lists a project's grants.
 	ListProjectGrants(context.Context, *connect.Request[v1.ListProjectGrantsRequest]) (*connect.Response[v1.ListProjectGrantsResponse], error)
 	// Replaces a grant's role keys (which must be empty until project roles
@@ -1754,6 +1804,18 @@ func NewManagementServiceHandler(svc ManagementServiceHandler, opts ...connect.H
 		connect.WithSchema(managementServiceMethods.ByName("AddProjectGrant")),
 		connect.WithHandlerOptions(opts...),
 	)
+	managementServiceListGrantedProjectsHandler := connect.NewUnaryHandler(
+		ManagementServiceListGrantedProjectsProcedure,
+		svc.ListGrantedProjects,
+		connect.WithSchema(managementServiceMethods.ByName("ListGrantedProjects")),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceRefuseGrantedProjectHandler := connect.NewUnaryHandler(
+		ManagementServiceRefuseGrantedProjectProcedure,
+		svc.RefuseGrantedProject,
+		connect.WithSchema(managementServiceMethods.ByName("RefuseGrantedProject")),
+		connect.WithHandlerOptions(opts...),
+	)
 	managementServiceListProjectGrantsHandler := connect.NewUnaryHandler(
 		ManagementServiceListProjectGrantsProcedure,
 		svc.ListProjectGrants,
@@ -1898,6 +1960,10 @@ func NewManagementServiceHandler(svc ManagementServiceHandler, opts ...connect.H
 			managementServiceRemoveUserIDPHandler.ServeHTTP(w, r)
 		case ManagementServiceAddProjectGrantProcedure:
 			managementServiceAddProjectGrantHandler.ServeHTTP(w, r)
+		case ManagementServiceListGrantedProjectsProcedure:
+			managementServiceListGrantedProjectsHandler.ServeHTTP(w, r)
+		case ManagementServiceRefuseGrantedProjectProcedure:
+			managementServiceRefuseGrantedProjectHandler.ServeHTTP(w, r)
 		case ManagementServiceListProjectGrantsProcedure:
 			managementServiceListProjectGrantsHandler.ServeHTTP(w, r)
 		case ManagementServiceUpdateProjectGrantProcedure:
@@ -2119,6 +2185,14 @@ func (UnimplementedManagementServiceHandler) RemoveUserIDP(context.Context, *con
 
 func (UnimplementedManagementServiceHandler) AddProjectGrant(context.Context, *connect.Request[v1.AddProjectGrantRequest]) (*connect.Response[v1.AddProjectGrantResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.AddProjectGrant is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) ListGrantedProjects(context.Context, *connect.Request[v1.ListGrantedProjectsRequest]) (*connect.Response[v1.ListGrantedProjectsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ListGrantedProjects is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) RefuseGrantedProject(context.Context, *connect.Request[v1.RefuseGrantedProjectRequest]) (*connect.Response[v1.RefuseGrantedProjectResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.RefuseGrantedProject is not implemented"))
 }
 
 func (UnimplementedManagementServiceHandler) ListProjectGrants(context.Context, *connect.Request[v1.ListProjectGrantsRequest]) (*connect.Response[v1.ListProjectGrantsResponse], error) {
