@@ -205,6 +205,14 @@ func (a *App) projectsCmd() *cobra.Command {
 				rpc: mgmt(mc.UpdateProjectGrant), args: []string{"project_id", "grant_id"}, flags: []string{"role-key=role_keys"}, view: detailsView}),
 			a.rpcCommand(rpcCmd{use: "remove PROJECT_ID GRANT_ID", short: "Remove a grant", example: "  gatehouse projects grants remove 2900 3050",
 				rpc: mgmt(mc.RemoveProjectGrant), args: []string{"project_id", "grant_id"}, view: detailsView}),
+			a.rpcCommand(rpcCmd{use: "received", short: "List the grants other organizations made to this one",
+				example: "  gatehouse projects grants received --org partner",
+				rpc:     mgmt(mc.ListGrantedProjects),
+				view: output.View{Rows: "result", Columns: output.Cols("GRANT ID=grantId", "PROJECT ID=projectId", "PROJECT=projectName",
+					"OWNER ID=projectOwnerId", "OWNER=projectOwnerName", "STATE=state")}}),
+			a.rpcCommand(rpcCmd{use: "refuse PROJECT_ID GRANT_ID", short: "Refuse a grant made to this organization (its users' tokens for the project end)",
+				example: "  gatehouse projects grants refuse 2900 3050 --org partner",
+				rpc:     mgmt(mc.RefuseGrantedProject), args: []string{"project_id", "grant_id"}, view: detailsView}),
 		),
 	)
 }
@@ -239,7 +247,9 @@ func (a *App) appsCmd() *cobra.Command {
 			view: output.View{Columns: output.Cols("CLIENT SECRET=clientSecret")}}),
 		a.rpcCommand(rpcCmd{use: "set-admin PROJECT_ID APP_ID", short: "Mark (or with --admin-client=false unmark) an admin client (IAM owners)",
 			example: "  gatehouse apps set-admin 2900 2950 --admin-client",
-			rpc:     mgmt(mc.SetAppAdminClient), args: []string{"project_id", "app_id"}, flags: []string{"admin_client"}, view: detailsView}),
+			rpc:     mgmt(mc.SetAppAdminClient), args: []string{"project_id", "app_id"}, flags: []string{"admin_client"},
+			// Marking replaces the app's secret: shown once, here.
+			view: output.View{Columns: output.Cols("CLIENT SECRET=clientSecret")}}),
 		group("keys", "An application's keys (private_key_jwt)", "  gatehouse apps keys add 2900 2950 --out app-key.json",
 			a.rpcCommand(rpcCmd{use: "add PROJECT_ID APP_ID", short: "Add a key: a generated one is written to --out (0600), or register --public-key",
 				example: "  gatehouse apps keys add 2900 2950 --out app-key.json",
@@ -275,6 +285,9 @@ func (a *App) idpsCmd() *cobra.Command {
 			rpc: mgmt(mc.ReactivateOrgIDP), args: []string{"idp_id"}, view: detailsView}),
 		a.rpcCommand(rpcCmd{use: "remove IDP_ID", short: "Remove an identity provider and its users' links", example: "  gatehouse idps remove 3100",
 			rpc: mgmt(mc.RemoveOrgIDP), args: []string{"idp_id"}, view: detailsView}),
+		a.rpcCommand(rpcCmd{use: "trust IDP_ID", short: "Record (or with --trust-amr=false stop recording) the provider's amr values (IAM owners)",
+			example: "  gatehouse idps trust 3100 --trust-amr",
+			rpc:     mgmt(mc.SetOrgIDPTrust), args: []string{"idp_id"}, flags: []string{"trust_amr"}, view: detailsView}),
 	)
 }
 
