@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
+	"strings"
 	"time"
+	"unicode"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -67,8 +70,8 @@ func loginPolicy(in loginPolicyInput, second []managementv1.SecondFactorType, mu
 	}
 	if u := p.DefaultRedirectURI; u != "" {
 		f.Check(apierr.Length("default_redirect_uri", u, 0, 200))
-		if pu, err := url.Parse(u); err != nil || !pu.IsAbs() || pu.Fragment != "" {
-			f.Add("default_redirect_uri", "must be an absolute URI without fragment")
+		if !webRedirect(u) {
+			f.Add("default_redirect_uri", "must be an https URI (http only for a loopback host) with a host and without fragment")
 		}
 	}
 	lifetime := func(name string, d *durationpb.Duration, def time.Duration) time.Duration {
@@ -219,4 +222,27 @@ func (s *Server) ownLoginPolicy(ctx context.Context) (*orgs.Org, *orgs.StoredLog
 		return nil, nil, apierr.NotFound("POLICY-login-not-found", "the organization has no login policy of its own")
 	}
 	return org, own, err
+}
+
+// webRedirect reports whether raw is where a browser may be sent after a
+// login: https, or http to a loopback host (a development machine), with a
+// host, without a fragment, whitespace or control characters. Never
+// javascript: or data:, which run in the page that follows the link.
+func webRedirect(raw string) bool {
+	if strings.IndexFunc(raw, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 || strings.Contains(raw, "#") {
+		return false
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.User != nil {
+		return false
+	}
+	switch u.Scheme {
+	case "https":
+		return true
+	case "http":
+		h := u.Hostname()
+		ip := net.ParseIP(h)
+		return h == "localhost" || ip != nil && ip.IsLoopback()
+	}
+	return false
 }
