@@ -220,6 +220,16 @@ func (c *Checker) current(ctx context.Context, t Token, now time.Time) (Token, e
 		TokenId: t.ID, Subject: t.Subject, ExpiresAt: timestamppb.New(t.ExpiresAt)}))
 	switch {
 	case err == nil && res.Msg.GetRevoked():
+		// Remembered as the followed list will have it: should the
+		// service go down before the next poll, the list still says so.
+		c.mu.Lock()
+		if c.revoked == nil {
+			c.revoked = map[string]time.Time{}
+		}
+		if t.ExpiresAt.After(c.revoked[t.ID]) {
+			c.revoked[t.ID] = t.ExpiresAt
+		}
+		c.mu.Unlock()
 		return Token{}, ErrInactive
 	case err != nil:
 		c.mu.Lock()

@@ -249,6 +249,12 @@ func TestRevocationsEndTokensAtOnce(t *testing.T) {
 	want(t, c, a, ErrInactive, "")
 	want(t, c, b, ErrInactive, "")
 	want(t, c, "op", ErrInactive, "")
+	// What the service said is kept: down before the next poll, the
+	// tokens stay refused.
+	f.setDown(true)
+	want(t, c, a, ErrInactive, "")
+	want(t, c, b, ErrInactive, "")
+	want(t, c, "op", ErrInactive, "")
 }
 
 // Through a tokens outage: checked tokens and JWTs keep working for
