@@ -304,13 +304,25 @@ func (e *afEnv) lookupUser(name string) string {
 // the real user's login for good.
 func TestSecurityLoginNameSquatting(t *testing.T) {
 	e := afStart(t)
-	for _, name := range []string{"ALICE", "Alice", "ａｌｉｃｅ", "bob@example.com"} {
+	domain := e.must("GET", "/management/v1/orgs/me", e.admin, "", nil)["org"].(map[string]any)["primaryDomain"].(string)
+	// Issue 24, finding 12: alice's login name as a user name, and names
+	// that differ from hers only by invisible characters.
+	for _, name := range []string{"ALICE", "Alice", "ａｌｉｃｅ", "bob@example.com", "alice@" + domain, "Alice@" + strings.ToUpper(domain),
+		"ali\u200bce", "alice\u00ad", "\u2066alice", "alice\ufe0f", "\u3164alice"} {
 		status, m := e.call("POST", "/management/v1/users/human", e.admin, "", map[string]any{
 			"userName": name, "profile": map[string]any{"firstName": "M", "lastName": "Allory"},
 			"email": map[string]any{"email": "mallory@example.org"}, "initialPassword": "Mallory-Passw0rd!"})
-		if status != http.StatusConflict {
-			t.Errorf("user name %q beside alice and bob: %d %v; want 409", name, status, m)
+		if status != http.StatusConflict && status != http.StatusBadRequest {
+			t.Errorf("user name %q beside alice and bob: %d %v; want 409 (taken) or 400 (invisible characters)", name, status, m)
 		}
+	}
+	// And the reverse: a user named with carol's future login name keeps
+	// "carol" from being a user name.
+	e.must("POST", "/management/v1/users/human", e.admin, "", map[string]any{"userName": "carol@" + domain,
+		"profile": map[string]any{"firstName": "C", "lastName": "Arol"}, "email": map[string]any{"email": "carol@example.org"}, "initialPassword": "Carol-Passw0rd!1"})
+	if status, m := e.call("POST", "/management/v1/users/human", e.admin, "", map[string]any{"userName": "carol",
+		"profile": map[string]any{"firstName": "C", "lastName": "Arol"}, "email": map[string]any{"email": "carol2@example.org"}, "initialPassword": "Carol-Passw0rd!1"}); status != http.StatusConflict {
+		t.Errorf("user name carol beside a user named carol@%s: %d %v; want 409", domain, status, m)
 	}
 	// Logins are exact on the normalised form: any case finds alice, and
 	// bob's verified e-mail finds bob.

@@ -132,10 +132,7 @@ func (s *Server) GetClaims(ctx context.Context, req *connect.Request[directoryv1
 func (s *Server) RegisterUser(ctx context.Context, req *connect.Request[directoryv1.RegisterUserRequest]) (*connect.Response[directoryv1.RegisterUserResponse], error) {
 	m := req.Msg
 	var f apierr.Fields
-	f.Check(apierr.Length("user_name", m.GetUserName(), 1, 200))
-	if strings.ContainsAny(m.GetUserName(), " \t\r\n") {
-		f.Add("user_name", "must not contain whitespace")
-	}
+	users.CheckUserName(&f, m.GetUserName())
 	f.Check(apierr.Length("first_name", m.GetFirstName(), 1, 200))
 	f.Check(apierr.Length("last_name", m.GetLastName(), 1, 200))
 	f.Check(apierr.Length("email", m.GetEmail(), 1, 200))

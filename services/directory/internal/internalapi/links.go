@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/mail"
 	"strings"
-	"unicode"
 
 	"connectrpc.com/connect"
 
@@ -242,10 +241,7 @@ func (s *Server) RegisterExternalUser(ctx context.Context, req *connect.Request[
 	checkExternal(&f, m.GetIdpId(), m.GetExternalSubject())
 	f.Check(apierr.Length("external_user_name", m.GetExternalUserName(), 0, 200))
 	f.Check(apierr.Length("display_name", m.GetDisplayName(), 0, 200))
-	f.Check(apierr.Length("user_name", m.GetUserName(), 1, 200))
-	if strings.IndexFunc(m.GetUserName(), unicode.IsSpace) >= 0 {
-		f.Add("user_name", "must not contain whitespace")
-	}
+	users.CheckUserName(&f, m.GetUserName())
 	f.Check(apierr.Length("first_name", m.GetFirstName(), 1, 200))
 	f.Check(apierr.Length("last_name", m.GetLastName(), 1, 200))
 	f.Check(apierr.Length("email", m.GetEmail(), 1, 200))

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/mail"
 	"strings"
-	"unicode"
 
 	"connectrpc.com/connect"
 
@@ -29,14 +28,8 @@ func (s *Server) user(ctx context.Context, id string) (*users.User, error) {
 	return u, err
 }
 
-// checkUserName applies the user name rules: 1-200 characters, no
-// whitespace (it becomes part of login names).
-func checkUserName(f *apierr.Fields, name string) {
-	f.Check(apierr.Length("user_name", name, 1, 200))
-	if strings.IndexFunc(name, unicode.IsSpace) >= 0 {
-		f.Add("user_name", "must not contain whitespace")
-	}
-}
+// checkUserName applies the user name rules (users.CheckUserName).
+func checkUserName(f *apierr.Fields, name string) { users.CheckUserName(f, name) }
 
 // checkEmail validates an optional (required=false) or required address.
 func checkEmail(f *apierr.Fields, field, addr string, required bool) {

@@ -10,6 +10,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/gatehouse-id/gatehouse/pkg/db"
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
@@ -191,6 +192,27 @@ func (c *Commands) loginNameFree(ctx context.Context, orgID, userName, verifiedE
 		if err := c.ES.DB().Get(ctx, &n, `SELECT COUNT(*) FROM users WHERE org_id = ? AND user_name_norm = ?`,
 			orgID, NormalizeName(verifiedEmail)); err != nil {
 			return fmt.Errorf("users: check e-mail against user names: %w", err)
+		}
+	}
+	if n == 0 {
+		// A login name is userName@primaryDomain: "bob@acme.example" must
+		// not be a user name beside bob's, nor "bob" beside a user named
+		// "bob@acme.example" (either way one login name names two users).
+		var domain string
+		if err := c.ES.DB().Get(ctx, &domain, `SELECT primary_domain FROM orgs WHERE id = ?`, orgID); err != nil {
+			return fmt.Errorf("users: primary domain: %w", db.NotFound(err))
+		}
+		suffix := NormalizeName("@" + domain)
+		others := []string{NormalizeName(userName + "@" + domain)}
+		if local, ok := strings.CutSuffix(name, suffix); ok && local != "" {
+			others = append(others, local)
+		}
+		for _, o := range others {
+			var m int
+			if err := c.ES.DB().Get(ctx, &m, `SELECT COUNT(*) FROM users WHERE org_id = ? AND user_name_norm = ?`, orgID, o); err != nil {
+				return fmt.Errorf("users: check user name against login names: %w", err)
+			}
+			n += m
 		}
 	}
 	if n > 0 {
