@@ -1,9 +1,14 @@
 package authorize
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
+
+	"github.com/gatehouse-id/gatehouse/pkg/oauth"
 	"github.com/gatehouse-id/gatehouse/services/authn/internal/session"
 )
 
@@ -148,6 +153,43 @@ func TestConfirmsManagement(t *testing.T) {
 	} {
 		if got := tc.req.ConfirmsManagement(); got != tc.want {
 			t.Errorf("%s: %v; want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// failingTokens answers every code and implicit grant with err.
+type failingTokens struct {
+	Tokens
+	err error
+}
+
+func (f failingTokens) CreateAuthorizationCode(context.Context, CodeGrant) (string, error) { return "", f.err }
+func (f failingTokens) CreateImplicitTokens(context.Context, ImplicitGrant) (ImplicitTokens, error) {
+	return ImplicitTokens{}, f.err
+}
+
+// What the tokens service answers reaches the client as: an outage, or a
+// moment's disagreement on the policy (its view of a grant, a client or an
+// admin mark a second behind or ahead of authn's), is temporarily_unavailable,
+// which a client retries; anything else is a server error.
+func TestCompleteMapsTheTokensServicesAnswers(t *testing.T) {
+	for _, tc := range []struct {
+		code connect.Code
+		want string
+	}{
+		{connect.CodeUnavailable, oauth.TemporarilyUnavailable},
+		{connect.CodeDeadlineExceeded, oauth.TemporarilyUnavailable},
+		{connect.CodePermissionDenied, oauth.TemporarilyUnavailable},
+		{connect.CodeFailedPrecondition, oauth.TemporarilyUnavailable},
+		{connect.CodeInternal, oauth.ServerError},
+		{connect.CodeInvalidArgument, oauth.ServerError},
+	} {
+		for _, rt := range []string{ResponseCode, "id_token"} {
+			req := &Request{ResponseType: rt, RedirectURI: "https://rp.example/cb", Scopes: []string{"openid"}, Nonce: "n"}
+			_, fail := Complete(context.Background(), failingTokens{err: connect.NewError(tc.code, errors.New("x"))}, req, session.Session{})
+			if fail == nil || fail.Err.Code != tc.want {
+				t.Errorf("%s, %v: %+v; want %s", rt, tc.code, fail, tc.want)
+			}
 		}
 	}
 }

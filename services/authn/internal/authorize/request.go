@@ -443,8 +443,15 @@ func validChallenge(s string) bool {
 // dependencyError maps a failed call to another service: unavailable is
 // temporarily_unavailable (retry), anything else server_error.
 func dependencyError(service string, err error) *oauth.Error {
-	if c := connect.CodeOf(err); c == connect.CodeUnavailable || c == connect.CodeDeadlineExceeded || errors.Is(err, context.DeadlineExceeded) {
+	switch c := connect.CodeOf(err); {
+	case c == connect.CodeUnavailable || c == connect.CodeDeadlineExceeded || errors.Is(err, context.DeadlineExceeded):
 		return oauth.New(oauth.TemporarilyUnavailable, "the %s service is unavailable, try again", service).WithCause(err)
+	case c == connect.CodePermissionDenied || c == connect.CodeFailedPrecondition:
+		// The service checks the policy this one just passed, from its
+		// own view of the directory: for about a second after a change
+		// (a grant, a client, an admin mark) the two can disagree. A
+		// retry then gets the agreed answer; it is not a server error.
+		return oauth.New(oauth.TemporarilyUnavailable, "the request cannot be completed right now, try again").WithCause(fmt.Errorf("%s: %w", service, err))
 	}
 	return oauth.New(oauth.ServerError, "internal error").WithCause(fmt.Errorf("%s: %w", service, err))
 }
