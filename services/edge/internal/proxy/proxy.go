@@ -61,7 +61,7 @@ func (p *Proxy) setTimeouts(header, open time.Duration) {
 	if p.sync != nil {
 		p.sync.headerTimeout = header
 	}
-	p.breaker = newBreaker(p.svc, p.breaker.next, open, p.logger)
+	p.breaker = newBreaker(p.svc, p.breaker.next, open, p.breaker.ready, p.logger)
 	p.rp.Transport = p.breaker
 }
 
@@ -98,7 +98,7 @@ func New(target *url.URL, svc string, logger *slog.Logger, opts ...Option) (*Pro
 		p.sync = newH1Transport(hostPort(target), ResponseHeaderTimeout)
 		h1 = p.sync
 	}
-	p.breaker = newBreaker(svc, byProtocol{h1: h1, h2: p.h2}, breakerOpen, logger)
+	p.breaker = newBreaker(svc, byProtocol{h1: h1, h2: p.h2}, breakerOpen, target.JoinPath("readyz").String(), logger)
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: p.rewrite,
 		Transport: telemetry.HTTPTransport(p.breaker, func(r *http.Request) string {

@@ -480,6 +480,57 @@ func TestHungServiceTimesOutThenFailsFast(t *testing.T) {
 	}
 }
 
+// A service that is ready again is sent requests at once: the open
+// breaker asks its /readyz and closes when it answers 200, long before the
+// open time would let a probe request through (here a minute).
+func TestReadyServiceClosesTheBreaker(t *testing.T) {
+	var down atomic.Bool
+	down.Store(true)
+	var readyAsked atomic.Int32
+	be := edgetest.Start(t, &edgetest.Backend{Name: "tokens", Respond: func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/readyz" {
+			readyAsked.Add(1)
+		}
+		if down.Load() {
+			// As a process whose port refuses: the connection is closed
+			// without an answer, a transport error.
+			if hj, ok := w.(http.Hijacker); ok {
+				if c, _, err := hj.Hijack(); err == nil {
+					c.Close()
+					return
+				}
+			}
+		}
+		w.WriteHeader(http.StatusOK)
+	}})
+	p, err := New(be.URL, "tokens", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.setTimeouts(time.Second, time.Minute)
+	t.Cleanup(p.CloseIdleConnections)
+	edge := edgetest.Start(t, p).URL
+	get := func() int {
+		req, _ := http.NewRequest(http.MethodGet, edge.String()+"/oauth/v2/keys", nil)
+		resp, _ := edgetest.Do(t, edgetest.HTTP1Client(t), req)
+		return resp.StatusCode
+	}
+	for i := 0; i < breakerFailures+2; i++ {
+		if status := get(); status != http.StatusServiceUnavailable {
+			t.Fatalf("failing service, call %d: %d; want 503", i, status)
+		}
+	}
+	down.Store(false)
+	recovered := time.Now()
+	for get() != http.StatusOK {
+		if time.Since(recovered) > 10*time.Second {
+			t.Fatalf("the breaker stayed open %v after the service was ready (readyz asked %d times)", time.Since(recovered), readyAsked.Load())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("requests passed %v after the service was ready", time.Since(recovered).Round(time.Millisecond))
+}
+
 // A small body is sent on with the request's header in one write, even
 // when the client sends it late: the service reads the whole request at
 // once instead of waking a second time for the body.
