@@ -284,12 +284,9 @@ func newLimiters(cfg *config.Config, env process.Env) (l *limiters, err error) {
 		return l, nil
 	}
 	if cfg.RedisURL != "" {
-		opts, err := redis.ParseURL(cfg.RedisURL)
+		opts, err := ratelimit.ClientOptions(cfg.RedisURL)
 		if err != nil {
 			return nil, fmt.Errorf("GATEHOUSE_REDIS_URL: %w", err)
-		}
-		if opts.ClientName == "" {
-			opts.ClientName = "gatehouse-edge" // CLIENT LIST names the holder
 		}
 		l.client = redis.NewClient(opts)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -11,6 +12,45 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 )
+
+// ClientOptions are the Redis client options of GATEHOUSE_REDIS_URL for the
+// limiter: a round trip, and a connection attempt, give up after
+// RedisTimeout whatever the socket does (go-redis otherwise waits for its
+// own 3 s read and 5 s dial timeouts, ignoring the call's deadline, so a
+// frozen Redis held a request for 5 s), and a failed command is not
+// retried (the fallback decides at once). Timeouts and retries named in
+// the URL win.
+func ClientOptions(rawURL string) (*redis.Options, error) {
+	opts, err := redis.ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	q := url.Values{}
+	if u, err := url.Parse(rawURL); err == nil {
+		q = u.Query()
+	}
+	if opts.ClientName == "" {
+		opts.ClientName = "gatehouse-edge" // CLIENT LIST names the holder
+	}
+	opts.ContextTimeoutEnabled = true
+	if !q.Has("dial_timeout") {
+		opts.DialTimeout = RedisTimeout
+	}
+	if !q.Has("read_timeout") {
+		opts.ReadTimeout = RedisTimeout
+	}
+	if !q.Has("write_timeout") {
+		opts.WriteTimeout = RedisTimeout
+	}
+	if !q.Has("max_retries") {
+		opts.MaxRetries = -1 // none
+	}
+	if !q.Has("pool_timeout") {
+		opts.PoolTimeout = RedisTimeout
+	}
+	opts.DialerRetries = 1
+	return opts, nil
+}
 
 // RedisTimeout bounds one Redis round trip: a slow or unreachable Redis must
 // not add more than this to a request before the limiter fails open.

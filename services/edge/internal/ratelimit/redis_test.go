@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -319,5 +321,50 @@ func TestRedisLeasesConcurrent(t *testing.T) {
 	wg.Wait()
 	if n := refused.Load(); n > 0 {
 		t.Fatalf("%d of 32000 requests refused at a budget of 100000 (burst) and 100000/s", n)
+	}
+}
+
+// A frozen Redis (it accepts connections and never answers, as under
+// SIGSTOP) costs a request at most about RedisTimeout: the client made
+// from ClientOptions gives up on the call's deadline, and the fallback
+// decides. With go-redis's defaults a request waited its 3 s read timeout.
+func TestFrozenRedisCostsAtMostTheTimeout(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		var held []net.Conn // accepted, never answered
+		defer func() {
+			for _, c := range held {
+				_ = c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	opts, err := ClientOptions("redis://" + ln.Addr().String() + "/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := redis.NewClient(opts)
+	t.Cleanup(func() { _ = client.Close() })
+	r, err := NewRedis(client, "edge:", 1, 1, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Fallback, _ = NewMemory(1, 1)
+	start := time.Now()
+	d, err := r.Allow(context.Background(), "k")
+	took := time.Since(start)
+	if err != nil || !d.Allowed || took > 4*RedisTimeout {
+		t.Fatalf("frozen Redis: %+v, %v after %v; want the fallback's answer within about %v", d, err, took, RedisTimeout)
 	}
 }
