@@ -317,7 +317,7 @@ func (p *Proxy) handleError(w http.ResponseWriter, r *http.Request, err error) {
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
-		apierror.Write(w, http.StatusRequestEntityTooLarge, apierror.RequestTooLarge,
+		apierror.Respond(w, r, http.StatusRequestEntityTooLarge, apierror.RequestTooLarge,
 			fmt.Sprintf("request body larger than %d bytes", tooLarge.Limit))
 	case r.Context().Err() != nil:
 		p.logger.DebugContext(r.Context(), "client went away before the service answered", attrs...)
@@ -325,6 +325,6 @@ func (p *Proxy) handleError(w http.ResponseWriter, r *http.Request, err error) {
 	default:
 		p.logger.WarnContext(r.Context(), "service unavailable", attrs...)
 		w.Header().Set("Retry-After", fmt.Sprint(RetryAfterSeconds))
-		apierror.Write(w, http.StatusServiceUnavailable, apierror.TemporarilyUnavailable, p.svc+" service unavailable")
+		apierror.Respond(w, r, http.StatusServiceUnavailable, apierror.TemporarilyUnavailable, p.svc+" service unavailable")
 	}
 }

@@ -12,6 +12,10 @@ type Info struct {
 	// PeerTrusted is true when the TCP peer is one of the configured trusted
 	// proxies, so its X-Forwarded-* headers were kept.
 	PeerTrusted bool
+	// Page: the route is a top-level navigation (a browser route); edge's
+	// own errors for it are HTML pages (apierror.Respond). Set by the
+	// router before the request reaches a handler.
+	Page bool
 }
 
 type ctxKey struct{}

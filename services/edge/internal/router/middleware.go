@@ -48,6 +48,7 @@ func (rt *router) serve(c *gin.Context, spec *routeSpec) {
 		return
 	}
 	telemetry.SetRoute(c.Request.Context(), spec.Pattern)
+	st.info.Page = spec.Kind == routes.Browser
 	// "/management/v1/../gatehouse.directory.v1.…" matches a prefix here
 	// but could name an internal service behind it.
 	if !canonical(st.path) {
@@ -99,7 +100,7 @@ func (rt *router) finish(c *gin.Context, st *request) {
 		rt.accessLog(c, st, true)
 		panic(http.ErrAbortHandler)
 	}
-	apierror.Write(c.Writer, http.StatusInternalServerError, apierror.ServerError, "")
+	apierror.Respond(c.Writer, c.Request, http.StatusInternalServerError, apierror.ServerError, "")
 	c.Abort()
 	rt.accessLog(c, st, true)
 }
@@ -200,7 +201,7 @@ func (rt *router) rateLimit(c *gin.Context, st *request, class routes.Class) boo
 		}
 		secs := ceilSeconds(d.RetryAfter, 1)
 		c.Writer.Header().Set("Retry-After", strconv.Itoa(secs))
-		apierror.Write(c.Writer, http.StatusTooManyRequests, apierror.RateLimited,
+		apierror.Respond(c.Writer, c.Request, http.StatusTooManyRequests, apierror.RateLimited,
 			fmt.Sprintf("too many requests; retry after %d seconds", secs))
 		return false
 	}

@@ -425,6 +425,17 @@ func browserOnly(l ratelimit.Limiter) map[routes.Class]ratelimit.Limiter {
 	return map[routes.Class]ratelimit.Limiter{routes.ClassBrowser: l}
 }
 
+// rateLimited reports whether a 429 answer names the condition: as an HTML
+// page for a browser route (a person's navigation), as the JSON error
+// otherwise.
+func rateLimited(t *testing.T, path string, resp *http.Response, body []byte) bool {
+	t.Helper()
+	if path == "/ui/login" || path == "/oauth/v2/authorize" {
+		return strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") && strings.Contains(string(body), "<h1>Too many requests</h1>")
+	}
+	return decodeError(t, body)["error"] == "rate_limited"
+}
+
 func TestRateLimitMemory(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
@@ -455,8 +466,8 @@ func TestRateLimitMemory(t *testing.T) {
 				if got := resp.Header.Get("Retry-After"); got != "2" {
 					t.Fatalf("Retry-After %q; want 2 (one token at 0.5/s)", got)
 				}
-				if e := decodeError(t, body); e["error"] != "rate_limited" {
-					t.Fatalf("429 body %q; want error rate_limited", body)
+				if !rateLimited(t, p, resp, body) {
+					t.Fatalf("429 body %q; want error rate_limited (a page for a browser route)", body)
 				}
 				if resp.Header.Get("RateLimit-Remaining") != "0" {
 					t.Fatalf("429 RateLimit-Remaining %q; want 0", resp.Header.Get("RateLimit-Remaining"))
@@ -492,7 +503,7 @@ func TestRateLimitRedis(t *testing.T) {
 	for range 10 {
 		resp, body := get(t, client, f.url("/oauth/v2/authorize"), nil)
 		if resp.StatusCode == http.StatusTooManyRequests {
-			if resp.Header.Get("Retry-After") == "" || decodeError(t, body)["error"] != "rate_limited" {
+			if resp.Header.Get("Retry-After") == "" || !rateLimited(t, "/oauth/v2/authorize", resp, body) {
 				t.Fatalf("429 without Retry-After or body: %v %q", resp.Header, body)
 			}
 			limited = true
@@ -646,6 +657,46 @@ func TestServiceBelievesOnlyEdgesAddress(t *testing.T) {
 	}
 }
 
+// A service that cannot be reached is answered 503 with Retry-After: for
+// the browser routes (a person's top-level navigation) as an HTML page,
+// for every other route as the JSON error the protocols expect.
+func TestOutageAnswersPagesToBrowsers(t *testing.T) {
+	target, _ := url.Parse("http://" + edgetest.ClosedAddr(t))
+	p, err := proxy.New(target, "authn", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	services := map[routes.Service]http.Handler{}
+	for _, svc := range routes.Services() {
+		services[svc] = p
+	}
+	h, err := New(Options{Services: services, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := edgetest.Start(t, h).URL.String()
+	client := edgetest.HTTP1Client(t)
+	for _, route := range routes.Table() {
+		for _, method := range []string{http.MethodGet, http.MethodPost} {
+			if route.Method != "" && route.Method != method {
+				continue
+			}
+			req, _ := http.NewRequest(method, base+samplePath(route), strings.NewReader("a=b"))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			resp, body := edgetest.Do(t, client, req)
+			ct := resp.Header.Get("Content-Type")
+			switch {
+			case resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "":
+				t.Errorf("%s %s: %d, Retry-After %q; want 503 with Retry-After", method, route.Pattern, resp.StatusCode, resp.Header.Get("Retry-After"))
+			case route.Kind == routes.Browser && (!strings.HasPrefix(ct, "text/html") || !strings.Contains(string(body), "<h1>Temporarily unavailable</h1>")):
+				t.Errorf("%s %s (a page): %s %q; want an HTML page", method, route.Pattern, ct, body)
+			case route.Kind != routes.Browser && (ct != "application/json" || decodeError(t, body)["error"] != "temporarily_unavailable"):
+				t.Errorf("%s %s: %s %q; want the JSON error", method, route.Pattern, ct, body)
+			}
+		}
+	}
+}
+
 func TestPanicRecovery(t *testing.T) {
 	f := newFixture(t, "in-process", nil)
 	f.backends[routes.Authn].Respond = func(w http.ResponseWriter, r *http.Request) {
@@ -657,8 +708,8 @@ func TestPanicRecovery(t *testing.T) {
 	}
 	client := edgetest.H2CClient(t)
 	resp, body := get(t, client, f.url("/ui/login/early"), nil)
-	if resp.StatusCode != 500 || decodeError(t, body)["error"] != "server_error" {
-		t.Fatalf("panic before writing: got %d %q; want 500 server_error", resp.StatusCode, body)
+	if resp.StatusCode != 500 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || !strings.Contains(string(body), "Something went wrong") {
+		t.Fatalf("panic before writing, on a page: got %d %q; want 500 as an HTML page", resp.StatusCode, body)
 	}
 	if resp.Header.Get("X-Request-Id") == "" || resp.Header.Get("X-Content-Type-Options") != "nosniff" {
 		t.Fatalf("500 lacks edge headers: %v", resp.Header)

@@ -1,0 +1,58 @@
+package apierror
+
+import (
+	"html"
+	"net/http"
+	"strconv"
+
+	"github.com/gatehouse-id/gatehouse/services/edge/internal/reqinfo"
+)
+
+// titles are the headings of the error pages, by code.
+var titles = map[string]string{
+	NotFound:               "Not found",
+	RateLimited:            "Too many requests",
+	RequestTooLarge:        "Request too large",
+	TemporarilyUnavailable: "Temporarily unavailable",
+	ServerError:            "Something went wrong",
+}
+
+// Respond answers as Write, except to a request for a page (a top-level
+// navigation: authorize, end_session, the login pages, the IdP callback),
+// which gets an HTML page a person can read (WritePage): a browser shows
+// JSON as a wall of text, and a person at it can do nothing with it.
+func Respond(w http.ResponseWriter, r *http.Request, status int, code, description string) {
+	if info := reqinfo.FromContext(r.Context()); info != nil && info.Page {
+		WritePage(w, status, code, description)
+		return
+	}
+	Write(w, status, code, description)
+}
+
+// WritePage answers status with a small HTML page naming the condition
+// (no script, no external resource; never cached). A Retry-After set by
+// the caller stays, and the page says to try again when there is one.
+func WritePage(w http.ResponseWriter, status int, code, description string) {
+	title := titles[code]
+	if title == "" {
+		title = http.StatusText(status)
+	}
+	b := []byte(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>` + html.EscapeString(title) + `</title></head>
+<body><main><h1>` + html.EscapeString(title) + `</h1>
+`)
+	if description != "" {
+		b = append(b, "<p>"+html.EscapeString(description)+"</p>\n"...)
+	}
+	if w.Header().Get("Retry-After") != "" {
+		b = append(b, "<p>Please try again in a few seconds.</p>\n"...)
+	}
+	b = append(b, "</main></body></html>\n"...)
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
