@@ -37,7 +37,7 @@ func TestAnonymousVisitsStoreNoBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		res.Body.Close()
-		if i == 0 && (res.StatusCode != http.StatusFound && res.StatusCode != http.StatusSeeOther || !strings.Contains(res.Header.Get("Set-Cookie"), "gatehouse_ua=")) {
+		if i == 0 && (res.StatusCode != http.StatusFound && res.StatusCode != http.StatusSeeOther || !strings.Contains(res.Header.Get("Set-Cookie"), "gatehouse_ua")) {
 			t.Fatalf("anonymous /authorize: %d, Set-Cookie %q; want a redirect to the login page with a browser cookie", res.StatusCode, res.Header.Get("Set-Cookie"))
 		}
 	}

@@ -29,10 +29,16 @@ type fedUpstream struct {
 
 func startUpstream(t *testing.T, callback string) *fedUpstream {
 	t.Helper()
+	return startUpstreamOn(t, "localhost", callback)
+}
+
+// startUpstreamOn is startUpstream with its issuer on host.
+func startUpstreamOn(t *testing.T, host, callback string) *fedUpstream {
+	t.Helper()
 	dir := t.TempDir()
 	addr := freeAddr(t)
 	_, port, _ := strings.Cut(addr, ":")
-	u := &fedUpstream{issuer: "http://localhost:" + port}
+	u := &fedUpstream{issuer: "http://" + host + ":" + port}
 	p := startProc(t, config.RoleEdge, map[string]string{
 		"GATEHOUSE_DATA_DIR": dir, "GATEHOUSE_ADDR": addr, "GATEHOUSE_ISSUER": u.issuer,
 		"GATEHOUSE_ADMIN_PASSWORD": "Upstream-Passw0rd-1",
@@ -129,6 +135,26 @@ func TestFederationGatehouseUpstream(t *testing.T) {
 	p = afGet(t, fedBrowser(e.base), e.authURL("lp", "n-lp"))
 	if !strings.Contains(p.body, `name="idpID" value="`+idp+`"`) || !strings.Contains(p.body, "Sign in with Upstream") {
 		t.Errorf("login page without the Upstream button:\n%s", p.body)
+	}
+}
+
+// Two Gatehouses on one host name (an upstream and a downstream in
+// development): browsers keep cookies by host, not port, so each names its
+// cookie by its port and neither overwrites the other's browser identity
+// (before, the sign-in failed with the "unknown, expired or already used"
+// page).
+func TestFederationTwoGatehousesOnOneHost(t *testing.T) {
+	e := afStartEnv(t, map[string]string{"GATEHOUSE_IDP_ALLOW_LOOPBACK": "true"})
+	up := startUpstreamOn(t, "127.0.0.1", e.base+"/idps/callback")
+	idp := e.must("POST", "/management/v1/idps/oidc", e.admin, "", map[string]any{
+		"name": "Upstream", "clientId": up.clientID, "clientSecret": up.secret, "issuer": up.issuer,
+		"scopes": []string{"openid", "profile", "email"}, "autoRegister": true})["idpId"].(string)
+	c := fedBrowser(e.base, up.issuer)
+	p := afGet(t, c, e.authURL("h1", "n-h1", "scope", "openid profile urn:gatehouse:iam:org:idp:id:"+idp))
+	p = afSubmit(t, c, up.issuer, p, url.Values{"loginName": {"fed"}})
+	p = afSubmit(t, c, up.issuer, p, url.Values{"password": {"Fed-Passw0rd!1"}})
+	if it := e.code(p, "h1", "n-h1"); it.Subject == "" {
+		t.Fatal("no user signed in through the upstream on the same host")
 	}
 }
 

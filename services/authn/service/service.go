@@ -166,7 +166,7 @@ type HandlerOptions struct {
 // (the service uses it; tests use it with fakes of the other services).
 func NewHandler(o HandlerOptions) (*http.ServeMux, error) {
 	store := &session.Store{DB: o.DB, Lifetimes: o.Sessions}
-	browsers := &session.Browsers{Store: store, Secure: o.SecureCookies, Now: o.Now}
+	browsers := &session.Browsers{Store: store, Secure: o.SecureCookies, Name: session.CookieNameFor(o.Issuer, o.SecureCookies), Now: o.Now}
 	tokens := tokensAdapter{c: o.Tokens}
 	log := o.Logger
 	flow := &authorize.Flow{

@@ -2,9 +2,13 @@ package session
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 )
 
@@ -15,7 +19,35 @@ const (
 	SecureCookieName = "__Host-gatehouse_ua"
 )
 
+// CookieNameFor is the cookie's name for an issuer: the plain name for
+// one on its scheme's default port at the root, as before; otherwise the
+// port (and a short hash of the path) are appended. Browsers keep cookies
+// by host name, not port: two Gatehouses on one host (an upstream and a
+// downstream in development) would otherwise overwrite each other's
+// browser identity, and federation between them fail.
+func CookieNameFor(issuer string, secure bool) string {
+	name := CookieName
+	if secure {
+		name = SecureCookieName
+	}
+	u, err := url.Parse(issuer)
+	if err != nil {
+		return name
+	}
+	if p := u.Port(); p != "" {
+		name += "_" + p
+	}
+	if path := strings.Trim(u.Path, "/"); path != "" {
+		sum := sha256.Sum256([]byte(path))
+		name += "_" + hex.EncodeToString(sum[:4])
+	}
+	return name
+}
+
 func (b *Browsers) cookieName() string {
+	if b.Name != "" {
+		return b.Name
+	}
 	if b.Secure {
 		return SecureCookieName
 	}
@@ -30,6 +62,9 @@ type Browsers struct {
 	Store *Store
 	// Secure marks the cookie Secure; set when the issuer is https.
 	Secure bool
+	// Name is the cookie's name (CookieNameFor the issuer); "" for the
+	// plain one.
+	Name string
 	Now    func() time.Time
 }
 
