@@ -163,7 +163,9 @@ type failingTokens struct {
 	err error
 }
 
-func (f failingTokens) CreateAuthorizationCode(context.Context, CodeGrant) (string, error) { return "", f.err }
+func (f failingTokens) CreateAuthorizationCode(context.Context, CodeGrant) (string, error) {
+	return "", f.err
+}
 func (f failingTokens) CreateImplicitTokens(context.Context, ImplicitGrant) (ImplicitTokens, error) {
 	return ImplicitTokens{}, f.err
 }

@@ -65,7 +65,7 @@ type Browsers struct {
 	// Name is the cookie's name (CookieNameFor the issuer); "" for the
 	// plain one.
 	Name string
-	Now    func() time.Time
+	Now  func() time.Time
 }
 
 // Find returns the request's user agent, or ErrNotFound when the browser
