@@ -209,7 +209,17 @@ func TestCLIKeyFileLoginContextsAndLogout(t *testing.T) {
 	if status, _ := restJSON(t, "GET", p.base+"/oidc/v1/userinfo", token, nil); status != 401 {
 		t.Fatalf("the token after logout at userinfo: %d; want 401", status)
 	}
-	// The context stays; a key context signs in again by itself.
+	// The context stays, but signed out: its copy of the key is gone, so
+	// nothing signs in again until gatehouse login.
+	host := strings.TrimPrefix(p.base, "http://")
+	c.fail([]string{"error: context " + host + ": not logged in; run gatehouse login"}, "whoami")
+	var cf struct {
+		Contexts map[string]map[string]any `json:"contexts"`
+	}
+	if raw, _ := os.ReadFile(c.configPath()); json.Unmarshal(raw, &cf) != nil || cf.Contexts[host] == nil || cf.Contexts[host]["keyFile"] != nil {
+		t.Fatalf("the context after logout: %v; want it kept without its key", cf.Contexts[host])
+	}
+	c.ok("login", "--issuer", p.base, "--key-file", filepath.Join(dir, "bootstrap-admin-key.json"), "--context", host)
 	if who := c.json("whoami"); who["userId"] != kf.UserID {
 		t.Fatalf("after logout and a new sign-in: %v", who)
 	}
@@ -224,6 +234,15 @@ func TestCLIErrorsAreOneLine(t *testing.T) {
 	c.fail([]string{"error: not_found:"}, "users", "show", "123456789")
 	c.fail([]string{"error: invalid_argument:"}, "orgs", "create", strings.Repeat("x", 300))
 	c.fail([]string{"error:", "-o", "table, json, yaml"}, "orgs", "show", "-o", "xml")
+	c.fail([]string{`error: unknown command "lst" for "gatehouse users"`, "did you mean list?"}, "users", "lst")
+	// -o jsonpath: a path the response lacks fails.
+	if out := c.ok("orgs", "show", "-o", "jsonpath={.org.name}"); out != "Gatehouse\n" {
+		t.Fatalf("-o jsonpath={.org.name}: %q", out)
+	}
+	c.fail([]string{`error: -o jsonpath={.org.nmae}: matches nothing: no key "nmae" in .org`}, "orgs", "show", "-o", "jsonpath={.org.nmae}")
+	if out := c.ok("--version"); !strings.HasPrefix(out, "gatehouse ") {
+		t.Fatalf("--version: %q", out)
+	}
 	c.fail([]string{"error: --app-type:", `unknown value "DESKTOP"`, "NATIVE"}, "apps", "create-oidc", "1", "--name", "x", "--app-type", "DESKTOP")
 
 	// A machine user without roles: every management call is refused.
@@ -236,6 +255,10 @@ func TestCLIErrorsAreOneLine(t *testing.T) {
 	}
 	weak := newCLI(t)
 	weak.ok("login", "--issuer", p.base, "--key-file", keyPath)
+	// It can still see who it is, and that it holds no roles.
+	if who := weak.json("whoami"); who["userId"] != id || who["orgName"] != "Gatehouse" || who["orgId"] == nil || who["orgsWithRoles"] != 0.0 {
+		t.Fatalf("whoami without roles: %v", who)
+	}
 	weak.fail([]string{"error: permission_denied:"}, "orgs", "create", "takeover")
 	weak.fail([]string{"error: permission_denied:"}, "users", "list")
 	if orgs := c.json("orgs", "list"); strings.Contains(fmt.Sprint(orgs), "takeover") {

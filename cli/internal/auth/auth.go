@@ -26,6 +26,15 @@ import (
 // ManagementScope asks for the management API's audience.
 const ManagementScope = "urn:gatehouse:iam:org:project:id:gatehouse:aud"
 
+// ResourceOwnerScope adds the user's organization (id, name, primary
+// domain) to userinfo: gatehouse whoami shows it even to a user without
+// the roles the management API asks for.
+const ResourceOwnerScope = "urn:gatehouse:iam:user:resourceowner"
+
+// Scopes of the CLI's sessions, the offline_access of a browser sign-in
+// aside.
+const sessionScopes = "openid profile " + ResourceOwnerScope + " " + ManagementScope
+
 // CLIClientID is the native admin app Gatehouse creates for the CLI.
 const CLIClientID = "gatehouse-cli"
 
@@ -111,7 +120,7 @@ func (c *Client) KeyLogin(ctx context.Context, rawKeyFile []byte) (*Token, error
 	return c.token(ctx, url.Values{
 		"grant_type": {"urn:ietf:params:oauth:grant-type:jwt-bearer"},
 		"assertion":  {a},
-		"scope":      {"openid profile " + ManagementScope},
+		"scope":      {sessionScopes},
 	})
 }
 

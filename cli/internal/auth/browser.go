@@ -45,7 +45,7 @@ func (b *BrowserLogin) Run(ctx context.Context) (*Token, error) {
 		"client_id":             {b.ClientID},
 		"redirect_uri":          {redirectURI},
 		"response_type":         {"code"},
-		"scope":                 {"openid profile email offline_access " + ManagementScope},
+		"scope":                 {sessionScopes + " email offline_access"},
 		"state":                 {state},
 		"code_challenge":        {base64.RawURLEncoding.EncodeToString(sum[:])},
 		"code_challenge_method": {"S256"},

@@ -131,7 +131,52 @@ providers and signing keys, or apply a declarative YAML description.`,
 		c.GroupID = "declarative"
 		root.AddCommand(c)
 	}
+	root.Version = version()
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.AddCommand(a.versionCmd())
+	// cobra adds its completion command only at Execute: add it now, so
+	// that it refuses a mistyped shell like the others.
+	root.InitDefaultCompletionCmd()
+	refuseUnknownCommands(root)
 	return root
+}
+
+// refuseUnknownCommands makes every command group fail on a sub-command
+// it does not have. cobra checks only the root's arguments: for a group
+// (no Run of its own) it prints the help and exits 0, so a typo in a
+// script (gatehouse users lst) would pass unnoticed.
+func refuseUnknownCommands(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		refuseUnknownCommands(sub)
+	}
+	if !c.HasSubCommands() || c.Runnable() {
+		return
+	}
+	c.Args = cobra.ArbitraryArgs
+	c.DisableFlagsInUseLine = true // its usage: "gatehouse users [command]"
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return c.Help()
+		}
+		return unknownCommand(c, args[0])
+	}
+}
+
+// unknownCommand is cobra's error for the root's unknown sub-command,
+// with its suggestions.
+func unknownCommand(c *cobra.Command, name string) error {
+	if c.SuggestionsMinimumDistance <= 0 {
+		c.SuggestionsMinimumDistance = 2
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", name, c.CommandPath())
+	if s := c.SuggestionsFor(name); len(s) > 0 {
+		last := len(s) - 1
+		if last > 0 {
+			s = append(s[:last-1:last-1], strings.Join(s[last-1:], " or "))
+		}
+		msg += "; did you mean " + strings.Join(s, ", ") + "?"
+	}
+	return errors.New(msg)
 }
 
 func (a *App) print(m proto.Message, view output.View) error {
@@ -161,10 +206,14 @@ func (a *App) session(ctx context.Context) (string, *contexts.Context, error) {
 	if c.AccessToken != "" && time.Until(c.Expiry) > time.Minute {
 		return name, c, nil
 	}
+	if c.AccessToken == "" && c.RefreshToken == "" && len(c.KeyFile) == 0 {
+		// Signed out (gatehouse logout): nothing signs in again by itself.
+		return "", nil, notLoggedIn(name, c)
+	}
 	ac := &auth.Client{Issuer: c.Issuer, HTTP: a.HTTP}
 	var t *auth.Token
 	switch {
-	case c.Kind == contexts.KindKey:
+	case c.Kind == contexts.KindKey && len(c.KeyFile) > 0:
 		t, err = ac.KeyLogin(ctx, c.KeyFile)
 	case c.RefreshToken != "":
 		t, err = ac.Refresh(ctx, c.ClientID, c.RefreshToken)
@@ -188,10 +237,40 @@ func (a *App) session(ctx context.Context) (string, *contexts.Context, error) {
 	return name, c, nil
 }
 
+// notLoggedIn says how to sign a signed-out context in again.
+func notLoggedIn(name string, c *contexts.Context) error {
+	how := "gatehouse login --context " + name + " --issuer " + c.Issuer
+	if c.Kind == contexts.KindKey {
+		how += " --key-file FILE"
+	}
+	return fmt.Errorf("context %s: not logged in; run %s", name, how)
+}
+
+// clients signs in and makes the API clients for --org (or the context's
+// default organization).
 func (a *App) clients(ctx context.Context) (*clients, error) {
-	_, c, err := a.session(ctx)
+	_, c, cl, err := a.dial(ctx)
 	if err != nil {
 		return nil, err
+	}
+	org := a.org
+	if org == "" {
+		org = c.Org
+	}
+	if org != "" {
+		if cl.orgID, err = resolveOrg(ctx, cl.mgmt, org); err != nil {
+			return nil, err
+		}
+	}
+	return cl, nil
+}
+
+// dial signs in and makes the API clients, acting on the caller's own
+// organization until orgID is set.
+func (a *App) dial(ctx context.Context) (string, *contexts.Context, *clients, error) {
+	name, c, err := a.session(ctx)
+	if err != nil {
+		return "", nil, nil, err
 	}
 	cl := &clients{issuer: c.Issuer}
 	bearer := connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
@@ -207,14 +286,5 @@ func (a *App) clients(ctx context.Context) (*clients, error) {
 	base := strings.TrimRight(c.Issuer, "/")
 	cl.mgmt = managementv1connect.NewManagementServiceClient(a.HTTP, base, connect.WithInterceptors(bearer))
 	cl.admin = adminv1connect.NewAdminServiceClient(a.HTTP, base, connect.WithInterceptors(bearer))
-	org := a.org
-	if org == "" {
-		org = c.Org
-	}
-	if org != "" {
-		if cl.orgID, err = resolveOrg(ctx, cl.mgmt, org); err != nil {
-			return nil, err
-		}
-	}
-	return cl, nil
+	return name, c, cl, nil
 }

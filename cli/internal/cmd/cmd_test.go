@@ -41,10 +41,13 @@ func TestEveryCommandHasHelpWithExamples(t *testing.T) {
 	n := 0
 	walk = func(c *cobra.Command) {
 		n++
+		if c.Name() == "completion" {
+			return // cobra's own, documented by cobra
+		}
 		if c.Short == "" {
 			t.Errorf("%q has no short help", c.CommandPath())
 		}
-		if c.Example == "" && c.Name() != "help" && c.Name() != "completion" {
+		if c.Example == "" && c.Name() != "help" {
 			t.Errorf("%q has no example", c.CommandPath())
 		}
 		for _, sub := range c.Commands() {

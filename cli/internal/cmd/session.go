@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -43,9 +44,16 @@ grant): a JSON key file as Gatehouse writes it, or a PEM private key (from
 gatehouse keygen) with --user-id and --key-id.
 
 The session (tokens, the key) is stored 0600 in the contexts file under
-the context's name (default: the issuer's host), which becomes current.`,
+a context's name, created or replaced:
+
+  --name NAME        the context NAME, which becomes current
+  --context NAME     the context NAME (also GATEHOUSE_CONTEXT); the current
+                     context stays current (NAME becomes current only when
+                     there is none): switch with gatehouse context use NAME
+  neither            the context named by the issuer's host, made current`,
 		Example: `  gatehouse login --issuer http://localhost:8080
   gatehouse login --issuer https://id.example.com --no-browser --name prod
+  gatehouse login --issuer https://staging.example.com --context staging
   gatehouse login --issuer http://localhost:8080 --key-file data/bootstrap-admin-key.json
   gatehouse login --issuer https://id.example.com --key-file admin-key.pem --user-id 123 --key-id 456`,
 		Args: cobra.NoArgs,
@@ -55,8 +63,9 @@ the context's name (default: the issuer's host), which becomes current.`,
 				return fmt.Errorf("--issuer %q: want the issuer URL, e.g. https://id.example.com", issuer)
 			}
 			issuer = strings.TrimRight(issuer, "/")
-			if name == "" {
-				name = u.Host
+			name, use, err := a.loginTarget(c, name, u.Host)
+			if err != nil {
+				return err
 			}
 			ctx := c.Context()
 			ac := &auth.Client{Issuer: issuer, HTTP: a.HTTP}
@@ -98,11 +107,17 @@ the context's name (default: the issuer's host), which becomes current.`,
 				return err
 			}
 			f.Contexts[name] = entry
-			f.Current = name
+			if use || f.Current == "" || f.Contexts[f.Current] == nil {
+				f.Current = name
+			}
 			if err := a.store.Save(f); err != nil {
 				return err
 			}
-			fmt.Fprintf(a.Stderr, "Signed in to %s; context %q is now current.\n", issuer, name)
+			if f.Current == name {
+				fmt.Fprintf(a.Stderr, "Signed in to %s; context %q is now current.\n", issuer, name)
+			} else {
+				fmt.Fprintf(a.Stderr, "Signed in to %s as context %q; the current context is still %q (gatehouse context use %s to switch).\n", issuer, name, f.Current, name)
+			}
 			return nil
 		},
 	}
@@ -111,13 +126,29 @@ the context's name (default: the issuer's host), which becomes current.`,
 	fl.StringVar(&keyFile, "key-file", "", "sign in a machine user with this key file (JSON, or PEM with --user-id and --key-id)")
 	fl.StringVar(&userID, "user-id", "", "the machine user's id, for a PEM --key-file")
 	fl.StringVar(&keyID, "key-id", "", "the key's id, for a PEM --key-file")
-	fl.StringVar(&name, "name", "", "the context's name (default: the issuer's host)")
+	fl.StringVar(&name, "name", "", "the context's name, made current (default: --context, else the issuer's host)")
 	fl.StringVar(&org, "default-org", "", "the context's default organization (name or id)")
 	fl.StringVar(&clientID, "client-id", auth.CLIClientID, "the native app used for browser sign-in")
 	fl.BoolVar(&noBrowser, "no-browser", false, "print the sign-in URL instead of opening a browser")
 	fl.DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the browser")
 	_ = c.MarkFlagRequired("issuer")
 	return c
+}
+
+// loginTarget is the context a login is stored under, and whether it
+// becomes current: --name switches to it (as does the default, the
+// issuer's host); --context (or GATEHOUSE_CONTEXT) names the context to
+// act on, as for every other command, and switches nothing.
+func (a *App) loginTarget(c *cobra.Command, name, host string) (string, bool, error) {
+	switch {
+	case name != "" && c.Flags().Changed("context") && a.ctxName != name:
+		return "", false, fmt.Errorf("--name %s and --context %s name different contexts: give one", name, a.ctxName)
+	case name != "":
+		return name, true, nil
+	case a.ctxName != "":
+		return a.ctxName, false, nil
+	}
+	return host, true, nil
 }
 
 // loadKeyFile returns a JSON key file, made from a PEM key and the ids
@@ -145,11 +176,13 @@ func loadKeyFile(name, userID, keyID string) ([]byte, error) {
 func (a *App) logoutCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "logout",
-		Short: "Revoke the current context's tokens and forget them",
+		Short: "Revoke the current context's tokens and forget them and its key",
 		Long: `logout revokes the refresh token (and with it the access tokens issued
 from it) or, for a machine user, the access token, then removes the
-tokens from the contexts file. The context itself is kept (its issuer,
-and for a machine user its key) so that gatehouse login is quick.`,
+tokens, and a machine user's key, from the contexts file: the next
+command fails with "not logged in" until gatehouse login. The context
+itself is kept (its name, issuer and default organization). The key file
+you signed in with is not touched.`,
 		Example: `  gatehouse logout
   gatehouse logout --context prod`,
 		Args: cobra.NoArgs,
@@ -165,7 +198,7 @@ and for a machine user its key) so that gatehouse login is quick.`,
 			ac := &auth.Client{Issuer: e.Issuer, HTTP: a.HTTP}
 			ctx := c.Context()
 			switch {
-			case e.Kind == contexts.KindKey && e.AccessToken != "":
+			case e.Kind == contexts.KindKey && e.AccessToken != "" && len(e.KeyFile) > 0:
 				err = ac.RevokeWithKey(ctx, e.KeyFile, e.AccessToken)
 			case e.RefreshToken != "":
 				err = ac.RevokePublic(ctx, e.ClientID, e.RefreshToken, "refresh_token")
@@ -176,7 +209,9 @@ and for a machine user its key) so that gatehouse login is quick.`,
 			if err != nil {
 				return fmt.Errorf("logout: revoke: %w", err)
 			}
-			e.AccessToken, e.RefreshToken, e.Expiry = "", "", time.Time{}
+			// The copy of the key is forgotten too: with it, the next command
+			// would sign the machine user in again by itself.
+			e.AccessToken, e.RefreshToken, e.Expiry, e.KeyFile = "", "", time.Time{}, nil
 			if err := a.store.Save(f); err != nil {
 				return err
 			}
@@ -208,7 +243,7 @@ func (a *App) contextCmd() *cobra.Command {
 				e := f.Contexts[n]
 				rows = append(rows, map[string]any{
 					"name": n, "issuer": e.Issuer, "kind": e.Kind, "org": e.Org,
-					"current": n == f.Current, "signedIn": e.AccessToken != "" || e.RefreshToken != "",
+					"current": n == f.Current, "signedIn": e.AccessToken != "" || e.RefreshToken != "" || len(e.KeyFile) > 0,
 				})
 			}
 			return output.PrintValue(a.Stdout, a.format, map[string]any{"contexts": rows},
@@ -275,13 +310,20 @@ func (a *App) completeContexts(c *cobra.Command, _ []string, _ string) ([]string
 
 func (a *App) whoamiCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:     "whoami",
-		Short:   "Show who the current context is signed in as",
+		Use:   "whoami",
+		Short: "Show who the current context is signed in as",
+		Long: `whoami shows the signed-in user (id, name), the organization it belongs
+to, and in how many organizations it holds a role (all of them for an IAM
+owner). A user without any role is shown too, with a note on standard
+error: management commands fail with permission_denied until an
+organization owner gives it a role (gatehouse members add).`,
 		Example: "  gatehouse whoami -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			ctx := c.Context()
-			name, e, err := a.session(ctx)
+			// Who the user is does not depend on --org: no organization is
+			// selected.
+			name, e, cl, err := a.dial(ctx)
 			if err != nil {
 				return err
 			}
@@ -289,24 +331,50 @@ func (a *App) whoamiCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cl, err := a.clients(ctx)
+			orgID, orgName, err := ownOrg(ctx, cl, info)
 			if err != nil {
 				return err
 			}
-			org, err := cl.mgmt.GetMyOrg(ctx, connect.NewRequest(&managementv1.GetMyOrgRequest{}))
+			// ListOrgs needs no role: it lists where the caller holds one.
+			orgs, err := cl.mgmt.ListOrgs(ctx, connect.NewRequest(&managementv1.ListOrgsRequest{Query: &managementv1.ListQuery{Limit: 1}}))
 			if err != nil {
 				return err
 			}
+			withRoles := orgs.Msg.GetDetails().GetTotalResult()
 			v := map[string]any{
 				"context": name, "issuer": e.Issuer, "kind": e.Kind,
 				"userId": info["sub"], "name": first(info["preferred_username"], info["name"]),
-				"orgId": org.Msg.GetOrg().GetId(), "orgName": org.Msg.GetOrg().GetName(),
+				"orgId": orgID, "orgName": orgName, "orgsWithRoles": withRoles,
 				"expiry": e.Expiry.UTC().Format(time.RFC3339),
 			}
-			return output.PrintValue(a.Stdout, a.format, v,
-				output.View{Columns: output.Cols("CONTEXT=context", "ISSUER=issuer", "USER ID=userId", "NAME=name", "ORG=orgName", "ORG ID=orgId")})
+			if err := output.PrintValue(a.Stdout, a.format, v,
+				output.View{Columns: output.Cols("CONTEXT=context", "ISSUER=issuer", "USER ID=userId", "NAME=name", "ORG=orgName", "ORG ID=orgId", "ORGS WITH ROLES=orgsWithRoles")}); err != nil {
+				return err
+			}
+			if withRoles == 0 {
+				fmt.Fprintf(a.Stderr, "Note: user %v holds no roles: management commands fail with permission_denied until an organization owner gives it one (gatehouse members add %[1]v --role ROLE --org ORG).\n", info["sub"])
+			}
+			return nil
 		},
 	}
+}
+
+// ownOrg is the id and name of the organization the user belongs to, from
+// the userinfo claims of the resourceowner scope. A session from before
+// the CLI asked for that scope gets them from GetMyOrg, which needs a role
+// in it: without one they are unknown (nil).
+func ownOrg(ctx context.Context, cl *clients, info map[string]any) (any, any, error) {
+	if id, ok := info[auth.ResourceOwnerScope+":id"]; ok {
+		return id, info[auth.ResourceOwnerScope+":name"], nil
+	}
+	res, err := cl.mgmt.GetMyOrg(ctx, connect.NewRequest(&managementv1.GetMyOrgRequest{}))
+	if connect.CodeOf(err) == connect.CodePermissionDenied {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return res.Msg.GetOrg().GetId(), res.Msg.GetOrg().GetName(), nil
 }
 
 func first(vs ...any) any {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -48,7 +49,11 @@ func Cols(specs ...string) []Column {
 
 // Generic turns a message into its JSON document as Go values.
 func Generic(m proto.Message) (any, error) {
-	raw, err := protojson.Marshal(m)
+	return generic(m, protojson.MarshalOptions{})
+}
+
+func generic(m proto.Message, opts protojson.MarshalOptions) (any, error) {
+	raw, err := opts.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("output: %w", err)
 	}
@@ -61,7 +66,14 @@ func Generic(m proto.Message) (any, error) {
 
 // Print writes m in format to w.
 func Print(w io.Writer, format string, m proto.Message, view View) error {
-	v, err := Generic(m)
+	var opts protojson.MarshalOptions
+	if _, ok := JSONPath(format); ok {
+		// protojson leaves out zero values: with them, a path to a field
+		// that is false, 0 or "" finds it, and only a path the response
+		// does not have matches nothing.
+		opts.EmitUnpopulated = true
+	}
+	v, err := generic(m, opts)
 	if err != nil {
 		return err
 	}
@@ -89,7 +101,11 @@ func PrintValue(w io.Writer, format string, v any, view View) error {
 		return table(w, v, view)
 	default:
 		if path, ok := JSONPath(format); ok {
-			_, err := fmt.Fprintln(w, cell(Lookup(v, path)))
+			found, err := lookupStrict(v, path)
+			if err != nil {
+				return fmt.Errorf("-o %s: %w", format, err)
+			}
+			_, err = fmt.Fprintln(w, cell(found))
 			return err
 		}
 		return fmt.Errorf("output: unknown format %q (table, json, yaml or jsonpath={.field})", format)
@@ -125,13 +141,64 @@ func table(w io.Writer, v any, view View) error {
 }
 
 // JSONPath parses the format jsonpath={.a.b} (a dotted path of keys, the
-// subset of kubectl's JSONPath that scripts need to pick an id).
+// subset of kubectl's JSONPath that scripts need to pick an id). A path
+// the output does not have is an error, not an empty value.
 func JSONPath(format string) (string, bool) {
 	expr, ok := strings.CutPrefix(format, "jsonpath=")
 	if !ok || !strings.HasPrefix(expr, "{.") || !strings.HasSuffix(expr, "}") {
 		return "", false
 	}
 	return expr[2 : len(expr)-1], true
+}
+
+// lookupStrict follows a dotted path of object keys like Lookup, but a
+// path that leads nowhere (a missing key, null, or into a list or a value)
+// is an error, as kubectl's jsonpath with --allow-missing-template-keys=false:
+// printing a placeholder would hand a script "-" for an id.
+func lookupStrict(v any, path string) (any, error) {
+	at := ""
+	where := func() string {
+		if at == "" {
+			return "the output"
+		}
+		return at
+	}
+	var ks []string
+	if path != "" { // {.} is the whole output
+		ks = strings.Split(path, ".")
+	}
+	for _, k := range ks {
+		switch x := v.(type) {
+		case map[string]any:
+			var ok bool
+			if v, ok = x[k]; !ok {
+				return nil, fmt.Errorf("matches nothing: no key %q in %s (it has %s)", k, where(), keys(x))
+			}
+		case nil:
+			return nil, fmt.Errorf("matches nothing: %s is null", where())
+		case []any:
+			return nil, fmt.Errorf("matches nothing: %s is a list (the jsonpath subset has no [index])", where())
+		default:
+			return nil, fmt.Errorf("matches nothing: %s is a value, not an object", where())
+		}
+		at += "." + k
+	}
+	if v == nil {
+		return nil, fmt.Errorf("matches nothing: %s is null", where())
+	}
+	return v, nil
+}
+
+func keys(m map[string]any) string {
+	if len(m) == 0 {
+		return "no keys"
+	}
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
 }
 
 // Lookup follows a dotted path of object keys.
