@@ -70,7 +70,25 @@ func Transcoder(path string, h http.Handler) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return refuseUnmappable(bodies, escapedPath(connectWithoutHeader(path, grpcWebText(tc)))), nil
+	return refuseUnmappable(bodies, escapedPath(connectWithoutHeader(path, jsonBodies(path, grpcWebText(tc))))), nil
+}
+
+// jsonBodies reads a REST request's body as JSON whatever its
+// Content-Type says when that names no other format Gatehouse speaks: curl
+// -d sends application/x-www-form-urlencoded, and ZITADEL's gateway, whose
+// recipes people copy, reads JSON regardless (vanguard answered 415). Not
+// a CSRF door: the management API authenticates by a Bearer header, which
+// no cross-site form can send.
+func jsonBodies(path string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, path) && r.Method != http.MethodGet && r.Method != http.MethodHead {
+			switch mt, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";"); strings.TrimSpace(strings.ToLower(mt)) {
+			case "", "application/x-www-form-urlencoded", "text/plain":
+				r.Header.Set("Content-Type", "application/json")
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // connectWithoutHeader marks a unary Connect call made without the
