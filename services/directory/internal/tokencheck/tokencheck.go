@@ -75,6 +75,8 @@ type Checker struct {
 	Audience string
 	Interval time.Duration
 	MaxStale time.Duration
+	// StartGrace: see DefaultStartGrace (0 for it).
+	StartGrace time.Duration
 	Now      func() time.Time
 	Logger   *slog.Logger
 
@@ -397,23 +399,36 @@ func (c *Checker) sweep() {
 	}
 }
 
+// DefaultStartGrace is how long Run stays quiet about an unreachable tokens
+// service before it first synced: the services of one deployment start in
+// any order (in the embedded process, directory before its own tokens).
+const DefaultStartGrace = 10 * time.Second
+
 // Run polls every Interval until ctx ends, logging an unreachable tokens
-// service once per outage.
+// service once per outage (at the start only once it has been unreachable
+// for StartGrace).
 func (c *Checker) Run(ctx context.Context) {
 	t := time.NewTicker(c.interval())
 	defer t.Stop()
+	began, warned := time.Now(), false
+	grace := c.StartGrace
+	if grace == 0 {
+		grace = DefaultStartGrace
+	}
 	for n := 0; ; n++ {
 		err := c.Poll(ctx)
 		c.mu.Lock()
-		was := c.down
 		c.down = err != nil
+		synced := c.started
 		c.mu.Unlock()
 		switch {
-		case err != nil && !was && ctx.Err() == nil:
+		case err != nil && !warned && ctx.Err() == nil && (synced || time.Since(began) >= grace):
 			c.logger().WarnContext(ctx, "revocation list unreachable; checked management tokens keep working for a bounded time",
 				"max_stale", c.maxStale().String(), "err", err)
-		case err == nil && was:
+			warned = true
+		case err == nil && warned:
 			c.logger().InfoContext(ctx, "revocation list in sync again")
+			warned = false
 		}
 		if n%60 == 0 {
 			c.sweep()

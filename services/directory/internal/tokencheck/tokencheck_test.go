@@ -1,12 +1,15 @@
 package tokencheck
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -302,3 +305,55 @@ func TestWithoutListIntrospects(t *testing.T) {
 		t.Fatalf("%d introspections; want 1", f.introspections())
 	}
 }
+
+// At the start, a tokens service not up yet is not an outage worth a
+// warning (in the embedded process directory starts first): Run stays
+// quiet for StartGrace, and warns once if it is still unreachable then.
+func TestRunQuietWhileTokensStarts(t *testing.T) {
+	t.Parallel()
+	run := func(grace time.Duration, upAfter int) string {
+		t.Helper()
+		f := newFakeTokens(t)
+		f.setDown(true)
+		var logs syncBuffer
+		c := &Checker{Tokens: f, Issuer: issuer, Audience: "gatehouse", Interval: 5 * time.Millisecond, StartGrace: grace,
+			Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { c.Run(ctx); close(done) }()
+		for polls := 0; ; polls++ {
+			if polls == upAfter {
+				f.setDown(false)
+			}
+			c.mu.Lock()
+			synced := c.started
+			c.mu.Unlock()
+			if synced || (upAfter < 0 && strings.Contains(logs.String(), "unreachable")) {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+		<-done
+		return logs.String()
+	}
+	if out := run(time.Minute, 5); strings.Contains(out, "level=WARN") {
+		t.Errorf("tokens up after a few polls, within the grace: logged\n%s", out)
+	}
+	if out := run(20*time.Millisecond, -1); strings.Count(out, "revocation list unreachable") != 1 {
+		t.Errorf("tokens never up, past the grace: logged\n%s\nwant one warning", out)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
