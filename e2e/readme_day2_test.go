@@ -50,6 +50,11 @@ func TestReadmeDay2Operations(t *testing.T) {
 		return string(out)
 	}
 
+	// The first steps `make run` prints come first (they create acme).
+	repo, _ := filepath.Abs("..")
+	sh(`gatehouse login --issuer "$ISSUER" --key-file data/bootstrap-admin-key.json
+gatehouse orgs list
+gatehouse apply -f ` + filepath.Join(repo, "examples", "acme.yaml") + ` --secrets-out acme-secrets.yaml`)
 	out := sh(readmeBlock(t, "operations"))
 	if !contains(out, `"create": 0`, `"update": 0`, `"unchanged": 7`) {
 		t.Fatalf("the export did not apply unchanged:\n%s", out)
@@ -61,9 +66,9 @@ func TestReadmeDay2Operations(t *testing.T) {
 	if st, err := os.Stat(filepath.Join(work, "ci-key.json")); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("ci-key.json: %v", err)
 	}
-	exported, _ := os.ReadFile(filepath.Join(work, "acme.yaml"))
+	exported, _ := os.ReadFile(filepath.Join(work, "globex.yaml"))
 	if !contains(string(exported), "kind: OIDCApp", "name: web", "userName: alice", "userName: ci", "kind: OIDCIdP", "roles:") || strings.Contains(string(exported), "google-s3cret") {
-		t.Fatalf("acme.yaml:\n%s", exported)
+		t.Fatalf("globex.yaml:\n%s", exported)
 	}
 
 	// Backup with the server stopped, restore into a new directory, start
@@ -76,10 +81,10 @@ func TestReadmeDay2Operations(t *testing.T) {
 		"GATEHOUSE_DATA_DIR": filepath.Join(work, "data-restored"), "GATEHOUSE_ADDR": addr2, "GATEHOUSE_ISSUER": "http://" + addr2})
 	c := newCLI(t)
 	c.ok("login", "--issuer", restored.base, "--key-file", filepath.Join(work, "data-restored", "bootstrap-admin-key.json"))
-	if got := c.ok("orgs", "list"); !strings.Contains(got, `"acme"`) {
+	if got := c.ok("orgs", "list"); !strings.Contains(got, `"acme"`) || !strings.Contains(got, `"globex"`) {
 		t.Fatalf("after restore: %s", got)
 	}
-	if got := c.ok("users", "list", "--org", "acme"); !strings.Contains(got, `"alice"`) {
+	if got := c.ok("users", "list", "--org", "globex"); !strings.Contains(got, `"alice"`) {
 		t.Fatalf("after restore: %s", got)
 	}
 }
