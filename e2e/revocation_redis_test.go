@@ -711,7 +711,7 @@ func TestRevocationUserCutReachesEveryReplica(t *testing.T) {
 // revocation list a poll behind: directory asks the tokens service's list
 // (one Redis round trip) for every call. Before, a revoked token created a
 // user in 10 of 10 trials.
-func TestRevokedTokenRefusedByManagementAtOnce(t *testing.T) {
+func TestFaultRevokedTokenRefusedByManagementAtOnce(t *testing.T) {
 	r := startRedis(t)
 	e := rvStart(t, r, 0)
 	// Directory follows the list once it has synced it (a poll a second,
