@@ -77,8 +77,8 @@ type Checker struct {
 	MaxStale time.Duration
 	// StartGrace: see DefaultStartGrace (0 for it).
 	StartGrace time.Duration
-	Now      func() time.Time
-	Logger   *slog.Logger
+	Now        func() time.Time
+	Logger     *slog.Logger
 
 	mu      sync.Mutex
 	started bool
