@@ -59,7 +59,9 @@ func TestSecurityRepointedIdPInheritsNoLink(t *testing.T) {
 	if it := e.code(afSubmit(t, c, e.base, p, url.Values{"loginName": {"admin"}, "password": {afAdminPassword}, "confirm": {"yes"}}), "l1", "n-l1"); it.Subject != admin {
 		t.Fatalf("linked sign-in as %s; want the IAM owner %s", it.Subject, admin)
 	}
-	if _, p := e.fedSignIn(corp, idp, "l2"); e.code(p, "l2", "n-l2").Subject != admin {
+	_, p = e.fedSignIn(corp, idp, "l2")
+	linkedToken := e.code(p, "l2", "n-l2")
+	if linkedToken.Subject != admin || !e.active(linkedToken.access) {
 		t.Fatal("the link does not sign the IAM owner in")
 	}
 
@@ -78,6 +80,10 @@ func TestSecurityRepointedIdPInheritsNoLink(t *testing.T) {
 	}
 	if links := e.linksOf(admin); len(links) != 0 {
 		t.Errorf("the IAM owner keeps %d links to the repointed provider", len(links))
+	}
+	// What the link signed in ends with it, as with a password reset.
+	if e.active(linkedToken.access) {
+		t.Error("a token signed in through the dropped link is still active")
 	}
 	// A new client id at the same issuer is another account there: the
 	// same. And pointing back does not bring the link back.
@@ -153,6 +159,17 @@ func TestSecurityLinkedIdentityDoesNotOutliveReset(t *testing.T) {
 		if _, p := e.fedSignIn(op, idp, state+"-again"); e.code(p, state+"-again", "n-"+state+"-again").Subject != alice {
 			t.Fatal("the link does not sign alice in")
 		}
+	}
+	link("r0")
+	// An admin removing the link ends what it signed in.
+	_, p0 := e.fedSignIn(op, idp, "r0-token")
+	viaLink := e.code(p0, "r0-token", "n-r0-token")
+	e.must("DELETE", "/management/v1/users/"+alice+"/idps/"+idp+"/mallory", e.admin, "", nil)
+	if e.active(viaLink.access) {
+		t.Error("a token signed in through a removed link is still active")
+	}
+	if _, p := e.fedSignIn(op, idp, "r0-after"); !isParked(p) {
+		t.Fatalf("after RemoveUserIDP: %d %v; want the link page", p.status, p.loc)
 	}
 	link("r1")
 	e.must("POST", "/management/v1/users/"+alice+"/password", e.admin, "", map[string]any{"password": "Reset-Passw0rd!1", "noChangeRequired": true})

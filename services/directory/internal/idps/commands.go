@@ -79,7 +79,8 @@ func (c *Commands) AddOIDC(ctx context.Context, editor, orgID string, in NewOIDC
 // client id makes it another provider: every link to the IdP is removed
 // (its users link again, by their password), as when it is removed, so
 // whoever can repoint a provider never signs in as the users linked to
-// it (an organization owner as its IAM owner, say). An empty secret
+// it (an organization owner as its IAM owner, say); those users'
+// sessions and tokens end with their links. An empty secret
 // keeps the stored one, but only for the same issuer and client id: the
 // secret is sent to the token endpoint the issuer's discovery names, so
 // an admin who could point the provider elsewhere without knowing it

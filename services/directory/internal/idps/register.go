@@ -8,6 +8,7 @@ import (
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/users"
 )
 
 // Register adds this package's reducers to es.
@@ -34,8 +35,7 @@ func Register(es *eventstore.Store) {
 		}
 		// Another provider inherits no link: the subjects it asserts are
 		// of another namespace (or of another account), whoever they name.
-		if _, err := tx.Exec(ctx, `DELETE FROM user_links WHERE idp_id = ? AND (issuer <> ? OR client_id <> ?)`,
-			e.AggregateID, p.Issuer, p.ClientID); err != nil {
+		if err := dropLinks(ctx, tx, e, ` AND (issuer <> ? OR client_id <> ?)`, p.Issuer, p.ClientID); err != nil {
 			return err
 		}
 		// An absent secret keeps the stored one. The trust was in the
@@ -65,12 +65,31 @@ func Register(es *eventstore.Store) {
 		// Nobody signs in through a removed IdP: its users' links go with it
 		// (explicitly, whatever the connection's foreign-key mode). The
 		// users keep their other links and sign-in methods.
-		if _, err := tx.Exec(ctx, `DELETE FROM user_links WHERE idp_id = ?`, e.AggregateID); err != nil {
+		if err := dropLinks(ctx, tx, e, ""); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `DELETE FROM idps WHERE id = ?`, e.AggregateID)
 		return err
 	})
+}
+
+// dropLinks removes the IdP's links (those matching cond, with args) and
+// cuts access of every user who had one: a link is a credential, and what
+// was signed in through it (sessions, tokens, codes) ends with it, as with
+// a password reset (users.CutAccess, delivered by the cutoff outbox).
+func dropLinks(ctx context.Context, tx db.Querier, e eventstore.Event, cond string, args ...any) error {
+	var linked []string
+	if err := tx.Select(ctx, &linked, `SELECT user_id FROM user_links WHERE idp_id = ?`+cond,
+		append([]any{e.AggregateID}, args...)...); err != nil {
+		return fmt.Errorf("users linked to idp %s: %w", e.AggregateID, err)
+	}
+	for _, u := range linked {
+		if err := users.CutAccess(ctx, tx, u, e.CreatedAt); err != nil {
+			return err
+		}
+	}
+	_, err := tx.Exec(ctx, `DELETE FROM user_links WHERE idp_id = ?`+cond, append([]any{e.AggregateID}, args...)...)
+	return err
 }
 
 func setState(state int32) eventstore.Reducer {

@@ -19,5 +19,6 @@ func (s *Server) RemoveOrgIDP(ctx context.Context, req *connect.Request[manageme
 	if err != nil {
 		return nil, err
 	}
+	s.cutAccess(ctx) // its users' links went, and what they signed in
 	return connect.NewResponse(&managementv1.RemoveOrgIDPResponse{Details: writeDetails(evs)}), nil
 }

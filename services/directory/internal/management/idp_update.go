@@ -32,5 +32,6 @@ func (s *Server) UpdateOrgIDPOIDCConfig(ctx context.Context, req *connect.Reques
 	if err != nil {
 		return nil, err
 	}
+	s.cutAccess(ctx) // another provider: its users' links went, and what they signed in
 	return connect.NewResponse(&managementv1.UpdateOrgIDPOIDCConfigResponse{Details: writeDetails(evs)}), nil
 }

@@ -72,5 +72,6 @@ func (s *Server) RemoveUserIDP(ctx context.Context, req *connect.Request[managem
 	if err != nil {
 		return nil, err
 	}
+	s.cutAccess(ctx)
 	return connect.NewResponse(&managementv1.RemoveUserIDPResponse{Details: writeDetails(evs)}), nil
 }

@@ -97,6 +97,11 @@ func registerLinks(es *eventstore.Store) {
 			p.IdPID, p.ExternalSubject, e.AggregateID); err != nil {
 			return err
 		}
+		// A link is a credential: what was signed in through it ends with
+		// it (the user's sessions and tokens, as a password reset ends them).
+		if err := CutAccess(ctx, tx, e.AggregateID, e.CreatedAt); err != nil {
+			return err
+		}
 		return touch(ctx, tx, e)
 	})
 }
@@ -209,7 +214,8 @@ func (c *Commands) passwordLinks(ctx context.Context, u *User, reason string) ([
 	return out, nil
 }
 
-// RemoveLink removes the link l of user u.
+// RemoveLink removes the link l of user u; the user's sessions and tokens
+// end with it (the reducer cuts access, as a password reset does).
 func (c *Commands) RemoveLink(ctx context.Context, editor string, u *User, l *Link) ([]eventstore.Event, error) {
 	return c.push(ctx, editor, u, EventIdPLinkRemoved, IdPLink{IdPID: l.IdPID, ExternalSubject: l.ExternalSubject})
 }
