@@ -299,6 +299,19 @@ func (e *afEnv) lookupUser(name string) string {
 	return list[0].(map[string]any)["id"].(string)
 }
 
+// userinfoStatus is the status userinfo answers the bearer token with.
+func (e *afEnv) userinfoStatus(token string) int {
+	e.t.Helper()
+	req, _ := http.NewRequest("GET", e.base+"/oidc/v1/userinfo", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
+}
+
 // Finding 4: user names were unique case-sensitively but looked up
 // case-insensitively, so "ALICE" (or bob's e-mail as a user name) blocked
 // the real user's login for good.
@@ -344,16 +357,7 @@ func TestSecurityStateChangesCutAccess(t *testing.T) {
 	offline := e.web
 	offline.Scopes = []string{"openid", "profile", "offline_access"}
 
-	userinfo := func(token string) int {
-		req, _ := http.NewRequest("GET", e.base+"/oidc/v1/userinfo", nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		return res.StatusCode
-	}
+	userinfo := e.userinfoStatus
 	signIn := func(c *http.Client, user, pass string) *oauth2.Token {
 		p := e.password(c, afGet(t, c, offline.AuthCodeURL("st", oidc.Nonce("n"))), user, pass)
 		if p.loc == nil || p.loc.Query().Get("code") == "" {
@@ -507,16 +511,7 @@ func TestSecurityProjectGrant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	userinfo := func(token string) int {
-		req, _ := http.NewRequest("GET", e.base+"/oidc/v1/userinfo", nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		return res.StatusCode
-	}
+	userinfo := e.userinfoStatus
 	if !e.active(tok.AccessToken) || userinfo(tok.AccessToken) != http.StatusOK {
 		t.Fatal("the partner user's access token does not work under the grant")
 	}

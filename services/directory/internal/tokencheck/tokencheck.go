@@ -237,9 +237,7 @@ func (c *Checker) current(ctx context.Context, t Token, now time.Time) (Token, e
 		c.mu.Lock()
 		c.askFailed = now
 		c.mu.Unlock()
-		if connect.CodeOf(err) != connect.CodeUnimplemented {
-			c.logger().DebugContext(ctx, "revocation check at the tokens service failed; answering from the followed list", "err", err)
-		}
+		c.logger().DebugContext(ctx, "revocation check at the tokens service failed; answering from the followed list", "err", err)
 	}
 	return t, nil
 }

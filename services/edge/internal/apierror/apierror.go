@@ -30,10 +30,15 @@ func Write(w http.ResponseWriter, status int, code, description string) {
 		b = []byte(`{"error":"server_error"}`)
 	}
 	b = append(b, '\n')
+	write(w, status, "application/json", b)
+}
+
+// write sends body as an error answer of status: never cached.
+func write(w http.ResponseWriter, status int, contentType string, body []byte) {
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
+	h.Set("Content-Type", contentType)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	_, _ = w.Write(b)
+	_, _ = w.Write(body)
 }

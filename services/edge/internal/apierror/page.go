@@ -3,7 +3,6 @@ package apierror
 import (
 	"html"
 	"net/http"
-	"strconv"
 
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/reqinfo"
 )
@@ -49,10 +48,5 @@ func WritePage(w http.ResponseWriter, status int, code, description string) {
 		b = append(b, "<p>Please try again in a few seconds.</p>\n"...)
 	}
 	b = append(b, "</main></body></html>\n"...)
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
+	write(w, status, "text/html; charset=utf-8", b)
 }
