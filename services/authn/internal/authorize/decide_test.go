@@ -145,11 +145,11 @@ func TestConfirmsManagement(t *testing.T) {
 		req  Request
 		want bool
 	}{
-		{"public admin client, code", Request{AdminClient: true, PublicClient: true, ResponseType: ResponseCode, Scopes: mgmt}, true},
+		{"admin client, code", Request{AdminClient: true, ResponseType: ResponseCode, Scopes: mgmt}, true},
 		{"confidential admin client, implicit", Request{AdminClient: true, ResponseType: "id_token token", Scopes: mgmt}, true},
 		{"confidential admin client, code", Request{AdminClient: true, ResponseType: ResponseCode, Scopes: mgmt}, true},
-		{"public admin client without the management audience", Request{AdminClient: true, PublicClient: true, ResponseType: ResponseCode, Scopes: []string{"openid"}}, false},
-		{"public ordinary client", Request{PublicClient: true, ResponseType: ResponseCode, Scopes: mgmt}, false},
+		{"admin client without the management audience", Request{AdminClient: true, ResponseType: ResponseCode, Scopes: []string{"openid"}}, false},
+		{"ordinary client", Request{ResponseType: ResponseCode, Scopes: mgmt}, false},
 	} {
 		if got := tc.req.ConfirmsManagement(); got != tc.want {
 			t.Errorf("%s: %v; want %v", tc.name, got, tc.want)

@@ -77,9 +77,6 @@ type Request struct {
 	// GrantIDs are the app's project grants (organization → grant id): a
 	// consent holds for the grant it was given under.
 	GrantIDs map[string]string `json:"grant_ids,omitempty"`
-	// PublicClient: the client does not authenticate, so anyone can
-	// present its id (RFC 8252 §8.6).
-	PublicClient bool `json:"public_client,omitempty"`
 	// Issuer is sent back as iss with the response (RFC 9207).
 	Issuer string `json:"issuer,omitempty"`
 	// IdPID: the shortcut scope names an identity provider of OrgID; the
@@ -273,8 +270,7 @@ func (v *Validator) Validate(ctx context.Context, p Params) (*Request, *Failure)
 		return fail(oauth.UnauthorizedClient, "the client may not use response_type %q", respType)
 	}
 	req := &Request{ClientID: clientID, AppName: client.GetName(), RedirectURI: redirectURI, ResponseType: respType, State: state, ResponseMode: mode,
-		ClientOrgID: client.GetOrgId(), AdminClient: client.GetAdminClient(), Issuer: v.Issuer, GrantIDs: client.GetGrantIds(),
-		PublicClient: client.GetAuthMethod() == directoryv1.AuthMethod_AUTH_METHOD_NONE}
+		ClientOrgID: client.GetOrgId(), AdminClient: client.GetAdminClient(), Issuer: v.Issuer, GrantIDs: client.GetGrantIds()}
 
 	scope := p.first("scope")
 	if scope == "" {
