@@ -49,14 +49,14 @@ type Hasher interface {
 var _ Hasher = (*secrets.Hasher)(nil)
 
 // GenerateSecret gives a machine user a new random client secret, replacing
-// any previous one. The client id is the user's qualified name
+// any previous one. The client id is the user's login name
 // (userName@primaryDomain), unique in the instance; only h.Hash(secret) is
 // stored. The secret is returned to be shown once. A human user is NotFound.
 func (c *Commands) GenerateSecret(ctx context.Context, editor string, u *User, h Hasher) (clientID, secret string, evs []eventstore.Event, err error) {
 	if u.Type != TypeMachine {
 		return "", "", nil, apierr.NotFound("USER-not-machine", "machine user not found")
 	}
-	clientID = u.QualifiedName()
+	clientID = u.LoginName()
 	secret = secrets.RandomToken(SecretBytes)
 	evs, err = c.push(ctx, editor, u, EventSecretSet, SecretSet{ClientID: clientID, SecretHash: h.Hash(secret)})
 	if err != nil {

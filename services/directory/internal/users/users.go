@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 	"time"
 
 	"golang.org/x/text/cases"
@@ -80,20 +79,8 @@ type User struct {
 	SessionsNotBefore *time.Time `db:"sessions_not_before"`
 }
 
-// LoginName is the preferred login name: userName@primaryDomain, or the
-// user name itself when it already has that form (it contains "@": an
-// address, or the login name another Gatehouse gave an identity), never
-// "alice@idp.example@acme.example". A login finds the user by either.
-func (u *User) LoginName() string {
-	if strings.Contains(u.UserName, "@") {
-		return u.UserName
-	}
-	return u.QualifiedName()
-}
-
-// QualifiedName is userName@primaryDomain, unique in the instance (a
-// machine user's client id).
-func (u *User) QualifiedName() string { return u.UserName + "@" + u.PrimaryDomain }
+// LoginName is userName@primaryDomain, the preferred login name.
+func (u *User) LoginName() string { return u.UserName + "@" + u.PrimaryDomain }
 
 // Aggregate returns the user's aggregate identity.
 func (u *User) Aggregate() eventstore.Aggregate {
