@@ -95,19 +95,21 @@ node_modules: package.json package-lock.json
 	npm install --no-audit --no-fund
 	@touch node_modules
 
-bin/protoc-gen-go bin/protoc-gen-connect-go: pkg/go.mod
+PROTOC_PLUGINS := bin/protoc-gen-go bin/protoc-gen-connect-go bin/protoc-gen-openapiv2
+$(PROTOC_PLUGINS): pkg/go.mod
 	@mkdir -p bin
 	go build -o bin/protoc-gen-go google.golang.org/protobuf/cmd/protoc-gen-go
 	go build -o bin/protoc-gen-connect-go connectrpc.com/connect/cmd/protoc-gen-connect-go
+	go build -o bin/protoc-gen-openapiv2 github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-openapiv2
 
 .PHONY: proto
-proto: node_modules bin/protoc-gen-go bin/protoc-gen-connect-go ## regenerate pkg/gen from proto/
+proto: node_modules $(PROTOC_PLUGINS) ## regenerate pkg/gen and the OpenAPI documents in openapi/ from proto/
 	npx buf lint
-	rm -rf pkg/gen
+	rm -rf pkg/gen openapi
 	npx buf generate
 
 .PHONY: proto-check
-proto-check: node_modules ## fail when committed generated code differs from a fresh generation
+proto-check: node_modules ## fail when committed generated code or OpenAPI documents differ from a fresh generation
 	./scripts/proto-check.sh
 
 .PHONY: deploy-check

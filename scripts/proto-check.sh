@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# proto-check: lint the protos and regenerate pkg/gen from them; fail when the
-# generated code in the work tree differs from a fresh generation (edited by
-# hand, or a .proto changed without `make proto`).
+# proto-check: lint the protos and regenerate pkg/gen and openapi/ from them;
+# fail when the generated code or OpenAPI documents in the work tree differ
+# from a fresh generation (edited by hand, or a .proto changed without
+# `make proto`).
 #
 # Needs: go (the plugins are pinned tool dependencies of the pkg module), npm
 # packages installed (`npm ci`, for buf), and a git work tree.
@@ -19,6 +20,7 @@ fi
 echo "proto-check: building protoc plugins into bin/"
 go build -o bin/protoc-gen-go google.golang.org/protobuf/cmd/protoc-gen-go
 go build -o bin/protoc-gen-connect-go connectrpc.com/connect/cmd/protoc-gen-connect-go
+go build -o bin/protoc-gen-openapiv2 github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-openapiv2
 
 echo "proto-check: buf format"
 if ! npx --no-install buf format --diff --exit-code; then
@@ -33,10 +35,10 @@ echo "proto-check: buf generate"
 npx --no-install buf generate
 
 # --untracked-files=all lists new files one by one, not just their directory.
-changes="$(git status --porcelain --untracked-files=all -- pkg/gen)"
+changes="$(git status --porcelain --untracked-files=all -- pkg/gen openapi)"
 if [[ -n "$changes" ]]; then
-  echo "proto-check: generated code in pkg/gen is stale; run 'make proto' and commit:" >&2
+  echo "proto-check: generated code in pkg/gen or openapi/ is stale; run 'make proto' and commit:" >&2
   echo "$changes" >&2
   exit 1
 fi
-echo "proto-check: pkg/gen is up to date"
+echo "proto-check: pkg/gen and openapi/ are up to date"
