@@ -3,6 +3,7 @@ module github.com/gatehouse-id/gatehouse/pkg
 go 1.26.0
 
 require (
+	buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go v1.36.12-20260825204119-511051f7f437.1
 	connectrpc.com/connect v1.21.1
 	connectrpc.com/otelconnect v0.10.0
 	connectrpc.com/vanguard v0.4.0

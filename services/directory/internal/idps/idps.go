@@ -40,11 +40,11 @@ const (
 	MappingEmail             int32 = 2
 )
 
-// Limits of the seed and the proto.
-const (
-	MaxLength = 200 // name, client id, client secret, issuer, each scope
-	MaxScopes = 20
-)
+// MaxLength is the seed's limit on an IdP's id and on the texts of IdP
+// queries. The limits of the configuration (name, client id, client
+// secret, issuer: 200 characters; at most 20 scopes of 200) are
+// protovalidate rules in management.proto, checked by apierr.CheckLimits.
+const MaxLength = 200
 
 // ErrNameTaken: another IdP of the organization has the name (ZITADEL keeps
 // IdP names unique per resource owner).

@@ -36,23 +36,22 @@ func (s *Server) idp(ctx context.Context, field, id string) (*idps.IDP, error) {
 }
 
 // checkOIDCConfig validates the configuration fields shared by create and
-// update (client id, issuer, scopes, mappings) and returns them. An issuer
-// whose host is an address the egress policy refuses is refused here,
-// before anything dials it; a host name is checked by authn's dialer.
-func (s *Server) checkOIDCConfig(f *apierr.Fields, clientID, issuer string, scopes []string, display, username managementv1.OIDCMappingField) idps.Config {
-	f.Check(apierr.Length("client_id", clientID, 1, idps.MaxLength))
-	if err := apierr.Length("issuer", issuer, 1, idps.MaxLength); err != nil {
+// update (client id, issuer, scopes, mappings) and returns them; lim holds
+// the request's limits from the proto (lengths, the number of scopes). An
+// issuer whose host is an address the egress policy refuses is refused
+// here, before anything dials it; a host name is checked by authn's dialer.
+func (s *Server) checkOIDCConfig(f *apierr.Fields, lim *apierr.Limits, clientID, issuer string, scopes []string, display, username managementv1.OIDCMappingField) idps.Config {
+	f.Check(lim.Length("client_id", "client_id", clientID, 1))
+	if err := lim.Length("issuer", "issuer", issuer, 1); err != nil {
 		f.Check(err)
 	} else if msg := idps.IssuerProblem(issuer); msg != "" {
 		f.Add("issuer", msg)
 	} else if r := (*netguard.Refused)(nil); errors.As(s.IdPEgress.CheckURL(issuer), &r) {
 		f.Add("issuer", fmt.Sprintf("names %s, an address calls to identity providers may not reach: it is %s", r.Addr, r.Rule))
 	}
-	if len(scopes) > idps.MaxScopes {
-		f.Add("scopes", "must have at most 20 entries")
-	}
-	for _, sc := range scopes {
-		if err := apierr.Length("scopes", sc, 1, idps.MaxLength); err != nil {
+	f.Check(lim.Count("scopes", "scopes"))
+	for i, sc := range scopes {
+		if err := lim.Length("scopes", fmt.Sprintf("scopes[%d]", i), sc, 1); err != nil {
 			f.Check(err)
 		} else if msg := idps.ScopeProblem(sc); msg != "" {
 			f.Add("scopes", msg)

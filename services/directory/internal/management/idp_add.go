@@ -16,11 +16,16 @@ import (
 // used in the organization is AlreadyExists.
 func (s *Server) AddOrgOIDCIDP(ctx context.Context, req *connect.Request[managementv1.AddOrgOIDCIDPRequest]) (*connect.Response[managementv1.AddOrgOIDCIDPResponse], error) {
 	m := req.Msg
+	lim, err := apierr.CheckLimits(m) // the maximum lengths and counts are in the proto
+	if err != nil {
+		return nil, err
+	}
 	var f apierr.Fields
-	f.Check(apierr.Length("name", m.GetName(), 1, idps.MaxLength))
+	f.Check(lim.Length("name", "name", m.GetName(), 1))
 	checkEnum(&f, "styling_type", int32(m.GetStylingType()), managementv1.StylingType_name)
-	cfg := s.checkOIDCConfig(&f, m.GetClientId(), m.GetIssuer(), m.GetScopes(), m.GetDisplayNameMapping(), m.GetUsernameMapping())
-	f.Check(apierr.Length("client_secret", m.GetClientSecret(), 1, idps.MaxLength))
+	cfg := s.checkOIDCConfig(&f, lim, m.GetClientId(), m.GetIssuer(), m.GetScopes(), m.GetDisplayNameMapping(), m.GetUsernameMapping())
+	f.Check(lim.Length("client_secret", "client_secret", m.GetClientSecret(), 1))
+	lim.Rest(&f)
 	if err := f.Err("IDP-invalid"); err != nil {
 		return nil, err
 	}

@@ -17,10 +17,15 @@ import (
 // empty. An update that changes nothing is Aborted (409).
 func (s *Server) UpdateOrgIDPOIDCConfig(ctx context.Context, req *connect.Request[managementv1.UpdateOrgIDPOIDCConfigRequest]) (*connect.Response[managementv1.UpdateOrgIDPOIDCConfigResponse], error) {
 	m := req.Msg
+	lim, err := apierr.CheckLimits(m) // the maximum lengths and counts are in the proto
+	if err != nil {
+		return nil, err
+	}
 	var f apierr.Fields
 	f.Check(apierr.Length("idp_id", m.GetIdpId(), 1, idps.MaxLength))
-	cfg := s.checkOIDCConfig(&f, m.GetClientId(), m.GetIssuer(), m.GetScopes(), m.GetDisplayNameMapping(), m.GetUsernameMapping())
-	f.Check(apierr.Length("client_secret", m.GetClientSecret(), 0, idps.MaxLength))
+	cfg := s.checkOIDCConfig(&f, lim, m.GetClientId(), m.GetIssuer(), m.GetScopes(), m.GetDisplayNameMapping(), m.GetUsernameMapping())
+	f.Check(lim.Length("client_secret", "client_secret", m.GetClientSecret(), 0))
+	lim.Rest(&f)
 	if err := f.Err("IDP-invalid"); err != nil {
 		return nil, err
 	}

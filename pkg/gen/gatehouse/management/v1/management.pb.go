@@ -7,6 +7,7 @@
 package managementv1
 
 import (
+	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
@@ -7633,7 +7634,7 @@ var File_gatehouse_management_v1_management_proto protoreflect.FileDescriptor
 
 const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\n" +
-	"(gatehouse/management/v1/management.proto\x12\x17gatehouse.management.v1\x1a!gatehouse/management/v1/app.proto\x1a'gatehouse/management/v1/authn_key.proto\x1a!gatehouse/management/v1/idp.proto\x1a$gatehouse/management/v1/member.proto\x1a&gatehouse/management/v1/metadata.proto\x1a$gatehouse/management/v1/object.proto\x1a!gatehouse/management/v1/org.proto\x1a$gatehouse/management/v1/policy.proto\x1a%gatehouse/management/v1/project.proto\x1a\"gatehouse/management/v1/user.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"$\n" +
+	"(gatehouse/management/v1/management.proto\x12\x17gatehouse.management.v1\x1a\x1bbuf/validate/validate.proto\x1a!gatehouse/management/v1/app.proto\x1a'gatehouse/management/v1/authn_key.proto\x1a!gatehouse/management/v1/idp.proto\x1a$gatehouse/management/v1/member.proto\x1a&gatehouse/management/v1/metadata.proto\x1a$gatehouse/management/v1/object.proto\x1a!gatehouse/management/v1/org.proto\x1a$gatehouse/management/v1/policy.proto\x1a%gatehouse/management/v1/project.proto\x1a\"gatehouse/management/v1/user.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"$\n" +
 	"\x12GetUserByIDRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"H\n" +
 	"\x13GetUserByIDResponse\x121\n" +
@@ -7840,26 +7841,26 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x13ListOrgIDPsResponse\x12>\n" +
 	"\adetails\x18\x01 \x01(\v2$.gatehouse.management.v1.ListDetailsR\adetails\x12L\n" +
 	"\x0esorting_column\x18\x02 \x01(\x0e2%.gatehouse.management.v1.IDPFieldNameR\rsortingColumn\x124\n" +
-	"\x06result\x18\x03 \x03(\v2\x1c.gatehouse.management.v1.IDPR\x06result\"\xbd\x03\n" +
-	"\x14AddOrgOIDCIDPRequest\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\x12G\n" +
-	"\fstyling_type\x18\x02 \x01(\x0e2$.gatehouse.management.v1.StylingTypeR\vstylingType\x12\x1b\n" +
-	"\tclient_id\x18\x03 \x01(\tR\bclientId\x12#\n" +
-	"\rclient_secret\x18\x04 \x01(\tR\fclientSecret\x12\x16\n" +
-	"\x06issuer\x18\x05 \x01(\tR\x06issuer\x12\x16\n" +
-	"\x06scopes\x18\x06 \x03(\tR\x06scopes\x12[\n" +
+	"\x06result\x18\x03 \x03(\v2\x1c.gatehouse.management.v1.IDPR\x06result\"\xf6\x03\n" +
+	"\x14AddOrgOIDCIDPRequest\x12\x1c\n" +
+	"\x04name\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x04name\x12G\n" +
+	"\fstyling_type\x18\x02 \x01(\x0e2$.gatehouse.management.v1.StylingTypeR\vstylingType\x12%\n" +
+	"\tclient_id\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\bclientId\x12-\n" +
+	"\rclient_secret\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\fclientSecret\x12 \n" +
+	"\x06issuer\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06issuer\x12'\n" +
+	"\x06scopes\x18\x06 \x03(\tB\x0f\xbaH\f\x92\x01\t\x10\x14\"\x05r\x03\x18\xc8\x01R\x06scopes\x12[\n" +
 	"\x14display_name_mapping\x18\a \x01(\x0e2).gatehouse.management.v1.OIDCMappingFieldR\x12displayNameMapping\x12T\n" +
 	"\x10username_mapping\x18\b \x01(\x0e2).gatehouse.management.v1.OIDCMappingFieldR\x0fusernameMapping\x12#\n" +
 	"\rauto_register\x18\t \x01(\bR\fautoRegister\"p\n" +
 	"\x15AddOrgOIDCIDPResponse\x12@\n" +
 	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\x12\x15\n" +
-	"\x06idp_id\x18\x02 \x01(\tR\x05idpId\"\xdb\x02\n" +
+	"\x06idp_id\x18\x02 \x01(\tR\x05idpId\"\x8a\x03\n" +
 	"\x1dUpdateOrgIDPOIDCConfigRequest\x12\x15\n" +
-	"\x06idp_id\x18\x01 \x01(\tR\x05idpId\x12\x1b\n" +
-	"\tclient_id\x18\x02 \x01(\tR\bclientId\x12#\n" +
-	"\rclient_secret\x18\x03 \x01(\tR\fclientSecret\x12\x16\n" +
-	"\x06issuer\x18\x04 \x01(\tR\x06issuer\x12\x16\n" +
-	"\x06scopes\x18\x05 \x03(\tR\x06scopes\x12[\n" +
+	"\x06idp_id\x18\x01 \x01(\tR\x05idpId\x12%\n" +
+	"\tclient_id\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\bclientId\x12-\n" +
+	"\rclient_secret\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\fclientSecret\x12 \n" +
+	"\x06issuer\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06issuer\x12'\n" +
+	"\x06scopes\x18\x05 \x03(\tB\x0f\xbaH\f\x92\x01\t\x10\x14\"\x05r\x03\x18\xc8\x01R\x06scopes\x12[\n" +
 	"\x14display_name_mapping\x18\x06 \x01(\x0e2).gatehouse.management.v1.OIDCMappingFieldR\x12displayNameMapping\x12T\n" +
 	"\x10username_mapping\x18\a \x01(\x0e2).gatehouse.management.v1.OIDCMappingFieldR\x0fusernameMapping\"b\n" +
 	"\x1eUpdateOrgIDPOIDCConfigResponse\x12@\n" +
