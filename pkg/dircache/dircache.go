@@ -24,8 +24,8 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/gatehouse-id/gatehouse/pkg/feed"
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
-	"github.com/gatehouse-id/gatehouse/pkg/telemetry"
 )
 
 // Feed is the directory's change feed.
@@ -35,9 +35,9 @@ type Feed interface {
 
 // Defaults.
 const (
-	DefaultInterval = time.Second
+	DefaultInterval = feed.DefaultInterval
 	DefaultTTL      = 10 * time.Second
-	DefaultMaxStale = 15 * time.Minute
+	DefaultMaxStale = feed.DefaultMaxStale
 	maxEntries      = 10000
 )
 
@@ -50,22 +50,33 @@ type Watcher struct {
 	Now      func() time.Time
 	Logger   *slog.Logger
 
-	mu      sync.Mutex
-	started bool
-	cursor  uint64
-	applied map[uint64]bool // unsettled changes already applied
-	synced  time.Time       // end of the last poll that reached the head
-	gen     uint64          // bumped by every invalidation
+	once     sync.Once
+	follower *feed.Follower
+
+	mu     sync.Mutex
+	cursor uint64
+	// followed: the cursor is valid (the feed was read from its start).
+	followed bool
+	applied  map[uint64]bool // unsettled changes already applied
+	gen      uint64          // bumped by every invalidation
 	// recent holds what the last invalidations changed (recent[i] is
 	// generation gen-len(recent)+1+i), so a fetch that overlapped some
 	// keeps its value unless one touched what the value depends on.
 	recent []invalidation
 	caches []invalidator
-	down   bool // the last poll failed (logged once per outage)
 	// unavailableAt is when a read last found the directory unavailable
 	// (refused, or no answer within the call's deadline).
 	unavailableAt time.Time
 	runCtx        context.Context // Run's, for refetches after a change
+}
+
+// feed returns the follower of the change feed, which holds the clocks.
+func (w *Watcher) feed() *feed.Follower {
+	w.once.Do(func() {
+		w.follower = &feed.Follower{Name: "directory change feed", Read: w.read, Interval: w.Interval, MaxStale: w.MaxStale,
+			Serving: "cached directory data serves", Now: w.Now, Logger: w.Logger}
+	})
+	return w.follower
 }
 
 type invalidation struct {
@@ -123,13 +134,6 @@ func (w *Watcher) now() time.Time {
 	return time.Now()
 }
 
-func (w *Watcher) interval() time.Duration {
-	if w.Interval > 0 {
-		return w.Interval
-	}
-	return DefaultInterval
-}
-
 func (w *Watcher) ttl() time.Duration {
 	if w.TTL > 0 {
 		return w.TTL
@@ -137,25 +141,10 @@ func (w *Watcher) ttl() time.Duration {
 	return DefaultTTL
 }
 
-func (w *Watcher) maxStale() time.Duration {
-	if w.MaxStale > 0 {
-		return w.MaxStale
-	}
-	return DefaultMaxStale
-}
-
 // InSync reports whether the last poll reached the feed's head recently
 // enough that cached entries reflect every acknowledged change but those
 // of the last poll interval.
-func (w *Watcher) InSync() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.inSync()
-}
-
-func (w *Watcher) inSync() bool {
-	return w.started && w.now().Sub(w.synced) < 3*w.interval()
-}
+func (w *Watcher) InSync() bool { return w.feed().InSync() }
 
 // unavailableMemo is how long a stale entry is served without asking a
 // directory that was just found unavailable: a hung one costs a request
@@ -173,12 +162,14 @@ func (w *Watcher) noteUnavailable(err error) {
 }
 
 // Poll reads the feed to its head once, invalidating as it goes.
-func (w *Watcher) Poll(ctx context.Context) error {
+func (w *Watcher) Poll(ctx context.Context) error { return w.feed().Poll(ctx) }
+
+func (w *Watcher) read(ctx context.Context) error {
 	for {
 		w.mu.Lock()
-		after, started := w.cursor, w.started
+		after, followed := w.cursor, w.followed
 		w.mu.Unlock()
-		if !started {
+		if !followed {
 			after = 0
 		}
 		res, err := w.Feed.ListChanges(ctx, connect.NewRequest(&directoryv1.ListChangesRequest{AfterSequence: after}))
@@ -187,11 +178,8 @@ func (w *Watcher) Poll(ctx context.Context) error {
 			return err
 		}
 		m := res.Msg
-		w.apply(m, started)
+		w.apply(m, followed)
 		if !m.GetMore() || m.GetCursor() == after {
-			w.mu.Lock()
-			w.synced = w.now()
-			w.mu.Unlock()
 			return nil
 		}
 	}
@@ -223,7 +211,7 @@ func (w *Watcher) apply(m *directoryv1.ListChangesResponse, started bool) {
 	if !started {
 		// What was cached before the feed was followed may predate any
 		// change: start from nothing.
-		w.started, all = true, true
+		w.followed, all = true, true
 	}
 	if len(changed) > 0 || all {
 		w.gen++
@@ -249,27 +237,7 @@ func (w *Watcher) Run(ctx context.Context) {
 	w.mu.Lock()
 	w.runCtx = ctx
 	w.mu.Unlock()
-	t := time.NewTicker(w.interval())
-	defer t.Stop()
-	for {
-		err := w.Poll(ctx)
-		w.mu.Lock()
-		was := w.down
-		w.down = err != nil
-		w.mu.Unlock()
-		switch {
-		case err != nil && !was && ctx.Err() == nil:
-			w.logger().WarnContext(ctx, "directory change feed unreachable; cached clients serve for a bounded time",
-				"max_stale", w.maxStale().String(), "err", err)
-		case err == nil && was:
-			w.logger().InfoContext(ctx, "directory change feed in sync again")
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	w.feed().Run(ctx, nil)
 }
 
 // Metric names of Metrics, one per service that caches.
@@ -281,9 +249,8 @@ const (
 // Metrics publishes, as name (TokensMetric, AuthnMetric), whether the
 // caches run behind the feed.
 func (w *Watcher) Metrics(name string) error {
-	return telemetry.Flag(name,
-		"1 while the service's directory cache is not in sync with the directory's change feed (directory unreachable).",
-		func() bool { return !w.InSync() })
+	return w.feed().Metric(name,
+		"1 while the service's directory cache is not in sync with the directory's change feed (directory unreachable).")
 }
 
 // ClientDeps is what a client's record is made of: its app's project (or
@@ -306,13 +273,6 @@ func ClientDeps(c *directoryv1.Client) []Dep {
 // user, its organization and the organization's projects.
 func MachineDeps(userID, orgID string) []Dep {
 	return []Dep{Object(userID), Object(orgID), AnyOf(orgID, "project")}
-}
-
-func (w *Watcher) logger() *slog.Logger {
-	if w.Logger != nil {
-		return w.Logger
-	}
-	return slog.Default()
 }
 
 // Unavailable reports whether err means the directory could not answer,
@@ -387,8 +347,8 @@ func (c *Cache[V]) GetUnless(ctx context.Context, key string, fetch Fetch[V], fr
 	}
 	w := c.w
 	now := w.now()
+	inSync := w.InSync()
 	w.mu.Lock()
-	inSync := w.inSync()
 	justUnavailable := !w.unavailableAt.IsZero() && now.Sub(w.unavailableAt) < unavailableMemo
 	w.mu.Unlock()
 	c.mu.Lock()
@@ -400,12 +360,12 @@ func (c *Cache[V]) GetUnless(ctx context.Context, key string, fetch Fetch[V], fr
 	if ok && (inSync || now.Sub(it.fetched) < w.ttl()) {
 		return it.v, nil
 	}
-	if ok && justUnavailable && now.Sub(it.fetched) < w.maxStale() {
+	if ok && justUnavailable && now.Sub(it.fetched) < w.feed().Staleness() {
 		// What the read would most likely end in, without the wait.
 		return it.v, nil
 	}
 	v, err := c.Refresh(ctx, key, fetch)
-	if err != nil && ok && Unavailable(err) && now.Sub(it.fetched) < w.maxStale() {
+	if err != nil && ok && Unavailable(err) && now.Sub(it.fetched) < w.feed().Staleness() {
 		return it.v, nil
 	}
 	return v, err

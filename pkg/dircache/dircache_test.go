@@ -13,15 +13,15 @@ import (
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 )
 
-// feed is a directory change log; down makes it unavailable.
-type feed struct {
+// changeLog is a directory change feed; down makes it unavailable.
+type changeLog struct {
 	mu      sync.Mutex
 	changes []*directoryv1.Change
 	settled uint64 // cursor it reports
 	down    bool
 }
 
-func (f *feed) ListChanges(_ context.Context, req *connect.Request[directoryv1.ListChangesRequest]) (*connect.Response[directoryv1.ListChangesResponse], error) {
+func (f *changeLog) ListChanges(_ context.Context, req *connect.Request[directoryv1.ListChangesRequest]) (*connect.Response[directoryv1.ListChangesResponse], error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.down {
@@ -41,13 +41,13 @@ func (f *feed) ListChanges(_ context.Context, req *connect.Request[directoryv1.L
 }
 
 // change records a change of object id ("" org: instance-wide).
-func (f *feed) change(org, typ, id string) {
+func (f *changeLog) change(org, typ, id string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.changes = append(f.changes, &directoryv1.Change{Sequence: uint64(len(f.changes) + 1), OrgId: org, AggregateType: typ, AggregateId: id})
 }
 
-func (f *feed) setDown(down bool) { f.mu.Lock(); f.down = down; f.mu.Unlock() }
+func (f *changeLog) setDown(down bool) { f.mu.Lock(); f.down = down; f.mu.Unlock() }
 
 // source is the directory's data: key → (value, org); fails when down.
 type source struct {
@@ -125,7 +125,7 @@ func (c *Cache[V]) waitRefetches() { c.refetching.Wait() }
 // In sync, entries serve from memory however old; a change of their
 // organization (and only of theirs) drops them.
 func TestInvalidatedByTheirOrganizationsChanges(t *testing.T) {
-	clk, f, src := newClock(), &feed{}, newSource()
+	clk, f, src := newClock(), &changeLog{}, newSource()
 	w := &Watcher{Feed: f, Now: clk.Now}
 	c := NewCache[string](w)
 	poll(t, w)
@@ -182,7 +182,7 @@ func TestInvalidatedByTheirOrganizationsChanges(t *testing.T) {
 // Through an outage entries serve until MaxStale after they were fetched,
 // and a change acknowledged before the outage is never served stale.
 func TestServesStaleThroughOutageOnlyBounded(t *testing.T) {
-	clk, f, src := newClock(), &feed{}, newSource()
+	clk, f, src := newClock(), &changeLog{}, newSource()
 	w := &Watcher{Feed: f, Now: clk.Now, MaxStale: 10 * time.Minute}
 	c := NewCache[string](w)
 	poll(t, w)
@@ -242,7 +242,7 @@ func TestWithoutFeedEntriesLiveForTTL(t *testing.T) {
 // A fetch that overlaps an invalidation is not kept: it may predate the
 // change.
 func TestFetchOverlappingAChangeIsNotKept(t *testing.T) {
-	clk, f, src := newClock(), &feed{}, newSource()
+	clk, f, src := newClock(), &changeLog{}, newSource()
 	w := &Watcher{Feed: f, Now: clk.Now}
 	c := NewCache[string](w)
 	poll(t, w)
@@ -267,7 +267,7 @@ func TestFetchOverlappingAChangeIsNotKept(t *testing.T) {
 // finds nothing to serve. Overlapping more changes than are remembered, or
 // an instance-wide one, it is not kept.
 func TestFetchOverlappingUnrelatedChangesIsKept(t *testing.T) {
-	overlapping := func(t *testing.T, f *feed, w *Watcher, changes int, all bool) Fetch[string] {
+	overlapping := func(t *testing.T, f *changeLog, w *Watcher, changes int, all bool) Fetch[string] {
 		return func(context.Context) (string, []Dep, error) {
 			for i := range changes {
 				f.change("orgA", "user", fmt.Sprintf("u%d", i))
@@ -292,7 +292,7 @@ func TestFetchOverlappingUnrelatedChangesIsKept(t *testing.T) {
 	} {
 		// A cache each: an entry kept by one case would be read again in
 		// the background after another's instance-wide change.
-		f := &feed{}
+		f := &changeLog{}
 		w := &Watcher{Feed: f, Now: newClock().Now}
 		c := NewCache[string](w)
 		poll(t, w)
@@ -312,7 +312,7 @@ func TestFetchOverlappingUnrelatedChangesIsKept(t *testing.T) {
 // audiences it may ask for, so a change of any project of the organization
 // drops it; a change elsewhere does not. A fresh context reads past memory.
 func TestClientDepsAndFresh(t *testing.T) {
-	f := &feed{}
+	f := &changeLog{}
 	w := &Watcher{Feed: f}
 	c := NewCache[*directoryv1.Client](w)
 	poll(t, w)
@@ -362,7 +362,7 @@ func TestClientDepsAndFresh(t *testing.T) {
 // within MaxStale as if each read had failed.
 func TestJustUnavailableDirectoryIsNotAskedAgain(t *testing.T) {
 	t.Parallel()
-	clk, f, src := newClock(), &feed{}, newSource()
+	clk, f, src := newClock(), &changeLog{}, newSource()
 	w := &Watcher{Feed: f, Now: clk.Now, MaxStale: 10 * time.Minute}
 	c := NewCache[string](w)
 	poll(t, w)

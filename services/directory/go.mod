@@ -7,11 +7,16 @@ require (
 	connectrpc.com/connect v1.21.1
 	connectrpc.com/grpcreflect v1.3.1
 	github.com/gatehouse-id/gatehouse/pkg v0.0.0
-	github.com/lestrrat-go/jwx/v3 v3.4.0
+	github.com/gatehouse-id/gatehouse/services/tokens v0.0.0
 	golang.org/x/text v0.43.0
 	google.golang.org/genproto/googleapis/api v0.0.0-20261005182115-fad411399dd8
 	google.golang.org/protobuf v1.36.12
 	sigs.k8s.io/yaml v1.6.0
+)
+
+require (
+	github.com/lestrrat-go/jwx/v3 v3.4.0 // indirect
+	github.com/maypok86/otter/v2 v2.4.0 // indirect
 )
 
 require (
@@ -86,3 +91,5 @@ require (
 )
 
 replace github.com/gatehouse-id/gatehouse/pkg => ../../pkg
+
+replace github.com/gatehouse-id/gatehouse/services/tokens => ../tokens

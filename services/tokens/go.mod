@@ -8,6 +8,7 @@ require (
 	github.com/gatehouse-id/gatehouse/pkg v0.0.0
 	github.com/golang-fips/openssl/v2 v2.0.3
 	github.com/lestrrat-go/jwx/v3 v3.4.0
+	github.com/maypok86/otter/v2 v2.4.0
 	github.com/redis/go-redis/v9 v9.23.0
 	go.opentelemetry.io/otel v1.47.0
 	golang.org/x/crypto v0.58.0

@@ -35,15 +35,15 @@ import (
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/orgs"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/projections"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/projects"
-	"github.com/gatehouse-id/gatehouse/services/directory/internal/tokencheck"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/users"
 	"github.com/gatehouse-id/gatehouse/services/directory/migrations"
+	"github.com/gatehouse-id/gatehouse/services/tokens/accesstoken"
 )
 
 // Tokens is what directory needs of the tokens service: checking
 // management API access tokens, and the revocation of a user's tokens.
 type Tokens interface {
-	tokencheck.Tokens
+	accesstoken.TokenAPI
 	cutoff.Revoker
 }
 
@@ -57,7 +57,7 @@ type Deps struct {
 type Service struct {
 	db       *db.DB
 	cutoffs  *cutoff.Outbox
-	tokens   *tokencheck.Checker
+	tokens   *accesstoken.Remote
 	stop     context.CancelFunc
 	done     chan struct{}
 	es       *eventstore.Store
@@ -161,8 +161,8 @@ func (s *Service) build(masterKey []byte, env process.Env, deps Deps) error {
 	if err != nil {
 		return err
 	}
-	s.tokens = &tokencheck.Checker{Tokens: deps.Tokens, Issuer: env.Config.Issuer.String(), Audience: authz.Audience,
-		MaxStale: env.Config.CacheMaxStale, Logger: env.Logger}
+	s.tokens = accesstoken.NewRemote(deps.Tokens, accesstoken.RemoteOptions{Issuer: env.Config.Issuer.String(),
+		Audience: authz.Audience, MaxStale: env.Config.CacheMaxStale, Logger: env.Logger})
 	az := authz.NewInterceptor(s.tokens, authzDirectory{orgs: orgQ, users: userQ, projects: &projects.Queries{DB: s.db}}, management.Rules(), env.Logger)
 	public, err := api.NewHandler(mgmt, env.Logger, otel, az)
 	if err != nil {

@@ -193,7 +193,11 @@ func New(ctx context.Context, env process.Env) (e *Edge, err error) {
 	return e, nil
 }
 
-// lateTokens forwards to the embedded tokens service once it is built.
+// lateTokens forwards to the embedded tokens service once it is built. The
+// run-time cycle needs it: directory checks management tokens and revokes
+// users' tokens at the tokens service, and tokens reads clients and claims
+// from the directory, so one of the two must be built first and reach the
+// other through a reference bound later (before either serves a request).
 type lateTokens struct {
 	h atomic.Pointer[tokensv1connect.TokenServiceHandler]
 }

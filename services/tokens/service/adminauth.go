@@ -8,7 +8,7 @@ import (
 	"connectrpc.com/connect"
 
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
-	"github.com/gatehouse-id/gatehouse/services/tokens/internal/introspection"
+	"github.com/gatehouse-id/gatehouse/services/tokens/accesstoken"
 )
 
 // adminAudience is the audience of the management and admin APIs.
@@ -22,13 +22,13 @@ var errDirectoryUnavailable = connect.NewError(connect.CodeUnavailable, errors.N
 // validated locally (it is one of ours) and must carry the admin audience;
 // the role comes from the directory.
 type adminAuthorizer struct {
-	tokens *introspection.Validator
+	tokens *accesstoken.Verifier
 	dir    Directory
 }
 
 func (a *adminAuthorizer) IAMOwner(ctx context.Context, bearer string) error {
-	t, err := a.tokens.Validate(ctx, bearer)
-	if errors.Is(err, introspection.ErrInactive) || (err == nil && !slices.Contains(t.Audience, adminAudience)) {
+	t, err := a.tokens.Verify(ctx, bearer)
+	if errors.Is(err, accesstoken.ErrInactive) || (err == nil && !slices.Contains(t.Audience, adminAudience)) {
 		return connect.NewError(connect.CodeUnauthenticated, errors.New("the access token is invalid or not for the admin API"))
 	}
 	if err != nil {
@@ -62,7 +62,7 @@ func (a *adminAuthorizer) IAMOwner(ctx context.Context, bearer string) error {
 // admin audience: it counts when issued to the machine user itself, or to
 // an app that is an admin client now (asked of the directory, not a cache:
 // an IAM owner's unmarking ends its tokens at once).
-func (a *adminAuthorizer) managementClient(ctx context.Context, t *introspection.Token) error {
+func (a *adminAuthorizer) managementClient(ctx context.Context, t *accesstoken.Token) error {
 	if t.ClientID == t.Subject {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 
 	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1/tokensv1connect"
+	"github.com/gatehouse-id/gatehouse/services/tokens/accesstoken"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/introspection"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/jwks"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/lifecycle"
@@ -20,7 +21,7 @@ import (
 // session revocation).
 type internalAPI struct {
 	tokensv1connect.UnimplementedTokenServiceHandler
-	validator *introspection.Validator
+	validator *accesstoken.Verifier
 	life      *lifecycle.Lifecycle
 	revoked   *revocation.List
 	keySet    *jwks.Handler
@@ -29,7 +30,7 @@ type internalAPI struct {
 var _ tokensv1connect.TokenServiceHandler = (*internalAPI)(nil)
 
 func (a *internalAPI) Introspect(ctx context.Context, req *connect.Request[tokensv1.IntrospectRequest]) (*connect.Response[tokensv1.IntrospectResponse], error) {
-	return a.validator.Introspect(ctx, req)
+	return introspection.Internal(ctx, a.validator, req)
 }
 
 func (a *internalAPI) CreateAuthorizationCode(ctx context.Context, req *connect.Request[tokensv1.CreateAuthorizationCodeRequest]) (*connect.Response[tokensv1.CreateAuthorizationCodeResponse], error) {

@@ -150,7 +150,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 		Replay: records, Now: time.Now}
 	minter := &mint.Minter{Issuer: issuer, Signer: s.keys, Hasher: hasher, Store: records,
 		AccessTTL: t.AccessTokenLifetime, IDTTL: t.IDTokenLifetime, Now: time.Now}
-	validator := &introspection.Validator{Issuer: issuer, Keys: s.keys, Store: records, Hasher: hasher, Revoked: s.revoked, Now: time.Now}
+	validator := introspection.NewVerifier(issuer, s.keys, records, hasher, s.revoked, time.Now)
 	// Clients and machine keys stay available through a directory outage.
 	s.watcher = &dircache.Watcher{Feed: deps.Directory, MaxStale: cfg.CacheMaxStale, Logger: env.Logger}
 	if err := s.watcher.Metrics(dircache.TokensMetric); err != nil {

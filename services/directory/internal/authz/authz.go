@@ -28,7 +28,7 @@ import (
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
-	"github.com/gatehouse-id/gatehouse/services/directory/internal/tokencheck"
+	"github.com/gatehouse-id/gatehouse/services/tokens/accesstoken"
 )
 
 // Audience is the management API's audience (its reserved project id).
@@ -125,9 +125,10 @@ type Rule struct {
 	GrantRoles string
 }
 
-// TokenChecker checks access tokens; tokencheck.Checker implements it.
+// TokenChecker checks access tokens for the management API's audience
+// (accesstoken.Remote).
 type TokenChecker interface {
-	Check(ctx context.Context, raw string) (tokencheck.Token, error)
+	Verify(ctx context.Context, raw string) (*accesstoken.Token, error)
 }
 
 // Principal is what authorization needs of the calling user.
@@ -440,16 +441,16 @@ func stringsField(msg proto.Message, name string) []string {
 }
 
 // subject checks token and returns what it says.
-func (i *Interceptor) subject(ctx context.Context, token string) (tokencheck.Token, error) {
-	t, err := i.tokens.Check(ctx, token)
+func (i *Interceptor) subject(ctx context.Context, token string) (*accesstoken.Token, error) {
+	t, err := i.tokens.Verify(ctx, token)
 	switch {
-	case errors.Is(err, tokencheck.ErrInactive):
-		return tokencheck.Token{}, apierr.Unauthenticated("AUTHZ-invalid-token", "the access token is invalid, expired, revoked or not for the management API")
+	case errors.Is(err, accesstoken.ErrInactive):
+		return nil, apierr.Unauthenticated("AUTHZ-invalid-token", "the access token is invalid, expired, revoked or not for the management API")
 	case err != nil:
 		// The tokens service is down: a dependency outage, answered 503
 		// so clients retry, never a verdict on the token.
 		i.logger.WarnContext(ctx, "token check failed", "err", err)
-		return tokencheck.Token{}, connect.NewError(connect.CodeUnavailable, errors.New("token check unavailable; retry"))
+		return nil, connect.NewError(connect.CodeUnavailable, errors.New("token check unavailable; retry"))
 	}
 	return t, nil
 }

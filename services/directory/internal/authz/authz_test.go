@@ -12,7 +12,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/logging"
-	"github.com/gatehouse-id/gatehouse/services/directory/internal/tokencheck"
+	"github.com/gatehouse-id/gatehouse/services/tokens/accesstoken"
 )
 
 // fakeTokens answers introspection from a table.
@@ -114,7 +114,7 @@ func TestOrgNone(t *testing.T) {
 		"/test/Wrong":    {Permission: OrgOwner, Org: OrgNone},
 		"/test/OrgScope": {Permission: Authenticated, Org: OrgFromHeader},
 	}
-	i := NewInterceptor(&tokencheck.Checker{Tokens: tokens, Audience: Audience}, dir, rules, logging.Discard())
+	i := NewInterceptor(accesstoken.NewRemote(tokens, accesstoken.RemoteOptions{Audience: Audience}), dir, rules, logging.Discard())
 	ctx := context.Background()
 
 	for _, header := range []string{"", "org-a", "org-b", "no-such-org"} {

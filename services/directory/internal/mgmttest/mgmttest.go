@@ -80,16 +80,24 @@ func (i *Introspector) CutUsers() []string {
 	return append([]string(nil), i.Cut...)
 }
 
-// ListRevocations is not offered: the directory then asks Introspect
-// about every token, so the map above decides.
+// ListRevocations is not offered: the directory then asks CheckRevoked
+// about every use of a token, so the map above decides.
 func (i *Introspector) ListRevocations(context.Context, *connect.Request[tokensv1.ListRevocationsRequest]) (*connect.Response[tokensv1.ListRevocationsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("no revocation list"))
 }
 
-// CheckRevoked is not offered: Introspect answers every token, revoked
-// ones inactive.
-func (i *Introspector) CheckRevoked(context.Context, *connect.Request[tokensv1.CheckRevokedRequest]) (*connect.Response[tokensv1.CheckRevokedResponse], error) {
-	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("no revocation check"))
+// CheckRevoked answers from the table: a token revoked (removed) or made
+// inactive is revoked. Without a followed revocation list the directory
+// asks it on every use.
+func (i *Introspector) CheckRevoked(_ context.Context, req *connect.Request[tokensv1.CheckRevokedRequest]) (*connect.Response[tokensv1.CheckRevokedResponse], error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	for _, r := range i.tokens {
+		if r.GetTokenId() == req.Msg.GetTokenId() {
+			return connect.NewResponse(&tokensv1.CheckRevokedResponse{Revoked: !r.GetActive()}), nil
+		}
+	}
+	return connect.NewResponse(&tokensv1.CheckRevokedResponse{Revoked: true}), nil
 }
 
 // GetKeySet is not offered (the test tokens are not JWTs).
@@ -121,7 +129,7 @@ func (i *Introspector) MintWith(userID string, aud []string, ttl time.Duration) 
 	i.mu.Lock()
 	// Issued to the user itself, as a machine user's JWT profile grant.
 	i.tokens[tok] = &tokensv1.IntrospectResponse{Active: true, Subject: userID, ClientId: userID, Audience: aud,
-		ExpiresAt: timestamppb.New(time.Now().Add(ttl))}
+		TokenId: "at-" + tok, IssuedAt: timestamppb.Now(), ExpiresAt: timestamppb.New(time.Now().Add(ttl))}
 	i.mu.Unlock()
 	return tok
 }

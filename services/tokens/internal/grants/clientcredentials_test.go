@@ -70,7 +70,7 @@ func TestClientCredentials(t *testing.T) {
 					if isJWT := strings.Count(tk.AccessToken, ".") == 2; isJWT != jwt {
 						t.Errorf("access token %q: JWT %v; want %v", tk.AccessToken, isJWT, jwt)
 					}
-					tok, err := f.Validator.Validate(context.Background(), tk.AccessToken)
+					tok, err := f.Validator.Verify(context.Background(), tk.AccessToken)
 					if err != nil {
 						t.Fatalf("the access token is not active: %v", err)
 					}
@@ -158,7 +158,7 @@ func TestClientCredentialsScopes(t *testing.T) {
 	if tk.Scope != scope {
 		t.Errorf("scope %q; want %q", tk.Scope, scope)
 	}
-	tok, err := f.Validator.Validate(context.Background(), tk.AccessToken)
+	tok, err := f.Validator.Verify(context.Background(), tk.AccessToken)
 	if err != nil {
 		t.Fatal(err)
 	}

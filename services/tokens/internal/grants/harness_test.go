@@ -22,9 +22,9 @@ import (
 	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1/tokensv1connect"
 	"github.com/gatehouse-id/gatehouse/pkg/testutil"
+	"github.com/gatehouse-id/gatehouse/services/tokens/accesstoken"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/assertion"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/grants"
-	"github.com/gatehouse-id/gatehouse/services/tokens/internal/introspection"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/introspection/tokentest"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/jwks"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/keys/keytest"
@@ -368,8 +368,8 @@ func wantError(t testing.TB, res *tokentest.Response, status int, code string) {
 // active reports whether an access token validates (introspection's check).
 func (f *fixture) active(t testing.TB, accessToken string) bool {
 	t.Helper()
-	_, err := f.Validator.Validate(context.Background(), accessToken)
-	if errors.Is(err, introspection.ErrInactive) {
+	_, err := f.Validator.Verify(context.Background(), accessToken)
+	if errors.Is(err, accesstoken.ErrInactive) {
 		return false
 	}
 	if err != nil {

@@ -121,7 +121,7 @@ func TestJWTBearer(t *testing.T) {
 				if isJWT := strings.Count(tk.AccessToken, ".") == 2; isJWT != jwtType {
 					t.Errorf("access token %q: JWT %v; want %v", tk.AccessToken, isJWT, jwtType)
 				}
-				tok, err := f.Validator.Validate(context.Background(), tk.AccessToken)
+				tok, err := f.Validator.Verify(context.Background(), tk.AccessToken)
 				if err != nil {
 					t.Fatalf("the access token is not active: %v", err)
 				}

@@ -82,7 +82,7 @@ func TestRefreshScope(t *testing.T) {
 		if narrow.Scope != "openid email" {
 			t.Errorf("scope %q; want openid email", narrow.Scope)
 		}
-		at, err := f.Validator.Validate(context.Background(), narrow.AccessToken)
+		at, err := f.Validator.Verify(context.Background(), narrow.AccessToken)
 		if err != nil || len(at.Scopes) != 2 {
 			t.Errorf("access token scopes %v (%v); want openid email", at, err)
 		}

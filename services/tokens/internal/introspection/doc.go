@@ -1,8 +1,8 @@
-// Package introspection validates Gatehouse's own access tokens — JWTs by
-// signature against the published keys (keys.Manager.Verify: keys parsed
-// once), opaque tokens by their keyed hash — and checks the revocation
-// list ([Validator]). On that it serves the internal Introspect for
-// directory, the public RFC 7662 endpoint POST /oauth/v2/introspect
+// Package introspection builds the tokens service's own access token
+// verifier ([NewVerifier]: an accesstoken.Verifier with JWTs checked by
+// keys.Manager.Verify, keys parsed once, and opaque tokens found by their
+// keyed hash). On that it serves the internal Introspect for directory
+// ([Internal]), the public RFC 7662 endpoint POST /oauth/v2/introspect
 // ([Endpoint]), and userinfo's token check; [UserClaims] fetches a token's
 // user claims from the directory for both public endpoints.
 //

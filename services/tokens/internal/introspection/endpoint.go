@@ -13,6 +13,7 @@ import (
 
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
+	"github.com/gatehouse-id/gatehouse/services/tokens/accesstoken"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/clients"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/form"
 )
@@ -41,7 +42,7 @@ var ErrUserGone = errors.New("user deleted or deactivated")
 // to the token's subject, and the user's login name (userName@primaryDomain).
 // Errors: ErrUserGone, or an oauth temporarily_unavailable error when the
 // directory cannot answer.
-func UserClaims(ctx context.Context, dir Claims, t *Token) (map[string]any, string, error) {
+func UserClaims(ctx context.Context, dir Claims, t *accesstoken.Token) (map[string]any, string, error) {
 	res, err := dir.GetClaims(ctx, connect.NewRequest(&directoryv1.GetClaimsRequest{UserId: t.Subject, Scopes: t.Scopes}))
 	switch connect.CodeOf(err) {
 	case connect.CodeNotFound, connect.CodeFailedPrecondition:
@@ -73,14 +74,14 @@ func UserClaims(ctx context.Context, dir Claims, t *Token) (map[string]any, stri
 // token's fields, username and the user's claims per granted scope.
 // Every response is Cache-Control: no-store.
 type Endpoint struct {
-	Validator *Validator
+	Validator *accesstoken.Verifier
 	Auth      ClientAuthenticator
 	Directory Claims
 	Logger    *slog.Logger
 }
 
 // NewEndpoint returns the introspection endpoint.
-func NewEndpoint(v *Validator, auth ClientAuthenticator, dir Claims, logger *slog.Logger) *Endpoint {
+func NewEndpoint(v *accesstoken.Verifier, auth ClientAuthenticator, dir Claims, logger *slog.Logger) *Endpoint {
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -117,8 +118,8 @@ func (e *Endpoint) introspect(r *http.Request) ([]byte, error) {
 	if raw == "" {
 		return nil, oauth.New(oauth.InvalidRequest, "token is required")
 	}
-	t, err := e.Validator.Validate(ctx, raw)
-	if errors.Is(err, ErrInactive) {
+	t, err := e.Validator.Verify(ctx, raw)
+	if errors.Is(err, accesstoken.ErrInactive) {
 		return inactive, nil
 	}
 	if err != nil {
@@ -159,7 +160,7 @@ func (e *Endpoint) introspect(r *http.Request) ([]byte, error) {
 // project id, or by its client_id when that is the whole audience or the
 // client the token was issued to (azp): with several audiences, a client
 // id in aud binds only its own client (OIDC Core §2, azp).
-func inAudience(t *Token, c *directoryv1.Client) bool {
+func inAudience(t *accesstoken.Token, c *directoryv1.Client) bool {
 	if c.GetProjectId() != "" && slices.Contains(t.Audience, c.GetProjectId()) {
 		return true
 	}

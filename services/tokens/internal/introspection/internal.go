@@ -9,12 +9,13 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
+	"github.com/gatehouse-id/gatehouse/services/tokens/accesstoken"
 )
 
 // Internal implements the internal TokenService.Introspect.
-func (v *Validator) Introspect(ctx context.Context, req *connect.Request[tokensv1.IntrospectRequest]) (*connect.Response[tokensv1.IntrospectResponse], error) {
-	t, err := v.Validate(ctx, req.Msg.GetToken())
-	if errors.Is(err, ErrInactive) {
+func Internal(ctx context.Context, v *accesstoken.Verifier, req *connect.Request[tokensv1.IntrospectRequest]) (*connect.Response[tokensv1.IntrospectResponse], error) {
+	t, err := v.Verify(ctx, req.Msg.GetToken())
+	if errors.Is(err, accesstoken.ErrInactive) {
 		return connect.NewResponse(&tokensv1.IntrospectResponse{}), nil
 	}
 	if err != nil {

@@ -1,8 +1,8 @@
 // Package mint makes the tokens the token endpoint returns: access tokens
 // (a signed JWT, or an opaque 256-bit random value after its issue time,
 // stored under secrets.Hasher.TokenKey: the time, then a keyed hash),
-// ID tokens, and the token response. It owns the claim layout: JWT access
-// tokens carry iss, sub, aud, exp, iat, nbf, jti, client_id and scope.
+// ID tokens, and the token response. JWT access tokens carry
+// accesstoken.Claims: iss, sub, aud, exp, iat, nbf, jti, client_id and scope.
 package mint
 
 import (
@@ -16,6 +16,7 @@ import (
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
+	"github.com/gatehouse-id/gatehouse/services/tokens/accesstoken"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/store"
 )
 
@@ -60,18 +61,6 @@ type Issued struct {
 	ExpiresAt time.Time
 }
 
-type accessClaims struct {
-	Issuer    string   `json:"iss"`
-	Subject   string   `json:"sub"`
-	Audience  []string `json:"aud"`
-	Expiry    int64    `json:"exp"`
-	IssuedAt  int64    `json:"iat"`
-	NotBefore int64    `json:"nbf"`
-	JTI       string   `json:"jti"`
-	ClientID  string   `json:"client_id"`
-	Scope     string   `json:"scope,omitempty"`
-}
-
 // AccessToken issues an access token; q, if not nil, is the transaction
 // to record it in.
 func (m *Minter) AccessToken(ctx context.Context, q db.Querier, a Access) (*Issued, error) {
@@ -81,7 +70,7 @@ func (m *Minter) AccessToken(ctx context.Context, q db.Querier, a Access) (*Issu
 	out := &Issued{ID: id, ExpiresAt: exp}
 	var hash []byte
 	if a.JWT {
-		claims, err := json.Marshal(accessClaims{
+		claims, err := json.Marshal(accesstoken.Claims{
 			Issuer: m.Issuer, Subject: a.Subject, Audience: a.Audience, Expiry: exp.Unix(), IssuedAt: now.Unix(),
 			NotBefore: now.Unix(), JTI: id, ClientID: a.ClientID, Scope: strings.Join(a.Scopes, " "),
 		})

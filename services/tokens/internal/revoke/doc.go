@@ -1,6 +1,6 @@
 // Package revoke is the revocation endpoint, POST /oauth/v2/revoke
 // (RFC 7009). It authenticates the client by any of the four methods,
-// finds the token — an access token through introspection's Validator, a
+// finds the token — an access token through its accesstoken.Verifier, a
 // refresh token through a RefreshRevoker — and revokes it only when it was
 // issued to that client. An access token is revoked alone, on the
 // revocation list until its expiry; revoking a refresh token is delegated

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
+	"github.com/gatehouse-id/gatehouse/services/tokens/accesstoken"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/clients"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/form"
-	"github.com/gatehouse-id/gatehouse/services/tokens/internal/introspection"
 )
 
 // Path is the public revocation endpoint.
@@ -27,11 +27,11 @@ type ClientAuthenticator interface {
 	Authenticate(ctx context.Context, cr clients.Credentials, allowed ...clients.Method) (*clients.Authenticated, error)
 }
 
-// AccessTokens validates access tokens (introspection.Validator): the
-// token's data, or introspection.ErrInactive for an unknown, expired or
+// AccessTokens validates access tokens (accesstoken.Verifier): the
+// token's data, or accesstoken.ErrInactive for an unknown, expired or
 // already revoked one.
 type AccessTokens interface {
-	Validate(ctx context.Context, raw string) (*introspection.Token, error)
+	Verify(ctx context.Context, raw string) (*accesstoken.Token, error)
 }
 
 // Revocations is the revocation list (revocation.List).
@@ -124,8 +124,8 @@ func (e *Endpoint) revoke(r *http.Request) error {
 // is one, whichever client it belongs to. Another client's token is left
 // alone (§2.1: the server verifies the token was issued to the client).
 func (e *Endpoint) access(ctx context.Context, raw, clientID string) (found bool, err error) {
-	t, err := e.Access.Validate(ctx, raw)
-	if errors.Is(err, introspection.ErrInactive) {
+	t, err := e.Access.Verify(ctx, raw)
+	if errors.Is(err, accesstoken.ErrInactive) {
 		return false, nil
 	}
 	if err != nil {

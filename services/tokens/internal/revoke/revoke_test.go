@@ -15,8 +15,8 @@ import (
 
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/testutil"
+	"github.com/gatehouse-id/gatehouse/services/tokens/accesstoken"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/clients"
-	"github.com/gatehouse-id/gatehouse/services/tokens/internal/introspection"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/introspection/tokentest"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/keys/keytest"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
@@ -81,7 +81,7 @@ func (r *refreshTokens) state() (calls []string, revoked map[string]bool) {
 var (
 	_ revoke.RefreshRevoker      = (*refreshTokens)(nil)
 	_ revoke.ClientAuthenticator = (*clients.Authenticator)(nil)
-	_ revoke.AccessTokens        = (*introspection.Validator)(nil)
+	_ revoke.AccessTokens        = (*accesstoken.Verifier)(nil)
 	_ revoke.Revocations         = (*revocation.List)(nil)
 )
 
@@ -163,8 +163,8 @@ func wantError(t *testing.T, res *tokentest.Response, status int, code string) {
 // active reports whether the access token still validates.
 func (f *fixture) active(t *testing.T, at *mint.Issued) bool {
 	t.Helper()
-	_, err := f.env.Validator.Validate(context.Background(), at.Token)
-	if err != nil && !errors.Is(err, introspection.ErrInactive) {
+	_, err := f.env.Validator.Verify(context.Background(), at.Token)
+	if err != nil && !errors.Is(err, accesstoken.ErrInactive) {
 		t.Fatal(err)
 	}
 	return err == nil

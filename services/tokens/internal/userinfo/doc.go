@@ -2,7 +2,7 @@
 // GET and POST /oidc/v1/userinfo (OIDC Core §5.3). The access token comes
 // as a Bearer Authorization header (RFC 6750 §2.1) or, on POST, as
 // access_token in a form body (§2.2) — never both, and never in the query
-// string. The token is checked by introspection's Validator (signature or
+// string. The token is checked by the accesstoken.Verifier (signature or
 // record, expiry, revocation list); the answer is the user's claims for the
 // token's scopes from the directory, which requires the openid scope.
 // Errors follow RFC 6750 §3: a WWW-Authenticate: Bearer challenge with the

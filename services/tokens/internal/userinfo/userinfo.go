@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
+	"github.com/gatehouse-id/gatehouse/services/tokens/accesstoken"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/form"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/introspection"
 )
@@ -20,9 +21,9 @@ const Path = "/oidc/v1/userinfo"
 // InsufficientScope is RFC 6750 §3.1's error for a token without openid.
 const InsufficientScope = "insufficient_scope"
 
-// AccessTokens validates access tokens (introspection.Validator).
+// AccessTokens validates access tokens (accesstoken.Verifier).
 type AccessTokens interface {
-	Validate(ctx context.Context, raw string) (*introspection.Token, error)
+	Verify(ctx context.Context, raw string) (*accesstoken.Token, error)
 }
 
 // Endpoint is the userinfo endpoint.
@@ -87,8 +88,8 @@ func (e *Endpoint) userinfo(r *http.Request) (map[string]any, error) {
 		return nil, err
 	}
 	ctx := r.Context()
-	t, err := e.Tokens.Validate(ctx, raw)
-	if errors.Is(err, introspection.ErrInactive) {
+	t, err := e.Tokens.Verify(ctx, raw)
+	if errors.Is(err, accesstoken.ErrInactive) {
 		return nil, invalidToken()
 	}
 	if err != nil {

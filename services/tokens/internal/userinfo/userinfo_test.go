@@ -12,13 +12,13 @@ import (
 	"connectrpc.com/connect"
 
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
-	"github.com/gatehouse-id/gatehouse/services/tokens/internal/introspection"
+	"github.com/gatehouse-id/gatehouse/services/tokens/accesstoken"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/introspection/tokentest"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/keys/keytest"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/userinfo"
 )
 
-var _ userinfo.AccessTokens = (*introspection.Validator)(nil)
+var _ userinfo.AccessTokens = (*accesstoken.Verifier)(nil)
 
 type fixture struct {
 	env *tokentest.Env

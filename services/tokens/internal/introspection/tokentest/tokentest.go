@@ -31,6 +31,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/dircache"
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
+	"github.com/gatehouse-id/gatehouse/services/tokens/accesstoken"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/assertion"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/clients"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/introspection"
@@ -61,7 +62,7 @@ type Env struct {
 	Store     *store.Store
 	Hasher    *secrets.Hasher
 	Revoked   *revocation.List
-	Validator *introspection.Validator
+	Validator *accesstoken.Verifier
 	Minter    *mint.Minter
 	Dir       *Directory
 	Auth      *clients.Authenticator
@@ -87,7 +88,7 @@ func New(t testing.TB, d db.Dialect, o Options) *Env {
 	}
 	t.Cleanup(func() { _ = e.Revoked.Close() })
 	e.Store = &store.Store{DB: e.DB}
-	e.Validator = &introspection.Validator{Issuer: Issuer, Keys: e.Keys, Store: e.Store, Hasher: e.Hasher, Revoked: e.Revoked, Now: e.Clock.Now}
+	e.Validator = introspection.NewVerifier(Issuer, e.Keys, e.Store, e.Hasher, e.Revoked, e.Clock.Now)
 	e.Minter = &mint.Minter{Issuer: Issuer, Signer: e.Keys, Hasher: e.Hasher, Store: e.Store,
 		AccessTTL: 15 * time.Minute, IDTTL: 15 * time.Minute, Now: e.Clock.Now}
 	e.Auth = &clients.Authenticator{

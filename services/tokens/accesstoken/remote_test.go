@@ -1,15 +1,12 @@
-package tokencheck
+package accesstoken
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
-	"log/slog"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -36,6 +33,7 @@ type fakeTokens struct {
 	opaque  map[string]*tokensv1.IntrospectResponse
 	down    bool
 	intro   int
+	asks    int
 }
 
 func newFakeTokens(t *testing.T) *fakeTokens {
@@ -117,6 +115,7 @@ func (f *fakeTokens) GetKeySet(context.Context, *connect.Request[tokensv1.GetKey
 func (f *fakeTokens) CheckRevoked(_ context.Context, req *connect.Request[tokensv1.CheckRevokedRequest]) (*connect.Response[tokensv1.CheckRevokedResponse], error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.asks++
 	if f.down {
 		return nil, errDown
 	}
@@ -164,21 +163,22 @@ func access(clk *clock, jti, sub string, extra map[string]any) map[string]any {
 	return c
 }
 
-func setup(t *testing.T) (*fakeTokens, *clock, *Checker) {
+func setup(t *testing.T) (*fakeTokens, *clock, *Remote) {
+	t.Parallel()
 	f := newFakeTokens(t)
 	clk := &clock{t: time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)}
-	c := &Checker{Tokens: f, Issuer: issuer, Audience: "gatehouse", Now: clk.Now, MaxStale: 10 * time.Minute}
+	c := NewRemote(f, RemoteOptions{Issuer: issuer, Audience: "gatehouse", Now: clk.Now, MaxStale: 10 * time.Minute})
 	if err := c.Poll(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return f, clk, c
 }
 
-func want(t *testing.T, c *Checker, raw string, wantErr error, sub string) {
+func want(t *testing.T, c *Remote, raw string, wantErr error, sub string) {
 	t.Helper()
-	got, err := c.Check(context.Background(), raw)
+	got, err := c.Verify(context.Background(), raw)
 	if !errors.Is(err, wantErr) || (wantErr == nil && got.Subject != sub) {
-		t.Fatalf("Check = %+v, %v; want subject %q, error %v", got, err, sub, wantErr)
+		t.Fatalf("Verify = %+v, %v; want subject %q, error %v", got, err, sub, wantErr)
 	}
 }
 
@@ -195,7 +195,7 @@ func TestJWTVerifiedLocally(t *testing.T) {
 		"not yet valid":   {"nbf": clk.Now().Add(2 * time.Minute).Unix()},
 		"without subject": {"sub": ""},
 	} {
-		if _, err := c.Check(context.Background(), f.sign(access(clk, "j-"+name, "alice", extra))); !errors.Is(err, ErrInactive) {
+		if _, err := c.Verify(context.Background(), f.sign(access(clk, "j-"+name, "alice", extra))); !errors.Is(err, ErrInactive) {
 			t.Errorf("%s: %v; want inactive", name, err)
 		}
 	}
@@ -294,66 +294,27 @@ func TestTokensOutage(t *testing.T) {
 	want(t, c, jwt, nil, "alice")
 }
 
-// Without a revocation list (never synced) every token is introspected.
-func TestWithoutListIntrospects(t *testing.T) {
+// Without a revocation list (never synced, or not for MaxStale) every use
+// asks the tokens service, and its outage is no verdict on the token.
+func TestWithoutListAsksEachUse(t *testing.T) {
+	t.Parallel()
 	f := newFakeTokens(t)
 	clk := &clock{t: time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)}
-	c := &Checker{Tokens: f, Issuer: issuer, Audience: "gatehouse", Now: clk.Now}
+	c := NewRemote(f, RemoteOptions{Issuer: issuer, Audience: "gatehouse", Now: clk.Now})
 	jwt := f.sign(access(clk, "j1", "alice", nil))
-	want(t, c, jwt, ErrInactive, "") // the fake's Introspect knows no JWTs
-	if f.introspections() != 1 {
-		t.Fatalf("%d introspections; want 1", f.introspections())
+	want(t, c, jwt, nil, "alice")
+	want(t, c, jwt, nil, "alice")
+	f.mu.Lock()
+	asks := f.asks
+	f.mu.Unlock()
+	if asks != 2 {
+		t.Fatalf("%d revocation asks; want one per use", asks)
+	}
+	f.revoke("j1", clk.Now().Add(time.Hour))
+	want(t, c, jwt, ErrInactive, "")
+	f.setDown(true)
+	want(t, c, f.sign(access(clk, "j2", "bob", nil)), ErrUnavailable, "")
+	if c.Status() != "unknown" {
+		t.Fatalf("status %q; want unknown", c.Status())
 	}
 }
-
-// At the start, a tokens service not up yet is not an outage worth a
-// warning (in the embedded process directory starts first): Run stays
-// quiet for StartGrace, and warns once if it is still unreachable then.
-func TestRunQuietWhileTokensStarts(t *testing.T) {
-	t.Parallel()
-	run := func(grace time.Duration, upAfter int) string {
-		t.Helper()
-		f := newFakeTokens(t)
-		f.setDown(true)
-		var logs syncBuffer
-		c := &Checker{Tokens: f, Issuer: issuer, Audience: "gatehouse", Interval: 5 * time.Millisecond, StartGrace: grace,
-			Logger: slog.New(slog.NewTextHandler(&logs, nil))}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { c.Run(ctx); close(done) }()
-		for polls := 0; ; polls++ {
-			if polls == upAfter {
-				f.setDown(false)
-			}
-			c.mu.Lock()
-			synced := c.started
-			c.mu.Unlock()
-			if synced || (upAfter < 0 && strings.Contains(logs.String(), "unreachable")) {
-				break
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		cancel()
-		<-done
-		return logs.String()
-	}
-	if out := run(time.Minute, 5); strings.Contains(out, "level=WARN") {
-		t.Errorf("tokens up after a few polls, within the grace: logged\n%s", out)
-	}
-	if out := run(20*time.Millisecond, -1); strings.Count(out, "revocation list unreachable") != 1 {
-		t.Errorf("tokens never up, past the grace: logged\n%s\nwant one warning", out)
-	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger and a reader at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
