@@ -67,3 +67,41 @@ func TestSingle(t *testing.T) {
 		t.Fatalf("got %v, %v", got, err)
 	}
 }
+
+// Decode fills tagged fields, names the first missing required one, and
+// ignores what has no field.
+func TestDecode(t *testing.T) {
+	t.Parallel()
+	type params struct {
+		Code     string `form:"code,required"`
+		Redirect string `form:"redirect_uri,required"`
+		Verifier string `form:"code_verifier"`
+		Untagged string
+	}
+	for _, tc := range []struct {
+		name    string
+		values  map[string]string
+		want    params
+		wantErr string
+	}{
+		{"all", map[string]string{"code": "c", "redirect_uri": "r", "code_verifier": "v", "Untagged": "x", "extra": "y"},
+			params{Code: "c", Redirect: "r", Verifier: "v"}, ""},
+		{"optional absent", map[string]string{"code": "c", "redirect_uri": "r"}, params{Code: "c", Redirect: "r"}, ""},
+		{"first required missing", map[string]string{}, params{}, "code is required"},
+		{"second required empty", map[string]string{"code": "c", "redirect_uri": ""}, params{}, "redirect_uri is required"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got params
+			err := form.Decode(tc.values, &got)
+			if tc.wantErr != "" {
+				if oe := oauth.As(err); err == nil || oe.Code != oauth.InvalidRequest || oe.Description != tc.wantErr {
+					t.Fatalf("error %v; want invalid_request %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("Decode = %+v, %v; want %+v", got, err, tc.want)
+			}
+		})
+	}
+}

@@ -2,9 +2,7 @@ package grants
 
 import (
 	"context"
-	"slices"
 
-	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/clients"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/lifecycle"
@@ -17,29 +15,23 @@ import (
 // (RFC 7636). Parameters: code and redirect_uri are required
 // (invalid_request), code_verifier must be 43-128 unreserved characters
 // when sent (invalid_request). Only an active OIDC app registered for the
-// grant may use it (unauthorized_client). The code's checks, its single
+// grant may use it (unauthorized_client, the dispatcher's Spec). The code's checks, its single
 // use and what a replay revokes are lifecycle.ExchangeCode's.
 type authorizationCode struct{ Deps }
 
-func (g *authorizationCode) Handle(ctx context.Context, r *Request) (*mint.Response, error) {
-	auth, err := g.Auth.Authenticate(ctx, r.Creds, clients.SecretBasic, clients.SecretPost, clients.None, clients.PrivateKeyJWT)
-	if err != nil {
-		return nil, err
-	}
-	c := auth.Client
-	if c.GetKind() != directoryv1.ClientKind_CLIENT_KIND_OIDC_APP || !slices.Contains(c.GetGrantTypes(), lifecycle.GrantAuthorizationCode) {
-		return nil, oauth.New(oauth.UnauthorizedClient, "the client may not use the authorization_code grant")
-	}
-	code, redirectURI, verifier := r.Get("code"), r.Get("redirect_uri"), r.Get("code_verifier")
+type codeParams struct {
+	Code         string `form:"code,required"`
+	RedirectURI  string `form:"redirect_uri,required"`
+	CodeVerifier string `form:"code_verifier"`
+}
+
+func (g *authorizationCode) handle(ctx context.Context, r *Request[codeParams]) (*mint.Response, error) {
+	p, public := r.Params, r.Method == clients.None
 	switch {
-	case code == "":
-		return nil, oauth.New(oauth.InvalidRequest, "code is required")
-	case redirectURI == "":
-		return nil, oauth.New(oauth.InvalidRequest, "redirect_uri is required")
-	case verifier != "" && !lifecycle.ValidVerifier(verifier):
+	case p.CodeVerifier != "" && !lifecycle.ValidVerifier(p.CodeVerifier):
 		return nil, oauth.New(oauth.InvalidRequest, "code_verifier must be 43 to 128 characters of A-Z, a-z, 0-9, '-', '.', '_', '~'")
-	case verifier == "" && auth.Method == clients.None:
+	case p.CodeVerifier == "" && public:
 		return nil, oauth.New(oauth.InvalidRequest, "code_verifier is required for a client without a secret")
 	}
-	return g.Lifecycle.ExchangeCode(ctx, c, auth.Method == clients.None, code, redirectURI, verifier)
+	return g.Lifecycle.ExchangeCode(ctx, r.Client, public, p.Code, p.RedirectURI, p.CodeVerifier)
 }

@@ -13,19 +13,17 @@ import (
 )
 
 // clientCredentials is RFC 6749 §4.4 for machine users with a client
-// secret (client_secret_basic or client_secret_post only, per the seed).
+// secret (client_secret_basic or client_secret_post only, per the seed;
+// the dispatcher's Spec).
 // No ID token and no refresh token are issued.
 type clientCredentials struct{ Deps }
 
-func (g *clientCredentials) Handle(ctx context.Context, r *Request) (*mint.Response, error) {
-	auth, err := g.Auth.Authenticate(ctx, r.Creds, clients.SecretBasic, clients.SecretPost)
-	if err != nil {
-		return nil, err
-	}
-	c := auth.Client
-	if c.GetKind() != directoryv1.ClientKind_CLIENT_KIND_MACHINE_USER {
-		return nil, oauth.New(oauth.UnauthorizedClient, "only machine users may use client_credentials")
-	}
+type clientCredentialsParams struct {
+	Scope string `form:"scope"`
+}
+
+func (g *clientCredentials) handle(ctx context.Context, r *Request[clientCredentialsParams]) (*mint.Response, error) {
+	c := r.Client
 	// The client came from a cache: a machine user deactivated within its
 	// TTL would still get tokens that its cut-off does not cover. A user
 	// with a cut-off on the list is read fresh from the directory.
@@ -43,7 +41,7 @@ func (g *clientCredentials) Handle(ctx context.Context, r *Request) (*mint.Respo
 		}
 		c = fresh
 	}
-	scopes, err := scope.Parse(r.Get("scope"))
+	scopes, err := scope.Parse(r.Params.Scope)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"connectrpc.com/connect"
@@ -33,26 +34,44 @@ type Directory interface {
 	GetUser(context.Context, *connect.Request[directoryv1.GetUserRequest]) (*connect.Response[directoryv1.GetUserResponse], error)
 }
 
-// Request is a parsed token request.
-type Request struct {
-	GrantType string
-	// Form holds every parameter, each exactly once.
-	Form  map[string]string
-	Creds clients.Credentials
+// Spec says who may use a grant. The dispatcher authenticates the client
+// with one of Methods and checks its eligibility before the grant sees
+// the request, so a grant cannot forget either.
+type Spec struct {
+	// Methods are the client authentication methods the grant accepts.
+	Methods []clients.Method
+	// SelfAuthenticated: the grant authenticates its caller itself, by
+	// what the request carries (RFC 7523 §2.1: the jwt-bearer assertion
+	// names and proves the machine user); it has no Methods.
+	SelfAuthenticated bool
+	// Kinds are the client kinds that may use the grant.
+	Kinds []directoryv1.ClientKind
+	// Registered, when set, is the grant type the client must have
+	// registered.
+	Registered string
 }
 
-// Get returns a form parameter.
-func (r *Request) Get(name string) string { return r.Form[name] }
+// Request is a token request as the dispatcher hands it to a grant: the
+// authenticated client (nil for a self-authenticated grant), the
+// credentials presented, and the grant's parameters decoded once from the
+// form (form.Decode: P's `form` tags).
+type Request[P any] struct {
+	*clients.Authenticated
+	Creds  clients.Credentials
+	Params P
+}
 
-// Grant handles one grant type.
-type Grant interface {
-	Handle(ctx context.Context, r *Request) (*mint.Response, error)
+// grant is a registered grant type.
+type grant struct {
+	spec  Spec
+	serve func(ctx context.Context, auth *clients.Authenticated, f *form.Request) (*mint.Response, error)
 }
 
 // Endpoint is the token endpoint.
 type Endpoint struct {
 	Logger *slog.Logger
-	grants map[string]Grant
+	Auth   *clients.Authenticator
+	grants map[string]grant
 }
 
 // Deps are the dependencies shared by the grants.
@@ -72,38 +91,96 @@ type Cuts interface {
 	RevokedUntil(ctx context.Context, id string) (time.Time, error)
 }
 
+// allMethods are the four methods of the seed's client authentication table.
+var allMethods = []clients.Method{clients.SecretBasic, clients.SecretPost, clients.None, clients.PrivateKeyJWT}
+
+var oidcApp = []directoryv1.ClientKind{directoryv1.ClientKind_CLIENT_KIND_OIDC_APP}
+
 // New returns the endpoint with every implemented grant.
 func New(d Deps, logger *slog.Logger) *Endpoint {
-	return &Endpoint{Logger: logger, grants: map[string]Grant{
-		TypeAuthorizationCode: &authorizationCode{d},
-		TypeRefreshToken:      &refreshToken{d},
-		TypeClientCredentials: &clientCredentials{d},
-		TypeJWTBearer:         &jwtBearer{d},
+	e := &Endpoint{Logger: logger, Auth: d.Auth, grants: map[string]grant{}}
+	register(e, TypeAuthorizationCode, Spec{Methods: allMethods, Kinds: oidcApp, Registered: lifecycle.GrantAuthorizationCode},
+		(&authorizationCode{d}).handle)
+	register(e, TypeRefreshToken, Spec{Methods: allMethods, Kinds: oidcApp, Registered: lifecycle.GrantRefreshToken},
+		(&refreshToken{d}).handle)
+	// The seed: client_credentials with a client secret only.
+	register(e, TypeClientCredentials, Spec{Methods: []clients.Method{clients.SecretBasic, clients.SecretPost},
+		Kinds: []directoryv1.ClientKind{directoryv1.ClientKind_CLIENT_KIND_MACHINE_USER}}, (&clientCredentials{d}).handle)
+	register(e, TypeJWTBearer, Spec{SelfAuthenticated: true}, (&jwtBearer{d}).handle)
+	return e
+}
+
+// register adds a grant type; a Spec that neither authenticates the
+// client nor says the grant does it itself is a programming error.
+func register[P any](e *Endpoint, grantType string, spec Spec, handle func(context.Context, *Request[P]) (*mint.Response, error)) {
+	if spec.SelfAuthenticated == (len(spec.Methods) > 0) || (len(spec.Methods) > 0 && len(spec.Kinds) == 0) {
+		panic("grants: " + grantType + " must either authenticate the client (Methods and Kinds) or be SelfAuthenticated")
+	}
+	if _, dup := e.grants[grantType]; dup {
+		panic("grants: " + grantType + " registered twice")
+	}
+	e.grants[grantType] = grant{spec: spec, serve: func(ctx context.Context, auth *clients.Authenticated, f *form.Request) (*mint.Response, error) {
+		r := &Request[P]{Authenticated: auth, Creds: f.Creds}
+		if err := form.Decode(f.Values, &r.Params); err != nil {
+			return nil, err
+		}
+		return handle(ctx, r)
 	}}
 }
 
 // ServeHTTP implements the endpoint.
 func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	req, err := parse(r)
+	grantType, res, err := e.dispatch(r)
 	if err == nil {
-		g, ok := e.grants[req.GrantType]
-		if !ok {
-			err = oauth.New(oauth.UnsupportedGrantType, "grant_type %q is not supported", req.GrantType)
-		} else {
-			var res *mint.Response
-			if res, err = g.Handle(r.Context(), req); err == nil {
-				issued.Inc(r.Context(), req.GrantType)
-				writeResponse(w, res)
-				return
-			}
+		issued.Inc(r.Context(), grantType)
+		writeResponse(w, res)
+		return
+	}
+	if _, ok := e.grants[grantType]; !ok {
+		grantType = "unknown"
+	}
+	refused.Inc(r.Context(), grantType, oauth.As(err).Code)
+	oauth.Write(w, r, e.Logger, "token request", err)
+}
+
+// dispatch parses the request once by the rules of package form (POST, a
+// bounded form body, each parameter at most once, client credentials from
+// the header and the body), finds the grant, authenticates the client as
+// the grant's Spec allows and checks its eligibility, then runs the grant.
+func (e *Endpoint) dispatch(r *http.Request) (string, *mint.Response, error) {
+	f, err := form.Parse(r)
+	if err != nil {
+		return "", nil, err
+	}
+	grantType := f.Get("grant_type")
+	if grantType == "" {
+		return "", nil, oauth.New(oauth.InvalidRequest, "grant_type is required")
+	}
+	g, ok := e.grants[grantType]
+	if !ok {
+		return grantType, nil, oauth.New(oauth.UnsupportedGrantType, "grant_type %q is not supported", grantType)
+	}
+	ctx := r.Context()
+	var auth *clients.Authenticated
+	if !g.spec.SelfAuthenticated {
+		if auth, err = e.Auth.Authenticate(ctx, f.Creds, g.spec.Methods...); err != nil {
+			return grantType, nil, err
+		}
+		if err := g.spec.eligible(auth.Client, grantType); err != nil {
+			return grantType, nil, err
 		}
 	}
-	grant := "unknown"
-	if req != nil && e.grants[req.GrantType] != nil {
-		grant = req.GrantType
+	res, err := g.serve(ctx, auth, f)
+	return grantType, res, err
+}
+
+// eligible refuses a client of another kind, or one that has not
+// registered the grant type (unauthorized_client, RFC 6749 §5.2).
+func (s Spec) eligible(c *directoryv1.Client, grantType string) error {
+	if !slices.Contains(s.Kinds, c.GetKind()) || (s.Registered != "" && !slices.Contains(c.GetGrantTypes(), s.Registered)) {
+		return oauth.New(oauth.UnauthorizedClient, "the client may not use the %s grant", grantType)
 	}
-	refused.Inc(r.Context(), grant, oauth.As(err).Code)
-	oauth.Write(w, r, e.Logger, "token request", err)
+	return nil
 }
 
 // Token endpoint outcomes, by grant type (only the supported ones; the
@@ -120,19 +197,4 @@ func writeResponse(w http.ResponseWriter, res *mint.Response) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("Pragma", "no-cache")
 	_ = json.NewEncoder(w).Encode(res)
-}
-
-// parse reads the request once by the rules of package form (POST, a
-// bounded form body, each parameter at most once, client credentials from
-// the header and the body); grant_type is required.
-func parse(r *http.Request) (*Request, error) {
-	f, err := form.Parse(r)
-	if err != nil {
-		return nil, err
-	}
-	req := &Request{GrantType: f.Get("grant_type"), Form: f.Values, Creds: f.Creds}
-	if req.GrantType == "" {
-		return nil, oauth.New(oauth.InvalidRequest, "grant_type is required")
-	}
-	return req, nil
 }

@@ -18,14 +18,18 @@ import (
 // jwtBearer is the JWT profile grant (RFC 7523 §2.1): a machine user signs
 // an assertion with one of its keys (iss = sub = its user id, aud = the
 // issuer) and gets an access token, and an ID token when openid is asked.
+// The assertion is the caller's authentication (Spec.SelfAuthenticated):
+// client credentials sent beside it are not looked at.
 type jwtBearer struct{ Deps }
 
-func (g *jwtBearer) Handle(ctx context.Context, r *Request) (*mint.Response, error) {
-	raw := r.Get("assertion")
-	if raw == "" {
-		return nil, oauth.New(oauth.InvalidRequest, "assertion is required")
-	}
-	scopes, err := scope.Parse(r.Get("scope"))
+type jwtBearerParams struct {
+	Assertion string `form:"assertion,required"`
+	Scope     string `form:"scope"`
+}
+
+func (g *jwtBearer) handle(ctx context.Context, r *Request[jwtBearerParams]) (*mint.Response, error) {
+	raw := r.Params.Assertion
+	scopes, err := scope.Parse(r.Params.Scope)
 	if err != nil {
 		return nil, err
 	}
