@@ -1,9 +1,11 @@
 package oauth
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
@@ -32,9 +34,14 @@ const (
 
 // Error is an OAuth error response.
 type Error struct {
-	Code        string
+	Code string
+	// Description says what is wrong with the request (RFC 6749 §5.2
+	// error_description).
 	Description string
-	Status      int
+	// Hint, when set, says how to fix the request; it is sent as
+	// error_hint beside the description and shown on error pages.
+	Hint   string
+	Status int
 	// Header is set when the Authorization header carried the failed
 	// credential: invalid_client is then 401 with WWW-Authenticate.
 	Header http.Header
@@ -55,6 +62,52 @@ func (e *Error) Unwrap() error { return e.cause }
 func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
 	return ok && t.Code == e.Code
+}
+
+// WithHint returns a copy with a hint on how to fix the request.
+func (e *Error) WithHint(format string, args ...any) *Error {
+	c := *e
+	c.Hint = fmt.Sprintf(format, args...)
+	return &c
+}
+
+// Failure reports whether the error is the server's (server_error,
+// temporarily_unavailable) rather than a refusal of the request.
+func (e *Error) Failure() bool { return e.Code == ServerError || e.Code == TemporarilyUnavailable }
+
+// Level is the level every logger of e uses: Error for a failure, Info
+// for a refusal with a cause (why the request was refused, which the
+// client is not told), Debug for a plain refusal.
+func (e *Error) Level() slog.Level {
+	switch {
+	case e.Failure():
+		return slog.LevelError
+	case e.cause != nil:
+		return slog.LevelInfo
+	}
+	return slog.LevelDebug
+}
+
+// LogValue implements slog.LogValuer: the code, description, hint and
+// status, and the cause (which is never sent to the client).
+func (e *Error) LogValue() slog.Value {
+	attrs := []slog.Attr{slog.String("code", e.Code), slog.String("description", e.Description), slog.Int("status", e.Status)}
+	if e.Hint != "" {
+		attrs = append(attrs, slog.String("hint", e.Hint))
+	}
+	if e.cause != nil {
+		attrs = append(attrs, slog.String("cause", e.cause.Error()))
+	}
+	return slog.GroupValue(attrs...)
+}
+
+// Log logs e at its Level under "<what> failed" or "<what> refused".
+func (e *Error) Log(ctx context.Context, logger *slog.Logger, what string) {
+	msg := what + " refused"
+	if e.Failure() {
+		msg = what + " failed"
+	}
+	logger.Log(ctx, e.Level(), msg, "error", e)
 }
 
 // WithCause returns a copy carrying cause (logged, never sent).
@@ -125,6 +178,7 @@ func As(err error) *Error {
 type body struct {
 	Error       string `json:"error"`
 	Description string `json:"error_description,omitempty"`
+	Hint        string `json:"error_hint,omitempty"`
 }
 
 // WriteJSON writes err as an RFC 6749 §5.2 response with no-store caching.
@@ -138,5 +192,5 @@ func WriteJSON(w http.ResponseWriter, err error) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("Pragma", "no-cache")
 	w.WriteHeader(e.Status)
-	_ = json.NewEncoder(w).Encode(body{Error: e.Code, Description: e.Description})
+	_ = json.NewEncoder(w).Encode(body{Error: e.Code, Description: e.Description, Hint: e.Hint})
 }

@@ -344,11 +344,9 @@ func (f *Flow) answer(w http.ResponseWriter, r *http.Request, req *Request, s se
 }
 
 // Fail sends a failure to its redirect_uri, or renders the error page;
-// server errors are logged with their cause, which is never sent.
+// it is logged at its own level with its cause, which is never sent.
 func (f *Flow) Fail(w http.ResponseWriter, r *http.Request, locales []string, fail *Failure) {
-	if fail.Err.Code == oauth.ServerError || fail.Err.Code == oauth.TemporarilyUnavailable {
-		f.Logger.ErrorContext(r.Context(), "authorization request failed", "error", fail.Err)
-	}
+	fail.Err.Log(r.Context(), f.Logger, "authorization request")
 	if fail.Target == nil {
 		f.ErrorPage(w, r, locales, fail.Status(), fail.Err)
 		return

@@ -85,7 +85,8 @@ func checkRedirectURI(client *directoryv1.Client, p Params) (string, error) {
 		return "", oauth.New(oauth.InvalidRequest, "redirect_uri is missing")
 	}
 	if !redirecturi.Registered(client, redirectURI) {
-		return "", oauth.New(oauth.InvalidRequest, "redirect_uri is not registered for this client")
+		return "", oauth.New(oauth.InvalidRequest, "redirect_uri is not registered for this client").
+			WithHint("register this exact URI among the application's redirect URIs (only a native app's loopback port may differ)")
 	}
 	if u, err := url.Parse(redirectURI); err != nil || u.Fragment != "" || !u.IsAbs() {
 		return "", oauth.New(oauth.InvalidRequest, "redirect_uri is not an absolute URI without fragment")
@@ -202,7 +203,8 @@ func (s *steps) pkce(context.Context) error {
 	case challenge != "" && !validChallenge(challenge):
 		return oauth.New(oauth.InvalidRequest, "code_challenge must be 43 to 128 characters of base64url")
 	case challenge == "" && code && s.client.GetAuthMethod() == directoryv1.AuthMethod_AUTH_METHOD_NONE:
-		return oauth.New(oauth.InvalidRequest, "code_challenge is required for this client (PKCE, S256)")
+		return oauth.New(oauth.InvalidRequest, "code_challenge is required for this client (PKCE, S256)").
+			WithHint("send code_challenge=BASE64URL(SHA-256(code_verifier)) and code_challenge_method=S256")
 	case challenge != "" && !code:
 		return oauth.New(oauth.InvalidRequest, "code_challenge is only for response_type code")
 	}

@@ -286,8 +286,6 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, locales []string,
 		e = oauth.New(oauth.TemporarilyUnavailable, "a service is unavailable, try again").WithCause(err)
 		status = http.StatusServiceUnavailable
 	}
-	if e.Code == oauth.ServerError || e.Code == oauth.TemporarilyUnavailable {
-		h.Logger.ErrorContext(r.Context(), "end_session failed", "error", e)
-	}
+	e.Log(r.Context(), h.Logger, "end_session")
 	h.ErrorPage(w, r, locales, status, e)
 }

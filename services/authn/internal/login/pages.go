@@ -96,7 +96,7 @@ func (p *Pages) Register(mux *http.ServeMux) {
 // ErrorPage renders an error on Gatehouse itself (authorize.ErrorPage).
 func (p *Pages) ErrorPage(w http.ResponseWriter, r *http.Request, locales []string, status int, err *oauth.Error) {
 	lang := Language(locales, r.Header.Get("Accept-Language"))
-	pg := &page{Lang: lang, Title: "error.title", Code: err.Code, Detail: err.Description}
+	pg := &page{Lang: lang, Title: "error.title", Code: err.Code, Detail: err.Description, Hint: err.Hint}
 	switch err.Code {
 	case oauth.ServerError:
 		pg.Error, pg.Detail = translate(lang, "err.server"), ""

@@ -42,6 +42,7 @@ type page struct {
 	External *externalAccount
 	Code     string // error page: the OAuth error code
 	Detail   string // error page: the error's description (English)
+	Hint     string // error page: how to fix the request (English)
 }
 
 // externalAccount is an identity at an identity provider, as shown.

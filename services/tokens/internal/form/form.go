@@ -63,7 +63,8 @@ func IsForm(r *http.Request) bool {
 // content type, a malformed or oversized body and repeated parameters.
 func Body(r *http.Request) (map[string]string, error) {
 	if !IsForm(r) {
-		return nil, oauth.New(oauth.InvalidRequest, "the body must be application/x-www-form-urlencoded")
+		return nil, oauth.New(oauth.InvalidRequest, "the body must be application/x-www-form-urlencoded").
+			WithHint("send the parameters as a form body with Content-Type: application/x-www-form-urlencoded")
 	}
 	if r.Body != nil {
 		r.Body = http.MaxBytesReader(nil, r.Body, MaxBody)

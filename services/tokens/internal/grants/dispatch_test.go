@@ -42,6 +42,15 @@ func TestDispatcherAuthenticatesBeforeTheGrant(t *testing.T) {
 				t.Fatalf("%s asking %s: %v", tc.client.GetClientId(), tc.grantType, d)
 			}
 		}
+		// A hint says how to fix it, beside the description.
+		res = f.token(t, f.noRefresh, url.Values{"grant_type": {"refresh_token"}})
+		if h := res.JSON(t)["error_hint"]; h != "add refresh_token to the application's grant types" {
+			t.Fatalf("hint %v", h)
+		}
+		res = f.token(t, f.basic, url.Values{})
+		if h := res.JSON(t)["error_hint"]; h != "send grant_type: one of authorization_code, client_credentials, refresh_token, urn:ietf:params:oauth:grant-type:jwt-bearer" {
+			t.Fatalf("hint %v", h)
+		}
 		// Eligible and authenticated: now the grant's parameters.
 		res = f.token(t, f.basic, url.Values{"grant_type": {"authorization_code"}, "redirect_uri": {redirectURI}})
 		wantError(t, res, http.StatusBadRequest, "invalid_request")

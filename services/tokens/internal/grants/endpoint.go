@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"connectrpc.com/connect"
@@ -154,11 +156,12 @@ func (e *Endpoint) dispatch(r *http.Request) (string, *mint.Response, error) {
 	}
 	grantType := f.Get("grant_type")
 	if grantType == "" {
-		return "", nil, oauth.New(oauth.InvalidRequest, "grant_type is required")
+		return "", nil, oauth.New(oauth.InvalidRequest, "grant_type is required").WithHint("send grant_type: one of %s", e.types())
 	}
 	g, ok := e.grants[grantType]
 	if !ok {
-		return grantType, nil, oauth.New(oauth.UnsupportedGrantType, "grant_type %q is not supported", grantType)
+		return grantType, nil, oauth.New(oauth.UnsupportedGrantType, "grant_type %q is not supported", grantType).
+			WithHint("send grant_type: one of %s", e.types())
 	}
 	ctx := r.Context()
 	var auth *clients.Authenticated
@@ -174,11 +177,18 @@ func (e *Endpoint) dispatch(r *http.Request) (string, *mint.Response, error) {
 	return grantType, res, err
 }
 
+// types lists the grant types the endpoint serves.
+func (e *Endpoint) types() string { return strings.Join(slices.Sorted(maps.Keys(e.grants)), ", ") }
+
 // eligible refuses a client of another kind, or one that has not
 // registered the grant type (unauthorized_client, RFC 6749 §5.2).
 func (s Spec) eligible(c *directoryv1.Client, grantType string) error {
-	if !slices.Contains(s.Kinds, c.GetKind()) || (s.Registered != "" && !slices.Contains(c.GetGrantTypes(), s.Registered)) {
+	if !slices.Contains(s.Kinds, c.GetKind()) {
 		return oauth.New(oauth.UnauthorizedClient, "the client may not use the %s grant", grantType)
+	}
+	if s.Registered != "" && !slices.Contains(c.GetGrantTypes(), s.Registered) {
+		return oauth.New(oauth.UnauthorizedClient, "the client may not use the %s grant", grantType).
+			WithHint("add %s to the application's grant types", s.Registered)
 	}
 	return nil
 }
