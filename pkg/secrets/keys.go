@@ -97,18 +97,20 @@ func (h *Hasher) Hash(secret string) []byte {
 	return m.Sum(nil)
 }
 
-// TokenKey returns the key of an opaque token's record: for a token of
-// NewOrderedToken's form, its 6 time bytes followed by Hash(token), so
-// keys of tokens issued together are near each other in an index; for any
-// other token (those issued before ordered tokens), Hash(token). A forged
-// time prefix changes the HMAC too, so it finds no record.
+// TokenKey returns the key of an opaque token's record: for a token that
+// ends in one of NewOrderedToken's form (after a kind prefix, or none),
+// its 6 time bytes followed by Hash(token), so keys of tokens issued
+// together are near each other in an index; for any other token (those
+// issued before ordered tokens), Hash(token). The HMAC covers the whole
+// token: a forged time or prefix changes it too, so it finds no record.
 func (h *Hasher) TokenKey(token string) []byte {
 	mac := h.Hash(token)
-	if len(token) != OrderedTokenLen {
+	if len(token) < OrderedTokenLen {
 		return mac
 	}
+	ordered := token[len(token)-OrderedTokenLen:]
 	var t [orderedTimeBytes]byte
-	if n, err := base64.RawURLEncoding.Decode(t[:], []byte(token[:8])); err != nil || n != orderedTimeBytes {
+	if n, err := base64.RawURLEncoding.Decode(t[:], []byte(ordered[:8])); err != nil || n != orderedTimeBytes {
 		return mac
 	}
 	return append(t[:], mac...)

@@ -309,10 +309,15 @@ func TestOrderedTokens(t *testing.T) {
 	}
 	// Tokens issued before ordered tokens keep their plain HMAC key, and so
 	// does anything not of the ordered form.
-	for _, old := range []string{RandomToken(32), "", a[:50], a + "x", "!!!!!!!!" + a[8:]} {
+	for _, old := range []string{RandomToken(32), "", a[:50], "!!!!!!!!" + a[8:], "kind_!!!!!!!!" + a[8:]} {
 		if !bytes.Equal(h.TokenKey(old), h.Hash(old)) {
 			t.Errorf("TokenKey(%q) is not its plain HMAC", old)
 		}
+	}
+	// After a kind prefix, an ordered token is keyed by its time too, and
+	// the HMAC covers the prefix.
+	if k := h.TokenKey("kind_" + a); !bytes.Equal(k[:6], ka[:6]) || !bytes.Equal(k[6:], h.Hash("kind_"+a)) {
+		t.Fatalf("key of a prefixed ordered token: %x; want its time bytes, then the HMAC of the whole", k)
 	}
 	h2, _ := NewHasher(master(2))
 	if bytes.Equal(h2.TokenKey(a), ka) {

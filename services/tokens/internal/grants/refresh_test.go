@@ -15,6 +15,7 @@ import (
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/introspection/tokentest"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/kind"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/lifecycle"
 )
 
@@ -402,8 +403,13 @@ func TestRefreshTokenOfTheEarlierForm(t *testing.T) {
 	forDialects(t, options{}, func(t *testing.T, f *fixture) {
 		ctx := context.Background()
 		first := f.start(t, f.basic, "s-earlier")
-		if len(first.RefreshToken) != secrets.OrderedTokenLen {
-			t.Fatalf("refresh token of %d characters; want an ordered token's %d", len(first.RefreshToken), secrets.OrderedTokenLen)
+		if kind.Of(first.RefreshToken) != kind.RefreshToken || len(first.RefreshToken) != len(kind.RefreshPrefix)+secrets.OrderedTokenLen {
+			t.Fatalf("refresh token %q; want %s and an ordered token", first.RefreshToken, kind.RefreshPrefix)
+		}
+		// Without its prefix, or as another kind, it is nobody's.
+		for _, wrong := range []string{strings.TrimPrefix(first.RefreshToken, kind.RefreshPrefix),
+			kind.AccessPrefix + strings.TrimPrefix(first.RefreshToken, kind.RefreshPrefix)} {
+			wantError(t, f.refresh(t, f.basic, wrong, nil), 400, "invalid_grant")
 		}
 		old := secrets.RandomToken(32)
 		res, err := f.DB.Exec(ctx, `UPDATE refresh_tokens SET token_hash = ? WHERE token_hash = ?`,
@@ -412,7 +418,7 @@ func TestRefreshTokenOfTheEarlierForm(t *testing.T) {
 			t.Fatalf("rekeying the record: %d rows, %v; want 1", n, err)
 		}
 		next := wantTokens(t, f.refresh(t, f.basic, old, nil))
-		if len(next.RefreshToken) != secrets.OrderedTokenLen || !f.active(t, next.AccessToken) {
+		if kind.Of(next.RefreshToken) != kind.RefreshToken || !f.active(t, next.AccessToken) {
 			t.Fatalf("refreshed: refresh token %q, access token active %v; want an ordered one and active", next.RefreshToken, f.active(t, next.AccessToken))
 		}
 	})

@@ -23,6 +23,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/introspection"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/introspection/tokentest"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/keys/keytest"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/kind"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/store"
 )
 
@@ -428,22 +429,25 @@ func equalJSON(got, want map[string]any) bool {
 	return true
 }
 
-// TestOpaqueTokenRecordKeys: an opaque token's record is keyed by its
-// issue time first (secrets.TokenKey), so inserts append to the index on
-// the key; a token issued before ordered tokens, keyed by its plain HMAC,
-// is still found.
+// TestOpaqueTokenRecordKeys: an opaque token is its kind's prefix and an
+// ordered token; its record is keyed by its issue time first
+// (secrets.TokenKey), so inserts append to the index on the key; tokens
+// issued before prefixes, or before ordered tokens (keyed by their plain
+// HMAC), are still found. The token has one spelling: without its prefix,
+// or with another kind's, it is nobody's.
 func TestOpaqueTokenRecordKeys(t *testing.T) {
 	forDialects(t, func(t *testing.T, f *fixture) {
 		ctx := context.Background()
 		at := f.env.Access(t, f.web.Client, "user-alice", false, "openid")
-		if len(at.Token) != secrets.OrderedTokenLen {
-			t.Fatalf("opaque token %q: %d characters; want an ordered token's %d", at.Token, len(at.Token), secrets.OrderedTokenLen)
+		ordered, prefixed := strings.CutPrefix(at.Token, kind.AccessPrefix)
+		if !prefixed || len(ordered) != secrets.OrderedTokenLen {
+			t.Fatalf("opaque token %q; want %s and an ordered token of %d characters", at.Token, kind.AccessPrefix, secrets.OrderedTokenLen)
 		}
 		var key []byte
 		if err := f.env.DB.Get(ctx, &key, `SELECT token_hash FROM access_tokens WHERE id = ?`, at.ID); err != nil {
 			t.Fatal(err)
 		}
-		raw, _ := base64.RawURLEncoding.DecodeString(at.Token)
+		raw, _ := base64.RawURLEncoding.DecodeString(ordered)
 		if !bytes.Equal(key, f.env.Hasher.TokenKey(at.Token)) || !bytes.Equal(key[:6], raw[:6]) {
 			t.Fatalf("record key %x; want the token's time bytes %x, then its HMAC", key, raw[:6])
 		}
@@ -451,18 +455,23 @@ func TestOpaqueTokenRecordKeys(t *testing.T) {
 			t.Fatalf("ordered token: %v; want active", got)
 		}
 
-		old := secrets.RandomToken(32) // the form issued before ordered tokens
 		now := f.env.Clock.Now()
-		rec := store.NewAccessToken(secrets.NewTokenID(), f.env.Hasher.Hash(old), "web", "user-alice", "org-1",
-			[]string{"openid"}, []string{"web", "proj-api"}, nil, now, now.Add(time.Hour))
-		if err := f.env.Store.InsertAccessToken(ctx, nil, rec); err != nil {
-			t.Fatal(err)
+		for name, old := range map[string]string{
+			"before ordered tokens": secrets.RandomToken(32),
+			"before prefixes":       secrets.NewOrderedToken(),
+		} {
+			rec := store.NewAccessToken(secrets.NewTokenID(), f.env.Hasher.TokenKey(old), "web", "user-alice", "org-1",
+				[]string{"openid"}, []string{"web", "proj-api"}, nil, now, now.Add(time.Hour))
+			if err := f.env.Store.InsertAccessToken(ctx, nil, rec); err != nil {
+				t.Fatal(err)
+			}
+			if got := f.asBasic(t, f.api, old).JSON(t); got["active"] != true || got["jti"] != rec.ID {
+				t.Fatalf("token issued %s: %v; want active", name, got)
+			}
 		}
-		if got := f.asBasic(t, f.api, old).JSON(t); got["active"] != true || got["jti"] != rec.ID {
-			t.Fatalf("token of the earlier form: %v; want active", got)
-		}
-		// The earlier form's key with a time prefix, or an ordered token
-		// with another time, finds nothing.
-		wantInactive(t, f.asBasic(t, f.api, "AAAAAAAA"+at.Token[8:]))
+		// Another time, no prefix, or another kind's prefix finds nothing.
+		wantInactive(t, f.asBasic(t, f.api, kind.AccessPrefix+"AAAAAAAA"+ordered[8:]))
+		wantInactive(t, f.asBasic(t, f.api, ordered))
+		wantInactive(t, f.asBasic(t, f.api, kind.RefreshPrefix+ordered))
 	})
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/services/tokens/accesstoken"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/kind"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/store"
 )
 
@@ -35,7 +36,7 @@ type storeLookup struct {
 }
 
 func (l storeLookup) Lookup(ctx context.Context, raw string) (*accesstoken.Token, error) {
-	if raw == "" || len(raw) > 100 {
+	if raw == "" || len(raw) > 100 || kind.Other(raw, kind.AccessToken) {
 		return nil, accesstoken.ErrInactive
 	}
 	a, err := l.store.AccessTokenByHash(ctx, l.hasher.TokenKey(raw))

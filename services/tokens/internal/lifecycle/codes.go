@@ -15,6 +15,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/redirecturi"
 	"github.com/gatehouse-id/gatehouse/pkg/scope"
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/kind"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/store"
 )
@@ -41,7 +42,7 @@ func (l *Lifecycle) CreateAuthorizationCode(ctx context.Context, req *connect.Re
 	case challenge == "" && c.GetAuthMethod() == directoryv1.AuthMethod_AUTH_METHOD_NONE:
 		return nil, invalidArgument("a code_challenge is required for a client without a secret")
 	}
-	code := secrets.RandomToken(32)
+	code := kind.NewCode()
 	now := l.Now()
 	err = l.Store.InsertAuthCode(ctx, &store.AuthCode{
 		ID:            secrets.NewTokenID(),
@@ -85,7 +86,7 @@ var errLost = errors.New("claimed concurrently")
 // was granted and the client may use the refresh_token grant, a refresh
 // token starting a new family.
 func (l *Lifecycle) ExchangeCode(ctx context.Context, c *directoryv1.Client, public bool, code, redirectURI, verifier string) (*mint.Response, error) {
-	if code == "" || len(code) > maxOpaqueLen {
+	if code == "" || len(code) > maxOpaqueLen || kind.Other(code, kind.AuthorizationCode) {
 		return nil, oauth.New(oauth.InvalidGrant, "the authorization code is invalid")
 	}
 	ac, err := l.Store.AuthCodeByHash(ctx, nil, l.Hasher.Hash(code))
@@ -189,7 +190,7 @@ func (l *Lifecycle) ExchangeCode(ctx context.Context, c *directoryv1.Client, pub
 // newRefresh makes a refresh token record for lg (not yet stored) and its
 // raw value. familyID "" starts a new family, named after its first token.
 func (l *Lifecycle) newRefresh(lg login, idAudience []string, now, familyExpires time.Time, familyID string) (*store.RefreshToken, string) {
-	raw := secrets.NewOrderedToken()
+	raw := kind.NewRefreshToken()
 	id := secrets.NewTokenID()
 	if familyID == "" {
 		familyID = id

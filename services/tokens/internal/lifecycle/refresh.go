@@ -12,6 +12,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
 	"github.com/gatehouse-id/gatehouse/pkg/scope"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/clients"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/kind"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/store"
 )
@@ -36,7 +37,7 @@ import (
 // The new ID token (when openid is in the scope) keeps the original
 // login's auth_time, amr, sid and audience, and has no nonce.
 func (l *Lifecycle) Refresh(ctx context.Context, c *directoryv1.Client, raw string, requested []string) (*mint.Response, error) {
-	if raw == "" || len(raw) > maxOpaqueLen {
+	if raw == "" || len(raw) > maxOpaqueLen || kind.Other(raw, kind.RefreshToken) {
 		return nil, oauth.New(oauth.InvalidGrant, "the refresh token is invalid")
 	}
 	rt, err := l.Store.RefreshTokenByHash(ctx, nil, l.Hasher.TokenKey(raw))
@@ -238,7 +239,7 @@ func (l *Lifecycle) userActive(ctx context.Context, userID string) error {
 // a revoked or expired token of the client is found and revoked again.
 // err reports a failure to make the revocation durable.
 func (l *Lifecycle) RevokeRefreshToken(ctx context.Context, raw, clientID string) (found bool, err error) {
-	if raw == "" || len(raw) > maxOpaqueLen {
+	if raw == "" || len(raw) > maxOpaqueLen || kind.Other(raw, kind.RefreshToken) {
 		return false, nil
 	}
 	rt, err := l.Store.RefreshTokenByHash(ctx, nil, l.Hasher.TokenKey(raw))

@@ -17,6 +17,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/services/tokens/accesstoken"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/kind"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/store"
 )
 
@@ -84,7 +85,7 @@ func (m *Minter) AccessToken(ctx context.Context, q db.Querier, a Access) (*Issu
 			return out, nil // stateless: nothing to store on the hot path
 		}
 	} else {
-		out.Token = secrets.NewOrderedToken()
+		out.Token = kind.NewAccessToken()
 		hash = m.Hasher.TokenKey(out.Token)
 	}
 	rec := store.NewAccessToken(id, hash, a.ClientID, a.Subject, a.OrgID, a.Scopes, a.Audience, a.AMR, now, exp)
