@@ -1,16 +1,12 @@
 package discovery
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"strconv"
 	"strings"
-	"sync/atomic"
 
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/cachedjson"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/keys"
 )
 
@@ -123,60 +119,23 @@ func Document(issuer string, signingAlgs []string) *Metadata {
 }
 
 // Handler serves the discovery document.
-type Handler struct {
-	issuer     string
-	defaultAlg string
-	src        Source
-	logger     *slog.Logger
-	doc        atomic.Pointer[serialized]
-}
-
-type serialized struct {
-	version uint64
-	algs    string // the signing algorithms it lists, joined
-	body    []byte
-	etag    string
-	length  string
-}
+type Handler struct{ *cachedjson.Handler }
 
 // NewHandler serves the document for issuer (cfg.Issuer.String()). The ID
 // token signing algorithms listed are those of src's published keys plus
 // defaultAlg (the configured algorithm, so it is listed before its first
-// key exists).
+// key exists); it is serialized again only when the published keys change.
 func NewHandler(issuer, defaultAlg string, src Source, logger *slog.Logger) *Handler {
-	if logger == nil {
-		logger = slog.Default()
-	}
-	return &Handler{issuer: issuer, defaultAlg: defaultAlg, src: src, logger: logger}
-}
-
-// ServeHTTP answers GET and HEAD (304 when If-None-Match holds the current
-// ETag); other methods get 405.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
-	}
-	doc, err := h.serialized()
-	if err != nil {
-		h.logger.ErrorContext(r.Context(), "discovery: cannot serialize the document", "err", err)
-		http.Error(w, "internal error", http.StatusInternalServerError)
-		return
-	}
-	hd := w.Header()
-	hd["Content-Type"] = []string{"application/json"}
-	hd["Cache-Control"] = []string{CacheControl}
-	hd["Etag"] = []string{doc.etag}
-	if inm := r.Header.Get("If-None-Match"); inm != "" && matches(inm, doc.etag) {
-		w.WriteHeader(http.StatusNotModified)
-		return
-	}
-	hd["Content-Length"] = []string{doc.length}
-	w.WriteHeader(http.StatusOK)
-	if r.Method == http.MethodGet {
-		_, _ = w.Write(doc.body)
-	}
+	return &Handler{cachedjson.New("discovery", CacheControl, func() (uint64, func() ([]byte, error)) {
+		set := src.PublicKeys()
+		return set.Version, func() ([]byte, error) {
+			body, err := json.Marshal(Document(issuer, SigningAlgorithms(defaultAlg, set)))
+			if err != nil {
+				return nil, fmt.Errorf("encode discovery document: %w", err)
+			}
+			return body, nil
+		}
+	}, logger)}
 }
 
 // SigningAlgorithms lists what a relying party can get: the algorithms of
@@ -200,47 +159,4 @@ func SigningAlgorithms(defaultAlg string, set keys.PublicKeySet) []string {
 		}
 	}
 	return algs
-}
-
-func (h *Handler) serialized() (*serialized, error) {
-	set := h.src.PublicKeys()
-	cur := h.doc.Load()
-	if cur != nil && cur.version == set.Version {
-		return cur, nil
-	}
-	algs := SigningAlgorithms(h.defaultAlg, set)
-	joined := strings.Join(algs, " ")
-	if cur != nil && cur.algs == joined {
-		// Another key of a known algorithm: same document.
-		next := *cur
-		next.version = set.Version
-		h.doc.Store(&next)
-		return &next, nil
-	}
-	body, err := json.Marshal(Document(h.issuer, algs))
-	if err != nil {
-		return nil, fmt.Errorf("encode discovery document: %w", err)
-	}
-	sum := sha256.Sum256(body)
-	next := &serialized{
-		version: set.Version,
-		algs:    joined,
-		body:    body,
-		etag:    `"` + base64.RawURLEncoding.EncodeToString(sum[:16]) + `"`,
-		length:  strconv.Itoa(len(body)),
-	}
-	h.doc.Store(next)
-	return next, nil
-}
-
-// matches reports whether an If-None-Match value (RFC 9110 §13.1.2: "*" or
-// a list of entity tags, compared weakly) names etag.
-func matches(ifNoneMatch, etag string) bool {
-	for _, t := range strings.Split(ifNoneMatch, ",") {
-		t = strings.TrimSpace(t)
-		if t == "*" || strings.TrimPrefix(t, "W/") == etag {
-			return true
-		}
-	}
-	return false
 }
