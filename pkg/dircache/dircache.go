@@ -23,7 +23,9 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/maypok86/otter/v2"
 
+	"github.com/gatehouse-id/gatehouse/pkg/cache"
 	"github.com/gatehouse-id/gatehouse/pkg/feed"
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 )
@@ -287,11 +289,15 @@ func Unavailable(err error) bool {
 
 // Cache holds values of one kind, each with the objects whose changes
 // invalidate it; a value with none (a negative answer: the object may be
-// created anywhere) is dropped at any change.
+// created anywhere) is dropped at any change. The entries live in a
+// bounded otter cache (pkg/cache): a burst of distinct keys evicts the
+// coldest, and hits and misses are counted under the cache's name; the
+// feed-driven invalidation is this package's.
 type Cache[V any] struct {
-	w  *Watcher
+	w *Watcher
+	// mu orders a Refresh's check-then-store against invalidate's scan.
 	mu sync.Mutex
-	m  map[string]item[V]
+	m  *otter.Cache[string, item[V]]
 
 	refetching sync.WaitGroup // background reads after a change (tests wait on it)
 }
@@ -307,9 +313,10 @@ type item[V any] struct {
 // poll's changes; the rest are read when next asked for.
 const maxRefetch = 100
 
-// NewCache returns a cache w invalidates.
-func NewCache[V any](w *Watcher) *Cache[V] {
-	c := &Cache[V]{w: w, m: map[string]item[V]{}}
+// NewCache returns a cache w invalidates; name names it in metrics
+// ("tokens_clients").
+func NewCache[V any](w *Watcher, name string) *Cache[V] {
+	c := &Cache[V]{w: w, m: cache.New(cache.Options[string, item[V]]{Name: name, Size: maxEntries})}
 	w.mu.Lock()
 	w.caches = append(w.caches, c)
 	w.mu.Unlock()
@@ -351,9 +358,7 @@ func (c *Cache[V]) GetUnless(ctx context.Context, key string, fetch Fetch[V], fr
 	w.mu.Lock()
 	justUnavailable := !w.unavailableAt.IsZero() && now.Sub(w.unavailableAt) < unavailableMemo
 	w.mu.Unlock()
-	c.mu.Lock()
-	it, ok := c.m[key]
-	c.mu.Unlock()
+	it, ok := c.m.GetIfPresent(key)
 	if ok && fresh != nil && fresh(it.v) {
 		return c.Refresh(ctx, key, fetch)
 	}
@@ -393,12 +398,9 @@ func (c *Cache[V]) Refresh(ctx context.Context, key string, fetch Fetch[V]) (V, 
 	current := !w.touchedSince(gen, deps)
 	w.mu.Unlock()
 	if current {
-		if len(c.m) >= maxEntries {
-			clear(c.m) // bounded memory; a refill costs one fetch each
-		}
-		c.m[key] = item[V]{v: v, deps: deps, fetched: fetched, fetch: fetch}
+		c.m.Set(key, item[V]{v: v, deps: deps, fetched: fetched, fetch: fetch})
 	} else {
-		delete(c.m, key)
+		c.m.Invalidate(key)
 	}
 	c.mu.Unlock()
 	return v, nil
@@ -414,13 +416,13 @@ func (c *Cache[V]) invalidate(changed map[string]bool, all bool) {
 	}
 	var refetch []again
 	c.mu.Lock()
-	for k, it := range c.m {
+	for k, it := range c.m.All() {
 		drop := all || len(it.deps) == 0
 		for _, d := range it.deps {
 			drop = drop || changed[string(d)]
 		}
 		if drop {
-			delete(c.m, k)
+			c.m.Invalidate(k)
 			if len(it.deps) > 0 && it.fetch != nil && len(refetch) < maxRefetch {
 				refetch = append(refetch, again{k, it.fetch})
 			}

@@ -127,7 +127,7 @@ func (c *Cache[V]) waitRefetches() { c.refetching.Wait() }
 func TestInvalidatedByTheirOrganizationsChanges(t *testing.T) {
 	clk, f, src := newClock(), &changeLog{}, newSource()
 	w := &Watcher{Feed: f, Now: clk.Now}
-	c := NewCache[string](w)
+	c := NewCache[string](w, "test")
 	poll(t, w)
 	src.set("a", "a1", "orgA")
 	src.set("b", "b1", "orgB")
@@ -184,7 +184,7 @@ func TestInvalidatedByTheirOrganizationsChanges(t *testing.T) {
 func TestServesStaleThroughOutageOnlyBounded(t *testing.T) {
 	clk, f, src := newClock(), &changeLog{}, newSource()
 	w := &Watcher{Feed: f, Now: clk.Now, MaxStale: 10 * time.Minute}
-	c := NewCache[string](w)
+	c := NewCache[string](w, "test")
 	poll(t, w)
 	src.set("a", "a1", "orgA")
 	src.set("gone", "g1", "orgG")
@@ -229,7 +229,7 @@ func TestServesStaleThroughOutageOnlyBounded(t *testing.T) {
 func TestWithoutFeedEntriesLiveForTTL(t *testing.T) {
 	clk, src := newClock(), newSource()
 	w := &Watcher{Now: clk.Now, TTL: 10 * time.Second}
-	c := NewCache[string](w)
+	c := NewCache[string](w, "test")
 	src.set("a", "a1", "orgA")
 	mustGet(t, c, src, "a", "a1")
 	src.set("a", "a2", "orgA")
@@ -244,7 +244,7 @@ func TestWithoutFeedEntriesLiveForTTL(t *testing.T) {
 func TestFetchOverlappingAChangeIsNotKept(t *testing.T) {
 	clk, f, src := newClock(), &changeLog{}, newSource()
 	w := &Watcher{Feed: f, Now: clk.Now}
-	c := NewCache[string](w)
+	c := NewCache[string](w, "test")
 	poll(t, w)
 	src.set("a", "old", "orgA")
 	racing := func(context.Context) (string, []Dep, error) {
@@ -294,14 +294,12 @@ func TestFetchOverlappingUnrelatedChangesIsKept(t *testing.T) {
 		// the background after another's instance-wide change.
 		f := &changeLog{}
 		w := &Watcher{Feed: f, Now: newClock().Now}
-		c := NewCache[string](w)
+		c := NewCache[string](w, "test")
 		poll(t, w)
 		if v, err := c.Get(context.Background(), tc.key, overlapping(t, f, w, tc.changes, tc.all)); err != nil || v != "v" {
 			t.Fatalf("%s: Get = %q, %v", tc.key, v, err)
 		}
-		c.mu.Lock()
-		_, kept := c.m[tc.key]
-		c.mu.Unlock()
+		_, kept := c.m.GetIfPresent(tc.key)
 		if kept != tc.kept {
 			t.Fatalf("%s: kept %v; want %v", tc.key, kept, tc.kept)
 		}
@@ -314,7 +312,7 @@ func TestFetchOverlappingUnrelatedChangesIsKept(t *testing.T) {
 func TestClientDepsAndFresh(t *testing.T) {
 	f := &changeLog{}
 	w := &Watcher{Feed: f}
-	c := NewCache[*directoryv1.Client](w)
+	c := NewCache[*directoryv1.Client](w, "test")
 	poll(t, w)
 	reads := 0
 	projects := []string{"p1", "p2"}
@@ -364,7 +362,7 @@ func TestJustUnavailableDirectoryIsNotAskedAgain(t *testing.T) {
 	t.Parallel()
 	clk, f, src := newClock(), &changeLog{}, newSource()
 	w := &Watcher{Feed: f, Now: clk.Now, MaxStale: 10 * time.Minute}
-	c := NewCache[string](w)
+	c := NewCache[string](w, "test")
 	poll(t, w)
 	src.set("a", "a1", "orgA")
 	src.set("b", "b1", "orgB")

@@ -7,6 +7,7 @@ require (
 	github.com/coreos/go-oidc/v3 v3.21.0
 	github.com/gatehouse-id/gatehouse/pkg v0.0.0
 	github.com/go-jose/go-jose/v4 v4.1.9
+	github.com/maypok86/otter/v2 v2.4.0
 	golang.org/x/oauth2 v0.37.0
 	google.golang.org/protobuf v1.36.12
 )

@@ -22,7 +22,7 @@ type cachedDirectory struct {
 }
 
 func newCachedDirectory(dir Directory, w *dircache.Watcher) *cachedDirectory {
-	return &cachedDirectory{Directory: dir, clients: dircache.NewCache[*directoryv1.Client](w)}
+	return &cachedDirectory{Directory: dir, clients: dircache.NewCache[*directoryv1.Client](w, "authn_clients")}
 }
 
 // errNotFound is what an unknown id cached as nil answers: the directory's

@@ -23,8 +23,10 @@ import (
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/maypok86/otter/v2"
 	"golang.org/x/oauth2"
 
+	"github.com/gatehouse-id/gatehouse/pkg/cache"
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 )
 
@@ -55,9 +57,13 @@ type RP struct {
 	RedirectURL string
 	Now         func() time.Time
 
-	mu        sync.Mutex
-	providers map[string]cachedProvider
+	once      sync.Once
+	providers *otter.Cache[string, cachedProvider]
 }
+
+// maxProviders bounds the discovered providers kept (one per issuer an IdP
+// names).
+const maxProviders = 1000
 
 type cachedProvider struct {
 	p       *oidc.Provider
@@ -79,9 +85,11 @@ func (rp *RP) ctx(ctx context.Context) context.Context { return oidc.ClientConte
 // provider returns the discovered provider of issuer, from the cache while
 // fresh. go-oidc refuses a document whose issuer differs.
 func (rp *RP) provider(ctx context.Context, issuer string) (cachedProvider, error) {
-	rp.mu.Lock()
-	c, ok := rp.providers[issuer]
-	rp.mu.Unlock()
+	rp.once.Do(func() {
+		rp.providers = cache.New(cache.Options[string, cachedProvider]{Name: "authn_idp_discovery", Size: maxProviders, Now: rp.now,
+			ExpiresAt: func(_ string, c cachedProvider) time.Time { return c.fetched.Add(discoveryTTL) }})
+	})
+	c, ok := rp.providers.GetIfPresent(issuer)
 	if ok && rp.now().Sub(c.fetched) < discoveryTTL {
 		return c, nil
 	}
@@ -95,12 +103,7 @@ func (rp *RP) provider(ctx context.Context, issuer string) (cachedProvider, erro
 	}
 	_ = p.Claims(&meta)
 	c = cachedProvider{p: p, methods: meta.Methods, issParam: meta.IssParam, fetched: rp.now()}
-	rp.mu.Lock()
-	if rp.providers == nil {
-		rp.providers = map[string]cachedProvider{}
-	}
-	rp.providers[issuer] = c
-	rp.mu.Unlock()
+	rp.providers.Set(issuer, c)
 	return c, nil
 }
 

@@ -35,7 +35,7 @@ type Cache struct {
 
 // NewCache returns a cache over dir that w invalidates.
 func NewCache(dir Directory, w *dircache.Watcher) *Cache {
-	return &Cache{dir: dir, c: dircache.NewCache[*directoryv1.Client](w)}
+	return &Cache{dir: dir, c: dircache.NewCache[*directoryv1.Client](w, "tokens_clients")}
 }
 
 // Get returns a client, from the cache when it can be trusted.
@@ -80,7 +80,7 @@ type KeyCache struct {
 
 // NewKeyCache returns a cache over dir that w invalidates.
 func NewKeyCache(dir MachineKeys, w *dircache.Watcher) *KeyCache {
-	return &KeyCache{dir: dir, c: dircache.NewCache[*directoryv1.GetMachineKeyResponse](w)}
+	return &KeyCache{dir: dir, c: dircache.NewCache[*directoryv1.GetMachineKeyResponse](w, "tokens_machine_keys")}
 }
 
 var errUnknownKey = connect.NewError(connect.CodeNotFound, errors.New("unknown key"))
@@ -127,7 +127,7 @@ type ClaimsCache struct {
 
 // NewClaimsCache returns a cache over dir that w invalidates.
 func NewClaimsCache(dir ClaimsDirectory, w *dircache.Watcher) *ClaimsCache {
-	return &ClaimsCache{dir: dir, c: dircache.NewCache[*directoryv1.GetClaimsResponse](w)}
+	return &ClaimsCache{dir: dir, c: dircache.NewCache[*directoryv1.GetClaimsResponse](w, "tokens_claims")}
 }
 
 // GetClaims implements ClaimsDirectory.
