@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,8 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/process"
 	"github.com/gatehouse-id/gatehouse/pkg/rpc"
 	"github.com/gatehouse-id/gatehouse/pkg/testutil"
+	edgesvc "github.com/gatehouse-id/gatehouse/services/edge/service"
+	tokenssvc "github.com/gatehouse-id/gatehouse/services/tokens/service"
 )
 
 // One path per route kind and service; the route table itself is tested in
@@ -84,12 +87,39 @@ func TestEmbeddedServer(t *testing.T) {
 	}
 }
 
+// A distributed process reads only its own services' variables: another
+// service's invalid one does not stop it.
+func TestAnotherServicesVariableDoesNotStopAProcess(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"GATEHOUSE_DIRECTORY_URL": "http://127.0.0.1:9", "GATEHOUSE_INTERNAL_TOKEN": strings.Repeat("x", 40),
+		"GATEHOUSE_DATA_DIR": t.TempDir(), "GATEHOUSE_SESSION_IDLE_LIFETIME": "0s", "GATEHOUSE_RATE_LIMIT_FALLBACK": "closed"}
+	var stderr bytes.Buffer
+	built := false
+	code := process.Run(context.Background(), config.RoleTokens, func(k string) string { return env[k] }, &stderr,
+		func(context.Context, process.Env) (process.Component, error) {
+			built = true
+			return nil, errors.New("stop here")
+		}, nil, &tokenssvc.Settings{})
+	if code == process.ExitConfig || !built {
+		t.Fatalf("exit %d, built %v; the tokens process refused authn's and edge's variables:\n%s", code, built, stderr.String())
+	}
+	env["GATEHOUSE_SIGNING_ALGORITHM"] = "HS256"
+	if code := process.Run(context.Background(), config.RoleTokens, func(k string) string { return env[k] }, &stderr,
+		func(context.Context, process.Env) (process.Component, error) { return nil, errors.New("stop here") }, nil,
+		&tokenssvc.Settings{}); code != process.ExitConfig {
+		t.Fatalf("its own invalid variable: exit %d; want 2", code)
+	}
+}
+
 func TestBadConfigurationExits2WithOneLine(t *testing.T) {
 	dir := t.TempDir()
 	cases := map[string]map[string]string{
 		"malformed database url": {"GATEHOUSE_DATABASE_URL": "postgres://user:pw@[bad", "GATEHOUSE_MASTER_KEY": base64.StdEncoding.EncodeToString(make([]byte, 32))},
 		"short master key":       {"GATEHOUSE_MASTER_KEY": base64.StdEncoding.EncodeToString(make([]byte, 16))},
 		"service without urls":   {"GATEHOUSE_INTERNAL_TOKEN": strings.Repeat("x", 40)},
+		// Read with the core, before anything starts: the sections of the
+		// services the embedded edge runs.
+		"embedded services' variables": {"GATEHOUSE_SIGNING_ALGORITHM": "HS256", "GATEHOUSE_SESSION_IDLE_LIFETIME": "0s"},
 	}
 	for name, env := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -104,9 +134,12 @@ func TestBadConfigurationExits2WithOneLine(t *testing.T) {
 				func(context.Context, process.Env) (process.Component, error) {
 					built = true
 					return nil, fmt.Errorf("must not be reached")
-				}, nil)
+				}, nil, edgesvc.Sections)
 			if code != process.ExitConfig {
 				t.Fatalf("exit %d; want 2", code)
+			}
+			if name == "embedded services' variables" && !contains(stderr.String(), "GATEHOUSE_SIGNING_ALGORITHM", "GATEHOUSE_SESSION_IDLE_LIFETIME") {
+				t.Fatalf("stderr %q; want both variables named", stderr.String())
 			}
 			out := strings.TrimSuffix(stderr.String(), "\n")
 			if strings.Count(out, "\n") != 0 || !strings.Contains(out, "GATEHOUSE_") {

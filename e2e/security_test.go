@@ -19,7 +19,7 @@ import (
 	adminv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/admin/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/admin/v1/adminv1connect"
 	"github.com/gatehouse-id/gatehouse/pkg/rpc"
-	"github.com/gatehouse-id/gatehouse/pkg/scope"
+	"github.com/gatehouse-id/gatehouse/services/tokens/scope"
 )
 
 // The findings of the trust review (issue 10), each replayed through the

@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"encoding/base64"
+	"errors"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -31,33 +32,9 @@ func TestDefaults(t *testing.T) {
 	if c.Distributed() || c.MasterKeyFile != filepath.Join("data", "master.key") {
 		t.Fatalf("embedded edge: distributed=%v keyfile=%q", c.Distributed(), c.MasterKeyFile)
 	}
-	if !reflect.DeepEqual(c.IdPEgress, netguard.Policy{}) {
-		t.Fatalf("identity provider calls: %+v by default; want public addresses only", c.IdPEgress)
-	}
-	if c.RateLimit != 50 || c.RateBurst != 100 || c.ClientRate != (RateBudget{200, 400}) || c.APIRate != (RateBudget{100, 200}) ||
-		c.AddressCapRate != (RateBudget{1000, 2000}) {
-		t.Fatalf("rate limits: browser %v/%d, client %v, api %v, address cap %v; want 50/100, 200/400, 100/200, 1000/2000",
-			c.RateLimit, c.RateBurst, c.ClientRate, c.APIRate, c.AddressCapRate)
-	}
-	c, err = Load(RoleEdge, env(map[string]string{"GATEHOUSE_RATE_LIMIT_CLIENT": "0", "GATEHOUSE_RATE_LIMIT_API": "2.5", "GATEHOUSE_RATE_BURST_API": "7"}))
-	if err != nil || c.ClientRate.PerSecond != 0 || c.APIRate != (RateBudget{2.5, 7}) {
-		t.Fatalf("class rates: %v, client %v, api %v; want client off, api 2.5/7", err, c.ClientRate, c.APIRate)
-	}
-	// A raised GATEHOUSE_RATE_LIMIT, which used to bound every route, is
-	// the least an unset class gets.
-	c, err = Load(RoleEdge, env(map[string]string{"GATEHOUSE_RATE_LIMIT": "1500", "GATEHOUSE_RATE_BURST": "300", "GATEHOUSE_RATE_BURST_API": "5"}))
-	if err != nil || c.ClientRate != (RateBudget{1500, 400}) || c.APIRate != (RateBudget{1500, 5}) || c.AddressCapRate != (RateBudget{1500, 2000}) {
-		t.Fatalf("raised shared limit: %v, client %v, api %v, cap %v; want 1500/400, 1500/5, 1500/2000", err, c.ClientRate, c.APIRate, c.AddressCapRate)
-	}
-	// The password budget follows the browser budget, smaller.
-	if c.PasswordRate != (RateBudget{150, 60}) {
-		t.Fatalf("password budget with a raised browser budget: %v; want 150/60", c.PasswordRate)
-	}
-	if d, err := Load(RoleEdge, env(nil)); err != nil || d.PasswordRate != (RateBudget{5, 20}) {
-		t.Fatalf("default password budget: %v %v; want 5/20", err, d.PasswordRate)
-	}
-	if c.Sessions.IdleLifetime != 2*time.Hour || c.Sessions.AbsoluteLifetime != 10*time.Hour {
-		t.Fatalf("session lifetimes %+v; want 2h idle, 10h absolute", c.Sessions)
+	e, err := Get[*IdPEgress](c)
+	if err != nil || !reflect.DeepEqual(e.Policy, netguard.Policy{}) {
+		t.Fatalf("identity provider calls: %+v, %v by default; want public addresses only", e, err)
 	}
 	for _, tc := range []struct {
 		env  map[string]string
@@ -69,9 +46,12 @@ func TestDefaults(t *testing.T) {
 		{map[string]string{"GATEHOUSE_IDP_ALLOW": "10.0.0.0/8, idp.corp.internal"},
 			netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, AllowHosts: []string{"idp.corp.internal"}}},
 	} {
-		c, err = Load(RoleEdge, env(tc.env))
-		if err != nil || !reflect.DeepEqual(c.IdPEgress, tc.want) {
-			t.Fatalf("IdP egress with %v: %v %+v; want %+v", tc.env, err, c.IdPEgress, tc.want)
+		c, err = Load(RoleEdge, env(tc.env), &IdPEgress{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e, err := Get[*IdPEgress](c); err != nil || !reflect.DeepEqual(e.Policy, tc.want) {
+			t.Fatalf("IdP egress with %v: %v %+v; want %+v", tc.env, err, e, tc.want)
 		}
 	}
 }
@@ -95,24 +75,11 @@ func TestInvalid(t *testing.T) {
 		{"bad port", RoleEdge, map[string]string{"GATEHOUSE_ADDR": ":http2"}, []string{"GATEHOUSE_ADDR"}},
 		{"log level", RoleEdge, map[string]string{"GATEHOUSE_LOG_LEVEL": "loud"}, []string{"GATEHOUSE_LOG_LEVEL"}},
 		{"redis scheme", RoleEdge, map[string]string{"GATEHOUSE_REDIS_URL": "http://x"}, []string{"GATEHOUSE_REDIS_URL"}},
-		{"cidr", RoleEdge, map[string]string{"GATEHOUSE_TRUSTED_PROXIES": "10.0.0.0/8, nonsense"}, []string{`GATEHOUSE_TRUSTED_PROXIES: invalid CIDR "nonsense"`}},
 		{"edge proxying needs token", RoleEdge, map[string]string{"GATEHOUSE_TOKENS_URL": "http://127.0.0.1:9"}, []string{"GATEHOUSE_INTERNAL_TOKEN: required"}},
 		{"short token", RoleTokens, map[string]string{"GATEHOUSE_DIRECTORY_URL": "http://d", "GATEHOUSE_INTERNAL_TOKEN": "short"}, []string{"at least 32"}},
 		{"authn needs urls", RoleAuthn, map[string]string{"GATEHOUSE_INTERNAL_TOKEN": token}, []string{"GATEHOUSE_DIRECTORY_URL: required for the authn process", "GATEHOUSE_TOKENS_URL: required"}},
 		{"directory needs tokens", RoleDirectory, map[string]string{"GATEHOUSE_INTERNAL_TOKEN": token}, []string{"GATEHOUSE_TOKENS_URL: required for the directory process"}},
-		{"signing algorithm", RoleEdge, map[string]string{"GATEHOUSE_SIGNING_ALGORITHM": "HS256"}, []string{"GATEHOUSE_SIGNING_ALGORITHM"}},
-		{"signing library", RoleEdge, map[string]string{"GATEHOUSE_SIGNING_LIBRARY": "boringssl"}, []string{"GATEHOUSE_SIGNING_LIBRARY"}},
-		{"rotation too often", RoleEdge, map[string]string{"GATEHOUSE_KEY_ROTATION_INTERVAL": "1m"}, []string{"GATEHOUSE_KEY_ROTATION_INTERVAL"}},
-		{"refresh idle over absolute", RoleEdge, map[string]string{"GATEHOUSE_REFRESH_TOKEN_IDLE_LIFETIME": "2000h", "GATEHOUSE_REFRESH_TOKEN_ABSOLUTE_LIFETIME": "1000h"}, []string{"GATEHOUSE_REFRESH_TOKEN_IDLE_LIFETIME"}},
-		{"session idle over absolute", RoleEdge, map[string]string{"GATEHOUSE_SESSION_IDLE_LIFETIME": "11h"}, []string{"GATEHOUSE_SESSION_IDLE_LIFETIME: must not exceed GATEHOUSE_SESSION_ABSOLUTE_LIFETIME"}},
-		{"session idle over shorter absolute", RoleEdge, map[string]string{"GATEHOUSE_SESSION_ABSOLUTE_LIFETIME": "1h"}, []string{"GATEHOUSE_SESSION_IDLE_LIFETIME: must not exceed"}},
-		{"session idle zero", RoleEdge, map[string]string{"GATEHOUSE_SESSION_IDLE_LIFETIME": "0s"}, []string{"GATEHOUSE_SESSION_IDLE_LIFETIME: want a positive duration"}},
-		{"session absolute malformed", RoleEdge, map[string]string{"GATEHOUSE_SESSION_ABSOLUTE_LIFETIME": "10 hours"}, []string{"GATEHOUSE_SESSION_ABSOLUTE_LIFETIME: want a positive duration"}},
-		{"negative grace", RoleEdge, map[string]string{"GATEHOUSE_REFRESH_REUSE_GRACE": "-1s"}, []string{"GATEHOUSE_REFRESH_REUSE_GRACE"}},
 		{"service url scheme", RoleEdge, map[string]string{"GATEHOUSE_AUTHN_URL": "tcp://a", "GATEHOUSE_INTERNAL_TOKEN": token}, []string{"GATEHOUSE_AUTHN_URL"}},
-		{"bootstrap key not PEM", RoleEdge, map[string]string{"GATEHOUSE_BOOTSTRAP_PUBLIC_KEY": "ssh-rsa AAAA"}, []string{"GATEHOUSE_BOOTSTRAP_PUBLIC_KEY: want a PEM public key"}},
-		{"rate not a number", RoleEdge, map[string]string{"GATEHOUSE_RATE_LIMIT_CLIENT": "NaN", "GATEHOUSE_RATE_LIMIT_API": "Inf"}, []string{"GATEHOUSE_RATE_LIMIT_CLIENT: want a non-negative number", "GATEHOUSE_RATE_LIMIT_API: want a non-negative number"}},
-		{"class burst", RoleEdge, map[string]string{"GATEHOUSE_RATE_BURST_ADDRESS_CAP": "0"}, []string{"GATEHOUSE_RATE_BURST_ADDRESS_CAP: want a positive integer"}},
 		{"idp loopback flag", RoleEdge, map[string]string{"GATEHOUSE_IDP_ALLOW_LOOPBACK": "yes"}, []string{`GATEHOUSE_IDP_ALLOW_LOOPBACK: want true or false, got "yes"`}},
 		{"idp deny private flag", RoleEdge, map[string]string{"GATEHOUSE_IDP_DENY_PRIVATE": "no"}, []string{`GATEHOUSE_IDP_DENY_PRIVATE: want true or false, got "no"`}},
 		{"idp allow-list of loopback", RoleEdge, map[string]string{"GATEHOUSE_IDP_ALLOW": "10.0.0.0/8,127.0.0.1"}, []string{`GATEHOUSE_IDP_ALLOW: "127.0.0.1" is not within a private range`}},
@@ -120,7 +87,7 @@ func TestInvalid(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Load(tc.role, env(tc.env))
+			_, err := Load(tc.role, env(tc.env), &IdPEgress{})
 			if err == nil {
 				t.Fatalf("Load succeeded; want error containing %q", tc.want)
 			}
@@ -140,13 +107,48 @@ func TestInvalid(t *testing.T) {
 	}
 }
 
-func TestSessionLifetimes(t *testing.T) {
-	c, err := Load(RoleEdge, env(map[string]string{"GATEHOUSE_SESSION_IDLE_LIFETIME": "30m", "GATEHOUSE_SESSION_ABSOLUTE_LIFETIME": "30m"}))
+// sample is a section with one variable, which must be a positive integer.
+type sample struct{ N int }
+
+func (s *sample) Load(p *Parser, _ *Config) { s.N = p.Int("GATEHOUSE_SAMPLE", 1) }
+
+type other struct{ D time.Duration }
+
+func (o *other) Load(p *Parser, _ *Config) { o.D = p.Duration("GATEHOUSE_OTHER", time.Second) }
+
+// A process reads the sections of its own services: another service's
+// invalid variable does not stop it, its own does (at Load, or when the
+// service asks with Get), and Check reports every problem of several
+// sections in one line.
+func TestSectionsOfTheServicesRun(t *testing.T) {
+	bad := env(map[string]string{"GATEHOUSE_SAMPLE": "many", "GATEHOUSE_OTHER": "soon"})
+	c, err := Load(RoleTokens, func(k string) string {
+		return map[string]string{"GATEHOUSE_DIRECTORY_URL": "http://d", "GATEHOUSE_INTERNAL_TOKEN": token, "GATEHOUSE_SAMPLE": "many"}[k]
+	}, &other{})
+	if err != nil {
+		t.Fatalf("another section's variable stopped the process: %v", err)
+	}
+	if _, err := Get[*sample](c); err == nil || !strings.Contains(err.Error(), `GATEHOUSE_SAMPLE: want a positive integer, got "many"`) {
+		t.Fatalf("Get of an invalid section: %v", err)
+	}
+	if _, err := Load(RoleEdge, bad, &sample{}); err == nil || !strings.Contains(err.Error(), "GATEHOUSE_SAMPLE") {
+		t.Fatalf("Load with an invalid section: %v", err)
+	}
+	c, err = Load(RoleEdge, bad)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Sessions.IdleLifetime != 30*time.Minute || c.Sessions.AbsoluteLifetime != 30*time.Minute {
-		t.Errorf("got %+v; want 30m idle and absolute (equal is allowed)", c.Sessions)
+	err = Check(c, &sample{}, &other{})
+	var ce *Error
+	if !errors.As(err, &ce) || len(ce.Problems) != 2 || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("Check: %v; want one line with both problems", err)
+	}
+	c, _ = Load(RoleEdge, env(map[string]string{"GATEHOUSE_SAMPLE": "7"}))
+	if s, err := Get[*sample](c); err != nil || s.N != 7 {
+		t.Fatalf("Get: %+v, %v", s, err)
+	}
+	if s, _ := Get[*sample](c); s.N != 7 {
+		t.Fatal("a section read twice")
 	}
 }
 

@@ -59,11 +59,11 @@ const (
 
 // Main runs a process and returns its exit code; cmd mains call
 // os.Exit(process.Main(...)).
-func Main(role config.Role, build Build) int {
+func Main(role config.Role, build Build, sections ...config.Section) int {
 	tuneGC(os.Getenv, "/")
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	return Run(ctx, role, os.Getenv, os.Stderr, build, nil)
+	return Run(ctx, role, os.Getenv, os.Stderr, build, nil, sections...)
 }
 
 // tuneGC sets the heap's soft limit, unless GOMEMLIMIT is set: to
@@ -89,9 +89,12 @@ func tuneGC(getenv func(string) string, root string) int64 {
 }
 
 // Run is Main with its inputs explicit, for tests. ready, if not nil,
-// receives the bound address once the server listens.
-func Run(ctx context.Context, role config.Role, getenv config.Getenv, stderr io.Writer, build Build, ready func(addr string)) int {
-	cfg, err := config.Load(role, getenv)
+// receives the bound address once the server listens. sections are the
+// configuration sections of the services the process runs (config.Load);
+// a section a service reads later that is invalid (config.Error) still
+// exits with ExitConfig.
+func Run(ctx context.Context, role config.Role, getenv config.Getenv, stderr io.Writer, build Build, ready func(addr string), sections ...config.Section) int {
+	cfg, err := config.Load(role, getenv, sections...)
 	if err != nil {
 		fmt.Fprintf(stderr, "gatehouse %s: %v\n", role, err)
 		return ExitConfig
@@ -103,6 +106,10 @@ func Run(ctx context.Context, role config.Role, getenv config.Getenv, stderr io.
 	// through the JSON logger (process-wide, as go-redis's logger is).
 	redis.SetLogger(redisLogger{log})
 	if err := run(ctx, cfg, getenv, log, build, ready); err != nil {
+		if cerr := (*config.Error)(nil); errors.As(err, &cerr) {
+			fmt.Fprintf(stderr, "gatehouse %s: %v\n", role, cerr)
+			return ExitConfig
+		}
 		log.Error("stopped with error", "err", err)
 		return ExitFailed
 	}

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gatehouse-id/gatehouse/cli/internal/output"
-	"github.com/gatehouse-id/gatehouse/pkg/apply"
+	"github.com/gatehouse-id/gatehouse/services/directory/apply"
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1/managementv1connect"
 )

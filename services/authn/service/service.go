@@ -15,6 +15,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/gatehouse-id/gatehouse/pkg/config"
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	"github.com/gatehouse-id/gatehouse/pkg/dircache"
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
@@ -77,7 +78,15 @@ type Service struct {
 // New opens the service's storage (migrating it) and builds its handlers.
 func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error) {
 	cfg := env.Config
-	lifetimes := session.Lifetimes{Idle: cfg.Sessions.IdleLifetime, Absolute: cfg.Sessions.AbsoluteLifetime, Retention: cfg.Sessions.Retention}
+	sessions, err := config.Get[*Settings](cfg)
+	if err != nil {
+		return nil, err
+	}
+	egress, err := config.Get[*config.IdPEgress](cfg)
+	if err != nil {
+		return nil, err
+	}
+	lifetimes := session.Lifetimes{Idle: sessions.IdleLifetime, Absolute: sessions.AbsoluteLifetime, Retention: sessions.Retention}
 	if deps.Directory == nil || deps.Tokens == nil {
 		opts, err := rpc.InternalClientOptions(cfg.InternalToken)
 		if err != nil {
@@ -96,7 +105,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 			deps.Tokens = tokensv1connect.NewTokenServiceClient(rpc.NewHTTPClient(), cfg.TokensURL.String(), opts...)
 		}
 	}
-	if cfg.IdPEgress.AllowPrivate {
+	if egress.AllowPrivate {
 		env.Logger.WarnContext(ctx, "GATEHOUSE_IDP_DENY_PRIVATE=false is deprecated: it lets identity provider calls reach every private address; list on-premises providers in GATEHOUSE_IDP_ALLOW instead")
 	}
 	store, err := db.Open(ctx, db.Options{
@@ -126,7 +135,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 	s.public, err = NewHandler(HandlerOptions{
 		DB: store, Directory: newCachedDirectory(deps.Directory, watcher), Tokens: deps.Tokens,
 		SecureCookies: cfg.Issuer.Scheme == "https", Issuer: strings.TrimRight(cfg.Issuer.String(), "/"), Now: time.Now, Logger: env.Logger,
-		IdPHTTP:  cfg.IdPEgress.Client(netguard.Options{}),
+		IdPHTTP:  egress.Client(netguard.Options{}),
 		Sessions: lifetimes,
 	})
 	if err != nil {

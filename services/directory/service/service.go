@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gatehouse-id/gatehouse/pkg/config"
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1/directoryv1connect"
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1/tokensv1connect"
@@ -69,6 +70,10 @@ type Service struct {
 // New opens the service's storage (migrating it) and builds its handlers.
 func New(ctx context.Context, env process.Env, deps Deps) (*Service, error) {
 	cfg := env.Config
+	boot, err := config.Get[*Settings](cfg)
+	if err != nil {
+		return nil, err
+	}
 	if deps.Tokens == nil {
 		if cfg.TokensURL == nil {
 			return nil, errors.New("directory needs the tokens service: set GATEHOUSE_TOKENS_URL")
@@ -100,12 +105,12 @@ func New(ctx context.Context, env process.Env, deps Deps) (*Service, error) {
 		return nil, err
 	}
 	var applyFile func(context.Context, string) error
-	if len(cfg.BootstrapDocs) > 0 {
-		applyFile = (&bootfile.Applier{Docs: cfg.BootstrapDocs, API: s.public, DataDir: cfg.DataDir, Logger: env.Logger}).Apply
+	if len(boot.BootstrapDocs) > 0 {
+		applyFile = (&bootfile.Applier{Docs: boot.BootstrapDocs, API: s.public, DataDir: cfg.DataDir, Logger: env.Logger}).Apply
 	}
 	if err := bootstrap.Run(ctx, bootstrap.Options{
-		ES: s.es, IssuerHost: cfg.Issuer.Hostname(), DataDir: cfg.DataDir, AdminPassword: cfg.AdminPassword,
-		PublicKey: cfg.BootstrapPublicKey, Apply: applyFile,
+		ES: s.es, IssuerHost: cfg.Issuer.Hostname(), DataDir: cfg.DataDir, AdminPassword: boot.AdminPassword,
+		PublicKey: boot.BootstrapPublicKey, Apply: applyFile,
 		Console: os.Stderr, Logger: env.Logger, Now: time.Now,
 	}); err != nil {
 		_ = store.Close()
@@ -129,6 +134,10 @@ func New(ctx context.Context, env process.Env, deps Deps) (*Service, error) {
 const cutoffRetry = 2 * time.Second
 
 func (s *Service) build(masterKey []byte, env process.Env, deps Deps) error {
+	egress, err := config.Get[*config.IdPEgress](env.Config)
+	if err != nil {
+		return err
+	}
 	es := eventstore.New(s.db, time.Now)
 	s.es = es
 	projections.RegisterAll(es)
@@ -152,7 +161,7 @@ func (s *Service) build(masterKey []byte, env process.Env, deps Deps) error {
 		IdPSecrets: idpCipher,
 		Hasher:     hasher,
 		Issuer:     env.Config.Issuer,
-		IdPEgress:  env.Config.IdPEgress,
+		IdPEgress:  egress.Policy,
 		Logger:     env.Logger,
 		Now:        time.Now,
 		Cutoffs:    s.cutoffs,

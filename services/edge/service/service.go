@@ -72,6 +72,15 @@ func Build(ctx context.Context, env process.Env) (process.Component, error) {
 // New wires edge from env.Config.
 func New(ctx context.Context, env process.Env) (e *Edge, err error) {
 	cfg, log := env.Config, env.Logger
+	settings, err := config.Get[*Settings](cfg)
+	if err != nil {
+		return nil, err
+	}
+	// Every section of the services run here, checked before any starts
+	// (process.Main reads them with the core already).
+	if err := config.Check(cfg, Sections); err != nil {
+		return nil, err
+	}
 	e = &Edge{checks: map[string]server.Check{}}
 	defer func() {
 		if err != nil {
@@ -150,7 +159,7 @@ func New(ctx context.Context, env process.Env) (e *Edge, err error) {
 		}
 	}
 
-	limits, err := newLimiters(cfg, env)
+	limits, err := newLimiters(cfg, settings, env)
 	if err != nil {
 		return e, err
 	}
@@ -162,7 +171,7 @@ func New(ctx context.Context, env process.Env) (e *Edge, err error) {
 		case limits.client == nil:
 			return "memory"
 		case limits.degraded():
-			return "fallback: " + cfg.RateLimitFallback + " (Redis unreachable)"
+			return "fallback: " + settings.RateLimitFallback + " (Redis unreachable)"
 		}
 		return "redis"
 	}
@@ -172,8 +181,8 @@ func New(ctx context.Context, env process.Env) (e *Edge, err error) {
 	if err != nil {
 		return e, err
 	}
-	trusted := make([]string, 0, len(cfg.TrustedProxies))
-	for _, p := range cfg.TrustedProxies {
+	trusted := make([]string, 0, len(settings.TrustedProxies))
+	for _, p := range settings.TrustedProxies {
 		trusted = append(trusted, p.String())
 	}
 	h, err := router.New(router.Options{
@@ -282,9 +291,9 @@ func (l *limiters) Close() error {
 // (GATEHOUSE_RATE_LIMIT, 0 turns every class off), the client and API
 // classes and the address cap (each off at a rate of 0). ClassMetadata is
 // never limited.
-func newLimiters(cfg *config.Config, env process.Env) (l *limiters, err error) {
+func newLimiters(cfg *config.Config, s *Settings, env process.Env) (l *limiters, err error) {
 	l = &limiters{byClass: map[routes.Class]ratelimit.Limiter{}}
-	if cfg.RateLimit == 0 {
+	if s.RateLimit == 0 {
 		return l, nil
 	}
 	if cfg.RedisURL != "" {
@@ -301,19 +310,19 @@ func newLimiters(cfg *config.Config, env process.Env) (l *limiters, err error) {
 	}()
 	budgets := []struct {
 		class  routes.Class // "" for the address cap, "password" for password submissions
-		budget config.RateBudget
+		budget RateBudget
 	}{
-		{routes.ClassBrowser, config.RateBudget{PerSecond: cfg.RateLimit, Burst: cfg.RateBurst}},
-		{routes.ClassClient, cfg.ClientRate},
-		{routes.ClassAPI, cfg.APIRate},
-		{"", cfg.AddressCapRate},
-		{"password", cfg.PasswordRate},
+		{routes.ClassBrowser, RateBudget{PerSecond: s.RateLimit, Burst: s.RateBurst}},
+		{routes.ClassClient, s.ClientRate},
+		{routes.ClassAPI, s.APIRate},
+		{"", s.AddressCapRate},
+		{"password", s.PasswordRate},
 	}
 	for _, b := range budgets {
 		if b.budget.PerSecond == 0 {
 			continue
 		}
-		lim, err := l.newLimiter(b.budget, cfg.RateLimitFallback, env)
+		lim, err := l.newLimiter(b.budget, s.RateLimitFallback, env)
 		if err != nil {
 			return nil, err
 		}
@@ -340,7 +349,7 @@ func newLimiters(cfg *config.Config, env process.Env) (l *limiters, err error) {
 // limiters share one view of Redis's health, so an outage costs one slow
 // request per second, not one per budget. Keys of different classes differ
 // (router.rateKey), so they share Redis's prefix.
-func (l *limiters) newLimiter(b config.RateBudget, fallback string, env process.Env) (ratelimit.Limiter, error) {
+func (l *limiters) newLimiter(b RateBudget, fallback string, env process.Env) (ratelimit.Limiter, error) {
 	if l.client == nil {
 		return ratelimit.NewMemory(b.PerSecond, b.Burst)
 	}

@@ -15,6 +15,7 @@ import (
 	"connectrpc.com/connect"
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/gatehouse-id/gatehouse/pkg/config"
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	"github.com/gatehouse-id/gatehouse/pkg/dircache"
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
@@ -91,6 +92,10 @@ type Service struct {
 // signing keys and builds its handlers.
 func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error) {
 	cfg := env.Config
+	t, err := config.Get[*Settings](cfg)
+	if err != nil {
+		return nil, err
+	}
 	if deps.Directory == nil {
 		if cfg.DirectoryURL == nil {
 			return nil, errors.New("tokens needs the directory service: set GATEHOUSE_DIRECTORY_URL")
@@ -118,7 +123,6 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 			_ = s.Close()
 		}
 	}()
-	t := cfg.Tokens
 	s.keys, err = keys.New(ctx, st, keys.Options{
 		Algorithm:        t.SigningAlgorithm,
 		Library:          t.SigningLibrary,

@@ -14,5 +14,5 @@ import (
 func main() {
 	os.Exit(process.Main(config.RoleAuthn, func(ctx context.Context, env process.Env) (process.Component, error) {
 		return service.New(ctx, env, service.Deps{})
-	}))
+	}, &service.Settings{}, &config.IdPEgress{}))
 }

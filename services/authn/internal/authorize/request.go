@@ -14,7 +14,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
-	scopes "github.com/gatehouse-id/gatehouse/pkg/scope"
+	scopes "github.com/gatehouse-id/gatehouse/services/tokens/scope"
 )
 
 // OrgScopePrefix is the reserved scope that selects the organization users

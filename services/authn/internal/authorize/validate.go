@@ -12,8 +12,8 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/dircache"
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
-	"github.com/gatehouse-id/gatehouse/pkg/redirecturi"
-	scopes "github.com/gatehouse-id/gatehouse/pkg/scope"
+	"github.com/gatehouse-id/gatehouse/services/tokens/redirecturi"
+	scopes "github.com/gatehouse-id/gatehouse/services/tokens/scope"
 )
 
 // Validate checks p and returns the request, or a Failure: one that shows

@@ -12,5 +12,5 @@ import (
 )
 
 func main() {
-	os.Exit(process.Main(config.RoleEdge, service.Build))
+	os.Exit(process.Main(config.RoleEdge, service.Build, service.Sections))
 }

@@ -3,7 +3,7 @@ package grants
 import (
 	"context"
 
-	"github.com/gatehouse-id/gatehouse/pkg/scope"
+	"github.com/gatehouse-id/gatehouse/services/tokens/scope"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
-	"github.com/gatehouse-id/gatehouse/pkg/redirecturi"
+	"github.com/gatehouse-id/gatehouse/services/tokens/redirecturi"
 )
 
 func TestMatch(t *testing.T) {
