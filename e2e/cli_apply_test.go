@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-id/gatehouse/pkg/config"
+	edgesvc "github.com/gatehouse-id/gatehouse/services/edge/service"
 )
 
 // acmeYAML declares one of every kind.
@@ -314,7 +315,7 @@ func TestBootstrapPublicKeyAndFile(t *testing.T) {
 			return bad
 		}
 		return ""
-	})
+	}, edgesvc.Sections)
 	if err == nil || !contains(err.Error(), "GATEHOUSE_BOOTSTRAP_FILE", "bad.yaml: document 1", "field colour") {
 		t.Fatalf("config with a bad bootstrap file: %v %v", cfg, err)
 	}
