@@ -106,8 +106,8 @@ func TestDistributedManagement(t *testing.T) {
 	// logs the call (gRPC arriving as h2c) and directory serves it.
 	for _, p := range mdProtocols {
 		id := "md-get-my-org-" + p
-		res, err := mdClientWithID(t, p, edge.base, access, id).GetMyOrg(ctx, connect.NewRequest(&managementv1.GetMyOrgRequest{}))
-		if err != nil || res.Msg.GetOrg().GetId() != orgID || res.Msg.GetOrg().GetName() != "Gatehouse" {
+		res, err := mdClientWithID(t, p, edge.base, access, id).GetMyOrg(ctx, &managementv1.GetMyOrgRequest{})
+		if err != nil || res.GetOrg().GetId() != orgID || res.GetOrg().GetName() != "Gatehouse" {
 			t.Fatalf("%s GetMyOrg through edge: %v %v; want org %s", p, res, err, orgID)
 		}
 		const path = "/gatehouse.management.v1.ManagementService/GetMyOrg"
@@ -137,7 +137,7 @@ func TestDistributedManagement(t *testing.T) {
 		t.Fatalf("REST with a token without the management audience: %d %v; want 401", status, body)
 	}
 	for _, p := range mdProtocols {
-		_, err := mdClient(t, p, edge.base, plainAccess).GetMyOrg(ctx, connect.NewRequest(&managementv1.GetMyOrgRequest{}))
+		_, err := mdClient(t, p, edge.base, plainAccess).GetMyOrg(ctx, &managementv1.GetMyOrgRequest{})
 		if connect.CodeOf(err) != connect.CodeUnauthenticated {
 			t.Fatalf("%s with a token without the management audience: %v; want Unauthenticated", p, err)
 		}
@@ -145,30 +145,30 @@ func TestDistributedManagement(t *testing.T) {
 
 	// A machine user created over gRPC, its secret generated over gRPC-web.
 	grpcAdmin := mdClient(t, "grpc", edge.base, access)
-	mu, err := grpcAdmin.AddMachineUser(ctx, connect.NewRequest(&managementv1.AddMachineUserRequest{
-		UserName: "reporter", Name: "Reporting job", AccessTokenType: managementv1.AccessTokenType_ACCESS_TOKEN_TYPE_JWT}))
+	mu, err := grpcAdmin.AddMachineUser(ctx, &managementv1.AddMachineUserRequest{
+		UserName: "reporter", Name: "Reporting job", AccessTokenType: managementv1.AccessTokenType_ACCESS_TOKEN_TYPE_JWT})
 	if err != nil {
 		t.Fatalf("gRPC AddMachineUser: %v", err)
 	}
-	userID := mu.Msg.GetUserId()
-	if d := mu.Msg.GetDetails(); d.GetSequence() == 0 || d.GetResourceOwner() != orgID {
+	userID := mu.GetUserId()
+	if d := mu.GetDetails(); d.GetSequence() == 0 || d.GetResourceOwner() != orgID {
 		t.Fatalf("gRPC AddMachineUser details %v; want a sequence and owner %s", d, orgID)
 	}
 	sec, err := mdClient(t, "grpc-web", edge.base, access).GenerateMachineSecret(ctx,
-		connect.NewRequest(&managementv1.GenerateMachineSecretRequest{UserId: userID}))
+		&managementv1.GenerateMachineSecretRequest{UserId: userID})
 	if err != nil {
 		t.Fatalf("gRPC-web GenerateMachineSecret: %v", err)
 	}
-	list, err := mdClient(t, "connect", edge.base, access).ListUsers(ctx, connect.NewRequest(&managementv1.ListUsersRequest{
+	list, err := mdClient(t, "connect", edge.base, access).ListUsers(ctx, &managementv1.ListUsersRequest{
 		Queries: []*managementv1.UserQuery{{Query: &managementv1.UserQuery_UserNameQuery{
-			UserNameQuery: &managementv1.UserNameQuery{UserName: "reporter"}}}}}))
-	if err != nil || len(list.Msg.GetResult()) != 1 || list.Msg.GetResult()[0].GetId() != userID ||
-		!list.Msg.GetResult()[0].GetMachine().GetHasSecret() {
+			UserNameQuery: &managementv1.UserNameQuery{UserName: "reporter"}}}}})
+	if err != nil || len(list.GetResult()) != 1 || list.GetResult()[0].GetId() != userID ||
+		!list.GetResult()[0].GetMachine().GetHasSecret() {
 		t.Fatalf("Connect ListUsers: %v %v; want the reporter with a secret", list, err)
 	}
 
 	cc := clientcredentials.Config{
-		ClientID: sec.Msg.GetClientId(), ClientSecret: sec.Msg.GetClientSecret(),
+		ClientID: sec.GetClientId(), ClientSecret: sec.GetClientSecret(),
 		TokenURL: provider.Endpoint().TokenURL, Scopes: []string{"urn:gatehouse:iam:org:project:id:gatehouse:aud"},
 	}
 	if !strings.HasPrefix(cc.TokenURL, issuer) {
@@ -183,7 +183,7 @@ func TestDistributedManagement(t *testing.T) {
 		t.Fatalf("REST with the role-less machine token: %d %v; want 403", status, body)
 	}
 	for _, p := range mdProtocols {
-		_, err := mdClient(t, p, edge.base, ccTok.AccessToken).GetUserByID(ctx, connect.NewRequest(&managementv1.GetUserByIDRequest{Id: userID}))
+		_, err := mdClient(t, p, edge.base, ccTok.AccessToken).GetUserByID(ctx, &managementv1.GetUserByIDRequest{Id: userID})
 		if connect.CodeOf(err) != connect.CodePermissionDenied {
 			t.Fatalf("%s with the role-less machine token: %v; want PermissionDenied", p, err)
 		}
@@ -196,8 +196,8 @@ func TestDistributedManagement(t *testing.T) {
 		t.Fatalf("REST with the ORG_USER_MANAGER machine token: %d %v", status, body)
 	}
 	for _, p := range mdProtocols {
-		u, err := mdClient(t, p, edge.base, ccTok.AccessToken).GetUserByID(ctx, connect.NewRequest(&managementv1.GetUserByIDRequest{Id: userID}))
-		if err != nil || u.Msg.GetUser().GetUserName() != "reporter" {
+		u, err := mdClient(t, p, edge.base, ccTok.AccessToken).GetUserByID(ctx, &managementv1.GetUserByIDRequest{Id: userID})
+		if err != nil || u.GetUser().GetUserName() != "reporter" {
 			t.Fatalf("%s with the ORG_USER_MANAGER machine token: %v %v", p, u, err)
 		}
 	}
@@ -215,7 +215,7 @@ func TestDistributedManagement(t *testing.T) {
 		t.Fatalf("REST with directory down: %d %q (Retry-After %q); want 503", res.StatusCode, body, res.Header.Get("Retry-After"))
 	}
 	for _, p := range mdProtocols {
-		_, err := mdClient(t, p, edge.base, access).GetMyOrg(ctx, connect.NewRequest(&managementv1.GetMyOrgRequest{}))
+		_, err := mdClient(t, p, edge.base, access).GetMyOrg(ctx, &managementv1.GetMyOrgRequest{})
 		if connect.CodeOf(err) != connect.CodeUnavailable {
 			t.Fatalf("%s with directory down: %v; want Unavailable", p, err)
 		}

@@ -670,7 +670,7 @@ func TestSecurityAdminAPIMatrix(t *testing.T) {
 		}
 		for _, p := range mdProtocols {
 			client := mdAdminClient(t, p, e.base, cl.token)
-			_, err := client.ListSigningKeys(e.ctx, connect.NewRequest(&adminv1.ListSigningKeysRequest{}))
+			_, err := client.ListSigningKeys(e.ctx, &adminv1.ListSigningKeysRequest{})
 			got := 200
 			if err != nil {
 				got = codes[connect.CodeOf(err)]
@@ -679,7 +679,7 @@ func TestSecurityAdminAPIMatrix(t *testing.T) {
 				t.Errorf("ListSigningKeys over %s by %s: %v; want %d", p, cl.name, err, cl.want)
 			}
 			if cl.want != 200 {
-				_, err := client.RotateSigningKey(e.ctx, connect.NewRequest(&adminv1.RotateSigningKeyRequest{}))
+				_, err := client.RotateSigningKey(e.ctx, &adminv1.RotateSigningKeyRequest{})
 				if codes[connect.CodeOf(err)] != cl.want {
 					t.Errorf("RotateSigningKey over %s by %s: %v; want %d", p, cl.name, err, cl.want)
 				}

@@ -32,7 +32,7 @@ import (
 
 // Feed is the directory's change feed.
 type Feed interface {
-	ListChanges(context.Context, *connect.Request[directoryv1.ListChangesRequest]) (*connect.Response[directoryv1.ListChangesResponse], error)
+	ListChanges(context.Context, *directoryv1.ListChangesRequest) (*directoryv1.ListChangesResponse, error)
 }
 
 // Defaults.
@@ -174,12 +174,12 @@ func (w *Watcher) read(ctx context.Context) error {
 		if !followed {
 			after = 0
 		}
-		res, err := w.Feed.ListChanges(ctx, connect.NewRequest(&directoryv1.ListChangesRequest{AfterSequence: after}))
+		res, err := w.Feed.ListChanges(ctx, &directoryv1.ListChangesRequest{AfterSequence: after})
 		if err != nil {
 			w.noteUnavailable(err)
 			return err
 		}
-		m := res.Msg
+		m := res
 		w.apply(m, followed)
 		if !m.GetMore() || m.GetCursor() == after {
 			return nil

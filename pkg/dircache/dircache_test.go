@@ -21,13 +21,13 @@ type changeLog struct {
 	down    bool
 }
 
-func (f *changeLog) ListChanges(_ context.Context, req *connect.Request[directoryv1.ListChangesRequest]) (*connect.Response[directoryv1.ListChangesResponse], error) {
+func (f *changeLog) ListChanges(_ context.Context, req *directoryv1.ListChangesRequest) (*directoryv1.ListChangesResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.down {
 		return nil, connect.NewError(connect.CodeUnavailable, errors.New("down"))
 	}
-	after := req.Msg.GetAfterSequence()
+	after := req.GetAfterSequence()
 	if after == 0 {
 		after = f.settled
 	}
@@ -37,7 +37,7 @@ func (f *changeLog) ListChanges(_ context.Context, req *connect.Request[director
 			out.Changes = append(out.Changes, c)
 		}
 	}
-	return connect.NewResponse(out), nil
+	return out, nil
 }
 
 // change records a change of object id ("" org: instance-wide).

@@ -55,6 +55,10 @@ func InternalClientOptions(token string) ([]connect.ClientOption, error) {
 	return []connect.ClientOption{
 		connect.WithInterceptors(otel, forwardRequestID{}, NewInternalAuth(token), NewCallDeadline(InternalCallTimeout, InternalHashingCallTimeout)),
 		connect.WithAcceptCompression("gzip", nil, nil), // removes connect's default
+		// Reads (idempotency_level NO_SIDE_EFFECTS: the feeds, key set and
+		// directory lookups; never a call carrying a token or a password)
+		// are HTTP GETs, which a caller may safely retry.
+		connect.WithHTTPGet(),
 	}, nil
 }
 

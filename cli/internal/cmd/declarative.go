@@ -7,29 +7,28 @@ import (
 	"os"
 	"strings"
 
-	"connectrpc.com/connect"
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gatehouse-id/gatehouse/cli/internal/output"
-	"github.com/gatehouse-id/gatehouse/services/directory/apply"
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1/managementv1connect"
+	"github.com/gatehouse-id/gatehouse/services/directory/apply"
 )
 
 // resolveOrg turns --org NAME|ID into an organization id: a name the
 // caller can see (ListOrgs) wins; otherwise the value is taken as an id
 // and the server decides.
 func resolveOrg(ctx context.Context, m managementv1connect.ManagementServiceClient, org string) (string, error) {
-	res, err := m.ListOrgs(ctx, connect.NewRequest(&managementv1.ListOrgsRequest{
+	res, err := m.ListOrgs(ctx, &managementv1.ListOrgsRequest{
 		Queries: []*managementv1.OrgQuery{{Query: &managementv1.OrgQuery_NameQuery{NameQuery: &managementv1.OrgNameQuery{
 			Name: org, Method: managementv1.TextQueryMethod_TEXT_QUERY_METHOD_EQUALS,
 		}}}},
-	}))
+	})
 	if err != nil {
 		return "", fmt.Errorf("--org %s: %w", org, err)
 	}
-	for _, o := range res.Msg.GetResult() {
+	for _, o := range res.GetResult() {
 		if o.GetName() == org {
 			return o.GetId(), nil
 		}

@@ -162,27 +162,28 @@ func (f *fakeIssuer) userinfo(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(claims)
 }
 
-func (f *fakeIssuer) apiCaller(h http.Header) (fakeUser, error) {
-	id, _, ok := f.caller(h.Get("Authorization"))
+func (f *fakeIssuer) apiCaller(ctx context.Context) (fakeUser, error) {
+	call, _ := connect.CallInfoForHandlerContext(ctx)
+	id, _, ok := f.caller(call.RequestHeader().Get("Authorization"))
 	if !ok {
 		return fakeUser{}, connect.NewError(connect.CodeUnauthenticated, errors.New("invalid token"))
 	}
 	return f.users[id], nil
 }
 
-func (f *fakeIssuer) GetMyOrg(_ context.Context, req *connect.Request[managementv1.GetMyOrgRequest]) (*connect.Response[managementv1.GetMyOrgResponse], error) {
-	u, err := f.apiCaller(req.Header())
+func (f *fakeIssuer) GetMyOrg(ctx context.Context, _ *managementv1.GetMyOrgRequest) (*managementv1.GetMyOrgResponse, error) {
+	u, err := f.apiCaller(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if !u.roles {
 		return nil, connect.NewError(connect.CodePermissionDenied, errors.New("no role in the organization"))
 	}
-	return connect.NewResponse(&managementv1.GetMyOrgResponse{Org: fakeOrg}), nil
+	return &managementv1.GetMyOrgResponse{Org: fakeOrg}, nil
 }
 
-func (f *fakeIssuer) ListOrgs(_ context.Context, req *connect.Request[managementv1.ListOrgsRequest]) (*connect.Response[managementv1.ListOrgsResponse], error) {
-	u, err := f.apiCaller(req.Header())
+func (f *fakeIssuer) ListOrgs(ctx context.Context, _ *managementv1.ListOrgsRequest) (*managementv1.ListOrgsResponse, error) {
+	u, err := f.apiCaller(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +191,7 @@ func (f *fakeIssuer) ListOrgs(_ context.Context, req *connect.Request[management
 	if u.roles {
 		res.Details.TotalResult, res.Result = 1, []*managementv1.Org{fakeOrg}
 	}
-	return connect.NewResponse(res), nil
+	return res, nil
 }
 
 var (

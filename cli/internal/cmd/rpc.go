@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"connectrpc.com/connect"
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -37,13 +36,13 @@ type method struct {
 	bind   func(*clients) invoker
 }
 
-func unary[Req, Res any](f func(context.Context, *connect.Request[Req]) (*connect.Response[Res], error)) invoker {
+func unary[Req, Res any](f func(context.Context, *Req) (*Res, error)) invoker {
 	return func(ctx context.Context, m proto.Message) (proto.Message, error) {
-		res, err := f(ctx, connect.NewRequest(any(m).(*Req)))
+		res, err := f(ctx, any(m).(*Req))
 		if err != nil {
 			return nil, err
 		}
-		return any(res.Msg).(proto.Message), nil
+		return any(res).(proto.Message), nil
 	}
 }
 
@@ -51,11 +50,11 @@ func unary[Req, Res any](f func(context.Context, *connect.Request[Req]) (*connec
 func mgmt[Req, Res any, PReq interface {
 	*Req
 	proto.Message
-}](f func(mc, context.Context, *connect.Request[Req]) (*connect.Response[Res], error)) method {
+}](f func(mc, context.Context, *Req) (*Res, error)) method {
 	return method{
 		newReq: func() proto.Message { return PReq(new(Req)) },
 		bind: func(c *clients) invoker {
-			return unary(func(ctx context.Context, r *connect.Request[Req]) (*connect.Response[Res], error) {
+			return unary(func(ctx context.Context, r *Req) (*Res, error) {
 				return f(c.mgmt, ctx, r)
 			})
 		},
@@ -66,11 +65,11 @@ func mgmt[Req, Res any, PReq interface {
 func admin[Req, Res any, PReq interface {
 	*Req
 	proto.Message
-}](f func(ac, context.Context, *connect.Request[Req]) (*connect.Response[Res], error)) method {
+}](f func(ac, context.Context, *Req) (*Res, error)) method {
 	return method{
 		newReq: func() proto.Message { return PReq(new(Req)) },
 		bind: func(c *clients) invoker {
-			return unary(func(ctx context.Context, r *connect.Request[Req]) (*connect.Response[Res], error) {
+			return unary(func(ctx context.Context, r *Req) (*Res, error) {
 				return f(c.admin, ctx, r)
 			})
 		},

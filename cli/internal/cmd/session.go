@@ -336,11 +336,11 @@ organization owner gives it a role (gatehouse members add).`,
 				return err
 			}
 			// ListOrgs needs no role: it lists where the caller holds one.
-			orgs, err := cl.mgmt.ListOrgs(ctx, connect.NewRequest(&managementv1.ListOrgsRequest{Query: &managementv1.ListQuery{Limit: 1}}))
+			orgs, err := cl.mgmt.ListOrgs(ctx, &managementv1.ListOrgsRequest{Query: &managementv1.ListQuery{Limit: 1}})
 			if err != nil {
 				return err
 			}
-			withRoles := orgs.Msg.GetDetails().GetTotalResult()
+			withRoles := orgs.GetDetails().GetTotalResult()
 			v := map[string]any{
 				"context": name, "issuer": e.Issuer, "kind": e.Kind,
 				"userId": info["sub"], "name": first(info["preferred_username"], info["name"]),
@@ -367,14 +367,14 @@ func ownOrg(ctx context.Context, cl *clients, info map[string]any) (any, any, er
 	if id, ok := info[auth.ResourceOwnerScope+":id"]; ok {
 		return id, info[auth.ResourceOwnerScope+":name"], nil
 	}
-	res, err := cl.mgmt.GetMyOrg(ctx, connect.NewRequest(&managementv1.GetMyOrgRequest{}))
+	res, err := cl.mgmt.GetMyOrg(ctx, &managementv1.GetMyOrgRequest{})
 	if connect.CodeOf(err) == connect.CodePermissionDenied {
 		return nil, nil, nil
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	return res.Msg.GetOrg().GetId(), res.Msg.GetOrg().GetName(), nil
+	return res.GetOrg().GetId(), res.GetOrg().GetName(), nil
 }
 
 func first(vs ...any) any {

@@ -37,17 +37,17 @@ func errNotFound(what string) error {
 // client, is read fresh every time: removing a grant or the admin mark
 // takes effect at once (as in tokens); so is a request marked
 // dircache.Fresh (one that names an organization or the management API).
-func (d *cachedDirectory) GetClient(ctx context.Context, req *connect.Request[directoryv1.GetClientRequest]) (*connect.Response[directoryv1.GetClientResponse], error) {
-	id := req.Msg.GetClientId()
+func (d *cachedDirectory) GetClient(ctx context.Context, req *directoryv1.GetClientRequest) (*directoryv1.GetClientResponse, error) {
+	id := req.GetClientId()
 	fetch := func(ctx context.Context) (*directoryv1.Client, []dircache.Dep, error) {
-		res, err := d.Directory.GetClient(ctx, connect.NewRequest(&directoryv1.GetClientRequest{ClientId: id}))
+		res, err := d.Directory.GetClient(ctx, &directoryv1.GetClientRequest{ClientId: id})
 		if connect.CodeOf(err) == connect.CodeNotFound {
 			return nil, nil, nil
 		}
 		if err != nil {
 			return nil, nil, err
 		}
-		return res.Msg.GetClient(), dircache.ClientDeps(res.Msg.GetClient()), nil
+		return res.GetClient(), dircache.ClientDeps(res.GetClient()), nil
 	}
 	c, err := d.clients.GetUnless(ctx, id, fetch, func(c *directoryv1.Client) bool {
 		return len(c.GetGrantedOrgIds()) > 0 || c.GetAdminClient()
@@ -58,5 +58,5 @@ func (d *cachedDirectory) GetClient(ctx context.Context, req *connect.Request[di
 	if c == nil {
 		return nil, errNotFound("client")
 	}
-	return connect.NewResponse(&directoryv1.GetClientResponse{Client: c}), nil
+	return &directoryv1.GetClientResponse{Client: c}, nil
 }

@@ -33,13 +33,13 @@ func (d *countingDirectory) n(m string) int {
 	return d.calls[m]
 }
 
-func (d *countingDirectory) GetClient(ctx context.Context, r *connect.Request[directoryv1.GetClientRequest]) (*connect.Response[directoryv1.GetClientResponse], error) {
+func (d *countingDirectory) GetClient(ctx context.Context, r *directoryv1.GetClientRequest) (*directoryv1.GetClientResponse, error) {
 	// Under mu: the test replaces clients while the cache reads some
 	// again in the background.
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.calls["GetClient"]++
-	d.calls["GetClient "+r.Msg.GetClientId()]++
+	d.calls["GetClient "+r.GetClientId()]++
 	return d.Directory.GetClient(ctx, r)
 }
 
@@ -49,21 +49,21 @@ func (d *countingDirectory) setClient(c *directoryv1.Client) {
 	d.mu.Unlock()
 }
 
-func (d *countingDirectory) GetOrg(ctx context.Context, r *connect.Request[directoryv1.GetOrgRequest]) (*connect.Response[directoryv1.GetOrgResponse], error) {
+func (d *countingDirectory) GetOrg(ctx context.Context, r *directoryv1.GetOrgRequest) (*directoryv1.GetOrgResponse, error) {
 	d.count("GetOrg")
 	return d.Directory.GetOrg(ctx, r)
 }
 
-func (d *countingDirectory) ListChanges(_ context.Context, r *connect.Request[directoryv1.ListChangesRequest]) (*connect.Response[directoryv1.ListChangesResponse], error) {
+func (d *countingDirectory) ListChanges(_ context.Context, r *directoryv1.ListChangesRequest) (*directoryv1.ListChangesResponse, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	out := &directoryv1.ListChangesResponse{Cursor: uint64(len(d.changes))}
 	for _, c := range d.changes {
-		if c.GetSequence() > r.Msg.GetAfterSequence() {
+		if c.GetSequence() > r.GetAfterSequence() {
 			out.Changes = append(out.Changes, c)
 		}
 	}
-	return connect.NewResponse(out), nil
+	return out, nil
 }
 
 func (d *countingDirectory) change(org, typ, id string) {
@@ -85,11 +85,11 @@ func TestCachedDirectory(t *testing.T) {
 	}
 	c := newCachedDirectory(dir, w)
 	getClient := func(id string) (*directoryv1.Client, error) {
-		res, err := c.GetClient(ctx, connect.NewRequest(&directoryv1.GetClientRequest{ClientId: id}))
+		res, err := c.GetClient(ctx, &directoryv1.GetClientRequest{ClientId: id})
 		if err != nil {
 			return nil, err
 		}
-		return res.Msg.GetClient(), nil
+		return res.GetClient(), nil
 	}
 	for range 3 {
 		if cl, err := getClient("web"); err != nil || cl.GetRedirectUris()[0] != "https://a.example/cb" {
@@ -98,7 +98,7 @@ func TestCachedDirectory(t *testing.T) {
 		if _, err := getClient("nobody"); connect.CodeOf(err) != connect.CodeNotFound {
 			t.Fatalf("GetClient(unknown) = %v; want NotFound", err)
 		}
-		if _, err := c.GetOrg(ctx, connect.NewRequest(&directoryv1.GetOrgRequest{OrgId: "org1"})); err != nil {
+		if _, err := c.GetOrg(ctx, &directoryv1.GetOrgRequest{OrgId: "org1"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -134,7 +134,7 @@ func TestCachedDirectory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := c.GetClient(dircache.Fresh(ctx), connect.NewRequest(&directoryv1.GetClientRequest{ClientId: "solo"})); err != nil || dir.n("GetClient solo") != 2 {
+	if _, err := c.GetClient(dircache.Fresh(ctx), &directoryv1.GetClientRequest{ClientId: "solo"}); err != nil || dir.n("GetClient solo") != 2 {
 		t.Fatalf("GetClient under dircache.Fresh: %v, %d reads in all; want one from memory, then one fresh", err, dir.n("GetClient solo"))
 	}
 	// A client whose project is granted to another organization is read

@@ -13,8 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"connectrpc.com/connect"
-
 	"github.com/gatehouse-id/gatehouse/pkg/config"
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	"github.com/gatehouse-id/gatehouse/pkg/dircache"
@@ -35,25 +33,25 @@ import (
 
 // Directory is what authn needs of the directory's internal API.
 type Directory interface {
-	GetClient(context.Context, *connect.Request[directoryv1.GetClientRequest]) (*connect.Response[directoryv1.GetClientResponse], error)
-	GetOrg(context.Context, *connect.Request[directoryv1.GetOrgRequest]) (*connect.Response[directoryv1.GetOrgResponse], error)
-	GetUser(context.Context, *connect.Request[directoryv1.GetUserRequest]) (*connect.Response[directoryv1.GetUserResponse], error)
-	VerifyPassword(context.Context, *connect.Request[directoryv1.VerifyPasswordRequest]) (*connect.Response[directoryv1.VerifyPasswordResponse], error)
-	ChangePassword(context.Context, *connect.Request[directoryv1.ChangePasswordRequest]) (*connect.Response[directoryv1.ChangePasswordResponse], error)
-	RegisterUser(context.Context, *connect.Request[directoryv1.RegisterUserRequest]) (*connect.Response[directoryv1.RegisterUserResponse], error)
-	LookupUser(context.Context, *connect.Request[directoryv1.LookupUserRequest]) (*connect.Response[directoryv1.LookupUserResponse], error)
-	GetIdP(context.Context, *connect.Request[directoryv1.GetIdPRequest]) (*connect.Response[directoryv1.GetIdPResponse], error)
-	ListIdPs(context.Context, *connect.Request[directoryv1.ListIdPsRequest]) (*connect.Response[directoryv1.ListIdPsResponse], error)
-	GetLinkedUser(context.Context, *connect.Request[directoryv1.GetLinkedUserRequest]) (*connect.Response[directoryv1.GetLinkedUserResponse], error)
-	RegisterExternalUser(context.Context, *connect.Request[directoryv1.RegisterExternalUserRequest]) (*connect.Response[directoryv1.RegisterExternalUserResponse], error)
-	LinkExternalUser(context.Context, *connect.Request[directoryv1.LinkExternalUserRequest]) (*connect.Response[directoryv1.LinkExternalUserResponse], error)
+	GetClient(context.Context, *directoryv1.GetClientRequest) (*directoryv1.GetClientResponse, error)
+	GetOrg(context.Context, *directoryv1.GetOrgRequest) (*directoryv1.GetOrgResponse, error)
+	GetUser(context.Context, *directoryv1.GetUserRequest) (*directoryv1.GetUserResponse, error)
+	VerifyPassword(context.Context, *directoryv1.VerifyPasswordRequest) (*directoryv1.VerifyPasswordResponse, error)
+	ChangePassword(context.Context, *directoryv1.ChangePasswordRequest) (*directoryv1.ChangePasswordResponse, error)
+	RegisterUser(context.Context, *directoryv1.RegisterUserRequest) (*directoryv1.RegisterUserResponse, error)
+	LookupUser(context.Context, *directoryv1.LookupUserRequest) (*directoryv1.LookupUserResponse, error)
+	GetIdP(context.Context, *directoryv1.GetIdPRequest) (*directoryv1.GetIdPResponse, error)
+	ListIdPs(context.Context, *directoryv1.ListIdPsRequest) (*directoryv1.ListIdPsResponse, error)
+	GetLinkedUser(context.Context, *directoryv1.GetLinkedUserRequest) (*directoryv1.GetLinkedUserResponse, error)
+	RegisterExternalUser(context.Context, *directoryv1.RegisterExternalUserRequest) (*directoryv1.RegisterExternalUserResponse, error)
+	LinkExternalUser(context.Context, *directoryv1.LinkExternalUserRequest) (*directoryv1.LinkExternalUserResponse, error)
 }
 
 // DirectoryWithFeed is Directory and the change feed that keeps authn's
 // cache of clients and organizations current (see cachedDirectory).
 type DirectoryWithFeed interface {
 	Directory
-	ListChanges(context.Context, *connect.Request[directoryv1.ListChangesRequest]) (*connect.Response[directoryv1.ListChangesResponse], error)
+	ListChanges(context.Context, *directoryv1.ListChangesRequest) (*directoryv1.ListChangesResponse, error)
 }
 
 // Deps are the authn service's dependencies on other services. A nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
@@ -13,10 +12,10 @@ import (
 
 // Tokens is what authn needs of the tokens service's internal API.
 type Tokens interface {
-	CreateAuthorizationCode(context.Context, *connect.Request[tokensv1.CreateAuthorizationCodeRequest]) (*connect.Response[tokensv1.CreateAuthorizationCodeResponse], error)
-	CreateImplicitTokens(context.Context, *connect.Request[tokensv1.CreateImplicitTokensRequest]) (*connect.Response[tokensv1.CreateImplicitTokensResponse], error)
-	VerifyIDTokenHint(context.Context, *connect.Request[tokensv1.VerifyIDTokenHintRequest]) (*connect.Response[tokensv1.VerifyIDTokenHintResponse], error)
-	RevokeSession(context.Context, *connect.Request[tokensv1.RevokeSessionRequest]) (*connect.Response[tokensv1.RevokeSessionResponse], error)
+	CreateAuthorizationCode(context.Context, *tokensv1.CreateAuthorizationCodeRequest) (*tokensv1.CreateAuthorizationCodeResponse, error)
+	CreateImplicitTokens(context.Context, *tokensv1.CreateImplicitTokensRequest) (*tokensv1.CreateImplicitTokensResponse, error)
+	VerifyIDTokenHint(context.Context, *tokensv1.VerifyIDTokenHintRequest) (*tokensv1.VerifyIDTokenHintResponse, error)
+	RevokeSession(context.Context, *tokensv1.RevokeSessionRequest) (*tokensv1.RevokeSessionResponse, error)
 }
 
 // tokensAdapter turns the Connect API into the plain calls the packages
@@ -26,35 +25,35 @@ type tokensAdapter struct{ c Tokens }
 var _ authorize.Tokens = tokensAdapter{}
 
 func (a tokensAdapter) CreateAuthorizationCode(ctx context.Context, g authorize.CodeGrant) (string, error) {
-	resp, err := a.c.CreateAuthorizationCode(ctx, connect.NewRequest(&tokensv1.CreateAuthorizationCodeRequest{
+	resp, err := a.c.CreateAuthorizationCode(ctx, &tokensv1.CreateAuthorizationCodeRequest{
 		ClientId: g.ClientID, RedirectUri: g.RedirectURI, UserId: g.UserID, OrgId: g.OrgID, Scopes: g.Scopes,
 		Nonce: g.Nonce, CodeChallenge: g.CodeChallenge, SessionId: g.SessionID, AuthTime: timestamppb.New(g.AuthTime), Amr: g.AMR,
-	}))
+	})
 	if err != nil {
 		return "", fmt.Errorf("create authorization code: %w", err)
 	}
-	return resp.Msg.GetCode(), nil
+	return resp.GetCode(), nil
 }
 
 func (a tokensAdapter) CreateImplicitTokens(ctx context.Context, g authorize.ImplicitGrant) (authorize.ImplicitTokens, error) {
-	resp, err := a.c.CreateImplicitTokens(ctx, connect.NewRequest(&tokensv1.CreateImplicitTokensRequest{
+	resp, err := a.c.CreateImplicitTokens(ctx, &tokensv1.CreateImplicitTokensRequest{
 		ClientId: g.ClientID, UserId: g.UserID, OrgId: g.OrgID, Scopes: g.Scopes, Nonce: g.Nonce,
 		SessionId: g.SessionID, AuthTime: timestamppb.New(g.AuthTime), Amr: g.AMR, ResponseType: g.ResponseType,
-	}))
+	})
 	if err != nil {
 		return authorize.ImplicitTokens{}, fmt.Errorf("create implicit tokens: %w", err)
 	}
-	m := resp.Msg
+	m := resp
 	return authorize.ImplicitTokens{IDToken: m.GetIdToken(), AccessToken: m.GetAccessToken(), ExpiresIn: m.GetExpiresIn(),
 		TokenType: m.GetTokenType(), Scope: m.GetScope()}, nil
 }
 
 func (a tokensAdapter) VerifyIDTokenHint(ctx context.Context, idToken string, allowExpired bool) (authorize.Hint, error) {
-	resp, err := a.c.VerifyIDTokenHint(ctx, connect.NewRequest(&tokensv1.VerifyIDTokenHintRequest{IdToken: idToken, AllowExpired: allowExpired}))
+	resp, err := a.c.VerifyIDTokenHint(ctx, &tokensv1.VerifyIDTokenHintRequest{IdToken: idToken, AllowExpired: allowExpired})
 	if err != nil {
 		return authorize.Hint{}, fmt.Errorf("verify id_token_hint: %w", err)
 	}
-	m := resp.Msg
+	m := resp
 	h := authorize.Hint{Subject: m.GetSubject(), ClientID: m.GetClientId(), SessionID: m.GetSessionId()}
 	if m.GetAuthTime() != nil {
 		h.AuthTime = m.GetAuthTime().AsTime()
@@ -66,7 +65,7 @@ func (a tokensAdapter) VerifyIDTokenHint(ctx context.Context, idToken string, al
 }
 
 func (a tokensAdapter) RevokeSession(ctx context.Context, sessionID string) error {
-	if _, err := a.c.RevokeSession(ctx, connect.NewRequest(&tokensv1.RevokeSessionRequest{SessionId: sessionID})); err != nil {
+	if _, err := a.c.RevokeSession(ctx, &tokensv1.RevokeSessionRequest{SessionId: sessionID}); err != nil {
 		return fmt.Errorf("revoke session: %w", err)
 	}
 	return nil

@@ -129,16 +129,13 @@ type Engine struct {
 
 func (e *Engine) orgState(name string) *orgState { return e.st.orgs[name] }
 
-func call[Req, Res any](ctx context.Context, orgID string, f func(context.Context, *connect.Request[Req]) (*connect.Response[Res], error), req *Req) (*Res, error) {
-	r := connect.NewRequest(req)
+func call[Req, Res any](ctx context.Context, orgID string, f func(context.Context, *Req) (*Res, error), req *Req) (*Res, error) {
 	if orgID != "" {
-		r.Header().Set(OrgHeader, orgID)
+		var call connect.CallInfo
+		ctx, call = connect.NewClientContext(ctx)
+		call.RequestHeader().Set(OrgHeader, orgID)
 	}
-	res, err := f(ctx, r)
-	if err != nil {
-		return nil, err
-	}
-	return res.Msg, nil
+	return f(ctx, req)
 }
 
 const pageSize = 1000

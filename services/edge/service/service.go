@@ -11,18 +11,15 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"sync/atomic"
-
-	"connectrpc.com/connect"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/gatehouse-id/gatehouse/pkg/config"
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1/directoryv1connect"
-	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1/tokensv1connect"
 	"github.com/gatehouse-id/gatehouse/pkg/process"
 	"github.com/gatehouse-id/gatehouse/pkg/rpc"
+	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/pkg/server"
 	"github.com/gatehouse-id/gatehouse/pkg/telemetry"
 	authnsvc "github.com/gatehouse-id/gatehouse/services/authn/service"
@@ -93,48 +90,51 @@ func New(ctx context.Context, env process.Env) (e *Edge, err error) {
 		routes.Tokens:    cfg.TokensURL,
 		routes.Directory: cfg.DirectoryURL,
 	}
-	// Embedded services call each other in-process. Directory and tokens
-	// need each other, so directory gets a reference bound once tokens exists.
-	tokensRef := &lateTokens{}
-	var dirRef directoryv1connect.DirectoryServiceHandler // set before tokens is built
-	var tokensHandler tokensv1connect.TokenServiceHandler // set before authn is built
-	var deps directorysvc.Deps
+	// Embedded services call each other through in-memory clients of their
+	// internal APIs: the same clients, handlers and interceptors (internal
+	// credential, deadlines, tracing) as across the network. Directory and
+	// tokens need each other, so each client reaches a handler bound once
+	// its service is built (rpc.LateHandler; nothing calls before).
+	if cfg.InternalToken == "" {
+		// Embedded only (a distributed configuration requires one): the
+		// in-memory calls carry a credential like any other.
+		cfg.InternalToken = secrets.RandomToken(32)
+	}
+	copts, err := rpc.InternalClientOptions(cfg.InternalToken)
+	if err != nil {
+		return e, err
+	}
+	dirLate, tokensLate := &rpc.LateHandler{}, &rpc.LateHandler{}
+	dirClient := directoryv1connect.NewDirectoryServiceClient(rpc.NewInMemoryClient(dirLate), "http://directory.internal", copts...)
+	tokensClient := tokensv1connect.NewTokenServiceClient(rpc.NewInMemoryClient(tokensLate), "http://tokens.internal", copts...)
+	var ddeps directorysvc.Deps
+	var tdeps tokenssvc.Deps
+	var adeps authnsvc.Deps
 	if cfg.TokensURL == nil {
-		deps.Tokens = tokensRef
+		ddeps.Tokens, adeps.Tokens = tokensClient, tokensClient
+	}
+	if cfg.DirectoryURL == nil {
+		tdeps.Directory, adeps.Directory = dirClient, dirClient
 	}
 	constructors := []struct {
 		svc routes.Service
 		new func() (embedded, error)
 	}{
 		{routes.Directory, func() (embedded, error) {
-			d, err := directorysvc.New(ctx, env, deps)
+			d, err := directorysvc.New(ctx, env, ddeps)
 			if err == nil {
-				dirRef = d.DirectoryService()
+				dirLate.Bind(d.Handler())
 			}
 			return d, err
 		}},
 		{routes.Tokens, func() (embedded, error) {
-			var tdeps tokenssvc.Deps
-			if cfg.DirectoryURL == nil {
-				tdeps.Directory = dirRef
-			}
 			t, err := tokenssvc.New(ctx, env, tdeps)
 			if err == nil {
-				tokensHandler = t.TokenService()
-				tokensRef.bind(tokensHandler)
+				tokensLate.Bind(t.Handler())
 			}
 			return t, err
 		}},
-		{routes.Authn, func() (embedded, error) {
-			var adeps authnsvc.Deps
-			if cfg.DirectoryURL == nil {
-				adeps.Directory = dirRef
-			}
-			if cfg.TokensURL == nil {
-				adeps.Tokens = tokensHandler // built before authn
-			}
-			return authnsvc.New(ctx, env, adeps)
-		}},
+		{routes.Authn, func() (embedded, error) { return authnsvc.New(ctx, env, adeps) }},
 	}
 	handlers := map[routes.Service]http.Handler{}
 	for _, c := range constructors {
@@ -200,67 +200,6 @@ func New(ctx context.Context, env process.Env) (e *Edge, err error) {
 	}
 	e.handler = stripInternalCredential(h)
 	return e, nil
-}
-
-// lateTokens forwards to the embedded tokens service once it is built. The
-// run-time cycle needs it: directory checks management tokens and revokes
-// users' tokens at the tokens service, and tokens reads clients and claims
-// from the directory, so one of the two must be built first and reach the
-// other through a reference bound later (before either serves a request).
-type lateTokens struct {
-	h atomic.Pointer[tokensv1connect.TokenServiceHandler]
-}
-
-func (l *lateTokens) bind(h tokensv1connect.TokenServiceHandler) { l.h.Store(&h) }
-
-var errTokensNotStarted = connect.NewError(connect.CodeUnavailable, errors.New("tokens service not started"))
-
-func (l *lateTokens) Introspect(ctx context.Context, req *connect.Request[tokensv1.IntrospectRequest]) (*connect.Response[tokensv1.IntrospectResponse], error) {
-	h := l.h.Load()
-	if h == nil {
-		return nil, errTokensNotStarted
-	}
-	return (*h).Introspect(ctx, req)
-}
-
-func (l *lateTokens) RevokeUserTokens(ctx context.Context, req *connect.Request[tokensv1.RevokeUserTokensRequest]) (*connect.Response[tokensv1.RevokeUserTokensResponse], error) {
-	h := l.h.Load()
-	if h == nil {
-		return nil, errTokensNotStarted
-	}
-	return (*h).RevokeUserTokens(ctx, req)
-}
-
-func (l *lateTokens) RevokeGrantTokens(ctx context.Context, req *connect.Request[tokensv1.RevokeGrantTokensRequest]) (*connect.Response[tokensv1.RevokeGrantTokensResponse], error) {
-	h := l.h.Load()
-	if h == nil {
-		return nil, errTokensNotStarted
-	}
-	return (*h).RevokeGrantTokens(ctx, req)
-}
-
-func (l *lateTokens) ListRevocations(ctx context.Context, req *connect.Request[tokensv1.ListRevocationsRequest]) (*connect.Response[tokensv1.ListRevocationsResponse], error) {
-	h := l.h.Load()
-	if h == nil {
-		return nil, errTokensNotStarted
-	}
-	return (*h).ListRevocations(ctx, req)
-}
-
-func (l *lateTokens) CheckRevoked(ctx context.Context, req *connect.Request[tokensv1.CheckRevokedRequest]) (*connect.Response[tokensv1.CheckRevokedResponse], error) {
-	h := l.h.Load()
-	if h == nil {
-		return nil, errTokensNotStarted
-	}
-	return (*h).CheckRevoked(ctx, req)
-}
-
-func (l *lateTokens) GetKeySet(ctx context.Context, req *connect.Request[tokensv1.GetKeySetRequest]) (*connect.Response[tokensv1.GetKeySetResponse], error) {
-	h := l.h.Load()
-	if h == nil {
-		return nil, errTokensNotStarted
-	}
-	return (*h).GetKeySet(ctx, req)
 }
 
 // limiters are edge's rate limiters: one per limited class, the address

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"connectrpc.com/connect"
 	"github.com/lestrrat-go/jwx/v3/jwk"
 	"github.com/lestrrat-go/jwx/v3/jws"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -19,10 +18,10 @@ import (
 // TokenAPI is what a resource server needs of the tokens service's
 // internal API.
 type TokenAPI interface {
-	Introspect(context.Context, *connect.Request[tokensv1.IntrospectRequest]) (*connect.Response[tokensv1.IntrospectResponse], error)
-	ListRevocations(context.Context, *connect.Request[tokensv1.ListRevocationsRequest]) (*connect.Response[tokensv1.ListRevocationsResponse], error)
-	GetKeySet(context.Context, *connect.Request[tokensv1.GetKeySetRequest]) (*connect.Response[tokensv1.GetKeySetResponse], error)
-	CheckRevoked(context.Context, *connect.Request[tokensv1.CheckRevokedRequest]) (*connect.Response[tokensv1.CheckRevokedResponse], error)
+	Introspect(context.Context, *tokensv1.IntrospectRequest) (*tokensv1.IntrospectResponse, error)
+	ListRevocations(context.Context, *tokensv1.ListRevocationsRequest) (*tokensv1.ListRevocationsResponse, error)
+	GetKeySet(context.Context, *tokensv1.GetKeySetRequest) (*tokensv1.GetKeySetResponse, error)
+	CheckRevoked(context.Context, *tokensv1.CheckRevokedRequest) (*tokensv1.CheckRevokedResponse, error)
 }
 
 // RemoteOptions configure NewRemote.
@@ -96,11 +95,11 @@ type remoteOpaque struct {
 }
 
 func (o remoteOpaque) Lookup(ctx context.Context, raw string) (*Token, error) {
-	res, err := o.api.Introspect(ctx, connect.NewRequest(&tokensv1.IntrospectRequest{Token: raw, Audience: o.audience}))
+	res, err := o.api.Introspect(ctx, &tokensv1.IntrospectRequest{Token: raw, Audience: o.audience})
 	if err != nil {
 		return nil, fmt.Errorf("%w: introspection: %w", ErrUnavailable, err)
 	}
-	m := res.Msg
+	m := res
 	if !m.GetActive() || m.GetSubject() == "" || m.GetExpiresAt() == nil {
 		return nil, ErrInactive
 	}
@@ -160,10 +159,10 @@ func (k *remoteKeys) keySet(ctx context.Context, again bool) (jwk.Set, error) {
 	if k.set != nil && now.Sub(k.failed) < keyRetry {
 		return k.set, nil
 	}
-	res, err := k.api.GetKeySet(ctx, connect.NewRequest(&tokensv1.GetKeySetRequest{}))
+	res, err := k.api.GetKeySet(ctx, &tokensv1.GetKeySetRequest{})
 	if err == nil {
 		var set jwk.Set
-		if set, err = jwk.Parse(res.Msg.GetJwks()); err == nil {
+		if set, err = jwk.Parse(res.GetJwks()); err == nil {
 			k.set, k.read = set, now
 			return set, nil
 		}
@@ -212,8 +211,8 @@ func (r *remoteRevocations) TokenRevoked(ctx context.Context, id, subject string
 	if state != feed.Unknown && (r.follower.Down() || recentFailure) {
 		return false, nil
 	}
-	res, err := r.api.CheckRevoked(ctx, connect.NewRequest(&tokensv1.CheckRevokedRequest{
-		TokenId: id, Subject: subject, ExpiresAt: timestamppb.New(expiresAt)}))
+	res, err := r.api.CheckRevoked(ctx, &tokensv1.CheckRevokedRequest{
+		TokenId: id, Subject: subject, ExpiresAt: timestamppb.New(expiresAt)})
 	switch {
 	case err != nil && state == feed.Unknown:
 		return false, fmt.Errorf("%w: %w", ErrUnavailable, err)
@@ -223,7 +222,7 @@ func (r *remoteRevocations) TokenRevoked(ctx context.Context, id, subject string
 		r.mu.Unlock()
 		r.logger.DebugContext(ctx, "revocation check at the tokens service failed; answering from the followed list", "err", err)
 		return false, nil
-	case res.Msg.GetRevoked():
+	case res.GetRevoked():
 		// Remembered as the followed list will have it: should the
 		// service go down before the next poll, the list still says so.
 		r.remember(id, expiresAt)
@@ -249,11 +248,11 @@ func (r *remoteRevocations) read(ctx context.Context) error {
 		r.mu.Lock()
 		cursor := r.cursor
 		r.mu.Unlock()
-		res, err := r.api.ListRevocations(ctx, connect.NewRequest(&tokensv1.ListRevocationsRequest{Cursor: cursor}))
+		res, err := r.api.ListRevocations(ctx, &tokensv1.ListRevocationsRequest{Cursor: cursor})
 		if err != nil {
 			return err
 		}
-		m := res.Msg
+		m := res
 		for _, rv := range m.GetRevocations() {
 			r.remember(rv.GetId(), rv.GetExpiresAt().AsTime())
 		}

@@ -77,55 +77,55 @@ func mustKid(k jwk.Key) string { kid, _ := k.KeyID(); return kid }
 
 var errDown = connect.NewError(connect.CodeUnavailable, errors.New("down"))
 
-func (f *fakeTokens) Introspect(_ context.Context, req *connect.Request[tokensv1.IntrospectRequest]) (*connect.Response[tokensv1.IntrospectResponse], error) {
+func (f *fakeTokens) Introspect(_ context.Context, req *tokensv1.IntrospectRequest) (*tokensv1.IntrospectResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.intro++
 	if f.down {
 		return nil, errDown
 	}
-	if r, ok := f.opaque[req.Msg.GetToken()]; ok {
-		return connect.NewResponse(r), nil
+	if r, ok := f.opaque[req.GetToken()]; ok {
+		return r, nil
 	}
-	return connect.NewResponse(&tokensv1.IntrospectResponse{}), nil
+	return &tokensv1.IntrospectResponse{}, nil
 }
 
-func (f *fakeTokens) ListRevocations(_ context.Context, req *connect.Request[tokensv1.ListRevocationsRequest]) (*connect.Response[tokensv1.ListRevocationsResponse], error) {
+func (f *fakeTokens) ListRevocations(_ context.Context, req *tokensv1.ListRevocationsRequest) (*tokensv1.ListRevocationsResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.down {
 		return nil, errDown
 	}
 	// Simplest honest feed: everything, every time, cursor unchanged.
-	return connect.NewResponse(&tokensv1.ListRevocationsResponse{Revocations: f.revoked, Cursor: req.Msg.GetCursor()}), nil
+	return &tokensv1.ListRevocationsResponse{Revocations: f.revoked, Cursor: req.GetCursor()}, nil
 }
 
-func (f *fakeTokens) GetKeySet(context.Context, *connect.Request[tokensv1.GetKeySetRequest]) (*connect.Response[tokensv1.GetKeySetResponse], error) {
+func (f *fakeTokens) GetKeySet(context.Context, *tokensv1.GetKeySetRequest) (*tokensv1.GetKeySetResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.down {
 		return nil, errDown
 	}
 	b, _ := json.Marshal(f.pub)
-	return connect.NewResponse(&tokensv1.GetKeySetResponse{Jwks: b}), nil
+	return &tokensv1.GetKeySetResponse{Jwks: b}, nil
 }
 
 // CheckRevoked answers from the service's list as it is now (the one
 // ListRevocations serves a poll later).
-func (f *fakeTokens) CheckRevoked(_ context.Context, req *connect.Request[tokensv1.CheckRevokedRequest]) (*connect.Response[tokensv1.CheckRevokedResponse], error) {
+func (f *fakeTokens) CheckRevoked(_ context.Context, req *tokensv1.CheckRevokedRequest) (*tokensv1.CheckRevokedResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.asks++
 	if f.down {
 		return nil, errDown
 	}
-	m := req.Msg
+	m := req
 	for _, r := range f.revoked {
 		if r.GetId() == m.GetTokenId() || r.GetId() == "user:"+m.GetSubject() && !m.GetExpiresAt().AsTime().After(r.GetExpiresAt().AsTime()) {
-			return connect.NewResponse(&tokensv1.CheckRevokedResponse{Revoked: true}), nil
+			return &tokensv1.CheckRevokedResponse{Revoked: true}, nil
 		}
 	}
-	return connect.NewResponse(&tokensv1.CheckRevokedResponse{}), nil
+	return &tokensv1.CheckRevokedResponse{}, nil
 }
 
 func (f *fakeTokens) revoke(id string, until time.Time) {

@@ -34,7 +34,7 @@ func (a *adminAuthorizer) IAMOwner(ctx context.Context, bearer string) error {
 	if err != nil {
 		return connect.NewError(connect.CodeUnavailable, err)
 	}
-	u, err := a.dir.GetUser(ctx, connect.NewRequest(&directoryv1.GetUserRequest{UserId: t.Subject}))
+	u, err := a.dir.GetUser(ctx, &directoryv1.GetUserRequest{UserId: t.Subject})
 	if connect.CodeOf(err) == connect.CodeNotFound {
 		return connect.NewError(connect.CodeUnauthenticated, errors.New("the token's user is unknown"))
 	}
@@ -42,17 +42,17 @@ func (a *adminAuthorizer) IAMOwner(ctx context.Context, bearer string) error {
 		// The directory cannot answer: a dependency failure, never a 401.
 		return errDirectoryUnavailable
 	}
-	if u.Msg.GetUser().GetState() != directoryv1.UserState_USER_STATE_ACTIVE {
+	if u.GetUser().GetState() != directoryv1.UserState_USER_STATE_ACTIVE {
 		return connect.NewError(connect.CodeUnauthenticated, errors.New("the token's user is not active"))
 	}
 	if err := a.managementClient(ctx, t); err != nil {
 		return err
 	}
-	roles, err := a.dir.GetRoles(ctx, connect.NewRequest(&directoryv1.GetRolesRequest{UserId: t.Subject, OrgId: u.Msg.GetUser().GetOrgId()}))
+	roles, err := a.dir.GetRoles(ctx, &directoryv1.GetRolesRequest{UserId: t.Subject, OrgId: u.GetUser().GetOrgId()})
 	if err != nil {
 		return errDirectoryUnavailable
 	}
-	if !slices.Contains(roles.Msg.GetRoles(), "IAM_OWNER") {
+	if !slices.Contains(roles.GetRoles(), "IAM_OWNER") {
 		return connect.NewError(connect.CodePermissionDenied, errors.New("IAM_OWNER required"))
 	}
 	return nil
@@ -66,14 +66,14 @@ func (a *adminAuthorizer) managementClient(ctx context.Context, t *accesstoken.T
 	if t.ClientID == t.Subject {
 		return nil
 	}
-	c, err := a.dir.GetClient(ctx, connect.NewRequest(&directoryv1.GetClientRequest{ClientId: t.ClientID}))
+	c, err := a.dir.GetClient(ctx, &directoryv1.GetClientRequest{ClientId: t.ClientID})
 	if connect.CodeOf(err) == connect.CodeNotFound {
 		return connect.NewError(connect.CodeUnauthenticated, errors.New("the token's client no longer exists"))
 	}
 	if err != nil {
 		return errDirectoryUnavailable
 	}
-	cl := c.Msg.GetClient()
+	cl := c.GetClient()
 	own := cl.GetKind() == directoryv1.ClientKind_CLIENT_KIND_MACHINE_USER && cl.GetId() == t.Subject
 	if !own && !cl.GetAdminClient() {
 		return connect.NewError(connect.CodeUnauthenticated, errors.New("the token's client is no longer an admin client"))

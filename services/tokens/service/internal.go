@@ -29,36 +29,36 @@ type internalAPI struct {
 
 var _ tokensv1connect.TokenServiceHandler = (*internalAPI)(nil)
 
-func (a *internalAPI) Introspect(ctx context.Context, req *connect.Request[tokensv1.IntrospectRequest]) (*connect.Response[tokensv1.IntrospectResponse], error) {
+func (a *internalAPI) Introspect(ctx context.Context, req *tokensv1.IntrospectRequest) (*tokensv1.IntrospectResponse, error) {
 	return introspection.Internal(ctx, a.validator, req)
 }
 
-func (a *internalAPI) CreateAuthorizationCode(ctx context.Context, req *connect.Request[tokensv1.CreateAuthorizationCodeRequest]) (*connect.Response[tokensv1.CreateAuthorizationCodeResponse], error) {
+func (a *internalAPI) CreateAuthorizationCode(ctx context.Context, req *tokensv1.CreateAuthorizationCodeRequest) (*tokensv1.CreateAuthorizationCodeResponse, error) {
 	return a.life.CreateAuthorizationCode(ctx, req)
 }
 
-func (a *internalAPI) CreateImplicitTokens(ctx context.Context, req *connect.Request[tokensv1.CreateImplicitTokensRequest]) (*connect.Response[tokensv1.CreateImplicitTokensResponse], error) {
+func (a *internalAPI) CreateImplicitTokens(ctx context.Context, req *tokensv1.CreateImplicitTokensRequest) (*tokensv1.CreateImplicitTokensResponse, error) {
 	return a.life.CreateImplicitTokens(ctx, req)
 }
 
-func (a *internalAPI) VerifyIDTokenHint(ctx context.Context, req *connect.Request[tokensv1.VerifyIDTokenHintRequest]) (*connect.Response[tokensv1.VerifyIDTokenHintResponse], error) {
+func (a *internalAPI) VerifyIDTokenHint(ctx context.Context, req *tokensv1.VerifyIDTokenHintRequest) (*tokensv1.VerifyIDTokenHintResponse, error) {
 	return a.life.VerifyIDTokenHint(ctx, req)
 }
 
-func (a *internalAPI) RevokeSession(ctx context.Context, req *connect.Request[tokensv1.RevokeSessionRequest]) (*connect.Response[tokensv1.RevokeSessionResponse], error) {
+func (a *internalAPI) RevokeSession(ctx context.Context, req *tokensv1.RevokeSessionRequest) (*tokensv1.RevokeSessionResponse, error) {
 	return a.life.RevokeSession(ctx, req)
 }
 
-func (a *internalAPI) RevokeUserTokens(ctx context.Context, req *connect.Request[tokensv1.RevokeUserTokensRequest]) (*connect.Response[tokensv1.RevokeUserTokensResponse], error) {
+func (a *internalAPI) RevokeUserTokens(ctx context.Context, req *tokensv1.RevokeUserTokensRequest) (*tokensv1.RevokeUserTokensResponse, error) {
 	return a.life.RevokeUserTokens(ctx, req)
 }
 
-func (a *internalAPI) RevokeGrantTokens(ctx context.Context, req *connect.Request[tokensv1.RevokeGrantTokensRequest]) (*connect.Response[tokensv1.RevokeGrantTokensResponse], error) {
+func (a *internalAPI) RevokeGrantTokens(ctx context.Context, req *tokensv1.RevokeGrantTokensRequest) (*tokensv1.RevokeGrantTokensResponse, error) {
 	return a.life.RevokeGrantTokens(ctx, req)
 }
 
-func (a *internalAPI) ListRevocations(ctx context.Context, req *connect.Request[tokensv1.ListRevocationsRequest]) (*connect.Response[tokensv1.ListRevocationsResponse], error) {
-	entries, cursor, more, err := a.revoked.Feed(ctx, req.Msg.GetCursor())
+func (a *internalAPI) ListRevocations(ctx context.Context, req *tokensv1.ListRevocationsRequest) (*tokensv1.ListRevocationsResponse, error) {
+	entries, cursor, more, err := a.revoked.Feed(ctx, req.GetCursor())
 	if errors.Is(err, revocation.ErrInvalidCursor) {
 		return nil, connect.NewError(connect.CodeInvalidArgument, err)
 	}
@@ -69,11 +69,11 @@ func (a *internalAPI) ListRevocations(ctx context.Context, req *connect.Request[
 	for _, e := range entries {
 		out.Revocations = append(out.Revocations, &tokensv1.Revocation{Id: e.ID, ExpiresAt: timestamppb.New(e.ExpiresAt)})
 	}
-	return connect.NewResponse(out), nil
+	return out, nil
 }
 
-func (a *internalAPI) CheckRevoked(ctx context.Context, req *connect.Request[tokensv1.CheckRevokedRequest]) (*connect.Response[tokensv1.CheckRevokedResponse], error) {
-	m := req.Msg
+func (a *internalAPI) CheckRevoked(ctx context.Context, req *tokensv1.CheckRevokedRequest) (*tokensv1.CheckRevokedResponse, error) {
+	m := req
 	if m.GetTokenId() == "" || len(m.GetTokenId()) > 200 || m.GetSubject() == "" || len(m.GetSubject()) > 200 ||
 		m.GetExpiresAt() == nil || m.GetExpiresAt().CheckValid() != nil {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("token_id, subject and expires_at are required"))
@@ -82,13 +82,13 @@ func (a *internalAPI) CheckRevoked(ctx context.Context, req *connect.Request[tok
 	if err != nil {
 		return nil, connect.NewError(connect.CodeUnavailable, err)
 	}
-	return connect.NewResponse(&tokensv1.CheckRevokedResponse{Revoked: revoked}), nil
+	return &tokensv1.CheckRevokedResponse{Revoked: revoked}, nil
 }
 
-func (a *internalAPI) GetKeySet(context.Context, *connect.Request[tokensv1.GetKeySetRequest]) (*connect.Response[tokensv1.GetKeySetResponse], error) {
+func (a *internalAPI) GetKeySet(context.Context, *tokensv1.GetKeySetRequest) (*tokensv1.GetKeySetResponse, error) {
 	body, err := a.keySet.Body()
 	if err != nil {
 		return nil, connect.NewError(connect.CodeInternal, err)
 	}
-	return connect.NewResponse(&tokensv1.GetKeySetResponse{Jwks: body}), nil
+	return &tokensv1.GetKeySetResponse{Jwks: body}, nil
 }

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"connectrpc.com/connect"
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/gatehouse-id/gatehouse/pkg/config"
@@ -45,12 +44,12 @@ import (
 
 // Directory is what tokens needs of the directory's internal API.
 type Directory interface {
-	GetClient(context.Context, *connect.Request[directoryv1.GetClientRequest]) (*connect.Response[directoryv1.GetClientResponse], error)
-	GetMachineKey(context.Context, *connect.Request[directoryv1.GetMachineKeyRequest]) (*connect.Response[directoryv1.GetMachineKeyResponse], error)
-	GetUser(context.Context, *connect.Request[directoryv1.GetUserRequest]) (*connect.Response[directoryv1.GetUserResponse], error)
-	GetRoles(context.Context, *connect.Request[directoryv1.GetRolesRequest]) (*connect.Response[directoryv1.GetRolesResponse], error)
-	GetClaims(context.Context, *connect.Request[directoryv1.GetClaimsRequest]) (*connect.Response[directoryv1.GetClaimsResponse], error)
-	ListChanges(context.Context, *connect.Request[directoryv1.ListChangesRequest]) (*connect.Response[directoryv1.ListChangesResponse], error)
+	GetClient(context.Context, *directoryv1.GetClientRequest) (*directoryv1.GetClientResponse, error)
+	GetMachineKey(context.Context, *directoryv1.GetMachineKeyRequest) (*directoryv1.GetMachineKeyResponse, error)
+	GetUser(context.Context, *directoryv1.GetUserRequest) (*directoryv1.GetUserResponse, error)
+	GetRoles(context.Context, *directoryv1.GetRolesRequest) (*directoryv1.GetRolesResponse, error)
+	GetClaims(context.Context, *directoryv1.GetClaimsRequest) (*directoryv1.GetClaimsResponse, error)
+	ListChanges(context.Context, *directoryv1.ListChangesRequest) (*directoryv1.ListChangesResponse, error)
 }
 
 // cachedDirectory is the directory with machine keys read through the
@@ -61,11 +60,11 @@ type cachedDirectory struct {
 	claims *clients.ClaimsCache
 }
 
-func (d cachedDirectory) GetClaims(ctx context.Context, req *connect.Request[directoryv1.GetClaimsRequest]) (*connect.Response[directoryv1.GetClaimsResponse], error) {
+func (d cachedDirectory) GetClaims(ctx context.Context, req *directoryv1.GetClaimsRequest) (*directoryv1.GetClaimsResponse, error) {
 	return d.claims.GetClaims(ctx, req)
 }
 
-func (d cachedDirectory) GetMachineKey(ctx context.Context, req *connect.Request[directoryv1.GetMachineKeyRequest]) (*connect.Response[directoryv1.GetMachineKeyResponse], error) {
+func (d cachedDirectory) GetMachineKey(ctx context.Context, req *directoryv1.GetMachineKeyRequest) (*directoryv1.GetMachineKeyResponse, error) {
 	return d.keys.GetMachineKey(ctx, req)
 }
 

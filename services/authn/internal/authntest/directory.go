@@ -53,35 +53,35 @@ func (d *Directory) down() error {
 }
 
 // GetClient implements the directory API.
-func (d *Directory) GetClient(_ context.Context, r *connect.Request[directoryv1.GetClientRequest]) (*connect.Response[directoryv1.GetClientResponse], error) {
+func (d *Directory) GetClient(_ context.Context, r *directoryv1.GetClientRequest) (*directoryv1.GetClientResponse, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.down(); err != nil {
 		return nil, err
 	}
-	c, ok := d.Clients[r.Msg.GetClientId()]
+	c, ok := d.Clients[r.GetClientId()]
 	if !ok {
 		return nil, connect.NewError(connect.CodeNotFound, errors.New("client not found"))
 	}
-	return connect.NewResponse(&directoryv1.GetClientResponse{Client: c}), nil
+	return &directoryv1.GetClientResponse{Client: c}, nil
 }
 
 // GetOrg implements the directory API.
-func (d *Directory) GetOrg(_ context.Context, r *connect.Request[directoryv1.GetOrgRequest]) (*connect.Response[directoryv1.GetOrgResponse], error) {
+func (d *Directory) GetOrg(_ context.Context, r *directoryv1.GetOrgRequest) (*directoryv1.GetOrgResponse, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.down(); err != nil {
 		return nil, err
 	}
-	o, ok := d.Orgs[r.Msg.GetOrgId()]
+	o, ok := d.Orgs[r.GetOrgId()]
 	if !ok {
 		return nil, connect.NewError(connect.CodeNotFound, errors.New("org not found"))
 	}
-	return connect.NewResponse(o), nil
+	return o, nil
 }
 
 // GetUser implements the directory API.
-func (d *Directory) GetUser(_ context.Context, r *connect.Request[directoryv1.GetUserRequest]) (*connect.Response[directoryv1.GetUserResponse], error) {
+func (d *Directory) GetUser(_ context.Context, r *directoryv1.GetUserRequest) (*directoryv1.GetUserResponse, error) {
 	if d.OnGetUser != nil {
 		d.OnGetUser()
 	}
@@ -90,25 +90,25 @@ func (d *Directory) GetUser(_ context.Context, r *connect.Request[directoryv1.Ge
 	if err := d.down(); err != nil {
 		return nil, err
 	}
-	u, ok := d.Users[r.Msg.GetUserId()]
+	u, ok := d.Users[r.GetUserId()]
 	if !ok {
 		return nil, connect.NewError(connect.CodeNotFound, errors.New("user not found"))
 	}
-	return connect.NewResponse(&directoryv1.GetUserResponse{User: u.User}), nil
+	return &directoryv1.GetUserResponse{User: u.User}, nil
 }
 
 // LookupUser implements the directory API.
-func (d *Directory) LookupUser(_ context.Context, r *connect.Request[directoryv1.LookupUserRequest]) (*connect.Response[directoryv1.LookupUserResponse], error) {
+func (d *Directory) LookupUser(_ context.Context, r *directoryv1.LookupUserRequest) (*directoryv1.LookupUserResponse, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.down(); err != nil {
 		return nil, err
 	}
-	u := d.find(r.Msg.GetOrgId(), "", r.Msg.GetLoginName())
+	u := d.find(r.GetOrgId(), "", r.GetLoginName())
 	if u == nil {
 		return nil, connect.NewError(connect.CodeNotFound, errors.New("user not found"))
 	}
-	return connect.NewResponse(&directoryv1.LookupUserResponse{User: u.User}), nil
+	return &directoryv1.LookupUserResponse{User: u.User}, nil
 }
 
 func (d *Directory) find(orgID, userID, loginName string) *User {
@@ -127,13 +127,13 @@ func (d *Directory) find(orgID, userID, loginName string) *User {
 }
 
 // VerifyPassword implements the directory API.
-func (d *Directory) VerifyPassword(_ context.Context, r *connect.Request[directoryv1.VerifyPasswordRequest]) (*connect.Response[directoryv1.VerifyPasswordResponse], error) {
+func (d *Directory) VerifyPassword(_ context.Context, r *directoryv1.VerifyPasswordRequest) (*directoryv1.VerifyPasswordResponse, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.down(); err != nil {
 		return nil, err
 	}
-	m := r.Msg
+	m := r
 	d.Addresses = append(d.Addresses, m.GetClientAddress())
 	u := d.find(m.GetOrgId(), m.GetUserId(), m.GetLoginName())
 	if u == nil {
@@ -150,35 +150,35 @@ func (d *Directory) VerifyPassword(_ context.Context, r *connect.Request[directo
 	if u.User.GetState() == directoryv1.UserState_USER_STATE_INACTIVE {
 		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("user deactivated"))
 	}
-	return connect.NewResponse(&directoryv1.VerifyPasswordResponse{User: u.User, ChangeRequired: u.ChangeRequired}), nil
+	return &directoryv1.VerifyPasswordResponse{User: u.User, ChangeRequired: u.ChangeRequired}, nil
 }
 
 // ChangePassword implements the directory API.
-func (d *Directory) ChangePassword(_ context.Context, r *connect.Request[directoryv1.ChangePasswordRequest]) (*connect.Response[directoryv1.ChangePasswordResponse], error) {
+func (d *Directory) ChangePassword(_ context.Context, r *directoryv1.ChangePasswordRequest) (*directoryv1.ChangePasswordResponse, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.down(); err != nil {
 		return nil, err
 	}
-	u, ok := d.Users[r.Msg.GetUserId()]
-	if !ok || u.Password != r.Msg.GetCurrentPassword() {
+	u, ok := d.Users[r.GetUserId()]
+	if !ok || u.Password != r.GetCurrentPassword() {
 		return nil, connect.NewError(connect.CodeUnauthenticated, errors.New("wrong password"))
 	}
-	if r.Msg.GetNewPassword() == u.Password {
+	if r.GetNewPassword() == u.Password {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("the new password must differ"))
 	}
-	u.Password, u.ChangeRequired = r.Msg.GetNewPassword(), false
-	return connect.NewResponse(&directoryv1.ChangePasswordResponse{}), nil
+	u.Password, u.ChangeRequired = r.GetNewPassword(), false
+	return &directoryv1.ChangePasswordResponse{}, nil
 }
 
 // RegisterUser implements the directory API.
-func (d *Directory) RegisterUser(_ context.Context, r *connect.Request[directoryv1.RegisterUserRequest]) (*connect.Response[directoryv1.RegisterUserResponse], error) {
+func (d *Directory) RegisterUser(_ context.Context, r *directoryv1.RegisterUserRequest) (*directoryv1.RegisterUserResponse, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.down(); err != nil {
 		return nil, err
 	}
-	m := r.Msg
+	m := r
 	if d.find(m.GetOrgId(), "", m.GetUserName()) != nil {
 		return nil, connect.NewError(connect.CodeAlreadyExists, errors.New("user name taken"))
 	}
@@ -190,7 +190,7 @@ func (d *Directory) RegisterUser(_ context.Context, r *connect.Request[directory
 		PreferredLoginName: m.GetUserName() + "@" + org.GetPrimaryDomain(), State: directoryv1.UserState_USER_STATE_ACTIVE,
 		DisplayName: strings.TrimSpace(m.GetFirstName() + " " + m.GetLastName()), Email: m.GetEmail(), PreferredLanguage: m.GetPreferredLanguage()}
 	d.Users[u.Id] = &User{User: u, Password: m.GetPassword()}
-	return connect.NewResponse(&directoryv1.RegisterUserResponse{User: u}), nil
+	return &directoryv1.RegisterUserResponse{User: u}, nil
 }
 
 // AddUser adds an active human user of org with a password.
@@ -216,26 +216,26 @@ func (d *Directory) SetState(id string, s directoryv1.UserState) {
 
 // GetIdP implements the directory API: this fake has no identity
 // providers.
-func (d *Directory) GetIdP(context.Context, *connect.Request[directoryv1.GetIdPRequest]) (*connect.Response[directoryv1.GetIdPResponse], error) {
+func (d *Directory) GetIdP(context.Context, *directoryv1.GetIdPRequest) (*directoryv1.GetIdPResponse, error) {
 	return nil, connect.NewError(connect.CodeNotFound, errors.New("idp not found"))
 }
 
 // ListIdPs implements the directory API.
-func (d *Directory) ListIdPs(context.Context, *connect.Request[directoryv1.ListIdPsRequest]) (*connect.Response[directoryv1.ListIdPsResponse], error) {
-	return connect.NewResponse(&directoryv1.ListIdPsResponse{}), nil
+func (d *Directory) ListIdPs(context.Context, *directoryv1.ListIdPsRequest) (*directoryv1.ListIdPsResponse, error) {
+	return &directoryv1.ListIdPsResponse{}, nil
 }
 
 // GetLinkedUser implements the directory API.
-func (d *Directory) GetLinkedUser(context.Context, *connect.Request[directoryv1.GetLinkedUserRequest]) (*connect.Response[directoryv1.GetLinkedUserResponse], error) {
+func (d *Directory) GetLinkedUser(context.Context, *directoryv1.GetLinkedUserRequest) (*directoryv1.GetLinkedUserResponse, error) {
 	return nil, connect.NewError(connect.CodeNotFound, errors.New("not linked"))
 }
 
 // RegisterExternalUser implements the directory API.
-func (d *Directory) RegisterExternalUser(context.Context, *connect.Request[directoryv1.RegisterExternalUserRequest]) (*connect.Response[directoryv1.RegisterExternalUserResponse], error) {
+func (d *Directory) RegisterExternalUser(context.Context, *directoryv1.RegisterExternalUserRequest) (*directoryv1.RegisterExternalUserResponse, error) {
 	return nil, connect.NewError(connect.CodeNotFound, errors.New("idp not found"))
 }
 
 // LinkExternalUser implements the directory API.
-func (d *Directory) LinkExternalUser(context.Context, *connect.Request[directoryv1.LinkExternalUserRequest]) (*connect.Response[directoryv1.LinkExternalUserResponse], error) {
+func (d *Directory) LinkExternalUser(context.Context, *directoryv1.LinkExternalUserRequest) (*directoryv1.LinkExternalUserResponse, error) {
 	return nil, connect.NewError(connect.CodeNotFound, errors.New("idp not found"))
 }

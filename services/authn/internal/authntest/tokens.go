@@ -38,7 +38,7 @@ func NewTokens() *Tokens {
 }
 
 // CreateAuthorizationCode implements the tokens API.
-func (t *Tokens) CreateAuthorizationCode(_ context.Context, r *connect.Request[tokensv1.CreateAuthorizationCodeRequest]) (*connect.Response[tokensv1.CreateAuthorizationCodeResponse], error) {
+func (t *Tokens) CreateAuthorizationCode(_ context.Context, r *tokensv1.CreateAuthorizationCodeRequest) (*tokensv1.CreateAuthorizationCodeResponse, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.Down {
@@ -46,41 +46,41 @@ func (t *Tokens) CreateAuthorizationCode(_ context.Context, r *connect.Request[t
 	}
 	t.n++
 	code := "code-" + strconv.Itoa(t.n)
-	t.Codes[code] = r.Msg
-	return connect.NewResponse(&tokensv1.CreateAuthorizationCodeResponse{Code: code}), nil
+	t.Codes[code] = r
+	return &tokensv1.CreateAuthorizationCodeResponse{Code: code}, nil
 }
 
 // CreateImplicitTokens implements the tokens API: the "ID token" names
 // the subject, nonce and session so tests can read them back.
-func (t *Tokens) CreateImplicitTokens(_ context.Context, r *connect.Request[tokensv1.CreateImplicitTokensRequest]) (*connect.Response[tokensv1.CreateImplicitTokensResponse], error) {
+func (t *Tokens) CreateImplicitTokens(_ context.Context, r *tokensv1.CreateImplicitTokensRequest) (*tokensv1.CreateImplicitTokensResponse, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.Implicit = append(t.Implicit, r.Msg)
-	m := r.Msg
+	t.Implicit = append(t.Implicit, r)
+	m := r
 	out := &tokensv1.CreateImplicitTokensResponse{IdToken: "idt." + m.GetUserId() + "." + m.GetNonce() + "." + m.GetSessionId(), TokenType: "Bearer", Scope: "openid"}
 	if m.GetResponseType() == "id_token token" {
 		out.AccessToken, out.ExpiresIn = "at."+m.GetUserId(), 3600
 	}
-	return connect.NewResponse(out), nil
+	return out, nil
 }
 
 // VerifyIDTokenHint implements the tokens API.
-func (t *Tokens) VerifyIDTokenHint(_ context.Context, r *connect.Request[tokensv1.VerifyIDTokenHintRequest]) (*connect.Response[tokensv1.VerifyIDTokenHintResponse], error) {
+func (t *Tokens) VerifyIDTokenHint(_ context.Context, r *tokensv1.VerifyIDTokenHintRequest) (*tokensv1.VerifyIDTokenHintResponse, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	h, ok := t.Hints[r.Msg.GetIdToken()]
-	if !ok || (h.Expired && !r.Msg.GetAllowExpired()) {
+	h, ok := t.Hints[r.GetIdToken()]
+	if !ok || (h.Expired && !r.GetAllowExpired()) {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("id_token_hint does not verify"))
 	}
-	return connect.NewResponse(h.Resp), nil
+	return h.Resp, nil
 }
 
 // RevokeSession implements the tokens API.
-func (t *Tokens) RevokeSession(_ context.Context, r *connect.Request[tokensv1.RevokeSessionRequest]) (*connect.Response[tokensv1.RevokeSessionResponse], error) {
+func (t *Tokens) RevokeSession(_ context.Context, r *tokensv1.RevokeSessionRequest) (*tokensv1.RevokeSessionResponse, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.Revoked = append(t.Revoked, r.Msg.GetSessionId())
-	return connect.NewResponse(&tokensv1.RevokeSessionResponse{}), nil
+	t.Revoked = append(t.Revoked, r.GetSessionId())
+	return &tokensv1.RevokeSessionResponse{}, nil
 }
 
 // AddHint registers an ID token the fake verifies.

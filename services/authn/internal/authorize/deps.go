@@ -4,17 +4,15 @@ import (
 	"context"
 	"time"
 
-	"connectrpc.com/connect"
-
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 )
 
 // Directory is what the authorization endpoint needs of the directory.
 type Directory interface {
-	GetClient(context.Context, *connect.Request[directoryv1.GetClientRequest]) (*connect.Response[directoryv1.GetClientResponse], error)
-	GetOrg(context.Context, *connect.Request[directoryv1.GetOrgRequest]) (*connect.Response[directoryv1.GetOrgResponse], error)
-	GetUser(context.Context, *connect.Request[directoryv1.GetUserRequest]) (*connect.Response[directoryv1.GetUserResponse], error)
-	GetIdP(context.Context, *connect.Request[directoryv1.GetIdPRequest]) (*connect.Response[directoryv1.GetIdPResponse], error)
+	GetClient(context.Context, *directoryv1.GetClientRequest) (*directoryv1.GetClientResponse, error)
+	GetOrg(context.Context, *directoryv1.GetOrgRequest) (*directoryv1.GetOrgResponse, error)
+	GetUser(context.Context, *directoryv1.GetUserRequest) (*directoryv1.GetUserResponse, error)
+	GetIdP(context.Context, *directoryv1.GetIdPRequest) (*directoryv1.GetIdPResponse, error)
 }
 
 // CodeGrant is what an authorization code is bound to.

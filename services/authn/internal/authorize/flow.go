@@ -175,14 +175,14 @@ func (f *Flow) park(ctx context.Context, req *Request, userAgentID, loginName, u
 // authenticated after the user's sessions were last ended (an admin
 // password reset ends them: sessions_not_before).
 func (f *Flow) SessionValid(ctx context.Context, s session.Session) (bool, error) {
-	resp, err := f.Directory.GetUser(ctx, connect.NewRequest(&directoryv1.GetUserRequest{UserId: s.UserID}))
+	resp, err := f.Directory.GetUser(ctx, &directoryv1.GetUserRequest{UserId: s.UserID})
 	if connect.CodeOf(err) == connect.CodeNotFound {
 		return false, nil
 	}
 	if err != nil {
 		return false, dependencyError("directory", err)
 	}
-	u := resp.Msg.GetUser()
+	u := resp.GetUser()
 	if nb := u.GetSessionsNotBefore(); nb != nil && !s.AuthTime.After(nb.AsTime()) {
 		return false, nil
 	}

@@ -27,29 +27,29 @@ var fuzzClients = map[string]*directoryv1.Client{
 		GrantTypes: []string{"authorization_code", "implicit"}, AuthMethod: directoryv1.AuthMethod_AUTH_METHOD_NONE, AppType: "native"},
 }
 
-func (fuzzDirectory) GetClient(_ context.Context, r *connect.Request[directoryv1.GetClientRequest]) (*connect.Response[directoryv1.GetClientResponse], error) {
-	c, ok := fuzzClients[r.Msg.GetClientId()]
+func (fuzzDirectory) GetClient(_ context.Context, r *directoryv1.GetClientRequest) (*directoryv1.GetClientResponse, error) {
+	c, ok := fuzzClients[r.GetClientId()]
 	if !ok {
 		return nil, connect.NewError(connect.CodeNotFound, errors.New("no such client"))
 	}
-	return connect.NewResponse(&directoryv1.GetClientResponse{Client: c}), nil
+	return &directoryv1.GetClientResponse{Client: c}, nil
 }
 
-func (fuzzDirectory) GetOrg(_ context.Context, r *connect.Request[directoryv1.GetOrgRequest]) (*connect.Response[directoryv1.GetOrgResponse], error) {
-	switch r.Msg.GetOrgId() {
+func (fuzzDirectory) GetOrg(_ context.Context, r *directoryv1.GetOrgRequest) (*directoryv1.GetOrgResponse, error) {
+	switch r.GetOrgId() {
 	case "o1":
-		return connect.NewResponse(&directoryv1.GetOrgResponse{Active: true}), nil
+		return &directoryv1.GetOrgResponse{Active: true}, nil
 	case "o2":
-		return connect.NewResponse(&directoryv1.GetOrgResponse{}), nil
+		return &directoryv1.GetOrgResponse{}, nil
 	}
 	return nil, connect.NewError(connect.CodeNotFound, errors.New("no such org"))
 }
 
-func (fuzzDirectory) GetUser(context.Context, *connect.Request[directoryv1.GetUserRequest]) (*connect.Response[directoryv1.GetUserResponse], error) {
+func (fuzzDirectory) GetUser(context.Context, *directoryv1.GetUserRequest) (*directoryv1.GetUserResponse, error) {
 	return nil, connect.NewError(connect.CodeNotFound, errors.New("no such user"))
 }
 
-func (fuzzDirectory) GetIdP(context.Context, *connect.Request[directoryv1.GetIdPRequest]) (*connect.Response[directoryv1.GetIdPResponse], error) {
+func (fuzzDirectory) GetIdP(context.Context, *directoryv1.GetIdPRequest) (*directoryv1.GetIdPResponse, error) {
 	return nil, connect.NewError(connect.CodeNotFound, errors.New("no such idp"))
 }
 

@@ -59,14 +59,14 @@ func (v *Validator) client(ctx context.Context, p Params) (*directoryv1.Client, 
 	if strings.Contains(p.first("scope"), "urn:") {
 		clientCtx = dircache.Fresh(ctx)
 	}
-	resp, err := v.Directory.GetClient(clientCtx, connect.NewRequest(&directoryv1.GetClientRequest{ClientId: clientID}))
+	resp, err := v.Directory.GetClient(clientCtx, &directoryv1.GetClientRequest{ClientId: clientID})
 	if err != nil {
 		if connect.CodeOf(err) == connect.CodeNotFound || connect.CodeOf(err) == connect.CodeInvalidArgument {
 			return nil, oauth.New(oauth.InvalidRequest, "unknown client_id").WithCause(err)
 		}
 		return nil, dependencyError("directory", err)
 	}
-	client := resp.Msg.GetClient()
+	client := resp.GetClient()
 	if client.GetKind() != directoryv1.ClientKind_CLIENT_KIND_OIDC_APP || !client.GetActive() {
 		return nil, oauth.New(oauth.InvalidRequest, "the client is not an active OIDC application")
 	}
@@ -287,13 +287,13 @@ func (s *steps) organization(ctx context.Context) error {
 	if req.OrgID == "" {
 		req.OrgID = s.client.GetOrgId()
 	} else {
-		org, err := dir.GetOrg(ctx, connect.NewRequest(&directoryv1.GetOrgRequest{OrgId: req.OrgID}))
+		org, err := dir.GetOrg(ctx, &directoryv1.GetOrgRequest{OrgId: req.OrgID})
 		switch {
 		case connect.CodeOf(err) == connect.CodeNotFound || connect.CodeOf(err) == connect.CodeInvalidArgument:
 			return oauth.New(oauth.InvalidScope, "the organization of the scope does not exist")
 		case err != nil:
 			return dependencyError("directory", err)
-		case !org.Msg.GetActive():
+		case !org.GetActive():
 			return oauth.New(oauth.InvalidScope, "the organization of the scope is not active")
 		}
 	}
@@ -301,10 +301,10 @@ func (s *steps) organization(ctx context.Context) error {
 	if id == "" {
 		return nil
 	}
-	res, err := dir.GetIdP(ctx, connect.NewRequest(&directoryv1.GetIdPRequest{OrgId: req.OrgID, IdpId: id}))
+	res, err := dir.GetIdP(ctx, &directoryv1.GetIdPRequest{OrgId: req.OrgID, IdpId: id})
 	switch {
 	case connect.CodeOf(err) == connect.CodeNotFound || connect.CodeOf(err) == connect.CodeInvalidArgument ||
-		(err == nil && !res.Msg.GetIdp().GetActive()):
+		(err == nil && !res.GetIdp().GetActive()):
 		return oauth.New(oauth.InvalidScope, "the identity provider of the scope is unknown, inactive or of another organization")
 	case err != nil:
 		return dependencyError("directory", err)

@@ -247,7 +247,7 @@ func TestOrganizationStep(t *testing.T) {
 // downDirectory and downTokens cannot answer.
 type downDirectory struct{ fuzzDirectory }
 
-func (downDirectory) GetClient(context.Context, *connect.Request[directoryv1.GetClientRequest]) (*connect.Response[directoryv1.GetClientResponse], error) {
+func (downDirectory) GetClient(context.Context, *directoryv1.GetClientRequest) (*directoryv1.GetClientResponse, error) {
 	return nil, connect.NewError(connect.CodeUnavailable, errors.New("down"))
 }
 

@@ -25,7 +25,7 @@ const Path = "/oidc/v1/end_session"
 
 // Directory is what logout needs of the directory.
 type Directory interface {
-	GetClient(context.Context, *connect.Request[directoryv1.GetClientRequest]) (*connect.Response[directoryv1.GetClientResponse], error)
+	GetClient(context.Context, *directoryv1.GetClientRequest) (*directoryv1.GetClientResponse, error)
 }
 
 // Tokens is what logout needs of the tokens service.
@@ -209,14 +209,14 @@ func (h *Handler) redirectTarget(ctx context.Context, clientID, uri string) (*ur
 	if uri == "" || clientID == "" {
 		return nil, nil
 	}
-	resp, err := h.Directory.GetClient(ctx, connect.NewRequest(&directoryv1.GetClientRequest{ClientId: clientID}))
+	resp, err := h.Directory.GetClient(ctx, &directoryv1.GetClientRequest{ClientId: clientID})
 	if c := connect.CodeOf(err); c == connect.CodeNotFound || c == connect.CodeInvalidArgument {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	if !slices.Contains(resp.Msg.GetClient().GetPostLogoutRedirectUris(), uri) {
+	if !slices.Contains(resp.GetClient().GetPostLogoutRedirectUris(), uri) {
 		return nil, nil
 	}
 	u, err := url.Parse(uri)

@@ -65,9 +65,9 @@ func (p *Pages) changeSubmit(w http.ResponseWriter, r *http.Request) {
 		show(http.StatusBadRequest)
 		return
 	}
-	_, err = p.Directory.ChangePassword(ctx, connect.NewRequest(&directoryv1.ChangePasswordRequest{
+	_, err = p.Directory.ChangePassword(ctx, &directoryv1.ChangePasswordRequest{
 		UserId: f.ar.UserID, CurrentPassword: f.form["currentPassword"], NewPassword: newPassword, ClientAddress: clientAddress(r),
-	}))
+	})
 	switch connect.CodeOf(err) {
 	case connect.CodeUnauthenticated:
 		pg.Errors["currentPassword"] = translate(f.lang, "err.credentials")
@@ -87,9 +87,9 @@ func (p *Pages) changeSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The new password proves the user again and returns the current state.
-	resp, err := p.Directory.VerifyPassword(ctx, connect.NewRequest(&directoryv1.VerifyPasswordRequest{
+	resp, err := p.Directory.VerifyPassword(ctx, &directoryv1.VerifyPasswordRequest{
 		OrgId: f.req.OrgID, UserId: f.ar.UserID, Password: newPassword, ClientAddress: clientAddress(r),
-	}))
+	})
 	if key, status, ok := passwordError(err); ok {
 		pg.Error = translate(f.lang, key)
 		show(status)
@@ -98,15 +98,15 @@ func (p *Pages) changeSubmit(w http.ResponseWriter, r *http.Request) {
 		p.internal(w, r, f.lang, err)
 		return
 	}
-	p.signIn(w, r, f, resp.Msg.GetUser(), []string{"pwd"})
+	p.signIn(w, r, f, resp.GetUser(), []string{"pwd"})
 }
 
 func (p *Pages) org(ctx context.Context, orgID string) (*directoryv1.GetOrgResponse, error) {
-	resp, err := p.Directory.GetOrg(ctx, connect.NewRequest(&directoryv1.GetOrgRequest{OrgId: orgID}))
+	resp, err := p.Directory.GetOrg(ctx, &directoryv1.GetOrgRequest{OrgId: orgID})
 	if err != nil {
 		return nil, err
 	}
-	return resp.Msg, nil
+	return resp, nil
 }
 
 func (p *Pages) addPolicy(ctx context.Context, f *flow, pg *page) error {

@@ -50,12 +50,12 @@ func (p *Pages) idpButtons(ctx context.Context, orgID string, lp *directoryv1.Lo
 	if p.RP == nil || !lp.GetAllowExternalIdp() {
 		return nil, nil
 	}
-	res, err := p.Directory.ListIdPs(ctx, connect.NewRequest(&directoryv1.ListIdPsRequest{OrgId: orgID}))
+	res, err := p.Directory.ListIdPs(ctx, &directoryv1.ListIdPsRequest{OrgId: orgID})
 	if err != nil {
 		return nil, err
 	}
 	var out []idpButton
-	for _, i := range res.Msg.GetIdps() {
+	for _, i := range res.GetIdps() {
 		if i.GetActive() {
 			out = append(out, idpButton{ID: i.GetId(), Name: i.GetName(), Vendor: i.GetStylingType() == directoryv1.StylingType_STYLING_TYPE_VENDOR})
 		}
@@ -89,18 +89,18 @@ func (p *Pages) BeginIdP(w http.ResponseWriter, r *http.Request, ua session.User
 		p.messagePage(w, r, lang, http.StatusForbidden, "err.idpNotAllowed")
 		return
 	}
-	res, err := p.Directory.GetIdP(ctx, connect.NewRequest(&directoryv1.GetIdPRequest{OrgId: req.OrgID, IdpId: idpID}))
+	res, err := p.Directory.GetIdP(ctx, &directoryv1.GetIdPRequest{OrgId: req.OrgID, IdpId: idpID})
 	switch {
 	case connect.CodeOf(err) == connect.CodeNotFound || connect.CodeOf(err) == connect.CodeInvalidArgument ||
-		(err == nil && !res.Msg.GetIdp().GetActive()):
+		(err == nil && !res.GetIdp().GetActive()):
 		p.messagePage(w, r, lang, http.StatusBadRequest, "err.idpGone")
 		return
 	case err != nil:
 		p.internal(w, r, lang, err)
 		return
 	}
-	idp := res.Msg.GetIdp()
-	start, err := p.RP.Begin(ctx, idp, res.Msg.GetClientSecret())
+	idp := res.GetIdp()
+	start, err := p.RP.Begin(ctx, idp, res.GetClientSecret())
 	if err != nil {
 		p.Logger.WarnContext(ctx, "identity provider unavailable", "idp_id", idp.GetId(), "err", err)
 		p.messagePage(w, r, lang, http.StatusBadGateway, "err.idpUnavailable")
@@ -170,8 +170,8 @@ func (p *Pages) callback(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	res, err := p.Directory.GetIdP(ctx, connect.NewRequest(&directoryv1.GetIdPRequest{OrgId: fl.OrgID, IdpId: fl.IdPID}))
-	if connect.CodeOf(err) == connect.CodeNotFound || (err == nil && !res.Msg.GetIdp().GetActive()) {
+	res, err := p.Directory.GetIdP(ctx, &directoryv1.GetIdPRequest{OrgId: fl.OrgID, IdpId: fl.IdPID})
+	if connect.CodeOf(err) == connect.CodeNotFound || (err == nil && !res.GetIdp().GetActive()) {
 		// Deactivated or removed while the user was away.
 		p.messagePage(w, r, f.lang, http.StatusBadRequest, "err.idpGone")
 		return
@@ -180,8 +180,8 @@ func (p *Pages) callback(w http.ResponseWriter, r *http.Request) {
 		p.internal(w, r, f.lang, err)
 		return
 	}
-	idp := res.Msg.GetIdp()
-	id, err := p.RP.Finish(ctx, idp, res.Msg.GetClientSecret(), q, fl.Verifier, fl.Nonce)
+	idp := res.GetIdp()
+	id, err := p.RP.Finish(ctx, idp, res.GetClientSecret(), q, fl.Verifier, fl.Nonce)
 	if err != nil {
 		p.Logger.WarnContext(ctx, "sign-in at an identity provider failed", "idp_id", idp.GetId(), "err", err)
 		failClient(oauth.ServerError, "the sign-in at the identity provider failed")
@@ -196,11 +196,11 @@ func (p *Pages) signInIdentity(w http.ResponseWriter, r *http.Request, f *flow, 
 	ctx := r.Context()
 	// The issuer the identity was verified against: directory refuses it
 	// once the provider names another (repointed while the user was away).
-	linked, err := p.Directory.GetLinkedUser(ctx, connect.NewRequest(&directoryv1.GetLinkedUserRequest{
-		IdpId: idp.GetId(), ExternalSubject: id.Subject, Issuer: idp.GetIssuer()}))
+	linked, err := p.Directory.GetLinkedUser(ctx, &directoryv1.GetLinkedUserRequest{
+		IdpId: idp.GetId(), ExternalSubject: id.Subject, Issuer: idp.GetIssuer()})
 	switch {
 	case err == nil:
-		u := linked.Msg.GetUser()
+		u := linked.GetUser()
 		if u.GetState() != directoryv1.UserState_USER_STATE_ACTIVE {
 			p.messagePage(w, r, f.lang, http.StatusForbidden, "err.inactive")
 			return
@@ -222,14 +222,14 @@ func (p *Pages) signInIdentity(w http.ResponseWriter, r *http.Request, f *flow, 
 	if first == "" && last == "" {
 		first, last, _ = strings.Cut(federation.DisplayName(idp, id), " ")
 	}
-	reg, err := p.Directory.RegisterExternalUser(ctx, connect.NewRequest(&directoryv1.RegisterExternalUserRequest{
+	reg, err := p.Directory.RegisterExternalUser(ctx, &directoryv1.RegisterExternalUserRequest{
 		IdpId: idp.GetId(), ExternalSubject: id.Subject, ExternalUserName: providedName(id), UserName: federation.UserName(idp, id),
 		DisplayName: federation.DisplayName(idp, id),
 		FirstName:   first, LastName: last, Email: id.Email, EmailVerified: id.EmailVerified, PreferredLanguage: f.lang,
 		Issuer: idp.GetIssuer(),
-	}))
+	})
 	if err == nil {
-		p.signIn(w, r, f, reg.Msg.GetUser(), federation.AMR(idp, id))
+		p.signIn(w, r, f, reg.GetUser(), federation.AMR(idp, id))
 		return
 	}
 	switch connect.CodeOf(err) {
@@ -366,8 +366,8 @@ func (p *Pages) idpLinkSubmit(w http.ResponseWriter, r *http.Request) {
 		p.linkPage(w, r, f, pk, http.StatusBadRequest, pg)
 		return
 	}
-	resp, err := p.Directory.VerifyPassword(ctx, connect.NewRequest(&directoryv1.VerifyPasswordRequest{
-		OrgId: f.req.OrgID, LoginName: pg.LoginName, Password: f.form["password"], ClientAddress: clientAddress(r)}))
+	resp, err := p.Directory.VerifyPassword(ctx, &directoryv1.VerifyPasswordRequest{
+		OrgId: f.req.OrgID, LoginName: pg.LoginName, Password: f.form["password"], ClientAddress: clientAddress(r)})
 	if key, status, ok := passwordError(err); ok {
 		pg.Errors["password"] = translate(f.lang, key)
 		p.linkPage(w, r, f, pk, status, pg)
@@ -376,10 +376,10 @@ func (p *Pages) idpLinkSubmit(w http.ResponseWriter, r *http.Request) {
 		p.internal(w, r, f.lang, err)
 		return
 	}
-	u := resp.Msg.GetUser()
-	if _, err := p.Directory.LinkExternalUser(ctx, connect.NewRequest(&directoryv1.LinkExternalUserRequest{
+	u := resp.GetUser()
+	if _, err := p.Directory.LinkExternalUser(ctx, &directoryv1.LinkExternalUserRequest{
 		IdpId: pk.IdPID, ExternalSubject: pk.Identity.Subject, UserId: u.GetId(), ExternalUserName: providedName(&pk.Identity),
-		Issuer: pk.Issuer})); err != nil {
+		Issuer: pk.Issuer}); err != nil {
 		if c := connect.CodeOf(err); c == connect.CodeAlreadyExists || c == connect.CodeFailedPrecondition {
 			p.messagePage(w, r, f.lang, http.StatusConflict, "err.idpLinkRefused")
 			return
@@ -388,7 +388,7 @@ func (p *Pages) idpLinkSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The password was just proven; one an admin set is changed first.
-	if resp.Msg.GetChangeRequired() {
+	if resp.GetChangeRequired() {
 		if err := p.Store.SetAuthRequestUser(ctx, f.ar.ID, u.GetPreferredLoginName(), u.GetId()); err != nil {
 			p.internal(w, r, f.lang, err)
 			return
@@ -426,13 +426,13 @@ func (p *Pages) idpRegisterSubmit(w http.ResponseWriter, r *http.Request) {
 	// The e-mail counts as verified only when it is the one the provider
 	// verified.
 	verified := pk.Identity.EmailVerified && strings.EqualFold(pg.Form["email"], pk.Identity.Email)
-	reg, err := p.Directory.RegisterExternalUser(r.Context(), connect.NewRequest(&directoryv1.RegisterExternalUserRequest{
+	reg, err := p.Directory.RegisterExternalUser(r.Context(), &directoryv1.RegisterExternalUserRequest{
 		IdpId: pk.IdPID, ExternalSubject: pk.Identity.Subject, ExternalUserName: providedName(&pk.Identity),
 		UserName: pg.Form["userName"], FirstName: pg.Form["firstName"], LastName: pg.Form["lastName"],
 		Email: pg.Form["email"], EmailVerified: verified, PreferredLanguage: f.lang, Issuer: pk.Issuer,
-	}))
+	})
 	if err == nil {
-		p.signIn(w, r, f, reg.Msg.GetUser(), pk.AMR)
+		p.signIn(w, r, f, reg.GetUser(), pk.AMR)
 		return
 	}
 	switch connect.CodeOf(err) {

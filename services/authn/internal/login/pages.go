@@ -21,16 +21,16 @@ import (
 
 // Directory is what the login pages need of the directory.
 type Directory interface {
-	VerifyPassword(context.Context, *connect.Request[directoryv1.VerifyPasswordRequest]) (*connect.Response[directoryv1.VerifyPasswordResponse], error)
-	ChangePassword(context.Context, *connect.Request[directoryv1.ChangePasswordRequest]) (*connect.Response[directoryv1.ChangePasswordResponse], error)
-	GetOrg(context.Context, *connect.Request[directoryv1.GetOrgRequest]) (*connect.Response[directoryv1.GetOrgResponse], error)
-	RegisterUser(context.Context, *connect.Request[directoryv1.RegisterUserRequest]) (*connect.Response[directoryv1.RegisterUserResponse], error)
-	LookupUser(context.Context, *connect.Request[directoryv1.LookupUserRequest]) (*connect.Response[directoryv1.LookupUserResponse], error)
-	GetIdP(context.Context, *connect.Request[directoryv1.GetIdPRequest]) (*connect.Response[directoryv1.GetIdPResponse], error)
-	ListIdPs(context.Context, *connect.Request[directoryv1.ListIdPsRequest]) (*connect.Response[directoryv1.ListIdPsResponse], error)
-	GetLinkedUser(context.Context, *connect.Request[directoryv1.GetLinkedUserRequest]) (*connect.Response[directoryv1.GetLinkedUserResponse], error)
-	RegisterExternalUser(context.Context, *connect.Request[directoryv1.RegisterExternalUserRequest]) (*connect.Response[directoryv1.RegisterExternalUserResponse], error)
-	LinkExternalUser(context.Context, *connect.Request[directoryv1.LinkExternalUserRequest]) (*connect.Response[directoryv1.LinkExternalUserResponse], error)
+	VerifyPassword(context.Context, *directoryv1.VerifyPasswordRequest) (*directoryv1.VerifyPasswordResponse, error)
+	ChangePassword(context.Context, *directoryv1.ChangePasswordRequest) (*directoryv1.ChangePasswordResponse, error)
+	GetOrg(context.Context, *directoryv1.GetOrgRequest) (*directoryv1.GetOrgResponse, error)
+	RegisterUser(context.Context, *directoryv1.RegisterUserRequest) (*directoryv1.RegisterUserResponse, error)
+	LookupUser(context.Context, *directoryv1.LookupUserRequest) (*directoryv1.LookupUserResponse, error)
+	GetIdP(context.Context, *directoryv1.GetIdPRequest) (*directoryv1.GetIdPResponse, error)
+	ListIdPs(context.Context, *directoryv1.ListIdPsRequest) (*directoryv1.ListIdPsResponse, error)
+	GetLinkedUser(context.Context, *directoryv1.GetLinkedUserRequest) (*directoryv1.GetLinkedUserResponse, error)
+	RegisterExternalUser(context.Context, *directoryv1.RegisterExternalUserRequest) (*directoryv1.RegisterExternalUserResponse, error)
+	LinkExternalUser(context.Context, *directoryv1.LinkExternalUserRequest) (*directoryv1.LinkExternalUserResponse, error)
 }
 
 // Paths served besides the authorize package's page paths.

@@ -76,7 +76,7 @@ func (p *Pages) loginNameSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !lp.GetIgnoreUnknownUsernames() {
-		_, err := p.Directory.LookupUser(r.Context(), connect.NewRequest(&directoryv1.LookupUserRequest{OrgId: f.req.OrgID, LoginName: name}))
+		_, err := p.Directory.LookupUser(r.Context(), &directoryv1.LookupUserRequest{OrgId: f.req.OrgID, LoginName: name})
 		if connect.CodeOf(err) == connect.CodeNotFound {
 			pg := f.page("login.title")
 			pg.LoginName = name
@@ -137,7 +137,7 @@ func (p *Pages) passwordSubmit(w http.ResponseWriter, r *http.Request) {
 	} else {
 		in.LoginName = f.ar.LoginName
 	}
-	resp, err := p.Directory.VerifyPassword(r.Context(), connect.NewRequest(in))
+	resp, err := p.Directory.VerifyPassword(r.Context(), in)
 	if key, status, ok := passwordError(err); ok {
 		fail(status, key)
 		return
@@ -145,12 +145,12 @@ func (p *Pages) passwordSubmit(w http.ResponseWriter, r *http.Request) {
 		p.internal(w, r, f.lang, err)
 		return
 	}
-	u := resp.Msg.GetUser()
+	u := resp.GetUser()
 	if u.GetOrgId() != f.req.OrgID {
 		fail(http.StatusForbidden, "err.wrongOrg")
 		return
 	}
-	if resp.Msg.GetChangeRequired() {
+	if resp.GetChangeRequired() {
 		if err := p.Store.SetAuthRequestUser(r.Context(), f.ar.ID, f.ar.LoginName, u.GetId()); err != nil {
 			p.internal(w, r, f.lang, err)
 			return

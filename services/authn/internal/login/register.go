@@ -77,10 +77,10 @@ func (p *Pages) registerSubmit(w http.ResponseWriter, r *http.Request) {
 		show(http.StatusBadRequest)
 		return
 	}
-	resp, err := p.Directory.RegisterUser(ctx, connect.NewRequest(&directoryv1.RegisterUserRequest{
+	resp, err := p.Directory.RegisterUser(ctx, &directoryv1.RegisterUserRequest{
 		OrgId: f.req.OrgID, UserName: pg.Form["userName"], FirstName: pg.Form["firstName"], LastName: pg.Form["lastName"],
 		Email: pg.Form["email"], Password: f.form["password"], PreferredLanguage: f.lang,
-	}))
+	})
 	switch connect.CodeOf(err) {
 	case connect.CodeAlreadyExists:
 		pg.Errors["userName"] = translate(f.lang, "err.taken")
@@ -100,5 +100,5 @@ func (p *Pages) registerSubmit(w http.ResponseWriter, r *http.Request) {
 		p.internal(w, r, f.lang, err)
 		return
 	}
-	p.signIn(w, r, f, resp.Msg.GetUser(), []string{"pwd"})
+	p.signIn(w, r, f, resp.GetUser(), []string{"pwd"})
 }

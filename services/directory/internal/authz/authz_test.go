@@ -18,23 +18,23 @@ import (
 // fakeTokens answers introspection from a table.
 type fakeTokens map[string]*tokensv1.IntrospectResponse
 
-func (f fakeTokens) Introspect(_ context.Context, req *connect.Request[tokensv1.IntrospectRequest]) (*connect.Response[tokensv1.IntrospectResponse], error) {
-	if r, ok := f[req.Msg.GetToken()]; ok {
-		return connect.NewResponse(r), nil
+func (f fakeTokens) Introspect(_ context.Context, req *tokensv1.IntrospectRequest) (*tokensv1.IntrospectResponse, error) {
+	if r, ok := f[req.GetToken()]; ok {
+		return r, nil
 	}
-	return connect.NewResponse(&tokensv1.IntrospectResponse{}), nil
+	return &tokensv1.IntrospectResponse{}, nil
 }
 
 // Without a revocation list the checker introspects every token.
-func (f fakeTokens) CheckRevoked(context.Context, *connect.Request[tokensv1.CheckRevokedRequest]) (*connect.Response[tokensv1.CheckRevokedResponse], error) {
-	return connect.NewResponse(&tokensv1.CheckRevokedResponse{}), nil
+func (f fakeTokens) CheckRevoked(context.Context, *tokensv1.CheckRevokedRequest) (*tokensv1.CheckRevokedResponse, error) {
+	return &tokensv1.CheckRevokedResponse{}, nil
 }
 
-func (f fakeTokens) ListRevocations(context.Context, *connect.Request[tokensv1.ListRevocationsRequest]) (*connect.Response[tokensv1.ListRevocationsResponse], error) {
+func (f fakeTokens) ListRevocations(context.Context, *tokensv1.ListRevocationsRequest) (*tokensv1.ListRevocationsResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, nil)
 }
 
-func (f fakeTokens) GetKeySet(context.Context, *connect.Request[tokensv1.GetKeySetRequest]) (*connect.Response[tokensv1.GetKeySetResponse], error) {
+func (f fakeTokens) GetKeySet(context.Context, *tokensv1.GetKeySetRequest) (*tokensv1.GetKeySetResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, nil)
 }
 

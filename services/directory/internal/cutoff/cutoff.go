@@ -17,7 +17,6 @@ import (
 	"log/slog"
 	"time"
 
-	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
@@ -26,8 +25,8 @@ import (
 
 // Revoker is the tokens service's RevokeUserTokens and RevokeGrantTokens.
 type Revoker interface {
-	RevokeUserTokens(context.Context, *connect.Request[tokensv1.RevokeUserTokensRequest]) (*connect.Response[tokensv1.RevokeUserTokensResponse], error)
-	RevokeGrantTokens(context.Context, *connect.Request[tokensv1.RevokeGrantTokensRequest]) (*connect.Response[tokensv1.RevokeGrantTokensResponse], error)
+	RevokeUserTokens(context.Context, *tokensv1.RevokeUserTokensRequest) (*tokensv1.RevokeUserTokensResponse, error)
+	RevokeGrantTokens(context.Context, *tokensv1.RevokeGrantTokensRequest) (*tokensv1.RevokeGrantTokensResponse, error)
 }
 
 // Outbox delivers cut-offs.
@@ -53,9 +52,9 @@ func (o *Outbox) Deliver(ctx context.Context) error {
 		return fmt.Errorf("cutoff: read outbox: %w", err)
 	}
 	for _, r := range rows {
-		if _, err := o.Tokens.RevokeUserTokens(ctx, connect.NewRequest(&tokensv1.RevokeUserTokensRequest{
+		if _, err := o.Tokens.RevokeUserTokens(ctx, &tokensv1.RevokeUserTokensRequest{
 			UserId: r.UserID, NotAfter: timestamppb.New(r.NotAfter),
-		})); err != nil {
+		}); err != nil {
 			return fmt.Errorf("cutoff: revoke tokens of user %s: %w", r.UserID, err)
 		}
 		// A later cut-off written meanwhile has another not_after and stays.
@@ -86,9 +85,9 @@ func (o *Outbox) deliverGrants(ctx context.Context) error {
 			return fmt.Errorf("cutoff: clients of project %s: %w", r.ProjectID, err)
 		}
 		if len(clients) > 0 {
-			if _, err := o.Tokens.RevokeGrantTokens(ctx, connect.NewRequest(&tokensv1.RevokeGrantTokensRequest{
+			if _, err := o.Tokens.RevokeGrantTokens(ctx, &tokensv1.RevokeGrantTokensRequest{
 				ClientIds: clients, OrgId: r.OrgID, NotAfter: timestamppb.New(r.NotAfter),
-			})); err != nil {
+			}); err != nil {
 				return fmt.Errorf("cutoff: revoke tokens of project %s for organization %s: %w", r.ProjectID, r.OrgID, err)
 			}
 		}

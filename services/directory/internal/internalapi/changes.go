@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"connectrpc.com/connect"
-
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 )
 
@@ -18,8 +16,8 @@ const changesLimit = 1000
 
 // ListChanges tells other services which organizations changed, so they
 // can drop what they cached of them.
-func (s *Server) ListChanges(ctx context.Context, req *connect.Request[directoryv1.ListChangesRequest]) (*connect.Response[directoryv1.ListChangesResponse], error) {
-	changes, cursor, err := s.ES.Changes(ctx, req.Msg.GetAfterSequence(), s.Now().Add(-ChangeSettleTime), changesLimit)
+func (s *Server) ListChanges(ctx context.Context, req *directoryv1.ListChangesRequest) (*directoryv1.ListChangesResponse, error) {
+	changes, cursor, err := s.ES.Changes(ctx, req.GetAfterSequence(), s.Now().Add(-ChangeSettleTime), changesLimit)
 	if err != nil {
 		return nil, internalErr(err, "list changes")
 	}
@@ -28,5 +26,5 @@ func (s *Server) ListChanges(ctx context.Context, req *connect.Request[directory
 		out.Changes = append(out.Changes, &directoryv1.Change{Sequence: c.Sequence, OrgId: c.ResourceOwner,
 			AggregateType: c.AggregateType, AggregateId: c.AggregateID})
 	}
-	return connect.NewResponse(out), nil
+	return out, nil
 }

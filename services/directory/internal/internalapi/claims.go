@@ -105,8 +105,8 @@ func EmailVerified(u *users.User) bool {
 // GetClaims returns an active user's claims for the granted scopes; a user
 // that is not active is FailedPrecondition, so its tokens stop working at
 // introspection and userinfo even before their revocation arrives.
-func (s *Server) GetClaims(ctx context.Context, req *connect.Request[directoryv1.GetClaimsRequest]) (*connect.Response[directoryv1.GetClaimsResponse], error) {
-	u, err := s.users.Get(ctx, req.Msg.GetUserId())
+func (s *Server) GetClaims(ctx context.Context, req *directoryv1.GetClaimsRequest) (*directoryv1.GetClaimsResponse, error) {
+	u, err := s.users.Get(ctx, req.GetUserId())
 	if errors.Is(err, db.ErrNotFound) {
 		return nil, notFound("user")
 	}
@@ -116,7 +116,7 @@ func (s *Server) GetClaims(ctx context.Context, req *connect.Request[directoryv1
 	if u.State != users.StateActive {
 		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("user not active"))
 	}
-	claims, err := s.Claims(ctx, u, req.Msg.GetScopes())
+	claims, err := s.Claims(ctx, u, req.GetScopes())
 	if err != nil {
 		return nil, internalErr(err, "claims")
 	}
@@ -124,13 +124,13 @@ func (s *Server) GetClaims(ctx context.Context, req *connect.Request[directoryv1
 	if err != nil {
 		return nil, internalErr(err, "encode claims")
 	}
-	return connect.NewResponse(&directoryv1.GetClaimsResponse{Claims: st, PreferredLoginName: u.LoginName(), OrgId: u.OrgID}), nil
+	return &directoryv1.GetClaimsResponse{Claims: st, PreferredLoginName: u.LoginName(), OrgId: u.OrgID}, nil
 }
 
 // RegisterUser creates a human user by self-registration. The policy and
 // the user name rules of the management API apply.
-func (s *Server) RegisterUser(ctx context.Context, req *connect.Request[directoryv1.RegisterUserRequest]) (*connect.Response[directoryv1.RegisterUserResponse], error) {
-	m := req.Msg
+func (s *Server) RegisterUser(ctx context.Context, req *directoryv1.RegisterUserRequest) (*directoryv1.RegisterUserResponse, error) {
+	m := req
 	var f apierr.Fields
 	users.CheckUserName(&f, m.GetUserName())
 	f.Check(apierr.Length("first_name", m.GetFirstName(), 1, 200))
@@ -175,5 +175,5 @@ func (s *Server) RegisterUser(ctx context.Context, req *connect.Request[director
 	if err != nil {
 		return nil, internalErr(err, "read registered user")
 	}
-	return connect.NewResponse(&directoryv1.RegisterUserResponse{User: userProto(u)}), nil
+	return &directoryv1.RegisterUserResponse{User: userProto(u)}, nil
 }

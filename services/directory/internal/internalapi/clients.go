@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
@@ -16,8 +15,8 @@ import (
 // GetMachineKey returns a machine user's public key by key id, for the JWT
 // profile grant. Expired keys are returned with their expiry; the tokens
 // service refuses them.
-func (s *Server) GetMachineKey(ctx context.Context, req *connect.Request[directoryv1.GetMachineKeyRequest]) (*connect.Response[directoryv1.GetMachineKeyResponse], error) {
-	k, err := s.users.MachineKey(ctx, req.Msg.GetKeyId())
+func (s *Server) GetMachineKey(ctx context.Context, req *directoryv1.GetMachineKeyRequest) (*directoryv1.GetMachineKeyResponse, error) {
+	k, err := s.users.MachineKey(ctx, req.GetKeyId())
 	if errors.Is(err, db.ErrNotFound) {
 		return nil, notFound("key")
 	}
@@ -39,7 +38,7 @@ func (s *Server) GetMachineKey(ctx context.Context, req *connect.Request[directo
 	if err != nil {
 		return nil, internalErr(err, "projects of the machine user's organization")
 	}
-	return connect.NewResponse(&directoryv1.GetMachineKeyResponse{Key: pk, User: userProto(u), OrgProjectIds: projectIDs}), nil
+	return &directoryv1.GetMachineKeyResponse{Key: pk, User: userProto(u), OrgProjectIds: projectIDs}, nil
 }
 
 // machineClient renders a machine user with a secret as a client.
@@ -64,13 +63,13 @@ func machineClient(u *users.User) *directoryv1.Client {
 
 // GetClient returns an OAuth client by client_id: an application, or a
 // machine user with a client secret.
-func (s *Server) GetClient(ctx context.Context, req *connect.Request[directoryv1.GetClientRequest]) (*connect.Response[directoryv1.GetClientResponse], error) {
-	id := req.Msg.GetClientId()
+func (s *Server) GetClient(ctx context.Context, req *directoryv1.GetClientRequest) (*directoryv1.GetClientResponse, error) {
+	id := req.GetClientId()
 	if c, err := s.appClient(ctx, id); err != nil || c != nil {
 		if err != nil {
 			return nil, internalErr(err, "get app client")
 		}
-		return connect.NewResponse(&directoryv1.GetClientResponse{Client: c}), nil
+		return &directoryv1.GetClientResponse{Client: c}, nil
 	}
 	u, err := s.users.ByClientID(ctx, id)
 	if errors.Is(err, db.ErrNotFound) {
@@ -83,5 +82,5 @@ func (s *Server) GetClient(ctx context.Context, req *connect.Request[directoryv1
 	if c.OrgProjectIds, err = (&projects.Queries{DB: s.ES.DB()}).ActiveProjectIDs(ctx, u.OrgID); err != nil {
 		return nil, internalErr(err, "projects of the machine user's organization")
 	}
-	return connect.NewResponse(&directoryv1.GetClientResponse{Client: c}), nil
+	return &directoryv1.GetClientResponse{Client: c}, nil
 }

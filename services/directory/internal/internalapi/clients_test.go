@@ -32,11 +32,11 @@ func TestClientsAndKeys(t *testing.T) {
 			t.Fatalf("AddOIDCApp: %d %s", r.Status, r.Body)
 		}
 		clientID := r.JSON["clientId"].(string)
-		res, err := c.GetClient(ctx, connect.NewRequest(&directoryv1.GetClientRequest{ClientId: clientID}))
+		res, err := c.GetClient(ctx, &directoryv1.GetClientRequest{ClientId: clientID})
 		if err != nil {
 			t.Fatal(err)
 		}
-		cl := res.Msg.GetClient()
+		cl := res.GetClient()
 		if cl.GetKind() != directoryv1.ClientKind_CLIENT_KIND_OIDC_APP || cl.GetProjectId() != projectID || cl.GetOrgId() != e.OrgID ||
 			!cl.GetActive() || cl.GetAuthMethod() != directoryv1.AuthMethod_AUTH_METHOD_CLIENT_SECRET_BASIC ||
 			len(cl.GetSecretHash()) != 32 || cl.GetRedirectUris()[0] != "https://shop.example/cb" ||
@@ -51,11 +51,11 @@ func TestClientsAndKeys(t *testing.T) {
 		if r.Status != 200 {
 			t.Fatalf("GenerateMachineSecret: %d %s", r.Status, r.Body)
 		}
-		res, err = c.GetClient(ctx, connect.NewRequest(&directoryv1.GetClientRequest{ClientId: r.JSON["clientId"].(string)}))
-		if err != nil || res.Msg.GetClient().GetKind() != directoryv1.ClientKind_CLIENT_KIND_MACHINE_USER || res.Msg.GetClient().GetId() != userID {
+		res, err = c.GetClient(ctx, &directoryv1.GetClientRequest{ClientId: r.JSON["clientId"].(string)})
+		if err != nil || res.GetClient().GetKind() != directoryv1.ClientKind_CLIENT_KIND_MACHINE_USER || res.GetClient().GetId() != userID {
 			t.Fatalf("machine client %v %v", res, err)
 		}
-		if _, err := c.GetClient(ctx, connect.NewRequest(&directoryv1.GetClientRequest{ClientId: "nope"})); connect.CodeOf(err) != connect.CodeNotFound {
+		if _, err := c.GetClient(ctx, &directoryv1.GetClientRequest{ClientId: "nope"}); connect.CodeOf(err) != connect.CodeNotFound {
 			t.Fatalf("unknown client: %v", err)
 		}
 
@@ -63,9 +63,9 @@ func TestClientsAndKeys(t *testing.T) {
 		if r.Status != 200 {
 			t.Fatalf("AddMachineKey: %d %s", r.Status, r.Body)
 		}
-		k, err := c.GetMachineKey(ctx, connect.NewRequest(&directoryv1.GetMachineKeyRequest{KeyId: r.JSON["keyId"].(string)}))
-		if err != nil || k.Msg.GetUser().GetId() != userID || !k.Msg.GetUser().GetMachine() || k.Msg.GetKey().GetExpiresAt() != nil ||
-			len(k.Msg.GetKey().GetPublicKeyPem()) < 100 {
+		k, err := c.GetMachineKey(ctx, &directoryv1.GetMachineKeyRequest{KeyId: r.JSON["keyId"].(string)})
+		if err != nil || k.GetUser().GetId() != userID || !k.GetUser().GetMachine() || k.GetKey().GetExpiresAt() != nil ||
+			len(k.GetKey().GetPublicKeyPem()) < 100 {
 			t.Fatalf("GetMachineKey %v %v", k, err)
 		}
 	})

@@ -21,23 +21,23 @@ const pw = "Corr3ct-Horse"
 
 func register(t *testing.T, c directoryv1connect.DirectoryServiceClient, org, name, email string) *directoryv1.User {
 	t.Helper()
-	res, err := c.RegisterUser(context.Background(), connect.NewRequest(&directoryv1.RegisterUserRequest{
+	res, err := c.RegisterUser(context.Background(), &directoryv1.RegisterUserRequest{
 		OrgId: org, UserName: name, FirstName: "Grace", LastName: "Hopper", Email: email, Password: pw, PreferredLanguage: "de",
-	}))
+	})
 	if err != nil {
 		t.Fatalf("RegisterUser %s: %v", name, err)
 	}
-	return res.Msg.GetUser()
+	return res.GetUser()
 }
 
 func verify(c directoryv1connect.DirectoryServiceClient, org, login, password, addr string) (*directoryv1.VerifyPasswordResponse, error) {
-	res, err := c.VerifyPassword(context.Background(), connect.NewRequest(&directoryv1.VerifyPasswordRequest{
+	res, err := c.VerifyPassword(context.Background(), &directoryv1.VerifyPasswordRequest{
 		OrgId: org, LoginName: login, Password: password, ClientAddress: addr,
-	}))
+	})
 	if err != nil {
 		return nil, err
 	}
-	return res.Msg, nil
+	return res, nil
 }
 
 func TestInternalAPI(t *testing.T) {
@@ -48,7 +48,7 @@ func TestInternalAPI(t *testing.T) {
 
 		t.Run("credential required", func(t *testing.T) {
 			for _, tok := range []string{"", "wrong-token-wrong-token-wrong-token"} {
-				_, err := e.Internal(tok).GetOrg(ctx, connect.NewRequest(&directoryv1.GetOrgRequest{OrgId: e.OrgID}))
+				_, err := e.Internal(tok).GetOrg(ctx, &directoryv1.GetOrgRequest{OrgId: e.OrgID})
 				if connect.CodeOf(err) != connect.CodeUnauthenticated {
 					t.Fatalf("token %q: %v; want Unauthenticated", tok, err)
 				}
@@ -57,8 +57,8 @@ func TestInternalAPI(t *testing.T) {
 
 		// Self-registration is off unless the organization's login policy
 		// allows it.
-		if _, err := c.RegisterUser(ctx, connect.NewRequest(&directoryv1.RegisterUserRequest{
-			OrgId: e.OrgID, UserName: "early", FirstName: "E", LastName: "R", Email: "e@example.com", Password: pw})); connect.CodeOf(err) != connect.CodePermissionDenied {
+		if _, err := c.RegisterUser(ctx, &directoryv1.RegisterUserRequest{
+			OrgId: e.OrgID, UserName: "early", FirstName: "E", LastName: "R", Email: "e@example.com", Password: pw}); connect.CodeOf(err) != connect.CodePermissionDenied {
 			t.Fatalf("registration under the default policy: %v; want PermissionDenied", err)
 		}
 		if r := e.REST("POST", "/management/v1/policies/login", e.AdminToken, "", map[string]any{
@@ -71,13 +71,13 @@ func TestInternalAPI(t *testing.T) {
 		}
 
 		t.Run("register refuses policy violations and duplicates", func(t *testing.T) {
-			_, err := c.RegisterUser(ctx, connect.NewRequest(&directoryv1.RegisterUserRequest{
-				OrgId: e.OrgID, UserName: "weak", FirstName: "W", LastName: "K", Email: "w@example.com", Password: "short"}))
+			_, err := c.RegisterUser(ctx, &directoryv1.RegisterUserRequest{
+				OrgId: e.OrgID, UserName: "weak", FirstName: "W", LastName: "K", Email: "w@example.com", Password: "short"})
 			if connect.CodeOf(err) != connect.CodeInvalidArgument {
 				t.Fatalf("weak password: %v", err)
 			}
-			_, err = c.RegisterUser(ctx, connect.NewRequest(&directoryv1.RegisterUserRequest{
-				OrgId: e.OrgID, UserName: "grace", FirstName: "G", LastName: "H", Email: "g2@example.com", Password: pw}))
+			_, err = c.RegisterUser(ctx, &directoryv1.RegisterUserRequest{
+				OrgId: e.OrgID, UserName: "grace", FirstName: "G", LastName: "H", Email: "g2@example.com", Password: pw})
 			if connect.CodeOf(err) != connect.CodeAlreadyExists {
 				t.Fatalf("duplicate: %v", err)
 			}
@@ -85,7 +85,7 @@ func TestInternalAPI(t *testing.T) {
 
 		t.Run("login names", func(t *testing.T) {
 			for _, login := range []string{"grace@acme-corp.localhost", "GRACE", "grace", "grace@navy.example"} {
-				res, err := c.LookupUser(ctx, connect.NewRequest(&directoryv1.LookupUserRequest{OrgId: e.OrgID, LoginName: login}))
+				res, err := c.LookupUser(ctx, &directoryv1.LookupUserRequest{OrgId: e.OrgID, LoginName: login})
 				// The registered email is not verified: lookup by email must fail.
 				if login == "grace@navy.example" {
 					if connect.CodeOf(err) != connect.CodeNotFound {
@@ -93,12 +93,12 @@ func TestInternalAPI(t *testing.T) {
 					}
 					continue
 				}
-				if err != nil || res.Msg.GetUser().GetId() != grace.GetId() {
+				if err != nil || res.GetUser().GetId() != grace.GetId() {
 					t.Fatalf("lookup %q: %v %v", login, res, err)
 				}
 			}
 			other, _ := e.SeedOrg("Other", "boss")
-			if _, err := c.LookupUser(ctx, connect.NewRequest(&directoryv1.LookupUserRequest{OrgId: other, LoginName: "grace"})); connect.CodeOf(err) != connect.CodeNotFound {
+			if _, err := c.LookupUser(ctx, &directoryv1.LookupUserRequest{OrgId: other, LoginName: "grace"}); connect.CodeOf(err) != connect.CodeNotFound {
 				t.Fatalf("lookup in another org: %v; want NotFound", err)
 			}
 			// A verified e-mail signs in, unless the login policy turns that off.
@@ -108,7 +108,7 @@ func TestInternalAPI(t *testing.T) {
 				t.Fatalf("AddHumanUser: %d %s", r.Status, r.Body)
 			}
 			byEmail := func() error {
-				_, err := c.LookupUser(ctx, connect.NewRequest(&directoryv1.LookupUserRequest{OrgId: e.OrgID, LoginName: "mailer@navy.example"}))
+				_, err := c.LookupUser(ctx, &directoryv1.LookupUserRequest{OrgId: e.OrgID, LoginName: "mailer@navy.example"})
 				return err
 			}
 			if err := byEmail(); err != nil {
@@ -124,16 +124,16 @@ func TestInternalAPI(t *testing.T) {
 		})
 
 		t.Run("org with the login policy in force", func(t *testing.T) {
-			got, err := c.GetOrg(ctx, connect.NewRequest(&directoryv1.GetOrgRequest{OrgId: e.OrgID}))
-			if err != nil || got.Msg.GetId() != e.OrgID || !got.Msg.GetActive() || !got.Msg.GetLoginPolicy().GetAllowRegister() {
+			got, err := c.GetOrg(ctx, &directoryv1.GetOrgRequest{OrgId: e.OrgID})
+			if err != nil || got.GetId() != e.OrgID || !got.GetActive() || !got.GetLoginPolicy().GetAllowRegister() {
 				t.Fatalf("GetOrg with its own policy (allowRegister) = %v, %v", got, err)
 			}
 			other, _ := e.SeedOrg("Defaults", "dora")
-			got, err = c.GetOrg(ctx, connect.NewRequest(&directoryv1.GetOrgRequest{OrgId: other}))
-			if lp := got.Msg.GetLoginPolicy(); err != nil || lp.GetAllowRegister() || !lp.GetAllowUsernamePassword() || !lp.GetIgnoreUnknownUsernames() {
+			got, err = c.GetOrg(ctx, &directoryv1.GetOrgRequest{OrgId: other})
+			if lp := got.GetLoginPolicy(); err != nil || lp.GetAllowRegister() || !lp.GetAllowUsernamePassword() || !lp.GetIgnoreUnknownUsernames() {
 				t.Fatalf("GetOrg without a policy of its own = %v, %v; want the default policy", got, err)
 			}
-			if _, err := c.GetOrg(ctx, connect.NewRequest(&directoryv1.GetOrgRequest{OrgId: "no-such-org"})); connect.CodeOf(err) != connect.CodeNotFound {
+			if _, err := c.GetOrg(ctx, &directoryv1.GetOrgRequest{OrgId: "no-such-org"}); connect.CodeOf(err) != connect.CodeNotFound {
 				t.Fatalf("GetOrg of an unknown org: %v; want NotFound", err)
 			}
 			// A policy without passwords refuses them before any check.
@@ -252,14 +252,14 @@ func TestInternalAPI(t *testing.T) {
 		})
 
 		t.Run("change password", func(t *testing.T) {
-			_, err := c.ChangePassword(ctx, connect.NewRequest(&directoryv1.ChangePasswordRequest{UserId: grace.GetId(), CurrentPassword: pw, NewPassword: pw}))
+			_, err := c.ChangePassword(ctx, &directoryv1.ChangePasswordRequest{UserId: grace.GetId(), CurrentPassword: pw, NewPassword: pw})
 			if connect.CodeOf(err) != connect.CodeInvalidArgument {
 				t.Fatalf("reuse: %v; want InvalidArgument", err)
 			}
-			if _, err := c.ChangePassword(ctx, connect.NewRequest(&directoryv1.ChangePasswordRequest{UserId: grace.GetId(), CurrentPassword: "wrong", NewPassword: "N3w-Password"})); connect.CodeOf(err) != connect.CodeUnauthenticated {
+			if _, err := c.ChangePassword(ctx, &directoryv1.ChangePasswordRequest{UserId: grace.GetId(), CurrentPassword: "wrong", NewPassword: "N3w-Password"}); connect.CodeOf(err) != connect.CodeUnauthenticated {
 				t.Fatalf("wrong current: %v", err)
 			}
-			if _, err := c.ChangePassword(ctx, connect.NewRequest(&directoryv1.ChangePasswordRequest{UserId: grace.GetId(), CurrentPassword: pw, NewPassword: "N3w-Password"})); err != nil {
+			if _, err := c.ChangePassword(ctx, &directoryv1.ChangePasswordRequest{UserId: grace.GetId(), CurrentPassword: pw, NewPassword: "N3w-Password"}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := verify(c, e.OrgID, "grace", "N3w-Password", ""); err != nil {
@@ -273,11 +273,11 @@ func TestInternalAPI(t *testing.T) {
 				t.Fatal(err)
 			}
 			get := func(scopes ...string) map[string]any {
-				res, err := c.GetClaims(ctx, connect.NewRequest(&directoryv1.GetClaimsRequest{UserId: grace.GetId(), Scopes: scopes}))
+				res, err := c.GetClaims(ctx, &directoryv1.GetClaimsRequest{UserId: grace.GetId(), Scopes: scopes})
 				if err != nil {
 					t.Fatal(err)
 				}
-				return res.Msg.GetClaims().AsMap()
+				return res.GetClaims().AsMap()
 			}
 			if m := get("openid"); len(m) != 1 || m["sub"] != grace.GetId() {
 				t.Fatalf("openid claims %v; want only sub", m)
@@ -304,11 +304,11 @@ func TestInternalAPI(t *testing.T) {
 					t.Fatalf("AddHumanUser %s: %d %s", addr, r.Status, r.Body)
 				}
 				id, _ := r.JSON["userId"].(string)
-				res, err := c.GetClaims(ctx, connect.NewRequest(&directoryv1.GetClaimsRequest{UserId: id, Scopes: []string{"email"}}))
+				res, err := c.GetClaims(ctx, &directoryv1.GetClaimsRequest{UserId: id, Scopes: []string{"email"}})
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got := res.Msg.GetClaims().AsMap()["email_verified"]; got != want {
+				if got := res.GetClaims().AsMap()["email_verified"]; got != want {
 					t.Errorf("email_verified of %s = %v; want %v", addr, got, want)
 				}
 			}
@@ -321,12 +321,12 @@ func TestInternalAPI(t *testing.T) {
 		})
 
 		t.Run("org and roles", func(t *testing.T) {
-			org, err := c.GetOrg(ctx, connect.NewRequest(&directoryv1.GetOrgRequest{OrgId: e.OrgID}))
-			if err != nil || org.Msg.GetName() != "Acme Corp" || org.Msg.GetPasswordPolicy().GetMinLength() != 8 {
+			org, err := c.GetOrg(ctx, &directoryv1.GetOrgRequest{OrgId: e.OrgID})
+			if err != nil || org.GetName() != "Acme Corp" || org.GetPasswordPolicy().GetMinLength() != 8 {
 				t.Fatalf("GetOrg %v %v", org, err)
 			}
-			roles, err := c.GetRoles(ctx, connect.NewRequest(&directoryv1.GetRolesRequest{UserId: e.AdminID, OrgId: e.OrgID}))
-			if err != nil || len(roles.Msg.GetRoles()) != 2 {
+			roles, err := c.GetRoles(ctx, &directoryv1.GetRolesRequest{UserId: e.AdminID, OrgId: e.OrgID})
+			if err != nil || len(roles.GetRoles()) != 2 {
 				t.Fatalf("admin roles %v %v; want IAM_OWNER and ORG_OWNER", roles, err)
 			}
 		})

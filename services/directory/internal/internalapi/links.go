@@ -101,8 +101,8 @@ func idpProto(p *idps.IDP) *directoryv1.IdP {
 }
 
 // GetIdP returns an IdP of an organization with its decrypted client secret.
-func (s *Server) GetIdP(ctx context.Context, req *connect.Request[directoryv1.GetIdPRequest]) (*connect.Response[directoryv1.GetIdPResponse], error) {
-	m := req.Msg
+func (s *Server) GetIdP(ctx context.Context, req *directoryv1.GetIdPRequest) (*directoryv1.GetIdPResponse, error) {
+	m := req
 	var f apierr.Fields
 	f.Check(apierr.Length("org_id", m.GetOrgId(), 1, maxIDLength))
 	f.Check(apierr.Length("idp_id", m.GetIdpId(), 1, maxIDLength))
@@ -120,12 +120,12 @@ func (s *Server) GetIdP(ctx context.Context, req *connect.Request[directoryv1.Ge
 	if err != nil {
 		return nil, internalErr(err, "open client secret")
 	}
-	return connect.NewResponse(&directoryv1.GetIdPResponse{Idp: idpProto(p), ClientSecret: secret}), nil
+	return &directoryv1.GetIdPResponse{Idp: idpProto(p), ClientSecret: secret}, nil
 }
 
 // ListIdPs returns the active IdPs of an organization, by name.
-func (s *Server) ListIdPs(ctx context.Context, req *connect.Request[directoryv1.ListIdPsRequest]) (*connect.Response[directoryv1.ListIdPsResponse], error) {
-	orgID := req.Msg.GetOrgId()
+func (s *Server) ListIdPs(ctx context.Context, req *directoryv1.ListIdPsRequest) (*directoryv1.ListIdPsResponse, error) {
+	orgID := req.GetOrgId()
 	var f apierr.Fields
 	f.Check(apierr.Length("org_id", orgID, 1, maxIDLength))
 	if err := f.Err("IDP-invalid"); err != nil {
@@ -146,13 +146,13 @@ func (s *Server) ListIdPs(ctx context.Context, req *connect.Request[directoryv1.
 			out.Idps = append(out.Idps, idpProto(p))
 		}
 	}
-	return connect.NewResponse(out), nil
+	return out, nil
 }
 
 // LinkExternalUser links a human user of the IdP's organization to an
 // external identity.
-func (s *Server) LinkExternalUser(ctx context.Context, req *connect.Request[directoryv1.LinkExternalUserRequest]) (*connect.Response[directoryv1.LinkExternalUserResponse], error) {
-	m := req.Msg
+func (s *Server) LinkExternalUser(ctx context.Context, req *directoryv1.LinkExternalUserRequest) (*directoryv1.LinkExternalUserResponse, error) {
+	m := req
 	var f apierr.Fields
 	checkExternal(&f, m.GetIdpId(), m.GetExternalSubject())
 	f.Check(apierr.Length("external_user_name", m.GetExternalUserName(), 0, 200))
@@ -186,13 +186,13 @@ func (s *Server) LinkExternalUser(ctx context.Context, req *connect.Request[dire
 	if _, err := s.userCmds.AddLink(ctx, u.ID, u, external(p, m.GetExternalSubject(), m.GetExternalUserName())); err != nil {
 		return nil, asInternal(err, "link")
 	}
-	return connect.NewResponse(&directoryv1.LinkExternalUserResponse{}), nil
+	return &directoryv1.LinkExternalUserResponse{}, nil
 }
 
 // GetLinkedUser returns the user linked to an external identity of an
 // active IdP.
-func (s *Server) GetLinkedUser(ctx context.Context, req *connect.Request[directoryv1.GetLinkedUserRequest]) (*connect.Response[directoryv1.GetLinkedUserResponse], error) {
-	m := req.Msg
+func (s *Server) GetLinkedUser(ctx context.Context, req *directoryv1.GetLinkedUserRequest) (*directoryv1.GetLinkedUserResponse, error) {
+	m := req
 	var f apierr.Fields
 	checkExternal(&f, m.GetIdpId(), m.GetExternalSubject())
 	if err := f.Err("LINK-invalid"); err != nil {
@@ -209,7 +209,7 @@ func (s *Server) GetLinkedUser(ctx context.Context, req *connect.Request[directo
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&directoryv1.GetLinkedUserResponse{User: userProto(u)}), nil
+	return &directoryv1.GetLinkedUserResponse{User: userProto(u)}, nil
 }
 
 // linked returns the user linked to an external identity and the link, or
@@ -235,8 +235,8 @@ func (s *Server) linked(ctx context.Context, idpID, subject string) (*users.User
 // RegisterExternalUser creates an active human user without a password in
 // the IdP's organization, linked to the external identity, in one push.
 // The rules for the profile are those of RegisterUser and AddHumanUser.
-func (s *Server) RegisterExternalUser(ctx context.Context, req *connect.Request[directoryv1.RegisterExternalUserRequest]) (*connect.Response[directoryv1.RegisterExternalUserResponse], error) {
-	m := req.Msg
+func (s *Server) RegisterExternalUser(ctx context.Context, req *directoryv1.RegisterExternalUserRequest) (*directoryv1.RegisterExternalUserResponse, error) {
+	m := req
 	var f apierr.Fields
 	checkExternal(&f, m.GetIdpId(), m.GetExternalSubject())
 	f.Check(apierr.Length("external_user_name", m.GetExternalUserName(), 0, 200))
@@ -286,13 +286,13 @@ func (s *Server) RegisterExternalUser(ctx context.Context, req *connect.Request[
 	if err != nil {
 		return nil, internalErr(err, "read registered user")
 	}
-	return connect.NewResponse(&directoryv1.RegisterExternalUserResponse{User: userProto(u)}), nil
+	return &directoryv1.RegisterExternalUserResponse{User: userProto(u)}, nil
 }
 
 // UnlinkExternalUser removes the link of an external identity. An unknown
 // IdP has no links, so it is NotFound like a missing link.
-func (s *Server) UnlinkExternalUser(ctx context.Context, req *connect.Request[directoryv1.UnlinkExternalUserRequest]) (*connect.Response[directoryv1.UnlinkExternalUserResponse], error) {
-	m := req.Msg
+func (s *Server) UnlinkExternalUser(ctx context.Context, req *directoryv1.UnlinkExternalUserRequest) (*directoryv1.UnlinkExternalUserResponse, error) {
+	m := req
 	var f apierr.Fields
 	checkExternal(&f, m.GetIdpId(), m.GetExternalSubject())
 	if err := f.Err("LINK-invalid"); err != nil {
@@ -305,7 +305,7 @@ func (s *Server) UnlinkExternalUser(ctx context.Context, req *connect.Request[di
 	if _, err := s.userCmds.RemoveLink(ctx, u.ID, u, l); err != nil {
 		return nil, asInternal(err, "unlink")
 	}
-	return connect.NewResponse(&directoryv1.UnlinkExternalUserResponse{}), nil
+	return &directoryv1.UnlinkExternalUserResponse{}, nil
 }
 
 // displayName is the given display name, else first and last name.

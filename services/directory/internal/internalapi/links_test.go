@@ -56,33 +56,33 @@ func restOK(t *testing.T, e *mgmttest.Env, method, path, org string, body any) {
 }
 
 func link(c directoryv1connect.DirectoryServiceClient, idp, sub, user string) error {
-	_, err := c.LinkExternalUser(context.Background(), connect.NewRequest(&directoryv1.LinkExternalUserRequest{
-		IdpId: idp, ExternalSubject: sub, UserId: user, Issuer: issuerOf(idp)}))
+	_, err := c.LinkExternalUser(context.Background(), &directoryv1.LinkExternalUserRequest{
+		IdpId: idp, ExternalSubject: sub, UserId: user, Issuer: issuerOf(idp)})
 	return err
 }
 
 func linked(c directoryv1connect.DirectoryServiceClient, idp, sub string) (*directoryv1.User, error) {
-	res, err := c.GetLinkedUser(context.Background(), connect.NewRequest(&directoryv1.GetLinkedUserRequest{IdpId: idp, ExternalSubject: sub, Issuer: issuerOf(idp)}))
+	res, err := c.GetLinkedUser(context.Background(), &directoryv1.GetLinkedUserRequest{IdpId: idp, ExternalSubject: sub, Issuer: issuerOf(idp)})
 	if err != nil {
 		return nil, err
 	}
-	return res.Msg.GetUser(), nil
+	return res.GetUser(), nil
 }
 
 func unlink(c directoryv1connect.DirectoryServiceClient, idp, sub string) error {
-	_, err := c.UnlinkExternalUser(context.Background(), connect.NewRequest(&directoryv1.UnlinkExternalUserRequest{IdpId: idp, ExternalSubject: sub}))
+	_, err := c.UnlinkExternalUser(context.Background(), &directoryv1.UnlinkExternalUserRequest{IdpId: idp, ExternalSubject: sub})
 	return err
 }
 
 func registerExternal(c directoryv1connect.DirectoryServiceClient, idp, sub, name string) (*directoryv1.User, error) {
-	res, err := c.RegisterExternalUser(context.Background(), connect.NewRequest(&directoryv1.RegisterExternalUserRequest{
+	res, err := c.RegisterExternalUser(context.Background(), &directoryv1.RegisterExternalUserRequest{
 		IdpId: idp, ExternalSubject: sub, UserName: name, FirstName: "Ext", LastName: "Ern", Email: name + "@idp.example.com",
 		EmailVerified: true, PreferredLanguage: "de", Issuer: issuerOf(idp),
-	}))
+	})
 	if err != nil {
 		return nil, err
 	}
-	return res.Msg.GetUser(), nil
+	return res.GetUser(), nil
 }
 
 // linkCount counts user_links rows matching a column.
@@ -129,7 +129,7 @@ func TestExternalLinks(t *testing.T) {
 		foreignIdP := addIdP(t, e, otherOrg, "Foreign", "foreign-secret")
 
 		t.Run("credential required", func(t *testing.T) {
-			_, err := e.Internal("").GetIdP(ctx, connect.NewRequest(&directoryv1.GetIdPRequest{OrgId: e.OrgID, IdpId: idp}))
+			_, err := e.Internal("").GetIdP(ctx, &directoryv1.GetIdPRequest{OrgId: e.OrgID, IdpId: idp})
 			if connect.CodeOf(err) != connect.CodeUnauthenticated {
 				t.Fatalf("GetIdP without credential: %v; want Unauthenticated", err)
 			}
@@ -147,16 +147,16 @@ func TestExternalLinks(t *testing.T) {
 				t.Fatal(err)
 			}
 			old := directoryv1.GetLinkedUserRequest{IdpId: idp, ExternalSubject: "sub-kim", Issuer: "https://idp.example.com/before"}
-			if _, err := c.GetLinkedUser(ctx, connect.NewRequest(&old)); connect.CodeOf(err) != connect.CodeFailedPrecondition {
+			if _, err := c.GetLinkedUser(ctx, &old); connect.CodeOf(err) != connect.CodeFailedPrecondition {
 				t.Errorf("GetLinkedUser for another issuer: %v; want FailedPrecondition", err)
 			}
 			kai := e.SeedUser(e.OrgID, "kai")
-			if _, err := c.LinkExternalUser(ctx, connect.NewRequest(&directoryv1.LinkExternalUserRequest{IdpId: idp, ExternalSubject: "sub-kai",
-				UserId: kai, Issuer: "https://idp.example.com/before"})); connect.CodeOf(err) != connect.CodeFailedPrecondition {
+			if _, err := c.LinkExternalUser(ctx, &directoryv1.LinkExternalUserRequest{IdpId: idp, ExternalSubject: "sub-kai",
+				UserId: kai, Issuer: "https://idp.example.com/before"}); connect.CodeOf(err) != connect.CodeFailedPrecondition {
 				t.Errorf("LinkExternalUser for another issuer: %v; want FailedPrecondition", err)
 			}
-			if _, err := c.RegisterExternalUser(ctx, connect.NewRequest(&directoryv1.RegisterExternalUserRequest{IdpId: idp, ExternalSubject: "sub-kai",
-				UserName: "kai2", FirstName: "K", LastName: "K", Email: "kai2@example.com"})); connect.CodeOf(err) != connect.CodeFailedPrecondition {
+			if _, err := c.RegisterExternalUser(ctx, &directoryv1.RegisterExternalUserRequest{IdpId: idp, ExternalSubject: "sub-kai",
+				UserName: "kai2", FirstName: "K", LastName: "K", Email: "kai2@example.com"}); connect.CodeOf(err) != connect.CodeFailedPrecondition {
 				t.Errorf("RegisterExternalUser without the issuer: %v; want FailedPrecondition", err)
 			}
 			if n := linkCount(t, e, "external_subject", "sub-kai"); n != 0 {
@@ -165,21 +165,21 @@ func TestExternalLinks(t *testing.T) {
 		})
 
 		t.Run("GetIdP", func(t *testing.T) {
-			res, err := c.GetIdP(ctx, connect.NewRequest(&directoryv1.GetIdPRequest{OrgId: e.OrgID, IdpId: idp}))
+			res, err := c.GetIdP(ctx, &directoryv1.GetIdPRequest{OrgId: e.OrgID, IdpId: idp})
 			if err != nil {
 				t.Fatal(err)
 			}
-			p := res.Msg.GetIdp()
-			if res.Msg.GetClientSecret() != secret || p.GetId() != idp || p.GetOrgId() != e.OrgID || p.GetName() != "Zeta" ||
+			p := res.GetIdp()
+			if res.GetClientSecret() != secret || p.GetId() != idp || p.GetOrgId() != e.OrgID || p.GetName() != "Zeta" ||
 				p.GetStylingType() != directoryv1.StylingType_STYLING_TYPE_VENDOR || p.GetIssuer() != "https://idp.example.com/Zeta" ||
 				p.GetClientId() != "client-Zeta" || !slices.Equal(p.GetScopes(), []string{"openid", "email", "profile"}) ||
 				p.GetDisplayNameMapping() != directoryv1.MappingField_MAPPING_FIELD_EMAIL ||
 				p.GetUsernameMapping() != directoryv1.MappingField_MAPPING_FIELD_PREFERRED_USERNAME || !p.GetAutoRegister() || !p.GetActive() {
-				t.Fatalf("GetIdP = %v", res.Msg)
+				t.Fatalf("GetIdP = %v", res)
 			}
-			res, err = c.GetIdP(ctx, connect.NewRequest(&directoryv1.GetIdPRequest{OrgId: e.OrgID, IdpId: inactive}))
-			if err != nil || res.Msg.GetIdp().GetActive() || res.Msg.GetClientSecret() != "inactive-secret" {
-				t.Fatalf("GetIdP of an inactive IdP = %v, %v; want it, inactive", res.Msg, err)
+			res, err = c.GetIdP(ctx, &directoryv1.GetIdPRequest{OrgId: e.OrgID, IdpId: inactive})
+			if err != nil || res.GetIdp().GetActive() || res.GetClientSecret() != "inactive-secret" {
+				t.Fatalf("GetIdP of an inactive IdP = %v, %v; want it, inactive", res, err)
 			}
 			for name, tc := range map[string]struct {
 				req  *directoryv1.GetIdPRequest
@@ -191,19 +191,19 @@ func TestExternalLinks(t *testing.T) {
 				"no org":            {&directoryv1.GetIdPRequest{IdpId: idp}, connect.CodeInvalidArgument},
 				"no id":             {&directoryv1.GetIdPRequest{OrgId: e.OrgID}, connect.CodeInvalidArgument},
 			} {
-				if _, err := c.GetIdP(ctx, connect.NewRequest(tc.req)); connect.CodeOf(err) != tc.want {
+				if _, err := c.GetIdP(ctx, tc.req); connect.CodeOf(err) != tc.want {
 					t.Errorf("%s: %v; want %v", name, err, tc.want)
 				}
 			}
 		})
 
 		t.Run("ListIdPs lists active IdPs without secrets", func(t *testing.T) {
-			res, err := c.ListIdPs(ctx, connect.NewRequest(&directoryv1.ListIdPsRequest{OrgId: e.OrgID}))
+			res, err := c.ListIdPs(ctx, &directoryv1.ListIdPsRequest{OrgId: e.OrgID})
 			if err != nil {
 				t.Fatal(err)
 			}
 			var ids []string
-			for _, p := range res.Msg.GetIdps() {
+			for _, p := range res.GetIdps() {
 				ids = append(ids, p.GetId())
 				if !p.GetActive() || p.GetOrgId() != e.OrgID {
 					t.Errorf("listed %v", p)
@@ -212,20 +212,20 @@ func TestExternalLinks(t *testing.T) {
 			if !slices.Equal(ids, []string{second, idp}) { // Alpha, Zeta; Mu is inactive
 				t.Fatalf("listed %v; want [%s %s] (by name, active only)", ids, second, idp)
 			}
-			bin, _ := proto.Marshal(res.Msg)
+			bin, _ := proto.Marshal(res)
 			for _, s := range []string{secret, "second-secret", "inactive-secret"} {
 				if bytes.Contains(bin, []byte(s)) {
 					t.Fatal("the list carries a client secret")
 				}
 			}
-			res, err = c.ListIdPs(ctx, connect.NewRequest(&directoryv1.ListIdPsRequest{OrgId: otherOrg}))
-			if err != nil || len(res.Msg.GetIdps()) != 1 || res.Msg.GetIdps()[0].GetId() != foreignIdP {
-				t.Fatalf("other org's list = %v, %v", res.Msg, err)
+			res, err = c.ListIdPs(ctx, &directoryv1.ListIdPsRequest{OrgId: otherOrg})
+			if err != nil || len(res.GetIdps()) != 1 || res.GetIdps()[0].GetId() != foreignIdP {
+				t.Fatalf("other org's list = %v, %v", res, err)
 			}
-			if _, err := c.ListIdPs(ctx, connect.NewRequest(&directoryv1.ListIdPsRequest{OrgId: "404"})); connect.CodeOf(err) != connect.CodeNotFound {
+			if _, err := c.ListIdPs(ctx, &directoryv1.ListIdPsRequest{OrgId: "404"}); connect.CodeOf(err) != connect.CodeNotFound {
 				t.Fatalf("unknown org: %v; want NotFound", err)
 			}
-			if _, err := c.ListIdPs(ctx, connect.NewRequest(&directoryv1.ListIdPsRequest{})); connect.CodeOf(err) != connect.CodeInvalidArgument {
+			if _, err := c.ListIdPs(ctx, &directoryv1.ListIdPsRequest{}); connect.CodeOf(err) != connect.CodeInvalidArgument {
 				t.Fatalf("no org: %v; want InvalidArgument", err)
 			}
 		})
@@ -379,7 +379,7 @@ func TestExternalLinks(t *testing.T) {
 					FirstName: "N", LastName: "B", Email: "newbie@example.com"}
 				mod(r)
 				r.Issuer = issuerOf(r.IdpId)
-				_, err := c.RegisterExternalUser(ctx, connect.NewRequest(r))
+				_, err := c.RegisterExternalUser(ctx, r)
 				return err
 			}
 			// Limits at their bounds.
@@ -467,7 +467,7 @@ func TestExternalLinks(t *testing.T) {
 			if got, err := linked(c, idp, "sub-ida"); err != nil || got.GetId() != ida {
 				t.Fatalf("ida's other link = %v, %v", got, err)
 			}
-			if _, err := c.LookupUser(ctx, connect.NewRequest(&directoryv1.LookupUserRequest{OrgId: e.OrgID, LoginName: "ivo"})); err != nil {
+			if _, err := c.LookupUser(ctx, &directoryv1.LookupUserRequest{OrgId: e.OrgID, LoginName: "ivo"}); err != nil {
 				t.Fatalf("the IdP's registered user is gone: %v", err)
 			}
 		})
@@ -478,8 +478,8 @@ func TestExternalLinks(t *testing.T) {
 			if got, err := linked(c, idp, "sub-erin"); err != nil || got.GetState() != directoryv1.UserState_USER_STATE_ACTIVE {
 				t.Fatalf("GetLinkedUser after restart = %v, %v", got, err)
 			}
-			res, err := c.GetIdP(ctx, connect.NewRequest(&directoryv1.GetIdPRequest{OrgId: e.OrgID, IdpId: idp}))
-			if err != nil || res.Msg.GetClientSecret() != secret {
+			res, err := c.GetIdP(ctx, &directoryv1.GetIdPRequest{OrgId: e.OrgID, IdpId: idp})
+			if err != nil || res.GetClientSecret() != secret {
 				t.Fatalf("GetIdP after restart: %v", err)
 			}
 		})

@@ -119,8 +119,8 @@ func account(orgID string, org *orgs.Org, u *users.User, given string) string {
 }
 
 // VerifyPassword checks a password at login.
-func (s *Server) VerifyPassword(ctx context.Context, req *connect.Request[directoryv1.VerifyPasswordRequest]) (*connect.Response[directoryv1.VerifyPasswordResponse], error) {
-	m := req.Msg
+func (s *Server) VerifyPassword(ctx context.Context, req *directoryv1.VerifyPasswordRequest) (*directoryv1.VerifyPasswordResponse, error) {
+	m := req
 	if m.GetOrgId() == "" || (m.GetUserId() == "" && m.GetLoginName() == "") {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("org_id and user_id or login_name are required"))
 	}
@@ -141,12 +141,12 @@ func (s *Server) VerifyPassword(ctx context.Context, req *connect.Request[direct
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&directoryv1.VerifyPasswordResponse{User: userProto(u), ChangeRequired: u.PasswordChangeRequired}), nil
+	return &directoryv1.VerifyPasswordResponse{User: userProto(u), ChangeRequired: u.PasswordChangeRequired}, nil
 }
 
 // ChangePassword changes a password after checking the current one.
-func (s *Server) ChangePassword(ctx context.Context, req *connect.Request[directoryv1.ChangePasswordRequest]) (*connect.Response[directoryv1.ChangePasswordResponse], error) {
-	m := req.Msg
+func (s *Server) ChangePassword(ctx context.Context, req *directoryv1.ChangePasswordRequest) (*directoryv1.ChangePasswordResponse, error) {
+	m := req
 	cur, err := s.users.Get(ctx, m.GetUserId())
 	if errors.Is(err, db.ErrNotFound) {
 		return nil, notFound("user")
@@ -169,7 +169,7 @@ func (s *Server) ChangePassword(ctx context.Context, req *connect.Request[direct
 	if _, err := s.userCmds.SetPassword(ctx, u.ID, u, hash, false, false); err != nil {
 		return nil, asInternal(err, "set password")
 	}
-	return connect.NewResponse(&directoryv1.ChangePasswordResponse{}), nil
+	return &directoryv1.ChangePasswordResponse{}, nil
 }
 
 // asInvalid keeps a connect error (e.g. the policy's InvalidArgument).

@@ -72,8 +72,8 @@ func TestEveryRefusalCostsOneHash(t *testing.T) {
 		try := func(login, password string) (string, error) {
 			t.Helper()
 			hashes = nil
-			_, err := s.VerifyPassword(ctx, connect.NewRequest(&directoryv1.VerifyPasswordRequest{
-				OrgId: orgID, LoginName: login, Password: password, ClientAddress: "192.0.2.7"}))
+			_, err := s.VerifyPassword(ctx, &directoryv1.VerifyPasswordRequest{
+				OrgId: orgID, LoginName: login, Password: password, ClientAddress: "192.0.2.7"})
 			if len(hashes) != 1 {
 				t.Fatalf("%s: %d hashes verified; want exactly 1", login, len(hashes))
 			}

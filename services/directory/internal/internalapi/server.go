@@ -121,15 +121,15 @@ func userProto(u *users.User) *directoryv1.User {
 }
 
 // GetUser returns a user by id.
-func (s *Server) GetUser(ctx context.Context, req *connect.Request[directoryv1.GetUserRequest]) (*connect.Response[directoryv1.GetUserResponse], error) {
-	u, err := s.users.Get(ctx, req.Msg.GetUserId())
+func (s *Server) GetUser(ctx context.Context, req *directoryv1.GetUserRequest) (*directoryv1.GetUserResponse, error) {
+	u, err := s.users.Get(ctx, req.GetUserId())
 	if errors.Is(err, db.ErrNotFound) {
 		return nil, notFound("user")
 	}
 	if err != nil {
 		return nil, internalErr(err, "get user")
 	}
-	return connect.NewResponse(&directoryv1.GetUserResponse{User: userProto(u)}), nil
+	return &directoryv1.GetUserResponse{User: userProto(u)}, nil
 }
 
 // lookup finds a user of org by login name: userName@primaryDomain, the
@@ -183,20 +183,20 @@ func (s *Server) lookup(ctx context.Context, orgID, login string) (*users.User, 
 }
 
 // LookupUser finds a user of an organization by login name.
-func (s *Server) LookupUser(ctx context.Context, req *connect.Request[directoryv1.LookupUserRequest]) (*connect.Response[directoryv1.LookupUserResponse], error) {
-	u, err := s.lookup(ctx, req.Msg.GetOrgId(), req.Msg.GetLoginName())
+func (s *Server) LookupUser(ctx context.Context, req *directoryv1.LookupUserRequest) (*directoryv1.LookupUserResponse, error) {
+	u, err := s.lookup(ctx, req.GetOrgId(), req.GetLoginName())
 	if errors.Is(err, db.ErrNotFound) {
 		return nil, notFound("user")
 	}
 	if err != nil {
 		return nil, internalErr(err, "lookup user")
 	}
-	return connect.NewResponse(&directoryv1.LookupUserResponse{User: userProto(u)}), nil
+	return &directoryv1.LookupUserResponse{User: userProto(u)}, nil
 }
 
 // GetOrg returns an organization and its password policy.
-func (s *Server) GetOrg(ctx context.Context, req *connect.Request[directoryv1.GetOrgRequest]) (*connect.Response[directoryv1.GetOrgResponse], error) {
-	o, lp, err := s.orgs.GetWithLoginPolicy(ctx, req.Msg.GetOrgId())
+func (s *Server) GetOrg(ctx context.Context, req *directoryv1.GetOrgRequest) (*directoryv1.GetOrgResponse, error) {
+	o, lp, err := s.orgs.GetWithLoginPolicy(ctx, req.GetOrgId())
 	if errors.Is(err, db.ErrNotFound) {
 		return nil, notFound("organization")
 	}
@@ -204,7 +204,7 @@ func (s *Server) GetOrg(ctx context.Context, req *connect.Request[directoryv1.Ge
 		return nil, internalErr(err, "get org")
 	}
 	p := o.PasswordPolicy
-	return connect.NewResponse(&directoryv1.GetOrgResponse{
+	return &directoryv1.GetOrgResponse{
 		LoginPolicy: &directoryv1.LoginPolicy{AllowUsernamePassword: lp.AllowUsernamePassword, AllowRegister: lp.AllowRegister,
 			IgnoreUnknownUsernames: lp.IgnoreUnknownUsernames, AllowExternalIdp: lp.AllowExternalIDP},
 		Id: o.ID, Name: o.Name, PrimaryDomain: o.PrimaryDomain, Active: o.State == orgs.StateActive,
@@ -212,14 +212,14 @@ func (s *Server) GetOrg(ctx context.Context, req *connect.Request[directoryv1.Ge
 			MinLength: uint32(p.MinLength), HasUppercase: p.HasUppercase, HasLowercase: p.HasLowercase,
 			HasNumber: p.HasNumber, HasSymbol: p.HasSymbol, History: uint32(p.History),
 		},
-	}), nil
+	}, nil
 }
 
 // GetRoles returns a user's roles in an organization.
-func (s *Server) GetRoles(ctx context.Context, req *connect.Request[directoryv1.GetRolesRequest]) (*connect.Response[directoryv1.GetRolesResponse], error) {
-	roles, err := s.orgs.Roles(ctx, req.Msg.GetUserId(), req.Msg.GetOrgId())
+func (s *Server) GetRoles(ctx context.Context, req *directoryv1.GetRolesRequest) (*directoryv1.GetRolesResponse, error) {
+	roles, err := s.orgs.Roles(ctx, req.GetUserId(), req.GetOrgId())
 	if err != nil {
 		return nil, internalErr(err, "get roles")
 	}
-	return connect.NewResponse(&directoryv1.GetRolesResponse{Roles: roles}), nil
+	return &directoryv1.GetRolesResponse{Roles: roles}, nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strconv"
 
-	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
@@ -171,10 +170,10 @@ func appToProto(a *projects.App) *managementv1.App {
 
 // GetAppByID returns an application of a project of the organization,
 // without its secret.
-func (s *Server) GetAppByID(ctx context.Context, req *connect.Request[managementv1.GetAppByIDRequest]) (*connect.Response[managementv1.GetAppByIDResponse], error) {
-	_, a, err := s.appByIDs(ctx, req.Msg.GetProjectId(), req.Msg.GetAppId())
+func (s *Server) GetAppByID(ctx context.Context, req *managementv1.GetAppByIDRequest) (*managementv1.GetAppByIDResponse, error) {
+	_, a, err := s.appByIDs(ctx, req.GetProjectId(), req.GetAppId())
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&managementv1.GetAppByIDResponse{App: appToProto(a)}), nil
+	return &managementv1.GetAppByIDResponse{App: appToProto(a)}, nil
 }

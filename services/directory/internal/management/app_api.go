@@ -3,8 +3,6 @@ package management
 import (
 	"context"
 
-	"connectrpc.com/connect"
-
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
@@ -13,8 +11,8 @@ import (
 
 // AddAPIApp creates an API application (a resource server that
 // introspects tokens); the client secret (BASIC) is in this response only.
-func (s *Server) AddAPIApp(ctx context.Context, req *connect.Request[managementv1.AddAPIAppRequest]) (*connect.Response[managementv1.AddAPIAppResponse], error) {
-	m := req.Msg
+func (s *Server) AddAPIApp(ctx context.Context, req *managementv1.AddAPIAppRequest) (*managementv1.AddAPIAppResponse, error) {
+	m := req
 	var f apierr.Fields
 	f.Check(apierr.Length("project_id", m.GetProjectId(), 1, 200))
 	f.Check(apierr.Length("name", m.GetName(), 1, projects.MaxNameLength))
@@ -31,7 +29,7 @@ func (s *Server) AddAPIApp(ctx context.Context, req *connect.Request[managementv
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&managementv1.AddAPIAppResponse{
+	return &managementv1.AddAPIAppResponse{
 		AppId: app.ID, Details: writeDetails(evs), ClientId: app.ClientID, ClientSecret: app.Secret,
-	}), nil
+	}, nil
 }

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"connectrpc.com/connect"
-
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/mgmttest"
@@ -41,25 +39,25 @@ func TestAPIApps(t *testing.T) {
 
 		// gRPC, PRIVATE_KEY_JWT: no secret.
 		c := e.Client("grpc", e.AdminToken, "")
-		res, err := c.AddAPIApp(ctx, connect.NewRequest(&managementv1.AddAPIAppRequest{
+		res, err := c.AddAPIApp(ctx, &managementv1.AddAPIAppRequest{
 			ProjectId: projectID, Name: "billing", AuthMethodType: managementv1.APIAuthMethodType_API_AUTH_METHOD_TYPE_PRIVATE_KEY_JWT,
-		}))
+		})
 		if err != nil {
 			t.Fatalf("AddAPIApp over gRPC: %v", err)
 		}
 		evs = e.Events(projectID)
-		appWriteDetails(t, "AddAPIApp over gRPC", res.Msg.GetDetails(), evs[len(evs)-1], e.OrgID)
-		if res.Msg.GetClientSecret() != "" || len(appSecretHash(t, e, res.Msg.GetAppId())) != 0 {
-			t.Fatalf("PRIVATE_KEY_JWT API app got a secret: %v", res.Msg)
+		appWriteDetails(t, "AddAPIApp over gRPC", res.GetDetails(), evs[len(evs)-1], e.OrgID)
+		if res.GetClientSecret() != "" || len(appSecretHash(t, e, res.GetAppId())) != 0 {
+			t.Fatalf("PRIVATE_KEY_JWT API app got a secret: %v", res)
 		}
-		got, err := c.GetAppByID(ctx, connect.NewRequest(&managementv1.GetAppByIDRequest{ProjectId: projectID, AppId: res.Msg.GetAppId()}))
-		if err != nil || got.Msg.GetApp().GetApiConfig().GetAuthMethodType() != managementv1.APIAuthMethodType_API_AUTH_METHOD_TYPE_PRIVATE_KEY_JWT {
+		got, err := c.GetAppByID(ctx, &managementv1.GetAppByIDRequest{ProjectId: projectID, AppId: res.GetAppId()})
+		if err != nil || got.GetApp().GetApiConfig().GetAuthMethodType() != managementv1.APIAuthMethodType_API_AUTH_METHOD_TYPE_PRIVATE_KEY_JWT {
 			t.Fatalf("GetAppByID over gRPC: %v %v", got, err)
 		}
 
 		// gRPC-web and Connect.
 		for _, proto := range []string{"grpc-web", "connect"} {
-			if _, err := e.Client(proto, e.AdminToken, "").AddAPIApp(ctx, connect.NewRequest(&managementv1.AddAPIAppRequest{ProjectId: projectID, Name: "api " + proto})); err != nil {
+			if _, err := e.Client(proto, e.AdminToken, "").AddAPIApp(ctx, &managementv1.AddAPIAppRequest{ProjectId: projectID, Name: "api " + proto}); err != nil {
 				t.Fatalf("AddAPIApp over %s: %v", proto, err)
 			}
 		}

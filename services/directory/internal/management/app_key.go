@@ -5,8 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"connectrpc.com/connect"
-
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
@@ -18,8 +16,8 @@ import (
 // private_key_jwt (OIDC or API). Without public_key an RSA key pair is
 // generated and the key file with the private key is in this response only;
 // only the public key is stored.
-func (s *Server) AddAppKey(ctx context.Context, req *connect.Request[managementv1.AddAppKeyRequest]) (*connect.Response[managementv1.AddAppKeyResponse], error) {
-	m := req.Msg
+func (s *Server) AddAppKey(ctx context.Context, req *managementv1.AddAppKeyRequest) (*managementv1.AddAppKeyResponse, error) {
+	m := req
 	var f apierr.Fields
 	checkAppIDs(&f, m.GetProjectId(), m.GetAppId())
 	if m.GetType() != managementv1.KeyType_KEY_TYPE_JSON {
@@ -58,7 +56,7 @@ func (s *Server) AddAppKey(ctx context.Context, req *connect.Request[managementv
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&managementv1.AddAppKeyResponse{Id: id, Details: writeDetails(evs), KeyDetails: keyFile}), nil
+	return &managementv1.AddAppKeyResponse{Id: id, Details: writeDetails(evs), KeyDetails: keyFile}, nil
 }
 
 // appKeyNow is the server's clock (Now when set).
@@ -70,8 +68,8 @@ func appKeyNow(s *Server) time.Time {
 }
 
 // RemoveAppKey removes a key of an application.
-func (s *Server) RemoveAppKey(ctx context.Context, req *connect.Request[managementv1.RemoveAppKeyRequest]) (*connect.Response[managementv1.RemoveAppKeyResponse], error) {
-	m := req.Msg
+func (s *Server) RemoveAppKey(ctx context.Context, req *managementv1.RemoveAppKeyRequest) (*managementv1.RemoveAppKeyResponse, error) {
+	m := req
 	var f apierr.Fields
 	checkAppIDs(&f, m.GetProjectId(), m.GetAppId())
 	f.Check(apierr.Length("key_id", m.GetKeyId(), 1, 200))
@@ -93,5 +91,5 @@ func (s *Server) RemoveAppKey(ctx context.Context, req *connect.Request[manageme
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&managementv1.RemoveAppKeyResponse{Details: writeDetails(evs)}), nil
+	return &managementv1.RemoveAppKeyResponse{Details: writeDetails(evs)}, nil
 }

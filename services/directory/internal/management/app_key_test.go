@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
@@ -106,19 +105,19 @@ func TestAppKeys(t *testing.T) {
 		// Provided public key over gRPC, with an expiration.
 		c := e.Client("grpc", e.AdminToken, "")
 		expires := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Microsecond)
-		res, err := c.AddAppKey(ctx, connect.NewRequest(&managementv1.AddAppKeyRequest{
+		res, err := c.AddAppKey(ctx, &managementv1.AddAppKeyRequest{
 			ProjectId: projectID, AppId: appID, Type: managementv1.KeyType_KEY_TYPE_JSON,
 			ExpirationDate: timestamppb.New(expires), PublicKey: appPublicPEM(t, &rsa2048.PublicKey),
-		}))
+		})
 		if err != nil {
 			t.Fatalf("AddAppKey over gRPC: %v", err)
 		}
 		evs = e.Events(projectID)
-		appWriteDetails(t, "AddAppKey over gRPC", res.Msg.GetDetails(), evs[len(evs)-1], e.OrgID)
-		if len(res.Msg.GetKeyDetails()) != 0 {
+		appWriteDetails(t, "AddAppKey over gRPC", res.GetDetails(), evs[len(evs)-1], e.OrgID)
+		if len(res.GetKeyDetails()) != 0 {
 			t.Fatal("a provided public key returned key details")
 		}
-		stored, exp = appStoredKey(t, e, res.Msg.GetId())
+		stored, exp = appStoredKey(t, e, res.GetId())
 		if stored != string(appPublicPEM(t, &rsa2048.PublicKey)) || exp == nil || !exp.Equal(expires) {
 			t.Fatalf("stored %q exp %v; want expiry %v", stored, exp, expires)
 		}
@@ -130,7 +129,7 @@ func TestAppKeys(t *testing.T) {
 		}
 
 		// The read details of the app move with its keys.
-		g, err := c.GetAppByID(ctx, connect.NewRequest(&managementv1.GetAppByIDRequest{ProjectId: projectID, AppId: appID}))
+		g, err := c.GetAppByID(ctx, &managementv1.GetAppByIDRequest{ProjectId: projectID, AppId: appID})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +143,7 @@ func TestAppKeys(t *testing.T) {
 		if added != 1 {
 			t.Fatalf("project has %d app events; want 1", added)
 		}
-		appReadDetails(t, "app after key changes", g.Msg.GetApp().GetDetails(), evs[1], evs[len(evs)-1], e.OrgID)
+		appReadDetails(t, "app after key changes", g.GetApp().GetDetails(), evs[1], evs[len(evs)-1], e.OrgID)
 
 		// Limits.
 		padded := appPublicPEM(t, &rsa2048.PublicKey)
@@ -198,9 +197,9 @@ func TestAppKeys(t *testing.T) {
 		appRefused(t, e, "unknown key", "DELETE", keys+"/404", nil, 404, 5)
 		appRefused(t, e, "key of another app", "DELETE", keys+"/"+appStr(apiKey.JSON["id"]), nil, 404, 5)
 		appRefused(t, e, "201-char key id", "DELETE", keys+"/"+strings.Repeat("1", 201), nil, 400, 3)
-		_, err = e.Client("grpc-web", e.AdminToken, "").RemoveAppKey(ctx, connect.NewRequest(&managementv1.RemoveAppKeyRequest{
+		_, err = e.Client("grpc-web", e.AdminToken, "").RemoveAppKey(ctx, &managementv1.RemoveAppKeyRequest{
 			ProjectId: projectID, AppId: appStr(apiPK.JSON["appId"]), KeyId: appStr(apiKey.JSON["id"]),
-		}))
+		})
 		if err != nil {
 			t.Fatalf("RemoveAppKey over gRPC-web: %v", err)
 		}

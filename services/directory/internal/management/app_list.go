@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
@@ -17,8 +16,8 @@ import (
 // ListApps lists the applications of a project of the organization
 // matching every query, ordered by name, without secrets. A project of
 // another organization is NotFound, as for GetAppByID.
-func (s *Server) ListApps(ctx context.Context, req *connect.Request[managementv1.ListAppsRequest]) (*connect.Response[managementv1.ListAppsResponse], error) {
-	m := req.Msg
+func (s *Server) ListApps(ctx context.Context, req *managementv1.ListAppsRequest) (*managementv1.ListAppsResponse, error) {
+	m := req
 	var f apierr.Fields
 	f.Check(apierr.Length("project_id", m.GetProjectId(), 1, 200))
 	page := usersPage(&f, m.GetQuery())
@@ -60,5 +59,5 @@ func (s *Server) ListApps(ctx context.Context, req *connect.Request[managementv1
 	for i := range list {
 		out.Result[i] = appToProto(&list[i])
 	}
-	return connect.NewResponse(out), nil
+	return out, nil
 }

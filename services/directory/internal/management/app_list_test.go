@@ -69,25 +69,25 @@ func TestListApps(t *testing.T) {
 		t.Run("as GetAppByID returns them, over every protocol", func(t *testing.T) {
 			for _, protocol := range mgmttest.Protocols {
 				c := e.Client(protocol, e.AdminToken, "")
-				res, err := c.ListApps(ctx, connect.NewRequest(&managementv1.ListAppsRequest{ProjectId: project, Query: &managementv1.ListQuery{Asc: true}}))
+				res, err := c.ListApps(ctx, &managementv1.ListAppsRequest{ProjectId: project, Query: &managementv1.ListQuery{Asc: true}})
 				if err != nil {
 					t.Fatalf("%s: %v", protocol, err)
 				}
-				if n := len(res.Msg.GetResult()); n != len(all) || res.Msg.GetDetails().GetTotalResult() != uint64(len(all)) {
+				if n := len(res.GetResult()); n != len(all) || res.GetDetails().GetTotalResult() != uint64(len(all)) {
 					t.Fatalf("%s: %d apps; want %d", protocol, n, len(all))
 				}
-				for i, a := range res.Msg.GetResult() {
-					want, err := c.GetAppByID(ctx, connect.NewRequest(&managementv1.GetAppByIDRequest{ProjectId: project, AppId: ids[all[i]]}))
+				for i, a := range res.GetResult() {
+					want, err := c.GetAppByID(ctx, &managementv1.GetAppByIDRequest{ProjectId: project, AppId: ids[all[i]]})
 					if err != nil {
 						t.Fatal(err)
 					}
-					if !proto.Equal(a, want.Msg.GetApp()) {
-						t.Fatalf("%s: listed %v; want what GetAppByID returns, %v", protocol, a, want.Msg.GetApp())
+					if !proto.Equal(a, want.GetApp()) {
+						t.Fatalf("%s: listed %v; want what GetAppByID returns, %v", protocol, a, want.GetApp())
 					}
 				}
 				evs := e.Events(project)
 				last := evs[len(evs)-1]
-				if det := res.Msg.GetDetails(); det.GetProcessedSequence() != last.Sequence || !det.GetViewTimestamp().AsTime().Equal(last.CreatedAt) {
+				if det := res.GetDetails(); det.GetProcessedSequence() != last.Sequence || !det.GetViewTimestamp().AsTime().Equal(last.CreatedAt) {
 					t.Fatalf("%s: details %v; want the project's last event %d at %v", protocol, det, last.Sequence, last.CreatedAt)
 				}
 			}
@@ -107,7 +107,7 @@ func TestListApps(t *testing.T) {
 		t.Run("unknown projects and other organizations", func(t *testing.T) {
 			usrRefused(t, e, "unknown project", "POST", "/management/v1/projects/no-such-project/apps/_search", e.AdminToken, "", map[string]any{}, 404, 5)
 			usrRefused(t, e, "another organization's project", "POST", "/management/v1/projects/"+theirs+"/apps/_search", e.AdminToken, "", map[string]any{}, 404, 5)
-			_, err := e.Client("grpc", e.AdminToken, "").ListApps(ctx, connect.NewRequest(&managementv1.ListAppsRequest{ProjectId: theirs}))
+			_, err := e.Client("grpc", e.AdminToken, "").ListApps(ctx, &managementv1.ListAppsRequest{ProjectId: theirs})
 			if connect.CodeOf(err) != connect.CodeNotFound {
 				t.Fatalf("another organization's project over gRPC: %v; want NotFound", err)
 			}
@@ -119,11 +119,11 @@ func TestListApps(t *testing.T) {
 			manager := e.SeedUser(e.OrgID, "al-manager")
 			e.SeedMember(e.OrgID, manager, orgs.RoleOrgUserManager)
 			usrRefused(t, e, "user manager", "POST", path, e.Intro.Mint(manager), "", map[string]any{}, 403, 7)
-			_, err = e.Client("connect", e.AdminToken, "").ListApps(ctx, connect.NewRequest(&managementv1.ListAppsRequest{ProjectId: strings.Repeat("1", 201)}))
+			_, err = e.Client("connect", e.AdminToken, "").ListApps(ctx, &managementv1.ListAppsRequest{ProjectId: strings.Repeat("1", 201)})
 			if connect.CodeOf(err) != connect.CodeInvalidArgument {
 				t.Fatalf("201-character project id: %v; want InvalidArgument", err)
 			}
-			_, err = e.Client("connect", e.AdminToken, "").ListApps(ctx, connect.NewRequest(&managementv1.ListAppsRequest{ProjectId: strings.Repeat("1", 200)}))
+			_, err = e.Client("connect", e.AdminToken, "").ListApps(ctx, &managementv1.ListAppsRequest{ProjectId: strings.Repeat("1", 200)})
 			if connect.CodeOf(err) != connect.CodeNotFound {
 				t.Fatalf("unknown 200-character project id: %v; want NotFound", err)
 			}

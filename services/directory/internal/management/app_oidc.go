@@ -3,7 +3,6 @@ package management
 import (
 	"context"
 
-	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
@@ -82,8 +81,8 @@ func appOIDCConfig(f *apierr.Fields, m appOIDCRequest) projects.OIDCConfig {
 
 // AddOIDCApp creates an OIDC application; the client secret (BASIC, POST)
 // is in this response only.
-func (s *Server) AddOIDCApp(ctx context.Context, req *connect.Request[managementv1.AddOIDCAppRequest]) (*connect.Response[managementv1.AddOIDCAppResponse], error) {
-	m := req.Msg
+func (s *Server) AddOIDCApp(ctx context.Context, req *managementv1.AddOIDCAppRequest) (*managementv1.AddOIDCAppResponse, error) {
+	m := req
 	var f apierr.Fields
 	f.Check(apierr.Length("project_id", m.GetProjectId(), 1, 200))
 	f.Check(apierr.Length("name", m.GetName(), 1, projects.MaxNameLength))
@@ -103,19 +102,19 @@ func (s *Server) AddOIDCApp(ctx context.Context, req *connect.Request[management
 		return nil, err
 	}
 	problems := cfg.Compliance()
-	return connect.NewResponse(&managementv1.AddOIDCAppResponse{
+	return &managementv1.AddOIDCAppResponse{
 		AppId:              app.ID,
 		Details:            writeDetails(evs),
 		ClientId:           app.ClientID,
 		ClientSecret:       app.Secret,
 		NoneCompliant:      len(problems) > 0,
 		ComplianceProblems: complianceToProto(problems),
-	}), nil
+	}, nil
 }
 
 // UpdateOIDCAppConfig replaces an OIDC application's configuration.
-func (s *Server) UpdateOIDCAppConfig(ctx context.Context, req *connect.Request[managementv1.UpdateOIDCAppConfigRequest]) (*connect.Response[managementv1.UpdateOIDCAppConfigResponse], error) {
-	m := req.Msg
+func (s *Server) UpdateOIDCAppConfig(ctx context.Context, req *managementv1.UpdateOIDCAppConfigRequest) (*managementv1.UpdateOIDCAppConfigResponse, error) {
+	m := req
 	var f apierr.Fields
 	checkAppIDs(&f, m.GetProjectId(), m.GetAppId())
 	cfg := appOIDCConfig(&f, m)
@@ -130,13 +129,13 @@ func (s *Server) UpdateOIDCAppConfig(ctx context.Context, req *connect.Request[m
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&managementv1.UpdateOIDCAppConfigResponse{Details: writeDetails(evs)}), nil
+	return &managementv1.UpdateOIDCAppConfigResponse{Details: writeDetails(evs)}, nil
 }
 
 // RegenerateOIDCClientSecret replaces the client secret of an OIDC
 // application using BASIC or POST; the new secret is in this response only.
-func (s *Server) RegenerateOIDCClientSecret(ctx context.Context, req *connect.Request[managementv1.RegenerateOIDCClientSecretRequest]) (*connect.Response[managementv1.RegenerateOIDCClientSecretResponse], error) {
-	p, a, err := s.appByIDs(ctx, req.Msg.GetProjectId(), req.Msg.GetAppId())
+func (s *Server) RegenerateOIDCClientSecret(ctx context.Context, req *managementv1.RegenerateOIDCClientSecretRequest) (*managementv1.RegenerateOIDCClientSecretResponse, error) {
+	p, a, err := s.appByIDs(ctx, req.GetProjectId(), req.GetAppId())
 	if err != nil {
 		return nil, err
 	}
@@ -144,19 +143,19 @@ func (s *Server) RegenerateOIDCClientSecret(ctx context.Context, req *connect.Re
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&managementv1.RegenerateOIDCClientSecretResponse{ClientSecret: secret, Details: writeDetails(evs)}), nil
+	return &managementv1.RegenerateOIDCClientSecretResponse{ClientSecret: secret, Details: writeDetails(evs)}, nil
 }
 
 // SetAppAdminClient marks an application as an admin client, or unmarks it
 // (IAM owners only, see Rules).
-func (s *Server) SetAppAdminClient(ctx context.Context, req *connect.Request[managementv1.SetAppAdminClientRequest]) (*connect.Response[managementv1.SetAppAdminClientResponse], error) {
-	p, a, err := s.appByIDs(ctx, req.Msg.GetProjectId(), req.Msg.GetAppId())
+func (s *Server) SetAppAdminClient(ctx context.Context, req *managementv1.SetAppAdminClientRequest) (*managementv1.SetAppAdminClientResponse, error) {
+	p, a, err := s.appByIDs(ctx, req.GetProjectId(), req.GetAppId())
 	if err != nil {
 		return nil, err
 	}
-	secret, evs, err := s.projectCommands().SetAdminClient(ctx, authz.FromContext(ctx).UserID, p, a, req.Msg.GetAdminClient())
+	secret, evs, err := s.projectCommands().SetAdminClient(ctx, authz.FromContext(ctx).UserID, p, a, req.GetAdminClient())
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&managementv1.SetAppAdminClientResponse{Details: writeDetails(evs), ClientSecret: secret}), nil
+	return &managementv1.SetAppAdminClientResponse{Details: writeDetails(evs), ClientSecret: secret}, nil
 }

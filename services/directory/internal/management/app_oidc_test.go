@@ -83,7 +83,7 @@ func TestOIDCApps(t *testing.T) {
 		t.Run("add and get over every protocol", func(t *testing.T) {
 			for _, proto := range mgmttest.Protocols {
 				c := e.Client(proto, e.AdminToken, "")
-				res, err := c.AddOIDCApp(ctx, connect.NewRequest(&managementv1.AddOIDCAppRequest{
+				res, err := c.AddOIDCApp(ctx, &managementv1.AddOIDCAppRequest{
 					ProjectId:                projectID,
 					Name:                     "web " + proto,
 					RedirectUris:             []string{"https://app.example.com/cb", "http://localhost:3000/cb"},
@@ -96,11 +96,11 @@ func TestOIDCApps(t *testing.T) {
 					ClockSkew:                durationpb.New(2 * time.Second),
 					AdditionalOrigins:        []string{"https://extra.example.com"},
 					LoginVersion:             &managementv1.LoginVersion{Version: &managementv1.LoginVersion_LoginV1{LoginV1: &managementv1.LoginV1{}}},
-				}))
+				})
 				if err != nil {
 					t.Fatalf("%s AddOIDCApp: %v", proto, err)
 				}
-				m := res.Msg
+				m := res
 				evs := e.Events(projectID)
 				last := evs[len(evs)-1]
 				if last.Type != "project.application.added" {
@@ -117,12 +117,12 @@ func TestOIDCApps(t *testing.T) {
 					t.Fatalf("%s: the event payload contains the clear secret", proto)
 				}
 
-				got, err := c.GetAppByID(ctx, connect.NewRequest(&managementv1.GetAppByIDRequest{ProjectId: projectID, AppId: m.GetAppId()}))
+				got, err := c.GetAppByID(ctx, &managementv1.GetAppByIDRequest{ProjectId: projectID, AppId: m.GetAppId()})
 				if err != nil {
 					t.Fatalf("%s GetAppByID: %v", proto, err)
 				}
-				app := got.Msg.GetApp()
-				if strings.Contains(got.Msg.String(), m.GetClientSecret()) {
+				app := got.GetApp()
+				if strings.Contains(got.String(), m.GetClientSecret()) {
 					t.Fatalf("%s GetAppByID returned the secret", proto)
 				}
 				appReadDetails(t, proto+" GetAppByID", app.GetDetails(), last, last, e.OrgID)
@@ -137,16 +137,16 @@ func TestOIDCApps(t *testing.T) {
 					!slices.Equal(oc.GetPostLogoutRedirectUris(), []string{"https://app.example.com/bye"}) {
 					t.Fatalf("%s app = %v", proto, app)
 				}
-				_, err = c.GetAppByID(ctx, connect.NewRequest(&managementv1.GetAppByIDRequest{ProjectId: projectID, AppId: "404"}))
+				_, err = c.GetAppByID(ctx, &managementv1.GetAppByIDRequest{ProjectId: projectID, AppId: "404"})
 				if connect.CodeOf(err) != connect.CodeNotFound {
 					t.Fatalf("%s unknown app: %v; want NotFound", proto, err)
 				}
-				_, err = c.AddOIDCApp(ctx, connect.NewRequest(&managementv1.AddOIDCAppRequest{ProjectId: projectID, Name: "web " + proto,
-					RedirectUris: []string{"https://app.example.com/cb"}}))
+				_, err = c.AddOIDCApp(ctx, &managementv1.AddOIDCAppRequest{ProjectId: projectID, Name: "web " + proto,
+					RedirectUris: []string{"https://app.example.com/cb"}})
 				if connect.CodeOf(err) != connect.CodeAlreadyExists {
 					t.Fatalf("%s duplicate app name: %v; want AlreadyExists", proto, err)
 				}
-				_, err = c.AddOIDCApp(ctx, connect.NewRequest(&managementv1.AddOIDCAppRequest{ProjectId: projectID, Name: "no uris"}))
+				_, err = c.AddOIDCApp(ctx, &managementv1.AddOIDCAppRequest{ProjectId: projectID, Name: "no uris"})
 				if connect.CodeOf(err) != connect.CodeInvalidArgument {
 					t.Fatalf("%s no redirect URIs: %v; want InvalidArgument", proto, err)
 				}
@@ -304,16 +304,16 @@ func TestOIDCApps(t *testing.T) {
 				t.Fatalf("last event %s", last.Type)
 			}
 			appRESTDetails(t, "UpdateOIDCAppConfig", u, "", last, e.OrgID)
-			got, err := e.Client("grpc", e.AdminToken, "").GetAppByID(ctx, connect.NewRequest(&managementv1.GetAppByIDRequest{ProjectId: projectID, AppId: appID}))
+			got, err := e.Client("grpc", e.AdminToken, "").GetAppByID(ctx, &managementv1.GetAppByIDRequest{ProjectId: projectID, AppId: appID})
 			if err != nil {
 				t.Fatal(err)
 			}
-			oc := got.Msg.GetApp().GetOidcConfig()
+			oc := got.GetApp().GetOidcConfig()
 			if !slices.Equal(oc.GetRedirectUris(), []string{"https://new.example.com/cb"}) || len(oc.GetPostLogoutRedirectUris()) != 0 ||
 				oc.GetDevMode() || oc.GetAccessTokenType() != managementv1.OIDCTokenType_OIDC_TOKEN_TYPE_JWT || oc.GetClientId() != clientID {
 				t.Fatalf("after update: %v", oc)
 			}
-			appReadDetails(t, "GetAppByID after update", got.Msg.GetApp().GetDetails(), first, last, e.OrgID)
+			appReadDetails(t, "GetAppByID after update", got.GetApp().GetDetails(), first, last, e.OrgID)
 			if !bytes.Equal(appSecretHash(t, e, appID), hash) {
 				t.Fatal("update changed the client secret")
 			}
@@ -329,9 +329,9 @@ func TestOIDCApps(t *testing.T) {
 			appRefused(t, e, "201-char app id", "PUT", base+"/"+strings.Repeat("1", 201)+"/oidc_config", body, 400, 3)
 
 			// Over Connect: a second change is accepted.
-			_, err = e.Client("connect", e.AdminToken, "").UpdateOIDCAppConfig(ctx, connect.NewRequest(&managementv1.UpdateOIDCAppConfigRequest{
+			_, err = e.Client("connect", e.AdminToken, "").UpdateOIDCAppConfig(ctx, &managementv1.UpdateOIDCAppConfigRequest{
 				ProjectId: projectID, AppId: appID, RedirectUris: []string{"https://third.example.com/cb"},
-			}))
+			})
 			if err != nil {
 				t.Fatalf("UpdateOIDCAppConfig over Connect: %v", err)
 			}
@@ -351,8 +351,8 @@ func TestOIDCApps(t *testing.T) {
 			if b := appOK(t, e, "GetAppByID", "GET", base+"/"+appID, nil).Body; bytes.Contains(b, []byte(secret)) {
 				t.Fatal("GetAppByID returned the regenerated secret")
 			}
-			res, err := e.Client("grpc", e.AdminToken, "").RegenerateOIDCClientSecret(ctx, connect.NewRequest(&managementv1.RegenerateOIDCClientSecretRequest{ProjectId: projectID, AppId: appID}))
-			if err != nil || res.Msg.GetClientSecret() == secret || !bytes.Equal(appSecretHash(t, e, appID), hasher.Hash(res.Msg.GetClientSecret())) {
+			res, err := e.Client("grpc", e.AdminToken, "").RegenerateOIDCClientSecret(ctx, &managementv1.RegenerateOIDCClientSecretRequest{ProjectId: projectID, AppId: appID})
+			if err != nil || res.GetClientSecret() == secret || !bytes.Equal(appSecretHash(t, e, appID), hasher.Hash(res.GetClientSecret())) {
 				t.Fatalf("RegenerateOIDCClientSecret over gRPC: %v", err)
 			}
 

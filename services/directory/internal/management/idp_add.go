@@ -3,8 +3,6 @@ package management
 import (
 	"context"
 
-	"connectrpc.com/connect"
-
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
@@ -14,8 +12,8 @@ import (
 // AddOrgOIDCIDP adds an active OIDC identity provider to the organization.
 // Its client secret is stored encrypted and never returned; a name already
 // used in the organization is AlreadyExists.
-func (s *Server) AddOrgOIDCIDP(ctx context.Context, req *connect.Request[managementv1.AddOrgOIDCIDPRequest]) (*connect.Response[managementv1.AddOrgOIDCIDPResponse], error) {
-	m := req.Msg
+func (s *Server) AddOrgOIDCIDP(ctx context.Context, req *managementv1.AddOrgOIDCIDPRequest) (*managementv1.AddOrgOIDCIDPResponse, error) {
+	m := req
 	lim, err := apierr.CheckLimits(m) // the maximum lengths and counts are in the proto
 	if err != nil {
 		return nil, err
@@ -40,5 +38,5 @@ func (s *Server) AddOrgOIDCIDP(ctx context.Context, req *connect.Request[managem
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&managementv1.AddOrgOIDCIDPResponse{Details: writeDetails(evs), IdpId: id}), nil
+	return &managementv1.AddOrgOIDCIDPResponse{Details: writeDetails(evs), IdpId: id}, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
@@ -23,8 +22,8 @@ const (
 
 // ListOrgIDPs lists the organization's identity providers matching every
 // query, ordered by name (descending unless query.asc), one page at a time.
-func (s *Server) ListOrgIDPs(ctx context.Context, req *connect.Request[managementv1.ListOrgIDPsRequest]) (*connect.Response[managementv1.ListOrgIDPsResponse], error) {
-	m := req.Msg
+func (s *Server) ListOrgIDPs(ctx context.Context, req *managementv1.ListOrgIDPsRequest) (*managementv1.ListOrgIDPsResponse, error) {
+	m := req
 	search, err := idpSearch(m)
 	if err != nil {
 		return nil, err
@@ -49,7 +48,7 @@ func (s *Server) ListOrgIDPs(ctx context.Context, req *connect.Request[managemen
 	for i, p := range page {
 		res.Result[i] = idpToProto(p)
 	}
-	return connect.NewResponse(res), nil
+	return res, nil
 }
 
 // idpSearch validates a list request and translates it.

@@ -3,15 +3,13 @@ package management
 import (
 	"context"
 
-	"connectrpc.com/connect"
-
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
 )
 
 // RemoveOrgIDP removes an identity provider; afterwards it is NotFound.
-func (s *Server) RemoveOrgIDP(ctx context.Context, req *connect.Request[managementv1.RemoveOrgIDPRequest]) (*connect.Response[managementv1.RemoveOrgIDPResponse], error) {
-	p, err := s.idp(ctx, "idp_id", req.Msg.GetIdpId())
+func (s *Server) RemoveOrgIDP(ctx context.Context, req *managementv1.RemoveOrgIDPRequest) (*managementv1.RemoveOrgIDPResponse, error) {
+	p, err := s.idp(ctx, "idp_id", req.GetIdpId())
 	if err != nil {
 		return nil, err
 	}
@@ -20,5 +18,5 @@ func (s *Server) RemoveOrgIDP(ctx context.Context, req *connect.Request[manageme
 		return nil, err
 	}
 	s.cutAccess(ctx) // its users' links went, and what they signed in
-	return connect.NewResponse(&managementv1.RemoveOrgIDPResponse{Details: writeDetails(evs)}), nil
+	return &managementv1.RemoveOrgIDPResponse{Details: writeDetails(evs)}, nil
 }

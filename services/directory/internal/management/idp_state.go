@@ -3,16 +3,14 @@ package management
 import (
 	"context"
 
-	"connectrpc.com/connect"
-
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
 )
 
 // DeactivateOrgIDP hides an active identity provider from the login;
 // Aborted (409) when it is not active.
-func (s *Server) DeactivateOrgIDP(ctx context.Context, req *connect.Request[managementv1.DeactivateOrgIDPRequest]) (*connect.Response[managementv1.DeactivateOrgIDPResponse], error) {
-	p, err := s.idp(ctx, "idp_id", req.Msg.GetIdpId())
+func (s *Server) DeactivateOrgIDP(ctx context.Context, req *managementv1.DeactivateOrgIDPRequest) (*managementv1.DeactivateOrgIDPResponse, error) {
+	p, err := s.idp(ctx, "idp_id", req.GetIdpId())
 	if err != nil {
 		return nil, err
 	}
@@ -20,27 +18,27 @@ func (s *Server) DeactivateOrgIDP(ctx context.Context, req *connect.Request[mana
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&managementv1.DeactivateOrgIDPResponse{Details: writeDetails(evs)}), nil
+	return &managementv1.DeactivateOrgIDPResponse{Details: writeDetails(evs)}, nil
 }
 
 // SetOrgIDPTrust trusts, or stops trusting, the provider's "amr" values
 // (IAM owners only, see Rules).
-func (s *Server) SetOrgIDPTrust(ctx context.Context, req *connect.Request[managementv1.SetOrgIDPTrustRequest]) (*connect.Response[managementv1.SetOrgIDPTrustResponse], error) {
-	p, err := s.idp(ctx, "idp_id", req.Msg.GetIdpId())
+func (s *Server) SetOrgIDPTrust(ctx context.Context, req *managementv1.SetOrgIDPTrustRequest) (*managementv1.SetOrgIDPTrustResponse, error) {
+	p, err := s.idp(ctx, "idp_id", req.GetIdpId())
 	if err != nil {
 		return nil, err
 	}
-	evs, err := s.idpCommands().SetTrust(ctx, authz.FromContext(ctx).UserID, p, req.Msg.GetTrustAmr())
+	evs, err := s.idpCommands().SetTrust(ctx, authz.FromContext(ctx).UserID, p, req.GetTrustAmr())
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&managementv1.SetOrgIDPTrustResponse{Details: writeDetails(evs)}), nil
+	return &managementv1.SetOrgIDPTrustResponse{Details: writeDetails(evs)}, nil
 }
 
 // ReactivateOrgIDP offers a deactivated identity provider again; Aborted
 // (409) when it is not inactive.
-func (s *Server) ReactivateOrgIDP(ctx context.Context, req *connect.Request[managementv1.ReactivateOrgIDPRequest]) (*connect.Response[managementv1.ReactivateOrgIDPResponse], error) {
-	p, err := s.idp(ctx, "idp_id", req.Msg.GetIdpId())
+func (s *Server) ReactivateOrgIDP(ctx context.Context, req *managementv1.ReactivateOrgIDPRequest) (*managementv1.ReactivateOrgIDPResponse, error) {
+	p, err := s.idp(ctx, "idp_id", req.GetIdpId())
 	if err != nil {
 		return nil, err
 	}
@@ -48,5 +46,5 @@ func (s *Server) ReactivateOrgIDP(ctx context.Context, req *connect.Request[mana
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&managementv1.ReactivateOrgIDPResponse{Details: writeDetails(evs)}), nil
+	return &managementv1.ReactivateOrgIDPResponse{Details: writeDetails(evs)}, nil
 }

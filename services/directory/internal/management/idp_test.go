@@ -25,27 +25,27 @@ func TestIDPOverEveryProtocol(t *testing.T) {
 			t.Run(protocol, func(t *testing.T) {
 				c := e.Client(protocol, e.AdminToken, "")
 				secret1, secret2 := "first-secret-"+protocol, "second-secret-"+protocol
-				add, err := c.AddOrgOIDCIDP(ctx, connect.NewRequest(&managementv1.AddOrgOIDCIDPRequest{
+				add, err := c.AddOrgOIDCIDP(ctx, &managementv1.AddOrgOIDCIDPRequest{
 					Name: "Acme " + protocol, StylingType: managementv1.StylingType_STYLING_TYPE_VENDOR,
 					ClientId: "gatehouse", ClientSecret: secret1, Issuer: "https://login.example.com/" + protocol,
 					Scopes:             []string{"email", "profile"},
 					DisplayNameMapping: managementv1.OIDCMappingField_OIDC_MAPPING_FIELD_EMAIL,
 					UsernameMapping:    managementv1.OIDCMappingField_OIDC_MAPPING_FIELD_PREFERRED_USERNAME,
 					AutoRegister:       true,
-				}))
+				})
 				if err != nil {
 					t.Fatalf("AddOrgOIDCIDP: %v", err)
 				}
-				id := add.Msg.GetIdpId()
+				id := add.GetIdpId()
 				evs := idpEvents(t, e, id, 1)
-				idpWantDetails(t, "add", add.Msg.GetDetails(), evs[0], evs[0])
-				idpNoSecretIn(t, "add", add.Msg, secret1)
+				idpWantDetails(t, "add", add.GetDetails(), evs[0], evs[0])
+				idpNoSecretIn(t, "add", add, secret1)
 
-				got, err := c.GetOrgIDPByID(ctx, connect.NewRequest(&managementv1.GetOrgIDPByIDRequest{Id: id}))
+				got, err := c.GetOrgIDPByID(ctx, &managementv1.GetOrgIDPByIDRequest{Id: id})
 				if err != nil {
 					t.Fatalf("GetOrgIDPByID: %v", err)
 				}
-				p := got.Msg.GetIdp()
+				p := got.GetIdp()
 				oc := p.GetOidcConfig()
 				if p.GetId() != id || p.GetName() != "Acme "+protocol || p.GetState() != managementv1.IDPState_IDP_STATE_ACTIVE ||
 					p.GetStylingType() != managementv1.StylingType_STYLING_TYPE_VENDOR || p.GetOwner() != managementv1.IDPOwnerType_IDP_OWNER_TYPE_ORG ||
@@ -56,63 +56,63 @@ func TestIDPOverEveryProtocol(t *testing.T) {
 					t.Fatalf("read form = %v", p)
 				}
 				idpWantDetails(t, "get", p.GetDetails(), evs[0], evs[0])
-				idpNoSecretIn(t, "get", got.Msg, secret1)
+				idpNoSecretIn(t, "get", got, secret1)
 
-				upd, err := c.UpdateOrgIDPOIDCConfig(ctx, connect.NewRequest(&managementv1.UpdateOrgIDPOIDCConfigRequest{
+				upd, err := c.UpdateOrgIDPOIDCConfig(ctx, &managementv1.UpdateOrgIDPOIDCConfigRequest{
 					IdpId: id, ClientId: "gatehouse-2", ClientSecret: secret2, Issuer: "https://login.example.com/" + protocol,
-				}))
+				})
 				if err != nil {
 					t.Fatalf("UpdateOrgIDPOIDCConfig: %v", err)
 				}
 				evs = idpEvents(t, e, id, 2)
-				idpWantDetails(t, "update", upd.Msg.GetDetails(), evs[1], evs[1])
+				idpWantDetails(t, "update", upd.GetDetails(), evs[1], evs[1])
 				if s := idpStoredSecret(t, e, e.OrgID, id); s != secret2 {
 					t.Fatal("the new client secret was not stored")
 				}
 
-				list, err := c.ListOrgIDPs(ctx, connect.NewRequest(&managementv1.ListOrgIDPsRequest{Queries: []*managementv1.IDPQuery{
+				list, err := c.ListOrgIDPs(ctx, &managementv1.ListOrgIDPsRequest{Queries: []*managementv1.IDPQuery{
 					{Query: &managementv1.IDPQuery_IdpIdQuery{IdpIdQuery: &managementv1.IDPIDQuery{Id: id}}},
-				}}))
+				}})
 				if err != nil {
 					t.Fatalf("ListOrgIDPs: %v", err)
 				}
-				if list.Msg.GetDetails().GetTotalResult() != 1 || len(list.Msg.GetResult()) != 1 ||
-					list.Msg.GetDetails().GetProcessedSequence() != evs[1].Sequence ||
-					!list.Msg.GetDetails().GetViewTimestamp().AsTime().Equal(evs[1].CreatedAt) {
-					t.Fatalf("list = %v; want the one IdP, processed up to its last event", list.Msg)
+				if list.GetDetails().GetTotalResult() != 1 || len(list.GetResult()) != 1 ||
+					list.GetDetails().GetProcessedSequence() != evs[1].Sequence ||
+					!list.GetDetails().GetViewTimestamp().AsTime().Equal(evs[1].CreatedAt) {
+					t.Fatalf("list = %v; want the one IdP, processed up to its last event", list)
 				}
 				// The update replaced everything: scopes and mappings are empty now.
-				lp := list.Msg.GetResult()[0]
+				lp := list.GetResult()[0]
 				if lc := lp.GetOidcConfig(); lc.GetClientId() != "gatehouse-2" || len(lc.GetScopes()) != 0 ||
 					lc.GetDisplayNameMapping() != 0 || lc.GetUsernameMapping() != 0 || lp.GetName() != "Acme "+protocol || !lp.GetAutoRegister() {
 					t.Fatalf("after update: %v", lp)
 				}
 				idpWantDetails(t, "list", lp.GetDetails(), evs[0], evs[1])
-				idpNoSecretIn(t, "list", list.Msg, secret1, secret2)
+				idpNoSecretIn(t, "list", list, secret1, secret2)
 
-				deact, err := c.DeactivateOrgIDP(ctx, connect.NewRequest(&managementv1.DeactivateOrgIDPRequest{IdpId: id}))
+				deact, err := c.DeactivateOrgIDP(ctx, &managementv1.DeactivateOrgIDPRequest{IdpId: id})
 				if err != nil {
 					t.Fatalf("DeactivateOrgIDP: %v", err)
 				}
 				evs = idpEvents(t, e, id, 3)
-				idpWantDetails(t, "deactivate", deact.Msg.GetDetails(), evs[2], evs[2])
-				_, err = c.DeactivateOrgIDP(ctx, connect.NewRequest(&managementv1.DeactivateOrgIDPRequest{IdpId: id}))
+				idpWantDetails(t, "deactivate", deact.GetDetails(), evs[2], evs[2])
+				_, err = c.DeactivateOrgIDP(ctx, &managementv1.DeactivateOrgIDPRequest{IdpId: id})
 				if connect.CodeOf(err) != connect.CodeAborted {
 					t.Fatalf("second deactivation: %v; want Aborted", err)
 				}
-				got, _ = c.GetOrgIDPByID(ctx, connect.NewRequest(&managementv1.GetOrgIDPByIDRequest{Id: id}))
-				if got.Msg.GetIdp().GetState() != managementv1.IDPState_IDP_STATE_INACTIVE {
-					t.Fatalf("state after deactivation: %v", got.Msg.GetIdp().GetState())
+				got, _ = c.GetOrgIDPByID(ctx, &managementv1.GetOrgIDPByIDRequest{Id: id})
+				if got.GetIdp().GetState() != managementv1.IDPState_IDP_STATE_INACTIVE {
+					t.Fatalf("state after deactivation: %v", got.GetIdp().GetState())
 				}
-				idpWantDetails(t, "get inactive", got.Msg.GetIdp().GetDetails(), evs[0], evs[2])
+				idpWantDetails(t, "get inactive", got.GetIdp().GetDetails(), evs[0], evs[2])
 
-				react, err := c.ReactivateOrgIDP(ctx, connect.NewRequest(&managementv1.ReactivateOrgIDPRequest{IdpId: id}))
+				react, err := c.ReactivateOrgIDP(ctx, &managementv1.ReactivateOrgIDPRequest{IdpId: id})
 				if err != nil {
 					t.Fatalf("ReactivateOrgIDP: %v", err)
 				}
 				evs = idpEvents(t, e, id, 4)
-				idpWantDetails(t, "reactivate", react.Msg.GetDetails(), evs[3], evs[3])
-				_, err = c.ReactivateOrgIDP(ctx, connect.NewRequest(&managementv1.ReactivateOrgIDPRequest{IdpId: id}))
+				idpWantDetails(t, "reactivate", react.GetDetails(), evs[3], evs[3])
+				_, err = c.ReactivateOrgIDP(ctx, &managementv1.ReactivateOrgIDPRequest{IdpId: id})
 				if connect.CodeOf(err) != connect.CodeAborted {
 					t.Fatalf("second reactivation: %v; want Aborted", err)
 				}
@@ -123,25 +123,25 @@ func TestIDPOverEveryProtocol(t *testing.T) {
 					err  error
 					want connect.Code
 				}{
-					"update without changes": {idpErr(c.UpdateOrgIDPOIDCConfig(ctx, connect.NewRequest(&managementv1.UpdateOrgIDPOIDCConfigRequest{
+					"update without changes": {idpErr(c.UpdateOrgIDPOIDCConfig(ctx, &managementv1.UpdateOrgIDPOIDCConfigRequest{
 						IdpId: id, ClientId: "gatehouse-2", Issuer: "https://login.example.com/" + protocol, ClientSecret: secret2,
-					}))), connect.CodeAborted},
-					"update of an unknown IdP": {idpErr(c.UpdateOrgIDPOIDCConfig(ctx, connect.NewRequest(&managementv1.UpdateOrgIDPOIDCConfigRequest{
+					})), connect.CodeAborted},
+					"update of an unknown IdP": {idpErr(c.UpdateOrgIDPOIDCConfig(ctx, &managementv1.UpdateOrgIDPOIDCConfigRequest{
 						IdpId: "404", ClientId: "x", Issuer: "https://x.example.com",
-					}))), connect.CodeNotFound},
-					"add with an undefined styling type": {idpErr(c.AddOrgOIDCIDP(ctx, connect.NewRequest(&managementv1.AddOrgOIDCIDPRequest{
+					})), connect.CodeNotFound},
+					"add with an undefined styling type": {idpErr(c.AddOrgOIDCIDP(ctx, &managementv1.AddOrgOIDCIDPRequest{
 						Name: "x", ClientId: "x", ClientSecret: "x", Issuer: "https://x.example.com", StylingType: 99,
-					}))), connect.CodeInvalidArgument},
-					"update with an undefined mapping": {idpErr(c.UpdateOrgIDPOIDCConfig(ctx, connect.NewRequest(&managementv1.UpdateOrgIDPOIDCConfigRequest{
+					})), connect.CodeInvalidArgument},
+					"update with an undefined mapping": {idpErr(c.UpdateOrgIDPOIDCConfig(ctx, &managementv1.UpdateOrgIDPOIDCConfigRequest{
 						IdpId: id, ClientId: "x", Issuer: "https://x.example.com", UsernameMapping: 7,
-					}))), connect.CodeInvalidArgument},
-					"duplicate name": {idpErr(c.AddOrgOIDCIDP(ctx, connect.NewRequest(&managementv1.AddOrgOIDCIDPRequest{
+					})), connect.CodeInvalidArgument},
+					"duplicate name": {idpErr(c.AddOrgOIDCIDP(ctx, &managementv1.AddOrgOIDCIDPRequest{
 						Name: "Acme " + protocol, ClientId: "x", ClientSecret: "x", Issuer: "https://x.example.com",
-					}))), connect.CodeAlreadyExists},
-					"list with an undefined owner type": {idpErr(c.ListOrgIDPs(ctx, connect.NewRequest(&managementv1.ListOrgIDPsRequest{Queries: []*managementv1.IDPQuery{
+					})), connect.CodeAlreadyExists},
+					"list with an undefined owner type": {idpErr(c.ListOrgIDPs(ctx, &managementv1.ListOrgIDPsRequest{Queries: []*managementv1.IDPQuery{
 						{Query: &managementv1.IDPQuery_OwnerTypeQuery{OwnerTypeQuery: &managementv1.IDPOwnerTypeQuery{OwnerType: 5}}},
-					}}))), connect.CodeInvalidArgument},
-					"get without id": {idpErr(c.GetOrgIDPByID(ctx, connect.NewRequest(&managementv1.GetOrgIDPByIDRequest{}))), connect.CodeInvalidArgument},
+					}})), connect.CodeInvalidArgument},
+					"get without id": {idpErr(c.GetOrgIDPByID(ctx, &managementv1.GetOrgIDPByIDRequest{})), connect.CodeInvalidArgument},
 				} {
 					if connect.CodeOf(call.err) != call.want {
 						t.Errorf("%s: %v; want %v", name, call.err, call.want)
@@ -151,19 +151,19 @@ func TestIDPOverEveryProtocol(t *testing.T) {
 					t.Fatalf("refused requests added %d events", after-before)
 				}
 
-				rm, err := c.RemoveOrgIDP(ctx, connect.NewRequest(&managementv1.RemoveOrgIDPRequest{IdpId: id}))
+				rm, err := c.RemoveOrgIDP(ctx, &managementv1.RemoveOrgIDPRequest{IdpId: id})
 				if err != nil {
 					t.Fatalf("RemoveOrgIDP: %v", err)
 				}
 				evs = idpEvents(t, e, id, 5)
-				idpWantDetails(t, "remove", rm.Msg.GetDetails(), evs[4], evs[4])
-				if _, err := c.GetOrgIDPByID(ctx, connect.NewRequest(&managementv1.GetOrgIDPByIDRequest{Id: id})); connect.CodeOf(err) != connect.CodeNotFound {
+				idpWantDetails(t, "remove", rm.GetDetails(), evs[4], evs[4])
+				if _, err := c.GetOrgIDPByID(ctx, &managementv1.GetOrgIDPByIDRequest{Id: id}); connect.CodeOf(err) != connect.CodeNotFound {
 					t.Fatalf("get after removal: %v; want NotFound", err)
 				}
-				if _, err := c.RemoveOrgIDP(ctx, connect.NewRequest(&managementv1.RemoveOrgIDPRequest{IdpId: id})); connect.CodeOf(err) != connect.CodeNotFound {
+				if _, err := c.RemoveOrgIDP(ctx, &managementv1.RemoveOrgIDPRequest{IdpId: id}); connect.CodeOf(err) != connect.CodeNotFound {
 					t.Fatalf("second removal: %v; want NotFound", err)
 				}
-				if _, err := c.ReactivateOrgIDP(ctx, connect.NewRequest(&managementv1.ReactivateOrgIDPRequest{IdpId: id})); connect.CodeOf(err) != connect.CodeNotFound {
+				if _, err := c.ReactivateOrgIDP(ctx, &managementv1.ReactivateOrgIDPRequest{IdpId: id}); connect.CodeOf(err) != connect.CodeNotFound {
 					t.Fatalf("reactivate after removal: %v; want NotFound", err)
 				}
 				idpNoPlaintext(t, e, secret1, secret2)
@@ -237,12 +237,12 @@ func TestIDPAccess(t *testing.T) {
 			t.Fatalf("refused requests added %d events", after-before)
 		}
 		// The same refusals over gRPC-web.
-		_, err := e.Client("grpc-web", ownToken, "").UpdateOrgIDPOIDCConfig(ctx, connect.NewRequest(&managementv1.UpdateOrgIDPOIDCConfigRequest{
-			IdpId: ours, ClientId: "c2", Issuer: "https://idp.example.com"}))
+		_, err := e.Client("grpc-web", ownToken, "").UpdateOrgIDPOIDCConfig(ctx, &managementv1.UpdateOrgIDPOIDCConfigRequest{
+			IdpId: ours, ClientId: "c2", Issuer: "https://idp.example.com"})
 		if connect.CodeOf(err) != connect.CodePermissionDenied {
 			t.Fatalf("user manager update over gRPC-web: %v; want PermissionDenied", err)
 		}
-		_, err = e.Client("grpc", e.AdminToken, "").GetOrgIDPByID(ctx, connect.NewRequest(&managementv1.GetOrgIDPByIDRequest{Id: theirs}))
+		_, err = e.Client("grpc", e.AdminToken, "").GetOrgIDPByID(ctx, &managementv1.GetOrgIDPByIDRequest{Id: theirs})
 		if connect.CodeOf(err) != connect.CodeNotFound {
 			t.Fatalf("other org's IdP over gRPC: %v; want NotFound", err)
 		}

@@ -3,8 +3,6 @@ package management
 import (
 	"context"
 
-	"connectrpc.com/connect"
-
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
@@ -15,8 +13,8 @@ import (
 // takes the value sent, so one sent empty is empty afterwards (scopes
 // none, mappings UNSPECIFIED), except client_secret, which is kept when
 // empty. An update that changes nothing is Aborted (409).
-func (s *Server) UpdateOrgIDPOIDCConfig(ctx context.Context, req *connect.Request[managementv1.UpdateOrgIDPOIDCConfigRequest]) (*connect.Response[managementv1.UpdateOrgIDPOIDCConfigResponse], error) {
-	m := req.Msg
+func (s *Server) UpdateOrgIDPOIDCConfig(ctx context.Context, req *managementv1.UpdateOrgIDPOIDCConfigRequest) (*managementv1.UpdateOrgIDPOIDCConfigResponse, error) {
+	m := req
 	lim, err := apierr.CheckLimits(m) // the maximum lengths and counts are in the proto
 	if err != nil {
 		return nil, err
@@ -38,5 +36,5 @@ func (s *Server) UpdateOrgIDPOIDCConfig(ctx context.Context, req *connect.Reques
 		return nil, err
 	}
 	s.cutAccess(ctx) // another provider: its users' links went, and what they signed in
-	return connect.NewResponse(&managementv1.UpdateOrgIDPOIDCConfigResponse{Details: writeDetails(evs)}), nil
+	return &managementv1.UpdateOrgIDPOIDCConfigResponse{Details: writeDetails(evs)}, nil
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 	"unicode"
 
-	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
@@ -138,23 +137,23 @@ func loginPolicyToProto(p orgs.LoginPolicy, d *managementv1.ObjectDetails, isDef
 
 // GetLoginPolicy returns the organization's own policy, or the default
 // (is_default, details naming the organization without a history).
-func (s *Server) GetLoginPolicy(ctx context.Context, _ *connect.Request[managementv1.GetLoginPolicyRequest]) (*connect.Response[managementv1.GetLoginPolicyResponse], error) {
+func (s *Server) GetLoginPolicy(ctx context.Context, _ *managementv1.GetLoginPolicyRequest) (*managementv1.GetLoginPolicyResponse, error) {
 	org := authz.FromContext(ctx).OrgID
 	own, err := s.Orgs.OwnLoginPolicy(ctx, org)
 	if errors.Is(err, db.ErrNotFound) {
-		return connect.NewResponse(&managementv1.GetLoginPolicyResponse{IsDefault: true,
-			Policy: loginPolicyToProto(orgs.DefaultLoginPolicy, &managementv1.ObjectDetails{ResourceOwner: orgs.InstanceID}, true)}), nil
+		return &managementv1.GetLoginPolicyResponse{IsDefault: true,
+			Policy: loginPolicyToProto(orgs.DefaultLoginPolicy, &managementv1.ObjectDetails{ResourceOwner: orgs.InstanceID}, true)}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
 	d := readDetails(own.CreationDate, own.ChangeDate, own.Sequence, org)
-	return connect.NewResponse(&managementv1.GetLoginPolicyResponse{Policy: loginPolicyToProto(own.Policy, d, false)}), nil
+	return &managementv1.GetLoginPolicyResponse{Policy: loginPolicyToProto(own.Policy, d, false)}, nil
 }
 
 // AddCustomLoginPolicy gives the organization a policy of its own.
-func (s *Server) AddCustomLoginPolicy(ctx context.Context, req *connect.Request[managementv1.AddCustomLoginPolicyRequest]) (*connect.Response[managementv1.AddCustomLoginPolicyResponse], error) {
-	m := req.Msg
+func (s *Server) AddCustomLoginPolicy(ctx context.Context, req *managementv1.AddCustomLoginPolicyRequest) (*managementv1.AddCustomLoginPolicyResponse, error) {
+	m := req
 	p, err := loginPolicy(m, m.GetSecondFactors(), m.GetMultiFactors())
 	if err == nil && len(m.GetIdps()) > 0 {
 		err = apierr.InvalidArgument("POLICY-login-idps", "idps must be empty: the organization's identity providers apply")
@@ -175,13 +174,13 @@ func (s *Server) AddCustomLoginPolicy(ctx context.Context, req *connect.Request[
 	if err != nil {
 		return nil, apierr.FromStore(err, "login policy")
 	}
-	return connect.NewResponse(&managementv1.AddCustomLoginPolicyResponse{Details: writeDetails(evs)}), nil
+	return &managementv1.AddCustomLoginPolicyResponse{Details: writeDetails(evs)}, nil
 }
 
 // UpdateCustomLoginPolicy replaces the organization's own policy; the
 // second and multi factors stay.
-func (s *Server) UpdateCustomLoginPolicy(ctx context.Context, req *connect.Request[managementv1.UpdateCustomLoginPolicyRequest]) (*connect.Response[managementv1.UpdateCustomLoginPolicyResponse], error) {
-	p, err := loginPolicy(req.Msg, nil, nil)
+func (s *Server) UpdateCustomLoginPolicy(ctx context.Context, req *managementv1.UpdateCustomLoginPolicyRequest) (*managementv1.UpdateCustomLoginPolicyResponse, error) {
+	p, err := loginPolicy(req, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -194,11 +193,11 @@ func (s *Server) UpdateCustomLoginPolicy(ctx context.Context, req *connect.Reque
 	if err != nil {
 		return nil, apierr.FromStore(err, "login policy")
 	}
-	return connect.NewResponse(&managementv1.UpdateCustomLoginPolicyResponse{Details: writeDetails(evs)}), nil
+	return &managementv1.UpdateCustomLoginPolicyResponse{Details: writeDetails(evs)}, nil
 }
 
 // ResetLoginPolicyToDefault removes the organization's own policy.
-func (s *Server) ResetLoginPolicyToDefault(ctx context.Context, _ *connect.Request[managementv1.ResetLoginPolicyToDefaultRequest]) (*connect.Response[managementv1.ResetLoginPolicyToDefaultResponse], error) {
+func (s *Server) ResetLoginPolicyToDefault(ctx context.Context, _ *managementv1.ResetLoginPolicyToDefaultRequest) (*managementv1.ResetLoginPolicyToDefaultResponse, error) {
 	org, _, err := s.ownLoginPolicy(ctx)
 	if err != nil {
 		return nil, err
@@ -207,7 +206,7 @@ func (s *Server) ResetLoginPolicyToDefault(ctx context.Context, _ *connect.Reque
 	if err != nil {
 		return nil, apierr.FromStore(err, "login policy")
 	}
-	return connect.NewResponse(&managementv1.ResetLoginPolicyToDefaultResponse{Details: writeDetails(evs)}), nil
+	return &managementv1.ResetLoginPolicyToDefaultResponse{Details: writeDetails(evs)}, nil
 }
 
 // ownLoginPolicy loads the organization and its own policy (NotFound

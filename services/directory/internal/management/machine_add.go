@@ -3,8 +3,6 @@ package management
 import (
 	"context"
 
-	"connectrpc.com/connect"
-
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
@@ -14,8 +12,8 @@ import (
 // AddMachineUser creates a machine user (service account); it
 // authenticates with a key (AddMachineKey) or a secret
 // (GenerateMachineSecret).
-func (s *Server) AddMachineUser(ctx context.Context, req *connect.Request[managementv1.AddMachineUserRequest]) (*connect.Response[managementv1.AddMachineUserResponse], error) {
-	m := req.Msg
+func (s *Server) AddMachineUser(ctx context.Context, req *managementv1.AddMachineUserRequest) (*managementv1.AddMachineUserResponse, error) {
+	m := req
 	var f apierr.Fields
 	checkUserName(&f, m.GetUserName())
 	f.Check(apierr.Length("name", m.GetName(), 1, 200))
@@ -36,5 +34,5 @@ func (s *Server) AddMachineUser(ctx context.Context, req *connect.Request[manage
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&managementv1.AddMachineUserResponse{UserId: id, Details: writeDetails(evs)}), nil
+	return &managementv1.AddMachineUserResponse{UserId: id, Details: writeDetails(evs)}, nil
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"connectrpc.com/connect"
-
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
@@ -16,8 +14,8 @@ import (
 // key is registered; without, an RSA key pair is generated and its private
 // key returned once in key_details (the JSON key file). Only public keys
 // are stored. A human user is NotFound.
-func (s *Server) AddMachineKey(ctx context.Context, req *connect.Request[managementv1.AddMachineKeyRequest]) (*connect.Response[managementv1.AddMachineKeyResponse], error) {
-	m := req.Msg
+func (s *Server) AddMachineKey(ctx context.Context, req *managementv1.AddMachineKeyRequest) (*managementv1.AddMachineKeyResponse, error) {
+	m := req
 	now := s.Now()
 	var f apierr.Fields
 	if m.GetType() != managementv1.KeyType_KEY_TYPE_JSON {
@@ -49,5 +47,5 @@ func (s *Server) AddMachineKey(ctx context.Context, req *connect.Request[managem
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&managementv1.AddMachineKeyResponse{KeyId: keyID, KeyDetails: keyFile, Details: writeDetails(evs)}), nil
+	return &managementv1.AddMachineKeyResponse{KeyId: keyID, KeyDetails: keyFile, Details: writeDetails(evs)}, nil
 }

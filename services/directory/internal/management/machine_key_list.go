@@ -3,7 +3,6 @@ package management
 import (
 	"context"
 
-	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
@@ -13,13 +12,13 @@ import (
 
 // ListMachineKeys lists the keys of a machine user (metadata only), by
 // creation date. A human user is NotFound.
-func (s *Server) ListMachineKeys(ctx context.Context, req *connect.Request[managementv1.ListMachineKeysRequest]) (*connect.Response[managementv1.ListMachineKeysResponse], error) {
+func (s *Server) ListMachineKeys(ctx context.Context, req *managementv1.ListMachineKeysRequest) (*managementv1.ListMachineKeysResponse, error) {
 	var f apierr.Fields
-	page := usersPage(&f, req.Msg.GetQuery())
+	page := usersPage(&f, req.GetQuery())
 	if err := f.Err("USER-invalid-query"); err != nil {
 		return nil, err
 	}
-	u, err := s.user(ctx, req.Msg.GetUserId())
+	u, err := s.user(ctx, req.GetUserId())
 	if err != nil {
 		return nil, err
 	}
@@ -46,5 +45,5 @@ func (s *Server) ListMachineKeys(ctx context.Context, req *connect.Request[manag
 		}
 		out.Result[i] = key
 	}
-	return connect.NewResponse(out), nil
+	return out, nil
 }

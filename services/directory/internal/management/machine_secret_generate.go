@@ -3,8 +3,6 @@ package management
 import (
 	"context"
 
-	"connectrpc.com/connect"
-
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
 )
@@ -13,8 +11,8 @@ import (
 // any previous one, and returns it once with the client id (the user's
 // login name, unique in the instance). Only a keyed hash is stored. A human
 // user is NotFound.
-func (s *Server) GenerateMachineSecret(ctx context.Context, req *connect.Request[managementv1.GenerateMachineSecretRequest]) (*connect.Response[managementv1.GenerateMachineSecretResponse], error) {
-	u, err := s.user(ctx, req.Msg.GetUserId())
+func (s *Server) GenerateMachineSecret(ctx context.Context, req *managementv1.GenerateMachineSecretRequest) (*managementv1.GenerateMachineSecretResponse, error) {
+	u, err := s.user(ctx, req.GetUserId())
 	if err != nil {
 		return nil, err
 	}
@@ -22,5 +20,5 @@ func (s *Server) GenerateMachineSecret(ctx context.Context, req *connect.Request
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&managementv1.GenerateMachineSecretResponse{ClientId: clientID, ClientSecret: secret, Details: writeDetails(evs)}), nil
+	return &managementv1.GenerateMachineSecretResponse{ClientId: clientID, ClientSecret: secret, Details: writeDetails(evs)}, nil
 }

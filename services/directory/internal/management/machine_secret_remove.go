@@ -3,8 +3,6 @@ package management
 import (
 	"context"
 
-	"connectrpc.com/connect"
-
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
 )
@@ -12,8 +10,8 @@ import (
 // RemoveMachineSecret removes a machine user's client secret. Without a
 // secret there is nothing to change: Aborted (409). A human user is
 // NotFound.
-func (s *Server) RemoveMachineSecret(ctx context.Context, req *connect.Request[managementv1.RemoveMachineSecretRequest]) (*connect.Response[managementv1.RemoveMachineSecretResponse], error) {
-	u, err := s.user(ctx, req.Msg.GetUserId())
+func (s *Server) RemoveMachineSecret(ctx context.Context, req *managementv1.RemoveMachineSecretRequest) (*managementv1.RemoveMachineSecretResponse, error) {
+	u, err := s.user(ctx, req.GetUserId())
 	if err != nil {
 		return nil, err
 	}
@@ -21,5 +19,5 @@ func (s *Server) RemoveMachineSecret(ctx context.Context, req *connect.Request[m
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&managementv1.RemoveMachineSecretResponse{Details: writeDetails(evs)}), nil
+	return &managementv1.RemoveMachineSecretResponse{Details: writeDetails(evs)}, nil
 }

@@ -106,11 +106,11 @@ func TestMachineUser(t *testing.T) {
 				usrRefused(t, e, tc.name, "POST", addPath, tok, "", tc.body, tc.status, tc.code)
 			}
 			usrRefused(t, e, "no role", "POST", addPath, plainTok, "", map[string]any{"userName": "m6", "name": "N"}, 403, 7)
-			res, err := e.Client("grpc", tok, "").AddMachineUser(ctx, connect.NewRequest(&managementv1.AddMachineUserRequest{UserName: "svc-grpc", Name: "G"}))
+			res, err := e.Client("grpc", tok, "").AddMachineUser(ctx, &managementv1.AddMachineUserRequest{UserName: "svc-grpc", Name: "G"})
 			if err != nil {
 				t.Fatalf("AddMachineUser over gRPC: %v", err)
 			}
-			usrWantWrite(t, "AddMachineUser over gRPC", res.Msg.GetDetails(), usrLast(t, e, res.Msg.GetUserId()))
+			usrWantWrite(t, "AddMachineUser over gRPC", res.GetDetails(), usrLast(t, e, res.GetUserId()))
 		})
 
 		t.Run("secret", func(t *testing.T) {
@@ -149,13 +149,13 @@ func TestMachineUser(t *testing.T) {
 			}
 
 			// Regenerating replaces the secret.
-			res, err := e.Client("grpc-web", tok, "").GenerateMachineSecret(ctx, connect.NewRequest(&managementv1.GenerateMachineSecretRequest{UserId: svc}))
+			res, err := e.Client("grpc-web", tok, "").GenerateMachineSecret(ctx, &managementv1.GenerateMachineSecretRequest{UserId: svc})
 			if err != nil {
 				t.Fatalf("GenerateMachineSecret over gRPC-web: %v", err)
 			}
-			usrWantWrite(t, "regenerate", res.Msg.GetDetails(), usrLast(t, e, svc))
-			u, _ = q.ByClientID(ctx, res.Msg.GetClientId())
-			if res.Msg.GetClientSecret() == secret || hasher.Verify(secret, u.SecretHash) || !hasher.Verify(res.Msg.GetClientSecret(), u.SecretHash) {
+			usrWantWrite(t, "regenerate", res.GetDetails(), usrLast(t, e, svc))
+			u, _ = q.ByClientID(ctx, res.GetClientId())
+			if res.GetClientSecret() == secret || hasher.Verify(secret, u.SecretHash) || !hasher.Verify(res.GetClientSecret(), u.SecretHash) {
 				t.Fatal("regenerating did not replace the secret")
 			}
 
@@ -176,15 +176,15 @@ func TestMachineUser(t *testing.T) {
 			usrRefused(t, e, "remove a human's secret", "DELETE", path(human), tok, "", nil, 404, 5)
 			usrRefused(t, e, "remove other org's secret", "DELETE", path(foreign), tok, "", nil, 404, 5)
 			usrRefused(t, e, "remove without role", "DELETE", path(foreign), plainTok, otherOrg, nil, 403, 7)
-			if _, err := e.Client("connect", tok, "").RemoveMachineSecret(ctx, connect.NewRequest(&managementv1.RemoveMachineSecretRequest{UserId: svc})); connect.CodeOf(err) != connect.CodeAborted {
+			if _, err := e.Client("connect", tok, "").RemoveMachineSecret(ctx, &managementv1.RemoveMachineSecretRequest{UserId: svc}); connect.CodeOf(err) != connect.CodeAborted {
 				t.Fatalf("remove a missing secret over Connect: %v; want Aborted", err)
 			}
 			// With x-service-orgid the IAM_OWNER removes the other org's secret.
-			rm, err := e.Client("grpc", tok, otherOrg).RemoveMachineSecret(ctx, connect.NewRequest(&managementv1.RemoveMachineSecretRequest{UserId: foreign}))
+			rm, err := e.Client("grpc", tok, otherOrg).RemoveMachineSecret(ctx, &managementv1.RemoveMachineSecretRequest{UserId: foreign})
 			if err != nil {
 				t.Fatalf("RemoveMachineSecret over gRPC: %v", err)
 			}
-			usrWantWrite(t, "RemoveMachineSecret over gRPC", rm.Msg.GetDetails(), usrLast(t, e, foreign))
+			usrWantWrite(t, "RemoveMachineSecret over gRPC", rm.GetDetails(), usrLast(t, e, foreign))
 		})
 
 		t.Run("keys", func(t *testing.T) {
@@ -227,18 +227,18 @@ func TestMachineUser(t *testing.T) {
 
 			// A registered public key with an expiration date; no key file.
 			exp := time.Now().Add(24 * time.Hour).UTC().Truncate(time.Second)
-			res, err := e.Client("grpc", tok, "").AddMachineKey(ctx, connect.NewRequest(&managementv1.AddMachineKeyRequest{
+			res, err := e.Client("grpc", tok, "").AddMachineKey(ctx, &managementv1.AddMachineKeyRequest{
 				UserId: svc, Type: managementv1.KeyType_KEY_TYPE_JSON, ExpirationDate: timestamppb.New(exp),
 				PublicKey: []byte(usrPKIX(t, &k2048.PublicKey)),
-			}))
+			})
 			if err != nil {
 				t.Fatalf("AddMachineKey over gRPC: %v", err)
 			}
-			usrWantWrite(t, "AddMachineKey over gRPC", res.Msg.GetDetails(), usrLast(t, e, svc))
-			if len(res.Msg.GetKeyDetails()) != 0 {
+			usrWantWrite(t, "AddMachineKey over gRPC", res.GetDetails(), usrLast(t, e, svc))
+			if len(res.GetKeyDetails()) != 0 {
 				t.Fatal("key details returned for a registered public key")
 			}
-			k, err = q.MachineKey(ctx, res.Msg.GetKeyId())
+			k, err = q.MachineKey(ctx, res.GetKeyId())
 			if err != nil || k.PublicKey != usrPKIX(t, &k2048.PublicKey) || !k.ExpirationDate.Equal(exp) {
 				t.Fatalf("registered key: %+v %v", k, err)
 			}
@@ -315,16 +315,16 @@ func TestMachineUser(t *testing.T) {
 			if det["processedSequence"] != strconv.FormatUint(seq, 10) {
 				t.Fatalf("processedSequence %v; want %d", det["processedSequence"], seq)
 			}
-			lres, err := e.Client("grpc-web", tok, "").ListMachineKeys(ctx, connect.NewRequest(&managementv1.ListMachineKeysRequest{
+			lres, err := e.Client("grpc-web", tok, "").ListMachineKeys(ctx, &managementv1.ListMachineKeysRequest{
 				UserId: svc, Query: &managementv1.ListQuery{Offset: 1, Limit: 2, Asc: true},
-			}))
+			})
 			if err != nil {
 				t.Fatalf("ListMachineKeys over gRPC-web: %v", err)
 			}
-			if got := lres.Msg.GetResult(); len(got) != 2 || got[0].GetId() != added[1] || got[1].GetId() != added[2] || lres.Msg.GetDetails().GetTotalResult() != 4 {
+			if got := lres.GetResult(); len(got) != 2 || got[0].GetId() != added[1] || got[1].GetId() != added[2] || lres.GetDetails().GetTotalResult() != 4 {
 				t.Fatalf("offset 1 limit 2 ascending: %v; want %v", got, added[1:3])
 			}
-			gk := lres.Msg.GetResult()[0]
+			gk := lres.GetResult()[0]
 			keyEv := all[0]
 			for _, ev := range all {
 				if strings.Contains(string(ev.Payload), gk.GetId()) {
@@ -332,8 +332,8 @@ func TestMachineUser(t *testing.T) {
 				}
 			}
 			usrWantRead(t, "key details", gk.GetDetails(), keyEv, keyEv)
-			if !lres.Msg.GetResult()[0].GetExpirationDate().AsTime().Equal(exp) {
-				t.Fatalf("expiration %v; want %v", lres.Msg.GetResult()[0].GetExpirationDate().AsTime(), exp)
+			if !lres.GetResult()[0].GetExpirationDate().AsTime().Equal(exp) {
+				t.Fatalf("expiration %v; want %v", lres.GetResult()[0].GetExpirationDate().AsTime(), exp)
 			}
 			usrRefused(t, e, "list with limit 1001", "POST", keys(svc)+"/_search", tok, "", map[string]any{"query": map[string]any{"limit": 1001}}, 400, 3)
 			if r := e.REST("POST", keys(svc)+"/_search", tok, "", map[string]any{"query": map[string]any{"limit": 1000}}); r.Status != 200 {
@@ -355,11 +355,11 @@ func TestMachineUser(t *testing.T) {
 			usrRefused(t, e, "key of another user", "DELETE", keys(human)+"/"+added[1], tok, "", nil, 404, 5)
 			usrRefused(t, e, "key id of 201 characters", "DELETE", keys(svc)+"/"+strings.Repeat("1", 201), tok, "", nil, 400, 3)
 			usrRefused(t, e, "remove without role", "DELETE", keys(svc)+"/"+added[1], plainTok, "", nil, 403, 7)
-			rm, err := e.Client("connect", tok, "").RemoveMachineKey(ctx, connect.NewRequest(&managementv1.RemoveMachineKeyRequest{UserId: svc, KeyId: added[1]}))
+			rm, err := e.Client("connect", tok, "").RemoveMachineKey(ctx, &managementv1.RemoveMachineKeyRequest{UserId: svc, KeyId: added[1]})
 			if err != nil {
 				t.Fatalf("RemoveMachineKey over Connect: %v", err)
 			}
-			usrWantWrite(t, "RemoveMachineKey over Connect", rm.Msg.GetDetails(), usrLast(t, e, svc))
+			usrWantWrite(t, "RemoveMachineKey over Connect", rm.GetDetails(), usrLast(t, e, svc))
 
 			e.Restart()
 			list = e.REST("POST", keys(svc)+"/_search", tok, "", map[string]any{"query": map[string]any{"asc": true}})

@@ -39,17 +39,17 @@ func mxRPC[Req, Res any, PReq interface {
 }, PRes interface {
 	*Res
 	proto.Message
-}](m func(managementv1connect.ManagementServiceClient, context.Context, *connect.Request[Req]) (*connect.Response[Res], error)) mxInvoker {
+}](m func(managementv1connect.ManagementServiceClient, context.Context, *Req) (*Res, error)) mxInvoker {
 	return func(ctx context.Context, c managementv1connect.ManagementServiceClient, req proto.Message) (proto.Message, error) {
 		typed, ok := req.(PReq)
 		if !ok {
 			return nil, fmt.Errorf("request %T does not match the method's %T", req, PReq(nil))
 		}
-		res, err := m(c, ctx, connect.NewRequest((*Req)(typed)))
+		res, err := m(c, ctx, (*Req)(typed))
 		if err != nil {
 			return nil, err
 		}
-		return PRes(res.Msg), nil
+		return PRes(res), nil
 	}
 }
 
@@ -360,9 +360,9 @@ func mxTable() []mxRow {
 				}
 				// ada signs in through the IdP: the federation flow links
 				// her (internal API), for the two rows that follow.
-				if _, err := s.e.Internal(mgmttest.InternalToken).LinkExternalUser(context.Background(), connect.NewRequest(&directoryv1.LinkExternalUserRequest{
+				if _, err := s.e.Internal(mgmttest.InternalToken).LinkExternalUser(context.Background(), &directoryv1.LinkExternalUserRequest{
 					IdpId: s.ids["idp"], ExternalSubject: "subject-" + s.proto, UserId: s.ids["ada"], ExternalUserName: "ada@idp.example",
-					Issuer: "https://login.example.org"})); err != nil {
+					Issuer: "https://login.example.org"}); err != nil {
 					t.Fatalf("link ada: %v", err)
 				}
 			}},
@@ -500,11 +500,11 @@ func mxTable() []mxRow {
 					t.Fatalf("grant to this organization: %d %s / %d %s", r.Status, r.Body, g.Status, g.Body)
 				}
 				s.ids["receivedProject"], s.ids["receivedGrant"] = pid, gid
-				list, err := s.e.Client("connect", s.e.AdminToken, s.ids["org"]).ListGrantedProjects(context.Background(), connect.NewRequest(&mv1.ListGrantedProjectsRequest{}))
+				list, err := s.e.Client("connect", s.e.AdminToken, s.ids["org"]).ListGrantedProjects(context.Background(), &mv1.ListGrantedProjectsRequest{})
 				if err != nil {
 					t.Fatal(err)
 				}
-				got := list.Msg.GetResult()
+				got := list.GetResult()
 				if len(got) != 1 || got[0].GetGrantId() != gid || got[0].GetProjectId() != pid || got[0].GetProjectName() != "Shared "+s.proto ||
 					got[0].GetProjectOwnerId() != s.ids["home"] || got[0].GetGrantedOrgId() != s.ids["org"] {
 					t.Fatalf("grants received = %v; want the home organization's grant of %s", got, pid)

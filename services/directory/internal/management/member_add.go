@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"connectrpc.com/connect"
-
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
@@ -39,8 +37,8 @@ func memberRoles(f *apierr.Fields, roles []string) []string {
 // ZITADEL, the user may belong to another organization). InvalidArgument
 // for no or an unknown role, NotFound for an unknown user, AlreadyExists
 // when the user is already a member.
-func (s *Server) AddOrgMember(ctx context.Context, req *connect.Request[managementv1.AddOrgMemberRequest]) (*connect.Response[managementv1.AddOrgMemberResponse], error) {
-	m := req.Msg
+func (s *Server) AddOrgMember(ctx context.Context, req *managementv1.AddOrgMemberRequest) (*managementv1.AddOrgMemberResponse, error) {
+	m := req
 	var f apierr.Fields
 	f.Check(apierr.Length("user_id", m.GetUserId(), 1, 200))
 	roles := memberRoles(&f, m.GetRoles())
@@ -67,5 +65,5 @@ func (s *Server) AddOrgMember(ctx context.Context, req *connect.Request[manageme
 	if err != nil {
 		return nil, apierr.FromStore(err, "member")
 	}
-	return connect.NewResponse(&managementv1.AddOrgMemberResponse{Details: writeDetails(evs)}), nil
+	return &managementv1.AddOrgMemberResponse{Details: writeDetails(evs)}, nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
@@ -24,8 +23,8 @@ type member struct {
 
 // ListOrgMembers lists the organization's members (of any organization)
 // matching every query, ordered by user id.
-func (s *Server) ListOrgMembers(ctx context.Context, req *connect.Request[managementv1.ListOrgMembersRequest]) (*connect.Response[managementv1.ListOrgMembersResponse], error) {
-	m := req.Msg
+func (s *Server) ListOrgMembers(ctx context.Context, req *managementv1.ListOrgMembersRequest) (*managementv1.ListOrgMembersResponse, error) {
+	m := req
 	var f apierr.Fields
 	page := usersPage(&f, m.GetQuery())
 	checkQueryCount(&f, len(m.GetQueries()))
@@ -79,7 +78,7 @@ func (s *Server) ListOrgMembers(ctx context.Context, req *connect.Request[manage
 	for i, x := range list {
 		out.Result[i] = memberToProto(x)
 	}
-	return connect.NewResponse(out), nil
+	return out, nil
 }
 
 func memberToProto(x member) *managementv1.Member {

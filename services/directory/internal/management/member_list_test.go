@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"connectrpc.com/connect"
-
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
@@ -47,17 +45,17 @@ func TestListOrgMembers(t *testing.T) {
 		}
 
 		t.Run("members of any organization, with their users", func(t *testing.T) {
-			res, err := e.Client("grpc", e.AdminToken, "").ListOrgMembers(ctx, connect.NewRequest(&managementv1.ListOrgMembersRequest{Query: &managementv1.ListQuery{Asc: true}}))
+			res, err := e.Client("grpc", e.AdminToken, "").ListOrgMembers(ctx, &managementv1.ListOrgMembersRequest{Query: &managementv1.ListQuery{Asc: true}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			got := map[string]*managementv1.Member{}
 			var order []string
-			for _, m := range res.Msg.GetResult() {
+			for _, m := range res.GetResult() {
 				got[m.GetUserId()] = m
 				order = append(order, m.GetUserId())
 			}
-			if !slices.Equal(order, all) || res.Msg.GetDetails().GetTotalResult() != uint64(len(all)) {
+			if !slices.Equal(order, all) || res.GetDetails().GetTotalResult() != uint64(len(all)) {
 				t.Fatalf("members %v; want %v", order, all)
 			}
 			m := got[mia]
@@ -80,7 +78,7 @@ func TestListOrgMembers(t *testing.T) {
 				}
 			}
 			last := usrLast(t, e, e.OrgID)
-			if det := res.Msg.GetDetails(); det.GetProcessedSequence() != last.Sequence || !det.GetViewTimestamp().AsTime().Equal(last.CreatedAt) {
+			if det := res.GetDetails(); det.GetProcessedSequence() != last.Sequence || !det.GetViewTimestamp().AsTime().Equal(last.CreatedAt) {
 				t.Fatalf("details %v; want the organization's last event %d", det, last.Sequence)
 			}
 		})

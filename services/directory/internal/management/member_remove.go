@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"connectrpc.com/connect"
-
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
@@ -14,8 +12,8 @@ import (
 
 // RemoveOrgMember revokes every organization role of a member; NotFound
 // when the user is no member of the organization.
-func (s *Server) RemoveOrgMember(ctx context.Context, req *connect.Request[managementv1.RemoveOrgMemberRequest]) (*connect.Response[managementv1.RemoveOrgMemberResponse], error) {
-	m := req.Msg
+func (s *Server) RemoveOrgMember(ctx context.Context, req *managementv1.RemoveOrgMemberRequest) (*managementv1.RemoveOrgMemberResponse, error) {
+	m := req
 	var f apierr.Fields
 	f.Check(apierr.Length("user_id", m.GetUserId(), 1, 200))
 	if err := f.Err("MEMBER-invalid"); err != nil {
@@ -34,5 +32,5 @@ func (s *Server) RemoveOrgMember(ctx context.Context, req *connect.Request[manag
 	if err != nil {
 		return nil, apierr.FromStore(err, "member")
 	}
-	return connect.NewResponse(&managementv1.RemoveOrgMemberResponse{Details: writeDetails(evs)}), nil
+	return &managementv1.RemoveOrgMemberResponse{Details: writeDetails(evs)}, nil
 }

@@ -36,12 +36,12 @@ func TestOrgMembersOverEveryProtocol(t *testing.T) {
 				userID := e.SeedUser(e.OrgID, "member-"+proto)
 				token := e.Intro.Mint(userID)
 				// Without a role the user cannot use the API.
-				_, err := e.Client(proto, token, "").GetUserByID(ctx, connect.NewRequest(&managementv1.GetUserByIDRequest{Id: userID}))
+				_, err := e.Client(proto, token, "").GetUserByID(ctx, &managementv1.GetUserByIDRequest{Id: userID})
 				if connect.CodeOf(err) != connect.CodePermissionDenied {
 					t.Fatalf("before membership: %v; want PermissionDenied", err)
 				}
 
-				add, err := c.AddOrgMember(ctx, connect.NewRequest(&managementv1.AddOrgMemberRequest{UserId: userID, Roles: []string{orgs.RoleOrgUserManager}}))
+				add, err := c.AddOrgMember(ctx, &managementv1.AddOrgMemberRequest{UserId: userID, Roles: []string{orgs.RoleOrgUserManager}})
 				if err != nil {
 					t.Fatalf("AddOrgMember: %v", err)
 				}
@@ -49,30 +49,30 @@ func TestOrgMembersOverEveryProtocol(t *testing.T) {
 				if ev.Type != orgs.EventOrgMemberAdded || ev.ResourceOwner != e.OrgID {
 					t.Fatalf("event %s owner %s; want %s of %s", ev.Type, ev.ResourceOwner, orgs.EventOrgMemberAdded, e.OrgID)
 				}
-				mdWriteDetails(t, "AddOrgMember", add.Msg.GetDetails(), ev)
+				mdWriteDetails(t, "AddOrgMember", add.GetDetails(), ev)
 				if got := memberRolesOf(t, e, e.OrgID, userID); !slices.Equal(got, []string{orgs.RoleOrgUserManager}) {
 					t.Fatalf("roles %v; want [ORG_USER_MANAGER]", got)
 				}
 				// The role takes effect at once.
-				if _, err := e.Client(proto, token, "").GetUserByID(ctx, connect.NewRequest(&managementv1.GetUserByIDRequest{Id: userID})); err != nil {
+				if _, err := e.Client(proto, token, "").GetUserByID(ctx, &managementv1.GetUserByIDRequest{Id: userID}); err != nil {
 					t.Fatalf("as ORG_USER_MANAGER: %v", err)
 				}
 				// ...and is not enough to manage members.
-				_, err = e.Client(proto, token, "").RemoveOrgMember(ctx, connect.NewRequest(&managementv1.RemoveOrgMemberRequest{UserId: userID}))
+				_, err = e.Client(proto, token, "").RemoveOrgMember(ctx, &managementv1.RemoveOrgMemberRequest{UserId: userID})
 				if connect.CodeOf(err) != connect.CodePermissionDenied {
 					t.Fatalf("ORG_USER_MANAGER removes a member: %v; want PermissionDenied", err)
 				}
 
-				_, err = c.AddOrgMember(ctx, connect.NewRequest(&managementv1.AddOrgMemberRequest{UserId: userID, Roles: []string{orgs.RoleOrgOwner}}))
+				_, err = c.AddOrgMember(ctx, &managementv1.AddOrgMemberRequest{UserId: userID, Roles: []string{orgs.RoleOrgOwner}})
 				if connect.CodeOf(err) != connect.CodeAlreadyExists {
 					t.Fatalf("add an existing member: %v; want AlreadyExists", err)
 				}
-				_, err = c.AddOrgMember(ctx, connect.NewRequest(&managementv1.AddOrgMemberRequest{UserId: userID}))
+				_, err = c.AddOrgMember(ctx, &managementv1.AddOrgMemberRequest{UserId: userID})
 				if connect.CodeOf(err) != connect.CodeInvalidArgument {
 					t.Fatalf("add without roles: %v; want InvalidArgument", err)
 				}
 
-				rm, err := c.RemoveOrgMember(ctx, connect.NewRequest(&managementv1.RemoveOrgMemberRequest{UserId: userID}))
+				rm, err := c.RemoveOrgMember(ctx, &managementv1.RemoveOrgMemberRequest{UserId: userID})
 				if err != nil {
 					t.Fatalf("RemoveOrgMember: %v", err)
 				}
@@ -80,15 +80,15 @@ func TestOrgMembersOverEveryProtocol(t *testing.T) {
 				if ev.Type != orgs.EventOrgMemberRemoved {
 					t.Fatalf("event %s; want %s", ev.Type, orgs.EventOrgMemberRemoved)
 				}
-				mdWriteDetails(t, "RemoveOrgMember", rm.Msg.GetDetails(), ev)
+				mdWriteDetails(t, "RemoveOrgMember", rm.GetDetails(), ev)
 				if got := memberRolesOf(t, e, e.OrgID, userID); got != nil {
 					t.Fatalf("roles after removal %v; want none", got)
 				}
-				_, err = e.Client(proto, token, "").GetUserByID(ctx, connect.NewRequest(&managementv1.GetUserByIDRequest{Id: userID}))
+				_, err = e.Client(proto, token, "").GetUserByID(ctx, &managementv1.GetUserByIDRequest{Id: userID})
 				if connect.CodeOf(err) != connect.CodePermissionDenied {
 					t.Fatalf("after removal: %v; want PermissionDenied", err)
 				}
-				_, err = c.RemoveOrgMember(ctx, connect.NewRequest(&managementv1.RemoveOrgMemberRequest{UserId: userID}))
+				_, err = c.RemoveOrgMember(ctx, &managementv1.RemoveOrgMemberRequest{UserId: userID})
 				if connect.CodeOf(err) != connect.CodeNotFound {
 					t.Fatalf("remove a non-member: %v; want NotFound", err)
 				}

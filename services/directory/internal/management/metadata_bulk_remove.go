@@ -3,8 +3,6 @@ package management
 import (
 	"context"
 
-	"connectrpc.com/connect"
-
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
@@ -16,8 +14,8 @@ import (
 // it removes 1-100 entries of a user in one change. keys is required; a key
 // given twice is removed once. When any key is not set the answer is
 // NotFound naming those keys and nothing is removed.
-func (s *Server) BulkRemoveUserMetadata(ctx context.Context, req *connect.Request[managementv1.BulkRemoveUserMetadataRequest]) (*connect.Response[managementv1.BulkRemoveUserMetadataResponse], error) {
-	m := req.Msg
+func (s *Server) BulkRemoveUserMetadata(ctx context.Context, req *managementv1.BulkRemoveUserMetadataRequest) (*managementv1.BulkRemoveUserMetadataResponse, error) {
+	m := req
 	var f apierr.Fields
 	f.Check(apierr.Length("id", m.GetId(), 1, 200))
 	metadata.CheckKeys(&f, "keys", m.GetKeys())
@@ -32,5 +30,5 @@ func (s *Server) BulkRemoveUserMetadata(ctx context.Context, req *connect.Reques
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&managementv1.BulkRemoveUserMetadataResponse{Details: writeDetails(evs)}), nil
+	return &managementv1.BulkRemoveUserMetadataResponse{Details: writeDetails(evs)}, nil
 }

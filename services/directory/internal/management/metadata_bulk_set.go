@@ -3,8 +3,6 @@ package management
 import (
 	"context"
 
-	"connectrpc.com/connect"
-
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
@@ -15,8 +13,8 @@ import (
 // change. Every entry is validated before anything is written (keys 1-200
 // characters and distinct, values 1-500000 bytes); one bad entry refuses
 // the whole request with InvalidArgument naming each problem.
-func (s *Server) BulkSetUserMetadata(ctx context.Context, req *connect.Request[managementv1.BulkSetUserMetadataRequest]) (*connect.Response[managementv1.BulkSetUserMetadataResponse], error) {
-	m := req.Msg
+func (s *Server) BulkSetUserMetadata(ctx context.Context, req *managementv1.BulkSetUserMetadataRequest) (*managementv1.BulkSetUserMetadataResponse, error) {
+	m := req
 	entries := make([]metadata.Entry, len(m.GetMetadata()))
 	for i, e := range m.GetMetadata() {
 		entries[i] = metadata.Entry{Key: e.GetKey(), Value: e.GetValue()}
@@ -35,5 +33,5 @@ func (s *Server) BulkSetUserMetadata(ctx context.Context, req *connect.Request[m
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&managementv1.BulkSetUserMetadataResponse{Details: writeDetails(evs)}), nil
+	return &managementv1.BulkSetUserMetadataResponse{Details: writeDetails(evs)}, nil
 }

@@ -50,8 +50,8 @@ func TestMetadataKeysNeedingEscapes(t *testing.T) {
 			if r.Status != 200 || md["key"] != k || md["value"] != b64("v "+k) {
 				t.Errorf("get %q over REST: %d %s", k, r.Status, r.Body)
 			}
-			res, err := c.GetUserMetadata(ctx, connect.NewRequest(&managementv1.GetUserMetadataRequest{Id: id, Key: k}))
-			if err != nil || string(res.Msg.GetMetadata().GetValue()) != "v "+k {
+			res, err := c.GetUserMetadata(ctx, &managementv1.GetUserMetadataRequest{Id: id, Key: k})
+			if err != nil || string(res.GetMetadata().GetValue()) != "v "+k {
 				t.Errorf("get %q over gRPC: %v", k, err)
 			}
 		}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"connectrpc.com/connect"
-
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
@@ -14,8 +12,8 @@ import (
 
 // GetUserMetadata returns one entry of a user with the details of its
 // events; NotFound for an unknown key or a user not of the organization.
-func (s *Server) GetUserMetadata(ctx context.Context, req *connect.Request[managementv1.GetUserMetadataRequest]) (*connect.Response[managementv1.GetUserMetadataResponse], error) {
-	m := req.Msg
+func (s *Server) GetUserMetadata(ctx context.Context, req *managementv1.GetUserMetadataRequest) (*managementv1.GetUserMetadataResponse, error) {
+	m := req
 	var f apierr.Fields
 	f.Check(apierr.Length("id", m.GetId(), 1, 200))
 	metadata.CheckKey(&f, "key", m.GetKey())
@@ -33,5 +31,5 @@ func (s *Server) GetUserMetadata(ctx context.Context, req *connect.Request[manag
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&managementv1.GetUserMetadataResponse{Metadata: metadataToProto(md)}), nil
+	return &managementv1.GetUserMetadataResponse{Metadata: metadataToProto(md)}, nil
 }

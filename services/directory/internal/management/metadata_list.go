@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
@@ -26,8 +25,8 @@ const (
 // are the user's: every metadata change is an event of the user, so the
 // user's last event (sequence, change date) is the last one reduced into
 // what was listed, removals included.
-func (s *Server) ListUserMetadata(ctx context.Context, req *connect.Request[managementv1.ListUserMetadataRequest]) (*connect.Response[managementv1.ListUserMetadataResponse], error) {
-	m := req.Msg
+func (s *Server) ListUserMetadata(ctx context.Context, req *managementv1.ListUserMetadataRequest) (*managementv1.ListUserMetadataResponse, error) {
+	m := req
 	var f apierr.Fields
 	f.Check(apierr.Length("id", m.GetId(), 1, 200))
 	limit := int(m.GetQuery().GetLimit())
@@ -76,5 +75,5 @@ func (s *Server) ListUserMetadata(ctx context.Context, req *connect.Request[mana
 	for i := range rows {
 		res.Result = append(res.Result, metadataToProto(&rows[i]))
 	}
-	return connect.NewResponse(res), nil
+	return res, nil
 }

@@ -3,8 +3,6 @@ package management
 import (
 	"context"
 
-	"connectrpc.com/connect"
-
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
@@ -13,8 +11,8 @@ import (
 
 // RemoveUserMetadata removes one entry of a user; NotFound for an unknown
 // key or a user not of the organization.
-func (s *Server) RemoveUserMetadata(ctx context.Context, req *connect.Request[managementv1.RemoveUserMetadataRequest]) (*connect.Response[managementv1.RemoveUserMetadataResponse], error) {
-	m := req.Msg
+func (s *Server) RemoveUserMetadata(ctx context.Context, req *managementv1.RemoveUserMetadataRequest) (*managementv1.RemoveUserMetadataResponse, error) {
+	m := req
 	var f apierr.Fields
 	f.Check(apierr.Length("id", m.GetId(), 1, 200))
 	metadata.CheckKey(&f, "key", m.GetKey())
@@ -29,5 +27,5 @@ func (s *Server) RemoveUserMetadata(ctx context.Context, req *connect.Request[ma
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&managementv1.RemoveUserMetadataResponse{Details: writeDetails(evs)}), nil
+	return &managementv1.RemoveUserMetadataResponse{Details: writeDetails(evs)}, nil
 }

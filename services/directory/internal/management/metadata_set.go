@@ -3,8 +3,6 @@ package management
 import (
 	"context"
 
-	"connectrpc.com/connect"
-
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
@@ -14,8 +12,8 @@ import (
 // SetUserMetadata adds or replaces one metadata entry of a user: key 1-200
 // characters, value 1-500000 bytes (InvalidArgument otherwise); NotFound
 // for a user not of the organization.
-func (s *Server) SetUserMetadata(ctx context.Context, req *connect.Request[managementv1.SetUserMetadataRequest]) (*connect.Response[managementv1.SetUserMetadataResponse], error) {
-	m := req.Msg
+func (s *Server) SetUserMetadata(ctx context.Context, req *managementv1.SetUserMetadataRequest) (*managementv1.SetUserMetadataResponse, error) {
+	m := req
 	var f apierr.Fields
 	f.Check(apierr.Length("id", m.GetId(), 1, 200))
 	metadata.CheckKey(&f, "key", m.GetKey())
@@ -31,5 +29,5 @@ func (s *Server) SetUserMetadata(ctx context.Context, req *connect.Request[manag
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&managementv1.SetUserMetadataResponse{Id: u.ID, Details: writeDetails(evs)}), nil
+	return &managementv1.SetUserMetadataResponse{Id: u.ID, Details: writeDetails(evs)}, nil
 }

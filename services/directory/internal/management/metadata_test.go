@@ -86,40 +86,40 @@ func TestMetadataOverEveryProtocol(t *testing.T) {
 				c := e.Client(proto, e.AdminToken, "")
 				id := e.SeedUser(e.OrgID, "md-"+proto)
 
-				set, err := c.SetUserMetadata(ctx, connect.NewRequest(&managementv1.SetUserMetadataRequest{Id: id, Key: "color", Value: []byte("blue")}))
+				set, err := c.SetUserMetadata(ctx, &managementv1.SetUserMetadataRequest{Id: id, Key: "color", Value: []byte("blue")})
 				if err != nil {
 					t.Fatalf("SetUserMetadata: %v", err)
 				}
 				first := mdLast(t, e, id)
-				if first.Type != users.EventMetadataSet || set.Msg.GetId() != id {
-					t.Fatalf("event %s, id %q; want %s for user %s", first.Type, set.Msg.GetId(), users.EventMetadataSet, id)
+				if first.Type != users.EventMetadataSet || set.GetId() != id {
+					t.Fatalf("event %s, id %q; want %s for user %s", first.Type, set.GetId(), users.EventMetadataSet, id)
 				}
-				mdWriteDetails(t, "SetUserMetadata", set.Msg.GetDetails(), first)
+				mdWriteDetails(t, "SetUserMetadata", set.GetDetails(), first)
 
-				got, err := c.GetUserMetadata(ctx, connect.NewRequest(&managementv1.GetUserMetadataRequest{Id: id, Key: "color"}))
+				got, err := c.GetUserMetadata(ctx, &managementv1.GetUserMetadataRequest{Id: id, Key: "color"})
 				if err != nil {
 					t.Fatalf("GetUserMetadata: %v", err)
 				}
-				if md := got.Msg.GetMetadata(); md.GetKey() != "color" || string(md.GetValue()) != "blue" {
+				if md := got.GetMetadata(); md.GetKey() != "color" || string(md.GetValue()) != "blue" {
 					t.Fatalf("metadata %v; want color=blue", md)
 				}
-				mdReadDetails(t, "GetUserMetadata", got.Msg.GetMetadata().GetDetails(), first, first)
+				mdReadDetails(t, "GetUserMetadata", got.GetMetadata().GetDetails(), first, first)
 
 				// Replacing moves the change date and sequence, not the creation date.
-				if _, err := c.SetUserMetadata(ctx, connect.NewRequest(&managementv1.SetUserMetadataRequest{Id: id, Key: "color", Value: []byte("green")})); err != nil {
+				if _, err := c.SetUserMetadata(ctx, &managementv1.SetUserMetadataRequest{Id: id, Key: "color", Value: []byte("green")}); err != nil {
 					t.Fatalf("SetUserMetadata again: %v", err)
 				}
 				second := mdLast(t, e, id)
-				got, _ = c.GetUserMetadata(ctx, connect.NewRequest(&managementv1.GetUserMetadataRequest{Id: id, Key: "color"}))
-				if string(got.Msg.GetMetadata().GetValue()) != "green" {
-					t.Fatalf("value %q; want green", got.Msg.GetMetadata().GetValue())
+				got, _ = c.GetUserMetadata(ctx, &managementv1.GetUserMetadataRequest{Id: id, Key: "color"})
+				if string(got.GetMetadata().GetValue()) != "green" {
+					t.Fatalf("value %q; want green", got.GetMetadata().GetValue())
 				}
-				mdReadDetails(t, "GetUserMetadata after replace", got.Msg.GetMetadata().GetDetails(), first, second)
+				mdReadDetails(t, "GetUserMetadata after replace", got.GetMetadata().GetDetails(), first, second)
 
 				before := len(e.Events(id))
-				bulk, err := c.BulkSetUserMetadata(ctx, connect.NewRequest(&managementv1.BulkSetUserMetadataRequest{Id: id, Metadata: []*managementv1.BulkSetUserMetadataRequest_Metadata{
+				bulk, err := c.BulkSetUserMetadata(ctx, &managementv1.BulkSetUserMetadataRequest{Id: id, Metadata: []*managementv1.BulkSetUserMetadataRequest_Metadata{
 					{Key: "app.a", Value: []byte("1")}, {Key: "app.b", Value: []byte("2")}, {Key: "size", Value: []byte("L")},
-				}}))
+				}})
 				if err != nil {
 					t.Fatalf("BulkSetUserMetadata: %v", err)
 				}
@@ -127,28 +127,28 @@ func TestMetadataOverEveryProtocol(t *testing.T) {
 				if len(evs) != before+3 {
 					t.Fatalf("bulk set added %d events; want 3 (one per entry, one push)", len(evs)-before)
 				}
-				mdWriteDetails(t, "BulkSetUserMetadata", bulk.Msg.GetDetails(), evs[len(evs)-1])
+				mdWriteDetails(t, "BulkSetUserMetadata", bulk.GetDetails(), evs[len(evs)-1])
 
-				list, err := c.ListUserMetadata(ctx, connect.NewRequest(&managementv1.ListUserMetadataRequest{Id: id,
+				list, err := c.ListUserMetadata(ctx, &managementv1.ListUserMetadataRequest{Id: id,
 					Query:   &managementv1.ListQuery{Asc: true},
 					Queries: []*managementv1.MetadataQuery{{Query: &managementv1.MetadataQuery_KeyQuery{KeyQuery: &managementv1.MetadataKeyQuery{Key: "APP.", Method: managementv1.TextQueryMethod_TEXT_QUERY_METHOD_STARTS_WITH_IGNORE_CASE}}}},
-				}))
+				})
 				if err != nil {
 					t.Fatalf("ListUserMetadata: %v", err)
 				}
 				var keys []string
-				for _, r := range list.Msg.GetResult() {
+				for _, r := range list.GetResult() {
 					keys = append(keys, r.GetKey()+"="+string(r.GetValue()))
 				}
 				last := evs[len(evs)-1]
-				ld := list.Msg.GetDetails()
+				ld := list.GetDetails()
 				if !slices.Equal(keys, []string{"app.a=1", "app.b=2"}) || ld.GetTotalResult() != 2 ||
 					ld.GetProcessedSequence() != last.Sequence || !ld.GetViewTimestamp().AsTime().Equal(last.CreatedAt) {
 					t.Fatalf("list %v details %v; want [app.a=1 app.b=2], total 2, processed %d at %v", keys, ld, last.Sequence, last.CreatedAt)
 				}
-				mdReadDetails(t, "listed app.b", list.Msg.GetResult()[1].GetDetails(), evs[len(evs)-2], evs[len(evs)-2])
+				mdReadDetails(t, "listed app.b", list.GetResult()[1].GetDetails(), evs[len(evs)-2], evs[len(evs)-2])
 
-				rm, err := c.RemoveUserMetadata(ctx, connect.NewRequest(&managementv1.RemoveUserMetadataRequest{Id: id, Key: "color"}))
+				rm, err := c.RemoveUserMetadata(ctx, &managementv1.RemoveUserMetadataRequest{Id: id, Key: "color"})
 				if err != nil {
 					t.Fatalf("RemoveUserMetadata: %v", err)
 				}
@@ -156,41 +156,41 @@ func TestMetadataOverEveryProtocol(t *testing.T) {
 				if removed.Type != users.EventMetadataRemoved {
 					t.Fatalf("event %s; want %s", removed.Type, users.EventMetadataRemoved)
 				}
-				mdWriteDetails(t, "RemoveUserMetadata", rm.Msg.GetDetails(), removed)
-				_, err = c.GetUserMetadata(ctx, connect.NewRequest(&managementv1.GetUserMetadataRequest{Id: id, Key: "color"}))
+				mdWriteDetails(t, "RemoveUserMetadata", rm.GetDetails(), removed)
+				_, err = c.GetUserMetadata(ctx, &managementv1.GetUserMetadataRequest{Id: id, Key: "color"})
 				if connect.CodeOf(err) != connect.CodeNotFound {
 					t.Fatalf("Get removed key: %v; want NotFound", err)
 				}
 
-				brm, err := c.BulkRemoveUserMetadata(ctx, connect.NewRequest(&managementv1.BulkRemoveUserMetadataRequest{Id: id, Keys: []string{"app.a", "size"}}))
+				brm, err := c.BulkRemoveUserMetadata(ctx, &managementv1.BulkRemoveUserMetadataRequest{Id: id, Keys: []string{"app.a", "size"}})
 				if err != nil {
 					t.Fatalf("BulkRemoveUserMetadata: %v", err)
 				}
-				mdWriteDetails(t, "BulkRemoveUserMetadata", brm.Msg.GetDetails(), mdLast(t, e, id))
+				mdWriteDetails(t, "BulkRemoveUserMetadata", brm.GetDetails(), mdLast(t, e, id))
 				if got := mdKeys(t, e, id); !slices.Equal(got, []string{"app.b"}) {
 					t.Fatalf("keys %v; want [app.b]", got)
 				}
 
 				// The user's own details follow its metadata events.
-				u, err := c.GetUserByID(ctx, connect.NewRequest(&managementv1.GetUserByIDRequest{Id: id}))
+				u, err := c.GetUserByID(ctx, &managementv1.GetUserByIDRequest{Id: id})
 				if err != nil {
 					t.Fatal(err)
 				}
-				if u.Msg.GetUser().GetDetails().GetSequence() != mdLast(t, e, id).Sequence {
-					t.Fatalf("user details %v; want sequence %d", u.Msg.GetUser().GetDetails(), mdLast(t, e, id).Sequence)
+				if u.GetUser().GetDetails().GetSequence() != mdLast(t, e, id).Sequence {
+					t.Fatalf("user details %v; want sequence %d", u.GetUser().GetDetails(), mdLast(t, e, id).Sequence)
 				}
 
 				// Errors travel over the protocol with their codes.
 				n := e.EventCount()
-				_, err = c.RemoveUserMetadata(ctx, connect.NewRequest(&managementv1.RemoveUserMetadataRequest{Id: id, Key: "color"}))
+				_, err = c.RemoveUserMetadata(ctx, &managementv1.RemoveUserMetadataRequest{Id: id, Key: "color"})
 				if connect.CodeOf(err) != connect.CodeNotFound {
 					t.Fatalf("remove unknown key: %v; want NotFound", err)
 				}
-				_, err = c.SetUserMetadata(ctx, connect.NewRequest(&managementv1.SetUserMetadataRequest{Id: id, Key: "k"}))
+				_, err = c.SetUserMetadata(ctx, &managementv1.SetUserMetadataRequest{Id: id, Key: "k"})
 				if connect.CodeOf(err) != connect.CodeInvalidArgument {
 					t.Fatalf("set without value: %v; want InvalidArgument", err)
 				}
-				_, err = c.BulkRemoveUserMetadata(ctx, connect.NewRequest(&managementv1.BulkRemoveUserMetadataRequest{Id: id, Keys: []string{"app.b", "nope"}}))
+				_, err = c.BulkRemoveUserMetadata(ctx, &managementv1.BulkRemoveUserMetadataRequest{Id: id, Keys: []string{"app.b", "nope"}})
 				if connect.CodeOf(err) != connect.CodeNotFound {
 					t.Fatalf("bulk remove with unknown key: %v; want NotFound", err)
 				}
@@ -431,23 +431,23 @@ func TestMetadataListPaging(t *testing.T) {
 		for i := range 105 {
 			entries = append(entries, &managementv1.BulkSetUserMetadataRequest_Metadata{Key: fmt.Sprintf("k%03d", i), Value: []byte{byte(i)}})
 		}
-		if _, err := c.BulkSetUserMetadata(ctx, connect.NewRequest(&managementv1.BulkSetUserMetadataRequest{Id: id, Metadata: entries[:100]})); err != nil {
+		if _, err := c.BulkSetUserMetadata(ctx, &managementv1.BulkSetUserMetadataRequest{Id: id, Metadata: entries[:100]}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.BulkSetUserMetadata(ctx, connect.NewRequest(&managementv1.BulkSetUserMetadataRequest{Id: id, Metadata: entries[100:]})); err != nil {
+		if _, err := c.BulkSetUserMetadata(ctx, &managementv1.BulkSetUserMetadataRequest{Id: id, Metadata: entries[100:]}); err != nil {
 			t.Fatal(err)
 		}
 		list := func(q *managementv1.ListQuery, queries ...*managementv1.MetadataQuery) ([]string, uint64) {
 			t.Helper()
-			res, err := c.ListUserMetadata(ctx, connect.NewRequest(&managementv1.ListUserMetadataRequest{Id: id, Query: q, Queries: queries}))
+			res, err := c.ListUserMetadata(ctx, &managementv1.ListUserMetadataRequest{Id: id, Query: q, Queries: queries})
 			if err != nil {
 				t.Fatal(err)
 			}
 			var keys []string
-			for _, r := range res.Msg.GetResult() {
+			for _, r := range res.GetResult() {
 				keys = append(keys, r.GetKey())
 			}
-			return keys, res.Msg.GetDetails().GetTotalResult()
+			return keys, res.GetDetails().GetTotalResult()
 		}
 		if keys, total := list(nil); len(keys) != 100 || total != 105 || keys[0] != "k104" || keys[99] != "k005" {
 			t.Fatalf("default page: %d keys (%v…), total %d; want the 100 highest keys descending of 105", len(keys), keys[:1], total)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"connectrpc.com/connect"
-
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
@@ -24,12 +22,12 @@ func (s *Server) org(ctx context.Context) (*orgs.Org, error) {
 }
 
 // GetMyOrg returns the target organization.
-func (s *Server) GetMyOrg(ctx context.Context, _ *connect.Request[managementv1.GetMyOrgRequest]) (*connect.Response[managementv1.GetMyOrgResponse], error) {
+func (s *Server) GetMyOrg(ctx context.Context, _ *managementv1.GetMyOrgRequest) (*managementv1.GetMyOrgResponse, error) {
 	o, err := s.org(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&managementv1.GetMyOrgResponse{Org: orgToProto(o)}), nil
+	return &managementv1.GetMyOrgResponse{Org: orgToProto(o)}, nil
 }
 
 func orgToProto(o *orgs.Org) *managementv1.Org {
@@ -43,16 +41,16 @@ func orgToProto(o *orgs.Org) *managementv1.Org {
 }
 
 // AddOrg creates an organization with the caller as its ORG_OWNER.
-func (s *Server) AddOrg(ctx context.Context, req *connect.Request[managementv1.AddOrgRequest]) (*connect.Response[managementv1.AddOrgResponse], error) {
+func (s *Server) AddOrg(ctx context.Context, req *managementv1.AddOrgRequest) (*managementv1.AddOrgResponse, error) {
 	var f apierr.Fields
-	f.Check(apierr.Length("name", req.Msg.GetName(), 1, 200))
+	f.Check(apierr.Length("name", req.GetName(), 1, 200))
 	if err := f.Err("ORG-invalid"); err != nil {
 		return nil, err
 	}
 	c := authz.FromContext(ctx)
-	id, evs, err := s.OrgCmds.AddOrg(ctx, c.UserID, req.Msg.GetName(), []string{c.UserID})
+	id, evs, err := s.OrgCmds.AddOrg(ctx, c.UserID, req.GetName(), []string{c.UserID})
 	if err != nil {
-		return nil, apierr.FromStore(err, "organization "+req.Msg.GetName())
+		return nil, apierr.FromStore(err, "organization "+req.GetName())
 	}
-	return connect.NewResponse(&managementv1.AddOrgResponse{Id: id, Details: writeDetails(evs)}), nil
+	return &managementv1.AddOrgResponse{Id: id, Details: writeDetails(evs)}, nil
 }

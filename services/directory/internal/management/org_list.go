@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
@@ -21,8 +20,8 @@ import (
 // ListOrgs lists the organizations in which the caller holds a role (every
 // one for an IAM owner). Its rule (authz.OrgNone) checks no role, so this
 // filter is the whole authorization: a caller without roles gets nothing.
-func (s *Server) ListOrgs(ctx context.Context, req *connect.Request[managementv1.ListOrgsRequest]) (*connect.Response[managementv1.ListOrgsResponse], error) {
-	m := req.Msg
+func (s *Server) ListOrgs(ctx context.Context, req *managementv1.ListOrgsRequest) (*managementv1.ListOrgsResponse, error) {
+	m := req
 	var f apierr.Fields
 	page := usersPage(&f, m.GetQuery())
 	checkEnum(&f, "sorting_column", int32(m.GetSortingColumn()), managementv1.OrgFieldName_name)
@@ -72,7 +71,7 @@ func (s *Server) ListOrgs(ctx context.Context, req *connect.Request[managementv1
 	for i := range list {
 		out.Result[i] = orgToProto(&list[i])
 	}
-	return connect.NewResponse(out), nil
+	return out, nil
 }
 
 // visibleOrgs returns the organizations in which userID holds a role:

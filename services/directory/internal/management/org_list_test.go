@@ -142,13 +142,13 @@ func TestListOrgs(t *testing.T) {
 
 		t.Run("every protocol", func(t *testing.T) {
 			for _, proto := range mgmttest.Protocols {
-				res, err := e.Client(proto, e.Intro.Mint(betaOwner), e.OrgID).ListOrgs(ctx, connect.NewRequest(&managementv1.ListOrgsRequest{
+				res, err := e.Client(proto, e.Intro.Mint(betaOwner), e.OrgID).ListOrgs(ctx, &managementv1.ListOrgsRequest{
 					Query: &managementv1.ListQuery{Limit: 1},
-				}))
+				})
 				if err != nil {
 					t.Fatalf("%s: %v", proto, err)
 				}
-				m := res.Msg
+				m := res
 				if len(m.GetResult()) != 1 || m.GetDetails().GetTotalResult() != 2 {
 					t.Fatalf("%s: %v; want one of two", proto, m)
 				}
@@ -159,11 +159,11 @@ func TestListOrgs(t *testing.T) {
 				}
 				usrWantRead(t, proto+" org details", o.GetDetails(), evs[0], evs[len(evs)-1])
 			}
-			_, err := e.Client("grpc", e.AdminToken, "").ListOrgs(ctx, connect.NewRequest(&managementv1.ListOrgsRequest{Query: &managementv1.ListQuery{Limit: 1001}}))
+			_, err := e.Client("grpc", e.AdminToken, "").ListOrgs(ctx, &managementv1.ListOrgsRequest{Query: &managementv1.ListQuery{Limit: 1001}})
 			if connect.CodeOf(err) != connect.CodeInvalidArgument {
 				t.Fatalf("limit 1001 over gRPC: %v; want InvalidArgument", err)
 			}
-			_, err = e.Client("grpc-web", "", "").ListOrgs(ctx, connect.NewRequest(&managementv1.ListOrgsRequest{}))
+			_, err = e.Client("grpc-web", "", "").ListOrgs(ctx, &managementv1.ListOrgsRequest{})
 			if connect.CodeOf(err) != connect.CodeUnauthenticated {
 				t.Fatalf("no token over gRPC-web: %v; want Unauthenticated", err)
 			}

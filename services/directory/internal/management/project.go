@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"connectrpc.com/connect"
-
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
@@ -43,8 +41,8 @@ func projectToProto(p *projects.Project) *managementv1.Project {
 }
 
 // AddProject creates a project; its name is unique in the organization.
-func (s *Server) AddProject(ctx context.Context, req *connect.Request[managementv1.AddProjectRequest]) (*connect.Response[managementv1.AddProjectResponse], error) {
-	m := req.Msg
+func (s *Server) AddProject(ctx context.Context, req *managementv1.AddProjectRequest) (*managementv1.AddProjectResponse, error) {
+	m := req
 	var f apierr.Fields
 	f.Check(apierr.Length("name", m.GetName(), 1, projects.MaxNameLength))
 	if _, ok := managementv1.PrivateLabelingSetting_name[int32(m.GetPrivateLabelingSetting())]; !ok {
@@ -64,19 +62,19 @@ func (s *Server) AddProject(ctx context.Context, req *connect.Request[management
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&managementv1.AddProjectResponse{Id: id, Details: writeDetails(evs)}), nil
+	return &managementv1.AddProjectResponse{Id: id, Details: writeDetails(evs)}, nil
 }
 
 // GetProjectByID returns a project of the organization.
-func (s *Server) GetProjectByID(ctx context.Context, req *connect.Request[managementv1.GetProjectByIDRequest]) (*connect.Response[managementv1.GetProjectByIDResponse], error) {
+func (s *Server) GetProjectByID(ctx context.Context, req *managementv1.GetProjectByIDRequest) (*managementv1.GetProjectByIDResponse, error) {
 	var f apierr.Fields
-	f.Check(apierr.Length("id", req.Msg.GetId(), 1, 200))
+	f.Check(apierr.Length("id", req.GetId(), 1, 200))
 	if err := f.Err("PROJECT-invalid-id"); err != nil {
 		return nil, err
 	}
-	p, err := s.project(ctx, req.Msg.GetId())
+	p, err := s.project(ctx, req.GetId())
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&managementv1.GetProjectByIDResponse{Project: projectToProto(p)}), nil
+	return &managementv1.GetProjectByIDResponse{Project: projectToProto(p)}, nil
 }

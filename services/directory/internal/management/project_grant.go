@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
@@ -45,8 +44,8 @@ func (s *Server) grant(ctx context.Context, projectID, grantID string) (*project
 }
 
 // AddProjectGrant grants a project of the organization to another one.
-func (s *Server) AddProjectGrant(ctx context.Context, req *connect.Request[managementv1.AddProjectGrantRequest]) (*connect.Response[managementv1.AddProjectGrantResponse], error) {
-	m := req.Msg
+func (s *Server) AddProjectGrant(ctx context.Context, req *managementv1.AddProjectGrantRequest) (*managementv1.AddProjectGrantResponse, error) {
+	m := req
 	var f apierr.Fields
 	f.Check(apierr.Length("project_id", m.GetProjectId(), 1, 200))
 	f.Check(apierr.Length("granted_org_id", m.GetGrantedOrgId(), 1, 200))
@@ -71,18 +70,18 @@ func (s *Server) AddProjectGrant(ctx context.Context, req *connect.Request[manag
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&managementv1.AddProjectGrantResponse{GrantId: id, Details: writeDetails(evs)}), nil
+	return &managementv1.AddProjectGrantResponse{GrantId: id, Details: writeDetails(evs)}, nil
 }
 
 // ListProjectGrants lists a project's grants by creation date.
-func (s *Server) ListProjectGrants(ctx context.Context, req *connect.Request[managementv1.ListProjectGrantsRequest]) (*connect.Response[managementv1.ListProjectGrantsResponse], error) {
+func (s *Server) ListProjectGrants(ctx context.Context, req *managementv1.ListProjectGrantsRequest) (*managementv1.ListProjectGrantsResponse, error) {
 	var f apierr.Fields
-	page := usersPage(&f, req.Msg.GetQuery())
-	f.Check(apierr.Length("project_id", req.Msg.GetProjectId(), 1, 200))
+	page := usersPage(&f, req.GetQuery())
+	f.Check(apierr.Length("project_id", req.GetProjectId(), 1, 200))
 	if err := f.Err("PROJECT-GRANT-invalid-query"); err != nil {
 		return nil, err
 	}
-	p, err := s.project(ctx, req.Msg.GetProjectId())
+	p, err := s.project(ctx, req.GetProjectId())
 	if err != nil {
 		return nil, err
 	}
@@ -121,14 +120,14 @@ func (s *Server) ListProjectGrants(ctx context.Context, req *connect.Request[man
 		}
 		out.Result = append(out.Result, pg)
 	}
-	return connect.NewResponse(out), nil
+	return out, nil
 }
 
 // ListGrantedProjects lists the grants made to the target organization,
 // by creation date: who may sign in its users, and to which projects.
-func (s *Server) ListGrantedProjects(ctx context.Context, req *connect.Request[managementv1.ListGrantedProjectsRequest]) (*connect.Response[managementv1.ListGrantedProjectsResponse], error) {
+func (s *Server) ListGrantedProjects(ctx context.Context, req *managementv1.ListGrantedProjectsRequest) (*managementv1.ListGrantedProjectsResponse, error) {
 	var f apierr.Fields
-	page := usersPage(&f, req.Msg.GetQuery())
+	page := usersPage(&f, req.GetQuery())
 	if err := f.Err("PROJECT-GRANT-invalid-query"); err != nil {
 		return nil, err
 	}
@@ -166,15 +165,15 @@ func (s *Server) ListGrantedProjects(ctx context.Context, req *connect.Request[m
 			ProjectOwnerName: g.ProjectOwner,
 		})
 	}
-	return connect.NewResponse(out), nil
+	return out, nil
 }
 
 // RefuseGrantedProject removes a grant made to the target organization, on
 // behalf of that organization: a grant is another organization's access to
 // its users, which it may decline. A grant made to another organization is
 // NotFound, as an unknown one.
-func (s *Server) RefuseGrantedProject(ctx context.Context, req *connect.Request[managementv1.RefuseGrantedProjectRequest]) (*connect.Response[managementv1.RefuseGrantedProjectResponse], error) {
-	m := req.Msg
+func (s *Server) RefuseGrantedProject(ctx context.Context, req *managementv1.RefuseGrantedProjectRequest) (*managementv1.RefuseGrantedProjectResponse, error) {
+	m := req
 	var f apierr.Fields
 	f.Check(apierr.Length("project_id", m.GetProjectId(), 1, 200))
 	f.Check(apierr.Length("grant_id", m.GetGrantId(), 1, 200))
@@ -201,17 +200,17 @@ func (s *Server) RefuseGrantedProject(ctx context.Context, req *connect.Request[
 		return nil, err
 	}
 	s.cutAccess(ctx)
-	return connect.NewResponse(&managementv1.RefuseGrantedProjectResponse{Details: writeDetails(evs)}), nil
+	return &managementv1.RefuseGrantedProjectResponse{Details: writeDetails(evs)}, nil
 }
 
 // UpdateProjectGrant replaces a grant's role keys.
-func (s *Server) UpdateProjectGrant(ctx context.Context, req *connect.Request[managementv1.UpdateProjectGrantRequest]) (*connect.Response[managementv1.UpdateProjectGrantResponse], error) {
+func (s *Server) UpdateProjectGrant(ctx context.Context, req *managementv1.UpdateProjectGrantRequest) (*managementv1.UpdateProjectGrantResponse, error) {
 	var f apierr.Fields
-	checkRoleKeys(&f, req.Msg.GetRoleKeys())
+	checkRoleKeys(&f, req.GetRoleKeys())
 	if err := f.Err("PROJECT-GRANT-invalid"); err != nil {
 		return nil, err
 	}
-	p, g, err := s.grant(ctx, req.Msg.GetProjectId(), req.Msg.GetGrantId())
+	p, g, err := s.grant(ctx, req.GetProjectId(), req.GetGrantId())
 	if err != nil {
 		return nil, err
 	}
@@ -219,12 +218,12 @@ func (s *Server) UpdateProjectGrant(ctx context.Context, req *connect.Request[ma
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&managementv1.UpdateProjectGrantResponse{Details: writeDetails(evs)}), nil
+	return &managementv1.UpdateProjectGrantResponse{Details: writeDetails(evs)}, nil
 }
 
 // RemoveProjectGrant removes a grant.
-func (s *Server) RemoveProjectGrant(ctx context.Context, req *connect.Request[managementv1.RemoveProjectGrantRequest]) (*connect.Response[managementv1.RemoveProjectGrantResponse], error) {
-	p, g, err := s.grant(ctx, req.Msg.GetProjectId(), req.Msg.GetGrantId())
+func (s *Server) RemoveProjectGrant(ctx context.Context, req *managementv1.RemoveProjectGrantRequest) (*managementv1.RemoveProjectGrantResponse, error) {
+	p, g, err := s.grant(ctx, req.GetProjectId(), req.GetGrantId())
 	if err != nil {
 		return nil, err
 	}
@@ -233,5 +232,5 @@ func (s *Server) RemoveProjectGrant(ctx context.Context, req *connect.Request[ma
 		return nil, err
 	}
 	s.cutAccess(ctx)
-	return connect.NewResponse(&managementv1.RemoveProjectGrantResponse{Details: writeDetails(evs)}), nil
+	return &managementv1.RemoveProjectGrantResponse{Details: writeDetails(evs)}, nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
@@ -17,8 +16,8 @@ import (
 
 // ListProjects lists the organization's projects matching every query,
 // ordered by name.
-func (s *Server) ListProjects(ctx context.Context, req *connect.Request[managementv1.ListProjectsRequest]) (*connect.Response[managementv1.ListProjectsResponse], error) {
-	m := req.Msg
+func (s *Server) ListProjects(ctx context.Context, req *managementv1.ListProjectsRequest) (*managementv1.ListProjectsResponse, error) {
+	m := req
 	var f apierr.Fields
 	page := usersPage(&f, m.GetQuery())
 	checkQueryCount(&f, len(m.GetQueries()))
@@ -56,5 +55,5 @@ func (s *Server) ListProjects(ctx context.Context, req *connect.Request[manageme
 	for i := range list {
 		out.Result[i] = projectToProto(&list[i])
 	}
-	return connect.NewResponse(out), nil
+	return out, nil
 }

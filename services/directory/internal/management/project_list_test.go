@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
@@ -91,25 +90,25 @@ func TestListProjects(t *testing.T) {
 
 		t.Run("every protocol", func(t *testing.T) {
 			for _, protocol := range mgmttest.Protocols {
-				res, err := e.Client(protocol, e.AdminToken, "").ListProjects(ctx, connect.NewRequest(&managementv1.ListProjectsRequest{
+				res, err := e.Client(protocol, e.AdminToken, "").ListProjects(ctx, &managementv1.ListProjectsRequest{
 					Query: &managementv1.ListQuery{Limit: 1, Asc: true},
 					Queries: []*managementv1.ProjectQuery{{Query: &managementv1.ProjectQuery_NameQuery{NameQuery: &managementv1.ProjectNameQuery{
 						Name: "shop", Method: managementv1.TextQueryMethod_TEXT_QUERY_METHOD_STARTS_WITH_IGNORE_CASE}}}},
-				}))
+				})
 				if err != nil {
 					t.Fatalf("%s: %v", protocol, err)
 				}
-				m := res.Msg
+				m := res
 				if len(m.GetResult()) != 1 || m.GetDetails().GetTotalResult() != 2 {
 					t.Fatalf("%s: %v; want one of two", protocol, m)
 				}
 				p := m.GetResult()[0]
-				want, err := e.Client(protocol, e.AdminToken, "").GetProjectByID(ctx, connect.NewRequest(&managementv1.GetProjectByIDRequest{Id: mine["Shop"]}))
+				want, err := e.Client(protocol, e.AdminToken, "").GetProjectByID(ctx, &managementv1.GetProjectByIDRequest{Id: mine["Shop"]})
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !proto.Equal(p, want.Msg.GetProject()) {
-					t.Fatalf("%s: listed %v; want what GetProjectByID returns, %v", protocol, p, want.Msg.GetProject())
+				if !proto.Equal(p, want.GetProject()) {
+					t.Fatalf("%s: listed %v; want what GetProjectByID returns, %v", protocol, p, want.GetProject())
 				}
 				evs := e.Events(p.GetId())
 				usrWantRead(t, protocol+" project details", p.GetDetails(), evs[0], evs[len(evs)-1])

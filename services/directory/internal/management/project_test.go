@@ -22,25 +22,25 @@ func TestProjects(t *testing.T) {
 		t.Run("add and get over every protocol", func(t *testing.T) {
 			for _, proto := range mgmttest.Protocols {
 				c := e.Client(proto, e.AdminToken, "")
-				res, err := c.AddProject(ctx, connect.NewRequest(&managementv1.AddProjectRequest{
+				res, err := c.AddProject(ctx, &managementv1.AddProjectRequest{
 					Name: "Shop " + proto, ProjectRoleAssertion: true, HasProjectCheck: true,
 					PrivateLabelingSetting: managementv1.PrivateLabelingSetting_PRIVATE_LABELING_SETTING_ENFORCE_PROJECT_RESOURCE_OWNER_POLICY,
-				}))
+				})
 				if err != nil {
 					t.Fatalf("%s AddProject: %v", proto, err)
 				}
-				id := res.Msg.GetId()
+				id := res.GetId()
 				evs := e.Events(id)
 				if len(evs) != 1 || evs[0].Type != "project.added" {
 					t.Fatalf("%s events = %v; want one project.added", proto, evs)
 				}
-				appWriteDetails(t, proto+" AddProject", res.Msg.GetDetails(), evs[0], e.OrgID)
+				appWriteDetails(t, proto+" AddProject", res.GetDetails(), evs[0], e.OrgID)
 
-				got, err := c.GetProjectByID(ctx, connect.NewRequest(&managementv1.GetProjectByIDRequest{Id: id}))
+				got, err := c.GetProjectByID(ctx, &managementv1.GetProjectByIDRequest{Id: id})
 				if err != nil {
 					t.Fatalf("%s GetProjectByID: %v", proto, err)
 				}
-				p := got.Msg.GetProject()
+				p := got.GetProject()
 				if p.GetId() != id || p.GetName() != "Shop "+proto || p.GetState() != managementv1.ProjectState_PROJECT_STATE_ACTIVE ||
 					!p.GetProjectRoleAssertion() || p.GetProjectRoleCheck() || !p.GetHasProjectCheck() ||
 					p.GetPrivateLabelingSetting() != managementv1.PrivateLabelingSetting_PRIVATE_LABELING_SETTING_ENFORCE_PROJECT_RESOURCE_OWNER_POLICY {
@@ -48,15 +48,15 @@ func TestProjects(t *testing.T) {
 				}
 				appReadDetails(t, proto+" GetProjectByID", p.GetDetails(), evs[0], evs[0], e.OrgID)
 
-				_, err = c.AddProject(ctx, connect.NewRequest(&managementv1.AddProjectRequest{Name: "Shop " + proto}))
+				_, err = c.AddProject(ctx, &managementv1.AddProjectRequest{Name: "Shop " + proto})
 				if connect.CodeOf(err) != connect.CodeAlreadyExists {
 					t.Fatalf("%s duplicate name: %v; want AlreadyExists", proto, err)
 				}
-				_, err = c.GetProjectByID(ctx, connect.NewRequest(&managementv1.GetProjectByIDRequest{Id: "404"}))
+				_, err = c.GetProjectByID(ctx, &managementv1.GetProjectByIDRequest{Id: "404"})
 				if connect.CodeOf(err) != connect.CodeNotFound {
 					t.Fatalf("%s unknown project: %v; want NotFound", proto, err)
 				}
-				_, err = c.AddProject(ctx, connect.NewRequest(&managementv1.AddProjectRequest{Name: ""}))
+				_, err = c.AddProject(ctx, &managementv1.AddProjectRequest{Name: ""})
 				if connect.CodeOf(err) != connect.CodeInvalidArgument {
 					t.Fatalf("%s empty name: %v; want InvalidArgument", proto, err)
 				}
@@ -103,7 +103,7 @@ func TestProjects(t *testing.T) {
 			if r := e.REST("GET", "/management/v1/projects/"+theirs, e.AdminToken, "", nil); r.Status != 404 {
 				t.Fatalf("other org's project without header: %d; want 404", r.Status)
 			}
-			if _, err := e.Client("grpc", e.AdminToken, "").GetProjectByID(ctx, connect.NewRequest(&managementv1.GetProjectByIDRequest{Id: theirs})); connect.CodeOf(err) != connect.CodeNotFound {
+			if _, err := e.Client("grpc", e.AdminToken, "").GetProjectByID(ctx, &managementv1.GetProjectByIDRequest{Id: theirs}); connect.CodeOf(err) != connect.CodeNotFound {
 				t.Fatalf("other org's project over gRPC: %v; want NotFound", err)
 			}
 			if r := e.REST("GET", "/management/v1/projects/"+theirs, e.AdminToken, otherOrg, nil); r.Status != 200 {
@@ -127,14 +127,14 @@ func TestProjects(t *testing.T) {
 			id := appNewProject(t, e, e.AdminToken, "", "Durable")
 			evs := e.Events(id)
 			e.Restart()
-			res, err := e.Client("grpc-web", e.AdminToken, "").GetProjectByID(ctx, connect.NewRequest(&managementv1.GetProjectByIDRequest{Id: id}))
+			res, err := e.Client("grpc-web", e.AdminToken, "").GetProjectByID(ctx, &managementv1.GetProjectByIDRequest{Id: id})
 			if err != nil {
 				t.Fatalf("GetProjectByID after restart: %v", err)
 			}
-			if res.Msg.GetProject().GetName() != "Durable" {
-				t.Fatalf("project after restart = %v", res.Msg.GetProject())
+			if res.GetProject().GetName() != "Durable" {
+				t.Fatalf("project after restart = %v", res.GetProject())
 			}
-			appReadDetails(t, "after restart", res.Msg.GetProject().GetDetails(), evs[0], evs[0], e.OrgID)
+			appReadDetails(t, "after restart", res.GetProject().GetDetails(), evs[0], evs[0], e.OrgID)
 		})
 	})
 }

@@ -6,8 +6,6 @@ import (
 	"net/mail"
 	"strings"
 
-	"connectrpc.com/connect"
-
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
@@ -80,12 +78,12 @@ func userToProto(u *users.User) *managementv1.User {
 }
 
 // GetUserByID returns a user of the organization.
-func (s *Server) GetUserByID(ctx context.Context, req *connect.Request[managementv1.GetUserByIDRequest]) (*connect.Response[managementv1.GetUserByIDResponse], error) {
-	u, err := s.user(ctx, req.Msg.GetId())
+func (s *Server) GetUserByID(ctx context.Context, req *managementv1.GetUserByIDRequest) (*managementv1.GetUserByIDResponse, error) {
+	u, err := s.user(ctx, req.GetId())
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&managementv1.GetUserByIDResponse{User: userToProto(u)}), nil
+	return &managementv1.GetUserByIDResponse{User: userToProto(u)}, nil
 }
 
 // humanProfile validates the parts of a human user shared by AddHumanUser
@@ -116,8 +114,8 @@ func humanProfile(f *apierr.Fields, userName string, p *managementv1.AddHumanUse
 
 // AddHumanUser creates a human user; an initial password must be changed at
 // the first login.
-func (s *Server) AddHumanUser(ctx context.Context, req *connect.Request[managementv1.AddHumanUserRequest]) (*connect.Response[managementv1.AddHumanUserResponse], error) {
-	m := req.Msg
+func (s *Server) AddHumanUser(ctx context.Context, req *managementv1.AddHumanUserRequest) (*managementv1.AddHumanUserResponse, error) {
+	m := req
 	var f apierr.Fields
 	p := humanProfile(&f, m.GetUserName(), m.GetProfile(), m.GetEmail().GetEmail(), m.GetPhone().GetPhone(),
 		m.GetEmail().GetIsEmailVerified(), m.GetPhone().GetIsPhoneVerified())
@@ -139,13 +137,13 @@ func (s *Server) AddHumanUser(ctx context.Context, req *connect.Request[manageme
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&managementv1.AddHumanUserResponse{UserId: id, Details: writeDetails(evs)}), nil
+	return &managementv1.AddHumanUserResponse{UserId: id, Details: writeDetails(evs)}, nil
 }
 
 // SetHumanPassword sets a human user's password; unless noChangeRequired,
 // the user must change it at the next login.
-func (s *Server) SetHumanPassword(ctx context.Context, req *connect.Request[managementv1.SetHumanPasswordRequest]) (*connect.Response[managementv1.SetHumanPasswordResponse], error) {
-	u, err := s.user(ctx, req.Msg.GetUserId())
+func (s *Server) SetHumanPassword(ctx context.Context, req *managementv1.SetHumanPasswordRequest) (*managementv1.SetHumanPasswordResponse, error) {
+	u, err := s.user(ctx, req.GetUserId())
 	if err != nil {
 		return nil, err
 	}
@@ -156,14 +154,14 @@ func (s *Server) SetHumanPassword(ctx context.Context, req *connect.Request[mana
 	if err != nil {
 		return nil, err
 	}
-	hash, err := s.UserCmds.NewPasswordHash(ctx, u.ID, req.Msg.GetPassword(), org.PasswordPolicy)
+	hash, err := s.UserCmds.NewPasswordHash(ctx, u.ID, req.GetPassword(), org.PasswordPolicy)
 	if err != nil {
 		return nil, err
 	}
-	evs, err := s.UserCmds.SetPassword(ctx, authz.FromContext(ctx).UserID, u, hash, !req.Msg.GetNoChangeRequired(), true)
+	evs, err := s.UserCmds.SetPassword(ctx, authz.FromContext(ctx).UserID, u, hash, !req.GetNoChangeRequired(), true)
 	if err != nil {
 		return nil, err
 	}
 	s.cutAccess(ctx)
-	return connect.NewResponse(&managementv1.SetHumanPasswordResponse{Details: writeDetails(evs)}), nil
+	return &managementv1.SetHumanPasswordResponse{Details: writeDetails(evs)}, nil
 }

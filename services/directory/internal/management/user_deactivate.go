@@ -3,16 +3,14 @@ package management
 import (
 	"context"
 
-	"connectrpc.com/connect"
-
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
 )
 
 // DeactivateUser deactivates an active user: no login and no new tokens
 // until reactivated. A user in any other state is Aborted (409).
-func (s *Server) DeactivateUser(ctx context.Context, req *connect.Request[managementv1.DeactivateUserRequest]) (*connect.Response[managementv1.DeactivateUserResponse], error) {
-	u, err := s.user(ctx, req.Msg.GetId())
+func (s *Server) DeactivateUser(ctx context.Context, req *managementv1.DeactivateUserRequest) (*managementv1.DeactivateUserResponse, error) {
+	u, err := s.user(ctx, req.GetId())
 	if err != nil {
 		return nil, err
 	}
@@ -21,5 +19,5 @@ func (s *Server) DeactivateUser(ctx context.Context, req *connect.Request[manage
 		return nil, err
 	}
 	s.cutAccess(ctx)
-	return connect.NewResponse(&managementv1.DeactivateUserResponse{Details: writeDetails(evs)}), nil
+	return &managementv1.DeactivateUserResponse{Details: writeDetails(evs)}, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
@@ -16,13 +15,13 @@ import (
 
 // ListUserIDPs lists a user's links to identities at identity providers,
 // by creation date (ZITADEL's IDPUserLink shape).
-func (s *Server) ListUserIDPs(ctx context.Context, req *connect.Request[managementv1.ListUserIDPsRequest]) (*connect.Response[managementv1.ListUserIDPsResponse], error) {
+func (s *Server) ListUserIDPs(ctx context.Context, req *managementv1.ListUserIDPsRequest) (*managementv1.ListUserIDPsResponse, error) {
 	var f apierr.Fields
-	page := usersPage(&f, req.Msg.GetQuery())
+	page := usersPage(&f, req.GetQuery())
 	if err := f.Err("USER-invalid-query"); err != nil {
 		return nil, err
 	}
-	u, err := s.user(ctx, req.Msg.GetUserId())
+	u, err := s.user(ctx, req.GetUserId())
 	if err != nil {
 		return nil, err
 	}
@@ -44,13 +43,13 @@ func (s *Server) ListUserIDPs(ctx context.Context, req *connect.Request[manageme
 		}
 		out.Result = append(out.Result, link)
 	}
-	return connect.NewResponse(out), nil
+	return out, nil
 }
 
 // RemoveUserIDP removes a user's link: the identity no longer signs the
 // user in.
-func (s *Server) RemoveUserIDP(ctx context.Context, req *connect.Request[managementv1.RemoveUserIDPRequest]) (*connect.Response[managementv1.RemoveUserIDPResponse], error) {
-	m := req.Msg
+func (s *Server) RemoveUserIDP(ctx context.Context, req *managementv1.RemoveUserIDPRequest) (*managementv1.RemoveUserIDPResponse, error) {
+	m := req
 	var f apierr.Fields
 	f.Check(apierr.Length("idp_id", m.GetIdpId(), 1, 200))
 	f.Check(apierr.Length("linked_user_id", m.GetLinkedUserId(), 1, users.MaxExternalSubjectLength))
@@ -73,5 +72,5 @@ func (s *Server) RemoveUserIDP(ctx context.Context, req *connect.Request[managem
 		return nil, err
 	}
 	s.cutAccess(ctx)
-	return connect.NewResponse(&managementv1.RemoveUserIDPResponse{Details: writeDetails(evs)}), nil
+	return &managementv1.RemoveUserIDPResponse{Details: writeDetails(evs)}, nil
 }

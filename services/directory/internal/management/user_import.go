@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"connectrpc.com/connect"
-
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
@@ -22,8 +20,8 @@ const maxImportedHashLength = 500
 // hashed with argon2id) or an existing bcrypt or argon2id hash (stored as
 // is; bcrypt is upgraded at the first login). Unlike AddHumanUser the user
 // must change the password only when password_change_required is set.
-func (s *Server) ImportHumanUser(ctx context.Context, req *connect.Request[managementv1.ImportHumanUserRequest]) (*connect.Response[managementv1.ImportHumanUserResponse], error) {
-	m := req.Msg
+func (s *Server) ImportHumanUser(ctx context.Context, req *managementv1.ImportHumanUserRequest) (*managementv1.ImportHumanUserResponse, error) {
+	m := req
 	var f apierr.Fields
 	pr := m.GetProfile()
 	var profile *managementv1.AddHumanUserRequest_Profile
@@ -64,7 +62,7 @@ func (s *Server) ImportHumanUser(ctx context.Context, req *connect.Request[manag
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&managementv1.ImportHumanUserResponse{UserId: id, Details: writeDetails(evs)}), nil
+	return &managementv1.ImportHumanUserResponse{UserId: id, Details: writeDetails(evs)}, nil
 }
 
 // importedHash validates hashed_password and returns the hash to store, or

@@ -185,9 +185,9 @@ func TestImportHumanUser(t *testing.T) {
 			if !strings.HasPrefix(st.Hash, "$2") {
 				t.Fatalf("stored %q; want the imported bcrypt hash", st.Hash)
 			}
-			res, err := e.Internal(mgmttest.InternalToken).VerifyPassword(ctx, connect.NewRequest(&directoryv1.VerifyPasswordRequest{
-				OrgId: e.OrgID, UserId: id, Password: "legacy-Passw0rd"}))
-			if err != nil || res.Msg.GetUser().GetId() != id {
+			res, err := e.Internal(mgmttest.InternalToken).VerifyPassword(ctx, &directoryv1.VerifyPasswordRequest{
+				OrgId: e.OrgID, UserId: id, Password: "legacy-Passw0rd"})
+			if err != nil || res.GetUser().GetId() != id {
 				t.Fatalf("login with the imported password: %v", err)
 			}
 			st = usrStoredUser(t, e, id)
@@ -200,27 +200,27 @@ func TestImportHumanUser(t *testing.T) {
 			for _, proto := range mgmttest.Protocols {
 				c := e.Client(proto, e.AdminToken, "")
 				name := "imp-" + strings.ReplaceAll(proto, "-", "")
-				res, err := c.ImportHumanUser(ctx, connect.NewRequest(&managementv1.ImportHumanUserRequest{
+				res, err := c.ImportHumanUser(ctx, &managementv1.ImportHumanUserRequest{
 					UserName:               name,
 					Profile:                &managementv1.ImportHumanUserRequest_Profile{FirstName: "Grace", LastName: "Hopper", PreferredLanguage: "en"},
 					Email:                  &managementv1.ImportHumanUserRequest_Email{Email: name + "@example.com"},
 					HashedPassword:         &managementv1.ImportHumanUserRequest_HashedPassword{Value: usrBcrypt},
 					PasswordChangeRequired: true,
-				}))
+				})
 				if err != nil {
 					t.Fatalf("%s: %v", proto, err)
 				}
-				id := res.Msg.GetUserId()
-				usrWantWrite(t, proto, res.Msg.GetDetails(), usrLast(t, e, id))
-				got, err := c.GetUserByID(ctx, connect.NewRequest(&managementv1.GetUserByIDRequest{Id: id}))
-				if err != nil || got.Msg.GetUser().GetPreferredLoginName() != name+"@acme-corp.localhost" ||
-					got.Msg.GetUser().GetHuman().GetProfile().GetDisplayName() != "Grace Hopper" {
+				id := res.GetUserId()
+				usrWantWrite(t, proto, res.GetDetails(), usrLast(t, e, id))
+				got, err := c.GetUserByID(ctx, &managementv1.GetUserByIDRequest{Id: id})
+				if err != nil || got.GetUser().GetPreferredLoginName() != name+"@acme-corp.localhost" ||
+					got.GetUser().GetHuman().GetProfile().GetDisplayName() != "Grace Hopper" {
 					t.Fatalf("%s: read back %v %v", proto, got, err)
 				}
 				if s := usrStoredUser(t, e, id); s.Hash != usrBcrypt || !s.ChangeRequired {
 					t.Fatalf("%s: stored %+v", proto, s)
 				}
-				_, err = c.ImportHumanUser(ctx, connect.NewRequest(&managementv1.ImportHumanUserRequest{UserName: name}))
+				_, err = c.ImportHumanUser(ctx, &managementv1.ImportHumanUserRequest{UserName: name})
 				if connect.CodeOf(err) != connect.CodeInvalidArgument {
 					t.Fatalf("%s: import without profile: %v; want InvalidArgument", proto, err)
 				}

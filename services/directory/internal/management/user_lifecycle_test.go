@@ -27,7 +27,7 @@ func TestDeactivateReactivateUser(t *testing.T) {
 				id := e.SeedUser(e.OrgID, "life-"+proto)
 				created := e.Events(id)[0]
 
-				res, err := c.DeactivateUser(ctx, connect.NewRequest(&managementv1.DeactivateUserRequest{Id: id}))
+				res, err := c.DeactivateUser(ctx, &managementv1.DeactivateUserRequest{Id: id})
 				if err != nil {
 					t.Fatalf("DeactivateUser: %v", err)
 				}
@@ -35,22 +35,22 @@ func TestDeactivateReactivateUser(t *testing.T) {
 				if ev.Type != users.EventDeactivated {
 					t.Fatalf("event %s; want %s", ev.Type, users.EventDeactivated)
 				}
-				usrWantWrite(t, "deactivate", res.Msg.GetDetails(), ev)
-				got, err := c.GetUserByID(ctx, connect.NewRequest(&managementv1.GetUserByIDRequest{Id: id}))
-				if err != nil || got.Msg.GetUser().GetState() != managementv1.UserState_USER_STATE_INACTIVE {
+				usrWantWrite(t, "deactivate", res.GetDetails(), ev)
+				got, err := c.GetUserByID(ctx, &managementv1.GetUserByIDRequest{Id: id})
+				if err != nil || got.GetUser().GetState() != managementv1.UserState_USER_STATE_INACTIVE {
 					t.Fatalf("after deactivation: %v %v; want USER_STATE_INACTIVE", got, err)
 				}
-				usrWantRead(t, "read after deactivation", got.Msg.GetUser().GetDetails(), created, ev)
+				usrWantRead(t, "read after deactivation", got.GetUser().GetDetails(), created, ev)
 
 				before := e.EventCount()
-				if _, err := c.DeactivateUser(ctx, connect.NewRequest(&managementv1.DeactivateUserRequest{Id: id})); connect.CodeOf(err) != connect.CodeAborted {
+				if _, err := c.DeactivateUser(ctx, &managementv1.DeactivateUserRequest{Id: id}); connect.CodeOf(err) != connect.CodeAborted {
 					t.Fatalf("deactivating an inactive user: %v; want Aborted", err)
 				}
 				if after := e.EventCount(); after != before {
 					t.Fatalf("refused deactivation added %d events", after-before)
 				}
 
-				res2, err := c.ReactivateUser(ctx, connect.NewRequest(&managementv1.ReactivateUserRequest{Id: id}))
+				res2, err := c.ReactivateUser(ctx, &managementv1.ReactivateUserRequest{Id: id})
 				if err != nil {
 					t.Fatalf("ReactivateUser: %v", err)
 				}
@@ -58,16 +58,16 @@ func TestDeactivateReactivateUser(t *testing.T) {
 				if ev.Type != users.EventReactivated {
 					t.Fatalf("event %s; want %s", ev.Type, users.EventReactivated)
 				}
-				usrWantWrite(t, "reactivate", res2.Msg.GetDetails(), ev)
-				got, _ = c.GetUserByID(ctx, connect.NewRequest(&managementv1.GetUserByIDRequest{Id: id}))
-				if got.Msg.GetUser().GetState() != managementv1.UserState_USER_STATE_ACTIVE {
-					t.Fatalf("after reactivation: state %v", got.Msg.GetUser().GetState())
+				usrWantWrite(t, "reactivate", res2.GetDetails(), ev)
+				got, _ = c.GetUserByID(ctx, &managementv1.GetUserByIDRequest{Id: id})
+				if got.GetUser().GetState() != managementv1.UserState_USER_STATE_ACTIVE {
+					t.Fatalf("after reactivation: state %v", got.GetUser().GetState())
 				}
 				before = e.EventCount()
-				if _, err := c.ReactivateUser(ctx, connect.NewRequest(&managementv1.ReactivateUserRequest{Id: id})); connect.CodeOf(err) != connect.CodeAborted {
+				if _, err := c.ReactivateUser(ctx, &managementv1.ReactivateUserRequest{Id: id}); connect.CodeOf(err) != connect.CodeAborted {
 					t.Fatalf("reactivating an active user: %v; want Aborted", err)
 				}
-				if _, err := c.DeactivateUser(ctx, connect.NewRequest(&managementv1.DeactivateUserRequest{Id: "unknown"})); connect.CodeOf(err) != connect.CodeNotFound {
+				if _, err := c.DeactivateUser(ctx, &managementv1.DeactivateUserRequest{Id: "unknown"}); connect.CodeOf(err) != connect.CodeNotFound {
 					t.Fatalf("unknown user: %v; want NotFound", err)
 				}
 				if after := e.EventCount(); after != before {
@@ -220,35 +220,35 @@ func TestRemoveUser(t *testing.T) {
 
 		// A machine user with key and secret, removed over gRPC.
 		c := e.Client("grpc", e.AdminToken, "")
-		m, err := c.AddMachineUser(ctx, connect.NewRequest(&managementv1.AddMachineUserRequest{UserName: "robot", Name: "Robot"}))
+		m, err := c.AddMachineUser(ctx, &managementv1.AddMachineUserRequest{UserName: "robot", Name: "Robot"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		mid := m.Msg.GetUserId()
-		key, err := c.AddMachineKey(ctx, connect.NewRequest(&managementv1.AddMachineKeyRequest{UserId: mid, Type: managementv1.KeyType_KEY_TYPE_JSON}))
+		mid := m.GetUserId()
+		key, err := c.AddMachineKey(ctx, &managementv1.AddMachineKeyRequest{UserId: mid, Type: managementv1.KeyType_KEY_TYPE_JSON})
 		if err != nil {
 			t.Fatal(err)
 		}
-		sec, err := c.GenerateMachineSecret(ctx, connect.NewRequest(&managementv1.GenerateMachineSecretRequest{UserId: mid}))
+		sec, err := c.GenerateMachineSecret(ctx, &managementv1.GenerateMachineSecretRequest{UserId: mid})
 		if err != nil {
 			t.Fatal(err)
 		}
-		rm, err := c.RemoveUser(ctx, connect.NewRequest(&managementv1.RemoveUserRequest{Id: mid}))
+		rm, err := c.RemoveUser(ctx, &managementv1.RemoveUserRequest{Id: mid})
 		if err != nil {
 			t.Fatalf("RemoveUser over gRPC: %v", err)
 		}
-		usrWantWrite(t, "remove machine", rm.Msg.GetDetails(), usrLast(t, e, mid))
+		usrWantWrite(t, "remove machine", rm.GetDetails(), usrLast(t, e, mid))
 		q := &users.Queries{DB: e.DB}
-		if _, err := q.MachineKey(ctx, key.Msg.GetKeyId()); err == nil {
+		if _, err := q.MachineKey(ctx, key.GetKeyId()); err == nil {
 			t.Fatal("key of the removed machine user still found")
 		}
-		if _, err := q.ByClientID(ctx, sec.Msg.GetClientId()); err == nil {
+		if _, err := q.ByClientID(ctx, sec.GetClientId()); err == nil {
 			t.Fatal("client id of the removed machine user still found")
 		}
-		if _, err := c.RemoveUser(ctx, connect.NewRequest(&managementv1.RemoveUserRequest{Id: mid})); connect.CodeOf(err) != connect.CodeNotFound {
+		if _, err := c.RemoveUser(ctx, &managementv1.RemoveUserRequest{Id: mid}); connect.CodeOf(err) != connect.CodeNotFound {
 			t.Fatalf("removing twice: %v; want NotFound", err)
 		}
-		if _, err := c.AddMachineUser(ctx, connect.NewRequest(&managementv1.AddMachineUserRequest{UserName: "robot", Name: "Robot 2"})); err != nil {
+		if _, err := c.AddMachineUser(ctx, &managementv1.AddMachineUserRequest{UserName: "robot", Name: "Robot 2"}); err != nil {
 			t.Fatalf("re-adding the machine user name: %v", err)
 		}
 

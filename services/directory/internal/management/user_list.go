@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 
-	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
@@ -50,8 +49,8 @@ func (s *Server) usersListDetails(ctx context.Context, total uint64) (*managemen
 }
 
 // ListUsers lists the organization's users matching every query.
-func (s *Server) ListUsers(ctx context.Context, req *connect.Request[managementv1.ListUsersRequest]) (*connect.Response[managementv1.ListUsersResponse], error) {
-	m := req.Msg
+func (s *Server) ListUsers(ctx context.Context, req *managementv1.ListUsersRequest) (*managementv1.ListUsersResponse, error) {
+	m := req
 	var f apierr.Fields
 	search := users.Search{
 		OrgID: authz.FromContext(ctx).OrgID,
@@ -84,7 +83,7 @@ func (s *Server) ListUsers(ctx context.Context, req *connect.Request[managementv
 	for i := range list {
 		out.Result[i] = userToProto(&list[i])
 	}
-	return connect.NewResponse(out), nil
+	return out, nil
 }
 
 // userQuery validates one UserQuery and translates it.

@@ -158,16 +158,16 @@ func TestListUsers(t *testing.T) {
 
 		t.Run("every protocol", func(t *testing.T) {
 			for _, proto := range mgmttest.Protocols {
-				res, err := e.Client(proto, e.AdminToken, "").ListUsers(ctx, connect.NewRequest(&managementv1.ListUsersRequest{
+				res, err := e.Client(proto, e.AdminToken, "").ListUsers(ctx, &managementv1.ListUsersRequest{
 					Query: &managementv1.ListQuery{Limit: 1, Asc: true},
 					Queries: []*managementv1.UserQuery{{Query: &managementv1.UserQuery_UserNameQuery{UserNameQuery: &managementv1.UserNameQuery{
 						UserName: "b", Method: managementv1.TextQueryMethod_TEXT_QUERY_METHOD_STARTS_WITH,
 					}}}},
-				}))
+				})
 				if err != nil {
 					t.Fatalf("%s: %v", proto, err)
 				}
-				m := res.Msg
+				m := res
 				if len(m.GetResult()) != 1 || m.GetResult()[0].GetUserName() != "bob" || m.GetDetails().GetTotalResult() != 2 {
 					t.Fatalf("%s: %v", proto, m)
 				}
@@ -182,7 +182,7 @@ func TestListUsers(t *testing.T) {
 					t.Fatalf("%s: details %v; want %d at %v", proto, m.GetDetails(), seq, at)
 				}
 			}
-			_, err := e.Client("grpc-web", e.AdminToken, "").ListUsers(ctx, connect.NewRequest(&managementv1.ListUsersRequest{Query: &managementv1.ListQuery{Limit: 1001}}))
+			_, err := e.Client("grpc-web", e.AdminToken, "").ListUsers(ctx, &managementv1.ListUsersRequest{Query: &managementv1.ListQuery{Limit: 1001}})
 			if connect.CodeOf(err) != connect.CodeInvalidArgument {
 				t.Fatalf("limit 1001 over gRPC-web: %v; want InvalidArgument", err)
 			}

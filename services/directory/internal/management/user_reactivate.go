@@ -3,16 +3,14 @@ package management
 import (
 	"context"
 
-	"connectrpc.com/connect"
-
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
 )
 
 // ReactivateUser reactivates a deactivated user. A user that is not
 // inactive is Aborted (409).
-func (s *Server) ReactivateUser(ctx context.Context, req *connect.Request[managementv1.ReactivateUserRequest]) (*connect.Response[managementv1.ReactivateUserResponse], error) {
-	u, err := s.user(ctx, req.Msg.GetId())
+func (s *Server) ReactivateUser(ctx context.Context, req *managementv1.ReactivateUserRequest) (*managementv1.ReactivateUserResponse, error) {
+	u, err := s.user(ctx, req.GetId())
 	if err != nil {
 		return nil, err
 	}
@@ -20,5 +18,5 @@ func (s *Server) ReactivateUser(ctx context.Context, req *connect.Request[manage
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&managementv1.ReactivateUserResponse{Details: writeDetails(evs)}), nil
+	return &managementv1.ReactivateUserResponse{Details: writeDetails(evs)}, nil
 }

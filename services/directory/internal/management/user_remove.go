@@ -3,8 +3,6 @@ package management
 import (
 	"context"
 
-	"connectrpc.com/connect"
-
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
 )
@@ -13,8 +11,8 @@ import (
 // metadata, and its memberships of organizations and the instance, in one
 // transaction. The user name (and machine client id) become free again.
 // The details are those of the user's removal event, the last one added.
-func (s *Server) RemoveUser(ctx context.Context, req *connect.Request[managementv1.RemoveUserRequest]) (*connect.Response[managementv1.RemoveUserResponse], error) {
-	u, err := s.user(ctx, req.Msg.GetId())
+func (s *Server) RemoveUser(ctx context.Context, req *managementv1.RemoveUserRequest) (*managementv1.RemoveUserResponse, error) {
+	u, err := s.user(ctx, req.GetId())
 	if err != nil {
 		return nil, err
 	}
@@ -23,5 +21,5 @@ func (s *Server) RemoveUser(ctx context.Context, req *connect.Request[management
 		return nil, err
 	}
 	s.cutAccess(ctx)
-	return connect.NewResponse(&managementv1.RemoveUserResponse{Details: writeDetails(evs)}), nil
+	return &managementv1.RemoveUserResponse{Details: writeDetails(evs)}, nil
 }

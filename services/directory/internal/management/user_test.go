@@ -31,25 +31,25 @@ func TestHumanUserOverEveryProtocol(t *testing.T) {
 			t.Run(proto, func(t *testing.T) {
 				c := e.Client(proto, e.AdminToken, "")
 				name := "ada-" + strings.ReplaceAll(proto, "-", "")
-				res, err := c.AddHumanUser(ctx, connect.NewRequest(addHuman(name, "Secret-Passw0rd")))
+				res, err := c.AddHumanUser(ctx, addHuman(name, "Secret-Passw0rd"))
 				if err != nil {
 					t.Fatalf("AddHumanUser: %v", err)
 				}
-				id := res.Msg.GetUserId()
+				id := res.GetUserId()
 				evs := e.Events(id)
 				if len(evs) != 1 {
 					t.Fatalf("events = %d; want 1", len(evs))
 				}
-				det := res.Msg.GetDetails()
+				det := res.GetDetails()
 				if det.GetSequence() != evs[0].Sequence || !det.GetCreationDate().AsTime().Equal(evs[0].CreatedAt) ||
 					!det.GetChangeDate().AsTime().Equal(evs[0].CreatedAt) || det.GetResourceOwner() != e.OrgID {
 					t.Fatalf("details = %v; want sequence %d, dates %v, owner %s", det, evs[0].Sequence, evs[0].CreatedAt, e.OrgID)
 				}
-				got, err := c.GetUserByID(ctx, connect.NewRequest(&managementv1.GetUserByIDRequest{Id: id}))
+				got, err := c.GetUserByID(ctx, &managementv1.GetUserByIDRequest{Id: id})
 				if err != nil {
 					t.Fatalf("GetUserByID: %v", err)
 				}
-				u := got.Msg.GetUser()
+				u := got.GetUser()
 				wantLogin := name + "@acme-corp.localhost"
 				if u.GetPreferredLoginName() != wantLogin || len(u.GetLoginNames()) != 1 || u.GetLoginNames()[0] != wantLogin {
 					t.Fatalf("login names %v / %q; want %q", u.GetLoginNames(), u.GetPreferredLoginName(), wantLogin)
@@ -63,25 +63,25 @@ func TestHumanUserOverEveryProtocol(t *testing.T) {
 				}
 
 				// SetHumanPassword: details of the new event; read details move on.
-				pw, err := c.SetHumanPassword(ctx, connect.NewRequest(&managementv1.SetHumanPasswordRequest{UserId: id, Password: "An0ther-Passw0rd", NoChangeRequired: true}))
+				pw, err := c.SetHumanPassword(ctx, &managementv1.SetHumanPasswordRequest{UserId: id, Password: "An0ther-Passw0rd", NoChangeRequired: true})
 				if err != nil {
 					t.Fatalf("SetHumanPassword: %v", err)
 				}
 				evs = e.Events(id)
-				if len(evs) != 2 || pw.Msg.GetDetails().GetSequence() != evs[1].Sequence {
-					t.Fatalf("password details %v; events %d", pw.Msg.GetDetails(), len(evs))
+				if len(evs) != 2 || pw.GetDetails().GetSequence() != evs[1].Sequence {
+					t.Fatalf("password details %v; events %d", pw.GetDetails(), len(evs))
 				}
-				got, _ = c.GetUserByID(ctx, connect.NewRequest(&managementv1.GetUserByIDRequest{Id: id}))
-				if rd := got.Msg.GetUser().GetDetails(); rd.GetSequence() != evs[1].Sequence ||
+				got, _ = c.GetUserByID(ctx, &managementv1.GetUserByIDRequest{Id: id})
+				if rd := got.GetUser().GetDetails(); rd.GetSequence() != evs[1].Sequence ||
 					!rd.GetCreationDate().AsTime().Equal(evs[0].CreatedAt) || !rd.GetChangeDate().AsTime().Equal(evs[1].CreatedAt) {
 					t.Fatalf("read details after change = %v", rd)
 				}
 
-				_, err = c.AddHumanUser(ctx, connect.NewRequest(addHuman(name, "")))
+				_, err = c.AddHumanUser(ctx, addHuman(name, ""))
 				if connect.CodeOf(err) != connect.CodeAlreadyExists {
 					t.Fatalf("duplicate user name: %v; want AlreadyExists", err)
 				}
-				_, err = c.GetUserByID(ctx, connect.NewRequest(&managementv1.GetUserByIDRequest{Id: "nope"}))
+				_, err = c.GetUserByID(ctx, &managementv1.GetUserByIDRequest{Id: "nope"})
 				if connect.CodeOf(err) != connect.CodeNotFound {
 					t.Fatalf("unknown user: %v; want NotFound", err)
 				}
@@ -182,7 +182,7 @@ func TestAccessControl(t *testing.T) {
 				t.Errorf("%s: status %d %s; want %d", tc.name, r.Status, r.Body, tc.status)
 			}
 			// Same answer over gRPC.
-			_, err := e.Client("grpc", tc.token, tc.org).GetUserByID(context.Background(), connect.NewRequest(&managementv1.GetUserByIDRequest{Id: tc.id}))
+			_, err := e.Client("grpc", tc.token, tc.org).GetUserByID(context.Background(), &managementv1.GetUserByIDRequest{Id: tc.id})
 			want := map[int]connect.Code{200: 0, 401: connect.CodeUnauthenticated, 403: connect.CodePermissionDenied, 404: connect.CodeNotFound}[tc.status]
 			if connect.CodeOf(err) != want && !(want == 0 && err == nil) {
 				t.Errorf("%s over gRPC: %v; want %v", tc.name, err, want)

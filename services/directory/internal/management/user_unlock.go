@@ -3,8 +3,6 @@ package management
 import (
 	"context"
 
-	"connectrpc.com/connect"
-
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
 )
@@ -12,8 +10,8 @@ import (
 // UnlockUser lifts a user's failed-password limits at once (every client
 // address's delay and the organization's account lock; package lockout)
 // and records it. It succeeds in every state of the user.
-func (s *Server) UnlockUser(ctx context.Context, req *connect.Request[managementv1.UnlockUserRequest]) (*connect.Response[managementv1.UnlockUserResponse], error) {
-	u, err := s.user(ctx, req.Msg.GetId())
+func (s *Server) UnlockUser(ctx context.Context, req *managementv1.UnlockUserRequest) (*managementv1.UnlockUserResponse, error) {
+	u, err := s.user(ctx, req.GetId())
 	if err != nil {
 		return nil, err
 	}
@@ -21,5 +19,5 @@ func (s *Server) UnlockUser(ctx context.Context, req *connect.Request[management
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&managementv1.UnlockUserResponse{Details: writeDetails(evs)}), nil
+	return &managementv1.UnlockUserResponse{Details: writeDetails(evs)}, nil
 }

@@ -40,8 +40,8 @@ func TestUnlockUser(t *testing.T) {
 			return r.JSON["userId"].(string)
 		}
 		verify := func(name, password, addr string) error {
-			_, err := internal.VerifyPassword(ctx, connect.NewRequest(&directoryv1.VerifyPasswordRequest{
-				OrgId: e.OrgID, LoginName: name, Password: password, ClientAddress: addr}))
+			_, err := internal.VerifyPassword(ctx, &directoryv1.VerifyPasswordRequest{
+				OrgId: e.OrgID, LoginName: name, Password: password, ClientAddress: addr})
 			return err
 		}
 		ulla, bert := add("ulla"), add("bert")
@@ -58,7 +58,7 @@ func TestUnlockUser(t *testing.T) {
 
 		for i, p := range mgmttest.Protocols {
 			c := e.Client(p, e.AdminToken, "")
-			res, err := c.UnlockUser(ctx, connect.NewRequest(&managementv1.UnlockUserRequest{Id: ulla}))
+			res, err := c.UnlockUser(ctx, &managementv1.UnlockUserRequest{Id: ulla})
 			if err != nil {
 				t.Fatalf("UnlockUser over %s: %v", p, err)
 			}
@@ -66,7 +66,7 @@ func TestUnlockUser(t *testing.T) {
 			if ev.Type != users.EventUnlocked {
 				t.Fatalf("event %s; want %s", ev.Type, users.EventUnlocked)
 			}
-			usrWantWrite(t, "unlock over "+p, res.Msg.GetDetails(), ev)
+			usrWantWrite(t, "unlock over "+p, res.GetDetails(), ev)
 			if i > 0 {
 				continue // nothing left to lift: still recorded
 			}

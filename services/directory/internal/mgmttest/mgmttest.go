@@ -53,24 +53,24 @@ type Introspector struct {
 
 // RevokeUserTokens implements the tokens service's RevokeUserTokens: every
 // token of the user minted so far becomes inactive.
-func (i *Introspector) RevokeUserTokens(_ context.Context, req *connect.Request[tokensv1.RevokeUserTokensRequest]) (*connect.Response[tokensv1.RevokeUserTokensResponse], error) {
+func (i *Introspector) RevokeUserTokens(_ context.Context, req *tokensv1.RevokeUserTokensRequest) (*tokensv1.RevokeUserTokensResponse, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	for _, r := range i.tokens {
-		if r.GetSubject() == req.Msg.GetUserId() {
+		if r.GetSubject() == req.GetUserId() {
 			r.Active = false
 		}
 	}
-	i.Cut = append(i.Cut, req.Msg.GetUserId())
-	return connect.NewResponse(&tokensv1.RevokeUserTokensResponse{}), nil
+	i.Cut = append(i.Cut, req.GetUserId())
+	return &tokensv1.RevokeUserTokensResponse{}, nil
 }
 
 // RevokeGrantTokens records the grant's organization in Cut as "grant:<org>".
-func (i *Introspector) RevokeGrantTokens(_ context.Context, req *connect.Request[tokensv1.RevokeGrantTokensRequest]) (*connect.Response[tokensv1.RevokeGrantTokensResponse], error) {
+func (i *Introspector) RevokeGrantTokens(_ context.Context, req *tokensv1.RevokeGrantTokensRequest) (*tokensv1.RevokeGrantTokensResponse, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	i.Cut = append(i.Cut, "grant:"+req.Msg.GetOrgId())
-	return connect.NewResponse(&tokensv1.RevokeGrantTokensResponse{}), nil
+	i.Cut = append(i.Cut, "grant:"+req.GetOrgId())
+	return &tokensv1.RevokeGrantTokensResponse{}, nil
 }
 
 // CutUsers returns a copy of Cut.
@@ -82,38 +82,38 @@ func (i *Introspector) CutUsers() []string {
 
 // ListRevocations is not offered: the directory then asks CheckRevoked
 // about every use of a token, so the map above decides.
-func (i *Introspector) ListRevocations(context.Context, *connect.Request[tokensv1.ListRevocationsRequest]) (*connect.Response[tokensv1.ListRevocationsResponse], error) {
+func (i *Introspector) ListRevocations(context.Context, *tokensv1.ListRevocationsRequest) (*tokensv1.ListRevocationsResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("no revocation list"))
 }
 
 // CheckRevoked answers from the table: a token revoked (removed) or made
 // inactive is revoked. Without a followed revocation list the directory
 // asks it on every use.
-func (i *Introspector) CheckRevoked(_ context.Context, req *connect.Request[tokensv1.CheckRevokedRequest]) (*connect.Response[tokensv1.CheckRevokedResponse], error) {
+func (i *Introspector) CheckRevoked(_ context.Context, req *tokensv1.CheckRevokedRequest) (*tokensv1.CheckRevokedResponse, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	for _, r := range i.tokens {
-		if r.GetTokenId() == req.Msg.GetTokenId() {
-			return connect.NewResponse(&tokensv1.CheckRevokedResponse{Revoked: !r.GetActive()}), nil
+		if r.GetTokenId() == req.GetTokenId() {
+			return &tokensv1.CheckRevokedResponse{Revoked: !r.GetActive()}, nil
 		}
 	}
-	return connect.NewResponse(&tokensv1.CheckRevokedResponse{Revoked: true}), nil
+	return &tokensv1.CheckRevokedResponse{Revoked: true}, nil
 }
 
 // GetKeySet is not offered (the test tokens are not JWTs).
-func (i *Introspector) GetKeySet(context.Context, *connect.Request[tokensv1.GetKeySetRequest]) (*connect.Response[tokensv1.GetKeySetResponse], error) {
+func (i *Introspector) GetKeySet(context.Context, *tokensv1.GetKeySetRequest) (*tokensv1.GetKeySetResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("no key set"))
 }
 
 // Introspect implements the tokens service's internal Introspect.
-func (i *Introspector) Introspect(_ context.Context, req *connect.Request[tokensv1.IntrospectRequest]) (*connect.Response[tokensv1.IntrospectResponse], error) {
+func (i *Introspector) Introspect(_ context.Context, req *tokensv1.IntrospectRequest) (*tokensv1.IntrospectResponse, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	r, ok := i.tokens[req.Msg.GetToken()]
+	r, ok := i.tokens[req.GetToken()]
 	if !ok || !r.GetActive() || time.Now().After(r.GetExpiresAt().AsTime()) {
-		return connect.NewResponse(&tokensv1.IntrospectResponse{}), nil
+		return &tokensv1.IntrospectResponse{}, nil
 	}
-	return connect.NewResponse(r), nil
+	return r, nil
 }
 
 // Mint returns a new active management token for userID.

@@ -273,21 +273,21 @@ func TestRPC(t *testing.T) {
 			ctx := context.Background()
 			owner := client(ownerToken)
 			alg := keys.EdDSA
-			res, err := owner.RotateSigningKey(ctx, connect.NewRequest(&adminv1.RotateSigningKeyRequest{Algorithm: &alg}))
+			res, err := owner.RotateSigningKey(ctx, &adminv1.RotateSigningKeyRequest{Algorithm: &alg})
 			if err != nil {
 				t.Fatalf("rotate: %v", err)
 			}
 			// Each protocol's rotation follows the previous, still pending
 			// one, so sign_from may be later than publication + PrePublish.
-			if res.Msg.GetAlgorithm() != keys.EdDSA || res.Msg.GetSignFrom().AsTime().Before(res.Msg.GetPublishAt().AsTime().Add(keys.DefaultPrePublish)) {
-				t.Fatalf("rotate response: %v", res.Msg)
+			if res.GetAlgorithm() != keys.EdDSA || res.GetSignFrom().AsTime().Before(res.GetPublishAt().AsTime().Add(keys.DefaultPrePublish)) {
+				t.Fatalf("rotate response: %v", res)
 			}
-			list, err := owner.ListSigningKeys(ctx, connect.NewRequest(&adminv1.ListSigningKeysRequest{}))
+			list, err := owner.ListSigningKeys(ctx, &adminv1.ListSigningKeysRequest{})
 			if err != nil {
 				t.Fatalf("list: %v", err)
 			}
-			if got := list.Msg.GetKeys()[0]; got.GetKeyId() != res.Msg.GetKeyId() || got.GetState() != adminv1.SigningKeyState_SIGNING_KEY_STATE_PUBLISHED {
-				t.Fatalf("newest listed key: got %v; want %s published", got, res.Msg.GetKeyId())
+			if got := list.GetKeys()[0]; got.GetKeyId() != res.GetKeyId() || got.GetState() != adminv1.SigningKeyState_SIGNING_KEY_STATE_PUBLISHED {
+				t.Fatalf("newest listed key: got %v; want %s published", got, res.GetKeyId())
 			}
 
 			bad := "RS512"
@@ -300,7 +300,7 @@ func TestRPC(t *testing.T) {
 				"not an owner": {viewerToken, nil, connect.CodePermissionDenied},
 				"bad alg":      {ownerToken, &bad, connect.CodeInvalidArgument},
 			} {
-				_, err := client(tc.token).RotateSigningKey(ctx, connect.NewRequest(&adminv1.RotateSigningKeyRequest{Algorithm: tc.alg}))
+				_, err := client(tc.token).RotateSigningKey(ctx, &adminv1.RotateSigningKeyRequest{Algorithm: tc.alg})
 				if connect.CodeOf(err) != tc.want {
 					t.Errorf("%s: got %v; want %v", name, err, tc.want)
 				}

@@ -23,8 +23,8 @@ var _ adminv1connect.AdminServiceHandler = (*server)(nil)
 
 // RotateSigningKey creates the next signing key. An unset or empty
 // algorithm means the configured one.
-func (s *server) RotateSigningKey(ctx context.Context, req *connect.Request[adminv1.RotateSigningKeyRequest]) (*connect.Response[adminv1.RotateSigningKeyResponse], error) {
-	alg := req.Msg.GetAlgorithm()
+func (s *server) RotateSigningKey(ctx context.Context, req *adminv1.RotateSigningKeyRequest) (*adminv1.RotateSigningKeyResponse, error) {
+	alg := req.GetAlgorithm()
 	if alg != "" {
 		if err := keys.CheckAlgorithm(alg); err != nil {
 			return nil, invalidAlgorithm(err)
@@ -39,12 +39,12 @@ func (s *server) RotateSigningKey(ctx context.Context, req *connect.Request[admi
 	case err != nil:
 		return nil, err
 	}
-	return connect.NewResponse(&adminv1.RotateSigningKeyResponse{
+	return &adminv1.RotateSigningKeyResponse{
 		KeyId:     k.ID,
 		Algorithm: k.Algorithm,
 		PublishAt: timestamppb.New(k.CreatedAt),
 		SignFrom:  timestamppb.New(k.SignFrom),
-	}), nil
+	}, nil
 }
 
 func invalidAlgorithm(err error) error {
@@ -52,7 +52,7 @@ func invalidAlgorithm(err error) error {
 }
 
 // ListSigningKeys lists the published and scheduled keys, newest first.
-func (s *server) ListSigningKeys(ctx context.Context, _ *connect.Request[adminv1.ListSigningKeysRequest]) (*connect.Response[adminv1.ListSigningKeysResponse], error) {
+func (s *server) ListSigningKeys(ctx context.Context, _ *adminv1.ListSigningKeysRequest) (*adminv1.ListSigningKeysResponse, error) {
 	ks, err := s.keys.List(ctx)
 	if err != nil {
 		return nil, err
@@ -68,7 +68,7 @@ func (s *server) ListSigningKeys(ctx context.Context, _ *connect.Request[adminv1
 			Expires:   expires(k),
 		})
 	}
-	return connect.NewResponse(out), nil
+	return out, nil
 }
 
 func state(s keys.State) adminv1.SigningKeyState {

@@ -38,7 +38,7 @@ func (m Method) String() string {
 
 // MachineKeys looks up machine users' keys (the directory's internal API).
 type MachineKeys interface {
-	GetMachineKey(context.Context, *connect.Request[directoryv1.GetMachineKeyRequest]) (*connect.Response[directoryv1.GetMachineKeyResponse], error)
+	GetMachineKey(context.Context, *directoryv1.GetMachineKeyRequest) (*directoryv1.GetMachineKeyResponse, error)
 }
 
 // AssertionType is the client_assertion_type of private_key_jwt.
@@ -203,14 +203,14 @@ func (a *Authenticator) machine(ctx context.Context, raw, id string, failed func
 	if err != nil {
 		return nil, failed("client assertion invalid").WithCause(err)
 	}
-	res, err := a.Machines.GetMachineKey(ctx, connect.NewRequest(&directoryv1.GetMachineKeyRequest{KeyId: kid}))
+	res, err := a.Machines.GetMachineKey(ctx, &directoryv1.GetMachineKeyRequest{KeyId: kid})
 	if connect.CodeOf(err) == connect.CodeNotFound {
 		return nil, failed("client authentication failed")
 	}
 	if err != nil {
 		return nil, oauth.New(oauth.TemporarilyUnavailable, "client lookup failed").WithCause(err)
 	}
-	k, user := res.Msg.GetKey(), res.Msg.GetUser()
+	k, user := res.GetKey(), res.GetUser()
 	if user.GetId() != id || !user.GetMachine() || user.GetState() != directoryv1.UserState_USER_STATE_ACTIVE {
 		return nil, failed("client authentication failed")
 	}

@@ -21,7 +21,7 @@ import (
 
 // Directory is the part of the directory's internal API this package needs.
 type Directory interface {
-	GetClient(context.Context, *connect.Request[directoryv1.GetClientRequest]) (*connect.Response[directoryv1.GetClientResponse], error)
+	GetClient(context.Context, *directoryv1.GetClientRequest) (*directoryv1.GetClientResponse, error)
 }
 
 // ErrUnknown is returned for a client_id the directory does not know.
@@ -59,14 +59,14 @@ func found(cl *directoryv1.Client, err error) (*directoryv1.Client, error) {
 // any change), so unknown ids cannot hammer the directory.
 func (c *Cache) fetch(clientID string) dircache.Fetch[*directoryv1.Client] {
 	return func(ctx context.Context) (*directoryv1.Client, []dircache.Dep, error) {
-		res, err := c.dir.GetClient(ctx, connect.NewRequest(&directoryv1.GetClientRequest{ClientId: clientID}))
+		res, err := c.dir.GetClient(ctx, &directoryv1.GetClientRequest{ClientId: clientID})
 		if connect.CodeOf(err) == connect.CodeNotFound {
 			return nil, nil, nil
 		}
 		if err != nil {
 			return nil, nil, err
 		}
-		cl := res.Msg.GetClient()
+		cl := res.GetClient()
 		return cl, dircache.ClientDeps(cl), nil
 	}
 }
@@ -86,18 +86,18 @@ func NewKeyCache(dir MachineKeys, w *dircache.Watcher) *KeyCache {
 var errUnknownKey = connect.NewError(connect.CodeNotFound, errors.New("unknown key"))
 
 // GetMachineKey implements MachineKeys: NotFound for an unknown key.
-func (m *KeyCache) GetMachineKey(ctx context.Context, req *connect.Request[directoryv1.GetMachineKeyRequest]) (*connect.Response[directoryv1.GetMachineKeyResponse], error) {
-	kid := req.Msg.GetKeyId()
+func (m *KeyCache) GetMachineKey(ctx context.Context, req *directoryv1.GetMachineKeyRequest) (*directoryv1.GetMachineKeyResponse, error) {
+	kid := req.GetKeyId()
 	res, err := m.c.Get(ctx, kid, func(ctx context.Context) (*directoryv1.GetMachineKeyResponse, []dircache.Dep, error) {
-		res, err := m.dir.GetMachineKey(ctx, connect.NewRequest(&directoryv1.GetMachineKeyRequest{KeyId: kid}))
+		res, err := m.dir.GetMachineKey(ctx, &directoryv1.GetMachineKeyRequest{KeyId: kid})
 		if connect.CodeOf(err) == connect.CodeNotFound {
 			return nil, nil, nil
 		}
 		if err != nil {
 			return nil, nil, err
 		}
-		u := res.Msg.GetUser()
-		return res.Msg, dircache.MachineDeps(u.GetId(), u.GetOrgId()), nil
+		u := res.GetUser()
+		return res, dircache.MachineDeps(u.GetId(), u.GetOrgId()), nil
 	})
 	if err != nil {
 		return nil, err
@@ -105,12 +105,12 @@ func (m *KeyCache) GetMachineKey(ctx context.Context, req *connect.Request[direc
 	if res == nil {
 		return nil, errUnknownKey
 	}
-	return connect.NewResponse(res), nil
+	return res, nil
 }
 
 // ClaimsDirectory is the directory's claims lookup.
 type ClaimsDirectory interface {
-	GetClaims(context.Context, *connect.Request[directoryv1.GetClaimsRequest]) (*connect.Response[directoryv1.GetClaimsResponse], error)
+	GetClaims(context.Context, *directoryv1.GetClaimsRequest) (*directoryv1.GetClaimsResponse, error)
 }
 
 // ClaimsCache keeps users' claims for introspection and userinfo, so
@@ -131,19 +131,19 @@ func NewClaimsCache(dir ClaimsDirectory, w *dircache.Watcher) *ClaimsCache {
 }
 
 // GetClaims implements ClaimsDirectory.
-func (c *ClaimsCache) GetClaims(ctx context.Context, req *connect.Request[directoryv1.GetClaimsRequest]) (*connect.Response[directoryv1.GetClaimsResponse], error) {
-	scopes := slices.Clone(req.Msg.GetScopes())
+func (c *ClaimsCache) GetClaims(ctx context.Context, req *directoryv1.GetClaimsRequest) (*directoryv1.GetClaimsResponse, error) {
+	scopes := slices.Clone(req.GetScopes())
 	slices.Sort(scopes)
-	key := req.Msg.GetUserId() + "\x00" + strings.Join(scopes, " ")
+	key := req.GetUserId() + "\x00" + strings.Join(scopes, " ")
 	res, err := c.c.Get(ctx, key, func(ctx context.Context) (*directoryv1.GetClaimsResponse, []dircache.Dep, error) {
 		res, err := c.dir.GetClaims(ctx, req)
 		if err != nil {
 			return nil, nil, err
 		}
-		return res.Msg, []dircache.Dep{dircache.Object(req.Msg.GetUserId()), dircache.Object(res.Msg.GetOrgId())}, nil
+		return res, []dircache.Dep{dircache.Object(req.GetUserId()), dircache.Object(res.GetOrgId())}, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(res), nil
+	return res, nil
 }

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"connectrpc.com/connect"
-
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/introspection/tokentest"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/keys"
 )
@@ -41,12 +39,12 @@ func BenchmarkExchangeCode(b *testing.B) {
 	ctx := context.Background()
 	for b.Loop() {
 		b.StopTimer()
-		res, err := f.life.CreateAuthorizationCode(ctx, connect.NewRequest(f.codeRequest(login{client: f.basic})))
+		res, err := f.life.CreateAuthorizationCode(ctx, f.codeRequest(login{client: f.basic}))
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		serve(b, f.handler, f.basic, url.Values{"grant_type": {"authorization_code"}, "code": {res.Msg.GetCode()},
+		serve(b, f.handler, f.basic, url.Values{"grant_type": {"authorization_code"}, "code": {res.GetCode()},
 			"redirect_uri": {redirectURI}})
 	}
 }
@@ -68,7 +66,7 @@ func BenchmarkCreateAuthorizationCode(b *testing.B) {
 	ctx := context.Background()
 	req := f.codeRequest(login{client: f.basic})
 	for b.Loop() {
-		if _, err := f.life.CreateAuthorizationCode(ctx, connect.NewRequest(req)); err != nil {
+		if _, err := f.life.CreateAuthorizationCode(ctx, req); err != nil {
 			b.Fatal(err)
 		}
 	}

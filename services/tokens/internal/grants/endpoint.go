@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"connectrpc.com/connect"
-
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
 	"github.com/gatehouse-id/gatehouse/pkg/telemetry"
@@ -32,8 +30,8 @@ const (
 
 // Directory is what the grants need from the directory's internal API.
 type Directory interface {
-	GetMachineKey(context.Context, *connect.Request[directoryv1.GetMachineKeyRequest]) (*connect.Response[directoryv1.GetMachineKeyResponse], error)
-	GetUser(context.Context, *connect.Request[directoryv1.GetUserRequest]) (*connect.Response[directoryv1.GetUserResponse], error)
+	GetMachineKey(context.Context, *directoryv1.GetMachineKeyRequest) (*directoryv1.GetMachineKeyResponse, error)
+	GetUser(context.Context, *directoryv1.GetUserRequest) (*directoryv1.GetUserResponse, error)
 }
 
 // Spec says who may use a grant. The dispatcher authenticates the client

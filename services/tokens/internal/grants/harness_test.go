@@ -99,30 +99,30 @@ func (d *directory) deleteUser(id string) {
 	d.DeleteUser(id)
 }
 
-func (d *directory) GetUser(_ context.Context, req *connect.Request[directoryv1.GetUserRequest]) (*connect.Response[directoryv1.GetUserResponse], error) {
+func (d *directory) GetUser(_ context.Context, req *directoryv1.GetUserRequest) (*directoryv1.GetUserResponse, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.usersErr != nil {
 		return nil, d.usersErr
 	}
-	u, ok := d.users[req.Msg.GetUserId()]
+	u, ok := d.users[req.GetUserId()]
 	if !ok {
 		return nil, connect.NewError(connect.CodeNotFound, errors.New("user not found"))
 	}
-	return connect.NewResponse(&directoryv1.GetUserResponse{User: u}), nil
+	return &directoryv1.GetUserResponse{User: u}, nil
 }
 
-func (d *directory) GetMachineKey(_ context.Context, req *connect.Request[directoryv1.GetMachineKeyRequest]) (*connect.Response[directoryv1.GetMachineKeyResponse], error) {
+func (d *directory) GetMachineKey(_ context.Context, req *directoryv1.GetMachineKeyRequest) (*directoryv1.GetMachineKeyResponse, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.keysErr != nil {
 		return nil, d.keysErr
 	}
-	k, ok := d.keys[req.Msg.GetKeyId()]
+	k, ok := d.keys[req.GetKeyId()]
 	if !ok {
 		return nil, connect.NewError(connect.CodeNotFound, errors.New("key not found"))
 	}
-	return connect.NewResponse(k), nil
+	return k, nil
 }
 
 // rpcAPI serves the lifecycle's procedures of the internal TokenService,
@@ -132,19 +132,19 @@ type rpcAPI struct {
 	life *lifecycle.Lifecycle
 }
 
-func (a *rpcAPI) CreateAuthorizationCode(ctx context.Context, r *connect.Request[tokensv1.CreateAuthorizationCodeRequest]) (*connect.Response[tokensv1.CreateAuthorizationCodeResponse], error) {
+func (a *rpcAPI) CreateAuthorizationCode(ctx context.Context, r *tokensv1.CreateAuthorizationCodeRequest) (*tokensv1.CreateAuthorizationCodeResponse, error) {
 	return a.life.CreateAuthorizationCode(ctx, r)
 }
 
-func (a *rpcAPI) CreateImplicitTokens(ctx context.Context, r *connect.Request[tokensv1.CreateImplicitTokensRequest]) (*connect.Response[tokensv1.CreateImplicitTokensResponse], error) {
+func (a *rpcAPI) CreateImplicitTokens(ctx context.Context, r *tokensv1.CreateImplicitTokensRequest) (*tokensv1.CreateImplicitTokensResponse, error) {
 	return a.life.CreateImplicitTokens(ctx, r)
 }
 
-func (a *rpcAPI) VerifyIDTokenHint(ctx context.Context, r *connect.Request[tokensv1.VerifyIDTokenHintRequest]) (*connect.Response[tokensv1.VerifyIDTokenHintResponse], error) {
+func (a *rpcAPI) VerifyIDTokenHint(ctx context.Context, r *tokensv1.VerifyIDTokenHintRequest) (*tokensv1.VerifyIDTokenHintResponse, error) {
 	return a.life.VerifyIDTokenHint(ctx, r)
 }
 
-func (a *rpcAPI) RevokeSession(ctx context.Context, r *connect.Request[tokensv1.RevokeSessionRequest]) (*connect.Response[tokensv1.RevokeSessionResponse], error) {
+func (a *rpcAPI) RevokeSession(ctx context.Context, r *tokensv1.RevokeSessionRequest) (*tokensv1.RevokeSessionResponse, error) {
 	return a.life.RevokeSession(ctx, r)
 }
 
@@ -274,11 +274,11 @@ func (f *fixture) codeRequest(l login) *tokensv1.CreateAuthorizationCodeRequest 
 // code creates an authorization code through the internal API.
 func (f *fixture) code(t testing.TB, l login) string {
 	t.Helper()
-	res, err := f.rpc.CreateAuthorizationCode(context.Background(), connect.NewRequest(f.codeRequest(l)))
+	res, err := f.rpc.CreateAuthorizationCode(context.Background(), f.codeRequest(l))
 	if err != nil {
 		t.Fatalf("CreateAuthorizationCode: %v", err)
 	}
-	return res.Msg.GetCode()
+	return res.GetCode()
 }
 
 // auth returns the form fields and request edit that authenticate c by

@@ -9,10 +9,10 @@ import (
 
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
-	"github.com/gatehouse-id/gatehouse/services/tokens/scope"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/assertion"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/revocation"
+	"github.com/gatehouse-id/gatehouse/services/tokens/scope"
 )
 
 // jwtBearer is the JWT profile grant (RFC 7523 §2.1): a machine user signs
@@ -37,14 +37,14 @@ func (g *jwtBearer) handle(ctx context.Context, r *Request[jwtBearerParams]) (*m
 	if err != nil {
 		return nil, oauth.New(oauth.InvalidGrant, "malformed assertion").WithCause(err)
 	}
-	res, err := g.Dir.GetMachineKey(ctx, connect.NewRequest(&directoryv1.GetMachineKeyRequest{KeyId: kid}))
+	res, err := g.Dir.GetMachineKey(ctx, &directoryv1.GetMachineKeyRequest{KeyId: kid})
 	if connect.CodeOf(err) == connect.CodeNotFound {
 		return nil, oauth.New(oauth.InvalidGrant, "assertion signed by an unknown key")
 	}
 	if err != nil {
 		return nil, oauth.New(oauth.TemporarilyUnavailable, "key lookup failed").WithCause(err)
 	}
-	k, user := res.Msg.GetKey(), res.Msg.GetUser()
+	k, user := res.GetKey(), res.GetUser()
 	key := assertion.Key{ID: k.GetKeyId(), PEM: k.GetPublicKeyPem()}
 	if k.GetExpiresAt() != nil {
 		t := k.GetExpiresAt().AsTime()
@@ -67,20 +67,20 @@ func (g *jwtBearer) handle(ctx context.Context, r *Request[jwtBearerParams]) (*m
 	if until, err := g.Cuts.RevokedUntil(ctx, revocation.UserKey(user.GetId())); err != nil {
 		return nil, oauth.New(oauth.TemporarilyUnavailable, "revocation check failed").WithCause(err)
 	} else if !until.IsZero() {
-		fresh, err := g.Dir.GetUser(ctx, connect.NewRequest(&directoryv1.GetUserRequest{UserId: user.GetId()}))
+		fresh, err := g.Dir.GetUser(ctx, &directoryv1.GetUserRequest{UserId: user.GetId()})
 		switch {
 		case connect.CodeOf(err) == connect.CodeNotFound:
 			return nil, oauth.New(oauth.InvalidGrant, "the assertion's user cannot get tokens")
 		case err != nil:
 			return nil, oauth.New(oauth.TemporarilyUnavailable, "the user directory is unavailable").WithCause(err)
 		}
-		u := fresh.Msg.GetUser()
+		u := fresh.GetUser()
 		if u.GetState() != directoryv1.UserState_USER_STATE_ACTIVE || !u.GetMachine() || u.GetOrgId() != user.GetOrgId() {
 			return nil, oauth.New(oauth.InvalidGrant, "the assertion's user cannot get tokens")
 		}
 		user = u
 	}
-	if err := scope.Check(scope.Requester{Kind: scope.MachineUser, OrgID: user.GetOrgId(), Projects: res.Msg.GetOrgProjectIds()}, scopes); err != nil {
+	if err := scope.Check(scope.Requester{Kind: scope.MachineUser, OrgID: user.GetOrgId(), Projects: res.GetOrgProjectIds()}, scopes); err != nil {
 		return nil, err
 	}
 	scopes = scope.Without(scopes, scope.OfflineAccess)

@@ -45,12 +45,12 @@ func TestCreateAuthorizationCodeProtocols(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			client := tokensv1connect.NewTokenServiceClient(srv.Client(), srv.URL, opt)
-			res, err := client.CreateAuthorizationCode(context.Background(), connect.NewRequest(f.codeRequest(login{client: f.basic})))
+			res, err := client.CreateAuthorizationCode(context.Background(), f.codeRequest(login{client: f.basic}))
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantTokens(t, f.exchange(t, f.basic, res.Msg.GetCode()))
-			_, err = client.CreateAuthorizationCode(context.Background(), connect.NewRequest(&tokensv1.CreateAuthorizationCodeRequest{ClientId: "nobody"}))
+			wantTokens(t, f.exchange(t, f.basic, res.GetCode()))
+			_, err = client.CreateAuthorizationCode(context.Background(), &tokensv1.CreateAuthorizationCodeRequest{ClientId: "nobody"})
 			wantCode(t, err, connect.CodeNotFound)
 		})
 	}
@@ -87,7 +87,7 @@ func TestCreateAuthorizationCodeRefused(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := f.rpc.CreateAuthorizationCode(context.Background(), connect.NewRequest(tc.req))
+			_, err := f.rpc.CreateAuthorizationCode(context.Background(), tc.req)
 			wantCode(t, err, tc.code)
 		})
 	}
@@ -130,7 +130,7 @@ func TestNativeLoopbackCode(t *testing.T) {
 		{"native, other path", native, "http://127.0.0.1:53121/other"},
 		{"native, userinfo", native, "http://u@127.0.0.1:53121/callback"},
 	} {
-		_, err := f.rpc.CreateAuthorizationCode(context.Background(), connect.NewRequest(f.codeRequest(login{client: tc.client, redirect: tc.uri})))
+		_, err := f.rpc.CreateAuthorizationCode(context.Background(), f.codeRequest(login{client: tc.client, redirect: tc.uri}))
 		if connect.CodeOf(err) != connect.CodeFailedPrecondition {
 			t.Errorf("%s: %v; want FailedPrecondition", tc.name, err)
 		}
@@ -139,7 +139,7 @@ func TestNativeLoopbackCode(t *testing.T) {
 	web.AppType = "web"
 	web.RedirectUris = []string{"http://127.0.0.1/callback"}
 	web.GrantTypes = []string{"authorization_code"}
-	_, err := f.rpc.CreateAuthorizationCode(context.Background(), connect.NewRequest(f.codeRequest(login{client: web, redirect: "http://127.0.0.1:53121/callback"})))
+	_, err := f.rpc.CreateAuthorizationCode(context.Background(), f.codeRequest(login{client: web, redirect: "http://127.0.0.1:53121/callback"}))
 	wantCode(t, err, connect.CodeFailedPrecondition)
 }
 
@@ -158,11 +158,11 @@ func TestImplicitTokens(t *testing.T) {
 		v := oidc.NewVerifier(tokentest.Issuer, oidc.NewRemoteKeySet(ctx, f.base+"/oauth/v2/keys"),
 			&oidc.Config{ClientID: f.post.GetClientId(), Now: f.Clock.Now})
 
-		res, err := f.rpc.CreateImplicitTokens(ctx, connect.NewRequest(f.implicitRequest(f.post, "id_token token", "s")))
+		res, err := f.rpc.CreateImplicitTokens(ctx, f.implicitRequest(f.post, "id_token token", "s"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := res.Msg
+		m := res
 		if m.GetAccessToken() == "" || m.GetTokenType() != "Bearer" || m.GetExpiresIn() != 900 || m.GetScope() != "openid email" {
 			t.Fatalf("response %v; want an access token, Bearer, 900 s, scope without offline_access", m)
 		}
@@ -184,14 +184,14 @@ func TestImplicitTokens(t *testing.T) {
 			t.Errorf("claims %+v nonce %q (%v); want no email, sid s, nonce-1", c, idt.Nonce, err)
 		}
 
-		res, err = f.rpc.CreateImplicitTokens(ctx, connect.NewRequest(f.implicitRequest(f.post, "id_token", "s")))
+		res, err = f.rpc.CreateImplicitTokens(ctx, f.implicitRequest(f.post, "id_token", "s"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Msg.GetAccessToken() != "" || res.Msg.GetExpiresIn() != 0 {
-			t.Errorf("id_token response %v; want no access token", res.Msg)
+		if res.GetAccessToken() != "" || res.GetExpiresIn() != 0 {
+			t.Errorf("id_token response %v; want no access token", res)
 		}
-		if idt, err = v.Verify(ctx, res.Msg.GetIdToken()); err != nil {
+		if idt, err = v.Verify(ctx, res.GetIdToken()); err != nil {
 			t.Fatal(err)
 		}
 		if err := idt.Claims(&c); err != nil || c.Email != "alice@example.test" {
@@ -230,7 +230,7 @@ func TestImplicitTokensRefused(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := f.rpc.CreateImplicitTokens(context.Background(), connect.NewRequest(tc.req))
+			_, err := f.rpc.CreateImplicitTokens(context.Background(), tc.req)
 			wantCode(t, err, tc.code)
 		})
 	}
@@ -243,11 +243,11 @@ func TestVerifyIDTokenHint(t *testing.T) {
 		ctx := context.Background()
 		tk := f.start(t, f.basic, "sess-9") // JWT access token
 		verify := func(token string, allowExpired bool) (*tokensv1.VerifyIDTokenHintResponse, error) {
-			res, err := f.rpc.VerifyIDTokenHint(ctx, connect.NewRequest(&tokensv1.VerifyIDTokenHintRequest{IdToken: token, AllowExpired: allowExpired}))
+			res, err := f.rpc.VerifyIDTokenHint(ctx, &tokensv1.VerifyIDTokenHintRequest{IdToken: token, AllowExpired: allowExpired})
 			if err != nil {
 				return nil, err
 			}
-			return res.Msg, nil
+			return res, nil
 		}
 		got, err := verify(tk.IDToken, false)
 		if err != nil {
@@ -295,18 +295,18 @@ func TestRevokeSession(t *testing.T) {
 		a := f.start(t, f.basic, "s1")
 		aNext := wantTokens(t, f.refresh(t, f.basic, a.RefreshToken, nil))
 		b := f.start(t, f.post, "s1")
-		imp, err := f.rpc.CreateImplicitTokens(ctx, connect.NewRequest(f.implicitRequest(f.post, "id_token token", "s1")))
+		imp, err := f.rpc.CreateImplicitTokens(ctx, f.implicitRequest(f.post, "id_token token", "s1"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		unused := f.code(t, login{client: f.basic, session: "s1"})
 		keep := f.start(t, f.basic, "s2")
 
-		if _, err := f.rpc.RevokeSession(ctx, connect.NewRequest(&tokensv1.RevokeSessionRequest{SessionId: "s1"})); err != nil {
+		if _, err := f.rpc.RevokeSession(ctx, &tokensv1.RevokeSessionRequest{SessionId: "s1"}); err != nil {
 			t.Fatal(err)
 		}
 		for name, at := range map[string]string{"code": a.AccessToken, "refreshed": aNext.AccessToken,
-			"second client": b.AccessToken, "implicit": imp.Msg.GetAccessToken()} {
+			"second client": b.AccessToken, "implicit": imp.GetAccessToken()} {
 			if f.active(t, at) {
 				t.Errorf("%s access token still active after logout", name)
 			}
@@ -320,13 +320,13 @@ func TestRevokeSession(t *testing.T) {
 		wantTokens(t, f.refresh(t, f.basic, keep.RefreshToken, nil))
 
 		// Idempotent; unknown sessions are fine; an empty id is refused.
-		if _, err := f.rpc.RevokeSession(ctx, connect.NewRequest(&tokensv1.RevokeSessionRequest{SessionId: "s1"})); err != nil {
+		if _, err := f.rpc.RevokeSession(ctx, &tokensv1.RevokeSessionRequest{SessionId: "s1"}); err != nil {
 			t.Error(err)
 		}
-		if _, err := f.rpc.RevokeSession(ctx, connect.NewRequest(&tokensv1.RevokeSessionRequest{SessionId: "nope"})); err != nil {
+		if _, err := f.rpc.RevokeSession(ctx, &tokensv1.RevokeSessionRequest{SessionId: "nope"}); err != nil {
 			t.Error(err)
 		}
-		_, err = f.rpc.RevokeSession(ctx, connect.NewRequest(&tokensv1.RevokeSessionRequest{}))
+		_, err = f.rpc.RevokeSession(ctx, &tokensv1.RevokeSessionRequest{})
 		wantCode(t, err, connect.CodeInvalidArgument)
 	}
 	forDialects(t, options{}, run)
@@ -339,13 +339,13 @@ func TestRevokeSessionUnavailable(t *testing.T) {
 	f := newFixture(t, "sqlite", options{})
 	tk := f.start(t, f.basic, "s1")
 	f.life.Revoked = failing{}
-	_, err := f.rpc.RevokeSession(context.Background(), connect.NewRequest(&tokensv1.RevokeSessionRequest{SessionId: "s1"}))
+	_, err := f.rpc.RevokeSession(context.Background(), &tokensv1.RevokeSessionRequest{SessionId: "s1"})
 	wantCode(t, err, connect.CodeUnavailable)
 	if strings.Contains(err.Error(), "boom") {
 		t.Errorf("error %q leaks the cause", err)
 	}
 	f.life.Revoked = f.Revoked
-	if _, err := f.rpc.RevokeSession(context.Background(), connect.NewRequest(&tokensv1.RevokeSessionRequest{SessionId: "s1"})); err != nil {
+	if _, err := f.rpc.RevokeSession(context.Background(), &tokensv1.RevokeSessionRequest{SessionId: "s1"}); err != nil {
 		t.Fatal(err)
 	}
 	if f.active(t, tk.AccessToken) {
@@ -418,7 +418,7 @@ func TestRevokeSessionDuringRefreshes(t *testing.T) {
 		for range chains {
 			<-started
 		}
-		if _, err := f.rpc.RevokeSession(context.Background(), connect.NewRequest(&tokensv1.RevokeSessionRequest{SessionId: "s1"})); err != nil {
+		if _, err := f.rpc.RevokeSession(context.Background(), &tokensv1.RevokeSessionRequest{SessionId: "s1"}); err != nil {
 			t.Fatal(err)
 		}
 		wg.Wait()

@@ -26,7 +26,7 @@ const Path = "/oauth/v2/introspect"
 // name. NotFound or FailedPrecondition means the user is gone (deleted or
 // deactivated): its tokens count as inactive.
 type Claims interface {
-	GetClaims(context.Context, *connect.Request[directoryv1.GetClaimsRequest]) (*connect.Response[directoryv1.GetClaimsResponse], error)
+	GetClaims(context.Context, *directoryv1.GetClaimsRequest) (*directoryv1.GetClaimsResponse, error)
 }
 
 // ClientAuthenticator authenticates the calling client (clients.Authenticator).
@@ -43,7 +43,7 @@ var ErrUserGone = errors.New("user deleted or deactivated")
 // Errors: ErrUserGone, or an oauth temporarily_unavailable error when the
 // directory cannot answer.
 func UserClaims(ctx context.Context, dir Claims, t *accesstoken.Token) (map[string]any, string, error) {
-	res, err := dir.GetClaims(ctx, connect.NewRequest(&directoryv1.GetClaimsRequest{UserId: t.Subject, Scopes: t.Scopes}))
+	res, err := dir.GetClaims(ctx, &directoryv1.GetClaimsRequest{UserId: t.Subject, Scopes: t.Scopes})
 	switch connect.CodeOf(err) {
 	case connect.CodeNotFound, connect.CodeFailedPrecondition:
 		return nil, "", ErrUserGone
@@ -52,14 +52,14 @@ func UserClaims(ctx context.Context, dir Claims, t *accesstoken.Token) (map[stri
 		return nil, "", oauth.New(oauth.TemporarilyUnavailable, "the user directory is unavailable").WithCause(err)
 	}
 	var claims map[string]any
-	if st := res.Msg.GetClaims(); st != nil {
+	if st := res.GetClaims(); st != nil {
 		claims = st.AsMap()
 	}
 	if claims == nil {
 		claims = make(map[string]any, 1)
 	}
 	claims["sub"] = t.Subject // OIDC Core §5.3.2: always the token's subject
-	return claims, res.Msg.GetPreferredLoginName(), nil
+	return claims, res.GetPreferredLoginName(), nil
 }
 
 // Endpoint is POST /oauth/v2/introspect (RFC 7662). It authenticates the

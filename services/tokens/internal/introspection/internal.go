@@ -13,18 +13,18 @@ import (
 )
 
 // Internal implements the internal TokenService.Introspect.
-func Internal(ctx context.Context, v *accesstoken.Verifier, req *connect.Request[tokensv1.IntrospectRequest]) (*connect.Response[tokensv1.IntrospectResponse], error) {
-	t, err := v.Verify(ctx, req.Msg.GetToken())
+func Internal(ctx context.Context, v *accesstoken.Verifier, req *tokensv1.IntrospectRequest) (*tokensv1.IntrospectResponse, error) {
+	t, err := v.Verify(ctx, req.GetToken())
 	if errors.Is(err, accesstoken.ErrInactive) {
-		return connect.NewResponse(&tokensv1.IntrospectResponse{}), nil
+		return &tokensv1.IntrospectResponse{}, nil
 	}
 	if err != nil {
 		return nil, connect.NewError(connect.CodeUnavailable, err)
 	}
-	if aud := req.Msg.GetAudience(); aud != "" && !slices.Contains(t.Audience, aud) {
-		return connect.NewResponse(&tokensv1.IntrospectResponse{}), nil
+	if aud := req.GetAudience(); aud != "" && !slices.Contains(t.Audience, aud) {
+		return &tokensv1.IntrospectResponse{}, nil
 	}
-	return connect.NewResponse(&tokensv1.IntrospectResponse{
+	return &tokensv1.IntrospectResponse{
 		Active:    true,
 		Subject:   t.Subject,
 		ClientId:  t.ClientID,
@@ -34,5 +34,5 @@ func Internal(ctx context.Context, v *accesstoken.Verifier, req *connect.Request
 		IssuedAt:  timestamppb.New(t.IssuedAt),
 		OrgId:     t.OrgID,
 		TokenId:   t.ID,
-	}), nil
+	}, nil
 }

@@ -6,24 +6,22 @@ import (
 	"slices"
 	"time"
 
-	"connectrpc.com/connect"
-
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
-	"github.com/gatehouse-id/gatehouse/services/tokens/redirecturi"
-	"github.com/gatehouse-id/gatehouse/services/tokens/scope"
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/kind"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/store"
+	"github.com/gatehouse-id/gatehouse/services/tokens/redirecturi"
+	"github.com/gatehouse-id/gatehouse/services/tokens/scope"
 )
 
 // CreateAuthorizationCode implements TokenService.CreateAuthorizationCode
 // (see the proto for its contract).
-func (l *Lifecycle) CreateAuthorizationCode(ctx context.Context, req *connect.Request[tokensv1.CreateAuthorizationCodeRequest]) (*connect.Response[tokensv1.CreateAuthorizationCodeResponse], error) {
-	m := req.Msg
+func (l *Lifecycle) CreateAuthorizationCode(ctx context.Context, req *tokensv1.CreateAuthorizationCodeRequest) (*tokensv1.CreateAuthorizationCodeResponse, error) {
+	m := req
 	c, err := l.rpcClient(ctx, m.GetClientId(), GrantAuthorizationCode)
 	if err != nil {
 		return nil, err
@@ -63,7 +61,7 @@ func (l *Lifecycle) CreateAuthorizationCode(ctx context.Context, req *connect.Re
 	if err != nil {
 		return nil, l.unavailable(ctx, err)
 	}
-	return connect.NewResponse(&tokensv1.CreateAuthorizationCodeResponse{Code: code}), nil
+	return &tokensv1.CreateAuthorizationCodeResponse{Code: code}, nil
 }
 
 // errLost: a concurrent request claimed the code or refresh token first.

@@ -31,8 +31,8 @@ var errBadHint = connect.NewError(connect.CodeInvalidArgument, errors.New("id_to
 // our JWT access tokens have none, so an access token is not accepted.
 // Every refusal is the same InvalidArgument, so the answer says nothing
 // about why.
-func (l *Lifecycle) VerifyIDTokenHint(_ context.Context, req *connect.Request[tokensv1.VerifyIDTokenHintRequest]) (*connect.Response[tokensv1.VerifyIDTokenHintResponse], error) {
-	payload, err := l.Keys.Verify(req.Msg.GetIdToken())
+func (l *Lifecycle) VerifyIDTokenHint(_ context.Context, req *tokensv1.VerifyIDTokenHintRequest) (*tokensv1.VerifyIDTokenHintResponse, error) {
+	payload, err := l.Keys.Verify(req.GetIdToken())
 	if err != nil {
 		return nil, errBadHint
 	}
@@ -41,7 +41,7 @@ func (l *Lifecycle) VerifyIDTokenHint(_ context.Context, req *connect.Request[to
 		return nil, errBadHint
 	}
 	exp := time.Unix(*c.Expiry, 0).UTC()
-	if !req.Msg.GetAllowExpired() && !l.Now().Before(exp) {
+	if !req.GetAllowExpired() && !l.Now().Before(exp) {
 		return nil, errBadHint
 	}
 	out := &tokensv1.VerifyIDTokenHintResponse{
@@ -53,5 +53,5 @@ func (l *Lifecycle) VerifyIDTokenHint(_ context.Context, req *connect.Request[to
 	if c.AuthTime != nil {
 		out.AuthTime = timestamppb.New(time.Unix(*c.AuthTime, 0).UTC())
 	}
-	return connect.NewResponse(out), nil
+	return out, nil
 }

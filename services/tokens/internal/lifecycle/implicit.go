@@ -10,8 +10,8 @@ import (
 	"connectrpc.com/connect"
 
 	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
-	"github.com/gatehouse-id/gatehouse/services/tokens/scope"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
+	"github.com/gatehouse-id/gatehouse/services/tokens/scope"
 )
 
 // Implicit-flow response types.
@@ -23,8 +23,8 @@ const (
 // CreateImplicitTokens implements TokenService.CreateImplicitTokens (OIDC
 // Core §3.2.2.5, see the proto for its contract). No refresh token is
 // issued in the implicit flow, so offline_access is dropped.
-func (l *Lifecycle) CreateImplicitTokens(ctx context.Context, req *connect.Request[tokensv1.CreateImplicitTokensRequest]) (*connect.Response[tokensv1.CreateImplicitTokensResponse], error) {
-	m := req.Msg
+func (l *Lifecycle) CreateImplicitTokens(ctx context.Context, req *tokensv1.CreateImplicitTokensRequest) (*tokensv1.CreateImplicitTokensResponse, error) {
+	m := req
 	rt := m.GetResponseType()
 	if rt != ResponseIDToken && rt != ResponseIDTokenToken {
 		return nil, invalidArgument("response_type must be %q or %q", ResponseIDToken, ResponseIDTokenToken)
@@ -69,5 +69,5 @@ func (l *Lifecycle) CreateImplicitTokens(ctx context.Context, req *connect.Reque
 	if out.IdToken, err = l.idToken(lg, audience(c, lg.scopes), out.AccessToken, claims); err != nil {
 		return nil, l.unavailable(ctx, err)
 	}
-	return connect.NewResponse(out), nil
+	return out, nil
 }

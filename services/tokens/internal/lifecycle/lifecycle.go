@@ -13,10 +13,10 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
-	"github.com/gatehouse-id/gatehouse/services/tokens/scope"
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/store"
+	"github.com/gatehouse-id/gatehouse/services/tokens/scope"
 )
 
 // Grant type names as clients register them.
@@ -28,8 +28,8 @@ const (
 
 // Directory is what this package needs of the directory's internal API.
 type Directory interface {
-	GetUser(context.Context, *connect.Request[directoryv1.GetUserRequest]) (*connect.Response[directoryv1.GetUserResponse], error)
-	GetClaims(context.Context, *connect.Request[directoryv1.GetClaimsRequest]) (*connect.Response[directoryv1.GetClaimsResponse], error)
+	GetUser(context.Context, *directoryv1.GetUserRequest) (*directoryv1.GetUserResponse, error)
+	GetClaims(context.Context, *directoryv1.GetClaimsRequest) (*directoryv1.GetClaimsResponse, error)
 }
 
 // Clients finds OAuth clients (clients.Cache): clients.ErrUnknown for an
@@ -146,7 +146,7 @@ func (l *Lifecycle) idToken(lg login, aud []string, accessToken string, claims m
 // userClaims returns the user's claims for scopes (directory GetClaims):
 // errUserGone when the user is deleted or deactivated.
 func (l *Lifecycle) userClaims(ctx context.Context, subject string, scopes []string) (map[string]any, error) {
-	res, err := l.Dir.GetClaims(ctx, connect.NewRequest(&directoryv1.GetClaimsRequest{UserId: subject, Scopes: scopes}))
+	res, err := l.Dir.GetClaims(ctx, &directoryv1.GetClaimsRequest{UserId: subject, Scopes: scopes})
 	switch connect.CodeOf(err) {
 	case connect.CodeNotFound, connect.CodeFailedPrecondition:
 		return nil, errUserGone
@@ -154,7 +154,7 @@ func (l *Lifecycle) userClaims(ctx context.Context, subject string, scopes []str
 	if err != nil {
 		return nil, fmt.Errorf("get user claims: %w", err)
 	}
-	claims := res.Msg.GetClaims().AsMap()
+	claims := res.GetClaims().AsMap()
 	delete(claims, "sub") // the ID token's own sub is authoritative
 	return claims, nil
 }

@@ -10,11 +10,11 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
-	"github.com/gatehouse-id/gatehouse/services/tokens/scope"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/clients"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/kind"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/store"
+	"github.com/gatehouse-id/gatehouse/services/tokens/scope"
 )
 
 // Refresh is the refresh_token grant (RFC 6749 §6, OIDC Core §12) for
@@ -218,13 +218,13 @@ func (l *Lifecycle) confirmPrivileges(ctx context.Context, c *directoryv1.Client
 
 // userActive: refresh tokens of a deleted or inactive user stop working.
 func (l *Lifecycle) userActive(ctx context.Context, userID string) error {
-	res, err := l.Dir.GetUser(ctx, connect.NewRequest(&directoryv1.GetUserRequest{UserId: userID}))
+	res, err := l.Dir.GetUser(ctx, &directoryv1.GetUserRequest{UserId: userID})
 	switch {
 	case connect.CodeOf(err) == connect.CodeNotFound:
 		return oauth.New(oauth.InvalidGrant, "the user no longer exists")
 	case err != nil:
 		return oauth.New(oauth.TemporarilyUnavailable, "the user directory is unavailable").WithCause(err)
-	case res.Msg.GetUser().GetState() != directoryv1.UserState_USER_STATE_ACTIVE:
+	case res.GetUser().GetState() != directoryv1.UserState_USER_STATE_ACTIVE:
 		return oauth.New(oauth.InvalidGrant, "the user is not active")
 	}
 	return nil

@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"connectrpc.com/connect"
-
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/revocation"
@@ -18,8 +16,8 @@ import (
 // the session, and those issued with its refresh tokens); then it puts the
 // access tokens on the revocation list. Only then does it answer, so a
 // success is durable.
-func (l *Lifecycle) RevokeSession(ctx context.Context, req *connect.Request[tokensv1.RevokeSessionRequest]) (*connect.Response[tokensv1.RevokeSessionResponse], error) {
-	sid := req.Msg.GetSessionId()
+func (l *Lifecycle) RevokeSession(ctx context.Context, req *tokensv1.RevokeSessionRequest) (*tokensv1.RevokeSessionResponse, error) {
+	sid := req.GetSessionId()
 	if sid == "" || len(sid) > maxID {
 		return nil, invalidArgument("session_id is required (at most %d characters)", maxID)
 	}
@@ -42,15 +40,15 @@ func (l *Lifecycle) RevokeSession(ctx context.Context, req *connect.Request[toke
 	if err != nil {
 		return nil, l.unavailable(ctx, err)
 	}
-	return connect.NewResponse(&tokensv1.RevokeSessionResponse{}), nil
+	return &tokensv1.RevokeSessionResponse{}, nil
 }
 
 // RevokeGrantTokens implements TokenService.RevokeGrantTokens: in one
 // transaction, for each client, it voids the codes and revokes the refresh
 // tokens of the organization's users issued up to not_after and finds
 // their live access tokens; then it puts those on the revocation list.
-func (l *Lifecycle) RevokeGrantTokens(ctx context.Context, req *connect.Request[tokensv1.RevokeGrantTokensRequest]) (*connect.Response[tokensv1.RevokeGrantTokensResponse], error) {
-	m := req.Msg
+func (l *Lifecycle) RevokeGrantTokens(ctx context.Context, req *tokensv1.RevokeGrantTokensRequest) (*tokensv1.RevokeGrantTokensResponse, error) {
+	m := req
 	org := m.GetOrgId()
 	if org == "" || len(org) > maxID || len(m.GetClientIds()) == 0 || len(m.GetClientIds()) > maxGrantClients {
 		return nil, invalidArgument("org_id and 1 to %d client_ids are required", maxGrantClients)
@@ -82,7 +80,7 @@ func (l *Lifecycle) RevokeGrantTokens(ctx context.Context, req *connect.Request[
 	if err != nil {
 		return nil, l.unavailable(ctx, err)
 	}
-	return connect.NewResponse(&tokensv1.RevokeGrantTokensResponse{}), nil
+	return &tokensv1.RevokeGrantTokensResponse{}, nil
 }
 
 // maxGrantClients bounds the clients of one RevokeGrantTokens call (a
@@ -94,15 +92,15 @@ const maxGrantClients = 1000
 // tokens issued up to not_after; then it puts the user's entry on the
 // revocation list, which revokes every access token of the user issued up
 // to not_after, recorded or not, on every replica.
-func (l *Lifecycle) RevokeUserTokens(ctx context.Context, req *connect.Request[tokensv1.RevokeUserTokensRequest]) (*connect.Response[tokensv1.RevokeUserTokensResponse], error) {
-	uid := req.Msg.GetUserId()
+func (l *Lifecycle) RevokeUserTokens(ctx context.Context, req *tokensv1.RevokeUserTokensRequest) (*tokensv1.RevokeUserTokensResponse, error) {
+	uid := req.GetUserId()
 	if uid == "" || len(uid) > maxID {
 		return nil, invalidArgument("user_id is required (at most %d characters)", maxID)
 	}
-	if req.Msg.GetNotAfter() == nil || req.Msg.GetNotAfter().CheckValid() != nil {
+	if req.GetNotAfter() == nil || req.GetNotAfter().CheckValid() != nil {
 		return nil, invalidArgument("not_after is required")
 	}
-	notAfter := req.Msg.GetNotAfter().AsTime()
+	notAfter := req.GetNotAfter().AsTime()
 	now := l.Now()
 	err := l.Store.DB.InTx(ctx, func(tx *db.Tx) error {
 		if err := l.Store.VoidUserAuthCodes(ctx, tx, uid, notAfter, now); err != nil {
@@ -116,5 +114,5 @@ func (l *Lifecycle) RevokeUserTokens(ctx context.Context, req *connect.Request[t
 	if err != nil {
 		return nil, l.unavailable(ctx, err)
 	}
-	return connect.NewResponse(&tokensv1.RevokeUserTokensResponse{}), nil
+	return &tokensv1.RevokeUserTokensResponse{}, nil
 }

@@ -413,10 +413,10 @@ const file_gatehouse_admin_v1_admin_proto_rawDesc = "" +
 	"\x1bSIGNING_KEY_STATE_SCHEDULED\x10\x01\x12\x1f\n" +
 	"\x1bSIGNING_KEY_STATE_PUBLISHED\x10\x02\x12\x1c\n" +
 	"\x18SIGNING_KEY_STATE_ACTIVE\x10\x03\x12\x1d\n" +
-	"\x19SIGNING_KEY_STATE_RETIRED\x10\x042\xa6\x02\n" +
+	"\x19SIGNING_KEY_STATE_RETIRED\x10\x042\xa9\x02\n" +
 	"\fAdminService\x12\x90\x01\n" +
-	"\x10RotateSigningKey\x12+.gatehouse.admin.v1.RotateSigningKeyRequest\x1a,.gatehouse.admin.v1.RotateSigningKeyResponse\"!\x82\xd3\xe4\x93\x02\x1b:\x01*\"\x16/admin/v1/keys/_rotate\x12\x82\x01\n" +
-	"\x0fListSigningKeys\x12*.gatehouse.admin.v1.ListSigningKeysRequest\x1a+.gatehouse.admin.v1.ListSigningKeysResponse\"\x16\x82\xd3\xe4\x93\x02\x10\x12\x0e/admin/v1/keysB\xd4\x01\n" +
+	"\x10RotateSigningKey\x12+.gatehouse.admin.v1.RotateSigningKeyRequest\x1a,.gatehouse.admin.v1.RotateSigningKeyResponse\"!\x82\xd3\xe4\x93\x02\x1b:\x01*\"\x16/admin/v1/keys/_rotate\x12\x85\x01\n" +
+	"\x0fListSigningKeys\x12*.gatehouse.admin.v1.ListSigningKeysRequest\x1a+.gatehouse.admin.v1.ListSigningKeysResponse\"\x19\x82\xd3\xe4\x93\x02\x10\x12\x0e/admin/v1/keys\x90\x02\x01B\xd4\x01\n" +
 	"\x16com.gatehouse.admin.v1B\n" +
 	"AdminProtoP\x01ZDgithub.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/admin/v1;adminv1\xa2\x02\x03GAX\xaa\x02\x12Gatehouse.Admin.V1\xca\x02\x12Gatehouse\\Admin\\V1\xe2\x02\x1eGatehouse\\Admin\\V1\\GPBMetadata\xea\x02\x14Gatehouse::Admin::V1b\x06proto3"
 

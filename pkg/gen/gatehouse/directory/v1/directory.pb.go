@@ -3422,26 +3422,26 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\fMappingField\x12\x1d\n" +
 	"\x19MAPPING_FIELD_UNSPECIFIED\x10\x00\x12$\n" +
 	" MAPPING_FIELD_PREFERRED_USERNAME\x10\x01\x12\x17\n" +
-	"\x13MAPPING_FIELD_EMAIL\x10\x022\x90\x0e\n" +
-	"\x10DirectoryService\x12`\n" +
-	"\tGetClient\x12(.gatehouse.directory.v1.GetClientRequest\x1a).gatehouse.directory.v1.GetClientResponse\x12l\n" +
-	"\rGetMachineKey\x12,.gatehouse.directory.v1.GetMachineKeyRequest\x1a-.gatehouse.directory.v1.GetMachineKeyResponse\x12o\n" +
+	"\x13MAPPING_FIELD_EMAIL\x10\x022\xc7\x0e\n" +
+	"\x10DirectoryService\x12e\n" +
+	"\tGetClient\x12(.gatehouse.directory.v1.GetClientRequest\x1a).gatehouse.directory.v1.GetClientResponse\"\x03\x90\x02\x01\x12q\n" +
+	"\rGetMachineKey\x12,.gatehouse.directory.v1.GetMachineKeyRequest\x1a-.gatehouse.directory.v1.GetMachineKeyResponse\"\x03\x90\x02\x01\x12o\n" +
 	"\x0eVerifyPassword\x12-.gatehouse.directory.v1.VerifyPasswordRequest\x1a..gatehouse.directory.v1.VerifyPasswordResponse\x12o\n" +
-	"\x0eChangePassword\x12-.gatehouse.directory.v1.ChangePasswordRequest\x1a..gatehouse.directory.v1.ChangePasswordResponse\x12Z\n" +
-	"\aGetUser\x12&.gatehouse.directory.v1.GetUserRequest\x1a'.gatehouse.directory.v1.GetUserResponse\x12c\n" +
+	"\x0eChangePassword\x12-.gatehouse.directory.v1.ChangePasswordRequest\x1a..gatehouse.directory.v1.ChangePasswordResponse\x12_\n" +
+	"\aGetUser\x12&.gatehouse.directory.v1.GetUserRequest\x1a'.gatehouse.directory.v1.GetUserResponse\"\x03\x90\x02\x01\x12h\n" +
 	"\n" +
-	"LookupUser\x12).gatehouse.directory.v1.LookupUserRequest\x1a*.gatehouse.directory.v1.LookupUserResponse\x12`\n" +
-	"\tGetClaims\x12(.gatehouse.directory.v1.GetClaimsRequest\x1a).gatehouse.directory.v1.GetClaimsResponse\x12i\n" +
-	"\fRegisterUser\x12+.gatehouse.directory.v1.RegisterUserRequest\x1a,.gatehouse.directory.v1.RegisterUserResponse\x12W\n" +
-	"\x06GetOrg\x12%.gatehouse.directory.v1.GetOrgRequest\x1a&.gatehouse.directory.v1.GetOrgResponse\x12]\n" +
-	"\bGetRoles\x12'.gatehouse.directory.v1.GetRolesRequest\x1a(.gatehouse.directory.v1.GetRolesResponse\x12W\n" +
-	"\x06GetIdP\x12%.gatehouse.directory.v1.GetIdPRequest\x1a&.gatehouse.directory.v1.GetIdPResponse\x12]\n" +
-	"\bListIdPs\x12'.gatehouse.directory.v1.ListIdPsRequest\x1a(.gatehouse.directory.v1.ListIdPsResponse\x12u\n" +
-	"\x10LinkExternalUser\x12/.gatehouse.directory.v1.LinkExternalUserRequest\x1a0.gatehouse.directory.v1.LinkExternalUserResponse\x12l\n" +
-	"\rGetLinkedUser\x12,.gatehouse.directory.v1.GetLinkedUserRequest\x1a-.gatehouse.directory.v1.GetLinkedUserResponse\x12\x81\x01\n" +
+	"LookupUser\x12).gatehouse.directory.v1.LookupUserRequest\x1a*.gatehouse.directory.v1.LookupUserResponse\"\x03\x90\x02\x01\x12e\n" +
+	"\tGetClaims\x12(.gatehouse.directory.v1.GetClaimsRequest\x1a).gatehouse.directory.v1.GetClaimsResponse\"\x03\x90\x02\x01\x12i\n" +
+	"\fRegisterUser\x12+.gatehouse.directory.v1.RegisterUserRequest\x1a,.gatehouse.directory.v1.RegisterUserResponse\x12\\\n" +
+	"\x06GetOrg\x12%.gatehouse.directory.v1.GetOrgRequest\x1a&.gatehouse.directory.v1.GetOrgResponse\"\x03\x90\x02\x01\x12b\n" +
+	"\bGetRoles\x12'.gatehouse.directory.v1.GetRolesRequest\x1a(.gatehouse.directory.v1.GetRolesResponse\"\x03\x90\x02\x01\x12\\\n" +
+	"\x06GetIdP\x12%.gatehouse.directory.v1.GetIdPRequest\x1a&.gatehouse.directory.v1.GetIdPResponse\"\x03\x90\x02\x01\x12b\n" +
+	"\bListIdPs\x12'.gatehouse.directory.v1.ListIdPsRequest\x1a(.gatehouse.directory.v1.ListIdPsResponse\"\x03\x90\x02\x01\x12u\n" +
+	"\x10LinkExternalUser\x12/.gatehouse.directory.v1.LinkExternalUserRequest\x1a0.gatehouse.directory.v1.LinkExternalUserResponse\x12q\n" +
+	"\rGetLinkedUser\x12,.gatehouse.directory.v1.GetLinkedUserRequest\x1a-.gatehouse.directory.v1.GetLinkedUserResponse\"\x03\x90\x02\x01\x12\x81\x01\n" +
 	"\x14RegisterExternalUser\x123.gatehouse.directory.v1.RegisterExternalUserRequest\x1a4.gatehouse.directory.v1.RegisterExternalUserResponse\x12{\n" +
-	"\x12UnlinkExternalUser\x121.gatehouse.directory.v1.UnlinkExternalUserRequest\x1a2.gatehouse.directory.v1.UnlinkExternalUserResponse\x12f\n" +
-	"\vListChanges\x12*.gatehouse.directory.v1.ListChangesRequest\x1a+.gatehouse.directory.v1.ListChangesResponseB\xf6\x01\n" +
+	"\x12UnlinkExternalUser\x121.gatehouse.directory.v1.UnlinkExternalUserRequest\x1a2.gatehouse.directory.v1.UnlinkExternalUserResponse\x12k\n" +
+	"\vListChanges\x12*.gatehouse.directory.v1.ListChangesRequest\x1a+.gatehouse.directory.v1.ListChangesResponse\"\x03\x90\x02\x01B\xf6\x01\n" +
 	"\x1acom.gatehouse.directory.v1B\x0eDirectoryProtoP\x01ZLgithub.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1;directoryv1\xa2\x02\x03GDX\xaa\x02\x16Gatehouse.Directory.V1\xca\x02\x17Gatehouse\\Directory_\\V1\xe2\x02#Gatehouse\\Directory_\\V1\\GPBMetadata\xea\x02\x18Gatehouse::Directory::V1b\x06proto3"
 
 var (

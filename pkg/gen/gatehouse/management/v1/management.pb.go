@@ -8116,10 +8116,10 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x06idp_id\x18\x02 \x01(\tR\x05idpId\x12$\n" +
 	"\x0elinked_user_id\x18\x03 \x01(\tR\flinkedUserId\"Y\n" +
 	"\x15RemoveUserIDPResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails2\x9fN\n" +
-	"\x11ManagementService\x12\x8b\x01\n" +
-	"\vGetUserByID\x12+.gatehouse.management.v1.GetUserByIDRequest\x1a,.gatehouse.management.v1.GetUserByIDResponse\"!\x82\xd3\xe4\x93\x02\x1b\x12\x19/management/v1/users/{id}\x12\x8b\x01\n" +
-	"\tListUsers\x12).gatehouse.management.v1.ListUsersRequest\x1a*.gatehouse.management.v1.ListUsersResponse\"'\x82\xd3\xe4\x93\x02!:\x01*\"\x1c/management/v1/users/_search\x12\x92\x01\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails2\xd6N\n" +
+	"\x11ManagementService\x12\x8e\x01\n" +
+	"\vGetUserByID\x12+.gatehouse.management.v1.GetUserByIDRequest\x1a,.gatehouse.management.v1.GetUserByIDResponse\"$\x82\xd3\xe4\x93\x02\x1b\x12\x19/management/v1/users/{id}\x90\x02\x01\x12\x8e\x01\n" +
+	"\tListUsers\x12).gatehouse.management.v1.ListUsersRequest\x1a*.gatehouse.management.v1.ListUsersResponse\"*\x82\xd3\xe4\x93\x02!:\x01*\"\x1c/management/v1/users/_search\x90\x02\x01\x12\x92\x01\n" +
 	"\fAddHumanUser\x12,.gatehouse.management.v1.AddHumanUserRequest\x1a-.gatehouse.management.v1.AddHumanUserResponse\"%\x82\xd3\xe4\x93\x02\x1f:\x01*\"\x1a/management/v1/users/human\x12\xa3\x01\n" +
 	"\x0fImportHumanUser\x12/.gatehouse.management.v1.ImportHumanUserRequest\x1a0.gatehouse.management.v1.ImportHumanUserResponse\"-\x82\xd3\xe4\x93\x02':\x01*\"\"/management/v1/users/human/_import\x12\x9a\x01\n" +
 	"\x0eAddMachineUser\x12..gatehouse.management.v1.AddMachineUserRequest\x1a/.gatehouse.management.v1.AddMachineUserResponse\"'\x82\xd3\xe4\x93\x02!:\x01*\"\x1c/management/v1/users/machine\x12\xa3\x01\n" +
@@ -8130,25 +8130,25 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\n" +
 	"RemoveUser\x12*.gatehouse.management.v1.RemoveUserRequest\x1a+.gatehouse.management.v1.RemoveUserResponse\"!\x82\xd3\xe4\x93\x02\x1b*\x19/management/v1/users/{id}\x12\xab\x01\n" +
 	"\x10SetHumanPassword\x120.gatehouse.management.v1.SetHumanPasswordRequest\x1a1.gatehouse.management.v1.SetHumanPasswordResponse\"2\x82\xd3\xe4\x93\x02,:\x01*\"'/management/v1/users/{user_id}/password\x12\x9e\x01\n" +
-	"\rAddMachineKey\x12-.gatehouse.management.v1.AddMachineKeyRequest\x1a..gatehouse.management.v1.AddMachineKeyResponse\".\x82\xd3\xe4\x93\x02(:\x01*\"#/management/v1/users/{user_id}/keys\x12\xac\x01\n" +
-	"\x0fListMachineKeys\x12/.gatehouse.management.v1.ListMachineKeysRequest\x1a0.gatehouse.management.v1.ListMachineKeysResponse\"6\x82\xd3\xe4\x93\x020:\x01*\"+/management/v1/users/{user_id}/keys/_search\x12\xad\x01\n" +
+	"\rAddMachineKey\x12-.gatehouse.management.v1.AddMachineKeyRequest\x1a..gatehouse.management.v1.AddMachineKeyResponse\".\x82\xd3\xe4\x93\x02(:\x01*\"#/management/v1/users/{user_id}/keys\x12\xaf\x01\n" +
+	"\x0fListMachineKeys\x12/.gatehouse.management.v1.ListMachineKeysRequest\x1a0.gatehouse.management.v1.ListMachineKeysResponse\"9\x82\xd3\xe4\x93\x020:\x01*\"+/management/v1/users/{user_id}/keys/_search\x90\x02\x01\x12\xad\x01\n" +
 	"\x10RemoveMachineKey\x120.gatehouse.management.v1.RemoveMachineKeyRequest\x1a1.gatehouse.management.v1.RemoveMachineKeyResponse\"4\x82\xd3\xe4\x93\x02.*,/management/v1/users/{user_id}/keys/{key_id}\x12\xb8\x01\n" +
 	"\x15GenerateMachineSecret\x125.gatehouse.management.v1.GenerateMachineSecretRequest\x1a6.gatehouse.management.v1.GenerateMachineSecretResponse\"0\x82\xd3\xe4\x93\x02*:\x01*\x1a%/management/v1/users/{user_id}/secret\x12\xaf\x01\n" +
 	"\x13RemoveMachineSecret\x123.gatehouse.management.v1.RemoveMachineSecretRequest\x1a4.gatehouse.management.v1.RemoveMachineSecretResponse\"-\x82\xd3\xe4\x93\x02'*%/management/v1/users/{user_id}/secret\x12\xa9\x01\n" +
 	"\x0fSetUserMetadata\x12/.gatehouse.management.v1.SetUserMetadataRequest\x1a0.gatehouse.management.v1.SetUserMetadataResponse\"3\x82\xd3\xe4\x93\x02-:\x01*\"(/management/v1/users/{id}/metadata/{key}\x12\xb5\x01\n" +
-	"\x13BulkSetUserMetadata\x123.gatehouse.management.v1.BulkSetUserMetadataRequest\x1a4.gatehouse.management.v1.BulkSetUserMetadataResponse\"3\x82\xd3\xe4\x93\x02-:\x01*\"(/management/v1/users/{id}/metadata/_bulk\x12\xae\x01\n" +
-	"\x10ListUserMetadata\x120.gatehouse.management.v1.ListUserMetadataRequest\x1a1.gatehouse.management.v1.ListUserMetadataResponse\"5\x82\xd3\xe4\x93\x02/:\x01*\"*/management/v1/users/{id}/metadata/_search\x12\xa6\x01\n" +
-	"\x0fGetUserMetadata\x12/.gatehouse.management.v1.GetUserMetadataRequest\x1a0.gatehouse.management.v1.GetUserMetadataResponse\"0\x82\xd3\xe4\x93\x02*\x12(/management/v1/users/{id}/metadata/{key}\x12\xaf\x01\n" +
+	"\x13BulkSetUserMetadata\x123.gatehouse.management.v1.BulkSetUserMetadataRequest\x1a4.gatehouse.management.v1.BulkSetUserMetadataResponse\"3\x82\xd3\xe4\x93\x02-:\x01*\"(/management/v1/users/{id}/metadata/_bulk\x12\xb1\x01\n" +
+	"\x10ListUserMetadata\x120.gatehouse.management.v1.ListUserMetadataRequest\x1a1.gatehouse.management.v1.ListUserMetadataResponse\"8\x82\xd3\xe4\x93\x02/:\x01*\"*/management/v1/users/{id}/metadata/_search\x90\x02\x01\x12\xa9\x01\n" +
+	"\x0fGetUserMetadata\x12/.gatehouse.management.v1.GetUserMetadataRequest\x1a0.gatehouse.management.v1.GetUserMetadataResponse\"3\x82\xd3\xe4\x93\x02*\x12(/management/v1/users/{id}/metadata/{key}\x90\x02\x01\x12\xaf\x01\n" +
 	"\x12RemoveUserMetadata\x122.gatehouse.management.v1.RemoveUserMetadataRequest\x1a3.gatehouse.management.v1.RemoveUserMetadataResponse\"0\x82\xd3\xe4\x93\x02**(/management/v1/users/{id}/metadata/{key}\x12\xbe\x01\n" +
-	"\x16BulkRemoveUserMetadata\x126.gatehouse.management.v1.BulkRemoveUserMetadataRequest\x1a7.gatehouse.management.v1.BulkRemoveUserMetadataResponse\"3\x82\xd3\xe4\x93\x02-:\x01**(/management/v1/users/{id}/metadata/_bulk\x12\x7f\n" +
-	"\bGetMyOrg\x12(.gatehouse.management.v1.GetMyOrgRequest\x1a).gatehouse.management.v1.GetMyOrgResponse\"\x1e\x82\xd3\xe4\x93\x02\x18\x12\x16/management/v1/orgs/me\x12y\n" +
-	"\x06AddOrg\x12&.gatehouse.management.v1.AddOrgRequest\x1a'.gatehouse.management.v1.AddOrgResponse\"\x1e\x82\xd3\xe4\x93\x02\x18:\x01*\"\x13/management/v1/orgs\x12\x87\x01\n" +
-	"\bListOrgs\x12(.gatehouse.management.v1.ListOrgsRequest\x1a).gatehouse.management.v1.ListOrgsResponse\"&\x82\xd3\xe4\x93\x02 :\x01*\"\x1b/management/v1/orgs/_search\x12\x96\x01\n" +
-	"\fAddOrgMember\x12,.gatehouse.management.v1.AddOrgMemberRequest\x1a-.gatehouse.management.v1.AddOrgMemberResponse\")\x82\xd3\xe4\x93\x02#:\x01*\"\x1e/management/v1/orgs/me/members\x12\xa4\x01\n" +
-	"\x0eListOrgMembers\x12..gatehouse.management.v1.ListOrgMembersRequest\x1a/.gatehouse.management.v1.ListOrgMembersResponse\"1\x82\xd3\xe4\x93\x02+:\x01*\"&/management/v1/orgs/me/members/_search\x12\xa6\x01\n" +
-	"\x0fRemoveOrgMember\x12/.gatehouse.management.v1.RemoveOrgMemberRequest\x1a0.gatehouse.management.v1.RemoveOrgMemberResponse\"0\x82\xd3\xe4\x93\x02**(/management/v1/orgs/me/members/{user_id}\x12\x90\x01\n" +
-	"\rGetOrgIDPByID\x12-.gatehouse.management.v1.GetOrgIDPByIDRequest\x1a..gatehouse.management.v1.GetOrgIDPByIDResponse\" \x82\xd3\xe4\x93\x02\x1a\x12\x18/management/v1/idps/{id}\x12\x90\x01\n" +
-	"\vListOrgIDPs\x12+.gatehouse.management.v1.ListOrgIDPsRequest\x1a,.gatehouse.management.v1.ListOrgIDPsResponse\"&\x82\xd3\xe4\x93\x02 :\x01*\"\x1b/management/v1/idps/_search\x12\x96\x01\n" +
+	"\x16BulkRemoveUserMetadata\x126.gatehouse.management.v1.BulkRemoveUserMetadataRequest\x1a7.gatehouse.management.v1.BulkRemoveUserMetadataResponse\"3\x82\xd3\xe4\x93\x02-:\x01**(/management/v1/users/{id}/metadata/_bulk\x12\x82\x01\n" +
+	"\bGetMyOrg\x12(.gatehouse.management.v1.GetMyOrgRequest\x1a).gatehouse.management.v1.GetMyOrgResponse\"!\x82\xd3\xe4\x93\x02\x18\x12\x16/management/v1/orgs/me\x90\x02\x01\x12y\n" +
+	"\x06AddOrg\x12&.gatehouse.management.v1.AddOrgRequest\x1a'.gatehouse.management.v1.AddOrgResponse\"\x1e\x82\xd3\xe4\x93\x02\x18:\x01*\"\x13/management/v1/orgs\x12\x8a\x01\n" +
+	"\bListOrgs\x12(.gatehouse.management.v1.ListOrgsRequest\x1a).gatehouse.management.v1.ListOrgsResponse\")\x82\xd3\xe4\x93\x02 :\x01*\"\x1b/management/v1/orgs/_search\x90\x02\x01\x12\x96\x01\n" +
+	"\fAddOrgMember\x12,.gatehouse.management.v1.AddOrgMemberRequest\x1a-.gatehouse.management.v1.AddOrgMemberResponse\")\x82\xd3\xe4\x93\x02#:\x01*\"\x1e/management/v1/orgs/me/members\x12\xa7\x01\n" +
+	"\x0eListOrgMembers\x12..gatehouse.management.v1.ListOrgMembersRequest\x1a/.gatehouse.management.v1.ListOrgMembersResponse\"4\x82\xd3\xe4\x93\x02+:\x01*\"&/management/v1/orgs/me/members/_search\x90\x02\x01\x12\xa6\x01\n" +
+	"\x0fRemoveOrgMember\x12/.gatehouse.management.v1.RemoveOrgMemberRequest\x1a0.gatehouse.management.v1.RemoveOrgMemberResponse\"0\x82\xd3\xe4\x93\x02**(/management/v1/orgs/me/members/{user_id}\x12\x93\x01\n" +
+	"\rGetOrgIDPByID\x12-.gatehouse.management.v1.GetOrgIDPByIDRequest\x1a..gatehouse.management.v1.GetOrgIDPByIDResponse\"#\x82\xd3\xe4\x93\x02\x1a\x12\x18/management/v1/idps/{id}\x90\x02\x01\x12\x93\x01\n" +
+	"\vListOrgIDPs\x12+.gatehouse.management.v1.ListOrgIDPsRequest\x1a,.gatehouse.management.v1.ListOrgIDPsResponse\")\x82\xd3\xe4\x93\x02 :\x01*\"\x1b/management/v1/idps/_search\x90\x02\x01\x12\x96\x01\n" +
 	"\rAddOrgOIDCIDP\x12-.gatehouse.management.v1.AddOrgOIDCIDPRequest\x1a..gatehouse.management.v1.AddOrgOIDCIDPResponse\"&\x82\xd3\xe4\x93\x02\x1d:\x01*\"\x18/management/v1/idps/oidc\x88\x02\x01\x12\xc1\x01\n" +
 	"\x16UpdateOrgIDPOIDCConfig\x126.gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest\x1a7.gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse\"6\x82\xd3\xe4\x93\x02-:\x01*\x1a(/management/v1/idps/{idp_id}/oidc_config\x88\x02\x01\x12\xac\x01\n" +
 	"\x10DeactivateOrgIDP\x120.gatehouse.management.v1.DeactivateOrgIDPRequest\x1a1.gatehouse.management.v1.DeactivateOrgIDPResponse\"3\x82\xd3\xe4\x93\x02-:\x01*\"(/management/v1/idps/{idp_id}/_deactivate\x12\xac\x01\n" +
@@ -8156,12 +8156,12 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x0eSetOrgIDPTrust\x12..gatehouse.management.v1.SetOrgIDPTrustRequest\x1a/.gatehouse.management.v1.SetOrgIDPTrustResponse\".\x82\xd3\xe4\x93\x02(:\x01*\"#/management/v1/idps/{idp_id}/_trust\x12\x91\x01\n" +
 	"\fRemoveOrgIDP\x12,.gatehouse.management.v1.RemoveOrgIDPRequest\x1a-.gatehouse.management.v1.RemoveOrgIDPResponse\"$\x82\xd3\xe4\x93\x02\x1e*\x1c/management/v1/idps/{idp_id}\x12\x89\x01\n" +
 	"\n" +
-	"AddProject\x12*.gatehouse.management.v1.AddProjectRequest\x1a+.gatehouse.management.v1.AddProjectResponse\"\"\x82\xd3\xe4\x93\x02\x1c:\x01*\"\x17/management/v1/projects\x12\x97\x01\n" +
-	"\x0eGetProjectByID\x12..gatehouse.management.v1.GetProjectByIDRequest\x1a/.gatehouse.management.v1.GetProjectByIDResponse\"$\x82\xd3\xe4\x93\x02\x1e\x12\x1c/management/v1/projects/{id}\x12\x97\x01\n" +
-	"\fListProjects\x12,.gatehouse.management.v1.ListProjectsRequest\x1a-.gatehouse.management.v1.ListProjectsResponse\"*\x82\xd3\xe4\x93\x02$:\x01*\"\x1f/management/v1/projects/_search\x12\xa1\x01\n" +
+	"AddProject\x12*.gatehouse.management.v1.AddProjectRequest\x1a+.gatehouse.management.v1.AddProjectResponse\"\"\x82\xd3\xe4\x93\x02\x1c:\x01*\"\x17/management/v1/projects\x12\x9a\x01\n" +
+	"\x0eGetProjectByID\x12..gatehouse.management.v1.GetProjectByIDRequest\x1a/.gatehouse.management.v1.GetProjectByIDResponse\"'\x82\xd3\xe4\x93\x02\x1e\x12\x1c/management/v1/projects/{id}\x90\x02\x01\x12\x9a\x01\n" +
+	"\fListProjects\x12,.gatehouse.management.v1.ListProjectsRequest\x1a-.gatehouse.management.v1.ListProjectsResponse\"-\x82\xd3\xe4\x93\x02$:\x01*\"\x1f/management/v1/projects/_search\x90\x02\x01\x12\xa4\x01\n" +
 	"\n" +
-	"GetAppByID\x12*.gatehouse.management.v1.GetAppByIDRequest\x1a+.gatehouse.management.v1.GetAppByIDResponse\":\x82\xd3\xe4\x93\x024\x122/management/v1/projects/{project_id}/apps/{app_id}\x12\x9d\x01\n" +
-	"\bListApps\x12(.gatehouse.management.v1.ListAppsRequest\x1a).gatehouse.management.v1.ListAppsResponse\"<\x82\xd3\xe4\x93\x026:\x01*\"1/management/v1/projects/{project_id}/apps/_search\x12\xa0\x01\n" +
+	"GetAppByID\x12*.gatehouse.management.v1.GetAppByIDRequest\x1a+.gatehouse.management.v1.GetAppByIDResponse\"=\x82\xd3\xe4\x93\x024\x122/management/v1/projects/{project_id}/apps/{app_id}\x90\x02\x01\x12\xa0\x01\n" +
+	"\bListApps\x12(.gatehouse.management.v1.ListAppsRequest\x1a).gatehouse.management.v1.ListAppsResponse\"?\x82\xd3\xe4\x93\x026:\x01*\"1/management/v1/projects/{project_id}/apps/_search\x90\x02\x01\x12\xa0\x01\n" +
 	"\n" +
 	"AddOIDCApp\x12*.gatehouse.management.v1.AddOIDCAppRequest\x1a+.gatehouse.management.v1.AddOIDCAppResponse\"9\x82\xd3\xe4\x93\x023:\x01*\"./management/v1/projects/{project_id}/apps/oidc\x12\xcb\x01\n" +
 	"\x13UpdateOIDCAppConfig\x123.gatehouse.management.v1.UpdateOIDCAppConfigRequest\x1a4.gatehouse.management.v1.UpdateOIDCAppConfigResponse\"I\x82\xd3\xe4\x93\x02C:\x01*\x1a>/management/v1/projects/{project_id}/apps/{app_id}/oidc_config\x12\xf8\x01\n" +
@@ -8169,16 +8169,16 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\tAddAPIApp\x12).gatehouse.management.v1.AddAPIAppRequest\x1a*.gatehouse.management.v1.AddAPIAppResponse\"8\x82\xd3\xe4\x93\x022:\x01*\"-/management/v1/projects/{project_id}/apps/api\x12\xa6\x01\n" +
 	"\tAddAppKey\x12).gatehouse.management.v1.AddAppKeyRequest\x1a*.gatehouse.management.v1.AddAppKeyResponse\"B\x82\xd3\xe4\x93\x02<:\x01*\"7/management/v1/projects/{project_id}/apps/{app_id}/keys\x12\xb5\x01\n" +
 	"\fRemoveAppKey\x12,.gatehouse.management.v1.RemoveAppKeyRequest\x1a-.gatehouse.management.v1.RemoveAppKeyResponse\"H\x82\xd3\xe4\x93\x02B*@/management/v1/projects/{project_id}/apps/{app_id}/keys/{key_id}\x12\xc7\x01\n" +
-	"\x11SetAppAdminClient\x121.gatehouse.management.v1.SetAppAdminClientRequest\x1a2.gatehouse.management.v1.SetAppAdminClientResponse\"K\x82\xd3\xe4\x93\x02E:\x01*\"@/management/v1/projects/{project_id}/apps/{app_id}/_admin_client\x12\xa3\x01\n" +
-	"\fListUserIDPs\x12,.gatehouse.management.v1.ListUserIDPsRequest\x1a-.gatehouse.management.v1.ListUserIDPsResponse\"6\x82\xd3\xe4\x93\x020:\x01*\"+/management/v1/users/{user_id}/idps/_search\x12\xb5\x01\n" +
+	"\x11SetAppAdminClient\x121.gatehouse.management.v1.SetAppAdminClientRequest\x1a2.gatehouse.management.v1.SetAppAdminClientResponse\"K\x82\xd3\xe4\x93\x02E:\x01*\"@/management/v1/projects/{project_id}/apps/{app_id}/_admin_client\x12\xa6\x01\n" +
+	"\fListUserIDPs\x12,.gatehouse.management.v1.ListUserIDPsRequest\x1a-.gatehouse.management.v1.ListUserIDPsResponse\"9\x82\xd3\xe4\x93\x020:\x01*\"+/management/v1/users/{user_id}/idps/_search\x90\x02\x01\x12\xb5\x01\n" +
 	"\rRemoveUserIDP\x12-.gatehouse.management.v1.RemoveUserIDPRequest\x1a..gatehouse.management.v1.RemoveUserIDPResponse\"E\x82\xd3\xe4\x93\x02?*=/management/v1/users/{user_id}/idps/{idp_id}/{linked_user_id}\x12\xac\x01\n" +
-	"\x0fAddProjectGrant\x12/.gatehouse.management.v1.AddProjectGrantRequest\x1a0.gatehouse.management.v1.AddProjectGrantResponse\"6\x82\xd3\xe4\x93\x020:\x01*\"+/management/v1/projects/{project_id}/grants\x12\xb4\x01\n" +
-	"\x13ListGrantedProjects\x123.gatehouse.management.v1.ListGrantedProjectsRequest\x1a4.gatehouse.management.v1.ListGrantedProjectsResponse\"2\x82\xd3\xe4\x93\x02,:\x01*\"'/management/v1/granted_projects/_search\x12\xd6\x01\n" +
-	"\x14RefuseGrantedProject\x124.gatehouse.management.v1.RefuseGrantedProjectRequest\x1a5.gatehouse.management.v1.RefuseGrantedProjectResponse\"Q\x82\xd3\xe4\x93\x02K:\x01*\"F/management/v1/granted_projects/{project_id}/grants/{grant_id}/_refuse\x12\xba\x01\n" +
-	"\x11ListProjectGrants\x121.gatehouse.management.v1.ListProjectGrantsRequest\x1a2.gatehouse.management.v1.ListProjectGrantsResponse\">\x82\xd3\xe4\x93\x028:\x01*\"3/management/v1/projects/{project_id}/grants/_search\x12\xc0\x01\n" +
+	"\x0fAddProjectGrant\x12/.gatehouse.management.v1.AddProjectGrantRequest\x1a0.gatehouse.management.v1.AddProjectGrantResponse\"6\x82\xd3\xe4\x93\x020:\x01*\"+/management/v1/projects/{project_id}/grants\x12\xb7\x01\n" +
+	"\x13ListGrantedProjects\x123.gatehouse.management.v1.ListGrantedProjectsRequest\x1a4.gatehouse.management.v1.ListGrantedProjectsResponse\"5\x82\xd3\xe4\x93\x02,:\x01*\"'/management/v1/granted_projects/_search\x90\x02\x01\x12\xd6\x01\n" +
+	"\x14RefuseGrantedProject\x124.gatehouse.management.v1.RefuseGrantedProjectRequest\x1a5.gatehouse.management.v1.RefuseGrantedProjectResponse\"Q\x82\xd3\xe4\x93\x02K:\x01*\"F/management/v1/granted_projects/{project_id}/grants/{grant_id}/_refuse\x12\xbd\x01\n" +
+	"\x11ListProjectGrants\x121.gatehouse.management.v1.ListProjectGrantsRequest\x1a2.gatehouse.management.v1.ListProjectGrantsResponse\"A\x82\xd3\xe4\x93\x028:\x01*\"3/management/v1/projects/{project_id}/grants/_search\x90\x02\x01\x12\xc0\x01\n" +
 	"\x12UpdateProjectGrant\x122.gatehouse.management.v1.UpdateProjectGrantRequest\x1a3.gatehouse.management.v1.UpdateProjectGrantResponse\"A\x82\xd3\xe4\x93\x02;:\x01*\x1a6/management/v1/projects/{project_id}/grants/{grant_id}\x12\xbd\x01\n" +
-	"\x12RemoveProjectGrant\x122.gatehouse.management.v1.RemoveProjectGrantRequest\x1a3.gatehouse.management.v1.RemoveProjectGrantResponse\">\x82\xd3\xe4\x93\x028*6/management/v1/projects/{project_id}/grants/{grant_id}\x12\x98\x01\n" +
-	"\x0eGetLoginPolicy\x12..gatehouse.management.v1.GetLoginPolicyRequest\x1a/.gatehouse.management.v1.GetLoginPolicyResponse\"%\x82\xd3\xe4\x93\x02\x1f\x12\x1d/management/v1/policies/login\x12\xad\x01\n" +
+	"\x12RemoveProjectGrant\x122.gatehouse.management.v1.RemoveProjectGrantRequest\x1a3.gatehouse.management.v1.RemoveProjectGrantResponse\">\x82\xd3\xe4\x93\x028*6/management/v1/projects/{project_id}/grants/{grant_id}\x12\x9b\x01\n" +
+	"\x0eGetLoginPolicy\x12..gatehouse.management.v1.GetLoginPolicyRequest\x1a/.gatehouse.management.v1.GetLoginPolicyResponse\"(\x82\xd3\xe4\x93\x02\x1f\x12\x1d/management/v1/policies/login\x90\x02\x01\x12\xad\x01\n" +
 	"\x14AddCustomLoginPolicy\x124.gatehouse.management.v1.AddCustomLoginPolicyRequest\x1a5.gatehouse.management.v1.AddCustomLoginPolicyResponse\"(\x82\xd3\xe4\x93\x02\":\x01*\"\x1d/management/v1/policies/login\x12\xb6\x01\n" +
 	"\x17UpdateCustomLoginPolicy\x127.gatehouse.management.v1.UpdateCustomLoginPolicyRequest\x1a8.gatehouse.management.v1.UpdateCustomLoginPolicyResponse\"(\x82\xd3\xe4\x93\x02\":\x01*\x1a\x1d/management/v1/policies/login\x12\xb9\x01\n" +
 	"\x19ResetLoginPolicyToDefault\x129.gatehouse.management.v1.ResetLoginPolicyToDefaultRequest\x1a:.gatehouse.management.v1.ResetLoginPolicyToDefaultResponse\"%\x82\xd3\xe4\x93\x02\x1f*\x1d/management/v1/policies/loginB\xfc\x01\n" +

@@ -1448,7 +1448,7 @@ const file_gatehouse_tokens_v1_tokens_proto_rawDesc = "" +
 	"\x14RevokeSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x17\n" +
-	"\x15RevokeSessionResponse2\xe1\b\n" +
+	"\x15RevokeSessionResponse2\xf0\b\n" +
 	"\fTokenService\x12]\n" +
 	"\n" +
 	"Introspect\x12&.gatehouse.tokens.v1.IntrospectRequest\x1a'.gatehouse.tokens.v1.IntrospectResponse\x12\x84\x01\n" +
@@ -1457,10 +1457,10 @@ const file_gatehouse_tokens_v1_tokens_proto_rawDesc = "" +
 	"\x11VerifyIDTokenHint\x12-.gatehouse.tokens.v1.VerifyIDTokenHintRequest\x1a..gatehouse.tokens.v1.VerifyIDTokenHintResponse\x12f\n" +
 	"\rRevokeSession\x12).gatehouse.tokens.v1.RevokeSessionRequest\x1a*.gatehouse.tokens.v1.RevokeSessionResponse\x12o\n" +
 	"\x10RevokeUserTokens\x12,.gatehouse.tokens.v1.RevokeUserTokensRequest\x1a-.gatehouse.tokens.v1.RevokeUserTokensResponse\x12r\n" +
-	"\x11RevokeGrantTokens\x12-.gatehouse.tokens.v1.RevokeGrantTokensRequest\x1a..gatehouse.tokens.v1.RevokeGrantTokensResponse\x12l\n" +
-	"\x0fListRevocations\x12+.gatehouse.tokens.v1.ListRevocationsRequest\x1a,.gatehouse.tokens.v1.ListRevocationsResponse\x12c\n" +
-	"\fCheckRevoked\x12(.gatehouse.tokens.v1.CheckRevokedRequest\x1a).gatehouse.tokens.v1.CheckRevokedResponse\x12Z\n" +
-	"\tGetKeySet\x12%.gatehouse.tokens.v1.GetKeySetRequest\x1a&.gatehouse.tokens.v1.GetKeySetResponseB\xdc\x01\n" +
+	"\x11RevokeGrantTokens\x12-.gatehouse.tokens.v1.RevokeGrantTokensRequest\x1a..gatehouse.tokens.v1.RevokeGrantTokensResponse\x12q\n" +
+	"\x0fListRevocations\x12+.gatehouse.tokens.v1.ListRevocationsRequest\x1a,.gatehouse.tokens.v1.ListRevocationsResponse\"\x03\x90\x02\x01\x12h\n" +
+	"\fCheckRevoked\x12(.gatehouse.tokens.v1.CheckRevokedRequest\x1a).gatehouse.tokens.v1.CheckRevokedResponse\"\x03\x90\x02\x01\x12_\n" +
+	"\tGetKeySet\x12%.gatehouse.tokens.v1.GetKeySetRequest\x1a&.gatehouse.tokens.v1.GetKeySetResponse\"\x03\x90\x02\x01B\xdc\x01\n" +
 	"\x17com.gatehouse.tokens.v1B\vTokensProtoP\x01ZFgithub.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1;tokensv1\xa2\x02\x03GTX\xaa\x02\x13Gatehouse.Tokens.V1\xca\x02\x13Gatehouse\\Tokens\\V1\xe2\x02\x1fGatehouse\\Tokens\\V1\\GPBMetadata\xea\x02\x15Gatehouse::Tokens::V1b\x06proto3"
 
 var (

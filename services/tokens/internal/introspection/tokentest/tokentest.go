@@ -260,28 +260,28 @@ func (d *Directory) ClaimsCalls() int {
 }
 
 // GetClient implements the directory's GetClient.
-func (d *Directory) GetClient(_ context.Context, req *connect.Request[directoryv1.GetClientRequest]) (*connect.Response[directoryv1.GetClientResponse], error) {
+func (d *Directory) GetClient(_ context.Context, req *directoryv1.GetClientRequest) (*directoryv1.GetClientResponse, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.clientErr != nil {
 		return nil, d.clientErr
 	}
-	c, ok := d.clients[req.Msg.GetClientId()]
+	c, ok := d.clients[req.GetClientId()]
 	if !ok {
 		return nil, connect.NewError(connect.CodeNotFound, errors.New("client not found"))
 	}
-	return connect.NewResponse(&directoryv1.GetClientResponse{Client: c}), nil
+	return &directoryv1.GetClientResponse{Client: c}, nil
 }
 
 // GetClaims implements the directory's GetClaims.
-func (d *Directory) GetClaims(_ context.Context, req *connect.Request[directoryv1.GetClaimsRequest]) (*connect.Response[directoryv1.GetClaimsResponse], error) {
+func (d *Directory) GetClaims(_ context.Context, req *directoryv1.GetClaimsRequest) (*directoryv1.GetClaimsResponse, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.claims++
 	if d.claimsErr != nil {
 		return nil, d.claimsErr
 	}
-	u, ok := d.users[req.Msg.GetUserId()]
+	u, ok := d.users[req.GetUserId()]
 	if !ok {
 		return nil, connect.NewError(connect.CodeNotFound, errors.New("user not found"))
 	}
@@ -290,7 +290,7 @@ func (d *Directory) GetClaims(_ context.Context, req *connect.Request[directoryv
 	}
 	claims := map[string]any{"sub": u.ID}
 	for _, s := range slices.Sorted(maps.Keys(u.Claims)) {
-		if slices.Contains(req.Msg.GetScopes(), s) {
+		if slices.Contains(req.GetScopes(), s) {
 			maps.Copy(claims, u.Claims[s])
 		}
 	}
@@ -298,7 +298,7 @@ func (d *Directory) GetClaims(_ context.Context, req *connect.Request[directoryv
 	if err != nil {
 		return nil, connect.NewError(connect.CodeInternal, err)
 	}
-	return connect.NewResponse(&directoryv1.GetClaimsResponse{Claims: st, PreferredLoginName: u.LoginName}), nil
+	return &directoryv1.GetClaimsResponse{Claims: st, PreferredLoginName: u.LoginName}, nil
 }
 
 // Alice is a human user with profile, email and phone claims.

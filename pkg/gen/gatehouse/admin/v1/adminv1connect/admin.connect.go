@@ -49,10 +49,10 @@ type AdminServiceClient interface {
 	// then and stays published until every token it signed has expired.
 	// Errors: InvalidArgument for an unsupported algorithm; Aborted (409) when
 	// another rotation won a concurrent race (retry).
-	RotateSigningKey(context.Context, *connect.Request[v1.RotateSigningKeyRequest]) (*connect.Response[v1.RotateSigningKeyResponse], error)
+	RotateSigningKey(context.Context, *v1.RotateSigningKeyRequest) (*v1.RotateSigningKeyResponse, error)
 	// Lists the signing keys that are published or scheduled, newest first.
 	// Private key material is never returned.
-	ListSigningKeys(context.Context, *connect.Request[v1.ListSigningKeysRequest]) (*connect.Response[v1.ListSigningKeysResponse], error)
+	ListSigningKeys(context.Context, *v1.ListSigningKeysRequest) (*v1.ListSigningKeysResponse, error)
 }
 
 // NewAdminServiceClient constructs a client for the gatehouse.admin.v1.AdminService service. By
@@ -76,6 +76,7 @@ func NewAdminServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			httpClient,
 			baseURL+AdminServiceListSigningKeysProcedure,
 			connect.WithSchema(adminServiceMethods.ByName("ListSigningKeys")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 	}
@@ -88,13 +89,21 @@ type adminServiceClient struct {
 }
 
 // RotateSigningKey calls gatehouse.admin.v1.AdminService.RotateSigningKey.
-func (c *adminServiceClient) RotateSigningKey(ctx context.Context, req *connect.Request[v1.RotateSigningKeyRequest]) (*connect.Response[v1.RotateSigningKeyResponse], error) {
-	return c.rotateSigningKey.CallUnary(ctx, req)
+func (c *adminServiceClient) RotateSigningKey(ctx context.Context, req *v1.RotateSigningKeyRequest) (*v1.RotateSigningKeyResponse, error) {
+	response, err := c.rotateSigningKey.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // ListSigningKeys calls gatehouse.admin.v1.AdminService.ListSigningKeys.
-func (c *adminServiceClient) ListSigningKeys(ctx context.Context, req *connect.Request[v1.ListSigningKeysRequest]) (*connect.Response[v1.ListSigningKeysResponse], error) {
-	return c.listSigningKeys.CallUnary(ctx, req)
+func (c *adminServiceClient) ListSigningKeys(ctx context.Context, req *v1.ListSigningKeysRequest) (*v1.ListSigningKeysResponse, error) {
+	response, err := c.listSigningKeys.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // AdminServiceHandler is an implementation of the gatehouse.admin.v1.AdminService service.
@@ -105,10 +114,10 @@ type AdminServiceHandler interface {
 	// then and stays published until every token it signed has expired.
 	// Errors: InvalidArgument for an unsupported algorithm; Aborted (409) when
 	// another rotation won a concurrent race (retry).
-	RotateSigningKey(context.Context, *connect.Request[v1.RotateSigningKeyRequest]) (*connect.Response[v1.RotateSigningKeyResponse], error)
+	RotateSigningKey(context.Context, *v1.RotateSigningKeyRequest) (*v1.RotateSigningKeyResponse, error)
 	// Lists the signing keys that are published or scheduled, newest first.
 	// Private key material is never returned.
-	ListSigningKeys(context.Context, *connect.Request[v1.ListSigningKeysRequest]) (*connect.Response[v1.ListSigningKeysResponse], error)
+	ListSigningKeys(context.Context, *v1.ListSigningKeysRequest) (*v1.ListSigningKeysResponse, error)
 }
 
 // NewAdminServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -118,16 +127,17 @@ type AdminServiceHandler interface {
 // and JSON codecs. They also support gzip compression.
 func NewAdminServiceHandler(svc AdminServiceHandler, opts ...connect.HandlerOption) (string, http.Handler) {
 	adminServiceMethods := v1.File_gatehouse_admin_v1_admin_proto.Services().ByName("AdminService").Methods()
-	adminServiceRotateSigningKeyHandler := connect.NewUnaryHandler(
+	adminServiceRotateSigningKeyHandler := connect.NewUnaryHandlerSimple(
 		AdminServiceRotateSigningKeyProcedure,
 		svc.RotateSigningKey,
 		connect.WithSchema(adminServiceMethods.ByName("RotateSigningKey")),
 		connect.WithHandlerOptions(opts...),
 	)
-	adminServiceListSigningKeysHandler := connect.NewUnaryHandler(
+	adminServiceListSigningKeysHandler := connect.NewUnaryHandlerSimple(
 		AdminServiceListSigningKeysProcedure,
 		svc.ListSigningKeys,
 		connect.WithSchema(adminServiceMethods.ByName("ListSigningKeys")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
 	return "/gatehouse.admin.v1.AdminService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -145,10 +155,10 @@ func NewAdminServiceHandler(svc AdminServiceHandler, opts ...connect.HandlerOpti
 // UnimplementedAdminServiceHandler returns CodeUnimplemented from all methods.
 type UnimplementedAdminServiceHandler struct{}
 
-func (UnimplementedAdminServiceHandler) RotateSigningKey(context.Context, *connect.Request[v1.RotateSigningKeyRequest]) (*connect.Response[v1.RotateSigningKeyResponse], error) {
+func (UnimplementedAdminServiceHandler) RotateSigningKey(context.Context, *v1.RotateSigningKeyRequest) (*v1.RotateSigningKeyResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.admin.v1.AdminService.RotateSigningKey is not implemented"))
 }
 
-func (UnimplementedAdminServiceHandler) ListSigningKeys(context.Context, *connect.Request[v1.ListSigningKeysRequest]) (*connect.Response[v1.ListSigningKeysResponse], error) {
+func (UnimplementedAdminServiceHandler) ListSigningKeys(context.Context, *v1.ListSigningKeysRequest) (*v1.ListSigningKeysResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.admin.v1.AdminService.ListSigningKeys is not implemented"))
 }

@@ -88,10 +88,10 @@ const (
 type DirectoryServiceClient interface {
 	// Returns an OAuth client: an OIDC or API application, or a machine user
 	// with a client secret, looked up by client_id.
-	GetClient(context.Context, *connect.Request[v1.GetClientRequest]) (*connect.Response[v1.GetClientResponse], error)
+	GetClient(context.Context, *v1.GetClientRequest) (*v1.GetClientResponse, error)
 	// Returns the public key of a machine user, by key id, for the JWT
 	// profile grant.
-	GetMachineKey(context.Context, *connect.Request[v1.GetMachineKeyRequest]) (*connect.Response[v1.GetMachineKeyResponse], error)
+	GetMachineKey(context.Context, *v1.GetMachineKeyRequest) (*v1.GetMachineKeyResponse, error)
 	// Checks a user's password in an organization, under durable
 	// failed-password limits: a progressive delay per (account, client
 	// address), a limit per client address and, where the organization opts
@@ -99,34 +99,34 @@ type DirectoryServiceClient interface {
 	// attempt the limits refuse all answer Unauthenticated with the same
 	// message after the same work; FailedPrecondition (deactivated) only
 	// after the correct password.
-	VerifyPassword(context.Context, *connect.Request[v1.VerifyPasswordRequest]) (*connect.Response[v1.VerifyPasswordResponse], error)
+	VerifyPassword(context.Context, *v1.VerifyPasswordRequest) (*v1.VerifyPasswordResponse, error)
 	// Changes a user's password after checking the current one and the
 	// organization's password policy; clears the change-required flag.
-	ChangePassword(context.Context, *connect.Request[v1.ChangePasswordRequest]) (*connect.Response[v1.ChangePasswordResponse], error)
+	ChangePassword(context.Context, *v1.ChangePasswordRequest) (*v1.ChangePasswordResponse, error)
 	// Returns a user by id.
-	GetUser(context.Context, *connect.Request[v1.GetUserRequest]) (*connect.Response[v1.GetUserResponse], error)
+	GetUser(context.Context, *v1.GetUserRequest) (*v1.GetUserResponse, error)
 	// Finds a user of an organization by login name: userName@primaryDomain,
 	// the bare userName, or a verified email where that is unambiguous.
-	LookupUser(context.Context, *connect.Request[v1.LookupUserRequest]) (*connect.Response[v1.LookupUserResponse], error)
+	LookupUser(context.Context, *v1.LookupUserRequest) (*v1.LookupUserResponse, error)
 	// Returns the claims of a user for the granted scopes (profile, email,
 	// phone, address, and the reserved metadata/resource-owner scopes).
-	GetClaims(context.Context, *connect.Request[v1.GetClaimsRequest]) (*connect.Response[v1.GetClaimsResponse], error)
+	GetClaims(context.Context, *v1.GetClaimsRequest) (*v1.GetClaimsResponse, error)
 	// Registers a human user in an organization (self-registration).
-	RegisterUser(context.Context, *connect.Request[v1.RegisterUserRequest]) (*connect.Response[v1.RegisterUserResponse], error)
+	RegisterUser(context.Context, *v1.RegisterUserRequest) (*v1.RegisterUserResponse, error)
 	// Returns an organization and its password policy.
-	GetOrg(context.Context, *connect.Request[v1.GetOrgRequest]) (*connect.Response[v1.GetOrgResponse], error)
+	GetOrg(context.Context, *v1.GetOrgRequest) (*v1.GetOrgResponse, error)
 	// Returns the roles a user holds in an organization (IAM_OWNER included
 	// when the user holds it instance-wide).
-	GetRoles(context.Context, *connect.Request[v1.GetRolesRequest]) (*connect.Response[v1.GetRolesResponse], error)
+	GetRoles(context.Context, *v1.GetRolesRequest) (*v1.GetRolesResponse, error)
 	// Returns an external identity provider of an organization with its
 	// decrypted client secret, for the federation flow (inactive ones too:
 	// see IdP.active). NotFound for an unknown IdP or one of another
 	// organization; InvalidArgument when an id is empty.
-	GetIdP(context.Context, *connect.Request[v1.GetIdPRequest]) (*connect.Response[v1.GetIdPResponse], error)
+	GetIdP(context.Context, *v1.GetIdPRequest) (*v1.GetIdPResponse, error)
 	// Lists the active identity providers of an organization, ordered by
 	// name, for the login page's buttons; no secrets. NotFound for an
 	// unknown organization; InvalidArgument when org_id is empty.
-	ListIdPs(context.Context, *connect.Request[v1.ListIdPsRequest]) (*connect.Response[v1.ListIdPsResponse], error)
+	ListIdPs(context.Context, *v1.ListIdPsRequest) (*v1.ListIdPsResponse, error)
 	// Links a user to the identity a subject has at an identity provider, so
 	// the user can sign in through it. InvalidArgument for an empty field or
 	// an external_subject over 255 characters; NotFound for an unknown IdP or
@@ -135,12 +135,12 @@ type DirectoryServiceClient interface {
 	// AlreadyExists when the external identity is already linked (to anyone)
 	// or the user already has a link to this IdP; Aborted when the user
 	// changed concurrently (retry).
-	LinkExternalUser(context.Context, *connect.Request[v1.LinkExternalUserRequest]) (*connect.Response[v1.LinkExternalUserResponse], error)
+	LinkExternalUser(context.Context, *v1.LinkExternalUserRequest) (*v1.LinkExternalUserResponse, error)
 	// Returns the user linked to an external identity. NotFound for an
 	// unknown IdP or when nothing is linked; FailedPrecondition when the IdP
 	// is inactive (nobody signs in through it); InvalidArgument for an empty
 	// field. The user's own state (e.g. deactivated) is in User.state.
-	GetLinkedUser(context.Context, *connect.Request[v1.GetLinkedUserRequest]) (*connect.Response[v1.GetLinkedUserResponse], error)
+	GetLinkedUser(context.Context, *v1.GetLinkedUserRequest) (*v1.GetLinkedUserResponse, error)
 	// Creates a human user without a password in the IdP's organization and
 	// links it to the external identity, in one change (auto-registration at
 	// the first sign-in through the IdP). The user is active at once: it
@@ -149,18 +149,18 @@ type DirectoryServiceClient interface {
 	// is inactive; AlreadyExists when the external identity is already
 	// linked or the user name is taken in the organization (nothing is
 	// created then).
-	RegisterExternalUser(context.Context, *connect.Request[v1.RegisterExternalUserRequest]) (*connect.Response[v1.RegisterExternalUserResponse], error)
+	RegisterExternalUser(context.Context, *v1.RegisterExternalUserRequest) (*v1.RegisterExternalUserResponse, error)
 	// Removes the link of an external identity; the user stays. NotFound for
 	// an unknown IdP or when nothing is linked; InvalidArgument for an empty
 	// field.
-	UnlinkExternalUser(context.Context, *connect.Request[v1.UnlinkExternalUserRequest]) (*connect.Response[v1.UnlinkExternalUserResponse], error)
+	UnlinkExternalUser(context.Context, *v1.UnlinkExternalUserRequest) (*v1.UnlinkExternalUserResponse, error)
 	// Lists which organizations' objects changed after a sequence of the
 	// directory's event log, so other services can invalidate what they
 	// cache (the tokens service's clients and machine keys). A change is
 	// returned again until it is older than a few seconds, because a
 	// concurrent transaction may commit a lower sequence after a higher
 	// one; resume from cursor. after_sequence 0 starts at the present.
-	ListChanges(context.Context, *connect.Request[v1.ListChangesRequest]) (*connect.Response[v1.ListChangesResponse], error)
+	ListChanges(context.Context, *v1.ListChangesRequest) (*v1.ListChangesResponse, error)
 }
 
 // NewDirectoryServiceClient constructs a client for the gatehouse.directory.v1.DirectoryService
@@ -178,12 +178,14 @@ func NewDirectoryServiceClient(httpClient connect.HTTPClient, baseURL string, op
 			httpClient,
 			baseURL+DirectoryServiceGetClientProcedure,
 			connect.WithSchema(directoryServiceMethods.ByName("GetClient")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		getMachineKey: connect.NewClient[v1.GetMachineKeyRequest, v1.GetMachineKeyResponse](
 			httpClient,
 			baseURL+DirectoryServiceGetMachineKeyProcedure,
 			connect.WithSchema(directoryServiceMethods.ByName("GetMachineKey")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		verifyPassword: connect.NewClient[v1.VerifyPasswordRequest, v1.VerifyPasswordResponse](
@@ -202,18 +204,21 @@ func NewDirectoryServiceClient(httpClient connect.HTTPClient, baseURL string, op
 			httpClient,
 			baseURL+DirectoryServiceGetUserProcedure,
 			connect.WithSchema(directoryServiceMethods.ByName("GetUser")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		lookupUser: connect.NewClient[v1.LookupUserRequest, v1.LookupUserResponse](
 			httpClient,
 			baseURL+DirectoryServiceLookupUserProcedure,
 			connect.WithSchema(directoryServiceMethods.ByName("LookupUser")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		getClaims: connect.NewClient[v1.GetClaimsRequest, v1.GetClaimsResponse](
 			httpClient,
 			baseURL+DirectoryServiceGetClaimsProcedure,
 			connect.WithSchema(directoryServiceMethods.ByName("GetClaims")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		registerUser: connect.NewClient[v1.RegisterUserRequest, v1.RegisterUserResponse](
@@ -226,24 +231,28 @@ func NewDirectoryServiceClient(httpClient connect.HTTPClient, baseURL string, op
 			httpClient,
 			baseURL+DirectoryServiceGetOrgProcedure,
 			connect.WithSchema(directoryServiceMethods.ByName("GetOrg")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		getRoles: connect.NewClient[v1.GetRolesRequest, v1.GetRolesResponse](
 			httpClient,
 			baseURL+DirectoryServiceGetRolesProcedure,
 			connect.WithSchema(directoryServiceMethods.ByName("GetRoles")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		getIdP: connect.NewClient[v1.GetIdPRequest, v1.GetIdPResponse](
 			httpClient,
 			baseURL+DirectoryServiceGetIdPProcedure,
 			connect.WithSchema(directoryServiceMethods.ByName("GetIdP")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		listIdPs: connect.NewClient[v1.ListIdPsRequest, v1.ListIdPsResponse](
 			httpClient,
 			baseURL+DirectoryServiceListIdPsProcedure,
 			connect.WithSchema(directoryServiceMethods.ByName("ListIdPs")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		linkExternalUser: connect.NewClient[v1.LinkExternalUserRequest, v1.LinkExternalUserResponse](
@@ -256,6 +265,7 @@ func NewDirectoryServiceClient(httpClient connect.HTTPClient, baseURL string, op
 			httpClient,
 			baseURL+DirectoryServiceGetLinkedUserProcedure,
 			connect.WithSchema(directoryServiceMethods.ByName("GetLinkedUser")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		registerExternalUser: connect.NewClient[v1.RegisterExternalUserRequest, v1.RegisterExternalUserResponse](
@@ -274,6 +284,7 @@ func NewDirectoryServiceClient(httpClient connect.HTTPClient, baseURL string, op
 			httpClient,
 			baseURL+DirectoryServiceListChangesProcedure,
 			connect.WithSchema(directoryServiceMethods.ByName("ListChanges")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 	}
@@ -301,88 +312,156 @@ type directoryServiceClient struct {
 }
 
 // GetClient calls gatehouse.directory.v1.DirectoryService.GetClient.
-func (c *directoryServiceClient) GetClient(ctx context.Context, req *connect.Request[v1.GetClientRequest]) (*connect.Response[v1.GetClientResponse], error) {
-	return c.getClient.CallUnary(ctx, req)
+func (c *directoryServiceClient) GetClient(ctx context.Context, req *v1.GetClientRequest) (*v1.GetClientResponse, error) {
+	response, err := c.getClient.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // GetMachineKey calls gatehouse.directory.v1.DirectoryService.GetMachineKey.
-func (c *directoryServiceClient) GetMachineKey(ctx context.Context, req *connect.Request[v1.GetMachineKeyRequest]) (*connect.Response[v1.GetMachineKeyResponse], error) {
-	return c.getMachineKey.CallUnary(ctx, req)
+func (c *directoryServiceClient) GetMachineKey(ctx context.Context, req *v1.GetMachineKeyRequest) (*v1.GetMachineKeyResponse, error) {
+	response, err := c.getMachineKey.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // VerifyPassword calls gatehouse.directory.v1.DirectoryService.VerifyPassword.
-func (c *directoryServiceClient) VerifyPassword(ctx context.Context, req *connect.Request[v1.VerifyPasswordRequest]) (*connect.Response[v1.VerifyPasswordResponse], error) {
-	return c.verifyPassword.CallUnary(ctx, req)
+func (c *directoryServiceClient) VerifyPassword(ctx context.Context, req *v1.VerifyPasswordRequest) (*v1.VerifyPasswordResponse, error) {
+	response, err := c.verifyPassword.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // ChangePassword calls gatehouse.directory.v1.DirectoryService.ChangePassword.
-func (c *directoryServiceClient) ChangePassword(ctx context.Context, req *connect.Request[v1.ChangePasswordRequest]) (*connect.Response[v1.ChangePasswordResponse], error) {
-	return c.changePassword.CallUnary(ctx, req)
+func (c *directoryServiceClient) ChangePassword(ctx context.Context, req *v1.ChangePasswordRequest) (*v1.ChangePasswordResponse, error) {
+	response, err := c.changePassword.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // GetUser calls gatehouse.directory.v1.DirectoryService.GetUser.
-func (c *directoryServiceClient) GetUser(ctx context.Context, req *connect.Request[v1.GetUserRequest]) (*connect.Response[v1.GetUserResponse], error) {
-	return c.getUser.CallUnary(ctx, req)
+func (c *directoryServiceClient) GetUser(ctx context.Context, req *v1.GetUserRequest) (*v1.GetUserResponse, error) {
+	response, err := c.getUser.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // LookupUser calls gatehouse.directory.v1.DirectoryService.LookupUser.
-func (c *directoryServiceClient) LookupUser(ctx context.Context, req *connect.Request[v1.LookupUserRequest]) (*connect.Response[v1.LookupUserResponse], error) {
-	return c.lookupUser.CallUnary(ctx, req)
+func (c *directoryServiceClient) LookupUser(ctx context.Context, req *v1.LookupUserRequest) (*v1.LookupUserResponse, error) {
+	response, err := c.lookupUser.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // GetClaims calls gatehouse.directory.v1.DirectoryService.GetClaims.
-func (c *directoryServiceClient) GetClaims(ctx context.Context, req *connect.Request[v1.GetClaimsRequest]) (*connect.Response[v1.GetClaimsResponse], error) {
-	return c.getClaims.CallUnary(ctx, req)
+func (c *directoryServiceClient) GetClaims(ctx context.Context, req *v1.GetClaimsRequest) (*v1.GetClaimsResponse, error) {
+	response, err := c.getClaims.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // RegisterUser calls gatehouse.directory.v1.DirectoryService.RegisterUser.
-func (c *directoryServiceClient) RegisterUser(ctx context.Context, req *connect.Request[v1.RegisterUserRequest]) (*connect.Response[v1.RegisterUserResponse], error) {
-	return c.registerUser.CallUnary(ctx, req)
+func (c *directoryServiceClient) RegisterUser(ctx context.Context, req *v1.RegisterUserRequest) (*v1.RegisterUserResponse, error) {
+	response, err := c.registerUser.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // GetOrg calls gatehouse.directory.v1.DirectoryService.GetOrg.
-func (c *directoryServiceClient) GetOrg(ctx context.Context, req *connect.Request[v1.GetOrgRequest]) (*connect.Response[v1.GetOrgResponse], error) {
-	return c.getOrg.CallUnary(ctx, req)
+func (c *directoryServiceClient) GetOrg(ctx context.Context, req *v1.GetOrgRequest) (*v1.GetOrgResponse, error) {
+	response, err := c.getOrg.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // GetRoles calls gatehouse.directory.v1.DirectoryService.GetRoles.
-func (c *directoryServiceClient) GetRoles(ctx context.Context, req *connect.Request[v1.GetRolesRequest]) (*connect.Response[v1.GetRolesResponse], error) {
-	return c.getRoles.CallUnary(ctx, req)
+func (c *directoryServiceClient) GetRoles(ctx context.Context, req *v1.GetRolesRequest) (*v1.GetRolesResponse, error) {
+	response, err := c.getRoles.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // GetIdP calls gatehouse.directory.v1.DirectoryService.GetIdP.
-func (c *directoryServiceClient) GetIdP(ctx context.Context, req *connect.Request[v1.GetIdPRequest]) (*connect.Response[v1.GetIdPResponse], error) {
-	return c.getIdP.CallUnary(ctx, req)
+func (c *directoryServiceClient) GetIdP(ctx context.Context, req *v1.GetIdPRequest) (*v1.GetIdPResponse, error) {
+	response, err := c.getIdP.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // ListIdPs calls gatehouse.directory.v1.DirectoryService.ListIdPs.
-func (c *directoryServiceClient) ListIdPs(ctx context.Context, req *connect.Request[v1.ListIdPsRequest]) (*connect.Response[v1.ListIdPsResponse], error) {
-	return c.listIdPs.CallUnary(ctx, req)
+func (c *directoryServiceClient) ListIdPs(ctx context.Context, req *v1.ListIdPsRequest) (*v1.ListIdPsResponse, error) {
+	response, err := c.listIdPs.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // LinkExternalUser calls gatehouse.directory.v1.DirectoryService.LinkExternalUser.
-func (c *directoryServiceClient) LinkExternalUser(ctx context.Context, req *connect.Request[v1.LinkExternalUserRequest]) (*connect.Response[v1.LinkExternalUserResponse], error) {
-	return c.linkExternalUser.CallUnary(ctx, req)
+func (c *directoryServiceClient) LinkExternalUser(ctx context.Context, req *v1.LinkExternalUserRequest) (*v1.LinkExternalUserResponse, error) {
+	response, err := c.linkExternalUser.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // GetLinkedUser calls gatehouse.directory.v1.DirectoryService.GetLinkedUser.
-func (c *directoryServiceClient) GetLinkedUser(ctx context.Context, req *connect.Request[v1.GetLinkedUserRequest]) (*connect.Response[v1.GetLinkedUserResponse], error) {
-	return c.getLinkedUser.CallUnary(ctx, req)
+func (c *directoryServiceClient) GetLinkedUser(ctx context.Context, req *v1.GetLinkedUserRequest) (*v1.GetLinkedUserResponse, error) {
+	response, err := c.getLinkedUser.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // RegisterExternalUser calls gatehouse.directory.v1.DirectoryService.RegisterExternalUser.
-func (c *directoryServiceClient) RegisterExternalUser(ctx context.Context, req *connect.Request[v1.RegisterExternalUserRequest]) (*connect.Response[v1.RegisterExternalUserResponse], error) {
-	return c.registerExternalUser.CallUnary(ctx, req)
+func (c *directoryServiceClient) RegisterExternalUser(ctx context.Context, req *v1.RegisterExternalUserRequest) (*v1.RegisterExternalUserResponse, error) {
+	response, err := c.registerExternalUser.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // UnlinkExternalUser calls gatehouse.directory.v1.DirectoryService.UnlinkExternalUser.
-func (c *directoryServiceClient) UnlinkExternalUser(ctx context.Context, req *connect.Request[v1.UnlinkExternalUserRequest]) (*connect.Response[v1.UnlinkExternalUserResponse], error) {
-	return c.unlinkExternalUser.CallUnary(ctx, req)
+func (c *directoryServiceClient) UnlinkExternalUser(ctx context.Context, req *v1.UnlinkExternalUserRequest) (*v1.UnlinkExternalUserResponse, error) {
+	response, err := c.unlinkExternalUser.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // ListChanges calls gatehouse.directory.v1.DirectoryService.ListChanges.
-func (c *directoryServiceClient) ListChanges(ctx context.Context, req *connect.Request[v1.ListChangesRequest]) (*connect.Response[v1.ListChangesResponse], error) {
-	return c.listChanges.CallUnary(ctx, req)
+func (c *directoryServiceClient) ListChanges(ctx context.Context, req *v1.ListChangesRequest) (*v1.ListChangesResponse, error) {
+	response, err := c.listChanges.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // DirectoryServiceHandler is an implementation of the gatehouse.directory.v1.DirectoryService
@@ -390,10 +469,10 @@ func (c *directoryServiceClient) ListChanges(ctx context.Context, req *connect.R
 type DirectoryServiceHandler interface {
 	// Returns an OAuth client: an OIDC or API application, or a machine user
 	// with a client secret, looked up by client_id.
-	GetClient(context.Context, *connect.Request[v1.GetClientRequest]) (*connect.Response[v1.GetClientResponse], error)
+	GetClient(context.Context, *v1.GetClientRequest) (*v1.GetClientResponse, error)
 	// Returns the public key of a machine user, by key id, for the JWT
 	// profile grant.
-	GetMachineKey(context.Context, *connect.Request[v1.GetMachineKeyRequest]) (*connect.Response[v1.GetMachineKeyResponse], error)
+	GetMachineKey(context.Context, *v1.GetMachineKeyRequest) (*v1.GetMachineKeyResponse, error)
 	// Checks a user's password in an organization, under durable
 	// failed-password limits: a progressive delay per (account, client
 	// address), a limit per client address and, where the organization opts
@@ -401,34 +480,34 @@ type DirectoryServiceHandler interface {
 	// attempt the limits refuse all answer Unauthenticated with the same
 	// message after the same work; FailedPrecondition (deactivated) only
 	// after the correct password.
-	VerifyPassword(context.Context, *connect.Request[v1.VerifyPasswordRequest]) (*connect.Response[v1.VerifyPasswordResponse], error)
+	VerifyPassword(context.Context, *v1.VerifyPasswordRequest) (*v1.VerifyPasswordResponse, error)
 	// Changes a user's password after checking the current one and the
 	// organization's password policy; clears the change-required flag.
-	ChangePassword(context.Context, *connect.Request[v1.ChangePasswordRequest]) (*connect.Response[v1.ChangePasswordResponse], error)
+	ChangePassword(context.Context, *v1.ChangePasswordRequest) (*v1.ChangePasswordResponse, error)
 	// Returns a user by id.
-	GetUser(context.Context, *connect.Request[v1.GetUserRequest]) (*connect.Response[v1.GetUserResponse], error)
+	GetUser(context.Context, *v1.GetUserRequest) (*v1.GetUserResponse, error)
 	// Finds a user of an organization by login name: userName@primaryDomain,
 	// the bare userName, or a verified email where that is unambiguous.
-	LookupUser(context.Context, *connect.Request[v1.LookupUserRequest]) (*connect.Response[v1.LookupUserResponse], error)
+	LookupUser(context.Context, *v1.LookupUserRequest) (*v1.LookupUserResponse, error)
 	// Returns the claims of a user for the granted scopes (profile, email,
 	// phone, address, and the reserved metadata/resource-owner scopes).
-	GetClaims(context.Context, *connect.Request[v1.GetClaimsRequest]) (*connect.Response[v1.GetClaimsResponse], error)
+	GetClaims(context.Context, *v1.GetClaimsRequest) (*v1.GetClaimsResponse, error)
 	// Registers a human user in an organization (self-registration).
-	RegisterUser(context.Context, *connect.Request[v1.RegisterUserRequest]) (*connect.Response[v1.RegisterUserResponse], error)
+	RegisterUser(context.Context, *v1.RegisterUserRequest) (*v1.RegisterUserResponse, error)
 	// Returns an organization and its password policy.
-	GetOrg(context.Context, *connect.Request[v1.GetOrgRequest]) (*connect.Response[v1.GetOrgResponse], error)
+	GetOrg(context.Context, *v1.GetOrgRequest) (*v1.GetOrgResponse, error)
 	// Returns the roles a user holds in an organization (IAM_OWNER included
 	// when the user holds it instance-wide).
-	GetRoles(context.Context, *connect.Request[v1.GetRolesRequest]) (*connect.Response[v1.GetRolesResponse], error)
+	GetRoles(context.Context, *v1.GetRolesRequest) (*v1.GetRolesResponse, error)
 	// Returns an external identity provider of an organization with its
 	// decrypted client secret, for the federation flow (inactive ones too:
 	// see IdP.active). NotFound for an unknown IdP or one of another
 	// organization; InvalidArgument when an id is empty.
-	GetIdP(context.Context, *connect.Request[v1.GetIdPRequest]) (*connect.Response[v1.GetIdPResponse], error)
+	GetIdP(context.Context, *v1.GetIdPRequest) (*v1.GetIdPResponse, error)
 	// Lists the active identity providers of an organization, ordered by
 	// name, for the login page's buttons; no secrets. NotFound for an
 	// unknown organization; InvalidArgument when org_id is empty.
-	ListIdPs(context.Context, *connect.Request[v1.ListIdPsRequest]) (*connect.Response[v1.ListIdPsResponse], error)
+	ListIdPs(context.Context, *v1.ListIdPsRequest) (*v1.ListIdPsResponse, error)
 	// Links a user to the identity a subject has at an identity provider, so
 	// the user can sign in through it. InvalidArgument for an empty field or
 	// an external_subject over 255 characters; NotFound for an unknown IdP or
@@ -437,12 +516,12 @@ type DirectoryServiceHandler interface {
 	// AlreadyExists when the external identity is already linked (to anyone)
 	// or the user already has a link to this IdP; Aborted when the user
 	// changed concurrently (retry).
-	LinkExternalUser(context.Context, *connect.Request[v1.LinkExternalUserRequest]) (*connect.Response[v1.LinkExternalUserResponse], error)
+	LinkExternalUser(context.Context, *v1.LinkExternalUserRequest) (*v1.LinkExternalUserResponse, error)
 	// Returns the user linked to an external identity. NotFound for an
 	// unknown IdP or when nothing is linked; FailedPrecondition when the IdP
 	// is inactive (nobody signs in through it); InvalidArgument for an empty
 	// field. The user's own state (e.g. deactivated) is in User.state.
-	GetLinkedUser(context.Context, *connect.Request[v1.GetLinkedUserRequest]) (*connect.Response[v1.GetLinkedUserResponse], error)
+	GetLinkedUser(context.Context, *v1.GetLinkedUserRequest) (*v1.GetLinkedUserResponse, error)
 	// Creates a human user without a password in the IdP's organization and
 	// links it to the external identity, in one change (auto-registration at
 	// the first sign-in through the IdP). The user is active at once: it
@@ -451,18 +530,18 @@ type DirectoryServiceHandler interface {
 	// is inactive; AlreadyExists when the external identity is already
 	// linked or the user name is taken in the organization (nothing is
 	// created then).
-	RegisterExternalUser(context.Context, *connect.Request[v1.RegisterExternalUserRequest]) (*connect.Response[v1.RegisterExternalUserResponse], error)
+	RegisterExternalUser(context.Context, *v1.RegisterExternalUserRequest) (*v1.RegisterExternalUserResponse, error)
 	// Removes the link of an external identity; the user stays. NotFound for
 	// an unknown IdP or when nothing is linked; InvalidArgument for an empty
 	// field.
-	UnlinkExternalUser(context.Context, *connect.Request[v1.UnlinkExternalUserRequest]) (*connect.Response[v1.UnlinkExternalUserResponse], error)
+	UnlinkExternalUser(context.Context, *v1.UnlinkExternalUserRequest) (*v1.UnlinkExternalUserResponse, error)
 	// Lists which organizations' objects changed after a sequence of the
 	// directory's event log, so other services can invalidate what they
 	// cache (the tokens service's clients and machine keys). A change is
 	// returned again until it is older than a few seconds, because a
 	// concurrent transaction may commit a lower sequence after a higher
 	// one; resume from cursor. after_sequence 0 starts at the present.
-	ListChanges(context.Context, *connect.Request[v1.ListChangesRequest]) (*connect.Response[v1.ListChangesResponse], error)
+	ListChanges(context.Context, *v1.ListChangesRequest) (*v1.ListChangesResponse, error)
 }
 
 // NewDirectoryServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -472,106 +551,117 @@ type DirectoryServiceHandler interface {
 // and JSON codecs. They also support gzip compression.
 func NewDirectoryServiceHandler(svc DirectoryServiceHandler, opts ...connect.HandlerOption) (string, http.Handler) {
 	directoryServiceMethods := v1.File_gatehouse_directory_v1_directory_proto.Services().ByName("DirectoryService").Methods()
-	directoryServiceGetClientHandler := connect.NewUnaryHandler(
+	directoryServiceGetClientHandler := connect.NewUnaryHandlerSimple(
 		DirectoryServiceGetClientProcedure,
 		svc.GetClient,
 		connect.WithSchema(directoryServiceMethods.ByName("GetClient")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
-	directoryServiceGetMachineKeyHandler := connect.NewUnaryHandler(
+	directoryServiceGetMachineKeyHandler := connect.NewUnaryHandlerSimple(
 		DirectoryServiceGetMachineKeyProcedure,
 		svc.GetMachineKey,
 		connect.WithSchema(directoryServiceMethods.ByName("GetMachineKey")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
-	directoryServiceVerifyPasswordHandler := connect.NewUnaryHandler(
+	directoryServiceVerifyPasswordHandler := connect.NewUnaryHandlerSimple(
 		DirectoryServiceVerifyPasswordProcedure,
 		svc.VerifyPassword,
 		connect.WithSchema(directoryServiceMethods.ByName("VerifyPassword")),
 		connect.WithHandlerOptions(opts...),
 	)
-	directoryServiceChangePasswordHandler := connect.NewUnaryHandler(
+	directoryServiceChangePasswordHandler := connect.NewUnaryHandlerSimple(
 		DirectoryServiceChangePasswordProcedure,
 		svc.ChangePassword,
 		connect.WithSchema(directoryServiceMethods.ByName("ChangePassword")),
 		connect.WithHandlerOptions(opts...),
 	)
-	directoryServiceGetUserHandler := connect.NewUnaryHandler(
+	directoryServiceGetUserHandler := connect.NewUnaryHandlerSimple(
 		DirectoryServiceGetUserProcedure,
 		svc.GetUser,
 		connect.WithSchema(directoryServiceMethods.ByName("GetUser")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
-	directoryServiceLookupUserHandler := connect.NewUnaryHandler(
+	directoryServiceLookupUserHandler := connect.NewUnaryHandlerSimple(
 		DirectoryServiceLookupUserProcedure,
 		svc.LookupUser,
 		connect.WithSchema(directoryServiceMethods.ByName("LookupUser")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
-	directoryServiceGetClaimsHandler := connect.NewUnaryHandler(
+	directoryServiceGetClaimsHandler := connect.NewUnaryHandlerSimple(
 		DirectoryServiceGetClaimsProcedure,
 		svc.GetClaims,
 		connect.WithSchema(directoryServiceMethods.ByName("GetClaims")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
-	directoryServiceRegisterUserHandler := connect.NewUnaryHandler(
+	directoryServiceRegisterUserHandler := connect.NewUnaryHandlerSimple(
 		DirectoryServiceRegisterUserProcedure,
 		svc.RegisterUser,
 		connect.WithSchema(directoryServiceMethods.ByName("RegisterUser")),
 		connect.WithHandlerOptions(opts...),
 	)
-	directoryServiceGetOrgHandler := connect.NewUnaryHandler(
+	directoryServiceGetOrgHandler := connect.NewUnaryHandlerSimple(
 		DirectoryServiceGetOrgProcedure,
 		svc.GetOrg,
 		connect.WithSchema(directoryServiceMethods.ByName("GetOrg")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
-	directoryServiceGetRolesHandler := connect.NewUnaryHandler(
+	directoryServiceGetRolesHandler := connect.NewUnaryHandlerSimple(
 		DirectoryServiceGetRolesProcedure,
 		svc.GetRoles,
 		connect.WithSchema(directoryServiceMethods.ByName("GetRoles")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
-	directoryServiceGetIdPHandler := connect.NewUnaryHandler(
+	directoryServiceGetIdPHandler := connect.NewUnaryHandlerSimple(
 		DirectoryServiceGetIdPProcedure,
 		svc.GetIdP,
 		connect.WithSchema(directoryServiceMethods.ByName("GetIdP")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
-	directoryServiceListIdPsHandler := connect.NewUnaryHandler(
+	directoryServiceListIdPsHandler := connect.NewUnaryHandlerSimple(
 		DirectoryServiceListIdPsProcedure,
 		svc.ListIdPs,
 		connect.WithSchema(directoryServiceMethods.ByName("ListIdPs")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
-	directoryServiceLinkExternalUserHandler := connect.NewUnaryHandler(
+	directoryServiceLinkExternalUserHandler := connect.NewUnaryHandlerSimple(
 		DirectoryServiceLinkExternalUserProcedure,
 		svc.LinkExternalUser,
 		connect.WithSchema(directoryServiceMethods.ByName("LinkExternalUser")),
 		connect.WithHandlerOptions(opts...),
 	)
-	directoryServiceGetLinkedUserHandler := connect.NewUnaryHandler(
+	directoryServiceGetLinkedUserHandler := connect.NewUnaryHandlerSimple(
 		DirectoryServiceGetLinkedUserProcedure,
 		svc.GetLinkedUser,
 		connect.WithSchema(directoryServiceMethods.ByName("GetLinkedUser")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
-	directoryServiceRegisterExternalUserHandler := connect.NewUnaryHandler(
+	directoryServiceRegisterExternalUserHandler := connect.NewUnaryHandlerSimple(
 		DirectoryServiceRegisterExternalUserProcedure,
 		svc.RegisterExternalUser,
 		connect.WithSchema(directoryServiceMethods.ByName("RegisterExternalUser")),
 		connect.WithHandlerOptions(opts...),
 	)
-	directoryServiceUnlinkExternalUserHandler := connect.NewUnaryHandler(
+	directoryServiceUnlinkExternalUserHandler := connect.NewUnaryHandlerSimple(
 		DirectoryServiceUnlinkExternalUserProcedure,
 		svc.UnlinkExternalUser,
 		connect.WithSchema(directoryServiceMethods.ByName("UnlinkExternalUser")),
 		connect.WithHandlerOptions(opts...),
 	)
-	directoryServiceListChangesHandler := connect.NewUnaryHandler(
+	directoryServiceListChangesHandler := connect.NewUnaryHandlerSimple(
 		DirectoryServiceListChangesProcedure,
 		svc.ListChanges,
 		connect.WithSchema(directoryServiceMethods.ByName("ListChanges")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
 	return "/gatehouse.directory.v1.DirectoryService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -619,70 +709,70 @@ func NewDirectoryServiceHandler(svc DirectoryServiceHandler, opts ...connect.Han
 // UnimplementedDirectoryServiceHandler returns CodeUnimplemented from all methods.
 type UnimplementedDirectoryServiceHandler struct{}
 
-func (UnimplementedDirectoryServiceHandler) GetClient(context.Context, *connect.Request[v1.GetClientRequest]) (*connect.Response[v1.GetClientResponse], error) {
+func (UnimplementedDirectoryServiceHandler) GetClient(context.Context, *v1.GetClientRequest) (*v1.GetClientResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.GetClient is not implemented"))
 }
 
-func (UnimplementedDirectoryServiceHandler) GetMachineKey(context.Context, *connect.Request[v1.GetMachineKeyRequest]) (*connect.Response[v1.GetMachineKeyResponse], error) {
+func (UnimplementedDirectoryServiceHandler) GetMachineKey(context.Context, *v1.GetMachineKeyRequest) (*v1.GetMachineKeyResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.GetMachineKey is not implemented"))
 }
 
-func (UnimplementedDirectoryServiceHandler) VerifyPassword(context.Context, *connect.Request[v1.VerifyPasswordRequest]) (*connect.Response[v1.VerifyPasswordResponse], error) {
+func (UnimplementedDirectoryServiceHandler) VerifyPassword(context.Context, *v1.VerifyPasswordRequest) (*v1.VerifyPasswordResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.VerifyPassword is not implemented"))
 }
 
-func (UnimplementedDirectoryServiceHandler) ChangePassword(context.Context, *connect.Request[v1.ChangePasswordRequest]) (*connect.Response[v1.ChangePasswordResponse], error) {
+func (UnimplementedDirectoryServiceHandler) ChangePassword(context.Context, *v1.ChangePasswordRequest) (*v1.ChangePasswordResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.ChangePassword is not implemented"))
 }
 
-func (UnimplementedDirectoryServiceHandler) GetUser(context.Context, *connect.Request[v1.GetUserRequest]) (*connect.Response[v1.GetUserResponse], error) {
+func (UnimplementedDirectoryServiceHandler) GetUser(context.Context, *v1.GetUserRequest) (*v1.GetUserResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.GetUser is not implemented"))
 }
 
-func (UnimplementedDirectoryServiceHandler) LookupUser(context.Context, *connect.Request[v1.LookupUserRequest]) (*connect.Response[v1.LookupUserResponse], error) {
+func (UnimplementedDirectoryServiceHandler) LookupUser(context.Context, *v1.LookupUserRequest) (*v1.LookupUserResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.LookupUser is not implemented"))
 }
 
-func (UnimplementedDirectoryServiceHandler) GetClaims(context.Context, *connect.Request[v1.GetClaimsRequest]) (*connect.Response[v1.GetClaimsResponse], error) {
+func (UnimplementedDirectoryServiceHandler) GetClaims(context.Context, *v1.GetClaimsRequest) (*v1.GetClaimsResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.GetClaims is not implemented"))
 }
 
-func (UnimplementedDirectoryServiceHandler) RegisterUser(context.Context, *connect.Request[v1.RegisterUserRequest]) (*connect.Response[v1.RegisterUserResponse], error) {
+func (UnimplementedDirectoryServiceHandler) RegisterUser(context.Context, *v1.RegisterUserRequest) (*v1.RegisterUserResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.RegisterUser is not implemented"))
 }
 
-func (UnimplementedDirectoryServiceHandler) GetOrg(context.Context, *connect.Request[v1.GetOrgRequest]) (*connect.Response[v1.GetOrgResponse], error) {
+func (UnimplementedDirectoryServiceHandler) GetOrg(context.Context, *v1.GetOrgRequest) (*v1.GetOrgResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.GetOrg is not implemented"))
 }
 
-func (UnimplementedDirectoryServiceHandler) GetRoles(context.Context, *connect.Request[v1.GetRolesRequest]) (*connect.Response[v1.GetRolesResponse], error) {
+func (UnimplementedDirectoryServiceHandler) GetRoles(context.Context, *v1.GetRolesRequest) (*v1.GetRolesResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.GetRoles is not implemented"))
 }
 
-func (UnimplementedDirectoryServiceHandler) GetIdP(context.Context, *connect.Request[v1.GetIdPRequest]) (*connect.Response[v1.GetIdPResponse], error) {
+func (UnimplementedDirectoryServiceHandler) GetIdP(context.Context, *v1.GetIdPRequest) (*v1.GetIdPResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.GetIdP is not implemented"))
 }
 
-func (UnimplementedDirectoryServiceHandler) ListIdPs(context.Context, *connect.Request[v1.ListIdPsRequest]) (*connect.Response[v1.ListIdPsResponse], error) {
+func (UnimplementedDirectoryServiceHandler) ListIdPs(context.Context, *v1.ListIdPsRequest) (*v1.ListIdPsResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.ListIdPs is not implemented"))
 }
 
-func (UnimplementedDirectoryServiceHandler) LinkExternalUser(context.Context, *connect.Request[v1.LinkExternalUserRequest]) (*connect.Response[v1.LinkExternalUserResponse], error) {
+func (UnimplementedDirectoryServiceHandler) LinkExternalUser(context.Context, *v1.LinkExternalUserRequest) (*v1.LinkExternalUserResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.LinkExternalUser is not implemented"))
 }
 
-func (UnimplementedDirectoryServiceHandler) GetLinkedUser(context.Context, *connect.Request[v1.GetLinkedUserRequest]) (*connect.Response[v1.GetLinkedUserResponse], error) {
+func (UnimplementedDirectoryServiceHandler) GetLinkedUser(context.Context, *v1.GetLinkedUserRequest) (*v1.GetLinkedUserResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.GetLinkedUser is not implemented"))
 }
 
-func (UnimplementedDirectoryServiceHandler) RegisterExternalUser(context.Context, *connect.Request[v1.RegisterExternalUserRequest]) (*connect.Response[v1.RegisterExternalUserResponse], error) {
+func (UnimplementedDirectoryServiceHandler) RegisterExternalUser(context.Context, *v1.RegisterExternalUserRequest) (*v1.RegisterExternalUserResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.RegisterExternalUser is not implemented"))
 }
 
-func (UnimplementedDirectoryServiceHandler) UnlinkExternalUser(context.Context, *connect.Request[v1.UnlinkExternalUserRequest]) (*connect.Response[v1.UnlinkExternalUserResponse], error) {
+func (UnimplementedDirectoryServiceHandler) UnlinkExternalUser(context.Context, *v1.UnlinkExternalUserRequest) (*v1.UnlinkExternalUserResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.UnlinkExternalUser is not implemented"))
 }
 
-func (UnimplementedDirectoryServiceHandler) ListChanges(context.Context, *connect.Request[v1.ListChangesRequest]) (*connect.Response[v1.ListChangesResponse], error) {
+func (UnimplementedDirectoryServiceHandler) ListChanges(context.Context, *v1.ListChangesRequest) (*v1.ListChangesResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.ListChanges is not implemented"))
 }

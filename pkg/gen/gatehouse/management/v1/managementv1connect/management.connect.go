@@ -216,36 +216,36 @@ const (
 type ManagementServiceClient interface {
 	// Returns a user (human or machine) of the organization.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound.
-	GetUserByID(context.Context, *connect.Request[v1.GetUserByIDRequest]) (*connect.Response[v1.GetUserByIDResponse], error)
+	GetUserByID(context.Context, *v1.GetUserByIDRequest) (*v1.GetUserByIDResponse, error)
 	// Lists the users of the organization matching all queries.
 	// Roles: ORG_USER_MANAGER or above.
-	ListUsers(context.Context, *connect.Request[v1.ListUsersRequest]) (*connect.Response[v1.ListUsersResponse], error)
+	ListUsers(context.Context, *v1.ListUsersRequest) (*v1.ListUsersResponse, error)
 	// Creates a human user. With initial_password the user must change it at
 	// the first login; without one the user is in state USER_STATE_INITIAL
 	// until a password is set (SetHumanPassword).
 	// Roles: ORG_USER_MANAGER or above. Errors: AlreadyExists when the user
 	// name is taken in the organization.
-	AddHumanUser(context.Context, *connect.Request[v1.AddHumanUserRequest]) (*connect.Response[v1.AddHumanUserResponse], error)
+	AddHumanUser(context.Context, *v1.AddHumanUserRequest) (*v1.AddHumanUserResponse, error)
 	// Creates a human user from another system, with a clear-text password or
 	// an existing password hash. The user does not have to change the password
 	// unless password_change_required is set.
 	// Roles: ORG_USER_MANAGER or above. Errors: AlreadyExists when the user
 	// name is taken; InvalidArgument for an unsupported hash.
-	ImportHumanUser(context.Context, *connect.Request[v1.ImportHumanUserRequest]) (*connect.Response[v1.ImportHumanUserResponse], error)
+	ImportHumanUser(context.Context, *v1.ImportHumanUserRequest) (*v1.ImportHumanUserResponse, error)
 	// Creates a machine user (service account). It authenticates with a key
 	// (AddMachineKey, JWT profile grant) or a secret (GenerateMachineSecret,
 	// client_credentials grant).
 	// Roles: ORG_USER_MANAGER or above. Errors: AlreadyExists when the user
 	// name is taken.
-	AddMachineUser(context.Context, *connect.Request[v1.AddMachineUserRequest]) (*connect.Response[v1.AddMachineUserResponse], error)
+	AddMachineUser(context.Context, *v1.AddMachineUserRequest) (*v1.AddMachineUserResponse, error)
 	// Deactivates a user: no login and no new tokens until reactivated.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound; Aborted (409) when
 	// the user is already inactive.
-	DeactivateUser(context.Context, *connect.Request[v1.DeactivateUserRequest]) (*connect.Response[v1.DeactivateUserResponse], error)
+	DeactivateUser(context.Context, *v1.DeactivateUserRequest) (*v1.DeactivateUserResponse, error)
 	// Reactivates a deactivated user.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound; Aborted (409) when
 	// the user is not inactive.
-	ReactivateUser(context.Context, *connect.Request[v1.ReactivateUserRequest]) (*connect.Response[v1.ReactivateUserResponse], error)
+	ReactivateUser(context.Context, *v1.ReactivateUserRequest) (*v1.ReactivateUserResponse, error)
 	// Lifts the failed-password limits on a user at once: the progressive
 	// delay after failed passwords from every client address, and the
 	// organization's account lock where it has one. The limit of a client
@@ -254,69 +254,69 @@ type ManagementServiceClient interface {
 	// instead), so the call succeeds in every state, and is recorded also
 	// when nothing was limited.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound.
-	UnlockUser(context.Context, *connect.Request[v1.UnlockUserRequest]) (*connect.Response[v1.UnlockUserResponse], error)
+	UnlockUser(context.Context, *v1.UnlockUserRequest) (*v1.UnlockUserResponse, error)
 	// Removes a user with its keys, secrets, metadata and memberships, and
 	// revokes the tokens issued to it. The user name becomes free again.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound.
-	RemoveUser(context.Context, *connect.Request[v1.RemoveUserRequest]) (*connect.Response[v1.RemoveUserResponse], error)
+	RemoveUser(context.Context, *v1.RemoveUserRequest) (*v1.RemoveUserResponse, error)
 	// Sets a new password for a human user. Unless no_change_required is true,
 	// the user must change it at the next login.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound (also for a machine
 	// user).
-	SetHumanPassword(context.Context, *connect.Request[v1.SetHumanPasswordRequest]) (*connect.Response[v1.SetHumanPasswordResponse], error)
+	SetHumanPassword(context.Context, *v1.SetHumanPasswordRequest) (*v1.SetHumanPasswordResponse, error)
 	// Adds a key to a machine user. Without public_key, Gatehouse generates an
 	// RSA key pair and returns the private key once, in key_details; with
 	// public_key, only that public key is registered.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound (also for a human
 	// user); InvalidArgument for an unparsable public key or a past
 	// expiration_date.
-	AddMachineKey(context.Context, *connect.Request[v1.AddMachineKeyRequest]) (*connect.Response[v1.AddMachineKeyResponse], error)
+	AddMachineKey(context.Context, *v1.AddMachineKeyRequest) (*v1.AddMachineKeyResponse, error)
 	// Lists the keys of a machine user (metadata only).
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound.
-	ListMachineKeys(context.Context, *connect.Request[v1.ListMachineKeysRequest]) (*connect.Response[v1.ListMachineKeysResponse], error)
+	ListMachineKeys(context.Context, *v1.ListMachineKeysRequest) (*v1.ListMachineKeysResponse, error)
 	// Removes a key of a machine user; assertions signed with it are refused
 	// from then on.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound.
-	RemoveMachineKey(context.Context, *connect.Request[v1.RemoveMachineKeyRequest]) (*connect.Response[v1.RemoveMachineKeyResponse], error)
+	RemoveMachineKey(context.Context, *v1.RemoveMachineKeyRequest) (*v1.RemoveMachineKeyResponse, error)
 	// Generates a new client secret for a machine user, replacing any previous
 	// one. The secret is returned only in this response.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound (also for a human
 	// user).
-	GenerateMachineSecret(context.Context, *connect.Request[v1.GenerateMachineSecretRequest]) (*connect.Response[v1.GenerateMachineSecretResponse], error)
+	GenerateMachineSecret(context.Context, *v1.GenerateMachineSecretRequest) (*v1.GenerateMachineSecretResponse, error)
 	// Removes the client secret of a machine user.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound for an unknown user;
 	// Aborted (409) when the user has no secret (nothing to change).
-	RemoveMachineSecret(context.Context, *connect.Request[v1.RemoveMachineSecretRequest]) (*connect.Response[v1.RemoveMachineSecretResponse], error)
+	RemoveMachineSecret(context.Context, *v1.RemoveMachineSecretRequest) (*v1.RemoveMachineSecretResponse, error)
 	// Sets (adds or replaces) one metadata entry of a user.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound.
-	SetUserMetadata(context.Context, *connect.Request[v1.SetUserMetadataRequest]) (*connect.Response[v1.SetUserMetadataResponse], error)
+	SetUserMetadata(context.Context, *v1.SetUserMetadataRequest) (*v1.SetUserMetadataResponse, error)
 	// Sets (adds or replaces) several metadata entries of a user in one
 	// change.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound.
-	BulkSetUserMetadata(context.Context, *connect.Request[v1.BulkSetUserMetadataRequest]) (*connect.Response[v1.BulkSetUserMetadataResponse], error)
+	BulkSetUserMetadata(context.Context, *v1.BulkSetUserMetadataRequest) (*v1.BulkSetUserMetadataResponse, error)
 	// Lists the metadata entries of a user matching all queries.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound.
-	ListUserMetadata(context.Context, *connect.Request[v1.ListUserMetadataRequest]) (*connect.Response[v1.ListUserMetadataResponse], error)
+	ListUserMetadata(context.Context, *v1.ListUserMetadataRequest) (*v1.ListUserMetadataResponse, error)
 	// Returns one metadata entry of a user.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound for an unknown user or
 	// key.
-	GetUserMetadata(context.Context, *connect.Request[v1.GetUserMetadataRequest]) (*connect.Response[v1.GetUserMetadataResponse], error)
+	GetUserMetadata(context.Context, *v1.GetUserMetadataRequest) (*v1.GetUserMetadataResponse, error)
 	// Removes one metadata entry of a user.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound for an unknown user or
 	// key.
-	RemoveUserMetadata(context.Context, *connect.Request[v1.RemoveUserMetadataRequest]) (*connect.Response[v1.RemoveUserMetadataResponse], error)
+	RemoveUserMetadata(context.Context, *v1.RemoveUserMetadataRequest) (*v1.RemoveUserMetadataResponse, error)
 	// Removes several metadata entries of a user in one change.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound for an unknown user or
 	// when any key is not set (then nothing is removed).
-	BulkRemoveUserMetadata(context.Context, *connect.Request[v1.BulkRemoveUserMetadataRequest]) (*connect.Response[v1.BulkRemoveUserMetadataResponse], error)
+	BulkRemoveUserMetadata(context.Context, *v1.BulkRemoveUserMetadataRequest) (*v1.BulkRemoveUserMetadataResponse, error)
 	// Returns the caller's organization (or the one named by x-service-orgid).
 	// Roles: any role in the organization.
-	GetMyOrg(context.Context, *connect.Request[v1.GetMyOrgRequest]) (*connect.Response[v1.GetMyOrgResponse], error)
+	GetMyOrg(context.Context, *v1.GetMyOrgRequest) (*v1.GetMyOrgResponse, error)
 	// Creates an organization; the caller becomes its ORG_OWNER.
 	// Roles: IAM_OWNER (unlike ZITADEL, an ordinary user cannot create
 	// organizations: an identity provider's tenants are an operator decision).
 	// Errors: AlreadyExists when the name or its primary domain is taken.
-	AddOrg(context.Context, *connect.Request[v1.AddOrgRequest]) (*connect.Response[v1.AddOrgResponse], error)
+	AddOrg(context.Context, *v1.AddOrgRequest) (*v1.AddOrgResponse, error)
 	// Lists the organizations in which the caller holds a role, matching all
 	// queries, ordered by name (descending unless query.asc); an IAM_OWNER
 	// sees every organization. x-service-orgid is ignored: the call acts on no
@@ -324,34 +324,34 @@ type ManagementServiceClient interface {
 	// below /management/v1 here.
 	// Roles: none needed; a caller without roles gets an empty list.
 	// Errors: InvalidArgument for a query outside its limits.
-	ListOrgs(context.Context, *connect.Request[v1.ListOrgsRequest]) (*connect.Response[v1.ListOrgsResponse], error)
+	ListOrgs(context.Context, *v1.ListOrgsRequest) (*v1.ListOrgsResponse, error)
 	// Grants organization roles to a user of the instance.
 	// Roles: ORG_OWNER or above. Errors: NotFound for an unknown user;
 	// AlreadyExists when the user is already a member; InvalidArgument for an
 	// unknown role.
-	AddOrgMember(context.Context, *connect.Request[v1.AddOrgMemberRequest]) (*connect.Response[v1.AddOrgMemberResponse], error)
+	AddOrgMember(context.Context, *v1.AddOrgMemberRequest) (*v1.AddOrgMemberResponse, error)
 	// Lists the members of the organization (users holding organization
 	// roles, of any organization) matching all queries, ordered by user ID
 	// (descending unless query.asc).
 	// Roles: ORG_OWNER or above. Errors: InvalidArgument for a query outside
 	// its limits.
-	ListOrgMembers(context.Context, *connect.Request[v1.ListOrgMembersRequest]) (*connect.Response[v1.ListOrgMembersResponse], error)
+	ListOrgMembers(context.Context, *v1.ListOrgMembersRequest) (*v1.ListOrgMembersResponse, error)
 	// Removes a member (all its organization roles).
 	// Roles: ORG_OWNER or above. Errors: NotFound when the user is no member.
-	RemoveOrgMember(context.Context, *connect.Request[v1.RemoveOrgMemberRequest]) (*connect.Response[v1.RemoveOrgMemberResponse], error)
+	RemoveOrgMember(context.Context, *v1.RemoveOrgMemberRequest) (*v1.RemoveOrgMemberResponse, error)
 	// Returns an identity provider of the organization.
 	// Roles: ORG_OWNER or above. Errors: NotFound.
-	GetOrgIDPByID(context.Context, *connect.Request[v1.GetOrgIDPByIDRequest]) (*connect.Response[v1.GetOrgIDPByIDResponse], error)
+	GetOrgIDPByID(context.Context, *v1.GetOrgIDPByIDRequest) (*v1.GetOrgIDPByIDResponse, error)
 	// Lists the identity providers of the organization matching all queries.
 	// Roles: ORG_OWNER or above.
-	ListOrgIDPs(context.Context, *connect.Request[v1.ListOrgIDPsRequest]) (*connect.Response[v1.ListOrgIDPsResponse], error)
+	ListOrgIDPs(context.Context, *v1.ListOrgIDPsRequest) (*v1.ListOrgIDPsResponse, error)
 	// Adds an external OpenID Connect identity provider to the organization.
 	// Deprecated in ZITADEL and kept for compatibility; it may be removed in a
 	// future version.
 	// Roles: ORG_OWNER or above.
 	//
 	// Deprecated: do not use.
-	AddOrgOIDCIDP(context.Context, *connect.Request[v1.AddOrgOIDCIDPRequest]) (*connect.Response[v1.AddOrgOIDCIDPResponse], error)
+	AddOrgOIDCIDP(context.Context, *v1.AddOrgOIDCIDPRequest) (*v1.AddOrgOIDCIDPResponse, error)
 	// Replaces the OIDC configuration of an identity provider: every field is
 	// replaced, a field sent empty is empty afterwards, except client_secret,
 	// which is kept when sent empty. Deprecated in ZITADEL and kept for
@@ -360,16 +360,16 @@ type ManagementServiceClient interface {
 	// provider was changed concurrently.
 	//
 	// Deprecated: do not use.
-	UpdateOrgIDPOIDCConfig(context.Context, *connect.Request[v1.UpdateOrgIDPOIDCConfigRequest]) (*connect.Response[v1.UpdateOrgIDPOIDCConfigResponse], error)
+	UpdateOrgIDPOIDCConfig(context.Context, *v1.UpdateOrgIDPOIDCConfigRequest) (*v1.UpdateOrgIDPOIDCConfigResponse, error)
 	// Deactivates an identity provider: it is hidden from the login page and
 	// cannot be used to log in.
 	// Roles: ORG_OWNER or above. Errors: NotFound; Aborted (409) when already
 	// inactive.
-	DeactivateOrgIDP(context.Context, *connect.Request[v1.DeactivateOrgIDPRequest]) (*connect.Response[v1.DeactivateOrgIDPResponse], error)
+	DeactivateOrgIDP(context.Context, *v1.DeactivateOrgIDPRequest) (*v1.DeactivateOrgIDPResponse, error)
 	// Reactivates a deactivated identity provider.
 	// Roles: ORG_OWNER or above. Errors: NotFound; Aborted (409) when not
 	// inactive.
-	ReactivateOrgIDP(context.Context, *connect.Request[v1.ReactivateOrgIDPRequest]) (*connect.Response[v1.ReactivateOrgIDPResponse], error)
+	ReactivateOrgIDP(context.Context, *v1.ReactivateOrgIDPRequest) (*v1.ReactivateOrgIDPResponse, error)
 	// Trusts, or stops trusting, the identity provider's authentication
 	// methods: with trust, the "amr" values of its ID tokens are recorded
 	// in Gatehouse's (beside "fed"); without (the default), a sign-in
@@ -377,65 +377,65 @@ type ManagementServiceClient interface {
 	// does not trust whatever provider an organization adds. The trust ends
 	// when the provider's issuer or client id changes.
 	// Roles: IAM_OWNER. Errors: NotFound; Aborted (409) when unchanged.
-	SetOrgIDPTrust(context.Context, *connect.Request[v1.SetOrgIDPTrustRequest]) (*connect.Response[v1.SetOrgIDPTrustResponse], error)
+	SetOrgIDPTrust(context.Context, *v1.SetOrgIDPTrustRequest) (*v1.SetOrgIDPTrustResponse, error)
 	// Removes an identity provider and the links of users to it.
 	// Roles: ORG_OWNER or above. Errors: NotFound.
-	RemoveOrgIDP(context.Context, *connect.Request[v1.RemoveOrgIDPRequest]) (*connect.Response[v1.RemoveOrgIDPResponse], error)
+	RemoveOrgIDP(context.Context, *v1.RemoveOrgIDPRequest) (*v1.RemoveOrgIDPResponse, error)
 	// Creates a project.
 	// Roles: ORG_OWNER or above. Errors: AlreadyExists when the name is taken
 	// in the organization.
-	AddProject(context.Context, *connect.Request[v1.AddProjectRequest]) (*connect.Response[v1.AddProjectResponse], error)
+	AddProject(context.Context, *v1.AddProjectRequest) (*v1.AddProjectResponse, error)
 	// Returns a project of the organization.
 	// Roles: ORG_OWNER or above. Errors: NotFound.
-	GetProjectByID(context.Context, *connect.Request[v1.GetProjectByIDRequest]) (*connect.Response[v1.GetProjectByIDResponse], error)
+	GetProjectByID(context.Context, *v1.GetProjectByIDRequest) (*v1.GetProjectByIDResponse, error)
 	// Lists the projects of the organization matching all queries, ordered
 	// by name (descending unless query.asc).
 	// Roles: ORG_OWNER or above. Errors: InvalidArgument for a query outside
 	// its limits.
-	ListProjects(context.Context, *connect.Request[v1.ListProjectsRequest]) (*connect.Response[v1.ListProjectsResponse], error)
+	ListProjects(context.Context, *v1.ListProjectsRequest) (*v1.ListProjectsResponse, error)
 	// Returns an application of a project (never its secret).
 	// Roles: ORG_OWNER or above. Errors: NotFound.
-	GetAppByID(context.Context, *connect.Request[v1.GetAppByIDRequest]) (*connect.Response[v1.GetAppByIDResponse], error)
+	GetAppByID(context.Context, *v1.GetAppByIDRequest) (*v1.GetAppByIDResponse, error)
 	// Lists the applications of a project matching all queries, ordered by
 	// name (descending unless query.asc), as GetAppByID returns them (never
 	// a secret).
 	// Roles: ORG_OWNER or above. Errors: NotFound for an unknown project or
 	// one of another organization; InvalidArgument for a query outside its
 	// limits.
-	ListApps(context.Context, *connect.Request[v1.ListAppsRequest]) (*connect.Response[v1.ListAppsResponse], error)
+	ListApps(context.Context, *v1.ListAppsRequest) (*v1.ListAppsResponse, error)
 	// Creates an OIDC application (relying party). A client secret is
 	// generated and returned once for auth methods BASIC and POST.
 	// Roles: ORG_OWNER or above. Errors: NotFound for an unknown project;
 	// AlreadyExists when the name is taken in the project; InvalidArgument for
 	// an invalid URI or an unsupported grant or login version.
-	AddOIDCApp(context.Context, *connect.Request[v1.AddOIDCAppRequest]) (*connect.Response[v1.AddOIDCAppResponse], error)
+	AddOIDCApp(context.Context, *v1.AddOIDCAppRequest) (*v1.AddOIDCAppResponse, error)
 	// Replaces the OIDC configuration of an application: every field is
 	// replaced, a field sent empty is empty afterwards. The client ID and
 	// secret are unchanged.
 	// Roles: ORG_OWNER or above. Errors: NotFound (also for an API
 	// application); InvalidArgument as for AddOIDCApp.
-	UpdateOIDCAppConfig(context.Context, *connect.Request[v1.UpdateOIDCAppConfigRequest]) (*connect.Response[v1.UpdateOIDCAppConfigResponse], error)
+	UpdateOIDCAppConfig(context.Context, *v1.UpdateOIDCAppConfigRequest) (*v1.UpdateOIDCAppConfigResponse, error)
 	// Generates a new client secret for an OIDC application, replacing the
 	// previous one immediately. The secret is returned only in this response.
 	// Roles: ORG_OWNER or above. Errors: NotFound (also for an application
 	// that is not an OIDC one); Aborted (409) when the auth method uses no
 	// secret (NONE, PRIVATE_KEY_JWT).
-	RegenerateOIDCClientSecret(context.Context, *connect.Request[v1.RegenerateOIDCClientSecretRequest]) (*connect.Response[v1.RegenerateOIDCClientSecretResponse], error)
+	RegenerateOIDCClientSecret(context.Context, *v1.RegenerateOIDCClientSecretRequest) (*v1.RegenerateOIDCClientSecretResponse, error)
 	// Creates an API application (a resource server that introspects tokens).
 	// A client secret is generated and returned once for auth method BASIC.
 	// Roles: ORG_OWNER or above. Errors: NotFound for an unknown project;
 	// AlreadyExists when the name is taken in the project.
-	AddAPIApp(context.Context, *connect.Request[v1.AddAPIAppRequest]) (*connect.Response[v1.AddAPIAppResponse], error)
+	AddAPIApp(context.Context, *v1.AddAPIAppRequest) (*v1.AddAPIAppResponse, error)
 	// Adds a key to an application for private_key_jwt client authentication.
 	// Without public_key, Gatehouse generates an RSA key pair and returns the
 	// private key once, in key_details.
 	// Roles: ORG_OWNER or above. Errors: NotFound; InvalidArgument for an
 	// unparsable public key or a past expiration_date.
-	AddAppKey(context.Context, *connect.Request[v1.AddAppKeyRequest]) (*connect.Response[v1.AddAppKeyResponse], error)
+	AddAppKey(context.Context, *v1.AddAppKeyRequest) (*v1.AddAppKeyResponse, error)
 	// Removes a key of an application; assertions signed with it are refused
 	// from then on.
 	// Roles: ORG_OWNER or above. Errors: NotFound.
-	RemoveAppKey(context.Context, *connect.Request[v1.RemoveAppKeyRequest]) (*connect.Response[v1.RemoveAppKeyResponse], error)
+	RemoveAppKey(context.Context, *v1.RemoveAppKeyRequest) (*v1.RemoveAppKeyResponse, error)
 	// Marks an application as an admin client, or unmarks it. An admin
 	// client signs in users of every organization and may ask for the
 	// management audience in interactive requests (never with prompt=none);
@@ -444,48 +444,48 @@ type ManagementServiceClient interface {
 	// replaces the app's client secret (returned once, to the IAM owner)
 	// and removes its keys; unmarking ends its management tokens and codes
 	// at once.
-	SetAppAdminClient(context.Context, *connect.Request[v1.SetAppAdminClientRequest]) (*connect.Response[v1.SetAppAdminClientResponse], error)
+	SetAppAdminClient(context.Context, *v1.SetAppAdminClientRequest) (*v1.SetAppAdminClientResponse, error)
 	// Lists a user's links to identities at identity providers.
-	ListUserIDPs(context.Context, *connect.Request[v1.ListUserIDPsRequest]) (*connect.Response[v1.ListUserIDPsResponse], error)
+	ListUserIDPs(context.Context, *v1.ListUserIDPsRequest) (*v1.ListUserIDPsResponse, error)
 	// Removes a user's link to an identity at an identity provider: the
 	// identity no longer signs the user in. NotFound when there is no such
 	// link.
-	RemoveUserIDP(context.Context, *connect.Request[v1.RemoveUserIDPRequest]) (*connect.Response[v1.RemoveUserIDPResponse], error)
+	RemoveUserIDP(context.Context, *v1.RemoveUserIDPRequest) (*v1.RemoveUserIDPResponse, error)
 	// Grants a project to another organization: that organization's users
 	// may sign in to the project's applications (each user consents on first
 	// use). NotFound for an unknown project or organization, InvalidArgument
 	// for the project's own organization or role keys (project roles are not
 	// supported yet), AlreadyExists when granted already.
-	AddProjectGrant(context.Context, *connect.Request[v1.AddProjectGrantRequest]) (*connect.Response[v1.AddProjectGrantResponse], error)
+	AddProjectGrant(context.Context, *v1.AddProjectGrantRequest) (*v1.AddProjectGrantResponse, error)
 	// Lists the grants other organizations made to this one: the projects
 	// whose applications may sign in this organization's users (each user
 	// consents first). Roles: ORG_OWNER or above of the granted organization.
-	ListGrantedProjects(context.Context, *connect.Request[v1.ListGrantedProjectsRequest]) (*connect.Response[v1.ListGrantedProjectsResponse], error)
+	ListGrantedProjects(context.Context, *v1.ListGrantedProjectsRequest) (*v1.ListGrantedProjectsResponse, error)
 	// Refuses a grant another organization made to this one: it is removed
 	// as by RemoveProjectGrant, and what the project's applications hold for
 	// this organization's users (codes, refresh and access tokens) is
 	// revoked. Roles: ORG_OWNER or above of the granted organization.
 	// Errors: NotFound for a grant not made to it.
-	RefuseGrantedProject(context.Context, *connect.Request[v1.RefuseGrantedProjectRequest]) (*connect.Response[v1.RefuseGrantedProjectResponse], error)
+	RefuseGrantedProject(context.Context, *v1.RefuseGrantedProjectRequest) (*v1.RefuseGrantedProjectResponse, error)
 	// Lists a project's grants.
-	ListProjectGrants(context.Context, *connect.Request[v1.ListProjectGrantsRequest]) (*connect.Response[v1.ListProjectGrantsResponse], error)
+	ListProjectGrants(context.Context, *v1.ListProjectGrantsRequest) (*v1.ListProjectGrantsResponse, error)
 	// Replaces a grant's role keys (which must be empty until project roles
 	// exist).
-	UpdateProjectGrant(context.Context, *connect.Request[v1.UpdateProjectGrantRequest]) (*connect.Response[v1.UpdateProjectGrantResponse], error)
+	UpdateProjectGrant(context.Context, *v1.UpdateProjectGrantRequest) (*v1.UpdateProjectGrantResponse, error)
 	// Removes a grant: the organization's users can no longer sign in to the
 	// project's applications, and their refresh tokens there stop working.
-	RemoveProjectGrant(context.Context, *connect.Request[v1.RemoveProjectGrantRequest]) (*connect.Response[v1.RemoveProjectGrantResponse], error)
+	RemoveProjectGrant(context.Context, *v1.RemoveProjectGrantRequest) (*v1.RemoveProjectGrantResponse, error)
 	// Returns the organization's login policy: its own, or the instance
 	// default (is_default).
-	GetLoginPolicy(context.Context, *connect.Request[v1.GetLoginPolicyRequest]) (*connect.Response[v1.GetLoginPolicyResponse], error)
+	GetLoginPolicy(context.Context, *v1.GetLoginPolicyRequest) (*v1.GetLoginPolicyResponse, error)
 	// Gives the organization a login policy of its own. AlreadyExists when it
 	// has one.
-	AddCustomLoginPolicy(context.Context, *connect.Request[v1.AddCustomLoginPolicyRequest]) (*connect.Response[v1.AddCustomLoginPolicyResponse], error)
+	AddCustomLoginPolicy(context.Context, *v1.AddCustomLoginPolicyRequest) (*v1.AddCustomLoginPolicyResponse, error)
 	// Replaces the organization's own login policy. NotFound without one.
-	UpdateCustomLoginPolicy(context.Context, *connect.Request[v1.UpdateCustomLoginPolicyRequest]) (*connect.Response[v1.UpdateCustomLoginPolicyResponse], error)
+	UpdateCustomLoginPolicy(context.Context, *v1.UpdateCustomLoginPolicyRequest) (*v1.UpdateCustomLoginPolicyResponse, error)
 	// Removes the organization's own login policy: the instance default
 	// applies again. NotFound without one.
-	ResetLoginPolicyToDefault(context.Context, *connect.Request[v1.ResetLoginPolicyToDefaultRequest]) (*connect.Response[v1.ResetLoginPolicyToDefaultResponse], error)
+	ResetLoginPolicyToDefault(context.Context, *v1.ResetLoginPolicyToDefaultRequest) (*v1.ResetLoginPolicyToDefaultResponse, error)
 }
 
 // NewManagementServiceClient constructs a client for the gatehouse.management.v1.ManagementService
@@ -503,12 +503,14 @@ func NewManagementServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			httpClient,
 			baseURL+ManagementServiceGetUserByIDProcedure,
 			connect.WithSchema(managementServiceMethods.ByName("GetUserByID")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		listUsers: connect.NewClient[v1.ListUsersRequest, v1.ListUsersResponse](
 			httpClient,
 			baseURL+ManagementServiceListUsersProcedure,
 			connect.WithSchema(managementServiceMethods.ByName("ListUsers")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		addHumanUser: connect.NewClient[v1.AddHumanUserRequest, v1.AddHumanUserResponse](
@@ -569,6 +571,7 @@ func NewManagementServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			httpClient,
 			baseURL+ManagementServiceListMachineKeysProcedure,
 			connect.WithSchema(managementServiceMethods.ByName("ListMachineKeys")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		removeMachineKey: connect.NewClient[v1.RemoveMachineKeyRequest, v1.RemoveMachineKeyResponse](
@@ -605,12 +608,14 @@ func NewManagementServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			httpClient,
 			baseURL+ManagementServiceListUserMetadataProcedure,
 			connect.WithSchema(managementServiceMethods.ByName("ListUserMetadata")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		getUserMetadata: connect.NewClient[v1.GetUserMetadataRequest, v1.GetUserMetadataResponse](
 			httpClient,
 			baseURL+ManagementServiceGetUserMetadataProcedure,
 			connect.WithSchema(managementServiceMethods.ByName("GetUserMetadata")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		removeUserMetadata: connect.NewClient[v1.RemoveUserMetadataRequest, v1.RemoveUserMetadataResponse](
@@ -629,6 +634,7 @@ func NewManagementServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			httpClient,
 			baseURL+ManagementServiceGetMyOrgProcedure,
 			connect.WithSchema(managementServiceMethods.ByName("GetMyOrg")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		addOrg: connect.NewClient[v1.AddOrgRequest, v1.AddOrgResponse](
@@ -641,6 +647,7 @@ func NewManagementServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			httpClient,
 			baseURL+ManagementServiceListOrgsProcedure,
 			connect.WithSchema(managementServiceMethods.ByName("ListOrgs")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		addOrgMember: connect.NewClient[v1.AddOrgMemberRequest, v1.AddOrgMemberResponse](
@@ -653,6 +660,7 @@ func NewManagementServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			httpClient,
 			baseURL+ManagementServiceListOrgMembersProcedure,
 			connect.WithSchema(managementServiceMethods.ByName("ListOrgMembers")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		removeOrgMember: connect.NewClient[v1.RemoveOrgMemberRequest, v1.RemoveOrgMemberResponse](
@@ -665,12 +673,14 @@ func NewManagementServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			httpClient,
 			baseURL+ManagementServiceGetOrgIDPByIDProcedure,
 			connect.WithSchema(managementServiceMethods.ByName("GetOrgIDPByID")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		listOrgIDPs: connect.NewClient[v1.ListOrgIDPsRequest, v1.ListOrgIDPsResponse](
 			httpClient,
 			baseURL+ManagementServiceListOrgIDPsProcedure,
 			connect.WithSchema(managementServiceMethods.ByName("ListOrgIDPs")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		addOrgOIDCIDP: connect.NewClient[v1.AddOrgOIDCIDPRequest, v1.AddOrgOIDCIDPResponse](
@@ -719,24 +729,28 @@ func NewManagementServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			httpClient,
 			baseURL+ManagementServiceGetProjectByIDProcedure,
 			connect.WithSchema(managementServiceMethods.ByName("GetProjectByID")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		listProjects: connect.NewClient[v1.ListProjectsRequest, v1.ListProjectsResponse](
 			httpClient,
 			baseURL+ManagementServiceListProjectsProcedure,
 			connect.WithSchema(managementServiceMethods.ByName("ListProjects")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		getAppByID: connect.NewClient[v1.GetAppByIDRequest, v1.GetAppByIDResponse](
 			httpClient,
 			baseURL+ManagementServiceGetAppByIDProcedure,
 			connect.WithSchema(managementServiceMethods.ByName("GetAppByID")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		listApps: connect.NewClient[v1.ListAppsRequest, v1.ListAppsResponse](
 			httpClient,
 			baseURL+ManagementServiceListAppsProcedure,
 			connect.WithSchema(managementServiceMethods.ByName("ListApps")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		addOIDCApp: connect.NewClient[v1.AddOIDCAppRequest, v1.AddOIDCAppResponse](
@@ -785,6 +799,7 @@ func NewManagementServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			httpClient,
 			baseURL+ManagementServiceListUserIDPsProcedure,
 			connect.WithSchema(managementServiceMethods.ByName("ListUserIDPs")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		removeUserIDP: connect.NewClient[v1.RemoveUserIDPRequest, v1.RemoveUserIDPResponse](
@@ -803,6 +818,7 @@ func NewManagementServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			httpClient,
 			baseURL+ManagementServiceListGrantedProjectsProcedure,
 			connect.WithSchema(managementServiceMethods.ByName("ListGrantedProjects")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		refuseGrantedProject: connect.NewClient[v1.RefuseGrantedProjectRequest, v1.RefuseGrantedProjectResponse](
@@ -815,6 +831,7 @@ func NewManagementServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			httpClient,
 			baseURL+ManagementServiceListProjectGrantsProcedure,
 			connect.WithSchema(managementServiceMethods.ByName("ListProjectGrants")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		updateProjectGrant: connect.NewClient[v1.UpdateProjectGrantRequest, v1.UpdateProjectGrantResponse](
@@ -833,6 +850,7 @@ func NewManagementServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			httpClient,
 			baseURL+ManagementServiceGetLoginPolicyProcedure,
 			connect.WithSchema(managementServiceMethods.ByName("GetLoginPolicy")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		addCustomLoginPolicy: connect.NewClient[v1.AddCustomLoginPolicyRequest, v1.AddCustomLoginPolicyResponse](
@@ -920,304 +938,540 @@ type managementServiceClient struct {
 }
 
 // GetUserByID calls gatehouse.management.v1.ManagementService.GetUserByID.
-func (c *managementServiceClient) GetUserByID(ctx context.Context, req *connect.Request[v1.GetUserByIDRequest]) (*connect.Response[v1.GetUserByIDResponse], error) {
-	return c.getUserByID.CallUnary(ctx, req)
+func (c *managementServiceClient) GetUserByID(ctx context.Context, req *v1.GetUserByIDRequest) (*v1.GetUserByIDResponse, error) {
+	response, err := c.getUserByID.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // ListUsers calls gatehouse.management.v1.ManagementService.ListUsers.
-func (c *managementServiceClient) ListUsers(ctx context.Context, req *connect.Request[v1.ListUsersRequest]) (*connect.Response[v1.ListUsersResponse], error) {
-	return c.listUsers.CallUnary(ctx, req)
+func (c *managementServiceClient) ListUsers(ctx context.Context, req *v1.ListUsersRequest) (*v1.ListUsersResponse, error) {
+	response, err := c.listUsers.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // AddHumanUser calls gatehouse.management.v1.ManagementService.AddHumanUser.
-func (c *managementServiceClient) AddHumanUser(ctx context.Context, req *connect.Request[v1.AddHumanUserRequest]) (*connect.Response[v1.AddHumanUserResponse], error) {
-	return c.addHumanUser.CallUnary(ctx, req)
+func (c *managementServiceClient) AddHumanUser(ctx context.Context, req *v1.AddHumanUserRequest) (*v1.AddHumanUserResponse, error) {
+	response, err := c.addHumanUser.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // ImportHumanUser calls gatehouse.management.v1.ManagementService.ImportHumanUser.
-func (c *managementServiceClient) ImportHumanUser(ctx context.Context, req *connect.Request[v1.ImportHumanUserRequest]) (*connect.Response[v1.ImportHumanUserResponse], error) {
-	return c.importHumanUser.CallUnary(ctx, req)
+func (c *managementServiceClient) ImportHumanUser(ctx context.Context, req *v1.ImportHumanUserRequest) (*v1.ImportHumanUserResponse, error) {
+	response, err := c.importHumanUser.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // AddMachineUser calls gatehouse.management.v1.ManagementService.AddMachineUser.
-func (c *managementServiceClient) AddMachineUser(ctx context.Context, req *connect.Request[v1.AddMachineUserRequest]) (*connect.Response[v1.AddMachineUserResponse], error) {
-	return c.addMachineUser.CallUnary(ctx, req)
+func (c *managementServiceClient) AddMachineUser(ctx context.Context, req *v1.AddMachineUserRequest) (*v1.AddMachineUserResponse, error) {
+	response, err := c.addMachineUser.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // DeactivateUser calls gatehouse.management.v1.ManagementService.DeactivateUser.
-func (c *managementServiceClient) DeactivateUser(ctx context.Context, req *connect.Request[v1.DeactivateUserRequest]) (*connect.Response[v1.DeactivateUserResponse], error) {
-	return c.deactivateUser.CallUnary(ctx, req)
+func (c *managementServiceClient) DeactivateUser(ctx context.Context, req *v1.DeactivateUserRequest) (*v1.DeactivateUserResponse, error) {
+	response, err := c.deactivateUser.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // ReactivateUser calls gatehouse.management.v1.ManagementService.ReactivateUser.
-func (c *managementServiceClient) ReactivateUser(ctx context.Context, req *connect.Request[v1.ReactivateUserRequest]) (*connect.Response[v1.ReactivateUserResponse], error) {
-	return c.reactivateUser.CallUnary(ctx, req)
+func (c *managementServiceClient) ReactivateUser(ctx context.Context, req *v1.ReactivateUserRequest) (*v1.ReactivateUserResponse, error) {
+	response, err := c.reactivateUser.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // UnlockUser calls gatehouse.management.v1.ManagementService.UnlockUser.
-func (c *managementServiceClient) UnlockUser(ctx context.Context, req *connect.Request[v1.UnlockUserRequest]) (*connect.Response[v1.UnlockUserResponse], error) {
-	return c.unlockUser.CallUnary(ctx, req)
+func (c *managementServiceClient) UnlockUser(ctx context.Context, req *v1.UnlockUserRequest) (*v1.UnlockUserResponse, error) {
+	response, err := c.unlockUser.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // RemoveUser calls gatehouse.management.v1.ManagementService.RemoveUser.
-func (c *managementServiceClient) RemoveUser(ctx context.Context, req *connect.Request[v1.RemoveUserRequest]) (*connect.Response[v1.RemoveUserResponse], error) {
-	return c.removeUser.CallUnary(ctx, req)
+func (c *managementServiceClient) RemoveUser(ctx context.Context, req *v1.RemoveUserRequest) (*v1.RemoveUserResponse, error) {
+	response, err := c.removeUser.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // SetHumanPassword calls gatehouse.management.v1.ManagementService.SetHumanPassword.
-func (c *managementServiceClient) SetHumanPassword(ctx context.Context, req *connect.Request[v1.SetHumanPasswordRequest]) (*connect.Response[v1.SetHumanPasswordResponse], error) {
-	return c.setHumanPassword.CallUnary(ctx, req)
+func (c *managementServiceClient) SetHumanPassword(ctx context.Context, req *v1.SetHumanPasswordRequest) (*v1.SetHumanPasswordResponse, error) {
+	response, err := c.setHumanPassword.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // AddMachineKey calls gatehouse.management.v1.ManagementService.AddMachineKey.
-func (c *managementServiceClient) AddMachineKey(ctx context.Context, req *connect.Request[v1.AddMachineKeyRequest]) (*connect.Response[v1.AddMachineKeyResponse], error) {
-	return c.addMachineKey.CallUnary(ctx, req)
+func (c *managementServiceClient) AddMachineKey(ctx context.Context, req *v1.AddMachineKeyRequest) (*v1.AddMachineKeyResponse, error) {
+	response, err := c.addMachineKey.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // ListMachineKeys calls gatehouse.management.v1.ManagementService.ListMachineKeys.
-func (c *managementServiceClient) ListMachineKeys(ctx context.Context, req *connect.Request[v1.ListMachineKeysRequest]) (*connect.Response[v1.ListMachineKeysResponse], error) {
-	return c.listMachineKeys.CallUnary(ctx, req)
+func (c *managementServiceClient) ListMachineKeys(ctx context.Context, req *v1.ListMachineKeysRequest) (*v1.ListMachineKeysResponse, error) {
+	response, err := c.listMachineKeys.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // RemoveMachineKey calls gatehouse.management.v1.ManagementService.RemoveMachineKey.
-func (c *managementServiceClient) RemoveMachineKey(ctx context.Context, req *connect.Request[v1.RemoveMachineKeyRequest]) (*connect.Response[v1.RemoveMachineKeyResponse], error) {
-	return c.removeMachineKey.CallUnary(ctx, req)
+func (c *managementServiceClient) RemoveMachineKey(ctx context.Context, req *v1.RemoveMachineKeyRequest) (*v1.RemoveMachineKeyResponse, error) {
+	response, err := c.removeMachineKey.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // GenerateMachineSecret calls gatehouse.management.v1.ManagementService.GenerateMachineSecret.
-func (c *managementServiceClient) GenerateMachineSecret(ctx context.Context, req *connect.Request[v1.GenerateMachineSecretRequest]) (*connect.Response[v1.GenerateMachineSecretResponse], error) {
-	return c.generateMachineSecret.CallUnary(ctx, req)
+func (c *managementServiceClient) GenerateMachineSecret(ctx context.Context, req *v1.GenerateMachineSecretRequest) (*v1.GenerateMachineSecretResponse, error) {
+	response, err := c.generateMachineSecret.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // RemoveMachineSecret calls gatehouse.management.v1.ManagementService.RemoveMachineSecret.
-func (c *managementServiceClient) RemoveMachineSecret(ctx context.Context, req *connect.Request[v1.RemoveMachineSecretRequest]) (*connect.Response[v1.RemoveMachineSecretResponse], error) {
-	return c.removeMachineSecret.CallUnary(ctx, req)
+func (c *managementServiceClient) RemoveMachineSecret(ctx context.Context, req *v1.RemoveMachineSecretRequest) (*v1.RemoveMachineSecretResponse, error) {
+	response, err := c.removeMachineSecret.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // SetUserMetadata calls gatehouse.management.v1.ManagementService.SetUserMetadata.
-func (c *managementServiceClient) SetUserMetadata(ctx context.Context, req *connect.Request[v1.SetUserMetadataRequest]) (*connect.Response[v1.SetUserMetadataResponse], error) {
-	return c.setUserMetadata.CallUnary(ctx, req)
+func (c *managementServiceClient) SetUserMetadata(ctx context.Context, req *v1.SetUserMetadataRequest) (*v1.SetUserMetadataResponse, error) {
+	response, err := c.setUserMetadata.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // BulkSetUserMetadata calls gatehouse.management.v1.ManagementService.BulkSetUserMetadata.
-func (c *managementServiceClient) BulkSetUserMetadata(ctx context.Context, req *connect.Request[v1.BulkSetUserMetadataRequest]) (*connect.Response[v1.BulkSetUserMetadataResponse], error) {
-	return c.bulkSetUserMetadata.CallUnary(ctx, req)
+func (c *managementServiceClient) BulkSetUserMetadata(ctx context.Context, req *v1.BulkSetUserMetadataRequest) (*v1.BulkSetUserMetadataResponse, error) {
+	response, err := c.bulkSetUserMetadata.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // ListUserMetadata calls gatehouse.management.v1.ManagementService.ListUserMetadata.
-func (c *managementServiceClient) ListUserMetadata(ctx context.Context, req *connect.Request[v1.ListUserMetadataRequest]) (*connect.Response[v1.ListUserMetadataResponse], error) {
-	return c.listUserMetadata.CallUnary(ctx, req)
+func (c *managementServiceClient) ListUserMetadata(ctx context.Context, req *v1.ListUserMetadataRequest) (*v1.ListUserMetadataResponse, error) {
+	response, err := c.listUserMetadata.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // GetUserMetadata calls gatehouse.management.v1.ManagementService.GetUserMetadata.
-func (c *managementServiceClient) GetUserMetadata(ctx context.Context, req *connect.Request[v1.GetUserMetadataRequest]) (*connect.Response[v1.GetUserMetadataResponse], error) {
-	return c.getUserMetadata.CallUnary(ctx, req)
+func (c *managementServiceClient) GetUserMetadata(ctx context.Context, req *v1.GetUserMetadataRequest) (*v1.GetUserMetadataResponse, error) {
+	response, err := c.getUserMetadata.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // RemoveUserMetadata calls gatehouse.management.v1.ManagementService.RemoveUserMetadata.
-func (c *managementServiceClient) RemoveUserMetadata(ctx context.Context, req *connect.Request[v1.RemoveUserMetadataRequest]) (*connect.Response[v1.RemoveUserMetadataResponse], error) {
-	return c.removeUserMetadata.CallUnary(ctx, req)
+func (c *managementServiceClient) RemoveUserMetadata(ctx context.Context, req *v1.RemoveUserMetadataRequest) (*v1.RemoveUserMetadataResponse, error) {
+	response, err := c.removeUserMetadata.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // BulkRemoveUserMetadata calls gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata.
-func (c *managementServiceClient) BulkRemoveUserMetadata(ctx context.Context, req *connect.Request[v1.BulkRemoveUserMetadataRequest]) (*connect.Response[v1.BulkRemoveUserMetadataResponse], error) {
-	return c.bulkRemoveUserMetadata.CallUnary(ctx, req)
+func (c *managementServiceClient) BulkRemoveUserMetadata(ctx context.Context, req *v1.BulkRemoveUserMetadataRequest) (*v1.BulkRemoveUserMetadataResponse, error) {
+	response, err := c.bulkRemoveUserMetadata.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // GetMyOrg calls gatehouse.management.v1.ManagementService.GetMyOrg.
-func (c *managementServiceClient) GetMyOrg(ctx context.Context, req *connect.Request[v1.GetMyOrgRequest]) (*connect.Response[v1.GetMyOrgResponse], error) {
-	return c.getMyOrg.CallUnary(ctx, req)
+func (c *managementServiceClient) GetMyOrg(ctx context.Context, req *v1.GetMyOrgRequest) (*v1.GetMyOrgResponse, error) {
+	response, err := c.getMyOrg.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // AddOrg calls gatehouse.management.v1.ManagementService.AddOrg.
-func (c *managementServiceClient) AddOrg(ctx context.Context, req *connect.Request[v1.AddOrgRequest]) (*connect.Response[v1.AddOrgResponse], error) {
-	return c.addOrg.CallUnary(ctx, req)
+func (c *managementServiceClient) AddOrg(ctx context.Context, req *v1.AddOrgRequest) (*v1.AddOrgResponse, error) {
+	response, err := c.addOrg.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // ListOrgs calls gatehouse.management.v1.ManagementService.ListOrgs.
-func (c *managementServiceClient) ListOrgs(ctx context.Context, req *connect.Request[v1.ListOrgsRequest]) (*connect.Response[v1.ListOrgsResponse], error) {
-	return c.listOrgs.CallUnary(ctx, req)
+func (c *managementServiceClient) ListOrgs(ctx context.Context, req *v1.ListOrgsRequest) (*v1.ListOrgsResponse, error) {
+	response, err := c.listOrgs.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // AddOrgMember calls gatehouse.management.v1.ManagementService.AddOrgMember.
-func (c *managementServiceClient) AddOrgMember(ctx context.Context, req *connect.Request[v1.AddOrgMemberRequest]) (*connect.Response[v1.AddOrgMemberResponse], error) {
-	return c.addOrgMember.CallUnary(ctx, req)
+func (c *managementServiceClient) AddOrgMember(ctx context.Context, req *v1.AddOrgMemberRequest) (*v1.AddOrgMemberResponse, error) {
+	response, err := c.addOrgMember.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // ListOrgMembers calls gatehouse.management.v1.ManagementService.ListOrgMembers.
-func (c *managementServiceClient) ListOrgMembers(ctx context.Context, req *connect.Request[v1.ListOrgMembersRequest]) (*connect.Response[v1.ListOrgMembersResponse], error) {
-	return c.listOrgMembers.CallUnary(ctx, req)
+func (c *managementServiceClient) ListOrgMembers(ctx context.Context, req *v1.ListOrgMembersRequest) (*v1.ListOrgMembersResponse, error) {
+	response, err := c.listOrgMembers.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // RemoveOrgMember calls gatehouse.management.v1.ManagementService.RemoveOrgMember.
-func (c *managementServiceClient) RemoveOrgMember(ctx context.Context, req *connect.Request[v1.RemoveOrgMemberRequest]) (*connect.Response[v1.RemoveOrgMemberResponse], error) {
-	return c.removeOrgMember.CallUnary(ctx, req)
+func (c *managementServiceClient) RemoveOrgMember(ctx context.Context, req *v1.RemoveOrgMemberRequest) (*v1.RemoveOrgMemberResponse, error) {
+	response, err := c.removeOrgMember.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // GetOrgIDPByID calls gatehouse.management.v1.ManagementService.GetOrgIDPByID.
-func (c *managementServiceClient) GetOrgIDPByID(ctx context.Context, req *connect.Request[v1.GetOrgIDPByIDRequest]) (*connect.Response[v1.GetOrgIDPByIDResponse], error) {
-	return c.getOrgIDPByID.CallUnary(ctx, req)
+func (c *managementServiceClient) GetOrgIDPByID(ctx context.Context, req *v1.GetOrgIDPByIDRequest) (*v1.GetOrgIDPByIDResponse, error) {
+	response, err := c.getOrgIDPByID.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // ListOrgIDPs calls gatehouse.management.v1.ManagementService.ListOrgIDPs.
-func (c *managementServiceClient) ListOrgIDPs(ctx context.Context, req *connect.Request[v1.ListOrgIDPsRequest]) (*connect.Response[v1.ListOrgIDPsResponse], error) {
-	return c.listOrgIDPs.CallUnary(ctx, req)
+func (c *managementServiceClient) ListOrgIDPs(ctx context.Context, req *v1.ListOrgIDPsRequest) (*v1.ListOrgIDPsResponse, error) {
+	response, err := c.listOrgIDPs.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // AddOrgOIDCIDP calls gatehouse.management.v1.ManagementService.AddOrgOIDCIDP.
 //
 // Deprecated: do not use.
-func (c *managementServiceClient) AddOrgOIDCIDP(ctx context.Context, req *connect.Request[v1.AddOrgOIDCIDPRequest]) (*connect.Response[v1.AddOrgOIDCIDPResponse], error) {
-	return c.addOrgOIDCIDP.CallUnary(ctx, req)
+func (c *managementServiceClient) AddOrgOIDCIDP(ctx context.Context, req *v1.AddOrgOIDCIDPRequest) (*v1.AddOrgOIDCIDPResponse, error) {
+	response, err := c.addOrgOIDCIDP.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // UpdateOrgIDPOIDCConfig calls gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig.
 //
 // Deprecated: do not use.
-func (c *managementServiceClient) UpdateOrgIDPOIDCConfig(ctx context.Context, req *connect.Request[v1.UpdateOrgIDPOIDCConfigRequest]) (*connect.Response[v1.UpdateOrgIDPOIDCConfigResponse], error) {
-	return c.updateOrgIDPOIDCConfig.CallUnary(ctx, req)
+func (c *managementServiceClient) UpdateOrgIDPOIDCConfig(ctx context.Context, req *v1.UpdateOrgIDPOIDCConfigRequest) (*v1.UpdateOrgIDPOIDCConfigResponse, error) {
+	response, err := c.updateOrgIDPOIDCConfig.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // DeactivateOrgIDP calls gatehouse.management.v1.ManagementService.DeactivateOrgIDP.
-func (c *managementServiceClient) DeactivateOrgIDP(ctx context.Context, req *connect.Request[v1.DeactivateOrgIDPRequest]) (*connect.Response[v1.DeactivateOrgIDPResponse], error) {
-	return c.deactivateOrgIDP.CallUnary(ctx, req)
+func (c *managementServiceClient) DeactivateOrgIDP(ctx context.Context, req *v1.DeactivateOrgIDPRequest) (*v1.DeactivateOrgIDPResponse, error) {
+	response, err := c.deactivateOrgIDP.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // ReactivateOrgIDP calls gatehouse.management.v1.ManagementService.ReactivateOrgIDP.
-func (c *managementServiceClient) ReactivateOrgIDP(ctx context.Context, req *connect.Request[v1.ReactivateOrgIDPRequest]) (*connect.Response[v1.ReactivateOrgIDPResponse], error) {
-	return c.reactivateOrgIDP.CallUnary(ctx, req)
+func (c *managementServiceClient) ReactivateOrgIDP(ctx context.Context, req *v1.ReactivateOrgIDPRequest) (*v1.ReactivateOrgIDPResponse, error) {
+	response, err := c.reactivateOrgIDP.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // SetOrgIDPTrust calls gatehouse.management.v1.ManagementService.SetOrgIDPTrust.
-func (c *managementServiceClient) SetOrgIDPTrust(ctx context.Context, req *connect.Request[v1.SetOrgIDPTrustRequest]) (*connect.Response[v1.SetOrgIDPTrustResponse], error) {
-	return c.setOrgIDPTrust.CallUnary(ctx, req)
+func (c *managementServiceClient) SetOrgIDPTrust(ctx context.Context, req *v1.SetOrgIDPTrustRequest) (*v1.SetOrgIDPTrustResponse, error) {
+	response, err := c.setOrgIDPTrust.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // RemoveOrgIDP calls gatehouse.management.v1.ManagementService.RemoveOrgIDP.
-func (c *managementServiceClient) RemoveOrgIDP(ctx context.Context, req *connect.Request[v1.RemoveOrgIDPRequest]) (*connect.Response[v1.RemoveOrgIDPResponse], error) {
-	return c.removeOrgIDP.CallUnary(ctx, req)
+func (c *managementServiceClient) RemoveOrgIDP(ctx context.Context, req *v1.RemoveOrgIDPRequest) (*v1.RemoveOrgIDPResponse, error) {
+	response, err := c.removeOrgIDP.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // AddProject calls gatehouse.management.v1.ManagementService.AddProject.
-func (c *managementServiceClient) AddProject(ctx context.Context, req *connect.Request[v1.AddProjectRequest]) (*connect.Response[v1.AddProjectResponse], error) {
-	return c.addProject.CallUnary(ctx, req)
+func (c *managementServiceClient) AddProject(ctx context.Context, req *v1.AddProjectRequest) (*v1.AddProjectResponse, error) {
+	response, err := c.addProject.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // GetProjectByID calls gatehouse.management.v1.ManagementService.GetProjectByID.
-func (c *managementServiceClient) GetProjectByID(ctx context.Context, req *connect.Request[v1.GetProjectByIDRequest]) (*connect.Response[v1.GetProjectByIDResponse], error) {
-	return c.getProjectByID.CallUnary(ctx, req)
+func (c *managementServiceClient) GetProjectByID(ctx context.Context, req *v1.GetProjectByIDRequest) (*v1.GetProjectByIDResponse, error) {
+	response, err := c.getProjectByID.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // ListProjects calls gatehouse.management.v1.ManagementService.ListProjects.
-func (c *managementServiceClient) ListProjects(ctx context.Context, req *connect.Request[v1.ListProjectsRequest]) (*connect.Response[v1.ListProjectsResponse], error) {
-	return c.listProjects.CallUnary(ctx, req)
+func (c *managementServiceClient) ListProjects(ctx context.Context, req *v1.ListProjectsRequest) (*v1.ListProjectsResponse, error) {
+	response, err := c.listProjects.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // GetAppByID calls gatehouse.management.v1.ManagementService.GetAppByID.
-func (c *managementServiceClient) GetAppByID(ctx context.Context, req *connect.Request[v1.GetAppByIDRequest]) (*connect.Response[v1.GetAppByIDResponse], error) {
-	return c.getAppByID.CallUnary(ctx, req)
+func (c *managementServiceClient) GetAppByID(ctx context.Context, req *v1.GetAppByIDRequest) (*v1.GetAppByIDResponse, error) {
+	response, err := c.getAppByID.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // ListApps calls gatehouse.management.v1.ManagementService.ListApps.
-func (c *managementServiceClient) ListApps(ctx context.Context, req *connect.Request[v1.ListAppsRequest]) (*connect.Response[v1.ListAppsResponse], error) {
-	return c.listApps.CallUnary(ctx, req)
+func (c *managementServiceClient) ListApps(ctx context.Context, req *v1.ListAppsRequest) (*v1.ListAppsResponse, error) {
+	response, err := c.listApps.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // AddOIDCApp calls gatehouse.management.v1.ManagementService.AddOIDCApp.
-func (c *managementServiceClient) AddOIDCApp(ctx context.Context, req *connect.Request[v1.AddOIDCAppRequest]) (*connect.Response[v1.AddOIDCAppResponse], error) {
-	return c.addOIDCApp.CallUnary(ctx, req)
+func (c *managementServiceClient) AddOIDCApp(ctx context.Context, req *v1.AddOIDCAppRequest) (*v1.AddOIDCAppResponse, error) {
+	response, err := c.addOIDCApp.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // UpdateOIDCAppConfig calls gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig.
-func (c *managementServiceClient) UpdateOIDCAppConfig(ctx context.Context, req *connect.Request[v1.UpdateOIDCAppConfigRequest]) (*connect.Response[v1.UpdateOIDCAppConfigResponse], error) {
-	return c.updateOIDCAppConfig.CallUnary(ctx, req)
+func (c *managementServiceClient) UpdateOIDCAppConfig(ctx context.Context, req *v1.UpdateOIDCAppConfigRequest) (*v1.UpdateOIDCAppConfigResponse, error) {
+	response, err := c.updateOIDCAppConfig.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // RegenerateOIDCClientSecret calls
 // gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret.
-func (c *managementServiceClient) RegenerateOIDCClientSecret(ctx context.Context, req *connect.Request[v1.RegenerateOIDCClientSecretRequest]) (*connect.Response[v1.RegenerateOIDCClientSecretResponse], error) {
-	return c.regenerateOIDCClientSecret.CallUnary(ctx, req)
+func (c *managementServiceClient) RegenerateOIDCClientSecret(ctx context.Context, req *v1.RegenerateOIDCClientSecretRequest) (*v1.RegenerateOIDCClientSecretResponse, error) {
+	response, err := c.regenerateOIDCClientSecret.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // AddAPIApp calls gatehouse.management.v1.ManagementService.AddAPIApp.
-func (c *managementServiceClient) AddAPIApp(ctx context.Context, req *connect.Request[v1.AddAPIAppRequest]) (*connect.Response[v1.AddAPIAppResponse], error) {
-	return c.addAPIApp.CallUnary(ctx, req)
+func (c *managementServiceClient) AddAPIApp(ctx context.Context, req *v1.AddAPIAppRequest) (*v1.AddAPIAppResponse, error) {
+	response, err := c.addAPIApp.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // AddAppKey calls gatehouse.management.v1.ManagementService.AddAppKey.
-func (c *managementServiceClient) AddAppKey(ctx context.Context, req *connect.Request[v1.AddAppKeyRequest]) (*connect.Response[v1.AddAppKeyResponse], error) {
-	return c.addAppKey.CallUnary(ctx, req)
+func (c *managementServiceClient) AddAppKey(ctx context.Context, req *v1.AddAppKeyRequest) (*v1.AddAppKeyResponse, error) {
+	response, err := c.addAppKey.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // RemoveAppKey calls gatehouse.management.v1.ManagementService.RemoveAppKey.
-func (c *managementServiceClient) RemoveAppKey(ctx context.Context, req *connect.Request[v1.RemoveAppKeyRequest]) (*connect.Response[v1.RemoveAppKeyResponse], error) {
-	return c.removeAppKey.CallUnary(ctx, req)
+func (c *managementServiceClient) RemoveAppKey(ctx context.Context, req *v1.RemoveAppKeyRequest) (*v1.RemoveAppKeyResponse, error) {
+	response, err := c.removeAppKey.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // SetAppAdminClient calls gatehouse.management.v1.ManagementService.SetAppAdminClient.
-func (c *managementServiceClient) SetAppAdminClient(ctx context.Context, req *connect.Request[v1.SetAppAdminClientRequest]) (*connect.Response[v1.SetAppAdminClientResponse], error) {
-	return c.setAppAdminClient.CallUnary(ctx, req)
+func (c *managementServiceClient) SetAppAdminClient(ctx context.Context, req *v1.SetAppAdminClientRequest) (*v1.SetAppAdminClientResponse, error) {
+	response, err := c.setAppAdminClient.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // ListUserIDPs calls gatehouse.management.v1.ManagementService.ListUserIDPs.
-func (c *managementServiceClient) ListUserIDPs(ctx context.Context, req *connect.Request[v1.ListUserIDPsRequest]) (*connect.Response[v1.ListUserIDPsResponse], error) {
-	return c.listUserIDPs.CallUnary(ctx, req)
+func (c *managementServiceClient) ListUserIDPs(ctx context.Context, req *v1.ListUserIDPsRequest) (*v1.ListUserIDPsResponse, error) {
+	response, err := c.listUserIDPs.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // RemoveUserIDP calls gatehouse.management.v1.ManagementService.RemoveUserIDP.
-func (c *managementServiceClient) RemoveUserIDP(ctx context.Context, req *connect.Request[v1.RemoveUserIDPRequest]) (*connect.Response[v1.RemoveUserIDPResponse], error) {
-	return c.removeUserIDP.CallUnary(ctx, req)
+func (c *managementServiceClient) RemoveUserIDP(ctx context.Context, req *v1.RemoveUserIDPRequest) (*v1.RemoveUserIDPResponse, error) {
+	response, err := c.removeUserIDP.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // AddProjectGrant calls gatehouse.management.v1.ManagementService.AddProjectGrant.
-func (c *managementServiceClient) AddProjectGrant(ctx context.Context, req *connect.Request[v1.AddProjectGrantRequest]) (*connect.Response[v1.AddProjectGrantResponse], error) {
-	return c.addProjectGrant.CallUnary(ctx, req)
+func (c *managementServiceClient) AddProjectGrant(ctx context.Context, req *v1.AddProjectGrantRequest) (*v1.AddProjectGrantResponse, error) {
+	response, err := c.addProjectGrant.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // ListGrantedProjects calls gatehouse.management.v1.ManagementService.ListGrantedProjects.
-func (c *managementServiceClient) ListGrantedProjects(ctx context.Context, req *connect.Request[v1.ListGrantedProjectsRequest]) (*connect.Response[v1.ListGrantedProjectsResponse], error) {
-	return c.listGrantedProjects.CallUnary(ctx, req)
+func (c *managementServiceClient) ListGrantedProjects(ctx context.Context, req *v1.ListGrantedProjectsRequest) (*v1.ListGrantedProjectsResponse, error) {
+	response, err := c.listGrantedProjects.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // RefuseGrantedProject calls gatehouse.management.v1.ManagementService.RefuseGrantedProject.
-func (c *managementServiceClient) RefuseGrantedProject(ctx context.Context, req *connect.Request[v1.RefuseGrantedProjectRequest]) (*connect.Response[v1.RefuseGrantedProjectResponse], error) {
-	return c.refuseGrantedProject.CallUnary(ctx, req)
+func (c *managementServiceClient) RefuseGrantedProject(ctx context.Context, req *v1.RefuseGrantedProjectRequest) (*v1.RefuseGrantedProjectResponse, error) {
+	response, err := c.refuseGrantedProject.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // ListProjectGrants calls gatehouse.management.v1.ManagementService.ListProjectGrants.
-func (c *managementServiceClient) ListProjectGrants(ctx context.Context, req *connect.Request[v1.ListProjectGrantsRequest]) (*connect.Response[v1.ListProjectGrantsResponse], error) {
-	return c.listProjectGrants.CallUnary(ctx, req)
+func (c *managementServiceClient) ListProjectGrants(ctx context.Context, req *v1.ListProjectGrantsRequest) (*v1.ListProjectGrantsResponse, error) {
+	response, err := c.listProjectGrants.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // UpdateProjectGrant calls gatehouse.management.v1.ManagementService.UpdateProjectGrant.
-func (c *managementServiceClient) UpdateProjectGrant(ctx context.Context, req *connect.Request[v1.UpdateProjectGrantRequest]) (*connect.Response[v1.UpdateProjectGrantResponse], error) {
-	return c.updateProjectGrant.CallUnary(ctx, req)
+func (c *managementServiceClient) UpdateProjectGrant(ctx context.Context, req *v1.UpdateProjectGrantRequest) (*v1.UpdateProjectGrantResponse, error) {
+	response, err := c.updateProjectGrant.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // RemoveProjectGrant calls gatehouse.management.v1.ManagementService.RemoveProjectGrant.
-func (c *managementServiceClient) RemoveProjectGrant(ctx context.Context, req *connect.Request[v1.RemoveProjectGrantRequest]) (*connect.Response[v1.RemoveProjectGrantResponse], error) {
-	return c.removeProjectGrant.CallUnary(ctx, req)
+func (c *managementServiceClient) RemoveProjectGrant(ctx context.Context, req *v1.RemoveProjectGrantRequest) (*v1.RemoveProjectGrantResponse, error) {
+	response, err := c.removeProjectGrant.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // GetLoginPolicy calls gatehouse.management.v1.ManagementService.GetLoginPolicy.
-func (c *managementServiceClient) GetLoginPolicy(ctx context.Context, req *connect.Request[v1.GetLoginPolicyRequest]) (*connect.Response[v1.GetLoginPolicyResponse], error) {
-	return c.getLoginPolicy.CallUnary(ctx, req)
+func (c *managementServiceClient) GetLoginPolicy(ctx context.Context, req *v1.GetLoginPolicyRequest) (*v1.GetLoginPolicyResponse, error) {
+	response, err := c.getLoginPolicy.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // AddCustomLoginPolicy calls gatehouse.management.v1.ManagementService.AddCustomLoginPolicy.
-func (c *managementServiceClient) AddCustomLoginPolicy(ctx context.Context, req *connect.Request[v1.AddCustomLoginPolicyRequest]) (*connect.Response[v1.AddCustomLoginPolicyResponse], error) {
-	return c.addCustomLoginPolicy.CallUnary(ctx, req)
+func (c *managementServiceClient) AddCustomLoginPolicy(ctx context.Context, req *v1.AddCustomLoginPolicyRequest) (*v1.AddCustomLoginPolicyResponse, error) {
+	response, err := c.addCustomLoginPolicy.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // UpdateCustomLoginPolicy calls gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy.
-func (c *managementServiceClient) UpdateCustomLoginPolicy(ctx context.Context, req *connect.Request[v1.UpdateCustomLoginPolicyRequest]) (*connect.Response[v1.UpdateCustomLoginPolicyResponse], error) {
-	return c.updateCustomLoginPolicy.CallUnary(ctx, req)
+func (c *managementServiceClient) UpdateCustomLoginPolicy(ctx context.Context, req *v1.UpdateCustomLoginPolicyRequest) (*v1.UpdateCustomLoginPolicyResponse, error) {
+	response, err := c.updateCustomLoginPolicy.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // ResetLoginPolicyToDefault calls
 // gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault.
-func (c *managementServiceClient) ResetLoginPolicyToDefault(ctx context.Context, req *connect.Request[v1.ResetLoginPolicyToDefaultRequest]) (*connect.Response[v1.ResetLoginPolicyToDefaultResponse], error) {
-	return c.resetLoginPolicyToDefault.CallUnary(ctx, req)
+func (c *managementServiceClient) ResetLoginPolicyToDefault(ctx context.Context, req *v1.ResetLoginPolicyToDefaultRequest) (*v1.ResetLoginPolicyToDefaultResponse, error) {
+	response, err := c.resetLoginPolicyToDefault.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // ManagementServiceHandler is an implementation of the gatehouse.management.v1.ManagementService
@@ -1225,36 +1479,36 @@ func (c *managementServiceClient) ResetLoginPolicyToDefault(ctx context.Context,
 type ManagementServiceHandler interface {
 	// Returns a user (human or machine) of the organization.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound.
-	GetUserByID(context.Context, *connect.Request[v1.GetUserByIDRequest]) (*connect.Response[v1.GetUserByIDResponse], error)
+	GetUserByID(context.Context, *v1.GetUserByIDRequest) (*v1.GetUserByIDResponse, error)
 	// Lists the users of the organization matching all queries.
 	// Roles: ORG_USER_MANAGER or above.
-	ListUsers(context.Context, *connect.Request[v1.ListUsersRequest]) (*connect.Response[v1.ListUsersResponse], error)
+	ListUsers(context.Context, *v1.ListUsersRequest) (*v1.ListUsersResponse, error)
 	// Creates a human user. With initial_password the user must change it at
 	// the first login; without one the user is in state USER_STATE_INITIAL
 	// until a password is set (SetHumanPassword).
 	// Roles: ORG_USER_MANAGER or above. Errors: AlreadyExists when the user
 	// name is taken in the organization.
-	AddHumanUser(context.Context, *connect.Request[v1.AddHumanUserRequest]) (*connect.Response[v1.AddHumanUserResponse], error)
+	AddHumanUser(context.Context, *v1.AddHumanUserRequest) (*v1.AddHumanUserResponse, error)
 	// Creates a human user from another system, with a clear-text password or
 	// an existing password hash. The user does not have to change the password
 	// unless password_change_required is set.
 	// Roles: ORG_USER_MANAGER or above. Errors: AlreadyExists when the user
 	// name is taken; InvalidArgument for an unsupported hash.
-	ImportHumanUser(context.Context, *connect.Request[v1.ImportHumanUserRequest]) (*connect.Response[v1.ImportHumanUserResponse], error)
+	ImportHumanUser(context.Context, *v1.ImportHumanUserRequest) (*v1.ImportHumanUserResponse, error)
 	// Creates a machine user (service account). It authenticates with a key
 	// (AddMachineKey, JWT profile grant) or a secret (GenerateMachineSecret,
 	// client_credentials grant).
 	// Roles: ORG_USER_MANAGER or above. Errors: AlreadyExists when the user
 	// name is taken.
-	AddMachineUser(context.Context, *connect.Request[v1.AddMachineUserRequest]) (*connect.Response[v1.AddMachineUserResponse], error)
+	AddMachineUser(context.Context, *v1.AddMachineUserRequest) (*v1.AddMachineUserResponse, error)
 	// Deactivates a user: no login and no new tokens until reactivated.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound; Aborted (409) when
 	// the user is already inactive.
-	DeactivateUser(context.Context, *connect.Request[v1.DeactivateUserRequest]) (*connect.Response[v1.DeactivateUserResponse], error)
+	DeactivateUser(context.Context, *v1.DeactivateUserRequest) (*v1.DeactivateUserResponse, error)
 	// Reactivates a deactivated user.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound; Aborted (409) when
 	// the user is not inactive.
-	ReactivateUser(context.Context, *connect.Request[v1.ReactivateUserRequest]) (*connect.Response[v1.ReactivateUserResponse], error)
+	ReactivateUser(context.Context, *v1.ReactivateUserRequest) (*v1.ReactivateUserResponse, error)
 	// Lifts the failed-password limits on a user at once: the progressive
 	// delay after failed passwords from every client address, and the
 	// organization's account lock where it has one. The limit of a client
@@ -1263,69 +1517,69 @@ type ManagementServiceHandler interface {
 	// instead), so the call succeeds in every state, and is recorded also
 	// when nothing was limited.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound.
-	UnlockUser(context.Context, *connect.Request[v1.UnlockUserRequest]) (*connect.Response[v1.UnlockUserResponse], error)
+	UnlockUser(context.Context, *v1.UnlockUserRequest) (*v1.UnlockUserResponse, error)
 	// Removes a user with its keys, secrets, metadata and memberships, and
 	// revokes the tokens issued to it. The user name becomes free again.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound.
-	RemoveUser(context.Context, *connect.Request[v1.RemoveUserRequest]) (*connect.Response[v1.RemoveUserResponse], error)
+	RemoveUser(context.Context, *v1.RemoveUserRequest) (*v1.RemoveUserResponse, error)
 	// Sets a new password for a human user. Unless no_change_required is true,
 	// the user must change it at the next login.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound (also for a machine
 	// user).
-	SetHumanPassword(context.Context, *connect.Request[v1.SetHumanPasswordRequest]) (*connect.Response[v1.SetHumanPasswordResponse], error)
+	SetHumanPassword(context.Context, *v1.SetHumanPasswordRequest) (*v1.SetHumanPasswordResponse, error)
 	// Adds a key to a machine user. Without public_key, Gatehouse generates an
 	// RSA key pair and returns the private key once, in key_details; with
 	// public_key, only that public key is registered.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound (also for a human
 	// user); InvalidArgument for an unparsable public key or a past
 	// expiration_date.
-	AddMachineKey(context.Context, *connect.Request[v1.AddMachineKeyRequest]) (*connect.Response[v1.AddMachineKeyResponse], error)
+	AddMachineKey(context.Context, *v1.AddMachineKeyRequest) (*v1.AddMachineKeyResponse, error)
 	// Lists the keys of a machine user (metadata only).
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound.
-	ListMachineKeys(context.Context, *connect.Request[v1.ListMachineKeysRequest]) (*connect.Response[v1.ListMachineKeysResponse], error)
+	ListMachineKeys(context.Context, *v1.ListMachineKeysRequest) (*v1.ListMachineKeysResponse, error)
 	// Removes a key of a machine user; assertions signed with it are refused
 	// from then on.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound.
-	RemoveMachineKey(context.Context, *connect.Request[v1.RemoveMachineKeyRequest]) (*connect.Response[v1.RemoveMachineKeyResponse], error)
+	RemoveMachineKey(context.Context, *v1.RemoveMachineKeyRequest) (*v1.RemoveMachineKeyResponse, error)
 	// Generates a new client secret for a machine user, replacing any previous
 	// one. The secret is returned only in this response.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound (also for a human
 	// user).
-	GenerateMachineSecret(context.Context, *connect.Request[v1.GenerateMachineSecretRequest]) (*connect.Response[v1.GenerateMachineSecretResponse], error)
+	GenerateMachineSecret(context.Context, *v1.GenerateMachineSecretRequest) (*v1.GenerateMachineSecretResponse, error)
 	// Removes the client secret of a machine user.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound for an unknown user;
 	// Aborted (409) when the user has no secret (nothing to change).
-	RemoveMachineSecret(context.Context, *connect.Request[v1.RemoveMachineSecretRequest]) (*connect.Response[v1.RemoveMachineSecretResponse], error)
+	RemoveMachineSecret(context.Context, *v1.RemoveMachineSecretRequest) (*v1.RemoveMachineSecretResponse, error)
 	// Sets (adds or replaces) one metadata entry of a user.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound.
-	SetUserMetadata(context.Context, *connect.Request[v1.SetUserMetadataRequest]) (*connect.Response[v1.SetUserMetadataResponse], error)
+	SetUserMetadata(context.Context, *v1.SetUserMetadataRequest) (*v1.SetUserMetadataResponse, error)
 	// Sets (adds or replaces) several metadata entries of a user in one
 	// change.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound.
-	BulkSetUserMetadata(context.Context, *connect.Request[v1.BulkSetUserMetadataRequest]) (*connect.Response[v1.BulkSetUserMetadataResponse], error)
+	BulkSetUserMetadata(context.Context, *v1.BulkSetUserMetadataRequest) (*v1.BulkSetUserMetadataResponse, error)
 	// Lists the metadata entries of a user matching all queries.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound.
-	ListUserMetadata(context.Context, *connect.Request[v1.ListUserMetadataRequest]) (*connect.Response[v1.ListUserMetadataResponse], error)
+	ListUserMetadata(context.Context, *v1.ListUserMetadataRequest) (*v1.ListUserMetadataResponse, error)
 	// Returns one metadata entry of a user.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound for an unknown user or
 	// key.
-	GetUserMetadata(context.Context, *connect.Request[v1.GetUserMetadataRequest]) (*connect.Response[v1.GetUserMetadataResponse], error)
+	GetUserMetadata(context.Context, *v1.GetUserMetadataRequest) (*v1.GetUserMetadataResponse, error)
 	// Removes one metadata entry of a user.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound for an unknown user or
 	// key.
-	RemoveUserMetadata(context.Context, *connect.Request[v1.RemoveUserMetadataRequest]) (*connect.Response[v1.RemoveUserMetadataResponse], error)
+	RemoveUserMetadata(context.Context, *v1.RemoveUserMetadataRequest) (*v1.RemoveUserMetadataResponse, error)
 	// Removes several metadata entries of a user in one change.
 	// Roles: ORG_USER_MANAGER or above. Errors: NotFound for an unknown user or
 	// when any key is not set (then nothing is removed).
-	BulkRemoveUserMetadata(context.Context, *connect.Request[v1.BulkRemoveUserMetadataRequest]) (*connect.Response[v1.BulkRemoveUserMetadataResponse], error)
+	BulkRemoveUserMetadata(context.Context, *v1.BulkRemoveUserMetadataRequest) (*v1.BulkRemoveUserMetadataResponse, error)
 	// Returns the caller's organization (or the one named by x-service-orgid).
 	// Roles: any role in the organization.
-	GetMyOrg(context.Context, *connect.Request[v1.GetMyOrgRequest]) (*connect.Response[v1.GetMyOrgResponse], error)
+	GetMyOrg(context.Context, *v1.GetMyOrgRequest) (*v1.GetMyOrgResponse, error)
 	// Creates an organization; the caller becomes its ORG_OWNER.
 	// Roles: IAM_OWNER (unlike ZITADEL, an ordinary user cannot create
 	// organizations: an identity provider's tenants are an operator decision).
 	// Errors: AlreadyExists when the name or its primary domain is taken.
-	AddOrg(context.Context, *connect.Request[v1.AddOrgRequest]) (*connect.Response[v1.AddOrgResponse], error)
+	AddOrg(context.Context, *v1.AddOrgRequest) (*v1.AddOrgResponse, error)
 	// Lists the organizations in which the caller holds a role, matching all
 	// queries, ordered by name (descending unless query.asc); an IAM_OWNER
 	// sees every organization. x-service-orgid is ignored: the call acts on no
@@ -1333,34 +1587,34 @@ type ManagementServiceHandler interface {
 	// below /management/v1 here.
 	// Roles: none needed; a caller without roles gets an empty list.
 	// Errors: InvalidArgument for a query outside its limits.
-	ListOrgs(context.Context, *connect.Request[v1.ListOrgsRequest]) (*connect.Response[v1.ListOrgsResponse], error)
+	ListOrgs(context.Context, *v1.ListOrgsRequest) (*v1.ListOrgsResponse, error)
 	// Grants organization roles to a user of the instance.
 	// Roles: ORG_OWNER or above. Errors: NotFound for an unknown user;
 	// AlreadyExists when the user is already a member; InvalidArgument for an
 	// unknown role.
-	AddOrgMember(context.Context, *connect.Request[v1.AddOrgMemberRequest]) (*connect.Response[v1.AddOrgMemberResponse], error)
+	AddOrgMember(context.Context, *v1.AddOrgMemberRequest) (*v1.AddOrgMemberResponse, error)
 	// Lists the members of the organization (users holding organization
 	// roles, of any organization) matching all queries, ordered by user ID
 	// (descending unless query.asc).
 	// Roles: ORG_OWNER or above. Errors: InvalidArgument for a query outside
 	// its limits.
-	ListOrgMembers(context.Context, *connect.Request[v1.ListOrgMembersRequest]) (*connect.Response[v1.ListOrgMembersResponse], error)
+	ListOrgMembers(context.Context, *v1.ListOrgMembersRequest) (*v1.ListOrgMembersResponse, error)
 	// Removes a member (all its organization roles).
 	// Roles: ORG_OWNER or above. Errors: NotFound when the user is no member.
-	RemoveOrgMember(context.Context, *connect.Request[v1.RemoveOrgMemberRequest]) (*connect.Response[v1.RemoveOrgMemberResponse], error)
+	RemoveOrgMember(context.Context, *v1.RemoveOrgMemberRequest) (*v1.RemoveOrgMemberResponse, error)
 	// Returns an identity provider of the organization.
 	// Roles: ORG_OWNER or above. Errors: NotFound.
-	GetOrgIDPByID(context.Context, *connect.Request[v1.GetOrgIDPByIDRequest]) (*connect.Response[v1.GetOrgIDPByIDResponse], error)
+	GetOrgIDPByID(context.Context, *v1.GetOrgIDPByIDRequest) (*v1.GetOrgIDPByIDResponse, error)
 	// Lists the identity providers of the organization matching all queries.
 	// Roles: ORG_OWNER or above.
-	ListOrgIDPs(context.Context, *connect.Request[v1.ListOrgIDPsRequest]) (*connect.Response[v1.ListOrgIDPsResponse], error)
+	ListOrgIDPs(context.Context, *v1.ListOrgIDPsRequest) (*v1.ListOrgIDPsResponse, error)
 	// Adds an external OpenID Connect identity provider to the organization.
 	// Deprecated in ZITADEL and kept for compatibility; it may be removed in a
 	// future version.
 	// Roles: ORG_OWNER or above.
 	//
 	// Deprecated: do not use.
-	AddOrgOIDCIDP(context.Context, *connect.Request[v1.AddOrgOIDCIDPRequest]) (*connect.Response[v1.AddOrgOIDCIDPResponse], error)
+	AddOrgOIDCIDP(context.Context, *v1.AddOrgOIDCIDPRequest) (*v1.AddOrgOIDCIDPResponse, error)
 	// Replaces the OIDC configuration of an identity provider: every field is
 	// replaced, a field sent empty is empty afterwards, except client_secret,
 	// which is kept when sent empty. Deprecated in ZITADEL and kept for
@@ -1369,16 +1623,16 @@ type ManagementServiceHandler interface {
 	// provider was changed concurrently.
 	//
 	// Deprecated: do not use.
-	UpdateOrgIDPOIDCConfig(context.Context, *connect.Request[v1.UpdateOrgIDPOIDCConfigRequest]) (*connect.Response[v1.UpdateOrgIDPOIDCConfigResponse], error)
+	UpdateOrgIDPOIDCConfig(context.Context, *v1.UpdateOrgIDPOIDCConfigRequest) (*v1.UpdateOrgIDPOIDCConfigResponse, error)
 	// Deactivates an identity provider: it is hidden from the login page and
 	// cannot be used to log in.
 	// Roles: ORG_OWNER or above. Errors: NotFound; Aborted (409) when already
 	// inactive.
-	DeactivateOrgIDP(context.Context, *connect.Request[v1.DeactivateOrgIDPRequest]) (*connect.Response[v1.DeactivateOrgIDPResponse], error)
+	DeactivateOrgIDP(context.Context, *v1.DeactivateOrgIDPRequest) (*v1.DeactivateOrgIDPResponse, error)
 	// Reactivates a deactivated identity provider.
 	// Roles: ORG_OWNER or above. Errors: NotFound; Aborted (409) when not
 	// inactive.
-	ReactivateOrgIDP(context.Context, *connect.Request[v1.ReactivateOrgIDPRequest]) (*connect.Response[v1.ReactivateOrgIDPResponse], error)
+	ReactivateOrgIDP(context.Context, *v1.ReactivateOrgIDPRequest) (*v1.ReactivateOrgIDPResponse, error)
 	// Trusts, or stops trusting, the identity provider's authentication
 	// methods: with trust, the "amr" values of its ID tokens are recorded
 	// in Gatehouse's (beside "fed"); without (the default), a sign-in
@@ -1386,65 +1640,65 @@ type ManagementServiceHandler interface {
 	// does not trust whatever provider an organization adds. The trust ends
 	// when the provider's issuer or client id changes.
 	// Roles: IAM_OWNER. Errors: NotFound; Aborted (409) when unchanged.
-	SetOrgIDPTrust(context.Context, *connect.Request[v1.SetOrgIDPTrustRequest]) (*connect.Response[v1.SetOrgIDPTrustResponse], error)
+	SetOrgIDPTrust(context.Context, *v1.SetOrgIDPTrustRequest) (*v1.SetOrgIDPTrustResponse, error)
 	// Removes an identity provider and the links of users to it.
 	// Roles: ORG_OWNER or above. Errors: NotFound.
-	RemoveOrgIDP(context.Context, *connect.Request[v1.RemoveOrgIDPRequest]) (*connect.Response[v1.RemoveOrgIDPResponse], error)
+	RemoveOrgIDP(context.Context, *v1.RemoveOrgIDPRequest) (*v1.RemoveOrgIDPResponse, error)
 	// Creates a project.
 	// Roles: ORG_OWNER or above. Errors: AlreadyExists when the name is taken
 	// in the organization.
-	AddProject(context.Context, *connect.Request[v1.AddProjectRequest]) (*connect.Response[v1.AddProjectResponse], error)
+	AddProject(context.Context, *v1.AddProjectRequest) (*v1.AddProjectResponse, error)
 	// Returns a project of the organization.
 	// Roles: ORG_OWNER or above. Errors: NotFound.
-	GetProjectByID(context.Context, *connect.Request[v1.GetProjectByIDRequest]) (*connect.Response[v1.GetProjectByIDResponse], error)
+	GetProjectByID(context.Context, *v1.GetProjectByIDRequest) (*v1.GetProjectByIDResponse, error)
 	// Lists the projects of the organization matching all queries, ordered
 	// by name (descending unless query.asc).
 	// Roles: ORG_OWNER or above. Errors: InvalidArgument for a query outside
 	// its limits.
-	ListProjects(context.Context, *connect.Request[v1.ListProjectsRequest]) (*connect.Response[v1.ListProjectsResponse], error)
+	ListProjects(context.Context, *v1.ListProjectsRequest) (*v1.ListProjectsResponse, error)
 	// Returns an application of a project (never its secret).
 	// Roles: ORG_OWNER or above. Errors: NotFound.
-	GetAppByID(context.Context, *connect.Request[v1.GetAppByIDRequest]) (*connect.Response[v1.GetAppByIDResponse], error)
+	GetAppByID(context.Context, *v1.GetAppByIDRequest) (*v1.GetAppByIDResponse, error)
 	// Lists the applications of a project matching all queries, ordered by
 	// name (descending unless query.asc), as GetAppByID returns them (never
 	// a secret).
 	// Roles: ORG_OWNER or above. Errors: NotFound for an unknown project or
 	// one of another organization; InvalidArgument for a query outside its
 	// limits.
-	ListApps(context.Context, *connect.Request[v1.ListAppsRequest]) (*connect.Response[v1.ListAppsResponse], error)
+	ListApps(context.Context, *v1.ListAppsRequest) (*v1.ListAppsResponse, error)
 	// Creates an OIDC application (relying party). A client secret is
 	// generated and returned once for auth methods BASIC and POST.
 	// Roles: ORG_OWNER or above. Errors: NotFound for an unknown project;
 	// AlreadyExists when the name is taken in the project; InvalidArgument for
 	// an invalid URI or an unsupported grant or login version.
-	AddOIDCApp(context.Context, *connect.Request[v1.AddOIDCAppRequest]) (*connect.Response[v1.AddOIDCAppResponse], error)
+	AddOIDCApp(context.Context, *v1.AddOIDCAppRequest) (*v1.AddOIDCAppResponse, error)
 	// Replaces the OIDC configuration of an application: every field is
 	// replaced, a field sent empty is empty afterwards. The client ID and
 	// secret are unchanged.
 	// Roles: ORG_OWNER or above. Errors: NotFound (also for an API
 	// application); InvalidArgument as for AddOIDCApp.
-	UpdateOIDCAppConfig(context.Context, *connect.Request[v1.UpdateOIDCAppConfigRequest]) (*connect.Response[v1.UpdateOIDCAppConfigResponse], error)
+	UpdateOIDCAppConfig(context.Context, *v1.UpdateOIDCAppConfigRequest) (*v1.UpdateOIDCAppConfigResponse, error)
 	// Generates a new client secret for an OIDC application, replacing the
 	// previous one immediately. The secret is returned only in this response.
 	// Roles: ORG_OWNER or above. Errors: NotFound (also for an application
 	// that is not an OIDC one); Aborted (409) when the auth method uses no
 	// secret (NONE, PRIVATE_KEY_JWT).
-	RegenerateOIDCClientSecret(context.Context, *connect.Request[v1.RegenerateOIDCClientSecretRequest]) (*connect.Response[v1.RegenerateOIDCClientSecretResponse], error)
+	RegenerateOIDCClientSecret(context.Context, *v1.RegenerateOIDCClientSecretRequest) (*v1.RegenerateOIDCClientSecretResponse, error)
 	// Creates an API application (a resource server that introspects tokens).
 	// A client secret is generated and returned once for auth method BASIC.
 	// Roles: ORG_OWNER or above. Errors: NotFound for an unknown project;
 	// AlreadyExists when the name is taken in the project.
-	AddAPIApp(context.Context, *connect.Request[v1.AddAPIAppRequest]) (*connect.Response[v1.AddAPIAppResponse], error)
+	AddAPIApp(context.Context, *v1.AddAPIAppRequest) (*v1.AddAPIAppResponse, error)
 	// Adds a key to an application for private_key_jwt client authentication.
 	// Without public_key, Gatehouse generates an RSA key pair and returns the
 	// private key once, in key_details.
 	// Roles: ORG_OWNER or above. Errors: NotFound; InvalidArgument for an
 	// unparsable public key or a past expiration_date.
-	AddAppKey(context.Context, *connect.Request[v1.AddAppKeyRequest]) (*connect.Response[v1.AddAppKeyResponse], error)
+	AddAppKey(context.Context, *v1.AddAppKeyRequest) (*v1.AddAppKeyResponse, error)
 	// Removes a key of an application; assertions signed with it are refused
 	// from then on.
 	// Roles: ORG_OWNER or above. Errors: NotFound.
-	RemoveAppKey(context.Context, *connect.Request[v1.RemoveAppKeyRequest]) (*connect.Response[v1.RemoveAppKeyResponse], error)
+	RemoveAppKey(context.Context, *v1.RemoveAppKeyRequest) (*v1.RemoveAppKeyResponse, error)
 	// Marks an application as an admin client, or unmarks it. An admin
 	// client signs in users of every organization and may ask for the
 	// management audience in interactive requests (never with prompt=none);
@@ -1453,48 +1707,48 @@ type ManagementServiceHandler interface {
 	// replaces the app's client secret (returned once, to the IAM owner)
 	// and removes its keys; unmarking ends its management tokens and codes
 	// at once.
-	SetAppAdminClient(context.Context, *connect.Request[v1.SetAppAdminClientRequest]) (*connect.Response[v1.SetAppAdminClientResponse], error)
+	SetAppAdminClient(context.Context, *v1.SetAppAdminClientRequest) (*v1.SetAppAdminClientResponse, error)
 	// Lists a user's links to identities at identity providers.
-	ListUserIDPs(context.Context, *connect.Request[v1.ListUserIDPsRequest]) (*connect.Response[v1.ListUserIDPsResponse], error)
+	ListUserIDPs(context.Context, *v1.ListUserIDPsRequest) (*v1.ListUserIDPsResponse, error)
 	// Removes a user's link to an identity at an identity provider: the
 	// identity no longer signs the user in. NotFound when there is no such
 	// link.
-	RemoveUserIDP(context.Context, *connect.Request[v1.RemoveUserIDPRequest]) (*connect.Response[v1.RemoveUserIDPResponse], error)
+	RemoveUserIDP(context.Context, *v1.RemoveUserIDPRequest) (*v1.RemoveUserIDPResponse, error)
 	// Grants a project to another organization: that organization's users
 	// may sign in to the project's applications (each user consents on first
 	// use). NotFound for an unknown project or organization, InvalidArgument
 	// for the project's own organization or role keys (project roles are not
 	// supported yet), AlreadyExists when granted already.
-	AddProjectGrant(context.Context, *connect.Request[v1.AddProjectGrantRequest]) (*connect.Response[v1.AddProjectGrantResponse], error)
+	AddProjectGrant(context.Context, *v1.AddProjectGrantRequest) (*v1.AddProjectGrantResponse, error)
 	// Lists the grants other organizations made to this one: the projects
 	// whose applications may sign in this organization's users (each user
 	// consents first). Roles: ORG_OWNER or above of the granted organization.
-	ListGrantedProjects(context.Context, *connect.Request[v1.ListGrantedProjectsRequest]) (*connect.Response[v1.ListGrantedProjectsResponse], error)
+	ListGrantedProjects(context.Context, *v1.ListGrantedProjectsRequest) (*v1.ListGrantedProjectsResponse, error)
 	// Refuses a grant another organization made to this one: it is removed
 	// as by RemoveProjectGrant, and what the project's applications hold for
 	// this organization's users (codes, refresh and access tokens) is
 	// revoked. Roles: ORG_OWNER or above of the granted organization.
 	// Errors: NotFound for a grant not made to it.
-	RefuseGrantedProject(context.Context, *connect.Request[v1.RefuseGrantedProjectRequest]) (*connect.Response[v1.RefuseGrantedProjectResponse], error)
+	RefuseGrantedProject(context.Context, *v1.RefuseGrantedProjectRequest) (*v1.RefuseGrantedProjectResponse, error)
 	// Lists a project's grants.
-	ListProjectGrants(context.Context, *connect.Request[v1.ListProjectGrantsRequest]) (*connect.Response[v1.ListProjectGrantsResponse], error)
+	ListProjectGrants(context.Context, *v1.ListProjectGrantsRequest) (*v1.ListProjectGrantsResponse, error)
 	// Replaces a grant's role keys (which must be empty until project roles
 	// exist).
-	UpdateProjectGrant(context.Context, *connect.Request[v1.UpdateProjectGrantRequest]) (*connect.Response[v1.UpdateProjectGrantResponse], error)
+	UpdateProjectGrant(context.Context, *v1.UpdateProjectGrantRequest) (*v1.UpdateProjectGrantResponse, error)
 	// Removes a grant: the organization's users can no longer sign in to the
 	// project's applications, and their refresh tokens there stop working.
-	RemoveProjectGrant(context.Context, *connect.Request[v1.RemoveProjectGrantRequest]) (*connect.Response[v1.RemoveProjectGrantResponse], error)
+	RemoveProjectGrant(context.Context, *v1.RemoveProjectGrantRequest) (*v1.RemoveProjectGrantResponse, error)
 	// Returns the organization's login policy: its own, or the instance
 	// default (is_default).
-	GetLoginPolicy(context.Context, *connect.Request[v1.GetLoginPolicyRequest]) (*connect.Response[v1.GetLoginPolicyResponse], error)
+	GetLoginPolicy(context.Context, *v1.GetLoginPolicyRequest) (*v1.GetLoginPolicyResponse, error)
 	// Gives the organization a login policy of its own. AlreadyExists when it
 	// has one.
-	AddCustomLoginPolicy(context.Context, *connect.Request[v1.AddCustomLoginPolicyRequest]) (*connect.Response[v1.AddCustomLoginPolicyResponse], error)
+	AddCustomLoginPolicy(context.Context, *v1.AddCustomLoginPolicyRequest) (*v1.AddCustomLoginPolicyResponse, error)
 	// Replaces the organization's own login policy. NotFound without one.
-	UpdateCustomLoginPolicy(context.Context, *connect.Request[v1.UpdateCustomLoginPolicyRequest]) (*connect.Response[v1.UpdateCustomLoginPolicyResponse], error)
+	UpdateCustomLoginPolicy(context.Context, *v1.UpdateCustomLoginPolicyRequest) (*v1.UpdateCustomLoginPolicyResponse, error)
 	// Removes the organization's own login policy: the instance default
 	// applies again. NotFound without one.
-	ResetLoginPolicyToDefault(context.Context, *connect.Request[v1.ResetLoginPolicyToDefaultRequest]) (*connect.Response[v1.ResetLoginPolicyToDefaultResponse], error)
+	ResetLoginPolicyToDefault(context.Context, *v1.ResetLoginPolicyToDefaultRequest) (*v1.ResetLoginPolicyToDefaultResponse, error)
 }
 
 // NewManagementServiceHandler builds an HTTP handler from the service implementation. It returns
@@ -1504,355 +1758,373 @@ type ManagementServiceHandler interface {
 // and JSON codecs. They also support gzip compression.
 func NewManagementServiceHandler(svc ManagementServiceHandler, opts ...connect.HandlerOption) (string, http.Handler) {
 	managementServiceMethods := v1.File_gatehouse_management_v1_management_proto.Services().ByName("ManagementService").Methods()
-	managementServiceGetUserByIDHandler := connect.NewUnaryHandler(
+	managementServiceGetUserByIDHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceGetUserByIDProcedure,
 		svc.GetUserByID,
 		connect.WithSchema(managementServiceMethods.ByName("GetUserByID")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceListUsersHandler := connect.NewUnaryHandler(
+	managementServiceListUsersHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceListUsersProcedure,
 		svc.ListUsers,
 		connect.WithSchema(managementServiceMethods.ByName("ListUsers")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceAddHumanUserHandler := connect.NewUnaryHandler(
+	managementServiceAddHumanUserHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceAddHumanUserProcedure,
 		svc.AddHumanUser,
 		connect.WithSchema(managementServiceMethods.ByName("AddHumanUser")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceImportHumanUserHandler := connect.NewUnaryHandler(
+	managementServiceImportHumanUserHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceImportHumanUserProcedure,
 		svc.ImportHumanUser,
 		connect.WithSchema(managementServiceMethods.ByName("ImportHumanUser")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceAddMachineUserHandler := connect.NewUnaryHandler(
+	managementServiceAddMachineUserHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceAddMachineUserProcedure,
 		svc.AddMachineUser,
 		connect.WithSchema(managementServiceMethods.ByName("AddMachineUser")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceDeactivateUserHandler := connect.NewUnaryHandler(
+	managementServiceDeactivateUserHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceDeactivateUserProcedure,
 		svc.DeactivateUser,
 		connect.WithSchema(managementServiceMethods.ByName("DeactivateUser")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceReactivateUserHandler := connect.NewUnaryHandler(
+	managementServiceReactivateUserHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceReactivateUserProcedure,
 		svc.ReactivateUser,
 		connect.WithSchema(managementServiceMethods.ByName("ReactivateUser")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceUnlockUserHandler := connect.NewUnaryHandler(
+	managementServiceUnlockUserHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceUnlockUserProcedure,
 		svc.UnlockUser,
 		connect.WithSchema(managementServiceMethods.ByName("UnlockUser")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceRemoveUserHandler := connect.NewUnaryHandler(
+	managementServiceRemoveUserHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceRemoveUserProcedure,
 		svc.RemoveUser,
 		connect.WithSchema(managementServiceMethods.ByName("RemoveUser")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceSetHumanPasswordHandler := connect.NewUnaryHandler(
+	managementServiceSetHumanPasswordHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceSetHumanPasswordProcedure,
 		svc.SetHumanPassword,
 		connect.WithSchema(managementServiceMethods.ByName("SetHumanPassword")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceAddMachineKeyHandler := connect.NewUnaryHandler(
+	managementServiceAddMachineKeyHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceAddMachineKeyProcedure,
 		svc.AddMachineKey,
 		connect.WithSchema(managementServiceMethods.ByName("AddMachineKey")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceListMachineKeysHandler := connect.NewUnaryHandler(
+	managementServiceListMachineKeysHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceListMachineKeysProcedure,
 		svc.ListMachineKeys,
 		connect.WithSchema(managementServiceMethods.ByName("ListMachineKeys")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceRemoveMachineKeyHandler := connect.NewUnaryHandler(
+	managementServiceRemoveMachineKeyHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceRemoveMachineKeyProcedure,
 		svc.RemoveMachineKey,
 		connect.WithSchema(managementServiceMethods.ByName("RemoveMachineKey")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceGenerateMachineSecretHandler := connect.NewUnaryHandler(
+	managementServiceGenerateMachineSecretHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceGenerateMachineSecretProcedure,
 		svc.GenerateMachineSecret,
 		connect.WithSchema(managementServiceMethods.ByName("GenerateMachineSecret")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceRemoveMachineSecretHandler := connect.NewUnaryHandler(
+	managementServiceRemoveMachineSecretHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceRemoveMachineSecretProcedure,
 		svc.RemoveMachineSecret,
 		connect.WithSchema(managementServiceMethods.ByName("RemoveMachineSecret")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceSetUserMetadataHandler := connect.NewUnaryHandler(
+	managementServiceSetUserMetadataHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceSetUserMetadataProcedure,
 		svc.SetUserMetadata,
 		connect.WithSchema(managementServiceMethods.ByName("SetUserMetadata")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceBulkSetUserMetadataHandler := connect.NewUnaryHandler(
+	managementServiceBulkSetUserMetadataHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceBulkSetUserMetadataProcedure,
 		svc.BulkSetUserMetadata,
 		connect.WithSchema(managementServiceMethods.ByName("BulkSetUserMetadata")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceListUserMetadataHandler := connect.NewUnaryHandler(
+	managementServiceListUserMetadataHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceListUserMetadataProcedure,
 		svc.ListUserMetadata,
 		connect.WithSchema(managementServiceMethods.ByName("ListUserMetadata")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceGetUserMetadataHandler := connect.NewUnaryHandler(
+	managementServiceGetUserMetadataHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceGetUserMetadataProcedure,
 		svc.GetUserMetadata,
 		connect.WithSchema(managementServiceMethods.ByName("GetUserMetadata")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceRemoveUserMetadataHandler := connect.NewUnaryHandler(
+	managementServiceRemoveUserMetadataHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceRemoveUserMetadataProcedure,
 		svc.RemoveUserMetadata,
 		connect.WithSchema(managementServiceMethods.ByName("RemoveUserMetadata")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceBulkRemoveUserMetadataHandler := connect.NewUnaryHandler(
+	managementServiceBulkRemoveUserMetadataHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceBulkRemoveUserMetadataProcedure,
 		svc.BulkRemoveUserMetadata,
 		connect.WithSchema(managementServiceMethods.ByName("BulkRemoveUserMetadata")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceGetMyOrgHandler := connect.NewUnaryHandler(
+	managementServiceGetMyOrgHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceGetMyOrgProcedure,
 		svc.GetMyOrg,
 		connect.WithSchema(managementServiceMethods.ByName("GetMyOrg")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceAddOrgHandler := connect.NewUnaryHandler(
+	managementServiceAddOrgHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceAddOrgProcedure,
 		svc.AddOrg,
 		connect.WithSchema(managementServiceMethods.ByName("AddOrg")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceListOrgsHandler := connect.NewUnaryHandler(
+	managementServiceListOrgsHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceListOrgsProcedure,
 		svc.ListOrgs,
 		connect.WithSchema(managementServiceMethods.ByName("ListOrgs")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceAddOrgMemberHandler := connect.NewUnaryHandler(
+	managementServiceAddOrgMemberHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceAddOrgMemberProcedure,
 		svc.AddOrgMember,
 		connect.WithSchema(managementServiceMethods.ByName("AddOrgMember")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceListOrgMembersHandler := connect.NewUnaryHandler(
+	managementServiceListOrgMembersHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceListOrgMembersProcedure,
 		svc.ListOrgMembers,
 		connect.WithSchema(managementServiceMethods.ByName("ListOrgMembers")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceRemoveOrgMemberHandler := connect.NewUnaryHandler(
+	managementServiceRemoveOrgMemberHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceRemoveOrgMemberProcedure,
 		svc.RemoveOrgMember,
 		connect.WithSchema(managementServiceMethods.ByName("RemoveOrgMember")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceGetOrgIDPByIDHandler := connect.NewUnaryHandler(
+	managementServiceGetOrgIDPByIDHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceGetOrgIDPByIDProcedure,
 		svc.GetOrgIDPByID,
 		connect.WithSchema(managementServiceMethods.ByName("GetOrgIDPByID")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceListOrgIDPsHandler := connect.NewUnaryHandler(
+	managementServiceListOrgIDPsHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceListOrgIDPsProcedure,
 		svc.ListOrgIDPs,
 		connect.WithSchema(managementServiceMethods.ByName("ListOrgIDPs")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceAddOrgOIDCIDPHandler := connect.NewUnaryHandler(
+	managementServiceAddOrgOIDCIDPHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceAddOrgOIDCIDPProcedure,
 		svc.AddOrgOIDCIDP,
 		connect.WithSchema(managementServiceMethods.ByName("AddOrgOIDCIDP")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceUpdateOrgIDPOIDCConfigHandler := connect.NewUnaryHandler(
+	managementServiceUpdateOrgIDPOIDCConfigHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceUpdateOrgIDPOIDCConfigProcedure,
 		svc.UpdateOrgIDPOIDCConfig,
 		connect.WithSchema(managementServiceMethods.ByName("UpdateOrgIDPOIDCConfig")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceDeactivateOrgIDPHandler := connect.NewUnaryHandler(
+	managementServiceDeactivateOrgIDPHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceDeactivateOrgIDPProcedure,
 		svc.DeactivateOrgIDP,
 		connect.WithSchema(managementServiceMethods.ByName("DeactivateOrgIDP")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceReactivateOrgIDPHandler := connect.NewUnaryHandler(
+	managementServiceReactivateOrgIDPHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceReactivateOrgIDPProcedure,
 		svc.ReactivateOrgIDP,
 		connect.WithSchema(managementServiceMethods.ByName("ReactivateOrgIDP")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceSetOrgIDPTrustHandler := connect.NewUnaryHandler(
+	managementServiceSetOrgIDPTrustHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceSetOrgIDPTrustProcedure,
 		svc.SetOrgIDPTrust,
 		connect.WithSchema(managementServiceMethods.ByName("SetOrgIDPTrust")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceRemoveOrgIDPHandler := connect.NewUnaryHandler(
+	managementServiceRemoveOrgIDPHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceRemoveOrgIDPProcedure,
 		svc.RemoveOrgIDP,
 		connect.WithSchema(managementServiceMethods.ByName("RemoveOrgIDP")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceAddProjectHandler := connect.NewUnaryHandler(
+	managementServiceAddProjectHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceAddProjectProcedure,
 		svc.AddProject,
 		connect.WithSchema(managementServiceMethods.ByName("AddProject")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceGetProjectByIDHandler := connect.NewUnaryHandler(
+	managementServiceGetProjectByIDHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceGetProjectByIDProcedure,
 		svc.GetProjectByID,
 		connect.WithSchema(managementServiceMethods.ByName("GetProjectByID")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceListProjectsHandler := connect.NewUnaryHandler(
+	managementServiceListProjectsHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceListProjectsProcedure,
 		svc.ListProjects,
 		connect.WithSchema(managementServiceMethods.ByName("ListProjects")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceGetAppByIDHandler := connect.NewUnaryHandler(
+	managementServiceGetAppByIDHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceGetAppByIDProcedure,
 		svc.GetAppByID,
 		connect.WithSchema(managementServiceMethods.ByName("GetAppByID")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceListAppsHandler := connect.NewUnaryHandler(
+	managementServiceListAppsHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceListAppsProcedure,
 		svc.ListApps,
 		connect.WithSchema(managementServiceMethods.ByName("ListApps")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceAddOIDCAppHandler := connect.NewUnaryHandler(
+	managementServiceAddOIDCAppHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceAddOIDCAppProcedure,
 		svc.AddOIDCApp,
 		connect.WithSchema(managementServiceMethods.ByName("AddOIDCApp")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceUpdateOIDCAppConfigHandler := connect.NewUnaryHandler(
+	managementServiceUpdateOIDCAppConfigHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceUpdateOIDCAppConfigProcedure,
 		svc.UpdateOIDCAppConfig,
 		connect.WithSchema(managementServiceMethods.ByName("UpdateOIDCAppConfig")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceRegenerateOIDCClientSecretHandler := connect.NewUnaryHandler(
+	managementServiceRegenerateOIDCClientSecretHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceRegenerateOIDCClientSecretProcedure,
 		svc.RegenerateOIDCClientSecret,
 		connect.WithSchema(managementServiceMethods.ByName("RegenerateOIDCClientSecret")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceAddAPIAppHandler := connect.NewUnaryHandler(
+	managementServiceAddAPIAppHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceAddAPIAppProcedure,
 		svc.AddAPIApp,
 		connect.WithSchema(managementServiceMethods.ByName("AddAPIApp")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceAddAppKeyHandler := connect.NewUnaryHandler(
+	managementServiceAddAppKeyHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceAddAppKeyProcedure,
 		svc.AddAppKey,
 		connect.WithSchema(managementServiceMethods.ByName("AddAppKey")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceRemoveAppKeyHandler := connect.NewUnaryHandler(
+	managementServiceRemoveAppKeyHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceRemoveAppKeyProcedure,
 		svc.RemoveAppKey,
 		connect.WithSchema(managementServiceMethods.ByName("RemoveAppKey")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceSetAppAdminClientHandler := connect.NewUnaryHandler(
+	managementServiceSetAppAdminClientHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceSetAppAdminClientProcedure,
 		svc.SetAppAdminClient,
 		connect.WithSchema(managementServiceMethods.ByName("SetAppAdminClient")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceListUserIDPsHandler := connect.NewUnaryHandler(
+	managementServiceListUserIDPsHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceListUserIDPsProcedure,
 		svc.ListUserIDPs,
 		connect.WithSchema(managementServiceMethods.ByName("ListUserIDPs")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceRemoveUserIDPHandler := connect.NewUnaryHandler(
+	managementServiceRemoveUserIDPHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceRemoveUserIDPProcedure,
 		svc.RemoveUserIDP,
 		connect.WithSchema(managementServiceMethods.ByName("RemoveUserIDP")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceAddProjectGrantHandler := connect.NewUnaryHandler(
+	managementServiceAddProjectGrantHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceAddProjectGrantProcedure,
 		svc.AddProjectGrant,
 		connect.WithSchema(managementServiceMethods.ByName("AddProjectGrant")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceListGrantedProjectsHandler := connect.NewUnaryHandler(
+	managementServiceListGrantedProjectsHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceListGrantedProjectsProcedure,
 		svc.ListGrantedProjects,
 		connect.WithSchema(managementServiceMethods.ByName("ListGrantedProjects")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceRefuseGrantedProjectHandler := connect.NewUnaryHandler(
+	managementServiceRefuseGrantedProjectHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceRefuseGrantedProjectProcedure,
 		svc.RefuseGrantedProject,
 		connect.WithSchema(managementServiceMethods.ByName("RefuseGrantedProject")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceListProjectGrantsHandler := connect.NewUnaryHandler(
+	managementServiceListProjectGrantsHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceListProjectGrantsProcedure,
 		svc.ListProjectGrants,
 		connect.WithSchema(managementServiceMethods.ByName("ListProjectGrants")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceUpdateProjectGrantHandler := connect.NewUnaryHandler(
+	managementServiceUpdateProjectGrantHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceUpdateProjectGrantProcedure,
 		svc.UpdateProjectGrant,
 		connect.WithSchema(managementServiceMethods.ByName("UpdateProjectGrant")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceRemoveProjectGrantHandler := connect.NewUnaryHandler(
+	managementServiceRemoveProjectGrantHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceRemoveProjectGrantProcedure,
 		svc.RemoveProjectGrant,
 		connect.WithSchema(managementServiceMethods.ByName("RemoveProjectGrant")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceGetLoginPolicyHandler := connect.NewUnaryHandler(
+	managementServiceGetLoginPolicyHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceGetLoginPolicyProcedure,
 		svc.GetLoginPolicy,
 		connect.WithSchema(managementServiceMethods.ByName("GetLoginPolicy")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceAddCustomLoginPolicyHandler := connect.NewUnaryHandler(
+	managementServiceAddCustomLoginPolicyHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceAddCustomLoginPolicyProcedure,
 		svc.AddCustomLoginPolicy,
 		connect.WithSchema(managementServiceMethods.ByName("AddCustomLoginPolicy")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceUpdateCustomLoginPolicyHandler := connect.NewUnaryHandler(
+	managementServiceUpdateCustomLoginPolicyHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceUpdateCustomLoginPolicyProcedure,
 		svc.UpdateCustomLoginPolicy,
 		connect.WithSchema(managementServiceMethods.ByName("UpdateCustomLoginPolicy")),
 		connect.WithHandlerOptions(opts...),
 	)
-	managementServiceResetLoginPolicyToDefaultHandler := connect.NewUnaryHandler(
+	managementServiceResetLoginPolicyToDefaultHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceResetLoginPolicyToDefaultProcedure,
 		svc.ResetLoginPolicyToDefault,
 		connect.WithSchema(managementServiceMethods.ByName("ResetLoginPolicyToDefault")),
@@ -1987,238 +2259,238 @@ func NewManagementServiceHandler(svc ManagementServiceHandler, opts ...connect.H
 // UnimplementedManagementServiceHandler returns CodeUnimplemented from all methods.
 type UnimplementedManagementServiceHandler struct{}
 
-func (UnimplementedManagementServiceHandler) GetUserByID(context.Context, *connect.Request[v1.GetUserByIDRequest]) (*connect.Response[v1.GetUserByIDResponse], error) {
+func (UnimplementedManagementServiceHandler) GetUserByID(context.Context, *v1.GetUserByIDRequest) (*v1.GetUserByIDResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.GetUserByID is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) ListUsers(context.Context, *connect.Request[v1.ListUsersRequest]) (*connect.Response[v1.ListUsersResponse], error) {
+func (UnimplementedManagementServiceHandler) ListUsers(context.Context, *v1.ListUsersRequest) (*v1.ListUsersResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ListUsers is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) AddHumanUser(context.Context, *connect.Request[v1.AddHumanUserRequest]) (*connect.Response[v1.AddHumanUserResponse], error) {
+func (UnimplementedManagementServiceHandler) AddHumanUser(context.Context, *v1.AddHumanUserRequest) (*v1.AddHumanUserResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.AddHumanUser is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) ImportHumanUser(context.Context, *connect.Request[v1.ImportHumanUserRequest]) (*connect.Response[v1.ImportHumanUserResponse], error) {
+func (UnimplementedManagementServiceHandler) ImportHumanUser(context.Context, *v1.ImportHumanUserRequest) (*v1.ImportHumanUserResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ImportHumanUser is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) AddMachineUser(context.Context, *connect.Request[v1.AddMachineUserRequest]) (*connect.Response[v1.AddMachineUserResponse], error) {
+func (UnimplementedManagementServiceHandler) AddMachineUser(context.Context, *v1.AddMachineUserRequest) (*v1.AddMachineUserResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.AddMachineUser is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) DeactivateUser(context.Context, *connect.Request[v1.DeactivateUserRequest]) (*connect.Response[v1.DeactivateUserResponse], error) {
+func (UnimplementedManagementServiceHandler) DeactivateUser(context.Context, *v1.DeactivateUserRequest) (*v1.DeactivateUserResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.DeactivateUser is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) ReactivateUser(context.Context, *connect.Request[v1.ReactivateUserRequest]) (*connect.Response[v1.ReactivateUserResponse], error) {
+func (UnimplementedManagementServiceHandler) ReactivateUser(context.Context, *v1.ReactivateUserRequest) (*v1.ReactivateUserResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ReactivateUser is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) UnlockUser(context.Context, *connect.Request[v1.UnlockUserRequest]) (*connect.Response[v1.UnlockUserResponse], error) {
+func (UnimplementedManagementServiceHandler) UnlockUser(context.Context, *v1.UnlockUserRequest) (*v1.UnlockUserResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.UnlockUser is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) RemoveUser(context.Context, *connect.Request[v1.RemoveUserRequest]) (*connect.Response[v1.RemoveUserResponse], error) {
+func (UnimplementedManagementServiceHandler) RemoveUser(context.Context, *v1.RemoveUserRequest) (*v1.RemoveUserResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.RemoveUser is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) SetHumanPassword(context.Context, *connect.Request[v1.SetHumanPasswordRequest]) (*connect.Response[v1.SetHumanPasswordResponse], error) {
+func (UnimplementedManagementServiceHandler) SetHumanPassword(context.Context, *v1.SetHumanPasswordRequest) (*v1.SetHumanPasswordResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.SetHumanPassword is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) AddMachineKey(context.Context, *connect.Request[v1.AddMachineKeyRequest]) (*connect.Response[v1.AddMachineKeyResponse], error) {
+func (UnimplementedManagementServiceHandler) AddMachineKey(context.Context, *v1.AddMachineKeyRequest) (*v1.AddMachineKeyResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.AddMachineKey is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) ListMachineKeys(context.Context, *connect.Request[v1.ListMachineKeysRequest]) (*connect.Response[v1.ListMachineKeysResponse], error) {
+func (UnimplementedManagementServiceHandler) ListMachineKeys(context.Context, *v1.ListMachineKeysRequest) (*v1.ListMachineKeysResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ListMachineKeys is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) RemoveMachineKey(context.Context, *connect.Request[v1.RemoveMachineKeyRequest]) (*connect.Response[v1.RemoveMachineKeyResponse], error) {
+func (UnimplementedManagementServiceHandler) RemoveMachineKey(context.Context, *v1.RemoveMachineKeyRequest) (*v1.RemoveMachineKeyResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.RemoveMachineKey is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) GenerateMachineSecret(context.Context, *connect.Request[v1.GenerateMachineSecretRequest]) (*connect.Response[v1.GenerateMachineSecretResponse], error) {
+func (UnimplementedManagementServiceHandler) GenerateMachineSecret(context.Context, *v1.GenerateMachineSecretRequest) (*v1.GenerateMachineSecretResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.GenerateMachineSecret is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) RemoveMachineSecret(context.Context, *connect.Request[v1.RemoveMachineSecretRequest]) (*connect.Response[v1.RemoveMachineSecretResponse], error) {
+func (UnimplementedManagementServiceHandler) RemoveMachineSecret(context.Context, *v1.RemoveMachineSecretRequest) (*v1.RemoveMachineSecretResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.RemoveMachineSecret is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) SetUserMetadata(context.Context, *connect.Request[v1.SetUserMetadataRequest]) (*connect.Response[v1.SetUserMetadataResponse], error) {
+func (UnimplementedManagementServiceHandler) SetUserMetadata(context.Context, *v1.SetUserMetadataRequest) (*v1.SetUserMetadataResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.SetUserMetadata is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) BulkSetUserMetadata(context.Context, *connect.Request[v1.BulkSetUserMetadataRequest]) (*connect.Response[v1.BulkSetUserMetadataResponse], error) {
+func (UnimplementedManagementServiceHandler) BulkSetUserMetadata(context.Context, *v1.BulkSetUserMetadataRequest) (*v1.BulkSetUserMetadataResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.BulkSetUserMetadata is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) ListUserMetadata(context.Context, *connect.Request[v1.ListUserMetadataRequest]) (*connect.Response[v1.ListUserMetadataResponse], error) {
+func (UnimplementedManagementServiceHandler) ListUserMetadata(context.Context, *v1.ListUserMetadataRequest) (*v1.ListUserMetadataResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ListUserMetadata is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) GetUserMetadata(context.Context, *connect.Request[v1.GetUserMetadataRequest]) (*connect.Response[v1.GetUserMetadataResponse], error) {
+func (UnimplementedManagementServiceHandler) GetUserMetadata(context.Context, *v1.GetUserMetadataRequest) (*v1.GetUserMetadataResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.GetUserMetadata is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) RemoveUserMetadata(context.Context, *connect.Request[v1.RemoveUserMetadataRequest]) (*connect.Response[v1.RemoveUserMetadataResponse], error) {
+func (UnimplementedManagementServiceHandler) RemoveUserMetadata(context.Context, *v1.RemoveUserMetadataRequest) (*v1.RemoveUserMetadataResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.RemoveUserMetadata is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) BulkRemoveUserMetadata(context.Context, *connect.Request[v1.BulkRemoveUserMetadataRequest]) (*connect.Response[v1.BulkRemoveUserMetadataResponse], error) {
+func (UnimplementedManagementServiceHandler) BulkRemoveUserMetadata(context.Context, *v1.BulkRemoveUserMetadataRequest) (*v1.BulkRemoveUserMetadataResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) GetMyOrg(context.Context, *connect.Request[v1.GetMyOrgRequest]) (*connect.Response[v1.GetMyOrgResponse], error) {
+func (UnimplementedManagementServiceHandler) GetMyOrg(context.Context, *v1.GetMyOrgRequest) (*v1.GetMyOrgResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.GetMyOrg is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) AddOrg(context.Context, *connect.Request[v1.AddOrgRequest]) (*connect.Response[v1.AddOrgResponse], error) {
+func (UnimplementedManagementServiceHandler) AddOrg(context.Context, *v1.AddOrgRequest) (*v1.AddOrgResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.AddOrg is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) ListOrgs(context.Context, *connect.Request[v1.ListOrgsRequest]) (*connect.Response[v1.ListOrgsResponse], error) {
+func (UnimplementedManagementServiceHandler) ListOrgs(context.Context, *v1.ListOrgsRequest) (*v1.ListOrgsResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ListOrgs is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) AddOrgMember(context.Context, *connect.Request[v1.AddOrgMemberRequest]) (*connect.Response[v1.AddOrgMemberResponse], error) {
+func (UnimplementedManagementServiceHandler) AddOrgMember(context.Context, *v1.AddOrgMemberRequest) (*v1.AddOrgMemberResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.AddOrgMember is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) ListOrgMembers(context.Context, *connect.Request[v1.ListOrgMembersRequest]) (*connect.Response[v1.ListOrgMembersResponse], error) {
+func (UnimplementedManagementServiceHandler) ListOrgMembers(context.Context, *v1.ListOrgMembersRequest) (*v1.ListOrgMembersResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ListOrgMembers is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) RemoveOrgMember(context.Context, *connect.Request[v1.RemoveOrgMemberRequest]) (*connect.Response[v1.RemoveOrgMemberResponse], error) {
+func (UnimplementedManagementServiceHandler) RemoveOrgMember(context.Context, *v1.RemoveOrgMemberRequest) (*v1.RemoveOrgMemberResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.RemoveOrgMember is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) GetOrgIDPByID(context.Context, *connect.Request[v1.GetOrgIDPByIDRequest]) (*connect.Response[v1.GetOrgIDPByIDResponse], error) {
+func (UnimplementedManagementServiceHandler) GetOrgIDPByID(context.Context, *v1.GetOrgIDPByIDRequest) (*v1.GetOrgIDPByIDResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.GetOrgIDPByID is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) ListOrgIDPs(context.Context, *connect.Request[v1.ListOrgIDPsRequest]) (*connect.Response[v1.ListOrgIDPsResponse], error) {
+func (UnimplementedManagementServiceHandler) ListOrgIDPs(context.Context, *v1.ListOrgIDPsRequest) (*v1.ListOrgIDPsResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ListOrgIDPs is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) AddOrgOIDCIDP(context.Context, *connect.Request[v1.AddOrgOIDCIDPRequest]) (*connect.Response[v1.AddOrgOIDCIDPResponse], error) {
+func (UnimplementedManagementServiceHandler) AddOrgOIDCIDP(context.Context, *v1.AddOrgOIDCIDPRequest) (*v1.AddOrgOIDCIDPResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.AddOrgOIDCIDP is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) UpdateOrgIDPOIDCConfig(context.Context, *connect.Request[v1.UpdateOrgIDPOIDCConfigRequest]) (*connect.Response[v1.UpdateOrgIDPOIDCConfigResponse], error) {
+func (UnimplementedManagementServiceHandler) UpdateOrgIDPOIDCConfig(context.Context, *v1.UpdateOrgIDPOIDCConfigRequest) (*v1.UpdateOrgIDPOIDCConfigResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) DeactivateOrgIDP(context.Context, *connect.Request[v1.DeactivateOrgIDPRequest]) (*connect.Response[v1.DeactivateOrgIDPResponse], error) {
+func (UnimplementedManagementServiceHandler) DeactivateOrgIDP(context.Context, *v1.DeactivateOrgIDPRequest) (*v1.DeactivateOrgIDPResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.DeactivateOrgIDP is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) ReactivateOrgIDP(context.Context, *connect.Request[v1.ReactivateOrgIDPRequest]) (*connect.Response[v1.ReactivateOrgIDPResponse], error) {
+func (UnimplementedManagementServiceHandler) ReactivateOrgIDP(context.Context, *v1.ReactivateOrgIDPRequest) (*v1.ReactivateOrgIDPResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ReactivateOrgIDP is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) SetOrgIDPTrust(context.Context, *connect.Request[v1.SetOrgIDPTrustRequest]) (*connect.Response[v1.SetOrgIDPTrustResponse], error) {
+func (UnimplementedManagementServiceHandler) SetOrgIDPTrust(context.Context, *v1.SetOrgIDPTrustRequest) (*v1.SetOrgIDPTrustResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.SetOrgIDPTrust is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) RemoveOrgIDP(context.Context, *connect.Request[v1.RemoveOrgIDPRequest]) (*connect.Response[v1.RemoveOrgIDPResponse], error) {
+func (UnimplementedManagementServiceHandler) RemoveOrgIDP(context.Context, *v1.RemoveOrgIDPRequest) (*v1.RemoveOrgIDPResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.RemoveOrgIDP is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) AddProject(context.Context, *connect.Request[v1.AddProjectRequest]) (*connect.Response[v1.AddProjectResponse], error) {
+func (UnimplementedManagementServiceHandler) AddProject(context.Context, *v1.AddProjectRequest) (*v1.AddProjectResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.AddProject is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) GetProjectByID(context.Context, *connect.Request[v1.GetProjectByIDRequest]) (*connect.Response[v1.GetProjectByIDResponse], error) {
+func (UnimplementedManagementServiceHandler) GetProjectByID(context.Context, *v1.GetProjectByIDRequest) (*v1.GetProjectByIDResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.GetProjectByID is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) ListProjects(context.Context, *connect.Request[v1.ListProjectsRequest]) (*connect.Response[v1.ListProjectsResponse], error) {
+func (UnimplementedManagementServiceHandler) ListProjects(context.Context, *v1.ListProjectsRequest) (*v1.ListProjectsResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ListProjects is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) GetAppByID(context.Context, *connect.Request[v1.GetAppByIDRequest]) (*connect.Response[v1.GetAppByIDResponse], error) {
+func (UnimplementedManagementServiceHandler) GetAppByID(context.Context, *v1.GetAppByIDRequest) (*v1.GetAppByIDResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.GetAppByID is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) ListApps(context.Context, *connect.Request[v1.ListAppsRequest]) (*connect.Response[v1.ListAppsResponse], error) {
+func (UnimplementedManagementServiceHandler) ListApps(context.Context, *v1.ListAppsRequest) (*v1.ListAppsResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ListApps is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) AddOIDCApp(context.Context, *connect.Request[v1.AddOIDCAppRequest]) (*connect.Response[v1.AddOIDCAppResponse], error) {
+func (UnimplementedManagementServiceHandler) AddOIDCApp(context.Context, *v1.AddOIDCAppRequest) (*v1.AddOIDCAppResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.AddOIDCApp is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) UpdateOIDCAppConfig(context.Context, *connect.Request[v1.UpdateOIDCAppConfigRequest]) (*connect.Response[v1.UpdateOIDCAppConfigResponse], error) {
+func (UnimplementedManagementServiceHandler) UpdateOIDCAppConfig(context.Context, *v1.UpdateOIDCAppConfigRequest) (*v1.UpdateOIDCAppConfigResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) RegenerateOIDCClientSecret(context.Context, *connect.Request[v1.RegenerateOIDCClientSecretRequest]) (*connect.Response[v1.RegenerateOIDCClientSecretResponse], error) {
+func (UnimplementedManagementServiceHandler) RegenerateOIDCClientSecret(context.Context, *v1.RegenerateOIDCClientSecretRequest) (*v1.RegenerateOIDCClientSecretResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) AddAPIApp(context.Context, *connect.Request[v1.AddAPIAppRequest]) (*connect.Response[v1.AddAPIAppResponse], error) {
+func (UnimplementedManagementServiceHandler) AddAPIApp(context.Context, *v1.AddAPIAppRequest) (*v1.AddAPIAppResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.AddAPIApp is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) AddAppKey(context.Context, *connect.Request[v1.AddAppKeyRequest]) (*connect.Response[v1.AddAppKeyResponse], error) {
+func (UnimplementedManagementServiceHandler) AddAppKey(context.Context, *v1.AddAppKeyRequest) (*v1.AddAppKeyResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.AddAppKey is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) RemoveAppKey(context.Context, *connect.Request[v1.RemoveAppKeyRequest]) (*connect.Response[v1.RemoveAppKeyResponse], error) {
+func (UnimplementedManagementServiceHandler) RemoveAppKey(context.Context, *v1.RemoveAppKeyRequest) (*v1.RemoveAppKeyResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.RemoveAppKey is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) SetAppAdminClient(context.Context, *connect.Request[v1.SetAppAdminClientRequest]) (*connect.Response[v1.SetAppAdminClientResponse], error) {
+func (UnimplementedManagementServiceHandler) SetAppAdminClient(context.Context, *v1.SetAppAdminClientRequest) (*v1.SetAppAdminClientResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.SetAppAdminClient is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) ListUserIDPs(context.Context, *connect.Request[v1.ListUserIDPsRequest]) (*connect.Response[v1.ListUserIDPsResponse], error) {
+func (UnimplementedManagementServiceHandler) ListUserIDPs(context.Context, *v1.ListUserIDPsRequest) (*v1.ListUserIDPsResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ListUserIDPs is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) RemoveUserIDP(context.Context, *connect.Request[v1.RemoveUserIDPRequest]) (*connect.Response[v1.RemoveUserIDPResponse], error) {
+func (UnimplementedManagementServiceHandler) RemoveUserIDP(context.Context, *v1.RemoveUserIDPRequest) (*v1.RemoveUserIDPResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.RemoveUserIDP is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) AddProjectGrant(context.Context, *connect.Request[v1.AddProjectGrantRequest]) (*connect.Response[v1.AddProjectGrantResponse], error) {
+func (UnimplementedManagementServiceHandler) AddProjectGrant(context.Context, *v1.AddProjectGrantRequest) (*v1.AddProjectGrantResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.AddProjectGrant is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) ListGrantedProjects(context.Context, *connect.Request[v1.ListGrantedProjectsRequest]) (*connect.Response[v1.ListGrantedProjectsResponse], error) {
+func (UnimplementedManagementServiceHandler) ListGrantedProjects(context.Context, *v1.ListGrantedProjectsRequest) (*v1.ListGrantedProjectsResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ListGrantedProjects is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) RefuseGrantedProject(context.Context, *connect.Request[v1.RefuseGrantedProjectRequest]) (*connect.Response[v1.RefuseGrantedProjectResponse], error) {
+func (UnimplementedManagementServiceHandler) RefuseGrantedProject(context.Context, *v1.RefuseGrantedProjectRequest) (*v1.RefuseGrantedProjectResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.RefuseGrantedProject is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) ListProjectGrants(context.Context, *connect.Request[v1.ListProjectGrantsRequest]) (*connect.Response[v1.ListProjectGrantsResponse], error) {
+func (UnimplementedManagementServiceHandler) ListProjectGrants(context.Context, *v1.ListProjectGrantsRequest) (*v1.ListProjectGrantsResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ListProjectGrants is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) UpdateProjectGrant(context.Context, *connect.Request[v1.UpdateProjectGrantRequest]) (*connect.Response[v1.UpdateProjectGrantResponse], error) {
+func (UnimplementedManagementServiceHandler) UpdateProjectGrant(context.Context, *v1.UpdateProjectGrantRequest) (*v1.UpdateProjectGrantResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.UpdateProjectGrant is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) RemoveProjectGrant(context.Context, *connect.Request[v1.RemoveProjectGrantRequest]) (*connect.Response[v1.RemoveProjectGrantResponse], error) {
+func (UnimplementedManagementServiceHandler) RemoveProjectGrant(context.Context, *v1.RemoveProjectGrantRequest) (*v1.RemoveProjectGrantResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.RemoveProjectGrant is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) GetLoginPolicy(context.Context, *connect.Request[v1.GetLoginPolicyRequest]) (*connect.Response[v1.GetLoginPolicyResponse], error) {
+func (UnimplementedManagementServiceHandler) GetLoginPolicy(context.Context, *v1.GetLoginPolicyRequest) (*v1.GetLoginPolicyResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.GetLoginPolicy is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) AddCustomLoginPolicy(context.Context, *connect.Request[v1.AddCustomLoginPolicyRequest]) (*connect.Response[v1.AddCustomLoginPolicyResponse], error) {
+func (UnimplementedManagementServiceHandler) AddCustomLoginPolicy(context.Context, *v1.AddCustomLoginPolicyRequest) (*v1.AddCustomLoginPolicyResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.AddCustomLoginPolicy is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) UpdateCustomLoginPolicy(context.Context, *connect.Request[v1.UpdateCustomLoginPolicyRequest]) (*connect.Response[v1.UpdateCustomLoginPolicyResponse], error) {
+func (UnimplementedManagementServiceHandler) UpdateCustomLoginPolicy(context.Context, *v1.UpdateCustomLoginPolicyRequest) (*v1.UpdateCustomLoginPolicyResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy is not implemented"))
 }
 
-func (UnimplementedManagementServiceHandler) ResetLoginPolicyToDefault(context.Context, *connect.Request[v1.ResetLoginPolicyToDefaultRequest]) (*connect.Response[v1.ResetLoginPolicyToDefaultResponse], error) {
+func (UnimplementedManagementServiceHandler) ResetLoginPolicyToDefault(context.Context, *v1.ResetLoginPolicyToDefaultRequest) (*v1.ResetLoginPolicyToDefaultResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault is not implemented"))
 }

@@ -66,8 +66,10 @@ const (
 // TokenServiceClient is a client for the gatehouse.tokens.v1.TokenService service.
 type TokenServiceClient interface {
 	// Introspects an access token for another service (directory uses it to
-	// authenticate management calls). Inactive tokens are not an error.
-	Introspect(context.Context, *connect.Request[v1.IntrospectRequest]) (*connect.Response[v1.IntrospectResponse], error)
+	// authenticate management calls). Inactive tokens are not an error. It
+	// has no side effects but is not marked so: a call marked so may be sent
+	// as an HTTP GET, and a token must never travel in a URL.
+	Introspect(context.Context, *v1.IntrospectRequest) (*v1.IntrospectResponse, error)
 	// Creates an authorization code for a completed login (authn, response
 	// type "code"). The code is opaque (256 random bits), stored only as a
 	// keyed hash, single use, and lives GATEHOUSE_AUTH_CODE_LIFETIME (60 s by
@@ -77,7 +79,7 @@ type TokenServiceClient interface {
 	// client; FailedPrecondition for an inactive client, one that is not an
 	// OIDC app or may not use the authorization_code grant, or a redirect_uri
 	// it has not registered.
-	CreateAuthorizationCode(context.Context, *connect.Request[v1.CreateAuthorizationCodeRequest]) (*connect.Response[v1.CreateAuthorizationCodeResponse], error)
+	CreateAuthorizationCode(context.Context, *v1.CreateAuthorizationCodeRequest) (*v1.CreateAuthorizationCodeResponse, error)
 	// Issues the tokens of the implicit flow (authn, response type "id_token"
 	// or "id_token token"): an ID token, and with "id_token token" an access
 	// token (recorded with the session, so logout revokes it) whose at_hash
@@ -86,19 +88,20 @@ type TokenServiceClient interface {
 	// CreateAuthorizationCode, plus InvalidArgument for an empty nonce or
 	// another response_type, FailedPrecondition when the client may not use
 	// that response type, and NotFound when the user is gone.
-	CreateImplicitTokens(context.Context, *connect.Request[v1.CreateImplicitTokensRequest]) (*connect.Response[v1.CreateImplicitTokensResponse], error)
+	CreateImplicitTokens(context.Context, *v1.CreateImplicitTokensRequest) (*v1.CreateImplicitTokensResponse, error)
 	// Verifies an id_token_hint: a JWT signed by one of the published signing
 	// keys with this issuer. An expired token is accepted only when
 	// allow_expired is set (end_session); one signed by a key that has left
 	// the key set cannot be verified. Errors: InvalidArgument for anything
-	// that does not verify.
-	VerifyIDTokenHint(context.Context, *connect.Request[v1.VerifyIDTokenHintRequest]) (*connect.Response[v1.VerifyIDTokenHintResponse], error)
+	// that does not verify. Not marked NO_SIDE_EFFECTS, as Introspect: a
+	// token must never travel in a URL.
+	VerifyIDTokenHint(context.Context, *v1.VerifyIDTokenHintRequest) (*v1.VerifyIDTokenHintResponse, error)
 	// Revokes every access and refresh token issued in a browser session
 	// (logout), and voids its authorization codes not yet exchanged. It is
 	// durable when it returns; revoking an unknown or already revoked session
 	// succeeds. Errors: InvalidArgument for an empty session_id, Unavailable
 	// when the revocation could not be recorded (retry).
-	RevokeSession(context.Context, *connect.Request[v1.RevokeSessionRequest]) (*connect.Response[v1.RevokeSessionResponse], error)
+	RevokeSession(context.Context, *v1.RevokeSessionRequest) (*v1.RevokeSessionResponse, error)
 	// Revokes every token of a user issued at or before not_after: refresh
 	// tokens, authorization codes not yet exchanged, and every access token
 	// (recorded or stateless) through the revocation list, so every replica
@@ -106,7 +109,7 @@ type TokenServiceClient interface {
 	// removed, and on an admin password reset). It is durable when it
 	// returns and idempotent. Errors: InvalidArgument for an empty user_id or
 	// no not_after, Unavailable when it could not be recorded (retry).
-	RevokeUserTokens(context.Context, *connect.Request[v1.RevokeUserTokensRequest]) (*connect.Response[v1.RevokeUserTokensResponse], error)
+	RevokeUserTokens(context.Context, *v1.RevokeUserTokensRequest) (*v1.RevokeUserTokensResponse, error)
 	// Revokes what the clients of a project hold for users of an organization
 	// the project is no longer granted to, issued at or before not_after:
 	// unused authorization codes, refresh tokens, and every access token
@@ -114,7 +117,7 @@ type TokenServiceClient interface {
 	// calls it when a project grant is removed. Durable when it returns and
 	// idempotent. Errors: InvalidArgument for no client, no org_id or no
 	// not_after; Unavailable when it could not be recorded (retry).
-	RevokeGrantTokens(context.Context, *connect.Request[v1.RevokeGrantTokensRequest]) (*connect.Response[v1.RevokeGrantTokensResponse], error)
+	RevokeGrantTokens(context.Context, *v1.RevokeGrantTokensRequest) (*v1.RevokeGrantTokensResponse, error)
 	// Lists unexpired revocations (token ids, and "user:<id>" cut-offs whose
 	// value covers every token of the user expiring at or before it) in the
 	// order they were recorded, so another service can check tokens it
@@ -122,7 +125,7 @@ type TokenServiceClient interface {
 	// is listed again until it is a few seconds old (concurrent writers may
 	// commit out of order); resume from the returned cursor. An empty cursor
 	// starts at the beginning: every unexpired revocation.
-	ListRevocations(context.Context, *connect.Request[v1.ListRevocationsRequest]) (*connect.Response[v1.ListRevocationsResponse], error)
+	ListRevocations(context.Context, *v1.ListRevocationsRequest) (*v1.ListRevocationsResponse, error)
 	// Reports whether an access token is revoked now: by its id, or by a
 	// cut-off of its user covering its expiry (one lookup of the list every
 	// replica shares, as introspection makes it). Directory asks it for every
@@ -130,11 +133,11 @@ type TokenServiceClient interface {
 	// copy of the list (ListRevocations) answers only when this cannot.
 	// Errors: InvalidArgument without token_id, subject or expires_at;
 	// Unavailable when the list cannot be read.
-	CheckRevoked(context.Context, *connect.Request[v1.CheckRevokedRequest]) (*connect.Response[v1.CheckRevokedResponse], error)
+	CheckRevoked(context.Context, *v1.CheckRevokedRequest) (*v1.CheckRevokedResponse, error)
 	// Returns the published signing keys as a JWK set (RFC 7517), as
 	// /oauth/v2/keys serves them, for services that verify JWT access tokens
 	// themselves.
-	GetKeySet(context.Context, *connect.Request[v1.GetKeySetRequest]) (*connect.Response[v1.GetKeySetResponse], error)
+	GetKeySet(context.Context, *v1.GetKeySetRequest) (*v1.GetKeySetResponse, error)
 }
 
 // NewTokenServiceClient constructs a client for the gatehouse.tokens.v1.TokenService service. By
@@ -194,18 +197,21 @@ func NewTokenServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			httpClient,
 			baseURL+TokenServiceListRevocationsProcedure,
 			connect.WithSchema(tokenServiceMethods.ByName("ListRevocations")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		checkRevoked: connect.NewClient[v1.CheckRevokedRequest, v1.CheckRevokedResponse](
 			httpClient,
 			baseURL+TokenServiceCheckRevokedProcedure,
 			connect.WithSchema(tokenServiceMethods.ByName("CheckRevoked")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 		getKeySet: connect.NewClient[v1.GetKeySetRequest, v1.GetKeySetResponse](
 			httpClient,
 			baseURL+TokenServiceGetKeySetProcedure,
 			connect.WithSchema(tokenServiceMethods.ByName("GetKeySet")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
 	}
@@ -226,60 +232,102 @@ type tokenServiceClient struct {
 }
 
 // Introspect calls gatehouse.tokens.v1.TokenService.Introspect.
-func (c *tokenServiceClient) Introspect(ctx context.Context, req *connect.Request[v1.IntrospectRequest]) (*connect.Response[v1.IntrospectResponse], error) {
-	return c.introspect.CallUnary(ctx, req)
+func (c *tokenServiceClient) Introspect(ctx context.Context, req *v1.IntrospectRequest) (*v1.IntrospectResponse, error) {
+	response, err := c.introspect.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // CreateAuthorizationCode calls gatehouse.tokens.v1.TokenService.CreateAuthorizationCode.
-func (c *tokenServiceClient) CreateAuthorizationCode(ctx context.Context, req *connect.Request[v1.CreateAuthorizationCodeRequest]) (*connect.Response[v1.CreateAuthorizationCodeResponse], error) {
-	return c.createAuthorizationCode.CallUnary(ctx, req)
+func (c *tokenServiceClient) CreateAuthorizationCode(ctx context.Context, req *v1.CreateAuthorizationCodeRequest) (*v1.CreateAuthorizationCodeResponse, error) {
+	response, err := c.createAuthorizationCode.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // CreateImplicitTokens calls gatehouse.tokens.v1.TokenService.CreateImplicitTokens.
-func (c *tokenServiceClient) CreateImplicitTokens(ctx context.Context, req *connect.Request[v1.CreateImplicitTokensRequest]) (*connect.Response[v1.CreateImplicitTokensResponse], error) {
-	return c.createImplicitTokens.CallUnary(ctx, req)
+func (c *tokenServiceClient) CreateImplicitTokens(ctx context.Context, req *v1.CreateImplicitTokensRequest) (*v1.CreateImplicitTokensResponse, error) {
+	response, err := c.createImplicitTokens.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // VerifyIDTokenHint calls gatehouse.tokens.v1.TokenService.VerifyIDTokenHint.
-func (c *tokenServiceClient) VerifyIDTokenHint(ctx context.Context, req *connect.Request[v1.VerifyIDTokenHintRequest]) (*connect.Response[v1.VerifyIDTokenHintResponse], error) {
-	return c.verifyIDTokenHint.CallUnary(ctx, req)
+func (c *tokenServiceClient) VerifyIDTokenHint(ctx context.Context, req *v1.VerifyIDTokenHintRequest) (*v1.VerifyIDTokenHintResponse, error) {
+	response, err := c.verifyIDTokenHint.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // RevokeSession calls gatehouse.tokens.v1.TokenService.RevokeSession.
-func (c *tokenServiceClient) RevokeSession(ctx context.Context, req *connect.Request[v1.RevokeSessionRequest]) (*connect.Response[v1.RevokeSessionResponse], error) {
-	return c.revokeSession.CallUnary(ctx, req)
+func (c *tokenServiceClient) RevokeSession(ctx context.Context, req *v1.RevokeSessionRequest) (*v1.RevokeSessionResponse, error) {
+	response, err := c.revokeSession.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // RevokeUserTokens calls gatehouse.tokens.v1.TokenService.RevokeUserTokens.
-func (c *tokenServiceClient) RevokeUserTokens(ctx context.Context, req *connect.Request[v1.RevokeUserTokensRequest]) (*connect.Response[v1.RevokeUserTokensResponse], error) {
-	return c.revokeUserTokens.CallUnary(ctx, req)
+func (c *tokenServiceClient) RevokeUserTokens(ctx context.Context, req *v1.RevokeUserTokensRequest) (*v1.RevokeUserTokensResponse, error) {
+	response, err := c.revokeUserTokens.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // RevokeGrantTokens calls gatehouse.tokens.v1.TokenService.RevokeGrantTokens.
-func (c *tokenServiceClient) RevokeGrantTokens(ctx context.Context, req *connect.Request[v1.RevokeGrantTokensRequest]) (*connect.Response[v1.RevokeGrantTokensResponse], error) {
-	return c.revokeGrantTokens.CallUnary(ctx, req)
+func (c *tokenServiceClient) RevokeGrantTokens(ctx context.Context, req *v1.RevokeGrantTokensRequest) (*v1.RevokeGrantTokensResponse, error) {
+	response, err := c.revokeGrantTokens.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // ListRevocations calls gatehouse.tokens.v1.TokenService.ListRevocations.
-func (c *tokenServiceClient) ListRevocations(ctx context.Context, req *connect.Request[v1.ListRevocationsRequest]) (*connect.Response[v1.ListRevocationsResponse], error) {
-	return c.listRevocations.CallUnary(ctx, req)
+func (c *tokenServiceClient) ListRevocations(ctx context.Context, req *v1.ListRevocationsRequest) (*v1.ListRevocationsResponse, error) {
+	response, err := c.listRevocations.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // CheckRevoked calls gatehouse.tokens.v1.TokenService.CheckRevoked.
-func (c *tokenServiceClient) CheckRevoked(ctx context.Context, req *connect.Request[v1.CheckRevokedRequest]) (*connect.Response[v1.CheckRevokedResponse], error) {
-	return c.checkRevoked.CallUnary(ctx, req)
+func (c *tokenServiceClient) CheckRevoked(ctx context.Context, req *v1.CheckRevokedRequest) (*v1.CheckRevokedResponse, error) {
+	response, err := c.checkRevoked.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // GetKeySet calls gatehouse.tokens.v1.TokenService.GetKeySet.
-func (c *tokenServiceClient) GetKeySet(ctx context.Context, req *connect.Request[v1.GetKeySetRequest]) (*connect.Response[v1.GetKeySetResponse], error) {
-	return c.getKeySet.CallUnary(ctx, req)
+func (c *tokenServiceClient) GetKeySet(ctx context.Context, req *v1.GetKeySetRequest) (*v1.GetKeySetResponse, error) {
+	response, err := c.getKeySet.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
 }
 
 // TokenServiceHandler is an implementation of the gatehouse.tokens.v1.TokenService service.
 type TokenServiceHandler interface {
 	// Introspects an access token for another service (directory uses it to
-	// authenticate management calls). Inactive tokens are not an error.
-	Introspect(context.Context, *connect.Request[v1.IntrospectRequest]) (*connect.Response[v1.IntrospectResponse], error)
+	// authenticate management calls). Inactive tokens are not an error. It
+	// has no side effects but is not marked so: a call marked so may be sent
+	// as an HTTP GET, and a token must never travel in a URL.
+	Introspect(context.Context, *v1.IntrospectRequest) (*v1.IntrospectResponse, error)
 	// Creates an authorization code for a completed login (authn, response
 	// type "code"). The code is opaque (256 random bits), stored only as a
 	// keyed hash, single use, and lives GATEHOUSE_AUTH_CODE_LIFETIME (60 s by
@@ -289,7 +337,7 @@ type TokenServiceHandler interface {
 	// client; FailedPrecondition for an inactive client, one that is not an
 	// OIDC app or may not use the authorization_code grant, or a redirect_uri
 	// it has not registered.
-	CreateAuthorizationCode(context.Context, *connect.Request[v1.CreateAuthorizationCodeRequest]) (*connect.Response[v1.CreateAuthorizationCodeResponse], error)
+	CreateAuthorizationCode(context.Context, *v1.CreateAuthorizationCodeRequest) (*v1.CreateAuthorizationCodeResponse, error)
 	// Issues the tokens of the implicit flow (authn, response type "id_token"
 	// or "id_token token"): an ID token, and with "id_token token" an access
 	// token (recorded with the session, so logout revokes it) whose at_hash
@@ -298,19 +346,20 @@ type TokenServiceHandler interface {
 	// CreateAuthorizationCode, plus InvalidArgument for an empty nonce or
 	// another response_type, FailedPrecondition when the client may not use
 	// that response type, and NotFound when the user is gone.
-	CreateImplicitTokens(context.Context, *connect.Request[v1.CreateImplicitTokensRequest]) (*connect.Response[v1.CreateImplicitTokensResponse], error)
+	CreateImplicitTokens(context.Context, *v1.CreateImplicitTokensRequest) (*v1.CreateImplicitTokensResponse, error)
 	// Verifies an id_token_hint: a JWT signed by one of the published signing
 	// keys with this issuer. An expired token is accepted only when
 	// allow_expired is set (end_session); one signed by a key that has left
 	// the key set cannot be verified. Errors: InvalidArgument for anything
-	// that does not verify.
-	VerifyIDTokenHint(context.Context, *connect.Request[v1.VerifyIDTokenHintRequest]) (*connect.Response[v1.VerifyIDTokenHintResponse], error)
+	// that does not verify. Not marked NO_SIDE_EFFECTS, as Introspect: a
+	// token must never travel in a URL.
+	VerifyIDTokenHint(context.Context, *v1.VerifyIDTokenHintRequest) (*v1.VerifyIDTokenHintResponse, error)
 	// Revokes every access and refresh token issued in a browser session
 	// (logout), and voids its authorization codes not yet exchanged. It is
 	// durable when it returns; revoking an unknown or already revoked session
 	// succeeds. Errors: InvalidArgument for an empty session_id, Unavailable
 	// when the revocation could not be recorded (retry).
-	RevokeSession(context.Context, *connect.Request[v1.RevokeSessionRequest]) (*connect.Response[v1.RevokeSessionResponse], error)
+	RevokeSession(context.Context, *v1.RevokeSessionRequest) (*v1.RevokeSessionResponse, error)
 	// Revokes every token of a user issued at or before not_after: refresh
 	// tokens, authorization codes not yet exchanged, and every access token
 	// (recorded or stateless) through the revocation list, so every replica
@@ -318,7 +367,7 @@ type TokenServiceHandler interface {
 	// removed, and on an admin password reset). It is durable when it
 	// returns and idempotent. Errors: InvalidArgument for an empty user_id or
 	// no not_after, Unavailable when it could not be recorded (retry).
-	RevokeUserTokens(context.Context, *connect.Request[v1.RevokeUserTokensRequest]) (*connect.Response[v1.RevokeUserTokensResponse], error)
+	RevokeUserTokens(context.Context, *v1.RevokeUserTokensRequest) (*v1.RevokeUserTokensResponse, error)
 	// Revokes what the clients of a project hold for users of an organization
 	// the project is no longer granted to, issued at or before not_after:
 	// unused authorization codes, refresh tokens, and every access token
@@ -326,7 +375,7 @@ type TokenServiceHandler interface {
 	// calls it when a project grant is removed. Durable when it returns and
 	// idempotent. Errors: InvalidArgument for no client, no org_id or no
 	// not_after; Unavailable when it could not be recorded (retry).
-	RevokeGrantTokens(context.Context, *connect.Request[v1.RevokeGrantTokensRequest]) (*connect.Response[v1.RevokeGrantTokensResponse], error)
+	RevokeGrantTokens(context.Context, *v1.RevokeGrantTokensRequest) (*v1.RevokeGrantTokensResponse, error)
 	// Lists unexpired revocations (token ids, and "user:<id>" cut-offs whose
 	// value covers every token of the user expiring at or before it) in the
 	// order they were recorded, so another service can check tokens it
@@ -334,7 +383,7 @@ type TokenServiceHandler interface {
 	// is listed again until it is a few seconds old (concurrent writers may
 	// commit out of order); resume from the returned cursor. An empty cursor
 	// starts at the beginning: every unexpired revocation.
-	ListRevocations(context.Context, *connect.Request[v1.ListRevocationsRequest]) (*connect.Response[v1.ListRevocationsResponse], error)
+	ListRevocations(context.Context, *v1.ListRevocationsRequest) (*v1.ListRevocationsResponse, error)
 	// Reports whether an access token is revoked now: by its id, or by a
 	// cut-off of its user covering its expiry (one lookup of the list every
 	// replica shares, as introspection makes it). Directory asks it for every
@@ -342,11 +391,11 @@ type TokenServiceHandler interface {
 	// copy of the list (ListRevocations) answers only when this cannot.
 	// Errors: InvalidArgument without token_id, subject or expires_at;
 	// Unavailable when the list cannot be read.
-	CheckRevoked(context.Context, *connect.Request[v1.CheckRevokedRequest]) (*connect.Response[v1.CheckRevokedResponse], error)
+	CheckRevoked(context.Context, *v1.CheckRevokedRequest) (*v1.CheckRevokedResponse, error)
 	// Returns the published signing keys as a JWK set (RFC 7517), as
 	// /oauth/v2/keys serves them, for services that verify JWT access tokens
 	// themselves.
-	GetKeySet(context.Context, *connect.Request[v1.GetKeySetRequest]) (*connect.Response[v1.GetKeySetResponse], error)
+	GetKeySet(context.Context, *v1.GetKeySetRequest) (*v1.GetKeySetResponse, error)
 }
 
 // NewTokenServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -356,64 +405,67 @@ type TokenServiceHandler interface {
 // and JSON codecs. They also support gzip compression.
 func NewTokenServiceHandler(svc TokenServiceHandler, opts ...connect.HandlerOption) (string, http.Handler) {
 	tokenServiceMethods := v1.File_gatehouse_tokens_v1_tokens_proto.Services().ByName("TokenService").Methods()
-	tokenServiceIntrospectHandler := connect.NewUnaryHandler(
+	tokenServiceIntrospectHandler := connect.NewUnaryHandlerSimple(
 		TokenServiceIntrospectProcedure,
 		svc.Introspect,
 		connect.WithSchema(tokenServiceMethods.ByName("Introspect")),
 		connect.WithHandlerOptions(opts...),
 	)
-	tokenServiceCreateAuthorizationCodeHandler := connect.NewUnaryHandler(
+	tokenServiceCreateAuthorizationCodeHandler := connect.NewUnaryHandlerSimple(
 		TokenServiceCreateAuthorizationCodeProcedure,
 		svc.CreateAuthorizationCode,
 		connect.WithSchema(tokenServiceMethods.ByName("CreateAuthorizationCode")),
 		connect.WithHandlerOptions(opts...),
 	)
-	tokenServiceCreateImplicitTokensHandler := connect.NewUnaryHandler(
+	tokenServiceCreateImplicitTokensHandler := connect.NewUnaryHandlerSimple(
 		TokenServiceCreateImplicitTokensProcedure,
 		svc.CreateImplicitTokens,
 		connect.WithSchema(tokenServiceMethods.ByName("CreateImplicitTokens")),
 		connect.WithHandlerOptions(opts...),
 	)
-	tokenServiceVerifyIDTokenHintHandler := connect.NewUnaryHandler(
+	tokenServiceVerifyIDTokenHintHandler := connect.NewUnaryHandlerSimple(
 		TokenServiceVerifyIDTokenHintProcedure,
 		svc.VerifyIDTokenHint,
 		connect.WithSchema(tokenServiceMethods.ByName("VerifyIDTokenHint")),
 		connect.WithHandlerOptions(opts...),
 	)
-	tokenServiceRevokeSessionHandler := connect.NewUnaryHandler(
+	tokenServiceRevokeSessionHandler := connect.NewUnaryHandlerSimple(
 		TokenServiceRevokeSessionProcedure,
 		svc.RevokeSession,
 		connect.WithSchema(tokenServiceMethods.ByName("RevokeSession")),
 		connect.WithHandlerOptions(opts...),
 	)
-	tokenServiceRevokeUserTokensHandler := connect.NewUnaryHandler(
+	tokenServiceRevokeUserTokensHandler := connect.NewUnaryHandlerSimple(
 		TokenServiceRevokeUserTokensProcedure,
 		svc.RevokeUserTokens,
 		connect.WithSchema(tokenServiceMethods.ByName("RevokeUserTokens")),
 		connect.WithHandlerOptions(opts...),
 	)
-	tokenServiceRevokeGrantTokensHandler := connect.NewUnaryHandler(
+	tokenServiceRevokeGrantTokensHandler := connect.NewUnaryHandlerSimple(
 		TokenServiceRevokeGrantTokensProcedure,
 		svc.RevokeGrantTokens,
 		connect.WithSchema(tokenServiceMethods.ByName("RevokeGrantTokens")),
 		connect.WithHandlerOptions(opts...),
 	)
-	tokenServiceListRevocationsHandler := connect.NewUnaryHandler(
+	tokenServiceListRevocationsHandler := connect.NewUnaryHandlerSimple(
 		TokenServiceListRevocationsProcedure,
 		svc.ListRevocations,
 		connect.WithSchema(tokenServiceMethods.ByName("ListRevocations")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
-	tokenServiceCheckRevokedHandler := connect.NewUnaryHandler(
+	tokenServiceCheckRevokedHandler := connect.NewUnaryHandlerSimple(
 		TokenServiceCheckRevokedProcedure,
 		svc.CheckRevoked,
 		connect.WithSchema(tokenServiceMethods.ByName("CheckRevoked")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
-	tokenServiceGetKeySetHandler := connect.NewUnaryHandler(
+	tokenServiceGetKeySetHandler := connect.NewUnaryHandlerSimple(
 		TokenServiceGetKeySetProcedure,
 		svc.GetKeySet,
 		connect.WithSchema(tokenServiceMethods.ByName("GetKeySet")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
 	return "/gatehouse.tokens.v1.TokenService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -447,42 +499,42 @@ func NewTokenServiceHandler(svc TokenServiceHandler, opts ...connect.HandlerOpti
 // UnimplementedTokenServiceHandler returns CodeUnimplemented from all methods.
 type UnimplementedTokenServiceHandler struct{}
 
-func (UnimplementedTokenServiceHandler) Introspect(context.Context, *connect.Request[v1.IntrospectRequest]) (*connect.Response[v1.IntrospectResponse], error) {
+func (UnimplementedTokenServiceHandler) Introspect(context.Context, *v1.IntrospectRequest) (*v1.IntrospectResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.tokens.v1.TokenService.Introspect is not implemented"))
 }
 
-func (UnimplementedTokenServiceHandler) CreateAuthorizationCode(context.Context, *connect.Request[v1.CreateAuthorizationCodeRequest]) (*connect.Response[v1.CreateAuthorizationCodeResponse], error) {
+func (UnimplementedTokenServiceHandler) CreateAuthorizationCode(context.Context, *v1.CreateAuthorizationCodeRequest) (*v1.CreateAuthorizationCodeResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.tokens.v1.TokenService.CreateAuthorizationCode is not implemented"))
 }
 
-func (UnimplementedTokenServiceHandler) CreateImplicitTokens(context.Context, *connect.Request[v1.CreateImplicitTokensRequest]) (*connect.Response[v1.CreateImplicitTokensResponse], error) {
+func (UnimplementedTokenServiceHandler) CreateImplicitTokens(context.Context, *v1.CreateImplicitTokensRequest) (*v1.CreateImplicitTokensResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.tokens.v1.TokenService.CreateImplicitTokens is not implemented"))
 }
 
-func (UnimplementedTokenServiceHandler) VerifyIDTokenHint(context.Context, *connect.Request[v1.VerifyIDTokenHintRequest]) (*connect.Response[v1.VerifyIDTokenHintResponse], error) {
+func (UnimplementedTokenServiceHandler) VerifyIDTokenHint(context.Context, *v1.VerifyIDTokenHintRequest) (*v1.VerifyIDTokenHintResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.tokens.v1.TokenService.VerifyIDTokenHint is not implemented"))
 }
 
-func (UnimplementedTokenServiceHandler) RevokeSession(context.Context, *connect.Request[v1.RevokeSessionRequest]) (*connect.Response[v1.RevokeSessionResponse], error) {
+func (UnimplementedTokenServiceHandler) RevokeSession(context.Context, *v1.RevokeSessionRequest) (*v1.RevokeSessionResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.tokens.v1.TokenService.RevokeSession is not implemented"))
 }
 
-func (UnimplementedTokenServiceHandler) RevokeUserTokens(context.Context, *connect.Request[v1.RevokeUserTokensRequest]) (*connect.Response[v1.RevokeUserTokensResponse], error) {
+func (UnimplementedTokenServiceHandler) RevokeUserTokens(context.Context, *v1.RevokeUserTokensRequest) (*v1.RevokeUserTokensResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.tokens.v1.TokenService.RevokeUserTokens is not implemented"))
 }
 
-func (UnimplementedTokenServiceHandler) RevokeGrantTokens(context.Context, *connect.Request[v1.RevokeGrantTokensRequest]) (*connect.Response[v1.RevokeGrantTokensResponse], error) {
+func (UnimplementedTokenServiceHandler) RevokeGrantTokens(context.Context, *v1.RevokeGrantTokensRequest) (*v1.RevokeGrantTokensResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.tokens.v1.TokenService.RevokeGrantTokens is not implemented"))
 }
 
-func (UnimplementedTokenServiceHandler) ListRevocations(context.Context, *connect.Request[v1.ListRevocationsRequest]) (*connect.Response[v1.ListRevocationsResponse], error) {
+func (UnimplementedTokenServiceHandler) ListRevocations(context.Context, *v1.ListRevocationsRequest) (*v1.ListRevocationsResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.tokens.v1.TokenService.ListRevocations is not implemented"))
 }
 
-func (UnimplementedTokenServiceHandler) CheckRevoked(context.Context, *connect.Request[v1.CheckRevokedRequest]) (*connect.Response[v1.CheckRevokedResponse], error) {
+func (UnimplementedTokenServiceHandler) CheckRevoked(context.Context, *v1.CheckRevokedRequest) (*v1.CheckRevokedResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.tokens.v1.TokenService.CheckRevoked is not implemented"))
 }
 
-func (UnimplementedTokenServiceHandler) GetKeySet(context.Context, *connect.Request[v1.GetKeySetRequest]) (*connect.Response[v1.GetKeySetResponse], error) {
+func (UnimplementedTokenServiceHandler) GetKeySet(context.Context, *v1.GetKeySetRequest) (*v1.GetKeySetResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.tokens.v1.TokenService.GetKeySet is not implemented"))
 }
