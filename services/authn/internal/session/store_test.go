@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
+	"github.com/gatehouse-id/gatehouse/pkg/testutil/dbtest"
 	"github.com/gatehouse-id/gatehouse/services/authn/internal/authntest"
 	"github.com/gatehouse-id/gatehouse/services/authn/internal/session"
 )
@@ -176,19 +177,9 @@ func TestAuthRequests(t *testing.T) {
 		}
 
 		// Exactly one of concurrent completions wins.
-		const n = 8
-		var wg sync.WaitGroup
-		errs := make([]error, n)
-		for i := range n {
-			wg.Go(func() { errs[i] = st.ConsumeAuthRequest(context.Background(), "req-1") })
-		}
-		wg.Wait()
-		wins := 0
+		wins, errs := dbtest.Race(8, func(int) error { return st.ConsumeAuthRequest(context.Background(), "req-1") })
 		for _, err := range errs {
-			switch {
-			case err == nil:
-				wins++
-			case !errors.Is(err, session.ErrNotFound):
+			if !errors.Is(err, session.ErrNotFound) {
 				t.Errorf("consume: %v", err)
 			}
 		}

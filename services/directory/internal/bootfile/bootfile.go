@@ -16,8 +16,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/gatehouse-id/gatehouse/services/directory/apply"
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1/managementv1connect"
+	"github.com/gatehouse-id/gatehouse/services/directory/apply"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
 )
 

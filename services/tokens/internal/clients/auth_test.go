@@ -99,7 +99,9 @@ func TestAuthenticateThroughChangesAndOutages(t *testing.T) {
 	env := tokentest.New(t, db.SQLite, tokentest.Options{})
 	c := env.AddClient(t, "web", "p1", app, directoryv1.AuthMethod_AUTH_METHOD_CLIENT_SECRET_POST)
 	ctx := context.Background()
-	cred := func(secret string) clients.Credentials { return clients.Credentials{ClientID: "web", ClientSecret: secret} }
+	cred := func(secret string) clients.Credentials {
+		return clients.Credentials{ClientID: "web", ClientSecret: secret}
+	}
 	if _, err := env.Auth.Authenticate(ctx, cred(c.Secret), clients.SecretPost); err != nil {
 		t.Fatal(err)
 	}

@@ -6,10 +6,10 @@ import (
 
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
-	"github.com/gatehouse-id/gatehouse/services/tokens/scope"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/clients"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/revocation"
+	"github.com/gatehouse-id/gatehouse/services/tokens/scope"
 )
 
 // clientCredentials is RFC 6749 §4.4 for machine users with a client

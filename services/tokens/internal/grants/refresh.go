@@ -3,8 +3,8 @@ package grants
 import (
 	"context"
 
-	"github.com/gatehouse-id/gatehouse/services/tokens/scope"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
+	"github.com/gatehouse-id/gatehouse/services/tokens/scope"
 )
 
 // refreshToken is the refresh_token grant (RFC 6749 §6, OIDC Core §12)

@@ -14,13 +14,13 @@ import (
 	"time"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
-	"github.com/gatehouse-id/gatehouse/pkg/testutil"
+	"github.com/gatehouse-id/gatehouse/pkg/testutil/dbtest"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/keys"
 	"github.com/gatehouse-id/gatehouse/services/tokens/migrations"
 )
 
 // Dialects are the backends every storage test runs on.
-var Dialects = []db.Dialect{db.SQLite, db.Postgres}
+var Dialects = dbtest.Dialects
 
 // MasterKey is the tests' master key.
 var MasterKey = bytes.Repeat([]byte{7}, 32)
@@ -30,20 +30,11 @@ var Quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // DBOptions returns options for a fresh, empty tokens database on d;
 // opening them more than once gives several handles on the same data, as
-// replicas have. PostgreSQL tests skip when it is unreachable (fail under
-// CI=true).
+// replicas have (see dbtest.Options).
 func DBOptions(t testing.TB, d db.Dialect) db.Options {
 	t.Helper()
-	o := db.Options{Service: "tokens", Migrations: migrations.FS, Logger: Quiet}
-	switch d {
-	case db.SQLite:
-		o.DataDir, o.Unlocked = t.TempDir(), true // opened more than once (above)
-	case db.Postgres:
-		url, prefix := testutil.PostgresSchemaPrefix(t)
-		o.URL, o.Service = url, prefix+"tokens"
-	default:
-		t.Fatalf("unknown dialect %q", d)
-	}
+	o := dbtest.Options(t, d, "tokens", migrations.FS)
+	o.Logger = Quiet
 	return o
 }
 
@@ -51,12 +42,7 @@ func DBOptions(t testing.TB, d db.Dialect) db.Options {
 // test ends.
 func Open(t testing.TB, o db.Options) *db.DB {
 	t.Helper()
-	store, err := db.Open(context.Background(), o)
-	if err != nil {
-		t.Fatalf("open tokens database: %v", err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
-	return store
+	return dbtest.Open(t, o)
 }
 
 // Clock is a settable clock, safe for concurrent use.
