@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -226,10 +227,24 @@ func TestDrainKeepsServingWithReadyz503(t *testing.T) {
 	})
 	stopped := make(chan error, 1)
 	go func() { stopped <- stop() }()
-	time.Sleep(100 * time.Millisecond)
-	res, err := http.Get(base + "/readyz")
-	if err != nil || res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" {
-		t.Fatalf("/readyz while draining: %v %v; want 503 with Retry-After", res, err)
+	// The drain has begun once /readyz says so (the stop runs on its own
+	// goroutine): asked until then, never for longer than the drain.
+	var res *http.Response
+	var err error
+	for deadline := time.Now().Add(600 * time.Millisecond); ; {
+		if res, err = http.Get(base + "/readyz"); err == nil && res.StatusCode == http.StatusServiceUnavailable {
+			break
+		}
+		if res != nil {
+			res.Body.Close()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz while draining: %v %v; want 503 with Retry-After", res, err)
+		}
+		runtime.Gosched()
+	}
+	if res.Header.Get("Retry-After") == "" {
+		t.Fatalf("/readyz while draining: no Retry-After")
 	}
 	res.Body.Close()
 	for _, path := range []string{"/healthz", "/app"} {
