@@ -1,6 +1,6 @@
 //go:build linux
 
-package secrets
+package process
 
 import (
 	"runtime"
