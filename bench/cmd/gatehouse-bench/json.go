@@ -108,6 +108,7 @@ func (b *bench) report(modes []modeResult, info runInfo, problems []string) resu
 	for _, miss := range rep.Missing(names, info.modes) {
 		rep.Problems = append(rep.Problems, miss+": not measured")
 	}
+	rep.SetRatios()
 	return rep
 }
 

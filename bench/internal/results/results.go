@@ -82,6 +82,54 @@ type Record struct {
 	// Targets are the budgets that apply to this scenario in this mode,
 	// each with the measured value and whether it was met.
 	Targets []Target `json:"targets"`
+	// FloorOperation names the floor (Report.Floor) the scenario compares
+	// with, and RatioToFloor is CPUUSPerReq over it: a figure that holds
+	// from one day to the next where the machine's speed does not
+	// (see FloorFor).
+	FloorOperation string  `json:"floor_operation,omitempty"`
+	RatioToFloor   float64 `json:"ratio_to_floor,omitempty"`
+}
+
+// FloorFor is the floor operation a scenario in a mode compares with: the
+// signature it makes with the library it signs with (token-rs256,
+// token-es256), the argon2id check (login), and otherwise what any request
+// costs before Gatehouse's own work: a bare net/http server (embedded) or
+// a bare reverse proxy in front of one (distributed, through edge).
+func FloorFor(scenario, mode, library string) (operation, lib string) {
+	if library == "" {
+		library = "go"
+	}
+	switch scenario {
+	case "token-rs256":
+		return "RS256 sign", library
+	case "token-es256":
+		return "ES256 sign", library
+	case "login":
+		return "argon2id verify", "go"
+	}
+	if mode == "distributed" {
+		return "reverse proxy", "go"
+	}
+	return "HTTP server", "go"
+}
+
+// SetRatios fills every record's floor and ratio from r.Floor (a record
+// whose floor was not measured keeps none).
+func (r *Report) SetRatios() {
+	for i := range r.Results {
+		rec := &r.Results[i]
+		lib := ""
+		if rec.SigningLibrary != nil {
+			lib = rec.SigningLibrary.Library
+		}
+		op, lib := FloorFor(rec.Scenario, rec.Mode, lib)
+		for _, f := range r.Floor {
+			if f.Operation == op && f.Library == lib && f.USPerOp > 0 {
+				rec.FloorOperation = op + " (" + lib + ")"
+				rec.RatioToFloor = Round(rec.CPUUSPerReq / f.USPerOp)
+			}
+		}
+	}
 }
 
 // Target is one budget of a record: Value (the measured figure) must not

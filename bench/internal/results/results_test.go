@@ -73,3 +73,31 @@ func TestUnits(t *testing.T) {
 		t.Errorf("Round = %v; want 1234.6", got)
 	}
 }
+
+// Each record compares with its floor: the signature in the library it
+// signs with, the argon2id check, or a bare server (embedded) or proxy
+// (distributed).
+func TestSetRatios(t *testing.T) {
+	r := Report{
+		Floor: []Floor{{Operation: "RS256 sign", Library: "openssl", USPerOp: 500}, {Operation: "RS256 sign", Library: "go", USPerOp: 1500},
+			{Operation: "HTTP server", Library: "go", USPerOp: 20}, {Operation: "reverse proxy", Library: "go", USPerOp: 100},
+			{Operation: "argon2id verify", Library: "go", USPerOp: 30000}},
+		Results: []Record{
+			{Scenario: "token-rs256", Mode: "embedded", CPUUSPerReq: 750, SigningLibrary: &Library{Library: "openssl"}},
+			{Scenario: "keys", Mode: "embedded", CPUUSPerReq: 50},
+			{Scenario: "keys", Mode: "distributed", CPUUSPerReq: 250},
+			{Scenario: "login", Mode: "embedded", CPUUSPerReq: 33000},
+			{Scenario: "token-es256", Mode: "embedded", CPUUSPerReq: 100}, // no ES256 floor measured
+		},
+	}
+	r.SetRatios()
+	want := []struct {
+		op    string
+		ratio float64
+	}{{"RS256 sign (openssl)", 1.5}, {"HTTP server (go)", 2.5}, {"reverse proxy (go)", 2.5}, {"argon2id verify (go)", 1.1}, {"", 0}}
+	for i, w := range want {
+		if got := r.Results[i]; got.FloorOperation != w.op || got.RatioToFloor != w.ratio {
+			t.Errorf("%s (%s): %q %v; want %q %v", got.Scenario, got.Mode, got.FloorOperation, got.RatioToFloor, w.op, w.ratio)
+		}
+	}
+}
