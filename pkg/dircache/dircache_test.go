@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"connectrpc.com/connect"
@@ -82,14 +83,6 @@ func (s *source) set(key, val, org string) {
 	s.vals[key], s.orgs[key] = val, org
 }
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
-func newClock() *clock                   { return &clock{t: time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)} }
 func newSource() *source {
 	return &source{vals: map[string]string{}, orgs: map[string]string{}, calls: map[string]int{}}
 }
@@ -125,140 +118,152 @@ func (c *Cache[V]) waitRefetches() { c.refetching.Wait() }
 // In sync, entries serve from memory however old; a change of their
 // organization (and only of theirs) drops them.
 func TestInvalidatedByTheirOrganizationsChanges(t *testing.T) {
-	clk, f, src := newClock(), &changeLog{}, newSource()
-	w := &Watcher{Feed: f, Now: clk.Now}
-	c := NewCache[string](w, "test")
-	poll(t, w)
-	src.set("a", "a1", "orgA")
-	src.set("b", "b1", "orgB")
-	mustGet(t, c, src, "a", "a1")
-	mustGet(t, c, src, "b", "b1")
-	mustGet(t, c, src, "nobody", "")
-	calls := src.callCount("a")
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		f, src := &changeLog{}, newSource()
+		w := &Watcher{Feed: f}
+		c := NewCache[string](w, "test")
+		poll(t, w)
+		src.set("a", "a1", "orgA")
+		src.set("b", "b1", "orgB")
+		mustGet(t, c, src, "a", "a1")
+		mustGet(t, c, src, "b", "b1")
+		mustGet(t, c, src, "nobody", "")
+		calls := src.callCount("a")
 
-	clk.Advance(time.Hour)
-	poll(t, w)
-	mustGet(t, c, src, "a", "a1")
-	if src.callCount("a") != calls {
-		t.Fatal("an in-sync entry was fetched again")
-	}
+		time.Sleep(time.Hour)
+		poll(t, w)
+		mustGet(t, c, src, "a", "a1")
+		if src.callCount("a") != calls {
+			t.Fatal("an in-sync entry was fetched again")
+		}
 
-	src.set("a", "a2", "orgA")
-	f.change("orgA", "user", "a")
-	poll(t, w)
-	mustGet(t, c, src, "a", "a2")
-	mustGet(t, c, src, "b", "b1")
-	if got := src.callCount("b"); got != 1 {
-		t.Fatalf("b fetched %d times; a change of a must not drop it", got)
-	}
+		src.set("a", "a2", "orgA")
+		f.change("orgA", "user", "a")
+		poll(t, w)
+		mustGet(t, c, src, "a", "a2")
+		mustGet(t, c, src, "b", "b1")
+		if got := src.callCount("b"); got != 1 {
+			t.Fatalf("b fetched %d times; a change of a must not drop it", got)
+		}
 
-	// Another user of orgA changing leaves a alone; a project of orgA
-	// (which a's value lists) drops it, as does orgA itself.
-	src.set("a", "a3", "orgA")
-	f.change("orgA", "user", "someone-else")
-	poll(t, w)
-	mustGet(t, c, src, "a", "a2")
-	f.change("orgA", "project", "p1")
-	poll(t, w)
-	mustGet(t, c, src, "a", "a3")
-	src.set("a", "a4", "orgA")
-	f.change("orgA", "org", "orgA")
-	poll(t, w)
-	mustGet(t, c, src, "a", "a4")
-	// A negative answer is dropped at any change: a new client may be in
-	// any organization.
-	src.set("nobody", "now-known", "orgC")
-	f.change("orgC", "user", "nobody")
-	poll(t, w)
-	mustGet(t, c, src, "nobody", "now-known")
+		// Another user of orgA changing leaves a alone; a project of orgA
+		// (which a's value lists) drops it, as does orgA itself.
+		src.set("a", "a3", "orgA")
+		f.change("orgA", "user", "someone-else")
+		poll(t, w)
+		mustGet(t, c, src, "a", "a2")
+		f.change("orgA", "project", "p1")
+		poll(t, w)
+		mustGet(t, c, src, "a", "a3")
+		src.set("a", "a4", "orgA")
+		f.change("orgA", "org", "orgA")
+		poll(t, w)
+		mustGet(t, c, src, "a", "a4")
+		// A negative answer is dropped at any change: a new client may be in
+		// any organization.
+		src.set("nobody", "now-known", "orgC")
+		f.change("orgC", "user", "nobody")
+		poll(t, w)
+		mustGet(t, c, src, "nobody", "now-known")
 
-	// An instance-wide change drops everything.
-	src.set("b", "b2", "orgB")
-	f.change("", "instance", "instance")
-	poll(t, w)
-	mustGet(t, c, src, "b", "b2")
+		// An instance-wide change drops everything.
+		src.set("b", "b2", "orgB")
+		f.change("", "instance", "instance")
+		poll(t, w)
+		mustGet(t, c, src, "b", "b2")
+	})
 }
 
 // Through an outage entries serve until MaxStale after they were fetched,
 // and a change acknowledged before the outage is never served stale.
 func TestServesStaleThroughOutageOnlyBounded(t *testing.T) {
-	clk, f, src := newClock(), &changeLog{}, newSource()
-	w := &Watcher{Feed: f, Now: clk.Now, MaxStale: 10 * time.Minute}
-	c := NewCache[string](w, "test")
-	poll(t, w)
-	src.set("a", "a1", "orgA")
-	src.set("gone", "g1", "orgG")
-	mustGet(t, c, src, "a", "a1")
-	mustGet(t, c, src, "gone", "g1")
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		f, src := &changeLog{}, newSource()
+		w := &Watcher{Feed: f, MaxStale: 10 * time.Minute}
+		c := NewCache[string](w, "test")
+		poll(t, w)
+		src.set("a", "a1", "orgA")
+		src.set("gone", "g1", "orgG")
+		mustGet(t, c, src, "a", "a1")
+		mustGet(t, c, src, "gone", "g1")
 
-	// "gone" is removed; the change is seen, then the directory goes down.
-	delete(src.vals, "gone")
-	f.change("orgG", "user", "gone")
-	poll(t, w)
-	f.setDown(true)
-	src.setDown(true)
+		// "gone" is removed; the change is seen, then the directory goes down.
+		delete(src.vals, "gone")
+		f.change("orgG", "user", "gone")
+		poll(t, w)
+		f.setDown(true)
+		src.setDown(true)
 
-	clk.Advance(5 * time.Minute)
-	if err := w.Poll(context.Background()); err == nil {
-		t.Fatal("poll of a down feed succeeded")
-	}
-	if w.InSync() {
-		t.Fatal("in sync with a down feed")
-	}
-	mustGet(t, c, src, "a", "a1")
-	// Known to be gone (read again after the change) or unavailable,
-	// never the stale value.
-	if v, err := c.Get(context.Background(), "gone", src.fetch("gone")); v != "" || (err != nil && !Unavailable(err)) {
-		t.Fatalf("removed entry during the outage: %q, %v; want unknown or unavailable", v, err)
-	}
-	clk.Advance(6 * time.Minute)
-	if v, err := c.Get(context.Background(), "a", src.fetch("a")); !Unavailable(err) {
-		t.Fatalf("past MaxStale: %q, %v; want unavailable", v, err)
-	}
+		time.Sleep(5 * time.Minute)
+		if err := w.Poll(context.Background()); err == nil {
+			t.Fatal("poll of a down feed succeeded")
+		}
+		if w.InSync() {
+			t.Fatal("in sync with a down feed")
+		}
+		mustGet(t, c, src, "a", "a1")
+		// Known to be gone (read again after the change) or unavailable,
+		// never the stale value.
+		if v, err := c.Get(context.Background(), "gone", src.fetch("gone")); v != "" || (err != nil && !Unavailable(err)) {
+			t.Fatalf("removed entry during the outage: %q, %v; want unknown or unavailable", v, err)
+		}
+		time.Sleep(6 * time.Minute)
+		if v, err := c.Get(context.Background(), "a", src.fetch("a")); !Unavailable(err) {
+			t.Fatalf("past MaxStale: %q, %v; want unavailable", v, err)
+		}
 
-	// Back up: fresh again.
-	f.setDown(false)
-	src.setDown(false)
-	src.set("a", "a3", "orgA")
-	f.change("orgA", "user", "a")
-	poll(t, w)
-	mustGet(t, c, src, "a", "a3")
+		// Back up: fresh again.
+		f.setDown(false)
+		src.setDown(false)
+		src.set("a", "a3", "orgA")
+		f.change("orgA", "user", "a")
+		poll(t, w)
+		mustGet(t, c, src, "a", "a3")
+	})
 }
 
 // Without a feed (an older directory) entries live for TTL only.
 func TestWithoutFeedEntriesLiveForTTL(t *testing.T) {
-	clk, src := newClock(), newSource()
-	w := &Watcher{Now: clk.Now, TTL: 10 * time.Second}
-	c := NewCache[string](w, "test")
-	src.set("a", "a1", "orgA")
-	mustGet(t, c, src, "a", "a1")
-	src.set("a", "a2", "orgA")
-	clk.Advance(5 * time.Second)
-	mustGet(t, c, src, "a", "a1")
-	clk.Advance(6 * time.Second)
-	mustGet(t, c, src, "a", "a2")
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		src := newSource()
+		w := &Watcher{TTL: 10 * time.Second}
+		c := NewCache[string](w, "test")
+		src.set("a", "a1", "orgA")
+		mustGet(t, c, src, "a", "a1")
+		src.set("a", "a2", "orgA")
+		time.Sleep(5 * time.Second)
+		mustGet(t, c, src, "a", "a1")
+		time.Sleep(6 * time.Second)
+		mustGet(t, c, src, "a", "a2")
+	})
 }
 
 // A fetch that overlaps an invalidation is not kept: it may predate the
 // change.
 func TestFetchOverlappingAChangeIsNotKept(t *testing.T) {
-	clk, f, src := newClock(), &changeLog{}, newSource()
-	w := &Watcher{Feed: f, Now: clk.Now}
-	c := NewCache[string](w, "test")
-	poll(t, w)
-	src.set("a", "old", "orgA")
-	racing := func(context.Context) (string, []Dep, error) {
-		// The directory answered with the old value; the change lands
-		// before the answer is stored.
-		src.set("a", "new", "orgA")
-		f.change("orgA", "user", "a")
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		f, src := &changeLog{}, newSource()
+		w := &Watcher{Feed: f}
+		c := NewCache[string](w, "test")
 		poll(t, w)
-		return "old", []Dep{Object("a")}, nil
-	}
-	if v, err := c.Get(context.Background(), "a", racing); err != nil || v != "old" {
-		t.Fatalf("racing Get = %q, %v", v, err)
-	}
-	mustGet(t, c, src, "a", "new")
+		src.set("a", "old", "orgA")
+		racing := func(context.Context) (string, []Dep, error) {
+			// The directory answered with the old value; the change lands
+			// before the answer is stored.
+			src.set("a", "new", "orgA")
+			f.change("orgA", "user", "a")
+			poll(t, w)
+			return "old", []Dep{Object("a")}, nil
+		}
+		if v, err := c.Get(context.Background(), "a", racing); err != nil || v != "old" {
+			t.Fatalf("racing Get = %q, %v", v, err)
+		}
+		mustGet(t, c, src, "a", "new")
+	})
 }
 
 // A fetch that overlaps changes of other objects keeps its value: under a
@@ -267,43 +272,46 @@ func TestFetchOverlappingAChangeIsNotKept(t *testing.T) {
 // finds nothing to serve. Overlapping more changes than are remembered, or
 // an instance-wide one, it is not kept.
 func TestFetchOverlappingUnrelatedChangesIsKept(t *testing.T) {
-	overlapping := func(t *testing.T, f *changeLog, w *Watcher, changes int, all bool) Fetch[string] {
-		return func(context.Context) (string, []Dep, error) {
-			for i := range changes {
-				f.change("orgA", "user", fmt.Sprintf("u%d", i))
-				poll(t, w)
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		overlapping := func(t *testing.T, f *changeLog, w *Watcher, changes int, all bool) Fetch[string] {
+			return func(context.Context) (string, []Dep, error) {
+				for i := range changes {
+					f.change("orgA", "user", fmt.Sprintf("u%d", i))
+					poll(t, w)
+				}
+				if all {
+					f.change("", "instance", "i")
+					poll(t, w)
+				}
+				return "v", []Dep{Object("a"), AnyOf("orgA", "project")}, nil
 			}
-			if all {
-				f.change("", "instance", "i")
-				poll(t, w)
+		}
+		for _, tc := range []struct {
+			key     string
+			changes int
+			all     bool
+			kept    bool
+		}{
+			{"few", 3, false, true},
+			{"many", maxRecent + 1, false, false},
+			{"instance", 1, true, false},
+		} {
+			// A cache each: an entry kept by one case would be read again in
+			// the background after another's instance-wide change.
+			f := &changeLog{}
+			w := &Watcher{Feed: f}
+			c := NewCache[string](w, "test")
+			poll(t, w)
+			if v, err := c.Get(context.Background(), tc.key, overlapping(t, f, w, tc.changes, tc.all)); err != nil || v != "v" {
+				t.Fatalf("%s: Get = %q, %v", tc.key, v, err)
 			}
-			return "v", []Dep{Object("a"), AnyOf("orgA", "project")}, nil
+			_, kept := c.m.GetIfPresent(tc.key)
+			if kept != tc.kept {
+				t.Fatalf("%s: kept %v; want %v", tc.key, kept, tc.kept)
+			}
 		}
-	}
-	for _, tc := range []struct {
-		key     string
-		changes int
-		all     bool
-		kept    bool
-	}{
-		{"few", 3, false, true},
-		{"many", maxRecent + 1, false, false},
-		{"instance", 1, true, false},
-	} {
-		// A cache each: an entry kept by one case would be read again in
-		// the background after another's instance-wide change.
-		f := &changeLog{}
-		w := &Watcher{Feed: f, Now: newClock().Now}
-		c := NewCache[string](w, "test")
-		poll(t, w)
-		if v, err := c.Get(context.Background(), tc.key, overlapping(t, f, w, tc.changes, tc.all)); err != nil || v != "v" {
-			t.Fatalf("%s: Get = %q, %v", tc.key, v, err)
-		}
-		_, kept := c.m.GetIfPresent(tc.key)
-		if kept != tc.kept {
-			t.Fatalf("%s: kept %v; want %v", tc.key, kept, tc.kept)
-		}
-	}
+	})
 }
 
 // An app's client lists its organization's active projects as the
@@ -360,32 +368,34 @@ func TestClientDepsAndFresh(t *testing.T) {
 // within MaxStale as if each read had failed.
 func TestJustUnavailableDirectoryIsNotAskedAgain(t *testing.T) {
 	t.Parallel()
-	clk, f, src := newClock(), &changeLog{}, newSource()
-	w := &Watcher{Feed: f, Now: clk.Now, MaxStale: 10 * time.Minute}
-	c := NewCache[string](w, "test")
-	poll(t, w)
-	src.set("a", "a1", "orgA")
-	src.set("b", "b1", "orgB")
-	mustGet(t, c, src, "a", "a1")
-	mustGet(t, c, src, "b", "b1")
-	f.setDown(true)
-	src.setDown(true)
-	clk.Advance(time.Minute) // the feed is behind, past TTL
-	mustGet(t, c, src, "a", "a1")
-	if n := src.callCount("a"); n != 2 {
-		t.Fatalf("a read %d times; want a second read, which found the directory unavailable", n)
-	}
-	mustGet(t, c, src, "b", "b1")
-	if n := src.callCount("b"); n != 1 {
-		t.Fatalf("b read %d times right after the directory was found unavailable; want no new read", n)
-	}
-	clk.Advance(unavailableMemo)
-	mustGet(t, c, src, "b", "b1")
-	if n := src.callCount("b"); n != 2 {
-		t.Fatalf("b read %d times once the memo passed; want it asked again", n)
-	}
-	// An entry never read is not invented.
-	if _, err := c.Get(context.Background(), "new", src.fetch("new")); !Unavailable(err) {
-		t.Fatalf("unknown entry while unavailable: %v; want unavailable", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		f, src := &changeLog{}, newSource()
+		w := &Watcher{Feed: f, MaxStale: 10 * time.Minute}
+		c := NewCache[string](w, "test")
+		poll(t, w)
+		src.set("a", "a1", "orgA")
+		src.set("b", "b1", "orgB")
+		mustGet(t, c, src, "a", "a1")
+		mustGet(t, c, src, "b", "b1")
+		f.setDown(true)
+		src.setDown(true)
+		time.Sleep(time.Minute) // the feed is behind, past TTL
+		mustGet(t, c, src, "a", "a1")
+		if n := src.callCount("a"); n != 2 {
+			t.Fatalf("a read %d times; want a second read, which found the directory unavailable", n)
+		}
+		mustGet(t, c, src, "b", "b1")
+		if n := src.callCount("b"); n != 1 {
+			t.Fatalf("b read %d times right after the directory was found unavailable; want no new read", n)
+		}
+		time.Sleep(unavailableMemo)
+		mustGet(t, c, src, "b", "b1")
+		if n := src.callCount("b"); n != 2 {
+			t.Fatalf("b read %d times once the memo passed; want it asked again", n)
+		}
+		// An entry never read is not invented.
+		if _, err := c.Get(context.Background(), "new", src.fetch("new")); !Unavailable(err) {
+			t.Fatalf("unknown entry while unavailable: %v; want unavailable", err)
+		}
+	})
 }
