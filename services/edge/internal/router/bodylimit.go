@@ -12,33 +12,33 @@ import (
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/apierror"
 )
 
-// limitBody bounds the request body to limit bytes and reports whether the
-// request may go on. A declared Content-Length over the limit is answered
-// 413 before the service runs. A streamed body is cut by
-// http.MaxBytesReader; whatever the service or the proxy then answers was
-// based on a truncated body, so unless its response had already started it
-// is replaced by the 413 (endBody).
-func (st *request) limitBody(c *gin.Context, limit int64) bool {
-	r := c.Request
-	if r.ContentLength > limit {
-		writeTooLarge(c.Writer, limit)
-		return false
-	}
-	if r.Body == nil || r.Body == http.NoBody {
-		return true
-	}
-	st.body.ReadCloser = http.MaxBytesReader(c.Writer, r.Body, limit)
-	r.Body = &st.body
-	st.limited = limitWriter{ResponseWriter: c.Writer, body: &st.body, limit: limit}
-	c.Writer = &st.limited
-	return true
-}
-
-// endBody sends the 413 when the service wrote nothing after its body was
-// cut.
-func (st *request) endBody() {
-	if st.limited.body != nil && !st.limited.started {
-		st.limited.begin()
+// bodyLimit is the middleware that bounds a route's request bodies to
+// limit bytes. A declared Content-Length over the limit is answered 413
+// before the service runs. A streamed body is cut by http.MaxBytesReader;
+// whatever the service or the proxy then answers was based on a truncated
+// body, so unless its response had already started it is replaced by the
+// 413.
+func bodyLimit(limit int64) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		r := c.Request
+		if r.ContentLength > limit {
+			writeTooLarge(c.Writer, limit)
+			c.Abort()
+			return
+		}
+		if r.Body == nil || r.Body == http.NoBody {
+			return
+		}
+		st := stateOf(c)
+		st.body.ReadCloser = http.MaxBytesReader(c.Writer, r.Body, limit)
+		r.Body = &st.body
+		st.limited = limitWriter{ResponseWriter: c.Writer, body: &st.body, limit: limit}
+		c.Writer = &st.limited
+		c.Next()
+		// The service wrote nothing after its body was cut: the 413.
+		if !st.limited.started {
+			st.limited.begin()
+		}
 	}
 }
 

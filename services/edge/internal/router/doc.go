@@ -1,11 +1,29 @@
 // Package router is edge's public HTTP handler: a gin engine that routes by
 // the route table (package routes) to the three services, each an
-// http.Handler mounted in-process or a proxy.Proxy, with this middleware in
-// order:
+// http.Handler mounted in-process or a proxy.Proxy. Its pipeline is gin
+// middleware, in this order:
 //
-//	recovery -> request id and client address -> access log -> security
-//	headers -> CORS (browser-callable OIDC endpoints) -> rate limit by the
-//	route's class -> request body limit -> the service
+//	every request (engine.Use):
+//	  identify        request id, client address, the request's state
+//	  accessLog       one line per request, written last
+//	  recovery        gin's recovery: a panic is logged and answered 500
+//	  securityHeaders edge's response headers, added when the header is sent
+//	a table route (the table group):
+//	  route           which route gin matched; 404 for a non-canonical path
+//	  cors            CORS preflights and headers (browser-callable OIDC endpoints)
+//	  bodyDeadline    the request body must arrive within the body timeout
+//	  limit           the rate limit of the route's class (one group per
+//	                  routes.Class, each with its limiter; none for a class
+//	                  without one)
+//	  bodyLimit       the route's request body limit
+//	  the service     gin.WrapH of its handler
+//	any other path (NoRoute): the browser class's rate limit, then 404
+//
+// Per-request state (the request id and client address, the matched route,
+// the response writers edge wraps) is one struct, allocated by identify,
+// stored in gin's context under one key and read through stateOf; what the
+// services and the proxy need of it travels in the request context
+// (reqinfo).
 //
 // The rate limit charges the budget of the route's class (routes.Class),
 // keyed by client address, by the OAuth client a token, introspection or
@@ -22,5 +40,5 @@
 // not before the service runs: a proxied service's headers are added to the
 // response, so setting them early would duplicate them.
 //
-// Depends on routes, ratelimit, reqinfo and apierror.
+// Depends on routes, ratelimit, reqinfo, microcache and apierror.
 package router

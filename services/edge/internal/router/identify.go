@@ -1,11 +1,13 @@
 package router
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -18,14 +20,17 @@ import (
 // Canonical names, deleted from the header map directly.
 var forwardingHeaders = []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "Forwarded"}
 
-// identify assigns the request id, resolves the client address, strips
-// forwarding headers an untrusted peer may have forged, and installs the
-// headerWriter. Services read the client address from X-Real-Ip, which edge
-// always overwrites; edge's proxy sets it again from reqinfo on the outgoing
-// request (a Connection header could have removed this one) and proves it
-// to the service (rpc.GuardClientAddr).
-func (rt *router) identify(c *gin.Context, st *request) {
+// identify is the pipeline's first step: it allocates the request's state
+// (stateOf), assigns the request id, resolves the client address and
+// strips forwarding headers an untrusted peer may have forged. Services
+// read the client address from X-Real-Ip, which edge always overwrites;
+// edge's proxy sets it again from reqinfo on the outgoing request (a
+// Connection header could have removed this one) and proves it to the
+// service (rpc.GuardClientAddr).
+func (rt *router) identify(c *gin.Context) {
 	r := c.Request
+	st := &state{start: time.Now(), path: r.URL.Path}
+
 	id := r.Header.Get("X-Request-Id")
 	if !saneRequestID(id) {
 		id = newRequestID()
@@ -51,11 +56,8 @@ func (rt *router) identify(c *gin.Context, st *request) {
 	delete(r.Header, rpc.EdgeProofHeader)
 
 	st.info = reqinfo.Info{RequestID: id, ClientAddr: client, PeerTrusted: trusted}
-	c.Request = r.WithContext(logging.WithRequestID(reqinfo.NewContext(r.Context(), &st.info), id))
-
-	st.hw = headerWriter{ResponseWriter: c.Writer, hsts: rt.hsts}
-	st.hw.requestID[0] = id
-	c.Writer = &st.hw
+	ctx := logging.WithRequestID(reqinfo.NewContext(r.Context(), &st.info), id)
+	c.Request = r.WithContext(context.WithValue(ctx, stateKey{}, st))
 }
 
 // saneRequestID accepts 1-128 characters of [A-Za-z0-9._-] (see

@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -16,98 +17,20 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/telemetry"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/apierror"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/ratelimit"
-	"github.com/gatehouse-id/gatehouse/services/edge/internal/reqinfo"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/routes"
 )
 
-// request is edge's state for one request, allocated once.
-type request struct {
-	start   time.Time
-	path    string // captured first: an in-process handler (vanguard) may rewrite it
-	info    reqinfo.Info
-	service routes.Service // empty until the path is known canonical
-	hw      headerWriter
-	limited limitWriter
-	body    limitedBody
+// accessLog writes one line per request once the rest of the pipeline is
+// done, also when the request ends in a panic that aborts the response.
+// It logs the path only: query strings carry authorization codes and
+// tokens.
+func (rt *router) accessLog(c *gin.Context) {
+	st := stateOf(c)
+	defer rt.logAccess(c, st)
+	c.Next()
 }
 
-// serve is edge's pipeline for one request, in order: identify the request
-// (id, client address, forwarding headers), recover panics and log the
-// request (deferred), refuse non-canonical paths, answer CORS preflights,
-// charge the rate limit, bound the body, and hand the request to the
-// route's service. spec is nil for a path no route matches.
-func (rt *router) serve(c *gin.Context, spec *routeSpec) {
-	st := &request{start: time.Now(), path: c.Request.URL.Path}
-	rt.identify(c, st)
-	defer rt.finish(c, st)
-	if spec == nil {
-		telemetry.SetRoute(c.Request.Context(), "unmatched")
-		if rt.rateLimit(c, st, routes.ClassBrowser) {
-			answerNotFound(c.Writer)
-		}
-		return
-	}
-	telemetry.SetRoute(c.Request.Context(), spec.Pattern)
-	st.info.Page = spec.Kind == routes.Browser
-	// "/management/v1/../gatehouse.directory.v1.…" matches a prefix here
-	// but could name an internal service behind it.
-	if !canonical(st.path) {
-		answerNotFound(c.Writer)
-		return
-	}
-	st.service = spec.Service
-	if spec.cors {
-		if preflight(c.Writer, c.Request) {
-			return
-		}
-		st.hw.cors = true
-	}
-	if r := c.Request; r.Body != nil && r.Body != http.NoBody {
-		// The body must arrive in time, from the first byte the rate
-		// limiter may read of it (see Options.BodyTimeout).
-		_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now().Add(rt.bodyTimeout))
-	}
-	if !rt.rateLimit(c, st, spec.Class) {
-		return
-	}
-	if !st.limitBody(c, spec.limit) {
-		return
-	}
-	spec.handler.ServeHTTP(c.Writer, c.Request)
-	st.endBody()
-}
-
-// finish recovers a panic and writes the access log line. A panic becomes
-// 500 {"error":"server_error"}, or aborts the connection when the response
-// had already started, so a truncated response never looks complete.
-// http.ErrAbortHandler (the proxy's way to abort a broken stream) is passed
-// on to net/http, which closes quietly.
-func (rt *router) finish(c *gin.Context, st *request) {
-	p := recover()
-	if p == nil {
-		// Nothing written: gin sends the header after the handler,
-		// bypassing the headerWriter.
-		st.hw.apply()
-		rt.accessLog(c, st, false)
-		return
-	}
-	if p != http.ErrAbortHandler {
-		rt.logger.ErrorContext(c.Request.Context(), "panic serving request",
-			"panic", fmt.Sprint(p), "method", c.Request.Method, "path", st.path,
-			"request_id", st.info.RequestID, "stack", string(debug.Stack()))
-	}
-	if p == http.ErrAbortHandler || c.Writer.Written() {
-		rt.accessLog(c, st, true)
-		panic(http.ErrAbortHandler)
-	}
-	apierror.Respond(c.Writer, c.Request, http.StatusInternalServerError, apierror.ServerError, "")
-	c.Abort()
-	rt.accessLog(c, st, true)
-}
-
-// accessLog writes one line per request. It logs the path only: query
-// strings carry authorization codes and tokens.
-func (rt *router) accessLog(c *gin.Context, st *request, panicked bool) {
+func (rt *router) logAccess(c *gin.Context, st *state) {
 	status := c.Writer.Status()
 	level := slog.LevelInfo
 	if status >= 500 {
@@ -126,10 +49,91 @@ func (rt *router) accessLog(c *gin.Context, st *request, panicked bool) {
 		slog.String("proto", c.Request.Proto),
 	}
 	list := attrs[1:]
-	if panicked {
+	if st.panicked {
 		list = attrs[:]
 	}
 	rt.logger.LogAttrs(c.Request.Context(), level, "request", list...)
+}
+
+// recovery is gin's recovery (gin.CustomRecoveryWithWriter) with edge's
+// answer to a panic (recovered). gin takes a panic with
+// http.ErrAbortHandler — the proxy's way to abort a broken stream — for a
+// broken connection and ends the request normally, which would make a
+// response cut short look complete; it is passed on to net/http, which
+// aborts the response.
+func (rt *router) recovery() gin.HandlerFunc {
+	recovery := gin.CustomRecoveryWithWriter(nil, rt.recovered)
+	return func(c *gin.Context) {
+		recovery(c)
+		if len(c.Errors) > 0 && errors.Is(c.Errors.Last().Err, http.ErrAbortHandler) {
+			stateOf(c).panicked = true
+			panic(http.ErrAbortHandler)
+		}
+	}
+}
+
+// recovered logs a panic and answers 500 {"error":"server_error"} (an
+// HTML page on a browser route), never the panic itself. When the response had already started it aborts the
+// response instead, so a truncated response never looks complete.
+func (rt *router) recovered(c *gin.Context, p any) {
+	st := stateOf(c)
+	st.panicked = true
+	rt.logger.ErrorContext(c.Request.Context(), "panic serving request",
+		"panic", fmt.Sprint(p), "method", c.Request.Method, "path", st.path,
+		"request_id", st.info.RequestID, "stack", string(debug.Stack()))
+	if c.Writer.Written() {
+		panic(http.ErrAbortHandler)
+	}
+	apierror.Respond(c.Writer, c.Request, http.StatusInternalServerError, apierror.ServerError, "")
+	c.Abort()
+}
+
+// securityHeaders installs the headerWriter, which adds edge's headers
+// (request id, policy, rate limit, CORS) when the response header is
+// sent.
+func (rt *router) securityHeaders(c *gin.Context) {
+	st := stateOf(c)
+	st.hw = headerWriter{ResponseWriter: c.Writer, hsts: rt.hsts}
+	st.hw.requestID[0] = st.info.RequestID
+	c.Writer = &st.hw
+	c.Next()
+	// gin sends the header of a response nothing was written to after
+	// the handlers, bypassing the headerWriter.
+	st.hw.apply()
+}
+
+// route starts the pipeline of a table route: it records the route gin
+// matched (its pattern for the request metrics, whether edge's errors are
+// pages, its service for the access log) and answers 404 for a path that
+// is not canonical.
+func (rt *router) route(c *gin.Context) {
+	st := stateOf(c)
+	spec := rt.specs[c.FullPath()]
+	st.route = spec
+	telemetry.SetRoute(c.Request.Context(), spec.Pattern)
+	st.info.Page = spec.Kind == routes.Browser
+	// "/management/v1/../gatehouse.directory.v1.…" matches a prefix here
+	// but could name an internal service behind it.
+	if !canonical(st.path) {
+		answerNotFound(c)
+		return
+	}
+	st.service = spec.Service
+}
+
+// unmatched starts the pipeline of a path no route matches, before its
+// rate limit (the browser class's) and the 404.
+func (rt *router) unmatched(c *gin.Context) {
+	telemetry.SetRoute(c.Request.Context(), "unmatched")
+}
+
+// notFound is the last handler of a path no route matches.
+func notFound(c *gin.Context) { answerNotFound(c) }
+
+// answerNotFound answers 404 {"error":"not_found"} and ends the pipeline.
+func answerNotFound(c *gin.Context) {
+	apierror.Write(c.Writer, http.StatusNotFound, apierror.NotFound, "")
+	c.Abort()
 }
 
 // CORS for the OIDC endpoints browsers call from JavaScript (discovery,
@@ -143,6 +147,21 @@ const (
 	corsExposeHeaders = "WWW-Authenticate, Retry-After, X-Request-Id, DPoP-Nonce, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset"
 	corsMaxAge        = "7200" // Chromium's cap
 )
+
+// cors answers the CORS preflight of a route browsers may call
+// cross-origin (routes.Route.CORS), and has its other responses allow any
+// origin.
+func (rt *router) cors(c *gin.Context) {
+	st := stateOf(c)
+	if !st.route.cors {
+		return
+	}
+	if preflight(c.Writer, c.Request) {
+		c.Abort()
+		return
+	}
+	st.hw.cors = true
+}
 
 // preflight answers a CORS preflight request and reports whether it did.
 // Other requests get Access-Control-Allow-Origin from the headerWriter,
@@ -161,15 +180,29 @@ func preflight(w gin.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// rateLimit charges the request to its class's budget (see rateKey; and
-// to the address cap) and reports whether it may go on; when not, it has
-// answered 429. A limiter error fails open: the limiter protects capacity
-// and must not take the service down with it.
-func (rt *router) rateLimit(c *gin.Context, st *request, class routes.Class) bool {
-	lim := rt.limiters[class]
-	if lim == nil {
-		return true
+// bodyDeadline has the request body arrive in time (Options.BodyTimeout),
+// from the first byte the rate limiter may read of it.
+func (rt *router) bodyDeadline(c *gin.Context) {
+	if r := c.Request; r.Body != nil && r.Body != http.NoBody {
+		_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now().Add(rt.bodyTimeout))
 	}
+}
+
+// limit is the middleware of a rate-limit class's group: it charges the
+// request to lim, the class's budget (see rateLimit).
+func (rt *router) limit(class routes.Class, lim ratelimit.Limiter) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if !rt.rateLimit(c, stateOf(c), class, lim) {
+			c.Abort()
+		}
+	}
+}
+
+// rateLimit charges the request to lim, its class's budget (see rateKey;
+// and to the address cap), and reports whether it may go on; when not, it
+// has answered 429. A limiter error fails open: the limiter protects
+// capacity and must not take the service down with it.
+func (rt *router) rateLimit(c *gin.Context, st *state, class routes.Class, lim ratelimit.Limiter) bool {
 	ctx := c.Request.Context()
 	key, by := rateKey(c.Request, class, st.info.ClientAddr)
 	d, ok := rt.allow(ctx, lim, key)

@@ -16,7 +16,6 @@ import (
 	"github.com/gin-gonic/gin"
 	"golang.org/x/time/rate"
 
-	"github.com/gatehouse-id/gatehouse/services/edge/internal/apierror"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/microcache"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/ratelimit"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/routes"
@@ -80,6 +79,9 @@ type Options struct {
 const DefaultBodyTimeout = time.Minute
 
 type router struct {
+	// specs are the table's routes by the pattern gin matched
+	// (gin.Context.FullPath).
+	specs       map[string]*routeSpec
 	logger      *slog.Logger
 	limiters    map[routes.Class]ratelimit.Limiter
 	addressCap  ratelimit.Limiter
@@ -96,6 +98,7 @@ type router struct {
 // unknown class, or a trusted proxy does not parse.
 func New(opts Options) (http.Handler, error) {
 	rt := &router{
+		specs:       map[string]*routeSpec{},
 		logger:      opts.Logger,
 		limiters:    map[routes.Class]ratelimit.Limiter{},
 		addressCap:  opts.AddressCap,
@@ -142,9 +145,22 @@ func New(opts Options) (http.Handler, error) {
 	if err := e.SetTrustedProxies(nil); err != nil {
 		return nil, fmt.Errorf("router: %w", err)
 	}
-	// Gin only routes: each route has one handler running edge's pipeline
-	// (serve) as plain code, so per-request state lives in one struct
-	// rather than in gin's context map and a chain of closures.
+	// The pipeline, in order. Every request: identify (request id,
+	// client address; the request's state), the access log, gin's
+	// recovery, edge's response headers.
+	e.Use(rt.identify, rt.accessLog, rt.recovery(), rt.securityHeaders)
+	// A table route: which one (404 for a non-canonical path), CORS, the
+	// body's deadline, then, in its class's group, the class's rate
+	// limit, and its own body limit and service.
+	table := e.Group("/", rt.route, rt.cors, rt.bodyDeadline)
+	classes := map[routes.Class]*gin.RouterGroup{}
+	for _, class := range routes.Classes() {
+		g := table.Group("")
+		if lim := rt.limiters[class]; lim != nil {
+			g.Use(rt.limit(class, lim))
+		}
+		classes[class] = g
+	}
 	for _, route := range routes.Table() {
 		h := opts.Services[route.Service]
 		if h == nil {
@@ -157,34 +173,42 @@ func New(opts Options) (http.Handler, error) {
 		if route.Kind == routes.RPC {
 			limit = maxRPC
 		}
-		spec := &routeSpec{Route: route, cors: route.CORS(), handler: h, limit: limit}
-		if err := register(e, route, []gin.HandlerFunc{func(c *gin.Context) { rt.serve(c, spec) }}); err != nil {
+		if err := register(classes[route.Class], route, []gin.HandlerFunc{bodyLimit(limit), gin.WrapH(h)}); err != nil {
 			return nil, err
 		}
+		rt.specs[ginPattern(route)] = &routeSpec{Route: route, cors: route.CORS()}
 	}
-	e.NoRoute(func(c *gin.Context) { rt.serve(c, nil) })
+	// Any other path: the browser class's rate limit, then 404.
+	unmatched := []gin.HandlerFunc{rt.unmatched}
+	if lim := rt.limiters[routes.ClassBrowser]; lim != nil {
+		unmatched = append(unmatched, rt.limit(routes.ClassBrowser, lim))
+	}
+	e.NoRoute(append(unmatched, notFound)...)
 	return e, nil
 }
 
-// routeSpec is what serving one route needs.
+// routeSpec is what the pipeline needs to know of a table route.
 type routeSpec struct {
 	routes.Route
-	cors    bool
-	handler http.Handler
-	limit   int64 // request body bytes
+	cors bool
+}
+
+// ginPattern is route's pattern in gin's syntax.
+func ginPattern(route routes.Route) string {
+	if route.IsPrefix() {
+		return route.Prefix() + "*rest"
+	}
+	return route.Pattern
 }
 
 // register adds route to e, turning gin's panic on a conflict into an error.
-func register(e *gin.Engine, route routes.Route, chain []gin.HandlerFunc) (err error) {
+func register(e gin.IRoutes, route routes.Route, chain []gin.HandlerFunc) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("router: register %s: %v", route.Pattern, p)
 		}
 	}()
-	pattern := route.Pattern
-	if route.IsPrefix() {
-		pattern = route.Prefix() + "*rest"
-	}
+	pattern := ginPattern(route)
 	if route.Method == "" {
 		e.Any(pattern, chain...)
 		return nil
@@ -205,8 +229,4 @@ func canonical(p string) bool {
 	}
 	clean := path.Clean(p)
 	return clean == p || (strings.HasSuffix(p, "/") && clean+"/" == p)
-}
-
-func answerNotFound(w http.ResponseWriter) {
-	apierror.Write(w, http.StatusNotFound, apierror.NotFound, "")
 }

@@ -742,6 +742,41 @@ func TestPanicRecovery(t *testing.T) {
 	}
 }
 
+// A handler that aborts its response with http.ErrAbortHandler (as the
+// proxy does when the service's stream breaks) has the client's stream
+// aborted too: gin's recovery, which takes that panic for a broken
+// connection, must not end the response as if it were complete.
+func TestAbortedResponseStaysAborted(t *testing.T) {
+	f := newFixture(t, "in-process", nil)
+	f.backends[routes.Directory].Respond = func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/late") {
+			_, _ = io.WriteString(w, "partial")
+			http.NewResponseController(w).Flush()
+		}
+		panic(http.ErrAbortHandler)
+	}
+	for name, client := range map[string]*http.Client{"h2c": edgetest.H2CClient(t), "http1": edgetest.HTTP1Client(t)} {
+		for _, p := range []string{"/management/v1/early", "/management/v1/late"} {
+			req, _ := http.NewRequest(http.MethodGet, f.url(p), nil)
+			resp, err := client.Do(req)
+			if err == nil {
+				_, err = io.ReadAll(resp.Body)
+				resp.Body.Close()
+			}
+			if err == nil {
+				t.Errorf("%s %s: got a complete %d response; want the stream aborted", name, p, resp.StatusCode)
+			}
+		}
+	}
+	f.logs.waitFor(t, `"path":"/management/v1/late"`)
+	if logs := f.logs.String(); strings.Contains(logs, "panic serving request") {
+		t.Errorf("an aborted response was logged as a panic:\n%s", logs)
+	}
+	if resp, _ := get(t, edgetest.H2CClient(t), f.url("/oauth/v2/keys"), nil); resp.StatusCode != 200 {
+		t.Fatalf("after aborted responses: got %d; want 200", resp.StatusCode)
+	}
+}
+
 func TestStreamingAndTrailersThroughRouter(t *testing.T) {
 	f := newFixture(t, "proxied", nil)
 	firstRead := make(chan struct{})
