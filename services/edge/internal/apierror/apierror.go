@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+
+	"github.com/gatehouse-id/gatehouse/services/edge/internal/reqinfo"
 )
 
 // Error codes edge answers with.
@@ -18,6 +20,24 @@ const (
 type body struct {
 	Error       string `json:"error"`
 	Description string `json:"error_description,omitempty"`
+}
+
+// Respond answers in the form r's route calls for (reqinfo.Info.Errors):
+// a request for a page (a top-level navigation: authorize, end_session, the
+// login pages, the IdP callback) gets an HTML page a person can read
+// (WritePage), since a browser shows JSON as a wall of text and a person at
+// it can do nothing with it; a gRPC, gRPC-web or Connect request to an RPC
+// route or to no route gets the error in its protocol (WriteRPC); every
+// other request gets the JSON error (Write).
+func Respond(w http.ResponseWriter, r *http.Request, status int, code, description string) {
+	if info := reqinfo.FromContext(r.Context()); info != nil && info.Errors == reqinfo.ErrorsPage {
+		WritePage(w, status, code, description)
+		return
+	}
+	if WriteRPC(w, r, code, description) {
+		return
+	}
+	Write(w, status, code, description)
 }
 
 // Write answers status with {"error": code, "error_description": description}.

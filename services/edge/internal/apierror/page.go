@@ -3,8 +3,6 @@ package apierror
 import (
 	"html"
 	"net/http"
-
-	"github.com/gatehouse-id/gatehouse/services/edge/internal/reqinfo"
 )
 
 // titles are the headings of the error pages, by code.
@@ -14,18 +12,6 @@ var titles = map[string]string{
 	RequestTooLarge:        "Request too large",
 	TemporarilyUnavailable: "Temporarily unavailable",
 	ServerError:            "Something went wrong",
-}
-
-// Respond answers as Write, except to a request for a page (a top-level
-// navigation: authorize, end_session, the login pages, the IdP callback),
-// which gets an HTML page a person can read (WritePage): a browser shows
-// JSON as a wall of text, and a person at it can do nothing with it.
-func Respond(w http.ResponseWriter, r *http.Request, status int, code, description string) {
-	if info := reqinfo.FromContext(r.Context()); info != nil && info.Page {
-		WritePage(w, status, code, description)
-		return
-	}
-	Write(w, status, code, description)
 }
 
 // WritePage answers status with a small HTML page naming the condition

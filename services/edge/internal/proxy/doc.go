@@ -15,8 +15,10 @@
 // WithInternalToken, the proof that makes the service believe that
 // X-Real-Ip (rpc.GuardClientAddr), and carries the trace context in a
 // client span that never records query strings (telemetry.HTTPTransport). An unreachable service is
-// answered 503 with Retry-After and an OAuth-shaped JSON body, never Go's
-// default 502 text.
+// answered 503 with Retry-After, never Go's default 502 text: in the form
+// the route calls for (apierror.Respond), an OAuth-shaped JSON body, an HTML
+// page to a browser route, or the RPC error Unavailable to a gRPC or
+// Connect call.
 //
 // Depends on reqinfo, apierror and pkg/rpc.
 package proxy

@@ -22,7 +22,7 @@ func bodyLimit(limit int64) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		r := c.Request
 		if r.ContentLength > limit {
-			writeTooLarge(c.Writer, limit)
+			writeTooLarge(c.Writer, r, limit)
 			c.Abort()
 			return
 		}
@@ -32,7 +32,7 @@ func bodyLimit(limit int64) gin.HandlerFunc {
 		st := stateOf(c)
 		st.body.ReadCloser = http.MaxBytesReader(c.Writer, r.Body, limit)
 		r.Body = &st.body
-		st.limited = limitWriter{ResponseWriter: c.Writer, body: &st.body, limit: limit}
+		st.limited = limitWriter{ResponseWriter: c.Writer, req: r, body: &st.body, limit: limit}
 		c.Writer = &st.limited
 		c.Next()
 		// The service wrote nothing after its body was cut: the 413.
@@ -42,9 +42,13 @@ func bodyLimit(limit int64) gin.HandlerFunc {
 	}
 }
 
-func writeTooLarge(w http.ResponseWriter, limit int64) {
-	apierror.Write(w, http.StatusRequestEntityTooLarge, apierror.RequestTooLarge,
-		fmt.Sprintf("request body larger than %d bytes", limit))
+// writeTooLarge answers 413 {"error":"request_too_large"}, or
+// ResourceExhausted to a gRPC or Connect request (apierror.WriteRPC).
+func writeTooLarge(w http.ResponseWriter, r *http.Request, limit int64) {
+	description := fmt.Sprintf("request body larger than %d bytes", limit)
+	if !apierror.WriteRPC(w, r, apierror.RequestTooLarge, description) {
+		apierror.Write(w, http.StatusRequestEntityTooLarge, apierror.RequestTooLarge, description)
+	}
 }
 
 // limitedBody remembers that the limit was hit. The proxy's transport reads
@@ -67,10 +71,14 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 // the response started. It is used from the handler goroutine only.
 type limitWriter struct {
 	gin.ResponseWriter
+	req      *http.Request // for the form of the 413
 	body     *limitedBody
 	limit    int64
 	started  bool
 	replaced bool
+	// discard takes what the handler adds to the header once its answer
+	// was replaced, trailers included.
+	discard http.Header
 }
 
 var _ gin.ResponseWriter = (*limitWriter)(nil)
@@ -86,10 +94,20 @@ func (w *limitWriter) begin() bool {
 			for k := range h {
 				delete(h, k) // the handler's headers describe its discarded answer
 			}
-			writeTooLarge(w.ResponseWriter, w.limit)
+			writeTooLarge(w.ResponseWriter, w.req, w.limit)
 		}
 	}
 	return !w.replaced
+}
+
+func (w *limitWriter) Header() http.Header {
+	if w.replaced {
+		if w.discard == nil {
+			w.discard = http.Header{}
+		}
+		return w.discard
+	}
+	return w.ResponseWriter.Header()
 }
 
 func (w *limitWriter) WriteHeader(code int) {

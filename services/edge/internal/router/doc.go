@@ -36,6 +36,15 @@
 // answered 404 {"error":"not_found"}. Routes are registered explicitly (never
 // through NoRoute), so a service's status reaches the client unchanged.
 //
+// Edge's own errors take the form the route calls for (reqinfo.ErrorForm,
+// apierror.Respond): the OAuth JSON error on the OIDC endpoints and the REST
+// APIs, an HTML page on browser routes, and on the gRPC and Connect routes
+// and unknown paths the error in the RPC protocol the request declares
+// (gRPC, gRPC-web, Connect): Unimplemented for an unknown procedure,
+// ResourceExhausted for a body too large or a rate limit (with
+// Retry-After), Unavailable for an unreachable service (with Retry-After),
+// Internal for a panic.
+//
 // Response headers edge adds are applied when the response header is sent,
 // not before the service runs: a proxied service's headers are added to the
 // response, so setting them early would duplicate them.

@@ -17,6 +17,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/telemetry"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/apierror"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/ratelimit"
+	"github.com/gatehouse-id/gatehouse/services/edge/internal/reqinfo"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/routes"
 )
 
@@ -73,7 +74,8 @@ func (rt *router) recovery() gin.HandlerFunc {
 }
 
 // recovered logs a panic and answers 500 {"error":"server_error"} (an
-// HTML page on a browser route), never the panic itself. When the response had already started it aborts the
+// HTML page on a browser route, the RPC error Internal to an RPC), never
+// the panic itself. When the response had already started it aborts the
 // response instead, so a truncated response never looks complete.
 func (rt *router) recovered(c *gin.Context, p any) {
 	st := stateOf(c)
@@ -103,21 +105,22 @@ func (rt *router) securityHeaders(c *gin.Context) {
 }
 
 // route starts the pipeline of a table route: it records the route gin
-// matched (its pattern for the request metrics, whether edge's errors are
-// pages, its service for the access log) and answers 404 for a path that
-// is not canonical.
+// matched (its pattern for the request metrics, the form of edge's errors,
+// its service for the access log) and answers 404 for a path that is not
+// canonical.
 func (rt *router) route(c *gin.Context) {
 	st := stateOf(c)
 	spec := rt.specs[c.FullPath()]
 	st.route = spec
 	telemetry.SetRoute(c.Request.Context(), spec.Pattern)
-	st.info.Page = spec.Kind == routes.Browser
 	// "/management/v1/../gatehouse.directory.v1.…" matches a prefix here
 	// but could name an internal service behind it.
 	if !canonical(st.path) {
+		st.info.Errors = reqinfo.ErrorsRPC // no route's: an unknown path
 		answerNotFound(c)
 		return
 	}
+	st.info.Errors = spec.errors
 	st.service = spec.Service
 }
 
@@ -125,14 +128,18 @@ func (rt *router) route(c *gin.Context) {
 // rate limit (the browser class's) and the 404.
 func (rt *router) unmatched(c *gin.Context) {
 	telemetry.SetRoute(c.Request.Context(), "unmatched")
+	stateOf(c).info.Errors = reqinfo.ErrorsRPC
 }
 
 // notFound is the last handler of a path no route matches.
 func notFound(c *gin.Context) { answerNotFound(c) }
 
-// answerNotFound answers 404 {"error":"not_found"} and ends the pipeline.
+// answerNotFound answers 404 {"error":"not_found"}, or Unimplemented to a
+// gRPC or Connect request (apierror.WriteRPC), and ends the pipeline.
 func answerNotFound(c *gin.Context) {
-	apierror.Write(c.Writer, http.StatusNotFound, apierror.NotFound, "")
+	if !apierror.WriteRPC(c.Writer, c.Request, apierror.NotFound, "") {
+		apierror.Write(c.Writer, http.StatusNotFound, apierror.NotFound, "")
+	}
 	c.Abort()
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/microcache"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/ratelimit"
+	"github.com/gatehouse-id/gatehouse/services/edge/internal/reqinfo"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/routes"
 )
 
@@ -176,7 +177,7 @@ func New(opts Options) (http.Handler, error) {
 		if err := register(classes[route.Class], route, []gin.HandlerFunc{bodyLimit(limit), gin.WrapH(h)}); err != nil {
 			return nil, err
 		}
-		rt.specs[ginPattern(route)] = &routeSpec{Route: route, cors: route.CORS()}
+		rt.specs[ginPattern(route)] = &routeSpec{Route: route, cors: route.CORS(), errors: errorsOf(route.Kind)}
 	}
 	// Any other path: the browser class's rate limit, then 404.
 	unmatched := []gin.HandlerFunc{rt.unmatched}
@@ -190,7 +191,19 @@ func New(opts Options) (http.Handler, error) {
 // routeSpec is what the pipeline needs to know of a table route.
 type routeSpec struct {
 	routes.Route
-	cors bool
+	cors   bool
+	errors reqinfo.ErrorForm
+}
+
+// errorsOf is the form of edge's own errors on a route of kind k.
+func errorsOf(k routes.Kind) reqinfo.ErrorForm {
+	switch k {
+	case routes.Browser:
+		return reqinfo.ErrorsPage
+	case routes.RPC:
+		return reqinfo.ErrorsRPC
+	}
+	return reqinfo.ErrorsJSON
 }
 
 // ginPattern is route's pattern in gin's syntax.
