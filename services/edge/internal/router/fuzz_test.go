@@ -24,7 +24,7 @@ func FuzzRequestID(f *testing.F) {
 	for _, svc := range routes.Services() {
 		services[svc] = backend
 	}
-	h, err := New(Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Services: services})
+	h, err := New(Options{Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})), Services: services})
 	if err != nil {
 		f.Fatal(err)
 	}

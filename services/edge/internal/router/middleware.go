@@ -34,8 +34,18 @@ func (rt *router) accessLog(c *gin.Context) {
 func (rt *router) logAccess(c *gin.Context, st *state) {
 	status := c.Writer.Status()
 	level := slog.LevelInfo
-	if status >= 500 {
+	switch {
+	case status >= 500:
 		level = slog.LevelWarn
+	case status < 400 && st.route != nil && st.route.Class == routes.ClassMetadata && !st.panicked:
+		// Discovery and the key set: public, cacheable, the most frequent
+		// requests; their successes are logged at debug, their failures
+		// as every other request's.
+		level = slog.LevelDebug
+	}
+	ctx := c.Request.Context()
+	if !rt.logger.Enabled(ctx, level) {
+		return
 	}
 	attrs := [...]slog.Attr{
 		slog.Bool("panic", true),
@@ -53,7 +63,7 @@ func (rt *router) logAccess(c *gin.Context, st *state) {
 	if st.panicked {
 		list = attrs[:]
 	}
-	rt.logger.LogAttrs(c.Request.Context(), level, "request", list...)
+	rt.logger.LogAttrs(ctx, level, "request", list...)
 }
 
 // recovery is gin's recovery (gin.CustomRecoveryWithWriter) with edge's

@@ -244,6 +244,31 @@ func TestAccessLog(t *testing.T) {
 	}
 }
 
+// Discovery and the key set, public and the most frequent requests, are
+// logged at debug when they succeed; their failures as every request's.
+func TestMetadataSuccessesLoggedAtDebug(t *testing.T) {
+	f := newFixture(t, "proxied", nil)
+	client := edgetest.HTTP1Client(t)
+	get(t, client, f.url("/oauth/v2/keys"), map[string]string{"X-Request-Id": "keys-ok"})
+	get(t, client, f.url("/oauth/v2/authorize"), map[string]string{"X-Request-Id": "page-ok"})
+	f.backends[routes.Tokens].Respond = func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusBadGateway) }
+	get(t, client, f.url("/.well-known/openid-configuration"), map[string]string{"X-Request-Id": "discovery-failed"})
+	f.logs.waitFor(t, `"request_id":"discovery-failed"`)
+	want := map[string]string{"keys-ok": "DEBUG", "page-ok": "INFO", "discovery-failed": "WARN"}
+	for _, l := range f.logs.lines(t) {
+		id, _ := l["request_id"].(string)
+		if w, ok := want[id]; ok && l["msg"] == "request" {
+			if l["level"] != w {
+				t.Errorf("%s logged at %v; want %s", id, l["level"], w)
+			}
+			delete(want, id)
+		}
+	}
+	if len(want) > 0 {
+		t.Fatalf("no access log line for %v:\n%s", want, f.logs.String())
+	}
+}
+
 func TestSecurityHeaders(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
