@@ -29,20 +29,37 @@ type Options[K comparable, V any] struct {
 	// served (a zero time: never). Entries are dropped then, not kept
 	// until evicted.
 	ExpiresAt func(K, V) time.Time
-	// Now is the clock ExpiresAt's times are read against (time.Now when
-	// nil): an entry lives for what remained of it when it was written.
+	// IdleFor, when positive, drops an entry that has not been read or
+	// written for that long (ExpiresAt must then be nil).
+	IdleFor time.Duration
+	// Now is the clock entries expire by (time.Now when nil): an entry
+	// lives for what remained of it when it was written. A clock given
+	// here drives expiry alone, with no periodic clean-up: expired entries
+	// are dropped as they are met, and Size still bounds them.
 	Now func() time.Time
 }
 
 // New returns a cache.
 func New[K comparable, V any](o Options[K, V]) *otter.Cache[K, V] {
+	if o.ExpiresAt != nil && o.IdleFor > 0 {
+		panic("cache: ExpiresAt and IdleFor are exclusive")
+	}
 	counter := stats.NewCounter()
-	opts := &otter.Options[K, V]{MaximumSize: o.Size, StatsRecorder: counter}
+	// Maintenance (applying buffered reads and writes, evicting) runs on
+	// the goroutine that triggers it rather than a new one: eviction then
+	// follows the reads before it, so a burst of new keys cannot evict a
+	// key read all along before its reads are counted.
+	opts := &otter.Options[K, V]{MaximumSize: o.Size, StatsRecorder: counter, Executor: func(fn func()) { fn() }}
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	} else {
+		opts.Clock = clock(now)
+	}
+	if o.IdleFor > 0 {
+		opts.ExpiryCalculator = otter.ExpiryAccessing[K, V](o.IdleFor)
+	}
 	if o.ExpiresAt != nil {
-		now := o.Now
-		if now == nil {
-			now = time.Now
-		}
 		opts.ExpiryCalculator = otter.ExpiryWritingFunc(func(e otter.Entry[K, V]) time.Duration {
 			at := o.ExpiresAt(e.Key, e.Value)
 			if at.IsZero() {
@@ -54,6 +71,14 @@ func New[K comparable, V any](o Options[K, V]) *otter.Cache[K, V] {
 	register(o.Name, counter)
 	return otter.Must(opts)
 }
+
+// clock is otter's view of a given clock; it sends no ticks, so expired
+// entries are dropped when met rather than on a timer the clock does not
+// drive.
+type clock func() time.Time
+
+func (c clock) NowNano() int64                      { return c().UnixNano() }
+func (c clock) Tick(time.Duration) <-chan time.Time { return nil }
 
 var (
 	mu      sync.Mutex

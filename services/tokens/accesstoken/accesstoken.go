@@ -145,7 +145,7 @@ func (v *Verifier) init() {
 		if name == "" {
 			name = "verified_tokens"
 		}
-		v.cache = cache.New(cache.Options[string, *Token]{Name: name, Size: size, Now: v.now,
+		v.cache = cache.New(cache.Options[string, *Token]{Name: name, Size: size, Now: v.Now,
 			ExpiresAt: func(_ string, t *Token) time.Time { return t.ExpiresAt }})
 	})
 }

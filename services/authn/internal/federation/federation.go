@@ -86,7 +86,7 @@ func (rp *RP) ctx(ctx context.Context) context.Context { return oidc.ClientConte
 // fresh. go-oidc refuses a document whose issuer differs.
 func (rp *RP) provider(ctx context.Context, issuer string) (cachedProvider, error) {
 	rp.once.Do(func() {
-		rp.providers = cache.New(cache.Options[string, cachedProvider]{Name: "authn_idp_discovery", Size: maxProviders, Now: rp.now,
+		rp.providers = cache.New(cache.Options[string, cachedProvider]{Name: "authn_idp_discovery", Size: maxProviders, Now: rp.Now,
 			ExpiresAt: func(_ string, c cachedProvider) time.Time { return c.fetched.Add(discoveryTTL) }})
 	})
 	c, ok := rp.providers.GetIfPresent(issuer)

@@ -23,9 +23,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/maypok86/otter/v2"
+
+	"github.com/gatehouse-id/gatehouse/pkg/cache"
 	"github.com/gatehouse-id/gatehouse/pkg/rpc"
 )
 
@@ -34,7 +36,7 @@ const MaxAge = rpc.EdgeCacheMaxAge
 
 const (
 	// maxEntries bounds the responses kept (one per cached path, so a
-	// safety bound only). When full, the cache is emptied.
+	// safety bound only); past it the coldest are evicted.
 	maxEntries = 64
 	// maxBody is the largest body kept.
 	maxBody = 64 << 10
@@ -42,11 +44,9 @@ const (
 
 // Cache is an http.Handler in front of next.
 type Cache struct {
-	next http.Handler
-	now  func() time.Time
-
-	mu      sync.RWMutex
-	entries map[string]*entry
+	next    http.Handler
+	now     func() time.Time
+	entries *otter.Cache[string, *entry]
 }
 
 type entry struct {
@@ -57,7 +57,10 @@ type entry struct {
 
 // New returns a cache in front of next.
 func New(next http.Handler) *Cache {
-	return &Cache{next: next, now: time.Now, entries: map[string]*entry{}}
+	c := &Cache{next: next, now: time.Now}
+	c.entries = cache.New(cache.Options[string, *entry]{Name: "edge_microcache", Size: maxEntries,
+		Now: func() time.Time { return c.now() }, ExpiresAt: func(_ string, e *entry) time.Time { return e.expires }})
+	return c
 }
 
 // ServeHTTP answers GET and HEAD from a kept response, or asks next and
@@ -70,10 +73,7 @@ func (c *Cache) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	key := r.URL.Path
 	now := c.now()
-	c.mu.RLock()
-	e := c.entries[key]
-	c.mu.RUnlock()
-	if e != nil && now.Before(e.expires) {
+	if e, ok := c.entries.GetIfPresent(key); ok && now.Before(e.expires) {
 		h := w.Header()
 		for k, v := range e.header {
 			h[k] = v
@@ -91,12 +91,7 @@ func (c *Cache) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := &recorder{ResponseWriter: w}
 	c.next.ServeHTTP(rec, r)
 	if e := rec.entry(now); e != nil {
-		c.mu.Lock()
-		if len(c.entries) >= maxEntries {
-			clear(c.entries)
-		}
-		c.entries[key] = e
-		c.mu.Unlock()
+		c.entries.Set(key, e)
 	}
 }
 

@@ -248,11 +248,34 @@ func TestClientsCannotEmptyTheCache(t *testing.T) {
 	if got := f.o.calls.Load(); got != before {
 		t.Fatal("after requests with new queries and hosts, the kept response was gone")
 	}
-	f.c.mu.RLock()
-	n := len(f.c.entries)
-	f.c.mu.RUnlock()
-	if n != 1 {
+	f.c.entries.CleanUp()
+	if n := f.c.entries.EstimatedSize(); n != 1 {
 		t.Fatalf("%d entries kept; want 1 (one path)", n)
+	}
+}
+
+// A burst of distinct paths past the bound evicts cold entries, never
+// the whole cache: the path everyone asks for stays kept.
+func TestFullCacheKeepsTheHotPath(t *testing.T) {
+	f := newFixture(t)
+	base := strings.TrimSuffix(f.url, "/oauth/v2/keys")
+	for i := range 4 * maxEntries {
+		if i%4 == 0 {
+			f.do(t, "GET", f.url)
+		}
+		f.do(t, "GET", base+"/p"+strconv.Itoa(i))
+	}
+	if got, want := f.o.calls.Load(), int64(1+4*maxEntries); got != want {
+		t.Fatalf("origin asked %d times; want %d (the hot path once, each other path once)", got, want)
+	}
+	f.c.entries.CleanUp()
+	if n := f.c.entries.EstimatedSize(); n > maxEntries {
+		t.Fatalf("%d entries kept; want at most %d", n, maxEntries)
+	}
+	before := f.o.calls.Load()
+	f.do(t, "GET", f.url)
+	if got := f.o.calls.Load(); got != before {
+		t.Fatal("after a burst of distinct paths, the hot path's response was gone")
 	}
 }
 

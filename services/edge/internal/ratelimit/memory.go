@@ -1,46 +1,45 @@
 package ratelimit
 
 import (
-	"container/list"
 	"context"
 	"errors"
 	"math"
 	"sync"
 	"time"
 
+	"github.com/maypok86/otter/v2"
 	"golang.org/x/time/rate"
+
+	"github.com/gatehouse-id/gatehouse/pkg/cache"
 )
 
 // DefaultMaxKeys bounds Memory's key count: at roughly 200 bytes a key, a
 // flood of distinct addresses costs at most tens of MiB.
 const DefaultMaxKeys = 100_000
 
-// Memory is an in-process Limiter with one token bucket per key.
-//
-// Memory stays bounded without a background goroutine: a key idle for as
-// long as its bucket needs to refill completely is dropped on the next Allow
-// (its bucket was full, exactly like a new one, so nothing is forgotten), and
-// past MaxKeys the least recently used key is dropped (that key gets a fresh,
-// full bucket when it returns).
+// Memory is an in-process Limiter with one token bucket per key, held in
+// a bounded cache (pkg/cache): a key idle for as long as its bucket needs to
+// refill completely is dropped (its bucket was full, exactly like a new
+// one, so nothing is forgotten), and past MaxKeys the coldest keys are
+// evicted — a burst of new keys evicts keys seen once before the keys of
+// steady clients, never the whole table. An evicted key that returns gets a
+// fresh, full bucket.
 type Memory struct {
 	limit   rate.Limit
 	burst   int
-	idle    time.Duration
 	maxKeys int
 	now     func() time.Time
+	buckets *otter.Cache[string, *bucket]
+}
 
-	mu      sync.Mutex
-	entries map[string]*list.Element // of *entry
-	lru     *list.List               // front: most recently used
+// bucket is one key's: a decision reserves, may give back and then reads
+// the tokens left, as one step.
+type bucket struct {
+	mu  sync.Mutex
+	lim *rate.Limiter
 }
 
 var _ Limiter = (*Memory)(nil)
-
-type entry struct {
-	key      string
-	lim      *rate.Limiter
-	lastSeen time.Time
-}
 
 // MemoryOption configures NewMemory.
 type MemoryOption func(*Memory)
@@ -60,20 +59,18 @@ func NewMemory(perSecond float64, burst int, opts ...MemoryOption) (*Memory, err
 	if burst < 1 {
 		return nil, errors.New("ratelimit: burst must be at least 1")
 	}
-	m := &Memory{
-		limit:   rate.Limit(perSecond),
-		burst:   burst,
-		idle:    time.Duration(float64(burst) / perSecond * float64(time.Second)),
-		maxKeys: DefaultMaxKeys,
-		now:     time.Now,
-		entries: map[string]*list.Element{},
-		lru:     list.New(),
-	}
+	m := &Memory{limit: rate.Limit(perSecond), burst: burst, maxKeys: DefaultMaxKeys}
 	for _, o := range opts {
 		o(m)
 	}
 	if m.maxKeys < 1 {
 		return nil, errors.New("ratelimit: max keys must be at least 1")
+	}
+	refill := time.Duration(float64(burst) / perSecond * float64(time.Second))
+	m.buckets = cache.New(cache.Options[string, *bucket]{Name: "edge_rate_limit", Size: m.maxKeys,
+		IdleFor: max(refill, time.Nanosecond), Now: m.now})
+	if m.now == nil {
+		m.now = time.Now
 	}
 	return m, nil
 }
@@ -81,15 +78,16 @@ func NewMemory(perSecond float64, burst int, opts ...MemoryOption) (*Memory, err
 // Allow takes one token from key's bucket. It never returns an error.
 func (m *Memory) Allow(_ context.Context, key string) (Decision, error) {
 	now := m.now()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-
-	m.evictIdle(now)
-	e := m.get(key, now)
-	e.lastSeen = now
-
+	b, ok := m.buckets.GetIfPresent(key)
+	if !ok {
+		// Two first requests of a key share the bucket one of them stores.
+		b, _ = m.buckets.SetIfAbsent(key, &bucket{lim: rate.NewLimiter(m.limit, m.burst)})
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	lim := b.lim
 	d := Decision{Limit: m.burst}
-	r := e.lim.ReserveN(now, 1)
+	r := lim.ReserveN(now, 1)
 	if delay := r.DelayFrom(now); delay > 0 {
 		// Denied: give the token back so waiting does not dig deeper.
 		r.CancelAt(now)
@@ -97,7 +95,7 @@ func (m *Memory) Allow(_ context.Context, key string) (Decision, error) {
 	} else {
 		d.Allowed = true
 	}
-	tokens := e.lim.TokensAt(now)
+	tokens := lim.TokensAt(now)
 	d.Remaining = max(int(math.Floor(tokens)), 0)
 	d.ResetAfter = time.Duration((float64(m.burst) - tokens) / float64(m.limit) * float64(time.Second))
 	return d, nil
@@ -105,37 +103,6 @@ func (m *Memory) Allow(_ context.Context, key string) (Decision, error) {
 
 // Len reports how many keys are held.
 func (m *Memory) Len() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.lru.Len()
-}
-
-func (m *Memory) get(key string, now time.Time) *entry {
-	if el, ok := m.entries[key]; ok {
-		m.lru.MoveToFront(el)
-		return el.Value.(*entry)
-	}
-	for m.lru.Len() >= m.maxKeys {
-		m.remove(m.lru.Back())
-	}
-	e := &entry{key: key, lim: rate.NewLimiter(m.limit, m.burst), lastSeen: now}
-	m.entries[key] = m.lru.PushFront(e)
-	return e
-}
-
-// evictIdle drops keys from the LRU end whose buckets have refilled. Each
-// call does work proportional to the keys it drops, so the cost is amortized
-// over the Allow calls that created them.
-func (m *Memory) evictIdle(now time.Time) {
-	for el := m.lru.Back(); el != nil; el = m.lru.Back() {
-		if now.Sub(el.Value.(*entry).lastSeen) < m.idle {
-			return
-		}
-		m.remove(el)
-	}
-}
-
-func (m *Memory) remove(el *list.Element) {
-	delete(m.entries, el.Value.(*entry).key)
-	m.lru.Remove(el)
+	m.buckets.CleanUp()
+	return m.buckets.EstimatedSize()
 }
