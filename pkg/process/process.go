@@ -11,12 +11,12 @@ import (
 	httppprof "net/http/pprof"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/gatehouse-id/gatehouse/pkg/config"
@@ -62,15 +62,23 @@ const (
 // Main runs a process and returns its exit code; cmd mains call
 // os.Exit(process.Main(...)).
 func Main(role config.Role, build Build, sections ...config.Section) int {
-	tuneGC(os.Getenv, "/")
+	tuneGC(memlimit.FromCgroup)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	return Run(ctx, role, os.Getenv, os.Stderr, build, nil, sections...)
 }
 
-// tuneGC sets the heap's soft limit, unless GOMEMLIMIT is set: to
-// memoryLimitShare of the container's (cgroup) limit, so the heap's growth
-// stops short of the kernel's OOM kill. It returns the limit it set, or 0.
+// memoryLimitShare is the part of the container's memory limit the Go heap
+// is held to (GOMEMLIMIT), leaving room for stacks, the binary and what
+// the runtime does not count, so the collector works harder before the
+// kernel kills the process rather than after.
+const memoryLimitShare = 0.9
+
+// tuneGC sets the heap's soft limit to memoryLimitShare of what limit
+// reports (memlimit.FromCgroup: the container's cgroup v2 or v1 limit, the
+// smallest along its path), unless GOMEMLIMIT is set (automemlimit leaves
+// it then, as it does with AUTOMEMLIMIT=off). It returns the limit in
+// force.
 //
 // GOGC stays Go's default (100) unless the operator sets it. Gatehouse
 // used 400 (less collection, a heap up to five times the live data). Once
@@ -79,15 +87,11 @@ func Main(role config.Role, build Build, sections ...config.Section) int {
 // differed by less than their run-to-run noise (±5%) on every scenario,
 // while directory's RSS after the logins was 79–80 MB at 100 and 93–119 MB
 // at 400.
-func tuneGC(getenv func(string) string, root string) int64 {
-	if getenv("GOMEMLIMIT") != "" {
-		return 0
-	}
-	limit := int64(float64(cgroupMemoryLimit(root)) * memoryLimitShare)
-	if limit > 0 {
-		debug.SetMemoryLimit(limit)
-	}
-	return limit
+func tuneGC(limit memlimit.Provider) int64 {
+	// Its logger stays silent: this runs before the configured one exists,
+	// and a process without a limit is the common case, not news.
+	set, _ := memlimit.Set(memlimit.WithRatio(memoryLimitShare), memlimit.WithProvider(limit))
+	return set
 }
 
 // Run is Main with its inputs explicit, for tests. ready, if not nil,
