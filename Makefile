@@ -65,6 +65,10 @@ SCALE_TOKENS ?= 10000000
 bench-scale: build ## the distributed scenarios on an empty database, then at SCALE_USERS users and SCALE_TOKENS tokens (bench/results/scale.json)
 	go run ./bench/cmd/gatehouse-bench -bin ./bin -scale-users $(SCALE_USERS) -scale-tokens $(SCALE_TOKENS) -timeout 90m $(BENCH_FLAGS)
 
+.PHONY: bench-ab
+bench-ab: ## interleaved A/B benchmarks of each hand-made piece against the plain path it replaces (bench/results/ab.txt)
+	./scripts/bench-ab.sh
+
 .PHONY: bench-go
 bench-go: ## run the Go micro-benchmarks of every module
 	@for m in $(MODULES); do (cd $$m && go test -run '^$$' -bench . -benchmem ./...); done

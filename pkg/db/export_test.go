@@ -9,3 +9,10 @@ func CachedStatements(d *DB) int {
 	defer d.stmts.mu.RUnlock()
 	return len(d.stmts.m)
 }
+
+// WithoutStatementCache makes d run every query unprepared (the plain arm
+// of BenchmarkABStatementCache).
+func WithoutStatementCache(d *DB) {
+	d.stmts.close()
+	d.stmts = nil
+}

@@ -9,11 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/gatehouse-id/gatehouse/pkg/testutil/benchcpu"
 )
 
 func TestRedactsSecretsAndAddsTrace(t *testing.T) {
@@ -64,17 +64,18 @@ func TestLevel(t *testing.T) {
 	}
 }
 
-// BenchmarkAccessLine is one access-log record like edge's, JSON to a
-// file: the per-request cost of logging, batched (as process.Run does, see
-// Buffer) and with a write system call per line; cpu-ns/op counts the
-// system calls, which ns/op on a page-cache file understates.
-func BenchmarkAccessLine(b *testing.B) {
+// BenchmarkABLogWriter is make bench-ab's pair (bench/README, "Hand-made
+// machinery") for the buffered log writer: one access-log record like
+// edge's, JSON to a file or a pipe, batched as process.Run does (ab=hand,
+// see Buffer) and with a write system call per line (ab=plain); cpu-ns/op
+// counts the system calls, which ns/op on a page-cache file understates.
+func BenchmarkABLogWriter(b *testing.B) {
 	for _, sink := range []string{"file", "pipe"} {
-		for _, batched := range []bool{true, false} {
-			b.Run(sink+"/"+map[bool]string{true: "batched", false: "write-per-line"}[batched], func(b *testing.B) {
+		for _, arm := range []string{"hand", "plain"} {
+			b.Run(sink+"/ab="+arm, func(b *testing.B) {
 				f := logSink(b, sink)
 				var w io.Writer = f
-				if batched {
+				if arm == "hand" {
 					bw, closeLog := Buffer(f)
 					defer closeLog()
 					w = bw
@@ -82,15 +83,15 @@ func BenchmarkAccessLine(b *testing.B) {
 				log := New(w, slog.LevelInfo).With("process", "edge")
 				ctx := context.Background()
 				b.ReportAllocs()
-				cpu0 := cpuTime()
-				for b.Loop() {
+				m := benchcpu.Start(b)
+				for range b.N {
 					log.LogAttrs(ctx, slog.LevelInfo, "request",
 						slog.String("method", "POST"), slog.String("path", "/oauth/v2/token"), slog.Int("status", 200),
 						slog.Int("bytes", 812), slog.Float64("duration_ms", 0.131), slog.String("client", "127.0.0.1"),
 						slog.String("request_id", "0123456789abcdef0123456789abcdef"), slog.String("service", "tokens"),
 						slog.String("proto", "HTTP/1.1"))
 				}
-				b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+				m.Report(b)
 			})
 		}
 	}
@@ -123,12 +124,6 @@ func logSink(b *testing.B, kind string) *os.File {
 		r.Close()
 	})
 	return w
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // Levels come out as slog's JSON handler writes them, custom levels included.

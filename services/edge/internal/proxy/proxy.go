@@ -40,6 +40,9 @@ type Proxy struct {
 	sync *h1Transport
 	// breaker fails fast while the service keeps failing.
 	breaker *breakerTransport
+	// whole is the largest request body read whole (wholeBody; 0 in the
+	// A/B benchmark of streaming every body).
+	whole int64
 	// proof is rpc.EdgeProof of the internal token: the service believes
 	// the X-Real-Ip of a request that carries it. Empty: none is sent.
 	proof string
@@ -89,7 +92,7 @@ func New(target *url.URL, svc string, logger *slog.Logger, opts ...Option) (*Pro
 	if logger == nil {
 		logger = slog.Default()
 	}
-	p := &Proxy{svc: svc, target: target, logger: logger, h1: newTransport(target.Scheme, false), h2: newTransport(target.Scheme, true)}
+	p := &Proxy{svc: svc, target: target, logger: logger, h1: newTransport(target.Scheme, false), h2: newTransport(target.Scheme, true), whole: wholeBody}
 	for _, o := range opts {
 		o(p)
 	}
@@ -225,7 +228,7 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 			pr.Out.Header.Set("X-Forwarded-Host", host)
 		}
 	}
-	if n := pr.In.ContentLength; n > 0 && n <= wholeBody && !isGRPC(pr.In.Header.Get("Content-Type")) {
+	if n := pr.In.ContentLength; n > 0 && n <= p.whole && !isGRPC(pr.In.Header.Get("Content-Type")) {
 		pr.Out.Body, pr.Out.GetBody = readWhole(pr.In.Body, n)
 	}
 	// What edge tells the service is set here, after ReverseProxy removed
