@@ -3,6 +3,10 @@ package ratelimit
 import (
 	"sync"
 	"time"
+
+	"github.com/maypok86/otter/v2"
+
+	"github.com/gatehouse-id/gatehouse/pkg/cache"
 )
 
 // A key asked for often takes its permits from Redis in leases: one
@@ -20,15 +24,18 @@ import (
 // sooner, so a key flooding past its limit does not reach Redis either.
 const (
 	leaseTTL = 100 * time.Millisecond
-	// maxLeaseKeys bounds the keys whose demand is remembered; when full
-	// the memory is emptied (every key starts again at one permit).
+	// maxLeaseKeys bounds the keys whose demand is remembered: past it the
+	// coldest are forgotten, and a key forgotten or idle for leaseIdle
+	// starts again at one permit (Redis still decides; only round trips
+	// are saved).
 	maxLeaseKeys = 10000
+	leaseIdle    = time.Minute
 )
 
 type leases struct {
-	max int // permits per lease at most
-	mu  sync.Mutex
-	m   map[string]*lease
+	max int        // permits per lease at most
+	mu  sync.Mutex // over every lease's fields
+	m   *otter.Cache[string, *lease]
 }
 
 type lease struct {
@@ -42,7 +49,8 @@ type lease struct {
 }
 
 func newLeases(burst int) *leases {
-	return &leases{max: max(1, burst/10), m: map[string]*lease{}}
+	return &leases{max: max(1, burst/10),
+		m: cache.New(cache.Options[string, *lease]{Name: "edge_rate_limit_leases", Size: maxLeaseKeys, IdleFor: leaseIdle})}
 }
 
 // take uses a permit of key's lease, if one is left and current, or
@@ -50,7 +58,7 @@ func newLeases(burst int) *leases {
 func (ls *leases) take(key string, now time.Time) (Decision, bool) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	l := ls.m[key]
+	l, _ := ls.m.GetIfPresent(key)
 	if l == nil {
 		return Decision{}, false
 	}
@@ -80,7 +88,7 @@ func (ls *leases) take(key string, now time.Time) (Decision, bool) {
 func (ls *leases) size(key string, now time.Time) int {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	l := ls.m[key]
+	l, _ := ls.m.GetIfPresent(key)
 	if l == nil || l.taking {
 		return 1
 	}
@@ -97,13 +105,10 @@ func (ls *leases) size(key string, now time.Time) int {
 func (ls *leases) store(key string, asked, extra int, d Decision, now time.Time) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	l := ls.m[key]
+	l, _ := ls.m.GetIfPresent(key)
 	if l == nil {
-		if len(ls.m) >= maxLeaseKeys {
-			clear(ls.m)
-		}
 		l = &lease{size: 1}
-		ls.m[key] = l
+		ls.m.Set(key, l)
 	}
 	if asked > 1 {
 		l.taking = false
@@ -123,7 +128,7 @@ func (ls *leases) store(key string, asked, extra int, d Decision, now time.Time)
 func (ls *leases) abort(key string) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	if l := ls.m[key]; l != nil {
+	if l, _ := ls.m.GetIfPresent(key); l != nil {
 		l.taking = false
 	}
 }
