@@ -146,36 +146,3 @@ func TestConcurrentSigning(t *testing.T) {
 		t.Error(err)
 	}
 }
-
-// BenchmarkSign compares OpenSSL with the standard library on this machine.
-func BenchmarkSign(b *testing.B) {
-	ossltest.Require(b)
-	rk, _ := rsa.GenerateKey(rand.Reader, 2048)
-	ek, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	rs, err := ossl.RSA(rk)
-	if err != nil {
-		b.Fatal(err)
-	}
-	es, err := ossl.ECDSA(ek)
-	if err != nil {
-		b.Fatal(err)
-	}
-	d := sha256.Sum256([]byte("benchmark"))
-	for _, c := range []struct {
-		name string
-		fn   func() error
-	}{
-		{"RS256/openssl", func() error { _, err := rs(d[:]); return err }},
-		{"RS256/go", func() error { _, err := rsa.SignPKCS1v15(nil, rk, crypto.SHA256, d[:]); return err }},
-		{"ES256/openssl", func() error { _, err := es(d[:]); return err }},
-		{"ES256/go", func() error { _, err := ecdsa.SignASN1(rand.Reader, ek, d[:]); return err }},
-	} {
-		b.Run(c.name, func(b *testing.B) {
-			for b.Loop() {
-				if err := c.fn(); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}

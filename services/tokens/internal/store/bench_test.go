@@ -3,56 +3,52 @@ package store
 import (
 	"context"
 	"crypto/rand"
-	"fmt"
-	"runtime"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	"github.com/gatehouse-id/gatehouse/pkg/logging"
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/pkg/testutil"
+	"github.com/gatehouse-id/gatehouse/pkg/testutil/benchcpu"
 	"github.com/gatehouse-id/gatehouse/services/tokens/migrations"
 )
 
-// BenchmarkInsertAccessToken is an opaque token's record, committed on its
-// own (ungrouped) or in a group with concurrent ones (grouped, what
-// InsertAccessToken does), on SQLite (synchronous FULL) and PostgreSQL
-// (fsync on): cpu-ns/op is this process's CPU per insert, system calls
-// included; the database server's own CPU per commit comes on top on
-// PostgreSQL. ns/op at concurrency shows the commits saved.
-func BenchmarkInsertAccessToken(b *testing.B) {
+// BenchmarkABGroupCommit is an A/B benchmark of make bench-ab (bench/README,
+// "Hand-made machinery"): an opaque token's record inserted on its own by
+// 16 concurrent callers (make bench's concurrency on 2 cores), committed in
+// groups (ab=hand: InsertAccessToken, see group) or one insert transaction
+// per record (ab=plain), both through db.DB.Relaxed as InsertAccessToken
+// commits them, on SQLite and PostgreSQL (fsync on). cpu-ns/op is this
+// process's CPU per insert; PostgreSQL's own CPU per commit comes on top,
+// and ns/op shows the commits saved.
+func BenchmarkABGroupCommit(b *testing.B) {
 	stores := map[string]func(testing.TB) *Store{"sqlite": openSQLite, "postgres": openPostgres}
 	for _, backend := range []string{"sqlite", "postgres"} {
-		for _, grouped := range []bool{true, false} {
-			for _, par := range []int{1, 8} {
-				name := fmt.Sprintf("%s/%s/concurrency-%d", backend, map[bool]string{true: "grouped", false: "ungrouped"}[grouped], par*runtime.GOMAXPROCS(0))
-				b.Run(name, func(b *testing.B) {
-					s := stores[backend](b)
-					ctx := context.Background()
-					b.SetParallelism(par) // × GOMAXPROCS goroutines
-					cpu0 := cpuTime()
-					b.RunParallel(func(pb *testing.PB) {
-						for pb.Next() {
-							a := record(secrets.NewTokenID())
-							a.TokenHash = make([]byte, 32)
-							_, _ = rand.Read(a.TokenHash)
-							var err error
-							if grouped {
-								err = s.InsertAccessToken(ctx, nil, a)
-							} else {
-								err = insertAccessToken(ctx, s.DB, a)
-							}
-							if err != nil {
-								b.Error(err)
-								return
-							}
+		for _, arm := range []string{"hand", "plain"} {
+			b.Run(backend+"/ab="+arm, func(b *testing.B) {
+				s := stores[backend](b)
+				ctx := context.Background()
+				insert := func(a *AccessToken) error { return s.InsertAccessToken(ctx, nil, a) }
+				if arm == "plain" {
+					relaxed := s.DB.Relaxed()
+					insert = func(a *AccessToken) error { return insertAccessToken(ctx, relaxed, a) }
+				}
+				b.SetParallelism(8) // × GOMAXPROCS (2) = 16 callers
+				b.ReportAllocs()
+				m := benchcpu.Start(b)
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						a := record(secrets.NewTokenID())
+						a.TokenHash = make([]byte, 32)
+						_, _ = rand.Read(a.TokenHash)
+						if err := insert(a); err != nil {
+							b.Error(err)
+							return
 						}
-					})
-					b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+					}
 				})
-			}
+				m.Report(b)
+			})
 		}
 	}
 }
@@ -67,10 +63,4 @@ func openPostgres(tb testing.TB) *Store {
 	}
 	tb.Cleanup(func() { _ = d.Close() })
 	return &Store{DB: d}
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
