@@ -10,6 +10,7 @@ package benchcpu
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -83,4 +84,51 @@ func redisCPU(client *redis.Client) (time.Duration, error) {
 		}
 	}
 	return time.Duration(sum * float64(time.Second)), nil
+}
+
+// Processes reports, when the returned func is called, the CPU that every
+// process named name on this machine (PostgreSQL's "postgres": its
+// backends, WAL writer and checkpointer) spent since Processes was called,
+// per operation of b ("name-cpu-ns/op"). Processes that ended in between
+// are not counted; other users of the same server are.
+func Processes(b *testing.B, name string) (report func()) {
+	start := processesCPU(name)
+	return func() {
+		if b.N > 0 {
+			b.ReportMetric(float64(processesCPU(name)-start)/float64(b.N), name+"-cpu-ns/op")
+		}
+	}
+}
+
+// processesCPU sums utime and stime of /proc/<pid>/stat over the processes
+// whose comm is name, in clock ticks of 10 ms (USER_HZ is 100 on Linux).
+func processesCPU(name string) time.Duration {
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	var ticks int64
+	for _, d := range dirs {
+		if d.Name()[0] < '0' || d.Name()[0] > '9' {
+			continue
+		}
+		raw, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(raw)
+		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || end < open || s[open+1:end] != name {
+			continue
+		}
+		// After "(comm) ": state is field 3; utime and stime are 14 and 15.
+		f := strings.Fields(s[end+1:])
+		if len(f) < 13 {
+			continue
+		}
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		ticks += u + st
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
 }

@@ -3,6 +3,8 @@
 package benchcpu
 
 import (
+	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -30,5 +32,24 @@ func TestMeterCountsCPUNotWaiting(t *testing.T) {
 	}
 	if got := idle.Extra["cpu-ns/op"]; got > 0.3e6 {
 		t.Fatalf("sleeping millisecond: %.0f cpu-ns/op; want far less than 1e6", got)
+	}
+}
+
+// This test process's own CPU shows under its name.
+func TestProcessesCountsNamedProcesses(t *testing.T) {
+	raw, err := os.ReadFile("/proc/self/comm")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	name := strings.TrimSpace(string(raw))
+	before := processesCPU(name)
+	end := time.Now().Add(100 * time.Millisecond)
+	for time.Now().Before(end) {
+	}
+	if got := processesCPU(name) - before; got < 50*time.Millisecond {
+		t.Fatalf("%s spent %v after 100 ms of busy work; want most of it", name, got)
+	}
+	if got := processesCPU("no-such-process-name"); got != 0 {
+		t.Fatalf("no such process: %v", got)
 	}
 }
