@@ -69,6 +69,10 @@ bench-scale: build ## the distributed scenarios on an empty database, then at SC
 bench-ab: ## interleaved A/B benchmarks of each hand-made piece against the plain path it replaces (bench/results/ab.txt)
 	./scripts/bench-ab.sh
 
+.PHONY: bench-compare
+bench-compare: ## make bench of OLD=<git ref> and of this tree in turn, ROUNDS pairs: each scenario's ratio to its floor, new over old (bench/results/compare.txt)
+	./scripts/bench-compare.sh
+
 .PHONY: bench-go
 bench-go: ## run the Go micro-benchmarks of every module
 	@for m in $(MODULES); do (cd $$m && go test -run '^$$' -bench . -benchmem ./...); done

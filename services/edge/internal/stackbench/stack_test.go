@@ -20,7 +20,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,6 +28,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/process"
 	"github.com/gatehouse-id/gatehouse/pkg/server"
 	"github.com/gatehouse-id/gatehouse/pkg/telemetry"
+	"github.com/gatehouse-id/gatehouse/pkg/testutil/benchcpu"
 	"github.com/gatehouse-id/gatehouse/services/edge/service"
 )
 
@@ -233,19 +233,13 @@ func run(b *testing.B, req func() (int, []byte), check func([]byte) bool) {
 		}
 	}
 	b.ReportAllocs()
-	cpu0 := cpuTime()
+	m := benchcpu.Start(b)
 	for b.Loop() {
 		if code, body := req(); code != http.StatusOK || !check(body) {
 			b.Fatalf("got %d %s", code, body)
 		}
 	}
-	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	m.Report(b)
 }
 
 func tokenCheck(wantJWT bool) func([]byte) bool {
@@ -319,7 +313,7 @@ func BenchmarkClientCredentialsOpaqueParallel(b *testing.B) {
 	check := tokenCheck(false)
 	b.ReportAllocs()
 	b.SetParallelism(2)
-	cpu0 := cpuTime()
+	m := benchcpu.Start(b)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			if code, body := s.do(http.MethodPost, "/oauth/v2/token", authz, "application/x-www-form-urlencoded", "grant_type=client_credentials"); code != http.StatusOK || !check(body) {
@@ -328,7 +322,7 @@ func BenchmarkClientCredentialsOpaqueParallel(b *testing.B) {
 			}
 		}
 	})
-	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	m.Report(b)
 }
 
 // BenchmarkOverHTTP serves the stack on a loopback listener and sends
@@ -389,7 +383,7 @@ func BenchmarkOverHTTP(b *testing.B) {
 			}
 			b.ReportAllocs()
 			b.SetParallelism(2)
-			cpu0 := cpuTime()
+			m := benchcpu.Start(b)
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					if err := do(); err != nil {
@@ -398,7 +392,7 @@ func BenchmarkOverHTTP(b *testing.B) {
 					}
 				}
 			})
-			b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+			m.Report(b)
 		})
 	}
 }

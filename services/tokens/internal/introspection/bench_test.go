@@ -5,11 +5,10 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
+	"github.com/gatehouse-id/gatehouse/pkg/testutil/benchcpu"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/introspection"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/introspection/tokentest"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/keys"
@@ -45,18 +44,11 @@ func BenchmarkIntrospectJWT(b *testing.B) {
 			}
 			run()
 			b.ReportAllocs()
-			cpu0 := cpuTime()
+			m := benchcpu.Start(b)
 			for b.Loop() {
 				run()
 			}
-			b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+			m.Report(b)
 		})
 	}
-}
-
-// cpuTime is the process's user plus system CPU time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
