@@ -11,15 +11,18 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
-// service is a real net/http server that counts the connections it accepted.
+// service is a real net/http server that counts the connections it
+// accepted and closed.
 type service struct {
-	srv   *http.Server
-	addr  string
-	conns atomic.Int64 // connections accepted
-	idle  atomic.Int64 // times a connection went idle
+	srv    *http.Server
+	addr   string
+	conns  atomic.Int64 // connections accepted
+	idle   atomic.Int64 // times a connection went idle
+	closed atomic.Int64 // connections closed
 }
 
 func startService(t *testing.T, h http.HandlerFunc) *service {
@@ -35,6 +38,8 @@ func startService(t *testing.T, h http.HandlerFunc) *service {
 			s.conns.Add(1)
 		case http.StateIdle:
 			s.idle.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			s.closed.Add(1)
 		}
 	}}
 	go func() { _ = s.srv.Serve(ln) }()
@@ -136,13 +141,25 @@ func TestH1DropsConnectionTheServiceClosed(t *testing.T) {
 	}
 	svc.srv.SetKeepAlivesEnabled(false) // closes idle connections
 	svc.srv.SetKeepAlivesEnabled(true)
-	time.Sleep(50 * time.Millisecond) // the FIN arrives
+	// The FIN reaches the kept connection: what get checks before reuse.
+	for deadline := time.Now().Add(2 * time.Second); alive(kept(tr)); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the service's close never reached the kept connection")
+		}
+	}
 	if _, body := send(t, tr, "POST", base+"/token", "a=b"); body != "POST /token a=b" {
 		t.Fatalf("POST after the service closed the kept connection: %q", body)
 	}
 	if n, p := svc.conns.Load(), posts.Load(); n != 2 || p != 1 {
 		t.Fatalf("%d connections, %d POSTs; want 2 and 1", n, p)
 	}
+}
+
+// kept is tr's newest kept connection.
+func kept(tr *h1Transport) net.Conn {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.idle[len(tr.idle)-1].Conn
 }
 
 // flaky answers the first request of each connection and closes the
@@ -337,18 +354,28 @@ func TestH1Trailers(t *testing.T) {
 }
 
 // Kept connections idle longer than the idle timeout are closed, not
-// reused.
+// reused. The transport runs on its caller's goroutine, so it runs in a
+// synctest bubble (the service outside it) and idles on the fake clock,
+// which moves only while the bubble is idle, never during network I/O.
 func TestH1IdleTimeout(t *testing.T) {
+	t.Parallel()
 	svc := startService(t, echo)
-	tr := newTestH1(t, svc.addr)
-	tr.idleTimeout = 50 * time.Millisecond
-	base := "http://" + svc.addr
-	send(t, tr, "GET", base+"/", "")
-	time.Sleep(100 * time.Millisecond)
-	send(t, tr, "GET", base+"/", "")
-	if n := svc.conns.Load(); n != 2 {
-		t.Fatalf("%d connections; want 2 (the idle one was not reused)", n)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		tr := newTestH1(t, svc.addr)
+		tr.idleTimeout = time.Minute
+		base := "http://" + svc.addr
+		send(t, tr, "GET", base+"/", "")
+		time.Sleep(time.Minute - time.Nanosecond)
+		send(t, tr, "GET", base+"/", "")
+		if n := svc.conns.Load(); n != 1 {
+			t.Fatalf("%d connections; want 1 (kept just under the idle timeout)", n)
+		}
+		time.Sleep(time.Minute)
+		send(t, tr, "GET", base+"/", "")
+		if n := svc.conns.Load(); n != 2 {
+			t.Fatalf("%d connections; want 2 (the idle one was not reused)", n)
+		}
+	})
 }
 
 // Concurrent requests each get a connection of their own and all come

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -470,9 +471,16 @@ func TestHungServiceTimesOutThenFailsFast(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || took > 100*time.Millisecond || hits.Load() != before {
 		t.Fatalf("with the breaker open: %d after %s, service called %d more times; want 503 at once without a call", resp.StatusCode, took, hits.Load()-before)
 	}
-	// The service recovers; after the open time one probe closes the breaker.
+	// The service recovers and the breaker closes (when: breaker_test.go,
+	// on a fake clock).
 	hung.Store(false)
-	time.Sleep(600 * time.Millisecond)
+	recovered := time.Now()
+	for resp, _ := get(); resp.StatusCode != http.StatusOK; resp, _ = get() {
+		if time.Since(recovered) > 10*time.Second {
+			t.Fatalf("the breaker stayed open %v after the service recovered", time.Since(recovered))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	for i := 0; i < 3; i++ {
 		if resp, _ := get(); resp.StatusCode != http.StatusOK {
 			t.Fatalf("after recovery, call %d: %d; want 200", i, resp.StatusCode)
@@ -559,7 +567,8 @@ func TestSmallBodyGoesWithTheHeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.CloseIdleConnections)
-	edge := edgetest.Start(t, p).URL
+	h, handling, _ := signalled(p)
+	edge := edgetest.Start(t, h).URL
 
 	conn, err := net.Dial("tcp", edge.Host)
 	if err != nil {
@@ -568,7 +577,7 @@ func TestSmallBodyGoesWithTheHeader(t *testing.T) {
 	defer conn.Close()
 	const body = "grant_type=client_credentials"
 	_, _ = fmt.Fprintf(conn, "POST /oauth/v2/token HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\n\r\n", edge.Host, len(body))
-	time.Sleep(50 * time.Millisecond) // the body comes in a later segment
+	<-handling // the proxy has the header alone: the body comes later
 	_, _ = io.WriteString(conn, body)
 	got := <-first
 	if !strings.HasPrefix(got, "POST /oauth/v2/token ") || !strings.HasSuffix(got, "\r\n\r\n"+body) {
@@ -584,18 +593,52 @@ func TestSmallBodyGoesWithTheHeader(t *testing.T) {
 // request.
 func TestCutBodyIsNotSentAsComplete(t *testing.T) {
 	backend := &edgetest.Backend{Name: "tokens"}
-	edge, _ := newEdge(t, backend, nil, nil)
+	svc := startService(t, backend.ServeHTTP)
+	target, _ := url.Parse("http://" + svc.addr)
+	p, err := New(target, "tokens", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.CloseIdleConnections)
+	var dials atomic.Int64
+	p.sync.dialer.ControlContext = func(context.Context, string, string, syscall.RawConn) error {
+		dials.Add(1)
+		return nil
+	}
+	h, handling, handled := signalled(p)
+	edge := edgetest.Start(t, h).URL
 	conn, err := net.Dial("tcp", edge.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, _ = fmt.Fprintf(conn, "POST /oauth/v2/token HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\nclient_id=", edge.Host)
-	time.Sleep(50 * time.Millisecond)
+	<-handling
 	conn.Close()
-	time.Sleep(200 * time.Millisecond)
+	<-handled
+	// The service closes each connection the proxy opened (usually none:
+	// the client's close cancels the request first) once it has dealt
+	// with what came on it, a request that came whole recorded by then;
+	// the proxy closed its side on the body's error.
+	for deadline := time.Now().Add(10 * time.Second); svc.closed.Load() < dials.Load(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of the proxy's %d connections to the service still open (%d requests): a complete request sent and answered?",
+				dials.Load()-svc.closed.Load(), dials.Load(), len(backend.Requests()))
+		}
+	}
 	for _, r := range backend.Requests() {
 		if r.BodyErr == nil {
 			t.Fatalf("the service got a complete request from a cut body: %q", r.Body)
 		}
 	}
+}
+
+// signalled is h, signalling on handling when it starts to handle a
+// request (the request's header has arrived) and on handled when done.
+func signalled(h http.Handler) (_ http.Handler, handling, handled <-chan struct{}) {
+	start, done := make(chan struct{}, 16), make(chan struct{}, 16)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start <- struct{}{}
+		h.ServeHTTP(w, r)
+		done <- struct{}{}
+	}), start, done
 }

@@ -8,6 +8,7 @@ import (
 // One lease at a time per key: while one is being taken, the key's other
 // requests ask for their own permit only; a failed round trip ends it.
 func TestLeaseOneAtATime(t *testing.T) {
+	t.Parallel()
 	ls := newLeases(1000) // leases of up to 100
 	now := time.Unix(1000, 0)
 	allowed := Decision{Allowed: true, Limit: 1000, Remaining: 900}

@@ -478,7 +478,9 @@ func TestSlowBodyTimesOut(t *testing.T) {
 				o.Limiters = map[routes.Class]ratelimit.Limiter{routes.ClassClient: memoryLimiter(t, 100, 100)}
 			})
 			// A body that arrived whole is not cut off by the timeout, however
-			// long the service then takes to answer.
+			// long the service then takes to answer. The slow answer is the
+			// case under test and the deadline is a socket's, on the real
+			// clock (no synctest bubble over real connections), so it sleeps.
 			f.backends[routes.Tokens].Respond = func(w http.ResponseWriter, r *http.Request) {
 				time.Sleep(900 * time.Millisecond)
 				_, _ = io.WriteString(w, "slow answer")
