@@ -6,10 +6,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
-	"github.com/gatehouse-id/gatehouse/pkg/rpc"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/keys"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/keys/keytest"
 )
@@ -470,34 +470,57 @@ func TestOptions(t *testing.T) {
 	}
 }
 
-// TestLoop: Start reloads in the background, so a key another replica
-// creates becomes published here; Stop ends the loop.
+// TestLoop: Start reloads every ReloadInterval, so a key another replica
+// creates is published here at the next reload, and the loop rotates when
+// a rotation falls due; Stop ends the loop. In a synctest bubble the
+// loop's ticker and the manager's clock (Options.Now unset: time.Now) are
+// the bubble's fake one.
 func TestLoop(t *testing.T) {
-	o := keytest.DBOptions(t, db.SQLite)
-	opts := keytest.Options(keys.EdDSA, nil)
-	opts.ReloadInterval = 20 * time.Millisecond
-	opts.KeySetMaxAge = 20 * time.Millisecond
-	opts.PrePublish = 100*time.Millisecond + rpc.EdgeCacheMaxAge
-	opts.RotationInterval = time.Hour
-	a := keytest.Manager(t, keytest.Open(t, o), opts)
-	b := keytest.Manager(t, keytest.Open(t, o), opts)
-	a.Start(context.Background())
-	a.Start(context.Background()) // no-op
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		o := keytest.DBOptions(t, db.SQLite)
+		opts := keytest.Options(keys.EdDSA, nil)
+		start := time.Now()
+		a := keytest.Manager(t, keytest.Open(t, o), opts)
+		b := keytest.Manager(t, keytest.Open(t, o), opts)
+		a.Start(ctx)
+		a.Start(ctx) // no-op
 
-	k, err := b.Rotate(context.Background(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+		k, err := b.Rotate(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(keys.DefaultReloadInterval - time.Nanosecond)
+		synctest.Wait()
 		if _, ok := a.KeyByID(k.ID); ok {
-			break
+			t.Fatal("another replica's key published before the next reload")
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the loop never loaded the key another replica created")
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if _, ok := a.KeyByID(k.ID); !ok {
+			t.Fatal("another replica's key not published at the next reload")
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	a.Stop()
-	a.Stop() // idempotent
+
+		// k signs from start+PrePublish; the next key is due RotationInterval
+		// after that, less PrePublish: at a reload, since both are multiples
+		// of ReloadInterval.
+		due := start.Add(opts.RotationInterval)
+		time.Sleep(time.Until(due) - time.Nanosecond)
+		synctest.Wait()
+		if n := len(list(t, a)); n != 2 {
+			t.Fatalf("keys before the rotation is due: %d; want 2", n)
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		ks := list(t, a)
+		if len(ks) != 3 || ks[0].Generation != 3 || !ks[0].SignFrom.Equal(due.Add(keys.DefaultPrePublish)) {
+			t.Fatalf("keys when the rotation is due: %+v; want a third, signing from %s", ks, due.Add(keys.DefaultPrePublish))
+		}
+		if _, ok := a.KeyByID(ks[0].ID); !ok {
+			t.Fatal("the loop's new key is not published")
+		}
+		a.Stop()
+		a.Stop() // idempotent
+	})
 }

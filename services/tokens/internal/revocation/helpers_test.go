@@ -47,6 +47,7 @@ type env struct {
 	redisURL string
 	rdb      *redis.Client
 	prefix   string
+	lists    []*List // the replicas built
 }
 
 func dbOptions(t testing.TB, d db.Dialect) db.Options {
@@ -125,6 +126,7 @@ func (e *env) replicaWith(t testing.TB, redisURL string, o Options) *List {
 			t.Errorf("Close: %v", err)
 		}
 	})
+	e.lists = append(e.lists, l)
 	return l
 }
 
@@ -177,24 +179,20 @@ func mustSync(t testing.TB, l *List) {
 	}
 }
 
-// waitLoaded syncs l until Redis holds the loaded marker: a rebuild that a
-// check started in the background may hold the lock for a moment.
+// waitLoaded waits for the background work of every replica (a rebuild
+// a check started holds the lock while it runs), then syncs l, after
+// which Redis must hold the loaded marker.
 func (e *env) waitLoaded(t testing.TB, l *List) {
 	t.Helper()
-	ctx := context.Background()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		mustSync(t, l)
-		loaded, err := l.redis.markerExists(ctx)
-		if err != nil {
-			t.Fatalf("read marker: %v", err)
-		}
-		if loaded {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("Redis list not rebuilt within 30s")
-		}
-		time.Sleep(10 * time.Millisecond)
+	for _, r := range e.lists {
+		r.bg.Wait()
+	}
+	mustSync(t, l)
+	loaded, err := l.redis.markerExists(context.Background())
+	if err != nil {
+		t.Fatalf("read marker: %v", err)
+	}
+	if !loaded {
+		t.Fatal("Redis list not rebuilt: no loaded marker after the background work and a sync")
 	}
 }

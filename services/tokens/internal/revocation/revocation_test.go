@@ -406,6 +406,8 @@ func TestRun(t *testing.T) {
 		go func() { defer close(done); l.Run(runCtx) }()
 		defer func() { cancel(); <-done }()
 
+		// Run's rounds are Redis and database I/O, which no synctest
+		// bubble can wait out: poll for their effect.
 		deadline := time.Now().Add(30 * time.Second)
 		for {
 			var rows int
