@@ -16,3 +16,11 @@ func WithoutStatementCache(d *DB) {
 	d.stmts.close()
 	d.stmts = nil
 }
+
+// WaitPrepared waits for the statements d is preparing in the background.
+// No transaction may start one meanwhile.
+func WaitPrepared(d *DB) {
+	if d.stmts != nil {
+		d.stmts.preparing.Wait()
+	}
+}

@@ -3,7 +3,6 @@ package db_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 )
@@ -11,6 +10,7 @@ import (
 // SQLite statements are prepared once per query text and reused, inside
 // transactions too, and survive schema changes.
 func TestSQLiteStatementCache(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, db.SQLite)
 	d := e.open(t, "stmts", migrationsV1())
 	ctx := context.Background()
@@ -41,12 +41,9 @@ func TestSQLiteStatementCache(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for db.CachedStatements(d)-base < 4 {
-		if time.Now().After(deadline) {
-			t.Fatalf("cached statements = %d; want the transaction's two as well", db.CachedStatements(d)-base)
-		}
-		time.Sleep(10 * time.Millisecond)
+	db.WaitPrepared(d)
+	if got := db.CachedStatements(d) - base; got != 4 {
+		t.Fatalf("cached statements = %d; want the transaction's two as well", got)
 	}
 
 	// Cached statements keep working across a schema change (SQLite

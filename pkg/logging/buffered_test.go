@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -38,24 +39,25 @@ func (l *lockedBuffer) Writes() int {
 }
 
 func TestBufferedWriterBatchesUntilTheInterval(t *testing.T) {
-	var out lockedBuffer
-	bw := NewBufferedWriter(&out, 200*time.Millisecond, 1<<10)
-	log := New(bw, slog.LevelInfo)
-	log.Info("one")
-	log.Info("two")
-	if out.String() != "" {
-		t.Fatalf("written before the interval: %q", out.String())
-	}
-	deadline := time.Now().Add(2 * time.Second)
-	for !strings.Contains(out.String(), `"msg":"two"`) {
-		if time.Now().After(deadline) {
-			t.Fatal("lines not written within the interval")
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var out lockedBuffer
+		bw := NewBufferedWriter(&out, 200*time.Millisecond, 1<<10)
+		log := New(bw, slog.LevelInfo)
+		log.Info("one")
+		time.Sleep(100 * time.Millisecond)
+		log.Info("two")
+		time.Sleep(100*time.Millisecond - time.Nanosecond)
+		synctest.Wait()
+		if out.String() != "" {
+			t.Fatalf("written before the interval: %q", out.String())
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if out.Writes() != 1 {
-		t.Errorf("%d writes; want the two lines in one", out.Writes())
-	}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait() // the flush timer's goroutine has run
+		if !strings.Contains(out.String(), `"msg":"two"`) || out.Writes() != 1 {
+			t.Errorf("%d writes at the interval: %q; want the two lines in one", out.Writes(), out.String())
+		}
+	})
 }
 
 func TestBufferedWriterFlushesWarningsAtOnce(t *testing.T) {

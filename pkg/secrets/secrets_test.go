@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
@@ -248,12 +249,18 @@ func TestPasswordCheckAllocatesNoHashMemory(t *testing.T) {
 }
 
 func TestOrderedTokens(t *testing.T) {
+	t.Parallel()
 	h, _ := NewHasher(master(1))
-	before := time.Now().UnixMilli()
-	a := NewOrderedToken()
-	time.Sleep(2 * time.Millisecond)
-	b := NewOrderedToken()
-	after := time.Now().UnixMilli()
+	// In a synctest bubble the clock stands still but for the sleep: the
+	// time prefixes are exact, and a millisecond apart.
+	var a, b string
+	var issued time.Time
+	synctest.Test(t, func(t *testing.T) {
+		issued = time.Now()
+		a = NewOrderedToken()
+		time.Sleep(time.Millisecond)
+		b = NewOrderedToken()
+	})
 	if len(a) != OrderedTokenLen || len(b) != OrderedTokenLen || a == b {
 		t.Fatalf("tokens %q, %q; want two distinct ones of %d characters", a, b, OrderedTokenLen)
 	}
@@ -267,8 +274,8 @@ func TestOrderedTokens(t *testing.T) {
 	}
 	var ms [8]byte
 	copy(ms[2:], ka[:6])
-	if got := int64(binary.BigEndian.Uint64(ms[:])); got < before || got > after {
-		t.Fatalf("time prefix %d ms; want between %d and %d", got, before, after)
+	if got := int64(binary.BigEndian.Uint64(ms[:])); got != issued.UnixMilli() {
+		t.Fatalf("time prefix %d ms; want %d, the issue time's", got, issued.UnixMilli())
 	}
 	// Keys sort by issue time: later tokens append to an index on the key.
 	if bytes.Compare(ka, kb) >= 0 {

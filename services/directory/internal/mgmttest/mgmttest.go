@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"maps"
 	"net"
 	"net/http"
@@ -154,6 +155,9 @@ type Env struct {
 	// against the event table and projections.
 	DB *db.DB
 	ES *eventstore.Store
+	// Logger, when set, is the service's logger from its next start
+	// (Restart); otherwise its logs are discarded.
+	Logger *slog.Logger
 
 	// The seeded organization and its users.
 	OrgID      string
@@ -271,7 +275,11 @@ func (e *Env) start() {
 	if _, err := cfg.LoadMasterKey(); err != nil {
 		t.Fatal(err)
 	}
-	svc, err := service.New(context.Background(), process.Env{Config: cfg, Logger: logging.Discard()}, service.Deps{Tokens: e.Intro})
+	logger := e.Logger
+	if logger == nil {
+		logger = logging.Discard()
+	}
+	svc, err := service.New(context.Background(), process.Env{Config: cfg, Logger: logger}, service.Deps{Tokens: e.Intro})
 	if err != nil {
 		t.Fatalf("start directory: %v", err)
 	}
