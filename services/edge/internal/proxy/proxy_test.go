@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -539,56 +538,6 @@ func TestReadyServiceClosesTheBreaker(t *testing.T) {
 	t.Logf("requests passed %v after the service was ready", time.Since(recovered).Round(time.Millisecond))
 }
 
-// A small body is sent on with the request's header in one write, even
-// when the client sends it late: the service reads the whole request at
-// once instead of waking a second time for the body.
-func TestSmallBodyGoesWithTheHeader(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	first := make(chan string, 1)
-	go func() {
-		conn, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-		buf := make([]byte, 64<<10)
-		n, _ := conn.Read(buf) // one read: what the first write carried
-		first <- string(buf[:n])
-		_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-	}()
-	target, _ := url.Parse("http://" + ln.Addr().String())
-	p, err := New(target, "tokens", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.CloseIdleConnections)
-	h, handling, _ := signalled(p)
-	edge := edgetest.Start(t, h).URL
-
-	conn, err := net.Dial("tcp", edge.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	const body = "grant_type=client_credentials"
-	_, _ = fmt.Fprintf(conn, "POST /oauth/v2/token HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\n\r\n", edge.Host, len(body))
-	<-handling // the proxy has the header alone: the body comes later
-	_, _ = io.WriteString(conn, body)
-	got := <-first
-	if !strings.HasPrefix(got, "POST /oauth/v2/token ") || !strings.HasSuffix(got, "\r\n\r\n"+body) {
-		t.Fatalf("the service's first read got %q; want the header and the body together", got)
-	}
-	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil || res.StatusCode != 200 {
-		t.Fatalf("response %v, %v; want 200", res, err)
-	}
-}
-
 // A body cut short by the client never reaches the service as a whole
 // request.
 func TestCutBodyIsNotSentAsComplete(t *testing.T) {
@@ -601,9 +550,10 @@ func TestCutBodyIsNotSentAsComplete(t *testing.T) {
 	}
 	t.Cleanup(p.CloseIdleConnections)
 	var dials atomic.Int64
-	p.sync.dialer.ControlContext = func(context.Context, string, string, syscall.RawConn) error {
+	dial := p.h1.DialContext
+	p.h1.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		dials.Add(1)
-		return nil
+		return dial(ctx, network, addr)
 	}
 	h, handling, handled := signalled(p)
 	edge := edgetest.Start(t, h).URL
