@@ -18,8 +18,10 @@ import (
 // 16 concurrent callers (make bench's concurrency on 2 cores), committed in
 // groups (ab=hand: see group) or one insert transaction per record
 // (ab=plain), both through db.DB.Relaxed as InsertAccessToken commits them,
-// on SQLite and PostgreSQL (fsync on); InsertAccessToken groups on SQLite
-// only, where this pays. cpu-ns/op is this
+// on SQLite and PostgreSQL (fsync on). On PostgreSQL this pair alone
+// misleads: with nothing else to do, the gathering costs this process more
+// than PostgreSQL saves, while in make bench's distributed token-opaque
+// PostgreSQL's CPU per token doubled without it (bench/README). cpu-ns/op is this
 // process's CPU per insert, postgres-cpu-ns/op PostgreSQL's own (all its
 // processes on this machine), and ns/op shows the commits saved.
 func BenchmarkABGroupCommit(b *testing.B) {

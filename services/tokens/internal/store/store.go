@@ -91,16 +91,12 @@ func NewAccessToken(id string, hash []byte, clientID, subject, orgID string, sco
 // it returns once the record is committed. A standalone record is an
 // opaque token's, which is nothing without it: it is committed through
 // db.DB.Relaxed, since a record lost in a power failure only makes its
-// token inactive (the client asks for another). On SQLite concurrent
-// standalone inserts share one transaction (see group); on PostgreSQL each
-// commits on its own, because there grouping cost tokens more CPU than it
-// saved PostgreSQL and lowered throughput (bench/README, "Hand-made
+// token inactive (the client asks for another). Concurrent standalone
+// inserts share one transaction (see group): distributed, on PostgreSQL,
+// that halves PostgreSQL's CPU per opaque token (bench/README, "Hand-made
 // machinery").
 func (s *Store) InsertAccessToken(ctx context.Context, q db.Querier, a *AccessToken) error {
 	if q == nil {
-		if s.DB.Dialect() != db.SQLite {
-			return insertAccessToken(ctx, s.DB.Relaxed(), a)
-		}
 		return s.group.insert(ctx, s.DB.Relaxed(), a)
 	}
 	return insertAccessToken(ctx, q, a)
