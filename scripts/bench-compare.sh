@@ -27,4 +27,6 @@ for i in $(seq "$rounds"); do
 	b+=("$tmp/b$i.json")
 done
 mkdir -p bench/results
-go run ./bench/cmd/gatehouse-bench-compare -a "$(IFS=,; echo "${a[*]}")" -b "$(IFS=,; echo "${b[*]}")" | tee bench/results/compare.txt
+dirty=""
+git diff --quiet HEAD -- . || dirty="+dirty"
+go run ./bench/cmd/gatehouse-bench-compare -label-a "$old ($(git rev-parse --short "$old"))" -label-b "this tree ($(git rev-parse --short HEAD)$dirty)" -a "$(IFS=,; echo "${a[*]}")" -b "$(IFS=,; echo "${b[*]}")" | tee bench/results/compare.txt

@@ -27,6 +27,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	a := fs.String("a", "", "comma-separated results files of build A (the old one)")
 	b := fs.String("b", "", "comma-separated results files of build B (the new one)")
+	labelA := fs.String("label-a", "", "what build A is (default: the commits its files name, which are the tree the bench ran from)")
+	labelB := fs.String("label-b", "", "what build B is")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -38,7 +40,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		var rb []results.Report
 		if rb, err = load(strings.Split(*b, ",")); err == nil {
-			err = compare(stdout, ra, rb)
+			err = compare(stdout, ra, rb, *labelA, *labelB)
 		}
 	}
 	if err != nil {
@@ -120,8 +122,14 @@ func rows(ra, rb []results.Report) []Row {
 	return out
 }
 
-func compare(w io.Writer, ra, rb []results.Report) error {
-	fmt.Fprintf(w, "A: %s (%d runs)   B: %s (%d runs)\n", commits(ra), len(ra), commits(rb), len(rb))
+func compare(w io.Writer, ra, rb []results.Report, labelA, labelB string) error {
+	if labelA == "" {
+		labelA = commits(ra)
+	}
+	if labelB == "" {
+		labelB = commits(rb)
+	}
+	fmt.Fprintf(w, "A: %s (%d runs)   B: %s (%d runs)\n", labelA, len(ra), labelB, len(rb))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\tmode\tA ratio to floor\tB ratio to floor\tB/A\tA spread\tB spread\tA CPU µs/req\tB CPU µs/req\t")
 	for _, r := range rows(ra, rb) {
