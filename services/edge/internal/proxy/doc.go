@@ -3,11 +3,10 @@
 // over TLS for https targets), which it needs for trailers and full-duplex
 // streams; everything else, including gRPC-web and Connect, goes over
 // HTTP/1.1 keep-alive connections, which Go serves for about a third of
-// the CPU of HTTP/2, both through net/http's Transport under
-// httputil.ReverseProxy (a hand-made HTTP/1.1 client, and reading small
-// bodies whole, saved too little to stay on the path of every untrusted
-// request: bench/README); the Transport sends a small body in the write of
-// its header anyway. Responses pass unbuffered with their trailers.
+// the CPU of HTTP/2; to an http service, through h1Transport, a client
+// that does each round trip on the request's goroutine. A request body of
+// known length up to 16 KiB is read first and sent with the header in one
+// write. Responses pass unbuffered with their trailers.
 //
 // It sets X-Forwarded-For/-Proto/-Host (keeping the incoming chain only when
 // the router marked the peer as a trusted proxy in reqinfo), sets X-Real-Ip

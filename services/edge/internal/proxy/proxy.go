@@ -1,8 +1,10 @@
 package proxy
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -32,10 +34,15 @@ type Proxy struct {
 	target *url.URL
 	logger *slog.Logger
 	rp     *httputil.ReverseProxy
-	h1     *http.Transport // everything but gRPC
+	h1     *http.Transport // everything but gRPC to an https service
 	h2     *http.Transport // gRPC
+	// sync replaces h1 for an http service (see h1Transport).
+	sync *h1Transport
 	// breaker fails fast while the service keeps failing.
 	breaker *breakerTransport
+	// whole is the largest request body read whole (wholeBody; 0 in the
+	// A/B benchmark of streaming every body).
+	whole int64
 	// proof is rpc.EdgeProof of the internal token: the service believes
 	// the X-Real-Ip of a request that carries it. Empty: none is sent.
 	proof string
@@ -54,6 +61,9 @@ func WithInternalToken(token string) Option {
 // time (tests).
 func (p *Proxy) setTimeouts(header, open time.Duration) {
 	p.h1.ResponseHeaderTimeout, p.h2.ResponseHeaderTimeout = header, header
+	if p.sync != nil {
+		p.sync.headerTimeout = header
+	}
 	p.breaker = newBreaker(p.svc, p.breaker.next, open, p.breaker.ready, p.logger)
 	p.rp.Transport = p.breaker
 }
@@ -82,11 +92,16 @@ func New(target *url.URL, svc string, logger *slog.Logger, opts ...Option) (*Pro
 	if logger == nil {
 		logger = slog.Default()
 	}
-	p := &Proxy{svc: svc, target: target, logger: logger, h1: newTransport(target.Scheme, false), h2: newTransport(target.Scheme, true)}
+	p := &Proxy{svc: svc, target: target, logger: logger, h1: newTransport(target.Scheme, false), h2: newTransport(target.Scheme, true), whole: wholeBody}
 	for _, o := range opts {
 		o(p)
 	}
-	p.breaker = newBreaker(svc, byProtocol{h1: p.h1, h2: p.h2}, breakerOpen, target.JoinPath("readyz").String(), logger)
+	var h1 http.RoundTripper = p.h1
+	if target.Scheme == "http" {
+		p.sync = newH1Transport(hostPort(target), ResponseHeaderTimeout)
+		h1 = p.sync
+	}
+	p.breaker = newBreaker(svc, byProtocol{h1: h1, h2: p.h2}, breakerOpen, target.JoinPath("readyz").String(), logger)
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: p.rewrite,
 		Transport: telemetry.HTTPTransport(p.breaker, func(r *http.Request) string {
@@ -107,7 +122,8 @@ func New(target *url.URL, svc string, logger *slog.Logger, opts ...Option) (*Pro
 }
 
 // newTransport returns the transport to a service: HTTP/1.1 keep-alive, or
-// with http2 prior-knowledge h2c (HTTP/2 over TLS for https targets).
+// with http2 prior-knowledge h2c (HTTP/2 over TLS for https targets). An
+// http service's HTTP/1.1 traffic goes through h1Transport instead.
 //
 // HTTP/1.1 is the default because Go's HTTP/2 server costs about three
 // times the CPU per request of its HTTP/1.1 server (measured: the tokens
@@ -134,11 +150,7 @@ func newTransport(scheme string, http2 bool) *http.Transport {
 		}).DialContext,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ResponseHeaderTimeout: ResponseHeaderTimeout,
-		// Under the services' idle timeout (pkg/server, 2 minutes), so edge
-		// drops a kept connection before the service would close it under
-		// a request; one the service closes sooner (a restart) the
-		// Transport's reader sees close at once.
-		IdleConnTimeout: 90 * time.Second,
+		IdleConnTimeout:       90 * time.Second,
 		// HTTP/1.1 carries one request per connection at a time: keep as
 		// many idle as edge has requests in flight to the service.
 		MaxIdleConnsPerHost: 256,
@@ -189,6 +201,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) { p.rp.ServeHT
 // CloseIdleConnections closes idle connections to the service, for shutdown.
 func (p *Proxy) CloseIdleConnections() {
 	p.h1.CloseIdleConnections()
+	if p.sync != nil {
+		p.sync.CloseIdleConnections()
+	}
 	p.h2.CloseIdleConnections()
 }
 
@@ -213,6 +228,9 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 			pr.Out.Header.Set("X-Forwarded-Host", host)
 		}
 	}
+	if n := pr.In.ContentLength; n > 0 && n <= p.whole && !isGRPC(pr.In.Header.Get("Content-Type")) {
+		pr.Out.Body, pr.Out.GetBody = readWhole(pr.In.Body, n)
+	}
 	// What edge tells the service is set here, after ReverseProxy removed
 	// the hop-by-hop headers: a client's "Connection: X-Real-Ip" names a
 	// header of the incoming hop and must not remove the one edge sets.
@@ -231,6 +249,39 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	}
 }
 
+// wholeBody is the largest request body read whole before it is sent on:
+// net/http's transport writes a body it knows to be in memory with the
+// request's header in one write, but flushes the header alone first for a
+// body it must stream, which costs each form POST a system call here and
+// one in the service. Forms and unary RPCs are far smaller; bigger bodies
+// and gRPC are streamed as they arrive.
+const wholeBody = 16 << 10
+
+// readWhole reads the n bytes of body promised by Content-Length. A body
+// that fails (cut short, over edge's limit, the client gone) is sent on as
+// far as it came, followed by its error, which ends the request as it would
+// have streamed.
+//
+// getBody, nil for a failed body, returns the body again from its start, so
+// a request on a kept connection the service had just closed can be sent
+// again.
+func readWhole(body io.Reader, n int64) (_ io.ReadCloser, getBody func() (io.ReadCloser, error)) {
+	buf := make([]byte, n)
+	got, err := io.ReadFull(body, buf)
+	if err != nil {
+		if err == io.ErrUnexpectedEOF || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return io.NopCloser(io.MultiReader(bytes.NewReader(buf[:got]), errReader{err})), nil
+	}
+	getBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf)), nil }
+	return io.NopCloser(bytes.NewReader(buf)), getBody
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
 // keepTrailers drops Content-Length from a response with trailers: an HTTP/2
 // service may send both, but an HTTP/1.1 client only receives trailers in a
 // chunked body, which a Content-Length would rule out.
@@ -240,6 +291,14 @@ func keepTrailers(res *http.Response) error {
 		res.ContentLength = -1
 	}
 	return nil
+}
+
+// hostPort is u's host with the scheme's default port when it has none.
+func hostPort(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	return net.JoinHostPort(u.Hostname(), "80")
 }
 
 func firstToken(v string) string {
