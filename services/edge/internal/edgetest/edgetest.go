@@ -169,3 +169,28 @@ func ClosedAddr(t testing.TB) string {
 	_ = ln.Close()
 	return addr
 }
+
+// Hammer sends the requests newRequest makes from b.RunParallel's
+// goroutines over keep-alive connections until b.N are answered, failing b
+// on any error or status other than 200: the load loop of edge's
+// benchmarks.
+func Hammer(b *testing.B, newRequest func() *http.Request) {
+	b.Helper()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	defer client.CloseIdleConnections()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			res, err := client.Do(newRequest())
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				b.Errorf("status %d", res.StatusCode)
+				return
+			}
+		}
+	})
+}

@@ -44,29 +44,15 @@ func BenchmarkABMicrocache(b *testing.B) {
 				b.Fatal(err)
 			}
 			url := edgetest.Start(b, h).URL.String() + "/oauth/v2/keys"
-			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-			b.Cleanup(client.CloseIdleConnections)
 			b.SetParallelism(8)
 			b.ReportAllocs()
 			m := benchcpu.Start(b)
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					req, _ := http.NewRequest(http.MethodGet, url, nil)
-					if arm == "plain" {
-						req.Header.Set("Cache-Control", "no-cache")
-					}
-					res, err := client.Do(req)
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					_, _ = io.Copy(io.Discard, res.Body)
-					res.Body.Close()
-					if res.StatusCode != http.StatusOK {
-						b.Errorf("status %d", res.StatusCode)
-						return
-					}
+			edgetest.Hammer(b, func() *http.Request {
+				req, _ := http.NewRequest(http.MethodGet, url, nil)
+				if arm == "plain" {
+					req.Header.Set("Cache-Control", "no-cache")
 				}
+				return req
 			})
 			m.Report(b)
 		})

@@ -51,23 +51,10 @@ func BenchmarkEdgeHop(b *testing.B) {
 		{"via-edge", edge.URL.String() + "/oauth/v2/keys"},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-			defer client.CloseIdleConnections()
 			b.ReportAllocs()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					res, err := client.Get(c.url)
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					_, _ = io.Copy(io.Discard, res.Body)
-					res.Body.Close()
-					if res.StatusCode != http.StatusOK {
-						b.Errorf("status %d", res.StatusCode)
-						return
-					}
-				}
+			edgetest.Hammer(b, func() *http.Request {
+				req, _ := http.NewRequest(http.MethodGet, c.url, nil)
+				return req
 			})
 		})
 	}
