@@ -5,8 +5,10 @@ import (
 	"sort"
 	"strings"
 
+	"buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	"buf.build/go/protovalidate"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // Limits is protovalidate's verdict on a request: the field limits its
@@ -16,6 +18,7 @@ import (
 // moved into the proto, so clients get the same InvalidArgument, id and
 // message; Rest reports whatever the handler did not ask about.
 type Limits struct {
+	desc   protoreflect.MessageDescriptor
 	byPath map[string][]*protovalidate.Violation // "scopes", "scopes[2]"
 	used   map[*protovalidate.Violation]bool
 }
@@ -23,7 +26,7 @@ type Limits struct {
 // CheckLimits validates msg against the rules of its proto. An error is a
 // rule protovalidate cannot evaluate (a bug in a .proto): Internal.
 func CheckLimits(msg proto.Message) (*Limits, error) {
-	l := &Limits{byPath: map[string][]*protovalidate.Violation{}, used: map[*protovalidate.Violation]bool{}}
+	l := &Limits{desc: msg.ProtoReflect().Descriptor(), byPath: map[string][]*protovalidate.Violation{}, used: map[*protovalidate.Violation]bool{}}
 	err := protovalidate.Validate(msg)
 	var ve *protovalidate.ValidationError
 	switch {
@@ -75,6 +78,75 @@ func (l *Limits) Count(field, path string) *LengthError {
 		return &LengthError{Field: field, Msg: "must have at most " + itoa(int(v.RuleValue.Uint())) + " entries"}
 	}
 	return nil
+}
+
+// Max reports the uint32.lte rule on the request field at path (such as
+// "query.limit"): "must be at most N".
+func (l *Limits) Max(field, path string) *LengthError {
+	if v := l.take(path, "uint32.lte"); v != nil {
+		return &LengthError{Field: field, Msg: "must be at most " + itoa(int(v.RuleValue.Uint()))}
+	}
+	return nil
+}
+
+// Bytes reports the bytes.max_len rule on the request field at path:
+// "must have at most N bytes".
+func (l *Limits) Bytes(field, path string) *LengthError {
+	if v := l.take(path, "bytes.max_len"); v != nil {
+		return &LengthError{Field: field, Msg: "must have at most " + itoa(int(v.RuleValue.Uint())) + " bytes"}
+	}
+	return nil
+}
+
+// Between reports a repeated field of n elements at path (a field of the
+// request itself) with fewer than min elements or more than its
+// repeated.max_items rule allows: "must have min to N noun", N the rule's.
+// The minimum is the handler's (a required list), the maximum the proto's.
+func (l *Limits) Between(field, path string, n, min int, noun string) *LengthError {
+	v := l.take(path, "repeated.max_items")
+	if v == nil && n >= min {
+		return nil
+	}
+	max := l.declaredMaxItems(path)
+	if v != nil {
+		max = v.RuleValue.Uint()
+	}
+	return &LengthError{Field: field, Msg: "must have " + itoa(min) + " to " + itoa(int(max)) + " " + noun}
+}
+
+// declaredMaxItems is the repeated.max_items rule the proto declares on
+// the request's field name.
+func (l *Limits) declaredMaxItems(name string) uint64 {
+	fd := l.desc.Fields().ByName(protoreflect.Name(name))
+	if fd == nil {
+		return 0
+	}
+	rules, _ := proto.GetExtension(fd.Options(), validate.E_Field).(*validate.FieldRules)
+	return rules.GetRepeated().GetMaxItems()
+}
+
+// ReportedIn marks as reported each violation at one of paths, or at an
+// element of one ("redirect_uris[2]"), for which f already holds an error
+// of that exact field: a domain check that also serves callers outside
+// the API (and so keeps its own limit) has reported it in its own words.
+// A violation f does not name stays for Rest.
+func (l *Limits) ReportedIn(f Fields, paths ...string) {
+	named := make(map[string]bool, len(f))
+	for _, e := range f {
+		named[e.Field] = true
+	}
+	for p, vs := range l.byPath {
+		if !named[p] {
+			continue
+		}
+		for _, root := range paths {
+			if p == root || strings.HasPrefix(p, root+"[") {
+				for _, v := range vs {
+					l.used[v] = true
+				}
+			}
+		}
+	}
 }
 
 // Rest adds to f every violation no Length or Count call reported, in

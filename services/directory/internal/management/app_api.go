@@ -13,11 +13,16 @@ import (
 // introspects tokens); the client secret (BASIC) is in this response only.
 func (s *Server) AddAPIApp(ctx context.Context, req *managementv1.AddAPIAppRequest) (*managementv1.AddAPIAppResponse, error) {
 	m := req
+	lim, err := apierr.CheckLimits(m) // the maximum lengths and counts are in the proto
+	if err != nil {
+		return nil, err
+	}
 	var f apierr.Fields
 	f.Check(apierr.Length("project_id", m.GetProjectId(), 1, 200))
-	f.Check(apierr.Length("name", m.GetName(), 1, projects.MaxNameLength))
+	f.Check(lim.Length("name", "name", m.GetName(), 1))
 	cfg := projects.APIConfig{AuthMethod: appEnumToDomain(apiAuthMethods, m.GetAuthMethodType())}
 	cfg.Validate(&f)
+	lim.Rest(&f)
 	if err := f.Err("APP-invalid"); err != nil {
 		return nil, err
 	}

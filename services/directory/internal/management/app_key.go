@@ -18,6 +18,10 @@ import (
 // only the public key is stored.
 func (s *Server) AddAppKey(ctx context.Context, req *managementv1.AddAppKeyRequest) (*managementv1.AddAppKeyResponse, error) {
 	m := req
+	lim, err := apierr.CheckLimits(m) // the maximum lengths and counts are in the proto
+	if err != nil {
+		return nil, err
+	}
 	var f apierr.Fields
 	checkAppIDs(&f, m.GetProjectId(), m.GetAppId())
 	if m.GetType() != managementv1.KeyType_KEY_TYPE_JSON {
@@ -45,6 +49,8 @@ func (s *Server) AddAppKey(ctx context.Context, req *managementv1.AddAppKeyReque
 		}
 		public = pem
 	}
+	lim.ReportedIn(f, "public_key") // projects.ParsePublicKey words it
+	lim.Rest(&f)
 	if err := f.Err("APP-key-invalid"); err != nil {
 		return nil, err
 	}

@@ -18,20 +18,25 @@ import (
 // another organization is NotFound, as for GetAppByID.
 func (s *Server) ListApps(ctx context.Context, req *managementv1.ListAppsRequest) (*managementv1.ListAppsResponse, error) {
 	m := req
+	lim, err := apierr.CheckLimits(m) // the maximum lengths and counts are in the proto
+	if err != nil {
+		return nil, err
+	}
 	var f apierr.Fields
 	f.Check(apierr.Length("project_id", m.GetProjectId(), 1, 200))
-	page := usersPage(&f, m.GetQuery())
-	checkQueryCount(&f, len(m.GetQueries()))
+	page := usersPage(&f, lim, m.GetQuery())
+	checkQueryCount(&f, lim)
 	var c criteria[projects.App]
 	for i, q := range m.GetQueries() {
 		field := fmt.Sprintf("queries[%d]", i)
 		switch x := q.GetQuery().(type) {
 		case *managementv1.AppQuery_NameQuery:
-			c.text(&f, field+".name_query", "name", x.NameQuery.GetName(), x.NameQuery.GetMethod(), func(a projects.App) string { return a.Name })
+			c.text(&f, lim, field+".name_query", "name", x.NameQuery.GetName(), x.NameQuery.GetMethod(), func(a projects.App) string { return a.Name })
 		default:
 			f.Add(field, "must set exactly one query")
 		}
 	}
+	lim.Rest(&f)
 	if err := f.Err("APP-invalid-query"); err != nil {
 		return nil, err
 	}

@@ -83,13 +83,19 @@ func appOIDCConfig(f *apierr.Fields, m appOIDCRequest) projects.OIDCConfig {
 // is in this response only.
 func (s *Server) AddOIDCApp(ctx context.Context, req *managementv1.AddOIDCAppRequest) (*managementv1.AddOIDCAppResponse, error) {
 	m := req
+	lim, err := apierr.CheckLimits(m) // the maximum lengths and counts are in the proto
+	if err != nil {
+		return nil, err
+	}
 	var f apierr.Fields
 	f.Check(apierr.Length("project_id", m.GetProjectId(), 1, 200))
-	f.Check(apierr.Length("name", m.GetName(), 1, projects.MaxNameLength))
+	f.Check(lim.Length("name", "name", m.GetName(), 1))
 	if m.GetVersion() != managementv1.OIDCVersion_OIDC_VERSION_1_0 {
 		f.Add("version", "must be OIDC_VERSION_1_0")
 	}
 	cfg := appOIDCConfig(&f, m)
+	lim.ReportedIn(f, "redirect_uris", "post_logout_redirect_uris") // projects.OIDCConfig.Validate words them; built-in apps use it too
+	lim.Rest(&f)
 	if err := f.Err("APP-invalid"); err != nil {
 		return nil, err
 	}
@@ -115,9 +121,15 @@ func (s *Server) AddOIDCApp(ctx context.Context, req *managementv1.AddOIDCAppReq
 // UpdateOIDCAppConfig replaces an OIDC application's configuration.
 func (s *Server) UpdateOIDCAppConfig(ctx context.Context, req *managementv1.UpdateOIDCAppConfigRequest) (*managementv1.UpdateOIDCAppConfigResponse, error) {
 	m := req
+	lim, err := apierr.CheckLimits(m) // the maximum lengths and counts are in the proto
+	if err != nil {
+		return nil, err
+	}
 	var f apierr.Fields
 	checkAppIDs(&f, m.GetProjectId(), m.GetAppId())
 	cfg := appOIDCConfig(&f, m)
+	lim.ReportedIn(f, "redirect_uris", "post_logout_redirect_uris") // projects.OIDCConfig.Validate words them; built-in apps use it too
+	lim.Rest(&f)
 	if err := f.Err("APP-invalid"); err != nil {
 		return nil, err
 	}

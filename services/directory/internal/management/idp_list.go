@@ -13,12 +13,9 @@ import (
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/textquery"
 )
 
-// List limits of ListQuery and ListOrgIDPsRequest.
-const (
-	defaultListLimit = 100
-	maxListLimit     = 1000
-	maxIDPQueries    = 20
-)
+// defaultListLimit is the page size of a ListQuery whose limit is 0; the
+// maximums of ListQuery and ListOrgIDPsRequest are protovalidate rules.
+const defaultListLimit = 100
 
 // ListOrgIDPs lists the organization's identity providers matching every
 // query, ordered by name (descending unless query.asc), one page at a time.
@@ -53,28 +50,28 @@ func (s *Server) ListOrgIDPs(ctx context.Context, req *managementv1.ListOrgIDPsR
 
 // idpSearch validates a list request and translates it.
 func idpSearch(m *managementv1.ListOrgIDPsRequest) (idps.Search, error) {
+	lim, err := apierr.CheckLimits(m) // the maximum lengths and counts are in the proto
+	if err != nil {
+		return idps.Search{}, err
+	}
 	var f apierr.Fields
 	lq := m.GetQuery()
 	s := idps.Search{Offset: lq.GetOffset(), Limit: int(lq.GetLimit()), Asc: lq.GetAsc()}
 	if s.Limit == 0 {
 		s.Limit = defaultListLimit
 	}
-	if s.Limit > maxListLimit {
-		f.Add("query.limit", fmt.Sprintf("must be at most %d", maxListLimit))
-	}
+	f.Check(lim.Max("query.limit", "query.limit"))
 	checkEnum(&f, "sorting_column", int32(m.GetSortingColumn()), managementv1.IDPFieldName_name)
-	if len(m.GetQueries()) > maxIDPQueries {
-		f.Add("queries", fmt.Sprintf("must have at most %d entries", maxIDPQueries))
-	}
+	f.Check(lim.Count("queries", "queries"))
 	for i, q := range m.GetQueries() {
 		field := fmt.Sprintf("queries[%d]", i)
 		switch {
 		case q.GetIdpIdQuery() != nil:
-			f.Check(apierr.Length(field+".idp_id_query.id", q.GetIdpIdQuery().GetId(), 0, idps.MaxLength))
+			f.Check(lim.Length(field+".idp_id_query.id", field+".idp_id_query.id", q.GetIdpIdQuery().GetId(), 0))
 			s.IDs = append(s.IDs, q.GetIdpIdQuery().GetId())
 		case q.GetIdpNameQuery() != nil:
 			nq := q.GetIdpNameQuery()
-			f.Check(apierr.Length(field+".idp_name_query.name", nq.GetName(), 0, idps.MaxLength))
+			f.Check(lim.Length(field+".idp_name_query.name", field+".idp_name_query.name", nq.GetName(), 0))
 			method := textquery.Method(nq.GetMethod())
 			if !method.Valid() {
 				f.Add(field+".idp_name_query.method", "is not a defined value")
@@ -88,5 +85,6 @@ func idpSearch(m *managementv1.ListOrgIDPsRequest) (idps.Search, error) {
 			f.Add(field, "must set exactly one query")
 		}
 	}
+	lim.Rest(&f)
 	return s, f.Err("IDP-invalid-query")
 }

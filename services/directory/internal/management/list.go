@@ -1,7 +1,6 @@
 package management
 
 import (
-	"fmt"
 	"slices"
 
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
@@ -14,27 +13,21 @@ import (
 // apps, members): there are few of each per caller, and text comparisons
 // then follow textquery's Unicode rules on SQLite and PostgreSQL alike.
 
-// Limits of their queries.
-const (
-	maxListQueries = 20
-	maxQueryText   = 200
-)
-
 // criteria are the predicates every listed item must satisfy.
 type criteria[T any] []func(T) bool
 
-// checkQueryCount refuses more than maxListQueries queries.
-func checkQueryCount(f *apierr.Fields, n int) {
-	if n > maxListQueries {
-		f.Add("queries", fmt.Sprintf("must have at most %d entries", maxListQueries))
-	}
+// checkQueryCount reports more queries than the request's
+// repeated.max_items rule allows (20).
+func checkQueryCount(f *apierr.Fields, lim *apierr.Limits) {
+	f.Check(lim.Count("queries", "queries"))
 }
 
 // text adds a text criterion on the value get returns, checking the query
-// text (0-200 characters) and method; field names the query, e.g.
-// "queries[0].name_query", name its text field.
-func (c *criteria[T]) text(f *apierr.Fields, field, name, value string, method managementv1.TextQueryMethod, get func(T) string) {
-	f.Check(apierr.Length(field+"."+name, value, 0, maxQueryText))
+// text (0-200 characters, the string.max_len rule of its query message)
+// and method; field names the query, e.g. "queries[0].name_query", name its
+// text field.
+func (c *criteria[T]) text(f *apierr.Fields, lim *apierr.Limits, field, name, value string, method managementv1.TextQueryMethod, get func(T) string) {
+	f.Check(lim.Length(field+"."+name, field+"."+name, value, 0))
 	m := textquery.Method(method)
 	if !m.Valid() {
 		f.Add(field+".method", "is not a defined value")

@@ -17,6 +17,10 @@ import (
 func (s *Server) AddMachineKey(ctx context.Context, req *managementv1.AddMachineKeyRequest) (*managementv1.AddMachineKeyResponse, error) {
 	m := req
 	now := s.Now()
+	lim, err := apierr.CheckLimits(m) // the maximum lengths and counts are in the proto
+	if err != nil {
+		return nil, err
+	}
 	var f apierr.Fields
 	if m.GetType() != managementv1.KeyType_KEY_TYPE_JSON {
 		f.Add("type", "must be KEY_TYPE_JSON")
@@ -36,6 +40,8 @@ func (s *Server) AddMachineKey(ctx context.Context, req *managementv1.AddMachine
 			f.Add("public_key", err.Error())
 		}
 	}
+	lim.ReportedIn(f, "public_key") // users.ParsePublicKey words it; bootstrap uses it too
+	lim.Rest(&f)
 	if err := f.Err("USER-invalid-key"); err != nil {
 		return nil, err
 	}

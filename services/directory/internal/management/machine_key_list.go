@@ -13,8 +13,13 @@ import (
 // ListMachineKeys lists the keys of a machine user (metadata only), by
 // creation date. A human user is NotFound.
 func (s *Server) ListMachineKeys(ctx context.Context, req *managementv1.ListMachineKeysRequest) (*managementv1.ListMachineKeysResponse, error) {
+	lim, err := apierr.CheckLimits(req) // query.limit's maximum is in the proto
+	if err != nil {
+		return nil, err
+	}
 	var f apierr.Fields
-	page := usersPage(&f, req.GetQuery())
+	page := usersPage(&f, lim, req.GetQuery())
+	lim.Rest(&f)
 	if err := f.Err("USER-invalid-query"); err != nil {
 		return nil, err
 	}

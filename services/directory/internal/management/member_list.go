@@ -25,19 +25,23 @@ type member struct {
 // matching every query, ordered by user id.
 func (s *Server) ListOrgMembers(ctx context.Context, req *managementv1.ListOrgMembersRequest) (*managementv1.ListOrgMembersResponse, error) {
 	m := req
+	lim, err := apierr.CheckLimits(m) // the maximum lengths and counts are in the proto
+	if err != nil {
+		return nil, err
+	}
 	var f apierr.Fields
-	page := usersPage(&f, m.GetQuery())
-	checkQueryCount(&f, len(m.GetQueries()))
+	page := usersPage(&f, lim, m.GetQuery())
+	checkQueryCount(&f, lim)
 	var c criteria[member]
 	for i, q := range m.GetQueries() {
 		field := fmt.Sprintf("queries[%d]", i)
 		switch x := q.GetQuery().(type) {
 		case *managementv1.MemberQuery_FirstNameQuery:
-			c.text(&f, field+".first_name_query", "first_name", x.FirstNameQuery.GetFirstName(), x.FirstNameQuery.GetMethod(), func(m member) string { return m.u.FirstName })
+			c.text(&f, lim, field+".first_name_query", "first_name", x.FirstNameQuery.GetFirstName(), x.FirstNameQuery.GetMethod(), func(m member) string { return m.u.FirstName })
 		case *managementv1.MemberQuery_LastNameQuery:
-			c.text(&f, field+".last_name_query", "last_name", x.LastNameQuery.GetLastName(), x.LastNameQuery.GetMethod(), func(m member) string { return m.u.LastName })
+			c.text(&f, lim, field+".last_name_query", "last_name", x.LastNameQuery.GetLastName(), x.LastNameQuery.GetMethod(), func(m member) string { return m.u.LastName })
 		case *managementv1.MemberQuery_EmailQuery:
-			c.text(&f, field+".email_query", "email", x.EmailQuery.GetEmail(), x.EmailQuery.GetMethod(), func(m member) string { return m.u.Email })
+			c.text(&f, lim, field+".email_query", "email", x.EmailQuery.GetEmail(), x.EmailQuery.GetMethod(), func(m member) string { return m.u.Email })
 		case *managementv1.MemberQuery_UserIdQuery:
 			id := x.UserIdQuery.GetUserId()
 			f.Check(apierr.Length(field+".user_id_query.user_id", id, 0, 200))
@@ -46,6 +50,7 @@ func (s *Server) ListOrgMembers(ctx context.Context, req *managementv1.ListOrgMe
 			f.Add(field, "must set exactly one query")
 		}
 	}
+	lim.Rest(&f)
 	if err := f.Err("MEMBER-invalid-query"); err != nil {
 		return nil, err
 	}

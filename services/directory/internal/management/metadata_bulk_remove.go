@@ -16,9 +16,15 @@ import (
 // NotFound naming those keys and nothing is removed.
 func (s *Server) BulkRemoveUserMetadata(ctx context.Context, req *managementv1.BulkRemoveUserMetadataRequest) (*managementv1.BulkRemoveUserMetadataResponse, error) {
 	m := req
+	lim, err := apierr.CheckLimits(m) // the maximum lengths and counts are in the proto
+	if err != nil {
+		return nil, err
+	}
 	var f apierr.Fields
 	f.Check(apierr.Length("id", m.GetId(), 1, 200))
 	metadata.CheckKeys(&f, "keys", m.GetKeys())
+	lim.ReportedIn(f, "keys") // metadata's checks word them
+	lim.Rest(&f)
 	if err := f.Err("METADATA-invalid"); err != nil {
 		return nil, err
 	}

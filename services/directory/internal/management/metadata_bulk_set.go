@@ -19,9 +19,15 @@ func (s *Server) BulkSetUserMetadata(ctx context.Context, req *managementv1.Bulk
 	for i, e := range m.GetMetadata() {
 		entries[i] = metadata.Entry{Key: e.GetKey(), Value: e.GetValue()}
 	}
+	lim, err := apierr.CheckLimits(m) // the maximum lengths and counts are in the proto
+	if err != nil {
+		return nil, err
+	}
 	var f apierr.Fields
 	f.Check(apierr.Length("id", m.GetId(), 1, 200))
 	metadata.CheckEntries(&f, "metadata", entries)
+	lim.ReportedIn(f, "metadata") // metadata's checks word them
+	lim.Rest(&f)
 	if err := f.Err("METADATA-invalid"); err != nil {
 		return nil, err
 	}

@@ -14,9 +14,15 @@ import (
 // events; NotFound for an unknown key or a user not of the organization.
 func (s *Server) GetUserMetadata(ctx context.Context, req *managementv1.GetUserMetadataRequest) (*managementv1.GetUserMetadataResponse, error) {
 	m := req
+	lim, err := apierr.CheckLimits(m) // the maximum lengths and counts are in the proto
+	if err != nil {
+		return nil, err
+	}
 	var f apierr.Fields
 	f.Check(apierr.Length("id", m.GetId(), 1, 200))
 	metadata.CheckKey(&f, "key", m.GetKey())
+	lim.ReportedIn(f, "key") // metadata's checks word them
+	lim.Rest(&f)
 	if err := f.Err("METADATA-invalid"); err != nil {
 		return nil, err
 	}

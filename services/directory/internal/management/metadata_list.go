@@ -12,13 +12,10 @@ import (
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/textquery"
 )
 
-// Paging and query limits of ListUserMetadata (ListQuery's and the
-// request's documented limits).
-const (
-	metadataDefaultLimit = 100
-	metadataMaxLimit     = 1000
-	metadataMaxQueries   = 20
-)
+// metadataDefaultLimit is the page size of a ListQuery whose limit is 0;
+// the maximums (limit 1000, 20 queries, keys of 200 characters) are
+// protovalidate rules of ListQuery and ListUserMetadataRequest.
+const metadataDefaultLimit = 100
 
 // ListUserMetadata returns one page of a user's entries matching every key
 // query, ordered by key (descending unless query.asc). The list details
@@ -27,18 +24,18 @@ const (
 // what was listed, removals included.
 func (s *Server) ListUserMetadata(ctx context.Context, req *managementv1.ListUserMetadataRequest) (*managementv1.ListUserMetadataResponse, error) {
 	m := req
+	lim, err := apierr.CheckLimits(m) // the maximum lengths and counts are in the proto
+	if err != nil {
+		return nil, err
+	}
 	var f apierr.Fields
 	f.Check(apierr.Length("id", m.GetId(), 1, 200))
 	limit := int(m.GetQuery().GetLimit())
-	switch {
-	case limit == 0:
+	if limit == 0 {
 		limit = metadataDefaultLimit
-	case limit > metadataMaxLimit:
-		f.Add("query.limit", fmt.Sprintf("must be at most %d", metadataMaxLimit))
 	}
-	if len(m.GetQueries()) > metadataMaxQueries {
-		f.Add("queries", fmt.Sprintf("must have at most %d entries", metadataMaxQueries))
-	}
+	f.Check(lim.Max("query.limit", "query.limit"))
+	f.Check(lim.Count("queries", "queries"))
 	keyQueries := make([]metadata.KeyQuery, 0, len(m.GetQueries()))
 	for i, q := range m.GetQueries() {
 		field := fmt.Sprintf("queries[%d]", i)
@@ -47,13 +44,14 @@ func (s *Server) ListUserMetadata(ctx context.Context, req *managementv1.ListUse
 			f.Add(field, "must set key_query")
 			continue
 		}
-		f.Check(apierr.Length(field+".key_query.key", kq.GetKey(), 0, metadata.MaxKeyLength))
+		f.Check(lim.Length(field+".key_query.key", field+".key_query.key", kq.GetKey(), 0))
 		method := textquery.Method(kq.GetMethod())
 		if !method.Valid() {
 			f.Add(field+".key_query.method", "is not a TextQueryMethod")
 		}
 		keyQueries = append(keyQueries, metadata.KeyQuery{Text: kq.GetKey(), Method: method})
 	}
+	lim.Rest(&f)
 	if err := f.Err("METADATA-invalid-query"); err != nil {
 		return nil, err
 	}

@@ -14,10 +14,16 @@ import (
 // for a user not of the organization.
 func (s *Server) SetUserMetadata(ctx context.Context, req *managementv1.SetUserMetadataRequest) (*managementv1.SetUserMetadataResponse, error) {
 	m := req
+	lim, err := apierr.CheckLimits(m) // the maximum lengths and counts are in the proto
+	if err != nil {
+		return nil, err
+	}
 	var f apierr.Fields
 	f.Check(apierr.Length("id", m.GetId(), 1, 200))
 	metadata.CheckKey(&f, "key", m.GetKey())
 	metadata.CheckValue(&f, "value", m.GetValue())
+	lim.ReportedIn(f, "key", "value") // metadata's checks word them
+	lim.Rest(&f)
 	if err := f.Err("METADATA-invalid"); err != nil {
 		return nil, err
 	}

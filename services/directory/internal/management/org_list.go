@@ -22,18 +22,22 @@ import (
 // filter is the whole authorization: a caller without roles gets nothing.
 func (s *Server) ListOrgs(ctx context.Context, req *managementv1.ListOrgsRequest) (*managementv1.ListOrgsResponse, error) {
 	m := req
+	lim, err := apierr.CheckLimits(m) // the maximum lengths and counts are in the proto
+	if err != nil {
+		return nil, err
+	}
 	var f apierr.Fields
-	page := usersPage(&f, m.GetQuery())
+	page := usersPage(&f, lim, m.GetQuery())
 	checkEnum(&f, "sorting_column", int32(m.GetSortingColumn()), managementv1.OrgFieldName_name)
-	checkQueryCount(&f, len(m.GetQueries()))
+	checkQueryCount(&f, lim)
 	var c criteria[orgs.Org]
 	for i, q := range m.GetQueries() {
 		field := fmt.Sprintf("queries[%d]", i)
 		switch x := q.GetQuery().(type) {
 		case *managementv1.OrgQuery_NameQuery:
-			c.text(&f, field+".name_query", "name", x.NameQuery.GetName(), x.NameQuery.GetMethod(), func(o orgs.Org) string { return o.Name })
+			c.text(&f, lim, field+".name_query", "name", x.NameQuery.GetName(), x.NameQuery.GetMethod(), func(o orgs.Org) string { return o.Name })
 		case *managementv1.OrgQuery_DomainQuery:
-			c.text(&f, field+".domain_query", "domain", x.DomainQuery.GetDomain(), x.DomainQuery.GetMethod(), func(o orgs.Org) string { return o.PrimaryDomain })
+			c.text(&f, lim, field+".domain_query", "domain", x.DomainQuery.GetDomain(), x.DomainQuery.GetMethod(), func(o orgs.Org) string { return o.PrimaryDomain })
 		case *managementv1.OrgQuery_StateQuery:
 			st := x.StateQuery.GetState()
 			checkEnum(&f, field+".state_query.state", int32(st), managementv1.OrgState_name)
@@ -46,6 +50,7 @@ func (s *Server) ListOrgs(ctx context.Context, req *managementv1.ListOrgsRequest
 			f.Add(field, "must set exactly one query")
 		}
 	}
+	lim.Rest(&f)
 	if err := f.Err("ORG-invalid-query"); err != nil {
 		return nil, err
 	}

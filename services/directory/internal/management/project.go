@@ -43,11 +43,16 @@ func projectToProto(p *projects.Project) *managementv1.Project {
 // AddProject creates a project; its name is unique in the organization.
 func (s *Server) AddProject(ctx context.Context, req *managementv1.AddProjectRequest) (*managementv1.AddProjectResponse, error) {
 	m := req
+	lim, err := apierr.CheckLimits(m) // the maximum lengths and counts are in the proto
+	if err != nil {
+		return nil, err
+	}
 	var f apierr.Fields
-	f.Check(apierr.Length("name", m.GetName(), 1, projects.MaxNameLength))
+	f.Check(lim.Length("name", "name", m.GetName(), 1))
 	if _, ok := managementv1.PrivateLabelingSetting_name[int32(m.GetPrivateLabelingSetting())]; !ok {
 		f.Add("private_labeling_setting", "must be a defined value")
 	}
+	lim.Rest(&f)
 	if err := f.Err("PROJECT-invalid"); err != nil {
 		return nil, err
 	}

@@ -75,9 +75,14 @@ func (s *Server) AddProjectGrant(ctx context.Context, req *managementv1.AddProje
 
 // ListProjectGrants lists a project's grants by creation date.
 func (s *Server) ListProjectGrants(ctx context.Context, req *managementv1.ListProjectGrantsRequest) (*managementv1.ListProjectGrantsResponse, error) {
+	lim, err := apierr.CheckLimits(req) // query.limit's maximum is in the proto
+	if err != nil {
+		return nil, err
+	}
 	var f apierr.Fields
-	page := usersPage(&f, req.GetQuery())
+	page := usersPage(&f, lim, req.GetQuery())
 	f.Check(apierr.Length("project_id", req.GetProjectId(), 1, 200))
+	lim.Rest(&f)
 	if err := f.Err("PROJECT-GRANT-invalid-query"); err != nil {
 		return nil, err
 	}
@@ -126,8 +131,13 @@ func (s *Server) ListProjectGrants(ctx context.Context, req *managementv1.ListPr
 // ListGrantedProjects lists the grants made to the target organization,
 // by creation date: who may sign in its users, and to which projects.
 func (s *Server) ListGrantedProjects(ctx context.Context, req *managementv1.ListGrantedProjectsRequest) (*managementv1.ListGrantedProjectsResponse, error) {
+	lim, err := apierr.CheckLimits(req) // query.limit's maximum is in the proto
+	if err != nil {
+		return nil, err
+	}
 	var f apierr.Fields
-	page := usersPage(&f, req.GetQuery())
+	page := usersPage(&f, lim, req.GetQuery())
+	lim.Rest(&f)
 	if err := f.Err("PROJECT-GRANT-invalid-query"); err != nil {
 		return nil, err
 	}

@@ -18,19 +18,24 @@ import (
 // ordered by name.
 func (s *Server) ListProjects(ctx context.Context, req *managementv1.ListProjectsRequest) (*managementv1.ListProjectsResponse, error) {
 	m := req
+	lim, err := apierr.CheckLimits(m) // the maximum lengths and counts are in the proto
+	if err != nil {
+		return nil, err
+	}
 	var f apierr.Fields
-	page := usersPage(&f, m.GetQuery())
-	checkQueryCount(&f, len(m.GetQueries()))
+	page := usersPage(&f, lim, m.GetQuery())
+	checkQueryCount(&f, lim)
 	var c criteria[projects.Project]
 	for i, q := range m.GetQueries() {
 		field := fmt.Sprintf("queries[%d]", i)
 		switch x := q.GetQuery().(type) {
 		case *managementv1.ProjectQuery_NameQuery:
-			c.text(&f, field+".name_query", "name", x.NameQuery.GetName(), x.NameQuery.GetMethod(), func(p projects.Project) string { return p.Name })
+			c.text(&f, lim, field+".name_query", "name", x.NameQuery.GetName(), x.NameQuery.GetMethod(), func(p projects.Project) string { return p.Name })
 		default:
 			f.Add(field, "must set exactly one query")
 		}
 	}
+	lim.Rest(&f)
 	if err := f.Err("PROJECT-invalid-query"); err != nil {
 		return nil, err
 	}

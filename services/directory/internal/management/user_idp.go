@@ -16,8 +16,13 @@ import (
 // ListUserIDPs lists a user's links to identities at identity providers,
 // by creation date (ZITADEL's IDPUserLink shape).
 func (s *Server) ListUserIDPs(ctx context.Context, req *managementv1.ListUserIDPsRequest) (*managementv1.ListUserIDPsResponse, error) {
+	lim, err := apierr.CheckLimits(req) // query.limit's maximum is in the proto
+	if err != nil {
+		return nil, err
+	}
 	var f apierr.Fields
-	page := usersPage(&f, req.GetQuery())
+	page := usersPage(&f, lim, req.GetQuery())
+	lim.Rest(&f)
 	if err := f.Err("USER-invalid-query"); err != nil {
 		return nil, err
 	}

@@ -14,24 +14,17 @@ import (
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/users"
 )
 
-// Limits of list requests.
-const (
-	userListDefaultLimit = 100
-	userListMaxLimit     = 1000
-	userListMaxQueries   = 20
-	userQueryTextMax     = 200
-)
+// userListDefaultLimit is the page size of a ListQuery whose limit is 0.
+const userListDefaultLimit = 100
 
 // usersPage validates a ListQuery: limit 0 means the default of 100, more
-// than 1000 is InvalidArgument.
-func usersPage(f *apierr.Fields, q *managementv1.ListQuery) users.Page {
+// than 1000 (ListQuery.limit's uint32.lte rule, in lim) is InvalidArgument.
+func usersPage(f *apierr.Fields, lim *apierr.Limits, q *managementv1.ListQuery) users.Page {
 	p := users.Page{Offset: q.GetOffset(), Limit: uint64(q.GetLimit()), Asc: q.GetAsc()}
 	if p.Limit == 0 {
 		p.Limit = userListDefaultLimit
 	}
-	if p.Limit > userListMaxLimit {
-		f.Add("query.limit", fmt.Sprintf("must be at most %d", userListMaxLimit))
-	}
+	f.Check(lim.Max("query.limit", "query.limit"))
 	if p.Offset > math.MaxInt64 {
 		f.Add("query.offset", "is too large")
 	}
@@ -51,23 +44,26 @@ func (s *Server) usersListDetails(ctx context.Context, total uint64) (*managemen
 // ListUsers lists the organization's users matching every query.
 func (s *Server) ListUsers(ctx context.Context, req *managementv1.ListUsersRequest) (*managementv1.ListUsersResponse, error) {
 	m := req
+	lim, err := apierr.CheckLimits(m) // the maximum lengths and counts are in the proto
+	if err != nil {
+		return nil, err
+	}
 	var f apierr.Fields
 	search := users.Search{
 		OrgID: authz.FromContext(ctx).OrgID,
 		Sort:  users.SortColumn(m.GetSortingColumn()),
-		Page:  usersPage(&f, m.GetQuery()),
+		Page:  usersPage(&f, lim, m.GetQuery()),
 	}
 	if !users.ValidSort(search.Sort) {
 		f.Add("sorting_column", "is not a defined value")
 	}
-	if len(m.GetQueries()) > userListMaxQueries {
-		f.Add("queries", fmt.Sprintf("must have at most %d entries", userListMaxQueries))
-	}
+	f.Check(lim.Count("queries", "queries"))
 	for i, q := range m.GetQueries() {
-		if qu, ok := userQuery(&f, fmt.Sprintf("queries[%d]", i), q); ok {
+		if qu, ok := userQuery(&f, lim, fmt.Sprintf("queries[%d]", i), q); ok {
 			search.Queries = append(search.Queries, qu)
 		}
 	}
+	lim.Rest(&f)
 	if err := f.Err("USER-invalid-query"); err != nil {
 		return nil, err
 	}
@@ -86,11 +82,12 @@ func (s *Server) ListUsers(ctx context.Context, req *managementv1.ListUsersReque
 	return out, nil
 }
 
-// userQuery validates one UserQuery and translates it.
-func userQuery(f *apierr.Fields, field string, q *managementv1.UserQuery) (users.Query, bool) {
+// userQuery validates one UserQuery and translates it; its texts' maximum
+// length (200) is the string.max_len rule of their query messages.
+func userQuery(f *apierr.Fields, lim *apierr.Limits, field string, q *managementv1.UserQuery) (users.Query, bool) {
 	text := func(name string, qf users.QueryField, value string, method managementv1.TextQueryMethod) (users.Query, bool) {
 		ok := true
-		if e := apierr.Length(field+"."+name, value, 0, userQueryTextMax); e != nil {
+		if e := lim.Length(field+"."+name, field+"."+name, value, 0); e != nil {
 			f.Check(e)
 			ok = false
 		}

@@ -7,6 +7,7 @@
 package managementv1
 
 import (
+	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
@@ -1301,7 +1302,7 @@ var File_gatehouse_management_v1_app_proto protoreflect.FileDescriptor
 
 const file_gatehouse_management_v1_app_proto_rawDesc = "" +
 	"\n" +
-	"!gatehouse/management/v1/app.proto\x12\x17gatehouse.management.v1\x1a$gatehouse/management/v1/object.proto\x1a\x1egoogle/protobuf/duration.proto\"\xf1\x02\n" +
+	"!gatehouse/management/v1/app.proto\x12\x17gatehouse.management.v1\x1a\x1bbuf/validate/validate.proto\x1a$gatehouse/management/v1/object.proto\x1a\x1egoogle/protobuf/duration.proto\"\xf1\x02\n" +
 	"\x03App\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12@\n" +
 	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\x127\n" +
@@ -1362,9 +1363,9 @@ const file_gatehouse_management_v1_app_proto_rawDesc = "" +
 	"\bAppQuery\x12F\n" +
 	"\n" +
 	"name_query\x18\x01 \x01(\v2%.gatehouse.management.v1.AppNameQueryH\x00R\tnameQueryB\a\n" +
-	"\x05query\"d\n" +
-	"\fAppNameQuery\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\x12@\n" +
+	"\x05query\"n\n" +
+	"\fAppNameQuery\x12\x1c\n" +
+	"\x04name\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x04name\x12@\n" +
 	"\x06method\x18\x02 \x01(\x0e2(.gatehouse.management.v1.TextQueryMethodR\x06method*S\n" +
 	"\bAppState\x12\x19\n" +
 	"\x15APP_STATE_UNSPECIFIED\x10\x00\x12\x14\n" +

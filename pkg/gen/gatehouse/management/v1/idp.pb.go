@@ -7,6 +7,7 @@
 package managementv1
 
 import (
+	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -902,7 +903,7 @@ var File_gatehouse_management_v1_idp_proto protoreflect.FileDescriptor
 
 const file_gatehouse_management_v1_idp_proto_rawDesc = "" +
 	"\n" +
-	"!gatehouse/management/v1/idp.proto\x12\x17gatehouse.management.v1\x1a$gatehouse/management/v1/object.proto\"\xd3\x03\n" +
+	"!gatehouse/management/v1/idp.proto\x12\x17gatehouse.management.v1\x1a\x1bbuf/validate/validate.proto\x1a$gatehouse/management/v1/object.proto\"\xd3\x03\n" +
 	"\x03IDP\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12@\n" +
 	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\x127\n" +
@@ -929,12 +930,12 @@ const file_gatehouse_management_v1_idp_proto_rawDesc = "" +
 	"idpIdQuery\x12M\n" +
 	"\x0eidp_name_query\x18\x02 \x01(\v2%.gatehouse.management.v1.IDPNameQueryH\x00R\fidpNameQuery\x12V\n" +
 	"\x10owner_type_query\x18\x03 \x01(\v2*.gatehouse.management.v1.IDPOwnerTypeQueryH\x00R\x0eownerTypeQueryB\a\n" +
-	"\x05query\"\x1c\n" +
+	"\x05query\"&\n" +
 	"\n" +
-	"IDPIDQuery\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"d\n" +
-	"\fIDPNameQuery\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\x12@\n" +
+	"IDPIDQuery\x12\x18\n" +
+	"\x02id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x02id\"n\n" +
+	"\fIDPNameQuery\x12\x1c\n" +
+	"\x04name\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x04name\x12@\n" +
 	"\x06method\x18\x02 \x01(\x0e2(.gatehouse.management.v1.TextQueryMethodR\x06method\"Y\n" +
 	"\x11IDPOwnerTypeQuery\x12D\n" +
 	"\n" +

@@ -7638,11 +7638,11 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x12GetUserByIDRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"H\n" +
 	"\x13GetUserByIDResponse\x121\n" +
-	"\x04user\x18\x01 \x01(\v2\x1d.gatehouse.management.v1.UserR\x04user\"\xd9\x01\n" +
+	"\x04user\x18\x01 \x01(\v2\x1d.gatehouse.management.v1.UserR\x04user\"\xe3\x01\n" +
 	"\x10ListUsersRequest\x128\n" +
 	"\x05query\x18\x01 \x01(\v2\".gatehouse.management.v1.ListQueryR\x05query\x12M\n" +
-	"\x0esorting_column\x18\x02 \x01(\x0e2&.gatehouse.management.v1.UserFieldNameR\rsortingColumn\x12<\n" +
-	"\aqueries\x18\x03 \x03(\v2\".gatehouse.management.v1.UserQueryR\aqueries\"\xd9\x01\n" +
+	"\x0esorting_column\x18\x02 \x01(\x0e2&.gatehouse.management.v1.UserFieldNameR\rsortingColumn\x12F\n" +
+	"\aqueries\x18\x03 \x03(\v2\".gatehouse.management.v1.UserQueryB\b\xbaH\x05\x92\x01\x02\x10\x14R\aqueries\"\xd9\x01\n" +
 	"\x11ListUsersResponse\x12>\n" +
 	"\adetails\x18\x01 \x01(\v2$.gatehouse.management.v1.ListDetailsR\adetails\x12M\n" +
 	"\x0esorting_column\x18\x02 \x01(\x0e2&.gatehouse.management.v1.UserFieldNameR\rsortingColumn\x125\n" +
@@ -7729,13 +7729,13 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\bpassword\x18\x02 \x01(\tR\bpassword\x12,\n" +
 	"\x12no_change_required\x18\x03 \x01(\bR\x10noChangeRequired\"\\\n" +
 	"\x18SetHumanPasswordResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\xc9\x01\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\xd3\x01\n" +
 	"\x14AddMachineKeyRequest\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x124\n" +
 	"\x04type\x18\x02 \x01(\x0e2 .gatehouse.management.v1.KeyTypeR\x04type\x12C\n" +
-	"\x0fexpiration_date\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x0eexpirationDate\x12\x1d\n" +
+	"\x0fexpiration_date\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x0eexpirationDate\x12'\n" +
 	"\n" +
-	"public_key\x18\x04 \x01(\fR\tpublicKey\"\x91\x01\n" +
+	"public_key\x18\x04 \x01(\fB\b\xbaH\x05z\x03\x18\x90NR\tpublicKey\"\x91\x01\n" +
 	"\x15AddMachineKeyResponse\x12\x15\n" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\x12\x1f\n" +
 	"\vkey_details\x18\x02 \x01(\fR\n" +
@@ -7761,42 +7761,42 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x1aRemoveMachineSecretRequest\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\"_\n" +
 	"\x1bRemoveMachineSecretResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"P\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"e\n" +
 	"\x16SetUserMetadataRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
-	"\x03key\x18\x02 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x03 \x01(\fR\x05value\"k\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
+	"\x03key\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x03key\x12\x1f\n" +
+	"\x05value\x18\x03 \x01(\fB\t\xbaH\x06z\x04\x18\xa0\xc2\x1eR\x05value\"k\n" +
 	"\x17SetUserMetadataResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12@\n" +
-	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\xba\x01\n" +
+	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\xd9\x01\n" +
 	"\x1aBulkSetUserMetadataRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12X\n" +
-	"\bmetadata\x18\x02 \x03(\v2<.gatehouse.management.v1.BulkSetUserMetadataRequest.MetadataR\bmetadata\x1a2\n" +
-	"\bMetadata\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value\"_\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12b\n" +
+	"\bmetadata\x18\x02 \x03(\v2<.gatehouse.management.v1.BulkSetUserMetadataRequest.MetadataB\b\xbaH\x05\x92\x01\x02\x10dR\bmetadata\x1aG\n" +
+	"\bMetadata\x12\x1a\n" +
+	"\x03key\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x03key\x12\x1f\n" +
+	"\x05value\x18\x02 \x01(\fB\t\xbaH\x06z\x04\x18\xa0\xc2\x1eR\x05value\"_\n" +
 	"\x1bBulkSetUserMetadataResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\xa5\x01\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\xaf\x01\n" +
 	"\x17ListUserMetadataRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x128\n" +
-	"\x05query\x18\x02 \x01(\v2\".gatehouse.management.v1.ListQueryR\x05query\x12@\n" +
-	"\aqueries\x18\x03 \x03(\v2&.gatehouse.management.v1.MetadataQueryR\aqueries\"\x95\x01\n" +
+	"\x05query\x18\x02 \x01(\v2\".gatehouse.management.v1.ListQueryR\x05query\x12J\n" +
+	"\aqueries\x18\x03 \x03(\v2&.gatehouse.management.v1.MetadataQueryB\b\xbaH\x05\x92\x01\x02\x10\x14R\aqueries\"\x95\x01\n" +
 	"\x18ListUserMetadataResponse\x12>\n" +
 	"\adetails\x18\x01 \x01(\v2$.gatehouse.management.v1.ListDetailsR\adetails\x129\n" +
-	"\x06result\x18\x02 \x03(\v2!.gatehouse.management.v1.MetadataR\x06result\":\n" +
+	"\x06result\x18\x02 \x03(\v2!.gatehouse.management.v1.MetadataR\x06result\"D\n" +
 	"\x16GetUserMetadataRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
-	"\x03key\x18\x02 \x01(\tR\x03key\"X\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
+	"\x03key\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x03key\"X\n" +
 	"\x17GetUserMetadataResponse\x12=\n" +
-	"\bmetadata\x18\x01 \x01(\v2!.gatehouse.management.v1.MetadataR\bmetadata\"=\n" +
+	"\bmetadata\x18\x01 \x01(\v2!.gatehouse.management.v1.MetadataR\bmetadata\"G\n" +
 	"\x19RemoveUserMetadataRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
-	"\x03key\x18\x02 \x01(\tR\x03key\"^\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
+	"\x03key\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x03key\"^\n" +
 	"\x1aRemoveUserMetadataResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"C\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"T\n" +
 	"\x1dBulkRemoveUserMetadataRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
-	"\x04keys\x18\x02 \x03(\tR\x04keys\"b\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12#\n" +
+	"\x04keys\x18\x02 \x03(\tB\x0f\xbaH\f\x92\x01\t\x10d\"\x05r\x03\x18\xc8\x01R\x04keys\"b\n" +
 	"\x1eBulkRemoveUserMetadataResponse\x12@\n" +
 	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\x11\n" +
 	"\x0fGetMyOrgRequest\"B\n" +
@@ -7806,11 +7806,11 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"b\n" +
 	"\x0eAddOrgResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12@\n" +
-	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\xd6\x01\n" +
+	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\xe0\x01\n" +
 	"\x0fListOrgsRequest\x128\n" +
 	"\x05query\x18\x01 \x01(\v2\".gatehouse.management.v1.ListQueryR\x05query\x12L\n" +
-	"\x0esorting_column\x18\x02 \x01(\x0e2%.gatehouse.management.v1.OrgFieldNameR\rsortingColumn\x12;\n" +
-	"\aqueries\x18\x03 \x03(\v2!.gatehouse.management.v1.OrgQueryR\aqueries\"\xd6\x01\n" +
+	"\x0esorting_column\x18\x02 \x01(\x0e2%.gatehouse.management.v1.OrgFieldNameR\rsortingColumn\x12E\n" +
+	"\aqueries\x18\x03 \x03(\v2!.gatehouse.management.v1.OrgQueryB\b\xbaH\x05\x92\x01\x02\x10\x14R\aqueries\"\xd6\x01\n" +
 	"\x10ListOrgsResponse\x12>\n" +
 	"\adetails\x18\x01 \x01(\v2$.gatehouse.management.v1.ListDetailsR\adetails\x12L\n" +
 	"\x0esorting_column\x18\x02 \x01(\x0e2%.gatehouse.management.v1.OrgFieldNameR\rsortingColumn\x124\n" +
@@ -7819,10 +7819,10 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x14\n" +
 	"\x05roles\x18\x02 \x03(\tR\x05roles\"X\n" +
 	"\x14AddOrgMemberResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\x91\x01\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\x9b\x01\n" +
 	"\x15ListOrgMembersRequest\x128\n" +
-	"\x05query\x18\x01 \x01(\v2\".gatehouse.management.v1.ListQueryR\x05query\x12>\n" +
-	"\aqueries\x18\x02 \x03(\v2$.gatehouse.management.v1.MemberQueryR\aqueries\"\x91\x01\n" +
+	"\x05query\x18\x01 \x01(\v2\".gatehouse.management.v1.ListQueryR\x05query\x12H\n" +
+	"\aqueries\x18\x02 \x03(\v2$.gatehouse.management.v1.MemberQueryB\b\xbaH\x05\x92\x01\x02\x10\x14R\aqueries\"\x91\x01\n" +
 	"\x16ListOrgMembersResponse\x12>\n" +
 	"\adetails\x18\x01 \x01(\v2$.gatehouse.management.v1.ListDetailsR\adetails\x127\n" +
 	"\x06result\x18\x02 \x03(\v2\x1f.gatehouse.management.v1.MemberR\x06result\"1\n" +
@@ -7833,11 +7833,11 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x14GetOrgIDPByIDRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"G\n" +
 	"\x15GetOrgIDPByIDResponse\x12.\n" +
-	"\x03idp\x18\x01 \x01(\v2\x1c.gatehouse.management.v1.IDPR\x03idp\"\xd9\x01\n" +
+	"\x03idp\x18\x01 \x01(\v2\x1c.gatehouse.management.v1.IDPR\x03idp\"\xe3\x01\n" +
 	"\x12ListOrgIDPsRequest\x128\n" +
 	"\x05query\x18\x01 \x01(\v2\".gatehouse.management.v1.ListQueryR\x05query\x12L\n" +
-	"\x0esorting_column\x18\x02 \x01(\x0e2%.gatehouse.management.v1.IDPFieldNameR\rsortingColumn\x12;\n" +
-	"\aqueries\x18\x03 \x03(\v2!.gatehouse.management.v1.IDPQueryR\aqueries\"\xd9\x01\n" +
+	"\x0esorting_column\x18\x02 \x01(\x0e2%.gatehouse.management.v1.IDPFieldNameR\rsortingColumn\x12E\n" +
+	"\aqueries\x18\x03 \x03(\v2!.gatehouse.management.v1.IDPQueryB\b\xbaH\x05\x92\x01\x02\x10\x14R\aqueries\"\xd9\x01\n" +
 	"\x13ListOrgIDPsResponse\x12>\n" +
 	"\adetails\x18\x01 \x01(\v2$.gatehouse.management.v1.ListDetailsR\adetails\x12L\n" +
 	"\x0esorting_column\x18\x02 \x01(\x0e2%.gatehouse.management.v1.IDPFieldNameR\rsortingColumn\x124\n" +
@@ -7881,9 +7881,9 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x13RemoveOrgIDPRequest\x12\x15\n" +
 	"\x06idp_id\x18\x01 \x01(\tR\x05idpId\"X\n" +
 	"\x14RemoveOrgIDPResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\xa2\x02\n" +
-	"\x11AddProjectRequest\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\x124\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\xac\x02\n" +
+	"\x11AddProjectRequest\x12\x1c\n" +
+	"\x04name\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x04name\x124\n" +
 	"\x16project_role_assertion\x18\x02 \x01(\bR\x14projectRoleAssertion\x12,\n" +
 	"\x12project_role_check\x18\x03 \x01(\bR\x10projectRoleCheck\x12*\n" +
 	"\x11has_project_check\x18\x04 \x01(\bR\x0fhasProjectCheck\x12i\n" +
@@ -7894,10 +7894,10 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x15GetProjectByIDRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"T\n" +
 	"\x16GetProjectByIDResponse\x12:\n" +
-	"\aproject\x18\x01 \x01(\v2 .gatehouse.management.v1.ProjectR\aproject\"\x90\x01\n" +
+	"\aproject\x18\x01 \x01(\v2 .gatehouse.management.v1.ProjectR\aproject\"\x9a\x01\n" +
 	"\x13ListProjectsRequest\x128\n" +
-	"\x05query\x18\x01 \x01(\v2\".gatehouse.management.v1.ListQueryR\x05query\x12?\n" +
-	"\aqueries\x18\x02 \x03(\v2%.gatehouse.management.v1.ProjectQueryR\aqueries\"\x90\x01\n" +
+	"\x05query\x18\x01 \x01(\v2\".gatehouse.management.v1.ListQueryR\x05query\x12I\n" +
+	"\aqueries\x18\x02 \x03(\v2%.gatehouse.management.v1.ProjectQueryB\b\xbaH\x05\x92\x01\x02\x10\x14R\aqueries\"\x90\x01\n" +
 	"\x14ListProjectsResponse\x12>\n" +
 	"\adetails\x18\x01 \x01(\v2$.gatehouse.management.v1.ListDetailsR\adetails\x128\n" +
 	"\x06result\x18\x02 \x03(\v2 .gatehouse.management.v1.ProjectR\x06result\"I\n" +
@@ -7906,26 +7906,26 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"project_id\x18\x01 \x01(\tR\tprojectId\x12\x15\n" +
 	"\x06app_id\x18\x02 \x01(\tR\x05appId\"D\n" +
 	"\x12GetAppByIDResponse\x12.\n" +
-	"\x03app\x18\x01 \x01(\v2\x1c.gatehouse.management.v1.AppR\x03app\"\xa7\x01\n" +
+	"\x03app\x18\x01 \x01(\v2\x1c.gatehouse.management.v1.AppR\x03app\"\xb1\x01\n" +
 	"\x0fListAppsRequest\x12\x1d\n" +
 	"\n" +
 	"project_id\x18\x01 \x01(\tR\tprojectId\x128\n" +
-	"\x05query\x18\x02 \x01(\v2\".gatehouse.management.v1.ListQueryR\x05query\x12;\n" +
-	"\aqueries\x18\x03 \x03(\v2!.gatehouse.management.v1.AppQueryR\aqueries\"\x88\x01\n" +
+	"\x05query\x18\x02 \x01(\v2\".gatehouse.management.v1.ListQueryR\x05query\x12E\n" +
+	"\aqueries\x18\x03 \x03(\v2!.gatehouse.management.v1.AppQueryB\b\xbaH\x05\x92\x01\x02\x10\x14R\aqueries\"\x88\x01\n" +
 	"\x10ListAppsResponse\x12>\n" +
 	"\adetails\x18\x01 \x01(\v2$.gatehouse.management.v1.ListDetailsR\adetails\x124\n" +
-	"\x06result\x18\x02 \x03(\v2\x1c.gatehouse.management.v1.AppR\x06result\"\xe9\b\n" +
+	"\x06result\x18\x02 \x03(\v2\x1c.gatehouse.management.v1.AppR\x06result\"\x95\t\n" +
 	"\x11AddOIDCAppRequest\x12\x1d\n" +
 	"\n" +
-	"project_id\x18\x01 \x01(\tR\tprojectId\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\x12#\n" +
-	"\rredirect_uris\x18\x03 \x03(\tR\fredirectUris\x12P\n" +
+	"project_id\x18\x01 \x01(\tR\tprojectId\x12\x1c\n" +
+	"\x04name\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x04name\x124\n" +
+	"\rredirect_uris\x18\x03 \x03(\tB\x0f\xbaH\f\x92\x01\t\x102\"\x05r\x03\x18\xf4\x03R\fredirectUris\x12P\n" +
 	"\x0eresponse_types\x18\x04 \x03(\x0e2).gatehouse.management.v1.OIDCResponseTypeR\rresponseTypes\x12G\n" +
 	"\vgrant_types\x18\x05 \x03(\x0e2&.gatehouse.management.v1.OIDCGrantTypeR\n" +
 	"grantTypes\x12?\n" +
 	"\bapp_type\x18\x06 \x01(\x0e2$.gatehouse.management.v1.OIDCAppTypeR\aappType\x12U\n" +
-	"\x10auth_method_type\x18\a \x01(\x0e2+.gatehouse.management.v1.OIDCAuthMethodTypeR\x0eauthMethodType\x129\n" +
-	"\x19post_logout_redirect_uris\x18\b \x03(\tR\x16postLogoutRedirectUris\x12>\n" +
+	"\x10auth_method_type\x18\a \x01(\x0e2+.gatehouse.management.v1.OIDCAuthMethodTypeR\x0eauthMethodType\x12J\n" +
+	"\x19post_logout_redirect_uris\x18\b \x03(\tB\x0f\xbaH\f\x92\x01\t\x102\"\x05r\x03\x18\xf4\x03R\x16postLogoutRedirectUris\x12>\n" +
 	"\aversion\x18\t \x01(\x0e2$.gatehouse.management.v1.OIDCVersionR\aversion\x12\x19\n" +
 	"\bdev_mode\x18\n" +
 	" \x01(\bR\adevMode\x12R\n" +
@@ -7945,18 +7945,18 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\tclient_id\x18\x03 \x01(\tR\bclientId\x12#\n" +
 	"\rclient_secret\x18\x04 \x01(\tR\fclientSecret\x12%\n" +
 	"\x0enone_compliant\x18\x05 \x01(\bR\rnoneCompliant\x12Z\n" +
-	"\x13compliance_problems\x18\x06 \x03(\v2).gatehouse.management.v1.LocalizedMessageR\x12complianceProblems\"\xb5\b\n" +
+	"\x13compliance_problems\x18\x06 \x03(\v2).gatehouse.management.v1.LocalizedMessageR\x12complianceProblems\"\xd7\b\n" +
 	"\x1aUpdateOIDCAppConfigRequest\x12\x1d\n" +
 	"\n" +
 	"project_id\x18\x01 \x01(\tR\tprojectId\x12\x15\n" +
-	"\x06app_id\x18\x02 \x01(\tR\x05appId\x12#\n" +
-	"\rredirect_uris\x18\x03 \x03(\tR\fredirectUris\x12P\n" +
+	"\x06app_id\x18\x02 \x01(\tR\x05appId\x124\n" +
+	"\rredirect_uris\x18\x03 \x03(\tB\x0f\xbaH\f\x92\x01\t\x102\"\x05r\x03\x18\xf4\x03R\fredirectUris\x12P\n" +
 	"\x0eresponse_types\x18\x04 \x03(\x0e2).gatehouse.management.v1.OIDCResponseTypeR\rresponseTypes\x12G\n" +
 	"\vgrant_types\x18\x05 \x03(\x0e2&.gatehouse.management.v1.OIDCGrantTypeR\n" +
 	"grantTypes\x12?\n" +
 	"\bapp_type\x18\x06 \x01(\x0e2$.gatehouse.management.v1.OIDCAppTypeR\aappType\x12U\n" +
-	"\x10auth_method_type\x18\a \x01(\x0e2+.gatehouse.management.v1.OIDCAuthMethodTypeR\x0eauthMethodType\x129\n" +
-	"\x19post_logout_redirect_uris\x18\b \x03(\tR\x16postLogoutRedirectUris\x12\x19\n" +
+	"\x10auth_method_type\x18\a \x01(\x0e2+.gatehouse.management.v1.OIDCAuthMethodTypeR\x0eauthMethodType\x12J\n" +
+	"\x19post_logout_redirect_uris\x18\b \x03(\tB\x0f\xbaH\f\x92\x01\t\x102\"\x05r\x03\x18\xf4\x03R\x16postLogoutRedirectUris\x12\x19\n" +
 	"\bdev_mode\x18\t \x01(\bR\adevMode\x12R\n" +
 	"\x11access_token_type\x18\n" +
 	" \x01(\x0e2&.gatehouse.management.v1.OIDCTokenTypeR\x0faccessTokenType\x12=\n" +
@@ -7977,25 +7977,25 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x06app_id\x18\x02 \x01(\tR\x05appId\"\x8b\x01\n" +
 	"\"RegenerateOIDCClientSecretResponse\x12#\n" +
 	"\rclient_secret\x18\x01 \x01(\tR\fclientSecret\x12@\n" +
-	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\x9b\x01\n" +
+	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\xa5\x01\n" +
 	"\x10AddAPIAppRequest\x12\x1d\n" +
 	"\n" +
-	"project_id\x18\x01 \x01(\tR\tprojectId\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\x12T\n" +
+	"project_id\x18\x01 \x01(\tR\tprojectId\x12\x1c\n" +
+	"\x04name\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x04name\x12T\n" +
 	"\x10auth_method_type\x18\x03 \x01(\x0e2*.gatehouse.management.v1.APIAuthMethodTypeR\x0eauthMethodType\"\xae\x01\n" +
 	"\x11AddAPIAppResponse\x12\x15\n" +
 	"\x06app_id\x18\x01 \x01(\tR\x05appId\x12@\n" +
 	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\x12\x1b\n" +
 	"\tclient_id\x18\x03 \x01(\tR\bclientId\x12#\n" +
-	"\rclient_secret\x18\x04 \x01(\tR\fclientSecret\"\xe2\x01\n" +
+	"\rclient_secret\x18\x04 \x01(\tR\fclientSecret\"\xec\x01\n" +
 	"\x10AddAppKeyRequest\x12\x1d\n" +
 	"\n" +
 	"project_id\x18\x01 \x01(\tR\tprojectId\x12\x15\n" +
 	"\x06app_id\x18\x02 \x01(\tR\x05appId\x124\n" +
 	"\x04type\x18\x03 \x01(\x0e2 .gatehouse.management.v1.KeyTypeR\x04type\x12C\n" +
-	"\x0fexpiration_date\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x0eexpirationDate\x12\x1d\n" +
+	"\x0fexpiration_date\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x0eexpirationDate\x12'\n" +
 	"\n" +
-	"public_key\x18\x05 \x01(\fR\tpublicKey\"\x86\x01\n" +
+	"public_key\x18\x05 \x01(\fB\b\xbaH\x05z\x03\x18\x90NR\tpublicKey\"\x86\x01\n" +
 	"\x11AddAppKeyResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12@\n" +
 	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\x12\x1f\n" +

@@ -7,6 +7,7 @@
 package managementv1
 
 import (
+	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -487,7 +488,7 @@ var File_gatehouse_management_v1_member_proto protoreflect.FileDescriptor
 
 const file_gatehouse_management_v1_member_proto_rawDesc = "" +
 	"\n" +
-	"$gatehouse/management/v1/member.proto\x12\x17gatehouse.management.v1\x1a$gatehouse/management/v1/object.proto\x1a\"gatehouse/management/v1/user.proto\"\x9e\x03\n" +
+	"$gatehouse/management/v1/member.proto\x12\x17gatehouse.management.v1\x1a\x1bbuf/validate/validate.proto\x1a$gatehouse/management/v1/object.proto\x1a\"gatehouse/management/v1/user.proto\"\x9e\x03\n" +
 	"\x06Member\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12@\n" +
 	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\x12\x14\n" +
@@ -509,16 +510,16 @@ const file_gatehouse_management_v1_member_proto_rawDesc = "" +
 	"\vemail_query\x18\x03 \x01(\v2).gatehouse.management.v1.MemberEmailQueryH\x00R\n" +
 	"emailQuery\x12P\n" +
 	"\ruser_id_query\x18\x04 \x01(\v2*.gatehouse.management.v1.MemberUserIDQueryH\x00R\vuserIdQueryB\a\n" +
-	"\x05query\"w\n" +
-	"\x14MemberFirstNameQuery\x12\x1d\n" +
+	"\x05query\"\x81\x01\n" +
+	"\x14MemberFirstNameQuery\x12'\n" +
 	"\n" +
-	"first_name\x18\x01 \x01(\tR\tfirstName\x12@\n" +
+	"first_name\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\tfirstName\x12@\n" +
+	"\x06method\x18\x02 \x01(\x0e2(.gatehouse.management.v1.TextQueryMethodR\x06method\"~\n" +
+	"\x13MemberLastNameQuery\x12%\n" +
+	"\tlast_name\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\blastName\x12@\n" +
 	"\x06method\x18\x02 \x01(\x0e2(.gatehouse.management.v1.TextQueryMethodR\x06method\"t\n" +
-	"\x13MemberLastNameQuery\x12\x1b\n" +
-	"\tlast_name\x18\x01 \x01(\tR\blastName\x12@\n" +
-	"\x06method\x18\x02 \x01(\x0e2(.gatehouse.management.v1.TextQueryMethodR\x06method\"j\n" +
-	"\x10MemberEmailQuery\x12\x14\n" +
-	"\x05email\x18\x01 \x01(\tR\x05email\x12@\n" +
+	"\x10MemberEmailQuery\x12\x1e\n" +
+	"\x05email\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x05email\x12@\n" +
 	"\x06method\x18\x02 \x01(\x0e2(.gatehouse.management.v1.TextQueryMethodR\x06method\",\n" +
 	"\x11MemberUserIDQuery\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userIdB\xf8\x01\n" +

@@ -7,6 +7,7 @@
 package managementv1
 
 import (
+	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -216,16 +217,16 @@ var File_gatehouse_management_v1_metadata_proto protoreflect.FileDescriptor
 
 const file_gatehouse_management_v1_metadata_proto_rawDesc = "" +
 	"\n" +
-	"&gatehouse/management/v1/metadata.proto\x12\x17gatehouse.management.v1\x1a$gatehouse/management/v1/object.proto\"t\n" +
+	"&gatehouse/management/v1/metadata.proto\x12\x17gatehouse.management.v1\x1a\x1bbuf/validate/validate.proto\x1a$gatehouse/management/v1/object.proto\"t\n" +
 	"\bMetadata\x12@\n" +
 	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\x12\x10\n" +
 	"\x03key\x18\x02 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x03 \x01(\fR\x05value\"b\n" +
 	"\rMetadataQuery\x12H\n" +
 	"\tkey_query\x18\x01 \x01(\v2).gatehouse.management.v1.MetadataKeyQueryH\x00R\bkeyQueryB\a\n" +
-	"\x05query\"f\n" +
-	"\x10MetadataKeyQuery\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x12@\n" +
+	"\x05query\"p\n" +
+	"\x10MetadataKeyQuery\x12\x1a\n" +
+	"\x03key\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x03key\x12@\n" +
 	"\x06method\x18\x02 \x01(\x0e2(.gatehouse.management.v1.TextQueryMethodR\x06methodB\xfa\x01\n" +
 	"\x1bcom.gatehouse.management.v1B\rMetadataProtoP\x01ZNgithub.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1;managementv1\xa2\x02\x03GMX\xaa\x02\x17Gatehouse.Management.V1\xca\x02\x17Gatehouse\\Management\\V1\xe2\x02#Gatehouse\\Management\\V1\\GPBMetadata\xea\x02\x19Gatehouse::Management::V1b\x06proto3"
 

@@ -7,6 +7,7 @@
 package managementv1
 
 import (
+	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
@@ -424,16 +425,16 @@ var File_gatehouse_management_v1_object_proto protoreflect.FileDescriptor
 
 const file_gatehouse_management_v1_object_proto_rawDesc = "" +
 	"\n" +
-	"$gatehouse/management/v1/object.proto\x12\x17gatehouse.management.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd0\x01\n" +
+	"$gatehouse/management/v1/object.proto\x12\x17gatehouse.management.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd0\x01\n" +
 	"\rObjectDetails\x12\x1a\n" +
 	"\bsequence\x18\x01 \x01(\x04R\bsequence\x12?\n" +
 	"\rcreation_date\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\fcreationDate\x12;\n" +
 	"\vchange_date\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"changeDate\x12%\n" +
-	"\x0eresource_owner\x18\x04 \x01(\tR\rresourceOwner\"K\n" +
+	"\x0eresource_owner\x18\x04 \x01(\tR\rresourceOwner\"U\n" +
 	"\tListQuery\x12\x16\n" +
-	"\x06offset\x18\x01 \x01(\x04R\x06offset\x12\x14\n" +
-	"\x05limit\x18\x02 \x01(\rR\x05limit\x12\x10\n" +
+	"\x06offset\x18\x01 \x01(\x04R\x06offset\x12\x1e\n" +
+	"\x05limit\x18\x02 \x01(\rB\b\xbaH\x05*\x03\x18\xe8\aR\x05limit\x12\x10\n" +
 	"\x03asc\x18\x03 \x01(\bR\x03asc\"\xa2\x01\n" +
 	"\vListDetails\x12!\n" +
 	"\ftotal_result\x18\x01 \x01(\x04R\vtotalResult\x12-\n" +

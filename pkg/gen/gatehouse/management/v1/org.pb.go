@@ -7,6 +7,7 @@
 package managementv1
 
 import (
+	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -538,7 +539,7 @@ var File_gatehouse_management_v1_org_proto protoreflect.FileDescriptor
 
 const file_gatehouse_management_v1_org_proto_rawDesc = "" +
 	"\n" +
-	"!gatehouse/management/v1/org.proto\x12\x17gatehouse.management.v1\x1a$gatehouse/management/v1/object.proto\"\xcb\x01\n" +
+	"!gatehouse/management/v1/org.proto\x12\x17gatehouse.management.v1\x1a\x1bbuf/validate/validate.proto\x1a$gatehouse/management/v1/object.proto\"\xcb\x01\n" +
 	"\x03Org\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12@\n" +
 	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\x127\n" +
@@ -552,12 +553,12 @@ const file_gatehouse_management_v1_org_proto_rawDesc = "" +
 	"\vstate_query\x18\x03 \x01(\v2&.gatehouse.management.v1.OrgStateQueryH\x00R\n" +
 	"stateQuery\x12@\n" +
 	"\bid_query\x18\x04 \x01(\v2#.gatehouse.management.v1.OrgIDQueryH\x00R\aidQueryB\a\n" +
-	"\x05query\"d\n" +
-	"\fOrgNameQuery\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\x12@\n" +
-	"\x06method\x18\x02 \x01(\x0e2(.gatehouse.management.v1.TextQueryMethodR\x06method\"j\n" +
-	"\x0eOrgDomainQuery\x12\x16\n" +
-	"\x06domain\x18\x01 \x01(\tR\x06domain\x12@\n" +
+	"\x05query\"n\n" +
+	"\fOrgNameQuery\x12\x1c\n" +
+	"\x04name\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x04name\x12@\n" +
+	"\x06method\x18\x02 \x01(\x0e2(.gatehouse.management.v1.TextQueryMethodR\x06method\"t\n" +
+	"\x0eOrgDomainQuery\x12 \n" +
+	"\x06domain\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06domain\x12@\n" +
 	"\x06method\x18\x02 \x01(\x0e2(.gatehouse.management.v1.TextQueryMethodR\x06method\"H\n" +
 	"\rOrgStateQuery\x127\n" +
 	"\x05state\x18\x01 \x01(\x0e2!.gatehouse.management.v1.OrgStateR\x05state\"\x1c\n" +

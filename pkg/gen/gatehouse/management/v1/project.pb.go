@@ -7,6 +7,7 @@
 package managementv1
 
 import (
+	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -552,7 +553,7 @@ var File_gatehouse_management_v1_project_proto protoreflect.FileDescriptor
 
 const file_gatehouse_management_v1_project_proto_rawDesc = "" +
 	"\n" +
-	"%gatehouse/management/v1/project.proto\x12\x17gatehouse.management.v1\x1a$gatehouse/management/v1/object.proto\"\xa7\x03\n" +
+	"%gatehouse/management/v1/project.proto\x12\x17gatehouse.management.v1\x1a\x1bbuf/validate/validate.proto\x1a$gatehouse/management/v1/object.proto\"\xa7\x03\n" +
 	"\aProject\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12@\n" +
 	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\x12\x12\n" +
@@ -578,9 +579,9 @@ const file_gatehouse_management_v1_project_proto_rawDesc = "" +
 	"\fProjectQuery\x12J\n" +
 	"\n" +
 	"name_query\x18\x01 \x01(\v2).gatehouse.management.v1.ProjectNameQueryH\x00R\tnameQueryB\a\n" +
-	"\x05query\"h\n" +
-	"\x10ProjectNameQuery\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\x12@\n" +
+	"\x05query\"r\n" +
+	"\x10ProjectNameQuery\x12\x1c\n" +
+	"\x04name\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x04name\x12@\n" +
 	"\x06method\x18\x02 \x01(\x0e2(.gatehouse.management.v1.TextQueryMethodR\x06method*c\n" +
 	"\fProjectState\x12\x1d\n" +
 	"\x19PROJECT_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +

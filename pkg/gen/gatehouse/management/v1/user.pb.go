@@ -7,6 +7,7 @@
 package managementv1
 
 import (
+	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -1216,7 +1217,7 @@ var File_gatehouse_management_v1_user_proto protoreflect.FileDescriptor
 
 const file_gatehouse_management_v1_user_proto_rawDesc = "" +
 	"\n" +
-	"\"gatehouse/management/v1/user.proto\x12\x17gatehouse.management.v1\x1a$gatehouse/management/v1/object.proto\"\x80\x03\n" +
+	"\"gatehouse/management/v1/user.proto\x12\x17gatehouse.management.v1\x1a\x1bbuf/validate/validate.proto\x1a$gatehouse/management/v1/object.proto\"\x80\x03\n" +
 	"\x04User\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12@\n" +
 	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\x128\n" +
@@ -1262,22 +1263,22 @@ const file_gatehouse_management_v1_user_proto_rawDesc = "" +
 	"\n" +
 	"type_query\x18\b \x01(\v2\".gatehouse.management.v1.TypeQueryH\x00R\ttypeQuery\x12S\n" +
 	"\x10login_name_query\x18\t \x01(\v2'.gatehouse.management.v1.LoginNameQueryH\x00R\x0eloginNameQueryB\a\n" +
-	"\x05query\"n\n" +
-	"\rUserNameQuery\x12\x1b\n" +
-	"\tuser_name\x18\x01 \x01(\tR\buserName\x12@\n" +
-	"\x06method\x18\x02 \x01(\x0e2(.gatehouse.management.v1.TextQueryMethodR\x06method\"s\n" +
+	"\x05query\"x\n" +
+	"\rUserNameQuery\x12%\n" +
+	"\tuser_name\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\buserName\x12@\n" +
+	"\x06method\x18\x02 \x01(\x0e2(.gatehouse.management.v1.TextQueryMethodR\x06method\"}\n" +
 	"\n" +
-	"EmailQuery\x12#\n" +
-	"\remail_address\x18\x01 \x01(\tR\femailAddress\x12@\n" +
+	"EmailQuery\x12-\n" +
+	"\remail_address\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\femailAddress\x12@\n" +
 	"\x06method\x18\x02 \x01(\x0e2(.gatehouse.management.v1.TextQueryMethodR\x06method\"F\n" +
 	"\n" +
 	"StateQuery\x128\n" +
 	"\x05state\x18\x01 \x01(\x0e2\".gatehouse.management.v1.UserStateR\x05state\">\n" +
 	"\tTypeQuery\x121\n" +
-	"\x04type\x18\x01 \x01(\x0e2\x1d.gatehouse.management.v1.TypeR\x04type\"q\n" +
-	"\x0eLoginNameQuery\x12\x1d\n" +
+	"\x04type\x18\x01 \x01(\x0e2\x1d.gatehouse.management.v1.TypeR\x04type\"{\n" +
+	"\x0eLoginNameQuery\x12'\n" +
 	"\n" +
-	"login_name\x18\x01 \x01(\tR\tloginName\x12@\n" +
+	"login_name\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\tloginName\x12@\n" +
 	"\x06method\x18\x02 \x01(\x0e2(.gatehouse.management.v1.TextQueryMethodR\x06method*\xb6\x01\n" +
 	"\tUserState\x12\x1a\n" +
 	"\x16USER_STATE_UNSPECIFIED\x10\x00\x12\x15\n" +
