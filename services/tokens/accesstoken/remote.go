@@ -63,7 +63,7 @@ func NewRemote(api TokenAPI, o RemoteOptions) *Remote {
 	rv.follower = &feed.Follower{Name: "revocation list", Read: rv.read, Interval: o.Interval, MaxStale: o.MaxStale,
 		StartGrace: o.StartGrace, Serving: "checked access tokens keep working", Now: now, Logger: logger}
 	return &Remote{
-		Verifier: &Verifier{Issuer: o.Issuer, Audience: o.Audience, Now: now,
+		Verifier: &Verifier{Issuer: o.Issuer, Audience: o.Audience, Now: o.Now, // nil: its cache expires on otter's own clock, with clean-ups
 			Keys:   &remoteKeys{api: api, now: now},
 			Opaque: remoteOpaque{api: api, audience: o.Audience}, Revoked: rv},
 		revocations: rv,
