@@ -19,6 +19,8 @@ const (
 	PurposeSigningKeys = "gatehouse signing keys v1"
 	PurposeIdPSecrets  = "gatehouse idp client secrets v1"
 	PurposeSecretHash  = "gatehouse secret hash v1"
+	// PurposeFactorSecrets seals users' TOTP seeds.
+	PurposeFactorSecrets = "gatehouse factor secrets v1"
 )
 
 // ErrDecrypt is returned for a ciphertext that is corrupt, truncated or was

@@ -149,6 +149,11 @@ func (s *Service) build(masterKey []byte, env process.Env, deps Deps) error {
 	if err != nil {
 		return err
 	}
+	factorCipher, err := secrets.NewCipher(masterKey, secrets.PurposeFactorSecrets)
+	if err != nil {
+		return err
+	}
+	factorSecrets := users.FactorSecrets{Cipher: factorCipher}
 	orgQ := &orgs.Queries{DB: s.db}
 	userQ := &users.Queries{DB: s.db}
 	s.cutoffs = &cutoff.Outbox{DB: s.db, Tokens: deps.Tokens, Logger: env.Logger}
@@ -160,6 +165,7 @@ func (s *Service) build(masterKey []byte, env process.Env, deps Deps) error {
 		UserCmds:   &users.Commands{ES: es, Q: userQ},
 		IdPSecrets: idpCipher,
 		Hasher:     hasher,
+		Factors:    factorSecrets,
 		Issuer:     env.Config.Issuer,
 		IdPEgress:  egress.Policy,
 		Logger:     env.Logger,
@@ -183,6 +189,7 @@ func (s *Service) build(masterKey []byte, env process.Env, deps Deps) error {
 	if err != nil {
 		return err
 	}
+	s.internal.Factors = internalapi.FactorKeys{Secrets: factorSecrets, Hasher: hasher, Issuer: env.Config.Issuer.Hostname()}
 	iopts, err := rpc.InternalHandlerOptions(env.Config.InternalToken)
 	if err != nil {
 		return err

@@ -31,6 +31,8 @@ type Server struct {
 	// IdPSecrets opens IdP client secrets (secrets.PurposeIdPSecrets) for
 	// GetIdP.
 	IdPSecrets *secrets.Cipher
+	// Factors seal TOTP seeds and hash recovery codes.
+	Factors FactorKeys
 
 	orgs     *orgs.Queries
 	users    *users.Queries
@@ -206,7 +208,8 @@ func (s *Server) GetOrg(ctx context.Context, req *directoryv1.GetOrgRequest) (*d
 	p := o.PasswordPolicy
 	return &directoryv1.GetOrgResponse{
 		LoginPolicy: &directoryv1.LoginPolicy{AllowUsernamePassword: lp.AllowUsernamePassword, AllowRegister: lp.AllowRegister,
-			IgnoreUnknownUsernames: lp.IgnoreUnknownUsernames, AllowExternalIdp: lp.AllowExternalIDP},
+			IgnoreUnknownUsernames: lp.IgnoreUnknownUsernames, AllowExternalIdp: lp.AllowExternalIDP,
+			ForceMfa: lp.ForceMFA, ForceMfaLocalOnly: lp.ForceMFALocalOnly, SecondFactors: secondFactorNames(lp.SecondFactors)},
 		Id: o.ID, Name: o.Name, PrimaryDomain: o.PrimaryDomain, Active: o.State == orgs.StateActive,
 		PasswordPolicy: &directoryv1.PasswordPolicy{
 			MinLength: uint32(p.MinLength), HasUppercase: p.HasUppercase, HasLowercase: p.HasLowercase,
@@ -222,4 +225,20 @@ func (s *Server) GetRoles(ctx context.Context, req *directoryv1.GetRolesRequest)
 		return nil, internalErr(err, "get roles")
 	}
 	return &directoryv1.GetRolesResponse{Roles: roles}, nil
+}
+
+// secondFactorNames names the login policy's second factors (ZITADEL's
+// SecondFactorType numbers) as the factor types of package users; the
+// kinds Gatehouse does not offer (OTP by e-mail or SMS) are left out.
+func secondFactorNames(types []int32) []string {
+	var out []string
+	for _, t := range types {
+		switch t {
+		case 1:
+			out = append(out, users.FactorOTP)
+		case 2:
+			out = append(out, users.FactorU2F)
+		}
+	}
+	return out
 }

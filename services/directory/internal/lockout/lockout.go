@@ -67,6 +67,12 @@ func PairDelay(n int) time.Duration {
 // whichever of its login names was typed.
 func UserAccount(userID string) string { return "user:" + userID }
 
+// FactorAccount is the account of a user's second-factor checks. It is
+// not UserAccount: a correct password forgets UserAccount's failures, so
+// sharing it would let whoever knows the password reset the count of
+// wrong codes before each guess.
+func FactorAccount(userID string) string { return "factor:" + userID }
+
 // NameAccount is the account of a login name that matches no user of the
 // organization (normalised by the caller), so that unknown names are
 // counted exactly like known ones.

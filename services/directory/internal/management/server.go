@@ -32,11 +32,13 @@ type Server struct {
 	UserCmds *users.Commands
 	// IdPSecrets encrypts IdP client secrets at rest.
 	IdPSecrets *secrets.Cipher
-	// Hasher hashes client and machine secrets.
+	// Hasher hashes client and machine secrets and recovery codes.
 	Hasher *secrets.Hasher
-	Issuer *url.URL
-	Logger *slog.Logger
-	Now    func() time.Time
+	// Factors seals users' TOTP seeds.
+	Factors users.FactorSecrets
+	Issuer  *url.URL
+	Logger  *slog.Logger
+	Now     func() time.Time
 	// IdPEgress is where calls to identity providers may go (authn dials
 	// through the same policy): an issuer naming a refused address is
 	// refused when an IdP is added or updated.

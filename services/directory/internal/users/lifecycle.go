@@ -44,8 +44,10 @@ func registerLifecycle(es *eventstore.Store) {
 	es.Register(EventUnlocked, func(ctx context.Context, tx db.Querier, e eventstore.Event) error {
 		// In the event's transaction: the unlock is recorded if and only if
 		// the counters are gone.
-		if err := lockout.ForgetAccount(ctx, tx, lockout.UserAccount(e.AggregateID)); err != nil {
-			return err
+		for _, account := range []string{lockout.UserAccount(e.AggregateID), lockout.FactorAccount(e.AggregateID)} {
+			if err := lockout.ForgetAccount(ctx, tx, account); err != nil {
+				return err
+			}
 		}
 		return touch(ctx, tx, e)
 	})
@@ -57,6 +59,8 @@ func registerLifecycle(es *eventstore.Store) {
 			`DELETE FROM machine_keys WHERE user_id = ?`,
 			`DELETE FROM user_metadata WHERE user_id = ?`,
 			`DELETE FROM user_links WHERE user_id = ?`,
+			`DELETE FROM user_factors WHERE user_id = ?`,
+			`DELETE FROM recovery_codes WHERE user_id = ?`,
 			`DELETE FROM users WHERE id = ?`,
 		} {
 			if _, err := tx.Exec(ctx, q, e.AggregateID); err != nil {

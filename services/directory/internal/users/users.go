@@ -212,6 +212,7 @@ func Register(es *eventstore.Store) {
 	registerMachineKeys(es)
 	registerMachineSecret(es)
 	registerLinks(es)
+	registerFactors(es)
 }
 
 func addHistory(ctx context.Context, tx db.Querier, e eventstore.Event, hash string) error {

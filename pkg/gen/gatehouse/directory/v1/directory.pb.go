@@ -1016,6 +1016,428 @@ func (x *VerifyPasswordResponse) GetChangeRequired() bool {
 	return false
 }
 
+// ListAuthFactorsRequest names a user.
+type ListAuthFactorsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// User id.
+	UserId        string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAuthFactorsRequest) Reset() {
+	*x = ListAuthFactorsRequest{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAuthFactorsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAuthFactorsRequest) ProtoMessage() {}
+
+func (x *ListAuthFactorsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAuthFactorsRequest.ProtoReflect.Descriptor instead.
+func (*ListAuthFactorsRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ListAuthFactorsRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+// ListAuthFactorsResponse lists a user's ready second factors.
+type ListAuthFactorsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Ready second factors: "otp", "u2f".
+	SecondFactors []string `protobuf:"bytes,1,rep,name=second_factors,json=secondFactors,proto3" json:"second_factors,omitempty"`
+	// Unused recovery codes.
+	RecoveryCodesLeft int32 `protobuf:"varint,2,opt,name=recovery_codes_left,json=recoveryCodesLeft,proto3" json:"recovery_codes_left,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *ListAuthFactorsResponse) Reset() {
+	*x = ListAuthFactorsResponse{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAuthFactorsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAuthFactorsResponse) ProtoMessage() {}
+
+func (x *ListAuthFactorsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAuthFactorsResponse.ProtoReflect.Descriptor instead.
+func (*ListAuthFactorsResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ListAuthFactorsResponse) GetSecondFactors() []string {
+	if x != nil {
+		return x.SecondFactors
+	}
+	return nil
+}
+
+func (x *ListAuthFactorsResponse) GetRecoveryCodesLeft() int32 {
+	if x != nil {
+		return x.RecoveryCodesLeft
+	}
+	return 0
+}
+
+// CheckAuthFactorRequest is a login's second factor.
+type CheckAuthFactorRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Organization the login happens in.
+	OrgId string `protobuf:"bytes,1,opt,name=org_id,json=orgId,proto3" json:"org_id,omitempty"`
+	// User id (who passed the first factor).
+	UserId string `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// "otp" or "recovery".
+	Type string `protobuf:"bytes,3,opt,name=type,proto3" json:"type,omitempty"`
+	// The code as typed.
+	Code string `protobuf:"bytes,4,opt,name=code,proto3" json:"code,omitempty"`
+	// Client address, for the failed-attempt limits.
+	ClientAddress string `protobuf:"bytes,5,opt,name=client_address,json=clientAddress,proto3" json:"client_address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckAuthFactorRequest) Reset() {
+	*x = CheckAuthFactorRequest{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckAuthFactorRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckAuthFactorRequest) ProtoMessage() {}
+
+func (x *CheckAuthFactorRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckAuthFactorRequest.ProtoReflect.Descriptor instead.
+func (*CheckAuthFactorRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *CheckAuthFactorRequest) GetOrgId() string {
+	if x != nil {
+		return x.OrgId
+	}
+	return ""
+}
+
+func (x *CheckAuthFactorRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *CheckAuthFactorRequest) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *CheckAuthFactorRequest) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *CheckAuthFactorRequest) GetClientAddress() string {
+	if x != nil {
+		return x.ClientAddress
+	}
+	return ""
+}
+
+// CheckAuthFactorResponse is an accepted factor.
+type CheckAuthFactorResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Unused recovery codes after this check.
+	RecoveryCodesLeft int32 `protobuf:"varint,1,opt,name=recovery_codes_left,json=recoveryCodesLeft,proto3" json:"recovery_codes_left,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *CheckAuthFactorResponse) Reset() {
+	*x = CheckAuthFactorResponse{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckAuthFactorResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckAuthFactorResponse) ProtoMessage() {}
+
+func (x *CheckAuthFactorResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckAuthFactorResponse.ProtoReflect.Descriptor instead.
+func (*CheckAuthFactorResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *CheckAuthFactorResponse) GetRecoveryCodesLeft() int32 {
+	if x != nil {
+		return x.RecoveryCodesLeft
+	}
+	return 0
+}
+
+// StartTOTPRequest names the user.
+type StartTOTPRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// User id.
+	UserId        string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartTOTPRequest) Reset() {
+	*x = StartTOTPRequest{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartTOTPRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartTOTPRequest) ProtoMessage() {}
+
+func (x *StartTOTPRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartTOTPRequest.ProtoReflect.Descriptor instead.
+func (*StartTOTPRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *StartTOTPRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+// StartTOTPResponse is a started registration.
+type StartTOTPResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// otpauth:// URI for an authenticator app.
+	Uri string `protobuf:"bytes,1,opt,name=uri,proto3" json:"uri,omitempty"`
+	// The secret (base32), to type in.
+	Secret        string `protobuf:"bytes,2,opt,name=secret,proto3" json:"secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartTOTPResponse) Reset() {
+	*x = StartTOTPResponse{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartTOTPResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartTOTPResponse) ProtoMessage() {}
+
+func (x *StartTOTPResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartTOTPResponse.ProtoReflect.Descriptor instead.
+func (*StartTOTPResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *StartTOTPResponse) GetUri() string {
+	if x != nil {
+		return x.Uri
+	}
+	return ""
+}
+
+func (x *StartTOTPResponse) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+// VerifyTOTPRequest completes a registration.
+type VerifyTOTPRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// User id.
+	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// A code of the new generator.
+	Code          string `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerifyTOTPRequest) Reset() {
+	*x = VerifyTOTPRequest{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerifyTOTPRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerifyTOTPRequest) ProtoMessage() {}
+
+func (x *VerifyTOTPRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerifyTOTPRequest.ProtoReflect.Descriptor instead.
+func (*VerifyTOTPRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *VerifyTOTPRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *VerifyTOTPRequest) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+// VerifyTOTPResponse is empty.
+type VerifyTOTPResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerifyTOTPResponse) Reset() {
+	*x = VerifyTOTPResponse{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerifyTOTPResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerifyTOTPResponse) ProtoMessage() {}
+
+func (x *VerifyTOTPResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerifyTOTPResponse.ProtoReflect.Descriptor instead.
+func (*VerifyTOTPResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{15}
+}
+
 // ChangePasswordRequest changes a password.
 type ChangePasswordRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1034,7 +1456,7 @@ type ChangePasswordRequest struct {
 
 func (x *ChangePasswordRequest) Reset() {
 	*x = ChangePasswordRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[8]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1046,7 +1468,7 @@ func (x *ChangePasswordRequest) String() string {
 func (*ChangePasswordRequest) ProtoMessage() {}
 
 func (x *ChangePasswordRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[8]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1059,7 +1481,7 @@ func (x *ChangePasswordRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangePasswordRequest.ProtoReflect.Descriptor instead.
 func (*ChangePasswordRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{8}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ChangePasswordRequest) GetUserId() string {
@@ -1099,7 +1521,7 @@ type ChangePasswordResponse struct {
 
 func (x *ChangePasswordResponse) Reset() {
 	*x = ChangePasswordResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[9]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1111,7 +1533,7 @@ func (x *ChangePasswordResponse) String() string {
 func (*ChangePasswordResponse) ProtoMessage() {}
 
 func (x *ChangePasswordResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[9]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1124,7 +1546,7 @@ func (x *ChangePasswordResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangePasswordResponse.ProtoReflect.Descriptor instead.
 func (*ChangePasswordResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{9}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{17}
 }
 
 // User is a user as authn and tokens need it.
@@ -1162,7 +1584,7 @@ type User struct {
 
 func (x *User) Reset() {
 	*x = User{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[10]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1174,7 +1596,7 @@ func (x *User) String() string {
 func (*User) ProtoMessage() {}
 
 func (x *User) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[10]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1187,7 +1609,7 @@ func (x *User) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use User.ProtoReflect.Descriptor instead.
 func (*User) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{10}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *User) GetId() string {
@@ -1285,7 +1707,7 @@ type GetUserRequest struct {
 
 func (x *GetUserRequest) Reset() {
 	*x = GetUserRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[11]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1297,7 +1719,7 @@ func (x *GetUserRequest) String() string {
 func (*GetUserRequest) ProtoMessage() {}
 
 func (x *GetUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[11]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1310,7 +1732,7 @@ func (x *GetUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUserRequest.ProtoReflect.Descriptor instead.
 func (*GetUserRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{11}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetUserRequest) GetUserId() string {
@@ -1331,7 +1753,7 @@ type GetUserResponse struct {
 
 func (x *GetUserResponse) Reset() {
 	*x = GetUserResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[12]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1343,7 +1765,7 @@ func (x *GetUserResponse) String() string {
 func (*GetUserResponse) ProtoMessage() {}
 
 func (x *GetUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[12]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1356,7 +1778,7 @@ func (x *GetUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUserResponse.ProtoReflect.Descriptor instead.
 func (*GetUserResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{12}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetUserResponse) GetUser() *User {
@@ -1379,7 +1801,7 @@ type LookupUserRequest struct {
 
 func (x *LookupUserRequest) Reset() {
 	*x = LookupUserRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[13]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1391,7 +1813,7 @@ func (x *LookupUserRequest) String() string {
 func (*LookupUserRequest) ProtoMessage() {}
 
 func (x *LookupUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[13]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1404,7 +1826,7 @@ func (x *LookupUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupUserRequest.ProtoReflect.Descriptor instead.
 func (*LookupUserRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{13}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *LookupUserRequest) GetOrgId() string {
@@ -1432,7 +1854,7 @@ type LookupUserResponse struct {
 
 func (x *LookupUserResponse) Reset() {
 	*x = LookupUserResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[14]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1444,7 +1866,7 @@ func (x *LookupUserResponse) String() string {
 func (*LookupUserResponse) ProtoMessage() {}
 
 func (x *LookupUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[14]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1457,7 +1879,7 @@ func (x *LookupUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupUserResponse.ProtoReflect.Descriptor instead.
 func (*LookupUserResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{14}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *LookupUserResponse) GetUser() *User {
@@ -1480,7 +1902,7 @@ type GetClaimsRequest struct {
 
 func (x *GetClaimsRequest) Reset() {
 	*x = GetClaimsRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[15]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1492,7 +1914,7 @@ func (x *GetClaimsRequest) String() string {
 func (*GetClaimsRequest) ProtoMessage() {}
 
 func (x *GetClaimsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[15]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1505,7 +1927,7 @@ func (x *GetClaimsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClaimsRequest.ProtoReflect.Descriptor instead.
 func (*GetClaimsRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{15}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetClaimsRequest) GetUserId() string {
@@ -1537,7 +1959,7 @@ type GetClaimsResponse struct {
 
 func (x *GetClaimsResponse) Reset() {
 	*x = GetClaimsResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[16]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1549,7 +1971,7 @@ func (x *GetClaimsResponse) String() string {
 func (*GetClaimsResponse) ProtoMessage() {}
 
 func (x *GetClaimsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[16]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1562,7 +1984,7 @@ func (x *GetClaimsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClaimsResponse.ProtoReflect.Descriptor instead.
 func (*GetClaimsResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{16}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetClaimsResponse) GetClaims() *structpb.Struct {
@@ -1609,7 +2031,7 @@ type RegisterUserRequest struct {
 
 func (x *RegisterUserRequest) Reset() {
 	*x = RegisterUserRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[17]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1621,7 +2043,7 @@ func (x *RegisterUserRequest) String() string {
 func (*RegisterUserRequest) ProtoMessage() {}
 
 func (x *RegisterUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[17]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1634,7 +2056,7 @@ func (x *RegisterUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterUserRequest.ProtoReflect.Descriptor instead.
 func (*RegisterUserRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{17}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RegisterUserRequest) GetOrgId() string {
@@ -1697,7 +2119,7 @@ type RegisterUserResponse struct {
 
 func (x *RegisterUserResponse) Reset() {
 	*x = RegisterUserResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[18]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1709,7 +2131,7 @@ func (x *RegisterUserResponse) String() string {
 func (*RegisterUserResponse) ProtoMessage() {}
 
 func (x *RegisterUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[18]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1722,7 +2144,7 @@ func (x *RegisterUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterUserResponse.ProtoReflect.Descriptor instead.
 func (*RegisterUserResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{18}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RegisterUserResponse) GetUser() *User {
@@ -1753,7 +2175,7 @@ type PasswordPolicy struct {
 
 func (x *PasswordPolicy) Reset() {
 	*x = PasswordPolicy{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[19]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1765,7 +2187,7 @@ func (x *PasswordPolicy) String() string {
 func (*PasswordPolicy) ProtoMessage() {}
 
 func (x *PasswordPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[19]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1778,7 +2200,7 @@ func (x *PasswordPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PasswordPolicy.ProtoReflect.Descriptor instead.
 func (*PasswordPolicy) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{19}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *PasswordPolicy) GetMinLength() uint32 {
@@ -1834,7 +2256,7 @@ type GetOrgRequest struct {
 
 func (x *GetOrgRequest) Reset() {
 	*x = GetOrgRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[20]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1846,7 +2268,7 @@ func (x *GetOrgRequest) String() string {
 func (*GetOrgRequest) ProtoMessage() {}
 
 func (x *GetOrgRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[20]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1859,7 +2281,7 @@ func (x *GetOrgRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrgRequest.ProtoReflect.Descriptor instead.
 func (*GetOrgRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{20}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetOrgRequest) GetOrgId() string {
@@ -1890,7 +2312,7 @@ type GetOrgResponse struct {
 
 func (x *GetOrgResponse) Reset() {
 	*x = GetOrgResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[21]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1902,7 +2324,7 @@ func (x *GetOrgResponse) String() string {
 func (*GetOrgResponse) ProtoMessage() {}
 
 func (x *GetOrgResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[21]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1915,7 +2337,7 @@ func (x *GetOrgResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrgResponse.ProtoReflect.Descriptor instead.
 func (*GetOrgResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{21}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetOrgResponse) GetId() string {
@@ -1972,13 +2394,20 @@ type LoginPolicy struct {
 	IgnoreUnknownUsernames bool `protobuf:"varint,3,opt,name=ignore_unknown_usernames,json=ignoreUnknownUsernames,proto3" json:"ignore_unknown_usernames,omitempty"`
 	// Users may sign in with the organization's external identity providers.
 	AllowExternalIdp bool `protobuf:"varint,4,opt,name=allow_external_idp,json=allowExternalIdp,proto3" json:"allow_external_idp,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Every user must use a second factor; one without must enroll one
+	// before any code or token is issued.
+	ForceMfa bool `protobuf:"varint,5,opt,name=force_mfa,json=forceMfa,proto3" json:"force_mfa,omitempty"`
+	// force_mfa applies to local sign-ins only (federated ones are exempt).
+	ForceMfaLocalOnly bool `protobuf:"varint,6,opt,name=force_mfa_local_only,json=forceMfaLocalOnly,proto3" json:"force_mfa_local_only,omitempty"`
+	// The second factors users may use and enroll: "otp", "u2f".
+	SecondFactors []string `protobuf:"bytes,7,rep,name=second_factors,json=secondFactors,proto3" json:"second_factors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *LoginPolicy) Reset() {
 	*x = LoginPolicy{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[22]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1990,7 +2419,7 @@ func (x *LoginPolicy) String() string {
 func (*LoginPolicy) ProtoMessage() {}
 
 func (x *LoginPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[22]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2003,7 +2432,7 @@ func (x *LoginPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginPolicy.ProtoReflect.Descriptor instead.
 func (*LoginPolicy) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{22}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *LoginPolicy) GetAllowUsernamePassword() bool {
@@ -2034,6 +2463,27 @@ func (x *LoginPolicy) GetAllowExternalIdp() bool {
 	return false
 }
 
+func (x *LoginPolicy) GetForceMfa() bool {
+	if x != nil {
+		return x.ForceMfa
+	}
+	return false
+}
+
+func (x *LoginPolicy) GetForceMfaLocalOnly() bool {
+	if x != nil {
+		return x.ForceMfaLocalOnly
+	}
+	return false
+}
+
+func (x *LoginPolicy) GetSecondFactors() []string {
+	if x != nil {
+		return x.SecondFactors
+	}
+	return nil
+}
+
 // GetRolesRequest asks for a user's roles.
 type GetRolesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2047,7 +2497,7 @@ type GetRolesRequest struct {
 
 func (x *GetRolesRequest) Reset() {
 	*x = GetRolesRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[23]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2059,7 +2509,7 @@ func (x *GetRolesRequest) String() string {
 func (*GetRolesRequest) ProtoMessage() {}
 
 func (x *GetRolesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[23]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2072,7 +2522,7 @@ func (x *GetRolesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRolesRequest.ProtoReflect.Descriptor instead.
 func (*GetRolesRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{23}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetRolesRequest) GetUserId() string {
@@ -2100,7 +2550,7 @@ type GetRolesResponse struct {
 
 func (x *GetRolesResponse) Reset() {
 	*x = GetRolesResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[24]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2112,7 +2562,7 @@ func (x *GetRolesResponse) String() string {
 func (*GetRolesResponse) ProtoMessage() {}
 
 func (x *GetRolesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[24]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2125,7 +2575,7 @@ func (x *GetRolesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRolesResponse.ProtoReflect.Descriptor instead.
 func (*GetRolesResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{24}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GetRolesResponse) GetRoles() []string {
@@ -2172,7 +2622,7 @@ type IdP struct {
 
 func (x *IdP) Reset() {
 	*x = IdP{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[25]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2184,7 +2634,7 @@ func (x *IdP) String() string {
 func (*IdP) ProtoMessage() {}
 
 func (x *IdP) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[25]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2197,7 +2647,7 @@ func (x *IdP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IdP.ProtoReflect.Descriptor instead.
 func (*IdP) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{25}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *IdP) GetId() string {
@@ -2297,7 +2747,7 @@ type GetIdPRequest struct {
 
 func (x *GetIdPRequest) Reset() {
 	*x = GetIdPRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[26]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2309,7 +2759,7 @@ func (x *GetIdPRequest) String() string {
 func (*GetIdPRequest) ProtoMessage() {}
 
 func (x *GetIdPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[26]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2322,7 +2772,7 @@ func (x *GetIdPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetIdPRequest.ProtoReflect.Descriptor instead.
 func (*GetIdPRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{26}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *GetIdPRequest) GetOrgId() string {
@@ -2353,7 +2803,7 @@ type GetIdPResponse struct {
 
 func (x *GetIdPResponse) Reset() {
 	*x = GetIdPResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[27]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2365,7 +2815,7 @@ func (x *GetIdPResponse) String() string {
 func (*GetIdPResponse) ProtoMessage() {}
 
 func (x *GetIdPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[27]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2378,7 +2828,7 @@ func (x *GetIdPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetIdPResponse.ProtoReflect.Descriptor instead.
 func (*GetIdPResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{27}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *GetIdPResponse) GetIdp() *IdP {
@@ -2406,7 +2856,7 @@ type ListIdPsRequest struct {
 
 func (x *ListIdPsRequest) Reset() {
 	*x = ListIdPsRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[28]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2418,7 +2868,7 @@ func (x *ListIdPsRequest) String() string {
 func (*ListIdPsRequest) ProtoMessage() {}
 
 func (x *ListIdPsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[28]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2431,7 +2881,7 @@ func (x *ListIdPsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListIdPsRequest.ProtoReflect.Descriptor instead.
 func (*ListIdPsRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{28}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ListIdPsRequest) GetOrgId() string {
@@ -2452,7 +2902,7 @@ type ListIdPsResponse struct {
 
 func (x *ListIdPsResponse) Reset() {
 	*x = ListIdPsResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[29]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2464,7 +2914,7 @@ func (x *ListIdPsResponse) String() string {
 func (*ListIdPsResponse) ProtoMessage() {}
 
 func (x *ListIdPsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[29]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2477,7 +2927,7 @@ func (x *ListIdPsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListIdPsResponse.ProtoReflect.Descriptor instead.
 func (*ListIdPsResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{29}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ListIdPsResponse) GetIdps() []*IdP {
@@ -2509,7 +2959,7 @@ type LinkExternalUserRequest struct {
 
 func (x *LinkExternalUserRequest) Reset() {
 	*x = LinkExternalUserRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[30]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2521,7 +2971,7 @@ func (x *LinkExternalUserRequest) String() string {
 func (*LinkExternalUserRequest) ProtoMessage() {}
 
 func (x *LinkExternalUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[30]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2534,7 +2984,7 @@ func (x *LinkExternalUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkExternalUserRequest.ProtoReflect.Descriptor instead.
 func (*LinkExternalUserRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{30}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *LinkExternalUserRequest) GetExternalUserName() string {
@@ -2581,7 +3031,7 @@ type LinkExternalUserResponse struct {
 
 func (x *LinkExternalUserResponse) Reset() {
 	*x = LinkExternalUserResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[31]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2593,7 +3043,7 @@ func (x *LinkExternalUserResponse) String() string {
 func (*LinkExternalUserResponse) ProtoMessage() {}
 
 func (x *LinkExternalUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[31]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2606,7 +3056,7 @@ func (x *LinkExternalUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkExternalUserResponse.ProtoReflect.Descriptor instead.
 func (*LinkExternalUserResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{31}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{39}
 }
 
 // GetLinkedUserRequest names an external identity.
@@ -2627,7 +3077,7 @@ type GetLinkedUserRequest struct {
 
 func (x *GetLinkedUserRequest) Reset() {
 	*x = GetLinkedUserRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[32]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2639,7 +3089,7 @@ func (x *GetLinkedUserRequest) String() string {
 func (*GetLinkedUserRequest) ProtoMessage() {}
 
 func (x *GetLinkedUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[32]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2652,7 +3102,7 @@ func (x *GetLinkedUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLinkedUserRequest.ProtoReflect.Descriptor instead.
 func (*GetLinkedUserRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{32}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *GetLinkedUserRequest) GetIdpId() string {
@@ -2687,7 +3137,7 @@ type GetLinkedUserResponse struct {
 
 func (x *GetLinkedUserResponse) Reset() {
 	*x = GetLinkedUserResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[33]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2699,7 +3149,7 @@ func (x *GetLinkedUserResponse) String() string {
 func (*GetLinkedUserResponse) ProtoMessage() {}
 
 func (x *GetLinkedUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[33]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2712,7 +3162,7 @@ func (x *GetLinkedUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLinkedUserResponse.ProtoReflect.Descriptor instead.
 func (*GetLinkedUserResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{33}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *GetLinkedUserResponse) GetUser() *User {
@@ -2757,7 +3207,7 @@ type RegisterExternalUserRequest struct {
 
 func (x *RegisterExternalUserRequest) Reset() {
 	*x = RegisterExternalUserRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[34]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2769,7 +3219,7 @@ func (x *RegisterExternalUserRequest) String() string {
 func (*RegisterExternalUserRequest) ProtoMessage() {}
 
 func (x *RegisterExternalUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[34]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2782,7 +3232,7 @@ func (x *RegisterExternalUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterExternalUserRequest.ProtoReflect.Descriptor instead.
 func (*RegisterExternalUserRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{34}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *RegisterExternalUserRequest) GetExternalUserName() string {
@@ -2873,7 +3323,7 @@ type RegisterExternalUserResponse struct {
 
 func (x *RegisterExternalUserResponse) Reset() {
 	*x = RegisterExternalUserResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[35]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2885,7 +3335,7 @@ func (x *RegisterExternalUserResponse) String() string {
 func (*RegisterExternalUserResponse) ProtoMessage() {}
 
 func (x *RegisterExternalUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[35]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2898,7 +3348,7 @@ func (x *RegisterExternalUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterExternalUserResponse.ProtoReflect.Descriptor instead.
 func (*RegisterExternalUserResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{35}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *RegisterExternalUserResponse) GetUser() *User {
@@ -2921,7 +3371,7 @@ type UnlinkExternalUserRequest struct {
 
 func (x *UnlinkExternalUserRequest) Reset() {
 	*x = UnlinkExternalUserRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[36]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2933,7 +3383,7 @@ func (x *UnlinkExternalUserRequest) String() string {
 func (*UnlinkExternalUserRequest) ProtoMessage() {}
 
 func (x *UnlinkExternalUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[36]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2946,7 +3396,7 @@ func (x *UnlinkExternalUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnlinkExternalUserRequest.ProtoReflect.Descriptor instead.
 func (*UnlinkExternalUserRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{36}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *UnlinkExternalUserRequest) GetIdpId() string {
@@ -2972,7 +3422,7 @@ type UnlinkExternalUserResponse struct {
 
 func (x *UnlinkExternalUserResponse) Reset() {
 	*x = UnlinkExternalUserResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[37]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2984,7 +3434,7 @@ func (x *UnlinkExternalUserResponse) String() string {
 func (*UnlinkExternalUserResponse) ProtoMessage() {}
 
 func (x *UnlinkExternalUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[37]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2997,7 +3447,7 @@ func (x *UnlinkExternalUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnlinkExternalUserResponse.ProtoReflect.Descriptor instead.
 func (*UnlinkExternalUserResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{37}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{45}
 }
 
 // ListChangesRequest names where to resume.
@@ -3011,7 +3461,7 @@ type ListChangesRequest struct {
 
 func (x *ListChangesRequest) Reset() {
 	*x = ListChangesRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[38]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3023,7 +3473,7 @@ func (x *ListChangesRequest) String() string {
 func (*ListChangesRequest) ProtoMessage() {}
 
 func (x *ListChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[38]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3036,7 +3486,7 @@ func (x *ListChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListChangesRequest.ProtoReflect.Descriptor instead.
 func (*ListChangesRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{38}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListChangesRequest) GetAfterSequence() uint64 {
@@ -3065,7 +3515,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[39]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3077,7 +3527,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[39]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3090,7 +3540,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{39}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *Change) GetSequence() uint64 {
@@ -3136,7 +3586,7 @@ type ListChangesResponse struct {
 
 func (x *ListChangesResponse) Reset() {
 	*x = ListChangesResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[40]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3148,7 +3598,7 @@ func (x *ListChangesResponse) String() string {
 func (*ListChangesResponse) ProtoMessage() {}
 
 func (x *ListChangesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[40]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3161,7 +3611,7 @@ func (x *ListChangesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListChangesResponse.ProtoReflect.Descriptor instead.
 func (*ListChangesResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{40}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ListChangesResponse) GetChanges() []*Change {
@@ -3247,7 +3697,29 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x0eclient_address\x18\x05 \x01(\tR\rclientAddress\"s\n" +
 	"\x16VerifyPasswordResponse\x120\n" +
 	"\x04user\x18\x01 \x01(\v2\x1c.gatehouse.directory.v1.UserR\x04user\x12'\n" +
-	"\x0fchange_required\x18\x02 \x01(\bR\x0echangeRequired\"\xa5\x01\n" +
+	"\x0fchange_required\x18\x02 \x01(\bR\x0echangeRequired\"1\n" +
+	"\x16ListAuthFactorsRequest\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\tR\x06userId\"p\n" +
+	"\x17ListAuthFactorsResponse\x12%\n" +
+	"\x0esecond_factors\x18\x01 \x03(\tR\rsecondFactors\x12.\n" +
+	"\x13recovery_codes_left\x18\x02 \x01(\x05R\x11recoveryCodesLeft\"\x97\x01\n" +
+	"\x16CheckAuthFactorRequest\x12\x15\n" +
+	"\x06org_id\x18\x01 \x01(\tR\x05orgId\x12\x17\n" +
+	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x12\n" +
+	"\x04type\x18\x03 \x01(\tR\x04type\x12\x12\n" +
+	"\x04code\x18\x04 \x01(\tR\x04code\x12%\n" +
+	"\x0eclient_address\x18\x05 \x01(\tR\rclientAddress\"I\n" +
+	"\x17CheckAuthFactorResponse\x12.\n" +
+	"\x13recovery_codes_left\x18\x01 \x01(\x05R\x11recoveryCodesLeft\"+\n" +
+	"\x10StartTOTPRequest\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\tR\x06userId\"=\n" +
+	"\x11StartTOTPResponse\x12\x10\n" +
+	"\x03uri\x18\x01 \x01(\tR\x03uri\x12\x16\n" +
+	"\x06secret\x18\x02 \x01(\tR\x06secret\"@\n" +
+	"\x11VerifyTOTPRequest\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\tR\x04code\"\x14\n" +
+	"\x12VerifyTOTPResponse\"\xa5\x01\n" +
 	"\x15ChangePasswordRequest\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12)\n" +
 	"\x10current_password\x18\x02 \x01(\tR\x0fcurrentPassword\x12!\n" +
@@ -3314,12 +3786,15 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x0eprimary_domain\x18\x03 \x01(\tR\rprimaryDomain\x12\x16\n" +
 	"\x06active\x18\x04 \x01(\bR\x06active\x12O\n" +
 	"\x0fpassword_policy\x18\x05 \x01(\v2&.gatehouse.directory.v1.PasswordPolicyR\x0epasswordPolicy\x12F\n" +
-	"\flogin_policy\x18\x06 \x01(\v2#.gatehouse.directory.v1.LoginPolicyR\vloginPolicy\"\xd4\x01\n" +
+	"\flogin_policy\x18\x06 \x01(\v2#.gatehouse.directory.v1.LoginPolicyR\vloginPolicy\"\xc9\x02\n" +
 	"\vLoginPolicy\x126\n" +
 	"\x17allow_username_password\x18\x01 \x01(\bR\x15allowUsernamePassword\x12%\n" +
 	"\x0eallow_register\x18\x02 \x01(\bR\rallowRegister\x128\n" +
 	"\x18ignore_unknown_usernames\x18\x03 \x01(\bR\x16ignoreUnknownUsernames\x12,\n" +
-	"\x12allow_external_idp\x18\x04 \x01(\bR\x10allowExternalIdp\"A\n" +
+	"\x12allow_external_idp\x18\x04 \x01(\bR\x10allowExternalIdp\x12\x1b\n" +
+	"\tforce_mfa\x18\x05 \x01(\bR\bforceMfa\x12/\n" +
+	"\x14force_mfa_local_only\x18\x06 \x01(\bR\x11forceMfaLocalOnly\x12%\n" +
+	"\x0esecond_factors\x18\a \x03(\tR\rsecondFactors\"A\n" +
 	"\x0fGetRolesRequest\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x15\n" +
 	"\x06org_id\x18\x02 \x01(\tR\x05orgId\"(\n" +
@@ -3422,7 +3897,7 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\fMappingField\x12\x1d\n" +
 	"\x19MAPPING_FIELD_UNSPECIFIED\x10\x00\x12$\n" +
 	" MAPPING_FIELD_PREFERRED_USERNAME\x10\x01\x12\x17\n" +
-	"\x13MAPPING_FIELD_EMAIL\x10\x022\xc7\x0e\n" +
+	"\x13MAPPING_FIELD_EMAIL\x10\x022\xfb\x11\n" +
 	"\x10DirectoryService\x12e\n" +
 	"\tGetClient\x12(.gatehouse.directory.v1.GetClientRequest\x1a).gatehouse.directory.v1.GetClientResponse\"\x03\x90\x02\x01\x12q\n" +
 	"\rGetMachineKey\x12,.gatehouse.directory.v1.GetMachineKeyRequest\x1a-.gatehouse.directory.v1.GetMachineKeyResponse\"\x03\x90\x02\x01\x12o\n" +
@@ -3441,7 +3916,12 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\rGetLinkedUser\x12,.gatehouse.directory.v1.GetLinkedUserRequest\x1a-.gatehouse.directory.v1.GetLinkedUserResponse\"\x03\x90\x02\x01\x12\x81\x01\n" +
 	"\x14RegisterExternalUser\x123.gatehouse.directory.v1.RegisterExternalUserRequest\x1a4.gatehouse.directory.v1.RegisterExternalUserResponse\x12{\n" +
 	"\x12UnlinkExternalUser\x121.gatehouse.directory.v1.UnlinkExternalUserRequest\x1a2.gatehouse.directory.v1.UnlinkExternalUserResponse\x12k\n" +
-	"\vListChanges\x12*.gatehouse.directory.v1.ListChangesRequest\x1a+.gatehouse.directory.v1.ListChangesResponse\"\x03\x90\x02\x01B\xf6\x01\n" +
+	"\vListChanges\x12*.gatehouse.directory.v1.ListChangesRequest\x1a+.gatehouse.directory.v1.ListChangesResponse\"\x03\x90\x02\x01\x12w\n" +
+	"\x0fListAuthFactors\x12..gatehouse.directory.v1.ListAuthFactorsRequest\x1a/.gatehouse.directory.v1.ListAuthFactorsResponse\"\x03\x90\x02\x01\x12r\n" +
+	"\x0fCheckAuthFactor\x12..gatehouse.directory.v1.CheckAuthFactorRequest\x1a/.gatehouse.directory.v1.CheckAuthFactorResponse\x12`\n" +
+	"\tStartTOTP\x12(.gatehouse.directory.v1.StartTOTPRequest\x1a).gatehouse.directory.v1.StartTOTPResponse\x12c\n" +
+	"\n" +
+	"VerifyTOTP\x12).gatehouse.directory.v1.VerifyTOTPRequest\x1a*.gatehouse.directory.v1.VerifyTOTPResponseB\xf6\x01\n" +
 	"\x1acom.gatehouse.directory.v1B\x0eDirectoryProtoP\x01ZLgithub.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1;directoryv1\xa2\x02\x03GDX\xaa\x02\x16Gatehouse.Directory.V1\xca\x02\x17Gatehouse\\Directory_\\V1\xe2\x02#Gatehouse\\Directory_\\V1\\GPBMetadata\xea\x02\x18Gatehouse::Directory::V1b\x06proto3"
 
 var (
@@ -3457,7 +3937,7 @@ func file_gatehouse_directory_v1_directory_proto_rawDescGZIP() []byte {
 }
 
 var file_gatehouse_directory_v1_directory_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_gatehouse_directory_v1_directory_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
+var file_gatehouse_directory_v1_directory_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
 var file_gatehouse_directory_v1_directory_proto_goTypes = []any{
 	(ClientKind)(0),                      // 0: gatehouse.directory.v1.ClientKind
 	(AuthMethod)(0),                      // 1: gatehouse.directory.v1.AuthMethod
@@ -3473,109 +3953,125 @@ var file_gatehouse_directory_v1_directory_proto_goTypes = []any{
 	(*GetMachineKeyResponse)(nil),        // 11: gatehouse.directory.v1.GetMachineKeyResponse
 	(*VerifyPasswordRequest)(nil),        // 12: gatehouse.directory.v1.VerifyPasswordRequest
 	(*VerifyPasswordResponse)(nil),       // 13: gatehouse.directory.v1.VerifyPasswordResponse
-	(*ChangePasswordRequest)(nil),        // 14: gatehouse.directory.v1.ChangePasswordRequest
-	(*ChangePasswordResponse)(nil),       // 15: gatehouse.directory.v1.ChangePasswordResponse
-	(*User)(nil),                         // 16: gatehouse.directory.v1.User
-	(*GetUserRequest)(nil),               // 17: gatehouse.directory.v1.GetUserRequest
-	(*GetUserResponse)(nil),              // 18: gatehouse.directory.v1.GetUserResponse
-	(*LookupUserRequest)(nil),            // 19: gatehouse.directory.v1.LookupUserRequest
-	(*LookupUserResponse)(nil),           // 20: gatehouse.directory.v1.LookupUserResponse
-	(*GetClaimsRequest)(nil),             // 21: gatehouse.directory.v1.GetClaimsRequest
-	(*GetClaimsResponse)(nil),            // 22: gatehouse.directory.v1.GetClaimsResponse
-	(*RegisterUserRequest)(nil),          // 23: gatehouse.directory.v1.RegisterUserRequest
-	(*RegisterUserResponse)(nil),         // 24: gatehouse.directory.v1.RegisterUserResponse
-	(*PasswordPolicy)(nil),               // 25: gatehouse.directory.v1.PasswordPolicy
-	(*GetOrgRequest)(nil),                // 26: gatehouse.directory.v1.GetOrgRequest
-	(*GetOrgResponse)(nil),               // 27: gatehouse.directory.v1.GetOrgResponse
-	(*LoginPolicy)(nil),                  // 28: gatehouse.directory.v1.LoginPolicy
-	(*GetRolesRequest)(nil),              // 29: gatehouse.directory.v1.GetRolesRequest
-	(*GetRolesResponse)(nil),             // 30: gatehouse.directory.v1.GetRolesResponse
-	(*IdP)(nil),                          // 31: gatehouse.directory.v1.IdP
-	(*GetIdPRequest)(nil),                // 32: gatehouse.directory.v1.GetIdPRequest
-	(*GetIdPResponse)(nil),               // 33: gatehouse.directory.v1.GetIdPResponse
-	(*ListIdPsRequest)(nil),              // 34: gatehouse.directory.v1.ListIdPsRequest
-	(*ListIdPsResponse)(nil),             // 35: gatehouse.directory.v1.ListIdPsResponse
-	(*LinkExternalUserRequest)(nil),      // 36: gatehouse.directory.v1.LinkExternalUserRequest
-	(*LinkExternalUserResponse)(nil),     // 37: gatehouse.directory.v1.LinkExternalUserResponse
-	(*GetLinkedUserRequest)(nil),         // 38: gatehouse.directory.v1.GetLinkedUserRequest
-	(*GetLinkedUserResponse)(nil),        // 39: gatehouse.directory.v1.GetLinkedUserResponse
-	(*RegisterExternalUserRequest)(nil),  // 40: gatehouse.directory.v1.RegisterExternalUserRequest
-	(*RegisterExternalUserResponse)(nil), // 41: gatehouse.directory.v1.RegisterExternalUserResponse
-	(*UnlinkExternalUserRequest)(nil),    // 42: gatehouse.directory.v1.UnlinkExternalUserRequest
-	(*UnlinkExternalUserResponse)(nil),   // 43: gatehouse.directory.v1.UnlinkExternalUserResponse
-	(*ListChangesRequest)(nil),           // 44: gatehouse.directory.v1.ListChangesRequest
-	(*Change)(nil),                       // 45: gatehouse.directory.v1.Change
-	(*ListChangesResponse)(nil),          // 46: gatehouse.directory.v1.ListChangesResponse
-	nil,                                  // 47: gatehouse.directory.v1.Client.GrantIdsEntry
-	(*timestamppb.Timestamp)(nil),        // 48: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),          // 49: google.protobuf.Duration
-	(*structpb.Struct)(nil),              // 50: google.protobuf.Struct
+	(*ListAuthFactorsRequest)(nil),       // 14: gatehouse.directory.v1.ListAuthFactorsRequest
+	(*ListAuthFactorsResponse)(nil),      // 15: gatehouse.directory.v1.ListAuthFactorsResponse
+	(*CheckAuthFactorRequest)(nil),       // 16: gatehouse.directory.v1.CheckAuthFactorRequest
+	(*CheckAuthFactorResponse)(nil),      // 17: gatehouse.directory.v1.CheckAuthFactorResponse
+	(*StartTOTPRequest)(nil),             // 18: gatehouse.directory.v1.StartTOTPRequest
+	(*StartTOTPResponse)(nil),            // 19: gatehouse.directory.v1.StartTOTPResponse
+	(*VerifyTOTPRequest)(nil),            // 20: gatehouse.directory.v1.VerifyTOTPRequest
+	(*VerifyTOTPResponse)(nil),           // 21: gatehouse.directory.v1.VerifyTOTPResponse
+	(*ChangePasswordRequest)(nil),        // 22: gatehouse.directory.v1.ChangePasswordRequest
+	(*ChangePasswordResponse)(nil),       // 23: gatehouse.directory.v1.ChangePasswordResponse
+	(*User)(nil),                         // 24: gatehouse.directory.v1.User
+	(*GetUserRequest)(nil),               // 25: gatehouse.directory.v1.GetUserRequest
+	(*GetUserResponse)(nil),              // 26: gatehouse.directory.v1.GetUserResponse
+	(*LookupUserRequest)(nil),            // 27: gatehouse.directory.v1.LookupUserRequest
+	(*LookupUserResponse)(nil),           // 28: gatehouse.directory.v1.LookupUserResponse
+	(*GetClaimsRequest)(nil),             // 29: gatehouse.directory.v1.GetClaimsRequest
+	(*GetClaimsResponse)(nil),            // 30: gatehouse.directory.v1.GetClaimsResponse
+	(*RegisterUserRequest)(nil),          // 31: gatehouse.directory.v1.RegisterUserRequest
+	(*RegisterUserResponse)(nil),         // 32: gatehouse.directory.v1.RegisterUserResponse
+	(*PasswordPolicy)(nil),               // 33: gatehouse.directory.v1.PasswordPolicy
+	(*GetOrgRequest)(nil),                // 34: gatehouse.directory.v1.GetOrgRequest
+	(*GetOrgResponse)(nil),               // 35: gatehouse.directory.v1.GetOrgResponse
+	(*LoginPolicy)(nil),                  // 36: gatehouse.directory.v1.LoginPolicy
+	(*GetRolesRequest)(nil),              // 37: gatehouse.directory.v1.GetRolesRequest
+	(*GetRolesResponse)(nil),             // 38: gatehouse.directory.v1.GetRolesResponse
+	(*IdP)(nil),                          // 39: gatehouse.directory.v1.IdP
+	(*GetIdPRequest)(nil),                // 40: gatehouse.directory.v1.GetIdPRequest
+	(*GetIdPResponse)(nil),               // 41: gatehouse.directory.v1.GetIdPResponse
+	(*ListIdPsRequest)(nil),              // 42: gatehouse.directory.v1.ListIdPsRequest
+	(*ListIdPsResponse)(nil),             // 43: gatehouse.directory.v1.ListIdPsResponse
+	(*LinkExternalUserRequest)(nil),      // 44: gatehouse.directory.v1.LinkExternalUserRequest
+	(*LinkExternalUserResponse)(nil),     // 45: gatehouse.directory.v1.LinkExternalUserResponse
+	(*GetLinkedUserRequest)(nil),         // 46: gatehouse.directory.v1.GetLinkedUserRequest
+	(*GetLinkedUserResponse)(nil),        // 47: gatehouse.directory.v1.GetLinkedUserResponse
+	(*RegisterExternalUserRequest)(nil),  // 48: gatehouse.directory.v1.RegisterExternalUserRequest
+	(*RegisterExternalUserResponse)(nil), // 49: gatehouse.directory.v1.RegisterExternalUserResponse
+	(*UnlinkExternalUserRequest)(nil),    // 50: gatehouse.directory.v1.UnlinkExternalUserRequest
+	(*UnlinkExternalUserResponse)(nil),   // 51: gatehouse.directory.v1.UnlinkExternalUserResponse
+	(*ListChangesRequest)(nil),           // 52: gatehouse.directory.v1.ListChangesRequest
+	(*Change)(nil),                       // 53: gatehouse.directory.v1.Change
+	(*ListChangesResponse)(nil),          // 54: gatehouse.directory.v1.ListChangesResponse
+	nil,                                  // 55: gatehouse.directory.v1.Client.GrantIdsEntry
+	(*timestamppb.Timestamp)(nil),        // 56: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),          // 57: google.protobuf.Duration
+	(*structpb.Struct)(nil),              // 58: google.protobuf.Struct
 }
 var file_gatehouse_directory_v1_directory_proto_depIdxs = []int32{
-	48, // 0: gatehouse.directory.v1.PublicKey.expires_at:type_name -> google.protobuf.Timestamp
+	56, // 0: gatehouse.directory.v1.PublicKey.expires_at:type_name -> google.protobuf.Timestamp
 	0,  // 1: gatehouse.directory.v1.Client.kind:type_name -> gatehouse.directory.v1.ClientKind
 	1,  // 2: gatehouse.directory.v1.Client.auth_method:type_name -> gatehouse.directory.v1.AuthMethod
 	6,  // 3: gatehouse.directory.v1.Client.keys:type_name -> gatehouse.directory.v1.PublicKey
 	2,  // 4: gatehouse.directory.v1.Client.access_token_type:type_name -> gatehouse.directory.v1.TokenType
-	49, // 5: gatehouse.directory.v1.Client.clock_skew:type_name -> google.protobuf.Duration
-	47, // 6: gatehouse.directory.v1.Client.grant_ids:type_name -> gatehouse.directory.v1.Client.GrantIdsEntry
+	57, // 5: gatehouse.directory.v1.Client.clock_skew:type_name -> google.protobuf.Duration
+	55, // 6: gatehouse.directory.v1.Client.grant_ids:type_name -> gatehouse.directory.v1.Client.GrantIdsEntry
 	7,  // 7: gatehouse.directory.v1.GetClientResponse.client:type_name -> gatehouse.directory.v1.Client
 	6,  // 8: gatehouse.directory.v1.GetMachineKeyResponse.key:type_name -> gatehouse.directory.v1.PublicKey
-	16, // 9: gatehouse.directory.v1.GetMachineKeyResponse.user:type_name -> gatehouse.directory.v1.User
-	16, // 10: gatehouse.directory.v1.VerifyPasswordResponse.user:type_name -> gatehouse.directory.v1.User
+	24, // 9: gatehouse.directory.v1.GetMachineKeyResponse.user:type_name -> gatehouse.directory.v1.User
+	24, // 10: gatehouse.directory.v1.VerifyPasswordResponse.user:type_name -> gatehouse.directory.v1.User
 	3,  // 11: gatehouse.directory.v1.User.state:type_name -> gatehouse.directory.v1.UserState
 	2,  // 12: gatehouse.directory.v1.User.access_token_type:type_name -> gatehouse.directory.v1.TokenType
-	48, // 13: gatehouse.directory.v1.User.sessions_not_before:type_name -> google.protobuf.Timestamp
-	16, // 14: gatehouse.directory.v1.GetUserResponse.user:type_name -> gatehouse.directory.v1.User
-	16, // 15: gatehouse.directory.v1.LookupUserResponse.user:type_name -> gatehouse.directory.v1.User
-	50, // 16: gatehouse.directory.v1.GetClaimsResponse.claims:type_name -> google.protobuf.Struct
-	16, // 17: gatehouse.directory.v1.RegisterUserResponse.user:type_name -> gatehouse.directory.v1.User
-	25, // 18: gatehouse.directory.v1.GetOrgResponse.password_policy:type_name -> gatehouse.directory.v1.PasswordPolicy
-	28, // 19: gatehouse.directory.v1.GetOrgResponse.login_policy:type_name -> gatehouse.directory.v1.LoginPolicy
+	56, // 13: gatehouse.directory.v1.User.sessions_not_before:type_name -> google.protobuf.Timestamp
+	24, // 14: gatehouse.directory.v1.GetUserResponse.user:type_name -> gatehouse.directory.v1.User
+	24, // 15: gatehouse.directory.v1.LookupUserResponse.user:type_name -> gatehouse.directory.v1.User
+	58, // 16: gatehouse.directory.v1.GetClaimsResponse.claims:type_name -> google.protobuf.Struct
+	24, // 17: gatehouse.directory.v1.RegisterUserResponse.user:type_name -> gatehouse.directory.v1.User
+	33, // 18: gatehouse.directory.v1.GetOrgResponse.password_policy:type_name -> gatehouse.directory.v1.PasswordPolicy
+	36, // 19: gatehouse.directory.v1.GetOrgResponse.login_policy:type_name -> gatehouse.directory.v1.LoginPolicy
 	4,  // 20: gatehouse.directory.v1.IdP.styling_type:type_name -> gatehouse.directory.v1.StylingType
 	5,  // 21: gatehouse.directory.v1.IdP.display_name_mapping:type_name -> gatehouse.directory.v1.MappingField
 	5,  // 22: gatehouse.directory.v1.IdP.username_mapping:type_name -> gatehouse.directory.v1.MappingField
-	31, // 23: gatehouse.directory.v1.GetIdPResponse.idp:type_name -> gatehouse.directory.v1.IdP
-	31, // 24: gatehouse.directory.v1.ListIdPsResponse.idps:type_name -> gatehouse.directory.v1.IdP
-	16, // 25: gatehouse.directory.v1.GetLinkedUserResponse.user:type_name -> gatehouse.directory.v1.User
-	16, // 26: gatehouse.directory.v1.RegisterExternalUserResponse.user:type_name -> gatehouse.directory.v1.User
-	45, // 27: gatehouse.directory.v1.ListChangesResponse.changes:type_name -> gatehouse.directory.v1.Change
+	39, // 23: gatehouse.directory.v1.GetIdPResponse.idp:type_name -> gatehouse.directory.v1.IdP
+	39, // 24: gatehouse.directory.v1.ListIdPsResponse.idps:type_name -> gatehouse.directory.v1.IdP
+	24, // 25: gatehouse.directory.v1.GetLinkedUserResponse.user:type_name -> gatehouse.directory.v1.User
+	24, // 26: gatehouse.directory.v1.RegisterExternalUserResponse.user:type_name -> gatehouse.directory.v1.User
+	53, // 27: gatehouse.directory.v1.ListChangesResponse.changes:type_name -> gatehouse.directory.v1.Change
 	8,  // 28: gatehouse.directory.v1.DirectoryService.GetClient:input_type -> gatehouse.directory.v1.GetClientRequest
 	10, // 29: gatehouse.directory.v1.DirectoryService.GetMachineKey:input_type -> gatehouse.directory.v1.GetMachineKeyRequest
 	12, // 30: gatehouse.directory.v1.DirectoryService.VerifyPassword:input_type -> gatehouse.directory.v1.VerifyPasswordRequest
-	14, // 31: gatehouse.directory.v1.DirectoryService.ChangePassword:input_type -> gatehouse.directory.v1.ChangePasswordRequest
-	17, // 32: gatehouse.directory.v1.DirectoryService.GetUser:input_type -> gatehouse.directory.v1.GetUserRequest
-	19, // 33: gatehouse.directory.v1.DirectoryService.LookupUser:input_type -> gatehouse.directory.v1.LookupUserRequest
-	21, // 34: gatehouse.directory.v1.DirectoryService.GetClaims:input_type -> gatehouse.directory.v1.GetClaimsRequest
-	23, // 35: gatehouse.directory.v1.DirectoryService.RegisterUser:input_type -> gatehouse.directory.v1.RegisterUserRequest
-	26, // 36: gatehouse.directory.v1.DirectoryService.GetOrg:input_type -> gatehouse.directory.v1.GetOrgRequest
-	29, // 37: gatehouse.directory.v1.DirectoryService.GetRoles:input_type -> gatehouse.directory.v1.GetRolesRequest
-	32, // 38: gatehouse.directory.v1.DirectoryService.GetIdP:input_type -> gatehouse.directory.v1.GetIdPRequest
-	34, // 39: gatehouse.directory.v1.DirectoryService.ListIdPs:input_type -> gatehouse.directory.v1.ListIdPsRequest
-	36, // 40: gatehouse.directory.v1.DirectoryService.LinkExternalUser:input_type -> gatehouse.directory.v1.LinkExternalUserRequest
-	38, // 41: gatehouse.directory.v1.DirectoryService.GetLinkedUser:input_type -> gatehouse.directory.v1.GetLinkedUserRequest
-	40, // 42: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:input_type -> gatehouse.directory.v1.RegisterExternalUserRequest
-	42, // 43: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:input_type -> gatehouse.directory.v1.UnlinkExternalUserRequest
-	44, // 44: gatehouse.directory.v1.DirectoryService.ListChanges:input_type -> gatehouse.directory.v1.ListChangesRequest
-	9,  // 45: gatehouse.directory.v1.DirectoryService.GetClient:output_type -> gatehouse.directory.v1.GetClientResponse
-	11, // 46: gatehouse.directory.v1.DirectoryService.GetMachineKey:output_type -> gatehouse.directory.v1.GetMachineKeyResponse
-	13, // 47: gatehouse.directory.v1.DirectoryService.VerifyPassword:output_type -> gatehouse.directory.v1.VerifyPasswordResponse
-	15, // 48: gatehouse.directory.v1.DirectoryService.ChangePassword:output_type -> gatehouse.directory.v1.ChangePasswordResponse
-	18, // 49: gatehouse.directory.v1.DirectoryService.GetUser:output_type -> gatehouse.directory.v1.GetUserResponse
-	20, // 50: gatehouse.directory.v1.DirectoryService.LookupUser:output_type -> gatehouse.directory.v1.LookupUserResponse
-	22, // 51: gatehouse.directory.v1.DirectoryService.GetClaims:output_type -> gatehouse.directory.v1.GetClaimsResponse
-	24, // 52: gatehouse.directory.v1.DirectoryService.RegisterUser:output_type -> gatehouse.directory.v1.RegisterUserResponse
-	27, // 53: gatehouse.directory.v1.DirectoryService.GetOrg:output_type -> gatehouse.directory.v1.GetOrgResponse
-	30, // 54: gatehouse.directory.v1.DirectoryService.GetRoles:output_type -> gatehouse.directory.v1.GetRolesResponse
-	33, // 55: gatehouse.directory.v1.DirectoryService.GetIdP:output_type -> gatehouse.directory.v1.GetIdPResponse
-	35, // 56: gatehouse.directory.v1.DirectoryService.ListIdPs:output_type -> gatehouse.directory.v1.ListIdPsResponse
-	37, // 57: gatehouse.directory.v1.DirectoryService.LinkExternalUser:output_type -> gatehouse.directory.v1.LinkExternalUserResponse
-	39, // 58: gatehouse.directory.v1.DirectoryService.GetLinkedUser:output_type -> gatehouse.directory.v1.GetLinkedUserResponse
-	41, // 59: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:output_type -> gatehouse.directory.v1.RegisterExternalUserResponse
-	43, // 60: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:output_type -> gatehouse.directory.v1.UnlinkExternalUserResponse
-	46, // 61: gatehouse.directory.v1.DirectoryService.ListChanges:output_type -> gatehouse.directory.v1.ListChangesResponse
-	45, // [45:62] is the sub-list for method output_type
-	28, // [28:45] is the sub-list for method input_type
+	22, // 31: gatehouse.directory.v1.DirectoryService.ChangePassword:input_type -> gatehouse.directory.v1.ChangePasswordRequest
+	25, // 32: gatehouse.directory.v1.DirectoryService.GetUser:input_type -> gatehouse.directory.v1.GetUserRequest
+	27, // 33: gatehouse.directory.v1.DirectoryService.LookupUser:input_type -> gatehouse.directory.v1.LookupUserRequest
+	29, // 34: gatehouse.directory.v1.DirectoryService.GetClaims:input_type -> gatehouse.directory.v1.GetClaimsRequest
+	31, // 35: gatehouse.directory.v1.DirectoryService.RegisterUser:input_type -> gatehouse.directory.v1.RegisterUserRequest
+	34, // 36: gatehouse.directory.v1.DirectoryService.GetOrg:input_type -> gatehouse.directory.v1.GetOrgRequest
+	37, // 37: gatehouse.directory.v1.DirectoryService.GetRoles:input_type -> gatehouse.directory.v1.GetRolesRequest
+	40, // 38: gatehouse.directory.v1.DirectoryService.GetIdP:input_type -> gatehouse.directory.v1.GetIdPRequest
+	42, // 39: gatehouse.directory.v1.DirectoryService.ListIdPs:input_type -> gatehouse.directory.v1.ListIdPsRequest
+	44, // 40: gatehouse.directory.v1.DirectoryService.LinkExternalUser:input_type -> gatehouse.directory.v1.LinkExternalUserRequest
+	46, // 41: gatehouse.directory.v1.DirectoryService.GetLinkedUser:input_type -> gatehouse.directory.v1.GetLinkedUserRequest
+	48, // 42: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:input_type -> gatehouse.directory.v1.RegisterExternalUserRequest
+	50, // 43: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:input_type -> gatehouse.directory.v1.UnlinkExternalUserRequest
+	52, // 44: gatehouse.directory.v1.DirectoryService.ListChanges:input_type -> gatehouse.directory.v1.ListChangesRequest
+	14, // 45: gatehouse.directory.v1.DirectoryService.ListAuthFactors:input_type -> gatehouse.directory.v1.ListAuthFactorsRequest
+	16, // 46: gatehouse.directory.v1.DirectoryService.CheckAuthFactor:input_type -> gatehouse.directory.v1.CheckAuthFactorRequest
+	18, // 47: gatehouse.directory.v1.DirectoryService.StartTOTP:input_type -> gatehouse.directory.v1.StartTOTPRequest
+	20, // 48: gatehouse.directory.v1.DirectoryService.VerifyTOTP:input_type -> gatehouse.directory.v1.VerifyTOTPRequest
+	9,  // 49: gatehouse.directory.v1.DirectoryService.GetClient:output_type -> gatehouse.directory.v1.GetClientResponse
+	11, // 50: gatehouse.directory.v1.DirectoryService.GetMachineKey:output_type -> gatehouse.directory.v1.GetMachineKeyResponse
+	13, // 51: gatehouse.directory.v1.DirectoryService.VerifyPassword:output_type -> gatehouse.directory.v1.VerifyPasswordResponse
+	23, // 52: gatehouse.directory.v1.DirectoryService.ChangePassword:output_type -> gatehouse.directory.v1.ChangePasswordResponse
+	26, // 53: gatehouse.directory.v1.DirectoryService.GetUser:output_type -> gatehouse.directory.v1.GetUserResponse
+	28, // 54: gatehouse.directory.v1.DirectoryService.LookupUser:output_type -> gatehouse.directory.v1.LookupUserResponse
+	30, // 55: gatehouse.directory.v1.DirectoryService.GetClaims:output_type -> gatehouse.directory.v1.GetClaimsResponse
+	32, // 56: gatehouse.directory.v1.DirectoryService.RegisterUser:output_type -> gatehouse.directory.v1.RegisterUserResponse
+	35, // 57: gatehouse.directory.v1.DirectoryService.GetOrg:output_type -> gatehouse.directory.v1.GetOrgResponse
+	38, // 58: gatehouse.directory.v1.DirectoryService.GetRoles:output_type -> gatehouse.directory.v1.GetRolesResponse
+	41, // 59: gatehouse.directory.v1.DirectoryService.GetIdP:output_type -> gatehouse.directory.v1.GetIdPResponse
+	43, // 60: gatehouse.directory.v1.DirectoryService.ListIdPs:output_type -> gatehouse.directory.v1.ListIdPsResponse
+	45, // 61: gatehouse.directory.v1.DirectoryService.LinkExternalUser:output_type -> gatehouse.directory.v1.LinkExternalUserResponse
+	47, // 62: gatehouse.directory.v1.DirectoryService.GetLinkedUser:output_type -> gatehouse.directory.v1.GetLinkedUserResponse
+	49, // 63: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:output_type -> gatehouse.directory.v1.RegisterExternalUserResponse
+	51, // 64: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:output_type -> gatehouse.directory.v1.UnlinkExternalUserResponse
+	54, // 65: gatehouse.directory.v1.DirectoryService.ListChanges:output_type -> gatehouse.directory.v1.ListChangesResponse
+	15, // 66: gatehouse.directory.v1.DirectoryService.ListAuthFactors:output_type -> gatehouse.directory.v1.ListAuthFactorsResponse
+	17, // 67: gatehouse.directory.v1.DirectoryService.CheckAuthFactor:output_type -> gatehouse.directory.v1.CheckAuthFactorResponse
+	19, // 68: gatehouse.directory.v1.DirectoryService.StartTOTP:output_type -> gatehouse.directory.v1.StartTOTPResponse
+	21, // 69: gatehouse.directory.v1.DirectoryService.VerifyTOTP:output_type -> gatehouse.directory.v1.VerifyTOTPResponse
+	49, // [49:70] is the sub-list for method output_type
+	28, // [28:49] is the sub-list for method input_type
 	28, // [28:28] is the sub-list for extension type_name
 	28, // [28:28] is the sub-list for extension extendee
 	0,  // [0:28] is the sub-list for field type_name
@@ -3592,7 +4088,7 @@ func file_gatehouse_directory_v1_directory_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_directory_v1_directory_proto_rawDesc), len(file_gatehouse_directory_v1_directory_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   42,
+			NumMessages:   50,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -82,6 +82,18 @@ const (
 	// DirectoryServiceListChangesProcedure is the fully-qualified name of the DirectoryService's
 	// ListChanges RPC.
 	DirectoryServiceListChangesProcedure = "/gatehouse.directory.v1.DirectoryService/ListChanges"
+	// DirectoryServiceListAuthFactorsProcedure is the fully-qualified name of the DirectoryService's
+	// ListAuthFactors RPC.
+	DirectoryServiceListAuthFactorsProcedure = "/gatehouse.directory.v1.DirectoryService/ListAuthFactors"
+	// DirectoryServiceCheckAuthFactorProcedure is the fully-qualified name of the DirectoryService's
+	// CheckAuthFactor RPC.
+	DirectoryServiceCheckAuthFactorProcedure = "/gatehouse.directory.v1.DirectoryService/CheckAuthFactor"
+	// DirectoryServiceStartTOTPProcedure is the fully-qualified name of the DirectoryService's
+	// StartTOTP RPC.
+	DirectoryServiceStartTOTPProcedure = "/gatehouse.directory.v1.DirectoryService/StartTOTP"
+	// DirectoryServiceVerifyTOTPProcedure is the fully-qualified name of the DirectoryService's
+	// VerifyTOTP RPC.
+	DirectoryServiceVerifyTOTPProcedure = "/gatehouse.directory.v1.DirectoryService/VerifyTOTP"
 )
 
 // DirectoryServiceClient is a client for the gatehouse.directory.v1.DirectoryService service.
@@ -161,6 +173,24 @@ type DirectoryServiceClient interface {
 	// concurrent transaction may commit a lower sequence after a higher
 	// one; resume from cursor. after_sequence 0 starts at the present.
 	ListChanges(context.Context, *v1.ListChangesRequest) (*v1.ListChangesResponse, error)
+	// Lists a human user's ready second factors, for the login's factor
+	// step. NotFound for an unknown user.
+	ListAuthFactors(context.Context, *v1.ListAuthFactorsRequest) (*v1.ListAuthFactorsResponse, error)
+	// Checks a login's second factor (a TOTP code or a recovery code) of a
+	// user who passed the first, under the same failed-attempt limits as
+	// VerifyPassword (the attempts count toward the same lockout). A TOTP
+	// code is accepted at most once per time step; a recovery code once.
+	// Unauthenticated for a wrong, used or replayed code and for an attempt
+	// the limits refuse, with the same message; InvalidArgument for an
+	// unknown factor type.
+	CheckAuthFactor(context.Context, *v1.CheckAuthFactorRequest) (*v1.CheckAuthFactorResponse, error)
+	// Starts a TOTP registration for a user who passed the first factor and
+	// must enroll one (forced MFA): the otpauth:// URI and the secret.
+	// AlreadyExists when the user has a ready TOTP generator.
+	StartTOTP(context.Context, *v1.StartTOTPRequest) (*v1.StartTOTPResponse, error)
+	// Completes a TOTP registration with a code of the new generator.
+	// InvalidArgument for a wrong code; Aborted when none was started.
+	VerifyTOTP(context.Context, *v1.VerifyTOTPRequest) (*v1.VerifyTOTPResponse, error)
 }
 
 // NewDirectoryServiceClient constructs a client for the gatehouse.directory.v1.DirectoryService
@@ -287,6 +317,31 @@ func NewDirectoryServiceClient(httpClient connect.HTTPClient, baseURL string, op
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		listAuthFactors: connect.NewClient[v1.ListAuthFactorsRequest, v1.ListAuthFactorsResponse](
+			httpClient,
+			baseURL+DirectoryServiceListAuthFactorsProcedure,
+			connect.WithSchema(directoryServiceMethods.ByName("ListAuthFactors")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		checkAuthFactor: connect.NewClient[v1.CheckAuthFactorRequest, v1.CheckAuthFactorResponse](
+			httpClient,
+			baseURL+DirectoryServiceCheckAuthFactorProcedure,
+			connect.WithSchema(directoryServiceMethods.ByName("CheckAuthFactor")),
+			connect.WithClientOptions(opts...),
+		),
+		startTOTP: connect.NewClient[v1.StartTOTPRequest, v1.StartTOTPResponse](
+			httpClient,
+			baseURL+DirectoryServiceStartTOTPProcedure,
+			connect.WithSchema(directoryServiceMethods.ByName("StartTOTP")),
+			connect.WithClientOptions(opts...),
+		),
+		verifyTOTP: connect.NewClient[v1.VerifyTOTPRequest, v1.VerifyTOTPResponse](
+			httpClient,
+			baseURL+DirectoryServiceVerifyTOTPProcedure,
+			connect.WithSchema(directoryServiceMethods.ByName("VerifyTOTP")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -309,6 +364,10 @@ type directoryServiceClient struct {
 	registerExternalUser *connect.Client[v1.RegisterExternalUserRequest, v1.RegisterExternalUserResponse]
 	unlinkExternalUser   *connect.Client[v1.UnlinkExternalUserRequest, v1.UnlinkExternalUserResponse]
 	listChanges          *connect.Client[v1.ListChangesRequest, v1.ListChangesResponse]
+	listAuthFactors      *connect.Client[v1.ListAuthFactorsRequest, v1.ListAuthFactorsResponse]
+	checkAuthFactor      *connect.Client[v1.CheckAuthFactorRequest, v1.CheckAuthFactorResponse]
+	startTOTP            *connect.Client[v1.StartTOTPRequest, v1.StartTOTPResponse]
+	verifyTOTP           *connect.Client[v1.VerifyTOTPRequest, v1.VerifyTOTPResponse]
 }
 
 // GetClient calls gatehouse.directory.v1.DirectoryService.GetClient.
@@ -464,6 +523,42 @@ func (c *directoryServiceClient) ListChanges(ctx context.Context, req *v1.ListCh
 	return nil, err
 }
 
+// ListAuthFactors calls gatehouse.directory.v1.DirectoryService.ListAuthFactors.
+func (c *directoryServiceClient) ListAuthFactors(ctx context.Context, req *v1.ListAuthFactorsRequest) (*v1.ListAuthFactorsResponse, error) {
+	response, err := c.listAuthFactors.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// CheckAuthFactor calls gatehouse.directory.v1.DirectoryService.CheckAuthFactor.
+func (c *directoryServiceClient) CheckAuthFactor(ctx context.Context, req *v1.CheckAuthFactorRequest) (*v1.CheckAuthFactorResponse, error) {
+	response, err := c.checkAuthFactor.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// StartTOTP calls gatehouse.directory.v1.DirectoryService.StartTOTP.
+func (c *directoryServiceClient) StartTOTP(ctx context.Context, req *v1.StartTOTPRequest) (*v1.StartTOTPResponse, error) {
+	response, err := c.startTOTP.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// VerifyTOTP calls gatehouse.directory.v1.DirectoryService.VerifyTOTP.
+func (c *directoryServiceClient) VerifyTOTP(ctx context.Context, req *v1.VerifyTOTPRequest) (*v1.VerifyTOTPResponse, error) {
+	response, err := c.verifyTOTP.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
 // DirectoryServiceHandler is an implementation of the gatehouse.directory.v1.DirectoryService
 // service.
 type DirectoryServiceHandler interface {
@@ -542,6 +637,24 @@ type DirectoryServiceHandler interface {
 	// concurrent transaction may commit a lower sequence after a higher
 	// one; resume from cursor. after_sequence 0 starts at the present.
 	ListChanges(context.Context, *v1.ListChangesRequest) (*v1.ListChangesResponse, error)
+	// Lists a human user's ready second factors, for the login's factor
+	// step. NotFound for an unknown user.
+	ListAuthFactors(context.Context, *v1.ListAuthFactorsRequest) (*v1.ListAuthFactorsResponse, error)
+	// Checks a login's second factor (a TOTP code or a recovery code) of a
+	// user who passed the first, under the same failed-attempt limits as
+	// VerifyPassword (the attempts count toward the same lockout). A TOTP
+	// code is accepted at most once per time step; a recovery code once.
+	// Unauthenticated for a wrong, used or replayed code and for an attempt
+	// the limits refuse, with the same message; InvalidArgument for an
+	// unknown factor type.
+	CheckAuthFactor(context.Context, *v1.CheckAuthFactorRequest) (*v1.CheckAuthFactorResponse, error)
+	// Starts a TOTP registration for a user who passed the first factor and
+	// must enroll one (forced MFA): the otpauth:// URI and the secret.
+	// AlreadyExists when the user has a ready TOTP generator.
+	StartTOTP(context.Context, *v1.StartTOTPRequest) (*v1.StartTOTPResponse, error)
+	// Completes a TOTP registration with a code of the new generator.
+	// InvalidArgument for a wrong code; Aborted when none was started.
+	VerifyTOTP(context.Context, *v1.VerifyTOTPRequest) (*v1.VerifyTOTPResponse, error)
 }
 
 // NewDirectoryServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -664,6 +777,31 @@ func NewDirectoryServiceHandler(svc DirectoryServiceHandler, opts ...connect.Han
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	directoryServiceListAuthFactorsHandler := connect.NewUnaryHandlerSimple(
+		DirectoryServiceListAuthFactorsProcedure,
+		svc.ListAuthFactors,
+		connect.WithSchema(directoryServiceMethods.ByName("ListAuthFactors")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	directoryServiceCheckAuthFactorHandler := connect.NewUnaryHandlerSimple(
+		DirectoryServiceCheckAuthFactorProcedure,
+		svc.CheckAuthFactor,
+		connect.WithSchema(directoryServiceMethods.ByName("CheckAuthFactor")),
+		connect.WithHandlerOptions(opts...),
+	)
+	directoryServiceStartTOTPHandler := connect.NewUnaryHandlerSimple(
+		DirectoryServiceStartTOTPProcedure,
+		svc.StartTOTP,
+		connect.WithSchema(directoryServiceMethods.ByName("StartTOTP")),
+		connect.WithHandlerOptions(opts...),
+	)
+	directoryServiceVerifyTOTPHandler := connect.NewUnaryHandlerSimple(
+		DirectoryServiceVerifyTOTPProcedure,
+		svc.VerifyTOTP,
+		connect.WithSchema(directoryServiceMethods.ByName("VerifyTOTP")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/gatehouse.directory.v1.DirectoryService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case DirectoryServiceGetClientProcedure:
@@ -700,6 +838,14 @@ func NewDirectoryServiceHandler(svc DirectoryServiceHandler, opts ...connect.Han
 			directoryServiceUnlinkExternalUserHandler.ServeHTTP(w, r)
 		case DirectoryServiceListChangesProcedure:
 			directoryServiceListChangesHandler.ServeHTTP(w, r)
+		case DirectoryServiceListAuthFactorsProcedure:
+			directoryServiceListAuthFactorsHandler.ServeHTTP(w, r)
+		case DirectoryServiceCheckAuthFactorProcedure:
+			directoryServiceCheckAuthFactorHandler.ServeHTTP(w, r)
+		case DirectoryServiceStartTOTPProcedure:
+			directoryServiceStartTOTPHandler.ServeHTTP(w, r)
+		case DirectoryServiceVerifyTOTPProcedure:
+			directoryServiceVerifyTOTPHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -775,4 +921,20 @@ func (UnimplementedDirectoryServiceHandler) UnlinkExternalUser(context.Context, 
 
 func (UnimplementedDirectoryServiceHandler) ListChanges(context.Context, *v1.ListChangesRequest) (*v1.ListChangesResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.ListChanges is not implemented"))
+}
+
+func (UnimplementedDirectoryServiceHandler) ListAuthFactors(context.Context, *v1.ListAuthFactorsRequest) (*v1.ListAuthFactorsResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.ListAuthFactors is not implemented"))
+}
+
+func (UnimplementedDirectoryServiceHandler) CheckAuthFactor(context.Context, *v1.CheckAuthFactorRequest) (*v1.CheckAuthFactorResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.CheckAuthFactor is not implemented"))
+}
+
+func (UnimplementedDirectoryServiceHandler) StartTOTP(context.Context, *v1.StartTOTPRequest) (*v1.StartTOTPResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.StartTOTP is not implemented"))
+}
+
+func (UnimplementedDirectoryServiceHandler) VerifyTOTP(context.Context, *v1.VerifyTOTPRequest) (*v1.VerifyTOTPResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.VerifyTOTP is not implemented"))
 }

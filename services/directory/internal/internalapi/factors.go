@@ -1,0 +1,185 @@
+package internalapi
+
+import (
+	"context"
+	"errors"
+
+	"connectrpc.com/connect"
+
+	"github.com/gatehouse-id/gatehouse/pkg/db"
+	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/lockout"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/users"
+)
+
+// errBadCode is the one answer for a wrong, used or replayed code and for
+// an attempt the limits refuse.
+var errBadCode = errors.New("invalid code")
+
+// FactorKeys are what the factor RPCs need besides the store.
+type FactorKeys struct {
+	// Secrets seals and opens TOTP seeds.
+	Secrets users.FactorSecrets
+	// Hasher hashes recovery codes.
+	Hasher users.Hasher
+	// Issuer names accounts in authenticator apps (the issuer's host).
+	Issuer string
+}
+
+func (s *Server) factorKeys() (FactorKeys, error) {
+	if s.Factors.Secrets.Cipher == nil || s.Factors.Hasher == nil {
+		return FactorKeys{}, connect.NewError(connect.CodeInternal, errors.New("internalapi: no factor keys configured"))
+	}
+	return s.Factors, nil
+}
+
+// human returns an active human user, NotFound otherwise (a deactivated
+// one is FailedPrecondition, as at the password).
+func (s *Server) human(ctx context.Context, userID string) (*users.User, error) {
+	if userID == "" {
+		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("user_id is required"))
+	}
+	u, err := s.users.Get(ctx, userID)
+	if errors.Is(err, db.ErrNotFound) {
+		return nil, notFound("user")
+	}
+	if err != nil {
+		return nil, internalErr(err, "get user")
+	}
+	if u.Type != users.TypeHuman {
+		return nil, notFound("user")
+	}
+	if u.State == users.StateInactive {
+		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("user is deactivated"))
+	}
+	return u, nil
+}
+
+// ListAuthFactors lists a user's ready second factors.
+func (s *Server) ListAuthFactors(ctx context.Context, req *directoryv1.ListAuthFactorsRequest) (*directoryv1.ListAuthFactorsResponse, error) {
+	u, err := s.human(ctx, req.GetUserId())
+	if err != nil {
+		return nil, err
+	}
+	return s.authFactors(ctx, u.ID)
+}
+
+func (s *Server) authFactors(ctx context.Context, userID string) (*directoryv1.ListAuthFactorsResponse, error) {
+	fs, err := s.users.Factors(ctx, userID)
+	if err != nil {
+		return nil, internalErr(err, "list factors")
+	}
+	out := &directoryv1.ListAuthFactorsResponse{}
+	seen := map[string]bool{}
+	for _, f := range fs {
+		if f.Ready() && f.Type != users.FactorPasswordless && !seen[f.Type] {
+			seen[f.Type] = true
+			out.SecondFactors = append(out.SecondFactors, f.Type)
+		}
+	}
+	left, err := s.users.RecoveryCodesLeft(ctx, userID)
+	if err != nil {
+		return nil, internalErr(err, "count recovery codes")
+	}
+	out.RecoveryCodesLeft = int32(left)
+	return out, nil
+}
+
+// CheckAuthFactor checks a TOTP or recovery code under the failed-attempt
+// limits of lockout.FactorAccount.
+func (s *Server) CheckAuthFactor(ctx context.Context, req *directoryv1.CheckAuthFactorRequest) (*directoryv1.CheckAuthFactorResponse, error) {
+	keys, err := s.factorKeys()
+	if err != nil {
+		return nil, err
+	}
+	if req.GetType() != users.FactorOTP && req.GetType() != "recovery" {
+		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New(`type must be "otp" or "recovery"`))
+	}
+	u, err := s.human(ctx, req.GetUserId())
+	if err != nil {
+		return nil, err
+	}
+	if u.OrgID != req.GetOrgId() {
+		return nil, notFound("user")
+	}
+	a := lockout.Attempt{Account: lockout.FactorAccount(u.ID), Address: req.GetClientAddress()}
+	if org, err := s.orgs.Get(ctx, u.OrgID); err == nil {
+		a.MaxAccountFailures = org.LockoutAttempts
+	} else if !errors.Is(err, db.ErrNotFound) {
+		return nil, internalErr(err, "get org")
+	}
+	allowed, err := s.lock.Begin(ctx, a)
+	if err != nil {
+		return nil, internalErr(err, "lockout")
+	}
+	if !allowed {
+		throttled.Inc(ctx)
+		return nil, connect.NewError(connect.CodeUnauthenticated, errBadCode)
+	}
+	left := 0
+	switch req.GetType() {
+	case users.FactorOTP:
+		err = s.userCmds.CheckTOTP(ctx, u, keys.Secrets, req.GetCode(), s.Now())
+	default:
+		left, err = s.userCmds.UseRecoveryCode(ctx, u, keys.Hasher, req.GetCode())
+	}
+	if errors.Is(err, users.ErrBadCode) {
+		if err := s.lock.Failed(ctx, a); err != nil {
+			return nil, internalErr(err, "record failure")
+		}
+		return nil, connect.NewError(connect.CodeUnauthenticated, errBadCode)
+	}
+	if err != nil {
+		return nil, internalErr(err, "check factor")
+	}
+	if err := s.lock.Succeeded(ctx, a); err != nil {
+		return nil, internalErr(err, "reset failures")
+	}
+	if req.GetType() == "recovery" {
+		s.Logger.InfoContext(ctx, "recovery code used", "user_id", u.ID, "recovery_codes_left", left)
+	}
+	return &directoryv1.CheckAuthFactorResponse{RecoveryCodesLeft: int32(left)}, nil
+}
+
+// StartTOTP starts a forced enrollment's TOTP registration.
+func (s *Server) StartTOTP(ctx context.Context, req *directoryv1.StartTOTPRequest) (*directoryv1.StartTOTPResponse, error) {
+	keys, err := s.factorKeys()
+	if err != nil {
+		return nil, err
+	}
+	u, err := s.human(ctx, req.GetUserId())
+	if err != nil {
+		return nil, err
+	}
+	reg, _, err := s.userCmds.StartTOTP(ctx, u.ID, u, keys.Secrets, keys.Issuer)
+	if err != nil {
+		return nil, asConnect(err, "start TOTP")
+	}
+	return &directoryv1.StartTOTPResponse{Uri: reg.URI, Secret: reg.Secret}, nil
+}
+
+// VerifyTOTP completes a forced enrollment's TOTP registration.
+func (s *Server) VerifyTOTP(ctx context.Context, req *directoryv1.VerifyTOTPRequest) (*directoryv1.VerifyTOTPResponse, error) {
+	keys, err := s.factorKeys()
+	if err != nil {
+		return nil, err
+	}
+	u, err := s.human(ctx, req.GetUserId())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.userCmds.VerifyTOTP(ctx, u.ID, u, keys.Secrets, req.GetCode(), s.Now()); err != nil {
+		return nil, asConnect(err, "verify TOTP")
+	}
+	return &directoryv1.VerifyTOTPResponse{}, nil
+}
+
+// asConnect passes the commands' API errors (connect errors with their
+// code) through and makes anything else Internal or Unavailable.
+func asConnect(err error, what string) error {
+	var ce *connect.Error
+	if errors.As(err, &ce) {
+		return err
+	}
+	return internalErr(err, what)
+}

@@ -1,0 +1,86 @@
+package internalapi_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/pquerna/otp/totp"
+
+	"github.com/gatehouse-id/gatehouse/pkg/db"
+	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/lockout"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/mgmttest"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/storetest"
+)
+
+// A login's second factor: enrollment, a code accepted once, a wrong code
+// and a replay answered alike, and wrong codes counting toward a delay
+// that a correct password does not reset.
+func TestCheckAuthFactor(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, d db.Dialect) {
+		e := mgmttest.Start(t, d)
+		ctx := context.Background()
+		c := e.Internal(mgmttest.InternalToken)
+		if r := e.REST("POST", "/management/v1/policies/login", e.AdminToken, "", map[string]any{
+			"allowUsernamePassword": true, "allowRegister": true, "forceMfa": true, "secondFactors": []string{"SECOND_FACTOR_TYPE_OTP"}}); r.Status != 200 {
+			t.Fatalf("AddCustomLoginPolicy: %d %s", r.Status, r.Body)
+		}
+		org, err := c.GetOrg(ctx, &directoryv1.GetOrgRequest{OrgId: e.OrgID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lp := org.GetLoginPolicy(); !lp.GetForceMfa() || len(lp.GetSecondFactors()) != 1 || lp.GetSecondFactors()[0] != "otp" {
+			t.Fatalf("login policy %v", lp)
+		}
+		u := register(t, c, e.OrgID, "mfa", "mfa@example.com")
+		check := func(typ, code, addr string) error {
+			_, err := c.CheckAuthFactor(ctx, &directoryv1.CheckAuthFactorRequest{OrgId: e.OrgID, UserId: u.GetId(), Type: typ, Code: code, ClientAddress: addr})
+			return err
+		}
+		if err := check("otp", "123456", "192.0.2.1"); connect.CodeOf(err) != connect.CodeUnauthenticated {
+			t.Fatalf("no generator yet: %v", err)
+		}
+		if err := check("sms", "123456", "192.0.2.1"); connect.CodeOf(err) != connect.CodeInvalidArgument {
+			t.Fatalf("unknown type: %v", err)
+		}
+		reg, err := c.StartTOTP(ctx, &directoryv1.StartTOTPRequest{UserId: u.GetId()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		code, _ := totp.GenerateCode(reg.GetSecret(), now)
+		if _, err := c.VerifyTOTP(ctx, &directoryv1.VerifyTOTPRequest{UserId: u.GetId(), Code: code}); err != nil {
+			t.Fatal(err)
+		}
+		fs, err := c.ListAuthFactors(ctx, &directoryv1.ListAuthFactorsRequest{UserId: u.GetId()})
+		if err != nil || len(fs.GetSecondFactors()) != 1 || fs.GetSecondFactors()[0] != "otp" {
+			t.Fatalf("factors %v, %v", fs, err)
+		}
+		// The enrollment's code is spent: the same answer as a wrong one.
+		wrong := check("otp", "000000", "192.0.2.1")
+		replay := check("otp", code, "192.0.2.1")
+		if connect.CodeOf(wrong) != connect.CodeUnauthenticated || connect.CodeOf(replay) != connect.CodeUnauthenticated ||
+			wrong.Error() != replay.Error() {
+			t.Fatalf("wrong %v, replay %v: want one answer", wrong, replay)
+		}
+		// Wrong codes past the free ones delay the pair, whatever the
+		// password does in between.
+		for range lockout.PairFreeFailures {
+			_ = check("otp", "000000", "192.0.2.2")
+			if _, err := verify(c, e.OrgID, "mfa", pw, "192.0.2.2"); err != nil {
+				t.Fatalf("password: %v", err)
+			}
+		}
+		next, _ := totp.GenerateCode(reg.GetSecret(), now.Add(30*time.Second))
+		if err := check("otp", next, "192.0.2.2"); connect.CodeOf(err) != connect.CodeUnauthenticated {
+			t.Fatalf("a right code while delayed: %v", err)
+		}
+		// Another address is not delayed by them.
+		if err := check("otp", next, "192.0.2.3"); err != nil {
+			t.Fatalf("a right code from another address: %v", err)
+		}
+	})
+}

@@ -1,0 +1,330 @@
+package users
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"time"
+
+	"github.com/pquerna/otp"
+	"github.com/pquerna/otp/hotp"
+	"github.com/pquerna/otp/totp"
+
+	"github.com/gatehouse-id/gatehouse/pkg/db"
+	"github.com/gatehouse-id/gatehouse/pkg/secrets"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
+)
+
+// Factor events, on the user aggregate (ZITADEL's event names).
+const (
+	EventOTPAdded    = "user.human.mfa.otp.added"
+	EventOTPVerified = "user.human.mfa.otp.verified"
+	EventOTPRemoved  = "user.human.mfa.otp.removed"
+	// EventOTPChecked records an accepted code's time step: a code is
+	// accepted at most once, and two logins racing with one code meet at
+	// the aggregate's version (one is refused).
+	EventOTPChecked = "user.human.mfa.otp.check.succeeded"
+)
+
+// Factor types (user_factors.type) and states (ZITADEL's AuthFactorState
+// numbers).
+const (
+	FactorOTP          = "otp"
+	FactorU2F          = "u2f"
+	FactorPasswordless = "passwordless"
+
+	FactorNotReady int32 = 1
+	FactorReady    int32 = 2
+)
+
+// TOTP parameters: RFC 6238's defaults, which every authenticator app
+// reads (SHA-1, 6 digits, 30 s); a code of the step before or after the
+// current one is accepted (clock skew).
+const (
+	TOTPPeriod = 30
+	TOTPSkew   = 1
+	totpSecret = 20 // bytes, RFC 4226's recommended 160 bits
+)
+
+var totpOpts = hotp.ValidateOpts{Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1}
+
+// Factor is a human user's authentication factor besides the password.
+type Factor struct {
+	ID           string    `db:"id"`
+	UserID       string    `db:"user_id"`
+	OrgID        string    `db:"org_id"`
+	Type         string    `db:"type"`
+	State        int32     `db:"state"`
+	Name         string    `db:"name"`
+	Secret       []byte    `db:"secret"` // sealed (FactorSecrets); TOTP only
+	LastStep     int64     `db:"last_step"`
+	CreationDate time.Time `db:"creation_date"`
+	ChangeDate   time.Time `db:"change_date"`
+	Sequence     uint64    `db:"sequence"`
+}
+
+// Ready reports whether the factor completed its registration.
+func (f Factor) Ready() bool { return f.State == FactorReady }
+
+type otpAdded struct {
+	ID string `json:"id"`
+	// Secret is the seed sealed with the master key (FactorSecrets),
+	// never the seed itself: the event table is the audit log.
+	Secret []byte `json:"secret"`
+}
+
+type factorRef struct {
+	ID string `json:"id"`
+	// EndSessions: removed by someone else than the user (an admin), so
+	// the user's sessions end and its tokens are revoked, as at an admin
+	// password reset: a factor someone else removes may be one an attacker
+	// enrolled.
+	EndSessions bool `json:"endSessions,omitempty"`
+}
+
+type otpChecked struct {
+	ID   string `json:"id"`
+	Step int64  `json:"step"`
+}
+
+// FactorSecrets seals TOTP seeds at rest (secrets.PurposeFactorSecrets),
+// bound to the factor and user ids.
+type FactorSecrets struct{ Cipher *secrets.Cipher }
+
+func (s FactorSecrets) seal(userID, factorID, seed string) ([]byte, error) {
+	return s.Cipher.Encrypt([]byte(seed), []byte(userID+"/"+factorID))
+}
+
+func (s FactorSecrets) open(f *Factor) (string, error) {
+	b, err := s.Cipher.Decrypt(f.Secret, []byte(f.UserID+"/"+f.ID))
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+func registerFactors(es *eventstore.Store) {
+	es.Register(EventOTPAdded, func(ctx context.Context, tx db.Querier, e eventstore.Event) error {
+		var p otpAdded
+		if err := e.Unmarshal(&p); err != nil {
+			return err
+		}
+		// A registration started again replaces the unfinished one.
+		if _, err := tx.Exec(ctx, `DELETE FROM user_factors WHERE user_id = ? AND type = ? AND state = ?`,
+			e.AggregateID, FactorOTP, FactorNotReady); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO user_factors (id, user_id, org_id, type, state, secret, creation_date, change_date, sequence)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, p.ID, e.AggregateID, e.ResourceOwner, FactorOTP, FactorNotReady, p.Secret,
+			e.CreatedAt, e.CreatedAt, e.Sequence); err != nil {
+			return err
+		}
+		return touch(ctx, tx, e)
+	})
+	es.Register(EventOTPVerified, func(ctx context.Context, tx db.Querier, e eventstore.Event) error {
+		var p otpChecked
+		if err := e.Unmarshal(&p); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE user_factors SET state = ?, last_step = ?, change_date = ?, sequence = ? WHERE id = ?`,
+			FactorReady, p.Step, e.CreatedAt, e.Sequence, p.ID); err != nil {
+			return err
+		}
+		return touch(ctx, tx, e)
+	})
+	es.Register(EventOTPChecked, func(ctx context.Context, tx db.Querier, e eventstore.Event) error {
+		var p otpChecked
+		if err := e.Unmarshal(&p); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE user_factors SET last_step = ? WHERE id = ? AND last_step < ?`, p.Step, p.ID, p.Step); err != nil {
+			return err
+		}
+		return touch(ctx, tx, e)
+	})
+	es.Register(EventOTPRemoved, func(ctx context.Context, tx db.Querier, e eventstore.Event) error {
+		var p factorRef
+		if err := e.Unmarshal(&p); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM user_factors WHERE id = ?`, p.ID); err != nil {
+			return err
+		}
+		if p.EndSessions {
+			if err := CutAccess(ctx, tx, e.AggregateID, e.CreatedAt); err != nil {
+				return err
+			}
+		}
+		return touch(ctx, tx, e)
+	})
+	registerRecoveryCodes(es)
+}
+
+// Factors returns the user's factors, oldest first.
+func (q *Queries) Factors(ctx context.Context, userID string) ([]Factor, error) {
+	var out []Factor
+	err := q.DB.Select(ctx, &out, `SELECT id, user_id, org_id, type, state, name, secret, last_step, creation_date, change_date, sequence
+		FROM user_factors WHERE user_id = ? ORDER BY creation_date, id`, userID)
+	return out, err
+}
+
+// otpFactor returns the user's TOTP factor (ready or not), or nil.
+func (q *Queries) otpFactor(ctx context.Context, userID string) (*Factor, error) {
+	fs, err := q.Factors(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	for i := range fs {
+		if fs[i].Type == FactorOTP {
+			return &fs[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// human refuses machine users: factors are for people.
+func human(u *User) error {
+	if u.Type != TypeHuman {
+		return apierr.NotFound("USER-not-human", "human user not found")
+	}
+	return nil
+}
+
+// TOTPRegistration is a started TOTP registration: the otpauth:// URI an
+// authenticator app reads (as a QR code) and its secret as text.
+type TOTPRegistration struct {
+	URI    string
+	Secret string
+}
+
+// StartTOTP starts a TOTP registration for u: a new seed, sealed at rest,
+// not yet usable at login (VerifyTOTP completes it). issuer names the
+// account in the authenticator app. A user whose TOTP is ready already is
+// AlreadyExists (remove it first); an unfinished registration is replaced.
+func (c *Commands) StartTOTP(ctx context.Context, editor string, u *User, fs FactorSecrets, issuer string) (TOTPRegistration, []eventstore.Event, error) {
+	if err := human(u); err != nil {
+		return TOTPRegistration{}, nil, err
+	}
+	cur, err := c.Q.otpFactor(ctx, u.ID)
+	if err != nil {
+		return TOTPRegistration{}, nil, err
+	}
+	if cur != nil && cur.Ready() {
+		return TOTPRegistration{}, nil, apierr.AlreadyExists("USER-otp-exists", "the user has a TOTP generator already; remove it first")
+	}
+	key, err := totp.Generate(totp.GenerateOpts{Issuer: issuer, AccountName: u.LoginName(), Period: TOTPPeriod,
+		SecretSize: totpSecret, Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1})
+	if err != nil {
+		return TOTPRegistration{}, nil, err
+	}
+	id := secrets.NewID()
+	sealed, err := fs.seal(u.ID, id, key.Secret())
+	if err != nil {
+		return TOTPRegistration{}, nil, err
+	}
+	evs, err := c.push(ctx, editor, u, EventOTPAdded, otpAdded{ID: id, Secret: sealed})
+	if err != nil {
+		return TOTPRegistration{}, nil, err
+	}
+	return TOTPRegistration{URI: key.URL(), Secret: key.Secret()}, evs, nil
+}
+
+// ErrBadCode is a TOTP or recovery code that is wrong, used already, or
+// of a time step at or before the last one accepted.
+var ErrBadCode = errors.New("users: the code is not valid")
+
+// matchStep returns the time step within the skew whose code is code and
+// which comes after last, or ErrBadCode. The comparison is in constant
+// time per step.
+func matchStep(seed, code string, last int64, now time.Time) (int64, error) {
+	if len(code) != int(otp.DigitsSix) {
+		return 0, ErrBadCode
+	}
+	cur := now.Unix() / TOTPPeriod
+	for step := cur - TOTPSkew; step <= cur+TOTPSkew; step++ {
+		if step <= last || step < 0 {
+			continue
+		}
+		want, err := hotp.GenerateCodeCustom(seed, uint64(step), totpOpts)
+		if err != nil {
+			return 0, err
+		}
+		if subtle.ConstantTimeCompare([]byte(want), []byte(code)) == 1 {
+			return step, nil
+		}
+	}
+	return 0, ErrBadCode
+}
+
+// VerifyTOTP completes u's TOTP registration with a code of the new
+// generator. No registration started is Precondition; a wrong code is
+// InvalidArgument and changes nothing.
+func (c *Commands) VerifyTOTP(ctx context.Context, editor string, u *User, fs FactorSecrets, code string, now time.Time) ([]eventstore.Event, error) {
+	if err := human(u); err != nil {
+		return nil, err
+	}
+	f, err := c.Q.otpFactor(ctx, u.ID)
+	if err != nil {
+		return nil, err
+	}
+	if f == nil || f.Ready() {
+		return nil, apierr.Precondition("USER-otp-not-started", "no TOTP registration was started")
+	}
+	seed, err := fs.open(f)
+	if err != nil {
+		return nil, err
+	}
+	step, err := matchStep(seed, code, f.LastStep, now)
+	if errors.Is(err, ErrBadCode) {
+		return nil, apierr.InvalidArgument("USER-otp-invalid-code", "the code is not valid")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c.push(ctx, editor, u, EventOTPVerified, otpChecked{ID: f.ID, Step: step})
+}
+
+// CheckTOTP checks a login's code against u's ready TOTP generator and
+// records its step, so the code is never accepted again. A user without
+// one, a wrong code, a code of a step already used and the loser of two
+// checks racing with one code are ErrBadCode.
+func (c *Commands) CheckTOTP(ctx context.Context, u *User, fs FactorSecrets, code string, now time.Time) error {
+	f, err := c.Q.otpFactor(ctx, u.ID)
+	if err != nil {
+		return err
+	}
+	if f == nil || !f.Ready() {
+		return ErrBadCode
+	}
+	seed, err := fs.open(f)
+	if err != nil {
+		return err
+	}
+	step, err := matchStep(seed, code, f.LastStep, now)
+	if err != nil {
+		return err
+	}
+	_, err = c.ES.Push(ctx, u.ID, eventstore.Command{Aggregate: u.Aggregate(), Version: u.Version,
+		Events: []eventstore.Pending{{Type: EventOTPChecked, Payload: otpChecked{ID: f.ID, Step: step}}}})
+	if errors.Is(err, eventstore.ErrConcurrent) {
+		return ErrBadCode // the same code (or another change) won the race
+	}
+	return err
+}
+
+// RemoveTOTP removes u's TOTP generator, ready or not; without one it is
+// NotFound. endSessions: see factorRef.
+func (c *Commands) RemoveTOTP(ctx context.Context, editor string, u *User, endSessions bool) ([]eventstore.Event, error) {
+	if err := human(u); err != nil {
+		return nil, err
+	}
+	f, err := c.Q.otpFactor(ctx, u.ID)
+	if err != nil {
+		return nil, err
+	}
+	if f == nil {
+		return nil, apierr.NotFound("USER-otp-not-found", "the user has no TOTP generator")
+	}
+	return c.push(ctx, editor, u, EventOTPRemoved, factorRef{ID: f.ID, EndSessions: endSessions})
+}

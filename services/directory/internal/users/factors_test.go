@@ -1,0 +1,241 @@
+package users_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/pquerna/otp/totp"
+
+	"github.com/gatehouse-id/gatehouse/pkg/db"
+	"github.com/gatehouse-id/gatehouse/pkg/secrets"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/storetest"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/users"
+)
+
+func factorSecrets(t *testing.T) users.FactorSecrets {
+	t.Helper()
+	c, err := secrets.NewCipher(bytes.Repeat([]byte{9}, 32), secrets.PurposeFactorSecrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return users.FactorSecrets{Cipher: c}
+}
+
+func code(t *testing.T, secret string, at time.Time) string {
+	t.Helper()
+	c, err := totp.GenerateCode(secret, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestTOTPLifecycle(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, d db.Dialect) {
+		f := newLinkFixture(t, d)
+		ctx := context.Background()
+		fs := factorSecrets(t)
+		u := f.human(t, "alice")
+		now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+
+		if err := f.cmds.CheckTOTP(ctx, u, fs, "123456", now); !errors.Is(err, users.ErrBadCode) {
+			t.Fatalf("check without a generator: %v, want ErrBadCode", err)
+		}
+		reg, _, err := f.cmds.StartTOTP(ctx, u.ID, u, fs, "Gatehouse")
+		if err != nil {
+			t.Fatal(err)
+		}
+		uri, err := url.Parse(reg.URI)
+		if err != nil || uri.Scheme != "otpauth" || uri.Host != "totp" || uri.Query().Get("secret") != reg.Secret {
+			t.Fatalf("uri %q, secret %q", reg.URI, reg.Secret)
+		}
+		if !strings.Contains(uri.Path, "alice@") || uri.Query().Get("issuer") != "Gatehouse" {
+			t.Fatalf("uri %q names no account or issuer", reg.URI)
+		}
+		// The seed is sealed at rest, in the projection and in the event.
+		var stored []byte
+		if err := f.st.Get(ctx, &stored, `SELECT secret FROM user_factors WHERE user_id = ?`, u.ID); err != nil {
+			t.Fatal(err)
+		}
+		evs, err := f.es.Events(ctx, eventstore.Filter{AggregateID: u.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			if bytes.Contains(e.Payload, []byte(reg.Secret)) {
+				t.Fatalf("event %s holds the seed in clear", e.Type)
+			}
+		}
+		if bytes.Contains(stored, []byte(reg.Secret)) {
+			t.Fatal("projection holds the seed in clear")
+		}
+		// Not ready: no login with it.
+		u = f.reload(t, u)
+		if err := f.cmds.CheckTOTP(ctx, u, fs, code(t, reg.Secret, now), now); !errors.Is(err, users.ErrBadCode) {
+			t.Fatalf("check before verification: %v", err)
+		}
+		if _, err := f.cmds.VerifyTOTP(ctx, u.ID, u, fs, "000000", now); connect.CodeOf(err) != connect.CodeInvalidArgument {
+			t.Fatalf("wrong verification code: %v", err)
+		}
+		if _, err := f.cmds.VerifyTOTP(ctx, u.ID, u, fs, code(t, reg.Secret, now), now); err != nil {
+			t.Fatal(err)
+		}
+		u = f.reload(t, u)
+		if _, _, err := f.cmds.StartTOTP(ctx, u.ID, u, fs, "Gatehouse"); connect.CodeOf(err) != connect.CodeAlreadyExists {
+			t.Fatalf("second registration: %v", err)
+		}
+		// The code that verified the registration is spent; the next
+		// step's code works once, then neither it nor an older one does.
+		if err := f.cmds.CheckTOTP(ctx, u, fs, code(t, reg.Secret, now), now); !errors.Is(err, users.ErrBadCode) {
+			t.Fatalf("the verification's code again: %v", err)
+		}
+		later := now.Add(users.TOTPPeriod * time.Second)
+		if err := f.cmds.CheckTOTP(ctx, u, fs, code(t, reg.Secret, later), later); err != nil {
+			t.Fatal(err)
+		}
+		u = f.reload(t, u)
+		if err := f.cmds.CheckTOTP(ctx, u, fs, code(t, reg.Secret, later), later); !errors.Is(err, users.ErrBadCode) {
+			t.Fatalf("replay in the same step: %v", err)
+		}
+		// Skew: the next step's code is accepted a step early.
+		next := later.Add(users.TOTPPeriod * time.Second)
+		if err := f.cmds.CheckTOTP(ctx, u, fs, code(t, reg.Secret, next), later); err != nil {
+			t.Fatalf("code of the next step: %v", err)
+		}
+		u = f.reload(t, u)
+		far := next.Add(3 * users.TOTPPeriod * time.Second)
+		if err := f.cmds.CheckTOTP(ctx, u, fs, code(t, reg.Secret, far), next); !errors.Is(err, users.ErrBadCode) {
+			t.Fatalf("code three steps ahead: %v", err)
+		}
+
+		fsOther := users.FactorSecrets{Cipher: mustCipher(t, 8)}
+		if err := f.cmds.CheckTOTP(ctx, u, fsOther, code(t, reg.Secret, far), far); err == nil || errors.Is(err, users.ErrBadCode) {
+			t.Fatalf("another master key opened the seed: %v", err)
+		}
+
+		if _, err := f.cmds.RemoveTOTP(ctx, "admin", u, true); err != nil {
+			t.Fatal(err)
+		}
+		u = f.reload(t, u)
+		if u.SessionsNotBefore == nil {
+			t.Fatal("an admin's removal did not end the user's sessions")
+		}
+		if _, err := f.cmds.RemoveTOTP(ctx, u.ID, u, false); connect.CodeOf(err) != connect.CodeNotFound {
+			t.Fatalf("second removal: %v", err)
+		}
+	})
+}
+
+func mustCipher(t *testing.T, b byte) *secrets.Cipher {
+	t.Helper()
+	c, err := secrets.NewCipher(bytes.Repeat([]byte{b}, 32), secrets.PurposeFactorSecrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Two logins racing with one code: exactly one is accepted.
+func TestTOTPRaceOneWinner(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, d db.Dialect) {
+		f := newLinkFixture(t, d)
+		ctx := context.Background()
+		fs := factorSecrets(t)
+		u := f.human(t, "bob")
+		now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+		reg, _, err := f.cmds.StartTOTP(ctx, u.ID, u, fs, "Gatehouse")
+		if err != nil {
+			t.Fatal(err)
+		}
+		u = f.reload(t, u)
+		if _, err := f.cmds.VerifyTOTP(ctx, u.ID, u, fs, code(t, reg.Secret, now), now); err != nil {
+			t.Fatal(err)
+		}
+		u = f.reload(t, u)
+		later := now.Add(time.Minute)
+		c := code(t, reg.Secret, later)
+		var wg sync.WaitGroup
+		errs := make([]error, 4)
+		for i := range errs {
+			wg.Go(func() { errs[i] = f.cmds.CheckTOTP(ctx, u, fs, c, later) })
+		}
+		wg.Wait()
+		ok := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				ok++
+			case !errors.Is(err, users.ErrBadCode):
+				t.Fatalf("unexpected error: %v", err)
+			}
+		}
+		if ok != 1 {
+			t.Fatalf("%d checks accepted one code, want 1", ok)
+		}
+	})
+}
+
+func TestRecoveryCodes(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, d db.Dialect) {
+		f := newLinkFixture(t, d)
+		ctx := context.Background()
+		h, err := secrets.NewHasher(bytes.Repeat([]byte{5}, 32))
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := f.human(t, "carol")
+		codes, _, err := f.cmds.GenerateRecoveryCodes(ctx, u.ID, u, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(codes) != users.RecoveryCodeCount {
+			t.Fatalf("%d codes", len(codes))
+		}
+		seen := map[string]bool{}
+		for _, c := range codes {
+			if len(c) != 11 || c[5] != '-' || seen[c] {
+				t.Fatalf("code %q (dup %v)", c, seen[c])
+			}
+			seen[c] = true
+		}
+		u = f.reload(t, u)
+		if _, err := f.cmds.UseRecoveryCode(ctx, u, h, "bbbbb-bbbbb"); !errors.Is(err, users.ErrBadCode) {
+			t.Fatalf("wrong code: %v", err)
+		}
+		// Typed in capitals with spaces: still the code.
+		left, err := f.cmds.UseRecoveryCode(ctx, u, h, " "+strings.ToUpper(strings.ReplaceAll(codes[3], "-", " "))+" ")
+		if err != nil || left != users.RecoveryCodeCount-1 {
+			t.Fatalf("use: left %d, %v", left, err)
+		}
+		u = f.reload(t, u)
+		if _, err := f.cmds.UseRecoveryCode(ctx, u, h, codes[3]); !errors.Is(err, users.ErrBadCode) {
+			t.Fatalf("second use: %v", err)
+		}
+		if n, err := f.q.RecoveryCodesLeft(ctx, u.ID); err != nil || n != users.RecoveryCodeCount-1 {
+			t.Fatalf("left %d, %v", n, err)
+		}
+		// Regenerating replaces every code.
+		fresh, _, err := f.cmds.GenerateRecoveryCodes(ctx, u.ID, u, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u = f.reload(t, u)
+		if _, err := f.cmds.UseRecoveryCode(ctx, u, h, codes[0]); !errors.Is(err, users.ErrBadCode) {
+			t.Fatalf("an old code after regenerating: %v", err)
+		}
+		if _, err := f.cmds.UseRecoveryCode(ctx, u, h, fresh[0]); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -1,0 +1,32 @@
+-- +goose Up
+-- A human user's authentication factors besides the password (package
+-- users, factors.go): one TOTP generator (type otp), security keys (u2f)
+-- and passkeys (passwordless). state: 1 not ready (registration started),
+-- 2 ready. secret: the TOTP seed sealed with the master key. last_step:
+-- the last TOTP time step accepted, so a code is accepted at most once.
+CREATE TABLE user_factors (
+    id            TEXT        PRIMARY KEY,
+    user_id       TEXT        NOT NULL,
+    org_id        TEXT        NOT NULL,
+    type          TEXT        NOT NULL,
+    state         INTEGER     NOT NULL,
+    name          TEXT        NOT NULL DEFAULT '',
+    secret        BYTEA,
+    last_step     BIGINT      NOT NULL DEFAULT 0,
+    creation_date TIMESTAMPTZ NOT NULL,
+    change_date   TIMESTAMPTZ NOT NULL,
+    sequence      BIGINT      NOT NULL
+);
+CREATE INDEX user_factors_user ON user_factors (user_id);
+-- Recovery codes: keyed hashes only, each usable once.
+CREATE TABLE recovery_codes (
+    user_id TEXT    NOT NULL,
+    idx     INTEGER NOT NULL,
+    hash    BYTEA   NOT NULL,
+    used    BOOLEAN NOT NULL DEFAULT FALSE,
+    PRIMARY KEY (user_id, idx)
+);
+
+-- +goose Down
+DROP TABLE recovery_codes;
+DROP TABLE user_factors;
