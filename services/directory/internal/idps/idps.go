@@ -40,12 +40,11 @@ const (
 	MappingEmail             int32 = 2
 )
 
-// MaxLength is the seed's limit on an IdP's id. The limits of the
-// configuration (name, client id, client secret, issuer: 200 characters;
-// at most 20 scopes of 200) and of IdP queries (texts of 200 characters)
-// are protovalidate rules in the management protos, checked by
+// The limits of what the management API takes (an IdP's id and the
+// configuration's name, client id, client secret and issuer: 200
+// characters; at most 20 scopes of 200; the texts of IdP queries: 200
+// characters) are protovalidate rules in the management protos, checked by
 // apierr.CheckLimits.
-const MaxLength = 200
 
 // ErrNameTaken: another IdP of the organization has the name (ZITADEL keeps
 // IdP names unique per resource owner).

@@ -13,19 +13,22 @@ import (
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/projects"
 )
 
-// checkAppIDs validates the ids naming an app (every ID field takes 1-200
-// characters).
-func checkAppIDs(f *apierr.Fields, projectID, appID string) {
-	f.Check(apierr.Length("project_id", projectID, 1, 200))
-	f.Check(apierr.Length("app_id", appID, 1, 200))
+// checkAppIDs validates the ids naming an app, the request's project_id
+// and app_id: 1-200 characters, the maximum a string.max_len rule of the
+// proto, in lim.
+func checkAppIDs(f *apierr.Fields, lim *apierr.Limits, projectID, appID string) {
+	f.Check(lim.Length("project_id", "project_id", projectID, 1))
+	f.Check(lim.Length("app_id", "app_id", appID, 1))
 }
 
 // app loads an app of a project of the target organization; both unknown
 // projects and apps of another project are NotFound.
-// appByIDs checks the ids of a request naming an app, then loads it.
-func (s *Server) appByIDs(ctx context.Context, projectID, appID string) (*projects.Project, *projects.App, error) {
+// appByIDs checks the ids of a request naming an app (and any other limit
+// of the request in lim), then loads it.
+func (s *Server) appByIDs(ctx context.Context, lim *apierr.Limits, projectID, appID string) (*projects.Project, *projects.App, error) {
 	var f apierr.Fields
-	checkAppIDs(&f, projectID, appID)
+	checkAppIDs(&f, lim, projectID, appID)
+	lim.Rest(&f)
 	if err := f.Err("APP-invalid-id"); err != nil {
 		return nil, nil, err
 	}
@@ -171,7 +174,11 @@ func appToProto(a *projects.App) *managementv1.App {
 // GetAppByID returns an application of a project of the organization,
 // without its secret.
 func (s *Server) GetAppByID(ctx context.Context, req *managementv1.GetAppByIDRequest) (*managementv1.GetAppByIDResponse, error) {
-	_, a, err := s.appByIDs(ctx, req.GetProjectId(), req.GetAppId())
+	lim, err := apierr.CheckLimits(req) // the ids' maximum length is in the proto
+	if err != nil {
+		return nil, err
+	}
+	_, a, err := s.appByIDs(ctx, lim, req.GetProjectId(), req.GetAppId())
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,7 @@ func (s *Server) AddAPIApp(ctx context.Context, req *managementv1.AddAPIAppReque
 		return nil, err
 	}
 	var f apierr.Fields
-	f.Check(apierr.Length("project_id", m.GetProjectId(), 1, 200))
+	f.Check(lim.Length("project_id", "project_id", m.GetProjectId(), 1))
 	f.Check(lim.Length("name", "name", m.GetName(), 1))
 	cfg := projects.APIConfig{AuthMethod: appEnumToDomain(apiAuthMethods, m.GetAuthMethodType())}
 	cfg.Validate(&f)

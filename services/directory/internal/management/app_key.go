@@ -23,7 +23,7 @@ func (s *Server) AddAppKey(ctx context.Context, req *managementv1.AddAppKeyReque
 		return nil, err
 	}
 	var f apierr.Fields
-	checkAppIDs(&f, m.GetProjectId(), m.GetAppId())
+	checkAppIDs(&f, lim, m.GetProjectId(), m.GetAppId())
 	if m.GetType() != managementv1.KeyType_KEY_TYPE_JSON {
 		f.Add("type", "must be KEY_TYPE_JSON")
 	}
@@ -76,9 +76,14 @@ func appKeyNow(s *Server) time.Time {
 // RemoveAppKey removes a key of an application.
 func (s *Server) RemoveAppKey(ctx context.Context, req *managementv1.RemoveAppKeyRequest) (*managementv1.RemoveAppKeyResponse, error) {
 	m := req
+	lim, err := apierr.CheckLimits(m) // the ids' maximum length is in the proto
+	if err != nil {
+		return nil, err
+	}
 	var f apierr.Fields
-	checkAppIDs(&f, m.GetProjectId(), m.GetAppId())
-	f.Check(apierr.Length("key_id", m.GetKeyId(), 1, 200))
+	checkAppIDs(&f, lim, m.GetProjectId(), m.GetAppId())
+	f.Check(lim.Length("key_id", "key_id", m.GetKeyId(), 1))
+	lim.Rest(&f)
 	if err := f.Err("APP-key-invalid-id"); err != nil {
 		return nil, err
 	}

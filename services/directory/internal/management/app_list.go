@@ -23,7 +23,7 @@ func (s *Server) ListApps(ctx context.Context, req *managementv1.ListAppsRequest
 		return nil, err
 	}
 	var f apierr.Fields
-	f.Check(apierr.Length("project_id", m.GetProjectId(), 1, 200))
+	f.Check(lim.Length("project_id", "project_id", m.GetProjectId(), 1))
 	page := usersPage(&f, lim, m.GetQuery())
 	checkQueryCount(&f, lim)
 	var c criteria[projects.App]

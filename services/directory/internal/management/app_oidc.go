@@ -2,7 +2,9 @@ package management
 
 import (
 	"context"
+	"fmt"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
@@ -79,22 +81,43 @@ func appOIDCConfig(f *apierr.Fields, m appOIDCRequest) projects.OIDCConfig {
 	return c
 }
 
+// oidcLimits checks the limits of an OIDC application's request (the
+// proto's rules) on its URI lists as projects.OIDCConfig.Validate sees and
+// reports them: without repeats (Normalize). So 50 distinct URIs and a
+// repeat are within the 50 allowed, and a URI too long is reported once,
+// at the index Validate names, as before the limits were rules.
+func oidcLimits(m appOIDCRequest) (*apierr.Limits, error) {
+	c := projects.OIDCConfig{RedirectURIs: m.GetRedirectUris(), PostLogoutRedirectURIs: m.GetPostLogoutRedirectUris(), AdditionalOrigins: m.GetAdditionalOrigins()}
+	c.Normalize()
+	switch r := m.(type) {
+	case *managementv1.AddOIDCAppRequest:
+		r = proto.CloneOf(r)
+		r.RedirectUris, r.PostLogoutRedirectUris, r.AdditionalOrigins = c.RedirectURIs, c.PostLogoutRedirectURIs, c.AdditionalOrigins
+		return apierr.CheckLimits(r)
+	case *managementv1.UpdateOIDCAppConfigRequest:
+		r = proto.CloneOf(r)
+		r.RedirectUris, r.PostLogoutRedirectUris, r.AdditionalOrigins = c.RedirectURIs, c.PostLogoutRedirectURIs, c.AdditionalOrigins
+		return apierr.CheckLimits(r)
+	}
+	return nil, fmt.Errorf("oidcLimits: %T", m)
+}
+
 // AddOIDCApp creates an OIDC application; the client secret (BASIC, POST)
 // is in this response only.
 func (s *Server) AddOIDCApp(ctx context.Context, req *managementv1.AddOIDCAppRequest) (*managementv1.AddOIDCAppResponse, error) {
 	m := req
-	lim, err := apierr.CheckLimits(m) // the maximum lengths and counts are in the proto
+	lim, err := oidcLimits(m) // the maximum lengths and counts are in the proto
 	if err != nil {
 		return nil, err
 	}
 	var f apierr.Fields
-	f.Check(apierr.Length("project_id", m.GetProjectId(), 1, 200))
+	f.Check(lim.Length("project_id", "project_id", m.GetProjectId(), 1))
 	f.Check(lim.Length("name", "name", m.GetName(), 1))
 	if m.GetVersion() != managementv1.OIDCVersion_OIDC_VERSION_1_0 {
 		f.Add("version", "must be OIDC_VERSION_1_0")
 	}
 	cfg := appOIDCConfig(&f, m)
-	lim.ReportedIn(f, "redirect_uris", "post_logout_redirect_uris") // projects.OIDCConfig.Validate words them; built-in apps use it too
+	lim.ReportedIn(f, "redirect_uris", "post_logout_redirect_uris", "additional_origins") // projects.OIDCConfig.Validate words them; built-in apps use it too
 	lim.Rest(&f)
 	if err := f.Err("APP-invalid"); err != nil {
 		return nil, err
@@ -121,14 +144,14 @@ func (s *Server) AddOIDCApp(ctx context.Context, req *managementv1.AddOIDCAppReq
 // UpdateOIDCAppConfig replaces an OIDC application's configuration.
 func (s *Server) UpdateOIDCAppConfig(ctx context.Context, req *managementv1.UpdateOIDCAppConfigRequest) (*managementv1.UpdateOIDCAppConfigResponse, error) {
 	m := req
-	lim, err := apierr.CheckLimits(m) // the maximum lengths and counts are in the proto
+	lim, err := oidcLimits(m) // the maximum lengths and counts are in the proto
 	if err != nil {
 		return nil, err
 	}
 	var f apierr.Fields
-	checkAppIDs(&f, m.GetProjectId(), m.GetAppId())
+	checkAppIDs(&f, lim, m.GetProjectId(), m.GetAppId())
 	cfg := appOIDCConfig(&f, m)
-	lim.ReportedIn(f, "redirect_uris", "post_logout_redirect_uris") // projects.OIDCConfig.Validate words them; built-in apps use it too
+	lim.ReportedIn(f, "redirect_uris", "post_logout_redirect_uris", "additional_origins") // projects.OIDCConfig.Validate words them; built-in apps use it too
 	lim.Rest(&f)
 	if err := f.Err("APP-invalid"); err != nil {
 		return nil, err
@@ -147,7 +170,11 @@ func (s *Server) UpdateOIDCAppConfig(ctx context.Context, req *managementv1.Upda
 // RegenerateOIDCClientSecret replaces the client secret of an OIDC
 // application using BASIC or POST; the new secret is in this response only.
 func (s *Server) RegenerateOIDCClientSecret(ctx context.Context, req *managementv1.RegenerateOIDCClientSecretRequest) (*managementv1.RegenerateOIDCClientSecretResponse, error) {
-	p, a, err := s.appByIDs(ctx, req.GetProjectId(), req.GetAppId())
+	lim, err := apierr.CheckLimits(req) // the ids' maximum length is in the proto
+	if err != nil {
+		return nil, err
+	}
+	p, a, err := s.appByIDs(ctx, lim, req.GetProjectId(), req.GetAppId())
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +188,11 @@ func (s *Server) RegenerateOIDCClientSecret(ctx context.Context, req *management
 // SetAppAdminClient marks an application as an admin client, or unmarks it
 // (IAM owners only, see Rules).
 func (s *Server) SetAppAdminClient(ctx context.Context, req *managementv1.SetAppAdminClientRequest) (*managementv1.SetAppAdminClientResponse, error) {
-	p, a, err := s.appByIDs(ctx, req.GetProjectId(), req.GetAppId())
+	lim, err := apierr.CheckLimits(req) // the ids' maximum length is in the proto
+	if err != nil {
+		return nil, err
+	}
+	p, a, err := s.appByIDs(ctx, lim, req.GetProjectId(), req.GetAppId())
 	if err != nil {
 		return nil, err
 	}

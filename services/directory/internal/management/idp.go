@@ -23,10 +23,15 @@ func (s *Server) idpQueries() *idps.Queries { return &idps.Queries{DB: s.ES.DB()
 
 // idp loads an identity provider of the target organization; those of
 // other organizations (and removed ones) are NotFound. field names the id
-// in the request ("id" or "idp_id").
-func (s *Server) idp(ctx context.Context, field, id string) (*idps.IDP, error) {
-	if err := apierr.Length(field, id, 1, idps.MaxLength); err != nil {
-		return nil, apierr.InvalidArgument("IDP-invalid-id", "%s", err.Error())
+// in the request ("id" or "idp_id"), whose maximum length (200) is a
+// string.max_len rule in the proto: lim reports it, and after it any limit
+// of the request no check reported before, as IDP-invalid-id.
+func (s *Server) idp(ctx context.Context, lim *apierr.Limits, field, id string) (*idps.IDP, error) {
+	var f apierr.Fields
+	f.Check(lim.Length(field, field, id, 1))
+	lim.Rest(&f)
+	if err := f.Err("IDP-invalid-id"); err != nil {
+		return nil, err
 	}
 	p, err := s.idpQueries().Get(ctx, authz.FromContext(ctx).OrgID, id)
 	if errors.Is(err, db.ErrNotFound) {

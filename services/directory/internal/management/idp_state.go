@@ -4,13 +4,18 @@ import (
 	"context"
 
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
 )
 
 // DeactivateOrgIDP hides an active identity provider from the login;
 // Aborted (409) when it is not active.
 func (s *Server) DeactivateOrgIDP(ctx context.Context, req *managementv1.DeactivateOrgIDPRequest) (*managementv1.DeactivateOrgIDPResponse, error) {
-	p, err := s.idp(ctx, "idp_id", req.GetIdpId())
+	lim, err := apierr.CheckLimits(req) // the id's maximum length is in the proto
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.idp(ctx, lim, "idp_id", req.GetIdpId())
 	if err != nil {
 		return nil, err
 	}
@@ -24,7 +29,11 @@ func (s *Server) DeactivateOrgIDP(ctx context.Context, req *managementv1.Deactiv
 // SetOrgIDPTrust trusts, or stops trusting, the provider's "amr" values
 // (IAM owners only, see Rules).
 func (s *Server) SetOrgIDPTrust(ctx context.Context, req *managementv1.SetOrgIDPTrustRequest) (*managementv1.SetOrgIDPTrustResponse, error) {
-	p, err := s.idp(ctx, "idp_id", req.GetIdpId())
+	lim, err := apierr.CheckLimits(req) // the id's maximum length is in the proto
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.idp(ctx, lim, "idp_id", req.GetIdpId())
 	if err != nil {
 		return nil, err
 	}
@@ -38,7 +47,11 @@ func (s *Server) SetOrgIDPTrust(ctx context.Context, req *managementv1.SetOrgIDP
 // ReactivateOrgIDP offers a deactivated identity provider again; Aborted
 // (409) when it is not inactive.
 func (s *Server) ReactivateOrgIDP(ctx context.Context, req *managementv1.ReactivateOrgIDPRequest) (*managementv1.ReactivateOrgIDPResponse, error) {
-	p, err := s.idp(ctx, "idp_id", req.GetIdpId())
+	lim, err := apierr.CheckLimits(req) // the id's maximum length is in the proto
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.idp(ctx, lim, "idp_id", req.GetIdpId())
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
-	"github.com/gatehouse-id/gatehouse/services/directory/internal/idps"
 )
 
 // UpdateOrgIDPOIDCConfig replaces an IdP's OIDC configuration: every field
@@ -20,14 +19,14 @@ func (s *Server) UpdateOrgIDPOIDCConfig(ctx context.Context, req *managementv1.U
 		return nil, err
 	}
 	var f apierr.Fields
-	f.Check(apierr.Length("idp_id", m.GetIdpId(), 1, idps.MaxLength))
+	f.Check(lim.Length("idp_id", "idp_id", m.GetIdpId(), 1))
 	cfg := s.checkOIDCConfig(&f, lim, m.GetClientId(), m.GetIssuer(), m.GetScopes(), m.GetDisplayNameMapping(), m.GetUsernameMapping())
 	f.Check(lim.Length("client_secret", "client_secret", m.GetClientSecret(), 0))
 	lim.Rest(&f)
 	if err := f.Err("IDP-invalid"); err != nil {
 		return nil, err
 	}
-	p, err := s.idp(ctx, "idp_id", m.GetIdpId())
+	p, err := s.idp(ctx, lim, "idp_id", m.GetIdpId())
 	if err != nil {
 		return nil, err
 	}

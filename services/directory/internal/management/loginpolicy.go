@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
@@ -26,6 +27,7 @@ const maxPolicyLifetime = 365 * 24 * time.Hour
 // loginPolicyInput is the fields AddCustomLoginPolicyRequest and
 // UpdateCustomLoginPolicyRequest share.
 type loginPolicyInput interface {
+	proto.Message
 	GetAllowUsernamePassword() bool
 	GetAllowRegister() bool
 	GetAllowExternalIdp() bool
@@ -49,6 +51,10 @@ type loginPolicyInput interface {
 // AddCustomLoginPolicy (Update keeps the stored ones, as in ZITADEL, where
 // factors have their own calls).
 func loginPolicy(in loginPolicyInput, second []managementv1.SecondFactorType, multi []managementv1.MultiFactorType) (orgs.LoginPolicy, error) {
+	lim, err := apierr.CheckLimits(in) // default_redirect_uri's maximum length is in the proto
+	if err != nil {
+		return orgs.LoginPolicy{}, err
+	}
 	var f apierr.Fields
 	p := orgs.LoginPolicy{
 		AllowUsernamePassword:  in.GetAllowUsernamePassword(),
@@ -68,7 +74,7 @@ func loginPolicy(in loginPolicyInput, second []managementv1.SecondFactorType, mu
 		f.Add("passwordless_type", "must be a defined value")
 	}
 	if u := p.DefaultRedirectURI; u != "" {
-		f.Check(apierr.Length("default_redirect_uri", u, 0, 200))
+		f.Check(lim.Length("default_redirect_uri", "default_redirect_uri", u, 0))
 		if !webRedirect(u) {
 			f.Add("default_redirect_uri", "must be an https URI (http only for a loopback host) with a host and without fragment")
 		}
@@ -101,6 +107,7 @@ func loginPolicy(in loginPolicyInput, second []managementv1.SecondFactorType, mu
 		}
 		p.MultiFactors = append(p.MultiFactors, int32(m))
 	}
+	lim.Rest(&f)
 	return p, f.Err("POLICY-login-invalid")
 }
 

@@ -14,13 +14,19 @@ import (
 // (GenerateMachineSecret).
 func (s *Server) AddMachineUser(ctx context.Context, req *managementv1.AddMachineUserRequest) (*managementv1.AddMachineUserResponse, error) {
 	m := req
+	lim, err := apierr.CheckLimits(m) // the maximum lengths are in the proto
+	if err != nil {
+		return nil, err
+	}
 	var f apierr.Fields
 	checkUserName(&f, m.GetUserName())
-	f.Check(apierr.Length("name", m.GetName(), 1, 200))
-	f.Check(apierr.Length("description", m.GetDescription(), 0, 500))
+	f.Check(lim.Length("name", "name", m.GetName(), 1))
+	f.Check(lim.Length("description", "description", m.GetDescription(), 0))
 	if _, ok := managementv1.AccessTokenType_name[int32(m.GetAccessTokenType())]; !ok {
 		f.Add("access_token_type", "is not a defined value")
 	}
+	lim.ReportedIn(f, "user_name") // users.CheckUserName words it; registration and external identities use it too
+	lim.Rest(&f)
 	if err := f.Err("USER-invalid"); err != nil {
 		return nil, err
 	}

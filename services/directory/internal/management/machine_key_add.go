@@ -41,11 +41,11 @@ func (s *Server) AddMachineKey(ctx context.Context, req *managementv1.AddMachine
 		}
 	}
 	lim.ReportedIn(f, "public_key") // users.ParsePublicKey words it; bootstrap uses it too
-	lim.Rest(&f)
 	if err := f.Err("USER-invalid-key"); err != nil {
 		return nil, err
 	}
-	u, err := s.user(ctx, m.GetUserId())
+	// user_id's limit, as ever after the key's problems, and the rest.
+	u, err := s.user(ctx, lim, "user_id", m.GetUserId())
 	if err != nil {
 		return nil, err
 	}

@@ -13,17 +13,17 @@ import (
 // ListMachineKeys lists the keys of a machine user (metadata only), by
 // creation date. A human user is NotFound.
 func (s *Server) ListMachineKeys(ctx context.Context, req *managementv1.ListMachineKeysRequest) (*managementv1.ListMachineKeysResponse, error) {
-	lim, err := apierr.CheckLimits(req) // query.limit's maximum is in the proto
+	lim, err := apierr.CheckLimits(req) // the maximums of query.limit and user_id are in the proto
 	if err != nil {
 		return nil, err
 	}
 	var f apierr.Fields
 	page := usersPage(&f, lim, req.GetQuery())
-	lim.Rest(&f)
 	if err := f.Err("USER-invalid-query"); err != nil {
 		return nil, err
 	}
-	u, err := s.user(ctx, req.GetUserId())
+	// user_id's limit, as ever after the query's problems, and the rest.
+	u, err := s.user(ctx, lim, "user_id", req.GetUserId())
 	if err != nil {
 		return nil, err
 	}

@@ -12,10 +12,14 @@ import (
 // it are refused from then on. An unknown key, or one of another user, is
 // NotFound.
 func (s *Server) RemoveMachineKey(ctx context.Context, req *managementv1.RemoveMachineKeyRequest) (*managementv1.RemoveMachineKeyResponse, error) {
-	if err := apierr.Length("key_id", req.GetKeyId(), 1, 200); err != nil {
+	lim, err := apierr.CheckLimits(req) // the maximum lengths of the ids are in the proto
+	if err != nil {
+		return nil, err
+	}
+	if err := lim.Length("key_id", "key_id", req.GetKeyId(), 1); err != nil {
 		return nil, apierr.InvalidArgument("USER-invalid-key-id", "%s", err.Error())
 	}
-	u, err := s.user(ctx, req.GetUserId())
+	u, err := s.user(ctx, lim, "user_id", req.GetUserId())
 	if err != nil {
 		return nil, err
 	}

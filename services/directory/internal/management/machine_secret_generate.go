@@ -4,6 +4,7 @@ import (
 	"context"
 
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
 )
 
@@ -12,7 +13,11 @@ import (
 // login name, unique in the instance). Only a keyed hash is stored. A human
 // user is NotFound.
 func (s *Server) GenerateMachineSecret(ctx context.Context, req *managementv1.GenerateMachineSecretRequest) (*managementv1.GenerateMachineSecretResponse, error) {
-	u, err := s.user(ctx, req.GetUserId())
+	lim, err := apierr.CheckLimits(req) // the id's maximum length is in the proto
+	if err != nil {
+		return nil, err
+	}
+	u, err := s.user(ctx, lim, "user_id", req.GetUserId())
 	if err != nil {
 		return nil, err
 	}

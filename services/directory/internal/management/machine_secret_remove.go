@@ -4,6 +4,7 @@ import (
 	"context"
 
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
 )
 
@@ -11,7 +12,11 @@ import (
 // secret there is nothing to change: Aborted (409). A human user is
 // NotFound.
 func (s *Server) RemoveMachineSecret(ctx context.Context, req *managementv1.RemoveMachineSecretRequest) (*managementv1.RemoveMachineSecretResponse, error) {
-	u, err := s.user(ctx, req.GetUserId())
+	lim, err := apierr.CheckLimits(req) // the id's maximum length is in the proto
+	if err != nil {
+		return nil, err
+	}
+	u, err := s.user(ctx, lim, "user_id", req.GetUserId())
 	if err != nil {
 		return nil, err
 	}

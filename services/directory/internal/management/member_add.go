@@ -39,9 +39,14 @@ func memberRoles(f *apierr.Fields, roles []string) []string {
 // when the user is already a member.
 func (s *Server) AddOrgMember(ctx context.Context, req *managementv1.AddOrgMemberRequest) (*managementv1.AddOrgMemberResponse, error) {
 	m := req
+	lim, err := apierr.CheckLimits(m) // the maximum lengths are in the proto
+	if err != nil {
+		return nil, err
+	}
 	var f apierr.Fields
-	f.Check(apierr.Length("user_id", m.GetUserId(), 1, 200))
+	f.Check(lim.Length("user_id", "user_id", m.GetUserId(), 1))
 	roles := memberRoles(&f, m.GetRoles())
+	lim.Rest(&f)
 	if err := f.Err("MEMBER-invalid"); err != nil {
 		return nil, err
 	}

@@ -44,7 +44,7 @@ func (s *Server) ListOrgMembers(ctx context.Context, req *managementv1.ListOrgMe
 			c.text(&f, lim, field+".email_query", "email", x.EmailQuery.GetEmail(), x.EmailQuery.GetMethod(), func(m member) string { return m.u.Email })
 		case *managementv1.MemberQuery_UserIdQuery:
 			id := x.UserIdQuery.GetUserId()
-			f.Check(apierr.Length(field+".user_id_query.user_id", id, 0, 200))
+			f.Check(lim.Length(field+".user_id_query.user_id", field+".user_id_query.user_id", id, 0))
 			c = append(c, func(m member) bool { return m.m.UserID == id })
 		default:
 			f.Add(field, "must set exactly one query")

@@ -14,8 +14,13 @@ import (
 // when the user is no member of the organization.
 func (s *Server) RemoveOrgMember(ctx context.Context, req *managementv1.RemoveOrgMemberRequest) (*managementv1.RemoveOrgMemberResponse, error) {
 	m := req
+	lim, err := apierr.CheckLimits(m) // the maximum lengths are in the proto
+	if err != nil {
+		return nil, err
+	}
 	var f apierr.Fields
-	f.Check(apierr.Length("user_id", m.GetUserId(), 1, 200))
+	f.Check(lim.Length("user_id", "user_id", m.GetUserId(), 1))
+	lim.Rest(&f)
 	if err := f.Err("MEMBER-invalid"); err != nil {
 		return nil, err
 	}

@@ -21,14 +21,13 @@ func (s *Server) BulkRemoveUserMetadata(ctx context.Context, req *managementv1.B
 		return nil, err
 	}
 	var f apierr.Fields
-	f.Check(apierr.Length("id", m.GetId(), 1, 200))
-	metadata.CheckKeys(&f, "keys", m.GetKeys())
-	lim.ReportedIn(f, "keys") // metadata's checks word them
+	f.Check(lim.Length("id", "id", m.GetId(), 1))
+	metadata.CheckKeys(&f, lim, "keys", m.GetKeys())
 	lim.Rest(&f)
 	if err := f.Err("METADATA-invalid"); err != nil {
 		return nil, err
 	}
-	u, err := s.user(ctx, m.GetId())
+	u, err := s.user(ctx, lim, "id", m.GetId())
 	if err != nil {
 		return nil, err
 	}

@@ -24,14 +24,13 @@ func (s *Server) BulkSetUserMetadata(ctx context.Context, req *managementv1.Bulk
 		return nil, err
 	}
 	var f apierr.Fields
-	f.Check(apierr.Length("id", m.GetId(), 1, 200))
-	metadata.CheckEntries(&f, "metadata", entries)
-	lim.ReportedIn(f, "metadata") // metadata's checks word them
+	f.Check(lim.Length("id", "id", m.GetId(), 1))
+	metadata.CheckEntries(&f, lim, "metadata", entries)
 	lim.Rest(&f)
 	if err := f.Err("METADATA-invalid"); err != nil {
 		return nil, err
 	}
-	u, err := s.user(ctx, m.GetId())
+	u, err := s.user(ctx, lim, "id", m.GetId())
 	if err != nil {
 		return nil, err
 	}

@@ -29,7 +29,7 @@ func (s *Server) ListUserMetadata(ctx context.Context, req *managementv1.ListUse
 		return nil, err
 	}
 	var f apierr.Fields
-	f.Check(apierr.Length("id", m.GetId(), 1, 200))
+	f.Check(lim.Length("id", "id", m.GetId(), 1))
 	limit := int(m.GetQuery().GetLimit())
 	if limit == 0 {
 		limit = metadataDefaultLimit
@@ -55,7 +55,7 @@ func (s *Server) ListUserMetadata(ctx context.Context, req *managementv1.ListUse
 	if err := f.Err("METADATA-invalid-query"); err != nil {
 		return nil, err
 	}
-	u, err := s.user(ctx, m.GetId())
+	u, err := s.user(ctx, lim, "id", m.GetId())
 	if err != nil {
 		return nil, err
 	}

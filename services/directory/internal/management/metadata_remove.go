@@ -18,14 +18,13 @@ func (s *Server) RemoveUserMetadata(ctx context.Context, req *managementv1.Remov
 		return nil, err
 	}
 	var f apierr.Fields
-	f.Check(apierr.Length("id", m.GetId(), 1, 200))
-	metadata.CheckKey(&f, "key", m.GetKey())
-	lim.ReportedIn(f, "key") // metadata's checks word them
+	f.Check(lim.Length("id", "id", m.GetId(), 1))
+	metadata.CheckKey(&f, lim, "key", m.GetKey())
 	lim.Rest(&f)
 	if err := f.Err("METADATA-invalid"); err != nil {
 		return nil, err
 	}
-	u, err := s.user(ctx, m.GetId())
+	u, err := s.user(ctx, lim, "id", m.GetId())
 	if err != nil {
 		return nil, err
 	}

@@ -19,15 +19,14 @@ func (s *Server) SetUserMetadata(ctx context.Context, req *managementv1.SetUserM
 		return nil, err
 	}
 	var f apierr.Fields
-	f.Check(apierr.Length("id", m.GetId(), 1, 200))
-	metadata.CheckKey(&f, "key", m.GetKey())
-	metadata.CheckValue(&f, "value", m.GetValue())
-	lim.ReportedIn(f, "key", "value") // metadata's checks word them
+	f.Check(lim.Length("id", "id", m.GetId(), 1))
+	metadata.CheckKey(&f, lim, "key", m.GetKey())
+	metadata.CheckValue(&f, lim, "value", m.GetValue())
 	lim.Rest(&f)
 	if err := f.Err("METADATA-invalid"); err != nil {
 		return nil, err
 	}
-	u, err := s.user(ctx, m.GetId())
+	u, err := s.user(ctx, lim, "id", m.GetId())
 	if err != nil {
 		return nil, err
 	}

@@ -42,8 +42,13 @@ func orgToProto(o *orgs.Org) *managementv1.Org {
 
 // AddOrg creates an organization with the caller as its ORG_OWNER.
 func (s *Server) AddOrg(ctx context.Context, req *managementv1.AddOrgRequest) (*managementv1.AddOrgResponse, error) {
+	lim, err := apierr.CheckLimits(req) // the name's maximum length is in the proto
+	if err != nil {
+		return nil, err
+	}
 	var f apierr.Fields
-	f.Check(apierr.Length("name", req.GetName(), 1, 200))
+	f.Check(lim.Length("name", "name", req.GetName(), 1))
+	lim.Rest(&f)
 	if err := f.Err("ORG-invalid"); err != nil {
 		return nil, err
 	}

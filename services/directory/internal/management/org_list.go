@@ -44,7 +44,7 @@ func (s *Server) ListOrgs(ctx context.Context, req *managementv1.ListOrgsRequest
 			c = append(c, func(o orgs.Org) bool { return o.State == int32(st) })
 		case *managementv1.OrgQuery_IdQuery:
 			id := x.IdQuery.GetId()
-			f.Check(apierr.Length(field+".id_query.id", id, 0, 200))
+			f.Check(lim.Length(field+".id_query.id", field+".id_query.id", id, 0))
 			c = append(c, func(o orgs.Org) bool { return o.ID == id })
 		default:
 			f.Add(field, "must set exactly one query")

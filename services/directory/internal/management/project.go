@@ -72,8 +72,13 @@ func (s *Server) AddProject(ctx context.Context, req *managementv1.AddProjectReq
 
 // GetProjectByID returns a project of the organization.
 func (s *Server) GetProjectByID(ctx context.Context, req *managementv1.GetProjectByIDRequest) (*managementv1.GetProjectByIDResponse, error) {
+	lim, err := apierr.CheckLimits(req) // the id's maximum length is in the proto
+	if err != nil {
+		return nil, err
+	}
 	var f apierr.Fields
-	f.Check(apierr.Length("id", req.GetId(), 1, 200))
+	f.Check(lim.Length("id", "id", req.GetId(), 1))
+	lim.Rest(&f)
 	if err := f.Err("PROJECT-invalid-id"); err != nil {
 		return nil, err
 	}

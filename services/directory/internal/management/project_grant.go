@@ -24,11 +24,15 @@ func checkRoleKeys(f *apierr.Fields, keys []string) {
 	}
 }
 
-// grant loads a grant of a project of the target organization.
-func (s *Server) grant(ctx context.Context, projectID, grantID string) (*projects.Project, *projects.Grant, error) {
+// grant loads a grant of a project of the target organization. The ids are
+// the request's project_id and grant_id, whose maximum length (200) is a
+// string.max_len rule in the proto: lim reports it, and after it any limit
+// of the request no check reported before, as PROJECT-GRANT-invalid-id.
+func (s *Server) grant(ctx context.Context, lim *apierr.Limits, projectID, grantID string) (*projects.Project, *projects.Grant, error) {
 	var f apierr.Fields
-	f.Check(apierr.Length("project_id", projectID, 1, 200))
-	f.Check(apierr.Length("grant_id", grantID, 1, 200))
+	f.Check(lim.Length("project_id", "project_id", projectID, 1))
+	f.Check(lim.Length("grant_id", "grant_id", grantID, 1))
+	lim.Rest(&f)
 	if err := f.Err("PROJECT-GRANT-invalid-id"); err != nil {
 		return nil, nil, err
 	}
@@ -46,10 +50,15 @@ func (s *Server) grant(ctx context.Context, projectID, grantID string) (*project
 // AddProjectGrant grants a project of the organization to another one.
 func (s *Server) AddProjectGrant(ctx context.Context, req *managementv1.AddProjectGrantRequest) (*managementv1.AddProjectGrantResponse, error) {
 	m := req
+	lim, err := apierr.CheckLimits(m) // the maximum lengths are in the proto
+	if err != nil {
+		return nil, err
+	}
 	var f apierr.Fields
-	f.Check(apierr.Length("project_id", m.GetProjectId(), 1, 200))
-	f.Check(apierr.Length("granted_org_id", m.GetGrantedOrgId(), 1, 200))
+	f.Check(lim.Length("project_id", "project_id", m.GetProjectId(), 1))
+	f.Check(lim.Length("granted_org_id", "granted_org_id", m.GetGrantedOrgId(), 1))
 	checkRoleKeys(&f, m.GetRoleKeys())
+	lim.Rest(&f)
 	if err := f.Err("PROJECT-GRANT-invalid"); err != nil {
 		return nil, err
 	}
@@ -75,13 +84,13 @@ func (s *Server) AddProjectGrant(ctx context.Context, req *managementv1.AddProje
 
 // ListProjectGrants lists a project's grants by creation date.
 func (s *Server) ListProjectGrants(ctx context.Context, req *managementv1.ListProjectGrantsRequest) (*managementv1.ListProjectGrantsResponse, error) {
-	lim, err := apierr.CheckLimits(req) // query.limit's maximum is in the proto
+	lim, err := apierr.CheckLimits(req) // the maximums of query.limit and project_id are in the proto
 	if err != nil {
 		return nil, err
 	}
 	var f apierr.Fields
 	page := usersPage(&f, lim, req.GetQuery())
-	f.Check(apierr.Length("project_id", req.GetProjectId(), 1, 200))
+	f.Check(lim.Length("project_id", "project_id", req.GetProjectId(), 1))
 	lim.Rest(&f)
 	if err := f.Err("PROJECT-GRANT-invalid-query"); err != nil {
 		return nil, err
@@ -184,9 +193,14 @@ func (s *Server) ListGrantedProjects(ctx context.Context, req *managementv1.List
 // NotFound, as an unknown one.
 func (s *Server) RefuseGrantedProject(ctx context.Context, req *managementv1.RefuseGrantedProjectRequest) (*managementv1.RefuseGrantedProjectResponse, error) {
 	m := req
+	lim, err := apierr.CheckLimits(m) // the maximum lengths are in the proto
+	if err != nil {
+		return nil, err
+	}
 	var f apierr.Fields
-	f.Check(apierr.Length("project_id", m.GetProjectId(), 1, 200))
-	f.Check(apierr.Length("grant_id", m.GetGrantId(), 1, 200))
+	f.Check(lim.Length("project_id", "project_id", m.GetProjectId(), 1))
+	f.Check(lim.Length("grant_id", "grant_id", m.GetGrantId(), 1))
+	lim.Rest(&f)
 	if err := f.Err("PROJECT-GRANT-invalid-id"); err != nil {
 		return nil, err
 	}
@@ -215,12 +229,17 @@ func (s *Server) RefuseGrantedProject(ctx context.Context, req *managementv1.Ref
 
 // UpdateProjectGrant replaces a grant's role keys.
 func (s *Server) UpdateProjectGrant(ctx context.Context, req *managementv1.UpdateProjectGrantRequest) (*managementv1.UpdateProjectGrantResponse, error) {
+	lim, err := apierr.CheckLimits(req) // the ids' maximum length is in the proto
+	if err != nil {
+		return nil, err
+	}
 	var f apierr.Fields
 	checkRoleKeys(&f, req.GetRoleKeys())
 	if err := f.Err("PROJECT-GRANT-invalid"); err != nil {
 		return nil, err
 	}
-	p, g, err := s.grant(ctx, req.GetProjectId(), req.GetGrantId())
+	// The ids' limits, as ever after the role keys' problem, and the rest.
+	p, g, err := s.grant(ctx, lim, req.GetProjectId(), req.GetGrantId())
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +252,11 @@ func (s *Server) UpdateProjectGrant(ctx context.Context, req *managementv1.Updat
 
 // RemoveProjectGrant removes a grant.
 func (s *Server) RemoveProjectGrant(ctx context.Context, req *managementv1.RemoveProjectGrantRequest) (*managementv1.RemoveProjectGrantResponse, error) {
-	p, g, err := s.grant(ctx, req.GetProjectId(), req.GetGrantId())
+	lim, err := apierr.CheckLimits(req) // the ids' maximum length is in the proto
+	if err != nil {
+		return nil, err
+	}
+	p, g, err := s.grant(ctx, lim, req.GetProjectId(), req.GetGrantId())
 	if err != nil {
 		return nil, err
 	}

@@ -14,10 +14,17 @@ import (
 )
 
 // user loads a user of the target organization; users of other
-// organizations are NotFound.
-func (s *Server) user(ctx context.Context, id string) (*users.User, error) {
-	if err := apierr.Length("id", id, 1, 200); err != nil {
-		return nil, apierr.InvalidArgument("USER-invalid-id", "%s", err.Error())
+// organizations are NotFound. id is the request's field at path ("id" or
+// "user_id"), whose maximum length (200) is a string.max_len rule in the
+// proto: lim reports it, always as "id", and after it any limit of the
+// request no check reported before (most user RPCs check nothing else),
+// as USER-invalid-id.
+func (s *Server) user(ctx context.Context, lim *apierr.Limits, path, id string) (*users.User, error) {
+	var f apierr.Fields
+	f.Check(lim.Length("id", path, id, 1))
+	lim.Rest(&f)
+	if err := f.Err("USER-invalid-id"); err != nil {
+		return nil, err
 	}
 	u, err := s.Users.GetInOrg(ctx, authz.FromContext(ctx).OrgID, id)
 	if errors.Is(err, db.ErrNotFound) {
@@ -29,15 +36,16 @@ func (s *Server) user(ctx context.Context, id string) (*users.User, error) {
 // checkUserName applies the user name rules (users.CheckUserName).
 func checkUserName(f *apierr.Fields, name string) { users.CheckUserName(f, name) }
 
-// checkEmail validates an optional (required=false) or required address.
-func checkEmail(f *apierr.Fields, field, addr string, required bool) {
+// checkEmail validates an optional (required=false) or required address,
+// the request's field at path field; lim reports its maximum length (200).
+func checkEmail(f *apierr.Fields, lim *apierr.Limits, field, addr string, required bool) {
 	if addr == "" {
 		if required {
 			f.Add(field, "is required")
 		}
 		return
 	}
-	f.Check(apierr.Length(field, addr, 1, 200))
+	f.Check(lim.Length(field, field, addr, 1))
 	if a, err := mail.ParseAddress(addr); err != nil || a.Address != addr {
 		f.Add(field, "is not a valid e-mail address")
 	}
@@ -79,7 +87,11 @@ func userToProto(u *users.User) *managementv1.User {
 
 // GetUserByID returns a user of the organization.
 func (s *Server) GetUserByID(ctx context.Context, req *managementv1.GetUserByIDRequest) (*managementv1.GetUserByIDResponse, error) {
-	u, err := s.user(ctx, req.GetId())
+	lim, err := apierr.CheckLimits(req) // the id's maximum length is in the proto
+	if err != nil {
+		return nil, err
+	}
+	u, err := s.user(ctx, lim, "id", req.GetId())
 	if err != nil {
 		return nil, err
 	}
@@ -87,20 +99,22 @@ func (s *Server) GetUserByID(ctx context.Context, req *managementv1.GetUserByIDR
 }
 
 // humanProfile validates the parts of a human user shared by AddHumanUser
-// and ImportHumanUser and returns the event payload without a password.
-func humanProfile(f *apierr.Fields, userName string, p *managementv1.AddHumanUserRequest_Profile, email, phone string, emailVerified, phoneVerified bool) users.HumanAdded {
+// and ImportHumanUser (not the phone, whose rules differ) and returns the
+// event payload without a password. lim is the request's: the maximum
+// lengths of the profile's fields and of the e-mail address are in the
+// proto, at the same paths in both requests.
+func humanProfile(f *apierr.Fields, lim *apierr.Limits, userName string, p *managementv1.AddHumanUserRequest_Profile, email, phone string, emailVerified, phoneVerified bool) users.HumanAdded {
 	checkUserName(f, userName)
 	if p == nil {
 		f.Add("profile", "is required")
 		p = &managementv1.AddHumanUserRequest_Profile{}
 	}
-	f.Check(apierr.Length("profile.first_name", p.GetFirstName(), 1, 200))
-	f.Check(apierr.Length("profile.last_name", p.GetLastName(), 1, 200))
-	f.Check(apierr.Length("profile.nick_name", p.GetNickName(), 0, 200))
-	f.Check(apierr.Length("profile.display_name", p.GetDisplayName(), 0, 200))
-	f.Check(apierr.Length("profile.preferred_language", p.GetPreferredLanguage(), 0, 10))
-	checkEmail(f, "email.email", email, true)
-	f.Check(apierr.Length("phone.phone", phone, 0, 200))
+	f.Check(lim.Length("profile.first_name", "profile.first_name", p.GetFirstName(), 1))
+	f.Check(lim.Length("profile.last_name", "profile.last_name", p.GetLastName(), 1))
+	f.Check(lim.Length("profile.nick_name", "profile.nick_name", p.GetNickName(), 0))
+	f.Check(lim.Length("profile.display_name", "profile.display_name", p.GetDisplayName(), 0))
+	f.Check(lim.Length("profile.preferred_language", "profile.preferred_language", p.GetPreferredLanguage(), 0))
+	checkEmail(f, lim, "email.email", email, true)
 	display := p.GetDisplayName()
 	if display == "" {
 		display = strings.TrimSpace(p.GetFirstName() + " " + p.GetLastName())
@@ -116,9 +130,16 @@ func humanProfile(f *apierr.Fields, userName string, p *managementv1.AddHumanUse
 // the first login.
 func (s *Server) AddHumanUser(ctx context.Context, req *managementv1.AddHumanUserRequest) (*managementv1.AddHumanUserResponse, error) {
 	m := req
+	lim, err := apierr.CheckLimits(m) // the maximum lengths are in the proto
+	if err != nil {
+		return nil, err
+	}
 	var f apierr.Fields
-	p := humanProfile(&f, m.GetUserName(), m.GetProfile(), m.GetEmail().GetEmail(), m.GetPhone().GetPhone(),
+	p := humanProfile(&f, lim, m.GetUserName(), m.GetProfile(), m.GetEmail().GetEmail(), m.GetPhone().GetPhone(),
 		m.GetEmail().GetIsEmailVerified(), m.GetPhone().GetIsPhoneVerified())
+	f.Check(lim.Length("phone.phone", "phone.phone", m.GetPhone().GetPhone(), 0))
+	lim.ReportedIn(f, "user_name") // users.CheckUserName words it; registration and external identities use it too
+	lim.Rest(&f)
 	if err := f.Err("USER-invalid"); err != nil {
 		return nil, err
 	}
@@ -143,7 +164,11 @@ func (s *Server) AddHumanUser(ctx context.Context, req *managementv1.AddHumanUse
 // SetHumanPassword sets a human user's password; unless noChangeRequired,
 // the user must change it at the next login.
 func (s *Server) SetHumanPassword(ctx context.Context, req *managementv1.SetHumanPasswordRequest) (*managementv1.SetHumanPasswordResponse, error) {
-	u, err := s.user(ctx, req.GetUserId())
+	lim, err := apierr.CheckLimits(req) // user_id's maximum length is in the proto
+	if err != nil {
+		return nil, err
+	}
+	u, err := s.user(ctx, lim, "user_id", req.GetUserId())
 	if err != nil {
 		return nil, err
 	}

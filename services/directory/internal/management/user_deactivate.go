@@ -4,13 +4,18 @@ import (
 	"context"
 
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
 )
 
 // DeactivateUser deactivates an active user: no login and no new tokens
 // until reactivated. A user in any other state is Aborted (409).
 func (s *Server) DeactivateUser(ctx context.Context, req *managementv1.DeactivateUserRequest) (*managementv1.DeactivateUserResponse, error) {
-	u, err := s.user(ctx, req.GetId())
+	lim, err := apierr.CheckLimits(req) // the id's maximum length is in the proto
+	if err != nil {
+		return nil, err
+	}
+	u, err := s.user(ctx, lim, "id", req.GetId())
 	if err != nil {
 		return nil, err
 	}

@@ -10,23 +10,22 @@ import (
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
-	"github.com/gatehouse-id/gatehouse/services/directory/internal/users"
 )
 
 // ListUserIDPs lists a user's links to identities at identity providers,
 // by creation date (ZITADEL's IDPUserLink shape).
 func (s *Server) ListUserIDPs(ctx context.Context, req *managementv1.ListUserIDPsRequest) (*managementv1.ListUserIDPsResponse, error) {
-	lim, err := apierr.CheckLimits(req) // query.limit's maximum is in the proto
+	lim, err := apierr.CheckLimits(req) // the maximums of query.limit and user_id are in the proto
 	if err != nil {
 		return nil, err
 	}
 	var f apierr.Fields
 	page := usersPage(&f, lim, req.GetQuery())
-	lim.Rest(&f)
 	if err := f.Err("USER-invalid-query"); err != nil {
 		return nil, err
 	}
-	u, err := s.user(ctx, req.GetUserId())
+	// user_id's limit, as ever after the query's problems, and the rest.
+	u, err := s.user(ctx, lim, "user_id", req.GetUserId())
 	if err != nil {
 		return nil, err
 	}
@@ -55,13 +54,18 @@ func (s *Server) ListUserIDPs(ctx context.Context, req *managementv1.ListUserIDP
 // user in.
 func (s *Server) RemoveUserIDP(ctx context.Context, req *managementv1.RemoveUserIDPRequest) (*managementv1.RemoveUserIDPResponse, error) {
 	m := req
+	lim, err := apierr.CheckLimits(m) // the maximum lengths are in the proto
+	if err != nil {
+		return nil, err
+	}
 	var f apierr.Fields
-	f.Check(apierr.Length("idp_id", m.GetIdpId(), 1, 200))
-	f.Check(apierr.Length("linked_user_id", m.GetLinkedUserId(), 1, users.MaxExternalSubjectLength))
+	f.Check(lim.Length("idp_id", "idp_id", m.GetIdpId(), 1))
+	f.Check(lim.Length("linked_user_id", "linked_user_id", m.GetLinkedUserId(), 1))
 	if err := f.Err("USER-invalid-link"); err != nil {
 		return nil, err
 	}
-	u, err := s.user(ctx, m.GetUserId())
+	// user_id's limit, as ever after the link's problems, and the rest.
+	u, err := s.user(ctx, lim, "user_id", m.GetUserId())
 	if err != nil {
 		return nil, err
 	}

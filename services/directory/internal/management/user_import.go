@@ -12,9 +12,6 @@ import (
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
 )
 
-// maxImportedHashLength bounds hashed_password.value.
-const maxImportedHashLength = 500
-
 // ImportHumanUser creates a human user taken over from another system, with
 // a clear-text password (checked against the organization's policy and
 // hashed with argon2id) or an existing bcrypt or argon2id hash (stored as
@@ -22,6 +19,10 @@ const maxImportedHashLength = 500
 // must change the password only when password_change_required is set.
 func (s *Server) ImportHumanUser(ctx context.Context, req *managementv1.ImportHumanUserRequest) (*managementv1.ImportHumanUserResponse, error) {
 	m := req
+	lim, err := apierr.CheckLimits(m) // the maximum lengths are in the proto
+	if err != nil {
+		return nil, err
+	}
 	var f apierr.Fields
 	pr := m.GetProfile()
 	var profile *managementv1.AddHumanUserRequest_Profile
@@ -32,19 +33,21 @@ func (s *Server) ImportHumanUser(ctx context.Context, req *managementv1.ImportHu
 		}
 	}
 	// The phone is checked here against the import's documented rule
-	// ("+", 1-50 characters) rather than humanProfile's.
-	p := humanProfile(&f, m.GetUserName(), profile, m.GetEmail().GetEmail(), "",
+	// ("+", 1-50 characters: the proto's maximum) rather than AddHumanUser's.
+	p := humanProfile(&f, lim, m.GetUserName(), profile, m.GetEmail().GetEmail(), "",
 		m.GetEmail().GetIsEmailVerified(), m.GetPhone().GetIsPhoneVerified())
 	p.Phone = m.GetPhone().GetPhone()
 	if p.Phone != "" {
-		f.Check(apierr.Length("phone.phone", p.Phone, 1, 50))
+		f.Check(lim.Length("phone.phone", "phone.phone", p.Phone, 1))
 		if !strings.HasPrefix(p.Phone, "+") {
 			f.Add("phone.phone", `must start with "+" (international format)`)
 		}
 	} else {
 		p.PhoneVerified = false
 	}
-	hash := importedHash(&f, m)
+	hash := importedHash(&f, lim, m)
+	lim.ReportedIn(f, "user_name") // users.CheckUserName words it; registration and external identities use it too
+	lim.Rest(&f)
 	if err := f.Err("USER-invalid"); err != nil {
 		return nil, err
 	}
@@ -67,19 +70,22 @@ func (s *Server) ImportHumanUser(ctx context.Context, req *managementv1.ImportHu
 
 // importedHash validates hashed_password and returns the hash to store, or
 // "" when none is given. At most one of password and hashed_password may be
-// set.
-func importedHash(f *apierr.Fields, m *managementv1.ImportHumanUserRequest) string {
+// set. lim holds the value's maximum length (500), a rule of the proto.
+func importedHash(f *apierr.Fields, lim *apierr.Limits, m *managementv1.ImportHumanUserRequest) string {
 	hp := m.GetHashedPassword()
 	if hp.GetValue() == "" && hp.GetAlgorithm() == "" {
 		return ""
 	}
+	v := hp.GetValue()
+	// Asked (so taken from lim) before the password check: beside a
+	// password the value is not looked at, nor its length reported.
+	lengthErr := lim.Length("hashed_password.value", "hashed_password.value", v, 1)
 	if m.GetPassword() != "" {
 		f.Add("hashed_password", "must not be set together with password")
 		return ""
 	}
-	v := hp.GetValue()
-	if err := apierr.Length("hashed_password.value", v, 1, maxImportedHashLength); err != nil {
-		f.Check(err)
+	if lengthErr != nil {
+		f.Check(lengthErr)
 		return ""
 	}
 	kind := ""

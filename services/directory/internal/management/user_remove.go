@@ -4,6 +4,7 @@ import (
 	"context"
 
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
 )
 
@@ -12,7 +13,11 @@ import (
 // transaction. The user name (and machine client id) become free again.
 // The details are those of the user's removal event, the last one added.
 func (s *Server) RemoveUser(ctx context.Context, req *managementv1.RemoveUserRequest) (*managementv1.RemoveUserResponse, error) {
-	u, err := s.user(ctx, req.GetId())
+	lim, err := apierr.CheckLimits(req) // the id's maximum length is in the proto
+	if err != nil {
+		return nil, err
+	}
+	u, err := s.user(ctx, lim, "id", req.GetId())
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
 )
 
@@ -11,7 +12,11 @@ import (
 // address's delay and the organization's account lock; package lockout)
 // and records it. It succeeds in every state of the user.
 func (s *Server) UnlockUser(ctx context.Context, req *managementv1.UnlockUserRequest) (*managementv1.UnlockUserResponse, error) {
-	u, err := s.user(ctx, req.GetId())
+	lim, err := apierr.CheckLimits(req) // the id's maximum length is in the proto
+	if err != nil {
+		return nil, err
+	}
+	u, err := s.user(ctx, lim, "id", req.GetId())
 	if err != nil {
 		return nil, err
 	}

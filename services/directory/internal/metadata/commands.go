@@ -18,12 +18,13 @@ type Commands struct {
 
 // Set adds or replaces entries of u in one change (one Push, one event per
 // entry), expecting u at the version it was read. Every entry is checked
-// first: any problem is InvalidArgument and nothing is written. Setting a
-// key to its current value is a change like any other (ZITADEL does not
-// refuse it either). A concurrent change of u is Aborted.
+// first (its limits were, by the caller: see CheckEntries): any problem is
+// InvalidArgument and nothing is written. Setting a key to its current
+// value is a change like any other (ZITADEL does not refuse it either). A
+// concurrent change of u is Aborted.
 func (c *Commands) Set(ctx context.Context, editor string, u *users.User, entries []Entry) ([]eventstore.Event, error) {
 	var f apierr.Fields
-	CheckEntries(&f, "metadata", entries)
+	CheckEntries(&f, nil, "metadata", entries)
 	if err := f.Err("METADATA-invalid"); err != nil {
 		return nil, err
 	}
@@ -37,11 +38,12 @@ func (c *Commands) Set(ctx context.Context, editor string, u *users.User, entrie
 }
 
 // Remove removes entries of u in one change, expecting u at the version it
-// was read. A key given twice is removed once. When any key is not set the
-// result is NotFound naming those keys, and nothing is removed.
+// was read. The keys are checked first (their limits were, by the caller:
+// see CheckKeys). A key given twice is removed once. When any key is not
+// set the result is NotFound naming those keys, and nothing is removed.
 func (c *Commands) Remove(ctx context.Context, editor string, u *users.User, keys []string) ([]eventstore.Event, error) {
 	var f apierr.Fields
-	CheckKeys(&f, "keys", keys)
+	CheckKeys(&f, nil, "keys", keys)
 	if err := f.Err("METADATA-invalid"); err != nil {
 		return nil, err
 	}

@@ -2,19 +2,10 @@ package metadata
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
-)
-
-// Limits of the management API (the proto states them; ZITADEL's as well).
-const (
-	// MaxKeyLength is the longest key, in characters.
-	MaxKeyLength = 200
-	// MaxValueBytes is the largest value, in bytes.
-	MaxValueBytes = 500000
-	// MaxBulk is the most entries (or keys) one bulk request may carry.
-	MaxBulk = 100
 )
 
 // Entry is a key and the value to store under it.
@@ -46,34 +37,47 @@ type removedPayload struct {
 	Key string `json:"key"`
 }
 
-// CheckKey records in f what is wrong with key: it needs 1-200 characters,
-// not all of them white space.
-func CheckKey(f *apierr.Fields, field, key string) {
-	f.Check(apierr.Length(field, key, 1, MaxKeyLength))
+// The limits of entries (keys of 200 characters, values of 500000 bytes,
+// bulks of 100 entries or keys) are buf.validate rules of the management
+// requests, the only way entries come in. The checks below report them
+// through the request's limits (apierr.CheckLimits), each field named by
+// its path in the request, in order among the other problems of an entry,
+// in the words the hand checks had ("must have 1 to 200 characters").
+// Commands checks entries again without the limits (lim nil): what is
+// not a limit, that keys and values are there and keys distinct.
+
+// CheckKey records in f what is wrong with key: it is required (not all
+// white space) and no longer than lim's maximum.
+func CheckKey(f *apierr.Fields, lim *apierr.Limits, field, key string) {
+	switch {
+	case lim != nil:
+		f.Check(lim.Length(field, field, key, 1))
+	case strings.TrimSpace(key) == "":
+		f.Add(field, "is required")
+	}
 }
 
-// CheckValue records in f what is wrong with value: it needs 1-500000 bytes.
-func CheckValue(f *apierr.Fields, field string, value []byte) {
+// CheckValue records in f what is wrong with value: it is required (not
+// empty) and no larger than lim's maximum, in bytes.
+func CheckValue(f *apierr.Fields, lim *apierr.Limits, field string, value []byte) {
 	switch {
 	case len(value) == 0:
 		f.Add(field, "is required")
-	case len(value) > MaxValueBytes:
-		f.Add(field, fmt.Sprintf("must have at most %d bytes", MaxValueBytes))
+	case lim != nil:
+		f.Check(lim.Bytes(field, field))
 	}
 }
 
 // CheckEntries records in f what is wrong with a bulk of entries named
-// field: 1-100 entries, each key and value valid, no key twice (which one
-// would win would be an accident of order).
-func CheckEntries(f *apierr.Fields, field string, entries []Entry) {
-	if n := len(entries); n == 0 || n > MaxBulk {
-		f.Add(field, fmt.Sprintf("must have 1 to %d entries", MaxBulk))
-	}
+// field: 1 to lim's maximum of entries, each key and value valid, no key
+// twice (which one would win would be an accident of order).
+func CheckEntries(f *apierr.Fields, lim *apierr.Limits, field string, entries []Entry) {
+	checkCount(f, lim, field, len(entries), "entries")
 	seen := make(map[string]bool, len(entries))
 	for i, e := range entries {
 		name := fmt.Sprintf("%s[%d]", field, i)
-		CheckKey(f, name+".key", e.Key)
-		CheckValue(f, name+".value", e.Value)
+		CheckKey(f, lim, name+".key", e.Key)
+		CheckValue(f, lim, name+".value", e.Value)
 		if seen[e.Key] {
 			f.Add(name+".key", "repeats an earlier key")
 		}
@@ -82,13 +86,22 @@ func CheckEntries(f *apierr.Fields, field string, entries []Entry) {
 }
 
 // CheckKeys records in f what is wrong with the keys of a bulk removal
-// named field: 1-100 keys, each valid. A key given twice is allowed (it is
-// removed once).
-func CheckKeys(f *apierr.Fields, field string, keys []string) {
-	if n := len(keys); n == 0 || n > MaxBulk {
-		f.Add(field, fmt.Sprintf("must have 1 to %d keys", MaxBulk))
-	}
+// named field: 1 to lim's maximum of keys, each valid. A key given twice
+// is allowed (it is removed once).
+func CheckKeys(f *apierr.Fields, lim *apierr.Limits, field string, keys []string) {
+	checkCount(f, lim, field, len(keys), "keys")
 	for i, k := range keys {
-		CheckKey(f, fmt.Sprintf("%s[%d]", field, i), k)
+		CheckKey(f, lim, fmt.Sprintf("%s[%d]", field, i), k)
+	}
+}
+
+// checkCount records a bulk of n noun that is empty, or beyond lim's
+// maximum: "must have 1 to 100 entries".
+func checkCount(f *apierr.Fields, lim *apierr.Limits, field string, n int, noun string) {
+	switch {
+	case lim != nil:
+		f.Check(lim.Between(field, field, n, 1, noun))
+	case n == 0:
+		f.Add(field, "must not be empty")
 	}
 }

@@ -1351,11 +1351,11 @@ const file_gatehouse_management_v1_app_proto_rawDesc = "" +
 	"\aLoginV1\"6\n" +
 	"\aLoginV2\x12\x1e\n" +
 	"\bbase_uri\x18\x01 \x01(\tH\x00R\abaseUri\x88\x01\x01B\v\n" +
-	"\t_base_uri\"s\n" +
-	"\x18SetAppAdminClientRequest\x12\x1d\n" +
+	"\t_base_uri\"\x87\x01\n" +
+	"\x18SetAppAdminClientRequest\x12'\n" +
 	"\n" +
-	"project_id\x18\x01 \x01(\tR\tprojectId\x12\x15\n" +
-	"\x06app_id\x18\x02 \x01(\tR\x05appId\x12!\n" +
+	"project_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\tprojectId\x12\x1f\n" +
+	"\x06app_id\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x05appId\x12!\n" +
 	"\fadmin_client\x18\x03 \x01(\bR\vadminClient\"\x82\x01\n" +
 	"\x19SetAppAdminClientResponse\x12@\n" +
 	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\x12#\n" +

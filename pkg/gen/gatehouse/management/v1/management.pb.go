@@ -4491,7 +4491,8 @@ type AddOIDCAppRequest struct {
 	IdTokenUserinfoAssertion bool `protobuf:"varint,14,opt,name=id_token_userinfo_assertion,json=idTokenUserinfoAssertion,proto3" json:"id_token_userinfo_assertion,omitempty"`
 	// Tolerated clock difference when checking token times (0-5 seconds).
 	ClockSkew *durationpb.Duration `protobuf:"bytes,15,opt,name=clock_skew,json=clockSkew,proto3" json:"clock_skew,omitempty"`
-	// Extra origins allowed for CORS (at most 50, each scheme://host[:port]).
+	// Extra origins allowed for CORS (at most 50, each scheme://host[:port]
+	// of at most 500 characters).
 	AdditionalOrigins []string `protobuf:"bytes,16,rep,name=additional_origins,json=additionalOrigins,proto3" json:"additional_origins,omitempty"`
 	// For native apps: skip the login success page.
 	SkipNativeAppSuccessPage bool `protobuf:"varint,17,opt,name=skip_native_app_success_page,json=skipNativeAppSuccessPage,proto3" json:"skip_native_app_success_page,omitempty"`
@@ -7206,8 +7207,8 @@ func (x *AddHumanUserRequest_Email) GetIsEmailVerified() bool {
 // Phone number of the new user.
 type AddHumanUserRequest_Phone struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Phone number in international format starting with "+" (1-50
-	// characters).
+	// Phone number (at most 200 characters; unlike ImportHumanUser's, not
+	// checked for the international format).
 	Phone string `protobuf:"bytes,1,opt,name=phone,proto3" json:"phone,omitempty"`
 	// Mark the number as verified.
 	IsPhoneVerified bool `protobuf:"varint,2,opt,name=is_phone_verified,json=isPhoneVerified,proto3" json:"is_phone_verified,omitempty"`
@@ -7634,9 +7635,9 @@ var File_gatehouse_management_v1_management_proto protoreflect.FileDescriptor
 
 const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\n" +
-	"(gatehouse/management/v1/management.proto\x12\x17gatehouse.management.v1\x1a\x1bbuf/validate/validate.proto\x1a!gatehouse/management/v1/app.proto\x1a'gatehouse/management/v1/authn_key.proto\x1a!gatehouse/management/v1/idp.proto\x1a$gatehouse/management/v1/member.proto\x1a&gatehouse/management/v1/metadata.proto\x1a$gatehouse/management/v1/object.proto\x1a!gatehouse/management/v1/org.proto\x1a$gatehouse/management/v1/policy.proto\x1a%gatehouse/management/v1/project.proto\x1a\"gatehouse/management/v1/user.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"$\n" +
-	"\x12GetUserByIDRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"H\n" +
+	"(gatehouse/management/v1/management.proto\x12\x17gatehouse.management.v1\x1a\x1bbuf/validate/validate.proto\x1a!gatehouse/management/v1/app.proto\x1a'gatehouse/management/v1/authn_key.proto\x1a!gatehouse/management/v1/idp.proto\x1a$gatehouse/management/v1/member.proto\x1a&gatehouse/management/v1/metadata.proto\x1a$gatehouse/management/v1/object.proto\x1a!gatehouse/management/v1/org.proto\x1a$gatehouse/management/v1/policy.proto\x1a%gatehouse/management/v1/project.proto\x1a\"gatehouse/management/v1/user.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\".\n" +
+	"\x12GetUserByIDRequest\x12\x18\n" +
+	"\x02id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x02id\"H\n" +
 	"\x13GetUserByIDResponse\x121\n" +
 	"\x04user\x18\x01 \x01(\v2\x1d.gatehouse.management.v1.UserR\x04user\"\xe3\x01\n" +
 	"\x10ListUsersRequest\x128\n" +
@@ -7646,92 +7647,94 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x11ListUsersResponse\x12>\n" +
 	"\adetails\x18\x01 \x01(\v2$.gatehouse.management.v1.ListDetailsR\adetails\x12M\n" +
 	"\x0esorting_column\x18\x02 \x01(\x0e2&.gatehouse.management.v1.UserFieldNameR\rsortingColumn\x125\n" +
-	"\x06result\x18\x03 \x03(\v2\x1d.gatehouse.management.v1.UserR\x06result\"\xc7\x05\n" +
-	"\x13AddHumanUserRequest\x12\x1b\n" +
-	"\tuser_name\x18\x01 \x01(\tR\buserName\x12N\n" +
+	"\x06result\x18\x03 \x03(\v2\x1d.gatehouse.management.v1.UserR\x06result\"\x96\x06\n" +
+	"\x13AddHumanUserRequest\x12%\n" +
+	"\tuser_name\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\buserName\x12N\n" +
 	"\aprofile\x18\x02 \x01(\v24.gatehouse.management.v1.AddHumanUserRequest.ProfileR\aprofile\x12H\n" +
 	"\x05email\x18\x03 \x01(\v22.gatehouse.management.v1.AddHumanUserRequest.EmailR\x05email\x12H\n" +
 	"\x05phone\x18\x04 \x01(\v22.gatehouse.management.v1.AddHumanUserRequest.PhoneR\x05phone\x12)\n" +
-	"\x10initial_password\x18\x05 \x01(\tR\x0finitialPassword\x1a\xed\x01\n" +
-	"\aProfile\x12\x1d\n" +
+	"\x10initial_password\x18\x05 \x01(\tR\x0finitialPassword\x1a\x9e\x02\n" +
+	"\aProfile\x12'\n" +
 	"\n" +
-	"first_name\x18\x01 \x01(\tR\tfirstName\x12\x1b\n" +
-	"\tlast_name\x18\x02 \x01(\tR\blastName\x12\x1b\n" +
-	"\tnick_name\x18\x03 \x01(\tR\bnickName\x12!\n" +
-	"\fdisplay_name\x18\x04 \x01(\tR\vdisplayName\x12-\n" +
-	"\x12preferred_language\x18\x05 \x01(\tR\x11preferredLanguage\x127\n" +
-	"\x06gender\x18\x06 \x01(\x0e2\x1f.gatehouse.management.v1.GenderR\x06gender\x1aI\n" +
-	"\x05Email\x12\x14\n" +
-	"\x05email\x18\x01 \x01(\tR\x05email\x12*\n" +
-	"\x11is_email_verified\x18\x02 \x01(\bR\x0fisEmailVerified\x1aI\n" +
-	"\x05Phone\x12\x14\n" +
-	"\x05phone\x18\x01 \x01(\tR\x05phone\x12*\n" +
+	"first_name\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\tfirstName\x12%\n" +
+	"\tlast_name\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\blastName\x12%\n" +
+	"\tnick_name\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\bnickName\x12+\n" +
+	"\fdisplay_name\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\vdisplayName\x126\n" +
+	"\x12preferred_language\x18\x05 \x01(\tB\a\xbaH\x04r\x02\x18\n" +
+	"R\x11preferredLanguage\x127\n" +
+	"\x06gender\x18\x06 \x01(\x0e2\x1f.gatehouse.management.v1.GenderR\x06gender\x1aS\n" +
+	"\x05Email\x12\x1e\n" +
+	"\x05email\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x05email\x12*\n" +
+	"\x11is_email_verified\x18\x02 \x01(\bR\x0fisEmailVerified\x1aS\n" +
+	"\x05Phone\x12\x1e\n" +
+	"\x05phone\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x05phone\x12*\n" +
 	"\x11is_phone_verified\x18\x02 \x01(\bR\x0fisPhoneVerified\"q\n" +
 	"\x14AddHumanUserResponse\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12@\n" +
-	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\xf2\a\n" +
-	"\x16ImportHumanUserRequest\x12\x1b\n" +
-	"\tuser_name\x18\x01 \x01(\tR\buserName\x12Q\n" +
+	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\xca\b\n" +
+	"\x16ImportHumanUserRequest\x12%\n" +
+	"\tuser_name\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\buserName\x12Q\n" +
 	"\aprofile\x18\x02 \x01(\v27.gatehouse.management.v1.ImportHumanUserRequest.ProfileR\aprofile\x12K\n" +
 	"\x05email\x18\x03 \x01(\v25.gatehouse.management.v1.ImportHumanUserRequest.EmailR\x05email\x12K\n" +
 	"\x05phone\x18\x04 \x01(\v25.gatehouse.management.v1.ImportHumanUserRequest.PhoneR\x05phone\x12\x1a\n" +
 	"\bpassword\x18\x05 \x01(\tR\bpassword\x12g\n" +
 	"\x0fhashed_password\x18\x06 \x01(\v2>.gatehouse.management.v1.ImportHumanUserRequest.HashedPasswordR\x0ehashedPassword\x128\n" +
-	"\x18password_change_required\x18\a \x01(\bR\x16passwordChangeRequired\x1a\xed\x01\n" +
-	"\aProfile\x12\x1d\n" +
+	"\x18password_change_required\x18\a \x01(\bR\x16passwordChangeRequired\x1a\x9e\x02\n" +
+	"\aProfile\x12'\n" +
 	"\n" +
-	"first_name\x18\x01 \x01(\tR\tfirstName\x12\x1b\n" +
-	"\tlast_name\x18\x02 \x01(\tR\blastName\x12\x1b\n" +
-	"\tnick_name\x18\x03 \x01(\tR\bnickName\x12!\n" +
-	"\fdisplay_name\x18\x04 \x01(\tR\vdisplayName\x12-\n" +
-	"\x12preferred_language\x18\x05 \x01(\tR\x11preferredLanguage\x127\n" +
-	"\x06gender\x18\x06 \x01(\x0e2\x1f.gatehouse.management.v1.GenderR\x06gender\x1aI\n" +
-	"\x05Email\x12\x14\n" +
-	"\x05email\x18\x01 \x01(\tR\x05email\x12*\n" +
-	"\x11is_email_verified\x18\x02 \x01(\bR\x0fisEmailVerified\x1aI\n" +
-	"\x05Phone\x12\x14\n" +
-	"\x05phone\x18\x01 \x01(\tR\x05phone\x12*\n" +
-	"\x11is_phone_verified\x18\x02 \x01(\bR\x0fisPhoneVerified\x1aD\n" +
-	"\x0eHashedPassword\x12\x14\n" +
-	"\x05value\x18\x01 \x01(\tR\x05value\x12\x1c\n" +
+	"first_name\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\tfirstName\x12%\n" +
+	"\tlast_name\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\blastName\x12%\n" +
+	"\tnick_name\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\bnickName\x12+\n" +
+	"\fdisplay_name\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\vdisplayName\x126\n" +
+	"\x12preferred_language\x18\x05 \x01(\tB\a\xbaH\x04r\x02\x18\n" +
+	"R\x11preferredLanguage\x127\n" +
+	"\x06gender\x18\x06 \x01(\x0e2\x1f.gatehouse.management.v1.GenderR\x06gender\x1aS\n" +
+	"\x05Email\x12\x1e\n" +
+	"\x05email\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x05email\x12*\n" +
+	"\x11is_email_verified\x18\x02 \x01(\bR\x0fisEmailVerified\x1aR\n" +
+	"\x05Phone\x12\x1d\n" +
+	"\x05phone\x18\x01 \x01(\tB\a\xbaH\x04r\x02\x182R\x05phone\x12*\n" +
+	"\x11is_phone_verified\x18\x02 \x01(\bR\x0fisPhoneVerified\x1aN\n" +
+	"\x0eHashedPassword\x12\x1e\n" +
+	"\x05value\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xf4\x03R\x05value\x12\x1c\n" +
 	"\talgorithm\x18\x02 \x01(\tR\talgorithmJ\x04\b\b\x10\tJ\x04\b\t\x10\n" +
 	"J\x04\b\n" +
 	"\x10\vR!request_passwordless_registrationR\botp_codeR\x04idps\"\x95\x01\n" +
 	"\x17ImportHumanUserResponse\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12@\n" +
-	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetailsJ\x04\b\x03\x10\x04R\x19passwordless_registration\"\xc0\x01\n" +
-	"\x15AddMachineUserRequest\x12\x1b\n" +
-	"\tuser_name\x18\x01 \x01(\tR\buserName\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\x12 \n" +
-	"\vdescription\x18\x03 \x01(\tR\vdescription\x12T\n" +
+	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetailsJ\x04\b\x03\x10\x04R\x19passwordless_registration\"\xde\x01\n" +
+	"\x15AddMachineUserRequest\x12%\n" +
+	"\tuser_name\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\buserName\x12\x1c\n" +
+	"\x04name\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x04name\x12*\n" +
+	"\vdescription\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\xf4\x03R\vdescription\x12T\n" +
 	"\x11access_token_type\x18\x04 \x01(\x0e2(.gatehouse.management.v1.AccessTokenTypeR\x0faccessTokenType\"s\n" +
 	"\x16AddMachineUserResponse\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12@\n" +
-	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"'\n" +
-	"\x15DeactivateUserRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"Z\n" +
+	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"1\n" +
+	"\x15DeactivateUserRequest\x12\x18\n" +
+	"\x02id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x02id\"Z\n" +
 	"\x16DeactivateUserResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"'\n" +
-	"\x15ReactivateUserRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"Z\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"1\n" +
+	"\x15ReactivateUserRequest\x12\x18\n" +
+	"\x02id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x02id\"Z\n" +
 	"\x16ReactivateUserResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"#\n" +
-	"\x11UnlockUserRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"V\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"-\n" +
+	"\x11UnlockUserRequest\x12\x18\n" +
+	"\x02id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x02id\"V\n" +
 	"\x12UnlockUserResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"#\n" +
-	"\x11RemoveUserRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"V\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"-\n" +
+	"\x11RemoveUserRequest\x12\x18\n" +
+	"\x02id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x02id\"V\n" +
 	"\x12RemoveUserResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"|\n" +
-	"\x17SetHumanPasswordRequest\x12\x17\n" +
-	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x1a\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\x86\x01\n" +
+	"\x17SetHumanPasswordRequest\x12!\n" +
+	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\x12\x1a\n" +
 	"\bpassword\x18\x02 \x01(\tR\bpassword\x12,\n" +
 	"\x12no_change_required\x18\x03 \x01(\bR\x10noChangeRequired\"\\\n" +
 	"\x18SetHumanPasswordResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\xd3\x01\n" +
-	"\x14AddMachineKeyRequest\x12\x17\n" +
-	"\auser_id\x18\x01 \x01(\tR\x06userId\x124\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\xdd\x01\n" +
+	"\x14AddMachineKeyRequest\x12!\n" +
+	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\x124\n" +
 	"\x04type\x18\x02 \x01(\x0e2 .gatehouse.management.v1.KeyTypeR\x04type\x12C\n" +
 	"\x0fexpiration_date\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x0eexpirationDate\x12'\n" +
 	"\n" +
@@ -7740,70 +7743,70 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\x12\x1f\n" +
 	"\vkey_details\x18\x02 \x01(\fR\n" +
 	"keyDetails\x12@\n" +
-	"\adetails\x18\x03 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"k\n" +
-	"\x16ListMachineKeysRequest\x12\x17\n" +
-	"\auser_id\x18\x01 \x01(\tR\x06userId\x128\n" +
+	"\adetails\x18\x03 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"u\n" +
+	"\x16ListMachineKeysRequest\x12!\n" +
+	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\x128\n" +
 	"\x05query\x18\x02 \x01(\v2\".gatehouse.management.v1.ListQueryR\x05query\"\x8f\x01\n" +
 	"\x17ListMachineKeysResponse\x12>\n" +
 	"\adetails\x18\x01 \x01(\v2$.gatehouse.management.v1.ListDetailsR\adetails\x124\n" +
-	"\x06result\x18\x02 \x03(\v2\x1c.gatehouse.management.v1.KeyR\x06result\"I\n" +
-	"\x17RemoveMachineKeyRequest\x12\x17\n" +
-	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x15\n" +
-	"\x06key_id\x18\x02 \x01(\tR\x05keyId\"\\\n" +
+	"\x06result\x18\x02 \x03(\v2\x1c.gatehouse.management.v1.KeyR\x06result\"]\n" +
+	"\x17RemoveMachineKeyRequest\x12!\n" +
+	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\x12\x1f\n" +
+	"\x06key_id\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x05keyId\"\\\n" +
 	"\x18RemoveMachineKeyResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"7\n" +
-	"\x1cGenerateMachineSecretRequest\x12\x17\n" +
-	"\auser_id\x18\x01 \x01(\tR\x06userId\"\xa3\x01\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"A\n" +
+	"\x1cGenerateMachineSecretRequest\x12!\n" +
+	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\"\xa3\x01\n" +
 	"\x1dGenerateMachineSecretResponse\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12#\n" +
 	"\rclient_secret\x18\x02 \x01(\tR\fclientSecret\x12@\n" +
-	"\adetails\x18\x03 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"5\n" +
-	"\x1aRemoveMachineSecretRequest\x12\x17\n" +
-	"\auser_id\x18\x01 \x01(\tR\x06userId\"_\n" +
+	"\adetails\x18\x03 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"?\n" +
+	"\x1aRemoveMachineSecretRequest\x12!\n" +
+	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\"_\n" +
 	"\x1bRemoveMachineSecretResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"e\n" +
-	"\x16SetUserMetadataRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"o\n" +
+	"\x16SetUserMetadataRequest\x12\x18\n" +
+	"\x02id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x02id\x12\x1a\n" +
 	"\x03key\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x03key\x12\x1f\n" +
 	"\x05value\x18\x03 \x01(\fB\t\xbaH\x06z\x04\x18\xa0\xc2\x1eR\x05value\"k\n" +
 	"\x17SetUserMetadataResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12@\n" +
-	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\xd9\x01\n" +
-	"\x1aBulkSetUserMetadataRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12b\n" +
+	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\xe3\x01\n" +
+	"\x1aBulkSetUserMetadataRequest\x12\x18\n" +
+	"\x02id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x02id\x12b\n" +
 	"\bmetadata\x18\x02 \x03(\v2<.gatehouse.management.v1.BulkSetUserMetadataRequest.MetadataB\b\xbaH\x05\x92\x01\x02\x10dR\bmetadata\x1aG\n" +
 	"\bMetadata\x12\x1a\n" +
 	"\x03key\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x03key\x12\x1f\n" +
 	"\x05value\x18\x02 \x01(\fB\t\xbaH\x06z\x04\x18\xa0\xc2\x1eR\x05value\"_\n" +
 	"\x1bBulkSetUserMetadataResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\xaf\x01\n" +
-	"\x17ListUserMetadataRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x128\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\xb9\x01\n" +
+	"\x17ListUserMetadataRequest\x12\x18\n" +
+	"\x02id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x02id\x128\n" +
 	"\x05query\x18\x02 \x01(\v2\".gatehouse.management.v1.ListQueryR\x05query\x12J\n" +
 	"\aqueries\x18\x03 \x03(\v2&.gatehouse.management.v1.MetadataQueryB\b\xbaH\x05\x92\x01\x02\x10\x14R\aqueries\"\x95\x01\n" +
 	"\x18ListUserMetadataResponse\x12>\n" +
 	"\adetails\x18\x01 \x01(\v2$.gatehouse.management.v1.ListDetailsR\adetails\x129\n" +
-	"\x06result\x18\x02 \x03(\v2!.gatehouse.management.v1.MetadataR\x06result\"D\n" +
-	"\x16GetUserMetadataRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
+	"\x06result\x18\x02 \x03(\v2!.gatehouse.management.v1.MetadataR\x06result\"N\n" +
+	"\x16GetUserMetadataRequest\x12\x18\n" +
+	"\x02id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x02id\x12\x1a\n" +
 	"\x03key\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x03key\"X\n" +
 	"\x17GetUserMetadataResponse\x12=\n" +
-	"\bmetadata\x18\x01 \x01(\v2!.gatehouse.management.v1.MetadataR\bmetadata\"G\n" +
-	"\x19RemoveUserMetadataRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1a\n" +
+	"\bmetadata\x18\x01 \x01(\v2!.gatehouse.management.v1.MetadataR\bmetadata\"Q\n" +
+	"\x19RemoveUserMetadataRequest\x12\x18\n" +
+	"\x02id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x02id\x12\x1a\n" +
 	"\x03key\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x03key\"^\n" +
 	"\x1aRemoveUserMetadataResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"T\n" +
-	"\x1dBulkRemoveUserMetadataRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12#\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"^\n" +
+	"\x1dBulkRemoveUserMetadataRequest\x12\x18\n" +
+	"\x02id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x02id\x12#\n" +
 	"\x04keys\x18\x02 \x03(\tB\x0f\xbaH\f\x92\x01\t\x10d\"\x05r\x03\x18\xc8\x01R\x04keys\"b\n" +
 	"\x1eBulkRemoveUserMetadataResponse\x12@\n" +
 	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\x11\n" +
 	"\x0fGetMyOrgRequest\"B\n" +
 	"\x10GetMyOrgResponse\x12.\n" +
-	"\x03org\x18\x01 \x01(\v2\x1c.gatehouse.management.v1.OrgR\x03org\"#\n" +
-	"\rAddOrgRequest\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"b\n" +
+	"\x03org\x18\x01 \x01(\v2\x1c.gatehouse.management.v1.OrgR\x03org\"-\n" +
+	"\rAddOrgRequest\x12\x1c\n" +
+	"\x04name\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x04name\"b\n" +
 	"\x0eAddOrgResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12@\n" +
 	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\xe0\x01\n" +
@@ -7814,9 +7817,9 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x10ListOrgsResponse\x12>\n" +
 	"\adetails\x18\x01 \x01(\v2$.gatehouse.management.v1.ListDetailsR\adetails\x12L\n" +
 	"\x0esorting_column\x18\x02 \x01(\x0e2%.gatehouse.management.v1.OrgFieldNameR\rsortingColumn\x124\n" +
-	"\x06result\x18\x03 \x03(\v2\x1c.gatehouse.management.v1.OrgR\x06result\"D\n" +
-	"\x13AddOrgMemberRequest\x12\x17\n" +
-	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x14\n" +
+	"\x06result\x18\x03 \x03(\v2\x1c.gatehouse.management.v1.OrgR\x06result\"N\n" +
+	"\x13AddOrgMemberRequest\x12!\n" +
+	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\x12\x14\n" +
 	"\x05roles\x18\x02 \x03(\tR\x05roles\"X\n" +
 	"\x14AddOrgMemberResponse\x12@\n" +
 	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\x9b\x01\n" +
@@ -7825,13 +7828,13 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\aqueries\x18\x02 \x03(\v2$.gatehouse.management.v1.MemberQueryB\b\xbaH\x05\x92\x01\x02\x10\x14R\aqueries\"\x91\x01\n" +
 	"\x16ListOrgMembersResponse\x12>\n" +
 	"\adetails\x18\x01 \x01(\v2$.gatehouse.management.v1.ListDetailsR\adetails\x127\n" +
-	"\x06result\x18\x02 \x03(\v2\x1f.gatehouse.management.v1.MemberR\x06result\"1\n" +
-	"\x16RemoveOrgMemberRequest\x12\x17\n" +
-	"\auser_id\x18\x01 \x01(\tR\x06userId\"[\n" +
+	"\x06result\x18\x02 \x03(\v2\x1f.gatehouse.management.v1.MemberR\x06result\";\n" +
+	"\x16RemoveOrgMemberRequest\x12!\n" +
+	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\"[\n" +
 	"\x17RemoveOrgMemberResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"&\n" +
-	"\x14GetOrgIDPByIDRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"G\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"0\n" +
+	"\x14GetOrgIDPByIDRequest\x12\x18\n" +
+	"\x02id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x02id\"G\n" +
 	"\x15GetOrgIDPByIDResponse\x12.\n" +
 	"\x03idp\x18\x01 \x01(\v2\x1c.gatehouse.management.v1.IDPR\x03idp\"\xe3\x01\n" +
 	"\x12ListOrgIDPsRequest\x128\n" +
@@ -7854,9 +7857,9 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\rauto_register\x18\t \x01(\bR\fautoRegister\"p\n" +
 	"\x15AddOrgOIDCIDPResponse\x12@\n" +
 	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\x12\x15\n" +
-	"\x06idp_id\x18\x02 \x01(\tR\x05idpId\"\x8a\x03\n" +
-	"\x1dUpdateOrgIDPOIDCConfigRequest\x12\x15\n" +
-	"\x06idp_id\x18\x01 \x01(\tR\x05idpId\x12%\n" +
+	"\x06idp_id\x18\x02 \x01(\tR\x05idpId\"\x94\x03\n" +
+	"\x1dUpdateOrgIDPOIDCConfigRequest\x12\x1f\n" +
+	"\x06idp_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x05idpId\x12%\n" +
 	"\tclient_id\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\bclientId\x12-\n" +
 	"\rclient_secret\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\fclientSecret\x12 \n" +
 	"\x06issuer\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06issuer\x12'\n" +
@@ -7864,22 +7867,22 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x14display_name_mapping\x18\x06 \x01(\x0e2).gatehouse.management.v1.OIDCMappingFieldR\x12displayNameMapping\x12T\n" +
 	"\x10username_mapping\x18\a \x01(\x0e2).gatehouse.management.v1.OIDCMappingFieldR\x0fusernameMapping\"b\n" +
 	"\x1eUpdateOrgIDPOIDCConfigResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"0\n" +
-	"\x17DeactivateOrgIDPRequest\x12\x15\n" +
-	"\x06idp_id\x18\x01 \x01(\tR\x05idpId\"\\\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\":\n" +
+	"\x17DeactivateOrgIDPRequest\x12\x1f\n" +
+	"\x06idp_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x05idpId\"\\\n" +
 	"\x18DeactivateOrgIDPResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"K\n" +
-	"\x15SetOrgIDPTrustRequest\x12\x15\n" +
-	"\x06idp_id\x18\x01 \x01(\tR\x05idpId\x12\x1b\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"U\n" +
+	"\x15SetOrgIDPTrustRequest\x12\x1f\n" +
+	"\x06idp_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x05idpId\x12\x1b\n" +
 	"\ttrust_amr\x18\x02 \x01(\bR\btrustAmr\"Z\n" +
 	"\x16SetOrgIDPTrustResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"0\n" +
-	"\x17ReactivateOrgIDPRequest\x12\x15\n" +
-	"\x06idp_id\x18\x01 \x01(\tR\x05idpId\"\\\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\":\n" +
+	"\x17ReactivateOrgIDPRequest\x12\x1f\n" +
+	"\x06idp_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x05idpId\"\\\n" +
 	"\x18ReactivateOrgIDPResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\",\n" +
-	"\x13RemoveOrgIDPRequest\x12\x15\n" +
-	"\x06idp_id\x18\x01 \x01(\tR\x05idpId\"X\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"6\n" +
+	"\x13RemoveOrgIDPRequest\x12\x1f\n" +
+	"\x06idp_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x05idpId\"X\n" +
 	"\x14RemoveOrgIDPResponse\x12@\n" +
 	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\xac\x02\n" +
 	"\x11AddProjectRequest\x12\x1c\n" +
@@ -7890,9 +7893,9 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x18private_labeling_setting\x18\x05 \x01(\x0e2/.gatehouse.management.v1.PrivateLabelingSettingR\x16privateLabelingSetting\"f\n" +
 	"\x12AddProjectResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12@\n" +
-	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"'\n" +
-	"\x15GetProjectByIDRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"T\n" +
+	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"1\n" +
+	"\x15GetProjectByIDRequest\x12\x18\n" +
+	"\x02id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x02id\"T\n" +
 	"\x16GetProjectByIDResponse\x12:\n" +
 	"\aproject\x18\x01 \x01(\v2 .gatehouse.management.v1.ProjectR\aproject\"\x9a\x01\n" +
 	"\x13ListProjectsRequest\x128\n" +
@@ -7900,24 +7903,24 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\aqueries\x18\x02 \x03(\v2%.gatehouse.management.v1.ProjectQueryB\b\xbaH\x05\x92\x01\x02\x10\x14R\aqueries\"\x90\x01\n" +
 	"\x14ListProjectsResponse\x12>\n" +
 	"\adetails\x18\x01 \x01(\v2$.gatehouse.management.v1.ListDetailsR\adetails\x128\n" +
-	"\x06result\x18\x02 \x03(\v2 .gatehouse.management.v1.ProjectR\x06result\"I\n" +
-	"\x11GetAppByIDRequest\x12\x1d\n" +
+	"\x06result\x18\x02 \x03(\v2 .gatehouse.management.v1.ProjectR\x06result\"]\n" +
+	"\x11GetAppByIDRequest\x12'\n" +
 	"\n" +
-	"project_id\x18\x01 \x01(\tR\tprojectId\x12\x15\n" +
-	"\x06app_id\x18\x02 \x01(\tR\x05appId\"D\n" +
+	"project_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\tprojectId\x12\x1f\n" +
+	"\x06app_id\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x05appId\"D\n" +
 	"\x12GetAppByIDResponse\x12.\n" +
-	"\x03app\x18\x01 \x01(\v2\x1c.gatehouse.management.v1.AppR\x03app\"\xb1\x01\n" +
-	"\x0fListAppsRequest\x12\x1d\n" +
+	"\x03app\x18\x01 \x01(\v2\x1c.gatehouse.management.v1.AppR\x03app\"\xbb\x01\n" +
+	"\x0fListAppsRequest\x12'\n" +
 	"\n" +
-	"project_id\x18\x01 \x01(\tR\tprojectId\x128\n" +
+	"project_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\tprojectId\x128\n" +
 	"\x05query\x18\x02 \x01(\v2\".gatehouse.management.v1.ListQueryR\x05query\x12E\n" +
 	"\aqueries\x18\x03 \x03(\v2!.gatehouse.management.v1.AppQueryB\b\xbaH\x05\x92\x01\x02\x10\x14R\aqueries\"\x88\x01\n" +
 	"\x10ListAppsResponse\x12>\n" +
 	"\adetails\x18\x01 \x01(\v2$.gatehouse.management.v1.ListDetailsR\adetails\x124\n" +
-	"\x06result\x18\x02 \x03(\v2\x1c.gatehouse.management.v1.AppR\x06result\"\x95\t\n" +
-	"\x11AddOIDCAppRequest\x12\x1d\n" +
+	"\x06result\x18\x02 \x03(\v2\x1c.gatehouse.management.v1.AppR\x06result\"\xb0\t\n" +
+	"\x11AddOIDCAppRequest\x12'\n" +
 	"\n" +
-	"project_id\x18\x01 \x01(\tR\tprojectId\x12\x1c\n" +
+	"project_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\tprojectId\x12\x1c\n" +
 	"\x04name\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x04name\x124\n" +
 	"\rredirect_uris\x18\x03 \x03(\tB\x0f\xbaH\f\x92\x01\t\x102\"\x05r\x03\x18\xf4\x03R\fredirectUris\x12P\n" +
 	"\x0eresponse_types\x18\x04 \x03(\x0e2).gatehouse.management.v1.OIDCResponseTypeR\rresponseTypes\x12G\n" +
@@ -7934,8 +7937,8 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x17id_token_role_assertion\x18\r \x01(\bR\x14idTokenRoleAssertion\x12=\n" +
 	"\x1bid_token_userinfo_assertion\x18\x0e \x01(\bR\x18idTokenUserinfoAssertion\x128\n" +
 	"\n" +
-	"clock_skew\x18\x0f \x01(\v2\x19.google.protobuf.DurationR\tclockSkew\x12-\n" +
-	"\x12additional_origins\x18\x10 \x03(\tR\x11additionalOrigins\x12>\n" +
+	"clock_skew\x18\x0f \x01(\v2\x19.google.protobuf.DurationR\tclockSkew\x12>\n" +
+	"\x12additional_origins\x18\x10 \x03(\tB\x0f\xbaH\f\x92\x01\t\x102\"\x05r\x03\x18\xf4\x03R\x11additionalOrigins\x12>\n" +
 	"\x1cskip_native_app_success_page\x18\x11 \x01(\bR\x18skipNativeAppSuccessPage\x125\n" +
 	"\x17back_channel_logout_uri\x18\x12 \x01(\tR\x14backChannelLogoutUri\x12J\n" +
 	"\rlogin_version\x18\x13 \x01(\v2%.gatehouse.management.v1.LoginVersionR\floginVersion\"\xb2\x02\n" +
@@ -7945,11 +7948,11 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\tclient_id\x18\x03 \x01(\tR\bclientId\x12#\n" +
 	"\rclient_secret\x18\x04 \x01(\tR\fclientSecret\x12%\n" +
 	"\x0enone_compliant\x18\x05 \x01(\bR\rnoneCompliant\x12Z\n" +
-	"\x13compliance_problems\x18\x06 \x03(\v2).gatehouse.management.v1.LocalizedMessageR\x12complianceProblems\"\xd7\b\n" +
-	"\x1aUpdateOIDCAppConfigRequest\x12\x1d\n" +
+	"\x13compliance_problems\x18\x06 \x03(\v2).gatehouse.management.v1.LocalizedMessageR\x12complianceProblems\"\xfc\b\n" +
+	"\x1aUpdateOIDCAppConfigRequest\x12'\n" +
 	"\n" +
-	"project_id\x18\x01 \x01(\tR\tprojectId\x12\x15\n" +
-	"\x06app_id\x18\x02 \x01(\tR\x05appId\x124\n" +
+	"project_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\tprojectId\x12\x1f\n" +
+	"\x06app_id\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x05appId\x124\n" +
 	"\rredirect_uris\x18\x03 \x03(\tB\x0f\xbaH\f\x92\x01\t\x102\"\x05r\x03\x18\xf4\x03R\fredirectUris\x12P\n" +
 	"\x0eresponse_types\x18\x04 \x03(\x0e2).gatehouse.management.v1.OIDCResponseTypeR\rresponseTypes\x12G\n" +
 	"\vgrant_types\x18\x05 \x03(\x0e2&.gatehouse.management.v1.OIDCGrantTypeR\n" +
@@ -7964,34 +7967,34 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x17id_token_role_assertion\x18\f \x01(\bR\x14idTokenRoleAssertion\x12=\n" +
 	"\x1bid_token_userinfo_assertion\x18\r \x01(\bR\x18idTokenUserinfoAssertion\x128\n" +
 	"\n" +
-	"clock_skew\x18\x0e \x01(\v2\x19.google.protobuf.DurationR\tclockSkew\x12-\n" +
-	"\x12additional_origins\x18\x0f \x03(\tR\x11additionalOrigins\x12>\n" +
+	"clock_skew\x18\x0e \x01(\v2\x19.google.protobuf.DurationR\tclockSkew\x12>\n" +
+	"\x12additional_origins\x18\x0f \x03(\tB\x0f\xbaH\f\x92\x01\t\x102\"\x05r\x03\x18\xf4\x03R\x11additionalOrigins\x12>\n" +
 	"\x1cskip_native_app_success_page\x18\x10 \x01(\bR\x18skipNativeAppSuccessPage\x125\n" +
 	"\x17back_channel_logout_uri\x18\x11 \x01(\tR\x14backChannelLogoutUri\x12J\n" +
 	"\rlogin_version\x18\x12 \x01(\v2%.gatehouse.management.v1.LoginVersionR\floginVersion\"_\n" +
 	"\x1bUpdateOIDCAppConfigResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"Y\n" +
-	"!RegenerateOIDCClientSecretRequest\x12\x1d\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"m\n" +
+	"!RegenerateOIDCClientSecretRequest\x12'\n" +
 	"\n" +
-	"project_id\x18\x01 \x01(\tR\tprojectId\x12\x15\n" +
-	"\x06app_id\x18\x02 \x01(\tR\x05appId\"\x8b\x01\n" +
+	"project_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\tprojectId\x12\x1f\n" +
+	"\x06app_id\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x05appId\"\x8b\x01\n" +
 	"\"RegenerateOIDCClientSecretResponse\x12#\n" +
 	"\rclient_secret\x18\x01 \x01(\tR\fclientSecret\x12@\n" +
-	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\xa5\x01\n" +
-	"\x10AddAPIAppRequest\x12\x1d\n" +
+	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\xaf\x01\n" +
+	"\x10AddAPIAppRequest\x12'\n" +
 	"\n" +
-	"project_id\x18\x01 \x01(\tR\tprojectId\x12\x1c\n" +
+	"project_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\tprojectId\x12\x1c\n" +
 	"\x04name\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x04name\x12T\n" +
 	"\x10auth_method_type\x18\x03 \x01(\x0e2*.gatehouse.management.v1.APIAuthMethodTypeR\x0eauthMethodType\"\xae\x01\n" +
 	"\x11AddAPIAppResponse\x12\x15\n" +
 	"\x06app_id\x18\x01 \x01(\tR\x05appId\x12@\n" +
 	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\x12\x1b\n" +
 	"\tclient_id\x18\x03 \x01(\tR\bclientId\x12#\n" +
-	"\rclient_secret\x18\x04 \x01(\tR\fclientSecret\"\xec\x01\n" +
-	"\x10AddAppKeyRequest\x12\x1d\n" +
+	"\rclient_secret\x18\x04 \x01(\tR\fclientSecret\"\x80\x02\n" +
+	"\x10AddAppKeyRequest\x12'\n" +
 	"\n" +
-	"project_id\x18\x01 \x01(\tR\tprojectId\x12\x15\n" +
-	"\x06app_id\x18\x02 \x01(\tR\x05appId\x124\n" +
+	"project_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\tprojectId\x12\x1f\n" +
+	"\x06app_id\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x05appId\x124\n" +
 	"\x04type\x18\x03 \x01(\x0e2 .gatehouse.management.v1.KeyTypeR\x04type\x12C\n" +
 	"\x0fexpiration_date\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x0eexpirationDate\x12'\n" +
 	"\n" +
@@ -8000,18 +8003,18 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12@\n" +
 	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\x12\x1f\n" +
 	"\vkey_details\x18\x03 \x01(\fR\n" +
-	"keyDetails\"b\n" +
-	"\x13RemoveAppKeyRequest\x12\x1d\n" +
+	"keyDetails\"\x80\x01\n" +
+	"\x13RemoveAppKeyRequest\x12'\n" +
 	"\n" +
-	"project_id\x18\x01 \x01(\tR\tprojectId\x12\x15\n" +
-	"\x06app_id\x18\x02 \x01(\tR\x05appId\x12\x15\n" +
-	"\x06key_id\x18\x03 \x01(\tR\x05keyId\"X\n" +
+	"project_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\tprojectId\x12\x1f\n" +
+	"\x06app_id\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x05appId\x12\x1f\n" +
+	"\x06key_id\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x05keyId\"X\n" +
 	"\x14RemoveAppKeyResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"z\n" +
-	"\x16AddProjectGrantRequest\x12\x1d\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\x8e\x01\n" +
+	"\x16AddProjectGrantRequest\x12'\n" +
 	"\n" +
-	"project_id\x18\x01 \x01(\tR\tprojectId\x12$\n" +
-	"\x0egranted_org_id\x18\x02 \x01(\tR\fgrantedOrgId\x12\x1b\n" +
+	"project_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\tprojectId\x12.\n" +
+	"\x0egranted_org_id\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\fgrantedOrgId\x12\x1b\n" +
 	"\trole_keys\x18\x03 \x03(\tR\broleKeys\"v\n" +
 	"\x17AddProjectGrantResponse\x12\x19\n" +
 	"\bgrant_id\x18\x01 \x01(\tR\agrantId\x12@\n" +
@@ -8020,39 +8023,38 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x05query\x18\x01 \x01(\v2\".gatehouse.management.v1.ListQueryR\x05query\"\x9c\x01\n" +
 	"\x1bListGrantedProjectsResponse\x12>\n" +
 	"\adetails\x18\x01 \x01(\v2$.gatehouse.management.v1.ListDetailsR\adetails\x12=\n" +
-	"\x06result\x18\x02 \x03(\v2%.gatehouse.management.v1.ProjectGrantR\x06result\"W\n" +
-	"\x1bRefuseGrantedProjectRequest\x12\x1d\n" +
+	"\x06result\x18\x02 \x03(\v2%.gatehouse.management.v1.ProjectGrantR\x06result\"k\n" +
+	"\x1bRefuseGrantedProjectRequest\x12'\n" +
 	"\n" +
-	"project_id\x18\x01 \x01(\tR\tprojectId\x12\x19\n" +
-	"\bgrant_id\x18\x02 \x01(\tR\agrantId\"`\n" +
+	"project_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\tprojectId\x12#\n" +
+	"\bgrant_id\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\agrantId\"`\n" +
 	"\x1cRefuseGrantedProjectResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"s\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"}\n" +
 	"\x18ListProjectGrantsRequest\x128\n" +
-	"\x05query\x18\x01 \x01(\v2\".gatehouse.management.v1.ListQueryR\x05query\x12\x1d\n" +
+	"\x05query\x18\x01 \x01(\v2\".gatehouse.management.v1.ListQueryR\x05query\x12'\n" +
 	"\n" +
-	"project_id\x18\x02 \x01(\tR\tprojectId\"\x9a\x01\n" +
+	"project_id\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\tprojectId\"\x9a\x01\n" +
 	"\x19ListProjectGrantsResponse\x12>\n" +
 	"\adetails\x18\x01 \x01(\v2$.gatehouse.management.v1.ListDetailsR\adetails\x12=\n" +
-	"\x06result\x18\x02 \x03(\v2%.gatehouse.management.v1.ProjectGrantR\x06result\"r\n" +
-	"\x19UpdateProjectGrantRequest\x12\x1d\n" +
+	"\x06result\x18\x02 \x03(\v2%.gatehouse.management.v1.ProjectGrantR\x06result\"\x86\x01\n" +
+	"\x19UpdateProjectGrantRequest\x12'\n" +
 	"\n" +
-	"project_id\x18\x01 \x01(\tR\tprojectId\x12\x19\n" +
-	"\bgrant_id\x18\x02 \x01(\tR\agrantId\x12\x1b\n" +
+	"project_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\tprojectId\x12#\n" +
+	"\bgrant_id\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\agrantId\x12\x1b\n" +
 	"\trole_keys\x18\x03 \x03(\tR\broleKeys\"^\n" +
 	"\x1aUpdateProjectGrantResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"U\n" +
-	"\x19RemoveProjectGrantRequest\x12\x1d\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"i\n" +
+	"\x19RemoveProjectGrantRequest\x12'\n" +
 	"\n" +
-	"project_id\x18\x01 \x01(\tR\tprojectId\x12\x19\n" +
-	"\bgrant_id\x18\x02 \x01(\tR\agrantId\"^\n" +
+	"project_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\tprojectId\x12#\n" +
+	"\bgrant_id\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\agrantId\"^\n" +
 	"\x1aRemoveProjectGrantResponse\x12@\n" +
 	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\x17\n" +
 	"\x15GetLoginPolicyRequest\"u\n" +
 	"\x16GetLoginPolicyResponse\x12<\n" +
 	"\x06policy\x18\x01 \x01(\v2$.gatehouse.management.v1.LoginPolicyR\x06policy\x12\x1d\n" +
 	"\n" +
-	"is_default\x18\x02 \x01(\bR\tisDefault\"\xf7\n" +
-	"\n" +
+	"is_default\x18\x02 \x01(\bR\tisDefault\"\x81\v\n" +
 	"\x1bAddCustomLoginPolicyRequest\x126\n" +
 	"\x17allow_username_password\x18\x01 \x01(\bR\x15allowUsernamePassword\x12%\n" +
 	"\x0eallow_register\x18\x02 \x01(\bR\rallowRegister\x12,\n" +
@@ -8060,8 +8062,8 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\tforce_mfa\x18\x04 \x01(\bR\bforceMfa\x12V\n" +
 	"\x11passwordless_type\x18\x05 \x01(\x0e2).gatehouse.management.v1.PasswordlessTypeR\x10passwordlessType\x12.\n" +
 	"\x13hide_password_reset\x18\x06 \x01(\bR\x11hidePasswordReset\x128\n" +
-	"\x18ignore_unknown_usernames\x18\a \x01(\bR\x16ignoreUnknownUsernames\x120\n" +
-	"\x14default_redirect_uri\x18\b \x01(\tR\x12defaultRedirectUri\x12Q\n" +
+	"\x18ignore_unknown_usernames\x18\a \x01(\bR\x16ignoreUnknownUsernames\x12:\n" +
+	"\x14default_redirect_uri\x18\b \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x12defaultRedirectUri\x12Q\n" +
 	"\x17password_check_lifetime\x18\t \x01(\v2\x19.google.protobuf.DurationR\x15passwordCheckLifetime\x12\\\n" +
 	"\x1dexternal_login_check_lifetime\x18\n" +
 	" \x01(\v2\x19.google.protobuf.DurationR\x1aexternalLoginCheckLifetime\x12N\n" +
@@ -8080,7 +8082,7 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\n" +
 	"owner_type\x18\x02 \x01(\x05R\townerType\"`\n" +
 	"\x1cAddCustomLoginPolicyResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\xce\b\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\xd8\b\n" +
 	"\x1eUpdateCustomLoginPolicyRequest\x126\n" +
 	"\x17allow_username_password\x18\x01 \x01(\bR\x15allowUsernamePassword\x12%\n" +
 	"\x0eallow_register\x18\x02 \x01(\bR\rallowRegister\x12,\n" +
@@ -8088,8 +8090,8 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\tforce_mfa\x18\x04 \x01(\bR\bforceMfa\x12V\n" +
 	"\x11passwordless_type\x18\x05 \x01(\x0e2).gatehouse.management.v1.PasswordlessTypeR\x10passwordlessType\x12.\n" +
 	"\x13hide_password_reset\x18\x06 \x01(\bR\x11hidePasswordReset\x128\n" +
-	"\x18ignore_unknown_usernames\x18\a \x01(\bR\x16ignoreUnknownUsernames\x120\n" +
-	"\x14default_redirect_uri\x18\b \x01(\tR\x12defaultRedirectUri\x12Q\n" +
+	"\x18ignore_unknown_usernames\x18\a \x01(\bR\x16ignoreUnknownUsernames\x12:\n" +
+	"\x14default_redirect_uri\x18\b \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x12defaultRedirectUri\x12Q\n" +
 	"\x17password_check_lifetime\x18\t \x01(\v2\x19.google.protobuf.DurationR\x15passwordCheckLifetime\x12\\\n" +
 	"\x1dexternal_login_check_lifetime\x18\n" +
 	" \x01(\v2\x19.google.protobuf.DurationR\x1aexternalLoginCheckLifetime\x12N\n" +
@@ -8104,17 +8106,17 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\"\n" +
 	" ResetLoginPolicyToDefaultRequest\"e\n" +
 	"!ResetLoginPolicyToDefaultResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"h\n" +
-	"\x13ListUserIDPsRequest\x12\x17\n" +
-	"\auser_id\x18\x01 \x01(\tR\x06userId\x128\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"r\n" +
+	"\x13ListUserIDPsRequest\x12!\n" +
+	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\x128\n" +
 	"\x05query\x18\x02 \x01(\v2\".gatehouse.management.v1.ListQueryR\x05query\"\x94\x01\n" +
 	"\x14ListUserIDPsResponse\x12>\n" +
 	"\adetails\x18\x01 \x01(\v2$.gatehouse.management.v1.ListDetailsR\adetails\x12<\n" +
-	"\x06result\x18\x02 \x03(\v2$.gatehouse.management.v1.IDPUserLinkR\x06result\"l\n" +
-	"\x14RemoveUserIDPRequest\x12\x17\n" +
-	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x15\n" +
-	"\x06idp_id\x18\x02 \x01(\tR\x05idpId\x12$\n" +
-	"\x0elinked_user_id\x18\x03 \x01(\tR\flinkedUserId\"Y\n" +
+	"\x06result\x18\x02 \x03(\v2$.gatehouse.management.v1.IDPUserLinkR\x06result\"\x8a\x01\n" +
+	"\x14RemoveUserIDPRequest\x12!\n" +
+	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\x12\x1f\n" +
+	"\x06idp_id\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x05idpId\x12.\n" +
+	"\x0elinked_user_id\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\xff\x01R\flinkedUserId\"Y\n" +
 	"\x15RemoveUserIDPResponse\x12@\n" +
 	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails2\xd6N\n" +
 	"\x11ManagementService\x12\x8e\x01\n" +

@@ -520,9 +520,9 @@ const file_gatehouse_management_v1_member_proto_rawDesc = "" +
 	"\x06method\x18\x02 \x01(\x0e2(.gatehouse.management.v1.TextQueryMethodR\x06method\"t\n" +
 	"\x10MemberEmailQuery\x12\x1e\n" +
 	"\x05email\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x05email\x12@\n" +
-	"\x06method\x18\x02 \x01(\x0e2(.gatehouse.management.v1.TextQueryMethodR\x06method\",\n" +
-	"\x11MemberUserIDQuery\x12\x17\n" +
-	"\auser_id\x18\x01 \x01(\tR\x06userIdB\xf8\x01\n" +
+	"\x06method\x18\x02 \x01(\x0e2(.gatehouse.management.v1.TextQueryMethodR\x06method\"6\n" +
+	"\x11MemberUserIDQuery\x12!\n" +
+	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userIdB\xf8\x01\n" +
 	"\x1bcom.gatehouse.management.v1B\vMemberProtoP\x01ZNgithub.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1;managementv1\xa2\x02\x03GMX\xaa\x02\x17Gatehouse.Management.V1\xca\x02\x17Gatehouse\\Management\\V1\xe2\x02#Gatehouse\\Management\\V1\\GPBMetadata\xea\x02\x19Gatehouse::Management::V1b\x06proto3"
 
 var (

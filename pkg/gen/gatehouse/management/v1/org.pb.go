@@ -561,10 +561,10 @@ const file_gatehouse_management_v1_org_proto_rawDesc = "" +
 	"\x06domain\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06domain\x12@\n" +
 	"\x06method\x18\x02 \x01(\x0e2(.gatehouse.management.v1.TextQueryMethodR\x06method\"H\n" +
 	"\rOrgStateQuery\x127\n" +
-	"\x05state\x18\x01 \x01(\x0e2!.gatehouse.management.v1.OrgStateR\x05state\"\x1c\n" +
+	"\x05state\x18\x01 \x01(\x0e2!.gatehouse.management.v1.OrgStateR\x05state\"&\n" +
 	"\n" +
-	"OrgIDQuery\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id*j\n" +
+	"OrgIDQuery\x12\x18\n" +
+	"\x02id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x02id*j\n" +
 	"\bOrgState\x12\x19\n" +
 	"\x15ORG_STATE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10ORG_STATE_ACTIVE\x10\x01\x12\x16\n" +
