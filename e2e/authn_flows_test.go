@@ -322,6 +322,12 @@ func afErrorRedirect(t *testing.T, p afPage, base, code, state string, fragment 
 // introspect reports whether the API app sees token as active.
 func (e *afEnv) active(token string) bool {
 	e.t.Helper()
+	return e.introspection(token)["active"] == true
+}
+
+// introspection returns the API app's view of token.
+func (e *afEnv) introspection(token string) map[string]any {
+	e.t.Helper()
 	req, _ := http.NewRequest("POST", e.base+"/oauth/v2/introspect", strings.NewReader(url.Values{"token": {token}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.SetBasicAuth(url.QueryEscape(e.apiID), url.QueryEscape(e.apiSecret))
@@ -335,7 +341,7 @@ func (e *afEnv) active(token string) bool {
 	if res.StatusCode != 200 {
 		e.t.Fatalf("introspect: %d %v", res.StatusCode, m)
 	}
-	return m["active"] == true
+	return m
 }
 
 // with returns e reporting to t (a subtest).

@@ -26,10 +26,14 @@ const (
 	InteractionRequired     = "interaction_required"
 	LoginRequired           = "login_required"
 	ConsentRequired         = "consent_required"
-	InvalidToken            = "invalid_token"
-	UnsupportedTokenType    = "unsupported_token_type"
-	RequestNotSupported     = "request_not_supported"     // OIDC Core §3.1.2.6
-	RequestURINotSupported  = "request_uri_not_supported" // OIDC Core §3.1.2.6
+	// UnmetAuthenticationRequirements: the requested acr cannot be met
+	// without interaction (OpenID Connect Core Unmet Authentication
+	// Requirements 1.0).
+	UnmetAuthenticationRequirements = "unmet_authentication_requirements"
+	InvalidToken                    = "invalid_token"
+	UnsupportedTokenType            = "unsupported_token_type"
+	RequestNotSupported             = "request_not_supported"     // OIDC Core §3.1.2.6
+	RequestURINotSupported          = "request_uri_not_supported" // OIDC Core §3.1.2.6
 )
 
 // Error is an OAuth error response.

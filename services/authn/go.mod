@@ -14,6 +14,7 @@ require (
 
 require (
 	github.com/KimMachineGun/automemlimit v1.0.1 // indirect
+	github.com/boombuler/barcode v1.0.1-0.20190219062509-6c824513bacc // indirect
 	github.com/pbnjay/memory v0.0.0-20210728143218-7b4eea64cf58 // indirect
 )
 

@@ -45,6 +45,11 @@ type Directory interface {
 	GetLinkedUser(context.Context, *directoryv1.GetLinkedUserRequest) (*directoryv1.GetLinkedUserResponse, error)
 	RegisterExternalUser(context.Context, *directoryv1.RegisterExternalUserRequest) (*directoryv1.RegisterExternalUserResponse, error)
 	LinkExternalUser(context.Context, *directoryv1.LinkExternalUserRequest) (*directoryv1.LinkExternalUserResponse, error)
+	ListAuthFactors(context.Context, *directoryv1.ListAuthFactorsRequest) (*directoryv1.ListAuthFactorsResponse, error)
+	CheckAuthFactor(context.Context, *directoryv1.CheckAuthFactorRequest) (*directoryv1.CheckAuthFactorResponse, error)
+	StartTOTP(context.Context, *directoryv1.StartTOTPRequest) (*directoryv1.StartTOTPResponse, error)
+	VerifyTOTP(context.Context, *directoryv1.VerifyTOTPRequest) (*directoryv1.VerifyTOTPResponse, error)
+	GenerateRecoveryCodes(context.Context, *directoryv1.GenerateRecoveryCodesRequest) (*directoryv1.GenerateRecoveryCodesResponse, error)
 }
 
 // DirectoryWithFeed is Directory and the change feed that keeps authn's

@@ -52,6 +52,10 @@ type Claims struct {
 	JTI       string   `json:"jti"`
 	ClientID  string   `json:"client_id"`
 	Scope     string   `json:"scope,omitempty"`
+	// AMR and ACR: how the user signed in (RFC 9068 §2.2.1), absent for
+	// tokens without a person's login.
+	AMR []string `json:"amr,omitempty"`
+	ACR string   `json:"acr,omitempty"`
 }
 
 // Audience is a JWT audience: written as an array, read from a string or
@@ -84,6 +88,9 @@ type Token struct {
 	IssuedAt  time.Time
 	NotBefore time.Time
 	ExpiresAt time.Time
+	// AMR is how the user signed in (RFC 8176), when known: a JWT's amr
+	// claim, an opaque token's stored login. Empty for remote checks.
+	AMR []string
 }
 
 // Keys verifies a compact JWS against the published key set and returns
@@ -210,6 +217,6 @@ func (v *Verifier) jwt(ctx context.Context, raw string) (*Token, error) {
 	if json.Unmarshal(payload, &c) != nil || c.Issuer != v.Issuer || c.JTI == "" || c.ClientID == "" || c.Subject == "" {
 		return nil, ErrInactive
 	}
-	return &Token{ID: c.JTI, ClientID: c.ClientID, Subject: c.Subject, Scopes: strings.Fields(c.Scope), Audience: c.Audience,
+	return &Token{ID: c.JTI, ClientID: c.ClientID, Subject: c.Subject, Scopes: strings.Fields(c.Scope), Audience: c.Audience, AMR: c.AMR,
 		IssuedAt: time.Unix(c.IssuedAt, 0), NotBefore: time.Unix(c.NotBefore, 0), ExpiresAt: time.Unix(c.Expiry, 0)}, nil
 }

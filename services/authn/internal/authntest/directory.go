@@ -239,3 +239,34 @@ func (d *Directory) RegisterExternalUser(context.Context, *directoryv1.RegisterE
 func (d *Directory) LinkExternalUser(context.Context, *directoryv1.LinkExternalUserRequest) (*directoryv1.LinkExternalUserResponse, error) {
 	return nil, connect.NewError(connect.CodeNotFound, errors.New("idp not found"))
 }
+
+// ListAuthFactors implements the directory API: this fake's users have no
+// second factor.
+func (d *Directory) ListAuthFactors(context.Context, *directoryv1.ListAuthFactorsRequest) (*directoryv1.ListAuthFactorsResponse, error) {
+	if err := d.down(); err != nil {
+		return nil, err
+	}
+	return &directoryv1.ListAuthFactorsResponse{}, nil
+}
+
+// CheckAuthFactor implements the directory API: no user has a factor, so
+// every code is wrong.
+func (d *Directory) CheckAuthFactor(context.Context, *directoryv1.CheckAuthFactorRequest) (*directoryv1.CheckAuthFactorResponse, error) {
+	return nil, connect.NewError(connect.CodeUnauthenticated, errors.New("invalid code"))
+}
+
+// StartTOTP implements the directory API: this fake enrolls no factor
+// (the real directory's tests and the e2e suite cover enrollment).
+func (d *Directory) StartTOTP(context.Context, *directoryv1.StartTOTPRequest) (*directoryv1.StartTOTPResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("the fake directory enrolls no factor"))
+}
+
+// VerifyTOTP implements the directory API (see StartTOTP).
+func (d *Directory) VerifyTOTP(context.Context, *directoryv1.VerifyTOTPRequest) (*directoryv1.VerifyTOTPResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("the fake directory enrolls no factor"))
+}
+
+// GenerateRecoveryCodes implements the directory API (see StartTOTP).
+func (d *Directory) GenerateRecoveryCodes(context.Context, *directoryv1.GenerateRecoveryCodesRequest) (*directoryv1.GenerateRecoveryCodesResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("the fake directory enrolls no factor"))
+}

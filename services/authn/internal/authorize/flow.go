@@ -160,9 +160,15 @@ func (f *Flow) sessions(ctx context.Context, userAgentID string) (live, expired 
 // park stores req as a request of the browser userAgentID waiting for a
 // login; loginName and userID name who is expected to sign in, if known.
 func (f *Flow) park(ctx context.Context, req *Request, userAgentID, loginName, userID string) (session.AuthRequest, error) {
+	return f.parkWith(ctx, req, userAgentID, loginName, userID, "")
+}
+
+// parkWith is park with the first factor the user passed already
+// (FirstFactor's encoding, or "").
+func (f *Flow) parkWith(ctx context.Context, req *Request, userAgentID, loginName, userID, firstFactor string) (session.AuthRequest, error) {
 	now := f.Now()
 	pending := session.AuthRequest{ID: secrets.RandomToken(32), UserAgentID: userAgentID, LoginName: loginName, UserID: userID,
-		CreatedAt: now, ExpiresAt: now.Add(f.RequestTTL)}
+		FirstFactor: firstFactor, CreatedAt: now, ExpiresAt: now.Add(f.RequestTTL)}
 	params, err := json.Marshal(req)
 	if err != nil {
 		return session.AuthRequest{}, err
@@ -314,6 +320,24 @@ func (f *Flow) answer(w http.ResponseWriter, r *http.Request, req *Request, s se
 		}
 		http.Redirect(w, r, PageURL(PathPassword, pending.ID), http.StatusFound)
 		return
+	}
+	if !fresh {
+		// A session that never passed a second factor answers nothing
+		// while the organization forces one or the request asks for it
+		// (acr_values): the user passes it first.
+		why, err := f.stepUp(ctx, req, s)
+		if err != nil {
+			f.Fail(w, r, req.UILocales, req.FailWith(err))
+			return
+		}
+		if why != "" {
+			if req.HasPrompt(PromptNone) {
+				f.Fail(w, r, req.UILocales, req.Fail(why, "the session lacks the second factor the request or the organization requires"))
+				return
+			}
+			f.askSecondFactor(w, r, req, s)
+			return
+		}
 	}
 	var err error
 	if !fresh {

@@ -62,9 +62,13 @@ type Request struct {
 	ResponseMode  string   `json:"response_mode,omitempty"`
 	MaxAge        *int64   `json:"max_age,omitempty"` // seconds
 	LoginHint     string   `json:"login_hint,omitempty"`
-	HintSubject   string   `json:"hint_subject,omitempty"` // sub of a verified id_token_hint
-	UILocales     []string `json:"ui_locales,omitempty"`
-	OrgID         string   `json:"org_id"` // the organization users sign in to
+	// ACR is the class the login must reach: the first acr_values entry
+	// Gatehouse supports (OIDC Core §3.1.2.1: in order of preference);
+	// "" when none.
+	ACR         string   `json:"acr,omitempty"`
+	HintSubject string   `json:"hint_subject,omitempty"` // sub of a verified id_token_hint
+	UILocales   []string `json:"ui_locales,omitempty"`
+	OrgID       string   `json:"org_id"` // the organization users sign in to
 	// ClientOrgID owns the app; a user of another (granted) organization
 	// consents before the app gets tokens, unless the app is an admin
 	// client (AdminClient).

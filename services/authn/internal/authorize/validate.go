@@ -258,6 +258,12 @@ func (s *steps) maxAgeAndHints(context.Context) error {
 	}
 	s.req.LoginHint = strings.TrimSpace(s.p.first("login_hint"))
 	s.req.UILocales = strings.Fields(s.p.first("ui_locales"))
+	for _, v := range strings.Fields(s.p.first("acr_values")) {
+		if slices.Contains(oauth.ACRValues(), v) {
+			s.req.ACR = v
+			break
+		}
+	}
 	return nil
 }
 

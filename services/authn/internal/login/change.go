@@ -9,6 +9,7 @@ import (
 	"connectrpc.com/connect"
 
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+	"github.com/gatehouse-id/gatehouse/pkg/oauth"
 	"github.com/gatehouse-id/gatehouse/services/authn/internal/authorize"
 )
 
@@ -98,7 +99,7 @@ func (p *Pages) changeSubmit(w http.ResponseWriter, r *http.Request) {
 		p.internal(w, r, f.lang, err)
 		return
 	}
-	p.signIn(w, r, f, resp.GetUser(), []string{"pwd"})
+	p.afterFirstFactor(w, r, f, resp.GetUser(), []string{oauth.AMRPassword}, resp.GetLoginPolicy(), resp.GetSecondFactors(), true)
 }
 
 func (p *Pages) org(ctx context.Context, orgID string) (*directoryv1.GetOrgResponse, error) {

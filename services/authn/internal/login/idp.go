@@ -229,7 +229,7 @@ func (p *Pages) signInIdentity(w http.ResponseWriter, r *http.Request, f *flow, 
 		Issuer: idp.GetIssuer(),
 	})
 	if err == nil {
-		p.signIn(w, r, f, reg.GetUser(), federation.AMR(idp, id))
+		p.afterFirstFactor(w, r, f, reg.GetUser(), federation.AMR(idp, id), nil, nil, false)
 		return
 	}
 	switch connect.CodeOf(err) {
@@ -261,7 +261,7 @@ func (p *Pages) signInLinked(w http.ResponseWriter, r *http.Request, f *flow, u 
 		redirect(w, r, PathChangePassword, f.ar.ID)
 		return
 	}
-	p.signIn(w, r, f, u, amr)
+	p.afterFirstFactor(w, r, f, u, amr, nil, nil, false)
 }
 
 // parked is an identity waiting with its pending request.
@@ -396,7 +396,7 @@ func (p *Pages) idpLinkSubmit(w http.ResponseWriter, r *http.Request) {
 		redirect(w, r, PathChangePassword, f.ar.ID)
 		return
 	}
-	p.signIn(w, r, f, u, []string{"pwd"})
+	p.afterFirstFactor(w, r, f, u, []string{oauth.AMRPassword}, resp.GetLoginPolicy(), resp.GetSecondFactors(), true)
 }
 
 // idpRegisterSubmit registers a new account for the parked identity with
@@ -432,7 +432,7 @@ func (p *Pages) idpRegisterSubmit(w http.ResponseWriter, r *http.Request) {
 		Email: pg.Form["email"], EmailVerified: verified, PreferredLanguage: f.lang, Issuer: pk.Issuer,
 	})
 	if err == nil {
-		p.signIn(w, r, f, reg.GetUser(), pk.AMR)
+		p.afterFirstFactor(w, r, f, reg.GetUser(), pk.AMR, nil, nil, false)
 		return
 	}
 	switch connect.CodeOf(err) {

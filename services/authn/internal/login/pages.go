@@ -31,6 +31,12 @@ type Directory interface {
 	GetLinkedUser(context.Context, *directoryv1.GetLinkedUserRequest) (*directoryv1.GetLinkedUserResponse, error)
 	RegisterExternalUser(context.Context, *directoryv1.RegisterExternalUserRequest) (*directoryv1.RegisterExternalUserResponse, error)
 	LinkExternalUser(context.Context, *directoryv1.LinkExternalUserRequest) (*directoryv1.LinkExternalUserResponse, error)
+	GetUser(context.Context, *directoryv1.GetUserRequest) (*directoryv1.GetUserResponse, error)
+	ListAuthFactors(context.Context, *directoryv1.ListAuthFactorsRequest) (*directoryv1.ListAuthFactorsResponse, error)
+	CheckAuthFactor(context.Context, *directoryv1.CheckAuthFactorRequest) (*directoryv1.CheckAuthFactorResponse, error)
+	StartTOTP(context.Context, *directoryv1.StartTOTPRequest) (*directoryv1.StartTOTPResponse, error)
+	VerifyTOTP(context.Context, *directoryv1.VerifyTOTPRequest) (*directoryv1.VerifyTOTPResponse, error)
+	GenerateRecoveryCodes(context.Context, *directoryv1.GenerateRecoveryCodesRequest) (*directoryv1.GenerateRecoveryCodesResponse, error)
 }
 
 // Paths served besides the authorize package's page paths.
@@ -72,6 +78,10 @@ func (p *Pages) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+authorize.PathPassword, p.passwordSubmit)
 	mux.HandleFunc("GET "+PathChangePassword, p.changePage)
 	mux.HandleFunc("POST "+PathChangePassword, p.changeSubmit)
+	mux.HandleFunc("GET "+authorize.PathMFA, p.mfaPage)
+	mux.HandleFunc("POST "+authorize.PathMFA, p.mfaSubmit)
+	mux.HandleFunc("GET "+authorize.PathMFAInit, p.mfaInitPage)
+	mux.HandleFunc("POST "+authorize.PathMFAInit, p.mfaInitSubmit)
 	mux.HandleFunc("GET "+authorize.PathSelect, p.selectPage)
 	mux.HandleFunc("POST "+authorize.PathSelect, p.selectSubmit)
 	mux.HandleFunc("GET "+authorize.PathRegister, p.registerPage)

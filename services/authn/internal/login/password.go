@@ -7,6 +7,7 @@ import (
 	"connectrpc.com/connect"
 
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+	"github.com/gatehouse-id/gatehouse/pkg/oauth"
 	"github.com/gatehouse-id/gatehouse/services/authn/internal/authorize"
 )
 
@@ -158,7 +159,7 @@ func (p *Pages) passwordSubmit(w http.ResponseWriter, r *http.Request) {
 		redirect(w, r, PathChangePassword, f.ar.ID)
 		return
 	}
-	p.signIn(w, r, f, u, []string{"pwd"})
+	p.afterFirstFactor(w, r, f, u, []string{oauth.AMRPassword}, resp.GetLoginPolicy(), resp.GetSecondFactors(), true)
 }
 
 // passwordError maps the directory's answers to a password check to a

@@ -8,6 +8,7 @@ import (
 	"connectrpc.com/connect"
 
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+	"github.com/gatehouse-id/gatehouse/pkg/oauth"
 	"github.com/gatehouse-id/gatehouse/services/authn/internal/authorize"
 )
 
@@ -100,5 +101,5 @@ func (p *Pages) registerSubmit(w http.ResponseWriter, r *http.Request) {
 		p.internal(w, r, f.lang, err)
 		return
 	}
-	p.signIn(w, r, f, resp.GetUser(), []string{"pwd"})
+	p.afterFirstFactor(w, r, f, resp.GetUser(), []string{oauth.AMRPassword}, nil, nil, false)
 }

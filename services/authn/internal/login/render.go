@@ -40,9 +40,13 @@ type page struct {
 	// External is the identity the link page would link (shown, so a
 	// browser walked there by someone else shows whose identity it is).
 	External *externalAccount
-	Code     string // error page: the OAuth error code
-	Detail   string // error page: the error's description (English)
-	Hint     string // error page: how to fix the request (English)
+	// QR, OTPURI and Secret: a TOTP enrollment's generator.
+	QR     template.HTML
+	OTPURI template.URL
+	Secret string
+	Code   string // error page: the OAuth error code
+	Detail string // error page: the error's description (English)
+	Hint   string // error page: how to fix the request (English)
 }
 
 // externalAccount is an identity at an identity provider, as shown.
@@ -73,7 +77,7 @@ type templates map[string]*template.Template
 
 func parseTemplates() (templates, error) {
 	out := templates{}
-	for _, name := range []string{"loginname", "password", "change", "select", "register", "error", "loggedout", "logout", "consent", "idplink"} {
+	for _, name := range []string{"loginname", "password", "change", "select", "register", "error", "loggedout", "logout", "consent", "idplink", "mfa", "mfapassed", "mfainit", "mfacodes"} {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/policy.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("login template %s: %w", name, err)

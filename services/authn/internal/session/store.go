@@ -112,9 +112,12 @@ type AuthRequest struct {
 	UserID      string `db:"user_id"`
 	// External is an identity an external provider asserted that no user
 	// is linked to yet (JSON), while the user links or registers it.
-	External  string    `db:"external"`
-	CreatedAt time.Time `db:"created_at"`
-	ExpiresAt time.Time `db:"expires_at"`
+	External string `db:"external"`
+	// FirstFactor is the authentication passed so far while a second
+	// factor is owed (JSON, package login's).
+	FirstFactor string    `db:"first_factor"`
+	CreatedAt   time.Time `db:"created_at"`
+	ExpiresAt   time.Time `db:"expires_at"`
 }
 
 // Store is authn's storage.
@@ -361,8 +364,8 @@ func (s *Store) Delete(ctx context.Context, ids ...string) error {
 
 // CreateAuthRequest stores a pending authorization request.
 func (s *Store) CreateAuthRequest(ctx context.Context, r AuthRequest) error {
-	_, err := s.DB.Relaxed().Exec(ctx, `INSERT INTO auth_requests (id, user_agent_id, params, login_name, user_id, created_at, expires_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`, r.ID, r.UserAgentID, string(r.Params), r.LoginName, r.UserID, r.CreatedAt, r.ExpiresAt)
+	_, err := s.DB.Relaxed().Exec(ctx, `INSERT INTO auth_requests (id, user_agent_id, params, login_name, user_id, first_factor, created_at, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, r.ID, r.UserAgentID, string(r.Params), r.LoginName, r.UserID, r.FirstFactor, r.CreatedAt, r.ExpiresAt)
 	if err != nil {
 		return fmt.Errorf("create auth request: %w", db.Conflict(err))
 	}
@@ -376,7 +379,7 @@ func (s *Store) AuthRequest(ctx context.Context, id, userAgentID string, now tim
 		AuthRequest
 		Params string `db:"params"`
 	}
-	err := s.DB.Get(ctx, &r, `SELECT id, user_agent_id, params, login_name, user_id, external, created_at, expires_at
+	err := s.DB.Get(ctx, &r, `SELECT id, user_agent_id, params, login_name, user_id, external, first_factor, created_at, expires_at
 		FROM auth_requests WHERE id = ? AND user_agent_id = ? AND expires_at > ?`, id, userAgentID, now)
 	if err != nil {
 		return AuthRequest{}, fmt.Errorf("auth request: %w", db.NotFound(err))
@@ -402,6 +405,19 @@ func (s *Store) SetAuthRequestUser(ctx context.Context, id, loginName, userID st
 // request.
 func (s *Store) SetAuthRequestExternal(ctx context.Context, id, external string) error {
 	res, err := s.DB.Relaxed().Exec(ctx, `UPDATE auth_requests SET external = ? WHERE id = ?`, external, id)
+	if err != nil {
+		return fmt.Errorf("update auth request: %w", err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return fmt.Errorf("update auth request: %w", ErrNotFound)
+	}
+	return nil
+}
+
+// SetAuthRequestFirstFactor records the authentication a pending request's
+// user passed so far (JSON) while a second factor is owed.
+func (s *Store) SetAuthRequestFirstFactor(ctx context.Context, id, firstFactor string) error {
+	res, err := s.DB.Relaxed().Exec(ctx, `UPDATE auth_requests SET first_factor = ? WHERE id = ?`, firstFactor, id)
 	if err != nil {
 		return fmt.Errorf("update auth request: %w", err)
 	}

@@ -123,6 +123,10 @@ type Rule struct {
 	// GrantRoles names the request field listing roles the call grants in
 	// the call's organization; the caller must hold each.
 	GrantRoles string
+	// Self: a caller naming itself in TargetUser needs no role (its own
+	// factors, in its own organization); anyone else is checked as the
+	// rest of the rule says.
+	Self bool
 }
 
 // TokenChecker checks access tokens for the management API's audience
@@ -177,6 +181,9 @@ type Caller struct {
 	UserOrgID string   // the caller's own organization
 	OrgID     string   // the organization the call acts on
 	Roles     []string // roles in OrgID
+	// self: the call names the caller as its target user under a Self
+	// rule, and was let through without a role.
+	self bool
 }
 
 // IsIAMOwner reports whether the caller holds IAM_OWNER.
@@ -235,11 +242,12 @@ func (i *Interceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 			// it meant would be worse than refusing.
 			return nil, apierr.InvalidArgument("AUTHZ-zitadel-header", "%s is ZITADEL's header; Gatehouse's is %s", zitadelOrgHeader, OrgHeader)
 		}
-		caller, rule, err := i.authorize(ctx, req.Spec().Procedure, req.Header().Get("Authorization"), req.Header().Get(OrgHeader))
+		msg, _ := req.Any().(proto.Message)
+		caller, rule, err := i.authorize(ctx, req.Spec().Procedure, req.Header().Get("Authorization"), req.Header().Get(OrgHeader), msg)
 		if err != nil {
 			return nil, err
 		}
-		if msg, ok := req.Any().(proto.Message); ok {
+		if msg != nil && !caller.self {
 			if err := i.dominate(ctx, caller, rule, msg); err != nil {
 				return nil, err
 			}
@@ -261,7 +269,7 @@ func (i *Interceptor) WrapStreamingHandler(connect.StreamingHandlerFunc) connect
 	}
 }
 
-func (i *Interceptor) authorize(ctx context.Context, procedure, authz, orgHeader string) (*Caller, Rule, error) {
+func (i *Interceptor) authorize(ctx context.Context, procedure, authz, orgHeader string, msg proto.Message) (*Caller, Rule, error) {
 	rule, ok := i.rules[procedure]
 	if !ok {
 		return nil, rule, apierr.PermissionDenied("AUTHZ-no-permission", "procedure not allowed")
@@ -318,6 +326,15 @@ func (i *Interceptor) authorize(ctx context.Context, procedure, authz, orgHeader
 	target := strings.TrimSpace(orgHeader)
 	if target == "" {
 		target = p.OrgID
+	}
+	if rule.Self && target == p.OrgID && msg != nil {
+		if ids := stringsField(msg, rule.TargetUser); len(ids) == 1 && ids[0] == userID {
+			roles, err := i.dir.Roles(ctx, userID, target)
+			if err != nil {
+				return nil, rule, err
+			}
+			return &Caller{UserID: userID, UserOrgID: p.OrgID, OrgID: target, Roles: roles, self: true}, rule, nil
+		}
 	}
 	roles, err := i.dir.Roles(ctx, userID, target)
 	if err != nil {

@@ -118,7 +118,7 @@ func TestOrgNone(t *testing.T) {
 	ctx := context.Background()
 
 	for _, header := range []string{"", "org-a", "org-b", "no-such-org"} {
-		c, _, err := i.authorize(ctx, proc, "Bearer plain", header)
+		c, _, err := i.authorize(ctx, proc, "Bearer plain", header, nil)
 		if err != nil {
 			t.Fatalf("user without roles, x-service-orgid %q: %v; want allowed", header, err)
 		}
@@ -139,7 +139,7 @@ func TestOrgNone(t *testing.T) {
 		{"inactive user", "Bearer inactiveUser"},
 		{"token issued before the user's cut-off", "Bearer cut"},
 	} {
-		if _, _, err := i.authorize(ctx, proc, tc.authz, "org-a"); connect.CodeOf(err) != connect.CodeUnauthenticated {
+		if _, _, err := i.authorize(ctx, proc, tc.authz, "org-a", nil); connect.CodeOf(err) != connect.CodeUnauthenticated {
 			t.Errorf("%s: %v; want Unauthenticated", tc.name, err)
 		}
 	}
@@ -147,12 +147,12 @@ func TestOrgNone(t *testing.T) {
 	// Fail closed: a role cannot be held without an organization, and
 	// Authenticated grants nothing where an organization is the target.
 	for _, tc := range []struct{ proc, token string }{{"/test/Wrong", "owner"}, {"/test/OrgScope", "owner"}, {"/test/OrgScope", "plain"}} {
-		_, _, err := i.authorize(ctx, tc.proc, "Bearer "+tc.token, "")
+		_, _, err := i.authorize(ctx, tc.proc, "Bearer "+tc.token, "", nil)
 		if connect.CodeOf(err) != connect.CodePermissionDenied {
 			t.Errorf("%s by %s: %v; want PermissionDenied", tc.proc, tc.token, err)
 		}
 	}
-	if _, _, err := i.authorize(ctx, "/test/Unlisted", "Bearer plain", ""); connect.CodeOf(err) != connect.CodePermissionDenied {
+	if _, _, err := i.authorize(ctx, "/test/Unlisted", "Bearer plain", "", nil); connect.CodeOf(err) != connect.CodePermissionDenied {
 		t.Errorf("procedure without a rule: %v; want PermissionDenied", err)
 	}
 }

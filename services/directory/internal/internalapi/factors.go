@@ -61,9 +61,21 @@ func (s *Server) ListAuthFactors(ctx context.Context, req *directoryv1.ListAuthF
 	if err != nil {
 		return nil, err
 	}
-	return s.authFactors(ctx, u.ID)
+	out, err := s.authFactors(ctx, u.ID)
+	if err != nil {
+		return nil, err
+	}
+	left, err := s.users.RecoveryCodesLeft(ctx, u.ID)
+	if err != nil {
+		return nil, internalErr(err, "count recovery codes")
+	}
+	out.RecoveryCodesLeft = int32(left)
+	return out, nil
 }
 
+// authFactors lists a user's ready second factors (without the recovery
+// codes: the password check needs only these, and reads them at every
+// login).
 func (s *Server) authFactors(ctx context.Context, userID string) (*directoryv1.ListAuthFactorsResponse, error) {
 	fs, err := s.users.Factors(ctx, userID)
 	if err != nil {
@@ -77,11 +89,6 @@ func (s *Server) authFactors(ctx context.Context, userID string) (*directoryv1.L
 			out.SecondFactors = append(out.SecondFactors, f.Type)
 		}
 	}
-	left, err := s.users.RecoveryCodesLeft(ctx, userID)
-	if err != nil {
-		return nil, internalErr(err, "count recovery codes")
-	}
-	out.RecoveryCodesLeft = int32(left)
 	return out, nil
 }
 
@@ -141,30 +148,46 @@ func (s *Server) CheckAuthFactor(ctx context.Context, req *directoryv1.CheckAuth
 	return &directoryv1.CheckAuthFactorResponse{RecoveryCodesLeft: int32(left)}, nil
 }
 
-// StartTOTP starts a forced enrollment's TOTP registration.
-func (s *Server) StartTOTP(ctx context.Context, req *directoryv1.StartTOTPRequest) (*directoryv1.StartTOTPResponse, error) {
+// factorUser returns the factor keys and the active human user userID.
+func (s *Server) factorUser(ctx context.Context, userID string) (FactorKeys, *users.User, error) {
 	keys, err := s.factorKeys()
 	if err != nil {
-		return nil, err
+		return FactorKeys{}, nil, err
 	}
-	u, err := s.human(ctx, req.GetUserId())
+	u, err := s.human(ctx, userID)
+	return keys, u, err
+}
+
+// StartTOTP starts a forced enrollment's TOTP registration.
+func (s *Server) StartTOTP(ctx context.Context, req *directoryv1.StartTOTPRequest) (*directoryv1.StartTOTPResponse, error) {
+	keys, u, err := s.factorUser(ctx, req.GetUserId())
 	if err != nil {
 		return nil, err
 	}
-	reg, _, err := s.userCmds.StartTOTP(ctx, u.ID, u, keys.Secrets, keys.Issuer)
+	reg, err := s.userCmds.ResumeTOTP(ctx, u, keys.Secrets, keys.Issuer)
 	if err != nil {
 		return nil, asConnect(err, "start TOTP")
 	}
 	return &directoryv1.StartTOTPResponse{Uri: reg.URI, Secret: reg.Secret}, nil
 }
 
-// VerifyTOTP completes a forced enrollment's TOTP registration.
-func (s *Server) VerifyTOTP(ctx context.Context, req *directoryv1.VerifyTOTPRequest) (*directoryv1.VerifyTOTPResponse, error) {
-	keys, err := s.factorKeys()
+// GenerateRecoveryCodes gives a user who just enrolled a second factor
+// new recovery codes, replacing any earlier ones.
+func (s *Server) GenerateRecoveryCodes(ctx context.Context, req *directoryv1.GenerateRecoveryCodesRequest) (*directoryv1.GenerateRecoveryCodesResponse, error) {
+	keys, u, err := s.factorUser(ctx, req.GetUserId())
 	if err != nil {
 		return nil, err
 	}
-	u, err := s.human(ctx, req.GetUserId())
+	codes, _, err := s.userCmds.GenerateRecoveryCodes(ctx, u.ID, u, keys.Hasher)
+	if err != nil {
+		return nil, asConnect(err, "generate recovery codes")
+	}
+	return &directoryv1.GenerateRecoveryCodesResponse{Codes: codes}, nil
+}
+
+// VerifyTOTP completes a forced enrollment's TOTP registration.
+func (s *Server) VerifyTOTP(ctx context.Context, req *directoryv1.VerifyTOTPRequest) (*directoryv1.VerifyTOTPResponse, error) {
+	keys, u, err := s.factorUser(ctx, req.GetUserId())
 	if err != nil {
 		return nil, err
 	}

@@ -141,7 +141,12 @@ func (s *Server) VerifyPassword(ctx context.Context, req *directoryv1.VerifyPass
 	if err != nil {
 		return nil, err
 	}
-	return &directoryv1.VerifyPasswordResponse{User: userProto(u), ChangeRequired: u.PasswordChangeRequired}, nil
+	factors, err := s.authFactors(ctx, u.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &directoryv1.VerifyPasswordResponse{User: userProto(u), ChangeRequired: u.PasswordChangeRequired,
+		SecondFactors: factors.GetSecondFactors(), LoginPolicy: loginPolicyProto(lp)}, nil
 }
 
 // ChangePassword changes a password after checking the current one.

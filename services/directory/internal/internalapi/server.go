@@ -207,10 +207,8 @@ func (s *Server) GetOrg(ctx context.Context, req *directoryv1.GetOrgRequest) (*d
 	}
 	p := o.PasswordPolicy
 	return &directoryv1.GetOrgResponse{
-		LoginPolicy: &directoryv1.LoginPolicy{AllowUsernamePassword: lp.AllowUsernamePassword, AllowRegister: lp.AllowRegister,
-			IgnoreUnknownUsernames: lp.IgnoreUnknownUsernames, AllowExternalIdp: lp.AllowExternalIDP,
-			ForceMfa: lp.ForceMFA, ForceMfaLocalOnly: lp.ForceMFALocalOnly, SecondFactors: secondFactorNames(lp.SecondFactors)},
-		Id: o.ID, Name: o.Name, PrimaryDomain: o.PrimaryDomain, Active: o.State == orgs.StateActive,
+		LoginPolicy: loginPolicyProto(lp),
+		Id:          o.ID, Name: o.Name, PrimaryDomain: o.PrimaryDomain, Active: o.State == orgs.StateActive,
 		PasswordPolicy: &directoryv1.PasswordPolicy{
 			MinLength: uint32(p.MinLength), HasUppercase: p.HasUppercase, HasLowercase: p.HasLowercase,
 			HasNumber: p.HasNumber, HasSymbol: p.HasSymbol, History: uint32(p.History),
@@ -225,6 +223,13 @@ func (s *Server) GetRoles(ctx context.Context, req *directoryv1.GetRolesRequest)
 		return nil, internalErr(err, "get roles")
 	}
 	return &directoryv1.GetRolesResponse{Roles: roles}, nil
+}
+
+// loginPolicyProto renders what authn enforces of a login policy.
+func loginPolicyProto(lp orgs.LoginPolicy) *directoryv1.LoginPolicy {
+	return &directoryv1.LoginPolicy{AllowUsernamePassword: lp.AllowUsernamePassword, AllowRegister: lp.AllowRegister,
+		IgnoreUnknownUsernames: lp.IgnoreUnknownUsernames, AllowExternalIdp: lp.AllowExternalIDP,
+		ForceMfa: lp.ForceMFA, ForceMfaLocalOnly: lp.ForceMFALocalOnly, SecondFactors: secondFactorNames(lp.SecondFactors)}
 }
 
 // secondFactorNames names the login policy's second factors (ZITADEL's

@@ -34,6 +34,8 @@ import (
 type azCaller struct {
 	name  string
 	token string
+	// userID is the caller's own user (the target of azSelf).
+	userID string
 	// unauthenticated callers get 401 on every RPC.
 	unauthenticated bool
 	iam             bool
@@ -52,6 +54,7 @@ const (
 	azForeignIDs azTarget = "other organization's ids in path and body"
 	azPrivileged azTarget = "the IAM owner as target user"
 	azAdminApp   azTarget = "an admin client as target app"
+	azSelf       azTarget = "the caller itself as target user"
 )
 
 // azIDs are the objects a request names.
@@ -103,16 +106,16 @@ func azSetup(t *testing.T, e *mgmttest.Env) *azFixture {
 	i.Revoke(revoked)
 	all := []string{"IAM_OWNER", "ORG_OWNER", "ORG_USER_MANAGER"}
 	f.callers = []azCaller{
-		{name: "IAM_OWNER", token: e.AdminToken, iam: true, roles: map[string][]string{orgA: all, orgB: all}},
-		{name: "ORG_OWNER", token: i.Mint(owner), roles: map[string][]string{orgA: {"ORG_OWNER"}}},
-		{name: "ORG_USER_MANAGER", token: i.Mint(manager), roles: map[string][]string{orgA: {"ORG_USER_MANAGER"}}},
+		{name: "IAM_OWNER", token: e.AdminToken, userID: e.AdminID, iam: true, roles: map[string][]string{orgA: all, orgB: all}},
+		{name: "ORG_OWNER", token: i.Mint(owner), userID: owner, roles: map[string][]string{orgA: {"ORG_OWNER"}}},
+		{name: "ORG_USER_MANAGER", token: i.Mint(manager), userID: manager, roles: map[string][]string{orgA: {"ORG_USER_MANAGER"}}},
 		// The owner of organization B acts in A: it holds no role there.
-		{name: "member of another org", token: i.Mint(stranger), roles: map[string][]string{orgB: {"ORG_OWNER"}}, foreign: true},
-		{name: "user without roles", token: i.Mint(plain)},
-		{name: "ordinary app's token", token: i.MintWith(plain, []string{"some-client-id", f.a.project}, time.Hour), unauthenticated: true},
-		{name: "token without the management audience", token: i.MintWith(owner, []string{"other-api"}, time.Hour), unauthenticated: true},
-		{name: "expired token", token: i.MintWith(owner, []string{authz.Audience}, -time.Minute), unauthenticated: true},
-		{name: "revoked token", token: revoked, unauthenticated: true},
+		{name: "member of another org", token: i.Mint(stranger), userID: stranger, roles: map[string][]string{orgB: {"ORG_OWNER"}}, foreign: true},
+		{name: "user without roles", token: i.Mint(plain), userID: plain},
+		{name: "ordinary app's token", userID: plain, token: i.MintWith(plain, []string{"some-client-id", f.a.project}, time.Hour), unauthenticated: true},
+		{name: "token without the management audience", userID: owner, token: i.MintWith(owner, []string{"other-api"}, time.Hour), unauthenticated: true},
+		{name: "expired token", userID: owner, token: i.MintWith(owner, []string{authz.Audience}, -time.Minute), unauthenticated: true},
+		{name: "revoked token", userID: owner, token: revoked, unauthenticated: true},
 	}
 	return f
 }
@@ -128,6 +131,9 @@ func (f *azFixture) expect(c azCaller, rule authz.Rule, m protoreflect.MethodDes
 	}
 	if rule.Org == authz.OrgNone {
 		return azAllowed // no role needed: the handler shows only what the caller's roles allow
+	}
+	if target == azSelf && !c.foreign {
+		return azAllowed // its own factors, in its own organization: no role
 	}
 	org := f.a.org
 	if target == azHeader {
@@ -194,7 +200,7 @@ func azNamesObject(m protoreflect.MethodDescriptor) bool {
 // valid requests), naming the target's objects: organization A's, B's for
 // azHeader and azForeignIDs, and the IAM owner as the user for
 // azPrivileged.
-func (f *azFixture) request(row mxRow, protocol string, target azTarget) proto.Message {
+func (f *azFixture) request(row mxRow, protocol string, target azTarget, self string) proto.Message {
 	ids := f.a
 	if target == azHeader || target == azForeignIDs {
 		ids = f.b
@@ -205,6 +211,9 @@ func (f *azFixture) request(row mxRow, protocol string, target azTarget) proto.M
 	}
 	if target == azAdminApp {
 		app = ids.adminApp
+	}
+	if target == azSelf {
+		user = self
 	}
 	home := ids.otherOrg
 	if target == azForeignIDs {
@@ -291,6 +300,9 @@ func TestAuthorizationMatrix(t *testing.T) {
 		if rule.AdminApp != "" {
 			targets = append(targets, azAdminApp)
 		}
+		if rule.Self {
+			targets = append(targets, azSelf)
+		}
 		for _, target := range targets {
 			for _, c := range f.callers {
 				want := f.expect(c, rule, m, target)
@@ -305,7 +317,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 					org = f.a.org
 				}
 				for _, p := range protocols {
-					got := f.call(t, p, rows[m.Name()], m, c, org, f.request(rows[m.Name()], p, target))
+					got := f.call(t, p, rows[m.Name()], m, c, org, f.request(rows[m.Name()], p, target, c.userID))
 					calls++
 					if (want == azAllowed && (got == 401 || got == 403)) || (want != azAllowed && got != want) {
 						wantText := fmt.Sprint(want)

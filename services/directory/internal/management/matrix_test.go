@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/pquerna/otp/totp"
 	"google.golang.org/genproto/googleapis/api/annotations"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -69,6 +70,9 @@ const (
 	// mxListBare: ListDetails as mxList; the results carry no details of
 	// their own (ZITADEL's IDPUserLink).
 	mxListBare
+	// mxNoDetails: the response carries no details at all (ZITADEL's
+	// ListHumanAuthFactorsResponse).
+	mxNoDetails
 )
 
 // mxRow is one RPC of the matrix: a valid request (built from the objects
@@ -382,6 +386,37 @@ func mxTable() []mxRow {
 		{rpc: "RemoveUserIDP", http: "DELETE /management/v1/users/{user_id}/idps/{idp_id}/{linked_user_id}", call: mxRPC(M.RemoveUserIDP), kind: mxWrite, agg: "ada",
 			req: func(s *mxRun) proto.Message {
 				return &mv1.RemoveUserIDPRequest{UserId: s.ids["ada"], IdpId: s.ids["idp"], LinkedUserId: "subject-" + s.proto}
+			}},
+		{rpc: "RegisterTOTP", http: "POST /v2/users/{user_id}/totp", call: mxRPC(M.RegisterTOTP), kind: mxWrite, agg: "ada",
+			req: func(s *mxRun) proto.Message { return &mv1.RegisterTOTPRequest{UserId: s.ids["ada"]} },
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				r := res.(*mv1.RegisterTOTPResponse)
+				if !strings.HasPrefix(r.GetUri(), "otpauth://totp/") || !strings.Contains(r.GetUri(), "secret="+r.GetSecret()) {
+					t.Fatalf("registration = %v", r)
+				}
+				s.ids["totpSecret"] = r.GetSecret()
+			}},
+		{rpc: "VerifyTOTPRegistration", http: "POST /v2/users/{user_id}/totp/verify", call: mxRPC(M.VerifyTOTPRegistration), kind: mxWrite, agg: "ada",
+			req: func(s *mxRun) proto.Message {
+				code, _ := totp.GenerateCode(s.ids["totpSecret"], time.Now())
+				return &mv1.VerifyTOTPRegistrationRequest{UserId: s.ids["ada"], Code: code}
+			}},
+		{rpc: "ListHumanAuthFactors", http: "POST /management/v1/users/{user_id}/auth_factors/_search", call: mxRPC(M.ListHumanAuthFactors), kind: mxNoDetails, agg: "ada",
+			req: func(s *mxRun) proto.Message { return &mv1.ListHumanAuthFactorsRequest{UserId: s.ids["ada"]} },
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				r := res.(*mv1.ListHumanAuthFactorsResponse).GetResult()
+				if len(r) != 1 || r[0].GetOtp() == nil || r[0].GetState() != mv1.AuthFactorState_AUTH_FACTOR_STATE_READY {
+					t.Fatalf("factors = %v; want ada's ready TOTP generator", r)
+				}
+			}},
+		{rpc: "RemoveHumanAuthFactorOTP", http: "DELETE /management/v1/users/{user_id}/auth_factors/otp", call: mxRPC(M.RemoveHumanAuthFactorOTP), kind: mxWrite, agg: "ada",
+			req: func(s *mxRun) proto.Message { return &mv1.RemoveHumanAuthFactorOTPRequest{UserId: s.ids["ada"]} }},
+		{rpc: "RemoveTOTP", http: "DELETE /v2/users/{user_id}/totp", call: mxRPC(M.RemoveTOTP), kind: mxWrite, agg: "ada",
+			req: func(s *mxRun) proto.Message {
+				// A registration started again: RemoveTOTP removes an
+				// unfinished one too.
+				s.e.REST("POST", "/v2/users/"+s.ids["ada"]+"/totp", s.e.AdminToken, s.ids["org"], map[string]any{})
+				return &mv1.RemoveTOTPRequest{UserId: s.ids["ada"]}
 			}},
 		{rpc: "RemoveOrgIDP", http: "DELETE /management/v1/idps/{idp_id}", call: mxRPC(M.RemoveOrgIDP), kind: mxWrite, agg: "idp",
 			req: func(s *mxRun) proto.Message { return &mv1.RemoveOrgIDPRequest{IdpId: s.ids["idp"]} }},
@@ -733,6 +768,7 @@ func mxCheckDetails(t *testing.T, s *mxRun, row mxRow, res proto.Message) {
 		}
 	}
 	switch row.kind {
+	case mxNoDetails:
 	case mxWrite:
 		m := res.ProtoReflect()
 		fd := m.Descriptor().Fields().ByName("details")

@@ -45,6 +45,10 @@ func rulesTable() string {
 		case r.TargetUser != "":
 			target = "`" + r.TargetUser + "`"
 		}
+		least := perm[r.Permission]
+		if r.Self {
+			least = "none for the user itself, else " + least
+		}
 		grant := "—"
 		if r.GrantRoles != "" {
 			grant = "`" + r.GrantRoles + "`"
@@ -53,7 +57,7 @@ func rulesTable() string {
 		if r.AdminApp != "" {
 			app = "`" + r.AdminApp + "`"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", p[strings.LastIndex(p, "/")+1:], perm[r.Permission], org, target, grant, app)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", p[strings.LastIndex(p, "/")+1:], least, org, target, grant, app)
 	}
 	return b.String()
 }

@@ -68,6 +68,9 @@ func Rules() map[string]authz.Rule {
 		return authz.Rule{Permission: p, Org: authz.OrgFromHeader, TargetUser: field}
 	}
 	read := func(p authz.Permission) authz.Rule { return authz.Rule{Permission: p, Org: authz.OrgFromHeader} }
+	self := func(field string) authz.Rule {
+		return authz.Rule{Permission: authz.UserManager, Org: authz.OrgFromHeader, TargetUser: field, Self: true}
+	}
 	r := map[string]authz.Rule{
 		"GetMyOrg": read(authz.AnyRole),
 		"AddOrg":   {Permission: authz.IAMOwner, Org: authz.OrgNew},
@@ -105,6 +108,14 @@ func Rules() map[string]authz.Rule {
 		"RemoveUserMetadata":     user(authz.UserManager, "id"),
 		"BulkRemoveUserMetadata": user(authz.UserManager, "id"),
 		"RemoveUserIDP":          user(authz.UserManager, "user_id"),
+
+		// Second factors: the user's own, or a user manager's who
+		// dominates the user (a user manager cannot remove an owner's).
+		"RegisterTOTP":             self("user_id"),
+		"VerifyTOTPRegistration":   self("user_id"),
+		"RemoveTOTP":               self("user_id"),
+		"ListHumanAuthFactors":     self("user_id"),
+		"RemoveHumanAuthFactorOTP": user(authz.UserManager, "user_id"),
 
 		"ListOrgMembers":  read(authz.OrgOwner),
 		"AddOrgMember":    {Permission: authz.OrgOwner, Org: authz.OrgFromHeader, TargetUser: "user_id", Members: true, OwnUsers: true, GrantRoles: "roles"},

@@ -164,16 +164,9 @@ func (s *Server) AddHumanUser(ctx context.Context, req *managementv1.AddHumanUse
 // SetHumanPassword sets a human user's password; unless noChangeRequired,
 // the user must change it at the next login.
 func (s *Server) SetHumanPassword(ctx context.Context, req *managementv1.SetHumanPasswordRequest) (*managementv1.SetHumanPasswordResponse, error) {
-	lim, err := apierr.CheckLimits(req) // user_id's maximum length is in the proto
+	u, err := s.humanUser(ctx, req, req)
 	if err != nil {
 		return nil, err
-	}
-	u, err := s.user(ctx, lim, "user_id", req.GetUserId())
-	if err != nil {
-		return nil, err
-	}
-	if u.Type != users.TypeHuman {
-		return nil, apierr.NotFound("USER-not-human", "human user not found")
 	}
 	org, err := s.org(ctx)
 	if err != nil {

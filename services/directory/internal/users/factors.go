@@ -3,7 +3,9 @@ package users
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/base32"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/pquerna/otp"
@@ -213,8 +215,7 @@ func (c *Commands) StartTOTP(ctx context.Context, editor string, u *User, fs Fac
 	if cur != nil && cur.Ready() {
 		return TOTPRegistration{}, nil, apierr.AlreadyExists("USER-otp-exists", "the user has a TOTP generator already; remove it first")
 	}
-	key, err := totp.Generate(totp.GenerateOpts{Issuer: issuer, AccountName: u.LoginName(), Period: TOTPPeriod,
-		SecretSize: totpSecret, Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1})
+	key, err := totpKey(u, issuer, nil)
 	if err != nil {
 		return TOTPRegistration{}, nil, err
 	}
@@ -228,6 +229,42 @@ func (c *Commands) StartTOTP(ctx context.Context, editor string, u *User, fs Fac
 		return TOTPRegistration{}, nil, err
 	}
 	return TOTPRegistration{URI: key.URL(), Secret: key.Secret()}, evs, nil
+}
+
+// totpKey makes the key of u's generator: a new random seed, or seed.
+func totpKey(u *User, issuer string, seed []byte) (*otp.Key, error) {
+	return totp.Generate(totp.GenerateOpts{Issuer: issuer, AccountName: u.LoginName(), Period: TOTPPeriod,
+		SecretSize: totpSecret, Secret: seed, Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1})
+}
+
+// ResumeTOTP returns u's unfinished TOTP registration if it has one (a
+// login's enrollment page shown again must show the generator the user
+// may have scanned already), else starts one (StartTOTP).
+func (c *Commands) ResumeTOTP(ctx context.Context, u *User, fs FactorSecrets, issuer string) (TOTPRegistration, error) {
+	if err := human(u); err != nil {
+		return TOTPRegistration{}, err
+	}
+	cur, err := c.Q.otpFactor(ctx, u.ID)
+	if err != nil {
+		return TOTPRegistration{}, err
+	}
+	if cur == nil || cur.Ready() {
+		reg, _, err := c.StartTOTP(ctx, u.ID, u, fs, issuer)
+		return reg, err
+	}
+	seed, err := fs.open(cur)
+	if err != nil {
+		return TOTPRegistration{}, err
+	}
+	raw, err := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(seed)
+	if err != nil {
+		return TOTPRegistration{}, fmt.Errorf("users: stored TOTP seed: %w", err)
+	}
+	key, err := totpKey(u, issuer, raw)
+	if err != nil {
+		return TOTPRegistration{}, err
+	}
+	return TOTPRegistration{URI: key.URL(), Secret: key.Secret()}, nil
 }
 
 // ErrBadCode is a TOTP or recovery code that is wrong, used already, or

@@ -141,6 +141,9 @@ func Table() []Route {
 		// directory: the public management API in all its protocols, and
 		// server reflection so grpcurl works through edge.
 		{Pattern: "/management/v1/*", Service: Directory, Kind: REST, Class: ClassAPI},
+		// ZITADEL's v2 user service paths (second factors), served by the
+		// same management service.
+		{Pattern: "/v2/users/*", Service: Directory, Kind: REST, Class: ClassAPI},
 		{Pattern: "/gatehouse.management.v1.ManagementService/*", Service: Directory, Kind: RPC, Class: ClassAPI},
 		{Pattern: "/grpc.reflection.v1.ServerReflection/*", Service: Directory, Kind: RPC, Class: ClassAPI},
 		{Pattern: "/grpc.reflection.v1alpha.ServerReflection/*", Service: Directory, Kind: RPC, Class: ClassAPI},

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/gatehouse-id/gatehouse/pkg/oauth"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/cachedjson"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/keys"
 )
@@ -60,6 +61,8 @@ type Metadata struct {
 	RevocationEndpointAuthSigningAlgValues    []string `json:"revocation_endpoint_auth_signing_alg_values_supported"`
 	CodeChallengeMethodsSupported             []string `json:"code_challenge_methods_supported"`
 	ClaimsSupported                           []string `json:"claims_supported"`
+	ACRValuesSupported                        []string `json:"acr_values_supported"`
+	AMRValuesSupported                        []string `json:"amr_values_supported"`
 	UILocalesSupported                        []string `json:"ui_locales_supported"`
 	PromptValuesSupported                     []string `json:"prompt_values_supported"`
 	ClaimsParameterSupported                  bool     `json:"claims_parameter_supported"`
@@ -105,9 +108,11 @@ func Document(issuer string, signingAlgs []string) *Metadata {
 		RevocationEndpointAuthSigningAlgValues:    assertionAlgorithms,
 		CodeChallengeMethodsSupported:             []string{"S256"},
 		// Only claims Gatehouse issues (ID token, userinfo, introspection).
-		ClaimsSupported: []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "amr", "azp",
+		ClaimsSupported: []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "nonce", "amr", "acr", "azp",
 			"at_hash", "c_hash", "name", "given_name", "family_name", "nickname", "preferred_username",
 			"locale", "gender", "updated_at", "email", "email_verified", "phone_number", "phone_number_verified"},
+		ACRValuesSupported: oauth.ACRValues(),
+		AMRValuesSupported: oauth.AMRValues(),
 		UILocalesSupported: []string{"en", "de"},
 		// authn's authorize.PromptValues (tokens does not import authn).
 		PromptValuesSupported:                      []string{"none", "login", "consent", "select_account", "create"},

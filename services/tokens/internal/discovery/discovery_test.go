@@ -106,7 +106,7 @@ func TestDocument(t *testing.T) {
 				}
 			}
 			for _, member := range []string{"request_object_signing_alg_values_supported", "frontchannel_logout_supported",
-				"backchannel_logout_supported", "check_session_iframe", "acr_values_supported", "userinfo_signing_alg_values_supported"} {
+				"backchannel_logout_supported", "check_session_iframe", "userinfo_signing_alg_values_supported"} {
 				if _, ok := doc[member]; ok {
 					t.Fatalf("member %q present for something not implemented", member)
 				}

@@ -146,6 +146,12 @@ func (e *Endpoint) introspect(r *http.Request) ([]byte, error) {
 	claims["jti"] = t.ID
 	claims["scope"] = strings.Join(t.Scopes, " ")
 	claims["token_type"] = "Bearer"
+	if len(t.AMR) > 0 {
+		claims["amr"] = t.AMR
+	}
+	if acr := oauth.ACR(t.AMR); acr != "" {
+		claims["acr"] = acr
+	}
 	if username != "" {
 		claims["username"] = username
 	}

@@ -47,5 +47,5 @@ func (l storeLookup) Lookup(ctx context.Context, raw string) (*accesstoken.Token
 		return nil, errors.Join(accesstoken.ErrUnavailable, err)
 	}
 	return &accesstoken.Token{ID: a.ID, ClientID: a.ClientID, Subject: a.Subject, OrgID: a.OrgID, Scopes: a.Scopes(),
-		Audience: a.Audience(), IssuedAt: a.CreatedAt, NotBefore: a.CreatedAt, ExpiresAt: a.ExpiresAt}, nil
+		Audience: a.Audience(), IssuedAt: a.CreatedAt, NotBefore: a.CreatedAt, ExpiresAt: a.ExpiresAt, AMR: a.AMR()}, nil
 }

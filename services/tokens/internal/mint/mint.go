@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
+	"github.com/gatehouse-id/gatehouse/pkg/oauth"
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/services/tokens/accesstoken"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/kind"
@@ -74,6 +75,7 @@ func (m *Minter) AccessToken(ctx context.Context, q db.Querier, a Access) (*Issu
 		claims, err := json.Marshal(accesstoken.Claims{
 			Issuer: m.Issuer, Subject: a.Subject, Audience: a.Audience, Expiry: exp.Unix(), IssuedAt: now.Unix(),
 			NotBefore: now.Unix(), JTI: id, ClientID: a.ClientID, Scope: strings.Join(a.Scopes, " "),
+			AMR: a.AMR, ACR: oauth.ACR(a.AMR),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("encode access token: %w", err)
@@ -147,6 +149,9 @@ func (m *Minter) IDToken(t ID) (string, error) {
 	}
 	if len(t.AMR) > 0 {
 		c["amr"] = t.AMR
+	}
+	if acr := oauth.ACR(t.AMR); acr != "" {
+		c["acr"] = acr
 	}
 	if t.SessionID != "" {
 		c["sid"] = t.SessionID

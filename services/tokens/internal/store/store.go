@@ -72,6 +72,10 @@ type AccessToken struct {
 // Scopes returns the granted scopes.
 func (a *AccessToken) Scopes() []string { return strings.Fields(a.ScopesRaw) }
 
+// AMR returns the login's authentication methods (none for tokens without
+// a person's login).
+func (a *AccessToken) AMR() []string { return decodeList(a.AMRRaw) }
+
 // Audience returns the audience.
 func (a *AccessToken) Audience() []string {
 	var out []string

@@ -968,8 +968,13 @@ type VerifyPasswordResponse struct {
 	User *User `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
 	// The user must change the password before completing the login.
 	ChangeRequired bool `protobuf:"varint,2,opt,name=change_required,json=changeRequired,proto3" json:"change_required,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The user's ready second factors ("otp", "u2f"), and the login policy
+	// of its organization: what the login owes after the password.
+	SecondFactors []string `protobuf:"bytes,3,rep,name=second_factors,json=secondFactors,proto3" json:"second_factors,omitempty"`
+	// The organization's login policy.
+	LoginPolicy   *LoginPolicy `protobuf:"bytes,4,opt,name=login_policy,json=loginPolicy,proto3" json:"login_policy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *VerifyPasswordResponse) Reset() {
@@ -1014,6 +1019,20 @@ func (x *VerifyPasswordResponse) GetChangeRequired() bool {
 		return x.ChangeRequired
 	}
 	return false
+}
+
+func (x *VerifyPasswordResponse) GetSecondFactors() []string {
+	if x != nil {
+		return x.SecondFactors
+	}
+	return nil
+}
+
+func (x *VerifyPasswordResponse) GetLoginPolicy() *LoginPolicy {
+	if x != nil {
+		return x.LoginPolicy
+	}
+	return nil
 }
 
 // ListAuthFactorsRequest names a user.
@@ -1438,6 +1457,98 @@ func (*VerifyTOTPResponse) Descriptor() ([]byte, []int) {
 	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{15}
 }
 
+// GenerateRecoveryCodesRequest names the user.
+type GenerateRecoveryCodesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// User id.
+	UserId        string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GenerateRecoveryCodesRequest) Reset() {
+	*x = GenerateRecoveryCodesRequest{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GenerateRecoveryCodesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GenerateRecoveryCodesRequest) ProtoMessage() {}
+
+func (x *GenerateRecoveryCodesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GenerateRecoveryCodesRequest.ProtoReflect.Descriptor instead.
+func (*GenerateRecoveryCodesRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *GenerateRecoveryCodesRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+// GenerateRecoveryCodesResponse carries the new codes.
+type GenerateRecoveryCodesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The codes (xxxxx-xxxxx), shown once: only their hashes are kept.
+	Codes         []string `protobuf:"bytes,1,rep,name=codes,proto3" json:"codes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GenerateRecoveryCodesResponse) Reset() {
+	*x = GenerateRecoveryCodesResponse{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GenerateRecoveryCodesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GenerateRecoveryCodesResponse) ProtoMessage() {}
+
+func (x *GenerateRecoveryCodesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GenerateRecoveryCodesResponse.ProtoReflect.Descriptor instead.
+func (*GenerateRecoveryCodesResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *GenerateRecoveryCodesResponse) GetCodes() []string {
+	if x != nil {
+		return x.Codes
+	}
+	return nil
+}
+
 // ChangePasswordRequest changes a password.
 type ChangePasswordRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1456,7 +1567,7 @@ type ChangePasswordRequest struct {
 
 func (x *ChangePasswordRequest) Reset() {
 	*x = ChangePasswordRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[16]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1468,7 +1579,7 @@ func (x *ChangePasswordRequest) String() string {
 func (*ChangePasswordRequest) ProtoMessage() {}
 
 func (x *ChangePasswordRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[16]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1481,7 +1592,7 @@ func (x *ChangePasswordRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangePasswordRequest.ProtoReflect.Descriptor instead.
 func (*ChangePasswordRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{16}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ChangePasswordRequest) GetUserId() string {
@@ -1521,7 +1632,7 @@ type ChangePasswordResponse struct {
 
 func (x *ChangePasswordResponse) Reset() {
 	*x = ChangePasswordResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[17]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1533,7 +1644,7 @@ func (x *ChangePasswordResponse) String() string {
 func (*ChangePasswordResponse) ProtoMessage() {}
 
 func (x *ChangePasswordResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[17]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1546,7 +1657,7 @@ func (x *ChangePasswordResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangePasswordResponse.ProtoReflect.Descriptor instead.
 func (*ChangePasswordResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{17}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{19}
 }
 
 // User is a user as authn and tokens need it.
@@ -1584,7 +1695,7 @@ type User struct {
 
 func (x *User) Reset() {
 	*x = User{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[18]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1596,7 +1707,7 @@ func (x *User) String() string {
 func (*User) ProtoMessage() {}
 
 func (x *User) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[18]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1609,7 +1720,7 @@ func (x *User) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use User.ProtoReflect.Descriptor instead.
 func (*User) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{18}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *User) GetId() string {
@@ -1707,7 +1818,7 @@ type GetUserRequest struct {
 
 func (x *GetUserRequest) Reset() {
 	*x = GetUserRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[19]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1719,7 +1830,7 @@ func (x *GetUserRequest) String() string {
 func (*GetUserRequest) ProtoMessage() {}
 
 func (x *GetUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[19]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1732,7 +1843,7 @@ func (x *GetUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUserRequest.ProtoReflect.Descriptor instead.
 func (*GetUserRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{19}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetUserRequest) GetUserId() string {
@@ -1753,7 +1864,7 @@ type GetUserResponse struct {
 
 func (x *GetUserResponse) Reset() {
 	*x = GetUserResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[20]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1765,7 +1876,7 @@ func (x *GetUserResponse) String() string {
 func (*GetUserResponse) ProtoMessage() {}
 
 func (x *GetUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[20]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1778,7 +1889,7 @@ func (x *GetUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUserResponse.ProtoReflect.Descriptor instead.
 func (*GetUserResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{20}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetUserResponse) GetUser() *User {
@@ -1801,7 +1912,7 @@ type LookupUserRequest struct {
 
 func (x *LookupUserRequest) Reset() {
 	*x = LookupUserRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[21]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1813,7 +1924,7 @@ func (x *LookupUserRequest) String() string {
 func (*LookupUserRequest) ProtoMessage() {}
 
 func (x *LookupUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[21]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1826,7 +1937,7 @@ func (x *LookupUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupUserRequest.ProtoReflect.Descriptor instead.
 func (*LookupUserRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{21}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *LookupUserRequest) GetOrgId() string {
@@ -1854,7 +1965,7 @@ type LookupUserResponse struct {
 
 func (x *LookupUserResponse) Reset() {
 	*x = LookupUserResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[22]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1866,7 +1977,7 @@ func (x *LookupUserResponse) String() string {
 func (*LookupUserResponse) ProtoMessage() {}
 
 func (x *LookupUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[22]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1879,7 +1990,7 @@ func (x *LookupUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupUserResponse.ProtoReflect.Descriptor instead.
 func (*LookupUserResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{22}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *LookupUserResponse) GetUser() *User {
@@ -1902,7 +2013,7 @@ type GetClaimsRequest struct {
 
 func (x *GetClaimsRequest) Reset() {
 	*x = GetClaimsRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[23]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1914,7 +2025,7 @@ func (x *GetClaimsRequest) String() string {
 func (*GetClaimsRequest) ProtoMessage() {}
 
 func (x *GetClaimsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[23]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1927,7 +2038,7 @@ func (x *GetClaimsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClaimsRequest.ProtoReflect.Descriptor instead.
 func (*GetClaimsRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{23}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetClaimsRequest) GetUserId() string {
@@ -1959,7 +2070,7 @@ type GetClaimsResponse struct {
 
 func (x *GetClaimsResponse) Reset() {
 	*x = GetClaimsResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[24]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1971,7 +2082,7 @@ func (x *GetClaimsResponse) String() string {
 func (*GetClaimsResponse) ProtoMessage() {}
 
 func (x *GetClaimsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[24]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1984,7 +2095,7 @@ func (x *GetClaimsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClaimsResponse.ProtoReflect.Descriptor instead.
 func (*GetClaimsResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{24}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetClaimsResponse) GetClaims() *structpb.Struct {
@@ -2031,7 +2142,7 @@ type RegisterUserRequest struct {
 
 func (x *RegisterUserRequest) Reset() {
 	*x = RegisterUserRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[25]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2043,7 +2154,7 @@ func (x *RegisterUserRequest) String() string {
 func (*RegisterUserRequest) ProtoMessage() {}
 
 func (x *RegisterUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[25]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2056,7 +2167,7 @@ func (x *RegisterUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterUserRequest.ProtoReflect.Descriptor instead.
 func (*RegisterUserRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{25}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RegisterUserRequest) GetOrgId() string {
@@ -2119,7 +2230,7 @@ type RegisterUserResponse struct {
 
 func (x *RegisterUserResponse) Reset() {
 	*x = RegisterUserResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[26]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2131,7 +2242,7 @@ func (x *RegisterUserResponse) String() string {
 func (*RegisterUserResponse) ProtoMessage() {}
 
 func (x *RegisterUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[26]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2144,7 +2255,7 @@ func (x *RegisterUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterUserResponse.ProtoReflect.Descriptor instead.
 func (*RegisterUserResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{26}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RegisterUserResponse) GetUser() *User {
@@ -2175,7 +2286,7 @@ type PasswordPolicy struct {
 
 func (x *PasswordPolicy) Reset() {
 	*x = PasswordPolicy{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[27]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2187,7 +2298,7 @@ func (x *PasswordPolicy) String() string {
 func (*PasswordPolicy) ProtoMessage() {}
 
 func (x *PasswordPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[27]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2200,7 +2311,7 @@ func (x *PasswordPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PasswordPolicy.ProtoReflect.Descriptor instead.
 func (*PasswordPolicy) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{27}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *PasswordPolicy) GetMinLength() uint32 {
@@ -2256,7 +2367,7 @@ type GetOrgRequest struct {
 
 func (x *GetOrgRequest) Reset() {
 	*x = GetOrgRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[28]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2268,7 +2379,7 @@ func (x *GetOrgRequest) String() string {
 func (*GetOrgRequest) ProtoMessage() {}
 
 func (x *GetOrgRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[28]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2281,7 +2392,7 @@ func (x *GetOrgRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrgRequest.ProtoReflect.Descriptor instead.
 func (*GetOrgRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{28}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetOrgRequest) GetOrgId() string {
@@ -2312,7 +2423,7 @@ type GetOrgResponse struct {
 
 func (x *GetOrgResponse) Reset() {
 	*x = GetOrgResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[29]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2324,7 +2435,7 @@ func (x *GetOrgResponse) String() string {
 func (*GetOrgResponse) ProtoMessage() {}
 
 func (x *GetOrgResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[29]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2337,7 +2448,7 @@ func (x *GetOrgResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrgResponse.ProtoReflect.Descriptor instead.
 func (*GetOrgResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{29}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetOrgResponse) GetId() string {
@@ -2407,7 +2518,7 @@ type LoginPolicy struct {
 
 func (x *LoginPolicy) Reset() {
 	*x = LoginPolicy{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[30]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2419,7 +2530,7 @@ func (x *LoginPolicy) String() string {
 func (*LoginPolicy) ProtoMessage() {}
 
 func (x *LoginPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[30]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2432,7 +2543,7 @@ func (x *LoginPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginPolicy.ProtoReflect.Descriptor instead.
 func (*LoginPolicy) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{30}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *LoginPolicy) GetAllowUsernamePassword() bool {
@@ -2497,7 +2608,7 @@ type GetRolesRequest struct {
 
 func (x *GetRolesRequest) Reset() {
 	*x = GetRolesRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[31]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2509,7 +2620,7 @@ func (x *GetRolesRequest) String() string {
 func (*GetRolesRequest) ProtoMessage() {}
 
 func (x *GetRolesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[31]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2522,7 +2633,7 @@ func (x *GetRolesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRolesRequest.ProtoReflect.Descriptor instead.
 func (*GetRolesRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{31}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GetRolesRequest) GetUserId() string {
@@ -2550,7 +2661,7 @@ type GetRolesResponse struct {
 
 func (x *GetRolesResponse) Reset() {
 	*x = GetRolesResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[32]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2562,7 +2673,7 @@ func (x *GetRolesResponse) String() string {
 func (*GetRolesResponse) ProtoMessage() {}
 
 func (x *GetRolesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[32]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2575,7 +2686,7 @@ func (x *GetRolesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRolesResponse.ProtoReflect.Descriptor instead.
 func (*GetRolesResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{32}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *GetRolesResponse) GetRoles() []string {
@@ -2622,7 +2733,7 @@ type IdP struct {
 
 func (x *IdP) Reset() {
 	*x = IdP{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[33]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2634,7 +2745,7 @@ func (x *IdP) String() string {
 func (*IdP) ProtoMessage() {}
 
 func (x *IdP) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[33]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2647,7 +2758,7 @@ func (x *IdP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IdP.ProtoReflect.Descriptor instead.
 func (*IdP) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{33}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *IdP) GetId() string {
@@ -2747,7 +2858,7 @@ type GetIdPRequest struct {
 
 func (x *GetIdPRequest) Reset() {
 	*x = GetIdPRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[34]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2759,7 +2870,7 @@ func (x *GetIdPRequest) String() string {
 func (*GetIdPRequest) ProtoMessage() {}
 
 func (x *GetIdPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[34]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2772,7 +2883,7 @@ func (x *GetIdPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetIdPRequest.ProtoReflect.Descriptor instead.
 func (*GetIdPRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{34}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GetIdPRequest) GetOrgId() string {
@@ -2803,7 +2914,7 @@ type GetIdPResponse struct {
 
 func (x *GetIdPResponse) Reset() {
 	*x = GetIdPResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[35]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2815,7 +2926,7 @@ func (x *GetIdPResponse) String() string {
 func (*GetIdPResponse) ProtoMessage() {}
 
 func (x *GetIdPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[35]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2828,7 +2939,7 @@ func (x *GetIdPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetIdPResponse.ProtoReflect.Descriptor instead.
 func (*GetIdPResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{35}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *GetIdPResponse) GetIdp() *IdP {
@@ -2856,7 +2967,7 @@ type ListIdPsRequest struct {
 
 func (x *ListIdPsRequest) Reset() {
 	*x = ListIdPsRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[36]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2868,7 +2979,7 @@ func (x *ListIdPsRequest) String() string {
 func (*ListIdPsRequest) ProtoMessage() {}
 
 func (x *ListIdPsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[36]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2881,7 +2992,7 @@ func (x *ListIdPsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListIdPsRequest.ProtoReflect.Descriptor instead.
 func (*ListIdPsRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{36}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListIdPsRequest) GetOrgId() string {
@@ -2902,7 +3013,7 @@ type ListIdPsResponse struct {
 
 func (x *ListIdPsResponse) Reset() {
 	*x = ListIdPsResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[37]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2914,7 +3025,7 @@ func (x *ListIdPsResponse) String() string {
 func (*ListIdPsResponse) ProtoMessage() {}
 
 func (x *ListIdPsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[37]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2927,7 +3038,7 @@ func (x *ListIdPsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListIdPsResponse.ProtoReflect.Descriptor instead.
 func (*ListIdPsResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{37}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListIdPsResponse) GetIdps() []*IdP {
@@ -2959,7 +3070,7 @@ type LinkExternalUserRequest struct {
 
 func (x *LinkExternalUserRequest) Reset() {
 	*x = LinkExternalUserRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[38]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2971,7 +3082,7 @@ func (x *LinkExternalUserRequest) String() string {
 func (*LinkExternalUserRequest) ProtoMessage() {}
 
 func (x *LinkExternalUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[38]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2984,7 +3095,7 @@ func (x *LinkExternalUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkExternalUserRequest.ProtoReflect.Descriptor instead.
 func (*LinkExternalUserRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{38}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *LinkExternalUserRequest) GetExternalUserName() string {
@@ -3031,7 +3142,7 @@ type LinkExternalUserResponse struct {
 
 func (x *LinkExternalUserResponse) Reset() {
 	*x = LinkExternalUserResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[39]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3043,7 +3154,7 @@ func (x *LinkExternalUserResponse) String() string {
 func (*LinkExternalUserResponse) ProtoMessage() {}
 
 func (x *LinkExternalUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[39]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3056,7 +3167,7 @@ func (x *LinkExternalUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkExternalUserResponse.ProtoReflect.Descriptor instead.
 func (*LinkExternalUserResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{39}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{41}
 }
 
 // GetLinkedUserRequest names an external identity.
@@ -3077,7 +3188,7 @@ type GetLinkedUserRequest struct {
 
 func (x *GetLinkedUserRequest) Reset() {
 	*x = GetLinkedUserRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[40]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3089,7 +3200,7 @@ func (x *GetLinkedUserRequest) String() string {
 func (*GetLinkedUserRequest) ProtoMessage() {}
 
 func (x *GetLinkedUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[40]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3102,7 +3213,7 @@ func (x *GetLinkedUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLinkedUserRequest.ProtoReflect.Descriptor instead.
 func (*GetLinkedUserRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{40}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *GetLinkedUserRequest) GetIdpId() string {
@@ -3137,7 +3248,7 @@ type GetLinkedUserResponse struct {
 
 func (x *GetLinkedUserResponse) Reset() {
 	*x = GetLinkedUserResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[41]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3149,7 +3260,7 @@ func (x *GetLinkedUserResponse) String() string {
 func (*GetLinkedUserResponse) ProtoMessage() {}
 
 func (x *GetLinkedUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[41]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3162,7 +3273,7 @@ func (x *GetLinkedUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLinkedUserResponse.ProtoReflect.Descriptor instead.
 func (*GetLinkedUserResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{41}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *GetLinkedUserResponse) GetUser() *User {
@@ -3207,7 +3318,7 @@ type RegisterExternalUserRequest struct {
 
 func (x *RegisterExternalUserRequest) Reset() {
 	*x = RegisterExternalUserRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[42]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3219,7 +3330,7 @@ func (x *RegisterExternalUserRequest) String() string {
 func (*RegisterExternalUserRequest) ProtoMessage() {}
 
 func (x *RegisterExternalUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[42]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3232,7 +3343,7 @@ func (x *RegisterExternalUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterExternalUserRequest.ProtoReflect.Descriptor instead.
 func (*RegisterExternalUserRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{42}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *RegisterExternalUserRequest) GetExternalUserName() string {
@@ -3323,7 +3434,7 @@ type RegisterExternalUserResponse struct {
 
 func (x *RegisterExternalUserResponse) Reset() {
 	*x = RegisterExternalUserResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[43]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3335,7 +3446,7 @@ func (x *RegisterExternalUserResponse) String() string {
 func (*RegisterExternalUserResponse) ProtoMessage() {}
 
 func (x *RegisterExternalUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[43]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3348,7 +3459,7 @@ func (x *RegisterExternalUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterExternalUserResponse.ProtoReflect.Descriptor instead.
 func (*RegisterExternalUserResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{43}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *RegisterExternalUserResponse) GetUser() *User {
@@ -3371,7 +3482,7 @@ type UnlinkExternalUserRequest struct {
 
 func (x *UnlinkExternalUserRequest) Reset() {
 	*x = UnlinkExternalUserRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[44]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3383,7 +3494,7 @@ func (x *UnlinkExternalUserRequest) String() string {
 func (*UnlinkExternalUserRequest) ProtoMessage() {}
 
 func (x *UnlinkExternalUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[44]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3396,7 +3507,7 @@ func (x *UnlinkExternalUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnlinkExternalUserRequest.ProtoReflect.Descriptor instead.
 func (*UnlinkExternalUserRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{44}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *UnlinkExternalUserRequest) GetIdpId() string {
@@ -3422,7 +3533,7 @@ type UnlinkExternalUserResponse struct {
 
 func (x *UnlinkExternalUserResponse) Reset() {
 	*x = UnlinkExternalUserResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[45]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3434,7 +3545,7 @@ func (x *UnlinkExternalUserResponse) String() string {
 func (*UnlinkExternalUserResponse) ProtoMessage() {}
 
 func (x *UnlinkExternalUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[45]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3447,7 +3558,7 @@ func (x *UnlinkExternalUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnlinkExternalUserResponse.ProtoReflect.Descriptor instead.
 func (*UnlinkExternalUserResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{45}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{47}
 }
 
 // ListChangesRequest names where to resume.
@@ -3461,7 +3572,7 @@ type ListChangesRequest struct {
 
 func (x *ListChangesRequest) Reset() {
 	*x = ListChangesRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[46]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3473,7 +3584,7 @@ func (x *ListChangesRequest) String() string {
 func (*ListChangesRequest) ProtoMessage() {}
 
 func (x *ListChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[46]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3486,7 +3597,7 @@ func (x *ListChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListChangesRequest.ProtoReflect.Descriptor instead.
 func (*ListChangesRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{46}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ListChangesRequest) GetAfterSequence() uint64 {
@@ -3515,7 +3626,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[47]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3527,7 +3638,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[47]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3540,7 +3651,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{47}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *Change) GetSequence() uint64 {
@@ -3586,7 +3697,7 @@ type ListChangesResponse struct {
 
 func (x *ListChangesResponse) Reset() {
 	*x = ListChangesResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[48]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3598,7 +3709,7 @@ func (x *ListChangesResponse) String() string {
 func (*ListChangesResponse) ProtoMessage() {}
 
 func (x *ListChangesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[48]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3611,7 +3722,7 @@ func (x *ListChangesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListChangesResponse.ProtoReflect.Descriptor instead.
 func (*ListChangesResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{48}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListChangesResponse) GetChanges() []*Change {
@@ -3694,10 +3805,12 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\n" +
 	"login_name\x18\x03 \x01(\tR\tloginName\x12\x1a\n" +
 	"\bpassword\x18\x04 \x01(\tR\bpassword\x12%\n" +
-	"\x0eclient_address\x18\x05 \x01(\tR\rclientAddress\"s\n" +
+	"\x0eclient_address\x18\x05 \x01(\tR\rclientAddress\"\xe2\x01\n" +
 	"\x16VerifyPasswordResponse\x120\n" +
 	"\x04user\x18\x01 \x01(\v2\x1c.gatehouse.directory.v1.UserR\x04user\x12'\n" +
-	"\x0fchange_required\x18\x02 \x01(\bR\x0echangeRequired\"1\n" +
+	"\x0fchange_required\x18\x02 \x01(\bR\x0echangeRequired\x12%\n" +
+	"\x0esecond_factors\x18\x03 \x03(\tR\rsecondFactors\x12F\n" +
+	"\flogin_policy\x18\x04 \x01(\v2#.gatehouse.directory.v1.LoginPolicyR\vloginPolicy\"1\n" +
 	"\x16ListAuthFactorsRequest\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\"p\n" +
 	"\x17ListAuthFactorsResponse\x12%\n" +
@@ -3719,7 +3832,11 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x11VerifyTOTPRequest\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\tR\x04code\"\x14\n" +
-	"\x12VerifyTOTPResponse\"\xa5\x01\n" +
+	"\x12VerifyTOTPResponse\"7\n" +
+	"\x1cGenerateRecoveryCodesRequest\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\tR\x06userId\"5\n" +
+	"\x1dGenerateRecoveryCodesResponse\x12\x14\n" +
+	"\x05codes\x18\x01 \x03(\tR\x05codes\"\xa5\x01\n" +
 	"\x15ChangePasswordRequest\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12)\n" +
 	"\x10current_password\x18\x02 \x01(\tR\x0fcurrentPassword\x12!\n" +
@@ -3897,7 +4014,7 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\fMappingField\x12\x1d\n" +
 	"\x19MAPPING_FIELD_UNSPECIFIED\x10\x00\x12$\n" +
 	" MAPPING_FIELD_PREFERRED_USERNAME\x10\x01\x12\x17\n" +
-	"\x13MAPPING_FIELD_EMAIL\x10\x022\xfb\x11\n" +
+	"\x13MAPPING_FIELD_EMAIL\x10\x022\x82\x13\n" +
 	"\x10DirectoryService\x12e\n" +
 	"\tGetClient\x12(.gatehouse.directory.v1.GetClientRequest\x1a).gatehouse.directory.v1.GetClientResponse\"\x03\x90\x02\x01\x12q\n" +
 	"\rGetMachineKey\x12,.gatehouse.directory.v1.GetMachineKeyRequest\x1a-.gatehouse.directory.v1.GetMachineKeyResponse\"\x03\x90\x02\x01\x12o\n" +
@@ -3919,7 +4036,8 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\vListChanges\x12*.gatehouse.directory.v1.ListChangesRequest\x1a+.gatehouse.directory.v1.ListChangesResponse\"\x03\x90\x02\x01\x12w\n" +
 	"\x0fListAuthFactors\x12..gatehouse.directory.v1.ListAuthFactorsRequest\x1a/.gatehouse.directory.v1.ListAuthFactorsResponse\"\x03\x90\x02\x01\x12r\n" +
 	"\x0fCheckAuthFactor\x12..gatehouse.directory.v1.CheckAuthFactorRequest\x1a/.gatehouse.directory.v1.CheckAuthFactorResponse\x12`\n" +
-	"\tStartTOTP\x12(.gatehouse.directory.v1.StartTOTPRequest\x1a).gatehouse.directory.v1.StartTOTPResponse\x12c\n" +
+	"\tStartTOTP\x12(.gatehouse.directory.v1.StartTOTPRequest\x1a).gatehouse.directory.v1.StartTOTPResponse\x12\x84\x01\n" +
+	"\x15GenerateRecoveryCodes\x124.gatehouse.directory.v1.GenerateRecoveryCodesRequest\x1a5.gatehouse.directory.v1.GenerateRecoveryCodesResponse\x12c\n" +
 	"\n" +
 	"VerifyTOTP\x12).gatehouse.directory.v1.VerifyTOTPRequest\x1a*.gatehouse.directory.v1.VerifyTOTPResponseB\xf6\x01\n" +
 	"\x1acom.gatehouse.directory.v1B\x0eDirectoryProtoP\x01ZLgithub.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1;directoryv1\xa2\x02\x03GDX\xaa\x02\x16Gatehouse.Directory.V1\xca\x02\x17Gatehouse\\Directory_\\V1\xe2\x02#Gatehouse\\Directory_\\V1\\GPBMetadata\xea\x02\x18Gatehouse::Directory::V1b\x06proto3"
@@ -3937,144 +4055,149 @@ func file_gatehouse_directory_v1_directory_proto_rawDescGZIP() []byte {
 }
 
 var file_gatehouse_directory_v1_directory_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_gatehouse_directory_v1_directory_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
+var file_gatehouse_directory_v1_directory_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_gatehouse_directory_v1_directory_proto_goTypes = []any{
-	(ClientKind)(0),                      // 0: gatehouse.directory.v1.ClientKind
-	(AuthMethod)(0),                      // 1: gatehouse.directory.v1.AuthMethod
-	(TokenType)(0),                       // 2: gatehouse.directory.v1.TokenType
-	(UserState)(0),                       // 3: gatehouse.directory.v1.UserState
-	(StylingType)(0),                     // 4: gatehouse.directory.v1.StylingType
-	(MappingField)(0),                    // 5: gatehouse.directory.v1.MappingField
-	(*PublicKey)(nil),                    // 6: gatehouse.directory.v1.PublicKey
-	(*Client)(nil),                       // 7: gatehouse.directory.v1.Client
-	(*GetClientRequest)(nil),             // 8: gatehouse.directory.v1.GetClientRequest
-	(*GetClientResponse)(nil),            // 9: gatehouse.directory.v1.GetClientResponse
-	(*GetMachineKeyRequest)(nil),         // 10: gatehouse.directory.v1.GetMachineKeyRequest
-	(*GetMachineKeyResponse)(nil),        // 11: gatehouse.directory.v1.GetMachineKeyResponse
-	(*VerifyPasswordRequest)(nil),        // 12: gatehouse.directory.v1.VerifyPasswordRequest
-	(*VerifyPasswordResponse)(nil),       // 13: gatehouse.directory.v1.VerifyPasswordResponse
-	(*ListAuthFactorsRequest)(nil),       // 14: gatehouse.directory.v1.ListAuthFactorsRequest
-	(*ListAuthFactorsResponse)(nil),      // 15: gatehouse.directory.v1.ListAuthFactorsResponse
-	(*CheckAuthFactorRequest)(nil),       // 16: gatehouse.directory.v1.CheckAuthFactorRequest
-	(*CheckAuthFactorResponse)(nil),      // 17: gatehouse.directory.v1.CheckAuthFactorResponse
-	(*StartTOTPRequest)(nil),             // 18: gatehouse.directory.v1.StartTOTPRequest
-	(*StartTOTPResponse)(nil),            // 19: gatehouse.directory.v1.StartTOTPResponse
-	(*VerifyTOTPRequest)(nil),            // 20: gatehouse.directory.v1.VerifyTOTPRequest
-	(*VerifyTOTPResponse)(nil),           // 21: gatehouse.directory.v1.VerifyTOTPResponse
-	(*ChangePasswordRequest)(nil),        // 22: gatehouse.directory.v1.ChangePasswordRequest
-	(*ChangePasswordResponse)(nil),       // 23: gatehouse.directory.v1.ChangePasswordResponse
-	(*User)(nil),                         // 24: gatehouse.directory.v1.User
-	(*GetUserRequest)(nil),               // 25: gatehouse.directory.v1.GetUserRequest
-	(*GetUserResponse)(nil),              // 26: gatehouse.directory.v1.GetUserResponse
-	(*LookupUserRequest)(nil),            // 27: gatehouse.directory.v1.LookupUserRequest
-	(*LookupUserResponse)(nil),           // 28: gatehouse.directory.v1.LookupUserResponse
-	(*GetClaimsRequest)(nil),             // 29: gatehouse.directory.v1.GetClaimsRequest
-	(*GetClaimsResponse)(nil),            // 30: gatehouse.directory.v1.GetClaimsResponse
-	(*RegisterUserRequest)(nil),          // 31: gatehouse.directory.v1.RegisterUserRequest
-	(*RegisterUserResponse)(nil),         // 32: gatehouse.directory.v1.RegisterUserResponse
-	(*PasswordPolicy)(nil),               // 33: gatehouse.directory.v1.PasswordPolicy
-	(*GetOrgRequest)(nil),                // 34: gatehouse.directory.v1.GetOrgRequest
-	(*GetOrgResponse)(nil),               // 35: gatehouse.directory.v1.GetOrgResponse
-	(*LoginPolicy)(nil),                  // 36: gatehouse.directory.v1.LoginPolicy
-	(*GetRolesRequest)(nil),              // 37: gatehouse.directory.v1.GetRolesRequest
-	(*GetRolesResponse)(nil),             // 38: gatehouse.directory.v1.GetRolesResponse
-	(*IdP)(nil),                          // 39: gatehouse.directory.v1.IdP
-	(*GetIdPRequest)(nil),                // 40: gatehouse.directory.v1.GetIdPRequest
-	(*GetIdPResponse)(nil),               // 41: gatehouse.directory.v1.GetIdPResponse
-	(*ListIdPsRequest)(nil),              // 42: gatehouse.directory.v1.ListIdPsRequest
-	(*ListIdPsResponse)(nil),             // 43: gatehouse.directory.v1.ListIdPsResponse
-	(*LinkExternalUserRequest)(nil),      // 44: gatehouse.directory.v1.LinkExternalUserRequest
-	(*LinkExternalUserResponse)(nil),     // 45: gatehouse.directory.v1.LinkExternalUserResponse
-	(*GetLinkedUserRequest)(nil),         // 46: gatehouse.directory.v1.GetLinkedUserRequest
-	(*GetLinkedUserResponse)(nil),        // 47: gatehouse.directory.v1.GetLinkedUserResponse
-	(*RegisterExternalUserRequest)(nil),  // 48: gatehouse.directory.v1.RegisterExternalUserRequest
-	(*RegisterExternalUserResponse)(nil), // 49: gatehouse.directory.v1.RegisterExternalUserResponse
-	(*UnlinkExternalUserRequest)(nil),    // 50: gatehouse.directory.v1.UnlinkExternalUserRequest
-	(*UnlinkExternalUserResponse)(nil),   // 51: gatehouse.directory.v1.UnlinkExternalUserResponse
-	(*ListChangesRequest)(nil),           // 52: gatehouse.directory.v1.ListChangesRequest
-	(*Change)(nil),                       // 53: gatehouse.directory.v1.Change
-	(*ListChangesResponse)(nil),          // 54: gatehouse.directory.v1.ListChangesResponse
-	nil,                                  // 55: gatehouse.directory.v1.Client.GrantIdsEntry
-	(*timestamppb.Timestamp)(nil),        // 56: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),          // 57: google.protobuf.Duration
-	(*structpb.Struct)(nil),              // 58: google.protobuf.Struct
+	(ClientKind)(0),                       // 0: gatehouse.directory.v1.ClientKind
+	(AuthMethod)(0),                       // 1: gatehouse.directory.v1.AuthMethod
+	(TokenType)(0),                        // 2: gatehouse.directory.v1.TokenType
+	(UserState)(0),                        // 3: gatehouse.directory.v1.UserState
+	(StylingType)(0),                      // 4: gatehouse.directory.v1.StylingType
+	(MappingField)(0),                     // 5: gatehouse.directory.v1.MappingField
+	(*PublicKey)(nil),                     // 6: gatehouse.directory.v1.PublicKey
+	(*Client)(nil),                        // 7: gatehouse.directory.v1.Client
+	(*GetClientRequest)(nil),              // 8: gatehouse.directory.v1.GetClientRequest
+	(*GetClientResponse)(nil),             // 9: gatehouse.directory.v1.GetClientResponse
+	(*GetMachineKeyRequest)(nil),          // 10: gatehouse.directory.v1.GetMachineKeyRequest
+	(*GetMachineKeyResponse)(nil),         // 11: gatehouse.directory.v1.GetMachineKeyResponse
+	(*VerifyPasswordRequest)(nil),         // 12: gatehouse.directory.v1.VerifyPasswordRequest
+	(*VerifyPasswordResponse)(nil),        // 13: gatehouse.directory.v1.VerifyPasswordResponse
+	(*ListAuthFactorsRequest)(nil),        // 14: gatehouse.directory.v1.ListAuthFactorsRequest
+	(*ListAuthFactorsResponse)(nil),       // 15: gatehouse.directory.v1.ListAuthFactorsResponse
+	(*CheckAuthFactorRequest)(nil),        // 16: gatehouse.directory.v1.CheckAuthFactorRequest
+	(*CheckAuthFactorResponse)(nil),       // 17: gatehouse.directory.v1.CheckAuthFactorResponse
+	(*StartTOTPRequest)(nil),              // 18: gatehouse.directory.v1.StartTOTPRequest
+	(*StartTOTPResponse)(nil),             // 19: gatehouse.directory.v1.StartTOTPResponse
+	(*VerifyTOTPRequest)(nil),             // 20: gatehouse.directory.v1.VerifyTOTPRequest
+	(*VerifyTOTPResponse)(nil),            // 21: gatehouse.directory.v1.VerifyTOTPResponse
+	(*GenerateRecoveryCodesRequest)(nil),  // 22: gatehouse.directory.v1.GenerateRecoveryCodesRequest
+	(*GenerateRecoveryCodesResponse)(nil), // 23: gatehouse.directory.v1.GenerateRecoveryCodesResponse
+	(*ChangePasswordRequest)(nil),         // 24: gatehouse.directory.v1.ChangePasswordRequest
+	(*ChangePasswordResponse)(nil),        // 25: gatehouse.directory.v1.ChangePasswordResponse
+	(*User)(nil),                          // 26: gatehouse.directory.v1.User
+	(*GetUserRequest)(nil),                // 27: gatehouse.directory.v1.GetUserRequest
+	(*GetUserResponse)(nil),               // 28: gatehouse.directory.v1.GetUserResponse
+	(*LookupUserRequest)(nil),             // 29: gatehouse.directory.v1.LookupUserRequest
+	(*LookupUserResponse)(nil),            // 30: gatehouse.directory.v1.LookupUserResponse
+	(*GetClaimsRequest)(nil),              // 31: gatehouse.directory.v1.GetClaimsRequest
+	(*GetClaimsResponse)(nil),             // 32: gatehouse.directory.v1.GetClaimsResponse
+	(*RegisterUserRequest)(nil),           // 33: gatehouse.directory.v1.RegisterUserRequest
+	(*RegisterUserResponse)(nil),          // 34: gatehouse.directory.v1.RegisterUserResponse
+	(*PasswordPolicy)(nil),                // 35: gatehouse.directory.v1.PasswordPolicy
+	(*GetOrgRequest)(nil),                 // 36: gatehouse.directory.v1.GetOrgRequest
+	(*GetOrgResponse)(nil),                // 37: gatehouse.directory.v1.GetOrgResponse
+	(*LoginPolicy)(nil),                   // 38: gatehouse.directory.v1.LoginPolicy
+	(*GetRolesRequest)(nil),               // 39: gatehouse.directory.v1.GetRolesRequest
+	(*GetRolesResponse)(nil),              // 40: gatehouse.directory.v1.GetRolesResponse
+	(*IdP)(nil),                           // 41: gatehouse.directory.v1.IdP
+	(*GetIdPRequest)(nil),                 // 42: gatehouse.directory.v1.GetIdPRequest
+	(*GetIdPResponse)(nil),                // 43: gatehouse.directory.v1.GetIdPResponse
+	(*ListIdPsRequest)(nil),               // 44: gatehouse.directory.v1.ListIdPsRequest
+	(*ListIdPsResponse)(nil),              // 45: gatehouse.directory.v1.ListIdPsResponse
+	(*LinkExternalUserRequest)(nil),       // 46: gatehouse.directory.v1.LinkExternalUserRequest
+	(*LinkExternalUserResponse)(nil),      // 47: gatehouse.directory.v1.LinkExternalUserResponse
+	(*GetLinkedUserRequest)(nil),          // 48: gatehouse.directory.v1.GetLinkedUserRequest
+	(*GetLinkedUserResponse)(nil),         // 49: gatehouse.directory.v1.GetLinkedUserResponse
+	(*RegisterExternalUserRequest)(nil),   // 50: gatehouse.directory.v1.RegisterExternalUserRequest
+	(*RegisterExternalUserResponse)(nil),  // 51: gatehouse.directory.v1.RegisterExternalUserResponse
+	(*UnlinkExternalUserRequest)(nil),     // 52: gatehouse.directory.v1.UnlinkExternalUserRequest
+	(*UnlinkExternalUserResponse)(nil),    // 53: gatehouse.directory.v1.UnlinkExternalUserResponse
+	(*ListChangesRequest)(nil),            // 54: gatehouse.directory.v1.ListChangesRequest
+	(*Change)(nil),                        // 55: gatehouse.directory.v1.Change
+	(*ListChangesResponse)(nil),           // 56: gatehouse.directory.v1.ListChangesResponse
+	nil,                                   // 57: gatehouse.directory.v1.Client.GrantIdsEntry
+	(*timestamppb.Timestamp)(nil),         // 58: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),           // 59: google.protobuf.Duration
+	(*structpb.Struct)(nil),               // 60: google.protobuf.Struct
 }
 var file_gatehouse_directory_v1_directory_proto_depIdxs = []int32{
-	56, // 0: gatehouse.directory.v1.PublicKey.expires_at:type_name -> google.protobuf.Timestamp
+	58, // 0: gatehouse.directory.v1.PublicKey.expires_at:type_name -> google.protobuf.Timestamp
 	0,  // 1: gatehouse.directory.v1.Client.kind:type_name -> gatehouse.directory.v1.ClientKind
 	1,  // 2: gatehouse.directory.v1.Client.auth_method:type_name -> gatehouse.directory.v1.AuthMethod
 	6,  // 3: gatehouse.directory.v1.Client.keys:type_name -> gatehouse.directory.v1.PublicKey
 	2,  // 4: gatehouse.directory.v1.Client.access_token_type:type_name -> gatehouse.directory.v1.TokenType
-	57, // 5: gatehouse.directory.v1.Client.clock_skew:type_name -> google.protobuf.Duration
-	55, // 6: gatehouse.directory.v1.Client.grant_ids:type_name -> gatehouse.directory.v1.Client.GrantIdsEntry
+	59, // 5: gatehouse.directory.v1.Client.clock_skew:type_name -> google.protobuf.Duration
+	57, // 6: gatehouse.directory.v1.Client.grant_ids:type_name -> gatehouse.directory.v1.Client.GrantIdsEntry
 	7,  // 7: gatehouse.directory.v1.GetClientResponse.client:type_name -> gatehouse.directory.v1.Client
 	6,  // 8: gatehouse.directory.v1.GetMachineKeyResponse.key:type_name -> gatehouse.directory.v1.PublicKey
-	24, // 9: gatehouse.directory.v1.GetMachineKeyResponse.user:type_name -> gatehouse.directory.v1.User
-	24, // 10: gatehouse.directory.v1.VerifyPasswordResponse.user:type_name -> gatehouse.directory.v1.User
-	3,  // 11: gatehouse.directory.v1.User.state:type_name -> gatehouse.directory.v1.UserState
-	2,  // 12: gatehouse.directory.v1.User.access_token_type:type_name -> gatehouse.directory.v1.TokenType
-	56, // 13: gatehouse.directory.v1.User.sessions_not_before:type_name -> google.protobuf.Timestamp
-	24, // 14: gatehouse.directory.v1.GetUserResponse.user:type_name -> gatehouse.directory.v1.User
-	24, // 15: gatehouse.directory.v1.LookupUserResponse.user:type_name -> gatehouse.directory.v1.User
-	58, // 16: gatehouse.directory.v1.GetClaimsResponse.claims:type_name -> google.protobuf.Struct
-	24, // 17: gatehouse.directory.v1.RegisterUserResponse.user:type_name -> gatehouse.directory.v1.User
-	33, // 18: gatehouse.directory.v1.GetOrgResponse.password_policy:type_name -> gatehouse.directory.v1.PasswordPolicy
-	36, // 19: gatehouse.directory.v1.GetOrgResponse.login_policy:type_name -> gatehouse.directory.v1.LoginPolicy
-	4,  // 20: gatehouse.directory.v1.IdP.styling_type:type_name -> gatehouse.directory.v1.StylingType
-	5,  // 21: gatehouse.directory.v1.IdP.display_name_mapping:type_name -> gatehouse.directory.v1.MappingField
-	5,  // 22: gatehouse.directory.v1.IdP.username_mapping:type_name -> gatehouse.directory.v1.MappingField
-	39, // 23: gatehouse.directory.v1.GetIdPResponse.idp:type_name -> gatehouse.directory.v1.IdP
-	39, // 24: gatehouse.directory.v1.ListIdPsResponse.idps:type_name -> gatehouse.directory.v1.IdP
-	24, // 25: gatehouse.directory.v1.GetLinkedUserResponse.user:type_name -> gatehouse.directory.v1.User
-	24, // 26: gatehouse.directory.v1.RegisterExternalUserResponse.user:type_name -> gatehouse.directory.v1.User
-	53, // 27: gatehouse.directory.v1.ListChangesResponse.changes:type_name -> gatehouse.directory.v1.Change
-	8,  // 28: gatehouse.directory.v1.DirectoryService.GetClient:input_type -> gatehouse.directory.v1.GetClientRequest
-	10, // 29: gatehouse.directory.v1.DirectoryService.GetMachineKey:input_type -> gatehouse.directory.v1.GetMachineKeyRequest
-	12, // 30: gatehouse.directory.v1.DirectoryService.VerifyPassword:input_type -> gatehouse.directory.v1.VerifyPasswordRequest
-	22, // 31: gatehouse.directory.v1.DirectoryService.ChangePassword:input_type -> gatehouse.directory.v1.ChangePasswordRequest
-	25, // 32: gatehouse.directory.v1.DirectoryService.GetUser:input_type -> gatehouse.directory.v1.GetUserRequest
-	27, // 33: gatehouse.directory.v1.DirectoryService.LookupUser:input_type -> gatehouse.directory.v1.LookupUserRequest
-	29, // 34: gatehouse.directory.v1.DirectoryService.GetClaims:input_type -> gatehouse.directory.v1.GetClaimsRequest
-	31, // 35: gatehouse.directory.v1.DirectoryService.RegisterUser:input_type -> gatehouse.directory.v1.RegisterUserRequest
-	34, // 36: gatehouse.directory.v1.DirectoryService.GetOrg:input_type -> gatehouse.directory.v1.GetOrgRequest
-	37, // 37: gatehouse.directory.v1.DirectoryService.GetRoles:input_type -> gatehouse.directory.v1.GetRolesRequest
-	40, // 38: gatehouse.directory.v1.DirectoryService.GetIdP:input_type -> gatehouse.directory.v1.GetIdPRequest
-	42, // 39: gatehouse.directory.v1.DirectoryService.ListIdPs:input_type -> gatehouse.directory.v1.ListIdPsRequest
-	44, // 40: gatehouse.directory.v1.DirectoryService.LinkExternalUser:input_type -> gatehouse.directory.v1.LinkExternalUserRequest
-	46, // 41: gatehouse.directory.v1.DirectoryService.GetLinkedUser:input_type -> gatehouse.directory.v1.GetLinkedUserRequest
-	48, // 42: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:input_type -> gatehouse.directory.v1.RegisterExternalUserRequest
-	50, // 43: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:input_type -> gatehouse.directory.v1.UnlinkExternalUserRequest
-	52, // 44: gatehouse.directory.v1.DirectoryService.ListChanges:input_type -> gatehouse.directory.v1.ListChangesRequest
-	14, // 45: gatehouse.directory.v1.DirectoryService.ListAuthFactors:input_type -> gatehouse.directory.v1.ListAuthFactorsRequest
-	16, // 46: gatehouse.directory.v1.DirectoryService.CheckAuthFactor:input_type -> gatehouse.directory.v1.CheckAuthFactorRequest
-	18, // 47: gatehouse.directory.v1.DirectoryService.StartTOTP:input_type -> gatehouse.directory.v1.StartTOTPRequest
-	20, // 48: gatehouse.directory.v1.DirectoryService.VerifyTOTP:input_type -> gatehouse.directory.v1.VerifyTOTPRequest
-	9,  // 49: gatehouse.directory.v1.DirectoryService.GetClient:output_type -> gatehouse.directory.v1.GetClientResponse
-	11, // 50: gatehouse.directory.v1.DirectoryService.GetMachineKey:output_type -> gatehouse.directory.v1.GetMachineKeyResponse
-	13, // 51: gatehouse.directory.v1.DirectoryService.VerifyPassword:output_type -> gatehouse.directory.v1.VerifyPasswordResponse
-	23, // 52: gatehouse.directory.v1.DirectoryService.ChangePassword:output_type -> gatehouse.directory.v1.ChangePasswordResponse
-	26, // 53: gatehouse.directory.v1.DirectoryService.GetUser:output_type -> gatehouse.directory.v1.GetUserResponse
-	28, // 54: gatehouse.directory.v1.DirectoryService.LookupUser:output_type -> gatehouse.directory.v1.LookupUserResponse
-	30, // 55: gatehouse.directory.v1.DirectoryService.GetClaims:output_type -> gatehouse.directory.v1.GetClaimsResponse
-	32, // 56: gatehouse.directory.v1.DirectoryService.RegisterUser:output_type -> gatehouse.directory.v1.RegisterUserResponse
-	35, // 57: gatehouse.directory.v1.DirectoryService.GetOrg:output_type -> gatehouse.directory.v1.GetOrgResponse
-	38, // 58: gatehouse.directory.v1.DirectoryService.GetRoles:output_type -> gatehouse.directory.v1.GetRolesResponse
-	41, // 59: gatehouse.directory.v1.DirectoryService.GetIdP:output_type -> gatehouse.directory.v1.GetIdPResponse
-	43, // 60: gatehouse.directory.v1.DirectoryService.ListIdPs:output_type -> gatehouse.directory.v1.ListIdPsResponse
-	45, // 61: gatehouse.directory.v1.DirectoryService.LinkExternalUser:output_type -> gatehouse.directory.v1.LinkExternalUserResponse
-	47, // 62: gatehouse.directory.v1.DirectoryService.GetLinkedUser:output_type -> gatehouse.directory.v1.GetLinkedUserResponse
-	49, // 63: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:output_type -> gatehouse.directory.v1.RegisterExternalUserResponse
-	51, // 64: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:output_type -> gatehouse.directory.v1.UnlinkExternalUserResponse
-	54, // 65: gatehouse.directory.v1.DirectoryService.ListChanges:output_type -> gatehouse.directory.v1.ListChangesResponse
-	15, // 66: gatehouse.directory.v1.DirectoryService.ListAuthFactors:output_type -> gatehouse.directory.v1.ListAuthFactorsResponse
-	17, // 67: gatehouse.directory.v1.DirectoryService.CheckAuthFactor:output_type -> gatehouse.directory.v1.CheckAuthFactorResponse
-	19, // 68: gatehouse.directory.v1.DirectoryService.StartTOTP:output_type -> gatehouse.directory.v1.StartTOTPResponse
-	21, // 69: gatehouse.directory.v1.DirectoryService.VerifyTOTP:output_type -> gatehouse.directory.v1.VerifyTOTPResponse
-	49, // [49:70] is the sub-list for method output_type
-	28, // [28:49] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	26, // 9: gatehouse.directory.v1.GetMachineKeyResponse.user:type_name -> gatehouse.directory.v1.User
+	26, // 10: gatehouse.directory.v1.VerifyPasswordResponse.user:type_name -> gatehouse.directory.v1.User
+	38, // 11: gatehouse.directory.v1.VerifyPasswordResponse.login_policy:type_name -> gatehouse.directory.v1.LoginPolicy
+	3,  // 12: gatehouse.directory.v1.User.state:type_name -> gatehouse.directory.v1.UserState
+	2,  // 13: gatehouse.directory.v1.User.access_token_type:type_name -> gatehouse.directory.v1.TokenType
+	58, // 14: gatehouse.directory.v1.User.sessions_not_before:type_name -> google.protobuf.Timestamp
+	26, // 15: gatehouse.directory.v1.GetUserResponse.user:type_name -> gatehouse.directory.v1.User
+	26, // 16: gatehouse.directory.v1.LookupUserResponse.user:type_name -> gatehouse.directory.v1.User
+	60, // 17: gatehouse.directory.v1.GetClaimsResponse.claims:type_name -> google.protobuf.Struct
+	26, // 18: gatehouse.directory.v1.RegisterUserResponse.user:type_name -> gatehouse.directory.v1.User
+	35, // 19: gatehouse.directory.v1.GetOrgResponse.password_policy:type_name -> gatehouse.directory.v1.PasswordPolicy
+	38, // 20: gatehouse.directory.v1.GetOrgResponse.login_policy:type_name -> gatehouse.directory.v1.LoginPolicy
+	4,  // 21: gatehouse.directory.v1.IdP.styling_type:type_name -> gatehouse.directory.v1.StylingType
+	5,  // 22: gatehouse.directory.v1.IdP.display_name_mapping:type_name -> gatehouse.directory.v1.MappingField
+	5,  // 23: gatehouse.directory.v1.IdP.username_mapping:type_name -> gatehouse.directory.v1.MappingField
+	41, // 24: gatehouse.directory.v1.GetIdPResponse.idp:type_name -> gatehouse.directory.v1.IdP
+	41, // 25: gatehouse.directory.v1.ListIdPsResponse.idps:type_name -> gatehouse.directory.v1.IdP
+	26, // 26: gatehouse.directory.v1.GetLinkedUserResponse.user:type_name -> gatehouse.directory.v1.User
+	26, // 27: gatehouse.directory.v1.RegisterExternalUserResponse.user:type_name -> gatehouse.directory.v1.User
+	55, // 28: gatehouse.directory.v1.ListChangesResponse.changes:type_name -> gatehouse.directory.v1.Change
+	8,  // 29: gatehouse.directory.v1.DirectoryService.GetClient:input_type -> gatehouse.directory.v1.GetClientRequest
+	10, // 30: gatehouse.directory.v1.DirectoryService.GetMachineKey:input_type -> gatehouse.directory.v1.GetMachineKeyRequest
+	12, // 31: gatehouse.directory.v1.DirectoryService.VerifyPassword:input_type -> gatehouse.directory.v1.VerifyPasswordRequest
+	24, // 32: gatehouse.directory.v1.DirectoryService.ChangePassword:input_type -> gatehouse.directory.v1.ChangePasswordRequest
+	27, // 33: gatehouse.directory.v1.DirectoryService.GetUser:input_type -> gatehouse.directory.v1.GetUserRequest
+	29, // 34: gatehouse.directory.v1.DirectoryService.LookupUser:input_type -> gatehouse.directory.v1.LookupUserRequest
+	31, // 35: gatehouse.directory.v1.DirectoryService.GetClaims:input_type -> gatehouse.directory.v1.GetClaimsRequest
+	33, // 36: gatehouse.directory.v1.DirectoryService.RegisterUser:input_type -> gatehouse.directory.v1.RegisterUserRequest
+	36, // 37: gatehouse.directory.v1.DirectoryService.GetOrg:input_type -> gatehouse.directory.v1.GetOrgRequest
+	39, // 38: gatehouse.directory.v1.DirectoryService.GetRoles:input_type -> gatehouse.directory.v1.GetRolesRequest
+	42, // 39: gatehouse.directory.v1.DirectoryService.GetIdP:input_type -> gatehouse.directory.v1.GetIdPRequest
+	44, // 40: gatehouse.directory.v1.DirectoryService.ListIdPs:input_type -> gatehouse.directory.v1.ListIdPsRequest
+	46, // 41: gatehouse.directory.v1.DirectoryService.LinkExternalUser:input_type -> gatehouse.directory.v1.LinkExternalUserRequest
+	48, // 42: gatehouse.directory.v1.DirectoryService.GetLinkedUser:input_type -> gatehouse.directory.v1.GetLinkedUserRequest
+	50, // 43: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:input_type -> gatehouse.directory.v1.RegisterExternalUserRequest
+	52, // 44: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:input_type -> gatehouse.directory.v1.UnlinkExternalUserRequest
+	54, // 45: gatehouse.directory.v1.DirectoryService.ListChanges:input_type -> gatehouse.directory.v1.ListChangesRequest
+	14, // 46: gatehouse.directory.v1.DirectoryService.ListAuthFactors:input_type -> gatehouse.directory.v1.ListAuthFactorsRequest
+	16, // 47: gatehouse.directory.v1.DirectoryService.CheckAuthFactor:input_type -> gatehouse.directory.v1.CheckAuthFactorRequest
+	18, // 48: gatehouse.directory.v1.DirectoryService.StartTOTP:input_type -> gatehouse.directory.v1.StartTOTPRequest
+	22, // 49: gatehouse.directory.v1.DirectoryService.GenerateRecoveryCodes:input_type -> gatehouse.directory.v1.GenerateRecoveryCodesRequest
+	20, // 50: gatehouse.directory.v1.DirectoryService.VerifyTOTP:input_type -> gatehouse.directory.v1.VerifyTOTPRequest
+	9,  // 51: gatehouse.directory.v1.DirectoryService.GetClient:output_type -> gatehouse.directory.v1.GetClientResponse
+	11, // 52: gatehouse.directory.v1.DirectoryService.GetMachineKey:output_type -> gatehouse.directory.v1.GetMachineKeyResponse
+	13, // 53: gatehouse.directory.v1.DirectoryService.VerifyPassword:output_type -> gatehouse.directory.v1.VerifyPasswordResponse
+	25, // 54: gatehouse.directory.v1.DirectoryService.ChangePassword:output_type -> gatehouse.directory.v1.ChangePasswordResponse
+	28, // 55: gatehouse.directory.v1.DirectoryService.GetUser:output_type -> gatehouse.directory.v1.GetUserResponse
+	30, // 56: gatehouse.directory.v1.DirectoryService.LookupUser:output_type -> gatehouse.directory.v1.LookupUserResponse
+	32, // 57: gatehouse.directory.v1.DirectoryService.GetClaims:output_type -> gatehouse.directory.v1.GetClaimsResponse
+	34, // 58: gatehouse.directory.v1.DirectoryService.RegisterUser:output_type -> gatehouse.directory.v1.RegisterUserResponse
+	37, // 59: gatehouse.directory.v1.DirectoryService.GetOrg:output_type -> gatehouse.directory.v1.GetOrgResponse
+	40, // 60: gatehouse.directory.v1.DirectoryService.GetRoles:output_type -> gatehouse.directory.v1.GetRolesResponse
+	43, // 61: gatehouse.directory.v1.DirectoryService.GetIdP:output_type -> gatehouse.directory.v1.GetIdPResponse
+	45, // 62: gatehouse.directory.v1.DirectoryService.ListIdPs:output_type -> gatehouse.directory.v1.ListIdPsResponse
+	47, // 63: gatehouse.directory.v1.DirectoryService.LinkExternalUser:output_type -> gatehouse.directory.v1.LinkExternalUserResponse
+	49, // 64: gatehouse.directory.v1.DirectoryService.GetLinkedUser:output_type -> gatehouse.directory.v1.GetLinkedUserResponse
+	51, // 65: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:output_type -> gatehouse.directory.v1.RegisterExternalUserResponse
+	53, // 66: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:output_type -> gatehouse.directory.v1.UnlinkExternalUserResponse
+	56, // 67: gatehouse.directory.v1.DirectoryService.ListChanges:output_type -> gatehouse.directory.v1.ListChangesResponse
+	15, // 68: gatehouse.directory.v1.DirectoryService.ListAuthFactors:output_type -> gatehouse.directory.v1.ListAuthFactorsResponse
+	17, // 69: gatehouse.directory.v1.DirectoryService.CheckAuthFactor:output_type -> gatehouse.directory.v1.CheckAuthFactorResponse
+	19, // 70: gatehouse.directory.v1.DirectoryService.StartTOTP:output_type -> gatehouse.directory.v1.StartTOTPResponse
+	23, // 71: gatehouse.directory.v1.DirectoryService.GenerateRecoveryCodes:output_type -> gatehouse.directory.v1.GenerateRecoveryCodesResponse
+	21, // 72: gatehouse.directory.v1.DirectoryService.VerifyTOTP:output_type -> gatehouse.directory.v1.VerifyTOTPResponse
+	51, // [51:73] is the sub-list for method output_type
+	29, // [29:51] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_directory_v1_directory_proto_init() }
@@ -4088,7 +4211,7 @@ func file_gatehouse_directory_v1_directory_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_directory_v1_directory_proto_rawDesc), len(file_gatehouse_directory_v1_directory_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   50,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -7057,6 +7057,493 @@ func (x *RemoveUserIDPResponse) GetDetails() *ObjectDetails {
 	return nil
 }
 
+// RegisterTOTPRequest names the user.
+type RegisterTOTPRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// User id.
+	UserId        string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegisterTOTPRequest) Reset() {
+	*x = RegisterTOTPRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[116]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegisterTOTPRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegisterTOTPRequest) ProtoMessage() {}
+
+func (x *RegisterTOTPRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[116]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegisterTOTPRequest.ProtoReflect.Descriptor instead.
+func (*RegisterTOTPRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{116}
+}
+
+func (x *RegisterTOTPRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+// RegisterTOTPResponse is a started TOTP registration.
+type RegisterTOTPResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The change.
+	Details *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	// otpauth:// URI for an authenticator app (as a QR code).
+	Uri string `protobuf:"bytes,2,opt,name=uri,proto3" json:"uri,omitempty"`
+	// The secret (base32), to type in.
+	Secret        string `protobuf:"bytes,3,opt,name=secret,proto3" json:"secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegisterTOTPResponse) Reset() {
+	*x = RegisterTOTPResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[117]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegisterTOTPResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegisterTOTPResponse) ProtoMessage() {}
+
+func (x *RegisterTOTPResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[117]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegisterTOTPResponse.ProtoReflect.Descriptor instead.
+func (*RegisterTOTPResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{117}
+}
+
+func (x *RegisterTOTPResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+func (x *RegisterTOTPResponse) GetUri() string {
+	if x != nil {
+		return x.Uri
+	}
+	return ""
+}
+
+func (x *RegisterTOTPResponse) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+// VerifyTOTPRegistrationRequest completes a registration.
+type VerifyTOTPRegistrationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// User id.
+	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// A code of the new generator.
+	Code          string `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerifyTOTPRegistrationRequest) Reset() {
+	*x = VerifyTOTPRegistrationRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[118]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerifyTOTPRegistrationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerifyTOTPRegistrationRequest) ProtoMessage() {}
+
+func (x *VerifyTOTPRegistrationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[118]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerifyTOTPRegistrationRequest.ProtoReflect.Descriptor instead.
+func (*VerifyTOTPRegistrationRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{118}
+}
+
+func (x *VerifyTOTPRegistrationRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *VerifyTOTPRegistrationRequest) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+// VerifyTOTPRegistrationResponse is the change.
+type VerifyTOTPRegistrationResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The change.
+	Details       *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerifyTOTPRegistrationResponse) Reset() {
+	*x = VerifyTOTPRegistrationResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[119]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerifyTOTPRegistrationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerifyTOTPRegistrationResponse) ProtoMessage() {}
+
+func (x *VerifyTOTPRegistrationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[119]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerifyTOTPRegistrationResponse.ProtoReflect.Descriptor instead.
+func (*VerifyTOTPRegistrationResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{119}
+}
+
+func (x *VerifyTOTPRegistrationResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+// RemoveTOTPRequest names the user.
+type RemoveTOTPRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// User id.
+	UserId        string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveTOTPRequest) Reset() {
+	*x = RemoveTOTPRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[120]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveTOTPRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveTOTPRequest) ProtoMessage() {}
+
+func (x *RemoveTOTPRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[120]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveTOTPRequest.ProtoReflect.Descriptor instead.
+func (*RemoveTOTPRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{120}
+}
+
+func (x *RemoveTOTPRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+// RemoveTOTPResponse is the change.
+type RemoveTOTPResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The change.
+	Details       *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveTOTPResponse) Reset() {
+	*x = RemoveTOTPResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[121]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveTOTPResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveTOTPResponse) ProtoMessage() {}
+
+func (x *RemoveTOTPResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[121]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveTOTPResponse.ProtoReflect.Descriptor instead.
+func (*RemoveTOTPResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{121}
+}
+
+func (x *RemoveTOTPResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+// ListHumanAuthFactorsRequest names the user.
+type ListHumanAuthFactorsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// User id.
+	UserId        string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListHumanAuthFactorsRequest) Reset() {
+	*x = ListHumanAuthFactorsRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[122]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListHumanAuthFactorsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListHumanAuthFactorsRequest) ProtoMessage() {}
+
+func (x *ListHumanAuthFactorsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[122]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListHumanAuthFactorsRequest.ProtoReflect.Descriptor instead.
+func (*ListHumanAuthFactorsRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{122}
+}
+
+func (x *ListHumanAuthFactorsRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+// ListHumanAuthFactorsResponse lists the user's second factors.
+type ListHumanAuthFactorsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The factors, oldest first.
+	Result        []*AuthFactor `protobuf:"bytes,1,rep,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListHumanAuthFactorsResponse) Reset() {
+	*x = ListHumanAuthFactorsResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[123]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListHumanAuthFactorsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListHumanAuthFactorsResponse) ProtoMessage() {}
+
+func (x *ListHumanAuthFactorsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[123]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListHumanAuthFactorsResponse.ProtoReflect.Descriptor instead.
+func (*ListHumanAuthFactorsResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{123}
+}
+
+func (x *ListHumanAuthFactorsResponse) GetResult() []*AuthFactor {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+// RemoveHumanAuthFactorOTPRequest names the user.
+type RemoveHumanAuthFactorOTPRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// User id.
+	UserId        string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveHumanAuthFactorOTPRequest) Reset() {
+	*x = RemoveHumanAuthFactorOTPRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[124]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveHumanAuthFactorOTPRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveHumanAuthFactorOTPRequest) ProtoMessage() {}
+
+func (x *RemoveHumanAuthFactorOTPRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[124]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveHumanAuthFactorOTPRequest.ProtoReflect.Descriptor instead.
+func (*RemoveHumanAuthFactorOTPRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{124}
+}
+
+func (x *RemoveHumanAuthFactorOTPRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+// RemoveHumanAuthFactorOTPResponse is the change.
+type RemoveHumanAuthFactorOTPResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The change.
+	Details       *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveHumanAuthFactorOTPResponse) Reset() {
+	*x = RemoveHumanAuthFactorOTPResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[125]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveHumanAuthFactorOTPResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveHumanAuthFactorOTPResponse) ProtoMessage() {}
+
+func (x *RemoveHumanAuthFactorOTPResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[125]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveHumanAuthFactorOTPResponse.ProtoReflect.Descriptor instead.
+func (*RemoveHumanAuthFactorOTPResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{125}
+}
+
+func (x *RemoveHumanAuthFactorOTPResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
 // Profile of the new user.
 type AddHumanUserRequest_Profile struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -7079,7 +7566,7 @@ type AddHumanUserRequest_Profile struct {
 
 func (x *AddHumanUserRequest_Profile) Reset() {
 	*x = AddHumanUserRequest_Profile{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[116]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7091,7 +7578,7 @@ func (x *AddHumanUserRequest_Profile) String() string {
 func (*AddHumanUserRequest_Profile) ProtoMessage() {}
 
 func (x *AddHumanUserRequest_Profile) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[116]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7162,7 +7649,7 @@ type AddHumanUserRequest_Email struct {
 
 func (x *AddHumanUserRequest_Email) Reset() {
 	*x = AddHumanUserRequest_Email{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[117]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7174,7 +7661,7 @@ func (x *AddHumanUserRequest_Email) String() string {
 func (*AddHumanUserRequest_Email) ProtoMessage() {}
 
 func (x *AddHumanUserRequest_Email) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[117]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7218,7 +7705,7 @@ type AddHumanUserRequest_Phone struct {
 
 func (x *AddHumanUserRequest_Phone) Reset() {
 	*x = AddHumanUserRequest_Phone{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[118]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7230,7 +7717,7 @@ func (x *AddHumanUserRequest_Phone) String() string {
 func (*AddHumanUserRequest_Phone) ProtoMessage() {}
 
 func (x *AddHumanUserRequest_Phone) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[118]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7282,7 +7769,7 @@ type ImportHumanUserRequest_Profile struct {
 
 func (x *ImportHumanUserRequest_Profile) Reset() {
 	*x = ImportHumanUserRequest_Profile{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[119]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7294,7 +7781,7 @@ func (x *ImportHumanUserRequest_Profile) String() string {
 func (*ImportHumanUserRequest_Profile) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_Profile) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[119]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7365,7 +7852,7 @@ type ImportHumanUserRequest_Email struct {
 
 func (x *ImportHumanUserRequest_Email) Reset() {
 	*x = ImportHumanUserRequest_Email{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[120]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[130]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7377,7 +7864,7 @@ func (x *ImportHumanUserRequest_Email) String() string {
 func (*ImportHumanUserRequest_Email) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_Email) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[120]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[130]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7421,7 +7908,7 @@ type ImportHumanUserRequest_Phone struct {
 
 func (x *ImportHumanUserRequest_Phone) Reset() {
 	*x = ImportHumanUserRequest_Phone{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[121]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[131]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7433,7 +7920,7 @@ func (x *ImportHumanUserRequest_Phone) String() string {
 func (*ImportHumanUserRequest_Phone) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_Phone) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[121]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[131]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7478,7 +7965,7 @@ type ImportHumanUserRequest_HashedPassword struct {
 
 func (x *ImportHumanUserRequest_HashedPassword) Reset() {
 	*x = ImportHumanUserRequest_HashedPassword{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[122]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[132]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7490,7 +7977,7 @@ func (x *ImportHumanUserRequest_HashedPassword) String() string {
 func (*ImportHumanUserRequest_HashedPassword) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_HashedPassword) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[122]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[132]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7533,7 +8020,7 @@ type BulkSetUserMetadataRequest_Metadata struct {
 
 func (x *BulkSetUserMetadataRequest_Metadata) Reset() {
 	*x = BulkSetUserMetadataRequest_Metadata{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[123]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[133]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7545,7 +8032,7 @@ func (x *BulkSetUserMetadataRequest_Metadata) String() string {
 func (*BulkSetUserMetadataRequest_Metadata) ProtoMessage() {}
 
 func (x *BulkSetUserMetadataRequest_Metadata) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[123]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[133]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7589,7 +8076,7 @@ type AddCustomLoginPolicyRequest_IDP struct {
 
 func (x *AddCustomLoginPolicyRequest_IDP) Reset() {
 	*x = AddCustomLoginPolicyRequest_IDP{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[124]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[134]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7601,7 +8088,7 @@ func (x *AddCustomLoginPolicyRequest_IDP) String() string {
 func (*AddCustomLoginPolicyRequest_IDP) ProtoMessage() {}
 
 func (x *AddCustomLoginPolicyRequest_IDP) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[124]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[134]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8118,7 +8605,30 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x06idp_id\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x05idpId\x12.\n" +
 	"\x0elinked_user_id\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\xff\x01R\flinkedUserId\"Y\n" +
 	"\x15RemoveUserIDPResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails2\xd6N\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"8\n" +
+	"\x13RegisterTOTPRequest\x12!\n" +
+	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\"\x82\x01\n" +
+	"\x14RegisterTOTPResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\x12\x10\n" +
+	"\x03uri\x18\x02 \x01(\tR\x03uri\x12\x16\n" +
+	"\x06secret\x18\x03 \x01(\tR\x06secret\"_\n" +
+	"\x1dVerifyTOTPRegistrationRequest\x12!\n" +
+	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\x12\x1b\n" +
+	"\x04code\x18\x02 \x01(\tB\a\xbaH\x04r\x02\x18\x10R\x04code\"b\n" +
+	"\x1eVerifyTOTPRegistrationResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"6\n" +
+	"\x11RemoveTOTPRequest\x12!\n" +
+	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\"V\n" +
+	"\x12RemoveTOTPResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"@\n" +
+	"\x1bListHumanAuthFactorsRequest\x12!\n" +
+	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\"[\n" +
+	"\x1cListHumanAuthFactorsResponse\x12;\n" +
+	"\x06result\x18\x01 \x03(\v2#.gatehouse.management.v1.AuthFactorR\x06result\"D\n" +
+	"\x1fRemoveHumanAuthFactorOTPRequest\x12!\n" +
+	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\"d\n" +
+	" RemoveHumanAuthFactorOTPResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails2\xbcU\n" +
 	"\x11ManagementService\x12\x8e\x01\n" +
 	"\vGetUserByID\x12+.gatehouse.management.v1.GetUserByIDRequest\x1a,.gatehouse.management.v1.GetUserByIDResponse\"$\x82\xd3\xe4\x93\x02\x1b\x12\x19/management/v1/users/{id}\x90\x02\x01\x12\x8e\x01\n" +
 	"\tListUsers\x12).gatehouse.management.v1.ListUsersRequest\x1a*.gatehouse.management.v1.ListUsersResponse\"*\x82\xd3\xe4\x93\x02!:\x01*\"\x1c/management/v1/users/_search\x90\x02\x01\x12\x92\x01\n" +
@@ -8183,7 +8693,13 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x0eGetLoginPolicy\x12..gatehouse.management.v1.GetLoginPolicyRequest\x1a/.gatehouse.management.v1.GetLoginPolicyResponse\"(\x82\xd3\xe4\x93\x02\x1f\x12\x1d/management/v1/policies/login\x90\x02\x01\x12\xad\x01\n" +
 	"\x14AddCustomLoginPolicy\x124.gatehouse.management.v1.AddCustomLoginPolicyRequest\x1a5.gatehouse.management.v1.AddCustomLoginPolicyResponse\"(\x82\xd3\xe4\x93\x02\":\x01*\"\x1d/management/v1/policies/login\x12\xb6\x01\n" +
 	"\x17UpdateCustomLoginPolicy\x127.gatehouse.management.v1.UpdateCustomLoginPolicyRequest\x1a8.gatehouse.management.v1.UpdateCustomLoginPolicyResponse\"(\x82\xd3\xe4\x93\x02\":\x01*\x1a\x1d/management/v1/policies/login\x12\xb9\x01\n" +
-	"\x19ResetLoginPolicyToDefault\x129.gatehouse.management.v1.ResetLoginPolicyToDefaultRequest\x1a:.gatehouse.management.v1.ResetLoginPolicyToDefaultResponse\"%\x82\xd3\xe4\x93\x02\x1f*\x1d/management/v1/policies/loginB\xfc\x01\n" +
+	"\x19ResetLoginPolicyToDefault\x129.gatehouse.management.v1.ResetLoginPolicyToDefaultRequest\x1a:.gatehouse.management.v1.ResetLoginPolicyToDefaultResponse\"%\x82\xd3\xe4\x93\x02\x1f*\x1d/management/v1/policies/login\x12\x90\x01\n" +
+	"\fRegisterTOTP\x12,.gatehouse.management.v1.RegisterTOTPRequest\x1a-.gatehouse.management.v1.RegisterTOTPResponse\"#\x82\xd3\xe4\x93\x02\x1d:\x01*\"\x18/v2/users/{user_id}/totp\x12\xb5\x01\n" +
+	"\x16VerifyTOTPRegistration\x126.gatehouse.management.v1.VerifyTOTPRegistrationRequest\x1a7.gatehouse.management.v1.VerifyTOTPRegistrationResponse\"*\x82\xd3\xe4\x93\x02$:\x01*\"\x1f/v2/users/{user_id}/totp/verify\x12\x87\x01\n" +
+	"\n" +
+	"RemoveTOTP\x12*.gatehouse.management.v1.RemoveTOTPRequest\x1a+.gatehouse.management.v1.RemoveTOTPResponse\" \x82\xd3\xe4\x93\x02\x1a*\x18/v2/users/{user_id}/totp\x12\xc3\x01\n" +
+	"\x14ListHumanAuthFactors\x124.gatehouse.management.v1.ListHumanAuthFactorsRequest\x1a5.gatehouse.management.v1.ListHumanAuthFactorsResponse\">\x82\xd3\xe4\x93\x025\"3/management/v1/users/{user_id}/auth_factors/_search\x90\x02\x01\x12\xc8\x01\n" +
+	"\x18RemoveHumanAuthFactorOTP\x128.gatehouse.management.v1.RemoveHumanAuthFactorOTPRequest\x1a9.gatehouse.management.v1.RemoveHumanAuthFactorOTPResponse\"7\x82\xd3\xe4\x93\x021*//management/v1/users/{user_id}/auth_factors/otpB\xfc\x01\n" +
 	"\x1bcom.gatehouse.management.v1B\x0fManagementProtoP\x01ZNgithub.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1;managementv1\xa2\x02\x03GMX\xaa\x02\x17Gatehouse.Management.V1\xca\x02\x17Gatehouse\\Management\\V1\xe2\x02#Gatehouse\\Management\\V1\\GPBMetadata\xea\x02\x19Gatehouse::Management::V1b\x06proto3"
 
 var (
@@ -8198,7 +8714,7 @@ func file_gatehouse_management_v1_management_proto_rawDescGZIP() []byte {
 	return file_gatehouse_management_v1_management_proto_rawDescData
 }
 
-var file_gatehouse_management_v1_management_proto_msgTypes = make([]protoimpl.MessageInfo, 125)
+var file_gatehouse_management_v1_management_proto_msgTypes = make([]protoimpl.MessageInfo, 135)
 var file_gatehouse_management_v1_management_proto_goTypes = []any{
 	(*GetUserByIDRequest)(nil),                    // 0: gatehouse.management.v1.GetUserByIDRequest
 	(*GetUserByIDResponse)(nil),                   // 1: gatehouse.management.v1.GetUserByIDResponse
@@ -8316,332 +8832,358 @@ var file_gatehouse_management_v1_management_proto_goTypes = []any{
 	(*ListUserIDPsResponse)(nil),                  // 113: gatehouse.management.v1.ListUserIDPsResponse
 	(*RemoveUserIDPRequest)(nil),                  // 114: gatehouse.management.v1.RemoveUserIDPRequest
 	(*RemoveUserIDPResponse)(nil),                 // 115: gatehouse.management.v1.RemoveUserIDPResponse
-	(*AddHumanUserRequest_Profile)(nil),           // 116: gatehouse.management.v1.AddHumanUserRequest.Profile
-	(*AddHumanUserRequest_Email)(nil),             // 117: gatehouse.management.v1.AddHumanUserRequest.Email
-	(*AddHumanUserRequest_Phone)(nil),             // 118: gatehouse.management.v1.AddHumanUserRequest.Phone
-	(*ImportHumanUserRequest_Profile)(nil),        // 119: gatehouse.management.v1.ImportHumanUserRequest.Profile
-	(*ImportHumanUserRequest_Email)(nil),          // 120: gatehouse.management.v1.ImportHumanUserRequest.Email
-	(*ImportHumanUserRequest_Phone)(nil),          // 121: gatehouse.management.v1.ImportHumanUserRequest.Phone
-	(*ImportHumanUserRequest_HashedPassword)(nil), // 122: gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
-	(*BulkSetUserMetadataRequest_Metadata)(nil),   // 123: gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
-	(*AddCustomLoginPolicyRequest_IDP)(nil),       // 124: gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
-	(*User)(nil),                                  // 125: gatehouse.management.v1.User
-	(*ListQuery)(nil),                             // 126: gatehouse.management.v1.ListQuery
-	(UserFieldName)(0),                            // 127: gatehouse.management.v1.UserFieldName
-	(*UserQuery)(nil),                             // 128: gatehouse.management.v1.UserQuery
-	(*ListDetails)(nil),                           // 129: gatehouse.management.v1.ListDetails
-	(*ObjectDetails)(nil),                         // 130: gatehouse.management.v1.ObjectDetails
-	(AccessTokenType)(0),                          // 131: gatehouse.management.v1.AccessTokenType
-	(KeyType)(0),                                  // 132: gatehouse.management.v1.KeyType
-	(*timestamppb.Timestamp)(nil),                 // 133: google.protobuf.Timestamp
-	(*Key)(nil),                                   // 134: gatehouse.management.v1.Key
-	(*MetadataQuery)(nil),                         // 135: gatehouse.management.v1.MetadataQuery
-	(*Metadata)(nil),                              // 136: gatehouse.management.v1.Metadata
-	(*Org)(nil),                                   // 137: gatehouse.management.v1.Org
-	(OrgFieldName)(0),                             // 138: gatehouse.management.v1.OrgFieldName
-	(*OrgQuery)(nil),                              // 139: gatehouse.management.v1.OrgQuery
-	(*MemberQuery)(nil),                           // 140: gatehouse.management.v1.MemberQuery
-	(*Member)(nil),                                // 141: gatehouse.management.v1.Member
-	(*IDP)(nil),                                   // 142: gatehouse.management.v1.IDP
-	(IDPFieldName)(0),                             // 143: gatehouse.management.v1.IDPFieldName
-	(*IDPQuery)(nil),                              // 144: gatehouse.management.v1.IDPQuery
-	(StylingType)(0),                              // 145: gatehouse.management.v1.StylingType
-	(OIDCMappingField)(0),                         // 146: gatehouse.management.v1.OIDCMappingField
-	(PrivateLabelingSetting)(0),                   // 147: gatehouse.management.v1.PrivateLabelingSetting
-	(*Project)(nil),                               // 148: gatehouse.management.v1.Project
-	(*ProjectQuery)(nil),                          // 149: gatehouse.management.v1.ProjectQuery
-	(*App)(nil),                                   // 150: gatehouse.management.v1.App
-	(*AppQuery)(nil),                              // 151: gatehouse.management.v1.AppQuery
-	(OIDCResponseType)(0),                         // 152: gatehouse.management.v1.OIDCResponseType
-	(OIDCGrantType)(0),                            // 153: gatehouse.management.v1.OIDCGrantType
-	(OIDCAppType)(0),                              // 154: gatehouse.management.v1.OIDCAppType
-	(OIDCAuthMethodType)(0),                       // 155: gatehouse.management.v1.OIDCAuthMethodType
-	(OIDCVersion)(0),                              // 156: gatehouse.management.v1.OIDCVersion
-	(OIDCTokenType)(0),                            // 157: gatehouse.management.v1.OIDCTokenType
-	(*durationpb.Duration)(nil),                   // 158: google.protobuf.Duration
-	(*LoginVersion)(nil),                          // 159: gatehouse.management.v1.LoginVersion
-	(*LocalizedMessage)(nil),                      // 160: gatehouse.management.v1.LocalizedMessage
-	(APIAuthMethodType)(0),                        // 161: gatehouse.management.v1.APIAuthMethodType
-	(*ProjectGrant)(nil),                          // 162: gatehouse.management.v1.ProjectGrant
-	(*LoginPolicy)(nil),                           // 163: gatehouse.management.v1.LoginPolicy
-	(PasswordlessType)(0),                         // 164: gatehouse.management.v1.PasswordlessType
-	(SecondFactorType)(0),                         // 165: gatehouse.management.v1.SecondFactorType
-	(MultiFactorType)(0),                          // 166: gatehouse.management.v1.MultiFactorType
-	(*IDPUserLink)(nil),                           // 167: gatehouse.management.v1.IDPUserLink
-	(Gender)(0),                                   // 168: gatehouse.management.v1.Gender
-	(*SetAppAdminClientRequest)(nil),              // 169: gatehouse.management.v1.SetAppAdminClientRequest
-	(*SetAppAdminClientResponse)(nil),             // 170: gatehouse.management.v1.SetAppAdminClientResponse
+	(*RegisterTOTPRequest)(nil),                   // 116: gatehouse.management.v1.RegisterTOTPRequest
+	(*RegisterTOTPResponse)(nil),                  // 117: gatehouse.management.v1.RegisterTOTPResponse
+	(*VerifyTOTPRegistrationRequest)(nil),         // 118: gatehouse.management.v1.VerifyTOTPRegistrationRequest
+	(*VerifyTOTPRegistrationResponse)(nil),        // 119: gatehouse.management.v1.VerifyTOTPRegistrationResponse
+	(*RemoveTOTPRequest)(nil),                     // 120: gatehouse.management.v1.RemoveTOTPRequest
+	(*RemoveTOTPResponse)(nil),                    // 121: gatehouse.management.v1.RemoveTOTPResponse
+	(*ListHumanAuthFactorsRequest)(nil),           // 122: gatehouse.management.v1.ListHumanAuthFactorsRequest
+	(*ListHumanAuthFactorsResponse)(nil),          // 123: gatehouse.management.v1.ListHumanAuthFactorsResponse
+	(*RemoveHumanAuthFactorOTPRequest)(nil),       // 124: gatehouse.management.v1.RemoveHumanAuthFactorOTPRequest
+	(*RemoveHumanAuthFactorOTPResponse)(nil),      // 125: gatehouse.management.v1.RemoveHumanAuthFactorOTPResponse
+	(*AddHumanUserRequest_Profile)(nil),           // 126: gatehouse.management.v1.AddHumanUserRequest.Profile
+	(*AddHumanUserRequest_Email)(nil),             // 127: gatehouse.management.v1.AddHumanUserRequest.Email
+	(*AddHumanUserRequest_Phone)(nil),             // 128: gatehouse.management.v1.AddHumanUserRequest.Phone
+	(*ImportHumanUserRequest_Profile)(nil),        // 129: gatehouse.management.v1.ImportHumanUserRequest.Profile
+	(*ImportHumanUserRequest_Email)(nil),          // 130: gatehouse.management.v1.ImportHumanUserRequest.Email
+	(*ImportHumanUserRequest_Phone)(nil),          // 131: gatehouse.management.v1.ImportHumanUserRequest.Phone
+	(*ImportHumanUserRequest_HashedPassword)(nil), // 132: gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
+	(*BulkSetUserMetadataRequest_Metadata)(nil),   // 133: gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
+	(*AddCustomLoginPolicyRequest_IDP)(nil),       // 134: gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
+	(*User)(nil),                                  // 135: gatehouse.management.v1.User
+	(*ListQuery)(nil),                             // 136: gatehouse.management.v1.ListQuery
+	(UserFieldName)(0),                            // 137: gatehouse.management.v1.UserFieldName
+	(*UserQuery)(nil),                             // 138: gatehouse.management.v1.UserQuery
+	(*ListDetails)(nil),                           // 139: gatehouse.management.v1.ListDetails
+	(*ObjectDetails)(nil),                         // 140: gatehouse.management.v1.ObjectDetails
+	(AccessTokenType)(0),                          // 141: gatehouse.management.v1.AccessTokenType
+	(KeyType)(0),                                  // 142: gatehouse.management.v1.KeyType
+	(*timestamppb.Timestamp)(nil),                 // 143: google.protobuf.Timestamp
+	(*Key)(nil),                                   // 144: gatehouse.management.v1.Key
+	(*MetadataQuery)(nil),                         // 145: gatehouse.management.v1.MetadataQuery
+	(*Metadata)(nil),                              // 146: gatehouse.management.v1.Metadata
+	(*Org)(nil),                                   // 147: gatehouse.management.v1.Org
+	(OrgFieldName)(0),                             // 148: gatehouse.management.v1.OrgFieldName
+	(*OrgQuery)(nil),                              // 149: gatehouse.management.v1.OrgQuery
+	(*MemberQuery)(nil),                           // 150: gatehouse.management.v1.MemberQuery
+	(*Member)(nil),                                // 151: gatehouse.management.v1.Member
+	(*IDP)(nil),                                   // 152: gatehouse.management.v1.IDP
+	(IDPFieldName)(0),                             // 153: gatehouse.management.v1.IDPFieldName
+	(*IDPQuery)(nil),                              // 154: gatehouse.management.v1.IDPQuery
+	(StylingType)(0),                              // 155: gatehouse.management.v1.StylingType
+	(OIDCMappingField)(0),                         // 156: gatehouse.management.v1.OIDCMappingField
+	(PrivateLabelingSetting)(0),                   // 157: gatehouse.management.v1.PrivateLabelingSetting
+	(*Project)(nil),                               // 158: gatehouse.management.v1.Project
+	(*ProjectQuery)(nil),                          // 159: gatehouse.management.v1.ProjectQuery
+	(*App)(nil),                                   // 160: gatehouse.management.v1.App
+	(*AppQuery)(nil),                              // 161: gatehouse.management.v1.AppQuery
+	(OIDCResponseType)(0),                         // 162: gatehouse.management.v1.OIDCResponseType
+	(OIDCGrantType)(0),                            // 163: gatehouse.management.v1.OIDCGrantType
+	(OIDCAppType)(0),                              // 164: gatehouse.management.v1.OIDCAppType
+	(OIDCAuthMethodType)(0),                       // 165: gatehouse.management.v1.OIDCAuthMethodType
+	(OIDCVersion)(0),                              // 166: gatehouse.management.v1.OIDCVersion
+	(OIDCTokenType)(0),                            // 167: gatehouse.management.v1.OIDCTokenType
+	(*durationpb.Duration)(nil),                   // 168: google.protobuf.Duration
+	(*LoginVersion)(nil),                          // 169: gatehouse.management.v1.LoginVersion
+	(*LocalizedMessage)(nil),                      // 170: gatehouse.management.v1.LocalizedMessage
+	(APIAuthMethodType)(0),                        // 171: gatehouse.management.v1.APIAuthMethodType
+	(*ProjectGrant)(nil),                          // 172: gatehouse.management.v1.ProjectGrant
+	(*LoginPolicy)(nil),                           // 173: gatehouse.management.v1.LoginPolicy
+	(PasswordlessType)(0),                         // 174: gatehouse.management.v1.PasswordlessType
+	(SecondFactorType)(0),                         // 175: gatehouse.management.v1.SecondFactorType
+	(MultiFactorType)(0),                          // 176: gatehouse.management.v1.MultiFactorType
+	(*IDPUserLink)(nil),                           // 177: gatehouse.management.v1.IDPUserLink
+	(*AuthFactor)(nil),                            // 178: gatehouse.management.v1.AuthFactor
+	(Gender)(0),                                   // 179: gatehouse.management.v1.Gender
+	(*SetAppAdminClientRequest)(nil),              // 180: gatehouse.management.v1.SetAppAdminClientRequest
+	(*SetAppAdminClientResponse)(nil),             // 181: gatehouse.management.v1.SetAppAdminClientResponse
 }
 var file_gatehouse_management_v1_management_proto_depIdxs = []int32{
-	125, // 0: gatehouse.management.v1.GetUserByIDResponse.user:type_name -> gatehouse.management.v1.User
-	126, // 1: gatehouse.management.v1.ListUsersRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	127, // 2: gatehouse.management.v1.ListUsersRequest.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
-	128, // 3: gatehouse.management.v1.ListUsersRequest.queries:type_name -> gatehouse.management.v1.UserQuery
-	129, // 4: gatehouse.management.v1.ListUsersResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	127, // 5: gatehouse.management.v1.ListUsersResponse.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
-	125, // 6: gatehouse.management.v1.ListUsersResponse.result:type_name -> gatehouse.management.v1.User
-	116, // 7: gatehouse.management.v1.AddHumanUserRequest.profile:type_name -> gatehouse.management.v1.AddHumanUserRequest.Profile
-	117, // 8: gatehouse.management.v1.AddHumanUserRequest.email:type_name -> gatehouse.management.v1.AddHumanUserRequest.Email
-	118, // 9: gatehouse.management.v1.AddHumanUserRequest.phone:type_name -> gatehouse.management.v1.AddHumanUserRequest.Phone
-	130, // 10: gatehouse.management.v1.AddHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	119, // 11: gatehouse.management.v1.ImportHumanUserRequest.profile:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Profile
-	120, // 12: gatehouse.management.v1.ImportHumanUserRequest.email:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Email
-	121, // 13: gatehouse.management.v1.ImportHumanUserRequest.phone:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Phone
-	122, // 14: gatehouse.management.v1.ImportHumanUserRequest.hashed_password:type_name -> gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
-	130, // 15: gatehouse.management.v1.ImportHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	131, // 16: gatehouse.management.v1.AddMachineUserRequest.access_token_type:type_name -> gatehouse.management.v1.AccessTokenType
-	130, // 17: gatehouse.management.v1.AddMachineUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	130, // 18: gatehouse.management.v1.DeactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	130, // 19: gatehouse.management.v1.ReactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	130, // 20: gatehouse.management.v1.UnlockUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	130, // 21: gatehouse.management.v1.RemoveUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	130, // 22: gatehouse.management.v1.SetHumanPasswordResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	132, // 23: gatehouse.management.v1.AddMachineKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
-	133, // 24: gatehouse.management.v1.AddMachineKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
-	130, // 25: gatehouse.management.v1.AddMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	126, // 26: gatehouse.management.v1.ListMachineKeysRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	129, // 27: gatehouse.management.v1.ListMachineKeysResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	134, // 28: gatehouse.management.v1.ListMachineKeysResponse.result:type_name -> gatehouse.management.v1.Key
-	130, // 29: gatehouse.management.v1.RemoveMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	130, // 30: gatehouse.management.v1.GenerateMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	130, // 31: gatehouse.management.v1.RemoveMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	130, // 32: gatehouse.management.v1.SetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	123, // 33: gatehouse.management.v1.BulkSetUserMetadataRequest.metadata:type_name -> gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
-	130, // 34: gatehouse.management.v1.BulkSetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	126, // 35: gatehouse.management.v1.ListUserMetadataRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	135, // 36: gatehouse.management.v1.ListUserMetadataRequest.queries:type_name -> gatehouse.management.v1.MetadataQuery
-	129, // 37: gatehouse.management.v1.ListUserMetadataResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	136, // 38: gatehouse.management.v1.ListUserMetadataResponse.result:type_name -> gatehouse.management.v1.Metadata
-	136, // 39: gatehouse.management.v1.GetUserMetadataResponse.metadata:type_name -> gatehouse.management.v1.Metadata
-	130, // 40: gatehouse.management.v1.RemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	130, // 41: gatehouse.management.v1.BulkRemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	137, // 42: gatehouse.management.v1.GetMyOrgResponse.org:type_name -> gatehouse.management.v1.Org
-	130, // 43: gatehouse.management.v1.AddOrgResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	126, // 44: gatehouse.management.v1.ListOrgsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	138, // 45: gatehouse.management.v1.ListOrgsRequest.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
-	139, // 46: gatehouse.management.v1.ListOrgsRequest.queries:type_name -> gatehouse.management.v1.OrgQuery
-	129, // 47: gatehouse.management.v1.ListOrgsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	138, // 48: gatehouse.management.v1.ListOrgsResponse.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
-	137, // 49: gatehouse.management.v1.ListOrgsResponse.result:type_name -> gatehouse.management.v1.Org
-	130, // 50: gatehouse.management.v1.AddOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	126, // 51: gatehouse.management.v1.ListOrgMembersRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	140, // 52: gatehouse.management.v1.ListOrgMembersRequest.queries:type_name -> gatehouse.management.v1.MemberQuery
-	129, // 53: gatehouse.management.v1.ListOrgMembersResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	141, // 54: gatehouse.management.v1.ListOrgMembersResponse.result:type_name -> gatehouse.management.v1.Member
-	130, // 55: gatehouse.management.v1.RemoveOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	142, // 56: gatehouse.management.v1.GetOrgIDPByIDResponse.idp:type_name -> gatehouse.management.v1.IDP
-	126, // 57: gatehouse.management.v1.ListOrgIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	143, // 58: gatehouse.management.v1.ListOrgIDPsRequest.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
-	144, // 59: gatehouse.management.v1.ListOrgIDPsRequest.queries:type_name -> gatehouse.management.v1.IDPQuery
-	129, // 60: gatehouse.management.v1.ListOrgIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	143, // 61: gatehouse.management.v1.ListOrgIDPsResponse.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
-	142, // 62: gatehouse.management.v1.ListOrgIDPsResponse.result:type_name -> gatehouse.management.v1.IDP
-	145, // 63: gatehouse.management.v1.AddOrgOIDCIDPRequest.styling_type:type_name -> gatehouse.management.v1.StylingType
-	146, // 64: gatehouse.management.v1.AddOrgOIDCIDPRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	146, // 65: gatehouse.management.v1.AddOrgOIDCIDPRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	130, // 66: gatehouse.management.v1.AddOrgOIDCIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	146, // 67: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	146, // 68: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	130, // 69: gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	130, // 70: gatehouse.management.v1.DeactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	130, // 71: gatehouse.management.v1.SetOrgIDPTrustResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	130, // 72: gatehouse.management.v1.ReactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	130, // 73: gatehouse.management.v1.RemoveOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	147, // 74: gatehouse.management.v1.AddProjectRequest.private_labeling_setting:type_name -> gatehouse.management.v1.PrivateLabelingSetting
-	130, // 75: gatehouse.management.v1.AddProjectResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	148, // 76: gatehouse.management.v1.GetProjectByIDResponse.project:type_name -> gatehouse.management.v1.Project
-	126, // 77: gatehouse.management.v1.ListProjectsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	149, // 78: gatehouse.management.v1.ListProjectsRequest.queries:type_name -> gatehouse.management.v1.ProjectQuery
-	129, // 79: gatehouse.management.v1.ListProjectsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	148, // 80: gatehouse.management.v1.ListProjectsResponse.result:type_name -> gatehouse.management.v1.Project
-	150, // 81: gatehouse.management.v1.GetAppByIDResponse.app:type_name -> gatehouse.management.v1.App
-	126, // 82: gatehouse.management.v1.ListAppsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	151, // 83: gatehouse.management.v1.ListAppsRequest.queries:type_name -> gatehouse.management.v1.AppQuery
-	129, // 84: gatehouse.management.v1.ListAppsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	150, // 85: gatehouse.management.v1.ListAppsResponse.result:type_name -> gatehouse.management.v1.App
-	152, // 86: gatehouse.management.v1.AddOIDCAppRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
-	153, // 87: gatehouse.management.v1.AddOIDCAppRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
-	154, // 88: gatehouse.management.v1.AddOIDCAppRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
-	155, // 89: gatehouse.management.v1.AddOIDCAppRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
-	156, // 90: gatehouse.management.v1.AddOIDCAppRequest.version:type_name -> gatehouse.management.v1.OIDCVersion
-	157, // 91: gatehouse.management.v1.AddOIDCAppRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
-	158, // 92: gatehouse.management.v1.AddOIDCAppRequest.clock_skew:type_name -> google.protobuf.Duration
-	159, // 93: gatehouse.management.v1.AddOIDCAppRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
-	130, // 94: gatehouse.management.v1.AddOIDCAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	160, // 95: gatehouse.management.v1.AddOIDCAppResponse.compliance_problems:type_name -> gatehouse.management.v1.LocalizedMessage
-	152, // 96: gatehouse.management.v1.UpdateOIDCAppConfigRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
-	153, // 97: gatehouse.management.v1.UpdateOIDCAppConfigRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
-	154, // 98: gatehouse.management.v1.UpdateOIDCAppConfigRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
-	155, // 99: gatehouse.management.v1.UpdateOIDCAppConfigRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
-	157, // 100: gatehouse.management.v1.UpdateOIDCAppConfigRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
-	158, // 101: gatehouse.management.v1.UpdateOIDCAppConfigRequest.clock_skew:type_name -> google.protobuf.Duration
-	159, // 102: gatehouse.management.v1.UpdateOIDCAppConfigRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
-	130, // 103: gatehouse.management.v1.UpdateOIDCAppConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	130, // 104: gatehouse.management.v1.RegenerateOIDCClientSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	161, // 105: gatehouse.management.v1.AddAPIAppRequest.auth_method_type:type_name -> gatehouse.management.v1.APIAuthMethodType
-	130, // 106: gatehouse.management.v1.AddAPIAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	132, // 107: gatehouse.management.v1.AddAppKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
-	133, // 108: gatehouse.management.v1.AddAppKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
-	130, // 109: gatehouse.management.v1.AddAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	130, // 110: gatehouse.management.v1.RemoveAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	130, // 111: gatehouse.management.v1.AddProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	126, // 112: gatehouse.management.v1.ListGrantedProjectsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	129, // 113: gatehouse.management.v1.ListGrantedProjectsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	162, // 114: gatehouse.management.v1.ListGrantedProjectsResponse.result:type_name -> gatehouse.management.v1.ProjectGrant
-	130, // 115: gatehouse.management.v1.RefuseGrantedProjectResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	126, // 116: gatehouse.management.v1.ListProjectGrantsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	129, // 117: gatehouse.management.v1.ListProjectGrantsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	162, // 118: gatehouse.management.v1.ListProjectGrantsResponse.result:type_name -> gatehouse.management.v1.ProjectGrant
-	130, // 119: gatehouse.management.v1.UpdateProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	130, // 120: gatehouse.management.v1.RemoveProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	163, // 121: gatehouse.management.v1.GetLoginPolicyResponse.policy:type_name -> gatehouse.management.v1.LoginPolicy
-	164, // 122: gatehouse.management.v1.AddCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
-	158, // 123: gatehouse.management.v1.AddCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
-	158, // 124: gatehouse.management.v1.AddCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
-	158, // 125: gatehouse.management.v1.AddCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
-	158, // 126: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
-	158, // 127: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
-	165, // 128: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factors:type_name -> gatehouse.management.v1.SecondFactorType
-	166, // 129: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factors:type_name -> gatehouse.management.v1.MultiFactorType
-	124, // 130: gatehouse.management.v1.AddCustomLoginPolicyRequest.idps:type_name -> gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
-	130, // 131: gatehouse.management.v1.AddCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	164, // 132: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
-	158, // 133: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
-	158, // 134: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
-	158, // 135: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
-	158, // 136: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
-	158, // 137: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
-	130, // 138: gatehouse.management.v1.UpdateCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	130, // 139: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	126, // 140: gatehouse.management.v1.ListUserIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	129, // 141: gatehouse.management.v1.ListUserIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	167, // 142: gatehouse.management.v1.ListUserIDPsResponse.result:type_name -> gatehouse.management.v1.IDPUserLink
-	130, // 143: gatehouse.management.v1.RemoveUserIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	168, // 144: gatehouse.management.v1.AddHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
-	168, // 145: gatehouse.management.v1.ImportHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
-	0,   // 146: gatehouse.management.v1.ManagementService.GetUserByID:input_type -> gatehouse.management.v1.GetUserByIDRequest
-	2,   // 147: gatehouse.management.v1.ManagementService.ListUsers:input_type -> gatehouse.management.v1.ListUsersRequest
-	4,   // 148: gatehouse.management.v1.ManagementService.AddHumanUser:input_type -> gatehouse.management.v1.AddHumanUserRequest
-	6,   // 149: gatehouse.management.v1.ManagementService.ImportHumanUser:input_type -> gatehouse.management.v1.ImportHumanUserRequest
-	8,   // 150: gatehouse.management.v1.ManagementService.AddMachineUser:input_type -> gatehouse.management.v1.AddMachineUserRequest
-	10,  // 151: gatehouse.management.v1.ManagementService.DeactivateUser:input_type -> gatehouse.management.v1.DeactivateUserRequest
-	12,  // 152: gatehouse.management.v1.ManagementService.ReactivateUser:input_type -> gatehouse.management.v1.ReactivateUserRequest
-	14,  // 153: gatehouse.management.v1.ManagementService.UnlockUser:input_type -> gatehouse.management.v1.UnlockUserRequest
-	16,  // 154: gatehouse.management.v1.ManagementService.RemoveUser:input_type -> gatehouse.management.v1.RemoveUserRequest
-	18,  // 155: gatehouse.management.v1.ManagementService.SetHumanPassword:input_type -> gatehouse.management.v1.SetHumanPasswordRequest
-	20,  // 156: gatehouse.management.v1.ManagementService.AddMachineKey:input_type -> gatehouse.management.v1.AddMachineKeyRequest
-	22,  // 157: gatehouse.management.v1.ManagementService.ListMachineKeys:input_type -> gatehouse.management.v1.ListMachineKeysRequest
-	24,  // 158: gatehouse.management.v1.ManagementService.RemoveMachineKey:input_type -> gatehouse.management.v1.RemoveMachineKeyRequest
-	26,  // 159: gatehouse.management.v1.ManagementService.GenerateMachineSecret:input_type -> gatehouse.management.v1.GenerateMachineSecretRequest
-	28,  // 160: gatehouse.management.v1.ManagementService.RemoveMachineSecret:input_type -> gatehouse.management.v1.RemoveMachineSecretRequest
-	30,  // 161: gatehouse.management.v1.ManagementService.SetUserMetadata:input_type -> gatehouse.management.v1.SetUserMetadataRequest
-	32,  // 162: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:input_type -> gatehouse.management.v1.BulkSetUserMetadataRequest
-	34,  // 163: gatehouse.management.v1.ManagementService.ListUserMetadata:input_type -> gatehouse.management.v1.ListUserMetadataRequest
-	36,  // 164: gatehouse.management.v1.ManagementService.GetUserMetadata:input_type -> gatehouse.management.v1.GetUserMetadataRequest
-	38,  // 165: gatehouse.management.v1.ManagementService.RemoveUserMetadata:input_type -> gatehouse.management.v1.RemoveUserMetadataRequest
-	40,  // 166: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:input_type -> gatehouse.management.v1.BulkRemoveUserMetadataRequest
-	42,  // 167: gatehouse.management.v1.ManagementService.GetMyOrg:input_type -> gatehouse.management.v1.GetMyOrgRequest
-	44,  // 168: gatehouse.management.v1.ManagementService.AddOrg:input_type -> gatehouse.management.v1.AddOrgRequest
-	46,  // 169: gatehouse.management.v1.ManagementService.ListOrgs:input_type -> gatehouse.management.v1.ListOrgsRequest
-	48,  // 170: gatehouse.management.v1.ManagementService.AddOrgMember:input_type -> gatehouse.management.v1.AddOrgMemberRequest
-	50,  // 171: gatehouse.management.v1.ManagementService.ListOrgMembers:input_type -> gatehouse.management.v1.ListOrgMembersRequest
-	52,  // 172: gatehouse.management.v1.ManagementService.RemoveOrgMember:input_type -> gatehouse.management.v1.RemoveOrgMemberRequest
-	54,  // 173: gatehouse.management.v1.ManagementService.GetOrgIDPByID:input_type -> gatehouse.management.v1.GetOrgIDPByIDRequest
-	56,  // 174: gatehouse.management.v1.ManagementService.ListOrgIDPs:input_type -> gatehouse.management.v1.ListOrgIDPsRequest
-	58,  // 175: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:input_type -> gatehouse.management.v1.AddOrgOIDCIDPRequest
-	60,  // 176: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:input_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest
-	62,  // 177: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:input_type -> gatehouse.management.v1.DeactivateOrgIDPRequest
-	66,  // 178: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:input_type -> gatehouse.management.v1.ReactivateOrgIDPRequest
-	64,  // 179: gatehouse.management.v1.ManagementService.SetOrgIDPTrust:input_type -> gatehouse.management.v1.SetOrgIDPTrustRequest
-	68,  // 180: gatehouse.management.v1.ManagementService.RemoveOrgIDP:input_type -> gatehouse.management.v1.RemoveOrgIDPRequest
-	70,  // 181: gatehouse.management.v1.ManagementService.AddProject:input_type -> gatehouse.management.v1.AddProjectRequest
-	72,  // 182: gatehouse.management.v1.ManagementService.GetProjectByID:input_type -> gatehouse.management.v1.GetProjectByIDRequest
-	74,  // 183: gatehouse.management.v1.ManagementService.ListProjects:input_type -> gatehouse.management.v1.ListProjectsRequest
-	76,  // 184: gatehouse.management.v1.ManagementService.GetAppByID:input_type -> gatehouse.management.v1.GetAppByIDRequest
-	78,  // 185: gatehouse.management.v1.ManagementService.ListApps:input_type -> gatehouse.management.v1.ListAppsRequest
-	80,  // 186: gatehouse.management.v1.ManagementService.AddOIDCApp:input_type -> gatehouse.management.v1.AddOIDCAppRequest
-	82,  // 187: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:input_type -> gatehouse.management.v1.UpdateOIDCAppConfigRequest
-	84,  // 188: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:input_type -> gatehouse.management.v1.RegenerateOIDCClientSecretRequest
-	86,  // 189: gatehouse.management.v1.ManagementService.AddAPIApp:input_type -> gatehouse.management.v1.AddAPIAppRequest
-	88,  // 190: gatehouse.management.v1.ManagementService.AddAppKey:input_type -> gatehouse.management.v1.AddAppKeyRequest
-	90,  // 191: gatehouse.management.v1.ManagementService.RemoveAppKey:input_type -> gatehouse.management.v1.RemoveAppKeyRequest
-	169, // 192: gatehouse.management.v1.ManagementService.SetAppAdminClient:input_type -> gatehouse.management.v1.SetAppAdminClientRequest
-	112, // 193: gatehouse.management.v1.ManagementService.ListUserIDPs:input_type -> gatehouse.management.v1.ListUserIDPsRequest
-	114, // 194: gatehouse.management.v1.ManagementService.RemoveUserIDP:input_type -> gatehouse.management.v1.RemoveUserIDPRequest
-	92,  // 195: gatehouse.management.v1.ManagementService.AddProjectGrant:input_type -> gatehouse.management.v1.AddProjectGrantRequest
-	94,  // 196: gatehouse.management.v1.ManagementService.ListGrantedProjects:input_type -> gatehouse.management.v1.ListGrantedProjectsRequest
-	96,  // 197: gatehouse.management.v1.ManagementService.RefuseGrantedProject:input_type -> gatehouse.management.v1.RefuseGrantedProjectRequest
-	98,  // 198: gatehouse.management.v1.ManagementService.ListProjectGrants:input_type -> gatehouse.management.v1.ListProjectGrantsRequest
-	100, // 199: gatehouse.management.v1.ManagementService.UpdateProjectGrant:input_type -> gatehouse.management.v1.UpdateProjectGrantRequest
-	102, // 200: gatehouse.management.v1.ManagementService.RemoveProjectGrant:input_type -> gatehouse.management.v1.RemoveProjectGrantRequest
-	104, // 201: gatehouse.management.v1.ManagementService.GetLoginPolicy:input_type -> gatehouse.management.v1.GetLoginPolicyRequest
-	106, // 202: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:input_type -> gatehouse.management.v1.AddCustomLoginPolicyRequest
-	108, // 203: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:input_type -> gatehouse.management.v1.UpdateCustomLoginPolicyRequest
-	110, // 204: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:input_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
-	1,   // 205: gatehouse.management.v1.ManagementService.GetUserByID:output_type -> gatehouse.management.v1.GetUserByIDResponse
-	3,   // 206: gatehouse.management.v1.ManagementService.ListUsers:output_type -> gatehouse.management.v1.ListUsersResponse
-	5,   // 207: gatehouse.management.v1.ManagementService.AddHumanUser:output_type -> gatehouse.management.v1.AddHumanUserResponse
-	7,   // 208: gatehouse.management.v1.ManagementService.ImportHumanUser:output_type -> gatehouse.management.v1.ImportHumanUserResponse
-	9,   // 209: gatehouse.management.v1.ManagementService.AddMachineUser:output_type -> gatehouse.management.v1.AddMachineUserResponse
-	11,  // 210: gatehouse.management.v1.ManagementService.DeactivateUser:output_type -> gatehouse.management.v1.DeactivateUserResponse
-	13,  // 211: gatehouse.management.v1.ManagementService.ReactivateUser:output_type -> gatehouse.management.v1.ReactivateUserResponse
-	15,  // 212: gatehouse.management.v1.ManagementService.UnlockUser:output_type -> gatehouse.management.v1.UnlockUserResponse
-	17,  // 213: gatehouse.management.v1.ManagementService.RemoveUser:output_type -> gatehouse.management.v1.RemoveUserResponse
-	19,  // 214: gatehouse.management.v1.ManagementService.SetHumanPassword:output_type -> gatehouse.management.v1.SetHumanPasswordResponse
-	21,  // 215: gatehouse.management.v1.ManagementService.AddMachineKey:output_type -> gatehouse.management.v1.AddMachineKeyResponse
-	23,  // 216: gatehouse.management.v1.ManagementService.ListMachineKeys:output_type -> gatehouse.management.v1.ListMachineKeysResponse
-	25,  // 217: gatehouse.management.v1.ManagementService.RemoveMachineKey:output_type -> gatehouse.management.v1.RemoveMachineKeyResponse
-	27,  // 218: gatehouse.management.v1.ManagementService.GenerateMachineSecret:output_type -> gatehouse.management.v1.GenerateMachineSecretResponse
-	29,  // 219: gatehouse.management.v1.ManagementService.RemoveMachineSecret:output_type -> gatehouse.management.v1.RemoveMachineSecretResponse
-	31,  // 220: gatehouse.management.v1.ManagementService.SetUserMetadata:output_type -> gatehouse.management.v1.SetUserMetadataResponse
-	33,  // 221: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:output_type -> gatehouse.management.v1.BulkSetUserMetadataResponse
-	35,  // 222: gatehouse.management.v1.ManagementService.ListUserMetadata:output_type -> gatehouse.management.v1.ListUserMetadataResponse
-	37,  // 223: gatehouse.management.v1.ManagementService.GetUserMetadata:output_type -> gatehouse.management.v1.GetUserMetadataResponse
-	39,  // 224: gatehouse.management.v1.ManagementService.RemoveUserMetadata:output_type -> gatehouse.management.v1.RemoveUserMetadataResponse
-	41,  // 225: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:output_type -> gatehouse.management.v1.BulkRemoveUserMetadataResponse
-	43,  // 226: gatehouse.management.v1.ManagementService.GetMyOrg:output_type -> gatehouse.management.v1.GetMyOrgResponse
-	45,  // 227: gatehouse.management.v1.ManagementService.AddOrg:output_type -> gatehouse.management.v1.AddOrgResponse
-	47,  // 228: gatehouse.management.v1.ManagementService.ListOrgs:output_type -> gatehouse.management.v1.ListOrgsResponse
-	49,  // 229: gatehouse.management.v1.ManagementService.AddOrgMember:output_type -> gatehouse.management.v1.AddOrgMemberResponse
-	51,  // 230: gatehouse.management.v1.ManagementService.ListOrgMembers:output_type -> gatehouse.management.v1.ListOrgMembersResponse
-	53,  // 231: gatehouse.management.v1.ManagementService.RemoveOrgMember:output_type -> gatehouse.management.v1.RemoveOrgMemberResponse
-	55,  // 232: gatehouse.management.v1.ManagementService.GetOrgIDPByID:output_type -> gatehouse.management.v1.GetOrgIDPByIDResponse
-	57,  // 233: gatehouse.management.v1.ManagementService.ListOrgIDPs:output_type -> gatehouse.management.v1.ListOrgIDPsResponse
-	59,  // 234: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:output_type -> gatehouse.management.v1.AddOrgOIDCIDPResponse
-	61,  // 235: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:output_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse
-	63,  // 236: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:output_type -> gatehouse.management.v1.DeactivateOrgIDPResponse
-	67,  // 237: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:output_type -> gatehouse.management.v1.ReactivateOrgIDPResponse
-	65,  // 238: gatehouse.management.v1.ManagementService.SetOrgIDPTrust:output_type -> gatehouse.management.v1.SetOrgIDPTrustResponse
-	69,  // 239: gatehouse.management.v1.ManagementService.RemoveOrgIDP:output_type -> gatehouse.management.v1.RemoveOrgIDPResponse
-	71,  // 240: gatehouse.management.v1.ManagementService.AddProject:output_type -> gatehouse.management.v1.AddProjectResponse
-	73,  // 241: gatehouse.management.v1.ManagementService.GetProjectByID:output_type -> gatehouse.management.v1.GetProjectByIDResponse
-	75,  // 242: gatehouse.management.v1.ManagementService.ListProjects:output_type -> gatehouse.management.v1.ListProjectsResponse
-	77,  // 243: gatehouse.management.v1.ManagementService.GetAppByID:output_type -> gatehouse.management.v1.GetAppByIDResponse
-	79,  // 244: gatehouse.management.v1.ManagementService.ListApps:output_type -> gatehouse.management.v1.ListAppsResponse
-	81,  // 245: gatehouse.management.v1.ManagementService.AddOIDCApp:output_type -> gatehouse.management.v1.AddOIDCAppResponse
-	83,  // 246: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:output_type -> gatehouse.management.v1.UpdateOIDCAppConfigResponse
-	85,  // 247: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:output_type -> gatehouse.management.v1.RegenerateOIDCClientSecretResponse
-	87,  // 248: gatehouse.management.v1.ManagementService.AddAPIApp:output_type -> gatehouse.management.v1.AddAPIAppResponse
-	89,  // 249: gatehouse.management.v1.ManagementService.AddAppKey:output_type -> gatehouse.management.v1.AddAppKeyResponse
-	91,  // 250: gatehouse.management.v1.ManagementService.RemoveAppKey:output_type -> gatehouse.management.v1.RemoveAppKeyResponse
-	170, // 251: gatehouse.management.v1.ManagementService.SetAppAdminClient:output_type -> gatehouse.management.v1.SetAppAdminClientResponse
-	113, // 252: gatehouse.management.v1.ManagementService.ListUserIDPs:output_type -> gatehouse.management.v1.ListUserIDPsResponse
-	115, // 253: gatehouse.management.v1.ManagementService.RemoveUserIDP:output_type -> gatehouse.management.v1.RemoveUserIDPResponse
-	93,  // 254: gatehouse.management.v1.ManagementService.AddProjectGrant:output_type -> gatehouse.management.v1.AddProjectGrantResponse
-	95,  // 255: gatehouse.management.v1.ManagementService.ListGrantedProjects:output_type -> gatehouse.management.v1.ListGrantedProjectsResponse
-	97,  // 256: gatehouse.management.v1.ManagementService.RefuseGrantedProject:output_type -> gatehouse.management.v1.RefuseGrantedProjectResponse
-	99,  // 257: gatehouse.management.v1.ManagementService.ListProjectGrants:output_type -> gatehouse.management.v1.ListProjectGrantsResponse
-	101, // 258: gatehouse.management.v1.ManagementService.UpdateProjectGrant:output_type -> gatehouse.management.v1.UpdateProjectGrantResponse
-	103, // 259: gatehouse.management.v1.ManagementService.RemoveProjectGrant:output_type -> gatehouse.management.v1.RemoveProjectGrantResponse
-	105, // 260: gatehouse.management.v1.ManagementService.GetLoginPolicy:output_type -> gatehouse.management.v1.GetLoginPolicyResponse
-	107, // 261: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:output_type -> gatehouse.management.v1.AddCustomLoginPolicyResponse
-	109, // 262: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:output_type -> gatehouse.management.v1.UpdateCustomLoginPolicyResponse
-	111, // 263: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:output_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
-	205, // [205:264] is the sub-list for method output_type
-	146, // [146:205] is the sub-list for method input_type
-	146, // [146:146] is the sub-list for extension type_name
-	146, // [146:146] is the sub-list for extension extendee
-	0,   // [0:146] is the sub-list for field type_name
+	135, // 0: gatehouse.management.v1.GetUserByIDResponse.user:type_name -> gatehouse.management.v1.User
+	136, // 1: gatehouse.management.v1.ListUsersRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	137, // 2: gatehouse.management.v1.ListUsersRequest.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
+	138, // 3: gatehouse.management.v1.ListUsersRequest.queries:type_name -> gatehouse.management.v1.UserQuery
+	139, // 4: gatehouse.management.v1.ListUsersResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	137, // 5: gatehouse.management.v1.ListUsersResponse.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
+	135, // 6: gatehouse.management.v1.ListUsersResponse.result:type_name -> gatehouse.management.v1.User
+	126, // 7: gatehouse.management.v1.AddHumanUserRequest.profile:type_name -> gatehouse.management.v1.AddHumanUserRequest.Profile
+	127, // 8: gatehouse.management.v1.AddHumanUserRequest.email:type_name -> gatehouse.management.v1.AddHumanUserRequest.Email
+	128, // 9: gatehouse.management.v1.AddHumanUserRequest.phone:type_name -> gatehouse.management.v1.AddHumanUserRequest.Phone
+	140, // 10: gatehouse.management.v1.AddHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	129, // 11: gatehouse.management.v1.ImportHumanUserRequest.profile:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Profile
+	130, // 12: gatehouse.management.v1.ImportHumanUserRequest.email:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Email
+	131, // 13: gatehouse.management.v1.ImportHumanUserRequest.phone:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Phone
+	132, // 14: gatehouse.management.v1.ImportHumanUserRequest.hashed_password:type_name -> gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
+	140, // 15: gatehouse.management.v1.ImportHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	141, // 16: gatehouse.management.v1.AddMachineUserRequest.access_token_type:type_name -> gatehouse.management.v1.AccessTokenType
+	140, // 17: gatehouse.management.v1.AddMachineUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	140, // 18: gatehouse.management.v1.DeactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	140, // 19: gatehouse.management.v1.ReactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	140, // 20: gatehouse.management.v1.UnlockUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	140, // 21: gatehouse.management.v1.RemoveUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	140, // 22: gatehouse.management.v1.SetHumanPasswordResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	142, // 23: gatehouse.management.v1.AddMachineKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
+	143, // 24: gatehouse.management.v1.AddMachineKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
+	140, // 25: gatehouse.management.v1.AddMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	136, // 26: gatehouse.management.v1.ListMachineKeysRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	139, // 27: gatehouse.management.v1.ListMachineKeysResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	144, // 28: gatehouse.management.v1.ListMachineKeysResponse.result:type_name -> gatehouse.management.v1.Key
+	140, // 29: gatehouse.management.v1.RemoveMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	140, // 30: gatehouse.management.v1.GenerateMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	140, // 31: gatehouse.management.v1.RemoveMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	140, // 32: gatehouse.management.v1.SetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	133, // 33: gatehouse.management.v1.BulkSetUserMetadataRequest.metadata:type_name -> gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
+	140, // 34: gatehouse.management.v1.BulkSetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	136, // 35: gatehouse.management.v1.ListUserMetadataRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	145, // 36: gatehouse.management.v1.ListUserMetadataRequest.queries:type_name -> gatehouse.management.v1.MetadataQuery
+	139, // 37: gatehouse.management.v1.ListUserMetadataResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	146, // 38: gatehouse.management.v1.ListUserMetadataResponse.result:type_name -> gatehouse.management.v1.Metadata
+	146, // 39: gatehouse.management.v1.GetUserMetadataResponse.metadata:type_name -> gatehouse.management.v1.Metadata
+	140, // 40: gatehouse.management.v1.RemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	140, // 41: gatehouse.management.v1.BulkRemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	147, // 42: gatehouse.management.v1.GetMyOrgResponse.org:type_name -> gatehouse.management.v1.Org
+	140, // 43: gatehouse.management.v1.AddOrgResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	136, // 44: gatehouse.management.v1.ListOrgsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	148, // 45: gatehouse.management.v1.ListOrgsRequest.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
+	149, // 46: gatehouse.management.v1.ListOrgsRequest.queries:type_name -> gatehouse.management.v1.OrgQuery
+	139, // 47: gatehouse.management.v1.ListOrgsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	148, // 48: gatehouse.management.v1.ListOrgsResponse.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
+	147, // 49: gatehouse.management.v1.ListOrgsResponse.result:type_name -> gatehouse.management.v1.Org
+	140, // 50: gatehouse.management.v1.AddOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	136, // 51: gatehouse.management.v1.ListOrgMembersRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	150, // 52: gatehouse.management.v1.ListOrgMembersRequest.queries:type_name -> gatehouse.management.v1.MemberQuery
+	139, // 53: gatehouse.management.v1.ListOrgMembersResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	151, // 54: gatehouse.management.v1.ListOrgMembersResponse.result:type_name -> gatehouse.management.v1.Member
+	140, // 55: gatehouse.management.v1.RemoveOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	152, // 56: gatehouse.management.v1.GetOrgIDPByIDResponse.idp:type_name -> gatehouse.management.v1.IDP
+	136, // 57: gatehouse.management.v1.ListOrgIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	153, // 58: gatehouse.management.v1.ListOrgIDPsRequest.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
+	154, // 59: gatehouse.management.v1.ListOrgIDPsRequest.queries:type_name -> gatehouse.management.v1.IDPQuery
+	139, // 60: gatehouse.management.v1.ListOrgIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	153, // 61: gatehouse.management.v1.ListOrgIDPsResponse.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
+	152, // 62: gatehouse.management.v1.ListOrgIDPsResponse.result:type_name -> gatehouse.management.v1.IDP
+	155, // 63: gatehouse.management.v1.AddOrgOIDCIDPRequest.styling_type:type_name -> gatehouse.management.v1.StylingType
+	156, // 64: gatehouse.management.v1.AddOrgOIDCIDPRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	156, // 65: gatehouse.management.v1.AddOrgOIDCIDPRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	140, // 66: gatehouse.management.v1.AddOrgOIDCIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	156, // 67: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	156, // 68: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	140, // 69: gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	140, // 70: gatehouse.management.v1.DeactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	140, // 71: gatehouse.management.v1.SetOrgIDPTrustResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	140, // 72: gatehouse.management.v1.ReactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	140, // 73: gatehouse.management.v1.RemoveOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	157, // 74: gatehouse.management.v1.AddProjectRequest.private_labeling_setting:type_name -> gatehouse.management.v1.PrivateLabelingSetting
+	140, // 75: gatehouse.management.v1.AddProjectResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	158, // 76: gatehouse.management.v1.GetProjectByIDResponse.project:type_name -> gatehouse.management.v1.Project
+	136, // 77: gatehouse.management.v1.ListProjectsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	159, // 78: gatehouse.management.v1.ListProjectsRequest.queries:type_name -> gatehouse.management.v1.ProjectQuery
+	139, // 79: gatehouse.management.v1.ListProjectsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	158, // 80: gatehouse.management.v1.ListProjectsResponse.result:type_name -> gatehouse.management.v1.Project
+	160, // 81: gatehouse.management.v1.GetAppByIDResponse.app:type_name -> gatehouse.management.v1.App
+	136, // 82: gatehouse.management.v1.ListAppsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	161, // 83: gatehouse.management.v1.ListAppsRequest.queries:type_name -> gatehouse.management.v1.AppQuery
+	139, // 84: gatehouse.management.v1.ListAppsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	160, // 85: gatehouse.management.v1.ListAppsResponse.result:type_name -> gatehouse.management.v1.App
+	162, // 86: gatehouse.management.v1.AddOIDCAppRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
+	163, // 87: gatehouse.management.v1.AddOIDCAppRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
+	164, // 88: gatehouse.management.v1.AddOIDCAppRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
+	165, // 89: gatehouse.management.v1.AddOIDCAppRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
+	166, // 90: gatehouse.management.v1.AddOIDCAppRequest.version:type_name -> gatehouse.management.v1.OIDCVersion
+	167, // 91: gatehouse.management.v1.AddOIDCAppRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
+	168, // 92: gatehouse.management.v1.AddOIDCAppRequest.clock_skew:type_name -> google.protobuf.Duration
+	169, // 93: gatehouse.management.v1.AddOIDCAppRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
+	140, // 94: gatehouse.management.v1.AddOIDCAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	170, // 95: gatehouse.management.v1.AddOIDCAppResponse.compliance_problems:type_name -> gatehouse.management.v1.LocalizedMessage
+	162, // 96: gatehouse.management.v1.UpdateOIDCAppConfigRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
+	163, // 97: gatehouse.management.v1.UpdateOIDCAppConfigRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
+	164, // 98: gatehouse.management.v1.UpdateOIDCAppConfigRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
+	165, // 99: gatehouse.management.v1.UpdateOIDCAppConfigRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
+	167, // 100: gatehouse.management.v1.UpdateOIDCAppConfigRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
+	168, // 101: gatehouse.management.v1.UpdateOIDCAppConfigRequest.clock_skew:type_name -> google.protobuf.Duration
+	169, // 102: gatehouse.management.v1.UpdateOIDCAppConfigRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
+	140, // 103: gatehouse.management.v1.UpdateOIDCAppConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	140, // 104: gatehouse.management.v1.RegenerateOIDCClientSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	171, // 105: gatehouse.management.v1.AddAPIAppRequest.auth_method_type:type_name -> gatehouse.management.v1.APIAuthMethodType
+	140, // 106: gatehouse.management.v1.AddAPIAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	142, // 107: gatehouse.management.v1.AddAppKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
+	143, // 108: gatehouse.management.v1.AddAppKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
+	140, // 109: gatehouse.management.v1.AddAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	140, // 110: gatehouse.management.v1.RemoveAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	140, // 111: gatehouse.management.v1.AddProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	136, // 112: gatehouse.management.v1.ListGrantedProjectsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	139, // 113: gatehouse.management.v1.ListGrantedProjectsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	172, // 114: gatehouse.management.v1.ListGrantedProjectsResponse.result:type_name -> gatehouse.management.v1.ProjectGrant
+	140, // 115: gatehouse.management.v1.RefuseGrantedProjectResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	136, // 116: gatehouse.management.v1.ListProjectGrantsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	139, // 117: gatehouse.management.v1.ListProjectGrantsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	172, // 118: gatehouse.management.v1.ListProjectGrantsResponse.result:type_name -> gatehouse.management.v1.ProjectGrant
+	140, // 119: gatehouse.management.v1.UpdateProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	140, // 120: gatehouse.management.v1.RemoveProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	173, // 121: gatehouse.management.v1.GetLoginPolicyResponse.policy:type_name -> gatehouse.management.v1.LoginPolicy
+	174, // 122: gatehouse.management.v1.AddCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
+	168, // 123: gatehouse.management.v1.AddCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
+	168, // 124: gatehouse.management.v1.AddCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
+	168, // 125: gatehouse.management.v1.AddCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
+	168, // 126: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
+	168, // 127: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
+	175, // 128: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factors:type_name -> gatehouse.management.v1.SecondFactorType
+	176, // 129: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factors:type_name -> gatehouse.management.v1.MultiFactorType
+	134, // 130: gatehouse.management.v1.AddCustomLoginPolicyRequest.idps:type_name -> gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
+	140, // 131: gatehouse.management.v1.AddCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	174, // 132: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
+	168, // 133: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
+	168, // 134: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
+	168, // 135: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
+	168, // 136: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
+	168, // 137: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
+	140, // 138: gatehouse.management.v1.UpdateCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	140, // 139: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	136, // 140: gatehouse.management.v1.ListUserIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	139, // 141: gatehouse.management.v1.ListUserIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	177, // 142: gatehouse.management.v1.ListUserIDPsResponse.result:type_name -> gatehouse.management.v1.IDPUserLink
+	140, // 143: gatehouse.management.v1.RemoveUserIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	140, // 144: gatehouse.management.v1.RegisterTOTPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	140, // 145: gatehouse.management.v1.VerifyTOTPRegistrationResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	140, // 146: gatehouse.management.v1.RemoveTOTPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	178, // 147: gatehouse.management.v1.ListHumanAuthFactorsResponse.result:type_name -> gatehouse.management.v1.AuthFactor
+	140, // 148: gatehouse.management.v1.RemoveHumanAuthFactorOTPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	179, // 149: gatehouse.management.v1.AddHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
+	179, // 150: gatehouse.management.v1.ImportHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
+	0,   // 151: gatehouse.management.v1.ManagementService.GetUserByID:input_type -> gatehouse.management.v1.GetUserByIDRequest
+	2,   // 152: gatehouse.management.v1.ManagementService.ListUsers:input_type -> gatehouse.management.v1.ListUsersRequest
+	4,   // 153: gatehouse.management.v1.ManagementService.AddHumanUser:input_type -> gatehouse.management.v1.AddHumanUserRequest
+	6,   // 154: gatehouse.management.v1.ManagementService.ImportHumanUser:input_type -> gatehouse.management.v1.ImportHumanUserRequest
+	8,   // 155: gatehouse.management.v1.ManagementService.AddMachineUser:input_type -> gatehouse.management.v1.AddMachineUserRequest
+	10,  // 156: gatehouse.management.v1.ManagementService.DeactivateUser:input_type -> gatehouse.management.v1.DeactivateUserRequest
+	12,  // 157: gatehouse.management.v1.ManagementService.ReactivateUser:input_type -> gatehouse.management.v1.ReactivateUserRequest
+	14,  // 158: gatehouse.management.v1.ManagementService.UnlockUser:input_type -> gatehouse.management.v1.UnlockUserRequest
+	16,  // 159: gatehouse.management.v1.ManagementService.RemoveUser:input_type -> gatehouse.management.v1.RemoveUserRequest
+	18,  // 160: gatehouse.management.v1.ManagementService.SetHumanPassword:input_type -> gatehouse.management.v1.SetHumanPasswordRequest
+	20,  // 161: gatehouse.management.v1.ManagementService.AddMachineKey:input_type -> gatehouse.management.v1.AddMachineKeyRequest
+	22,  // 162: gatehouse.management.v1.ManagementService.ListMachineKeys:input_type -> gatehouse.management.v1.ListMachineKeysRequest
+	24,  // 163: gatehouse.management.v1.ManagementService.RemoveMachineKey:input_type -> gatehouse.management.v1.RemoveMachineKeyRequest
+	26,  // 164: gatehouse.management.v1.ManagementService.GenerateMachineSecret:input_type -> gatehouse.management.v1.GenerateMachineSecretRequest
+	28,  // 165: gatehouse.management.v1.ManagementService.RemoveMachineSecret:input_type -> gatehouse.management.v1.RemoveMachineSecretRequest
+	30,  // 166: gatehouse.management.v1.ManagementService.SetUserMetadata:input_type -> gatehouse.management.v1.SetUserMetadataRequest
+	32,  // 167: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:input_type -> gatehouse.management.v1.BulkSetUserMetadataRequest
+	34,  // 168: gatehouse.management.v1.ManagementService.ListUserMetadata:input_type -> gatehouse.management.v1.ListUserMetadataRequest
+	36,  // 169: gatehouse.management.v1.ManagementService.GetUserMetadata:input_type -> gatehouse.management.v1.GetUserMetadataRequest
+	38,  // 170: gatehouse.management.v1.ManagementService.RemoveUserMetadata:input_type -> gatehouse.management.v1.RemoveUserMetadataRequest
+	40,  // 171: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:input_type -> gatehouse.management.v1.BulkRemoveUserMetadataRequest
+	42,  // 172: gatehouse.management.v1.ManagementService.GetMyOrg:input_type -> gatehouse.management.v1.GetMyOrgRequest
+	44,  // 173: gatehouse.management.v1.ManagementService.AddOrg:input_type -> gatehouse.management.v1.AddOrgRequest
+	46,  // 174: gatehouse.management.v1.ManagementService.ListOrgs:input_type -> gatehouse.management.v1.ListOrgsRequest
+	48,  // 175: gatehouse.management.v1.ManagementService.AddOrgMember:input_type -> gatehouse.management.v1.AddOrgMemberRequest
+	50,  // 176: gatehouse.management.v1.ManagementService.ListOrgMembers:input_type -> gatehouse.management.v1.ListOrgMembersRequest
+	52,  // 177: gatehouse.management.v1.ManagementService.RemoveOrgMember:input_type -> gatehouse.management.v1.RemoveOrgMemberRequest
+	54,  // 178: gatehouse.management.v1.ManagementService.GetOrgIDPByID:input_type -> gatehouse.management.v1.GetOrgIDPByIDRequest
+	56,  // 179: gatehouse.management.v1.ManagementService.ListOrgIDPs:input_type -> gatehouse.management.v1.ListOrgIDPsRequest
+	58,  // 180: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:input_type -> gatehouse.management.v1.AddOrgOIDCIDPRequest
+	60,  // 181: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:input_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest
+	62,  // 182: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:input_type -> gatehouse.management.v1.DeactivateOrgIDPRequest
+	66,  // 183: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:input_type -> gatehouse.management.v1.ReactivateOrgIDPRequest
+	64,  // 184: gatehouse.management.v1.ManagementService.SetOrgIDPTrust:input_type -> gatehouse.management.v1.SetOrgIDPTrustRequest
+	68,  // 185: gatehouse.management.v1.ManagementService.RemoveOrgIDP:input_type -> gatehouse.management.v1.RemoveOrgIDPRequest
+	70,  // 186: gatehouse.management.v1.ManagementService.AddProject:input_type -> gatehouse.management.v1.AddProjectRequest
+	72,  // 187: gatehouse.management.v1.ManagementService.GetProjectByID:input_type -> gatehouse.management.v1.GetProjectByIDRequest
+	74,  // 188: gatehouse.management.v1.ManagementService.ListProjects:input_type -> gatehouse.management.v1.ListProjectsRequest
+	76,  // 189: gatehouse.management.v1.ManagementService.GetAppByID:input_type -> gatehouse.management.v1.GetAppByIDRequest
+	78,  // 190: gatehouse.management.v1.ManagementService.ListApps:input_type -> gatehouse.management.v1.ListAppsRequest
+	80,  // 191: gatehouse.management.v1.ManagementService.AddOIDCApp:input_type -> gatehouse.management.v1.AddOIDCAppRequest
+	82,  // 192: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:input_type -> gatehouse.management.v1.UpdateOIDCAppConfigRequest
+	84,  // 193: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:input_type -> gatehouse.management.v1.RegenerateOIDCClientSecretRequest
+	86,  // 194: gatehouse.management.v1.ManagementService.AddAPIApp:input_type -> gatehouse.management.v1.AddAPIAppRequest
+	88,  // 195: gatehouse.management.v1.ManagementService.AddAppKey:input_type -> gatehouse.management.v1.AddAppKeyRequest
+	90,  // 196: gatehouse.management.v1.ManagementService.RemoveAppKey:input_type -> gatehouse.management.v1.RemoveAppKeyRequest
+	180, // 197: gatehouse.management.v1.ManagementService.SetAppAdminClient:input_type -> gatehouse.management.v1.SetAppAdminClientRequest
+	112, // 198: gatehouse.management.v1.ManagementService.ListUserIDPs:input_type -> gatehouse.management.v1.ListUserIDPsRequest
+	114, // 199: gatehouse.management.v1.ManagementService.RemoveUserIDP:input_type -> gatehouse.management.v1.RemoveUserIDPRequest
+	92,  // 200: gatehouse.management.v1.ManagementService.AddProjectGrant:input_type -> gatehouse.management.v1.AddProjectGrantRequest
+	94,  // 201: gatehouse.management.v1.ManagementService.ListGrantedProjects:input_type -> gatehouse.management.v1.ListGrantedProjectsRequest
+	96,  // 202: gatehouse.management.v1.ManagementService.RefuseGrantedProject:input_type -> gatehouse.management.v1.RefuseGrantedProjectRequest
+	98,  // 203: gatehouse.management.v1.ManagementService.ListProjectGrants:input_type -> gatehouse.management.v1.ListProjectGrantsRequest
+	100, // 204: gatehouse.management.v1.ManagementService.UpdateProjectGrant:input_type -> gatehouse.management.v1.UpdateProjectGrantRequest
+	102, // 205: gatehouse.management.v1.ManagementService.RemoveProjectGrant:input_type -> gatehouse.management.v1.RemoveProjectGrantRequest
+	104, // 206: gatehouse.management.v1.ManagementService.GetLoginPolicy:input_type -> gatehouse.management.v1.GetLoginPolicyRequest
+	106, // 207: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:input_type -> gatehouse.management.v1.AddCustomLoginPolicyRequest
+	108, // 208: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:input_type -> gatehouse.management.v1.UpdateCustomLoginPolicyRequest
+	110, // 209: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:input_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
+	116, // 210: gatehouse.management.v1.ManagementService.RegisterTOTP:input_type -> gatehouse.management.v1.RegisterTOTPRequest
+	118, // 211: gatehouse.management.v1.ManagementService.VerifyTOTPRegistration:input_type -> gatehouse.management.v1.VerifyTOTPRegistrationRequest
+	120, // 212: gatehouse.management.v1.ManagementService.RemoveTOTP:input_type -> gatehouse.management.v1.RemoveTOTPRequest
+	122, // 213: gatehouse.management.v1.ManagementService.ListHumanAuthFactors:input_type -> gatehouse.management.v1.ListHumanAuthFactorsRequest
+	124, // 214: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorOTP:input_type -> gatehouse.management.v1.RemoveHumanAuthFactorOTPRequest
+	1,   // 215: gatehouse.management.v1.ManagementService.GetUserByID:output_type -> gatehouse.management.v1.GetUserByIDResponse
+	3,   // 216: gatehouse.management.v1.ManagementService.ListUsers:output_type -> gatehouse.management.v1.ListUsersResponse
+	5,   // 217: gatehouse.management.v1.ManagementService.AddHumanUser:output_type -> gatehouse.management.v1.AddHumanUserResponse
+	7,   // 218: gatehouse.management.v1.ManagementService.ImportHumanUser:output_type -> gatehouse.management.v1.ImportHumanUserResponse
+	9,   // 219: gatehouse.management.v1.ManagementService.AddMachineUser:output_type -> gatehouse.management.v1.AddMachineUserResponse
+	11,  // 220: gatehouse.management.v1.ManagementService.DeactivateUser:output_type -> gatehouse.management.v1.DeactivateUserResponse
+	13,  // 221: gatehouse.management.v1.ManagementService.ReactivateUser:output_type -> gatehouse.management.v1.ReactivateUserResponse
+	15,  // 222: gatehouse.management.v1.ManagementService.UnlockUser:output_type -> gatehouse.management.v1.UnlockUserResponse
+	17,  // 223: gatehouse.management.v1.ManagementService.RemoveUser:output_type -> gatehouse.management.v1.RemoveUserResponse
+	19,  // 224: gatehouse.management.v1.ManagementService.SetHumanPassword:output_type -> gatehouse.management.v1.SetHumanPasswordResponse
+	21,  // 225: gatehouse.management.v1.ManagementService.AddMachineKey:output_type -> gatehouse.management.v1.AddMachineKeyResponse
+	23,  // 226: gatehouse.management.v1.ManagementService.ListMachineKeys:output_type -> gatehouse.management.v1.ListMachineKeysResponse
+	25,  // 227: gatehouse.management.v1.ManagementService.RemoveMachineKey:output_type -> gatehouse.management.v1.RemoveMachineKeyResponse
+	27,  // 228: gatehouse.management.v1.ManagementService.GenerateMachineSecret:output_type -> gatehouse.management.v1.GenerateMachineSecretResponse
+	29,  // 229: gatehouse.management.v1.ManagementService.RemoveMachineSecret:output_type -> gatehouse.management.v1.RemoveMachineSecretResponse
+	31,  // 230: gatehouse.management.v1.ManagementService.SetUserMetadata:output_type -> gatehouse.management.v1.SetUserMetadataResponse
+	33,  // 231: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:output_type -> gatehouse.management.v1.BulkSetUserMetadataResponse
+	35,  // 232: gatehouse.management.v1.ManagementService.ListUserMetadata:output_type -> gatehouse.management.v1.ListUserMetadataResponse
+	37,  // 233: gatehouse.management.v1.ManagementService.GetUserMetadata:output_type -> gatehouse.management.v1.GetUserMetadataResponse
+	39,  // 234: gatehouse.management.v1.ManagementService.RemoveUserMetadata:output_type -> gatehouse.management.v1.RemoveUserMetadataResponse
+	41,  // 235: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:output_type -> gatehouse.management.v1.BulkRemoveUserMetadataResponse
+	43,  // 236: gatehouse.management.v1.ManagementService.GetMyOrg:output_type -> gatehouse.management.v1.GetMyOrgResponse
+	45,  // 237: gatehouse.management.v1.ManagementService.AddOrg:output_type -> gatehouse.management.v1.AddOrgResponse
+	47,  // 238: gatehouse.management.v1.ManagementService.ListOrgs:output_type -> gatehouse.management.v1.ListOrgsResponse
+	49,  // 239: gatehouse.management.v1.ManagementService.AddOrgMember:output_type -> gatehouse.management.v1.AddOrgMemberResponse
+	51,  // 240: gatehouse.management.v1.ManagementService.ListOrgMembers:output_type -> gatehouse.management.v1.ListOrgMembersResponse
+	53,  // 241: gatehouse.management.v1.ManagementService.RemoveOrgMember:output_type -> gatehouse.management.v1.RemoveOrgMemberResponse
+	55,  // 242: gatehouse.management.v1.ManagementService.GetOrgIDPByID:output_type -> gatehouse.management.v1.GetOrgIDPByIDResponse
+	57,  // 243: gatehouse.management.v1.ManagementService.ListOrgIDPs:output_type -> gatehouse.management.v1.ListOrgIDPsResponse
+	59,  // 244: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:output_type -> gatehouse.management.v1.AddOrgOIDCIDPResponse
+	61,  // 245: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:output_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse
+	63,  // 246: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:output_type -> gatehouse.management.v1.DeactivateOrgIDPResponse
+	67,  // 247: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:output_type -> gatehouse.management.v1.ReactivateOrgIDPResponse
+	65,  // 248: gatehouse.management.v1.ManagementService.SetOrgIDPTrust:output_type -> gatehouse.management.v1.SetOrgIDPTrustResponse
+	69,  // 249: gatehouse.management.v1.ManagementService.RemoveOrgIDP:output_type -> gatehouse.management.v1.RemoveOrgIDPResponse
+	71,  // 250: gatehouse.management.v1.ManagementService.AddProject:output_type -> gatehouse.management.v1.AddProjectResponse
+	73,  // 251: gatehouse.management.v1.ManagementService.GetProjectByID:output_type -> gatehouse.management.v1.GetProjectByIDResponse
+	75,  // 252: gatehouse.management.v1.ManagementService.ListProjects:output_type -> gatehouse.management.v1.ListProjectsResponse
+	77,  // 253: gatehouse.management.v1.ManagementService.GetAppByID:output_type -> gatehouse.management.v1.GetAppByIDResponse
+	79,  // 254: gatehouse.management.v1.ManagementService.ListApps:output_type -> gatehouse.management.v1.ListAppsResponse
+	81,  // 255: gatehouse.management.v1.ManagementService.AddOIDCApp:output_type -> gatehouse.management.v1.AddOIDCAppResponse
+	83,  // 256: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:output_type -> gatehouse.management.v1.UpdateOIDCAppConfigResponse
+	85,  // 257: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:output_type -> gatehouse.management.v1.RegenerateOIDCClientSecretResponse
+	87,  // 258: gatehouse.management.v1.ManagementService.AddAPIApp:output_type -> gatehouse.management.v1.AddAPIAppResponse
+	89,  // 259: gatehouse.management.v1.ManagementService.AddAppKey:output_type -> gatehouse.management.v1.AddAppKeyResponse
+	91,  // 260: gatehouse.management.v1.ManagementService.RemoveAppKey:output_type -> gatehouse.management.v1.RemoveAppKeyResponse
+	181, // 261: gatehouse.management.v1.ManagementService.SetAppAdminClient:output_type -> gatehouse.management.v1.SetAppAdminClientResponse
+	113, // 262: gatehouse.management.v1.ManagementService.ListUserIDPs:output_type -> gatehouse.management.v1.ListUserIDPsResponse
+	115, // 263: gatehouse.management.v1.ManagementService.RemoveUserIDP:output_type -> gatehouse.management.v1.RemoveUserIDPResponse
+	93,  // 264: gatehouse.management.v1.ManagementService.AddProjectGrant:output_type -> gatehouse.management.v1.AddProjectGrantResponse
+	95,  // 265: gatehouse.management.v1.ManagementService.ListGrantedProjects:output_type -> gatehouse.management.v1.ListGrantedProjectsResponse
+	97,  // 266: gatehouse.management.v1.ManagementService.RefuseGrantedProject:output_type -> gatehouse.management.v1.RefuseGrantedProjectResponse
+	99,  // 267: gatehouse.management.v1.ManagementService.ListProjectGrants:output_type -> gatehouse.management.v1.ListProjectGrantsResponse
+	101, // 268: gatehouse.management.v1.ManagementService.UpdateProjectGrant:output_type -> gatehouse.management.v1.UpdateProjectGrantResponse
+	103, // 269: gatehouse.management.v1.ManagementService.RemoveProjectGrant:output_type -> gatehouse.management.v1.RemoveProjectGrantResponse
+	105, // 270: gatehouse.management.v1.ManagementService.GetLoginPolicy:output_type -> gatehouse.management.v1.GetLoginPolicyResponse
+	107, // 271: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:output_type -> gatehouse.management.v1.AddCustomLoginPolicyResponse
+	109, // 272: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:output_type -> gatehouse.management.v1.UpdateCustomLoginPolicyResponse
+	111, // 273: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:output_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
+	117, // 274: gatehouse.management.v1.ManagementService.RegisterTOTP:output_type -> gatehouse.management.v1.RegisterTOTPResponse
+	119, // 275: gatehouse.management.v1.ManagementService.VerifyTOTPRegistration:output_type -> gatehouse.management.v1.VerifyTOTPRegistrationResponse
+	121, // 276: gatehouse.management.v1.ManagementService.RemoveTOTP:output_type -> gatehouse.management.v1.RemoveTOTPResponse
+	123, // 277: gatehouse.management.v1.ManagementService.ListHumanAuthFactors:output_type -> gatehouse.management.v1.ListHumanAuthFactorsResponse
+	125, // 278: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorOTP:output_type -> gatehouse.management.v1.RemoveHumanAuthFactorOTPResponse
+	215, // [215:279] is the sub-list for method output_type
+	151, // [151:215] is the sub-list for method input_type
+	151, // [151:151] is the sub-list for extension type_name
+	151, // [151:151] is the sub-list for extension extendee
+	0,   // [0:151] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_management_v1_management_proto_init() }
@@ -8665,7 +9207,7 @@ func file_gatehouse_management_v1_management_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_management_v1_management_proto_rawDesc), len(file_gatehouse_management_v1_management_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   125,
+			NumMessages:   135,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

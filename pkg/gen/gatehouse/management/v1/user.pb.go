@@ -333,6 +333,63 @@ func (UserFieldName) EnumDescriptor() ([]byte, []int) {
 	return file_gatehouse_management_v1_user_proto_rawDescGZIP(), []int{4}
 }
 
+// AuthFactorState is a second factor's registration state.
+type AuthFactorState int32
+
+const (
+	// Not set.
+	AuthFactorState_AUTH_FACTOR_STATE_UNSPECIFIED AuthFactorState = 0
+	// Registration started, not completed: not usable at login.
+	AuthFactorState_AUTH_FACTOR_STATE_NOT_READY AuthFactorState = 1
+	// Usable at login.
+	AuthFactorState_AUTH_FACTOR_STATE_READY AuthFactorState = 2
+	// Removed.
+	AuthFactorState_AUTH_FACTOR_STATE_REMOVED AuthFactorState = 3
+)
+
+// Enum value maps for AuthFactorState.
+var (
+	AuthFactorState_name = map[int32]string{
+		0: "AUTH_FACTOR_STATE_UNSPECIFIED",
+		1: "AUTH_FACTOR_STATE_NOT_READY",
+		2: "AUTH_FACTOR_STATE_READY",
+		3: "AUTH_FACTOR_STATE_REMOVED",
+	}
+	AuthFactorState_value = map[string]int32{
+		"AUTH_FACTOR_STATE_UNSPECIFIED": 0,
+		"AUTH_FACTOR_STATE_NOT_READY":   1,
+		"AUTH_FACTOR_STATE_READY":       2,
+		"AUTH_FACTOR_STATE_REMOVED":     3,
+	}
+)
+
+func (x AuthFactorState) Enum() *AuthFactorState {
+	p := new(AuthFactorState)
+	*p = x
+	return p
+}
+
+func (x AuthFactorState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AuthFactorState) Descriptor() protoreflect.EnumDescriptor {
+	return file_gatehouse_management_v1_user_proto_enumTypes[5].Descriptor()
+}
+
+func (AuthFactorState) Type() protoreflect.EnumType {
+	return &file_gatehouse_management_v1_user_proto_enumTypes[5]
+}
+
+func (x AuthFactorState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AuthFactorState.Descriptor instead.
+func (AuthFactorState) EnumDescriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_user_proto_rawDescGZIP(), []int{5}
+}
+
 // User is a human or a machine (service account) of an organization.
 type User struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1213,6 +1270,302 @@ func (x *LoginNameQuery) GetMethod() TextQueryMethod {
 	return TextQueryMethod_TEXT_QUERY_METHOD_EQUALS
 }
 
+// AuthFactor is one second factor of a human user.
+type AuthFactor struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Registration state.
+	State AuthFactorState `protobuf:"varint,1,opt,name=state,proto3,enum=gatehouse.management.v1.AuthFactorState" json:"state,omitempty"`
+	// The kind of factor.
+	//
+	// Types that are valid to be assigned to Type:
+	//
+	//	*AuthFactor_Otp
+	//	*AuthFactor_U2F
+	//	*AuthFactor_OtpSms
+	//	*AuthFactor_OtpEmail
+	Type          isAuthFactor_Type `protobuf_oneof:"type"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuthFactor) Reset() {
+	*x = AuthFactor{}
+	mi := &file_gatehouse_management_v1_user_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthFactor) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthFactor) ProtoMessage() {}
+
+func (x *AuthFactor) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_user_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthFactor.ProtoReflect.Descriptor instead.
+func (*AuthFactor) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_user_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *AuthFactor) GetState() AuthFactorState {
+	if x != nil {
+		return x.State
+	}
+	return AuthFactorState_AUTH_FACTOR_STATE_UNSPECIFIED
+}
+
+func (x *AuthFactor) GetType() isAuthFactor_Type {
+	if x != nil {
+		return x.Type
+	}
+	return nil
+}
+
+func (x *AuthFactor) GetOtp() *AuthFactorOTP {
+	if x != nil {
+		if x, ok := x.Type.(*AuthFactor_Otp); ok {
+			return x.Otp
+		}
+	}
+	return nil
+}
+
+func (x *AuthFactor) GetU2F() *AuthFactorU2F {
+	if x != nil {
+		if x, ok := x.Type.(*AuthFactor_U2F); ok {
+			return x.U2F
+		}
+	}
+	return nil
+}
+
+func (x *AuthFactor) GetOtpSms() *AuthFactorOTPSMS {
+	if x != nil {
+		if x, ok := x.Type.(*AuthFactor_OtpSms); ok {
+			return x.OtpSms
+		}
+	}
+	return nil
+}
+
+func (x *AuthFactor) GetOtpEmail() *AuthFactorOTPEmail {
+	if x != nil {
+		if x, ok := x.Type.(*AuthFactor_OtpEmail); ok {
+			return x.OtpEmail
+		}
+	}
+	return nil
+}
+
+type isAuthFactor_Type interface {
+	isAuthFactor_Type()
+}
+
+type AuthFactor_Otp struct {
+	// A TOTP generator (authenticator app).
+	Otp *AuthFactorOTP `protobuf:"bytes,2,opt,name=otp,proto3,oneof"`
+}
+
+type AuthFactor_U2F struct {
+	// A security key.
+	U2F *AuthFactorU2F `protobuf:"bytes,3,opt,name=u2f,proto3,oneof"`
+}
+
+type AuthFactor_OtpSms struct {
+	// A one-time password by SMS (never issued by Gatehouse).
+	OtpSms *AuthFactorOTPSMS `protobuf:"bytes,4,opt,name=otp_sms,json=otpSms,proto3,oneof"`
+}
+
+type AuthFactor_OtpEmail struct {
+	// A one-time password by e-mail (never issued by Gatehouse).
+	OtpEmail *AuthFactorOTPEmail `protobuf:"bytes,5,opt,name=otp_email,json=otpEmail,proto3,oneof"`
+}
+
+func (*AuthFactor_Otp) isAuthFactor_Type() {}
+
+func (*AuthFactor_U2F) isAuthFactor_Type() {}
+
+func (*AuthFactor_OtpSms) isAuthFactor_Type() {}
+
+func (*AuthFactor_OtpEmail) isAuthFactor_Type() {}
+
+// AuthFactorOTP is a TOTP generator.
+type AuthFactorOTP struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuthFactorOTP) Reset() {
+	*x = AuthFactorOTP{}
+	mi := &file_gatehouse_management_v1_user_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthFactorOTP) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthFactorOTP) ProtoMessage() {}
+
+func (x *AuthFactorOTP) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_user_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthFactorOTP.ProtoReflect.Descriptor instead.
+func (*AuthFactorOTP) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_user_proto_rawDescGZIP(), []int{13}
+}
+
+// AuthFactorU2F is a security key.
+type AuthFactorU2F struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Factor id.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Name the user gave it.
+	Name          string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuthFactorU2F) Reset() {
+	*x = AuthFactorU2F{}
+	mi := &file_gatehouse_management_v1_user_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthFactorU2F) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthFactorU2F) ProtoMessage() {}
+
+func (x *AuthFactorU2F) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_user_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthFactorU2F.ProtoReflect.Descriptor instead.
+func (*AuthFactorU2F) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_user_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *AuthFactorU2F) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *AuthFactorU2F) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// AuthFactorOTPSMS is a one-time password by SMS.
+type AuthFactorOTPSMS struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuthFactorOTPSMS) Reset() {
+	*x = AuthFactorOTPSMS{}
+	mi := &file_gatehouse_management_v1_user_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthFactorOTPSMS) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthFactorOTPSMS) ProtoMessage() {}
+
+func (x *AuthFactorOTPSMS) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_user_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthFactorOTPSMS.ProtoReflect.Descriptor instead.
+func (*AuthFactorOTPSMS) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_user_proto_rawDescGZIP(), []int{15}
+}
+
+// AuthFactorOTPEmail is a one-time password by e-mail.
+type AuthFactorOTPEmail struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuthFactorOTPEmail) Reset() {
+	*x = AuthFactorOTPEmail{}
+	mi := &file_gatehouse_management_v1_user_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthFactorOTPEmail) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthFactorOTPEmail) ProtoMessage() {}
+
+func (x *AuthFactorOTPEmail) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_user_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthFactorOTPEmail.ProtoReflect.Descriptor instead.
+func (*AuthFactorOTPEmail) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_user_proto_rawDescGZIP(), []int{16}
+}
+
 var File_gatehouse_management_v1_user_proto protoreflect.FileDescriptor
 
 const file_gatehouse_management_v1_user_proto_rawDesc = "" +
@@ -1279,7 +1632,21 @@ const file_gatehouse_management_v1_user_proto_rawDesc = "" +
 	"\x0eLoginNameQuery\x12'\n" +
 	"\n" +
 	"login_name\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\tloginName\x12@\n" +
-	"\x06method\x18\x02 \x01(\x0e2(.gatehouse.management.v1.TextQueryMethodR\x06method*\xb6\x01\n" +
+	"\x06method\x18\x02 \x01(\x0e2(.gatehouse.management.v1.TextQueryMethodR\x06method\"\xde\x02\n" +
+	"\n" +
+	"AuthFactor\x12>\n" +
+	"\x05state\x18\x01 \x01(\x0e2(.gatehouse.management.v1.AuthFactorStateR\x05state\x12:\n" +
+	"\x03otp\x18\x02 \x01(\v2&.gatehouse.management.v1.AuthFactorOTPH\x00R\x03otp\x12:\n" +
+	"\x03u2f\x18\x03 \x01(\v2&.gatehouse.management.v1.AuthFactorU2FH\x00R\x03u2f\x12D\n" +
+	"\aotp_sms\x18\x04 \x01(\v2).gatehouse.management.v1.AuthFactorOTPSMSH\x00R\x06otpSms\x12J\n" +
+	"\totp_email\x18\x05 \x01(\v2+.gatehouse.management.v1.AuthFactorOTPEmailH\x00R\botpEmailB\x06\n" +
+	"\x04type\"\x0f\n" +
+	"\rAuthFactorOTP\"3\n" +
+	"\rAuthFactorU2F\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"\x12\n" +
+	"\x10AuthFactorOTPSMS\"\x14\n" +
+	"\x12AuthFactorOTPEmail*\xb6\x01\n" +
 	"\tUserState\x12\x1a\n" +
 	"\x16USER_STATE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11USER_STATE_ACTIVE\x10\x01\x12\x17\n" +
@@ -1311,7 +1678,12 @@ const file_gatehouse_management_v1_user_proto_rawDesc = "" +
 	"\x15USER_FIELD_NAME_EMAIL\x10\x06\x12\x19\n" +
 	"\x15USER_FIELD_NAME_STATE\x10\a\x12\x18\n" +
 	"\x14USER_FIELD_NAME_TYPE\x10\b\x12!\n" +
-	"\x1dUSER_FIELD_NAME_CREATION_DATE\x10\tB\xf6\x01\n" +
+	"\x1dUSER_FIELD_NAME_CREATION_DATE\x10\t*\x91\x01\n" +
+	"\x0fAuthFactorState\x12!\n" +
+	"\x1dAUTH_FACTOR_STATE_UNSPECIFIED\x10\x00\x12\x1f\n" +
+	"\x1bAUTH_FACTOR_STATE_NOT_READY\x10\x01\x12\x1b\n" +
+	"\x17AUTH_FACTOR_STATE_READY\x10\x02\x12\x1d\n" +
+	"\x19AUTH_FACTOR_STATE_REMOVED\x10\x03B\xf6\x01\n" +
 	"\x1bcom.gatehouse.management.v1B\tUserProtoP\x01ZNgithub.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1;managementv1\xa2\x02\x03GMX\xaa\x02\x17Gatehouse.Management.V1\xca\x02\x17Gatehouse\\Management\\V1\xe2\x02#Gatehouse\\Management\\V1\\GPBMetadata\xea\x02\x19Gatehouse::Management::V1b\x06proto3"
 
 var (
@@ -1326,54 +1698,65 @@ func file_gatehouse_management_v1_user_proto_rawDescGZIP() []byte {
 	return file_gatehouse_management_v1_user_proto_rawDescData
 }
 
-var file_gatehouse_management_v1_user_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_gatehouse_management_v1_user_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_gatehouse_management_v1_user_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_gatehouse_management_v1_user_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_gatehouse_management_v1_user_proto_goTypes = []any{
-	(UserState)(0),         // 0: gatehouse.management.v1.UserState
-	(AccessTokenType)(0),   // 1: gatehouse.management.v1.AccessTokenType
-	(Gender)(0),            // 2: gatehouse.management.v1.Gender
-	(Type)(0),              // 3: gatehouse.management.v1.Type
-	(UserFieldName)(0),     // 4: gatehouse.management.v1.UserFieldName
-	(*User)(nil),           // 5: gatehouse.management.v1.User
-	(*Human)(nil),          // 6: gatehouse.management.v1.Human
-	(*Machine)(nil),        // 7: gatehouse.management.v1.Machine
-	(*Profile)(nil),        // 8: gatehouse.management.v1.Profile
-	(*Email)(nil),          // 9: gatehouse.management.v1.Email
-	(*Phone)(nil),          // 10: gatehouse.management.v1.Phone
-	(*UserQuery)(nil),      // 11: gatehouse.management.v1.UserQuery
-	(*UserNameQuery)(nil),  // 12: gatehouse.management.v1.UserNameQuery
-	(*EmailQuery)(nil),     // 13: gatehouse.management.v1.EmailQuery
-	(*StateQuery)(nil),     // 14: gatehouse.management.v1.StateQuery
-	(*TypeQuery)(nil),      // 15: gatehouse.management.v1.TypeQuery
-	(*LoginNameQuery)(nil), // 16: gatehouse.management.v1.LoginNameQuery
-	(*ObjectDetails)(nil),  // 17: gatehouse.management.v1.ObjectDetails
-	(TextQueryMethod)(0),   // 18: gatehouse.management.v1.TextQueryMethod
+	(UserState)(0),             // 0: gatehouse.management.v1.UserState
+	(AccessTokenType)(0),       // 1: gatehouse.management.v1.AccessTokenType
+	(Gender)(0),                // 2: gatehouse.management.v1.Gender
+	(Type)(0),                  // 3: gatehouse.management.v1.Type
+	(UserFieldName)(0),         // 4: gatehouse.management.v1.UserFieldName
+	(AuthFactorState)(0),       // 5: gatehouse.management.v1.AuthFactorState
+	(*User)(nil),               // 6: gatehouse.management.v1.User
+	(*Human)(nil),              // 7: gatehouse.management.v1.Human
+	(*Machine)(nil),            // 8: gatehouse.management.v1.Machine
+	(*Profile)(nil),            // 9: gatehouse.management.v1.Profile
+	(*Email)(nil),              // 10: gatehouse.management.v1.Email
+	(*Phone)(nil),              // 11: gatehouse.management.v1.Phone
+	(*UserQuery)(nil),          // 12: gatehouse.management.v1.UserQuery
+	(*UserNameQuery)(nil),      // 13: gatehouse.management.v1.UserNameQuery
+	(*EmailQuery)(nil),         // 14: gatehouse.management.v1.EmailQuery
+	(*StateQuery)(nil),         // 15: gatehouse.management.v1.StateQuery
+	(*TypeQuery)(nil),          // 16: gatehouse.management.v1.TypeQuery
+	(*LoginNameQuery)(nil),     // 17: gatehouse.management.v1.LoginNameQuery
+	(*AuthFactor)(nil),         // 18: gatehouse.management.v1.AuthFactor
+	(*AuthFactorOTP)(nil),      // 19: gatehouse.management.v1.AuthFactorOTP
+	(*AuthFactorU2F)(nil),      // 20: gatehouse.management.v1.AuthFactorU2F
+	(*AuthFactorOTPSMS)(nil),   // 21: gatehouse.management.v1.AuthFactorOTPSMS
+	(*AuthFactorOTPEmail)(nil), // 22: gatehouse.management.v1.AuthFactorOTPEmail
+	(*ObjectDetails)(nil),      // 23: gatehouse.management.v1.ObjectDetails
+	(TextQueryMethod)(0),       // 24: gatehouse.management.v1.TextQueryMethod
 }
 var file_gatehouse_management_v1_user_proto_depIdxs = []int32{
-	17, // 0: gatehouse.management.v1.User.details:type_name -> gatehouse.management.v1.ObjectDetails
+	23, // 0: gatehouse.management.v1.User.details:type_name -> gatehouse.management.v1.ObjectDetails
 	0,  // 1: gatehouse.management.v1.User.state:type_name -> gatehouse.management.v1.UserState
-	6,  // 2: gatehouse.management.v1.User.human:type_name -> gatehouse.management.v1.Human
-	7,  // 3: gatehouse.management.v1.User.machine:type_name -> gatehouse.management.v1.Machine
-	8,  // 4: gatehouse.management.v1.Human.profile:type_name -> gatehouse.management.v1.Profile
-	9,  // 5: gatehouse.management.v1.Human.email:type_name -> gatehouse.management.v1.Email
-	10, // 6: gatehouse.management.v1.Human.phone:type_name -> gatehouse.management.v1.Phone
+	7,  // 2: gatehouse.management.v1.User.human:type_name -> gatehouse.management.v1.Human
+	8,  // 3: gatehouse.management.v1.User.machine:type_name -> gatehouse.management.v1.Machine
+	9,  // 4: gatehouse.management.v1.Human.profile:type_name -> gatehouse.management.v1.Profile
+	10, // 5: gatehouse.management.v1.Human.email:type_name -> gatehouse.management.v1.Email
+	11, // 6: gatehouse.management.v1.Human.phone:type_name -> gatehouse.management.v1.Phone
 	1,  // 7: gatehouse.management.v1.Machine.access_token_type:type_name -> gatehouse.management.v1.AccessTokenType
 	2,  // 8: gatehouse.management.v1.Profile.gender:type_name -> gatehouse.management.v1.Gender
-	12, // 9: gatehouse.management.v1.UserQuery.user_name_query:type_name -> gatehouse.management.v1.UserNameQuery
-	13, // 10: gatehouse.management.v1.UserQuery.email_query:type_name -> gatehouse.management.v1.EmailQuery
-	14, // 11: gatehouse.management.v1.UserQuery.state_query:type_name -> gatehouse.management.v1.StateQuery
-	15, // 12: gatehouse.management.v1.UserQuery.type_query:type_name -> gatehouse.management.v1.TypeQuery
-	16, // 13: gatehouse.management.v1.UserQuery.login_name_query:type_name -> gatehouse.management.v1.LoginNameQuery
-	18, // 14: gatehouse.management.v1.UserNameQuery.method:type_name -> gatehouse.management.v1.TextQueryMethod
-	18, // 15: gatehouse.management.v1.EmailQuery.method:type_name -> gatehouse.management.v1.TextQueryMethod
+	13, // 9: gatehouse.management.v1.UserQuery.user_name_query:type_name -> gatehouse.management.v1.UserNameQuery
+	14, // 10: gatehouse.management.v1.UserQuery.email_query:type_name -> gatehouse.management.v1.EmailQuery
+	15, // 11: gatehouse.management.v1.UserQuery.state_query:type_name -> gatehouse.management.v1.StateQuery
+	16, // 12: gatehouse.management.v1.UserQuery.type_query:type_name -> gatehouse.management.v1.TypeQuery
+	17, // 13: gatehouse.management.v1.UserQuery.login_name_query:type_name -> gatehouse.management.v1.LoginNameQuery
+	24, // 14: gatehouse.management.v1.UserNameQuery.method:type_name -> gatehouse.management.v1.TextQueryMethod
+	24, // 15: gatehouse.management.v1.EmailQuery.method:type_name -> gatehouse.management.v1.TextQueryMethod
 	0,  // 16: gatehouse.management.v1.StateQuery.state:type_name -> gatehouse.management.v1.UserState
 	3,  // 17: gatehouse.management.v1.TypeQuery.type:type_name -> gatehouse.management.v1.Type
-	18, // 18: gatehouse.management.v1.LoginNameQuery.method:type_name -> gatehouse.management.v1.TextQueryMethod
-	19, // [19:19] is the sub-list for method output_type
-	19, // [19:19] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	24, // 18: gatehouse.management.v1.LoginNameQuery.method:type_name -> gatehouse.management.v1.TextQueryMethod
+	5,  // 19: gatehouse.management.v1.AuthFactor.state:type_name -> gatehouse.management.v1.AuthFactorState
+	19, // 20: gatehouse.management.v1.AuthFactor.otp:type_name -> gatehouse.management.v1.AuthFactorOTP
+	20, // 21: gatehouse.management.v1.AuthFactor.u2f:type_name -> gatehouse.management.v1.AuthFactorU2F
+	21, // 22: gatehouse.management.v1.AuthFactor.otp_sms:type_name -> gatehouse.management.v1.AuthFactorOTPSMS
+	22, // 23: gatehouse.management.v1.AuthFactor.otp_email:type_name -> gatehouse.management.v1.AuthFactorOTPEmail
+	24, // [24:24] is the sub-list for method output_type
+	24, // [24:24] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_management_v1_user_proto_init() }
@@ -1393,13 +1776,19 @@ func file_gatehouse_management_v1_user_proto_init() {
 		(*UserQuery_TypeQuery)(nil),
 		(*UserQuery_LoginNameQuery)(nil),
 	}
+	file_gatehouse_management_v1_user_proto_msgTypes[12].OneofWrappers = []any{
+		(*AuthFactor_Otp)(nil),
+		(*AuthFactor_U2F)(nil),
+		(*AuthFactor_OtpSms)(nil),
+		(*AuthFactor_OtpEmail)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_management_v1_user_proto_rawDesc), len(file_gatehouse_management_v1_user_proto_rawDesc)),
-			NumEnums:      5,
-			NumMessages:   12,
+			NumEnums:      6,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -91,6 +91,9 @@ const (
 	// DirectoryServiceStartTOTPProcedure is the fully-qualified name of the DirectoryService's
 	// StartTOTP RPC.
 	DirectoryServiceStartTOTPProcedure = "/gatehouse.directory.v1.DirectoryService/StartTOTP"
+	// DirectoryServiceGenerateRecoveryCodesProcedure is the fully-qualified name of the
+	// DirectoryService's GenerateRecoveryCodes RPC.
+	DirectoryServiceGenerateRecoveryCodesProcedure = "/gatehouse.directory.v1.DirectoryService/GenerateRecoveryCodes"
 	// DirectoryServiceVerifyTOTPProcedure is the fully-qualified name of the DirectoryService's
 	// VerifyTOTP RPC.
 	DirectoryServiceVerifyTOTPProcedure = "/gatehouse.directory.v1.DirectoryService/VerifyTOTP"
@@ -185,9 +188,13 @@ type DirectoryServiceClient interface {
 	// unknown factor type.
 	CheckAuthFactor(context.Context, *v1.CheckAuthFactorRequest) (*v1.CheckAuthFactorResponse, error)
 	// Starts a TOTP registration for a user who passed the first factor and
-	// must enroll one (forced MFA): the otpauth:// URI and the secret.
+	// must enroll one (forced MFA): the otpauth:// URI and the secret. An
+	// unfinished registration is returned again rather than replaced.
 	// AlreadyExists when the user has a ready TOTP generator.
 	StartTOTP(context.Context, *v1.StartTOTPRequest) (*v1.StartTOTPResponse, error)
+	// Gives a user new recovery codes (after enrolling a second factor),
+	// replacing any earlier ones; the codes are returned to be shown once.
+	GenerateRecoveryCodes(context.Context, *v1.GenerateRecoveryCodesRequest) (*v1.GenerateRecoveryCodesResponse, error)
 	// Completes a TOTP registration with a code of the new generator.
 	// InvalidArgument for a wrong code; Aborted when none was started.
 	VerifyTOTP(context.Context, *v1.VerifyTOTPRequest) (*v1.VerifyTOTPResponse, error)
@@ -336,6 +343,12 @@ func NewDirectoryServiceClient(httpClient connect.HTTPClient, baseURL string, op
 			connect.WithSchema(directoryServiceMethods.ByName("StartTOTP")),
 			connect.WithClientOptions(opts...),
 		),
+		generateRecoveryCodes: connect.NewClient[v1.GenerateRecoveryCodesRequest, v1.GenerateRecoveryCodesResponse](
+			httpClient,
+			baseURL+DirectoryServiceGenerateRecoveryCodesProcedure,
+			connect.WithSchema(directoryServiceMethods.ByName("GenerateRecoveryCodes")),
+			connect.WithClientOptions(opts...),
+		),
 		verifyTOTP: connect.NewClient[v1.VerifyTOTPRequest, v1.VerifyTOTPResponse](
 			httpClient,
 			baseURL+DirectoryServiceVerifyTOTPProcedure,
@@ -347,27 +360,28 @@ func NewDirectoryServiceClient(httpClient connect.HTTPClient, baseURL string, op
 
 // directoryServiceClient implements DirectoryServiceClient.
 type directoryServiceClient struct {
-	getClient            *connect.Client[v1.GetClientRequest, v1.GetClientResponse]
-	getMachineKey        *connect.Client[v1.GetMachineKeyRequest, v1.GetMachineKeyResponse]
-	verifyPassword       *connect.Client[v1.VerifyPasswordRequest, v1.VerifyPasswordResponse]
-	changePassword       *connect.Client[v1.ChangePasswordRequest, v1.ChangePasswordResponse]
-	getUser              *connect.Client[v1.GetUserRequest, v1.GetUserResponse]
-	lookupUser           *connect.Client[v1.LookupUserRequest, v1.LookupUserResponse]
-	getClaims            *connect.Client[v1.GetClaimsRequest, v1.GetClaimsResponse]
-	registerUser         *connect.Client[v1.RegisterUserRequest, v1.RegisterUserResponse]
-	getOrg               *connect.Client[v1.GetOrgRequest, v1.GetOrgResponse]
-	getRoles             *connect.Client[v1.GetRolesRequest, v1.GetRolesResponse]
-	getIdP               *connect.Client[v1.GetIdPRequest, v1.GetIdPResponse]
-	listIdPs             *connect.Client[v1.ListIdPsRequest, v1.ListIdPsResponse]
-	linkExternalUser     *connect.Client[v1.LinkExternalUserRequest, v1.LinkExternalUserResponse]
-	getLinkedUser        *connect.Client[v1.GetLinkedUserRequest, v1.GetLinkedUserResponse]
-	registerExternalUser *connect.Client[v1.RegisterExternalUserRequest, v1.RegisterExternalUserResponse]
-	unlinkExternalUser   *connect.Client[v1.UnlinkExternalUserRequest, v1.UnlinkExternalUserResponse]
-	listChanges          *connect.Client[v1.ListChangesRequest, v1.ListChangesResponse]
-	listAuthFactors      *connect.Client[v1.ListAuthFactorsRequest, v1.ListAuthFactorsResponse]
-	checkAuthFactor      *connect.Client[v1.CheckAuthFactorRequest, v1.CheckAuthFactorResponse]
-	startTOTP            *connect.Client[v1.StartTOTPRequest, v1.StartTOTPResponse]
-	verifyTOTP           *connect.Client[v1.VerifyTOTPRequest, v1.VerifyTOTPResponse]
+	getClient             *connect.Client[v1.GetClientRequest, v1.GetClientResponse]
+	getMachineKey         *connect.Client[v1.GetMachineKeyRequest, v1.GetMachineKeyResponse]
+	verifyPassword        *connect.Client[v1.VerifyPasswordRequest, v1.VerifyPasswordResponse]
+	changePassword        *connect.Client[v1.ChangePasswordRequest, v1.ChangePasswordResponse]
+	getUser               *connect.Client[v1.GetUserRequest, v1.GetUserResponse]
+	lookupUser            *connect.Client[v1.LookupUserRequest, v1.LookupUserResponse]
+	getClaims             *connect.Client[v1.GetClaimsRequest, v1.GetClaimsResponse]
+	registerUser          *connect.Client[v1.RegisterUserRequest, v1.RegisterUserResponse]
+	getOrg                *connect.Client[v1.GetOrgRequest, v1.GetOrgResponse]
+	getRoles              *connect.Client[v1.GetRolesRequest, v1.GetRolesResponse]
+	getIdP                *connect.Client[v1.GetIdPRequest, v1.GetIdPResponse]
+	listIdPs              *connect.Client[v1.ListIdPsRequest, v1.ListIdPsResponse]
+	linkExternalUser      *connect.Client[v1.LinkExternalUserRequest, v1.LinkExternalUserResponse]
+	getLinkedUser         *connect.Client[v1.GetLinkedUserRequest, v1.GetLinkedUserResponse]
+	registerExternalUser  *connect.Client[v1.RegisterExternalUserRequest, v1.RegisterExternalUserResponse]
+	unlinkExternalUser    *connect.Client[v1.UnlinkExternalUserRequest, v1.UnlinkExternalUserResponse]
+	listChanges           *connect.Client[v1.ListChangesRequest, v1.ListChangesResponse]
+	listAuthFactors       *connect.Client[v1.ListAuthFactorsRequest, v1.ListAuthFactorsResponse]
+	checkAuthFactor       *connect.Client[v1.CheckAuthFactorRequest, v1.CheckAuthFactorResponse]
+	startTOTP             *connect.Client[v1.StartTOTPRequest, v1.StartTOTPResponse]
+	generateRecoveryCodes *connect.Client[v1.GenerateRecoveryCodesRequest, v1.GenerateRecoveryCodesResponse]
+	verifyTOTP            *connect.Client[v1.VerifyTOTPRequest, v1.VerifyTOTPResponse]
 }
 
 // GetClient calls gatehouse.directory.v1.DirectoryService.GetClient.
@@ -550,6 +564,15 @@ func (c *directoryServiceClient) StartTOTP(ctx context.Context, req *v1.StartTOT
 	return nil, err
 }
 
+// GenerateRecoveryCodes calls gatehouse.directory.v1.DirectoryService.GenerateRecoveryCodes.
+func (c *directoryServiceClient) GenerateRecoveryCodes(ctx context.Context, req *v1.GenerateRecoveryCodesRequest) (*v1.GenerateRecoveryCodesResponse, error) {
+	response, err := c.generateRecoveryCodes.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
 // VerifyTOTP calls gatehouse.directory.v1.DirectoryService.VerifyTOTP.
 func (c *directoryServiceClient) VerifyTOTP(ctx context.Context, req *v1.VerifyTOTPRequest) (*v1.VerifyTOTPResponse, error) {
 	response, err := c.verifyTOTP.CallUnary(ctx, connect.NewRequest(req))
@@ -649,9 +672,13 @@ type DirectoryServiceHandler interface {
 	// unknown factor type.
 	CheckAuthFactor(context.Context, *v1.CheckAuthFactorRequest) (*v1.CheckAuthFactorResponse, error)
 	// Starts a TOTP registration for a user who passed the first factor and
-	// must enroll one (forced MFA): the otpauth:// URI and the secret.
+	// must enroll one (forced MFA): the otpauth:// URI and the secret. An
+	// unfinished registration is returned again rather than replaced.
 	// AlreadyExists when the user has a ready TOTP generator.
 	StartTOTP(context.Context, *v1.StartTOTPRequest) (*v1.StartTOTPResponse, error)
+	// Gives a user new recovery codes (after enrolling a second factor),
+	// replacing any earlier ones; the codes are returned to be shown once.
+	GenerateRecoveryCodes(context.Context, *v1.GenerateRecoveryCodesRequest) (*v1.GenerateRecoveryCodesResponse, error)
 	// Completes a TOTP registration with a code of the new generator.
 	// InvalidArgument for a wrong code; Aborted when none was started.
 	VerifyTOTP(context.Context, *v1.VerifyTOTPRequest) (*v1.VerifyTOTPResponse, error)
@@ -796,6 +823,12 @@ func NewDirectoryServiceHandler(svc DirectoryServiceHandler, opts ...connect.Han
 		connect.WithSchema(directoryServiceMethods.ByName("StartTOTP")),
 		connect.WithHandlerOptions(opts...),
 	)
+	directoryServiceGenerateRecoveryCodesHandler := connect.NewUnaryHandlerSimple(
+		DirectoryServiceGenerateRecoveryCodesProcedure,
+		svc.GenerateRecoveryCodes,
+		connect.WithSchema(directoryServiceMethods.ByName("GenerateRecoveryCodes")),
+		connect.WithHandlerOptions(opts...),
+	)
 	directoryServiceVerifyTOTPHandler := connect.NewUnaryHandlerSimple(
 		DirectoryServiceVerifyTOTPProcedure,
 		svc.VerifyTOTP,
@@ -844,6 +877,8 @@ func NewDirectoryServiceHandler(svc DirectoryServiceHandler, opts ...connect.Han
 			directoryServiceCheckAuthFactorHandler.ServeHTTP(w, r)
 		case DirectoryServiceStartTOTPProcedure:
 			directoryServiceStartTOTPHandler.ServeHTTP(w, r)
+		case DirectoryServiceGenerateRecoveryCodesProcedure:
+			directoryServiceGenerateRecoveryCodesHandler.ServeHTTP(w, r)
 		case DirectoryServiceVerifyTOTPProcedure:
 			directoryServiceVerifyTOTPHandler.ServeHTTP(w, r)
 		default:
@@ -933,6 +968,10 @@ func (UnimplementedDirectoryServiceHandler) CheckAuthFactor(context.Context, *v1
 
 func (UnimplementedDirectoryServiceHandler) StartTOTP(context.Context, *v1.StartTOTPRequest) (*v1.StartTOTPResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.StartTOTP is not implemented"))
+}
+
+func (UnimplementedDirectoryServiceHandler) GenerateRecoveryCodes(context.Context, *v1.GenerateRecoveryCodesRequest) (*v1.GenerateRecoveryCodesResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.GenerateRecoveryCodes is not implemented"))
 }
 
 func (UnimplementedDirectoryServiceHandler) VerifyTOTP(context.Context, *v1.VerifyTOTPRequest) (*v1.VerifyTOTPResponse, error) {

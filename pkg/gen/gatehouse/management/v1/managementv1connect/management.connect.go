@@ -210,6 +210,21 @@ const (
 	// ManagementServiceResetLoginPolicyToDefaultProcedure is the fully-qualified name of the
 	// ManagementService's ResetLoginPolicyToDefault RPC.
 	ManagementServiceResetLoginPolicyToDefaultProcedure = "/gatehouse.management.v1.ManagementService/ResetLoginPolicyToDefault"
+	// ManagementServiceRegisterTOTPProcedure is the fully-qualified name of the ManagementService's
+	// RegisterTOTP RPC.
+	ManagementServiceRegisterTOTPProcedure = "/gatehouse.management.v1.ManagementService/RegisterTOTP"
+	// ManagementServiceVerifyTOTPRegistrationProcedure is the fully-qualified name of the
+	// ManagementService's VerifyTOTPRegistration RPC.
+	ManagementServiceVerifyTOTPRegistrationProcedure = "/gatehouse.management.v1.ManagementService/VerifyTOTPRegistration"
+	// ManagementServiceRemoveTOTPProcedure is the fully-qualified name of the ManagementService's
+	// RemoveTOTP RPC.
+	ManagementServiceRemoveTOTPProcedure = "/gatehouse.management.v1.ManagementService/RemoveTOTP"
+	// ManagementServiceListHumanAuthFactorsProcedure is the fully-qualified name of the
+	// ManagementService's ListHumanAuthFactors RPC.
+	ManagementServiceListHumanAuthFactorsProcedure = "/gatehouse.management.v1.ManagementService/ListHumanAuthFactors"
+	// ManagementServiceRemoveHumanAuthFactorOTPProcedure is the fully-qualified name of the
+	// ManagementService's RemoveHumanAuthFactorOTP RPC.
+	ManagementServiceRemoveHumanAuthFactorOTPProcedure = "/gatehouse.management.v1.ManagementService/RemoveHumanAuthFactorOTP"
 )
 
 // ManagementServiceClient is a client for the gatehouse.management.v1.ManagementService service.
@@ -486,6 +501,25 @@ type ManagementServiceClient interface {
 	// Removes the organization's own login policy: the instance default
 	// applies again. NotFound without one.
 	ResetLoginPolicyToDefault(context.Context, *v1.ResetLoginPolicyToDefaultRequest) (*v1.ResetLoginPolicyToDefaultResponse, error)
+	// Starts a TOTP registration for a human user (ZITADEL's v2 user
+	// service): the otpauth:// URI an authenticator app reads and its
+	// secret. The user itself may call it; anyone else needs the user-manager
+	// role and to hold every role the user holds. AlreadyExists when the user
+	// has a ready generator (remove it first); an unfinished registration is
+	// replaced.
+	RegisterTOTP(context.Context, *v1.RegisterTOTPRequest) (*v1.RegisterTOTPResponse, error)
+	// Completes a TOTP registration with a code of the new generator.
+	// InvalidArgument for a wrong code; 409 when no registration was
+	// started.
+	VerifyTOTPRegistration(context.Context, *v1.VerifyTOTPRegistrationRequest) (*v1.VerifyTOTPRegistrationResponse, error)
+	// Removes a human user's TOTP generator (v2 user service). Removed by
+	// someone else than the user, it ends the user's sessions and revokes
+	// its tokens. NotFound when the user has none.
+	RemoveTOTP(context.Context, *v1.RemoveTOTPRequest) (*v1.RemoveTOTPResponse, error)
+	// Lists a human user's second factors and their state.
+	ListHumanAuthFactors(context.Context, *v1.ListHumanAuthFactorsRequest) (*v1.ListHumanAuthFactorsResponse, error)
+	// Removes a human user's TOTP generator (management v1): as RemoveTOTP.
+	RemoveHumanAuthFactorOTP(context.Context, *v1.RemoveHumanAuthFactorOTPRequest) (*v1.RemoveHumanAuthFactorOTPResponse, error)
 }
 
 // NewManagementServiceClient constructs a client for the gatehouse.management.v1.ManagementService
@@ -871,6 +905,37 @@ func NewManagementServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			connect.WithSchema(managementServiceMethods.ByName("ResetLoginPolicyToDefault")),
 			connect.WithClientOptions(opts...),
 		),
+		registerTOTP: connect.NewClient[v1.RegisterTOTPRequest, v1.RegisterTOTPResponse](
+			httpClient,
+			baseURL+ManagementServiceRegisterTOTPProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("RegisterTOTP")),
+			connect.WithClientOptions(opts...),
+		),
+		verifyTOTPRegistration: connect.NewClient[v1.VerifyTOTPRegistrationRequest, v1.VerifyTOTPRegistrationResponse](
+			httpClient,
+			baseURL+ManagementServiceVerifyTOTPRegistrationProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("VerifyTOTPRegistration")),
+			connect.WithClientOptions(opts...),
+		),
+		removeTOTP: connect.NewClient[v1.RemoveTOTPRequest, v1.RemoveTOTPResponse](
+			httpClient,
+			baseURL+ManagementServiceRemoveTOTPProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("RemoveTOTP")),
+			connect.WithClientOptions(opts...),
+		),
+		listHumanAuthFactors: connect.NewClient[v1.ListHumanAuthFactorsRequest, v1.ListHumanAuthFactorsResponse](
+			httpClient,
+			baseURL+ManagementServiceListHumanAuthFactorsProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("ListHumanAuthFactors")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		removeHumanAuthFactorOTP: connect.NewClient[v1.RemoveHumanAuthFactorOTPRequest, v1.RemoveHumanAuthFactorOTPResponse](
+			httpClient,
+			baseURL+ManagementServiceRemoveHumanAuthFactorOTPProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("RemoveHumanAuthFactorOTP")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -935,6 +1000,11 @@ type managementServiceClient struct {
 	addCustomLoginPolicy       *connect.Client[v1.AddCustomLoginPolicyRequest, v1.AddCustomLoginPolicyResponse]
 	updateCustomLoginPolicy    *connect.Client[v1.UpdateCustomLoginPolicyRequest, v1.UpdateCustomLoginPolicyResponse]
 	resetLoginPolicyToDefault  *connect.Client[v1.ResetLoginPolicyToDefaultRequest, v1.ResetLoginPolicyToDefaultResponse]
+	registerTOTP               *connect.Client[v1.RegisterTOTPRequest, v1.RegisterTOTPResponse]
+	verifyTOTPRegistration     *connect.Client[v1.VerifyTOTPRegistrationRequest, v1.VerifyTOTPRegistrationResponse]
+	removeTOTP                 *connect.Client[v1.RemoveTOTPRequest, v1.RemoveTOTPResponse]
+	listHumanAuthFactors       *connect.Client[v1.ListHumanAuthFactorsRequest, v1.ListHumanAuthFactorsResponse]
+	removeHumanAuthFactorOTP   *connect.Client[v1.RemoveHumanAuthFactorOTPRequest, v1.RemoveHumanAuthFactorOTPResponse]
 }
 
 // GetUserByID calls gatehouse.management.v1.ManagementService.GetUserByID.
@@ -1474,6 +1544,52 @@ func (c *managementServiceClient) ResetLoginPolicyToDefault(ctx context.Context,
 	return nil, err
 }
 
+// RegisterTOTP calls gatehouse.management.v1.ManagementService.RegisterTOTP.
+func (c *managementServiceClient) RegisterTOTP(ctx context.Context, req *v1.RegisterTOTPRequest) (*v1.RegisterTOTPResponse, error) {
+	response, err := c.registerTOTP.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// VerifyTOTPRegistration calls gatehouse.management.v1.ManagementService.VerifyTOTPRegistration.
+func (c *managementServiceClient) VerifyTOTPRegistration(ctx context.Context, req *v1.VerifyTOTPRegistrationRequest) (*v1.VerifyTOTPRegistrationResponse, error) {
+	response, err := c.verifyTOTPRegistration.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// RemoveTOTP calls gatehouse.management.v1.ManagementService.RemoveTOTP.
+func (c *managementServiceClient) RemoveTOTP(ctx context.Context, req *v1.RemoveTOTPRequest) (*v1.RemoveTOTPResponse, error) {
+	response, err := c.removeTOTP.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// ListHumanAuthFactors calls gatehouse.management.v1.ManagementService.ListHumanAuthFactors.
+func (c *managementServiceClient) ListHumanAuthFactors(ctx context.Context, req *v1.ListHumanAuthFactorsRequest) (*v1.ListHumanAuthFactorsResponse, error) {
+	response, err := c.listHumanAuthFactors.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// RemoveHumanAuthFactorOTP calls
+// gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorOTP.
+func (c *managementServiceClient) RemoveHumanAuthFactorOTP(ctx context.Context, req *v1.RemoveHumanAuthFactorOTPRequest) (*v1.RemoveHumanAuthFactorOTPResponse, error) {
+	response, err := c.removeHumanAuthFactorOTP.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
 // ManagementServiceHandler is an implementation of the gatehouse.management.v1.ManagementService
 // service.
 type ManagementServiceHandler interface {
@@ -1749,6 +1865,25 @@ type ManagementServiceHandler interface {
 	// Removes the organization's own login policy: the instance default
 	// applies again. NotFound without one.
 	ResetLoginPolicyToDefault(context.Context, *v1.ResetLoginPolicyToDefaultRequest) (*v1.ResetLoginPolicyToDefaultResponse, error)
+	// Starts a TOTP registration for a human user (ZITADEL's v2 user
+	// service): the otpauth:// URI an authenticator app reads and its
+	// secret. The user itself may call it; anyone else needs the user-manager
+	// role and to hold every role the user holds. AlreadyExists when the user
+	// has a ready generator (remove it first); an unfinished registration is
+	// replaced.
+	RegisterTOTP(context.Context, *v1.RegisterTOTPRequest) (*v1.RegisterTOTPResponse, error)
+	// Completes a TOTP registration with a code of the new generator.
+	// InvalidArgument for a wrong code; 409 when no registration was
+	// started.
+	VerifyTOTPRegistration(context.Context, *v1.VerifyTOTPRegistrationRequest) (*v1.VerifyTOTPRegistrationResponse, error)
+	// Removes a human user's TOTP generator (v2 user service). Removed by
+	// someone else than the user, it ends the user's sessions and revokes
+	// its tokens. NotFound when the user has none.
+	RemoveTOTP(context.Context, *v1.RemoveTOTPRequest) (*v1.RemoveTOTPResponse, error)
+	// Lists a human user's second factors and their state.
+	ListHumanAuthFactors(context.Context, *v1.ListHumanAuthFactorsRequest) (*v1.ListHumanAuthFactorsResponse, error)
+	// Removes a human user's TOTP generator (management v1): as RemoveTOTP.
+	RemoveHumanAuthFactorOTP(context.Context, *v1.RemoveHumanAuthFactorOTPRequest) (*v1.RemoveHumanAuthFactorOTPResponse, error)
 }
 
 // NewManagementServiceHandler builds an HTTP handler from the service implementation. It returns
@@ -2130,6 +2265,37 @@ func NewManagementServiceHandler(svc ManagementServiceHandler, opts ...connect.H
 		connect.WithSchema(managementServiceMethods.ByName("ResetLoginPolicyToDefault")),
 		connect.WithHandlerOptions(opts...),
 	)
+	managementServiceRegisterTOTPHandler := connect.NewUnaryHandlerSimple(
+		ManagementServiceRegisterTOTPProcedure,
+		svc.RegisterTOTP,
+		connect.WithSchema(managementServiceMethods.ByName("RegisterTOTP")),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceVerifyTOTPRegistrationHandler := connect.NewUnaryHandlerSimple(
+		ManagementServiceVerifyTOTPRegistrationProcedure,
+		svc.VerifyTOTPRegistration,
+		connect.WithSchema(managementServiceMethods.ByName("VerifyTOTPRegistration")),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceRemoveTOTPHandler := connect.NewUnaryHandlerSimple(
+		ManagementServiceRemoveTOTPProcedure,
+		svc.RemoveTOTP,
+		connect.WithSchema(managementServiceMethods.ByName("RemoveTOTP")),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceListHumanAuthFactorsHandler := connect.NewUnaryHandlerSimple(
+		ManagementServiceListHumanAuthFactorsProcedure,
+		svc.ListHumanAuthFactors,
+		connect.WithSchema(managementServiceMethods.ByName("ListHumanAuthFactors")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceRemoveHumanAuthFactorOTPHandler := connect.NewUnaryHandlerSimple(
+		ManagementServiceRemoveHumanAuthFactorOTPProcedure,
+		svc.RemoveHumanAuthFactorOTP,
+		connect.WithSchema(managementServiceMethods.ByName("RemoveHumanAuthFactorOTP")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/gatehouse.management.v1.ManagementService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case ManagementServiceGetUserByIDProcedure:
@@ -2250,6 +2416,16 @@ func NewManagementServiceHandler(svc ManagementServiceHandler, opts ...connect.H
 			managementServiceUpdateCustomLoginPolicyHandler.ServeHTTP(w, r)
 		case ManagementServiceResetLoginPolicyToDefaultProcedure:
 			managementServiceResetLoginPolicyToDefaultHandler.ServeHTTP(w, r)
+		case ManagementServiceRegisterTOTPProcedure:
+			managementServiceRegisterTOTPHandler.ServeHTTP(w, r)
+		case ManagementServiceVerifyTOTPRegistrationProcedure:
+			managementServiceVerifyTOTPRegistrationHandler.ServeHTTP(w, r)
+		case ManagementServiceRemoveTOTPProcedure:
+			managementServiceRemoveTOTPHandler.ServeHTTP(w, r)
+		case ManagementServiceListHumanAuthFactorsProcedure:
+			managementServiceListHumanAuthFactorsHandler.ServeHTTP(w, r)
+		case ManagementServiceRemoveHumanAuthFactorOTPProcedure:
+			managementServiceRemoveHumanAuthFactorOTPHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -2493,4 +2669,24 @@ func (UnimplementedManagementServiceHandler) UpdateCustomLoginPolicy(context.Con
 
 func (UnimplementedManagementServiceHandler) ResetLoginPolicyToDefault(context.Context, *v1.ResetLoginPolicyToDefaultRequest) (*v1.ResetLoginPolicyToDefaultResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) RegisterTOTP(context.Context, *v1.RegisterTOTPRequest) (*v1.RegisterTOTPResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.RegisterTOTP is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) VerifyTOTPRegistration(context.Context, *v1.VerifyTOTPRegistrationRequest) (*v1.VerifyTOTPRegistrationResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.VerifyTOTPRegistration is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) RemoveTOTP(context.Context, *v1.RemoveTOTPRequest) (*v1.RemoveTOTPResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.RemoveTOTP is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) ListHumanAuthFactors(context.Context, *v1.ListHumanAuthFactorsRequest) (*v1.ListHumanAuthFactorsResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ListHumanAuthFactors is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) RemoveHumanAuthFactorOTP(context.Context, *v1.RemoveHumanAuthFactorOTPRequest) (*v1.RemoveHumanAuthFactorOTPResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorOTP is not implemented"))
 }

@@ -1,0 +1,326 @@
+package login
+
+import (
+	"html/template"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"connectrpc.com/connect"
+	"github.com/boombuler/barcode/qr"
+
+	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+	"github.com/gatehouse-id/gatehouse/pkg/oauth"
+	"github.com/gatehouse-id/gatehouse/services/authn/internal/authorize"
+)
+
+// afterFirstFactor continues a login once u passed the first factor by
+// amr: straight to the sign-in, or to the second-factor step the login
+// policy and u's factors ask for (authorize.SecondFactorOwed). lp and
+// factors come with the password check; nil asks the directory.
+func (p *Pages) afterFirstFactor(w http.ResponseWriter, r *http.Request, f *flow, u *directoryv1.User, amr []string,
+	lp *directoryv1.LoginPolicy, factors []string, known bool) {
+	ctx := r.Context()
+	if !known {
+		org, err := p.org(ctx, u.GetOrgId())
+		if err != nil {
+			p.internal(w, r, f.lang, err)
+			return
+		}
+		lp = org.GetLoginPolicy()
+		list, err := p.Directory.ListAuthFactors(ctx, &directoryv1.ListAuthFactorsRequest{UserId: u.GetId()})
+		if err != nil {
+			p.internal(w, r, f.lang, err)
+			return
+		}
+		factors = list.GetSecondFactors()
+	}
+	path := authorize.PathMFA
+	switch authorize.SecondFactorOwed(lp, factors, amr, f.req.ACR) {
+	case authorize.NoSecondFactor:
+		p.signIn(w, r, f, u, amr)
+		return
+	case authorize.EnrollSecondFactor:
+		path = authorize.PathMFAInit
+	}
+	if err := p.Store.SetAuthRequestUser(ctx, f.ar.ID, u.GetPreferredLoginName(), u.GetId()); err != nil {
+		p.internal(w, r, f.lang, err)
+		return
+	}
+	if err := p.Store.SetAuthRequestFirstFactor(ctx, f.ar.ID, authorize.FirstFactor{UserID: u.GetId(), AMR: amr}.Encode()); err != nil {
+		p.internal(w, r, f.lang, err)
+		return
+	}
+	redirect(w, r, path, f.ar.ID)
+}
+
+// withSecondFactor is amr after a one-time code: otp, and mfa since the
+// code is a second, distinct factor.
+func withSecondFactor(amr []string, method string) []string {
+	out := slices.Clone(amr)
+	for _, m := range []string{method, oauth.AMRMFA} {
+		if !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// loadFactor is load for the second-factor pages: the pending request and
+// the first factor its user passed. Without one it sends the browser back
+// to the login page; on failure it returns nil.
+func (p *Pages) loadFactor(w http.ResponseWriter, r *http.Request, fields ...string) (*flow, authorize.FirstFactor) {
+	f := p.load(w, r, fields...)
+	if f == nil {
+		return nil, authorize.FirstFactor{}
+	}
+	ff, ok := authorize.ParseFirstFactor(f.ar)
+	if !ok {
+		redirect(w, r, authorize.PathLogin, f.ar.ID)
+		return nil, authorize.FirstFactor{}
+	}
+	return f, ff
+}
+
+// mfaPage asks for the second factor: a TOTP code, or a recovery code
+// (?recovery=1). After a recovery code it says how many are left and
+// offers to continue.
+func (p *Pages) mfaPage(w http.ResponseWriter, r *http.Request) {
+	f, ff := p.loadFactor(w, r)
+	if f == nil {
+		return
+	}
+	pg := f.page("mfa.title")
+	if ff.Passed {
+		p.renderPassed(w, http.StatusOK, pg, ff)
+		return
+	}
+	list, err := p.Directory.ListAuthFactors(r.Context(), &directoryv1.ListAuthFactorsRequest{UserId: ff.UserID})
+	if err != nil {
+		p.internal(w, r, f.lang, err)
+		return
+	}
+	if len(list.GetSecondFactors()) == 0 {
+		// Asked for a second factor (acr_values, a policy forcing one)
+		// by a user who has none yet: enroll one.
+		redirect(w, r, authorize.PathMFAInit, f.ar.ID)
+		return
+	}
+	pg.Form["type"] = "otp"
+	if r.URL.Query().Get("recovery") != "" {
+		pg.Form["type"] = "recovery"
+	}
+	p.tmpl.render(w, p.Logger, http.StatusOK, "mfa", pg)
+}
+
+// renderPassed is the page after a recovery code: the codes left, and a
+// button that completes the sign-in.
+func (p *Pages) renderPassed(w http.ResponseWriter, status int, pg *page, ff authorize.FirstFactor) {
+	pg.Title = "mfa.recovered.title"
+	pg.Form["left"] = strconv.Itoa(ff.RecoveryCodesLeft)
+	p.tmpl.render(w, p.Logger, status, "mfapassed", pg)
+}
+
+// mfaSubmit checks the code with the directory (which applies the
+// failed-attempt limits); a wrong, used or refused code reads the same.
+func (p *Pages) mfaSubmit(w http.ResponseWriter, r *http.Request) {
+	f, ff := p.loadFactor(w, r, "type", "code", "continue")
+	if f == nil {
+		return
+	}
+	ctx := r.Context()
+	if ff.Passed {
+		// The continue button after a recovery code.
+		p.signInUser(w, r, f, ff.UserID, ff.AMR)
+		return
+	}
+	typ := f.form["type"]
+	pg := f.page("mfa.title")
+	pg.Form["type"] = typ
+	if typ != "otp" && typ != "recovery" {
+		p.messagePage(w, r, f.lang, http.StatusBadRequest, "err.request")
+		return
+	}
+	code := strings.TrimSpace(f.form["code"])
+	if code == "" || len(code) > 64 {
+		pg.Errors["code"] = translate(f.lang, "err.required")
+		p.tmpl.render(w, p.Logger, http.StatusBadRequest, "mfa", pg)
+		return
+	}
+	res, err := p.Directory.CheckAuthFactor(ctx, &directoryv1.CheckAuthFactorRequest{OrgId: f.req.OrgID, UserId: ff.UserID,
+		Type: typ, Code: code, ClientAddress: clientAddress(r)})
+	switch connect.CodeOf(err) {
+	case connect.CodeUnauthenticated, connect.CodeResourceExhausted:
+		pg.Errors["code"] = translate(f.lang, "err.code")
+		p.tmpl.render(w, p.Logger, http.StatusUnauthorized, "mfa", pg)
+		return
+	case connect.CodeFailedPrecondition:
+		pg.Error = translate(f.lang, "err.inactive")
+		p.tmpl.render(w, p.Logger, http.StatusForbidden, "mfa", pg)
+		return
+	case connect.CodeNotFound:
+		redirect(w, r, authorize.PathLogin, f.ar.ID)
+		return
+	}
+	if err != nil {
+		p.internal(w, r, f.lang, err)
+		return
+	}
+	amr := withSecondFactor(ff.AMR, oauth.AMROTP)
+	if typ == "recovery" {
+		ff = authorize.FirstFactor{UserID: ff.UserID, AMR: amr, Passed: true, RecoveryCodesLeft: int(res.GetRecoveryCodesLeft())}
+		if err := p.Store.SetAuthRequestFirstFactor(ctx, f.ar.ID, ff.Encode()); err != nil {
+			p.internal(w, r, f.lang, err)
+			return
+		}
+		p.renderPassed(w, http.StatusOK, pg, ff)
+		return
+	}
+	p.signInUser(w, r, f, ff.UserID, amr)
+}
+
+// signInUser signs in the user with id userID, of the request's
+// organization, authenticated by amr.
+func (p *Pages) signInUser(w http.ResponseWriter, r *http.Request, f *flow, userID string, amr []string) {
+	res, err := p.Directory.GetUser(r.Context(), &directoryv1.GetUserRequest{UserId: userID})
+	if connect.CodeOf(err) == connect.CodeNotFound {
+		redirect(w, r, authorize.PathLogin, f.ar.ID)
+		return
+	}
+	if err != nil {
+		p.internal(w, r, f.lang, err)
+		return
+	}
+	u := res.GetUser()
+	if u.GetOrgId() != f.req.OrgID {
+		p.messagePage(w, r, f.lang, http.StatusForbidden, "err.wrongOrg")
+		return
+	}
+	if u.GetState() != directoryv1.UserState_USER_STATE_ACTIVE {
+		p.messagePage(w, r, f.lang, http.StatusForbidden, "err.inactive")
+		return
+	}
+	p.signIn(w, r, f, u, amr)
+}
+
+// mfaInitPage enrolls a TOTP generator where the login policy forces a
+// second factor: the otpauth:// URI as a QR code and a link, the secret
+// as text, and one code input. Loading it again shows the same
+// registration (the directory keeps the unfinished one).
+func (p *Pages) mfaInitPage(w http.ResponseWriter, r *http.Request) {
+	f, ff := p.loadFactor(w, r)
+	if f == nil {
+		return
+	}
+	p.renderInit(w, r, f, ff, http.StatusOK, "")
+}
+
+// renderInit shows the enrollment page with the user's unfinished TOTP
+// registration and an optional error of the code field.
+func (p *Pages) renderInit(w http.ResponseWriter, r *http.Request, f *flow, ff authorize.FirstFactor, status int, codeErr string) {
+	reg, err := p.Directory.StartTOTP(r.Context(), &directoryv1.StartTOTPRequest{UserId: ff.UserID})
+	if connect.CodeOf(err) == connect.CodeAlreadyExists {
+		// Enrolled meanwhile (another tab, the account page): ask for it.
+		redirect(w, r, authorize.PathMFA, f.ar.ID)
+		return
+	}
+	if err != nil {
+		p.internal(w, r, f.lang, err)
+		return
+	}
+	svg, err := qrSVG(reg.GetUri(), translate(f.lang, "mfa.init.qr"))
+	if err != nil {
+		p.internal(w, r, f.lang, err)
+		return
+	}
+	pg := f.page("mfa.init.title")
+	pg.QR = svg
+	pg.OTPURI = template.URL(reg.GetUri()) // #nosec G203 -- built by the directory: otpauth://totp/...
+	pg.Secret = groupSecret(reg.GetSecret())
+	if codeErr != "" {
+		pg.Errors["code"] = codeErr
+	}
+	p.tmpl.render(w, p.Logger, status, "mfainit", pg)
+}
+
+// mfaInitSubmit completes the enrollment with a code of the new generator
+// and then signs the user in, showing the recovery codes first.
+func (p *Pages) mfaInitSubmit(w http.ResponseWriter, r *http.Request) {
+	f, ff := p.loadFactor(w, r, "code")
+	if f == nil {
+		return
+	}
+	ctx := r.Context()
+	code := strings.TrimSpace(f.form["code"])
+	if code == "" || len(code) > 64 {
+		p.renderInit(w, r, f, ff, http.StatusBadRequest, translate(f.lang, "err.required"))
+		return
+	}
+	_, err := p.Directory.VerifyTOTP(ctx, &directoryv1.VerifyTOTPRequest{UserId: ff.UserID, Code: code})
+	switch connect.CodeOf(err) {
+	case connect.CodeInvalidArgument:
+		p.renderInit(w, r, f, ff, http.StatusUnauthorized, translate(f.lang, "err.code"))
+		return
+	case connect.CodeAborted, connect.CodeNotFound:
+		redirect(w, r, authorize.PathMFAInit, f.ar.ID)
+		return
+	}
+	if err != nil {
+		p.internal(w, r, f.lang, err)
+		return
+	}
+	amr := withSecondFactor(ff.AMR, oauth.AMROTP)
+	codes, err := p.Directory.GenerateRecoveryCodes(ctx, &directoryv1.GenerateRecoveryCodesRequest{UserId: ff.UserID})
+	if err != nil {
+		p.internal(w, r, f.lang, err)
+		return
+	}
+	ff = authorize.FirstFactor{UserID: ff.UserID, AMR: amr, Passed: true, RecoveryCodesLeft: len(codes.GetCodes())}
+	if err := p.Store.SetAuthRequestFirstFactor(ctx, f.ar.ID, ff.Encode()); err != nil {
+		p.internal(w, r, f.lang, err)
+		return
+	}
+	pg := f.page("mfa.codes.title")
+	pg.Policy = codes.GetCodes() // shown once, here
+	p.tmpl.render(w, p.Logger, http.StatusOK, "mfacodes", pg)
+}
+
+// groupSecret shows a base32 secret in groups of four, as authenticator
+// apps accept it typed.
+func groupSecret(s string) string {
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && i%4 == 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// qrSVG renders content as a QR code in inline SVG (no image request, no
+// external service, nothing the page's CSP must allow): one path of unit
+// squares in a viewBox with the four-module quiet zone.
+func qrSVG(content, label string) (template.HTML, error) {
+	code, err := qr.Encode(content, qr.M, qr.Auto)
+	if err != nil {
+		return "", err
+	}
+	bounds := code.Bounds()
+	const quiet = 4
+	size := bounds.Dx() + 2*quiet
+	var d strings.Builder
+	for y := bounds.Min.Y; y < bounds.Max.Y; y++ {
+		for x := bounds.Min.X; x < bounds.Max.X; x++ {
+			if r, _, _, _ := code.At(x, y).RGBA(); r == 0 {
+				d.WriteString("M" + strconv.Itoa(x-bounds.Min.X+quiet) + " " + strconv.Itoa(y-bounds.Min.Y+quiet) + "h1v1h-1z")
+			}
+		}
+	}
+	n := strconv.Itoa(size)
+	// label is a translated message: escaped like any text.
+	return template.HTML(`<svg class="qr" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ` + n + ` ` + n + `" width="220" height="220" role="img" aria-label="` +
+		template.HTMLEscapeString(label) + `" shape-rendering="crispEdges"><rect width="` + n + `" height="` + n + `" fill="#fff"/><path fill="#000" d="` +
+		d.String() + `"/></svg>`), nil // #nosec G203 -- numbers and an escaped label only
+}
