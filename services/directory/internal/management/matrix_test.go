@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -165,6 +166,38 @@ func mxTable() []mxRow {
 					p.GetPasswordCheckLifetime().AsDuration() != 2*time.Hour || len(p.GetSecondFactors()) != 1 {
 					t.Fatalf("policy = %v; want the updated custom policy with the added factor kept", r)
 				}
+			}},
+		{rpc: "AddSecondFactorToLoginPolicy", http: "POST /management/v1/policies/login/second_factors", call: mxRPC(M.AddSecondFactorToLoginPolicy), kind: mxWrite, agg: "org",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.AddSecondFactorToLoginPolicyRequest{Type: mv1.SecondFactorType_SECOND_FACTOR_TYPE_U2F}
+			}},
+		{rpc: "ListLoginPolicySecondFactors", http: "POST /management/v1/policies/login/second_factors/_search", call: mxRPC(M.ListLoginPolicySecondFactors), kind: mxListBare, agg: "org",
+			req: func(s *mxRun) proto.Message { return &mv1.ListLoginPolicySecondFactorsRequest{} },
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				r := res.(*mv1.ListLoginPolicySecondFactorsResponse)
+				if !slices.Equal(r.GetResult(), []mv1.SecondFactorType{mv1.SecondFactorType_SECOND_FACTOR_TYPE_OTP, mv1.SecondFactorType_SECOND_FACTOR_TYPE_U2F}) ||
+					r.GetDetails().GetTotalResult() != 2 {
+					t.Fatalf("second factors = %v; want OTP and U2F", r)
+				}
+			}},
+		{rpc: "RemoveSecondFactorFromLoginPolicy", http: "DELETE /management/v1/policies/login/second_factors/{type}", call: mxRPC(M.RemoveSecondFactorFromLoginPolicy), kind: mxWrite, agg: "org",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.RemoveSecondFactorFromLoginPolicyRequest{Type: mv1.SecondFactorType_SECOND_FACTOR_TYPE_U2F}
+			}},
+		{rpc: "AddMultiFactorToLoginPolicy", http: "POST /management/v1/policies/login/multi_factors", call: mxRPC(M.AddMultiFactorToLoginPolicy), kind: mxWrite, agg: "org",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.AddMultiFactorToLoginPolicyRequest{Type: mv1.MultiFactorType_MULTI_FACTOR_TYPE_U2F_WITH_VERIFICATION}
+			}},
+		{rpc: "ListLoginPolicyMultiFactors", http: "POST /management/v1/policies/login/multi_factors/_search", call: mxRPC(M.ListLoginPolicyMultiFactors), kind: mxListBare, agg: "org",
+			req: func(s *mxRun) proto.Message { return &mv1.ListLoginPolicyMultiFactorsRequest{} },
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				if r := res.(*mv1.ListLoginPolicyMultiFactorsResponse).GetResult(); len(r) != 1 {
+					t.Fatalf("multi factors = %v; want U2F with verification", r)
+				}
+			}},
+		{rpc: "RemoveMultiFactorFromLoginPolicy", http: "DELETE /management/v1/policies/login/multi_factors/{type}", call: mxRPC(M.RemoveMultiFactorFromLoginPolicy), kind: mxWrite, agg: "org",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.RemoveMultiFactorFromLoginPolicyRequest{Type: mv1.MultiFactorType_MULTI_FACTOR_TYPE_U2F_WITH_VERIFICATION}
 			}},
 		{rpc: "ResetLoginPolicyToDefault", http: "DELETE /management/v1/policies/login", call: mxRPC(M.ResetLoginPolicyToDefault), kind: mxWrite, agg: "org",
 			req: func(s *mxRun) proto.Message { return &mv1.ResetLoginPolicyToDefaultRequest{} }},

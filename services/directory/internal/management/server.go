@@ -130,6 +130,8 @@ func Rules() map[string]authz.Rule {
 		// granted it (its users' identities go to their projects).
 		"ListGrantedProjects", "RefuseGrantedProject",
 		"GetLoginPolicy", "AddCustomLoginPolicy", "UpdateCustomLoginPolicy", "ResetLoginPolicyToDefault",
+		"ListLoginPolicySecondFactors", "AddSecondFactorToLoginPolicy", "RemoveSecondFactorFromLoginPolicy",
+		"ListLoginPolicyMultiFactors", "AddMultiFactorToLoginPolicy", "RemoveMultiFactorFromLoginPolicy",
 	} {
 		r[m] = read(authz.OrgOwner)
 	}

@@ -61,6 +61,7 @@ type Factor struct {
 	Name         string    `db:"name"`
 	Secret       []byte    `db:"secret"` // sealed (FactorSecrets); TOTP only
 	LastStep     int64     `db:"last_step"`
+	StartedBy    string    `db:"started_by"` // who started the registration
 	CreationDate time.Time `db:"creation_date"`
 	ChangeDate   time.Time `db:"change_date"`
 	Sequence     uint64    `db:"sequence"`
@@ -117,8 +118,8 @@ func registerFactors(es *eventstore.Store) {
 			e.AggregateID, FactorOTP, FactorNotReady); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO user_factors (id, user_id, org_id, type, state, secret, creation_date, change_date, sequence)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, p.ID, e.AggregateID, e.ResourceOwner, FactorOTP, FactorNotReady, p.Secret,
+		if _, err := tx.Exec(ctx, `INSERT INTO user_factors (id, user_id, org_id, type, state, secret, started_by, creation_date, change_date, sequence)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, p.ID, e.AggregateID, e.ResourceOwner, FactorOTP, FactorNotReady, p.Secret, e.Editor,
 			e.CreatedAt, e.CreatedAt, e.Sequence); err != nil {
 			return err
 		}
@@ -166,7 +167,7 @@ func registerFactors(es *eventstore.Store) {
 // Factors returns the user's factors, oldest first.
 func (q *Queries) Factors(ctx context.Context, userID string) ([]Factor, error) {
 	var out []Factor
-	err := q.DB.Select(ctx, &out, `SELECT id, user_id, org_id, type, state, name, secret, last_step, creation_date, change_date, sequence
+	err := q.DB.Select(ctx, &out, `SELECT id, user_id, org_id, type, state, name, secret, last_step, started_by, creation_date, change_date, sequence
 		FROM user_factors WHERE user_id = ? ORDER BY creation_date, id`, userID)
 	return out, err
 }
@@ -237,9 +238,10 @@ func totpKey(u *User, issuer string, seed []byte) (*otp.Key, error) {
 		SecretSize: totpSecret, Secret: seed, Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1})
 }
 
-// ResumeTOTP returns u's unfinished TOTP registration if it has one (a
+// ResumeTOTP returns u's unfinished TOTP registration if u started it (a
 // login's enrollment page shown again must show the generator the user
-// may have scanned already), else starts one (StartTOTP).
+// may have scanned already), else starts one (StartTOTP) as u. One an
+// admin started is replaced: its secret was shown to the admin.
 func (c *Commands) ResumeTOTP(ctx context.Context, u *User, fs FactorSecrets, issuer string) (TOTPRegistration, error) {
 	if err := human(u); err != nil {
 		return TOTPRegistration{}, err
@@ -248,7 +250,7 @@ func (c *Commands) ResumeTOTP(ctx context.Context, u *User, fs FactorSecrets, is
 	if err != nil {
 		return TOTPRegistration{}, err
 	}
-	if cur == nil || cur.Ready() {
+	if cur == nil || cur.Ready() || cur.StartedBy != u.ID {
 		reg, _, err := c.StartTOTP(ctx, u.ID, u, fs, issuer)
 		return reg, err
 	}

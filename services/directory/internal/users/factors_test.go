@@ -239,3 +239,35 @@ func TestRecoveryCodes(t *testing.T) {
 		}
 	})
 }
+
+// A login's enrollment resumes the user's own unfinished registration,
+// never one an admin started (the admin was shown its secret).
+func TestResumeTOTP(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, d db.Dialect) {
+		f := newLinkFixture(t, d)
+		ctx := context.Background()
+		fs := factorSecrets(t)
+		u := f.human(t, "dave")
+		byAdmin, _, err := f.cmds.StartTOTP(ctx, "admin", u, fs, "Gatehouse")
+		if err != nil {
+			t.Fatal(err)
+		}
+		u = f.reload(t, u)
+		own, err := f.cmds.ResumeTOTP(ctx, u, fs, "Gatehouse")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if own.Secret == byAdmin.Secret {
+			t.Fatal("the login's enrollment resumed the registration an admin started")
+		}
+		u = f.reload(t, u)
+		again, err := f.cmds.ResumeTOTP(ctx, u, fs, "Gatehouse")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.Secret != own.Secret || again.URI != own.URI {
+			t.Fatalf("resumed %q, want the user's own %q", again.URI, own.URI)
+		}
+	})
+}

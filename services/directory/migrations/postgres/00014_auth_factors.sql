@@ -4,6 +4,8 @@
 -- and passkeys (passwordless). state: 1 not ready (registration started),
 -- 2 ready. secret: the TOTP seed sealed with the master key. last_step:
 -- the last TOTP time step accepted, so a code is accepted at most once.
+-- started_by: who started the registration (a login's enrollment resumes
+-- only the user's own, never one whose secret an admin was shown).
 CREATE TABLE user_factors (
     id            TEXT        PRIMARY KEY,
     user_id       TEXT        NOT NULL,
@@ -13,6 +15,7 @@ CREATE TABLE user_factors (
     name          TEXT        NOT NULL DEFAULT '',
     secret        BYTEA,
     last_step     BIGINT      NOT NULL DEFAULT 0,
+    started_by    TEXT        NOT NULL DEFAULT '',
     creation_date TIMESTAMPTZ NOT NULL,
     change_date   TIMESTAMPTZ NOT NULL,
     sequence      BIGINT      NOT NULL

@@ -7544,6 +7544,558 @@ func (x *RemoveHumanAuthFactorOTPResponse) GetDetails() *ObjectDetails {
 	return nil
 }
 
+// ListLoginPolicySecondFactorsRequest is empty.
+type ListLoginPolicySecondFactorsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListLoginPolicySecondFactorsRequest) Reset() {
+	*x = ListLoginPolicySecondFactorsRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[126]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListLoginPolicySecondFactorsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListLoginPolicySecondFactorsRequest) ProtoMessage() {}
+
+func (x *ListLoginPolicySecondFactorsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[126]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListLoginPolicySecondFactorsRequest.ProtoReflect.Descriptor instead.
+func (*ListLoginPolicySecondFactorsRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{126}
+}
+
+// ListLoginPolicySecondFactorsResponse lists the policy's second factors.
+type ListLoginPolicySecondFactorsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The policy read.
+	Details *ListDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	// The factors.
+	Result        []SecondFactorType `protobuf:"varint,2,rep,packed,name=result,proto3,enum=gatehouse.management.v1.SecondFactorType" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListLoginPolicySecondFactorsResponse) Reset() {
+	*x = ListLoginPolicySecondFactorsResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[127]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListLoginPolicySecondFactorsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListLoginPolicySecondFactorsResponse) ProtoMessage() {}
+
+func (x *ListLoginPolicySecondFactorsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[127]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListLoginPolicySecondFactorsResponse.ProtoReflect.Descriptor instead.
+func (*ListLoginPolicySecondFactorsResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{127}
+}
+
+func (x *ListLoginPolicySecondFactorsResponse) GetDetails() *ListDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+func (x *ListLoginPolicySecondFactorsResponse) GetResult() []SecondFactorType {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+// AddSecondFactorToLoginPolicyRequest names the factor.
+type AddSecondFactorToLoginPolicyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The factor.
+	Type          SecondFactorType `protobuf:"varint,1,opt,name=type,proto3,enum=gatehouse.management.v1.SecondFactorType" json:"type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddSecondFactorToLoginPolicyRequest) Reset() {
+	*x = AddSecondFactorToLoginPolicyRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[128]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddSecondFactorToLoginPolicyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddSecondFactorToLoginPolicyRequest) ProtoMessage() {}
+
+func (x *AddSecondFactorToLoginPolicyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[128]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddSecondFactorToLoginPolicyRequest.ProtoReflect.Descriptor instead.
+func (*AddSecondFactorToLoginPolicyRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{128}
+}
+
+func (x *AddSecondFactorToLoginPolicyRequest) GetType() SecondFactorType {
+	if x != nil {
+		return x.Type
+	}
+	return SecondFactorType_SECOND_FACTOR_TYPE_UNSPECIFIED
+}
+
+// AddSecondFactorToLoginPolicyResponse is the change.
+type AddSecondFactorToLoginPolicyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Details of the change.
+	Details       *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddSecondFactorToLoginPolicyResponse) Reset() {
+	*x = AddSecondFactorToLoginPolicyResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[129]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddSecondFactorToLoginPolicyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddSecondFactorToLoginPolicyResponse) ProtoMessage() {}
+
+func (x *AddSecondFactorToLoginPolicyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[129]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddSecondFactorToLoginPolicyResponse.ProtoReflect.Descriptor instead.
+func (*AddSecondFactorToLoginPolicyResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{129}
+}
+
+func (x *AddSecondFactorToLoginPolicyResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+// RemoveSecondFactorFromLoginPolicyRequest names the factor.
+type RemoveSecondFactorFromLoginPolicyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The factor.
+	Type          SecondFactorType `protobuf:"varint,1,opt,name=type,proto3,enum=gatehouse.management.v1.SecondFactorType" json:"type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveSecondFactorFromLoginPolicyRequest) Reset() {
+	*x = RemoveSecondFactorFromLoginPolicyRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[130]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveSecondFactorFromLoginPolicyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveSecondFactorFromLoginPolicyRequest) ProtoMessage() {}
+
+func (x *RemoveSecondFactorFromLoginPolicyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[130]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveSecondFactorFromLoginPolicyRequest.ProtoReflect.Descriptor instead.
+func (*RemoveSecondFactorFromLoginPolicyRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{130}
+}
+
+func (x *RemoveSecondFactorFromLoginPolicyRequest) GetType() SecondFactorType {
+	if x != nil {
+		return x.Type
+	}
+	return SecondFactorType_SECOND_FACTOR_TYPE_UNSPECIFIED
+}
+
+// RemoveSecondFactorFromLoginPolicyResponse is the change.
+type RemoveSecondFactorFromLoginPolicyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Details of the change.
+	Details       *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveSecondFactorFromLoginPolicyResponse) Reset() {
+	*x = RemoveSecondFactorFromLoginPolicyResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[131]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveSecondFactorFromLoginPolicyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveSecondFactorFromLoginPolicyResponse) ProtoMessage() {}
+
+func (x *RemoveSecondFactorFromLoginPolicyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[131]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveSecondFactorFromLoginPolicyResponse.ProtoReflect.Descriptor instead.
+func (*RemoveSecondFactorFromLoginPolicyResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{131}
+}
+
+func (x *RemoveSecondFactorFromLoginPolicyResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+// ListLoginPolicyMultiFactorsRequest is empty.
+type ListLoginPolicyMultiFactorsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListLoginPolicyMultiFactorsRequest) Reset() {
+	*x = ListLoginPolicyMultiFactorsRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[132]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListLoginPolicyMultiFactorsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListLoginPolicyMultiFactorsRequest) ProtoMessage() {}
+
+func (x *ListLoginPolicyMultiFactorsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[132]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListLoginPolicyMultiFactorsRequest.ProtoReflect.Descriptor instead.
+func (*ListLoginPolicyMultiFactorsRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{132}
+}
+
+// ListLoginPolicyMultiFactorsResponse lists the policy's multi factors.
+type ListLoginPolicyMultiFactorsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The policy read.
+	Details *ListDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	// The factors.
+	Result        []MultiFactorType `protobuf:"varint,2,rep,packed,name=result,proto3,enum=gatehouse.management.v1.MultiFactorType" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListLoginPolicyMultiFactorsResponse) Reset() {
+	*x = ListLoginPolicyMultiFactorsResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[133]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListLoginPolicyMultiFactorsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListLoginPolicyMultiFactorsResponse) ProtoMessage() {}
+
+func (x *ListLoginPolicyMultiFactorsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[133]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListLoginPolicyMultiFactorsResponse.ProtoReflect.Descriptor instead.
+func (*ListLoginPolicyMultiFactorsResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{133}
+}
+
+func (x *ListLoginPolicyMultiFactorsResponse) GetDetails() *ListDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+func (x *ListLoginPolicyMultiFactorsResponse) GetResult() []MultiFactorType {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+// AddMultiFactorToLoginPolicyRequest names the factor.
+type AddMultiFactorToLoginPolicyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The factor.
+	Type          MultiFactorType `protobuf:"varint,1,opt,name=type,proto3,enum=gatehouse.management.v1.MultiFactorType" json:"type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddMultiFactorToLoginPolicyRequest) Reset() {
+	*x = AddMultiFactorToLoginPolicyRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[134]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddMultiFactorToLoginPolicyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddMultiFactorToLoginPolicyRequest) ProtoMessage() {}
+
+func (x *AddMultiFactorToLoginPolicyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[134]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddMultiFactorToLoginPolicyRequest.ProtoReflect.Descriptor instead.
+func (*AddMultiFactorToLoginPolicyRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{134}
+}
+
+func (x *AddMultiFactorToLoginPolicyRequest) GetType() MultiFactorType {
+	if x != nil {
+		return x.Type
+	}
+	return MultiFactorType_MULTI_FACTOR_TYPE_UNSPECIFIED
+}
+
+// AddMultiFactorToLoginPolicyResponse is the change.
+type AddMultiFactorToLoginPolicyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Details of the change.
+	Details       *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddMultiFactorToLoginPolicyResponse) Reset() {
+	*x = AddMultiFactorToLoginPolicyResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[135]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddMultiFactorToLoginPolicyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddMultiFactorToLoginPolicyResponse) ProtoMessage() {}
+
+func (x *AddMultiFactorToLoginPolicyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[135]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddMultiFactorToLoginPolicyResponse.ProtoReflect.Descriptor instead.
+func (*AddMultiFactorToLoginPolicyResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{135}
+}
+
+func (x *AddMultiFactorToLoginPolicyResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+// RemoveMultiFactorFromLoginPolicyRequest names the factor.
+type RemoveMultiFactorFromLoginPolicyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The factor.
+	Type          MultiFactorType `protobuf:"varint,1,opt,name=type,proto3,enum=gatehouse.management.v1.MultiFactorType" json:"type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveMultiFactorFromLoginPolicyRequest) Reset() {
+	*x = RemoveMultiFactorFromLoginPolicyRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[136]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveMultiFactorFromLoginPolicyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveMultiFactorFromLoginPolicyRequest) ProtoMessage() {}
+
+func (x *RemoveMultiFactorFromLoginPolicyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[136]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveMultiFactorFromLoginPolicyRequest.ProtoReflect.Descriptor instead.
+func (*RemoveMultiFactorFromLoginPolicyRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{136}
+}
+
+func (x *RemoveMultiFactorFromLoginPolicyRequest) GetType() MultiFactorType {
+	if x != nil {
+		return x.Type
+	}
+	return MultiFactorType_MULTI_FACTOR_TYPE_UNSPECIFIED
+}
+
+// RemoveMultiFactorFromLoginPolicyResponse is the change.
+type RemoveMultiFactorFromLoginPolicyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Details of the change.
+	Details       *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveMultiFactorFromLoginPolicyResponse) Reset() {
+	*x = RemoveMultiFactorFromLoginPolicyResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[137]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveMultiFactorFromLoginPolicyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveMultiFactorFromLoginPolicyResponse) ProtoMessage() {}
+
+func (x *RemoveMultiFactorFromLoginPolicyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[137]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveMultiFactorFromLoginPolicyResponse.ProtoReflect.Descriptor instead.
+func (*RemoveMultiFactorFromLoginPolicyResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{137}
+}
+
+func (x *RemoveMultiFactorFromLoginPolicyResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
 // Profile of the new user.
 type AddHumanUserRequest_Profile struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -7566,7 +8118,7 @@ type AddHumanUserRequest_Profile struct {
 
 func (x *AddHumanUserRequest_Profile) Reset() {
 	*x = AddHumanUserRequest_Profile{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[126]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[138]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7578,7 +8130,7 @@ func (x *AddHumanUserRequest_Profile) String() string {
 func (*AddHumanUserRequest_Profile) ProtoMessage() {}
 
 func (x *AddHumanUserRequest_Profile) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[126]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[138]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7649,7 +8201,7 @@ type AddHumanUserRequest_Email struct {
 
 func (x *AddHumanUserRequest_Email) Reset() {
 	*x = AddHumanUserRequest_Email{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[127]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[139]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7661,7 +8213,7 @@ func (x *AddHumanUserRequest_Email) String() string {
 func (*AddHumanUserRequest_Email) ProtoMessage() {}
 
 func (x *AddHumanUserRequest_Email) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[127]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[139]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7705,7 +8257,7 @@ type AddHumanUserRequest_Phone struct {
 
 func (x *AddHumanUserRequest_Phone) Reset() {
 	*x = AddHumanUserRequest_Phone{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[128]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[140]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7717,7 +8269,7 @@ func (x *AddHumanUserRequest_Phone) String() string {
 func (*AddHumanUserRequest_Phone) ProtoMessage() {}
 
 func (x *AddHumanUserRequest_Phone) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[128]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[140]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7769,7 +8321,7 @@ type ImportHumanUserRequest_Profile struct {
 
 func (x *ImportHumanUserRequest_Profile) Reset() {
 	*x = ImportHumanUserRequest_Profile{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[129]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[141]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7781,7 +8333,7 @@ func (x *ImportHumanUserRequest_Profile) String() string {
 func (*ImportHumanUserRequest_Profile) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_Profile) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[129]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[141]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7852,7 +8404,7 @@ type ImportHumanUserRequest_Email struct {
 
 func (x *ImportHumanUserRequest_Email) Reset() {
 	*x = ImportHumanUserRequest_Email{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[130]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[142]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7864,7 +8416,7 @@ func (x *ImportHumanUserRequest_Email) String() string {
 func (*ImportHumanUserRequest_Email) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_Email) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[130]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[142]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7908,7 +8460,7 @@ type ImportHumanUserRequest_Phone struct {
 
 func (x *ImportHumanUserRequest_Phone) Reset() {
 	*x = ImportHumanUserRequest_Phone{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[131]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[143]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7920,7 +8472,7 @@ func (x *ImportHumanUserRequest_Phone) String() string {
 func (*ImportHumanUserRequest_Phone) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_Phone) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[131]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[143]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7965,7 +8517,7 @@ type ImportHumanUserRequest_HashedPassword struct {
 
 func (x *ImportHumanUserRequest_HashedPassword) Reset() {
 	*x = ImportHumanUserRequest_HashedPassword{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[132]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[144]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7977,7 +8529,7 @@ func (x *ImportHumanUserRequest_HashedPassword) String() string {
 func (*ImportHumanUserRequest_HashedPassword) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_HashedPassword) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[132]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[144]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8020,7 +8572,7 @@ type BulkSetUserMetadataRequest_Metadata struct {
 
 func (x *BulkSetUserMetadataRequest_Metadata) Reset() {
 	*x = BulkSetUserMetadataRequest_Metadata{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[133]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[145]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8032,7 +8584,7 @@ func (x *BulkSetUserMetadataRequest_Metadata) String() string {
 func (*BulkSetUserMetadataRequest_Metadata) ProtoMessage() {}
 
 func (x *BulkSetUserMetadataRequest_Metadata) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[133]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[145]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8076,7 +8628,7 @@ type AddCustomLoginPolicyRequest_IDP struct {
 
 func (x *AddCustomLoginPolicyRequest_IDP) Reset() {
 	*x = AddCustomLoginPolicyRequest_IDP{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[134]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[146]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8088,7 +8640,7 @@ func (x *AddCustomLoginPolicyRequest_IDP) String() string {
 func (*AddCustomLoginPolicyRequest_IDP) ProtoMessage() {}
 
 func (x *AddCustomLoginPolicyRequest_IDP) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[134]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[146]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8628,7 +9180,31 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x1fRemoveHumanAuthFactorOTPRequest\x12!\n" +
 	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\"d\n" +
 	" RemoveHumanAuthFactorOTPResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails2\xbcU\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"%\n" +
+	"#ListLoginPolicySecondFactorsRequest\"\xa9\x01\n" +
+	"$ListLoginPolicySecondFactorsResponse\x12>\n" +
+	"\adetails\x18\x01 \x01(\v2$.gatehouse.management.v1.ListDetailsR\adetails\x12A\n" +
+	"\x06result\x18\x02 \x03(\x0e2).gatehouse.management.v1.SecondFactorTypeR\x06result\"d\n" +
+	"#AddSecondFactorToLoginPolicyRequest\x12=\n" +
+	"\x04type\x18\x01 \x01(\x0e2).gatehouse.management.v1.SecondFactorTypeR\x04type\"h\n" +
+	"$AddSecondFactorToLoginPolicyResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"i\n" +
+	"(RemoveSecondFactorFromLoginPolicyRequest\x12=\n" +
+	"\x04type\x18\x01 \x01(\x0e2).gatehouse.management.v1.SecondFactorTypeR\x04type\"m\n" +
+	")RemoveSecondFactorFromLoginPolicyResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"$\n" +
+	"\"ListLoginPolicyMultiFactorsRequest\"\xa7\x01\n" +
+	"#ListLoginPolicyMultiFactorsResponse\x12>\n" +
+	"\adetails\x18\x01 \x01(\v2$.gatehouse.management.v1.ListDetailsR\adetails\x12@\n" +
+	"\x06result\x18\x02 \x03(\x0e2(.gatehouse.management.v1.MultiFactorTypeR\x06result\"b\n" +
+	"\"AddMultiFactorToLoginPolicyRequest\x12<\n" +
+	"\x04type\x18\x01 \x01(\x0e2(.gatehouse.management.v1.MultiFactorTypeR\x04type\"g\n" +
+	"#AddMultiFactorToLoginPolicyResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"g\n" +
+	"'RemoveMultiFactorFromLoginPolicyRequest\x12<\n" +
+	"\x04type\x18\x01 \x01(\x0e2(.gatehouse.management.v1.MultiFactorTypeR\x04type\"l\n" +
+	"(RemoveMultiFactorFromLoginPolicyResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails2\xf0_\n" +
 	"\x11ManagementService\x12\x8e\x01\n" +
 	"\vGetUserByID\x12+.gatehouse.management.v1.GetUserByIDRequest\x1a,.gatehouse.management.v1.GetUserByIDResponse\"$\x82\xd3\xe4\x93\x02\x1b\x12\x19/management/v1/users/{id}\x90\x02\x01\x12\x8e\x01\n" +
 	"\tListUsers\x12).gatehouse.management.v1.ListUsersRequest\x1a*.gatehouse.management.v1.ListUsersResponse\"*\x82\xd3\xe4\x93\x02!:\x01*\"\x1c/management/v1/users/_search\x90\x02\x01\x12\x92\x01\n" +
@@ -8693,7 +9269,13 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x0eGetLoginPolicy\x12..gatehouse.management.v1.GetLoginPolicyRequest\x1a/.gatehouse.management.v1.GetLoginPolicyResponse\"(\x82\xd3\xe4\x93\x02\x1f\x12\x1d/management/v1/policies/login\x90\x02\x01\x12\xad\x01\n" +
 	"\x14AddCustomLoginPolicy\x124.gatehouse.management.v1.AddCustomLoginPolicyRequest\x1a5.gatehouse.management.v1.AddCustomLoginPolicyResponse\"(\x82\xd3\xe4\x93\x02\":\x01*\"\x1d/management/v1/policies/login\x12\xb6\x01\n" +
 	"\x17UpdateCustomLoginPolicy\x127.gatehouse.management.v1.UpdateCustomLoginPolicyRequest\x1a8.gatehouse.management.v1.UpdateCustomLoginPolicyResponse\"(\x82\xd3\xe4\x93\x02\":\x01*\x1a\x1d/management/v1/policies/login\x12\xb9\x01\n" +
-	"\x19ResetLoginPolicyToDefault\x129.gatehouse.management.v1.ResetLoginPolicyToDefaultRequest\x1a:.gatehouse.management.v1.ResetLoginPolicyToDefaultResponse\"%\x82\xd3\xe4\x93\x02\x1f*\x1d/management/v1/policies/login\x12\x90\x01\n" +
+	"\x19ResetLoginPolicyToDefault\x129.gatehouse.management.v1.ResetLoginPolicyToDefaultRequest\x1a:.gatehouse.management.v1.ResetLoginPolicyToDefaultResponse\"%\x82\xd3\xe4\x93\x02\x1f*\x1d/management/v1/policies/login\x12\xdc\x01\n" +
+	"\x1cListLoginPolicySecondFactors\x12<.gatehouse.management.v1.ListLoginPolicySecondFactorsRequest\x1a=.gatehouse.management.v1.ListLoginPolicySecondFactorsResponse\"?\x82\xd3\xe4\x93\x026\"4/management/v1/policies/login/second_factors/_search\x90\x02\x01\x12\xd4\x01\n" +
+	"\x1cAddSecondFactorToLoginPolicy\x12<.gatehouse.management.v1.AddSecondFactorToLoginPolicyRequest\x1a=.gatehouse.management.v1.AddSecondFactorToLoginPolicyResponse\"7\x82\xd3\xe4\x93\x021:\x01*\",/management/v1/policies/login/second_factors\x12\xe7\x01\n" +
+	"!RemoveSecondFactorFromLoginPolicy\x12A.gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyRequest\x1aB.gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyResponse\";\x82\xd3\xe4\x93\x025*3/management/v1/policies/login/second_factors/{type}\x12\xd8\x01\n" +
+	"\x1bListLoginPolicyMultiFactors\x12;.gatehouse.management.v1.ListLoginPolicyMultiFactorsRequest\x1a<.gatehouse.management.v1.ListLoginPolicyMultiFactorsResponse\">\x82\xd3\xe4\x93\x025\"3/management/v1/policies/login/multi_factors/_search\x90\x02\x01\x12\xd0\x01\n" +
+	"\x1bAddMultiFactorToLoginPolicy\x12;.gatehouse.management.v1.AddMultiFactorToLoginPolicyRequest\x1a<.gatehouse.management.v1.AddMultiFactorToLoginPolicyResponse\"6\x82\xd3\xe4\x93\x020:\x01*\"+/management/v1/policies/login/multi_factors\x12\xe3\x01\n" +
+	" RemoveMultiFactorFromLoginPolicy\x12@.gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyRequest\x1aA.gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyResponse\":\x82\xd3\xe4\x93\x024*2/management/v1/policies/login/multi_factors/{type}\x12\x90\x01\n" +
 	"\fRegisterTOTP\x12,.gatehouse.management.v1.RegisterTOTPRequest\x1a-.gatehouse.management.v1.RegisterTOTPResponse\"#\x82\xd3\xe4\x93\x02\x1d:\x01*\"\x18/v2/users/{user_id}/totp\x12\xb5\x01\n" +
 	"\x16VerifyTOTPRegistration\x126.gatehouse.management.v1.VerifyTOTPRegistrationRequest\x1a7.gatehouse.management.v1.VerifyTOTPRegistrationResponse\"*\x82\xd3\xe4\x93\x02$:\x01*\"\x1f/v2/users/{user_id}/totp/verify\x12\x87\x01\n" +
 	"\n" +
@@ -8714,476 +9296,512 @@ func file_gatehouse_management_v1_management_proto_rawDescGZIP() []byte {
 	return file_gatehouse_management_v1_management_proto_rawDescData
 }
 
-var file_gatehouse_management_v1_management_proto_msgTypes = make([]protoimpl.MessageInfo, 135)
+var file_gatehouse_management_v1_management_proto_msgTypes = make([]protoimpl.MessageInfo, 147)
 var file_gatehouse_management_v1_management_proto_goTypes = []any{
-	(*GetUserByIDRequest)(nil),                    // 0: gatehouse.management.v1.GetUserByIDRequest
-	(*GetUserByIDResponse)(nil),                   // 1: gatehouse.management.v1.GetUserByIDResponse
-	(*ListUsersRequest)(nil),                      // 2: gatehouse.management.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),                     // 3: gatehouse.management.v1.ListUsersResponse
-	(*AddHumanUserRequest)(nil),                   // 4: gatehouse.management.v1.AddHumanUserRequest
-	(*AddHumanUserResponse)(nil),                  // 5: gatehouse.management.v1.AddHumanUserResponse
-	(*ImportHumanUserRequest)(nil),                // 6: gatehouse.management.v1.ImportHumanUserRequest
-	(*ImportHumanUserResponse)(nil),               // 7: gatehouse.management.v1.ImportHumanUserResponse
-	(*AddMachineUserRequest)(nil),                 // 8: gatehouse.management.v1.AddMachineUserRequest
-	(*AddMachineUserResponse)(nil),                // 9: gatehouse.management.v1.AddMachineUserResponse
-	(*DeactivateUserRequest)(nil),                 // 10: gatehouse.management.v1.DeactivateUserRequest
-	(*DeactivateUserResponse)(nil),                // 11: gatehouse.management.v1.DeactivateUserResponse
-	(*ReactivateUserRequest)(nil),                 // 12: gatehouse.management.v1.ReactivateUserRequest
-	(*ReactivateUserResponse)(nil),                // 13: gatehouse.management.v1.ReactivateUserResponse
-	(*UnlockUserRequest)(nil),                     // 14: gatehouse.management.v1.UnlockUserRequest
-	(*UnlockUserResponse)(nil),                    // 15: gatehouse.management.v1.UnlockUserResponse
-	(*RemoveUserRequest)(nil),                     // 16: gatehouse.management.v1.RemoveUserRequest
-	(*RemoveUserResponse)(nil),                    // 17: gatehouse.management.v1.RemoveUserResponse
-	(*SetHumanPasswordRequest)(nil),               // 18: gatehouse.management.v1.SetHumanPasswordRequest
-	(*SetHumanPasswordResponse)(nil),              // 19: gatehouse.management.v1.SetHumanPasswordResponse
-	(*AddMachineKeyRequest)(nil),                  // 20: gatehouse.management.v1.AddMachineKeyRequest
-	(*AddMachineKeyResponse)(nil),                 // 21: gatehouse.management.v1.AddMachineKeyResponse
-	(*ListMachineKeysRequest)(nil),                // 22: gatehouse.management.v1.ListMachineKeysRequest
-	(*ListMachineKeysResponse)(nil),               // 23: gatehouse.management.v1.ListMachineKeysResponse
-	(*RemoveMachineKeyRequest)(nil),               // 24: gatehouse.management.v1.RemoveMachineKeyRequest
-	(*RemoveMachineKeyResponse)(nil),              // 25: gatehouse.management.v1.RemoveMachineKeyResponse
-	(*GenerateMachineSecretRequest)(nil),          // 26: gatehouse.management.v1.GenerateMachineSecretRequest
-	(*GenerateMachineSecretResponse)(nil),         // 27: gatehouse.management.v1.GenerateMachineSecretResponse
-	(*RemoveMachineSecretRequest)(nil),            // 28: gatehouse.management.v1.RemoveMachineSecretRequest
-	(*RemoveMachineSecretResponse)(nil),           // 29: gatehouse.management.v1.RemoveMachineSecretResponse
-	(*SetUserMetadataRequest)(nil),                // 30: gatehouse.management.v1.SetUserMetadataRequest
-	(*SetUserMetadataResponse)(nil),               // 31: gatehouse.management.v1.SetUserMetadataResponse
-	(*BulkSetUserMetadataRequest)(nil),            // 32: gatehouse.management.v1.BulkSetUserMetadataRequest
-	(*BulkSetUserMetadataResponse)(nil),           // 33: gatehouse.management.v1.BulkSetUserMetadataResponse
-	(*ListUserMetadataRequest)(nil),               // 34: gatehouse.management.v1.ListUserMetadataRequest
-	(*ListUserMetadataResponse)(nil),              // 35: gatehouse.management.v1.ListUserMetadataResponse
-	(*GetUserMetadataRequest)(nil),                // 36: gatehouse.management.v1.GetUserMetadataRequest
-	(*GetUserMetadataResponse)(nil),               // 37: gatehouse.management.v1.GetUserMetadataResponse
-	(*RemoveUserMetadataRequest)(nil),             // 38: gatehouse.management.v1.RemoveUserMetadataRequest
-	(*RemoveUserMetadataResponse)(nil),            // 39: gatehouse.management.v1.RemoveUserMetadataResponse
-	(*BulkRemoveUserMetadataRequest)(nil),         // 40: gatehouse.management.v1.BulkRemoveUserMetadataRequest
-	(*BulkRemoveUserMetadataResponse)(nil),        // 41: gatehouse.management.v1.BulkRemoveUserMetadataResponse
-	(*GetMyOrgRequest)(nil),                       // 42: gatehouse.management.v1.GetMyOrgRequest
-	(*GetMyOrgResponse)(nil),                      // 43: gatehouse.management.v1.GetMyOrgResponse
-	(*AddOrgRequest)(nil),                         // 44: gatehouse.management.v1.AddOrgRequest
-	(*AddOrgResponse)(nil),                        // 45: gatehouse.management.v1.AddOrgResponse
-	(*ListOrgsRequest)(nil),                       // 46: gatehouse.management.v1.ListOrgsRequest
-	(*ListOrgsResponse)(nil),                      // 47: gatehouse.management.v1.ListOrgsResponse
-	(*AddOrgMemberRequest)(nil),                   // 48: gatehouse.management.v1.AddOrgMemberRequest
-	(*AddOrgMemberResponse)(nil),                  // 49: gatehouse.management.v1.AddOrgMemberResponse
-	(*ListOrgMembersRequest)(nil),                 // 50: gatehouse.management.v1.ListOrgMembersRequest
-	(*ListOrgMembersResponse)(nil),                // 51: gatehouse.management.v1.ListOrgMembersResponse
-	(*RemoveOrgMemberRequest)(nil),                // 52: gatehouse.management.v1.RemoveOrgMemberRequest
-	(*RemoveOrgMemberResponse)(nil),               // 53: gatehouse.management.v1.RemoveOrgMemberResponse
-	(*GetOrgIDPByIDRequest)(nil),                  // 54: gatehouse.management.v1.GetOrgIDPByIDRequest
-	(*GetOrgIDPByIDResponse)(nil),                 // 55: gatehouse.management.v1.GetOrgIDPByIDResponse
-	(*ListOrgIDPsRequest)(nil),                    // 56: gatehouse.management.v1.ListOrgIDPsRequest
-	(*ListOrgIDPsResponse)(nil),                   // 57: gatehouse.management.v1.ListOrgIDPsResponse
-	(*AddOrgOIDCIDPRequest)(nil),                  // 58: gatehouse.management.v1.AddOrgOIDCIDPRequest
-	(*AddOrgOIDCIDPResponse)(nil),                 // 59: gatehouse.management.v1.AddOrgOIDCIDPResponse
-	(*UpdateOrgIDPOIDCConfigRequest)(nil),         // 60: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest
-	(*UpdateOrgIDPOIDCConfigResponse)(nil),        // 61: gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse
-	(*DeactivateOrgIDPRequest)(nil),               // 62: gatehouse.management.v1.DeactivateOrgIDPRequest
-	(*DeactivateOrgIDPResponse)(nil),              // 63: gatehouse.management.v1.DeactivateOrgIDPResponse
-	(*SetOrgIDPTrustRequest)(nil),                 // 64: gatehouse.management.v1.SetOrgIDPTrustRequest
-	(*SetOrgIDPTrustResponse)(nil),                // 65: gatehouse.management.v1.SetOrgIDPTrustResponse
-	(*ReactivateOrgIDPRequest)(nil),               // 66: gatehouse.management.v1.ReactivateOrgIDPRequest
-	(*ReactivateOrgIDPResponse)(nil),              // 67: gatehouse.management.v1.ReactivateOrgIDPResponse
-	(*RemoveOrgIDPRequest)(nil),                   // 68: gatehouse.management.v1.RemoveOrgIDPRequest
-	(*RemoveOrgIDPResponse)(nil),                  // 69: gatehouse.management.v1.RemoveOrgIDPResponse
-	(*AddProjectRequest)(nil),                     // 70: gatehouse.management.v1.AddProjectRequest
-	(*AddProjectResponse)(nil),                    // 71: gatehouse.management.v1.AddProjectResponse
-	(*GetProjectByIDRequest)(nil),                 // 72: gatehouse.management.v1.GetProjectByIDRequest
-	(*GetProjectByIDResponse)(nil),                // 73: gatehouse.management.v1.GetProjectByIDResponse
-	(*ListProjectsRequest)(nil),                   // 74: gatehouse.management.v1.ListProjectsRequest
-	(*ListProjectsResponse)(nil),                  // 75: gatehouse.management.v1.ListProjectsResponse
-	(*GetAppByIDRequest)(nil),                     // 76: gatehouse.management.v1.GetAppByIDRequest
-	(*GetAppByIDResponse)(nil),                    // 77: gatehouse.management.v1.GetAppByIDResponse
-	(*ListAppsRequest)(nil),                       // 78: gatehouse.management.v1.ListAppsRequest
-	(*ListAppsResponse)(nil),                      // 79: gatehouse.management.v1.ListAppsResponse
-	(*AddOIDCAppRequest)(nil),                     // 80: gatehouse.management.v1.AddOIDCAppRequest
-	(*AddOIDCAppResponse)(nil),                    // 81: gatehouse.management.v1.AddOIDCAppResponse
-	(*UpdateOIDCAppConfigRequest)(nil),            // 82: gatehouse.management.v1.UpdateOIDCAppConfigRequest
-	(*UpdateOIDCAppConfigResponse)(nil),           // 83: gatehouse.management.v1.UpdateOIDCAppConfigResponse
-	(*RegenerateOIDCClientSecretRequest)(nil),     // 84: gatehouse.management.v1.RegenerateOIDCClientSecretRequest
-	(*RegenerateOIDCClientSecretResponse)(nil),    // 85: gatehouse.management.v1.RegenerateOIDCClientSecretResponse
-	(*AddAPIAppRequest)(nil),                      // 86: gatehouse.management.v1.AddAPIAppRequest
-	(*AddAPIAppResponse)(nil),                     // 87: gatehouse.management.v1.AddAPIAppResponse
-	(*AddAppKeyRequest)(nil),                      // 88: gatehouse.management.v1.AddAppKeyRequest
-	(*AddAppKeyResponse)(nil),                     // 89: gatehouse.management.v1.AddAppKeyResponse
-	(*RemoveAppKeyRequest)(nil),                   // 90: gatehouse.management.v1.RemoveAppKeyRequest
-	(*RemoveAppKeyResponse)(nil),                  // 91: gatehouse.management.v1.RemoveAppKeyResponse
-	(*AddProjectGrantRequest)(nil),                // 92: gatehouse.management.v1.AddProjectGrantRequest
-	(*AddProjectGrantResponse)(nil),               // 93: gatehouse.management.v1.AddProjectGrantResponse
-	(*ListGrantedProjectsRequest)(nil),            // 94: gatehouse.management.v1.ListGrantedProjectsRequest
-	(*ListGrantedProjectsResponse)(nil),           // 95: gatehouse.management.v1.ListGrantedProjectsResponse
-	(*RefuseGrantedProjectRequest)(nil),           // 96: gatehouse.management.v1.RefuseGrantedProjectRequest
-	(*RefuseGrantedProjectResponse)(nil),          // 97: gatehouse.management.v1.RefuseGrantedProjectResponse
-	(*ListProjectGrantsRequest)(nil),              // 98: gatehouse.management.v1.ListProjectGrantsRequest
-	(*ListProjectGrantsResponse)(nil),             // 99: gatehouse.management.v1.ListProjectGrantsResponse
-	(*UpdateProjectGrantRequest)(nil),             // 100: gatehouse.management.v1.UpdateProjectGrantRequest
-	(*UpdateProjectGrantResponse)(nil),            // 101: gatehouse.management.v1.UpdateProjectGrantResponse
-	(*RemoveProjectGrantRequest)(nil),             // 102: gatehouse.management.v1.RemoveProjectGrantRequest
-	(*RemoveProjectGrantResponse)(nil),            // 103: gatehouse.management.v1.RemoveProjectGrantResponse
-	(*GetLoginPolicyRequest)(nil),                 // 104: gatehouse.management.v1.GetLoginPolicyRequest
-	(*GetLoginPolicyResponse)(nil),                // 105: gatehouse.management.v1.GetLoginPolicyResponse
-	(*AddCustomLoginPolicyRequest)(nil),           // 106: gatehouse.management.v1.AddCustomLoginPolicyRequest
-	(*AddCustomLoginPolicyResponse)(nil),          // 107: gatehouse.management.v1.AddCustomLoginPolicyResponse
-	(*UpdateCustomLoginPolicyRequest)(nil),        // 108: gatehouse.management.v1.UpdateCustomLoginPolicyRequest
-	(*UpdateCustomLoginPolicyResponse)(nil),       // 109: gatehouse.management.v1.UpdateCustomLoginPolicyResponse
-	(*ResetLoginPolicyToDefaultRequest)(nil),      // 110: gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
-	(*ResetLoginPolicyToDefaultResponse)(nil),     // 111: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
-	(*ListUserIDPsRequest)(nil),                   // 112: gatehouse.management.v1.ListUserIDPsRequest
-	(*ListUserIDPsResponse)(nil),                  // 113: gatehouse.management.v1.ListUserIDPsResponse
-	(*RemoveUserIDPRequest)(nil),                  // 114: gatehouse.management.v1.RemoveUserIDPRequest
-	(*RemoveUserIDPResponse)(nil),                 // 115: gatehouse.management.v1.RemoveUserIDPResponse
-	(*RegisterTOTPRequest)(nil),                   // 116: gatehouse.management.v1.RegisterTOTPRequest
-	(*RegisterTOTPResponse)(nil),                  // 117: gatehouse.management.v1.RegisterTOTPResponse
-	(*VerifyTOTPRegistrationRequest)(nil),         // 118: gatehouse.management.v1.VerifyTOTPRegistrationRequest
-	(*VerifyTOTPRegistrationResponse)(nil),        // 119: gatehouse.management.v1.VerifyTOTPRegistrationResponse
-	(*RemoveTOTPRequest)(nil),                     // 120: gatehouse.management.v1.RemoveTOTPRequest
-	(*RemoveTOTPResponse)(nil),                    // 121: gatehouse.management.v1.RemoveTOTPResponse
-	(*ListHumanAuthFactorsRequest)(nil),           // 122: gatehouse.management.v1.ListHumanAuthFactorsRequest
-	(*ListHumanAuthFactorsResponse)(nil),          // 123: gatehouse.management.v1.ListHumanAuthFactorsResponse
-	(*RemoveHumanAuthFactorOTPRequest)(nil),       // 124: gatehouse.management.v1.RemoveHumanAuthFactorOTPRequest
-	(*RemoveHumanAuthFactorOTPResponse)(nil),      // 125: gatehouse.management.v1.RemoveHumanAuthFactorOTPResponse
-	(*AddHumanUserRequest_Profile)(nil),           // 126: gatehouse.management.v1.AddHumanUserRequest.Profile
-	(*AddHumanUserRequest_Email)(nil),             // 127: gatehouse.management.v1.AddHumanUserRequest.Email
-	(*AddHumanUserRequest_Phone)(nil),             // 128: gatehouse.management.v1.AddHumanUserRequest.Phone
-	(*ImportHumanUserRequest_Profile)(nil),        // 129: gatehouse.management.v1.ImportHumanUserRequest.Profile
-	(*ImportHumanUserRequest_Email)(nil),          // 130: gatehouse.management.v1.ImportHumanUserRequest.Email
-	(*ImportHumanUserRequest_Phone)(nil),          // 131: gatehouse.management.v1.ImportHumanUserRequest.Phone
-	(*ImportHumanUserRequest_HashedPassword)(nil), // 132: gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
-	(*BulkSetUserMetadataRequest_Metadata)(nil),   // 133: gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
-	(*AddCustomLoginPolicyRequest_IDP)(nil),       // 134: gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
-	(*User)(nil),                                  // 135: gatehouse.management.v1.User
-	(*ListQuery)(nil),                             // 136: gatehouse.management.v1.ListQuery
-	(UserFieldName)(0),                            // 137: gatehouse.management.v1.UserFieldName
-	(*UserQuery)(nil),                             // 138: gatehouse.management.v1.UserQuery
-	(*ListDetails)(nil),                           // 139: gatehouse.management.v1.ListDetails
-	(*ObjectDetails)(nil),                         // 140: gatehouse.management.v1.ObjectDetails
-	(AccessTokenType)(0),                          // 141: gatehouse.management.v1.AccessTokenType
-	(KeyType)(0),                                  // 142: gatehouse.management.v1.KeyType
-	(*timestamppb.Timestamp)(nil),                 // 143: google.protobuf.Timestamp
-	(*Key)(nil),                                   // 144: gatehouse.management.v1.Key
-	(*MetadataQuery)(nil),                         // 145: gatehouse.management.v1.MetadataQuery
-	(*Metadata)(nil),                              // 146: gatehouse.management.v1.Metadata
-	(*Org)(nil),                                   // 147: gatehouse.management.v1.Org
-	(OrgFieldName)(0),                             // 148: gatehouse.management.v1.OrgFieldName
-	(*OrgQuery)(nil),                              // 149: gatehouse.management.v1.OrgQuery
-	(*MemberQuery)(nil),                           // 150: gatehouse.management.v1.MemberQuery
-	(*Member)(nil),                                // 151: gatehouse.management.v1.Member
-	(*IDP)(nil),                                   // 152: gatehouse.management.v1.IDP
-	(IDPFieldName)(0),                             // 153: gatehouse.management.v1.IDPFieldName
-	(*IDPQuery)(nil),                              // 154: gatehouse.management.v1.IDPQuery
-	(StylingType)(0),                              // 155: gatehouse.management.v1.StylingType
-	(OIDCMappingField)(0),                         // 156: gatehouse.management.v1.OIDCMappingField
-	(PrivateLabelingSetting)(0),                   // 157: gatehouse.management.v1.PrivateLabelingSetting
-	(*Project)(nil),                               // 158: gatehouse.management.v1.Project
-	(*ProjectQuery)(nil),                          // 159: gatehouse.management.v1.ProjectQuery
-	(*App)(nil),                                   // 160: gatehouse.management.v1.App
-	(*AppQuery)(nil),                              // 161: gatehouse.management.v1.AppQuery
-	(OIDCResponseType)(0),                         // 162: gatehouse.management.v1.OIDCResponseType
-	(OIDCGrantType)(0),                            // 163: gatehouse.management.v1.OIDCGrantType
-	(OIDCAppType)(0),                              // 164: gatehouse.management.v1.OIDCAppType
-	(OIDCAuthMethodType)(0),                       // 165: gatehouse.management.v1.OIDCAuthMethodType
-	(OIDCVersion)(0),                              // 166: gatehouse.management.v1.OIDCVersion
-	(OIDCTokenType)(0),                            // 167: gatehouse.management.v1.OIDCTokenType
-	(*durationpb.Duration)(nil),                   // 168: google.protobuf.Duration
-	(*LoginVersion)(nil),                          // 169: gatehouse.management.v1.LoginVersion
-	(*LocalizedMessage)(nil),                      // 170: gatehouse.management.v1.LocalizedMessage
-	(APIAuthMethodType)(0),                        // 171: gatehouse.management.v1.APIAuthMethodType
-	(*ProjectGrant)(nil),                          // 172: gatehouse.management.v1.ProjectGrant
-	(*LoginPolicy)(nil),                           // 173: gatehouse.management.v1.LoginPolicy
-	(PasswordlessType)(0),                         // 174: gatehouse.management.v1.PasswordlessType
-	(SecondFactorType)(0),                         // 175: gatehouse.management.v1.SecondFactorType
-	(MultiFactorType)(0),                          // 176: gatehouse.management.v1.MultiFactorType
-	(*IDPUserLink)(nil),                           // 177: gatehouse.management.v1.IDPUserLink
-	(*AuthFactor)(nil),                            // 178: gatehouse.management.v1.AuthFactor
-	(Gender)(0),                                   // 179: gatehouse.management.v1.Gender
-	(*SetAppAdminClientRequest)(nil),              // 180: gatehouse.management.v1.SetAppAdminClientRequest
-	(*SetAppAdminClientResponse)(nil),             // 181: gatehouse.management.v1.SetAppAdminClientResponse
+	(*GetUserByIDRequest)(nil),                        // 0: gatehouse.management.v1.GetUserByIDRequest
+	(*GetUserByIDResponse)(nil),                       // 1: gatehouse.management.v1.GetUserByIDResponse
+	(*ListUsersRequest)(nil),                          // 2: gatehouse.management.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),                         // 3: gatehouse.management.v1.ListUsersResponse
+	(*AddHumanUserRequest)(nil),                       // 4: gatehouse.management.v1.AddHumanUserRequest
+	(*AddHumanUserResponse)(nil),                      // 5: gatehouse.management.v1.AddHumanUserResponse
+	(*ImportHumanUserRequest)(nil),                    // 6: gatehouse.management.v1.ImportHumanUserRequest
+	(*ImportHumanUserResponse)(nil),                   // 7: gatehouse.management.v1.ImportHumanUserResponse
+	(*AddMachineUserRequest)(nil),                     // 8: gatehouse.management.v1.AddMachineUserRequest
+	(*AddMachineUserResponse)(nil),                    // 9: gatehouse.management.v1.AddMachineUserResponse
+	(*DeactivateUserRequest)(nil),                     // 10: gatehouse.management.v1.DeactivateUserRequest
+	(*DeactivateUserResponse)(nil),                    // 11: gatehouse.management.v1.DeactivateUserResponse
+	(*ReactivateUserRequest)(nil),                     // 12: gatehouse.management.v1.ReactivateUserRequest
+	(*ReactivateUserResponse)(nil),                    // 13: gatehouse.management.v1.ReactivateUserResponse
+	(*UnlockUserRequest)(nil),                         // 14: gatehouse.management.v1.UnlockUserRequest
+	(*UnlockUserResponse)(nil),                        // 15: gatehouse.management.v1.UnlockUserResponse
+	(*RemoveUserRequest)(nil),                         // 16: gatehouse.management.v1.RemoveUserRequest
+	(*RemoveUserResponse)(nil),                        // 17: gatehouse.management.v1.RemoveUserResponse
+	(*SetHumanPasswordRequest)(nil),                   // 18: gatehouse.management.v1.SetHumanPasswordRequest
+	(*SetHumanPasswordResponse)(nil),                  // 19: gatehouse.management.v1.SetHumanPasswordResponse
+	(*AddMachineKeyRequest)(nil),                      // 20: gatehouse.management.v1.AddMachineKeyRequest
+	(*AddMachineKeyResponse)(nil),                     // 21: gatehouse.management.v1.AddMachineKeyResponse
+	(*ListMachineKeysRequest)(nil),                    // 22: gatehouse.management.v1.ListMachineKeysRequest
+	(*ListMachineKeysResponse)(nil),                   // 23: gatehouse.management.v1.ListMachineKeysResponse
+	(*RemoveMachineKeyRequest)(nil),                   // 24: gatehouse.management.v1.RemoveMachineKeyRequest
+	(*RemoveMachineKeyResponse)(nil),                  // 25: gatehouse.management.v1.RemoveMachineKeyResponse
+	(*GenerateMachineSecretRequest)(nil),              // 26: gatehouse.management.v1.GenerateMachineSecretRequest
+	(*GenerateMachineSecretResponse)(nil),             // 27: gatehouse.management.v1.GenerateMachineSecretResponse
+	(*RemoveMachineSecretRequest)(nil),                // 28: gatehouse.management.v1.RemoveMachineSecretRequest
+	(*RemoveMachineSecretResponse)(nil),               // 29: gatehouse.management.v1.RemoveMachineSecretResponse
+	(*SetUserMetadataRequest)(nil),                    // 30: gatehouse.management.v1.SetUserMetadataRequest
+	(*SetUserMetadataResponse)(nil),                   // 31: gatehouse.management.v1.SetUserMetadataResponse
+	(*BulkSetUserMetadataRequest)(nil),                // 32: gatehouse.management.v1.BulkSetUserMetadataRequest
+	(*BulkSetUserMetadataResponse)(nil),               // 33: gatehouse.management.v1.BulkSetUserMetadataResponse
+	(*ListUserMetadataRequest)(nil),                   // 34: gatehouse.management.v1.ListUserMetadataRequest
+	(*ListUserMetadataResponse)(nil),                  // 35: gatehouse.management.v1.ListUserMetadataResponse
+	(*GetUserMetadataRequest)(nil),                    // 36: gatehouse.management.v1.GetUserMetadataRequest
+	(*GetUserMetadataResponse)(nil),                   // 37: gatehouse.management.v1.GetUserMetadataResponse
+	(*RemoveUserMetadataRequest)(nil),                 // 38: gatehouse.management.v1.RemoveUserMetadataRequest
+	(*RemoveUserMetadataResponse)(nil),                // 39: gatehouse.management.v1.RemoveUserMetadataResponse
+	(*BulkRemoveUserMetadataRequest)(nil),             // 40: gatehouse.management.v1.BulkRemoveUserMetadataRequest
+	(*BulkRemoveUserMetadataResponse)(nil),            // 41: gatehouse.management.v1.BulkRemoveUserMetadataResponse
+	(*GetMyOrgRequest)(nil),                           // 42: gatehouse.management.v1.GetMyOrgRequest
+	(*GetMyOrgResponse)(nil),                          // 43: gatehouse.management.v1.GetMyOrgResponse
+	(*AddOrgRequest)(nil),                             // 44: gatehouse.management.v1.AddOrgRequest
+	(*AddOrgResponse)(nil),                            // 45: gatehouse.management.v1.AddOrgResponse
+	(*ListOrgsRequest)(nil),                           // 46: gatehouse.management.v1.ListOrgsRequest
+	(*ListOrgsResponse)(nil),                          // 47: gatehouse.management.v1.ListOrgsResponse
+	(*AddOrgMemberRequest)(nil),                       // 48: gatehouse.management.v1.AddOrgMemberRequest
+	(*AddOrgMemberResponse)(nil),                      // 49: gatehouse.management.v1.AddOrgMemberResponse
+	(*ListOrgMembersRequest)(nil),                     // 50: gatehouse.management.v1.ListOrgMembersRequest
+	(*ListOrgMembersResponse)(nil),                    // 51: gatehouse.management.v1.ListOrgMembersResponse
+	(*RemoveOrgMemberRequest)(nil),                    // 52: gatehouse.management.v1.RemoveOrgMemberRequest
+	(*RemoveOrgMemberResponse)(nil),                   // 53: gatehouse.management.v1.RemoveOrgMemberResponse
+	(*GetOrgIDPByIDRequest)(nil),                      // 54: gatehouse.management.v1.GetOrgIDPByIDRequest
+	(*GetOrgIDPByIDResponse)(nil),                     // 55: gatehouse.management.v1.GetOrgIDPByIDResponse
+	(*ListOrgIDPsRequest)(nil),                        // 56: gatehouse.management.v1.ListOrgIDPsRequest
+	(*ListOrgIDPsResponse)(nil),                       // 57: gatehouse.management.v1.ListOrgIDPsResponse
+	(*AddOrgOIDCIDPRequest)(nil),                      // 58: gatehouse.management.v1.AddOrgOIDCIDPRequest
+	(*AddOrgOIDCIDPResponse)(nil),                     // 59: gatehouse.management.v1.AddOrgOIDCIDPResponse
+	(*UpdateOrgIDPOIDCConfigRequest)(nil),             // 60: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest
+	(*UpdateOrgIDPOIDCConfigResponse)(nil),            // 61: gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse
+	(*DeactivateOrgIDPRequest)(nil),                   // 62: gatehouse.management.v1.DeactivateOrgIDPRequest
+	(*DeactivateOrgIDPResponse)(nil),                  // 63: gatehouse.management.v1.DeactivateOrgIDPResponse
+	(*SetOrgIDPTrustRequest)(nil),                     // 64: gatehouse.management.v1.SetOrgIDPTrustRequest
+	(*SetOrgIDPTrustResponse)(nil),                    // 65: gatehouse.management.v1.SetOrgIDPTrustResponse
+	(*ReactivateOrgIDPRequest)(nil),                   // 66: gatehouse.management.v1.ReactivateOrgIDPRequest
+	(*ReactivateOrgIDPResponse)(nil),                  // 67: gatehouse.management.v1.ReactivateOrgIDPResponse
+	(*RemoveOrgIDPRequest)(nil),                       // 68: gatehouse.management.v1.RemoveOrgIDPRequest
+	(*RemoveOrgIDPResponse)(nil),                      // 69: gatehouse.management.v1.RemoveOrgIDPResponse
+	(*AddProjectRequest)(nil),                         // 70: gatehouse.management.v1.AddProjectRequest
+	(*AddProjectResponse)(nil),                        // 71: gatehouse.management.v1.AddProjectResponse
+	(*GetProjectByIDRequest)(nil),                     // 72: gatehouse.management.v1.GetProjectByIDRequest
+	(*GetProjectByIDResponse)(nil),                    // 73: gatehouse.management.v1.GetProjectByIDResponse
+	(*ListProjectsRequest)(nil),                       // 74: gatehouse.management.v1.ListProjectsRequest
+	(*ListProjectsResponse)(nil),                      // 75: gatehouse.management.v1.ListProjectsResponse
+	(*GetAppByIDRequest)(nil),                         // 76: gatehouse.management.v1.GetAppByIDRequest
+	(*GetAppByIDResponse)(nil),                        // 77: gatehouse.management.v1.GetAppByIDResponse
+	(*ListAppsRequest)(nil),                           // 78: gatehouse.management.v1.ListAppsRequest
+	(*ListAppsResponse)(nil),                          // 79: gatehouse.management.v1.ListAppsResponse
+	(*AddOIDCAppRequest)(nil),                         // 80: gatehouse.management.v1.AddOIDCAppRequest
+	(*AddOIDCAppResponse)(nil),                        // 81: gatehouse.management.v1.AddOIDCAppResponse
+	(*UpdateOIDCAppConfigRequest)(nil),                // 82: gatehouse.management.v1.UpdateOIDCAppConfigRequest
+	(*UpdateOIDCAppConfigResponse)(nil),               // 83: gatehouse.management.v1.UpdateOIDCAppConfigResponse
+	(*RegenerateOIDCClientSecretRequest)(nil),         // 84: gatehouse.management.v1.RegenerateOIDCClientSecretRequest
+	(*RegenerateOIDCClientSecretResponse)(nil),        // 85: gatehouse.management.v1.RegenerateOIDCClientSecretResponse
+	(*AddAPIAppRequest)(nil),                          // 86: gatehouse.management.v1.AddAPIAppRequest
+	(*AddAPIAppResponse)(nil),                         // 87: gatehouse.management.v1.AddAPIAppResponse
+	(*AddAppKeyRequest)(nil),                          // 88: gatehouse.management.v1.AddAppKeyRequest
+	(*AddAppKeyResponse)(nil),                         // 89: gatehouse.management.v1.AddAppKeyResponse
+	(*RemoveAppKeyRequest)(nil),                       // 90: gatehouse.management.v1.RemoveAppKeyRequest
+	(*RemoveAppKeyResponse)(nil),                      // 91: gatehouse.management.v1.RemoveAppKeyResponse
+	(*AddProjectGrantRequest)(nil),                    // 92: gatehouse.management.v1.AddProjectGrantRequest
+	(*AddProjectGrantResponse)(nil),                   // 93: gatehouse.management.v1.AddProjectGrantResponse
+	(*ListGrantedProjectsRequest)(nil),                // 94: gatehouse.management.v1.ListGrantedProjectsRequest
+	(*ListGrantedProjectsResponse)(nil),               // 95: gatehouse.management.v1.ListGrantedProjectsResponse
+	(*RefuseGrantedProjectRequest)(nil),               // 96: gatehouse.management.v1.RefuseGrantedProjectRequest
+	(*RefuseGrantedProjectResponse)(nil),              // 97: gatehouse.management.v1.RefuseGrantedProjectResponse
+	(*ListProjectGrantsRequest)(nil),                  // 98: gatehouse.management.v1.ListProjectGrantsRequest
+	(*ListProjectGrantsResponse)(nil),                 // 99: gatehouse.management.v1.ListProjectGrantsResponse
+	(*UpdateProjectGrantRequest)(nil),                 // 100: gatehouse.management.v1.UpdateProjectGrantRequest
+	(*UpdateProjectGrantResponse)(nil),                // 101: gatehouse.management.v1.UpdateProjectGrantResponse
+	(*RemoveProjectGrantRequest)(nil),                 // 102: gatehouse.management.v1.RemoveProjectGrantRequest
+	(*RemoveProjectGrantResponse)(nil),                // 103: gatehouse.management.v1.RemoveProjectGrantResponse
+	(*GetLoginPolicyRequest)(nil),                     // 104: gatehouse.management.v1.GetLoginPolicyRequest
+	(*GetLoginPolicyResponse)(nil),                    // 105: gatehouse.management.v1.GetLoginPolicyResponse
+	(*AddCustomLoginPolicyRequest)(nil),               // 106: gatehouse.management.v1.AddCustomLoginPolicyRequest
+	(*AddCustomLoginPolicyResponse)(nil),              // 107: gatehouse.management.v1.AddCustomLoginPolicyResponse
+	(*UpdateCustomLoginPolicyRequest)(nil),            // 108: gatehouse.management.v1.UpdateCustomLoginPolicyRequest
+	(*UpdateCustomLoginPolicyResponse)(nil),           // 109: gatehouse.management.v1.UpdateCustomLoginPolicyResponse
+	(*ResetLoginPolicyToDefaultRequest)(nil),          // 110: gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
+	(*ResetLoginPolicyToDefaultResponse)(nil),         // 111: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
+	(*ListUserIDPsRequest)(nil),                       // 112: gatehouse.management.v1.ListUserIDPsRequest
+	(*ListUserIDPsResponse)(nil),                      // 113: gatehouse.management.v1.ListUserIDPsResponse
+	(*RemoveUserIDPRequest)(nil),                      // 114: gatehouse.management.v1.RemoveUserIDPRequest
+	(*RemoveUserIDPResponse)(nil),                     // 115: gatehouse.management.v1.RemoveUserIDPResponse
+	(*RegisterTOTPRequest)(nil),                       // 116: gatehouse.management.v1.RegisterTOTPRequest
+	(*RegisterTOTPResponse)(nil),                      // 117: gatehouse.management.v1.RegisterTOTPResponse
+	(*VerifyTOTPRegistrationRequest)(nil),             // 118: gatehouse.management.v1.VerifyTOTPRegistrationRequest
+	(*VerifyTOTPRegistrationResponse)(nil),            // 119: gatehouse.management.v1.VerifyTOTPRegistrationResponse
+	(*RemoveTOTPRequest)(nil),                         // 120: gatehouse.management.v1.RemoveTOTPRequest
+	(*RemoveTOTPResponse)(nil),                        // 121: gatehouse.management.v1.RemoveTOTPResponse
+	(*ListHumanAuthFactorsRequest)(nil),               // 122: gatehouse.management.v1.ListHumanAuthFactorsRequest
+	(*ListHumanAuthFactorsResponse)(nil),              // 123: gatehouse.management.v1.ListHumanAuthFactorsResponse
+	(*RemoveHumanAuthFactorOTPRequest)(nil),           // 124: gatehouse.management.v1.RemoveHumanAuthFactorOTPRequest
+	(*RemoveHumanAuthFactorOTPResponse)(nil),          // 125: gatehouse.management.v1.RemoveHumanAuthFactorOTPResponse
+	(*ListLoginPolicySecondFactorsRequest)(nil),       // 126: gatehouse.management.v1.ListLoginPolicySecondFactorsRequest
+	(*ListLoginPolicySecondFactorsResponse)(nil),      // 127: gatehouse.management.v1.ListLoginPolicySecondFactorsResponse
+	(*AddSecondFactorToLoginPolicyRequest)(nil),       // 128: gatehouse.management.v1.AddSecondFactorToLoginPolicyRequest
+	(*AddSecondFactorToLoginPolicyResponse)(nil),      // 129: gatehouse.management.v1.AddSecondFactorToLoginPolicyResponse
+	(*RemoveSecondFactorFromLoginPolicyRequest)(nil),  // 130: gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyRequest
+	(*RemoveSecondFactorFromLoginPolicyResponse)(nil), // 131: gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyResponse
+	(*ListLoginPolicyMultiFactorsRequest)(nil),        // 132: gatehouse.management.v1.ListLoginPolicyMultiFactorsRequest
+	(*ListLoginPolicyMultiFactorsResponse)(nil),       // 133: gatehouse.management.v1.ListLoginPolicyMultiFactorsResponse
+	(*AddMultiFactorToLoginPolicyRequest)(nil),        // 134: gatehouse.management.v1.AddMultiFactorToLoginPolicyRequest
+	(*AddMultiFactorToLoginPolicyResponse)(nil),       // 135: gatehouse.management.v1.AddMultiFactorToLoginPolicyResponse
+	(*RemoveMultiFactorFromLoginPolicyRequest)(nil),   // 136: gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyRequest
+	(*RemoveMultiFactorFromLoginPolicyResponse)(nil),  // 137: gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyResponse
+	(*AddHumanUserRequest_Profile)(nil),               // 138: gatehouse.management.v1.AddHumanUserRequest.Profile
+	(*AddHumanUserRequest_Email)(nil),                 // 139: gatehouse.management.v1.AddHumanUserRequest.Email
+	(*AddHumanUserRequest_Phone)(nil),                 // 140: gatehouse.management.v1.AddHumanUserRequest.Phone
+	(*ImportHumanUserRequest_Profile)(nil),            // 141: gatehouse.management.v1.ImportHumanUserRequest.Profile
+	(*ImportHumanUserRequest_Email)(nil),              // 142: gatehouse.management.v1.ImportHumanUserRequest.Email
+	(*ImportHumanUserRequest_Phone)(nil),              // 143: gatehouse.management.v1.ImportHumanUserRequest.Phone
+	(*ImportHumanUserRequest_HashedPassword)(nil),     // 144: gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
+	(*BulkSetUserMetadataRequest_Metadata)(nil),       // 145: gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
+	(*AddCustomLoginPolicyRequest_IDP)(nil),           // 146: gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
+	(*User)(nil),                                      // 147: gatehouse.management.v1.User
+	(*ListQuery)(nil),                                 // 148: gatehouse.management.v1.ListQuery
+	(UserFieldName)(0),                                // 149: gatehouse.management.v1.UserFieldName
+	(*UserQuery)(nil),                                 // 150: gatehouse.management.v1.UserQuery
+	(*ListDetails)(nil),                               // 151: gatehouse.management.v1.ListDetails
+	(*ObjectDetails)(nil),                             // 152: gatehouse.management.v1.ObjectDetails
+	(AccessTokenType)(0),                              // 153: gatehouse.management.v1.AccessTokenType
+	(KeyType)(0),                                      // 154: gatehouse.management.v1.KeyType
+	(*timestamppb.Timestamp)(nil),                     // 155: google.protobuf.Timestamp
+	(*Key)(nil),                                       // 156: gatehouse.management.v1.Key
+	(*MetadataQuery)(nil),                             // 157: gatehouse.management.v1.MetadataQuery
+	(*Metadata)(nil),                                  // 158: gatehouse.management.v1.Metadata
+	(*Org)(nil),                                       // 159: gatehouse.management.v1.Org
+	(OrgFieldName)(0),                                 // 160: gatehouse.management.v1.OrgFieldName
+	(*OrgQuery)(nil),                                  // 161: gatehouse.management.v1.OrgQuery
+	(*MemberQuery)(nil),                               // 162: gatehouse.management.v1.MemberQuery
+	(*Member)(nil),                                    // 163: gatehouse.management.v1.Member
+	(*IDP)(nil),                                       // 164: gatehouse.management.v1.IDP
+	(IDPFieldName)(0),                                 // 165: gatehouse.management.v1.IDPFieldName
+	(*IDPQuery)(nil),                                  // 166: gatehouse.management.v1.IDPQuery
+	(StylingType)(0),                                  // 167: gatehouse.management.v1.StylingType
+	(OIDCMappingField)(0),                             // 168: gatehouse.management.v1.OIDCMappingField
+	(PrivateLabelingSetting)(0),                       // 169: gatehouse.management.v1.PrivateLabelingSetting
+	(*Project)(nil),                                   // 170: gatehouse.management.v1.Project
+	(*ProjectQuery)(nil),                              // 171: gatehouse.management.v1.ProjectQuery
+	(*App)(nil),                                       // 172: gatehouse.management.v1.App
+	(*AppQuery)(nil),                                  // 173: gatehouse.management.v1.AppQuery
+	(OIDCResponseType)(0),                             // 174: gatehouse.management.v1.OIDCResponseType
+	(OIDCGrantType)(0),                                // 175: gatehouse.management.v1.OIDCGrantType
+	(OIDCAppType)(0),                                  // 176: gatehouse.management.v1.OIDCAppType
+	(OIDCAuthMethodType)(0),                           // 177: gatehouse.management.v1.OIDCAuthMethodType
+	(OIDCVersion)(0),                                  // 178: gatehouse.management.v1.OIDCVersion
+	(OIDCTokenType)(0),                                // 179: gatehouse.management.v1.OIDCTokenType
+	(*durationpb.Duration)(nil),                       // 180: google.protobuf.Duration
+	(*LoginVersion)(nil),                              // 181: gatehouse.management.v1.LoginVersion
+	(*LocalizedMessage)(nil),                          // 182: gatehouse.management.v1.LocalizedMessage
+	(APIAuthMethodType)(0),                            // 183: gatehouse.management.v1.APIAuthMethodType
+	(*ProjectGrant)(nil),                              // 184: gatehouse.management.v1.ProjectGrant
+	(*LoginPolicy)(nil),                               // 185: gatehouse.management.v1.LoginPolicy
+	(PasswordlessType)(0),                             // 186: gatehouse.management.v1.PasswordlessType
+	(SecondFactorType)(0),                             // 187: gatehouse.management.v1.SecondFactorType
+	(MultiFactorType)(0),                              // 188: gatehouse.management.v1.MultiFactorType
+	(*IDPUserLink)(nil),                               // 189: gatehouse.management.v1.IDPUserLink
+	(*AuthFactor)(nil),                                // 190: gatehouse.management.v1.AuthFactor
+	(Gender)(0),                                       // 191: gatehouse.management.v1.Gender
+	(*SetAppAdminClientRequest)(nil),                  // 192: gatehouse.management.v1.SetAppAdminClientRequest
+	(*SetAppAdminClientResponse)(nil),                 // 193: gatehouse.management.v1.SetAppAdminClientResponse
 }
 var file_gatehouse_management_v1_management_proto_depIdxs = []int32{
-	135, // 0: gatehouse.management.v1.GetUserByIDResponse.user:type_name -> gatehouse.management.v1.User
-	136, // 1: gatehouse.management.v1.ListUsersRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	137, // 2: gatehouse.management.v1.ListUsersRequest.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
-	138, // 3: gatehouse.management.v1.ListUsersRequest.queries:type_name -> gatehouse.management.v1.UserQuery
-	139, // 4: gatehouse.management.v1.ListUsersResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	137, // 5: gatehouse.management.v1.ListUsersResponse.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
-	135, // 6: gatehouse.management.v1.ListUsersResponse.result:type_name -> gatehouse.management.v1.User
-	126, // 7: gatehouse.management.v1.AddHumanUserRequest.profile:type_name -> gatehouse.management.v1.AddHumanUserRequest.Profile
-	127, // 8: gatehouse.management.v1.AddHumanUserRequest.email:type_name -> gatehouse.management.v1.AddHumanUserRequest.Email
-	128, // 9: gatehouse.management.v1.AddHumanUserRequest.phone:type_name -> gatehouse.management.v1.AddHumanUserRequest.Phone
-	140, // 10: gatehouse.management.v1.AddHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	129, // 11: gatehouse.management.v1.ImportHumanUserRequest.profile:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Profile
-	130, // 12: gatehouse.management.v1.ImportHumanUserRequest.email:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Email
-	131, // 13: gatehouse.management.v1.ImportHumanUserRequest.phone:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Phone
-	132, // 14: gatehouse.management.v1.ImportHumanUserRequest.hashed_password:type_name -> gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
-	140, // 15: gatehouse.management.v1.ImportHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	141, // 16: gatehouse.management.v1.AddMachineUserRequest.access_token_type:type_name -> gatehouse.management.v1.AccessTokenType
-	140, // 17: gatehouse.management.v1.AddMachineUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	140, // 18: gatehouse.management.v1.DeactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	140, // 19: gatehouse.management.v1.ReactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	140, // 20: gatehouse.management.v1.UnlockUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	140, // 21: gatehouse.management.v1.RemoveUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	140, // 22: gatehouse.management.v1.SetHumanPasswordResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	142, // 23: gatehouse.management.v1.AddMachineKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
-	143, // 24: gatehouse.management.v1.AddMachineKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
-	140, // 25: gatehouse.management.v1.AddMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	136, // 26: gatehouse.management.v1.ListMachineKeysRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	139, // 27: gatehouse.management.v1.ListMachineKeysResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	144, // 28: gatehouse.management.v1.ListMachineKeysResponse.result:type_name -> gatehouse.management.v1.Key
-	140, // 29: gatehouse.management.v1.RemoveMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	140, // 30: gatehouse.management.v1.GenerateMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	140, // 31: gatehouse.management.v1.RemoveMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	140, // 32: gatehouse.management.v1.SetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	133, // 33: gatehouse.management.v1.BulkSetUserMetadataRequest.metadata:type_name -> gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
-	140, // 34: gatehouse.management.v1.BulkSetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	136, // 35: gatehouse.management.v1.ListUserMetadataRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	145, // 36: gatehouse.management.v1.ListUserMetadataRequest.queries:type_name -> gatehouse.management.v1.MetadataQuery
-	139, // 37: gatehouse.management.v1.ListUserMetadataResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	146, // 38: gatehouse.management.v1.ListUserMetadataResponse.result:type_name -> gatehouse.management.v1.Metadata
-	146, // 39: gatehouse.management.v1.GetUserMetadataResponse.metadata:type_name -> gatehouse.management.v1.Metadata
-	140, // 40: gatehouse.management.v1.RemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	140, // 41: gatehouse.management.v1.BulkRemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	147, // 42: gatehouse.management.v1.GetMyOrgResponse.org:type_name -> gatehouse.management.v1.Org
-	140, // 43: gatehouse.management.v1.AddOrgResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	136, // 44: gatehouse.management.v1.ListOrgsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	148, // 45: gatehouse.management.v1.ListOrgsRequest.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
-	149, // 46: gatehouse.management.v1.ListOrgsRequest.queries:type_name -> gatehouse.management.v1.OrgQuery
-	139, // 47: gatehouse.management.v1.ListOrgsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	148, // 48: gatehouse.management.v1.ListOrgsResponse.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
-	147, // 49: gatehouse.management.v1.ListOrgsResponse.result:type_name -> gatehouse.management.v1.Org
-	140, // 50: gatehouse.management.v1.AddOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	136, // 51: gatehouse.management.v1.ListOrgMembersRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	150, // 52: gatehouse.management.v1.ListOrgMembersRequest.queries:type_name -> gatehouse.management.v1.MemberQuery
-	139, // 53: gatehouse.management.v1.ListOrgMembersResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	151, // 54: gatehouse.management.v1.ListOrgMembersResponse.result:type_name -> gatehouse.management.v1.Member
-	140, // 55: gatehouse.management.v1.RemoveOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	152, // 56: gatehouse.management.v1.GetOrgIDPByIDResponse.idp:type_name -> gatehouse.management.v1.IDP
-	136, // 57: gatehouse.management.v1.ListOrgIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	153, // 58: gatehouse.management.v1.ListOrgIDPsRequest.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
-	154, // 59: gatehouse.management.v1.ListOrgIDPsRequest.queries:type_name -> gatehouse.management.v1.IDPQuery
-	139, // 60: gatehouse.management.v1.ListOrgIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	153, // 61: gatehouse.management.v1.ListOrgIDPsResponse.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
-	152, // 62: gatehouse.management.v1.ListOrgIDPsResponse.result:type_name -> gatehouse.management.v1.IDP
-	155, // 63: gatehouse.management.v1.AddOrgOIDCIDPRequest.styling_type:type_name -> gatehouse.management.v1.StylingType
-	156, // 64: gatehouse.management.v1.AddOrgOIDCIDPRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	156, // 65: gatehouse.management.v1.AddOrgOIDCIDPRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	140, // 66: gatehouse.management.v1.AddOrgOIDCIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	156, // 67: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	156, // 68: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	140, // 69: gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	140, // 70: gatehouse.management.v1.DeactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	140, // 71: gatehouse.management.v1.SetOrgIDPTrustResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	140, // 72: gatehouse.management.v1.ReactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	140, // 73: gatehouse.management.v1.RemoveOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	157, // 74: gatehouse.management.v1.AddProjectRequest.private_labeling_setting:type_name -> gatehouse.management.v1.PrivateLabelingSetting
-	140, // 75: gatehouse.management.v1.AddProjectResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	158, // 76: gatehouse.management.v1.GetProjectByIDResponse.project:type_name -> gatehouse.management.v1.Project
-	136, // 77: gatehouse.management.v1.ListProjectsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	159, // 78: gatehouse.management.v1.ListProjectsRequest.queries:type_name -> gatehouse.management.v1.ProjectQuery
-	139, // 79: gatehouse.management.v1.ListProjectsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	158, // 80: gatehouse.management.v1.ListProjectsResponse.result:type_name -> gatehouse.management.v1.Project
-	160, // 81: gatehouse.management.v1.GetAppByIDResponse.app:type_name -> gatehouse.management.v1.App
-	136, // 82: gatehouse.management.v1.ListAppsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	161, // 83: gatehouse.management.v1.ListAppsRequest.queries:type_name -> gatehouse.management.v1.AppQuery
-	139, // 84: gatehouse.management.v1.ListAppsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	160, // 85: gatehouse.management.v1.ListAppsResponse.result:type_name -> gatehouse.management.v1.App
-	162, // 86: gatehouse.management.v1.AddOIDCAppRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
-	163, // 87: gatehouse.management.v1.AddOIDCAppRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
-	164, // 88: gatehouse.management.v1.AddOIDCAppRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
-	165, // 89: gatehouse.management.v1.AddOIDCAppRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
-	166, // 90: gatehouse.management.v1.AddOIDCAppRequest.version:type_name -> gatehouse.management.v1.OIDCVersion
-	167, // 91: gatehouse.management.v1.AddOIDCAppRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
-	168, // 92: gatehouse.management.v1.AddOIDCAppRequest.clock_skew:type_name -> google.protobuf.Duration
-	169, // 93: gatehouse.management.v1.AddOIDCAppRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
-	140, // 94: gatehouse.management.v1.AddOIDCAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	170, // 95: gatehouse.management.v1.AddOIDCAppResponse.compliance_problems:type_name -> gatehouse.management.v1.LocalizedMessage
-	162, // 96: gatehouse.management.v1.UpdateOIDCAppConfigRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
-	163, // 97: gatehouse.management.v1.UpdateOIDCAppConfigRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
-	164, // 98: gatehouse.management.v1.UpdateOIDCAppConfigRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
-	165, // 99: gatehouse.management.v1.UpdateOIDCAppConfigRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
-	167, // 100: gatehouse.management.v1.UpdateOIDCAppConfigRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
-	168, // 101: gatehouse.management.v1.UpdateOIDCAppConfigRequest.clock_skew:type_name -> google.protobuf.Duration
-	169, // 102: gatehouse.management.v1.UpdateOIDCAppConfigRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
-	140, // 103: gatehouse.management.v1.UpdateOIDCAppConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	140, // 104: gatehouse.management.v1.RegenerateOIDCClientSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	171, // 105: gatehouse.management.v1.AddAPIAppRequest.auth_method_type:type_name -> gatehouse.management.v1.APIAuthMethodType
-	140, // 106: gatehouse.management.v1.AddAPIAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	142, // 107: gatehouse.management.v1.AddAppKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
-	143, // 108: gatehouse.management.v1.AddAppKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
-	140, // 109: gatehouse.management.v1.AddAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	140, // 110: gatehouse.management.v1.RemoveAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	140, // 111: gatehouse.management.v1.AddProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	136, // 112: gatehouse.management.v1.ListGrantedProjectsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	139, // 113: gatehouse.management.v1.ListGrantedProjectsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	172, // 114: gatehouse.management.v1.ListGrantedProjectsResponse.result:type_name -> gatehouse.management.v1.ProjectGrant
-	140, // 115: gatehouse.management.v1.RefuseGrantedProjectResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	136, // 116: gatehouse.management.v1.ListProjectGrantsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	139, // 117: gatehouse.management.v1.ListProjectGrantsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	172, // 118: gatehouse.management.v1.ListProjectGrantsResponse.result:type_name -> gatehouse.management.v1.ProjectGrant
-	140, // 119: gatehouse.management.v1.UpdateProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	140, // 120: gatehouse.management.v1.RemoveProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	173, // 121: gatehouse.management.v1.GetLoginPolicyResponse.policy:type_name -> gatehouse.management.v1.LoginPolicy
-	174, // 122: gatehouse.management.v1.AddCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
-	168, // 123: gatehouse.management.v1.AddCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
-	168, // 124: gatehouse.management.v1.AddCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
-	168, // 125: gatehouse.management.v1.AddCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
-	168, // 126: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
-	168, // 127: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
-	175, // 128: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factors:type_name -> gatehouse.management.v1.SecondFactorType
-	176, // 129: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factors:type_name -> gatehouse.management.v1.MultiFactorType
-	134, // 130: gatehouse.management.v1.AddCustomLoginPolicyRequest.idps:type_name -> gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
-	140, // 131: gatehouse.management.v1.AddCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	174, // 132: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
-	168, // 133: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
-	168, // 134: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
-	168, // 135: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
-	168, // 136: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
-	168, // 137: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
-	140, // 138: gatehouse.management.v1.UpdateCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	140, // 139: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	136, // 140: gatehouse.management.v1.ListUserIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	139, // 141: gatehouse.management.v1.ListUserIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	177, // 142: gatehouse.management.v1.ListUserIDPsResponse.result:type_name -> gatehouse.management.v1.IDPUserLink
-	140, // 143: gatehouse.management.v1.RemoveUserIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	140, // 144: gatehouse.management.v1.RegisterTOTPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	140, // 145: gatehouse.management.v1.VerifyTOTPRegistrationResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	140, // 146: gatehouse.management.v1.RemoveTOTPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	178, // 147: gatehouse.management.v1.ListHumanAuthFactorsResponse.result:type_name -> gatehouse.management.v1.AuthFactor
-	140, // 148: gatehouse.management.v1.RemoveHumanAuthFactorOTPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	179, // 149: gatehouse.management.v1.AddHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
-	179, // 150: gatehouse.management.v1.ImportHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
-	0,   // 151: gatehouse.management.v1.ManagementService.GetUserByID:input_type -> gatehouse.management.v1.GetUserByIDRequest
-	2,   // 152: gatehouse.management.v1.ManagementService.ListUsers:input_type -> gatehouse.management.v1.ListUsersRequest
-	4,   // 153: gatehouse.management.v1.ManagementService.AddHumanUser:input_type -> gatehouse.management.v1.AddHumanUserRequest
-	6,   // 154: gatehouse.management.v1.ManagementService.ImportHumanUser:input_type -> gatehouse.management.v1.ImportHumanUserRequest
-	8,   // 155: gatehouse.management.v1.ManagementService.AddMachineUser:input_type -> gatehouse.management.v1.AddMachineUserRequest
-	10,  // 156: gatehouse.management.v1.ManagementService.DeactivateUser:input_type -> gatehouse.management.v1.DeactivateUserRequest
-	12,  // 157: gatehouse.management.v1.ManagementService.ReactivateUser:input_type -> gatehouse.management.v1.ReactivateUserRequest
-	14,  // 158: gatehouse.management.v1.ManagementService.UnlockUser:input_type -> gatehouse.management.v1.UnlockUserRequest
-	16,  // 159: gatehouse.management.v1.ManagementService.RemoveUser:input_type -> gatehouse.management.v1.RemoveUserRequest
-	18,  // 160: gatehouse.management.v1.ManagementService.SetHumanPassword:input_type -> gatehouse.management.v1.SetHumanPasswordRequest
-	20,  // 161: gatehouse.management.v1.ManagementService.AddMachineKey:input_type -> gatehouse.management.v1.AddMachineKeyRequest
-	22,  // 162: gatehouse.management.v1.ManagementService.ListMachineKeys:input_type -> gatehouse.management.v1.ListMachineKeysRequest
-	24,  // 163: gatehouse.management.v1.ManagementService.RemoveMachineKey:input_type -> gatehouse.management.v1.RemoveMachineKeyRequest
-	26,  // 164: gatehouse.management.v1.ManagementService.GenerateMachineSecret:input_type -> gatehouse.management.v1.GenerateMachineSecretRequest
-	28,  // 165: gatehouse.management.v1.ManagementService.RemoveMachineSecret:input_type -> gatehouse.management.v1.RemoveMachineSecretRequest
-	30,  // 166: gatehouse.management.v1.ManagementService.SetUserMetadata:input_type -> gatehouse.management.v1.SetUserMetadataRequest
-	32,  // 167: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:input_type -> gatehouse.management.v1.BulkSetUserMetadataRequest
-	34,  // 168: gatehouse.management.v1.ManagementService.ListUserMetadata:input_type -> gatehouse.management.v1.ListUserMetadataRequest
-	36,  // 169: gatehouse.management.v1.ManagementService.GetUserMetadata:input_type -> gatehouse.management.v1.GetUserMetadataRequest
-	38,  // 170: gatehouse.management.v1.ManagementService.RemoveUserMetadata:input_type -> gatehouse.management.v1.RemoveUserMetadataRequest
-	40,  // 171: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:input_type -> gatehouse.management.v1.BulkRemoveUserMetadataRequest
-	42,  // 172: gatehouse.management.v1.ManagementService.GetMyOrg:input_type -> gatehouse.management.v1.GetMyOrgRequest
-	44,  // 173: gatehouse.management.v1.ManagementService.AddOrg:input_type -> gatehouse.management.v1.AddOrgRequest
-	46,  // 174: gatehouse.management.v1.ManagementService.ListOrgs:input_type -> gatehouse.management.v1.ListOrgsRequest
-	48,  // 175: gatehouse.management.v1.ManagementService.AddOrgMember:input_type -> gatehouse.management.v1.AddOrgMemberRequest
-	50,  // 176: gatehouse.management.v1.ManagementService.ListOrgMembers:input_type -> gatehouse.management.v1.ListOrgMembersRequest
-	52,  // 177: gatehouse.management.v1.ManagementService.RemoveOrgMember:input_type -> gatehouse.management.v1.RemoveOrgMemberRequest
-	54,  // 178: gatehouse.management.v1.ManagementService.GetOrgIDPByID:input_type -> gatehouse.management.v1.GetOrgIDPByIDRequest
-	56,  // 179: gatehouse.management.v1.ManagementService.ListOrgIDPs:input_type -> gatehouse.management.v1.ListOrgIDPsRequest
-	58,  // 180: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:input_type -> gatehouse.management.v1.AddOrgOIDCIDPRequest
-	60,  // 181: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:input_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest
-	62,  // 182: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:input_type -> gatehouse.management.v1.DeactivateOrgIDPRequest
-	66,  // 183: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:input_type -> gatehouse.management.v1.ReactivateOrgIDPRequest
-	64,  // 184: gatehouse.management.v1.ManagementService.SetOrgIDPTrust:input_type -> gatehouse.management.v1.SetOrgIDPTrustRequest
-	68,  // 185: gatehouse.management.v1.ManagementService.RemoveOrgIDP:input_type -> gatehouse.management.v1.RemoveOrgIDPRequest
-	70,  // 186: gatehouse.management.v1.ManagementService.AddProject:input_type -> gatehouse.management.v1.AddProjectRequest
-	72,  // 187: gatehouse.management.v1.ManagementService.GetProjectByID:input_type -> gatehouse.management.v1.GetProjectByIDRequest
-	74,  // 188: gatehouse.management.v1.ManagementService.ListProjects:input_type -> gatehouse.management.v1.ListProjectsRequest
-	76,  // 189: gatehouse.management.v1.ManagementService.GetAppByID:input_type -> gatehouse.management.v1.GetAppByIDRequest
-	78,  // 190: gatehouse.management.v1.ManagementService.ListApps:input_type -> gatehouse.management.v1.ListAppsRequest
-	80,  // 191: gatehouse.management.v1.ManagementService.AddOIDCApp:input_type -> gatehouse.management.v1.AddOIDCAppRequest
-	82,  // 192: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:input_type -> gatehouse.management.v1.UpdateOIDCAppConfigRequest
-	84,  // 193: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:input_type -> gatehouse.management.v1.RegenerateOIDCClientSecretRequest
-	86,  // 194: gatehouse.management.v1.ManagementService.AddAPIApp:input_type -> gatehouse.management.v1.AddAPIAppRequest
-	88,  // 195: gatehouse.management.v1.ManagementService.AddAppKey:input_type -> gatehouse.management.v1.AddAppKeyRequest
-	90,  // 196: gatehouse.management.v1.ManagementService.RemoveAppKey:input_type -> gatehouse.management.v1.RemoveAppKeyRequest
-	180, // 197: gatehouse.management.v1.ManagementService.SetAppAdminClient:input_type -> gatehouse.management.v1.SetAppAdminClientRequest
-	112, // 198: gatehouse.management.v1.ManagementService.ListUserIDPs:input_type -> gatehouse.management.v1.ListUserIDPsRequest
-	114, // 199: gatehouse.management.v1.ManagementService.RemoveUserIDP:input_type -> gatehouse.management.v1.RemoveUserIDPRequest
-	92,  // 200: gatehouse.management.v1.ManagementService.AddProjectGrant:input_type -> gatehouse.management.v1.AddProjectGrantRequest
-	94,  // 201: gatehouse.management.v1.ManagementService.ListGrantedProjects:input_type -> gatehouse.management.v1.ListGrantedProjectsRequest
-	96,  // 202: gatehouse.management.v1.ManagementService.RefuseGrantedProject:input_type -> gatehouse.management.v1.RefuseGrantedProjectRequest
-	98,  // 203: gatehouse.management.v1.ManagementService.ListProjectGrants:input_type -> gatehouse.management.v1.ListProjectGrantsRequest
-	100, // 204: gatehouse.management.v1.ManagementService.UpdateProjectGrant:input_type -> gatehouse.management.v1.UpdateProjectGrantRequest
-	102, // 205: gatehouse.management.v1.ManagementService.RemoveProjectGrant:input_type -> gatehouse.management.v1.RemoveProjectGrantRequest
-	104, // 206: gatehouse.management.v1.ManagementService.GetLoginPolicy:input_type -> gatehouse.management.v1.GetLoginPolicyRequest
-	106, // 207: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:input_type -> gatehouse.management.v1.AddCustomLoginPolicyRequest
-	108, // 208: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:input_type -> gatehouse.management.v1.UpdateCustomLoginPolicyRequest
-	110, // 209: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:input_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
-	116, // 210: gatehouse.management.v1.ManagementService.RegisterTOTP:input_type -> gatehouse.management.v1.RegisterTOTPRequest
-	118, // 211: gatehouse.management.v1.ManagementService.VerifyTOTPRegistration:input_type -> gatehouse.management.v1.VerifyTOTPRegistrationRequest
-	120, // 212: gatehouse.management.v1.ManagementService.RemoveTOTP:input_type -> gatehouse.management.v1.RemoveTOTPRequest
-	122, // 213: gatehouse.management.v1.ManagementService.ListHumanAuthFactors:input_type -> gatehouse.management.v1.ListHumanAuthFactorsRequest
-	124, // 214: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorOTP:input_type -> gatehouse.management.v1.RemoveHumanAuthFactorOTPRequest
-	1,   // 215: gatehouse.management.v1.ManagementService.GetUserByID:output_type -> gatehouse.management.v1.GetUserByIDResponse
-	3,   // 216: gatehouse.management.v1.ManagementService.ListUsers:output_type -> gatehouse.management.v1.ListUsersResponse
-	5,   // 217: gatehouse.management.v1.ManagementService.AddHumanUser:output_type -> gatehouse.management.v1.AddHumanUserResponse
-	7,   // 218: gatehouse.management.v1.ManagementService.ImportHumanUser:output_type -> gatehouse.management.v1.ImportHumanUserResponse
-	9,   // 219: gatehouse.management.v1.ManagementService.AddMachineUser:output_type -> gatehouse.management.v1.AddMachineUserResponse
-	11,  // 220: gatehouse.management.v1.ManagementService.DeactivateUser:output_type -> gatehouse.management.v1.DeactivateUserResponse
-	13,  // 221: gatehouse.management.v1.ManagementService.ReactivateUser:output_type -> gatehouse.management.v1.ReactivateUserResponse
-	15,  // 222: gatehouse.management.v1.ManagementService.UnlockUser:output_type -> gatehouse.management.v1.UnlockUserResponse
-	17,  // 223: gatehouse.management.v1.ManagementService.RemoveUser:output_type -> gatehouse.management.v1.RemoveUserResponse
-	19,  // 224: gatehouse.management.v1.ManagementService.SetHumanPassword:output_type -> gatehouse.management.v1.SetHumanPasswordResponse
-	21,  // 225: gatehouse.management.v1.ManagementService.AddMachineKey:output_type -> gatehouse.management.v1.AddMachineKeyResponse
-	23,  // 226: gatehouse.management.v1.ManagementService.ListMachineKeys:output_type -> gatehouse.management.v1.ListMachineKeysResponse
-	25,  // 227: gatehouse.management.v1.ManagementService.RemoveMachineKey:output_type -> gatehouse.management.v1.RemoveMachineKeyResponse
-	27,  // 228: gatehouse.management.v1.ManagementService.GenerateMachineSecret:output_type -> gatehouse.management.v1.GenerateMachineSecretResponse
-	29,  // 229: gatehouse.management.v1.ManagementService.RemoveMachineSecret:output_type -> gatehouse.management.v1.RemoveMachineSecretResponse
-	31,  // 230: gatehouse.management.v1.ManagementService.SetUserMetadata:output_type -> gatehouse.management.v1.SetUserMetadataResponse
-	33,  // 231: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:output_type -> gatehouse.management.v1.BulkSetUserMetadataResponse
-	35,  // 232: gatehouse.management.v1.ManagementService.ListUserMetadata:output_type -> gatehouse.management.v1.ListUserMetadataResponse
-	37,  // 233: gatehouse.management.v1.ManagementService.GetUserMetadata:output_type -> gatehouse.management.v1.GetUserMetadataResponse
-	39,  // 234: gatehouse.management.v1.ManagementService.RemoveUserMetadata:output_type -> gatehouse.management.v1.RemoveUserMetadataResponse
-	41,  // 235: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:output_type -> gatehouse.management.v1.BulkRemoveUserMetadataResponse
-	43,  // 236: gatehouse.management.v1.ManagementService.GetMyOrg:output_type -> gatehouse.management.v1.GetMyOrgResponse
-	45,  // 237: gatehouse.management.v1.ManagementService.AddOrg:output_type -> gatehouse.management.v1.AddOrgResponse
-	47,  // 238: gatehouse.management.v1.ManagementService.ListOrgs:output_type -> gatehouse.management.v1.ListOrgsResponse
-	49,  // 239: gatehouse.management.v1.ManagementService.AddOrgMember:output_type -> gatehouse.management.v1.AddOrgMemberResponse
-	51,  // 240: gatehouse.management.v1.ManagementService.ListOrgMembers:output_type -> gatehouse.management.v1.ListOrgMembersResponse
-	53,  // 241: gatehouse.management.v1.ManagementService.RemoveOrgMember:output_type -> gatehouse.management.v1.RemoveOrgMemberResponse
-	55,  // 242: gatehouse.management.v1.ManagementService.GetOrgIDPByID:output_type -> gatehouse.management.v1.GetOrgIDPByIDResponse
-	57,  // 243: gatehouse.management.v1.ManagementService.ListOrgIDPs:output_type -> gatehouse.management.v1.ListOrgIDPsResponse
-	59,  // 244: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:output_type -> gatehouse.management.v1.AddOrgOIDCIDPResponse
-	61,  // 245: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:output_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse
-	63,  // 246: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:output_type -> gatehouse.management.v1.DeactivateOrgIDPResponse
-	67,  // 247: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:output_type -> gatehouse.management.v1.ReactivateOrgIDPResponse
-	65,  // 248: gatehouse.management.v1.ManagementService.SetOrgIDPTrust:output_type -> gatehouse.management.v1.SetOrgIDPTrustResponse
-	69,  // 249: gatehouse.management.v1.ManagementService.RemoveOrgIDP:output_type -> gatehouse.management.v1.RemoveOrgIDPResponse
-	71,  // 250: gatehouse.management.v1.ManagementService.AddProject:output_type -> gatehouse.management.v1.AddProjectResponse
-	73,  // 251: gatehouse.management.v1.ManagementService.GetProjectByID:output_type -> gatehouse.management.v1.GetProjectByIDResponse
-	75,  // 252: gatehouse.management.v1.ManagementService.ListProjects:output_type -> gatehouse.management.v1.ListProjectsResponse
-	77,  // 253: gatehouse.management.v1.ManagementService.GetAppByID:output_type -> gatehouse.management.v1.GetAppByIDResponse
-	79,  // 254: gatehouse.management.v1.ManagementService.ListApps:output_type -> gatehouse.management.v1.ListAppsResponse
-	81,  // 255: gatehouse.management.v1.ManagementService.AddOIDCApp:output_type -> gatehouse.management.v1.AddOIDCAppResponse
-	83,  // 256: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:output_type -> gatehouse.management.v1.UpdateOIDCAppConfigResponse
-	85,  // 257: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:output_type -> gatehouse.management.v1.RegenerateOIDCClientSecretResponse
-	87,  // 258: gatehouse.management.v1.ManagementService.AddAPIApp:output_type -> gatehouse.management.v1.AddAPIAppResponse
-	89,  // 259: gatehouse.management.v1.ManagementService.AddAppKey:output_type -> gatehouse.management.v1.AddAppKeyResponse
-	91,  // 260: gatehouse.management.v1.ManagementService.RemoveAppKey:output_type -> gatehouse.management.v1.RemoveAppKeyResponse
-	181, // 261: gatehouse.management.v1.ManagementService.SetAppAdminClient:output_type -> gatehouse.management.v1.SetAppAdminClientResponse
-	113, // 262: gatehouse.management.v1.ManagementService.ListUserIDPs:output_type -> gatehouse.management.v1.ListUserIDPsResponse
-	115, // 263: gatehouse.management.v1.ManagementService.RemoveUserIDP:output_type -> gatehouse.management.v1.RemoveUserIDPResponse
-	93,  // 264: gatehouse.management.v1.ManagementService.AddProjectGrant:output_type -> gatehouse.management.v1.AddProjectGrantResponse
-	95,  // 265: gatehouse.management.v1.ManagementService.ListGrantedProjects:output_type -> gatehouse.management.v1.ListGrantedProjectsResponse
-	97,  // 266: gatehouse.management.v1.ManagementService.RefuseGrantedProject:output_type -> gatehouse.management.v1.RefuseGrantedProjectResponse
-	99,  // 267: gatehouse.management.v1.ManagementService.ListProjectGrants:output_type -> gatehouse.management.v1.ListProjectGrantsResponse
-	101, // 268: gatehouse.management.v1.ManagementService.UpdateProjectGrant:output_type -> gatehouse.management.v1.UpdateProjectGrantResponse
-	103, // 269: gatehouse.management.v1.ManagementService.RemoveProjectGrant:output_type -> gatehouse.management.v1.RemoveProjectGrantResponse
-	105, // 270: gatehouse.management.v1.ManagementService.GetLoginPolicy:output_type -> gatehouse.management.v1.GetLoginPolicyResponse
-	107, // 271: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:output_type -> gatehouse.management.v1.AddCustomLoginPolicyResponse
-	109, // 272: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:output_type -> gatehouse.management.v1.UpdateCustomLoginPolicyResponse
-	111, // 273: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:output_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
-	117, // 274: gatehouse.management.v1.ManagementService.RegisterTOTP:output_type -> gatehouse.management.v1.RegisterTOTPResponse
-	119, // 275: gatehouse.management.v1.ManagementService.VerifyTOTPRegistration:output_type -> gatehouse.management.v1.VerifyTOTPRegistrationResponse
-	121, // 276: gatehouse.management.v1.ManagementService.RemoveTOTP:output_type -> gatehouse.management.v1.RemoveTOTPResponse
-	123, // 277: gatehouse.management.v1.ManagementService.ListHumanAuthFactors:output_type -> gatehouse.management.v1.ListHumanAuthFactorsResponse
-	125, // 278: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorOTP:output_type -> gatehouse.management.v1.RemoveHumanAuthFactorOTPResponse
-	215, // [215:279] is the sub-list for method output_type
-	151, // [151:215] is the sub-list for method input_type
-	151, // [151:151] is the sub-list for extension type_name
-	151, // [151:151] is the sub-list for extension extendee
-	0,   // [0:151] is the sub-list for field type_name
+	147, // 0: gatehouse.management.v1.GetUserByIDResponse.user:type_name -> gatehouse.management.v1.User
+	148, // 1: gatehouse.management.v1.ListUsersRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	149, // 2: gatehouse.management.v1.ListUsersRequest.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
+	150, // 3: gatehouse.management.v1.ListUsersRequest.queries:type_name -> gatehouse.management.v1.UserQuery
+	151, // 4: gatehouse.management.v1.ListUsersResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	149, // 5: gatehouse.management.v1.ListUsersResponse.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
+	147, // 6: gatehouse.management.v1.ListUsersResponse.result:type_name -> gatehouse.management.v1.User
+	138, // 7: gatehouse.management.v1.AddHumanUserRequest.profile:type_name -> gatehouse.management.v1.AddHumanUserRequest.Profile
+	139, // 8: gatehouse.management.v1.AddHumanUserRequest.email:type_name -> gatehouse.management.v1.AddHumanUserRequest.Email
+	140, // 9: gatehouse.management.v1.AddHumanUserRequest.phone:type_name -> gatehouse.management.v1.AddHumanUserRequest.Phone
+	152, // 10: gatehouse.management.v1.AddHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	141, // 11: gatehouse.management.v1.ImportHumanUserRequest.profile:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Profile
+	142, // 12: gatehouse.management.v1.ImportHumanUserRequest.email:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Email
+	143, // 13: gatehouse.management.v1.ImportHumanUserRequest.phone:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Phone
+	144, // 14: gatehouse.management.v1.ImportHumanUserRequest.hashed_password:type_name -> gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
+	152, // 15: gatehouse.management.v1.ImportHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	153, // 16: gatehouse.management.v1.AddMachineUserRequest.access_token_type:type_name -> gatehouse.management.v1.AccessTokenType
+	152, // 17: gatehouse.management.v1.AddMachineUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	152, // 18: gatehouse.management.v1.DeactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	152, // 19: gatehouse.management.v1.ReactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	152, // 20: gatehouse.management.v1.UnlockUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	152, // 21: gatehouse.management.v1.RemoveUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	152, // 22: gatehouse.management.v1.SetHumanPasswordResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	154, // 23: gatehouse.management.v1.AddMachineKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
+	155, // 24: gatehouse.management.v1.AddMachineKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
+	152, // 25: gatehouse.management.v1.AddMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	148, // 26: gatehouse.management.v1.ListMachineKeysRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	151, // 27: gatehouse.management.v1.ListMachineKeysResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	156, // 28: gatehouse.management.v1.ListMachineKeysResponse.result:type_name -> gatehouse.management.v1.Key
+	152, // 29: gatehouse.management.v1.RemoveMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	152, // 30: gatehouse.management.v1.GenerateMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	152, // 31: gatehouse.management.v1.RemoveMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	152, // 32: gatehouse.management.v1.SetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	145, // 33: gatehouse.management.v1.BulkSetUserMetadataRequest.metadata:type_name -> gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
+	152, // 34: gatehouse.management.v1.BulkSetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	148, // 35: gatehouse.management.v1.ListUserMetadataRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	157, // 36: gatehouse.management.v1.ListUserMetadataRequest.queries:type_name -> gatehouse.management.v1.MetadataQuery
+	151, // 37: gatehouse.management.v1.ListUserMetadataResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	158, // 38: gatehouse.management.v1.ListUserMetadataResponse.result:type_name -> gatehouse.management.v1.Metadata
+	158, // 39: gatehouse.management.v1.GetUserMetadataResponse.metadata:type_name -> gatehouse.management.v1.Metadata
+	152, // 40: gatehouse.management.v1.RemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	152, // 41: gatehouse.management.v1.BulkRemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	159, // 42: gatehouse.management.v1.GetMyOrgResponse.org:type_name -> gatehouse.management.v1.Org
+	152, // 43: gatehouse.management.v1.AddOrgResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	148, // 44: gatehouse.management.v1.ListOrgsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	160, // 45: gatehouse.management.v1.ListOrgsRequest.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
+	161, // 46: gatehouse.management.v1.ListOrgsRequest.queries:type_name -> gatehouse.management.v1.OrgQuery
+	151, // 47: gatehouse.management.v1.ListOrgsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	160, // 48: gatehouse.management.v1.ListOrgsResponse.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
+	159, // 49: gatehouse.management.v1.ListOrgsResponse.result:type_name -> gatehouse.management.v1.Org
+	152, // 50: gatehouse.management.v1.AddOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	148, // 51: gatehouse.management.v1.ListOrgMembersRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	162, // 52: gatehouse.management.v1.ListOrgMembersRequest.queries:type_name -> gatehouse.management.v1.MemberQuery
+	151, // 53: gatehouse.management.v1.ListOrgMembersResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	163, // 54: gatehouse.management.v1.ListOrgMembersResponse.result:type_name -> gatehouse.management.v1.Member
+	152, // 55: gatehouse.management.v1.RemoveOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	164, // 56: gatehouse.management.v1.GetOrgIDPByIDResponse.idp:type_name -> gatehouse.management.v1.IDP
+	148, // 57: gatehouse.management.v1.ListOrgIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	165, // 58: gatehouse.management.v1.ListOrgIDPsRequest.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
+	166, // 59: gatehouse.management.v1.ListOrgIDPsRequest.queries:type_name -> gatehouse.management.v1.IDPQuery
+	151, // 60: gatehouse.management.v1.ListOrgIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	165, // 61: gatehouse.management.v1.ListOrgIDPsResponse.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
+	164, // 62: gatehouse.management.v1.ListOrgIDPsResponse.result:type_name -> gatehouse.management.v1.IDP
+	167, // 63: gatehouse.management.v1.AddOrgOIDCIDPRequest.styling_type:type_name -> gatehouse.management.v1.StylingType
+	168, // 64: gatehouse.management.v1.AddOrgOIDCIDPRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	168, // 65: gatehouse.management.v1.AddOrgOIDCIDPRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	152, // 66: gatehouse.management.v1.AddOrgOIDCIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	168, // 67: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	168, // 68: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	152, // 69: gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	152, // 70: gatehouse.management.v1.DeactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	152, // 71: gatehouse.management.v1.SetOrgIDPTrustResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	152, // 72: gatehouse.management.v1.ReactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	152, // 73: gatehouse.management.v1.RemoveOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	169, // 74: gatehouse.management.v1.AddProjectRequest.private_labeling_setting:type_name -> gatehouse.management.v1.PrivateLabelingSetting
+	152, // 75: gatehouse.management.v1.AddProjectResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	170, // 76: gatehouse.management.v1.GetProjectByIDResponse.project:type_name -> gatehouse.management.v1.Project
+	148, // 77: gatehouse.management.v1.ListProjectsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	171, // 78: gatehouse.management.v1.ListProjectsRequest.queries:type_name -> gatehouse.management.v1.ProjectQuery
+	151, // 79: gatehouse.management.v1.ListProjectsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	170, // 80: gatehouse.management.v1.ListProjectsResponse.result:type_name -> gatehouse.management.v1.Project
+	172, // 81: gatehouse.management.v1.GetAppByIDResponse.app:type_name -> gatehouse.management.v1.App
+	148, // 82: gatehouse.management.v1.ListAppsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	173, // 83: gatehouse.management.v1.ListAppsRequest.queries:type_name -> gatehouse.management.v1.AppQuery
+	151, // 84: gatehouse.management.v1.ListAppsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	172, // 85: gatehouse.management.v1.ListAppsResponse.result:type_name -> gatehouse.management.v1.App
+	174, // 86: gatehouse.management.v1.AddOIDCAppRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
+	175, // 87: gatehouse.management.v1.AddOIDCAppRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
+	176, // 88: gatehouse.management.v1.AddOIDCAppRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
+	177, // 89: gatehouse.management.v1.AddOIDCAppRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
+	178, // 90: gatehouse.management.v1.AddOIDCAppRequest.version:type_name -> gatehouse.management.v1.OIDCVersion
+	179, // 91: gatehouse.management.v1.AddOIDCAppRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
+	180, // 92: gatehouse.management.v1.AddOIDCAppRequest.clock_skew:type_name -> google.protobuf.Duration
+	181, // 93: gatehouse.management.v1.AddOIDCAppRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
+	152, // 94: gatehouse.management.v1.AddOIDCAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	182, // 95: gatehouse.management.v1.AddOIDCAppResponse.compliance_problems:type_name -> gatehouse.management.v1.LocalizedMessage
+	174, // 96: gatehouse.management.v1.UpdateOIDCAppConfigRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
+	175, // 97: gatehouse.management.v1.UpdateOIDCAppConfigRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
+	176, // 98: gatehouse.management.v1.UpdateOIDCAppConfigRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
+	177, // 99: gatehouse.management.v1.UpdateOIDCAppConfigRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
+	179, // 100: gatehouse.management.v1.UpdateOIDCAppConfigRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
+	180, // 101: gatehouse.management.v1.UpdateOIDCAppConfigRequest.clock_skew:type_name -> google.protobuf.Duration
+	181, // 102: gatehouse.management.v1.UpdateOIDCAppConfigRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
+	152, // 103: gatehouse.management.v1.UpdateOIDCAppConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	152, // 104: gatehouse.management.v1.RegenerateOIDCClientSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	183, // 105: gatehouse.management.v1.AddAPIAppRequest.auth_method_type:type_name -> gatehouse.management.v1.APIAuthMethodType
+	152, // 106: gatehouse.management.v1.AddAPIAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	154, // 107: gatehouse.management.v1.AddAppKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
+	155, // 108: gatehouse.management.v1.AddAppKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
+	152, // 109: gatehouse.management.v1.AddAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	152, // 110: gatehouse.management.v1.RemoveAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	152, // 111: gatehouse.management.v1.AddProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	148, // 112: gatehouse.management.v1.ListGrantedProjectsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	151, // 113: gatehouse.management.v1.ListGrantedProjectsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	184, // 114: gatehouse.management.v1.ListGrantedProjectsResponse.result:type_name -> gatehouse.management.v1.ProjectGrant
+	152, // 115: gatehouse.management.v1.RefuseGrantedProjectResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	148, // 116: gatehouse.management.v1.ListProjectGrantsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	151, // 117: gatehouse.management.v1.ListProjectGrantsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	184, // 118: gatehouse.management.v1.ListProjectGrantsResponse.result:type_name -> gatehouse.management.v1.ProjectGrant
+	152, // 119: gatehouse.management.v1.UpdateProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	152, // 120: gatehouse.management.v1.RemoveProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	185, // 121: gatehouse.management.v1.GetLoginPolicyResponse.policy:type_name -> gatehouse.management.v1.LoginPolicy
+	186, // 122: gatehouse.management.v1.AddCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
+	180, // 123: gatehouse.management.v1.AddCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
+	180, // 124: gatehouse.management.v1.AddCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
+	180, // 125: gatehouse.management.v1.AddCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
+	180, // 126: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
+	180, // 127: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
+	187, // 128: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factors:type_name -> gatehouse.management.v1.SecondFactorType
+	188, // 129: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factors:type_name -> gatehouse.management.v1.MultiFactorType
+	146, // 130: gatehouse.management.v1.AddCustomLoginPolicyRequest.idps:type_name -> gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
+	152, // 131: gatehouse.management.v1.AddCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	186, // 132: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
+	180, // 133: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
+	180, // 134: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
+	180, // 135: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
+	180, // 136: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
+	180, // 137: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
+	152, // 138: gatehouse.management.v1.UpdateCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	152, // 139: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	148, // 140: gatehouse.management.v1.ListUserIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	151, // 141: gatehouse.management.v1.ListUserIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	189, // 142: gatehouse.management.v1.ListUserIDPsResponse.result:type_name -> gatehouse.management.v1.IDPUserLink
+	152, // 143: gatehouse.management.v1.RemoveUserIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	152, // 144: gatehouse.management.v1.RegisterTOTPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	152, // 145: gatehouse.management.v1.VerifyTOTPRegistrationResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	152, // 146: gatehouse.management.v1.RemoveTOTPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	190, // 147: gatehouse.management.v1.ListHumanAuthFactorsResponse.result:type_name -> gatehouse.management.v1.AuthFactor
+	152, // 148: gatehouse.management.v1.RemoveHumanAuthFactorOTPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	151, // 149: gatehouse.management.v1.ListLoginPolicySecondFactorsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	187, // 150: gatehouse.management.v1.ListLoginPolicySecondFactorsResponse.result:type_name -> gatehouse.management.v1.SecondFactorType
+	187, // 151: gatehouse.management.v1.AddSecondFactorToLoginPolicyRequest.type:type_name -> gatehouse.management.v1.SecondFactorType
+	152, // 152: gatehouse.management.v1.AddSecondFactorToLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	187, // 153: gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyRequest.type:type_name -> gatehouse.management.v1.SecondFactorType
+	152, // 154: gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	151, // 155: gatehouse.management.v1.ListLoginPolicyMultiFactorsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	188, // 156: gatehouse.management.v1.ListLoginPolicyMultiFactorsResponse.result:type_name -> gatehouse.management.v1.MultiFactorType
+	188, // 157: gatehouse.management.v1.AddMultiFactorToLoginPolicyRequest.type:type_name -> gatehouse.management.v1.MultiFactorType
+	152, // 158: gatehouse.management.v1.AddMultiFactorToLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	188, // 159: gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyRequest.type:type_name -> gatehouse.management.v1.MultiFactorType
+	152, // 160: gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	191, // 161: gatehouse.management.v1.AddHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
+	191, // 162: gatehouse.management.v1.ImportHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
+	0,   // 163: gatehouse.management.v1.ManagementService.GetUserByID:input_type -> gatehouse.management.v1.GetUserByIDRequest
+	2,   // 164: gatehouse.management.v1.ManagementService.ListUsers:input_type -> gatehouse.management.v1.ListUsersRequest
+	4,   // 165: gatehouse.management.v1.ManagementService.AddHumanUser:input_type -> gatehouse.management.v1.AddHumanUserRequest
+	6,   // 166: gatehouse.management.v1.ManagementService.ImportHumanUser:input_type -> gatehouse.management.v1.ImportHumanUserRequest
+	8,   // 167: gatehouse.management.v1.ManagementService.AddMachineUser:input_type -> gatehouse.management.v1.AddMachineUserRequest
+	10,  // 168: gatehouse.management.v1.ManagementService.DeactivateUser:input_type -> gatehouse.management.v1.DeactivateUserRequest
+	12,  // 169: gatehouse.management.v1.ManagementService.ReactivateUser:input_type -> gatehouse.management.v1.ReactivateUserRequest
+	14,  // 170: gatehouse.management.v1.ManagementService.UnlockUser:input_type -> gatehouse.management.v1.UnlockUserRequest
+	16,  // 171: gatehouse.management.v1.ManagementService.RemoveUser:input_type -> gatehouse.management.v1.RemoveUserRequest
+	18,  // 172: gatehouse.management.v1.ManagementService.SetHumanPassword:input_type -> gatehouse.management.v1.SetHumanPasswordRequest
+	20,  // 173: gatehouse.management.v1.ManagementService.AddMachineKey:input_type -> gatehouse.management.v1.AddMachineKeyRequest
+	22,  // 174: gatehouse.management.v1.ManagementService.ListMachineKeys:input_type -> gatehouse.management.v1.ListMachineKeysRequest
+	24,  // 175: gatehouse.management.v1.ManagementService.RemoveMachineKey:input_type -> gatehouse.management.v1.RemoveMachineKeyRequest
+	26,  // 176: gatehouse.management.v1.ManagementService.GenerateMachineSecret:input_type -> gatehouse.management.v1.GenerateMachineSecretRequest
+	28,  // 177: gatehouse.management.v1.ManagementService.RemoveMachineSecret:input_type -> gatehouse.management.v1.RemoveMachineSecretRequest
+	30,  // 178: gatehouse.management.v1.ManagementService.SetUserMetadata:input_type -> gatehouse.management.v1.SetUserMetadataRequest
+	32,  // 179: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:input_type -> gatehouse.management.v1.BulkSetUserMetadataRequest
+	34,  // 180: gatehouse.management.v1.ManagementService.ListUserMetadata:input_type -> gatehouse.management.v1.ListUserMetadataRequest
+	36,  // 181: gatehouse.management.v1.ManagementService.GetUserMetadata:input_type -> gatehouse.management.v1.GetUserMetadataRequest
+	38,  // 182: gatehouse.management.v1.ManagementService.RemoveUserMetadata:input_type -> gatehouse.management.v1.RemoveUserMetadataRequest
+	40,  // 183: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:input_type -> gatehouse.management.v1.BulkRemoveUserMetadataRequest
+	42,  // 184: gatehouse.management.v1.ManagementService.GetMyOrg:input_type -> gatehouse.management.v1.GetMyOrgRequest
+	44,  // 185: gatehouse.management.v1.ManagementService.AddOrg:input_type -> gatehouse.management.v1.AddOrgRequest
+	46,  // 186: gatehouse.management.v1.ManagementService.ListOrgs:input_type -> gatehouse.management.v1.ListOrgsRequest
+	48,  // 187: gatehouse.management.v1.ManagementService.AddOrgMember:input_type -> gatehouse.management.v1.AddOrgMemberRequest
+	50,  // 188: gatehouse.management.v1.ManagementService.ListOrgMembers:input_type -> gatehouse.management.v1.ListOrgMembersRequest
+	52,  // 189: gatehouse.management.v1.ManagementService.RemoveOrgMember:input_type -> gatehouse.management.v1.RemoveOrgMemberRequest
+	54,  // 190: gatehouse.management.v1.ManagementService.GetOrgIDPByID:input_type -> gatehouse.management.v1.GetOrgIDPByIDRequest
+	56,  // 191: gatehouse.management.v1.ManagementService.ListOrgIDPs:input_type -> gatehouse.management.v1.ListOrgIDPsRequest
+	58,  // 192: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:input_type -> gatehouse.management.v1.AddOrgOIDCIDPRequest
+	60,  // 193: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:input_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest
+	62,  // 194: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:input_type -> gatehouse.management.v1.DeactivateOrgIDPRequest
+	66,  // 195: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:input_type -> gatehouse.management.v1.ReactivateOrgIDPRequest
+	64,  // 196: gatehouse.management.v1.ManagementService.SetOrgIDPTrust:input_type -> gatehouse.management.v1.SetOrgIDPTrustRequest
+	68,  // 197: gatehouse.management.v1.ManagementService.RemoveOrgIDP:input_type -> gatehouse.management.v1.RemoveOrgIDPRequest
+	70,  // 198: gatehouse.management.v1.ManagementService.AddProject:input_type -> gatehouse.management.v1.AddProjectRequest
+	72,  // 199: gatehouse.management.v1.ManagementService.GetProjectByID:input_type -> gatehouse.management.v1.GetProjectByIDRequest
+	74,  // 200: gatehouse.management.v1.ManagementService.ListProjects:input_type -> gatehouse.management.v1.ListProjectsRequest
+	76,  // 201: gatehouse.management.v1.ManagementService.GetAppByID:input_type -> gatehouse.management.v1.GetAppByIDRequest
+	78,  // 202: gatehouse.management.v1.ManagementService.ListApps:input_type -> gatehouse.management.v1.ListAppsRequest
+	80,  // 203: gatehouse.management.v1.ManagementService.AddOIDCApp:input_type -> gatehouse.management.v1.AddOIDCAppRequest
+	82,  // 204: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:input_type -> gatehouse.management.v1.UpdateOIDCAppConfigRequest
+	84,  // 205: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:input_type -> gatehouse.management.v1.RegenerateOIDCClientSecretRequest
+	86,  // 206: gatehouse.management.v1.ManagementService.AddAPIApp:input_type -> gatehouse.management.v1.AddAPIAppRequest
+	88,  // 207: gatehouse.management.v1.ManagementService.AddAppKey:input_type -> gatehouse.management.v1.AddAppKeyRequest
+	90,  // 208: gatehouse.management.v1.ManagementService.RemoveAppKey:input_type -> gatehouse.management.v1.RemoveAppKeyRequest
+	192, // 209: gatehouse.management.v1.ManagementService.SetAppAdminClient:input_type -> gatehouse.management.v1.SetAppAdminClientRequest
+	112, // 210: gatehouse.management.v1.ManagementService.ListUserIDPs:input_type -> gatehouse.management.v1.ListUserIDPsRequest
+	114, // 211: gatehouse.management.v1.ManagementService.RemoveUserIDP:input_type -> gatehouse.management.v1.RemoveUserIDPRequest
+	92,  // 212: gatehouse.management.v1.ManagementService.AddProjectGrant:input_type -> gatehouse.management.v1.AddProjectGrantRequest
+	94,  // 213: gatehouse.management.v1.ManagementService.ListGrantedProjects:input_type -> gatehouse.management.v1.ListGrantedProjectsRequest
+	96,  // 214: gatehouse.management.v1.ManagementService.RefuseGrantedProject:input_type -> gatehouse.management.v1.RefuseGrantedProjectRequest
+	98,  // 215: gatehouse.management.v1.ManagementService.ListProjectGrants:input_type -> gatehouse.management.v1.ListProjectGrantsRequest
+	100, // 216: gatehouse.management.v1.ManagementService.UpdateProjectGrant:input_type -> gatehouse.management.v1.UpdateProjectGrantRequest
+	102, // 217: gatehouse.management.v1.ManagementService.RemoveProjectGrant:input_type -> gatehouse.management.v1.RemoveProjectGrantRequest
+	104, // 218: gatehouse.management.v1.ManagementService.GetLoginPolicy:input_type -> gatehouse.management.v1.GetLoginPolicyRequest
+	106, // 219: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:input_type -> gatehouse.management.v1.AddCustomLoginPolicyRequest
+	108, // 220: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:input_type -> gatehouse.management.v1.UpdateCustomLoginPolicyRequest
+	110, // 221: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:input_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
+	126, // 222: gatehouse.management.v1.ManagementService.ListLoginPolicySecondFactors:input_type -> gatehouse.management.v1.ListLoginPolicySecondFactorsRequest
+	128, // 223: gatehouse.management.v1.ManagementService.AddSecondFactorToLoginPolicy:input_type -> gatehouse.management.v1.AddSecondFactorToLoginPolicyRequest
+	130, // 224: gatehouse.management.v1.ManagementService.RemoveSecondFactorFromLoginPolicy:input_type -> gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyRequest
+	132, // 225: gatehouse.management.v1.ManagementService.ListLoginPolicyMultiFactors:input_type -> gatehouse.management.v1.ListLoginPolicyMultiFactorsRequest
+	134, // 226: gatehouse.management.v1.ManagementService.AddMultiFactorToLoginPolicy:input_type -> gatehouse.management.v1.AddMultiFactorToLoginPolicyRequest
+	136, // 227: gatehouse.management.v1.ManagementService.RemoveMultiFactorFromLoginPolicy:input_type -> gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyRequest
+	116, // 228: gatehouse.management.v1.ManagementService.RegisterTOTP:input_type -> gatehouse.management.v1.RegisterTOTPRequest
+	118, // 229: gatehouse.management.v1.ManagementService.VerifyTOTPRegistration:input_type -> gatehouse.management.v1.VerifyTOTPRegistrationRequest
+	120, // 230: gatehouse.management.v1.ManagementService.RemoveTOTP:input_type -> gatehouse.management.v1.RemoveTOTPRequest
+	122, // 231: gatehouse.management.v1.ManagementService.ListHumanAuthFactors:input_type -> gatehouse.management.v1.ListHumanAuthFactorsRequest
+	124, // 232: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorOTP:input_type -> gatehouse.management.v1.RemoveHumanAuthFactorOTPRequest
+	1,   // 233: gatehouse.management.v1.ManagementService.GetUserByID:output_type -> gatehouse.management.v1.GetUserByIDResponse
+	3,   // 234: gatehouse.management.v1.ManagementService.ListUsers:output_type -> gatehouse.management.v1.ListUsersResponse
+	5,   // 235: gatehouse.management.v1.ManagementService.AddHumanUser:output_type -> gatehouse.management.v1.AddHumanUserResponse
+	7,   // 236: gatehouse.management.v1.ManagementService.ImportHumanUser:output_type -> gatehouse.management.v1.ImportHumanUserResponse
+	9,   // 237: gatehouse.management.v1.ManagementService.AddMachineUser:output_type -> gatehouse.management.v1.AddMachineUserResponse
+	11,  // 238: gatehouse.management.v1.ManagementService.DeactivateUser:output_type -> gatehouse.management.v1.DeactivateUserResponse
+	13,  // 239: gatehouse.management.v1.ManagementService.ReactivateUser:output_type -> gatehouse.management.v1.ReactivateUserResponse
+	15,  // 240: gatehouse.management.v1.ManagementService.UnlockUser:output_type -> gatehouse.management.v1.UnlockUserResponse
+	17,  // 241: gatehouse.management.v1.ManagementService.RemoveUser:output_type -> gatehouse.management.v1.RemoveUserResponse
+	19,  // 242: gatehouse.management.v1.ManagementService.SetHumanPassword:output_type -> gatehouse.management.v1.SetHumanPasswordResponse
+	21,  // 243: gatehouse.management.v1.ManagementService.AddMachineKey:output_type -> gatehouse.management.v1.AddMachineKeyResponse
+	23,  // 244: gatehouse.management.v1.ManagementService.ListMachineKeys:output_type -> gatehouse.management.v1.ListMachineKeysResponse
+	25,  // 245: gatehouse.management.v1.ManagementService.RemoveMachineKey:output_type -> gatehouse.management.v1.RemoveMachineKeyResponse
+	27,  // 246: gatehouse.management.v1.ManagementService.GenerateMachineSecret:output_type -> gatehouse.management.v1.GenerateMachineSecretResponse
+	29,  // 247: gatehouse.management.v1.ManagementService.RemoveMachineSecret:output_type -> gatehouse.management.v1.RemoveMachineSecretResponse
+	31,  // 248: gatehouse.management.v1.ManagementService.SetUserMetadata:output_type -> gatehouse.management.v1.SetUserMetadataResponse
+	33,  // 249: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:output_type -> gatehouse.management.v1.BulkSetUserMetadataResponse
+	35,  // 250: gatehouse.management.v1.ManagementService.ListUserMetadata:output_type -> gatehouse.management.v1.ListUserMetadataResponse
+	37,  // 251: gatehouse.management.v1.ManagementService.GetUserMetadata:output_type -> gatehouse.management.v1.GetUserMetadataResponse
+	39,  // 252: gatehouse.management.v1.ManagementService.RemoveUserMetadata:output_type -> gatehouse.management.v1.RemoveUserMetadataResponse
+	41,  // 253: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:output_type -> gatehouse.management.v1.BulkRemoveUserMetadataResponse
+	43,  // 254: gatehouse.management.v1.ManagementService.GetMyOrg:output_type -> gatehouse.management.v1.GetMyOrgResponse
+	45,  // 255: gatehouse.management.v1.ManagementService.AddOrg:output_type -> gatehouse.management.v1.AddOrgResponse
+	47,  // 256: gatehouse.management.v1.ManagementService.ListOrgs:output_type -> gatehouse.management.v1.ListOrgsResponse
+	49,  // 257: gatehouse.management.v1.ManagementService.AddOrgMember:output_type -> gatehouse.management.v1.AddOrgMemberResponse
+	51,  // 258: gatehouse.management.v1.ManagementService.ListOrgMembers:output_type -> gatehouse.management.v1.ListOrgMembersResponse
+	53,  // 259: gatehouse.management.v1.ManagementService.RemoveOrgMember:output_type -> gatehouse.management.v1.RemoveOrgMemberResponse
+	55,  // 260: gatehouse.management.v1.ManagementService.GetOrgIDPByID:output_type -> gatehouse.management.v1.GetOrgIDPByIDResponse
+	57,  // 261: gatehouse.management.v1.ManagementService.ListOrgIDPs:output_type -> gatehouse.management.v1.ListOrgIDPsResponse
+	59,  // 262: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:output_type -> gatehouse.management.v1.AddOrgOIDCIDPResponse
+	61,  // 263: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:output_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse
+	63,  // 264: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:output_type -> gatehouse.management.v1.DeactivateOrgIDPResponse
+	67,  // 265: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:output_type -> gatehouse.management.v1.ReactivateOrgIDPResponse
+	65,  // 266: gatehouse.management.v1.ManagementService.SetOrgIDPTrust:output_type -> gatehouse.management.v1.SetOrgIDPTrustResponse
+	69,  // 267: gatehouse.management.v1.ManagementService.RemoveOrgIDP:output_type -> gatehouse.management.v1.RemoveOrgIDPResponse
+	71,  // 268: gatehouse.management.v1.ManagementService.AddProject:output_type -> gatehouse.management.v1.AddProjectResponse
+	73,  // 269: gatehouse.management.v1.ManagementService.GetProjectByID:output_type -> gatehouse.management.v1.GetProjectByIDResponse
+	75,  // 270: gatehouse.management.v1.ManagementService.ListProjects:output_type -> gatehouse.management.v1.ListProjectsResponse
+	77,  // 271: gatehouse.management.v1.ManagementService.GetAppByID:output_type -> gatehouse.management.v1.GetAppByIDResponse
+	79,  // 272: gatehouse.management.v1.ManagementService.ListApps:output_type -> gatehouse.management.v1.ListAppsResponse
+	81,  // 273: gatehouse.management.v1.ManagementService.AddOIDCApp:output_type -> gatehouse.management.v1.AddOIDCAppResponse
+	83,  // 274: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:output_type -> gatehouse.management.v1.UpdateOIDCAppConfigResponse
+	85,  // 275: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:output_type -> gatehouse.management.v1.RegenerateOIDCClientSecretResponse
+	87,  // 276: gatehouse.management.v1.ManagementService.AddAPIApp:output_type -> gatehouse.management.v1.AddAPIAppResponse
+	89,  // 277: gatehouse.management.v1.ManagementService.AddAppKey:output_type -> gatehouse.management.v1.AddAppKeyResponse
+	91,  // 278: gatehouse.management.v1.ManagementService.RemoveAppKey:output_type -> gatehouse.management.v1.RemoveAppKeyResponse
+	193, // 279: gatehouse.management.v1.ManagementService.SetAppAdminClient:output_type -> gatehouse.management.v1.SetAppAdminClientResponse
+	113, // 280: gatehouse.management.v1.ManagementService.ListUserIDPs:output_type -> gatehouse.management.v1.ListUserIDPsResponse
+	115, // 281: gatehouse.management.v1.ManagementService.RemoveUserIDP:output_type -> gatehouse.management.v1.RemoveUserIDPResponse
+	93,  // 282: gatehouse.management.v1.ManagementService.AddProjectGrant:output_type -> gatehouse.management.v1.AddProjectGrantResponse
+	95,  // 283: gatehouse.management.v1.ManagementService.ListGrantedProjects:output_type -> gatehouse.management.v1.ListGrantedProjectsResponse
+	97,  // 284: gatehouse.management.v1.ManagementService.RefuseGrantedProject:output_type -> gatehouse.management.v1.RefuseGrantedProjectResponse
+	99,  // 285: gatehouse.management.v1.ManagementService.ListProjectGrants:output_type -> gatehouse.management.v1.ListProjectGrantsResponse
+	101, // 286: gatehouse.management.v1.ManagementService.UpdateProjectGrant:output_type -> gatehouse.management.v1.UpdateProjectGrantResponse
+	103, // 287: gatehouse.management.v1.ManagementService.RemoveProjectGrant:output_type -> gatehouse.management.v1.RemoveProjectGrantResponse
+	105, // 288: gatehouse.management.v1.ManagementService.GetLoginPolicy:output_type -> gatehouse.management.v1.GetLoginPolicyResponse
+	107, // 289: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:output_type -> gatehouse.management.v1.AddCustomLoginPolicyResponse
+	109, // 290: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:output_type -> gatehouse.management.v1.UpdateCustomLoginPolicyResponse
+	111, // 291: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:output_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
+	127, // 292: gatehouse.management.v1.ManagementService.ListLoginPolicySecondFactors:output_type -> gatehouse.management.v1.ListLoginPolicySecondFactorsResponse
+	129, // 293: gatehouse.management.v1.ManagementService.AddSecondFactorToLoginPolicy:output_type -> gatehouse.management.v1.AddSecondFactorToLoginPolicyResponse
+	131, // 294: gatehouse.management.v1.ManagementService.RemoveSecondFactorFromLoginPolicy:output_type -> gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyResponse
+	133, // 295: gatehouse.management.v1.ManagementService.ListLoginPolicyMultiFactors:output_type -> gatehouse.management.v1.ListLoginPolicyMultiFactorsResponse
+	135, // 296: gatehouse.management.v1.ManagementService.AddMultiFactorToLoginPolicy:output_type -> gatehouse.management.v1.AddMultiFactorToLoginPolicyResponse
+	137, // 297: gatehouse.management.v1.ManagementService.RemoveMultiFactorFromLoginPolicy:output_type -> gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyResponse
+	117, // 298: gatehouse.management.v1.ManagementService.RegisterTOTP:output_type -> gatehouse.management.v1.RegisterTOTPResponse
+	119, // 299: gatehouse.management.v1.ManagementService.VerifyTOTPRegistration:output_type -> gatehouse.management.v1.VerifyTOTPRegistrationResponse
+	121, // 300: gatehouse.management.v1.ManagementService.RemoveTOTP:output_type -> gatehouse.management.v1.RemoveTOTPResponse
+	123, // 301: gatehouse.management.v1.ManagementService.ListHumanAuthFactors:output_type -> gatehouse.management.v1.ListHumanAuthFactorsResponse
+	125, // 302: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorOTP:output_type -> gatehouse.management.v1.RemoveHumanAuthFactorOTPResponse
+	233, // [233:303] is the sub-list for method output_type
+	163, // [163:233] is the sub-list for method input_type
+	163, // [163:163] is the sub-list for extension type_name
+	163, // [163:163] is the sub-list for extension extendee
+	0,   // [0:163] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_management_v1_management_proto_init() }
@@ -9207,7 +9825,7 @@ func file_gatehouse_management_v1_management_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_management_v1_management_proto_rawDesc), len(file_gatehouse_management_v1_management_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   135,
+			NumMessages:   147,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -210,6 +210,24 @@ const (
 	// ManagementServiceResetLoginPolicyToDefaultProcedure is the fully-qualified name of the
 	// ManagementService's ResetLoginPolicyToDefault RPC.
 	ManagementServiceResetLoginPolicyToDefaultProcedure = "/gatehouse.management.v1.ManagementService/ResetLoginPolicyToDefault"
+	// ManagementServiceListLoginPolicySecondFactorsProcedure is the fully-qualified name of the
+	// ManagementService's ListLoginPolicySecondFactors RPC.
+	ManagementServiceListLoginPolicySecondFactorsProcedure = "/gatehouse.management.v1.ManagementService/ListLoginPolicySecondFactors"
+	// ManagementServiceAddSecondFactorToLoginPolicyProcedure is the fully-qualified name of the
+	// ManagementService's AddSecondFactorToLoginPolicy RPC.
+	ManagementServiceAddSecondFactorToLoginPolicyProcedure = "/gatehouse.management.v1.ManagementService/AddSecondFactorToLoginPolicy"
+	// ManagementServiceRemoveSecondFactorFromLoginPolicyProcedure is the fully-qualified name of the
+	// ManagementService's RemoveSecondFactorFromLoginPolicy RPC.
+	ManagementServiceRemoveSecondFactorFromLoginPolicyProcedure = "/gatehouse.management.v1.ManagementService/RemoveSecondFactorFromLoginPolicy"
+	// ManagementServiceListLoginPolicyMultiFactorsProcedure is the fully-qualified name of the
+	// ManagementService's ListLoginPolicyMultiFactors RPC.
+	ManagementServiceListLoginPolicyMultiFactorsProcedure = "/gatehouse.management.v1.ManagementService/ListLoginPolicyMultiFactors"
+	// ManagementServiceAddMultiFactorToLoginPolicyProcedure is the fully-qualified name of the
+	// ManagementService's AddMultiFactorToLoginPolicy RPC.
+	ManagementServiceAddMultiFactorToLoginPolicyProcedure = "/gatehouse.management.v1.ManagementService/AddMultiFactorToLoginPolicy"
+	// ManagementServiceRemoveMultiFactorFromLoginPolicyProcedure is the fully-qualified name of the
+	// ManagementService's RemoveMultiFactorFromLoginPolicy RPC.
+	ManagementServiceRemoveMultiFactorFromLoginPolicyProcedure = "/gatehouse.management.v1.ManagementService/RemoveMultiFactorFromLoginPolicy"
 	// ManagementServiceRegisterTOTPProcedure is the fully-qualified name of the ManagementService's
 	// RegisterTOTP RPC.
 	ManagementServiceRegisterTOTPProcedure = "/gatehouse.management.v1.ManagementService/RegisterTOTP"
@@ -501,6 +519,21 @@ type ManagementServiceClient interface {
 	// Removes the organization's own login policy: the instance default
 	// applies again. NotFound without one.
 	ResetLoginPolicyToDefault(context.Context, *v1.ResetLoginPolicyToDefaultRequest) (*v1.ResetLoginPolicyToDefaultResponse, error)
+	// Lists the second factors the organization's login policy offers.
+	ListLoginPolicySecondFactors(context.Context, *v1.ListLoginPolicySecondFactorsRequest) (*v1.ListLoginPolicySecondFactorsResponse, error)
+	// Adds a second factor to the organization's own login policy
+	// (NotFound without one; AlreadyExists when it lists the factor).
+	AddSecondFactorToLoginPolicy(context.Context, *v1.AddSecondFactorToLoginPolicyRequest) (*v1.AddSecondFactorToLoginPolicyResponse, error)
+	// Removes a second factor from the organization's own login policy
+	// (NotFound when it does not list it).
+	RemoveSecondFactorFromLoginPolicy(context.Context, *v1.RemoveSecondFactorFromLoginPolicyRequest) (*v1.RemoveSecondFactorFromLoginPolicyResponse, error)
+	// Lists the multi factors (passwordless) the organization's login
+	// policy offers.
+	ListLoginPolicyMultiFactors(context.Context, *v1.ListLoginPolicyMultiFactorsRequest) (*v1.ListLoginPolicyMultiFactorsResponse, error)
+	// Adds a multi factor to the organization's own login policy.
+	AddMultiFactorToLoginPolicy(context.Context, *v1.AddMultiFactorToLoginPolicyRequest) (*v1.AddMultiFactorToLoginPolicyResponse, error)
+	// Removes a multi factor from the organization's own login policy.
+	RemoveMultiFactorFromLoginPolicy(context.Context, *v1.RemoveMultiFactorFromLoginPolicyRequest) (*v1.RemoveMultiFactorFromLoginPolicyResponse, error)
 	// Starts a TOTP registration for a human user (ZITADEL's v2 user
 	// service): the otpauth:// URI an authenticator app reads and its
 	// secret. The user itself may call it; anyone else needs the user-manager
@@ -905,6 +938,44 @@ func NewManagementServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			connect.WithSchema(managementServiceMethods.ByName("ResetLoginPolicyToDefault")),
 			connect.WithClientOptions(opts...),
 		),
+		listLoginPolicySecondFactors: connect.NewClient[v1.ListLoginPolicySecondFactorsRequest, v1.ListLoginPolicySecondFactorsResponse](
+			httpClient,
+			baseURL+ManagementServiceListLoginPolicySecondFactorsProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("ListLoginPolicySecondFactors")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		addSecondFactorToLoginPolicy: connect.NewClient[v1.AddSecondFactorToLoginPolicyRequest, v1.AddSecondFactorToLoginPolicyResponse](
+			httpClient,
+			baseURL+ManagementServiceAddSecondFactorToLoginPolicyProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("AddSecondFactorToLoginPolicy")),
+			connect.WithClientOptions(opts...),
+		),
+		removeSecondFactorFromLoginPolicy: connect.NewClient[v1.RemoveSecondFactorFromLoginPolicyRequest, v1.RemoveSecondFactorFromLoginPolicyResponse](
+			httpClient,
+			baseURL+ManagementServiceRemoveSecondFactorFromLoginPolicyProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("RemoveSecondFactorFromLoginPolicy")),
+			connect.WithClientOptions(opts...),
+		),
+		listLoginPolicyMultiFactors: connect.NewClient[v1.ListLoginPolicyMultiFactorsRequest, v1.ListLoginPolicyMultiFactorsResponse](
+			httpClient,
+			baseURL+ManagementServiceListLoginPolicyMultiFactorsProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("ListLoginPolicyMultiFactors")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		addMultiFactorToLoginPolicy: connect.NewClient[v1.AddMultiFactorToLoginPolicyRequest, v1.AddMultiFactorToLoginPolicyResponse](
+			httpClient,
+			baseURL+ManagementServiceAddMultiFactorToLoginPolicyProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("AddMultiFactorToLoginPolicy")),
+			connect.WithClientOptions(opts...),
+		),
+		removeMultiFactorFromLoginPolicy: connect.NewClient[v1.RemoveMultiFactorFromLoginPolicyRequest, v1.RemoveMultiFactorFromLoginPolicyResponse](
+			httpClient,
+			baseURL+ManagementServiceRemoveMultiFactorFromLoginPolicyProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("RemoveMultiFactorFromLoginPolicy")),
+			connect.WithClientOptions(opts...),
+		),
 		registerTOTP: connect.NewClient[v1.RegisterTOTPRequest, v1.RegisterTOTPResponse](
 			httpClient,
 			baseURL+ManagementServiceRegisterTOTPProcedure,
@@ -941,70 +1012,76 @@ func NewManagementServiceClient(httpClient connect.HTTPClient, baseURL string, o
 
 // managementServiceClient implements ManagementServiceClient.
 type managementServiceClient struct {
-	getUserByID                *connect.Client[v1.GetUserByIDRequest, v1.GetUserByIDResponse]
-	listUsers                  *connect.Client[v1.ListUsersRequest, v1.ListUsersResponse]
-	addHumanUser               *connect.Client[v1.AddHumanUserRequest, v1.AddHumanUserResponse]
-	importHumanUser            *connect.Client[v1.ImportHumanUserRequest, v1.ImportHumanUserResponse]
-	addMachineUser             *connect.Client[v1.AddMachineUserRequest, v1.AddMachineUserResponse]
-	deactivateUser             *connect.Client[v1.DeactivateUserRequest, v1.DeactivateUserResponse]
-	reactivateUser             *connect.Client[v1.ReactivateUserRequest, v1.ReactivateUserResponse]
-	unlockUser                 *connect.Client[v1.UnlockUserRequest, v1.UnlockUserResponse]
-	removeUser                 *connect.Client[v1.RemoveUserRequest, v1.RemoveUserResponse]
-	setHumanPassword           *connect.Client[v1.SetHumanPasswordRequest, v1.SetHumanPasswordResponse]
-	addMachineKey              *connect.Client[v1.AddMachineKeyRequest, v1.AddMachineKeyResponse]
-	listMachineKeys            *connect.Client[v1.ListMachineKeysRequest, v1.ListMachineKeysResponse]
-	removeMachineKey           *connect.Client[v1.RemoveMachineKeyRequest, v1.RemoveMachineKeyResponse]
-	generateMachineSecret      *connect.Client[v1.GenerateMachineSecretRequest, v1.GenerateMachineSecretResponse]
-	removeMachineSecret        *connect.Client[v1.RemoveMachineSecretRequest, v1.RemoveMachineSecretResponse]
-	setUserMetadata            *connect.Client[v1.SetUserMetadataRequest, v1.SetUserMetadataResponse]
-	bulkSetUserMetadata        *connect.Client[v1.BulkSetUserMetadataRequest, v1.BulkSetUserMetadataResponse]
-	listUserMetadata           *connect.Client[v1.ListUserMetadataRequest, v1.ListUserMetadataResponse]
-	getUserMetadata            *connect.Client[v1.GetUserMetadataRequest, v1.GetUserMetadataResponse]
-	removeUserMetadata         *connect.Client[v1.RemoveUserMetadataRequest, v1.RemoveUserMetadataResponse]
-	bulkRemoveUserMetadata     *connect.Client[v1.BulkRemoveUserMetadataRequest, v1.BulkRemoveUserMetadataResponse]
-	getMyOrg                   *connect.Client[v1.GetMyOrgRequest, v1.GetMyOrgResponse]
-	addOrg                     *connect.Client[v1.AddOrgRequest, v1.AddOrgResponse]
-	listOrgs                   *connect.Client[v1.ListOrgsRequest, v1.ListOrgsResponse]
-	addOrgMember               *connect.Client[v1.AddOrgMemberRequest, v1.AddOrgMemberResponse]
-	listOrgMembers             *connect.Client[v1.ListOrgMembersRequest, v1.ListOrgMembersResponse]
-	removeOrgMember            *connect.Client[v1.RemoveOrgMemberRequest, v1.RemoveOrgMemberResponse]
-	getOrgIDPByID              *connect.Client[v1.GetOrgIDPByIDRequest, v1.GetOrgIDPByIDResponse]
-	listOrgIDPs                *connect.Client[v1.ListOrgIDPsRequest, v1.ListOrgIDPsResponse]
-	addOrgOIDCIDP              *connect.Client[v1.AddOrgOIDCIDPRequest, v1.AddOrgOIDCIDPResponse]
-	updateOrgIDPOIDCConfig     *connect.Client[v1.UpdateOrgIDPOIDCConfigRequest, v1.UpdateOrgIDPOIDCConfigResponse]
-	deactivateOrgIDP           *connect.Client[v1.DeactivateOrgIDPRequest, v1.DeactivateOrgIDPResponse]
-	reactivateOrgIDP           *connect.Client[v1.ReactivateOrgIDPRequest, v1.ReactivateOrgIDPResponse]
-	setOrgIDPTrust             *connect.Client[v1.SetOrgIDPTrustRequest, v1.SetOrgIDPTrustResponse]
-	removeOrgIDP               *connect.Client[v1.RemoveOrgIDPRequest, v1.RemoveOrgIDPResponse]
-	addProject                 *connect.Client[v1.AddProjectRequest, v1.AddProjectResponse]
-	getProjectByID             *connect.Client[v1.GetProjectByIDRequest, v1.GetProjectByIDResponse]
-	listProjects               *connect.Client[v1.ListProjectsRequest, v1.ListProjectsResponse]
-	getAppByID                 *connect.Client[v1.GetAppByIDRequest, v1.GetAppByIDResponse]
-	listApps                   *connect.Client[v1.ListAppsRequest, v1.ListAppsResponse]
-	addOIDCApp                 *connect.Client[v1.AddOIDCAppRequest, v1.AddOIDCAppResponse]
-	updateOIDCAppConfig        *connect.Client[v1.UpdateOIDCAppConfigRequest, v1.UpdateOIDCAppConfigResponse]
-	regenerateOIDCClientSecret *connect.Client[v1.RegenerateOIDCClientSecretRequest, v1.RegenerateOIDCClientSecretResponse]
-	addAPIApp                  *connect.Client[v1.AddAPIAppRequest, v1.AddAPIAppResponse]
-	addAppKey                  *connect.Client[v1.AddAppKeyRequest, v1.AddAppKeyResponse]
-	removeAppKey               *connect.Client[v1.RemoveAppKeyRequest, v1.RemoveAppKeyResponse]
-	setAppAdminClient          *connect.Client[v1.SetAppAdminClientRequest, v1.SetAppAdminClientResponse]
-	listUserIDPs               *connect.Client[v1.ListUserIDPsRequest, v1.ListUserIDPsResponse]
-	removeUserIDP              *connect.Client[v1.RemoveUserIDPRequest, v1.RemoveUserIDPResponse]
-	addProjectGrant            *connect.Client[v1.AddProjectGrantRequest, v1.AddProjectGrantResponse]
-	listGrantedProjects        *connect.Client[v1.ListGrantedProjectsRequest, v1.ListGrantedProjectsResponse]
-	refuseGrantedProject       *connect.Client[v1.RefuseGrantedProjectRequest, v1.RefuseGrantedProjectResponse]
-	listProjectGrants          *connect.Client[v1.ListProjectGrantsRequest, v1.ListProjectGrantsResponse]
-	updateProjectGrant         *connect.Client[v1.UpdateProjectGrantRequest, v1.UpdateProjectGrantResponse]
-	removeProjectGrant         *connect.Client[v1.RemoveProjectGrantRequest, v1.RemoveProjectGrantResponse]
-	getLoginPolicy             *connect.Client[v1.GetLoginPolicyRequest, v1.GetLoginPolicyResponse]
-	addCustomLoginPolicy       *connect.Client[v1.AddCustomLoginPolicyRequest, v1.AddCustomLoginPolicyResponse]
-	updateCustomLoginPolicy    *connect.Client[v1.UpdateCustomLoginPolicyRequest, v1.UpdateCustomLoginPolicyResponse]
-	resetLoginPolicyToDefault  *connect.Client[v1.ResetLoginPolicyToDefaultRequest, v1.ResetLoginPolicyToDefaultResponse]
-	registerTOTP               *connect.Client[v1.RegisterTOTPRequest, v1.RegisterTOTPResponse]
-	verifyTOTPRegistration     *connect.Client[v1.VerifyTOTPRegistrationRequest, v1.VerifyTOTPRegistrationResponse]
-	removeTOTP                 *connect.Client[v1.RemoveTOTPRequest, v1.RemoveTOTPResponse]
-	listHumanAuthFactors       *connect.Client[v1.ListHumanAuthFactorsRequest, v1.ListHumanAuthFactorsResponse]
-	removeHumanAuthFactorOTP   *connect.Client[v1.RemoveHumanAuthFactorOTPRequest, v1.RemoveHumanAuthFactorOTPResponse]
+	getUserByID                       *connect.Client[v1.GetUserByIDRequest, v1.GetUserByIDResponse]
+	listUsers                         *connect.Client[v1.ListUsersRequest, v1.ListUsersResponse]
+	addHumanUser                      *connect.Client[v1.AddHumanUserRequest, v1.AddHumanUserResponse]
+	importHumanUser                   *connect.Client[v1.ImportHumanUserRequest, v1.ImportHumanUserResponse]
+	addMachineUser                    *connect.Client[v1.AddMachineUserRequest, v1.AddMachineUserResponse]
+	deactivateUser                    *connect.Client[v1.DeactivateUserRequest, v1.DeactivateUserResponse]
+	reactivateUser                    *connect.Client[v1.ReactivateUserRequest, v1.ReactivateUserResponse]
+	unlockUser                        *connect.Client[v1.UnlockUserRequest, v1.UnlockUserResponse]
+	removeUser                        *connect.Client[v1.RemoveUserRequest, v1.RemoveUserResponse]
+	setHumanPassword                  *connect.Client[v1.SetHumanPasswordRequest, v1.SetHumanPasswordResponse]
+	addMachineKey                     *connect.Client[v1.AddMachineKeyRequest, v1.AddMachineKeyResponse]
+	listMachineKeys                   *connect.Client[v1.ListMachineKeysRequest, v1.ListMachineKeysResponse]
+	removeMachineKey                  *connect.Client[v1.RemoveMachineKeyRequest, v1.RemoveMachineKeyResponse]
+	generateMachineSecret             *connect.Client[v1.GenerateMachineSecretRequest, v1.GenerateMachineSecretResponse]
+	removeMachineSecret               *connect.Client[v1.RemoveMachineSecretRequest, v1.RemoveMachineSecretResponse]
+	setUserMetadata                   *connect.Client[v1.SetUserMetadataRequest, v1.SetUserMetadataResponse]
+	bulkSetUserMetadata               *connect.Client[v1.BulkSetUserMetadataRequest, v1.BulkSetUserMetadataResponse]
+	listUserMetadata                  *connect.Client[v1.ListUserMetadataRequest, v1.ListUserMetadataResponse]
+	getUserMetadata                   *connect.Client[v1.GetUserMetadataRequest, v1.GetUserMetadataResponse]
+	removeUserMetadata                *connect.Client[v1.RemoveUserMetadataRequest, v1.RemoveUserMetadataResponse]
+	bulkRemoveUserMetadata            *connect.Client[v1.BulkRemoveUserMetadataRequest, v1.BulkRemoveUserMetadataResponse]
+	getMyOrg                          *connect.Client[v1.GetMyOrgRequest, v1.GetMyOrgResponse]
+	addOrg                            *connect.Client[v1.AddOrgRequest, v1.AddOrgResponse]
+	listOrgs                          *connect.Client[v1.ListOrgsRequest, v1.ListOrgsResponse]
+	addOrgMember                      *connect.Client[v1.AddOrgMemberRequest, v1.AddOrgMemberResponse]
+	listOrgMembers                    *connect.Client[v1.ListOrgMembersRequest, v1.ListOrgMembersResponse]
+	removeOrgMember                   *connect.Client[v1.RemoveOrgMemberRequest, v1.RemoveOrgMemberResponse]
+	getOrgIDPByID                     *connect.Client[v1.GetOrgIDPByIDRequest, v1.GetOrgIDPByIDResponse]
+	listOrgIDPs                       *connect.Client[v1.ListOrgIDPsRequest, v1.ListOrgIDPsResponse]
+	addOrgOIDCIDP                     *connect.Client[v1.AddOrgOIDCIDPRequest, v1.AddOrgOIDCIDPResponse]
+	updateOrgIDPOIDCConfig            *connect.Client[v1.UpdateOrgIDPOIDCConfigRequest, v1.UpdateOrgIDPOIDCConfigResponse]
+	deactivateOrgIDP                  *connect.Client[v1.DeactivateOrgIDPRequest, v1.DeactivateOrgIDPResponse]
+	reactivateOrgIDP                  *connect.Client[v1.ReactivateOrgIDPRequest, v1.ReactivateOrgIDPResponse]
+	setOrgIDPTrust                    *connect.Client[v1.SetOrgIDPTrustRequest, v1.SetOrgIDPTrustResponse]
+	removeOrgIDP                      *connect.Client[v1.RemoveOrgIDPRequest, v1.RemoveOrgIDPResponse]
+	addProject                        *connect.Client[v1.AddProjectRequest, v1.AddProjectResponse]
+	getProjectByID                    *connect.Client[v1.GetProjectByIDRequest, v1.GetProjectByIDResponse]
+	listProjects                      *connect.Client[v1.ListProjectsRequest, v1.ListProjectsResponse]
+	getAppByID                        *connect.Client[v1.GetAppByIDRequest, v1.GetAppByIDResponse]
+	listApps                          *connect.Client[v1.ListAppsRequest, v1.ListAppsResponse]
+	addOIDCApp                        *connect.Client[v1.AddOIDCAppRequest, v1.AddOIDCAppResponse]
+	updateOIDCAppConfig               *connect.Client[v1.UpdateOIDCAppConfigRequest, v1.UpdateOIDCAppConfigResponse]
+	regenerateOIDCClientSecret        *connect.Client[v1.RegenerateOIDCClientSecretRequest, v1.RegenerateOIDCClientSecretResponse]
+	addAPIApp                         *connect.Client[v1.AddAPIAppRequest, v1.AddAPIAppResponse]
+	addAppKey                         *connect.Client[v1.AddAppKeyRequest, v1.AddAppKeyResponse]
+	removeAppKey                      *connect.Client[v1.RemoveAppKeyRequest, v1.RemoveAppKeyResponse]
+	setAppAdminClient                 *connect.Client[v1.SetAppAdminClientRequest, v1.SetAppAdminClientResponse]
+	listUserIDPs                      *connect.Client[v1.ListUserIDPsRequest, v1.ListUserIDPsResponse]
+	removeUserIDP                     *connect.Client[v1.RemoveUserIDPRequest, v1.RemoveUserIDPResponse]
+	addProjectGrant                   *connect.Client[v1.AddProjectGrantRequest, v1.AddProjectGrantResponse]
+	listGrantedProjects               *connect.Client[v1.ListGrantedProjectsRequest, v1.ListGrantedProjectsResponse]
+	refuseGrantedProject              *connect.Client[v1.RefuseGrantedProjectRequest, v1.RefuseGrantedProjectResponse]
+	listProjectGrants                 *connect.Client[v1.ListProjectGrantsRequest, v1.ListProjectGrantsResponse]
+	updateProjectGrant                *connect.Client[v1.UpdateProjectGrantRequest, v1.UpdateProjectGrantResponse]
+	removeProjectGrant                *connect.Client[v1.RemoveProjectGrantRequest, v1.RemoveProjectGrantResponse]
+	getLoginPolicy                    *connect.Client[v1.GetLoginPolicyRequest, v1.GetLoginPolicyResponse]
+	addCustomLoginPolicy              *connect.Client[v1.AddCustomLoginPolicyRequest, v1.AddCustomLoginPolicyResponse]
+	updateCustomLoginPolicy           *connect.Client[v1.UpdateCustomLoginPolicyRequest, v1.UpdateCustomLoginPolicyResponse]
+	resetLoginPolicyToDefault         *connect.Client[v1.ResetLoginPolicyToDefaultRequest, v1.ResetLoginPolicyToDefaultResponse]
+	listLoginPolicySecondFactors      *connect.Client[v1.ListLoginPolicySecondFactorsRequest, v1.ListLoginPolicySecondFactorsResponse]
+	addSecondFactorToLoginPolicy      *connect.Client[v1.AddSecondFactorToLoginPolicyRequest, v1.AddSecondFactorToLoginPolicyResponse]
+	removeSecondFactorFromLoginPolicy *connect.Client[v1.RemoveSecondFactorFromLoginPolicyRequest, v1.RemoveSecondFactorFromLoginPolicyResponse]
+	listLoginPolicyMultiFactors       *connect.Client[v1.ListLoginPolicyMultiFactorsRequest, v1.ListLoginPolicyMultiFactorsResponse]
+	addMultiFactorToLoginPolicy       *connect.Client[v1.AddMultiFactorToLoginPolicyRequest, v1.AddMultiFactorToLoginPolicyResponse]
+	removeMultiFactorFromLoginPolicy  *connect.Client[v1.RemoveMultiFactorFromLoginPolicyRequest, v1.RemoveMultiFactorFromLoginPolicyResponse]
+	registerTOTP                      *connect.Client[v1.RegisterTOTPRequest, v1.RegisterTOTPResponse]
+	verifyTOTPRegistration            *connect.Client[v1.VerifyTOTPRegistrationRequest, v1.VerifyTOTPRegistrationResponse]
+	removeTOTP                        *connect.Client[v1.RemoveTOTPRequest, v1.RemoveTOTPResponse]
+	listHumanAuthFactors              *connect.Client[v1.ListHumanAuthFactorsRequest, v1.ListHumanAuthFactorsResponse]
+	removeHumanAuthFactorOTP          *connect.Client[v1.RemoveHumanAuthFactorOTPRequest, v1.RemoveHumanAuthFactorOTPResponse]
 }
 
 // GetUserByID calls gatehouse.management.v1.ManagementService.GetUserByID.
@@ -1544,6 +1621,66 @@ func (c *managementServiceClient) ResetLoginPolicyToDefault(ctx context.Context,
 	return nil, err
 }
 
+// ListLoginPolicySecondFactors calls
+// gatehouse.management.v1.ManagementService.ListLoginPolicySecondFactors.
+func (c *managementServiceClient) ListLoginPolicySecondFactors(ctx context.Context, req *v1.ListLoginPolicySecondFactorsRequest) (*v1.ListLoginPolicySecondFactorsResponse, error) {
+	response, err := c.listLoginPolicySecondFactors.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// AddSecondFactorToLoginPolicy calls
+// gatehouse.management.v1.ManagementService.AddSecondFactorToLoginPolicy.
+func (c *managementServiceClient) AddSecondFactorToLoginPolicy(ctx context.Context, req *v1.AddSecondFactorToLoginPolicyRequest) (*v1.AddSecondFactorToLoginPolicyResponse, error) {
+	response, err := c.addSecondFactorToLoginPolicy.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// RemoveSecondFactorFromLoginPolicy calls
+// gatehouse.management.v1.ManagementService.RemoveSecondFactorFromLoginPolicy.
+func (c *managementServiceClient) RemoveSecondFactorFromLoginPolicy(ctx context.Context, req *v1.RemoveSecondFactorFromLoginPolicyRequest) (*v1.RemoveSecondFactorFromLoginPolicyResponse, error) {
+	response, err := c.removeSecondFactorFromLoginPolicy.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// ListLoginPolicyMultiFactors calls
+// gatehouse.management.v1.ManagementService.ListLoginPolicyMultiFactors.
+func (c *managementServiceClient) ListLoginPolicyMultiFactors(ctx context.Context, req *v1.ListLoginPolicyMultiFactorsRequest) (*v1.ListLoginPolicyMultiFactorsResponse, error) {
+	response, err := c.listLoginPolicyMultiFactors.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// AddMultiFactorToLoginPolicy calls
+// gatehouse.management.v1.ManagementService.AddMultiFactorToLoginPolicy.
+func (c *managementServiceClient) AddMultiFactorToLoginPolicy(ctx context.Context, req *v1.AddMultiFactorToLoginPolicyRequest) (*v1.AddMultiFactorToLoginPolicyResponse, error) {
+	response, err := c.addMultiFactorToLoginPolicy.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// RemoveMultiFactorFromLoginPolicy calls
+// gatehouse.management.v1.ManagementService.RemoveMultiFactorFromLoginPolicy.
+func (c *managementServiceClient) RemoveMultiFactorFromLoginPolicy(ctx context.Context, req *v1.RemoveMultiFactorFromLoginPolicyRequest) (*v1.RemoveMultiFactorFromLoginPolicyResponse, error) {
+	response, err := c.removeMultiFactorFromLoginPolicy.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
 // RegisterTOTP calls gatehouse.management.v1.ManagementService.RegisterTOTP.
 func (c *managementServiceClient) RegisterTOTP(ctx context.Context, req *v1.RegisterTOTPRequest) (*v1.RegisterTOTPResponse, error) {
 	response, err := c.registerTOTP.CallUnary(ctx, connect.NewRequest(req))
@@ -1865,6 +2002,21 @@ type ManagementServiceHandler interface {
 	// Removes the organization's own login policy: the instance default
 	// applies again. NotFound without one.
 	ResetLoginPolicyToDefault(context.Context, *v1.ResetLoginPolicyToDefaultRequest) (*v1.ResetLoginPolicyToDefaultResponse, error)
+	// Lists the second factors the organization's login policy offers.
+	ListLoginPolicySecondFactors(context.Context, *v1.ListLoginPolicySecondFactorsRequest) (*v1.ListLoginPolicySecondFactorsResponse, error)
+	// Adds a second factor to the organization's own login policy
+	// (NotFound without one; AlreadyExists when it lists the factor).
+	AddSecondFactorToLoginPolicy(context.Context, *v1.AddSecondFactorToLoginPolicyRequest) (*v1.AddSecondFactorToLoginPolicyResponse, error)
+	// Removes a second factor from the organization's own login policy
+	// (NotFound when it does not list it).
+	RemoveSecondFactorFromLoginPolicy(context.Context, *v1.RemoveSecondFactorFromLoginPolicyRequest) (*v1.RemoveSecondFactorFromLoginPolicyResponse, error)
+	// Lists the multi factors (passwordless) the organization's login
+	// policy offers.
+	ListLoginPolicyMultiFactors(context.Context, *v1.ListLoginPolicyMultiFactorsRequest) (*v1.ListLoginPolicyMultiFactorsResponse, error)
+	// Adds a multi factor to the organization's own login policy.
+	AddMultiFactorToLoginPolicy(context.Context, *v1.AddMultiFactorToLoginPolicyRequest) (*v1.AddMultiFactorToLoginPolicyResponse, error)
+	// Removes a multi factor from the organization's own login policy.
+	RemoveMultiFactorFromLoginPolicy(context.Context, *v1.RemoveMultiFactorFromLoginPolicyRequest) (*v1.RemoveMultiFactorFromLoginPolicyResponse, error)
 	// Starts a TOTP registration for a human user (ZITADEL's v2 user
 	// service): the otpauth:// URI an authenticator app reads and its
 	// secret. The user itself may call it; anyone else needs the user-manager
@@ -2265,6 +2417,44 @@ func NewManagementServiceHandler(svc ManagementServiceHandler, opts ...connect.H
 		connect.WithSchema(managementServiceMethods.ByName("ResetLoginPolicyToDefault")),
 		connect.WithHandlerOptions(opts...),
 	)
+	managementServiceListLoginPolicySecondFactorsHandler := connect.NewUnaryHandlerSimple(
+		ManagementServiceListLoginPolicySecondFactorsProcedure,
+		svc.ListLoginPolicySecondFactors,
+		connect.WithSchema(managementServiceMethods.ByName("ListLoginPolicySecondFactors")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceAddSecondFactorToLoginPolicyHandler := connect.NewUnaryHandlerSimple(
+		ManagementServiceAddSecondFactorToLoginPolicyProcedure,
+		svc.AddSecondFactorToLoginPolicy,
+		connect.WithSchema(managementServiceMethods.ByName("AddSecondFactorToLoginPolicy")),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceRemoveSecondFactorFromLoginPolicyHandler := connect.NewUnaryHandlerSimple(
+		ManagementServiceRemoveSecondFactorFromLoginPolicyProcedure,
+		svc.RemoveSecondFactorFromLoginPolicy,
+		connect.WithSchema(managementServiceMethods.ByName("RemoveSecondFactorFromLoginPolicy")),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceListLoginPolicyMultiFactorsHandler := connect.NewUnaryHandlerSimple(
+		ManagementServiceListLoginPolicyMultiFactorsProcedure,
+		svc.ListLoginPolicyMultiFactors,
+		connect.WithSchema(managementServiceMethods.ByName("ListLoginPolicyMultiFactors")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceAddMultiFactorToLoginPolicyHandler := connect.NewUnaryHandlerSimple(
+		ManagementServiceAddMultiFactorToLoginPolicyProcedure,
+		svc.AddMultiFactorToLoginPolicy,
+		connect.WithSchema(managementServiceMethods.ByName("AddMultiFactorToLoginPolicy")),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceRemoveMultiFactorFromLoginPolicyHandler := connect.NewUnaryHandlerSimple(
+		ManagementServiceRemoveMultiFactorFromLoginPolicyProcedure,
+		svc.RemoveMultiFactorFromLoginPolicy,
+		connect.WithSchema(managementServiceMethods.ByName("RemoveMultiFactorFromLoginPolicy")),
+		connect.WithHandlerOptions(opts...),
+	)
 	managementServiceRegisterTOTPHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceRegisterTOTPProcedure,
 		svc.RegisterTOTP,
@@ -2416,6 +2606,18 @@ func NewManagementServiceHandler(svc ManagementServiceHandler, opts ...connect.H
 			managementServiceUpdateCustomLoginPolicyHandler.ServeHTTP(w, r)
 		case ManagementServiceResetLoginPolicyToDefaultProcedure:
 			managementServiceResetLoginPolicyToDefaultHandler.ServeHTTP(w, r)
+		case ManagementServiceListLoginPolicySecondFactorsProcedure:
+			managementServiceListLoginPolicySecondFactorsHandler.ServeHTTP(w, r)
+		case ManagementServiceAddSecondFactorToLoginPolicyProcedure:
+			managementServiceAddSecondFactorToLoginPolicyHandler.ServeHTTP(w, r)
+		case ManagementServiceRemoveSecondFactorFromLoginPolicyProcedure:
+			managementServiceRemoveSecondFactorFromLoginPolicyHandler.ServeHTTP(w, r)
+		case ManagementServiceListLoginPolicyMultiFactorsProcedure:
+			managementServiceListLoginPolicyMultiFactorsHandler.ServeHTTP(w, r)
+		case ManagementServiceAddMultiFactorToLoginPolicyProcedure:
+			managementServiceAddMultiFactorToLoginPolicyHandler.ServeHTTP(w, r)
+		case ManagementServiceRemoveMultiFactorFromLoginPolicyProcedure:
+			managementServiceRemoveMultiFactorFromLoginPolicyHandler.ServeHTTP(w, r)
 		case ManagementServiceRegisterTOTPProcedure:
 			managementServiceRegisterTOTPHandler.ServeHTTP(w, r)
 		case ManagementServiceVerifyTOTPRegistrationProcedure:
@@ -2669,6 +2871,30 @@ func (UnimplementedManagementServiceHandler) UpdateCustomLoginPolicy(context.Con
 
 func (UnimplementedManagementServiceHandler) ResetLoginPolicyToDefault(context.Context, *v1.ResetLoginPolicyToDefaultRequest) (*v1.ResetLoginPolicyToDefaultResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) ListLoginPolicySecondFactors(context.Context, *v1.ListLoginPolicySecondFactorsRequest) (*v1.ListLoginPolicySecondFactorsResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ListLoginPolicySecondFactors is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) AddSecondFactorToLoginPolicy(context.Context, *v1.AddSecondFactorToLoginPolicyRequest) (*v1.AddSecondFactorToLoginPolicyResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.AddSecondFactorToLoginPolicy is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) RemoveSecondFactorFromLoginPolicy(context.Context, *v1.RemoveSecondFactorFromLoginPolicyRequest) (*v1.RemoveSecondFactorFromLoginPolicyResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.RemoveSecondFactorFromLoginPolicy is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) ListLoginPolicyMultiFactors(context.Context, *v1.ListLoginPolicyMultiFactorsRequest) (*v1.ListLoginPolicyMultiFactorsResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ListLoginPolicyMultiFactors is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) AddMultiFactorToLoginPolicy(context.Context, *v1.AddMultiFactorToLoginPolicyRequest) (*v1.AddMultiFactorToLoginPolicyResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.AddMultiFactorToLoginPolicy is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) RemoveMultiFactorFromLoginPolicy(context.Context, *v1.RemoveMultiFactorFromLoginPolicyRequest) (*v1.RemoveMultiFactorFromLoginPolicyResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.RemoveMultiFactorFromLoginPolicy is not implemented"))
 }
 
 func (UnimplementedManagementServiceHandler) RegisterTOTP(context.Context, *v1.RegisterTOTPRequest) (*v1.RegisterTOTPResponse, error) {
