@@ -92,7 +92,7 @@ func (b *bench) report(modes []modeResult, info runInfo, problems []string) resu
 				continue
 			}
 			rec := b.record(m, r)
-			rec.Targets = targetRecords(b.checks(m.name, r, embeddedRows(modes)))
+			rec.Targets = targetRecords(b.checks(m.name, r, embeddedRows(modes), byScenario(m.rows)))
 			rep.Results = append(rep.Results, rec)
 			if r.Result.Errors > 0 {
 				rep.Problems = append(rep.Problems, fmt.Sprintf("%s (%s): %d errors, first: %s", r.Scenario, m.name, r.Result.Errors, r.Result.FirstError))
@@ -137,7 +137,7 @@ func (b *bench) record(m modeResult, r suite.Row) results.Record {
 		rows, users := m.tokens, m.users
 		rec.Rows, rec.Users = &rows, &users
 	}
-	if hash, _ := b.loginHash(r); r.Kind == suite.Login && hash > 0 {
+	if hash, _ := b.loginHash(r); r.Kind.IsLogin() && hash > 0 {
 		h := results.US(hash)
 		other := results.Round(rec.CPUUSPerReq - h) // so the two add up exactly
 		rec.HashUSPerReq, rec.OtherUSPerReq = &h, &other

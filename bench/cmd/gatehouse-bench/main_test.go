@@ -124,14 +124,32 @@ func TestLoginTargets(t *testing.T) {
 	r := row("login", 10, 250*time.Millisecond) // 25 ms a login
 	r.Kind, r.HashKnown, r.HashCPU = suite.Login, true, 200*time.Millisecond
 	r.RSSByProcess = map[string]int64{"directory": 160 << 20, "edge": 60 << 20}
-	got := targetCell(b.checks("distributed", r, nil))
+	got := targetCell(b.checks("distributed", r, nil, nil))
 	want := "CPU besides the hash ≤ 3.000 ms MISSED; directory RSS ≤ 150 MB MISSED; edge RSS ≤ 150 MB met"
 	if got != want {
 		t.Fatalf("login targets = %q; want %q", got, want)
 	}
-	recs := targetRecords(b.checks("distributed", r, nil))
+	recs := targetRecords(b.checks("distributed", r, nil, nil))
 	if len(recs) != 3 || recs[0].Value != 5000 || recs[0].Limit != 3000 || recs[0].Met || recs[2].Unit != "MB" || !recs[2].Met {
 		t.Fatalf("target records = %+v", recs)
+	}
+}
+
+// login-totp's budget: its CPU besides the hash within 1.15 × login's of
+// the same mode.
+func TestLoginTOTPTarget(t *testing.T) {
+	b := &bench{}
+	login := row("login", 10, 250*time.Millisecond) // 25 ms, 5 ms besides the hash
+	login.Kind, login.HashKnown, login.HashCPU = suite.Login, true, 200*time.Millisecond
+	totp := row("login-totp", 10, 258*time.Millisecond) // 5.8 ms besides the hash
+	totp.Kind, totp.HashKnown, totp.HashCPU = suite.LoginTOTP, true, 200*time.Millisecond
+	same := byScenario([]suite.Row{login, totp})
+	recs := targetRecords(b.checks("embedded", totp, nil, same))
+	if len(recs) != 1 || recs[0].Name != "CPU besides the hash (1.15 × login's)" || recs[0].Limit != 5750 || recs[0].Value != 5800 || recs[0].Met {
+		t.Fatalf("login-totp targets = %+v; want 5.8 ms against 5.75 ms, missed", recs)
+	}
+	if recs := b.checks("embedded", totp, nil, nil); len(recs) != 0 {
+		t.Fatalf("login-totp without a login row: %v; want no target", recs)
 	}
 }
 

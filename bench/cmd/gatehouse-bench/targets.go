@@ -30,7 +30,10 @@ const (
 	edgePerRequest        = 80 * time.Microsecond // edge's own CPU per proxied request
 
 	loginOther = 3 * time.Millisecond // a login's CPU besides the password hash
-	maxRSSMB   = 150                  // per process, after the login scenario
+	// factorStep: login-totp's CPU besides the password hash ≤ 1.15 ×
+	// login's, measured in the same run (issue 26).
+	factorStep = 1.15
+	maxRSSMB   = 150 // per process, after the login scenario
 )
 
 // check is one budget applied to one measured figure.
@@ -59,8 +62,9 @@ func usCheck(name string, limit, value time.Duration) check {
 
 // checks are the budgets of row r measured in mode; embedded is the same
 // run's embedded rows by scenario (nil when it measured none), which the
-// distributed budgets are relative to.
-func (b *bench) checks(mode string, r suite.Row, embedded map[string]suite.Row) []check {
+// distributed budgets are relative to, and same the rows of r's own mode
+// (login-totp's budget is relative to login's).
+func (b *bench) checks(mode string, r suite.Row, embedded, same map[string]suite.Row) []check {
 	if !r.Available || !r.CPUKnown {
 		return nil
 	}
@@ -96,8 +100,17 @@ func (b *bench) checks(mode string, r suite.Row, embedded map[string]suite.Row) 
 		case "keys":
 			out = append(out, usCheck("CPU", distributedKeys, cpu))
 		}
-		if edge, ok := r.ProcessCPUPerRequest()["edge"]; ok && r.Kind != suite.Login {
+		if edge, ok := r.ProcessCPUPerRequest()["edge"]; ok && !r.Kind.IsLogin() {
 			out = append(out, usCheck("edge CPU", edgePerRequest, edge))
+		}
+	}
+	if r.Kind == suite.LoginTOTP {
+		login, ok := same[string(suite.Login)]
+		hash, _ := b.loginHash(r)
+		loginHash, _ := b.loginHash(login)
+		if ok && login.CPUKnown && hash > 0 && loginHash > 0 {
+			out = append(out, usCheck("CPU besides the hash (1.15 × login's)",
+				time.Duration(float64(login.CPUPerRequest()-loginHash)*factorStep), cpu-hash))
 		}
 	}
 	if r.Kind == suite.Login {
@@ -135,6 +148,15 @@ func targetCell(cs []check) string {
 		parts[i] = c.String()
 	}
 	return strings.Join(parts, "; ")
+}
+
+// byScenario indexes rows by scenario.
+func byScenario(rows []suite.Row) map[string]suite.Row {
+	out := make(map[string]suite.Row, len(rows))
+	for _, r := range rows {
+		out[r.Scenario] = r
+	}
+	return out
 }
 
 // embeddedRows are the run's embedded rows by scenario, nil without any.

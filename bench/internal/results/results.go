@@ -92,7 +92,7 @@ type Record struct {
 
 // FloorFor is the floor operation a scenario in a mode compares with: the
 // signature it makes with the library it signs with (token-rs256,
-// token-es256), the argon2id check (login), and otherwise what any request
+// token-es256), the argon2id check (login, login-totp), and otherwise what any request
 // costs before Gatehouse's own work: a bare net/http server (embedded) or
 // a bare reverse proxy in front of one (distributed, through edge).
 func FloorFor(scenario, mode, library string) (operation, lib string) {
@@ -104,7 +104,7 @@ func FloorFor(scenario, mode, library string) (operation, lib string) {
 		return "RS256 sign", library
 	case "token-es256":
 		return "ES256 sign", library
-	case "login":
+	case "login", "login-totp":
 		return "argon2id verify", "go"
 	}
 	if mode == "distributed" {

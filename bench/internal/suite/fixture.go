@@ -48,6 +48,9 @@ type Fixture struct {
 	// concurrent password check of one user from one address (its lockout
 	// counts each attempt in advance and lets three through).
 	Users []Person
+	// TOTPUsers sign in with a password and a TOTP code (PrepareTOTP).
+	TOTPUsers []TOTPPerson
+	m         mgmt // the management API as the bootstrap admin
 }
 
 // Person is a human user who signs in with a password.
@@ -97,7 +100,7 @@ func Prepare(ctx context.Context, c *http.Client, t Target, users int) (*Fixture
 	}
 	m := mgmt{c: c, base: t.Base + "/management/v1", token: tok.AccessToken}
 
-	f := &Fixture{}
+	f := &Fixture{m: m}
 	// Unique names let Prepare run more than once on one server.
 	suffix := randomHex(4)
 	for _, u := range []struct {

@@ -75,6 +75,13 @@ func newBrowser(base string, rt http.RoundTripper) *http.Client {
 // and an error unless the token answer holds an ID token for u and this
 // login's nonce.
 func login(ctx context.Context, b, app *http.Client, base string, web Credentials, u Person) (int, error) {
+	return loginWith(ctx, b, app, base, web, u, nil)
+}
+
+// loginWith is login with a step after the password page (nil: none),
+// which returns the page it ends on.
+func loginWith(ctx context.Context, b, app *http.Client, base string, web Credentials, u Person,
+	after func(context.Context, *http.Client, page) (page, error)) (int, error) {
 	state, nonce := randomHex(8), randomHex(8)
 	verifier := randomHex(32) // 64 characters: a valid code_verifier
 	p, err := get(ctx, b, authorizeURL(base, web.ClientID, state, nonce, s256(verifier)))
@@ -86,6 +93,11 @@ func login(ctx context.Context, b, app *http.Client, base string, web Credential
 	}
 	if p, err = submit(ctx, b, p, "password", u.Password); err != nil {
 		return p.status, fmt.Errorf("password page: %w", err)
+	}
+	if after != nil {
+		if p, err = after(ctx, b, p); err != nil {
+			return p.status, err
+		}
 	}
 	code, err := codeFrom(p, state)
 	if err != nil {

@@ -26,11 +26,15 @@ const (
 	IntrospectOpaque Kind = "introspect-opaque" // introspection of an opaque access token
 	Keys             Kind = "keys"              // GET of the key set
 	Login            Kind = "login"             // a whole browser sign-in, code flow with PKCE
+	LoginTOTP        Kind = "login-totp"        // the same sign-in with a TOTP code after the password
 )
+
+// IsLogin reports whether k signs a person in (checks a password).
+func (k Kind) IsLogin() bool { return k == Login || k == LoginTOTP }
 
 // Names are the stable names of the scenarios every run covers, in report
 // order. Results are compared across runs by these names: never rename one.
-var Names = []string{"token-rs256", "token-es256", "token-opaque", "introspect-jwt", "introspect-opaque", "keys", "login"}
+var Names = []string{"token-rs256", "token-es256", "token-opaque", "introspect-jwt", "introspect-opaque", "keys", "login", "login-totp"}
 
 // Name is the stable name of kind k on a server signing with algorithm.
 func Name(k Kind, algorithm string) string {
@@ -74,7 +78,7 @@ type Options struct {
 // size is the warm-up and measured count of kind k: a login costs a
 // hundred times a token (argon2id), so it has its own, smaller count.
 func (o Options) size(k Kind) (warmup, requests int) {
-	if k != Login || o.LoginRequests == 0 {
+	if !k.IsLogin() || o.LoginRequests == 0 {
 		return o.Warmup, o.Requests
 	}
 	return min(o.Warmup, max(o.LoginRequests/10, 1)), o.LoginRequests
@@ -169,7 +173,7 @@ func runOne(ctx context.Context, t Target, f *Fixture, k Kind, o Options) (Row, 
 		}
 	}
 	var hashBefore time.Duration
-	readHash := k == Login && t.HashCPU != nil
+	readHash := k.IsLogin() && t.HashCPU != nil
 	if readHash {
 		if hashBefore, err = t.HashCPU(ctx); err != nil {
 			return row, fmt.Errorf("%s: password hash CPU: %w", row.Scenario, err)
@@ -249,6 +253,8 @@ func build(ctx context.Context, c *http.Client, t Target, f *Fixture, k Kind) (l
 		return keysOp(c, t), nil
 	case Login:
 		return loginOp(ctx, c, t, f)
+	case LoginTOTP:
+		return loginTOTPOp(ctx, c, t, f)
 	}
 	return nil, fmt.Errorf("unknown scenario %q", k)
 }

@@ -211,7 +211,7 @@ func TestWrongPasswordFailsLogin(t *testing.T) {
 
 func TestNames(t *testing.T) {
 	got := []string{Name(TokenJWT, "RS256"), Name(TokenJWT, "ES256"), Name(TokenOpaque, "RS256"),
-		Name(IntrospectJWT, "RS256"), Name(IntrospectOpaque, "RS256"), Name(Keys, "ES256"), Name(Login, "RS256")}
+		Name(IntrospectJWT, "RS256"), Name(IntrospectOpaque, "RS256"), Name(Keys, "ES256"), Name(Login, "RS256"), Name(LoginTOTP, "RS256")}
 	if !slices.Equal(got, Names) {
 		t.Fatalf("names %q; want %q", got, Names)
 	}
@@ -274,5 +274,27 @@ func TestConcurrentLoginsSucceed(t *testing.T) {
 	}
 	if r := rows[0].Result; r.Requests != requests || r.Errors != 0 {
 		t.Fatalf("%d logins, %d errors (%s); want %d successful", r.Requests, r.Errors, r.FirstError, requests)
+	}
+}
+
+// TestLoginTOTP signs TOTP users in through the embedded server: password,
+// then a code the server has not accepted before, every time.
+func TestLoginTOTP(t *testing.T) {
+	target := startEmbedded(t, "RS256")
+	client := load.NewClient(2)
+	ctx := context.Background()
+	f, err := Prepare(ctx, client, target, 1)
+	if err != nil {
+		t.Fatalf("Prepare: %v", err)
+	}
+	if err := PrepareTOTP(ctx, target, f, 8); err != nil {
+		t.Fatalf("PrepareTOTP: %v", err)
+	}
+	rows, err := Run(ctx, target, f, []Kind{LoginTOTP}, Options{Client: client, Requests: 6, Concurrency: 2})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if r := rows[0].Result; r.Errors != 0 || r.Requests != 6 {
+		t.Fatalf("login-totp: %d requests, %d errors (first %s); want 6 without errors", r.Requests, r.Errors, r.FirstError)
 	}
 }

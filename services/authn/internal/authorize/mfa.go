@@ -36,6 +36,12 @@ type FirstFactor struct {
 	// see once (the codes left, the new codes) before it continues.
 	Passed            bool `json:"passed,omitempty"`
 	RecoveryCodesLeft int  `json:"recoveryCodesLeft,omitempty"`
+	// Enrolled: Passed by enrolling a factor (not by a recovery code).
+	Enrolled bool `json:"enrolled,omitempty"`
+	// HasFactor: the user had a ready second factor when the first one
+	// was checked (the code page then needs no lookup). A factor removed
+	// since only makes the code page refuse every code.
+	HasFactor bool `json:"hasFactor,omitempty"`
 }
 
 // ParseFirstFactor reads a pending request's FirstFactor; ok is false when

@@ -44,11 +44,8 @@ func (p *Pages) afterFirstFactor(w http.ResponseWriter, r *http.Request, f *flow
 	case authorize.EnrollSecondFactor:
 		path = authorize.PathMFAInit
 	}
-	if err := p.Store.SetAuthRequestUser(ctx, f.ar.ID, u.GetPreferredLoginName(), u.GetId()); err != nil {
-		p.internal(w, r, f.lang, err)
-		return
-	}
-	if err := p.Store.SetAuthRequestFirstFactor(ctx, f.ar.ID, authorize.FirstFactor{UserID: u.GetId(), AMR: amr}.Encode()); err != nil {
+	ff := authorize.FirstFactor{UserID: u.GetId(), AMR: amr, HasFactor: len(factors) > 0}
+	if err := p.Store.SetAuthRequestUserFactor(ctx, f.ar.ID, u.GetPreferredLoginName(), u.GetId(), ff.Encode()); err != nil {
 		p.internal(w, r, f.lang, err)
 		return
 	}
@@ -96,12 +93,17 @@ func (p *Pages) mfaPage(w http.ResponseWriter, r *http.Request) {
 		p.renderPassed(w, http.StatusOK, pg, ff)
 		return
 	}
-	list, err := p.Directory.ListAuthFactors(r.Context(), &directoryv1.ListAuthFactorsRequest{UserId: ff.UserID})
-	if err != nil {
-		p.internal(w, r, f.lang, err)
-		return
+	if !ff.HasFactor {
+		// From a session (step-up, a policy forcing a factor): the
+		// password check that listed the user's factors is long past.
+		list, err := p.Directory.ListAuthFactors(r.Context(), &directoryv1.ListAuthFactorsRequest{UserId: ff.UserID})
+		if err != nil {
+			p.internal(w, r, f.lang, err)
+			return
+		}
+		ff.HasFactor = len(list.GetSecondFactors()) > 0
 	}
-	if len(list.GetSecondFactors()) == 0 {
+	if !ff.HasFactor {
 		// Asked for a second factor (acr_values, a policy forcing one)
 		// by a user who has none yet: enroll one.
 		redirect(w, r, authorize.PathMFAInit, f.ar.ID)
@@ -114,11 +116,15 @@ func (p *Pages) mfaPage(w http.ResponseWriter, r *http.Request) {
 	p.tmpl.render(w, p.Logger, http.StatusOK, "mfa", pg)
 }
 
-// renderPassed is the page after a recovery code: the codes left, and a
-// button that completes the sign-in.
+// renderPassed is the page after a recovery code (the codes left) or,
+// loaded again, after an enrollment, with a button that completes the
+// sign-in.
 func (p *Pages) renderPassed(w http.ResponseWriter, status int, pg *page, ff authorize.FirstFactor) {
 	pg.Title = "mfa.recovered.title"
-	pg.Form["left"] = strconv.Itoa(ff.RecoveryCodesLeft)
+	pg.Form["message"] = translate(pg.Lang, "mfa.recovered.left", strconv.Itoa(ff.RecoveryCodesLeft))
+	if ff.Enrolled {
+		pg.Title, pg.Form["message"] = "mfa.init.title", translate(pg.Lang, "mfa.enrolled")
+	}
 	p.tmpl.render(w, p.Logger, status, "mfapassed", pg)
 }
 
@@ -276,7 +282,7 @@ func (p *Pages) mfaInitSubmit(w http.ResponseWriter, r *http.Request) {
 		p.internal(w, r, f.lang, err)
 		return
 	}
-	ff = authorize.FirstFactor{UserID: ff.UserID, AMR: amr, Passed: true, RecoveryCodesLeft: len(codes.GetCodes())}
+	ff = authorize.FirstFactor{UserID: ff.UserID, AMR: amr, Passed: true, RecoveryCodesLeft: len(codes.GetCodes()), Enrolled: true}
 	if err := p.Store.SetAuthRequestFirstFactor(ctx, f.ar.ID, ff.Encode()); err != nil {
 		p.internal(w, r, f.lang, err)
 		return

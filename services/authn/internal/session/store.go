@@ -427,6 +427,21 @@ func (s *Store) SetAuthRequestFirstFactor(ctx context.Context, id, firstFactor s
 	return nil
 }
 
+// SetAuthRequestUserFactor records who signs in for a pending request and
+// the first factor the user passed (SetAuthRequestUser and
+// SetAuthRequestFirstFactor in one write).
+func (s *Store) SetAuthRequestUserFactor(ctx context.Context, id, loginName, userID, firstFactor string) error {
+	res, err := s.DB.Relaxed().Exec(ctx, `UPDATE auth_requests SET login_name = ?, user_id = ?, first_factor = ? WHERE id = ?`,
+		loginName, userID, firstFactor, id)
+	if err != nil {
+		return fmt.Errorf("update auth request: %w", err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return fmt.Errorf("update auth request: %w", ErrNotFound)
+	}
+	return nil
+}
+
 // ConsumeAuthRequest deletes a pending request; exactly one caller gets
 // nil, the others ErrNotFound, so a request completes once.
 func (s *Store) ConsumeAuthRequest(ctx context.Context, id string) error {
