@@ -181,7 +181,7 @@ func (a *App) usersCmd() *cobra.Command {
 				a.rpcCommand(rpcCmd{use: "register USER_ID", short: "Start a TOTP registration: the otpauth:// URI and the secret, shown once",
 					example: "  gatehouse users factors totp register 2870 -o json",
 					rpc:     mgmt(mc.RegisterTOTP), args: []string{"user_id"},
-					view:    output.View{Columns: output.Cols("URI=uri", "SECRET=secret")}}),
+					view: output.View{Columns: output.Cols("URI=uri", "SECRET=secret")}}),
 				a.rpcCommand(rpcCmd{use: "verify USER_ID CODE", short: "Complete the registration with a code of the new generator",
 					example: "  gatehouse users factors totp verify 2870 123456",
 					rpc:     mgmt(mc.VerifyTOTPRegistration), args: []string{"user_id", "code"}, view: detailsView}),

@@ -674,6 +674,7 @@ func TestProtoLimitsKeepTheirErrors(t *testing.T) {
 				return err
 			}, "IDP-invalid-id", "idp_id must have 1 to 200 characters"},
 			{"UpdateOrgIDPOIDCConfig idp_id", 200, func(n int) error {
+				//lint:ignore SA1019 the deprecated OIDC provider RPCs are part of the interface (ZITADEL compatibility).
 				_, err := c.UpdateOrgIDPOIDCConfig(ctx, &mv1.UpdateOrgIDPOIDCConfigRequest{IdpId: str(n), ClientId: "c", Issuer: "https://idp.example.com"})
 				return err
 			}, "IDP-invalid", "idp_id must have 1 to 200 characters"},
