@@ -164,7 +164,7 @@ func (s *Server) AddHumanUser(ctx context.Context, req *managementv1.AddHumanUse
 // SetHumanPassword sets a human user's password; unless noChangeRequired,
 // the user must change it at the next login.
 func (s *Server) SetHumanPassword(ctx context.Context, req *managementv1.SetHumanPasswordRequest) (*managementv1.SetHumanPasswordResponse, error) {
-	u, err := s.humanUser(ctx, req, req)
+	u, err := s.humanUser(ctx, req)
 	if err != nil {
 		return nil, err
 	}

@@ -17,10 +17,16 @@ import (
 // authorization table (Rules) lets a user manage its own factors; anyone
 // else needs the user-manager role and to dominate the user.
 
+// userRequest is a request naming a user by user_id.
+type userRequest interface {
+	proto.Message
+	GetUserId() string
+}
+
 // humanUser loads the request's user (its user_id) for a call on a human
 // user's credentials: a human user of the target organization.
-func (s *Server) humanUser(ctx context.Context, req interface{ GetUserId() string }, msg proto.Message) (*users.User, error) {
-	lim, err := apierr.CheckLimits(msg) // the id's maximum length is in the proto
+func (s *Server) humanUser(ctx context.Context, req userRequest) (*users.User, error) {
+	lim, err := apierr.CheckLimits(req) // the id's maximum length is in the proto
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +49,7 @@ func endsSessions(ctx context.Context, u *users.User) bool {
 // RegisterTOTP starts a TOTP registration: the otpauth:// URI and the
 // secret, shown to whoever sets up the authenticator app.
 func (s *Server) RegisterTOTP(ctx context.Context, req *managementv1.RegisterTOTPRequest) (*managementv1.RegisterTOTPResponse, error) {
-	u, err := s.humanUser(ctx, req, req)
+	u, err := s.humanUser(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +63,7 @@ func (s *Server) RegisterTOTP(ctx context.Context, req *managementv1.RegisterTOT
 // VerifyTOTPRegistration completes the registration with a code of the
 // new generator; a wrong code is InvalidArgument and changes nothing.
 func (s *Server) VerifyTOTPRegistration(ctx context.Context, req *managementv1.VerifyTOTPRegistrationRequest) (*managementv1.VerifyTOTPRegistrationResponse, error) {
-	u, err := s.humanUser(ctx, req, req)
+	u, err := s.humanUser(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +76,7 @@ func (s *Server) VerifyTOTPRegistration(ctx context.Context, req *managementv1.V
 
 // RemoveTOTP removes the user's TOTP generator (v2 user service).
 func (s *Server) RemoveTOTP(ctx context.Context, req *managementv1.RemoveTOTPRequest) (*managementv1.RemoveTOTPResponse, error) {
-	evs, err := s.removeTOTP(ctx, req, req)
+	evs, err := s.removeTOTP(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -81,15 +87,15 @@ func (s *Server) RemoveTOTP(ctx context.Context, req *managementv1.RemoveTOTPReq
 // v1). Removing the last factor while the policy forces one is allowed:
 // the user enrolls again at the next sign-in.
 func (s *Server) RemoveHumanAuthFactorOTP(ctx context.Context, req *managementv1.RemoveHumanAuthFactorOTPRequest) (*managementv1.RemoveHumanAuthFactorOTPResponse, error) {
-	evs, err := s.removeTOTP(ctx, req, req)
+	evs, err := s.removeTOTP(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 	return &managementv1.RemoveHumanAuthFactorOTPResponse{Details: writeDetails(evs)}, nil
 }
 
-func (s *Server) removeTOTP(ctx context.Context, req interface{ GetUserId() string }, msg proto.Message) ([]eventstore.Event, error) {
-	u, err := s.humanUser(ctx, req, msg)
+func (s *Server) removeTOTP(ctx context.Context, req userRequest) ([]eventstore.Event, error) {
+	u, err := s.humanUser(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +112,7 @@ func (s *Server) removeTOTP(ctx context.Context, req interface{ GetUserId() stri
 
 // ListHumanAuthFactors lists the user's second factors with their state.
 func (s *Server) ListHumanAuthFactors(ctx context.Context, req *managementv1.ListHumanAuthFactorsRequest) (*managementv1.ListHumanAuthFactorsResponse, error) {
-	u, err := s.humanUser(ctx, req, req)
+	u, err := s.humanUser(ctx, req)
 	if err != nil {
 		return nil, err
 	}

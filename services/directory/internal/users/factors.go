@@ -352,7 +352,9 @@ func (c *Commands) CheckTOTP(ctx context.Context, u *User, fs FactorSecrets, cod
 	return err
 }
 
-// RemoveTOTP removes u's TOTP generator, ready or not; without one it is
+// RemoveTOTP removes u's TOTP generator, ready or not, and its recovery
+// codes in the same change: codes printed for a lost or stolen generator
+// must not outlive it into the next one. Without a generator it is
 // NotFound. endSessions: see factorRef.
 func (c *Commands) RemoveTOTP(ctx context.Context, editor string, u *User, endSessions bool) ([]eventstore.Event, error) {
 	if err := human(u); err != nil {
@@ -365,5 +367,13 @@ func (c *Commands) RemoveTOTP(ctx context.Context, editor string, u *User, endSe
 	if f == nil {
 		return nil, apierr.NotFound("USER-otp-not-found", "the user has no TOTP generator")
 	}
-	return c.push(ctx, editor, u, EventOTPRemoved, factorRef{ID: f.ID, EndSessions: endSessions})
+	evs := []eventstore.Pending{{Type: EventOTPRemoved, Payload: factorRef{ID: f.ID, EndSessions: endSessions}}}
+	left, err := c.Q.RecoveryCodesLeft(ctx, u.ID)
+	if err != nil {
+		return nil, err
+	}
+	if left > 0 {
+		evs = append(evs, eventstore.Pending{Type: EventRecoveryCodesRemoved, Payload: factorRef{}})
+	}
+	return c.pushAll(ctx, editor, u, evs)
 }

@@ -122,8 +122,20 @@ func TestTOTPLifecycle(t *testing.T) {
 			t.Fatalf("another master key opened the seed: %v", err)
 		}
 
+		h, err := secrets.NewHasher(bytes.Repeat([]byte{5}, 32))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := f.cmds.GenerateRecoveryCodes(ctx, u.ID, u, h); err != nil {
+			t.Fatal(err)
+		}
+		u = f.reload(t, u)
 		if _, err := f.cmds.RemoveTOTP(ctx, "admin", u, true); err != nil {
 			t.Fatal(err)
+		}
+		// The generator's recovery codes go with it.
+		if n, err := f.q.RecoveryCodesLeft(ctx, u.ID); err != nil || n != 0 {
+			t.Fatalf("recovery codes after the generator's removal: %d, %v", n, err)
 		}
 		u = f.reload(t, u)
 		if u.SessionsNotBefore == nil {

@@ -155,13 +155,6 @@ func (c *Commands) GenerateRecoveryCodes(ctx context.Context, editor string, u *
 	return codes, evs, nil
 }
 
-// RemoveRecoveryCodes removes all of u's recovery codes (none: NotFound
-// is not an error here, there is nothing to keep). endSessions: see
-// factorRef.
-func (c *Commands) RemoveRecoveryCodes(ctx context.Context, editor string, u *User, endSessions bool) ([]eventstore.Event, error) {
-	return c.push(ctx, editor, u, EventRecoveryCodesRemoved, factorRef{EndSessions: endSessions})
-}
-
 // UseRecoveryCode accepts one of u's unused recovery codes once and
 // returns how many are left. A wrong or used code, and the loser of two
 // uses racing with one code, are ErrBadCode.
