@@ -118,7 +118,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (*Service, error) {
 	}
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s.stop, s.done = stop, make(chan struct{})
-	pruner := &db.Pruner{DB: store, Service: "directory", Steps: lockout.PruneSteps(), Interval: cfg.PruneInterval, Logger: env.Logger}
+	pruner := &db.Pruner{DB: store, Service: "directory", Steps: append(lockout.PruneSteps(), users.PruneSteps()...), Interval: cfg.PruneInterval, Logger: env.Logger}
 	go func() {
 		defer close(s.done)
 		var wg sync.WaitGroup
@@ -154,6 +154,12 @@ func (s *Service) build(masterKey []byte, env process.Env, deps Deps) error {
 		return err
 	}
 	factorSecrets := users.FactorSecrets{Cipher: factorCipher}
+	// On an issuer whose host is an IP address wa is nil: WebAuthn does
+	// not accept one, and the factor calls say so.
+	wa, err := users.NewWebAuthn(env.Config.Issuer, "Gatehouse")
+	if err != nil {
+		return err
+	}
 	orgQ := &orgs.Queries{DB: s.db}
 	userQ := &users.Queries{DB: s.db}
 	s.cutoffs = &cutoff.Outbox{DB: s.db, Tokens: deps.Tokens, Logger: env.Logger}
@@ -166,6 +172,7 @@ func (s *Service) build(masterKey []byte, env process.Env, deps Deps) error {
 		IdPSecrets: idpCipher,
 		Hasher:     hasher,
 		Factors:    factorSecrets,
+		WebAuthn:   wa,
 		Issuer:     env.Config.Issuer,
 		IdPEgress:  egress.Policy,
 		Logger:     env.Logger,
@@ -189,7 +196,7 @@ func (s *Service) build(masterKey []byte, env process.Env, deps Deps) error {
 	if err != nil {
 		return err
 	}
-	s.internal.Factors = internalapi.FactorKeys{Secrets: factorSecrets, Hasher: hasher, Issuer: env.Config.Issuer.Hostname()}
+	s.internal.Factors = internalapi.FactorKeys{Secrets: factorSecrets, Hasher: hasher, Issuer: env.Config.Issuer.Hostname(), WebAuthn: wa}
 	iopts, err := rpc.InternalHandlerOptions(env.Config.InternalToken)
 	if err != nil {
 		return err

@@ -24,6 +24,9 @@ type FactorKeys struct {
 	Hasher users.Hasher
 	// Issuer names accounts in authenticator apps (the issuer's host).
 	Issuer string
+	// WebAuthn is the relying party of security keys and passkeys (nil
+	// on an issuer whose host is an IP address).
+	WebAuthn *users.WebAuthn
 }
 
 func (s *Server) factorKeys() (FactorKeys, error) {

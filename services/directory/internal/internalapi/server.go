@@ -229,8 +229,12 @@ func (s *Server) GetRoles(ctx context.Context, req *directoryv1.GetRolesRequest)
 func loginPolicyProto(lp orgs.LoginPolicy) *directoryv1.LoginPolicy {
 	return &directoryv1.LoginPolicy{AllowUsernamePassword: lp.AllowUsernamePassword, AllowRegister: lp.AllowRegister,
 		IgnoreUnknownUsernames: lp.IgnoreUnknownUsernames, AllowExternalIdp: lp.AllowExternalIDP,
-		ForceMfa: lp.ForceMFA, ForceMfaLocalOnly: lp.ForceMFALocalOnly, SecondFactors: secondFactorNames(lp.SecondFactors)}
+		ForceMfa: lp.ForceMFA, ForceMfaLocalOnly: lp.ForceMFALocalOnly, SecondFactors: secondFactorNames(lp.SecondFactors),
+		PasswordlessAllowed: lp.PasswordlessType == passwordlessAllowed}
 }
+
+// passwordlessAllowed is ZITADEL's PASSWORDLESS_TYPE_ALLOWED.
+const passwordlessAllowed = 1
 
 // secondFactorNames names the login policy's second factors (ZITADEL's
 // SecondFactorType numbers) as the factor types of package users; the

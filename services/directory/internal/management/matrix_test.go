@@ -20,11 +20,13 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	mv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1/managementv1connect"
+	"github.com/gatehouse-id/gatehouse/pkg/testutil/webauthntest"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/mgmttest"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/storetest"
@@ -450,6 +452,62 @@ func mxTable() []mxRow {
 				// unfinished one too.
 				s.e.REST("POST", "/v2/users/"+s.ids["ada"]+"/totp", s.e.AdminToken, s.ids["org"], map[string]any{})
 				return &mv1.RemoveTOTPRequest{UserId: s.ids["ada"]}
+			}},
+		{rpc: "RegisterU2F", http: "POST /v2/users/{user_id}/u2f", call: mxRPC(M.RegisterU2F), kind: mxWrite, agg: "ada",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.RegisterU2FRequest{UserId: s.ids["ada"], Domain: "localhost"}
+			},
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				r := res.(*mv1.RegisterU2FResponse)
+				s.ids["u2f"], s.ids["u2fOptions"] = r.GetU2FId(), mxJSON(t, r.GetPublicKeyCredentialCreationOptions())
+			}},
+		{rpc: "VerifyU2FRegistration", http: "POST /v2/users/{user_id}/u2f/{u2f_id}", call: mxRPC(M.VerifyU2FRegistration), kind: mxWrite, agg: "ada",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.VerifyU2FRegistrationRequest{UserId: s.ids["ada"], U2FId: s.ids["u2f"], TokenName: "key",
+					PublicKeyCredential: mxCredential(s.ids["u2fOptions"], false)}
+			}},
+		{rpc: "RegisterPasskey", http: "POST /v2/users/{user_id}/passkeys", call: mxRPC(M.RegisterPasskey), kind: mxWrite, agg: "ada",
+			req: func(s *mxRun) proto.Message { return &mv1.RegisterPasskeyRequest{UserId: s.ids["ada"]} },
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				r := res.(*mv1.RegisterPasskeyResponse)
+				s.ids["passkey"], s.ids["passkeyOptions"] = r.GetPasskeyId(), mxJSON(t, r.GetPublicKeyCredentialCreationOptions())
+			}},
+		{rpc: "VerifyPasskeyRegistration", http: "POST /v2/users/{user_id}/passkeys/{passkey_id}", call: mxRPC(M.VerifyPasskeyRegistration), kind: mxWrite, agg: "ada",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.VerifyPasskeyRegistrationRequest{UserId: s.ids["ada"], PasskeyId: s.ids["passkey"], PasskeyName: "laptop",
+					PublicKeyCredential: mxCredential(s.ids["passkeyOptions"], true)}
+			}},
+		{rpc: "ListPasskeys", http: "POST /v2/users/{user_id}/passkeys/_search", call: mxRPC(M.ListPasskeys), kind: mxListBare, agg: "ada",
+			req: func(s *mxRun) proto.Message { return &mv1.ListPasskeysRequest{UserId: s.ids["ada"]} },
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				r := res.(*mv1.ListPasskeysResponse).GetResult()
+				if len(r) != 1 || r[0].GetId() != s.ids["passkey"] || r[0].GetName() != "laptop" || r[0].GetState() != mv1.AuthFactorState_AUTH_FACTOR_STATE_READY {
+					t.Fatalf("passkeys = %v", r)
+				}
+			}},
+		{rpc: "ListHumanPasswordless", http: "POST /management/v1/users/{user_id}/passwordless/_search", call: mxRPC(M.ListHumanPasswordless), kind: mxNoDetails, agg: "ada",
+			req: func(s *mxRun) proto.Message { return &mv1.ListHumanPasswordlessRequest{UserId: s.ids["ada"]} },
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				r := res.(*mv1.ListHumanPasswordlessResponse).GetResult()
+				if len(r) != 1 || r[0].GetId() != s.ids["passkey"] || r[0].GetState() != mv1.AuthFactorState_AUTH_FACTOR_STATE_READY {
+					t.Fatalf("passkeys = %v", r)
+				}
+			}},
+		{rpc: "RemoveHumanAuthFactorU2F", http: "DELETE /management/v1/users/{user_id}/auth_factors/u2f/{token_id}", call: mxRPC(M.RemoveHumanAuthFactorU2F), kind: mxWrite, agg: "ada",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.RemoveHumanAuthFactorU2FRequest{UserId: s.ids["ada"], TokenId: mxStart(s, "u2f", "u2fId")}
+			}},
+		{rpc: "RemoveU2F", http: "DELETE /v2/users/{user_id}/u2f/{u2f_id}", call: mxRPC(M.RemoveU2F), kind: mxWrite, agg: "ada",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.RemoveU2FRequest{UserId: s.ids["ada"], U2FId: mxStart(s, "u2f", "u2fId")}
+			}},
+		{rpc: "RemoveHumanPasswordless", http: "DELETE /management/v1/users/{user_id}/passwordless/{token_id}", call: mxRPC(M.RemoveHumanPasswordless), kind: mxWrite, agg: "ada",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.RemoveHumanPasswordlessRequest{UserId: s.ids["ada"], TokenId: mxStart(s, "passkeys", "passkeyId")}
+			}},
+		{rpc: "RemovePasskey", http: "DELETE /v2/users/{user_id}/passkeys/{passkey_id}", call: mxRPC(M.RemovePasskey), kind: mxWrite, agg: "ada",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.RemovePasskeyRequest{UserId: s.ids["ada"], PasskeyId: mxStart(s, "passkeys", "passkeyId")}
 			}},
 		{rpc: "RemoveOrgIDP", http: "DELETE /management/v1/idps/{idp_id}", call: mxRPC(M.RemoveOrgIDP), kind: mxWrite, agg: "idp",
 			req: func(s *mxRun) proto.Message { return &mv1.RemoveOrgIDPRequest{IdpId: s.ids["idp"]} }},
@@ -907,4 +965,38 @@ func TestMatrix(t *testing.T) {
 			})
 		}
 	})
+}
+
+// mxJSON is a Struct as JSON.
+func mxJSON(t *testing.T, m *structpb.Struct) string {
+	t.Helper()
+	b, err := protojson.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// mxCredential answers creation options (JSON) with a new credential of
+// a software authenticator on the test issuer's origin. Without options
+// (the authorization matrix builds the row alone) it is an empty one.
+func mxCredential(options string, uv bool) *structpb.Struct {
+	out := &structpb.Struct{}
+	a := &webauthntest.Authenticator{Origin: "http://localhost:8080", UV: uv}
+	if resp, _, err := a.Create([]byte(options)); err == nil {
+		_ = protojson.Unmarshal(resp, out)
+	}
+	return out
+}
+
+// mxStart starts a WebAuthn registration of ada's (path "u2f" or
+// "passkeys") as the admin, and returns its id (the field idField): the
+// remove calls remove an unfinished registration too.
+func mxStart(s *mxRun, path, idField string) string {
+	r := s.e.REST("POST", "/v2/users/"+s.ids["ada"]+"/"+path, s.e.AdminToken, s.ids["org"], map[string]any{})
+	id, _ := r.JSON[idField].(string)
+	if id == "" {
+		id = "no-such-factor" // the caller may not start one: the remove is refused anyway
+	}
+	return id
 }

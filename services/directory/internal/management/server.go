@@ -36,9 +36,12 @@ type Server struct {
 	Hasher *secrets.Hasher
 	// Factors seals users' TOTP seeds.
 	Factors users.FactorSecrets
-	Issuer  *url.URL
-	Logger  *slog.Logger
-	Now     func() time.Time
+	// WebAuthn is the issuer's relying party for security keys and
+	// passkeys (nil on an issuer whose host is an IP address).
+	WebAuthn *users.WebAuthn
+	Issuer   *url.URL
+	Logger   *slog.Logger
+	Now      func() time.Time
 	// IdPEgress is where calls to identity providers may go (authn dials
 	// through the same policy): an issuer naming a refused address is
 	// refused when an IdP is added or updated.
@@ -111,11 +114,21 @@ func Rules() map[string]authz.Rule {
 
 		// Second factors: the user's own, or a user manager's who
 		// dominates the user (a user manager cannot remove an owner's).
-		"RegisterTOTP":             self("user_id"),
-		"VerifyTOTPRegistration":   self("user_id"),
-		"RemoveTOTP":               self("user_id"),
-		"ListHumanAuthFactors":     self("user_id"),
-		"RemoveHumanAuthFactorOTP": user(authz.UserManager, "user_id"),
+		"RegisterTOTP":              self("user_id"),
+		"VerifyTOTPRegistration":    self("user_id"),
+		"RemoveTOTP":                self("user_id"),
+		"ListHumanAuthFactors":      self("user_id"),
+		"RemoveHumanAuthFactorOTP":  user(authz.UserManager, "user_id"),
+		"RegisterU2F":               self("user_id"),
+		"VerifyU2FRegistration":     self("user_id"),
+		"RemoveU2F":                 self("user_id"),
+		"RegisterPasskey":           self("user_id"),
+		"VerifyPasskeyRegistration": self("user_id"),
+		"ListPasskeys":              self("user_id"),
+		"RemovePasskey":             self("user_id"),
+		"ListHumanPasswordless":     self("user_id"),
+		"RemoveHumanAuthFactorU2F":  user(authz.UserManager, "user_id"),
+		"RemoveHumanPasswordless":   user(authz.UserManager, "user_id"),
 
 		"ListOrgMembers":  read(authz.OrgOwner),
 		"AddOrgMember":    {Permission: authz.OrgOwner, Org: authz.OrgFromHeader, TargetUser: "user_id", Members: true, OwnUsers: true, GrantRoles: "roles"},

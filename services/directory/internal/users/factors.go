@@ -61,7 +61,10 @@ type Factor struct {
 	Name         string    `db:"name"`
 	Secret       []byte    `db:"secret"` // sealed (FactorSecrets); TOTP only
 	LastStep     int64     `db:"last_step"`
-	StartedBy    string    `db:"started_by"` // who started the registration
+	StartedBy    string    `db:"started_by"`    // who started the registration
+	CredentialID []byte    `db:"credential_id"` // WebAuthn only
+	Credential   string    `db:"credential"`    // WebAuthn: the credential record (JSON)
+	Challenge    string    `db:"challenge"`     // WebAuthn: a started registration's ceremony
 	CreationDate time.Time `db:"creation_date"`
 	ChangeDate   time.Time `db:"change_date"`
 	Sequence     uint64    `db:"sequence"`
@@ -162,12 +165,14 @@ func registerFactors(es *eventstore.Store) {
 		return touch(ctx, tx, e)
 	})
 	registerRecoveryCodes(es)
+	registerWebAuthn(es)
 }
 
 // Factors returns the user's factors, oldest first.
 func (q *Queries) Factors(ctx context.Context, userID string) ([]Factor, error) {
 	var out []Factor
-	err := q.DB.Select(ctx, &out, `SELECT id, user_id, org_id, type, state, name, secret, last_step, started_by, creation_date, change_date, sequence
+	err := q.DB.Select(ctx, &out, `SELECT id, user_id, org_id, type, state, name, secret, last_step, started_by,
+		credential_id, credential, challenge, creation_date, change_date, sequence
 		FROM user_factors WHERE user_id = ? ORDER BY creation_date, id`, userID)
 	return out, err
 }

@@ -1084,7 +1084,8 @@ func (x *ListAuthFactorsRequest) GetUserId() string {
 // ListAuthFactorsResponse lists a user's ready second factors.
 type ListAuthFactorsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Ready second factors: "otp", "u2f".
+	// Ready second factors: "otp", "u2f", "passwordless" (a passkey serves
+	// as a second factor too).
 	SecondFactors []string `protobuf:"bytes,1,rep,name=second_factors,json=secondFactors,proto3" json:"second_factors,omitempty"`
 	// Unused recovery codes.
 	RecoveryCodesLeft int32 `protobuf:"varint,2,opt,name=recovery_codes_left,json=recoveryCodesLeft,proto3" json:"recovery_codes_left,omitempty"`
@@ -1457,6 +1458,483 @@ func (*VerifyTOTPResponse) Descriptor() ([]byte, []int) {
 	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{15}
 }
 
+// StartWebAuthnLoginRequest starts a login ceremony.
+type StartWebAuthnLoginRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The pending authorization request the ceremony is bound to.
+	Binding string `protobuf:"bytes,1,opt,name=binding,proto3" json:"binding,omitempty"`
+	// The user who passed the first factor; empty for a passkey sign-in.
+	UserId        string `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartWebAuthnLoginRequest) Reset() {
+	*x = StartWebAuthnLoginRequest{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartWebAuthnLoginRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartWebAuthnLoginRequest) ProtoMessage() {}
+
+func (x *StartWebAuthnLoginRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartWebAuthnLoginRequest.ProtoReflect.Descriptor instead.
+func (*StartWebAuthnLoginRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *StartWebAuthnLoginRequest) GetBinding() string {
+	if x != nil {
+		return x.Binding
+	}
+	return ""
+}
+
+func (x *StartWebAuthnLoginRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+// StartWebAuthnLoginResponse carries the options for the browser.
+type StartWebAuthnLoginResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// PublicKeyCredentialRequestOptions as JSON ({"publicKey": {...}}).
+	Options       string `protobuf:"bytes,1,opt,name=options,proto3" json:"options,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartWebAuthnLoginResponse) Reset() {
+	*x = StartWebAuthnLoginResponse{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartWebAuthnLoginResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartWebAuthnLoginResponse) ProtoMessage() {}
+
+func (x *StartWebAuthnLoginResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartWebAuthnLoginResponse.ProtoReflect.Descriptor instead.
+func (*StartWebAuthnLoginResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *StartWebAuthnLoginResponse) GetOptions() string {
+	if x != nil {
+		return x.Options
+	}
+	return ""
+}
+
+// CheckWebAuthnLoginRequest is the browser's answer.
+type CheckWebAuthnLoginRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The pending authorization request the ceremony is bound to.
+	Binding string `protobuf:"bytes,1,opt,name=binding,proto3" json:"binding,omitempty"`
+	// The user who passed the first factor; empty for a passkey sign-in.
+	UserId string `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// Organization the login happens in: a passkey of another one's user
+	// does not sign in here.
+	OrgId string `protobuf:"bytes,3,opt,name=org_id,json=orgId,proto3" json:"org_id,omitempty"`
+	// The PublicKeyCredential (JSON).
+	Credential string `protobuf:"bytes,4,opt,name=credential,proto3" json:"credential,omitempty"`
+	// Client address, for the failed-attempt limits.
+	ClientAddress string `protobuf:"bytes,5,opt,name=client_address,json=clientAddress,proto3" json:"client_address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckWebAuthnLoginRequest) Reset() {
+	*x = CheckWebAuthnLoginRequest{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckWebAuthnLoginRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckWebAuthnLoginRequest) ProtoMessage() {}
+
+func (x *CheckWebAuthnLoginRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckWebAuthnLoginRequest.ProtoReflect.Descriptor instead.
+func (*CheckWebAuthnLoginRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *CheckWebAuthnLoginRequest) GetBinding() string {
+	if x != nil {
+		return x.Binding
+	}
+	return ""
+}
+
+func (x *CheckWebAuthnLoginRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *CheckWebAuthnLoginRequest) GetOrgId() string {
+	if x != nil {
+		return x.OrgId
+	}
+	return ""
+}
+
+func (x *CheckWebAuthnLoginRequest) GetCredential() string {
+	if x != nil {
+		return x.Credential
+	}
+	return ""
+}
+
+func (x *CheckWebAuthnLoginRequest) GetClientAddress() string {
+	if x != nil {
+		return x.ClientAddress
+	}
+	return ""
+}
+
+// CheckWebAuthnLoginResponse is an accepted assertion.
+type CheckWebAuthnLoginResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The user signed in (a passkey sign-in names the user here).
+	User *User `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	// The factor used: "u2f" or "passwordless".
+	FactorType string `protobuf:"bytes,2,opt,name=factor_type,json=factorType,proto3" json:"factor_type,omitempty"`
+	// The authenticator verified the user (PIN, biometrics).
+	UserVerified  bool `protobuf:"varint,3,opt,name=user_verified,json=userVerified,proto3" json:"user_verified,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckWebAuthnLoginResponse) Reset() {
+	*x = CheckWebAuthnLoginResponse{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckWebAuthnLoginResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckWebAuthnLoginResponse) ProtoMessage() {}
+
+func (x *CheckWebAuthnLoginResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckWebAuthnLoginResponse.ProtoReflect.Descriptor instead.
+func (*CheckWebAuthnLoginResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *CheckWebAuthnLoginResponse) GetUser() *User {
+	if x != nil {
+		return x.User
+	}
+	return nil
+}
+
+func (x *CheckWebAuthnLoginResponse) GetFactorType() string {
+	if x != nil {
+		return x.FactorType
+	}
+	return ""
+}
+
+func (x *CheckWebAuthnLoginResponse) GetUserVerified() bool {
+	if x != nil {
+		return x.UserVerified
+	}
+	return false
+}
+
+// StartWebAuthnRegistrationRequest starts a registration.
+type StartWebAuthnRegistrationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// User id.
+	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// "u2f" or "passwordless".
+	Type          string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartWebAuthnRegistrationRequest) Reset() {
+	*x = StartWebAuthnRegistrationRequest{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartWebAuthnRegistrationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartWebAuthnRegistrationRequest) ProtoMessage() {}
+
+func (x *StartWebAuthnRegistrationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartWebAuthnRegistrationRequest.ProtoReflect.Descriptor instead.
+func (*StartWebAuthnRegistrationRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *StartWebAuthnRegistrationRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *StartWebAuthnRegistrationRequest) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+// StartWebAuthnRegistrationResponse carries the options for the browser.
+type StartWebAuthnRegistrationResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The factor's id, for VerifyWebAuthnRegistration.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// PublicKeyCredentialCreationOptions as JSON ({"publicKey": {...}}).
+	Options       string `protobuf:"bytes,2,opt,name=options,proto3" json:"options,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartWebAuthnRegistrationResponse) Reset() {
+	*x = StartWebAuthnRegistrationResponse{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartWebAuthnRegistrationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartWebAuthnRegistrationResponse) ProtoMessage() {}
+
+func (x *StartWebAuthnRegistrationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartWebAuthnRegistrationResponse.ProtoReflect.Descriptor instead.
+func (*StartWebAuthnRegistrationResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *StartWebAuthnRegistrationResponse) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *StartWebAuthnRegistrationResponse) GetOptions() string {
+	if x != nil {
+		return x.Options
+	}
+	return ""
+}
+
+// VerifyWebAuthnRegistrationRequest completes a registration.
+type VerifyWebAuthnRegistrationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// User id.
+	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// "u2f" or "passwordless".
+	Type string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	// The factor's id.
+	Id string `protobuf:"bytes,3,opt,name=id,proto3" json:"id,omitempty"`
+	// The PublicKeyCredential (JSON).
+	Credential string `protobuf:"bytes,4,opt,name=credential,proto3" json:"credential,omitempty"`
+	// The factor's name.
+	Name          string `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerifyWebAuthnRegistrationRequest) Reset() {
+	*x = VerifyWebAuthnRegistrationRequest{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerifyWebAuthnRegistrationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerifyWebAuthnRegistrationRequest) ProtoMessage() {}
+
+func (x *VerifyWebAuthnRegistrationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerifyWebAuthnRegistrationRequest.ProtoReflect.Descriptor instead.
+func (*VerifyWebAuthnRegistrationRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *VerifyWebAuthnRegistrationRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *VerifyWebAuthnRegistrationRequest) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *VerifyWebAuthnRegistrationRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *VerifyWebAuthnRegistrationRequest) GetCredential() string {
+	if x != nil {
+		return x.Credential
+	}
+	return ""
+}
+
+func (x *VerifyWebAuthnRegistrationRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// VerifyWebAuthnRegistrationResponse is empty.
+type VerifyWebAuthnRegistrationResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerifyWebAuthnRegistrationResponse) Reset() {
+	*x = VerifyWebAuthnRegistrationResponse{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerifyWebAuthnRegistrationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerifyWebAuthnRegistrationResponse) ProtoMessage() {}
+
+func (x *VerifyWebAuthnRegistrationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerifyWebAuthnRegistrationResponse.ProtoReflect.Descriptor instead.
+func (*VerifyWebAuthnRegistrationResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{23}
+}
+
 // GenerateRecoveryCodesRequest names the user.
 type GenerateRecoveryCodesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1468,7 +1946,7 @@ type GenerateRecoveryCodesRequest struct {
 
 func (x *GenerateRecoveryCodesRequest) Reset() {
 	*x = GenerateRecoveryCodesRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[16]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1480,7 +1958,7 @@ func (x *GenerateRecoveryCodesRequest) String() string {
 func (*GenerateRecoveryCodesRequest) ProtoMessage() {}
 
 func (x *GenerateRecoveryCodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[16]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1493,7 +1971,7 @@ func (x *GenerateRecoveryCodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateRecoveryCodesRequest.ProtoReflect.Descriptor instead.
 func (*GenerateRecoveryCodesRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{16}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GenerateRecoveryCodesRequest) GetUserId() string {
@@ -1514,7 +1992,7 @@ type GenerateRecoveryCodesResponse struct {
 
 func (x *GenerateRecoveryCodesResponse) Reset() {
 	*x = GenerateRecoveryCodesResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[17]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1526,7 +2004,7 @@ func (x *GenerateRecoveryCodesResponse) String() string {
 func (*GenerateRecoveryCodesResponse) ProtoMessage() {}
 
 func (x *GenerateRecoveryCodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[17]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1539,7 +2017,7 @@ func (x *GenerateRecoveryCodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateRecoveryCodesResponse.ProtoReflect.Descriptor instead.
 func (*GenerateRecoveryCodesResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{17}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GenerateRecoveryCodesResponse) GetCodes() []string {
@@ -1567,7 +2045,7 @@ type ChangePasswordRequest struct {
 
 func (x *ChangePasswordRequest) Reset() {
 	*x = ChangePasswordRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[18]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1579,7 +2057,7 @@ func (x *ChangePasswordRequest) String() string {
 func (*ChangePasswordRequest) ProtoMessage() {}
 
 func (x *ChangePasswordRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[18]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1592,7 +2070,7 @@ func (x *ChangePasswordRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangePasswordRequest.ProtoReflect.Descriptor instead.
 func (*ChangePasswordRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{18}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ChangePasswordRequest) GetUserId() string {
@@ -1632,7 +2110,7 @@ type ChangePasswordResponse struct {
 
 func (x *ChangePasswordResponse) Reset() {
 	*x = ChangePasswordResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[19]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1644,7 +2122,7 @@ func (x *ChangePasswordResponse) String() string {
 func (*ChangePasswordResponse) ProtoMessage() {}
 
 func (x *ChangePasswordResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[19]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1657,7 +2135,7 @@ func (x *ChangePasswordResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangePasswordResponse.ProtoReflect.Descriptor instead.
 func (*ChangePasswordResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{19}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{27}
 }
 
 // User is a user as authn and tokens need it.
@@ -1695,7 +2173,7 @@ type User struct {
 
 func (x *User) Reset() {
 	*x = User{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[20]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1707,7 +2185,7 @@ func (x *User) String() string {
 func (*User) ProtoMessage() {}
 
 func (x *User) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[20]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1720,7 +2198,7 @@ func (x *User) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use User.ProtoReflect.Descriptor instead.
 func (*User) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{20}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *User) GetId() string {
@@ -1818,7 +2296,7 @@ type GetUserRequest struct {
 
 func (x *GetUserRequest) Reset() {
 	*x = GetUserRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[21]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1830,7 +2308,7 @@ func (x *GetUserRequest) String() string {
 func (*GetUserRequest) ProtoMessage() {}
 
 func (x *GetUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[21]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1843,7 +2321,7 @@ func (x *GetUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUserRequest.ProtoReflect.Descriptor instead.
 func (*GetUserRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{21}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetUserRequest) GetUserId() string {
@@ -1864,7 +2342,7 @@ type GetUserResponse struct {
 
 func (x *GetUserResponse) Reset() {
 	*x = GetUserResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[22]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1876,7 +2354,7 @@ func (x *GetUserResponse) String() string {
 func (*GetUserResponse) ProtoMessage() {}
 
 func (x *GetUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[22]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1889,7 +2367,7 @@ func (x *GetUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUserResponse.ProtoReflect.Descriptor instead.
 func (*GetUserResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{22}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetUserResponse) GetUser() *User {
@@ -1912,7 +2390,7 @@ type LookupUserRequest struct {
 
 func (x *LookupUserRequest) Reset() {
 	*x = LookupUserRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[23]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1924,7 +2402,7 @@ func (x *LookupUserRequest) String() string {
 func (*LookupUserRequest) ProtoMessage() {}
 
 func (x *LookupUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[23]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1937,7 +2415,7 @@ func (x *LookupUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupUserRequest.ProtoReflect.Descriptor instead.
 func (*LookupUserRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{23}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *LookupUserRequest) GetOrgId() string {
@@ -1965,7 +2443,7 @@ type LookupUserResponse struct {
 
 func (x *LookupUserResponse) Reset() {
 	*x = LookupUserResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[24]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1977,7 +2455,7 @@ func (x *LookupUserResponse) String() string {
 func (*LookupUserResponse) ProtoMessage() {}
 
 func (x *LookupUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[24]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1990,7 +2468,7 @@ func (x *LookupUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupUserResponse.ProtoReflect.Descriptor instead.
 func (*LookupUserResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{24}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *LookupUserResponse) GetUser() *User {
@@ -2013,7 +2491,7 @@ type GetClaimsRequest struct {
 
 func (x *GetClaimsRequest) Reset() {
 	*x = GetClaimsRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[25]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2025,7 +2503,7 @@ func (x *GetClaimsRequest) String() string {
 func (*GetClaimsRequest) ProtoMessage() {}
 
 func (x *GetClaimsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[25]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2038,7 +2516,7 @@ func (x *GetClaimsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClaimsRequest.ProtoReflect.Descriptor instead.
 func (*GetClaimsRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{25}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GetClaimsRequest) GetUserId() string {
@@ -2070,7 +2548,7 @@ type GetClaimsResponse struct {
 
 func (x *GetClaimsResponse) Reset() {
 	*x = GetClaimsResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[26]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2082,7 +2560,7 @@ func (x *GetClaimsResponse) String() string {
 func (*GetClaimsResponse) ProtoMessage() {}
 
 func (x *GetClaimsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[26]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2095,7 +2573,7 @@ func (x *GetClaimsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClaimsResponse.ProtoReflect.Descriptor instead.
 func (*GetClaimsResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{26}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *GetClaimsResponse) GetClaims() *structpb.Struct {
@@ -2142,7 +2620,7 @@ type RegisterUserRequest struct {
 
 func (x *RegisterUserRequest) Reset() {
 	*x = RegisterUserRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[27]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2154,7 +2632,7 @@ func (x *RegisterUserRequest) String() string {
 func (*RegisterUserRequest) ProtoMessage() {}
 
 func (x *RegisterUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[27]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2167,7 +2645,7 @@ func (x *RegisterUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterUserRequest.ProtoReflect.Descriptor instead.
 func (*RegisterUserRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{27}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RegisterUserRequest) GetOrgId() string {
@@ -2230,7 +2708,7 @@ type RegisterUserResponse struct {
 
 func (x *RegisterUserResponse) Reset() {
 	*x = RegisterUserResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[28]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2242,7 +2720,7 @@ func (x *RegisterUserResponse) String() string {
 func (*RegisterUserResponse) ProtoMessage() {}
 
 func (x *RegisterUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[28]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2255,7 +2733,7 @@ func (x *RegisterUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterUserResponse.ProtoReflect.Descriptor instead.
 func (*RegisterUserResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{28}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RegisterUserResponse) GetUser() *User {
@@ -2286,7 +2764,7 @@ type PasswordPolicy struct {
 
 func (x *PasswordPolicy) Reset() {
 	*x = PasswordPolicy{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[29]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2298,7 +2776,7 @@ func (x *PasswordPolicy) String() string {
 func (*PasswordPolicy) ProtoMessage() {}
 
 func (x *PasswordPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[29]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2311,7 +2789,7 @@ func (x *PasswordPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PasswordPolicy.ProtoReflect.Descriptor instead.
 func (*PasswordPolicy) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{29}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *PasswordPolicy) GetMinLength() uint32 {
@@ -2367,7 +2845,7 @@ type GetOrgRequest struct {
 
 func (x *GetOrgRequest) Reset() {
 	*x = GetOrgRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[30]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2379,7 +2857,7 @@ func (x *GetOrgRequest) String() string {
 func (*GetOrgRequest) ProtoMessage() {}
 
 func (x *GetOrgRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[30]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2392,7 +2870,7 @@ func (x *GetOrgRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrgRequest.ProtoReflect.Descriptor instead.
 func (*GetOrgRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{30}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GetOrgRequest) GetOrgId() string {
@@ -2423,7 +2901,7 @@ type GetOrgResponse struct {
 
 func (x *GetOrgResponse) Reset() {
 	*x = GetOrgResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[31]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2435,7 +2913,7 @@ func (x *GetOrgResponse) String() string {
 func (*GetOrgResponse) ProtoMessage() {}
 
 func (x *GetOrgResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[31]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2448,7 +2926,7 @@ func (x *GetOrgResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrgResponse.ProtoReflect.Descriptor instead.
 func (*GetOrgResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{31}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GetOrgResponse) GetId() string {
@@ -2512,13 +2990,16 @@ type LoginPolicy struct {
 	ForceMfaLocalOnly bool `protobuf:"varint,6,opt,name=force_mfa_local_only,json=forceMfaLocalOnly,proto3" json:"force_mfa_local_only,omitempty"`
 	// The second factors users may use and enroll: "otp", "u2f".
 	SecondFactors []string `protobuf:"bytes,7,rep,name=second_factors,json=secondFactors,proto3" json:"second_factors,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Passkeys may sign users in without a password (passwordless_type
+	// PASSWORDLESS_TYPE_ALLOWED).
+	PasswordlessAllowed bool `protobuf:"varint,8,opt,name=passwordless_allowed,json=passwordlessAllowed,proto3" json:"passwordless_allowed,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *LoginPolicy) Reset() {
 	*x = LoginPolicy{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[32]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2530,7 +3011,7 @@ func (x *LoginPolicy) String() string {
 func (*LoginPolicy) ProtoMessage() {}
 
 func (x *LoginPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[32]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2543,7 +3024,7 @@ func (x *LoginPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginPolicy.ProtoReflect.Descriptor instead.
 func (*LoginPolicy) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{32}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *LoginPolicy) GetAllowUsernamePassword() bool {
@@ -2595,6 +3076,13 @@ func (x *LoginPolicy) GetSecondFactors() []string {
 	return nil
 }
 
+func (x *LoginPolicy) GetPasswordlessAllowed() bool {
+	if x != nil {
+		return x.PasswordlessAllowed
+	}
+	return false
+}
+
 // GetRolesRequest asks for a user's roles.
 type GetRolesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2608,7 +3096,7 @@ type GetRolesRequest struct {
 
 func (x *GetRolesRequest) Reset() {
 	*x = GetRolesRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[33]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2620,7 +3108,7 @@ func (x *GetRolesRequest) String() string {
 func (*GetRolesRequest) ProtoMessage() {}
 
 func (x *GetRolesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[33]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2633,7 +3121,7 @@ func (x *GetRolesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRolesRequest.ProtoReflect.Descriptor instead.
 func (*GetRolesRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{33}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *GetRolesRequest) GetUserId() string {
@@ -2661,7 +3149,7 @@ type GetRolesResponse struct {
 
 func (x *GetRolesResponse) Reset() {
 	*x = GetRolesResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[34]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2673,7 +3161,7 @@ func (x *GetRolesResponse) String() string {
 func (*GetRolesResponse) ProtoMessage() {}
 
 func (x *GetRolesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[34]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2686,7 +3174,7 @@ func (x *GetRolesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRolesResponse.ProtoReflect.Descriptor instead.
 func (*GetRolesResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{34}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *GetRolesResponse) GetRoles() []string {
@@ -2733,7 +3221,7 @@ type IdP struct {
 
 func (x *IdP) Reset() {
 	*x = IdP{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[35]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2745,7 +3233,7 @@ func (x *IdP) String() string {
 func (*IdP) ProtoMessage() {}
 
 func (x *IdP) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[35]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2758,7 +3246,7 @@ func (x *IdP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IdP.ProtoReflect.Descriptor instead.
 func (*IdP) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{35}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *IdP) GetId() string {
@@ -2858,7 +3346,7 @@ type GetIdPRequest struct {
 
 func (x *GetIdPRequest) Reset() {
 	*x = GetIdPRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[36]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2870,7 +3358,7 @@ func (x *GetIdPRequest) String() string {
 func (*GetIdPRequest) ProtoMessage() {}
 
 func (x *GetIdPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[36]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2883,7 +3371,7 @@ func (x *GetIdPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetIdPRequest.ProtoReflect.Descriptor instead.
 func (*GetIdPRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{36}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *GetIdPRequest) GetOrgId() string {
@@ -2914,7 +3402,7 @@ type GetIdPResponse struct {
 
 func (x *GetIdPResponse) Reset() {
 	*x = GetIdPResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[37]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2926,7 +3414,7 @@ func (x *GetIdPResponse) String() string {
 func (*GetIdPResponse) ProtoMessage() {}
 
 func (x *GetIdPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[37]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2939,7 +3427,7 @@ func (x *GetIdPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetIdPResponse.ProtoReflect.Descriptor instead.
 func (*GetIdPResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{37}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *GetIdPResponse) GetIdp() *IdP {
@@ -2967,7 +3455,7 @@ type ListIdPsRequest struct {
 
 func (x *ListIdPsRequest) Reset() {
 	*x = ListIdPsRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[38]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2979,7 +3467,7 @@ func (x *ListIdPsRequest) String() string {
 func (*ListIdPsRequest) ProtoMessage() {}
 
 func (x *ListIdPsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[38]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2992,7 +3480,7 @@ func (x *ListIdPsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListIdPsRequest.ProtoReflect.Descriptor instead.
 func (*ListIdPsRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{38}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListIdPsRequest) GetOrgId() string {
@@ -3013,7 +3501,7 @@ type ListIdPsResponse struct {
 
 func (x *ListIdPsResponse) Reset() {
 	*x = ListIdPsResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[39]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3025,7 +3513,7 @@ func (x *ListIdPsResponse) String() string {
 func (*ListIdPsResponse) ProtoMessage() {}
 
 func (x *ListIdPsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[39]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3038,7 +3526,7 @@ func (x *ListIdPsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListIdPsResponse.ProtoReflect.Descriptor instead.
 func (*ListIdPsResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{39}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListIdPsResponse) GetIdps() []*IdP {
@@ -3070,7 +3558,7 @@ type LinkExternalUserRequest struct {
 
 func (x *LinkExternalUserRequest) Reset() {
 	*x = LinkExternalUserRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[40]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3082,7 +3570,7 @@ func (x *LinkExternalUserRequest) String() string {
 func (*LinkExternalUserRequest) ProtoMessage() {}
 
 func (x *LinkExternalUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[40]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3095,7 +3583,7 @@ func (x *LinkExternalUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkExternalUserRequest.ProtoReflect.Descriptor instead.
 func (*LinkExternalUserRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{40}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *LinkExternalUserRequest) GetExternalUserName() string {
@@ -3142,7 +3630,7 @@ type LinkExternalUserResponse struct {
 
 func (x *LinkExternalUserResponse) Reset() {
 	*x = LinkExternalUserResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[41]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3154,7 +3642,7 @@ func (x *LinkExternalUserResponse) String() string {
 func (*LinkExternalUserResponse) ProtoMessage() {}
 
 func (x *LinkExternalUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[41]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3167,7 +3655,7 @@ func (x *LinkExternalUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkExternalUserResponse.ProtoReflect.Descriptor instead.
 func (*LinkExternalUserResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{41}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{49}
 }
 
 // GetLinkedUserRequest names an external identity.
@@ -3188,7 +3676,7 @@ type GetLinkedUserRequest struct {
 
 func (x *GetLinkedUserRequest) Reset() {
 	*x = GetLinkedUserRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[42]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3200,7 +3688,7 @@ func (x *GetLinkedUserRequest) String() string {
 func (*GetLinkedUserRequest) ProtoMessage() {}
 
 func (x *GetLinkedUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[42]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3213,7 +3701,7 @@ func (x *GetLinkedUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLinkedUserRequest.ProtoReflect.Descriptor instead.
 func (*GetLinkedUserRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{42}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *GetLinkedUserRequest) GetIdpId() string {
@@ -3248,7 +3736,7 @@ type GetLinkedUserResponse struct {
 
 func (x *GetLinkedUserResponse) Reset() {
 	*x = GetLinkedUserResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[43]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3260,7 +3748,7 @@ func (x *GetLinkedUserResponse) String() string {
 func (*GetLinkedUserResponse) ProtoMessage() {}
 
 func (x *GetLinkedUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[43]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3273,7 +3761,7 @@ func (x *GetLinkedUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLinkedUserResponse.ProtoReflect.Descriptor instead.
 func (*GetLinkedUserResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{43}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *GetLinkedUserResponse) GetUser() *User {
@@ -3318,7 +3806,7 @@ type RegisterExternalUserRequest struct {
 
 func (x *RegisterExternalUserRequest) Reset() {
 	*x = RegisterExternalUserRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[44]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3330,7 +3818,7 @@ func (x *RegisterExternalUserRequest) String() string {
 func (*RegisterExternalUserRequest) ProtoMessage() {}
 
 func (x *RegisterExternalUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[44]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3343,7 +3831,7 @@ func (x *RegisterExternalUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterExternalUserRequest.ProtoReflect.Descriptor instead.
 func (*RegisterExternalUserRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{44}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *RegisterExternalUserRequest) GetExternalUserName() string {
@@ -3434,7 +3922,7 @@ type RegisterExternalUserResponse struct {
 
 func (x *RegisterExternalUserResponse) Reset() {
 	*x = RegisterExternalUserResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[45]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3446,7 +3934,7 @@ func (x *RegisterExternalUserResponse) String() string {
 func (*RegisterExternalUserResponse) ProtoMessage() {}
 
 func (x *RegisterExternalUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[45]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3459,7 +3947,7 @@ func (x *RegisterExternalUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterExternalUserResponse.ProtoReflect.Descriptor instead.
 func (*RegisterExternalUserResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{45}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *RegisterExternalUserResponse) GetUser() *User {
@@ -3482,7 +3970,7 @@ type UnlinkExternalUserRequest struct {
 
 func (x *UnlinkExternalUserRequest) Reset() {
 	*x = UnlinkExternalUserRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[46]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3494,7 +3982,7 @@ func (x *UnlinkExternalUserRequest) String() string {
 func (*UnlinkExternalUserRequest) ProtoMessage() {}
 
 func (x *UnlinkExternalUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[46]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3507,7 +3995,7 @@ func (x *UnlinkExternalUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnlinkExternalUserRequest.ProtoReflect.Descriptor instead.
 func (*UnlinkExternalUserRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{46}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *UnlinkExternalUserRequest) GetIdpId() string {
@@ -3533,7 +4021,7 @@ type UnlinkExternalUserResponse struct {
 
 func (x *UnlinkExternalUserResponse) Reset() {
 	*x = UnlinkExternalUserResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[47]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3545,7 +4033,7 @@ func (x *UnlinkExternalUserResponse) String() string {
 func (*UnlinkExternalUserResponse) ProtoMessage() {}
 
 func (x *UnlinkExternalUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[47]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3558,7 +4046,7 @@ func (x *UnlinkExternalUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnlinkExternalUserResponse.ProtoReflect.Descriptor instead.
 func (*UnlinkExternalUserResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{47}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{55}
 }
 
 // ListChangesRequest names where to resume.
@@ -3572,7 +4060,7 @@ type ListChangesRequest struct {
 
 func (x *ListChangesRequest) Reset() {
 	*x = ListChangesRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[48]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3584,7 +4072,7 @@ func (x *ListChangesRequest) String() string {
 func (*ListChangesRequest) ProtoMessage() {}
 
 func (x *ListChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[48]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3597,7 +4085,7 @@ func (x *ListChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListChangesRequest.ProtoReflect.Descriptor instead.
 func (*ListChangesRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{48}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ListChangesRequest) GetAfterSequence() uint64 {
@@ -3626,7 +4114,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[49]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3638,7 +4126,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[49]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3651,7 +4139,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{49}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *Change) GetSequence() uint64 {
@@ -3697,7 +4185,7 @@ type ListChangesResponse struct {
 
 func (x *ListChangesResponse) Reset() {
 	*x = ListChangesResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[50]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3709,7 +4197,7 @@ func (x *ListChangesResponse) String() string {
 func (*ListChangesResponse) ProtoMessage() {}
 
 func (x *ListChangesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[50]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3722,7 +4210,7 @@ func (x *ListChangesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListChangesResponse.ProtoReflect.Descriptor instead.
 func (*ListChangesResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{50}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ListChangesResponse) GetChanges() []*Change {
@@ -3832,7 +4320,40 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x11VerifyTOTPRequest\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\tR\x04code\"\x14\n" +
-	"\x12VerifyTOTPResponse\"7\n" +
+	"\x12VerifyTOTPResponse\"N\n" +
+	"\x19StartWebAuthnLoginRequest\x12\x18\n" +
+	"\abinding\x18\x01 \x01(\tR\abinding\x12\x17\n" +
+	"\auser_id\x18\x02 \x01(\tR\x06userId\"6\n" +
+	"\x1aStartWebAuthnLoginResponse\x12\x18\n" +
+	"\aoptions\x18\x01 \x01(\tR\aoptions\"\xac\x01\n" +
+	"\x19CheckWebAuthnLoginRequest\x12\x18\n" +
+	"\abinding\x18\x01 \x01(\tR\abinding\x12\x17\n" +
+	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x15\n" +
+	"\x06org_id\x18\x03 \x01(\tR\x05orgId\x12\x1e\n" +
+	"\n" +
+	"credential\x18\x04 \x01(\tR\n" +
+	"credential\x12%\n" +
+	"\x0eclient_address\x18\x05 \x01(\tR\rclientAddress\"\x94\x01\n" +
+	"\x1aCheckWebAuthnLoginResponse\x120\n" +
+	"\x04user\x18\x01 \x01(\v2\x1c.gatehouse.directory.v1.UserR\x04user\x12\x1f\n" +
+	"\vfactor_type\x18\x02 \x01(\tR\n" +
+	"factorType\x12#\n" +
+	"\ruser_verified\x18\x03 \x01(\bR\fuserVerified\"O\n" +
+	" StartWebAuthnRegistrationRequest\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\"M\n" +
+	"!StartWebAuthnRegistrationResponse\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
+	"\aoptions\x18\x02 \x01(\tR\aoptions\"\x94\x01\n" +
+	"!VerifyWebAuthnRegistrationRequest\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12\x0e\n" +
+	"\x02id\x18\x03 \x01(\tR\x02id\x12\x1e\n" +
+	"\n" +
+	"credential\x18\x04 \x01(\tR\n" +
+	"credential\x12\x12\n" +
+	"\x04name\x18\x05 \x01(\tR\x04name\"$\n" +
+	"\"VerifyWebAuthnRegistrationResponse\"7\n" +
 	"\x1cGenerateRecoveryCodesRequest\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\"5\n" +
 	"\x1dGenerateRecoveryCodesResponse\x12\x14\n" +
@@ -3903,7 +4424,7 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x0eprimary_domain\x18\x03 \x01(\tR\rprimaryDomain\x12\x16\n" +
 	"\x06active\x18\x04 \x01(\bR\x06active\x12O\n" +
 	"\x0fpassword_policy\x18\x05 \x01(\v2&.gatehouse.directory.v1.PasswordPolicyR\x0epasswordPolicy\x12F\n" +
-	"\flogin_policy\x18\x06 \x01(\v2#.gatehouse.directory.v1.LoginPolicyR\vloginPolicy\"\xc9\x02\n" +
+	"\flogin_policy\x18\x06 \x01(\v2#.gatehouse.directory.v1.LoginPolicyR\vloginPolicy\"\xfc\x02\n" +
 	"\vLoginPolicy\x126\n" +
 	"\x17allow_username_password\x18\x01 \x01(\bR\x15allowUsernamePassword\x12%\n" +
 	"\x0eallow_register\x18\x02 \x01(\bR\rallowRegister\x128\n" +
@@ -3911,7 +4432,8 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x12allow_external_idp\x18\x04 \x01(\bR\x10allowExternalIdp\x12\x1b\n" +
 	"\tforce_mfa\x18\x05 \x01(\bR\bforceMfa\x12/\n" +
 	"\x14force_mfa_local_only\x18\x06 \x01(\bR\x11forceMfaLocalOnly\x12%\n" +
-	"\x0esecond_factors\x18\a \x03(\tR\rsecondFactors\"A\n" +
+	"\x0esecond_factors\x18\a \x03(\tR\rsecondFactors\x121\n" +
+	"\x14passwordless_allowed\x18\b \x01(\bR\x13passwordlessAllowed\"A\n" +
 	"\x0fGetRolesRequest\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x15\n" +
 	"\x06org_id\x18\x02 \x01(\tR\x05orgId\"(\n" +
@@ -4014,7 +4536,7 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\fMappingField\x12\x1d\n" +
 	"\x19MAPPING_FIELD_UNSPECIFIED\x10\x00\x12$\n" +
 	" MAPPING_FIELD_PREFERRED_USERNAME\x10\x01\x12\x17\n" +
-	"\x13MAPPING_FIELD_EMAIL\x10\x022\x82\x13\n" +
+	"\x13MAPPING_FIELD_EMAIL\x10\x022\xa5\x17\n" +
 	"\x10DirectoryService\x12e\n" +
 	"\tGetClient\x12(.gatehouse.directory.v1.GetClientRequest\x1a).gatehouse.directory.v1.GetClientResponse\"\x03\x90\x02\x01\x12q\n" +
 	"\rGetMachineKey\x12,.gatehouse.directory.v1.GetMachineKeyRequest\x1a-.gatehouse.directory.v1.GetMachineKeyResponse\"\x03\x90\x02\x01\x12o\n" +
@@ -4039,7 +4561,11 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\tStartTOTP\x12(.gatehouse.directory.v1.StartTOTPRequest\x1a).gatehouse.directory.v1.StartTOTPResponse\x12\x84\x01\n" +
 	"\x15GenerateRecoveryCodes\x124.gatehouse.directory.v1.GenerateRecoveryCodesRequest\x1a5.gatehouse.directory.v1.GenerateRecoveryCodesResponse\x12c\n" +
 	"\n" +
-	"VerifyTOTP\x12).gatehouse.directory.v1.VerifyTOTPRequest\x1a*.gatehouse.directory.v1.VerifyTOTPResponseB\xf6\x01\n" +
+	"VerifyTOTP\x12).gatehouse.directory.v1.VerifyTOTPRequest\x1a*.gatehouse.directory.v1.VerifyTOTPResponse\x12{\n" +
+	"\x12StartWebAuthnLogin\x121.gatehouse.directory.v1.StartWebAuthnLoginRequest\x1a2.gatehouse.directory.v1.StartWebAuthnLoginResponse\x12{\n" +
+	"\x12CheckWebAuthnLogin\x121.gatehouse.directory.v1.CheckWebAuthnLoginRequest\x1a2.gatehouse.directory.v1.CheckWebAuthnLoginResponse\x12\x90\x01\n" +
+	"\x19StartWebAuthnRegistration\x128.gatehouse.directory.v1.StartWebAuthnRegistrationRequest\x1a9.gatehouse.directory.v1.StartWebAuthnRegistrationResponse\x12\x93\x01\n" +
+	"\x1aVerifyWebAuthnRegistration\x129.gatehouse.directory.v1.VerifyWebAuthnRegistrationRequest\x1a:.gatehouse.directory.v1.VerifyWebAuthnRegistrationResponseB\xf6\x01\n" +
 	"\x1acom.gatehouse.directory.v1B\x0eDirectoryProtoP\x01ZLgithub.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1;directoryv1\xa2\x02\x03GDX\xaa\x02\x16Gatehouse.Directory.V1\xca\x02\x17Gatehouse\\Directory_\\V1\xe2\x02#Gatehouse\\Directory_\\V1\\GPBMetadata\xea\x02\x18Gatehouse::Directory::V1b\x06proto3"
 
 var (
@@ -4055,149 +4581,166 @@ func file_gatehouse_directory_v1_directory_proto_rawDescGZIP() []byte {
 }
 
 var file_gatehouse_directory_v1_directory_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_gatehouse_directory_v1_directory_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
+var file_gatehouse_directory_v1_directory_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
 var file_gatehouse_directory_v1_directory_proto_goTypes = []any{
-	(ClientKind)(0),                       // 0: gatehouse.directory.v1.ClientKind
-	(AuthMethod)(0),                       // 1: gatehouse.directory.v1.AuthMethod
-	(TokenType)(0),                        // 2: gatehouse.directory.v1.TokenType
-	(UserState)(0),                        // 3: gatehouse.directory.v1.UserState
-	(StylingType)(0),                      // 4: gatehouse.directory.v1.StylingType
-	(MappingField)(0),                     // 5: gatehouse.directory.v1.MappingField
-	(*PublicKey)(nil),                     // 6: gatehouse.directory.v1.PublicKey
-	(*Client)(nil),                        // 7: gatehouse.directory.v1.Client
-	(*GetClientRequest)(nil),              // 8: gatehouse.directory.v1.GetClientRequest
-	(*GetClientResponse)(nil),             // 9: gatehouse.directory.v1.GetClientResponse
-	(*GetMachineKeyRequest)(nil),          // 10: gatehouse.directory.v1.GetMachineKeyRequest
-	(*GetMachineKeyResponse)(nil),         // 11: gatehouse.directory.v1.GetMachineKeyResponse
-	(*VerifyPasswordRequest)(nil),         // 12: gatehouse.directory.v1.VerifyPasswordRequest
-	(*VerifyPasswordResponse)(nil),        // 13: gatehouse.directory.v1.VerifyPasswordResponse
-	(*ListAuthFactorsRequest)(nil),        // 14: gatehouse.directory.v1.ListAuthFactorsRequest
-	(*ListAuthFactorsResponse)(nil),       // 15: gatehouse.directory.v1.ListAuthFactorsResponse
-	(*CheckAuthFactorRequest)(nil),        // 16: gatehouse.directory.v1.CheckAuthFactorRequest
-	(*CheckAuthFactorResponse)(nil),       // 17: gatehouse.directory.v1.CheckAuthFactorResponse
-	(*StartTOTPRequest)(nil),              // 18: gatehouse.directory.v1.StartTOTPRequest
-	(*StartTOTPResponse)(nil),             // 19: gatehouse.directory.v1.StartTOTPResponse
-	(*VerifyTOTPRequest)(nil),             // 20: gatehouse.directory.v1.VerifyTOTPRequest
-	(*VerifyTOTPResponse)(nil),            // 21: gatehouse.directory.v1.VerifyTOTPResponse
-	(*GenerateRecoveryCodesRequest)(nil),  // 22: gatehouse.directory.v1.GenerateRecoveryCodesRequest
-	(*GenerateRecoveryCodesResponse)(nil), // 23: gatehouse.directory.v1.GenerateRecoveryCodesResponse
-	(*ChangePasswordRequest)(nil),         // 24: gatehouse.directory.v1.ChangePasswordRequest
-	(*ChangePasswordResponse)(nil),        // 25: gatehouse.directory.v1.ChangePasswordResponse
-	(*User)(nil),                          // 26: gatehouse.directory.v1.User
-	(*GetUserRequest)(nil),                // 27: gatehouse.directory.v1.GetUserRequest
-	(*GetUserResponse)(nil),               // 28: gatehouse.directory.v1.GetUserResponse
-	(*LookupUserRequest)(nil),             // 29: gatehouse.directory.v1.LookupUserRequest
-	(*LookupUserResponse)(nil),            // 30: gatehouse.directory.v1.LookupUserResponse
-	(*GetClaimsRequest)(nil),              // 31: gatehouse.directory.v1.GetClaimsRequest
-	(*GetClaimsResponse)(nil),             // 32: gatehouse.directory.v1.GetClaimsResponse
-	(*RegisterUserRequest)(nil),           // 33: gatehouse.directory.v1.RegisterUserRequest
-	(*RegisterUserResponse)(nil),          // 34: gatehouse.directory.v1.RegisterUserResponse
-	(*PasswordPolicy)(nil),                // 35: gatehouse.directory.v1.PasswordPolicy
-	(*GetOrgRequest)(nil),                 // 36: gatehouse.directory.v1.GetOrgRequest
-	(*GetOrgResponse)(nil),                // 37: gatehouse.directory.v1.GetOrgResponse
-	(*LoginPolicy)(nil),                   // 38: gatehouse.directory.v1.LoginPolicy
-	(*GetRolesRequest)(nil),               // 39: gatehouse.directory.v1.GetRolesRequest
-	(*GetRolesResponse)(nil),              // 40: gatehouse.directory.v1.GetRolesResponse
-	(*IdP)(nil),                           // 41: gatehouse.directory.v1.IdP
-	(*GetIdPRequest)(nil),                 // 42: gatehouse.directory.v1.GetIdPRequest
-	(*GetIdPResponse)(nil),                // 43: gatehouse.directory.v1.GetIdPResponse
-	(*ListIdPsRequest)(nil),               // 44: gatehouse.directory.v1.ListIdPsRequest
-	(*ListIdPsResponse)(nil),              // 45: gatehouse.directory.v1.ListIdPsResponse
-	(*LinkExternalUserRequest)(nil),       // 46: gatehouse.directory.v1.LinkExternalUserRequest
-	(*LinkExternalUserResponse)(nil),      // 47: gatehouse.directory.v1.LinkExternalUserResponse
-	(*GetLinkedUserRequest)(nil),          // 48: gatehouse.directory.v1.GetLinkedUserRequest
-	(*GetLinkedUserResponse)(nil),         // 49: gatehouse.directory.v1.GetLinkedUserResponse
-	(*RegisterExternalUserRequest)(nil),   // 50: gatehouse.directory.v1.RegisterExternalUserRequest
-	(*RegisterExternalUserResponse)(nil),  // 51: gatehouse.directory.v1.RegisterExternalUserResponse
-	(*UnlinkExternalUserRequest)(nil),     // 52: gatehouse.directory.v1.UnlinkExternalUserRequest
-	(*UnlinkExternalUserResponse)(nil),    // 53: gatehouse.directory.v1.UnlinkExternalUserResponse
-	(*ListChangesRequest)(nil),            // 54: gatehouse.directory.v1.ListChangesRequest
-	(*Change)(nil),                        // 55: gatehouse.directory.v1.Change
-	(*ListChangesResponse)(nil),           // 56: gatehouse.directory.v1.ListChangesResponse
-	nil,                                   // 57: gatehouse.directory.v1.Client.GrantIdsEntry
-	(*timestamppb.Timestamp)(nil),         // 58: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),           // 59: google.protobuf.Duration
-	(*structpb.Struct)(nil),               // 60: google.protobuf.Struct
+	(ClientKind)(0),                            // 0: gatehouse.directory.v1.ClientKind
+	(AuthMethod)(0),                            // 1: gatehouse.directory.v1.AuthMethod
+	(TokenType)(0),                             // 2: gatehouse.directory.v1.TokenType
+	(UserState)(0),                             // 3: gatehouse.directory.v1.UserState
+	(StylingType)(0),                           // 4: gatehouse.directory.v1.StylingType
+	(MappingField)(0),                          // 5: gatehouse.directory.v1.MappingField
+	(*PublicKey)(nil),                          // 6: gatehouse.directory.v1.PublicKey
+	(*Client)(nil),                             // 7: gatehouse.directory.v1.Client
+	(*GetClientRequest)(nil),                   // 8: gatehouse.directory.v1.GetClientRequest
+	(*GetClientResponse)(nil),                  // 9: gatehouse.directory.v1.GetClientResponse
+	(*GetMachineKeyRequest)(nil),               // 10: gatehouse.directory.v1.GetMachineKeyRequest
+	(*GetMachineKeyResponse)(nil),              // 11: gatehouse.directory.v1.GetMachineKeyResponse
+	(*VerifyPasswordRequest)(nil),              // 12: gatehouse.directory.v1.VerifyPasswordRequest
+	(*VerifyPasswordResponse)(nil),             // 13: gatehouse.directory.v1.VerifyPasswordResponse
+	(*ListAuthFactorsRequest)(nil),             // 14: gatehouse.directory.v1.ListAuthFactorsRequest
+	(*ListAuthFactorsResponse)(nil),            // 15: gatehouse.directory.v1.ListAuthFactorsResponse
+	(*CheckAuthFactorRequest)(nil),             // 16: gatehouse.directory.v1.CheckAuthFactorRequest
+	(*CheckAuthFactorResponse)(nil),            // 17: gatehouse.directory.v1.CheckAuthFactorResponse
+	(*StartTOTPRequest)(nil),                   // 18: gatehouse.directory.v1.StartTOTPRequest
+	(*StartTOTPResponse)(nil),                  // 19: gatehouse.directory.v1.StartTOTPResponse
+	(*VerifyTOTPRequest)(nil),                  // 20: gatehouse.directory.v1.VerifyTOTPRequest
+	(*VerifyTOTPResponse)(nil),                 // 21: gatehouse.directory.v1.VerifyTOTPResponse
+	(*StartWebAuthnLoginRequest)(nil),          // 22: gatehouse.directory.v1.StartWebAuthnLoginRequest
+	(*StartWebAuthnLoginResponse)(nil),         // 23: gatehouse.directory.v1.StartWebAuthnLoginResponse
+	(*CheckWebAuthnLoginRequest)(nil),          // 24: gatehouse.directory.v1.CheckWebAuthnLoginRequest
+	(*CheckWebAuthnLoginResponse)(nil),         // 25: gatehouse.directory.v1.CheckWebAuthnLoginResponse
+	(*StartWebAuthnRegistrationRequest)(nil),   // 26: gatehouse.directory.v1.StartWebAuthnRegistrationRequest
+	(*StartWebAuthnRegistrationResponse)(nil),  // 27: gatehouse.directory.v1.StartWebAuthnRegistrationResponse
+	(*VerifyWebAuthnRegistrationRequest)(nil),  // 28: gatehouse.directory.v1.VerifyWebAuthnRegistrationRequest
+	(*VerifyWebAuthnRegistrationResponse)(nil), // 29: gatehouse.directory.v1.VerifyWebAuthnRegistrationResponse
+	(*GenerateRecoveryCodesRequest)(nil),       // 30: gatehouse.directory.v1.GenerateRecoveryCodesRequest
+	(*GenerateRecoveryCodesResponse)(nil),      // 31: gatehouse.directory.v1.GenerateRecoveryCodesResponse
+	(*ChangePasswordRequest)(nil),              // 32: gatehouse.directory.v1.ChangePasswordRequest
+	(*ChangePasswordResponse)(nil),             // 33: gatehouse.directory.v1.ChangePasswordResponse
+	(*User)(nil),                               // 34: gatehouse.directory.v1.User
+	(*GetUserRequest)(nil),                     // 35: gatehouse.directory.v1.GetUserRequest
+	(*GetUserResponse)(nil),                    // 36: gatehouse.directory.v1.GetUserResponse
+	(*LookupUserRequest)(nil),                  // 37: gatehouse.directory.v1.LookupUserRequest
+	(*LookupUserResponse)(nil),                 // 38: gatehouse.directory.v1.LookupUserResponse
+	(*GetClaimsRequest)(nil),                   // 39: gatehouse.directory.v1.GetClaimsRequest
+	(*GetClaimsResponse)(nil),                  // 40: gatehouse.directory.v1.GetClaimsResponse
+	(*RegisterUserRequest)(nil),                // 41: gatehouse.directory.v1.RegisterUserRequest
+	(*RegisterUserResponse)(nil),               // 42: gatehouse.directory.v1.RegisterUserResponse
+	(*PasswordPolicy)(nil),                     // 43: gatehouse.directory.v1.PasswordPolicy
+	(*GetOrgRequest)(nil),                      // 44: gatehouse.directory.v1.GetOrgRequest
+	(*GetOrgResponse)(nil),                     // 45: gatehouse.directory.v1.GetOrgResponse
+	(*LoginPolicy)(nil),                        // 46: gatehouse.directory.v1.LoginPolicy
+	(*GetRolesRequest)(nil),                    // 47: gatehouse.directory.v1.GetRolesRequest
+	(*GetRolesResponse)(nil),                   // 48: gatehouse.directory.v1.GetRolesResponse
+	(*IdP)(nil),                                // 49: gatehouse.directory.v1.IdP
+	(*GetIdPRequest)(nil),                      // 50: gatehouse.directory.v1.GetIdPRequest
+	(*GetIdPResponse)(nil),                     // 51: gatehouse.directory.v1.GetIdPResponse
+	(*ListIdPsRequest)(nil),                    // 52: gatehouse.directory.v1.ListIdPsRequest
+	(*ListIdPsResponse)(nil),                   // 53: gatehouse.directory.v1.ListIdPsResponse
+	(*LinkExternalUserRequest)(nil),            // 54: gatehouse.directory.v1.LinkExternalUserRequest
+	(*LinkExternalUserResponse)(nil),           // 55: gatehouse.directory.v1.LinkExternalUserResponse
+	(*GetLinkedUserRequest)(nil),               // 56: gatehouse.directory.v1.GetLinkedUserRequest
+	(*GetLinkedUserResponse)(nil),              // 57: gatehouse.directory.v1.GetLinkedUserResponse
+	(*RegisterExternalUserRequest)(nil),        // 58: gatehouse.directory.v1.RegisterExternalUserRequest
+	(*RegisterExternalUserResponse)(nil),       // 59: gatehouse.directory.v1.RegisterExternalUserResponse
+	(*UnlinkExternalUserRequest)(nil),          // 60: gatehouse.directory.v1.UnlinkExternalUserRequest
+	(*UnlinkExternalUserResponse)(nil),         // 61: gatehouse.directory.v1.UnlinkExternalUserResponse
+	(*ListChangesRequest)(nil),                 // 62: gatehouse.directory.v1.ListChangesRequest
+	(*Change)(nil),                             // 63: gatehouse.directory.v1.Change
+	(*ListChangesResponse)(nil),                // 64: gatehouse.directory.v1.ListChangesResponse
+	nil,                                        // 65: gatehouse.directory.v1.Client.GrantIdsEntry
+	(*timestamppb.Timestamp)(nil),              // 66: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),                // 67: google.protobuf.Duration
+	(*structpb.Struct)(nil),                    // 68: google.protobuf.Struct
 }
 var file_gatehouse_directory_v1_directory_proto_depIdxs = []int32{
-	58, // 0: gatehouse.directory.v1.PublicKey.expires_at:type_name -> google.protobuf.Timestamp
+	66, // 0: gatehouse.directory.v1.PublicKey.expires_at:type_name -> google.protobuf.Timestamp
 	0,  // 1: gatehouse.directory.v1.Client.kind:type_name -> gatehouse.directory.v1.ClientKind
 	1,  // 2: gatehouse.directory.v1.Client.auth_method:type_name -> gatehouse.directory.v1.AuthMethod
 	6,  // 3: gatehouse.directory.v1.Client.keys:type_name -> gatehouse.directory.v1.PublicKey
 	2,  // 4: gatehouse.directory.v1.Client.access_token_type:type_name -> gatehouse.directory.v1.TokenType
-	59, // 5: gatehouse.directory.v1.Client.clock_skew:type_name -> google.protobuf.Duration
-	57, // 6: gatehouse.directory.v1.Client.grant_ids:type_name -> gatehouse.directory.v1.Client.GrantIdsEntry
+	67, // 5: gatehouse.directory.v1.Client.clock_skew:type_name -> google.protobuf.Duration
+	65, // 6: gatehouse.directory.v1.Client.grant_ids:type_name -> gatehouse.directory.v1.Client.GrantIdsEntry
 	7,  // 7: gatehouse.directory.v1.GetClientResponse.client:type_name -> gatehouse.directory.v1.Client
 	6,  // 8: gatehouse.directory.v1.GetMachineKeyResponse.key:type_name -> gatehouse.directory.v1.PublicKey
-	26, // 9: gatehouse.directory.v1.GetMachineKeyResponse.user:type_name -> gatehouse.directory.v1.User
-	26, // 10: gatehouse.directory.v1.VerifyPasswordResponse.user:type_name -> gatehouse.directory.v1.User
-	38, // 11: gatehouse.directory.v1.VerifyPasswordResponse.login_policy:type_name -> gatehouse.directory.v1.LoginPolicy
-	3,  // 12: gatehouse.directory.v1.User.state:type_name -> gatehouse.directory.v1.UserState
-	2,  // 13: gatehouse.directory.v1.User.access_token_type:type_name -> gatehouse.directory.v1.TokenType
-	58, // 14: gatehouse.directory.v1.User.sessions_not_before:type_name -> google.protobuf.Timestamp
-	26, // 15: gatehouse.directory.v1.GetUserResponse.user:type_name -> gatehouse.directory.v1.User
-	26, // 16: gatehouse.directory.v1.LookupUserResponse.user:type_name -> gatehouse.directory.v1.User
-	60, // 17: gatehouse.directory.v1.GetClaimsResponse.claims:type_name -> google.protobuf.Struct
-	26, // 18: gatehouse.directory.v1.RegisterUserResponse.user:type_name -> gatehouse.directory.v1.User
-	35, // 19: gatehouse.directory.v1.GetOrgResponse.password_policy:type_name -> gatehouse.directory.v1.PasswordPolicy
-	38, // 20: gatehouse.directory.v1.GetOrgResponse.login_policy:type_name -> gatehouse.directory.v1.LoginPolicy
-	4,  // 21: gatehouse.directory.v1.IdP.styling_type:type_name -> gatehouse.directory.v1.StylingType
-	5,  // 22: gatehouse.directory.v1.IdP.display_name_mapping:type_name -> gatehouse.directory.v1.MappingField
-	5,  // 23: gatehouse.directory.v1.IdP.username_mapping:type_name -> gatehouse.directory.v1.MappingField
-	41, // 24: gatehouse.directory.v1.GetIdPResponse.idp:type_name -> gatehouse.directory.v1.IdP
-	41, // 25: gatehouse.directory.v1.ListIdPsResponse.idps:type_name -> gatehouse.directory.v1.IdP
-	26, // 26: gatehouse.directory.v1.GetLinkedUserResponse.user:type_name -> gatehouse.directory.v1.User
-	26, // 27: gatehouse.directory.v1.RegisterExternalUserResponse.user:type_name -> gatehouse.directory.v1.User
-	55, // 28: gatehouse.directory.v1.ListChangesResponse.changes:type_name -> gatehouse.directory.v1.Change
-	8,  // 29: gatehouse.directory.v1.DirectoryService.GetClient:input_type -> gatehouse.directory.v1.GetClientRequest
-	10, // 30: gatehouse.directory.v1.DirectoryService.GetMachineKey:input_type -> gatehouse.directory.v1.GetMachineKeyRequest
-	12, // 31: gatehouse.directory.v1.DirectoryService.VerifyPassword:input_type -> gatehouse.directory.v1.VerifyPasswordRequest
-	24, // 32: gatehouse.directory.v1.DirectoryService.ChangePassword:input_type -> gatehouse.directory.v1.ChangePasswordRequest
-	27, // 33: gatehouse.directory.v1.DirectoryService.GetUser:input_type -> gatehouse.directory.v1.GetUserRequest
-	29, // 34: gatehouse.directory.v1.DirectoryService.LookupUser:input_type -> gatehouse.directory.v1.LookupUserRequest
-	31, // 35: gatehouse.directory.v1.DirectoryService.GetClaims:input_type -> gatehouse.directory.v1.GetClaimsRequest
-	33, // 36: gatehouse.directory.v1.DirectoryService.RegisterUser:input_type -> gatehouse.directory.v1.RegisterUserRequest
-	36, // 37: gatehouse.directory.v1.DirectoryService.GetOrg:input_type -> gatehouse.directory.v1.GetOrgRequest
-	39, // 38: gatehouse.directory.v1.DirectoryService.GetRoles:input_type -> gatehouse.directory.v1.GetRolesRequest
-	42, // 39: gatehouse.directory.v1.DirectoryService.GetIdP:input_type -> gatehouse.directory.v1.GetIdPRequest
-	44, // 40: gatehouse.directory.v1.DirectoryService.ListIdPs:input_type -> gatehouse.directory.v1.ListIdPsRequest
-	46, // 41: gatehouse.directory.v1.DirectoryService.LinkExternalUser:input_type -> gatehouse.directory.v1.LinkExternalUserRequest
-	48, // 42: gatehouse.directory.v1.DirectoryService.GetLinkedUser:input_type -> gatehouse.directory.v1.GetLinkedUserRequest
-	50, // 43: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:input_type -> gatehouse.directory.v1.RegisterExternalUserRequest
-	52, // 44: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:input_type -> gatehouse.directory.v1.UnlinkExternalUserRequest
-	54, // 45: gatehouse.directory.v1.DirectoryService.ListChanges:input_type -> gatehouse.directory.v1.ListChangesRequest
-	14, // 46: gatehouse.directory.v1.DirectoryService.ListAuthFactors:input_type -> gatehouse.directory.v1.ListAuthFactorsRequest
-	16, // 47: gatehouse.directory.v1.DirectoryService.CheckAuthFactor:input_type -> gatehouse.directory.v1.CheckAuthFactorRequest
-	18, // 48: gatehouse.directory.v1.DirectoryService.StartTOTP:input_type -> gatehouse.directory.v1.StartTOTPRequest
-	22, // 49: gatehouse.directory.v1.DirectoryService.GenerateRecoveryCodes:input_type -> gatehouse.directory.v1.GenerateRecoveryCodesRequest
-	20, // 50: gatehouse.directory.v1.DirectoryService.VerifyTOTP:input_type -> gatehouse.directory.v1.VerifyTOTPRequest
-	9,  // 51: gatehouse.directory.v1.DirectoryService.GetClient:output_type -> gatehouse.directory.v1.GetClientResponse
-	11, // 52: gatehouse.directory.v1.DirectoryService.GetMachineKey:output_type -> gatehouse.directory.v1.GetMachineKeyResponse
-	13, // 53: gatehouse.directory.v1.DirectoryService.VerifyPassword:output_type -> gatehouse.directory.v1.VerifyPasswordResponse
-	25, // 54: gatehouse.directory.v1.DirectoryService.ChangePassword:output_type -> gatehouse.directory.v1.ChangePasswordResponse
-	28, // 55: gatehouse.directory.v1.DirectoryService.GetUser:output_type -> gatehouse.directory.v1.GetUserResponse
-	30, // 56: gatehouse.directory.v1.DirectoryService.LookupUser:output_type -> gatehouse.directory.v1.LookupUserResponse
-	32, // 57: gatehouse.directory.v1.DirectoryService.GetClaims:output_type -> gatehouse.directory.v1.GetClaimsResponse
-	34, // 58: gatehouse.directory.v1.DirectoryService.RegisterUser:output_type -> gatehouse.directory.v1.RegisterUserResponse
-	37, // 59: gatehouse.directory.v1.DirectoryService.GetOrg:output_type -> gatehouse.directory.v1.GetOrgResponse
-	40, // 60: gatehouse.directory.v1.DirectoryService.GetRoles:output_type -> gatehouse.directory.v1.GetRolesResponse
-	43, // 61: gatehouse.directory.v1.DirectoryService.GetIdP:output_type -> gatehouse.directory.v1.GetIdPResponse
-	45, // 62: gatehouse.directory.v1.DirectoryService.ListIdPs:output_type -> gatehouse.directory.v1.ListIdPsResponse
-	47, // 63: gatehouse.directory.v1.DirectoryService.LinkExternalUser:output_type -> gatehouse.directory.v1.LinkExternalUserResponse
-	49, // 64: gatehouse.directory.v1.DirectoryService.GetLinkedUser:output_type -> gatehouse.directory.v1.GetLinkedUserResponse
-	51, // 65: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:output_type -> gatehouse.directory.v1.RegisterExternalUserResponse
-	53, // 66: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:output_type -> gatehouse.directory.v1.UnlinkExternalUserResponse
-	56, // 67: gatehouse.directory.v1.DirectoryService.ListChanges:output_type -> gatehouse.directory.v1.ListChangesResponse
-	15, // 68: gatehouse.directory.v1.DirectoryService.ListAuthFactors:output_type -> gatehouse.directory.v1.ListAuthFactorsResponse
-	17, // 69: gatehouse.directory.v1.DirectoryService.CheckAuthFactor:output_type -> gatehouse.directory.v1.CheckAuthFactorResponse
-	19, // 70: gatehouse.directory.v1.DirectoryService.StartTOTP:output_type -> gatehouse.directory.v1.StartTOTPResponse
-	23, // 71: gatehouse.directory.v1.DirectoryService.GenerateRecoveryCodes:output_type -> gatehouse.directory.v1.GenerateRecoveryCodesResponse
-	21, // 72: gatehouse.directory.v1.DirectoryService.VerifyTOTP:output_type -> gatehouse.directory.v1.VerifyTOTPResponse
-	51, // [51:73] is the sub-list for method output_type
-	29, // [29:51] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	34, // 9: gatehouse.directory.v1.GetMachineKeyResponse.user:type_name -> gatehouse.directory.v1.User
+	34, // 10: gatehouse.directory.v1.VerifyPasswordResponse.user:type_name -> gatehouse.directory.v1.User
+	46, // 11: gatehouse.directory.v1.VerifyPasswordResponse.login_policy:type_name -> gatehouse.directory.v1.LoginPolicy
+	34, // 12: gatehouse.directory.v1.CheckWebAuthnLoginResponse.user:type_name -> gatehouse.directory.v1.User
+	3,  // 13: gatehouse.directory.v1.User.state:type_name -> gatehouse.directory.v1.UserState
+	2,  // 14: gatehouse.directory.v1.User.access_token_type:type_name -> gatehouse.directory.v1.TokenType
+	66, // 15: gatehouse.directory.v1.User.sessions_not_before:type_name -> google.protobuf.Timestamp
+	34, // 16: gatehouse.directory.v1.GetUserResponse.user:type_name -> gatehouse.directory.v1.User
+	34, // 17: gatehouse.directory.v1.LookupUserResponse.user:type_name -> gatehouse.directory.v1.User
+	68, // 18: gatehouse.directory.v1.GetClaimsResponse.claims:type_name -> google.protobuf.Struct
+	34, // 19: gatehouse.directory.v1.RegisterUserResponse.user:type_name -> gatehouse.directory.v1.User
+	43, // 20: gatehouse.directory.v1.GetOrgResponse.password_policy:type_name -> gatehouse.directory.v1.PasswordPolicy
+	46, // 21: gatehouse.directory.v1.GetOrgResponse.login_policy:type_name -> gatehouse.directory.v1.LoginPolicy
+	4,  // 22: gatehouse.directory.v1.IdP.styling_type:type_name -> gatehouse.directory.v1.StylingType
+	5,  // 23: gatehouse.directory.v1.IdP.display_name_mapping:type_name -> gatehouse.directory.v1.MappingField
+	5,  // 24: gatehouse.directory.v1.IdP.username_mapping:type_name -> gatehouse.directory.v1.MappingField
+	49, // 25: gatehouse.directory.v1.GetIdPResponse.idp:type_name -> gatehouse.directory.v1.IdP
+	49, // 26: gatehouse.directory.v1.ListIdPsResponse.idps:type_name -> gatehouse.directory.v1.IdP
+	34, // 27: gatehouse.directory.v1.GetLinkedUserResponse.user:type_name -> gatehouse.directory.v1.User
+	34, // 28: gatehouse.directory.v1.RegisterExternalUserResponse.user:type_name -> gatehouse.directory.v1.User
+	63, // 29: gatehouse.directory.v1.ListChangesResponse.changes:type_name -> gatehouse.directory.v1.Change
+	8,  // 30: gatehouse.directory.v1.DirectoryService.GetClient:input_type -> gatehouse.directory.v1.GetClientRequest
+	10, // 31: gatehouse.directory.v1.DirectoryService.GetMachineKey:input_type -> gatehouse.directory.v1.GetMachineKeyRequest
+	12, // 32: gatehouse.directory.v1.DirectoryService.VerifyPassword:input_type -> gatehouse.directory.v1.VerifyPasswordRequest
+	32, // 33: gatehouse.directory.v1.DirectoryService.ChangePassword:input_type -> gatehouse.directory.v1.ChangePasswordRequest
+	35, // 34: gatehouse.directory.v1.DirectoryService.GetUser:input_type -> gatehouse.directory.v1.GetUserRequest
+	37, // 35: gatehouse.directory.v1.DirectoryService.LookupUser:input_type -> gatehouse.directory.v1.LookupUserRequest
+	39, // 36: gatehouse.directory.v1.DirectoryService.GetClaims:input_type -> gatehouse.directory.v1.GetClaimsRequest
+	41, // 37: gatehouse.directory.v1.DirectoryService.RegisterUser:input_type -> gatehouse.directory.v1.RegisterUserRequest
+	44, // 38: gatehouse.directory.v1.DirectoryService.GetOrg:input_type -> gatehouse.directory.v1.GetOrgRequest
+	47, // 39: gatehouse.directory.v1.DirectoryService.GetRoles:input_type -> gatehouse.directory.v1.GetRolesRequest
+	50, // 40: gatehouse.directory.v1.DirectoryService.GetIdP:input_type -> gatehouse.directory.v1.GetIdPRequest
+	52, // 41: gatehouse.directory.v1.DirectoryService.ListIdPs:input_type -> gatehouse.directory.v1.ListIdPsRequest
+	54, // 42: gatehouse.directory.v1.DirectoryService.LinkExternalUser:input_type -> gatehouse.directory.v1.LinkExternalUserRequest
+	56, // 43: gatehouse.directory.v1.DirectoryService.GetLinkedUser:input_type -> gatehouse.directory.v1.GetLinkedUserRequest
+	58, // 44: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:input_type -> gatehouse.directory.v1.RegisterExternalUserRequest
+	60, // 45: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:input_type -> gatehouse.directory.v1.UnlinkExternalUserRequest
+	62, // 46: gatehouse.directory.v1.DirectoryService.ListChanges:input_type -> gatehouse.directory.v1.ListChangesRequest
+	14, // 47: gatehouse.directory.v1.DirectoryService.ListAuthFactors:input_type -> gatehouse.directory.v1.ListAuthFactorsRequest
+	16, // 48: gatehouse.directory.v1.DirectoryService.CheckAuthFactor:input_type -> gatehouse.directory.v1.CheckAuthFactorRequest
+	18, // 49: gatehouse.directory.v1.DirectoryService.StartTOTP:input_type -> gatehouse.directory.v1.StartTOTPRequest
+	30, // 50: gatehouse.directory.v1.DirectoryService.GenerateRecoveryCodes:input_type -> gatehouse.directory.v1.GenerateRecoveryCodesRequest
+	20, // 51: gatehouse.directory.v1.DirectoryService.VerifyTOTP:input_type -> gatehouse.directory.v1.VerifyTOTPRequest
+	22, // 52: gatehouse.directory.v1.DirectoryService.StartWebAuthnLogin:input_type -> gatehouse.directory.v1.StartWebAuthnLoginRequest
+	24, // 53: gatehouse.directory.v1.DirectoryService.CheckWebAuthnLogin:input_type -> gatehouse.directory.v1.CheckWebAuthnLoginRequest
+	26, // 54: gatehouse.directory.v1.DirectoryService.StartWebAuthnRegistration:input_type -> gatehouse.directory.v1.StartWebAuthnRegistrationRequest
+	28, // 55: gatehouse.directory.v1.DirectoryService.VerifyWebAuthnRegistration:input_type -> gatehouse.directory.v1.VerifyWebAuthnRegistrationRequest
+	9,  // 56: gatehouse.directory.v1.DirectoryService.GetClient:output_type -> gatehouse.directory.v1.GetClientResponse
+	11, // 57: gatehouse.directory.v1.DirectoryService.GetMachineKey:output_type -> gatehouse.directory.v1.GetMachineKeyResponse
+	13, // 58: gatehouse.directory.v1.DirectoryService.VerifyPassword:output_type -> gatehouse.directory.v1.VerifyPasswordResponse
+	33, // 59: gatehouse.directory.v1.DirectoryService.ChangePassword:output_type -> gatehouse.directory.v1.ChangePasswordResponse
+	36, // 60: gatehouse.directory.v1.DirectoryService.GetUser:output_type -> gatehouse.directory.v1.GetUserResponse
+	38, // 61: gatehouse.directory.v1.DirectoryService.LookupUser:output_type -> gatehouse.directory.v1.LookupUserResponse
+	40, // 62: gatehouse.directory.v1.DirectoryService.GetClaims:output_type -> gatehouse.directory.v1.GetClaimsResponse
+	42, // 63: gatehouse.directory.v1.DirectoryService.RegisterUser:output_type -> gatehouse.directory.v1.RegisterUserResponse
+	45, // 64: gatehouse.directory.v1.DirectoryService.GetOrg:output_type -> gatehouse.directory.v1.GetOrgResponse
+	48, // 65: gatehouse.directory.v1.DirectoryService.GetRoles:output_type -> gatehouse.directory.v1.GetRolesResponse
+	51, // 66: gatehouse.directory.v1.DirectoryService.GetIdP:output_type -> gatehouse.directory.v1.GetIdPResponse
+	53, // 67: gatehouse.directory.v1.DirectoryService.ListIdPs:output_type -> gatehouse.directory.v1.ListIdPsResponse
+	55, // 68: gatehouse.directory.v1.DirectoryService.LinkExternalUser:output_type -> gatehouse.directory.v1.LinkExternalUserResponse
+	57, // 69: gatehouse.directory.v1.DirectoryService.GetLinkedUser:output_type -> gatehouse.directory.v1.GetLinkedUserResponse
+	59, // 70: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:output_type -> gatehouse.directory.v1.RegisterExternalUserResponse
+	61, // 71: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:output_type -> gatehouse.directory.v1.UnlinkExternalUserResponse
+	64, // 72: gatehouse.directory.v1.DirectoryService.ListChanges:output_type -> gatehouse.directory.v1.ListChangesResponse
+	15, // 73: gatehouse.directory.v1.DirectoryService.ListAuthFactors:output_type -> gatehouse.directory.v1.ListAuthFactorsResponse
+	17, // 74: gatehouse.directory.v1.DirectoryService.CheckAuthFactor:output_type -> gatehouse.directory.v1.CheckAuthFactorResponse
+	19, // 75: gatehouse.directory.v1.DirectoryService.StartTOTP:output_type -> gatehouse.directory.v1.StartTOTPResponse
+	31, // 76: gatehouse.directory.v1.DirectoryService.GenerateRecoveryCodes:output_type -> gatehouse.directory.v1.GenerateRecoveryCodesResponse
+	21, // 77: gatehouse.directory.v1.DirectoryService.VerifyTOTP:output_type -> gatehouse.directory.v1.VerifyTOTPResponse
+	23, // 78: gatehouse.directory.v1.DirectoryService.StartWebAuthnLogin:output_type -> gatehouse.directory.v1.StartWebAuthnLoginResponse
+	25, // 79: gatehouse.directory.v1.DirectoryService.CheckWebAuthnLogin:output_type -> gatehouse.directory.v1.CheckWebAuthnLoginResponse
+	27, // 80: gatehouse.directory.v1.DirectoryService.StartWebAuthnRegistration:output_type -> gatehouse.directory.v1.StartWebAuthnRegistrationResponse
+	29, // 81: gatehouse.directory.v1.DirectoryService.VerifyWebAuthnRegistration:output_type -> gatehouse.directory.v1.VerifyWebAuthnRegistrationResponse
+	56, // [56:82] is the sub-list for method output_type
+	30, // [30:56] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_directory_v1_directory_proto_init() }
@@ -4211,7 +4754,7 @@ func file_gatehouse_directory_v1_directory_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_directory_v1_directory_proto_rawDesc), len(file_gatehouse_directory_v1_directory_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   52,
+			NumMessages:   60,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -12,6 +12,7 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -7544,6 +7545,1081 @@ func (x *RemoveHumanAuthFactorOTPResponse) GetDetails() *ObjectDetails {
 	return nil
 }
 
+// RemoveHumanAuthFactorU2FRequest names the user's security key.
+type RemoveHumanAuthFactorU2FRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// User id.
+	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// The security key's id.
+	TokenId       string `protobuf:"bytes,2,opt,name=token_id,json=tokenId,proto3" json:"token_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveHumanAuthFactorU2FRequest) Reset() {
+	*x = RemoveHumanAuthFactorU2FRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[126]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveHumanAuthFactorU2FRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveHumanAuthFactorU2FRequest) ProtoMessage() {}
+
+func (x *RemoveHumanAuthFactorU2FRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[126]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveHumanAuthFactorU2FRequest.ProtoReflect.Descriptor instead.
+func (*RemoveHumanAuthFactorU2FRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{126}
+}
+
+func (x *RemoveHumanAuthFactorU2FRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *RemoveHumanAuthFactorU2FRequest) GetTokenId() string {
+	if x != nil {
+		return x.TokenId
+	}
+	return ""
+}
+
+// RemoveHumanAuthFactorU2FResponse is the change.
+type RemoveHumanAuthFactorU2FResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The change.
+	Details       *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveHumanAuthFactorU2FResponse) Reset() {
+	*x = RemoveHumanAuthFactorU2FResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[127]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveHumanAuthFactorU2FResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveHumanAuthFactorU2FResponse) ProtoMessage() {}
+
+func (x *RemoveHumanAuthFactorU2FResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[127]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveHumanAuthFactorU2FResponse.ProtoReflect.Descriptor instead.
+func (*RemoveHumanAuthFactorU2FResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{127}
+}
+
+func (x *RemoveHumanAuthFactorU2FResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+// ListHumanPasswordlessRequest names the user.
+type ListHumanPasswordlessRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// User id.
+	UserId        string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListHumanPasswordlessRequest) Reset() {
+	*x = ListHumanPasswordlessRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[128]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListHumanPasswordlessRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListHumanPasswordlessRequest) ProtoMessage() {}
+
+func (x *ListHumanPasswordlessRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[128]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListHumanPasswordlessRequest.ProtoReflect.Descriptor instead.
+func (*ListHumanPasswordlessRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{128}
+}
+
+func (x *ListHumanPasswordlessRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+// ListHumanPasswordlessResponse lists the user's passkeys.
+type ListHumanPasswordlessResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The passkeys, oldest first.
+	Result        []*WebAuthNToken `protobuf:"bytes,1,rep,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListHumanPasswordlessResponse) Reset() {
+	*x = ListHumanPasswordlessResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[129]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListHumanPasswordlessResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListHumanPasswordlessResponse) ProtoMessage() {}
+
+func (x *ListHumanPasswordlessResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[129]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListHumanPasswordlessResponse.ProtoReflect.Descriptor instead.
+func (*ListHumanPasswordlessResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{129}
+}
+
+func (x *ListHumanPasswordlessResponse) GetResult() []*WebAuthNToken {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+// RemoveHumanPasswordlessRequest names the user's passkey.
+type RemoveHumanPasswordlessRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// User id.
+	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// The passkey's id.
+	TokenId       string `protobuf:"bytes,2,opt,name=token_id,json=tokenId,proto3" json:"token_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveHumanPasswordlessRequest) Reset() {
+	*x = RemoveHumanPasswordlessRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[130]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveHumanPasswordlessRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveHumanPasswordlessRequest) ProtoMessage() {}
+
+func (x *RemoveHumanPasswordlessRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[130]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveHumanPasswordlessRequest.ProtoReflect.Descriptor instead.
+func (*RemoveHumanPasswordlessRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{130}
+}
+
+func (x *RemoveHumanPasswordlessRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *RemoveHumanPasswordlessRequest) GetTokenId() string {
+	if x != nil {
+		return x.TokenId
+	}
+	return ""
+}
+
+// RemoveHumanPasswordlessResponse is the change.
+type RemoveHumanPasswordlessResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The change.
+	Details       *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveHumanPasswordlessResponse) Reset() {
+	*x = RemoveHumanPasswordlessResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[131]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveHumanPasswordlessResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveHumanPasswordlessResponse) ProtoMessage() {}
+
+func (x *RemoveHumanPasswordlessResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[131]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveHumanPasswordlessResponse.ProtoReflect.Descriptor instead.
+func (*RemoveHumanPasswordlessResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{131}
+}
+
+func (x *RemoveHumanPasswordlessResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+// RegisterU2FRequest names the user.
+type RegisterU2FRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// User id.
+	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// The domain the user is on: empty, or the issuer's host (the RP ID).
+	Domain        string `protobuf:"bytes,2,opt,name=domain,proto3" json:"domain,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegisterU2FRequest) Reset() {
+	*x = RegisterU2FRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[132]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegisterU2FRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegisterU2FRequest) ProtoMessage() {}
+
+func (x *RegisterU2FRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[132]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegisterU2FRequest.ProtoReflect.Descriptor instead.
+func (*RegisterU2FRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{132}
+}
+
+func (x *RegisterU2FRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *RegisterU2FRequest) GetDomain() string {
+	if x != nil {
+		return x.Domain
+	}
+	return ""
+}
+
+// RegisterU2FResponse is a started registration.
+type RegisterU2FResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The change.
+	Details *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	// The security key's id, for VerifyU2FRegistration.
+	U2FId string `protobuf:"bytes,2,opt,name=u2f_id,json=u2fId,proto3" json:"u2f_id,omitempty"`
+	// PublicKeyCredentialCreationOptions ({"publicKey": {...}}) for
+	// navigator.credentials.create.
+	PublicKeyCredentialCreationOptions *structpb.Struct `protobuf:"bytes,3,opt,name=public_key_credential_creation_options,json=publicKeyCredentialCreationOptions,proto3" json:"public_key_credential_creation_options,omitempty"`
+	unknownFields                      protoimpl.UnknownFields
+	sizeCache                          protoimpl.SizeCache
+}
+
+func (x *RegisterU2FResponse) Reset() {
+	*x = RegisterU2FResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[133]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegisterU2FResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegisterU2FResponse) ProtoMessage() {}
+
+func (x *RegisterU2FResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[133]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegisterU2FResponse.ProtoReflect.Descriptor instead.
+func (*RegisterU2FResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{133}
+}
+
+func (x *RegisterU2FResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+func (x *RegisterU2FResponse) GetU2FId() string {
+	if x != nil {
+		return x.U2FId
+	}
+	return ""
+}
+
+func (x *RegisterU2FResponse) GetPublicKeyCredentialCreationOptions() *structpb.Struct {
+	if x != nil {
+		return x.PublicKeyCredentialCreationOptions
+	}
+	return nil
+}
+
+// VerifyU2FRegistrationRequest completes a registration.
+type VerifyU2FRegistrationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// User id.
+	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// The id RegisterU2F returned.
+	U2FId string `protobuf:"bytes,2,opt,name=u2f_id,json=u2fId,proto3" json:"u2f_id,omitempty"`
+	// The browser's PublicKeyCredential (JSON).
+	PublicKeyCredential *structpb.Struct `protobuf:"bytes,3,opt,name=public_key_credential,json=publicKeyCredential,proto3" json:"public_key_credential,omitempty"`
+	// A name for the key.
+	TokenName     string `protobuf:"bytes,4,opt,name=token_name,json=tokenName,proto3" json:"token_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerifyU2FRegistrationRequest) Reset() {
+	*x = VerifyU2FRegistrationRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[134]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerifyU2FRegistrationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerifyU2FRegistrationRequest) ProtoMessage() {}
+
+func (x *VerifyU2FRegistrationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[134]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerifyU2FRegistrationRequest.ProtoReflect.Descriptor instead.
+func (*VerifyU2FRegistrationRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{134}
+}
+
+func (x *VerifyU2FRegistrationRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *VerifyU2FRegistrationRequest) GetU2FId() string {
+	if x != nil {
+		return x.U2FId
+	}
+	return ""
+}
+
+func (x *VerifyU2FRegistrationRequest) GetPublicKeyCredential() *structpb.Struct {
+	if x != nil {
+		return x.PublicKeyCredential
+	}
+	return nil
+}
+
+func (x *VerifyU2FRegistrationRequest) GetTokenName() string {
+	if x != nil {
+		return x.TokenName
+	}
+	return ""
+}
+
+// VerifyU2FRegistrationResponse is the change.
+type VerifyU2FRegistrationResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The change.
+	Details       *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerifyU2FRegistrationResponse) Reset() {
+	*x = VerifyU2FRegistrationResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[135]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerifyU2FRegistrationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerifyU2FRegistrationResponse) ProtoMessage() {}
+
+func (x *VerifyU2FRegistrationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[135]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerifyU2FRegistrationResponse.ProtoReflect.Descriptor instead.
+func (*VerifyU2FRegistrationResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{135}
+}
+
+func (x *VerifyU2FRegistrationResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+// RemoveU2FRequest names the user's security key.
+type RemoveU2FRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// User id.
+	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// The security key's id.
+	U2FId         string `protobuf:"bytes,2,opt,name=u2f_id,json=u2fId,proto3" json:"u2f_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveU2FRequest) Reset() {
+	*x = RemoveU2FRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[136]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveU2FRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveU2FRequest) ProtoMessage() {}
+
+func (x *RemoveU2FRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[136]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveU2FRequest.ProtoReflect.Descriptor instead.
+func (*RemoveU2FRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{136}
+}
+
+func (x *RemoveU2FRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *RemoveU2FRequest) GetU2FId() string {
+	if x != nil {
+		return x.U2FId
+	}
+	return ""
+}
+
+// RemoveU2FResponse is the change.
+type RemoveU2FResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The change.
+	Details       *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveU2FResponse) Reset() {
+	*x = RemoveU2FResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[137]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveU2FResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveU2FResponse) ProtoMessage() {}
+
+func (x *RemoveU2FResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[137]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveU2FResponse.ProtoReflect.Descriptor instead.
+func (*RemoveU2FResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{137}
+}
+
+func (x *RemoveU2FResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+// RegisterPasskeyRequest names the user.
+type RegisterPasskeyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// User id.
+	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// The domain the user is on: empty, or the issuer's host (the RP ID).
+	Domain        string `protobuf:"bytes,4,opt,name=domain,proto3" json:"domain,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegisterPasskeyRequest) Reset() {
+	*x = RegisterPasskeyRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[138]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegisterPasskeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegisterPasskeyRequest) ProtoMessage() {}
+
+func (x *RegisterPasskeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[138]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegisterPasskeyRequest.ProtoReflect.Descriptor instead.
+func (*RegisterPasskeyRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{138}
+}
+
+func (x *RegisterPasskeyRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *RegisterPasskeyRequest) GetDomain() string {
+	if x != nil {
+		return x.Domain
+	}
+	return ""
+}
+
+// RegisterPasskeyResponse is a started registration.
+type RegisterPasskeyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The change.
+	Details *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	// The passkey's id, for VerifyPasskeyRegistration.
+	PasskeyId string `protobuf:"bytes,2,opt,name=passkey_id,json=passkeyId,proto3" json:"passkey_id,omitempty"`
+	// PublicKeyCredentialCreationOptions ({"publicKey": {...}}) for
+	// navigator.credentials.create.
+	PublicKeyCredentialCreationOptions *structpb.Struct `protobuf:"bytes,3,opt,name=public_key_credential_creation_options,json=publicKeyCredentialCreationOptions,proto3" json:"public_key_credential_creation_options,omitempty"`
+	unknownFields                      protoimpl.UnknownFields
+	sizeCache                          protoimpl.SizeCache
+}
+
+func (x *RegisterPasskeyResponse) Reset() {
+	*x = RegisterPasskeyResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[139]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegisterPasskeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegisterPasskeyResponse) ProtoMessage() {}
+
+func (x *RegisterPasskeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[139]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegisterPasskeyResponse.ProtoReflect.Descriptor instead.
+func (*RegisterPasskeyResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{139}
+}
+
+func (x *RegisterPasskeyResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+func (x *RegisterPasskeyResponse) GetPasskeyId() string {
+	if x != nil {
+		return x.PasskeyId
+	}
+	return ""
+}
+
+func (x *RegisterPasskeyResponse) GetPublicKeyCredentialCreationOptions() *structpb.Struct {
+	if x != nil {
+		return x.PublicKeyCredentialCreationOptions
+	}
+	return nil
+}
+
+// VerifyPasskeyRegistrationRequest completes a registration.
+type VerifyPasskeyRegistrationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// User id.
+	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// The id RegisterPasskey returned.
+	PasskeyId string `protobuf:"bytes,2,opt,name=passkey_id,json=passkeyId,proto3" json:"passkey_id,omitempty"`
+	// The browser's PublicKeyCredential (JSON).
+	PublicKeyCredential *structpb.Struct `protobuf:"bytes,3,opt,name=public_key_credential,json=publicKeyCredential,proto3" json:"public_key_credential,omitempty"`
+	// A name for the passkey.
+	PasskeyName   string `protobuf:"bytes,4,opt,name=passkey_name,json=passkeyName,proto3" json:"passkey_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerifyPasskeyRegistrationRequest) Reset() {
+	*x = VerifyPasskeyRegistrationRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[140]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerifyPasskeyRegistrationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerifyPasskeyRegistrationRequest) ProtoMessage() {}
+
+func (x *VerifyPasskeyRegistrationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[140]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerifyPasskeyRegistrationRequest.ProtoReflect.Descriptor instead.
+func (*VerifyPasskeyRegistrationRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{140}
+}
+
+func (x *VerifyPasskeyRegistrationRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *VerifyPasskeyRegistrationRequest) GetPasskeyId() string {
+	if x != nil {
+		return x.PasskeyId
+	}
+	return ""
+}
+
+func (x *VerifyPasskeyRegistrationRequest) GetPublicKeyCredential() *structpb.Struct {
+	if x != nil {
+		return x.PublicKeyCredential
+	}
+	return nil
+}
+
+func (x *VerifyPasskeyRegistrationRequest) GetPasskeyName() string {
+	if x != nil {
+		return x.PasskeyName
+	}
+	return ""
+}
+
+// VerifyPasskeyRegistrationResponse is the change.
+type VerifyPasskeyRegistrationResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The change.
+	Details       *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerifyPasskeyRegistrationResponse) Reset() {
+	*x = VerifyPasskeyRegistrationResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[141]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerifyPasskeyRegistrationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerifyPasskeyRegistrationResponse) ProtoMessage() {}
+
+func (x *VerifyPasskeyRegistrationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[141]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerifyPasskeyRegistrationResponse.ProtoReflect.Descriptor instead.
+func (*VerifyPasskeyRegistrationResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{141}
+}
+
+func (x *VerifyPasskeyRegistrationResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+// ListPasskeysRequest names the user.
+type ListPasskeysRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// User id.
+	UserId        string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPasskeysRequest) Reset() {
+	*x = ListPasskeysRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[142]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPasskeysRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPasskeysRequest) ProtoMessage() {}
+
+func (x *ListPasskeysRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[142]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPasskeysRequest.ProtoReflect.Descriptor instead.
+func (*ListPasskeysRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{142}
+}
+
+func (x *ListPasskeysRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+// ListPasskeysResponse lists the user's passkeys.
+type ListPasskeysResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The read.
+	Details *ListDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	// The passkeys, oldest first.
+	Result        []*Passkey `protobuf:"bytes,2,rep,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPasskeysResponse) Reset() {
+	*x = ListPasskeysResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[143]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPasskeysResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPasskeysResponse) ProtoMessage() {}
+
+func (x *ListPasskeysResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[143]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPasskeysResponse.ProtoReflect.Descriptor instead.
+func (*ListPasskeysResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{143}
+}
+
+func (x *ListPasskeysResponse) GetDetails() *ListDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+func (x *ListPasskeysResponse) GetResult() []*Passkey {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+// RemovePasskeyRequest names the user's passkey.
+type RemovePasskeyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// User id.
+	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// The passkey's id.
+	PasskeyId     string `protobuf:"bytes,2,opt,name=passkey_id,json=passkeyId,proto3" json:"passkey_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemovePasskeyRequest) Reset() {
+	*x = RemovePasskeyRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[144]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemovePasskeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemovePasskeyRequest) ProtoMessage() {}
+
+func (x *RemovePasskeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[144]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemovePasskeyRequest.ProtoReflect.Descriptor instead.
+func (*RemovePasskeyRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{144}
+}
+
+func (x *RemovePasskeyRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *RemovePasskeyRequest) GetPasskeyId() string {
+	if x != nil {
+		return x.PasskeyId
+	}
+	return ""
+}
+
+// RemovePasskeyResponse is the change.
+type RemovePasskeyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The change.
+	Details       *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemovePasskeyResponse) Reset() {
+	*x = RemovePasskeyResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[145]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemovePasskeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemovePasskeyResponse) ProtoMessage() {}
+
+func (x *RemovePasskeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[145]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemovePasskeyResponse.ProtoReflect.Descriptor instead.
+func (*RemovePasskeyResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{145}
+}
+
+func (x *RemovePasskeyResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
 // ListLoginPolicySecondFactorsRequest is empty.
 type ListLoginPolicySecondFactorsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -7553,7 +8629,7 @@ type ListLoginPolicySecondFactorsRequest struct {
 
 func (x *ListLoginPolicySecondFactorsRequest) Reset() {
 	*x = ListLoginPolicySecondFactorsRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[126]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[146]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7565,7 +8641,7 @@ func (x *ListLoginPolicySecondFactorsRequest) String() string {
 func (*ListLoginPolicySecondFactorsRequest) ProtoMessage() {}
 
 func (x *ListLoginPolicySecondFactorsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[126]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[146]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7578,7 +8654,7 @@ func (x *ListLoginPolicySecondFactorsRequest) ProtoReflect() protoreflect.Messag
 
 // Deprecated: Use ListLoginPolicySecondFactorsRequest.ProtoReflect.Descriptor instead.
 func (*ListLoginPolicySecondFactorsRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{126}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{146}
 }
 
 // ListLoginPolicySecondFactorsResponse lists the policy's second factors.
@@ -7594,7 +8670,7 @@ type ListLoginPolicySecondFactorsResponse struct {
 
 func (x *ListLoginPolicySecondFactorsResponse) Reset() {
 	*x = ListLoginPolicySecondFactorsResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[127]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[147]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7606,7 +8682,7 @@ func (x *ListLoginPolicySecondFactorsResponse) String() string {
 func (*ListLoginPolicySecondFactorsResponse) ProtoMessage() {}
 
 func (x *ListLoginPolicySecondFactorsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[127]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[147]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7619,7 +8695,7 @@ func (x *ListLoginPolicySecondFactorsResponse) ProtoReflect() protoreflect.Messa
 
 // Deprecated: Use ListLoginPolicySecondFactorsResponse.ProtoReflect.Descriptor instead.
 func (*ListLoginPolicySecondFactorsResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{127}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{147}
 }
 
 func (x *ListLoginPolicySecondFactorsResponse) GetDetails() *ListDetails {
@@ -7647,7 +8723,7 @@ type AddSecondFactorToLoginPolicyRequest struct {
 
 func (x *AddSecondFactorToLoginPolicyRequest) Reset() {
 	*x = AddSecondFactorToLoginPolicyRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[128]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[148]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7659,7 +8735,7 @@ func (x *AddSecondFactorToLoginPolicyRequest) String() string {
 func (*AddSecondFactorToLoginPolicyRequest) ProtoMessage() {}
 
 func (x *AddSecondFactorToLoginPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[128]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[148]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7672,7 +8748,7 @@ func (x *AddSecondFactorToLoginPolicyRequest) ProtoReflect() protoreflect.Messag
 
 // Deprecated: Use AddSecondFactorToLoginPolicyRequest.ProtoReflect.Descriptor instead.
 func (*AddSecondFactorToLoginPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{128}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{148}
 }
 
 func (x *AddSecondFactorToLoginPolicyRequest) GetType() SecondFactorType {
@@ -7693,7 +8769,7 @@ type AddSecondFactorToLoginPolicyResponse struct {
 
 func (x *AddSecondFactorToLoginPolicyResponse) Reset() {
 	*x = AddSecondFactorToLoginPolicyResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[129]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[149]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7705,7 +8781,7 @@ func (x *AddSecondFactorToLoginPolicyResponse) String() string {
 func (*AddSecondFactorToLoginPolicyResponse) ProtoMessage() {}
 
 func (x *AddSecondFactorToLoginPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[129]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[149]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7718,7 +8794,7 @@ func (x *AddSecondFactorToLoginPolicyResponse) ProtoReflect() protoreflect.Messa
 
 // Deprecated: Use AddSecondFactorToLoginPolicyResponse.ProtoReflect.Descriptor instead.
 func (*AddSecondFactorToLoginPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{129}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{149}
 }
 
 func (x *AddSecondFactorToLoginPolicyResponse) GetDetails() *ObjectDetails {
@@ -7739,7 +8815,7 @@ type RemoveSecondFactorFromLoginPolicyRequest struct {
 
 func (x *RemoveSecondFactorFromLoginPolicyRequest) Reset() {
 	*x = RemoveSecondFactorFromLoginPolicyRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[130]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[150]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7751,7 +8827,7 @@ func (x *RemoveSecondFactorFromLoginPolicyRequest) String() string {
 func (*RemoveSecondFactorFromLoginPolicyRequest) ProtoMessage() {}
 
 func (x *RemoveSecondFactorFromLoginPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[130]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[150]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7764,7 +8840,7 @@ func (x *RemoveSecondFactorFromLoginPolicyRequest) ProtoReflect() protoreflect.M
 
 // Deprecated: Use RemoveSecondFactorFromLoginPolicyRequest.ProtoReflect.Descriptor instead.
 func (*RemoveSecondFactorFromLoginPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{130}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{150}
 }
 
 func (x *RemoveSecondFactorFromLoginPolicyRequest) GetType() SecondFactorType {
@@ -7785,7 +8861,7 @@ type RemoveSecondFactorFromLoginPolicyResponse struct {
 
 func (x *RemoveSecondFactorFromLoginPolicyResponse) Reset() {
 	*x = RemoveSecondFactorFromLoginPolicyResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[131]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[151]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7797,7 +8873,7 @@ func (x *RemoveSecondFactorFromLoginPolicyResponse) String() string {
 func (*RemoveSecondFactorFromLoginPolicyResponse) ProtoMessage() {}
 
 func (x *RemoveSecondFactorFromLoginPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[131]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[151]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7810,7 +8886,7 @@ func (x *RemoveSecondFactorFromLoginPolicyResponse) ProtoReflect() protoreflect.
 
 // Deprecated: Use RemoveSecondFactorFromLoginPolicyResponse.ProtoReflect.Descriptor instead.
 func (*RemoveSecondFactorFromLoginPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{131}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{151}
 }
 
 func (x *RemoveSecondFactorFromLoginPolicyResponse) GetDetails() *ObjectDetails {
@@ -7829,7 +8905,7 @@ type ListLoginPolicyMultiFactorsRequest struct {
 
 func (x *ListLoginPolicyMultiFactorsRequest) Reset() {
 	*x = ListLoginPolicyMultiFactorsRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[132]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[152]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7841,7 +8917,7 @@ func (x *ListLoginPolicyMultiFactorsRequest) String() string {
 func (*ListLoginPolicyMultiFactorsRequest) ProtoMessage() {}
 
 func (x *ListLoginPolicyMultiFactorsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[132]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[152]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7854,7 +8930,7 @@ func (x *ListLoginPolicyMultiFactorsRequest) ProtoReflect() protoreflect.Message
 
 // Deprecated: Use ListLoginPolicyMultiFactorsRequest.ProtoReflect.Descriptor instead.
 func (*ListLoginPolicyMultiFactorsRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{132}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{152}
 }
 
 // ListLoginPolicyMultiFactorsResponse lists the policy's multi factors.
@@ -7870,7 +8946,7 @@ type ListLoginPolicyMultiFactorsResponse struct {
 
 func (x *ListLoginPolicyMultiFactorsResponse) Reset() {
 	*x = ListLoginPolicyMultiFactorsResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[133]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[153]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7882,7 +8958,7 @@ func (x *ListLoginPolicyMultiFactorsResponse) String() string {
 func (*ListLoginPolicyMultiFactorsResponse) ProtoMessage() {}
 
 func (x *ListLoginPolicyMultiFactorsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[133]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[153]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7895,7 +8971,7 @@ func (x *ListLoginPolicyMultiFactorsResponse) ProtoReflect() protoreflect.Messag
 
 // Deprecated: Use ListLoginPolicyMultiFactorsResponse.ProtoReflect.Descriptor instead.
 func (*ListLoginPolicyMultiFactorsResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{133}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{153}
 }
 
 func (x *ListLoginPolicyMultiFactorsResponse) GetDetails() *ListDetails {
@@ -7923,7 +8999,7 @@ type AddMultiFactorToLoginPolicyRequest struct {
 
 func (x *AddMultiFactorToLoginPolicyRequest) Reset() {
 	*x = AddMultiFactorToLoginPolicyRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[134]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[154]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7935,7 +9011,7 @@ func (x *AddMultiFactorToLoginPolicyRequest) String() string {
 func (*AddMultiFactorToLoginPolicyRequest) ProtoMessage() {}
 
 func (x *AddMultiFactorToLoginPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[134]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[154]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7948,7 +9024,7 @@ func (x *AddMultiFactorToLoginPolicyRequest) ProtoReflect() protoreflect.Message
 
 // Deprecated: Use AddMultiFactorToLoginPolicyRequest.ProtoReflect.Descriptor instead.
 func (*AddMultiFactorToLoginPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{134}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{154}
 }
 
 func (x *AddMultiFactorToLoginPolicyRequest) GetType() MultiFactorType {
@@ -7969,7 +9045,7 @@ type AddMultiFactorToLoginPolicyResponse struct {
 
 func (x *AddMultiFactorToLoginPolicyResponse) Reset() {
 	*x = AddMultiFactorToLoginPolicyResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[135]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[155]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7981,7 +9057,7 @@ func (x *AddMultiFactorToLoginPolicyResponse) String() string {
 func (*AddMultiFactorToLoginPolicyResponse) ProtoMessage() {}
 
 func (x *AddMultiFactorToLoginPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[135]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[155]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7994,7 +9070,7 @@ func (x *AddMultiFactorToLoginPolicyResponse) ProtoReflect() protoreflect.Messag
 
 // Deprecated: Use AddMultiFactorToLoginPolicyResponse.ProtoReflect.Descriptor instead.
 func (*AddMultiFactorToLoginPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{135}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{155}
 }
 
 func (x *AddMultiFactorToLoginPolicyResponse) GetDetails() *ObjectDetails {
@@ -8015,7 +9091,7 @@ type RemoveMultiFactorFromLoginPolicyRequest struct {
 
 func (x *RemoveMultiFactorFromLoginPolicyRequest) Reset() {
 	*x = RemoveMultiFactorFromLoginPolicyRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[136]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[156]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8027,7 +9103,7 @@ func (x *RemoveMultiFactorFromLoginPolicyRequest) String() string {
 func (*RemoveMultiFactorFromLoginPolicyRequest) ProtoMessage() {}
 
 func (x *RemoveMultiFactorFromLoginPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[136]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[156]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8040,7 +9116,7 @@ func (x *RemoveMultiFactorFromLoginPolicyRequest) ProtoReflect() protoreflect.Me
 
 // Deprecated: Use RemoveMultiFactorFromLoginPolicyRequest.ProtoReflect.Descriptor instead.
 func (*RemoveMultiFactorFromLoginPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{136}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{156}
 }
 
 func (x *RemoveMultiFactorFromLoginPolicyRequest) GetType() MultiFactorType {
@@ -8061,7 +9137,7 @@ type RemoveMultiFactorFromLoginPolicyResponse struct {
 
 func (x *RemoveMultiFactorFromLoginPolicyResponse) Reset() {
 	*x = RemoveMultiFactorFromLoginPolicyResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[137]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[157]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8073,7 +9149,7 @@ func (x *RemoveMultiFactorFromLoginPolicyResponse) String() string {
 func (*RemoveMultiFactorFromLoginPolicyResponse) ProtoMessage() {}
 
 func (x *RemoveMultiFactorFromLoginPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[137]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[157]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8086,7 +9162,7 @@ func (x *RemoveMultiFactorFromLoginPolicyResponse) ProtoReflect() protoreflect.M
 
 // Deprecated: Use RemoveMultiFactorFromLoginPolicyResponse.ProtoReflect.Descriptor instead.
 func (*RemoveMultiFactorFromLoginPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{137}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{157}
 }
 
 func (x *RemoveMultiFactorFromLoginPolicyResponse) GetDetails() *ObjectDetails {
@@ -8118,7 +9194,7 @@ type AddHumanUserRequest_Profile struct {
 
 func (x *AddHumanUserRequest_Profile) Reset() {
 	*x = AddHumanUserRequest_Profile{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[138]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[158]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8130,7 +9206,7 @@ func (x *AddHumanUserRequest_Profile) String() string {
 func (*AddHumanUserRequest_Profile) ProtoMessage() {}
 
 func (x *AddHumanUserRequest_Profile) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[138]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[158]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8201,7 +9277,7 @@ type AddHumanUserRequest_Email struct {
 
 func (x *AddHumanUserRequest_Email) Reset() {
 	*x = AddHumanUserRequest_Email{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[139]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[159]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8213,7 +9289,7 @@ func (x *AddHumanUserRequest_Email) String() string {
 func (*AddHumanUserRequest_Email) ProtoMessage() {}
 
 func (x *AddHumanUserRequest_Email) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[139]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[159]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8257,7 +9333,7 @@ type AddHumanUserRequest_Phone struct {
 
 func (x *AddHumanUserRequest_Phone) Reset() {
 	*x = AddHumanUserRequest_Phone{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[140]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[160]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8269,7 +9345,7 @@ func (x *AddHumanUserRequest_Phone) String() string {
 func (*AddHumanUserRequest_Phone) ProtoMessage() {}
 
 func (x *AddHumanUserRequest_Phone) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[140]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[160]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8321,7 +9397,7 @@ type ImportHumanUserRequest_Profile struct {
 
 func (x *ImportHumanUserRequest_Profile) Reset() {
 	*x = ImportHumanUserRequest_Profile{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[141]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[161]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8333,7 +9409,7 @@ func (x *ImportHumanUserRequest_Profile) String() string {
 func (*ImportHumanUserRequest_Profile) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_Profile) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[141]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[161]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8404,7 +9480,7 @@ type ImportHumanUserRequest_Email struct {
 
 func (x *ImportHumanUserRequest_Email) Reset() {
 	*x = ImportHumanUserRequest_Email{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[142]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[162]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8416,7 +9492,7 @@ func (x *ImportHumanUserRequest_Email) String() string {
 func (*ImportHumanUserRequest_Email) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_Email) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[142]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[162]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8460,7 +9536,7 @@ type ImportHumanUserRequest_Phone struct {
 
 func (x *ImportHumanUserRequest_Phone) Reset() {
 	*x = ImportHumanUserRequest_Phone{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[143]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[163]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8472,7 +9548,7 @@ func (x *ImportHumanUserRequest_Phone) String() string {
 func (*ImportHumanUserRequest_Phone) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_Phone) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[143]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[163]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8517,7 +9593,7 @@ type ImportHumanUserRequest_HashedPassword struct {
 
 func (x *ImportHumanUserRequest_HashedPassword) Reset() {
 	*x = ImportHumanUserRequest_HashedPassword{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[144]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[164]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8529,7 +9605,7 @@ func (x *ImportHumanUserRequest_HashedPassword) String() string {
 func (*ImportHumanUserRequest_HashedPassword) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_HashedPassword) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[144]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[164]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8572,7 +9648,7 @@ type BulkSetUserMetadataRequest_Metadata struct {
 
 func (x *BulkSetUserMetadataRequest_Metadata) Reset() {
 	*x = BulkSetUserMetadataRequest_Metadata{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[145]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[165]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8584,7 +9660,7 @@ func (x *BulkSetUserMetadataRequest_Metadata) String() string {
 func (*BulkSetUserMetadataRequest_Metadata) ProtoMessage() {}
 
 func (x *BulkSetUserMetadataRequest_Metadata) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[145]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[165]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8628,7 +9704,7 @@ type AddCustomLoginPolicyRequest_IDP struct {
 
 func (x *AddCustomLoginPolicyRequest_IDP) Reset() {
 	*x = AddCustomLoginPolicyRequest_IDP{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[146]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[166]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8640,7 +9716,7 @@ func (x *AddCustomLoginPolicyRequest_IDP) String() string {
 func (*AddCustomLoginPolicyRequest_IDP) ProtoMessage() {}
 
 func (x *AddCustomLoginPolicyRequest_IDP) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[146]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[166]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8674,7 +9750,7 @@ var File_gatehouse_management_v1_management_proto protoreflect.FileDescriptor
 
 const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\n" +
-	"(gatehouse/management/v1/management.proto\x12\x17gatehouse.management.v1\x1a\x1bbuf/validate/validate.proto\x1a!gatehouse/management/v1/app.proto\x1a'gatehouse/management/v1/authn_key.proto\x1a!gatehouse/management/v1/idp.proto\x1a$gatehouse/management/v1/member.proto\x1a&gatehouse/management/v1/metadata.proto\x1a$gatehouse/management/v1/object.proto\x1a!gatehouse/management/v1/org.proto\x1a$gatehouse/management/v1/policy.proto\x1a%gatehouse/management/v1/project.proto\x1a\"gatehouse/management/v1/user.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\".\n" +
+	"(gatehouse/management/v1/management.proto\x12\x17gatehouse.management.v1\x1a\x1bbuf/validate/validate.proto\x1a!gatehouse/management/v1/app.proto\x1a'gatehouse/management/v1/authn_key.proto\x1a!gatehouse/management/v1/idp.proto\x1a$gatehouse/management/v1/member.proto\x1a&gatehouse/management/v1/metadata.proto\x1a$gatehouse/management/v1/object.proto\x1a!gatehouse/management/v1/org.proto\x1a$gatehouse/management/v1/policy.proto\x1a%gatehouse/management/v1/project.proto\x1a\"gatehouse/management/v1/user.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\".\n" +
 	"\x12GetUserByIDRequest\x12\x18\n" +
 	"\x02id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x02id\"H\n" +
 	"\x13GetUserByIDResponse\x121\n" +
@@ -9180,6 +10256,69 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x1fRemoveHumanAuthFactorOTPRequest\x12!\n" +
 	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\"d\n" +
 	" RemoveHumanAuthFactorOTPResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"i\n" +
+	"\x1fRemoveHumanAuthFactorU2FRequest\x12!\n" +
+	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\x12#\n" +
+	"\btoken_id\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\atokenId\"d\n" +
+	" RemoveHumanAuthFactorU2FResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"A\n" +
+	"\x1cListHumanPasswordlessRequest\x12!\n" +
+	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\"_\n" +
+	"\x1dListHumanPasswordlessResponse\x12>\n" +
+	"\x06result\x18\x01 \x03(\v2&.gatehouse.management.v1.WebAuthNTokenR\x06result\"h\n" +
+	"\x1eRemoveHumanPasswordlessRequest\x12!\n" +
+	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\x12#\n" +
+	"\btoken_id\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\atokenId\"c\n" +
+	"\x1fRemoveHumanPasswordlessResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"Y\n" +
+	"\x12RegisterU2FRequest\x12!\n" +
+	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\x12 \n" +
+	"\x06domain\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xfd\x01R\x06domain\"\xdb\x01\n" +
+	"\x13RegisterU2FResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\x12\x15\n" +
+	"\x06u2f_id\x18\x02 \x01(\tR\x05u2fId\x12k\n" +
+	"&public_key_credential_creation_options\x18\x03 \x01(\v2\x17.google.protobuf.StructR\"publicKeyCredentialCreationOptions\"\xe2\x01\n" +
+	"\x1cVerifyU2FRegistrationRequest\x12!\n" +
+	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\x12\x1f\n" +
+	"\x06u2f_id\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x05u2fId\x12S\n" +
+	"\x15public_key_credential\x18\x03 \x01(\v2\x17.google.protobuf.StructB\x06\xbaH\x03\xc8\x01\x01R\x13publicKeyCredential\x12)\n" +
+	"\n" +
+	"token_name\x18\x04 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\xc8\x01R\ttokenName\"a\n" +
+	"\x1dVerifyU2FRegistrationResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"V\n" +
+	"\x10RemoveU2FRequest\x12!\n" +
+	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\x12\x1f\n" +
+	"\x06u2f_id\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x05u2fId\"U\n" +
+	"\x11RemoveU2FResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"]\n" +
+	"\x16RegisterPasskeyRequest\x12!\n" +
+	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\x12 \n" +
+	"\x06domain\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\xfd\x01R\x06domain\"\xe7\x01\n" +
+	"\x17RegisterPasskeyResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\x12\x1d\n" +
+	"\n" +
+	"passkey_id\x18\x02 \x01(\tR\tpasskeyId\x12k\n" +
+	"&public_key_credential_creation_options\x18\x03 \x01(\v2\x17.google.protobuf.StructR\"publicKeyCredentialCreationOptions\"\xf2\x01\n" +
+	" VerifyPasskeyRegistrationRequest\x12!\n" +
+	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\x12'\n" +
+	"\n" +
+	"passkey_id\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\tpasskeyId\x12S\n" +
+	"\x15public_key_credential\x18\x03 \x01(\v2\x17.google.protobuf.StructB\x06\xbaH\x03\xc8\x01\x01R\x13publicKeyCredential\x12-\n" +
+	"\fpasskey_name\x18\x04 \x01(\tB\n" +
+	"\xbaH\ar\x05\x10\x01\x18\xc8\x01R\vpasskeyName\"e\n" +
+	"!VerifyPasskeyRegistrationResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"8\n" +
+	"\x13ListPasskeysRequest\x12!\n" +
+	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\"\x90\x01\n" +
+	"\x14ListPasskeysResponse\x12>\n" +
+	"\adetails\x18\x01 \x01(\v2$.gatehouse.management.v1.ListDetailsR\adetails\x128\n" +
+	"\x06result\x18\x02 \x03(\v2 .gatehouse.management.v1.PasskeyR\x06result\"b\n" +
+	"\x14RemovePasskeyRequest\x12!\n" +
+	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\x12'\n" +
+	"\n" +
+	"passkey_id\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\tpasskeyId\"Y\n" +
+	"\x15RemovePasskeyResponse\x12@\n" +
 	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"%\n" +
 	"#ListLoginPolicySecondFactorsRequest\"\xa9\x01\n" +
 	"$ListLoginPolicySecondFactorsResponse\x12>\n" +
@@ -9204,7 +10343,7 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"'RemoveMultiFactorFromLoginPolicyRequest\x12<\n" +
 	"\x04type\x18\x01 \x01(\x0e2(.gatehouse.management.v1.MultiFactorTypeR\x04type\"l\n" +
 	"(RemoveMultiFactorFromLoginPolicyResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails2\xf0_\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails2\xe3m\n" +
 	"\x11ManagementService\x12\x8e\x01\n" +
 	"\vGetUserByID\x12+.gatehouse.management.v1.GetUserByIDRequest\x1a,.gatehouse.management.v1.GetUserByIDResponse\"$\x82\xd3\xe4\x93\x02\x1b\x12\x19/management/v1/users/{id}\x90\x02\x01\x12\x8e\x01\n" +
 	"\tListUsers\x12).gatehouse.management.v1.ListUsersRequest\x1a*.gatehouse.management.v1.ListUsersResponse\"*\x82\xd3\xe4\x93\x02!:\x01*\"\x1c/management/v1/users/_search\x90\x02\x01\x12\x92\x01\n" +
@@ -9281,7 +10420,17 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\n" +
 	"RemoveTOTP\x12*.gatehouse.management.v1.RemoveTOTPRequest\x1a+.gatehouse.management.v1.RemoveTOTPResponse\" \x82\xd3\xe4\x93\x02\x1a*\x18/v2/users/{user_id}/totp\x12\xc3\x01\n" +
 	"\x14ListHumanAuthFactors\x124.gatehouse.management.v1.ListHumanAuthFactorsRequest\x1a5.gatehouse.management.v1.ListHumanAuthFactorsResponse\">\x82\xd3\xe4\x93\x025\"3/management/v1/users/{user_id}/auth_factors/_search\x90\x02\x01\x12\xc8\x01\n" +
-	"\x18RemoveHumanAuthFactorOTP\x128.gatehouse.management.v1.RemoveHumanAuthFactorOTPRequest\x1a9.gatehouse.management.v1.RemoveHumanAuthFactorOTPResponse\"7\x82\xd3\xe4\x93\x021*//management/v1/users/{user_id}/auth_factors/otpB\xfc\x01\n" +
+	"\x18RemoveHumanAuthFactorOTP\x128.gatehouse.management.v1.RemoveHumanAuthFactorOTPRequest\x1a9.gatehouse.management.v1.RemoveHumanAuthFactorOTPResponse\"7\x82\xd3\xe4\x93\x021*//management/v1/users/{user_id}/auth_factors/otp\x12\xd3\x01\n" +
+	"\x18RemoveHumanAuthFactorU2F\x128.gatehouse.management.v1.RemoveHumanAuthFactorU2FRequest\x1a9.gatehouse.management.v1.RemoveHumanAuthFactorU2FResponse\"B\x82\xd3\xe4\x93\x02<*:/management/v1/users/{user_id}/auth_factors/u2f/{token_id}\x12\xc6\x01\n" +
+	"\x15ListHumanPasswordless\x125.gatehouse.management.v1.ListHumanPasswordlessRequest\x1a6.gatehouse.management.v1.ListHumanPasswordlessResponse\">\x82\xd3\xe4\x93\x025\"3/management/v1/users/{user_id}/passwordless/_search\x90\x02\x01\x12\xcc\x01\n" +
+	"\x17RemoveHumanPasswordless\x127.gatehouse.management.v1.RemoveHumanPasswordlessRequest\x1a8.gatehouse.management.v1.RemoveHumanPasswordlessResponse\">\x82\xd3\xe4\x93\x028*6/management/v1/users/{user_id}/passwordless/{token_id}\x12\x8c\x01\n" +
+	"\vRegisterU2F\x12+.gatehouse.management.v1.RegisterU2FRequest\x1a,.gatehouse.management.v1.RegisterU2FResponse\"\"\x82\xd3\xe4\x93\x02\x1c:\x01*\"\x17/v2/users/{user_id}/u2f\x12\xb3\x01\n" +
+	"\x15VerifyU2FRegistration\x125.gatehouse.management.v1.VerifyU2FRegistrationRequest\x1a6.gatehouse.management.v1.VerifyU2FRegistrationResponse\"+\x82\xd3\xe4\x93\x02%:\x01*\" /v2/users/{user_id}/u2f/{u2f_id}\x12\x8c\x01\n" +
+	"\tRemoveU2F\x12).gatehouse.management.v1.RemoveU2FRequest\x1a*.gatehouse.management.v1.RemoveU2FResponse\"(\x82\xd3\xe4\x93\x02\"* /v2/users/{user_id}/u2f/{u2f_id}\x12\x9d\x01\n" +
+	"\x0fRegisterPasskey\x12/.gatehouse.management.v1.RegisterPasskeyRequest\x1a0.gatehouse.management.v1.RegisterPasskeyResponse\"'\x82\xd3\xe4\x93\x02!:\x01*\"\x1c/v2/users/{user_id}/passkeys\x12\xc8\x01\n" +
+	"\x19VerifyPasskeyRegistration\x129.gatehouse.management.v1.VerifyPasskeyRegistrationRequest\x1a:.gatehouse.management.v1.VerifyPasskeyRegistrationResponse\"4\x82\xd3\xe4\x93\x02.:\x01*\")/v2/users/{user_id}/passkeys/{passkey_id}\x12\x9f\x01\n" +
+	"\fListPasskeys\x12,.gatehouse.management.v1.ListPasskeysRequest\x1a-.gatehouse.management.v1.ListPasskeysResponse\"2\x82\xd3\xe4\x93\x02):\x01*\"$/v2/users/{user_id}/passkeys/_search\x90\x02\x01\x12\xa1\x01\n" +
+	"\rRemovePasskey\x12-.gatehouse.management.v1.RemovePasskeyRequest\x1a..gatehouse.management.v1.RemovePasskeyResponse\"1\x82\xd3\xe4\x93\x02+*)/v2/users/{user_id}/passkeys/{passkey_id}B\xfc\x01\n" +
 	"\x1bcom.gatehouse.management.v1B\x0fManagementProtoP\x01ZNgithub.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1;managementv1\xa2\x02\x03GMX\xaa\x02\x17Gatehouse.Management.V1\xca\x02\x17Gatehouse\\Management\\V1\xe2\x02#Gatehouse\\Management\\V1\\GPBMetadata\xea\x02\x19Gatehouse::Management::V1b\x06proto3"
 
 var (
@@ -9296,7 +10445,7 @@ func file_gatehouse_management_v1_management_proto_rawDescGZIP() []byte {
 	return file_gatehouse_management_v1_management_proto_rawDescData
 }
 
-var file_gatehouse_management_v1_management_proto_msgTypes = make([]protoimpl.MessageInfo, 147)
+var file_gatehouse_management_v1_management_proto_msgTypes = make([]protoimpl.MessageInfo, 167)
 var file_gatehouse_management_v1_management_proto_goTypes = []any{
 	(*GetUserByIDRequest)(nil),                        // 0: gatehouse.management.v1.GetUserByIDRequest
 	(*GetUserByIDResponse)(nil),                       // 1: gatehouse.management.v1.GetUserByIDResponse
@@ -9424,384 +10573,442 @@ var file_gatehouse_management_v1_management_proto_goTypes = []any{
 	(*ListHumanAuthFactorsResponse)(nil),              // 123: gatehouse.management.v1.ListHumanAuthFactorsResponse
 	(*RemoveHumanAuthFactorOTPRequest)(nil),           // 124: gatehouse.management.v1.RemoveHumanAuthFactorOTPRequest
 	(*RemoveHumanAuthFactorOTPResponse)(nil),          // 125: gatehouse.management.v1.RemoveHumanAuthFactorOTPResponse
-	(*ListLoginPolicySecondFactorsRequest)(nil),       // 126: gatehouse.management.v1.ListLoginPolicySecondFactorsRequest
-	(*ListLoginPolicySecondFactorsResponse)(nil),      // 127: gatehouse.management.v1.ListLoginPolicySecondFactorsResponse
-	(*AddSecondFactorToLoginPolicyRequest)(nil),       // 128: gatehouse.management.v1.AddSecondFactorToLoginPolicyRequest
-	(*AddSecondFactorToLoginPolicyResponse)(nil),      // 129: gatehouse.management.v1.AddSecondFactorToLoginPolicyResponse
-	(*RemoveSecondFactorFromLoginPolicyRequest)(nil),  // 130: gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyRequest
-	(*RemoveSecondFactorFromLoginPolicyResponse)(nil), // 131: gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyResponse
-	(*ListLoginPolicyMultiFactorsRequest)(nil),        // 132: gatehouse.management.v1.ListLoginPolicyMultiFactorsRequest
-	(*ListLoginPolicyMultiFactorsResponse)(nil),       // 133: gatehouse.management.v1.ListLoginPolicyMultiFactorsResponse
-	(*AddMultiFactorToLoginPolicyRequest)(nil),        // 134: gatehouse.management.v1.AddMultiFactorToLoginPolicyRequest
-	(*AddMultiFactorToLoginPolicyResponse)(nil),       // 135: gatehouse.management.v1.AddMultiFactorToLoginPolicyResponse
-	(*RemoveMultiFactorFromLoginPolicyRequest)(nil),   // 136: gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyRequest
-	(*RemoveMultiFactorFromLoginPolicyResponse)(nil),  // 137: gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyResponse
-	(*AddHumanUserRequest_Profile)(nil),               // 138: gatehouse.management.v1.AddHumanUserRequest.Profile
-	(*AddHumanUserRequest_Email)(nil),                 // 139: gatehouse.management.v1.AddHumanUserRequest.Email
-	(*AddHumanUserRequest_Phone)(nil),                 // 140: gatehouse.management.v1.AddHumanUserRequest.Phone
-	(*ImportHumanUserRequest_Profile)(nil),            // 141: gatehouse.management.v1.ImportHumanUserRequest.Profile
-	(*ImportHumanUserRequest_Email)(nil),              // 142: gatehouse.management.v1.ImportHumanUserRequest.Email
-	(*ImportHumanUserRequest_Phone)(nil),              // 143: gatehouse.management.v1.ImportHumanUserRequest.Phone
-	(*ImportHumanUserRequest_HashedPassword)(nil),     // 144: gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
-	(*BulkSetUserMetadataRequest_Metadata)(nil),       // 145: gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
-	(*AddCustomLoginPolicyRequest_IDP)(nil),           // 146: gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
-	(*User)(nil),                                      // 147: gatehouse.management.v1.User
-	(*ListQuery)(nil),                                 // 148: gatehouse.management.v1.ListQuery
-	(UserFieldName)(0),                                // 149: gatehouse.management.v1.UserFieldName
-	(*UserQuery)(nil),                                 // 150: gatehouse.management.v1.UserQuery
-	(*ListDetails)(nil),                               // 151: gatehouse.management.v1.ListDetails
-	(*ObjectDetails)(nil),                             // 152: gatehouse.management.v1.ObjectDetails
-	(AccessTokenType)(0),                              // 153: gatehouse.management.v1.AccessTokenType
-	(KeyType)(0),                                      // 154: gatehouse.management.v1.KeyType
-	(*timestamppb.Timestamp)(nil),                     // 155: google.protobuf.Timestamp
-	(*Key)(nil),                                       // 156: gatehouse.management.v1.Key
-	(*MetadataQuery)(nil),                             // 157: gatehouse.management.v1.MetadataQuery
-	(*Metadata)(nil),                                  // 158: gatehouse.management.v1.Metadata
-	(*Org)(nil),                                       // 159: gatehouse.management.v1.Org
-	(OrgFieldName)(0),                                 // 160: gatehouse.management.v1.OrgFieldName
-	(*OrgQuery)(nil),                                  // 161: gatehouse.management.v1.OrgQuery
-	(*MemberQuery)(nil),                               // 162: gatehouse.management.v1.MemberQuery
-	(*Member)(nil),                                    // 163: gatehouse.management.v1.Member
-	(*IDP)(nil),                                       // 164: gatehouse.management.v1.IDP
-	(IDPFieldName)(0),                                 // 165: gatehouse.management.v1.IDPFieldName
-	(*IDPQuery)(nil),                                  // 166: gatehouse.management.v1.IDPQuery
-	(StylingType)(0),                                  // 167: gatehouse.management.v1.StylingType
-	(OIDCMappingField)(0),                             // 168: gatehouse.management.v1.OIDCMappingField
-	(PrivateLabelingSetting)(0),                       // 169: gatehouse.management.v1.PrivateLabelingSetting
-	(*Project)(nil),                                   // 170: gatehouse.management.v1.Project
-	(*ProjectQuery)(nil),                              // 171: gatehouse.management.v1.ProjectQuery
-	(*App)(nil),                                       // 172: gatehouse.management.v1.App
-	(*AppQuery)(nil),                                  // 173: gatehouse.management.v1.AppQuery
-	(OIDCResponseType)(0),                             // 174: gatehouse.management.v1.OIDCResponseType
-	(OIDCGrantType)(0),                                // 175: gatehouse.management.v1.OIDCGrantType
-	(OIDCAppType)(0),                                  // 176: gatehouse.management.v1.OIDCAppType
-	(OIDCAuthMethodType)(0),                           // 177: gatehouse.management.v1.OIDCAuthMethodType
-	(OIDCVersion)(0),                                  // 178: gatehouse.management.v1.OIDCVersion
-	(OIDCTokenType)(0),                                // 179: gatehouse.management.v1.OIDCTokenType
-	(*durationpb.Duration)(nil),                       // 180: google.protobuf.Duration
-	(*LoginVersion)(nil),                              // 181: gatehouse.management.v1.LoginVersion
-	(*LocalizedMessage)(nil),                          // 182: gatehouse.management.v1.LocalizedMessage
-	(APIAuthMethodType)(0),                            // 183: gatehouse.management.v1.APIAuthMethodType
-	(*ProjectGrant)(nil),                              // 184: gatehouse.management.v1.ProjectGrant
-	(*LoginPolicy)(nil),                               // 185: gatehouse.management.v1.LoginPolicy
-	(PasswordlessType)(0),                             // 186: gatehouse.management.v1.PasswordlessType
-	(SecondFactorType)(0),                             // 187: gatehouse.management.v1.SecondFactorType
-	(MultiFactorType)(0),                              // 188: gatehouse.management.v1.MultiFactorType
-	(*IDPUserLink)(nil),                               // 189: gatehouse.management.v1.IDPUserLink
-	(*AuthFactor)(nil),                                // 190: gatehouse.management.v1.AuthFactor
-	(Gender)(0),                                       // 191: gatehouse.management.v1.Gender
-	(*SetAppAdminClientRequest)(nil),                  // 192: gatehouse.management.v1.SetAppAdminClientRequest
-	(*SetAppAdminClientResponse)(nil),                 // 193: gatehouse.management.v1.SetAppAdminClientResponse
+	(*RemoveHumanAuthFactorU2FRequest)(nil),           // 126: gatehouse.management.v1.RemoveHumanAuthFactorU2FRequest
+	(*RemoveHumanAuthFactorU2FResponse)(nil),          // 127: gatehouse.management.v1.RemoveHumanAuthFactorU2FResponse
+	(*ListHumanPasswordlessRequest)(nil),              // 128: gatehouse.management.v1.ListHumanPasswordlessRequest
+	(*ListHumanPasswordlessResponse)(nil),             // 129: gatehouse.management.v1.ListHumanPasswordlessResponse
+	(*RemoveHumanPasswordlessRequest)(nil),            // 130: gatehouse.management.v1.RemoveHumanPasswordlessRequest
+	(*RemoveHumanPasswordlessResponse)(nil),           // 131: gatehouse.management.v1.RemoveHumanPasswordlessResponse
+	(*RegisterU2FRequest)(nil),                        // 132: gatehouse.management.v1.RegisterU2FRequest
+	(*RegisterU2FResponse)(nil),                       // 133: gatehouse.management.v1.RegisterU2FResponse
+	(*VerifyU2FRegistrationRequest)(nil),              // 134: gatehouse.management.v1.VerifyU2FRegistrationRequest
+	(*VerifyU2FRegistrationResponse)(nil),             // 135: gatehouse.management.v1.VerifyU2FRegistrationResponse
+	(*RemoveU2FRequest)(nil),                          // 136: gatehouse.management.v1.RemoveU2FRequest
+	(*RemoveU2FResponse)(nil),                         // 137: gatehouse.management.v1.RemoveU2FResponse
+	(*RegisterPasskeyRequest)(nil),                    // 138: gatehouse.management.v1.RegisterPasskeyRequest
+	(*RegisterPasskeyResponse)(nil),                   // 139: gatehouse.management.v1.RegisterPasskeyResponse
+	(*VerifyPasskeyRegistrationRequest)(nil),          // 140: gatehouse.management.v1.VerifyPasskeyRegistrationRequest
+	(*VerifyPasskeyRegistrationResponse)(nil),         // 141: gatehouse.management.v1.VerifyPasskeyRegistrationResponse
+	(*ListPasskeysRequest)(nil),                       // 142: gatehouse.management.v1.ListPasskeysRequest
+	(*ListPasskeysResponse)(nil),                      // 143: gatehouse.management.v1.ListPasskeysResponse
+	(*RemovePasskeyRequest)(nil),                      // 144: gatehouse.management.v1.RemovePasskeyRequest
+	(*RemovePasskeyResponse)(nil),                     // 145: gatehouse.management.v1.RemovePasskeyResponse
+	(*ListLoginPolicySecondFactorsRequest)(nil),       // 146: gatehouse.management.v1.ListLoginPolicySecondFactorsRequest
+	(*ListLoginPolicySecondFactorsResponse)(nil),      // 147: gatehouse.management.v1.ListLoginPolicySecondFactorsResponse
+	(*AddSecondFactorToLoginPolicyRequest)(nil),       // 148: gatehouse.management.v1.AddSecondFactorToLoginPolicyRequest
+	(*AddSecondFactorToLoginPolicyResponse)(nil),      // 149: gatehouse.management.v1.AddSecondFactorToLoginPolicyResponse
+	(*RemoveSecondFactorFromLoginPolicyRequest)(nil),  // 150: gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyRequest
+	(*RemoveSecondFactorFromLoginPolicyResponse)(nil), // 151: gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyResponse
+	(*ListLoginPolicyMultiFactorsRequest)(nil),        // 152: gatehouse.management.v1.ListLoginPolicyMultiFactorsRequest
+	(*ListLoginPolicyMultiFactorsResponse)(nil),       // 153: gatehouse.management.v1.ListLoginPolicyMultiFactorsResponse
+	(*AddMultiFactorToLoginPolicyRequest)(nil),        // 154: gatehouse.management.v1.AddMultiFactorToLoginPolicyRequest
+	(*AddMultiFactorToLoginPolicyResponse)(nil),       // 155: gatehouse.management.v1.AddMultiFactorToLoginPolicyResponse
+	(*RemoveMultiFactorFromLoginPolicyRequest)(nil),   // 156: gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyRequest
+	(*RemoveMultiFactorFromLoginPolicyResponse)(nil),  // 157: gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyResponse
+	(*AddHumanUserRequest_Profile)(nil),               // 158: gatehouse.management.v1.AddHumanUserRequest.Profile
+	(*AddHumanUserRequest_Email)(nil),                 // 159: gatehouse.management.v1.AddHumanUserRequest.Email
+	(*AddHumanUserRequest_Phone)(nil),                 // 160: gatehouse.management.v1.AddHumanUserRequest.Phone
+	(*ImportHumanUserRequest_Profile)(nil),            // 161: gatehouse.management.v1.ImportHumanUserRequest.Profile
+	(*ImportHumanUserRequest_Email)(nil),              // 162: gatehouse.management.v1.ImportHumanUserRequest.Email
+	(*ImportHumanUserRequest_Phone)(nil),              // 163: gatehouse.management.v1.ImportHumanUserRequest.Phone
+	(*ImportHumanUserRequest_HashedPassword)(nil),     // 164: gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
+	(*BulkSetUserMetadataRequest_Metadata)(nil),       // 165: gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
+	(*AddCustomLoginPolicyRequest_IDP)(nil),           // 166: gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
+	(*User)(nil),                                      // 167: gatehouse.management.v1.User
+	(*ListQuery)(nil),                                 // 168: gatehouse.management.v1.ListQuery
+	(UserFieldName)(0),                                // 169: gatehouse.management.v1.UserFieldName
+	(*UserQuery)(nil),                                 // 170: gatehouse.management.v1.UserQuery
+	(*ListDetails)(nil),                               // 171: gatehouse.management.v1.ListDetails
+	(*ObjectDetails)(nil),                             // 172: gatehouse.management.v1.ObjectDetails
+	(AccessTokenType)(0),                              // 173: gatehouse.management.v1.AccessTokenType
+	(KeyType)(0),                                      // 174: gatehouse.management.v1.KeyType
+	(*timestamppb.Timestamp)(nil),                     // 175: google.protobuf.Timestamp
+	(*Key)(nil),                                       // 176: gatehouse.management.v1.Key
+	(*MetadataQuery)(nil),                             // 177: gatehouse.management.v1.MetadataQuery
+	(*Metadata)(nil),                                  // 178: gatehouse.management.v1.Metadata
+	(*Org)(nil),                                       // 179: gatehouse.management.v1.Org
+	(OrgFieldName)(0),                                 // 180: gatehouse.management.v1.OrgFieldName
+	(*OrgQuery)(nil),                                  // 181: gatehouse.management.v1.OrgQuery
+	(*MemberQuery)(nil),                               // 182: gatehouse.management.v1.MemberQuery
+	(*Member)(nil),                                    // 183: gatehouse.management.v1.Member
+	(*IDP)(nil),                                       // 184: gatehouse.management.v1.IDP
+	(IDPFieldName)(0),                                 // 185: gatehouse.management.v1.IDPFieldName
+	(*IDPQuery)(nil),                                  // 186: gatehouse.management.v1.IDPQuery
+	(StylingType)(0),                                  // 187: gatehouse.management.v1.StylingType
+	(OIDCMappingField)(0),                             // 188: gatehouse.management.v1.OIDCMappingField
+	(PrivateLabelingSetting)(0),                       // 189: gatehouse.management.v1.PrivateLabelingSetting
+	(*Project)(nil),                                   // 190: gatehouse.management.v1.Project
+	(*ProjectQuery)(nil),                              // 191: gatehouse.management.v1.ProjectQuery
+	(*App)(nil),                                       // 192: gatehouse.management.v1.App
+	(*AppQuery)(nil),                                  // 193: gatehouse.management.v1.AppQuery
+	(OIDCResponseType)(0),                             // 194: gatehouse.management.v1.OIDCResponseType
+	(OIDCGrantType)(0),                                // 195: gatehouse.management.v1.OIDCGrantType
+	(OIDCAppType)(0),                                  // 196: gatehouse.management.v1.OIDCAppType
+	(OIDCAuthMethodType)(0),                           // 197: gatehouse.management.v1.OIDCAuthMethodType
+	(OIDCVersion)(0),                                  // 198: gatehouse.management.v1.OIDCVersion
+	(OIDCTokenType)(0),                                // 199: gatehouse.management.v1.OIDCTokenType
+	(*durationpb.Duration)(nil),                       // 200: google.protobuf.Duration
+	(*LoginVersion)(nil),                              // 201: gatehouse.management.v1.LoginVersion
+	(*LocalizedMessage)(nil),                          // 202: gatehouse.management.v1.LocalizedMessage
+	(APIAuthMethodType)(0),                            // 203: gatehouse.management.v1.APIAuthMethodType
+	(*ProjectGrant)(nil),                              // 204: gatehouse.management.v1.ProjectGrant
+	(*LoginPolicy)(nil),                               // 205: gatehouse.management.v1.LoginPolicy
+	(PasswordlessType)(0),                             // 206: gatehouse.management.v1.PasswordlessType
+	(SecondFactorType)(0),                             // 207: gatehouse.management.v1.SecondFactorType
+	(MultiFactorType)(0),                              // 208: gatehouse.management.v1.MultiFactorType
+	(*IDPUserLink)(nil),                               // 209: gatehouse.management.v1.IDPUserLink
+	(*AuthFactor)(nil),                                // 210: gatehouse.management.v1.AuthFactor
+	(*WebAuthNToken)(nil),                             // 211: gatehouse.management.v1.WebAuthNToken
+	(*structpb.Struct)(nil),                           // 212: google.protobuf.Struct
+	(*Passkey)(nil),                                   // 213: gatehouse.management.v1.Passkey
+	(Gender)(0),                                       // 214: gatehouse.management.v1.Gender
+	(*SetAppAdminClientRequest)(nil),                  // 215: gatehouse.management.v1.SetAppAdminClientRequest
+	(*SetAppAdminClientResponse)(nil),                 // 216: gatehouse.management.v1.SetAppAdminClientResponse
 }
 var file_gatehouse_management_v1_management_proto_depIdxs = []int32{
-	147, // 0: gatehouse.management.v1.GetUserByIDResponse.user:type_name -> gatehouse.management.v1.User
-	148, // 1: gatehouse.management.v1.ListUsersRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	149, // 2: gatehouse.management.v1.ListUsersRequest.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
-	150, // 3: gatehouse.management.v1.ListUsersRequest.queries:type_name -> gatehouse.management.v1.UserQuery
-	151, // 4: gatehouse.management.v1.ListUsersResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	149, // 5: gatehouse.management.v1.ListUsersResponse.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
-	147, // 6: gatehouse.management.v1.ListUsersResponse.result:type_name -> gatehouse.management.v1.User
-	138, // 7: gatehouse.management.v1.AddHumanUserRequest.profile:type_name -> gatehouse.management.v1.AddHumanUserRequest.Profile
-	139, // 8: gatehouse.management.v1.AddHumanUserRequest.email:type_name -> gatehouse.management.v1.AddHumanUserRequest.Email
-	140, // 9: gatehouse.management.v1.AddHumanUserRequest.phone:type_name -> gatehouse.management.v1.AddHumanUserRequest.Phone
-	152, // 10: gatehouse.management.v1.AddHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	141, // 11: gatehouse.management.v1.ImportHumanUserRequest.profile:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Profile
-	142, // 12: gatehouse.management.v1.ImportHumanUserRequest.email:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Email
-	143, // 13: gatehouse.management.v1.ImportHumanUserRequest.phone:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Phone
-	144, // 14: gatehouse.management.v1.ImportHumanUserRequest.hashed_password:type_name -> gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
-	152, // 15: gatehouse.management.v1.ImportHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	153, // 16: gatehouse.management.v1.AddMachineUserRequest.access_token_type:type_name -> gatehouse.management.v1.AccessTokenType
-	152, // 17: gatehouse.management.v1.AddMachineUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	152, // 18: gatehouse.management.v1.DeactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	152, // 19: gatehouse.management.v1.ReactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	152, // 20: gatehouse.management.v1.UnlockUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	152, // 21: gatehouse.management.v1.RemoveUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	152, // 22: gatehouse.management.v1.SetHumanPasswordResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	154, // 23: gatehouse.management.v1.AddMachineKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
-	155, // 24: gatehouse.management.v1.AddMachineKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
-	152, // 25: gatehouse.management.v1.AddMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	148, // 26: gatehouse.management.v1.ListMachineKeysRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	151, // 27: gatehouse.management.v1.ListMachineKeysResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	156, // 28: gatehouse.management.v1.ListMachineKeysResponse.result:type_name -> gatehouse.management.v1.Key
-	152, // 29: gatehouse.management.v1.RemoveMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	152, // 30: gatehouse.management.v1.GenerateMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	152, // 31: gatehouse.management.v1.RemoveMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	152, // 32: gatehouse.management.v1.SetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	145, // 33: gatehouse.management.v1.BulkSetUserMetadataRequest.metadata:type_name -> gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
-	152, // 34: gatehouse.management.v1.BulkSetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	148, // 35: gatehouse.management.v1.ListUserMetadataRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	157, // 36: gatehouse.management.v1.ListUserMetadataRequest.queries:type_name -> gatehouse.management.v1.MetadataQuery
-	151, // 37: gatehouse.management.v1.ListUserMetadataResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	158, // 38: gatehouse.management.v1.ListUserMetadataResponse.result:type_name -> gatehouse.management.v1.Metadata
-	158, // 39: gatehouse.management.v1.GetUserMetadataResponse.metadata:type_name -> gatehouse.management.v1.Metadata
-	152, // 40: gatehouse.management.v1.RemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	152, // 41: gatehouse.management.v1.BulkRemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	159, // 42: gatehouse.management.v1.GetMyOrgResponse.org:type_name -> gatehouse.management.v1.Org
-	152, // 43: gatehouse.management.v1.AddOrgResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	148, // 44: gatehouse.management.v1.ListOrgsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	160, // 45: gatehouse.management.v1.ListOrgsRequest.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
-	161, // 46: gatehouse.management.v1.ListOrgsRequest.queries:type_name -> gatehouse.management.v1.OrgQuery
-	151, // 47: gatehouse.management.v1.ListOrgsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	160, // 48: gatehouse.management.v1.ListOrgsResponse.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
-	159, // 49: gatehouse.management.v1.ListOrgsResponse.result:type_name -> gatehouse.management.v1.Org
-	152, // 50: gatehouse.management.v1.AddOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	148, // 51: gatehouse.management.v1.ListOrgMembersRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	162, // 52: gatehouse.management.v1.ListOrgMembersRequest.queries:type_name -> gatehouse.management.v1.MemberQuery
-	151, // 53: gatehouse.management.v1.ListOrgMembersResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	163, // 54: gatehouse.management.v1.ListOrgMembersResponse.result:type_name -> gatehouse.management.v1.Member
-	152, // 55: gatehouse.management.v1.RemoveOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	164, // 56: gatehouse.management.v1.GetOrgIDPByIDResponse.idp:type_name -> gatehouse.management.v1.IDP
-	148, // 57: gatehouse.management.v1.ListOrgIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	165, // 58: gatehouse.management.v1.ListOrgIDPsRequest.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
-	166, // 59: gatehouse.management.v1.ListOrgIDPsRequest.queries:type_name -> gatehouse.management.v1.IDPQuery
-	151, // 60: gatehouse.management.v1.ListOrgIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	165, // 61: gatehouse.management.v1.ListOrgIDPsResponse.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
-	164, // 62: gatehouse.management.v1.ListOrgIDPsResponse.result:type_name -> gatehouse.management.v1.IDP
-	167, // 63: gatehouse.management.v1.AddOrgOIDCIDPRequest.styling_type:type_name -> gatehouse.management.v1.StylingType
-	168, // 64: gatehouse.management.v1.AddOrgOIDCIDPRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	168, // 65: gatehouse.management.v1.AddOrgOIDCIDPRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	152, // 66: gatehouse.management.v1.AddOrgOIDCIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	168, // 67: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	168, // 68: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	152, // 69: gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	152, // 70: gatehouse.management.v1.DeactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	152, // 71: gatehouse.management.v1.SetOrgIDPTrustResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	152, // 72: gatehouse.management.v1.ReactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	152, // 73: gatehouse.management.v1.RemoveOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	169, // 74: gatehouse.management.v1.AddProjectRequest.private_labeling_setting:type_name -> gatehouse.management.v1.PrivateLabelingSetting
-	152, // 75: gatehouse.management.v1.AddProjectResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	170, // 76: gatehouse.management.v1.GetProjectByIDResponse.project:type_name -> gatehouse.management.v1.Project
-	148, // 77: gatehouse.management.v1.ListProjectsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	171, // 78: gatehouse.management.v1.ListProjectsRequest.queries:type_name -> gatehouse.management.v1.ProjectQuery
-	151, // 79: gatehouse.management.v1.ListProjectsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	170, // 80: gatehouse.management.v1.ListProjectsResponse.result:type_name -> gatehouse.management.v1.Project
-	172, // 81: gatehouse.management.v1.GetAppByIDResponse.app:type_name -> gatehouse.management.v1.App
-	148, // 82: gatehouse.management.v1.ListAppsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	173, // 83: gatehouse.management.v1.ListAppsRequest.queries:type_name -> gatehouse.management.v1.AppQuery
-	151, // 84: gatehouse.management.v1.ListAppsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	172, // 85: gatehouse.management.v1.ListAppsResponse.result:type_name -> gatehouse.management.v1.App
-	174, // 86: gatehouse.management.v1.AddOIDCAppRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
-	175, // 87: gatehouse.management.v1.AddOIDCAppRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
-	176, // 88: gatehouse.management.v1.AddOIDCAppRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
-	177, // 89: gatehouse.management.v1.AddOIDCAppRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
-	178, // 90: gatehouse.management.v1.AddOIDCAppRequest.version:type_name -> gatehouse.management.v1.OIDCVersion
-	179, // 91: gatehouse.management.v1.AddOIDCAppRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
-	180, // 92: gatehouse.management.v1.AddOIDCAppRequest.clock_skew:type_name -> google.protobuf.Duration
-	181, // 93: gatehouse.management.v1.AddOIDCAppRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
-	152, // 94: gatehouse.management.v1.AddOIDCAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	182, // 95: gatehouse.management.v1.AddOIDCAppResponse.compliance_problems:type_name -> gatehouse.management.v1.LocalizedMessage
-	174, // 96: gatehouse.management.v1.UpdateOIDCAppConfigRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
-	175, // 97: gatehouse.management.v1.UpdateOIDCAppConfigRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
-	176, // 98: gatehouse.management.v1.UpdateOIDCAppConfigRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
-	177, // 99: gatehouse.management.v1.UpdateOIDCAppConfigRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
-	179, // 100: gatehouse.management.v1.UpdateOIDCAppConfigRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
-	180, // 101: gatehouse.management.v1.UpdateOIDCAppConfigRequest.clock_skew:type_name -> google.protobuf.Duration
-	181, // 102: gatehouse.management.v1.UpdateOIDCAppConfigRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
-	152, // 103: gatehouse.management.v1.UpdateOIDCAppConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	152, // 104: gatehouse.management.v1.RegenerateOIDCClientSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	183, // 105: gatehouse.management.v1.AddAPIAppRequest.auth_method_type:type_name -> gatehouse.management.v1.APIAuthMethodType
-	152, // 106: gatehouse.management.v1.AddAPIAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	154, // 107: gatehouse.management.v1.AddAppKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
-	155, // 108: gatehouse.management.v1.AddAppKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
-	152, // 109: gatehouse.management.v1.AddAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	152, // 110: gatehouse.management.v1.RemoveAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	152, // 111: gatehouse.management.v1.AddProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	148, // 112: gatehouse.management.v1.ListGrantedProjectsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	151, // 113: gatehouse.management.v1.ListGrantedProjectsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	184, // 114: gatehouse.management.v1.ListGrantedProjectsResponse.result:type_name -> gatehouse.management.v1.ProjectGrant
-	152, // 115: gatehouse.management.v1.RefuseGrantedProjectResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	148, // 116: gatehouse.management.v1.ListProjectGrantsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	151, // 117: gatehouse.management.v1.ListProjectGrantsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	184, // 118: gatehouse.management.v1.ListProjectGrantsResponse.result:type_name -> gatehouse.management.v1.ProjectGrant
-	152, // 119: gatehouse.management.v1.UpdateProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	152, // 120: gatehouse.management.v1.RemoveProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	185, // 121: gatehouse.management.v1.GetLoginPolicyResponse.policy:type_name -> gatehouse.management.v1.LoginPolicy
-	186, // 122: gatehouse.management.v1.AddCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
-	180, // 123: gatehouse.management.v1.AddCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
-	180, // 124: gatehouse.management.v1.AddCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
-	180, // 125: gatehouse.management.v1.AddCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
-	180, // 126: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
-	180, // 127: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
-	187, // 128: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factors:type_name -> gatehouse.management.v1.SecondFactorType
-	188, // 129: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factors:type_name -> gatehouse.management.v1.MultiFactorType
-	146, // 130: gatehouse.management.v1.AddCustomLoginPolicyRequest.idps:type_name -> gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
-	152, // 131: gatehouse.management.v1.AddCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	186, // 132: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
-	180, // 133: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
-	180, // 134: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
-	180, // 135: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
-	180, // 136: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
-	180, // 137: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
-	152, // 138: gatehouse.management.v1.UpdateCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	152, // 139: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	148, // 140: gatehouse.management.v1.ListUserIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	151, // 141: gatehouse.management.v1.ListUserIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	189, // 142: gatehouse.management.v1.ListUserIDPsResponse.result:type_name -> gatehouse.management.v1.IDPUserLink
-	152, // 143: gatehouse.management.v1.RemoveUserIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	152, // 144: gatehouse.management.v1.RegisterTOTPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	152, // 145: gatehouse.management.v1.VerifyTOTPRegistrationResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	152, // 146: gatehouse.management.v1.RemoveTOTPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	190, // 147: gatehouse.management.v1.ListHumanAuthFactorsResponse.result:type_name -> gatehouse.management.v1.AuthFactor
-	152, // 148: gatehouse.management.v1.RemoveHumanAuthFactorOTPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	151, // 149: gatehouse.management.v1.ListLoginPolicySecondFactorsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	187, // 150: gatehouse.management.v1.ListLoginPolicySecondFactorsResponse.result:type_name -> gatehouse.management.v1.SecondFactorType
-	187, // 151: gatehouse.management.v1.AddSecondFactorToLoginPolicyRequest.type:type_name -> gatehouse.management.v1.SecondFactorType
-	152, // 152: gatehouse.management.v1.AddSecondFactorToLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	187, // 153: gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyRequest.type:type_name -> gatehouse.management.v1.SecondFactorType
-	152, // 154: gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	151, // 155: gatehouse.management.v1.ListLoginPolicyMultiFactorsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	188, // 156: gatehouse.management.v1.ListLoginPolicyMultiFactorsResponse.result:type_name -> gatehouse.management.v1.MultiFactorType
-	188, // 157: gatehouse.management.v1.AddMultiFactorToLoginPolicyRequest.type:type_name -> gatehouse.management.v1.MultiFactorType
-	152, // 158: gatehouse.management.v1.AddMultiFactorToLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	188, // 159: gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyRequest.type:type_name -> gatehouse.management.v1.MultiFactorType
-	152, // 160: gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	191, // 161: gatehouse.management.v1.AddHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
-	191, // 162: gatehouse.management.v1.ImportHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
-	0,   // 163: gatehouse.management.v1.ManagementService.GetUserByID:input_type -> gatehouse.management.v1.GetUserByIDRequest
-	2,   // 164: gatehouse.management.v1.ManagementService.ListUsers:input_type -> gatehouse.management.v1.ListUsersRequest
-	4,   // 165: gatehouse.management.v1.ManagementService.AddHumanUser:input_type -> gatehouse.management.v1.AddHumanUserRequest
-	6,   // 166: gatehouse.management.v1.ManagementService.ImportHumanUser:input_type -> gatehouse.management.v1.ImportHumanUserRequest
-	8,   // 167: gatehouse.management.v1.ManagementService.AddMachineUser:input_type -> gatehouse.management.v1.AddMachineUserRequest
-	10,  // 168: gatehouse.management.v1.ManagementService.DeactivateUser:input_type -> gatehouse.management.v1.DeactivateUserRequest
-	12,  // 169: gatehouse.management.v1.ManagementService.ReactivateUser:input_type -> gatehouse.management.v1.ReactivateUserRequest
-	14,  // 170: gatehouse.management.v1.ManagementService.UnlockUser:input_type -> gatehouse.management.v1.UnlockUserRequest
-	16,  // 171: gatehouse.management.v1.ManagementService.RemoveUser:input_type -> gatehouse.management.v1.RemoveUserRequest
-	18,  // 172: gatehouse.management.v1.ManagementService.SetHumanPassword:input_type -> gatehouse.management.v1.SetHumanPasswordRequest
-	20,  // 173: gatehouse.management.v1.ManagementService.AddMachineKey:input_type -> gatehouse.management.v1.AddMachineKeyRequest
-	22,  // 174: gatehouse.management.v1.ManagementService.ListMachineKeys:input_type -> gatehouse.management.v1.ListMachineKeysRequest
-	24,  // 175: gatehouse.management.v1.ManagementService.RemoveMachineKey:input_type -> gatehouse.management.v1.RemoveMachineKeyRequest
-	26,  // 176: gatehouse.management.v1.ManagementService.GenerateMachineSecret:input_type -> gatehouse.management.v1.GenerateMachineSecretRequest
-	28,  // 177: gatehouse.management.v1.ManagementService.RemoveMachineSecret:input_type -> gatehouse.management.v1.RemoveMachineSecretRequest
-	30,  // 178: gatehouse.management.v1.ManagementService.SetUserMetadata:input_type -> gatehouse.management.v1.SetUserMetadataRequest
-	32,  // 179: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:input_type -> gatehouse.management.v1.BulkSetUserMetadataRequest
-	34,  // 180: gatehouse.management.v1.ManagementService.ListUserMetadata:input_type -> gatehouse.management.v1.ListUserMetadataRequest
-	36,  // 181: gatehouse.management.v1.ManagementService.GetUserMetadata:input_type -> gatehouse.management.v1.GetUserMetadataRequest
-	38,  // 182: gatehouse.management.v1.ManagementService.RemoveUserMetadata:input_type -> gatehouse.management.v1.RemoveUserMetadataRequest
-	40,  // 183: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:input_type -> gatehouse.management.v1.BulkRemoveUserMetadataRequest
-	42,  // 184: gatehouse.management.v1.ManagementService.GetMyOrg:input_type -> gatehouse.management.v1.GetMyOrgRequest
-	44,  // 185: gatehouse.management.v1.ManagementService.AddOrg:input_type -> gatehouse.management.v1.AddOrgRequest
-	46,  // 186: gatehouse.management.v1.ManagementService.ListOrgs:input_type -> gatehouse.management.v1.ListOrgsRequest
-	48,  // 187: gatehouse.management.v1.ManagementService.AddOrgMember:input_type -> gatehouse.management.v1.AddOrgMemberRequest
-	50,  // 188: gatehouse.management.v1.ManagementService.ListOrgMembers:input_type -> gatehouse.management.v1.ListOrgMembersRequest
-	52,  // 189: gatehouse.management.v1.ManagementService.RemoveOrgMember:input_type -> gatehouse.management.v1.RemoveOrgMemberRequest
-	54,  // 190: gatehouse.management.v1.ManagementService.GetOrgIDPByID:input_type -> gatehouse.management.v1.GetOrgIDPByIDRequest
-	56,  // 191: gatehouse.management.v1.ManagementService.ListOrgIDPs:input_type -> gatehouse.management.v1.ListOrgIDPsRequest
-	58,  // 192: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:input_type -> gatehouse.management.v1.AddOrgOIDCIDPRequest
-	60,  // 193: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:input_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest
-	62,  // 194: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:input_type -> gatehouse.management.v1.DeactivateOrgIDPRequest
-	66,  // 195: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:input_type -> gatehouse.management.v1.ReactivateOrgIDPRequest
-	64,  // 196: gatehouse.management.v1.ManagementService.SetOrgIDPTrust:input_type -> gatehouse.management.v1.SetOrgIDPTrustRequest
-	68,  // 197: gatehouse.management.v1.ManagementService.RemoveOrgIDP:input_type -> gatehouse.management.v1.RemoveOrgIDPRequest
-	70,  // 198: gatehouse.management.v1.ManagementService.AddProject:input_type -> gatehouse.management.v1.AddProjectRequest
-	72,  // 199: gatehouse.management.v1.ManagementService.GetProjectByID:input_type -> gatehouse.management.v1.GetProjectByIDRequest
-	74,  // 200: gatehouse.management.v1.ManagementService.ListProjects:input_type -> gatehouse.management.v1.ListProjectsRequest
-	76,  // 201: gatehouse.management.v1.ManagementService.GetAppByID:input_type -> gatehouse.management.v1.GetAppByIDRequest
-	78,  // 202: gatehouse.management.v1.ManagementService.ListApps:input_type -> gatehouse.management.v1.ListAppsRequest
-	80,  // 203: gatehouse.management.v1.ManagementService.AddOIDCApp:input_type -> gatehouse.management.v1.AddOIDCAppRequest
-	82,  // 204: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:input_type -> gatehouse.management.v1.UpdateOIDCAppConfigRequest
-	84,  // 205: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:input_type -> gatehouse.management.v1.RegenerateOIDCClientSecretRequest
-	86,  // 206: gatehouse.management.v1.ManagementService.AddAPIApp:input_type -> gatehouse.management.v1.AddAPIAppRequest
-	88,  // 207: gatehouse.management.v1.ManagementService.AddAppKey:input_type -> gatehouse.management.v1.AddAppKeyRequest
-	90,  // 208: gatehouse.management.v1.ManagementService.RemoveAppKey:input_type -> gatehouse.management.v1.RemoveAppKeyRequest
-	192, // 209: gatehouse.management.v1.ManagementService.SetAppAdminClient:input_type -> gatehouse.management.v1.SetAppAdminClientRequest
-	112, // 210: gatehouse.management.v1.ManagementService.ListUserIDPs:input_type -> gatehouse.management.v1.ListUserIDPsRequest
-	114, // 211: gatehouse.management.v1.ManagementService.RemoveUserIDP:input_type -> gatehouse.management.v1.RemoveUserIDPRequest
-	92,  // 212: gatehouse.management.v1.ManagementService.AddProjectGrant:input_type -> gatehouse.management.v1.AddProjectGrantRequest
-	94,  // 213: gatehouse.management.v1.ManagementService.ListGrantedProjects:input_type -> gatehouse.management.v1.ListGrantedProjectsRequest
-	96,  // 214: gatehouse.management.v1.ManagementService.RefuseGrantedProject:input_type -> gatehouse.management.v1.RefuseGrantedProjectRequest
-	98,  // 215: gatehouse.management.v1.ManagementService.ListProjectGrants:input_type -> gatehouse.management.v1.ListProjectGrantsRequest
-	100, // 216: gatehouse.management.v1.ManagementService.UpdateProjectGrant:input_type -> gatehouse.management.v1.UpdateProjectGrantRequest
-	102, // 217: gatehouse.management.v1.ManagementService.RemoveProjectGrant:input_type -> gatehouse.management.v1.RemoveProjectGrantRequest
-	104, // 218: gatehouse.management.v1.ManagementService.GetLoginPolicy:input_type -> gatehouse.management.v1.GetLoginPolicyRequest
-	106, // 219: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:input_type -> gatehouse.management.v1.AddCustomLoginPolicyRequest
-	108, // 220: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:input_type -> gatehouse.management.v1.UpdateCustomLoginPolicyRequest
-	110, // 221: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:input_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
-	126, // 222: gatehouse.management.v1.ManagementService.ListLoginPolicySecondFactors:input_type -> gatehouse.management.v1.ListLoginPolicySecondFactorsRequest
-	128, // 223: gatehouse.management.v1.ManagementService.AddSecondFactorToLoginPolicy:input_type -> gatehouse.management.v1.AddSecondFactorToLoginPolicyRequest
-	130, // 224: gatehouse.management.v1.ManagementService.RemoveSecondFactorFromLoginPolicy:input_type -> gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyRequest
-	132, // 225: gatehouse.management.v1.ManagementService.ListLoginPolicyMultiFactors:input_type -> gatehouse.management.v1.ListLoginPolicyMultiFactorsRequest
-	134, // 226: gatehouse.management.v1.ManagementService.AddMultiFactorToLoginPolicy:input_type -> gatehouse.management.v1.AddMultiFactorToLoginPolicyRequest
-	136, // 227: gatehouse.management.v1.ManagementService.RemoveMultiFactorFromLoginPolicy:input_type -> gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyRequest
-	116, // 228: gatehouse.management.v1.ManagementService.RegisterTOTP:input_type -> gatehouse.management.v1.RegisterTOTPRequest
-	118, // 229: gatehouse.management.v1.ManagementService.VerifyTOTPRegistration:input_type -> gatehouse.management.v1.VerifyTOTPRegistrationRequest
-	120, // 230: gatehouse.management.v1.ManagementService.RemoveTOTP:input_type -> gatehouse.management.v1.RemoveTOTPRequest
-	122, // 231: gatehouse.management.v1.ManagementService.ListHumanAuthFactors:input_type -> gatehouse.management.v1.ListHumanAuthFactorsRequest
-	124, // 232: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorOTP:input_type -> gatehouse.management.v1.RemoveHumanAuthFactorOTPRequest
-	1,   // 233: gatehouse.management.v1.ManagementService.GetUserByID:output_type -> gatehouse.management.v1.GetUserByIDResponse
-	3,   // 234: gatehouse.management.v1.ManagementService.ListUsers:output_type -> gatehouse.management.v1.ListUsersResponse
-	5,   // 235: gatehouse.management.v1.ManagementService.AddHumanUser:output_type -> gatehouse.management.v1.AddHumanUserResponse
-	7,   // 236: gatehouse.management.v1.ManagementService.ImportHumanUser:output_type -> gatehouse.management.v1.ImportHumanUserResponse
-	9,   // 237: gatehouse.management.v1.ManagementService.AddMachineUser:output_type -> gatehouse.management.v1.AddMachineUserResponse
-	11,  // 238: gatehouse.management.v1.ManagementService.DeactivateUser:output_type -> gatehouse.management.v1.DeactivateUserResponse
-	13,  // 239: gatehouse.management.v1.ManagementService.ReactivateUser:output_type -> gatehouse.management.v1.ReactivateUserResponse
-	15,  // 240: gatehouse.management.v1.ManagementService.UnlockUser:output_type -> gatehouse.management.v1.UnlockUserResponse
-	17,  // 241: gatehouse.management.v1.ManagementService.RemoveUser:output_type -> gatehouse.management.v1.RemoveUserResponse
-	19,  // 242: gatehouse.management.v1.ManagementService.SetHumanPassword:output_type -> gatehouse.management.v1.SetHumanPasswordResponse
-	21,  // 243: gatehouse.management.v1.ManagementService.AddMachineKey:output_type -> gatehouse.management.v1.AddMachineKeyResponse
-	23,  // 244: gatehouse.management.v1.ManagementService.ListMachineKeys:output_type -> gatehouse.management.v1.ListMachineKeysResponse
-	25,  // 245: gatehouse.management.v1.ManagementService.RemoveMachineKey:output_type -> gatehouse.management.v1.RemoveMachineKeyResponse
-	27,  // 246: gatehouse.management.v1.ManagementService.GenerateMachineSecret:output_type -> gatehouse.management.v1.GenerateMachineSecretResponse
-	29,  // 247: gatehouse.management.v1.ManagementService.RemoveMachineSecret:output_type -> gatehouse.management.v1.RemoveMachineSecretResponse
-	31,  // 248: gatehouse.management.v1.ManagementService.SetUserMetadata:output_type -> gatehouse.management.v1.SetUserMetadataResponse
-	33,  // 249: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:output_type -> gatehouse.management.v1.BulkSetUserMetadataResponse
-	35,  // 250: gatehouse.management.v1.ManagementService.ListUserMetadata:output_type -> gatehouse.management.v1.ListUserMetadataResponse
-	37,  // 251: gatehouse.management.v1.ManagementService.GetUserMetadata:output_type -> gatehouse.management.v1.GetUserMetadataResponse
-	39,  // 252: gatehouse.management.v1.ManagementService.RemoveUserMetadata:output_type -> gatehouse.management.v1.RemoveUserMetadataResponse
-	41,  // 253: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:output_type -> gatehouse.management.v1.BulkRemoveUserMetadataResponse
-	43,  // 254: gatehouse.management.v1.ManagementService.GetMyOrg:output_type -> gatehouse.management.v1.GetMyOrgResponse
-	45,  // 255: gatehouse.management.v1.ManagementService.AddOrg:output_type -> gatehouse.management.v1.AddOrgResponse
-	47,  // 256: gatehouse.management.v1.ManagementService.ListOrgs:output_type -> gatehouse.management.v1.ListOrgsResponse
-	49,  // 257: gatehouse.management.v1.ManagementService.AddOrgMember:output_type -> gatehouse.management.v1.AddOrgMemberResponse
-	51,  // 258: gatehouse.management.v1.ManagementService.ListOrgMembers:output_type -> gatehouse.management.v1.ListOrgMembersResponse
-	53,  // 259: gatehouse.management.v1.ManagementService.RemoveOrgMember:output_type -> gatehouse.management.v1.RemoveOrgMemberResponse
-	55,  // 260: gatehouse.management.v1.ManagementService.GetOrgIDPByID:output_type -> gatehouse.management.v1.GetOrgIDPByIDResponse
-	57,  // 261: gatehouse.management.v1.ManagementService.ListOrgIDPs:output_type -> gatehouse.management.v1.ListOrgIDPsResponse
-	59,  // 262: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:output_type -> gatehouse.management.v1.AddOrgOIDCIDPResponse
-	61,  // 263: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:output_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse
-	63,  // 264: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:output_type -> gatehouse.management.v1.DeactivateOrgIDPResponse
-	67,  // 265: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:output_type -> gatehouse.management.v1.ReactivateOrgIDPResponse
-	65,  // 266: gatehouse.management.v1.ManagementService.SetOrgIDPTrust:output_type -> gatehouse.management.v1.SetOrgIDPTrustResponse
-	69,  // 267: gatehouse.management.v1.ManagementService.RemoveOrgIDP:output_type -> gatehouse.management.v1.RemoveOrgIDPResponse
-	71,  // 268: gatehouse.management.v1.ManagementService.AddProject:output_type -> gatehouse.management.v1.AddProjectResponse
-	73,  // 269: gatehouse.management.v1.ManagementService.GetProjectByID:output_type -> gatehouse.management.v1.GetProjectByIDResponse
-	75,  // 270: gatehouse.management.v1.ManagementService.ListProjects:output_type -> gatehouse.management.v1.ListProjectsResponse
-	77,  // 271: gatehouse.management.v1.ManagementService.GetAppByID:output_type -> gatehouse.management.v1.GetAppByIDResponse
-	79,  // 272: gatehouse.management.v1.ManagementService.ListApps:output_type -> gatehouse.management.v1.ListAppsResponse
-	81,  // 273: gatehouse.management.v1.ManagementService.AddOIDCApp:output_type -> gatehouse.management.v1.AddOIDCAppResponse
-	83,  // 274: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:output_type -> gatehouse.management.v1.UpdateOIDCAppConfigResponse
-	85,  // 275: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:output_type -> gatehouse.management.v1.RegenerateOIDCClientSecretResponse
-	87,  // 276: gatehouse.management.v1.ManagementService.AddAPIApp:output_type -> gatehouse.management.v1.AddAPIAppResponse
-	89,  // 277: gatehouse.management.v1.ManagementService.AddAppKey:output_type -> gatehouse.management.v1.AddAppKeyResponse
-	91,  // 278: gatehouse.management.v1.ManagementService.RemoveAppKey:output_type -> gatehouse.management.v1.RemoveAppKeyResponse
-	193, // 279: gatehouse.management.v1.ManagementService.SetAppAdminClient:output_type -> gatehouse.management.v1.SetAppAdminClientResponse
-	113, // 280: gatehouse.management.v1.ManagementService.ListUserIDPs:output_type -> gatehouse.management.v1.ListUserIDPsResponse
-	115, // 281: gatehouse.management.v1.ManagementService.RemoveUserIDP:output_type -> gatehouse.management.v1.RemoveUserIDPResponse
-	93,  // 282: gatehouse.management.v1.ManagementService.AddProjectGrant:output_type -> gatehouse.management.v1.AddProjectGrantResponse
-	95,  // 283: gatehouse.management.v1.ManagementService.ListGrantedProjects:output_type -> gatehouse.management.v1.ListGrantedProjectsResponse
-	97,  // 284: gatehouse.management.v1.ManagementService.RefuseGrantedProject:output_type -> gatehouse.management.v1.RefuseGrantedProjectResponse
-	99,  // 285: gatehouse.management.v1.ManagementService.ListProjectGrants:output_type -> gatehouse.management.v1.ListProjectGrantsResponse
-	101, // 286: gatehouse.management.v1.ManagementService.UpdateProjectGrant:output_type -> gatehouse.management.v1.UpdateProjectGrantResponse
-	103, // 287: gatehouse.management.v1.ManagementService.RemoveProjectGrant:output_type -> gatehouse.management.v1.RemoveProjectGrantResponse
-	105, // 288: gatehouse.management.v1.ManagementService.GetLoginPolicy:output_type -> gatehouse.management.v1.GetLoginPolicyResponse
-	107, // 289: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:output_type -> gatehouse.management.v1.AddCustomLoginPolicyResponse
-	109, // 290: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:output_type -> gatehouse.management.v1.UpdateCustomLoginPolicyResponse
-	111, // 291: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:output_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
-	127, // 292: gatehouse.management.v1.ManagementService.ListLoginPolicySecondFactors:output_type -> gatehouse.management.v1.ListLoginPolicySecondFactorsResponse
-	129, // 293: gatehouse.management.v1.ManagementService.AddSecondFactorToLoginPolicy:output_type -> gatehouse.management.v1.AddSecondFactorToLoginPolicyResponse
-	131, // 294: gatehouse.management.v1.ManagementService.RemoveSecondFactorFromLoginPolicy:output_type -> gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyResponse
-	133, // 295: gatehouse.management.v1.ManagementService.ListLoginPolicyMultiFactors:output_type -> gatehouse.management.v1.ListLoginPolicyMultiFactorsResponse
-	135, // 296: gatehouse.management.v1.ManagementService.AddMultiFactorToLoginPolicy:output_type -> gatehouse.management.v1.AddMultiFactorToLoginPolicyResponse
-	137, // 297: gatehouse.management.v1.ManagementService.RemoveMultiFactorFromLoginPolicy:output_type -> gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyResponse
-	117, // 298: gatehouse.management.v1.ManagementService.RegisterTOTP:output_type -> gatehouse.management.v1.RegisterTOTPResponse
-	119, // 299: gatehouse.management.v1.ManagementService.VerifyTOTPRegistration:output_type -> gatehouse.management.v1.VerifyTOTPRegistrationResponse
-	121, // 300: gatehouse.management.v1.ManagementService.RemoveTOTP:output_type -> gatehouse.management.v1.RemoveTOTPResponse
-	123, // 301: gatehouse.management.v1.ManagementService.ListHumanAuthFactors:output_type -> gatehouse.management.v1.ListHumanAuthFactorsResponse
-	125, // 302: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorOTP:output_type -> gatehouse.management.v1.RemoveHumanAuthFactorOTPResponse
-	233, // [233:303] is the sub-list for method output_type
-	163, // [163:233] is the sub-list for method input_type
-	163, // [163:163] is the sub-list for extension type_name
-	163, // [163:163] is the sub-list for extension extendee
-	0,   // [0:163] is the sub-list for field type_name
+	167, // 0: gatehouse.management.v1.GetUserByIDResponse.user:type_name -> gatehouse.management.v1.User
+	168, // 1: gatehouse.management.v1.ListUsersRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	169, // 2: gatehouse.management.v1.ListUsersRequest.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
+	170, // 3: gatehouse.management.v1.ListUsersRequest.queries:type_name -> gatehouse.management.v1.UserQuery
+	171, // 4: gatehouse.management.v1.ListUsersResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	169, // 5: gatehouse.management.v1.ListUsersResponse.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
+	167, // 6: gatehouse.management.v1.ListUsersResponse.result:type_name -> gatehouse.management.v1.User
+	158, // 7: gatehouse.management.v1.AddHumanUserRequest.profile:type_name -> gatehouse.management.v1.AddHumanUserRequest.Profile
+	159, // 8: gatehouse.management.v1.AddHumanUserRequest.email:type_name -> gatehouse.management.v1.AddHumanUserRequest.Email
+	160, // 9: gatehouse.management.v1.AddHumanUserRequest.phone:type_name -> gatehouse.management.v1.AddHumanUserRequest.Phone
+	172, // 10: gatehouse.management.v1.AddHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	161, // 11: gatehouse.management.v1.ImportHumanUserRequest.profile:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Profile
+	162, // 12: gatehouse.management.v1.ImportHumanUserRequest.email:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Email
+	163, // 13: gatehouse.management.v1.ImportHumanUserRequest.phone:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Phone
+	164, // 14: gatehouse.management.v1.ImportHumanUserRequest.hashed_password:type_name -> gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
+	172, // 15: gatehouse.management.v1.ImportHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	173, // 16: gatehouse.management.v1.AddMachineUserRequest.access_token_type:type_name -> gatehouse.management.v1.AccessTokenType
+	172, // 17: gatehouse.management.v1.AddMachineUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	172, // 18: gatehouse.management.v1.DeactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	172, // 19: gatehouse.management.v1.ReactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	172, // 20: gatehouse.management.v1.UnlockUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	172, // 21: gatehouse.management.v1.RemoveUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	172, // 22: gatehouse.management.v1.SetHumanPasswordResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	174, // 23: gatehouse.management.v1.AddMachineKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
+	175, // 24: gatehouse.management.v1.AddMachineKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
+	172, // 25: gatehouse.management.v1.AddMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	168, // 26: gatehouse.management.v1.ListMachineKeysRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	171, // 27: gatehouse.management.v1.ListMachineKeysResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	176, // 28: gatehouse.management.v1.ListMachineKeysResponse.result:type_name -> gatehouse.management.v1.Key
+	172, // 29: gatehouse.management.v1.RemoveMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	172, // 30: gatehouse.management.v1.GenerateMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	172, // 31: gatehouse.management.v1.RemoveMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	172, // 32: gatehouse.management.v1.SetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	165, // 33: gatehouse.management.v1.BulkSetUserMetadataRequest.metadata:type_name -> gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
+	172, // 34: gatehouse.management.v1.BulkSetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	168, // 35: gatehouse.management.v1.ListUserMetadataRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	177, // 36: gatehouse.management.v1.ListUserMetadataRequest.queries:type_name -> gatehouse.management.v1.MetadataQuery
+	171, // 37: gatehouse.management.v1.ListUserMetadataResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	178, // 38: gatehouse.management.v1.ListUserMetadataResponse.result:type_name -> gatehouse.management.v1.Metadata
+	178, // 39: gatehouse.management.v1.GetUserMetadataResponse.metadata:type_name -> gatehouse.management.v1.Metadata
+	172, // 40: gatehouse.management.v1.RemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	172, // 41: gatehouse.management.v1.BulkRemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	179, // 42: gatehouse.management.v1.GetMyOrgResponse.org:type_name -> gatehouse.management.v1.Org
+	172, // 43: gatehouse.management.v1.AddOrgResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	168, // 44: gatehouse.management.v1.ListOrgsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	180, // 45: gatehouse.management.v1.ListOrgsRequest.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
+	181, // 46: gatehouse.management.v1.ListOrgsRequest.queries:type_name -> gatehouse.management.v1.OrgQuery
+	171, // 47: gatehouse.management.v1.ListOrgsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	180, // 48: gatehouse.management.v1.ListOrgsResponse.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
+	179, // 49: gatehouse.management.v1.ListOrgsResponse.result:type_name -> gatehouse.management.v1.Org
+	172, // 50: gatehouse.management.v1.AddOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	168, // 51: gatehouse.management.v1.ListOrgMembersRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	182, // 52: gatehouse.management.v1.ListOrgMembersRequest.queries:type_name -> gatehouse.management.v1.MemberQuery
+	171, // 53: gatehouse.management.v1.ListOrgMembersResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	183, // 54: gatehouse.management.v1.ListOrgMembersResponse.result:type_name -> gatehouse.management.v1.Member
+	172, // 55: gatehouse.management.v1.RemoveOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	184, // 56: gatehouse.management.v1.GetOrgIDPByIDResponse.idp:type_name -> gatehouse.management.v1.IDP
+	168, // 57: gatehouse.management.v1.ListOrgIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	185, // 58: gatehouse.management.v1.ListOrgIDPsRequest.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
+	186, // 59: gatehouse.management.v1.ListOrgIDPsRequest.queries:type_name -> gatehouse.management.v1.IDPQuery
+	171, // 60: gatehouse.management.v1.ListOrgIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	185, // 61: gatehouse.management.v1.ListOrgIDPsResponse.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
+	184, // 62: gatehouse.management.v1.ListOrgIDPsResponse.result:type_name -> gatehouse.management.v1.IDP
+	187, // 63: gatehouse.management.v1.AddOrgOIDCIDPRequest.styling_type:type_name -> gatehouse.management.v1.StylingType
+	188, // 64: gatehouse.management.v1.AddOrgOIDCIDPRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	188, // 65: gatehouse.management.v1.AddOrgOIDCIDPRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	172, // 66: gatehouse.management.v1.AddOrgOIDCIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	188, // 67: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	188, // 68: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	172, // 69: gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	172, // 70: gatehouse.management.v1.DeactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	172, // 71: gatehouse.management.v1.SetOrgIDPTrustResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	172, // 72: gatehouse.management.v1.ReactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	172, // 73: gatehouse.management.v1.RemoveOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	189, // 74: gatehouse.management.v1.AddProjectRequest.private_labeling_setting:type_name -> gatehouse.management.v1.PrivateLabelingSetting
+	172, // 75: gatehouse.management.v1.AddProjectResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	190, // 76: gatehouse.management.v1.GetProjectByIDResponse.project:type_name -> gatehouse.management.v1.Project
+	168, // 77: gatehouse.management.v1.ListProjectsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	191, // 78: gatehouse.management.v1.ListProjectsRequest.queries:type_name -> gatehouse.management.v1.ProjectQuery
+	171, // 79: gatehouse.management.v1.ListProjectsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	190, // 80: gatehouse.management.v1.ListProjectsResponse.result:type_name -> gatehouse.management.v1.Project
+	192, // 81: gatehouse.management.v1.GetAppByIDResponse.app:type_name -> gatehouse.management.v1.App
+	168, // 82: gatehouse.management.v1.ListAppsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	193, // 83: gatehouse.management.v1.ListAppsRequest.queries:type_name -> gatehouse.management.v1.AppQuery
+	171, // 84: gatehouse.management.v1.ListAppsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	192, // 85: gatehouse.management.v1.ListAppsResponse.result:type_name -> gatehouse.management.v1.App
+	194, // 86: gatehouse.management.v1.AddOIDCAppRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
+	195, // 87: gatehouse.management.v1.AddOIDCAppRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
+	196, // 88: gatehouse.management.v1.AddOIDCAppRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
+	197, // 89: gatehouse.management.v1.AddOIDCAppRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
+	198, // 90: gatehouse.management.v1.AddOIDCAppRequest.version:type_name -> gatehouse.management.v1.OIDCVersion
+	199, // 91: gatehouse.management.v1.AddOIDCAppRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
+	200, // 92: gatehouse.management.v1.AddOIDCAppRequest.clock_skew:type_name -> google.protobuf.Duration
+	201, // 93: gatehouse.management.v1.AddOIDCAppRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
+	172, // 94: gatehouse.management.v1.AddOIDCAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	202, // 95: gatehouse.management.v1.AddOIDCAppResponse.compliance_problems:type_name -> gatehouse.management.v1.LocalizedMessage
+	194, // 96: gatehouse.management.v1.UpdateOIDCAppConfigRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
+	195, // 97: gatehouse.management.v1.UpdateOIDCAppConfigRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
+	196, // 98: gatehouse.management.v1.UpdateOIDCAppConfigRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
+	197, // 99: gatehouse.management.v1.UpdateOIDCAppConfigRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
+	199, // 100: gatehouse.management.v1.UpdateOIDCAppConfigRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
+	200, // 101: gatehouse.management.v1.UpdateOIDCAppConfigRequest.clock_skew:type_name -> google.protobuf.Duration
+	201, // 102: gatehouse.management.v1.UpdateOIDCAppConfigRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
+	172, // 103: gatehouse.management.v1.UpdateOIDCAppConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	172, // 104: gatehouse.management.v1.RegenerateOIDCClientSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	203, // 105: gatehouse.management.v1.AddAPIAppRequest.auth_method_type:type_name -> gatehouse.management.v1.APIAuthMethodType
+	172, // 106: gatehouse.management.v1.AddAPIAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	174, // 107: gatehouse.management.v1.AddAppKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
+	175, // 108: gatehouse.management.v1.AddAppKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
+	172, // 109: gatehouse.management.v1.AddAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	172, // 110: gatehouse.management.v1.RemoveAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	172, // 111: gatehouse.management.v1.AddProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	168, // 112: gatehouse.management.v1.ListGrantedProjectsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	171, // 113: gatehouse.management.v1.ListGrantedProjectsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	204, // 114: gatehouse.management.v1.ListGrantedProjectsResponse.result:type_name -> gatehouse.management.v1.ProjectGrant
+	172, // 115: gatehouse.management.v1.RefuseGrantedProjectResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	168, // 116: gatehouse.management.v1.ListProjectGrantsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	171, // 117: gatehouse.management.v1.ListProjectGrantsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	204, // 118: gatehouse.management.v1.ListProjectGrantsResponse.result:type_name -> gatehouse.management.v1.ProjectGrant
+	172, // 119: gatehouse.management.v1.UpdateProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	172, // 120: gatehouse.management.v1.RemoveProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	205, // 121: gatehouse.management.v1.GetLoginPolicyResponse.policy:type_name -> gatehouse.management.v1.LoginPolicy
+	206, // 122: gatehouse.management.v1.AddCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
+	200, // 123: gatehouse.management.v1.AddCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
+	200, // 124: gatehouse.management.v1.AddCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
+	200, // 125: gatehouse.management.v1.AddCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
+	200, // 126: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
+	200, // 127: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
+	207, // 128: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factors:type_name -> gatehouse.management.v1.SecondFactorType
+	208, // 129: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factors:type_name -> gatehouse.management.v1.MultiFactorType
+	166, // 130: gatehouse.management.v1.AddCustomLoginPolicyRequest.idps:type_name -> gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
+	172, // 131: gatehouse.management.v1.AddCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	206, // 132: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
+	200, // 133: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
+	200, // 134: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
+	200, // 135: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
+	200, // 136: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
+	200, // 137: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
+	172, // 138: gatehouse.management.v1.UpdateCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	172, // 139: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	168, // 140: gatehouse.management.v1.ListUserIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	171, // 141: gatehouse.management.v1.ListUserIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	209, // 142: gatehouse.management.v1.ListUserIDPsResponse.result:type_name -> gatehouse.management.v1.IDPUserLink
+	172, // 143: gatehouse.management.v1.RemoveUserIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	172, // 144: gatehouse.management.v1.RegisterTOTPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	172, // 145: gatehouse.management.v1.VerifyTOTPRegistrationResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	172, // 146: gatehouse.management.v1.RemoveTOTPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	210, // 147: gatehouse.management.v1.ListHumanAuthFactorsResponse.result:type_name -> gatehouse.management.v1.AuthFactor
+	172, // 148: gatehouse.management.v1.RemoveHumanAuthFactorOTPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	172, // 149: gatehouse.management.v1.RemoveHumanAuthFactorU2FResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	211, // 150: gatehouse.management.v1.ListHumanPasswordlessResponse.result:type_name -> gatehouse.management.v1.WebAuthNToken
+	172, // 151: gatehouse.management.v1.RemoveHumanPasswordlessResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	172, // 152: gatehouse.management.v1.RegisterU2FResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	212, // 153: gatehouse.management.v1.RegisterU2FResponse.public_key_credential_creation_options:type_name -> google.protobuf.Struct
+	212, // 154: gatehouse.management.v1.VerifyU2FRegistrationRequest.public_key_credential:type_name -> google.protobuf.Struct
+	172, // 155: gatehouse.management.v1.VerifyU2FRegistrationResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	172, // 156: gatehouse.management.v1.RemoveU2FResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	172, // 157: gatehouse.management.v1.RegisterPasskeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	212, // 158: gatehouse.management.v1.RegisterPasskeyResponse.public_key_credential_creation_options:type_name -> google.protobuf.Struct
+	212, // 159: gatehouse.management.v1.VerifyPasskeyRegistrationRequest.public_key_credential:type_name -> google.protobuf.Struct
+	172, // 160: gatehouse.management.v1.VerifyPasskeyRegistrationResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	171, // 161: gatehouse.management.v1.ListPasskeysResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	213, // 162: gatehouse.management.v1.ListPasskeysResponse.result:type_name -> gatehouse.management.v1.Passkey
+	172, // 163: gatehouse.management.v1.RemovePasskeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	171, // 164: gatehouse.management.v1.ListLoginPolicySecondFactorsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	207, // 165: gatehouse.management.v1.ListLoginPolicySecondFactorsResponse.result:type_name -> gatehouse.management.v1.SecondFactorType
+	207, // 166: gatehouse.management.v1.AddSecondFactorToLoginPolicyRequest.type:type_name -> gatehouse.management.v1.SecondFactorType
+	172, // 167: gatehouse.management.v1.AddSecondFactorToLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	207, // 168: gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyRequest.type:type_name -> gatehouse.management.v1.SecondFactorType
+	172, // 169: gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	171, // 170: gatehouse.management.v1.ListLoginPolicyMultiFactorsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	208, // 171: gatehouse.management.v1.ListLoginPolicyMultiFactorsResponse.result:type_name -> gatehouse.management.v1.MultiFactorType
+	208, // 172: gatehouse.management.v1.AddMultiFactorToLoginPolicyRequest.type:type_name -> gatehouse.management.v1.MultiFactorType
+	172, // 173: gatehouse.management.v1.AddMultiFactorToLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	208, // 174: gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyRequest.type:type_name -> gatehouse.management.v1.MultiFactorType
+	172, // 175: gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	214, // 176: gatehouse.management.v1.AddHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
+	214, // 177: gatehouse.management.v1.ImportHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
+	0,   // 178: gatehouse.management.v1.ManagementService.GetUserByID:input_type -> gatehouse.management.v1.GetUserByIDRequest
+	2,   // 179: gatehouse.management.v1.ManagementService.ListUsers:input_type -> gatehouse.management.v1.ListUsersRequest
+	4,   // 180: gatehouse.management.v1.ManagementService.AddHumanUser:input_type -> gatehouse.management.v1.AddHumanUserRequest
+	6,   // 181: gatehouse.management.v1.ManagementService.ImportHumanUser:input_type -> gatehouse.management.v1.ImportHumanUserRequest
+	8,   // 182: gatehouse.management.v1.ManagementService.AddMachineUser:input_type -> gatehouse.management.v1.AddMachineUserRequest
+	10,  // 183: gatehouse.management.v1.ManagementService.DeactivateUser:input_type -> gatehouse.management.v1.DeactivateUserRequest
+	12,  // 184: gatehouse.management.v1.ManagementService.ReactivateUser:input_type -> gatehouse.management.v1.ReactivateUserRequest
+	14,  // 185: gatehouse.management.v1.ManagementService.UnlockUser:input_type -> gatehouse.management.v1.UnlockUserRequest
+	16,  // 186: gatehouse.management.v1.ManagementService.RemoveUser:input_type -> gatehouse.management.v1.RemoveUserRequest
+	18,  // 187: gatehouse.management.v1.ManagementService.SetHumanPassword:input_type -> gatehouse.management.v1.SetHumanPasswordRequest
+	20,  // 188: gatehouse.management.v1.ManagementService.AddMachineKey:input_type -> gatehouse.management.v1.AddMachineKeyRequest
+	22,  // 189: gatehouse.management.v1.ManagementService.ListMachineKeys:input_type -> gatehouse.management.v1.ListMachineKeysRequest
+	24,  // 190: gatehouse.management.v1.ManagementService.RemoveMachineKey:input_type -> gatehouse.management.v1.RemoveMachineKeyRequest
+	26,  // 191: gatehouse.management.v1.ManagementService.GenerateMachineSecret:input_type -> gatehouse.management.v1.GenerateMachineSecretRequest
+	28,  // 192: gatehouse.management.v1.ManagementService.RemoveMachineSecret:input_type -> gatehouse.management.v1.RemoveMachineSecretRequest
+	30,  // 193: gatehouse.management.v1.ManagementService.SetUserMetadata:input_type -> gatehouse.management.v1.SetUserMetadataRequest
+	32,  // 194: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:input_type -> gatehouse.management.v1.BulkSetUserMetadataRequest
+	34,  // 195: gatehouse.management.v1.ManagementService.ListUserMetadata:input_type -> gatehouse.management.v1.ListUserMetadataRequest
+	36,  // 196: gatehouse.management.v1.ManagementService.GetUserMetadata:input_type -> gatehouse.management.v1.GetUserMetadataRequest
+	38,  // 197: gatehouse.management.v1.ManagementService.RemoveUserMetadata:input_type -> gatehouse.management.v1.RemoveUserMetadataRequest
+	40,  // 198: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:input_type -> gatehouse.management.v1.BulkRemoveUserMetadataRequest
+	42,  // 199: gatehouse.management.v1.ManagementService.GetMyOrg:input_type -> gatehouse.management.v1.GetMyOrgRequest
+	44,  // 200: gatehouse.management.v1.ManagementService.AddOrg:input_type -> gatehouse.management.v1.AddOrgRequest
+	46,  // 201: gatehouse.management.v1.ManagementService.ListOrgs:input_type -> gatehouse.management.v1.ListOrgsRequest
+	48,  // 202: gatehouse.management.v1.ManagementService.AddOrgMember:input_type -> gatehouse.management.v1.AddOrgMemberRequest
+	50,  // 203: gatehouse.management.v1.ManagementService.ListOrgMembers:input_type -> gatehouse.management.v1.ListOrgMembersRequest
+	52,  // 204: gatehouse.management.v1.ManagementService.RemoveOrgMember:input_type -> gatehouse.management.v1.RemoveOrgMemberRequest
+	54,  // 205: gatehouse.management.v1.ManagementService.GetOrgIDPByID:input_type -> gatehouse.management.v1.GetOrgIDPByIDRequest
+	56,  // 206: gatehouse.management.v1.ManagementService.ListOrgIDPs:input_type -> gatehouse.management.v1.ListOrgIDPsRequest
+	58,  // 207: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:input_type -> gatehouse.management.v1.AddOrgOIDCIDPRequest
+	60,  // 208: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:input_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest
+	62,  // 209: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:input_type -> gatehouse.management.v1.DeactivateOrgIDPRequest
+	66,  // 210: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:input_type -> gatehouse.management.v1.ReactivateOrgIDPRequest
+	64,  // 211: gatehouse.management.v1.ManagementService.SetOrgIDPTrust:input_type -> gatehouse.management.v1.SetOrgIDPTrustRequest
+	68,  // 212: gatehouse.management.v1.ManagementService.RemoveOrgIDP:input_type -> gatehouse.management.v1.RemoveOrgIDPRequest
+	70,  // 213: gatehouse.management.v1.ManagementService.AddProject:input_type -> gatehouse.management.v1.AddProjectRequest
+	72,  // 214: gatehouse.management.v1.ManagementService.GetProjectByID:input_type -> gatehouse.management.v1.GetProjectByIDRequest
+	74,  // 215: gatehouse.management.v1.ManagementService.ListProjects:input_type -> gatehouse.management.v1.ListProjectsRequest
+	76,  // 216: gatehouse.management.v1.ManagementService.GetAppByID:input_type -> gatehouse.management.v1.GetAppByIDRequest
+	78,  // 217: gatehouse.management.v1.ManagementService.ListApps:input_type -> gatehouse.management.v1.ListAppsRequest
+	80,  // 218: gatehouse.management.v1.ManagementService.AddOIDCApp:input_type -> gatehouse.management.v1.AddOIDCAppRequest
+	82,  // 219: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:input_type -> gatehouse.management.v1.UpdateOIDCAppConfigRequest
+	84,  // 220: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:input_type -> gatehouse.management.v1.RegenerateOIDCClientSecretRequest
+	86,  // 221: gatehouse.management.v1.ManagementService.AddAPIApp:input_type -> gatehouse.management.v1.AddAPIAppRequest
+	88,  // 222: gatehouse.management.v1.ManagementService.AddAppKey:input_type -> gatehouse.management.v1.AddAppKeyRequest
+	90,  // 223: gatehouse.management.v1.ManagementService.RemoveAppKey:input_type -> gatehouse.management.v1.RemoveAppKeyRequest
+	215, // 224: gatehouse.management.v1.ManagementService.SetAppAdminClient:input_type -> gatehouse.management.v1.SetAppAdminClientRequest
+	112, // 225: gatehouse.management.v1.ManagementService.ListUserIDPs:input_type -> gatehouse.management.v1.ListUserIDPsRequest
+	114, // 226: gatehouse.management.v1.ManagementService.RemoveUserIDP:input_type -> gatehouse.management.v1.RemoveUserIDPRequest
+	92,  // 227: gatehouse.management.v1.ManagementService.AddProjectGrant:input_type -> gatehouse.management.v1.AddProjectGrantRequest
+	94,  // 228: gatehouse.management.v1.ManagementService.ListGrantedProjects:input_type -> gatehouse.management.v1.ListGrantedProjectsRequest
+	96,  // 229: gatehouse.management.v1.ManagementService.RefuseGrantedProject:input_type -> gatehouse.management.v1.RefuseGrantedProjectRequest
+	98,  // 230: gatehouse.management.v1.ManagementService.ListProjectGrants:input_type -> gatehouse.management.v1.ListProjectGrantsRequest
+	100, // 231: gatehouse.management.v1.ManagementService.UpdateProjectGrant:input_type -> gatehouse.management.v1.UpdateProjectGrantRequest
+	102, // 232: gatehouse.management.v1.ManagementService.RemoveProjectGrant:input_type -> gatehouse.management.v1.RemoveProjectGrantRequest
+	104, // 233: gatehouse.management.v1.ManagementService.GetLoginPolicy:input_type -> gatehouse.management.v1.GetLoginPolicyRequest
+	106, // 234: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:input_type -> gatehouse.management.v1.AddCustomLoginPolicyRequest
+	108, // 235: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:input_type -> gatehouse.management.v1.UpdateCustomLoginPolicyRequest
+	110, // 236: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:input_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
+	146, // 237: gatehouse.management.v1.ManagementService.ListLoginPolicySecondFactors:input_type -> gatehouse.management.v1.ListLoginPolicySecondFactorsRequest
+	148, // 238: gatehouse.management.v1.ManagementService.AddSecondFactorToLoginPolicy:input_type -> gatehouse.management.v1.AddSecondFactorToLoginPolicyRequest
+	150, // 239: gatehouse.management.v1.ManagementService.RemoveSecondFactorFromLoginPolicy:input_type -> gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyRequest
+	152, // 240: gatehouse.management.v1.ManagementService.ListLoginPolicyMultiFactors:input_type -> gatehouse.management.v1.ListLoginPolicyMultiFactorsRequest
+	154, // 241: gatehouse.management.v1.ManagementService.AddMultiFactorToLoginPolicy:input_type -> gatehouse.management.v1.AddMultiFactorToLoginPolicyRequest
+	156, // 242: gatehouse.management.v1.ManagementService.RemoveMultiFactorFromLoginPolicy:input_type -> gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyRequest
+	116, // 243: gatehouse.management.v1.ManagementService.RegisterTOTP:input_type -> gatehouse.management.v1.RegisterTOTPRequest
+	118, // 244: gatehouse.management.v1.ManagementService.VerifyTOTPRegistration:input_type -> gatehouse.management.v1.VerifyTOTPRegistrationRequest
+	120, // 245: gatehouse.management.v1.ManagementService.RemoveTOTP:input_type -> gatehouse.management.v1.RemoveTOTPRequest
+	122, // 246: gatehouse.management.v1.ManagementService.ListHumanAuthFactors:input_type -> gatehouse.management.v1.ListHumanAuthFactorsRequest
+	124, // 247: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorOTP:input_type -> gatehouse.management.v1.RemoveHumanAuthFactorOTPRequest
+	126, // 248: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorU2F:input_type -> gatehouse.management.v1.RemoveHumanAuthFactorU2FRequest
+	128, // 249: gatehouse.management.v1.ManagementService.ListHumanPasswordless:input_type -> gatehouse.management.v1.ListHumanPasswordlessRequest
+	130, // 250: gatehouse.management.v1.ManagementService.RemoveHumanPasswordless:input_type -> gatehouse.management.v1.RemoveHumanPasswordlessRequest
+	132, // 251: gatehouse.management.v1.ManagementService.RegisterU2F:input_type -> gatehouse.management.v1.RegisterU2FRequest
+	134, // 252: gatehouse.management.v1.ManagementService.VerifyU2FRegistration:input_type -> gatehouse.management.v1.VerifyU2FRegistrationRequest
+	136, // 253: gatehouse.management.v1.ManagementService.RemoveU2F:input_type -> gatehouse.management.v1.RemoveU2FRequest
+	138, // 254: gatehouse.management.v1.ManagementService.RegisterPasskey:input_type -> gatehouse.management.v1.RegisterPasskeyRequest
+	140, // 255: gatehouse.management.v1.ManagementService.VerifyPasskeyRegistration:input_type -> gatehouse.management.v1.VerifyPasskeyRegistrationRequest
+	142, // 256: gatehouse.management.v1.ManagementService.ListPasskeys:input_type -> gatehouse.management.v1.ListPasskeysRequest
+	144, // 257: gatehouse.management.v1.ManagementService.RemovePasskey:input_type -> gatehouse.management.v1.RemovePasskeyRequest
+	1,   // 258: gatehouse.management.v1.ManagementService.GetUserByID:output_type -> gatehouse.management.v1.GetUserByIDResponse
+	3,   // 259: gatehouse.management.v1.ManagementService.ListUsers:output_type -> gatehouse.management.v1.ListUsersResponse
+	5,   // 260: gatehouse.management.v1.ManagementService.AddHumanUser:output_type -> gatehouse.management.v1.AddHumanUserResponse
+	7,   // 261: gatehouse.management.v1.ManagementService.ImportHumanUser:output_type -> gatehouse.management.v1.ImportHumanUserResponse
+	9,   // 262: gatehouse.management.v1.ManagementService.AddMachineUser:output_type -> gatehouse.management.v1.AddMachineUserResponse
+	11,  // 263: gatehouse.management.v1.ManagementService.DeactivateUser:output_type -> gatehouse.management.v1.DeactivateUserResponse
+	13,  // 264: gatehouse.management.v1.ManagementService.ReactivateUser:output_type -> gatehouse.management.v1.ReactivateUserResponse
+	15,  // 265: gatehouse.management.v1.ManagementService.UnlockUser:output_type -> gatehouse.management.v1.UnlockUserResponse
+	17,  // 266: gatehouse.management.v1.ManagementService.RemoveUser:output_type -> gatehouse.management.v1.RemoveUserResponse
+	19,  // 267: gatehouse.management.v1.ManagementService.SetHumanPassword:output_type -> gatehouse.management.v1.SetHumanPasswordResponse
+	21,  // 268: gatehouse.management.v1.ManagementService.AddMachineKey:output_type -> gatehouse.management.v1.AddMachineKeyResponse
+	23,  // 269: gatehouse.management.v1.ManagementService.ListMachineKeys:output_type -> gatehouse.management.v1.ListMachineKeysResponse
+	25,  // 270: gatehouse.management.v1.ManagementService.RemoveMachineKey:output_type -> gatehouse.management.v1.RemoveMachineKeyResponse
+	27,  // 271: gatehouse.management.v1.ManagementService.GenerateMachineSecret:output_type -> gatehouse.management.v1.GenerateMachineSecretResponse
+	29,  // 272: gatehouse.management.v1.ManagementService.RemoveMachineSecret:output_type -> gatehouse.management.v1.RemoveMachineSecretResponse
+	31,  // 273: gatehouse.management.v1.ManagementService.SetUserMetadata:output_type -> gatehouse.management.v1.SetUserMetadataResponse
+	33,  // 274: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:output_type -> gatehouse.management.v1.BulkSetUserMetadataResponse
+	35,  // 275: gatehouse.management.v1.ManagementService.ListUserMetadata:output_type -> gatehouse.management.v1.ListUserMetadataResponse
+	37,  // 276: gatehouse.management.v1.ManagementService.GetUserMetadata:output_type -> gatehouse.management.v1.GetUserMetadataResponse
+	39,  // 277: gatehouse.management.v1.ManagementService.RemoveUserMetadata:output_type -> gatehouse.management.v1.RemoveUserMetadataResponse
+	41,  // 278: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:output_type -> gatehouse.management.v1.BulkRemoveUserMetadataResponse
+	43,  // 279: gatehouse.management.v1.ManagementService.GetMyOrg:output_type -> gatehouse.management.v1.GetMyOrgResponse
+	45,  // 280: gatehouse.management.v1.ManagementService.AddOrg:output_type -> gatehouse.management.v1.AddOrgResponse
+	47,  // 281: gatehouse.management.v1.ManagementService.ListOrgs:output_type -> gatehouse.management.v1.ListOrgsResponse
+	49,  // 282: gatehouse.management.v1.ManagementService.AddOrgMember:output_type -> gatehouse.management.v1.AddOrgMemberResponse
+	51,  // 283: gatehouse.management.v1.ManagementService.ListOrgMembers:output_type -> gatehouse.management.v1.ListOrgMembersResponse
+	53,  // 284: gatehouse.management.v1.ManagementService.RemoveOrgMember:output_type -> gatehouse.management.v1.RemoveOrgMemberResponse
+	55,  // 285: gatehouse.management.v1.ManagementService.GetOrgIDPByID:output_type -> gatehouse.management.v1.GetOrgIDPByIDResponse
+	57,  // 286: gatehouse.management.v1.ManagementService.ListOrgIDPs:output_type -> gatehouse.management.v1.ListOrgIDPsResponse
+	59,  // 287: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:output_type -> gatehouse.management.v1.AddOrgOIDCIDPResponse
+	61,  // 288: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:output_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse
+	63,  // 289: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:output_type -> gatehouse.management.v1.DeactivateOrgIDPResponse
+	67,  // 290: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:output_type -> gatehouse.management.v1.ReactivateOrgIDPResponse
+	65,  // 291: gatehouse.management.v1.ManagementService.SetOrgIDPTrust:output_type -> gatehouse.management.v1.SetOrgIDPTrustResponse
+	69,  // 292: gatehouse.management.v1.ManagementService.RemoveOrgIDP:output_type -> gatehouse.management.v1.RemoveOrgIDPResponse
+	71,  // 293: gatehouse.management.v1.ManagementService.AddProject:output_type -> gatehouse.management.v1.AddProjectResponse
+	73,  // 294: gatehouse.management.v1.ManagementService.GetProjectByID:output_type -> gatehouse.management.v1.GetProjectByIDResponse
+	75,  // 295: gatehouse.management.v1.ManagementService.ListProjects:output_type -> gatehouse.management.v1.ListProjectsResponse
+	77,  // 296: gatehouse.management.v1.ManagementService.GetAppByID:output_type -> gatehouse.management.v1.GetAppByIDResponse
+	79,  // 297: gatehouse.management.v1.ManagementService.ListApps:output_type -> gatehouse.management.v1.ListAppsResponse
+	81,  // 298: gatehouse.management.v1.ManagementService.AddOIDCApp:output_type -> gatehouse.management.v1.AddOIDCAppResponse
+	83,  // 299: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:output_type -> gatehouse.management.v1.UpdateOIDCAppConfigResponse
+	85,  // 300: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:output_type -> gatehouse.management.v1.RegenerateOIDCClientSecretResponse
+	87,  // 301: gatehouse.management.v1.ManagementService.AddAPIApp:output_type -> gatehouse.management.v1.AddAPIAppResponse
+	89,  // 302: gatehouse.management.v1.ManagementService.AddAppKey:output_type -> gatehouse.management.v1.AddAppKeyResponse
+	91,  // 303: gatehouse.management.v1.ManagementService.RemoveAppKey:output_type -> gatehouse.management.v1.RemoveAppKeyResponse
+	216, // 304: gatehouse.management.v1.ManagementService.SetAppAdminClient:output_type -> gatehouse.management.v1.SetAppAdminClientResponse
+	113, // 305: gatehouse.management.v1.ManagementService.ListUserIDPs:output_type -> gatehouse.management.v1.ListUserIDPsResponse
+	115, // 306: gatehouse.management.v1.ManagementService.RemoveUserIDP:output_type -> gatehouse.management.v1.RemoveUserIDPResponse
+	93,  // 307: gatehouse.management.v1.ManagementService.AddProjectGrant:output_type -> gatehouse.management.v1.AddProjectGrantResponse
+	95,  // 308: gatehouse.management.v1.ManagementService.ListGrantedProjects:output_type -> gatehouse.management.v1.ListGrantedProjectsResponse
+	97,  // 309: gatehouse.management.v1.ManagementService.RefuseGrantedProject:output_type -> gatehouse.management.v1.RefuseGrantedProjectResponse
+	99,  // 310: gatehouse.management.v1.ManagementService.ListProjectGrants:output_type -> gatehouse.management.v1.ListProjectGrantsResponse
+	101, // 311: gatehouse.management.v1.ManagementService.UpdateProjectGrant:output_type -> gatehouse.management.v1.UpdateProjectGrantResponse
+	103, // 312: gatehouse.management.v1.ManagementService.RemoveProjectGrant:output_type -> gatehouse.management.v1.RemoveProjectGrantResponse
+	105, // 313: gatehouse.management.v1.ManagementService.GetLoginPolicy:output_type -> gatehouse.management.v1.GetLoginPolicyResponse
+	107, // 314: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:output_type -> gatehouse.management.v1.AddCustomLoginPolicyResponse
+	109, // 315: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:output_type -> gatehouse.management.v1.UpdateCustomLoginPolicyResponse
+	111, // 316: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:output_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
+	147, // 317: gatehouse.management.v1.ManagementService.ListLoginPolicySecondFactors:output_type -> gatehouse.management.v1.ListLoginPolicySecondFactorsResponse
+	149, // 318: gatehouse.management.v1.ManagementService.AddSecondFactorToLoginPolicy:output_type -> gatehouse.management.v1.AddSecondFactorToLoginPolicyResponse
+	151, // 319: gatehouse.management.v1.ManagementService.RemoveSecondFactorFromLoginPolicy:output_type -> gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyResponse
+	153, // 320: gatehouse.management.v1.ManagementService.ListLoginPolicyMultiFactors:output_type -> gatehouse.management.v1.ListLoginPolicyMultiFactorsResponse
+	155, // 321: gatehouse.management.v1.ManagementService.AddMultiFactorToLoginPolicy:output_type -> gatehouse.management.v1.AddMultiFactorToLoginPolicyResponse
+	157, // 322: gatehouse.management.v1.ManagementService.RemoveMultiFactorFromLoginPolicy:output_type -> gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyResponse
+	117, // 323: gatehouse.management.v1.ManagementService.RegisterTOTP:output_type -> gatehouse.management.v1.RegisterTOTPResponse
+	119, // 324: gatehouse.management.v1.ManagementService.VerifyTOTPRegistration:output_type -> gatehouse.management.v1.VerifyTOTPRegistrationResponse
+	121, // 325: gatehouse.management.v1.ManagementService.RemoveTOTP:output_type -> gatehouse.management.v1.RemoveTOTPResponse
+	123, // 326: gatehouse.management.v1.ManagementService.ListHumanAuthFactors:output_type -> gatehouse.management.v1.ListHumanAuthFactorsResponse
+	125, // 327: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorOTP:output_type -> gatehouse.management.v1.RemoveHumanAuthFactorOTPResponse
+	127, // 328: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorU2F:output_type -> gatehouse.management.v1.RemoveHumanAuthFactorU2FResponse
+	129, // 329: gatehouse.management.v1.ManagementService.ListHumanPasswordless:output_type -> gatehouse.management.v1.ListHumanPasswordlessResponse
+	131, // 330: gatehouse.management.v1.ManagementService.RemoveHumanPasswordless:output_type -> gatehouse.management.v1.RemoveHumanPasswordlessResponse
+	133, // 331: gatehouse.management.v1.ManagementService.RegisterU2F:output_type -> gatehouse.management.v1.RegisterU2FResponse
+	135, // 332: gatehouse.management.v1.ManagementService.VerifyU2FRegistration:output_type -> gatehouse.management.v1.VerifyU2FRegistrationResponse
+	137, // 333: gatehouse.management.v1.ManagementService.RemoveU2F:output_type -> gatehouse.management.v1.RemoveU2FResponse
+	139, // 334: gatehouse.management.v1.ManagementService.RegisterPasskey:output_type -> gatehouse.management.v1.RegisterPasskeyResponse
+	141, // 335: gatehouse.management.v1.ManagementService.VerifyPasskeyRegistration:output_type -> gatehouse.management.v1.VerifyPasskeyRegistrationResponse
+	143, // 336: gatehouse.management.v1.ManagementService.ListPasskeys:output_type -> gatehouse.management.v1.ListPasskeysResponse
+	145, // 337: gatehouse.management.v1.ManagementService.RemovePasskey:output_type -> gatehouse.management.v1.RemovePasskeyResponse
+	258, // [258:338] is the sub-list for method output_type
+	178, // [178:258] is the sub-list for method input_type
+	178, // [178:178] is the sub-list for extension type_name
+	178, // [178:178] is the sub-list for extension extendee
+	0,   // [0:178] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_management_v1_management_proto_init() }
@@ -9825,7 +11032,7 @@ func file_gatehouse_management_v1_management_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_management_v1_management_proto_rawDesc), len(file_gatehouse_management_v1_management_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   147,
+			NumMessages:   167,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

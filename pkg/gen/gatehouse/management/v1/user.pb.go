@@ -1492,6 +1492,134 @@ func (x *AuthFactorU2F) GetName() string {
 	return ""
 }
 
+// WebAuthNToken is a passkey (management v1).
+type WebAuthNToken struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Factor id.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Registration state.
+	State AuthFactorState `protobuf:"varint,2,opt,name=state,proto3,enum=gatehouse.management.v1.AuthFactorState" json:"state,omitempty"`
+	// Name the user gave it.
+	Name          string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebAuthNToken) Reset() {
+	*x = WebAuthNToken{}
+	mi := &file_gatehouse_management_v1_user_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebAuthNToken) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebAuthNToken) ProtoMessage() {}
+
+func (x *WebAuthNToken) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_user_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebAuthNToken.ProtoReflect.Descriptor instead.
+func (*WebAuthNToken) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_user_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *WebAuthNToken) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *WebAuthNToken) GetState() AuthFactorState {
+	if x != nil {
+		return x.State
+	}
+	return AuthFactorState_AUTH_FACTOR_STATE_UNSPECIFIED
+}
+
+func (x *WebAuthNToken) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// Passkey is a passkey (v2 user service).
+type Passkey struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Factor id.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Registration state.
+	State AuthFactorState `protobuf:"varint,2,opt,name=state,proto3,enum=gatehouse.management.v1.AuthFactorState" json:"state,omitempty"`
+	// Name the user gave it.
+	Name          string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Passkey) Reset() {
+	*x = Passkey{}
+	mi := &file_gatehouse_management_v1_user_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Passkey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Passkey) ProtoMessage() {}
+
+func (x *Passkey) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_user_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Passkey.ProtoReflect.Descriptor instead.
+func (*Passkey) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_user_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *Passkey) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Passkey) GetState() AuthFactorState {
+	if x != nil {
+		return x.State
+	}
+	return AuthFactorState_AUTH_FACTOR_STATE_UNSPECIFIED
+}
+
+func (x *Passkey) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
 // AuthFactorOTPSMS is a one-time password by SMS.
 type AuthFactorOTPSMS struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1501,7 +1629,7 @@ type AuthFactorOTPSMS struct {
 
 func (x *AuthFactorOTPSMS) Reset() {
 	*x = AuthFactorOTPSMS{}
-	mi := &file_gatehouse_management_v1_user_proto_msgTypes[15]
+	mi := &file_gatehouse_management_v1_user_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1513,7 +1641,7 @@ func (x *AuthFactorOTPSMS) String() string {
 func (*AuthFactorOTPSMS) ProtoMessage() {}
 
 func (x *AuthFactorOTPSMS) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_user_proto_msgTypes[15]
+	mi := &file_gatehouse_management_v1_user_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1526,7 +1654,7 @@ func (x *AuthFactorOTPSMS) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthFactorOTPSMS.ProtoReflect.Descriptor instead.
 func (*AuthFactorOTPSMS) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_user_proto_rawDescGZIP(), []int{15}
+	return file_gatehouse_management_v1_user_proto_rawDescGZIP(), []int{17}
 }
 
 // AuthFactorOTPEmail is a one-time password by e-mail.
@@ -1538,7 +1666,7 @@ type AuthFactorOTPEmail struct {
 
 func (x *AuthFactorOTPEmail) Reset() {
 	*x = AuthFactorOTPEmail{}
-	mi := &file_gatehouse_management_v1_user_proto_msgTypes[16]
+	mi := &file_gatehouse_management_v1_user_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1550,7 +1678,7 @@ func (x *AuthFactorOTPEmail) String() string {
 func (*AuthFactorOTPEmail) ProtoMessage() {}
 
 func (x *AuthFactorOTPEmail) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_user_proto_msgTypes[16]
+	mi := &file_gatehouse_management_v1_user_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1563,7 +1691,7 @@ func (x *AuthFactorOTPEmail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuthFactorOTPEmail.ProtoReflect.Descriptor instead.
 func (*AuthFactorOTPEmail) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_user_proto_rawDescGZIP(), []int{16}
+	return file_gatehouse_management_v1_user_proto_rawDescGZIP(), []int{18}
 }
 
 var File_gatehouse_management_v1_user_proto protoreflect.FileDescriptor
@@ -1644,7 +1772,15 @@ const file_gatehouse_management_v1_user_proto_rawDesc = "" +
 	"\rAuthFactorOTP\"3\n" +
 	"\rAuthFactorU2F\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\"\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"s\n" +
+	"\rWebAuthNToken\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12>\n" +
+	"\x05state\x18\x02 \x01(\x0e2(.gatehouse.management.v1.AuthFactorStateR\x05state\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\"m\n" +
+	"\aPasskey\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12>\n" +
+	"\x05state\x18\x02 \x01(\x0e2(.gatehouse.management.v1.AuthFactorStateR\x05state\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\"\x12\n" +
 	"\x10AuthFactorOTPSMS\"\x14\n" +
 	"\x12AuthFactorOTPEmail*\xb6\x01\n" +
 	"\tUserState\x12\x1a\n" +
@@ -1699,7 +1835,7 @@ func file_gatehouse_management_v1_user_proto_rawDescGZIP() []byte {
 }
 
 var file_gatehouse_management_v1_user_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_gatehouse_management_v1_user_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_gatehouse_management_v1_user_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_gatehouse_management_v1_user_proto_goTypes = []any{
 	(UserState)(0),             // 0: gatehouse.management.v1.UserState
 	(AccessTokenType)(0),       // 1: gatehouse.management.v1.AccessTokenType
@@ -1722,13 +1858,15 @@ var file_gatehouse_management_v1_user_proto_goTypes = []any{
 	(*AuthFactor)(nil),         // 18: gatehouse.management.v1.AuthFactor
 	(*AuthFactorOTP)(nil),      // 19: gatehouse.management.v1.AuthFactorOTP
 	(*AuthFactorU2F)(nil),      // 20: gatehouse.management.v1.AuthFactorU2F
-	(*AuthFactorOTPSMS)(nil),   // 21: gatehouse.management.v1.AuthFactorOTPSMS
-	(*AuthFactorOTPEmail)(nil), // 22: gatehouse.management.v1.AuthFactorOTPEmail
-	(*ObjectDetails)(nil),      // 23: gatehouse.management.v1.ObjectDetails
-	(TextQueryMethod)(0),       // 24: gatehouse.management.v1.TextQueryMethod
+	(*WebAuthNToken)(nil),      // 21: gatehouse.management.v1.WebAuthNToken
+	(*Passkey)(nil),            // 22: gatehouse.management.v1.Passkey
+	(*AuthFactorOTPSMS)(nil),   // 23: gatehouse.management.v1.AuthFactorOTPSMS
+	(*AuthFactorOTPEmail)(nil), // 24: gatehouse.management.v1.AuthFactorOTPEmail
+	(*ObjectDetails)(nil),      // 25: gatehouse.management.v1.ObjectDetails
+	(TextQueryMethod)(0),       // 26: gatehouse.management.v1.TextQueryMethod
 }
 var file_gatehouse_management_v1_user_proto_depIdxs = []int32{
-	23, // 0: gatehouse.management.v1.User.details:type_name -> gatehouse.management.v1.ObjectDetails
+	25, // 0: gatehouse.management.v1.User.details:type_name -> gatehouse.management.v1.ObjectDetails
 	0,  // 1: gatehouse.management.v1.User.state:type_name -> gatehouse.management.v1.UserState
 	7,  // 2: gatehouse.management.v1.User.human:type_name -> gatehouse.management.v1.Human
 	8,  // 3: gatehouse.management.v1.User.machine:type_name -> gatehouse.management.v1.Machine
@@ -1742,21 +1880,23 @@ var file_gatehouse_management_v1_user_proto_depIdxs = []int32{
 	15, // 11: gatehouse.management.v1.UserQuery.state_query:type_name -> gatehouse.management.v1.StateQuery
 	16, // 12: gatehouse.management.v1.UserQuery.type_query:type_name -> gatehouse.management.v1.TypeQuery
 	17, // 13: gatehouse.management.v1.UserQuery.login_name_query:type_name -> gatehouse.management.v1.LoginNameQuery
-	24, // 14: gatehouse.management.v1.UserNameQuery.method:type_name -> gatehouse.management.v1.TextQueryMethod
-	24, // 15: gatehouse.management.v1.EmailQuery.method:type_name -> gatehouse.management.v1.TextQueryMethod
+	26, // 14: gatehouse.management.v1.UserNameQuery.method:type_name -> gatehouse.management.v1.TextQueryMethod
+	26, // 15: gatehouse.management.v1.EmailQuery.method:type_name -> gatehouse.management.v1.TextQueryMethod
 	0,  // 16: gatehouse.management.v1.StateQuery.state:type_name -> gatehouse.management.v1.UserState
 	3,  // 17: gatehouse.management.v1.TypeQuery.type:type_name -> gatehouse.management.v1.Type
-	24, // 18: gatehouse.management.v1.LoginNameQuery.method:type_name -> gatehouse.management.v1.TextQueryMethod
+	26, // 18: gatehouse.management.v1.LoginNameQuery.method:type_name -> gatehouse.management.v1.TextQueryMethod
 	5,  // 19: gatehouse.management.v1.AuthFactor.state:type_name -> gatehouse.management.v1.AuthFactorState
 	19, // 20: gatehouse.management.v1.AuthFactor.otp:type_name -> gatehouse.management.v1.AuthFactorOTP
 	20, // 21: gatehouse.management.v1.AuthFactor.u2f:type_name -> gatehouse.management.v1.AuthFactorU2F
-	21, // 22: gatehouse.management.v1.AuthFactor.otp_sms:type_name -> gatehouse.management.v1.AuthFactorOTPSMS
-	22, // 23: gatehouse.management.v1.AuthFactor.otp_email:type_name -> gatehouse.management.v1.AuthFactorOTPEmail
-	24, // [24:24] is the sub-list for method output_type
-	24, // [24:24] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	23, // 22: gatehouse.management.v1.AuthFactor.otp_sms:type_name -> gatehouse.management.v1.AuthFactorOTPSMS
+	24, // 23: gatehouse.management.v1.AuthFactor.otp_email:type_name -> gatehouse.management.v1.AuthFactorOTPEmail
+	5,  // 24: gatehouse.management.v1.WebAuthNToken.state:type_name -> gatehouse.management.v1.AuthFactorState
+	5,  // 25: gatehouse.management.v1.Passkey.state:type_name -> gatehouse.management.v1.AuthFactorState
+	26, // [26:26] is the sub-list for method output_type
+	26, // [26:26] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_management_v1_user_proto_init() }
@@ -1788,7 +1928,7 @@ func file_gatehouse_management_v1_user_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_management_v1_user_proto_rawDesc), len(file_gatehouse_management_v1_user_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   17,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -97,6 +97,18 @@ const (
 	// DirectoryServiceVerifyTOTPProcedure is the fully-qualified name of the DirectoryService's
 	// VerifyTOTP RPC.
 	DirectoryServiceVerifyTOTPProcedure = "/gatehouse.directory.v1.DirectoryService/VerifyTOTP"
+	// DirectoryServiceStartWebAuthnLoginProcedure is the fully-qualified name of the DirectoryService's
+	// StartWebAuthnLogin RPC.
+	DirectoryServiceStartWebAuthnLoginProcedure = "/gatehouse.directory.v1.DirectoryService/StartWebAuthnLogin"
+	// DirectoryServiceCheckWebAuthnLoginProcedure is the fully-qualified name of the DirectoryService's
+	// CheckWebAuthnLogin RPC.
+	DirectoryServiceCheckWebAuthnLoginProcedure = "/gatehouse.directory.v1.DirectoryService/CheckWebAuthnLogin"
+	// DirectoryServiceStartWebAuthnRegistrationProcedure is the fully-qualified name of the
+	// DirectoryService's StartWebAuthnRegistration RPC.
+	DirectoryServiceStartWebAuthnRegistrationProcedure = "/gatehouse.directory.v1.DirectoryService/StartWebAuthnRegistration"
+	// DirectoryServiceVerifyWebAuthnRegistrationProcedure is the fully-qualified name of the
+	// DirectoryService's VerifyWebAuthnRegistration RPC.
+	DirectoryServiceVerifyWebAuthnRegistrationProcedure = "/gatehouse.directory.v1.DirectoryService/VerifyWebAuthnRegistration"
 )
 
 // DirectoryServiceClient is a client for the gatehouse.directory.v1.DirectoryService service.
@@ -198,6 +210,25 @@ type DirectoryServiceClient interface {
 	// Completes a TOTP registration with a code of the new generator.
 	// InvalidArgument for a wrong code; Aborted when none was started.
 	VerifyTOTP(context.Context, *v1.VerifyTOTPRequest) (*v1.VerifyTOTPResponse, error)
+	// Starts a WebAuthn login ceremony bound to a pending authorization
+	// request: with user_id, for one of the user's security keys or passkeys
+	// (a second factor); without, for anyone's passkey (a passwordless
+	// sign-in). Answers the PublicKeyCredentialRequestOptions. Aborted when
+	// the issuer's host is an IP address or the user has no WebAuthn
+	// factor.
+	StartWebAuthnLogin(context.Context, *v1.StartWebAuthnLoginRequest) (*v1.StartWebAuthnLoginResponse, error)
+	// Checks the browser's assertion against the ceremony bound to the
+	// request, which it uses up, under the failed-attempt limits of
+	// CheckAuthFactor. Unauthenticated for an assertion that does not pass,
+	// with one message.
+	CheckWebAuthnLogin(context.Context, *v1.CheckWebAuthnLoginRequest) (*v1.CheckWebAuthnLoginResponse, error)
+	// Starts registering a security key ("u2f") or passkey
+	// ("passwordless") for a signed-in user (the account page, a forced
+	// enrollment).
+	StartWebAuthnRegistration(context.Context, *v1.StartWebAuthnRegistrationRequest) (*v1.StartWebAuthnRegistrationResponse, error)
+	// Completes a registration started by StartWebAuthnRegistration.
+	// InvalidArgument when the credential does not answer it.
+	VerifyWebAuthnRegistration(context.Context, *v1.VerifyWebAuthnRegistrationRequest) (*v1.VerifyWebAuthnRegistrationResponse, error)
 }
 
 // NewDirectoryServiceClient constructs a client for the gatehouse.directory.v1.DirectoryService
@@ -355,33 +386,61 @@ func NewDirectoryServiceClient(httpClient connect.HTTPClient, baseURL string, op
 			connect.WithSchema(directoryServiceMethods.ByName("VerifyTOTP")),
 			connect.WithClientOptions(opts...),
 		),
+		startWebAuthnLogin: connect.NewClient[v1.StartWebAuthnLoginRequest, v1.StartWebAuthnLoginResponse](
+			httpClient,
+			baseURL+DirectoryServiceStartWebAuthnLoginProcedure,
+			connect.WithSchema(directoryServiceMethods.ByName("StartWebAuthnLogin")),
+			connect.WithClientOptions(opts...),
+		),
+		checkWebAuthnLogin: connect.NewClient[v1.CheckWebAuthnLoginRequest, v1.CheckWebAuthnLoginResponse](
+			httpClient,
+			baseURL+DirectoryServiceCheckWebAuthnLoginProcedure,
+			connect.WithSchema(directoryServiceMethods.ByName("CheckWebAuthnLogin")),
+			connect.WithClientOptions(opts...),
+		),
+		startWebAuthnRegistration: connect.NewClient[v1.StartWebAuthnRegistrationRequest, v1.StartWebAuthnRegistrationResponse](
+			httpClient,
+			baseURL+DirectoryServiceStartWebAuthnRegistrationProcedure,
+			connect.WithSchema(directoryServiceMethods.ByName("StartWebAuthnRegistration")),
+			connect.WithClientOptions(opts...),
+		),
+		verifyWebAuthnRegistration: connect.NewClient[v1.VerifyWebAuthnRegistrationRequest, v1.VerifyWebAuthnRegistrationResponse](
+			httpClient,
+			baseURL+DirectoryServiceVerifyWebAuthnRegistrationProcedure,
+			connect.WithSchema(directoryServiceMethods.ByName("VerifyWebAuthnRegistration")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // directoryServiceClient implements DirectoryServiceClient.
 type directoryServiceClient struct {
-	getClient             *connect.Client[v1.GetClientRequest, v1.GetClientResponse]
-	getMachineKey         *connect.Client[v1.GetMachineKeyRequest, v1.GetMachineKeyResponse]
-	verifyPassword        *connect.Client[v1.VerifyPasswordRequest, v1.VerifyPasswordResponse]
-	changePassword        *connect.Client[v1.ChangePasswordRequest, v1.ChangePasswordResponse]
-	getUser               *connect.Client[v1.GetUserRequest, v1.GetUserResponse]
-	lookupUser            *connect.Client[v1.LookupUserRequest, v1.LookupUserResponse]
-	getClaims             *connect.Client[v1.GetClaimsRequest, v1.GetClaimsResponse]
-	registerUser          *connect.Client[v1.RegisterUserRequest, v1.RegisterUserResponse]
-	getOrg                *connect.Client[v1.GetOrgRequest, v1.GetOrgResponse]
-	getRoles              *connect.Client[v1.GetRolesRequest, v1.GetRolesResponse]
-	getIdP                *connect.Client[v1.GetIdPRequest, v1.GetIdPResponse]
-	listIdPs              *connect.Client[v1.ListIdPsRequest, v1.ListIdPsResponse]
-	linkExternalUser      *connect.Client[v1.LinkExternalUserRequest, v1.LinkExternalUserResponse]
-	getLinkedUser         *connect.Client[v1.GetLinkedUserRequest, v1.GetLinkedUserResponse]
-	registerExternalUser  *connect.Client[v1.RegisterExternalUserRequest, v1.RegisterExternalUserResponse]
-	unlinkExternalUser    *connect.Client[v1.UnlinkExternalUserRequest, v1.UnlinkExternalUserResponse]
-	listChanges           *connect.Client[v1.ListChangesRequest, v1.ListChangesResponse]
-	listAuthFactors       *connect.Client[v1.ListAuthFactorsRequest, v1.ListAuthFactorsResponse]
-	checkAuthFactor       *connect.Client[v1.CheckAuthFactorRequest, v1.CheckAuthFactorResponse]
-	startTOTP             *connect.Client[v1.StartTOTPRequest, v1.StartTOTPResponse]
-	generateRecoveryCodes *connect.Client[v1.GenerateRecoveryCodesRequest, v1.GenerateRecoveryCodesResponse]
-	verifyTOTP            *connect.Client[v1.VerifyTOTPRequest, v1.VerifyTOTPResponse]
+	getClient                  *connect.Client[v1.GetClientRequest, v1.GetClientResponse]
+	getMachineKey              *connect.Client[v1.GetMachineKeyRequest, v1.GetMachineKeyResponse]
+	verifyPassword             *connect.Client[v1.VerifyPasswordRequest, v1.VerifyPasswordResponse]
+	changePassword             *connect.Client[v1.ChangePasswordRequest, v1.ChangePasswordResponse]
+	getUser                    *connect.Client[v1.GetUserRequest, v1.GetUserResponse]
+	lookupUser                 *connect.Client[v1.LookupUserRequest, v1.LookupUserResponse]
+	getClaims                  *connect.Client[v1.GetClaimsRequest, v1.GetClaimsResponse]
+	registerUser               *connect.Client[v1.RegisterUserRequest, v1.RegisterUserResponse]
+	getOrg                     *connect.Client[v1.GetOrgRequest, v1.GetOrgResponse]
+	getRoles                   *connect.Client[v1.GetRolesRequest, v1.GetRolesResponse]
+	getIdP                     *connect.Client[v1.GetIdPRequest, v1.GetIdPResponse]
+	listIdPs                   *connect.Client[v1.ListIdPsRequest, v1.ListIdPsResponse]
+	linkExternalUser           *connect.Client[v1.LinkExternalUserRequest, v1.LinkExternalUserResponse]
+	getLinkedUser              *connect.Client[v1.GetLinkedUserRequest, v1.GetLinkedUserResponse]
+	registerExternalUser       *connect.Client[v1.RegisterExternalUserRequest, v1.RegisterExternalUserResponse]
+	unlinkExternalUser         *connect.Client[v1.UnlinkExternalUserRequest, v1.UnlinkExternalUserResponse]
+	listChanges                *connect.Client[v1.ListChangesRequest, v1.ListChangesResponse]
+	listAuthFactors            *connect.Client[v1.ListAuthFactorsRequest, v1.ListAuthFactorsResponse]
+	checkAuthFactor            *connect.Client[v1.CheckAuthFactorRequest, v1.CheckAuthFactorResponse]
+	startTOTP                  *connect.Client[v1.StartTOTPRequest, v1.StartTOTPResponse]
+	generateRecoveryCodes      *connect.Client[v1.GenerateRecoveryCodesRequest, v1.GenerateRecoveryCodesResponse]
+	verifyTOTP                 *connect.Client[v1.VerifyTOTPRequest, v1.VerifyTOTPResponse]
+	startWebAuthnLogin         *connect.Client[v1.StartWebAuthnLoginRequest, v1.StartWebAuthnLoginResponse]
+	checkWebAuthnLogin         *connect.Client[v1.CheckWebAuthnLoginRequest, v1.CheckWebAuthnLoginResponse]
+	startWebAuthnRegistration  *connect.Client[v1.StartWebAuthnRegistrationRequest, v1.StartWebAuthnRegistrationResponse]
+	verifyWebAuthnRegistration *connect.Client[v1.VerifyWebAuthnRegistrationRequest, v1.VerifyWebAuthnRegistrationResponse]
 }
 
 // GetClient calls gatehouse.directory.v1.DirectoryService.GetClient.
@@ -582,6 +641,44 @@ func (c *directoryServiceClient) VerifyTOTP(ctx context.Context, req *v1.VerifyT
 	return nil, err
 }
 
+// StartWebAuthnLogin calls gatehouse.directory.v1.DirectoryService.StartWebAuthnLogin.
+func (c *directoryServiceClient) StartWebAuthnLogin(ctx context.Context, req *v1.StartWebAuthnLoginRequest) (*v1.StartWebAuthnLoginResponse, error) {
+	response, err := c.startWebAuthnLogin.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// CheckWebAuthnLogin calls gatehouse.directory.v1.DirectoryService.CheckWebAuthnLogin.
+func (c *directoryServiceClient) CheckWebAuthnLogin(ctx context.Context, req *v1.CheckWebAuthnLoginRequest) (*v1.CheckWebAuthnLoginResponse, error) {
+	response, err := c.checkWebAuthnLogin.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// StartWebAuthnRegistration calls
+// gatehouse.directory.v1.DirectoryService.StartWebAuthnRegistration.
+func (c *directoryServiceClient) StartWebAuthnRegistration(ctx context.Context, req *v1.StartWebAuthnRegistrationRequest) (*v1.StartWebAuthnRegistrationResponse, error) {
+	response, err := c.startWebAuthnRegistration.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// VerifyWebAuthnRegistration calls
+// gatehouse.directory.v1.DirectoryService.VerifyWebAuthnRegistration.
+func (c *directoryServiceClient) VerifyWebAuthnRegistration(ctx context.Context, req *v1.VerifyWebAuthnRegistrationRequest) (*v1.VerifyWebAuthnRegistrationResponse, error) {
+	response, err := c.verifyWebAuthnRegistration.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
 // DirectoryServiceHandler is an implementation of the gatehouse.directory.v1.DirectoryService
 // service.
 type DirectoryServiceHandler interface {
@@ -682,6 +779,25 @@ type DirectoryServiceHandler interface {
 	// Completes a TOTP registration with a code of the new generator.
 	// InvalidArgument for a wrong code; Aborted when none was started.
 	VerifyTOTP(context.Context, *v1.VerifyTOTPRequest) (*v1.VerifyTOTPResponse, error)
+	// Starts a WebAuthn login ceremony bound to a pending authorization
+	// request: with user_id, for one of the user's security keys or passkeys
+	// (a second factor); without, for anyone's passkey (a passwordless
+	// sign-in). Answers the PublicKeyCredentialRequestOptions. Aborted when
+	// the issuer's host is an IP address or the user has no WebAuthn
+	// factor.
+	StartWebAuthnLogin(context.Context, *v1.StartWebAuthnLoginRequest) (*v1.StartWebAuthnLoginResponse, error)
+	// Checks the browser's assertion against the ceremony bound to the
+	// request, which it uses up, under the failed-attempt limits of
+	// CheckAuthFactor. Unauthenticated for an assertion that does not pass,
+	// with one message.
+	CheckWebAuthnLogin(context.Context, *v1.CheckWebAuthnLoginRequest) (*v1.CheckWebAuthnLoginResponse, error)
+	// Starts registering a security key ("u2f") or passkey
+	// ("passwordless") for a signed-in user (the account page, a forced
+	// enrollment).
+	StartWebAuthnRegistration(context.Context, *v1.StartWebAuthnRegistrationRequest) (*v1.StartWebAuthnRegistrationResponse, error)
+	// Completes a registration started by StartWebAuthnRegistration.
+	// InvalidArgument when the credential does not answer it.
+	VerifyWebAuthnRegistration(context.Context, *v1.VerifyWebAuthnRegistrationRequest) (*v1.VerifyWebAuthnRegistrationResponse, error)
 }
 
 // NewDirectoryServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -835,6 +951,30 @@ func NewDirectoryServiceHandler(svc DirectoryServiceHandler, opts ...connect.Han
 		connect.WithSchema(directoryServiceMethods.ByName("VerifyTOTP")),
 		connect.WithHandlerOptions(opts...),
 	)
+	directoryServiceStartWebAuthnLoginHandler := connect.NewUnaryHandlerSimple(
+		DirectoryServiceStartWebAuthnLoginProcedure,
+		svc.StartWebAuthnLogin,
+		connect.WithSchema(directoryServiceMethods.ByName("StartWebAuthnLogin")),
+		connect.WithHandlerOptions(opts...),
+	)
+	directoryServiceCheckWebAuthnLoginHandler := connect.NewUnaryHandlerSimple(
+		DirectoryServiceCheckWebAuthnLoginProcedure,
+		svc.CheckWebAuthnLogin,
+		connect.WithSchema(directoryServiceMethods.ByName("CheckWebAuthnLogin")),
+		connect.WithHandlerOptions(opts...),
+	)
+	directoryServiceStartWebAuthnRegistrationHandler := connect.NewUnaryHandlerSimple(
+		DirectoryServiceStartWebAuthnRegistrationProcedure,
+		svc.StartWebAuthnRegistration,
+		connect.WithSchema(directoryServiceMethods.ByName("StartWebAuthnRegistration")),
+		connect.WithHandlerOptions(opts...),
+	)
+	directoryServiceVerifyWebAuthnRegistrationHandler := connect.NewUnaryHandlerSimple(
+		DirectoryServiceVerifyWebAuthnRegistrationProcedure,
+		svc.VerifyWebAuthnRegistration,
+		connect.WithSchema(directoryServiceMethods.ByName("VerifyWebAuthnRegistration")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/gatehouse.directory.v1.DirectoryService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case DirectoryServiceGetClientProcedure:
@@ -881,6 +1021,14 @@ func NewDirectoryServiceHandler(svc DirectoryServiceHandler, opts ...connect.Han
 			directoryServiceGenerateRecoveryCodesHandler.ServeHTTP(w, r)
 		case DirectoryServiceVerifyTOTPProcedure:
 			directoryServiceVerifyTOTPHandler.ServeHTTP(w, r)
+		case DirectoryServiceStartWebAuthnLoginProcedure:
+			directoryServiceStartWebAuthnLoginHandler.ServeHTTP(w, r)
+		case DirectoryServiceCheckWebAuthnLoginProcedure:
+			directoryServiceCheckWebAuthnLoginHandler.ServeHTTP(w, r)
+		case DirectoryServiceStartWebAuthnRegistrationProcedure:
+			directoryServiceStartWebAuthnRegistrationHandler.ServeHTTP(w, r)
+		case DirectoryServiceVerifyWebAuthnRegistrationProcedure:
+			directoryServiceVerifyWebAuthnRegistrationHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -976,4 +1124,20 @@ func (UnimplementedDirectoryServiceHandler) GenerateRecoveryCodes(context.Contex
 
 func (UnimplementedDirectoryServiceHandler) VerifyTOTP(context.Context, *v1.VerifyTOTPRequest) (*v1.VerifyTOTPResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.VerifyTOTP is not implemented"))
+}
+
+func (UnimplementedDirectoryServiceHandler) StartWebAuthnLogin(context.Context, *v1.StartWebAuthnLoginRequest) (*v1.StartWebAuthnLoginResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.StartWebAuthnLogin is not implemented"))
+}
+
+func (UnimplementedDirectoryServiceHandler) CheckWebAuthnLogin(context.Context, *v1.CheckWebAuthnLoginRequest) (*v1.CheckWebAuthnLoginResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.CheckWebAuthnLogin is not implemented"))
+}
+
+func (UnimplementedDirectoryServiceHandler) StartWebAuthnRegistration(context.Context, *v1.StartWebAuthnRegistrationRequest) (*v1.StartWebAuthnRegistrationResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.StartWebAuthnRegistration is not implemented"))
+}
+
+func (UnimplementedDirectoryServiceHandler) VerifyWebAuthnRegistration(context.Context, *v1.VerifyWebAuthnRegistrationRequest) (*v1.VerifyWebAuthnRegistrationResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.VerifyWebAuthnRegistration is not implemented"))
 }

@@ -243,6 +243,36 @@ const (
 	// ManagementServiceRemoveHumanAuthFactorOTPProcedure is the fully-qualified name of the
 	// ManagementService's RemoveHumanAuthFactorOTP RPC.
 	ManagementServiceRemoveHumanAuthFactorOTPProcedure = "/gatehouse.management.v1.ManagementService/RemoveHumanAuthFactorOTP"
+	// ManagementServiceRemoveHumanAuthFactorU2FProcedure is the fully-qualified name of the
+	// ManagementService's RemoveHumanAuthFactorU2F RPC.
+	ManagementServiceRemoveHumanAuthFactorU2FProcedure = "/gatehouse.management.v1.ManagementService/RemoveHumanAuthFactorU2F"
+	// ManagementServiceListHumanPasswordlessProcedure is the fully-qualified name of the
+	// ManagementService's ListHumanPasswordless RPC.
+	ManagementServiceListHumanPasswordlessProcedure = "/gatehouse.management.v1.ManagementService/ListHumanPasswordless"
+	// ManagementServiceRemoveHumanPasswordlessProcedure is the fully-qualified name of the
+	// ManagementService's RemoveHumanPasswordless RPC.
+	ManagementServiceRemoveHumanPasswordlessProcedure = "/gatehouse.management.v1.ManagementService/RemoveHumanPasswordless"
+	// ManagementServiceRegisterU2FProcedure is the fully-qualified name of the ManagementService's
+	// RegisterU2F RPC.
+	ManagementServiceRegisterU2FProcedure = "/gatehouse.management.v1.ManagementService/RegisterU2F"
+	// ManagementServiceVerifyU2FRegistrationProcedure is the fully-qualified name of the
+	// ManagementService's VerifyU2FRegistration RPC.
+	ManagementServiceVerifyU2FRegistrationProcedure = "/gatehouse.management.v1.ManagementService/VerifyU2FRegistration"
+	// ManagementServiceRemoveU2FProcedure is the fully-qualified name of the ManagementService's
+	// RemoveU2F RPC.
+	ManagementServiceRemoveU2FProcedure = "/gatehouse.management.v1.ManagementService/RemoveU2F"
+	// ManagementServiceRegisterPasskeyProcedure is the fully-qualified name of the ManagementService's
+	// RegisterPasskey RPC.
+	ManagementServiceRegisterPasskeyProcedure = "/gatehouse.management.v1.ManagementService/RegisterPasskey"
+	// ManagementServiceVerifyPasskeyRegistrationProcedure is the fully-qualified name of the
+	// ManagementService's VerifyPasskeyRegistration RPC.
+	ManagementServiceVerifyPasskeyRegistrationProcedure = "/gatehouse.management.v1.ManagementService/VerifyPasskeyRegistration"
+	// ManagementServiceListPasskeysProcedure is the fully-qualified name of the ManagementService's
+	// ListPasskeys RPC.
+	ManagementServiceListPasskeysProcedure = "/gatehouse.management.v1.ManagementService/ListPasskeys"
+	// ManagementServiceRemovePasskeyProcedure is the fully-qualified name of the ManagementService's
+	// RemovePasskey RPC.
+	ManagementServiceRemovePasskeyProcedure = "/gatehouse.management.v1.ManagementService/RemovePasskey"
 )
 
 // ManagementServiceClient is a client for the gatehouse.management.v1.ManagementService service.
@@ -553,6 +583,37 @@ type ManagementServiceClient interface {
 	ListHumanAuthFactors(context.Context, *v1.ListHumanAuthFactorsRequest) (*v1.ListHumanAuthFactorsResponse, error)
 	// Removes a human user's TOTP generator (management v1): as RemoveTOTP.
 	RemoveHumanAuthFactorOTP(context.Context, *v1.RemoveHumanAuthFactorOTPRequest) (*v1.RemoveHumanAuthFactorOTPResponse, error)
+	// Removes a human user's security key (management v1): as RemoveU2F.
+	RemoveHumanAuthFactorU2F(context.Context, *v1.RemoveHumanAuthFactorU2FRequest) (*v1.RemoveHumanAuthFactorU2FResponse, error)
+	// Lists a human user's passkeys with their state (management v1).
+	ListHumanPasswordless(context.Context, *v1.ListHumanPasswordlessRequest) (*v1.ListHumanPasswordlessResponse, error)
+	// Removes a human user's passkey (management v1): as RemovePasskey.
+	RemoveHumanPasswordless(context.Context, *v1.RemoveHumanPasswordlessRequest) (*v1.RemoveHumanPasswordlessResponse, error)
+	// Starts registering a security key as a second factor (ZITADEL's v2
+	// user service): the PublicKeyCredentialCreationOptions for
+	// navigator.credentials.create and the id VerifyU2FRegistration
+	// completes. The RP ID is the issuer's host; domain, when set, must be
+	// it. FailedPrecondition (409) on an issuer whose host is an IP address:
+	// WebAuthn does not accept one. Who may call it: as RegisterTOTP.
+	RegisterU2F(context.Context, *v1.RegisterU2FRequest) (*v1.RegisterU2FResponse, error)
+	// Completes a security key's registration with the browser's
+	// PublicKeyCredential. InvalidArgument when it does not answer the
+	// registration's challenge from the issuer's origin within five minutes.
+	VerifyU2FRegistration(context.Context, *v1.VerifyU2FRegistrationRequest) (*v1.VerifyU2FRegistrationResponse, error)
+	// Removes a security key. Removed by someone else than the user, it ends
+	// the user's sessions and revokes its tokens.
+	RemoveU2F(context.Context, *v1.RemoveU2FRequest) (*v1.RemoveU2FResponse, error)
+	// Starts registering a passkey (a discoverable credential with user
+	// verification), which signs the user in without a password: as
+	// RegisterU2F.
+	RegisterPasskey(context.Context, *v1.RegisterPasskeyRequest) (*v1.RegisterPasskeyResponse, error)
+	// Completes a passkey's registration: as VerifyU2FRegistration, and the
+	// authenticator must have verified the user.
+	VerifyPasskeyRegistration(context.Context, *v1.VerifyPasskeyRegistrationRequest) (*v1.VerifyPasskeyRegistrationResponse, error)
+	// Lists a user's passkeys with their state (v2 user service).
+	ListPasskeys(context.Context, *v1.ListPasskeysRequest) (*v1.ListPasskeysResponse, error)
+	// Removes a passkey: as RemoveU2F.
+	RemovePasskey(context.Context, *v1.RemovePasskeyRequest) (*v1.RemovePasskeyResponse, error)
 }
 
 // NewManagementServiceClient constructs a client for the gatehouse.management.v1.ManagementService
@@ -1007,6 +1068,68 @@ func NewManagementServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			connect.WithSchema(managementServiceMethods.ByName("RemoveHumanAuthFactorOTP")),
 			connect.WithClientOptions(opts...),
 		),
+		removeHumanAuthFactorU2F: connect.NewClient[v1.RemoveHumanAuthFactorU2FRequest, v1.RemoveHumanAuthFactorU2FResponse](
+			httpClient,
+			baseURL+ManagementServiceRemoveHumanAuthFactorU2FProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("RemoveHumanAuthFactorU2F")),
+			connect.WithClientOptions(opts...),
+		),
+		listHumanPasswordless: connect.NewClient[v1.ListHumanPasswordlessRequest, v1.ListHumanPasswordlessResponse](
+			httpClient,
+			baseURL+ManagementServiceListHumanPasswordlessProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("ListHumanPasswordless")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		removeHumanPasswordless: connect.NewClient[v1.RemoveHumanPasswordlessRequest, v1.RemoveHumanPasswordlessResponse](
+			httpClient,
+			baseURL+ManagementServiceRemoveHumanPasswordlessProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("RemoveHumanPasswordless")),
+			connect.WithClientOptions(opts...),
+		),
+		registerU2F: connect.NewClient[v1.RegisterU2FRequest, v1.RegisterU2FResponse](
+			httpClient,
+			baseURL+ManagementServiceRegisterU2FProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("RegisterU2F")),
+			connect.WithClientOptions(opts...),
+		),
+		verifyU2FRegistration: connect.NewClient[v1.VerifyU2FRegistrationRequest, v1.VerifyU2FRegistrationResponse](
+			httpClient,
+			baseURL+ManagementServiceVerifyU2FRegistrationProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("VerifyU2FRegistration")),
+			connect.WithClientOptions(opts...),
+		),
+		removeU2F: connect.NewClient[v1.RemoveU2FRequest, v1.RemoveU2FResponse](
+			httpClient,
+			baseURL+ManagementServiceRemoveU2FProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("RemoveU2F")),
+			connect.WithClientOptions(opts...),
+		),
+		registerPasskey: connect.NewClient[v1.RegisterPasskeyRequest, v1.RegisterPasskeyResponse](
+			httpClient,
+			baseURL+ManagementServiceRegisterPasskeyProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("RegisterPasskey")),
+			connect.WithClientOptions(opts...),
+		),
+		verifyPasskeyRegistration: connect.NewClient[v1.VerifyPasskeyRegistrationRequest, v1.VerifyPasskeyRegistrationResponse](
+			httpClient,
+			baseURL+ManagementServiceVerifyPasskeyRegistrationProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("VerifyPasskeyRegistration")),
+			connect.WithClientOptions(opts...),
+		),
+		listPasskeys: connect.NewClient[v1.ListPasskeysRequest, v1.ListPasskeysResponse](
+			httpClient,
+			baseURL+ManagementServiceListPasskeysProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("ListPasskeys")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		removePasskey: connect.NewClient[v1.RemovePasskeyRequest, v1.RemovePasskeyResponse](
+			httpClient,
+			baseURL+ManagementServiceRemovePasskeyProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("RemovePasskey")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -1082,6 +1205,16 @@ type managementServiceClient struct {
 	removeTOTP                        *connect.Client[v1.RemoveTOTPRequest, v1.RemoveTOTPResponse]
 	listHumanAuthFactors              *connect.Client[v1.ListHumanAuthFactorsRequest, v1.ListHumanAuthFactorsResponse]
 	removeHumanAuthFactorOTP          *connect.Client[v1.RemoveHumanAuthFactorOTPRequest, v1.RemoveHumanAuthFactorOTPResponse]
+	removeHumanAuthFactorU2F          *connect.Client[v1.RemoveHumanAuthFactorU2FRequest, v1.RemoveHumanAuthFactorU2FResponse]
+	listHumanPasswordless             *connect.Client[v1.ListHumanPasswordlessRequest, v1.ListHumanPasswordlessResponse]
+	removeHumanPasswordless           *connect.Client[v1.RemoveHumanPasswordlessRequest, v1.RemoveHumanPasswordlessResponse]
+	registerU2F                       *connect.Client[v1.RegisterU2FRequest, v1.RegisterU2FResponse]
+	verifyU2FRegistration             *connect.Client[v1.VerifyU2FRegistrationRequest, v1.VerifyU2FRegistrationResponse]
+	removeU2F                         *connect.Client[v1.RemoveU2FRequest, v1.RemoveU2FResponse]
+	registerPasskey                   *connect.Client[v1.RegisterPasskeyRequest, v1.RegisterPasskeyResponse]
+	verifyPasskeyRegistration         *connect.Client[v1.VerifyPasskeyRegistrationRequest, v1.VerifyPasskeyRegistrationResponse]
+	listPasskeys                      *connect.Client[v1.ListPasskeysRequest, v1.ListPasskeysResponse]
+	removePasskey                     *connect.Client[v1.RemovePasskeyRequest, v1.RemovePasskeyResponse]
 }
 
 // GetUserByID calls gatehouse.management.v1.ManagementService.GetUserByID.
@@ -1727,6 +1860,98 @@ func (c *managementServiceClient) RemoveHumanAuthFactorOTP(ctx context.Context, 
 	return nil, err
 }
 
+// RemoveHumanAuthFactorU2F calls
+// gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorU2F.
+func (c *managementServiceClient) RemoveHumanAuthFactorU2F(ctx context.Context, req *v1.RemoveHumanAuthFactorU2FRequest) (*v1.RemoveHumanAuthFactorU2FResponse, error) {
+	response, err := c.removeHumanAuthFactorU2F.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// ListHumanPasswordless calls gatehouse.management.v1.ManagementService.ListHumanPasswordless.
+func (c *managementServiceClient) ListHumanPasswordless(ctx context.Context, req *v1.ListHumanPasswordlessRequest) (*v1.ListHumanPasswordlessResponse, error) {
+	response, err := c.listHumanPasswordless.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// RemoveHumanPasswordless calls gatehouse.management.v1.ManagementService.RemoveHumanPasswordless.
+func (c *managementServiceClient) RemoveHumanPasswordless(ctx context.Context, req *v1.RemoveHumanPasswordlessRequest) (*v1.RemoveHumanPasswordlessResponse, error) {
+	response, err := c.removeHumanPasswordless.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// RegisterU2F calls gatehouse.management.v1.ManagementService.RegisterU2F.
+func (c *managementServiceClient) RegisterU2F(ctx context.Context, req *v1.RegisterU2FRequest) (*v1.RegisterU2FResponse, error) {
+	response, err := c.registerU2F.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// VerifyU2FRegistration calls gatehouse.management.v1.ManagementService.VerifyU2FRegistration.
+func (c *managementServiceClient) VerifyU2FRegistration(ctx context.Context, req *v1.VerifyU2FRegistrationRequest) (*v1.VerifyU2FRegistrationResponse, error) {
+	response, err := c.verifyU2FRegistration.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// RemoveU2F calls gatehouse.management.v1.ManagementService.RemoveU2F.
+func (c *managementServiceClient) RemoveU2F(ctx context.Context, req *v1.RemoveU2FRequest) (*v1.RemoveU2FResponse, error) {
+	response, err := c.removeU2F.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// RegisterPasskey calls gatehouse.management.v1.ManagementService.RegisterPasskey.
+func (c *managementServiceClient) RegisterPasskey(ctx context.Context, req *v1.RegisterPasskeyRequest) (*v1.RegisterPasskeyResponse, error) {
+	response, err := c.registerPasskey.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// VerifyPasskeyRegistration calls
+// gatehouse.management.v1.ManagementService.VerifyPasskeyRegistration.
+func (c *managementServiceClient) VerifyPasskeyRegistration(ctx context.Context, req *v1.VerifyPasskeyRegistrationRequest) (*v1.VerifyPasskeyRegistrationResponse, error) {
+	response, err := c.verifyPasskeyRegistration.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// ListPasskeys calls gatehouse.management.v1.ManagementService.ListPasskeys.
+func (c *managementServiceClient) ListPasskeys(ctx context.Context, req *v1.ListPasskeysRequest) (*v1.ListPasskeysResponse, error) {
+	response, err := c.listPasskeys.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// RemovePasskey calls gatehouse.management.v1.ManagementService.RemovePasskey.
+func (c *managementServiceClient) RemovePasskey(ctx context.Context, req *v1.RemovePasskeyRequest) (*v1.RemovePasskeyResponse, error) {
+	response, err := c.removePasskey.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
 // ManagementServiceHandler is an implementation of the gatehouse.management.v1.ManagementService
 // service.
 type ManagementServiceHandler interface {
@@ -2036,6 +2261,37 @@ type ManagementServiceHandler interface {
 	ListHumanAuthFactors(context.Context, *v1.ListHumanAuthFactorsRequest) (*v1.ListHumanAuthFactorsResponse, error)
 	// Removes a human user's TOTP generator (management v1): as RemoveTOTP.
 	RemoveHumanAuthFactorOTP(context.Context, *v1.RemoveHumanAuthFactorOTPRequest) (*v1.RemoveHumanAuthFactorOTPResponse, error)
+	// Removes a human user's security key (management v1): as RemoveU2F.
+	RemoveHumanAuthFactorU2F(context.Context, *v1.RemoveHumanAuthFactorU2FRequest) (*v1.RemoveHumanAuthFactorU2FResponse, error)
+	// Lists a human user's passkeys with their state (management v1).
+	ListHumanPasswordless(context.Context, *v1.ListHumanPasswordlessRequest) (*v1.ListHumanPasswordlessResponse, error)
+	// Removes a human user's passkey (management v1): as RemovePasskey.
+	RemoveHumanPasswordless(context.Context, *v1.RemoveHumanPasswordlessRequest) (*v1.RemoveHumanPasswordlessResponse, error)
+	// Starts registering a security key as a second factor (ZITADEL's v2
+	// user service): the PublicKeyCredentialCreationOptions for
+	// navigator.credentials.create and the id VerifyU2FRegistration
+	// completes. The RP ID is the issuer's host; domain, when set, must be
+	// it. FailedPrecondition (409) on an issuer whose host is an IP address:
+	// WebAuthn does not accept one. Who may call it: as RegisterTOTP.
+	RegisterU2F(context.Context, *v1.RegisterU2FRequest) (*v1.RegisterU2FResponse, error)
+	// Completes a security key's registration with the browser's
+	// PublicKeyCredential. InvalidArgument when it does not answer the
+	// registration's challenge from the issuer's origin within five minutes.
+	VerifyU2FRegistration(context.Context, *v1.VerifyU2FRegistrationRequest) (*v1.VerifyU2FRegistrationResponse, error)
+	// Removes a security key. Removed by someone else than the user, it ends
+	// the user's sessions and revokes its tokens.
+	RemoveU2F(context.Context, *v1.RemoveU2FRequest) (*v1.RemoveU2FResponse, error)
+	// Starts registering a passkey (a discoverable credential with user
+	// verification), which signs the user in without a password: as
+	// RegisterU2F.
+	RegisterPasskey(context.Context, *v1.RegisterPasskeyRequest) (*v1.RegisterPasskeyResponse, error)
+	// Completes a passkey's registration: as VerifyU2FRegistration, and the
+	// authenticator must have verified the user.
+	VerifyPasskeyRegistration(context.Context, *v1.VerifyPasskeyRegistrationRequest) (*v1.VerifyPasskeyRegistrationResponse, error)
+	// Lists a user's passkeys with their state (v2 user service).
+	ListPasskeys(context.Context, *v1.ListPasskeysRequest) (*v1.ListPasskeysResponse, error)
+	// Removes a passkey: as RemoveU2F.
+	RemovePasskey(context.Context, *v1.RemovePasskeyRequest) (*v1.RemovePasskeyResponse, error)
 }
 
 // NewManagementServiceHandler builds an HTTP handler from the service implementation. It returns
@@ -2486,6 +2742,68 @@ func NewManagementServiceHandler(svc ManagementServiceHandler, opts ...connect.H
 		connect.WithSchema(managementServiceMethods.ByName("RemoveHumanAuthFactorOTP")),
 		connect.WithHandlerOptions(opts...),
 	)
+	managementServiceRemoveHumanAuthFactorU2FHandler := connect.NewUnaryHandlerSimple(
+		ManagementServiceRemoveHumanAuthFactorU2FProcedure,
+		svc.RemoveHumanAuthFactorU2F,
+		connect.WithSchema(managementServiceMethods.ByName("RemoveHumanAuthFactorU2F")),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceListHumanPasswordlessHandler := connect.NewUnaryHandlerSimple(
+		ManagementServiceListHumanPasswordlessProcedure,
+		svc.ListHumanPasswordless,
+		connect.WithSchema(managementServiceMethods.ByName("ListHumanPasswordless")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceRemoveHumanPasswordlessHandler := connect.NewUnaryHandlerSimple(
+		ManagementServiceRemoveHumanPasswordlessProcedure,
+		svc.RemoveHumanPasswordless,
+		connect.WithSchema(managementServiceMethods.ByName("RemoveHumanPasswordless")),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceRegisterU2FHandler := connect.NewUnaryHandlerSimple(
+		ManagementServiceRegisterU2FProcedure,
+		svc.RegisterU2F,
+		connect.WithSchema(managementServiceMethods.ByName("RegisterU2F")),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceVerifyU2FRegistrationHandler := connect.NewUnaryHandlerSimple(
+		ManagementServiceVerifyU2FRegistrationProcedure,
+		svc.VerifyU2FRegistration,
+		connect.WithSchema(managementServiceMethods.ByName("VerifyU2FRegistration")),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceRemoveU2FHandler := connect.NewUnaryHandlerSimple(
+		ManagementServiceRemoveU2FProcedure,
+		svc.RemoveU2F,
+		connect.WithSchema(managementServiceMethods.ByName("RemoveU2F")),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceRegisterPasskeyHandler := connect.NewUnaryHandlerSimple(
+		ManagementServiceRegisterPasskeyProcedure,
+		svc.RegisterPasskey,
+		connect.WithSchema(managementServiceMethods.ByName("RegisterPasskey")),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceVerifyPasskeyRegistrationHandler := connect.NewUnaryHandlerSimple(
+		ManagementServiceVerifyPasskeyRegistrationProcedure,
+		svc.VerifyPasskeyRegistration,
+		connect.WithSchema(managementServiceMethods.ByName("VerifyPasskeyRegistration")),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceListPasskeysHandler := connect.NewUnaryHandlerSimple(
+		ManagementServiceListPasskeysProcedure,
+		svc.ListPasskeys,
+		connect.WithSchema(managementServiceMethods.ByName("ListPasskeys")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceRemovePasskeyHandler := connect.NewUnaryHandlerSimple(
+		ManagementServiceRemovePasskeyProcedure,
+		svc.RemovePasskey,
+		connect.WithSchema(managementServiceMethods.ByName("RemovePasskey")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/gatehouse.management.v1.ManagementService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case ManagementServiceGetUserByIDProcedure:
@@ -2628,6 +2946,26 @@ func NewManagementServiceHandler(svc ManagementServiceHandler, opts ...connect.H
 			managementServiceListHumanAuthFactorsHandler.ServeHTTP(w, r)
 		case ManagementServiceRemoveHumanAuthFactorOTPProcedure:
 			managementServiceRemoveHumanAuthFactorOTPHandler.ServeHTTP(w, r)
+		case ManagementServiceRemoveHumanAuthFactorU2FProcedure:
+			managementServiceRemoveHumanAuthFactorU2FHandler.ServeHTTP(w, r)
+		case ManagementServiceListHumanPasswordlessProcedure:
+			managementServiceListHumanPasswordlessHandler.ServeHTTP(w, r)
+		case ManagementServiceRemoveHumanPasswordlessProcedure:
+			managementServiceRemoveHumanPasswordlessHandler.ServeHTTP(w, r)
+		case ManagementServiceRegisterU2FProcedure:
+			managementServiceRegisterU2FHandler.ServeHTTP(w, r)
+		case ManagementServiceVerifyU2FRegistrationProcedure:
+			managementServiceVerifyU2FRegistrationHandler.ServeHTTP(w, r)
+		case ManagementServiceRemoveU2FProcedure:
+			managementServiceRemoveU2FHandler.ServeHTTP(w, r)
+		case ManagementServiceRegisterPasskeyProcedure:
+			managementServiceRegisterPasskeyHandler.ServeHTTP(w, r)
+		case ManagementServiceVerifyPasskeyRegistrationProcedure:
+			managementServiceVerifyPasskeyRegistrationHandler.ServeHTTP(w, r)
+		case ManagementServiceListPasskeysProcedure:
+			managementServiceListPasskeysHandler.ServeHTTP(w, r)
+		case ManagementServiceRemovePasskeyProcedure:
+			managementServiceRemovePasskeyHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -2915,4 +3253,44 @@ func (UnimplementedManagementServiceHandler) ListHumanAuthFactors(context.Contex
 
 func (UnimplementedManagementServiceHandler) RemoveHumanAuthFactorOTP(context.Context, *v1.RemoveHumanAuthFactorOTPRequest) (*v1.RemoveHumanAuthFactorOTPResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorOTP is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) RemoveHumanAuthFactorU2F(context.Context, *v1.RemoveHumanAuthFactorU2FRequest) (*v1.RemoveHumanAuthFactorU2FResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorU2F is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) ListHumanPasswordless(context.Context, *v1.ListHumanPasswordlessRequest) (*v1.ListHumanPasswordlessResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ListHumanPasswordless is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) RemoveHumanPasswordless(context.Context, *v1.RemoveHumanPasswordlessRequest) (*v1.RemoveHumanPasswordlessResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.RemoveHumanPasswordless is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) RegisterU2F(context.Context, *v1.RegisterU2FRequest) (*v1.RegisterU2FResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.RegisterU2F is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) VerifyU2FRegistration(context.Context, *v1.VerifyU2FRegistrationRequest) (*v1.VerifyU2FRegistrationResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.VerifyU2FRegistration is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) RemoveU2F(context.Context, *v1.RemoveU2FRequest) (*v1.RemoveU2FResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.RemoveU2F is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) RegisterPasskey(context.Context, *v1.RegisterPasskeyRequest) (*v1.RegisterPasskeyResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.RegisterPasskey is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) VerifyPasskeyRegistration(context.Context, *v1.VerifyPasskeyRegistrationRequest) (*v1.VerifyPasskeyRegistrationResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.VerifyPasskeyRegistration is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) ListPasskeys(context.Context, *v1.ListPasskeysRequest) (*v1.ListPasskeysResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ListPasskeys is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) RemovePasskey(context.Context, *v1.RemovePasskeyRequest) (*v1.RemovePasskeyResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.RemovePasskey is not implemented"))
 }
