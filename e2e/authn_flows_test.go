@@ -294,9 +294,12 @@ func (e *afEnv) verify(raw, nonce string) afIDToken {
 		e.t.Errorf("nonce %q; want %q", idt.Nonce, nonce)
 	}
 	// pwd for a password, fed for a federated sign-in (the provider's own
-	// values only beside it, for a trusted provider).
-	if it.claims.AuthTime == 0 || it.claims.SID == "" || !slices.Contains(it.claims.AMR, "pwd") && (len(it.claims.AMR) == 0 || it.claims.AMR[0] != "fed") {
-		e.t.Errorf("claims %+v; want auth_time, sid and amr [pwd] or [fed …]", it.claims)
+	// values only beside it, for a trusted provider), swk and user for a
+	// passkey.
+	first := it.claims.AMR
+	if it.claims.AuthTime == 0 || it.claims.SID == "" || !slices.Contains(first, "pwd") && (len(first) == 0 || first[0] != "fed") &&
+		!(slices.Contains(first, "swk") && slices.Contains(first, "user")) {
+		e.t.Errorf("claims %+v; want auth_time, sid and amr [pwd], [fed …] or [swk user …]", it.claims)
 	}
 	return it
 }

@@ -26,14 +26,13 @@ const (
 var acrOrder = []string{ACRPassword, ACRMFA, ACRPhishingResistant}
 
 // ACRValues are the acr values Gatehouse issues and honours in acr_values
-// (acr_values_supported), weakest first. The phishing-resistant class
-// joins them with the WebAuthn factors.
-func ACRValues() []string { return []string{ACRPassword, ACRMFA} }
+// (acr_values_supported), weakest first.
+func ACRValues() []string { return slices.Clone(acrOrder) }
 
 // AMRValues are the amr values Gatehouse may issue (amr_values_supported):
 // RFC 8176's, and "fed" for a sign-in through an external provider.
 func AMRValues() []string {
-	return []string{AMRPassword, AMROTP, AMRSoftware, AMRMFA, "fed"}
+	return []string{AMRPassword, AMROTP, AMRHardware, AMRSoftware, AMRUser, AMRMFA, "fed"}
 }
 
 // ACR is the class a person's login by amr reached: phishing-resistant

@@ -439,10 +439,15 @@ func TestLoginPolicy(t *testing.T) {
 		t.Errorf("unknown name, revealed: status %d; want 401 with the error on the login name", r.StatusCode)
 	}
 
-	// No password sign-in: the login name page says so and goes no further.
+	// No password sign-in: the login name page says so and shows no form,
+	// and a login name posted anyway goes no further.
+	named := page
 	pol.AllowUsernamePassword = false
 	page = e.follow(e.authorize(codeParams()))
-	if r := e.submit(page, url.Values{"loginName": {"alice"}}); r.StatusCode != http.StatusForbidden || r.Header.Get("Location") != "" {
+	if strings.Contains(page.body, `action="/ui/login/login"`) || !strings.Contains(page.body, "not allowed") {
+		t.Errorf("password sign-in not allowed: the page shows the form or no reason:\n%s", page.body)
+	}
+	if r := e.submit(named, url.Values{"loginName": {"alice"}}); r.StatusCode != http.StatusForbidden || r.Header.Get("Location") != "" {
 		t.Errorf("password sign-in not allowed: status %d Location %q; want 403", r.StatusCode, r.Header.Get("Location"))
 	}
 }

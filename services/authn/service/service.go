@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -50,6 +52,10 @@ type Directory interface {
 	StartTOTP(context.Context, *directoryv1.StartTOTPRequest) (*directoryv1.StartTOTPResponse, error)
 	VerifyTOTP(context.Context, *directoryv1.VerifyTOTPRequest) (*directoryv1.VerifyTOTPResponse, error)
 	GenerateRecoveryCodes(context.Context, *directoryv1.GenerateRecoveryCodesRequest) (*directoryv1.GenerateRecoveryCodesResponse, error)
+	StartWebAuthnLogin(context.Context, *directoryv1.StartWebAuthnLoginRequest) (*directoryv1.StartWebAuthnLoginResponse, error)
+	CheckWebAuthnLogin(context.Context, *directoryv1.CheckWebAuthnLoginRequest) (*directoryv1.CheckWebAuthnLoginResponse, error)
+	StartWebAuthnRegistration(context.Context, *directoryv1.StartWebAuthnRegistrationRequest) (*directoryv1.StartWebAuthnRegistrationResponse, error)
+	VerifyWebAuthnRegistration(context.Context, *directoryv1.VerifyWebAuthnRegistrationRequest) (*directoryv1.VerifyWebAuthnRegistrationResponse, error)
 }
 
 // DirectoryWithFeed is Directory and the change feed that keeps authn's
@@ -191,7 +197,8 @@ func NewHandler(o HandlerOptions) (*http.ServeMux, error) {
 		idpHTTP = netguard.Policy{}.Client(netguard.Options{})
 	}
 	rp := &federation.RP{HTTP: idpHTTP, RedirectURL: o.Issuer + login.PathIdPCallback, Now: o.Now}
-	pages, err := login.New(login.Pages{Flow: flow, Directory: o.Directory, Store: store, Browsers: browsers, RP: rp, Now: o.Now, Logger: log})
+	pages, err := login.New(login.Pages{Flow: flow, Directory: o.Directory, Store: store, Browsers: browsers, RP: rp,
+		WebAuthn: webAuthnWorks(o.Issuer), Now: o.Now, Logger: log})
 	if err != nil {
 		return nil, err
 	}
@@ -205,6 +212,13 @@ func NewHandler(o HandlerOptions) (*http.ServeMux, error) {
 		ErrorPage: pages.ErrorPage, LoggedOut: pages.LoggedOut, Confirm: pages.ConfirmLogout, Now: o.Now, Logger: log,
 	})
 	return mux, nil
+}
+
+// webAuthnWorks reports whether security keys and passkeys work on
+// issuer: WebAuthn does not accept an IP address as relying party id.
+func webAuthnWorks(issuer string) bool {
+	u, err := url.Parse(issuer)
+	return err == nil && u.Hostname() != "" && net.ParseIP(u.Hostname()) == nil
 }
 
 // PublicHandler serves the authn service's public routes (see DESIGN.md).

@@ -270,3 +270,28 @@ func (d *Directory) VerifyTOTP(context.Context, *directoryv1.VerifyTOTPRequest) 
 func (d *Directory) GenerateRecoveryCodes(context.Context, *directoryv1.GenerateRecoveryCodesRequest) (*directoryv1.GenerateRecoveryCodesResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("the fake directory enrolls no factor"))
 }
+
+// errNoWebAuthn is the fake's answer to the WebAuthn calls: its issuer
+// has no WebAuthn relying party (the real directory's tests and the e2e
+// suite cover the ceremonies).
+var errNoWebAuthn = connect.NewError(connect.CodeAborted, errors.New("the fake directory has no WebAuthn relying party"))
+
+// StartWebAuthnLogin implements the directory API (see errNoWebAuthn).
+func (d *Directory) StartWebAuthnLogin(context.Context, *directoryv1.StartWebAuthnLoginRequest) (*directoryv1.StartWebAuthnLoginResponse, error) {
+	return nil, errNoWebAuthn
+}
+
+// CheckWebAuthnLogin implements the directory API: every assertion fails.
+func (d *Directory) CheckWebAuthnLogin(context.Context, *directoryv1.CheckWebAuthnLoginRequest) (*directoryv1.CheckWebAuthnLoginResponse, error) {
+	return nil, connect.NewError(connect.CodeUnauthenticated, errors.New("invalid code"))
+}
+
+// StartWebAuthnRegistration implements the directory API (see errNoWebAuthn).
+func (d *Directory) StartWebAuthnRegistration(context.Context, *directoryv1.StartWebAuthnRegistrationRequest) (*directoryv1.StartWebAuthnRegistrationResponse, error) {
+	return nil, errNoWebAuthn
+}
+
+// VerifyWebAuthnRegistration implements the directory API (see errNoWebAuthn).
+func (d *Directory) VerifyWebAuthnRegistration(context.Context, *directoryv1.VerifyWebAuthnRegistrationRequest) (*directoryv1.VerifyWebAuthnRegistrationResponse, error) {
+	return nil, errNoWebAuthn
+}

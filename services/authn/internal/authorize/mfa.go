@@ -42,6 +42,9 @@ type FirstFactor struct {
 	// was checked (the code page then needs no lookup). A factor removed
 	// since only makes the code page refuse every code.
 	HasFactor bool `json:"hasFactor,omitempty"`
+	// Factors are the user's ready second factors then ("otp", "u2f",
+	// "passwordless"), so the page offers the right ones first.
+	Factors []string `json:"factors,omitempty"`
 }
 
 // ParseFirstFactor reads a pending request's FirstFactor; ok is false when
@@ -100,11 +103,13 @@ func SecondFactorOwed(lp *directoryv1.LoginPolicy, factors []string, amr []strin
 // one. A session signed in before the policy changed, or before the
 // user's factor, is the case this catches. "" when s may answer.
 func (f *Flow) stepUp(ctx context.Context, req *Request, s session.Session) (string, error) {
+	if req.ACR != "" && !oauth.ACRSatisfies(oauth.ACR(s.AMR), req.ACR) {
+		// Checked first: a session with two factors may still lack the
+		// phishing-resistant one a request asks for.
+		return oauth.UnmetAuthenticationRequirements, nil
+	}
 	if slices.Contains(s.AMR, oauth.AMRMFA) {
 		return "", nil
-	}
-	if req.ACR != "" && !oauth.ACRSatisfies(oauth.ACR(s.AMR), req.ACR) {
-		return oauth.UnmetAuthenticationRequirements, nil
 	}
 	org, err := f.Directory.GetOrg(ctx, &directoryv1.GetOrgRequest{OrgId: s.OrgID})
 	if err != nil {

@@ -44,7 +44,7 @@ func (p *Pages) afterFirstFactor(w http.ResponseWriter, r *http.Request, f *flow
 	case authorize.EnrollSecondFactor:
 		path = authorize.PathMFAInit
 	}
-	ff := authorize.FirstFactor{UserID: u.GetId(), AMR: amr, HasFactor: len(factors) > 0}
+	ff := authorize.FirstFactor{UserID: u.GetId(), AMR: amr, HasFactor: len(factors) > 0, Factors: factors}
 	if err := p.Store.SetAuthRequestUserFactor(ctx, f.ar.ID, u.GetPreferredLoginName(), u.GetId(), ff.Encode()); err != nil {
 		p.internal(w, r, f.lang, err)
 		return
@@ -101,7 +101,7 @@ func (p *Pages) mfaPage(w http.ResponseWriter, r *http.Request) {
 			p.internal(w, r, f.lang, err)
 			return
 		}
-		ff.HasFactor = len(list.GetSecondFactors()) > 0
+		ff.HasFactor, ff.Factors = len(list.GetSecondFactors()) > 0, list.GetSecondFactors()
 	}
 	if !ff.HasFactor {
 		// Asked for a second factor (acr_values, a policy forcing one)
@@ -109,11 +109,38 @@ func (p *Pages) mfaPage(w http.ResponseWriter, r *http.Request) {
 		redirect(w, r, authorize.PathMFAInit, f.ar.ID)
 		return
 	}
+	q := r.URL.Query()
+	keys := p.WebAuthn && hasWebAuthn(ff.Factors)
+	otp := slices.Contains(ff.Factors, "otp")
+	// A security key first when the user has no TOTP or the request asks
+	// for the phishing-resistant class only a key reaches.
+	first := !otp || f.req.ACR == oauth.ACRPhishingResistant
+	if keys && q.Get("recovery") == "" && (q.Get("method") == "webauthn" || first && q.Get("method") == "") {
+		p.renderKeyCheck(w, r, f, ff, http.StatusOK, "")
+		return
+	}
+	p.renderCode(w, pg, http.StatusOK, q.Get("recovery") != "", ff)
+}
+
+// renderCode shows the code form: a TOTP code, or a recovery code, with
+// links to the user's other factors.
+func (p *Pages) renderCode(w http.ResponseWriter, pg *page, status int, recovery bool, ff authorize.FirstFactor) {
 	pg.Form["type"] = "otp"
-	if r.URL.Query().Get("recovery") != "" {
+	if recovery {
 		pg.Form["type"] = "recovery"
 	}
-	p.tmpl.render(w, p.Logger, http.StatusOK, "mfa", pg)
+	if p.WebAuthn && hasWebAuthn(ff.Factors) {
+		pg.Form["webauthn"] = "1"
+	}
+	if slices.Contains(ff.Factors, "otp") || !ff.HasFactor || ff.Factors == nil {
+		pg.Form["otp"] = "1"
+	}
+	p.tmpl.render(w, p.Logger, status, "mfa", pg)
+}
+
+// hasWebAuthn reports whether factors hold a security key or passkey.
+func hasWebAuthn(factors []string) bool {
+	return slices.Contains(factors, "u2f") || slices.Contains(factors, "passwordless")
 }
 
 // renderPassed is the page after a recovery code (the codes left) or,
@@ -131,7 +158,7 @@ func (p *Pages) renderPassed(w http.ResponseWriter, status int, pg *page, ff aut
 // mfaSubmit checks the code with the directory (which applies the
 // failed-attempt limits); a wrong, used or refused code reads the same.
 func (p *Pages) mfaSubmit(w http.ResponseWriter, r *http.Request) {
-	f, ff := p.loadFactor(w, r, "type", "code", "continue")
+	f, ff := p.loadFactor(w, r, "type", "code", "continue", "credential")
 	if f == nil {
 		return
 	}
@@ -142,6 +169,10 @@ func (p *Pages) mfaSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	typ := f.form["type"]
+	if typ == "webauthn" {
+		p.keyCheckSubmit(w, r, f, ff)
+		return
+	}
 	pg := f.page("mfa.title")
 	pg.Form["type"] = typ
 	if typ != "otp" && typ != "recovery" {
@@ -151,7 +182,7 @@ func (p *Pages) mfaSubmit(w http.ResponseWriter, r *http.Request) {
 	code := strings.TrimSpace(f.form["code"])
 	if code == "" || len(code) > 64 {
 		pg.Errors["code"] = translate(f.lang, "err.required")
-		p.tmpl.render(w, p.Logger, http.StatusBadRequest, "mfa", pg)
+		p.renderCode(w, pg, http.StatusBadRequest, typ == "recovery", ff)
 		return
 	}
 	res, err := p.Directory.CheckAuthFactor(ctx, &directoryv1.CheckAuthFactorRequest{OrgId: f.req.OrgID, UserId: ff.UserID,
@@ -159,11 +190,11 @@ func (p *Pages) mfaSubmit(w http.ResponseWriter, r *http.Request) {
 	switch connect.CodeOf(err) {
 	case connect.CodeUnauthenticated, connect.CodeResourceExhausted:
 		pg.Errors["code"] = translate(f.lang, "err.code")
-		p.tmpl.render(w, p.Logger, http.StatusUnauthorized, "mfa", pg)
+		p.renderCode(w, pg, http.StatusUnauthorized, typ == "recovery", ff)
 		return
 	case connect.CodeFailedPrecondition:
 		pg.Error = translate(f.lang, "err.inactive")
-		p.tmpl.render(w, p.Logger, http.StatusForbidden, "mfa", pg)
+		p.renderCode(w, pg, http.StatusForbidden, typ == "recovery", ff)
 		return
 	case connect.CodeNotFound:
 		redirect(w, r, authorize.PathLogin, f.ar.ID)
@@ -219,7 +250,31 @@ func (p *Pages) mfaInitPage(w http.ResponseWriter, r *http.Request) {
 	if f == nil {
 		return
 	}
+	otp, key, ok := p.enrollable(w, r, f)
+	if !ok {
+		return
+	}
+	if m := r.URL.Query().Get("method"); key && (m == "u2f" || m == "" && !otp) {
+		p.renderKeyEnroll(w, r, f, ff, http.StatusOK, "", otp)
+		return
+	}
 	p.renderInit(w, r, f, ff, http.StatusOK, "")
+}
+
+// enrollable says which factors a forced enrollment offers: those of the
+// login policy's second factors (both when it lists none), a security
+// key only where WebAuthn works (the issuer has a host name). A policy
+// listing only security keys on an IP issuer still offers TOTP: the
+// policy asks for a second factor, and TOTP is the one that works here.
+func (p *Pages) enrollable(w http.ResponseWriter, r *http.Request, f *flow) (otp, key, ok bool) {
+	lp, ok := p.loginPolicy(w, r, f)
+	if !ok {
+		return false, false, false
+	}
+	list := lp.GetSecondFactors()
+	otp = len(list) == 0 || slices.Contains(list, "otp")
+	key = p.WebAuthn && (len(list) == 0 || slices.Contains(list, "u2f"))
+	return otp || !key, key, true
 }
 
 // renderInit shows the enrollment page with the user's unfinished TOTP
@@ -247,14 +302,23 @@ func (p *Pages) renderInit(w http.ResponseWriter, r *http.Request, f *flow, ff a
 	if codeErr != "" {
 		pg.Errors["code"] = codeErr
 	}
+	if _, key, ok := p.enrollable(w, r, f); !ok {
+		return
+	} else if key {
+		pg.Form["u2f"] = "1"
+	}
 	p.tmpl.render(w, p.Logger, status, "mfainit", pg)
 }
 
 // mfaInitSubmit completes the enrollment with a code of the new generator
 // and then signs the user in, showing the recovery codes first.
 func (p *Pages) mfaInitSubmit(w http.ResponseWriter, r *http.Request) {
-	f, ff := p.loadFactor(w, r, "code")
+	f, ff := p.loadFactor(w, r, "code", "type", "id", "credential")
 	if f == nil {
+		return
+	}
+	if f.form["type"] == "u2f" {
+		p.keyEnrollSubmit(w, r, f, ff)
 		return
 	}
 	ctx := r.Context()
@@ -276,7 +340,13 @@ func (p *Pages) mfaInitSubmit(w http.ResponseWriter, r *http.Request) {
 		p.internal(w, r, f.lang, err)
 		return
 	}
-	amr := withSecondFactor(ff.AMR, oauth.AMROTP)
+	p.enrolled(w, r, f, ff, withSecondFactor(ff.AMR, oauth.AMROTP))
+}
+
+// enrolled completes a forced enrollment: new recovery codes, shown once,
+// then the sign-in by amr.
+func (p *Pages) enrolled(w http.ResponseWriter, r *http.Request, f *flow, ff authorize.FirstFactor, amr []string) {
+	ctx := r.Context()
 	codes, err := p.Directory.GenerateRecoveryCodes(ctx, &directoryv1.GenerateRecoveryCodesRequest{UserId: ff.UserID})
 	if err != nil {
 		p.internal(w, r, f.lang, err)

@@ -37,6 +37,10 @@ type Directory interface {
 	StartTOTP(context.Context, *directoryv1.StartTOTPRequest) (*directoryv1.StartTOTPResponse, error)
 	VerifyTOTP(context.Context, *directoryv1.VerifyTOTPRequest) (*directoryv1.VerifyTOTPResponse, error)
 	GenerateRecoveryCodes(context.Context, *directoryv1.GenerateRecoveryCodesRequest) (*directoryv1.GenerateRecoveryCodesResponse, error)
+	StartWebAuthnLogin(context.Context, *directoryv1.StartWebAuthnLoginRequest) (*directoryv1.StartWebAuthnLoginResponse, error)
+	CheckWebAuthnLogin(context.Context, *directoryv1.CheckWebAuthnLoginRequest) (*directoryv1.CheckWebAuthnLoginResponse, error)
+	StartWebAuthnRegistration(context.Context, *directoryv1.StartWebAuthnRegistrationRequest) (*directoryv1.StartWebAuthnRegistrationResponse, error)
+	VerifyWebAuthnRegistration(context.Context, *directoryv1.VerifyWebAuthnRegistrationRequest) (*directoryv1.VerifyWebAuthnRegistrationResponse, error)
 }
 
 // Paths served besides the authorize package's page paths.
@@ -44,6 +48,9 @@ const (
 	PathChangePassword = "/ui/login/password/change"
 	PathLoggedOut      = "/ui/login/logout/done"
 	PathStyle          = "/ui/login/resources/style.css"
+	PathScript         = "/ui/login/resources/webauthn.js"
+	// PathPasskey signs in with a passkey, without a password.
+	PathPasskey = "/ui/login/passkey"
 )
 
 // Pages serves the login pages.
@@ -54,10 +61,13 @@ type Pages struct {
 	Browsers  *session.Browsers
 	// RP signs users in through external identity providers (nil: no
 	// buttons).
-	RP     Federation
-	Now    func() time.Time
-	Logger *slog.Logger
-	tmpl   templates
+	RP Federation
+	// WebAuthn: security keys and passkeys work (the issuer's host is a
+	// name, not an IP address, which WebAuthn does not accept).
+	WebAuthn bool
+	Now      func() time.Time
+	Logger   *slog.Logger
+	tmpl     templates
 }
 
 // New parses the templates; it fails only on a broken build.
@@ -95,6 +105,14 @@ func (p *Pages) Register(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+authorize.PathConsent, p.consentSubmit)
 	mux.HandleFunc("GET "+PathLoggedOut, func(w http.ResponseWriter, r *http.Request) {
 		p.LoggedOut(w, r, nil)
+	})
+	mux.HandleFunc("GET "+PathPasskey, p.passkeyPage)
+	mux.HandleFunc("POST "+PathPasskey, p.passkeySubmit)
+	mux.HandleFunc("GET "+PathScript, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		_, _ = w.Write(webauthnJS)
 	})
 	mux.HandleFunc("GET "+PathStyle, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/css; charset=utf-8")

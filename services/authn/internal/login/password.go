@@ -27,9 +27,6 @@ func (p *Pages) loginNamePage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if !lp.GetAllowUsernamePassword() {
-		pg.Error = translate(f.lang, "err.passwordDisabled")
-	}
 	pg.AllowRegister = lp.GetAllowRegister() && lp.GetAllowUsernamePassword()
 	idps, err := p.idpButtons(r.Context(), f.req.OrgID, lp)
 	if err != nil {
@@ -37,6 +34,17 @@ func (p *Pages) loginNamePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pg.IdPs = idps
+	passkey := p.WebAuthn && lp.GetPasswordlessAllowed()
+	if passkey {
+		pg.Form["passkey"] = "1"
+	}
+	if !lp.GetAllowUsernamePassword() {
+		// No password form: passkeys and external providers remain.
+		pg.Form["nopassword"] = "1"
+		if !passkey && len(idps) == 0 {
+			pg.Error = translate(f.lang, "err.passwordDisabled")
+		}
+	}
 	p.tmpl.render(w, p.Logger, http.StatusOK, "loginname", pg)
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/http"
 
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/services/authn/internal/session"
 )
 
@@ -17,6 +18,12 @@ var templateFS embed.FS
 
 //go:embed assets/style.css
 var styleCSS []byte
+
+// webauthnJS runs the WebAuthn ceremony of a page with a data-webauthn
+// form: the only script of the pages, loaded under a per-response nonce.
+//
+//go:embed assets/webauthn.js
+var webauthnJS []byte
 
 // page is the data of every template.
 type page struct {
@@ -40,6 +47,12 @@ type page struct {
 	// External is the identity the link page would link (shown, so a
 	// browser walked there by someone else shows whose identity it is).
 	External *externalAccount
+	// WebAuthn is a ceremony's options (JSON) for the page's form; a page
+	// with them loads the ceremony script under Nonce.
+	WebAuthn string
+	Nonce    string
+	// Links are the page's alternatives (another factor, another way in).
+	Links []link
 	// QR, OTPURI and Secret: a TOTP enrollment's generator.
 	QR     template.HTML
 	OTPURI template.URL
@@ -48,6 +61,9 @@ type page struct {
 	Detail string // error page: the error's description (English)
 	Hint   string // error page: how to fix the request (English)
 }
+
+// link is a link to another page: its URL and its text's message key.
+type link struct{ URL, Key string }
 
 // externalAccount is an identity at an identity provider, as shown.
 type externalAccount struct {
@@ -77,7 +93,7 @@ type templates map[string]*template.Template
 
 func parseTemplates() (templates, error) {
 	out := templates{}
-	for _, name := range []string{"loginname", "password", "change", "select", "register", "error", "loggedout", "logout", "consent", "idplink", "mfa", "mfapassed", "mfainit", "mfacodes"} {
+	for _, name := range []string{"loginname", "password", "change", "select", "register", "error", "loggedout", "logout", "consent", "idplink", "mfa", "mfapassed", "mfainit", "mfacodes", "webauthn"} {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/policy.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("login template %s: %w", name, err)
@@ -90,6 +106,12 @@ func parseTemplates() (templates, error) {
 // render writes a page; it renders into a buffer first so a template
 // error becomes a clean 500 rather than half a page.
 func (ts templates) render(w http.ResponseWriter, log *slog.Logger, status int, name string, p *page) {
+	csp := "default-src 'none'; style-src 'self'; frame-ancestors 'none'; base-uri 'none'"
+	if p.WebAuthn != "" {
+		// The one script, allowed by a nonce no other response shares.
+		p.Nonce = secrets.RandomToken(18)
+		csp += "; script-src 'nonce-" + p.Nonce + "'"
+	}
 	var buf bytes.Buffer
 	if err := ts[name].ExecuteTemplate(&buf, "layout", p); err != nil {
 		log.Error("render login page", "page", name, "error", err)
@@ -101,7 +123,7 @@ func (ts templates) render(w http.ResponseWriter, log *slog.Logger, status int, 
 	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Language", p.Lang)
 	h.Set("X-Frame-Options", "DENY")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("Content-Security-Policy", csp)
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
 }
