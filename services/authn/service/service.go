@@ -56,6 +56,10 @@ type Directory interface {
 	CheckWebAuthnLogin(context.Context, *directoryv1.CheckWebAuthnLoginRequest) (*directoryv1.CheckWebAuthnLoginResponse, error)
 	StartWebAuthnRegistration(context.Context, *directoryv1.StartWebAuthnRegistrationRequest) (*directoryv1.StartWebAuthnRegistrationResponse, error)
 	VerifyWebAuthnRegistration(context.Context, *directoryv1.VerifyWebAuthnRegistrationRequest) (*directoryv1.VerifyWebAuthnRegistrationResponse, error)
+	GetAccount(context.Context, *directoryv1.GetAccountRequest) (*directoryv1.GetAccountResponse, error)
+	RemoveAccountFactor(context.Context, *directoryv1.RemoveAccountFactorRequest) (*directoryv1.RemoveAccountFactorResponse, error)
+	UnlinkAccount(context.Context, *directoryv1.UnlinkAccountRequest) (*directoryv1.UnlinkAccountResponse, error)
+	EndUserSessions(context.Context, *directoryv1.EndUserSessionsRequest) (*directoryv1.EndUserSessionsResponse, error)
 }
 
 // DirectoryWithFeed is Directory and the change feed that keeps authn's

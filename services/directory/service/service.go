@@ -196,6 +196,7 @@ func (s *Service) build(masterKey []byte, env process.Env, deps Deps) error {
 	if err != nil {
 		return err
 	}
+	s.internal.Cutoffs = s.cutoffs
 	s.internal.Factors = internalapi.FactorKeys{Secrets: factorSecrets, Hasher: hasher, Issuer: env.Config.Issuer.Hostname(), WebAuthn: wa}
 	iopts, err := rpc.InternalHandlerOptions(env.Config.InternalToken)
 	if err != nil {

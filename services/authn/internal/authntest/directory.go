@@ -37,6 +37,8 @@ type Directory struct {
 	// OnGetUser, when set, runs at the start of every GetUser (to act
 	// between a handler's reads).
 	OnGetUser func()
+	// SignedOut lists the users EndUserSessions signed out.
+	SignedOut []string
 }
 
 // NewDirectory returns an empty fake.
@@ -294,4 +296,34 @@ func (d *Directory) StartWebAuthnRegistration(context.Context, *directoryv1.Star
 // VerifyWebAuthnRegistration implements the directory API (see errNoWebAuthn).
 func (d *Directory) VerifyWebAuthnRegistration(context.Context, *directoryv1.VerifyWebAuthnRegistrationRequest) (*directoryv1.VerifyWebAuthnRegistrationResponse, error) {
 	return nil, errNoWebAuthn
+}
+
+// GetAccount implements the directory API: this fake's users have no
+// factor and no link.
+func (d *Directory) GetAccount(context.Context, *directoryv1.GetAccountRequest) (*directoryv1.GetAccountResponse, error) {
+	if err := d.down(); err != nil {
+		return nil, err
+	}
+	return &directoryv1.GetAccountResponse{}, nil
+}
+
+// RemoveAccountFactor implements the directory API: there is none.
+func (d *Directory) RemoveAccountFactor(context.Context, *directoryv1.RemoveAccountFactorRequest) (*directoryv1.RemoveAccountFactorResponse, error) {
+	return nil, connect.NewError(connect.CodeNotFound, errors.New("no such factor"))
+}
+
+// UnlinkAccount implements the directory API: there is no link.
+func (d *Directory) UnlinkAccount(context.Context, *directoryv1.UnlinkAccountRequest) (*directoryv1.UnlinkAccountResponse, error) {
+	return nil, connect.NewError(connect.CodeNotFound, errors.New("link not found"))
+}
+
+// EndUserSessions implements the directory API: it counts the calls.
+func (d *Directory) EndUserSessions(_ context.Context, req *directoryv1.EndUserSessionsRequest) (*directoryv1.EndUserSessionsResponse, error) {
+	if err := d.down(); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.SignedOut = append(d.SignedOut, req.GetUserId())
+	return &directoryv1.EndUserSessionsResponse{}, nil
 }

@@ -157,6 +157,16 @@ func (f *Flow) sessions(ctx context.Context, userAgentID string) (live, expired 
 	return live, expired, nil
 }
 
+// Park stores req (the account page's AccountRequest) for the browser
+// and returns the login page's URL to continue at.
+func (f *Flow) Park(ctx context.Context, req *Request, userAgentID string) (string, error) {
+	pending, err := f.park(ctx, req, userAgentID, "", "")
+	if err != nil {
+		return "", err
+	}
+	return PageURL(PathLogin, pending.ID), nil
+}
+
 // park stores req as a request of the browser userAgentID waiting for a
 // login; loginName and userID name who is expected to sign in, if known.
 func (f *Flow) park(ctx context.Context, req *Request, userAgentID, loginName, userID string) (session.AuthRequest, error) {
@@ -239,6 +249,10 @@ func (f *Flow) FinishSignedIn(w http.ResponseWriter, r *http.Request, req *Reque
 // was signed in by this very request (see answer).
 func (f *Flow) complete(w http.ResponseWriter, r *http.Request, req *Request, s session.Session, fresh bool) {
 	ctx := r.Context()
+	if req.Account {
+		f.answer(w, r, req, s, fresh) // no application: nothing to consent to
+		return
+	}
 	need, err := f.NeedsConsent(ctx, req, s)
 	if err != nil {
 		f.Fail(w, r, req.UILocales, req.FailWith(err))
@@ -357,6 +371,10 @@ func (f *Flow) answer(w http.ResponseWriter, r *http.Request, req *Request, s se
 		return
 	} else if err != nil {
 		f.Fail(w, r, req.UILocales, req.FailWith(err))
+		return
+	}
+	if req.Account {
+		http.Redirect(w, r, PathAccount, http.StatusFound) // signed in: no code, no token
 		return
 	}
 	to, fail := Complete(ctx, f.Tokens, req, s)

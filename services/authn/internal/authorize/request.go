@@ -85,6 +85,25 @@ type Request struct {
 	// StartedAt is when the authorization endpoint received the request:
 	// prompt=login is met only by an authentication at or after it.
 	StartedAt time.Time `json:"started_at,omitzero"`
+	// Account: the account page's own sign-in (AccountRequest), not an
+	// application's: it ends on the account page, with no code or token.
+	// Only authn sets it; no parameter of a request reaches it.
+	Account bool `json:"account,omitempty"`
+}
+
+// PathAccount is the account page (served by package login).
+const PathAccount = "/ui/account"
+
+// AccountRequest is the sign-in of the account page to orgID's users; a
+// loginHint (the session's user) asks for a fresh one (prompt=login),
+// which a sensitive change needs.
+func AccountRequest(orgID, issuer, loginHint string, locales []string, now time.Time) *Request {
+	req := &Request{OrgID: orgID, ClientOrgID: orgID, Scopes: []string{"openid"}, ResponseType: ResponseCode,
+		UILocales: locales, Issuer: issuer, StartedAt: now, Account: true, LoginHint: loginHint}
+	if loginHint != "" {
+		req.Prompt = []string{PromptLogin}
+	}
+	return req
 }
 
 // ConfirmsManagement reports whether the request may get a management
@@ -116,6 +135,9 @@ func (r *Request) HasPrompt(p string) bool { return slices.Contains(r.Prompt, p)
 
 // Target is where an error or a response is sent.
 func (r *Request) Target() *Target {
+	if r.Account {
+		return nil // the account page's errors show on Gatehouse
+	}
 	return &Target{RedirectURI: r.RedirectURI, State: r.State, Fragment: r.Implicit() || r.ResponseMode == ModeFragment, Issuer: r.Issuer}
 }
 

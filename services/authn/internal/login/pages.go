@@ -24,6 +24,7 @@ type Directory interface {
 	VerifyPassword(context.Context, *directoryv1.VerifyPasswordRequest) (*directoryv1.VerifyPasswordResponse, error)
 	ChangePassword(context.Context, *directoryv1.ChangePasswordRequest) (*directoryv1.ChangePasswordResponse, error)
 	GetOrg(context.Context, *directoryv1.GetOrgRequest) (*directoryv1.GetOrgResponse, error)
+	GetClient(context.Context, *directoryv1.GetClientRequest) (*directoryv1.GetClientResponse, error)
 	RegisterUser(context.Context, *directoryv1.RegisterUserRequest) (*directoryv1.RegisterUserResponse, error)
 	LookupUser(context.Context, *directoryv1.LookupUserRequest) (*directoryv1.LookupUserResponse, error)
 	GetIdP(context.Context, *directoryv1.GetIdPRequest) (*directoryv1.GetIdPResponse, error)
@@ -41,6 +42,10 @@ type Directory interface {
 	CheckWebAuthnLogin(context.Context, *directoryv1.CheckWebAuthnLoginRequest) (*directoryv1.CheckWebAuthnLoginResponse, error)
 	StartWebAuthnRegistration(context.Context, *directoryv1.StartWebAuthnRegistrationRequest) (*directoryv1.StartWebAuthnRegistrationResponse, error)
 	VerifyWebAuthnRegistration(context.Context, *directoryv1.VerifyWebAuthnRegistrationRequest) (*directoryv1.VerifyWebAuthnRegistrationResponse, error)
+	GetAccount(context.Context, *directoryv1.GetAccountRequest) (*directoryv1.GetAccountResponse, error)
+	RemoveAccountFactor(context.Context, *directoryv1.RemoveAccountFactorRequest) (*directoryv1.RemoveAccountFactorResponse, error)
+	UnlinkAccount(context.Context, *directoryv1.UnlinkAccountRequest) (*directoryv1.UnlinkAccountResponse, error)
+	EndUserSessions(context.Context, *directoryv1.EndUserSessionsRequest) (*directoryv1.EndUserSessionsResponse, error)
 }
 
 // Paths served besides the authorize package's page paths.
@@ -106,6 +111,7 @@ func (p *Pages) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+PathLoggedOut, func(w http.ResponseWriter, r *http.Request) {
 		p.LoggedOut(w, r, nil)
 	})
+	p.registerAccount(mux)
 	mux.HandleFunc("GET "+PathPasskey, p.passkeyPage)
 	mux.HandleFunc("POST "+PathPasskey, p.passkeySubmit)
 	mux.HandleFunc("GET "+PathScript, func(w http.ResponseWriter, r *http.Request) {

@@ -53,6 +53,9 @@ type page struct {
 	Nonce    string
 	// Links are the page's alternatives (another factor, another way in).
 	Links []link
+	// Account is the account page's content; Wide widens the card.
+	Account *accountView
+	Wide    bool
 	// QR, OTPURI and Secret: a TOTP enrollment's generator.
 	QR     template.HTML
 	OTPURI template.URL
@@ -93,7 +96,7 @@ type templates map[string]*template.Template
 
 func parseTemplates() (templates, error) {
 	out := templates{}
-	for _, name := range []string{"loginname", "password", "change", "select", "register", "error", "loggedout", "logout", "consent", "idplink", "mfa", "mfapassed", "mfainit", "mfacodes", "webauthn"} {
+	for _, name := range []string{"loginname", "password", "change", "select", "register", "error", "loggedout", "logout", "consent", "idplink", "mfa", "mfapassed", "mfainit", "mfacodes", "webauthn", "account"} {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/policy.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("login template %s: %w", name, err)

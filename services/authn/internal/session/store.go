@@ -264,6 +264,30 @@ func (s *Store) Sessions(ctx context.Context, userAgentID string, now time.Time)
 	return live, expired, nil
 }
 
+// UserSessions returns the user's live sessions in every browser at now,
+// most recent login first (the account page lists them).
+func (s *Store) UserSessions(ctx context.Context, userID string, now time.Time) ([]Session, error) {
+	cond, args := s.Lifetimes.live(now)
+	var rows []sessionRow
+	err := s.DB.Select(ctx, &rows, `SELECT `+sessionColumns+`, last_active_at, ended_at IS NULL AS is_open, `+cond+` AS is_live
+		FROM sessions WHERE user_id = ? AND ended_at IS NULL ORDER BY auth_time DESC, id LIMIT 100`, append(args, userID)...)
+	if err != nil {
+		return nil, fmt.Errorf("list the user's sessions: %w", err)
+	}
+	var out []Session
+	for _, r := range rows {
+		if !r.Live {
+			continue
+		}
+		ss, err := r.session()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ss)
+	}
+	return out, nil
+}
+
 // Touch records that session id answered an authorization request at now:
 // its activity, which restarts its idle lifetime. A session that is not
 // live at now is ErrNotFound and unchanged; the request must then not be

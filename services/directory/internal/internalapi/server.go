@@ -15,6 +15,7 @@ import (
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1/directoryv1connect"
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/cutoff"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/lockout"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/orgs"
@@ -33,6 +34,9 @@ type Server struct {
 	IdPSecrets *secrets.Cipher
 	// Factors seal TOTP seeds and hash recovery codes.
 	Factors FactorKeys
+	// Cutoffs delivers at once the token revocations a sign-out
+	// everywhere queues (nil: left to the background delivery).
+	Cutoffs *cutoff.Outbox
 
 	orgs     *orgs.Queries
 	users    *users.Queries

@@ -166,6 +166,7 @@ func registerFactors(es *eventstore.Store) {
 	})
 	registerRecoveryCodes(es)
 	registerWebAuthn(es)
+	registerSignOut(es)
 }
 
 // Factors returns the user's factors, oldest first.

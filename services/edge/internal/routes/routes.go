@@ -85,6 +85,7 @@ var PasswordPosts = []string{
 	"/ui/login/register",
 	"/ui/login/idp/link",
 	"/ui/login/idp/register",
+	"/ui/account/password",
 }
 
 // Classes lists every rate-limit class.
@@ -136,6 +137,8 @@ func Table() []Route {
 		{Pattern: "/oidc/v1/end_session", Service: Authn, Kind: Browser, Class: ClassBrowser},
 		{Pattern: "/ui/login", Service: Authn, Kind: Browser, Class: ClassBrowser},
 		{Pattern: "/ui/login/*", Service: Authn, Kind: Browser, Class: ClassBrowser},
+		{Pattern: "/ui/account", Service: Authn, Kind: Browser, Class: ClassBrowser},
+		{Pattern: "/ui/account/*", Service: Authn, Kind: Browser, Class: ClassBrowser},
 		{Pattern: "/idps/callback", Service: Authn, Kind: Browser, Class: ClassBrowser},
 
 		// directory: the public management API in all its protocols, and

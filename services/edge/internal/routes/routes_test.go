@@ -66,6 +66,8 @@ func TestTableAssignments(t *testing.T) {
 		"/oidc/v1/end_session":               {Authn, false, ClassBrowser},
 		"/ui/login":                          {Authn, false, ClassBrowser},
 		"/ui/login/*":                        {Authn, false, ClassBrowser},
+		"/ui/account":                        {Authn, false, ClassBrowser},
+		"/ui/account/*":                      {Authn, false, ClassBrowser},
 		"/idps/callback":                     {Authn, false, ClassBrowser},
 		"/management/v1/*":                   {Directory, false, ClassAPI},
 		"/v2/users/*":                        {Directory, false, ClassAPI},

@@ -1935,6 +1935,538 @@ func (*VerifyWebAuthnRegistrationResponse) Descriptor() ([]byte, []int) {
 	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{23}
 }
 
+// GetAccountRequest names the user.
+type GetAccountRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// User id.
+	UserId        string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetAccountRequest) Reset() {
+	*x = GetAccountRequest{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetAccountRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetAccountRequest) ProtoMessage() {}
+
+func (x *GetAccountRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetAccountRequest.ProtoReflect.Descriptor instead.
+func (*GetAccountRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *GetAccountRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+// AccountFactor is one factor of the user.
+type AccountFactor struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Factor id.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// "otp", "u2f" or "passwordless".
+	Type string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	// Name the user gave it (security keys and passkeys).
+	Name string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// Registration completed.
+	Ready bool `protobuf:"varint,4,opt,name=ready,proto3" json:"ready,omitempty"`
+	// When it was added.
+	CreationDate  *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=creation_date,json=creationDate,proto3" json:"creation_date,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AccountFactor) Reset() {
+	*x = AccountFactor{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AccountFactor) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AccountFactor) ProtoMessage() {}
+
+func (x *AccountFactor) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AccountFactor.ProtoReflect.Descriptor instead.
+func (*AccountFactor) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *AccountFactor) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *AccountFactor) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *AccountFactor) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AccountFactor) GetReady() bool {
+	if x != nil {
+		return x.Ready
+	}
+	return false
+}
+
+func (x *AccountFactor) GetCreationDate() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreationDate
+	}
+	return nil
+}
+
+// AccountLink is a linked external identity.
+type AccountLink struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// IdP id.
+	IdpId string `protobuf:"bytes,1,opt,name=idp_id,json=idpId,proto3" json:"idp_id,omitempty"`
+	// IdP name.
+	IdpName string `protobuf:"bytes,2,opt,name=idp_name,json=idpName,proto3" json:"idp_name,omitempty"`
+	// The user name the IdP gave.
+	ExternalUserName string `protobuf:"bytes,3,opt,name=external_user_name,json=externalUserName,proto3" json:"external_user_name,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *AccountLink) Reset() {
+	*x = AccountLink{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AccountLink) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AccountLink) ProtoMessage() {}
+
+func (x *AccountLink) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AccountLink.ProtoReflect.Descriptor instead.
+func (*AccountLink) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *AccountLink) GetIdpId() string {
+	if x != nil {
+		return x.IdpId
+	}
+	return ""
+}
+
+func (x *AccountLink) GetIdpName() string {
+	if x != nil {
+		return x.IdpName
+	}
+	return ""
+}
+
+func (x *AccountLink) GetExternalUserName() string {
+	if x != nil {
+		return x.ExternalUserName
+	}
+	return ""
+}
+
+// GetAccountResponse is the account's credentials.
+type GetAccountResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Factors, oldest first.
+	Factors []*AccountFactor `protobuf:"bytes,1,rep,name=factors,proto3" json:"factors,omitempty"`
+	// Unused recovery codes.
+	RecoveryCodesLeft int32 `protobuf:"varint,2,opt,name=recovery_codes_left,json=recoveryCodesLeft,proto3" json:"recovery_codes_left,omitempty"`
+	// Linked external identities.
+	Links         []*AccountLink `protobuf:"bytes,3,rep,name=links,proto3" json:"links,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetAccountResponse) Reset() {
+	*x = GetAccountResponse{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetAccountResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetAccountResponse) ProtoMessage() {}
+
+func (x *GetAccountResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetAccountResponse.ProtoReflect.Descriptor instead.
+func (*GetAccountResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *GetAccountResponse) GetFactors() []*AccountFactor {
+	if x != nil {
+		return x.Factors
+	}
+	return nil
+}
+
+func (x *GetAccountResponse) GetRecoveryCodesLeft() int32 {
+	if x != nil {
+		return x.RecoveryCodesLeft
+	}
+	return 0
+}
+
+func (x *GetAccountResponse) GetLinks() []*AccountLink {
+	if x != nil {
+		return x.Links
+	}
+	return nil
+}
+
+// RemoveAccountFactorRequest names the factor.
+type RemoveAccountFactorRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// User id.
+	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// "otp", "u2f" or "passwordless".
+	Type string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	// Factor id (security keys and passkeys).
+	Id            string `protobuf:"bytes,3,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveAccountFactorRequest) Reset() {
+	*x = RemoveAccountFactorRequest{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveAccountFactorRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveAccountFactorRequest) ProtoMessage() {}
+
+func (x *RemoveAccountFactorRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveAccountFactorRequest.ProtoReflect.Descriptor instead.
+func (*RemoveAccountFactorRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *RemoveAccountFactorRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *RemoveAccountFactorRequest) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *RemoveAccountFactorRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+// RemoveAccountFactorResponse is empty.
+type RemoveAccountFactorResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveAccountFactorResponse) Reset() {
+	*x = RemoveAccountFactorResponse{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveAccountFactorResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveAccountFactorResponse) ProtoMessage() {}
+
+func (x *RemoveAccountFactorResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveAccountFactorResponse.ProtoReflect.Descriptor instead.
+func (*RemoveAccountFactorResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{29}
+}
+
+// UnlinkAccountRequest names the link.
+type UnlinkAccountRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// User id.
+	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// IdP id.
+	IdpId         string `protobuf:"bytes,2,opt,name=idp_id,json=idpId,proto3" json:"idp_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnlinkAccountRequest) Reset() {
+	*x = UnlinkAccountRequest{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnlinkAccountRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnlinkAccountRequest) ProtoMessage() {}
+
+func (x *UnlinkAccountRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnlinkAccountRequest.ProtoReflect.Descriptor instead.
+func (*UnlinkAccountRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *UnlinkAccountRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *UnlinkAccountRequest) GetIdpId() string {
+	if x != nil {
+		return x.IdpId
+	}
+	return ""
+}
+
+// UnlinkAccountResponse is empty.
+type UnlinkAccountResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnlinkAccountResponse) Reset() {
+	*x = UnlinkAccountResponse{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnlinkAccountResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnlinkAccountResponse) ProtoMessage() {}
+
+func (x *UnlinkAccountResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnlinkAccountResponse.ProtoReflect.Descriptor instead.
+func (*UnlinkAccountResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{31}
+}
+
+// EndUserSessionsRequest names the user.
+type EndUserSessionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// User id.
+	UserId        string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EndUserSessionsRequest) Reset() {
+	*x = EndUserSessionsRequest{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EndUserSessionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EndUserSessionsRequest) ProtoMessage() {}
+
+func (x *EndUserSessionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EndUserSessionsRequest.ProtoReflect.Descriptor instead.
+func (*EndUserSessionsRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *EndUserSessionsRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+// EndUserSessionsResponse is empty.
+type EndUserSessionsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EndUserSessionsResponse) Reset() {
+	*x = EndUserSessionsResponse{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EndUserSessionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EndUserSessionsResponse) ProtoMessage() {}
+
+func (x *EndUserSessionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EndUserSessionsResponse.ProtoReflect.Descriptor instead.
+func (*EndUserSessionsResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{33}
+}
+
 // GenerateRecoveryCodesRequest names the user.
 type GenerateRecoveryCodesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1946,7 +2478,7 @@ type GenerateRecoveryCodesRequest struct {
 
 func (x *GenerateRecoveryCodesRequest) Reset() {
 	*x = GenerateRecoveryCodesRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[24]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1958,7 +2490,7 @@ func (x *GenerateRecoveryCodesRequest) String() string {
 func (*GenerateRecoveryCodesRequest) ProtoMessage() {}
 
 func (x *GenerateRecoveryCodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[24]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1971,7 +2503,7 @@ func (x *GenerateRecoveryCodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateRecoveryCodesRequest.ProtoReflect.Descriptor instead.
 func (*GenerateRecoveryCodesRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{24}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *GenerateRecoveryCodesRequest) GetUserId() string {
@@ -1992,7 +2524,7 @@ type GenerateRecoveryCodesResponse struct {
 
 func (x *GenerateRecoveryCodesResponse) Reset() {
 	*x = GenerateRecoveryCodesResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[25]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2004,7 +2536,7 @@ func (x *GenerateRecoveryCodesResponse) String() string {
 func (*GenerateRecoveryCodesResponse) ProtoMessage() {}
 
 func (x *GenerateRecoveryCodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[25]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2017,7 +2549,7 @@ func (x *GenerateRecoveryCodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenerateRecoveryCodesResponse.ProtoReflect.Descriptor instead.
 func (*GenerateRecoveryCodesResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{25}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *GenerateRecoveryCodesResponse) GetCodes() []string {
@@ -2045,7 +2577,7 @@ type ChangePasswordRequest struct {
 
 func (x *ChangePasswordRequest) Reset() {
 	*x = ChangePasswordRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[26]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2057,7 +2589,7 @@ func (x *ChangePasswordRequest) String() string {
 func (*ChangePasswordRequest) ProtoMessage() {}
 
 func (x *ChangePasswordRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[26]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2070,7 +2602,7 @@ func (x *ChangePasswordRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangePasswordRequest.ProtoReflect.Descriptor instead.
 func (*ChangePasswordRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{26}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ChangePasswordRequest) GetUserId() string {
@@ -2110,7 +2642,7 @@ type ChangePasswordResponse struct {
 
 func (x *ChangePasswordResponse) Reset() {
 	*x = ChangePasswordResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[27]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2122,7 +2654,7 @@ func (x *ChangePasswordResponse) String() string {
 func (*ChangePasswordResponse) ProtoMessage() {}
 
 func (x *ChangePasswordResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[27]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2135,7 +2667,7 @@ func (x *ChangePasswordResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangePasswordResponse.ProtoReflect.Descriptor instead.
 func (*ChangePasswordResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{27}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{37}
 }
 
 // User is a user as authn and tokens need it.
@@ -2173,7 +2705,7 @@ type User struct {
 
 func (x *User) Reset() {
 	*x = User{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[28]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2185,7 +2717,7 @@ func (x *User) String() string {
 func (*User) ProtoMessage() {}
 
 func (x *User) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[28]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2198,7 +2730,7 @@ func (x *User) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use User.ProtoReflect.Descriptor instead.
 func (*User) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{28}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *User) GetId() string {
@@ -2296,7 +2828,7 @@ type GetUserRequest struct {
 
 func (x *GetUserRequest) Reset() {
 	*x = GetUserRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[29]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2308,7 +2840,7 @@ func (x *GetUserRequest) String() string {
 func (*GetUserRequest) ProtoMessage() {}
 
 func (x *GetUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[29]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2321,7 +2853,7 @@ func (x *GetUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUserRequest.ProtoReflect.Descriptor instead.
 func (*GetUserRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{29}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GetUserRequest) GetUserId() string {
@@ -2342,7 +2874,7 @@ type GetUserResponse struct {
 
 func (x *GetUserResponse) Reset() {
 	*x = GetUserResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[30]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2354,7 +2886,7 @@ func (x *GetUserResponse) String() string {
 func (*GetUserResponse) ProtoMessage() {}
 
 func (x *GetUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[30]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2367,7 +2899,7 @@ func (x *GetUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUserResponse.ProtoReflect.Descriptor instead.
 func (*GetUserResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{30}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *GetUserResponse) GetUser() *User {
@@ -2390,7 +2922,7 @@ type LookupUserRequest struct {
 
 func (x *LookupUserRequest) Reset() {
 	*x = LookupUserRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[31]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2402,7 +2934,7 @@ func (x *LookupUserRequest) String() string {
 func (*LookupUserRequest) ProtoMessage() {}
 
 func (x *LookupUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[31]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2415,7 +2947,7 @@ func (x *LookupUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupUserRequest.ProtoReflect.Descriptor instead.
 func (*LookupUserRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{31}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *LookupUserRequest) GetOrgId() string {
@@ -2443,7 +2975,7 @@ type LookupUserResponse struct {
 
 func (x *LookupUserResponse) Reset() {
 	*x = LookupUserResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[32]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2455,7 +2987,7 @@ func (x *LookupUserResponse) String() string {
 func (*LookupUserResponse) ProtoMessage() {}
 
 func (x *LookupUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[32]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2468,7 +3000,7 @@ func (x *LookupUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupUserResponse.ProtoReflect.Descriptor instead.
 func (*LookupUserResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{32}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *LookupUserResponse) GetUser() *User {
@@ -2491,7 +3023,7 @@ type GetClaimsRequest struct {
 
 func (x *GetClaimsRequest) Reset() {
 	*x = GetClaimsRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[33]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2503,7 +3035,7 @@ func (x *GetClaimsRequest) String() string {
 func (*GetClaimsRequest) ProtoMessage() {}
 
 func (x *GetClaimsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[33]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2516,7 +3048,7 @@ func (x *GetClaimsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClaimsRequest.ProtoReflect.Descriptor instead.
 func (*GetClaimsRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{33}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *GetClaimsRequest) GetUserId() string {
@@ -2548,7 +3080,7 @@ type GetClaimsResponse struct {
 
 func (x *GetClaimsResponse) Reset() {
 	*x = GetClaimsResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[34]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2560,7 +3092,7 @@ func (x *GetClaimsResponse) String() string {
 func (*GetClaimsResponse) ProtoMessage() {}
 
 func (x *GetClaimsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[34]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2573,7 +3105,7 @@ func (x *GetClaimsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClaimsResponse.ProtoReflect.Descriptor instead.
 func (*GetClaimsResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{34}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *GetClaimsResponse) GetClaims() *structpb.Struct {
@@ -2620,7 +3152,7 @@ type RegisterUserRequest struct {
 
 func (x *RegisterUserRequest) Reset() {
 	*x = RegisterUserRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[35]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2632,7 +3164,7 @@ func (x *RegisterUserRequest) String() string {
 func (*RegisterUserRequest) ProtoMessage() {}
 
 func (x *RegisterUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[35]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2645,7 +3177,7 @@ func (x *RegisterUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterUserRequest.ProtoReflect.Descriptor instead.
 func (*RegisterUserRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{35}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *RegisterUserRequest) GetOrgId() string {
@@ -2708,7 +3240,7 @@ type RegisterUserResponse struct {
 
 func (x *RegisterUserResponse) Reset() {
 	*x = RegisterUserResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[36]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2720,7 +3252,7 @@ func (x *RegisterUserResponse) String() string {
 func (*RegisterUserResponse) ProtoMessage() {}
 
 func (x *RegisterUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[36]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2733,7 +3265,7 @@ func (x *RegisterUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterUserResponse.ProtoReflect.Descriptor instead.
 func (*RegisterUserResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{36}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *RegisterUserResponse) GetUser() *User {
@@ -2764,7 +3296,7 @@ type PasswordPolicy struct {
 
 func (x *PasswordPolicy) Reset() {
 	*x = PasswordPolicy{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[37]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2776,7 +3308,7 @@ func (x *PasswordPolicy) String() string {
 func (*PasswordPolicy) ProtoMessage() {}
 
 func (x *PasswordPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[37]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2789,7 +3321,7 @@ func (x *PasswordPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PasswordPolicy.ProtoReflect.Descriptor instead.
 func (*PasswordPolicy) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{37}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *PasswordPolicy) GetMinLength() uint32 {
@@ -2845,7 +3377,7 @@ type GetOrgRequest struct {
 
 func (x *GetOrgRequest) Reset() {
 	*x = GetOrgRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[38]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2857,7 +3389,7 @@ func (x *GetOrgRequest) String() string {
 func (*GetOrgRequest) ProtoMessage() {}
 
 func (x *GetOrgRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[38]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2870,7 +3402,7 @@ func (x *GetOrgRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrgRequest.ProtoReflect.Descriptor instead.
 func (*GetOrgRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{38}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *GetOrgRequest) GetOrgId() string {
@@ -2901,7 +3433,7 @@ type GetOrgResponse struct {
 
 func (x *GetOrgResponse) Reset() {
 	*x = GetOrgResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[39]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2913,7 +3445,7 @@ func (x *GetOrgResponse) String() string {
 func (*GetOrgResponse) ProtoMessage() {}
 
 func (x *GetOrgResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[39]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2926,7 +3458,7 @@ func (x *GetOrgResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOrgResponse.ProtoReflect.Descriptor instead.
 func (*GetOrgResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{39}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *GetOrgResponse) GetId() string {
@@ -2999,7 +3531,7 @@ type LoginPolicy struct {
 
 func (x *LoginPolicy) Reset() {
 	*x = LoginPolicy{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[40]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3011,7 +3543,7 @@ func (x *LoginPolicy) String() string {
 func (*LoginPolicy) ProtoMessage() {}
 
 func (x *LoginPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[40]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3024,7 +3556,7 @@ func (x *LoginPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginPolicy.ProtoReflect.Descriptor instead.
 func (*LoginPolicy) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{40}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *LoginPolicy) GetAllowUsernamePassword() bool {
@@ -3096,7 +3628,7 @@ type GetRolesRequest struct {
 
 func (x *GetRolesRequest) Reset() {
 	*x = GetRolesRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[41]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3108,7 +3640,7 @@ func (x *GetRolesRequest) String() string {
 func (*GetRolesRequest) ProtoMessage() {}
 
 func (x *GetRolesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[41]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3121,7 +3653,7 @@ func (x *GetRolesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRolesRequest.ProtoReflect.Descriptor instead.
 func (*GetRolesRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{41}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *GetRolesRequest) GetUserId() string {
@@ -3149,7 +3681,7 @@ type GetRolesResponse struct {
 
 func (x *GetRolesResponse) Reset() {
 	*x = GetRolesResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[42]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3161,7 +3693,7 @@ func (x *GetRolesResponse) String() string {
 func (*GetRolesResponse) ProtoMessage() {}
 
 func (x *GetRolesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[42]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3174,7 +3706,7 @@ func (x *GetRolesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRolesResponse.ProtoReflect.Descriptor instead.
 func (*GetRolesResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{42}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *GetRolesResponse) GetRoles() []string {
@@ -3221,7 +3753,7 @@ type IdP struct {
 
 func (x *IdP) Reset() {
 	*x = IdP{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[43]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3233,7 +3765,7 @@ func (x *IdP) String() string {
 func (*IdP) ProtoMessage() {}
 
 func (x *IdP) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[43]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3246,7 +3778,7 @@ func (x *IdP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IdP.ProtoReflect.Descriptor instead.
 func (*IdP) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{43}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *IdP) GetId() string {
@@ -3346,7 +3878,7 @@ type GetIdPRequest struct {
 
 func (x *GetIdPRequest) Reset() {
 	*x = GetIdPRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[44]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3358,7 +3890,7 @@ func (x *GetIdPRequest) String() string {
 func (*GetIdPRequest) ProtoMessage() {}
 
 func (x *GetIdPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[44]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3371,7 +3903,7 @@ func (x *GetIdPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetIdPRequest.ProtoReflect.Descriptor instead.
 func (*GetIdPRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{44}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *GetIdPRequest) GetOrgId() string {
@@ -3402,7 +3934,7 @@ type GetIdPResponse struct {
 
 func (x *GetIdPResponse) Reset() {
 	*x = GetIdPResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[45]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3414,7 +3946,7 @@ func (x *GetIdPResponse) String() string {
 func (*GetIdPResponse) ProtoMessage() {}
 
 func (x *GetIdPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[45]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3427,7 +3959,7 @@ func (x *GetIdPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetIdPResponse.ProtoReflect.Descriptor instead.
 func (*GetIdPResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{45}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *GetIdPResponse) GetIdp() *IdP {
@@ -3455,7 +3987,7 @@ type ListIdPsRequest struct {
 
 func (x *ListIdPsRequest) Reset() {
 	*x = ListIdPsRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[46]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3467,7 +3999,7 @@ func (x *ListIdPsRequest) String() string {
 func (*ListIdPsRequest) ProtoMessage() {}
 
 func (x *ListIdPsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[46]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3480,7 +4012,7 @@ func (x *ListIdPsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListIdPsRequest.ProtoReflect.Descriptor instead.
 func (*ListIdPsRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{46}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ListIdPsRequest) GetOrgId() string {
@@ -3501,7 +4033,7 @@ type ListIdPsResponse struct {
 
 func (x *ListIdPsResponse) Reset() {
 	*x = ListIdPsResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[47]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3513,7 +4045,7 @@ func (x *ListIdPsResponse) String() string {
 func (*ListIdPsResponse) ProtoMessage() {}
 
 func (x *ListIdPsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[47]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3526,7 +4058,7 @@ func (x *ListIdPsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListIdPsResponse.ProtoReflect.Descriptor instead.
 func (*ListIdPsResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{47}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ListIdPsResponse) GetIdps() []*IdP {
@@ -3558,7 +4090,7 @@ type LinkExternalUserRequest struct {
 
 func (x *LinkExternalUserRequest) Reset() {
 	*x = LinkExternalUserRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[48]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3570,7 +4102,7 @@ func (x *LinkExternalUserRequest) String() string {
 func (*LinkExternalUserRequest) ProtoMessage() {}
 
 func (x *LinkExternalUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[48]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3583,7 +4115,7 @@ func (x *LinkExternalUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkExternalUserRequest.ProtoReflect.Descriptor instead.
 func (*LinkExternalUserRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{48}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *LinkExternalUserRequest) GetExternalUserName() string {
@@ -3630,7 +4162,7 @@ type LinkExternalUserResponse struct {
 
 func (x *LinkExternalUserResponse) Reset() {
 	*x = LinkExternalUserResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[49]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3642,7 +4174,7 @@ func (x *LinkExternalUserResponse) String() string {
 func (*LinkExternalUserResponse) ProtoMessage() {}
 
 func (x *LinkExternalUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[49]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3655,7 +4187,7 @@ func (x *LinkExternalUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkExternalUserResponse.ProtoReflect.Descriptor instead.
 func (*LinkExternalUserResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{49}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{59}
 }
 
 // GetLinkedUserRequest names an external identity.
@@ -3676,7 +4208,7 @@ type GetLinkedUserRequest struct {
 
 func (x *GetLinkedUserRequest) Reset() {
 	*x = GetLinkedUserRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[50]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3688,7 +4220,7 @@ func (x *GetLinkedUserRequest) String() string {
 func (*GetLinkedUserRequest) ProtoMessage() {}
 
 func (x *GetLinkedUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[50]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3701,7 +4233,7 @@ func (x *GetLinkedUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLinkedUserRequest.ProtoReflect.Descriptor instead.
 func (*GetLinkedUserRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{50}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *GetLinkedUserRequest) GetIdpId() string {
@@ -3736,7 +4268,7 @@ type GetLinkedUserResponse struct {
 
 func (x *GetLinkedUserResponse) Reset() {
 	*x = GetLinkedUserResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[51]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3748,7 +4280,7 @@ func (x *GetLinkedUserResponse) String() string {
 func (*GetLinkedUserResponse) ProtoMessage() {}
 
 func (x *GetLinkedUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[51]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3761,7 +4293,7 @@ func (x *GetLinkedUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLinkedUserResponse.ProtoReflect.Descriptor instead.
 func (*GetLinkedUserResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{51}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *GetLinkedUserResponse) GetUser() *User {
@@ -3806,7 +4338,7 @@ type RegisterExternalUserRequest struct {
 
 func (x *RegisterExternalUserRequest) Reset() {
 	*x = RegisterExternalUserRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[52]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3818,7 +4350,7 @@ func (x *RegisterExternalUserRequest) String() string {
 func (*RegisterExternalUserRequest) ProtoMessage() {}
 
 func (x *RegisterExternalUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[52]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3831,7 +4363,7 @@ func (x *RegisterExternalUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterExternalUserRequest.ProtoReflect.Descriptor instead.
 func (*RegisterExternalUserRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{52}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *RegisterExternalUserRequest) GetExternalUserName() string {
@@ -3922,7 +4454,7 @@ type RegisterExternalUserResponse struct {
 
 func (x *RegisterExternalUserResponse) Reset() {
 	*x = RegisterExternalUserResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[53]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3934,7 +4466,7 @@ func (x *RegisterExternalUserResponse) String() string {
 func (*RegisterExternalUserResponse) ProtoMessage() {}
 
 func (x *RegisterExternalUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[53]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3947,7 +4479,7 @@ func (x *RegisterExternalUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterExternalUserResponse.ProtoReflect.Descriptor instead.
 func (*RegisterExternalUserResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{53}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *RegisterExternalUserResponse) GetUser() *User {
@@ -3970,7 +4502,7 @@ type UnlinkExternalUserRequest struct {
 
 func (x *UnlinkExternalUserRequest) Reset() {
 	*x = UnlinkExternalUserRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[54]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3982,7 +4514,7 @@ func (x *UnlinkExternalUserRequest) String() string {
 func (*UnlinkExternalUserRequest) ProtoMessage() {}
 
 func (x *UnlinkExternalUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[54]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3995,7 +4527,7 @@ func (x *UnlinkExternalUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnlinkExternalUserRequest.ProtoReflect.Descriptor instead.
 func (*UnlinkExternalUserRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{54}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *UnlinkExternalUserRequest) GetIdpId() string {
@@ -4021,7 +4553,7 @@ type UnlinkExternalUserResponse struct {
 
 func (x *UnlinkExternalUserResponse) Reset() {
 	*x = UnlinkExternalUserResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[55]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4033,7 +4565,7 @@ func (x *UnlinkExternalUserResponse) String() string {
 func (*UnlinkExternalUserResponse) ProtoMessage() {}
 
 func (x *UnlinkExternalUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[55]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4046,7 +4578,7 @@ func (x *UnlinkExternalUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnlinkExternalUserResponse.ProtoReflect.Descriptor instead.
 func (*UnlinkExternalUserResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{55}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{65}
 }
 
 // ListChangesRequest names where to resume.
@@ -4060,7 +4592,7 @@ type ListChangesRequest struct {
 
 func (x *ListChangesRequest) Reset() {
 	*x = ListChangesRequest{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[56]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4072,7 +4604,7 @@ func (x *ListChangesRequest) String() string {
 func (*ListChangesRequest) ProtoMessage() {}
 
 func (x *ListChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[56]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4085,7 +4617,7 @@ func (x *ListChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListChangesRequest.ProtoReflect.Descriptor instead.
 func (*ListChangesRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{56}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ListChangesRequest) GetAfterSequence() uint64 {
@@ -4114,7 +4646,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[57]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4126,7 +4658,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[57]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4139,7 +4671,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{57}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *Change) GetSequence() uint64 {
@@ -4185,7 +4717,7 @@ type ListChangesResponse struct {
 
 func (x *ListChangesResponse) Reset() {
 	*x = ListChangesResponse{}
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[58]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4197,7 +4729,7 @@ func (x *ListChangesResponse) String() string {
 func (*ListChangesResponse) ProtoMessage() {}
 
 func (x *ListChangesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[58]
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4210,7 +4742,7 @@ func (x *ListChangesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListChangesResponse.ProtoReflect.Descriptor instead.
 func (*ListChangesResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{58}
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ListChangesResponse) GetChanges() []*Change {
@@ -4353,7 +4885,35 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"credential\x18\x04 \x01(\tR\n" +
 	"credential\x12\x12\n" +
 	"\x04name\x18\x05 \x01(\tR\x04name\"$\n" +
-	"\"VerifyWebAuthnRegistrationResponse\"7\n" +
+	"\"VerifyWebAuthnRegistrationResponse\",\n" +
+	"\x11GetAccountRequest\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\tR\x06userId\"\x9e\x01\n" +
+	"\rAccountFactor\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x14\n" +
+	"\x05ready\x18\x04 \x01(\bR\x05ready\x12?\n" +
+	"\rcreation_date\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\fcreationDate\"m\n" +
+	"\vAccountLink\x12\x15\n" +
+	"\x06idp_id\x18\x01 \x01(\tR\x05idpId\x12\x19\n" +
+	"\bidp_name\x18\x02 \x01(\tR\aidpName\x12,\n" +
+	"\x12external_user_name\x18\x03 \x01(\tR\x10externalUserName\"\xc0\x01\n" +
+	"\x12GetAccountResponse\x12?\n" +
+	"\afactors\x18\x01 \x03(\v2%.gatehouse.directory.v1.AccountFactorR\afactors\x12.\n" +
+	"\x13recovery_codes_left\x18\x02 \x01(\x05R\x11recoveryCodesLeft\x129\n" +
+	"\x05links\x18\x03 \x03(\v2#.gatehouse.directory.v1.AccountLinkR\x05links\"Y\n" +
+	"\x1aRemoveAccountFactorRequest\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12\x0e\n" +
+	"\x02id\x18\x03 \x01(\tR\x02id\"\x1d\n" +
+	"\x1bRemoveAccountFactorResponse\"F\n" +
+	"\x14UnlinkAccountRequest\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x15\n" +
+	"\x06idp_id\x18\x02 \x01(\tR\x05idpId\"\x17\n" +
+	"\x15UnlinkAccountResponse\"1\n" +
+	"\x16EndUserSessionsRequest\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\tR\x06userId\"\x19\n" +
+	"\x17EndUserSessionsResponse\"7\n" +
 	"\x1cGenerateRecoveryCodesRequest\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\"5\n" +
 	"\x1dGenerateRecoveryCodesResponse\x12\x14\n" +
@@ -4536,7 +5096,7 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\fMappingField\x12\x1d\n" +
 	"\x19MAPPING_FIELD_UNSPECIFIED\x10\x00\x12$\n" +
 	" MAPPING_FIELD_PREFERRED_USERNAME\x10\x01\x12\x17\n" +
-	"\x13MAPPING_FIELD_EMAIL\x10\x022\xa5\x17\n" +
+	"\x13MAPPING_FIELD_EMAIL\x10\x022\xf1\x1a\n" +
 	"\x10DirectoryService\x12e\n" +
 	"\tGetClient\x12(.gatehouse.directory.v1.GetClientRequest\x1a).gatehouse.directory.v1.GetClientResponse\"\x03\x90\x02\x01\x12q\n" +
 	"\rGetMachineKey\x12,.gatehouse.directory.v1.GetMachineKeyRequest\x1a-.gatehouse.directory.v1.GetMachineKeyResponse\"\x03\x90\x02\x01\x12o\n" +
@@ -4565,7 +5125,12 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x12StartWebAuthnLogin\x121.gatehouse.directory.v1.StartWebAuthnLoginRequest\x1a2.gatehouse.directory.v1.StartWebAuthnLoginResponse\x12{\n" +
 	"\x12CheckWebAuthnLogin\x121.gatehouse.directory.v1.CheckWebAuthnLoginRequest\x1a2.gatehouse.directory.v1.CheckWebAuthnLoginResponse\x12\x90\x01\n" +
 	"\x19StartWebAuthnRegistration\x128.gatehouse.directory.v1.StartWebAuthnRegistrationRequest\x1a9.gatehouse.directory.v1.StartWebAuthnRegistrationResponse\x12\x93\x01\n" +
-	"\x1aVerifyWebAuthnRegistration\x129.gatehouse.directory.v1.VerifyWebAuthnRegistrationRequest\x1a:.gatehouse.directory.v1.VerifyWebAuthnRegistrationResponseB\xf6\x01\n" +
+	"\x1aVerifyWebAuthnRegistration\x129.gatehouse.directory.v1.VerifyWebAuthnRegistrationRequest\x1a:.gatehouse.directory.v1.VerifyWebAuthnRegistrationResponse\x12h\n" +
+	"\n" +
+	"GetAccount\x12).gatehouse.directory.v1.GetAccountRequest\x1a*.gatehouse.directory.v1.GetAccountResponse\"\x03\x90\x02\x01\x12~\n" +
+	"\x13RemoveAccountFactor\x122.gatehouse.directory.v1.RemoveAccountFactorRequest\x1a3.gatehouse.directory.v1.RemoveAccountFactorResponse\x12l\n" +
+	"\rUnlinkAccount\x12,.gatehouse.directory.v1.UnlinkAccountRequest\x1a-.gatehouse.directory.v1.UnlinkAccountResponse\x12r\n" +
+	"\x0fEndUserSessions\x12..gatehouse.directory.v1.EndUserSessionsRequest\x1a/.gatehouse.directory.v1.EndUserSessionsResponseB\xf6\x01\n" +
 	"\x1acom.gatehouse.directory.v1B\x0eDirectoryProtoP\x01ZLgithub.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1;directoryv1\xa2\x02\x03GDX\xaa\x02\x16Gatehouse.Directory.V1\xca\x02\x17Gatehouse\\Directory_\\V1\xe2\x02#Gatehouse\\Directory_\\V1\\GPBMetadata\xea\x02\x18Gatehouse::Directory::V1b\x06proto3"
 
 var (
@@ -4581,7 +5146,7 @@ func file_gatehouse_directory_v1_directory_proto_rawDescGZIP() []byte {
 }
 
 var file_gatehouse_directory_v1_directory_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_gatehouse_directory_v1_directory_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
+var file_gatehouse_directory_v1_directory_proto_msgTypes = make([]protoimpl.MessageInfo, 70)
 var file_gatehouse_directory_v1_directory_proto_goTypes = []any{
 	(ClientKind)(0),                            // 0: gatehouse.directory.v1.ClientKind
 	(AuthMethod)(0),                            // 1: gatehouse.directory.v1.AuthMethod
@@ -4613,134 +5178,155 @@ var file_gatehouse_directory_v1_directory_proto_goTypes = []any{
 	(*StartWebAuthnRegistrationResponse)(nil),  // 27: gatehouse.directory.v1.StartWebAuthnRegistrationResponse
 	(*VerifyWebAuthnRegistrationRequest)(nil),  // 28: gatehouse.directory.v1.VerifyWebAuthnRegistrationRequest
 	(*VerifyWebAuthnRegistrationResponse)(nil), // 29: gatehouse.directory.v1.VerifyWebAuthnRegistrationResponse
-	(*GenerateRecoveryCodesRequest)(nil),       // 30: gatehouse.directory.v1.GenerateRecoveryCodesRequest
-	(*GenerateRecoveryCodesResponse)(nil),      // 31: gatehouse.directory.v1.GenerateRecoveryCodesResponse
-	(*ChangePasswordRequest)(nil),              // 32: gatehouse.directory.v1.ChangePasswordRequest
-	(*ChangePasswordResponse)(nil),             // 33: gatehouse.directory.v1.ChangePasswordResponse
-	(*User)(nil),                               // 34: gatehouse.directory.v1.User
-	(*GetUserRequest)(nil),                     // 35: gatehouse.directory.v1.GetUserRequest
-	(*GetUserResponse)(nil),                    // 36: gatehouse.directory.v1.GetUserResponse
-	(*LookupUserRequest)(nil),                  // 37: gatehouse.directory.v1.LookupUserRequest
-	(*LookupUserResponse)(nil),                 // 38: gatehouse.directory.v1.LookupUserResponse
-	(*GetClaimsRequest)(nil),                   // 39: gatehouse.directory.v1.GetClaimsRequest
-	(*GetClaimsResponse)(nil),                  // 40: gatehouse.directory.v1.GetClaimsResponse
-	(*RegisterUserRequest)(nil),                // 41: gatehouse.directory.v1.RegisterUserRequest
-	(*RegisterUserResponse)(nil),               // 42: gatehouse.directory.v1.RegisterUserResponse
-	(*PasswordPolicy)(nil),                     // 43: gatehouse.directory.v1.PasswordPolicy
-	(*GetOrgRequest)(nil),                      // 44: gatehouse.directory.v1.GetOrgRequest
-	(*GetOrgResponse)(nil),                     // 45: gatehouse.directory.v1.GetOrgResponse
-	(*LoginPolicy)(nil),                        // 46: gatehouse.directory.v1.LoginPolicy
-	(*GetRolesRequest)(nil),                    // 47: gatehouse.directory.v1.GetRolesRequest
-	(*GetRolesResponse)(nil),                   // 48: gatehouse.directory.v1.GetRolesResponse
-	(*IdP)(nil),                                // 49: gatehouse.directory.v1.IdP
-	(*GetIdPRequest)(nil),                      // 50: gatehouse.directory.v1.GetIdPRequest
-	(*GetIdPResponse)(nil),                     // 51: gatehouse.directory.v1.GetIdPResponse
-	(*ListIdPsRequest)(nil),                    // 52: gatehouse.directory.v1.ListIdPsRequest
-	(*ListIdPsResponse)(nil),                   // 53: gatehouse.directory.v1.ListIdPsResponse
-	(*LinkExternalUserRequest)(nil),            // 54: gatehouse.directory.v1.LinkExternalUserRequest
-	(*LinkExternalUserResponse)(nil),           // 55: gatehouse.directory.v1.LinkExternalUserResponse
-	(*GetLinkedUserRequest)(nil),               // 56: gatehouse.directory.v1.GetLinkedUserRequest
-	(*GetLinkedUserResponse)(nil),              // 57: gatehouse.directory.v1.GetLinkedUserResponse
-	(*RegisterExternalUserRequest)(nil),        // 58: gatehouse.directory.v1.RegisterExternalUserRequest
-	(*RegisterExternalUserResponse)(nil),       // 59: gatehouse.directory.v1.RegisterExternalUserResponse
-	(*UnlinkExternalUserRequest)(nil),          // 60: gatehouse.directory.v1.UnlinkExternalUserRequest
-	(*UnlinkExternalUserResponse)(nil),         // 61: gatehouse.directory.v1.UnlinkExternalUserResponse
-	(*ListChangesRequest)(nil),                 // 62: gatehouse.directory.v1.ListChangesRequest
-	(*Change)(nil),                             // 63: gatehouse.directory.v1.Change
-	(*ListChangesResponse)(nil),                // 64: gatehouse.directory.v1.ListChangesResponse
-	nil,                                        // 65: gatehouse.directory.v1.Client.GrantIdsEntry
-	(*timestamppb.Timestamp)(nil),              // 66: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),                // 67: google.protobuf.Duration
-	(*structpb.Struct)(nil),                    // 68: google.protobuf.Struct
+	(*GetAccountRequest)(nil),                  // 30: gatehouse.directory.v1.GetAccountRequest
+	(*AccountFactor)(nil),                      // 31: gatehouse.directory.v1.AccountFactor
+	(*AccountLink)(nil),                        // 32: gatehouse.directory.v1.AccountLink
+	(*GetAccountResponse)(nil),                 // 33: gatehouse.directory.v1.GetAccountResponse
+	(*RemoveAccountFactorRequest)(nil),         // 34: gatehouse.directory.v1.RemoveAccountFactorRequest
+	(*RemoveAccountFactorResponse)(nil),        // 35: gatehouse.directory.v1.RemoveAccountFactorResponse
+	(*UnlinkAccountRequest)(nil),               // 36: gatehouse.directory.v1.UnlinkAccountRequest
+	(*UnlinkAccountResponse)(nil),              // 37: gatehouse.directory.v1.UnlinkAccountResponse
+	(*EndUserSessionsRequest)(nil),             // 38: gatehouse.directory.v1.EndUserSessionsRequest
+	(*EndUserSessionsResponse)(nil),            // 39: gatehouse.directory.v1.EndUserSessionsResponse
+	(*GenerateRecoveryCodesRequest)(nil),       // 40: gatehouse.directory.v1.GenerateRecoveryCodesRequest
+	(*GenerateRecoveryCodesResponse)(nil),      // 41: gatehouse.directory.v1.GenerateRecoveryCodesResponse
+	(*ChangePasswordRequest)(nil),              // 42: gatehouse.directory.v1.ChangePasswordRequest
+	(*ChangePasswordResponse)(nil),             // 43: gatehouse.directory.v1.ChangePasswordResponse
+	(*User)(nil),                               // 44: gatehouse.directory.v1.User
+	(*GetUserRequest)(nil),                     // 45: gatehouse.directory.v1.GetUserRequest
+	(*GetUserResponse)(nil),                    // 46: gatehouse.directory.v1.GetUserResponse
+	(*LookupUserRequest)(nil),                  // 47: gatehouse.directory.v1.LookupUserRequest
+	(*LookupUserResponse)(nil),                 // 48: gatehouse.directory.v1.LookupUserResponse
+	(*GetClaimsRequest)(nil),                   // 49: gatehouse.directory.v1.GetClaimsRequest
+	(*GetClaimsResponse)(nil),                  // 50: gatehouse.directory.v1.GetClaimsResponse
+	(*RegisterUserRequest)(nil),                // 51: gatehouse.directory.v1.RegisterUserRequest
+	(*RegisterUserResponse)(nil),               // 52: gatehouse.directory.v1.RegisterUserResponse
+	(*PasswordPolicy)(nil),                     // 53: gatehouse.directory.v1.PasswordPolicy
+	(*GetOrgRequest)(nil),                      // 54: gatehouse.directory.v1.GetOrgRequest
+	(*GetOrgResponse)(nil),                     // 55: gatehouse.directory.v1.GetOrgResponse
+	(*LoginPolicy)(nil),                        // 56: gatehouse.directory.v1.LoginPolicy
+	(*GetRolesRequest)(nil),                    // 57: gatehouse.directory.v1.GetRolesRequest
+	(*GetRolesResponse)(nil),                   // 58: gatehouse.directory.v1.GetRolesResponse
+	(*IdP)(nil),                                // 59: gatehouse.directory.v1.IdP
+	(*GetIdPRequest)(nil),                      // 60: gatehouse.directory.v1.GetIdPRequest
+	(*GetIdPResponse)(nil),                     // 61: gatehouse.directory.v1.GetIdPResponse
+	(*ListIdPsRequest)(nil),                    // 62: gatehouse.directory.v1.ListIdPsRequest
+	(*ListIdPsResponse)(nil),                   // 63: gatehouse.directory.v1.ListIdPsResponse
+	(*LinkExternalUserRequest)(nil),            // 64: gatehouse.directory.v1.LinkExternalUserRequest
+	(*LinkExternalUserResponse)(nil),           // 65: gatehouse.directory.v1.LinkExternalUserResponse
+	(*GetLinkedUserRequest)(nil),               // 66: gatehouse.directory.v1.GetLinkedUserRequest
+	(*GetLinkedUserResponse)(nil),              // 67: gatehouse.directory.v1.GetLinkedUserResponse
+	(*RegisterExternalUserRequest)(nil),        // 68: gatehouse.directory.v1.RegisterExternalUserRequest
+	(*RegisterExternalUserResponse)(nil),       // 69: gatehouse.directory.v1.RegisterExternalUserResponse
+	(*UnlinkExternalUserRequest)(nil),          // 70: gatehouse.directory.v1.UnlinkExternalUserRequest
+	(*UnlinkExternalUserResponse)(nil),         // 71: gatehouse.directory.v1.UnlinkExternalUserResponse
+	(*ListChangesRequest)(nil),                 // 72: gatehouse.directory.v1.ListChangesRequest
+	(*Change)(nil),                             // 73: gatehouse.directory.v1.Change
+	(*ListChangesResponse)(nil),                // 74: gatehouse.directory.v1.ListChangesResponse
+	nil,                                        // 75: gatehouse.directory.v1.Client.GrantIdsEntry
+	(*timestamppb.Timestamp)(nil),              // 76: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),                // 77: google.protobuf.Duration
+	(*structpb.Struct)(nil),                    // 78: google.protobuf.Struct
 }
 var file_gatehouse_directory_v1_directory_proto_depIdxs = []int32{
-	66, // 0: gatehouse.directory.v1.PublicKey.expires_at:type_name -> google.protobuf.Timestamp
+	76, // 0: gatehouse.directory.v1.PublicKey.expires_at:type_name -> google.protobuf.Timestamp
 	0,  // 1: gatehouse.directory.v1.Client.kind:type_name -> gatehouse.directory.v1.ClientKind
 	1,  // 2: gatehouse.directory.v1.Client.auth_method:type_name -> gatehouse.directory.v1.AuthMethod
 	6,  // 3: gatehouse.directory.v1.Client.keys:type_name -> gatehouse.directory.v1.PublicKey
 	2,  // 4: gatehouse.directory.v1.Client.access_token_type:type_name -> gatehouse.directory.v1.TokenType
-	67, // 5: gatehouse.directory.v1.Client.clock_skew:type_name -> google.protobuf.Duration
-	65, // 6: gatehouse.directory.v1.Client.grant_ids:type_name -> gatehouse.directory.v1.Client.GrantIdsEntry
+	77, // 5: gatehouse.directory.v1.Client.clock_skew:type_name -> google.protobuf.Duration
+	75, // 6: gatehouse.directory.v1.Client.grant_ids:type_name -> gatehouse.directory.v1.Client.GrantIdsEntry
 	7,  // 7: gatehouse.directory.v1.GetClientResponse.client:type_name -> gatehouse.directory.v1.Client
 	6,  // 8: gatehouse.directory.v1.GetMachineKeyResponse.key:type_name -> gatehouse.directory.v1.PublicKey
-	34, // 9: gatehouse.directory.v1.GetMachineKeyResponse.user:type_name -> gatehouse.directory.v1.User
-	34, // 10: gatehouse.directory.v1.VerifyPasswordResponse.user:type_name -> gatehouse.directory.v1.User
-	46, // 11: gatehouse.directory.v1.VerifyPasswordResponse.login_policy:type_name -> gatehouse.directory.v1.LoginPolicy
-	34, // 12: gatehouse.directory.v1.CheckWebAuthnLoginResponse.user:type_name -> gatehouse.directory.v1.User
-	3,  // 13: gatehouse.directory.v1.User.state:type_name -> gatehouse.directory.v1.UserState
-	2,  // 14: gatehouse.directory.v1.User.access_token_type:type_name -> gatehouse.directory.v1.TokenType
-	66, // 15: gatehouse.directory.v1.User.sessions_not_before:type_name -> google.protobuf.Timestamp
-	34, // 16: gatehouse.directory.v1.GetUserResponse.user:type_name -> gatehouse.directory.v1.User
-	34, // 17: gatehouse.directory.v1.LookupUserResponse.user:type_name -> gatehouse.directory.v1.User
-	68, // 18: gatehouse.directory.v1.GetClaimsResponse.claims:type_name -> google.protobuf.Struct
-	34, // 19: gatehouse.directory.v1.RegisterUserResponse.user:type_name -> gatehouse.directory.v1.User
-	43, // 20: gatehouse.directory.v1.GetOrgResponse.password_policy:type_name -> gatehouse.directory.v1.PasswordPolicy
-	46, // 21: gatehouse.directory.v1.GetOrgResponse.login_policy:type_name -> gatehouse.directory.v1.LoginPolicy
-	4,  // 22: gatehouse.directory.v1.IdP.styling_type:type_name -> gatehouse.directory.v1.StylingType
-	5,  // 23: gatehouse.directory.v1.IdP.display_name_mapping:type_name -> gatehouse.directory.v1.MappingField
-	5,  // 24: gatehouse.directory.v1.IdP.username_mapping:type_name -> gatehouse.directory.v1.MappingField
-	49, // 25: gatehouse.directory.v1.GetIdPResponse.idp:type_name -> gatehouse.directory.v1.IdP
-	49, // 26: gatehouse.directory.v1.ListIdPsResponse.idps:type_name -> gatehouse.directory.v1.IdP
-	34, // 27: gatehouse.directory.v1.GetLinkedUserResponse.user:type_name -> gatehouse.directory.v1.User
-	34, // 28: gatehouse.directory.v1.RegisterExternalUserResponse.user:type_name -> gatehouse.directory.v1.User
-	63, // 29: gatehouse.directory.v1.ListChangesResponse.changes:type_name -> gatehouse.directory.v1.Change
-	8,  // 30: gatehouse.directory.v1.DirectoryService.GetClient:input_type -> gatehouse.directory.v1.GetClientRequest
-	10, // 31: gatehouse.directory.v1.DirectoryService.GetMachineKey:input_type -> gatehouse.directory.v1.GetMachineKeyRequest
-	12, // 32: gatehouse.directory.v1.DirectoryService.VerifyPassword:input_type -> gatehouse.directory.v1.VerifyPasswordRequest
-	32, // 33: gatehouse.directory.v1.DirectoryService.ChangePassword:input_type -> gatehouse.directory.v1.ChangePasswordRequest
-	35, // 34: gatehouse.directory.v1.DirectoryService.GetUser:input_type -> gatehouse.directory.v1.GetUserRequest
-	37, // 35: gatehouse.directory.v1.DirectoryService.LookupUser:input_type -> gatehouse.directory.v1.LookupUserRequest
-	39, // 36: gatehouse.directory.v1.DirectoryService.GetClaims:input_type -> gatehouse.directory.v1.GetClaimsRequest
-	41, // 37: gatehouse.directory.v1.DirectoryService.RegisterUser:input_type -> gatehouse.directory.v1.RegisterUserRequest
-	44, // 38: gatehouse.directory.v1.DirectoryService.GetOrg:input_type -> gatehouse.directory.v1.GetOrgRequest
-	47, // 39: gatehouse.directory.v1.DirectoryService.GetRoles:input_type -> gatehouse.directory.v1.GetRolesRequest
-	50, // 40: gatehouse.directory.v1.DirectoryService.GetIdP:input_type -> gatehouse.directory.v1.GetIdPRequest
-	52, // 41: gatehouse.directory.v1.DirectoryService.ListIdPs:input_type -> gatehouse.directory.v1.ListIdPsRequest
-	54, // 42: gatehouse.directory.v1.DirectoryService.LinkExternalUser:input_type -> gatehouse.directory.v1.LinkExternalUserRequest
-	56, // 43: gatehouse.directory.v1.DirectoryService.GetLinkedUser:input_type -> gatehouse.directory.v1.GetLinkedUserRequest
-	58, // 44: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:input_type -> gatehouse.directory.v1.RegisterExternalUserRequest
-	60, // 45: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:input_type -> gatehouse.directory.v1.UnlinkExternalUserRequest
-	62, // 46: gatehouse.directory.v1.DirectoryService.ListChanges:input_type -> gatehouse.directory.v1.ListChangesRequest
-	14, // 47: gatehouse.directory.v1.DirectoryService.ListAuthFactors:input_type -> gatehouse.directory.v1.ListAuthFactorsRequest
-	16, // 48: gatehouse.directory.v1.DirectoryService.CheckAuthFactor:input_type -> gatehouse.directory.v1.CheckAuthFactorRequest
-	18, // 49: gatehouse.directory.v1.DirectoryService.StartTOTP:input_type -> gatehouse.directory.v1.StartTOTPRequest
-	30, // 50: gatehouse.directory.v1.DirectoryService.GenerateRecoveryCodes:input_type -> gatehouse.directory.v1.GenerateRecoveryCodesRequest
-	20, // 51: gatehouse.directory.v1.DirectoryService.VerifyTOTP:input_type -> gatehouse.directory.v1.VerifyTOTPRequest
-	22, // 52: gatehouse.directory.v1.DirectoryService.StartWebAuthnLogin:input_type -> gatehouse.directory.v1.StartWebAuthnLoginRequest
-	24, // 53: gatehouse.directory.v1.DirectoryService.CheckWebAuthnLogin:input_type -> gatehouse.directory.v1.CheckWebAuthnLoginRequest
-	26, // 54: gatehouse.directory.v1.DirectoryService.StartWebAuthnRegistration:input_type -> gatehouse.directory.v1.StartWebAuthnRegistrationRequest
-	28, // 55: gatehouse.directory.v1.DirectoryService.VerifyWebAuthnRegistration:input_type -> gatehouse.directory.v1.VerifyWebAuthnRegistrationRequest
-	9,  // 56: gatehouse.directory.v1.DirectoryService.GetClient:output_type -> gatehouse.directory.v1.GetClientResponse
-	11, // 57: gatehouse.directory.v1.DirectoryService.GetMachineKey:output_type -> gatehouse.directory.v1.GetMachineKeyResponse
-	13, // 58: gatehouse.directory.v1.DirectoryService.VerifyPassword:output_type -> gatehouse.directory.v1.VerifyPasswordResponse
-	33, // 59: gatehouse.directory.v1.DirectoryService.ChangePassword:output_type -> gatehouse.directory.v1.ChangePasswordResponse
-	36, // 60: gatehouse.directory.v1.DirectoryService.GetUser:output_type -> gatehouse.directory.v1.GetUserResponse
-	38, // 61: gatehouse.directory.v1.DirectoryService.LookupUser:output_type -> gatehouse.directory.v1.LookupUserResponse
-	40, // 62: gatehouse.directory.v1.DirectoryService.GetClaims:output_type -> gatehouse.directory.v1.GetClaimsResponse
-	42, // 63: gatehouse.directory.v1.DirectoryService.RegisterUser:output_type -> gatehouse.directory.v1.RegisterUserResponse
-	45, // 64: gatehouse.directory.v1.DirectoryService.GetOrg:output_type -> gatehouse.directory.v1.GetOrgResponse
-	48, // 65: gatehouse.directory.v1.DirectoryService.GetRoles:output_type -> gatehouse.directory.v1.GetRolesResponse
-	51, // 66: gatehouse.directory.v1.DirectoryService.GetIdP:output_type -> gatehouse.directory.v1.GetIdPResponse
-	53, // 67: gatehouse.directory.v1.DirectoryService.ListIdPs:output_type -> gatehouse.directory.v1.ListIdPsResponse
-	55, // 68: gatehouse.directory.v1.DirectoryService.LinkExternalUser:output_type -> gatehouse.directory.v1.LinkExternalUserResponse
-	57, // 69: gatehouse.directory.v1.DirectoryService.GetLinkedUser:output_type -> gatehouse.directory.v1.GetLinkedUserResponse
-	59, // 70: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:output_type -> gatehouse.directory.v1.RegisterExternalUserResponse
-	61, // 71: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:output_type -> gatehouse.directory.v1.UnlinkExternalUserResponse
-	64, // 72: gatehouse.directory.v1.DirectoryService.ListChanges:output_type -> gatehouse.directory.v1.ListChangesResponse
-	15, // 73: gatehouse.directory.v1.DirectoryService.ListAuthFactors:output_type -> gatehouse.directory.v1.ListAuthFactorsResponse
-	17, // 74: gatehouse.directory.v1.DirectoryService.CheckAuthFactor:output_type -> gatehouse.directory.v1.CheckAuthFactorResponse
-	19, // 75: gatehouse.directory.v1.DirectoryService.StartTOTP:output_type -> gatehouse.directory.v1.StartTOTPResponse
-	31, // 76: gatehouse.directory.v1.DirectoryService.GenerateRecoveryCodes:output_type -> gatehouse.directory.v1.GenerateRecoveryCodesResponse
-	21, // 77: gatehouse.directory.v1.DirectoryService.VerifyTOTP:output_type -> gatehouse.directory.v1.VerifyTOTPResponse
-	23, // 78: gatehouse.directory.v1.DirectoryService.StartWebAuthnLogin:output_type -> gatehouse.directory.v1.StartWebAuthnLoginResponse
-	25, // 79: gatehouse.directory.v1.DirectoryService.CheckWebAuthnLogin:output_type -> gatehouse.directory.v1.CheckWebAuthnLoginResponse
-	27, // 80: gatehouse.directory.v1.DirectoryService.StartWebAuthnRegistration:output_type -> gatehouse.directory.v1.StartWebAuthnRegistrationResponse
-	29, // 81: gatehouse.directory.v1.DirectoryService.VerifyWebAuthnRegistration:output_type -> gatehouse.directory.v1.VerifyWebAuthnRegistrationResponse
-	56, // [56:82] is the sub-list for method output_type
-	30, // [30:56] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	44, // 9: gatehouse.directory.v1.GetMachineKeyResponse.user:type_name -> gatehouse.directory.v1.User
+	44, // 10: gatehouse.directory.v1.VerifyPasswordResponse.user:type_name -> gatehouse.directory.v1.User
+	56, // 11: gatehouse.directory.v1.VerifyPasswordResponse.login_policy:type_name -> gatehouse.directory.v1.LoginPolicy
+	44, // 12: gatehouse.directory.v1.CheckWebAuthnLoginResponse.user:type_name -> gatehouse.directory.v1.User
+	76, // 13: gatehouse.directory.v1.AccountFactor.creation_date:type_name -> google.protobuf.Timestamp
+	31, // 14: gatehouse.directory.v1.GetAccountResponse.factors:type_name -> gatehouse.directory.v1.AccountFactor
+	32, // 15: gatehouse.directory.v1.GetAccountResponse.links:type_name -> gatehouse.directory.v1.AccountLink
+	3,  // 16: gatehouse.directory.v1.User.state:type_name -> gatehouse.directory.v1.UserState
+	2,  // 17: gatehouse.directory.v1.User.access_token_type:type_name -> gatehouse.directory.v1.TokenType
+	76, // 18: gatehouse.directory.v1.User.sessions_not_before:type_name -> google.protobuf.Timestamp
+	44, // 19: gatehouse.directory.v1.GetUserResponse.user:type_name -> gatehouse.directory.v1.User
+	44, // 20: gatehouse.directory.v1.LookupUserResponse.user:type_name -> gatehouse.directory.v1.User
+	78, // 21: gatehouse.directory.v1.GetClaimsResponse.claims:type_name -> google.protobuf.Struct
+	44, // 22: gatehouse.directory.v1.RegisterUserResponse.user:type_name -> gatehouse.directory.v1.User
+	53, // 23: gatehouse.directory.v1.GetOrgResponse.password_policy:type_name -> gatehouse.directory.v1.PasswordPolicy
+	56, // 24: gatehouse.directory.v1.GetOrgResponse.login_policy:type_name -> gatehouse.directory.v1.LoginPolicy
+	4,  // 25: gatehouse.directory.v1.IdP.styling_type:type_name -> gatehouse.directory.v1.StylingType
+	5,  // 26: gatehouse.directory.v1.IdP.display_name_mapping:type_name -> gatehouse.directory.v1.MappingField
+	5,  // 27: gatehouse.directory.v1.IdP.username_mapping:type_name -> gatehouse.directory.v1.MappingField
+	59, // 28: gatehouse.directory.v1.GetIdPResponse.idp:type_name -> gatehouse.directory.v1.IdP
+	59, // 29: gatehouse.directory.v1.ListIdPsResponse.idps:type_name -> gatehouse.directory.v1.IdP
+	44, // 30: gatehouse.directory.v1.GetLinkedUserResponse.user:type_name -> gatehouse.directory.v1.User
+	44, // 31: gatehouse.directory.v1.RegisterExternalUserResponse.user:type_name -> gatehouse.directory.v1.User
+	73, // 32: gatehouse.directory.v1.ListChangesResponse.changes:type_name -> gatehouse.directory.v1.Change
+	8,  // 33: gatehouse.directory.v1.DirectoryService.GetClient:input_type -> gatehouse.directory.v1.GetClientRequest
+	10, // 34: gatehouse.directory.v1.DirectoryService.GetMachineKey:input_type -> gatehouse.directory.v1.GetMachineKeyRequest
+	12, // 35: gatehouse.directory.v1.DirectoryService.VerifyPassword:input_type -> gatehouse.directory.v1.VerifyPasswordRequest
+	42, // 36: gatehouse.directory.v1.DirectoryService.ChangePassword:input_type -> gatehouse.directory.v1.ChangePasswordRequest
+	45, // 37: gatehouse.directory.v1.DirectoryService.GetUser:input_type -> gatehouse.directory.v1.GetUserRequest
+	47, // 38: gatehouse.directory.v1.DirectoryService.LookupUser:input_type -> gatehouse.directory.v1.LookupUserRequest
+	49, // 39: gatehouse.directory.v1.DirectoryService.GetClaims:input_type -> gatehouse.directory.v1.GetClaimsRequest
+	51, // 40: gatehouse.directory.v1.DirectoryService.RegisterUser:input_type -> gatehouse.directory.v1.RegisterUserRequest
+	54, // 41: gatehouse.directory.v1.DirectoryService.GetOrg:input_type -> gatehouse.directory.v1.GetOrgRequest
+	57, // 42: gatehouse.directory.v1.DirectoryService.GetRoles:input_type -> gatehouse.directory.v1.GetRolesRequest
+	60, // 43: gatehouse.directory.v1.DirectoryService.GetIdP:input_type -> gatehouse.directory.v1.GetIdPRequest
+	62, // 44: gatehouse.directory.v1.DirectoryService.ListIdPs:input_type -> gatehouse.directory.v1.ListIdPsRequest
+	64, // 45: gatehouse.directory.v1.DirectoryService.LinkExternalUser:input_type -> gatehouse.directory.v1.LinkExternalUserRequest
+	66, // 46: gatehouse.directory.v1.DirectoryService.GetLinkedUser:input_type -> gatehouse.directory.v1.GetLinkedUserRequest
+	68, // 47: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:input_type -> gatehouse.directory.v1.RegisterExternalUserRequest
+	70, // 48: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:input_type -> gatehouse.directory.v1.UnlinkExternalUserRequest
+	72, // 49: gatehouse.directory.v1.DirectoryService.ListChanges:input_type -> gatehouse.directory.v1.ListChangesRequest
+	14, // 50: gatehouse.directory.v1.DirectoryService.ListAuthFactors:input_type -> gatehouse.directory.v1.ListAuthFactorsRequest
+	16, // 51: gatehouse.directory.v1.DirectoryService.CheckAuthFactor:input_type -> gatehouse.directory.v1.CheckAuthFactorRequest
+	18, // 52: gatehouse.directory.v1.DirectoryService.StartTOTP:input_type -> gatehouse.directory.v1.StartTOTPRequest
+	40, // 53: gatehouse.directory.v1.DirectoryService.GenerateRecoveryCodes:input_type -> gatehouse.directory.v1.GenerateRecoveryCodesRequest
+	20, // 54: gatehouse.directory.v1.DirectoryService.VerifyTOTP:input_type -> gatehouse.directory.v1.VerifyTOTPRequest
+	22, // 55: gatehouse.directory.v1.DirectoryService.StartWebAuthnLogin:input_type -> gatehouse.directory.v1.StartWebAuthnLoginRequest
+	24, // 56: gatehouse.directory.v1.DirectoryService.CheckWebAuthnLogin:input_type -> gatehouse.directory.v1.CheckWebAuthnLoginRequest
+	26, // 57: gatehouse.directory.v1.DirectoryService.StartWebAuthnRegistration:input_type -> gatehouse.directory.v1.StartWebAuthnRegistrationRequest
+	28, // 58: gatehouse.directory.v1.DirectoryService.VerifyWebAuthnRegistration:input_type -> gatehouse.directory.v1.VerifyWebAuthnRegistrationRequest
+	30, // 59: gatehouse.directory.v1.DirectoryService.GetAccount:input_type -> gatehouse.directory.v1.GetAccountRequest
+	34, // 60: gatehouse.directory.v1.DirectoryService.RemoveAccountFactor:input_type -> gatehouse.directory.v1.RemoveAccountFactorRequest
+	36, // 61: gatehouse.directory.v1.DirectoryService.UnlinkAccount:input_type -> gatehouse.directory.v1.UnlinkAccountRequest
+	38, // 62: gatehouse.directory.v1.DirectoryService.EndUserSessions:input_type -> gatehouse.directory.v1.EndUserSessionsRequest
+	9,  // 63: gatehouse.directory.v1.DirectoryService.GetClient:output_type -> gatehouse.directory.v1.GetClientResponse
+	11, // 64: gatehouse.directory.v1.DirectoryService.GetMachineKey:output_type -> gatehouse.directory.v1.GetMachineKeyResponse
+	13, // 65: gatehouse.directory.v1.DirectoryService.VerifyPassword:output_type -> gatehouse.directory.v1.VerifyPasswordResponse
+	43, // 66: gatehouse.directory.v1.DirectoryService.ChangePassword:output_type -> gatehouse.directory.v1.ChangePasswordResponse
+	46, // 67: gatehouse.directory.v1.DirectoryService.GetUser:output_type -> gatehouse.directory.v1.GetUserResponse
+	48, // 68: gatehouse.directory.v1.DirectoryService.LookupUser:output_type -> gatehouse.directory.v1.LookupUserResponse
+	50, // 69: gatehouse.directory.v1.DirectoryService.GetClaims:output_type -> gatehouse.directory.v1.GetClaimsResponse
+	52, // 70: gatehouse.directory.v1.DirectoryService.RegisterUser:output_type -> gatehouse.directory.v1.RegisterUserResponse
+	55, // 71: gatehouse.directory.v1.DirectoryService.GetOrg:output_type -> gatehouse.directory.v1.GetOrgResponse
+	58, // 72: gatehouse.directory.v1.DirectoryService.GetRoles:output_type -> gatehouse.directory.v1.GetRolesResponse
+	61, // 73: gatehouse.directory.v1.DirectoryService.GetIdP:output_type -> gatehouse.directory.v1.GetIdPResponse
+	63, // 74: gatehouse.directory.v1.DirectoryService.ListIdPs:output_type -> gatehouse.directory.v1.ListIdPsResponse
+	65, // 75: gatehouse.directory.v1.DirectoryService.LinkExternalUser:output_type -> gatehouse.directory.v1.LinkExternalUserResponse
+	67, // 76: gatehouse.directory.v1.DirectoryService.GetLinkedUser:output_type -> gatehouse.directory.v1.GetLinkedUserResponse
+	69, // 77: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:output_type -> gatehouse.directory.v1.RegisterExternalUserResponse
+	71, // 78: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:output_type -> gatehouse.directory.v1.UnlinkExternalUserResponse
+	74, // 79: gatehouse.directory.v1.DirectoryService.ListChanges:output_type -> gatehouse.directory.v1.ListChangesResponse
+	15, // 80: gatehouse.directory.v1.DirectoryService.ListAuthFactors:output_type -> gatehouse.directory.v1.ListAuthFactorsResponse
+	17, // 81: gatehouse.directory.v1.DirectoryService.CheckAuthFactor:output_type -> gatehouse.directory.v1.CheckAuthFactorResponse
+	19, // 82: gatehouse.directory.v1.DirectoryService.StartTOTP:output_type -> gatehouse.directory.v1.StartTOTPResponse
+	41, // 83: gatehouse.directory.v1.DirectoryService.GenerateRecoveryCodes:output_type -> gatehouse.directory.v1.GenerateRecoveryCodesResponse
+	21, // 84: gatehouse.directory.v1.DirectoryService.VerifyTOTP:output_type -> gatehouse.directory.v1.VerifyTOTPResponse
+	23, // 85: gatehouse.directory.v1.DirectoryService.StartWebAuthnLogin:output_type -> gatehouse.directory.v1.StartWebAuthnLoginResponse
+	25, // 86: gatehouse.directory.v1.DirectoryService.CheckWebAuthnLogin:output_type -> gatehouse.directory.v1.CheckWebAuthnLoginResponse
+	27, // 87: gatehouse.directory.v1.DirectoryService.StartWebAuthnRegistration:output_type -> gatehouse.directory.v1.StartWebAuthnRegistrationResponse
+	29, // 88: gatehouse.directory.v1.DirectoryService.VerifyWebAuthnRegistration:output_type -> gatehouse.directory.v1.VerifyWebAuthnRegistrationResponse
+	33, // 89: gatehouse.directory.v1.DirectoryService.GetAccount:output_type -> gatehouse.directory.v1.GetAccountResponse
+	35, // 90: gatehouse.directory.v1.DirectoryService.RemoveAccountFactor:output_type -> gatehouse.directory.v1.RemoveAccountFactorResponse
+	37, // 91: gatehouse.directory.v1.DirectoryService.UnlinkAccount:output_type -> gatehouse.directory.v1.UnlinkAccountResponse
+	39, // 92: gatehouse.directory.v1.DirectoryService.EndUserSessions:output_type -> gatehouse.directory.v1.EndUserSessionsResponse
+	63, // [63:93] is the sub-list for method output_type
+	33, // [33:63] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_directory_v1_directory_proto_init() }
@@ -4754,7 +5340,7 @@ func file_gatehouse_directory_v1_directory_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_directory_v1_directory_proto_rawDesc), len(file_gatehouse_directory_v1_directory_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   60,
+			NumMessages:   70,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

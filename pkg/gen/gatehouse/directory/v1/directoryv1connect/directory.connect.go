@@ -109,6 +109,18 @@ const (
 	// DirectoryServiceVerifyWebAuthnRegistrationProcedure is the fully-qualified name of the
 	// DirectoryService's VerifyWebAuthnRegistration RPC.
 	DirectoryServiceVerifyWebAuthnRegistrationProcedure = "/gatehouse.directory.v1.DirectoryService/VerifyWebAuthnRegistration"
+	// DirectoryServiceGetAccountProcedure is the fully-qualified name of the DirectoryService's
+	// GetAccount RPC.
+	DirectoryServiceGetAccountProcedure = "/gatehouse.directory.v1.DirectoryService/GetAccount"
+	// DirectoryServiceRemoveAccountFactorProcedure is the fully-qualified name of the
+	// DirectoryService's RemoveAccountFactor RPC.
+	DirectoryServiceRemoveAccountFactorProcedure = "/gatehouse.directory.v1.DirectoryService/RemoveAccountFactor"
+	// DirectoryServiceUnlinkAccountProcedure is the fully-qualified name of the DirectoryService's
+	// UnlinkAccount RPC.
+	DirectoryServiceUnlinkAccountProcedure = "/gatehouse.directory.v1.DirectoryService/UnlinkAccount"
+	// DirectoryServiceEndUserSessionsProcedure is the fully-qualified name of the DirectoryService's
+	// EndUserSessions RPC.
+	DirectoryServiceEndUserSessionsProcedure = "/gatehouse.directory.v1.DirectoryService/EndUserSessions"
 )
 
 // DirectoryServiceClient is a client for the gatehouse.directory.v1.DirectoryService service.
@@ -229,6 +241,19 @@ type DirectoryServiceClient interface {
 	// Completes a registration started by StartWebAuthnRegistration.
 	// InvalidArgument when the credential does not answer it.
 	VerifyWebAuthnRegistration(context.Context, *v1.VerifyWebAuthnRegistrationRequest) (*v1.VerifyWebAuthnRegistrationResponse, error)
+	// The account page's view of a signed-in user's credentials: factors
+	// (with ids and names), recovery codes left, linked external
+	// identities.
+	GetAccount(context.Context, *v1.GetAccountRequest) (*v1.GetAccountResponse, error)
+	// Removes one of the user's own factors ("otp", "u2f", "passwordless")
+	// from the account page. NotFound when there is no such factor.
+	RemoveAccountFactor(context.Context, *v1.RemoveAccountFactorRequest) (*v1.RemoveAccountFactorResponse, error)
+	// Removes the user's own link to an external identity provider (which,
+	// like every removed credential, ends the user's sessions).
+	UnlinkAccount(context.Context, *v1.UnlinkAccountRequest) (*v1.UnlinkAccountResponse, error)
+	// Signs the user out everywhere: every session ends and every token is
+	// revoked, in every replica (as an admin's password reset does).
+	EndUserSessions(context.Context, *v1.EndUserSessionsRequest) (*v1.EndUserSessionsResponse, error)
 }
 
 // NewDirectoryServiceClient constructs a client for the gatehouse.directory.v1.DirectoryService
@@ -410,6 +435,31 @@ func NewDirectoryServiceClient(httpClient connect.HTTPClient, baseURL string, op
 			connect.WithSchema(directoryServiceMethods.ByName("VerifyWebAuthnRegistration")),
 			connect.WithClientOptions(opts...),
 		),
+		getAccount: connect.NewClient[v1.GetAccountRequest, v1.GetAccountResponse](
+			httpClient,
+			baseURL+DirectoryServiceGetAccountProcedure,
+			connect.WithSchema(directoryServiceMethods.ByName("GetAccount")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		removeAccountFactor: connect.NewClient[v1.RemoveAccountFactorRequest, v1.RemoveAccountFactorResponse](
+			httpClient,
+			baseURL+DirectoryServiceRemoveAccountFactorProcedure,
+			connect.WithSchema(directoryServiceMethods.ByName("RemoveAccountFactor")),
+			connect.WithClientOptions(opts...),
+		),
+		unlinkAccount: connect.NewClient[v1.UnlinkAccountRequest, v1.UnlinkAccountResponse](
+			httpClient,
+			baseURL+DirectoryServiceUnlinkAccountProcedure,
+			connect.WithSchema(directoryServiceMethods.ByName("UnlinkAccount")),
+			connect.WithClientOptions(opts...),
+		),
+		endUserSessions: connect.NewClient[v1.EndUserSessionsRequest, v1.EndUserSessionsResponse](
+			httpClient,
+			baseURL+DirectoryServiceEndUserSessionsProcedure,
+			connect.WithSchema(directoryServiceMethods.ByName("EndUserSessions")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -441,6 +491,10 @@ type directoryServiceClient struct {
 	checkWebAuthnLogin         *connect.Client[v1.CheckWebAuthnLoginRequest, v1.CheckWebAuthnLoginResponse]
 	startWebAuthnRegistration  *connect.Client[v1.StartWebAuthnRegistrationRequest, v1.StartWebAuthnRegistrationResponse]
 	verifyWebAuthnRegistration *connect.Client[v1.VerifyWebAuthnRegistrationRequest, v1.VerifyWebAuthnRegistrationResponse]
+	getAccount                 *connect.Client[v1.GetAccountRequest, v1.GetAccountResponse]
+	removeAccountFactor        *connect.Client[v1.RemoveAccountFactorRequest, v1.RemoveAccountFactorResponse]
+	unlinkAccount              *connect.Client[v1.UnlinkAccountRequest, v1.UnlinkAccountResponse]
+	endUserSessions            *connect.Client[v1.EndUserSessionsRequest, v1.EndUserSessionsResponse]
 }
 
 // GetClient calls gatehouse.directory.v1.DirectoryService.GetClient.
@@ -679,6 +733,42 @@ func (c *directoryServiceClient) VerifyWebAuthnRegistration(ctx context.Context,
 	return nil, err
 }
 
+// GetAccount calls gatehouse.directory.v1.DirectoryService.GetAccount.
+func (c *directoryServiceClient) GetAccount(ctx context.Context, req *v1.GetAccountRequest) (*v1.GetAccountResponse, error) {
+	response, err := c.getAccount.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// RemoveAccountFactor calls gatehouse.directory.v1.DirectoryService.RemoveAccountFactor.
+func (c *directoryServiceClient) RemoveAccountFactor(ctx context.Context, req *v1.RemoveAccountFactorRequest) (*v1.RemoveAccountFactorResponse, error) {
+	response, err := c.removeAccountFactor.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// UnlinkAccount calls gatehouse.directory.v1.DirectoryService.UnlinkAccount.
+func (c *directoryServiceClient) UnlinkAccount(ctx context.Context, req *v1.UnlinkAccountRequest) (*v1.UnlinkAccountResponse, error) {
+	response, err := c.unlinkAccount.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// EndUserSessions calls gatehouse.directory.v1.DirectoryService.EndUserSessions.
+func (c *directoryServiceClient) EndUserSessions(ctx context.Context, req *v1.EndUserSessionsRequest) (*v1.EndUserSessionsResponse, error) {
+	response, err := c.endUserSessions.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
 // DirectoryServiceHandler is an implementation of the gatehouse.directory.v1.DirectoryService
 // service.
 type DirectoryServiceHandler interface {
@@ -798,6 +888,19 @@ type DirectoryServiceHandler interface {
 	// Completes a registration started by StartWebAuthnRegistration.
 	// InvalidArgument when the credential does not answer it.
 	VerifyWebAuthnRegistration(context.Context, *v1.VerifyWebAuthnRegistrationRequest) (*v1.VerifyWebAuthnRegistrationResponse, error)
+	// The account page's view of a signed-in user's credentials: factors
+	// (with ids and names), recovery codes left, linked external
+	// identities.
+	GetAccount(context.Context, *v1.GetAccountRequest) (*v1.GetAccountResponse, error)
+	// Removes one of the user's own factors ("otp", "u2f", "passwordless")
+	// from the account page. NotFound when there is no such factor.
+	RemoveAccountFactor(context.Context, *v1.RemoveAccountFactorRequest) (*v1.RemoveAccountFactorResponse, error)
+	// Removes the user's own link to an external identity provider (which,
+	// like every removed credential, ends the user's sessions).
+	UnlinkAccount(context.Context, *v1.UnlinkAccountRequest) (*v1.UnlinkAccountResponse, error)
+	// Signs the user out everywhere: every session ends and every token is
+	// revoked, in every replica (as an admin's password reset does).
+	EndUserSessions(context.Context, *v1.EndUserSessionsRequest) (*v1.EndUserSessionsResponse, error)
 }
 
 // NewDirectoryServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -975,6 +1078,31 @@ func NewDirectoryServiceHandler(svc DirectoryServiceHandler, opts ...connect.Han
 		connect.WithSchema(directoryServiceMethods.ByName("VerifyWebAuthnRegistration")),
 		connect.WithHandlerOptions(opts...),
 	)
+	directoryServiceGetAccountHandler := connect.NewUnaryHandlerSimple(
+		DirectoryServiceGetAccountProcedure,
+		svc.GetAccount,
+		connect.WithSchema(directoryServiceMethods.ByName("GetAccount")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	directoryServiceRemoveAccountFactorHandler := connect.NewUnaryHandlerSimple(
+		DirectoryServiceRemoveAccountFactorProcedure,
+		svc.RemoveAccountFactor,
+		connect.WithSchema(directoryServiceMethods.ByName("RemoveAccountFactor")),
+		connect.WithHandlerOptions(opts...),
+	)
+	directoryServiceUnlinkAccountHandler := connect.NewUnaryHandlerSimple(
+		DirectoryServiceUnlinkAccountProcedure,
+		svc.UnlinkAccount,
+		connect.WithSchema(directoryServiceMethods.ByName("UnlinkAccount")),
+		connect.WithHandlerOptions(opts...),
+	)
+	directoryServiceEndUserSessionsHandler := connect.NewUnaryHandlerSimple(
+		DirectoryServiceEndUserSessionsProcedure,
+		svc.EndUserSessions,
+		connect.WithSchema(directoryServiceMethods.ByName("EndUserSessions")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/gatehouse.directory.v1.DirectoryService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case DirectoryServiceGetClientProcedure:
@@ -1029,6 +1157,14 @@ func NewDirectoryServiceHandler(svc DirectoryServiceHandler, opts ...connect.Han
 			directoryServiceStartWebAuthnRegistrationHandler.ServeHTTP(w, r)
 		case DirectoryServiceVerifyWebAuthnRegistrationProcedure:
 			directoryServiceVerifyWebAuthnRegistrationHandler.ServeHTTP(w, r)
+		case DirectoryServiceGetAccountProcedure:
+			directoryServiceGetAccountHandler.ServeHTTP(w, r)
+		case DirectoryServiceRemoveAccountFactorProcedure:
+			directoryServiceRemoveAccountFactorHandler.ServeHTTP(w, r)
+		case DirectoryServiceUnlinkAccountProcedure:
+			directoryServiceUnlinkAccountHandler.ServeHTTP(w, r)
+		case DirectoryServiceEndUserSessionsProcedure:
+			directoryServiceEndUserSessionsHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -1140,4 +1276,20 @@ func (UnimplementedDirectoryServiceHandler) StartWebAuthnRegistration(context.Co
 
 func (UnimplementedDirectoryServiceHandler) VerifyWebAuthnRegistration(context.Context, *v1.VerifyWebAuthnRegistrationRequest) (*v1.VerifyWebAuthnRegistrationResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.VerifyWebAuthnRegistration is not implemented"))
+}
+
+func (UnimplementedDirectoryServiceHandler) GetAccount(context.Context, *v1.GetAccountRequest) (*v1.GetAccountResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.GetAccount is not implemented"))
+}
+
+func (UnimplementedDirectoryServiceHandler) RemoveAccountFactor(context.Context, *v1.RemoveAccountFactorRequest) (*v1.RemoveAccountFactorResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.RemoveAccountFactor is not implemented"))
+}
+
+func (UnimplementedDirectoryServiceHandler) UnlinkAccount(context.Context, *v1.UnlinkAccountRequest) (*v1.UnlinkAccountResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.UnlinkAccount is not implemented"))
+}
+
+func (UnimplementedDirectoryServiceHandler) EndUserSessions(context.Context, *v1.EndUserSessionsRequest) (*v1.EndUserSessionsResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.EndUserSessions is not implemented"))
 }
