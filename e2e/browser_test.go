@@ -117,13 +117,7 @@ func TestBrowserLogin(t *testing.T) {
 		"scope": {"openid"}, "state": {state}, "nonce": {"browser-nonce-1"},
 	}.Encode()
 
-	artifacts := filepath.Join(root, "test-artifacts", "browser")
-	if err := os.RemoveAll(artifacts); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(artifacts, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	artifacts := browserArtifacts(t, root, "")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -170,4 +164,27 @@ func TestBrowserLogin(t *testing.T) {
 			t.Errorf("%s is not a PNG screenshot (%d bytes)", name, len(b))
 		}
 	}
+}
+
+// browserArtifacts empties and returns the screenshot folder of one
+// browser test: test-artifacts/browser/sub, or test-artifacts/browser's
+// own files (not its subfolders, other tests' screenshots) for sub "".
+func browserArtifacts(t *testing.T, root, sub string) string {
+	t.Helper()
+	dir := filepath.Join(root, "test-artifacts", "browser", sub)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return dir
 }
