@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/types/known/durationpb"
+
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	"github.com/gatehouse-id/gatehouse/services/authn/internal/authntest"
 	"github.com/gatehouse-id/gatehouse/services/authn/internal/session"
@@ -178,4 +180,27 @@ func TestEndSessionIgnoresExpiredSessions(t *testing.T) {
 			t.Errorf("revoked %v; want the hinted session %s", got, sid)
 		}
 	})
+}
+
+// TestPasswordCheckLifetime: the login policy's passwordCheckLifetime
+// re-runs the password of a session whose check is older, even while the
+// session lives; prompt=none answers login_required.
+func TestPasswordCheckLifetime(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, db.SQLite)
+	e.dir.Orgs["org1"].LoginPolicy.PasswordCheckLifetime = durationpb.New(40 * time.Minute)
+	sid := e.tok.Code(e.code(e.login(codeParams(), "alice", "Alice-Pass-1"), "st-1")).GetSessionId()
+	e.advance(39 * time.Minute)
+	e.silent(sid, "within the password check lifetime")
+	e.advance(2 * time.Minute)
+	e.loginRequired("a check of the session is older than the login policy allows", "past the password check lifetime")
+	r := e.authorize(codeParams())
+	if r.StatusCode != http.StatusFound || !strings.HasPrefix(r.Header.Get("Location"), "/ui/login/password?") {
+		t.Fatalf("past the password check lifetime: %d %q; want the password page", r.StatusCode, r.Header.Get("Location"))
+	}
+	// The password again: the same session, answering once more.
+	if c := e.tok.Code(e.code(e.password(e.follow(r), "Alice-Pass-1"), "st-1")); c.GetSessionId() != sid {
+		t.Fatalf("after the password: session %s; want %s", c.GetSessionId(), sid)
+	}
+	e.silent(sid, "right after the password")
 }

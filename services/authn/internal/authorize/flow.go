@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
 	"connectrpc.com/connect"
@@ -322,34 +323,42 @@ func (f *Flow) answer(w http.ResponseWriter, r *http.Request, req *Request, s se
 	if !fresh && NeedsLogin(req, s, f.Now()) {
 		// Reached through a page that does not authenticate (account
 		// selection, consent) while the request asks for a new login: the
-		// password page of s's account, never the answer.
+		// sign-in of s's account, never the answer.
 		if req.HasPrompt(PromptNone) {
 			f.Fail(w, r, req.UILocales, req.Fail(oauth.LoginRequired, "the authentication is older than max_age"))
 			return
 		}
-		pending, err := f.park(ctx, req, s.UserAgentID, s.LoginName, s.UserID)
-		if err != nil {
-			f.Fail(w, r, req.UILocales, req.FailWith(err))
-			return
-		}
-		http.Redirect(w, r, PageURL(PathPassword, pending.ID), http.StatusFound)
+		f.signInAgain(w, r, req, s)
 		return
 	}
 	if !fresh {
 		// A session that never passed a second factor answers nothing
 		// while the organization forces one or the request asks for it
 		// (acr_values): the user passes it first.
-		why, err := f.stepUp(ctx, req, s)
+		why, lapse, err := f.stepUp(ctx, req, s)
 		if err != nil {
 			f.Fail(w, r, req.UILocales, req.FailWith(err))
 			return
 		}
-		if why != "" {
+		if lapse != NoLapse && req.HasPrompt(PromptNone) {
+			f.Fail(w, r, req.UILocales, req.Fail(oauth.LoginRequired, "a check of the session is older than the login policy allows"))
+			return
+		}
+		switch {
+		case lapse == LapseLogin:
+			// The first factor is too old (the login policy's check
+			// lifetime): the user signs in again.
+			f.signInAgain(w, r, req, s)
+			return
+		case lapse == LapseSecondFactor:
+			f.askSecondFactor(w, r, req, s, withoutSecondFactor(s.AMR))
+			return
+		case why != "":
 			if req.HasPrompt(PromptNone) {
 				f.Fail(w, r, req.UILocales, req.Fail(why, "the session lacks the second factor the request or the organization requires"))
 				return
 			}
-			f.askSecondFactor(w, r, req, s)
+			f.askSecondFactor(w, r, req, s, s.AMR)
 			return
 		}
 	}
@@ -383,6 +392,23 @@ func (f *Flow) answer(w http.ResponseWriter, r *http.Request, req *Request, s se
 		return
 	}
 	http.Redirect(w, r, to, http.StatusFound)
+}
+
+// signInAgain parks req for s's user to sign in again: the password page
+// of a session that signed in with its password, else the login page
+// (passkeys, external providers) with the name filled in.
+func (f *Flow) signInAgain(w http.ResponseWriter, r *http.Request, req *Request, s session.Session) {
+	path, userID := PathPassword, s.UserID
+	if !slices.Contains(s.AMR, oauth.AMRPassword) {
+		path, userID = PathLogin, ""
+		req.LoginHint = s.LoginName
+	}
+	pending, err := f.park(r.Context(), req, s.UserAgentID, s.LoginName, userID)
+	if err != nil {
+		f.Fail(w, r, req.UILocales, req.FailWith(err))
+		return
+	}
+	http.Redirect(w, r, PageURL(path, pending.ID), http.StatusFound)
 }
 
 // Fail sends a failure to its redirect_uri, or renders the error page;

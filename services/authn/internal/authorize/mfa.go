@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"time"
 
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
@@ -45,6 +46,9 @@ type FirstFactor struct {
 	// Factors are the user's ready second factors then ("otp", "u2f",
 	// "passwordless"), so the page offers the right ones first.
 	Factors []string `json:"factors,omitempty"`
+	// Carried: the first factor comes from a session (a step-up, a second
+	// factor past its check lifetime), not checked in this login.
+	Carried bool `json:"carried,omitempty"`
 }
 
 // ParseFirstFactor reads a pending request's FirstFactor; ok is false when
@@ -97,35 +101,88 @@ func SecondFactorOwed(lp *directoryv1.LoginPolicy, factors []string, amr []strin
 	return NoSecondFactor
 }
 
-// stepUp says why s may not answer req before a second factor: the
-// organization forces one (and does not exempt s's federated sign-in) or
-// req asks for a class s did not reach (acr_values), and s never passed
-// one. A session signed in before the policy changed, or before the
-// user's factor, is the case this catches. "" when s may answer.
-func (f *Flow) stepUp(ctx context.Context, req *Request, s session.Session) (string, error) {
-	if req.ACR != "" && !oauth.ACRSatisfies(oauth.ACR(s.AMR), req.ACR) {
-		// Checked first: a session with two factors may still lack the
-		// phishing-resistant one a request asks for.
-		return oauth.UnmetAuthenticationRequirements, nil
+// Lapse is a check of a session past the login policy's lifetime for it
+// (passwordCheckLifetime and the others): the step to run again.
+type Lapse int
+
+// Lapses.
+const (
+	NoLapse Lapse = iota
+	// LapseLogin: the first factor (a password, an external provider, a
+	// passkey) is too old: the user signs in again.
+	LapseLogin
+	// LapseSecondFactor: the second factor is too old: it is asked again.
+	LapseSecondFactor
+)
+
+// secondFactorMethods are the amr values of a second factor.
+var secondFactorMethods = []string{oauth.AMROTP, oauth.AMRHardware, oauth.AMRSoftware, oauth.AMRUser, oauth.AMRMFA}
+
+// Lapsed says which check of s the login policy lp wants run again at
+// now. A zero or unset lifetime never lapses.
+func Lapsed(lp *directoryv1.LoginPolicy, s session.Session, now time.Time) Lapse {
+	has := func(m string) bool { return slices.Contains(s.AMR, m) }
+	over := func(d interface{ AsDuration() time.Duration }, at time.Time) bool {
+		life := d.AsDuration()
+		return life > 0 && now.Sub(s.Checked(at)) > life
 	}
-	if slices.Contains(s.AMR, oauth.AMRMFA) {
-		return "", nil
+	pwd, fed := has(oauth.AMRPassword), has(amrFederated)
+	switch {
+	case pwd && over(lp.GetPasswordCheckLifetime(), s.Checks.Password),
+		fed && over(lp.GetExternalLoginCheckLifetime(), s.Checks.External),
+		!pwd && !fed && has(oauth.AMRSoftware) && has(oauth.AMRUser) && over(lp.GetMultiFactorCheckLifetime(), s.Checks.MultiFactor):
+		return LapseLogin
+	case (pwd || fed) && (has(oauth.AMROTP) || has(oauth.AMRHardware) || has(oauth.AMRSoftware)) &&
+		over(lp.GetSecondFactorCheckLifetime(), s.Checks.SecondFactor):
+		return LapseSecondFactor
 	}
+	return NoLapse
+}
+
+// stepUp says why s may not answer req as it is: a check past its
+// lifetime (lapse), or, as an OAuth error code, that req asks for a
+// class s did not reach (acr_values) or the organization forces a second
+// factor s never passed (a session signed in before the policy changed,
+// or before the user's factor). "" and NoLapse when s may answer.
+func (f *Flow) stepUp(ctx context.Context, req *Request, s session.Session) (string, Lapse, error) {
 	org, err := f.Directory.GetOrg(ctx, &directoryv1.GetOrgRequest{OrgId: s.OrgID})
 	if err != nil {
-		return "", dependencyError("directory", err)
+		return "", NoLapse, dependencyError("directory", err)
 	}
 	lp := org.GetLoginPolicy()
-	if lp.GetForceMfa() && SecondFactorOwed(lp, nil, s.AMR, "") != NoSecondFactor {
-		return oauth.InteractionRequired, nil
+	if l := Lapsed(lp, s, f.Now()); l != NoLapse {
+		return "", l, nil
 	}
-	return "", nil
+	if req.ACR != "" && !oauth.ACRSatisfies(oauth.ACR(s.AMR), req.ACR) {
+		// Checked before "mfa": a session with two factors may still lack
+		// the phishing-resistant one a request asks for.
+		return oauth.UnmetAuthenticationRequirements, NoLapse, nil
+	}
+	if slices.Contains(s.AMR, oauth.AMRMFA) {
+		return "", NoLapse, nil
+	}
+	if lp.GetForceMfa() && SecondFactorOwed(lp, nil, s.AMR, "") != NoSecondFactor {
+		return oauth.InteractionRequired, NoLapse, nil
+	}
+	return "", NoLapse, nil
+}
+
+// withoutSecondFactor is amr without the second factor's values (whose
+// check lapsed: the user passes it again).
+func withoutSecondFactor(amr []string) []string {
+	var out []string
+	for _, m := range amr {
+		if !slices.Contains(secondFactorMethods, m) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // askSecondFactor parks req with s's first factor and sends the browser to
 // the second-factor page.
-func (f *Flow) askSecondFactor(w http.ResponseWriter, r *http.Request, req *Request, s session.Session) {
-	pending, err := f.parkWith(r.Context(), req, s.UserAgentID, s.LoginName, s.UserID, FirstFactor{UserID: s.UserID, AMR: s.AMR}.Encode())
+func (f *Flow) askSecondFactor(w http.ResponseWriter, r *http.Request, req *Request, s session.Session, amr []string) {
+	pending, err := f.parkWith(r.Context(), req, s.UserAgentID, s.LoginName, s.UserID, FirstFactor{UserID: s.UserID, AMR: amr, Carried: true}.Encode())
 	if err != nil {
 		f.Fail(w, r, req.UILocales, req.FailWith(err))
 		return

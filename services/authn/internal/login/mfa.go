@@ -3,6 +3,7 @@ package login
 import (
 	"html/template"
 	"net/http"
+	"time"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
 	"github.com/gatehouse-id/gatehouse/services/authn/internal/authorize"
+	"github.com/gatehouse-id/gatehouse/services/authn/internal/federation"
+	"github.com/gatehouse-id/gatehouse/services/authn/internal/session"
 )
 
 // afterFirstFactor continues a login once u passed the first factor by
@@ -165,7 +168,7 @@ func (p *Pages) mfaSubmit(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	if ff.Passed {
 		// The continue button after a recovery code.
-		p.signInUser(w, r, f, ff.UserID, ff.AMR)
+		p.signInUser(w, r, f, ff, ff.AMR)
 		return
 	}
 	typ := f.form["type"]
@@ -206,7 +209,7 @@ func (p *Pages) mfaSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	amr := withSecondFactor(ff.AMR, oauth.AMROTP)
 	if typ == "recovery" {
-		ff = authorize.FirstFactor{UserID: ff.UserID, AMR: amr, Passed: true, RecoveryCodesLeft: int(res.GetRecoveryCodesLeft())}
+		ff = authorize.FirstFactor{UserID: ff.UserID, AMR: amr, Passed: true, RecoveryCodesLeft: int(res.GetRecoveryCodesLeft()), Carried: ff.Carried}
 		if err := p.Store.SetAuthRequestFirstFactor(ctx, f.ar.ID, ff.Encode()); err != nil {
 			p.internal(w, r, f.lang, err)
 			return
@@ -214,13 +217,18 @@ func (p *Pages) mfaSubmit(w http.ResponseWriter, r *http.Request) {
 		p.renderPassed(w, http.StatusOK, pg, ff)
 		return
 	}
-	p.signInUser(w, r, f, ff.UserID, amr)
+	p.signInUser(w, r, f, ff, amr)
 }
 
-// signInUser signs in the user with id userID, of the request's
-// organization, authenticated by amr.
-func (p *Pages) signInUser(w http.ResponseWriter, r *http.Request, f *flow, userID string, amr []string) {
-	res, err := p.Directory.GetUser(r.Context(), &directoryv1.GetUserRequest{UserId: userID})
+// signInUser signs in ff's user, of the request's organization,
+// authenticated by amr after the second factor: only that check is new
+// when ff's first factor was carried over from a session (a step-up).
+func (p *Pages) signInUser(w http.ResponseWriter, r *http.Request, f *flow, ff authorize.FirstFactor, amr []string) {
+	checks := checksFor(amr, p.Now())
+	if ff.Carried {
+		checks = session.Checks{SecondFactor: p.Now()}
+	}
+	res, err := p.Directory.GetUser(r.Context(), &directoryv1.GetUserRequest{UserId: ff.UserID})
 	if connect.CodeOf(err) == connect.CodeNotFound {
 		redirect(w, r, authorize.PathLogin, f.ar.ID)
 		return
@@ -238,7 +246,29 @@ func (p *Pages) signInUser(w http.ResponseWriter, r *http.Request, f *flow, user
 		p.messagePage(w, r, f.lang, http.StatusForbidden, "err.inactive")
 		return
 	}
-	p.signIn(w, r, f, u, amr)
+	p.signInChecked(w, r, f, u, amr, checks)
+}
+
+// checksFor are the checks a sign-in by amr ran just now: the password,
+// an external provider, a passkey alone (both factors at once), a second
+// factor after one of the first.
+func checksFor(amr []string, now time.Time) session.Checks {
+	var c session.Checks
+	has := func(m string) bool { return slices.Contains(amr, m) }
+	first := has(oauth.AMRPassword) || has(federation.AMRFederated)
+	if has(oauth.AMRPassword) {
+		c.Password = now
+	}
+	if has(federation.AMRFederated) {
+		c.External = now
+	}
+	if first && has(oauth.AMRMFA) && (has(oauth.AMROTP) || has(oauth.AMRHardware) || has(oauth.AMRSoftware)) {
+		c.SecondFactor = now
+	}
+	if !first && has(oauth.AMRSoftware) && has(oauth.AMRUser) {
+		c.MultiFactor = now
+	}
+	return c
 }
 
 // mfaInitPage enrolls a TOTP generator where the login policy forces a
@@ -352,7 +382,7 @@ func (p *Pages) enrolled(w http.ResponseWriter, r *http.Request, f *flow, ff aut
 		p.internal(w, r, f.lang, err)
 		return
 	}
-	ff = authorize.FirstFactor{UserID: ff.UserID, AMR: amr, Passed: true, RecoveryCodesLeft: len(codes.GetCodes()), Enrolled: true}
+	ff = authorize.FirstFactor{UserID: ff.UserID, AMR: amr, Passed: true, RecoveryCodesLeft: len(codes.GetCodes()), Enrolled: true, Carried: ff.Carried}
 	if err := p.Store.SetAuthRequestFirstFactor(ctx, f.ar.ID, ff.Encode()); err != nil {
 		p.internal(w, r, f.lang, err)
 		return

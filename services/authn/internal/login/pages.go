@@ -256,12 +256,18 @@ func (p *Pages) internal(w http.ResponseWriter, r *http.Request, lang string, er
 // signIn records the user's session on the browser, authenticated now by
 // amr, and answers the pending request.
 func (p *Pages) signIn(w http.ResponseWriter, r *http.Request, f *flow, u *directoryv1.User, amr []string) {
+	p.signInChecked(w, r, f, u, amr, checksFor(amr, p.Now()))
+}
+
+// signInChecked is signIn recording the checks that ran (the session
+// keeps its earlier times of the others).
+func (p *Pages) signInChecked(w http.ResponseWriter, r *http.Request, f *flow, u *directoryv1.User, amr []string, checks session.Checks) {
 	// A new browser identity at every sign-in: a cookie someone planted
 	// before it (session fixation) names nothing afterwards. The session
 	// and the pending request's consumption are in the same transaction.
 	ua, s, err := p.Browsers.SignIn(r.Context(), w, f.ua, session.Session{
 		UserID: u.GetId(), OrgID: u.GetOrgId(), LoginName: u.GetPreferredLoginName(),
-		DisplayName: u.GetDisplayName(), AuthTime: p.Now(), AMR: amr,
+		DisplayName: u.GetDisplayName(), AuthTime: p.Now(), AMR: amr, Checks: checks,
 	}, f.ar.ID)
 	if errors.Is(err, session.ErrNotFound) {
 		p.Flow.Fail(w, r, f.req.UILocales, authorize.AlreadyCompleted())

@@ -39,6 +39,41 @@ type Session struct {
 	// LastActive is the session's last activity: its sign-in, or the last
 	// authorization request it answered (see Lifetimes).
 	LastActive time.Time
+	// Checks are when each kind of check last passed (the login policy's
+	// check lifetimes). A sign-in records the checks it ran; the others
+	// keep the session's earlier times.
+	Checks Checks
+}
+
+// Checks are the times of a session's last checks by kind; zero for a
+// kind that never passed (or a session from before they were recorded:
+// its AuthTime stands in, see Checked).
+type Checks struct {
+	Password     time.Time `json:"pwd,omitzero"`
+	SecondFactor time.Time `json:"2fa,omitzero"`
+	// MultiFactor: a passkey (both factors at once).
+	MultiFactor time.Time `json:"mfa,omitzero"`
+	External    time.Time `json:"fed,omitzero"`
+}
+
+// merge is c with the kinds newer set.
+func (c Checks) merge(newer Checks) Checks {
+	for _, p := range []struct{ dst, src *time.Time }{{&c.Password, &newer.Password}, {&c.SecondFactor, &newer.SecondFactor},
+		{&c.MultiFactor, &newer.MultiFactor}, {&c.External, &newer.External}} {
+		if !p.src.IsZero() {
+			*p.dst = p.src.UTC().Truncate(time.Second)
+		}
+	}
+	return c
+}
+
+// Checked is when the check t recorded last passed: t, or the session's
+// authentication for a session from before checks were recorded.
+func (s Session) Checked(t time.Time) time.Time {
+	if t.IsZero() {
+		return s.AuthTime
+	}
+	return t
 }
 
 type sessionRow struct {
@@ -50,6 +85,7 @@ type sessionRow struct {
 	DisplayName string    `db:"display_name"`
 	AuthTime    time.Time `db:"auth_time"`
 	AMR         string    `db:"amr"`
+	Checks      string    `db:"checks"`
 	LastActive  time.Time `db:"last_active_at"`
 	// Open: not ended; Live: open and within its lifetimes (Lifetimes.live).
 	Open bool `db:"is_open"`
@@ -61,6 +97,11 @@ func (r sessionRow) session() (Session, error) {
 		LoginName: r.LoginName, DisplayName: r.DisplayName, AuthTime: r.AuthTime, LastActive: r.LastActive}
 	if err := json.Unmarshal([]byte(r.AMR), &s.AMR); err != nil {
 		return Session{}, fmt.Errorf("session %s: amr: %w", r.ID, err)
+	}
+	if r.Checks != "" {
+		if err := json.Unmarshal([]byte(r.Checks), &s.Checks); err != nil {
+			return Session{}, fmt.Errorf("session %s: checks: %w", r.ID, err)
+		}
 	}
 	return s, nil
 }
@@ -223,7 +264,7 @@ func (s *Store) SignIn(ctx context.Context, oldID string, in Session, authReques
 	return cookie, ua, out, nil
 }
 
-const sessionColumns = `id, user_agent_id, user_id, org_id, login_name, display_name, auth_time, amr`
+const sessionColumns = `id, user_agent_id, user_id, org_id, login_name, display_name, auth_time, amr, checks`
 
 // Sessions returns a browser's sessions at now, most recent login first:
 // the live ones (see Lifetimes), and the expired ones (past a lifetime,
@@ -347,25 +388,40 @@ func (s *Store) upsert(ctx context.Context, tx *db.Tx, in Session, amr string, n
 	out := in
 	cond, args := s.Lifetimes.live(now)
 	var cur struct {
-		ID   string `db:"id"`
-		Live bool   `db:"is_live"`
+		ID     string `db:"id"`
+		Live   bool   `db:"is_live"`
+		Checks string `db:"checks"`
 	}
-	err := tx.Get(ctx, &cur, `SELECT id, `+cond+` AS is_live FROM sessions WHERE user_agent_id = ? AND user_id = ?`,
+	err := tx.Get(ctx, &cur, `SELECT id, checks, `+cond+` AS is_live FROM sessions WHERE user_agent_id = ? AND user_id = ?`,
 		append(args, in.UserAgentID, in.UserID)...)
+	if err == nil && cur.Live && cur.Checks != "" {
+		// A live session keeps the times of the checks this sign-in did
+		// not run (a step-up runs only the second factor).
+		var old Checks
+		if json.Unmarshal([]byte(cur.Checks), &old) == nil {
+			out.Checks = old.merge(in.Checks)
+		}
+	} else {
+		out.Checks = Checks{}.merge(in.Checks)
+	}
+	checks, jerr := json.Marshal(out.Checks)
+	if jerr != nil {
+		return Session{}, jerr
+	}
 	switch {
 	case err == nil && cur.Live:
 		out.ID = cur.ID
-		_, err = tx.Exec(ctx, `UPDATE sessions SET org_id = ?, login_name = ?, display_name = ?, auth_time = ?, amr = ?, last_active_at = ?
-			WHERE id = ?`, in.OrgID, in.LoginName, in.DisplayName, in.AuthTime, amr, now, cur.ID)
+		_, err = tx.Exec(ctx, `UPDATE sessions SET org_id = ?, login_name = ?, display_name = ?, auth_time = ?, amr = ?, checks = ?, last_active_at = ?
+			WHERE id = ?`, in.OrgID, in.LoginName, in.DisplayName, in.AuthTime, amr, string(checks), now, cur.ID)
 	case err == nil:
 		out.ID = secrets.NewID()
-		_, err = tx.Exec(ctx, `UPDATE sessions SET id = ?, org_id = ?, login_name = ?, display_name = ?, auth_time = ?, amr = ?,
+		_, err = tx.Exec(ctx, `UPDATE sessions SET id = ?, org_id = ?, login_name = ?, display_name = ?, auth_time = ?, amr = ?, checks = ?,
 			last_active_at = ?, created_at = ?, ended_at = NULL WHERE id = ?`,
-			out.ID, in.OrgID, in.LoginName, in.DisplayName, in.AuthTime, amr, now, now, cur.ID)
+			out.ID, in.OrgID, in.LoginName, in.DisplayName, in.AuthTime, amr, string(checks), now, now, cur.ID)
 	case errors.Is(db.NotFound(err), db.ErrNotFound):
 		out.ID = secrets.NewID()
-		_, err = tx.Exec(ctx, `INSERT INTO sessions (`+sessionColumns+`, last_active_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			out.ID, in.UserAgentID, in.UserID, in.OrgID, in.LoginName, in.DisplayName, in.AuthTime, amr, now, now)
+		_, err = tx.Exec(ctx, `INSERT INTO sessions (`+sessionColumns+`, last_active_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			out.ID, in.UserAgentID, in.UserID, in.OrgID, in.LoginName, in.DisplayName, in.AuthTime, amr, string(checks), now, now)
 		err = db.Conflict(err)
 	}
 	if err != nil {

@@ -318,3 +318,37 @@ func TestSignIn(t *testing.T) {
 		}
 	})
 }
+
+// TestChecksKeepWhatDidNotRun: a sign-in records the checks it ran; a
+// later one of the same session (a step-up running only the second
+// factor) keeps the times of the others. UserSessions lists the user's
+// sessions of every browser.
+func TestChecksKeepWhatDidNotRun(t *testing.T) {
+	t.Parallel()
+	authntest.Run(t, func(t *testing.T, d db.Dialect) {
+		ctx := context.Background()
+		st, ua, _ := newStore(t, d)
+		in := session.Session{UserAgentID: ua.ID, UserID: "alice", OrgID: "o", AuthTime: t0, AMR: []string{"pwd"},
+			Checks: session.Checks{Password: t0}}
+		if _, err := st.Upsert(ctx, in, t0); err != nil {
+			t.Fatal(err)
+		}
+		later := t0.Add(10 * time.Minute)
+		in.AuthTime, in.AMR, in.Checks = later, []string{"pwd", "otp", "mfa"}, session.Checks{SecondFactor: later}
+		if _, err := st.Upsert(ctx, in, later); err != nil {
+			t.Fatal(err)
+		}
+		list, err := st.UserSessions(ctx, "alice", later)
+		if err != nil || len(list) != 1 {
+			t.Fatalf("UserSessions = %+v, %v", list, err)
+		}
+		c := list[0].Checks
+		if !c.Password.Equal(t0) || !c.SecondFactor.Equal(later) || !c.MultiFactor.IsZero() {
+			t.Fatalf("checks %+v; want the password's of the first sign-in and the second factor's of the step-up", c)
+		}
+		// A session from before the checks were recorded: its auth_time.
+		if got := (session.Session{AuthTime: t0}).Checked(time.Time{}); !got.Equal(t0) {
+			t.Fatalf("Checked(zero) = %v; want the auth_time", got)
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
@@ -234,7 +235,11 @@ func loginPolicyProto(lp orgs.LoginPolicy) *directoryv1.LoginPolicy {
 	return &directoryv1.LoginPolicy{AllowUsernamePassword: lp.AllowUsernamePassword, AllowRegister: lp.AllowRegister,
 		IgnoreUnknownUsernames: lp.IgnoreUnknownUsernames, AllowExternalIdp: lp.AllowExternalIDP,
 		ForceMfa: lp.ForceMFA, ForceMfaLocalOnly: lp.ForceMFALocalOnly, SecondFactors: secondFactorNames(lp.SecondFactors),
-		PasswordlessAllowed: lp.PasswordlessType == passwordlessAllowed}
+		PasswordlessAllowed:        lp.PasswordlessType == passwordlessAllowed,
+		PasswordCheckLifetime:      durationpb.New(lp.PasswordCheckLifetime),
+		SecondFactorCheckLifetime:  durationpb.New(lp.SecondFactorCheckLifetime),
+		MultiFactorCheckLifetime:   durationpb.New(lp.MultiFactorCheckLifetime),
+		ExternalLoginCheckLifetime: durationpb.New(lp.ExternalLoginCheckLifetime)}
 }
 
 // passwordlessAllowed is ZITADEL's PASSWORDLESS_TYPE_ALLOWED.
