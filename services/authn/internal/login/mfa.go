@@ -3,10 +3,10 @@ package login
 import (
 	"html/template"
 	"net/http"
-	"time"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"connectrpc.com/connect"
 	"github.com/boombuler/barcode/qr"
