@@ -1,19 +1,10 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"net"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
-
-	"github.com/gatehouse-id/gatehouse/pkg/config"
 )
 
 // strongAuthScreenshots are the pages e2e/browser/strongauth.test.mjs
@@ -32,17 +23,7 @@ var strongAuthScreenshots = []string{
 // Screenshots go to test-artifacts/browser/strong-auth/.
 func TestBrowserStrongAuth(t *testing.T) {
 	root := requireBrowser(t)
-	dir, addr := t.TempDir(), freeAddr(t)
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	issuer := "http://localhost:" + port
-	startProc(t, config.RoleEdge, map[string]string{
-		"GATEHOUSE_DATA_DIR": dir, "GATEHOUSE_ADDR": addr, "GATEHOUSE_ISSUER": issuer,
-		"GATEHOUSE_ADMIN_PASSWORD": "Admin-Passw0rd-for-browser",
-	})
-	e := afSetup(t, issuer, dir)
+	e := afStartLocalhost(t)
 	e.user("bob-enrolls", afBobPass, false)
 	// The relying party on localhost too: the same site as the issuer, so
 	// Chromium keeps the tab's process at the redirect (the interception
@@ -62,51 +43,21 @@ func TestBrowserStrongAuth(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("GetMyOrg: %d %v", status, me)
 	}
-	orgID := me["org"].(map[string]any)["id"].(string)
-	authorize := issuer + "/oauth/v2/authorize?" + url.Values{
+	authorize := e.base + "/oauth/v2/authorize?" + url.Values{
 		"client_id": {app["clientId"].(string)}, "redirect_uri": {redirect}, "response_type": {"code"},
 		"scope": {"openid"}, "state": {"s"}, "nonce": {"browser-nonce"},
 	}.Encode()
 	artifacts := browserArtifacts(t, root, "strong-auth")
-
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "--test", "--test-reporter=spec", "--test-timeout=90000",
-		filepath.Join("e2e", "browser", "strongauth.test.mjs"))
-	cmd.Dir = root
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 10 * time.Second
-	cmd.Env = append(os.Environ(),
-		"GATEHOUSE_BROWSER_ISSUER="+issuer,
+	runBrowserScript(t, root, "strongauth.test.mjs", artifacts, 120*time.Second,
+		"GATEHOUSE_BROWSER_ISSUER="+e.base,
 		"GATEHOUSE_BROWSER_AUTHORIZE_URL="+authorize,
 		"GATEHOUSE_BROWSER_REDIRECT_URI="+redirect,
-		"GATEHOUSE_BROWSER_ARTIFACTS="+artifacts,
-		"GATEHOUSE_BROWSER_CHROMIUM="+chromiumPath,
-		"GATEHOUSE_BROWSER_ORG="+orgID,
+		"GATEHOUSE_BROWSER_ORG="+me["org"].(map[string]any)["id"].(string),
 		"GATEHOUSE_BROWSER_ALICE=alice",
 		"GATEHOUSE_BROWSER_ALICE_PASSWORD="+afPassword,
 		"GATEHOUSE_BROWSER_BOB=bob-enrolls",
 		"GATEHOUSE_BROWSER_BOB_PASSWORD="+afBobPass,
 		"GATEHOUSE_BROWSER_ADMIN_TOKEN="+e.admin,
 	)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		t.Fatalf("node did not finish in time:\n%s", out.String())
-	}
-	if err != nil {
-		t.Fatalf("browser test failed (%v); screenshots in %s:\n%s", err, artifacts, out.String())
-	}
-	t.Logf("node --test e2e/browser/strongauth.test.mjs:\n%s", out.String())
-	for _, name := range strongAuthScreenshots {
-		b, err := os.ReadFile(filepath.Join(artifacts, name))
-		if err != nil {
-			t.Errorf("screenshot missing: %v", err)
-			continue
-		}
-		if !bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) || len(b) < 1000 {
-			t.Errorf("%s is not a PNG screenshot (%d bytes)", name, len(b))
-		}
-	}
+	checkScreenshots(t, artifacts, strongAuthScreenshots)
 }

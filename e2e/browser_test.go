@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -119,28 +120,36 @@ func TestBrowserLogin(t *testing.T) {
 
 	artifacts := browserArtifacts(t, root, "")
 
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "--test", "--test-reporter=spec", "--test-timeout=60000",
-		filepath.Join("e2e", "browser", "login.test.mjs"))
-	cmd.Dir = root
-	// On timeout, SIGTERM lets Playwright close Chromium; SIGKILL follows.
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 10 * time.Second
-	cmd.Env = append(os.Environ(),
+	runBrowserScript(t, root, "login.test.mjs", artifacts, 90*time.Second,
 		"GATEHOUSE_BROWSER_ISSUER="+issuer,
 		"GATEHOUSE_BROWSER_AUTHORIZE_URL="+authorize,
 		"GATEHOUSE_BROWSER_REDIRECT_URI="+redirect,
 		"GATEHOUSE_BROWSER_STATE="+state,
 		"GATEHOUSE_BROWSER_LOGIN_NAME=admin",
 		"GATEHOUSE_BROWSER_PASSWORD="+password,
-		"GATEHOUSE_BROWSER_ARTIFACTS="+artifacts,
-		"GATEHOUSE_BROWSER_CHROMIUM="+chromiumPath,
 		"GATEHOUSE_BROWSER_PARTNER_ORG="+partnerID,
 		"GATEHOUSE_BROWSER_PARTNER_LOGIN=pat",
 		"GATEHOUSE_BROWSER_PARTNER_PASSWORD=Pat-Passw0rd!1",
 		"GATEHOUSE_BROWSER_UPSTREAM="+up.issuer,
 	)
+	checkScreenshots(t, artifacts, browserScreenshots)
+}
+
+// runBrowserScript runs e2e/browser/script with node's test runner (the
+// environment adds env, the artifacts folder and the Chromium path) and
+// fails t when it fails or outlasts timeout.
+func runBrowserScript(t *testing.T, root, script, artifacts string, timeout time.Duration, env ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "--test", "--test-reporter=spec",
+		"--test-timeout="+strconv.Itoa(int((timeout-30*time.Second)/time.Millisecond)), filepath.Join("e2e", "browser", script))
+	cmd.Dir = root
+	// On timeout, SIGTERM lets Playwright close Chromium; SIGKILL follows.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+	cmd.Env = append(append(os.Environ(), env...),
+		"GATEHOUSE_BROWSER_ARTIFACTS="+artifacts, "GATEHOUSE_BROWSER_CHROMIUM="+chromiumPath)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
@@ -150,11 +159,14 @@ func TestBrowserLogin(t *testing.T) {
 	if err != nil {
 		t.Fatalf("browser test failed (%v); screenshots in %s:\n%s", err, artifacts, out.String())
 	}
-	t.Logf("node --test e2e/browser/login.test.mjs:\n%s", out.String())
+	t.Logf("node --test e2e/browser/%s:\n%s", script, out.String())
+}
 
-	// node reporting success is not enough: every page must have been
-	// captured as a real PNG.
-	for _, name := range browserScreenshots {
+// checkScreenshots: node reporting success is not enough, every page
+// must have been captured as a real PNG.
+func checkScreenshots(t *testing.T, artifacts string, names []string) {
+	t.Helper()
+	for _, name := range names {
 		b, err := os.ReadFile(filepath.Join(artifacts, name))
 		if err != nil {
 			t.Errorf("screenshot missing: %v", err)

@@ -112,19 +112,12 @@ func (s *Server) CheckAuthFactor(ctx context.Context, req *directoryv1.CheckAuth
 	if u.OrgID != req.GetOrgId() {
 		return nil, notFound("user")
 	}
-	a := lockout.Attempt{Account: lockout.FactorAccount(u.ID), Address: req.GetClientAddress()}
-	if org, err := s.orgs.Get(ctx, u.OrgID); err == nil {
-		a.MaxAccountFailures = org.LockoutAttempts
-	} else if !errors.Is(err, db.ErrNotFound) {
-		return nil, internalErr(err, "get org")
-	}
-	allowed, err := s.lock.Begin(ctx, a)
+	a, err := s.factorAttempt(ctx, u, req.GetClientAddress())
 	if err != nil {
-		return nil, internalErr(err, "lockout")
+		return nil, err
 	}
-	if !allowed {
-		throttled.Inc(ctx)
-		return nil, connect.NewError(connect.CodeUnauthenticated, errBadCode)
+	if err := s.begin(ctx, a); err != nil {
+		return nil, err
 	}
 	left := 0
 	switch req.GetType() {
@@ -149,6 +142,32 @@ func (s *Server) CheckAuthFactor(ctx context.Context, req *directoryv1.CheckAuth
 		s.Logger.InfoContext(ctx, "recovery code used", "user_id", u.ID, "recovery_codes_left", left)
 	}
 	return &directoryv1.CheckAuthFactorResponse{RecoveryCodesLeft: int32(left)}, nil
+}
+
+// factorAttempt is a second-factor check of u's from address, under
+// lockout.FactorAccount and the organization's account lock.
+func (s *Server) factorAttempt(ctx context.Context, u *users.User, address string) (lockout.Attempt, error) {
+	a := lockout.Attempt{Account: lockout.FactorAccount(u.ID), Address: address}
+	if org, err := s.orgs.Get(ctx, u.OrgID); err == nil {
+		a.MaxAccountFailures = org.LockoutAttempts
+	} else if !errors.Is(err, db.ErrNotFound) {
+		return lockout.Attempt{}, internalErr(err, "get org")
+	}
+	return a, nil
+}
+
+// begin asks the failed-attempt limits whether a may run: a refusal is
+// the one answer of a wrong code (errBadCode).
+func (s *Server) begin(ctx context.Context, a lockout.Attempt) error {
+	allowed, err := s.lock.Begin(ctx, a)
+	if err != nil {
+		return internalErr(err, "lockout")
+	}
+	if !allowed {
+		throttled.Inc(ctx)
+		return connect.NewError(connect.CodeUnauthenticated, errBadCode)
+	}
+	return nil
 }
 
 // factorUser returns the factor keys and the active human user userID.

@@ -6,7 +6,6 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/gatehouse-id/gatehouse/pkg/db"
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/lockout"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/users"
@@ -58,6 +57,7 @@ func (s *Server) CheckWebAuthnLogin(ctx context.Context, req *directoryv1.CheckW
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("credential is too large"))
 	}
 	a := lockout.Attempt{Account: "passkey:" + req.GetOrgId(), Address: req.GetClientAddress()}
+	var err error
 	if req.GetUserId() != "" {
 		u, err := s.human(ctx, req.GetUserId())
 		if err != nil {
@@ -66,20 +66,12 @@ func (s *Server) CheckWebAuthnLogin(ctx context.Context, req *directoryv1.CheckW
 		if u.OrgID != req.GetOrgId() {
 			return nil, notFound("user")
 		}
-		a.Account = lockout.FactorAccount(u.ID)
-		if org, err := s.orgs.Get(ctx, u.OrgID); err == nil {
-			a.MaxAccountFailures = org.LockoutAttempts
-		} else if !errors.Is(err, db.ErrNotFound) {
-			return nil, internalErr(err, "get org")
+		if a, err = s.factorAttempt(ctx, u, req.GetClientAddress()); err != nil {
+			return nil, err
 		}
 	}
-	allowed, err := s.lock.Begin(ctx, a)
-	if err != nil {
-		return nil, internalErr(err, "lockout")
-	}
-	if !allowed {
-		throttled.Inc(ctx)
-		return nil, connect.NewError(connect.CodeUnauthenticated, errBadCode)
+	if err := s.begin(ctx, a); err != nil {
+		return nil, err
 	}
 	res, err := s.userCmds.FinishWebAuthnLogin(ctx, s.Factors.WebAuthn, req.GetBinding(), req.GetUserId(), []byte(req.GetCredential()))
 	if errors.Is(err, users.ErrCloned) {

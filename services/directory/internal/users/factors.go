@@ -149,24 +149,27 @@ func registerFactors(es *eventstore.Store) {
 		}
 		return touch(ctx, tx, e)
 	})
-	es.Register(EventOTPRemoved, func(ctx context.Context, tx db.Querier, e eventstore.Event) error {
-		var p factorRef
-		if err := e.Unmarshal(&p); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM user_factors WHERE id = ?`, p.ID); err != nil {
-			return err
-		}
-		if p.EndSessions {
-			if err := CutAccess(ctx, tx, e.AggregateID, e.CreatedAt); err != nil {
-				return err
-			}
-		}
-		return touch(ctx, tx, e)
-	})
+	es.Register(EventOTPRemoved, factorRemoved)
 	registerRecoveryCodes(es)
 	registerWebAuthn(es)
 	registerSignOut(es)
+}
+
+// factorRemoved reduces the removal of a factor of any type (factorRef).
+func factorRemoved(ctx context.Context, tx db.Querier, e eventstore.Event) error {
+	var p factorRef
+	if err := e.Unmarshal(&p); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM user_factors WHERE id = ?`, p.ID); err != nil {
+		return err
+	}
+	if p.EndSessions {
+		if err := CutAccess(ctx, tx, e.AggregateID, e.CreatedAt); err != nil {
+			return err
+		}
+	}
+	return touch(ctx, tx, e)
 }
 
 // Factors returns the user's factors, oldest first.

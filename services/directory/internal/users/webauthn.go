@@ -199,21 +199,7 @@ func registerWebAuthn(es *eventstore.Store) {
 			}
 			return touch(ctx, tx, e)
 		})
-		es.Register(names[3], func(ctx context.Context, tx db.Querier, e eventstore.Event) error {
-			var p factorRef
-			if err := e.Unmarshal(&p); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `DELETE FROM user_factors WHERE id = ?`, p.ID); err != nil {
-				return err
-			}
-			if p.EndSessions {
-				if err := CutAccess(ctx, tx, e.AggregateID, e.CreatedAt); err != nil {
-					return err
-				}
-			}
-			return touch(ctx, tx, e)
-		})
+		es.Register(names[3], factorRemoved)
 	}
 }
 
