@@ -3,6 +3,7 @@ package login
 import (
 	"html/template"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,6 +53,15 @@ func (p *Pages) afterFirstFactor(w http.ResponseWriter, r *http.Request, f *flow
 		p.internal(w, r, f.lang, err)
 		return
 	}
+	if path == authorize.PathMFA {
+		// The factor's page answers this post at once (as Keycloak's
+		// and ZITADEL's logins do): no redirect and second read of the
+		// pending request on the login's hot path. Its form posts to
+		// PathMFA.
+		f.ar.LoginName, f.ar.UserID = u.GetPreferredLoginName(), u.GetId()
+		p.askFactor(w, r, f, ff, nil)
+		return
+	}
 	redirect(w, r, path, f.ar.ID)
 }
 
@@ -91,6 +101,12 @@ func (p *Pages) mfaPage(w http.ResponseWriter, r *http.Request) {
 	if f == nil {
 		return
 	}
+	p.askFactor(w, r, f, ff, r.URL.Query())
+}
+
+// askFactor shows the second-factor step of ff's user; q chooses the
+// factor (method, recovery).
+func (p *Pages) askFactor(w http.ResponseWriter, r *http.Request, f *flow, ff authorize.FirstFactor, q url.Values) {
 	pg := f.page("mfa.title")
 	if ff.Passed {
 		p.renderPassed(w, http.StatusOK, pg, ff)
@@ -112,7 +128,6 @@ func (p *Pages) mfaPage(w http.ResponseWriter, r *http.Request) {
 		redirect(w, r, authorize.PathMFAInit, f.ar.ID)
 		return
 	}
-	q := r.URL.Query()
 	keys := p.WebAuthn && hasWebAuthn(ff.Factors)
 	otp := slices.Contains(ff.Factors, "otp")
 	// A security key first when the user has no TOTP or the request asks
@@ -168,7 +183,7 @@ func (p *Pages) mfaSubmit(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	if ff.Passed {
 		// The continue button after a recovery code.
-		p.signInUser(w, r, f, ff, ff.AMR)
+		p.signInUser(w, r, f, ff, ff.AMR, nil)
 		return
 	}
 	typ := f.form["type"]
@@ -217,27 +232,31 @@ func (p *Pages) mfaSubmit(w http.ResponseWriter, r *http.Request) {
 		p.renderPassed(w, http.StatusOK, pg, ff)
 		return
 	}
-	p.signInUser(w, r, f, ff, amr)
+	p.signInUser(w, r, f, ff, amr, res.GetUser())
 }
 
 // signInUser signs in ff's user, of the request's organization,
 // authenticated by amr after the second factor: only that check is new
 // when ff's first factor was carried over from a session (a step-up).
-func (p *Pages) signInUser(w http.ResponseWriter, r *http.Request, f *flow, ff authorize.FirstFactor, amr []string) {
+func (p *Pages) signInUser(w http.ResponseWriter, r *http.Request, f *flow, ff authorize.FirstFactor, amr []string, u *directoryv1.User) {
 	checks := checksFor(amr, p.Now())
 	if ff.Carried {
 		checks = session.Checks{SecondFactor: p.Now()}
 	}
-	res, err := p.Directory.GetUser(r.Context(), &directoryv1.GetUserRequest{UserId: ff.UserID})
-	if connect.CodeOf(err) == connect.CodeNotFound {
-		redirect(w, r, authorize.PathLogin, f.ar.ID)
-		return
+	if u == nil || u.GetId() != ff.UserID {
+		// Not read by the factor's check (the continue button after a
+		// recovery code or an enrollment): read now.
+		res, err := p.Directory.GetUser(r.Context(), &directoryv1.GetUserRequest{UserId: ff.UserID})
+		if connect.CodeOf(err) == connect.CodeNotFound {
+			redirect(w, r, authorize.PathLogin, f.ar.ID)
+			return
+		}
+		if err != nil {
+			p.internal(w, r, f.lang, err)
+			return
+		}
+		u = res.GetUser()
 	}
-	if err != nil {
-		p.internal(w, r, f.lang, err)
-		return
-	}
-	u := res.GetUser()
 	if u.GetOrgId() != f.req.OrgID {
 		p.messagePage(w, r, f.lang, http.StatusForbidden, "err.wrongOrg")
 		return

@@ -103,7 +103,7 @@ func (p *Pages) keyCheckSubmit(w http.ResponseWriter, r *http.Request, f *flow, 
 			amr = append(amr, oauth.AMRUser)
 		}
 	}
-	p.signInUser(w, r, f, ff, amr)
+	p.signInUser(w, r, f, ff, amr, res.GetUser())
 }
 
 // passkeyAllowed reports whether the request's organization lets users

@@ -141,7 +141,7 @@ func (s *Server) CheckAuthFactor(ctx context.Context, req *directoryv1.CheckAuth
 	if req.GetType() == "recovery" {
 		s.Logger.InfoContext(ctx, "recovery code used", "user_id", u.ID, "recovery_codes_left", left)
 	}
-	return &directoryv1.CheckAuthFactorResponse{RecoveryCodesLeft: int32(left)}, nil
+	return &directoryv1.CheckAuthFactorResponse{RecoveryCodesLeft: int32(left), User: userProto(u)}, nil
 }
 
 // factorAttempt is a second-factor check of u's from address, under

@@ -1224,8 +1224,11 @@ type CheckAuthFactorResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Unused recovery codes after this check.
 	RecoveryCodesLeft int32 `protobuf:"varint,1,opt,name=recovery_codes_left,json=recoveryCodesLeft,proto3" json:"recovery_codes_left,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The user, as checked (active, of the organization): the sign-in
+	// needs no second read.
+	User          *User `protobuf:"bytes,2,opt,name=user,proto3" json:"user,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CheckAuthFactorResponse) Reset() {
@@ -1263,6 +1266,13 @@ func (x *CheckAuthFactorResponse) GetRecoveryCodesLeft() int32 {
 		return x.RecoveryCodesLeft
 	}
 	return 0
+}
+
+func (x *CheckAuthFactorResponse) GetUser() *User {
+	if x != nil {
+		return x.User
+	}
+	return nil
 }
 
 // StartTOTPRequest names the user.
@@ -4879,9 +4889,10 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12\x12\n" +
 	"\x04type\x18\x03 \x01(\tR\x04type\x12\x12\n" +
 	"\x04code\x18\x04 \x01(\tR\x04code\x12%\n" +
-	"\x0eclient_address\x18\x05 \x01(\tR\rclientAddress\"I\n" +
+	"\x0eclient_address\x18\x05 \x01(\tR\rclientAddress\"{\n" +
 	"\x17CheckAuthFactorResponse\x12.\n" +
-	"\x13recovery_codes_left\x18\x01 \x01(\x05R\x11recoveryCodesLeft\"+\n" +
+	"\x13recovery_codes_left\x18\x01 \x01(\x05R\x11recoveryCodesLeft\x120\n" +
+	"\x04user\x18\x02 \x01(\v2\x1c.gatehouse.directory.v1.UserR\x04user\"+\n" +
 	"\x10StartTOTPRequest\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\"=\n" +
 	"\x11StartTOTPResponse\x12\x10\n" +
@@ -5284,96 +5295,97 @@ var file_gatehouse_directory_v1_directory_proto_depIdxs = []int32{
 	44, // 9: gatehouse.directory.v1.GetMachineKeyResponse.user:type_name -> gatehouse.directory.v1.User
 	44, // 10: gatehouse.directory.v1.VerifyPasswordResponse.user:type_name -> gatehouse.directory.v1.User
 	56, // 11: gatehouse.directory.v1.VerifyPasswordResponse.login_policy:type_name -> gatehouse.directory.v1.LoginPolicy
-	44, // 12: gatehouse.directory.v1.CheckWebAuthnLoginResponse.user:type_name -> gatehouse.directory.v1.User
-	76, // 13: gatehouse.directory.v1.AccountFactor.creation_date:type_name -> google.protobuf.Timestamp
-	31, // 14: gatehouse.directory.v1.GetAccountResponse.factors:type_name -> gatehouse.directory.v1.AccountFactor
-	32, // 15: gatehouse.directory.v1.GetAccountResponse.links:type_name -> gatehouse.directory.v1.AccountLink
-	3,  // 16: gatehouse.directory.v1.User.state:type_name -> gatehouse.directory.v1.UserState
-	2,  // 17: gatehouse.directory.v1.User.access_token_type:type_name -> gatehouse.directory.v1.TokenType
-	76, // 18: gatehouse.directory.v1.User.sessions_not_before:type_name -> google.protobuf.Timestamp
-	44, // 19: gatehouse.directory.v1.GetUserResponse.user:type_name -> gatehouse.directory.v1.User
-	44, // 20: gatehouse.directory.v1.LookupUserResponse.user:type_name -> gatehouse.directory.v1.User
-	78, // 21: gatehouse.directory.v1.GetClaimsResponse.claims:type_name -> google.protobuf.Struct
-	44, // 22: gatehouse.directory.v1.RegisterUserResponse.user:type_name -> gatehouse.directory.v1.User
-	53, // 23: gatehouse.directory.v1.GetOrgResponse.password_policy:type_name -> gatehouse.directory.v1.PasswordPolicy
-	56, // 24: gatehouse.directory.v1.GetOrgResponse.login_policy:type_name -> gatehouse.directory.v1.LoginPolicy
-	77, // 25: gatehouse.directory.v1.LoginPolicy.password_check_lifetime:type_name -> google.protobuf.Duration
-	77, // 26: gatehouse.directory.v1.LoginPolicy.second_factor_check_lifetime:type_name -> google.protobuf.Duration
-	77, // 27: gatehouse.directory.v1.LoginPolicy.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
-	77, // 28: gatehouse.directory.v1.LoginPolicy.external_login_check_lifetime:type_name -> google.protobuf.Duration
-	4,  // 29: gatehouse.directory.v1.IdP.styling_type:type_name -> gatehouse.directory.v1.StylingType
-	5,  // 30: gatehouse.directory.v1.IdP.display_name_mapping:type_name -> gatehouse.directory.v1.MappingField
-	5,  // 31: gatehouse.directory.v1.IdP.username_mapping:type_name -> gatehouse.directory.v1.MappingField
-	59, // 32: gatehouse.directory.v1.GetIdPResponse.idp:type_name -> gatehouse.directory.v1.IdP
-	59, // 33: gatehouse.directory.v1.ListIdPsResponse.idps:type_name -> gatehouse.directory.v1.IdP
-	44, // 34: gatehouse.directory.v1.GetLinkedUserResponse.user:type_name -> gatehouse.directory.v1.User
-	44, // 35: gatehouse.directory.v1.RegisterExternalUserResponse.user:type_name -> gatehouse.directory.v1.User
-	73, // 36: gatehouse.directory.v1.ListChangesResponse.changes:type_name -> gatehouse.directory.v1.Change
-	8,  // 37: gatehouse.directory.v1.DirectoryService.GetClient:input_type -> gatehouse.directory.v1.GetClientRequest
-	10, // 38: gatehouse.directory.v1.DirectoryService.GetMachineKey:input_type -> gatehouse.directory.v1.GetMachineKeyRequest
-	12, // 39: gatehouse.directory.v1.DirectoryService.VerifyPassword:input_type -> gatehouse.directory.v1.VerifyPasswordRequest
-	42, // 40: gatehouse.directory.v1.DirectoryService.ChangePassword:input_type -> gatehouse.directory.v1.ChangePasswordRequest
-	45, // 41: gatehouse.directory.v1.DirectoryService.GetUser:input_type -> gatehouse.directory.v1.GetUserRequest
-	47, // 42: gatehouse.directory.v1.DirectoryService.LookupUser:input_type -> gatehouse.directory.v1.LookupUserRequest
-	49, // 43: gatehouse.directory.v1.DirectoryService.GetClaims:input_type -> gatehouse.directory.v1.GetClaimsRequest
-	51, // 44: gatehouse.directory.v1.DirectoryService.RegisterUser:input_type -> gatehouse.directory.v1.RegisterUserRequest
-	54, // 45: gatehouse.directory.v1.DirectoryService.GetOrg:input_type -> gatehouse.directory.v1.GetOrgRequest
-	57, // 46: gatehouse.directory.v1.DirectoryService.GetRoles:input_type -> gatehouse.directory.v1.GetRolesRequest
-	60, // 47: gatehouse.directory.v1.DirectoryService.GetIdP:input_type -> gatehouse.directory.v1.GetIdPRequest
-	62, // 48: gatehouse.directory.v1.DirectoryService.ListIdPs:input_type -> gatehouse.directory.v1.ListIdPsRequest
-	64, // 49: gatehouse.directory.v1.DirectoryService.LinkExternalUser:input_type -> gatehouse.directory.v1.LinkExternalUserRequest
-	66, // 50: gatehouse.directory.v1.DirectoryService.GetLinkedUser:input_type -> gatehouse.directory.v1.GetLinkedUserRequest
-	68, // 51: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:input_type -> gatehouse.directory.v1.RegisterExternalUserRequest
-	70, // 52: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:input_type -> gatehouse.directory.v1.UnlinkExternalUserRequest
-	72, // 53: gatehouse.directory.v1.DirectoryService.ListChanges:input_type -> gatehouse.directory.v1.ListChangesRequest
-	14, // 54: gatehouse.directory.v1.DirectoryService.ListAuthFactors:input_type -> gatehouse.directory.v1.ListAuthFactorsRequest
-	16, // 55: gatehouse.directory.v1.DirectoryService.CheckAuthFactor:input_type -> gatehouse.directory.v1.CheckAuthFactorRequest
-	18, // 56: gatehouse.directory.v1.DirectoryService.StartTOTP:input_type -> gatehouse.directory.v1.StartTOTPRequest
-	40, // 57: gatehouse.directory.v1.DirectoryService.GenerateRecoveryCodes:input_type -> gatehouse.directory.v1.GenerateRecoveryCodesRequest
-	20, // 58: gatehouse.directory.v1.DirectoryService.VerifyTOTP:input_type -> gatehouse.directory.v1.VerifyTOTPRequest
-	22, // 59: gatehouse.directory.v1.DirectoryService.StartWebAuthnLogin:input_type -> gatehouse.directory.v1.StartWebAuthnLoginRequest
-	24, // 60: gatehouse.directory.v1.DirectoryService.CheckWebAuthnLogin:input_type -> gatehouse.directory.v1.CheckWebAuthnLoginRequest
-	26, // 61: gatehouse.directory.v1.DirectoryService.StartWebAuthnRegistration:input_type -> gatehouse.directory.v1.StartWebAuthnRegistrationRequest
-	28, // 62: gatehouse.directory.v1.DirectoryService.VerifyWebAuthnRegistration:input_type -> gatehouse.directory.v1.VerifyWebAuthnRegistrationRequest
-	30, // 63: gatehouse.directory.v1.DirectoryService.GetAccount:input_type -> gatehouse.directory.v1.GetAccountRequest
-	34, // 64: gatehouse.directory.v1.DirectoryService.RemoveAccountFactor:input_type -> gatehouse.directory.v1.RemoveAccountFactorRequest
-	36, // 65: gatehouse.directory.v1.DirectoryService.UnlinkAccount:input_type -> gatehouse.directory.v1.UnlinkAccountRequest
-	38, // 66: gatehouse.directory.v1.DirectoryService.EndUserSessions:input_type -> gatehouse.directory.v1.EndUserSessionsRequest
-	9,  // 67: gatehouse.directory.v1.DirectoryService.GetClient:output_type -> gatehouse.directory.v1.GetClientResponse
-	11, // 68: gatehouse.directory.v1.DirectoryService.GetMachineKey:output_type -> gatehouse.directory.v1.GetMachineKeyResponse
-	13, // 69: gatehouse.directory.v1.DirectoryService.VerifyPassword:output_type -> gatehouse.directory.v1.VerifyPasswordResponse
-	43, // 70: gatehouse.directory.v1.DirectoryService.ChangePassword:output_type -> gatehouse.directory.v1.ChangePasswordResponse
-	46, // 71: gatehouse.directory.v1.DirectoryService.GetUser:output_type -> gatehouse.directory.v1.GetUserResponse
-	48, // 72: gatehouse.directory.v1.DirectoryService.LookupUser:output_type -> gatehouse.directory.v1.LookupUserResponse
-	50, // 73: gatehouse.directory.v1.DirectoryService.GetClaims:output_type -> gatehouse.directory.v1.GetClaimsResponse
-	52, // 74: gatehouse.directory.v1.DirectoryService.RegisterUser:output_type -> gatehouse.directory.v1.RegisterUserResponse
-	55, // 75: gatehouse.directory.v1.DirectoryService.GetOrg:output_type -> gatehouse.directory.v1.GetOrgResponse
-	58, // 76: gatehouse.directory.v1.DirectoryService.GetRoles:output_type -> gatehouse.directory.v1.GetRolesResponse
-	61, // 77: gatehouse.directory.v1.DirectoryService.GetIdP:output_type -> gatehouse.directory.v1.GetIdPResponse
-	63, // 78: gatehouse.directory.v1.DirectoryService.ListIdPs:output_type -> gatehouse.directory.v1.ListIdPsResponse
-	65, // 79: gatehouse.directory.v1.DirectoryService.LinkExternalUser:output_type -> gatehouse.directory.v1.LinkExternalUserResponse
-	67, // 80: gatehouse.directory.v1.DirectoryService.GetLinkedUser:output_type -> gatehouse.directory.v1.GetLinkedUserResponse
-	69, // 81: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:output_type -> gatehouse.directory.v1.RegisterExternalUserResponse
-	71, // 82: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:output_type -> gatehouse.directory.v1.UnlinkExternalUserResponse
-	74, // 83: gatehouse.directory.v1.DirectoryService.ListChanges:output_type -> gatehouse.directory.v1.ListChangesResponse
-	15, // 84: gatehouse.directory.v1.DirectoryService.ListAuthFactors:output_type -> gatehouse.directory.v1.ListAuthFactorsResponse
-	17, // 85: gatehouse.directory.v1.DirectoryService.CheckAuthFactor:output_type -> gatehouse.directory.v1.CheckAuthFactorResponse
-	19, // 86: gatehouse.directory.v1.DirectoryService.StartTOTP:output_type -> gatehouse.directory.v1.StartTOTPResponse
-	41, // 87: gatehouse.directory.v1.DirectoryService.GenerateRecoveryCodes:output_type -> gatehouse.directory.v1.GenerateRecoveryCodesResponse
-	21, // 88: gatehouse.directory.v1.DirectoryService.VerifyTOTP:output_type -> gatehouse.directory.v1.VerifyTOTPResponse
-	23, // 89: gatehouse.directory.v1.DirectoryService.StartWebAuthnLogin:output_type -> gatehouse.directory.v1.StartWebAuthnLoginResponse
-	25, // 90: gatehouse.directory.v1.DirectoryService.CheckWebAuthnLogin:output_type -> gatehouse.directory.v1.CheckWebAuthnLoginResponse
-	27, // 91: gatehouse.directory.v1.DirectoryService.StartWebAuthnRegistration:output_type -> gatehouse.directory.v1.StartWebAuthnRegistrationResponse
-	29, // 92: gatehouse.directory.v1.DirectoryService.VerifyWebAuthnRegistration:output_type -> gatehouse.directory.v1.VerifyWebAuthnRegistrationResponse
-	33, // 93: gatehouse.directory.v1.DirectoryService.GetAccount:output_type -> gatehouse.directory.v1.GetAccountResponse
-	35, // 94: gatehouse.directory.v1.DirectoryService.RemoveAccountFactor:output_type -> gatehouse.directory.v1.RemoveAccountFactorResponse
-	37, // 95: gatehouse.directory.v1.DirectoryService.UnlinkAccount:output_type -> gatehouse.directory.v1.UnlinkAccountResponse
-	39, // 96: gatehouse.directory.v1.DirectoryService.EndUserSessions:output_type -> gatehouse.directory.v1.EndUserSessionsResponse
-	67, // [67:97] is the sub-list for method output_type
-	37, // [37:67] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	44, // 12: gatehouse.directory.v1.CheckAuthFactorResponse.user:type_name -> gatehouse.directory.v1.User
+	44, // 13: gatehouse.directory.v1.CheckWebAuthnLoginResponse.user:type_name -> gatehouse.directory.v1.User
+	76, // 14: gatehouse.directory.v1.AccountFactor.creation_date:type_name -> google.protobuf.Timestamp
+	31, // 15: gatehouse.directory.v1.GetAccountResponse.factors:type_name -> gatehouse.directory.v1.AccountFactor
+	32, // 16: gatehouse.directory.v1.GetAccountResponse.links:type_name -> gatehouse.directory.v1.AccountLink
+	3,  // 17: gatehouse.directory.v1.User.state:type_name -> gatehouse.directory.v1.UserState
+	2,  // 18: gatehouse.directory.v1.User.access_token_type:type_name -> gatehouse.directory.v1.TokenType
+	76, // 19: gatehouse.directory.v1.User.sessions_not_before:type_name -> google.protobuf.Timestamp
+	44, // 20: gatehouse.directory.v1.GetUserResponse.user:type_name -> gatehouse.directory.v1.User
+	44, // 21: gatehouse.directory.v1.LookupUserResponse.user:type_name -> gatehouse.directory.v1.User
+	78, // 22: gatehouse.directory.v1.GetClaimsResponse.claims:type_name -> google.protobuf.Struct
+	44, // 23: gatehouse.directory.v1.RegisterUserResponse.user:type_name -> gatehouse.directory.v1.User
+	53, // 24: gatehouse.directory.v1.GetOrgResponse.password_policy:type_name -> gatehouse.directory.v1.PasswordPolicy
+	56, // 25: gatehouse.directory.v1.GetOrgResponse.login_policy:type_name -> gatehouse.directory.v1.LoginPolicy
+	77, // 26: gatehouse.directory.v1.LoginPolicy.password_check_lifetime:type_name -> google.protobuf.Duration
+	77, // 27: gatehouse.directory.v1.LoginPolicy.second_factor_check_lifetime:type_name -> google.protobuf.Duration
+	77, // 28: gatehouse.directory.v1.LoginPolicy.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
+	77, // 29: gatehouse.directory.v1.LoginPolicy.external_login_check_lifetime:type_name -> google.protobuf.Duration
+	4,  // 30: gatehouse.directory.v1.IdP.styling_type:type_name -> gatehouse.directory.v1.StylingType
+	5,  // 31: gatehouse.directory.v1.IdP.display_name_mapping:type_name -> gatehouse.directory.v1.MappingField
+	5,  // 32: gatehouse.directory.v1.IdP.username_mapping:type_name -> gatehouse.directory.v1.MappingField
+	59, // 33: gatehouse.directory.v1.GetIdPResponse.idp:type_name -> gatehouse.directory.v1.IdP
+	59, // 34: gatehouse.directory.v1.ListIdPsResponse.idps:type_name -> gatehouse.directory.v1.IdP
+	44, // 35: gatehouse.directory.v1.GetLinkedUserResponse.user:type_name -> gatehouse.directory.v1.User
+	44, // 36: gatehouse.directory.v1.RegisterExternalUserResponse.user:type_name -> gatehouse.directory.v1.User
+	73, // 37: gatehouse.directory.v1.ListChangesResponse.changes:type_name -> gatehouse.directory.v1.Change
+	8,  // 38: gatehouse.directory.v1.DirectoryService.GetClient:input_type -> gatehouse.directory.v1.GetClientRequest
+	10, // 39: gatehouse.directory.v1.DirectoryService.GetMachineKey:input_type -> gatehouse.directory.v1.GetMachineKeyRequest
+	12, // 40: gatehouse.directory.v1.DirectoryService.VerifyPassword:input_type -> gatehouse.directory.v1.VerifyPasswordRequest
+	42, // 41: gatehouse.directory.v1.DirectoryService.ChangePassword:input_type -> gatehouse.directory.v1.ChangePasswordRequest
+	45, // 42: gatehouse.directory.v1.DirectoryService.GetUser:input_type -> gatehouse.directory.v1.GetUserRequest
+	47, // 43: gatehouse.directory.v1.DirectoryService.LookupUser:input_type -> gatehouse.directory.v1.LookupUserRequest
+	49, // 44: gatehouse.directory.v1.DirectoryService.GetClaims:input_type -> gatehouse.directory.v1.GetClaimsRequest
+	51, // 45: gatehouse.directory.v1.DirectoryService.RegisterUser:input_type -> gatehouse.directory.v1.RegisterUserRequest
+	54, // 46: gatehouse.directory.v1.DirectoryService.GetOrg:input_type -> gatehouse.directory.v1.GetOrgRequest
+	57, // 47: gatehouse.directory.v1.DirectoryService.GetRoles:input_type -> gatehouse.directory.v1.GetRolesRequest
+	60, // 48: gatehouse.directory.v1.DirectoryService.GetIdP:input_type -> gatehouse.directory.v1.GetIdPRequest
+	62, // 49: gatehouse.directory.v1.DirectoryService.ListIdPs:input_type -> gatehouse.directory.v1.ListIdPsRequest
+	64, // 50: gatehouse.directory.v1.DirectoryService.LinkExternalUser:input_type -> gatehouse.directory.v1.LinkExternalUserRequest
+	66, // 51: gatehouse.directory.v1.DirectoryService.GetLinkedUser:input_type -> gatehouse.directory.v1.GetLinkedUserRequest
+	68, // 52: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:input_type -> gatehouse.directory.v1.RegisterExternalUserRequest
+	70, // 53: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:input_type -> gatehouse.directory.v1.UnlinkExternalUserRequest
+	72, // 54: gatehouse.directory.v1.DirectoryService.ListChanges:input_type -> gatehouse.directory.v1.ListChangesRequest
+	14, // 55: gatehouse.directory.v1.DirectoryService.ListAuthFactors:input_type -> gatehouse.directory.v1.ListAuthFactorsRequest
+	16, // 56: gatehouse.directory.v1.DirectoryService.CheckAuthFactor:input_type -> gatehouse.directory.v1.CheckAuthFactorRequest
+	18, // 57: gatehouse.directory.v1.DirectoryService.StartTOTP:input_type -> gatehouse.directory.v1.StartTOTPRequest
+	40, // 58: gatehouse.directory.v1.DirectoryService.GenerateRecoveryCodes:input_type -> gatehouse.directory.v1.GenerateRecoveryCodesRequest
+	20, // 59: gatehouse.directory.v1.DirectoryService.VerifyTOTP:input_type -> gatehouse.directory.v1.VerifyTOTPRequest
+	22, // 60: gatehouse.directory.v1.DirectoryService.StartWebAuthnLogin:input_type -> gatehouse.directory.v1.StartWebAuthnLoginRequest
+	24, // 61: gatehouse.directory.v1.DirectoryService.CheckWebAuthnLogin:input_type -> gatehouse.directory.v1.CheckWebAuthnLoginRequest
+	26, // 62: gatehouse.directory.v1.DirectoryService.StartWebAuthnRegistration:input_type -> gatehouse.directory.v1.StartWebAuthnRegistrationRequest
+	28, // 63: gatehouse.directory.v1.DirectoryService.VerifyWebAuthnRegistration:input_type -> gatehouse.directory.v1.VerifyWebAuthnRegistrationRequest
+	30, // 64: gatehouse.directory.v1.DirectoryService.GetAccount:input_type -> gatehouse.directory.v1.GetAccountRequest
+	34, // 65: gatehouse.directory.v1.DirectoryService.RemoveAccountFactor:input_type -> gatehouse.directory.v1.RemoveAccountFactorRequest
+	36, // 66: gatehouse.directory.v1.DirectoryService.UnlinkAccount:input_type -> gatehouse.directory.v1.UnlinkAccountRequest
+	38, // 67: gatehouse.directory.v1.DirectoryService.EndUserSessions:input_type -> gatehouse.directory.v1.EndUserSessionsRequest
+	9,  // 68: gatehouse.directory.v1.DirectoryService.GetClient:output_type -> gatehouse.directory.v1.GetClientResponse
+	11, // 69: gatehouse.directory.v1.DirectoryService.GetMachineKey:output_type -> gatehouse.directory.v1.GetMachineKeyResponse
+	13, // 70: gatehouse.directory.v1.DirectoryService.VerifyPassword:output_type -> gatehouse.directory.v1.VerifyPasswordResponse
+	43, // 71: gatehouse.directory.v1.DirectoryService.ChangePassword:output_type -> gatehouse.directory.v1.ChangePasswordResponse
+	46, // 72: gatehouse.directory.v1.DirectoryService.GetUser:output_type -> gatehouse.directory.v1.GetUserResponse
+	48, // 73: gatehouse.directory.v1.DirectoryService.LookupUser:output_type -> gatehouse.directory.v1.LookupUserResponse
+	50, // 74: gatehouse.directory.v1.DirectoryService.GetClaims:output_type -> gatehouse.directory.v1.GetClaimsResponse
+	52, // 75: gatehouse.directory.v1.DirectoryService.RegisterUser:output_type -> gatehouse.directory.v1.RegisterUserResponse
+	55, // 76: gatehouse.directory.v1.DirectoryService.GetOrg:output_type -> gatehouse.directory.v1.GetOrgResponse
+	58, // 77: gatehouse.directory.v1.DirectoryService.GetRoles:output_type -> gatehouse.directory.v1.GetRolesResponse
+	61, // 78: gatehouse.directory.v1.DirectoryService.GetIdP:output_type -> gatehouse.directory.v1.GetIdPResponse
+	63, // 79: gatehouse.directory.v1.DirectoryService.ListIdPs:output_type -> gatehouse.directory.v1.ListIdPsResponse
+	65, // 80: gatehouse.directory.v1.DirectoryService.LinkExternalUser:output_type -> gatehouse.directory.v1.LinkExternalUserResponse
+	67, // 81: gatehouse.directory.v1.DirectoryService.GetLinkedUser:output_type -> gatehouse.directory.v1.GetLinkedUserResponse
+	69, // 82: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:output_type -> gatehouse.directory.v1.RegisterExternalUserResponse
+	71, // 83: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:output_type -> gatehouse.directory.v1.UnlinkExternalUserResponse
+	74, // 84: gatehouse.directory.v1.DirectoryService.ListChanges:output_type -> gatehouse.directory.v1.ListChangesResponse
+	15, // 85: gatehouse.directory.v1.DirectoryService.ListAuthFactors:output_type -> gatehouse.directory.v1.ListAuthFactorsResponse
+	17, // 86: gatehouse.directory.v1.DirectoryService.CheckAuthFactor:output_type -> gatehouse.directory.v1.CheckAuthFactorResponse
+	19, // 87: gatehouse.directory.v1.DirectoryService.StartTOTP:output_type -> gatehouse.directory.v1.StartTOTPResponse
+	41, // 88: gatehouse.directory.v1.DirectoryService.GenerateRecoveryCodes:output_type -> gatehouse.directory.v1.GenerateRecoveryCodesResponse
+	21, // 89: gatehouse.directory.v1.DirectoryService.VerifyTOTP:output_type -> gatehouse.directory.v1.VerifyTOTPResponse
+	23, // 90: gatehouse.directory.v1.DirectoryService.StartWebAuthnLogin:output_type -> gatehouse.directory.v1.StartWebAuthnLoginResponse
+	25, // 91: gatehouse.directory.v1.DirectoryService.CheckWebAuthnLogin:output_type -> gatehouse.directory.v1.CheckWebAuthnLoginResponse
+	27, // 92: gatehouse.directory.v1.DirectoryService.StartWebAuthnRegistration:output_type -> gatehouse.directory.v1.StartWebAuthnRegistrationResponse
+	29, // 93: gatehouse.directory.v1.DirectoryService.VerifyWebAuthnRegistration:output_type -> gatehouse.directory.v1.VerifyWebAuthnRegistrationResponse
+	33, // 94: gatehouse.directory.v1.DirectoryService.GetAccount:output_type -> gatehouse.directory.v1.GetAccountResponse
+	35, // 95: gatehouse.directory.v1.DirectoryService.RemoveAccountFactor:output_type -> gatehouse.directory.v1.RemoveAccountFactorResponse
+	37, // 96: gatehouse.directory.v1.DirectoryService.UnlinkAccount:output_type -> gatehouse.directory.v1.UnlinkAccountResponse
+	39, // 97: gatehouse.directory.v1.DirectoryService.EndUserSessions:output_type -> gatehouse.directory.v1.EndUserSessionsResponse
+	68, // [68:98] is the sub-list for method output_type
+	38, // [38:68] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_directory_v1_directory_proto_init() }
