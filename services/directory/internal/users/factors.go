@@ -23,9 +23,9 @@ const (
 	EventOTPAdded    = "user.human.mfa.otp.added"
 	EventOTPVerified = "user.human.mfa.otp.verified"
 	EventOTPRemoved  = "user.human.mfa.otp.removed"
-	// EventOTPChecked records an accepted code's time step: a code is
-	// accepted at most once, and two logins racing with one code meet at
-	// the aggregate's version (one is refused).
+	// EventOTPChecked recorded an accepted code's time step. Checks now
+	// update user_factors.last_step directly (CheckTOTP); the reducer
+	// stays for the events stored before.
 	EventOTPChecked = "user.human.mfa.otp.check.succeeded"
 )
 
@@ -353,12 +353,21 @@ func (c *Commands) CheckTOTP(ctx context.Context, u *User, fs FactorSecrets, cod
 	if err != nil {
 		return err
 	}
-	_, err = c.ES.Push(ctx, u.ID, eventstore.Command{Aggregate: u.Aggregate(), Version: u.Version,
-		Events: []eventstore.Pending{{Type: EventOTPChecked, Payload: otpChecked{ID: f.ID, Step: step}}}})
-	if errors.Is(err, eventstore.ErrConcurrent) {
-		return ErrBadCode // the same code (or another change) won the race
+	// The step is recorded by one conditional, durable update rather than
+	// an event (this is the login's hot path): of two checks racing with
+	// one code, or with codes of the same or an earlier step, one updates
+	// the row and the other is refused.
+	res, err := c.Q.DB.Exec(ctx, `UPDATE user_factors SET last_step = ? WHERE id = ? AND state = ? AND last_step < ?`,
+		step, f.ID, FactorReady, step)
+	if err != nil {
+		return err
 	}
-	return err
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n != 1 {
+		return ErrBadCode // the same code (or a later one) won the race
+	}
+	return nil
 }
 
 // RemoveTOTP removes u's TOTP generator, ready or not, and its recovery
