@@ -186,6 +186,27 @@ func TestWebAuthnSecurityKeyAndPasskey(t *testing.T) {
 			t.Fatalf("a security key as a passkey: %d %v", r.status, r.loc)
 		}
 
+		// A deactivated user's passkey signs in no more.
+		if status, res := restJSON(t, "POST", e.base+"/management/v1/users/"+e.users["bob"]+"/_deactivate", e.admin, map[string]any{}); status != 200 {
+			t.Fatalf("DeactivateUser: %d %v", status, res)
+		}
+		b3 := browser(t, e.base)
+		p = afGet(t, b3, e.authURL("p5", "n-p5"))
+		p = afGet(t, b3, e.base+"/ui/login/passkey?authRequestID="+afHidden(t, p, "authRequestID"))
+		if r, _ := waAnswer(t, b3, e.base, p, pk, bobKey); r.status != http.StatusUnauthorized || r.loc != nil {
+			t.Fatalf("a deactivated user's passkey: %d %v", r.status, r.loc)
+		}
+		if status, res := restJSON(t, "POST", e.base+"/management/v1/users/"+e.users["bob"]+"/_reactivate", e.admin, map[string]any{}); status != 200 {
+			t.Fatalf("ReactivateUser: %d %v", status, res)
+		}
+		it = e.code(func() afPage {
+			p := afGet(t, b3, e.authURL("p6", "n-p6"))
+			p = afGet(t, b3, e.base+"/ui/login/passkey?authRequestID="+afHidden(t, p, "authRequestID"))
+			done, _ := waAnswer(t, b3, e.base, p, pk, bobKey)
+			return done
+		}(), "p6", "n-p6")
+		b = b3
+
 		// The admin removes bob's passkey: his session ends, the key signs
 		// in no more.
 		status, res := restJSON(t, "POST", e.base+"/management/v1/users/"+e.users["bob"]+"/passwordless/_search", e.admin, nil)

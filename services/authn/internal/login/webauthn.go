@@ -179,8 +179,14 @@ func (p *Pages) passkeySubmit(w http.ResponseWriter, r *http.Request) {
 		p.internal(w, r, f.lang, err)
 		return
 	}
-	amr := []string{oauth.AMRSoftware, oauth.AMRUser, oauth.AMRMFA}
-	p.signIn(w, r, f, res.GetUser(), amr)
+	u := res.GetUser()
+	if u.GetState() != directoryv1.UserState_USER_STATE_ACTIVE {
+		p.messagePage(w, r, f.lang, http.StatusForbidden, "err.inactive")
+		return
+	}
+	// An admin-set password is changed before any sign-in completes,
+	// whichever way the user authenticated (as after an external one).
+	p.signInLinked(w, r, f, u, []string{oauth.AMRSoftware, oauth.AMRUser, oauth.AMRMFA})
 }
 
 // renderKeyEnroll registers a security key where the policy forces a

@@ -77,9 +77,9 @@ func (s *Server) CheckWebAuthnLogin(ctx context.Context, req *directoryv1.CheckW
 	if errors.Is(err, users.ErrCloned) {
 		s.Logger.WarnContext(ctx, "WebAuthn signature counter went back: the credential may be cloned", "binding_user_id", req.GetUserId())
 	}
-	if err == nil && (res.User.OrgID != req.GetOrgId() || res.User.State == users.StateInactive) {
-		// Another organization's passkey, or a deactivated user's: no
-		// sign-in here, said like any refused assertion.
+	if err == nil && (res.User.OrgID != req.GetOrgId() || res.User.State == users.StateInactive || res.User.State == users.StateLocked) {
+		// Another organization's passkey, or a deactivated or locked
+		// user's: no sign-in here, said like any refused assertion.
 		err = users.ErrBadCode
 	}
 	if errors.Is(err, users.ErrBadCode) || errors.Is(err, users.ErrCloned) {
