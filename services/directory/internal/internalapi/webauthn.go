@@ -57,7 +57,6 @@ func (s *Server) CheckWebAuthnLogin(ctx context.Context, req *directoryv1.CheckW
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("credential is too large"))
 	}
 	a := lockout.Attempt{Account: "passkey:" + req.GetOrgId(), Address: req.GetClientAddress()}
-	var err error
 	if req.GetUserId() != "" {
 		u, err := s.human(ctx, req.GetUserId())
 		if err != nil {
@@ -75,7 +74,7 @@ func (s *Server) CheckWebAuthnLogin(ctx context.Context, req *directoryv1.CheckW
 	}
 	res, err := s.userCmds.FinishWebAuthnLogin(ctx, s.Factors.WebAuthn, req.GetBinding(), req.GetUserId(), []byte(req.GetCredential()))
 	if errors.Is(err, users.ErrCloned) {
-		s.Logger.WarnContext(ctx, "WebAuthn signature counter went back: the credential may be cloned", "binding_user_id", req.GetUserId())
+		s.Logger.WarnContext(ctx, "WebAuthn signature counter went back: the credential may be cloned", "user_id", req.GetUserId())
 	}
 	if err == nil && (res.User.OrgID != req.GetOrgId() || res.User.State == users.StateInactive || res.User.State == users.StateLocked) {
 		// Another organization's passkey, or a deactivated or locked
