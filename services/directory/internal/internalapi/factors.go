@@ -119,10 +119,13 @@ func (s *Server) CheckAuthFactor(ctx context.Context, req *directoryv1.CheckAuth
 	if err := s.begin(ctx, a); err != nil {
 		return nil, err
 	}
-	left := 0
+	left, reset := 0, true
 	switch req.GetType() {
 	case users.FactorOTP:
-		err = s.userCmds.CheckTOTP(ctx, u, keys.Secrets, req.GetCode(), s.Now())
+		err = s.userCmds.CheckTOTP(ctx, u, keys.Secrets, req.GetCode(), s.Now(), func(ctx context.Context, q db.Querier) error {
+			return lockout.Reset(ctx, q, a)
+		})
+		reset = false
 	default:
 		left, err = s.userCmds.UseRecoveryCode(ctx, u, keys.Hasher, req.GetCode())
 	}
@@ -135,8 +138,10 @@ func (s *Server) CheckAuthFactor(ctx context.Context, req *directoryv1.CheckAuth
 	if err != nil {
 		return nil, internalErr(err, "check factor")
 	}
-	if err := s.lock.Succeeded(ctx, a); err != nil {
-		return nil, internalErr(err, "reset failures")
+	if reset {
+		if err := s.lock.Succeeded(ctx, a); err != nil {
+			return nil, internalErr(err, "reset failures")
+		}
 	}
 	if req.GetType() == "recovery" {
 		s.Logger.InfoContext(ctx, "recovery code used", "user_id", u.ID, "recovery_codes_left", left)

@@ -82,5 +82,14 @@ func TestCheckAuthFactor(t *testing.T) {
 		if err := check("otp", next, "192.0.2.3"); err != nil {
 			t.Fatalf("a right code from another address: %v", err)
 		}
+		// The accepted code forgot the pair's count, which Begin took in
+		// advance (in the transaction that recorded the code's step).
+		var n int
+		if err := e.DB.Get(ctx, &n, `SELECT COUNT(*) FROM login_failures WHERE subject LIKE ?`, `pair:"192.0.2.3":%`); err != nil || n != 0 {
+			t.Fatalf("counters of the address after an accepted code: %d, %v; want none", n, err)
+		}
+		if err := e.DB.Get(ctx, &n, `SELECT COUNT(*) FROM login_failures WHERE subject LIKE ?`, `pair:"192.0.2.2":%`); err != nil || n == 0 {
+			t.Fatalf("counters of the delayed address: %d, %v; want its pair", n, err)
+		}
 	})
 }

@@ -2,6 +2,8 @@ package lockout
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -196,7 +198,13 @@ func (s *Store) Failed(ctx context.Context, a Attempt) error {
 // password. The address keeps its count: one success does not excuse the
 // other names tried from there.
 func (s *Store) Succeeded(ctx context.Context, a Attempt) error {
-	if _, err := s.DB.Relaxed().Exec(ctx, `DELETE FROM login_failures WHERE subject IN (?, ?)`, a.pair(), a.Account); err != nil {
+	return Reset(ctx, s.DB.Relaxed(), a)
+}
+
+// Reset is Succeeded through q: in the transaction of the check it
+// concludes (a factor's code, whose acceptance is written anyway).
+func Reset(ctx context.Context, q db.Querier, a Attempt) error {
+	if _, err := q.Exec(ctx, `DELETE FROM login_failures WHERE subject IN (?, ?)`, a.pair(), a.Account); err != nil {
 		return fmt.Errorf("lockout: reset: %w", err)
 	}
 	return nil
@@ -211,51 +219,44 @@ func ForgetAccount(ctx context.Context, q db.Querier, account string) error {
 	return nil
 }
 
-// failureRow is a row of login_failures.
-type failureRow struct {
-	Failures    int        `db:"failures"`
-	LockedUntil *time.Time `db:"locked_until"`
-	UpdatedAt   time.Time  `db:"updated_at"`
-}
-
 // count records a failure of subject under r unless subject is refused
 // until later; it reports whether it counted (false: refused).
+//
+// One upsert counts and reads the new count: it starts afresh after the
+// window (or, where r.fresh, after a served wait) and updates nothing
+// while the subject is refused. A second statement sets the wait only
+// when the count reaches one. Both run in one transaction: on PostgreSQL
+// the upsert locks the row until commit, so a concurrent attempt on the
+// subject sees the wait (SQLite transactions write one at a time anyway).
 func (s *Store) count(ctx context.Context, subject, account string, r rule, now time.Time) (bool, error) {
 	var acc any
 	if account != "" {
 		acc = account
 	}
+	afresh := `login_failures.updated_at < ?`
+	if r.fresh {
+		afresh += ` OR login_failures.locked_until IS NOT NULL`
+	}
 	counted := false
 	err := s.DB.Relaxed().InTx(ctx, func(tx *db.Tx) error {
-		// Write first, and read the row in the same statement: on
-		// PostgreSQL the row is then locked until commit, so concurrent
-		// attempts on one subject count one after the other (SQLite
-		// transactions write one at a time anyway).
-		var f failureRow
-		if err := tx.Get(ctx, &f, `INSERT INTO login_failures (subject, account, failures, updated_at) VALUES (?, ?, 0, ?)
-			ON CONFLICT (subject) DO UPDATE SET account = excluded.account
-			RETURNING failures, locked_until, updated_at`, subject, acc, now); err != nil {
-			return err
+		var n int
+		err := tx.Get(ctx, &n, `INSERT INTO login_failures (subject, account, failures, updated_at) VALUES (?, ?, 1, ?)
+			ON CONFLICT (subject) DO UPDATE SET account = excluded.account,
+				failures = CASE WHEN `+afresh+` THEN 1 ELSE login_failures.failures + 1 END,
+				locked_until = NULL, updated_at = excluded.updated_at
+			WHERE login_failures.locked_until IS NULL OR login_failures.locked_until <= ?
+			RETURNING failures`, subject, acc, now, now.Add(-r.window), now)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil // refused until later
 		}
-		if f.LockedUntil != nil && now.Before(*f.LockedUntil) {
-			return nil
-		}
-		n := f.Failures
-		if (r.fresh && f.LockedUntil != nil) || now.Sub(f.UpdatedAt) > r.window {
-			n = 0
-		}
-		n++
-		var until *time.Time
-		if d := r.wait(n); d > 0 {
-			t := now.Add(d)
-			until = &t
-		}
-		if _, err := tx.Exec(ctx, `UPDATE login_failures SET failures = ?, locked_until = ?, updated_at = ? WHERE subject = ?`,
-			n, until, now, subject); err != nil {
+		if err != nil {
 			return err
 		}
 		counted = true
-		return nil
+		if d := r.wait(n); d > 0 {
+			_, err = tx.Exec(ctx, `UPDATE login_failures SET locked_until = ? WHERE subject = ?`, now.Add(d), subject)
+		}
+		return err
 	})
 	if err != nil {
 		return false, fmt.Errorf("lockout: count: %w", err)

@@ -47,7 +47,7 @@ func TestTOTPLifecycle(t *testing.T) {
 		u := f.human(t, "alice")
 		now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
 
-		if err := f.cmds.CheckTOTP(ctx, u, fs, "123456", now); !errors.Is(err, users.ErrBadCode) {
+		if err := f.cmds.CheckTOTP(ctx, u, fs, "123456", now, nil); !errors.Is(err, users.ErrBadCode) {
 			t.Fatalf("check without a generator: %v, want ErrBadCode", err)
 		}
 		reg, _, err := f.cmds.StartTOTP(ctx, u.ID, u, fs, "Gatehouse")
@@ -80,7 +80,7 @@ func TestTOTPLifecycle(t *testing.T) {
 		}
 		// Not ready: no login with it.
 		u = f.reload(t, u)
-		if err := f.cmds.CheckTOTP(ctx, u, fs, code(t, reg.Secret, now), now); !errors.Is(err, users.ErrBadCode) {
+		if err := f.cmds.CheckTOTP(ctx, u, fs, code(t, reg.Secret, now), now, nil); !errors.Is(err, users.ErrBadCode) {
 			t.Fatalf("check before verification: %v", err)
 		}
 		if _, err := f.cmds.VerifyTOTP(ctx, u.ID, u, fs, "000000", now); connect.CodeOf(err) != connect.CodeInvalidArgument {
@@ -95,30 +95,30 @@ func TestTOTPLifecycle(t *testing.T) {
 		}
 		// The code that verified the registration is spent; the next
 		// step's code works once, then neither it nor an older one does.
-		if err := f.cmds.CheckTOTP(ctx, u, fs, code(t, reg.Secret, now), now); !errors.Is(err, users.ErrBadCode) {
+		if err := f.cmds.CheckTOTP(ctx, u, fs, code(t, reg.Secret, now), now, nil); !errors.Is(err, users.ErrBadCode) {
 			t.Fatalf("the verification's code again: %v", err)
 		}
 		later := now.Add(users.TOTPPeriod * time.Second)
-		if err := f.cmds.CheckTOTP(ctx, u, fs, code(t, reg.Secret, later), later); err != nil {
+		if err := f.cmds.CheckTOTP(ctx, u, fs, code(t, reg.Secret, later), later, nil); err != nil {
 			t.Fatal(err)
 		}
 		u = f.reload(t, u)
-		if err := f.cmds.CheckTOTP(ctx, u, fs, code(t, reg.Secret, later), later); !errors.Is(err, users.ErrBadCode) {
+		if err := f.cmds.CheckTOTP(ctx, u, fs, code(t, reg.Secret, later), later, nil); !errors.Is(err, users.ErrBadCode) {
 			t.Fatalf("replay in the same step: %v", err)
 		}
 		// Skew: the next step's code is accepted a step early.
 		next := later.Add(users.TOTPPeriod * time.Second)
-		if err := f.cmds.CheckTOTP(ctx, u, fs, code(t, reg.Secret, next), later); err != nil {
+		if err := f.cmds.CheckTOTP(ctx, u, fs, code(t, reg.Secret, next), later, nil); err != nil {
 			t.Fatalf("code of the next step: %v", err)
 		}
 		u = f.reload(t, u)
 		far := next.Add(3 * users.TOTPPeriod * time.Second)
-		if err := f.cmds.CheckTOTP(ctx, u, fs, code(t, reg.Secret, far), next); !errors.Is(err, users.ErrBadCode) {
+		if err := f.cmds.CheckTOTP(ctx, u, fs, code(t, reg.Secret, far), next, nil); !errors.Is(err, users.ErrBadCode) {
 			t.Fatalf("code three steps ahead: %v", err)
 		}
 
 		fsOther := users.FactorSecrets{Cipher: mustCipher(t, 8)}
-		if err := f.cmds.CheckTOTP(ctx, u, fsOther, code(t, reg.Secret, far), far); err == nil || errors.Is(err, users.ErrBadCode) {
+		if err := f.cmds.CheckTOTP(ctx, u, fsOther, code(t, reg.Secret, far), far, nil); err == nil || errors.Is(err, users.ErrBadCode) {
 			t.Fatalf("another master key opened the seed: %v", err)
 		}
 
@@ -179,7 +179,7 @@ func TestTOTPRaceOneWinner(t *testing.T) {
 		var wg sync.WaitGroup
 		errs := make([]error, 4)
 		for i := range errs {
-			wg.Go(func() { errs[i] = f.cmds.CheckTOTP(ctx, u, fs, c, later) })
+			wg.Go(func() { errs[i] = f.cmds.CheckTOTP(ctx, u, fs, c, later, nil) })
 		}
 		wg.Wait()
 		ok := 0
