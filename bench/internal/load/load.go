@@ -79,6 +79,24 @@ type Result struct {
 	Latencies  []time.Duration // every completed request's latency, sorted
 }
 
+// Add is r and o together: two runs of one operation counted as one, their
+// wall times summed.
+func (r Result) Add(o Result) Result {
+	out := Result{Requests: r.Requests + o.Requests, Errors: r.Errors + o.Errors, FirstError: r.FirstError,
+		Elapsed: r.Elapsed + o.Elapsed, Statuses: make(map[int]int, len(r.Statuses)+len(o.Statuses))}
+	if out.FirstError == "" {
+		out.FirstError = o.FirstError
+	}
+	for _, m := range []map[int]int{r.Statuses, o.Statuses} {
+		for code, n := range m {
+			out.Statuses[code] += n
+		}
+	}
+	out.Latencies = append(append(make([]time.Duration, 0, len(r.Latencies)+len(o.Latencies)), r.Latencies...), o.Latencies...)
+	slices.Sort(out.Latencies)
+	return out
+}
+
 // PerSecond is the run's throughput.
 func (r Result) PerSecond() float64 {
 	if r.Elapsed <= 0 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -73,6 +74,22 @@ func TestRunCountsEveryRequestAndEveryFailure(t *testing.T) {
 		if res.Latencies[i] < res.Latencies[i-1] {
 			t.Fatal("latencies are not sorted")
 		}
+	}
+}
+
+func TestAddCountsBothRuns(t *testing.T) {
+	a := Result{Requests: 2, Errors: 1, FirstError: "first", Statuses: map[int]int{200: 1, 500: 1}, Elapsed: time.Second,
+		Latencies: []time.Duration{1, 4}}
+	b := Result{Requests: 3, Errors: 1, FirstError: "second", Statuses: map[int]int{200: 2, 401: 1}, Elapsed: 2 * time.Second,
+		Latencies: []time.Duration{2, 3, 5}}
+	got := a.Add(b)
+	want := Result{Requests: 5, Errors: 2, FirstError: "first", Statuses: map[int]int{200: 3, 401: 1, 500: 1}, Elapsed: 3 * time.Second,
+		Latencies: []time.Duration{1, 2, 3, 4, 5}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Add = %+v; want %+v", got, want)
+	}
+	if got := (Result{}).Add(b); got.FirstError != "second" || got.Requests != 3 {
+		t.Errorf("empty Add = %+v; want b", got)
 	}
 }
 

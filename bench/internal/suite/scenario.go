@@ -137,81 +137,141 @@ func perRequest(cpu time.Duration, requests int) time.Duration {
 // Run measures each kind in order on t. A scenario whose endpoint answers
 // 404 is reported as not available; any other setup failure, or ctx ending,
 // stops the run and is returned with the rows measured so far.
+//
+// Login and LoginTOTP, when one follows the other, are measured in
+// LoginRounds alternating rounds (an interleaved A/B): login-totp's target
+// is relative to login's, and a difference of a millisecond beside a
+// 20 ms hash is lost in the machine's drift between two runs one after
+// the other.
 func Run(ctx context.Context, t Target, f *Fixture, kinds []Kind, o Options) ([]Row, error) {
 	var rows []Row
-	for _, k := range kinds {
-		row, err := runOne(ctx, t, f, k, o)
+	for i := 0; i < len(kinds); i++ {
+		group, rounds := kinds[i:i+1], 1
+		if kinds[i] == Login && i+1 < len(kinds) && kinds[i+1] == LoginTOTP {
+			group, rounds = kinds[i:i+2], LoginRounds
+			i++
+		}
+		got, err := runGroup(ctx, t, f, group, rounds, o)
+		rows = append(rows, got...)
 		if err != nil {
 			return rows, err
 		}
-		rows = append(rows, row)
 	}
 	return rows, nil
 }
 
-// runOne warms kind k up, then measures it with CPU readings around the
-// measured requests and the memory after them.
-func runOne(ctx context.Context, t Target, f *Fixture, k Kind, o Options) (Row, error) {
-	row := Row{Scenario: Name(k, t.Algorithm), Kind: k, Algorithm: t.Algorithm, Available: true}
-	op, err := build(ctx, o.Client, t, f, k)
-	var unavailable *notAvailable
-	switch {
-	case errors.As(err, &unavailable):
-		row.Available, row.Note = false, unavailable.Error()
-		return row, nil
-	case err != nil:
-		return row, fmt.Errorf("%s: %w", row.Scenario, err)
-	}
-	warmup, requests := o.size(k)
-	lo := load.Options{Client: o.Client, Requests: warmup, Concurrency: o.Concurrency}
-	for start := time.Now(); ; {
-		if _, err := load.RunOp(ctx, lo, op); err != nil {
-			return row, fmt.Errorf("%s warm-up: %w", row.Scenario, err)
+// LoginRounds is how many alternating rounds measure login and login-totp.
+const LoginRounds = 5
+
+// runGroup warms each of ks up, then measures them in turn, rounds times,
+// each round a share of its requests, with CPU readings around each
+// share; then it reads the memory.
+func runGroup(ctx context.Context, t Target, f *Fixture, ks []Kind, rounds int, o Options) ([]Row, error) {
+	rows := make([]Row, len(ks))
+	ops := make([]load.Op, len(ks))
+	for i, k := range ks {
+		rows[i] = Row{Scenario: Name(k, t.Algorithm), Kind: k, Algorithm: t.Algorithm, Available: true}
+		op, err := build(ctx, o.Client, t, f, k)
+		var unavailable *notAvailable
+		switch {
+		case errors.As(err, &unavailable):
+			rows[i].Available, rows[i].Note = false, unavailable.Error()
+			continue
+		case err != nil:
+			return rows[:i], fmt.Errorf("%s: %w", rows[i].Scenario, err)
 		}
-		if warmup == 0 || time.Since(start) >= o.WarmupTime {
-			break
+		warmup, _ := o.size(k)
+		lo := load.Options{Client: o.Client, Requests: warmup, Concurrency: o.Concurrency}
+		for start := time.Now(); ; {
+			if _, err := load.RunOp(ctx, lo, op); err != nil {
+				return rows[:i], fmt.Errorf("%s warm-up: %w", rows[i].Scenario, err)
+			}
+			if warmup == 0 || time.Since(start) >= o.WarmupTime {
+				break
+			}
+		}
+		ops[i] = op
+	}
+	for round := range rounds {
+		for i, k := range ks {
+			if ops[i] == nil {
+				continue
+			}
+			_, requests := o.size(k)
+			n := requests / rounds
+			if round < requests%rounds {
+				n++
+			}
+			if err := measure(ctx, t, o, ops[i], n, &rows[i]); err != nil {
+				return rows, fmt.Errorf("%s: %w", rows[i].Scenario, err)
+			}
 		}
 	}
-	var hashBefore time.Duration
-	readHash := k.IsLogin() && t.HashCPU != nil
+	if t.RSS != nil {
+		rss, err := t.RSS(ctx)
+		if err != nil {
+			return rows, fmt.Errorf("%s: server memory: %w", ks[len(ks)-1], err)
+		}
+		for i := range rows {
+			if ops[i] != nil {
+				rows[i].RSSByProcess = rss
+			}
+		}
+	}
+	return rows, nil
+}
+
+// measure sends n requests of op and adds them, and the server CPU they
+// used, to row.
+func measure(ctx context.Context, t Target, o Options, op load.Op, n int, row *Row) error {
+	var (
+		hashBefore time.Duration
+		before     map[string]time.Duration
+		err        error
+	)
+	readHash := row.Kind.IsLogin() && t.HashCPU != nil
 	if readHash {
 		if hashBefore, err = t.HashCPU(ctx); err != nil {
-			return row, fmt.Errorf("%s: password hash CPU: %w", row.Scenario, err)
+			return fmt.Errorf("password hash CPU: %w", err)
 		}
 	}
-	var before map[string]time.Duration
 	if t.CPU != nil {
 		if before, err = t.CPU(ctx); err != nil {
-			return row, fmt.Errorf("%s: server CPU: %w", row.Scenario, err)
+			return fmt.Errorf("server CPU: %w", err)
 		}
 	}
-	lo.Requests = requests
-	if row.Result, err = load.RunOp(ctx, lo, op); err != nil {
-		return row, fmt.Errorf("%s: %w", row.Scenario, err)
+	res, err := load.RunOp(ctx, load.Options{Client: o.Client, Requests: n, Concurrency: o.Concurrency}, op)
+	if err != nil {
+		return err
 	}
+	row.Result = row.Result.Add(res)
 	if t.CPU != nil {
 		after, err := t.CPU(ctx)
-		if err == nil {
-			row.CPUByProcess, row.CPU, err = cpuDelta(before, after)
-		}
 		if err != nil {
-			return row, fmt.Errorf("%s: server CPU: %w", row.Scenario, err)
+			return fmt.Errorf("server CPU: %w", err)
 		}
+		byProcess, total, err := cpuDelta(before, after)
+		if err != nil {
+			return fmt.Errorf("server CPU: %w", err)
+		}
+		if row.CPUByProcess == nil {
+			row.CPUByProcess = map[string]time.Duration{}
+		}
+		for name, d := range byProcess {
+			row.CPUByProcess[name] += d
+		}
+		row.CPU += total
 		row.CPUKnown = true
 	}
 	if readHash {
 		after, err := t.HashCPU(ctx)
 		if err != nil {
-			return row, fmt.Errorf("%s: password hash CPU: %w", row.Scenario, err)
+			return fmt.Errorf("password hash CPU: %w", err)
 		}
-		row.HashCPU, row.HashKnown = after-hashBefore, true
+		row.HashCPU += after - hashBefore
+		row.HashKnown = true
 	}
-	if t.RSS != nil {
-		if row.RSSByProcess, err = t.RSS(ctx); err != nil {
-			return row, fmt.Errorf("%s: server memory: %w", row.Scenario, err)
-		}
-	}
-	return row, nil
+	return nil
 }
 
 // cpuDelta is the CPU each process used between two readings, and their

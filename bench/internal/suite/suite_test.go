@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -290,11 +291,28 @@ func TestLoginTOTP(t *testing.T) {
 	if err := PrepareTOTP(ctx, target, f, 8); err != nil {
 		t.Fatalf("PrepareTOTP: %v", err)
 	}
-	rows, err := Run(ctx, target, f, []Kind{LoginTOTP}, Options{Client: client, Requests: 6, Concurrency: 2})
+	// Login and LoginTOTP together run in alternating rounds: 7 logins
+	// each over LoginRounds rounds, every round's CPU and hash counted.
+	// The hash clock here ticks 1 ms at each reading.
+	var readings atomic.Int64
+	target.HashCPU = func(context.Context) (time.Duration, error) {
+		return time.Duration(readings.Add(1)) * time.Millisecond, nil
+	}
+	rows, err := Run(ctx, target, f, []Kind{Login, LoginTOTP}, Options{Client: client, Requests: 7, Concurrency: 2})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if r := rows[0].Result; r.Errors != 0 || r.Requests != 6 {
-		t.Fatalf("login-totp: %d requests, %d errors (first %s); want 6 without errors", r.Requests, r.Errors, r.FirstError)
+	if len(rows) != 2 || rows[0].Kind != Login || rows[1].Kind != LoginTOTP {
+		t.Fatalf("rows %v; want login then login-totp", rows)
+	}
+	for _, row := range rows {
+		r := row.Result
+		if r.Errors != 0 || r.Requests != 7 || len(r.Latencies) != 7 || r.Statuses[200] != 7 {
+			t.Fatalf("%s: %d requests, %d errors (first %s), statuses %v; want 7 without errors", row.Scenario, r.Requests, r.Errors, r.FirstError, r.Statuses)
+		}
+		if !row.CPUKnown || row.CPU <= 0 || !row.HashKnown || row.HashCPU != LoginRounds*time.Millisecond || row.RSSByProcess["edge"] <= 0 {
+			t.Errorf("%s: CPU %v (known %v), hash %v (known %v), RSS %v; want all measured",
+				row.Scenario, row.CPU, row.CPUKnown, row.HashCPU, row.HashKnown, row.RSSByProcess)
+		}
 	}
 }
