@@ -20,8 +20,14 @@ import (
 // accountPost posts one of the account page's buttons.
 func accountPost(t *testing.T, c *http.Client, base string, p afPage, fields url.Values) afPage {
 	t.Helper()
+	return accountPostTo(t, c, base, "/ui/account", p, fields)
+}
+
+// accountPostTo posts one of the account page's buttons to path.
+func accountPostTo(t *testing.T, c *http.Client, base, path string, p afPage, fields url.Values) afPage {
+	t.Helper()
 	fields.Set("csrf", afHidden(t, p, "csrf"))
-	req, err := http.NewRequest(http.MethodPost, base+"/ui/account", strings.NewReader(fields.Encode()))
+	req, err := http.NewRequest(http.MethodPost, base+path, strings.NewReader(fields.Encode()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +63,11 @@ func TestAccountPage(t *testing.T) {
 
 	// An authenticator app: the QR code page, then a code; the first
 	// factor brings recovery codes.
-	p = afGet(t, b, e.base+"/ui/account/totp")
+	// Adding a factor starts with a POST; a GET changes nothing.
+	if g := afGet(t, b, e.base+"/ui/account/totp"); g.status != http.StatusOK || !strings.Contains(g.body, "Your account") || mfaSecretRE.MatchString(g.body) {
+		t.Fatalf("GET of the authenticator app's page: %d:\n%s\nwant the account page, no registration", g.status, g.body)
+	}
+	p = accountPostTo(t, b, e.base, "/ui/account/totp", p, url.Values{"start": {"1"}})
 	m := mfaSecretRE.FindStringSubmatch(p.body)
 	if m == nil {
 		t.Fatalf("no secret on the page:\n%s", p.body)
@@ -70,10 +80,10 @@ func TestAccountPage(t *testing.T) {
 
 	// A security key and a passkey, named.
 	key := &webauthntest.Authenticator{Origin: e.base}
-	p = afGet(t, b, e.base+"/ui/account/key?type=u2f")
+	p = accountPostTo(t, b, e.base, "/ui/account/key", afGet(t, b, e.base+"/ui/account"), url.Values{"start": {"1"}, "type": {"u2f"}})
 	p, _ = waAnswerNamed(t, b, e.base, p, key, "YubiKey 5")
 	pk := &webauthntest.Authenticator{Origin: e.base, UV: true}
-	p = afGet(t, b, e.base+"/ui/account/key?type=passwordless")
+	p = accountPostTo(t, b, e.base, "/ui/account/key", p, url.Values{"start": {"1"}, "type": {"passwordless"}})
 	p, cred := waAnswerNamed(t, b, e.base, p, pk, "Laptop")
 	for _, want := range []string{"Authenticator app", "Security key: YubiKey 5", "Passkey: Laptop", "The factor was added."} {
 		if !strings.Contains(p.body, want) {

@@ -158,6 +158,15 @@ describe('strong authentication in Chromium', () => {
     await browser?.close();
   });
 
+  // startAdding presses the account page's button that starts adding a
+  // factor (a POST: a GET of the factor's page only leads back here).
+  async function startAdding(page, lang, path, type) {
+    await page.goto(`${issuer}/ui/account?ui_locales=${lang}`);
+    const form = page.locator(`form[action^="/ui/account/${path}?"]`).filter(
+      type ? { has: page.locator(`input[name="type"][value="${type}"]`) } : {});
+    await submitAndWait(page, form.getByRole('button'));
+  }
+
   step('the account page signs alice in first, then shows her account (en, de)', async () => {
     await platform.goto(`${issuer}/ui/account?org=${org}&ui_locales=en`);
     assert.match(platform.url(), /\/ui\/login\/login\?/);
@@ -176,7 +185,7 @@ describe('strong authentication in Chromium', () => {
 
   step('registers a passkey on the account page', async () => {
     for (const lang of ['de', 'en']) {
-      await platform.goto(`${issuer}/ui/account/key?type=passwordless&ui_locales=${lang}`);
+      await startAdding(platform, lang, 'key', 'passwordless');
       await capture(platform, `account-passkey-${lang}.png`);
     }
     assert.equal(await platform.locator('script[nonce]').count(), 1, 'the ceremony page loads the one script under a nonce');
@@ -195,7 +204,7 @@ describe('strong authentication in Chromium', () => {
 
   step('registers a security key in the other tab', async () => {
     for (const lang of ['de', 'en']) {
-      await usb.goto(`${issuer}/ui/account/key?type=u2f&ui_locales=${lang}`);
+      await startAdding(usb, lang, 'key', 'u2f');
       await capture(usb, `account-key-${lang}.png`);
     }
     await usb.getByLabel('Name of the key').fill('YubiKey');
@@ -207,7 +216,7 @@ describe('strong authentication in Chromium', () => {
     for (const lang of ['en', 'de']) {
       await platform.goto(`${issuer}/ui/account/password?ui_locales=${lang}`);
       await capture(platform, `account-password-${lang}.png`);
-      await platform.goto(`${issuer}/ui/account/totp?ui_locales=${lang}`);
+      await startAdding(platform, lang, 'totp');
       assert.equal(await platform.locator('svg.qr').count(), 1);
       await capture(platform, `account-totp-${lang}.png`);
     }

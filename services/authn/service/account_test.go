@@ -64,7 +64,7 @@ func TestAccountSignInIssuesNothing(t *testing.T) {
 			t.Fatalf("the new sign-in does not name the session's user:\n%s", p.body)
 		}
 	}
-	if r := e.get("/ui/account/key?type=passwordless"); r.StatusCode != http.StatusSeeOther || !strings.HasPrefix(r.Header.Get("Location"), "/ui/login/login?") {
+	if r := e.post("/ui/account/key", url.Values{"csrf": {csrf[2]}, "start": {"1"}, "type": {"passwordless"}}); r.StatusCode != http.StatusSeeOther || !strings.HasPrefix(r.Header.Get("Location"), "/ui/login/login?") {
 		t.Fatalf("adding a passkey with an old session: %d %q", r.StatusCode, r.Header.Get("Location"))
 	}
 

@@ -397,13 +397,10 @@ func (p *Pages) accountPasswordSubmit(w http.ResponseWriter, r *http.Request) {
 	accountBack(w, r, "password")
 }
 
-// accountTOTPPage shows a new authenticator app's QR code and secret.
-func (p *Pages) accountTOTPPage(w http.ResponseWriter, r *http.Request) {
-	a := p.account(w, r)
-	if a == nil {
-		return
-	}
-	p.renderAccountTOTP(w, r, a, http.StatusOK, "")
+// toAccount answers a GET of a page that only a POST starts (adding a
+// factor changes state): back to the account page, where its button is.
+func toAccount(w http.ResponseWriter, r *http.Request) {
+	http.Redirect(w, r, PathAccount, http.StatusSeeOther)
 }
 
 func (p *Pages) renderAccountTOTP(w http.ResponseWriter, r *http.Request, a *acct, status int, codeErr string) {
@@ -430,10 +427,15 @@ func (p *Pages) renderAccountTOTP(w http.ResponseWriter, r *http.Request, a *acc
 	p.tmpl.render(w, p.Logger, status, "mfainit", pg)
 }
 
-// accountTOTPSubmit completes the authenticator app with one of its codes.
+// accountTOTPSubmit starts adding an authenticator app (start=1: its QR
+// code and secret), or completes it with one of its codes.
 func (p *Pages) accountTOTPSubmit(w http.ResponseWriter, r *http.Request) {
-	a := p.account(w, r, "code")
+	a := p.account(w, r, "code", "start")
 	if a == nil {
+		return
+	}
+	if a.form["start"] != "" {
+		p.renderAccountTOTP(w, r, a, http.StatusOK, "")
 		return
 	}
 	code := strings.TrimSpace(a.form["code"])
@@ -447,7 +449,8 @@ func (p *Pages) accountTOTPSubmit(w http.ResponseWriter, r *http.Request) {
 		p.renderAccountTOTP(w, r, a, http.StatusUnauthorized, translate(a.lang, "err.code"))
 		return
 	case connect.CodeAborted, connect.CodeNotFound:
-		http.Redirect(w, r, PathAccountTOTP, http.StatusSeeOther)
+		// The registration expired or was replaced: a fresh one.
+		p.renderAccountTOTP(w, r, a, http.StatusConflict, translate(a.lang, "err.code"))
 		return
 	}
 	if err != nil {
@@ -463,24 +466,6 @@ func keyType(t string) (string, error) {
 		return "", errors.New("type must be u2f or passwordless")
 	}
 	return t, nil
-}
-
-// accountKeyPage registers a security key (type=u2f) or, after a fresh
-// authentication, a passkey (type=passwordless).
-func (p *Pages) accountKeyPage(w http.ResponseWriter, r *http.Request) {
-	a := p.account(w, r)
-	if a == nil {
-		return
-	}
-	typ, err := keyType(r.URL.Query().Get("type"))
-	if err != nil {
-		p.messagePage(w, r, a.lang, http.StatusBadRequest, "err.request")
-		return
-	}
-	if typ == "passwordless" && !p.fresh(w, r, a) {
-		return
-	}
-	p.renderAccountKey(w, r, a, typ, http.StatusOK, "", "")
 }
 
 func (p *Pages) renderAccountKey(w http.ResponseWriter, r *http.Request, a *acct, typ string, status int, errKey, name string) {
@@ -508,10 +493,11 @@ func (p *Pages) renderAccountKey(w http.ResponseWriter, r *http.Request, a *acct
 	p.tmpl.render(w, p.Logger, status, "webauthn", pg)
 }
 
-// accountKeySubmit completes the registration with the browser's
-// credential.
+// accountKeySubmit starts registering a security key (type=u2f) or,
+// after a fresh authentication, a passkey (type=passwordless) with
+// start=1, or completes the registration with the browser's credential.
 func (p *Pages) accountKeySubmit(w http.ResponseWriter, r *http.Request) {
-	a := p.account(w, r, "type", "id", "credential", "name")
+	a := p.account(w, r, "type", "id", "credential", "name", "start")
 	if a == nil {
 		return
 	}
@@ -521,6 +507,10 @@ func (p *Pages) accountKeySubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if typ == "passwordless" && !p.fresh(w, r, a) {
+		return
+	}
+	if a.form["start"] != "" {
+		p.renderAccountKey(w, r, a, typ, http.StatusOK, "", "")
 		return
 	}
 	name := strings.TrimSpace(a.form["name"])
@@ -539,7 +529,8 @@ func (p *Pages) accountKeySubmit(w http.ResponseWriter, r *http.Request) {
 		p.renderAccountKey(w, r, a, typ, http.StatusBadRequest, "err.webauthn", name)
 		return
 	case connect.CodeAborted, connect.CodeNotFound:
-		http.Redirect(w, r, PathAccountKey+"?type="+typ, http.StatusSeeOther)
+		// The ceremony expired or was replaced: a fresh one.
+		p.renderAccountKey(w, r, a, typ, http.StatusConflict, "err.webauthn", name)
 		return
 	}
 	if err != nil {
@@ -555,8 +546,8 @@ func (p *Pages) registerAccount(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+PathAccount, p.accountSubmit)
 	mux.HandleFunc("GET "+PathAccountPassword, p.accountPasswordPage)
 	mux.HandleFunc("POST "+PathAccountPassword, p.accountPasswordSubmit)
-	mux.HandleFunc("GET "+PathAccountTOTP, p.accountTOTPPage)
+	mux.HandleFunc("GET "+PathAccountTOTP, toAccount)
 	mux.HandleFunc("POST "+PathAccountTOTP, p.accountTOTPSubmit)
-	mux.HandleFunc("GET "+PathAccountKey, p.accountKeyPage)
+	mux.HandleFunc("GET "+PathAccountKey, toAccount)
 	mux.HandleFunc("POST "+PathAccountKey, p.accountKeySubmit)
 }
