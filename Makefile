@@ -103,6 +103,15 @@ node_modules: package.json package-lock.json
 	npm install --no-audit --no-fund
 	@touch node_modules
 
+# mailpit, the SMTP server of the mail tests, from its own module outside
+# go.work (tools/mailpit), so its dependencies never move the services'.
+bin/mailpit: tools/mailpit/go.mod tools/mailpit/go.sum
+	@mkdir -p bin
+	cd tools/mailpit && GOWORK=off go build -o ../../bin/mailpit github.com/axllent/mailpit
+
+.PHONY: mailpit
+mailpit: bin/mailpit ## build bin/mailpit, the SMTP test server (e2e mail tests build it themselves)
+
 PROTOC_PLUGINS := bin/protoc-gen-go bin/protoc-gen-connect-go bin/protoc-gen-openapiv2
 $(PROTOC_PLUGINS): pkg/go.mod
 	@mkdir -p bin

@@ -97,17 +97,27 @@ func (p *Pruner) RunOnce(ctx context.Context, now time.Time) (Round, error) {
 	return out, nil
 }
 
-// lock takes the service's prune lock on a dedicated connection, so the
-// lock ends with the connection if this process dies mid-round.
+// lock takes the service's prune lock.
 func (p *Pruner) lock(ctx context.Context) (unlock func(), ok bool, err error) {
-	conn, err := p.DB.db.Conn(ctx)
-	if err != nil {
-		return nil, false, fmt.Errorf("prune: connection for the lock: %w", err)
+	return p.DB.TryLock(ctx, "prune/"+p.Lock)
+}
+
+// TryLock takes the session advisory lock name (within the service's
+// schema) on PostgreSQL, on a dedicated connection, so the lock ends with
+// the connection if this process dies; ok is false when another replica
+// holds it. On SQLite, which one process serves, it always succeeds.
+func (d *DB) TryLock(ctx context.Context, name string) (unlock func(), ok bool, err error) {
+	if d.dialect != Postgres {
+		return func() {}, true, nil
 	}
-	key := advisoryKey("prune/"+p.Lock, p.DB.service)
+	conn, err := d.db.Conn(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("db: connection for lock %s: %w", name, err)
+	}
+	key := advisoryKey(name, d.service)
 	if err := conn.QueryRowContext(ctx, `SELECT pg_try_advisory_lock($1)`, key).Scan(&ok); err != nil {
 		_ = conn.Close()
-		return nil, false, fmt.Errorf("prune: take the lock: %w", err)
+		return nil, false, fmt.Errorf("db: take lock %s: %w", name, err)
 	}
 	if !ok {
 		_ = conn.Close()

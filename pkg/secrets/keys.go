@@ -21,6 +21,8 @@ const (
 	PurposeSecretHash  = "gatehouse secret hash v1"
 	// PurposeFactorSecrets seals users' TOTP seeds.
 	PurposeFactorSecrets = "gatehouse factor secrets v1"
+	// PurposeMail seals the outbox's messages (their one-time links).
+	PurposeMail = "gatehouse mail v1"
 )
 
 // ErrDecrypt is returned for a ciphertext that is corrupt, truncated or was

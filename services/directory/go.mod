@@ -1,6 +1,6 @@
 module github.com/gatehouse-id/gatehouse/services/directory
 
-go 1.26.0
+go 1.26.10
 
 require (
 	buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go v1.36.12-20260825204119-511051f7f437.1
@@ -11,6 +11,7 @@ require (
 	github.com/gatehouse-id/gatehouse/services/tokens v0.0.0
 	github.com/go-webauthn/webauthn v0.18.2
 	github.com/pquerna/otp v1.5.0
+	github.com/wneessen/go-mail v0.8.2
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/text v0.43.0
 	google.golang.org/genproto/googleapis/api v0.0.0-20261005182115-fad411399dd8

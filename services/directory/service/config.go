@@ -5,6 +5,7 @@ import (
 
 	"github.com/gatehouse-id/gatehouse/pkg/config"
 	"github.com/gatehouse-id/gatehouse/services/directory/apply"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/mail"
 )
 
 // Settings are the directory service's section of the configuration: its
@@ -21,11 +22,14 @@ type Settings struct {
 	// environment), applied once at first start as bootstrap-admin.
 	BootstrapFile string
 	BootstrapDocs []*apply.Doc
+	// Mail is the SMTP relay (GATEHOUSE_SMTP_*).
+	Mail mail.Config
 }
 
 // Load implements config.Section.
 func (s *Settings) Load(p *config.Parser, _ *config.Config) {
 	*s = Settings{AdminPassword: p.Str("GATEHOUSE_ADMIN_PASSWORD", ""), BootstrapPublicKey: p.Str("GATEHOUSE_BOOTSTRAP_PUBLIC_KEY", "")}
+	s.Mail.Load(p)
 	if k := s.BootstrapPublicKey; k != "" {
 		if b, _ := pem.Decode([]byte(k)); b == nil || b.Type != "PUBLIC KEY" {
 			p.Fail("GATEHOUSE_BOOTSTRAP_PUBLIC_KEY", "want a PEM public key (-----BEGIN PUBLIC KEY-----)")

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -32,6 +33,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/internalapi"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/lockout"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/mail"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/management"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/orgs"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/projections"
@@ -58,6 +60,7 @@ type Deps struct {
 type Service struct {
 	db       *db.DB
 	cutoffs  *cutoff.Outbox
+	mail     *mail.Outbox
 	tokens   *accesstoken.Remote
 	stop     context.CancelFunc
 	done     chan struct{}
@@ -100,7 +103,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (*Service, error) {
 		_ = store.Close()
 		return nil, fmt.Errorf("directory storage: %w", err)
 	}
-	if err := s.build(cfg.MasterKey, env, deps); err != nil {
+	if err := s.build(cfg.MasterKey, env, deps, boot.Mail); err != nil {
 		_ = store.Close()
 		return nil, err
 	}
@@ -118,13 +121,17 @@ func New(ctx context.Context, env process.Env, deps Deps) (*Service, error) {
 	}
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s.stop, s.done = stop, make(chan struct{})
-	pruner := &db.Pruner{DB: store, Service: "directory", Steps: append(lockout.PruneSteps(), users.PruneSteps()...), Interval: cfg.PruneInterval, Logger: env.Logger}
+	steps := append(append(lockout.PruneSteps(), users.PruneSteps()...), mail.PruneSteps()...)
+	pruner := &db.Pruner{DB: store, Service: "directory", Steps: steps, Interval: cfg.PruneInterval, Logger: env.Logger}
 	go func() {
 		defer close(s.done)
 		var wg sync.WaitGroup
 		wg.Go(func() { s.cutoffs.Run(bg, cutoffRetry) })
 		wg.Go(func() { s.tokens.Run(bg) })
 		wg.Go(func() { pruner.Run(bg) })
+		if s.mail != nil {
+			wg.Go(func() { s.mail.Run(bg, mailPoll) })
+		}
 		wg.Wait()
 	}()
 	return s, nil
@@ -133,7 +140,36 @@ func New(ctx context.Context, env process.Env, deps Deps) (*Service, error) {
 // cutoffRetry paces the background delivery of token revocations.
 const cutoffRetry = 2 * time.Second
 
-func (s *Service) build(masterKey []byte, env process.Env, deps Deps) error {
+// mailPoll paces the mail outbox's rounds between kicks (another
+// replica's messages, retries that came due).
+const mailPoll = time.Second
+
+// newMailOutbox builds the mail outbox: through the SMTP relay when one is
+// configured; else, in the embedded server (one process on SQLite), as .eml files in
+// the data folder; else none, and the features that send mail answer
+// FailedPrecondition (mail.ErrUnavailable).
+func newMailOutbox(d *db.DB, masterKey []byte, env process.Env, relay mail.Config) (*mail.Outbox, error) {
+	cfg := env.Config
+	var sender mail.Sender
+	from := mail.NewFrom(cfg.Issuer)
+	switch {
+	case relay.Enabled():
+		sender, from = mail.SMTP{Config: relay}, relay.From
+	case cfg.Role == config.RoleEdge && cfg.DatabaseURL == "":
+		sender = mail.Dir{Path: filepath.Join(cfg.DataDir, "mail")}
+	default:
+		env.Logger.Warn("mail: no relay (GATEHOUSE_SMTP_HOST): password reset, e-mail verification and invitations are off")
+		return nil, nil
+	}
+	c, err := secrets.NewCipher(masterKey, secrets.PurposeMail)
+	if err != nil {
+		return nil, err
+	}
+	env.Logger.Info("mail: messages go to "+sender.Describe(), "from", from)
+	return &mail.Outbox{DB: d, Sender: sender, Sealer: mail.Sealer{Cipher: c}, From: from, Host: cfg.Issuer.Hostname(), Logger: env.Logger}, nil
+}
+
+func (s *Service) build(masterKey []byte, env process.Env, deps Deps, relay mail.Config) error {
 	egress, err := config.Get[*config.IdPEgress](env.Config)
 	if err != nil {
 		return err
@@ -163,6 +199,9 @@ func (s *Service) build(masterKey []byte, env process.Env, deps Deps) error {
 	orgQ := &orgs.Queries{DB: s.db}
 	userQ := &users.Queries{DB: s.db}
 	s.cutoffs = &cutoff.Outbox{DB: s.db, Tokens: deps.Tokens, Logger: env.Logger}
+	if s.mail, err = newMailOutbox(s.db, masterKey, env, relay); err != nil {
+		return err
+	}
 	mgmt := &management.Server{
 		ES:         es,
 		Orgs:       orgQ,
@@ -197,6 +236,7 @@ func (s *Service) build(masterKey []byte, env process.Env, deps Deps) error {
 		return err
 	}
 	s.internal.Cutoffs = s.cutoffs
+	s.internal.Mail = internalapi.Mail{Outbox: s.mail, Issuer: env.Config.Issuer}
 	s.internal.Factors = internalapi.FactorKeys{Secrets: factorSecrets, Hasher: hasher, Issuer: env.Config.Issuer.Hostname(), WebAuthn: wa}
 	iopts, err := rpc.InternalHandlerOptions(env.Config.InternalToken)
 	if err != nil {

@@ -38,6 +38,8 @@ type Server struct {
 	// Cutoffs delivers at once the token revocations a sign-out
 	// everywhere queues (nil: left to the background delivery).
 	Cutoffs *cutoff.Outbox
+	// Mail sends the self-service mails (a zero Mail: none can be sent).
+	Mail Mail
 
 	orgs     *orgs.Queries
 	users    *users.Queries
@@ -47,6 +49,8 @@ type Server struct {
 	// verify checks a password against a hash (secrets.VerifyPassword;
 	// tests count the calls).
 	verify func(ctx context.Context, password, encoded string) (ok, rehash bool, err error)
+	// resets holds a slot per password reset in flight.
+	resets chan struct{}
 }
 
 // New returns the internal API over es; idpSecrets opens IdP client
@@ -70,6 +74,7 @@ func New(es *eventstore.Store, logger *slog.Logger, now func() time.Time, idpSec
 		userCmds: &users.Commands{ES: es, Q: uq},
 		lock:     &lockout.Store{DB: es.DB(), Now: now},
 		dummy:    dummy,
+		resets:   make(chan struct{}, resetWork),
 		verify:   secrets.VerifyPassword,
 	}, nil
 }

@@ -448,3 +448,7 @@ func (e *Env) EventCount() int {
 	}
 	return n
 }
+
+// DataDir is the service's data folder (SQLite files, the embedded
+// mode's mail files).
+func (e *Env) DataDir() string { return e.env["GATEHOUSE_DATA_DIR"] }

@@ -153,6 +153,7 @@ func registerFactors(es *eventstore.Store) {
 	registerRecoveryCodes(es)
 	registerWebAuthn(es)
 	registerSignOut(es)
+	registerCodes(es)
 }
 
 // factorRemoved reduces the removal of a factor of any type (factorRef).

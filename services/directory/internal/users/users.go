@@ -191,6 +191,9 @@ func Register(es *eventstore.Store) {
 		if err := addHistory(ctx, tx, e, p.PasswordHash); err != nil {
 			return err
 		}
+		if err := deleteCodes(ctx, tx, e.AggregateID, CodePassword); err != nil {
+			return err
+		}
 		if p.EndSessions {
 			if err := CutAccess(ctx, tx, e.AggregateID, e.CreatedAt); err != nil {
 				return err

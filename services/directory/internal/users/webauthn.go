@@ -563,10 +563,10 @@ func notFoundIsBad(err error) error {
 
 // PruneSteps delete login ceremonies past their expiry.
 func PruneSteps() []db.PruneStep {
-	return []db.PruneStep{{
+	return append([]db.PruneStep{{
 		Table: "webauthn_challenges",
 		Query: `DELETE FROM webauthn_challenges WHERE binding IN (SELECT binding FROM webauthn_challenges
 			WHERE expires_at < ? LIMIT ` + db.Batch + `)`,
 		Args: func(now time.Time) []any { return []any{now} },
-	}}
+	}}, codePruneSteps()...)
 }

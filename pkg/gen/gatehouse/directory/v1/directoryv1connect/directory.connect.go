@@ -121,6 +121,15 @@ const (
 	// DirectoryServiceEndUserSessionsProcedure is the fully-qualified name of the DirectoryService's
 	// EndUserSessions RPC.
 	DirectoryServiceEndUserSessionsProcedure = "/gatehouse.directory.v1.DirectoryService/EndUserSessions"
+	// DirectoryServiceRequestPasswordResetProcedure is the fully-qualified name of the
+	// DirectoryService's RequestPasswordReset RPC.
+	DirectoryServiceRequestPasswordResetProcedure = "/gatehouse.directory.v1.DirectoryService/RequestPasswordReset"
+	// DirectoryServiceCheckPasswordResetCodeProcedure is the fully-qualified name of the
+	// DirectoryService's CheckPasswordResetCode RPC.
+	DirectoryServiceCheckPasswordResetCodeProcedure = "/gatehouse.directory.v1.DirectoryService/CheckPasswordResetCode"
+	// DirectoryServiceResetPasswordProcedure is the fully-qualified name of the DirectoryService's
+	// ResetPassword RPC.
+	DirectoryServiceResetPasswordProcedure = "/gatehouse.directory.v1.DirectoryService/ResetPassword"
 )
 
 // DirectoryServiceClient is a client for the gatehouse.directory.v1.DirectoryService service.
@@ -254,6 +263,20 @@ type DirectoryServiceClient interface {
 	// Signs the user out everywhere: every session ends and every token is
 	// revoked, in every replica (as an admin's password reset does).
 	EndUserSessions(context.Context, *v1.EndUserSessionsRequest) (*v1.EndUserSessionsResponse, error)
+	// The login page's "Forgot password?": mails a password reset link to
+	// the user a login name names, in the organization. It answers the same
+	// whether or not there is such a user, an address or a recent message
+	// (no enumeration); FailedPrecondition only when no mail can be sent at
+	// all (no relay configured).
+	RequestPasswordReset(context.Context, *v1.RequestPasswordResetRequest) (*v1.RequestPasswordResetResponse, error)
+	// Checks a password reset link's code before the page asks for the new
+	// password. InvalidArgument for a wrong, used or expired code; NotFound
+	// for an unknown user.
+	CheckPasswordResetCode(context.Context, *v1.CheckPasswordResetCodeRequest) (*v1.CheckPasswordResetCodeResponse, error)
+	// Sets a new password with a reset link's code, under the password
+	// policy: every session of the user ends and every token is revoked, as
+	// after an admin's reset; the code is used up.
+	ResetPassword(context.Context, *v1.ResetPasswordRequest) (*v1.ResetPasswordResponse, error)
 }
 
 // NewDirectoryServiceClient constructs a client for the gatehouse.directory.v1.DirectoryService
@@ -460,6 +483,25 @@ func NewDirectoryServiceClient(httpClient connect.HTTPClient, baseURL string, op
 			connect.WithSchema(directoryServiceMethods.ByName("EndUserSessions")),
 			connect.WithClientOptions(opts...),
 		),
+		requestPasswordReset: connect.NewClient[v1.RequestPasswordResetRequest, v1.RequestPasswordResetResponse](
+			httpClient,
+			baseURL+DirectoryServiceRequestPasswordResetProcedure,
+			connect.WithSchema(directoryServiceMethods.ByName("RequestPasswordReset")),
+			connect.WithClientOptions(opts...),
+		),
+		checkPasswordResetCode: connect.NewClient[v1.CheckPasswordResetCodeRequest, v1.CheckPasswordResetCodeResponse](
+			httpClient,
+			baseURL+DirectoryServiceCheckPasswordResetCodeProcedure,
+			connect.WithSchema(directoryServiceMethods.ByName("CheckPasswordResetCode")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		resetPassword: connect.NewClient[v1.ResetPasswordRequest, v1.ResetPasswordResponse](
+			httpClient,
+			baseURL+DirectoryServiceResetPasswordProcedure,
+			connect.WithSchema(directoryServiceMethods.ByName("ResetPassword")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -495,6 +537,9 @@ type directoryServiceClient struct {
 	removeAccountFactor        *connect.Client[v1.RemoveAccountFactorRequest, v1.RemoveAccountFactorResponse]
 	unlinkAccount              *connect.Client[v1.UnlinkAccountRequest, v1.UnlinkAccountResponse]
 	endUserSessions            *connect.Client[v1.EndUserSessionsRequest, v1.EndUserSessionsResponse]
+	requestPasswordReset       *connect.Client[v1.RequestPasswordResetRequest, v1.RequestPasswordResetResponse]
+	checkPasswordResetCode     *connect.Client[v1.CheckPasswordResetCodeRequest, v1.CheckPasswordResetCodeResponse]
+	resetPassword              *connect.Client[v1.ResetPasswordRequest, v1.ResetPasswordResponse]
 }
 
 // GetClient calls gatehouse.directory.v1.DirectoryService.GetClient.
@@ -769,6 +814,33 @@ func (c *directoryServiceClient) EndUserSessions(ctx context.Context, req *v1.En
 	return nil, err
 }
 
+// RequestPasswordReset calls gatehouse.directory.v1.DirectoryService.RequestPasswordReset.
+func (c *directoryServiceClient) RequestPasswordReset(ctx context.Context, req *v1.RequestPasswordResetRequest) (*v1.RequestPasswordResetResponse, error) {
+	response, err := c.requestPasswordReset.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// CheckPasswordResetCode calls gatehouse.directory.v1.DirectoryService.CheckPasswordResetCode.
+func (c *directoryServiceClient) CheckPasswordResetCode(ctx context.Context, req *v1.CheckPasswordResetCodeRequest) (*v1.CheckPasswordResetCodeResponse, error) {
+	response, err := c.checkPasswordResetCode.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// ResetPassword calls gatehouse.directory.v1.DirectoryService.ResetPassword.
+func (c *directoryServiceClient) ResetPassword(ctx context.Context, req *v1.ResetPasswordRequest) (*v1.ResetPasswordResponse, error) {
+	response, err := c.resetPassword.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
 // DirectoryServiceHandler is an implementation of the gatehouse.directory.v1.DirectoryService
 // service.
 type DirectoryServiceHandler interface {
@@ -901,6 +973,20 @@ type DirectoryServiceHandler interface {
 	// Signs the user out everywhere: every session ends and every token is
 	// revoked, in every replica (as an admin's password reset does).
 	EndUserSessions(context.Context, *v1.EndUserSessionsRequest) (*v1.EndUserSessionsResponse, error)
+	// The login page's "Forgot password?": mails a password reset link to
+	// the user a login name names, in the organization. It answers the same
+	// whether or not there is such a user, an address or a recent message
+	// (no enumeration); FailedPrecondition only when no mail can be sent at
+	// all (no relay configured).
+	RequestPasswordReset(context.Context, *v1.RequestPasswordResetRequest) (*v1.RequestPasswordResetResponse, error)
+	// Checks a password reset link's code before the page asks for the new
+	// password. InvalidArgument for a wrong, used or expired code; NotFound
+	// for an unknown user.
+	CheckPasswordResetCode(context.Context, *v1.CheckPasswordResetCodeRequest) (*v1.CheckPasswordResetCodeResponse, error)
+	// Sets a new password with a reset link's code, under the password
+	// policy: every session of the user ends and every token is revoked, as
+	// after an admin's reset; the code is used up.
+	ResetPassword(context.Context, *v1.ResetPasswordRequest) (*v1.ResetPasswordResponse, error)
 }
 
 // NewDirectoryServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -1103,6 +1189,25 @@ func NewDirectoryServiceHandler(svc DirectoryServiceHandler, opts ...connect.Han
 		connect.WithSchema(directoryServiceMethods.ByName("EndUserSessions")),
 		connect.WithHandlerOptions(opts...),
 	)
+	directoryServiceRequestPasswordResetHandler := connect.NewUnaryHandlerSimple(
+		DirectoryServiceRequestPasswordResetProcedure,
+		svc.RequestPasswordReset,
+		connect.WithSchema(directoryServiceMethods.ByName("RequestPasswordReset")),
+		connect.WithHandlerOptions(opts...),
+	)
+	directoryServiceCheckPasswordResetCodeHandler := connect.NewUnaryHandlerSimple(
+		DirectoryServiceCheckPasswordResetCodeProcedure,
+		svc.CheckPasswordResetCode,
+		connect.WithSchema(directoryServiceMethods.ByName("CheckPasswordResetCode")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	directoryServiceResetPasswordHandler := connect.NewUnaryHandlerSimple(
+		DirectoryServiceResetPasswordProcedure,
+		svc.ResetPassword,
+		connect.WithSchema(directoryServiceMethods.ByName("ResetPassword")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/gatehouse.directory.v1.DirectoryService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case DirectoryServiceGetClientProcedure:
@@ -1165,6 +1270,12 @@ func NewDirectoryServiceHandler(svc DirectoryServiceHandler, opts ...connect.Han
 			directoryServiceUnlinkAccountHandler.ServeHTTP(w, r)
 		case DirectoryServiceEndUserSessionsProcedure:
 			directoryServiceEndUserSessionsHandler.ServeHTTP(w, r)
+		case DirectoryServiceRequestPasswordResetProcedure:
+			directoryServiceRequestPasswordResetHandler.ServeHTTP(w, r)
+		case DirectoryServiceCheckPasswordResetCodeProcedure:
+			directoryServiceCheckPasswordResetCodeHandler.ServeHTTP(w, r)
+		case DirectoryServiceResetPasswordProcedure:
+			directoryServiceResetPasswordHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -1292,4 +1403,16 @@ func (UnimplementedDirectoryServiceHandler) UnlinkAccount(context.Context, *v1.U
 
 func (UnimplementedDirectoryServiceHandler) EndUserSessions(context.Context, *v1.EndUserSessionsRequest) (*v1.EndUserSessionsResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.EndUserSessions is not implemented"))
+}
+
+func (UnimplementedDirectoryServiceHandler) RequestPasswordReset(context.Context, *v1.RequestPasswordResetRequest) (*v1.RequestPasswordResetResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.RequestPasswordReset is not implemented"))
+}
+
+func (UnimplementedDirectoryServiceHandler) CheckPasswordResetCode(context.Context, *v1.CheckPasswordResetCodeRequest) (*v1.CheckPasswordResetCodeResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.CheckPasswordResetCode is not implemented"))
+}
+
+func (UnimplementedDirectoryServiceHandler) ResetPassword(context.Context, *v1.ResetPasswordRequest) (*v1.ResetPasswordResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.ResetPassword is not implemented"))
 }
