@@ -60,6 +60,9 @@ type Directory interface {
 	RemoveAccountFactor(context.Context, *directoryv1.RemoveAccountFactorRequest) (*directoryv1.RemoveAccountFactorResponse, error)
 	UnlinkAccount(context.Context, *directoryv1.UnlinkAccountRequest) (*directoryv1.UnlinkAccountResponse, error)
 	EndUserSessions(context.Context, *directoryv1.EndUserSessionsRequest) (*directoryv1.EndUserSessionsResponse, error)
+	RequestPasswordReset(context.Context, *directoryv1.RequestPasswordResetRequest) (*directoryv1.RequestPasswordResetResponse, error)
+	CheckPasswordResetCode(context.Context, *directoryv1.CheckPasswordResetCodeRequest) (*directoryv1.CheckPasswordResetCodeResponse, error)
+	ResetPassword(context.Context, *directoryv1.ResetPasswordRequest) (*directoryv1.ResetPasswordResponse, error)
 }
 
 // DirectoryWithFeed is Directory and the change feed that keeps authn's

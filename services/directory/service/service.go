@@ -217,6 +217,7 @@ func (s *Service) build(masterKey []byte, env process.Env, deps Deps, relay mail
 		Logger:     env.Logger,
 		Now:        time.Now,
 		Cutoffs:    s.cutoffs,
+		Mail:       s.mail,
 	}
 	otel, err := telemetry.ConnectInterceptor()
 	if err != nil {

@@ -39,6 +39,11 @@ type Directory struct {
 	OnGetUser func()
 	// SignedOut lists the users EndUserSessions signed out.
 	SignedOut []string
+	// ResetsRequested lists the login names of RequestPasswordReset;
+	// ResetCodes holds each user's valid reset code (used up by
+	// ResetPassword, which sets the password).
+	ResetsRequested []string
+	ResetCodes      map[string]string
 }
 
 // NewDirectory returns an empty fake.
@@ -326,4 +331,55 @@ func (d *Directory) EndUserSessions(_ context.Context, req *directoryv1.EndUserS
 	defer d.mu.Unlock()
 	d.SignedOut = append(d.SignedOut, req.GetUserId())
 	return &directoryv1.EndUserSessionsResponse{}, nil
+}
+
+// RequestPasswordReset implements the directory API: it records the name.
+func (d *Directory) RequestPasswordReset(_ context.Context, r *directoryv1.RequestPasswordResetRequest) (*directoryv1.RequestPasswordResetResponse, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.down(); err != nil {
+		return nil, err
+	}
+	d.ResetsRequested = append(d.ResetsRequested, r.GetLoginName())
+	return &directoryv1.RequestPasswordResetResponse{}, nil
+}
+
+// resetUser is the user of a valid reset code (call with d.mu held).
+func (d *Directory) resetUser(userID, code string) (*User, error) {
+	if err := d.down(); err != nil {
+		return nil, err
+	}
+	u, ok := d.Users[userID]
+	if !ok {
+		return nil, connect.NewError(connect.CodeNotFound, errors.New("user not found"))
+	}
+	if want, ok := d.ResetCodes[userID]; !ok || want != code {
+		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("the verification code is not valid"))
+	}
+	return u, nil
+}
+
+// CheckPasswordResetCode implements the directory API.
+func (d *Directory) CheckPasswordResetCode(_ context.Context, r *directoryv1.CheckPasswordResetCodeRequest) (*directoryv1.CheckPasswordResetCodeResponse, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	u, err := d.resetUser(r.GetUserId(), r.GetCode())
+	if err != nil {
+		return nil, err
+	}
+	return &directoryv1.CheckPasswordResetCodeResponse{User: u.User}, nil
+}
+
+// ResetPassword implements the directory API: it sets the password and
+// uses the code up.
+func (d *Directory) ResetPassword(_ context.Context, r *directoryv1.ResetPasswordRequest) (*directoryv1.ResetPasswordResponse, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	u, err := d.resetUser(r.GetUserId(), r.GetCode())
+	if err != nil {
+		return nil, err
+	}
+	u.Password = r.GetPassword()
+	delete(d.ResetCodes, r.GetUserId())
+	return &directoryv1.ResetPasswordResponse{User: u.User}, nil
 }

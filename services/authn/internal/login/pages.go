@@ -46,6 +46,9 @@ type Directory interface {
 	RemoveAccountFactor(context.Context, *directoryv1.RemoveAccountFactorRequest) (*directoryv1.RemoveAccountFactorResponse, error)
 	UnlinkAccount(context.Context, *directoryv1.UnlinkAccountRequest) (*directoryv1.UnlinkAccountResponse, error)
 	EndUserSessions(context.Context, *directoryv1.EndUserSessionsRequest) (*directoryv1.EndUserSessionsResponse, error)
+	RequestPasswordReset(context.Context, *directoryv1.RequestPasswordResetRequest) (*directoryv1.RequestPasswordResetResponse, error)
+	CheckPasswordResetCode(context.Context, *directoryv1.CheckPasswordResetCodeRequest) (*directoryv1.CheckPasswordResetCodeResponse, error)
+	ResetPassword(context.Context, *directoryv1.ResetPasswordRequest) (*directoryv1.ResetPasswordResponse, error)
 }
 
 // Paths served besides the authorize package's page paths.
@@ -112,6 +115,7 @@ func (p *Pages) Register(mux *http.ServeMux) {
 		p.LoggedOut(w, r, nil)
 	})
 	p.registerAccount(mux)
+	p.registerReset(mux)
 	mux.HandleFunc("GET "+PathPasskey, p.passkeyPage)
 	mux.HandleFunc("POST "+PathPasskey, p.passkeySubmit)
 	mux.HandleFunc("GET "+PathScript, func(w http.ResponseWriter, r *http.Request) {

@@ -28,6 +28,9 @@ func (p *Pages) loginNamePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pg.AllowRegister = lp.GetAllowRegister() && lp.GetAllowUsernamePassword()
+	if !lp.GetHidePasswordReset() {
+		pg.Form["reset"] = "1"
+	}
 	idps, err := p.idpButtons(r.Context(), f.req.OrgID, lp)
 	if err != nil {
 		p.internal(w, r, f.lang, err)

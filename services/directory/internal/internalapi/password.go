@@ -163,18 +163,27 @@ func (s *Server) ChangePassword(ctx context.Context, req *directoryv1.ChangePass
 	if err != nil {
 		return nil, err
 	}
-	org, err := s.orgs.Get(ctx, u.OrgID)
-	if err != nil {
-		return nil, internalErr(err, "get org")
-	}
-	hash, err := s.userCmds.NewPasswordHash(ctx, u.ID, m.GetNewPassword(), org.PasswordPolicy)
-	if err != nil {
-		return nil, asInvalid(err)
-	}
-	if _, err := s.userCmds.SetPassword(ctx, u.ID, u, hash, false, false); err != nil {
-		return nil, asInternal(err, "set password")
+	if err := s.setPassword(ctx, u, m.GetNewPassword(), false); err != nil {
+		return nil, err
 	}
 	return &directoryv1.ChangePasswordResponse{}, nil
+}
+
+// setPassword sets u's password, chosen by u, under its organization's
+// policy; endSessions cuts u's access as an admin's reset does.
+func (s *Server) setPassword(ctx context.Context, u *users.User, password string, endSessions bool) error {
+	org, err := s.orgs.Get(ctx, u.OrgID)
+	if err != nil {
+		return internalErr(err, "get org")
+	}
+	hash, err := s.userCmds.NewPasswordHash(ctx, u.ID, password, org.PasswordPolicy)
+	if err != nil {
+		return asInvalid(err)
+	}
+	if _, err := s.userCmds.SetPassword(ctx, u.ID, u, hash, false, endSessions); err != nil {
+		return asInternal(err, "set password")
+	}
+	return nil
 }
 
 // asInvalid keeps a connect error (e.g. the policy's InvalidArgument).

@@ -22,14 +22,6 @@ type Mail struct {
 	Issuer *url.URL
 }
 
-// PathPasswordNew is the login page a reset link opens (package login).
-const PathPasswordNew = "/ui/login/password/new"
-
-// ResetLink is a password reset link: the page, the user and the code.
-func ResetLink(issuer *url.URL, userID, code string) string {
-	return strings.TrimSuffix(issuer.String(), "/") + PathPasswordNew + "?" + url.Values{"userID": {userID}, "code": {code}}.Encode()
-}
-
 // resetWork bounds the resets in flight (RequestPasswordReset answers
 // before its work is done); a flood beyond it is dropped and logged.
 const resetWork = 32
@@ -94,7 +86,7 @@ func (s *Server) mailReset(ctx context.Context, orgID, orgName, login, lang stri
 	}
 	m := &users.ResetMail{Sealer: s.Mail.Outbox.Sealer,
 		Data: mail.Data{Lang: mail.Lang(u.PreferredLanguage, lang), Org: orgName, Name: u.DisplayName, LoginName: u.LoginName()},
-		Link: func(code string) string { return ResetLink(s.Mail.Issuer, u.ID, code) }}
+		Link: func(code string) string { return users.ResetLink(s.Mail.Issuer, u.ID, code) }}
 	_, _, err = s.userCmds.RequestPasswordReset(ctx, u.ID, u, keys.Hasher, m, s.Now())
 	var ce *connect.Error
 	switch {
@@ -141,18 +133,10 @@ func (s *Server) ResetPassword(ctx context.Context, req *directoryv1.ResetPasswo
 	if err != nil {
 		return nil, err
 	}
-	org, err := s.orgs.Get(ctx, u.OrgID)
-	if err != nil {
-		return nil, internalErr(err, "get org")
-	}
-	hash, err := s.userCmds.NewPasswordHash(ctx, u.ID, req.GetPassword(), org.PasswordPolicy)
-	if err != nil {
-		return nil, asInvalid(err)
-	}
 	// As an admin's reset: sessions end, tokens are revoked, links made
 	// by password are removed (SetPassword's endSessions).
-	if _, err := s.userCmds.SetPassword(ctx, u.ID, u, hash, false, true); err != nil {
-		return nil, asInternal(err, "set password")
+	if err := s.setPassword(ctx, u, req.GetPassword(), true); err != nil {
+		return nil, err
 	}
 	s.deliverCutoffs(ctx)
 	s.Logger.InfoContext(ctx, "password reset by link", "user_id", u.ID)

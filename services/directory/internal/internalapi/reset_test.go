@@ -178,7 +178,8 @@ func TestPasswordReset(t *testing.T) {
 // Separate services without a relay send nothing, and say why.
 func TestPasswordResetWithoutRelay(t *testing.T) {
 	t.Parallel()
-	e := mgmttest.Start(t, db.Postgres)
+	e := mgmttest.StartEnv(t, db.Postgres, map[string]string{"GATEHOUSE_SMTP_HOST": "", "GATEHOUSE_SMTP_PORT": "",
+		"GATEHOUSE_SMTP_TLS": "", "GATEHOUSE_SMTP_FROM": ""})
 	c := e.Internal(mgmttest.InternalToken)
 	_, err := c.RequestPasswordReset(context.Background(), &directoryv1.RequestPasswordResetRequest{OrgId: e.OrgID, LoginName: "x"})
 	if connect.CodeOf(err) != connect.CodeFailedPrecondition || !strings.Contains(err.Error(), "GATEHOUSE_SMTP_HOST") {

@@ -244,7 +244,8 @@ func loginPolicyProto(lp orgs.LoginPolicy) *directoryv1.LoginPolicy {
 		PasswordCheckLifetime:      durationpb.New(lp.PasswordCheckLifetime),
 		SecondFactorCheckLifetime:  durationpb.New(lp.SecondFactorCheckLifetime),
 		MultiFactorCheckLifetime:   durationpb.New(lp.MultiFactorCheckLifetime),
-		ExternalLoginCheckLifetime: durationpb.New(lp.ExternalLoginCheckLifetime)}
+		ExternalLoginCheckLifetime: durationpb.New(lp.ExternalLoginCheckLifetime),
+		HidePasswordReset:          lp.HidePasswordReset}
 }
 
 // passwordlessAllowed is ZITADEL's PASSWORDLESS_TYPE_ALLOWED.

@@ -251,6 +251,23 @@ func mxTable() []mxRow {
 			req: func(s *mxRun) proto.Message {
 				return &mv1.SetHumanPasswordRequest{UserId: s.ids["ada"], Password: "Changed-Passw0rd", NoChangeRequired: true}
 			}},
+		{rpc: "SendHumanResetPasswordNotification", http: "POST /management/v1/users/{id}/password/_reset",
+			call: mxRPC(M.SendHumanResetPasswordNotification), kind: mxWrite, agg: "ada",
+			req: func(s *mxRun) proto.Message { return &mv1.SendHumanResetPasswordNotificationRequest{Id: s.ids["ada"]} }},
+		{rpc: "PasswordReset", http: "POST /v2/users/{user_id}/password_reset", call: mxRPC(M.PasswordReset), kind: mxWrite, agg: "ada",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.PasswordResetRequest{UserId: s.ids["ada"], Medium: &mv1.PasswordResetRequest_ReturnCode{ReturnCode: &mv1.ReturnPasswordResetCode{}}}
+			},
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				if s.ids["resetCode"] = res.(*mv1.PasswordResetResponse).GetVerificationCode(); len(s.ids["resetCode"]) < 20 {
+					t.Fatalf("return_code gave %q", s.ids["resetCode"])
+				}
+			}},
+		{rpc: "SetPassword", http: "POST /v2/users/{user_id}/password", call: mxRPC(M.SetPassword), kind: mxWrite, agg: "ada",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.SetPasswordRequest{UserId: s.ids["ada"], NewPassword: &mv1.Password{Password: "Reset-Passw0rd-1"},
+					Verification: &mv1.SetPasswordRequest_VerificationCode{VerificationCode: s.ids["resetCode"]}}
+			}},
 		{rpc: "DeactivateUser", http: "POST /management/v1/users/{id}/_deactivate", call: mxRPC(M.DeactivateUser), kind: mxWrite, agg: "grace",
 			req: func(s *mxRun) proto.Message { return &mv1.DeactivateUserRequest{Id: s.ids["grace"]} }},
 		{rpc: "ReactivateUser", http: "POST /management/v1/users/{id}/_reactivate", call: mxRPC(M.ReactivateUser), kind: mxWrite, agg: "grace",

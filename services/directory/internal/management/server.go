@@ -17,6 +17,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/cutoff"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/mail"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/orgs"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/users"
 )
@@ -49,6 +50,9 @@ type Server struct {
 	// Cutoffs delivers the token revocations that deactivations, removals
 	// and password resets queue (nil: left to the background delivery).
 	Cutoffs *cutoff.Outbox
+	// Mail sends reset links (nil: no relay, the calls that mail answer
+	// FailedPrecondition).
+	Mail *mail.Outbox
 }
 
 // cutAccess delivers the token revocation the call just queued.
@@ -97,20 +101,25 @@ func Rules() map[string]authz.Rule {
 		"ListUserIDPs":     read(authz.UserManager),
 		"GetUserMetadata":  read(authz.UserManager),
 
-		"DeactivateUser":         user(authz.UserManager, "id"),
-		"ReactivateUser":         user(authz.UserManager, "id"),
-		"UnlockUser":             user(authz.UserManager, "id"),
-		"RemoveUser":             user(authz.UserManager, "id"),
-		"SetHumanPassword":       user(authz.UserManager, "user_id"),
-		"AddMachineKey":          user(authz.UserManager, "user_id"),
-		"RemoveMachineKey":       user(authz.UserManager, "user_id"),
-		"GenerateMachineSecret":  user(authz.UserManager, "user_id"),
-		"RemoveMachineSecret":    user(authz.UserManager, "user_id"),
-		"SetUserMetadata":        user(authz.UserManager, "id"),
-		"BulkSetUserMetadata":    user(authz.UserManager, "id"),
-		"RemoveUserMetadata":     user(authz.UserManager, "id"),
-		"BulkRemoveUserMetadata": user(authz.UserManager, "id"),
-		"RemoveUserIDP":          user(authz.UserManager, "user_id"),
+		"DeactivateUser":   user(authz.UserManager, "id"),
+		"ReactivateUser":   user(authz.UserManager, "id"),
+		"UnlockUser":       user(authz.UserManager, "id"),
+		"RemoveUser":       user(authz.UserManager, "id"),
+		"SetHumanPassword": user(authz.UserManager, "user_id"),
+		// A reset link or code is a credential: only for a user the
+		// caller dominates; the user sets its own password with a code.
+		"SendHumanResetPasswordNotification": user(authz.UserManager, "id"),
+		"PasswordReset":                      user(authz.UserManager, "user_id"),
+		"SetPassword":                        self("user_id"),
+		"AddMachineKey":                      user(authz.UserManager, "user_id"),
+		"RemoveMachineKey":                   user(authz.UserManager, "user_id"),
+		"GenerateMachineSecret":              user(authz.UserManager, "user_id"),
+		"RemoveMachineSecret":                user(authz.UserManager, "user_id"),
+		"SetUserMetadata":                    user(authz.UserManager, "id"),
+		"BulkSetUserMetadata":                user(authz.UserManager, "id"),
+		"RemoveUserMetadata":                 user(authz.UserManager, "id"),
+		"BulkRemoveUserMetadata":             user(authz.UserManager, "id"),
+		"RemoveUserIDP":                      user(authz.UserManager, "user_id"),
 
 		// Second factors: the user's own, or a user manager's who
 		// dominates the user (a user manager cannot remove an owner's).

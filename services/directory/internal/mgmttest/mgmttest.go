@@ -186,6 +186,11 @@ func StartEnv(t testing.TB, d db.Dialect, extra map[string]string) *Env {
 	}
 	if d == db.Postgres {
 		env["GATEHOUSE_DATABASE_URL"] = testutil.PostgresDatabase(t)
+		// Without a relay PostgreSQL deployments send no mail; this one
+		// queues it for a port where nothing listens (the outbox retries
+		// in the background), so the calls that send mail work.
+		maps.Copy(env, map[string]string{"GATEHOUSE_SMTP_HOST": "127.0.0.1", "GATEHOUSE_SMTP_PORT": "9",
+			"GATEHOUSE_SMTP_TLS": "none", "GATEHOUSE_SMTP_FROM": "Gatehouse <id@localhost>"})
 	}
 	maps.Copy(env, extra)
 	e := &Env{t: t, Dialect: d, Intro: &Introspector{tokens: map[string]*tokensv1.IntrospectResponse{}}, env: env}

@@ -7,6 +7,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 	"time"
 
 	"connectrpc.com/connect"
@@ -64,6 +66,16 @@ func registerCodes(es *eventstore.Store) {
 		}
 		return touch(ctx, tx, e)
 	})
+}
+
+// PathPasswordNew is the login page a reset link opens (authn's package
+// login).
+const PathPasswordNew = "/ui/login/password/new"
+
+// ResetLink is a password reset link under issuer: the page, the user and
+// the code.
+func ResetLink(issuer *url.URL, userID, code string) string {
+	return strings.TrimSuffix(issuer.String(), "/") + PathPasswordNew + "?" + url.Values{"userID": {userID}, "code": {code}}.Encode()
 }
 
 // ResetMail is how a reset code goes by mail.

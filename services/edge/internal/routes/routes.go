@@ -75,13 +75,16 @@ const (
 
 // PasswordPosts are the login pages whose POST hashes a password (a
 // sign-in, a password change, a registration, linking an external
-// identity with the local password): besides their class's budget, edge
+// identity with the local password, a new password from a reset link) or
+// sends mail (a password reset): besides their class's budget, edge
 // charges them to a smaller per-address one, since each costs an argon2id
-// hash and a server runs only a few at once (authn's paths of these
-// pages).
+// hash, of which a server runs only a few at once, or a message (authn's
+// paths of these pages).
 var PasswordPosts = []string{
 	"/ui/login/password",
 	"/ui/login/password/change",
+	"/ui/login/password/reset",
+	"/ui/login/password/new",
 	"/ui/login/register",
 	"/ui/login/idp/link",
 	"/ui/login/idp/register",

@@ -3545,8 +3545,11 @@ type LoginPolicy struct {
 	MultiFactorCheckLifetime *durationpb.Duration `protobuf:"bytes,11,opt,name=multi_factor_check_lifetime,json=multiFactorCheckLifetime,proto3" json:"multi_factor_check_lifetime,omitempty"`
 	// How long a sign-in through an external identity provider holds.
 	ExternalLoginCheckLifetime *durationpb.Duration `protobuf:"bytes,12,opt,name=external_login_check_lifetime,json=externalLoginCheckLifetime,proto3" json:"external_login_check_lifetime,omitempty"`
-	unknownFields              protoimpl.UnknownFields
-	sizeCache                  protoimpl.SizeCache
+	// The login pages offer no "Forgot password?" (and the directory sends
+	// no reset mail on their behalf).
+	HidePasswordReset bool `protobuf:"varint,13,opt,name=hide_password_reset,json=hidePasswordReset,proto3" json:"hide_password_reset,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *LoginPolicy) Reset() {
@@ -3661,6 +3664,13 @@ func (x *LoginPolicy) GetExternalLoginCheckLifetime() *durationpb.Duration {
 		return x.ExternalLoginCheckLifetime
 	}
 	return nil
+}
+
+func (x *LoginPolicy) GetHidePasswordReset() bool {
+	if x != nil {
+		return x.HidePasswordReset
+	}
+	return false
 }
 
 // GetRolesRequest asks for a user's roles.
@@ -5345,7 +5355,7 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x0eprimary_domain\x18\x03 \x01(\tR\rprimaryDomain\x12\x16\n" +
 	"\x06active\x18\x04 \x01(\bR\x06active\x12O\n" +
 	"\x0fpassword_policy\x18\x05 \x01(\v2&.gatehouse.directory.v1.PasswordPolicyR\x0epasswordPolicy\x12F\n" +
-	"\flogin_policy\x18\x06 \x01(\v2#.gatehouse.directory.v1.LoginPolicyR\vloginPolicy\"\xe3\x05\n" +
+	"\flogin_policy\x18\x06 \x01(\v2#.gatehouse.directory.v1.LoginPolicyR\vloginPolicy\"\x93\x06\n" +
 	"\vLoginPolicy\x126\n" +
 	"\x17allow_username_password\x18\x01 \x01(\bR\x15allowUsernamePassword\x12%\n" +
 	"\x0eallow_register\x18\x02 \x01(\bR\rallowRegister\x128\n" +
@@ -5359,7 +5369,8 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x1csecond_factor_check_lifetime\x18\n" +
 	" \x01(\v2\x19.google.protobuf.DurationR\x19secondFactorCheckLifetime\x12X\n" +
 	"\x1bmulti_factor_check_lifetime\x18\v \x01(\v2\x19.google.protobuf.DurationR\x18multiFactorCheckLifetime\x12\\\n" +
-	"\x1dexternal_login_check_lifetime\x18\f \x01(\v2\x19.google.protobuf.DurationR\x1aexternalLoginCheckLifetime\"A\n" +
+	"\x1dexternal_login_check_lifetime\x18\f \x01(\v2\x19.google.protobuf.DurationR\x1aexternalLoginCheckLifetime\x12.\n" +
+	"\x13hide_password_reset\x18\r \x01(\bR\x11hidePasswordReset\"A\n" +
 	"\x0fGetRolesRequest\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x15\n" +
 	"\x06org_id\x18\x02 \x01(\tR\x05orgId\"(\n" +

@@ -9172,6 +9172,455 @@ func (x *RemoveMultiFactorFromLoginPolicyResponse) GetDetails() *ObjectDetails {
 	return nil
 }
 
+// SendPasswordResetLink mails the link.
+type SendPasswordResetLink struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The medium.
+	NotificationType NotificationType `protobuf:"varint,1,opt,name=notification_type,json=notificationType,proto3,enum=gatehouse.management.v1.NotificationType" json:"notification_type,omitempty"`
+	// ZITADEL's link template: refused here (see PasswordReset).
+	UrlTemplate   *string `protobuf:"bytes,2,opt,name=url_template,json=urlTemplate,proto3,oneof" json:"url_template,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SendPasswordResetLink) Reset() {
+	*x = SendPasswordResetLink{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[158]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SendPasswordResetLink) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SendPasswordResetLink) ProtoMessage() {}
+
+func (x *SendPasswordResetLink) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[158]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SendPasswordResetLink.ProtoReflect.Descriptor instead.
+func (*SendPasswordResetLink) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{158}
+}
+
+func (x *SendPasswordResetLink) GetNotificationType() NotificationType {
+	if x != nil {
+		return x.NotificationType
+	}
+	return NotificationType_NOTIFICATION_TYPE_Unspecified
+}
+
+func (x *SendPasswordResetLink) GetUrlTemplate() string {
+	if x != nil && x.UrlTemplate != nil {
+		return *x.UrlTemplate
+	}
+	return ""
+}
+
+// ReturnPasswordResetCode returns the code instead of sending it.
+type ReturnPasswordResetCode struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReturnPasswordResetCode) Reset() {
+	*x = ReturnPasswordResetCode{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[159]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReturnPasswordResetCode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReturnPasswordResetCode) ProtoMessage() {}
+
+func (x *ReturnPasswordResetCode) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[159]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReturnPasswordResetCode.ProtoReflect.Descriptor instead.
+func (*ReturnPasswordResetCode) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{159}
+}
+
+// PasswordResetRequest starts a password reset.
+type PasswordResetRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// ID of the user.
+	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// How the code goes; unset: mailed.
+	//
+	// Types that are valid to be assigned to Medium:
+	//
+	//	*PasswordResetRequest_SendLink
+	//	*PasswordResetRequest_ReturnCode
+	Medium        isPasswordResetRequest_Medium `protobuf_oneof:"medium"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PasswordResetRequest) Reset() {
+	*x = PasswordResetRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[160]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PasswordResetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PasswordResetRequest) ProtoMessage() {}
+
+func (x *PasswordResetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[160]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PasswordResetRequest.ProtoReflect.Descriptor instead.
+func (*PasswordResetRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{160}
+}
+
+func (x *PasswordResetRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *PasswordResetRequest) GetMedium() isPasswordResetRequest_Medium {
+	if x != nil {
+		return x.Medium
+	}
+	return nil
+}
+
+func (x *PasswordResetRequest) GetSendLink() *SendPasswordResetLink {
+	if x != nil {
+		if x, ok := x.Medium.(*PasswordResetRequest_SendLink); ok {
+			return x.SendLink
+		}
+	}
+	return nil
+}
+
+func (x *PasswordResetRequest) GetReturnCode() *ReturnPasswordResetCode {
+	if x != nil {
+		if x, ok := x.Medium.(*PasswordResetRequest_ReturnCode); ok {
+			return x.ReturnCode
+		}
+	}
+	return nil
+}
+
+type isPasswordResetRequest_Medium interface {
+	isPasswordResetRequest_Medium()
+}
+
+type PasswordResetRequest_SendLink struct {
+	// Mail the link.
+	SendLink *SendPasswordResetLink `protobuf:"bytes,2,opt,name=send_link,json=sendLink,proto3,oneof"`
+}
+
+type PasswordResetRequest_ReturnCode struct {
+	// Return the code.
+	ReturnCode *ReturnPasswordResetCode `protobuf:"bytes,3,opt,name=return_code,json=returnCode,proto3,oneof"`
+}
+
+func (*PasswordResetRequest_SendLink) isPasswordResetRequest_Medium() {}
+
+func (*PasswordResetRequest_ReturnCode) isPasswordResetRequest_Medium() {}
+
+// PasswordResetResponse reports the change.
+type PasswordResetResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The change.
+	Details *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	// The code, when return_code asked for it.
+	VerificationCode *string `protobuf:"bytes,2,opt,name=verification_code,json=verificationCode,proto3,oneof" json:"verification_code,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *PasswordResetResponse) Reset() {
+	*x = PasswordResetResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[161]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PasswordResetResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PasswordResetResponse) ProtoMessage() {}
+
+func (x *PasswordResetResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[161]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PasswordResetResponse.ProtoReflect.Descriptor instead.
+func (*PasswordResetResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{161}
+}
+
+func (x *PasswordResetResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+func (x *PasswordResetResponse) GetVerificationCode() string {
+	if x != nil && x.VerificationCode != nil {
+		return *x.VerificationCode
+	}
+	return ""
+}
+
+// Password is a new password.
+type Password struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The password (non-empty, at most 72 characters).
+	Password string `protobuf:"bytes,1,opt,name=password,proto3" json:"password,omitempty"`
+	// The user must change it at the next sign-in.
+	ChangeRequired bool `protobuf:"varint,2,opt,name=change_required,json=changeRequired,proto3" json:"change_required,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *Password) Reset() {
+	*x = Password{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[162]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Password) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Password) ProtoMessage() {}
+
+func (x *Password) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[162]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Password.ProtoReflect.Descriptor instead.
+func (*Password) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{162}
+}
+
+func (x *Password) GetPassword() string {
+	if x != nil {
+		return x.Password
+	}
+	return ""
+}
+
+func (x *Password) GetChangeRequired() bool {
+	if x != nil {
+		return x.ChangeRequired
+	}
+	return false
+}
+
+// SetPasswordRequest sets a password.
+type SetPasswordRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// ID of the user.
+	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// The new password.
+	NewPassword *Password `protobuf:"bytes,2,opt,name=new_password,json=newPassword,proto3" json:"new_password,omitempty"`
+	// What proves the user's consent, when the user sets its own.
+	//
+	// Types that are valid to be assigned to Verification:
+	//
+	//	*SetPasswordRequest_CurrentPassword
+	//	*SetPasswordRequest_VerificationCode
+	Verification  isSetPasswordRequest_Verification `protobuf_oneof:"verification"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetPasswordRequest) Reset() {
+	*x = SetPasswordRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[163]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetPasswordRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetPasswordRequest) ProtoMessage() {}
+
+func (x *SetPasswordRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[163]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetPasswordRequest.ProtoReflect.Descriptor instead.
+func (*SetPasswordRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{163}
+}
+
+func (x *SetPasswordRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *SetPasswordRequest) GetNewPassword() *Password {
+	if x != nil {
+		return x.NewPassword
+	}
+	return nil
+}
+
+func (x *SetPasswordRequest) GetVerification() isSetPasswordRequest_Verification {
+	if x != nil {
+		return x.Verification
+	}
+	return nil
+}
+
+func (x *SetPasswordRequest) GetCurrentPassword() string {
+	if x != nil {
+		if x, ok := x.Verification.(*SetPasswordRequest_CurrentPassword); ok {
+			return x.CurrentPassword
+		}
+	}
+	return ""
+}
+
+func (x *SetPasswordRequest) GetVerificationCode() string {
+	if x != nil {
+		if x, ok := x.Verification.(*SetPasswordRequest_VerificationCode); ok {
+			return x.VerificationCode
+		}
+	}
+	return ""
+}
+
+type isSetPasswordRequest_Verification interface {
+	isSetPasswordRequest_Verification()
+}
+
+type SetPasswordRequest_CurrentPassword struct {
+	// The current password.
+	CurrentPassword string `protobuf:"bytes,3,opt,name=current_password,json=currentPassword,proto3,oneof"`
+}
+
+type SetPasswordRequest_VerificationCode struct {
+	// A code from PasswordReset.
+	VerificationCode string `protobuf:"bytes,4,opt,name=verification_code,json=verificationCode,proto3,oneof"`
+}
+
+func (*SetPasswordRequest_CurrentPassword) isSetPasswordRequest_Verification() {}
+
+func (*SetPasswordRequest_VerificationCode) isSetPasswordRequest_Verification() {}
+
+// SetPasswordResponse reports the change.
+type SetPasswordResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The change.
+	Details       *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetPasswordResponse) Reset() {
+	*x = SetPasswordResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[164]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetPasswordResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetPasswordResponse) ProtoMessage() {}
+
+func (x *SetPasswordResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[164]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetPasswordResponse.ProtoReflect.Descriptor instead.
+func (*SetPasswordResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{164}
+}
+
+func (x *SetPasswordResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
 // Profile of the new user.
 type AddHumanUserRequest_Profile struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -9194,7 +9643,7 @@ type AddHumanUserRequest_Profile struct {
 
 func (x *AddHumanUserRequest_Profile) Reset() {
 	*x = AddHumanUserRequest_Profile{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[158]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[165]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9206,7 +9655,7 @@ func (x *AddHumanUserRequest_Profile) String() string {
 func (*AddHumanUserRequest_Profile) ProtoMessage() {}
 
 func (x *AddHumanUserRequest_Profile) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[158]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[165]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9277,7 +9726,7 @@ type AddHumanUserRequest_Email struct {
 
 func (x *AddHumanUserRequest_Email) Reset() {
 	*x = AddHumanUserRequest_Email{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[159]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[166]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9289,7 +9738,7 @@ func (x *AddHumanUserRequest_Email) String() string {
 func (*AddHumanUserRequest_Email) ProtoMessage() {}
 
 func (x *AddHumanUserRequest_Email) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[159]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[166]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9333,7 +9782,7 @@ type AddHumanUserRequest_Phone struct {
 
 func (x *AddHumanUserRequest_Phone) Reset() {
 	*x = AddHumanUserRequest_Phone{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[160]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[167]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9345,7 +9794,7 @@ func (x *AddHumanUserRequest_Phone) String() string {
 func (*AddHumanUserRequest_Phone) ProtoMessage() {}
 
 func (x *AddHumanUserRequest_Phone) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[160]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[167]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9397,7 +9846,7 @@ type ImportHumanUserRequest_Profile struct {
 
 func (x *ImportHumanUserRequest_Profile) Reset() {
 	*x = ImportHumanUserRequest_Profile{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[161]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[168]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9409,7 +9858,7 @@ func (x *ImportHumanUserRequest_Profile) String() string {
 func (*ImportHumanUserRequest_Profile) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_Profile) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[161]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[168]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9480,7 +9929,7 @@ type ImportHumanUserRequest_Email struct {
 
 func (x *ImportHumanUserRequest_Email) Reset() {
 	*x = ImportHumanUserRequest_Email{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[162]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[169]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9492,7 +9941,7 @@ func (x *ImportHumanUserRequest_Email) String() string {
 func (*ImportHumanUserRequest_Email) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_Email) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[162]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[169]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9536,7 +9985,7 @@ type ImportHumanUserRequest_Phone struct {
 
 func (x *ImportHumanUserRequest_Phone) Reset() {
 	*x = ImportHumanUserRequest_Phone{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[163]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[170]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9548,7 +9997,7 @@ func (x *ImportHumanUserRequest_Phone) String() string {
 func (*ImportHumanUserRequest_Phone) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_Phone) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[163]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[170]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9593,7 +10042,7 @@ type ImportHumanUserRequest_HashedPassword struct {
 
 func (x *ImportHumanUserRequest_HashedPassword) Reset() {
 	*x = ImportHumanUserRequest_HashedPassword{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[164]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[171]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9605,7 +10054,7 @@ func (x *ImportHumanUserRequest_HashedPassword) String() string {
 func (*ImportHumanUserRequest_HashedPassword) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_HashedPassword) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[164]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[171]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9648,7 +10097,7 @@ type BulkSetUserMetadataRequest_Metadata struct {
 
 func (x *BulkSetUserMetadataRequest_Metadata) Reset() {
 	*x = BulkSetUserMetadataRequest_Metadata{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[165]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[172]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9660,7 +10109,7 @@ func (x *BulkSetUserMetadataRequest_Metadata) String() string {
 func (*BulkSetUserMetadataRequest_Metadata) ProtoMessage() {}
 
 func (x *BulkSetUserMetadataRequest_Metadata) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[165]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[172]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9704,7 +10153,7 @@ type AddCustomLoginPolicyRequest_IDP struct {
 
 func (x *AddCustomLoginPolicyRequest_IDP) Reset() {
 	*x = AddCustomLoginPolicyRequest_IDP{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[166]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[173]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9716,7 +10165,7 @@ func (x *AddCustomLoginPolicyRequest_IDP) String() string {
 func (*AddCustomLoginPolicyRequest_IDP) ProtoMessage() {}
 
 func (x *AddCustomLoginPolicyRequest_IDP) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[166]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[173]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10343,7 +10792,33 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"'RemoveMultiFactorFromLoginPolicyRequest\x12<\n" +
 	"\x04type\x18\x01 \x01(\x0e2(.gatehouse.management.v1.MultiFactorTypeR\x04type\"l\n" +
 	"(RemoveMultiFactorFromLoginPolicyResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails2\xe3m\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\xb2\x01\n" +
+	"\x15SendPasswordResetLink\x12V\n" +
+	"\x11notification_type\x18\x01 \x01(\x0e2).gatehouse.management.v1.NotificationTypeR\x10notificationType\x120\n" +
+	"\furl_template\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01H\x00R\vurlTemplate\x88\x01\x01B\x0f\n" +
+	"\r_url_template\"\x19\n" +
+	"\x17ReturnPasswordResetCode\"\xe7\x01\n" +
+	"\x14PasswordResetRequest\x12!\n" +
+	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\x12M\n" +
+	"\tsend_link\x18\x02 \x01(\v2..gatehouse.management.v1.SendPasswordResetLinkH\x00R\bsendLink\x12S\n" +
+	"\vreturn_code\x18\x03 \x01(\v20.gatehouse.management.v1.ReturnPasswordResetCodeH\x00R\n" +
+	"returnCodeB\b\n" +
+	"\x06medium\"\xa1\x01\n" +
+	"\x15PasswordResetResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\x120\n" +
+	"\x11verification_code\x18\x02 \x01(\tH\x00R\x10verificationCode\x88\x01\x01B\x14\n" +
+	"\x12_verification_code\"Y\n" +
+	"\bPassword\x12$\n" +
+	"\bpassword\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\bpassword\x12'\n" +
+	"\x0fchange_required\x18\x02 \x01(\bR\x0echangeRequired\"\xfd\x01\n" +
+	"\x12SetPasswordRequest\x12!\n" +
+	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\x12D\n" +
+	"\fnew_password\x18\x02 \x01(\v2!.gatehouse.management.v1.PasswordR\vnewPassword\x125\n" +
+	"\x10current_password\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01H\x00R\x0fcurrentPassword\x127\n" +
+	"\x11verification_code\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01H\x00R\x10verificationCodeB\x0e\n" +
+	"\fverification\"W\n" +
+	"\x13SetPasswordResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails2\xfdq\n" +
 	"\x11ManagementService\x12\x8e\x01\n" +
 	"\vGetUserByID\x12+.gatehouse.management.v1.GetUserByIDRequest\x1a,.gatehouse.management.v1.GetUserByIDResponse\"$\x82\xd3\xe4\x93\x02\x1b\x12\x19/management/v1/users/{id}\x90\x02\x01\x12\x8e\x01\n" +
 	"\tListUsers\x12).gatehouse.management.v1.ListUsersRequest\x1a*.gatehouse.management.v1.ListUsersResponse\"*\x82\xd3\xe4\x93\x02!:\x01*\"\x1c/management/v1/users/_search\x90\x02\x01\x12\x92\x01\n" +
@@ -10356,7 +10831,10 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"UnlockUser\x12*.gatehouse.management.v1.UnlockUserRequest\x1a+.gatehouse.management.v1.UnlockUserResponse\",\x82\xd3\xe4\x93\x02&:\x01*\"!/management/v1/users/{id}/_unlock\x12\x88\x01\n" +
 	"\n" +
 	"RemoveUser\x12*.gatehouse.management.v1.RemoveUserRequest\x1a+.gatehouse.management.v1.RemoveUserResponse\"!\x82\xd3\xe4\x93\x02\x1b*\x19/management/v1/users/{id}\x12\xab\x01\n" +
-	"\x10SetHumanPassword\x120.gatehouse.management.v1.SetHumanPasswordRequest\x1a1.gatehouse.management.v1.SetHumanPasswordResponse\"2\x82\xd3\xe4\x93\x02,:\x01*\"'/management/v1/users/{user_id}/password\x12\x9e\x01\n" +
+	"\x10SetHumanPassword\x120.gatehouse.management.v1.SetHumanPasswordRequest\x1a1.gatehouse.management.v1.SetHumanPasswordResponse\"2\x82\xd3\xe4\x93\x02,:\x01*\"'/management/v1/users/{user_id}/password\x12\xe3\x01\n" +
+	"\"SendHumanResetPasswordNotification\x12B.gatehouse.management.v1.SendHumanResetPasswordNotificationRequest\x1aC.gatehouse.management.v1.SendHumanResetPasswordNotificationResponse\"4\x82\xd3\xe4\x93\x02.:\x01*\")/management/v1/users/{id}/password/_reset\x12\x9d\x01\n" +
+	"\rPasswordReset\x12-.gatehouse.management.v1.PasswordResetRequest\x1a..gatehouse.management.v1.PasswordResetResponse\"-\x82\xd3\xe4\x93\x02':\x01*\"\"/v2/users/{user_id}/password_reset\x12\x91\x01\n" +
+	"\vSetPassword\x12+.gatehouse.management.v1.SetPasswordRequest\x1a,.gatehouse.management.v1.SetPasswordResponse\"'\x82\xd3\xe4\x93\x02!:\x01*\"\x1c/v2/users/{user_id}/password\x12\x9e\x01\n" +
 	"\rAddMachineKey\x12-.gatehouse.management.v1.AddMachineKeyRequest\x1a..gatehouse.management.v1.AddMachineKeyResponse\".\x82\xd3\xe4\x93\x02(:\x01*\"#/management/v1/users/{user_id}/keys\x12\xaf\x01\n" +
 	"\x0fListMachineKeys\x12/.gatehouse.management.v1.ListMachineKeysRequest\x1a0.gatehouse.management.v1.ListMachineKeysResponse\"9\x82\xd3\xe4\x93\x020:\x01*\"+/management/v1/users/{user_id}/keys/_search\x90\x02\x01\x12\xad\x01\n" +
 	"\x10RemoveMachineKey\x120.gatehouse.management.v1.RemoveMachineKeyRequest\x1a1.gatehouse.management.v1.RemoveMachineKeyResponse\"4\x82\xd3\xe4\x93\x02.*,/management/v1/users/{user_id}/keys/{key_id}\x12\xb8\x01\n" +
@@ -10445,570 +10923,592 @@ func file_gatehouse_management_v1_management_proto_rawDescGZIP() []byte {
 	return file_gatehouse_management_v1_management_proto_rawDescData
 }
 
-var file_gatehouse_management_v1_management_proto_msgTypes = make([]protoimpl.MessageInfo, 167)
+var file_gatehouse_management_v1_management_proto_msgTypes = make([]protoimpl.MessageInfo, 174)
 var file_gatehouse_management_v1_management_proto_goTypes = []any{
-	(*GetUserByIDRequest)(nil),                        // 0: gatehouse.management.v1.GetUserByIDRequest
-	(*GetUserByIDResponse)(nil),                       // 1: gatehouse.management.v1.GetUserByIDResponse
-	(*ListUsersRequest)(nil),                          // 2: gatehouse.management.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),                         // 3: gatehouse.management.v1.ListUsersResponse
-	(*AddHumanUserRequest)(nil),                       // 4: gatehouse.management.v1.AddHumanUserRequest
-	(*AddHumanUserResponse)(nil),                      // 5: gatehouse.management.v1.AddHumanUserResponse
-	(*ImportHumanUserRequest)(nil),                    // 6: gatehouse.management.v1.ImportHumanUserRequest
-	(*ImportHumanUserResponse)(nil),                   // 7: gatehouse.management.v1.ImportHumanUserResponse
-	(*AddMachineUserRequest)(nil),                     // 8: gatehouse.management.v1.AddMachineUserRequest
-	(*AddMachineUserResponse)(nil),                    // 9: gatehouse.management.v1.AddMachineUserResponse
-	(*DeactivateUserRequest)(nil),                     // 10: gatehouse.management.v1.DeactivateUserRequest
-	(*DeactivateUserResponse)(nil),                    // 11: gatehouse.management.v1.DeactivateUserResponse
-	(*ReactivateUserRequest)(nil),                     // 12: gatehouse.management.v1.ReactivateUserRequest
-	(*ReactivateUserResponse)(nil),                    // 13: gatehouse.management.v1.ReactivateUserResponse
-	(*UnlockUserRequest)(nil),                         // 14: gatehouse.management.v1.UnlockUserRequest
-	(*UnlockUserResponse)(nil),                        // 15: gatehouse.management.v1.UnlockUserResponse
-	(*RemoveUserRequest)(nil),                         // 16: gatehouse.management.v1.RemoveUserRequest
-	(*RemoveUserResponse)(nil),                        // 17: gatehouse.management.v1.RemoveUserResponse
-	(*SetHumanPasswordRequest)(nil),                   // 18: gatehouse.management.v1.SetHumanPasswordRequest
-	(*SetHumanPasswordResponse)(nil),                  // 19: gatehouse.management.v1.SetHumanPasswordResponse
-	(*AddMachineKeyRequest)(nil),                      // 20: gatehouse.management.v1.AddMachineKeyRequest
-	(*AddMachineKeyResponse)(nil),                     // 21: gatehouse.management.v1.AddMachineKeyResponse
-	(*ListMachineKeysRequest)(nil),                    // 22: gatehouse.management.v1.ListMachineKeysRequest
-	(*ListMachineKeysResponse)(nil),                   // 23: gatehouse.management.v1.ListMachineKeysResponse
-	(*RemoveMachineKeyRequest)(nil),                   // 24: gatehouse.management.v1.RemoveMachineKeyRequest
-	(*RemoveMachineKeyResponse)(nil),                  // 25: gatehouse.management.v1.RemoveMachineKeyResponse
-	(*GenerateMachineSecretRequest)(nil),              // 26: gatehouse.management.v1.GenerateMachineSecretRequest
-	(*GenerateMachineSecretResponse)(nil),             // 27: gatehouse.management.v1.GenerateMachineSecretResponse
-	(*RemoveMachineSecretRequest)(nil),                // 28: gatehouse.management.v1.RemoveMachineSecretRequest
-	(*RemoveMachineSecretResponse)(nil),               // 29: gatehouse.management.v1.RemoveMachineSecretResponse
-	(*SetUserMetadataRequest)(nil),                    // 30: gatehouse.management.v1.SetUserMetadataRequest
-	(*SetUserMetadataResponse)(nil),                   // 31: gatehouse.management.v1.SetUserMetadataResponse
-	(*BulkSetUserMetadataRequest)(nil),                // 32: gatehouse.management.v1.BulkSetUserMetadataRequest
-	(*BulkSetUserMetadataResponse)(nil),               // 33: gatehouse.management.v1.BulkSetUserMetadataResponse
-	(*ListUserMetadataRequest)(nil),                   // 34: gatehouse.management.v1.ListUserMetadataRequest
-	(*ListUserMetadataResponse)(nil),                  // 35: gatehouse.management.v1.ListUserMetadataResponse
-	(*GetUserMetadataRequest)(nil),                    // 36: gatehouse.management.v1.GetUserMetadataRequest
-	(*GetUserMetadataResponse)(nil),                   // 37: gatehouse.management.v1.GetUserMetadataResponse
-	(*RemoveUserMetadataRequest)(nil),                 // 38: gatehouse.management.v1.RemoveUserMetadataRequest
-	(*RemoveUserMetadataResponse)(nil),                // 39: gatehouse.management.v1.RemoveUserMetadataResponse
-	(*BulkRemoveUserMetadataRequest)(nil),             // 40: gatehouse.management.v1.BulkRemoveUserMetadataRequest
-	(*BulkRemoveUserMetadataResponse)(nil),            // 41: gatehouse.management.v1.BulkRemoveUserMetadataResponse
-	(*GetMyOrgRequest)(nil),                           // 42: gatehouse.management.v1.GetMyOrgRequest
-	(*GetMyOrgResponse)(nil),                          // 43: gatehouse.management.v1.GetMyOrgResponse
-	(*AddOrgRequest)(nil),                             // 44: gatehouse.management.v1.AddOrgRequest
-	(*AddOrgResponse)(nil),                            // 45: gatehouse.management.v1.AddOrgResponse
-	(*ListOrgsRequest)(nil),                           // 46: gatehouse.management.v1.ListOrgsRequest
-	(*ListOrgsResponse)(nil),                          // 47: gatehouse.management.v1.ListOrgsResponse
-	(*AddOrgMemberRequest)(nil),                       // 48: gatehouse.management.v1.AddOrgMemberRequest
-	(*AddOrgMemberResponse)(nil),                      // 49: gatehouse.management.v1.AddOrgMemberResponse
-	(*ListOrgMembersRequest)(nil),                     // 50: gatehouse.management.v1.ListOrgMembersRequest
-	(*ListOrgMembersResponse)(nil),                    // 51: gatehouse.management.v1.ListOrgMembersResponse
-	(*RemoveOrgMemberRequest)(nil),                    // 52: gatehouse.management.v1.RemoveOrgMemberRequest
-	(*RemoveOrgMemberResponse)(nil),                   // 53: gatehouse.management.v1.RemoveOrgMemberResponse
-	(*GetOrgIDPByIDRequest)(nil),                      // 54: gatehouse.management.v1.GetOrgIDPByIDRequest
-	(*GetOrgIDPByIDResponse)(nil),                     // 55: gatehouse.management.v1.GetOrgIDPByIDResponse
-	(*ListOrgIDPsRequest)(nil),                        // 56: gatehouse.management.v1.ListOrgIDPsRequest
-	(*ListOrgIDPsResponse)(nil),                       // 57: gatehouse.management.v1.ListOrgIDPsResponse
-	(*AddOrgOIDCIDPRequest)(nil),                      // 58: gatehouse.management.v1.AddOrgOIDCIDPRequest
-	(*AddOrgOIDCIDPResponse)(nil),                     // 59: gatehouse.management.v1.AddOrgOIDCIDPResponse
-	(*UpdateOrgIDPOIDCConfigRequest)(nil),             // 60: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest
-	(*UpdateOrgIDPOIDCConfigResponse)(nil),            // 61: gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse
-	(*DeactivateOrgIDPRequest)(nil),                   // 62: gatehouse.management.v1.DeactivateOrgIDPRequest
-	(*DeactivateOrgIDPResponse)(nil),                  // 63: gatehouse.management.v1.DeactivateOrgIDPResponse
-	(*SetOrgIDPTrustRequest)(nil),                     // 64: gatehouse.management.v1.SetOrgIDPTrustRequest
-	(*SetOrgIDPTrustResponse)(nil),                    // 65: gatehouse.management.v1.SetOrgIDPTrustResponse
-	(*ReactivateOrgIDPRequest)(nil),                   // 66: gatehouse.management.v1.ReactivateOrgIDPRequest
-	(*ReactivateOrgIDPResponse)(nil),                  // 67: gatehouse.management.v1.ReactivateOrgIDPResponse
-	(*RemoveOrgIDPRequest)(nil),                       // 68: gatehouse.management.v1.RemoveOrgIDPRequest
-	(*RemoveOrgIDPResponse)(nil),                      // 69: gatehouse.management.v1.RemoveOrgIDPResponse
-	(*AddProjectRequest)(nil),                         // 70: gatehouse.management.v1.AddProjectRequest
-	(*AddProjectResponse)(nil),                        // 71: gatehouse.management.v1.AddProjectResponse
-	(*GetProjectByIDRequest)(nil),                     // 72: gatehouse.management.v1.GetProjectByIDRequest
-	(*GetProjectByIDResponse)(nil),                    // 73: gatehouse.management.v1.GetProjectByIDResponse
-	(*ListProjectsRequest)(nil),                       // 74: gatehouse.management.v1.ListProjectsRequest
-	(*ListProjectsResponse)(nil),                      // 75: gatehouse.management.v1.ListProjectsResponse
-	(*GetAppByIDRequest)(nil),                         // 76: gatehouse.management.v1.GetAppByIDRequest
-	(*GetAppByIDResponse)(nil),                        // 77: gatehouse.management.v1.GetAppByIDResponse
-	(*ListAppsRequest)(nil),                           // 78: gatehouse.management.v1.ListAppsRequest
-	(*ListAppsResponse)(nil),                          // 79: gatehouse.management.v1.ListAppsResponse
-	(*AddOIDCAppRequest)(nil),                         // 80: gatehouse.management.v1.AddOIDCAppRequest
-	(*AddOIDCAppResponse)(nil),                        // 81: gatehouse.management.v1.AddOIDCAppResponse
-	(*UpdateOIDCAppConfigRequest)(nil),                // 82: gatehouse.management.v1.UpdateOIDCAppConfigRequest
-	(*UpdateOIDCAppConfigResponse)(nil),               // 83: gatehouse.management.v1.UpdateOIDCAppConfigResponse
-	(*RegenerateOIDCClientSecretRequest)(nil),         // 84: gatehouse.management.v1.RegenerateOIDCClientSecretRequest
-	(*RegenerateOIDCClientSecretResponse)(nil),        // 85: gatehouse.management.v1.RegenerateOIDCClientSecretResponse
-	(*AddAPIAppRequest)(nil),                          // 86: gatehouse.management.v1.AddAPIAppRequest
-	(*AddAPIAppResponse)(nil),                         // 87: gatehouse.management.v1.AddAPIAppResponse
-	(*AddAppKeyRequest)(nil),                          // 88: gatehouse.management.v1.AddAppKeyRequest
-	(*AddAppKeyResponse)(nil),                         // 89: gatehouse.management.v1.AddAppKeyResponse
-	(*RemoveAppKeyRequest)(nil),                       // 90: gatehouse.management.v1.RemoveAppKeyRequest
-	(*RemoveAppKeyResponse)(nil),                      // 91: gatehouse.management.v1.RemoveAppKeyResponse
-	(*AddProjectGrantRequest)(nil),                    // 92: gatehouse.management.v1.AddProjectGrantRequest
-	(*AddProjectGrantResponse)(nil),                   // 93: gatehouse.management.v1.AddProjectGrantResponse
-	(*ListGrantedProjectsRequest)(nil),                // 94: gatehouse.management.v1.ListGrantedProjectsRequest
-	(*ListGrantedProjectsResponse)(nil),               // 95: gatehouse.management.v1.ListGrantedProjectsResponse
-	(*RefuseGrantedProjectRequest)(nil),               // 96: gatehouse.management.v1.RefuseGrantedProjectRequest
-	(*RefuseGrantedProjectResponse)(nil),              // 97: gatehouse.management.v1.RefuseGrantedProjectResponse
-	(*ListProjectGrantsRequest)(nil),                  // 98: gatehouse.management.v1.ListProjectGrantsRequest
-	(*ListProjectGrantsResponse)(nil),                 // 99: gatehouse.management.v1.ListProjectGrantsResponse
-	(*UpdateProjectGrantRequest)(nil),                 // 100: gatehouse.management.v1.UpdateProjectGrantRequest
-	(*UpdateProjectGrantResponse)(nil),                // 101: gatehouse.management.v1.UpdateProjectGrantResponse
-	(*RemoveProjectGrantRequest)(nil),                 // 102: gatehouse.management.v1.RemoveProjectGrantRequest
-	(*RemoveProjectGrantResponse)(nil),                // 103: gatehouse.management.v1.RemoveProjectGrantResponse
-	(*GetLoginPolicyRequest)(nil),                     // 104: gatehouse.management.v1.GetLoginPolicyRequest
-	(*GetLoginPolicyResponse)(nil),                    // 105: gatehouse.management.v1.GetLoginPolicyResponse
-	(*AddCustomLoginPolicyRequest)(nil),               // 106: gatehouse.management.v1.AddCustomLoginPolicyRequest
-	(*AddCustomLoginPolicyResponse)(nil),              // 107: gatehouse.management.v1.AddCustomLoginPolicyResponse
-	(*UpdateCustomLoginPolicyRequest)(nil),            // 108: gatehouse.management.v1.UpdateCustomLoginPolicyRequest
-	(*UpdateCustomLoginPolicyResponse)(nil),           // 109: gatehouse.management.v1.UpdateCustomLoginPolicyResponse
-	(*ResetLoginPolicyToDefaultRequest)(nil),          // 110: gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
-	(*ResetLoginPolicyToDefaultResponse)(nil),         // 111: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
-	(*ListUserIDPsRequest)(nil),                       // 112: gatehouse.management.v1.ListUserIDPsRequest
-	(*ListUserIDPsResponse)(nil),                      // 113: gatehouse.management.v1.ListUserIDPsResponse
-	(*RemoveUserIDPRequest)(nil),                      // 114: gatehouse.management.v1.RemoveUserIDPRequest
-	(*RemoveUserIDPResponse)(nil),                     // 115: gatehouse.management.v1.RemoveUserIDPResponse
-	(*RegisterTOTPRequest)(nil),                       // 116: gatehouse.management.v1.RegisterTOTPRequest
-	(*RegisterTOTPResponse)(nil),                      // 117: gatehouse.management.v1.RegisterTOTPResponse
-	(*VerifyTOTPRegistrationRequest)(nil),             // 118: gatehouse.management.v1.VerifyTOTPRegistrationRequest
-	(*VerifyTOTPRegistrationResponse)(nil),            // 119: gatehouse.management.v1.VerifyTOTPRegistrationResponse
-	(*RemoveTOTPRequest)(nil),                         // 120: gatehouse.management.v1.RemoveTOTPRequest
-	(*RemoveTOTPResponse)(nil),                        // 121: gatehouse.management.v1.RemoveTOTPResponse
-	(*ListHumanAuthFactorsRequest)(nil),               // 122: gatehouse.management.v1.ListHumanAuthFactorsRequest
-	(*ListHumanAuthFactorsResponse)(nil),              // 123: gatehouse.management.v1.ListHumanAuthFactorsResponse
-	(*RemoveHumanAuthFactorOTPRequest)(nil),           // 124: gatehouse.management.v1.RemoveHumanAuthFactorOTPRequest
-	(*RemoveHumanAuthFactorOTPResponse)(nil),          // 125: gatehouse.management.v1.RemoveHumanAuthFactorOTPResponse
-	(*RemoveHumanAuthFactorU2FRequest)(nil),           // 126: gatehouse.management.v1.RemoveHumanAuthFactorU2FRequest
-	(*RemoveHumanAuthFactorU2FResponse)(nil),          // 127: gatehouse.management.v1.RemoveHumanAuthFactorU2FResponse
-	(*ListHumanPasswordlessRequest)(nil),              // 128: gatehouse.management.v1.ListHumanPasswordlessRequest
-	(*ListHumanPasswordlessResponse)(nil),             // 129: gatehouse.management.v1.ListHumanPasswordlessResponse
-	(*RemoveHumanPasswordlessRequest)(nil),            // 130: gatehouse.management.v1.RemoveHumanPasswordlessRequest
-	(*RemoveHumanPasswordlessResponse)(nil),           // 131: gatehouse.management.v1.RemoveHumanPasswordlessResponse
-	(*RegisterU2FRequest)(nil),                        // 132: gatehouse.management.v1.RegisterU2FRequest
-	(*RegisterU2FResponse)(nil),                       // 133: gatehouse.management.v1.RegisterU2FResponse
-	(*VerifyU2FRegistrationRequest)(nil),              // 134: gatehouse.management.v1.VerifyU2FRegistrationRequest
-	(*VerifyU2FRegistrationResponse)(nil),             // 135: gatehouse.management.v1.VerifyU2FRegistrationResponse
-	(*RemoveU2FRequest)(nil),                          // 136: gatehouse.management.v1.RemoveU2FRequest
-	(*RemoveU2FResponse)(nil),                         // 137: gatehouse.management.v1.RemoveU2FResponse
-	(*RegisterPasskeyRequest)(nil),                    // 138: gatehouse.management.v1.RegisterPasskeyRequest
-	(*RegisterPasskeyResponse)(nil),                   // 139: gatehouse.management.v1.RegisterPasskeyResponse
-	(*VerifyPasskeyRegistrationRequest)(nil),          // 140: gatehouse.management.v1.VerifyPasskeyRegistrationRequest
-	(*VerifyPasskeyRegistrationResponse)(nil),         // 141: gatehouse.management.v1.VerifyPasskeyRegistrationResponse
-	(*ListPasskeysRequest)(nil),                       // 142: gatehouse.management.v1.ListPasskeysRequest
-	(*ListPasskeysResponse)(nil),                      // 143: gatehouse.management.v1.ListPasskeysResponse
-	(*RemovePasskeyRequest)(nil),                      // 144: gatehouse.management.v1.RemovePasskeyRequest
-	(*RemovePasskeyResponse)(nil),                     // 145: gatehouse.management.v1.RemovePasskeyResponse
-	(*ListLoginPolicySecondFactorsRequest)(nil),       // 146: gatehouse.management.v1.ListLoginPolicySecondFactorsRequest
-	(*ListLoginPolicySecondFactorsResponse)(nil),      // 147: gatehouse.management.v1.ListLoginPolicySecondFactorsResponse
-	(*AddSecondFactorToLoginPolicyRequest)(nil),       // 148: gatehouse.management.v1.AddSecondFactorToLoginPolicyRequest
-	(*AddSecondFactorToLoginPolicyResponse)(nil),      // 149: gatehouse.management.v1.AddSecondFactorToLoginPolicyResponse
-	(*RemoveSecondFactorFromLoginPolicyRequest)(nil),  // 150: gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyRequest
-	(*RemoveSecondFactorFromLoginPolicyResponse)(nil), // 151: gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyResponse
-	(*ListLoginPolicyMultiFactorsRequest)(nil),        // 152: gatehouse.management.v1.ListLoginPolicyMultiFactorsRequest
-	(*ListLoginPolicyMultiFactorsResponse)(nil),       // 153: gatehouse.management.v1.ListLoginPolicyMultiFactorsResponse
-	(*AddMultiFactorToLoginPolicyRequest)(nil),        // 154: gatehouse.management.v1.AddMultiFactorToLoginPolicyRequest
-	(*AddMultiFactorToLoginPolicyResponse)(nil),       // 155: gatehouse.management.v1.AddMultiFactorToLoginPolicyResponse
-	(*RemoveMultiFactorFromLoginPolicyRequest)(nil),   // 156: gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyRequest
-	(*RemoveMultiFactorFromLoginPolicyResponse)(nil),  // 157: gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyResponse
-	(*AddHumanUserRequest_Profile)(nil),               // 158: gatehouse.management.v1.AddHumanUserRequest.Profile
-	(*AddHumanUserRequest_Email)(nil),                 // 159: gatehouse.management.v1.AddHumanUserRequest.Email
-	(*AddHumanUserRequest_Phone)(nil),                 // 160: gatehouse.management.v1.AddHumanUserRequest.Phone
-	(*ImportHumanUserRequest_Profile)(nil),            // 161: gatehouse.management.v1.ImportHumanUserRequest.Profile
-	(*ImportHumanUserRequest_Email)(nil),              // 162: gatehouse.management.v1.ImportHumanUserRequest.Email
-	(*ImportHumanUserRequest_Phone)(nil),              // 163: gatehouse.management.v1.ImportHumanUserRequest.Phone
-	(*ImportHumanUserRequest_HashedPassword)(nil),     // 164: gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
-	(*BulkSetUserMetadataRequest_Metadata)(nil),       // 165: gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
-	(*AddCustomLoginPolicyRequest_IDP)(nil),           // 166: gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
-	(*User)(nil),                                      // 167: gatehouse.management.v1.User
-	(*ListQuery)(nil),                                 // 168: gatehouse.management.v1.ListQuery
-	(UserFieldName)(0),                                // 169: gatehouse.management.v1.UserFieldName
-	(*UserQuery)(nil),                                 // 170: gatehouse.management.v1.UserQuery
-	(*ListDetails)(nil),                               // 171: gatehouse.management.v1.ListDetails
-	(*ObjectDetails)(nil),                             // 172: gatehouse.management.v1.ObjectDetails
-	(AccessTokenType)(0),                              // 173: gatehouse.management.v1.AccessTokenType
-	(KeyType)(0),                                      // 174: gatehouse.management.v1.KeyType
-	(*timestamppb.Timestamp)(nil),                     // 175: google.protobuf.Timestamp
-	(*Key)(nil),                                       // 176: gatehouse.management.v1.Key
-	(*MetadataQuery)(nil),                             // 177: gatehouse.management.v1.MetadataQuery
-	(*Metadata)(nil),                                  // 178: gatehouse.management.v1.Metadata
-	(*Org)(nil),                                       // 179: gatehouse.management.v1.Org
-	(OrgFieldName)(0),                                 // 180: gatehouse.management.v1.OrgFieldName
-	(*OrgQuery)(nil),                                  // 181: gatehouse.management.v1.OrgQuery
-	(*MemberQuery)(nil),                               // 182: gatehouse.management.v1.MemberQuery
-	(*Member)(nil),                                    // 183: gatehouse.management.v1.Member
-	(*IDP)(nil),                                       // 184: gatehouse.management.v1.IDP
-	(IDPFieldName)(0),                                 // 185: gatehouse.management.v1.IDPFieldName
-	(*IDPQuery)(nil),                                  // 186: gatehouse.management.v1.IDPQuery
-	(StylingType)(0),                                  // 187: gatehouse.management.v1.StylingType
-	(OIDCMappingField)(0),                             // 188: gatehouse.management.v1.OIDCMappingField
-	(PrivateLabelingSetting)(0),                       // 189: gatehouse.management.v1.PrivateLabelingSetting
-	(*Project)(nil),                                   // 190: gatehouse.management.v1.Project
-	(*ProjectQuery)(nil),                              // 191: gatehouse.management.v1.ProjectQuery
-	(*App)(nil),                                       // 192: gatehouse.management.v1.App
-	(*AppQuery)(nil),                                  // 193: gatehouse.management.v1.AppQuery
-	(OIDCResponseType)(0),                             // 194: gatehouse.management.v1.OIDCResponseType
-	(OIDCGrantType)(0),                                // 195: gatehouse.management.v1.OIDCGrantType
-	(OIDCAppType)(0),                                  // 196: gatehouse.management.v1.OIDCAppType
-	(OIDCAuthMethodType)(0),                           // 197: gatehouse.management.v1.OIDCAuthMethodType
-	(OIDCVersion)(0),                                  // 198: gatehouse.management.v1.OIDCVersion
-	(OIDCTokenType)(0),                                // 199: gatehouse.management.v1.OIDCTokenType
-	(*durationpb.Duration)(nil),                       // 200: google.protobuf.Duration
-	(*LoginVersion)(nil),                              // 201: gatehouse.management.v1.LoginVersion
-	(*LocalizedMessage)(nil),                          // 202: gatehouse.management.v1.LocalizedMessage
-	(APIAuthMethodType)(0),                            // 203: gatehouse.management.v1.APIAuthMethodType
-	(*ProjectGrant)(nil),                              // 204: gatehouse.management.v1.ProjectGrant
-	(*LoginPolicy)(nil),                               // 205: gatehouse.management.v1.LoginPolicy
-	(PasswordlessType)(0),                             // 206: gatehouse.management.v1.PasswordlessType
-	(SecondFactorType)(0),                             // 207: gatehouse.management.v1.SecondFactorType
-	(MultiFactorType)(0),                              // 208: gatehouse.management.v1.MultiFactorType
-	(*IDPUserLink)(nil),                               // 209: gatehouse.management.v1.IDPUserLink
-	(*AuthFactor)(nil),                                // 210: gatehouse.management.v1.AuthFactor
-	(*WebAuthNToken)(nil),                             // 211: gatehouse.management.v1.WebAuthNToken
-	(*structpb.Struct)(nil),                           // 212: google.protobuf.Struct
-	(*Passkey)(nil),                                   // 213: gatehouse.management.v1.Passkey
-	(Gender)(0),                                       // 214: gatehouse.management.v1.Gender
-	(*SetAppAdminClientRequest)(nil),                  // 215: gatehouse.management.v1.SetAppAdminClientRequest
-	(*SetAppAdminClientResponse)(nil),                 // 216: gatehouse.management.v1.SetAppAdminClientResponse
+	(*GetUserByIDRequest)(nil),                         // 0: gatehouse.management.v1.GetUserByIDRequest
+	(*GetUserByIDResponse)(nil),                        // 1: gatehouse.management.v1.GetUserByIDResponse
+	(*ListUsersRequest)(nil),                           // 2: gatehouse.management.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),                          // 3: gatehouse.management.v1.ListUsersResponse
+	(*AddHumanUserRequest)(nil),                        // 4: gatehouse.management.v1.AddHumanUserRequest
+	(*AddHumanUserResponse)(nil),                       // 5: gatehouse.management.v1.AddHumanUserResponse
+	(*ImportHumanUserRequest)(nil),                     // 6: gatehouse.management.v1.ImportHumanUserRequest
+	(*ImportHumanUserResponse)(nil),                    // 7: gatehouse.management.v1.ImportHumanUserResponse
+	(*AddMachineUserRequest)(nil),                      // 8: gatehouse.management.v1.AddMachineUserRequest
+	(*AddMachineUserResponse)(nil),                     // 9: gatehouse.management.v1.AddMachineUserResponse
+	(*DeactivateUserRequest)(nil),                      // 10: gatehouse.management.v1.DeactivateUserRequest
+	(*DeactivateUserResponse)(nil),                     // 11: gatehouse.management.v1.DeactivateUserResponse
+	(*ReactivateUserRequest)(nil),                      // 12: gatehouse.management.v1.ReactivateUserRequest
+	(*ReactivateUserResponse)(nil),                     // 13: gatehouse.management.v1.ReactivateUserResponse
+	(*UnlockUserRequest)(nil),                          // 14: gatehouse.management.v1.UnlockUserRequest
+	(*UnlockUserResponse)(nil),                         // 15: gatehouse.management.v1.UnlockUserResponse
+	(*RemoveUserRequest)(nil),                          // 16: gatehouse.management.v1.RemoveUserRequest
+	(*RemoveUserResponse)(nil),                         // 17: gatehouse.management.v1.RemoveUserResponse
+	(*SetHumanPasswordRequest)(nil),                    // 18: gatehouse.management.v1.SetHumanPasswordRequest
+	(*SetHumanPasswordResponse)(nil),                   // 19: gatehouse.management.v1.SetHumanPasswordResponse
+	(*AddMachineKeyRequest)(nil),                       // 20: gatehouse.management.v1.AddMachineKeyRequest
+	(*AddMachineKeyResponse)(nil),                      // 21: gatehouse.management.v1.AddMachineKeyResponse
+	(*ListMachineKeysRequest)(nil),                     // 22: gatehouse.management.v1.ListMachineKeysRequest
+	(*ListMachineKeysResponse)(nil),                    // 23: gatehouse.management.v1.ListMachineKeysResponse
+	(*RemoveMachineKeyRequest)(nil),                    // 24: gatehouse.management.v1.RemoveMachineKeyRequest
+	(*RemoveMachineKeyResponse)(nil),                   // 25: gatehouse.management.v1.RemoveMachineKeyResponse
+	(*GenerateMachineSecretRequest)(nil),               // 26: gatehouse.management.v1.GenerateMachineSecretRequest
+	(*GenerateMachineSecretResponse)(nil),              // 27: gatehouse.management.v1.GenerateMachineSecretResponse
+	(*RemoveMachineSecretRequest)(nil),                 // 28: gatehouse.management.v1.RemoveMachineSecretRequest
+	(*RemoveMachineSecretResponse)(nil),                // 29: gatehouse.management.v1.RemoveMachineSecretResponse
+	(*SetUserMetadataRequest)(nil),                     // 30: gatehouse.management.v1.SetUserMetadataRequest
+	(*SetUserMetadataResponse)(nil),                    // 31: gatehouse.management.v1.SetUserMetadataResponse
+	(*BulkSetUserMetadataRequest)(nil),                 // 32: gatehouse.management.v1.BulkSetUserMetadataRequest
+	(*BulkSetUserMetadataResponse)(nil),                // 33: gatehouse.management.v1.BulkSetUserMetadataResponse
+	(*ListUserMetadataRequest)(nil),                    // 34: gatehouse.management.v1.ListUserMetadataRequest
+	(*ListUserMetadataResponse)(nil),                   // 35: gatehouse.management.v1.ListUserMetadataResponse
+	(*GetUserMetadataRequest)(nil),                     // 36: gatehouse.management.v1.GetUserMetadataRequest
+	(*GetUserMetadataResponse)(nil),                    // 37: gatehouse.management.v1.GetUserMetadataResponse
+	(*RemoveUserMetadataRequest)(nil),                  // 38: gatehouse.management.v1.RemoveUserMetadataRequest
+	(*RemoveUserMetadataResponse)(nil),                 // 39: gatehouse.management.v1.RemoveUserMetadataResponse
+	(*BulkRemoveUserMetadataRequest)(nil),              // 40: gatehouse.management.v1.BulkRemoveUserMetadataRequest
+	(*BulkRemoveUserMetadataResponse)(nil),             // 41: gatehouse.management.v1.BulkRemoveUserMetadataResponse
+	(*GetMyOrgRequest)(nil),                            // 42: gatehouse.management.v1.GetMyOrgRequest
+	(*GetMyOrgResponse)(nil),                           // 43: gatehouse.management.v1.GetMyOrgResponse
+	(*AddOrgRequest)(nil),                              // 44: gatehouse.management.v1.AddOrgRequest
+	(*AddOrgResponse)(nil),                             // 45: gatehouse.management.v1.AddOrgResponse
+	(*ListOrgsRequest)(nil),                            // 46: gatehouse.management.v1.ListOrgsRequest
+	(*ListOrgsResponse)(nil),                           // 47: gatehouse.management.v1.ListOrgsResponse
+	(*AddOrgMemberRequest)(nil),                        // 48: gatehouse.management.v1.AddOrgMemberRequest
+	(*AddOrgMemberResponse)(nil),                       // 49: gatehouse.management.v1.AddOrgMemberResponse
+	(*ListOrgMembersRequest)(nil),                      // 50: gatehouse.management.v1.ListOrgMembersRequest
+	(*ListOrgMembersResponse)(nil),                     // 51: gatehouse.management.v1.ListOrgMembersResponse
+	(*RemoveOrgMemberRequest)(nil),                     // 52: gatehouse.management.v1.RemoveOrgMemberRequest
+	(*RemoveOrgMemberResponse)(nil),                    // 53: gatehouse.management.v1.RemoveOrgMemberResponse
+	(*GetOrgIDPByIDRequest)(nil),                       // 54: gatehouse.management.v1.GetOrgIDPByIDRequest
+	(*GetOrgIDPByIDResponse)(nil),                      // 55: gatehouse.management.v1.GetOrgIDPByIDResponse
+	(*ListOrgIDPsRequest)(nil),                         // 56: gatehouse.management.v1.ListOrgIDPsRequest
+	(*ListOrgIDPsResponse)(nil),                        // 57: gatehouse.management.v1.ListOrgIDPsResponse
+	(*AddOrgOIDCIDPRequest)(nil),                       // 58: gatehouse.management.v1.AddOrgOIDCIDPRequest
+	(*AddOrgOIDCIDPResponse)(nil),                      // 59: gatehouse.management.v1.AddOrgOIDCIDPResponse
+	(*UpdateOrgIDPOIDCConfigRequest)(nil),              // 60: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest
+	(*UpdateOrgIDPOIDCConfigResponse)(nil),             // 61: gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse
+	(*DeactivateOrgIDPRequest)(nil),                    // 62: gatehouse.management.v1.DeactivateOrgIDPRequest
+	(*DeactivateOrgIDPResponse)(nil),                   // 63: gatehouse.management.v1.DeactivateOrgIDPResponse
+	(*SetOrgIDPTrustRequest)(nil),                      // 64: gatehouse.management.v1.SetOrgIDPTrustRequest
+	(*SetOrgIDPTrustResponse)(nil),                     // 65: gatehouse.management.v1.SetOrgIDPTrustResponse
+	(*ReactivateOrgIDPRequest)(nil),                    // 66: gatehouse.management.v1.ReactivateOrgIDPRequest
+	(*ReactivateOrgIDPResponse)(nil),                   // 67: gatehouse.management.v1.ReactivateOrgIDPResponse
+	(*RemoveOrgIDPRequest)(nil),                        // 68: gatehouse.management.v1.RemoveOrgIDPRequest
+	(*RemoveOrgIDPResponse)(nil),                       // 69: gatehouse.management.v1.RemoveOrgIDPResponse
+	(*AddProjectRequest)(nil),                          // 70: gatehouse.management.v1.AddProjectRequest
+	(*AddProjectResponse)(nil),                         // 71: gatehouse.management.v1.AddProjectResponse
+	(*GetProjectByIDRequest)(nil),                      // 72: gatehouse.management.v1.GetProjectByIDRequest
+	(*GetProjectByIDResponse)(nil),                     // 73: gatehouse.management.v1.GetProjectByIDResponse
+	(*ListProjectsRequest)(nil),                        // 74: gatehouse.management.v1.ListProjectsRequest
+	(*ListProjectsResponse)(nil),                       // 75: gatehouse.management.v1.ListProjectsResponse
+	(*GetAppByIDRequest)(nil),                          // 76: gatehouse.management.v1.GetAppByIDRequest
+	(*GetAppByIDResponse)(nil),                         // 77: gatehouse.management.v1.GetAppByIDResponse
+	(*ListAppsRequest)(nil),                            // 78: gatehouse.management.v1.ListAppsRequest
+	(*ListAppsResponse)(nil),                           // 79: gatehouse.management.v1.ListAppsResponse
+	(*AddOIDCAppRequest)(nil),                          // 80: gatehouse.management.v1.AddOIDCAppRequest
+	(*AddOIDCAppResponse)(nil),                         // 81: gatehouse.management.v1.AddOIDCAppResponse
+	(*UpdateOIDCAppConfigRequest)(nil),                 // 82: gatehouse.management.v1.UpdateOIDCAppConfigRequest
+	(*UpdateOIDCAppConfigResponse)(nil),                // 83: gatehouse.management.v1.UpdateOIDCAppConfigResponse
+	(*RegenerateOIDCClientSecretRequest)(nil),          // 84: gatehouse.management.v1.RegenerateOIDCClientSecretRequest
+	(*RegenerateOIDCClientSecretResponse)(nil),         // 85: gatehouse.management.v1.RegenerateOIDCClientSecretResponse
+	(*AddAPIAppRequest)(nil),                           // 86: gatehouse.management.v1.AddAPIAppRequest
+	(*AddAPIAppResponse)(nil),                          // 87: gatehouse.management.v1.AddAPIAppResponse
+	(*AddAppKeyRequest)(nil),                           // 88: gatehouse.management.v1.AddAppKeyRequest
+	(*AddAppKeyResponse)(nil),                          // 89: gatehouse.management.v1.AddAppKeyResponse
+	(*RemoveAppKeyRequest)(nil),                        // 90: gatehouse.management.v1.RemoveAppKeyRequest
+	(*RemoveAppKeyResponse)(nil),                       // 91: gatehouse.management.v1.RemoveAppKeyResponse
+	(*AddProjectGrantRequest)(nil),                     // 92: gatehouse.management.v1.AddProjectGrantRequest
+	(*AddProjectGrantResponse)(nil),                    // 93: gatehouse.management.v1.AddProjectGrantResponse
+	(*ListGrantedProjectsRequest)(nil),                 // 94: gatehouse.management.v1.ListGrantedProjectsRequest
+	(*ListGrantedProjectsResponse)(nil),                // 95: gatehouse.management.v1.ListGrantedProjectsResponse
+	(*RefuseGrantedProjectRequest)(nil),                // 96: gatehouse.management.v1.RefuseGrantedProjectRequest
+	(*RefuseGrantedProjectResponse)(nil),               // 97: gatehouse.management.v1.RefuseGrantedProjectResponse
+	(*ListProjectGrantsRequest)(nil),                   // 98: gatehouse.management.v1.ListProjectGrantsRequest
+	(*ListProjectGrantsResponse)(nil),                  // 99: gatehouse.management.v1.ListProjectGrantsResponse
+	(*UpdateProjectGrantRequest)(nil),                  // 100: gatehouse.management.v1.UpdateProjectGrantRequest
+	(*UpdateProjectGrantResponse)(nil),                 // 101: gatehouse.management.v1.UpdateProjectGrantResponse
+	(*RemoveProjectGrantRequest)(nil),                  // 102: gatehouse.management.v1.RemoveProjectGrantRequest
+	(*RemoveProjectGrantResponse)(nil),                 // 103: gatehouse.management.v1.RemoveProjectGrantResponse
+	(*GetLoginPolicyRequest)(nil),                      // 104: gatehouse.management.v1.GetLoginPolicyRequest
+	(*GetLoginPolicyResponse)(nil),                     // 105: gatehouse.management.v1.GetLoginPolicyResponse
+	(*AddCustomLoginPolicyRequest)(nil),                // 106: gatehouse.management.v1.AddCustomLoginPolicyRequest
+	(*AddCustomLoginPolicyResponse)(nil),               // 107: gatehouse.management.v1.AddCustomLoginPolicyResponse
+	(*UpdateCustomLoginPolicyRequest)(nil),             // 108: gatehouse.management.v1.UpdateCustomLoginPolicyRequest
+	(*UpdateCustomLoginPolicyResponse)(nil),            // 109: gatehouse.management.v1.UpdateCustomLoginPolicyResponse
+	(*ResetLoginPolicyToDefaultRequest)(nil),           // 110: gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
+	(*ResetLoginPolicyToDefaultResponse)(nil),          // 111: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
+	(*ListUserIDPsRequest)(nil),                        // 112: gatehouse.management.v1.ListUserIDPsRequest
+	(*ListUserIDPsResponse)(nil),                       // 113: gatehouse.management.v1.ListUserIDPsResponse
+	(*RemoveUserIDPRequest)(nil),                       // 114: gatehouse.management.v1.RemoveUserIDPRequest
+	(*RemoveUserIDPResponse)(nil),                      // 115: gatehouse.management.v1.RemoveUserIDPResponse
+	(*RegisterTOTPRequest)(nil),                        // 116: gatehouse.management.v1.RegisterTOTPRequest
+	(*RegisterTOTPResponse)(nil),                       // 117: gatehouse.management.v1.RegisterTOTPResponse
+	(*VerifyTOTPRegistrationRequest)(nil),              // 118: gatehouse.management.v1.VerifyTOTPRegistrationRequest
+	(*VerifyTOTPRegistrationResponse)(nil),             // 119: gatehouse.management.v1.VerifyTOTPRegistrationResponse
+	(*RemoveTOTPRequest)(nil),                          // 120: gatehouse.management.v1.RemoveTOTPRequest
+	(*RemoveTOTPResponse)(nil),                         // 121: gatehouse.management.v1.RemoveTOTPResponse
+	(*ListHumanAuthFactorsRequest)(nil),                // 122: gatehouse.management.v1.ListHumanAuthFactorsRequest
+	(*ListHumanAuthFactorsResponse)(nil),               // 123: gatehouse.management.v1.ListHumanAuthFactorsResponse
+	(*RemoveHumanAuthFactorOTPRequest)(nil),            // 124: gatehouse.management.v1.RemoveHumanAuthFactorOTPRequest
+	(*RemoveHumanAuthFactorOTPResponse)(nil),           // 125: gatehouse.management.v1.RemoveHumanAuthFactorOTPResponse
+	(*RemoveHumanAuthFactorU2FRequest)(nil),            // 126: gatehouse.management.v1.RemoveHumanAuthFactorU2FRequest
+	(*RemoveHumanAuthFactorU2FResponse)(nil),           // 127: gatehouse.management.v1.RemoveHumanAuthFactorU2FResponse
+	(*ListHumanPasswordlessRequest)(nil),               // 128: gatehouse.management.v1.ListHumanPasswordlessRequest
+	(*ListHumanPasswordlessResponse)(nil),              // 129: gatehouse.management.v1.ListHumanPasswordlessResponse
+	(*RemoveHumanPasswordlessRequest)(nil),             // 130: gatehouse.management.v1.RemoveHumanPasswordlessRequest
+	(*RemoveHumanPasswordlessResponse)(nil),            // 131: gatehouse.management.v1.RemoveHumanPasswordlessResponse
+	(*RegisterU2FRequest)(nil),                         // 132: gatehouse.management.v1.RegisterU2FRequest
+	(*RegisterU2FResponse)(nil),                        // 133: gatehouse.management.v1.RegisterU2FResponse
+	(*VerifyU2FRegistrationRequest)(nil),               // 134: gatehouse.management.v1.VerifyU2FRegistrationRequest
+	(*VerifyU2FRegistrationResponse)(nil),              // 135: gatehouse.management.v1.VerifyU2FRegistrationResponse
+	(*RemoveU2FRequest)(nil),                           // 136: gatehouse.management.v1.RemoveU2FRequest
+	(*RemoveU2FResponse)(nil),                          // 137: gatehouse.management.v1.RemoveU2FResponse
+	(*RegisterPasskeyRequest)(nil),                     // 138: gatehouse.management.v1.RegisterPasskeyRequest
+	(*RegisterPasskeyResponse)(nil),                    // 139: gatehouse.management.v1.RegisterPasskeyResponse
+	(*VerifyPasskeyRegistrationRequest)(nil),           // 140: gatehouse.management.v1.VerifyPasskeyRegistrationRequest
+	(*VerifyPasskeyRegistrationResponse)(nil),          // 141: gatehouse.management.v1.VerifyPasskeyRegistrationResponse
+	(*ListPasskeysRequest)(nil),                        // 142: gatehouse.management.v1.ListPasskeysRequest
+	(*ListPasskeysResponse)(nil),                       // 143: gatehouse.management.v1.ListPasskeysResponse
+	(*RemovePasskeyRequest)(nil),                       // 144: gatehouse.management.v1.RemovePasskeyRequest
+	(*RemovePasskeyResponse)(nil),                      // 145: gatehouse.management.v1.RemovePasskeyResponse
+	(*ListLoginPolicySecondFactorsRequest)(nil),        // 146: gatehouse.management.v1.ListLoginPolicySecondFactorsRequest
+	(*ListLoginPolicySecondFactorsResponse)(nil),       // 147: gatehouse.management.v1.ListLoginPolicySecondFactorsResponse
+	(*AddSecondFactorToLoginPolicyRequest)(nil),        // 148: gatehouse.management.v1.AddSecondFactorToLoginPolicyRequest
+	(*AddSecondFactorToLoginPolicyResponse)(nil),       // 149: gatehouse.management.v1.AddSecondFactorToLoginPolicyResponse
+	(*RemoveSecondFactorFromLoginPolicyRequest)(nil),   // 150: gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyRequest
+	(*RemoveSecondFactorFromLoginPolicyResponse)(nil),  // 151: gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyResponse
+	(*ListLoginPolicyMultiFactorsRequest)(nil),         // 152: gatehouse.management.v1.ListLoginPolicyMultiFactorsRequest
+	(*ListLoginPolicyMultiFactorsResponse)(nil),        // 153: gatehouse.management.v1.ListLoginPolicyMultiFactorsResponse
+	(*AddMultiFactorToLoginPolicyRequest)(nil),         // 154: gatehouse.management.v1.AddMultiFactorToLoginPolicyRequest
+	(*AddMultiFactorToLoginPolicyResponse)(nil),        // 155: gatehouse.management.v1.AddMultiFactorToLoginPolicyResponse
+	(*RemoveMultiFactorFromLoginPolicyRequest)(nil),    // 156: gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyRequest
+	(*RemoveMultiFactorFromLoginPolicyResponse)(nil),   // 157: gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyResponse
+	(*SendPasswordResetLink)(nil),                      // 158: gatehouse.management.v1.SendPasswordResetLink
+	(*ReturnPasswordResetCode)(nil),                    // 159: gatehouse.management.v1.ReturnPasswordResetCode
+	(*PasswordResetRequest)(nil),                       // 160: gatehouse.management.v1.PasswordResetRequest
+	(*PasswordResetResponse)(nil),                      // 161: gatehouse.management.v1.PasswordResetResponse
+	(*Password)(nil),                                   // 162: gatehouse.management.v1.Password
+	(*SetPasswordRequest)(nil),                         // 163: gatehouse.management.v1.SetPasswordRequest
+	(*SetPasswordResponse)(nil),                        // 164: gatehouse.management.v1.SetPasswordResponse
+	(*AddHumanUserRequest_Profile)(nil),                // 165: gatehouse.management.v1.AddHumanUserRequest.Profile
+	(*AddHumanUserRequest_Email)(nil),                  // 166: gatehouse.management.v1.AddHumanUserRequest.Email
+	(*AddHumanUserRequest_Phone)(nil),                  // 167: gatehouse.management.v1.AddHumanUserRequest.Phone
+	(*ImportHumanUserRequest_Profile)(nil),             // 168: gatehouse.management.v1.ImportHumanUserRequest.Profile
+	(*ImportHumanUserRequest_Email)(nil),               // 169: gatehouse.management.v1.ImportHumanUserRequest.Email
+	(*ImportHumanUserRequest_Phone)(nil),               // 170: gatehouse.management.v1.ImportHumanUserRequest.Phone
+	(*ImportHumanUserRequest_HashedPassword)(nil),      // 171: gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
+	(*BulkSetUserMetadataRequest_Metadata)(nil),        // 172: gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
+	(*AddCustomLoginPolicyRequest_IDP)(nil),            // 173: gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
+	(*User)(nil),                                       // 174: gatehouse.management.v1.User
+	(*ListQuery)(nil),                                  // 175: gatehouse.management.v1.ListQuery
+	(UserFieldName)(0),                                 // 176: gatehouse.management.v1.UserFieldName
+	(*UserQuery)(nil),                                  // 177: gatehouse.management.v1.UserQuery
+	(*ListDetails)(nil),                                // 178: gatehouse.management.v1.ListDetails
+	(*ObjectDetails)(nil),                              // 179: gatehouse.management.v1.ObjectDetails
+	(AccessTokenType)(0),                               // 180: gatehouse.management.v1.AccessTokenType
+	(KeyType)(0),                                       // 181: gatehouse.management.v1.KeyType
+	(*timestamppb.Timestamp)(nil),                      // 182: google.protobuf.Timestamp
+	(*Key)(nil),                                        // 183: gatehouse.management.v1.Key
+	(*MetadataQuery)(nil),                              // 184: gatehouse.management.v1.MetadataQuery
+	(*Metadata)(nil),                                   // 185: gatehouse.management.v1.Metadata
+	(*Org)(nil),                                        // 186: gatehouse.management.v1.Org
+	(OrgFieldName)(0),                                  // 187: gatehouse.management.v1.OrgFieldName
+	(*OrgQuery)(nil),                                   // 188: gatehouse.management.v1.OrgQuery
+	(*MemberQuery)(nil),                                // 189: gatehouse.management.v1.MemberQuery
+	(*Member)(nil),                                     // 190: gatehouse.management.v1.Member
+	(*IDP)(nil),                                        // 191: gatehouse.management.v1.IDP
+	(IDPFieldName)(0),                                  // 192: gatehouse.management.v1.IDPFieldName
+	(*IDPQuery)(nil),                                   // 193: gatehouse.management.v1.IDPQuery
+	(StylingType)(0),                                   // 194: gatehouse.management.v1.StylingType
+	(OIDCMappingField)(0),                              // 195: gatehouse.management.v1.OIDCMappingField
+	(PrivateLabelingSetting)(0),                        // 196: gatehouse.management.v1.PrivateLabelingSetting
+	(*Project)(nil),                                    // 197: gatehouse.management.v1.Project
+	(*ProjectQuery)(nil),                               // 198: gatehouse.management.v1.ProjectQuery
+	(*App)(nil),                                        // 199: gatehouse.management.v1.App
+	(*AppQuery)(nil),                                   // 200: gatehouse.management.v1.AppQuery
+	(OIDCResponseType)(0),                              // 201: gatehouse.management.v1.OIDCResponseType
+	(OIDCGrantType)(0),                                 // 202: gatehouse.management.v1.OIDCGrantType
+	(OIDCAppType)(0),                                   // 203: gatehouse.management.v1.OIDCAppType
+	(OIDCAuthMethodType)(0),                            // 204: gatehouse.management.v1.OIDCAuthMethodType
+	(OIDCVersion)(0),                                   // 205: gatehouse.management.v1.OIDCVersion
+	(OIDCTokenType)(0),                                 // 206: gatehouse.management.v1.OIDCTokenType
+	(*durationpb.Duration)(nil),                        // 207: google.protobuf.Duration
+	(*LoginVersion)(nil),                               // 208: gatehouse.management.v1.LoginVersion
+	(*LocalizedMessage)(nil),                           // 209: gatehouse.management.v1.LocalizedMessage
+	(APIAuthMethodType)(0),                             // 210: gatehouse.management.v1.APIAuthMethodType
+	(*ProjectGrant)(nil),                               // 211: gatehouse.management.v1.ProjectGrant
+	(*LoginPolicy)(nil),                                // 212: gatehouse.management.v1.LoginPolicy
+	(PasswordlessType)(0),                              // 213: gatehouse.management.v1.PasswordlessType
+	(SecondFactorType)(0),                              // 214: gatehouse.management.v1.SecondFactorType
+	(MultiFactorType)(0),                               // 215: gatehouse.management.v1.MultiFactorType
+	(*IDPUserLink)(nil),                                // 216: gatehouse.management.v1.IDPUserLink
+	(*AuthFactor)(nil),                                 // 217: gatehouse.management.v1.AuthFactor
+	(*WebAuthNToken)(nil),                              // 218: gatehouse.management.v1.WebAuthNToken
+	(*structpb.Struct)(nil),                            // 219: google.protobuf.Struct
+	(*Passkey)(nil),                                    // 220: gatehouse.management.v1.Passkey
+	(NotificationType)(0),                              // 221: gatehouse.management.v1.NotificationType
+	(Gender)(0),                                        // 222: gatehouse.management.v1.Gender
+	(*SendHumanResetPasswordNotificationRequest)(nil),  // 223: gatehouse.management.v1.SendHumanResetPasswordNotificationRequest
+	(*SetAppAdminClientRequest)(nil),                   // 224: gatehouse.management.v1.SetAppAdminClientRequest
+	(*SendHumanResetPasswordNotificationResponse)(nil), // 225: gatehouse.management.v1.SendHumanResetPasswordNotificationResponse
+	(*SetAppAdminClientResponse)(nil),                  // 226: gatehouse.management.v1.SetAppAdminClientResponse
 }
 var file_gatehouse_management_v1_management_proto_depIdxs = []int32{
-	167, // 0: gatehouse.management.v1.GetUserByIDResponse.user:type_name -> gatehouse.management.v1.User
-	168, // 1: gatehouse.management.v1.ListUsersRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	169, // 2: gatehouse.management.v1.ListUsersRequest.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
-	170, // 3: gatehouse.management.v1.ListUsersRequest.queries:type_name -> gatehouse.management.v1.UserQuery
-	171, // 4: gatehouse.management.v1.ListUsersResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	169, // 5: gatehouse.management.v1.ListUsersResponse.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
-	167, // 6: gatehouse.management.v1.ListUsersResponse.result:type_name -> gatehouse.management.v1.User
-	158, // 7: gatehouse.management.v1.AddHumanUserRequest.profile:type_name -> gatehouse.management.v1.AddHumanUserRequest.Profile
-	159, // 8: gatehouse.management.v1.AddHumanUserRequest.email:type_name -> gatehouse.management.v1.AddHumanUserRequest.Email
-	160, // 9: gatehouse.management.v1.AddHumanUserRequest.phone:type_name -> gatehouse.management.v1.AddHumanUserRequest.Phone
-	172, // 10: gatehouse.management.v1.AddHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	161, // 11: gatehouse.management.v1.ImportHumanUserRequest.profile:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Profile
-	162, // 12: gatehouse.management.v1.ImportHumanUserRequest.email:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Email
-	163, // 13: gatehouse.management.v1.ImportHumanUserRequest.phone:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Phone
-	164, // 14: gatehouse.management.v1.ImportHumanUserRequest.hashed_password:type_name -> gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
-	172, // 15: gatehouse.management.v1.ImportHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	173, // 16: gatehouse.management.v1.AddMachineUserRequest.access_token_type:type_name -> gatehouse.management.v1.AccessTokenType
-	172, // 17: gatehouse.management.v1.AddMachineUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	172, // 18: gatehouse.management.v1.DeactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	172, // 19: gatehouse.management.v1.ReactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	172, // 20: gatehouse.management.v1.UnlockUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	172, // 21: gatehouse.management.v1.RemoveUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	172, // 22: gatehouse.management.v1.SetHumanPasswordResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	174, // 23: gatehouse.management.v1.AddMachineKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
-	175, // 24: gatehouse.management.v1.AddMachineKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
-	172, // 25: gatehouse.management.v1.AddMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	168, // 26: gatehouse.management.v1.ListMachineKeysRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	171, // 27: gatehouse.management.v1.ListMachineKeysResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	176, // 28: gatehouse.management.v1.ListMachineKeysResponse.result:type_name -> gatehouse.management.v1.Key
-	172, // 29: gatehouse.management.v1.RemoveMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	172, // 30: gatehouse.management.v1.GenerateMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	172, // 31: gatehouse.management.v1.RemoveMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	172, // 32: gatehouse.management.v1.SetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	165, // 33: gatehouse.management.v1.BulkSetUserMetadataRequest.metadata:type_name -> gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
-	172, // 34: gatehouse.management.v1.BulkSetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	168, // 35: gatehouse.management.v1.ListUserMetadataRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	177, // 36: gatehouse.management.v1.ListUserMetadataRequest.queries:type_name -> gatehouse.management.v1.MetadataQuery
-	171, // 37: gatehouse.management.v1.ListUserMetadataResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	178, // 38: gatehouse.management.v1.ListUserMetadataResponse.result:type_name -> gatehouse.management.v1.Metadata
-	178, // 39: gatehouse.management.v1.GetUserMetadataResponse.metadata:type_name -> gatehouse.management.v1.Metadata
-	172, // 40: gatehouse.management.v1.RemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	172, // 41: gatehouse.management.v1.BulkRemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	179, // 42: gatehouse.management.v1.GetMyOrgResponse.org:type_name -> gatehouse.management.v1.Org
-	172, // 43: gatehouse.management.v1.AddOrgResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	168, // 44: gatehouse.management.v1.ListOrgsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	180, // 45: gatehouse.management.v1.ListOrgsRequest.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
-	181, // 46: gatehouse.management.v1.ListOrgsRequest.queries:type_name -> gatehouse.management.v1.OrgQuery
-	171, // 47: gatehouse.management.v1.ListOrgsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	180, // 48: gatehouse.management.v1.ListOrgsResponse.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
-	179, // 49: gatehouse.management.v1.ListOrgsResponse.result:type_name -> gatehouse.management.v1.Org
-	172, // 50: gatehouse.management.v1.AddOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	168, // 51: gatehouse.management.v1.ListOrgMembersRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	182, // 52: gatehouse.management.v1.ListOrgMembersRequest.queries:type_name -> gatehouse.management.v1.MemberQuery
-	171, // 53: gatehouse.management.v1.ListOrgMembersResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	183, // 54: gatehouse.management.v1.ListOrgMembersResponse.result:type_name -> gatehouse.management.v1.Member
-	172, // 55: gatehouse.management.v1.RemoveOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	184, // 56: gatehouse.management.v1.GetOrgIDPByIDResponse.idp:type_name -> gatehouse.management.v1.IDP
-	168, // 57: gatehouse.management.v1.ListOrgIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	185, // 58: gatehouse.management.v1.ListOrgIDPsRequest.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
-	186, // 59: gatehouse.management.v1.ListOrgIDPsRequest.queries:type_name -> gatehouse.management.v1.IDPQuery
-	171, // 60: gatehouse.management.v1.ListOrgIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	185, // 61: gatehouse.management.v1.ListOrgIDPsResponse.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
-	184, // 62: gatehouse.management.v1.ListOrgIDPsResponse.result:type_name -> gatehouse.management.v1.IDP
-	187, // 63: gatehouse.management.v1.AddOrgOIDCIDPRequest.styling_type:type_name -> gatehouse.management.v1.StylingType
-	188, // 64: gatehouse.management.v1.AddOrgOIDCIDPRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	188, // 65: gatehouse.management.v1.AddOrgOIDCIDPRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	172, // 66: gatehouse.management.v1.AddOrgOIDCIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	188, // 67: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	188, // 68: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	172, // 69: gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	172, // 70: gatehouse.management.v1.DeactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	172, // 71: gatehouse.management.v1.SetOrgIDPTrustResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	172, // 72: gatehouse.management.v1.ReactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	172, // 73: gatehouse.management.v1.RemoveOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	189, // 74: gatehouse.management.v1.AddProjectRequest.private_labeling_setting:type_name -> gatehouse.management.v1.PrivateLabelingSetting
-	172, // 75: gatehouse.management.v1.AddProjectResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	190, // 76: gatehouse.management.v1.GetProjectByIDResponse.project:type_name -> gatehouse.management.v1.Project
-	168, // 77: gatehouse.management.v1.ListProjectsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	191, // 78: gatehouse.management.v1.ListProjectsRequest.queries:type_name -> gatehouse.management.v1.ProjectQuery
-	171, // 79: gatehouse.management.v1.ListProjectsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	190, // 80: gatehouse.management.v1.ListProjectsResponse.result:type_name -> gatehouse.management.v1.Project
-	192, // 81: gatehouse.management.v1.GetAppByIDResponse.app:type_name -> gatehouse.management.v1.App
-	168, // 82: gatehouse.management.v1.ListAppsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	193, // 83: gatehouse.management.v1.ListAppsRequest.queries:type_name -> gatehouse.management.v1.AppQuery
-	171, // 84: gatehouse.management.v1.ListAppsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	192, // 85: gatehouse.management.v1.ListAppsResponse.result:type_name -> gatehouse.management.v1.App
-	194, // 86: gatehouse.management.v1.AddOIDCAppRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
-	195, // 87: gatehouse.management.v1.AddOIDCAppRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
-	196, // 88: gatehouse.management.v1.AddOIDCAppRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
-	197, // 89: gatehouse.management.v1.AddOIDCAppRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
-	198, // 90: gatehouse.management.v1.AddOIDCAppRequest.version:type_name -> gatehouse.management.v1.OIDCVersion
-	199, // 91: gatehouse.management.v1.AddOIDCAppRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
-	200, // 92: gatehouse.management.v1.AddOIDCAppRequest.clock_skew:type_name -> google.protobuf.Duration
-	201, // 93: gatehouse.management.v1.AddOIDCAppRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
-	172, // 94: gatehouse.management.v1.AddOIDCAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	202, // 95: gatehouse.management.v1.AddOIDCAppResponse.compliance_problems:type_name -> gatehouse.management.v1.LocalizedMessage
-	194, // 96: gatehouse.management.v1.UpdateOIDCAppConfigRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
-	195, // 97: gatehouse.management.v1.UpdateOIDCAppConfigRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
-	196, // 98: gatehouse.management.v1.UpdateOIDCAppConfigRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
-	197, // 99: gatehouse.management.v1.UpdateOIDCAppConfigRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
-	199, // 100: gatehouse.management.v1.UpdateOIDCAppConfigRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
-	200, // 101: gatehouse.management.v1.UpdateOIDCAppConfigRequest.clock_skew:type_name -> google.protobuf.Duration
-	201, // 102: gatehouse.management.v1.UpdateOIDCAppConfigRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
-	172, // 103: gatehouse.management.v1.UpdateOIDCAppConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	172, // 104: gatehouse.management.v1.RegenerateOIDCClientSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	203, // 105: gatehouse.management.v1.AddAPIAppRequest.auth_method_type:type_name -> gatehouse.management.v1.APIAuthMethodType
-	172, // 106: gatehouse.management.v1.AddAPIAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	174, // 107: gatehouse.management.v1.AddAppKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
-	175, // 108: gatehouse.management.v1.AddAppKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
-	172, // 109: gatehouse.management.v1.AddAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	172, // 110: gatehouse.management.v1.RemoveAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	172, // 111: gatehouse.management.v1.AddProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	168, // 112: gatehouse.management.v1.ListGrantedProjectsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	171, // 113: gatehouse.management.v1.ListGrantedProjectsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	204, // 114: gatehouse.management.v1.ListGrantedProjectsResponse.result:type_name -> gatehouse.management.v1.ProjectGrant
-	172, // 115: gatehouse.management.v1.RefuseGrantedProjectResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	168, // 116: gatehouse.management.v1.ListProjectGrantsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	171, // 117: gatehouse.management.v1.ListProjectGrantsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	204, // 118: gatehouse.management.v1.ListProjectGrantsResponse.result:type_name -> gatehouse.management.v1.ProjectGrant
-	172, // 119: gatehouse.management.v1.UpdateProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	172, // 120: gatehouse.management.v1.RemoveProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	205, // 121: gatehouse.management.v1.GetLoginPolicyResponse.policy:type_name -> gatehouse.management.v1.LoginPolicy
-	206, // 122: gatehouse.management.v1.AddCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
-	200, // 123: gatehouse.management.v1.AddCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
-	200, // 124: gatehouse.management.v1.AddCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
-	200, // 125: gatehouse.management.v1.AddCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
-	200, // 126: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
-	200, // 127: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
-	207, // 128: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factors:type_name -> gatehouse.management.v1.SecondFactorType
-	208, // 129: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factors:type_name -> gatehouse.management.v1.MultiFactorType
-	166, // 130: gatehouse.management.v1.AddCustomLoginPolicyRequest.idps:type_name -> gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
-	172, // 131: gatehouse.management.v1.AddCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	206, // 132: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
-	200, // 133: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
-	200, // 134: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
-	200, // 135: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
-	200, // 136: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
-	200, // 137: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
-	172, // 138: gatehouse.management.v1.UpdateCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	172, // 139: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	168, // 140: gatehouse.management.v1.ListUserIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	171, // 141: gatehouse.management.v1.ListUserIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	209, // 142: gatehouse.management.v1.ListUserIDPsResponse.result:type_name -> gatehouse.management.v1.IDPUserLink
-	172, // 143: gatehouse.management.v1.RemoveUserIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	172, // 144: gatehouse.management.v1.RegisterTOTPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	172, // 145: gatehouse.management.v1.VerifyTOTPRegistrationResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	172, // 146: gatehouse.management.v1.RemoveTOTPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	210, // 147: gatehouse.management.v1.ListHumanAuthFactorsResponse.result:type_name -> gatehouse.management.v1.AuthFactor
-	172, // 148: gatehouse.management.v1.RemoveHumanAuthFactorOTPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	172, // 149: gatehouse.management.v1.RemoveHumanAuthFactorU2FResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	211, // 150: gatehouse.management.v1.ListHumanPasswordlessResponse.result:type_name -> gatehouse.management.v1.WebAuthNToken
-	172, // 151: gatehouse.management.v1.RemoveHumanPasswordlessResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	172, // 152: gatehouse.management.v1.RegisterU2FResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	212, // 153: gatehouse.management.v1.RegisterU2FResponse.public_key_credential_creation_options:type_name -> google.protobuf.Struct
-	212, // 154: gatehouse.management.v1.VerifyU2FRegistrationRequest.public_key_credential:type_name -> google.protobuf.Struct
-	172, // 155: gatehouse.management.v1.VerifyU2FRegistrationResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	172, // 156: gatehouse.management.v1.RemoveU2FResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	172, // 157: gatehouse.management.v1.RegisterPasskeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	212, // 158: gatehouse.management.v1.RegisterPasskeyResponse.public_key_credential_creation_options:type_name -> google.protobuf.Struct
-	212, // 159: gatehouse.management.v1.VerifyPasskeyRegistrationRequest.public_key_credential:type_name -> google.protobuf.Struct
-	172, // 160: gatehouse.management.v1.VerifyPasskeyRegistrationResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	171, // 161: gatehouse.management.v1.ListPasskeysResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	213, // 162: gatehouse.management.v1.ListPasskeysResponse.result:type_name -> gatehouse.management.v1.Passkey
-	172, // 163: gatehouse.management.v1.RemovePasskeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	171, // 164: gatehouse.management.v1.ListLoginPolicySecondFactorsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	207, // 165: gatehouse.management.v1.ListLoginPolicySecondFactorsResponse.result:type_name -> gatehouse.management.v1.SecondFactorType
-	207, // 166: gatehouse.management.v1.AddSecondFactorToLoginPolicyRequest.type:type_name -> gatehouse.management.v1.SecondFactorType
-	172, // 167: gatehouse.management.v1.AddSecondFactorToLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	207, // 168: gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyRequest.type:type_name -> gatehouse.management.v1.SecondFactorType
-	172, // 169: gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	171, // 170: gatehouse.management.v1.ListLoginPolicyMultiFactorsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	208, // 171: gatehouse.management.v1.ListLoginPolicyMultiFactorsResponse.result:type_name -> gatehouse.management.v1.MultiFactorType
-	208, // 172: gatehouse.management.v1.AddMultiFactorToLoginPolicyRequest.type:type_name -> gatehouse.management.v1.MultiFactorType
-	172, // 173: gatehouse.management.v1.AddMultiFactorToLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	208, // 174: gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyRequest.type:type_name -> gatehouse.management.v1.MultiFactorType
-	172, // 175: gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	214, // 176: gatehouse.management.v1.AddHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
-	214, // 177: gatehouse.management.v1.ImportHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
-	0,   // 178: gatehouse.management.v1.ManagementService.GetUserByID:input_type -> gatehouse.management.v1.GetUserByIDRequest
-	2,   // 179: gatehouse.management.v1.ManagementService.ListUsers:input_type -> gatehouse.management.v1.ListUsersRequest
-	4,   // 180: gatehouse.management.v1.ManagementService.AddHumanUser:input_type -> gatehouse.management.v1.AddHumanUserRequest
-	6,   // 181: gatehouse.management.v1.ManagementService.ImportHumanUser:input_type -> gatehouse.management.v1.ImportHumanUserRequest
-	8,   // 182: gatehouse.management.v1.ManagementService.AddMachineUser:input_type -> gatehouse.management.v1.AddMachineUserRequest
-	10,  // 183: gatehouse.management.v1.ManagementService.DeactivateUser:input_type -> gatehouse.management.v1.DeactivateUserRequest
-	12,  // 184: gatehouse.management.v1.ManagementService.ReactivateUser:input_type -> gatehouse.management.v1.ReactivateUserRequest
-	14,  // 185: gatehouse.management.v1.ManagementService.UnlockUser:input_type -> gatehouse.management.v1.UnlockUserRequest
-	16,  // 186: gatehouse.management.v1.ManagementService.RemoveUser:input_type -> gatehouse.management.v1.RemoveUserRequest
-	18,  // 187: gatehouse.management.v1.ManagementService.SetHumanPassword:input_type -> gatehouse.management.v1.SetHumanPasswordRequest
-	20,  // 188: gatehouse.management.v1.ManagementService.AddMachineKey:input_type -> gatehouse.management.v1.AddMachineKeyRequest
-	22,  // 189: gatehouse.management.v1.ManagementService.ListMachineKeys:input_type -> gatehouse.management.v1.ListMachineKeysRequest
-	24,  // 190: gatehouse.management.v1.ManagementService.RemoveMachineKey:input_type -> gatehouse.management.v1.RemoveMachineKeyRequest
-	26,  // 191: gatehouse.management.v1.ManagementService.GenerateMachineSecret:input_type -> gatehouse.management.v1.GenerateMachineSecretRequest
-	28,  // 192: gatehouse.management.v1.ManagementService.RemoveMachineSecret:input_type -> gatehouse.management.v1.RemoveMachineSecretRequest
-	30,  // 193: gatehouse.management.v1.ManagementService.SetUserMetadata:input_type -> gatehouse.management.v1.SetUserMetadataRequest
-	32,  // 194: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:input_type -> gatehouse.management.v1.BulkSetUserMetadataRequest
-	34,  // 195: gatehouse.management.v1.ManagementService.ListUserMetadata:input_type -> gatehouse.management.v1.ListUserMetadataRequest
-	36,  // 196: gatehouse.management.v1.ManagementService.GetUserMetadata:input_type -> gatehouse.management.v1.GetUserMetadataRequest
-	38,  // 197: gatehouse.management.v1.ManagementService.RemoveUserMetadata:input_type -> gatehouse.management.v1.RemoveUserMetadataRequest
-	40,  // 198: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:input_type -> gatehouse.management.v1.BulkRemoveUserMetadataRequest
-	42,  // 199: gatehouse.management.v1.ManagementService.GetMyOrg:input_type -> gatehouse.management.v1.GetMyOrgRequest
-	44,  // 200: gatehouse.management.v1.ManagementService.AddOrg:input_type -> gatehouse.management.v1.AddOrgRequest
-	46,  // 201: gatehouse.management.v1.ManagementService.ListOrgs:input_type -> gatehouse.management.v1.ListOrgsRequest
-	48,  // 202: gatehouse.management.v1.ManagementService.AddOrgMember:input_type -> gatehouse.management.v1.AddOrgMemberRequest
-	50,  // 203: gatehouse.management.v1.ManagementService.ListOrgMembers:input_type -> gatehouse.management.v1.ListOrgMembersRequest
-	52,  // 204: gatehouse.management.v1.ManagementService.RemoveOrgMember:input_type -> gatehouse.management.v1.RemoveOrgMemberRequest
-	54,  // 205: gatehouse.management.v1.ManagementService.GetOrgIDPByID:input_type -> gatehouse.management.v1.GetOrgIDPByIDRequest
-	56,  // 206: gatehouse.management.v1.ManagementService.ListOrgIDPs:input_type -> gatehouse.management.v1.ListOrgIDPsRequest
-	58,  // 207: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:input_type -> gatehouse.management.v1.AddOrgOIDCIDPRequest
-	60,  // 208: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:input_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest
-	62,  // 209: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:input_type -> gatehouse.management.v1.DeactivateOrgIDPRequest
-	66,  // 210: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:input_type -> gatehouse.management.v1.ReactivateOrgIDPRequest
-	64,  // 211: gatehouse.management.v1.ManagementService.SetOrgIDPTrust:input_type -> gatehouse.management.v1.SetOrgIDPTrustRequest
-	68,  // 212: gatehouse.management.v1.ManagementService.RemoveOrgIDP:input_type -> gatehouse.management.v1.RemoveOrgIDPRequest
-	70,  // 213: gatehouse.management.v1.ManagementService.AddProject:input_type -> gatehouse.management.v1.AddProjectRequest
-	72,  // 214: gatehouse.management.v1.ManagementService.GetProjectByID:input_type -> gatehouse.management.v1.GetProjectByIDRequest
-	74,  // 215: gatehouse.management.v1.ManagementService.ListProjects:input_type -> gatehouse.management.v1.ListProjectsRequest
-	76,  // 216: gatehouse.management.v1.ManagementService.GetAppByID:input_type -> gatehouse.management.v1.GetAppByIDRequest
-	78,  // 217: gatehouse.management.v1.ManagementService.ListApps:input_type -> gatehouse.management.v1.ListAppsRequest
-	80,  // 218: gatehouse.management.v1.ManagementService.AddOIDCApp:input_type -> gatehouse.management.v1.AddOIDCAppRequest
-	82,  // 219: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:input_type -> gatehouse.management.v1.UpdateOIDCAppConfigRequest
-	84,  // 220: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:input_type -> gatehouse.management.v1.RegenerateOIDCClientSecretRequest
-	86,  // 221: gatehouse.management.v1.ManagementService.AddAPIApp:input_type -> gatehouse.management.v1.AddAPIAppRequest
-	88,  // 222: gatehouse.management.v1.ManagementService.AddAppKey:input_type -> gatehouse.management.v1.AddAppKeyRequest
-	90,  // 223: gatehouse.management.v1.ManagementService.RemoveAppKey:input_type -> gatehouse.management.v1.RemoveAppKeyRequest
-	215, // 224: gatehouse.management.v1.ManagementService.SetAppAdminClient:input_type -> gatehouse.management.v1.SetAppAdminClientRequest
-	112, // 225: gatehouse.management.v1.ManagementService.ListUserIDPs:input_type -> gatehouse.management.v1.ListUserIDPsRequest
-	114, // 226: gatehouse.management.v1.ManagementService.RemoveUserIDP:input_type -> gatehouse.management.v1.RemoveUserIDPRequest
-	92,  // 227: gatehouse.management.v1.ManagementService.AddProjectGrant:input_type -> gatehouse.management.v1.AddProjectGrantRequest
-	94,  // 228: gatehouse.management.v1.ManagementService.ListGrantedProjects:input_type -> gatehouse.management.v1.ListGrantedProjectsRequest
-	96,  // 229: gatehouse.management.v1.ManagementService.RefuseGrantedProject:input_type -> gatehouse.management.v1.RefuseGrantedProjectRequest
-	98,  // 230: gatehouse.management.v1.ManagementService.ListProjectGrants:input_type -> gatehouse.management.v1.ListProjectGrantsRequest
-	100, // 231: gatehouse.management.v1.ManagementService.UpdateProjectGrant:input_type -> gatehouse.management.v1.UpdateProjectGrantRequest
-	102, // 232: gatehouse.management.v1.ManagementService.RemoveProjectGrant:input_type -> gatehouse.management.v1.RemoveProjectGrantRequest
-	104, // 233: gatehouse.management.v1.ManagementService.GetLoginPolicy:input_type -> gatehouse.management.v1.GetLoginPolicyRequest
-	106, // 234: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:input_type -> gatehouse.management.v1.AddCustomLoginPolicyRequest
-	108, // 235: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:input_type -> gatehouse.management.v1.UpdateCustomLoginPolicyRequest
-	110, // 236: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:input_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
-	146, // 237: gatehouse.management.v1.ManagementService.ListLoginPolicySecondFactors:input_type -> gatehouse.management.v1.ListLoginPolicySecondFactorsRequest
-	148, // 238: gatehouse.management.v1.ManagementService.AddSecondFactorToLoginPolicy:input_type -> gatehouse.management.v1.AddSecondFactorToLoginPolicyRequest
-	150, // 239: gatehouse.management.v1.ManagementService.RemoveSecondFactorFromLoginPolicy:input_type -> gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyRequest
-	152, // 240: gatehouse.management.v1.ManagementService.ListLoginPolicyMultiFactors:input_type -> gatehouse.management.v1.ListLoginPolicyMultiFactorsRequest
-	154, // 241: gatehouse.management.v1.ManagementService.AddMultiFactorToLoginPolicy:input_type -> gatehouse.management.v1.AddMultiFactorToLoginPolicyRequest
-	156, // 242: gatehouse.management.v1.ManagementService.RemoveMultiFactorFromLoginPolicy:input_type -> gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyRequest
-	116, // 243: gatehouse.management.v1.ManagementService.RegisterTOTP:input_type -> gatehouse.management.v1.RegisterTOTPRequest
-	118, // 244: gatehouse.management.v1.ManagementService.VerifyTOTPRegistration:input_type -> gatehouse.management.v1.VerifyTOTPRegistrationRequest
-	120, // 245: gatehouse.management.v1.ManagementService.RemoveTOTP:input_type -> gatehouse.management.v1.RemoveTOTPRequest
-	122, // 246: gatehouse.management.v1.ManagementService.ListHumanAuthFactors:input_type -> gatehouse.management.v1.ListHumanAuthFactorsRequest
-	124, // 247: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorOTP:input_type -> gatehouse.management.v1.RemoveHumanAuthFactorOTPRequest
-	126, // 248: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorU2F:input_type -> gatehouse.management.v1.RemoveHumanAuthFactorU2FRequest
-	128, // 249: gatehouse.management.v1.ManagementService.ListHumanPasswordless:input_type -> gatehouse.management.v1.ListHumanPasswordlessRequest
-	130, // 250: gatehouse.management.v1.ManagementService.RemoveHumanPasswordless:input_type -> gatehouse.management.v1.RemoveHumanPasswordlessRequest
-	132, // 251: gatehouse.management.v1.ManagementService.RegisterU2F:input_type -> gatehouse.management.v1.RegisterU2FRequest
-	134, // 252: gatehouse.management.v1.ManagementService.VerifyU2FRegistration:input_type -> gatehouse.management.v1.VerifyU2FRegistrationRequest
-	136, // 253: gatehouse.management.v1.ManagementService.RemoveU2F:input_type -> gatehouse.management.v1.RemoveU2FRequest
-	138, // 254: gatehouse.management.v1.ManagementService.RegisterPasskey:input_type -> gatehouse.management.v1.RegisterPasskeyRequest
-	140, // 255: gatehouse.management.v1.ManagementService.VerifyPasskeyRegistration:input_type -> gatehouse.management.v1.VerifyPasskeyRegistrationRequest
-	142, // 256: gatehouse.management.v1.ManagementService.ListPasskeys:input_type -> gatehouse.management.v1.ListPasskeysRequest
-	144, // 257: gatehouse.management.v1.ManagementService.RemovePasskey:input_type -> gatehouse.management.v1.RemovePasskeyRequest
-	1,   // 258: gatehouse.management.v1.ManagementService.GetUserByID:output_type -> gatehouse.management.v1.GetUserByIDResponse
-	3,   // 259: gatehouse.management.v1.ManagementService.ListUsers:output_type -> gatehouse.management.v1.ListUsersResponse
-	5,   // 260: gatehouse.management.v1.ManagementService.AddHumanUser:output_type -> gatehouse.management.v1.AddHumanUserResponse
-	7,   // 261: gatehouse.management.v1.ManagementService.ImportHumanUser:output_type -> gatehouse.management.v1.ImportHumanUserResponse
-	9,   // 262: gatehouse.management.v1.ManagementService.AddMachineUser:output_type -> gatehouse.management.v1.AddMachineUserResponse
-	11,  // 263: gatehouse.management.v1.ManagementService.DeactivateUser:output_type -> gatehouse.management.v1.DeactivateUserResponse
-	13,  // 264: gatehouse.management.v1.ManagementService.ReactivateUser:output_type -> gatehouse.management.v1.ReactivateUserResponse
-	15,  // 265: gatehouse.management.v1.ManagementService.UnlockUser:output_type -> gatehouse.management.v1.UnlockUserResponse
-	17,  // 266: gatehouse.management.v1.ManagementService.RemoveUser:output_type -> gatehouse.management.v1.RemoveUserResponse
-	19,  // 267: gatehouse.management.v1.ManagementService.SetHumanPassword:output_type -> gatehouse.management.v1.SetHumanPasswordResponse
-	21,  // 268: gatehouse.management.v1.ManagementService.AddMachineKey:output_type -> gatehouse.management.v1.AddMachineKeyResponse
-	23,  // 269: gatehouse.management.v1.ManagementService.ListMachineKeys:output_type -> gatehouse.management.v1.ListMachineKeysResponse
-	25,  // 270: gatehouse.management.v1.ManagementService.RemoveMachineKey:output_type -> gatehouse.management.v1.RemoveMachineKeyResponse
-	27,  // 271: gatehouse.management.v1.ManagementService.GenerateMachineSecret:output_type -> gatehouse.management.v1.GenerateMachineSecretResponse
-	29,  // 272: gatehouse.management.v1.ManagementService.RemoveMachineSecret:output_type -> gatehouse.management.v1.RemoveMachineSecretResponse
-	31,  // 273: gatehouse.management.v1.ManagementService.SetUserMetadata:output_type -> gatehouse.management.v1.SetUserMetadataResponse
-	33,  // 274: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:output_type -> gatehouse.management.v1.BulkSetUserMetadataResponse
-	35,  // 275: gatehouse.management.v1.ManagementService.ListUserMetadata:output_type -> gatehouse.management.v1.ListUserMetadataResponse
-	37,  // 276: gatehouse.management.v1.ManagementService.GetUserMetadata:output_type -> gatehouse.management.v1.GetUserMetadataResponse
-	39,  // 277: gatehouse.management.v1.ManagementService.RemoveUserMetadata:output_type -> gatehouse.management.v1.RemoveUserMetadataResponse
-	41,  // 278: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:output_type -> gatehouse.management.v1.BulkRemoveUserMetadataResponse
-	43,  // 279: gatehouse.management.v1.ManagementService.GetMyOrg:output_type -> gatehouse.management.v1.GetMyOrgResponse
-	45,  // 280: gatehouse.management.v1.ManagementService.AddOrg:output_type -> gatehouse.management.v1.AddOrgResponse
-	47,  // 281: gatehouse.management.v1.ManagementService.ListOrgs:output_type -> gatehouse.management.v1.ListOrgsResponse
-	49,  // 282: gatehouse.management.v1.ManagementService.AddOrgMember:output_type -> gatehouse.management.v1.AddOrgMemberResponse
-	51,  // 283: gatehouse.management.v1.ManagementService.ListOrgMembers:output_type -> gatehouse.management.v1.ListOrgMembersResponse
-	53,  // 284: gatehouse.management.v1.ManagementService.RemoveOrgMember:output_type -> gatehouse.management.v1.RemoveOrgMemberResponse
-	55,  // 285: gatehouse.management.v1.ManagementService.GetOrgIDPByID:output_type -> gatehouse.management.v1.GetOrgIDPByIDResponse
-	57,  // 286: gatehouse.management.v1.ManagementService.ListOrgIDPs:output_type -> gatehouse.management.v1.ListOrgIDPsResponse
-	59,  // 287: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:output_type -> gatehouse.management.v1.AddOrgOIDCIDPResponse
-	61,  // 288: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:output_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse
-	63,  // 289: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:output_type -> gatehouse.management.v1.DeactivateOrgIDPResponse
-	67,  // 290: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:output_type -> gatehouse.management.v1.ReactivateOrgIDPResponse
-	65,  // 291: gatehouse.management.v1.ManagementService.SetOrgIDPTrust:output_type -> gatehouse.management.v1.SetOrgIDPTrustResponse
-	69,  // 292: gatehouse.management.v1.ManagementService.RemoveOrgIDP:output_type -> gatehouse.management.v1.RemoveOrgIDPResponse
-	71,  // 293: gatehouse.management.v1.ManagementService.AddProject:output_type -> gatehouse.management.v1.AddProjectResponse
-	73,  // 294: gatehouse.management.v1.ManagementService.GetProjectByID:output_type -> gatehouse.management.v1.GetProjectByIDResponse
-	75,  // 295: gatehouse.management.v1.ManagementService.ListProjects:output_type -> gatehouse.management.v1.ListProjectsResponse
-	77,  // 296: gatehouse.management.v1.ManagementService.GetAppByID:output_type -> gatehouse.management.v1.GetAppByIDResponse
-	79,  // 297: gatehouse.management.v1.ManagementService.ListApps:output_type -> gatehouse.management.v1.ListAppsResponse
-	81,  // 298: gatehouse.management.v1.ManagementService.AddOIDCApp:output_type -> gatehouse.management.v1.AddOIDCAppResponse
-	83,  // 299: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:output_type -> gatehouse.management.v1.UpdateOIDCAppConfigResponse
-	85,  // 300: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:output_type -> gatehouse.management.v1.RegenerateOIDCClientSecretResponse
-	87,  // 301: gatehouse.management.v1.ManagementService.AddAPIApp:output_type -> gatehouse.management.v1.AddAPIAppResponse
-	89,  // 302: gatehouse.management.v1.ManagementService.AddAppKey:output_type -> gatehouse.management.v1.AddAppKeyResponse
-	91,  // 303: gatehouse.management.v1.ManagementService.RemoveAppKey:output_type -> gatehouse.management.v1.RemoveAppKeyResponse
-	216, // 304: gatehouse.management.v1.ManagementService.SetAppAdminClient:output_type -> gatehouse.management.v1.SetAppAdminClientResponse
-	113, // 305: gatehouse.management.v1.ManagementService.ListUserIDPs:output_type -> gatehouse.management.v1.ListUserIDPsResponse
-	115, // 306: gatehouse.management.v1.ManagementService.RemoveUserIDP:output_type -> gatehouse.management.v1.RemoveUserIDPResponse
-	93,  // 307: gatehouse.management.v1.ManagementService.AddProjectGrant:output_type -> gatehouse.management.v1.AddProjectGrantResponse
-	95,  // 308: gatehouse.management.v1.ManagementService.ListGrantedProjects:output_type -> gatehouse.management.v1.ListGrantedProjectsResponse
-	97,  // 309: gatehouse.management.v1.ManagementService.RefuseGrantedProject:output_type -> gatehouse.management.v1.RefuseGrantedProjectResponse
-	99,  // 310: gatehouse.management.v1.ManagementService.ListProjectGrants:output_type -> gatehouse.management.v1.ListProjectGrantsResponse
-	101, // 311: gatehouse.management.v1.ManagementService.UpdateProjectGrant:output_type -> gatehouse.management.v1.UpdateProjectGrantResponse
-	103, // 312: gatehouse.management.v1.ManagementService.RemoveProjectGrant:output_type -> gatehouse.management.v1.RemoveProjectGrantResponse
-	105, // 313: gatehouse.management.v1.ManagementService.GetLoginPolicy:output_type -> gatehouse.management.v1.GetLoginPolicyResponse
-	107, // 314: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:output_type -> gatehouse.management.v1.AddCustomLoginPolicyResponse
-	109, // 315: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:output_type -> gatehouse.management.v1.UpdateCustomLoginPolicyResponse
-	111, // 316: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:output_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
-	147, // 317: gatehouse.management.v1.ManagementService.ListLoginPolicySecondFactors:output_type -> gatehouse.management.v1.ListLoginPolicySecondFactorsResponse
-	149, // 318: gatehouse.management.v1.ManagementService.AddSecondFactorToLoginPolicy:output_type -> gatehouse.management.v1.AddSecondFactorToLoginPolicyResponse
-	151, // 319: gatehouse.management.v1.ManagementService.RemoveSecondFactorFromLoginPolicy:output_type -> gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyResponse
-	153, // 320: gatehouse.management.v1.ManagementService.ListLoginPolicyMultiFactors:output_type -> gatehouse.management.v1.ListLoginPolicyMultiFactorsResponse
-	155, // 321: gatehouse.management.v1.ManagementService.AddMultiFactorToLoginPolicy:output_type -> gatehouse.management.v1.AddMultiFactorToLoginPolicyResponse
-	157, // 322: gatehouse.management.v1.ManagementService.RemoveMultiFactorFromLoginPolicy:output_type -> gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyResponse
-	117, // 323: gatehouse.management.v1.ManagementService.RegisterTOTP:output_type -> gatehouse.management.v1.RegisterTOTPResponse
-	119, // 324: gatehouse.management.v1.ManagementService.VerifyTOTPRegistration:output_type -> gatehouse.management.v1.VerifyTOTPRegistrationResponse
-	121, // 325: gatehouse.management.v1.ManagementService.RemoveTOTP:output_type -> gatehouse.management.v1.RemoveTOTPResponse
-	123, // 326: gatehouse.management.v1.ManagementService.ListHumanAuthFactors:output_type -> gatehouse.management.v1.ListHumanAuthFactorsResponse
-	125, // 327: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorOTP:output_type -> gatehouse.management.v1.RemoveHumanAuthFactorOTPResponse
-	127, // 328: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorU2F:output_type -> gatehouse.management.v1.RemoveHumanAuthFactorU2FResponse
-	129, // 329: gatehouse.management.v1.ManagementService.ListHumanPasswordless:output_type -> gatehouse.management.v1.ListHumanPasswordlessResponse
-	131, // 330: gatehouse.management.v1.ManagementService.RemoveHumanPasswordless:output_type -> gatehouse.management.v1.RemoveHumanPasswordlessResponse
-	133, // 331: gatehouse.management.v1.ManagementService.RegisterU2F:output_type -> gatehouse.management.v1.RegisterU2FResponse
-	135, // 332: gatehouse.management.v1.ManagementService.VerifyU2FRegistration:output_type -> gatehouse.management.v1.VerifyU2FRegistrationResponse
-	137, // 333: gatehouse.management.v1.ManagementService.RemoveU2F:output_type -> gatehouse.management.v1.RemoveU2FResponse
-	139, // 334: gatehouse.management.v1.ManagementService.RegisterPasskey:output_type -> gatehouse.management.v1.RegisterPasskeyResponse
-	141, // 335: gatehouse.management.v1.ManagementService.VerifyPasskeyRegistration:output_type -> gatehouse.management.v1.VerifyPasskeyRegistrationResponse
-	143, // 336: gatehouse.management.v1.ManagementService.ListPasskeys:output_type -> gatehouse.management.v1.ListPasskeysResponse
-	145, // 337: gatehouse.management.v1.ManagementService.RemovePasskey:output_type -> gatehouse.management.v1.RemovePasskeyResponse
-	258, // [258:338] is the sub-list for method output_type
-	178, // [178:258] is the sub-list for method input_type
-	178, // [178:178] is the sub-list for extension type_name
-	178, // [178:178] is the sub-list for extension extendee
-	0,   // [0:178] is the sub-list for field type_name
+	174, // 0: gatehouse.management.v1.GetUserByIDResponse.user:type_name -> gatehouse.management.v1.User
+	175, // 1: gatehouse.management.v1.ListUsersRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	176, // 2: gatehouse.management.v1.ListUsersRequest.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
+	177, // 3: gatehouse.management.v1.ListUsersRequest.queries:type_name -> gatehouse.management.v1.UserQuery
+	178, // 4: gatehouse.management.v1.ListUsersResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	176, // 5: gatehouse.management.v1.ListUsersResponse.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
+	174, // 6: gatehouse.management.v1.ListUsersResponse.result:type_name -> gatehouse.management.v1.User
+	165, // 7: gatehouse.management.v1.AddHumanUserRequest.profile:type_name -> gatehouse.management.v1.AddHumanUserRequest.Profile
+	166, // 8: gatehouse.management.v1.AddHumanUserRequest.email:type_name -> gatehouse.management.v1.AddHumanUserRequest.Email
+	167, // 9: gatehouse.management.v1.AddHumanUserRequest.phone:type_name -> gatehouse.management.v1.AddHumanUserRequest.Phone
+	179, // 10: gatehouse.management.v1.AddHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	168, // 11: gatehouse.management.v1.ImportHumanUserRequest.profile:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Profile
+	169, // 12: gatehouse.management.v1.ImportHumanUserRequest.email:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Email
+	170, // 13: gatehouse.management.v1.ImportHumanUserRequest.phone:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Phone
+	171, // 14: gatehouse.management.v1.ImportHumanUserRequest.hashed_password:type_name -> gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
+	179, // 15: gatehouse.management.v1.ImportHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	180, // 16: gatehouse.management.v1.AddMachineUserRequest.access_token_type:type_name -> gatehouse.management.v1.AccessTokenType
+	179, // 17: gatehouse.management.v1.AddMachineUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	179, // 18: gatehouse.management.v1.DeactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	179, // 19: gatehouse.management.v1.ReactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	179, // 20: gatehouse.management.v1.UnlockUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	179, // 21: gatehouse.management.v1.RemoveUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	179, // 22: gatehouse.management.v1.SetHumanPasswordResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	181, // 23: gatehouse.management.v1.AddMachineKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
+	182, // 24: gatehouse.management.v1.AddMachineKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
+	179, // 25: gatehouse.management.v1.AddMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	175, // 26: gatehouse.management.v1.ListMachineKeysRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	178, // 27: gatehouse.management.v1.ListMachineKeysResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	183, // 28: gatehouse.management.v1.ListMachineKeysResponse.result:type_name -> gatehouse.management.v1.Key
+	179, // 29: gatehouse.management.v1.RemoveMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	179, // 30: gatehouse.management.v1.GenerateMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	179, // 31: gatehouse.management.v1.RemoveMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	179, // 32: gatehouse.management.v1.SetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	172, // 33: gatehouse.management.v1.BulkSetUserMetadataRequest.metadata:type_name -> gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
+	179, // 34: gatehouse.management.v1.BulkSetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	175, // 35: gatehouse.management.v1.ListUserMetadataRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	184, // 36: gatehouse.management.v1.ListUserMetadataRequest.queries:type_name -> gatehouse.management.v1.MetadataQuery
+	178, // 37: gatehouse.management.v1.ListUserMetadataResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	185, // 38: gatehouse.management.v1.ListUserMetadataResponse.result:type_name -> gatehouse.management.v1.Metadata
+	185, // 39: gatehouse.management.v1.GetUserMetadataResponse.metadata:type_name -> gatehouse.management.v1.Metadata
+	179, // 40: gatehouse.management.v1.RemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	179, // 41: gatehouse.management.v1.BulkRemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	186, // 42: gatehouse.management.v1.GetMyOrgResponse.org:type_name -> gatehouse.management.v1.Org
+	179, // 43: gatehouse.management.v1.AddOrgResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	175, // 44: gatehouse.management.v1.ListOrgsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	187, // 45: gatehouse.management.v1.ListOrgsRequest.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
+	188, // 46: gatehouse.management.v1.ListOrgsRequest.queries:type_name -> gatehouse.management.v1.OrgQuery
+	178, // 47: gatehouse.management.v1.ListOrgsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	187, // 48: gatehouse.management.v1.ListOrgsResponse.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
+	186, // 49: gatehouse.management.v1.ListOrgsResponse.result:type_name -> gatehouse.management.v1.Org
+	179, // 50: gatehouse.management.v1.AddOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	175, // 51: gatehouse.management.v1.ListOrgMembersRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	189, // 52: gatehouse.management.v1.ListOrgMembersRequest.queries:type_name -> gatehouse.management.v1.MemberQuery
+	178, // 53: gatehouse.management.v1.ListOrgMembersResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	190, // 54: gatehouse.management.v1.ListOrgMembersResponse.result:type_name -> gatehouse.management.v1.Member
+	179, // 55: gatehouse.management.v1.RemoveOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	191, // 56: gatehouse.management.v1.GetOrgIDPByIDResponse.idp:type_name -> gatehouse.management.v1.IDP
+	175, // 57: gatehouse.management.v1.ListOrgIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	192, // 58: gatehouse.management.v1.ListOrgIDPsRequest.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
+	193, // 59: gatehouse.management.v1.ListOrgIDPsRequest.queries:type_name -> gatehouse.management.v1.IDPQuery
+	178, // 60: gatehouse.management.v1.ListOrgIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	192, // 61: gatehouse.management.v1.ListOrgIDPsResponse.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
+	191, // 62: gatehouse.management.v1.ListOrgIDPsResponse.result:type_name -> gatehouse.management.v1.IDP
+	194, // 63: gatehouse.management.v1.AddOrgOIDCIDPRequest.styling_type:type_name -> gatehouse.management.v1.StylingType
+	195, // 64: gatehouse.management.v1.AddOrgOIDCIDPRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	195, // 65: gatehouse.management.v1.AddOrgOIDCIDPRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	179, // 66: gatehouse.management.v1.AddOrgOIDCIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	195, // 67: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	195, // 68: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	179, // 69: gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	179, // 70: gatehouse.management.v1.DeactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	179, // 71: gatehouse.management.v1.SetOrgIDPTrustResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	179, // 72: gatehouse.management.v1.ReactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	179, // 73: gatehouse.management.v1.RemoveOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	196, // 74: gatehouse.management.v1.AddProjectRequest.private_labeling_setting:type_name -> gatehouse.management.v1.PrivateLabelingSetting
+	179, // 75: gatehouse.management.v1.AddProjectResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	197, // 76: gatehouse.management.v1.GetProjectByIDResponse.project:type_name -> gatehouse.management.v1.Project
+	175, // 77: gatehouse.management.v1.ListProjectsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	198, // 78: gatehouse.management.v1.ListProjectsRequest.queries:type_name -> gatehouse.management.v1.ProjectQuery
+	178, // 79: gatehouse.management.v1.ListProjectsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	197, // 80: gatehouse.management.v1.ListProjectsResponse.result:type_name -> gatehouse.management.v1.Project
+	199, // 81: gatehouse.management.v1.GetAppByIDResponse.app:type_name -> gatehouse.management.v1.App
+	175, // 82: gatehouse.management.v1.ListAppsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	200, // 83: gatehouse.management.v1.ListAppsRequest.queries:type_name -> gatehouse.management.v1.AppQuery
+	178, // 84: gatehouse.management.v1.ListAppsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	199, // 85: gatehouse.management.v1.ListAppsResponse.result:type_name -> gatehouse.management.v1.App
+	201, // 86: gatehouse.management.v1.AddOIDCAppRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
+	202, // 87: gatehouse.management.v1.AddOIDCAppRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
+	203, // 88: gatehouse.management.v1.AddOIDCAppRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
+	204, // 89: gatehouse.management.v1.AddOIDCAppRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
+	205, // 90: gatehouse.management.v1.AddOIDCAppRequest.version:type_name -> gatehouse.management.v1.OIDCVersion
+	206, // 91: gatehouse.management.v1.AddOIDCAppRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
+	207, // 92: gatehouse.management.v1.AddOIDCAppRequest.clock_skew:type_name -> google.protobuf.Duration
+	208, // 93: gatehouse.management.v1.AddOIDCAppRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
+	179, // 94: gatehouse.management.v1.AddOIDCAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	209, // 95: gatehouse.management.v1.AddOIDCAppResponse.compliance_problems:type_name -> gatehouse.management.v1.LocalizedMessage
+	201, // 96: gatehouse.management.v1.UpdateOIDCAppConfigRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
+	202, // 97: gatehouse.management.v1.UpdateOIDCAppConfigRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
+	203, // 98: gatehouse.management.v1.UpdateOIDCAppConfigRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
+	204, // 99: gatehouse.management.v1.UpdateOIDCAppConfigRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
+	206, // 100: gatehouse.management.v1.UpdateOIDCAppConfigRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
+	207, // 101: gatehouse.management.v1.UpdateOIDCAppConfigRequest.clock_skew:type_name -> google.protobuf.Duration
+	208, // 102: gatehouse.management.v1.UpdateOIDCAppConfigRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
+	179, // 103: gatehouse.management.v1.UpdateOIDCAppConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	179, // 104: gatehouse.management.v1.RegenerateOIDCClientSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	210, // 105: gatehouse.management.v1.AddAPIAppRequest.auth_method_type:type_name -> gatehouse.management.v1.APIAuthMethodType
+	179, // 106: gatehouse.management.v1.AddAPIAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	181, // 107: gatehouse.management.v1.AddAppKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
+	182, // 108: gatehouse.management.v1.AddAppKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
+	179, // 109: gatehouse.management.v1.AddAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	179, // 110: gatehouse.management.v1.RemoveAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	179, // 111: gatehouse.management.v1.AddProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	175, // 112: gatehouse.management.v1.ListGrantedProjectsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	178, // 113: gatehouse.management.v1.ListGrantedProjectsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	211, // 114: gatehouse.management.v1.ListGrantedProjectsResponse.result:type_name -> gatehouse.management.v1.ProjectGrant
+	179, // 115: gatehouse.management.v1.RefuseGrantedProjectResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	175, // 116: gatehouse.management.v1.ListProjectGrantsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	178, // 117: gatehouse.management.v1.ListProjectGrantsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	211, // 118: gatehouse.management.v1.ListProjectGrantsResponse.result:type_name -> gatehouse.management.v1.ProjectGrant
+	179, // 119: gatehouse.management.v1.UpdateProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	179, // 120: gatehouse.management.v1.RemoveProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	212, // 121: gatehouse.management.v1.GetLoginPolicyResponse.policy:type_name -> gatehouse.management.v1.LoginPolicy
+	213, // 122: gatehouse.management.v1.AddCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
+	207, // 123: gatehouse.management.v1.AddCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
+	207, // 124: gatehouse.management.v1.AddCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
+	207, // 125: gatehouse.management.v1.AddCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
+	207, // 126: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
+	207, // 127: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
+	214, // 128: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factors:type_name -> gatehouse.management.v1.SecondFactorType
+	215, // 129: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factors:type_name -> gatehouse.management.v1.MultiFactorType
+	173, // 130: gatehouse.management.v1.AddCustomLoginPolicyRequest.idps:type_name -> gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
+	179, // 131: gatehouse.management.v1.AddCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	213, // 132: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
+	207, // 133: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
+	207, // 134: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
+	207, // 135: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
+	207, // 136: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
+	207, // 137: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
+	179, // 138: gatehouse.management.v1.UpdateCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	179, // 139: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	175, // 140: gatehouse.management.v1.ListUserIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	178, // 141: gatehouse.management.v1.ListUserIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	216, // 142: gatehouse.management.v1.ListUserIDPsResponse.result:type_name -> gatehouse.management.v1.IDPUserLink
+	179, // 143: gatehouse.management.v1.RemoveUserIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	179, // 144: gatehouse.management.v1.RegisterTOTPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	179, // 145: gatehouse.management.v1.VerifyTOTPRegistrationResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	179, // 146: gatehouse.management.v1.RemoveTOTPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	217, // 147: gatehouse.management.v1.ListHumanAuthFactorsResponse.result:type_name -> gatehouse.management.v1.AuthFactor
+	179, // 148: gatehouse.management.v1.RemoveHumanAuthFactorOTPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	179, // 149: gatehouse.management.v1.RemoveHumanAuthFactorU2FResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	218, // 150: gatehouse.management.v1.ListHumanPasswordlessResponse.result:type_name -> gatehouse.management.v1.WebAuthNToken
+	179, // 151: gatehouse.management.v1.RemoveHumanPasswordlessResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	179, // 152: gatehouse.management.v1.RegisterU2FResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	219, // 153: gatehouse.management.v1.RegisterU2FResponse.public_key_credential_creation_options:type_name -> google.protobuf.Struct
+	219, // 154: gatehouse.management.v1.VerifyU2FRegistrationRequest.public_key_credential:type_name -> google.protobuf.Struct
+	179, // 155: gatehouse.management.v1.VerifyU2FRegistrationResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	179, // 156: gatehouse.management.v1.RemoveU2FResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	179, // 157: gatehouse.management.v1.RegisterPasskeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	219, // 158: gatehouse.management.v1.RegisterPasskeyResponse.public_key_credential_creation_options:type_name -> google.protobuf.Struct
+	219, // 159: gatehouse.management.v1.VerifyPasskeyRegistrationRequest.public_key_credential:type_name -> google.protobuf.Struct
+	179, // 160: gatehouse.management.v1.VerifyPasskeyRegistrationResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	178, // 161: gatehouse.management.v1.ListPasskeysResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	220, // 162: gatehouse.management.v1.ListPasskeysResponse.result:type_name -> gatehouse.management.v1.Passkey
+	179, // 163: gatehouse.management.v1.RemovePasskeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	178, // 164: gatehouse.management.v1.ListLoginPolicySecondFactorsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	214, // 165: gatehouse.management.v1.ListLoginPolicySecondFactorsResponse.result:type_name -> gatehouse.management.v1.SecondFactorType
+	214, // 166: gatehouse.management.v1.AddSecondFactorToLoginPolicyRequest.type:type_name -> gatehouse.management.v1.SecondFactorType
+	179, // 167: gatehouse.management.v1.AddSecondFactorToLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	214, // 168: gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyRequest.type:type_name -> gatehouse.management.v1.SecondFactorType
+	179, // 169: gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	178, // 170: gatehouse.management.v1.ListLoginPolicyMultiFactorsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	215, // 171: gatehouse.management.v1.ListLoginPolicyMultiFactorsResponse.result:type_name -> gatehouse.management.v1.MultiFactorType
+	215, // 172: gatehouse.management.v1.AddMultiFactorToLoginPolicyRequest.type:type_name -> gatehouse.management.v1.MultiFactorType
+	179, // 173: gatehouse.management.v1.AddMultiFactorToLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	215, // 174: gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyRequest.type:type_name -> gatehouse.management.v1.MultiFactorType
+	179, // 175: gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	221, // 176: gatehouse.management.v1.SendPasswordResetLink.notification_type:type_name -> gatehouse.management.v1.NotificationType
+	158, // 177: gatehouse.management.v1.PasswordResetRequest.send_link:type_name -> gatehouse.management.v1.SendPasswordResetLink
+	159, // 178: gatehouse.management.v1.PasswordResetRequest.return_code:type_name -> gatehouse.management.v1.ReturnPasswordResetCode
+	179, // 179: gatehouse.management.v1.PasswordResetResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	162, // 180: gatehouse.management.v1.SetPasswordRequest.new_password:type_name -> gatehouse.management.v1.Password
+	179, // 181: gatehouse.management.v1.SetPasswordResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	222, // 182: gatehouse.management.v1.AddHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
+	222, // 183: gatehouse.management.v1.ImportHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
+	0,   // 184: gatehouse.management.v1.ManagementService.GetUserByID:input_type -> gatehouse.management.v1.GetUserByIDRequest
+	2,   // 185: gatehouse.management.v1.ManagementService.ListUsers:input_type -> gatehouse.management.v1.ListUsersRequest
+	4,   // 186: gatehouse.management.v1.ManagementService.AddHumanUser:input_type -> gatehouse.management.v1.AddHumanUserRequest
+	6,   // 187: gatehouse.management.v1.ManagementService.ImportHumanUser:input_type -> gatehouse.management.v1.ImportHumanUserRequest
+	8,   // 188: gatehouse.management.v1.ManagementService.AddMachineUser:input_type -> gatehouse.management.v1.AddMachineUserRequest
+	10,  // 189: gatehouse.management.v1.ManagementService.DeactivateUser:input_type -> gatehouse.management.v1.DeactivateUserRequest
+	12,  // 190: gatehouse.management.v1.ManagementService.ReactivateUser:input_type -> gatehouse.management.v1.ReactivateUserRequest
+	14,  // 191: gatehouse.management.v1.ManagementService.UnlockUser:input_type -> gatehouse.management.v1.UnlockUserRequest
+	16,  // 192: gatehouse.management.v1.ManagementService.RemoveUser:input_type -> gatehouse.management.v1.RemoveUserRequest
+	18,  // 193: gatehouse.management.v1.ManagementService.SetHumanPassword:input_type -> gatehouse.management.v1.SetHumanPasswordRequest
+	223, // 194: gatehouse.management.v1.ManagementService.SendHumanResetPasswordNotification:input_type -> gatehouse.management.v1.SendHumanResetPasswordNotificationRequest
+	160, // 195: gatehouse.management.v1.ManagementService.PasswordReset:input_type -> gatehouse.management.v1.PasswordResetRequest
+	163, // 196: gatehouse.management.v1.ManagementService.SetPassword:input_type -> gatehouse.management.v1.SetPasswordRequest
+	20,  // 197: gatehouse.management.v1.ManagementService.AddMachineKey:input_type -> gatehouse.management.v1.AddMachineKeyRequest
+	22,  // 198: gatehouse.management.v1.ManagementService.ListMachineKeys:input_type -> gatehouse.management.v1.ListMachineKeysRequest
+	24,  // 199: gatehouse.management.v1.ManagementService.RemoveMachineKey:input_type -> gatehouse.management.v1.RemoveMachineKeyRequest
+	26,  // 200: gatehouse.management.v1.ManagementService.GenerateMachineSecret:input_type -> gatehouse.management.v1.GenerateMachineSecretRequest
+	28,  // 201: gatehouse.management.v1.ManagementService.RemoveMachineSecret:input_type -> gatehouse.management.v1.RemoveMachineSecretRequest
+	30,  // 202: gatehouse.management.v1.ManagementService.SetUserMetadata:input_type -> gatehouse.management.v1.SetUserMetadataRequest
+	32,  // 203: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:input_type -> gatehouse.management.v1.BulkSetUserMetadataRequest
+	34,  // 204: gatehouse.management.v1.ManagementService.ListUserMetadata:input_type -> gatehouse.management.v1.ListUserMetadataRequest
+	36,  // 205: gatehouse.management.v1.ManagementService.GetUserMetadata:input_type -> gatehouse.management.v1.GetUserMetadataRequest
+	38,  // 206: gatehouse.management.v1.ManagementService.RemoveUserMetadata:input_type -> gatehouse.management.v1.RemoveUserMetadataRequest
+	40,  // 207: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:input_type -> gatehouse.management.v1.BulkRemoveUserMetadataRequest
+	42,  // 208: gatehouse.management.v1.ManagementService.GetMyOrg:input_type -> gatehouse.management.v1.GetMyOrgRequest
+	44,  // 209: gatehouse.management.v1.ManagementService.AddOrg:input_type -> gatehouse.management.v1.AddOrgRequest
+	46,  // 210: gatehouse.management.v1.ManagementService.ListOrgs:input_type -> gatehouse.management.v1.ListOrgsRequest
+	48,  // 211: gatehouse.management.v1.ManagementService.AddOrgMember:input_type -> gatehouse.management.v1.AddOrgMemberRequest
+	50,  // 212: gatehouse.management.v1.ManagementService.ListOrgMembers:input_type -> gatehouse.management.v1.ListOrgMembersRequest
+	52,  // 213: gatehouse.management.v1.ManagementService.RemoveOrgMember:input_type -> gatehouse.management.v1.RemoveOrgMemberRequest
+	54,  // 214: gatehouse.management.v1.ManagementService.GetOrgIDPByID:input_type -> gatehouse.management.v1.GetOrgIDPByIDRequest
+	56,  // 215: gatehouse.management.v1.ManagementService.ListOrgIDPs:input_type -> gatehouse.management.v1.ListOrgIDPsRequest
+	58,  // 216: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:input_type -> gatehouse.management.v1.AddOrgOIDCIDPRequest
+	60,  // 217: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:input_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest
+	62,  // 218: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:input_type -> gatehouse.management.v1.DeactivateOrgIDPRequest
+	66,  // 219: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:input_type -> gatehouse.management.v1.ReactivateOrgIDPRequest
+	64,  // 220: gatehouse.management.v1.ManagementService.SetOrgIDPTrust:input_type -> gatehouse.management.v1.SetOrgIDPTrustRequest
+	68,  // 221: gatehouse.management.v1.ManagementService.RemoveOrgIDP:input_type -> gatehouse.management.v1.RemoveOrgIDPRequest
+	70,  // 222: gatehouse.management.v1.ManagementService.AddProject:input_type -> gatehouse.management.v1.AddProjectRequest
+	72,  // 223: gatehouse.management.v1.ManagementService.GetProjectByID:input_type -> gatehouse.management.v1.GetProjectByIDRequest
+	74,  // 224: gatehouse.management.v1.ManagementService.ListProjects:input_type -> gatehouse.management.v1.ListProjectsRequest
+	76,  // 225: gatehouse.management.v1.ManagementService.GetAppByID:input_type -> gatehouse.management.v1.GetAppByIDRequest
+	78,  // 226: gatehouse.management.v1.ManagementService.ListApps:input_type -> gatehouse.management.v1.ListAppsRequest
+	80,  // 227: gatehouse.management.v1.ManagementService.AddOIDCApp:input_type -> gatehouse.management.v1.AddOIDCAppRequest
+	82,  // 228: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:input_type -> gatehouse.management.v1.UpdateOIDCAppConfigRequest
+	84,  // 229: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:input_type -> gatehouse.management.v1.RegenerateOIDCClientSecretRequest
+	86,  // 230: gatehouse.management.v1.ManagementService.AddAPIApp:input_type -> gatehouse.management.v1.AddAPIAppRequest
+	88,  // 231: gatehouse.management.v1.ManagementService.AddAppKey:input_type -> gatehouse.management.v1.AddAppKeyRequest
+	90,  // 232: gatehouse.management.v1.ManagementService.RemoveAppKey:input_type -> gatehouse.management.v1.RemoveAppKeyRequest
+	224, // 233: gatehouse.management.v1.ManagementService.SetAppAdminClient:input_type -> gatehouse.management.v1.SetAppAdminClientRequest
+	112, // 234: gatehouse.management.v1.ManagementService.ListUserIDPs:input_type -> gatehouse.management.v1.ListUserIDPsRequest
+	114, // 235: gatehouse.management.v1.ManagementService.RemoveUserIDP:input_type -> gatehouse.management.v1.RemoveUserIDPRequest
+	92,  // 236: gatehouse.management.v1.ManagementService.AddProjectGrant:input_type -> gatehouse.management.v1.AddProjectGrantRequest
+	94,  // 237: gatehouse.management.v1.ManagementService.ListGrantedProjects:input_type -> gatehouse.management.v1.ListGrantedProjectsRequest
+	96,  // 238: gatehouse.management.v1.ManagementService.RefuseGrantedProject:input_type -> gatehouse.management.v1.RefuseGrantedProjectRequest
+	98,  // 239: gatehouse.management.v1.ManagementService.ListProjectGrants:input_type -> gatehouse.management.v1.ListProjectGrantsRequest
+	100, // 240: gatehouse.management.v1.ManagementService.UpdateProjectGrant:input_type -> gatehouse.management.v1.UpdateProjectGrantRequest
+	102, // 241: gatehouse.management.v1.ManagementService.RemoveProjectGrant:input_type -> gatehouse.management.v1.RemoveProjectGrantRequest
+	104, // 242: gatehouse.management.v1.ManagementService.GetLoginPolicy:input_type -> gatehouse.management.v1.GetLoginPolicyRequest
+	106, // 243: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:input_type -> gatehouse.management.v1.AddCustomLoginPolicyRequest
+	108, // 244: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:input_type -> gatehouse.management.v1.UpdateCustomLoginPolicyRequest
+	110, // 245: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:input_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
+	146, // 246: gatehouse.management.v1.ManagementService.ListLoginPolicySecondFactors:input_type -> gatehouse.management.v1.ListLoginPolicySecondFactorsRequest
+	148, // 247: gatehouse.management.v1.ManagementService.AddSecondFactorToLoginPolicy:input_type -> gatehouse.management.v1.AddSecondFactorToLoginPolicyRequest
+	150, // 248: gatehouse.management.v1.ManagementService.RemoveSecondFactorFromLoginPolicy:input_type -> gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyRequest
+	152, // 249: gatehouse.management.v1.ManagementService.ListLoginPolicyMultiFactors:input_type -> gatehouse.management.v1.ListLoginPolicyMultiFactorsRequest
+	154, // 250: gatehouse.management.v1.ManagementService.AddMultiFactorToLoginPolicy:input_type -> gatehouse.management.v1.AddMultiFactorToLoginPolicyRequest
+	156, // 251: gatehouse.management.v1.ManagementService.RemoveMultiFactorFromLoginPolicy:input_type -> gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyRequest
+	116, // 252: gatehouse.management.v1.ManagementService.RegisterTOTP:input_type -> gatehouse.management.v1.RegisterTOTPRequest
+	118, // 253: gatehouse.management.v1.ManagementService.VerifyTOTPRegistration:input_type -> gatehouse.management.v1.VerifyTOTPRegistrationRequest
+	120, // 254: gatehouse.management.v1.ManagementService.RemoveTOTP:input_type -> gatehouse.management.v1.RemoveTOTPRequest
+	122, // 255: gatehouse.management.v1.ManagementService.ListHumanAuthFactors:input_type -> gatehouse.management.v1.ListHumanAuthFactorsRequest
+	124, // 256: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorOTP:input_type -> gatehouse.management.v1.RemoveHumanAuthFactorOTPRequest
+	126, // 257: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorU2F:input_type -> gatehouse.management.v1.RemoveHumanAuthFactorU2FRequest
+	128, // 258: gatehouse.management.v1.ManagementService.ListHumanPasswordless:input_type -> gatehouse.management.v1.ListHumanPasswordlessRequest
+	130, // 259: gatehouse.management.v1.ManagementService.RemoveHumanPasswordless:input_type -> gatehouse.management.v1.RemoveHumanPasswordlessRequest
+	132, // 260: gatehouse.management.v1.ManagementService.RegisterU2F:input_type -> gatehouse.management.v1.RegisterU2FRequest
+	134, // 261: gatehouse.management.v1.ManagementService.VerifyU2FRegistration:input_type -> gatehouse.management.v1.VerifyU2FRegistrationRequest
+	136, // 262: gatehouse.management.v1.ManagementService.RemoveU2F:input_type -> gatehouse.management.v1.RemoveU2FRequest
+	138, // 263: gatehouse.management.v1.ManagementService.RegisterPasskey:input_type -> gatehouse.management.v1.RegisterPasskeyRequest
+	140, // 264: gatehouse.management.v1.ManagementService.VerifyPasskeyRegistration:input_type -> gatehouse.management.v1.VerifyPasskeyRegistrationRequest
+	142, // 265: gatehouse.management.v1.ManagementService.ListPasskeys:input_type -> gatehouse.management.v1.ListPasskeysRequest
+	144, // 266: gatehouse.management.v1.ManagementService.RemovePasskey:input_type -> gatehouse.management.v1.RemovePasskeyRequest
+	1,   // 267: gatehouse.management.v1.ManagementService.GetUserByID:output_type -> gatehouse.management.v1.GetUserByIDResponse
+	3,   // 268: gatehouse.management.v1.ManagementService.ListUsers:output_type -> gatehouse.management.v1.ListUsersResponse
+	5,   // 269: gatehouse.management.v1.ManagementService.AddHumanUser:output_type -> gatehouse.management.v1.AddHumanUserResponse
+	7,   // 270: gatehouse.management.v1.ManagementService.ImportHumanUser:output_type -> gatehouse.management.v1.ImportHumanUserResponse
+	9,   // 271: gatehouse.management.v1.ManagementService.AddMachineUser:output_type -> gatehouse.management.v1.AddMachineUserResponse
+	11,  // 272: gatehouse.management.v1.ManagementService.DeactivateUser:output_type -> gatehouse.management.v1.DeactivateUserResponse
+	13,  // 273: gatehouse.management.v1.ManagementService.ReactivateUser:output_type -> gatehouse.management.v1.ReactivateUserResponse
+	15,  // 274: gatehouse.management.v1.ManagementService.UnlockUser:output_type -> gatehouse.management.v1.UnlockUserResponse
+	17,  // 275: gatehouse.management.v1.ManagementService.RemoveUser:output_type -> gatehouse.management.v1.RemoveUserResponse
+	19,  // 276: gatehouse.management.v1.ManagementService.SetHumanPassword:output_type -> gatehouse.management.v1.SetHumanPasswordResponse
+	225, // 277: gatehouse.management.v1.ManagementService.SendHumanResetPasswordNotification:output_type -> gatehouse.management.v1.SendHumanResetPasswordNotificationResponse
+	161, // 278: gatehouse.management.v1.ManagementService.PasswordReset:output_type -> gatehouse.management.v1.PasswordResetResponse
+	164, // 279: gatehouse.management.v1.ManagementService.SetPassword:output_type -> gatehouse.management.v1.SetPasswordResponse
+	21,  // 280: gatehouse.management.v1.ManagementService.AddMachineKey:output_type -> gatehouse.management.v1.AddMachineKeyResponse
+	23,  // 281: gatehouse.management.v1.ManagementService.ListMachineKeys:output_type -> gatehouse.management.v1.ListMachineKeysResponse
+	25,  // 282: gatehouse.management.v1.ManagementService.RemoveMachineKey:output_type -> gatehouse.management.v1.RemoveMachineKeyResponse
+	27,  // 283: gatehouse.management.v1.ManagementService.GenerateMachineSecret:output_type -> gatehouse.management.v1.GenerateMachineSecretResponse
+	29,  // 284: gatehouse.management.v1.ManagementService.RemoveMachineSecret:output_type -> gatehouse.management.v1.RemoveMachineSecretResponse
+	31,  // 285: gatehouse.management.v1.ManagementService.SetUserMetadata:output_type -> gatehouse.management.v1.SetUserMetadataResponse
+	33,  // 286: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:output_type -> gatehouse.management.v1.BulkSetUserMetadataResponse
+	35,  // 287: gatehouse.management.v1.ManagementService.ListUserMetadata:output_type -> gatehouse.management.v1.ListUserMetadataResponse
+	37,  // 288: gatehouse.management.v1.ManagementService.GetUserMetadata:output_type -> gatehouse.management.v1.GetUserMetadataResponse
+	39,  // 289: gatehouse.management.v1.ManagementService.RemoveUserMetadata:output_type -> gatehouse.management.v1.RemoveUserMetadataResponse
+	41,  // 290: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:output_type -> gatehouse.management.v1.BulkRemoveUserMetadataResponse
+	43,  // 291: gatehouse.management.v1.ManagementService.GetMyOrg:output_type -> gatehouse.management.v1.GetMyOrgResponse
+	45,  // 292: gatehouse.management.v1.ManagementService.AddOrg:output_type -> gatehouse.management.v1.AddOrgResponse
+	47,  // 293: gatehouse.management.v1.ManagementService.ListOrgs:output_type -> gatehouse.management.v1.ListOrgsResponse
+	49,  // 294: gatehouse.management.v1.ManagementService.AddOrgMember:output_type -> gatehouse.management.v1.AddOrgMemberResponse
+	51,  // 295: gatehouse.management.v1.ManagementService.ListOrgMembers:output_type -> gatehouse.management.v1.ListOrgMembersResponse
+	53,  // 296: gatehouse.management.v1.ManagementService.RemoveOrgMember:output_type -> gatehouse.management.v1.RemoveOrgMemberResponse
+	55,  // 297: gatehouse.management.v1.ManagementService.GetOrgIDPByID:output_type -> gatehouse.management.v1.GetOrgIDPByIDResponse
+	57,  // 298: gatehouse.management.v1.ManagementService.ListOrgIDPs:output_type -> gatehouse.management.v1.ListOrgIDPsResponse
+	59,  // 299: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:output_type -> gatehouse.management.v1.AddOrgOIDCIDPResponse
+	61,  // 300: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:output_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse
+	63,  // 301: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:output_type -> gatehouse.management.v1.DeactivateOrgIDPResponse
+	67,  // 302: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:output_type -> gatehouse.management.v1.ReactivateOrgIDPResponse
+	65,  // 303: gatehouse.management.v1.ManagementService.SetOrgIDPTrust:output_type -> gatehouse.management.v1.SetOrgIDPTrustResponse
+	69,  // 304: gatehouse.management.v1.ManagementService.RemoveOrgIDP:output_type -> gatehouse.management.v1.RemoveOrgIDPResponse
+	71,  // 305: gatehouse.management.v1.ManagementService.AddProject:output_type -> gatehouse.management.v1.AddProjectResponse
+	73,  // 306: gatehouse.management.v1.ManagementService.GetProjectByID:output_type -> gatehouse.management.v1.GetProjectByIDResponse
+	75,  // 307: gatehouse.management.v1.ManagementService.ListProjects:output_type -> gatehouse.management.v1.ListProjectsResponse
+	77,  // 308: gatehouse.management.v1.ManagementService.GetAppByID:output_type -> gatehouse.management.v1.GetAppByIDResponse
+	79,  // 309: gatehouse.management.v1.ManagementService.ListApps:output_type -> gatehouse.management.v1.ListAppsResponse
+	81,  // 310: gatehouse.management.v1.ManagementService.AddOIDCApp:output_type -> gatehouse.management.v1.AddOIDCAppResponse
+	83,  // 311: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:output_type -> gatehouse.management.v1.UpdateOIDCAppConfigResponse
+	85,  // 312: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:output_type -> gatehouse.management.v1.RegenerateOIDCClientSecretResponse
+	87,  // 313: gatehouse.management.v1.ManagementService.AddAPIApp:output_type -> gatehouse.management.v1.AddAPIAppResponse
+	89,  // 314: gatehouse.management.v1.ManagementService.AddAppKey:output_type -> gatehouse.management.v1.AddAppKeyResponse
+	91,  // 315: gatehouse.management.v1.ManagementService.RemoveAppKey:output_type -> gatehouse.management.v1.RemoveAppKeyResponse
+	226, // 316: gatehouse.management.v1.ManagementService.SetAppAdminClient:output_type -> gatehouse.management.v1.SetAppAdminClientResponse
+	113, // 317: gatehouse.management.v1.ManagementService.ListUserIDPs:output_type -> gatehouse.management.v1.ListUserIDPsResponse
+	115, // 318: gatehouse.management.v1.ManagementService.RemoveUserIDP:output_type -> gatehouse.management.v1.RemoveUserIDPResponse
+	93,  // 319: gatehouse.management.v1.ManagementService.AddProjectGrant:output_type -> gatehouse.management.v1.AddProjectGrantResponse
+	95,  // 320: gatehouse.management.v1.ManagementService.ListGrantedProjects:output_type -> gatehouse.management.v1.ListGrantedProjectsResponse
+	97,  // 321: gatehouse.management.v1.ManagementService.RefuseGrantedProject:output_type -> gatehouse.management.v1.RefuseGrantedProjectResponse
+	99,  // 322: gatehouse.management.v1.ManagementService.ListProjectGrants:output_type -> gatehouse.management.v1.ListProjectGrantsResponse
+	101, // 323: gatehouse.management.v1.ManagementService.UpdateProjectGrant:output_type -> gatehouse.management.v1.UpdateProjectGrantResponse
+	103, // 324: gatehouse.management.v1.ManagementService.RemoveProjectGrant:output_type -> gatehouse.management.v1.RemoveProjectGrantResponse
+	105, // 325: gatehouse.management.v1.ManagementService.GetLoginPolicy:output_type -> gatehouse.management.v1.GetLoginPolicyResponse
+	107, // 326: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:output_type -> gatehouse.management.v1.AddCustomLoginPolicyResponse
+	109, // 327: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:output_type -> gatehouse.management.v1.UpdateCustomLoginPolicyResponse
+	111, // 328: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:output_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
+	147, // 329: gatehouse.management.v1.ManagementService.ListLoginPolicySecondFactors:output_type -> gatehouse.management.v1.ListLoginPolicySecondFactorsResponse
+	149, // 330: gatehouse.management.v1.ManagementService.AddSecondFactorToLoginPolicy:output_type -> gatehouse.management.v1.AddSecondFactorToLoginPolicyResponse
+	151, // 331: gatehouse.management.v1.ManagementService.RemoveSecondFactorFromLoginPolicy:output_type -> gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyResponse
+	153, // 332: gatehouse.management.v1.ManagementService.ListLoginPolicyMultiFactors:output_type -> gatehouse.management.v1.ListLoginPolicyMultiFactorsResponse
+	155, // 333: gatehouse.management.v1.ManagementService.AddMultiFactorToLoginPolicy:output_type -> gatehouse.management.v1.AddMultiFactorToLoginPolicyResponse
+	157, // 334: gatehouse.management.v1.ManagementService.RemoveMultiFactorFromLoginPolicy:output_type -> gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyResponse
+	117, // 335: gatehouse.management.v1.ManagementService.RegisterTOTP:output_type -> gatehouse.management.v1.RegisterTOTPResponse
+	119, // 336: gatehouse.management.v1.ManagementService.VerifyTOTPRegistration:output_type -> gatehouse.management.v1.VerifyTOTPRegistrationResponse
+	121, // 337: gatehouse.management.v1.ManagementService.RemoveTOTP:output_type -> gatehouse.management.v1.RemoveTOTPResponse
+	123, // 338: gatehouse.management.v1.ManagementService.ListHumanAuthFactors:output_type -> gatehouse.management.v1.ListHumanAuthFactorsResponse
+	125, // 339: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorOTP:output_type -> gatehouse.management.v1.RemoveHumanAuthFactorOTPResponse
+	127, // 340: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorU2F:output_type -> gatehouse.management.v1.RemoveHumanAuthFactorU2FResponse
+	129, // 341: gatehouse.management.v1.ManagementService.ListHumanPasswordless:output_type -> gatehouse.management.v1.ListHumanPasswordlessResponse
+	131, // 342: gatehouse.management.v1.ManagementService.RemoveHumanPasswordless:output_type -> gatehouse.management.v1.RemoveHumanPasswordlessResponse
+	133, // 343: gatehouse.management.v1.ManagementService.RegisterU2F:output_type -> gatehouse.management.v1.RegisterU2FResponse
+	135, // 344: gatehouse.management.v1.ManagementService.VerifyU2FRegistration:output_type -> gatehouse.management.v1.VerifyU2FRegistrationResponse
+	137, // 345: gatehouse.management.v1.ManagementService.RemoveU2F:output_type -> gatehouse.management.v1.RemoveU2FResponse
+	139, // 346: gatehouse.management.v1.ManagementService.RegisterPasskey:output_type -> gatehouse.management.v1.RegisterPasskeyResponse
+	141, // 347: gatehouse.management.v1.ManagementService.VerifyPasskeyRegistration:output_type -> gatehouse.management.v1.VerifyPasskeyRegistrationResponse
+	143, // 348: gatehouse.management.v1.ManagementService.ListPasskeys:output_type -> gatehouse.management.v1.ListPasskeysResponse
+	145, // 349: gatehouse.management.v1.ManagementService.RemovePasskey:output_type -> gatehouse.management.v1.RemovePasskeyResponse
+	267, // [267:350] is the sub-list for method output_type
+	184, // [184:267] is the sub-list for method input_type
+	184, // [184:184] is the sub-list for extension type_name
+	184, // [184:184] is the sub-list for extension extendee
+	0,   // [0:184] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_management_v1_management_proto_init() }
@@ -11026,13 +11526,23 @@ func file_gatehouse_management_v1_management_proto_init() {
 	file_gatehouse_management_v1_policy_proto_init()
 	file_gatehouse_management_v1_project_proto_init()
 	file_gatehouse_management_v1_user_proto_init()
+	file_gatehouse_management_v1_management_proto_msgTypes[158].OneofWrappers = []any{}
+	file_gatehouse_management_v1_management_proto_msgTypes[160].OneofWrappers = []any{
+		(*PasswordResetRequest_SendLink)(nil),
+		(*PasswordResetRequest_ReturnCode)(nil),
+	}
+	file_gatehouse_management_v1_management_proto_msgTypes[161].OneofWrappers = []any{}
+	file_gatehouse_management_v1_management_proto_msgTypes[163].OneofWrappers = []any{
+		(*SetPasswordRequest_CurrentPassword)(nil),
+		(*SetPasswordRequest_VerificationCode)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_management_v1_management_proto_rawDesc), len(file_gatehouse_management_v1_management_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   167,
+			NumMessages:   174,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -390,6 +390,108 @@ func (AuthFactorState) EnumDescriptor() ([]byte, []int) {
 	return file_gatehouse_management_v1_user_proto_rawDescGZIP(), []int{5}
 }
 
+// NotificationType is how a code reaches the user (ZITADEL's v2 names).
+type NotificationType int32
+
+const (
+	// The default: e-mail.
+	NotificationType_NOTIFICATION_TYPE_Unspecified NotificationType = 0
+	// By e-mail.
+	NotificationType_NOTIFICATION_TYPE_Email NotificationType = 1
+	// By SMS (not supported: no SMS provider).
+	NotificationType_NOTIFICATION_TYPE_SMS NotificationType = 2
+)
+
+// Enum value maps for NotificationType.
+var (
+	NotificationType_name = map[int32]string{
+		0: "NOTIFICATION_TYPE_Unspecified",
+		1: "NOTIFICATION_TYPE_Email",
+		2: "NOTIFICATION_TYPE_SMS",
+	}
+	NotificationType_value = map[string]int32{
+		"NOTIFICATION_TYPE_Unspecified": 0,
+		"NOTIFICATION_TYPE_Email":       1,
+		"NOTIFICATION_TYPE_SMS":         2,
+	}
+)
+
+func (x NotificationType) Enum() *NotificationType {
+	p := new(NotificationType)
+	*p = x
+	return p
+}
+
+func (x NotificationType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (NotificationType) Descriptor() protoreflect.EnumDescriptor {
+	return file_gatehouse_management_v1_user_proto_enumTypes[6].Descriptor()
+}
+
+func (NotificationType) Type() protoreflect.EnumType {
+	return &file_gatehouse_management_v1_user_proto_enumTypes[6]
+}
+
+func (x NotificationType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use NotificationType.Descriptor instead.
+func (NotificationType) EnumDescriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_user_proto_rawDescGZIP(), []int{6}
+}
+
+// The medium of the link.
+type SendHumanResetPasswordNotificationRequest_Type int32
+
+const (
+	// By e-mail.
+	SendHumanResetPasswordNotificationRequest_TYPE_EMAIL SendHumanResetPasswordNotificationRequest_Type = 0
+	// By SMS (not supported: no SMS provider).
+	SendHumanResetPasswordNotificationRequest_TYPE_SMS SendHumanResetPasswordNotificationRequest_Type = 1
+)
+
+// Enum value maps for SendHumanResetPasswordNotificationRequest_Type.
+var (
+	SendHumanResetPasswordNotificationRequest_Type_name = map[int32]string{
+		0: "TYPE_EMAIL",
+		1: "TYPE_SMS",
+	}
+	SendHumanResetPasswordNotificationRequest_Type_value = map[string]int32{
+		"TYPE_EMAIL": 0,
+		"TYPE_SMS":   1,
+	}
+)
+
+func (x SendHumanResetPasswordNotificationRequest_Type) Enum() *SendHumanResetPasswordNotificationRequest_Type {
+	p := new(SendHumanResetPasswordNotificationRequest_Type)
+	*p = x
+	return p
+}
+
+func (x SendHumanResetPasswordNotificationRequest_Type) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SendHumanResetPasswordNotificationRequest_Type) Descriptor() protoreflect.EnumDescriptor {
+	return file_gatehouse_management_v1_user_proto_enumTypes[7].Descriptor()
+}
+
+func (SendHumanResetPasswordNotificationRequest_Type) Type() protoreflect.EnumType {
+	return &file_gatehouse_management_v1_user_proto_enumTypes[7]
+}
+
+func (x SendHumanResetPasswordNotificationRequest_Type) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SendHumanResetPasswordNotificationRequest_Type.Descriptor instead.
+func (SendHumanResetPasswordNotificationRequest_Type) EnumDescriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_user_proto_rawDescGZIP(), []int{19, 0}
+}
+
 // User is a human or a machine (service account) of an organization.
 type User struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1694,6 +1796,107 @@ func (*AuthFactorOTPEmail) Descriptor() ([]byte, []int) {
 	return file_gatehouse_management_v1_user_proto_rawDescGZIP(), []int{18}
 }
 
+// SendHumanResetPasswordNotificationRequest names the user and the medium.
+type SendHumanResetPasswordNotificationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// ID of the user.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The medium.
+	Type          SendHumanResetPasswordNotificationRequest_Type `protobuf:"varint,2,opt,name=type,proto3,enum=gatehouse.management.v1.SendHumanResetPasswordNotificationRequest_Type" json:"type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SendHumanResetPasswordNotificationRequest) Reset() {
+	*x = SendHumanResetPasswordNotificationRequest{}
+	mi := &file_gatehouse_management_v1_user_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SendHumanResetPasswordNotificationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SendHumanResetPasswordNotificationRequest) ProtoMessage() {}
+
+func (x *SendHumanResetPasswordNotificationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_user_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SendHumanResetPasswordNotificationRequest.ProtoReflect.Descriptor instead.
+func (*SendHumanResetPasswordNotificationRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_user_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *SendHumanResetPasswordNotificationRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *SendHumanResetPasswordNotificationRequest) GetType() SendHumanResetPasswordNotificationRequest_Type {
+	if x != nil {
+		return x.Type
+	}
+	return SendHumanResetPasswordNotificationRequest_TYPE_EMAIL
+}
+
+// SendHumanResetPasswordNotificationResponse reports the change.
+type SendHumanResetPasswordNotificationResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The change.
+	Details       *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SendHumanResetPasswordNotificationResponse) Reset() {
+	*x = SendHumanResetPasswordNotificationResponse{}
+	mi := &file_gatehouse_management_v1_user_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SendHumanResetPasswordNotificationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SendHumanResetPasswordNotificationResponse) ProtoMessage() {}
+
+func (x *SendHumanResetPasswordNotificationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_user_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SendHumanResetPasswordNotificationResponse.ProtoReflect.Descriptor instead.
+func (*SendHumanResetPasswordNotificationResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_user_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *SendHumanResetPasswordNotificationResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
 var File_gatehouse_management_v1_user_proto protoreflect.FileDescriptor
 
 const file_gatehouse_management_v1_user_proto_rawDesc = "" +
@@ -1782,7 +1985,16 @@ const file_gatehouse_management_v1_user_proto_rawDesc = "" +
 	"\x05state\x18\x02 \x01(\x0e2(.gatehouse.management.v1.AuthFactorStateR\x05state\x12\x12\n" +
 	"\x04name\x18\x03 \x01(\tR\x04name\"\x12\n" +
 	"\x10AuthFactorOTPSMS\"\x14\n" +
-	"\x12AuthFactorOTPEmail*\xb6\x01\n" +
+	"\x12AuthFactorOTPEmail\"\xc8\x01\n" +
+	")SendHumanResetPasswordNotificationRequest\x12\x18\n" +
+	"\x02id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x02id\x12[\n" +
+	"\x04type\x18\x02 \x01(\x0e2G.gatehouse.management.v1.SendHumanResetPasswordNotificationRequest.TypeR\x04type\"$\n" +
+	"\x04Type\x12\x0e\n" +
+	"\n" +
+	"TYPE_EMAIL\x10\x00\x12\f\n" +
+	"\bTYPE_SMS\x10\x01\"n\n" +
+	"*SendHumanResetPasswordNotificationResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails*\xb6\x01\n" +
 	"\tUserState\x12\x1a\n" +
 	"\x16USER_STATE_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11USER_STATE_ACTIVE\x10\x01\x12\x17\n" +
@@ -1819,7 +2031,11 @@ const file_gatehouse_management_v1_user_proto_rawDesc = "" +
 	"\x1dAUTH_FACTOR_STATE_UNSPECIFIED\x10\x00\x12\x1f\n" +
 	"\x1bAUTH_FACTOR_STATE_NOT_READY\x10\x01\x12\x1b\n" +
 	"\x17AUTH_FACTOR_STATE_READY\x10\x02\x12\x1d\n" +
-	"\x19AUTH_FACTOR_STATE_REMOVED\x10\x03B\xf6\x01\n" +
+	"\x19AUTH_FACTOR_STATE_REMOVED\x10\x03*m\n" +
+	"\x10NotificationType\x12!\n" +
+	"\x1dNOTIFICATION_TYPE_Unspecified\x10\x00\x12\x1b\n" +
+	"\x17NOTIFICATION_TYPE_Email\x10\x01\x12\x19\n" +
+	"\x15NOTIFICATION_TYPE_SMS\x10\x02B\xf6\x01\n" +
 	"\x1bcom.gatehouse.management.v1B\tUserProtoP\x01ZNgithub.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1;managementv1\xa2\x02\x03GMX\xaa\x02\x17Gatehouse.Management.V1\xca\x02\x17Gatehouse\\Management\\V1\xe2\x02#Gatehouse\\Management\\V1\\GPBMetadata\xea\x02\x19Gatehouse::Management::V1b\x06proto3"
 
 var (
@@ -1834,69 +2050,75 @@ func file_gatehouse_management_v1_user_proto_rawDescGZIP() []byte {
 	return file_gatehouse_management_v1_user_proto_rawDescData
 }
 
-var file_gatehouse_management_v1_user_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_gatehouse_management_v1_user_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_gatehouse_management_v1_user_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
+var file_gatehouse_management_v1_user_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_gatehouse_management_v1_user_proto_goTypes = []any{
-	(UserState)(0),             // 0: gatehouse.management.v1.UserState
-	(AccessTokenType)(0),       // 1: gatehouse.management.v1.AccessTokenType
-	(Gender)(0),                // 2: gatehouse.management.v1.Gender
-	(Type)(0),                  // 3: gatehouse.management.v1.Type
-	(UserFieldName)(0),         // 4: gatehouse.management.v1.UserFieldName
-	(AuthFactorState)(0),       // 5: gatehouse.management.v1.AuthFactorState
-	(*User)(nil),               // 6: gatehouse.management.v1.User
-	(*Human)(nil),              // 7: gatehouse.management.v1.Human
-	(*Machine)(nil),            // 8: gatehouse.management.v1.Machine
-	(*Profile)(nil),            // 9: gatehouse.management.v1.Profile
-	(*Email)(nil),              // 10: gatehouse.management.v1.Email
-	(*Phone)(nil),              // 11: gatehouse.management.v1.Phone
-	(*UserQuery)(nil),          // 12: gatehouse.management.v1.UserQuery
-	(*UserNameQuery)(nil),      // 13: gatehouse.management.v1.UserNameQuery
-	(*EmailQuery)(nil),         // 14: gatehouse.management.v1.EmailQuery
-	(*StateQuery)(nil),         // 15: gatehouse.management.v1.StateQuery
-	(*TypeQuery)(nil),          // 16: gatehouse.management.v1.TypeQuery
-	(*LoginNameQuery)(nil),     // 17: gatehouse.management.v1.LoginNameQuery
-	(*AuthFactor)(nil),         // 18: gatehouse.management.v1.AuthFactor
-	(*AuthFactorOTP)(nil),      // 19: gatehouse.management.v1.AuthFactorOTP
-	(*AuthFactorU2F)(nil),      // 20: gatehouse.management.v1.AuthFactorU2F
-	(*WebAuthNToken)(nil),      // 21: gatehouse.management.v1.WebAuthNToken
-	(*Passkey)(nil),            // 22: gatehouse.management.v1.Passkey
-	(*AuthFactorOTPSMS)(nil),   // 23: gatehouse.management.v1.AuthFactorOTPSMS
-	(*AuthFactorOTPEmail)(nil), // 24: gatehouse.management.v1.AuthFactorOTPEmail
-	(*ObjectDetails)(nil),      // 25: gatehouse.management.v1.ObjectDetails
-	(TextQueryMethod)(0),       // 26: gatehouse.management.v1.TextQueryMethod
+	(UserState)(0),        // 0: gatehouse.management.v1.UserState
+	(AccessTokenType)(0),  // 1: gatehouse.management.v1.AccessTokenType
+	(Gender)(0),           // 2: gatehouse.management.v1.Gender
+	(Type)(0),             // 3: gatehouse.management.v1.Type
+	(UserFieldName)(0),    // 4: gatehouse.management.v1.UserFieldName
+	(AuthFactorState)(0),  // 5: gatehouse.management.v1.AuthFactorState
+	(NotificationType)(0), // 6: gatehouse.management.v1.NotificationType
+	(SendHumanResetPasswordNotificationRequest_Type)(0), // 7: gatehouse.management.v1.SendHumanResetPasswordNotificationRequest.Type
+	(*User)(nil),               // 8: gatehouse.management.v1.User
+	(*Human)(nil),              // 9: gatehouse.management.v1.Human
+	(*Machine)(nil),            // 10: gatehouse.management.v1.Machine
+	(*Profile)(nil),            // 11: gatehouse.management.v1.Profile
+	(*Email)(nil),              // 12: gatehouse.management.v1.Email
+	(*Phone)(nil),              // 13: gatehouse.management.v1.Phone
+	(*UserQuery)(nil),          // 14: gatehouse.management.v1.UserQuery
+	(*UserNameQuery)(nil),      // 15: gatehouse.management.v1.UserNameQuery
+	(*EmailQuery)(nil),         // 16: gatehouse.management.v1.EmailQuery
+	(*StateQuery)(nil),         // 17: gatehouse.management.v1.StateQuery
+	(*TypeQuery)(nil),          // 18: gatehouse.management.v1.TypeQuery
+	(*LoginNameQuery)(nil),     // 19: gatehouse.management.v1.LoginNameQuery
+	(*AuthFactor)(nil),         // 20: gatehouse.management.v1.AuthFactor
+	(*AuthFactorOTP)(nil),      // 21: gatehouse.management.v1.AuthFactorOTP
+	(*AuthFactorU2F)(nil),      // 22: gatehouse.management.v1.AuthFactorU2F
+	(*WebAuthNToken)(nil),      // 23: gatehouse.management.v1.WebAuthNToken
+	(*Passkey)(nil),            // 24: gatehouse.management.v1.Passkey
+	(*AuthFactorOTPSMS)(nil),   // 25: gatehouse.management.v1.AuthFactorOTPSMS
+	(*AuthFactorOTPEmail)(nil), // 26: gatehouse.management.v1.AuthFactorOTPEmail
+	(*SendHumanResetPasswordNotificationRequest)(nil),  // 27: gatehouse.management.v1.SendHumanResetPasswordNotificationRequest
+	(*SendHumanResetPasswordNotificationResponse)(nil), // 28: gatehouse.management.v1.SendHumanResetPasswordNotificationResponse
+	(*ObjectDetails)(nil),                              // 29: gatehouse.management.v1.ObjectDetails
+	(TextQueryMethod)(0),                               // 30: gatehouse.management.v1.TextQueryMethod
 }
 var file_gatehouse_management_v1_user_proto_depIdxs = []int32{
-	25, // 0: gatehouse.management.v1.User.details:type_name -> gatehouse.management.v1.ObjectDetails
+	29, // 0: gatehouse.management.v1.User.details:type_name -> gatehouse.management.v1.ObjectDetails
 	0,  // 1: gatehouse.management.v1.User.state:type_name -> gatehouse.management.v1.UserState
-	7,  // 2: gatehouse.management.v1.User.human:type_name -> gatehouse.management.v1.Human
-	8,  // 3: gatehouse.management.v1.User.machine:type_name -> gatehouse.management.v1.Machine
-	9,  // 4: gatehouse.management.v1.Human.profile:type_name -> gatehouse.management.v1.Profile
-	10, // 5: gatehouse.management.v1.Human.email:type_name -> gatehouse.management.v1.Email
-	11, // 6: gatehouse.management.v1.Human.phone:type_name -> gatehouse.management.v1.Phone
+	9,  // 2: gatehouse.management.v1.User.human:type_name -> gatehouse.management.v1.Human
+	10, // 3: gatehouse.management.v1.User.machine:type_name -> gatehouse.management.v1.Machine
+	11, // 4: gatehouse.management.v1.Human.profile:type_name -> gatehouse.management.v1.Profile
+	12, // 5: gatehouse.management.v1.Human.email:type_name -> gatehouse.management.v1.Email
+	13, // 6: gatehouse.management.v1.Human.phone:type_name -> gatehouse.management.v1.Phone
 	1,  // 7: gatehouse.management.v1.Machine.access_token_type:type_name -> gatehouse.management.v1.AccessTokenType
 	2,  // 8: gatehouse.management.v1.Profile.gender:type_name -> gatehouse.management.v1.Gender
-	13, // 9: gatehouse.management.v1.UserQuery.user_name_query:type_name -> gatehouse.management.v1.UserNameQuery
-	14, // 10: gatehouse.management.v1.UserQuery.email_query:type_name -> gatehouse.management.v1.EmailQuery
-	15, // 11: gatehouse.management.v1.UserQuery.state_query:type_name -> gatehouse.management.v1.StateQuery
-	16, // 12: gatehouse.management.v1.UserQuery.type_query:type_name -> gatehouse.management.v1.TypeQuery
-	17, // 13: gatehouse.management.v1.UserQuery.login_name_query:type_name -> gatehouse.management.v1.LoginNameQuery
-	26, // 14: gatehouse.management.v1.UserNameQuery.method:type_name -> gatehouse.management.v1.TextQueryMethod
-	26, // 15: gatehouse.management.v1.EmailQuery.method:type_name -> gatehouse.management.v1.TextQueryMethod
+	15, // 9: gatehouse.management.v1.UserQuery.user_name_query:type_name -> gatehouse.management.v1.UserNameQuery
+	16, // 10: gatehouse.management.v1.UserQuery.email_query:type_name -> gatehouse.management.v1.EmailQuery
+	17, // 11: gatehouse.management.v1.UserQuery.state_query:type_name -> gatehouse.management.v1.StateQuery
+	18, // 12: gatehouse.management.v1.UserQuery.type_query:type_name -> gatehouse.management.v1.TypeQuery
+	19, // 13: gatehouse.management.v1.UserQuery.login_name_query:type_name -> gatehouse.management.v1.LoginNameQuery
+	30, // 14: gatehouse.management.v1.UserNameQuery.method:type_name -> gatehouse.management.v1.TextQueryMethod
+	30, // 15: gatehouse.management.v1.EmailQuery.method:type_name -> gatehouse.management.v1.TextQueryMethod
 	0,  // 16: gatehouse.management.v1.StateQuery.state:type_name -> gatehouse.management.v1.UserState
 	3,  // 17: gatehouse.management.v1.TypeQuery.type:type_name -> gatehouse.management.v1.Type
-	26, // 18: gatehouse.management.v1.LoginNameQuery.method:type_name -> gatehouse.management.v1.TextQueryMethod
+	30, // 18: gatehouse.management.v1.LoginNameQuery.method:type_name -> gatehouse.management.v1.TextQueryMethod
 	5,  // 19: gatehouse.management.v1.AuthFactor.state:type_name -> gatehouse.management.v1.AuthFactorState
-	19, // 20: gatehouse.management.v1.AuthFactor.otp:type_name -> gatehouse.management.v1.AuthFactorOTP
-	20, // 21: gatehouse.management.v1.AuthFactor.u2f:type_name -> gatehouse.management.v1.AuthFactorU2F
-	23, // 22: gatehouse.management.v1.AuthFactor.otp_sms:type_name -> gatehouse.management.v1.AuthFactorOTPSMS
-	24, // 23: gatehouse.management.v1.AuthFactor.otp_email:type_name -> gatehouse.management.v1.AuthFactorOTPEmail
+	21, // 20: gatehouse.management.v1.AuthFactor.otp:type_name -> gatehouse.management.v1.AuthFactorOTP
+	22, // 21: gatehouse.management.v1.AuthFactor.u2f:type_name -> gatehouse.management.v1.AuthFactorU2F
+	25, // 22: gatehouse.management.v1.AuthFactor.otp_sms:type_name -> gatehouse.management.v1.AuthFactorOTPSMS
+	26, // 23: gatehouse.management.v1.AuthFactor.otp_email:type_name -> gatehouse.management.v1.AuthFactorOTPEmail
 	5,  // 24: gatehouse.management.v1.WebAuthNToken.state:type_name -> gatehouse.management.v1.AuthFactorState
 	5,  // 25: gatehouse.management.v1.Passkey.state:type_name -> gatehouse.management.v1.AuthFactorState
-	26, // [26:26] is the sub-list for method output_type
-	26, // [26:26] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	7,  // 26: gatehouse.management.v1.SendHumanResetPasswordNotificationRequest.type:type_name -> gatehouse.management.v1.SendHumanResetPasswordNotificationRequest.Type
+	29, // 27: gatehouse.management.v1.SendHumanResetPasswordNotificationResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	28, // [28:28] is the sub-list for method output_type
+	28, // [28:28] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_management_v1_user_proto_init() }
@@ -1927,8 +2149,8 @@ func file_gatehouse_management_v1_user_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_management_v1_user_proto_rawDesc), len(file_gatehouse_management_v1_user_proto_rawDesc)),
-			NumEnums:      6,
-			NumMessages:   19,
+			NumEnums:      8,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
