@@ -162,4 +162,3 @@ func (m *mailpit) text(id string) string {
 	}
 	return out.Text
 }
-

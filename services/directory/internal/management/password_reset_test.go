@@ -28,8 +28,8 @@ func TestPasswordResetAPI(t *testing.T) {
 		}{
 			{"manager", "/management/v1/users/" + plain + "/password/_reset", map[string]any{"type": "TYPE_EMAIL"}, 200},
 			{"manager", "/management/v1/users/" + plain + "/password/_reset", map[string]any{"type": "TYPE_EMAIL"}, 429}, // within the minute
-			{"manager", "/management/v1/users/" + owner + "/password/_reset", map[string]any{}, 403},                    // does not dominate
-			{"plain", "/management/v1/users/" + plain + "/password/_reset", map[string]any{}, 403},                      // not for oneself
+			{"manager", "/management/v1/users/" + owner + "/password/_reset", map[string]any{}, 403},                     // does not dominate
+			{"plain", "/management/v1/users/" + plain + "/password/_reset", map[string]any{}, 403},                       // not for oneself
 			{"manager", "/management/v1/users/" + manager + "/password/_reset", map[string]any{"type": "TYPE_SMS"}, 400},
 			{"manager", "/v2/users/" + plain + "/password_reset", map[string]any{"sendLink": map[string]any{"urlTemplate": "https://evil.example/{{.Code}}"}}, 400},
 			{"manager", "/v2/users/" + plain + "/password_reset", map[string]any{"sendLink": map[string]any{"notificationType": "NOTIFICATION_TYPE_SMS"}}, 400},
