@@ -128,7 +128,7 @@ func (a *App) usersCmd() *cobra.Command {
 		a.rpcCommand(rpcCmd{
 			use: "reset-password USER_ID", short: "Mail a user a password reset link (one use, an hour; needs a mail relay)",
 			example: "  gatehouse users reset-password 2870",
-			rpc:     mgmt(mc.SendHumanResetPasswordNotification), args: []string{"id"}, view: detailsView,
+			rpc:     mgmt(mc.SendHumanResetPasswordNotification), args: []string{"user_id"}, view: detailsView,
 		}),
 		a.rpcCommand(rpcCmd{
 			use: "password-reset USER_ID [-f FILE]", short: "Start a password reset: mail the link, or with {\"returnCode\": {}} print the code",

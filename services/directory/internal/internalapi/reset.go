@@ -84,9 +84,10 @@ func (s *Server) mailReset(ctx context.Context, orgID, orgName, login, lang stri
 		s.Logger.ErrorContext(ctx, "password reset", "err", err)
 		return
 	}
+	lang = mail.Lang(u.PreferredLanguage, lang)
 	m := &users.ResetMail{Sealer: s.Mail.Outbox.Sealer,
-		Data: mail.Data{Lang: mail.Lang(u.PreferredLanguage, lang), Org: orgName, Name: u.DisplayName, LoginName: u.LoginName()},
-		Link: func(code string) string { return users.ResetLink(s.Mail.Issuer, u.ID, code) }}
+		Data: mail.Data{Lang: lang, Org: orgName, Name: u.DisplayName, LoginName: u.LoginName()},
+		Link: func(code string) string { return users.ResetLink(s.Mail.Issuer, u.ID, code, lang) }}
 	_, _, err = s.userCmds.RequestPasswordReset(ctx, u.ID, u, keys.Hasher, m, s.Now())
 	var ce *connect.Error
 	switch {

@@ -25,9 +25,10 @@ func (s *Server) resetMail(ctx context.Context, u *users.User) (*users.ResetMail
 	if err != nil {
 		return nil, err
 	}
+	lang := mail.Lang(u.PreferredLanguage)
 	return &users.ResetMail{Sealer: s.Mail.Sealer,
-		Data: mail.Data{Lang: mail.Lang(u.PreferredLanguage), Org: org.Name, Name: u.DisplayName, LoginName: u.LoginName()},
-		Link: func(code string) string { return users.ResetLink(s.Issuer, u.ID, code) }}, nil
+		Data: mail.Data{Lang: lang, Org: org.Name, Name: u.DisplayName, LoginName: u.LoginName()},
+		Link: func(code string) string { return users.ResetLink(s.Issuer, u.ID, code, lang) }}, nil
 }
 
 // requestReset gives u a reset code: mailed with m, else returned.
@@ -48,7 +49,7 @@ func (s *Server) SendHumanResetPasswordNotification(ctx context.Context, req *ma
 	if err != nil {
 		return nil, err
 	}
-	u, err := s.user(ctx, lim, "id", req.GetId())
+	u, err := s.user(ctx, lim, "user_id", req.GetUserId())
 	if err != nil {
 		return nil, err
 	}

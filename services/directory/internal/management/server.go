@@ -108,7 +108,7 @@ func Rules() map[string]authz.Rule {
 		"SetHumanPassword": user(authz.UserManager, "user_id"),
 		// A reset link or code is a credential: only for a user the
 		// caller dominates; the user sets its own password with a code.
-		"SendHumanResetPasswordNotification": user(authz.UserManager, "id"),
+		"SendHumanResetPasswordNotification": user(authz.UserManager, "user_id"),
 		"PasswordReset":                      user(authz.UserManager, "user_id"),
 		"SetPassword":                        self("user_id"),
 		"AddMachineKey":                      user(authz.UserManager, "user_id"),

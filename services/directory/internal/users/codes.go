@@ -72,10 +72,11 @@ func registerCodes(es *eventstore.Store) {
 // login).
 const PathPasswordNew = "/ui/login/password/new"
 
-// ResetLink is a password reset link under issuer: the page, the user and
-// the code.
-func ResetLink(issuer *url.URL, userID, code string) string {
-	return strings.TrimSuffix(issuer.String(), "/") + PathPasswordNew + "?" + url.Values{"userID": {userID}, "code": {code}}.Encode()
+// ResetLink is a password reset link under issuer: the page, the user,
+// the code and the language of the mail, which the page keeps.
+func ResetLink(issuer *url.URL, userID, code, lang string) string {
+	return strings.TrimSuffix(issuer.String(), "/") + PathPasswordNew + "?" +
+		url.Values{"userID": {userID}, "code": {code}, "ui_locales": {lang}}.Encode()
 }
 
 // ResetMail is how a reset code goes by mail.

@@ -10818,7 +10818,7 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x11verification_code\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01H\x00R\x10verificationCodeB\x0e\n" +
 	"\fverification\"W\n" +
 	"\x13SetPasswordResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails2\xfdq\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails2\x82r\n" +
 	"\x11ManagementService\x12\x8e\x01\n" +
 	"\vGetUserByID\x12+.gatehouse.management.v1.GetUserByIDRequest\x1a,.gatehouse.management.v1.GetUserByIDResponse\"$\x82\xd3\xe4\x93\x02\x1b\x12\x19/management/v1/users/{id}\x90\x02\x01\x12\x8e\x01\n" +
 	"\tListUsers\x12).gatehouse.management.v1.ListUsersRequest\x1a*.gatehouse.management.v1.ListUsersResponse\"*\x82\xd3\xe4\x93\x02!:\x01*\"\x1c/management/v1/users/_search\x90\x02\x01\x12\x92\x01\n" +
@@ -10831,8 +10831,8 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"UnlockUser\x12*.gatehouse.management.v1.UnlockUserRequest\x1a+.gatehouse.management.v1.UnlockUserResponse\",\x82\xd3\xe4\x93\x02&:\x01*\"!/management/v1/users/{id}/_unlock\x12\x88\x01\n" +
 	"\n" +
 	"RemoveUser\x12*.gatehouse.management.v1.RemoveUserRequest\x1a+.gatehouse.management.v1.RemoveUserResponse\"!\x82\xd3\xe4\x93\x02\x1b*\x19/management/v1/users/{id}\x12\xab\x01\n" +
-	"\x10SetHumanPassword\x120.gatehouse.management.v1.SetHumanPasswordRequest\x1a1.gatehouse.management.v1.SetHumanPasswordResponse\"2\x82\xd3\xe4\x93\x02,:\x01*\"'/management/v1/users/{user_id}/password\x12\xe3\x01\n" +
-	"\"SendHumanResetPasswordNotification\x12B.gatehouse.management.v1.SendHumanResetPasswordNotificationRequest\x1aC.gatehouse.management.v1.SendHumanResetPasswordNotificationResponse\"4\x82\xd3\xe4\x93\x02.:\x01*\")/management/v1/users/{id}/password/_reset\x12\x9d\x01\n" +
+	"\x10SetHumanPassword\x120.gatehouse.management.v1.SetHumanPasswordRequest\x1a1.gatehouse.management.v1.SetHumanPasswordResponse\"2\x82\xd3\xe4\x93\x02,:\x01*\"'/management/v1/users/{user_id}/password\x12\xe8\x01\n" +
+	"\"SendHumanResetPasswordNotification\x12B.gatehouse.management.v1.SendHumanResetPasswordNotificationRequest\x1aC.gatehouse.management.v1.SendHumanResetPasswordNotificationResponse\"9\x82\xd3\xe4\x93\x023:\x01*\"./management/v1/users/{user_id}/password/_reset\x12\x9d\x01\n" +
 	"\rPasswordReset\x12-.gatehouse.management.v1.PasswordResetRequest\x1a..gatehouse.management.v1.PasswordResetResponse\"-\x82\xd3\xe4\x93\x02':\x01*\"\"/v2/users/{user_id}/password_reset\x12\x91\x01\n" +
 	"\vSetPassword\x12+.gatehouse.management.v1.SetPasswordRequest\x1a,.gatehouse.management.v1.SetPasswordResponse\"'\x82\xd3\xe4\x93\x02!:\x01*\"\x1c/v2/users/{user_id}/password\x12\x9e\x01\n" +
 	"\rAddMachineKey\x12-.gatehouse.management.v1.AddMachineKeyRequest\x1a..gatehouse.management.v1.AddMachineKeyResponse\".\x82\xd3\xe4\x93\x02(:\x01*\"#/management/v1/users/{user_id}/keys\x12\xaf\x01\n" +

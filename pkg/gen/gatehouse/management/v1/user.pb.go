@@ -1800,7 +1800,7 @@ func (*AuthFactorOTPEmail) Descriptor() ([]byte, []int) {
 type SendHumanResetPasswordNotificationRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// ID of the user.
-	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
 	// The medium.
 	Type          SendHumanResetPasswordNotificationRequest_Type `protobuf:"varint,2,opt,name=type,proto3,enum=gatehouse.management.v1.SendHumanResetPasswordNotificationRequest_Type" json:"type,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -1837,9 +1837,9 @@ func (*SendHumanResetPasswordNotificationRequest) Descriptor() ([]byte, []int) {
 	return file_gatehouse_management_v1_user_proto_rawDescGZIP(), []int{19}
 }
 
-func (x *SendHumanResetPasswordNotificationRequest) GetId() string {
+func (x *SendHumanResetPasswordNotificationRequest) GetUserId() string {
 	if x != nil {
-		return x.Id
+		return x.UserId
 	}
 	return ""
 }
@@ -1985,9 +1985,9 @@ const file_gatehouse_management_v1_user_proto_rawDesc = "" +
 	"\x05state\x18\x02 \x01(\x0e2(.gatehouse.management.v1.AuthFactorStateR\x05state\x12\x12\n" +
 	"\x04name\x18\x03 \x01(\tR\x04name\"\x12\n" +
 	"\x10AuthFactorOTPSMS\"\x14\n" +
-	"\x12AuthFactorOTPEmail\"\xc8\x01\n" +
-	")SendHumanResetPasswordNotificationRequest\x12\x18\n" +
-	"\x02id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x02id\x12[\n" +
+	"\x12AuthFactorOTPEmail\"\xd1\x01\n" +
+	")SendHumanResetPasswordNotificationRequest\x12!\n" +
+	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\x12[\n" +
 	"\x04type\x18\x02 \x01(\x0e2G.gatehouse.management.v1.SendHumanResetPasswordNotificationRequest.TypeR\x04type\"$\n" +
 	"\x04Type\x12\x0e\n" +
 	"\n" +
