@@ -253,7 +253,9 @@ func mxTable() []mxRow {
 			}},
 		{rpc: "SendHumanResetPasswordNotification", http: "POST /management/v1/users/{user_id}/password/_reset",
 			call: mxRPC(M.SendHumanResetPasswordNotification), kind: mxWrite, agg: "ada",
-			req: func(s *mxRun) proto.Message { return &mv1.SendHumanResetPasswordNotificationRequest{UserId: s.ids["ada"]} }},
+			req: func(s *mxRun) proto.Message {
+				return &mv1.SendHumanResetPasswordNotificationRequest{UserId: s.ids["ada"]}
+			}},
 		{rpc: "PasswordReset", http: "POST /v2/users/{user_id}/password_reset", call: mxRPC(M.PasswordReset), kind: mxWrite, agg: "ada",
 			req: func(s *mxRun) proto.Message {
 				return &mv1.PasswordResetRequest{UserId: s.ids["ada"], Medium: &mv1.PasswordResetRequest_ReturnCode{ReturnCode: &mv1.ReturnPasswordResetCode{}}}
