@@ -119,15 +119,18 @@ func (s *Server) CheckAuthFactor(ctx context.Context, req *directoryv1.CheckAuth
 	if err := s.begin(ctx, a); err != nil {
 		return nil, err
 	}
-	left, reset := 0, true
+	// A right code forgets the attempt's counts: a TOTP code in the
+	// transaction that records its step, a recovery code after its event.
+	left := 0
 	switch req.GetType() {
 	case users.FactorOTP:
 		err = s.userCmds.CheckTOTP(ctx, u, keys.Secrets, req.GetCode(), s.Now(), func(ctx context.Context, q db.Querier) error {
 			return lockout.Reset(ctx, q, a)
 		})
-		reset = false
 	default:
-		left, err = s.userCmds.UseRecoveryCode(ctx, u, keys.Hasher, req.GetCode())
+		if left, err = s.userCmds.UseRecoveryCode(ctx, u, keys.Hasher, req.GetCode()); err == nil {
+			err = s.lock.Succeeded(ctx, a)
+		}
 	}
 	if errors.Is(err, users.ErrBadCode) {
 		if err := s.lock.Failed(ctx, a); err != nil {
@@ -137,11 +140,6 @@ func (s *Server) CheckAuthFactor(ctx context.Context, req *directoryv1.CheckAuth
 	}
 	if err != nil {
 		return nil, internalErr(err, "check factor")
-	}
-	if reset {
-		if err := s.lock.Succeeded(ctx, a); err != nil {
-			return nil, internalErr(err, "reset failures")
-		}
 	}
 	if req.GetType() == "recovery" {
 		s.Logger.InfoContext(ctx, "recovery code used", "user_id", u.ID, "recovery_codes_left", left)

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,21 +21,9 @@ import (
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+	"github.com/gatehouse-id/gatehouse/pkg/testutil"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/mgmttest"
 )
-
-// syncBuffer is a log sink safe for the service's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // waitForMail returns the .eml files in dir once there are n.
 func waitForMail(t *testing.T, dir string, n int) []string {
@@ -99,7 +86,7 @@ var resetLinkRE = regexp.MustCompile(`https?://\S+/ui/login/password/new\?\S+`)
 func TestPasswordReset(t *testing.T) {
 	t.Parallel()
 	e := mgmttest.Start(t, db.SQLite)
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	e.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e.Restart()
 	ctx := context.Background()

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/gatehouse-id/gatehouse/pkg/rpc"
+	"github.com/gatehouse-id/gatehouse/pkg/testutil"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/edgetest"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/reqinfo"
 )
@@ -371,7 +371,7 @@ func TestBodyLimitErrorIs413(t *testing.T) {
 }
 
 func TestClientGoneIsNotAWarning(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	arrived := make(chan struct{})
 	backend := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		close(arrived)
@@ -405,23 +405,6 @@ func TestClientGoneIsNotAWarning(t *testing.T) {
 	if strings.Contains(logs.String(), `"level":"WARN"`) {
 		t.Fatalf("a client that went away was logged as an outage: %s", logs.String())
 	}
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // TestHungServiceTimesOutThenFailsFast: a frozen service (it accepts but

@@ -1,17 +1,16 @@
 package router
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/gatehouse-id/gatehouse/pkg/testutil"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/edgetest"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/proxy"
 	"github.com/gatehouse-id/gatehouse/services/edge/internal/routes"
@@ -130,22 +129,7 @@ func (b *syncBuffer) waitFor(t *testing.T, s string) {
 	}
 }
 
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type syncBuffer struct{ testutil.SyncBuffer }
 
 // unsizedReader hides its length so the client streams the body chunked
 // (HTTP/1.1) or without Content-Length (HTTP/2).
