@@ -12,7 +12,7 @@ export GOTOOLCHAIN := go1.27.3
 
 SERVICES := edge authn tokens directory
 # Every workspace module (pkg, the four services, e2e), as directories.
-MODULES = $(shell go list -m -f '{{.Dir}}')
+MODULES = $(shell GOTOOLCHAIN=$(GOTOOLCHAIN) go list -m -f '{{.Dir}}')
 GO_TEST_FLAGS ?= -count=1 -timeout 15m
 
 .PHONY: help
