@@ -544,23 +544,33 @@ func TestSecurityProjectGrant(t *testing.T) {
 // accepted users of every org, so a foreign tenant's user presented a
 // "verified" alice@example.com. Apps now sign in only their own (and
 // granted) organizations' users, and an admin-set verification counts
-// only within a domain the organization verified (its primary domain).
+// only within a domain the organization verified; an IAM owner's counts
+// everywhere.
 func TestSecurityEmailVerified(t *testing.T) {
-	e := afStart(t)
-	cfg := e.web
-	cfg.Scopes = []string{"openid", "email"}
-	c := browser(t, e.base)
-	p := e.password(c, afGet(t, c, cfg.AuthCodeURL("st", oidc.Nonce("n"))), "alice", afPassword)
-	tok, err := cfg.Exchange(e.ctx, p.loc.Query().Get("code"))
-	if err != nil {
-		t.Fatal(err)
+	e := afStartEnv(t, nil)
+	home := e.homeOrg()
+	_, orgOwner := e.managementToken(home, "owner-bot", "ORG_OWNER")
+	domain, _ := e.must("GET", "/management/v1/orgs/me", e.admin, "", nil)["org"].(map[string]any)["primaryDomain"].(string)
+	add := func(name, addr string) {
+		e.must("POST", "/management/v1/users/human/_import", orgOwner, "", map[string]any{"userName": name,
+			"profile": map[string]any{"firstName": name, "lastName": "Marked"},
+			"email":   map[string]any{"email": addr, "isEmailVerified": true}, "password": afPassword})
 	}
-	ui, err := e.provider.UserInfo(e.ctx, oauth2.StaticTokenSource(tok))
-	if err != nil {
-		t.Fatal(err)
+	// An organization owner's mark outside the organization's verified
+	// domains is its word only: reported unverified.
+	add("marked", "marked@example.com")
+	if addr, ok := e.emailClaims("marked", afPassword, "m1"); addr != "marked@example.com" || ok {
+		t.Errorf("userinfo email %q verified %v; want marked@example.com unverified (example.com is not the organization's)", addr, ok)
 	}
-	if ui.Email != "alice@example.com" || ui.EmailVerified {
-		t.Errorf("userinfo email %q verified %v; want alice@example.com unverified (example.com is not the organization's domain)", ui.Email, ui.EmailVerified)
+	// Inside its own (generated, verified) domain it counts.
+	add("inside", "inside@"+domain)
+	if addr, ok := e.emailClaims("inside", afPassword, "m2"); addr != "inside@"+domain || !ok {
+		t.Errorf("userinfo email %q verified %v; want verified within the organization's domain", addr, ok)
+	}
+	// An IAM owner's mark is proof anywhere.
+	e.user("iammarked", afPassword, false)
+	if addr, ok := e.emailClaims("iammarked", afPassword, "m3"); addr != "iammarked@example.com" || !ok {
+		t.Errorf("userinfo email %q verified %v; want an IAM owner's mark verified", addr, ok)
 	}
 }
 

@@ -32,7 +32,7 @@ func group(use, short, example string, cmds ...*cobra.Command) *cobra.Command {
 }
 
 func (a *App) resourceCommands() []*cobra.Command {
-	return []*cobra.Command{a.orgsCmd(), a.membersCmd(), a.usersCmd(), a.projectsCmd(), a.appsCmd(), a.idpsCmd(), a.keysCmd(), a.loginPolicyCmd()}
+	return []*cobra.Command{a.orgsCmd(), a.domainsCmd(), a.membersCmd(), a.usersCmd(), a.projectsCmd(), a.appsCmd(), a.idpsCmd(), a.keysCmd(), a.loginPolicyCmd()}
 }
 
 func (a *App) orgsCmd() *cobra.Command {
@@ -54,6 +54,46 @@ func (a *App) orgsCmd() *cobra.Command {
 			example: "  gatehouse orgs create acme",
 			rpc:     mgmt(mc.AddOrg), args: []string{"name"},
 			view: output.View{Columns: output.Cols("ID=id", "DOMAIN=primaryDomain")},
+		}),
+	)
+}
+
+func (a *App) domainsCmd() *cobra.Command {
+	return group("domains", "Domains of an organization: prove one to make its addresses' marks count",
+		"  gatehouse domains add example.com --org acme\n  gatehouse domains validation example.com --type DOMAIN_VALIDATION_TYPE_DNS\n"+
+			"  gatehouse domains validate example.com",
+		a.rpcCommand(rpcCmd{
+			use: "list", short: "List the organization's domains",
+			example: "  gatehouse domains list --org acme",
+			rpc:     mgmt(mc.ListOrgDomains), fromFile: true,
+			view: output.View{Rows: "result", Columns: output.Cols("DOMAIN=domainName", "VERIFIED=isVerified", "PRIMARY=isPrimary",
+				"VALIDATION=validationType")},
+		}),
+		a.rpcCommand(rpcCmd{
+			use: "add DOMAIN", short: "Add a domain (unverified)",
+			example: "  gatehouse domains add example.com",
+			rpc:     mgmt(mc.AddOrgDomain), args: []string{"domain"}, view: detailsView,
+		}),
+		a.rpcCommand(rpcCmd{
+			use: "validation DOMAIN --type TYPE", short: "Get a token that proves the domain, and where to put it (HTTP file or DNS TXT)",
+			example: "  gatehouse domains validation example.com --type DOMAIN_VALIDATION_TYPE_DNS",
+			rpc:     mgmt(mc.GenerateOrgDomainValidation), args: []string{"domain"}, flags: []string{"type"}, required: []string{"type"},
+			view: output.View{Columns: output.Cols("TOKEN=token", "WHERE=url")},
+		}),
+		a.rpcCommand(rpcCmd{
+			use: "validate DOMAIN", short: "Look for the token and verify the domain",
+			example: "  gatehouse domains validate example.com",
+			rpc:     mgmt(mc.ValidateOrgDomain), args: []string{"domain"}, view: detailsView,
+		}),
+		a.rpcCommand(rpcCmd{
+			use: "set-primary DOMAIN", short: "Make a verified domain the primary one (login names follow)",
+			example: "  gatehouse domains set-primary example.com",
+			rpc:     mgmt(mc.SetPrimaryOrgDomain), args: []string{"domain"}, view: detailsView,
+		}),
+		a.rpcCommand(rpcCmd{
+			use: "remove DOMAIN", short: "Remove a domain (not the primary one)",
+			example: "  gatehouse domains remove example.com",
+			rpc:     mgmt(mc.RemoveOrgDomain), args: []string{"domain"}, view: detailsView,
 		}),
 	)
 }
@@ -142,6 +182,40 @@ func (a *App) usersCmd() *cobra.Command {
 			rpc:     mgmt(mc.SetPassword), args: []string{"user_id"},
 			flags:    []string{"code=verification_code", "password=new_password.password", "change_required=new_password.change_required"},
 			required: []string{"code", "password"}, view: detailsView,
+		}),
+		a.rpcCommand(rpcCmd{
+			use: "set-email USER_ID --email ADDR", short: "Change a user's e-mail address (verification mail, or --verified)",
+			example: "  gatehouse users set-email 2870 --email ada@example.com\n  gatehouse users set-email 2870 --email ada@example.com --verified",
+			rpc:     mgmt(mc.UpdateHumanEmail), args: []string{"user_id"}, flags: []string{"email", "verified=is_email_verified"},
+			required: []string{"email"}, view: detailsView,
+		}),
+		a.rpcCommand(rpcCmd{
+			use: "resend-verification USER_ID", short: "Mail a user a new code for its unverified address (needs a mail relay)",
+			example: "  gatehouse users resend-verification 2870",
+			rpc:     mgmt(mc.ResendHumanEmailVerification), args: []string{"user_id"}, view: detailsView,
+		}),
+		a.rpcCommand(rpcCmd{
+			use: "resend-invitation USER_ID [--email ADDR]", short: "Mail a user without a password a new invitation (needs a mail relay)",
+			example: "  gatehouse users resend-invitation 2870\n  gatehouse users resend-invitation 2870 --email ada@example.com",
+			rpc:     mgmt(mc.ResendHumanInitialization), args: []string{"user_id"}, flags: []string{"email"}, view: detailsView,
+		}),
+		a.rpcCommand(rpcCmd{
+			use: "email-set USER_ID -f FILE", short: "Set an address (v2): mail a code, or with {\"returnCode\": {}} print it",
+			example: "  echo '{\"email\": \"ada@example.com\", \"returnCode\": {}}' | gatehouse users email-set 2870 -f -",
+			rpc:     mgmt(mc.SetEmail), args: []string{"user_id"}, fromFile: true,
+			view: output.View{Columns: output.Cols("CODE=verificationCode")},
+		}),
+		a.rpcCommand(rpcCmd{
+			use: "verify-email USER_ID --code CODE", short: "Verify a user's address with the code it was sent",
+			example: "  gatehouse users verify-email 2870 --code LHBFTP3ZIVYMRBSCBLDRSOFYPU",
+			rpc:     mgmt(mc.VerifyEmail), args: []string{"user_id"}, flags: []string{"code=verification_code"},
+			required: []string{"code"}, view: detailsView,
+		}),
+		a.rpcCommand(rpcCmd{
+			use: "email-code USER_ID [-f FILE]", short: "Send a new address code (v2), or with {\"returnCode\": {}} print it",
+			example: "  gatehouse users email-code 2870\n  echo '{\"returnCode\": {}}' | gatehouse users email-code 2870 -f -",
+			rpc:     mgmt(mc.ResendEmailCode), args: []string{"user_id"}, fromFile: true,
+			view: output.View{Columns: output.Cols("CODE=verificationCode")},
 		}),
 		a.rpcCommand(rpcCmd{use: "deactivate USER_ID", short: "Deactivate a user (cannot sign in)", example: "  gatehouse users deactivate 2870",
 			rpc: mgmt(mc.DeactivateUser), args: []string{"id"}, view: detailsView}),

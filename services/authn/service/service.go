@@ -63,6 +63,9 @@ type Directory interface {
 	RequestPasswordReset(context.Context, *directoryv1.RequestPasswordResetRequest) (*directoryv1.RequestPasswordResetResponse, error)
 	CheckPasswordResetCode(context.Context, *directoryv1.CheckPasswordResetCodeRequest) (*directoryv1.CheckPasswordResetCodeResponse, error)
 	ResetPassword(context.Context, *directoryv1.ResetPasswordRequest) (*directoryv1.ResetPasswordResponse, error)
+	CheckUserCode(context.Context, *directoryv1.CheckUserCodeRequest) (*directoryv1.CheckUserCodeResponse, error)
+	VerifyEmailCode(context.Context, *directoryv1.VerifyEmailCodeRequest) (*directoryv1.VerifyEmailCodeResponse, error)
+	InitializeUser(context.Context, *directoryv1.InitializeUserRequest) (*directoryv1.InitializeUserResponse, error)
 }
 
 // DirectoryWithFeed is Directory and the change feed that keeps authn's

@@ -2,6 +2,7 @@ package service
 
 import (
 	"encoding/pem"
+	"net"
 
 	"github.com/gatehouse-id/gatehouse/pkg/config"
 	"github.com/gatehouse-id/gatehouse/services/directory/apply"
@@ -24,12 +25,21 @@ type Settings struct {
 	BootstrapDocs []*apply.Doc
 	// Mail is the SMTP relay (GATEHOUSE_SMTP_*).
 	Mail mail.Config
+	// DNSResolver is GATEHOUSE_DNS_RESOLVER: the host:port of the DNS
+	// server that domain validations (TXT records) ask; empty, the
+	// system's resolver.
+	DNSResolver string
 }
 
 // Load implements config.Section.
 func (s *Settings) Load(p *config.Parser, _ *config.Config) {
 	*s = Settings{AdminPassword: p.Str("GATEHOUSE_ADMIN_PASSWORD", ""), BootstrapPublicKey: p.Str("GATEHOUSE_BOOTSTRAP_PUBLIC_KEY", "")}
 	s.Mail.Load(p)
+	if s.DNSResolver = p.Str("GATEHOUSE_DNS_RESOLVER", ""); s.DNSResolver != "" {
+		if _, port, err := net.SplitHostPort(s.DNSResolver); err != nil || port == "" {
+			p.Fail("GATEHOUSE_DNS_RESOLVER", "want host:port (e.g. 127.0.0.1:53)")
+		}
+	}
 	if k := s.BootstrapPublicKey; k != "" {
 		if b, _ := pem.Decode([]byte(k)); b == nil || b.Type != "PUBLIC KEY" {
 			p.Fail("GATEHOUSE_BOOTSTRAP_PUBLIC_KEY", "want a PEM public key (-----BEGIN PUBLIC KEY-----)")

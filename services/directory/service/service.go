@@ -20,6 +20,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1/directoryv1connect"
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1/tokensv1connect"
+	"github.com/gatehouse-id/gatehouse/pkg/netguard"
 	"github.com/gatehouse-id/gatehouse/pkg/process"
 	"github.com/gatehouse-id/gatehouse/pkg/rpc"
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
@@ -36,6 +37,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/mail"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/management"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/orgs"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/orgs/domaincheck"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/projections"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/projects"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/users"
@@ -103,7 +105,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (*Service, error) {
 		_ = store.Close()
 		return nil, fmt.Errorf("directory storage: %w", err)
 	}
-	if err := s.build(cfg.MasterKey, env, deps, boot.Mail); err != nil {
+	if err := s.build(cfg.MasterKey, env, deps, *boot); err != nil {
 		_ = store.Close()
 		return nil, err
 	}
@@ -169,7 +171,7 @@ func newMailOutbox(d *db.DB, masterKey []byte, env process.Env, relay mail.Confi
 	return &mail.Outbox{DB: d, Sender: sender, Sealer: mail.Sealer{Cipher: c}, From: from, Host: cfg.Issuer.Hostname(), Logger: env.Logger}, nil
 }
 
-func (s *Service) build(masterKey []byte, env process.Env, deps Deps, relay mail.Config) error {
+func (s *Service) build(masterKey []byte, env process.Env, deps Deps, set Settings) error {
 	egress, err := config.Get[*config.IdPEgress](env.Config)
 	if err != nil {
 		return err
@@ -199,15 +201,25 @@ func (s *Service) build(masterKey []byte, env process.Env, deps Deps, relay mail
 	orgQ := &orgs.Queries{DB: s.db}
 	userQ := &users.Queries{DB: s.db}
 	s.cutoffs = &cutoff.Outbox{DB: s.db, Tokens: deps.Tokens, Logger: env.Logger}
-	if s.mail, err = newMailOutbox(s.db, masterKey, env, relay); err != nil {
+	if s.mail, err = newMailOutbox(s.db, masterKey, env, set.Mail); err != nil {
 		return err
+	}
+	var notices users.NoticeFunc
+	if s.mail != nil {
+		notices = users.MailNotices(s.mail.Sealer, func(ctx context.Context, orgID string) (string, error) {
+			o, err := orgQ.Get(ctx, orgID)
+			if err != nil {
+				return "", err
+			}
+			return o.Name, nil
+		})
 	}
 	mgmt := &management.Server{
 		ES:         es,
 		Orgs:       orgQ,
 		OrgCmds:    &orgs.Commands{ES: es, IssuerHost: env.Config.Issuer.Hostname()},
 		Users:      userQ,
-		UserCmds:   &users.Commands{ES: es, Q: userQ},
+		UserCmds:   &users.Commands{ES: es, Q: userQ, Notices: notices},
 		IdPSecrets: idpCipher,
 		Hasher:     hasher,
 		Factors:    factorSecrets,
@@ -218,6 +230,9 @@ func (s *Service) build(masterKey []byte, env process.Env, deps Deps, relay mail
 		Now:        time.Now,
 		Cutoffs:    s.cutoffs,
 		Mail:       s.mail,
+		// The HTTP check is an outbound call to a host a tenant names:
+		// the identity providers' egress policy governs it.
+		DomainCheck: domaincheck.Checker{HTTP: egress.Client(netguard.Options{}), Resolver: domaincheck.NewResolver(set.DNSResolver)},
 	}
 	otel, err := telemetry.ConnectInterceptor()
 	if err != nil {
@@ -237,7 +252,7 @@ func (s *Service) build(masterKey []byte, env process.Env, deps Deps, relay mail
 		return err
 	}
 	s.internal.Cutoffs = s.cutoffs
-	s.internal.Mail = internalapi.Mail{Outbox: s.mail, Issuer: env.Config.Issuer}
+	s.internal.SetMail(internalapi.Mail{Outbox: s.mail, Issuer: env.Config.Issuer, Notices: notices})
 	s.internal.Factors = internalapi.FactorKeys{Secrets: factorSecrets, Hasher: hasher, Issuer: env.Config.Issuer.Hostname(), WebAuthn: wa}
 	iopts, err := rpc.InternalHandlerOptions(env.Config.InternalToken)
 	if err != nil {

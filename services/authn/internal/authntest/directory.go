@@ -44,6 +44,11 @@ type Directory struct {
 	// ResetPassword, which sets the password).
 	ResetsRequested []string
 	ResetCodes      map[string]string
+	// EmailCodes and InitCodes hold each user's valid verification and
+	// invitation code (used up by VerifyEmailCode and InitializeUser);
+	// Verified lists the users VerifyEmailCode or InitializeUser verified.
+	EmailCodes, InitCodes map[string]string
+	Verified              []string
 }
 
 // NewDirectory returns an empty fake.
@@ -382,4 +387,70 @@ func (d *Directory) ResetPassword(_ context.Context, r *directoryv1.ResetPasswor
 	u.Password = r.GetPassword()
 	delete(d.ResetCodes, r.GetUserId())
 	return &directoryv1.ResetPasswordResponse{User: u.User}, nil
+}
+
+// codes is the map of valid codes of kind (call with d.mu held).
+func (d *Directory) codes(kind directoryv1.UserCodeKind) map[string]string {
+	if d.EmailCodes == nil {
+		d.EmailCodes, d.InitCodes = map[string]string{}, map[string]string{}
+	}
+	if kind == directoryv1.UserCodeKind_USER_CODE_KIND_INIT {
+		return d.InitCodes
+	}
+	return d.EmailCodes
+}
+
+// codeUser is the user of a valid code of kind (call with d.mu held).
+func (d *Directory) codeUser(userID, code string, kind directoryv1.UserCodeKind) (*User, error) {
+	if err := d.down(); err != nil {
+		return nil, err
+	}
+	u, ok := d.Users[userID]
+	if !ok {
+		return nil, connect.NewError(connect.CodeNotFound, errors.New("user not found"))
+	}
+	if want, ok := d.codes(kind)[userID]; !ok || want != code {
+		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("the verification code is not valid"))
+	}
+	return u, nil
+}
+
+// CheckUserCode implements the directory API.
+func (d *Directory) CheckUserCode(_ context.Context, r *directoryv1.CheckUserCodeRequest) (*directoryv1.CheckUserCodeResponse, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	u, err := d.codeUser(r.GetUserId(), r.GetCode(), r.GetKind())
+	if err != nil {
+		return nil, err
+	}
+	return &directoryv1.CheckUserCodeResponse{User: u.User}, nil
+}
+
+// VerifyEmailCode implements the directory API: it records the user and
+// uses the code up.
+func (d *Directory) VerifyEmailCode(_ context.Context, r *directoryv1.VerifyEmailCodeRequest) (*directoryv1.VerifyEmailCodeResponse, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	u, err := d.codeUser(r.GetUserId(), r.GetCode(), directoryv1.UserCodeKind_USER_CODE_KIND_EMAIL)
+	if err != nil {
+		return nil, err
+	}
+	delete(d.EmailCodes, r.GetUserId())
+	d.Verified = append(d.Verified, r.GetUserId())
+	return &directoryv1.VerifyEmailCodeResponse{User: u.User}, nil
+}
+
+// InitializeUser implements the directory API: it sets the password,
+// records the user verified and uses the code up.
+func (d *Directory) InitializeUser(_ context.Context, r *directoryv1.InitializeUserRequest) (*directoryv1.InitializeUserResponse, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	u, err := d.codeUser(r.GetUserId(), r.GetCode(), directoryv1.UserCodeKind_USER_CODE_KIND_INIT)
+	if err != nil {
+		return nil, err
+	}
+	u.Password = r.GetPassword()
+	delete(d.InitCodes, r.GetUserId())
+	d.Verified = append(d.Verified, r.GetUserId())
+	return &directoryv1.InitializeUserResponse{}, nil
 }

@@ -49,6 +49,9 @@ type Directory interface {
 	RequestPasswordReset(context.Context, *directoryv1.RequestPasswordResetRequest) (*directoryv1.RequestPasswordResetResponse, error)
 	CheckPasswordResetCode(context.Context, *directoryv1.CheckPasswordResetCodeRequest) (*directoryv1.CheckPasswordResetCodeResponse, error)
 	ResetPassword(context.Context, *directoryv1.ResetPasswordRequest) (*directoryv1.ResetPasswordResponse, error)
+	CheckUserCode(context.Context, *directoryv1.CheckUserCodeRequest) (*directoryv1.CheckUserCodeResponse, error)
+	VerifyEmailCode(context.Context, *directoryv1.VerifyEmailCodeRequest) (*directoryv1.VerifyEmailCodeResponse, error)
+	InitializeUser(context.Context, *directoryv1.InitializeUserRequest) (*directoryv1.InitializeUserResponse, error)
 }
 
 // Paths served besides the authorize package's page paths.
@@ -116,6 +119,7 @@ func (p *Pages) Register(mux *http.ServeMux) {
 	})
 	p.registerAccount(mux)
 	p.registerReset(mux)
+	p.registerEmail(mux)
 	mux.HandleFunc("GET "+PathPasskey, p.passkeyPage)
 	mux.HandleFunc("POST "+PathPasskey, p.passkeySubmit)
 	mux.HandleFunc("GET "+PathScript, func(w http.ResponseWriter, r *http.Request) {

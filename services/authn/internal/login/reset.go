@@ -1,6 +1,7 @@
 package login
 
 import (
+	"context"
 	"crypto/subtle"
 	"net/http"
 	"strings"
@@ -85,9 +86,20 @@ type resetLink struct {
 	form map[string]string
 }
 
-// loadResetLink checks the link's code (query on GET, form on POST, with
-// the browser's CSRF token); on failure it has answered.
+// loadResetLink checks a reset link's code; on failure it has answered.
 func (p *Pages) loadResetLink(w http.ResponseWriter, r *http.Request) *resetLink {
+	return p.loadCodeLink(w, r, "reset.new.title", "reset.invalid", func(ctx context.Context, userID, code string) (*directoryv1.User, error) {
+		res, err := p.Directory.CheckPasswordResetCode(ctx, &directoryv1.CheckPasswordResetCodeRequest{UserId: userID, Code: code})
+		return res.GetUser(), err
+	})
+}
+
+// loadCodeLink checks the code of a mailed link (query on GET, form on
+// POST, with the browser's CSRF token) with check, and builds the page
+// titled title; a code check refuses shows invalid. On failure it has
+// answered.
+func (p *Pages) loadCodeLink(w http.ResponseWriter, r *http.Request, title, invalid string,
+	check func(ctx context.Context, userID, code string) (*directoryv1.User, error)) *resetLink {
 	lang := Language([]string{r.URL.Query().Get("ui_locales")}, r.Header.Get("Accept-Language"))
 	ctx := r.Context()
 	ua, err := p.Browsers.Ensure(ctx, w, r)
@@ -110,17 +122,16 @@ func (p *Pages) loadResetLink(w http.ResponseWriter, r *http.Request) *resetLink
 			return nil
 		}
 	}
-	res, err := p.Directory.CheckPasswordResetCode(ctx, &directoryv1.CheckPasswordResetCodeRequest{UserId: form["userID"], Code: form["code"]})
+	u, err := check(ctx, form["userID"], form["code"])
 	switch connect.CodeOf(err) {
 	case connect.CodeInvalidArgument, connect.CodeNotFound, connect.CodeFailedPrecondition:
-		p.messagePage(w, r, lang, http.StatusBadRequest, "reset.invalid")
+		p.messagePage(w, r, lang, http.StatusBadRequest, invalid)
 		return nil
 	}
 	if err != nil {
 		p.internal(w, r, lang, err)
 		return nil
 	}
-	u := res.GetUser()
 	if r.URL.Query().Get("ui_locales") == "" && u.GetPreferredLanguage() != "" {
 		lang = Language([]string{u.GetPreferredLanguage()}, r.Header.Get("Accept-Language"))
 	}
@@ -129,7 +140,7 @@ func (p *Pages) loadResetLink(w http.ResponseWriter, r *http.Request) *resetLink
 		p.internal(w, r, lang, err)
 		return nil
 	}
-	pg := &page{Lang: lang, Title: "reset.new.title", CSRF: ua.CSRFToken, LoginName: u.GetPreferredLoginName(),
+	pg := &page{Lang: lang, Title: title, CSRF: ua.CSRFToken, LoginName: u.GetPreferredLoginName(),
 		Errors: map[string]string{}, Form: map[string]string{"userID": form["userID"], "code": form["code"]},
 		Policy: policyLines(lang, org.GetPasswordPolicy())}
 	return &resetLink{user: u, org: org, pg: pg, form: form}

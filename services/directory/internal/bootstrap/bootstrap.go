@@ -195,7 +195,7 @@ func firstStart(ctx context.Context, o Options) (string, error) {
 		}
 		adminID, _, err = uc.AddHuman(ctx, editor, org, users.HumanAdded{
 			UserName: AdminUserName, FirstName: "Gatehouse", LastName: "Admin", DisplayName: "Gatehouse Admin",
-			Email: AdminUserName + "@" + org.PrimaryDomain, EmailVerified: true,
+			Email: AdminUserName + "@" + org.PrimaryDomain, EmailVerified: true, EmailProof: users.ProofInstance,
 			PasswordHash: hash, PasswordChangeRequired: generated,
 		})
 		if err != nil {

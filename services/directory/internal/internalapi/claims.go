@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/mail"
 	"slices"
 	"strings"
@@ -57,7 +58,11 @@ func (s *Server) Claims(ctx context.Context, u *users.User, scopes []string) (ma
 	}
 	if has("email") && u.Email != "" {
 		c["email"] = u.Email
-		c["email_verified"] = EmailVerified(u)
+		v, err := s.EmailVerified(ctx, u)
+		if err != nil {
+			return nil, err
+		}
+		c["email_verified"] = v
 	}
 	if has("phone") && u.Phone != "" {
 		c["phone_number"] = u.Phone
@@ -91,15 +96,25 @@ func (s *Server) Claims(ctx context.Context, u *users.User, scopes []string) (ma
 	return c, nil
 }
 
-// EmailVerified is the email_verified claim: an address marked verified
-// counts as verified only within a domain its organization has verified
-// (today the organization's primary domain). An organization admin can
-// mark any address verified, so anything else would let one tenant
-// present another's "verified" address to every app; such an address is
-// reported unverified instead (SECURITY.md).
-func EmailVerified(u *users.User) bool {
-	at := strings.LastIndex(u.Email, "@")
-	return u.EmailVerified && at >= 0 && strings.EqualFold(u.Email[at+1:], u.PrimaryDomain)
+// EmailVerified is the email_verified claim: the address is marked
+// verified, and either its user proved control of it (a mailed code or
+// link, an invitation, a provider an IAM owner trusts) or an IAM owner
+// marked it, or it lies in a domain its organization verified. An
+// organization admin can mark any address verified, so anything else
+// would let one tenant present another's "verified" address to every app;
+// such an address is reported unverified instead (SECURITY.md).
+func (s *Server) EmailVerified(ctx context.Context, u *users.User) (bool, error) {
+	if !u.EmailVerified {
+		return false, nil
+	}
+	if u.EmailProven {
+		return true, nil
+	}
+	ok, err := s.orgs.DomainVerified(ctx, u.OrgID, u.EmailDomain)
+	if err != nil {
+		return false, fmt.Errorf("internalapi: email_verified: %w", err)
+	}
+	return ok, nil
 }
 
 // GetClaims returns an active user's claims for the granted scopes; a user

@@ -277,7 +277,7 @@ func (s *Server) RegisterExternalUser(ctx context.Context, req *directoryv1.Regi
 	id, _, err := s.userCmds.AddExternalHuman(ctx, "self-registration", org, users.HumanAdded{
 		UserName: m.GetUserName(), FirstName: m.GetFirstName(), LastName: m.GetLastName(),
 		DisplayName:       displayName(m.GetDisplayName(), m.GetFirstName(), m.GetLastName()),
-		PreferredLanguage: m.GetPreferredLanguage(), Email: m.GetEmail(), EmailVerified: verified,
+		PreferredLanguage: m.GetPreferredLanguage(), Email: m.GetEmail(), EmailVerified: verified, EmailProof: idpProof(p, verified),
 	}, external(p, m.GetExternalSubject(), m.GetExternalUserName()))
 	if err != nil {
 		return nil, asInternal(err, "register external user")
@@ -314,4 +314,20 @@ func displayName(given, first, last string) string {
 		return d
 	}
 	return strings.TrimSpace(first + " " + last)
+}
+
+// idpProof is how far a provider's email_verified counts: a provider an
+// IAM owner trusts proves the address; one only its organization vouches
+// for is that organization's word (users.ProofOrg), which counts within
+// the organization's verified domains only. Otherwise a tenant could
+// point its provider at a server asserting anyone's address.
+func idpProof(p *idps.IDP, verified bool) users.Proof {
+	switch {
+	case !verified:
+		return ""
+	case p.TrustAMR:
+		return users.ProofIdP
+	default:
+		return users.ProofOrg
+	}
 }

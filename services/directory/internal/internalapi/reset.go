@@ -20,6 +20,15 @@ import (
 type Mail struct {
 	Outbox *mail.Outbox
 	Issuer *url.URL
+	// Notices mails change notices (nil: none).
+	Notices users.NoticeFunc
+}
+
+// SetMail makes the server send the self-service mails and the change
+// notices through m.
+func (s *Server) SetMail(m Mail) {
+	s.Mail = m
+	s.userCmds.Notices = m.Notices
 }
 
 // resetWork bounds the resets in flight (RequestPasswordReset answers
@@ -85,9 +94,9 @@ func (s *Server) mailReset(ctx context.Context, orgID, orgName, login, lang stri
 		return
 	}
 	lang = mail.Lang(u.PreferredLanguage, lang)
-	m := &users.ResetMail{Sealer: s.Mail.Outbox.Sealer,
-		Data: mail.Data{Lang: lang, Org: orgName, Name: u.DisplayName, LoginName: u.LoginName()},
-		Link: func(code string) string { return users.ResetLink(s.Mail.Issuer, u.ID, code, lang) }}
+	m := &users.CodeMail{Sealer: s.Mail.Outbox.Sealer,
+		Data:   mail.Data{Lang: lang, Org: orgName, Name: u.DisplayName, LoginName: u.LoginName()},
+		Issuer: s.Mail.Issuer}
 	_, _, err = s.userCmds.RequestPasswordReset(ctx, u.ID, u, keys.Hasher, m, s.Now())
 	var ce *connect.Error
 	switch {

@@ -38,7 +38,8 @@ type Server struct {
 	// Cutoffs delivers at once the token revocations a sign-out
 	// everywhere queues (nil: left to the background delivery).
 	Cutoffs *cutoff.Outbox
-	// Mail sends the self-service mails (a zero Mail: none can be sent).
+	// Mail sends the self-service mails (a zero Mail: none can be sent);
+	// set it with SetMail.
 	Mail Mail
 
 	orgs     *orgs.Queries

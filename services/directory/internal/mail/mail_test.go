@@ -116,6 +116,45 @@ func TestRender(t *testing.T) {
 	}
 }
 
+// Every kind renders in every language with what it must say: the link
+// and code where it has them, the new address in a change notice; no
+// template is missing or left in another language.
+func TestRenderEveryKind(t *testing.T) {
+	t.Parallel()
+	d := mail.Data{Org: "ACME", Name: "Eve", LoginName: "eve@acme.test", Link: "https://id.example.com/ui/x?code=LINKCODE",
+		Code: "THECODE", Expires: time.Date(2026, 11, 28, 15, 0, 0, 0, time.UTC), NewEmail: "new@acme.test",
+		When: time.Date(2026, 11, 28, 14, 0, 0, 0, time.UTC)}
+	must := map[string][]string{
+		mail.KindPasswordReset:     {"LINKCODE", "eve@acme.test"},
+		mail.KindEmailVerification: {"LINKCODE", "THECODE", "eve@acme.test"},
+		mail.KindInitialization:    {"LINKCODE", "eve@acme.test"},
+		mail.KindEmailChanged:      {"new@acme.test", "2026-11-28 14:00 UTC"},
+		mail.KindPasswordChanged:   {"2026-11-28 14:00 UTC", "eve@acme.test"},
+	}
+	subjects := map[string]bool{}
+	for _, kind := range mail.Kinds {
+		for _, lang := range mail.Languages {
+			d.Lang = lang
+			r, err := mail.Render(kind, d)
+			if err != nil {
+				t.Fatalf("%s.%s: %v", kind, lang, err)
+			}
+			if subjects[r.Subject] || r.Subject == "" {
+				t.Errorf("%s.%s: subject %q is empty or another message's", kind, lang, r.Subject)
+			}
+			subjects[r.Subject] = true
+			for _, w := range must[kind] {
+				if !strings.Contains(r.Text, w) || !strings.Contains(r.HTML, w) {
+					t.Errorf("%s.%s: text or HTML lacks %q", kind, lang, w)
+				}
+			}
+			if !strings.Contains(r.HTML, `lang="`+lang+`"`) {
+				t.Errorf("%s.%s: HTML not marked %s", kind, lang, lang)
+			}
+		}
+	}
+}
+
 // recorder is a Sender that keeps what it is given, failing as told.
 type recorder struct {
 	mu   sync.Mutex
@@ -380,14 +419,16 @@ func TestRecent(t *testing.T) {
 	ctx := context.Background()
 	f.queue(t, "m1", "u1")
 	for _, c := range []struct {
-		user, kind string
-		after      time.Duration
-		want       bool
-	}{{"u1", mail.KindPasswordReset, 0, true}, {"u2", mail.KindPasswordReset, 0, false}, {"u1", "other", 0, false},
-		{"u1", mail.KindPasswordReset, mail.Throttle, false}} {
-		got, err := mail.Recent(ctx, f.db, c.user, c.kind, f.clock.Now().Add(c.after))
+		user, to, kind string
+		after          time.Duration
+		want           bool
+	}{{"u1", "x@y.test", mail.KindPasswordReset, 0, true}, {"u2", "x@y.test", mail.KindPasswordReset, 0, false},
+		{"u1", "x@y.test", "other", 0, false}, {"u1", "x@y.test", mail.KindPasswordReset, mail.Throttle, false},
+		// Another user with the address: one message a minute to it.
+		{"u2", "Eve@ACME.test", mail.KindPasswordReset, 0, true}, {"u2", "eve@acme.test", "other", 0, false}} {
+		got, err := mail.Recent(ctx, f.db, c.user, c.to, c.kind, f.clock.Now().Add(c.after))
 		if err != nil || got != c.want {
-			t.Errorf("Recent(%s, %s, +%v) = %v, %v; want %v", c.user, c.kind, c.after, got, err, c.want)
+			t.Errorf("Recent(%s, %s, %s, +%v) = %v, %v; want %v", c.user, c.to, c.kind, c.after, got, err, c.want)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/url"
+	"strings"
 	"time"
 
 	gomail "github.com/wneessen/go-mail"
@@ -82,12 +83,14 @@ func Queue(ctx context.Context, q db.Querier, p Pending, now time.Time) error {
 	return nil
 }
 
-// Recent reports whether a message of kind to userID was queued within
-// Throttle before now.
-func Recent(ctx context.Context, q db.Querier, userID, kind string, now time.Time) (bool, error) {
+// Recent reports whether a message of kind to userID, or to the address
+// to, was queued within Throttle before now: a flood of requests, for one
+// user or for many users sharing one address, queues one message a
+// minute.
+func Recent(ctx context.Context, q db.Querier, userID, to, kind string, now time.Time) (bool, error) {
 	var n int
-	if err := q.Get(ctx, &n, `SELECT COUNT(*) FROM mail_outbox WHERE user_id = ? AND kind = ? AND created_at > ?`,
-		userID, kind, now.Add(-Throttle)); err != nil {
+	if err := q.Get(ctx, &n, `SELECT COUNT(*) FROM mail_outbox WHERE kind = ? AND created_at > ? AND (user_id = ? OR LOWER(recipient) = ?)`,
+		kind, now.Add(-Throttle), userID, strings.ToLower(to)); err != nil {
 		return false, fmt.Errorf("mail: recent messages: %w", err)
 	}
 	return n > 0, nil

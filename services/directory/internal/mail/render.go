@@ -12,8 +12,17 @@ import (
 
 // Kinds of message.
 const (
-	KindPasswordReset = "password_reset"
+	KindPasswordReset     = "password_reset"
+	KindEmailVerification = "email_verification"
+	KindInitialization    = "initialization"
+	// Notices: to the old address when the address changes, to the
+	// address when the password changes.
+	KindEmailChanged    = "email_changed"
+	KindPasswordChanged = "password_changed"
 )
+
+// Kinds lists every kind of message.
+var Kinds = []string{KindPasswordReset, KindEmailVerification, KindInitialization, KindEmailChanged, KindPasswordChanged}
 
 // Languages the messages are written in; others get English.
 var Languages = []string{"en", "de"}
@@ -28,6 +37,9 @@ type Data struct {
 	Link      string    `json:"link,omitempty"`
 	Code      string    `json:"code,omitempty"`
 	Expires   time.Time `json:"expires,omitzero"`
+	// NewEmail and When describe a change a notice tells of.
+	NewEmail string    `json:"newEmail,omitempty"`
+	When     time.Time `json:"when,omitzero"`
 }
 
 // Rendered is a message's subject and bodies.

@@ -28,6 +28,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1/managementv1connect"
 	"github.com/gatehouse-id/gatehouse/pkg/testutil/webauthntest"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/mail"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/mgmttest"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/storetest"
 )
@@ -108,6 +109,15 @@ type mxRun struct {
 	born  map[string]eventstore.Event
 }
 
+// ageMail moves every queued message a throttle's length into the past,
+// as if the minute between two messages of a kind had passed.
+func (s *mxRun) ageMail() {
+	if _, err := s.e.DB.Exec(context.Background(), `UPDATE mail_outbox SET created_at = ?`,
+		time.Now().Add(-2*mail.Throttle)); err != nil {
+		panic(err)
+	}
+}
+
 func (s *mxRun) id(t *testing.T, name string) string {
 	t.Helper()
 	v, ok := s.ids[name]
@@ -146,6 +156,43 @@ func mxTable() []mxRow {
 				r := res.(*mv1.ListOrgsResponse)
 				if r.GetDetails().GetTotalResult() != 1 || len(r.GetResult()) != 1 || r.GetResult()[0].GetPrimaryDomain() != s.ids["domain"] {
 					t.Fatalf("orgs = %v; want the matrix organization only", r)
+				}
+			}},
+		{rpc: "AddOrgDomain", http: "POST /management/v1/orgs/me/domains", call: mxRPC(M.AddOrgDomain), kind: mxWrite, agg: "org",
+			req: func(s *mxRun) proto.Message {
+				s.ids["ownDomain"] = "matrix-" + strings.ToLower(strings.ReplaceAll(s.proto, "-", "")) + ".example"
+				return &mv1.AddOrgDomainRequest{Domain: s.ids["ownDomain"]}
+			}},
+		{rpc: "GenerateOrgDomainValidation", http: "POST /management/v1/orgs/me/domains/{domain}/validation/_generate",
+			call: mxRPC(M.GenerateOrgDomainValidation), kind: mxNoDetails, agg: "org",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.GenerateOrgDomainValidationRequest{Domain: s.ids["ownDomain"], Type: mv1.DomainValidationType_DOMAIN_VALIDATION_TYPE_DNS}
+			},
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				r := res.(*mv1.GenerateOrgDomainValidationResponse)
+				if len(r.GetToken()) < 20 || r.GetUrl() != "_gatehouse-challenge."+s.ids["ownDomain"] {
+					t.Fatalf("validation = %v", r)
+				}
+				s.e.DNS.Set(r.GetUrl(), r.GetToken())
+			}},
+		{rpc: "ValidateOrgDomain", http: "POST /management/v1/orgs/me/domains/{domain}/validation/_validate",
+			call: mxRPC(M.ValidateOrgDomain), kind: mxWrite, agg: "org",
+			req: func(s *mxRun) proto.Message { return &mv1.ValidateOrgDomainRequest{Domain: s.ids["ownDomain"]} }},
+		{rpc: "SetPrimaryOrgDomain", http: "POST /management/v1/orgs/me/domains/{domain}/_set_primary",
+			call: mxRPC(M.SetPrimaryOrgDomain), kind: mxWrite, agg: "org",
+			req: func(s *mxRun) proto.Message { return &mv1.SetPrimaryOrgDomainRequest{Domain: s.ids["ownDomain"]} },
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				s.ids["generated"], s.ids["domain"] = s.ids["domain"], s.ids["ownDomain"]
+			}},
+		{rpc: "RemoveOrgDomain", http: "DELETE /management/v1/orgs/me/domains/{domain}", call: mxRPC(M.RemoveOrgDomain), kind: mxWrite, agg: "org",
+			req: func(s *mxRun) proto.Message { return &mv1.RemoveOrgDomainRequest{Domain: s.ids["generated"]} }},
+		{rpc: "ListOrgDomains", http: "POST /management/v1/orgs/me/domains/_search", call: mxRPC(M.ListOrgDomains), kind: mxListBare, agg: "org",
+			req: func(s *mxRun) proto.Message { return &mv1.ListOrgDomainsRequest{} },
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				r := res.(*mv1.ListOrgDomainsResponse).GetResult()
+				if len(r) != 1 || r[0].GetDomainName() != s.ids["ownDomain"] || !r[0].GetIsVerified() || !r[0].GetIsPrimary() ||
+					r[0].GetValidationType() != mv1.DomainValidationType_DOMAIN_VALIDATION_TYPE_DNS || r[0].GetOrgId() != s.ids["org"] {
+					t.Fatalf("domains = %v; want the verified primary %s only", r, s.ids["ownDomain"])
 				}
 			}},
 		{rpc: "AddCustomLoginPolicy", http: "POST /management/v1/policies/login", call: mxRPC(M.AddCustomLoginPolicy), kind: mxWrite, agg: "org", born: "policy",
@@ -269,6 +316,51 @@ func mxTable() []mxRow {
 			req: func(s *mxRun) proto.Message {
 				return &mv1.SetPasswordRequest{UserId: s.ids["ada"], NewPassword: &mv1.Password{Password: "Reset-Passw0rd-1"},
 					Verification: &mv1.SetPasswordRequest_VerificationCode{VerificationCode: s.ids["resetCode"]}}
+			}},
+		{rpc: "UpdateHumanEmail", http: "PUT /management/v1/users/{user_id}/email", call: mxRPC(M.UpdateHumanEmail), kind: mxWrite, agg: "ada",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.UpdateHumanEmailRequest{UserId: s.ids["ada"], Email: "ada@lovelace.example"}
+			}},
+		{rpc: "ResendHumanEmailVerification", http: "POST /management/v1/users/{user_id}/email/_resend_verification",
+			call: mxRPC(M.ResendHumanEmailVerification), kind: mxWrite, agg: "ada",
+			req: func(s *mxRun) proto.Message {
+				s.ageMail() // past the minute since UpdateHumanEmail's mail
+				return &mv1.ResendHumanEmailVerificationRequest{UserId: s.ids["ada"]}
+			}},
+		{rpc: "SetEmail", http: "POST /v2/users/{user_id}/email", call: mxRPC(M.SetEmail), kind: mxWrite, agg: "grace",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.SetEmailRequest{UserId: s.ids["grace"], Email: "grace.hopper@example.com",
+					Verification: &mv1.SetEmailRequest_ReturnCode{ReturnCode: &mv1.ReturnEmailVerificationCode{}}}
+			},
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				if len(res.(*mv1.SetEmailResponse).GetVerificationCode()) < 20 {
+					t.Fatalf("return_code gave %v", res)
+				}
+			}},
+		{rpc: "ResendEmailCode", http: "POST /v2/users/{user_id}/email/resend", call: mxRPC(M.ResendEmailCode), kind: mxWrite, agg: "grace",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.ResendEmailCodeRequest{UserId: s.ids["grace"],
+					Verification: &mv1.ResendEmailCodeRequest_ReturnCode{ReturnCode: &mv1.ReturnEmailVerificationCode{}}}
+			},
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				if s.ids["emailCode"] = res.(*mv1.ResendEmailCodeResponse).GetVerificationCode(); len(s.ids["emailCode"]) < 20 {
+					t.Fatalf("return_code gave %v", res)
+				}
+			}},
+		{rpc: "VerifyEmail", http: "POST /v2/users/{user_id}/email/verify", call: mxRPC(M.VerifyEmail), kind: mxWrite, agg: "grace",
+			req: func(s *mxRun) proto.Message {
+				return &mv1.VerifyEmailRequest{UserId: s.ids["grace"], VerificationCode: s.ids["emailCode"]}
+			}},
+		{rpc: "ResendHumanInitialization", http: "POST /management/v1/users/{user_id}/_resend_initialization",
+			call: mxRPC(M.ResendHumanInitialization), kind: mxWrite, agg: "ida",
+			req: func(s *mxRun) proto.Message {
+				if _, ok := s.ids["ida"]; !ok { // (the authorization matrix names its own user)
+					r := s.e.REST("POST", "/management/v1/users/human", s.e.AdminToken, s.ids["org"], map[string]any{"userName": "ida",
+						"profile": map[string]any{"firstName": "Ida", "lastName": "Rhodes"}, "email": map[string]any{"email": "ida@example.com"}})
+					s.ids["ida"], _ = r.JSON["userId"].(string)
+				}
+				s.ageMail() // past the minute since the first invitation
+				return &mv1.ResendHumanInitializationRequest{UserId: s.ids["ida"], Email: "ida.rhodes@example.com"}
 			}},
 		{rpc: "DeactivateUser", http: "POST /management/v1/users/{id}/_deactivate", call: mxRPC(M.DeactivateUser), kind: mxWrite, agg: "grace",
 			req: func(s *mxRun) proto.Message { return &mv1.DeactivateUserRequest{Id: s.ids["grace"]} }},

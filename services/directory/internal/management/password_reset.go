@@ -15,9 +15,9 @@ import (
 // errNoSMS refuses SMS: Gatehouse has no SMS provider.
 var errNoSMS = apierr.InvalidArgument("USER-no-sms", "codes go by e-mail only (no SMS provider is configured)")
 
-// resetMail is the reset link's message to u, or FailedPrecondition when
-// no mail can be sent.
-func (s *Server) resetMail(ctx context.Context, u *users.User) (*users.ResetMail, error) {
+// codeMail is the message that carries a code to u, or
+// FailedPrecondition when no mail can be sent.
+func (s *Server) codeMail(ctx context.Context, u *users.User) (*users.CodeMail, error) {
 	if s.Mail == nil {
 		return nil, connect.NewError(connect.CodeFailedPrecondition, mail.ErrUnavailable)
 	}
@@ -25,20 +25,18 @@ func (s *Server) resetMail(ctx context.Context, u *users.User) (*users.ResetMail
 	if err != nil {
 		return nil, err
 	}
-	lang := mail.Lang(u.PreferredLanguage)
-	return &users.ResetMail{Sealer: s.Mail.Sealer,
-		Data: mail.Data{Lang: lang, Org: org.Name, Name: u.DisplayName, LoginName: u.LoginName()},
-		Link: func(code string) string { return users.ResetLink(s.Issuer, u.ID, code, lang) }}, nil
+	return &users.CodeMail{Sealer: s.Mail.Sealer, Issuer: s.Issuer,
+		Data: mail.Data{Lang: mail.Lang(u.PreferredLanguage), Org: org.Name, Name: u.DisplayName, LoginName: u.LoginName()}}, nil
 }
 
 // requestReset gives u a reset code: mailed with m, else returned.
-func (s *Server) requestReset(ctx context.Context, u *users.User, m *users.ResetMail) (string, *managementv1.ObjectDetails, error) {
+func (s *Server) requestReset(ctx context.Context, u *users.User, m *users.CodeMail) (string, *managementv1.ObjectDetails, error) {
 	code, evs, err := s.UserCmds.RequestPasswordReset(ctx, authz.FromContext(ctx).UserID, u, s.Hasher, m, s.Now())
 	if err != nil {
 		return "", nil, err
 	}
 	if m != nil {
-		s.Mail.Kick()
+		s.kickMail()
 	}
 	return code, writeDetails(evs), nil
 }
@@ -56,7 +54,7 @@ func (s *Server) SendHumanResetPasswordNotification(ctx context.Context, req *ma
 	if req.GetType() != managementv1.SendHumanResetPasswordNotificationRequest_TYPE_EMAIL {
 		return nil, errNoSMS
 	}
-	m, err := s.resetMail(ctx, u)
+	m, err := s.codeMail(ctx, u)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +71,7 @@ func (s *Server) PasswordReset(ctx context.Context, req *managementv1.PasswordRe
 	if err != nil {
 		return nil, err
 	}
-	var m *users.ResetMail
+	var m *users.CodeMail
 	if req.GetReturnCode() == nil {
 		link := req.GetSendLink()
 		if link.GetNotificationType() == managementv1.NotificationType_NOTIFICATION_TYPE_SMS {
@@ -82,7 +80,7 @@ func (s *Server) PasswordReset(ctx context.Context, req *managementv1.PasswordRe
 		if link.GetUrlTemplate() != "" {
 			return nil, apierr.InvalidArgument("USER-url-template", "url_template is not supported: the link goes to the issuer's login pages")
 		}
-		if m, err = s.resetMail(ctx, u); err != nil {
+		if m, err = s.codeMail(ctx, u); err != nil {
 			return nil, err
 		}
 	}

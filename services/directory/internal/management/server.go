@@ -53,6 +53,9 @@ type Server struct {
 	// Mail sends reset links (nil: no relay, the calls that mail answer
 	// FailedPrecondition).
 	Mail *mail.Outbox
+	// DomainCheck looks for a domain's validation token (over HTTP
+	// through the egress policy, in DNS through the configured resolver).
+	DomainCheck orgs.Checker
 }
 
 // cutAccess delivers the token revocation the call just queued.
@@ -111,15 +114,25 @@ func Rules() map[string]authz.Rule {
 		"SendHumanResetPasswordNotification": user(authz.UserManager, "user_id"),
 		"PasswordReset":                      user(authz.UserManager, "user_id"),
 		"SetPassword":                        self("user_id"),
-		"AddMachineKey":                      user(authz.UserManager, "user_id"),
-		"RemoveMachineKey":                   user(authz.UserManager, "user_id"),
-		"GenerateMachineSecret":              user(authz.UserManager, "user_id"),
-		"RemoveMachineSecret":                user(authz.UserManager, "user_id"),
-		"SetUserMetadata":                    user(authz.UserManager, "id"),
-		"BulkSetUserMetadata":                user(authz.UserManager, "id"),
-		"RemoveUserMetadata":                 user(authz.UserManager, "id"),
-		"BulkRemoveUserMetadata":             user(authz.UserManager, "id"),
-		"RemoveUserIDP":                      user(authz.UserManager, "user_id"),
+		// An address verified, or a code to verify it, is a credential
+		// too (sign-in by e-mail, relying parties keying on it): only for
+		// a user the caller dominates; the user sets its own address and
+		// verifies it with the code mailed to it.
+		"UpdateHumanEmail":             user(authz.UserManager, "user_id"),
+		"ResendHumanEmailVerification": user(authz.UserManager, "user_id"),
+		"ResendHumanInitialization":    user(authz.UserManager, "user_id"),
+		"SetEmail":                     self("user_id"),
+		"VerifyEmail":                  self("user_id"),
+		"ResendEmailCode":              self("user_id"),
+		"AddMachineKey":                user(authz.UserManager, "user_id"),
+		"RemoveMachineKey":             user(authz.UserManager, "user_id"),
+		"GenerateMachineSecret":        user(authz.UserManager, "user_id"),
+		"RemoveMachineSecret":          user(authz.UserManager, "user_id"),
+		"SetUserMetadata":              user(authz.UserManager, "id"),
+		"BulkSetUserMetadata":          user(authz.UserManager, "id"),
+		"RemoveUserMetadata":           user(authz.UserManager, "id"),
+		"BulkRemoveUserMetadata":       user(authz.UserManager, "id"),
+		"RemoveUserIDP":                user(authz.UserManager, "user_id"),
 
 		// Second factors: the user's own, or a user manager's who
 		// dominates the user (a user manager cannot remove an owner's).
@@ -154,6 +167,9 @@ func Rules() map[string]authz.Rule {
 		"GetLoginPolicy", "AddCustomLoginPolicy", "UpdateCustomLoginPolicy", "ResetLoginPolicyToDefault",
 		"ListLoginPolicySecondFactors", "AddSecondFactorToLoginPolicy", "RemoveSecondFactorFromLoginPolicy",
 		"ListLoginPolicyMultiFactors", "AddMultiFactorToLoginPolicy", "RemoveMultiFactorFromLoginPolicy",
+		// A verified domain makes the organization's marks on addresses
+		// in it count (the email_verified claim): an owner's matter.
+		"AddOrgDomain", "GenerateOrgDomainValidation", "ValidateOrgDomain", "ListOrgDomains", "RemoveOrgDomain", "SetPrimaryOrgDomain",
 	} {
 		r[m] = read(authz.OrgOwner)
 	}

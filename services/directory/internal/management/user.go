@@ -154,7 +154,7 @@ func (s *Server) AddHumanUser(ctx context.Context, req *managementv1.AddHumanUse
 		}
 		p.PasswordHash, p.PasswordChangeRequired = hash, true
 	}
-	id, evs, err := s.UserCmds.AddHuman(ctx, authz.FromContext(ctx).UserID, org, p)
+	id, evs, err := s.addHuman(ctx, org, p)
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,6 @@ import (
 	managementv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
-	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
 )
 
 // ImportHumanUser creates a human user taken over from another system, with
@@ -61,7 +60,7 @@ func (s *Server) ImportHumanUser(ctx context.Context, req *managementv1.ImportHu
 		}
 	}
 	p.PasswordHash, p.PasswordChangeRequired = hash, m.GetPasswordChangeRequired()
-	id, evs, err := s.UserCmds.AddHuman(ctx, authz.FromContext(ctx).UserID, org, p)
+	id, evs, err := s.addHuman(ctx, org, p)
 	if err != nil {
 		return nil, err
 	}

@@ -38,6 +38,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/testutil"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/orgs"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/orgs/domaincheck/dnstest"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/projections"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/users"
 	"github.com/gatehouse-id/gatehouse/services/directory/migrations"
@@ -163,6 +164,9 @@ type Env struct {
 	OrgID      string
 	AdminID    string // IAM_OWNER and ORG_OWNER of OrgID
 	AdminToken string
+	// DNS is the resolver the service asks for domain validations
+	// (GATEHOUSE_DNS_RESOLVER).
+	DNS *dnstest.Server
 
 	env  map[string]string
 	stop func()
@@ -192,8 +196,10 @@ func StartEnv(t testing.TB, d db.Dialect, extra map[string]string) *Env {
 		maps.Copy(env, map[string]string{"GATEHOUSE_SMTP_HOST": "127.0.0.1", "GATEHOUSE_SMTP_PORT": "9",
 			"GATEHOUSE_SMTP_TLS": "none", "GATEHOUSE_SMTP_FROM": "Gatehouse <id@localhost>"})
 	}
+	dnsServer := dnstest.Start(t)
+	env["GATEHOUSE_DNS_RESOLVER"] = dnsServer.Addr
 	maps.Copy(env, extra)
-	e := &Env{t: t, Dialect: d, Intro: &Introspector{tokens: map[string]*tokensv1.IntrospectResponse{}}, env: env}
+	e := &Env{t: t, Dialect: d, Intro: &Introspector{tokens: map[string]*tokensv1.IntrospectResponse{}}, env: env, DNS: dnsServer}
 	e.start()
 	t.Cleanup(func() { e.stop() })
 

@@ -97,6 +97,7 @@ type memberPayload struct {
 // Register adds this package's reducers to es.
 func Register(es *eventstore.Store) {
 	registerLoginPolicy(es)
+	registerDomains(es)
 	es.Register(EventOrgAdded, func(ctx context.Context, tx db.Querier, e eventstore.Event) error {
 		var p orgAdded
 		if err := e.Unmarshal(&p); err != nil {
@@ -108,7 +109,10 @@ func Register(es *eventstore.Store) {
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			e.AggregateID, p.Name, p.PrimaryDomain, StateActive, pp.MinLength, pp.HasUppercase, pp.HasLowercase, pp.HasNumber,
 			pp.HasSymbol, pp.History, p.LockoutAttempts, e.CreatedAt, e.CreatedAt, e.Sequence, e.Version)
-		return err
+		if err != nil {
+			return err
+		}
+		return addPrimaryDomain(ctx, tx, e, p.PrimaryDomain)
 	})
 	es.Register(EventOrgMemberAdded, func(ctx context.Context, tx db.Querier, e eventstore.Event) error {
 		var p memberPayload

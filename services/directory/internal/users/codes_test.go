@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -59,8 +60,8 @@ func TestPasswordResetCodes(t *testing.T) {
 
 		// Mailed: no code returned, one message queued, a second refused
 		// within the minute, a new one after it.
-		m := &users.ResetMail{Sealer: mail.Sealer{Cipher: c}, Data: mail.Data{Lang: "en", Org: "Links", Name: "F L"},
-			Link: func(code string) string { return "https://id.example.com/ui/login/password/new?code=" + code }}
+		m := &users.CodeMail{Sealer: mail.Sealer{Cipher: c}, Data: mail.Data{Lang: "en", Org: "Links", Name: "F L"},
+			Issuer: &url.URL{Scheme: "https", Host: "id.example.com"}}
 		if code, _, err := f.cmds.RequestPasswordReset(ctx, "admin", u, h, m, now); err != nil || code != "" {
 			t.Fatalf("mailed: %q, %v", code, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/mail"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/orgs"
 )
 
@@ -24,6 +26,9 @@ const MaxPasswordLength = 72
 type Commands struct {
 	ES *eventstore.Store
 	Q  *Queries
+	// Notices, when set, mails change notices: the old address when the
+	// address changes, the address when the password does.
+	Notices NoticeFunc
 }
 
 // ValidatePassword checks the seed's 1-72 characters and the organization's
@@ -125,6 +130,28 @@ func (c *Commands) Rehash(ctx context.Context, u *User, hash string) error {
 // already be validated and hashed (or empty: the user starts in state
 // initial). It returns the new id and the stored events.
 func (c *Commands) AddHuman(ctx context.Context, editor string, org *orgs.Org, p HumanAdded) (string, []eventstore.Event, error) {
+	return c.addHuman(ctx, editor, org, p, nil)
+}
+
+// AddHumanMailed creates a human user as AddHuman does and, in the same
+// push, mails it (with m; nil mails nothing): an invitation when it has no
+// password, else a code for an unverified address. An admin creating
+// users is not throttled per address.
+func (c *Commands) AddHumanMailed(ctx context.Context, editor string, org *orgs.Org, p HumanAdded, h Hasher, m *CodeMail, now time.Time) (string, []eventstore.Event, error) {
+	if m == nil || p.Email == "" || (p.PasswordHash != "" && p.EmailVerified) {
+		return c.AddHuman(ctx, editor, org, p)
+	}
+	k := emailCode
+	if p.PasswordHash == "" {
+		k = initCode
+	}
+	return c.addHuman(ctx, editor, org, p, func(id string) (eventstore.Pending, error) {
+		_, ev, err := c.newCode(ctx, k, id, p.Email, h, m, now, false)
+		return ev, err
+	})
+}
+
+func (c *Commands) addHuman(ctx context.Context, editor string, org *orgs.Org, p HumanAdded, more func(id string) (eventstore.Pending, error)) (string, []eventstore.Event, error) {
 	email := ""
 	if p.EmailVerified {
 		email = p.Email
@@ -133,11 +160,19 @@ func (c *Commands) AddHuman(ctx context.Context, editor string, org *orgs.Org, p
 		return "", nil, err
 	}
 	id := secrets.NewID()
-	evs, err := c.ES.Push(ctx, editor, eventstore.Command{
+	evs := []eventstore.Pending{{Type: EventHumanAdded, Payload: p}}
+	if more != nil {
+		ev, err := more(id)
+		if err != nil {
+			return "", nil, err
+		}
+		evs = append(evs, ev)
+	}
+	stored, err := c.ES.Push(ctx, editor, eventstore.Command{
 		Aggregate: eventstore.Aggregate{Type: Aggregate, ID: id, ResourceOwner: org.ID},
-		Events:    []eventstore.Pending{{Type: EventHumanAdded, Payload: p}},
+		Events:    evs,
 	})
-	return id, evs, apierr.FromStore(err, "user "+p.UserName)
+	return id, stored, apierr.FromStore(err, "user "+p.UserName)
 }
 
 // AddMachine creates a machine user in org.
@@ -167,8 +202,17 @@ func (c *Commands) SetPassword(ctx context.Context, editor string, u *User, hash
 			return nil, err
 		}
 	}
-	return c.pushAll(ctx, editor, u, append(evs, eventstore.Pending{Type: EventPasswordChanged, Payload: PasswordChanged{
-		PasswordHash: hash, ChangeRequired: changeRequired, EndSessions: endSessions}}))
+	p := PasswordChanged{PasswordHash: hash, ChangeRequired: changeRequired, EndSessions: endSessions}
+	if u.PasswordHash != "" { // a first password is no change to tell of
+		sealed, err := c.notice(ctx, u, mail.KindPasswordChanged, time.Now(), nil)
+		if err != nil {
+			return nil, err
+		}
+		if sealed != nil {
+			p.NoticeTo, p.Notice = u.Email, sealed
+		}
+	}
+	return c.pushAll(ctx, editor, u, append(evs, eventstore.Pending{Type: EventPasswordChanged, Payload: p}))
 }
 
 // loginNameFree refuses (AlreadyExists) a user name that another user of

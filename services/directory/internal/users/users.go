@@ -11,6 +11,7 @@ import (
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/mail"
 )
 
 // Aggregate type and event types.
@@ -47,19 +48,22 @@ const (
 // User is the projection of a user, joined with its organization's primary
 // domain for login names.
 type User struct {
-	ID                     string         `db:"id"`
-	OrgID                  string         `db:"org_id"`
-	Type                   int32          `db:"type"`
-	UserName               string         `db:"user_name"`
-	State                  int32          `db:"state"`
-	FirstName              string         `db:"first_name"`
-	LastName               string         `db:"last_name"`
-	NickName               string         `db:"nick_name"`
-	DisplayName            string         `db:"display_name"`
-	PreferredLanguage      string         `db:"preferred_language"`
-	Gender                 int32          `db:"gender"`
-	Email                  string         `db:"email"`
-	EmailVerified          bool           `db:"email_verified"`
+	ID                string `db:"id"`
+	OrgID             string `db:"org_id"`
+	Type              int32  `db:"type"`
+	UserName          string `db:"user_name"`
+	State             int32  `db:"state"`
+	FirstName         string `db:"first_name"`
+	LastName          string `db:"last_name"`
+	NickName          string `db:"nick_name"`
+	DisplayName       string `db:"display_name"`
+	PreferredLanguage string `db:"preferred_language"`
+	Gender            int32  `db:"gender"`
+	Email             string `db:"email"`
+	EmailVerified     bool   `db:"email_verified"`
+	// EmailProven: the verification holds whatever the domain (Proof).
+	EmailProven            bool           `db:"email_proven"`
+	EmailDomain            string         `db:"email_domain"`
 	Phone                  string         `db:"phone"`
 	PhoneVerified          bool           `db:"phone_verified"`
 	PasswordHash           string         `db:"password_hash"`
@@ -89,15 +93,18 @@ func (u *User) Aggregate() eventstore.Aggregate {
 
 // HumanAdded is the payload of EventHumanAdded (also used by imports).
 type HumanAdded struct {
-	UserName               string `json:"userName"`
-	FirstName              string `json:"firstName"`
-	LastName               string `json:"lastName"`
-	NickName               string `json:"nickName,omitempty"`
-	DisplayName            string `json:"displayName"`
-	PreferredLanguage      string `json:"preferredLanguage,omitempty"`
-	Gender                 int32  `json:"gender,omitempty"`
-	Email                  string `json:"email,omitempty"`
-	EmailVerified          bool   `json:"emailVerified,omitempty"`
+	UserName          string `json:"userName"`
+	FirstName         string `json:"firstName"`
+	LastName          string `json:"lastName"`
+	NickName          string `json:"nickName,omitempty"`
+	DisplayName       string `json:"displayName"`
+	PreferredLanguage string `json:"preferredLanguage,omitempty"`
+	Gender            int32  `json:"gender,omitempty"`
+	Email             string `json:"email,omitempty"`
+	EmailVerified     bool   `json:"emailVerified,omitempty"`
+	// EmailProof says who verified it (absent: unverified, or from before
+	// proofs were recorded, which counts as ProofOrg).
+	EmailProof             Proof  `json:"emailProof,omitempty"`
 	Phone                  string `json:"phone,omitempty"`
 	PhoneVerified          bool   `json:"phoneVerified,omitempty"`
 	PasswordHash           string `json:"passwordHash,omitempty"`
@@ -123,6 +130,9 @@ type PasswordChanged struct {
 	// EndSessions: an admin set the password, so the user's sessions end
 	// and its tokens are revoked (a self-service change keeps them).
 	EndSessions bool `json:"endSessions,omitempty"`
+	// Notice to the user's address, sealed (mail.Sealer).
+	NoticeTo string `json:"noticeTo,omitempty"`
+	Notice   []byte `json:"notice,omitempty"`
 }
 
 // passwordRehashed is the payload of EventPasswordRehashed.
@@ -139,8 +149,9 @@ func touch(ctx context.Context, tx db.Querier, e eventstore.Event) error {
 
 const insertUser = `INSERT INTO users (id, org_id, type, user_name, user_name_norm, state, first_name, last_name, nick_name, display_name,
 	preferred_language, gender, email, email_verified, phone, phone_verified, password_hash, password_change_required,
-	password_changed, machine_name, machine_description, access_token_type, creation_date, change_date, sequence, version)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	password_changed, machine_name, machine_description, access_token_type, creation_date, change_date, sequence, version,
+	email_proven, email_domain)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // Register adds the user reducers to es.
 func Register(es *eventstore.Store) {
@@ -159,7 +170,7 @@ func Register(es *eventstore.Store) {
 		if _, err := tx.Exec(ctx, insertUser, e.AggregateID, e.ResourceOwner, TypeHuman, p.UserName, NormalizeName(p.UserName), state,
 			p.FirstName, p.LastName, p.NickName, p.DisplayName, p.PreferredLanguage, p.Gender, p.Email, p.EmailVerified,
 			p.Phone, p.PhoneVerified, p.PasswordHash, p.PasswordChangeRequired, changed, "", "", 0,
-			e.CreatedAt, e.CreatedAt, e.Sequence, e.Version); err != nil {
+			e.CreatedAt, e.CreatedAt, e.Sequence, e.Version, p.EmailVerified && p.EmailProof.proven(), Domain(p.Email)); err != nil {
 			return err
 		}
 		if p.PasswordHash != "" {
@@ -174,7 +185,7 @@ func Register(es *eventstore.Store) {
 		}
 		_, err := tx.Exec(ctx, insertUser, e.AggregateID, e.ResourceOwner, TypeMachine, p.UserName, NormalizeName(p.UserName), StateActive,
 			"", "", "", p.Name, "", 0, "", false, "", false, "", false, nil, p.Name, p.Description, p.AccessTokenType,
-			e.CreatedAt, e.CreatedAt, e.Sequence, e.Version)
+			e.CreatedAt, e.CreatedAt, e.Sequence, e.Version, false, "")
 		return err
 	})
 	es.Register(EventPasswordChanged, func(ctx context.Context, tx db.Querier, e eventstore.Event) error {
@@ -192,6 +203,12 @@ func Register(es *eventstore.Store) {
 			return err
 		}
 		if err := deleteCodes(ctx, tx, e.AggregateID, CodePassword); err != nil {
+			return err
+		}
+		if err := deleteCodes(ctx, tx, e.AggregateID, CodeInit); err != nil {
+			return err
+		}
+		if err := queueMail(ctx, tx, e, mail.KindPasswordChanged, p.NoticeTo, p.Notice); err != nil {
 			return err
 		}
 		if p.EndSessions {
@@ -216,6 +233,7 @@ func Register(es *eventstore.Store) {
 	registerMachineSecret(es)
 	registerLinks(es)
 	registerFactors(es)
+	registerEmail(es)
 }
 
 func addHistory(ctx context.Context, tx db.Querier, e eventstore.Event, hash string) error {
@@ -229,7 +247,7 @@ type Queries struct{ DB *db.DB }
 
 // Columns selects a User (with the org's primary domain) from users u JOIN orgs o.
 const Columns = `u.id, u.org_id, u.type, u.user_name, u.state, u.first_name, u.last_name, u.nick_name, u.display_name,
-	u.preferred_language, u.gender, u.email, u.email_verified, u.phone, u.phone_verified, u.password_hash,
+	u.preferred_language, u.gender, u.email, u.email_verified, u.email_proven, u.email_domain, u.phone, u.phone_verified, u.password_hash,
 	u.password_change_required, u.password_changed, u.machine_name, u.machine_description, u.access_token_type,
 	u.client_id, u.secret_hash, u.creation_date, u.change_date, u.sequence, u.version, o.primary_domain, u.sessions_not_before`
 

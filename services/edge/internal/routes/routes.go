@@ -75,7 +75,8 @@ const (
 
 // PasswordPosts are the login pages whose POST hashes a password (a
 // sign-in, a password change, a registration, linking an external
-// identity with the local password, a new password from a reset link) or
+// identity with the local password, a new password from a reset link or
+// an invitation) or
 // sends mail (a password reset): besides their class's budget, edge
 // charges them to a smaller per-address one, since each costs an argon2id
 // hash, of which a server runs only a few at once, or a message (authn's
@@ -85,6 +86,7 @@ var PasswordPosts = []string{
 	"/ui/login/password/change",
 	"/ui/login/password/reset",
 	"/ui/login/password/new",
+	"/ui/login/user/init",
 	"/ui/login/register",
 	"/ui/login/idp/link",
 	"/ui/login/idp/register",

@@ -359,6 +359,59 @@ func (MappingField) EnumDescriptor() ([]byte, []int) {
 	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{5}
 }
 
+// UserCodeKind names a kind of code a link carries.
+type UserCodeKind int32
+
+const (
+	// Not set (refused).
+	UserCodeKind_USER_CODE_KIND_UNSPECIFIED UserCodeKind = 0
+	// Verifies an address.
+	UserCodeKind_USER_CODE_KIND_EMAIL UserCodeKind = 1
+	// Accepts an invitation.
+	UserCodeKind_USER_CODE_KIND_INIT UserCodeKind = 2
+)
+
+// Enum value maps for UserCodeKind.
+var (
+	UserCodeKind_name = map[int32]string{
+		0: "USER_CODE_KIND_UNSPECIFIED",
+		1: "USER_CODE_KIND_EMAIL",
+		2: "USER_CODE_KIND_INIT",
+	}
+	UserCodeKind_value = map[string]int32{
+		"USER_CODE_KIND_UNSPECIFIED": 0,
+		"USER_CODE_KIND_EMAIL":       1,
+		"USER_CODE_KIND_INIT":        2,
+	}
+)
+
+func (x UserCodeKind) Enum() *UserCodeKind {
+	p := new(UserCodeKind)
+	*p = x
+	return p
+}
+
+func (x UserCodeKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (UserCodeKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_gatehouse_directory_v1_directory_proto_enumTypes[6].Descriptor()
+}
+
+func (UserCodeKind) Type() protoreflect.EnumType {
+	return &file_gatehouse_directory_v1_directory_proto_enumTypes[6]
+}
+
+func (x UserCodeKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use UserCodeKind.Descriptor instead.
+func (UserCodeKind) EnumDescriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{6}
+}
+
 // PublicKey is a registered public key of an app or machine user.
 type PublicKey struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -5136,6 +5189,318 @@ func (x *ResetPasswordResponse) GetUser() *User {
 	return nil
 }
 
+// CheckUserCodeRequest names a link's user, code and kind.
+type CheckUserCodeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// User id.
+	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// The link's code.
+	Code string `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
+	// The code's kind.
+	Kind          UserCodeKind `protobuf:"varint,3,opt,name=kind,proto3,enum=gatehouse.directory.v1.UserCodeKind" json:"kind,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckUserCodeRequest) Reset() {
+	*x = CheckUserCodeRequest{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckUserCodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckUserCodeRequest) ProtoMessage() {}
+
+func (x *CheckUserCodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckUserCodeRequest.ProtoReflect.Descriptor instead.
+func (*CheckUserCodeRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *CheckUserCodeRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *CheckUserCodeRequest) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *CheckUserCodeRequest) GetKind() UserCodeKind {
+	if x != nil {
+		return x.Kind
+	}
+	return UserCodeKind_USER_CODE_KIND_UNSPECIFIED
+}
+
+// CheckUserCodeResponse is the code's user.
+type CheckUserCodeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The user.
+	User          *User `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckUserCodeResponse) Reset() {
+	*x = CheckUserCodeResponse{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckUserCodeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckUserCodeResponse) ProtoMessage() {}
+
+func (x *CheckUserCodeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckUserCodeResponse.ProtoReflect.Descriptor instead.
+func (*CheckUserCodeResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{76}
+}
+
+func (x *CheckUserCodeResponse) GetUser() *User {
+	if x != nil {
+		return x.User
+	}
+	return nil
+}
+
+// VerifyEmailCodeRequest verifies an address with a link's code.
+type VerifyEmailCodeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// User id.
+	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// The link's code.
+	Code          string `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerifyEmailCodeRequest) Reset() {
+	*x = VerifyEmailCodeRequest{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[77]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerifyEmailCodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerifyEmailCodeRequest) ProtoMessage() {}
+
+func (x *VerifyEmailCodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[77]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerifyEmailCodeRequest.ProtoReflect.Descriptor instead.
+func (*VerifyEmailCodeRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{77}
+}
+
+func (x *VerifyEmailCodeRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *VerifyEmailCodeRequest) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+// VerifyEmailCodeResponse is the verified user.
+type VerifyEmailCodeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The user.
+	User          *User `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerifyEmailCodeResponse) Reset() {
+	*x = VerifyEmailCodeResponse{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[78]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerifyEmailCodeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerifyEmailCodeResponse) ProtoMessage() {}
+
+func (x *VerifyEmailCodeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[78]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerifyEmailCodeResponse.ProtoReflect.Descriptor instead.
+func (*VerifyEmailCodeResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{78}
+}
+
+func (x *VerifyEmailCodeResponse) GetUser() *User {
+	if x != nil {
+		return x.User
+	}
+	return nil
+}
+
+// InitializeUserRequest accepts an invitation.
+type InitializeUserRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// User id.
+	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// The link's code.
+	Code string `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
+	// The first password.
+	Password      string `protobuf:"bytes,3,opt,name=password,proto3" json:"password,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InitializeUserRequest) Reset() {
+	*x = InitializeUserRequest{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[79]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InitializeUserRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InitializeUserRequest) ProtoMessage() {}
+
+func (x *InitializeUserRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[79]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InitializeUserRequest.ProtoReflect.Descriptor instead.
+func (*InitializeUserRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{79}
+}
+
+func (x *InitializeUserRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *InitializeUserRequest) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *InitializeUserRequest) GetPassword() string {
+	if x != nil {
+		return x.Password
+	}
+	return ""
+}
+
+// InitializeUserResponse is empty.
+type InitializeUserResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InitializeUserResponse) Reset() {
+	*x = InitializeUserResponse{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[80]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InitializeUserResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InitializeUserResponse) ProtoMessage() {}
+
+func (x *InitializeUserResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[80]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InitializeUserResponse.ProtoReflect.Descriptor instead.
+func (*InitializeUserResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{80}
+}
+
 var File_gatehouse_directory_v1_directory_proto protoreflect.FileDescriptor
 
 const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
@@ -5460,7 +5825,23 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x04code\x18\x02 \x01(\tR\x04code\x12\x1a\n" +
 	"\bpassword\x18\x03 \x01(\tR\bpassword\"I\n" +
 	"\x15ResetPasswordResponse\x120\n" +
-	"\x04user\x18\x01 \x01(\v2\x1c.gatehouse.directory.v1.UserR\x04user*z\n" +
+	"\x04user\x18\x01 \x01(\v2\x1c.gatehouse.directory.v1.UserR\x04user\"}\n" +
+	"\x14CheckUserCodeRequest\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\tR\x04code\x128\n" +
+	"\x04kind\x18\x03 \x01(\x0e2$.gatehouse.directory.v1.UserCodeKindR\x04kind\"I\n" +
+	"\x15CheckUserCodeResponse\x120\n" +
+	"\x04user\x18\x01 \x01(\v2\x1c.gatehouse.directory.v1.UserR\x04user\"E\n" +
+	"\x16VerifyEmailCodeRequest\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\tR\x04code\"K\n" +
+	"\x17VerifyEmailCodeResponse\x120\n" +
+	"\x04user\x18\x01 \x01(\v2\x1c.gatehouse.directory.v1.UserR\x04user\"`\n" +
+	"\x15InitializeUserRequest\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\tR\x04code\x12\x1a\n" +
+	"\bpassword\x18\x03 \x01(\tR\bpassword\"\x18\n" +
+	"\x16InitializeUserResponse*z\n" +
 	"\n" +
 	"ClientKind\x12\x1b\n" +
 	"\x17CLIENT_KIND_UNSPECIFIED\x10\x00\x12\x18\n" +
@@ -5490,7 +5871,11 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\fMappingField\x12\x1d\n" +
 	"\x19MAPPING_FIELD_UNSPECIFIED\x10\x00\x12$\n" +
 	" MAPPING_FIELD_PREFERRED_USERNAME\x10\x01\x12\x17\n" +
-	"\x13MAPPING_FIELD_EMAIL\x10\x022\xf2\x1d\n" +
+	"\x13MAPPING_FIELD_EMAIL\x10\x02*a\n" +
+	"\fUserCodeKind\x12\x1e\n" +
+	"\x1aUSER_CODE_KIND_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14USER_CODE_KIND_EMAIL\x10\x01\x12\x17\n" +
+	"\x13USER_CODE_KIND_INIT\x10\x022\xca \n" +
 	"\x10DirectoryService\x12e\n" +
 	"\tGetClient\x12(.gatehouse.directory.v1.GetClientRequest\x1a).gatehouse.directory.v1.GetClientResponse\"\x03\x90\x02\x01\x12q\n" +
 	"\rGetMachineKey\x12,.gatehouse.directory.v1.GetMachineKeyRequest\x1a-.gatehouse.directory.v1.GetMachineKeyResponse\"\x03\x90\x02\x01\x12o\n" +
@@ -5527,7 +5912,10 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x0fEndUserSessions\x12..gatehouse.directory.v1.EndUserSessionsRequest\x1a/.gatehouse.directory.v1.EndUserSessionsResponse\x12\x81\x01\n" +
 	"\x14RequestPasswordReset\x123.gatehouse.directory.v1.RequestPasswordResetRequest\x1a4.gatehouse.directory.v1.RequestPasswordResetResponse\x12\x8c\x01\n" +
 	"\x16CheckPasswordResetCode\x125.gatehouse.directory.v1.CheckPasswordResetCodeRequest\x1a6.gatehouse.directory.v1.CheckPasswordResetCodeResponse\"\x03\x90\x02\x01\x12l\n" +
-	"\rResetPassword\x12,.gatehouse.directory.v1.ResetPasswordRequest\x1a-.gatehouse.directory.v1.ResetPasswordResponseB\xf6\x01\n" +
+	"\rResetPassword\x12,.gatehouse.directory.v1.ResetPasswordRequest\x1a-.gatehouse.directory.v1.ResetPasswordResponse\x12q\n" +
+	"\rCheckUserCode\x12,.gatehouse.directory.v1.CheckUserCodeRequest\x1a-.gatehouse.directory.v1.CheckUserCodeResponse\"\x03\x90\x02\x01\x12r\n" +
+	"\x0fVerifyEmailCode\x12..gatehouse.directory.v1.VerifyEmailCodeRequest\x1a/.gatehouse.directory.v1.VerifyEmailCodeResponse\x12o\n" +
+	"\x0eInitializeUser\x12-.gatehouse.directory.v1.InitializeUserRequest\x1a..gatehouse.directory.v1.InitializeUserResponseB\xf6\x01\n" +
 	"\x1acom.gatehouse.directory.v1B\x0eDirectoryProtoP\x01ZLgithub.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1;directoryv1\xa2\x02\x03GDX\xaa\x02\x16Gatehouse.Directory.V1\xca\x02\x17Gatehouse\\Directory_\\V1\xe2\x02#Gatehouse\\Directory_\\V1\\GPBMetadata\xea\x02\x18Gatehouse::Directory::V1b\x06proto3"
 
 var (
@@ -5542,8 +5930,8 @@ func file_gatehouse_directory_v1_directory_proto_rawDescGZIP() []byte {
 	return file_gatehouse_directory_v1_directory_proto_rawDescData
 }
 
-var file_gatehouse_directory_v1_directory_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_gatehouse_directory_v1_directory_proto_msgTypes = make([]protoimpl.MessageInfo, 76)
+var file_gatehouse_directory_v1_directory_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
+var file_gatehouse_directory_v1_directory_proto_msgTypes = make([]protoimpl.MessageInfo, 82)
 var file_gatehouse_directory_v1_directory_proto_goTypes = []any{
 	(ClientKind)(0),                            // 0: gatehouse.directory.v1.ClientKind
 	(AuthMethod)(0),                            // 1: gatehouse.directory.v1.AuthMethod
@@ -5551,198 +5939,214 @@ var file_gatehouse_directory_v1_directory_proto_goTypes = []any{
 	(UserState)(0),                             // 3: gatehouse.directory.v1.UserState
 	(StylingType)(0),                           // 4: gatehouse.directory.v1.StylingType
 	(MappingField)(0),                          // 5: gatehouse.directory.v1.MappingField
-	(*PublicKey)(nil),                          // 6: gatehouse.directory.v1.PublicKey
-	(*Client)(nil),                             // 7: gatehouse.directory.v1.Client
-	(*GetClientRequest)(nil),                   // 8: gatehouse.directory.v1.GetClientRequest
-	(*GetClientResponse)(nil),                  // 9: gatehouse.directory.v1.GetClientResponse
-	(*GetMachineKeyRequest)(nil),               // 10: gatehouse.directory.v1.GetMachineKeyRequest
-	(*GetMachineKeyResponse)(nil),              // 11: gatehouse.directory.v1.GetMachineKeyResponse
-	(*VerifyPasswordRequest)(nil),              // 12: gatehouse.directory.v1.VerifyPasswordRequest
-	(*VerifyPasswordResponse)(nil),             // 13: gatehouse.directory.v1.VerifyPasswordResponse
-	(*ListAuthFactorsRequest)(nil),             // 14: gatehouse.directory.v1.ListAuthFactorsRequest
-	(*ListAuthFactorsResponse)(nil),            // 15: gatehouse.directory.v1.ListAuthFactorsResponse
-	(*CheckAuthFactorRequest)(nil),             // 16: gatehouse.directory.v1.CheckAuthFactorRequest
-	(*CheckAuthFactorResponse)(nil),            // 17: gatehouse.directory.v1.CheckAuthFactorResponse
-	(*StartTOTPRequest)(nil),                   // 18: gatehouse.directory.v1.StartTOTPRequest
-	(*StartTOTPResponse)(nil),                  // 19: gatehouse.directory.v1.StartTOTPResponse
-	(*VerifyTOTPRequest)(nil),                  // 20: gatehouse.directory.v1.VerifyTOTPRequest
-	(*VerifyTOTPResponse)(nil),                 // 21: gatehouse.directory.v1.VerifyTOTPResponse
-	(*StartWebAuthnLoginRequest)(nil),          // 22: gatehouse.directory.v1.StartWebAuthnLoginRequest
-	(*StartWebAuthnLoginResponse)(nil),         // 23: gatehouse.directory.v1.StartWebAuthnLoginResponse
-	(*CheckWebAuthnLoginRequest)(nil),          // 24: gatehouse.directory.v1.CheckWebAuthnLoginRequest
-	(*CheckWebAuthnLoginResponse)(nil),         // 25: gatehouse.directory.v1.CheckWebAuthnLoginResponse
-	(*StartWebAuthnRegistrationRequest)(nil),   // 26: gatehouse.directory.v1.StartWebAuthnRegistrationRequest
-	(*StartWebAuthnRegistrationResponse)(nil),  // 27: gatehouse.directory.v1.StartWebAuthnRegistrationResponse
-	(*VerifyWebAuthnRegistrationRequest)(nil),  // 28: gatehouse.directory.v1.VerifyWebAuthnRegistrationRequest
-	(*VerifyWebAuthnRegistrationResponse)(nil), // 29: gatehouse.directory.v1.VerifyWebAuthnRegistrationResponse
-	(*GetAccountRequest)(nil),                  // 30: gatehouse.directory.v1.GetAccountRequest
-	(*AccountFactor)(nil),                      // 31: gatehouse.directory.v1.AccountFactor
-	(*AccountLink)(nil),                        // 32: gatehouse.directory.v1.AccountLink
-	(*GetAccountResponse)(nil),                 // 33: gatehouse.directory.v1.GetAccountResponse
-	(*RemoveAccountFactorRequest)(nil),         // 34: gatehouse.directory.v1.RemoveAccountFactorRequest
-	(*RemoveAccountFactorResponse)(nil),        // 35: gatehouse.directory.v1.RemoveAccountFactorResponse
-	(*UnlinkAccountRequest)(nil),               // 36: gatehouse.directory.v1.UnlinkAccountRequest
-	(*UnlinkAccountResponse)(nil),              // 37: gatehouse.directory.v1.UnlinkAccountResponse
-	(*EndUserSessionsRequest)(nil),             // 38: gatehouse.directory.v1.EndUserSessionsRequest
-	(*EndUserSessionsResponse)(nil),            // 39: gatehouse.directory.v1.EndUserSessionsResponse
-	(*GenerateRecoveryCodesRequest)(nil),       // 40: gatehouse.directory.v1.GenerateRecoveryCodesRequest
-	(*GenerateRecoveryCodesResponse)(nil),      // 41: gatehouse.directory.v1.GenerateRecoveryCodesResponse
-	(*ChangePasswordRequest)(nil),              // 42: gatehouse.directory.v1.ChangePasswordRequest
-	(*ChangePasswordResponse)(nil),             // 43: gatehouse.directory.v1.ChangePasswordResponse
-	(*User)(nil),                               // 44: gatehouse.directory.v1.User
-	(*GetUserRequest)(nil),                     // 45: gatehouse.directory.v1.GetUserRequest
-	(*GetUserResponse)(nil),                    // 46: gatehouse.directory.v1.GetUserResponse
-	(*LookupUserRequest)(nil),                  // 47: gatehouse.directory.v1.LookupUserRequest
-	(*LookupUserResponse)(nil),                 // 48: gatehouse.directory.v1.LookupUserResponse
-	(*GetClaimsRequest)(nil),                   // 49: gatehouse.directory.v1.GetClaimsRequest
-	(*GetClaimsResponse)(nil),                  // 50: gatehouse.directory.v1.GetClaimsResponse
-	(*RegisterUserRequest)(nil),                // 51: gatehouse.directory.v1.RegisterUserRequest
-	(*RegisterUserResponse)(nil),               // 52: gatehouse.directory.v1.RegisterUserResponse
-	(*PasswordPolicy)(nil),                     // 53: gatehouse.directory.v1.PasswordPolicy
-	(*GetOrgRequest)(nil),                      // 54: gatehouse.directory.v1.GetOrgRequest
-	(*GetOrgResponse)(nil),                     // 55: gatehouse.directory.v1.GetOrgResponse
-	(*LoginPolicy)(nil),                        // 56: gatehouse.directory.v1.LoginPolicy
-	(*GetRolesRequest)(nil),                    // 57: gatehouse.directory.v1.GetRolesRequest
-	(*GetRolesResponse)(nil),                   // 58: gatehouse.directory.v1.GetRolesResponse
-	(*IdP)(nil),                                // 59: gatehouse.directory.v1.IdP
-	(*GetIdPRequest)(nil),                      // 60: gatehouse.directory.v1.GetIdPRequest
-	(*GetIdPResponse)(nil),                     // 61: gatehouse.directory.v1.GetIdPResponse
-	(*ListIdPsRequest)(nil),                    // 62: gatehouse.directory.v1.ListIdPsRequest
-	(*ListIdPsResponse)(nil),                   // 63: gatehouse.directory.v1.ListIdPsResponse
-	(*LinkExternalUserRequest)(nil),            // 64: gatehouse.directory.v1.LinkExternalUserRequest
-	(*LinkExternalUserResponse)(nil),           // 65: gatehouse.directory.v1.LinkExternalUserResponse
-	(*GetLinkedUserRequest)(nil),               // 66: gatehouse.directory.v1.GetLinkedUserRequest
-	(*GetLinkedUserResponse)(nil),              // 67: gatehouse.directory.v1.GetLinkedUserResponse
-	(*RegisterExternalUserRequest)(nil),        // 68: gatehouse.directory.v1.RegisterExternalUserRequest
-	(*RegisterExternalUserResponse)(nil),       // 69: gatehouse.directory.v1.RegisterExternalUserResponse
-	(*UnlinkExternalUserRequest)(nil),          // 70: gatehouse.directory.v1.UnlinkExternalUserRequest
-	(*UnlinkExternalUserResponse)(nil),         // 71: gatehouse.directory.v1.UnlinkExternalUserResponse
-	(*ListChangesRequest)(nil),                 // 72: gatehouse.directory.v1.ListChangesRequest
-	(*Change)(nil),                             // 73: gatehouse.directory.v1.Change
-	(*ListChangesResponse)(nil),                // 74: gatehouse.directory.v1.ListChangesResponse
-	(*RequestPasswordResetRequest)(nil),        // 75: gatehouse.directory.v1.RequestPasswordResetRequest
-	(*RequestPasswordResetResponse)(nil),       // 76: gatehouse.directory.v1.RequestPasswordResetResponse
-	(*CheckPasswordResetCodeRequest)(nil),      // 77: gatehouse.directory.v1.CheckPasswordResetCodeRequest
-	(*CheckPasswordResetCodeResponse)(nil),     // 78: gatehouse.directory.v1.CheckPasswordResetCodeResponse
-	(*ResetPasswordRequest)(nil),               // 79: gatehouse.directory.v1.ResetPasswordRequest
-	(*ResetPasswordResponse)(nil),              // 80: gatehouse.directory.v1.ResetPasswordResponse
-	nil,                                        // 81: gatehouse.directory.v1.Client.GrantIdsEntry
-	(*timestamppb.Timestamp)(nil),              // 82: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),                // 83: google.protobuf.Duration
-	(*structpb.Struct)(nil),                    // 84: google.protobuf.Struct
+	(UserCodeKind)(0),                          // 6: gatehouse.directory.v1.UserCodeKind
+	(*PublicKey)(nil),                          // 7: gatehouse.directory.v1.PublicKey
+	(*Client)(nil),                             // 8: gatehouse.directory.v1.Client
+	(*GetClientRequest)(nil),                   // 9: gatehouse.directory.v1.GetClientRequest
+	(*GetClientResponse)(nil),                  // 10: gatehouse.directory.v1.GetClientResponse
+	(*GetMachineKeyRequest)(nil),               // 11: gatehouse.directory.v1.GetMachineKeyRequest
+	(*GetMachineKeyResponse)(nil),              // 12: gatehouse.directory.v1.GetMachineKeyResponse
+	(*VerifyPasswordRequest)(nil),              // 13: gatehouse.directory.v1.VerifyPasswordRequest
+	(*VerifyPasswordResponse)(nil),             // 14: gatehouse.directory.v1.VerifyPasswordResponse
+	(*ListAuthFactorsRequest)(nil),             // 15: gatehouse.directory.v1.ListAuthFactorsRequest
+	(*ListAuthFactorsResponse)(nil),            // 16: gatehouse.directory.v1.ListAuthFactorsResponse
+	(*CheckAuthFactorRequest)(nil),             // 17: gatehouse.directory.v1.CheckAuthFactorRequest
+	(*CheckAuthFactorResponse)(nil),            // 18: gatehouse.directory.v1.CheckAuthFactorResponse
+	(*StartTOTPRequest)(nil),                   // 19: gatehouse.directory.v1.StartTOTPRequest
+	(*StartTOTPResponse)(nil),                  // 20: gatehouse.directory.v1.StartTOTPResponse
+	(*VerifyTOTPRequest)(nil),                  // 21: gatehouse.directory.v1.VerifyTOTPRequest
+	(*VerifyTOTPResponse)(nil),                 // 22: gatehouse.directory.v1.VerifyTOTPResponse
+	(*StartWebAuthnLoginRequest)(nil),          // 23: gatehouse.directory.v1.StartWebAuthnLoginRequest
+	(*StartWebAuthnLoginResponse)(nil),         // 24: gatehouse.directory.v1.StartWebAuthnLoginResponse
+	(*CheckWebAuthnLoginRequest)(nil),          // 25: gatehouse.directory.v1.CheckWebAuthnLoginRequest
+	(*CheckWebAuthnLoginResponse)(nil),         // 26: gatehouse.directory.v1.CheckWebAuthnLoginResponse
+	(*StartWebAuthnRegistrationRequest)(nil),   // 27: gatehouse.directory.v1.StartWebAuthnRegistrationRequest
+	(*StartWebAuthnRegistrationResponse)(nil),  // 28: gatehouse.directory.v1.StartWebAuthnRegistrationResponse
+	(*VerifyWebAuthnRegistrationRequest)(nil),  // 29: gatehouse.directory.v1.VerifyWebAuthnRegistrationRequest
+	(*VerifyWebAuthnRegistrationResponse)(nil), // 30: gatehouse.directory.v1.VerifyWebAuthnRegistrationResponse
+	(*GetAccountRequest)(nil),                  // 31: gatehouse.directory.v1.GetAccountRequest
+	(*AccountFactor)(nil),                      // 32: gatehouse.directory.v1.AccountFactor
+	(*AccountLink)(nil),                        // 33: gatehouse.directory.v1.AccountLink
+	(*GetAccountResponse)(nil),                 // 34: gatehouse.directory.v1.GetAccountResponse
+	(*RemoveAccountFactorRequest)(nil),         // 35: gatehouse.directory.v1.RemoveAccountFactorRequest
+	(*RemoveAccountFactorResponse)(nil),        // 36: gatehouse.directory.v1.RemoveAccountFactorResponse
+	(*UnlinkAccountRequest)(nil),               // 37: gatehouse.directory.v1.UnlinkAccountRequest
+	(*UnlinkAccountResponse)(nil),              // 38: gatehouse.directory.v1.UnlinkAccountResponse
+	(*EndUserSessionsRequest)(nil),             // 39: gatehouse.directory.v1.EndUserSessionsRequest
+	(*EndUserSessionsResponse)(nil),            // 40: gatehouse.directory.v1.EndUserSessionsResponse
+	(*GenerateRecoveryCodesRequest)(nil),       // 41: gatehouse.directory.v1.GenerateRecoveryCodesRequest
+	(*GenerateRecoveryCodesResponse)(nil),      // 42: gatehouse.directory.v1.GenerateRecoveryCodesResponse
+	(*ChangePasswordRequest)(nil),              // 43: gatehouse.directory.v1.ChangePasswordRequest
+	(*ChangePasswordResponse)(nil),             // 44: gatehouse.directory.v1.ChangePasswordResponse
+	(*User)(nil),                               // 45: gatehouse.directory.v1.User
+	(*GetUserRequest)(nil),                     // 46: gatehouse.directory.v1.GetUserRequest
+	(*GetUserResponse)(nil),                    // 47: gatehouse.directory.v1.GetUserResponse
+	(*LookupUserRequest)(nil),                  // 48: gatehouse.directory.v1.LookupUserRequest
+	(*LookupUserResponse)(nil),                 // 49: gatehouse.directory.v1.LookupUserResponse
+	(*GetClaimsRequest)(nil),                   // 50: gatehouse.directory.v1.GetClaimsRequest
+	(*GetClaimsResponse)(nil),                  // 51: gatehouse.directory.v1.GetClaimsResponse
+	(*RegisterUserRequest)(nil),                // 52: gatehouse.directory.v1.RegisterUserRequest
+	(*RegisterUserResponse)(nil),               // 53: gatehouse.directory.v1.RegisterUserResponse
+	(*PasswordPolicy)(nil),                     // 54: gatehouse.directory.v1.PasswordPolicy
+	(*GetOrgRequest)(nil),                      // 55: gatehouse.directory.v1.GetOrgRequest
+	(*GetOrgResponse)(nil),                     // 56: gatehouse.directory.v1.GetOrgResponse
+	(*LoginPolicy)(nil),                        // 57: gatehouse.directory.v1.LoginPolicy
+	(*GetRolesRequest)(nil),                    // 58: gatehouse.directory.v1.GetRolesRequest
+	(*GetRolesResponse)(nil),                   // 59: gatehouse.directory.v1.GetRolesResponse
+	(*IdP)(nil),                                // 60: gatehouse.directory.v1.IdP
+	(*GetIdPRequest)(nil),                      // 61: gatehouse.directory.v1.GetIdPRequest
+	(*GetIdPResponse)(nil),                     // 62: gatehouse.directory.v1.GetIdPResponse
+	(*ListIdPsRequest)(nil),                    // 63: gatehouse.directory.v1.ListIdPsRequest
+	(*ListIdPsResponse)(nil),                   // 64: gatehouse.directory.v1.ListIdPsResponse
+	(*LinkExternalUserRequest)(nil),            // 65: gatehouse.directory.v1.LinkExternalUserRequest
+	(*LinkExternalUserResponse)(nil),           // 66: gatehouse.directory.v1.LinkExternalUserResponse
+	(*GetLinkedUserRequest)(nil),               // 67: gatehouse.directory.v1.GetLinkedUserRequest
+	(*GetLinkedUserResponse)(nil),              // 68: gatehouse.directory.v1.GetLinkedUserResponse
+	(*RegisterExternalUserRequest)(nil),        // 69: gatehouse.directory.v1.RegisterExternalUserRequest
+	(*RegisterExternalUserResponse)(nil),       // 70: gatehouse.directory.v1.RegisterExternalUserResponse
+	(*UnlinkExternalUserRequest)(nil),          // 71: gatehouse.directory.v1.UnlinkExternalUserRequest
+	(*UnlinkExternalUserResponse)(nil),         // 72: gatehouse.directory.v1.UnlinkExternalUserResponse
+	(*ListChangesRequest)(nil),                 // 73: gatehouse.directory.v1.ListChangesRequest
+	(*Change)(nil),                             // 74: gatehouse.directory.v1.Change
+	(*ListChangesResponse)(nil),                // 75: gatehouse.directory.v1.ListChangesResponse
+	(*RequestPasswordResetRequest)(nil),        // 76: gatehouse.directory.v1.RequestPasswordResetRequest
+	(*RequestPasswordResetResponse)(nil),       // 77: gatehouse.directory.v1.RequestPasswordResetResponse
+	(*CheckPasswordResetCodeRequest)(nil),      // 78: gatehouse.directory.v1.CheckPasswordResetCodeRequest
+	(*CheckPasswordResetCodeResponse)(nil),     // 79: gatehouse.directory.v1.CheckPasswordResetCodeResponse
+	(*ResetPasswordRequest)(nil),               // 80: gatehouse.directory.v1.ResetPasswordRequest
+	(*ResetPasswordResponse)(nil),              // 81: gatehouse.directory.v1.ResetPasswordResponse
+	(*CheckUserCodeRequest)(nil),               // 82: gatehouse.directory.v1.CheckUserCodeRequest
+	(*CheckUserCodeResponse)(nil),              // 83: gatehouse.directory.v1.CheckUserCodeResponse
+	(*VerifyEmailCodeRequest)(nil),             // 84: gatehouse.directory.v1.VerifyEmailCodeRequest
+	(*VerifyEmailCodeResponse)(nil),            // 85: gatehouse.directory.v1.VerifyEmailCodeResponse
+	(*InitializeUserRequest)(nil),              // 86: gatehouse.directory.v1.InitializeUserRequest
+	(*InitializeUserResponse)(nil),             // 87: gatehouse.directory.v1.InitializeUserResponse
+	nil,                                        // 88: gatehouse.directory.v1.Client.GrantIdsEntry
+	(*timestamppb.Timestamp)(nil),              // 89: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),                // 90: google.protobuf.Duration
+	(*structpb.Struct)(nil),                    // 91: google.protobuf.Struct
 }
 var file_gatehouse_directory_v1_directory_proto_depIdxs = []int32{
-	82, // 0: gatehouse.directory.v1.PublicKey.expires_at:type_name -> google.protobuf.Timestamp
+	89, // 0: gatehouse.directory.v1.PublicKey.expires_at:type_name -> google.protobuf.Timestamp
 	0,  // 1: gatehouse.directory.v1.Client.kind:type_name -> gatehouse.directory.v1.ClientKind
 	1,  // 2: gatehouse.directory.v1.Client.auth_method:type_name -> gatehouse.directory.v1.AuthMethod
-	6,  // 3: gatehouse.directory.v1.Client.keys:type_name -> gatehouse.directory.v1.PublicKey
+	7,  // 3: gatehouse.directory.v1.Client.keys:type_name -> gatehouse.directory.v1.PublicKey
 	2,  // 4: gatehouse.directory.v1.Client.access_token_type:type_name -> gatehouse.directory.v1.TokenType
-	83, // 5: gatehouse.directory.v1.Client.clock_skew:type_name -> google.protobuf.Duration
-	81, // 6: gatehouse.directory.v1.Client.grant_ids:type_name -> gatehouse.directory.v1.Client.GrantIdsEntry
-	7,  // 7: gatehouse.directory.v1.GetClientResponse.client:type_name -> gatehouse.directory.v1.Client
-	6,  // 8: gatehouse.directory.v1.GetMachineKeyResponse.key:type_name -> gatehouse.directory.v1.PublicKey
-	44, // 9: gatehouse.directory.v1.GetMachineKeyResponse.user:type_name -> gatehouse.directory.v1.User
-	44, // 10: gatehouse.directory.v1.VerifyPasswordResponse.user:type_name -> gatehouse.directory.v1.User
-	56, // 11: gatehouse.directory.v1.VerifyPasswordResponse.login_policy:type_name -> gatehouse.directory.v1.LoginPolicy
-	44, // 12: gatehouse.directory.v1.CheckAuthFactorResponse.user:type_name -> gatehouse.directory.v1.User
-	44, // 13: gatehouse.directory.v1.CheckWebAuthnLoginResponse.user:type_name -> gatehouse.directory.v1.User
-	82, // 14: gatehouse.directory.v1.AccountFactor.creation_date:type_name -> google.protobuf.Timestamp
-	31, // 15: gatehouse.directory.v1.GetAccountResponse.factors:type_name -> gatehouse.directory.v1.AccountFactor
-	32, // 16: gatehouse.directory.v1.GetAccountResponse.links:type_name -> gatehouse.directory.v1.AccountLink
+	90, // 5: gatehouse.directory.v1.Client.clock_skew:type_name -> google.protobuf.Duration
+	88, // 6: gatehouse.directory.v1.Client.grant_ids:type_name -> gatehouse.directory.v1.Client.GrantIdsEntry
+	8,  // 7: gatehouse.directory.v1.GetClientResponse.client:type_name -> gatehouse.directory.v1.Client
+	7,  // 8: gatehouse.directory.v1.GetMachineKeyResponse.key:type_name -> gatehouse.directory.v1.PublicKey
+	45, // 9: gatehouse.directory.v1.GetMachineKeyResponse.user:type_name -> gatehouse.directory.v1.User
+	45, // 10: gatehouse.directory.v1.VerifyPasswordResponse.user:type_name -> gatehouse.directory.v1.User
+	57, // 11: gatehouse.directory.v1.VerifyPasswordResponse.login_policy:type_name -> gatehouse.directory.v1.LoginPolicy
+	45, // 12: gatehouse.directory.v1.CheckAuthFactorResponse.user:type_name -> gatehouse.directory.v1.User
+	45, // 13: gatehouse.directory.v1.CheckWebAuthnLoginResponse.user:type_name -> gatehouse.directory.v1.User
+	89, // 14: gatehouse.directory.v1.AccountFactor.creation_date:type_name -> google.protobuf.Timestamp
+	32, // 15: gatehouse.directory.v1.GetAccountResponse.factors:type_name -> gatehouse.directory.v1.AccountFactor
+	33, // 16: gatehouse.directory.v1.GetAccountResponse.links:type_name -> gatehouse.directory.v1.AccountLink
 	3,  // 17: gatehouse.directory.v1.User.state:type_name -> gatehouse.directory.v1.UserState
 	2,  // 18: gatehouse.directory.v1.User.access_token_type:type_name -> gatehouse.directory.v1.TokenType
-	82, // 19: gatehouse.directory.v1.User.sessions_not_before:type_name -> google.protobuf.Timestamp
-	44, // 20: gatehouse.directory.v1.GetUserResponse.user:type_name -> gatehouse.directory.v1.User
-	44, // 21: gatehouse.directory.v1.LookupUserResponse.user:type_name -> gatehouse.directory.v1.User
-	84, // 22: gatehouse.directory.v1.GetClaimsResponse.claims:type_name -> google.protobuf.Struct
-	44, // 23: gatehouse.directory.v1.RegisterUserResponse.user:type_name -> gatehouse.directory.v1.User
-	53, // 24: gatehouse.directory.v1.GetOrgResponse.password_policy:type_name -> gatehouse.directory.v1.PasswordPolicy
-	56, // 25: gatehouse.directory.v1.GetOrgResponse.login_policy:type_name -> gatehouse.directory.v1.LoginPolicy
-	83, // 26: gatehouse.directory.v1.LoginPolicy.password_check_lifetime:type_name -> google.protobuf.Duration
-	83, // 27: gatehouse.directory.v1.LoginPolicy.second_factor_check_lifetime:type_name -> google.protobuf.Duration
-	83, // 28: gatehouse.directory.v1.LoginPolicy.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
-	83, // 29: gatehouse.directory.v1.LoginPolicy.external_login_check_lifetime:type_name -> google.protobuf.Duration
+	89, // 19: gatehouse.directory.v1.User.sessions_not_before:type_name -> google.protobuf.Timestamp
+	45, // 20: gatehouse.directory.v1.GetUserResponse.user:type_name -> gatehouse.directory.v1.User
+	45, // 21: gatehouse.directory.v1.LookupUserResponse.user:type_name -> gatehouse.directory.v1.User
+	91, // 22: gatehouse.directory.v1.GetClaimsResponse.claims:type_name -> google.protobuf.Struct
+	45, // 23: gatehouse.directory.v1.RegisterUserResponse.user:type_name -> gatehouse.directory.v1.User
+	54, // 24: gatehouse.directory.v1.GetOrgResponse.password_policy:type_name -> gatehouse.directory.v1.PasswordPolicy
+	57, // 25: gatehouse.directory.v1.GetOrgResponse.login_policy:type_name -> gatehouse.directory.v1.LoginPolicy
+	90, // 26: gatehouse.directory.v1.LoginPolicy.password_check_lifetime:type_name -> google.protobuf.Duration
+	90, // 27: gatehouse.directory.v1.LoginPolicy.second_factor_check_lifetime:type_name -> google.protobuf.Duration
+	90, // 28: gatehouse.directory.v1.LoginPolicy.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
+	90, // 29: gatehouse.directory.v1.LoginPolicy.external_login_check_lifetime:type_name -> google.protobuf.Duration
 	4,  // 30: gatehouse.directory.v1.IdP.styling_type:type_name -> gatehouse.directory.v1.StylingType
 	5,  // 31: gatehouse.directory.v1.IdP.display_name_mapping:type_name -> gatehouse.directory.v1.MappingField
 	5,  // 32: gatehouse.directory.v1.IdP.username_mapping:type_name -> gatehouse.directory.v1.MappingField
-	59, // 33: gatehouse.directory.v1.GetIdPResponse.idp:type_name -> gatehouse.directory.v1.IdP
-	59, // 34: gatehouse.directory.v1.ListIdPsResponse.idps:type_name -> gatehouse.directory.v1.IdP
-	44, // 35: gatehouse.directory.v1.GetLinkedUserResponse.user:type_name -> gatehouse.directory.v1.User
-	44, // 36: gatehouse.directory.v1.RegisterExternalUserResponse.user:type_name -> gatehouse.directory.v1.User
-	73, // 37: gatehouse.directory.v1.ListChangesResponse.changes:type_name -> gatehouse.directory.v1.Change
-	44, // 38: gatehouse.directory.v1.CheckPasswordResetCodeResponse.user:type_name -> gatehouse.directory.v1.User
-	44, // 39: gatehouse.directory.v1.ResetPasswordResponse.user:type_name -> gatehouse.directory.v1.User
-	8,  // 40: gatehouse.directory.v1.DirectoryService.GetClient:input_type -> gatehouse.directory.v1.GetClientRequest
-	10, // 41: gatehouse.directory.v1.DirectoryService.GetMachineKey:input_type -> gatehouse.directory.v1.GetMachineKeyRequest
-	12, // 42: gatehouse.directory.v1.DirectoryService.VerifyPassword:input_type -> gatehouse.directory.v1.VerifyPasswordRequest
-	42, // 43: gatehouse.directory.v1.DirectoryService.ChangePassword:input_type -> gatehouse.directory.v1.ChangePasswordRequest
-	45, // 44: gatehouse.directory.v1.DirectoryService.GetUser:input_type -> gatehouse.directory.v1.GetUserRequest
-	47, // 45: gatehouse.directory.v1.DirectoryService.LookupUser:input_type -> gatehouse.directory.v1.LookupUserRequest
-	49, // 46: gatehouse.directory.v1.DirectoryService.GetClaims:input_type -> gatehouse.directory.v1.GetClaimsRequest
-	51, // 47: gatehouse.directory.v1.DirectoryService.RegisterUser:input_type -> gatehouse.directory.v1.RegisterUserRequest
-	54, // 48: gatehouse.directory.v1.DirectoryService.GetOrg:input_type -> gatehouse.directory.v1.GetOrgRequest
-	57, // 49: gatehouse.directory.v1.DirectoryService.GetRoles:input_type -> gatehouse.directory.v1.GetRolesRequest
-	60, // 50: gatehouse.directory.v1.DirectoryService.GetIdP:input_type -> gatehouse.directory.v1.GetIdPRequest
-	62, // 51: gatehouse.directory.v1.DirectoryService.ListIdPs:input_type -> gatehouse.directory.v1.ListIdPsRequest
-	64, // 52: gatehouse.directory.v1.DirectoryService.LinkExternalUser:input_type -> gatehouse.directory.v1.LinkExternalUserRequest
-	66, // 53: gatehouse.directory.v1.DirectoryService.GetLinkedUser:input_type -> gatehouse.directory.v1.GetLinkedUserRequest
-	68, // 54: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:input_type -> gatehouse.directory.v1.RegisterExternalUserRequest
-	70, // 55: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:input_type -> gatehouse.directory.v1.UnlinkExternalUserRequest
-	72, // 56: gatehouse.directory.v1.DirectoryService.ListChanges:input_type -> gatehouse.directory.v1.ListChangesRequest
-	14, // 57: gatehouse.directory.v1.DirectoryService.ListAuthFactors:input_type -> gatehouse.directory.v1.ListAuthFactorsRequest
-	16, // 58: gatehouse.directory.v1.DirectoryService.CheckAuthFactor:input_type -> gatehouse.directory.v1.CheckAuthFactorRequest
-	18, // 59: gatehouse.directory.v1.DirectoryService.StartTOTP:input_type -> gatehouse.directory.v1.StartTOTPRequest
-	40, // 60: gatehouse.directory.v1.DirectoryService.GenerateRecoveryCodes:input_type -> gatehouse.directory.v1.GenerateRecoveryCodesRequest
-	20, // 61: gatehouse.directory.v1.DirectoryService.VerifyTOTP:input_type -> gatehouse.directory.v1.VerifyTOTPRequest
-	22, // 62: gatehouse.directory.v1.DirectoryService.StartWebAuthnLogin:input_type -> gatehouse.directory.v1.StartWebAuthnLoginRequest
-	24, // 63: gatehouse.directory.v1.DirectoryService.CheckWebAuthnLogin:input_type -> gatehouse.directory.v1.CheckWebAuthnLoginRequest
-	26, // 64: gatehouse.directory.v1.DirectoryService.StartWebAuthnRegistration:input_type -> gatehouse.directory.v1.StartWebAuthnRegistrationRequest
-	28, // 65: gatehouse.directory.v1.DirectoryService.VerifyWebAuthnRegistration:input_type -> gatehouse.directory.v1.VerifyWebAuthnRegistrationRequest
-	30, // 66: gatehouse.directory.v1.DirectoryService.GetAccount:input_type -> gatehouse.directory.v1.GetAccountRequest
-	34, // 67: gatehouse.directory.v1.DirectoryService.RemoveAccountFactor:input_type -> gatehouse.directory.v1.RemoveAccountFactorRequest
-	36, // 68: gatehouse.directory.v1.DirectoryService.UnlinkAccount:input_type -> gatehouse.directory.v1.UnlinkAccountRequest
-	38, // 69: gatehouse.directory.v1.DirectoryService.EndUserSessions:input_type -> gatehouse.directory.v1.EndUserSessionsRequest
-	75, // 70: gatehouse.directory.v1.DirectoryService.RequestPasswordReset:input_type -> gatehouse.directory.v1.RequestPasswordResetRequest
-	77, // 71: gatehouse.directory.v1.DirectoryService.CheckPasswordResetCode:input_type -> gatehouse.directory.v1.CheckPasswordResetCodeRequest
-	79, // 72: gatehouse.directory.v1.DirectoryService.ResetPassword:input_type -> gatehouse.directory.v1.ResetPasswordRequest
-	9,  // 73: gatehouse.directory.v1.DirectoryService.GetClient:output_type -> gatehouse.directory.v1.GetClientResponse
-	11, // 74: gatehouse.directory.v1.DirectoryService.GetMachineKey:output_type -> gatehouse.directory.v1.GetMachineKeyResponse
-	13, // 75: gatehouse.directory.v1.DirectoryService.VerifyPassword:output_type -> gatehouse.directory.v1.VerifyPasswordResponse
-	43, // 76: gatehouse.directory.v1.DirectoryService.ChangePassword:output_type -> gatehouse.directory.v1.ChangePasswordResponse
-	46, // 77: gatehouse.directory.v1.DirectoryService.GetUser:output_type -> gatehouse.directory.v1.GetUserResponse
-	48, // 78: gatehouse.directory.v1.DirectoryService.LookupUser:output_type -> gatehouse.directory.v1.LookupUserResponse
-	50, // 79: gatehouse.directory.v1.DirectoryService.GetClaims:output_type -> gatehouse.directory.v1.GetClaimsResponse
-	52, // 80: gatehouse.directory.v1.DirectoryService.RegisterUser:output_type -> gatehouse.directory.v1.RegisterUserResponse
-	55, // 81: gatehouse.directory.v1.DirectoryService.GetOrg:output_type -> gatehouse.directory.v1.GetOrgResponse
-	58, // 82: gatehouse.directory.v1.DirectoryService.GetRoles:output_type -> gatehouse.directory.v1.GetRolesResponse
-	61, // 83: gatehouse.directory.v1.DirectoryService.GetIdP:output_type -> gatehouse.directory.v1.GetIdPResponse
-	63, // 84: gatehouse.directory.v1.DirectoryService.ListIdPs:output_type -> gatehouse.directory.v1.ListIdPsResponse
-	65, // 85: gatehouse.directory.v1.DirectoryService.LinkExternalUser:output_type -> gatehouse.directory.v1.LinkExternalUserResponse
-	67, // 86: gatehouse.directory.v1.DirectoryService.GetLinkedUser:output_type -> gatehouse.directory.v1.GetLinkedUserResponse
-	69, // 87: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:output_type -> gatehouse.directory.v1.RegisterExternalUserResponse
-	71, // 88: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:output_type -> gatehouse.directory.v1.UnlinkExternalUserResponse
-	74, // 89: gatehouse.directory.v1.DirectoryService.ListChanges:output_type -> gatehouse.directory.v1.ListChangesResponse
-	15, // 90: gatehouse.directory.v1.DirectoryService.ListAuthFactors:output_type -> gatehouse.directory.v1.ListAuthFactorsResponse
-	17, // 91: gatehouse.directory.v1.DirectoryService.CheckAuthFactor:output_type -> gatehouse.directory.v1.CheckAuthFactorResponse
-	19, // 92: gatehouse.directory.v1.DirectoryService.StartTOTP:output_type -> gatehouse.directory.v1.StartTOTPResponse
-	41, // 93: gatehouse.directory.v1.DirectoryService.GenerateRecoveryCodes:output_type -> gatehouse.directory.v1.GenerateRecoveryCodesResponse
-	21, // 94: gatehouse.directory.v1.DirectoryService.VerifyTOTP:output_type -> gatehouse.directory.v1.VerifyTOTPResponse
-	23, // 95: gatehouse.directory.v1.DirectoryService.StartWebAuthnLogin:output_type -> gatehouse.directory.v1.StartWebAuthnLoginResponse
-	25, // 96: gatehouse.directory.v1.DirectoryService.CheckWebAuthnLogin:output_type -> gatehouse.directory.v1.CheckWebAuthnLoginResponse
-	27, // 97: gatehouse.directory.v1.DirectoryService.StartWebAuthnRegistration:output_type -> gatehouse.directory.v1.StartWebAuthnRegistrationResponse
-	29, // 98: gatehouse.directory.v1.DirectoryService.VerifyWebAuthnRegistration:output_type -> gatehouse.directory.v1.VerifyWebAuthnRegistrationResponse
-	33, // 99: gatehouse.directory.v1.DirectoryService.GetAccount:output_type -> gatehouse.directory.v1.GetAccountResponse
-	35, // 100: gatehouse.directory.v1.DirectoryService.RemoveAccountFactor:output_type -> gatehouse.directory.v1.RemoveAccountFactorResponse
-	37, // 101: gatehouse.directory.v1.DirectoryService.UnlinkAccount:output_type -> gatehouse.directory.v1.UnlinkAccountResponse
-	39, // 102: gatehouse.directory.v1.DirectoryService.EndUserSessions:output_type -> gatehouse.directory.v1.EndUserSessionsResponse
-	76, // 103: gatehouse.directory.v1.DirectoryService.RequestPasswordReset:output_type -> gatehouse.directory.v1.RequestPasswordResetResponse
-	78, // 104: gatehouse.directory.v1.DirectoryService.CheckPasswordResetCode:output_type -> gatehouse.directory.v1.CheckPasswordResetCodeResponse
-	80, // 105: gatehouse.directory.v1.DirectoryService.ResetPassword:output_type -> gatehouse.directory.v1.ResetPasswordResponse
-	73, // [73:106] is the sub-list for method output_type
-	40, // [40:73] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	60, // 33: gatehouse.directory.v1.GetIdPResponse.idp:type_name -> gatehouse.directory.v1.IdP
+	60, // 34: gatehouse.directory.v1.ListIdPsResponse.idps:type_name -> gatehouse.directory.v1.IdP
+	45, // 35: gatehouse.directory.v1.GetLinkedUserResponse.user:type_name -> gatehouse.directory.v1.User
+	45, // 36: gatehouse.directory.v1.RegisterExternalUserResponse.user:type_name -> gatehouse.directory.v1.User
+	74, // 37: gatehouse.directory.v1.ListChangesResponse.changes:type_name -> gatehouse.directory.v1.Change
+	45, // 38: gatehouse.directory.v1.CheckPasswordResetCodeResponse.user:type_name -> gatehouse.directory.v1.User
+	45, // 39: gatehouse.directory.v1.ResetPasswordResponse.user:type_name -> gatehouse.directory.v1.User
+	6,  // 40: gatehouse.directory.v1.CheckUserCodeRequest.kind:type_name -> gatehouse.directory.v1.UserCodeKind
+	45, // 41: gatehouse.directory.v1.CheckUserCodeResponse.user:type_name -> gatehouse.directory.v1.User
+	45, // 42: gatehouse.directory.v1.VerifyEmailCodeResponse.user:type_name -> gatehouse.directory.v1.User
+	9,  // 43: gatehouse.directory.v1.DirectoryService.GetClient:input_type -> gatehouse.directory.v1.GetClientRequest
+	11, // 44: gatehouse.directory.v1.DirectoryService.GetMachineKey:input_type -> gatehouse.directory.v1.GetMachineKeyRequest
+	13, // 45: gatehouse.directory.v1.DirectoryService.VerifyPassword:input_type -> gatehouse.directory.v1.VerifyPasswordRequest
+	43, // 46: gatehouse.directory.v1.DirectoryService.ChangePassword:input_type -> gatehouse.directory.v1.ChangePasswordRequest
+	46, // 47: gatehouse.directory.v1.DirectoryService.GetUser:input_type -> gatehouse.directory.v1.GetUserRequest
+	48, // 48: gatehouse.directory.v1.DirectoryService.LookupUser:input_type -> gatehouse.directory.v1.LookupUserRequest
+	50, // 49: gatehouse.directory.v1.DirectoryService.GetClaims:input_type -> gatehouse.directory.v1.GetClaimsRequest
+	52, // 50: gatehouse.directory.v1.DirectoryService.RegisterUser:input_type -> gatehouse.directory.v1.RegisterUserRequest
+	55, // 51: gatehouse.directory.v1.DirectoryService.GetOrg:input_type -> gatehouse.directory.v1.GetOrgRequest
+	58, // 52: gatehouse.directory.v1.DirectoryService.GetRoles:input_type -> gatehouse.directory.v1.GetRolesRequest
+	61, // 53: gatehouse.directory.v1.DirectoryService.GetIdP:input_type -> gatehouse.directory.v1.GetIdPRequest
+	63, // 54: gatehouse.directory.v1.DirectoryService.ListIdPs:input_type -> gatehouse.directory.v1.ListIdPsRequest
+	65, // 55: gatehouse.directory.v1.DirectoryService.LinkExternalUser:input_type -> gatehouse.directory.v1.LinkExternalUserRequest
+	67, // 56: gatehouse.directory.v1.DirectoryService.GetLinkedUser:input_type -> gatehouse.directory.v1.GetLinkedUserRequest
+	69, // 57: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:input_type -> gatehouse.directory.v1.RegisterExternalUserRequest
+	71, // 58: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:input_type -> gatehouse.directory.v1.UnlinkExternalUserRequest
+	73, // 59: gatehouse.directory.v1.DirectoryService.ListChanges:input_type -> gatehouse.directory.v1.ListChangesRequest
+	15, // 60: gatehouse.directory.v1.DirectoryService.ListAuthFactors:input_type -> gatehouse.directory.v1.ListAuthFactorsRequest
+	17, // 61: gatehouse.directory.v1.DirectoryService.CheckAuthFactor:input_type -> gatehouse.directory.v1.CheckAuthFactorRequest
+	19, // 62: gatehouse.directory.v1.DirectoryService.StartTOTP:input_type -> gatehouse.directory.v1.StartTOTPRequest
+	41, // 63: gatehouse.directory.v1.DirectoryService.GenerateRecoveryCodes:input_type -> gatehouse.directory.v1.GenerateRecoveryCodesRequest
+	21, // 64: gatehouse.directory.v1.DirectoryService.VerifyTOTP:input_type -> gatehouse.directory.v1.VerifyTOTPRequest
+	23, // 65: gatehouse.directory.v1.DirectoryService.StartWebAuthnLogin:input_type -> gatehouse.directory.v1.StartWebAuthnLoginRequest
+	25, // 66: gatehouse.directory.v1.DirectoryService.CheckWebAuthnLogin:input_type -> gatehouse.directory.v1.CheckWebAuthnLoginRequest
+	27, // 67: gatehouse.directory.v1.DirectoryService.StartWebAuthnRegistration:input_type -> gatehouse.directory.v1.StartWebAuthnRegistrationRequest
+	29, // 68: gatehouse.directory.v1.DirectoryService.VerifyWebAuthnRegistration:input_type -> gatehouse.directory.v1.VerifyWebAuthnRegistrationRequest
+	31, // 69: gatehouse.directory.v1.DirectoryService.GetAccount:input_type -> gatehouse.directory.v1.GetAccountRequest
+	35, // 70: gatehouse.directory.v1.DirectoryService.RemoveAccountFactor:input_type -> gatehouse.directory.v1.RemoveAccountFactorRequest
+	37, // 71: gatehouse.directory.v1.DirectoryService.UnlinkAccount:input_type -> gatehouse.directory.v1.UnlinkAccountRequest
+	39, // 72: gatehouse.directory.v1.DirectoryService.EndUserSessions:input_type -> gatehouse.directory.v1.EndUserSessionsRequest
+	76, // 73: gatehouse.directory.v1.DirectoryService.RequestPasswordReset:input_type -> gatehouse.directory.v1.RequestPasswordResetRequest
+	78, // 74: gatehouse.directory.v1.DirectoryService.CheckPasswordResetCode:input_type -> gatehouse.directory.v1.CheckPasswordResetCodeRequest
+	80, // 75: gatehouse.directory.v1.DirectoryService.ResetPassword:input_type -> gatehouse.directory.v1.ResetPasswordRequest
+	82, // 76: gatehouse.directory.v1.DirectoryService.CheckUserCode:input_type -> gatehouse.directory.v1.CheckUserCodeRequest
+	84, // 77: gatehouse.directory.v1.DirectoryService.VerifyEmailCode:input_type -> gatehouse.directory.v1.VerifyEmailCodeRequest
+	86, // 78: gatehouse.directory.v1.DirectoryService.InitializeUser:input_type -> gatehouse.directory.v1.InitializeUserRequest
+	10, // 79: gatehouse.directory.v1.DirectoryService.GetClient:output_type -> gatehouse.directory.v1.GetClientResponse
+	12, // 80: gatehouse.directory.v1.DirectoryService.GetMachineKey:output_type -> gatehouse.directory.v1.GetMachineKeyResponse
+	14, // 81: gatehouse.directory.v1.DirectoryService.VerifyPassword:output_type -> gatehouse.directory.v1.VerifyPasswordResponse
+	44, // 82: gatehouse.directory.v1.DirectoryService.ChangePassword:output_type -> gatehouse.directory.v1.ChangePasswordResponse
+	47, // 83: gatehouse.directory.v1.DirectoryService.GetUser:output_type -> gatehouse.directory.v1.GetUserResponse
+	49, // 84: gatehouse.directory.v1.DirectoryService.LookupUser:output_type -> gatehouse.directory.v1.LookupUserResponse
+	51, // 85: gatehouse.directory.v1.DirectoryService.GetClaims:output_type -> gatehouse.directory.v1.GetClaimsResponse
+	53, // 86: gatehouse.directory.v1.DirectoryService.RegisterUser:output_type -> gatehouse.directory.v1.RegisterUserResponse
+	56, // 87: gatehouse.directory.v1.DirectoryService.GetOrg:output_type -> gatehouse.directory.v1.GetOrgResponse
+	59, // 88: gatehouse.directory.v1.DirectoryService.GetRoles:output_type -> gatehouse.directory.v1.GetRolesResponse
+	62, // 89: gatehouse.directory.v1.DirectoryService.GetIdP:output_type -> gatehouse.directory.v1.GetIdPResponse
+	64, // 90: gatehouse.directory.v1.DirectoryService.ListIdPs:output_type -> gatehouse.directory.v1.ListIdPsResponse
+	66, // 91: gatehouse.directory.v1.DirectoryService.LinkExternalUser:output_type -> gatehouse.directory.v1.LinkExternalUserResponse
+	68, // 92: gatehouse.directory.v1.DirectoryService.GetLinkedUser:output_type -> gatehouse.directory.v1.GetLinkedUserResponse
+	70, // 93: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:output_type -> gatehouse.directory.v1.RegisterExternalUserResponse
+	72, // 94: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:output_type -> gatehouse.directory.v1.UnlinkExternalUserResponse
+	75, // 95: gatehouse.directory.v1.DirectoryService.ListChanges:output_type -> gatehouse.directory.v1.ListChangesResponse
+	16, // 96: gatehouse.directory.v1.DirectoryService.ListAuthFactors:output_type -> gatehouse.directory.v1.ListAuthFactorsResponse
+	18, // 97: gatehouse.directory.v1.DirectoryService.CheckAuthFactor:output_type -> gatehouse.directory.v1.CheckAuthFactorResponse
+	20, // 98: gatehouse.directory.v1.DirectoryService.StartTOTP:output_type -> gatehouse.directory.v1.StartTOTPResponse
+	42, // 99: gatehouse.directory.v1.DirectoryService.GenerateRecoveryCodes:output_type -> gatehouse.directory.v1.GenerateRecoveryCodesResponse
+	22, // 100: gatehouse.directory.v1.DirectoryService.VerifyTOTP:output_type -> gatehouse.directory.v1.VerifyTOTPResponse
+	24, // 101: gatehouse.directory.v1.DirectoryService.StartWebAuthnLogin:output_type -> gatehouse.directory.v1.StartWebAuthnLoginResponse
+	26, // 102: gatehouse.directory.v1.DirectoryService.CheckWebAuthnLogin:output_type -> gatehouse.directory.v1.CheckWebAuthnLoginResponse
+	28, // 103: gatehouse.directory.v1.DirectoryService.StartWebAuthnRegistration:output_type -> gatehouse.directory.v1.StartWebAuthnRegistrationResponse
+	30, // 104: gatehouse.directory.v1.DirectoryService.VerifyWebAuthnRegistration:output_type -> gatehouse.directory.v1.VerifyWebAuthnRegistrationResponse
+	34, // 105: gatehouse.directory.v1.DirectoryService.GetAccount:output_type -> gatehouse.directory.v1.GetAccountResponse
+	36, // 106: gatehouse.directory.v1.DirectoryService.RemoveAccountFactor:output_type -> gatehouse.directory.v1.RemoveAccountFactorResponse
+	38, // 107: gatehouse.directory.v1.DirectoryService.UnlinkAccount:output_type -> gatehouse.directory.v1.UnlinkAccountResponse
+	40, // 108: gatehouse.directory.v1.DirectoryService.EndUserSessions:output_type -> gatehouse.directory.v1.EndUserSessionsResponse
+	77, // 109: gatehouse.directory.v1.DirectoryService.RequestPasswordReset:output_type -> gatehouse.directory.v1.RequestPasswordResetResponse
+	79, // 110: gatehouse.directory.v1.DirectoryService.CheckPasswordResetCode:output_type -> gatehouse.directory.v1.CheckPasswordResetCodeResponse
+	81, // 111: gatehouse.directory.v1.DirectoryService.ResetPassword:output_type -> gatehouse.directory.v1.ResetPasswordResponse
+	83, // 112: gatehouse.directory.v1.DirectoryService.CheckUserCode:output_type -> gatehouse.directory.v1.CheckUserCodeResponse
+	85, // 113: gatehouse.directory.v1.DirectoryService.VerifyEmailCode:output_type -> gatehouse.directory.v1.VerifyEmailCodeResponse
+	87, // 114: gatehouse.directory.v1.DirectoryService.InitializeUser:output_type -> gatehouse.directory.v1.InitializeUserResponse
+	79, // [79:115] is the sub-list for method output_type
+	43, // [43:79] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_directory_v1_directory_proto_init() }
@@ -5755,8 +6159,8 @@ func file_gatehouse_directory_v1_directory_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_directory_v1_directory_proto_rawDesc), len(file_gatehouse_directory_v1_directory_proto_rawDesc)),
-			NumEnums:      6,
-			NumMessages:   76,
+			NumEnums:      7,
+			NumMessages:   82,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -9415,6 +9415,518 @@ func (x *PasswordResetResponse) GetVerificationCode() string {
 	return ""
 }
 
+// SendEmailVerificationCode mails the code (ZITADEL's v2 name).
+type SendEmailVerificationCode struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Not supported (InvalidArgument): links go to the issuer's pages.
+	UrlTemplate   *string `protobuf:"bytes,1,opt,name=url_template,json=urlTemplate,proto3,oneof" json:"url_template,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SendEmailVerificationCode) Reset() {
+	*x = SendEmailVerificationCode{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[162]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SendEmailVerificationCode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SendEmailVerificationCode) ProtoMessage() {}
+
+func (x *SendEmailVerificationCode) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[162]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SendEmailVerificationCode.ProtoReflect.Descriptor instead.
+func (*SendEmailVerificationCode) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{162}
+}
+
+func (x *SendEmailVerificationCode) GetUrlTemplate() string {
+	if x != nil && x.UrlTemplate != nil {
+		return *x.UrlTemplate
+	}
+	return ""
+}
+
+// ReturnEmailVerificationCode returns the code to the caller.
+type ReturnEmailVerificationCode struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReturnEmailVerificationCode) Reset() {
+	*x = ReturnEmailVerificationCode{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[163]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReturnEmailVerificationCode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReturnEmailVerificationCode) ProtoMessage() {}
+
+func (x *ReturnEmailVerificationCode) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[163]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReturnEmailVerificationCode.ProtoReflect.Descriptor instead.
+func (*ReturnEmailVerificationCode) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{163}
+}
+
+// SetEmailRequest names the user, the address and how it is verified.
+type SetEmailRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// ID of the user.
+	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// The new address.
+	Email string `protobuf:"bytes,2,opt,name=email,proto3" json:"email,omitempty"`
+	// How the address is verified; unset: a code is mailed.
+	//
+	// Types that are valid to be assigned to Verification:
+	//
+	//	*SetEmailRequest_SendCode
+	//	*SetEmailRequest_ReturnCode
+	//	*SetEmailRequest_IsVerified
+	Verification  isSetEmailRequest_Verification `protobuf_oneof:"verification"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetEmailRequest) Reset() {
+	*x = SetEmailRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[164]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetEmailRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetEmailRequest) ProtoMessage() {}
+
+func (x *SetEmailRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[164]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetEmailRequest.ProtoReflect.Descriptor instead.
+func (*SetEmailRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{164}
+}
+
+func (x *SetEmailRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *SetEmailRequest) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+func (x *SetEmailRequest) GetVerification() isSetEmailRequest_Verification {
+	if x != nil {
+		return x.Verification
+	}
+	return nil
+}
+
+func (x *SetEmailRequest) GetSendCode() *SendEmailVerificationCode {
+	if x != nil {
+		if x, ok := x.Verification.(*SetEmailRequest_SendCode); ok {
+			return x.SendCode
+		}
+	}
+	return nil
+}
+
+func (x *SetEmailRequest) GetReturnCode() *ReturnEmailVerificationCode {
+	if x != nil {
+		if x, ok := x.Verification.(*SetEmailRequest_ReturnCode); ok {
+			return x.ReturnCode
+		}
+	}
+	return nil
+}
+
+func (x *SetEmailRequest) GetIsVerified() bool {
+	if x != nil {
+		if x, ok := x.Verification.(*SetEmailRequest_IsVerified); ok {
+			return x.IsVerified
+		}
+	}
+	return false
+}
+
+type isSetEmailRequest_Verification interface {
+	isSetEmailRequest_Verification()
+}
+
+type SetEmailRequest_SendCode struct {
+	// Mail a code.
+	SendCode *SendEmailVerificationCode `protobuf:"bytes,3,opt,name=send_code,json=sendCode,proto3,oneof"`
+}
+
+type SetEmailRequest_ReturnCode struct {
+	// Return the code.
+	ReturnCode *ReturnEmailVerificationCode `protobuf:"bytes,4,opt,name=return_code,json=returnCode,proto3,oneof"`
+}
+
+type SetEmailRequest_IsVerified struct {
+	// Verified at once (user managers only; only true).
+	IsVerified bool `protobuf:"varint,5,opt,name=is_verified,json=isVerified,proto3,oneof"`
+}
+
+func (*SetEmailRequest_SendCode) isSetEmailRequest_Verification() {}
+
+func (*SetEmailRequest_ReturnCode) isSetEmailRequest_Verification() {}
+
+func (*SetEmailRequest_IsVerified) isSetEmailRequest_Verification() {}
+
+// SetEmailResponse reports the change.
+type SetEmailResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The change.
+	Details *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	// The code, when return_code asked for it.
+	VerificationCode *string `protobuf:"bytes,2,opt,name=verification_code,json=verificationCode,proto3,oneof" json:"verification_code,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *SetEmailResponse) Reset() {
+	*x = SetEmailResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[165]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetEmailResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetEmailResponse) ProtoMessage() {}
+
+func (x *SetEmailResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[165]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetEmailResponse.ProtoReflect.Descriptor instead.
+func (*SetEmailResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{165}
+}
+
+func (x *SetEmailResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+func (x *SetEmailResponse) GetVerificationCode() string {
+	if x != nil && x.VerificationCode != nil {
+		return *x.VerificationCode
+	}
+	return ""
+}
+
+// VerifyEmailRequest names the user and the code.
+type VerifyEmailRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// ID of the user.
+	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// The code the user was sent.
+	VerificationCode string `protobuf:"bytes,2,opt,name=verification_code,json=verificationCode,proto3" json:"verification_code,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *VerifyEmailRequest) Reset() {
+	*x = VerifyEmailRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[166]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerifyEmailRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerifyEmailRequest) ProtoMessage() {}
+
+func (x *VerifyEmailRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[166]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerifyEmailRequest.ProtoReflect.Descriptor instead.
+func (*VerifyEmailRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{166}
+}
+
+func (x *VerifyEmailRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *VerifyEmailRequest) GetVerificationCode() string {
+	if x != nil {
+		return x.VerificationCode
+	}
+	return ""
+}
+
+// VerifyEmailResponse reports the change.
+type VerifyEmailResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The change.
+	Details       *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerifyEmailResponse) Reset() {
+	*x = VerifyEmailResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[167]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerifyEmailResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerifyEmailResponse) ProtoMessage() {}
+
+func (x *VerifyEmailResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[167]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerifyEmailResponse.ProtoReflect.Descriptor instead.
+func (*VerifyEmailResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{167}
+}
+
+func (x *VerifyEmailResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+// ResendEmailCodeRequest names the user and how the code goes.
+type ResendEmailCodeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// ID of the user.
+	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// How the code goes; unset: mailed.
+	//
+	// Types that are valid to be assigned to Verification:
+	//
+	//	*ResendEmailCodeRequest_SendCode
+	//	*ResendEmailCodeRequest_ReturnCode
+	Verification  isResendEmailCodeRequest_Verification `protobuf_oneof:"verification"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResendEmailCodeRequest) Reset() {
+	*x = ResendEmailCodeRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[168]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResendEmailCodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResendEmailCodeRequest) ProtoMessage() {}
+
+func (x *ResendEmailCodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[168]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResendEmailCodeRequest.ProtoReflect.Descriptor instead.
+func (*ResendEmailCodeRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{168}
+}
+
+func (x *ResendEmailCodeRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *ResendEmailCodeRequest) GetVerification() isResendEmailCodeRequest_Verification {
+	if x != nil {
+		return x.Verification
+	}
+	return nil
+}
+
+func (x *ResendEmailCodeRequest) GetSendCode() *SendEmailVerificationCode {
+	if x != nil {
+		if x, ok := x.Verification.(*ResendEmailCodeRequest_SendCode); ok {
+			return x.SendCode
+		}
+	}
+	return nil
+}
+
+func (x *ResendEmailCodeRequest) GetReturnCode() *ReturnEmailVerificationCode {
+	if x != nil {
+		if x, ok := x.Verification.(*ResendEmailCodeRequest_ReturnCode); ok {
+			return x.ReturnCode
+		}
+	}
+	return nil
+}
+
+type isResendEmailCodeRequest_Verification interface {
+	isResendEmailCodeRequest_Verification()
+}
+
+type ResendEmailCodeRequest_SendCode struct {
+	// Mail the code.
+	SendCode *SendEmailVerificationCode `protobuf:"bytes,2,opt,name=send_code,json=sendCode,proto3,oneof"`
+}
+
+type ResendEmailCodeRequest_ReturnCode struct {
+	// Return the code.
+	ReturnCode *ReturnEmailVerificationCode `protobuf:"bytes,3,opt,name=return_code,json=returnCode,proto3,oneof"`
+}
+
+func (*ResendEmailCodeRequest_SendCode) isResendEmailCodeRequest_Verification() {}
+
+func (*ResendEmailCodeRequest_ReturnCode) isResendEmailCodeRequest_Verification() {}
+
+// ResendEmailCodeResponse reports the change.
+type ResendEmailCodeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The change.
+	Details *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	// The code, when return_code asked for it.
+	VerificationCode *string `protobuf:"bytes,2,opt,name=verification_code,json=verificationCode,proto3,oneof" json:"verification_code,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *ResendEmailCodeResponse) Reset() {
+	*x = ResendEmailCodeResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[169]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResendEmailCodeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResendEmailCodeResponse) ProtoMessage() {}
+
+func (x *ResendEmailCodeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[169]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResendEmailCodeResponse.ProtoReflect.Descriptor instead.
+func (*ResendEmailCodeResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{169}
+}
+
+func (x *ResendEmailCodeResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+func (x *ResendEmailCodeResponse) GetVerificationCode() string {
+	if x != nil && x.VerificationCode != nil {
+		return *x.VerificationCode
+	}
+	return ""
+}
+
 // Password is a new password.
 type Password struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -9428,7 +9940,7 @@ type Password struct {
 
 func (x *Password) Reset() {
 	*x = Password{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[162]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[170]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9440,7 +9952,7 @@ func (x *Password) String() string {
 func (*Password) ProtoMessage() {}
 
 func (x *Password) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[162]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[170]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9453,7 +9965,7 @@ func (x *Password) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Password.ProtoReflect.Descriptor instead.
 func (*Password) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{162}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{170}
 }
 
 func (x *Password) GetPassword() string {
@@ -9490,7 +10002,7 @@ type SetPasswordRequest struct {
 
 func (x *SetPasswordRequest) Reset() {
 	*x = SetPasswordRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[163]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[171]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9502,7 +10014,7 @@ func (x *SetPasswordRequest) String() string {
 func (*SetPasswordRequest) ProtoMessage() {}
 
 func (x *SetPasswordRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[163]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[171]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9515,7 +10027,7 @@ func (x *SetPasswordRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPasswordRequest.ProtoReflect.Descriptor instead.
 func (*SetPasswordRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{163}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{171}
 }
 
 func (x *SetPasswordRequest) GetUserId() string {
@@ -9586,7 +10098,7 @@ type SetPasswordResponse struct {
 
 func (x *SetPasswordResponse) Reset() {
 	*x = SetPasswordResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[164]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[172]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9598,7 +10110,7 @@ func (x *SetPasswordResponse) String() string {
 func (*SetPasswordResponse) ProtoMessage() {}
 
 func (x *SetPasswordResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[164]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[172]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9611,7 +10123,7 @@ func (x *SetPasswordResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPasswordResponse.ProtoReflect.Descriptor instead.
 func (*SetPasswordResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{164}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{172}
 }
 
 func (x *SetPasswordResponse) GetDetails() *ObjectDetails {
@@ -9643,7 +10155,7 @@ type AddHumanUserRequest_Profile struct {
 
 func (x *AddHumanUserRequest_Profile) Reset() {
 	*x = AddHumanUserRequest_Profile{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[165]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[173]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9655,7 +10167,7 @@ func (x *AddHumanUserRequest_Profile) String() string {
 func (*AddHumanUserRequest_Profile) ProtoMessage() {}
 
 func (x *AddHumanUserRequest_Profile) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[165]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[173]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9726,7 +10238,7 @@ type AddHumanUserRequest_Email struct {
 
 func (x *AddHumanUserRequest_Email) Reset() {
 	*x = AddHumanUserRequest_Email{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[166]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[174]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9738,7 +10250,7 @@ func (x *AddHumanUserRequest_Email) String() string {
 func (*AddHumanUserRequest_Email) ProtoMessage() {}
 
 func (x *AddHumanUserRequest_Email) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[166]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[174]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9782,7 +10294,7 @@ type AddHumanUserRequest_Phone struct {
 
 func (x *AddHumanUserRequest_Phone) Reset() {
 	*x = AddHumanUserRequest_Phone{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[167]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[175]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9794,7 +10306,7 @@ func (x *AddHumanUserRequest_Phone) String() string {
 func (*AddHumanUserRequest_Phone) ProtoMessage() {}
 
 func (x *AddHumanUserRequest_Phone) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[167]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[175]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9846,7 +10358,7 @@ type ImportHumanUserRequest_Profile struct {
 
 func (x *ImportHumanUserRequest_Profile) Reset() {
 	*x = ImportHumanUserRequest_Profile{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[168]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[176]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9858,7 +10370,7 @@ func (x *ImportHumanUserRequest_Profile) String() string {
 func (*ImportHumanUserRequest_Profile) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_Profile) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[168]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[176]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9929,7 +10441,7 @@ type ImportHumanUserRequest_Email struct {
 
 func (x *ImportHumanUserRequest_Email) Reset() {
 	*x = ImportHumanUserRequest_Email{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[169]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[177]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9941,7 +10453,7 @@ func (x *ImportHumanUserRequest_Email) String() string {
 func (*ImportHumanUserRequest_Email) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_Email) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[169]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[177]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9985,7 +10497,7 @@ type ImportHumanUserRequest_Phone struct {
 
 func (x *ImportHumanUserRequest_Phone) Reset() {
 	*x = ImportHumanUserRequest_Phone{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[170]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[178]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9997,7 +10509,7 @@ func (x *ImportHumanUserRequest_Phone) String() string {
 func (*ImportHumanUserRequest_Phone) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_Phone) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[170]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[178]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10042,7 +10554,7 @@ type ImportHumanUserRequest_HashedPassword struct {
 
 func (x *ImportHumanUserRequest_HashedPassword) Reset() {
 	*x = ImportHumanUserRequest_HashedPassword{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[171]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[179]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10054,7 +10566,7 @@ func (x *ImportHumanUserRequest_HashedPassword) String() string {
 func (*ImportHumanUserRequest_HashedPassword) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_HashedPassword) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[171]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[179]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10097,7 +10609,7 @@ type BulkSetUserMetadataRequest_Metadata struct {
 
 func (x *BulkSetUserMetadataRequest_Metadata) Reset() {
 	*x = BulkSetUserMetadataRequest_Metadata{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[172]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[180]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10109,7 +10621,7 @@ func (x *BulkSetUserMetadataRequest_Metadata) String() string {
 func (*BulkSetUserMetadataRequest_Metadata) ProtoMessage() {}
 
 func (x *BulkSetUserMetadataRequest_Metadata) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[172]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[180]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10153,7 +10665,7 @@ type AddCustomLoginPolicyRequest_IDP struct {
 
 func (x *AddCustomLoginPolicyRequest_IDP) Reset() {
 	*x = AddCustomLoginPolicyRequest_IDP{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[173]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[181]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10165,7 +10677,7 @@ func (x *AddCustomLoginPolicyRequest_IDP) String() string {
 func (*AddCustomLoginPolicyRequest_IDP) ProtoMessage() {}
 
 func (x *AddCustomLoginPolicyRequest_IDP) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[173]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[181]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10807,6 +11319,38 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x15PasswordResetResponse\x12@\n" +
 	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\x120\n" +
 	"\x11verification_code\x18\x02 \x01(\tH\x00R\x10verificationCode\x88\x01\x01B\x14\n" +
+	"\x12_verification_code\"^\n" +
+	"\x19SendEmailVerificationCode\x120\n" +
+	"\furl_template\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01H\x00R\vurlTemplate\x88\x01\x01B\x0f\n" +
+	"\r_url_template\"\x1d\n" +
+	"\x1bReturnEmailVerificationCode\"\xb3\x02\n" +
+	"\x0fSetEmailRequest\x12!\n" +
+	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\x12\x1e\n" +
+	"\x05email\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x05email\x12Q\n" +
+	"\tsend_code\x18\x03 \x01(\v22.gatehouse.management.v1.SendEmailVerificationCodeH\x00R\bsendCode\x12W\n" +
+	"\vreturn_code\x18\x04 \x01(\v24.gatehouse.management.v1.ReturnEmailVerificationCodeH\x00R\n" +
+	"returnCode\x12!\n" +
+	"\vis_verified\x18\x05 \x01(\bH\x00R\n" +
+	"isVerifiedB\x0e\n" +
+	"\fverification\"\x9c\x01\n" +
+	"\x10SetEmailResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\x120\n" +
+	"\x11verification_code\x18\x02 \x01(\tH\x00R\x10verificationCode\x88\x01\x01B\x14\n" +
+	"\x12_verification_code\"n\n" +
+	"\x12VerifyEmailRequest\x12!\n" +
+	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\x125\n" +
+	"\x11verification_code\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x10verificationCode\"W\n" +
+	"\x13VerifyEmailResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\xf7\x01\n" +
+	"\x16ResendEmailCodeRequest\x12!\n" +
+	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\x12Q\n" +
+	"\tsend_code\x18\x02 \x01(\v22.gatehouse.management.v1.SendEmailVerificationCodeH\x00R\bsendCode\x12W\n" +
+	"\vreturn_code\x18\x03 \x01(\v24.gatehouse.management.v1.ReturnEmailVerificationCodeH\x00R\n" +
+	"returnCodeB\x0e\n" +
+	"\fverification\"\xa3\x01\n" +
+	"\x17ResendEmailCodeResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\x120\n" +
+	"\x11verification_code\x18\x02 \x01(\tH\x00R\x10verificationCode\x88\x01\x01B\x14\n" +
 	"\x12_verification_code\"Y\n" +
 	"\bPassword\x12$\n" +
 	"\bpassword\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\bpassword\x12'\n" +
@@ -10818,7 +11362,7 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x11verification_code\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01H\x00R\x10verificationCodeB\x0e\n" +
 	"\fverification\"W\n" +
 	"\x13SetPasswordResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails2\x82r\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails2\x82\x83\x01\n" +
 	"\x11ManagementService\x12\x8e\x01\n" +
 	"\vGetUserByID\x12+.gatehouse.management.v1.GetUserByIDRequest\x1a,.gatehouse.management.v1.GetUserByIDResponse\"$\x82\xd3\xe4\x93\x02\x1b\x12\x19/management/v1/users/{id}\x90\x02\x01\x12\x8e\x01\n" +
 	"\tListUsers\x12).gatehouse.management.v1.ListUsersRequest\x1a*.gatehouse.management.v1.ListUsersResponse\"*\x82\xd3\xe4\x93\x02!:\x01*\"\x1c/management/v1/users/_search\x90\x02\x01\x12\x92\x01\n" +
@@ -10834,7 +11378,13 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x10SetHumanPassword\x120.gatehouse.management.v1.SetHumanPasswordRequest\x1a1.gatehouse.management.v1.SetHumanPasswordResponse\"2\x82\xd3\xe4\x93\x02,:\x01*\"'/management/v1/users/{user_id}/password\x12\xe8\x01\n" +
 	"\"SendHumanResetPasswordNotification\x12B.gatehouse.management.v1.SendHumanResetPasswordNotificationRequest\x1aC.gatehouse.management.v1.SendHumanResetPasswordNotificationResponse\"9\x82\xd3\xe4\x93\x023:\x01*\"./management/v1/users/{user_id}/password/_reset\x12\x9d\x01\n" +
 	"\rPasswordReset\x12-.gatehouse.management.v1.PasswordResetRequest\x1a..gatehouse.management.v1.PasswordResetResponse\"-\x82\xd3\xe4\x93\x02':\x01*\"\"/v2/users/{user_id}/password_reset\x12\x91\x01\n" +
-	"\vSetPassword\x12+.gatehouse.management.v1.SetPasswordRequest\x1a,.gatehouse.management.v1.SetPasswordResponse\"'\x82\xd3\xe4\x93\x02!:\x01*\"\x1c/v2/users/{user_id}/password\x12\x9e\x01\n" +
+	"\vSetPassword\x12+.gatehouse.management.v1.SetPasswordRequest\x1a,.gatehouse.management.v1.SetPasswordResponse\"'\x82\xd3\xe4\x93\x02!:\x01*\"\x1c/v2/users/{user_id}/password\x12\xa8\x01\n" +
+	"\x10UpdateHumanEmail\x120.gatehouse.management.v1.UpdateHumanEmailRequest\x1a1.gatehouse.management.v1.UpdateHumanEmailResponse\"/\x82\xd3\xe4\x93\x02):\x01*\x1a$/management/v1/users/{user_id}/email\x12\xe1\x01\n" +
+	"\x1cResendHumanEmailVerification\x12<.gatehouse.management.v1.ResendHumanEmailVerificationRequest\x1a=.gatehouse.management.v1.ResendHumanEmailVerificationResponse\"D\x82\xd3\xe4\x93\x02>:\x01*\"9/management/v1/users/{user_id}/email/_resend_verification\x12\xd4\x01\n" +
+	"\x19ResendHumanInitialization\x129.gatehouse.management.v1.ResendHumanInitializationRequest\x1a:.gatehouse.management.v1.ResendHumanInitializationResponse\"@\x82\xd3\xe4\x93\x02::\x01*\"5/management/v1/users/{user_id}/_resend_initialization\x12\x85\x01\n" +
+	"\bSetEmail\x12(.gatehouse.management.v1.SetEmailRequest\x1a).gatehouse.management.v1.SetEmailResponse\"$\x82\xd3\xe4\x93\x02\x1e:\x01*\"\x19/v2/users/{user_id}/email\x12\x95\x01\n" +
+	"\vVerifyEmail\x12+.gatehouse.management.v1.VerifyEmailRequest\x1a,.gatehouse.management.v1.VerifyEmailResponse\"+\x82\xd3\xe4\x93\x02%:\x01*\" /v2/users/{user_id}/email/verify\x12\xa1\x01\n" +
+	"\x0fResendEmailCode\x12/.gatehouse.management.v1.ResendEmailCodeRequest\x1a0.gatehouse.management.v1.ResendEmailCodeResponse\"+\x82\xd3\xe4\x93\x02%:\x01*\" /v2/users/{user_id}/email/resend\x12\x9e\x01\n" +
 	"\rAddMachineKey\x12-.gatehouse.management.v1.AddMachineKeyRequest\x1a..gatehouse.management.v1.AddMachineKeyResponse\".\x82\xd3\xe4\x93\x02(:\x01*\"#/management/v1/users/{user_id}/keys\x12\xaf\x01\n" +
 	"\x0fListMachineKeys\x12/.gatehouse.management.v1.ListMachineKeysRequest\x1a0.gatehouse.management.v1.ListMachineKeysResponse\"9\x82\xd3\xe4\x93\x020:\x01*\"+/management/v1/users/{user_id}/keys/_search\x90\x02\x01\x12\xad\x01\n" +
 	"\x10RemoveMachineKey\x120.gatehouse.management.v1.RemoveMachineKeyRequest\x1a1.gatehouse.management.v1.RemoveMachineKeyResponse\"4\x82\xd3\xe4\x93\x02.*,/management/v1/users/{user_id}/keys/{key_id}\x12\xb8\x01\n" +
@@ -10849,6 +11399,12 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\bGetMyOrg\x12(.gatehouse.management.v1.GetMyOrgRequest\x1a).gatehouse.management.v1.GetMyOrgResponse\"!\x82\xd3\xe4\x93\x02\x18\x12\x16/management/v1/orgs/me\x90\x02\x01\x12y\n" +
 	"\x06AddOrg\x12&.gatehouse.management.v1.AddOrgRequest\x1a'.gatehouse.management.v1.AddOrgResponse\"\x1e\x82\xd3\xe4\x93\x02\x18:\x01*\"\x13/management/v1/orgs\x12\x8a\x01\n" +
 	"\bListOrgs\x12(.gatehouse.management.v1.ListOrgsRequest\x1a).gatehouse.management.v1.ListOrgsResponse\")\x82\xd3\xe4\x93\x02 :\x01*\"\x1b/management/v1/orgs/_search\x90\x02\x01\x12\x96\x01\n" +
+	"\fAddOrgDomain\x12,.gatehouse.management.v1.AddOrgDomainRequest\x1a-.gatehouse.management.v1.AddOrgDomainResponse\")\x82\xd3\xe4\x93\x02#:\x01*\"\x1e/management/v1/orgs/me/domains\x12\xe1\x01\n" +
+	"\x1bGenerateOrgDomainValidation\x12;.gatehouse.management.v1.GenerateOrgDomainValidationRequest\x1a<.gatehouse.management.v1.GenerateOrgDomainValidationResponse\"G\x82\xd3\xe4\x93\x02A:\x01*\"</management/v1/orgs/me/domains/{domain}/validation/_generate\x12\xc3\x01\n" +
+	"\x11ValidateOrgDomain\x121.gatehouse.management.v1.ValidateOrgDomainRequest\x1a2.gatehouse.management.v1.ValidateOrgDomainResponse\"G\x82\xd3\xe4\x93\x02A:\x01*\"</management/v1/orgs/me/domains/{domain}/validation/_validate\x12\xa7\x01\n" +
+	"\x0eListOrgDomains\x12..gatehouse.management.v1.ListOrgDomainsRequest\x1a/.gatehouse.management.v1.ListOrgDomainsResponse\"4\x82\xd3\xe4\x93\x02+:\x01*\"&/management/v1/orgs/me/domains/_search\x90\x02\x01\x12\xa5\x01\n" +
+	"\x0fRemoveOrgDomain\x12/.gatehouse.management.v1.RemoveOrgDomainRequest\x1a0.gatehouse.management.v1.RemoveOrgDomainResponse\"/\x82\xd3\xe4\x93\x02)*'/management/v1/orgs/me/domains/{domain}\x12\xbe\x01\n" +
+	"\x13SetPrimaryOrgDomain\x123.gatehouse.management.v1.SetPrimaryOrgDomainRequest\x1a4.gatehouse.management.v1.SetPrimaryOrgDomainResponse\"<\x82\xd3\xe4\x93\x026\"4/management/v1/orgs/me/domains/{domain}/_set_primary\x12\x96\x01\n" +
 	"\fAddOrgMember\x12,.gatehouse.management.v1.AddOrgMemberRequest\x1a-.gatehouse.management.v1.AddOrgMemberResponse\")\x82\xd3\xe4\x93\x02#:\x01*\"\x1e/management/v1/orgs/me/members\x12\xa7\x01\n" +
 	"\x0eListOrgMembers\x12..gatehouse.management.v1.ListOrgMembersRequest\x1a/.gatehouse.management.v1.ListOrgMembersResponse\"4\x82\xd3\xe4\x93\x02+:\x01*\"&/management/v1/orgs/me/members/_search\x90\x02\x01\x12\xa6\x01\n" +
 	"\x0fRemoveOrgMember\x12/.gatehouse.management.v1.RemoveOrgMemberRequest\x1a0.gatehouse.management.v1.RemoveOrgMemberResponse\"0\x82\xd3\xe4\x93\x02**(/management/v1/orgs/me/members/{user_id}\x12\x93\x01\n" +
@@ -10923,7 +11479,7 @@ func file_gatehouse_management_v1_management_proto_rawDescGZIP() []byte {
 	return file_gatehouse_management_v1_management_proto_rawDescData
 }
 
-var file_gatehouse_management_v1_management_proto_msgTypes = make([]protoimpl.MessageInfo, 174)
+var file_gatehouse_management_v1_management_proto_msgTypes = make([]protoimpl.MessageInfo, 182)
 var file_gatehouse_management_v1_management_proto_goTypes = []any{
 	(*GetUserByIDRequest)(nil),                         // 0: gatehouse.management.v1.GetUserByIDRequest
 	(*GetUserByIDResponse)(nil),                        // 1: gatehouse.management.v1.GetUserByIDResponse
@@ -11087,428 +11643,485 @@ var file_gatehouse_management_v1_management_proto_goTypes = []any{
 	(*ReturnPasswordResetCode)(nil),                    // 159: gatehouse.management.v1.ReturnPasswordResetCode
 	(*PasswordResetRequest)(nil),                       // 160: gatehouse.management.v1.PasswordResetRequest
 	(*PasswordResetResponse)(nil),                      // 161: gatehouse.management.v1.PasswordResetResponse
-	(*Password)(nil),                                   // 162: gatehouse.management.v1.Password
-	(*SetPasswordRequest)(nil),                         // 163: gatehouse.management.v1.SetPasswordRequest
-	(*SetPasswordResponse)(nil),                        // 164: gatehouse.management.v1.SetPasswordResponse
-	(*AddHumanUserRequest_Profile)(nil),                // 165: gatehouse.management.v1.AddHumanUserRequest.Profile
-	(*AddHumanUserRequest_Email)(nil),                  // 166: gatehouse.management.v1.AddHumanUserRequest.Email
-	(*AddHumanUserRequest_Phone)(nil),                  // 167: gatehouse.management.v1.AddHumanUserRequest.Phone
-	(*ImportHumanUserRequest_Profile)(nil),             // 168: gatehouse.management.v1.ImportHumanUserRequest.Profile
-	(*ImportHumanUserRequest_Email)(nil),               // 169: gatehouse.management.v1.ImportHumanUserRequest.Email
-	(*ImportHumanUserRequest_Phone)(nil),               // 170: gatehouse.management.v1.ImportHumanUserRequest.Phone
-	(*ImportHumanUserRequest_HashedPassword)(nil),      // 171: gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
-	(*BulkSetUserMetadataRequest_Metadata)(nil),        // 172: gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
-	(*AddCustomLoginPolicyRequest_IDP)(nil),            // 173: gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
-	(*User)(nil),                                       // 174: gatehouse.management.v1.User
-	(*ListQuery)(nil),                                  // 175: gatehouse.management.v1.ListQuery
-	(UserFieldName)(0),                                 // 176: gatehouse.management.v1.UserFieldName
-	(*UserQuery)(nil),                                  // 177: gatehouse.management.v1.UserQuery
-	(*ListDetails)(nil),                                // 178: gatehouse.management.v1.ListDetails
-	(*ObjectDetails)(nil),                              // 179: gatehouse.management.v1.ObjectDetails
-	(AccessTokenType)(0),                               // 180: gatehouse.management.v1.AccessTokenType
-	(KeyType)(0),                                       // 181: gatehouse.management.v1.KeyType
-	(*timestamppb.Timestamp)(nil),                      // 182: google.protobuf.Timestamp
-	(*Key)(nil),                                        // 183: gatehouse.management.v1.Key
-	(*MetadataQuery)(nil),                              // 184: gatehouse.management.v1.MetadataQuery
-	(*Metadata)(nil),                                   // 185: gatehouse.management.v1.Metadata
-	(*Org)(nil),                                        // 186: gatehouse.management.v1.Org
-	(OrgFieldName)(0),                                  // 187: gatehouse.management.v1.OrgFieldName
-	(*OrgQuery)(nil),                                   // 188: gatehouse.management.v1.OrgQuery
-	(*MemberQuery)(nil),                                // 189: gatehouse.management.v1.MemberQuery
-	(*Member)(nil),                                     // 190: gatehouse.management.v1.Member
-	(*IDP)(nil),                                        // 191: gatehouse.management.v1.IDP
-	(IDPFieldName)(0),                                  // 192: gatehouse.management.v1.IDPFieldName
-	(*IDPQuery)(nil),                                   // 193: gatehouse.management.v1.IDPQuery
-	(StylingType)(0),                                   // 194: gatehouse.management.v1.StylingType
-	(OIDCMappingField)(0),                              // 195: gatehouse.management.v1.OIDCMappingField
-	(PrivateLabelingSetting)(0),                        // 196: gatehouse.management.v1.PrivateLabelingSetting
-	(*Project)(nil),                                    // 197: gatehouse.management.v1.Project
-	(*ProjectQuery)(nil),                               // 198: gatehouse.management.v1.ProjectQuery
-	(*App)(nil),                                        // 199: gatehouse.management.v1.App
-	(*AppQuery)(nil),                                   // 200: gatehouse.management.v1.AppQuery
-	(OIDCResponseType)(0),                              // 201: gatehouse.management.v1.OIDCResponseType
-	(OIDCGrantType)(0),                                 // 202: gatehouse.management.v1.OIDCGrantType
-	(OIDCAppType)(0),                                   // 203: gatehouse.management.v1.OIDCAppType
-	(OIDCAuthMethodType)(0),                            // 204: gatehouse.management.v1.OIDCAuthMethodType
-	(OIDCVersion)(0),                                   // 205: gatehouse.management.v1.OIDCVersion
-	(OIDCTokenType)(0),                                 // 206: gatehouse.management.v1.OIDCTokenType
-	(*durationpb.Duration)(nil),                        // 207: google.protobuf.Duration
-	(*LoginVersion)(nil),                               // 208: gatehouse.management.v1.LoginVersion
-	(*LocalizedMessage)(nil),                           // 209: gatehouse.management.v1.LocalizedMessage
-	(APIAuthMethodType)(0),                             // 210: gatehouse.management.v1.APIAuthMethodType
-	(*ProjectGrant)(nil),                               // 211: gatehouse.management.v1.ProjectGrant
-	(*LoginPolicy)(nil),                                // 212: gatehouse.management.v1.LoginPolicy
-	(PasswordlessType)(0),                              // 213: gatehouse.management.v1.PasswordlessType
-	(SecondFactorType)(0),                              // 214: gatehouse.management.v1.SecondFactorType
-	(MultiFactorType)(0),                               // 215: gatehouse.management.v1.MultiFactorType
-	(*IDPUserLink)(nil),                                // 216: gatehouse.management.v1.IDPUserLink
-	(*AuthFactor)(nil),                                 // 217: gatehouse.management.v1.AuthFactor
-	(*WebAuthNToken)(nil),                              // 218: gatehouse.management.v1.WebAuthNToken
-	(*structpb.Struct)(nil),                            // 219: google.protobuf.Struct
-	(*Passkey)(nil),                                    // 220: gatehouse.management.v1.Passkey
-	(NotificationType)(0),                              // 221: gatehouse.management.v1.NotificationType
-	(Gender)(0),                                        // 222: gatehouse.management.v1.Gender
-	(*SendHumanResetPasswordNotificationRequest)(nil),  // 223: gatehouse.management.v1.SendHumanResetPasswordNotificationRequest
-	(*SetAppAdminClientRequest)(nil),                   // 224: gatehouse.management.v1.SetAppAdminClientRequest
-	(*SendHumanResetPasswordNotificationResponse)(nil), // 225: gatehouse.management.v1.SendHumanResetPasswordNotificationResponse
-	(*SetAppAdminClientResponse)(nil),                  // 226: gatehouse.management.v1.SetAppAdminClientResponse
+	(*SendEmailVerificationCode)(nil),                  // 162: gatehouse.management.v1.SendEmailVerificationCode
+	(*ReturnEmailVerificationCode)(nil),                // 163: gatehouse.management.v1.ReturnEmailVerificationCode
+	(*SetEmailRequest)(nil),                            // 164: gatehouse.management.v1.SetEmailRequest
+	(*SetEmailResponse)(nil),                           // 165: gatehouse.management.v1.SetEmailResponse
+	(*VerifyEmailRequest)(nil),                         // 166: gatehouse.management.v1.VerifyEmailRequest
+	(*VerifyEmailResponse)(nil),                        // 167: gatehouse.management.v1.VerifyEmailResponse
+	(*ResendEmailCodeRequest)(nil),                     // 168: gatehouse.management.v1.ResendEmailCodeRequest
+	(*ResendEmailCodeResponse)(nil),                    // 169: gatehouse.management.v1.ResendEmailCodeResponse
+	(*Password)(nil),                                   // 170: gatehouse.management.v1.Password
+	(*SetPasswordRequest)(nil),                         // 171: gatehouse.management.v1.SetPasswordRequest
+	(*SetPasswordResponse)(nil),                        // 172: gatehouse.management.v1.SetPasswordResponse
+	(*AddHumanUserRequest_Profile)(nil),                // 173: gatehouse.management.v1.AddHumanUserRequest.Profile
+	(*AddHumanUserRequest_Email)(nil),                  // 174: gatehouse.management.v1.AddHumanUserRequest.Email
+	(*AddHumanUserRequest_Phone)(nil),                  // 175: gatehouse.management.v1.AddHumanUserRequest.Phone
+	(*ImportHumanUserRequest_Profile)(nil),             // 176: gatehouse.management.v1.ImportHumanUserRequest.Profile
+	(*ImportHumanUserRequest_Email)(nil),               // 177: gatehouse.management.v1.ImportHumanUserRequest.Email
+	(*ImportHumanUserRequest_Phone)(nil),               // 178: gatehouse.management.v1.ImportHumanUserRequest.Phone
+	(*ImportHumanUserRequest_HashedPassword)(nil),      // 179: gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
+	(*BulkSetUserMetadataRequest_Metadata)(nil),        // 180: gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
+	(*AddCustomLoginPolicyRequest_IDP)(nil),            // 181: gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
+	(*User)(nil),                                       // 182: gatehouse.management.v1.User
+	(*ListQuery)(nil),                                  // 183: gatehouse.management.v1.ListQuery
+	(UserFieldName)(0),                                 // 184: gatehouse.management.v1.UserFieldName
+	(*UserQuery)(nil),                                  // 185: gatehouse.management.v1.UserQuery
+	(*ListDetails)(nil),                                // 186: gatehouse.management.v1.ListDetails
+	(*ObjectDetails)(nil),                              // 187: gatehouse.management.v1.ObjectDetails
+	(AccessTokenType)(0),                               // 188: gatehouse.management.v1.AccessTokenType
+	(KeyType)(0),                                       // 189: gatehouse.management.v1.KeyType
+	(*timestamppb.Timestamp)(nil),                      // 190: google.protobuf.Timestamp
+	(*Key)(nil),                                        // 191: gatehouse.management.v1.Key
+	(*MetadataQuery)(nil),                              // 192: gatehouse.management.v1.MetadataQuery
+	(*Metadata)(nil),                                   // 193: gatehouse.management.v1.Metadata
+	(*Org)(nil),                                        // 194: gatehouse.management.v1.Org
+	(OrgFieldName)(0),                                  // 195: gatehouse.management.v1.OrgFieldName
+	(*OrgQuery)(nil),                                   // 196: gatehouse.management.v1.OrgQuery
+	(*MemberQuery)(nil),                                // 197: gatehouse.management.v1.MemberQuery
+	(*Member)(nil),                                     // 198: gatehouse.management.v1.Member
+	(*IDP)(nil),                                        // 199: gatehouse.management.v1.IDP
+	(IDPFieldName)(0),                                  // 200: gatehouse.management.v1.IDPFieldName
+	(*IDPQuery)(nil),                                   // 201: gatehouse.management.v1.IDPQuery
+	(StylingType)(0),                                   // 202: gatehouse.management.v1.StylingType
+	(OIDCMappingField)(0),                              // 203: gatehouse.management.v1.OIDCMappingField
+	(PrivateLabelingSetting)(0),                        // 204: gatehouse.management.v1.PrivateLabelingSetting
+	(*Project)(nil),                                    // 205: gatehouse.management.v1.Project
+	(*ProjectQuery)(nil),                               // 206: gatehouse.management.v1.ProjectQuery
+	(*App)(nil),                                        // 207: gatehouse.management.v1.App
+	(*AppQuery)(nil),                                   // 208: gatehouse.management.v1.AppQuery
+	(OIDCResponseType)(0),                              // 209: gatehouse.management.v1.OIDCResponseType
+	(OIDCGrantType)(0),                                 // 210: gatehouse.management.v1.OIDCGrantType
+	(OIDCAppType)(0),                                   // 211: gatehouse.management.v1.OIDCAppType
+	(OIDCAuthMethodType)(0),                            // 212: gatehouse.management.v1.OIDCAuthMethodType
+	(OIDCVersion)(0),                                   // 213: gatehouse.management.v1.OIDCVersion
+	(OIDCTokenType)(0),                                 // 214: gatehouse.management.v1.OIDCTokenType
+	(*durationpb.Duration)(nil),                        // 215: google.protobuf.Duration
+	(*LoginVersion)(nil),                               // 216: gatehouse.management.v1.LoginVersion
+	(*LocalizedMessage)(nil),                           // 217: gatehouse.management.v1.LocalizedMessage
+	(APIAuthMethodType)(0),                             // 218: gatehouse.management.v1.APIAuthMethodType
+	(*ProjectGrant)(nil),                               // 219: gatehouse.management.v1.ProjectGrant
+	(*LoginPolicy)(nil),                                // 220: gatehouse.management.v1.LoginPolicy
+	(PasswordlessType)(0),                              // 221: gatehouse.management.v1.PasswordlessType
+	(SecondFactorType)(0),                              // 222: gatehouse.management.v1.SecondFactorType
+	(MultiFactorType)(0),                               // 223: gatehouse.management.v1.MultiFactorType
+	(*IDPUserLink)(nil),                                // 224: gatehouse.management.v1.IDPUserLink
+	(*AuthFactor)(nil),                                 // 225: gatehouse.management.v1.AuthFactor
+	(*WebAuthNToken)(nil),                              // 226: gatehouse.management.v1.WebAuthNToken
+	(*structpb.Struct)(nil),                            // 227: google.protobuf.Struct
+	(*Passkey)(nil),                                    // 228: gatehouse.management.v1.Passkey
+	(NotificationType)(0),                              // 229: gatehouse.management.v1.NotificationType
+	(Gender)(0),                                        // 230: gatehouse.management.v1.Gender
+	(*SendHumanResetPasswordNotificationRequest)(nil),  // 231: gatehouse.management.v1.SendHumanResetPasswordNotificationRequest
+	(*UpdateHumanEmailRequest)(nil),                    // 232: gatehouse.management.v1.UpdateHumanEmailRequest
+	(*ResendHumanEmailVerificationRequest)(nil),        // 233: gatehouse.management.v1.ResendHumanEmailVerificationRequest
+	(*ResendHumanInitializationRequest)(nil),           // 234: gatehouse.management.v1.ResendHumanInitializationRequest
+	(*AddOrgDomainRequest)(nil),                        // 235: gatehouse.management.v1.AddOrgDomainRequest
+	(*GenerateOrgDomainValidationRequest)(nil),         // 236: gatehouse.management.v1.GenerateOrgDomainValidationRequest
+	(*ValidateOrgDomainRequest)(nil),                   // 237: gatehouse.management.v1.ValidateOrgDomainRequest
+	(*ListOrgDomainsRequest)(nil),                      // 238: gatehouse.management.v1.ListOrgDomainsRequest
+	(*RemoveOrgDomainRequest)(nil),                     // 239: gatehouse.management.v1.RemoveOrgDomainRequest
+	(*SetPrimaryOrgDomainRequest)(nil),                 // 240: gatehouse.management.v1.SetPrimaryOrgDomainRequest
+	(*SetAppAdminClientRequest)(nil),                   // 241: gatehouse.management.v1.SetAppAdminClientRequest
+	(*SendHumanResetPasswordNotificationResponse)(nil), // 242: gatehouse.management.v1.SendHumanResetPasswordNotificationResponse
+	(*UpdateHumanEmailResponse)(nil),                   // 243: gatehouse.management.v1.UpdateHumanEmailResponse
+	(*ResendHumanEmailVerificationResponse)(nil),       // 244: gatehouse.management.v1.ResendHumanEmailVerificationResponse
+	(*ResendHumanInitializationResponse)(nil),          // 245: gatehouse.management.v1.ResendHumanInitializationResponse
+	(*AddOrgDomainResponse)(nil),                       // 246: gatehouse.management.v1.AddOrgDomainResponse
+	(*GenerateOrgDomainValidationResponse)(nil),        // 247: gatehouse.management.v1.GenerateOrgDomainValidationResponse
+	(*ValidateOrgDomainResponse)(nil),                  // 248: gatehouse.management.v1.ValidateOrgDomainResponse
+	(*ListOrgDomainsResponse)(nil),                     // 249: gatehouse.management.v1.ListOrgDomainsResponse
+	(*RemoveOrgDomainResponse)(nil),                    // 250: gatehouse.management.v1.RemoveOrgDomainResponse
+	(*SetPrimaryOrgDomainResponse)(nil),                // 251: gatehouse.management.v1.SetPrimaryOrgDomainResponse
+	(*SetAppAdminClientResponse)(nil),                  // 252: gatehouse.management.v1.SetAppAdminClientResponse
 }
 var file_gatehouse_management_v1_management_proto_depIdxs = []int32{
-	174, // 0: gatehouse.management.v1.GetUserByIDResponse.user:type_name -> gatehouse.management.v1.User
-	175, // 1: gatehouse.management.v1.ListUsersRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	176, // 2: gatehouse.management.v1.ListUsersRequest.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
-	177, // 3: gatehouse.management.v1.ListUsersRequest.queries:type_name -> gatehouse.management.v1.UserQuery
-	178, // 4: gatehouse.management.v1.ListUsersResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	176, // 5: gatehouse.management.v1.ListUsersResponse.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
-	174, // 6: gatehouse.management.v1.ListUsersResponse.result:type_name -> gatehouse.management.v1.User
-	165, // 7: gatehouse.management.v1.AddHumanUserRequest.profile:type_name -> gatehouse.management.v1.AddHumanUserRequest.Profile
-	166, // 8: gatehouse.management.v1.AddHumanUserRequest.email:type_name -> gatehouse.management.v1.AddHumanUserRequest.Email
-	167, // 9: gatehouse.management.v1.AddHumanUserRequest.phone:type_name -> gatehouse.management.v1.AddHumanUserRequest.Phone
-	179, // 10: gatehouse.management.v1.AddHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	168, // 11: gatehouse.management.v1.ImportHumanUserRequest.profile:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Profile
-	169, // 12: gatehouse.management.v1.ImportHumanUserRequest.email:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Email
-	170, // 13: gatehouse.management.v1.ImportHumanUserRequest.phone:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Phone
-	171, // 14: gatehouse.management.v1.ImportHumanUserRequest.hashed_password:type_name -> gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
-	179, // 15: gatehouse.management.v1.ImportHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	180, // 16: gatehouse.management.v1.AddMachineUserRequest.access_token_type:type_name -> gatehouse.management.v1.AccessTokenType
-	179, // 17: gatehouse.management.v1.AddMachineUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	179, // 18: gatehouse.management.v1.DeactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	179, // 19: gatehouse.management.v1.ReactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	179, // 20: gatehouse.management.v1.UnlockUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	179, // 21: gatehouse.management.v1.RemoveUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	179, // 22: gatehouse.management.v1.SetHumanPasswordResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	181, // 23: gatehouse.management.v1.AddMachineKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
-	182, // 24: gatehouse.management.v1.AddMachineKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
-	179, // 25: gatehouse.management.v1.AddMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	175, // 26: gatehouse.management.v1.ListMachineKeysRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	178, // 27: gatehouse.management.v1.ListMachineKeysResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	183, // 28: gatehouse.management.v1.ListMachineKeysResponse.result:type_name -> gatehouse.management.v1.Key
-	179, // 29: gatehouse.management.v1.RemoveMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	179, // 30: gatehouse.management.v1.GenerateMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	179, // 31: gatehouse.management.v1.RemoveMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	179, // 32: gatehouse.management.v1.SetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	172, // 33: gatehouse.management.v1.BulkSetUserMetadataRequest.metadata:type_name -> gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
-	179, // 34: gatehouse.management.v1.BulkSetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	175, // 35: gatehouse.management.v1.ListUserMetadataRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	184, // 36: gatehouse.management.v1.ListUserMetadataRequest.queries:type_name -> gatehouse.management.v1.MetadataQuery
-	178, // 37: gatehouse.management.v1.ListUserMetadataResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	185, // 38: gatehouse.management.v1.ListUserMetadataResponse.result:type_name -> gatehouse.management.v1.Metadata
-	185, // 39: gatehouse.management.v1.GetUserMetadataResponse.metadata:type_name -> gatehouse.management.v1.Metadata
-	179, // 40: gatehouse.management.v1.RemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	179, // 41: gatehouse.management.v1.BulkRemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	186, // 42: gatehouse.management.v1.GetMyOrgResponse.org:type_name -> gatehouse.management.v1.Org
-	179, // 43: gatehouse.management.v1.AddOrgResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	175, // 44: gatehouse.management.v1.ListOrgsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	187, // 45: gatehouse.management.v1.ListOrgsRequest.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
-	188, // 46: gatehouse.management.v1.ListOrgsRequest.queries:type_name -> gatehouse.management.v1.OrgQuery
-	178, // 47: gatehouse.management.v1.ListOrgsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	187, // 48: gatehouse.management.v1.ListOrgsResponse.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
-	186, // 49: gatehouse.management.v1.ListOrgsResponse.result:type_name -> gatehouse.management.v1.Org
-	179, // 50: gatehouse.management.v1.AddOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	175, // 51: gatehouse.management.v1.ListOrgMembersRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	189, // 52: gatehouse.management.v1.ListOrgMembersRequest.queries:type_name -> gatehouse.management.v1.MemberQuery
-	178, // 53: gatehouse.management.v1.ListOrgMembersResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	190, // 54: gatehouse.management.v1.ListOrgMembersResponse.result:type_name -> gatehouse.management.v1.Member
-	179, // 55: gatehouse.management.v1.RemoveOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	191, // 56: gatehouse.management.v1.GetOrgIDPByIDResponse.idp:type_name -> gatehouse.management.v1.IDP
-	175, // 57: gatehouse.management.v1.ListOrgIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	192, // 58: gatehouse.management.v1.ListOrgIDPsRequest.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
-	193, // 59: gatehouse.management.v1.ListOrgIDPsRequest.queries:type_name -> gatehouse.management.v1.IDPQuery
-	178, // 60: gatehouse.management.v1.ListOrgIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	192, // 61: gatehouse.management.v1.ListOrgIDPsResponse.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
-	191, // 62: gatehouse.management.v1.ListOrgIDPsResponse.result:type_name -> gatehouse.management.v1.IDP
-	194, // 63: gatehouse.management.v1.AddOrgOIDCIDPRequest.styling_type:type_name -> gatehouse.management.v1.StylingType
-	195, // 64: gatehouse.management.v1.AddOrgOIDCIDPRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	195, // 65: gatehouse.management.v1.AddOrgOIDCIDPRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	179, // 66: gatehouse.management.v1.AddOrgOIDCIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	195, // 67: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	195, // 68: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	179, // 69: gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	179, // 70: gatehouse.management.v1.DeactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	179, // 71: gatehouse.management.v1.SetOrgIDPTrustResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	179, // 72: gatehouse.management.v1.ReactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	179, // 73: gatehouse.management.v1.RemoveOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	196, // 74: gatehouse.management.v1.AddProjectRequest.private_labeling_setting:type_name -> gatehouse.management.v1.PrivateLabelingSetting
-	179, // 75: gatehouse.management.v1.AddProjectResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	197, // 76: gatehouse.management.v1.GetProjectByIDResponse.project:type_name -> gatehouse.management.v1.Project
-	175, // 77: gatehouse.management.v1.ListProjectsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	198, // 78: gatehouse.management.v1.ListProjectsRequest.queries:type_name -> gatehouse.management.v1.ProjectQuery
-	178, // 79: gatehouse.management.v1.ListProjectsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	197, // 80: gatehouse.management.v1.ListProjectsResponse.result:type_name -> gatehouse.management.v1.Project
-	199, // 81: gatehouse.management.v1.GetAppByIDResponse.app:type_name -> gatehouse.management.v1.App
-	175, // 82: gatehouse.management.v1.ListAppsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	200, // 83: gatehouse.management.v1.ListAppsRequest.queries:type_name -> gatehouse.management.v1.AppQuery
-	178, // 84: gatehouse.management.v1.ListAppsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	199, // 85: gatehouse.management.v1.ListAppsResponse.result:type_name -> gatehouse.management.v1.App
-	201, // 86: gatehouse.management.v1.AddOIDCAppRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
-	202, // 87: gatehouse.management.v1.AddOIDCAppRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
-	203, // 88: gatehouse.management.v1.AddOIDCAppRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
-	204, // 89: gatehouse.management.v1.AddOIDCAppRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
-	205, // 90: gatehouse.management.v1.AddOIDCAppRequest.version:type_name -> gatehouse.management.v1.OIDCVersion
-	206, // 91: gatehouse.management.v1.AddOIDCAppRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
-	207, // 92: gatehouse.management.v1.AddOIDCAppRequest.clock_skew:type_name -> google.protobuf.Duration
-	208, // 93: gatehouse.management.v1.AddOIDCAppRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
-	179, // 94: gatehouse.management.v1.AddOIDCAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	209, // 95: gatehouse.management.v1.AddOIDCAppResponse.compliance_problems:type_name -> gatehouse.management.v1.LocalizedMessage
-	201, // 96: gatehouse.management.v1.UpdateOIDCAppConfigRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
-	202, // 97: gatehouse.management.v1.UpdateOIDCAppConfigRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
-	203, // 98: gatehouse.management.v1.UpdateOIDCAppConfigRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
-	204, // 99: gatehouse.management.v1.UpdateOIDCAppConfigRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
-	206, // 100: gatehouse.management.v1.UpdateOIDCAppConfigRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
-	207, // 101: gatehouse.management.v1.UpdateOIDCAppConfigRequest.clock_skew:type_name -> google.protobuf.Duration
-	208, // 102: gatehouse.management.v1.UpdateOIDCAppConfigRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
-	179, // 103: gatehouse.management.v1.UpdateOIDCAppConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	179, // 104: gatehouse.management.v1.RegenerateOIDCClientSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	210, // 105: gatehouse.management.v1.AddAPIAppRequest.auth_method_type:type_name -> gatehouse.management.v1.APIAuthMethodType
-	179, // 106: gatehouse.management.v1.AddAPIAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	181, // 107: gatehouse.management.v1.AddAppKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
-	182, // 108: gatehouse.management.v1.AddAppKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
-	179, // 109: gatehouse.management.v1.AddAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	179, // 110: gatehouse.management.v1.RemoveAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	179, // 111: gatehouse.management.v1.AddProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	175, // 112: gatehouse.management.v1.ListGrantedProjectsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	178, // 113: gatehouse.management.v1.ListGrantedProjectsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	211, // 114: gatehouse.management.v1.ListGrantedProjectsResponse.result:type_name -> gatehouse.management.v1.ProjectGrant
-	179, // 115: gatehouse.management.v1.RefuseGrantedProjectResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	175, // 116: gatehouse.management.v1.ListProjectGrantsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	178, // 117: gatehouse.management.v1.ListProjectGrantsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	211, // 118: gatehouse.management.v1.ListProjectGrantsResponse.result:type_name -> gatehouse.management.v1.ProjectGrant
-	179, // 119: gatehouse.management.v1.UpdateProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	179, // 120: gatehouse.management.v1.RemoveProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	212, // 121: gatehouse.management.v1.GetLoginPolicyResponse.policy:type_name -> gatehouse.management.v1.LoginPolicy
-	213, // 122: gatehouse.management.v1.AddCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
-	207, // 123: gatehouse.management.v1.AddCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
-	207, // 124: gatehouse.management.v1.AddCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
-	207, // 125: gatehouse.management.v1.AddCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
-	207, // 126: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
-	207, // 127: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
-	214, // 128: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factors:type_name -> gatehouse.management.v1.SecondFactorType
-	215, // 129: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factors:type_name -> gatehouse.management.v1.MultiFactorType
-	173, // 130: gatehouse.management.v1.AddCustomLoginPolicyRequest.idps:type_name -> gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
-	179, // 131: gatehouse.management.v1.AddCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	213, // 132: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
-	207, // 133: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
-	207, // 134: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
-	207, // 135: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
-	207, // 136: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
-	207, // 137: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
-	179, // 138: gatehouse.management.v1.UpdateCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	179, // 139: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	175, // 140: gatehouse.management.v1.ListUserIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	178, // 141: gatehouse.management.v1.ListUserIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	216, // 142: gatehouse.management.v1.ListUserIDPsResponse.result:type_name -> gatehouse.management.v1.IDPUserLink
-	179, // 143: gatehouse.management.v1.RemoveUserIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	179, // 144: gatehouse.management.v1.RegisterTOTPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	179, // 145: gatehouse.management.v1.VerifyTOTPRegistrationResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	179, // 146: gatehouse.management.v1.RemoveTOTPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	217, // 147: gatehouse.management.v1.ListHumanAuthFactorsResponse.result:type_name -> gatehouse.management.v1.AuthFactor
-	179, // 148: gatehouse.management.v1.RemoveHumanAuthFactorOTPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	179, // 149: gatehouse.management.v1.RemoveHumanAuthFactorU2FResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	218, // 150: gatehouse.management.v1.ListHumanPasswordlessResponse.result:type_name -> gatehouse.management.v1.WebAuthNToken
-	179, // 151: gatehouse.management.v1.RemoveHumanPasswordlessResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	179, // 152: gatehouse.management.v1.RegisterU2FResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	219, // 153: gatehouse.management.v1.RegisterU2FResponse.public_key_credential_creation_options:type_name -> google.protobuf.Struct
-	219, // 154: gatehouse.management.v1.VerifyU2FRegistrationRequest.public_key_credential:type_name -> google.protobuf.Struct
-	179, // 155: gatehouse.management.v1.VerifyU2FRegistrationResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	179, // 156: gatehouse.management.v1.RemoveU2FResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	179, // 157: gatehouse.management.v1.RegisterPasskeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	219, // 158: gatehouse.management.v1.RegisterPasskeyResponse.public_key_credential_creation_options:type_name -> google.protobuf.Struct
-	219, // 159: gatehouse.management.v1.VerifyPasskeyRegistrationRequest.public_key_credential:type_name -> google.protobuf.Struct
-	179, // 160: gatehouse.management.v1.VerifyPasskeyRegistrationResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	178, // 161: gatehouse.management.v1.ListPasskeysResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	220, // 162: gatehouse.management.v1.ListPasskeysResponse.result:type_name -> gatehouse.management.v1.Passkey
-	179, // 163: gatehouse.management.v1.RemovePasskeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	178, // 164: gatehouse.management.v1.ListLoginPolicySecondFactorsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	214, // 165: gatehouse.management.v1.ListLoginPolicySecondFactorsResponse.result:type_name -> gatehouse.management.v1.SecondFactorType
-	214, // 166: gatehouse.management.v1.AddSecondFactorToLoginPolicyRequest.type:type_name -> gatehouse.management.v1.SecondFactorType
-	179, // 167: gatehouse.management.v1.AddSecondFactorToLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	214, // 168: gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyRequest.type:type_name -> gatehouse.management.v1.SecondFactorType
-	179, // 169: gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	178, // 170: gatehouse.management.v1.ListLoginPolicyMultiFactorsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	215, // 171: gatehouse.management.v1.ListLoginPolicyMultiFactorsResponse.result:type_name -> gatehouse.management.v1.MultiFactorType
-	215, // 172: gatehouse.management.v1.AddMultiFactorToLoginPolicyRequest.type:type_name -> gatehouse.management.v1.MultiFactorType
-	179, // 173: gatehouse.management.v1.AddMultiFactorToLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	215, // 174: gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyRequest.type:type_name -> gatehouse.management.v1.MultiFactorType
-	179, // 175: gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	221, // 176: gatehouse.management.v1.SendPasswordResetLink.notification_type:type_name -> gatehouse.management.v1.NotificationType
+	182, // 0: gatehouse.management.v1.GetUserByIDResponse.user:type_name -> gatehouse.management.v1.User
+	183, // 1: gatehouse.management.v1.ListUsersRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	184, // 2: gatehouse.management.v1.ListUsersRequest.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
+	185, // 3: gatehouse.management.v1.ListUsersRequest.queries:type_name -> gatehouse.management.v1.UserQuery
+	186, // 4: gatehouse.management.v1.ListUsersResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	184, // 5: gatehouse.management.v1.ListUsersResponse.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
+	182, // 6: gatehouse.management.v1.ListUsersResponse.result:type_name -> gatehouse.management.v1.User
+	173, // 7: gatehouse.management.v1.AddHumanUserRequest.profile:type_name -> gatehouse.management.v1.AddHumanUserRequest.Profile
+	174, // 8: gatehouse.management.v1.AddHumanUserRequest.email:type_name -> gatehouse.management.v1.AddHumanUserRequest.Email
+	175, // 9: gatehouse.management.v1.AddHumanUserRequest.phone:type_name -> gatehouse.management.v1.AddHumanUserRequest.Phone
+	187, // 10: gatehouse.management.v1.AddHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	176, // 11: gatehouse.management.v1.ImportHumanUserRequest.profile:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Profile
+	177, // 12: gatehouse.management.v1.ImportHumanUserRequest.email:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Email
+	178, // 13: gatehouse.management.v1.ImportHumanUserRequest.phone:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Phone
+	179, // 14: gatehouse.management.v1.ImportHumanUserRequest.hashed_password:type_name -> gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
+	187, // 15: gatehouse.management.v1.ImportHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	188, // 16: gatehouse.management.v1.AddMachineUserRequest.access_token_type:type_name -> gatehouse.management.v1.AccessTokenType
+	187, // 17: gatehouse.management.v1.AddMachineUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	187, // 18: gatehouse.management.v1.DeactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	187, // 19: gatehouse.management.v1.ReactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	187, // 20: gatehouse.management.v1.UnlockUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	187, // 21: gatehouse.management.v1.RemoveUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	187, // 22: gatehouse.management.v1.SetHumanPasswordResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	189, // 23: gatehouse.management.v1.AddMachineKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
+	190, // 24: gatehouse.management.v1.AddMachineKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
+	187, // 25: gatehouse.management.v1.AddMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	183, // 26: gatehouse.management.v1.ListMachineKeysRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	186, // 27: gatehouse.management.v1.ListMachineKeysResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	191, // 28: gatehouse.management.v1.ListMachineKeysResponse.result:type_name -> gatehouse.management.v1.Key
+	187, // 29: gatehouse.management.v1.RemoveMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	187, // 30: gatehouse.management.v1.GenerateMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	187, // 31: gatehouse.management.v1.RemoveMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	187, // 32: gatehouse.management.v1.SetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	180, // 33: gatehouse.management.v1.BulkSetUserMetadataRequest.metadata:type_name -> gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
+	187, // 34: gatehouse.management.v1.BulkSetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	183, // 35: gatehouse.management.v1.ListUserMetadataRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	192, // 36: gatehouse.management.v1.ListUserMetadataRequest.queries:type_name -> gatehouse.management.v1.MetadataQuery
+	186, // 37: gatehouse.management.v1.ListUserMetadataResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	193, // 38: gatehouse.management.v1.ListUserMetadataResponse.result:type_name -> gatehouse.management.v1.Metadata
+	193, // 39: gatehouse.management.v1.GetUserMetadataResponse.metadata:type_name -> gatehouse.management.v1.Metadata
+	187, // 40: gatehouse.management.v1.RemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	187, // 41: gatehouse.management.v1.BulkRemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	194, // 42: gatehouse.management.v1.GetMyOrgResponse.org:type_name -> gatehouse.management.v1.Org
+	187, // 43: gatehouse.management.v1.AddOrgResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	183, // 44: gatehouse.management.v1.ListOrgsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	195, // 45: gatehouse.management.v1.ListOrgsRequest.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
+	196, // 46: gatehouse.management.v1.ListOrgsRequest.queries:type_name -> gatehouse.management.v1.OrgQuery
+	186, // 47: gatehouse.management.v1.ListOrgsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	195, // 48: gatehouse.management.v1.ListOrgsResponse.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
+	194, // 49: gatehouse.management.v1.ListOrgsResponse.result:type_name -> gatehouse.management.v1.Org
+	187, // 50: gatehouse.management.v1.AddOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	183, // 51: gatehouse.management.v1.ListOrgMembersRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	197, // 52: gatehouse.management.v1.ListOrgMembersRequest.queries:type_name -> gatehouse.management.v1.MemberQuery
+	186, // 53: gatehouse.management.v1.ListOrgMembersResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	198, // 54: gatehouse.management.v1.ListOrgMembersResponse.result:type_name -> gatehouse.management.v1.Member
+	187, // 55: gatehouse.management.v1.RemoveOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	199, // 56: gatehouse.management.v1.GetOrgIDPByIDResponse.idp:type_name -> gatehouse.management.v1.IDP
+	183, // 57: gatehouse.management.v1.ListOrgIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	200, // 58: gatehouse.management.v1.ListOrgIDPsRequest.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
+	201, // 59: gatehouse.management.v1.ListOrgIDPsRequest.queries:type_name -> gatehouse.management.v1.IDPQuery
+	186, // 60: gatehouse.management.v1.ListOrgIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	200, // 61: gatehouse.management.v1.ListOrgIDPsResponse.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
+	199, // 62: gatehouse.management.v1.ListOrgIDPsResponse.result:type_name -> gatehouse.management.v1.IDP
+	202, // 63: gatehouse.management.v1.AddOrgOIDCIDPRequest.styling_type:type_name -> gatehouse.management.v1.StylingType
+	203, // 64: gatehouse.management.v1.AddOrgOIDCIDPRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	203, // 65: gatehouse.management.v1.AddOrgOIDCIDPRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	187, // 66: gatehouse.management.v1.AddOrgOIDCIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	203, // 67: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	203, // 68: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	187, // 69: gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	187, // 70: gatehouse.management.v1.DeactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	187, // 71: gatehouse.management.v1.SetOrgIDPTrustResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	187, // 72: gatehouse.management.v1.ReactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	187, // 73: gatehouse.management.v1.RemoveOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	204, // 74: gatehouse.management.v1.AddProjectRequest.private_labeling_setting:type_name -> gatehouse.management.v1.PrivateLabelingSetting
+	187, // 75: gatehouse.management.v1.AddProjectResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	205, // 76: gatehouse.management.v1.GetProjectByIDResponse.project:type_name -> gatehouse.management.v1.Project
+	183, // 77: gatehouse.management.v1.ListProjectsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	206, // 78: gatehouse.management.v1.ListProjectsRequest.queries:type_name -> gatehouse.management.v1.ProjectQuery
+	186, // 79: gatehouse.management.v1.ListProjectsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	205, // 80: gatehouse.management.v1.ListProjectsResponse.result:type_name -> gatehouse.management.v1.Project
+	207, // 81: gatehouse.management.v1.GetAppByIDResponse.app:type_name -> gatehouse.management.v1.App
+	183, // 82: gatehouse.management.v1.ListAppsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	208, // 83: gatehouse.management.v1.ListAppsRequest.queries:type_name -> gatehouse.management.v1.AppQuery
+	186, // 84: gatehouse.management.v1.ListAppsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	207, // 85: gatehouse.management.v1.ListAppsResponse.result:type_name -> gatehouse.management.v1.App
+	209, // 86: gatehouse.management.v1.AddOIDCAppRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
+	210, // 87: gatehouse.management.v1.AddOIDCAppRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
+	211, // 88: gatehouse.management.v1.AddOIDCAppRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
+	212, // 89: gatehouse.management.v1.AddOIDCAppRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
+	213, // 90: gatehouse.management.v1.AddOIDCAppRequest.version:type_name -> gatehouse.management.v1.OIDCVersion
+	214, // 91: gatehouse.management.v1.AddOIDCAppRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
+	215, // 92: gatehouse.management.v1.AddOIDCAppRequest.clock_skew:type_name -> google.protobuf.Duration
+	216, // 93: gatehouse.management.v1.AddOIDCAppRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
+	187, // 94: gatehouse.management.v1.AddOIDCAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	217, // 95: gatehouse.management.v1.AddOIDCAppResponse.compliance_problems:type_name -> gatehouse.management.v1.LocalizedMessage
+	209, // 96: gatehouse.management.v1.UpdateOIDCAppConfigRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
+	210, // 97: gatehouse.management.v1.UpdateOIDCAppConfigRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
+	211, // 98: gatehouse.management.v1.UpdateOIDCAppConfigRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
+	212, // 99: gatehouse.management.v1.UpdateOIDCAppConfigRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
+	214, // 100: gatehouse.management.v1.UpdateOIDCAppConfigRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
+	215, // 101: gatehouse.management.v1.UpdateOIDCAppConfigRequest.clock_skew:type_name -> google.protobuf.Duration
+	216, // 102: gatehouse.management.v1.UpdateOIDCAppConfigRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
+	187, // 103: gatehouse.management.v1.UpdateOIDCAppConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	187, // 104: gatehouse.management.v1.RegenerateOIDCClientSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	218, // 105: gatehouse.management.v1.AddAPIAppRequest.auth_method_type:type_name -> gatehouse.management.v1.APIAuthMethodType
+	187, // 106: gatehouse.management.v1.AddAPIAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	189, // 107: gatehouse.management.v1.AddAppKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
+	190, // 108: gatehouse.management.v1.AddAppKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
+	187, // 109: gatehouse.management.v1.AddAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	187, // 110: gatehouse.management.v1.RemoveAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	187, // 111: gatehouse.management.v1.AddProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	183, // 112: gatehouse.management.v1.ListGrantedProjectsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	186, // 113: gatehouse.management.v1.ListGrantedProjectsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	219, // 114: gatehouse.management.v1.ListGrantedProjectsResponse.result:type_name -> gatehouse.management.v1.ProjectGrant
+	187, // 115: gatehouse.management.v1.RefuseGrantedProjectResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	183, // 116: gatehouse.management.v1.ListProjectGrantsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	186, // 117: gatehouse.management.v1.ListProjectGrantsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	219, // 118: gatehouse.management.v1.ListProjectGrantsResponse.result:type_name -> gatehouse.management.v1.ProjectGrant
+	187, // 119: gatehouse.management.v1.UpdateProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	187, // 120: gatehouse.management.v1.RemoveProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	220, // 121: gatehouse.management.v1.GetLoginPolicyResponse.policy:type_name -> gatehouse.management.v1.LoginPolicy
+	221, // 122: gatehouse.management.v1.AddCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
+	215, // 123: gatehouse.management.v1.AddCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
+	215, // 124: gatehouse.management.v1.AddCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
+	215, // 125: gatehouse.management.v1.AddCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
+	215, // 126: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
+	215, // 127: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
+	222, // 128: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factors:type_name -> gatehouse.management.v1.SecondFactorType
+	223, // 129: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factors:type_name -> gatehouse.management.v1.MultiFactorType
+	181, // 130: gatehouse.management.v1.AddCustomLoginPolicyRequest.idps:type_name -> gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
+	187, // 131: gatehouse.management.v1.AddCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	221, // 132: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
+	215, // 133: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
+	215, // 134: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
+	215, // 135: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
+	215, // 136: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
+	215, // 137: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
+	187, // 138: gatehouse.management.v1.UpdateCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	187, // 139: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	183, // 140: gatehouse.management.v1.ListUserIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	186, // 141: gatehouse.management.v1.ListUserIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	224, // 142: gatehouse.management.v1.ListUserIDPsResponse.result:type_name -> gatehouse.management.v1.IDPUserLink
+	187, // 143: gatehouse.management.v1.RemoveUserIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	187, // 144: gatehouse.management.v1.RegisterTOTPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	187, // 145: gatehouse.management.v1.VerifyTOTPRegistrationResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	187, // 146: gatehouse.management.v1.RemoveTOTPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	225, // 147: gatehouse.management.v1.ListHumanAuthFactorsResponse.result:type_name -> gatehouse.management.v1.AuthFactor
+	187, // 148: gatehouse.management.v1.RemoveHumanAuthFactorOTPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	187, // 149: gatehouse.management.v1.RemoveHumanAuthFactorU2FResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	226, // 150: gatehouse.management.v1.ListHumanPasswordlessResponse.result:type_name -> gatehouse.management.v1.WebAuthNToken
+	187, // 151: gatehouse.management.v1.RemoveHumanPasswordlessResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	187, // 152: gatehouse.management.v1.RegisterU2FResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	227, // 153: gatehouse.management.v1.RegisterU2FResponse.public_key_credential_creation_options:type_name -> google.protobuf.Struct
+	227, // 154: gatehouse.management.v1.VerifyU2FRegistrationRequest.public_key_credential:type_name -> google.protobuf.Struct
+	187, // 155: gatehouse.management.v1.VerifyU2FRegistrationResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	187, // 156: gatehouse.management.v1.RemoveU2FResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	187, // 157: gatehouse.management.v1.RegisterPasskeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	227, // 158: gatehouse.management.v1.RegisterPasskeyResponse.public_key_credential_creation_options:type_name -> google.protobuf.Struct
+	227, // 159: gatehouse.management.v1.VerifyPasskeyRegistrationRequest.public_key_credential:type_name -> google.protobuf.Struct
+	187, // 160: gatehouse.management.v1.VerifyPasskeyRegistrationResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	186, // 161: gatehouse.management.v1.ListPasskeysResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	228, // 162: gatehouse.management.v1.ListPasskeysResponse.result:type_name -> gatehouse.management.v1.Passkey
+	187, // 163: gatehouse.management.v1.RemovePasskeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	186, // 164: gatehouse.management.v1.ListLoginPolicySecondFactorsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	222, // 165: gatehouse.management.v1.ListLoginPolicySecondFactorsResponse.result:type_name -> gatehouse.management.v1.SecondFactorType
+	222, // 166: gatehouse.management.v1.AddSecondFactorToLoginPolicyRequest.type:type_name -> gatehouse.management.v1.SecondFactorType
+	187, // 167: gatehouse.management.v1.AddSecondFactorToLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	222, // 168: gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyRequest.type:type_name -> gatehouse.management.v1.SecondFactorType
+	187, // 169: gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	186, // 170: gatehouse.management.v1.ListLoginPolicyMultiFactorsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	223, // 171: gatehouse.management.v1.ListLoginPolicyMultiFactorsResponse.result:type_name -> gatehouse.management.v1.MultiFactorType
+	223, // 172: gatehouse.management.v1.AddMultiFactorToLoginPolicyRequest.type:type_name -> gatehouse.management.v1.MultiFactorType
+	187, // 173: gatehouse.management.v1.AddMultiFactorToLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	223, // 174: gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyRequest.type:type_name -> gatehouse.management.v1.MultiFactorType
+	187, // 175: gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	229, // 176: gatehouse.management.v1.SendPasswordResetLink.notification_type:type_name -> gatehouse.management.v1.NotificationType
 	158, // 177: gatehouse.management.v1.PasswordResetRequest.send_link:type_name -> gatehouse.management.v1.SendPasswordResetLink
 	159, // 178: gatehouse.management.v1.PasswordResetRequest.return_code:type_name -> gatehouse.management.v1.ReturnPasswordResetCode
-	179, // 179: gatehouse.management.v1.PasswordResetResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	162, // 180: gatehouse.management.v1.SetPasswordRequest.new_password:type_name -> gatehouse.management.v1.Password
-	179, // 181: gatehouse.management.v1.SetPasswordResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	222, // 182: gatehouse.management.v1.AddHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
-	222, // 183: gatehouse.management.v1.ImportHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
-	0,   // 184: gatehouse.management.v1.ManagementService.GetUserByID:input_type -> gatehouse.management.v1.GetUserByIDRequest
-	2,   // 185: gatehouse.management.v1.ManagementService.ListUsers:input_type -> gatehouse.management.v1.ListUsersRequest
-	4,   // 186: gatehouse.management.v1.ManagementService.AddHumanUser:input_type -> gatehouse.management.v1.AddHumanUserRequest
-	6,   // 187: gatehouse.management.v1.ManagementService.ImportHumanUser:input_type -> gatehouse.management.v1.ImportHumanUserRequest
-	8,   // 188: gatehouse.management.v1.ManagementService.AddMachineUser:input_type -> gatehouse.management.v1.AddMachineUserRequest
-	10,  // 189: gatehouse.management.v1.ManagementService.DeactivateUser:input_type -> gatehouse.management.v1.DeactivateUserRequest
-	12,  // 190: gatehouse.management.v1.ManagementService.ReactivateUser:input_type -> gatehouse.management.v1.ReactivateUserRequest
-	14,  // 191: gatehouse.management.v1.ManagementService.UnlockUser:input_type -> gatehouse.management.v1.UnlockUserRequest
-	16,  // 192: gatehouse.management.v1.ManagementService.RemoveUser:input_type -> gatehouse.management.v1.RemoveUserRequest
-	18,  // 193: gatehouse.management.v1.ManagementService.SetHumanPassword:input_type -> gatehouse.management.v1.SetHumanPasswordRequest
-	223, // 194: gatehouse.management.v1.ManagementService.SendHumanResetPasswordNotification:input_type -> gatehouse.management.v1.SendHumanResetPasswordNotificationRequest
-	160, // 195: gatehouse.management.v1.ManagementService.PasswordReset:input_type -> gatehouse.management.v1.PasswordResetRequest
-	163, // 196: gatehouse.management.v1.ManagementService.SetPassword:input_type -> gatehouse.management.v1.SetPasswordRequest
-	20,  // 197: gatehouse.management.v1.ManagementService.AddMachineKey:input_type -> gatehouse.management.v1.AddMachineKeyRequest
-	22,  // 198: gatehouse.management.v1.ManagementService.ListMachineKeys:input_type -> gatehouse.management.v1.ListMachineKeysRequest
-	24,  // 199: gatehouse.management.v1.ManagementService.RemoveMachineKey:input_type -> gatehouse.management.v1.RemoveMachineKeyRequest
-	26,  // 200: gatehouse.management.v1.ManagementService.GenerateMachineSecret:input_type -> gatehouse.management.v1.GenerateMachineSecretRequest
-	28,  // 201: gatehouse.management.v1.ManagementService.RemoveMachineSecret:input_type -> gatehouse.management.v1.RemoveMachineSecretRequest
-	30,  // 202: gatehouse.management.v1.ManagementService.SetUserMetadata:input_type -> gatehouse.management.v1.SetUserMetadataRequest
-	32,  // 203: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:input_type -> gatehouse.management.v1.BulkSetUserMetadataRequest
-	34,  // 204: gatehouse.management.v1.ManagementService.ListUserMetadata:input_type -> gatehouse.management.v1.ListUserMetadataRequest
-	36,  // 205: gatehouse.management.v1.ManagementService.GetUserMetadata:input_type -> gatehouse.management.v1.GetUserMetadataRequest
-	38,  // 206: gatehouse.management.v1.ManagementService.RemoveUserMetadata:input_type -> gatehouse.management.v1.RemoveUserMetadataRequest
-	40,  // 207: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:input_type -> gatehouse.management.v1.BulkRemoveUserMetadataRequest
-	42,  // 208: gatehouse.management.v1.ManagementService.GetMyOrg:input_type -> gatehouse.management.v1.GetMyOrgRequest
-	44,  // 209: gatehouse.management.v1.ManagementService.AddOrg:input_type -> gatehouse.management.v1.AddOrgRequest
-	46,  // 210: gatehouse.management.v1.ManagementService.ListOrgs:input_type -> gatehouse.management.v1.ListOrgsRequest
-	48,  // 211: gatehouse.management.v1.ManagementService.AddOrgMember:input_type -> gatehouse.management.v1.AddOrgMemberRequest
-	50,  // 212: gatehouse.management.v1.ManagementService.ListOrgMembers:input_type -> gatehouse.management.v1.ListOrgMembersRequest
-	52,  // 213: gatehouse.management.v1.ManagementService.RemoveOrgMember:input_type -> gatehouse.management.v1.RemoveOrgMemberRequest
-	54,  // 214: gatehouse.management.v1.ManagementService.GetOrgIDPByID:input_type -> gatehouse.management.v1.GetOrgIDPByIDRequest
-	56,  // 215: gatehouse.management.v1.ManagementService.ListOrgIDPs:input_type -> gatehouse.management.v1.ListOrgIDPsRequest
-	58,  // 216: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:input_type -> gatehouse.management.v1.AddOrgOIDCIDPRequest
-	60,  // 217: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:input_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest
-	62,  // 218: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:input_type -> gatehouse.management.v1.DeactivateOrgIDPRequest
-	66,  // 219: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:input_type -> gatehouse.management.v1.ReactivateOrgIDPRequest
-	64,  // 220: gatehouse.management.v1.ManagementService.SetOrgIDPTrust:input_type -> gatehouse.management.v1.SetOrgIDPTrustRequest
-	68,  // 221: gatehouse.management.v1.ManagementService.RemoveOrgIDP:input_type -> gatehouse.management.v1.RemoveOrgIDPRequest
-	70,  // 222: gatehouse.management.v1.ManagementService.AddProject:input_type -> gatehouse.management.v1.AddProjectRequest
-	72,  // 223: gatehouse.management.v1.ManagementService.GetProjectByID:input_type -> gatehouse.management.v1.GetProjectByIDRequest
-	74,  // 224: gatehouse.management.v1.ManagementService.ListProjects:input_type -> gatehouse.management.v1.ListProjectsRequest
-	76,  // 225: gatehouse.management.v1.ManagementService.GetAppByID:input_type -> gatehouse.management.v1.GetAppByIDRequest
-	78,  // 226: gatehouse.management.v1.ManagementService.ListApps:input_type -> gatehouse.management.v1.ListAppsRequest
-	80,  // 227: gatehouse.management.v1.ManagementService.AddOIDCApp:input_type -> gatehouse.management.v1.AddOIDCAppRequest
-	82,  // 228: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:input_type -> gatehouse.management.v1.UpdateOIDCAppConfigRequest
-	84,  // 229: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:input_type -> gatehouse.management.v1.RegenerateOIDCClientSecretRequest
-	86,  // 230: gatehouse.management.v1.ManagementService.AddAPIApp:input_type -> gatehouse.management.v1.AddAPIAppRequest
-	88,  // 231: gatehouse.management.v1.ManagementService.AddAppKey:input_type -> gatehouse.management.v1.AddAppKeyRequest
-	90,  // 232: gatehouse.management.v1.ManagementService.RemoveAppKey:input_type -> gatehouse.management.v1.RemoveAppKeyRequest
-	224, // 233: gatehouse.management.v1.ManagementService.SetAppAdminClient:input_type -> gatehouse.management.v1.SetAppAdminClientRequest
-	112, // 234: gatehouse.management.v1.ManagementService.ListUserIDPs:input_type -> gatehouse.management.v1.ListUserIDPsRequest
-	114, // 235: gatehouse.management.v1.ManagementService.RemoveUserIDP:input_type -> gatehouse.management.v1.RemoveUserIDPRequest
-	92,  // 236: gatehouse.management.v1.ManagementService.AddProjectGrant:input_type -> gatehouse.management.v1.AddProjectGrantRequest
-	94,  // 237: gatehouse.management.v1.ManagementService.ListGrantedProjects:input_type -> gatehouse.management.v1.ListGrantedProjectsRequest
-	96,  // 238: gatehouse.management.v1.ManagementService.RefuseGrantedProject:input_type -> gatehouse.management.v1.RefuseGrantedProjectRequest
-	98,  // 239: gatehouse.management.v1.ManagementService.ListProjectGrants:input_type -> gatehouse.management.v1.ListProjectGrantsRequest
-	100, // 240: gatehouse.management.v1.ManagementService.UpdateProjectGrant:input_type -> gatehouse.management.v1.UpdateProjectGrantRequest
-	102, // 241: gatehouse.management.v1.ManagementService.RemoveProjectGrant:input_type -> gatehouse.management.v1.RemoveProjectGrantRequest
-	104, // 242: gatehouse.management.v1.ManagementService.GetLoginPolicy:input_type -> gatehouse.management.v1.GetLoginPolicyRequest
-	106, // 243: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:input_type -> gatehouse.management.v1.AddCustomLoginPolicyRequest
-	108, // 244: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:input_type -> gatehouse.management.v1.UpdateCustomLoginPolicyRequest
-	110, // 245: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:input_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
-	146, // 246: gatehouse.management.v1.ManagementService.ListLoginPolicySecondFactors:input_type -> gatehouse.management.v1.ListLoginPolicySecondFactorsRequest
-	148, // 247: gatehouse.management.v1.ManagementService.AddSecondFactorToLoginPolicy:input_type -> gatehouse.management.v1.AddSecondFactorToLoginPolicyRequest
-	150, // 248: gatehouse.management.v1.ManagementService.RemoveSecondFactorFromLoginPolicy:input_type -> gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyRequest
-	152, // 249: gatehouse.management.v1.ManagementService.ListLoginPolicyMultiFactors:input_type -> gatehouse.management.v1.ListLoginPolicyMultiFactorsRequest
-	154, // 250: gatehouse.management.v1.ManagementService.AddMultiFactorToLoginPolicy:input_type -> gatehouse.management.v1.AddMultiFactorToLoginPolicyRequest
-	156, // 251: gatehouse.management.v1.ManagementService.RemoveMultiFactorFromLoginPolicy:input_type -> gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyRequest
-	116, // 252: gatehouse.management.v1.ManagementService.RegisterTOTP:input_type -> gatehouse.management.v1.RegisterTOTPRequest
-	118, // 253: gatehouse.management.v1.ManagementService.VerifyTOTPRegistration:input_type -> gatehouse.management.v1.VerifyTOTPRegistrationRequest
-	120, // 254: gatehouse.management.v1.ManagementService.RemoveTOTP:input_type -> gatehouse.management.v1.RemoveTOTPRequest
-	122, // 255: gatehouse.management.v1.ManagementService.ListHumanAuthFactors:input_type -> gatehouse.management.v1.ListHumanAuthFactorsRequest
-	124, // 256: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorOTP:input_type -> gatehouse.management.v1.RemoveHumanAuthFactorOTPRequest
-	126, // 257: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorU2F:input_type -> gatehouse.management.v1.RemoveHumanAuthFactorU2FRequest
-	128, // 258: gatehouse.management.v1.ManagementService.ListHumanPasswordless:input_type -> gatehouse.management.v1.ListHumanPasswordlessRequest
-	130, // 259: gatehouse.management.v1.ManagementService.RemoveHumanPasswordless:input_type -> gatehouse.management.v1.RemoveHumanPasswordlessRequest
-	132, // 260: gatehouse.management.v1.ManagementService.RegisterU2F:input_type -> gatehouse.management.v1.RegisterU2FRequest
-	134, // 261: gatehouse.management.v1.ManagementService.VerifyU2FRegistration:input_type -> gatehouse.management.v1.VerifyU2FRegistrationRequest
-	136, // 262: gatehouse.management.v1.ManagementService.RemoveU2F:input_type -> gatehouse.management.v1.RemoveU2FRequest
-	138, // 263: gatehouse.management.v1.ManagementService.RegisterPasskey:input_type -> gatehouse.management.v1.RegisterPasskeyRequest
-	140, // 264: gatehouse.management.v1.ManagementService.VerifyPasskeyRegistration:input_type -> gatehouse.management.v1.VerifyPasskeyRegistrationRequest
-	142, // 265: gatehouse.management.v1.ManagementService.ListPasskeys:input_type -> gatehouse.management.v1.ListPasskeysRequest
-	144, // 266: gatehouse.management.v1.ManagementService.RemovePasskey:input_type -> gatehouse.management.v1.RemovePasskeyRequest
-	1,   // 267: gatehouse.management.v1.ManagementService.GetUserByID:output_type -> gatehouse.management.v1.GetUserByIDResponse
-	3,   // 268: gatehouse.management.v1.ManagementService.ListUsers:output_type -> gatehouse.management.v1.ListUsersResponse
-	5,   // 269: gatehouse.management.v1.ManagementService.AddHumanUser:output_type -> gatehouse.management.v1.AddHumanUserResponse
-	7,   // 270: gatehouse.management.v1.ManagementService.ImportHumanUser:output_type -> gatehouse.management.v1.ImportHumanUserResponse
-	9,   // 271: gatehouse.management.v1.ManagementService.AddMachineUser:output_type -> gatehouse.management.v1.AddMachineUserResponse
-	11,  // 272: gatehouse.management.v1.ManagementService.DeactivateUser:output_type -> gatehouse.management.v1.DeactivateUserResponse
-	13,  // 273: gatehouse.management.v1.ManagementService.ReactivateUser:output_type -> gatehouse.management.v1.ReactivateUserResponse
-	15,  // 274: gatehouse.management.v1.ManagementService.UnlockUser:output_type -> gatehouse.management.v1.UnlockUserResponse
-	17,  // 275: gatehouse.management.v1.ManagementService.RemoveUser:output_type -> gatehouse.management.v1.RemoveUserResponse
-	19,  // 276: gatehouse.management.v1.ManagementService.SetHumanPassword:output_type -> gatehouse.management.v1.SetHumanPasswordResponse
-	225, // 277: gatehouse.management.v1.ManagementService.SendHumanResetPasswordNotification:output_type -> gatehouse.management.v1.SendHumanResetPasswordNotificationResponse
-	161, // 278: gatehouse.management.v1.ManagementService.PasswordReset:output_type -> gatehouse.management.v1.PasswordResetResponse
-	164, // 279: gatehouse.management.v1.ManagementService.SetPassword:output_type -> gatehouse.management.v1.SetPasswordResponse
-	21,  // 280: gatehouse.management.v1.ManagementService.AddMachineKey:output_type -> gatehouse.management.v1.AddMachineKeyResponse
-	23,  // 281: gatehouse.management.v1.ManagementService.ListMachineKeys:output_type -> gatehouse.management.v1.ListMachineKeysResponse
-	25,  // 282: gatehouse.management.v1.ManagementService.RemoveMachineKey:output_type -> gatehouse.management.v1.RemoveMachineKeyResponse
-	27,  // 283: gatehouse.management.v1.ManagementService.GenerateMachineSecret:output_type -> gatehouse.management.v1.GenerateMachineSecretResponse
-	29,  // 284: gatehouse.management.v1.ManagementService.RemoveMachineSecret:output_type -> gatehouse.management.v1.RemoveMachineSecretResponse
-	31,  // 285: gatehouse.management.v1.ManagementService.SetUserMetadata:output_type -> gatehouse.management.v1.SetUserMetadataResponse
-	33,  // 286: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:output_type -> gatehouse.management.v1.BulkSetUserMetadataResponse
-	35,  // 287: gatehouse.management.v1.ManagementService.ListUserMetadata:output_type -> gatehouse.management.v1.ListUserMetadataResponse
-	37,  // 288: gatehouse.management.v1.ManagementService.GetUserMetadata:output_type -> gatehouse.management.v1.GetUserMetadataResponse
-	39,  // 289: gatehouse.management.v1.ManagementService.RemoveUserMetadata:output_type -> gatehouse.management.v1.RemoveUserMetadataResponse
-	41,  // 290: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:output_type -> gatehouse.management.v1.BulkRemoveUserMetadataResponse
-	43,  // 291: gatehouse.management.v1.ManagementService.GetMyOrg:output_type -> gatehouse.management.v1.GetMyOrgResponse
-	45,  // 292: gatehouse.management.v1.ManagementService.AddOrg:output_type -> gatehouse.management.v1.AddOrgResponse
-	47,  // 293: gatehouse.management.v1.ManagementService.ListOrgs:output_type -> gatehouse.management.v1.ListOrgsResponse
-	49,  // 294: gatehouse.management.v1.ManagementService.AddOrgMember:output_type -> gatehouse.management.v1.AddOrgMemberResponse
-	51,  // 295: gatehouse.management.v1.ManagementService.ListOrgMembers:output_type -> gatehouse.management.v1.ListOrgMembersResponse
-	53,  // 296: gatehouse.management.v1.ManagementService.RemoveOrgMember:output_type -> gatehouse.management.v1.RemoveOrgMemberResponse
-	55,  // 297: gatehouse.management.v1.ManagementService.GetOrgIDPByID:output_type -> gatehouse.management.v1.GetOrgIDPByIDResponse
-	57,  // 298: gatehouse.management.v1.ManagementService.ListOrgIDPs:output_type -> gatehouse.management.v1.ListOrgIDPsResponse
-	59,  // 299: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:output_type -> gatehouse.management.v1.AddOrgOIDCIDPResponse
-	61,  // 300: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:output_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse
-	63,  // 301: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:output_type -> gatehouse.management.v1.DeactivateOrgIDPResponse
-	67,  // 302: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:output_type -> gatehouse.management.v1.ReactivateOrgIDPResponse
-	65,  // 303: gatehouse.management.v1.ManagementService.SetOrgIDPTrust:output_type -> gatehouse.management.v1.SetOrgIDPTrustResponse
-	69,  // 304: gatehouse.management.v1.ManagementService.RemoveOrgIDP:output_type -> gatehouse.management.v1.RemoveOrgIDPResponse
-	71,  // 305: gatehouse.management.v1.ManagementService.AddProject:output_type -> gatehouse.management.v1.AddProjectResponse
-	73,  // 306: gatehouse.management.v1.ManagementService.GetProjectByID:output_type -> gatehouse.management.v1.GetProjectByIDResponse
-	75,  // 307: gatehouse.management.v1.ManagementService.ListProjects:output_type -> gatehouse.management.v1.ListProjectsResponse
-	77,  // 308: gatehouse.management.v1.ManagementService.GetAppByID:output_type -> gatehouse.management.v1.GetAppByIDResponse
-	79,  // 309: gatehouse.management.v1.ManagementService.ListApps:output_type -> gatehouse.management.v1.ListAppsResponse
-	81,  // 310: gatehouse.management.v1.ManagementService.AddOIDCApp:output_type -> gatehouse.management.v1.AddOIDCAppResponse
-	83,  // 311: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:output_type -> gatehouse.management.v1.UpdateOIDCAppConfigResponse
-	85,  // 312: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:output_type -> gatehouse.management.v1.RegenerateOIDCClientSecretResponse
-	87,  // 313: gatehouse.management.v1.ManagementService.AddAPIApp:output_type -> gatehouse.management.v1.AddAPIAppResponse
-	89,  // 314: gatehouse.management.v1.ManagementService.AddAppKey:output_type -> gatehouse.management.v1.AddAppKeyResponse
-	91,  // 315: gatehouse.management.v1.ManagementService.RemoveAppKey:output_type -> gatehouse.management.v1.RemoveAppKeyResponse
-	226, // 316: gatehouse.management.v1.ManagementService.SetAppAdminClient:output_type -> gatehouse.management.v1.SetAppAdminClientResponse
-	113, // 317: gatehouse.management.v1.ManagementService.ListUserIDPs:output_type -> gatehouse.management.v1.ListUserIDPsResponse
-	115, // 318: gatehouse.management.v1.ManagementService.RemoveUserIDP:output_type -> gatehouse.management.v1.RemoveUserIDPResponse
-	93,  // 319: gatehouse.management.v1.ManagementService.AddProjectGrant:output_type -> gatehouse.management.v1.AddProjectGrantResponse
-	95,  // 320: gatehouse.management.v1.ManagementService.ListGrantedProjects:output_type -> gatehouse.management.v1.ListGrantedProjectsResponse
-	97,  // 321: gatehouse.management.v1.ManagementService.RefuseGrantedProject:output_type -> gatehouse.management.v1.RefuseGrantedProjectResponse
-	99,  // 322: gatehouse.management.v1.ManagementService.ListProjectGrants:output_type -> gatehouse.management.v1.ListProjectGrantsResponse
-	101, // 323: gatehouse.management.v1.ManagementService.UpdateProjectGrant:output_type -> gatehouse.management.v1.UpdateProjectGrantResponse
-	103, // 324: gatehouse.management.v1.ManagementService.RemoveProjectGrant:output_type -> gatehouse.management.v1.RemoveProjectGrantResponse
-	105, // 325: gatehouse.management.v1.ManagementService.GetLoginPolicy:output_type -> gatehouse.management.v1.GetLoginPolicyResponse
-	107, // 326: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:output_type -> gatehouse.management.v1.AddCustomLoginPolicyResponse
-	109, // 327: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:output_type -> gatehouse.management.v1.UpdateCustomLoginPolicyResponse
-	111, // 328: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:output_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
-	147, // 329: gatehouse.management.v1.ManagementService.ListLoginPolicySecondFactors:output_type -> gatehouse.management.v1.ListLoginPolicySecondFactorsResponse
-	149, // 330: gatehouse.management.v1.ManagementService.AddSecondFactorToLoginPolicy:output_type -> gatehouse.management.v1.AddSecondFactorToLoginPolicyResponse
-	151, // 331: gatehouse.management.v1.ManagementService.RemoveSecondFactorFromLoginPolicy:output_type -> gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyResponse
-	153, // 332: gatehouse.management.v1.ManagementService.ListLoginPolicyMultiFactors:output_type -> gatehouse.management.v1.ListLoginPolicyMultiFactorsResponse
-	155, // 333: gatehouse.management.v1.ManagementService.AddMultiFactorToLoginPolicy:output_type -> gatehouse.management.v1.AddMultiFactorToLoginPolicyResponse
-	157, // 334: gatehouse.management.v1.ManagementService.RemoveMultiFactorFromLoginPolicy:output_type -> gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyResponse
-	117, // 335: gatehouse.management.v1.ManagementService.RegisterTOTP:output_type -> gatehouse.management.v1.RegisterTOTPResponse
-	119, // 336: gatehouse.management.v1.ManagementService.VerifyTOTPRegistration:output_type -> gatehouse.management.v1.VerifyTOTPRegistrationResponse
-	121, // 337: gatehouse.management.v1.ManagementService.RemoveTOTP:output_type -> gatehouse.management.v1.RemoveTOTPResponse
-	123, // 338: gatehouse.management.v1.ManagementService.ListHumanAuthFactors:output_type -> gatehouse.management.v1.ListHumanAuthFactorsResponse
-	125, // 339: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorOTP:output_type -> gatehouse.management.v1.RemoveHumanAuthFactorOTPResponse
-	127, // 340: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorU2F:output_type -> gatehouse.management.v1.RemoveHumanAuthFactorU2FResponse
-	129, // 341: gatehouse.management.v1.ManagementService.ListHumanPasswordless:output_type -> gatehouse.management.v1.ListHumanPasswordlessResponse
-	131, // 342: gatehouse.management.v1.ManagementService.RemoveHumanPasswordless:output_type -> gatehouse.management.v1.RemoveHumanPasswordlessResponse
-	133, // 343: gatehouse.management.v1.ManagementService.RegisterU2F:output_type -> gatehouse.management.v1.RegisterU2FResponse
-	135, // 344: gatehouse.management.v1.ManagementService.VerifyU2FRegistration:output_type -> gatehouse.management.v1.VerifyU2FRegistrationResponse
-	137, // 345: gatehouse.management.v1.ManagementService.RemoveU2F:output_type -> gatehouse.management.v1.RemoveU2FResponse
-	139, // 346: gatehouse.management.v1.ManagementService.RegisterPasskey:output_type -> gatehouse.management.v1.RegisterPasskeyResponse
-	141, // 347: gatehouse.management.v1.ManagementService.VerifyPasskeyRegistration:output_type -> gatehouse.management.v1.VerifyPasskeyRegistrationResponse
-	143, // 348: gatehouse.management.v1.ManagementService.ListPasskeys:output_type -> gatehouse.management.v1.ListPasskeysResponse
-	145, // 349: gatehouse.management.v1.ManagementService.RemovePasskey:output_type -> gatehouse.management.v1.RemovePasskeyResponse
-	267, // [267:350] is the sub-list for method output_type
-	184, // [184:267] is the sub-list for method input_type
-	184, // [184:184] is the sub-list for extension type_name
-	184, // [184:184] is the sub-list for extension extendee
-	0,   // [0:184] is the sub-list for field type_name
+	187, // 179: gatehouse.management.v1.PasswordResetResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	162, // 180: gatehouse.management.v1.SetEmailRequest.send_code:type_name -> gatehouse.management.v1.SendEmailVerificationCode
+	163, // 181: gatehouse.management.v1.SetEmailRequest.return_code:type_name -> gatehouse.management.v1.ReturnEmailVerificationCode
+	187, // 182: gatehouse.management.v1.SetEmailResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	187, // 183: gatehouse.management.v1.VerifyEmailResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	162, // 184: gatehouse.management.v1.ResendEmailCodeRequest.send_code:type_name -> gatehouse.management.v1.SendEmailVerificationCode
+	163, // 185: gatehouse.management.v1.ResendEmailCodeRequest.return_code:type_name -> gatehouse.management.v1.ReturnEmailVerificationCode
+	187, // 186: gatehouse.management.v1.ResendEmailCodeResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	170, // 187: gatehouse.management.v1.SetPasswordRequest.new_password:type_name -> gatehouse.management.v1.Password
+	187, // 188: gatehouse.management.v1.SetPasswordResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	230, // 189: gatehouse.management.v1.AddHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
+	230, // 190: gatehouse.management.v1.ImportHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
+	0,   // 191: gatehouse.management.v1.ManagementService.GetUserByID:input_type -> gatehouse.management.v1.GetUserByIDRequest
+	2,   // 192: gatehouse.management.v1.ManagementService.ListUsers:input_type -> gatehouse.management.v1.ListUsersRequest
+	4,   // 193: gatehouse.management.v1.ManagementService.AddHumanUser:input_type -> gatehouse.management.v1.AddHumanUserRequest
+	6,   // 194: gatehouse.management.v1.ManagementService.ImportHumanUser:input_type -> gatehouse.management.v1.ImportHumanUserRequest
+	8,   // 195: gatehouse.management.v1.ManagementService.AddMachineUser:input_type -> gatehouse.management.v1.AddMachineUserRequest
+	10,  // 196: gatehouse.management.v1.ManagementService.DeactivateUser:input_type -> gatehouse.management.v1.DeactivateUserRequest
+	12,  // 197: gatehouse.management.v1.ManagementService.ReactivateUser:input_type -> gatehouse.management.v1.ReactivateUserRequest
+	14,  // 198: gatehouse.management.v1.ManagementService.UnlockUser:input_type -> gatehouse.management.v1.UnlockUserRequest
+	16,  // 199: gatehouse.management.v1.ManagementService.RemoveUser:input_type -> gatehouse.management.v1.RemoveUserRequest
+	18,  // 200: gatehouse.management.v1.ManagementService.SetHumanPassword:input_type -> gatehouse.management.v1.SetHumanPasswordRequest
+	231, // 201: gatehouse.management.v1.ManagementService.SendHumanResetPasswordNotification:input_type -> gatehouse.management.v1.SendHumanResetPasswordNotificationRequest
+	160, // 202: gatehouse.management.v1.ManagementService.PasswordReset:input_type -> gatehouse.management.v1.PasswordResetRequest
+	171, // 203: gatehouse.management.v1.ManagementService.SetPassword:input_type -> gatehouse.management.v1.SetPasswordRequest
+	232, // 204: gatehouse.management.v1.ManagementService.UpdateHumanEmail:input_type -> gatehouse.management.v1.UpdateHumanEmailRequest
+	233, // 205: gatehouse.management.v1.ManagementService.ResendHumanEmailVerification:input_type -> gatehouse.management.v1.ResendHumanEmailVerificationRequest
+	234, // 206: gatehouse.management.v1.ManagementService.ResendHumanInitialization:input_type -> gatehouse.management.v1.ResendHumanInitializationRequest
+	164, // 207: gatehouse.management.v1.ManagementService.SetEmail:input_type -> gatehouse.management.v1.SetEmailRequest
+	166, // 208: gatehouse.management.v1.ManagementService.VerifyEmail:input_type -> gatehouse.management.v1.VerifyEmailRequest
+	168, // 209: gatehouse.management.v1.ManagementService.ResendEmailCode:input_type -> gatehouse.management.v1.ResendEmailCodeRequest
+	20,  // 210: gatehouse.management.v1.ManagementService.AddMachineKey:input_type -> gatehouse.management.v1.AddMachineKeyRequest
+	22,  // 211: gatehouse.management.v1.ManagementService.ListMachineKeys:input_type -> gatehouse.management.v1.ListMachineKeysRequest
+	24,  // 212: gatehouse.management.v1.ManagementService.RemoveMachineKey:input_type -> gatehouse.management.v1.RemoveMachineKeyRequest
+	26,  // 213: gatehouse.management.v1.ManagementService.GenerateMachineSecret:input_type -> gatehouse.management.v1.GenerateMachineSecretRequest
+	28,  // 214: gatehouse.management.v1.ManagementService.RemoveMachineSecret:input_type -> gatehouse.management.v1.RemoveMachineSecretRequest
+	30,  // 215: gatehouse.management.v1.ManagementService.SetUserMetadata:input_type -> gatehouse.management.v1.SetUserMetadataRequest
+	32,  // 216: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:input_type -> gatehouse.management.v1.BulkSetUserMetadataRequest
+	34,  // 217: gatehouse.management.v1.ManagementService.ListUserMetadata:input_type -> gatehouse.management.v1.ListUserMetadataRequest
+	36,  // 218: gatehouse.management.v1.ManagementService.GetUserMetadata:input_type -> gatehouse.management.v1.GetUserMetadataRequest
+	38,  // 219: gatehouse.management.v1.ManagementService.RemoveUserMetadata:input_type -> gatehouse.management.v1.RemoveUserMetadataRequest
+	40,  // 220: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:input_type -> gatehouse.management.v1.BulkRemoveUserMetadataRequest
+	42,  // 221: gatehouse.management.v1.ManagementService.GetMyOrg:input_type -> gatehouse.management.v1.GetMyOrgRequest
+	44,  // 222: gatehouse.management.v1.ManagementService.AddOrg:input_type -> gatehouse.management.v1.AddOrgRequest
+	46,  // 223: gatehouse.management.v1.ManagementService.ListOrgs:input_type -> gatehouse.management.v1.ListOrgsRequest
+	235, // 224: gatehouse.management.v1.ManagementService.AddOrgDomain:input_type -> gatehouse.management.v1.AddOrgDomainRequest
+	236, // 225: gatehouse.management.v1.ManagementService.GenerateOrgDomainValidation:input_type -> gatehouse.management.v1.GenerateOrgDomainValidationRequest
+	237, // 226: gatehouse.management.v1.ManagementService.ValidateOrgDomain:input_type -> gatehouse.management.v1.ValidateOrgDomainRequest
+	238, // 227: gatehouse.management.v1.ManagementService.ListOrgDomains:input_type -> gatehouse.management.v1.ListOrgDomainsRequest
+	239, // 228: gatehouse.management.v1.ManagementService.RemoveOrgDomain:input_type -> gatehouse.management.v1.RemoveOrgDomainRequest
+	240, // 229: gatehouse.management.v1.ManagementService.SetPrimaryOrgDomain:input_type -> gatehouse.management.v1.SetPrimaryOrgDomainRequest
+	48,  // 230: gatehouse.management.v1.ManagementService.AddOrgMember:input_type -> gatehouse.management.v1.AddOrgMemberRequest
+	50,  // 231: gatehouse.management.v1.ManagementService.ListOrgMembers:input_type -> gatehouse.management.v1.ListOrgMembersRequest
+	52,  // 232: gatehouse.management.v1.ManagementService.RemoveOrgMember:input_type -> gatehouse.management.v1.RemoveOrgMemberRequest
+	54,  // 233: gatehouse.management.v1.ManagementService.GetOrgIDPByID:input_type -> gatehouse.management.v1.GetOrgIDPByIDRequest
+	56,  // 234: gatehouse.management.v1.ManagementService.ListOrgIDPs:input_type -> gatehouse.management.v1.ListOrgIDPsRequest
+	58,  // 235: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:input_type -> gatehouse.management.v1.AddOrgOIDCIDPRequest
+	60,  // 236: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:input_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest
+	62,  // 237: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:input_type -> gatehouse.management.v1.DeactivateOrgIDPRequest
+	66,  // 238: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:input_type -> gatehouse.management.v1.ReactivateOrgIDPRequest
+	64,  // 239: gatehouse.management.v1.ManagementService.SetOrgIDPTrust:input_type -> gatehouse.management.v1.SetOrgIDPTrustRequest
+	68,  // 240: gatehouse.management.v1.ManagementService.RemoveOrgIDP:input_type -> gatehouse.management.v1.RemoveOrgIDPRequest
+	70,  // 241: gatehouse.management.v1.ManagementService.AddProject:input_type -> gatehouse.management.v1.AddProjectRequest
+	72,  // 242: gatehouse.management.v1.ManagementService.GetProjectByID:input_type -> gatehouse.management.v1.GetProjectByIDRequest
+	74,  // 243: gatehouse.management.v1.ManagementService.ListProjects:input_type -> gatehouse.management.v1.ListProjectsRequest
+	76,  // 244: gatehouse.management.v1.ManagementService.GetAppByID:input_type -> gatehouse.management.v1.GetAppByIDRequest
+	78,  // 245: gatehouse.management.v1.ManagementService.ListApps:input_type -> gatehouse.management.v1.ListAppsRequest
+	80,  // 246: gatehouse.management.v1.ManagementService.AddOIDCApp:input_type -> gatehouse.management.v1.AddOIDCAppRequest
+	82,  // 247: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:input_type -> gatehouse.management.v1.UpdateOIDCAppConfigRequest
+	84,  // 248: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:input_type -> gatehouse.management.v1.RegenerateOIDCClientSecretRequest
+	86,  // 249: gatehouse.management.v1.ManagementService.AddAPIApp:input_type -> gatehouse.management.v1.AddAPIAppRequest
+	88,  // 250: gatehouse.management.v1.ManagementService.AddAppKey:input_type -> gatehouse.management.v1.AddAppKeyRequest
+	90,  // 251: gatehouse.management.v1.ManagementService.RemoveAppKey:input_type -> gatehouse.management.v1.RemoveAppKeyRequest
+	241, // 252: gatehouse.management.v1.ManagementService.SetAppAdminClient:input_type -> gatehouse.management.v1.SetAppAdminClientRequest
+	112, // 253: gatehouse.management.v1.ManagementService.ListUserIDPs:input_type -> gatehouse.management.v1.ListUserIDPsRequest
+	114, // 254: gatehouse.management.v1.ManagementService.RemoveUserIDP:input_type -> gatehouse.management.v1.RemoveUserIDPRequest
+	92,  // 255: gatehouse.management.v1.ManagementService.AddProjectGrant:input_type -> gatehouse.management.v1.AddProjectGrantRequest
+	94,  // 256: gatehouse.management.v1.ManagementService.ListGrantedProjects:input_type -> gatehouse.management.v1.ListGrantedProjectsRequest
+	96,  // 257: gatehouse.management.v1.ManagementService.RefuseGrantedProject:input_type -> gatehouse.management.v1.RefuseGrantedProjectRequest
+	98,  // 258: gatehouse.management.v1.ManagementService.ListProjectGrants:input_type -> gatehouse.management.v1.ListProjectGrantsRequest
+	100, // 259: gatehouse.management.v1.ManagementService.UpdateProjectGrant:input_type -> gatehouse.management.v1.UpdateProjectGrantRequest
+	102, // 260: gatehouse.management.v1.ManagementService.RemoveProjectGrant:input_type -> gatehouse.management.v1.RemoveProjectGrantRequest
+	104, // 261: gatehouse.management.v1.ManagementService.GetLoginPolicy:input_type -> gatehouse.management.v1.GetLoginPolicyRequest
+	106, // 262: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:input_type -> gatehouse.management.v1.AddCustomLoginPolicyRequest
+	108, // 263: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:input_type -> gatehouse.management.v1.UpdateCustomLoginPolicyRequest
+	110, // 264: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:input_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
+	146, // 265: gatehouse.management.v1.ManagementService.ListLoginPolicySecondFactors:input_type -> gatehouse.management.v1.ListLoginPolicySecondFactorsRequest
+	148, // 266: gatehouse.management.v1.ManagementService.AddSecondFactorToLoginPolicy:input_type -> gatehouse.management.v1.AddSecondFactorToLoginPolicyRequest
+	150, // 267: gatehouse.management.v1.ManagementService.RemoveSecondFactorFromLoginPolicy:input_type -> gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyRequest
+	152, // 268: gatehouse.management.v1.ManagementService.ListLoginPolicyMultiFactors:input_type -> gatehouse.management.v1.ListLoginPolicyMultiFactorsRequest
+	154, // 269: gatehouse.management.v1.ManagementService.AddMultiFactorToLoginPolicy:input_type -> gatehouse.management.v1.AddMultiFactorToLoginPolicyRequest
+	156, // 270: gatehouse.management.v1.ManagementService.RemoveMultiFactorFromLoginPolicy:input_type -> gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyRequest
+	116, // 271: gatehouse.management.v1.ManagementService.RegisterTOTP:input_type -> gatehouse.management.v1.RegisterTOTPRequest
+	118, // 272: gatehouse.management.v1.ManagementService.VerifyTOTPRegistration:input_type -> gatehouse.management.v1.VerifyTOTPRegistrationRequest
+	120, // 273: gatehouse.management.v1.ManagementService.RemoveTOTP:input_type -> gatehouse.management.v1.RemoveTOTPRequest
+	122, // 274: gatehouse.management.v1.ManagementService.ListHumanAuthFactors:input_type -> gatehouse.management.v1.ListHumanAuthFactorsRequest
+	124, // 275: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorOTP:input_type -> gatehouse.management.v1.RemoveHumanAuthFactorOTPRequest
+	126, // 276: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorU2F:input_type -> gatehouse.management.v1.RemoveHumanAuthFactorU2FRequest
+	128, // 277: gatehouse.management.v1.ManagementService.ListHumanPasswordless:input_type -> gatehouse.management.v1.ListHumanPasswordlessRequest
+	130, // 278: gatehouse.management.v1.ManagementService.RemoveHumanPasswordless:input_type -> gatehouse.management.v1.RemoveHumanPasswordlessRequest
+	132, // 279: gatehouse.management.v1.ManagementService.RegisterU2F:input_type -> gatehouse.management.v1.RegisterU2FRequest
+	134, // 280: gatehouse.management.v1.ManagementService.VerifyU2FRegistration:input_type -> gatehouse.management.v1.VerifyU2FRegistrationRequest
+	136, // 281: gatehouse.management.v1.ManagementService.RemoveU2F:input_type -> gatehouse.management.v1.RemoveU2FRequest
+	138, // 282: gatehouse.management.v1.ManagementService.RegisterPasskey:input_type -> gatehouse.management.v1.RegisterPasskeyRequest
+	140, // 283: gatehouse.management.v1.ManagementService.VerifyPasskeyRegistration:input_type -> gatehouse.management.v1.VerifyPasskeyRegistrationRequest
+	142, // 284: gatehouse.management.v1.ManagementService.ListPasskeys:input_type -> gatehouse.management.v1.ListPasskeysRequest
+	144, // 285: gatehouse.management.v1.ManagementService.RemovePasskey:input_type -> gatehouse.management.v1.RemovePasskeyRequest
+	1,   // 286: gatehouse.management.v1.ManagementService.GetUserByID:output_type -> gatehouse.management.v1.GetUserByIDResponse
+	3,   // 287: gatehouse.management.v1.ManagementService.ListUsers:output_type -> gatehouse.management.v1.ListUsersResponse
+	5,   // 288: gatehouse.management.v1.ManagementService.AddHumanUser:output_type -> gatehouse.management.v1.AddHumanUserResponse
+	7,   // 289: gatehouse.management.v1.ManagementService.ImportHumanUser:output_type -> gatehouse.management.v1.ImportHumanUserResponse
+	9,   // 290: gatehouse.management.v1.ManagementService.AddMachineUser:output_type -> gatehouse.management.v1.AddMachineUserResponse
+	11,  // 291: gatehouse.management.v1.ManagementService.DeactivateUser:output_type -> gatehouse.management.v1.DeactivateUserResponse
+	13,  // 292: gatehouse.management.v1.ManagementService.ReactivateUser:output_type -> gatehouse.management.v1.ReactivateUserResponse
+	15,  // 293: gatehouse.management.v1.ManagementService.UnlockUser:output_type -> gatehouse.management.v1.UnlockUserResponse
+	17,  // 294: gatehouse.management.v1.ManagementService.RemoveUser:output_type -> gatehouse.management.v1.RemoveUserResponse
+	19,  // 295: gatehouse.management.v1.ManagementService.SetHumanPassword:output_type -> gatehouse.management.v1.SetHumanPasswordResponse
+	242, // 296: gatehouse.management.v1.ManagementService.SendHumanResetPasswordNotification:output_type -> gatehouse.management.v1.SendHumanResetPasswordNotificationResponse
+	161, // 297: gatehouse.management.v1.ManagementService.PasswordReset:output_type -> gatehouse.management.v1.PasswordResetResponse
+	172, // 298: gatehouse.management.v1.ManagementService.SetPassword:output_type -> gatehouse.management.v1.SetPasswordResponse
+	243, // 299: gatehouse.management.v1.ManagementService.UpdateHumanEmail:output_type -> gatehouse.management.v1.UpdateHumanEmailResponse
+	244, // 300: gatehouse.management.v1.ManagementService.ResendHumanEmailVerification:output_type -> gatehouse.management.v1.ResendHumanEmailVerificationResponse
+	245, // 301: gatehouse.management.v1.ManagementService.ResendHumanInitialization:output_type -> gatehouse.management.v1.ResendHumanInitializationResponse
+	165, // 302: gatehouse.management.v1.ManagementService.SetEmail:output_type -> gatehouse.management.v1.SetEmailResponse
+	167, // 303: gatehouse.management.v1.ManagementService.VerifyEmail:output_type -> gatehouse.management.v1.VerifyEmailResponse
+	169, // 304: gatehouse.management.v1.ManagementService.ResendEmailCode:output_type -> gatehouse.management.v1.ResendEmailCodeResponse
+	21,  // 305: gatehouse.management.v1.ManagementService.AddMachineKey:output_type -> gatehouse.management.v1.AddMachineKeyResponse
+	23,  // 306: gatehouse.management.v1.ManagementService.ListMachineKeys:output_type -> gatehouse.management.v1.ListMachineKeysResponse
+	25,  // 307: gatehouse.management.v1.ManagementService.RemoveMachineKey:output_type -> gatehouse.management.v1.RemoveMachineKeyResponse
+	27,  // 308: gatehouse.management.v1.ManagementService.GenerateMachineSecret:output_type -> gatehouse.management.v1.GenerateMachineSecretResponse
+	29,  // 309: gatehouse.management.v1.ManagementService.RemoveMachineSecret:output_type -> gatehouse.management.v1.RemoveMachineSecretResponse
+	31,  // 310: gatehouse.management.v1.ManagementService.SetUserMetadata:output_type -> gatehouse.management.v1.SetUserMetadataResponse
+	33,  // 311: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:output_type -> gatehouse.management.v1.BulkSetUserMetadataResponse
+	35,  // 312: gatehouse.management.v1.ManagementService.ListUserMetadata:output_type -> gatehouse.management.v1.ListUserMetadataResponse
+	37,  // 313: gatehouse.management.v1.ManagementService.GetUserMetadata:output_type -> gatehouse.management.v1.GetUserMetadataResponse
+	39,  // 314: gatehouse.management.v1.ManagementService.RemoveUserMetadata:output_type -> gatehouse.management.v1.RemoveUserMetadataResponse
+	41,  // 315: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:output_type -> gatehouse.management.v1.BulkRemoveUserMetadataResponse
+	43,  // 316: gatehouse.management.v1.ManagementService.GetMyOrg:output_type -> gatehouse.management.v1.GetMyOrgResponse
+	45,  // 317: gatehouse.management.v1.ManagementService.AddOrg:output_type -> gatehouse.management.v1.AddOrgResponse
+	47,  // 318: gatehouse.management.v1.ManagementService.ListOrgs:output_type -> gatehouse.management.v1.ListOrgsResponse
+	246, // 319: gatehouse.management.v1.ManagementService.AddOrgDomain:output_type -> gatehouse.management.v1.AddOrgDomainResponse
+	247, // 320: gatehouse.management.v1.ManagementService.GenerateOrgDomainValidation:output_type -> gatehouse.management.v1.GenerateOrgDomainValidationResponse
+	248, // 321: gatehouse.management.v1.ManagementService.ValidateOrgDomain:output_type -> gatehouse.management.v1.ValidateOrgDomainResponse
+	249, // 322: gatehouse.management.v1.ManagementService.ListOrgDomains:output_type -> gatehouse.management.v1.ListOrgDomainsResponse
+	250, // 323: gatehouse.management.v1.ManagementService.RemoveOrgDomain:output_type -> gatehouse.management.v1.RemoveOrgDomainResponse
+	251, // 324: gatehouse.management.v1.ManagementService.SetPrimaryOrgDomain:output_type -> gatehouse.management.v1.SetPrimaryOrgDomainResponse
+	49,  // 325: gatehouse.management.v1.ManagementService.AddOrgMember:output_type -> gatehouse.management.v1.AddOrgMemberResponse
+	51,  // 326: gatehouse.management.v1.ManagementService.ListOrgMembers:output_type -> gatehouse.management.v1.ListOrgMembersResponse
+	53,  // 327: gatehouse.management.v1.ManagementService.RemoveOrgMember:output_type -> gatehouse.management.v1.RemoveOrgMemberResponse
+	55,  // 328: gatehouse.management.v1.ManagementService.GetOrgIDPByID:output_type -> gatehouse.management.v1.GetOrgIDPByIDResponse
+	57,  // 329: gatehouse.management.v1.ManagementService.ListOrgIDPs:output_type -> gatehouse.management.v1.ListOrgIDPsResponse
+	59,  // 330: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:output_type -> gatehouse.management.v1.AddOrgOIDCIDPResponse
+	61,  // 331: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:output_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse
+	63,  // 332: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:output_type -> gatehouse.management.v1.DeactivateOrgIDPResponse
+	67,  // 333: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:output_type -> gatehouse.management.v1.ReactivateOrgIDPResponse
+	65,  // 334: gatehouse.management.v1.ManagementService.SetOrgIDPTrust:output_type -> gatehouse.management.v1.SetOrgIDPTrustResponse
+	69,  // 335: gatehouse.management.v1.ManagementService.RemoveOrgIDP:output_type -> gatehouse.management.v1.RemoveOrgIDPResponse
+	71,  // 336: gatehouse.management.v1.ManagementService.AddProject:output_type -> gatehouse.management.v1.AddProjectResponse
+	73,  // 337: gatehouse.management.v1.ManagementService.GetProjectByID:output_type -> gatehouse.management.v1.GetProjectByIDResponse
+	75,  // 338: gatehouse.management.v1.ManagementService.ListProjects:output_type -> gatehouse.management.v1.ListProjectsResponse
+	77,  // 339: gatehouse.management.v1.ManagementService.GetAppByID:output_type -> gatehouse.management.v1.GetAppByIDResponse
+	79,  // 340: gatehouse.management.v1.ManagementService.ListApps:output_type -> gatehouse.management.v1.ListAppsResponse
+	81,  // 341: gatehouse.management.v1.ManagementService.AddOIDCApp:output_type -> gatehouse.management.v1.AddOIDCAppResponse
+	83,  // 342: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:output_type -> gatehouse.management.v1.UpdateOIDCAppConfigResponse
+	85,  // 343: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:output_type -> gatehouse.management.v1.RegenerateOIDCClientSecretResponse
+	87,  // 344: gatehouse.management.v1.ManagementService.AddAPIApp:output_type -> gatehouse.management.v1.AddAPIAppResponse
+	89,  // 345: gatehouse.management.v1.ManagementService.AddAppKey:output_type -> gatehouse.management.v1.AddAppKeyResponse
+	91,  // 346: gatehouse.management.v1.ManagementService.RemoveAppKey:output_type -> gatehouse.management.v1.RemoveAppKeyResponse
+	252, // 347: gatehouse.management.v1.ManagementService.SetAppAdminClient:output_type -> gatehouse.management.v1.SetAppAdminClientResponse
+	113, // 348: gatehouse.management.v1.ManagementService.ListUserIDPs:output_type -> gatehouse.management.v1.ListUserIDPsResponse
+	115, // 349: gatehouse.management.v1.ManagementService.RemoveUserIDP:output_type -> gatehouse.management.v1.RemoveUserIDPResponse
+	93,  // 350: gatehouse.management.v1.ManagementService.AddProjectGrant:output_type -> gatehouse.management.v1.AddProjectGrantResponse
+	95,  // 351: gatehouse.management.v1.ManagementService.ListGrantedProjects:output_type -> gatehouse.management.v1.ListGrantedProjectsResponse
+	97,  // 352: gatehouse.management.v1.ManagementService.RefuseGrantedProject:output_type -> gatehouse.management.v1.RefuseGrantedProjectResponse
+	99,  // 353: gatehouse.management.v1.ManagementService.ListProjectGrants:output_type -> gatehouse.management.v1.ListProjectGrantsResponse
+	101, // 354: gatehouse.management.v1.ManagementService.UpdateProjectGrant:output_type -> gatehouse.management.v1.UpdateProjectGrantResponse
+	103, // 355: gatehouse.management.v1.ManagementService.RemoveProjectGrant:output_type -> gatehouse.management.v1.RemoveProjectGrantResponse
+	105, // 356: gatehouse.management.v1.ManagementService.GetLoginPolicy:output_type -> gatehouse.management.v1.GetLoginPolicyResponse
+	107, // 357: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:output_type -> gatehouse.management.v1.AddCustomLoginPolicyResponse
+	109, // 358: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:output_type -> gatehouse.management.v1.UpdateCustomLoginPolicyResponse
+	111, // 359: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:output_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
+	147, // 360: gatehouse.management.v1.ManagementService.ListLoginPolicySecondFactors:output_type -> gatehouse.management.v1.ListLoginPolicySecondFactorsResponse
+	149, // 361: gatehouse.management.v1.ManagementService.AddSecondFactorToLoginPolicy:output_type -> gatehouse.management.v1.AddSecondFactorToLoginPolicyResponse
+	151, // 362: gatehouse.management.v1.ManagementService.RemoveSecondFactorFromLoginPolicy:output_type -> gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyResponse
+	153, // 363: gatehouse.management.v1.ManagementService.ListLoginPolicyMultiFactors:output_type -> gatehouse.management.v1.ListLoginPolicyMultiFactorsResponse
+	155, // 364: gatehouse.management.v1.ManagementService.AddMultiFactorToLoginPolicy:output_type -> gatehouse.management.v1.AddMultiFactorToLoginPolicyResponse
+	157, // 365: gatehouse.management.v1.ManagementService.RemoveMultiFactorFromLoginPolicy:output_type -> gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyResponse
+	117, // 366: gatehouse.management.v1.ManagementService.RegisterTOTP:output_type -> gatehouse.management.v1.RegisterTOTPResponse
+	119, // 367: gatehouse.management.v1.ManagementService.VerifyTOTPRegistration:output_type -> gatehouse.management.v1.VerifyTOTPRegistrationResponse
+	121, // 368: gatehouse.management.v1.ManagementService.RemoveTOTP:output_type -> gatehouse.management.v1.RemoveTOTPResponse
+	123, // 369: gatehouse.management.v1.ManagementService.ListHumanAuthFactors:output_type -> gatehouse.management.v1.ListHumanAuthFactorsResponse
+	125, // 370: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorOTP:output_type -> gatehouse.management.v1.RemoveHumanAuthFactorOTPResponse
+	127, // 371: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorU2F:output_type -> gatehouse.management.v1.RemoveHumanAuthFactorU2FResponse
+	129, // 372: gatehouse.management.v1.ManagementService.ListHumanPasswordless:output_type -> gatehouse.management.v1.ListHumanPasswordlessResponse
+	131, // 373: gatehouse.management.v1.ManagementService.RemoveHumanPasswordless:output_type -> gatehouse.management.v1.RemoveHumanPasswordlessResponse
+	133, // 374: gatehouse.management.v1.ManagementService.RegisterU2F:output_type -> gatehouse.management.v1.RegisterU2FResponse
+	135, // 375: gatehouse.management.v1.ManagementService.VerifyU2FRegistration:output_type -> gatehouse.management.v1.VerifyU2FRegistrationResponse
+	137, // 376: gatehouse.management.v1.ManagementService.RemoveU2F:output_type -> gatehouse.management.v1.RemoveU2FResponse
+	139, // 377: gatehouse.management.v1.ManagementService.RegisterPasskey:output_type -> gatehouse.management.v1.RegisterPasskeyResponse
+	141, // 378: gatehouse.management.v1.ManagementService.VerifyPasskeyRegistration:output_type -> gatehouse.management.v1.VerifyPasskeyRegistrationResponse
+	143, // 379: gatehouse.management.v1.ManagementService.ListPasskeys:output_type -> gatehouse.management.v1.ListPasskeysResponse
+	145, // 380: gatehouse.management.v1.ManagementService.RemovePasskey:output_type -> gatehouse.management.v1.RemovePasskeyResponse
+	286, // [286:381] is the sub-list for method output_type
+	191, // [191:286] is the sub-list for method input_type
+	191, // [191:191] is the sub-list for extension type_name
+	191, // [191:191] is the sub-list for extension extendee
+	0,   // [0:191] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_management_v1_management_proto_init() }
@@ -11532,7 +12145,19 @@ func file_gatehouse_management_v1_management_proto_init() {
 		(*PasswordResetRequest_ReturnCode)(nil),
 	}
 	file_gatehouse_management_v1_management_proto_msgTypes[161].OneofWrappers = []any{}
-	file_gatehouse_management_v1_management_proto_msgTypes[163].OneofWrappers = []any{
+	file_gatehouse_management_v1_management_proto_msgTypes[162].OneofWrappers = []any{}
+	file_gatehouse_management_v1_management_proto_msgTypes[164].OneofWrappers = []any{
+		(*SetEmailRequest_SendCode)(nil),
+		(*SetEmailRequest_ReturnCode)(nil),
+		(*SetEmailRequest_IsVerified)(nil),
+	}
+	file_gatehouse_management_v1_management_proto_msgTypes[165].OneofWrappers = []any{}
+	file_gatehouse_management_v1_management_proto_msgTypes[168].OneofWrappers = []any{
+		(*ResendEmailCodeRequest_SendCode)(nil),
+		(*ResendEmailCodeRequest_ReturnCode)(nil),
+	}
+	file_gatehouse_management_v1_management_proto_msgTypes[169].OneofWrappers = []any{}
+	file_gatehouse_management_v1_management_proto_msgTypes[171].OneofWrappers = []any{
 		(*SetPasswordRequest_CurrentPassword)(nil),
 		(*SetPasswordRequest_VerificationCode)(nil),
 	}
@@ -11542,7 +12167,7 @@ func file_gatehouse_management_v1_management_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_management_v1_management_proto_rawDesc), len(file_gatehouse_management_v1_management_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   174,
+			NumMessages:   182,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

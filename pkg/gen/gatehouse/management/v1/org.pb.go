@@ -128,6 +128,59 @@ func (OrgFieldName) EnumDescriptor() ([]byte, []int) {
 	return file_gatehouse_management_v1_org_proto_rawDescGZIP(), []int{1}
 }
 
+// DomainValidationType is how a domain is proven (ZITADEL's names).
+type DomainValidationType int32
+
+const (
+	// None (refused when generating).
+	DomainValidationType_DOMAIN_VALIDATION_TYPE_UNSPECIFIED DomainValidationType = 0
+	// A file under /.well-known/gatehouse-challenge/ over HTTP.
+	DomainValidationType_DOMAIN_VALIDATION_TYPE_HTTP DomainValidationType = 1
+	// A TXT record at _gatehouse-challenge.<domain>.
+	DomainValidationType_DOMAIN_VALIDATION_TYPE_DNS DomainValidationType = 2
+)
+
+// Enum value maps for DomainValidationType.
+var (
+	DomainValidationType_name = map[int32]string{
+		0: "DOMAIN_VALIDATION_TYPE_UNSPECIFIED",
+		1: "DOMAIN_VALIDATION_TYPE_HTTP",
+		2: "DOMAIN_VALIDATION_TYPE_DNS",
+	}
+	DomainValidationType_value = map[string]int32{
+		"DOMAIN_VALIDATION_TYPE_UNSPECIFIED": 0,
+		"DOMAIN_VALIDATION_TYPE_HTTP":        1,
+		"DOMAIN_VALIDATION_TYPE_DNS":         2,
+	}
+)
+
+func (x DomainValidationType) Enum() *DomainValidationType {
+	p := new(DomainValidationType)
+	*p = x
+	return p
+}
+
+func (x DomainValidationType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (DomainValidationType) Descriptor() protoreflect.EnumDescriptor {
+	return file_gatehouse_management_v1_org_proto_enumTypes[2].Descriptor()
+}
+
+func (DomainValidationType) Type() protoreflect.EnumType {
+	return &file_gatehouse_management_v1_org_proto_enumTypes[2]
+}
+
+func (x DomainValidationType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use DomainValidationType.Descriptor instead.
+func (DomainValidationType) EnumDescriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_org_proto_rawDescGZIP(), []int{2}
+}
+
 // Org is an organization: the owner of users, identity providers and
 // projects.
 type Org struct {
@@ -535,6 +588,810 @@ func (x *OrgIDQuery) GetId() string {
 	return ""
 }
 
+// Domain is a domain of an organization.
+type Domain struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization.
+	OrgId string `protobuf:"bytes,1,opt,name=org_id,json=orgId,proto3" json:"org_id,omitempty"`
+	// Its details.
+	Details *ObjectDetails `protobuf:"bytes,2,opt,name=details,proto3" json:"details,omitempty"`
+	// The domain.
+	DomainName string `protobuf:"bytes,3,opt,name=domain_name,json=domainName,proto3" json:"domain_name,omitempty"`
+	// Whether the organization proved it.
+	IsVerified bool `protobuf:"varint,4,opt,name=is_verified,json=isVerified,proto3" json:"is_verified,omitempty"`
+	// Whether it is the primary domain (login names).
+	IsPrimary bool `protobuf:"varint,5,opt,name=is_primary,json=isPrimary,proto3" json:"is_primary,omitempty"`
+	// How it was, or is to be, proven.
+	ValidationType DomainValidationType `protobuf:"varint,6,opt,name=validation_type,json=validationType,proto3,enum=gatehouse.management.v1.DomainValidationType" json:"validation_type,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *Domain) Reset() {
+	*x = Domain{}
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Domain) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Domain) ProtoMessage() {}
+
+func (x *Domain) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Domain.ProtoReflect.Descriptor instead.
+func (*Domain) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_org_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Domain) GetOrgId() string {
+	if x != nil {
+		return x.OrgId
+	}
+	return ""
+}
+
+func (x *Domain) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+func (x *Domain) GetDomainName() string {
+	if x != nil {
+		return x.DomainName
+	}
+	return ""
+}
+
+func (x *Domain) GetIsVerified() bool {
+	if x != nil {
+		return x.IsVerified
+	}
+	return false
+}
+
+func (x *Domain) GetIsPrimary() bool {
+	if x != nil {
+		return x.IsPrimary
+	}
+	return false
+}
+
+func (x *Domain) GetValidationType() DomainValidationType {
+	if x != nil {
+		return x.ValidationType
+	}
+	return DomainValidationType_DOMAIN_VALIDATION_TYPE_UNSPECIFIED
+}
+
+// DomainSearchQuery is one criterion of ListOrgDomains.
+type DomainSearchQuery struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The criterion.
+	//
+	// Types that are valid to be assigned to Query:
+	//
+	//	*DomainSearchQuery_DomainNameQuery
+	Query         isDomainSearchQuery_Query `protobuf_oneof:"query"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DomainSearchQuery) Reset() {
+	*x = DomainSearchQuery{}
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DomainSearchQuery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DomainSearchQuery) ProtoMessage() {}
+
+func (x *DomainSearchQuery) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DomainSearchQuery.ProtoReflect.Descriptor instead.
+func (*DomainSearchQuery) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_org_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *DomainSearchQuery) GetQuery() isDomainSearchQuery_Query {
+	if x != nil {
+		return x.Query
+	}
+	return nil
+}
+
+func (x *DomainSearchQuery) GetDomainNameQuery() *DomainNameQuery {
+	if x != nil {
+		if x, ok := x.Query.(*DomainSearchQuery_DomainNameQuery); ok {
+			return x.DomainNameQuery
+		}
+	}
+	return nil
+}
+
+type isDomainSearchQuery_Query interface {
+	isDomainSearchQuery_Query()
+}
+
+type DomainSearchQuery_DomainNameQuery struct {
+	// Match the domain name.
+	DomainNameQuery *DomainNameQuery `protobuf:"bytes,1,opt,name=domain_name_query,json=domainNameQuery,proto3,oneof"`
+}
+
+func (*DomainSearchQuery_DomainNameQuery) isDomainSearchQuery_Query() {}
+
+// DomainNameQuery matches domains by name.
+type DomainNameQuery struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The text to compare with (at most 200 characters).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// How to compare.
+	Method        TextQueryMethod `protobuf:"varint,2,opt,name=method,proto3,enum=gatehouse.management.v1.TextQueryMethod" json:"method,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DomainNameQuery) Reset() {
+	*x = DomainNameQuery{}
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DomainNameQuery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DomainNameQuery) ProtoMessage() {}
+
+func (x *DomainNameQuery) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DomainNameQuery.ProtoReflect.Descriptor instead.
+func (*DomainNameQuery) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_org_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *DomainNameQuery) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DomainNameQuery) GetMethod() TextQueryMethod {
+	if x != nil {
+		return x.Method
+	}
+	return TextQueryMethod_TEXT_QUERY_METHOD_EQUALS
+}
+
+// AddOrgDomainRequest names the domain.
+type AddOrgDomainRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The domain.
+	Domain        string `protobuf:"bytes,1,opt,name=domain,proto3" json:"domain,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddOrgDomainRequest) Reset() {
+	*x = AddOrgDomainRequest{}
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddOrgDomainRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddOrgDomainRequest) ProtoMessage() {}
+
+func (x *AddOrgDomainRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddOrgDomainRequest.ProtoReflect.Descriptor instead.
+func (*AddOrgDomainRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_org_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *AddOrgDomainRequest) GetDomain() string {
+	if x != nil {
+		return x.Domain
+	}
+	return ""
+}
+
+// AddOrgDomainResponse reports the change.
+type AddOrgDomainResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The change.
+	Details       *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddOrgDomainResponse) Reset() {
+	*x = AddOrgDomainResponse{}
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddOrgDomainResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddOrgDomainResponse) ProtoMessage() {}
+
+func (x *AddOrgDomainResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddOrgDomainResponse.ProtoReflect.Descriptor instead.
+func (*AddOrgDomainResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_org_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *AddOrgDomainResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+// GenerateOrgDomainValidationRequest names the domain and how to prove it.
+type GenerateOrgDomainValidationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The domain.
+	Domain string `protobuf:"bytes,1,opt,name=domain,proto3" json:"domain,omitempty"`
+	// How to prove it.
+	Type          DomainValidationType `protobuf:"varint,2,opt,name=type,proto3,enum=gatehouse.management.v1.DomainValidationType" json:"type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GenerateOrgDomainValidationRequest) Reset() {
+	*x = GenerateOrgDomainValidationRequest{}
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GenerateOrgDomainValidationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GenerateOrgDomainValidationRequest) ProtoMessage() {}
+
+func (x *GenerateOrgDomainValidationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GenerateOrgDomainValidationRequest.ProtoReflect.Descriptor instead.
+func (*GenerateOrgDomainValidationRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_org_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *GenerateOrgDomainValidationRequest) GetDomain() string {
+	if x != nil {
+		return x.Domain
+	}
+	return ""
+}
+
+func (x *GenerateOrgDomainValidationRequest) GetType() DomainValidationType {
+	if x != nil {
+		return x.Type
+	}
+	return DomainValidationType_DOMAIN_VALIDATION_TYPE_UNSPECIFIED
+}
+
+// GenerateOrgDomainValidationResponse says what to put where.
+type GenerateOrgDomainValidationResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The token.
+	Token string `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	// Where: the file's URL (HTTP) or the record's name (DNS).
+	Url           string `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GenerateOrgDomainValidationResponse) Reset() {
+	*x = GenerateOrgDomainValidationResponse{}
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GenerateOrgDomainValidationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GenerateOrgDomainValidationResponse) ProtoMessage() {}
+
+func (x *GenerateOrgDomainValidationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GenerateOrgDomainValidationResponse.ProtoReflect.Descriptor instead.
+func (*GenerateOrgDomainValidationResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_org_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *GenerateOrgDomainValidationResponse) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *GenerateOrgDomainValidationResponse) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+// ValidateOrgDomainRequest names the domain.
+type ValidateOrgDomainRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The domain.
+	Domain        string `protobuf:"bytes,1,opt,name=domain,proto3" json:"domain,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ValidateOrgDomainRequest) Reset() {
+	*x = ValidateOrgDomainRequest{}
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ValidateOrgDomainRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ValidateOrgDomainRequest) ProtoMessage() {}
+
+func (x *ValidateOrgDomainRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ValidateOrgDomainRequest.ProtoReflect.Descriptor instead.
+func (*ValidateOrgDomainRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_org_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ValidateOrgDomainRequest) GetDomain() string {
+	if x != nil {
+		return x.Domain
+	}
+	return ""
+}
+
+// ValidateOrgDomainResponse reports the change.
+type ValidateOrgDomainResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The change.
+	Details       *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ValidateOrgDomainResponse) Reset() {
+	*x = ValidateOrgDomainResponse{}
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ValidateOrgDomainResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ValidateOrgDomainResponse) ProtoMessage() {}
+
+func (x *ValidateOrgDomainResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ValidateOrgDomainResponse.ProtoReflect.Descriptor instead.
+func (*ValidateOrgDomainResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_org_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ValidateOrgDomainResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+// ListOrgDomainsRequest filters the organization's domains.
+type ListOrgDomainsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Paging and sort direction.
+	Query *ListQuery `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
+	// Criteria that must all match (at most 20).
+	Queries       []*DomainSearchQuery `protobuf:"bytes,2,rep,name=queries,proto3" json:"queries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListOrgDomainsRequest) Reset() {
+	*x = ListOrgDomainsRequest{}
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListOrgDomainsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListOrgDomainsRequest) ProtoMessage() {}
+
+func (x *ListOrgDomainsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListOrgDomainsRequest.ProtoReflect.Descriptor instead.
+func (*ListOrgDomainsRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_org_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ListOrgDomainsRequest) GetQuery() *ListQuery {
+	if x != nil {
+		return x.Query
+	}
+	return nil
+}
+
+func (x *ListOrgDomainsRequest) GetQueries() []*DomainSearchQuery {
+	if x != nil {
+		return x.Queries
+	}
+	return nil
+}
+
+// ListOrgDomainsResponse carries one page of domains.
+type ListOrgDomainsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Total count and projection state.
+	Details *ListDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	// The domains.
+	Result        []*Domain `protobuf:"bytes,2,rep,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListOrgDomainsResponse) Reset() {
+	*x = ListOrgDomainsResponse{}
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListOrgDomainsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListOrgDomainsResponse) ProtoMessage() {}
+
+func (x *ListOrgDomainsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListOrgDomainsResponse.ProtoReflect.Descriptor instead.
+func (*ListOrgDomainsResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_org_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ListOrgDomainsResponse) GetDetails() *ListDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+func (x *ListOrgDomainsResponse) GetResult() []*Domain {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+// RemoveOrgDomainRequest names the domain.
+type RemoveOrgDomainRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The domain.
+	Domain        string `protobuf:"bytes,1,opt,name=domain,proto3" json:"domain,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveOrgDomainRequest) Reset() {
+	*x = RemoveOrgDomainRequest{}
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveOrgDomainRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveOrgDomainRequest) ProtoMessage() {}
+
+func (x *RemoveOrgDomainRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveOrgDomainRequest.ProtoReflect.Descriptor instead.
+func (*RemoveOrgDomainRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_org_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *RemoveOrgDomainRequest) GetDomain() string {
+	if x != nil {
+		return x.Domain
+	}
+	return ""
+}
+
+// RemoveOrgDomainResponse reports the change.
+type RemoveOrgDomainResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The change.
+	Details       *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveOrgDomainResponse) Reset() {
+	*x = RemoveOrgDomainResponse{}
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveOrgDomainResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveOrgDomainResponse) ProtoMessage() {}
+
+func (x *RemoveOrgDomainResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveOrgDomainResponse.ProtoReflect.Descriptor instead.
+func (*RemoveOrgDomainResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_org_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *RemoveOrgDomainResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+// SetPrimaryOrgDomainRequest names the domain.
+type SetPrimaryOrgDomainRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The domain.
+	Domain        string `protobuf:"bytes,1,opt,name=domain,proto3" json:"domain,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetPrimaryOrgDomainRequest) Reset() {
+	*x = SetPrimaryOrgDomainRequest{}
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetPrimaryOrgDomainRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetPrimaryOrgDomainRequest) ProtoMessage() {}
+
+func (x *SetPrimaryOrgDomainRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetPrimaryOrgDomainRequest.ProtoReflect.Descriptor instead.
+func (*SetPrimaryOrgDomainRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_org_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *SetPrimaryOrgDomainRequest) GetDomain() string {
+	if x != nil {
+		return x.Domain
+	}
+	return ""
+}
+
+// SetPrimaryOrgDomainResponse reports the change.
+type SetPrimaryOrgDomainResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The change.
+	Details       *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetPrimaryOrgDomainResponse) Reset() {
+	*x = SetPrimaryOrgDomainResponse{}
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetPrimaryOrgDomainResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetPrimaryOrgDomainResponse) ProtoMessage() {}
+
+func (x *SetPrimaryOrgDomainResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_org_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetPrimaryOrgDomainResponse.ProtoReflect.Descriptor instead.
+func (*SetPrimaryOrgDomainResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_org_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *SetPrimaryOrgDomainResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
 var File_gatehouse_management_v1_org_proto protoreflect.FileDescriptor
 
 const file_gatehouse_management_v1_org_proto_rawDesc = "" +
@@ -564,7 +1421,51 @@ const file_gatehouse_management_v1_org_proto_rawDesc = "" +
 	"\x05state\x18\x01 \x01(\x0e2!.gatehouse.management.v1.OrgStateR\x05state\"&\n" +
 	"\n" +
 	"OrgIDQuery\x12\x18\n" +
-	"\x02id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x02id*j\n" +
+	"\x02id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x02id\"\x9a\x02\n" +
+	"\x06Domain\x12\x15\n" +
+	"\x06org_id\x18\x01 \x01(\tR\x05orgId\x12@\n" +
+	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\x12\x1f\n" +
+	"\vdomain_name\x18\x03 \x01(\tR\n" +
+	"domainName\x12\x1f\n" +
+	"\vis_verified\x18\x04 \x01(\bR\n" +
+	"isVerified\x12\x1d\n" +
+	"\n" +
+	"is_primary\x18\x05 \x01(\bR\tisPrimary\x12V\n" +
+	"\x0fvalidation_type\x18\x06 \x01(\x0e2-.gatehouse.management.v1.DomainValidationTypeR\x0evalidationType\"t\n" +
+	"\x11DomainSearchQuery\x12V\n" +
+	"\x11domain_name_query\x18\x01 \x01(\v2(.gatehouse.management.v1.DomainNameQueryH\x00R\x0fdomainNameQueryB\a\n" +
+	"\x05query\"q\n" +
+	"\x0fDomainNameQuery\x12\x1c\n" +
+	"\x04name\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x04name\x12@\n" +
+	"\x06method\x18\x02 \x01(\x0e2(.gatehouse.management.v1.TextQueryMethodR\x06method\"7\n" +
+	"\x13AddOrgDomainRequest\x12 \n" +
+	"\x06domain\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xfd\x01R\x06domain\"X\n" +
+	"\x14AddOrgDomainResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\x89\x01\n" +
+	"\"GenerateOrgDomainValidationRequest\x12 \n" +
+	"\x06domain\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xfd\x01R\x06domain\x12A\n" +
+	"\x04type\x18\x02 \x01(\x0e2-.gatehouse.management.v1.DomainValidationTypeR\x04type\"M\n" +
+	"#GenerateOrgDomainValidationResponse\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\x12\x10\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\"<\n" +
+	"\x18ValidateOrgDomainRequest\x12 \n" +
+	"\x06domain\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xfd\x01R\x06domain\"]\n" +
+	"\x19ValidateOrgDomainResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\xa1\x01\n" +
+	"\x15ListOrgDomainsRequest\x128\n" +
+	"\x05query\x18\x01 \x01(\v2\".gatehouse.management.v1.ListQueryR\x05query\x12N\n" +
+	"\aqueries\x18\x02 \x03(\v2*.gatehouse.management.v1.DomainSearchQueryB\b\xbaH\x05\x92\x01\x02\x10\x14R\aqueries\"\x91\x01\n" +
+	"\x16ListOrgDomainsResponse\x12>\n" +
+	"\adetails\x18\x01 \x01(\v2$.gatehouse.management.v1.ListDetailsR\adetails\x127\n" +
+	"\x06result\x18\x02 \x03(\v2\x1f.gatehouse.management.v1.DomainR\x06result\":\n" +
+	"\x16RemoveOrgDomainRequest\x12 \n" +
+	"\x06domain\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xfd\x01R\x06domain\"[\n" +
+	"\x17RemoveOrgDomainResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\">\n" +
+	"\x1aSetPrimaryOrgDomainRequest\x12 \n" +
+	"\x06domain\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xfd\x01R\x06domain\"_\n" +
+	"\x1bSetPrimaryOrgDomainResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails*j\n" +
 	"\bOrgState\x12\x19\n" +
 	"\x15ORG_STATE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10ORG_STATE_ACTIVE\x10\x01\x12\x16\n" +
@@ -572,7 +1473,11 @@ const file_gatehouse_management_v1_org_proto_rawDesc = "" +
 	"\x11ORG_STATE_REMOVED\x10\x03*G\n" +
 	"\fOrgFieldName\x12\x1e\n" +
 	"\x1aORG_FIELD_NAME_UNSPECIFIED\x10\x00\x12\x17\n" +
-	"\x13ORG_FIELD_NAME_NAME\x10\x01B\xf5\x01\n" +
+	"\x13ORG_FIELD_NAME_NAME\x10\x01*\x7f\n" +
+	"\x14DomainValidationType\x12&\n" +
+	"\"DOMAIN_VALIDATION_TYPE_UNSPECIFIED\x10\x00\x12\x1f\n" +
+	"\x1bDOMAIN_VALIDATION_TYPE_HTTP\x10\x01\x12\x1e\n" +
+	"\x1aDOMAIN_VALIDATION_TYPE_DNS\x10\x02B\xf5\x01\n" +
 	"\x1bcom.gatehouse.management.v1B\bOrgProtoP\x01ZNgithub.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/management/v1;managementv1\xa2\x02\x03GMX\xaa\x02\x17Gatehouse.Management.V1\xca\x02\x17Gatehouse\\Management\\V1\xe2\x02#Gatehouse\\Management\\V1\\GPBMetadata\xea\x02\x19Gatehouse::Management::V1b\x06proto3"
 
 var (
@@ -587,35 +1492,66 @@ func file_gatehouse_management_v1_org_proto_rawDescGZIP() []byte {
 	return file_gatehouse_management_v1_org_proto_rawDescData
 }
 
-var file_gatehouse_management_v1_org_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_gatehouse_management_v1_org_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_gatehouse_management_v1_org_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_gatehouse_management_v1_org_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_gatehouse_management_v1_org_proto_goTypes = []any{
-	(OrgState)(0),          // 0: gatehouse.management.v1.OrgState
-	(OrgFieldName)(0),      // 1: gatehouse.management.v1.OrgFieldName
-	(*Org)(nil),            // 2: gatehouse.management.v1.Org
-	(*OrgQuery)(nil),       // 3: gatehouse.management.v1.OrgQuery
-	(*OrgNameQuery)(nil),   // 4: gatehouse.management.v1.OrgNameQuery
-	(*OrgDomainQuery)(nil), // 5: gatehouse.management.v1.OrgDomainQuery
-	(*OrgStateQuery)(nil),  // 6: gatehouse.management.v1.OrgStateQuery
-	(*OrgIDQuery)(nil),     // 7: gatehouse.management.v1.OrgIDQuery
-	(*ObjectDetails)(nil),  // 8: gatehouse.management.v1.ObjectDetails
-	(TextQueryMethod)(0),   // 9: gatehouse.management.v1.TextQueryMethod
+	(OrgState)(0),                               // 0: gatehouse.management.v1.OrgState
+	(OrgFieldName)(0),                           // 1: gatehouse.management.v1.OrgFieldName
+	(DomainValidationType)(0),                   // 2: gatehouse.management.v1.DomainValidationType
+	(*Org)(nil),                                 // 3: gatehouse.management.v1.Org
+	(*OrgQuery)(nil),                            // 4: gatehouse.management.v1.OrgQuery
+	(*OrgNameQuery)(nil),                        // 5: gatehouse.management.v1.OrgNameQuery
+	(*OrgDomainQuery)(nil),                      // 6: gatehouse.management.v1.OrgDomainQuery
+	(*OrgStateQuery)(nil),                       // 7: gatehouse.management.v1.OrgStateQuery
+	(*OrgIDQuery)(nil),                          // 8: gatehouse.management.v1.OrgIDQuery
+	(*Domain)(nil),                              // 9: gatehouse.management.v1.Domain
+	(*DomainSearchQuery)(nil),                   // 10: gatehouse.management.v1.DomainSearchQuery
+	(*DomainNameQuery)(nil),                     // 11: gatehouse.management.v1.DomainNameQuery
+	(*AddOrgDomainRequest)(nil),                 // 12: gatehouse.management.v1.AddOrgDomainRequest
+	(*AddOrgDomainResponse)(nil),                // 13: gatehouse.management.v1.AddOrgDomainResponse
+	(*GenerateOrgDomainValidationRequest)(nil),  // 14: gatehouse.management.v1.GenerateOrgDomainValidationRequest
+	(*GenerateOrgDomainValidationResponse)(nil), // 15: gatehouse.management.v1.GenerateOrgDomainValidationResponse
+	(*ValidateOrgDomainRequest)(nil),            // 16: gatehouse.management.v1.ValidateOrgDomainRequest
+	(*ValidateOrgDomainResponse)(nil),           // 17: gatehouse.management.v1.ValidateOrgDomainResponse
+	(*ListOrgDomainsRequest)(nil),               // 18: gatehouse.management.v1.ListOrgDomainsRequest
+	(*ListOrgDomainsResponse)(nil),              // 19: gatehouse.management.v1.ListOrgDomainsResponse
+	(*RemoveOrgDomainRequest)(nil),              // 20: gatehouse.management.v1.RemoveOrgDomainRequest
+	(*RemoveOrgDomainResponse)(nil),             // 21: gatehouse.management.v1.RemoveOrgDomainResponse
+	(*SetPrimaryOrgDomainRequest)(nil),          // 22: gatehouse.management.v1.SetPrimaryOrgDomainRequest
+	(*SetPrimaryOrgDomainResponse)(nil),         // 23: gatehouse.management.v1.SetPrimaryOrgDomainResponse
+	(*ObjectDetails)(nil),                       // 24: gatehouse.management.v1.ObjectDetails
+	(TextQueryMethod)(0),                        // 25: gatehouse.management.v1.TextQueryMethod
+	(*ListQuery)(nil),                           // 26: gatehouse.management.v1.ListQuery
+	(*ListDetails)(nil),                         // 27: gatehouse.management.v1.ListDetails
 }
 var file_gatehouse_management_v1_org_proto_depIdxs = []int32{
-	8, // 0: gatehouse.management.v1.Org.details:type_name -> gatehouse.management.v1.ObjectDetails
-	0, // 1: gatehouse.management.v1.Org.state:type_name -> gatehouse.management.v1.OrgState
-	4, // 2: gatehouse.management.v1.OrgQuery.name_query:type_name -> gatehouse.management.v1.OrgNameQuery
-	5, // 3: gatehouse.management.v1.OrgQuery.domain_query:type_name -> gatehouse.management.v1.OrgDomainQuery
-	6, // 4: gatehouse.management.v1.OrgQuery.state_query:type_name -> gatehouse.management.v1.OrgStateQuery
-	7, // 5: gatehouse.management.v1.OrgQuery.id_query:type_name -> gatehouse.management.v1.OrgIDQuery
-	9, // 6: gatehouse.management.v1.OrgNameQuery.method:type_name -> gatehouse.management.v1.TextQueryMethod
-	9, // 7: gatehouse.management.v1.OrgDomainQuery.method:type_name -> gatehouse.management.v1.TextQueryMethod
-	0, // 8: gatehouse.management.v1.OrgStateQuery.state:type_name -> gatehouse.management.v1.OrgState
-	9, // [9:9] is the sub-list for method output_type
-	9, // [9:9] is the sub-list for method input_type
-	9, // [9:9] is the sub-list for extension type_name
-	9, // [9:9] is the sub-list for extension extendee
-	0, // [0:9] is the sub-list for field type_name
+	24, // 0: gatehouse.management.v1.Org.details:type_name -> gatehouse.management.v1.ObjectDetails
+	0,  // 1: gatehouse.management.v1.Org.state:type_name -> gatehouse.management.v1.OrgState
+	5,  // 2: gatehouse.management.v1.OrgQuery.name_query:type_name -> gatehouse.management.v1.OrgNameQuery
+	6,  // 3: gatehouse.management.v1.OrgQuery.domain_query:type_name -> gatehouse.management.v1.OrgDomainQuery
+	7,  // 4: gatehouse.management.v1.OrgQuery.state_query:type_name -> gatehouse.management.v1.OrgStateQuery
+	8,  // 5: gatehouse.management.v1.OrgQuery.id_query:type_name -> gatehouse.management.v1.OrgIDQuery
+	25, // 6: gatehouse.management.v1.OrgNameQuery.method:type_name -> gatehouse.management.v1.TextQueryMethod
+	25, // 7: gatehouse.management.v1.OrgDomainQuery.method:type_name -> gatehouse.management.v1.TextQueryMethod
+	0,  // 8: gatehouse.management.v1.OrgStateQuery.state:type_name -> gatehouse.management.v1.OrgState
+	24, // 9: gatehouse.management.v1.Domain.details:type_name -> gatehouse.management.v1.ObjectDetails
+	2,  // 10: gatehouse.management.v1.Domain.validation_type:type_name -> gatehouse.management.v1.DomainValidationType
+	11, // 11: gatehouse.management.v1.DomainSearchQuery.domain_name_query:type_name -> gatehouse.management.v1.DomainNameQuery
+	25, // 12: gatehouse.management.v1.DomainNameQuery.method:type_name -> gatehouse.management.v1.TextQueryMethod
+	24, // 13: gatehouse.management.v1.AddOrgDomainResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	2,  // 14: gatehouse.management.v1.GenerateOrgDomainValidationRequest.type:type_name -> gatehouse.management.v1.DomainValidationType
+	24, // 15: gatehouse.management.v1.ValidateOrgDomainResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	26, // 16: gatehouse.management.v1.ListOrgDomainsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	10, // 17: gatehouse.management.v1.ListOrgDomainsRequest.queries:type_name -> gatehouse.management.v1.DomainSearchQuery
+	27, // 18: gatehouse.management.v1.ListOrgDomainsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	9,  // 19: gatehouse.management.v1.ListOrgDomainsResponse.result:type_name -> gatehouse.management.v1.Domain
+	24, // 20: gatehouse.management.v1.RemoveOrgDomainResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	24, // 21: gatehouse.management.v1.SetPrimaryOrgDomainResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	22, // [22:22] is the sub-list for method output_type
+	22, // [22:22] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_management_v1_org_proto_init() }
@@ -630,13 +1566,16 @@ func file_gatehouse_management_v1_org_proto_init() {
 		(*OrgQuery_StateQuery)(nil),
 		(*OrgQuery_IdQuery)(nil),
 	}
+	file_gatehouse_management_v1_org_proto_msgTypes[7].OneofWrappers = []any{
+		(*DomainSearchQuery_DomainNameQuery)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_management_v1_org_proto_rawDesc), len(file_gatehouse_management_v1_org_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   6,
+			NumEnums:      3,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1897,6 +1897,310 @@ func (x *SendHumanResetPasswordNotificationResponse) GetDetails() *ObjectDetails
 	return nil
 }
 
+// UpdateHumanEmailRequest names the user and its new address.
+type UpdateHumanEmailRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// ID of the user.
+	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// The address.
+	Email string `protobuf:"bytes,2,opt,name=email,proto3" json:"email,omitempty"`
+	// Verified at once, without a mail.
+	IsEmailVerified bool `protobuf:"varint,3,opt,name=is_email_verified,json=isEmailVerified,proto3" json:"is_email_verified,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *UpdateHumanEmailRequest) Reset() {
+	*x = UpdateHumanEmailRequest{}
+	mi := &file_gatehouse_management_v1_user_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateHumanEmailRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateHumanEmailRequest) ProtoMessage() {}
+
+func (x *UpdateHumanEmailRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_user_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateHumanEmailRequest.ProtoReflect.Descriptor instead.
+func (*UpdateHumanEmailRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_user_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *UpdateHumanEmailRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *UpdateHumanEmailRequest) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+func (x *UpdateHumanEmailRequest) GetIsEmailVerified() bool {
+	if x != nil {
+		return x.IsEmailVerified
+	}
+	return false
+}
+
+// UpdateHumanEmailResponse reports the change.
+type UpdateHumanEmailResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The change.
+	Details       *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateHumanEmailResponse) Reset() {
+	*x = UpdateHumanEmailResponse{}
+	mi := &file_gatehouse_management_v1_user_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateHumanEmailResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateHumanEmailResponse) ProtoMessage() {}
+
+func (x *UpdateHumanEmailResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_user_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateHumanEmailResponse.ProtoReflect.Descriptor instead.
+func (*UpdateHumanEmailResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_user_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *UpdateHumanEmailResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+// ResendHumanEmailVerificationRequest names the user.
+type ResendHumanEmailVerificationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// ID of the user.
+	UserId        string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResendHumanEmailVerificationRequest) Reset() {
+	*x = ResendHumanEmailVerificationRequest{}
+	mi := &file_gatehouse_management_v1_user_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResendHumanEmailVerificationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResendHumanEmailVerificationRequest) ProtoMessage() {}
+
+func (x *ResendHumanEmailVerificationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_user_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResendHumanEmailVerificationRequest.ProtoReflect.Descriptor instead.
+func (*ResendHumanEmailVerificationRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_user_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *ResendHumanEmailVerificationRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+// ResendHumanEmailVerificationResponse reports the change.
+type ResendHumanEmailVerificationResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The change.
+	Details       *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResendHumanEmailVerificationResponse) Reset() {
+	*x = ResendHumanEmailVerificationResponse{}
+	mi := &file_gatehouse_management_v1_user_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResendHumanEmailVerificationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResendHumanEmailVerificationResponse) ProtoMessage() {}
+
+func (x *ResendHumanEmailVerificationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_user_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResendHumanEmailVerificationResponse.ProtoReflect.Descriptor instead.
+func (*ResendHumanEmailVerificationResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_user_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ResendHumanEmailVerificationResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+// ResendHumanInitializationRequest names the user and, optionally, a new
+// address.
+type ResendHumanInitializationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// ID of the user.
+	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// The address to send to, replacing the user's (optional).
+	Email         string `protobuf:"bytes,2,opt,name=email,proto3" json:"email,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResendHumanInitializationRequest) Reset() {
+	*x = ResendHumanInitializationRequest{}
+	mi := &file_gatehouse_management_v1_user_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResendHumanInitializationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResendHumanInitializationRequest) ProtoMessage() {}
+
+func (x *ResendHumanInitializationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_user_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResendHumanInitializationRequest.ProtoReflect.Descriptor instead.
+func (*ResendHumanInitializationRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_user_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ResendHumanInitializationRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *ResendHumanInitializationRequest) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+// ResendHumanInitializationResponse reports the change.
+type ResendHumanInitializationResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The change.
+	Details       *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResendHumanInitializationResponse) Reset() {
+	*x = ResendHumanInitializationResponse{}
+	mi := &file_gatehouse_management_v1_user_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResendHumanInitializationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResendHumanInitializationResponse) ProtoMessage() {}
+
+func (x *ResendHumanInitializationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_user_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResendHumanInitializationResponse.ProtoReflect.Descriptor instead.
+func (*ResendHumanInitializationResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_user_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ResendHumanInitializationResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
 var File_gatehouse_management_v1_user_proto protoreflect.FileDescriptor
 
 const file_gatehouse_management_v1_user_proto_rawDesc = "" +
@@ -1994,6 +2298,21 @@ const file_gatehouse_management_v1_user_proto_rawDesc = "" +
 	"TYPE_EMAIL\x10\x00\x12\f\n" +
 	"\bTYPE_SMS\x10\x01\"n\n" +
 	"*SendHumanResetPasswordNotificationResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\x88\x01\n" +
+	"\x17UpdateHumanEmailRequest\x12!\n" +
+	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\x12\x1e\n" +
+	"\x05email\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x05email\x12*\n" +
+	"\x11is_email_verified\x18\x03 \x01(\bR\x0fisEmailVerified\"\\\n" +
+	"\x18UpdateHumanEmailResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"H\n" +
+	"#ResendHumanEmailVerificationRequest\x12!\n" +
+	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\"h\n" +
+	"$ResendHumanEmailVerificationResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"e\n" +
+	" ResendHumanInitializationRequest\x12!\n" +
+	"\auser_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x06userId\x12\x1e\n" +
+	"\x05email\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\x05email\"e\n" +
+	"!ResendHumanInitializationResponse\x12@\n" +
 	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails*\xb6\x01\n" +
 	"\tUserState\x12\x1a\n" +
 	"\x16USER_STATE_UNSPECIFIED\x10\x00\x12\x15\n" +
@@ -2051,7 +2370,7 @@ func file_gatehouse_management_v1_user_proto_rawDescGZIP() []byte {
 }
 
 var file_gatehouse_management_v1_user_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_gatehouse_management_v1_user_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_gatehouse_management_v1_user_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_gatehouse_management_v1_user_proto_goTypes = []any{
 	(UserState)(0),        // 0: gatehouse.management.v1.UserState
 	(AccessTokenType)(0),  // 1: gatehouse.management.v1.AccessTokenType
@@ -2082,11 +2401,17 @@ var file_gatehouse_management_v1_user_proto_goTypes = []any{
 	(*AuthFactorOTPEmail)(nil), // 26: gatehouse.management.v1.AuthFactorOTPEmail
 	(*SendHumanResetPasswordNotificationRequest)(nil),  // 27: gatehouse.management.v1.SendHumanResetPasswordNotificationRequest
 	(*SendHumanResetPasswordNotificationResponse)(nil), // 28: gatehouse.management.v1.SendHumanResetPasswordNotificationResponse
-	(*ObjectDetails)(nil),                              // 29: gatehouse.management.v1.ObjectDetails
-	(TextQueryMethod)(0),                               // 30: gatehouse.management.v1.TextQueryMethod
+	(*UpdateHumanEmailRequest)(nil),                    // 29: gatehouse.management.v1.UpdateHumanEmailRequest
+	(*UpdateHumanEmailResponse)(nil),                   // 30: gatehouse.management.v1.UpdateHumanEmailResponse
+	(*ResendHumanEmailVerificationRequest)(nil),        // 31: gatehouse.management.v1.ResendHumanEmailVerificationRequest
+	(*ResendHumanEmailVerificationResponse)(nil),       // 32: gatehouse.management.v1.ResendHumanEmailVerificationResponse
+	(*ResendHumanInitializationRequest)(nil),           // 33: gatehouse.management.v1.ResendHumanInitializationRequest
+	(*ResendHumanInitializationResponse)(nil),          // 34: gatehouse.management.v1.ResendHumanInitializationResponse
+	(*ObjectDetails)(nil),                              // 35: gatehouse.management.v1.ObjectDetails
+	(TextQueryMethod)(0),                               // 36: gatehouse.management.v1.TextQueryMethod
 }
 var file_gatehouse_management_v1_user_proto_depIdxs = []int32{
-	29, // 0: gatehouse.management.v1.User.details:type_name -> gatehouse.management.v1.ObjectDetails
+	35, // 0: gatehouse.management.v1.User.details:type_name -> gatehouse.management.v1.ObjectDetails
 	0,  // 1: gatehouse.management.v1.User.state:type_name -> gatehouse.management.v1.UserState
 	9,  // 2: gatehouse.management.v1.User.human:type_name -> gatehouse.management.v1.Human
 	10, // 3: gatehouse.management.v1.User.machine:type_name -> gatehouse.management.v1.Machine
@@ -2100,11 +2425,11 @@ var file_gatehouse_management_v1_user_proto_depIdxs = []int32{
 	17, // 11: gatehouse.management.v1.UserQuery.state_query:type_name -> gatehouse.management.v1.StateQuery
 	18, // 12: gatehouse.management.v1.UserQuery.type_query:type_name -> gatehouse.management.v1.TypeQuery
 	19, // 13: gatehouse.management.v1.UserQuery.login_name_query:type_name -> gatehouse.management.v1.LoginNameQuery
-	30, // 14: gatehouse.management.v1.UserNameQuery.method:type_name -> gatehouse.management.v1.TextQueryMethod
-	30, // 15: gatehouse.management.v1.EmailQuery.method:type_name -> gatehouse.management.v1.TextQueryMethod
+	36, // 14: gatehouse.management.v1.UserNameQuery.method:type_name -> gatehouse.management.v1.TextQueryMethod
+	36, // 15: gatehouse.management.v1.EmailQuery.method:type_name -> gatehouse.management.v1.TextQueryMethod
 	0,  // 16: gatehouse.management.v1.StateQuery.state:type_name -> gatehouse.management.v1.UserState
 	3,  // 17: gatehouse.management.v1.TypeQuery.type:type_name -> gatehouse.management.v1.Type
-	30, // 18: gatehouse.management.v1.LoginNameQuery.method:type_name -> gatehouse.management.v1.TextQueryMethod
+	36, // 18: gatehouse.management.v1.LoginNameQuery.method:type_name -> gatehouse.management.v1.TextQueryMethod
 	5,  // 19: gatehouse.management.v1.AuthFactor.state:type_name -> gatehouse.management.v1.AuthFactorState
 	21, // 20: gatehouse.management.v1.AuthFactor.otp:type_name -> gatehouse.management.v1.AuthFactorOTP
 	22, // 21: gatehouse.management.v1.AuthFactor.u2f:type_name -> gatehouse.management.v1.AuthFactorU2F
@@ -2113,12 +2438,15 @@ var file_gatehouse_management_v1_user_proto_depIdxs = []int32{
 	5,  // 24: gatehouse.management.v1.WebAuthNToken.state:type_name -> gatehouse.management.v1.AuthFactorState
 	5,  // 25: gatehouse.management.v1.Passkey.state:type_name -> gatehouse.management.v1.AuthFactorState
 	7,  // 26: gatehouse.management.v1.SendHumanResetPasswordNotificationRequest.type:type_name -> gatehouse.management.v1.SendHumanResetPasswordNotificationRequest.Type
-	29, // 27: gatehouse.management.v1.SendHumanResetPasswordNotificationResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	28, // [28:28] is the sub-list for method output_type
-	28, // [28:28] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	35, // 27: gatehouse.management.v1.SendHumanResetPasswordNotificationResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	35, // 28: gatehouse.management.v1.UpdateHumanEmailResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	35, // 29: gatehouse.management.v1.ResendHumanEmailVerificationResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	35, // 30: gatehouse.management.v1.ResendHumanInitializationResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	31, // [31:31] is the sub-list for method output_type
+	31, // [31:31] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_management_v1_user_proto_init() }
@@ -2150,7 +2478,7 @@ func file_gatehouse_management_v1_user_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_management_v1_user_proto_rawDesc), len(file_gatehouse_management_v1_user_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   21,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

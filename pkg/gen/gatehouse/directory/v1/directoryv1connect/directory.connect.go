@@ -130,6 +130,15 @@ const (
 	// DirectoryServiceResetPasswordProcedure is the fully-qualified name of the DirectoryService's
 	// ResetPassword RPC.
 	DirectoryServiceResetPasswordProcedure = "/gatehouse.directory.v1.DirectoryService/ResetPassword"
+	// DirectoryServiceCheckUserCodeProcedure is the fully-qualified name of the DirectoryService's
+	// CheckUserCode RPC.
+	DirectoryServiceCheckUserCodeProcedure = "/gatehouse.directory.v1.DirectoryService/CheckUserCode"
+	// DirectoryServiceVerifyEmailCodeProcedure is the fully-qualified name of the DirectoryService's
+	// VerifyEmailCode RPC.
+	DirectoryServiceVerifyEmailCodeProcedure = "/gatehouse.directory.v1.DirectoryService/VerifyEmailCode"
+	// DirectoryServiceInitializeUserProcedure is the fully-qualified name of the DirectoryService's
+	// InitializeUser RPC.
+	DirectoryServiceInitializeUserProcedure = "/gatehouse.directory.v1.DirectoryService/InitializeUser"
 )
 
 // DirectoryServiceClient is a client for the gatehouse.directory.v1.DirectoryService service.
@@ -277,6 +286,17 @@ type DirectoryServiceClient interface {
 	// policy: every session of the user ends and every token is revoked, as
 	// after an admin's reset; the code is used up.
 	ResetPassword(context.Context, *v1.ResetPasswordRequest) (*v1.ResetPasswordResponse, error)
+	// Checks the code of a link that verifies an address or accepts an
+	// invitation, before its page asks to confirm. InvalidArgument for a
+	// wrong, used or expired code; NotFound for an unknown user.
+	CheckUserCode(context.Context, *v1.CheckUserCodeRequest) (*v1.CheckUserCodeResponse, error)
+	// Verifies the user's address with a verification link's code: the
+	// user proved control of it. AlreadyExists when another user of the
+	// organization verified the address meanwhile.
+	VerifyEmailCode(context.Context, *v1.VerifyEmailCodeRequest) (*v1.VerifyEmailCodeResponse, error)
+	// Accepts an invitation: with its code, verifies the address and sets
+	// the first password, under the password policy.
+	InitializeUser(context.Context, *v1.InitializeUserRequest) (*v1.InitializeUserResponse, error)
 }
 
 // NewDirectoryServiceClient constructs a client for the gatehouse.directory.v1.DirectoryService
@@ -502,6 +522,25 @@ func NewDirectoryServiceClient(httpClient connect.HTTPClient, baseURL string, op
 			connect.WithSchema(directoryServiceMethods.ByName("ResetPassword")),
 			connect.WithClientOptions(opts...),
 		),
+		checkUserCode: connect.NewClient[v1.CheckUserCodeRequest, v1.CheckUserCodeResponse](
+			httpClient,
+			baseURL+DirectoryServiceCheckUserCodeProcedure,
+			connect.WithSchema(directoryServiceMethods.ByName("CheckUserCode")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		verifyEmailCode: connect.NewClient[v1.VerifyEmailCodeRequest, v1.VerifyEmailCodeResponse](
+			httpClient,
+			baseURL+DirectoryServiceVerifyEmailCodeProcedure,
+			connect.WithSchema(directoryServiceMethods.ByName("VerifyEmailCode")),
+			connect.WithClientOptions(opts...),
+		),
+		initializeUser: connect.NewClient[v1.InitializeUserRequest, v1.InitializeUserResponse](
+			httpClient,
+			baseURL+DirectoryServiceInitializeUserProcedure,
+			connect.WithSchema(directoryServiceMethods.ByName("InitializeUser")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -540,6 +579,9 @@ type directoryServiceClient struct {
 	requestPasswordReset       *connect.Client[v1.RequestPasswordResetRequest, v1.RequestPasswordResetResponse]
 	checkPasswordResetCode     *connect.Client[v1.CheckPasswordResetCodeRequest, v1.CheckPasswordResetCodeResponse]
 	resetPassword              *connect.Client[v1.ResetPasswordRequest, v1.ResetPasswordResponse]
+	checkUserCode              *connect.Client[v1.CheckUserCodeRequest, v1.CheckUserCodeResponse]
+	verifyEmailCode            *connect.Client[v1.VerifyEmailCodeRequest, v1.VerifyEmailCodeResponse]
+	initializeUser             *connect.Client[v1.InitializeUserRequest, v1.InitializeUserResponse]
 }
 
 // GetClient calls gatehouse.directory.v1.DirectoryService.GetClient.
@@ -841,6 +883,33 @@ func (c *directoryServiceClient) ResetPassword(ctx context.Context, req *v1.Rese
 	return nil, err
 }
 
+// CheckUserCode calls gatehouse.directory.v1.DirectoryService.CheckUserCode.
+func (c *directoryServiceClient) CheckUserCode(ctx context.Context, req *v1.CheckUserCodeRequest) (*v1.CheckUserCodeResponse, error) {
+	response, err := c.checkUserCode.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// VerifyEmailCode calls gatehouse.directory.v1.DirectoryService.VerifyEmailCode.
+func (c *directoryServiceClient) VerifyEmailCode(ctx context.Context, req *v1.VerifyEmailCodeRequest) (*v1.VerifyEmailCodeResponse, error) {
+	response, err := c.verifyEmailCode.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// InitializeUser calls gatehouse.directory.v1.DirectoryService.InitializeUser.
+func (c *directoryServiceClient) InitializeUser(ctx context.Context, req *v1.InitializeUserRequest) (*v1.InitializeUserResponse, error) {
+	response, err := c.initializeUser.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
 // DirectoryServiceHandler is an implementation of the gatehouse.directory.v1.DirectoryService
 // service.
 type DirectoryServiceHandler interface {
@@ -987,6 +1056,17 @@ type DirectoryServiceHandler interface {
 	// policy: every session of the user ends and every token is revoked, as
 	// after an admin's reset; the code is used up.
 	ResetPassword(context.Context, *v1.ResetPasswordRequest) (*v1.ResetPasswordResponse, error)
+	// Checks the code of a link that verifies an address or accepts an
+	// invitation, before its page asks to confirm. InvalidArgument for a
+	// wrong, used or expired code; NotFound for an unknown user.
+	CheckUserCode(context.Context, *v1.CheckUserCodeRequest) (*v1.CheckUserCodeResponse, error)
+	// Verifies the user's address with a verification link's code: the
+	// user proved control of it. AlreadyExists when another user of the
+	// organization verified the address meanwhile.
+	VerifyEmailCode(context.Context, *v1.VerifyEmailCodeRequest) (*v1.VerifyEmailCodeResponse, error)
+	// Accepts an invitation: with its code, verifies the address and sets
+	// the first password, under the password policy.
+	InitializeUser(context.Context, *v1.InitializeUserRequest) (*v1.InitializeUserResponse, error)
 }
 
 // NewDirectoryServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -1208,6 +1288,25 @@ func NewDirectoryServiceHandler(svc DirectoryServiceHandler, opts ...connect.Han
 		connect.WithSchema(directoryServiceMethods.ByName("ResetPassword")),
 		connect.WithHandlerOptions(opts...),
 	)
+	directoryServiceCheckUserCodeHandler := connect.NewUnaryHandlerSimple(
+		DirectoryServiceCheckUserCodeProcedure,
+		svc.CheckUserCode,
+		connect.WithSchema(directoryServiceMethods.ByName("CheckUserCode")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	directoryServiceVerifyEmailCodeHandler := connect.NewUnaryHandlerSimple(
+		DirectoryServiceVerifyEmailCodeProcedure,
+		svc.VerifyEmailCode,
+		connect.WithSchema(directoryServiceMethods.ByName("VerifyEmailCode")),
+		connect.WithHandlerOptions(opts...),
+	)
+	directoryServiceInitializeUserHandler := connect.NewUnaryHandlerSimple(
+		DirectoryServiceInitializeUserProcedure,
+		svc.InitializeUser,
+		connect.WithSchema(directoryServiceMethods.ByName("InitializeUser")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/gatehouse.directory.v1.DirectoryService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case DirectoryServiceGetClientProcedure:
@@ -1276,6 +1375,12 @@ func NewDirectoryServiceHandler(svc DirectoryServiceHandler, opts ...connect.Han
 			directoryServiceCheckPasswordResetCodeHandler.ServeHTTP(w, r)
 		case DirectoryServiceResetPasswordProcedure:
 			directoryServiceResetPasswordHandler.ServeHTTP(w, r)
+		case DirectoryServiceCheckUserCodeProcedure:
+			directoryServiceCheckUserCodeHandler.ServeHTTP(w, r)
+		case DirectoryServiceVerifyEmailCodeProcedure:
+			directoryServiceVerifyEmailCodeHandler.ServeHTTP(w, r)
+		case DirectoryServiceInitializeUserProcedure:
+			directoryServiceInitializeUserHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -1415,4 +1520,16 @@ func (UnimplementedDirectoryServiceHandler) CheckPasswordResetCode(context.Conte
 
 func (UnimplementedDirectoryServiceHandler) ResetPassword(context.Context, *v1.ResetPasswordRequest) (*v1.ResetPasswordResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.ResetPassword is not implemented"))
+}
+
+func (UnimplementedDirectoryServiceHandler) CheckUserCode(context.Context, *v1.CheckUserCodeRequest) (*v1.CheckUserCodeResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.CheckUserCode is not implemented"))
+}
+
+func (UnimplementedDirectoryServiceHandler) VerifyEmailCode(context.Context, *v1.VerifyEmailCodeRequest) (*v1.VerifyEmailCodeResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.VerifyEmailCode is not implemented"))
+}
+
+func (UnimplementedDirectoryServiceHandler) InitializeUser(context.Context, *v1.InitializeUserRequest) (*v1.InitializeUserResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.InitializeUser is not implemented"))
 }

@@ -72,6 +72,24 @@ const (
 	// ManagementServiceSetPasswordProcedure is the fully-qualified name of the ManagementService's
 	// SetPassword RPC.
 	ManagementServiceSetPasswordProcedure = "/gatehouse.management.v1.ManagementService/SetPassword"
+	// ManagementServiceUpdateHumanEmailProcedure is the fully-qualified name of the ManagementService's
+	// UpdateHumanEmail RPC.
+	ManagementServiceUpdateHumanEmailProcedure = "/gatehouse.management.v1.ManagementService/UpdateHumanEmail"
+	// ManagementServiceResendHumanEmailVerificationProcedure is the fully-qualified name of the
+	// ManagementService's ResendHumanEmailVerification RPC.
+	ManagementServiceResendHumanEmailVerificationProcedure = "/gatehouse.management.v1.ManagementService/ResendHumanEmailVerification"
+	// ManagementServiceResendHumanInitializationProcedure is the fully-qualified name of the
+	// ManagementService's ResendHumanInitialization RPC.
+	ManagementServiceResendHumanInitializationProcedure = "/gatehouse.management.v1.ManagementService/ResendHumanInitialization"
+	// ManagementServiceSetEmailProcedure is the fully-qualified name of the ManagementService's
+	// SetEmail RPC.
+	ManagementServiceSetEmailProcedure = "/gatehouse.management.v1.ManagementService/SetEmail"
+	// ManagementServiceVerifyEmailProcedure is the fully-qualified name of the ManagementService's
+	// VerifyEmail RPC.
+	ManagementServiceVerifyEmailProcedure = "/gatehouse.management.v1.ManagementService/VerifyEmail"
+	// ManagementServiceResendEmailCodeProcedure is the fully-qualified name of the ManagementService's
+	// ResendEmailCode RPC.
+	ManagementServiceResendEmailCodeProcedure = "/gatehouse.management.v1.ManagementService/ResendEmailCode"
 	// ManagementServiceAddMachineKeyProcedure is the fully-qualified name of the ManagementService's
 	// AddMachineKey RPC.
 	ManagementServiceAddMachineKeyProcedure = "/gatehouse.management.v1.ManagementService/AddMachineKey"
@@ -114,6 +132,24 @@ const (
 	// ManagementServiceListOrgsProcedure is the fully-qualified name of the ManagementService's
 	// ListOrgs RPC.
 	ManagementServiceListOrgsProcedure = "/gatehouse.management.v1.ManagementService/ListOrgs"
+	// ManagementServiceAddOrgDomainProcedure is the fully-qualified name of the ManagementService's
+	// AddOrgDomain RPC.
+	ManagementServiceAddOrgDomainProcedure = "/gatehouse.management.v1.ManagementService/AddOrgDomain"
+	// ManagementServiceGenerateOrgDomainValidationProcedure is the fully-qualified name of the
+	// ManagementService's GenerateOrgDomainValidation RPC.
+	ManagementServiceGenerateOrgDomainValidationProcedure = "/gatehouse.management.v1.ManagementService/GenerateOrgDomainValidation"
+	// ManagementServiceValidateOrgDomainProcedure is the fully-qualified name of the
+	// ManagementService's ValidateOrgDomain RPC.
+	ManagementServiceValidateOrgDomainProcedure = "/gatehouse.management.v1.ManagementService/ValidateOrgDomain"
+	// ManagementServiceListOrgDomainsProcedure is the fully-qualified name of the ManagementService's
+	// ListOrgDomains RPC.
+	ManagementServiceListOrgDomainsProcedure = "/gatehouse.management.v1.ManagementService/ListOrgDomains"
+	// ManagementServiceRemoveOrgDomainProcedure is the fully-qualified name of the ManagementService's
+	// RemoveOrgDomain RPC.
+	ManagementServiceRemoveOrgDomainProcedure = "/gatehouse.management.v1.ManagementService/RemoveOrgDomain"
+	// ManagementServiceSetPrimaryOrgDomainProcedure is the fully-qualified name of the
+	// ManagementService's SetPrimaryOrgDomain RPC.
+	ManagementServiceSetPrimaryOrgDomainProcedure = "/gatehouse.management.v1.ManagementService/SetPrimaryOrgDomain"
 	// ManagementServiceAddOrgMemberProcedure is the fully-qualified name of the ManagementService's
 	// AddOrgMember RPC.
 	ManagementServiceAddOrgMemberProcedure = "/gatehouse.management.v1.ManagementService/AddOrgMember"
@@ -356,6 +392,41 @@ type ManagementServiceClient interface {
 	// holds every role the user holds also without either. Setting it with
 	// a code, or by someone else, ends the user's sessions and tokens.
 	SetPassword(context.Context, *v1.SetPasswordRequest) (*v1.SetPasswordResponse, error)
+	// Changes a human user's e-mail address (ZITADEL's management v1). With
+	// is_email_verified the address is verified at once: by an IAM owner it
+	// counts everywhere, by anyone else only within a domain the
+	// organization verified (the email_verified claim, SECURITY.md).
+	// Otherwise the new address gets a verification mail when mail can be
+	// sent. The old address is told of the change. Needs ORG_USER_MANAGER
+	// and to hold every role the user holds. AlreadyExists when another user
+	// of the organization has the address verified; 409 when it is already
+	// verified and unchanged.
+	UpdateHumanEmail(context.Context, *v1.UpdateHumanEmailRequest) (*v1.UpdateHumanEmailResponse, error)
+	// Mails the user a new code for its unverified address (ZITADEL's
+	// management v1). Needs ORG_USER_MANAGER and to hold every role the
+	// user holds. 409 without an address or with a verified one;
+	// ResourceExhausted within a minute of the previous one to the user or
+	// the address; FailedPrecondition when no mail can be sent.
+	ResendHumanEmailVerification(context.Context, *v1.ResendHumanEmailVerificationRequest) (*v1.ResendHumanEmailVerificationResponse, error)
+	// Mails a user that has no password yet a new invitation (ZITADEL's
+	// management v1): its link verifies the address and sets the first
+	// password. email, when set, replaces the address first. Needs
+	// ORG_USER_MANAGER and to hold every role the user holds. 409 for a
+	// user that has a password; ResourceExhausted and FailedPrecondition
+	// as ResendHumanEmailVerification.
+	ResendHumanInitialization(context.Context, *v1.ResendHumanInitializationRequest) (*v1.ResendHumanInitializationResponse, error)
+	// Sets a user's e-mail address (ZITADEL's v2 user service): the user
+	// for itself, or a user manager who holds every role the user holds.
+	// send_code (the default) mails a verification code, return_code
+	// returns it, is_verified (managers only) verifies it at once as
+	// UpdateHumanEmail does. A url_template is refused.
+	SetEmail(context.Context, *v1.SetEmailRequest) (*v1.SetEmailResponse, error)
+	// Verifies the user's address with the code it was sent (ZITADEL's v2
+	// user service). InvalidArgument for a wrong, used or expired code.
+	VerifyEmail(context.Context, *v1.VerifyEmailRequest) (*v1.VerifyEmailResponse, error)
+	// Sends, or returns, a new code for the user's unverified address
+	// (ZITADEL's v2 user service); limits as ResendHumanEmailVerification.
+	ResendEmailCode(context.Context, *v1.ResendEmailCodeRequest) (*v1.ResendEmailCodeResponse, error)
 	// Adds a key to a machine user. Without public_key, Gatehouse generates an
 	// RSA key pair and returns the private key once, in key_details; with
 	// public_key, only that public key is registered.
@@ -417,6 +488,41 @@ type ManagementServiceClient interface {
 	// Roles: none needed; a caller without roles gets an empty list.
 	// Errors: InvalidArgument for a query outside its limits.
 	ListOrgs(context.Context, *v1.ListOrgsRequest) (*v1.ListOrgsResponse, error)
+	// Adds a domain to the organization (ZITADEL's management v1),
+	// unverified. The issuer's host and names under it (the instance's
+	// generated domains) are refused. A domain another organization verified
+	// may be added but never verified here.
+	// Roles: ORG_OWNER or above. Errors: InvalidArgument for a name that is
+	// no domain; AlreadyExists when the organization has it.
+	AddOrgDomain(context.Context, *v1.AddOrgDomainRequest) (*v1.AddOrgDomainResponse, error)
+	// Generates a token that proves control of the domain: a file at
+	// http://<domain>/.well-known/gatehouse-challenge/<token> whose body is
+	// the token (DOMAIN_VALIDATION_TYPE_HTTP), or a TXT record at
+	// _gatehouse-challenge.<domain> holding it (DOMAIN_VALIDATION_TYPE_DNS).
+	// A new token replaces the earlier one.
+	// Roles: ORG_OWNER or above. Errors: NotFound; 409 for a verified domain.
+	GenerateOrgDomainValidation(context.Context, *v1.GenerateOrgDomainValidationRequest) (*v1.GenerateOrgDomainValidationResponse, error)
+	// Checks the generated token where it was put (the HTTP check only
+	// reaches public addresses; the DNS check asks the configured resolver)
+	// and, when it is there, verifies the domain: addresses in it that an
+	// organization admin marked verified count as verified (SECURITY.md).
+	// Roles: ORG_OWNER or above. Errors: NotFound; 409 without a generated
+	// token or when the check fails (saying what it looked for);
+	// AlreadyExists when another organization verified the domain.
+	ValidateOrgDomain(context.Context, *v1.ValidateOrgDomainRequest) (*v1.ValidateOrgDomainResponse, error)
+	// Lists the organization's domains matching all queries, ordered by
+	// name (descending unless query.asc).
+	// Roles: ORG_OWNER or above.
+	ListOrgDomains(context.Context, *v1.ListOrgDomainsRequest) (*v1.ListOrgDomainsResponse, error)
+	// Removes a domain; addresses in it lose the organization's marks'
+	// verification at once. The primary domain cannot be removed.
+	// Roles: ORG_OWNER or above. Errors: NotFound; 409 for the primary.
+	RemoveOrgDomain(context.Context, *v1.RemoveOrgDomainRequest) (*v1.RemoveOrgDomainResponse, error)
+	// Makes a verified domain the primary one: login names become
+	// user@<domain>.
+	// Roles: ORG_OWNER or above. Errors: NotFound; 409 for an unverified
+	// domain or the primary already.
+	SetPrimaryOrgDomain(context.Context, *v1.SetPrimaryOrgDomainRequest) (*v1.SetPrimaryOrgDomainResponse, error)
 	// Grants organization roles to a user of the instance.
 	// Roles: ORG_OWNER or above. Errors: NotFound for an unknown user;
 	// AlreadyExists when the user is already a member; InvalidArgument for an
@@ -466,8 +572,11 @@ type ManagementServiceClient interface {
 	// methods: with trust, the "amr" values of its ID tokens are recorded
 	// in Gatehouse's (beside "fed"); without (the default), a sign-in
 	// through it records "fed" alone, so a relying party requiring "mfa"
-	// does not trust whatever provider an organization adds. The trust ends
-	// when the provider's issuer or client id changes.
+	// does not trust whatever provider an organization adds. Likewise its
+	// email_verified: with trust it proves the address; without, it counts
+	// as the organization's own mark (verified only within the
+	// organization's verified domains). The trust ends when the provider's
+	// issuer or client id changes.
 	// Roles: IAM_OWNER. Errors: NotFound; Aborted (409) when unchanged.
 	SetOrgIDPTrust(context.Context, *v1.SetOrgIDPTrustRequest) (*v1.SetOrgIDPTrustResponse, error)
 	// Removes an identity provider and the links of users to it.
@@ -736,6 +845,42 @@ func NewManagementServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			connect.WithSchema(managementServiceMethods.ByName("SetPassword")),
 			connect.WithClientOptions(opts...),
 		),
+		updateHumanEmail: connect.NewClient[v1.UpdateHumanEmailRequest, v1.UpdateHumanEmailResponse](
+			httpClient,
+			baseURL+ManagementServiceUpdateHumanEmailProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("UpdateHumanEmail")),
+			connect.WithClientOptions(opts...),
+		),
+		resendHumanEmailVerification: connect.NewClient[v1.ResendHumanEmailVerificationRequest, v1.ResendHumanEmailVerificationResponse](
+			httpClient,
+			baseURL+ManagementServiceResendHumanEmailVerificationProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("ResendHumanEmailVerification")),
+			connect.WithClientOptions(opts...),
+		),
+		resendHumanInitialization: connect.NewClient[v1.ResendHumanInitializationRequest, v1.ResendHumanInitializationResponse](
+			httpClient,
+			baseURL+ManagementServiceResendHumanInitializationProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("ResendHumanInitialization")),
+			connect.WithClientOptions(opts...),
+		),
+		setEmail: connect.NewClient[v1.SetEmailRequest, v1.SetEmailResponse](
+			httpClient,
+			baseURL+ManagementServiceSetEmailProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("SetEmail")),
+			connect.WithClientOptions(opts...),
+		),
+		verifyEmail: connect.NewClient[v1.VerifyEmailRequest, v1.VerifyEmailResponse](
+			httpClient,
+			baseURL+ManagementServiceVerifyEmailProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("VerifyEmail")),
+			connect.WithClientOptions(opts...),
+		),
+		resendEmailCode: connect.NewClient[v1.ResendEmailCodeRequest, v1.ResendEmailCodeResponse](
+			httpClient,
+			baseURL+ManagementServiceResendEmailCodeProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("ResendEmailCode")),
+			connect.WithClientOptions(opts...),
+		),
 		addMachineKey: connect.NewClient[v1.AddMachineKeyRequest, v1.AddMachineKeyResponse](
 			httpClient,
 			baseURL+ManagementServiceAddMachineKeyProcedure,
@@ -823,6 +968,43 @@ func NewManagementServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			baseURL+ManagementServiceListOrgsProcedure,
 			connect.WithSchema(managementServiceMethods.ByName("ListOrgs")),
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		addOrgDomain: connect.NewClient[v1.AddOrgDomainRequest, v1.AddOrgDomainResponse](
+			httpClient,
+			baseURL+ManagementServiceAddOrgDomainProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("AddOrgDomain")),
+			connect.WithClientOptions(opts...),
+		),
+		generateOrgDomainValidation: connect.NewClient[v1.GenerateOrgDomainValidationRequest, v1.GenerateOrgDomainValidationResponse](
+			httpClient,
+			baseURL+ManagementServiceGenerateOrgDomainValidationProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("GenerateOrgDomainValidation")),
+			connect.WithClientOptions(opts...),
+		),
+		validateOrgDomain: connect.NewClient[v1.ValidateOrgDomainRequest, v1.ValidateOrgDomainResponse](
+			httpClient,
+			baseURL+ManagementServiceValidateOrgDomainProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("ValidateOrgDomain")),
+			connect.WithClientOptions(opts...),
+		),
+		listOrgDomains: connect.NewClient[v1.ListOrgDomainsRequest, v1.ListOrgDomainsResponse](
+			httpClient,
+			baseURL+ManagementServiceListOrgDomainsProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("ListOrgDomains")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		removeOrgDomain: connect.NewClient[v1.RemoveOrgDomainRequest, v1.RemoveOrgDomainResponse](
+			httpClient,
+			baseURL+ManagementServiceRemoveOrgDomainProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("RemoveOrgDomain")),
+			connect.WithClientOptions(opts...),
+		),
+		setPrimaryOrgDomain: connect.NewClient[v1.SetPrimaryOrgDomainRequest, v1.SetPrimaryOrgDomainResponse](
+			httpClient,
+			baseURL+ManagementServiceSetPrimaryOrgDomainProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("SetPrimaryOrgDomain")),
 			connect.WithClientOptions(opts...),
 		),
 		addOrgMember: connect.NewClient[v1.AddOrgMemberRequest, v1.AddOrgMemberResponse](
@@ -1195,6 +1377,12 @@ type managementServiceClient struct {
 	sendHumanResetPasswordNotification *connect.Client[v1.SendHumanResetPasswordNotificationRequest, v1.SendHumanResetPasswordNotificationResponse]
 	passwordReset                      *connect.Client[v1.PasswordResetRequest, v1.PasswordResetResponse]
 	setPassword                        *connect.Client[v1.SetPasswordRequest, v1.SetPasswordResponse]
+	updateHumanEmail                   *connect.Client[v1.UpdateHumanEmailRequest, v1.UpdateHumanEmailResponse]
+	resendHumanEmailVerification       *connect.Client[v1.ResendHumanEmailVerificationRequest, v1.ResendHumanEmailVerificationResponse]
+	resendHumanInitialization          *connect.Client[v1.ResendHumanInitializationRequest, v1.ResendHumanInitializationResponse]
+	setEmail                           *connect.Client[v1.SetEmailRequest, v1.SetEmailResponse]
+	verifyEmail                        *connect.Client[v1.VerifyEmailRequest, v1.VerifyEmailResponse]
+	resendEmailCode                    *connect.Client[v1.ResendEmailCodeRequest, v1.ResendEmailCodeResponse]
 	addMachineKey                      *connect.Client[v1.AddMachineKeyRequest, v1.AddMachineKeyResponse]
 	listMachineKeys                    *connect.Client[v1.ListMachineKeysRequest, v1.ListMachineKeysResponse]
 	removeMachineKey                   *connect.Client[v1.RemoveMachineKeyRequest, v1.RemoveMachineKeyResponse]
@@ -1209,6 +1397,12 @@ type managementServiceClient struct {
 	getMyOrg                           *connect.Client[v1.GetMyOrgRequest, v1.GetMyOrgResponse]
 	addOrg                             *connect.Client[v1.AddOrgRequest, v1.AddOrgResponse]
 	listOrgs                           *connect.Client[v1.ListOrgsRequest, v1.ListOrgsResponse]
+	addOrgDomain                       *connect.Client[v1.AddOrgDomainRequest, v1.AddOrgDomainResponse]
+	generateOrgDomainValidation        *connect.Client[v1.GenerateOrgDomainValidationRequest, v1.GenerateOrgDomainValidationResponse]
+	validateOrgDomain                  *connect.Client[v1.ValidateOrgDomainRequest, v1.ValidateOrgDomainResponse]
+	listOrgDomains                     *connect.Client[v1.ListOrgDomainsRequest, v1.ListOrgDomainsResponse]
+	removeOrgDomain                    *connect.Client[v1.RemoveOrgDomainRequest, v1.RemoveOrgDomainResponse]
+	setPrimaryOrgDomain                *connect.Client[v1.SetPrimaryOrgDomainRequest, v1.SetPrimaryOrgDomainResponse]
 	addOrgMember                       *connect.Client[v1.AddOrgMemberRequest, v1.AddOrgMemberResponse]
 	listOrgMembers                     *connect.Client[v1.ListOrgMembersRequest, v1.ListOrgMembersResponse]
 	removeOrgMember                    *connect.Client[v1.RemoveOrgMemberRequest, v1.RemoveOrgMemberResponse]
@@ -1385,6 +1579,62 @@ func (c *managementServiceClient) SetPassword(ctx context.Context, req *v1.SetPa
 	return nil, err
 }
 
+// UpdateHumanEmail calls gatehouse.management.v1.ManagementService.UpdateHumanEmail.
+func (c *managementServiceClient) UpdateHumanEmail(ctx context.Context, req *v1.UpdateHumanEmailRequest) (*v1.UpdateHumanEmailResponse, error) {
+	response, err := c.updateHumanEmail.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// ResendHumanEmailVerification calls
+// gatehouse.management.v1.ManagementService.ResendHumanEmailVerification.
+func (c *managementServiceClient) ResendHumanEmailVerification(ctx context.Context, req *v1.ResendHumanEmailVerificationRequest) (*v1.ResendHumanEmailVerificationResponse, error) {
+	response, err := c.resendHumanEmailVerification.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// ResendHumanInitialization calls
+// gatehouse.management.v1.ManagementService.ResendHumanInitialization.
+func (c *managementServiceClient) ResendHumanInitialization(ctx context.Context, req *v1.ResendHumanInitializationRequest) (*v1.ResendHumanInitializationResponse, error) {
+	response, err := c.resendHumanInitialization.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// SetEmail calls gatehouse.management.v1.ManagementService.SetEmail.
+func (c *managementServiceClient) SetEmail(ctx context.Context, req *v1.SetEmailRequest) (*v1.SetEmailResponse, error) {
+	response, err := c.setEmail.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// VerifyEmail calls gatehouse.management.v1.ManagementService.VerifyEmail.
+func (c *managementServiceClient) VerifyEmail(ctx context.Context, req *v1.VerifyEmailRequest) (*v1.VerifyEmailResponse, error) {
+	response, err := c.verifyEmail.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// ResendEmailCode calls gatehouse.management.v1.ManagementService.ResendEmailCode.
+func (c *managementServiceClient) ResendEmailCode(ctx context.Context, req *v1.ResendEmailCodeRequest) (*v1.ResendEmailCodeResponse, error) {
+	response, err := c.resendEmailCode.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
 // AddMachineKey calls gatehouse.management.v1.ManagementService.AddMachineKey.
 func (c *managementServiceClient) AddMachineKey(ctx context.Context, req *v1.AddMachineKeyRequest) (*v1.AddMachineKeyResponse, error) {
 	response, err := c.addMachineKey.CallUnary(ctx, connect.NewRequest(req))
@@ -1505,6 +1755,61 @@ func (c *managementServiceClient) AddOrg(ctx context.Context, req *v1.AddOrgRequ
 // ListOrgs calls gatehouse.management.v1.ManagementService.ListOrgs.
 func (c *managementServiceClient) ListOrgs(ctx context.Context, req *v1.ListOrgsRequest) (*v1.ListOrgsResponse, error) {
 	response, err := c.listOrgs.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// AddOrgDomain calls gatehouse.management.v1.ManagementService.AddOrgDomain.
+func (c *managementServiceClient) AddOrgDomain(ctx context.Context, req *v1.AddOrgDomainRequest) (*v1.AddOrgDomainResponse, error) {
+	response, err := c.addOrgDomain.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// GenerateOrgDomainValidation calls
+// gatehouse.management.v1.ManagementService.GenerateOrgDomainValidation.
+func (c *managementServiceClient) GenerateOrgDomainValidation(ctx context.Context, req *v1.GenerateOrgDomainValidationRequest) (*v1.GenerateOrgDomainValidationResponse, error) {
+	response, err := c.generateOrgDomainValidation.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// ValidateOrgDomain calls gatehouse.management.v1.ManagementService.ValidateOrgDomain.
+func (c *managementServiceClient) ValidateOrgDomain(ctx context.Context, req *v1.ValidateOrgDomainRequest) (*v1.ValidateOrgDomainResponse, error) {
+	response, err := c.validateOrgDomain.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// ListOrgDomains calls gatehouse.management.v1.ManagementService.ListOrgDomains.
+func (c *managementServiceClient) ListOrgDomains(ctx context.Context, req *v1.ListOrgDomainsRequest) (*v1.ListOrgDomainsResponse, error) {
+	response, err := c.listOrgDomains.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// RemoveOrgDomain calls gatehouse.management.v1.ManagementService.RemoveOrgDomain.
+func (c *managementServiceClient) RemoveOrgDomain(ctx context.Context, req *v1.RemoveOrgDomainRequest) (*v1.RemoveOrgDomainResponse, error) {
+	response, err := c.removeOrgDomain.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// SetPrimaryOrgDomain calls gatehouse.management.v1.ManagementService.SetPrimaryOrgDomain.
+func (c *managementServiceClient) SetPrimaryOrgDomain(ctx context.Context, req *v1.SetPrimaryOrgDomainRequest) (*v1.SetPrimaryOrgDomainResponse, error) {
+	response, err := c.setPrimaryOrgDomain.CallUnary(ctx, connect.NewRequest(req))
 	if response != nil {
 		return response.Msg, err
 	}
@@ -2103,6 +2408,41 @@ type ManagementServiceHandler interface {
 	// holds every role the user holds also without either. Setting it with
 	// a code, or by someone else, ends the user's sessions and tokens.
 	SetPassword(context.Context, *v1.SetPasswordRequest) (*v1.SetPasswordResponse, error)
+	// Changes a human user's e-mail address (ZITADEL's management v1). With
+	// is_email_verified the address is verified at once: by an IAM owner it
+	// counts everywhere, by anyone else only within a domain the
+	// organization verified (the email_verified claim, SECURITY.md).
+	// Otherwise the new address gets a verification mail when mail can be
+	// sent. The old address is told of the change. Needs ORG_USER_MANAGER
+	// and to hold every role the user holds. AlreadyExists when another user
+	// of the organization has the address verified; 409 when it is already
+	// verified and unchanged.
+	UpdateHumanEmail(context.Context, *v1.UpdateHumanEmailRequest) (*v1.UpdateHumanEmailResponse, error)
+	// Mails the user a new code for its unverified address (ZITADEL's
+	// management v1). Needs ORG_USER_MANAGER and to hold every role the
+	// user holds. 409 without an address or with a verified one;
+	// ResourceExhausted within a minute of the previous one to the user or
+	// the address; FailedPrecondition when no mail can be sent.
+	ResendHumanEmailVerification(context.Context, *v1.ResendHumanEmailVerificationRequest) (*v1.ResendHumanEmailVerificationResponse, error)
+	// Mails a user that has no password yet a new invitation (ZITADEL's
+	// management v1): its link verifies the address and sets the first
+	// password. email, when set, replaces the address first. Needs
+	// ORG_USER_MANAGER and to hold every role the user holds. 409 for a
+	// user that has a password; ResourceExhausted and FailedPrecondition
+	// as ResendHumanEmailVerification.
+	ResendHumanInitialization(context.Context, *v1.ResendHumanInitializationRequest) (*v1.ResendHumanInitializationResponse, error)
+	// Sets a user's e-mail address (ZITADEL's v2 user service): the user
+	// for itself, or a user manager who holds every role the user holds.
+	// send_code (the default) mails a verification code, return_code
+	// returns it, is_verified (managers only) verifies it at once as
+	// UpdateHumanEmail does. A url_template is refused.
+	SetEmail(context.Context, *v1.SetEmailRequest) (*v1.SetEmailResponse, error)
+	// Verifies the user's address with the code it was sent (ZITADEL's v2
+	// user service). InvalidArgument for a wrong, used or expired code.
+	VerifyEmail(context.Context, *v1.VerifyEmailRequest) (*v1.VerifyEmailResponse, error)
+	// Sends, or returns, a new code for the user's unverified address
+	// (ZITADEL's v2 user service); limits as ResendHumanEmailVerification.
+	ResendEmailCode(context.Context, *v1.ResendEmailCodeRequest) (*v1.ResendEmailCodeResponse, error)
 	// Adds a key to a machine user. Without public_key, Gatehouse generates an
 	// RSA key pair and returns the private key once, in key_details; with
 	// public_key, only that public key is registered.
@@ -2164,6 +2504,41 @@ type ManagementServiceHandler interface {
 	// Roles: none needed; a caller without roles gets an empty list.
 	// Errors: InvalidArgument for a query outside its limits.
 	ListOrgs(context.Context, *v1.ListOrgsRequest) (*v1.ListOrgsResponse, error)
+	// Adds a domain to the organization (ZITADEL's management v1),
+	// unverified. The issuer's host and names under it (the instance's
+	// generated domains) are refused. A domain another organization verified
+	// may be added but never verified here.
+	// Roles: ORG_OWNER or above. Errors: InvalidArgument for a name that is
+	// no domain; AlreadyExists when the organization has it.
+	AddOrgDomain(context.Context, *v1.AddOrgDomainRequest) (*v1.AddOrgDomainResponse, error)
+	// Generates a token that proves control of the domain: a file at
+	// http://<domain>/.well-known/gatehouse-challenge/<token> whose body is
+	// the token (DOMAIN_VALIDATION_TYPE_HTTP), or a TXT record at
+	// _gatehouse-challenge.<domain> holding it (DOMAIN_VALIDATION_TYPE_DNS).
+	// A new token replaces the earlier one.
+	// Roles: ORG_OWNER or above. Errors: NotFound; 409 for a verified domain.
+	GenerateOrgDomainValidation(context.Context, *v1.GenerateOrgDomainValidationRequest) (*v1.GenerateOrgDomainValidationResponse, error)
+	// Checks the generated token where it was put (the HTTP check only
+	// reaches public addresses; the DNS check asks the configured resolver)
+	// and, when it is there, verifies the domain: addresses in it that an
+	// organization admin marked verified count as verified (SECURITY.md).
+	// Roles: ORG_OWNER or above. Errors: NotFound; 409 without a generated
+	// token or when the check fails (saying what it looked for);
+	// AlreadyExists when another organization verified the domain.
+	ValidateOrgDomain(context.Context, *v1.ValidateOrgDomainRequest) (*v1.ValidateOrgDomainResponse, error)
+	// Lists the organization's domains matching all queries, ordered by
+	// name (descending unless query.asc).
+	// Roles: ORG_OWNER or above.
+	ListOrgDomains(context.Context, *v1.ListOrgDomainsRequest) (*v1.ListOrgDomainsResponse, error)
+	// Removes a domain; addresses in it lose the organization's marks'
+	// verification at once. The primary domain cannot be removed.
+	// Roles: ORG_OWNER or above. Errors: NotFound; 409 for the primary.
+	RemoveOrgDomain(context.Context, *v1.RemoveOrgDomainRequest) (*v1.RemoveOrgDomainResponse, error)
+	// Makes a verified domain the primary one: login names become
+	// user@<domain>.
+	// Roles: ORG_OWNER or above. Errors: NotFound; 409 for an unverified
+	// domain or the primary already.
+	SetPrimaryOrgDomain(context.Context, *v1.SetPrimaryOrgDomainRequest) (*v1.SetPrimaryOrgDomainResponse, error)
 	// Grants organization roles to a user of the instance.
 	// Roles: ORG_OWNER or above. Errors: NotFound for an unknown user;
 	// AlreadyExists when the user is already a member; InvalidArgument for an
@@ -2213,8 +2588,11 @@ type ManagementServiceHandler interface {
 	// methods: with trust, the "amr" values of its ID tokens are recorded
 	// in Gatehouse's (beside "fed"); without (the default), a sign-in
 	// through it records "fed" alone, so a relying party requiring "mfa"
-	// does not trust whatever provider an organization adds. The trust ends
-	// when the provider's issuer or client id changes.
+	// does not trust whatever provider an organization adds. Likewise its
+	// email_verified: with trust it proves the address; without, it counts
+	// as the organization's own mark (verified only within the
+	// organization's verified domains). The trust ends when the provider's
+	// issuer or client id changes.
 	// Roles: IAM_OWNER. Errors: NotFound; Aborted (409) when unchanged.
 	SetOrgIDPTrust(context.Context, *v1.SetOrgIDPTrustRequest) (*v1.SetOrgIDPTrustResponse, error)
 	// Removes an identity provider and the links of users to it.
@@ -2479,6 +2857,42 @@ func NewManagementServiceHandler(svc ManagementServiceHandler, opts ...connect.H
 		connect.WithSchema(managementServiceMethods.ByName("SetPassword")),
 		connect.WithHandlerOptions(opts...),
 	)
+	managementServiceUpdateHumanEmailHandler := connect.NewUnaryHandlerSimple(
+		ManagementServiceUpdateHumanEmailProcedure,
+		svc.UpdateHumanEmail,
+		connect.WithSchema(managementServiceMethods.ByName("UpdateHumanEmail")),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceResendHumanEmailVerificationHandler := connect.NewUnaryHandlerSimple(
+		ManagementServiceResendHumanEmailVerificationProcedure,
+		svc.ResendHumanEmailVerification,
+		connect.WithSchema(managementServiceMethods.ByName("ResendHumanEmailVerification")),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceResendHumanInitializationHandler := connect.NewUnaryHandlerSimple(
+		ManagementServiceResendHumanInitializationProcedure,
+		svc.ResendHumanInitialization,
+		connect.WithSchema(managementServiceMethods.ByName("ResendHumanInitialization")),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceSetEmailHandler := connect.NewUnaryHandlerSimple(
+		ManagementServiceSetEmailProcedure,
+		svc.SetEmail,
+		connect.WithSchema(managementServiceMethods.ByName("SetEmail")),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceVerifyEmailHandler := connect.NewUnaryHandlerSimple(
+		ManagementServiceVerifyEmailProcedure,
+		svc.VerifyEmail,
+		connect.WithSchema(managementServiceMethods.ByName("VerifyEmail")),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceResendEmailCodeHandler := connect.NewUnaryHandlerSimple(
+		ManagementServiceResendEmailCodeProcedure,
+		svc.ResendEmailCode,
+		connect.WithSchema(managementServiceMethods.ByName("ResendEmailCode")),
+		connect.WithHandlerOptions(opts...),
+	)
 	managementServiceAddMachineKeyHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceAddMachineKeyProcedure,
 		svc.AddMachineKey,
@@ -2566,6 +2980,43 @@ func NewManagementServiceHandler(svc ManagementServiceHandler, opts ...connect.H
 		svc.ListOrgs,
 		connect.WithSchema(managementServiceMethods.ByName("ListOrgs")),
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceAddOrgDomainHandler := connect.NewUnaryHandlerSimple(
+		ManagementServiceAddOrgDomainProcedure,
+		svc.AddOrgDomain,
+		connect.WithSchema(managementServiceMethods.ByName("AddOrgDomain")),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceGenerateOrgDomainValidationHandler := connect.NewUnaryHandlerSimple(
+		ManagementServiceGenerateOrgDomainValidationProcedure,
+		svc.GenerateOrgDomainValidation,
+		connect.WithSchema(managementServiceMethods.ByName("GenerateOrgDomainValidation")),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceValidateOrgDomainHandler := connect.NewUnaryHandlerSimple(
+		ManagementServiceValidateOrgDomainProcedure,
+		svc.ValidateOrgDomain,
+		connect.WithSchema(managementServiceMethods.ByName("ValidateOrgDomain")),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceListOrgDomainsHandler := connect.NewUnaryHandlerSimple(
+		ManagementServiceListOrgDomainsProcedure,
+		svc.ListOrgDomains,
+		connect.WithSchema(managementServiceMethods.ByName("ListOrgDomains")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceRemoveOrgDomainHandler := connect.NewUnaryHandlerSimple(
+		ManagementServiceRemoveOrgDomainProcedure,
+		svc.RemoveOrgDomain,
+		connect.WithSchema(managementServiceMethods.ByName("RemoveOrgDomain")),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceSetPrimaryOrgDomainHandler := connect.NewUnaryHandlerSimple(
+		ManagementServiceSetPrimaryOrgDomainProcedure,
+		svc.SetPrimaryOrgDomain,
+		connect.WithSchema(managementServiceMethods.ByName("SetPrimaryOrgDomain")),
 		connect.WithHandlerOptions(opts...),
 	)
 	managementServiceAddOrgMemberHandler := connect.NewUnaryHandlerSimple(
@@ -2948,6 +3399,18 @@ func NewManagementServiceHandler(svc ManagementServiceHandler, opts ...connect.H
 			managementServicePasswordResetHandler.ServeHTTP(w, r)
 		case ManagementServiceSetPasswordProcedure:
 			managementServiceSetPasswordHandler.ServeHTTP(w, r)
+		case ManagementServiceUpdateHumanEmailProcedure:
+			managementServiceUpdateHumanEmailHandler.ServeHTTP(w, r)
+		case ManagementServiceResendHumanEmailVerificationProcedure:
+			managementServiceResendHumanEmailVerificationHandler.ServeHTTP(w, r)
+		case ManagementServiceResendHumanInitializationProcedure:
+			managementServiceResendHumanInitializationHandler.ServeHTTP(w, r)
+		case ManagementServiceSetEmailProcedure:
+			managementServiceSetEmailHandler.ServeHTTP(w, r)
+		case ManagementServiceVerifyEmailProcedure:
+			managementServiceVerifyEmailHandler.ServeHTTP(w, r)
+		case ManagementServiceResendEmailCodeProcedure:
+			managementServiceResendEmailCodeHandler.ServeHTTP(w, r)
 		case ManagementServiceAddMachineKeyProcedure:
 			managementServiceAddMachineKeyHandler.ServeHTTP(w, r)
 		case ManagementServiceListMachineKeysProcedure:
@@ -2976,6 +3439,18 @@ func NewManagementServiceHandler(svc ManagementServiceHandler, opts ...connect.H
 			managementServiceAddOrgHandler.ServeHTTP(w, r)
 		case ManagementServiceListOrgsProcedure:
 			managementServiceListOrgsHandler.ServeHTTP(w, r)
+		case ManagementServiceAddOrgDomainProcedure:
+			managementServiceAddOrgDomainHandler.ServeHTTP(w, r)
+		case ManagementServiceGenerateOrgDomainValidationProcedure:
+			managementServiceGenerateOrgDomainValidationHandler.ServeHTTP(w, r)
+		case ManagementServiceValidateOrgDomainProcedure:
+			managementServiceValidateOrgDomainHandler.ServeHTTP(w, r)
+		case ManagementServiceListOrgDomainsProcedure:
+			managementServiceListOrgDomainsHandler.ServeHTTP(w, r)
+		case ManagementServiceRemoveOrgDomainProcedure:
+			managementServiceRemoveOrgDomainHandler.ServeHTTP(w, r)
+		case ManagementServiceSetPrimaryOrgDomainProcedure:
+			managementServiceSetPrimaryOrgDomainHandler.ServeHTTP(w, r)
 		case ManagementServiceAddOrgMemberProcedure:
 			managementServiceAddOrgMemberHandler.ServeHTTP(w, r)
 		case ManagementServiceListOrgMembersProcedure:
@@ -3149,6 +3624,30 @@ func (UnimplementedManagementServiceHandler) SetPassword(context.Context, *v1.Se
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.SetPassword is not implemented"))
 }
 
+func (UnimplementedManagementServiceHandler) UpdateHumanEmail(context.Context, *v1.UpdateHumanEmailRequest) (*v1.UpdateHumanEmailResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.UpdateHumanEmail is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) ResendHumanEmailVerification(context.Context, *v1.ResendHumanEmailVerificationRequest) (*v1.ResendHumanEmailVerificationResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ResendHumanEmailVerification is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) ResendHumanInitialization(context.Context, *v1.ResendHumanInitializationRequest) (*v1.ResendHumanInitializationResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ResendHumanInitialization is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) SetEmail(context.Context, *v1.SetEmailRequest) (*v1.SetEmailResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.SetEmail is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) VerifyEmail(context.Context, *v1.VerifyEmailRequest) (*v1.VerifyEmailResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.VerifyEmail is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) ResendEmailCode(context.Context, *v1.ResendEmailCodeRequest) (*v1.ResendEmailCodeResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ResendEmailCode is not implemented"))
+}
+
 func (UnimplementedManagementServiceHandler) AddMachineKey(context.Context, *v1.AddMachineKeyRequest) (*v1.AddMachineKeyResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.AddMachineKey is not implemented"))
 }
@@ -3203,6 +3702,30 @@ func (UnimplementedManagementServiceHandler) AddOrg(context.Context, *v1.AddOrgR
 
 func (UnimplementedManagementServiceHandler) ListOrgs(context.Context, *v1.ListOrgsRequest) (*v1.ListOrgsResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ListOrgs is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) AddOrgDomain(context.Context, *v1.AddOrgDomainRequest) (*v1.AddOrgDomainResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.AddOrgDomain is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) GenerateOrgDomainValidation(context.Context, *v1.GenerateOrgDomainValidationRequest) (*v1.GenerateOrgDomainValidationResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.GenerateOrgDomainValidation is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) ValidateOrgDomain(context.Context, *v1.ValidateOrgDomainRequest) (*v1.ValidateOrgDomainResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ValidateOrgDomain is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) ListOrgDomains(context.Context, *v1.ListOrgDomainsRequest) (*v1.ListOrgDomainsResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.ListOrgDomains is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) RemoveOrgDomain(context.Context, *v1.RemoveOrgDomainRequest) (*v1.RemoveOrgDomainResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.RemoveOrgDomain is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) SetPrimaryOrgDomain(context.Context, *v1.SetPrimaryOrgDomainRequest) (*v1.SetPrimaryOrgDomainResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.SetPrimaryOrgDomain is not implemented"))
 }
 
 func (UnimplementedManagementServiceHandler) AddOrgMember(context.Context, *v1.AddOrgMemberRequest) (*v1.AddOrgMemberResponse, error) {
