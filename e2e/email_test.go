@@ -189,3 +189,46 @@ func TestInvitationByMail(t *testing.T) {
 		t.Fatalf("the used link: %d", p.status)
 	}
 }
+
+var codeRE = regexp.MustCompile(`(?m)^\s*([A-Z2-7]{26})\s*$`)
+
+// Registration under a login policy that requires a verified address: the
+// new user gets the code by mail and no authorization code until it
+// enters it; then the relying party sees a verified address.
+func TestRegistrationVerifiesEmail(t *testing.T) {
+	mp := startMailpit(t)
+	e := afStartEnv(t, mp.env())
+	e.loginPolicy(map[string]any{"allowRegister": true, "ignoreUnknownUsernames": true, "requireVerifiedEmail": true})
+	cfg := e.web
+	cfg.Scopes = []string{"openid", "email"}
+	c := browser(t, e.base)
+	p := afGet(t, c, cfg.AuthCodeURL("rg", oidc.Nonce("n-rg"), oauth2.SetAuthURLParam("prompt", "create")))
+	if !afIs(p, "userName") {
+		t.Fatalf("want the registration form; got %d:\n%s", p.status, p.body)
+	}
+	const pw = "Rena-Passw0rd!"
+	step := afSubmit(t, c, e.base, p, url.Values{"userName": {"rena"}, "firstName": {"Rena"}, "lastName": {"New"},
+		"email": {"rena@example.com"}, "password": {pw}, "confirmPassword": {pw}})
+	if step.loc != nil || !afIs(step, "code") {
+		t.Fatalf("after registering: want the code step; got %d %v:\n%s", step.status, step.loc, step.body)
+	}
+	msgs := mp.waitFor("rena@example.com", 1)
+	m := codeRE.FindStringSubmatch(mp.text(msgs[0].ID))
+	if m == nil {
+		t.Fatalf("no code in:\n%s", mp.text(msgs[0].ID))
+	}
+	if wrong := afSubmit(t, c, e.base, step, url.Values{"code": {"AAAAAAAAAAAAAAAAAAAAAAAAAA"}}); wrong.status != http.StatusBadRequest {
+		t.Fatalf("a wrong code: %d", wrong.status)
+	}
+	done := afSubmit(t, c, e.base, step, url.Values{"code": {m[1]}})
+	if done.loc == nil || done.loc.Query().Get("code") == "" {
+		t.Fatalf("after the code: %d %v:\n%s", done.status, done.loc, done.body)
+	}
+	tok, err := cfg.Exchange(e.ctx, done.loc.Query().Get("code"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if addr, ok := e.userinfoEmail(tok); addr != "rena@example.com" || !ok {
+		t.Fatalf("userinfo: %s %v; want rena@example.com verified", addr, ok)
+	}
+}

@@ -459,7 +459,7 @@ func (a *App) keysCmd() *cobra.Command {
 func (a *App) loginPolicyCmd() *cobra.Command {
 	policy := []string{"allow_username_password", "allow_register", "allow_external_idp", "force_mfa", "hide_password_reset",
 		"ignore_unknown_usernames", "default_redirect_uri", "password_check_lifetime", "external_login_check_lifetime",
-		"allow_domain_discovery", "disable_login_with_email", "disable_login_with_phone"}
+		"allow_domain_discovery", "disable_login_with_email", "disable_login_with_phone", "require_verified_email"}
 	return group("login-policy", "The organization's login policy", "  gatehouse login-policy show --org acme",
 		a.rpcCommand(rpcCmd{use: "show", short: "Show the login policy in force (the default or the organization's own)",
 			example: "  gatehouse login-policy show -o yaml", rpc: mgmt(mc.GetLoginPolicy)}),

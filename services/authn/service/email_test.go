@@ -52,3 +52,44 @@ func TestEmailLinkPages(t *testing.T) {
 		t.Fatalf("the invitation a second time: %d", r.StatusCode)
 	}
 }
+
+// The login policy's require_verified_email: a user whose address is not
+// verified gets a mailed code and no authorization code until it enters
+// it (or follows the link and continues); a verified user passes.
+func TestRequireVerifiedEmail(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, db.SQLite)
+	e.dir.Orgs["org1"].LoginPolicy.RequireVerifiedEmail = true
+	e.dir.EmailCodes = map[string]string{"alice-id": "mail-code"}
+	e.dir.Users["alice-id"].User.Email = "alice@example.com"
+	page := e.passwordPage(codeParams(), "alice")
+	step := e.submit(page, url.Values{"password": {"Alice-Pass-1"}})
+	if step.StatusCode != http.StatusSeeOther || !strings.HasPrefix(step.Header.Get("Location"), "/ui/login/mail/code?") {
+		t.Fatalf("after the password: %d %s; want the verification step", step.StatusCode, step.Header.Get("Location"))
+	}
+	if !slices.Equal(e.dir.CodesSent, []string{"alice-id"}) {
+		t.Fatalf("codes sent %v; want one to alice", e.dir.CodesSent)
+	}
+	cp := e.follow(step)
+	if cp.StatusCode != http.StatusOK || !strings.Contains(cp.body, `name="code"`) {
+		t.Fatalf("the step's page: %d:\n%s", cp.StatusCode, cp.body)
+	}
+	if r := e.submit(cp, url.Values{"code": {"wrong"}}); r.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a wrong code: %d", r.StatusCode)
+	}
+	if r := e.submit(cp, url.Values{}); r.StatusCode != http.StatusBadRequest {
+		t.Fatalf("continuing unverified: %d", r.StatusCode)
+	}
+	if r := e.submit(cp, url.Values{"resend": {"1"}}); r.StatusCode != http.StatusOK || len(e.dir.CodesSent) != 2 {
+		t.Fatalf("send again: %d, sent %v", r.StatusCode, e.dir.CodesSent)
+	}
+	r := e.submit(cp, url.Values{"code": {"mail-code"}})
+	if r.StatusCode != http.StatusFound {
+		t.Fatalf("the right code: %d:\n%s", r.StatusCode, r.body)
+	}
+	e.code(r.location(), "st-1")
+
+	// Verified now: the next sign-in has no step.
+	e.newBrowser()
+	e.code(e.login(codeParams(), "alice", "Alice-Pass-1"), "st-1")
+}

@@ -49,6 +49,8 @@ type Directory struct {
 	// Verified lists the users VerifyEmailCode or InitializeUser verified.
 	EmailCodes, InitCodes map[string]string
 	Verified              []string
+	// CodesSent lists the users SendEmailCode mailed.
+	CodesSent []string
 }
 
 // NewDirectory returns an empty fake.
@@ -162,7 +164,13 @@ func (d *Directory) VerifyPassword(_ context.Context, r *directoryv1.VerifyPassw
 	if u.User.GetState() == directoryv1.UserState_USER_STATE_INACTIVE {
 		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("user deactivated"))
 	}
-	return &directoryv1.VerifyPasswordResponse{User: u.User, ChangeRequired: u.ChangeRequired}, nil
+	// As the directory does: the organization's login policy comes with
+	// the answer.
+	var lp *directoryv1.LoginPolicy
+	if o, ok := d.Orgs[u.User.GetOrgId()]; ok {
+		lp = o.GetLoginPolicy()
+	}
+	return &directoryv1.VerifyPasswordResponse{User: u.User, ChangeRequired: u.ChangeRequired, LoginPolicy: lp}, nil
 }
 
 // ChangePassword implements the directory API.
@@ -437,6 +445,7 @@ func (d *Directory) VerifyEmailCode(_ context.Context, r *directoryv1.VerifyEmai
 	}
 	delete(d.EmailCodes, r.GetUserId())
 	d.Verified = append(d.Verified, r.GetUserId())
+	u.User.EmailVerified = true
 	return &directoryv1.VerifyEmailCodeResponse{User: u.User}, nil
 }
 
@@ -453,4 +462,15 @@ func (d *Directory) InitializeUser(_ context.Context, r *directoryv1.InitializeU
 	delete(d.InitCodes, r.GetUserId())
 	d.Verified = append(d.Verified, r.GetUserId())
 	return &directoryv1.InitializeUserResponse{}, nil
+}
+
+// SendEmailCode implements the directory API: it records the user.
+func (d *Directory) SendEmailCode(_ context.Context, r *directoryv1.SendEmailCodeRequest) (*directoryv1.SendEmailCodeResponse, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.down(); err != nil {
+		return nil, err
+	}
+	d.CodesSent = append(d.CodesSent, r.GetUserId())
+	return &directoryv1.SendEmailCodeResponse{}, nil
 }

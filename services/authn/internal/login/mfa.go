@@ -40,6 +40,10 @@ func (p *Pages) afterFirstFactor(w http.ResponseWriter, r *http.Request, f *flow
 		}
 		factors = list.GetSecondFactors()
 	}
+	if lp.GetRequireVerifiedEmail() && !u.GetEmailVerified() {
+		p.askEmailCode(w, r, f, u, authorize.FirstFactor{UserID: u.GetId(), AMR: amr, HasFactor: len(factors) > 0, Factors: factors})
+		return
+	}
 	path := authorize.PathMFA
 	switch authorize.SecondFactorOwed(lp, factors, amr, f.req.ACR) {
 	case authorize.NoSecondFactor:

@@ -52,6 +52,7 @@ type Directory interface {
 	CheckUserCode(context.Context, *directoryv1.CheckUserCodeRequest) (*directoryv1.CheckUserCodeResponse, error)
 	VerifyEmailCode(context.Context, *directoryv1.VerifyEmailCodeRequest) (*directoryv1.VerifyEmailCodeResponse, error)
 	InitializeUser(context.Context, *directoryv1.InitializeUserRequest) (*directoryv1.InitializeUserResponse, error)
+	SendEmailCode(context.Context, *directoryv1.SendEmailCodeRequest) (*directoryv1.SendEmailCodeResponse, error)
 }
 
 // Paths served besides the authorize package's page paths.

@@ -96,7 +96,7 @@ type templates map[string]*template.Template
 
 func parseTemplates() (templates, error) {
 	out := templates{}
-	for _, name := range []string{"loginname", "password", "change", "select", "register", "error", "loggedout", "logout", "consent", "idplink", "mfa", "mfapassed", "mfainit", "mfacodes", "webauthn", "account", "resetrequest", "resetnew", "verifyemail", "userinit"} {
+	for _, name := range []string{"loginname", "password", "change", "select", "register", "error", "loggedout", "logout", "consent", "idplink", "mfa", "mfapassed", "mfainit", "mfacodes", "webauthn", "account", "resetrequest", "resetnew", "verifyemail", "userinit", "emailcode"} {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/policy.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("login template %s: %w", name, err)

@@ -178,11 +178,25 @@ func (s *Server) RegisterUser(ctx context.Context, req *directoryv1.RegisterUser
 	if err != nil {
 		return nil, asInvalid(err)
 	}
-	id, _, err := s.userCmds.AddHuman(ctx, "self-registration", org, users.HumanAdded{
+	p := users.HumanAdded{
 		UserName: m.GetUserName(), FirstName: m.GetFirstName(), LastName: m.GetLastName(),
 		DisplayName: strings.TrimSpace(m.GetFirstName() + " " + m.GetLastName()), PreferredLanguage: m.GetPreferredLanguage(),
 		Email: m.GetEmail(), PasswordHash: hash,
-	})
+	}
+	// The address gets its verification code with the user (once a
+	// minute per address: a registration names any address it likes).
+	var cm *users.CodeMail
+	var h users.Hasher
+	if s.Mail.Outbox != nil {
+		keys, err := s.factorKeys()
+		if err != nil {
+			return nil, err
+		}
+		h = keys.Hasher
+		cm = &users.CodeMail{Sealer: s.Mail.Outbox.Sealer, Issuer: s.Mail.Issuer, Data: mailData(p.PreferredLanguage, org.Name, p.DisplayName,
+			p.UserName+"@"+org.PrimaryDomain)}
+	}
+	id, _, err := s.userCmds.AddHumanMailed(ctx, "self-registration", org, p, h, cm, s.Now(), true)
 	if err != nil {
 		return nil, asInternal(err, "register")
 	}

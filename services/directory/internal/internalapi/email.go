@@ -7,6 +7,7 @@ import (
 	"connectrpc.com/connect"
 
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/mail"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/users"
 )
 
@@ -80,4 +81,37 @@ func (s *Server) InitializeUser(ctx context.Context, req *directoryv1.Initialize
 		return nil, asInternal(err, "initialize user")
 	}
 	return &directoryv1.InitializeUserResponse{}, nil
+}
+
+// SendEmailCode mails the user a code for its unverified address (the
+// login's verification step). A message of the kind within the last
+// minute counts as sent.
+func (s *Server) SendEmailCode(ctx context.Context, req *directoryv1.SendEmailCodeRequest) (*directoryv1.SendEmailCodeResponse, error) {
+	if s.Mail.Outbox == nil {
+		return nil, connect.NewError(connect.CodeFailedPrecondition, mail.ErrUnavailable)
+	}
+	keys, u, err := s.factorUser(ctx, req.GetUserId())
+	if err != nil {
+		return nil, err
+	}
+	org, err := s.orgs.Get(ctx, u.OrgID)
+	if err != nil {
+		return nil, internalErr(err, "get org")
+	}
+	m := &users.CodeMail{Sealer: s.Mail.Outbox.Sealer, Issuer: s.Mail.Issuer,
+		Data: mail.Data{Lang: mail.Lang(u.PreferredLanguage, req.GetLanguage()), Org: org.Name, Name: u.DisplayName, LoginName: u.LoginName()}}
+	_, _, err = s.userCmds.ResendEmailCode(ctx, u.ID, u, keys.Hasher, m, s.Now())
+	switch {
+	case errors.Is(err, users.ErrThrottled):
+		return &directoryv1.SendEmailCodeResponse{}, nil
+	case err != nil:
+		return nil, asInternal(err, "send e-mail code")
+	}
+	s.Mail.Outbox.Kick()
+	return &directoryv1.SendEmailCodeResponse{}, nil
+}
+
+// mailData is a message's data for a user.
+func mailData(lang, org, name, loginName string) mail.Data {
+	return mail.Data{Lang: mail.Lang(lang), Org: org, Name: name, LoginName: loginName}
 }

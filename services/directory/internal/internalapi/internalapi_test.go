@@ -290,14 +290,19 @@ func TestInternalAPI(t *testing.T) {
 			if _, ok := m["phone_number"]; ok {
 				t.Fatalf("phone claim without phone scope: %v", m)
 			}
-			// An admin-verified address counts only in a domain the
-			// organization verified (its primary domain).
+			// An organization owner's mark counts only in a domain the
+			// organization verified (its generated primary domain here);
+			// an IAM owner's everywhere.
+			owner := e.SeedUser(e.OrgID, "claims-owner")
+			e.SeedMember(e.OrgID, owner, "ORG_OWNER")
+			ownerToken := e.Intro.Mint(owner)
 			for i, tc := range []struct {
-				addr string
-				want bool
-			}{{"ada@example.com", false}, {"ada@acme-corp.localhost", true}, {"ida@ACME-CORP.localhost", true}} {
+				addr, by string
+				want     bool
+			}{{"ada@example.com", ownerToken, false}, {"ada@acme-corp.localhost", ownerToken, true},
+				{"ida@ACME-CORP.localhost", ownerToken, true}, {"iam@example.com", e.AdminToken, true}} {
 				addr, want := tc.addr, tc.want
-				r := e.REST("POST", "/management/v1/users/human", e.AdminToken, "", map[string]any{
+				r := e.REST("POST", "/management/v1/users/human", tc.by, "", map[string]any{
 					"userName": fmt.Sprintf("verified-%d", i), "profile": map[string]any{"firstName": "A", "lastName": "L"},
 					"email": map[string]any{"email": addr, "isEmailVerified": true}, "initialPassword": pw})
 				if r.Status != 200 {

@@ -119,6 +119,7 @@ func userProto(u *users.User) *directoryv1.User {
 		PreferredLoginName: u.LoginName(),
 		State:              state,
 		Machine:            u.Type == users.TypeMachine,
+		EmailVerified:      u.EmailVerified,
 		DisplayName:        u.DisplayName,
 		PreferredLanguage:  u.PreferredLanguage,
 		AccessTokenType:    tt,
@@ -246,7 +247,7 @@ func loginPolicyProto(lp orgs.LoginPolicy) *directoryv1.LoginPolicy {
 		SecondFactorCheckLifetime:  durationpb.New(lp.SecondFactorCheckLifetime),
 		MultiFactorCheckLifetime:   durationpb.New(lp.MultiFactorCheckLifetime),
 		ExternalLoginCheckLifetime: durationpb.New(lp.ExternalLoginCheckLifetime),
-		HidePasswordReset:          lp.HidePasswordReset}
+		HidePasswordReset:          lp.HidePasswordReset, RequireVerifiedEmail: lp.RequireVerifiedEmail}
 }
 
 // passwordlessAllowed is ZITADEL's PASSWORDLESS_TYPE_ALLOWED.

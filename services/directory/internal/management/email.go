@@ -251,7 +251,7 @@ func (s *Server) addHuman(ctx context.Context, org *orgs.Org, p users.HumanAdded
 		m = &users.CodeMail{Sealer: s.Mail.Sealer, Issuer: s.Issuer,
 			Data: mail.Data{Lang: mail.Lang(p.PreferredLanguage), Org: org.Name, Name: p.DisplayName, LoginName: p.UserName + "@" + org.PrimaryDomain}}
 	}
-	id, evs, err := s.UserCmds.AddHumanMailed(ctx, authz.FromContext(ctx).UserID, org, p, s.Hasher, m, s.Now())
+	id, evs, err := s.UserCmds.AddHumanMailed(ctx, authz.FromContext(ctx).UserID, org, p, s.Hasher, m, s.Now(), false)
 	if err == nil && m != nil {
 		s.Mail.Kick()
 	}

@@ -45,6 +45,7 @@ type loginPolicyInput interface {
 	GetDisableLoginWithEmail() bool
 	GetDisableLoginWithPhone() bool
 	GetForceMfaLocalOnly() bool
+	GetRequireVerifiedEmail() bool
 }
 
 // loginPolicy validates in and returns the policy; factors are those of
@@ -69,6 +70,7 @@ func loginPolicy(in loginPolicyInput, second []managementv1.SecondFactorType, mu
 		AllowDomainDiscovery:   in.GetAllowDomainDiscovery(),
 		DisableLoginWithEmail:  in.GetDisableLoginWithEmail(),
 		DisableLoginWithPhone:  in.GetDisableLoginWithPhone(),
+		RequireVerifiedEmail:   in.GetRequireVerifiedEmail(),
 	}
 	if _, ok := managementv1.PasswordlessType_name[p.PasswordlessType]; !ok {
 		f.Add("passwordless_type", "must be a defined value")
@@ -132,6 +134,7 @@ func loginPolicyToProto(p orgs.LoginPolicy, d *managementv1.ObjectDetails, isDef
 		AllowDomainDiscovery:       p.AllowDomainDiscovery,
 		DisableLoginWithEmail:      p.DisableLoginWithEmail,
 		DisableLoginWithPhone:      p.DisableLoginWithPhone,
+		RequireVerifiedEmail:       p.RequireVerifiedEmail,
 	}
 	for _, s := range p.SecondFactors {
 		out.SecondFactors = append(out.SecondFactors, managementv1.SecondFactorType(s))

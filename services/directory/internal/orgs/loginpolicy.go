@@ -43,6 +43,9 @@ type LoginPolicy struct {
 	AllowDomainDiscovery       bool          `json:"allowDomainDiscovery"`
 	DisableLoginWithEmail      bool          `json:"disableLoginWithEmail"`
 	DisableLoginWithPhone      bool          `json:"disableLoginWithPhone"`
+	// RequireVerifiedEmail (Gatehouse's own): the login pages have a user
+	// verify an unverified address before they issue anything.
+	RequireVerifiedEmail bool `json:"requireVerifiedEmail,omitempty"`
 }
 
 // DefaultLoginPolicy applies to organizations without their own. It is

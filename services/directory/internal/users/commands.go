@@ -135,15 +135,26 @@ func (c *Commands) AddHuman(ctx context.Context, editor string, org *orgs.Org, p
 
 // AddHumanMailed creates a human user as AddHuman does and, in the same
 // push, mails it (with m; nil mails nothing): an invitation when it has no
-// password, else a code for an unverified address. An admin creating
-// users is not throttled per address.
-func (c *Commands) AddHumanMailed(ctx context.Context, editor string, org *orgs.Org, p HumanAdded, h Hasher, m *CodeMail, now time.Time) (string, []eventstore.Event, error) {
+// password, else a code for an unverified address. With throttle (a
+// self-registration) an address that got such a message within
+// mail.Throttle gets none (the user can ask again); an admin creating
+// users is not throttled.
+func (c *Commands) AddHumanMailed(ctx context.Context, editor string, org *orgs.Org, p HumanAdded, h Hasher, m *CodeMail, now time.Time, throttle bool) (string, []eventstore.Event, error) {
 	if m == nil || p.Email == "" || (p.PasswordHash != "" && p.EmailVerified) {
 		return c.AddHuman(ctx, editor, org, p)
 	}
 	k := emailCode
 	if p.PasswordHash == "" {
 		k = initCode
+	}
+	if throttle {
+		recent, err := mail.Recent(ctx, c.ES.DB(), "", p.Email, k.mailKind, now)
+		if err != nil {
+			return "", nil, err
+		}
+		if recent {
+			return c.AddHuman(ctx, editor, org, p)
+		}
 	}
 	return c.addHuman(ctx, editor, org, p, func(id string) (eventstore.Pending, error) {
 		_, ev, err := c.newCode(ctx, k, id, p.Email, h, m, now, false)

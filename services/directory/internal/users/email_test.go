@@ -211,7 +211,7 @@ func TestInvitation(t *testing.T) {
 		ctx := context.Background()
 		now := time.Now()
 		id, _, err := f.cmds.AddHumanMailed(ctx, "admin", f.org, users.HumanAdded{UserName: "ida", FirstName: "I", LastName: "R",
-			DisplayName: "I R", Email: "ida@example.com"}, f.h, f.m, now)
+			DisplayName: "I R", Email: "ida@example.com"}, f.h, f.m, now, false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -87,6 +87,7 @@ var PasswordPosts = []string{
 	"/ui/login/password/reset",
 	"/ui/login/password/new",
 	"/ui/login/user/init",
+	"/ui/login/mail/code",
 	"/ui/login/register",
 	"/ui/login/idp/link",
 	"/ui/login/idp/register",

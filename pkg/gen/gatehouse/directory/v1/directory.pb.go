@@ -2762,8 +2762,11 @@ type User struct {
 	// The user must change its password before a sign-in completes (an
 	// admin set it), whichever way the user authenticated.
 	PasswordChangeRequired bool `protobuf:"varint,12,opt,name=password_change_required,json=passwordChangeRequired,proto3" json:"password_change_required,omitempty"`
-	unknownFields          protoimpl.UnknownFields
-	sizeCache              protoimpl.SizeCache
+	// The address is marked verified (by anyone: the login's verification
+	// step asks only for an unverified one).
+	EmailVerified bool `protobuf:"varint,13,opt,name=email_verified,json=emailVerified,proto3" json:"email_verified,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *User) Reset() {
@@ -2876,6 +2879,13 @@ func (x *User) GetSessionsNotBefore() *timestamppb.Timestamp {
 func (x *User) GetPasswordChangeRequired() bool {
 	if x != nil {
 		return x.PasswordChangeRequired
+	}
+	return false
+}
+
+func (x *User) GetEmailVerified() bool {
+	if x != nil {
+		return x.EmailVerified
 	}
 	return false
 }
@@ -3601,8 +3611,11 @@ type LoginPolicy struct {
 	// The login pages offer no "Forgot password?" (and the directory sends
 	// no reset mail on their behalf).
 	HidePasswordReset bool `protobuf:"varint,13,opt,name=hide_password_reset,json=hidePasswordReset,proto3" json:"hide_password_reset,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// A user with an unverified address verifies it (a mailed code) before
+	// the login pages issue anything.
+	RequireVerifiedEmail bool `protobuf:"varint,14,opt,name=require_verified_email,json=requireVerifiedEmail,proto3" json:"require_verified_email,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *LoginPolicy) Reset() {
@@ -3722,6 +3735,13 @@ func (x *LoginPolicy) GetExternalLoginCheckLifetime() *durationpb.Duration {
 func (x *LoginPolicy) GetHidePasswordReset() bool {
 	if x != nil {
 		return x.HidePasswordReset
+	}
+	return false
+}
+
+func (x *LoginPolicy) GetRequireVerifiedEmail() bool {
+	if x != nil {
+		return x.RequireVerifiedEmail
 	}
 	return false
 }
@@ -5501,6 +5521,98 @@ func (*InitializeUserResponse) Descriptor() ([]byte, []int) {
 	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{80}
 }
 
+// SendEmailCodeRequest names the user and the page's language.
+type SendEmailCodeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// User id.
+	UserId string `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// The page's language (the message's, unless the user prefers one).
+	Language      string `protobuf:"bytes,2,opt,name=language,proto3" json:"language,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SendEmailCodeRequest) Reset() {
+	*x = SendEmailCodeRequest{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[81]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SendEmailCodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SendEmailCodeRequest) ProtoMessage() {}
+
+func (x *SendEmailCodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[81]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SendEmailCodeRequest.ProtoReflect.Descriptor instead.
+func (*SendEmailCodeRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{81}
+}
+
+func (x *SendEmailCodeRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *SendEmailCodeRequest) GetLanguage() string {
+	if x != nil {
+		return x.Language
+	}
+	return ""
+}
+
+// SendEmailCodeResponse is empty.
+type SendEmailCodeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SendEmailCodeResponse) Reset() {
+	*x = SendEmailCodeResponse{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[82]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SendEmailCodeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SendEmailCodeResponse) ProtoMessage() {}
+
+func (x *SendEmailCodeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[82]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SendEmailCodeResponse.ProtoReflect.Descriptor instead.
+func (*SendEmailCodeResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{82}
+}
+
 var File_gatehouse_directory_v1_directory_proto protoreflect.FileDescriptor
 
 const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
@@ -5659,7 +5771,7 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x10current_password\x18\x02 \x01(\tR\x0fcurrentPassword\x12!\n" +
 	"\fnew_password\x18\x03 \x01(\tR\vnewPassword\x12%\n" +
 	"\x0eclient_address\x18\x04 \x01(\tR\rclientAddress\"\x18\n" +
-	"\x16ChangePasswordResponse\"\x8c\x04\n" +
+	"\x16ChangePasswordResponse\"\xb3\x04\n" +
 	"\x04User\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
 	"\x06org_id\x18\x02 \x01(\tR\x05orgId\x12\x1b\n" +
@@ -5673,7 +5785,8 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x05email\x18\n" +
 	" \x01(\tR\x05email\x12J\n" +
 	"\x13sessions_not_before\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x11sessionsNotBefore\x128\n" +
-	"\x18password_change_required\x18\f \x01(\bR\x16passwordChangeRequired\")\n" +
+	"\x18password_change_required\x18\f \x01(\bR\x16passwordChangeRequired\x12%\n" +
+	"\x0eemail_verified\x18\r \x01(\bR\remailVerified\")\n" +
 	"\x0eGetUserRequest\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\"C\n" +
 	"\x0fGetUserResponse\x120\n" +
@@ -5720,7 +5833,7 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x0eprimary_domain\x18\x03 \x01(\tR\rprimaryDomain\x12\x16\n" +
 	"\x06active\x18\x04 \x01(\bR\x06active\x12O\n" +
 	"\x0fpassword_policy\x18\x05 \x01(\v2&.gatehouse.directory.v1.PasswordPolicyR\x0epasswordPolicy\x12F\n" +
-	"\flogin_policy\x18\x06 \x01(\v2#.gatehouse.directory.v1.LoginPolicyR\vloginPolicy\"\x93\x06\n" +
+	"\flogin_policy\x18\x06 \x01(\v2#.gatehouse.directory.v1.LoginPolicyR\vloginPolicy\"\xc9\x06\n" +
 	"\vLoginPolicy\x126\n" +
 	"\x17allow_username_password\x18\x01 \x01(\bR\x15allowUsernamePassword\x12%\n" +
 	"\x0eallow_register\x18\x02 \x01(\bR\rallowRegister\x128\n" +
@@ -5735,7 +5848,8 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	" \x01(\v2\x19.google.protobuf.DurationR\x19secondFactorCheckLifetime\x12X\n" +
 	"\x1bmulti_factor_check_lifetime\x18\v \x01(\v2\x19.google.protobuf.DurationR\x18multiFactorCheckLifetime\x12\\\n" +
 	"\x1dexternal_login_check_lifetime\x18\f \x01(\v2\x19.google.protobuf.DurationR\x1aexternalLoginCheckLifetime\x12.\n" +
-	"\x13hide_password_reset\x18\r \x01(\bR\x11hidePasswordReset\"A\n" +
+	"\x13hide_password_reset\x18\r \x01(\bR\x11hidePasswordReset\x124\n" +
+	"\x16require_verified_email\x18\x0e \x01(\bR\x14requireVerifiedEmail\"A\n" +
 	"\x0fGetRolesRequest\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x15\n" +
 	"\x06org_id\x18\x02 \x01(\tR\x05orgId\"(\n" +
@@ -5841,7 +5955,11 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\tR\x04code\x12\x1a\n" +
 	"\bpassword\x18\x03 \x01(\tR\bpassword\"\x18\n" +
-	"\x16InitializeUserResponse*z\n" +
+	"\x16InitializeUserResponse\"K\n" +
+	"\x14SendEmailCodeRequest\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x1a\n" +
+	"\blanguage\x18\x02 \x01(\tR\blanguage\"\x17\n" +
+	"\x15SendEmailCodeResponse*z\n" +
 	"\n" +
 	"ClientKind\x12\x1b\n" +
 	"\x17CLIENT_KIND_UNSPECIFIED\x10\x00\x12\x18\n" +
@@ -5875,7 +5993,7 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\fUserCodeKind\x12\x1e\n" +
 	"\x1aUSER_CODE_KIND_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14USER_CODE_KIND_EMAIL\x10\x01\x12\x17\n" +
-	"\x13USER_CODE_KIND_INIT\x10\x022\xca \n" +
+	"\x13USER_CODE_KIND_INIT\x10\x022\xb8!\n" +
 	"\x10DirectoryService\x12e\n" +
 	"\tGetClient\x12(.gatehouse.directory.v1.GetClientRequest\x1a).gatehouse.directory.v1.GetClientResponse\"\x03\x90\x02\x01\x12q\n" +
 	"\rGetMachineKey\x12,.gatehouse.directory.v1.GetMachineKeyRequest\x1a-.gatehouse.directory.v1.GetMachineKeyResponse\"\x03\x90\x02\x01\x12o\n" +
@@ -5915,7 +6033,8 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\rResetPassword\x12,.gatehouse.directory.v1.ResetPasswordRequest\x1a-.gatehouse.directory.v1.ResetPasswordResponse\x12q\n" +
 	"\rCheckUserCode\x12,.gatehouse.directory.v1.CheckUserCodeRequest\x1a-.gatehouse.directory.v1.CheckUserCodeResponse\"\x03\x90\x02\x01\x12r\n" +
 	"\x0fVerifyEmailCode\x12..gatehouse.directory.v1.VerifyEmailCodeRequest\x1a/.gatehouse.directory.v1.VerifyEmailCodeResponse\x12o\n" +
-	"\x0eInitializeUser\x12-.gatehouse.directory.v1.InitializeUserRequest\x1a..gatehouse.directory.v1.InitializeUserResponseB\xf6\x01\n" +
+	"\x0eInitializeUser\x12-.gatehouse.directory.v1.InitializeUserRequest\x1a..gatehouse.directory.v1.InitializeUserResponse\x12l\n" +
+	"\rSendEmailCode\x12,.gatehouse.directory.v1.SendEmailCodeRequest\x1a-.gatehouse.directory.v1.SendEmailCodeResponseB\xf6\x01\n" +
 	"\x1acom.gatehouse.directory.v1B\x0eDirectoryProtoP\x01ZLgithub.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1;directoryv1\xa2\x02\x03GDX\xaa\x02\x16Gatehouse.Directory.V1\xca\x02\x17Gatehouse\\Directory_\\V1\xe2\x02#Gatehouse\\Directory_\\V1\\GPBMetadata\xea\x02\x18Gatehouse::Directory::V1b\x06proto3"
 
 var (
@@ -5931,7 +6050,7 @@ func file_gatehouse_directory_v1_directory_proto_rawDescGZIP() []byte {
 }
 
 var file_gatehouse_directory_v1_directory_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_gatehouse_directory_v1_directory_proto_msgTypes = make([]protoimpl.MessageInfo, 82)
+var file_gatehouse_directory_v1_directory_proto_msgTypes = make([]protoimpl.MessageInfo, 84)
 var file_gatehouse_directory_v1_directory_proto_goTypes = []any{
 	(ClientKind)(0),                            // 0: gatehouse.directory.v1.ClientKind
 	(AuthMethod)(0),                            // 1: gatehouse.directory.v1.AuthMethod
@@ -6021,19 +6140,21 @@ var file_gatehouse_directory_v1_directory_proto_goTypes = []any{
 	(*VerifyEmailCodeResponse)(nil),            // 85: gatehouse.directory.v1.VerifyEmailCodeResponse
 	(*InitializeUserRequest)(nil),              // 86: gatehouse.directory.v1.InitializeUserRequest
 	(*InitializeUserResponse)(nil),             // 87: gatehouse.directory.v1.InitializeUserResponse
-	nil,                                        // 88: gatehouse.directory.v1.Client.GrantIdsEntry
-	(*timestamppb.Timestamp)(nil),              // 89: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),                // 90: google.protobuf.Duration
-	(*structpb.Struct)(nil),                    // 91: google.protobuf.Struct
+	(*SendEmailCodeRequest)(nil),               // 88: gatehouse.directory.v1.SendEmailCodeRequest
+	(*SendEmailCodeResponse)(nil),              // 89: gatehouse.directory.v1.SendEmailCodeResponse
+	nil,                                        // 90: gatehouse.directory.v1.Client.GrantIdsEntry
+	(*timestamppb.Timestamp)(nil),              // 91: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),                // 92: google.protobuf.Duration
+	(*structpb.Struct)(nil),                    // 93: google.protobuf.Struct
 }
 var file_gatehouse_directory_v1_directory_proto_depIdxs = []int32{
-	89, // 0: gatehouse.directory.v1.PublicKey.expires_at:type_name -> google.protobuf.Timestamp
+	91, // 0: gatehouse.directory.v1.PublicKey.expires_at:type_name -> google.protobuf.Timestamp
 	0,  // 1: gatehouse.directory.v1.Client.kind:type_name -> gatehouse.directory.v1.ClientKind
 	1,  // 2: gatehouse.directory.v1.Client.auth_method:type_name -> gatehouse.directory.v1.AuthMethod
 	7,  // 3: gatehouse.directory.v1.Client.keys:type_name -> gatehouse.directory.v1.PublicKey
 	2,  // 4: gatehouse.directory.v1.Client.access_token_type:type_name -> gatehouse.directory.v1.TokenType
-	90, // 5: gatehouse.directory.v1.Client.clock_skew:type_name -> google.protobuf.Duration
-	88, // 6: gatehouse.directory.v1.Client.grant_ids:type_name -> gatehouse.directory.v1.Client.GrantIdsEntry
+	92, // 5: gatehouse.directory.v1.Client.clock_skew:type_name -> google.protobuf.Duration
+	90, // 6: gatehouse.directory.v1.Client.grant_ids:type_name -> gatehouse.directory.v1.Client.GrantIdsEntry
 	8,  // 7: gatehouse.directory.v1.GetClientResponse.client:type_name -> gatehouse.directory.v1.Client
 	7,  // 8: gatehouse.directory.v1.GetMachineKeyResponse.key:type_name -> gatehouse.directory.v1.PublicKey
 	45, // 9: gatehouse.directory.v1.GetMachineKeyResponse.user:type_name -> gatehouse.directory.v1.User
@@ -6041,22 +6162,22 @@ var file_gatehouse_directory_v1_directory_proto_depIdxs = []int32{
 	57, // 11: gatehouse.directory.v1.VerifyPasswordResponse.login_policy:type_name -> gatehouse.directory.v1.LoginPolicy
 	45, // 12: gatehouse.directory.v1.CheckAuthFactorResponse.user:type_name -> gatehouse.directory.v1.User
 	45, // 13: gatehouse.directory.v1.CheckWebAuthnLoginResponse.user:type_name -> gatehouse.directory.v1.User
-	89, // 14: gatehouse.directory.v1.AccountFactor.creation_date:type_name -> google.protobuf.Timestamp
+	91, // 14: gatehouse.directory.v1.AccountFactor.creation_date:type_name -> google.protobuf.Timestamp
 	32, // 15: gatehouse.directory.v1.GetAccountResponse.factors:type_name -> gatehouse.directory.v1.AccountFactor
 	33, // 16: gatehouse.directory.v1.GetAccountResponse.links:type_name -> gatehouse.directory.v1.AccountLink
 	3,  // 17: gatehouse.directory.v1.User.state:type_name -> gatehouse.directory.v1.UserState
 	2,  // 18: gatehouse.directory.v1.User.access_token_type:type_name -> gatehouse.directory.v1.TokenType
-	89, // 19: gatehouse.directory.v1.User.sessions_not_before:type_name -> google.protobuf.Timestamp
+	91, // 19: gatehouse.directory.v1.User.sessions_not_before:type_name -> google.protobuf.Timestamp
 	45, // 20: gatehouse.directory.v1.GetUserResponse.user:type_name -> gatehouse.directory.v1.User
 	45, // 21: gatehouse.directory.v1.LookupUserResponse.user:type_name -> gatehouse.directory.v1.User
-	91, // 22: gatehouse.directory.v1.GetClaimsResponse.claims:type_name -> google.protobuf.Struct
+	93, // 22: gatehouse.directory.v1.GetClaimsResponse.claims:type_name -> google.protobuf.Struct
 	45, // 23: gatehouse.directory.v1.RegisterUserResponse.user:type_name -> gatehouse.directory.v1.User
 	54, // 24: gatehouse.directory.v1.GetOrgResponse.password_policy:type_name -> gatehouse.directory.v1.PasswordPolicy
 	57, // 25: gatehouse.directory.v1.GetOrgResponse.login_policy:type_name -> gatehouse.directory.v1.LoginPolicy
-	90, // 26: gatehouse.directory.v1.LoginPolicy.password_check_lifetime:type_name -> google.protobuf.Duration
-	90, // 27: gatehouse.directory.v1.LoginPolicy.second_factor_check_lifetime:type_name -> google.protobuf.Duration
-	90, // 28: gatehouse.directory.v1.LoginPolicy.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
-	90, // 29: gatehouse.directory.v1.LoginPolicy.external_login_check_lifetime:type_name -> google.protobuf.Duration
+	92, // 26: gatehouse.directory.v1.LoginPolicy.password_check_lifetime:type_name -> google.protobuf.Duration
+	92, // 27: gatehouse.directory.v1.LoginPolicy.second_factor_check_lifetime:type_name -> google.protobuf.Duration
+	92, // 28: gatehouse.directory.v1.LoginPolicy.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
+	92, // 29: gatehouse.directory.v1.LoginPolicy.external_login_check_lifetime:type_name -> google.protobuf.Duration
 	4,  // 30: gatehouse.directory.v1.IdP.styling_type:type_name -> gatehouse.directory.v1.StylingType
 	5,  // 31: gatehouse.directory.v1.IdP.display_name_mapping:type_name -> gatehouse.directory.v1.MappingField
 	5,  // 32: gatehouse.directory.v1.IdP.username_mapping:type_name -> gatehouse.directory.v1.MappingField
@@ -6106,44 +6227,46 @@ var file_gatehouse_directory_v1_directory_proto_depIdxs = []int32{
 	82, // 76: gatehouse.directory.v1.DirectoryService.CheckUserCode:input_type -> gatehouse.directory.v1.CheckUserCodeRequest
 	84, // 77: gatehouse.directory.v1.DirectoryService.VerifyEmailCode:input_type -> gatehouse.directory.v1.VerifyEmailCodeRequest
 	86, // 78: gatehouse.directory.v1.DirectoryService.InitializeUser:input_type -> gatehouse.directory.v1.InitializeUserRequest
-	10, // 79: gatehouse.directory.v1.DirectoryService.GetClient:output_type -> gatehouse.directory.v1.GetClientResponse
-	12, // 80: gatehouse.directory.v1.DirectoryService.GetMachineKey:output_type -> gatehouse.directory.v1.GetMachineKeyResponse
-	14, // 81: gatehouse.directory.v1.DirectoryService.VerifyPassword:output_type -> gatehouse.directory.v1.VerifyPasswordResponse
-	44, // 82: gatehouse.directory.v1.DirectoryService.ChangePassword:output_type -> gatehouse.directory.v1.ChangePasswordResponse
-	47, // 83: gatehouse.directory.v1.DirectoryService.GetUser:output_type -> gatehouse.directory.v1.GetUserResponse
-	49, // 84: gatehouse.directory.v1.DirectoryService.LookupUser:output_type -> gatehouse.directory.v1.LookupUserResponse
-	51, // 85: gatehouse.directory.v1.DirectoryService.GetClaims:output_type -> gatehouse.directory.v1.GetClaimsResponse
-	53, // 86: gatehouse.directory.v1.DirectoryService.RegisterUser:output_type -> gatehouse.directory.v1.RegisterUserResponse
-	56, // 87: gatehouse.directory.v1.DirectoryService.GetOrg:output_type -> gatehouse.directory.v1.GetOrgResponse
-	59, // 88: gatehouse.directory.v1.DirectoryService.GetRoles:output_type -> gatehouse.directory.v1.GetRolesResponse
-	62, // 89: gatehouse.directory.v1.DirectoryService.GetIdP:output_type -> gatehouse.directory.v1.GetIdPResponse
-	64, // 90: gatehouse.directory.v1.DirectoryService.ListIdPs:output_type -> gatehouse.directory.v1.ListIdPsResponse
-	66, // 91: gatehouse.directory.v1.DirectoryService.LinkExternalUser:output_type -> gatehouse.directory.v1.LinkExternalUserResponse
-	68, // 92: gatehouse.directory.v1.DirectoryService.GetLinkedUser:output_type -> gatehouse.directory.v1.GetLinkedUserResponse
-	70, // 93: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:output_type -> gatehouse.directory.v1.RegisterExternalUserResponse
-	72, // 94: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:output_type -> gatehouse.directory.v1.UnlinkExternalUserResponse
-	75, // 95: gatehouse.directory.v1.DirectoryService.ListChanges:output_type -> gatehouse.directory.v1.ListChangesResponse
-	16, // 96: gatehouse.directory.v1.DirectoryService.ListAuthFactors:output_type -> gatehouse.directory.v1.ListAuthFactorsResponse
-	18, // 97: gatehouse.directory.v1.DirectoryService.CheckAuthFactor:output_type -> gatehouse.directory.v1.CheckAuthFactorResponse
-	20, // 98: gatehouse.directory.v1.DirectoryService.StartTOTP:output_type -> gatehouse.directory.v1.StartTOTPResponse
-	42, // 99: gatehouse.directory.v1.DirectoryService.GenerateRecoveryCodes:output_type -> gatehouse.directory.v1.GenerateRecoveryCodesResponse
-	22, // 100: gatehouse.directory.v1.DirectoryService.VerifyTOTP:output_type -> gatehouse.directory.v1.VerifyTOTPResponse
-	24, // 101: gatehouse.directory.v1.DirectoryService.StartWebAuthnLogin:output_type -> gatehouse.directory.v1.StartWebAuthnLoginResponse
-	26, // 102: gatehouse.directory.v1.DirectoryService.CheckWebAuthnLogin:output_type -> gatehouse.directory.v1.CheckWebAuthnLoginResponse
-	28, // 103: gatehouse.directory.v1.DirectoryService.StartWebAuthnRegistration:output_type -> gatehouse.directory.v1.StartWebAuthnRegistrationResponse
-	30, // 104: gatehouse.directory.v1.DirectoryService.VerifyWebAuthnRegistration:output_type -> gatehouse.directory.v1.VerifyWebAuthnRegistrationResponse
-	34, // 105: gatehouse.directory.v1.DirectoryService.GetAccount:output_type -> gatehouse.directory.v1.GetAccountResponse
-	36, // 106: gatehouse.directory.v1.DirectoryService.RemoveAccountFactor:output_type -> gatehouse.directory.v1.RemoveAccountFactorResponse
-	38, // 107: gatehouse.directory.v1.DirectoryService.UnlinkAccount:output_type -> gatehouse.directory.v1.UnlinkAccountResponse
-	40, // 108: gatehouse.directory.v1.DirectoryService.EndUserSessions:output_type -> gatehouse.directory.v1.EndUserSessionsResponse
-	77, // 109: gatehouse.directory.v1.DirectoryService.RequestPasswordReset:output_type -> gatehouse.directory.v1.RequestPasswordResetResponse
-	79, // 110: gatehouse.directory.v1.DirectoryService.CheckPasswordResetCode:output_type -> gatehouse.directory.v1.CheckPasswordResetCodeResponse
-	81, // 111: gatehouse.directory.v1.DirectoryService.ResetPassword:output_type -> gatehouse.directory.v1.ResetPasswordResponse
-	83, // 112: gatehouse.directory.v1.DirectoryService.CheckUserCode:output_type -> gatehouse.directory.v1.CheckUserCodeResponse
-	85, // 113: gatehouse.directory.v1.DirectoryService.VerifyEmailCode:output_type -> gatehouse.directory.v1.VerifyEmailCodeResponse
-	87, // 114: gatehouse.directory.v1.DirectoryService.InitializeUser:output_type -> gatehouse.directory.v1.InitializeUserResponse
-	79, // [79:115] is the sub-list for method output_type
-	43, // [43:79] is the sub-list for method input_type
+	88, // 79: gatehouse.directory.v1.DirectoryService.SendEmailCode:input_type -> gatehouse.directory.v1.SendEmailCodeRequest
+	10, // 80: gatehouse.directory.v1.DirectoryService.GetClient:output_type -> gatehouse.directory.v1.GetClientResponse
+	12, // 81: gatehouse.directory.v1.DirectoryService.GetMachineKey:output_type -> gatehouse.directory.v1.GetMachineKeyResponse
+	14, // 82: gatehouse.directory.v1.DirectoryService.VerifyPassword:output_type -> gatehouse.directory.v1.VerifyPasswordResponse
+	44, // 83: gatehouse.directory.v1.DirectoryService.ChangePassword:output_type -> gatehouse.directory.v1.ChangePasswordResponse
+	47, // 84: gatehouse.directory.v1.DirectoryService.GetUser:output_type -> gatehouse.directory.v1.GetUserResponse
+	49, // 85: gatehouse.directory.v1.DirectoryService.LookupUser:output_type -> gatehouse.directory.v1.LookupUserResponse
+	51, // 86: gatehouse.directory.v1.DirectoryService.GetClaims:output_type -> gatehouse.directory.v1.GetClaimsResponse
+	53, // 87: gatehouse.directory.v1.DirectoryService.RegisterUser:output_type -> gatehouse.directory.v1.RegisterUserResponse
+	56, // 88: gatehouse.directory.v1.DirectoryService.GetOrg:output_type -> gatehouse.directory.v1.GetOrgResponse
+	59, // 89: gatehouse.directory.v1.DirectoryService.GetRoles:output_type -> gatehouse.directory.v1.GetRolesResponse
+	62, // 90: gatehouse.directory.v1.DirectoryService.GetIdP:output_type -> gatehouse.directory.v1.GetIdPResponse
+	64, // 91: gatehouse.directory.v1.DirectoryService.ListIdPs:output_type -> gatehouse.directory.v1.ListIdPsResponse
+	66, // 92: gatehouse.directory.v1.DirectoryService.LinkExternalUser:output_type -> gatehouse.directory.v1.LinkExternalUserResponse
+	68, // 93: gatehouse.directory.v1.DirectoryService.GetLinkedUser:output_type -> gatehouse.directory.v1.GetLinkedUserResponse
+	70, // 94: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:output_type -> gatehouse.directory.v1.RegisterExternalUserResponse
+	72, // 95: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:output_type -> gatehouse.directory.v1.UnlinkExternalUserResponse
+	75, // 96: gatehouse.directory.v1.DirectoryService.ListChanges:output_type -> gatehouse.directory.v1.ListChangesResponse
+	16, // 97: gatehouse.directory.v1.DirectoryService.ListAuthFactors:output_type -> gatehouse.directory.v1.ListAuthFactorsResponse
+	18, // 98: gatehouse.directory.v1.DirectoryService.CheckAuthFactor:output_type -> gatehouse.directory.v1.CheckAuthFactorResponse
+	20, // 99: gatehouse.directory.v1.DirectoryService.StartTOTP:output_type -> gatehouse.directory.v1.StartTOTPResponse
+	42, // 100: gatehouse.directory.v1.DirectoryService.GenerateRecoveryCodes:output_type -> gatehouse.directory.v1.GenerateRecoveryCodesResponse
+	22, // 101: gatehouse.directory.v1.DirectoryService.VerifyTOTP:output_type -> gatehouse.directory.v1.VerifyTOTPResponse
+	24, // 102: gatehouse.directory.v1.DirectoryService.StartWebAuthnLogin:output_type -> gatehouse.directory.v1.StartWebAuthnLoginResponse
+	26, // 103: gatehouse.directory.v1.DirectoryService.CheckWebAuthnLogin:output_type -> gatehouse.directory.v1.CheckWebAuthnLoginResponse
+	28, // 104: gatehouse.directory.v1.DirectoryService.StartWebAuthnRegistration:output_type -> gatehouse.directory.v1.StartWebAuthnRegistrationResponse
+	30, // 105: gatehouse.directory.v1.DirectoryService.VerifyWebAuthnRegistration:output_type -> gatehouse.directory.v1.VerifyWebAuthnRegistrationResponse
+	34, // 106: gatehouse.directory.v1.DirectoryService.GetAccount:output_type -> gatehouse.directory.v1.GetAccountResponse
+	36, // 107: gatehouse.directory.v1.DirectoryService.RemoveAccountFactor:output_type -> gatehouse.directory.v1.RemoveAccountFactorResponse
+	38, // 108: gatehouse.directory.v1.DirectoryService.UnlinkAccount:output_type -> gatehouse.directory.v1.UnlinkAccountResponse
+	40, // 109: gatehouse.directory.v1.DirectoryService.EndUserSessions:output_type -> gatehouse.directory.v1.EndUserSessionsResponse
+	77, // 110: gatehouse.directory.v1.DirectoryService.RequestPasswordReset:output_type -> gatehouse.directory.v1.RequestPasswordResetResponse
+	79, // 111: gatehouse.directory.v1.DirectoryService.CheckPasswordResetCode:output_type -> gatehouse.directory.v1.CheckPasswordResetCodeResponse
+	81, // 112: gatehouse.directory.v1.DirectoryService.ResetPassword:output_type -> gatehouse.directory.v1.ResetPasswordResponse
+	83, // 113: gatehouse.directory.v1.DirectoryService.CheckUserCode:output_type -> gatehouse.directory.v1.CheckUserCodeResponse
+	85, // 114: gatehouse.directory.v1.DirectoryService.VerifyEmailCode:output_type -> gatehouse.directory.v1.VerifyEmailCodeResponse
+	87, // 115: gatehouse.directory.v1.DirectoryService.InitializeUser:output_type -> gatehouse.directory.v1.InitializeUserResponse
+	89, // 116: gatehouse.directory.v1.DirectoryService.SendEmailCode:output_type -> gatehouse.directory.v1.SendEmailCodeResponse
+	80, // [80:117] is the sub-list for method output_type
+	43, // [43:80] is the sub-list for method input_type
 	43, // [43:43] is the sub-list for extension type_name
 	43, // [43:43] is the sub-list for extension extendee
 	0,  // [0:43] is the sub-list for field type_name
@@ -6160,7 +6283,7 @@ func file_gatehouse_directory_v1_directory_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_directory_v1_directory_proto_rawDesc), len(file_gatehouse_directory_v1_directory_proto_rawDesc)),
 			NumEnums:      7,
-			NumMessages:   82,
+			NumMessages:   84,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

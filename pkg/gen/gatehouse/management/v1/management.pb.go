@@ -6299,8 +6299,10 @@ type AddCustomLoginPolicyRequest struct {
 	DisableLoginWithPhone bool `protobuf:"varint,19,opt,name=disable_login_with_phone,json=disableLoginWithPhone,proto3" json:"disable_login_with_phone,omitempty"`
 	// See LoginPolicy.
 	ForceMfaLocalOnly bool `protobuf:"varint,22,opt,name=force_mfa_local_only,json=forceMfaLocalOnly,proto3" json:"force_mfa_local_only,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// See LoginPolicy.
+	RequireVerifiedEmail bool `protobuf:"varint,1001,opt,name=require_verified_email,json=requireVerifiedEmail,proto3" json:"require_verified_email,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *AddCustomLoginPolicyRequest) Reset() {
@@ -6473,6 +6475,13 @@ func (x *AddCustomLoginPolicyRequest) GetForceMfaLocalOnly() bool {
 	return false
 }
 
+func (x *AddCustomLoginPolicyRequest) GetRequireVerifiedEmail() bool {
+	if x != nil {
+		return x.RequireVerifiedEmail
+	}
+	return false
+}
+
 // AddCustomLoginPolicyResponse carries the change's details.
 type AddCustomLoginPolicyResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -6556,8 +6565,10 @@ type UpdateCustomLoginPolicyRequest struct {
 	DisableLoginWithPhone bool `protobuf:"varint,16,opt,name=disable_login_with_phone,json=disableLoginWithPhone,proto3" json:"disable_login_with_phone,omitempty"`
 	// See LoginPolicy.
 	ForceMfaLocalOnly bool `protobuf:"varint,17,opt,name=force_mfa_local_only,json=forceMfaLocalOnly,proto3" json:"force_mfa_local_only,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// See LoginPolicy.
+	RequireVerifiedEmail bool `protobuf:"varint,1001,opt,name=require_verified_email,json=requireVerifiedEmail,proto3" json:"require_verified_email,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *UpdateCustomLoginPolicyRequest) Reset() {
@@ -6705,6 +6716,13 @@ func (x *UpdateCustomLoginPolicyRequest) GetDisableLoginWithPhone() bool {
 func (x *UpdateCustomLoginPolicyRequest) GetForceMfaLocalOnly() bool {
 	if x != nil {
 		return x.ForceMfaLocalOnly
+	}
+	return false
+}
+
+func (x *UpdateCustomLoginPolicyRequest) GetRequireVerifiedEmail() bool {
+	if x != nil {
+		return x.RequireVerifiedEmail
 	}
 	return false
 }
@@ -11130,7 +11148,7 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x16GetLoginPolicyResponse\x12<\n" +
 	"\x06policy\x18\x01 \x01(\v2$.gatehouse.management.v1.LoginPolicyR\x06policy\x12\x1d\n" +
 	"\n" +
-	"is_default\x18\x02 \x01(\bR\tisDefault\"\x81\v\n" +
+	"is_default\x18\x02 \x01(\bR\tisDefault\"\xb8\v\n" +
 	"\x1bAddCustomLoginPolicyRequest\x126\n" +
 	"\x17allow_username_password\x18\x01 \x01(\bR\x15allowUsernamePassword\x12%\n" +
 	"\x0eallow_register\x18\x02 \x01(\bR\rallowRegister\x12,\n" +
@@ -11152,13 +11170,14 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x16allow_domain_discovery\x18\x11 \x01(\bR\x14allowDomainDiscovery\x127\n" +
 	"\x18disable_login_with_email\x18\x12 \x01(\bR\x15disableLoginWithEmail\x127\n" +
 	"\x18disable_login_with_phone\x18\x13 \x01(\bR\x15disableLoginWithPhone\x12/\n" +
-	"\x14force_mfa_local_only\x18\x16 \x01(\bR\x11forceMfaLocalOnly\x1a;\n" +
+	"\x14force_mfa_local_only\x18\x16 \x01(\bR\x11forceMfaLocalOnly\x125\n" +
+	"\x16require_verified_email\x18\xe9\a \x01(\bR\x14requireVerifiedEmail\x1a;\n" +
 	"\x03IDP\x12\x15\n" +
 	"\x06idp_id\x18\x01 \x01(\tR\x05idpId\x12\x1d\n" +
 	"\n" +
 	"owner_type\x18\x02 \x01(\x05R\townerType\"`\n" +
 	"\x1cAddCustomLoginPolicyResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\xd8\b\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\x8f\t\n" +
 	"\x1eUpdateCustomLoginPolicyRequest\x126\n" +
 	"\x17allow_username_password\x18\x01 \x01(\bR\x15allowUsernamePassword\x12%\n" +
 	"\x0eallow_register\x18\x02 \x01(\bR\rallowRegister\x12,\n" +
@@ -11177,7 +11196,8 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x16allow_domain_discovery\x18\x0e \x01(\bR\x14allowDomainDiscovery\x127\n" +
 	"\x18disable_login_with_email\x18\x0f \x01(\bR\x15disableLoginWithEmail\x127\n" +
 	"\x18disable_login_with_phone\x18\x10 \x01(\bR\x15disableLoginWithPhone\x12/\n" +
-	"\x14force_mfa_local_only\x18\x11 \x01(\bR\x11forceMfaLocalOnly\"c\n" +
+	"\x14force_mfa_local_only\x18\x11 \x01(\bR\x11forceMfaLocalOnly\x125\n" +
+	"\x16require_verified_email\x18\xe9\a \x01(\bR\x14requireVerifiedEmail\"c\n" +
 	"\x1fUpdateCustomLoginPolicyResponse\x12@\n" +
 	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\"\n" +
 	" ResetLoginPolicyToDefaultRequest\"e\n" +

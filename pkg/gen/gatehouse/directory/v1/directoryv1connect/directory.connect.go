@@ -139,6 +139,9 @@ const (
 	// DirectoryServiceInitializeUserProcedure is the fully-qualified name of the DirectoryService's
 	// InitializeUser RPC.
 	DirectoryServiceInitializeUserProcedure = "/gatehouse.directory.v1.DirectoryService/InitializeUser"
+	// DirectoryServiceSendEmailCodeProcedure is the fully-qualified name of the DirectoryService's
+	// SendEmailCode RPC.
+	DirectoryServiceSendEmailCodeProcedure = "/gatehouse.directory.v1.DirectoryService/SendEmailCode"
 )
 
 // DirectoryServiceClient is a client for the gatehouse.directory.v1.DirectoryService service.
@@ -297,6 +300,11 @@ type DirectoryServiceClient interface {
 	// Accepts an invitation: with its code, verifies the address and sets
 	// the first password, under the password policy.
 	InitializeUser(context.Context, *v1.InitializeUserRequest) (*v1.InitializeUserResponse, error)
+	// Mails the user a code for its unverified address (the login's
+	// verification step); a message sent within the last minute is not
+	// repeated. FailedPrecondition when no mail can be sent or the user has
+	// no address.
+	SendEmailCode(context.Context, *v1.SendEmailCodeRequest) (*v1.SendEmailCodeResponse, error)
 }
 
 // NewDirectoryServiceClient constructs a client for the gatehouse.directory.v1.DirectoryService
@@ -541,6 +549,12 @@ func NewDirectoryServiceClient(httpClient connect.HTTPClient, baseURL string, op
 			connect.WithSchema(directoryServiceMethods.ByName("InitializeUser")),
 			connect.WithClientOptions(opts...),
 		),
+		sendEmailCode: connect.NewClient[v1.SendEmailCodeRequest, v1.SendEmailCodeResponse](
+			httpClient,
+			baseURL+DirectoryServiceSendEmailCodeProcedure,
+			connect.WithSchema(directoryServiceMethods.ByName("SendEmailCode")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -582,6 +596,7 @@ type directoryServiceClient struct {
 	checkUserCode              *connect.Client[v1.CheckUserCodeRequest, v1.CheckUserCodeResponse]
 	verifyEmailCode            *connect.Client[v1.VerifyEmailCodeRequest, v1.VerifyEmailCodeResponse]
 	initializeUser             *connect.Client[v1.InitializeUserRequest, v1.InitializeUserResponse]
+	sendEmailCode              *connect.Client[v1.SendEmailCodeRequest, v1.SendEmailCodeResponse]
 }
 
 // GetClient calls gatehouse.directory.v1.DirectoryService.GetClient.
@@ -910,6 +925,15 @@ func (c *directoryServiceClient) InitializeUser(ctx context.Context, req *v1.Ini
 	return nil, err
 }
 
+// SendEmailCode calls gatehouse.directory.v1.DirectoryService.SendEmailCode.
+func (c *directoryServiceClient) SendEmailCode(ctx context.Context, req *v1.SendEmailCodeRequest) (*v1.SendEmailCodeResponse, error) {
+	response, err := c.sendEmailCode.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
 // DirectoryServiceHandler is an implementation of the gatehouse.directory.v1.DirectoryService
 // service.
 type DirectoryServiceHandler interface {
@@ -1067,6 +1091,11 @@ type DirectoryServiceHandler interface {
 	// Accepts an invitation: with its code, verifies the address and sets
 	// the first password, under the password policy.
 	InitializeUser(context.Context, *v1.InitializeUserRequest) (*v1.InitializeUserResponse, error)
+	// Mails the user a code for its unverified address (the login's
+	// verification step); a message sent within the last minute is not
+	// repeated. FailedPrecondition when no mail can be sent or the user has
+	// no address.
+	SendEmailCode(context.Context, *v1.SendEmailCodeRequest) (*v1.SendEmailCodeResponse, error)
 }
 
 // NewDirectoryServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -1307,6 +1336,12 @@ func NewDirectoryServiceHandler(svc DirectoryServiceHandler, opts ...connect.Han
 		connect.WithSchema(directoryServiceMethods.ByName("InitializeUser")),
 		connect.WithHandlerOptions(opts...),
 	)
+	directoryServiceSendEmailCodeHandler := connect.NewUnaryHandlerSimple(
+		DirectoryServiceSendEmailCodeProcedure,
+		svc.SendEmailCode,
+		connect.WithSchema(directoryServiceMethods.ByName("SendEmailCode")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/gatehouse.directory.v1.DirectoryService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case DirectoryServiceGetClientProcedure:
@@ -1381,6 +1416,8 @@ func NewDirectoryServiceHandler(svc DirectoryServiceHandler, opts ...connect.Han
 			directoryServiceVerifyEmailCodeHandler.ServeHTTP(w, r)
 		case DirectoryServiceInitializeUserProcedure:
 			directoryServiceInitializeUserHandler.ServeHTTP(w, r)
+		case DirectoryServiceSendEmailCodeProcedure:
+			directoryServiceSendEmailCodeHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -1532,4 +1569,8 @@ func (UnimplementedDirectoryServiceHandler) VerifyEmailCode(context.Context, *v1
 
 func (UnimplementedDirectoryServiceHandler) InitializeUser(context.Context, *v1.InitializeUserRequest) (*v1.InitializeUserResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.InitializeUser is not implemented"))
+}
+
+func (UnimplementedDirectoryServiceHandler) SendEmailCode(context.Context, *v1.SendEmailCodeRequest) (*v1.SendEmailCodeResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.SendEmailCode is not implemented"))
 }
