@@ -112,6 +112,14 @@ bin/mailpit: tools/mailpit/go.mod tools/mailpit/go.sum
 .PHONY: mailpit
 mailpit: bin/mailpit ## build bin/mailpit, the SMTP test server (e2e mail tests build it themselves)
 
+# oauth2-proxy, the relying party of the e2e email_verified test, likewise
+# from its own module (tools/oauth2-proxy).
+bin/oauth2-proxy: tools/oauth2-proxy/go.mod tools/oauth2-proxy/go.sum
+	cd tools/oauth2-proxy && GOWORK=off go build -o ../../bin/oauth2-proxy github.com/oauth2-proxy/oauth2-proxy/v7
+
+.PHONY: oauth2-proxy
+oauth2-proxy: bin/oauth2-proxy ## build bin/oauth2-proxy (the e2e test builds it itself)
+
 PROTOC_PLUGINS := bin/protoc-gen-go bin/protoc-gen-connect-go bin/protoc-gen-openapiv2
 $(PROTOC_PLUGINS): pkg/go.mod
 	@mkdir -p bin

@@ -14,11 +14,43 @@ import (
 	"time"
 )
 
-// mailpitBin builds mailpit (tools/mailpit, outside go.work) once per run.
-var mailpitBin struct {
+// toolBin is a test server built from its own module under tools/,
+// outside go.work, once per run (bin/NAME; an existing binary is used).
+type toolBin struct {
 	once sync.Once
 	path string
 	err  error
+}
+
+var (
+	mailpitBin     toolBin
+	oauth2ProxyBin toolBin
+)
+
+// build builds pkg from tools/dir into bin/name once and returns its path.
+func (b *toolBin) build(t *testing.T, dir, name, pkg string) string {
+	t.Helper()
+	b.once.Do(func() {
+		root, err := filepath.Abs("..")
+		if err != nil {
+			b.err = err
+			return
+		}
+		b.path = filepath.Join(root, "bin", name)
+		if _, err := os.Stat(b.path); err == nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", b.path, pkg)
+		cmd.Dir = filepath.Join(root, "tools", dir)
+		cmd.Env = append(os.Environ(), "GOWORK=off")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("go build %s: %v\n%s", name, err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.path
 }
 
 // mailpit is a real SMTP server with an HTTP API, on loopback.
@@ -33,26 +65,7 @@ type mailpit struct {
 // startMailpit starts mailpit on free loopback ports.
 func startMailpit(t *testing.T) *mailpit {
 	t.Helper()
-	mailpitBin.once.Do(func() {
-		root, err := filepath.Abs("..")
-		if err != nil {
-			mailpitBin.err = err
-			return
-		}
-		mailpitBin.path = filepath.Join(root, "bin", "mailpit")
-		if _, err := os.Stat(mailpitBin.path); err == nil {
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", mailpitBin.path, "github.com/axllent/mailpit")
-		cmd.Dir = filepath.Join(root, "tools", "mailpit")
-		cmd.Env = append(os.Environ(), "GOWORK=off")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			mailpitBin.err = fmt.Errorf("go build mailpit: %v\n%s", err, out)
-		}
-	})
-	if mailpitBin.err != nil {
-		t.Fatal(mailpitBin.err)
-	}
+	mailpitBin.build(t, "mailpit", "mailpit", "github.com/axllent/mailpit")
 	m := &mailpit{t: t, smtpAddr: freeAddr(t), api: "http://" + freeAddr(t), dir: t.TempDir()}
 	m.start()
 	t.Cleanup(m.stop)
