@@ -88,33 +88,10 @@ func (p *Pages) initSubmit(w http.ResponseWriter, r *http.Request) {
 	if l == nil {
 		return
 	}
-	pg := l.pg
-	if key := checkNewPassword(l.form["newPassword"], l.form["confirmPassword"], l.org.GetPasswordPolicy()); key != "" {
-		field := "newPassword"
-		if key == "err.mismatch" {
-			field = "confirmPassword"
-		}
-		pg.Errors[field] = translate(pg.Lang, key)
-		p.tmpl.render(w, p.Logger, http.StatusBadRequest, "userinit", pg)
-		return
-	}
-	_, err := p.Directory.InitializeUser(r.Context(), &directoryv1.InitializeUserRequest{UserId: l.user.GetId(), Code: l.form["code"], Password: l.form["newPassword"]})
-	switch connect.CodeOf(err) {
-	case connect.CodeInvalidArgument:
-		pg.Errors["newPassword"] = translate(pg.Lang, "err.policy")
-		p.tmpl.render(w, p.Logger, http.StatusBadRequest, "userinit", pg)
-		return
-	case connect.CodeNotFound, connect.CodeFailedPrecondition:
-		p.messagePage(w, r, pg.Lang, http.StatusBadRequest, "init.invalid")
-		return
-	}
-	if err != nil {
-		p.internal(w, r, pg.Lang, err)
-		return
-	}
-	pg.Form = map[string]string{"done": "1", "org": l.user.GetOrgId()}
-	pg.Title = "init.done.title"
-	p.tmpl.render(w, p.Logger, http.StatusOK, "userinit", pg)
+	p.submitNewPassword(w, r, l, "userinit", "init.invalid", "init.done.title", func(ctx context.Context, pw string) error {
+		_, err := p.Directory.InitializeUser(ctx, &directoryv1.InitializeUserRequest{UserId: l.user.GetId(), Code: l.form["code"], Password: pw})
+		return err
+	})
 }
 
 // registerEmail mounts the pages of verification and invitation links.

@@ -162,6 +162,17 @@ func (p *Pages) resetNewSubmit(w http.ResponseWriter, r *http.Request) {
 	if l == nil {
 		return
 	}
+	p.submitNewPassword(w, r, l, "resetnew", "reset.invalid", "reset.done.title", func(ctx context.Context, pw string) error {
+		_, err := p.Directory.ResetPassword(ctx, &directoryv1.ResetPasswordRequest{UserId: l.user.GetId(), Code: l.form["code"], Password: pw})
+		return err
+	})
+}
+
+// submitNewPassword checks the form's new password against the policy
+// and sets it with set (a link's code goes with it), answering the page
+// tmpl; a code refused shows invalid, success the page titled done.
+func (p *Pages) submitNewPassword(w http.ResponseWriter, r *http.Request, l *resetLink, tmpl, invalid, done string,
+	set func(ctx context.Context, password string) error) {
 	pg := l.pg
 	if key := checkNewPassword(l.form["newPassword"], l.form["confirmPassword"], l.org.GetPasswordPolicy()); key != "" {
 		field := "newPassword"
@@ -169,19 +180,19 @@ func (p *Pages) resetNewSubmit(w http.ResponseWriter, r *http.Request) {
 			field = "confirmPassword"
 		}
 		pg.Errors[field] = translate(pg.Lang, key)
-		p.tmpl.render(w, p.Logger, http.StatusBadRequest, "resetnew", pg)
+		p.tmpl.render(w, p.Logger, http.StatusBadRequest, tmpl, pg)
 		return
 	}
-	_, err := p.Directory.ResetPassword(r.Context(), &directoryv1.ResetPasswordRequest{UserId: l.user.GetId(), Code: l.form["code"], Password: l.form["newPassword"]})
+	err := set(r.Context(), l.form["newPassword"])
 	switch connect.CodeOf(err) {
 	case connect.CodeInvalidArgument:
 		// The policy (checked above, so rare: the history) or a code used
 		// meanwhile.
 		pg.Errors["newPassword"] = translate(pg.Lang, "err.policy")
-		p.tmpl.render(w, p.Logger, http.StatusBadRequest, "resetnew", pg)
+		p.tmpl.render(w, p.Logger, http.StatusBadRequest, tmpl, pg)
 		return
 	case connect.CodeNotFound, connect.CodeFailedPrecondition:
-		p.messagePage(w, r, pg.Lang, http.StatusBadRequest, "reset.invalid")
+		p.messagePage(w, r, pg.Lang, http.StatusBadRequest, invalid)
 		return
 	}
 	if err != nil {
@@ -189,8 +200,8 @@ func (p *Pages) resetNewSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pg.Form = map[string]string{"done": "1", "org": l.user.GetOrgId()}
-	pg.Title = "reset.done.title"
-	p.tmpl.render(w, p.Logger, http.StatusOK, "resetnew", pg)
+	pg.Title = done
+	p.tmpl.render(w, p.Logger, http.StatusOK, tmpl, pg)
 }
 
 // registerReset mounts the reset pages.

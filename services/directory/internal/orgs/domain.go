@@ -242,18 +242,23 @@ func (c *Commands) AddDomain(ctx context.Context, editor string, org *Org, name 
 	return c.pushDomain(ctx, editor, org, eventstore.Pending{Type: EventDomainAdded, Payload: domainPayload{Domain: d}})
 }
 
-// unverified returns org's domain name, which must not be verified yet.
-func (c *Commands) unverified(ctx context.Context, org *Org, name string) (*Domain, error) {
+// existing returns org's domain name (NotFound when it has none).
+func (c *Commands) existing(ctx context.Context, org *Org, name string) (*Domain, error) {
 	d, err := NormalizeDomain(name)
 	if err != nil {
 		return nil, err
 	}
-	dom, err := (&Queries{DB: c.ES.DB()}).domain(ctx, org.ID, d)
+	return (&Queries{DB: c.ES.DB()}).domain(ctx, org.ID, d)
+}
+
+// unverified returns org's domain name, which must not be verified yet.
+func (c *Commands) unverified(ctx context.Context, org *Org, name string) (*Domain, error) {
+	dom, err := c.existing(ctx, org, name)
 	if err != nil {
 		return nil, err
 	}
 	if dom.Verified {
-		return nil, apierr.Precondition("ORG-domain-verified", "the domain %s is verified already", d)
+		return nil, apierr.Precondition("ORG-domain-verified", "the domain %s is verified already", dom.Domain)
 	}
 	return dom, nil
 }
@@ -331,28 +336,20 @@ func errDomainTaken(d string) error {
 
 // RemoveDomain removes org's domain; not the primary one.
 func (c *Commands) RemoveDomain(ctx context.Context, editor string, org *Org, name string) ([]eventstore.Event, error) {
-	d, err := NormalizeDomain(name)
-	if err != nil {
-		return nil, err
-	}
-	dom, err := (&Queries{DB: c.ES.DB()}).domain(ctx, org.ID, d)
+	dom, err := c.existing(ctx, org, name)
 	if err != nil {
 		return nil, err
 	}
 	if dom.Primary {
 		return nil, apierr.Precondition("ORG-domain-primary", "the primary domain cannot be removed; make another primary first")
 	}
-	return c.pushDomain(ctx, editor, org, eventstore.Pending{Type: EventDomainRemoved, Payload: domainPayload{Domain: d}})
+	return c.pushDomain(ctx, editor, org, eventstore.Pending{Type: EventDomainRemoved, Payload: domainPayload{Domain: dom.Domain}})
 }
 
 // SetPrimaryDomain makes org's verified domain its primary one (login
 // names follow).
 func (c *Commands) SetPrimaryDomain(ctx context.Context, editor string, org *Org, name string) ([]eventstore.Event, error) {
-	d, err := NormalizeDomain(name)
-	if err != nil {
-		return nil, err
-	}
-	dom, err := (&Queries{DB: c.ES.DB()}).domain(ctx, org.ID, d)
+	dom, err := c.existing(ctx, org, name)
 	if err != nil {
 		return nil, err
 	}
@@ -360,7 +357,7 @@ func (c *Commands) SetPrimaryDomain(ctx context.Context, editor string, org *Org
 		return nil, apierr.Precondition("ORG-domain-unverified", "only a verified domain can be primary")
 	}
 	if dom.Primary {
-		return nil, apierr.Precondition("ORG-domain-primary-already", "%s is the primary domain already", d)
+		return nil, apierr.Precondition("ORG-domain-primary-already", "%s is the primary domain already", dom.Domain)
 	}
-	return c.pushDomain(ctx, editor, org, eventstore.Pending{Type: EventDomainPrimarySet, Payload: domainPayload{Domain: d}})
+	return c.pushDomain(ctx, editor, org, eventstore.Pending{Type: EventDomainPrimarySet, Payload: domainPayload{Domain: dom.Domain}})
 }
