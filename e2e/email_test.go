@@ -232,3 +232,39 @@ func TestRegistrationVerifiesEmail(t *testing.T) {
 		t.Fatalf("userinfo: %s %v; want rena@example.com verified", addr, ok)
 	}
 }
+
+// A linked identity's provider asserting email_verified for the user's
+// exact address verifies it at the next sign-in through it: as the
+// organization's word for a provider only the organization vouches for,
+// as proof once an IAM owner trusts the provider.
+func TestFederatedSignInVerifiesEmail(t *testing.T) {
+	e := afStartEnv(t, map[string]string{"GATEHOUSE_IDP_ALLOW_LOOPBACK": "true"})
+	e.must("POST", "/management/v1/users/human/_import", e.admin, "", map[string]any{"userName": "fedora",
+		"profile": map[string]any{"firstName": "Fe", "lastName": "Dora"}, "email": map[string]any{"email": "fedora@example.com"},
+		"password": afPassword})
+	op := startFakeOP(t, map[string]any{"sub": "fedora-sub", "name": "Fe Dora", "email": "Fedora@example.com", "email_verified": true})
+	idp := e.must("POST", "/management/v1/idps/oidc", e.admin, "", op.config(map[string]any{"name": "Corp SSO"}))["idpId"].(string)
+	c, p := e.fedSignIn(op, idp, "f1")
+	e.code(afSubmit(t, c, e.base, p, url.Values{"loginName": {"fedora"}, "password": {afPassword}, "confirm": {"yes"}}), "f1", "n-f1")
+	stored := func() (verified, proven bool) {
+		t.Helper()
+		if err := e.dirDB(t).QueryRow(`SELECT email_verified, email_proven FROM users WHERE user_name = 'fedora'`).Scan(&verified, &proven); err != nil {
+			t.Fatal(err)
+		}
+		return verified, proven
+	}
+	if v, _ := stored(); v {
+		t.Fatal("linking verified the address")
+	}
+	_, p = e.fedSignIn(op, idp, "f2")
+	e.code(p, "f2", "n-f2")
+	if v, pr := stored(); !v || pr {
+		t.Fatalf("after a sign-in through an untrusted provider: verified %v proven %v; want the organization's word", v, pr)
+	}
+	e.must("POST", "/management/v1/idps/"+idp+"/_trust", e.admin, "", map[string]any{"trustAmr": true})
+	_, p = e.fedSignIn(op, idp, "f3")
+	e.code(p, "f3", "n-f3")
+	if v, pr := stored(); !v || !pr {
+		t.Fatalf("after a sign-in through a trusted provider: verified %v proven %v; want proof", v, pr)
+	}
+}

@@ -67,6 +67,7 @@ type Directory interface {
 	VerifyEmailCode(context.Context, *directoryv1.VerifyEmailCodeRequest) (*directoryv1.VerifyEmailCodeResponse, error)
 	InitializeUser(context.Context, *directoryv1.InitializeUserRequest) (*directoryv1.InitializeUserResponse, error)
 	SendEmailCode(context.Context, *directoryv1.SendEmailCodeRequest) (*directoryv1.SendEmailCodeResponse, error)
+	ConfirmLinkedEmail(context.Context, *directoryv1.ConfirmLinkedEmailRequest) (*directoryv1.ConfirmLinkedEmailResponse, error)
 }
 
 // DirectoryWithFeed is Directory and the change feed that keeps authn's

@@ -250,6 +250,11 @@ func (d *Directory) GetLinkedUser(context.Context, *directoryv1.GetLinkedUserReq
 	return nil, connect.NewError(connect.CodeNotFound, errors.New("not linked"))
 }
 
+// ConfirmLinkedEmail implements the directory API (nothing is linked).
+func (d *Directory) ConfirmLinkedEmail(context.Context, *directoryv1.ConfirmLinkedEmailRequest) (*directoryv1.ConfirmLinkedEmailResponse, error) {
+	return nil, connect.NewError(connect.CodeNotFound, errors.New("not linked"))
+}
+
 // RegisterExternalUser implements the directory API.
 func (d *Directory) RegisterExternalUser(context.Context, *directoryv1.RegisterExternalUserRequest) (*directoryv1.RegisterExternalUserResponse, error) {
 	return nil, connect.NewError(connect.CodeNotFound, errors.New("idp not found"))

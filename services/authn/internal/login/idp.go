@@ -205,6 +205,17 @@ func (p *Pages) signInIdentity(w http.ResponseWriter, r *http.Request, f *flow, 
 			p.messagePage(w, r, f.lang, http.StatusForbidden, "err.inactive")
 			return
 		}
+		if id.EmailVerified && id.Email != "" && strings.EqualFold(id.Email, u.GetEmail()) {
+			// The provider vouches for the user's address: the directory
+			// decides how far that counts.
+			res, err := p.Directory.ConfirmLinkedEmail(ctx, &directoryv1.ConfirmLinkedEmailRequest{IdpId: idp.GetId(),
+				ExternalSubject: id.Subject, Issuer: idp.GetIssuer(), Email: id.Email})
+			if err != nil {
+				p.internal(w, r, f.lang, err)
+				return
+			}
+			u.EmailVerified = res.GetVerified()
+		}
 		p.signInLinked(w, r, f, u, federation.AMR(idp, id))
 		return
 	case connect.CodeOf(err) == connect.CodeFailedPrecondition:

@@ -487,3 +487,62 @@ func TestExternalLinks(t *testing.T) {
 }
 
 func errOf(_ *directoryv1.User, err error) error { return err }
+
+// ConfirmLinkedEmail: an untrusted provider's assertion is the
+// organization's word, a trusted one's proof; another address, another
+// user's verified address and an unknown identity change nothing.
+func TestConfirmLinkedEmail(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, d db.Dialect) {
+		e := mgmttest.Start(t, d)
+		c := e.Internal(mgmttest.InternalToken)
+		ctx := context.Background()
+		idp := addIdP(t, e, "", "confirm", "s3cret")
+		carl, other := e.SeedUser(e.OrgID, "carl"), e.SeedUser(e.OrgID, "other")
+		if err := link(c, idp, "carl-sub", carl); err != nil {
+			t.Fatal(err)
+		}
+		confirm := func(email string) (bool, error) {
+			res, err := c.ConfirmLinkedEmail(ctx, &directoryv1.ConfirmLinkedEmailRequest{IdpId: idp, ExternalSubject: "carl-sub",
+				Issuer: issuerOf(idp), Email: email})
+			return res.GetVerified(), err
+		}
+		stored := func(id string) (v, p bool) {
+			t.Helper()
+			var row struct {
+				V bool `db:"email_verified"`
+				P bool `db:"email_proven"`
+			}
+			if err := e.DB.Get(ctx, &row, `SELECT email_verified, email_proven FROM users WHERE id = ?`, id); err != nil {
+				t.Fatal(err)
+			}
+			return row.V, row.P
+		}
+		if ok, err := confirm("someone@else.test"); err != nil || ok {
+			t.Fatalf("another address: %v, %v", ok, err)
+		}
+		if ok, err := confirm("CARL@example.com"); err != nil || !ok {
+			t.Fatalf("the user's address: %v, %v", ok, err)
+		}
+		if v, p := stored(carl); !v || p {
+			t.Fatalf("untrusted provider: verified %v proven %v; want the organization's word", v, p)
+		}
+		restOK(t, e, "POST", "/management/v1/idps/"+idp+"/_trust", "", map[string]any{"trustAmr": true})
+		if ok, err := confirm("carl@example.com"); err != nil || !ok {
+			t.Fatalf("trusted: %v, %v", ok, err)
+		}
+		if v, p := stored(carl); !v || !p {
+			t.Fatalf("trusted provider: verified %v proven %v; want proof", v, p)
+		}
+		// Another user's verified address stays that user's.
+		restOK(t, e, "PUT", "/management/v1/users/"+other+"/email", "", map[string]any{"email": "shared@example.com", "isEmailVerified": true})
+		restOK(t, e, "PUT", "/management/v1/users/"+carl+"/email", "", map[string]any{"email": "shared@example.com"})
+		if ok, err := confirm("shared@example.com"); err != nil || ok {
+			t.Fatalf("another user's verified address: %v, %v", ok, err)
+		}
+		if _, err := c.ConfirmLinkedEmail(ctx, &directoryv1.ConfirmLinkedEmailRequest{IdpId: idp, ExternalSubject: "nobody",
+			Issuer: issuerOf(idp), Email: "carl@example.com"}); connect.CodeOf(err) != connect.CodeNotFound {
+			t.Fatalf("an unknown identity: %v", err)
+		}
+	})
+}

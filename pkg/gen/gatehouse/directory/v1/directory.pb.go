@@ -5613,6 +5613,126 @@ func (*SendEmailCodeResponse) Descriptor() ([]byte, []int) {
 	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{82}
 }
 
+// ConfirmLinkedEmailRequest names a linked identity and the address its
+// provider asserted verified.
+type ConfirmLinkedEmailRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// IdP id.
+	IdpId string `protobuf:"bytes,1,opt,name=idp_id,json=idpId,proto3" json:"idp_id,omitempty"`
+	// The "sub" claim the IdP asserts.
+	ExternalSubject string `protobuf:"bytes,2,opt,name=external_subject,json=externalSubject,proto3" json:"external_subject,omitempty"`
+	// The issuer the identity was verified against (as GetLinkedUser).
+	Issuer string `protobuf:"bytes,3,opt,name=issuer,proto3" json:"issuer,omitempty"`
+	// The address the provider asserted verified.
+	Email         string `protobuf:"bytes,4,opt,name=email,proto3" json:"email,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConfirmLinkedEmailRequest) Reset() {
+	*x = ConfirmLinkedEmailRequest{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[83]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConfirmLinkedEmailRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConfirmLinkedEmailRequest) ProtoMessage() {}
+
+func (x *ConfirmLinkedEmailRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[83]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConfirmLinkedEmailRequest.ProtoReflect.Descriptor instead.
+func (*ConfirmLinkedEmailRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{83}
+}
+
+func (x *ConfirmLinkedEmailRequest) GetIdpId() string {
+	if x != nil {
+		return x.IdpId
+	}
+	return ""
+}
+
+func (x *ConfirmLinkedEmailRequest) GetExternalSubject() string {
+	if x != nil {
+		return x.ExternalSubject
+	}
+	return ""
+}
+
+func (x *ConfirmLinkedEmailRequest) GetIssuer() string {
+	if x != nil {
+		return x.Issuer
+	}
+	return ""
+}
+
+func (x *ConfirmLinkedEmailRequest) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+// ConfirmLinkedEmailResponse says whether the address became verified.
+type ConfirmLinkedEmailResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The user's address is verified now (by this or earlier).
+	Verified      bool `protobuf:"varint,1,opt,name=verified,proto3" json:"verified,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConfirmLinkedEmailResponse) Reset() {
+	*x = ConfirmLinkedEmailResponse{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[84]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConfirmLinkedEmailResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConfirmLinkedEmailResponse) ProtoMessage() {}
+
+func (x *ConfirmLinkedEmailResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[84]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConfirmLinkedEmailResponse.ProtoReflect.Descriptor instead.
+func (*ConfirmLinkedEmailResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{84}
+}
+
+func (x *ConfirmLinkedEmailResponse) GetVerified() bool {
+	if x != nil {
+		return x.Verified
+	}
+	return false
+}
+
 var File_gatehouse_directory_v1_directory_proto protoreflect.FileDescriptor
 
 const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
@@ -5959,7 +6079,14 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x14SendEmailCodeRequest\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12\x1a\n" +
 	"\blanguage\x18\x02 \x01(\tR\blanguage\"\x17\n" +
-	"\x15SendEmailCodeResponse*z\n" +
+	"\x15SendEmailCodeResponse\"\x8b\x01\n" +
+	"\x19ConfirmLinkedEmailRequest\x12\x15\n" +
+	"\x06idp_id\x18\x01 \x01(\tR\x05idpId\x12)\n" +
+	"\x10external_subject\x18\x02 \x01(\tR\x0fexternalSubject\x12\x16\n" +
+	"\x06issuer\x18\x03 \x01(\tR\x06issuer\x12\x14\n" +
+	"\x05email\x18\x04 \x01(\tR\x05email\"8\n" +
+	"\x1aConfirmLinkedEmailResponse\x12\x1a\n" +
+	"\bverified\x18\x01 \x01(\bR\bverified*z\n" +
 	"\n" +
 	"ClientKind\x12\x1b\n" +
 	"\x17CLIENT_KIND_UNSPECIFIED\x10\x00\x12\x18\n" +
@@ -5993,7 +6120,7 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\fUserCodeKind\x12\x1e\n" +
 	"\x1aUSER_CODE_KIND_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14USER_CODE_KIND_EMAIL\x10\x01\x12\x17\n" +
-	"\x13USER_CODE_KIND_INIT\x10\x022\xb8!\n" +
+	"\x13USER_CODE_KIND_INIT\x10\x022\xb5\"\n" +
 	"\x10DirectoryService\x12e\n" +
 	"\tGetClient\x12(.gatehouse.directory.v1.GetClientRequest\x1a).gatehouse.directory.v1.GetClientResponse\"\x03\x90\x02\x01\x12q\n" +
 	"\rGetMachineKey\x12,.gatehouse.directory.v1.GetMachineKeyRequest\x1a-.gatehouse.directory.v1.GetMachineKeyResponse\"\x03\x90\x02\x01\x12o\n" +
@@ -6009,7 +6136,8 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x06GetIdP\x12%.gatehouse.directory.v1.GetIdPRequest\x1a&.gatehouse.directory.v1.GetIdPResponse\"\x03\x90\x02\x01\x12b\n" +
 	"\bListIdPs\x12'.gatehouse.directory.v1.ListIdPsRequest\x1a(.gatehouse.directory.v1.ListIdPsResponse\"\x03\x90\x02\x01\x12u\n" +
 	"\x10LinkExternalUser\x12/.gatehouse.directory.v1.LinkExternalUserRequest\x1a0.gatehouse.directory.v1.LinkExternalUserResponse\x12q\n" +
-	"\rGetLinkedUser\x12,.gatehouse.directory.v1.GetLinkedUserRequest\x1a-.gatehouse.directory.v1.GetLinkedUserResponse\"\x03\x90\x02\x01\x12\x81\x01\n" +
+	"\rGetLinkedUser\x12,.gatehouse.directory.v1.GetLinkedUserRequest\x1a-.gatehouse.directory.v1.GetLinkedUserResponse\"\x03\x90\x02\x01\x12{\n" +
+	"\x12ConfirmLinkedEmail\x121.gatehouse.directory.v1.ConfirmLinkedEmailRequest\x1a2.gatehouse.directory.v1.ConfirmLinkedEmailResponse\x12\x81\x01\n" +
 	"\x14RegisterExternalUser\x123.gatehouse.directory.v1.RegisterExternalUserRequest\x1a4.gatehouse.directory.v1.RegisterExternalUserResponse\x12{\n" +
 	"\x12UnlinkExternalUser\x121.gatehouse.directory.v1.UnlinkExternalUserRequest\x1a2.gatehouse.directory.v1.UnlinkExternalUserResponse\x12k\n" +
 	"\vListChanges\x12*.gatehouse.directory.v1.ListChangesRequest\x1a+.gatehouse.directory.v1.ListChangesResponse\"\x03\x90\x02\x01\x12w\n" +
@@ -6050,7 +6178,7 @@ func file_gatehouse_directory_v1_directory_proto_rawDescGZIP() []byte {
 }
 
 var file_gatehouse_directory_v1_directory_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_gatehouse_directory_v1_directory_proto_msgTypes = make([]protoimpl.MessageInfo, 84)
+var file_gatehouse_directory_v1_directory_proto_msgTypes = make([]protoimpl.MessageInfo, 86)
 var file_gatehouse_directory_v1_directory_proto_goTypes = []any{
 	(ClientKind)(0),                            // 0: gatehouse.directory.v1.ClientKind
 	(AuthMethod)(0),                            // 1: gatehouse.directory.v1.AuthMethod
@@ -6142,19 +6270,21 @@ var file_gatehouse_directory_v1_directory_proto_goTypes = []any{
 	(*InitializeUserResponse)(nil),             // 87: gatehouse.directory.v1.InitializeUserResponse
 	(*SendEmailCodeRequest)(nil),               // 88: gatehouse.directory.v1.SendEmailCodeRequest
 	(*SendEmailCodeResponse)(nil),              // 89: gatehouse.directory.v1.SendEmailCodeResponse
-	nil,                                        // 90: gatehouse.directory.v1.Client.GrantIdsEntry
-	(*timestamppb.Timestamp)(nil),              // 91: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),                // 92: google.protobuf.Duration
-	(*structpb.Struct)(nil),                    // 93: google.protobuf.Struct
+	(*ConfirmLinkedEmailRequest)(nil),          // 90: gatehouse.directory.v1.ConfirmLinkedEmailRequest
+	(*ConfirmLinkedEmailResponse)(nil),         // 91: gatehouse.directory.v1.ConfirmLinkedEmailResponse
+	nil,                                        // 92: gatehouse.directory.v1.Client.GrantIdsEntry
+	(*timestamppb.Timestamp)(nil),              // 93: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),                // 94: google.protobuf.Duration
+	(*structpb.Struct)(nil),                    // 95: google.protobuf.Struct
 }
 var file_gatehouse_directory_v1_directory_proto_depIdxs = []int32{
-	91, // 0: gatehouse.directory.v1.PublicKey.expires_at:type_name -> google.protobuf.Timestamp
+	93, // 0: gatehouse.directory.v1.PublicKey.expires_at:type_name -> google.protobuf.Timestamp
 	0,  // 1: gatehouse.directory.v1.Client.kind:type_name -> gatehouse.directory.v1.ClientKind
 	1,  // 2: gatehouse.directory.v1.Client.auth_method:type_name -> gatehouse.directory.v1.AuthMethod
 	7,  // 3: gatehouse.directory.v1.Client.keys:type_name -> gatehouse.directory.v1.PublicKey
 	2,  // 4: gatehouse.directory.v1.Client.access_token_type:type_name -> gatehouse.directory.v1.TokenType
-	92, // 5: gatehouse.directory.v1.Client.clock_skew:type_name -> google.protobuf.Duration
-	90, // 6: gatehouse.directory.v1.Client.grant_ids:type_name -> gatehouse.directory.v1.Client.GrantIdsEntry
+	94, // 5: gatehouse.directory.v1.Client.clock_skew:type_name -> google.protobuf.Duration
+	92, // 6: gatehouse.directory.v1.Client.grant_ids:type_name -> gatehouse.directory.v1.Client.GrantIdsEntry
 	8,  // 7: gatehouse.directory.v1.GetClientResponse.client:type_name -> gatehouse.directory.v1.Client
 	7,  // 8: gatehouse.directory.v1.GetMachineKeyResponse.key:type_name -> gatehouse.directory.v1.PublicKey
 	45, // 9: gatehouse.directory.v1.GetMachineKeyResponse.user:type_name -> gatehouse.directory.v1.User
@@ -6162,22 +6292,22 @@ var file_gatehouse_directory_v1_directory_proto_depIdxs = []int32{
 	57, // 11: gatehouse.directory.v1.VerifyPasswordResponse.login_policy:type_name -> gatehouse.directory.v1.LoginPolicy
 	45, // 12: gatehouse.directory.v1.CheckAuthFactorResponse.user:type_name -> gatehouse.directory.v1.User
 	45, // 13: gatehouse.directory.v1.CheckWebAuthnLoginResponse.user:type_name -> gatehouse.directory.v1.User
-	91, // 14: gatehouse.directory.v1.AccountFactor.creation_date:type_name -> google.protobuf.Timestamp
+	93, // 14: gatehouse.directory.v1.AccountFactor.creation_date:type_name -> google.protobuf.Timestamp
 	32, // 15: gatehouse.directory.v1.GetAccountResponse.factors:type_name -> gatehouse.directory.v1.AccountFactor
 	33, // 16: gatehouse.directory.v1.GetAccountResponse.links:type_name -> gatehouse.directory.v1.AccountLink
 	3,  // 17: gatehouse.directory.v1.User.state:type_name -> gatehouse.directory.v1.UserState
 	2,  // 18: gatehouse.directory.v1.User.access_token_type:type_name -> gatehouse.directory.v1.TokenType
-	91, // 19: gatehouse.directory.v1.User.sessions_not_before:type_name -> google.protobuf.Timestamp
+	93, // 19: gatehouse.directory.v1.User.sessions_not_before:type_name -> google.protobuf.Timestamp
 	45, // 20: gatehouse.directory.v1.GetUserResponse.user:type_name -> gatehouse.directory.v1.User
 	45, // 21: gatehouse.directory.v1.LookupUserResponse.user:type_name -> gatehouse.directory.v1.User
-	93, // 22: gatehouse.directory.v1.GetClaimsResponse.claims:type_name -> google.protobuf.Struct
+	95, // 22: gatehouse.directory.v1.GetClaimsResponse.claims:type_name -> google.protobuf.Struct
 	45, // 23: gatehouse.directory.v1.RegisterUserResponse.user:type_name -> gatehouse.directory.v1.User
 	54, // 24: gatehouse.directory.v1.GetOrgResponse.password_policy:type_name -> gatehouse.directory.v1.PasswordPolicy
 	57, // 25: gatehouse.directory.v1.GetOrgResponse.login_policy:type_name -> gatehouse.directory.v1.LoginPolicy
-	92, // 26: gatehouse.directory.v1.LoginPolicy.password_check_lifetime:type_name -> google.protobuf.Duration
-	92, // 27: gatehouse.directory.v1.LoginPolicy.second_factor_check_lifetime:type_name -> google.protobuf.Duration
-	92, // 28: gatehouse.directory.v1.LoginPolicy.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
-	92, // 29: gatehouse.directory.v1.LoginPolicy.external_login_check_lifetime:type_name -> google.protobuf.Duration
+	94, // 26: gatehouse.directory.v1.LoginPolicy.password_check_lifetime:type_name -> google.protobuf.Duration
+	94, // 27: gatehouse.directory.v1.LoginPolicy.second_factor_check_lifetime:type_name -> google.protobuf.Duration
+	94, // 28: gatehouse.directory.v1.LoginPolicy.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
+	94, // 29: gatehouse.directory.v1.LoginPolicy.external_login_check_lifetime:type_name -> google.protobuf.Duration
 	4,  // 30: gatehouse.directory.v1.IdP.styling_type:type_name -> gatehouse.directory.v1.StylingType
 	5,  // 31: gatehouse.directory.v1.IdP.display_name_mapping:type_name -> gatehouse.directory.v1.MappingField
 	5,  // 32: gatehouse.directory.v1.IdP.username_mapping:type_name -> gatehouse.directory.v1.MappingField
@@ -6205,68 +6335,70 @@ var file_gatehouse_directory_v1_directory_proto_depIdxs = []int32{
 	63, // 54: gatehouse.directory.v1.DirectoryService.ListIdPs:input_type -> gatehouse.directory.v1.ListIdPsRequest
 	65, // 55: gatehouse.directory.v1.DirectoryService.LinkExternalUser:input_type -> gatehouse.directory.v1.LinkExternalUserRequest
 	67, // 56: gatehouse.directory.v1.DirectoryService.GetLinkedUser:input_type -> gatehouse.directory.v1.GetLinkedUserRequest
-	69, // 57: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:input_type -> gatehouse.directory.v1.RegisterExternalUserRequest
-	71, // 58: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:input_type -> gatehouse.directory.v1.UnlinkExternalUserRequest
-	73, // 59: gatehouse.directory.v1.DirectoryService.ListChanges:input_type -> gatehouse.directory.v1.ListChangesRequest
-	15, // 60: gatehouse.directory.v1.DirectoryService.ListAuthFactors:input_type -> gatehouse.directory.v1.ListAuthFactorsRequest
-	17, // 61: gatehouse.directory.v1.DirectoryService.CheckAuthFactor:input_type -> gatehouse.directory.v1.CheckAuthFactorRequest
-	19, // 62: gatehouse.directory.v1.DirectoryService.StartTOTP:input_type -> gatehouse.directory.v1.StartTOTPRequest
-	41, // 63: gatehouse.directory.v1.DirectoryService.GenerateRecoveryCodes:input_type -> gatehouse.directory.v1.GenerateRecoveryCodesRequest
-	21, // 64: gatehouse.directory.v1.DirectoryService.VerifyTOTP:input_type -> gatehouse.directory.v1.VerifyTOTPRequest
-	23, // 65: gatehouse.directory.v1.DirectoryService.StartWebAuthnLogin:input_type -> gatehouse.directory.v1.StartWebAuthnLoginRequest
-	25, // 66: gatehouse.directory.v1.DirectoryService.CheckWebAuthnLogin:input_type -> gatehouse.directory.v1.CheckWebAuthnLoginRequest
-	27, // 67: gatehouse.directory.v1.DirectoryService.StartWebAuthnRegistration:input_type -> gatehouse.directory.v1.StartWebAuthnRegistrationRequest
-	29, // 68: gatehouse.directory.v1.DirectoryService.VerifyWebAuthnRegistration:input_type -> gatehouse.directory.v1.VerifyWebAuthnRegistrationRequest
-	31, // 69: gatehouse.directory.v1.DirectoryService.GetAccount:input_type -> gatehouse.directory.v1.GetAccountRequest
-	35, // 70: gatehouse.directory.v1.DirectoryService.RemoveAccountFactor:input_type -> gatehouse.directory.v1.RemoveAccountFactorRequest
-	37, // 71: gatehouse.directory.v1.DirectoryService.UnlinkAccount:input_type -> gatehouse.directory.v1.UnlinkAccountRequest
-	39, // 72: gatehouse.directory.v1.DirectoryService.EndUserSessions:input_type -> gatehouse.directory.v1.EndUserSessionsRequest
-	76, // 73: gatehouse.directory.v1.DirectoryService.RequestPasswordReset:input_type -> gatehouse.directory.v1.RequestPasswordResetRequest
-	78, // 74: gatehouse.directory.v1.DirectoryService.CheckPasswordResetCode:input_type -> gatehouse.directory.v1.CheckPasswordResetCodeRequest
-	80, // 75: gatehouse.directory.v1.DirectoryService.ResetPassword:input_type -> gatehouse.directory.v1.ResetPasswordRequest
-	82, // 76: gatehouse.directory.v1.DirectoryService.CheckUserCode:input_type -> gatehouse.directory.v1.CheckUserCodeRequest
-	84, // 77: gatehouse.directory.v1.DirectoryService.VerifyEmailCode:input_type -> gatehouse.directory.v1.VerifyEmailCodeRequest
-	86, // 78: gatehouse.directory.v1.DirectoryService.InitializeUser:input_type -> gatehouse.directory.v1.InitializeUserRequest
-	88, // 79: gatehouse.directory.v1.DirectoryService.SendEmailCode:input_type -> gatehouse.directory.v1.SendEmailCodeRequest
-	10, // 80: gatehouse.directory.v1.DirectoryService.GetClient:output_type -> gatehouse.directory.v1.GetClientResponse
-	12, // 81: gatehouse.directory.v1.DirectoryService.GetMachineKey:output_type -> gatehouse.directory.v1.GetMachineKeyResponse
-	14, // 82: gatehouse.directory.v1.DirectoryService.VerifyPassword:output_type -> gatehouse.directory.v1.VerifyPasswordResponse
-	44, // 83: gatehouse.directory.v1.DirectoryService.ChangePassword:output_type -> gatehouse.directory.v1.ChangePasswordResponse
-	47, // 84: gatehouse.directory.v1.DirectoryService.GetUser:output_type -> gatehouse.directory.v1.GetUserResponse
-	49, // 85: gatehouse.directory.v1.DirectoryService.LookupUser:output_type -> gatehouse.directory.v1.LookupUserResponse
-	51, // 86: gatehouse.directory.v1.DirectoryService.GetClaims:output_type -> gatehouse.directory.v1.GetClaimsResponse
-	53, // 87: gatehouse.directory.v1.DirectoryService.RegisterUser:output_type -> gatehouse.directory.v1.RegisterUserResponse
-	56, // 88: gatehouse.directory.v1.DirectoryService.GetOrg:output_type -> gatehouse.directory.v1.GetOrgResponse
-	59, // 89: gatehouse.directory.v1.DirectoryService.GetRoles:output_type -> gatehouse.directory.v1.GetRolesResponse
-	62, // 90: gatehouse.directory.v1.DirectoryService.GetIdP:output_type -> gatehouse.directory.v1.GetIdPResponse
-	64, // 91: gatehouse.directory.v1.DirectoryService.ListIdPs:output_type -> gatehouse.directory.v1.ListIdPsResponse
-	66, // 92: gatehouse.directory.v1.DirectoryService.LinkExternalUser:output_type -> gatehouse.directory.v1.LinkExternalUserResponse
-	68, // 93: gatehouse.directory.v1.DirectoryService.GetLinkedUser:output_type -> gatehouse.directory.v1.GetLinkedUserResponse
-	70, // 94: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:output_type -> gatehouse.directory.v1.RegisterExternalUserResponse
-	72, // 95: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:output_type -> gatehouse.directory.v1.UnlinkExternalUserResponse
-	75, // 96: gatehouse.directory.v1.DirectoryService.ListChanges:output_type -> gatehouse.directory.v1.ListChangesResponse
-	16, // 97: gatehouse.directory.v1.DirectoryService.ListAuthFactors:output_type -> gatehouse.directory.v1.ListAuthFactorsResponse
-	18, // 98: gatehouse.directory.v1.DirectoryService.CheckAuthFactor:output_type -> gatehouse.directory.v1.CheckAuthFactorResponse
-	20, // 99: gatehouse.directory.v1.DirectoryService.StartTOTP:output_type -> gatehouse.directory.v1.StartTOTPResponse
-	42, // 100: gatehouse.directory.v1.DirectoryService.GenerateRecoveryCodes:output_type -> gatehouse.directory.v1.GenerateRecoveryCodesResponse
-	22, // 101: gatehouse.directory.v1.DirectoryService.VerifyTOTP:output_type -> gatehouse.directory.v1.VerifyTOTPResponse
-	24, // 102: gatehouse.directory.v1.DirectoryService.StartWebAuthnLogin:output_type -> gatehouse.directory.v1.StartWebAuthnLoginResponse
-	26, // 103: gatehouse.directory.v1.DirectoryService.CheckWebAuthnLogin:output_type -> gatehouse.directory.v1.CheckWebAuthnLoginResponse
-	28, // 104: gatehouse.directory.v1.DirectoryService.StartWebAuthnRegistration:output_type -> gatehouse.directory.v1.StartWebAuthnRegistrationResponse
-	30, // 105: gatehouse.directory.v1.DirectoryService.VerifyWebAuthnRegistration:output_type -> gatehouse.directory.v1.VerifyWebAuthnRegistrationResponse
-	34, // 106: gatehouse.directory.v1.DirectoryService.GetAccount:output_type -> gatehouse.directory.v1.GetAccountResponse
-	36, // 107: gatehouse.directory.v1.DirectoryService.RemoveAccountFactor:output_type -> gatehouse.directory.v1.RemoveAccountFactorResponse
-	38, // 108: gatehouse.directory.v1.DirectoryService.UnlinkAccount:output_type -> gatehouse.directory.v1.UnlinkAccountResponse
-	40, // 109: gatehouse.directory.v1.DirectoryService.EndUserSessions:output_type -> gatehouse.directory.v1.EndUserSessionsResponse
-	77, // 110: gatehouse.directory.v1.DirectoryService.RequestPasswordReset:output_type -> gatehouse.directory.v1.RequestPasswordResetResponse
-	79, // 111: gatehouse.directory.v1.DirectoryService.CheckPasswordResetCode:output_type -> gatehouse.directory.v1.CheckPasswordResetCodeResponse
-	81, // 112: gatehouse.directory.v1.DirectoryService.ResetPassword:output_type -> gatehouse.directory.v1.ResetPasswordResponse
-	83, // 113: gatehouse.directory.v1.DirectoryService.CheckUserCode:output_type -> gatehouse.directory.v1.CheckUserCodeResponse
-	85, // 114: gatehouse.directory.v1.DirectoryService.VerifyEmailCode:output_type -> gatehouse.directory.v1.VerifyEmailCodeResponse
-	87, // 115: gatehouse.directory.v1.DirectoryService.InitializeUser:output_type -> gatehouse.directory.v1.InitializeUserResponse
-	89, // 116: gatehouse.directory.v1.DirectoryService.SendEmailCode:output_type -> gatehouse.directory.v1.SendEmailCodeResponse
-	80, // [80:117] is the sub-list for method output_type
-	43, // [43:80] is the sub-list for method input_type
+	90, // 57: gatehouse.directory.v1.DirectoryService.ConfirmLinkedEmail:input_type -> gatehouse.directory.v1.ConfirmLinkedEmailRequest
+	69, // 58: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:input_type -> gatehouse.directory.v1.RegisterExternalUserRequest
+	71, // 59: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:input_type -> gatehouse.directory.v1.UnlinkExternalUserRequest
+	73, // 60: gatehouse.directory.v1.DirectoryService.ListChanges:input_type -> gatehouse.directory.v1.ListChangesRequest
+	15, // 61: gatehouse.directory.v1.DirectoryService.ListAuthFactors:input_type -> gatehouse.directory.v1.ListAuthFactorsRequest
+	17, // 62: gatehouse.directory.v1.DirectoryService.CheckAuthFactor:input_type -> gatehouse.directory.v1.CheckAuthFactorRequest
+	19, // 63: gatehouse.directory.v1.DirectoryService.StartTOTP:input_type -> gatehouse.directory.v1.StartTOTPRequest
+	41, // 64: gatehouse.directory.v1.DirectoryService.GenerateRecoveryCodes:input_type -> gatehouse.directory.v1.GenerateRecoveryCodesRequest
+	21, // 65: gatehouse.directory.v1.DirectoryService.VerifyTOTP:input_type -> gatehouse.directory.v1.VerifyTOTPRequest
+	23, // 66: gatehouse.directory.v1.DirectoryService.StartWebAuthnLogin:input_type -> gatehouse.directory.v1.StartWebAuthnLoginRequest
+	25, // 67: gatehouse.directory.v1.DirectoryService.CheckWebAuthnLogin:input_type -> gatehouse.directory.v1.CheckWebAuthnLoginRequest
+	27, // 68: gatehouse.directory.v1.DirectoryService.StartWebAuthnRegistration:input_type -> gatehouse.directory.v1.StartWebAuthnRegistrationRequest
+	29, // 69: gatehouse.directory.v1.DirectoryService.VerifyWebAuthnRegistration:input_type -> gatehouse.directory.v1.VerifyWebAuthnRegistrationRequest
+	31, // 70: gatehouse.directory.v1.DirectoryService.GetAccount:input_type -> gatehouse.directory.v1.GetAccountRequest
+	35, // 71: gatehouse.directory.v1.DirectoryService.RemoveAccountFactor:input_type -> gatehouse.directory.v1.RemoveAccountFactorRequest
+	37, // 72: gatehouse.directory.v1.DirectoryService.UnlinkAccount:input_type -> gatehouse.directory.v1.UnlinkAccountRequest
+	39, // 73: gatehouse.directory.v1.DirectoryService.EndUserSessions:input_type -> gatehouse.directory.v1.EndUserSessionsRequest
+	76, // 74: gatehouse.directory.v1.DirectoryService.RequestPasswordReset:input_type -> gatehouse.directory.v1.RequestPasswordResetRequest
+	78, // 75: gatehouse.directory.v1.DirectoryService.CheckPasswordResetCode:input_type -> gatehouse.directory.v1.CheckPasswordResetCodeRequest
+	80, // 76: gatehouse.directory.v1.DirectoryService.ResetPassword:input_type -> gatehouse.directory.v1.ResetPasswordRequest
+	82, // 77: gatehouse.directory.v1.DirectoryService.CheckUserCode:input_type -> gatehouse.directory.v1.CheckUserCodeRequest
+	84, // 78: gatehouse.directory.v1.DirectoryService.VerifyEmailCode:input_type -> gatehouse.directory.v1.VerifyEmailCodeRequest
+	86, // 79: gatehouse.directory.v1.DirectoryService.InitializeUser:input_type -> gatehouse.directory.v1.InitializeUserRequest
+	88, // 80: gatehouse.directory.v1.DirectoryService.SendEmailCode:input_type -> gatehouse.directory.v1.SendEmailCodeRequest
+	10, // 81: gatehouse.directory.v1.DirectoryService.GetClient:output_type -> gatehouse.directory.v1.GetClientResponse
+	12, // 82: gatehouse.directory.v1.DirectoryService.GetMachineKey:output_type -> gatehouse.directory.v1.GetMachineKeyResponse
+	14, // 83: gatehouse.directory.v1.DirectoryService.VerifyPassword:output_type -> gatehouse.directory.v1.VerifyPasswordResponse
+	44, // 84: gatehouse.directory.v1.DirectoryService.ChangePassword:output_type -> gatehouse.directory.v1.ChangePasswordResponse
+	47, // 85: gatehouse.directory.v1.DirectoryService.GetUser:output_type -> gatehouse.directory.v1.GetUserResponse
+	49, // 86: gatehouse.directory.v1.DirectoryService.LookupUser:output_type -> gatehouse.directory.v1.LookupUserResponse
+	51, // 87: gatehouse.directory.v1.DirectoryService.GetClaims:output_type -> gatehouse.directory.v1.GetClaimsResponse
+	53, // 88: gatehouse.directory.v1.DirectoryService.RegisterUser:output_type -> gatehouse.directory.v1.RegisterUserResponse
+	56, // 89: gatehouse.directory.v1.DirectoryService.GetOrg:output_type -> gatehouse.directory.v1.GetOrgResponse
+	59, // 90: gatehouse.directory.v1.DirectoryService.GetRoles:output_type -> gatehouse.directory.v1.GetRolesResponse
+	62, // 91: gatehouse.directory.v1.DirectoryService.GetIdP:output_type -> gatehouse.directory.v1.GetIdPResponse
+	64, // 92: gatehouse.directory.v1.DirectoryService.ListIdPs:output_type -> gatehouse.directory.v1.ListIdPsResponse
+	66, // 93: gatehouse.directory.v1.DirectoryService.LinkExternalUser:output_type -> gatehouse.directory.v1.LinkExternalUserResponse
+	68, // 94: gatehouse.directory.v1.DirectoryService.GetLinkedUser:output_type -> gatehouse.directory.v1.GetLinkedUserResponse
+	91, // 95: gatehouse.directory.v1.DirectoryService.ConfirmLinkedEmail:output_type -> gatehouse.directory.v1.ConfirmLinkedEmailResponse
+	70, // 96: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:output_type -> gatehouse.directory.v1.RegisterExternalUserResponse
+	72, // 97: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:output_type -> gatehouse.directory.v1.UnlinkExternalUserResponse
+	75, // 98: gatehouse.directory.v1.DirectoryService.ListChanges:output_type -> gatehouse.directory.v1.ListChangesResponse
+	16, // 99: gatehouse.directory.v1.DirectoryService.ListAuthFactors:output_type -> gatehouse.directory.v1.ListAuthFactorsResponse
+	18, // 100: gatehouse.directory.v1.DirectoryService.CheckAuthFactor:output_type -> gatehouse.directory.v1.CheckAuthFactorResponse
+	20, // 101: gatehouse.directory.v1.DirectoryService.StartTOTP:output_type -> gatehouse.directory.v1.StartTOTPResponse
+	42, // 102: gatehouse.directory.v1.DirectoryService.GenerateRecoveryCodes:output_type -> gatehouse.directory.v1.GenerateRecoveryCodesResponse
+	22, // 103: gatehouse.directory.v1.DirectoryService.VerifyTOTP:output_type -> gatehouse.directory.v1.VerifyTOTPResponse
+	24, // 104: gatehouse.directory.v1.DirectoryService.StartWebAuthnLogin:output_type -> gatehouse.directory.v1.StartWebAuthnLoginResponse
+	26, // 105: gatehouse.directory.v1.DirectoryService.CheckWebAuthnLogin:output_type -> gatehouse.directory.v1.CheckWebAuthnLoginResponse
+	28, // 106: gatehouse.directory.v1.DirectoryService.StartWebAuthnRegistration:output_type -> gatehouse.directory.v1.StartWebAuthnRegistrationResponse
+	30, // 107: gatehouse.directory.v1.DirectoryService.VerifyWebAuthnRegistration:output_type -> gatehouse.directory.v1.VerifyWebAuthnRegistrationResponse
+	34, // 108: gatehouse.directory.v1.DirectoryService.GetAccount:output_type -> gatehouse.directory.v1.GetAccountResponse
+	36, // 109: gatehouse.directory.v1.DirectoryService.RemoveAccountFactor:output_type -> gatehouse.directory.v1.RemoveAccountFactorResponse
+	38, // 110: gatehouse.directory.v1.DirectoryService.UnlinkAccount:output_type -> gatehouse.directory.v1.UnlinkAccountResponse
+	40, // 111: gatehouse.directory.v1.DirectoryService.EndUserSessions:output_type -> gatehouse.directory.v1.EndUserSessionsResponse
+	77, // 112: gatehouse.directory.v1.DirectoryService.RequestPasswordReset:output_type -> gatehouse.directory.v1.RequestPasswordResetResponse
+	79, // 113: gatehouse.directory.v1.DirectoryService.CheckPasswordResetCode:output_type -> gatehouse.directory.v1.CheckPasswordResetCodeResponse
+	81, // 114: gatehouse.directory.v1.DirectoryService.ResetPassword:output_type -> gatehouse.directory.v1.ResetPasswordResponse
+	83, // 115: gatehouse.directory.v1.DirectoryService.CheckUserCode:output_type -> gatehouse.directory.v1.CheckUserCodeResponse
+	85, // 116: gatehouse.directory.v1.DirectoryService.VerifyEmailCode:output_type -> gatehouse.directory.v1.VerifyEmailCodeResponse
+	87, // 117: gatehouse.directory.v1.DirectoryService.InitializeUser:output_type -> gatehouse.directory.v1.InitializeUserResponse
+	89, // 118: gatehouse.directory.v1.DirectoryService.SendEmailCode:output_type -> gatehouse.directory.v1.SendEmailCodeResponse
+	81, // [81:119] is the sub-list for method output_type
+	43, // [43:81] is the sub-list for method input_type
 	43, // [43:43] is the sub-list for extension type_name
 	43, // [43:43] is the sub-list for extension extendee
 	0,  // [0:43] is the sub-list for field type_name
@@ -6283,7 +6415,7 @@ func file_gatehouse_directory_v1_directory_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_directory_v1_directory_proto_rawDesc), len(file_gatehouse_directory_v1_directory_proto_rawDesc)),
 			NumEnums:      7,
-			NumMessages:   84,
+			NumMessages:   86,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -73,6 +73,9 @@ const (
 	// DirectoryServiceGetLinkedUserProcedure is the fully-qualified name of the DirectoryService's
 	// GetLinkedUser RPC.
 	DirectoryServiceGetLinkedUserProcedure = "/gatehouse.directory.v1.DirectoryService/GetLinkedUser"
+	// DirectoryServiceConfirmLinkedEmailProcedure is the fully-qualified name of the DirectoryService's
+	// ConfirmLinkedEmail RPC.
+	DirectoryServiceConfirmLinkedEmailProcedure = "/gatehouse.directory.v1.DirectoryService/ConfirmLinkedEmail"
 	// DirectoryServiceRegisterExternalUserProcedure is the fully-qualified name of the
 	// DirectoryService's RegisterExternalUser RPC.
 	DirectoryServiceRegisterExternalUserProcedure = "/gatehouse.directory.v1.DirectoryService/RegisterExternalUser"
@@ -201,6 +204,13 @@ type DirectoryServiceClient interface {
 	// is inactive (nobody signs in through it); InvalidArgument for an empty
 	// field. The user's own state (e.g. deactivated) is in User.state.
 	GetLinkedUser(context.Context, *v1.GetLinkedUserRequest) (*v1.GetLinkedUserResponse, error)
+	// Records that the provider of a linked identity asserted
+	// email_verified for an address at a sign-in: when it is exactly the
+	// linked user's address, the address is verified (a provider an IAM
+	// owner trusts proves it; another counts as its organization's mark).
+	// Nothing changes otherwise (another address, already verified so, or
+	// verified by another user of the organization).
+	ConfirmLinkedEmail(context.Context, *v1.ConfirmLinkedEmailRequest) (*v1.ConfirmLinkedEmailResponse, error)
 	// Creates a human user without a password in the IdP's organization and
 	// links it to the external identity, in one change (auto-registration at
 	// the first sign-in through the IdP). The user is active at once: it
@@ -412,6 +422,12 @@ func NewDirectoryServiceClient(httpClient connect.HTTPClient, baseURL string, op
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		confirmLinkedEmail: connect.NewClient[v1.ConfirmLinkedEmailRequest, v1.ConfirmLinkedEmailResponse](
+			httpClient,
+			baseURL+DirectoryServiceConfirmLinkedEmailProcedure,
+			connect.WithSchema(directoryServiceMethods.ByName("ConfirmLinkedEmail")),
+			connect.WithClientOptions(opts...),
+		),
 		registerExternalUser: connect.NewClient[v1.RegisterExternalUserRequest, v1.RegisterExternalUserResponse](
 			httpClient,
 			baseURL+DirectoryServiceRegisterExternalUserProcedure,
@@ -574,6 +590,7 @@ type directoryServiceClient struct {
 	listIdPs                   *connect.Client[v1.ListIdPsRequest, v1.ListIdPsResponse]
 	linkExternalUser           *connect.Client[v1.LinkExternalUserRequest, v1.LinkExternalUserResponse]
 	getLinkedUser              *connect.Client[v1.GetLinkedUserRequest, v1.GetLinkedUserResponse]
+	confirmLinkedEmail         *connect.Client[v1.ConfirmLinkedEmailRequest, v1.ConfirmLinkedEmailResponse]
 	registerExternalUser       *connect.Client[v1.RegisterExternalUserRequest, v1.RegisterExternalUserResponse]
 	unlinkExternalUser         *connect.Client[v1.UnlinkExternalUserRequest, v1.UnlinkExternalUserResponse]
 	listChanges                *connect.Client[v1.ListChangesRequest, v1.ListChangesResponse]
@@ -719,6 +736,15 @@ func (c *directoryServiceClient) LinkExternalUser(ctx context.Context, req *v1.L
 // GetLinkedUser calls gatehouse.directory.v1.DirectoryService.GetLinkedUser.
 func (c *directoryServiceClient) GetLinkedUser(ctx context.Context, req *v1.GetLinkedUserRequest) (*v1.GetLinkedUserResponse, error) {
 	response, err := c.getLinkedUser.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// ConfirmLinkedEmail calls gatehouse.directory.v1.DirectoryService.ConfirmLinkedEmail.
+func (c *directoryServiceClient) ConfirmLinkedEmail(ctx context.Context, req *v1.ConfirmLinkedEmailRequest) (*v1.ConfirmLinkedEmailResponse, error) {
+	response, err := c.confirmLinkedEmail.CallUnary(ctx, connect.NewRequest(req))
 	if response != nil {
 		return response.Msg, err
 	}
@@ -992,6 +1018,13 @@ type DirectoryServiceHandler interface {
 	// is inactive (nobody signs in through it); InvalidArgument for an empty
 	// field. The user's own state (e.g. deactivated) is in User.state.
 	GetLinkedUser(context.Context, *v1.GetLinkedUserRequest) (*v1.GetLinkedUserResponse, error)
+	// Records that the provider of a linked identity asserted
+	// email_verified for an address at a sign-in: when it is exactly the
+	// linked user's address, the address is verified (a provider an IAM
+	// owner trusts proves it; another counts as its organization's mark).
+	// Nothing changes otherwise (another address, already verified so, or
+	// verified by another user of the organization).
+	ConfirmLinkedEmail(context.Context, *v1.ConfirmLinkedEmailRequest) (*v1.ConfirmLinkedEmailResponse, error)
 	// Creates a human user without a password in the IdP's organization and
 	// links it to the external identity, in one change (auto-registration at
 	// the first sign-in through the IdP). The user is active at once: it
@@ -1199,6 +1232,12 @@ func NewDirectoryServiceHandler(svc DirectoryServiceHandler, opts ...connect.Han
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	directoryServiceConfirmLinkedEmailHandler := connect.NewUnaryHandlerSimple(
+		DirectoryServiceConfirmLinkedEmailProcedure,
+		svc.ConfirmLinkedEmail,
+		connect.WithSchema(directoryServiceMethods.ByName("ConfirmLinkedEmail")),
+		connect.WithHandlerOptions(opts...),
+	)
 	directoryServiceRegisterExternalUserHandler := connect.NewUnaryHandlerSimple(
 		DirectoryServiceRegisterExternalUserProcedure,
 		svc.RegisterExternalUser,
@@ -1372,6 +1411,8 @@ func NewDirectoryServiceHandler(svc DirectoryServiceHandler, opts ...connect.Han
 			directoryServiceLinkExternalUserHandler.ServeHTTP(w, r)
 		case DirectoryServiceGetLinkedUserProcedure:
 			directoryServiceGetLinkedUserHandler.ServeHTTP(w, r)
+		case DirectoryServiceConfirmLinkedEmailProcedure:
+			directoryServiceConfirmLinkedEmailHandler.ServeHTTP(w, r)
 		case DirectoryServiceRegisterExternalUserProcedure:
 			directoryServiceRegisterExternalUserHandler.ServeHTTP(w, r)
 		case DirectoryServiceUnlinkExternalUserProcedure:
@@ -1481,6 +1522,10 @@ func (UnimplementedDirectoryServiceHandler) LinkExternalUser(context.Context, *v
 
 func (UnimplementedDirectoryServiceHandler) GetLinkedUser(context.Context, *v1.GetLinkedUserRequest) (*v1.GetLinkedUserResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.GetLinkedUser is not implemented"))
+}
+
+func (UnimplementedDirectoryServiceHandler) ConfirmLinkedEmail(context.Context, *v1.ConfirmLinkedEmailRequest) (*v1.ConfirmLinkedEmailResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.ConfirmLinkedEmail is not implemented"))
 }
 
 func (UnimplementedDirectoryServiceHandler) RegisterExternalUser(context.Context, *v1.RegisterExternalUserRequest) (*v1.RegisterExternalUserResponse, error) {
