@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -153,6 +154,12 @@ func TestAuthorizationCodeFlow(t *testing.T) {
 	if err := idt.VerifyAccessToken(t1.AccessToken); err != nil {
 		t.Fatalf("at_hash: %v", err)
 	}
+	// The JWT access token is RFC 9068's: typ at+jwt and its claims.
+	if hdr, claims := jwtParts(t, t1.AccessToken); hdr["typ"] != "at+jwt" || claims["iss"] != edge.base || claims["sub"] != idt.Subject ||
+		claims["client_id"] != conf.ClientID || claims["jti"] == nil || claims["iat"] == nil || claims["exp"] == nil ||
+		claims["aud"] == nil || claims["scope"] == nil {
+		t.Fatalf("access token header %v claims %v; want RFC 9068's", hdr, claims)
+	}
 	if t1.RefreshToken == "" {
 		t.Fatal("no refresh token despite offline_access")
 	}
@@ -229,4 +236,20 @@ func TestAuthorizationCodeFlow(t *testing.T) {
 	if loc.Query().Get("error") != "login_required" {
 		t.Fatalf("prompt=none after logout: %s", loc)
 	}
+}
+
+// jwtParts decodes a compact JWT's header and claims (unverified).
+func jwtParts(t *testing.T, raw string) (header, claims map[string]any) {
+	t.Helper()
+	parts := strings.Split(raw, ".")
+	if len(parts) != 3 {
+		t.Fatalf("not a compact JWT: %q", raw)
+	}
+	for i, dst := range []*map[string]any{&header, &claims} {
+		b, err := base64.RawURLEncoding.DecodeString(parts[i])
+		if err != nil || json.Unmarshal(b, dst) != nil {
+			t.Fatalf("part %d of the JWT: %v", i, err)
+		}
+	}
+	return header, claims
 }

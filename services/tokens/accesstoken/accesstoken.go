@@ -15,6 +15,7 @@ package accesstoken
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -204,6 +205,9 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Token, error) {
 }
 
 func (v *Verifier) jwt(ctx context.Context, raw string) (*Token, error) {
+	if !accessTokenType(raw) {
+		return nil, ErrInactive
+	}
 	payload, err := v.Keys.Verify(ctx, raw)
 	if errors.Is(err, ErrUnavailable) {
 		return nil, err
@@ -219,4 +223,28 @@ func (v *Verifier) jwt(ctx context.Context, raw string) (*Token, error) {
 	}
 	return &Token{ID: c.JTI, ClientID: c.ClientID, Subject: c.Subject, Scopes: strings.Fields(c.Scope), Audience: c.Audience, AMR: c.AMR,
 		IssuedAt: time.Unix(c.IssuedAt, 0), NotBefore: time.Unix(c.NotBefore, 0), ExpiresAt: time.Unix(c.Expiry, 0)}, nil
+}
+
+// accessTokenType reports whether the JOSE header's typ names an access
+// token: at+jwt (RFC 9068 §4, also as application/at+jwt), or JWT, which
+// Gatehouse wrote on access tokens before (they live at most one access
+// token lifetime after an upgrade; an ID token, typ JWT too, is refused
+// by its claims).
+func accessTokenType(raw string) bool {
+	seg, _, _ := strings.Cut(raw, ".")
+	b, err := base64.RawURLEncoding.DecodeString(seg)
+	if err != nil {
+		return false
+	}
+	var h struct {
+		Typ string `json:"typ"`
+	}
+	if json.Unmarshal(b, &h) != nil {
+		return false
+	}
+	switch strings.ToLower(h.Typ) {
+	case "at+jwt", "application/at+jwt", "jwt":
+		return true
+	}
+	return false
 }

@@ -49,6 +49,7 @@ func ExampleVerifier() {
 		IssuedAt: now.Unix(), NotBefore: now.Unix(), Expiry: now.Add(time.Hour).Unix(), Scope: "openid orders"})
 	hdr := jws.NewHeaders()
 	_ = hdr.Set(jws.KeyIDKey, "k1")
+	_ = hdr.Set(jws.TypeKey, "at+jwt")
 	token, _ := jws.Sign(claims, jws.WithKey(jwa.ES256(), key, jws.WithProtectedHeaders(hdr)))
 
 	v := &accesstoken.Verifier{

@@ -60,12 +60,18 @@ func (f *fakeTokens) rotate(kid string) {
 	f.key = k
 }
 
-func (f *fakeTokens) sign(claims map[string]any) string {
+func (f *fakeTokens) sign(claims map[string]any) string { return f.signTyped("at+jwt", claims) }
+
+// signTyped signs claims with the JOSE typ (none when "").
+func (f *fakeTokens) signTyped(typ string, claims map[string]any) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	b, _ := json.Marshal(claims)
 	hdr := jws.NewHeaders()
 	_ = hdr.Set(jws.KeyIDKey, mustKid(f.key))
+	if typ != "" {
+		_ = hdr.Set(jws.TypeKey, typ)
+	}
 	out, err := jws.Sign(b, jws.WithKey(jwa.ES256(), f.key, jws.WithProtectedHeaders(hdr)))
 	if err != nil {
 		f.t.Fatal(err)
@@ -187,6 +193,15 @@ func want(t *testing.T, c *Remote, raw string, wantErr error, sub string) {
 func TestJWTVerifiedLocally(t *testing.T) {
 	f, clk, c := setup(t)
 	want(t, c, f.sign(access(clk, "j1", "alice", nil)), nil, "alice")
+	// RFC 9068 §4: the header's typ names an access token (JWT: those
+	// minted before Gatehouse wrote at+jwt); other JWTs are refused.
+	for typ, ok := range map[string]bool{"application/at+jwt": true, "AT+JWT": true, "JWT": true,
+		"dpop+jwt": false, "logout+jwt": false, "": false} {
+		_, err := c.Verify(context.Background(), f.signTyped(typ, access(clk, "j-typ-"+typ, "alice", nil)))
+		if (err == nil) != ok {
+			t.Errorf("typ %q: %v; want accepted %v", typ, err, ok)
+		}
+	}
 	for name, extra := range map[string]map[string]any{
 		"other issuer":    {"iss": "https://evil.example.com"},
 		"other audience":  {"aud": "client"},

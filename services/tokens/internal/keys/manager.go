@@ -249,6 +249,16 @@ func (m *Manager) Sign(claims []byte) (string, error) {
 	return s.Sign(claims)
 }
 
+// SignAccessToken signs an access token's claims with the current key
+// (typ at+jwt); see Signer.SignAccessToken.
+func (m *Manager) SignAccessToken(claims []byte) (string, error) {
+	s, err := m.Signer()
+	if err != nil {
+		return "", err
+	}
+	return s.SignAccessToken(claims)
+}
+
 // PublicKeys returns the published keys.
 func (m *Manager) PublicKeys() PublicKeySet { return m.snap.Load().public }
 

@@ -33,9 +33,12 @@ type Signer struct {
 	// Library is what computes the signatures: LibraryGo or LibraryOpenSSL.
 	Library string
 
-	header  []byte // base64url(JOSE header) + "."
-	sigLen  int    // encoded signature length, to size the output once
-	signRaw func(signingInput []byte) ([]byte, error)
+	header []byte // base64url(JOSE header) + "."
+	// atHeader is header with typ at+jwt, for access tokens (RFC 9068
+	// §2.1: resource servers tell them from ID tokens by it).
+	atHeader []byte
+	sigLen   int // encoded signature length, to size the output once
+	signRaw  func(signingInput []byte) ([]byte, error)
 }
 
 type joseHeader struct {
@@ -44,14 +47,19 @@ type joseHeader struct {
 	Typ string `json:"typ"`
 }
 
+// TypeAccessToken is the JOSE typ of JWT access tokens (RFC 9068 §2.1).
+const TypeAccessToken = "at+jwt"
+
 func newSigner(kid, alg string, key crypto.Signer, signFrom time.Time) (*Signer, error) {
-	h, err := json.Marshal(joseHeader{Alg: alg, Kid: kid, Typ: "JWT"})
-	if err != nil {
-		return nil, fmt.Errorf("encode JWS header: %w", err)
-	}
 	enc := base64.RawURLEncoding
 	s := &Signer{KeyID: kid, Algorithm: alg, Key: key, SignFrom: signFrom, Library: LibraryGo}
-	s.header = append(enc.AppendEncode(nil, h), '.')
+	for typ, dst := range map[string]*[]byte{"JWT": &s.header, TypeAccessToken: &s.atHeader} {
+		h, err := json.Marshal(joseHeader{Alg: alg, Kid: kid, Typ: typ})
+		if err != nil {
+			return nil, fmt.Errorf("encode JWS header: %w", err)
+		}
+		*dst = append(enc.AppendEncode(nil, h), '.')
+	}
 	switch k := key.(type) {
 	case *rsa.PrivateKey:
 		s.sigLen = enc.EncodedLen(k.Size())
@@ -93,12 +101,17 @@ func (s *Signer) useDigestSigner(sign func(digest []byte) ([]byte, error), libra
 // caller has serialized: base64url(header) "." base64url(claims) "."
 // base64url(signature), with header {"alg","kid","typ":"JWT"}. It does not
 // look at the claims; validity times are the caller's.
-func (s *Signer) Sign(claims []byte) (string, error) {
+func (s *Signer) Sign(claims []byte) (string, error) { return s.sign(s.header, claims) }
+
+// SignAccessToken is Sign with the header's typ at+jwt (RFC 9068).
+func (s *Signer) SignAccessToken(claims []byte) (string, error) { return s.sign(s.atHeader, claims) }
+
+func (s *Signer) sign(header, claims []byte) (string, error) {
 	enc := base64.RawURLEncoding
-	n := len(s.header) + enc.EncodedLen(len(claims))
+	n := len(header) + enc.EncodedLen(len(claims))
 	buf := make([]byte, n, n+1+s.sigLen)
-	copy(buf, s.header)
-	enc.Encode(buf[len(s.header):], claims)
+	copy(buf, header)
+	enc.Encode(buf[len(header):], claims)
 	sig, err := s.signRaw(buf)
 	if err != nil {
 		return "", fmt.Errorf("sign with key %s: %w", s.KeyID, err)

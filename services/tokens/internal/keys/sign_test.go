@@ -113,6 +113,21 @@ func testSignInteroperates(t *testing.T, lib, alg string) {
 	if kid != s.KeyID || typ != "JWT" || halg.String() != alg {
 		t.Fatalf("header: kid %q typ %q alg %v; want %s JWT %s", kid, typ, halg, s.KeyID, alg)
 	}
+	// An access token says so in its header (RFC 9068 §2.1), signed alike.
+	at, err := m.SignAccessToken(claims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if payload, err := jws.Verify([]byte(at), jws.WithKeySet(set, jws.WithRequireKid(true))); err != nil || !bytes.Equal(payload, claims) {
+		t.Fatalf("jwx verify of the access token: %s, %v", payload, err)
+	}
+	atMsg, err := jws.Parse([]byte(at))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if typ, _ := atMsg.Signatures()[0].ProtectedHeaders().Type(); typ != keys.TypeAccessToken {
+		t.Fatalf("access token typ %q; want %s", typ, keys.TypeAccessToken)
+	}
 	pub, ok := m.PublicKey(s.KeyID)
 	if eq, _ := pub.(interface{ Equal(crypto.PublicKey) bool }); !ok || eq == nil || !eq.Equal(s.Key.Public()) {
 		t.Fatalf("PublicKey(%s): got %T, %v; want the signer's public key", s.KeyID, pub, ok)

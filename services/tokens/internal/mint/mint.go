@@ -22,9 +22,11 @@ import (
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/store"
 )
 
-// Signer signs JWT claims with the current signing key.
+// Signer signs JWT claims with the current signing key: ID tokens and
+// others with typ JWT, access tokens with typ at+jwt (RFC 9068).
 type Signer interface {
 	Sign(claims []byte) (string, error)
+	SignAccessToken(claims []byte) (string, error)
 }
 
 // Minter makes tokens.
@@ -80,7 +82,7 @@ func (m *Minter) AccessToken(ctx context.Context, q db.Querier, a Access) (*Issu
 		if err != nil {
 			return nil, fmt.Errorf("encode access token: %w", err)
 		}
-		if out.Token, err = m.Signer.Sign(claims); err != nil {
+		if out.Token, err = m.Signer.SignAccessToken(claims); err != nil {
 			return nil, fmt.Errorf("sign access token: %w", err)
 		}
 		if !a.Record {
