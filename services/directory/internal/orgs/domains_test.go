@@ -377,7 +377,7 @@ func TestValidateDomain(t *testing.T) {
 		wantCode(t, "validating again", err, connect.CodeAborted)
 
 		// A caller gone during the check records nothing.
-		token = f.generate(t, id, "gone.test", orgs.ValidationDNS)
+		f.generate(t, id, "gone.test", orgs.ValidationDNS)
 		cctx, cancel := context.WithCancel(ctx)
 		before := f.lastEvent(t, id).Sequence
 		_, err = f.c.ValidateDomain(cctx, "test", f.org(t, id), "gone.test", cancelling{cancel})
