@@ -271,7 +271,12 @@ func (q *Queries) ListDomains(ctx context.Context, orgID, nameQuery string, meth
 func (q *Queries) DomainVerified(ctx context.Context, orgID, domain string) (bool, error) {
 	d, err := NormalizeDomain(domain)
 	if err != nil {
-		return false, nil
+		// Not a DNS name, yet possibly a generated primary domain: on an
+		// issuer named by an IP address it is <name>.<address>, stored as
+		// generated.
+		if d = storedForm(domain); d == "" {
+			return false, nil
+		}
 	}
 	var n int
 	if err := q.DB.Get(ctx, &n, `SELECT COUNT(*) FROM org_domains WHERE org_id = ? AND domain = ? AND verified = ?`,
@@ -297,7 +302,7 @@ func (c *Commands) pushDomain(ctx context.Context, editor string, org *Org, typ 
 func (c *Commands) reserved(d string) bool {
 	host, err := NormalizeDomain(c.IssuerHost)
 	if err != nil {
-		host = strings.TrimSuffix(strings.ToLower(c.IssuerHost), ".")
+		host = storedForm(c.IssuerHost)
 	}
 	return host != "" && (d == host || strings.HasSuffix(d, "."+host))
 }
@@ -334,9 +339,21 @@ func (c *Commands) AddDomain(ctx context.Context, editor string, org *Org, name 
 func (c *Commands) existing(ctx context.Context, org *Org, name string) (*domainState, error) {
 	d, err := NormalizeDomain(name)
 	if err != nil {
-		return nil, err
+		// A generated primary domain under an issuer named by an IP
+		// address is no DNS name: found as stored, or the name's error.
+		dom, lerr := (&Queries{DB: c.ES.DB()}).domain(ctx, org.ID, storedForm(name))
+		if lerr != nil {
+			return nil, err
+		}
+		return dom, nil
 	}
 	return (&Queries{DB: c.ES.DB()}).domain(ctx, org.ID, d)
+}
+
+// storedForm is name as a generated domain is stored: lowercased, without
+// a trailing dot.
+func storedForm(name string) string {
+	return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(name)), ".")
 }
 
 // unverified is existing, and Aborted (ORG-domain-verified) for a

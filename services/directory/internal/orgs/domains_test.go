@@ -213,6 +213,24 @@ func TestOrgAddedPrimaryDomain(t *testing.T) {
 		if ok, err := f.q.DomainVerified(ctx, f.addOrg(t, "Bravo"), "acme.id.example.com"); ok || err != nil {
 			t.Errorf("another organization's domain: %v, %v", ok, err)
 		}
+		// On an issuer named by an IP address the generated domain is no
+		// DNS name (its last label is a number), yet it is the
+		// organization's, verified.
+		ipc := &orgs.Commands{ES: f.es, IssuerHost: "127.0.0.1"}
+		ipOrg, _, err := ipc.AddOrg(ctx, "test", "Loopback", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := f.q.DomainVerified(ctx, ipOrg, "Loopback.127.0.0.1"); !ok || err != nil {
+			t.Errorf("the generated domain under an IP issuer: %v, %v; want verified", ok, err)
+		}
+		o, err = f.q.Get(ctx, ipOrg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ipc.RemoveDomain(ctx, "test", o, "loopback.127.0.0.1"); connect.CodeOf(err) != connect.CodeAborted {
+			t.Errorf("removing the generated primary under an IP issuer: %v; want Aborted (the primary), not InvalidArgument", err)
+		}
 	})
 }
 
