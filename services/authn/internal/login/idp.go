@@ -205,9 +205,11 @@ func (p *Pages) signInIdentity(w http.ResponseWriter, r *http.Request, f *flow, 
 			p.messagePage(w, r, f.lang, http.StatusForbidden, "err.inactive")
 			return
 		}
-		if id.EmailVerified && id.Email != "" && strings.EqualFold(id.Email, u.GetEmail()) {
-			// The provider vouches for the user's address: the directory
-			// decides how far that counts.
+		if id.EmailVerified && id.Email != "" && strings.EqualFold(id.Email, u.GetEmail()) &&
+			(!u.GetEmailVerified() || idp.GetTrustAmr() && !u.GetEmailProven()) {
+			// The provider vouches for the user's address, and that adds
+			// to what is recorded (otherwise no call: most federated
+			// sign-ins): the directory decides how far it counts.
 			res, err := p.Directory.ConfirmLinkedEmail(ctx, &directoryv1.ConfirmLinkedEmailRequest{IdpId: idp.GetId(),
 				ExternalSubject: id.Subject, Issuer: idp.GetIssuer(), Email: id.Email})
 			if err != nil {

@@ -193,8 +193,7 @@ func (s *Server) RegisterUser(ctx context.Context, req *directoryv1.RegisterUser
 			return nil, err
 		}
 		h = keys.Hasher
-		cm = &users.CodeMail{Sealer: s.Mail.Outbox.Sealer, Issuer: s.Mail.Issuer, Data: mailData(p.PreferredLanguage, org.Name, p.DisplayName,
-			p.UserName+"@"+org.PrimaryDomain)}
+		cm = &users.CodeMail{Sealer: s.Mail.Outbox.Sealer, Issuer: s.Mail.Issuer, Data: users.NewUserMailData(p, org.Name, org.PrimaryDomain)}
 	}
 	id, _, err := s.userCmds.AddHumanMailed(ctx, "self-registration", org, p, h, cm, s.Now(), true)
 	if err != nil {

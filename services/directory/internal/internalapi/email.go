@@ -99,7 +99,7 @@ func (s *Server) SendEmailCode(ctx context.Context, req *directoryv1.SendEmailCo
 		return nil, internalErr(err, "get org")
 	}
 	m := &users.CodeMail{Sealer: s.Mail.Outbox.Sealer, Issuer: s.Mail.Issuer,
-		Data: mail.Data{Lang: mail.Lang(u.PreferredLanguage, req.GetLanguage()), Org: org.Name, Name: u.DisplayName, LoginName: u.LoginName()}}
+		Data: users.MailData(u, org.Name, req.GetLanguage())}
 	_, _, err = s.userCmds.ResendEmailCode(ctx, u.ID, u, keys.Hasher, m, s.Now())
 	switch {
 	case errors.Is(err, users.ErrThrottled):
@@ -109,9 +109,4 @@ func (s *Server) SendEmailCode(ctx context.Context, req *directoryv1.SendEmailCo
 	}
 	s.Mail.Outbox.Kick()
 	return &directoryv1.SendEmailCodeResponse{}, nil
-}
-
-// mailData is a message's data for a user.
-func mailData(lang, org, name, loginName string) mail.Data {
-	return mail.Data{Lang: mail.Lang(lang), Org: org, Name: name, LoginName: loginName}
 }

@@ -93,9 +93,8 @@ func (s *Server) mailReset(ctx context.Context, orgID, orgName, login, lang stri
 		s.Logger.ErrorContext(ctx, "password reset", "err", err)
 		return
 	}
-	lang = mail.Lang(u.PreferredLanguage, lang)
 	m := &users.CodeMail{Sealer: s.Mail.Outbox.Sealer,
-		Data:   mail.Data{Lang: lang, Org: orgName, Name: u.DisplayName, LoginName: u.LoginName()},
+		Data:   users.MailData(u, orgName, lang),
 		Issuer: s.Mail.Issuer}
 	_, _, err = s.userCmds.RequestPasswordReset(ctx, u.ID, u, keys.Hasher, m, s.Now())
 	var ce *connect.Error

@@ -120,6 +120,7 @@ func userProto(u *users.User) *directoryv1.User {
 		State:              state,
 		Machine:            u.Type == users.TypeMachine,
 		EmailVerified:      u.EmailVerified,
+		EmailProven:        u.EmailProven,
 		DisplayName:        u.DisplayName,
 		PreferredLanguage:  u.PreferredLanguage,
 		AccessTokenType:    tt,

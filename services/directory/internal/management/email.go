@@ -9,7 +9,6 @@ import (
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/authz"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
-	"github.com/gatehouse-id/gatehouse/services/directory/internal/mail"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/orgs"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/users"
 )
@@ -249,7 +248,7 @@ func (s *Server) addHuman(ctx context.Context, org *orgs.Org, p users.HumanAdded
 	var m *users.CodeMail
 	if s.Mail != nil {
 		m = &users.CodeMail{Sealer: s.Mail.Sealer, Issuer: s.Issuer,
-			Data: mail.Data{Lang: mail.Lang(p.PreferredLanguage), Org: org.Name, Name: p.DisplayName, LoginName: p.UserName + "@" + org.PrimaryDomain}}
+			Data: users.NewUserMailData(p, org.Name, org.PrimaryDomain)}
 	}
 	id, evs, err := s.UserCmds.AddHumanMailed(ctx, authz.FromContext(ctx).UserID, org, p, s.Hasher, m, s.Now(), false)
 	if err == nil && m != nil {

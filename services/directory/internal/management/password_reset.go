@@ -26,7 +26,7 @@ func (s *Server) codeMail(ctx context.Context, u *users.User) (*users.CodeMail, 
 		return nil, err
 	}
 	return &users.CodeMail{Sealer: s.Mail.Sealer, Issuer: s.Issuer,
-		Data: mail.Data{Lang: mail.Lang(u.PreferredLanguage), Org: org.Name, Name: u.DisplayName, LoginName: u.LoginName()}}, nil
+		Data: users.MailData(u, org.Name)}, nil
 }
 
 // requestReset gives u a reset code: mailed with m, else returned.

@@ -85,9 +85,13 @@ func registerEmail(es *eventstore.Store) {
 			p.Email, Domain(p.Email), false, false, e.AggregateID); err != nil {
 			return err
 		}
-		// A code was for the old address.
-		if err := deleteCodes(ctx, tx, e.AggregateID, CodeEmail); err != nil {
-			return err
+		// Codes went to the old address: a reset link or an invitation
+		// there must not outlive the change (an admin changes an address
+		// because the old mailbox is lost or taken).
+		for _, k := range codeKinds {
+			if err := deleteCodes(ctx, tx, e.AggregateID, k.name); err != nil {
+				return err
+			}
 		}
 		if err := queueMail(ctx, tx, e, mail.KindEmailChanged, p.NoticeTo, p.Notice); err != nil {
 			return err
@@ -126,6 +130,19 @@ type Notice struct {
 // NoticeFunc gives the notice to u, or nil when no mail can be sent.
 type NoticeFunc func(ctx context.Context, u *User) (*Notice, error)
 
+// MailData is what a message to u says of it: its organization's name,
+// its names, and the first of langs (u's own preference first) messages
+// are written in.
+func MailData(u *User, org string, langs ...string) mail.Data {
+	return mail.Data{Lang: mail.Lang(append([]string{u.PreferredLanguage}, langs...)...), Org: org, Name: u.DisplayName, LoginName: u.LoginName()}
+}
+
+// NewUserMailData is MailData for a user not yet created, of org.
+func NewUserMailData(p HumanAdded, org, primaryDomain string) mail.Data {
+	return MailData(&User{PreferredLanguage: p.PreferredLanguage, DisplayName: p.DisplayName, UserName: p.UserName,
+		PrimaryDomain: primaryDomain}, org)
+}
+
 // MailNotices is the NoticeFunc that seals notices with sealer, naming the
 // user's organization (orgName).
 func MailNotices(sealer mail.Sealer, orgName func(ctx context.Context, orgID string) (string, error)) NoticeFunc {
@@ -134,8 +151,7 @@ func MailNotices(sealer mail.Sealer, orgName func(ctx context.Context, orgID str
 		if err != nil {
 			return nil, fmt.Errorf("users: notice: %w", err)
 		}
-		return &Notice{Sealer: sealer, Data: mail.Data{Lang: mail.Lang(u.PreferredLanguage), Org: org,
-			Name: u.DisplayName, LoginName: u.LoginName()}}, nil
+		return &Notice{Sealer: sealer, Data: MailData(u, org)}, nil
 	}
 }
 

@@ -106,8 +106,17 @@ func TestEmailVerification(t *testing.T) {
 		now := time.Now()
 		u := f.human(t, "alice")
 
+		resetCode, _, err := f.cmds.RequestPasswordReset(ctx, "admin", u, f.h, nil, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u = f.get(t, u.ID)
 		if _, _, err := f.cmds.ChangeEmail(ctx, "admin", u, "alice.new@example.com", "", f.h, f.m, now); err != nil {
 			t.Fatal(err)
+		}
+		// A reset code that went to the old address dies with it.
+		if err := f.q.CheckPasswordCode(ctx, u, f.h, resetCode, now); connect.CodeOf(err) != connect.CodeInvalidArgument {
+			t.Fatalf("a reset code after the address changed: %v", err)
 		}
 		u = f.get(t, u.ID)
 		if u.Email != "alice.new@example.com" || u.EmailVerified || u.EmailProven || u.EmailDomain != "example.com" {

@@ -2765,6 +2765,9 @@ type User struct {
 	// The address is marked verified (by anyone: the login's verification
 	// step asks only for an unverified one).
 	EmailVerified bool `protobuf:"varint,13,opt,name=email_verified,json=emailVerified,proto3" json:"email_verified,omitempty"`
+	// The verification holds whatever the address's domain (the user proved
+	// it, or an IAM owner or a trusted provider vouched for it).
+	EmailProven   bool `protobuf:"varint,14,opt,name=email_proven,json=emailProven,proto3" json:"email_proven,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2886,6 +2889,13 @@ func (x *User) GetPasswordChangeRequired() bool {
 func (x *User) GetEmailVerified() bool {
 	if x != nil {
 		return x.EmailVerified
+	}
+	return false
+}
+
+func (x *User) GetEmailProven() bool {
+	if x != nil {
+		return x.EmailProven
 	}
 	return false
 }
@@ -5891,7 +5901,7 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x10current_password\x18\x02 \x01(\tR\x0fcurrentPassword\x12!\n" +
 	"\fnew_password\x18\x03 \x01(\tR\vnewPassword\x12%\n" +
 	"\x0eclient_address\x18\x04 \x01(\tR\rclientAddress\"\x18\n" +
-	"\x16ChangePasswordResponse\"\xb3\x04\n" +
+	"\x16ChangePasswordResponse\"\xd6\x04\n" +
 	"\x04User\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
 	"\x06org_id\x18\x02 \x01(\tR\x05orgId\x12\x1b\n" +
@@ -5906,7 +5916,8 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	" \x01(\tR\x05email\x12J\n" +
 	"\x13sessions_not_before\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x11sessionsNotBefore\x128\n" +
 	"\x18password_change_required\x18\f \x01(\bR\x16passwordChangeRequired\x12%\n" +
-	"\x0eemail_verified\x18\r \x01(\bR\remailVerified\")\n" +
+	"\x0eemail_verified\x18\r \x01(\bR\remailVerified\x12!\n" +
+	"\femail_proven\x18\x0e \x01(\bR\vemailProven\")\n" +
 	"\x0eGetUserRequest\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\"C\n" +
 	"\x0fGetUserResponse\x120\n" +
