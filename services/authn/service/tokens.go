@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
@@ -16,6 +17,8 @@ type Tokens interface {
 	CreateImplicitTokens(context.Context, *tokensv1.CreateImplicitTokensRequest) (*tokensv1.CreateImplicitTokensResponse, error)
 	VerifyIDTokenHint(context.Context, *tokensv1.VerifyIDTokenHintRequest) (*tokensv1.VerifyIDTokenHintResponse, error)
 	RevokeSession(context.Context, *tokensv1.RevokeSessionRequest) (*tokensv1.RevokeSessionResponse, error)
+	GetDeviceAuthorization(context.Context, *tokensv1.GetDeviceAuthorizationRequest) (*tokensv1.GetDeviceAuthorizationResponse, error)
+	DecideDeviceAuthorization(context.Context, *tokensv1.DecideDeviceAuthorizationRequest) (*tokensv1.DecideDeviceAuthorizationResponse, error)
 }
 
 // tokensAdapter turns the Connect API into the plain calls the packages
@@ -67,6 +70,33 @@ func (a tokensAdapter) VerifyIDTokenHint(ctx context.Context, idToken string, al
 func (a tokensAdapter) RevokeSession(ctx context.Context, sessionID string) error {
 	if _, err := a.c.RevokeSession(ctx, &tokensv1.RevokeSessionRequest{SessionId: sessionID}); err != nil {
 		return fmt.Errorf("revoke session: %w", err)
+	}
+	return nil
+}
+
+func (a tokensAdapter) DeviceAuthorization(ctx context.Context, userCode string) (authorize.DeviceAuthorization, error) {
+	resp, err := a.c.GetDeviceAuthorization(ctx, &tokensv1.GetDeviceAuthorizationRequest{UserCode: userCode})
+	if c := connect.CodeOf(err); c == connect.CodeNotFound || c == connect.CodeInvalidArgument {
+		return authorize.DeviceAuthorization{}, authorize.ErrNoDevice
+	}
+	if err != nil {
+		return authorize.DeviceAuthorization{}, fmt.Errorf("find device authorization: %w", err)
+	}
+	return authorize.DeviceAuthorization{ID: resp.GetDeviceId(), ClientID: resp.GetClientId(), Scopes: resp.GetScopes(),
+		UserCode: resp.GetUserCode()}, nil
+}
+
+func (a tokensAdapter) DecideDevice(ctx context.Context, d authorize.DeviceDecision) error {
+	req := &tokensv1.DecideDeviceAuthorizationRequest{DeviceId: d.ID, Approve: d.Approve}
+	if d.Approve {
+		req.UserId, req.OrgId, req.SessionId, req.AuthTime, req.Amr = d.UserID, d.OrgID, d.SessionID, timestamppb.New(d.AuthTime), d.AMR
+	}
+	_, err := a.c.DecideDeviceAuthorization(ctx, req)
+	if connect.CodeOf(err) == connect.CodeNotFound {
+		return authorize.ErrNoDevice
+	}
+	if err != nil {
+		return fmt.Errorf("decide device authorization: %w", err)
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ type Settings struct {
 	RefreshAbsLifetime  time.Duration // GATEHOUSE_REFRESH_TOKEN_ABSOLUTE_LIFETIME, default 2160h (90 days)
 	AuthCodeLifetime    time.Duration // GATEHOUSE_AUTH_CODE_LIFETIME, default 60s
 	RefreshReuseGrace   time.Duration // GATEHOUSE_REFRESH_REUSE_GRACE, default 10s (0: none)
+	DeviceCodeLifetime  time.Duration // GATEHOUSE_DEVICE_CODE_LIFETIME, default 600s (RFC 8628 device authorizations)
 }
 
 // Load implements config.Section.
@@ -32,6 +33,7 @@ func (s *Settings) Load(p *config.Parser, _ *config.Config) {
 		RefreshAbsLifetime:  p.Duration("GATEHOUSE_REFRESH_TOKEN_ABSOLUTE_LIFETIME", 90*24*time.Hour),
 		AuthCodeLifetime:    p.Duration("GATEHOUSE_AUTH_CODE_LIFETIME", 60*time.Second),
 		RefreshReuseGrace:   10 * time.Second,
+		DeviceCodeLifetime:  p.Duration("GATEHOUSE_DEVICE_CODE_LIFETIME", 600*time.Second),
 	}
 	if p.Str("GATEHOUSE_REFRESH_REUSE_GRACE", "") != "" {
 		s.RefreshReuseGrace = p.DurationOrZero("GATEHOUSE_REFRESH_REUSE_GRACE")
@@ -48,6 +50,11 @@ func (s *Settings) Load(p *config.Parser, _ *config.Config) {
 	}
 	if s.RefreshIdleLifetime > s.RefreshAbsLifetime {
 		p.Fail("GATEHOUSE_REFRESH_TOKEN_IDLE_LIFETIME", "must not exceed GATEHOUSE_REFRESH_TOKEN_ABSOLUTE_LIFETIME")
+	}
+	if s.DeviceCodeLifetime < time.Minute || s.DeviceCodeLifetime > time.Hour {
+		// Shorter leaves a person no time to sign in; longer keeps a
+		// guessable user code alive for too long (RFC 8628 §5.1).
+		p.Fail("GATEHOUSE_DEVICE_CODE_LIFETIME", "must be between 1m and 1h")
 	}
 	if s.KeyRotationInterval < 10*time.Minute {
 		p.Fail("GATEHOUSE_KEY_ROTATION_INTERVAL", "must be at least 10m (keys are published minutes before they sign)")

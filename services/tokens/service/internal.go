@@ -92,3 +92,11 @@ func (a *internalAPI) GetKeySet(context.Context, *tokensv1.GetKeySetRequest) (*t
 	}
 	return &tokensv1.GetKeySetResponse{Jwks: body}, nil
 }
+
+func (a *internalAPI) GetDeviceAuthorization(ctx context.Context, req *tokensv1.GetDeviceAuthorizationRequest) (*tokensv1.GetDeviceAuthorizationResponse, error) {
+	return a.life.GetDeviceAuthorization(ctx, req)
+}
+
+func (a *internalAPI) DecideDeviceAuthorization(ctx context.Context, req *tokensv1.DecideDeviceAuthorizationRequest) (*tokensv1.DecideDeviceAuthorizationResponse, error) {
+	return a.life.DecideDeviceAuthorization(ctx, req)
+}

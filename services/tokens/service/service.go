@@ -28,6 +28,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/admin"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/assertion"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/clients"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/device"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/discovery"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/grants"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/introspection"
@@ -149,7 +150,8 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 	issuer := cfg.Issuer.String()
 	records := &store.Store{DB: st}
 	// Client assertions may name the issuer or the endpoint they are sent to.
-	verifier := &assertion.Verifier{Audiences: []string{issuer, issuer + "/oauth/v2/token", issuer + introspection.Path, issuer + revoke.Path},
+	verifier := &assertion.Verifier{Audiences: []string{issuer, issuer + "/oauth/v2/token", issuer + introspection.Path, issuer + revoke.Path,
+		issuer + device.Path},
 		Replay: records, Now: time.Now}
 	minter := &mint.Minter{Issuer: issuer, Signer: s.keys, Hasher: hasher, Store: records,
 		AccessTTL: t.AccessTokenLifetime, IDTTL: t.IDTokenLifetime, Now: time.Now}
@@ -169,12 +171,13 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 	}
 	life := &lifecycle.Lifecycle{Issuer: issuer, Store: records, Minter: minter, Hasher: hasher, Revoked: s.revoked,
 		Keys: s.keys, Dir: deps.Directory, Clients: auth.Cache, CodeTTL: t.AuthCodeLifetime, RefreshIdle: t.RefreshIdleLifetime,
-		RefreshAbs: t.RefreshAbsLifetime, ReuseGrace: t.RefreshReuseGrace, Now: time.Now, Logger: env.Logger}
+		RefreshAbs: t.RefreshAbsLifetime, ReuseGrace: t.RefreshReuseGrace, DeviceTTL: t.DeviceCodeLifetime, Now: time.Now, Logger: env.Logger}
 
 	keySet := jwks.NewHandler(s.keys, s.keys.KeySetMaxAge(), env.Logger)
 	s.public.Handle(jwks.Path, keySet)
 	s.public.Handle(discovery.Path, discovery.NewHandler(issuer, s.keys.DefaultAlgorithm(), s.keys, env.Logger))
 	s.public.Handle("/oauth/v2/token", grants.New(grants.Deps{Auth: auth, Minter: minter, Dir: dir, Assertions: verifier, Lifecycle: life, Cuts: s.revoked}, env.Logger))
+	s.public.Handle(device.Path, &device.Endpoint{Issuer: issuer, Auth: auth, Start: life, Logger: env.Logger})
 	s.public.Handle(introspection.Path, introspection.NewEndpoint(validator, auth, dir, env.Logger))
 	s.public.Handle(userinfo.Path, userinfo.New(validator, dir, env.Logger))
 	rv, err := revoke.New(auth, validator, s.revoked, life, env.Logger)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 
 	"connectrpc.com/connect"
@@ -30,11 +31,16 @@ type Tokens struct {
 	n        int
 	// Down makes code and token creation fail with Unavailable.
 	Down bool
+	// Devices are pending device authorizations by user code (as the
+	// device shows it); Decisions the decisions recorded, by id.
+	Devices   map[string]*tokensv1.GetDeviceAuthorizationResponse
+	Decisions map[string]*tokensv1.DecideDeviceAuthorizationRequest
 }
 
 // NewTokens returns an empty fake.
 func NewTokens() *Tokens {
-	return &Tokens{Codes: map[string]*tokensv1.CreateAuthorizationCodeRequest{}, Hints: map[string]Hint{}}
+	return &Tokens{Codes: map[string]*tokensv1.CreateAuthorizationCodeRequest{}, Hints: map[string]Hint{},
+		Devices: map[string]*tokensv1.GetDeviceAuthorizationResponse{}, Decisions: map[string]*tokensv1.DecideDeviceAuthorizationRequest{}}
 }
 
 // CreateAuthorizationCode implements the tokens API.
@@ -112,4 +118,44 @@ func LastSessionFromIDToken(idToken string) string {
 		}
 	}
 	return ""
+}
+
+// AddDevice makes a pending device authorization of clientID for scopes
+// with userCode (XXXX-XXXX) and returns its id.
+func (t *Tokens) AddDevice(userCode, clientID string, scopes ...string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.n++
+	id := "device-" + strconv.Itoa(t.n)
+	t.Devices[userCode] = &tokensv1.GetDeviceAuthorizationResponse{DeviceId: id, ClientId: clientID, Scopes: scopes, UserCode: userCode}
+	return id
+}
+
+// Decision returns the decision recorded for a device authorization.
+func (t *Tokens) Decision(id string) *tokensv1.DecideDeviceAuthorizationRequest {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.Decisions[id]
+}
+
+// GetDeviceAuthorization implements the tokens API: the code as shown,
+// in any case; an authorization decided already is gone.
+func (t *Tokens) GetDeviceAuthorization(_ context.Context, r *tokensv1.GetDeviceAuthorizationRequest) (*tokensv1.GetDeviceAuthorizationResponse, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if d, ok := t.Devices[strings.ToUpper(r.GetUserCode())]; ok && t.Decisions[d.GetDeviceId()] == nil {
+		return d, nil
+	}
+	return nil, connect.NewError(connect.CodeNotFound, errors.New("no pending device authorization"))
+}
+
+// DecideDeviceAuthorization implements the tokens API: once per id.
+func (t *Tokens) DecideDeviceAuthorization(_ context.Context, r *tokensv1.DecideDeviceAuthorizationRequest) (*tokensv1.DecideDeviceAuthorizationResponse, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.Decisions[r.GetDeviceId()] != nil {
+		return nil, connect.NewError(connect.CodeNotFound, errors.New("decided already"))
+	}
+	t.Decisions[r.GetDeviceId()] = r
+	return &tokensv1.DecideDeviceAuthorizationResponse{}, nil
 }

@@ -2,8 +2,10 @@ package authorize
 
 import (
 	"context"
+	"errors"
 	"net/url"
 
+	"github.com/gatehouse-id/gatehouse/pkg/oauth"
 	"github.com/gatehouse-id/gatehouse/services/authn/internal/session"
 )
 
@@ -11,6 +13,19 @@ import (
 // returns the redirect: code and state in the query (RFC 6749 §4.1.2), or
 // the implicit tokens in the fragment (OIDC Core §3.2.2.5).
 func Complete(ctx context.Context, tokens Tokens, req *Request, s session.Session) (string, *Failure) {
+	if req.Device != nil {
+		// The device's next poll gets the tokens; the browser a page
+		// saying so.
+		err := tokens.DecideDevice(ctx, DeviceDecision{ID: req.Device.ID, Approve: true, UserID: s.UserID, OrgID: s.OrgID,
+			SessionID: s.ID, AuthTime: s.AuthTime, AMR: s.AMR})
+		if errors.Is(err, ErrNoDevice) {
+			return "", &Failure{Err: oauth.New(oauth.ExpiredToken, "the device authorization has expired or was decided already")}
+		}
+		if err != nil {
+			return "", req.FailWith(dependencyError("tokens", err))
+		}
+		return DeviceDoneURL(true), nil
+	}
 	if !req.Implicit() {
 		code, err := tokens.CreateAuthorizationCode(ctx, CodeGrant{
 			ClientID: req.ClientID, RedirectURI: req.RedirectURI, UserID: s.UserID, OrgID: s.OrgID,
@@ -38,4 +53,12 @@ func Complete(ctx context.Context, tokens Tokens, req *Request, s session.Sessio
 		v.Set("scope", t.Scope)
 	}
 	return req.Target().URL(v), nil
+}
+
+// DeviceDoneURL is the page that tells the person the device's answer.
+func DeviceDoneURL(approved bool) string {
+	if approved {
+		return PathDeviceDone + "?result=approved"
+	}
+	return PathDeviceDone + "?result=denied"
 }

@@ -2,6 +2,7 @@ package authorize
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
@@ -68,4 +69,34 @@ type Tokens interface {
 	CreateImplicitTokens(ctx context.Context, g ImplicitGrant) (ImplicitTokens, error)
 	VerifyIDTokenHint(ctx context.Context, idToken string, allowExpired bool) (Hint, error)
 	RevokeSession(ctx context.Context, sessionID string) error
+	// DeviceAuthorization finds the pending device authorization a user
+	// code names: ErrNoDevice for a malformed, unknown, expired or decided
+	// code.
+	DeviceAuthorization(ctx context.Context, userCode string) (DeviceAuthorization, error)
+	// DecideDevice records the person's decision; ErrNoDevice when the
+	// authorization is no longer pending.
+	DecideDevice(ctx context.Context, d DeviceDecision) error
+}
+
+// ErrNoDevice: no pending device authorization has this user code (or id).
+var ErrNoDevice = errors.New("no pending device authorization")
+
+// DeviceAuthorization is a pending device authorization.
+type DeviceAuthorization struct {
+	ID       string
+	ClientID string
+	Scopes   []string
+	UserCode string // XXXX-XXXX
+}
+
+// DeviceDecision is a person's decision on a device authorization; the
+// login fields count only when Approve is set.
+type DeviceDecision struct {
+	ID        string
+	Approve   bool
+	UserID    string
+	OrgID     string
+	SessionID string
+	AuthTime  time.Time
+	AMR       []string
 }

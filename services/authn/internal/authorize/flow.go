@@ -74,8 +74,18 @@ func (f *Flow) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.Fail(w, r, p.Locales(), fail)
 		return
 	}
+	f.Run(w, r, req)
+}
+
+// Run answers a validated request: with a session of the browser that
+// may answer it, or through the login pages.
+func (f *Flow) Run(w http.ResponseWriter, r *http.Request, req *Request) {
+	ctx := r.Context()
 	req.StartedAt = f.Now()
-	var ua session.UserAgent
+	var (
+		ua  session.UserAgent
+		err error
+	)
 	if req.HasPrompt(PromptNone) {
 		// No page follows, so a browser without a cookie gets none.
 		ua, err = f.Browsers.Find(ctx, r)
@@ -252,6 +262,13 @@ func (f *Flow) complete(w http.ResponseWriter, r *http.Request, req *Request, s 
 	ctx := r.Context()
 	if req.Account {
 		f.answer(w, r, req, s, fresh) // no application: nothing to consent to
+		return
+	}
+	if req.Device != nil {
+		// A device is approved on a page, always: the person sees the
+		// application and what it asks for, and the code was typed by
+		// whoever holds it (RFC 8628 §5.4: remote phishing).
+		f.askConsent(w, r, req, s)
 		return
 	}
 	need, err := f.NeedsConsent(ctx, req, s)

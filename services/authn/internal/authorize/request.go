@@ -89,7 +89,23 @@ type Request struct {
 	// application's: it ends on the account page, with no code or token.
 	// Only authn sets it; no parameter of a request reaches it.
 	Account bool `json:"account,omitempty"`
+	// Device: a device authorization (RFC 8628) the person approves on
+	// the /device pages; it ends on Gatehouse, with the decision recorded
+	// for the device's poll. Only DeviceRequest sets it.
+	Device *DeviceRef `json:"device,omitempty"`
 }
+
+// DeviceRef names the device authorization a request approves.
+type DeviceRef struct {
+	ID       string `json:"id"`
+	UserCode string `json:"user_code"` // XXXX-XXXX, shown on the pages
+}
+
+// Paths of the device flow's pages (served by package login).
+const (
+	PathDevice     = "/device"
+	PathDeviceDone = "/device/done"
+)
 
 // PathAccount is the account page (served by package login).
 const PathAccount = "/ui/account"
@@ -135,8 +151,8 @@ func (r *Request) HasPrompt(p string) bool { return slices.Contains(r.Prompt, p)
 
 // Target is where an error or a response is sent.
 func (r *Request) Target() *Target {
-	if r.Account {
-		return nil // the account page's errors show on Gatehouse
+	if r.Account || r.Device != nil {
+		return nil // the account page's and a device's errors show on Gatehouse
 	}
 	return &Target{RedirectURI: r.RedirectURI, State: r.State, Fragment: r.Implicit() || r.ResponseMode == ModeFragment, Issuer: r.Issuer}
 }

@@ -1,6 +1,7 @@
 package login
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 
@@ -62,6 +63,9 @@ func (p *Pages) consentPage(w http.ResponseWriter, r *http.Request) {
 	}
 	pg := f.page("consent.title")
 	pg.Policy = scopeLines(f.lang, f.req.Scopes)
+	if f.req.Device != nil {
+		pg.Title, pg.UserCode = "device.consent.title", f.req.Device.UserCode
+	}
 	p.tmpl.render(w, p.Logger, http.StatusOK, "consent", pg)
 }
 
@@ -86,6 +90,10 @@ func (p *Pages) consentSubmit(w http.ResponseWriter, r *http.Request) {
 		p.messagePage(w, r, f.lang, http.StatusNotFound, "err.request")
 		return
 	}
+	if f.req.Device != nil {
+		p.deviceDecided(w, r, f, s)
+		return
+	}
 	if f.form["decision"] != "accept" {
 		p.Flow.Fail(w, r, f.req.UILocales, f.req.Fail(oauth.AccessDenied, "the user declined"))
 		return
@@ -95,4 +103,19 @@ func (p *Pages) consentSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.Flow.Answer(w, r, f.req, s)
+}
+
+// deviceDecided records a device's denial, or answers an approval (the
+// flow's checks of the session, a second factor, then the approval).
+func (p *Pages) deviceDecided(w http.ResponseWriter, r *http.Request, f *flow, s session.Session) {
+	if f.form["decision"] == "accept" {
+		p.Flow.Answer(w, r, f.req, s)
+		return
+	}
+	err := p.Flow.Tokens.DecideDevice(r.Context(), authorize.DeviceDecision{ID: f.req.Device.ID})
+	if err != nil && !errors.Is(err, authorize.ErrNoDevice) {
+		p.internal(w, r, f.lang, err)
+		return
+	}
+	http.Redirect(w, r, authorize.DeviceDoneURL(false)+"&ui_locales="+f.lang, http.StatusSeeOther)
 }

@@ -114,6 +114,9 @@ func (p *Pages) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+PathIdPLink, p.idpLinkPage)
 	mux.HandleFunc("POST "+PathIdPLink, p.idpLinkSubmit)
 	mux.HandleFunc("POST "+PathIdPLinkRegister, p.idpRegisterSubmit)
+	mux.HandleFunc("GET "+authorize.PathDevice, p.devicePage)
+	mux.HandleFunc("POST "+authorize.PathDevice, p.deviceSubmit)
+	mux.HandleFunc("GET "+authorize.PathDeviceDone, p.deviceDone)
 	mux.HandleFunc("GET "+authorize.PathConsent, p.consentPage)
 	mux.HandleFunc("POST "+authorize.PathConsent, p.consentSubmit)
 	mux.HandleFunc("GET "+PathLoggedOut, func(w http.ResponseWriter, r *http.Request) {

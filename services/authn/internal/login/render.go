@@ -63,6 +63,8 @@ type page struct {
 	Code   string // error page: the OAuth error code
 	Detail string // error page: the error's description (English)
 	Hint   string // error page: how to fix the request (English)
+	// UserCode: the consent page approves a device showing this code.
+	UserCode string
 }
 
 // link is a link to another page: its URL and its text's message key.
@@ -96,7 +98,7 @@ type templates map[string]*template.Template
 
 func parseTemplates() (templates, error) {
 	out := templates{}
-	for _, name := range []string{"loginname", "password", "change", "select", "register", "error", "loggedout", "logout", "consent", "idplink", "mfa", "mfapassed", "mfainit", "mfacodes", "webauthn", "account", "resetrequest", "resetnew", "verifyemail", "userinit", "emailcode"} {
+	for _, name := range []string{"loginname", "password", "change", "select", "register", "error", "loggedout", "logout", "consent", "idplink", "mfa", "mfapassed", "mfainit", "mfacodes", "webauthn", "account", "resetrequest", "resetnew", "verifyemail", "userinit", "emailcode", "device", "devicedone"} {
 		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/policy.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("login template %s: %w", name, err)

@@ -217,7 +217,9 @@ func TestOIDCApps(t *testing.T) {
 			ok("clock skew 5s", appSet("clockSkew", "5s"))
 			bad("clock skew 5s+1ns", appSet("clockSkew", "5.000000001s"))
 			bad("negative clock skew", appSet("clockSkew", "-1s"))
-			bad("device code grant", appSet("grantTypes", []string{"OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_DEVICE_CODE"}))
+			ok("device code grant", appSet("grantTypes", []string{"OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_DEVICE_CODE"}))
+			ok("device code grant alone", appSet("grantTypes", []string{"OIDC_GRANT_TYPE_DEVICE_CODE", "OIDC_GRANT_TYPE_REFRESH_TOKEN"}),
+				appSet("redirectUris", []string{}))
 			bad("token exchange grant", appSet("grantTypes", []string{"OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_TOKEN_EXCHANGE"}))
 			bad("id_token without implicit", appSet("responseTypes", []string{"OIDC_RESPONSE_TYPE_CODE", "OIDC_RESPONSE_TYPE_ID_TOKEN"}))
 			bad("code without authorization_code", appSet("grantTypes", []string{"OIDC_GRANT_TYPE_IMPLICIT"}))

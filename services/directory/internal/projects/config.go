@@ -132,11 +132,11 @@ func (c *OIDCConfig) Validate(f *apierr.Fields) {
 		checkOneOf(f, "response_types["+strconv.Itoa(i)+"]", rt, ResponseCode, ResponseIDToken, ResponseIDTokenToken)
 	}
 	for i, g := range c.GrantTypes {
-		if g == GrantDeviceCode || g == GrantTokenExchange {
+		if g == GrantTokenExchange {
 			f.Add("grant_types["+strconv.Itoa(i)+"]", "grant "+g+" is not supported")
 			continue
 		}
-		checkOneOf(f, "grant_types["+strconv.Itoa(i)+"]", g, GrantAuthorizationCode, GrantImplicit, GrantRefreshToken)
+		checkOneOf(f, "grant_types["+strconv.Itoa(i)+"]", g, GrantAuthorizationCode, GrantImplicit, GrantRefreshToken, GrantDeviceCode)
 	}
 	checkOneOf(f, "app_type", c.AppType, AppTypeWeb, AppTypeUserAgent, AppTypeNative)
 	checkOneOf(f, "auth_method_type", c.AuthMethod, AuthBasic, AuthPost, AuthNone, AuthPrivateKeyJWT)
@@ -172,12 +172,16 @@ func (c *OIDCConfig) Validate(f *apierr.Fields) {
 		if rt == ResponseCode {
 			need = GrantAuthorizationCode
 		}
+		if rt == ResponseCode && slices.Contains(c.GrantTypes, GrantDeviceCode) {
+			continue // ZITADEL's device apps keep the default response type
+		}
 		if (rt == ResponseCode || rt == ResponseIDToken || rt == ResponseIDTokenToken) && !slices.Contains(c.GrantTypes, need) {
 			f.Add("response_types", "response type "+strconv.Quote(rt)+" requires grant type "+need)
 		}
 	}
-	if slices.Contains(c.GrantTypes, GrantRefreshToken) && !slices.Contains(c.GrantTypes, GrantAuthorizationCode) {
-		f.Add("grant_types", "refresh_token requires authorization_code")
+	if slices.Contains(c.GrantTypes, GrantRefreshToken) && !slices.Contains(c.GrantTypes, GrantAuthorizationCode) &&
+		!slices.Contains(c.GrantTypes, GrantDeviceCode) {
+		f.Add("grant_types", "refresh_token requires authorization_code or device_code")
 	}
 }
 

@@ -76,8 +76,8 @@ const (
 // PasswordPosts are the login pages whose POST hashes a password (a
 // sign-in, a password change, a registration, linking an external
 // identity with the local password, a new password from a reset link or
-// an invitation) or
-// sends mail (a password reset): besides their class's budget, edge
+// an invitation), sends mail (a password reset) or tries a guessable code
+// (a device's user code, RFC 8628 §5.1): besides their class's budget, edge
 // charges them to a smaller per-address one, since each costs an argon2id
 // hash, of which a server runs only a few at once, or a message (authn's
 // paths of these pages).
@@ -92,6 +92,7 @@ var PasswordPosts = []string{
 	"/ui/login/idp/link",
 	"/ui/login/idp/register",
 	"/ui/account/password",
+	"/device",
 }
 
 // Classes lists every rate-limit class.
@@ -131,6 +132,7 @@ func Table() []Route {
 		{Pattern: "/oauth/v2/token", Service: Tokens, Kind: OAuth, Class: ClassClient},
 		{Pattern: "/oauth/v2/introspect", Service: Tokens, Kind: OAuth, Class: ClassClient},
 		{Pattern: "/oauth/v2/revoke", Service: Tokens, Kind: OAuth, Class: ClassClient},
+		{Pattern: "/oauth/v2/device_authorization", Service: Tokens, Kind: OAuth, Class: ClassClient},
 		{Pattern: "/oauth/v2/keys", Service: Tokens, Kind: OAuth, Class: ClassMetadata},
 		{Pattern: "/oidc/v1/userinfo", Service: Tokens, Kind: OAuth, Class: ClassAPI},
 		// tokens: instance administration (key rotation).
@@ -146,6 +148,9 @@ func Table() []Route {
 		{Pattern: "/ui/account", Service: Authn, Kind: Browser, Class: ClassBrowser},
 		{Pattern: "/ui/account/*", Service: Authn, Kind: Browser, Class: ClassBrowser},
 		{Pattern: "/idps/callback", Service: Authn, Kind: Browser, Class: ClassBrowser},
+		// The device flow's pages (RFC 8628 verification_uri).
+		{Pattern: "/device", Service: Authn, Kind: Browser, Class: ClassBrowser},
+		{Pattern: "/device/*", Service: Authn, Kind: Browser, Class: ClassBrowser},
 
 		// directory: the public management API in all its protocols, and
 		// server reflection so grpcurl works through edge.

@@ -26,6 +26,7 @@ const (
 	KeysPath          = "/oauth/v2/keys"
 	UserinfoPath      = "/oidc/v1/userinfo"
 	EndSessionPath    = "/oidc/v1/end_session"
+	DevicePath        = "/oauth/v2/device_authorization"
 )
 
 // Source provides the published keys; keys.Manager implements it.
@@ -46,6 +47,7 @@ type Metadata struct {
 	RevocationEndpoint                        string   `json:"revocation_endpoint"`
 	UserinfoEndpoint                          string   `json:"userinfo_endpoint"`
 	EndSessionEndpoint                        string   `json:"end_session_endpoint"`
+	DeviceAuthorizationEndpoint               string   `json:"device_authorization_endpoint"`
 	JWKSURI                                   string   `json:"jwks_uri"`
 	ScopesSupported                           []string `json:"scopes_supported"`
 	ResponseTypesSupported                    []string `json:"response_types_supported"`
@@ -85,19 +87,21 @@ var (
 func Document(issuer string, signingAlgs []string) *Metadata {
 	issuer = strings.TrimRight(issuer, "/")
 	return &Metadata{
-		Issuer:                 issuer,
-		AuthorizationEndpoint:  issuer + AuthorizationPath,
-		TokenEndpoint:          issuer + TokenPath,
-		IntrospectionEndpoint:  issuer + IntrospectionPath,
-		RevocationEndpoint:     issuer + RevocationPath,
-		UserinfoEndpoint:       issuer + UserinfoPath,
-		EndSessionEndpoint:     issuer + EndSessionPath,
-		JWKSURI:                issuer + KeysPath,
-		ScopesSupported:        []string{"openid", "profile", "email", "phone", "address", "offline_access"},
-		ResponseTypesSupported: []string{"code", "id_token", "id_token token"},
-		ResponseModesSupported: []string{"query", "fragment"},
+		Issuer:                issuer,
+		AuthorizationEndpoint: issuer + AuthorizationPath,
+		TokenEndpoint:         issuer + TokenPath,
+		IntrospectionEndpoint: issuer + IntrospectionPath,
+		RevocationEndpoint:    issuer + RevocationPath,
+		UserinfoEndpoint:      issuer + UserinfoPath,
+		EndSessionEndpoint:    issuer + EndSessionPath,
+		// RFC 8628 §4.
+		DeviceAuthorizationEndpoint: issuer + DevicePath,
+		JWKSURI:                     issuer + KeysPath,
+		ScopesSupported:             []string{"openid", "profile", "email", "phone", "address", "offline_access"},
+		ResponseTypesSupported:      []string{"code", "id_token", "id_token token"},
+		ResponseModesSupported:      []string{"query", "fragment"},
 		GrantTypesSupported: []string{"authorization_code", "implicit", "refresh_token", "client_credentials",
-			"urn:ietf:params:oauth:grant-type:jwt-bearer"},
+			"urn:ietf:params:oauth:grant-type:jwt-bearer", "urn:ietf:params:oauth:grant-type:device_code"},
 		SubjectTypesSupported:                     []string{"public"},
 		IDTokenSigningAlgValuesSupported:          signingAlgs,
 		TokenEndpointAuthMethodsSupported:         allAuthMethods,

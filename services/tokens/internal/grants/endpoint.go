@@ -26,6 +26,7 @@ const (
 	TypeRefreshToken      = "refresh_token"
 	TypeClientCredentials = "client_credentials"
 	TypeJWTBearer         = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+	TypeDeviceCode        = lifecycle.GrantDeviceCode
 )
 
 // Directory is what the grants need from the directory's internal API.
@@ -107,6 +108,8 @@ func New(d Deps, logger *slog.Logger) *Endpoint {
 	register(e, TypeClientCredentials, Spec{Methods: []clients.Method{clients.SecretBasic, clients.SecretPost},
 		Kinds: []directoryv1.ClientKind{directoryv1.ClientKind_CLIENT_KIND_MACHINE_USER}}, (&clientCredentials{d}).handle)
 	register(e, TypeJWTBearer, Spec{SelfAuthenticated: true}, (&jwtBearer{d}).handle)
+	register(e, TypeDeviceCode, Spec{Methods: allMethods, Kinds: oidcApp, Registered: lifecycle.GrantDeviceCode},
+		(&deviceCode{d}).handle)
 	return e
 }
 

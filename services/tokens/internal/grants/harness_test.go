@@ -24,6 +24,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/testutil"
 	"github.com/gatehouse-id/gatehouse/services/tokens/accesstoken"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/assertion"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/device"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/grants"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/introspection/tokentest"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/jwks"
@@ -148,6 +149,18 @@ func (a *rpcAPI) RevokeSession(ctx context.Context, r *tokensv1.RevokeSessionReq
 	return a.life.RevokeSession(ctx, r)
 }
 
+func (a *rpcAPI) RevokeUserTokens(ctx context.Context, r *tokensv1.RevokeUserTokensRequest) (*tokensv1.RevokeUserTokensResponse, error) {
+	return a.life.RevokeUserTokens(ctx, r)
+}
+
+func (a *rpcAPI) GetDeviceAuthorization(ctx context.Context, r *tokensv1.GetDeviceAuthorizationRequest) (*tokensv1.GetDeviceAuthorizationResponse, error) {
+	return a.life.GetDeviceAuthorization(ctx, r)
+}
+
+func (a *rpcAPI) DecideDeviceAuthorization(ctx context.Context, r *tokensv1.DecideDeviceAuthorizationRequest) (*tokensv1.DecideDeviceAuthorizationResponse, error) {
+	return a.life.DecideDeviceAuthorization(ctx, r)
+}
+
 // fixture is the token endpoint, the revocation endpoint, the key set and
 // the internal TokenService over real HTTP, on the real token stack of a
 // tokentest.Env, with registered clients.
@@ -165,6 +178,8 @@ type fixture struct {
 	// other is a second confidential app; noRefresh may not use the
 	// refresh_token grant; robot is a machine user.
 	other, noRefresh, robot *tokentest.Client
+	// tv (public) and tvSecret (basic) use the device authorization grant.
+	tv, tvSecret *tokentest.Client
 }
 
 type options struct {
@@ -196,6 +211,8 @@ func newFixture(t testing.TB, d db.Dialect, o options) *fixture {
 	f.other = app("other", basic, false, all...)
 	f.noRefresh = app("no-refresh", basic, false, "authorization_code")
 	f.robot = env.AddClient(t, "robot", "", machine, basic)
+	f.tv = app("tv", none, true, lifecycle.GrantDeviceCode, "refresh_token")
+	f.tvSecret = app("tv-secret", basic, false, lifecycle.GrantDeviceCode)
 
 	env.Dir.PutUser(tokentest.Alice())
 	f.dir.putUser(&directoryv1.User{Id: aliceID, OrgId: "org-1", UserName: "alice", State: directoryv1.UserState_USER_STATE_ACTIVE})
@@ -213,6 +230,7 @@ func newFixture(t testing.TB, d db.Dialect, o options) *fixture {
 	mux.Handle("/oauth/v2/token", grants.New(grants.Deps{Auth: env.Auth, Minter: env.Minter, Dir: f.dir,
 		Assertions: assertions, Lifecycle: f.life, Cuts: env.Revoked}, tokentest.Quiet))
 	mux.Handle(revoke.Path, rv)
+	mux.Handle(device.Path, &device.Endpoint{Issuer: tokentest.Issuer, Auth: env.Auth, Start: f.life, Logger: tokentest.Quiet})
 	mux.Handle(jwks.Path, jwks.NewHandler(env.Keys, env.Keys.KeySetMaxAge(), tokentest.Quiet))
 	mux.Handle(tokensv1connect.NewTokenServiceHandler(&rpcAPI{life: f.life}))
 	srv := httptest.NewServer(mux)

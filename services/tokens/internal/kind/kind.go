@@ -1,6 +1,7 @@
 // Package kind names what an opaque Gatehouse token is by a short prefix,
 // as fosite's ory_at_: gatehouse_at_ (access token), gatehouse_rt_
-// (refresh token), gatehouse_ac_ (authorization code). A secret scanner
+// (refresh token), gatehouse_ac_ (authorization code), gatehouse_dc_
+// (device code). A secret scanner
 // recognises a leaked Gatehouse token by it, and the tokens service knows
 // the kind before a lookup: a token whose prefix names another kind is
 // refused without touching the store. The prefix is part of the token's
@@ -25,6 +26,7 @@ const (
 	AccessToken
 	RefreshToken
 	AuthorizationCode
+	DeviceCode
 )
 
 // Prefixes.
@@ -32,6 +34,7 @@ const (
 	AccessPrefix  = "gatehouse_at_"
 	RefreshPrefix = "gatehouse_rt_"
 	CodePrefix    = "gatehouse_ac_"
+	DevicePrefix  = "gatehouse_dc_"
 )
 
 // NewAccessToken returns an opaque access token: the prefix, then an
@@ -45,6 +48,10 @@ func NewRefreshToken() string { return RefreshPrefix + secrets.NewOrderedToken()
 // NewCode returns an authorization code: the prefix, then 256 random bits.
 func NewCode() string { return CodePrefix + secrets.RandomToken(32) }
 
+// NewDeviceCode returns a device code (RFC 8628): the prefix, then 256
+// random bits.
+func NewDeviceCode() string { return DevicePrefix + secrets.RandomToken(32) }
+
 // Of returns the kind raw's prefix names.
 func Of(raw string) Kind {
 	switch {
@@ -54,6 +61,8 @@ func Of(raw string) Kind {
 		return RefreshToken
 	case strings.HasPrefix(raw, CodePrefix):
 		return AuthorizationCode
+	case strings.HasPrefix(raw, DevicePrefix):
+		return DeviceCode
 	}
 	return Unknown
 }

@@ -115,22 +115,44 @@ func (l *Lifecycle) ExchangeCode(ctx context.Context, c *directoryv1.Client, pub
 		return nil, err
 	}
 
-	scopes := ac.Scopes()
-	// The policy was checked when the code was made; an admin mark or a
-	// project grant withdrawn since then stops its redemption too.
-	if c, err = l.confirmPrivileges(ctx, c, ac.OrgID); err != nil {
+	lg := login{subject: ac.Subject, orgID: ac.OrgID, scopes: ac.Scopes(), nonce: ac.Nonce,
+		sessionID: ac.SessionID, authTime: ac.AuthTime, amr: ac.AMR()}
+	res, err := l.redeem(ctx, c, lg, now, func(tx *db.Tx, accessID, familyID string) (bool, error) {
+		return l.Store.ClaimAuthCode(ctx, tx, ac.ID, accessID, familyID, now)
+	})
+	if errors.Is(err, errLost) {
+		// Used (or voided by a logout) since we read it.
+		l.revokeReplayed(ctx, ac.ID)
+		return nil, oauth.New(oauth.InvalidGrant, "the authorization code was already used")
+	}
+	return res, err
+}
+
+// redeem issues the tokens of a login that a code (an authorization code,
+// an approved device authorization) grants to c: an access token, an ID
+// token with openid, and a refresh token starting a new family when
+// offline_access was granted and c may refresh. The privileges c had when
+// the code was made are checked again (an admin mark or a project grant
+// withdrawn since then stops the redemption). claim marks the code used in
+// the transaction that stores the tokens, last: when it reports false (a
+// concurrent redemption, or a logout that voided the code), nothing is
+// stored and redeem returns errLost.
+func (l *Lifecycle) redeem(ctx context.Context, c *directoryv1.Client, lg login, now time.Time,
+	claim func(tx *db.Tx, accessID, familyID string) (bool, error)) (*mint.Response, error) {
+	c, err := l.confirmPrivileges(ctx, c, lg.orgID)
+	if err != nil {
 		return nil, err
 	}
+	scopes := lg.scopes
 	r := scope.ForClient(c)
-	if scope.Check(r, scopes) != nil || !scope.UserOrgAllowed(r, ac.OrgID) {
-		return nil, oauth.New(oauth.InvalidGrant, "the client may no longer receive what the authorization code grants")
+	if scope.Check(r, scopes) != nil || !scope.UserOrgAllowed(r, lg.orgID) {
+		return nil, oauth.New(oauth.InvalidGrant, "the client may no longer receive what the grant holds")
 	}
 	withRefresh := slices.Contains(scopes, scope.OfflineAccess) && slices.Contains(c.GetGrantTypes(), GrantRefreshToken)
 	if !withRefresh {
 		scopes = scope.Without(scopes, scope.OfflineAccess)
 	}
-	lg := login{client: c, subject: ac.Subject, orgID: ac.OrgID, scopes: scopes, nonce: ac.Nonce,
-		sessionID: ac.SessionID, authTime: ac.AuthTime, amr: ac.AMR()}
+	lg.client, lg.scopes = c, scopes
 	claims, err := l.tokenClaims(ctx, c, lg.subject, scopes)
 	if err != nil {
 		return nil, err
@@ -160,10 +182,7 @@ func (l *Lifecycle) ExchangeCode(ctx context.Context, c *directoryv1.Client, pub
 				return err
 			}
 		}
-		// The claim comes last and undoes the rest when lost: a concurrent
-		// exchange of the same code that committed first, or a logout that
-		// voided it, leaves the code used or expired.
-		ok, err := l.Store.ClaimAuthCode(ctx, tx, ac.ID, at.ID, familyID, now)
+		ok, err := claim(tx, at.ID, familyID)
 		if err != nil {
 			return err
 		}
@@ -172,11 +191,6 @@ func (l *Lifecycle) ExchangeCode(ctx context.Context, c *directoryv1.Client, pub
 		}
 		return nil
 	})
-	if errors.Is(err, errLost) {
-		// Used (or voided by a logout) since we read it.
-		l.revokeReplayed(ctx, ac.ID)
-		return nil, oauth.New(oauth.InvalidGrant, "the authorization code was already used")
-	}
 	if err != nil {
 		return nil, err
 	}

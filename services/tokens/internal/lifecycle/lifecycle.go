@@ -72,6 +72,9 @@ type Lifecycle struct {
 	// again within this time gets a sibling, up to MaxRedemptions, instead
 	// of revoking its family (see the package doc).
 	ReuseGrace time.Duration
+	// DeviceTTL and DeviceInterval are a device authorization's lifetime
+	// and polling interval (0: DefaultDeviceTTL, DefaultDeviceInterval).
+	DeviceTTL, DeviceInterval time.Duration
 
 	Now    func() time.Time
 	Logger *slog.Logger

@@ -64,6 +64,13 @@ func (l *Lifecycle) rpcClient(ctx context.Context, clientID, grant string) (*dir
 // scopes including openid (offline_access stays; the caller decides), an
 // auth_time, and bounded nonce, session id and amr.
 func rpcLogin(c *directoryv1.Client, userID, orgID string, scopes []string, nonce, sessionID string, authTime *timestamppb.Timestamp, amr []string) (login, error) {
+	return checkLogin(c, userID, orgID, scopes, nonce, sessionID, authTime, amr, true)
+}
+
+// checkLogin is rpcLogin; requireOpenID false admits scopes without
+// openid (a device authorization asks for any scope).
+func checkLogin(c *directoryv1.Client, userID, orgID string, scopes []string, nonce, sessionID string, authTime *timestamppb.Timestamp,
+	amr []string, requireOpenID bool) (login, error) {
 	switch {
 	case userID == "" || len(userID) > maxID:
 		return login{}, invalidArgument("user_id is required (at most %d characters)", maxID)
@@ -85,7 +92,7 @@ func rpcLogin(c *directoryv1.Client, userID, orgID string, scopes []string, nonc
 	if err != nil {
 		return login{}, invalidArgument("%s", err.Error())
 	}
-	if !slices.Contains(parsed, scope.OpenID) {
+	if requireOpenID && !slices.Contains(parsed, scope.OpenID) {
 		return login{}, invalidArgument("scopes must include openid")
 	}
 	// authn checks the same policy and answers the browser; this is the

@@ -119,14 +119,15 @@ func (s *Store) ClaimAuthCode(ctx context.Context, q db.Querier, id, accessID, r
 
 // VoidSessionAuthCodes expires the unused codes of a session (logout):
 // their expiry becomes their creation time, which precedes any exchange,
-// so a claim that was waiting on the row fails too.
+// so a claim that was waiting on the row fails too. Device authorizations
+// the session approved and that were not redeemed yet go the same way.
 func (s *Store) VoidSessionAuthCodes(ctx context.Context, q db.Querier, sessionID string, now time.Time) error {
 	_, err := s.q(q).Exec(ctx, `UPDATE auth_codes SET expires_at = created_at WHERE session_id = ? AND used_at IS NULL AND expires_at > ?`,
 		sessionID, now)
 	if err != nil {
 		return fmt.Errorf("void the session's authorization codes: %w", err)
 	}
-	return nil
+	return voidDevice(ctx, s.q(q), "the session's", `session_id = ? AND expires_at > ?`, sessionID, now)
 }
 
 // VoidUserAuthCodes expires the unused codes of subject created at or
@@ -137,7 +138,7 @@ func (s *Store) VoidUserAuthCodes(ctx context.Context, q db.Querier, subject str
 	if err != nil {
 		return fmt.Errorf("void the user's authorization codes: %w", err)
 	}
-	return nil
+	return voidDevice(ctx, s.q(q), "the user's", `subject = ? AND auth_time <= ? AND expires_at > ?`, subject, notAfter, now)
 }
 
 // q defaults a nil Querier to the database.

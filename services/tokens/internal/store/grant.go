@@ -21,6 +21,10 @@ func (s *Store) CutGrant(ctx context.Context, q db.Querier, clientID, orgID stri
 		clientID, orgID, notAfter, now); err != nil {
 		return nil, fmt.Errorf("void the grant's authorization codes: %w", err)
 	}
+	if err := voidDevice(ctx, q, "the grant's", `client_id = ? AND org_id = ? AND auth_time <= ? AND expires_at > ?`,
+		clientID, orgID, notAfter, now); err != nil {
+		return nil, err
+	}
 	if err := revokeUntilNone(ctx, q, `UPDATE refresh_tokens SET revoked_at = ?
 		WHERE client_id = ? AND org_id = ? AND created_at <= ? AND revoked_at IS NULL`,
 		now, clientID, orgID, notAfter); err != nil {

@@ -143,8 +143,9 @@ func (s *Store) AccessTokenByHash(ctx context.Context, hash []byte) (*AccessToke
 
 // PruneSteps delete what no longer matters: access tokens and used
 // assertion ids past their expiry, refresh tokens past their idle or
-// family expiry, and authorization codes codeGrace after their expiry (a
-// late replay of a code must still revoke what its first use issued).
+// family expiry, and authorization codes and device authorizations
+// codeGrace after their expiry (a late replay of a code must still revoke
+// what its first use issued).
 func PruneSteps(codeGrace time.Duration) []db.PruneStep {
 	at := func(now time.Time) []any { return []any{now} }
 	return []db.PruneStep{
@@ -158,5 +159,7 @@ func PruneSteps(codeGrace time.Duration) []db.PruneStep {
 			Query: `DELETE FROM refresh_tokens WHERE id IN (SELECT id FROM refresh_tokens WHERE family_expires_at < ? LIMIT ` + db.Batch + `)`},
 		{Table: "auth_codes", Args: func(now time.Time) []any { return []any{now.Add(-codeGrace)} },
 			Query: `DELETE FROM auth_codes WHERE id IN (SELECT id FROM auth_codes WHERE expires_at < ? LIMIT ` + db.Batch + `)`},
+		{Table: "device_codes", Args: func(now time.Time) []any { return []any{now.Add(-codeGrace)} },
+			Query: `DELETE FROM device_codes WHERE id IN (SELECT id FROM device_codes WHERE expires_at < ? LIMIT ` + db.Batch + `)`},
 	}
 }

@@ -141,8 +141,10 @@ const (
 	OIDCGrantType_OIDC_GRANT_TYPE_IMPLICIT OIDCGrantType = 1
 	// refresh_token.
 	OIDCGrantType_OIDC_GRANT_TYPE_REFRESH_TOKEN OIDCGrantType = 2
-	// urn:ietf:params:oauth:grant-type:device_code (RFC 8628). Gatehouse does
-	// not offer this grant: registering it is InvalidArgument.
+	// urn:ietf:params:oauth:grant-type:device_code (RFC 8628): the app asks at
+	// /oauth/v2/device_authorization, a person approves at /device, the app
+	// polls the token endpoint. An app with only this grant (and
+	// refresh_token) needs no redirect URI.
 	OIDCGrantType_OIDC_GRANT_TYPE_DEVICE_CODE OIDCGrantType = 3
 	// urn:ietf:params:oauth:grant-type:token-exchange (RFC 8693). Gatehouse
 	// does not offer this grant: registering it is InvalidArgument.

@@ -1350,6 +1350,272 @@ func (*RevokeSessionResponse) Descriptor() ([]byte, []int) {
 	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{20}
 }
 
+// GetDeviceAuthorizationRequest carries the code the person typed.
+type GetDeviceAuthorizationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The user code, as typed (XXXX-XXXX, any case, dash optional).
+	UserCode      string `protobuf:"bytes,1,opt,name=user_code,json=userCode,proto3" json:"user_code,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetDeviceAuthorizationRequest) Reset() {
+	*x = GetDeviceAuthorizationRequest{}
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetDeviceAuthorizationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetDeviceAuthorizationRequest) ProtoMessage() {}
+
+func (x *GetDeviceAuthorizationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetDeviceAuthorizationRequest.ProtoReflect.Descriptor instead.
+func (*GetDeviceAuthorizationRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *GetDeviceAuthorizationRequest) GetUserCode() string {
+	if x != nil {
+		return x.UserCode
+	}
+	return ""
+}
+
+// GetDeviceAuthorizationResponse describes a pending device authorization.
+type GetDeviceAuthorizationResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The authorization's id (DecideDeviceAuthorization's device_id).
+	DeviceId string `protobuf:"bytes,1,opt,name=device_id,json=deviceId,proto3" json:"device_id,omitempty"`
+	// The client that asked.
+	ClientId string `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// The scopes it asked for.
+	Scopes []string `protobuf:"bytes,3,rep,name=scopes,proto3" json:"scopes,omitempty"`
+	// When the authorization expires.
+	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	// The user code as the device shows it (XXXX-XXXX).
+	UserCode      string `protobuf:"bytes,5,opt,name=user_code,json=userCode,proto3" json:"user_code,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetDeviceAuthorizationResponse) Reset() {
+	*x = GetDeviceAuthorizationResponse{}
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetDeviceAuthorizationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetDeviceAuthorizationResponse) ProtoMessage() {}
+
+func (x *GetDeviceAuthorizationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetDeviceAuthorizationResponse.ProtoReflect.Descriptor instead.
+func (*GetDeviceAuthorizationResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *GetDeviceAuthorizationResponse) GetDeviceId() string {
+	if x != nil {
+		return x.DeviceId
+	}
+	return ""
+}
+
+func (x *GetDeviceAuthorizationResponse) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *GetDeviceAuthorizationResponse) GetScopes() []string {
+	if x != nil {
+		return x.Scopes
+	}
+	return nil
+}
+
+func (x *GetDeviceAuthorizationResponse) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *GetDeviceAuthorizationResponse) GetUserCode() string {
+	if x != nil {
+		return x.UserCode
+	}
+	return ""
+}
+
+// DecideDeviceAuthorizationRequest is a person's decision.
+type DecideDeviceAuthorizationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// GetDeviceAuthorizationResponse.device_id.
+	DeviceId string `protobuf:"bytes,1,opt,name=device_id,json=deviceId,proto3" json:"device_id,omitempty"`
+	// true approves; false denies (the login fields are then ignored).
+	Approve bool `protobuf:"varint,2,opt,name=approve,proto3" json:"approve,omitempty"`
+	// The user who approved.
+	UserId string `protobuf:"bytes,3,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	// The organization the user signed in to.
+	OrgId string `protobuf:"bytes,4,opt,name=org_id,json=orgId,proto3" json:"org_id,omitempty"`
+	// The browser session of the login (logout voids an approval not yet
+	// redeemed, and revokes what it issued).
+	SessionId string `protobuf:"bytes,5,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// When the user authenticated.
+	AuthTime *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=auth_time,json=authTime,proto3" json:"auth_time,omitempty"`
+	// How the user authenticated.
+	Amr           []string `protobuf:"bytes,7,rep,name=amr,proto3" json:"amr,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DecideDeviceAuthorizationRequest) Reset() {
+	*x = DecideDeviceAuthorizationRequest{}
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DecideDeviceAuthorizationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DecideDeviceAuthorizationRequest) ProtoMessage() {}
+
+func (x *DecideDeviceAuthorizationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DecideDeviceAuthorizationRequest.ProtoReflect.Descriptor instead.
+func (*DecideDeviceAuthorizationRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *DecideDeviceAuthorizationRequest) GetDeviceId() string {
+	if x != nil {
+		return x.DeviceId
+	}
+	return ""
+}
+
+func (x *DecideDeviceAuthorizationRequest) GetApprove() bool {
+	if x != nil {
+		return x.Approve
+	}
+	return false
+}
+
+func (x *DecideDeviceAuthorizationRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *DecideDeviceAuthorizationRequest) GetOrgId() string {
+	if x != nil {
+		return x.OrgId
+	}
+	return ""
+}
+
+func (x *DecideDeviceAuthorizationRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *DecideDeviceAuthorizationRequest) GetAuthTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AuthTime
+	}
+	return nil
+}
+
+func (x *DecideDeviceAuthorizationRequest) GetAmr() []string {
+	if x != nil {
+		return x.Amr
+	}
+	return nil
+}
+
+// DecideDeviceAuthorizationResponse is empty.
+type DecideDeviceAuthorizationResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DecideDeviceAuthorizationResponse) Reset() {
+	*x = DecideDeviceAuthorizationResponse{}
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DecideDeviceAuthorizationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DecideDeviceAuthorizationResponse) ProtoMessage() {}
+
+func (x *DecideDeviceAuthorizationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DecideDeviceAuthorizationResponse.ProtoReflect.Descriptor instead.
+func (*DecideDeviceAuthorizationResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{24}
+}
+
 var File_gatehouse_tokens_v1_tokens_proto protoreflect.FileDescriptor
 
 const file_gatehouse_tokens_v1_tokens_proto_rawDesc = "" +
@@ -1448,7 +1714,26 @@ const file_gatehouse_tokens_v1_tokens_proto_rawDesc = "" +
 	"\x14RevokeSessionRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x17\n" +
-	"\x15RevokeSessionResponse2\xf0\b\n" +
+	"\x15RevokeSessionResponse\"<\n" +
+	"\x1dGetDeviceAuthorizationRequest\x12\x1b\n" +
+	"\tuser_code\x18\x01 \x01(\tR\buserCode\"\xca\x01\n" +
+	"\x1eGetDeviceAuthorizationResponse\x12\x1b\n" +
+	"\tdevice_id\x18\x01 \x01(\tR\bdeviceId\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\tR\bclientId\x12\x16\n" +
+	"\x06scopes\x18\x03 \x03(\tR\x06scopes\x129\n" +
+	"\n" +
+	"expires_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x1b\n" +
+	"\tuser_code\x18\x05 \x01(\tR\buserCode\"\xf3\x01\n" +
+	" DecideDeviceAuthorizationRequest\x12\x1b\n" +
+	"\tdevice_id\x18\x01 \x01(\tR\bdeviceId\x12\x18\n" +
+	"\aapprove\x18\x02 \x01(\bR\aapprove\x12\x17\n" +
+	"\auser_id\x18\x03 \x01(\tR\x06userId\x12\x15\n" +
+	"\x06org_id\x18\x04 \x01(\tR\x05orgId\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x05 \x01(\tR\tsessionId\x127\n" +
+	"\tauth_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\bauthTime\x12\x10\n" +
+	"\x03amr\x18\a \x03(\tR\x03amr\"#\n" +
+	"!DecideDeviceAuthorizationResponse2\x81\v\n" +
 	"\fTokenService\x12]\n" +
 	"\n" +
 	"Introspect\x12&.gatehouse.tokens.v1.IntrospectRequest\x1a'.gatehouse.tokens.v1.IntrospectResponse\x12\x84\x01\n" +
@@ -1459,7 +1744,9 @@ const file_gatehouse_tokens_v1_tokens_proto_rawDesc = "" +
 	"\x10RevokeUserTokens\x12,.gatehouse.tokens.v1.RevokeUserTokensRequest\x1a-.gatehouse.tokens.v1.RevokeUserTokensResponse\x12r\n" +
 	"\x11RevokeGrantTokens\x12-.gatehouse.tokens.v1.RevokeGrantTokensRequest\x1a..gatehouse.tokens.v1.RevokeGrantTokensResponse\x12q\n" +
 	"\x0fListRevocations\x12+.gatehouse.tokens.v1.ListRevocationsRequest\x1a,.gatehouse.tokens.v1.ListRevocationsResponse\"\x03\x90\x02\x01\x12h\n" +
-	"\fCheckRevoked\x12(.gatehouse.tokens.v1.CheckRevokedRequest\x1a).gatehouse.tokens.v1.CheckRevokedResponse\"\x03\x90\x02\x01\x12_\n" +
+	"\fCheckRevoked\x12(.gatehouse.tokens.v1.CheckRevokedRequest\x1a).gatehouse.tokens.v1.CheckRevokedResponse\"\x03\x90\x02\x01\x12\x81\x01\n" +
+	"\x16GetDeviceAuthorization\x122.gatehouse.tokens.v1.GetDeviceAuthorizationRequest\x1a3.gatehouse.tokens.v1.GetDeviceAuthorizationResponse\x12\x8a\x01\n" +
+	"\x19DecideDeviceAuthorization\x125.gatehouse.tokens.v1.DecideDeviceAuthorizationRequest\x1a6.gatehouse.tokens.v1.DecideDeviceAuthorizationResponse\x12_\n" +
 	"\tGetKeySet\x12%.gatehouse.tokens.v1.GetKeySetRequest\x1a&.gatehouse.tokens.v1.GetKeySetResponse\"\x03\x90\x02\x01B\xdc\x01\n" +
 	"\x17com.gatehouse.tokens.v1B\vTokensProtoP\x01ZFgithub.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1;tokensv1\xa2\x02\x03GTX\xaa\x02\x13Gatehouse.Tokens.V1\xca\x02\x13Gatehouse\\Tokens\\V1\xe2\x02\x1fGatehouse\\Tokens\\V1\\GPBMetadata\xea\x02\x15Gatehouse::Tokens::V1b\x06proto3"
 
@@ -1475,68 +1762,78 @@ func file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP() []byte {
 	return file_gatehouse_tokens_v1_tokens_proto_rawDescData
 }
 
-var file_gatehouse_tokens_v1_tokens_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_gatehouse_tokens_v1_tokens_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_gatehouse_tokens_v1_tokens_proto_goTypes = []any{
-	(*CheckRevokedRequest)(nil),             // 0: gatehouse.tokens.v1.CheckRevokedRequest
-	(*CheckRevokedResponse)(nil),            // 1: gatehouse.tokens.v1.CheckRevokedResponse
-	(*ListRevocationsRequest)(nil),          // 2: gatehouse.tokens.v1.ListRevocationsRequest
-	(*Revocation)(nil),                      // 3: gatehouse.tokens.v1.Revocation
-	(*ListRevocationsResponse)(nil),         // 4: gatehouse.tokens.v1.ListRevocationsResponse
-	(*GetKeySetRequest)(nil),                // 5: gatehouse.tokens.v1.GetKeySetRequest
-	(*GetKeySetResponse)(nil),               // 6: gatehouse.tokens.v1.GetKeySetResponse
-	(*RevokeUserTokensRequest)(nil),         // 7: gatehouse.tokens.v1.RevokeUserTokensRequest
-	(*RevokeGrantTokensRequest)(nil),        // 8: gatehouse.tokens.v1.RevokeGrantTokensRequest
-	(*RevokeGrantTokensResponse)(nil),       // 9: gatehouse.tokens.v1.RevokeGrantTokensResponse
-	(*RevokeUserTokensResponse)(nil),        // 10: gatehouse.tokens.v1.RevokeUserTokensResponse
-	(*IntrospectRequest)(nil),               // 11: gatehouse.tokens.v1.IntrospectRequest
-	(*IntrospectResponse)(nil),              // 12: gatehouse.tokens.v1.IntrospectResponse
-	(*CreateAuthorizationCodeRequest)(nil),  // 13: gatehouse.tokens.v1.CreateAuthorizationCodeRequest
-	(*CreateAuthorizationCodeResponse)(nil), // 14: gatehouse.tokens.v1.CreateAuthorizationCodeResponse
-	(*CreateImplicitTokensRequest)(nil),     // 15: gatehouse.tokens.v1.CreateImplicitTokensRequest
-	(*CreateImplicitTokensResponse)(nil),    // 16: gatehouse.tokens.v1.CreateImplicitTokensResponse
-	(*VerifyIDTokenHintRequest)(nil),        // 17: gatehouse.tokens.v1.VerifyIDTokenHintRequest
-	(*VerifyIDTokenHintResponse)(nil),       // 18: gatehouse.tokens.v1.VerifyIDTokenHintResponse
-	(*RevokeSessionRequest)(nil),            // 19: gatehouse.tokens.v1.RevokeSessionRequest
-	(*RevokeSessionResponse)(nil),           // 20: gatehouse.tokens.v1.RevokeSessionResponse
-	(*timestamppb.Timestamp)(nil),           // 21: google.protobuf.Timestamp
+	(*CheckRevokedRequest)(nil),               // 0: gatehouse.tokens.v1.CheckRevokedRequest
+	(*CheckRevokedResponse)(nil),              // 1: gatehouse.tokens.v1.CheckRevokedResponse
+	(*ListRevocationsRequest)(nil),            // 2: gatehouse.tokens.v1.ListRevocationsRequest
+	(*Revocation)(nil),                        // 3: gatehouse.tokens.v1.Revocation
+	(*ListRevocationsResponse)(nil),           // 4: gatehouse.tokens.v1.ListRevocationsResponse
+	(*GetKeySetRequest)(nil),                  // 5: gatehouse.tokens.v1.GetKeySetRequest
+	(*GetKeySetResponse)(nil),                 // 6: gatehouse.tokens.v1.GetKeySetResponse
+	(*RevokeUserTokensRequest)(nil),           // 7: gatehouse.tokens.v1.RevokeUserTokensRequest
+	(*RevokeGrantTokensRequest)(nil),          // 8: gatehouse.tokens.v1.RevokeGrantTokensRequest
+	(*RevokeGrantTokensResponse)(nil),         // 9: gatehouse.tokens.v1.RevokeGrantTokensResponse
+	(*RevokeUserTokensResponse)(nil),          // 10: gatehouse.tokens.v1.RevokeUserTokensResponse
+	(*IntrospectRequest)(nil),                 // 11: gatehouse.tokens.v1.IntrospectRequest
+	(*IntrospectResponse)(nil),                // 12: gatehouse.tokens.v1.IntrospectResponse
+	(*CreateAuthorizationCodeRequest)(nil),    // 13: gatehouse.tokens.v1.CreateAuthorizationCodeRequest
+	(*CreateAuthorizationCodeResponse)(nil),   // 14: gatehouse.tokens.v1.CreateAuthorizationCodeResponse
+	(*CreateImplicitTokensRequest)(nil),       // 15: gatehouse.tokens.v1.CreateImplicitTokensRequest
+	(*CreateImplicitTokensResponse)(nil),      // 16: gatehouse.tokens.v1.CreateImplicitTokensResponse
+	(*VerifyIDTokenHintRequest)(nil),          // 17: gatehouse.tokens.v1.VerifyIDTokenHintRequest
+	(*VerifyIDTokenHintResponse)(nil),         // 18: gatehouse.tokens.v1.VerifyIDTokenHintResponse
+	(*RevokeSessionRequest)(nil),              // 19: gatehouse.tokens.v1.RevokeSessionRequest
+	(*RevokeSessionResponse)(nil),             // 20: gatehouse.tokens.v1.RevokeSessionResponse
+	(*GetDeviceAuthorizationRequest)(nil),     // 21: gatehouse.tokens.v1.GetDeviceAuthorizationRequest
+	(*GetDeviceAuthorizationResponse)(nil),    // 22: gatehouse.tokens.v1.GetDeviceAuthorizationResponse
+	(*DecideDeviceAuthorizationRequest)(nil),  // 23: gatehouse.tokens.v1.DecideDeviceAuthorizationRequest
+	(*DecideDeviceAuthorizationResponse)(nil), // 24: gatehouse.tokens.v1.DecideDeviceAuthorizationResponse
+	(*timestamppb.Timestamp)(nil),             // 25: google.protobuf.Timestamp
 }
 var file_gatehouse_tokens_v1_tokens_proto_depIdxs = []int32{
-	21, // 0: gatehouse.tokens.v1.CheckRevokedRequest.expires_at:type_name -> google.protobuf.Timestamp
-	21, // 1: gatehouse.tokens.v1.Revocation.expires_at:type_name -> google.protobuf.Timestamp
+	25, // 0: gatehouse.tokens.v1.CheckRevokedRequest.expires_at:type_name -> google.protobuf.Timestamp
+	25, // 1: gatehouse.tokens.v1.Revocation.expires_at:type_name -> google.protobuf.Timestamp
 	3,  // 2: gatehouse.tokens.v1.ListRevocationsResponse.revocations:type_name -> gatehouse.tokens.v1.Revocation
-	21, // 3: gatehouse.tokens.v1.RevokeUserTokensRequest.not_after:type_name -> google.protobuf.Timestamp
-	21, // 4: gatehouse.tokens.v1.RevokeGrantTokensRequest.not_after:type_name -> google.protobuf.Timestamp
-	21, // 5: gatehouse.tokens.v1.IntrospectResponse.expires_at:type_name -> google.protobuf.Timestamp
-	21, // 6: gatehouse.tokens.v1.IntrospectResponse.issued_at:type_name -> google.protobuf.Timestamp
-	21, // 7: gatehouse.tokens.v1.CreateAuthorizationCodeRequest.auth_time:type_name -> google.protobuf.Timestamp
-	21, // 8: gatehouse.tokens.v1.CreateImplicitTokensRequest.auth_time:type_name -> google.protobuf.Timestamp
-	21, // 9: gatehouse.tokens.v1.VerifyIDTokenHintResponse.auth_time:type_name -> google.protobuf.Timestamp
-	21, // 10: gatehouse.tokens.v1.VerifyIDTokenHintResponse.expires_at:type_name -> google.protobuf.Timestamp
-	11, // 11: gatehouse.tokens.v1.TokenService.Introspect:input_type -> gatehouse.tokens.v1.IntrospectRequest
-	13, // 12: gatehouse.tokens.v1.TokenService.CreateAuthorizationCode:input_type -> gatehouse.tokens.v1.CreateAuthorizationCodeRequest
-	15, // 13: gatehouse.tokens.v1.TokenService.CreateImplicitTokens:input_type -> gatehouse.tokens.v1.CreateImplicitTokensRequest
-	17, // 14: gatehouse.tokens.v1.TokenService.VerifyIDTokenHint:input_type -> gatehouse.tokens.v1.VerifyIDTokenHintRequest
-	19, // 15: gatehouse.tokens.v1.TokenService.RevokeSession:input_type -> gatehouse.tokens.v1.RevokeSessionRequest
-	7,  // 16: gatehouse.tokens.v1.TokenService.RevokeUserTokens:input_type -> gatehouse.tokens.v1.RevokeUserTokensRequest
-	8,  // 17: gatehouse.tokens.v1.TokenService.RevokeGrantTokens:input_type -> gatehouse.tokens.v1.RevokeGrantTokensRequest
-	2,  // 18: gatehouse.tokens.v1.TokenService.ListRevocations:input_type -> gatehouse.tokens.v1.ListRevocationsRequest
-	0,  // 19: gatehouse.tokens.v1.TokenService.CheckRevoked:input_type -> gatehouse.tokens.v1.CheckRevokedRequest
-	5,  // 20: gatehouse.tokens.v1.TokenService.GetKeySet:input_type -> gatehouse.tokens.v1.GetKeySetRequest
-	12, // 21: gatehouse.tokens.v1.TokenService.Introspect:output_type -> gatehouse.tokens.v1.IntrospectResponse
-	14, // 22: gatehouse.tokens.v1.TokenService.CreateAuthorizationCode:output_type -> gatehouse.tokens.v1.CreateAuthorizationCodeResponse
-	16, // 23: gatehouse.tokens.v1.TokenService.CreateImplicitTokens:output_type -> gatehouse.tokens.v1.CreateImplicitTokensResponse
-	18, // 24: gatehouse.tokens.v1.TokenService.VerifyIDTokenHint:output_type -> gatehouse.tokens.v1.VerifyIDTokenHintResponse
-	20, // 25: gatehouse.tokens.v1.TokenService.RevokeSession:output_type -> gatehouse.tokens.v1.RevokeSessionResponse
-	10, // 26: gatehouse.tokens.v1.TokenService.RevokeUserTokens:output_type -> gatehouse.tokens.v1.RevokeUserTokensResponse
-	9,  // 27: gatehouse.tokens.v1.TokenService.RevokeGrantTokens:output_type -> gatehouse.tokens.v1.RevokeGrantTokensResponse
-	4,  // 28: gatehouse.tokens.v1.TokenService.ListRevocations:output_type -> gatehouse.tokens.v1.ListRevocationsResponse
-	1,  // 29: gatehouse.tokens.v1.TokenService.CheckRevoked:output_type -> gatehouse.tokens.v1.CheckRevokedResponse
-	6,  // 30: gatehouse.tokens.v1.TokenService.GetKeySet:output_type -> gatehouse.tokens.v1.GetKeySetResponse
-	21, // [21:31] is the sub-list for method output_type
-	11, // [11:21] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	25, // 3: gatehouse.tokens.v1.RevokeUserTokensRequest.not_after:type_name -> google.protobuf.Timestamp
+	25, // 4: gatehouse.tokens.v1.RevokeGrantTokensRequest.not_after:type_name -> google.protobuf.Timestamp
+	25, // 5: gatehouse.tokens.v1.IntrospectResponse.expires_at:type_name -> google.protobuf.Timestamp
+	25, // 6: gatehouse.tokens.v1.IntrospectResponse.issued_at:type_name -> google.protobuf.Timestamp
+	25, // 7: gatehouse.tokens.v1.CreateAuthorizationCodeRequest.auth_time:type_name -> google.protobuf.Timestamp
+	25, // 8: gatehouse.tokens.v1.CreateImplicitTokensRequest.auth_time:type_name -> google.protobuf.Timestamp
+	25, // 9: gatehouse.tokens.v1.VerifyIDTokenHintResponse.auth_time:type_name -> google.protobuf.Timestamp
+	25, // 10: gatehouse.tokens.v1.VerifyIDTokenHintResponse.expires_at:type_name -> google.protobuf.Timestamp
+	25, // 11: gatehouse.tokens.v1.GetDeviceAuthorizationResponse.expires_at:type_name -> google.protobuf.Timestamp
+	25, // 12: gatehouse.tokens.v1.DecideDeviceAuthorizationRequest.auth_time:type_name -> google.protobuf.Timestamp
+	11, // 13: gatehouse.tokens.v1.TokenService.Introspect:input_type -> gatehouse.tokens.v1.IntrospectRequest
+	13, // 14: gatehouse.tokens.v1.TokenService.CreateAuthorizationCode:input_type -> gatehouse.tokens.v1.CreateAuthorizationCodeRequest
+	15, // 15: gatehouse.tokens.v1.TokenService.CreateImplicitTokens:input_type -> gatehouse.tokens.v1.CreateImplicitTokensRequest
+	17, // 16: gatehouse.tokens.v1.TokenService.VerifyIDTokenHint:input_type -> gatehouse.tokens.v1.VerifyIDTokenHintRequest
+	19, // 17: gatehouse.tokens.v1.TokenService.RevokeSession:input_type -> gatehouse.tokens.v1.RevokeSessionRequest
+	7,  // 18: gatehouse.tokens.v1.TokenService.RevokeUserTokens:input_type -> gatehouse.tokens.v1.RevokeUserTokensRequest
+	8,  // 19: gatehouse.tokens.v1.TokenService.RevokeGrantTokens:input_type -> gatehouse.tokens.v1.RevokeGrantTokensRequest
+	2,  // 20: gatehouse.tokens.v1.TokenService.ListRevocations:input_type -> gatehouse.tokens.v1.ListRevocationsRequest
+	0,  // 21: gatehouse.tokens.v1.TokenService.CheckRevoked:input_type -> gatehouse.tokens.v1.CheckRevokedRequest
+	21, // 22: gatehouse.tokens.v1.TokenService.GetDeviceAuthorization:input_type -> gatehouse.tokens.v1.GetDeviceAuthorizationRequest
+	23, // 23: gatehouse.tokens.v1.TokenService.DecideDeviceAuthorization:input_type -> gatehouse.tokens.v1.DecideDeviceAuthorizationRequest
+	5,  // 24: gatehouse.tokens.v1.TokenService.GetKeySet:input_type -> gatehouse.tokens.v1.GetKeySetRequest
+	12, // 25: gatehouse.tokens.v1.TokenService.Introspect:output_type -> gatehouse.tokens.v1.IntrospectResponse
+	14, // 26: gatehouse.tokens.v1.TokenService.CreateAuthorizationCode:output_type -> gatehouse.tokens.v1.CreateAuthorizationCodeResponse
+	16, // 27: gatehouse.tokens.v1.TokenService.CreateImplicitTokens:output_type -> gatehouse.tokens.v1.CreateImplicitTokensResponse
+	18, // 28: gatehouse.tokens.v1.TokenService.VerifyIDTokenHint:output_type -> gatehouse.tokens.v1.VerifyIDTokenHintResponse
+	20, // 29: gatehouse.tokens.v1.TokenService.RevokeSession:output_type -> gatehouse.tokens.v1.RevokeSessionResponse
+	10, // 30: gatehouse.tokens.v1.TokenService.RevokeUserTokens:output_type -> gatehouse.tokens.v1.RevokeUserTokensResponse
+	9,  // 31: gatehouse.tokens.v1.TokenService.RevokeGrantTokens:output_type -> gatehouse.tokens.v1.RevokeGrantTokensResponse
+	4,  // 32: gatehouse.tokens.v1.TokenService.ListRevocations:output_type -> gatehouse.tokens.v1.ListRevocationsResponse
+	1,  // 33: gatehouse.tokens.v1.TokenService.CheckRevoked:output_type -> gatehouse.tokens.v1.CheckRevokedResponse
+	22, // 34: gatehouse.tokens.v1.TokenService.GetDeviceAuthorization:output_type -> gatehouse.tokens.v1.GetDeviceAuthorizationResponse
+	24, // 35: gatehouse.tokens.v1.TokenService.DecideDeviceAuthorization:output_type -> gatehouse.tokens.v1.DecideDeviceAuthorizationResponse
+	6,  // 36: gatehouse.tokens.v1.TokenService.GetKeySet:output_type -> gatehouse.tokens.v1.GetKeySetResponse
+	25, // [25:37] is the sub-list for method output_type
+	13, // [13:25] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_tokens_v1_tokens_proto_init() }
@@ -1550,7 +1847,7 @@ func file_gatehouse_tokens_v1_tokens_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_tokens_v1_tokens_proto_rawDesc), len(file_gatehouse_tokens_v1_tokens_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -59,6 +59,12 @@ const (
 	// TokenServiceCheckRevokedProcedure is the fully-qualified name of the TokenService's CheckRevoked
 	// RPC.
 	TokenServiceCheckRevokedProcedure = "/gatehouse.tokens.v1.TokenService/CheckRevoked"
+	// TokenServiceGetDeviceAuthorizationProcedure is the fully-qualified name of the TokenService's
+	// GetDeviceAuthorization RPC.
+	TokenServiceGetDeviceAuthorizationProcedure = "/gatehouse.tokens.v1.TokenService/GetDeviceAuthorization"
+	// TokenServiceDecideDeviceAuthorizationProcedure is the fully-qualified name of the TokenService's
+	// DecideDeviceAuthorization RPC.
+	TokenServiceDecideDeviceAuthorizationProcedure = "/gatehouse.tokens.v1.TokenService/DecideDeviceAuthorization"
 	// TokenServiceGetKeySetProcedure is the fully-qualified name of the TokenService's GetKeySet RPC.
 	TokenServiceGetKeySetProcedure = "/gatehouse.tokens.v1.TokenService/GetKeySet"
 )
@@ -134,6 +140,22 @@ type TokenServiceClient interface {
 	// Errors: InvalidArgument without token_id, subject or expires_at;
 	// Unavailable when the list cannot be read.
 	CheckRevoked(context.Context, *v1.CheckRevokedRequest) (*v1.CheckRevokedResponse, error)
+	// Finds the pending device authorization (RFC 8628) a person's user code
+	// names, for authn's /device pages. The code is compared by its keyed
+	// hash, case and dash insensitive. Errors: InvalidArgument for a code that
+	// is not 8 letters of the user-code alphabet; NotFound for an unknown
+	// code, or one expired or decided already (a code works once).
+	GetDeviceAuthorization(context.Context, *v1.GetDeviceAuthorizationRequest) (*v1.GetDeviceAuthorizationResponse, error)
+	// Records the person's decision on a pending device authorization:
+	// approved for a completed login (the device's next poll gets the tokens,
+	// once), or denied (access_denied). The login is checked as
+	// CreateAuthorizationCode checks it, except that openid is not required
+	// (RFC 8628 asks for any scope). Errors: InvalidArgument for a malformed
+	// request; NotFound when the authorization is no longer pending (expired,
+	// decided); FailedPrecondition when the client may no longer use the
+	// grant; PermissionDenied when it may not sign in the user's
+	// organization.
+	DecideDeviceAuthorization(context.Context, *v1.DecideDeviceAuthorizationRequest) (*v1.DecideDeviceAuthorizationResponse, error)
 	// Returns the published signing keys as a JWK set (RFC 7517), as
 	// /oauth/v2/keys serves them, for services that verify JWT access tokens
 	// themselves.
@@ -207,6 +229,18 @@ func NewTokenServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		getDeviceAuthorization: connect.NewClient[v1.GetDeviceAuthorizationRequest, v1.GetDeviceAuthorizationResponse](
+			httpClient,
+			baseURL+TokenServiceGetDeviceAuthorizationProcedure,
+			connect.WithSchema(tokenServiceMethods.ByName("GetDeviceAuthorization")),
+			connect.WithClientOptions(opts...),
+		),
+		decideDeviceAuthorization: connect.NewClient[v1.DecideDeviceAuthorizationRequest, v1.DecideDeviceAuthorizationResponse](
+			httpClient,
+			baseURL+TokenServiceDecideDeviceAuthorizationProcedure,
+			connect.WithSchema(tokenServiceMethods.ByName("DecideDeviceAuthorization")),
+			connect.WithClientOptions(opts...),
+		),
 		getKeySet: connect.NewClient[v1.GetKeySetRequest, v1.GetKeySetResponse](
 			httpClient,
 			baseURL+TokenServiceGetKeySetProcedure,
@@ -219,16 +253,18 @@ func NewTokenServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 
 // tokenServiceClient implements TokenServiceClient.
 type tokenServiceClient struct {
-	introspect              *connect.Client[v1.IntrospectRequest, v1.IntrospectResponse]
-	createAuthorizationCode *connect.Client[v1.CreateAuthorizationCodeRequest, v1.CreateAuthorizationCodeResponse]
-	createImplicitTokens    *connect.Client[v1.CreateImplicitTokensRequest, v1.CreateImplicitTokensResponse]
-	verifyIDTokenHint       *connect.Client[v1.VerifyIDTokenHintRequest, v1.VerifyIDTokenHintResponse]
-	revokeSession           *connect.Client[v1.RevokeSessionRequest, v1.RevokeSessionResponse]
-	revokeUserTokens        *connect.Client[v1.RevokeUserTokensRequest, v1.RevokeUserTokensResponse]
-	revokeGrantTokens       *connect.Client[v1.RevokeGrantTokensRequest, v1.RevokeGrantTokensResponse]
-	listRevocations         *connect.Client[v1.ListRevocationsRequest, v1.ListRevocationsResponse]
-	checkRevoked            *connect.Client[v1.CheckRevokedRequest, v1.CheckRevokedResponse]
-	getKeySet               *connect.Client[v1.GetKeySetRequest, v1.GetKeySetResponse]
+	introspect                *connect.Client[v1.IntrospectRequest, v1.IntrospectResponse]
+	createAuthorizationCode   *connect.Client[v1.CreateAuthorizationCodeRequest, v1.CreateAuthorizationCodeResponse]
+	createImplicitTokens      *connect.Client[v1.CreateImplicitTokensRequest, v1.CreateImplicitTokensResponse]
+	verifyIDTokenHint         *connect.Client[v1.VerifyIDTokenHintRequest, v1.VerifyIDTokenHintResponse]
+	revokeSession             *connect.Client[v1.RevokeSessionRequest, v1.RevokeSessionResponse]
+	revokeUserTokens          *connect.Client[v1.RevokeUserTokensRequest, v1.RevokeUserTokensResponse]
+	revokeGrantTokens         *connect.Client[v1.RevokeGrantTokensRequest, v1.RevokeGrantTokensResponse]
+	listRevocations           *connect.Client[v1.ListRevocationsRequest, v1.ListRevocationsResponse]
+	checkRevoked              *connect.Client[v1.CheckRevokedRequest, v1.CheckRevokedResponse]
+	getDeviceAuthorization    *connect.Client[v1.GetDeviceAuthorizationRequest, v1.GetDeviceAuthorizationResponse]
+	decideDeviceAuthorization *connect.Client[v1.DecideDeviceAuthorizationRequest, v1.DecideDeviceAuthorizationResponse]
+	getKeySet                 *connect.Client[v1.GetKeySetRequest, v1.GetKeySetResponse]
 }
 
 // Introspect calls gatehouse.tokens.v1.TokenService.Introspect.
@@ -306,6 +342,24 @@ func (c *tokenServiceClient) ListRevocations(ctx context.Context, req *v1.ListRe
 // CheckRevoked calls gatehouse.tokens.v1.TokenService.CheckRevoked.
 func (c *tokenServiceClient) CheckRevoked(ctx context.Context, req *v1.CheckRevokedRequest) (*v1.CheckRevokedResponse, error) {
 	response, err := c.checkRevoked.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// GetDeviceAuthorization calls gatehouse.tokens.v1.TokenService.GetDeviceAuthorization.
+func (c *tokenServiceClient) GetDeviceAuthorization(ctx context.Context, req *v1.GetDeviceAuthorizationRequest) (*v1.GetDeviceAuthorizationResponse, error) {
+	response, err := c.getDeviceAuthorization.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// DecideDeviceAuthorization calls gatehouse.tokens.v1.TokenService.DecideDeviceAuthorization.
+func (c *tokenServiceClient) DecideDeviceAuthorization(ctx context.Context, req *v1.DecideDeviceAuthorizationRequest) (*v1.DecideDeviceAuthorizationResponse, error) {
+	response, err := c.decideDeviceAuthorization.CallUnary(ctx, connect.NewRequest(req))
 	if response != nil {
 		return response.Msg, err
 	}
@@ -392,6 +446,22 @@ type TokenServiceHandler interface {
 	// Errors: InvalidArgument without token_id, subject or expires_at;
 	// Unavailable when the list cannot be read.
 	CheckRevoked(context.Context, *v1.CheckRevokedRequest) (*v1.CheckRevokedResponse, error)
+	// Finds the pending device authorization (RFC 8628) a person's user code
+	// names, for authn's /device pages. The code is compared by its keyed
+	// hash, case and dash insensitive. Errors: InvalidArgument for a code that
+	// is not 8 letters of the user-code alphabet; NotFound for an unknown
+	// code, or one expired or decided already (a code works once).
+	GetDeviceAuthorization(context.Context, *v1.GetDeviceAuthorizationRequest) (*v1.GetDeviceAuthorizationResponse, error)
+	// Records the person's decision on a pending device authorization:
+	// approved for a completed login (the device's next poll gets the tokens,
+	// once), or denied (access_denied). The login is checked as
+	// CreateAuthorizationCode checks it, except that openid is not required
+	// (RFC 8628 asks for any scope). Errors: InvalidArgument for a malformed
+	// request; NotFound when the authorization is no longer pending (expired,
+	// decided); FailedPrecondition when the client may no longer use the
+	// grant; PermissionDenied when it may not sign in the user's
+	// organization.
+	DecideDeviceAuthorization(context.Context, *v1.DecideDeviceAuthorizationRequest) (*v1.DecideDeviceAuthorizationResponse, error)
 	// Returns the published signing keys as a JWK set (RFC 7517), as
 	// /oauth/v2/keys serves them, for services that verify JWT access tokens
 	// themselves.
@@ -461,6 +531,18 @@ func NewTokenServiceHandler(svc TokenServiceHandler, opts ...connect.HandlerOpti
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	tokenServiceGetDeviceAuthorizationHandler := connect.NewUnaryHandlerSimple(
+		TokenServiceGetDeviceAuthorizationProcedure,
+		svc.GetDeviceAuthorization,
+		connect.WithSchema(tokenServiceMethods.ByName("GetDeviceAuthorization")),
+		connect.WithHandlerOptions(opts...),
+	)
+	tokenServiceDecideDeviceAuthorizationHandler := connect.NewUnaryHandlerSimple(
+		TokenServiceDecideDeviceAuthorizationProcedure,
+		svc.DecideDeviceAuthorization,
+		connect.WithSchema(tokenServiceMethods.ByName("DecideDeviceAuthorization")),
+		connect.WithHandlerOptions(opts...),
+	)
 	tokenServiceGetKeySetHandler := connect.NewUnaryHandlerSimple(
 		TokenServiceGetKeySetProcedure,
 		svc.GetKeySet,
@@ -488,6 +570,10 @@ func NewTokenServiceHandler(svc TokenServiceHandler, opts ...connect.HandlerOpti
 			tokenServiceListRevocationsHandler.ServeHTTP(w, r)
 		case TokenServiceCheckRevokedProcedure:
 			tokenServiceCheckRevokedHandler.ServeHTTP(w, r)
+		case TokenServiceGetDeviceAuthorizationProcedure:
+			tokenServiceGetDeviceAuthorizationHandler.ServeHTTP(w, r)
+		case TokenServiceDecideDeviceAuthorizationProcedure:
+			tokenServiceDecideDeviceAuthorizationHandler.ServeHTTP(w, r)
 		case TokenServiceGetKeySetProcedure:
 			tokenServiceGetKeySetHandler.ServeHTTP(w, r)
 		default:
@@ -533,6 +619,14 @@ func (UnimplementedTokenServiceHandler) ListRevocations(context.Context, *v1.Lis
 
 func (UnimplementedTokenServiceHandler) CheckRevoked(context.Context, *v1.CheckRevokedRequest) (*v1.CheckRevokedResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.tokens.v1.TokenService.CheckRevoked is not implemented"))
+}
+
+func (UnimplementedTokenServiceHandler) GetDeviceAuthorization(context.Context, *v1.GetDeviceAuthorizationRequest) (*v1.GetDeviceAuthorizationResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.tokens.v1.TokenService.GetDeviceAuthorization is not implemented"))
+}
+
+func (UnimplementedTokenServiceHandler) DecideDeviceAuthorization(context.Context, *v1.DecideDeviceAuthorizationRequest) (*v1.DecideDeviceAuthorizationResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.tokens.v1.TokenService.DecideDeviceAuthorization is not implemented"))
 }
 
 func (UnimplementedTokenServiceHandler) GetKeySet(context.Context, *v1.GetKeySetRequest) (*v1.GetKeySetResponse, error) {
