@@ -1,6 +1,6 @@
 module github.com/gatehouse-id/gatehouse/cli
 
-go 1.26.0
+go 1.26.10
 
 require (
 	connectrpc.com/connect v1.21.1
@@ -11,6 +11,8 @@ require (
 	google.golang.org/protobuf v1.36.12
 	sigs.k8s.io/yaml v1.6.0
 )
+
+require golang.org/x/oauth2 v0.37.0 // indirect
 
 require (
 	buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go v1.36.12-20260825204119-511051f7f437.1 // indirect

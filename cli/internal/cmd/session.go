@@ -29,7 +29,7 @@ func (a *App) sessionCommands() []*cobra.Command {
 
 func (a *App) loginCmd() *cobra.Command {
 	var issuer, keyFile, userID, keyID, name, org, clientID string
-	var noBrowser bool
+	var noBrowser, device bool
 	var timeout time.Duration
 	c := &cobra.Command{
 		Use:   "login --issuer URL [--key-file FILE]",
@@ -38,6 +38,13 @@ func (a *App) loginCmd() *cobra.Command {
 authorization code flow with PKCE on a loopback redirect (RFC 8252), with
 the native admin app Gatehouse creates at first start (client id
 gatehouse-cli). --no-browser prints the URL to open instead.
+
+With --device, a person signs in on another device (RFC 8628, for a
+machine without a browser): the CLI shows a URL and a code, the person
+opens the URL anywhere, signs in and allows the code, and the CLI gets
+the session. The gatehouse-cli app allows it only once an admin adds the
+grant OIDC_GRANT_TYPE_DEVICE_CODE to it: a code someone else started is a
+lure for an admin's session, so it is off by default.
 
 With --key-file, a machine user signs in with its key (the JWT profile
 grant): a JSON key file as Gatehouse writes it, or a PEM private key (from
@@ -53,6 +60,7 @@ a context's name, created or replaced:
   neither            the context named by the issuer's host, made current`,
 		Example: `  gatehouse login --issuer http://localhost:8080
   gatehouse login --issuer https://id.example.com --no-browser --name prod
+  gatehouse login --issuer https://id.example.com --device
   gatehouse login --issuer https://staging.example.com --context staging
   gatehouse login --issuer http://localhost:8080 --key-file data/bootstrap-admin-key.json
   gatehouse login --issuer https://id.example.com --key-file admin-key.pem --user-id 123 --key-id 456`,
@@ -78,6 +86,19 @@ a context's name, created or replaced:
 				}
 				entry.Kind, entry.KeyFile = contexts.KindKey, raw
 				if t, err = ac.KeyLogin(ctx, raw); err != nil {
+					return fmt.Errorf("login: %w", err)
+				}
+			} else if device {
+				entry.Kind, entry.ClientID = contexts.KindBrowser, clientID
+				dl := &auth.DeviceLogin{Client: ac, ClientID: clientID, Timeout: timeout,
+					Show: func(uri, code, complete string) {
+						fmt.Fprintf(a.Stderr, "To sign in, open this URL on any device with a browser:\n\n  %s\n\nand enter the code  %s\n\n(or open %s)\nAllow it only if you started this sign-in yourself. Waiting...\n\n", uri, code, complete)
+					}}
+				if t, err = dl.Run(ctx); err != nil {
+					var oe *auth.OAuthError
+					if errors.As(err, &oe) && oe.Code == "unauthorized_client" {
+						return fmt.Errorf("login: %w\nthe %s app does not allow the device flow; an admin adds OIDC_GRANT_TYPE_DEVICE_CODE to its grant types (gatehouse apps update-oidc)", err, clientID)
+					}
 					return fmt.Errorf("login: %w", err)
 				}
 			} else {
@@ -130,7 +151,10 @@ a context's name, created or replaced:
 	fl.StringVar(&org, "default-org", "", "the context's default organization (name or id)")
 	fl.StringVar(&clientID, "client-id", auth.CLIClientID, "the native app used for browser sign-in")
 	fl.BoolVar(&noBrowser, "no-browser", false, "print the sign-in URL instead of opening a browser")
-	fl.DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the browser")
+	fl.BoolVar(&device, "device", false, "sign in on another device with a code (RFC 8628 device flow)")
+	fl.DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the browser (or the device code's approval)")
+	c.MarkFlagsMutuallyExclusive("device", "key-file")
+	c.MarkFlagsMutuallyExclusive("device", "no-browser")
 	_ = c.MarkFlagRequired("issuer")
 	return c
 }
