@@ -10,6 +10,7 @@ require (
 	github.com/gatehouse-id/gatehouse/services/directory v0.0.0
 	github.com/gatehouse-id/gatehouse/services/edge v0.0.0
 	github.com/gatehouse-id/gatehouse/services/tokens v0.0.0
+	github.com/go-jose/go-jose/v4 v4.1.9
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/lestrrat-go/jwx/v3 v3.4.0
 	github.com/redis/go-redis/v9 v9.23.0
@@ -45,7 +46,6 @@ require (
 	github.com/gin-contrib/sse v1.1.0 // indirect
 	github.com/gin-gonic/gin v1.12.0 // indirect
 	github.com/go-chi/chi/v5 v5.5.0 // indirect
-	github.com/go-jose/go-jose/v4 v4.1.9 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/go-playground/locales v0.14.1 // indirect

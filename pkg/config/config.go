@@ -90,6 +90,10 @@ type Config struct {
 	// (none is closed while busy), so size PostgreSQL's max_connections
 	// for replicas × services × this.
 	DBMaxConns int
+	// RequirePAR (GATEHOUSE_REQUIRE_PAR, default false): every
+	// authorization request must be pushed first (RFC 9126): authn refuses
+	// plain ones, discovery says require_pushed_authorization_requests.
+	RequirePAR bool
 
 	getenv   Getenv
 	sections sync.Map // reflect.Type → Section, loaded
@@ -142,6 +146,7 @@ func Load(role Role, getenv Getenv, sections ...Section) (*Config, error) {
 	c.CacheMaxStale = p.Duration("GATEHOUSE_CACHE_MAX_STALE", 15*time.Minute)
 	c.PruneInterval = p.Duration("GATEHOUSE_PRUNE_INTERVAL", 10*time.Minute)
 	c.DBMaxConns = p.Int("GATEHOUSE_DB_MAX_CONNS", 20)
+	c.RequirePAR = p.Bool("GATEHOUSE_REQUIRE_PAR")
 	if key := p.Str("GATEHOUSE_MASTER_KEY", ""); key != "" {
 		b, err := base64.StdEncoding.DecodeString(key)
 		switch {

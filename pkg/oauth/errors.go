@@ -32,10 +32,8 @@ const (
 	UnmetAuthenticationRequirements = "unmet_authentication_requirements"
 	InvalidToken                    = "invalid_token"
 	UnsupportedTokenType            = "unsupported_token_type"
-	RequestNotSupported             = "request_not_supported"     // OIDC Core §3.1.2.6
-	RequestURINotSupported          = "request_uri_not_supported" // OIDC Core §3.1.2.6
-	InvalidRequestURI               = "invalid_request_uri"       // RFC 9101 §7, RFC 9126 §2.2
-	InvalidRequestObject            = "invalid_request_object"    // RFC 9101 §7
+	InvalidRequestURI               = "invalid_request_uri"    // RFC 9101 §7, RFC 9126 §2.2
+	InvalidRequestObject            = "invalid_request_object" // RFC 9101 §7
 	// The device authorization grant's poll answers (RFC 8628 §3.5).
 	AuthorizationPending = "authorization_pending"
 	SlowDown             = "slow_down"

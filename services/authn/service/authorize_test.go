@@ -97,8 +97,6 @@ func TestAuthorizeRedirectErrors(t *testing.T) {
 		{"unsupported response_mode", codeParams("response_mode", "jwt"), "invalid_request", "st-1", webRedirect, false},
 		{"response_mode fragment is honoured", codeParams("response_mode", "fragment", "scope", "email"), "invalid_scope", "st-1", webRedirect, true},
 		{"response_mode query for tokens", spa("response_type", "id_token token", "code_challenge", "", "code_challenge_method", "", "nonce", "n", "response_mode", "query"), "invalid_request", "st-2", spaRedirect, true},
-		{"request object", codeParams("request", "eyJhbGciOiJub25lIn0.e30."), "request_not_supported", "st-1", webRedirect, false},
-		{"request_uri", codeParams("request_uri", "https://rp.example/req/1"), "request_uri_not_supported", "st-1", webRedirect, false},
 		{"ZITADEL's scope", codeParams("scope", "openid urn:zitadel:iam:org:project:id:zitadel:aud"), "invalid_scope", "st-1", webRedirect, false},
 		{"negative max_age", codeParams("max_age", "-1"), "invalid_request", "st-1", webRedirect, false},
 		{"non-numeric max_age", codeParams("max_age", "soon"), "invalid_request", "st-1", webRedirect, false},

@@ -156,8 +156,9 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 	s.public, err = NewHandler(HandlerOptions{
 		DB: store, Directory: newCachedDirectory(deps.Directory, watcher), Tokens: deps.Tokens,
 		SecureCookies: cfg.Issuer.Scheme == "https", Issuer: strings.TrimRight(cfg.Issuer.String(), "/"), Now: time.Now, Logger: env.Logger,
-		IdPHTTP:  egress.Client(netguard.Options{}),
-		Sessions: lifetimes,
+		IdPHTTP:    egress.Client(netguard.Options{}),
+		Sessions:   lifetimes,
+		RequirePAR: cfg.RequirePAR,
 	})
 	if err != nil {
 		return nil, err
@@ -188,8 +189,11 @@ type HandlerOptions struct {
 	// Sessions are the browser sessions' lifetimes (zero fields: the
 	// defaults, session.DefaultLifetimes).
 	Sessions session.Lifetimes
-	Now      func() time.Time
-	Logger   *slog.Logger
+	// RequirePAR refuses authorization requests that were not pushed
+	// first (GATEHOUSE_REQUIRE_PAR).
+	RequirePAR bool
+	Now        func() time.Time
+	Logger     *slog.Logger
 }
 
 // NewHandler builds authn's public routes on an open, migrated database
@@ -200,7 +204,8 @@ func NewHandler(o HandlerOptions) (*http.ServeMux, error) {
 	tokens := tokensAdapter{c: o.Tokens}
 	log := o.Logger
 	flow := &authorize.Flow{
-		Validator: &authorize.Validator{Directory: o.Directory, Tokens: tokens, Issuer: o.Issuer},
+		Validator: &authorize.Validator{Directory: o.Directory, Tokens: tokens, Issuer: o.Issuer, Pushed: store,
+			RequirePAR: o.RequirePAR, Now: o.Now},
 		Directory: o.Directory, Tokens: tokens, Store: store, Browsers: browsers,
 		RequestTTL: RequestTTL, Now: o.Now, Logger: log,
 	}
@@ -218,6 +223,7 @@ func NewHandler(o HandlerOptions) (*http.ServeMux, error) {
 	flow.StartIdP = pages.BeginIdP
 	mux := http.NewServeMux()
 	mux.Handle(authorize.Path, flow)
+	mux.Handle(authorize.PathPAR, &authorize.PAREndpoint{Validator: flow.Validator, Logger: log})
 	pages.Register(mux)
 	mux.Handle(endsession.Path, &endsession.Handler{
 		Directory: o.Directory, Tokens: tokens, Store: store, Browsers: browsers,

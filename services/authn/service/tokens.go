@@ -2,12 +2,14 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
+	"github.com/gatehouse-id/gatehouse/pkg/oauth"
 	"github.com/gatehouse-id/gatehouse/services/authn/internal/authorize"
 )
 
@@ -19,6 +21,8 @@ type Tokens interface {
 	RevokeSession(context.Context, *tokensv1.RevokeSessionRequest) (*tokensv1.RevokeSessionResponse, error)
 	GetDeviceAuthorization(context.Context, *tokensv1.GetDeviceAuthorizationRequest) (*tokensv1.GetDeviceAuthorizationResponse, error)
 	DecideDeviceAuthorization(context.Context, *tokensv1.DecideDeviceAuthorizationRequest) (*tokensv1.DecideDeviceAuthorizationResponse, error)
+	AuthenticateClient(context.Context, *tokensv1.AuthenticateClientRequest) (*tokensv1.AuthenticateClientResponse, error)
+	VerifyRequestObject(context.Context, *tokensv1.VerifyRequestObjectRequest) (*tokensv1.VerifyRequestObjectResponse, error)
 }
 
 // tokensAdapter turns the Connect API into the plain calls the packages
@@ -99,4 +103,38 @@ func (a tokensAdapter) DecideDevice(ctx context.Context, d authorize.DeviceDecis
 		return fmt.Errorf("decide device authorization: %w", err)
 	}
 	return nil
+}
+
+func (a tokensAdapter) AuthenticateClient(ctx context.Context, c authorize.ClientCredentials) (string, error) {
+	resp, err := a.c.AuthenticateClient(ctx, &tokensv1.AuthenticateClientRequest{Basic: c.Basic, BasicUser: c.BasicUser,
+		BasicPassword: c.BasicPass, ClientId: c.ClientID, ClientSecret: c.ClientSecret,
+		ClientAssertionType: c.ClientAssertionType, ClientAssertion: c.ClientAssertion})
+	if err == nil {
+		return resp.GetClientId(), nil
+	}
+	var ce *connect.Error
+	msg := "client authentication failed"
+	if errors.As(err, &ce) && ce.Message() != "" {
+		msg = ce.Message()
+	}
+	switch connect.CodeOf(err) {
+	case connect.CodeInvalidArgument:
+		return "", oauth.New(oauth.InvalidRequest, "%s", msg)
+	case connect.CodeUnauthenticated:
+		return "", oauth.InvalidClientError(c.Basic, "%s", msg)
+	}
+	return "", oauth.New(oauth.TemporarilyUnavailable, "client authentication is unavailable; retry").WithCause(err)
+}
+
+func (a tokensAdapter) VerifyRequestObject(ctx context.Context, clientID, request string) ([]byte, error) {
+	resp, err := a.c.VerifyRequestObject(ctx, &tokensv1.VerifyRequestObjectRequest{ClientId: clientID, Request: request})
+	if err == nil {
+		return resp.GetClaims(), nil
+	}
+	var ce *connect.Error
+	if c := connect.CodeOf(err); (c == connect.CodeInvalidArgument || c == connect.CodeNotFound || c == connect.CodeFailedPrecondition) &&
+		errors.As(err, &ce) {
+		return nil, fmt.Errorf("%w: %s", authorize.ErrRequestObject, ce.Message())
+	}
+	return nil, fmt.Errorf("verify request object: %w", err)
 }

@@ -10,6 +10,7 @@ import (
 	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1/tokensv1connect"
 	"github.com/gatehouse-id/gatehouse/services/tokens/accesstoken"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/clients"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/introspection"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/jwks"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/lifecycle"
@@ -25,6 +26,7 @@ type internalAPI struct {
 	life      *lifecycle.Lifecycle
 	revoked   *revocation.List
 	keySet    *jwks.Handler
+	clients   *clients.Authenticator
 }
 
 var _ tokensv1connect.TokenServiceHandler = (*internalAPI)(nil)
@@ -99,4 +101,12 @@ func (a *internalAPI) GetDeviceAuthorization(ctx context.Context, req *tokensv1.
 
 func (a *internalAPI) DecideDeviceAuthorization(ctx context.Context, req *tokensv1.DecideDeviceAuthorizationRequest) (*tokensv1.DecideDeviceAuthorizationResponse, error) {
 	return a.life.DecideDeviceAuthorization(ctx, req)
+}
+
+func (a *internalAPI) AuthenticateClient(ctx context.Context, req *tokensv1.AuthenticateClientRequest) (*tokensv1.AuthenticateClientResponse, error) {
+	return a.clients.AuthenticateRPC(ctx, req)
+}
+
+func (a *internalAPI) VerifyRequestObject(ctx context.Context, req *tokensv1.VerifyRequestObjectRequest) (*tokensv1.VerifyRequestObjectResponse, error) {
+	return a.clients.VerifyRequestObject(ctx, req)
 }

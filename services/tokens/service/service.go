@@ -151,7 +151,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 	records := &store.Store{DB: st}
 	// Client assertions may name the issuer or the endpoint they are sent to.
 	verifier := &assertion.Verifier{Audiences: []string{issuer, issuer + "/oauth/v2/token", issuer + introspection.Path, issuer + revoke.Path,
-		issuer + device.Path},
+		issuer + device.Path, issuer + "/oauth/v2/par"},
 		Replay: records, Now: time.Now}
 	minter := &mint.Minter{Issuer: issuer, Signer: s.keys, Hasher: hasher, Store: records,
 		AccessTTL: t.AccessTokenLifetime, IDTTL: t.IDTokenLifetime, Now: time.Now}
@@ -167,7 +167,10 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 		Cache:      clients.NewCache(deps.Directory, s.watcher),
 		Hasher:     hasher,
 		Assertions: verifier,
-		Machines:   dir,
+		// A request object names the issuer alone as its audience (RFC
+		// 9101 §4); its jti shares the assertions' replay store.
+		RequestObjects: &assertion.Verifier{Audiences: []string{issuer}, Replay: records, Now: time.Now, NoSubject: true},
+		Machines:       dir,
 	}
 	life := &lifecycle.Lifecycle{Issuer: issuer, Store: records, Minter: minter, Hasher: hasher, Revoked: s.revoked,
 		Keys: s.keys, Dir: deps.Directory, Clients: auth.Cache, CodeTTL: t.AuthCodeLifetime, RefreshIdle: t.RefreshIdleLifetime,
@@ -175,7 +178,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 
 	keySet := jwks.NewHandler(s.keys, s.keys.KeySetMaxAge(), env.Logger)
 	s.public.Handle(jwks.Path, keySet)
-	s.public.Handle(discovery.Path, discovery.NewHandler(issuer, s.keys.DefaultAlgorithm(), s.keys, env.Logger))
+	s.public.Handle(discovery.Path, discovery.NewHandlerFor(issuer, s.keys.DefaultAlgorithm(), cfg.RequirePAR, s.keys, env.Logger))
 	s.public.Handle("/oauth/v2/token", grants.New(grants.Deps{Auth: auth, Minter: minter, Dir: dir, Assertions: verifier, Lifecycle: life, Cuts: s.revoked}, env.Logger))
 	s.public.Handle(device.Path, &device.Endpoint{Issuer: issuer, Auth: auth, Start: life, Logger: env.Logger})
 	s.public.Handle(introspection.Path, introspection.NewEndpoint(validator, auth, dir, env.Logger))
@@ -197,7 +200,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 		s.public.Handle(p, ah)
 	}
 
-	s.internal = &internalAPI{validator: validator, life: life, revoked: s.revoked, keySet: keySet}
+	s.internal = &internalAPI{validator: validator, life: life, revoked: s.revoked, keySet: keySet, clients: auth}
 	iopts, err := rpc.InternalHandlerOptions(cfg.InternalToken)
 	if err != nil {
 		return nil, err

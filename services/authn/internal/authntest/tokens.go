@@ -35,12 +35,17 @@ type Tokens struct {
 	// device shows it); Decisions the decisions recorded, by id.
 	Devices   map[string]*tokensv1.GetDeviceAuthorizationResponse
 	Decisions map[string]*tokensv1.DecideDeviceAuthorizationRequest
+	// Secrets are confidential clients' secrets; RequestObjects the claims
+	// of request objects that verify (each once).
+	Secrets        map[string]string
+	RequestObjects map[string][]byte
 }
 
 // NewTokens returns an empty fake.
 func NewTokens() *Tokens {
 	return &Tokens{Codes: map[string]*tokensv1.CreateAuthorizationCodeRequest{}, Hints: map[string]Hint{},
-		Devices: map[string]*tokensv1.GetDeviceAuthorizationResponse{}, Decisions: map[string]*tokensv1.DecideDeviceAuthorizationRequest{}}
+		Devices: map[string]*tokensv1.GetDeviceAuthorizationResponse{}, Decisions: map[string]*tokensv1.DecideDeviceAuthorizationRequest{},
+		Secrets: map[string]string{}, RequestObjects: map[string][]byte{}}
 }
 
 // CreateAuthorizationCode implements the tokens API.
@@ -158,4 +163,36 @@ func (t *Tokens) DecideDeviceAuthorization(_ context.Context, r *tokensv1.Decide
 	}
 	t.Decisions[r.GetDeviceId()] = r
 	return &tokensv1.DecideDeviceAuthorizationResponse{}, nil
+}
+
+// AuthenticateClient implements the tokens API: a client of Secrets with
+// its secret (Basic or post), or any other client_id as a public client.
+func (t *Tokens) AuthenticateClient(_ context.Context, r *tokensv1.AuthenticateClientRequest) (*tokensv1.AuthenticateClientResponse, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	id, secret := r.GetClientId(), r.GetClientSecret()
+	if r.GetBasic() {
+		id, secret = r.GetBasicUser(), r.GetBasicPassword()
+	}
+	want, confidential := t.Secrets[id]
+	switch {
+	case id == "":
+		return nil, connect.NewError(connect.CodeUnauthenticated, errors.New("client authentication is required"))
+	case confidential && secret != want, !confidential && secret != "":
+		return nil, connect.NewError(connect.CodeUnauthenticated, errors.New("client authentication failed"))
+	}
+	return &tokensv1.AuthenticateClientResponse{ClientId: id}, nil
+}
+
+// VerifyRequestObject implements the tokens API: the claims RequestObjects
+// has for the raw object, once.
+func (t *Tokens) VerifyRequestObject(_ context.Context, r *tokensv1.VerifyRequestObjectRequest) (*tokensv1.VerifyRequestObjectResponse, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	claims, ok := t.RequestObjects[r.GetRequest()]
+	if !ok {
+		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("signature: unknown object"))
+	}
+	delete(t.RequestObjects, r.GetRequest())
+	return &tokensv1.VerifyRequestObjectResponse{Claims: claims}, nil
 }

@@ -76,6 +76,29 @@ type Tokens interface {
 	// DecideDevice records the person's decision; ErrNoDevice when the
 	// authorization is no longer pending.
 	DecideDevice(ctx context.Context, d DeviceDecision) error
+	// AuthenticateClient authenticates a client by the credentials it sent
+	// (the token endpoint's methods) and returns its client_id; errors are
+	// OAuth errors (invalid_client, invalid_request, or
+	// temporarily_unavailable).
+	AuthenticateClient(ctx context.Context, c ClientCredentials) (string, error)
+	// VerifyRequestObject verifies a request object of clientID (RFC 9101)
+	// and returns its claims (a JSON object); ErrRequestObject wraps the
+	// reason it is refused.
+	VerifyRequestObject(ctx context.Context, clientID, request string) ([]byte, error)
+}
+
+// ErrRequestObject wraps why a request object is refused.
+var ErrRequestObject = errors.New("invalid request object")
+
+// ClientCredentials are what a client sent to authenticate (RFC 6749
+// §2.3, RFC 7523 §2.2).
+type ClientCredentials struct {
+	Basic                bool
+	BasicUser, BasicPass string
+	ClientID             string
+	ClientSecret         string
+	ClientAssertionType  string
+	ClientAssertion      string
 }
 
 // ErrNoDevice: no pending device authorization has this user code (or id).

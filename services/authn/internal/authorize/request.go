@@ -211,6 +211,11 @@ type Validator struct {
 	// Issuer is sent as iss with every authorization response (RFC 9207),
 	// so a client that talks to several servers detects a mix-up.
 	Issuer string
+	// Pushed keeps pushed requests (RFC 9126); RequirePAR refuses every
+	// request that was not pushed (GATEHOUSE_REQUIRE_PAR).
+	Pushed     Pushed
+	RequirePAR bool
+	Now        func() time.Time
 }
 
 // singleParams are the parameters that must not be repeated besides

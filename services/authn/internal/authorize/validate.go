@@ -22,9 +22,31 @@ import (
 // authorization error table). It runs the steps of RFC 6749 §4.1.2.1 and
 // OIDC Core §3.1.2.2 in order; the first that refuses decides the error.
 func (v *Validator) Validate(ctx context.Context, p Params) (*Request, *Failure) {
+	clientID, err := p.one("client_id")
+	if err != nil {
+		return nil, pageFailure(err)
+	}
+	pushed := false
+	if clientID != "" {
+		// A pushed request or a request object is the request itself.
+		if p, pushed, err = v.unpack(ctx, clientID, p); err != nil {
+			return nil, pageFailure(err)
+		}
+	}
+	return v.check(ctx, p, pushed)
+}
+
+// check validates a request's own parameters (a pushed request's, a
+// request object's, or the query's); pushed: they were pushed (RFC 9126),
+// which a client or the server may require.
+func (v *Validator) check(ctx context.Context, p Params, pushed bool) (*Request, *Failure) {
 	client, err := v.client(ctx, p)
 	if err != nil {
 		return nil, pageFailure(err)
+	}
+	if !pushed && (v.RequirePAR || client.GetRequirePushedAuthorizationRequests()) {
+		return nil, pageFailure(oauth.New(oauth.InvalidRequest, "authorization requests of this client must be pushed first").
+			WithHint("POST the request to %s and send only client_id and the request_uri it answers", PathPAR))
 	}
 	redirectURI, err := checkRedirectURI(client, p)
 	if err != nil {
@@ -105,8 +127,7 @@ type steps struct {
 }
 
 // responseTypeAndMode: state, no repeated parameter, a supported
-// response_mode that does not put tokens in a query, no request object,
-// and a response_type the client registered (with its grant type).
+// response_mode that does not put tokens in a query, and a response_type the client registered (with its grant type).
 func (s *steps) responseTypeAndMode(context.Context) error {
 	p, target := s.p, s.target
 	rawType, typeErr := p.one("response_type")
@@ -136,14 +157,6 @@ func (s *steps) responseTypeAndMode(context.Context) error {
 		}
 	default:
 		return oauth.New(oauth.InvalidRequest, "response_mode %q is not supported (query, fragment)", mode)
-	}
-	// Request objects are not supported (discovery says so): refusing
-	// beats ignoring parameters the client put only there.
-	if p.first("request") != "" {
-		return oauth.New(oauth.RequestNotSupported, "request objects (the request parameter) are not supported")
-	}
-	if p.first("request_uri") != "" {
-		return oauth.New(oauth.RequestURINotSupported, "request_uri is not supported")
 	}
 	c := s.client
 	switch {

@@ -115,8 +115,6 @@ func TestResponseTypeAndModeStep(t *testing.T) {
 		{name: "form_post", query: "response_type=code&response_mode=form_post", code: oauth.InvalidRequest, desc: `response_mode "form_post" is not supported (query, fragment)`},
 		{name: "tokens in a query", client: "spa", query: "response_type=id_token&response_mode=query", code: oauth.InvalidRequest,
 			desc: `response_mode query is not allowed for response_type "id_token": tokens never go in a query`},
-		{name: "request object", query: "response_type=code&request=eyJ", code: oauth.RequestNotSupported, desc: "request objects (the request parameter) are not supported"},
-		{name: "request_uri", query: "response_type=code&request_uri=urn:x", code: oauth.RequestURINotSupported, desc: "request_uri is not supported"},
 		{name: "code, fragment", query: "response_type=code&response_mode=fragment&state=s&client_id=web", check: func(t *testing.T, s *steps) {
 			if !s.target.Fragment || s.target.State != "s" || s.req.ResponseType != ResponseCode || s.req.ClientID != "web" || s.req.RedirectURI != "https://rp.example/cb" {
 				t.Fatalf("target %+v, request %+v", s.target, s.req)

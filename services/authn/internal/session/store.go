@@ -575,6 +575,8 @@ func PruneSteps(l Lifetimes) []db.PruneStep {
 			AND NOT EXISTS (SELECT 1 FROM sessions se WHERE se.user_agent_id = ua.id)
 			AND NOT EXISTS (SELECT 1 FROM auth_requests ar WHERE ar.user_agent_id = ua.id)
 			AND NOT EXISTS (SELECT 1 FROM idp_flows f WHERE f.user_agent_id = ua.id) LIMIT ` + db.Batch + `)`},
+		{Table: "pushed_requests", Args: at,
+			Query: `DELETE FROM pushed_requests WHERE uri_hash IN (SELECT uri_hash FROM pushed_requests WHERE expires_at <= ? LIMIT ` + db.Batch + `)`},
 		{Table: "device_attempts", Args: func(now time.Time) []any { return []any{now.Add(-DeviceAttemptWindow)} },
 			Query: `DELETE FROM device_attempts WHERE user_agent_id IN (SELECT user_agent_id FROM device_attempts WHERE window_start <= ? LIMIT ` + db.Batch + `)`},
 	}

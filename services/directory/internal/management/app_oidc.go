@@ -32,6 +32,7 @@ type appOIDCRequest interface {
 	GetSkipNativeAppSuccessPage() bool
 	GetBackChannelLogoutUri() string
 	GetLoginVersion() *managementv1.LoginVersion
+	GetRequirePushedAuthorizationRequests() bool
 }
 
 var (
@@ -55,6 +56,7 @@ func appOIDCConfig(f *apierr.Fields, m appOIDCRequest) projects.OIDCConfig {
 		AdditionalOrigins:        m.GetAdditionalOrigins(),
 		SkipNativeAppSuccessPage: m.GetSkipNativeAppSuccessPage(),
 		BackChannelLogoutURI:     m.GetBackChannelLogoutUri(),
+		RequirePAR:               m.GetRequirePushedAuthorizationRequests(),
 	}
 	for _, rt := range m.GetResponseTypes() {
 		c.ResponseTypes = append(c.ResponseTypes, appEnumToDomain(oidcResponseTypes, rt))

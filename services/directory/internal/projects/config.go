@@ -77,6 +77,8 @@ type OIDCConfig struct {
 	SkipNativeAppSuccessPage bool          `json:"skipNativeAppSuccessPage,omitempty"`
 	BackChannelLogoutURI     string        `json:"backChannelLogoutUri,omitempty"`
 	LoginVersion             string        `json:"loginVersion,omitempty"`
+	// RequirePAR: authorization requests must be pushed first (RFC 9126).
+	RequirePAR bool `json:"requirePushedAuthorizationRequests,omitempty"`
 }
 
 // APIConfig is an API application's configuration.

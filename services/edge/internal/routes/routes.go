@@ -142,6 +142,9 @@ func Table() []Route {
 		// authn: browser flows; authorize lives with the login pages because
 		// both need the same cookie.
 		{Pattern: "/oauth/v2/authorize", Service: Authn, Kind: Browser, Class: ClassBrowser},
+		// Pushed authorization requests (RFC 9126) are validated where
+		// authorization requests are, called like the token endpoint.
+		{Pattern: "/oauth/v2/par", Service: Authn, Kind: OAuth, Class: ClassClient},
 		{Pattern: "/oidc/v1/end_session", Service: Authn, Kind: Browser, Class: ClassBrowser},
 		{Pattern: "/ui/login", Service: Authn, Kind: Browser, Class: ClassBrowser},
 		{Pattern: "/ui/login/*", Service: Authn, Kind: Browser, Class: ClassBrowser},

@@ -60,6 +60,7 @@ func TestTableAssignments(t *testing.T) {
 		"/oauth/v2/revoke":                   {Tokens, true, ClassClient},
 		"/oauth/v2/device_authorization":     {Tokens, true, ClassClient},
 		"/device":                            {Authn, false, ClassBrowser},
+		"/oauth/v2/par":                      {Authn, true, ClassClient},
 		"/device/*":                          {Authn, false, ClassBrowser},
 		"/oauth/v2/keys":                     {Tokens, true, ClassMetadata},
 		"/oidc/v1/userinfo":                  {Tokens, true, ClassAPI},

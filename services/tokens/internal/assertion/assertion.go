@@ -66,6 +66,9 @@ type Verifier struct {
 	MaxAge    time.Duration // oldest accepted iat (default 1h)
 	Skew      time.Duration // clock skew allowed on exp/iat/nbf (default 1 minute)
 	Now       func() time.Time
+	// NoSubject: sub is not required, and iss alone must name the
+	// subject argument (request objects, RFC 9101 §4).
+	NoSubject bool
 }
 
 // KeyID returns the kid of a compact JWS without verifying it. The JWS
@@ -149,10 +152,15 @@ func (v *Verifier) Verify(ctx context.Context, raw string, key Key, subject stri
 	iat, hasIat := tok.IssuedAt()
 	c.Expiry, c.IssuedAt = exp, iat
 	switch {
+	case v.NoSubject && (subject == "" || c.Issuer != subject):
+		return nil, fmt.Errorf("%w: iss %q does not name %q", ErrInvalid, c.Issuer, subject)
+	case v.NoSubject:
 	case subject != "" && (c.Issuer != subject || c.Subject != subject):
 		return nil, fmt.Errorf("%w: iss %q / sub %q do not name %q", ErrInvalid, c.Issuer, c.Subject, subject)
 	case c.Issuer == "" || c.Subject == "":
 		return nil, fmt.Errorf("%w: iss and sub are required", ErrInvalid)
+	}
+	switch {
 	case !slices.ContainsFunc(c.Audience, func(a string) bool { return slices.Contains(v.Audiences, a) }):
 		return nil, fmt.Errorf("%w: aud %v does not contain the issuer", ErrInvalid, c.Audience)
 	case !hasExp:

@@ -3,6 +3,7 @@ package clients
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"slices"
 
@@ -73,6 +74,9 @@ type Authenticator struct {
 	Cache      *Cache
 	Hasher     *secrets.Hasher
 	Assertions *assertion.Verifier
+	// RequestObjects verifies request objects (RFC 9101) with the same
+	// keys: audience the issuer, iss the client, no sub.
+	RequestObjects *assertion.Verifier
 	// Machines, when set, lets MachineKeyJWT authenticate machine users.
 	Machines MachineKeys
 }
@@ -231,6 +235,12 @@ func (a *Authenticator) machine(ctx context.Context, raw, id string, failed func
 }
 
 func (a *Authenticator) verifyAssertion(ctx context.Context, c *directoryv1.Client, raw string) error {
+	return a.verifyJWT(ctx, c, raw, a.Assertions)
+}
+
+// verifyJWT verifies raw with v and the client's registered key its kid
+// names.
+func (a *Authenticator) verifyJWT(ctx context.Context, c *directoryv1.Client, raw string, v *assertion.Verifier) error {
 	kid, err := assertion.KeyID(raw)
 	if err != nil {
 		return err
@@ -244,7 +254,7 @@ func (a *Authenticator) verifyAssertion(ctx context.Context, c *directoryv1.Clie
 			t := k.GetExpiresAt().AsTime()
 			key.ExpiresAt = &t
 		}
-		claims, err := a.Assertions.Verify(ctx, raw, key, c.GetClientId())
+		claims, err := v.Verify(ctx, raw, key, c.GetClientId())
 		if err != nil {
 			return err
 		}
@@ -253,5 +263,5 @@ func (a *Authenticator) verifyAssertion(ctx context.Context, c *directoryv1.Clie
 		}
 		return nil
 	}
-	return errors.New("unknown key id " + kid)
+	return fmt.Errorf("%w: unknown key id %s", assertion.ErrInvalid, kid)
 }

@@ -27,6 +27,7 @@ const (
 	UserinfoPath      = "/oidc/v1/userinfo"
 	EndSessionPath    = "/oidc/v1/end_session"
 	DevicePath        = "/oauth/v2/device_authorization"
+	PARPath           = "/oauth/v2/par"
 )
 
 // Source provides the published keys; keys.Manager implements it.
@@ -48,6 +49,8 @@ type Metadata struct {
 	UserinfoEndpoint                          string   `json:"userinfo_endpoint"`
 	EndSessionEndpoint                        string   `json:"end_session_endpoint"`
 	DeviceAuthorizationEndpoint               string   `json:"device_authorization_endpoint"`
+	PushedAuthorizationRequestEndpoint        string   `json:"pushed_authorization_request_endpoint"`
+	RequirePushedAuthorizationRequests        bool     `json:"require_pushed_authorization_requests"`
 	JWKSURI                                   string   `json:"jwks_uri"`
 	ScopesSupported                           []string `json:"scopes_supported"`
 	ResponseTypesSupported                    []string `json:"response_types_supported"`
@@ -70,6 +73,7 @@ type Metadata struct {
 	ClaimsParameterSupported                  bool     `json:"claims_parameter_supported"`
 	RequestParameterSupported                 bool     `json:"request_parameter_supported"`
 	RequestURIParameterSupported              bool     `json:"request_uri_parameter_supported"`
+	RequestObjectSigningAlgValuesSupported    []string `json:"request_object_signing_alg_values_supported"`
 	// RFC 9207: authorization responses carry iss.
 	AuthorizationResponseIssParameterSupported bool `json:"authorization_response_iss_parameter_supported"`
 }
@@ -85,6 +89,12 @@ var (
 // Document returns the metadata for issuer (no trailing slash) with the
 // given ID token signing algorithms.
 func Document(issuer string, signingAlgs []string) *Metadata {
+	return DocumentFor(issuer, signingAlgs, false)
+}
+
+// DocumentFor is Document; requirePAR says every authorization request
+// must be pushed (GATEHOUSE_REQUIRE_PAR).
+func DocumentFor(issuer string, signingAlgs []string, requirePAR bool) *Metadata {
 	issuer = strings.TrimRight(issuer, "/")
 	return &Metadata{
 		Issuer:                issuer,
@@ -96,10 +106,12 @@ func Document(issuer string, signingAlgs []string) *Metadata {
 		EndSessionEndpoint:    issuer + EndSessionPath,
 		// RFC 8628 §4.
 		DeviceAuthorizationEndpoint: issuer + DevicePath,
-		JWKSURI:                     issuer + KeysPath,
-		ScopesSupported:             []string{"openid", "profile", "email", "phone", "address", "offline_access"},
-		ResponseTypesSupported:      []string{"code", "id_token", "id_token token"},
-		ResponseModesSupported:      []string{"query", "fragment"},
+		// RFC 9126 §5.
+		PushedAuthorizationRequestEndpoint: issuer + PARPath,
+		JWKSURI:                            issuer + KeysPath,
+		ScopesSupported:                    []string{"openid", "profile", "email", "phone", "address", "offline_access"},
+		ResponseTypesSupported:             []string{"code", "id_token", "id_token token"},
+		ResponseModesSupported:             []string{"query", "fragment"},
 		GrantTypesSupported: []string{"authorization_code", "implicit", "refresh_token", "client_credentials",
 			"urn:ietf:params:oauth:grant-type:jwt-bearer", "urn:ietf:params:oauth:grant-type:device_code"},
 		SubjectTypesSupported:                     []string{"public"},
@@ -119,11 +131,15 @@ func Document(issuer string, signingAlgs []string) *Metadata {
 		AMRValuesSupported: oauth.AMRValues(),
 		UILocalesSupported: []string{"en", "de"},
 		// authn's authorize.PromptValues (tokens does not import authn).
-		PromptValuesSupported:                      []string{"none", "login", "consent", "select_account", "create"},
-		ClaimsParameterSupported:                   false,
-		RequestParameterSupported:                  false,
+		PromptValuesSupported:    []string{"none", "login", "consent", "select_account", "create"},
+		ClaimsParameterSupported: false,
+		// RFC 9101: request objects signed with the client's registered
+		// keys; request_uri only as PAR's (no fetching of URLs).
+		RequestParameterSupported:                  true,
+		RequestObjectSigningAlgValuesSupported:     assertionAlgorithms,
 		RequestURIParameterSupported:               false,
 		AuthorizationResponseIssParameterSupported: true,
+		RequirePushedAuthorizationRequests:         requirePAR,
 	}
 }
 
@@ -135,10 +151,15 @@ type Handler struct{ *cachedjson.Handler }
 // defaultAlg (the configured algorithm, so it is listed before its first
 // key exists); it is serialized again only when the published keys change.
 func NewHandler(issuer, defaultAlg string, src Source, logger *slog.Logger) *Handler {
+	return NewHandlerFor(issuer, defaultAlg, false, src, logger)
+}
+
+// NewHandlerFor is NewHandler; requirePAR is GATEHOUSE_REQUIRE_PAR.
+func NewHandlerFor(issuer, defaultAlg string, requirePAR bool, src Source, logger *slog.Logger) *Handler {
 	return &Handler{cachedjson.New("discovery", CacheControl, func() (uint64, func() ([]byte, error)) {
 		set := src.PublicKeys()
 		return set.Version, func() ([]byte, error) {
-			body, err := json.Marshal(Document(issuer, SigningAlgorithms(defaultAlg, set)))
+			body, err := json.Marshal(DocumentFor(issuer, SigningAlgorithms(defaultAlg, set), requirePAR))
 			if err != nil {
 				return nil, fmt.Errorf("encode discovery document: %w", err)
 			}

@@ -105,7 +105,13 @@ func TestDocument(t *testing.T) {
 					t.Fatalf("required member %q missing", member)
 				}
 			}
-			for _, member := range []string{"request_object_signing_alg_values_supported", "frontchannel_logout_supported",
+			if algs := strings(doc["request_object_signing_alg_values_supported"]); doc["request_parameter_supported"] != true ||
+				!slices.Equal(algs, []string{keys.RS256, keys.ES256, keys.EdDSA}) || doc["request_uri_parameter_supported"] != false ||
+				doc["pushed_authorization_request_endpoint"] != "https://example.com/gatehouse/oauth/v2/par" ||
+				doc["require_pushed_authorization_requests"] != false {
+				t.Fatalf("request objects and PAR: %v", doc)
+			}
+			for _, member := range []string{"frontchannel_logout_supported",
 				"backchannel_logout_supported", "check_session_iframe", "userinfo_signing_alg_values_supported"} {
 				if _, ok := doc[member]; ok {
 					t.Fatalf("member %q present for something not implemented", member)

@@ -645,9 +645,12 @@ type OIDCConfig struct {
 	// not used.
 	BackChannelLogoutUri string `protobuf:"bytes,21,opt,name=back_channel_logout_uri,json=backChannelLogoutUri,proto3" json:"back_channel_logout_uri,omitempty"`
 	// Which login UI the application uses.
-	LoginVersion  *LoginVersion `protobuf:"bytes,22,opt,name=login_version,json=loginVersion,proto3" json:"login_version,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	LoginVersion *LoginVersion `protobuf:"bytes,22,opt,name=login_version,json=loginVersion,proto3" json:"login_version,omitempty"`
+	// Gatehouse's own: the application's authorization requests must be
+	// pushed first (RFC 9126, /oauth/v2/par); a plain one is refused.
+	RequirePushedAuthorizationRequests bool `protobuf:"varint,1001,opt,name=require_pushed_authorization_requests,json=requirePushedAuthorizationRequests,proto3" json:"require_pushed_authorization_requests,omitempty"`
+	unknownFields                      protoimpl.UnknownFields
+	sizeCache                          protoimpl.SizeCache
 }
 
 func (x *OIDCConfig) Reset() {
@@ -825,6 +828,13 @@ func (x *OIDCConfig) GetLoginVersion() *LoginVersion {
 		return x.LoginVersion
 	}
 	return nil
+}
+
+func (x *OIDCConfig) GetRequirePushedAuthorizationRequests() bool {
+	if x != nil {
+		return x.RequirePushedAuthorizationRequests
+	}
+	return false
 }
 
 // APIConfig is the read form of an API application's configuration.
@@ -1315,7 +1325,7 @@ const file_gatehouse_management_v1_app_proto_rawDesc = "" +
 	"\n" +
 	"api_config\x18\x06 \x01(\v2\".gatehouse.management.v1.APIConfigH\x00R\tapiConfig\x12!\n" +
 	"\fadmin_client\x18\b \x01(\bR\vadminClientB\b\n" +
-	"\x06configJ\x04\b\a\x10\bR\vsaml_config\"\x8d\n" +
+	"\x06configJ\x04\b\a\x10\bR\vsaml_config\"\xe1\n" +
 	"\n" +
 	"\n" +
 	"OIDCConfig\x12#\n" +
@@ -1342,7 +1352,8 @@ const file_gatehouse_management_v1_app_proto_rawDesc = "" +
 	"\x0fallowed_origins\x18\x13 \x03(\tR\x0eallowedOrigins\x12>\n" +
 	"\x1cskip_native_app_success_page\x18\x14 \x01(\bR\x18skipNativeAppSuccessPage\x125\n" +
 	"\x17back_channel_logout_uri\x18\x15 \x01(\tR\x14backChannelLogoutUri\x12J\n" +
-	"\rlogin_version\x18\x16 \x01(\v2%.gatehouse.management.v1.LoginVersionR\floginVersionJ\x04\b\x06\x10\aR\rclient_secret\"\x93\x01\n" +
+	"\rlogin_version\x18\x16 \x01(\v2%.gatehouse.management.v1.LoginVersionR\floginVersion\x12R\n" +
+	"%require_pushed_authorization_requests\x18\xe9\a \x01(\bR\"requirePushedAuthorizationRequestsJ\x04\b\x06\x10\aR\rclient_secret\"\x93\x01\n" +
 	"\tAPIConfig\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12T\n" +
 	"\x10auth_method_type\x18\x03 \x01(\x0e2*.gatehouse.management.v1.APIAuthMethodTypeR\x0eauthMethodTypeJ\x04\b\x02\x10\x03R\rclient_secret\"\x97\x01\n" +

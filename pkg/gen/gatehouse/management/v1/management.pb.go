@@ -4501,9 +4501,12 @@ type AddOIDCAppRequest struct {
 	// empty when not used.
 	BackChannelLogoutUri string `protobuf:"bytes,18,opt,name=back_channel_logout_uri,json=backChannelLogoutUri,proto3" json:"back_channel_logout_uri,omitempty"`
 	// Login UI the application uses; unset means the built-in login.
-	LoginVersion  *LoginVersion `protobuf:"bytes,19,opt,name=login_version,json=loginVersion,proto3" json:"login_version,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	LoginVersion *LoginVersion `protobuf:"bytes,19,opt,name=login_version,json=loginVersion,proto3" json:"login_version,omitempty"`
+	// Gatehouse's own: the application's authorization requests must be
+	// pushed first (RFC 9126, /oauth/v2/par); a plain one is refused.
+	RequirePushedAuthorizationRequests bool `protobuf:"varint,1001,opt,name=require_pushed_authorization_requests,json=requirePushedAuthorizationRequests,proto3" json:"require_pushed_authorization_requests,omitempty"`
+	unknownFields                      protoimpl.UnknownFields
+	sizeCache                          protoimpl.SizeCache
 }
 
 func (x *AddOIDCAppRequest) Reset() {
@@ -4669,6 +4672,13 @@ func (x *AddOIDCAppRequest) GetLoginVersion() *LoginVersion {
 	return nil
 }
 
+func (x *AddOIDCAppRequest) GetRequirePushedAuthorizationRequests() bool {
+	if x != nil {
+		return x.RequirePushedAuthorizationRequests
+	}
+	return false
+}
+
 // AddOIDCAppResponse identifies the new application and carries its
 // credentials once.
 type AddOIDCAppResponse struct {
@@ -4803,9 +4813,12 @@ type UpdateOIDCAppConfigRequest struct {
 	// URI for OIDC Back-Channel Logout; empty when not used.
 	BackChannelLogoutUri string `protobuf:"bytes,17,opt,name=back_channel_logout_uri,json=backChannelLogoutUri,proto3" json:"back_channel_logout_uri,omitempty"`
 	// Login UI the application uses; unset means the built-in login.
-	LoginVersion  *LoginVersion `protobuf:"bytes,18,opt,name=login_version,json=loginVersion,proto3" json:"login_version,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	LoginVersion *LoginVersion `protobuf:"bytes,18,opt,name=login_version,json=loginVersion,proto3" json:"login_version,omitempty"`
+	// Gatehouse's own: the application's authorization requests must be
+	// pushed first (RFC 9126, /oauth/v2/par); a plain one is refused.
+	RequirePushedAuthorizationRequests bool `protobuf:"varint,1001,opt,name=require_pushed_authorization_requests,json=requirePushedAuthorizationRequests,proto3" json:"require_pushed_authorization_requests,omitempty"`
+	unknownFields                      protoimpl.UnknownFields
+	sizeCache                          protoimpl.SizeCache
 }
 
 func (x *UpdateOIDCAppConfigRequest) Reset() {
@@ -4962,6 +4975,13 @@ func (x *UpdateOIDCAppConfigRequest) GetLoginVersion() *LoginVersion {
 		return x.LoginVersion
 	}
 	return nil
+}
+
+func (x *UpdateOIDCAppConfigRequest) GetRequirePushedAuthorizationRequests() bool {
+	if x != nil {
+		return x.RequirePushedAuthorizationRequests
+	}
+	return false
 }
 
 // UpdateOIDCAppConfigResponse reports the change.
@@ -11011,7 +11031,8 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\aqueries\x18\x03 \x03(\v2!.gatehouse.management.v1.AppQueryB\b\xbaH\x05\x92\x01\x02\x10\x14R\aqueries\"\x88\x01\n" +
 	"\x10ListAppsResponse\x12>\n" +
 	"\adetails\x18\x01 \x01(\v2$.gatehouse.management.v1.ListDetailsR\adetails\x124\n" +
-	"\x06result\x18\x02 \x03(\v2\x1c.gatehouse.management.v1.AppR\x06result\"\xb0\t\n" +
+	"\x06result\x18\x02 \x03(\v2\x1c.gatehouse.management.v1.AppR\x06result\"\x84\n" +
+	"\n" +
 	"\x11AddOIDCAppRequest\x12'\n" +
 	"\n" +
 	"project_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\tprojectId\x12\x1c\n" +
@@ -11035,14 +11056,15 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x12additional_origins\x18\x10 \x03(\tB\x0f\xbaH\f\x92\x01\t\x102\"\x05r\x03\x18\xf4\x03R\x11additionalOrigins\x12>\n" +
 	"\x1cskip_native_app_success_page\x18\x11 \x01(\bR\x18skipNativeAppSuccessPage\x125\n" +
 	"\x17back_channel_logout_uri\x18\x12 \x01(\tR\x14backChannelLogoutUri\x12J\n" +
-	"\rlogin_version\x18\x13 \x01(\v2%.gatehouse.management.v1.LoginVersionR\floginVersion\"\xb2\x02\n" +
+	"\rlogin_version\x18\x13 \x01(\v2%.gatehouse.management.v1.LoginVersionR\floginVersion\x12R\n" +
+	"%require_pushed_authorization_requests\x18\xe9\a \x01(\bR\"requirePushedAuthorizationRequests\"\xb2\x02\n" +
 	"\x12AddOIDCAppResponse\x12\x15\n" +
 	"\x06app_id\x18\x01 \x01(\tR\x05appId\x12@\n" +
 	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\x12\x1b\n" +
 	"\tclient_id\x18\x03 \x01(\tR\bclientId\x12#\n" +
 	"\rclient_secret\x18\x04 \x01(\tR\fclientSecret\x12%\n" +
 	"\x0enone_compliant\x18\x05 \x01(\bR\rnoneCompliant\x12Z\n" +
-	"\x13compliance_problems\x18\x06 \x03(\v2).gatehouse.management.v1.LocalizedMessageR\x12complianceProblems\"\xfc\b\n" +
+	"\x13compliance_problems\x18\x06 \x03(\v2).gatehouse.management.v1.LocalizedMessageR\x12complianceProblems\"\xd0\t\n" +
 	"\x1aUpdateOIDCAppConfigRequest\x12'\n" +
 	"\n" +
 	"project_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\tprojectId\x12\x1f\n" +
@@ -11065,7 +11087,8 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x12additional_origins\x18\x0f \x03(\tB\x0f\xbaH\f\x92\x01\t\x102\"\x05r\x03\x18\xf4\x03R\x11additionalOrigins\x12>\n" +
 	"\x1cskip_native_app_success_page\x18\x10 \x01(\bR\x18skipNativeAppSuccessPage\x125\n" +
 	"\x17back_channel_logout_uri\x18\x11 \x01(\tR\x14backChannelLogoutUri\x12J\n" +
-	"\rlogin_version\x18\x12 \x01(\v2%.gatehouse.management.v1.LoginVersionR\floginVersion\"_\n" +
+	"\rlogin_version\x18\x12 \x01(\v2%.gatehouse.management.v1.LoginVersionR\floginVersion\x12R\n" +
+	"%require_pushed_authorization_requests\x18\xe9\a \x01(\bR\"requirePushedAuthorizationRequests\"_\n" +
 	"\x1bUpdateOIDCAppConfigResponse\x12@\n" +
 	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"m\n" +
 	"!RegenerateOIDCClientSecretRequest\x12'\n" +

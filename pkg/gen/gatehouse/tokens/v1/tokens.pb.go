@@ -1616,6 +1616,253 @@ func (*DecideDeviceAuthorizationResponse) Descriptor() ([]byte, []int) {
 	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{24}
 }
 
+// AuthenticateClientRequest carries the client's credentials as sent.
+type AuthenticateClientRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// An Authorization: Basic header was sent.
+	Basic bool `protobuf:"varint,1,opt,name=basic,proto3" json:"basic,omitempty"`
+	// The Basic header's user (still form-urlencoded, RFC 6749 §2.3.1).
+	BasicUser string `protobuf:"bytes,2,opt,name=basic_user,json=basicUser,proto3" json:"basic_user,omitempty"`
+	// The Basic header's password (still form-urlencoded).
+	BasicPassword string `protobuf:"bytes,3,opt,name=basic_password,json=basicPassword,proto3" json:"basic_password,omitempty"`
+	// The form's client_id.
+	ClientId string `protobuf:"bytes,4,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// The form's client_secret.
+	ClientSecret string `protobuf:"bytes,5,opt,name=client_secret,json=clientSecret,proto3" json:"client_secret,omitempty"`
+	// The form's client_assertion_type.
+	ClientAssertionType string `protobuf:"bytes,6,opt,name=client_assertion_type,json=clientAssertionType,proto3" json:"client_assertion_type,omitempty"`
+	// The form's client_assertion.
+	ClientAssertion string `protobuf:"bytes,7,opt,name=client_assertion,json=clientAssertion,proto3" json:"client_assertion,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *AuthenticateClientRequest) Reset() {
+	*x = AuthenticateClientRequest{}
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthenticateClientRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthenticateClientRequest) ProtoMessage() {}
+
+func (x *AuthenticateClientRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthenticateClientRequest.ProtoReflect.Descriptor instead.
+func (*AuthenticateClientRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *AuthenticateClientRequest) GetBasic() bool {
+	if x != nil {
+		return x.Basic
+	}
+	return false
+}
+
+func (x *AuthenticateClientRequest) GetBasicUser() string {
+	if x != nil {
+		return x.BasicUser
+	}
+	return ""
+}
+
+func (x *AuthenticateClientRequest) GetBasicPassword() string {
+	if x != nil {
+		return x.BasicPassword
+	}
+	return ""
+}
+
+func (x *AuthenticateClientRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *AuthenticateClientRequest) GetClientSecret() string {
+	if x != nil {
+		return x.ClientSecret
+	}
+	return ""
+}
+
+func (x *AuthenticateClientRequest) GetClientAssertionType() string {
+	if x != nil {
+		return x.ClientAssertionType
+	}
+	return ""
+}
+
+func (x *AuthenticateClientRequest) GetClientAssertion() string {
+	if x != nil {
+		return x.ClientAssertion
+	}
+	return ""
+}
+
+// AuthenticateClientResponse names the authenticated client.
+type AuthenticateClientResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The client's id.
+	ClientId      string `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuthenticateClientResponse) Reset() {
+	*x = AuthenticateClientResponse{}
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthenticateClientResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthenticateClientResponse) ProtoMessage() {}
+
+func (x *AuthenticateClientResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthenticateClientResponse.ProtoReflect.Descriptor instead.
+func (*AuthenticateClientResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *AuthenticateClientResponse) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+// VerifyRequestObjectRequest carries a request object and its client.
+type VerifyRequestObjectRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The client_id the authorization request names.
+	ClientId string `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// The request parameter: the signed request object.
+	Request       string `protobuf:"bytes,2,opt,name=request,proto3" json:"request,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerifyRequestObjectRequest) Reset() {
+	*x = VerifyRequestObjectRequest{}
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerifyRequestObjectRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerifyRequestObjectRequest) ProtoMessage() {}
+
+func (x *VerifyRequestObjectRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerifyRequestObjectRequest.ProtoReflect.Descriptor instead.
+func (*VerifyRequestObjectRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *VerifyRequestObjectRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *VerifyRequestObjectRequest) GetRequest() string {
+	if x != nil {
+		return x.Request
+	}
+	return ""
+}
+
+// VerifyRequestObjectResponse carries the verified claims.
+type VerifyRequestObjectResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The object's claims, a JSON object.
+	Claims        []byte `protobuf:"bytes,1,opt,name=claims,proto3" json:"claims,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerifyRequestObjectResponse) Reset() {
+	*x = VerifyRequestObjectResponse{}
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerifyRequestObjectResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerifyRequestObjectResponse) ProtoMessage() {}
+
+func (x *VerifyRequestObjectResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerifyRequestObjectResponse.ProtoReflect.Descriptor instead.
+func (*VerifyRequestObjectResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *VerifyRequestObjectResponse) GetClaims() []byte {
+	if x != nil {
+		return x.Claims
+	}
+	return nil
+}
+
 var File_gatehouse_tokens_v1_tokens_proto protoreflect.FileDescriptor
 
 const file_gatehouse_tokens_v1_tokens_proto_rawDesc = "" +
@@ -1733,7 +1980,23 @@ const file_gatehouse_tokens_v1_tokens_proto_rawDesc = "" +
 	"session_id\x18\x05 \x01(\tR\tsessionId\x127\n" +
 	"\tauth_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\bauthTime\x12\x10\n" +
 	"\x03amr\x18\a \x03(\tR\x03amr\"#\n" +
-	"!DecideDeviceAuthorizationResponse2\x81\v\n" +
+	"!DecideDeviceAuthorizationResponse\"\x98\x02\n" +
+	"\x19AuthenticateClientRequest\x12\x14\n" +
+	"\x05basic\x18\x01 \x01(\bR\x05basic\x12\x1d\n" +
+	"\n" +
+	"basic_user\x18\x02 \x01(\tR\tbasicUser\x12%\n" +
+	"\x0ebasic_password\x18\x03 \x01(\tR\rbasicPassword\x12\x1b\n" +
+	"\tclient_id\x18\x04 \x01(\tR\bclientId\x12#\n" +
+	"\rclient_secret\x18\x05 \x01(\tR\fclientSecret\x122\n" +
+	"\x15client_assertion_type\x18\x06 \x01(\tR\x13clientAssertionType\x12)\n" +
+	"\x10client_assertion\x18\a \x01(\tR\x0fclientAssertion\"9\n" +
+	"\x1aAuthenticateClientResponse\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\"S\n" +
+	"\x1aVerifyRequestObjectRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x18\n" +
+	"\arequest\x18\x02 \x01(\tR\arequest\"5\n" +
+	"\x1bVerifyRequestObjectResponse\x12\x16\n" +
+	"\x06claims\x18\x01 \x01(\fR\x06claims2\xf2\f\n" +
 	"\fTokenService\x12]\n" +
 	"\n" +
 	"Introspect\x12&.gatehouse.tokens.v1.IntrospectRequest\x1a'.gatehouse.tokens.v1.IntrospectResponse\x12\x84\x01\n" +
@@ -1746,7 +2009,9 @@ const file_gatehouse_tokens_v1_tokens_proto_rawDesc = "" +
 	"\x0fListRevocations\x12+.gatehouse.tokens.v1.ListRevocationsRequest\x1a,.gatehouse.tokens.v1.ListRevocationsResponse\"\x03\x90\x02\x01\x12h\n" +
 	"\fCheckRevoked\x12(.gatehouse.tokens.v1.CheckRevokedRequest\x1a).gatehouse.tokens.v1.CheckRevokedResponse\"\x03\x90\x02\x01\x12\x81\x01\n" +
 	"\x16GetDeviceAuthorization\x122.gatehouse.tokens.v1.GetDeviceAuthorizationRequest\x1a3.gatehouse.tokens.v1.GetDeviceAuthorizationResponse\x12\x8a\x01\n" +
-	"\x19DecideDeviceAuthorization\x125.gatehouse.tokens.v1.DecideDeviceAuthorizationRequest\x1a6.gatehouse.tokens.v1.DecideDeviceAuthorizationResponse\x12_\n" +
+	"\x19DecideDeviceAuthorization\x125.gatehouse.tokens.v1.DecideDeviceAuthorizationRequest\x1a6.gatehouse.tokens.v1.DecideDeviceAuthorizationResponse\x12u\n" +
+	"\x12AuthenticateClient\x12..gatehouse.tokens.v1.AuthenticateClientRequest\x1a/.gatehouse.tokens.v1.AuthenticateClientResponse\x12x\n" +
+	"\x13VerifyRequestObject\x12/.gatehouse.tokens.v1.VerifyRequestObjectRequest\x1a0.gatehouse.tokens.v1.VerifyRequestObjectResponse\x12_\n" +
 	"\tGetKeySet\x12%.gatehouse.tokens.v1.GetKeySetRequest\x1a&.gatehouse.tokens.v1.GetKeySetResponse\"\x03\x90\x02\x01B\xdc\x01\n" +
 	"\x17com.gatehouse.tokens.v1B\vTokensProtoP\x01ZFgithub.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1;tokensv1\xa2\x02\x03GTX\xaa\x02\x13Gatehouse.Tokens.V1\xca\x02\x13Gatehouse\\Tokens\\V1\xe2\x02\x1fGatehouse\\Tokens\\V1\\GPBMetadata\xea\x02\x15Gatehouse::Tokens::V1b\x06proto3"
 
@@ -1762,7 +2027,7 @@ func file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP() []byte {
 	return file_gatehouse_tokens_v1_tokens_proto_rawDescData
 }
 
-var file_gatehouse_tokens_v1_tokens_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_gatehouse_tokens_v1_tokens_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_gatehouse_tokens_v1_tokens_proto_goTypes = []any{
 	(*CheckRevokedRequest)(nil),               // 0: gatehouse.tokens.v1.CheckRevokedRequest
 	(*CheckRevokedResponse)(nil),              // 1: gatehouse.tokens.v1.CheckRevokedResponse
@@ -1789,22 +2054,26 @@ var file_gatehouse_tokens_v1_tokens_proto_goTypes = []any{
 	(*GetDeviceAuthorizationResponse)(nil),    // 22: gatehouse.tokens.v1.GetDeviceAuthorizationResponse
 	(*DecideDeviceAuthorizationRequest)(nil),  // 23: gatehouse.tokens.v1.DecideDeviceAuthorizationRequest
 	(*DecideDeviceAuthorizationResponse)(nil), // 24: gatehouse.tokens.v1.DecideDeviceAuthorizationResponse
-	(*timestamppb.Timestamp)(nil),             // 25: google.protobuf.Timestamp
+	(*AuthenticateClientRequest)(nil),         // 25: gatehouse.tokens.v1.AuthenticateClientRequest
+	(*AuthenticateClientResponse)(nil),        // 26: gatehouse.tokens.v1.AuthenticateClientResponse
+	(*VerifyRequestObjectRequest)(nil),        // 27: gatehouse.tokens.v1.VerifyRequestObjectRequest
+	(*VerifyRequestObjectResponse)(nil),       // 28: gatehouse.tokens.v1.VerifyRequestObjectResponse
+	(*timestamppb.Timestamp)(nil),             // 29: google.protobuf.Timestamp
 }
 var file_gatehouse_tokens_v1_tokens_proto_depIdxs = []int32{
-	25, // 0: gatehouse.tokens.v1.CheckRevokedRequest.expires_at:type_name -> google.protobuf.Timestamp
-	25, // 1: gatehouse.tokens.v1.Revocation.expires_at:type_name -> google.protobuf.Timestamp
+	29, // 0: gatehouse.tokens.v1.CheckRevokedRequest.expires_at:type_name -> google.protobuf.Timestamp
+	29, // 1: gatehouse.tokens.v1.Revocation.expires_at:type_name -> google.protobuf.Timestamp
 	3,  // 2: gatehouse.tokens.v1.ListRevocationsResponse.revocations:type_name -> gatehouse.tokens.v1.Revocation
-	25, // 3: gatehouse.tokens.v1.RevokeUserTokensRequest.not_after:type_name -> google.protobuf.Timestamp
-	25, // 4: gatehouse.tokens.v1.RevokeGrantTokensRequest.not_after:type_name -> google.protobuf.Timestamp
-	25, // 5: gatehouse.tokens.v1.IntrospectResponse.expires_at:type_name -> google.protobuf.Timestamp
-	25, // 6: gatehouse.tokens.v1.IntrospectResponse.issued_at:type_name -> google.protobuf.Timestamp
-	25, // 7: gatehouse.tokens.v1.CreateAuthorizationCodeRequest.auth_time:type_name -> google.protobuf.Timestamp
-	25, // 8: gatehouse.tokens.v1.CreateImplicitTokensRequest.auth_time:type_name -> google.protobuf.Timestamp
-	25, // 9: gatehouse.tokens.v1.VerifyIDTokenHintResponse.auth_time:type_name -> google.protobuf.Timestamp
-	25, // 10: gatehouse.tokens.v1.VerifyIDTokenHintResponse.expires_at:type_name -> google.protobuf.Timestamp
-	25, // 11: gatehouse.tokens.v1.GetDeviceAuthorizationResponse.expires_at:type_name -> google.protobuf.Timestamp
-	25, // 12: gatehouse.tokens.v1.DecideDeviceAuthorizationRequest.auth_time:type_name -> google.protobuf.Timestamp
+	29, // 3: gatehouse.tokens.v1.RevokeUserTokensRequest.not_after:type_name -> google.protobuf.Timestamp
+	29, // 4: gatehouse.tokens.v1.RevokeGrantTokensRequest.not_after:type_name -> google.protobuf.Timestamp
+	29, // 5: gatehouse.tokens.v1.IntrospectResponse.expires_at:type_name -> google.protobuf.Timestamp
+	29, // 6: gatehouse.tokens.v1.IntrospectResponse.issued_at:type_name -> google.protobuf.Timestamp
+	29, // 7: gatehouse.tokens.v1.CreateAuthorizationCodeRequest.auth_time:type_name -> google.protobuf.Timestamp
+	29, // 8: gatehouse.tokens.v1.CreateImplicitTokensRequest.auth_time:type_name -> google.protobuf.Timestamp
+	29, // 9: gatehouse.tokens.v1.VerifyIDTokenHintResponse.auth_time:type_name -> google.protobuf.Timestamp
+	29, // 10: gatehouse.tokens.v1.VerifyIDTokenHintResponse.expires_at:type_name -> google.protobuf.Timestamp
+	29, // 11: gatehouse.tokens.v1.GetDeviceAuthorizationResponse.expires_at:type_name -> google.protobuf.Timestamp
+	29, // 12: gatehouse.tokens.v1.DecideDeviceAuthorizationRequest.auth_time:type_name -> google.protobuf.Timestamp
 	11, // 13: gatehouse.tokens.v1.TokenService.Introspect:input_type -> gatehouse.tokens.v1.IntrospectRequest
 	13, // 14: gatehouse.tokens.v1.TokenService.CreateAuthorizationCode:input_type -> gatehouse.tokens.v1.CreateAuthorizationCodeRequest
 	15, // 15: gatehouse.tokens.v1.TokenService.CreateImplicitTokens:input_type -> gatehouse.tokens.v1.CreateImplicitTokensRequest
@@ -1816,21 +2085,25 @@ var file_gatehouse_tokens_v1_tokens_proto_depIdxs = []int32{
 	0,  // 21: gatehouse.tokens.v1.TokenService.CheckRevoked:input_type -> gatehouse.tokens.v1.CheckRevokedRequest
 	21, // 22: gatehouse.tokens.v1.TokenService.GetDeviceAuthorization:input_type -> gatehouse.tokens.v1.GetDeviceAuthorizationRequest
 	23, // 23: gatehouse.tokens.v1.TokenService.DecideDeviceAuthorization:input_type -> gatehouse.tokens.v1.DecideDeviceAuthorizationRequest
-	5,  // 24: gatehouse.tokens.v1.TokenService.GetKeySet:input_type -> gatehouse.tokens.v1.GetKeySetRequest
-	12, // 25: gatehouse.tokens.v1.TokenService.Introspect:output_type -> gatehouse.tokens.v1.IntrospectResponse
-	14, // 26: gatehouse.tokens.v1.TokenService.CreateAuthorizationCode:output_type -> gatehouse.tokens.v1.CreateAuthorizationCodeResponse
-	16, // 27: gatehouse.tokens.v1.TokenService.CreateImplicitTokens:output_type -> gatehouse.tokens.v1.CreateImplicitTokensResponse
-	18, // 28: gatehouse.tokens.v1.TokenService.VerifyIDTokenHint:output_type -> gatehouse.tokens.v1.VerifyIDTokenHintResponse
-	20, // 29: gatehouse.tokens.v1.TokenService.RevokeSession:output_type -> gatehouse.tokens.v1.RevokeSessionResponse
-	10, // 30: gatehouse.tokens.v1.TokenService.RevokeUserTokens:output_type -> gatehouse.tokens.v1.RevokeUserTokensResponse
-	9,  // 31: gatehouse.tokens.v1.TokenService.RevokeGrantTokens:output_type -> gatehouse.tokens.v1.RevokeGrantTokensResponse
-	4,  // 32: gatehouse.tokens.v1.TokenService.ListRevocations:output_type -> gatehouse.tokens.v1.ListRevocationsResponse
-	1,  // 33: gatehouse.tokens.v1.TokenService.CheckRevoked:output_type -> gatehouse.tokens.v1.CheckRevokedResponse
-	22, // 34: gatehouse.tokens.v1.TokenService.GetDeviceAuthorization:output_type -> gatehouse.tokens.v1.GetDeviceAuthorizationResponse
-	24, // 35: gatehouse.tokens.v1.TokenService.DecideDeviceAuthorization:output_type -> gatehouse.tokens.v1.DecideDeviceAuthorizationResponse
-	6,  // 36: gatehouse.tokens.v1.TokenService.GetKeySet:output_type -> gatehouse.tokens.v1.GetKeySetResponse
-	25, // [25:37] is the sub-list for method output_type
-	13, // [13:25] is the sub-list for method input_type
+	25, // 24: gatehouse.tokens.v1.TokenService.AuthenticateClient:input_type -> gatehouse.tokens.v1.AuthenticateClientRequest
+	27, // 25: gatehouse.tokens.v1.TokenService.VerifyRequestObject:input_type -> gatehouse.tokens.v1.VerifyRequestObjectRequest
+	5,  // 26: gatehouse.tokens.v1.TokenService.GetKeySet:input_type -> gatehouse.tokens.v1.GetKeySetRequest
+	12, // 27: gatehouse.tokens.v1.TokenService.Introspect:output_type -> gatehouse.tokens.v1.IntrospectResponse
+	14, // 28: gatehouse.tokens.v1.TokenService.CreateAuthorizationCode:output_type -> gatehouse.tokens.v1.CreateAuthorizationCodeResponse
+	16, // 29: gatehouse.tokens.v1.TokenService.CreateImplicitTokens:output_type -> gatehouse.tokens.v1.CreateImplicitTokensResponse
+	18, // 30: gatehouse.tokens.v1.TokenService.VerifyIDTokenHint:output_type -> gatehouse.tokens.v1.VerifyIDTokenHintResponse
+	20, // 31: gatehouse.tokens.v1.TokenService.RevokeSession:output_type -> gatehouse.tokens.v1.RevokeSessionResponse
+	10, // 32: gatehouse.tokens.v1.TokenService.RevokeUserTokens:output_type -> gatehouse.tokens.v1.RevokeUserTokensResponse
+	9,  // 33: gatehouse.tokens.v1.TokenService.RevokeGrantTokens:output_type -> gatehouse.tokens.v1.RevokeGrantTokensResponse
+	4,  // 34: gatehouse.tokens.v1.TokenService.ListRevocations:output_type -> gatehouse.tokens.v1.ListRevocationsResponse
+	1,  // 35: gatehouse.tokens.v1.TokenService.CheckRevoked:output_type -> gatehouse.tokens.v1.CheckRevokedResponse
+	22, // 36: gatehouse.tokens.v1.TokenService.GetDeviceAuthorization:output_type -> gatehouse.tokens.v1.GetDeviceAuthorizationResponse
+	24, // 37: gatehouse.tokens.v1.TokenService.DecideDeviceAuthorization:output_type -> gatehouse.tokens.v1.DecideDeviceAuthorizationResponse
+	26, // 38: gatehouse.tokens.v1.TokenService.AuthenticateClient:output_type -> gatehouse.tokens.v1.AuthenticateClientResponse
+	28, // 39: gatehouse.tokens.v1.TokenService.VerifyRequestObject:output_type -> gatehouse.tokens.v1.VerifyRequestObjectResponse
+	6,  // 40: gatehouse.tokens.v1.TokenService.GetKeySet:output_type -> gatehouse.tokens.v1.GetKeySetResponse
+	27, // [27:41] is the sub-list for method output_type
+	13, // [13:27] is the sub-list for method input_type
 	13, // [13:13] is the sub-list for extension type_name
 	13, // [13:13] is the sub-list for extension extendee
 	0,  // [0:13] is the sub-list for field type_name
@@ -1847,7 +2120,7 @@ func file_gatehouse_tokens_v1_tokens_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_tokens_v1_tokens_proto_rawDesc), len(file_gatehouse_tokens_v1_tokens_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   25,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

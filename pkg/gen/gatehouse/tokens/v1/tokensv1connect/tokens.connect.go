@@ -65,6 +65,12 @@ const (
 	// TokenServiceDecideDeviceAuthorizationProcedure is the fully-qualified name of the TokenService's
 	// DecideDeviceAuthorization RPC.
 	TokenServiceDecideDeviceAuthorizationProcedure = "/gatehouse.tokens.v1.TokenService/DecideDeviceAuthorization"
+	// TokenServiceAuthenticateClientProcedure is the fully-qualified name of the TokenService's
+	// AuthenticateClient RPC.
+	TokenServiceAuthenticateClientProcedure = "/gatehouse.tokens.v1.TokenService/AuthenticateClient"
+	// TokenServiceVerifyRequestObjectProcedure is the fully-qualified name of the TokenService's
+	// VerifyRequestObject RPC.
+	TokenServiceVerifyRequestObjectProcedure = "/gatehouse.tokens.v1.TokenService/VerifyRequestObject"
 	// TokenServiceGetKeySetProcedure is the fully-qualified name of the TokenService's GetKeySet RPC.
 	TokenServiceGetKeySetProcedure = "/gatehouse.tokens.v1.TokenService/GetKeySet"
 )
@@ -156,6 +162,25 @@ type TokenServiceClient interface {
 	// grant; PermissionDenied when it may not sign in the user's
 	// organization.
 	DecideDeviceAuthorization(context.Context, *v1.DecideDeviceAuthorizationRequest) (*v1.DecideDeviceAuthorizationResponse, error)
+	// Authenticates an OAuth client by the credentials it sent to another
+	// service's endpoint (authn's pushed authorization request endpoint, RFC
+	// 9126 §2), as the token endpoint authenticates it: an OIDC application
+	// by its registered method (client_secret_basic, client_secret_post,
+	// private_key_jwt, none). Errors carry the OAuth description as their
+	// message: InvalidArgument is invalid_request (a malformed credential,
+	// several methods at once), Unauthenticated is invalid_client,
+	// Unavailable a dependency outage (retry).
+	AuthenticateClient(context.Context, *v1.AuthenticateClientRequest) (*v1.AuthenticateClientResponse, error)
+	// Verifies a request object (RFC 9101) for authn: a compact JWS signed
+	// with one of the OIDC application's registered keys (those of
+	// private_key_jwt, named by kid; RS256, ES256 or EdDSA by the key's type,
+	// so alg none never verifies), iss the client_id, aud the issuer, exp,
+	// iat and jti required, at most an hour between iat and exp, and a jti
+	// accepted once. Returns the object's claims. Errors: InvalidArgument
+	// with the reason (invalid_request_object); NotFound for an unknown
+	// client; FailedPrecondition for an inactive one or one that is not an
+	// OIDC application; Unavailable for an outage (retry).
+	VerifyRequestObject(context.Context, *v1.VerifyRequestObjectRequest) (*v1.VerifyRequestObjectResponse, error)
 	// Returns the published signing keys as a JWK set (RFC 7517), as
 	// /oauth/v2/keys serves them, for services that verify JWT access tokens
 	// themselves.
@@ -241,6 +266,18 @@ func NewTokenServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(tokenServiceMethods.ByName("DecideDeviceAuthorization")),
 			connect.WithClientOptions(opts...),
 		),
+		authenticateClient: connect.NewClient[v1.AuthenticateClientRequest, v1.AuthenticateClientResponse](
+			httpClient,
+			baseURL+TokenServiceAuthenticateClientProcedure,
+			connect.WithSchema(tokenServiceMethods.ByName("AuthenticateClient")),
+			connect.WithClientOptions(opts...),
+		),
+		verifyRequestObject: connect.NewClient[v1.VerifyRequestObjectRequest, v1.VerifyRequestObjectResponse](
+			httpClient,
+			baseURL+TokenServiceVerifyRequestObjectProcedure,
+			connect.WithSchema(tokenServiceMethods.ByName("VerifyRequestObject")),
+			connect.WithClientOptions(opts...),
+		),
 		getKeySet: connect.NewClient[v1.GetKeySetRequest, v1.GetKeySetResponse](
 			httpClient,
 			baseURL+TokenServiceGetKeySetProcedure,
@@ -264,6 +301,8 @@ type tokenServiceClient struct {
 	checkRevoked              *connect.Client[v1.CheckRevokedRequest, v1.CheckRevokedResponse]
 	getDeviceAuthorization    *connect.Client[v1.GetDeviceAuthorizationRequest, v1.GetDeviceAuthorizationResponse]
 	decideDeviceAuthorization *connect.Client[v1.DecideDeviceAuthorizationRequest, v1.DecideDeviceAuthorizationResponse]
+	authenticateClient        *connect.Client[v1.AuthenticateClientRequest, v1.AuthenticateClientResponse]
+	verifyRequestObject       *connect.Client[v1.VerifyRequestObjectRequest, v1.VerifyRequestObjectResponse]
 	getKeySet                 *connect.Client[v1.GetKeySetRequest, v1.GetKeySetResponse]
 }
 
@@ -366,6 +405,24 @@ func (c *tokenServiceClient) DecideDeviceAuthorization(ctx context.Context, req 
 	return nil, err
 }
 
+// AuthenticateClient calls gatehouse.tokens.v1.TokenService.AuthenticateClient.
+func (c *tokenServiceClient) AuthenticateClient(ctx context.Context, req *v1.AuthenticateClientRequest) (*v1.AuthenticateClientResponse, error) {
+	response, err := c.authenticateClient.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// VerifyRequestObject calls gatehouse.tokens.v1.TokenService.VerifyRequestObject.
+func (c *tokenServiceClient) VerifyRequestObject(ctx context.Context, req *v1.VerifyRequestObjectRequest) (*v1.VerifyRequestObjectResponse, error) {
+	response, err := c.verifyRequestObject.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
 // GetKeySet calls gatehouse.tokens.v1.TokenService.GetKeySet.
 func (c *tokenServiceClient) GetKeySet(ctx context.Context, req *v1.GetKeySetRequest) (*v1.GetKeySetResponse, error) {
 	response, err := c.getKeySet.CallUnary(ctx, connect.NewRequest(req))
@@ -462,6 +519,25 @@ type TokenServiceHandler interface {
 	// grant; PermissionDenied when it may not sign in the user's
 	// organization.
 	DecideDeviceAuthorization(context.Context, *v1.DecideDeviceAuthorizationRequest) (*v1.DecideDeviceAuthorizationResponse, error)
+	// Authenticates an OAuth client by the credentials it sent to another
+	// service's endpoint (authn's pushed authorization request endpoint, RFC
+	// 9126 §2), as the token endpoint authenticates it: an OIDC application
+	// by its registered method (client_secret_basic, client_secret_post,
+	// private_key_jwt, none). Errors carry the OAuth description as their
+	// message: InvalidArgument is invalid_request (a malformed credential,
+	// several methods at once), Unauthenticated is invalid_client,
+	// Unavailable a dependency outage (retry).
+	AuthenticateClient(context.Context, *v1.AuthenticateClientRequest) (*v1.AuthenticateClientResponse, error)
+	// Verifies a request object (RFC 9101) for authn: a compact JWS signed
+	// with one of the OIDC application's registered keys (those of
+	// private_key_jwt, named by kid; RS256, ES256 or EdDSA by the key's type,
+	// so alg none never verifies), iss the client_id, aud the issuer, exp,
+	// iat and jti required, at most an hour between iat and exp, and a jti
+	// accepted once. Returns the object's claims. Errors: InvalidArgument
+	// with the reason (invalid_request_object); NotFound for an unknown
+	// client; FailedPrecondition for an inactive one or one that is not an
+	// OIDC application; Unavailable for an outage (retry).
+	VerifyRequestObject(context.Context, *v1.VerifyRequestObjectRequest) (*v1.VerifyRequestObjectResponse, error)
 	// Returns the published signing keys as a JWK set (RFC 7517), as
 	// /oauth/v2/keys serves them, for services that verify JWT access tokens
 	// themselves.
@@ -543,6 +619,18 @@ func NewTokenServiceHandler(svc TokenServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(tokenServiceMethods.ByName("DecideDeviceAuthorization")),
 		connect.WithHandlerOptions(opts...),
 	)
+	tokenServiceAuthenticateClientHandler := connect.NewUnaryHandlerSimple(
+		TokenServiceAuthenticateClientProcedure,
+		svc.AuthenticateClient,
+		connect.WithSchema(tokenServiceMethods.ByName("AuthenticateClient")),
+		connect.WithHandlerOptions(opts...),
+	)
+	tokenServiceVerifyRequestObjectHandler := connect.NewUnaryHandlerSimple(
+		TokenServiceVerifyRequestObjectProcedure,
+		svc.VerifyRequestObject,
+		connect.WithSchema(tokenServiceMethods.ByName("VerifyRequestObject")),
+		connect.WithHandlerOptions(opts...),
+	)
 	tokenServiceGetKeySetHandler := connect.NewUnaryHandlerSimple(
 		TokenServiceGetKeySetProcedure,
 		svc.GetKeySet,
@@ -574,6 +662,10 @@ func NewTokenServiceHandler(svc TokenServiceHandler, opts ...connect.HandlerOpti
 			tokenServiceGetDeviceAuthorizationHandler.ServeHTTP(w, r)
 		case TokenServiceDecideDeviceAuthorizationProcedure:
 			tokenServiceDecideDeviceAuthorizationHandler.ServeHTTP(w, r)
+		case TokenServiceAuthenticateClientProcedure:
+			tokenServiceAuthenticateClientHandler.ServeHTTP(w, r)
+		case TokenServiceVerifyRequestObjectProcedure:
+			tokenServiceVerifyRequestObjectHandler.ServeHTTP(w, r)
 		case TokenServiceGetKeySetProcedure:
 			tokenServiceGetKeySetHandler.ServeHTTP(w, r)
 		default:
@@ -627,6 +719,14 @@ func (UnimplementedTokenServiceHandler) GetDeviceAuthorization(context.Context, 
 
 func (UnimplementedTokenServiceHandler) DecideDeviceAuthorization(context.Context, *v1.DecideDeviceAuthorizationRequest) (*v1.DecideDeviceAuthorizationResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.tokens.v1.TokenService.DecideDeviceAuthorization is not implemented"))
+}
+
+func (UnimplementedTokenServiceHandler) AuthenticateClient(context.Context, *v1.AuthenticateClientRequest) (*v1.AuthenticateClientResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.tokens.v1.TokenService.AuthenticateClient is not implemented"))
+}
+
+func (UnimplementedTokenServiceHandler) VerifyRequestObject(context.Context, *v1.VerifyRequestObjectRequest) (*v1.VerifyRequestObjectResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.tokens.v1.TokenService.VerifyRequestObject is not implemented"))
 }
 
 func (UnimplementedTokenServiceHandler) GetKeySet(context.Context, *v1.GetKeySetRequest) (*v1.GetKeySetResponse, error) {
