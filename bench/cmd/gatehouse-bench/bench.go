@@ -31,7 +31,8 @@ var plan = []struct {
 	kinds []suite.Kind
 }{
 	{"ES256", []suite.Kind{suite.TokenJWT}},
-	{"RS256", []suite.Kind{suite.TokenJWT, suite.TokenOpaque, suite.IntrospectJWT, suite.IntrospectOpaque, suite.Keys, suite.Login, suite.LoginTOTP}},
+	{"RS256", []suite.Kind{suite.TokenJWT, suite.TokenOpaque, suite.IntrospectJWT, suite.IntrospectOpaque, suite.Keys, suite.Login, suite.LoginTOTP,
+		suite.DevicePoll, suite.PAR}},
 }
 
 // tokenRS256 is the scenario whose embedded target is relative to the

@@ -44,6 +44,9 @@ type Fixture struct {
 	API          Credentials // API app (client_secret_basic) that introspects
 	ProjectID    string      // the API app's and the web app's project
 	Web          Credentials // web app (code flow, client_secret_basic) the logins sign in to
+	// DeviceClientID is a public app of the device grant; "" when the
+	// server refused it (device-poll is then not available).
+	DeviceClientID string
 	// Users sign in, one login at a time each: the server refuses a fourth
 	// concurrent password check of one user from one address (its lockout
 	// counts each attempt in advance and lets three through).
@@ -146,6 +149,13 @@ func Prepare(ctx context.Context, c *http.Client, t Target, users int) (*Fixture
 	f.API = Credentials{ClientID: app.ClientID, Secret: app.ClientSecret}
 	if f.Web, err = addWebApp(ctx, m, proj.ID); err != nil {
 		return nil, err
+	}
+	if f.DeviceClientID, err = addDeviceApp(ctx, m, proj.ID); err != nil {
+		var se *StatusError
+		if !errors.As(err, &se) || se.Status != http.StatusBadRequest {
+			return nil, fmt.Errorf("add device app: %w", err)
+		}
+		f.DeviceClientID = "" // a build before the device grant
 	}
 	for i := range users {
 		u, err := addUser(ctx, m, fmt.Sprintf("bench-user-%s-%d", suffix, i))

@@ -27,6 +27,8 @@ const (
 	Keys             Kind = "keys"              // GET of the key set
 	Login            Kind = "login"             // a whole browser sign-in, code flow with PKCE
 	LoginTOTP        Kind = "login-totp"        // the same sign-in with a TOTP code after the password
+	DevicePoll       Kind = "device-poll"       // a device polling for its pending authorization (RFC 8628)
+	PAR              Kind = "par"               // a pushed authorization request (RFC 9126)
 )
 
 // IsLogin reports whether k signs a person in (checks a password).
@@ -34,7 +36,8 @@ func (k Kind) IsLogin() bool { return k == Login || k == LoginTOTP }
 
 // Names are the stable names of the scenarios every run covers, in report
 // order. Results are compared across runs by these names: never rename one.
-var Names = []string{"token-rs256", "token-es256", "token-opaque", "introspect-jwt", "introspect-opaque", "keys", "login", "login-totp"}
+var Names = []string{"token-rs256", "token-es256", "token-opaque", "introspect-jwt", "introspect-opaque", "keys", "login", "login-totp",
+	"device-poll", "par"}
 
 // Name is the stable name of kind k on a server signing with algorithm.
 func Name(k Kind, algorithm string) string {
@@ -315,6 +318,10 @@ func build(ctx context.Context, c *http.Client, t Target, f *Fixture, k Kind) (l
 		return loginOp(ctx, c, t, f)
 	case LoginTOTP:
 		return loginTOTPOp(ctx, c, t, f)
+	case DevicePoll:
+		return devicePollOp(ctx, c, t, f)
+	case PAR:
+		return parOp(ctx, c, t, f)
 	}
 	return nil, fmt.Errorf("unknown scenario %q", k)
 }
