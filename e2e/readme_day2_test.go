@@ -59,6 +59,11 @@ gatehouse apply -f ` + filepath.Join(repo, "examples", "acme.yaml") + ` --secret
 	if !contains(out, `"create": 0`, `"update": 0`, `"unchanged": 7`) {
 		t.Fatalf("the export did not apply unchanged:\n%s", out)
 	}
+	front := sh(readmeBlock(t, "frontchannel"))
+	if !contains(front, `"user_code":"`, `"verification_uri":"`+issuer+`/device"`, `"interval":5`,
+		`"request_uri":"urn:ietf:params:oauth:request_uri:`, `"expires_in":60`) {
+		t.Fatalf("the device and PAR examples answered:\n%s", front)
+	}
 	web, _ := os.ReadFile(filepath.Join(work, "web-app.yaml"))
 	if !contains(string(web), "clientId:", "clientSecret:") {
 		t.Fatalf("web-app.yaml:\n%s", web)
