@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
+	"github.com/gatehouse-id/gatehouse/services/authn/internal/authntest"
 	"github.com/gatehouse-id/gatehouse/services/authn/service"
 )
 
@@ -40,7 +41,11 @@ func (e *env) push(form url.Values, user, pass string) (int, map[string]any) {
 // whole request.
 func TestPushedAuthorizationRequests(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, db.SQLite)
+	authntest.Run(t, testPushedAuthorizationRequests)
+}
+
+func testPushedAuthorizationRequests(t *testing.T, d db.Dialect) {
+	e := newEnv(t, d)
 	e.tok.Secrets["web"] = "web-secret"
 
 	st, res := e.push(codeParams(), "web", "web-secret")
