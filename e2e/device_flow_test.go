@@ -2,12 +2,9 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -33,17 +30,7 @@ func deviceApp(t *testing.T) (edge *proc, issuer, clientID, admin string) {
 		"GATEHOUSE_DATA_DIR": dir, "GATEHOUSE_ADDR": addr, "GATEHOUSE_ISSUER": issuer,
 		"GATEHOUSE_ADMIN_PASSWORD": "Admin-Passw0rd-for-e2e",
 	})
-	raw, err := os.ReadFile(filepath.Join(dir, "bootstrap-admin-key.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var kf keyFile
-	_ = json.Unmarshal(raw, &kf)
-	_, tok := postForm(t, edge.base+"/oauth/v2/token", url.Values{
-		"grant_type": {"urn:ietf:params:oauth:grant-type:jwt-bearer"},
-		"assertion":  {jwtProfileAssertion(t, kf, issuer)},
-		"scope":      {"openid urn:gatehouse:iam:org:project:id:gatehouse:aud"},
-	})
+	_, tok := operatorToken(t, edge.base, dir, issuer)
 	admin = tok["access_token"].(string)
 	_, proj := restJSON(t, "POST", edge.base+"/management/v1/projects", admin, map[string]any{"name": "TV"})
 	status, app := restJSON(t, "POST", edge.base+"/management/v1/projects/"+proj["id"].(string)+"/apps/oidc", admin, map[string]any{
