@@ -3,11 +3,15 @@
 // starts the embedded server, registers a device app and a user per
 // language, asks for four device codes and passes their
 // verification_uri_complete in GATEHOUSE_BROWSER_* variables. Real
-// Chromium through playwright-core: the code page (prefilled), a wrong
-// code, the sign-in, the consent page with the code, Allow; then Deny for a
-// second device; in English and German, with a screenshot of every page
-// and axe-core's check (no serious or critical violation) on each. The
-// pages carry no script.
+// Chromium through playwright-core, per language (Accept-Language and
+// ui_locales): the code page prefilled from verification_uri_complete, a
+// wrong code, the right code typed in lower case without the dash, the
+// sign-in, the consent page with the code, Allow; then, in a second
+// browser context with JavaScript turned off and the first one's cookies
+// (signed in), Deny for a second device. Every page is checked for having
+// no script at all (no <script>, no on… handler, no javascript: URL);
+// each screenshot page also by axe-core (no serious or critical
+// violation).
 //
 // Run it through Go: `cd e2e && go test -run TestBrowserDeviceFlow -v .`
 import { after, before, describe, it } from 'node:test';
@@ -26,6 +30,7 @@ function env(name) {
 const issuer = env('GATEHOUSE_BROWSER_ISSUER');
 const artifacts = env('GATEHOUSE_BROWSER_ARTIFACTS');
 const password = env('GATEHOUSE_BROWSER_PASSWORD');
+const appName = env('GATEHOUSE_BROWSER_APP');
 const users = { en: env('GATEHOUSE_BROWSER_USER_EN'), de: env('GATEHOUSE_BROWSER_USER_DE') };
 const approve = { en: env('GATEHOUSE_BROWSER_APPROVE_EN'), de: env('GATEHOUSE_BROWSER_APPROVE_DE') };
 const deny = { en: env('GATEHOUSE_BROWSER_DENY_EN'), de: env('GATEHOUSE_BROWSER_DENY_DE') };
@@ -35,20 +40,41 @@ const issuerOrigin = new URL(issuer).origin;
 
 const text = {
   en: { title: 'Connect a device', submit: 'Continue', wrong: /unknown, expired or was used/, next: 'Next', signIn: 'Sign in',
-    consent: 'Sign in on a device', allow: 'Allow', deny: 'Deny', approved: /Your device is signed in/, denied: /The device was not signed in/,
-    label: 'Code', login: 'Login name' },
+    consent: 'Sign in on a device', asks: /on a device asks to use your account/, allow: 'Allow', deny: 'Deny',
+    approvedTitle: 'Device connected', approved: /Your device is signed in/,
+    deniedTitle: 'Device not connected', denied: /The device was not signed in/, label: 'Code' },
   de: { title: 'Gerät verbinden', submit: 'Weiter', wrong: /unbekannt, abgelaufen oder wurde bereits verwendet/, next: 'Weiter',
-    signIn: 'Anmelden', consent: 'Auf einem Gerät anmelden', allow: 'Erlauben', deny: 'Ablehnen', approved: /Ihr Gerät ist angemeldet/,
-    denied: /Das Gerät wurde nicht angemeldet/, label: 'Code', login: 'Loginname' },
+    signIn: 'Anmelden', consent: 'Auf einem Gerät anmelden', asks: /auf einem Gerät möchte Ihr Konto .* verwenden/,
+    allow: 'Erlauben', deny: 'Ablehnen', approvedTitle: 'Gerät verbunden', approved: /Ihr Gerät ist angemeldet/,
+    deniedTitle: 'Gerät nicht verbunden', denied: /Das Gerät wurde nicht angemeldet/, label: 'Code' },
 };
 
 let browser;
 const consoleErrors = [];
 
-// capture screenshots the page, runs axe-core on it and checks it has no script.
-async function capture(page, name) {
-  await page.screenshot({ path: path.join(artifacts, name), fullPage: true });
+// noScript checks that the page works without JavaScript: no script
+// element, no inline event handler, no javascript: URL, and its forms
+// post to the server.
+async function noScript(page, name) {
   assert.doesNotMatch(await page.content(), /<script/i, `${name} carries a script`);
+  const found = await page.evaluate(() => {
+    const out = [];
+    for (const el of document.querySelectorAll('*')) {
+      for (const a of el.attributes) {
+        if (/^on/i.test(a.name)) out.push(`${el.tagName} ${a.name}`);
+        if (/^\s*javascript:/i.test(a.value)) out.push(`${el.tagName} ${a.name}=${a.value}`);
+      }
+    }
+    for (const f of document.forms) {
+      if (f.method !== 'post' || !f.getAttribute('action')) out.push(`form ${f.method} ${f.getAttribute('action')}`);
+    }
+    return out;
+  });
+  assert.deepEqual(found, [], `${name} needs JavaScript`);
+}
+
+// axe runs axe-core on the page (which must have JavaScript on).
+async function axe(page, name) {
   const violations = await page.evaluate(async (src) => {
     if (!window.axe) (0, eval)(src); // eslint-disable-line no-eval
     const r = await window.axe.run(document, { resultTypes: ['violations'] });
@@ -58,14 +84,55 @@ async function capture(page, name) {
   assert.deepEqual(violations, [], `axe-core on ${name}`);
 }
 
-async function submitAndWait(page, button) {
-  await Promise.all([page.waitForNavigation(), button.click()]);
+// capture screenshots the page and checks it.
+async function capture(page, name) {
+  await page.screenshot({ path: path.join(artifacts, name), fullPage: true });
+  await noScript(page, name);
+  await axe(page, name);
+}
+
+// submitAndWait clicks a submit button and returns the response of the
+// page it leads to (after redirects), checking its status.
+async function submitAndWait(page, button, status = 200) {
+  const [res] = await Promise.all([page.waitForNavigation(), button.click()]);
+  assert.equal(res.status(), status, `${res.url()}: status`);
+  return res;
+}
+
+async function open(page, u, status = 200) {
+  const res = await page.goto(u);
+  assert.equal(res.status(), status, `${u}: status`);
+  return res;
 }
 
 function withLocale(u, lang) {
   const url = new URL(u);
   url.searchParams.set('ui_locales', lang);
   return url.href;
+}
+
+function contextOptions(lang) {
+  return { locale: lang === 'de' ? 'de-DE' : 'en-US', colorScheme: 'light', viewport: { width: 800, height: 640 } };
+}
+
+async function newPage(context) {
+  const page = await context.newPage();
+  page.setDefaultTimeout(10_000);
+  // Nothing leaves the issuer.
+  await page.route('**/*', (route) => (new URL(route.request().url()).origin === issuerOrigin ? route.continue() : route.abort()));
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !/status of 4\d\d/.test(m.text())) consoleErrors.push(`${page.url()}: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => consoleErrors.push(`${page.url()}: ${e.message}`));
+  return page;
+}
+
+async function h1(page) {
+  return (await page.locator('h1').textContent()).trim();
+}
+
+async function main(page) {
+  return (await page.locator('main').textContent()).replace(/\s+/g, ' ');
 }
 
 describe('the device flow in Chromium', () => {
@@ -84,52 +151,81 @@ describe('the device flow in Chromium', () => {
 
   for (const lang of ['en', 'de']) {
     const t = text[lang];
-    it(`code page → wrong code → sign in → Allow; Deny for a second device (${lang})`, async () => {
-      const context = await browser.newContext({ locale: lang === 'de' ? 'de-DE' : 'en-US', colorScheme: 'light',
-        viewport: { width: 800, height: 640 } });
-      const page = await context.newPage();
-      page.setDefaultTimeout(10_000);
-      await page.route('**/*', (route) => (new URL(route.request().url()).origin === issuerOrigin ? route.continue() : route.abort()));
-      page.on('console', (m) => {
-        if (m.type() === 'error' && !/status of 4\d\d/.test(m.text())) consoleErrors.push(`${page.url()}: ${m.text()}`);
-      });
-      page.on('pageerror', (e) => consoleErrors.push(`${page.url()}: ${e.message}`));
-
+    it(`code page → wrong code → sign in → Allow; Deny for a second device without JavaScript (${lang})`, async () => {
+      const context = await browser.newContext(contextOptions(lang));
+      const page = await newPage(context);
       const code = new URL(approve[lang]).searchParams.get('user_code');
-      // A wrong code first: the page again, with the error.
-      await page.goto(withLocale(`${issuer}/device`, lang));
-      assert.equal(await page.locator('h1').textContent(), t.title);
-      await page.getByLabel(t.label).fill('BCDF-GHJK');
-      await submitAndWait(page, page.getByRole('button', { name: t.submit }));
-      assert.match(await page.locator('main').textContent(), t.wrong);
-      await capture(page, `device-wrong-${lang}.png`);
+      const denyCode = new URL(deny[lang]).searchParams.get('user_code');
+      assert.match(code, /^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/);
 
       // verification_uri_complete fills the code in; the person confirms it.
-      await page.goto(withLocale(approve[lang], lang));
+      await open(page, withLocale(approve[lang], lang));
+      assert.equal(await page.locator('html').getAttribute('lang'), lang);
+      assert.equal(await h1(page), t.title);
       assert.equal(await page.getByLabel(t.label).inputValue(), code);
       await capture(page, `device-${lang}.png`);
+
+      // A wrong code: 400, the form again with the code kept and the
+      // field's error.
+      const wrong = code === 'BCDF-GHJK' ? 'ZZZZ-ZZZZ' : 'BCDF-GHJK';
+      await page.getByLabel(t.label).fill(wrong);
+      await submitAndWait(page, page.getByRole('button', { name: t.submit }), 400);
+      assert.equal(await h1(page), t.title);
+      assert.match(await main(page), t.wrong);
+      assert.equal(await page.getByLabel(t.label).inputValue(), wrong);
+      assert.equal(await page.getByLabel(t.label).getAttribute('aria-invalid'), 'true');
+      await capture(page, `device-wrong-${lang}.png`);
+
+      // The right code as people type it: lower case, no dash.
+      await page.getByLabel(t.label).fill(code.replace('-', '').toLowerCase());
       await submitAndWait(page, page.getByRole('button', { name: t.submit }));
+      await noScript(page, `login name page (${lang})`);
       await page.locator('#loginName').fill(users[lang]);
       await submitAndWait(page, page.getByRole('button', { name: t.next }));
+      await noScript(page, `password page (${lang})`);
       await page.locator('#password').fill(password);
       await submitAndWait(page, page.getByRole('button', { name: t.signIn }));
-      assert.equal(await page.locator('h1').textContent(), t.consent);
-      const main = await page.locator('main').textContent();
-      assert.ok(main.includes(code), 'the consent page shows the code');
-      assert.ok(main.includes('Living Room TV'), 'the consent page names the app');
+
+      // The consent page, always, with the code as the device shows it.
+      assert.equal(await h1(page), t.consent);
+      assert.equal(await page.locator('html').getAttribute('lang'), lang);
+      const consent = await main(page);
+      assert.ok(consent.includes(code), `the consent page shows ${code}: ${consent}`);
+      assert.ok(consent.includes(appName), 'the consent page names the app');
+      assert.ok(consent.includes(users[lang]), 'the consent page names the account');
+      assert.match(consent, t.asks);
       await capture(page, `device-consent-${lang}.png`);
       await submitAndWait(page, page.getByRole('button', { name: t.allow }));
-      assert.match(await page.locator('main').textContent(), t.approved);
+      assert.equal(new URL(page.url()).pathname, '/device/done');
+      assert.equal(new URL(page.url()).searchParams.get('result'), 'approved');
+      assert.equal(await h1(page), t.approvedTitle);
+      assert.match(await main(page), t.approved);
       await capture(page, `device-approved-${lang}.png`);
 
-      // A second device: the browser is signed in, so the consent page
-      // follows the code page at once.
-      await page.goto(withLocale(deny[lang], lang));
-      await submitAndWait(page, page.getByRole('button', { name: t.submit }));
-      assert.equal(await page.locator('h1').textContent(), t.consent);
-      await submitAndWait(page, page.getByRole('button', { name: t.deny }));
-      assert.match(await page.locator('main').textContent(), t.denied);
-      await capture(page, `device-denied-${lang}.png`);
+      // A second device, in a browser without JavaScript that has the
+      // first one's cookies: signed in, so the consent page follows the
+      // code page at once; Deny.
+      const noJS = await browser.newContext({ ...contextOptions(lang), javaScriptEnabled: false,
+        storageState: await context.storageState() });
+      const page2 = await newPage(noJS);
+      await open(page2, withLocale(deny[lang], lang));
+      assert.equal(await page2.getByLabel(t.label).inputValue(), denyCode);
+      await noScript(page2, `code page without JavaScript (${lang})`);
+      await submitAndWait(page2, page2.getByRole('button', { name: t.submit }));
+      assert.equal(await h1(page2), t.consent);
+      assert.ok((await main(page2)).includes(denyCode), 'the consent page shows the second code');
+      await noScript(page2, `consent page without JavaScript (${lang})`);
+      await submitAndWait(page2, page2.getByRole('button', { name: t.deny }));
+      assert.equal(new URL(page2.url()).searchParams.get('result'), 'denied');
+      assert.equal(await h1(page2), t.deniedTitle);
+      assert.match(await main(page2), t.denied);
+      await page2.screenshot({ path: path.join(artifacts, `device-denied-${lang}.png`), fullPage: true });
+      await noScript(page2, `device-denied-${lang}.png`);
+      // axe-core needs JavaScript: the same page in the first context.
+      await open(page, page2.url());
+      assert.match(await main(page), t.denied);
+      await axe(page, `device-denied-${lang}.png`);
+      await noJS.close();
       await context.close();
     });
   }

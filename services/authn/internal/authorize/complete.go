@@ -24,7 +24,11 @@ func Complete(ctx context.Context, tokens Tokens, req *Request, s session.Sessio
 		if err != nil {
 			return "", req.FailWith(dependencyError("tokens", err))
 		}
-		return DeviceDoneURL(true), nil
+		lang := ""
+		if len(req.UILocales) > 0 {
+			lang = req.UILocales[0]
+		}
+		return DeviceDoneURL(true, lang), nil
 	}
 	if !req.Implicit() {
 		code, err := tokens.CreateAuthorizationCode(ctx, CodeGrant{
@@ -55,10 +59,15 @@ func Complete(ctx context.Context, tokens Tokens, req *Request, s session.Sessio
 	return req.Target().URL(v), nil
 }
 
-// DeviceDoneURL is the page that tells the person the device's answer.
-func DeviceDoneURL(approved bool) string {
+// DeviceDoneURL is the page that tells the person the device's answer, in
+// the language of the pages before it (lang, "" for the browser's).
+func DeviceDoneURL(approved bool, lang string) string {
+	q := url.Values{"result": {"denied"}}
 	if approved {
-		return PathDeviceDone + "?result=approved"
+		q.Set("result", "approved")
 	}
-	return PathDeviceDone + "?result=denied"
+	if lang != "" {
+		q.Set("ui_locales", lang)
+	}
+	return PathDeviceDone + "?" + q.Encode()
 }

@@ -117,5 +117,5 @@ func (p *Pages) deviceDecided(w http.ResponseWriter, r *http.Request, f *flow, s
 		p.internal(w, r, f.lang, err)
 		return
 	}
-	http.Redirect(w, r, authorize.DeviceDoneURL(false)+"&ui_locales="+f.lang, http.StatusSeeOther)
+	http.Redirect(w, r, authorize.DeviceDoneURL(false, f.lang), http.StatusSeeOther)
 }
