@@ -34,6 +34,8 @@ type DB struct {
 	stmts   *stmtCache // nil on PostgreSQL: pgx caches prepared statements itself
 	relaxed *DB        // see Relaxed; nil when it is this DB
 	lock    *os.File   // the SQLite data's lock (lockSQLite), released by Close
+	path    string     // the SQLite file (with lock: Close leaves its clean marker)
+	unclean bool       // see CleanStart
 }
 
 // Open validates o, connects, pings, creates the service's schema or file
@@ -54,10 +56,11 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		where      string
 		driverName string
 		lock       *os.File
+		clean      = true
 	)
 	switch d {
 	case SQLite:
-		sqldb, where, lock, err = openSQLite(ctx, o.DataDir, o.Service, o.Unlocked)
+		sqldb, where, lock, clean, err = openSQLite(ctx, o.DataDir, o.Service, o.Unlocked)
 		driverName = "sqlite"
 	case Postgres:
 		sqldb, where, err = openPostgres(ctx, o.URL, o.Service, o.MaxConns)
@@ -82,7 +85,10 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		slog.String("location", where))
 	// sqlx picks the bind type from the driver name, for callers of SQLX().
 	x := sqlx.NewDb(sqldb, driverName)
-	out := &DB{db: x, dialect: d, service: o.Service, lock: lock}
+	out := &DB{db: x, dialect: d, service: o.Service, lock: lock, unclean: !clean}
+	if lock != nil {
+		out.path = where
+	}
 	if d == SQLite {
 		out.stmts = &stmtCache{db: x}
 		lazy, err := openSQLitePool(ctx, where, "NORMAL", sqliteRelaxedMaxOpenConns)
@@ -100,17 +106,18 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 // Relaxed is the database for writes whose loss in a power failure fails
 // closed: pending login state (authorization requests, identity-provider
 // flows, failed-password counts), sign-ins, authorization codes and
-// opaque access tokens' records. On
-// SQLite its commits do not wait for the disk (synchronous NORMAL on the
-// same file: a crash of the process loses nothing; a crash of the machine
-// may forget the last of them, and the next durable commit, or a
-// checkpoint, makes them durable too). A lost write of this kind makes
-// someone sign in again or try again; it never grants or keeps access.
-// Writes that do (redeeming a code and the tokens it issues, refresh
-// rotation, revocation, logout, every change of the directory) use the
-// DB itself. A fsync costs SQLite's commit most of its CPU on a virtual
-// disk; PostgreSQL's commit costs little, so there Relaxed is the DB
-// itself.
+// opaque access tokens' records. On SQLite its commits do not wait for
+// the disk (synchronous NORMAL on the same file: a crash of the process
+// loses nothing; a crash of the machine may forget the last of them, and
+// the next durable commit, or a checkpoint, makes them durable too). A
+// lost write of this kind makes someone sign in again or try again; it
+// never grants or keeps access. Writes that do (redeeming a code and the
+// tokens it issues, refresh rotation, revocation, logout, every change of
+// the directory) use the DB itself. One relaxed write fails open when
+// lost, a spent TOTP code's step; its reader fails it closed at the next
+// start instead, when CleanStart says the last process did not close the
+// file. A fsync costs SQLite's commit most of its CPU on a virtual disk;
+// PostgreSQL's commit costs little, so there Relaxed is the DB itself.
 func (d *DB) Relaxed() *DB {
 	if d.relaxed != nil {
 		return d.relaxed
@@ -176,6 +183,9 @@ func (d *DB) Close() error {
 	}
 	d.stmts.close()
 	err := d.db.Close()
+	if err == nil && rerr == nil && d.path != "" {
+		rerr = leaveCleanMarker(d.path)
+	}
 	if d.lock != nil {
 		_ = d.lock.Close()
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -42,19 +43,21 @@ const (
 
 // openSQLite opens <dataDir>/<service>.db, creating the directory (0700) and
 // the file (0600) if needed, and pings it. Unless unlocked, it first takes
-// the service's lock (lockSQLite), held until lock is closed. It returns
-// the pool, the file's path and the lock (nil when unlocked).
-func openSQLite(ctx context.Context, dataDir, service string, unlocked bool) (_ *sql.DB, _ string, lock *os.File, err error) {
+// the service's lock (lockSQLite), held until lock is closed, and the clean
+// marker (takeCleanMarker). It returns the pool, the file's path, the lock
+// (nil when unlocked) and whether the last process closed the file (true
+// when unlocked).
+func openSQLite(ctx context.Context, dataDir, service string, unlocked bool) (_ *sql.DB, _ string, lock *os.File, clean bool, err error) {
 	dir, err := filepath.Abs(dataDir)
 	if err != nil {
-		return nil, "", nil, fmt.Errorf("db: resolve data directory: %w", err)
+		return nil, "", nil, false, fmt.Errorf("db: resolve data directory: %w", err)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, "", nil, fmt.Errorf("db: create data directory: %w", err)
+		return nil, "", nil, false, fmt.Errorf("db: create data directory: %w", err)
 	}
 	if !unlocked {
 		if lock, err = lockSQLite(dir, service); err != nil {
-			return nil, "", nil, err
+			return nil, "", nil, false, err
 		}
 		defer func() {
 			if err != nil {
@@ -63,21 +66,29 @@ func openSQLite(ctx context.Context, dataDir, service string, unlocked bool) (_ 
 		}()
 	}
 	path := filepath.Join(dir, service+".db")
+	_, statErr := os.Stat(path)
+	created := errors.Is(statErr, fs.ErrNotExist)
 	// Create the file ourselves: SQLite would use 0644, and its -wal and
 	// -shm files copy the main file's mode.
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, "", nil, fmt.Errorf("db: create SQLite file: %w", err)
+		return nil, "", nil, false, fmt.Errorf("db: create SQLite file: %w", err)
 	}
 	if err := f.Close(); err != nil {
-		return nil, "", nil, fmt.Errorf("db: create SQLite file: %w", err)
+		return nil, "", nil, false, fmt.Errorf("db: create SQLite file: %w", err)
+	}
+	clean = true
+	if !unlocked {
+		if clean, err = takeCleanMarker(path, created); err != nil {
+			return nil, "", nil, false, err
+		}
 	}
 
 	sqldb, err := openSQLitePool(ctx, path, "FULL", sqliteMaxOpenConns)
 	if err != nil {
-		return nil, "", nil, err
+		return nil, "", nil, false, err
 	}
-	return sqldb, path, lock, nil
+	return sqldb, path, lock, clean, nil
 }
 
 // openSQLitePool opens a pool on the SQLite file at path whose commits

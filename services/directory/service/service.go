@@ -254,6 +254,15 @@ func (s *Service) build(masterKey []byte, env process.Env, deps Deps, set Settin
 	s.internal.Cutoffs = s.cutoffs
 	s.internal.SetMail(internalapi.Mail{Outbox: s.mail, Issuer: env.Config.Issuer, Notices: notices})
 	s.internal.Factors = internalapi.FactorKeys{Secrets: factorSecrets, Hasher: hasher, Issuer: env.Config.Issuer.Hostname(), WebAuthn: wa}
+	if !s.db.CleanStart() {
+		// The last process stopped without closing the SQLite data: the
+		// TOTP steps it recorded last (relaxed writes) may be lost with a
+		// crash of the machine, so their codes are refused for good.
+		now := time.Now()
+		s.internal.RefuseTOTPStepsUpTo(users.StepFloorAfter(now))
+		env.Logger.Warn("directory: the database was not closed at the last stop; authenticator codes of the current time steps are refused (a code accepted just before the stop may not have reached the disk), the next codes work",
+			"codes_work_from", time.Unix((users.StepFloorAfter(now)+1-users.TOTPSkew)*users.TOTPPeriod, 0).UTC())
+	}
 	iopts, err := rpc.InternalHandlerOptions(env.Config.InternalToken)
 	if err != nil {
 		return err

@@ -39,23 +39,39 @@ func (s *Server) factorKeys() (FactorKeys, error) {
 // human returns an active human user, NotFound otherwise (a deactivated
 // one is FailedPrecondition, as at the password).
 func (s *Server) human(ctx context.Context, userID string) (*users.User, error) {
+	u, _, err := s.humanFor(ctx, userID, false)
+	return u, err
+}
+
+// humanFor is human; with lockout, in the same read, the organization's
+// opt-in account lock (0 otherwise).
+func (s *Server) humanFor(ctx context.Context, userID string, lockout bool) (*users.User, int, error) {
 	if userID == "" {
-		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("user_id is required"))
+		return nil, 0, connect.NewError(connect.CodeInvalidArgument, errors.New("user_id is required"))
 	}
-	u, err := s.users.Get(ctx, userID)
+	var (
+		u           *users.User
+		maxFailures int
+		err         error
+	)
+	if lockout {
+		u, maxFailures, err = s.users.GetWithLockout(ctx, userID)
+	} else {
+		u, err = s.users.Get(ctx, userID)
+	}
 	if errors.Is(err, db.ErrNotFound) {
-		return nil, notFound("user")
+		return nil, 0, notFound("user")
 	}
 	if err != nil {
-		return nil, internalErr(err, "get user")
+		return nil, 0, internalErr(err, "get user")
 	}
 	if u.Type != users.TypeHuman {
-		return nil, notFound("user")
+		return nil, 0, notFound("user")
 	}
 	if u.State == users.StateInactive {
-		return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("user is deactivated"))
+		return nil, 0, connect.NewError(connect.CodeFailedPrecondition, errors.New("user is deactivated"))
 	}
-	return u, nil
+	return u, maxFailures, nil
 }
 
 // ListAuthFactors lists a user's ready second factors.
@@ -95,6 +111,11 @@ func (s *Server) authFactors(ctx context.Context, userID string) (*directoryv1.L
 	return out, nil
 }
 
+// RefuseTOTPStepsUpTo makes CheckAuthFactor refuse TOTP codes of step
+// floor and earlier ones (users.StepFloorAfter: a start after a process
+// that did not close the database).
+func (s *Server) RefuseTOTPStepsUpTo(floor int64) { s.userCmds.StepFloor = floor }
+
 // CheckAuthFactor checks a TOTP or recovery code under the failed-attempt
 // limits of lockout.FactorAccount.
 func (s *Server) CheckAuthFactor(ctx context.Context, req *directoryv1.CheckAuthFactorRequest) (*directoryv1.CheckAuthFactorResponse, error) {
@@ -105,58 +126,55 @@ func (s *Server) CheckAuthFactor(ctx context.Context, req *directoryv1.CheckAuth
 	if req.GetType() != users.FactorOTP && req.GetType() != "recovery" {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New(`type must be "otp" or "recovery"`))
 	}
-	u, err := s.human(ctx, req.GetUserId())
+	u, maxFailures, err := s.humanFor(ctx, req.GetUserId(), true)
 	if err != nil {
 		return nil, err
 	}
 	if u.OrgID != req.GetOrgId() {
 		return nil, notFound("user")
 	}
-	a, err := s.factorAttempt(ctx, u, req.GetClientAddress())
-	if err != nil {
-		return nil, err
+	a := lockout.Attempt{Account: lockout.FactorAccount(u.ID), Address: req.GetClientAddress(), MaxAccountFailures: maxFailures}
+	left := 0
+	if req.GetType() == users.FactorOTP {
+		// Every login of a user with an authenticator app: the count, the
+		// check, the step and the reset commit together.
+		out, err := s.lock.Guard(ctx, a, func(ctx context.Context, tx *db.Tx) (bool, error) {
+			err := s.userCmds.CheckTOTP(ctx, tx, u, keys.Secrets, req.GetCode(), s.Now())
+			if errors.Is(err, users.ErrBadCode) {
+				return false, nil
+			}
+			return err == nil, err
+		})
+		if err != nil {
+			return nil, internalErr(err, "check factor")
+		}
+		if out != lockout.Passed {
+			if out == lockout.Refused {
+				throttled.Inc(ctx)
+			}
+			return nil, connect.NewError(connect.CodeUnauthenticated, errBadCode)
+		}
+		return &directoryv1.CheckAuthFactorResponse{User: userProto(u)}, nil
 	}
+	// A recovery code is spent by an event, in its own transaction.
 	if err := s.begin(ctx, a); err != nil {
 		return nil, err
 	}
-	// A right code forgets the attempt's counts: a TOTP code in the
-	// transaction that records its step, a recovery code after its event.
-	left := 0
-	switch req.GetType() {
-	case users.FactorOTP:
-		err = s.userCmds.CheckTOTP(ctx, u, keys.Secrets, req.GetCode(), s.Now(), func(ctx context.Context, q db.Querier) error {
-			return lockout.Reset(ctx, q, a)
-		})
-	default:
-		if left, err = s.userCmds.UseRecoveryCode(ctx, u, keys.Hasher, req.GetCode()); err == nil {
-			err = s.lock.Succeeded(ctx, a)
-		}
-	}
+	left, err = s.userCmds.UseRecoveryCode(ctx, u, keys.Hasher, req.GetCode())
 	if errors.Is(err, users.ErrBadCode) {
 		if err := s.lock.Failed(ctx, a); err != nil {
 			return nil, internalErr(err, "record failure")
 		}
 		return nil, connect.NewError(connect.CodeUnauthenticated, errBadCode)
 	}
+	if err == nil {
+		err = s.lock.Succeeded(ctx, a)
+	}
 	if err != nil {
 		return nil, internalErr(err, "check factor")
 	}
-	if req.GetType() == "recovery" {
-		s.Logger.InfoContext(ctx, "recovery code used", "user_id", u.ID, "recovery_codes_left", left)
-	}
+	s.Logger.InfoContext(ctx, "recovery code used", "user_id", u.ID, "recovery_codes_left", left)
 	return &directoryv1.CheckAuthFactorResponse{RecoveryCodesLeft: int32(left), User: userProto(u)}, nil
-}
-
-// factorAttempt is a second-factor check of u's from address, under
-// lockout.FactorAccount and the organization's account lock.
-func (s *Server) factorAttempt(ctx context.Context, u *users.User, address string) (lockout.Attempt, error) {
-	a := lockout.Attempt{Account: lockout.FactorAccount(u.ID), Address: address}
-	if org, err := s.orgs.Get(ctx, u.OrgID); err == nil {
-		a.MaxAccountFailures = org.LockoutAttempts
-	} else if !errors.Is(err, db.ErrNotFound) {
-		return lockout.Attempt{}, internalErr(err, "get org")
-	}
-	return a, nil
 }
 
 // begin asks the failed-attempt limits whether a may run: a refusal is

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
+	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1/directoryv1connect"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/lockout"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/mgmttest"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/storetest"
@@ -92,4 +93,52 @@ func TestCheckAuthFactor(t *testing.T) {
 			t.Fatalf("counters of the delayed address: %d, %v; want its pair", n, err)
 		}
 	})
+}
+
+// A start after a process that did not close its SQLite data refuses the
+// authenticator codes of the current steps: the record of a code accepted
+// just before the stop may be lost with a crash of the machine. A clean
+// restart refuses none.
+func TestUncleanStartRefusesRecentCodes(t *testing.T) {
+	t.Parallel()
+	e := mgmttest.Start(t, db.SQLite)
+	ctx := context.Background()
+	c := e.Internal(mgmttest.InternalToken)
+	userID := e.SeedUser(e.OrgID, "crash")
+	reg, err := c.StartTOTP(ctx, &directoryv1.StartTOTPRequest{UserId: userID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Enrolled with the code of the step before, so that the codes of the
+	// current steps are unused.
+	if _, err := c.VerifyTOTP(ctx, &directoryv1.VerifyTOTPRequest{UserId: userID,
+		Code: mustCode(t, reg.GetSecret(), time.Now().Add(-30*time.Second))}); err != nil {
+		t.Fatal(err)
+	}
+	check := func(c directoryv1connect.DirectoryServiceClient, code string) error {
+		_, err := c.CheckAuthFactor(ctx, &directoryv1.CheckAuthFactorRequest{OrgId: e.OrgID, UserId: userID, Type: "otp", Code: code, ClientAddress: "192.0.2.7"})
+		return err
+	}
+	e.RestartUnclean()
+	c = e.Internal(mgmttest.InternalToken)
+	now := time.Now()
+	for _, at := range []time.Time{now, now.Add(30 * time.Second)} {
+		if err := check(c, mustCode(t, reg.GetSecret(), at)); connect.CodeOf(err) != connect.CodeUnauthenticated {
+			t.Fatalf("code of %v after an unclean start: %v; want refused", at, err)
+		}
+	}
+	e.Restart()
+	c = e.Internal(mgmttest.InternalToken)
+	if err := check(c, mustCode(t, reg.GetSecret(), time.Now())); err != nil {
+		t.Fatalf("the current code after a clean restart: %v", err)
+	}
+}
+
+func mustCode(t *testing.T, secret string, at time.Time) string {
+	t.Helper()
+	code, err := totp.GenerateCode(secret, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code
 }

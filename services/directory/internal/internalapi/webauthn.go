@@ -58,16 +58,14 @@ func (s *Server) CheckWebAuthnLogin(ctx context.Context, req *directoryv1.CheckW
 	}
 	a := lockout.Attempt{Account: "passkey:" + req.GetOrgId(), Address: req.GetClientAddress()}
 	if req.GetUserId() != "" {
-		u, err := s.human(ctx, req.GetUserId())
+		u, maxFailures, err := s.humanFor(ctx, req.GetUserId(), true)
 		if err != nil {
 			return nil, err
 		}
 		if u.OrgID != req.GetOrgId() {
 			return nil, notFound("user")
 		}
-		if a, err = s.factorAttempt(ctx, u, req.GetClientAddress()); err != nil {
-			return nil, err
-		}
+		a = lockout.Attempt{Account: lockout.FactorAccount(u.ID), Address: req.GetClientAddress(), MaxAccountFailures: maxFailures}
 	}
 	if err := s.begin(ctx, a); err != nil {
 		return nil, err

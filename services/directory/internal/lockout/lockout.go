@@ -159,6 +159,17 @@ func (s *Store) now() time.Time {
 // is counted nowhere, so hammering does not lengthen the wait.
 func (s *Store) Begin(ctx context.Context, a Attempt) (bool, error) {
 	now := s.now()
+	allowed := false
+	err := s.DB.Relaxed().InTx(ctx, func(tx *db.Tx) error {
+		var err error
+		allowed, err = s.allow(ctx, tx, a, now)
+		return err
+	})
+	return allowed, err
+}
+
+// allow is Begin through q.
+func (s *Store) allow(ctx context.Context, q db.Querier, a Attempt, now time.Time) (bool, error) {
 	subjects := []any{a.pair()}
 	if a.Address != "" {
 		subjects = append(subjects, a.address())
@@ -167,20 +178,71 @@ func (s *Store) Begin(ctx context.Context, a Attempt) (bool, error) {
 		subjects = append(subjects, a.Account)
 	}
 	var locked int
-	if err := s.DB.Get(ctx, &locked, `SELECT COUNT(*) FROM login_failures WHERE locked_until > ? AND subject IN (?`+
+	if err := q.Get(ctx, &locked, `SELECT COUNT(*) FROM login_failures WHERE locked_until > ? AND subject IN (?`+
 		strings.Repeat(", ?", len(subjects)-1)+`)`, append([]any{now}, subjects...)...); err != nil {
 		return false, fmt.Errorf("lockout: read: %w", err)
 	}
 	if locked > 0 {
 		return false, nil
 	}
-	if ok, err := s.count(ctx, a.pair(), a.Account, pairRule, now); err != nil || !ok {
+	if ok, err := count(ctx, q, a.pair(), a.Account, pairRule, now); err != nil || !ok {
 		return false, err
 	}
 	if a.MaxAccountFailures > 0 {
-		return s.count(ctx, a.Account, a.Account, accountRule(a.MaxAccountFailures), now)
+		return count(ctx, q, a.Account, a.Account, accountRule(a.MaxAccountFailures), now)
 	}
 	return true, nil
+}
+
+// Outcome is how a guarded check ended.
+type Outcome int
+
+// Outcomes of Guard.
+const (
+	// Refused: a wait or lock runs; the check did not run and nothing
+	// was counted.
+	Refused Outcome = iota
+	// Wrong: the check failed and counts (Begin and Failed).
+	Wrong
+	// Passed: the check passed and the pair's and account's counts are
+	// forgotten (Succeeded).
+	Passed
+)
+
+// Guard runs check as attempt a: Begin, check, then Succeeded or Failed,
+// in one transaction of Relaxed with check's own writes, so that a
+// one-time code costs one commit (a second factor is on every login's
+// path). On PostgreSQL the pair's row stays locked until the commit, so a
+// concurrent attempt of the pair sees the first one's count and step.
+// check reports whether it passed; its error rolls everything back.
+func (s *Store) Guard(ctx context.Context, a Attempt, check func(context.Context, *db.Tx) (bool, error)) (Outcome, error) {
+	now := s.now()
+	out := Refused
+	err := s.DB.Relaxed().InTx(ctx, func(tx *db.Tx) error {
+		out = Refused
+		allowed, err := s.allow(ctx, tx, a, now)
+		if err != nil || !allowed {
+			return err
+		}
+		passed, err := check(ctx, tx)
+		switch {
+		case err != nil:
+			return err
+		case passed:
+			out = Passed
+			return Reset(ctx, tx, a)
+		}
+		out = Wrong
+		if a.Address == "" {
+			return nil
+		}
+		_, err = count(ctx, tx, a.address(), "", addressRule, now)
+		return err
+	})
+	if err != nil {
+		return Refused, err
+	}
+	return out, nil
 }
 
 // Failed counts a failed check of an allowed attempt (a wrong password,
@@ -190,8 +252,10 @@ func (s *Store) Failed(ctx context.Context, a Attempt) error {
 	if a.Address == "" {
 		return nil
 	}
-	_, err := s.count(ctx, a.address(), "", addressRule, s.now())
-	return err
+	return s.DB.Relaxed().InTx(ctx, func(tx *db.Tx) error {
+		_, err := count(ctx, tx, a.address(), "", addressRule, s.now())
+		return err
+	})
 }
 
 // Succeeded forgets the pair's and the account's failures after a correct
@@ -219,16 +283,16 @@ func ForgetAccount(ctx context.Context, q db.Querier, account string) error {
 	return nil
 }
 
-// count records a failure of subject under r unless subject is refused
-// until later; it reports whether it counted (false: refused).
+// count records a failure of subject under r through q unless subject is
+// refused until later; it reports whether it counted (false: refused).
 //
 // One upsert counts and reads the new count: it starts afresh after the
 // window (or, where r.fresh, after a served wait) and updates nothing
 // while the subject is refused. A second statement sets the wait only
-// when the count reaches one. Both run in one transaction: on PostgreSQL
-// the upsert locks the row until commit, so a concurrent attempt on the
-// subject sees the wait (SQLite transactions write one at a time anyway).
-func (s *Store) count(ctx context.Context, subject, account string, r rule, now time.Time) (bool, error) {
+// when the count reaches one. q is a transaction: on PostgreSQL the upsert
+// locks the row until commit, so a concurrent attempt on the subject sees
+// the wait (SQLite transactions write one at a time anyway).
+func count(ctx context.Context, q db.Querier, subject, account string, r rule, now time.Time) (bool, error) {
 	var acc any
 	if account != "" {
 		acc = account
@@ -237,31 +301,25 @@ func (s *Store) count(ctx context.Context, subject, account string, r rule, now 
 	if r.fresh {
 		afresh += ` OR login_failures.locked_until IS NOT NULL`
 	}
-	counted := false
-	err := s.DB.Relaxed().InTx(ctx, func(tx *db.Tx) error {
-		var n int
-		err := tx.Get(ctx, &n, `INSERT INTO login_failures (subject, account, failures, updated_at) VALUES (?, ?, 1, ?)
-			ON CONFLICT (subject) DO UPDATE SET account = excluded.account,
-				failures = CASE WHEN `+afresh+` THEN 1 ELSE login_failures.failures + 1 END,
-				locked_until = NULL, updated_at = excluded.updated_at
-			WHERE login_failures.locked_until IS NULL OR login_failures.locked_until <= ?
-			RETURNING failures`, subject, acc, now, now.Add(-r.window), now)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil // refused until later
-		}
-		if err != nil {
-			return err
-		}
-		counted = true
-		if d := r.wait(n); d > 0 {
-			_, err = tx.Exec(ctx, `UPDATE login_failures SET locked_until = ? WHERE subject = ?`, now.Add(d), subject)
-		}
-		return err
-	})
+	var n int
+	err := q.Get(ctx, &n, `INSERT INTO login_failures (subject, account, failures, updated_at) VALUES (?, ?, 1, ?)
+		ON CONFLICT (subject) DO UPDATE SET account = excluded.account,
+			failures = CASE WHEN `+afresh+` THEN 1 ELSE login_failures.failures + 1 END,
+			locked_until = NULL, updated_at = excluded.updated_at
+		WHERE login_failures.locked_until IS NULL OR login_failures.locked_until <= ?
+		RETURNING failures`, subject, acc, now, now.Add(-r.window), now)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil // refused until later
+	}
 	if err != nil {
 		return false, fmt.Errorf("lockout: count: %w", err)
 	}
-	return counted, nil
+	if d := r.wait(n); d > 0 {
+		if _, err := q.Exec(ctx, `UPDATE login_failures SET locked_until = ? WHERE subject = ?`, now.Add(d), subject); err != nil {
+			return false, fmt.Errorf("lockout: count: %w", err)
+		}
+	}
+	return true, nil
 }
 
 // PruneSteps delete counters untouched for Retention that block nothing.

@@ -2,6 +2,7 @@ package lockout
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -306,4 +307,88 @@ func TestIPv6SubnetCountsAsOneAddress(t *testing.T) {
 			t.Errorf("Subnet(%q) = %q; want %q", in, got, want)
 		}
 	}
+}
+
+// Guard is Begin, the check and Succeeded or Failed in one transaction:
+// a wrong check counts as Begin and Failed do, a passed one forgets the
+// pair's count, a refused attempt runs no check, and a check's error
+// rolls back its count. Concurrent guarded checks share no free slot.
+func TestGuard(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, d db.Dialect) {
+		s, c := newStore(t, d)
+		ctx := context.Background()
+		a := Attempt{Account: FactorAccount("u1"), Address: "192.0.2.1", MaxAccountFailures: 10}
+		failures := func(subject string) int {
+			t.Helper()
+			var n int
+			if err := s.DB.Get(ctx, &n, `SELECT COALESCE(MAX(failures), 0) FROM login_failures WHERE subject = ?`, subject); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		guard := func(passed bool, err error) (Outcome, bool) {
+			t.Helper()
+			ran, before := false, failures(a.pair())
+			out, gerr := s.Guard(ctx, a, func(ctx context.Context, tx *db.Tx) (bool, error) {
+				ran = true
+				var n int
+				if err := tx.Get(ctx, &n, `SELECT failures FROM login_failures WHERE subject = ?`, a.pair()); err != nil || n != before+1 {
+					t.Errorf("the pair's count at the check: %d, %v; want %d (counted before it)", n, err, before+1)
+				}
+				return passed, err
+			})
+			if err == nil && gerr != nil {
+				t.Fatal(gerr)
+			}
+			return out, ran
+		}
+		if out, _ := guard(false, nil); out != Wrong || failures(a.pair()) != 1 || failures(a.address()) != 1 || failures(a.Account) != 1 {
+			t.Fatalf("a wrong code: %v, pair %d, address %d, account %d; want Wrong and 1 each",
+				out, failures(a.pair()), failures(a.address()), failures(a.Account))
+		}
+		if _, err := s.Guard(ctx, a, func(context.Context, *db.Tx) (bool, error) { return false, errors.New("boom") }); err == nil {
+			t.Fatal("the check's error was not returned")
+		}
+		if failures(a.pair()) != 1 {
+			t.Fatalf("after a check's error: pair %d; want the count rolled back to 1", failures(a.pair()))
+		}
+		for range PairFreeFailures - 1 {
+			guard(false, nil)
+		}
+		if out, ran := guard(true, nil); out != Refused || ran {
+			t.Fatalf("during the wait: %v, check ran %v; want Refused unchecked", out, ran)
+		}
+		c.add(time.Second)
+		if out, _ := guard(true, nil); out != Passed || failures(a.pair()) != 0 || failures(a.Account) != 0 || failures(a.address()) != PairFreeFailures {
+			t.Fatalf("a right code: %v, pair %d, account %d, address %d; want Passed, the pair and account forgotten, the address kept",
+				out, failures(a.pair()), failures(a.Account), failures(a.address()))
+		}
+
+		// Concurrent checks after the free failures: one runs.
+		for range PairFreeFailures {
+			guard(false, nil)
+		}
+		c.add(time.Second)
+		const n = 8
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		ran := 0
+		for range n {
+			wg.Go(func() {
+				_, err := s.Guard(ctx, a, func(context.Context, *db.Tx) (bool, error) {
+					mu.Lock()
+					ran++
+					mu.Unlock()
+					return false, nil
+				})
+				if err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if ran != 1 {
+			t.Fatalf("%d of %d concurrent guarded checks ran; want exactly 1", ran, n)
+		}
+	})
 }

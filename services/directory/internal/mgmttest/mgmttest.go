@@ -19,6 +19,8 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -314,6 +316,19 @@ func (e *Env) start() {
 // Restart stops the service and starts it again on the same storage.
 func (e *Env) Restart() {
 	e.stop()
+	e.start()
+}
+
+// RestartUnclean restarts the service as after a crash: its SQLite data
+// without the marker of a clean close (db.DB.CleanStart).
+func (e *Env) RestartUnclean() {
+	e.t.Helper()
+	e.stop()
+	if e.Dialect == db.SQLite {
+		if err := os.Remove(filepath.Join(e.DataDir(), "directory.db.clean")); err != nil {
+			e.t.Fatalf("remove the clean marker: %v", err)
+		}
+	}
 	e.start()
 }
 

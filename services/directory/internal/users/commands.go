@@ -29,6 +29,9 @@ type Commands struct {
 	// Notices, when set, mails change notices: the old address when the
 	// address changes, the address when the password does.
 	Notices NoticeFunc
+	// StepFloor: CheckTOTP refuses codes of this TOTP step and earlier
+	// ones (StepFloorAfter; 0 after a clean start).
+	StepFloor int64
 }
 
 // ValidatePassword checks the seed's 1-72 characters and the organization's

@@ -3,6 +3,7 @@ package users
 import (
 	"context"
 	"crypto/subtle"
+	"database/sql"
 	"encoding/base32"
 	"errors"
 	"fmt"
@@ -335,48 +336,54 @@ func (c *Commands) VerifyTOTP(ctx context.Context, editor string, u *User, fs Fa
 }
 
 // CheckTOTP checks a login's code against u's ready TOTP generator and
-// records its step, so the code is never accepted again. A user without
-// one, a wrong code, a code of a step already used and the loser of two
-// checks racing with one code are ErrBadCode. accepted, if not nil, runs
-// in the transaction that records the step (a login resets its lockout
-// counts there: one commit instead of two on the hot path).
-func (c *Commands) CheckTOTP(ctx context.Context, u *User, fs FactorSecrets, code string, now time.Time, accepted func(context.Context, db.Querier) error) error {
-	f, err := c.Q.otpFactor(ctx, u.ID)
-	if err != nil {
-		return err
-	}
-	if f == nil || !f.Ready() {
+// records its step through q (the transaction of the check's lockout,
+// lockout.Store.Guard), so the code is never accepted again. A user
+// without one, a wrong code, a code of a step already used or at most
+// c.StepFloor, and the loser of two checks racing with one code are
+// ErrBadCode.
+//
+// The step is recorded by one conditional update rather than an event
+// (this is the login's hot path), and the transaction is a relaxed one:
+// a crash of the machine may forget the last steps recorded on SQLite,
+// which the next start fails closed with StepFloor (StepFloorAfter).
+func (c *Commands) CheckTOTP(ctx context.Context, q db.Querier, u *User, fs FactorSecrets, code string, now time.Time) error {
+	var f Factor
+	err := q.Get(ctx, &f, `SELECT id, user_id, state, secret, last_step FROM user_factors WHERE user_id = ? AND type = ?`, u.ID, FactorOTP)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && !f.Ready() {
 		return ErrBadCode
 	}
-	seed, err := fs.open(f)
 	if err != nil {
 		return err
 	}
-	step, err := matchStep(seed, code, f.LastStep, now)
+	seed, err := fs.open(&f)
 	if err != nil {
 		return err
 	}
-	// The step is recorded by one conditional, durable update rather than
-	// an event (this is the login's hot path): of two checks racing with
-	// one code, or with codes of the same or an earlier step, one updates
-	// the row and the other is refused.
-	return c.Q.DB.InTx(ctx, func(tx *db.Tx) error {
-		res, err := tx.Exec(ctx, `UPDATE user_factors SET last_step = ? WHERE id = ? AND state = ? AND last_step < ?`,
-			step, f.ID, FactorReady, step)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n != 1 {
-			return ErrBadCode // the same code (or a later one) won the race
-		}
-		if accepted != nil {
-			return accepted(ctx, tx)
-		}
-		return nil
-	})
+	step, err := matchStep(seed, code, max(f.LastStep, c.StepFloor), now)
+	if err != nil {
+		return err
+	}
+	// Of two checks racing with one code, or with codes of the same or an
+	// earlier step, one updates the row and the other is refused.
+	res, err := q.Exec(ctx, `UPDATE user_factors SET last_step = ? WHERE id = ? AND state = ? AND last_step < ?`,
+		step, f.ID, FactorReady, step)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n != 1 {
+		return ErrBadCode // the same code (or a later one) won the race
+	}
+	return nil
 }
+
+// StepFloorAfter is the StepFloor of a start at now after a process that
+// did not close its SQLite database (db.DB.CleanStart): every step a code
+// accepted before the stop can have matched (the clock's step and the one
+// after it), so that a step whose record the crash lost is never accepted
+// again. Codes work again one to two periods later.
+func StepFloorAfter(now time.Time) int64 { return now.Unix()/TOTPPeriod + TOTPSkew }
 
 // RemoveTOTP removes u's TOTP generator, ready or not, and its recovery
 // codes in the same change: codes printed for a lost or stolen generator

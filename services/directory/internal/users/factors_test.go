@@ -38,6 +38,12 @@ func code(t *testing.T, secret string, at time.Time) string {
 	return c
 }
 
+// checkTOTP runs CheckTOTP in a transaction of its own, as
+// lockout.Store.Guard does.
+func checkTOTP(ctx context.Context, cmds *users.Commands, u *users.User, fs users.FactorSecrets, code string, now time.Time) error {
+	return cmds.Q.DB.Relaxed().InTx(ctx, func(tx *db.Tx) error { return cmds.CheckTOTP(ctx, tx, u, fs, code, now) })
+}
+
 func TestTOTPLifecycle(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, d db.Dialect) {
@@ -47,7 +53,7 @@ func TestTOTPLifecycle(t *testing.T) {
 		u := f.human(t, "alice")
 		now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
 
-		if err := f.cmds.CheckTOTP(ctx, u, fs, "123456", now, nil); !errors.Is(err, users.ErrBadCode) {
+		if err := checkTOTP(ctx, f.cmds, u, fs, "123456", now); !errors.Is(err, users.ErrBadCode) {
 			t.Fatalf("check without a generator: %v, want ErrBadCode", err)
 		}
 		reg, _, err := f.cmds.StartTOTP(ctx, u.ID, u, fs, "Gatehouse")
@@ -80,7 +86,7 @@ func TestTOTPLifecycle(t *testing.T) {
 		}
 		// Not ready: no login with it.
 		u = f.reload(t, u)
-		if err := f.cmds.CheckTOTP(ctx, u, fs, code(t, reg.Secret, now), now, nil); !errors.Is(err, users.ErrBadCode) {
+		if err := checkTOTP(ctx, f.cmds, u, fs, code(t, reg.Secret, now), now); !errors.Is(err, users.ErrBadCode) {
 			t.Fatalf("check before verification: %v", err)
 		}
 		if _, err := f.cmds.VerifyTOTP(ctx, u.ID, u, fs, "000000", now); connect.CodeOf(err) != connect.CodeInvalidArgument {
@@ -95,30 +101,46 @@ func TestTOTPLifecycle(t *testing.T) {
 		}
 		// The code that verified the registration is spent; the next
 		// step's code works once, then neither it nor an older one does.
-		if err := f.cmds.CheckTOTP(ctx, u, fs, code(t, reg.Secret, now), now, nil); !errors.Is(err, users.ErrBadCode) {
+		if err := checkTOTP(ctx, f.cmds, u, fs, code(t, reg.Secret, now), now); !errors.Is(err, users.ErrBadCode) {
 			t.Fatalf("the verification's code again: %v", err)
 		}
 		later := now.Add(users.TOTPPeriod * time.Second)
-		if err := f.cmds.CheckTOTP(ctx, u, fs, code(t, reg.Secret, later), later, nil); err != nil {
+		if err := checkTOTP(ctx, f.cmds, u, fs, code(t, reg.Secret, later), later); err != nil {
 			t.Fatal(err)
 		}
 		u = f.reload(t, u)
-		if err := f.cmds.CheckTOTP(ctx, u, fs, code(t, reg.Secret, later), later, nil); !errors.Is(err, users.ErrBadCode) {
+		if err := checkTOTP(ctx, f.cmds, u, fs, code(t, reg.Secret, later), later); !errors.Is(err, users.ErrBadCode) {
 			t.Fatalf("replay in the same step: %v", err)
 		}
 		// Skew: the next step's code is accepted a step early.
 		next := later.Add(users.TOTPPeriod * time.Second)
-		if err := f.cmds.CheckTOTP(ctx, u, fs, code(t, reg.Secret, next), later, nil); err != nil {
+		if err := checkTOTP(ctx, f.cmds, u, fs, code(t, reg.Secret, next), later); err != nil {
 			t.Fatalf("code of the next step: %v", err)
 		}
 		u = f.reload(t, u)
 		far := next.Add(3 * users.TOTPPeriod * time.Second)
-		if err := f.cmds.CheckTOTP(ctx, u, fs, code(t, reg.Secret, far), next, nil); !errors.Is(err, users.ErrBadCode) {
+		if err := checkTOTP(ctx, f.cmds, u, fs, code(t, reg.Secret, far), next); !errors.Is(err, users.ErrBadCode) {
 			t.Fatalf("code three steps ahead: %v", err)
 		}
 
+		// After a start that found the database not closed (StepFloor):
+		// no code of the steps a lost record can be of, a code of the
+		// step after them again.
+		restart := far // no code of its steps was used
+		floored := *f.cmds
+		floored.StepFloor = users.StepFloorAfter(restart)
+		for _, at := range []time.Time{restart.Add(-users.TOTPPeriod * time.Second), restart, restart.Add(users.TOTPPeriod * time.Second)} {
+			if err := checkTOTP(ctx, &floored, u, fs, code(t, reg.Secret, at), restart); !errors.Is(err, users.ErrBadCode) {
+				t.Fatalf("code of %v after a start at %v that was not clean: %v; want refused", at, restart, err)
+			}
+		}
+		after := restart.Add(2 * users.TOTPPeriod * time.Second)
+		if err := checkTOTP(ctx, &floored, u, fs, code(t, reg.Secret, after), after); err != nil {
+			t.Fatalf("code two periods after a start that was not clean: %v", err)
+		}
+
 		fsOther := users.FactorSecrets{Cipher: mustCipher(t, 8)}
-		if err := f.cmds.CheckTOTP(ctx, u, fsOther, code(t, reg.Secret, far), far, nil); err == nil || errors.Is(err, users.ErrBadCode) {
+		if err := checkTOTP(ctx, f.cmds, u, fsOther, code(t, reg.Secret, far), far); err == nil || errors.Is(err, users.ErrBadCode) {
 			t.Fatalf("another master key opened the seed: %v", err)
 		}
 
@@ -179,7 +201,7 @@ func TestTOTPRaceOneWinner(t *testing.T) {
 		var wg sync.WaitGroup
 		errs := make([]error, 4)
 		for i := range errs {
-			wg.Go(func() { errs[i] = f.cmds.CheckTOTP(ctx, u, fs, c, later, nil) })
+			wg.Go(func() { errs[i] = checkTOTP(ctx, f.cmds, u, fs, c, later) })
 		}
 		wg.Wait()
 		ok := 0

@@ -263,6 +263,20 @@ func (q *Queries) Get(ctx context.Context, id string) (*User, error) {
 	return &u, nil
 }
 
+// GetWithLockout is Get with its organization's opt-in account lock
+// (lockout_max_attempts) in the same read: a second factor's check needs
+// both, on every login's path.
+func (q *Queries) GetWithLockout(ctx context.Context, id string) (*User, int, error) {
+	var row struct {
+		User
+		LockoutAttempts int `db:"org_lockout_attempts"`
+	}
+	if err := q.DB.Get(ctx, &row, `SELECT `+Columns+`, o.lockout_max_attempts AS org_lockout_attempts`+From+` WHERE u.id = ?`, id); err != nil {
+		return nil, 0, db.NotFound(err)
+	}
+	return &row.User, row.LockoutAttempts, nil
+}
+
 // GetInOrg returns a user of org, or db.ErrNotFound (also for a user of
 // another organization: callers must not learn it exists).
 func (q *Queries) GetInOrg(ctx context.Context, orgID, id string) (*User, error) {
