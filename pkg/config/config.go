@@ -94,6 +94,11 @@ type Config struct {
 	// authorization request must be pushed first (RFC 9126): authn refuses
 	// plain ones, discovery says require_pushed_authorization_requests.
 	RequirePAR bool
+	// DPoPRequireNonce (GATEHOUSE_DPOP_REQUIRE_NONCE, default false): a
+	// DPoP proof must carry a server nonce (RFC 9449 §8), which the token
+	// and userinfo endpoints hand out in DPoP-Nonce; it limits a proof
+	// made ahead of time to the nonce's five to ten minutes.
+	DPoPRequireNonce bool
 
 	getenv   Getenv
 	sections sync.Map // reflect.Type → Section, loaded
@@ -147,6 +152,7 @@ func Load(role Role, getenv Getenv, sections ...Section) (*Config, error) {
 	c.PruneInterval = p.Duration("GATEHOUSE_PRUNE_INTERVAL", 10*time.Minute)
 	c.DBMaxConns = p.Int("GATEHOUSE_DB_MAX_CONNS", 20)
 	c.RequirePAR = p.Bool("GATEHOUSE_REQUIRE_PAR")
+	c.DPoPRequireNonce = p.Bool("GATEHOUSE_DPOP_REQUIRE_NONCE")
 	if key := p.Str("GATEHOUSE_MASTER_KEY", ""); key != "" {
 		b, err := base64.StdEncoding.DecodeString(key)
 		switch {

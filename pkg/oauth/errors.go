@@ -38,6 +38,9 @@ const (
 	AuthorizationPending = "authorization_pending"
 	SlowDown             = "slow_down"
 	ExpiredToken         = "expired_token"
+	// DPoP (RFC 9449 §5, §8).
+	InvalidDPoPProof = "invalid_dpop_proof"
+	UseDPoPNonce     = "use_dpop_nonce"
 )
 
 // Error is an OAuth error response.

@@ -23,6 +23,8 @@ const (
 	PurposeFactorSecrets = "gatehouse factor secrets v1"
 	// PurposeMail seals the outbox's messages (their one-time links).
 	PurposeMail = "gatehouse mail v1"
+	// PurposeDPoPNonces keys the DPoP server nonces every replica accepts.
+	PurposeDPoPNonces = "gatehouse dpop nonces v1"
 )
 
 // ErrDecrypt is returned for a ciphertext that is corrupt, truncated or was
@@ -35,6 +37,10 @@ func subkey(master []byte, purpose string) ([]byte, error) {
 	}
 	return hkdf.Key(sha256.New, master, nil, purpose, 32)
 }
+
+// DeriveKey is the 32-byte subkey of master for purpose (HKDF-SHA256),
+// for a MAC every replica computes alike.
+func DeriveKey(master []byte, purpose string) ([]byte, error) { return subkey(master, purpose) }
 
 // Cipher encrypts small values at rest with AES-256-GCM under a subkey of
 // the master key.

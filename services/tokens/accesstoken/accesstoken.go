@@ -57,6 +57,14 @@ type Claims struct {
 	// tokens without a person's login.
 	AMR []string `json:"amr,omitempty"`
 	ACR string   `json:"acr,omitempty"`
+	// Cnf binds a DPoP token to its key (RFC 9449 §6.1).
+	Cnf *Confirmation `json:"cnf,omitempty"`
+}
+
+// Confirmation is the cnf claim of a DPoP-bound token: the SHA-256 JWK
+// thumbprint of its key (RFC 7638), base64url.
+type Confirmation struct {
+	JKT string `json:"jkt"`
 }
 
 // Audience is a JWT audience: written as an array, read from a string or
@@ -92,6 +100,10 @@ type Token struct {
 	// AMR is how the user signed in (RFC 8176), when known: a JWT's amr
 	// claim, an opaque token's stored login. Empty for remote checks.
 	AMR []string
+	// JKT is the thumbprint of the DPoP key the token is bound to; ""
+	// for a bearer token. A bound token is good only with a proof of
+	// that key: a resource that checks no proof must refuse it.
+	JKT string
 }
 
 // Keys verifies a compact JWS against the published key set and returns
@@ -221,8 +233,15 @@ func (v *Verifier) jwt(ctx context.Context, raw string) (*Token, error) {
 	if json.Unmarshal(payload, &c) != nil || c.Issuer != v.Issuer || c.JTI == "" || c.ClientID == "" || c.Subject == "" {
 		return nil, ErrInactive
 	}
-	return &Token{ID: c.JTI, ClientID: c.ClientID, Subject: c.Subject, Scopes: strings.Fields(c.Scope), Audience: c.Audience, AMR: c.AMR,
-		IssuedAt: time.Unix(c.IssuedAt, 0), NotBefore: time.Unix(c.NotBefore, 0), ExpiresAt: time.Unix(c.Expiry, 0)}, nil
+	t := &Token{ID: c.JTI, ClientID: c.ClientID, Subject: c.Subject, Scopes: strings.Fields(c.Scope), Audience: c.Audience, AMR: c.AMR,
+		IssuedAt: time.Unix(c.IssuedAt, 0), NotBefore: time.Unix(c.NotBefore, 0), ExpiresAt: time.Unix(c.Expiry, 0)}
+	if c.Cnf != nil {
+		if c.Cnf.JKT == "" {
+			return nil, ErrInactive // a confirmation this verifier cannot hold to
+		}
+		t.JKT = c.Cnf.JKT
+	}
+	return t, nil
 }
 
 // accessTokenType reports whether the JOSE header's typ names an access

@@ -105,7 +105,7 @@ func (o remoteOpaque) Lookup(ctx context.Context, raw string) (*Token, error) {
 	}
 	return &Token{ID: m.GetTokenId(), Subject: m.GetSubject(), ClientID: m.GetClientId(), OrgID: m.GetOrgId(),
 		Scopes: m.GetScopes(), Audience: m.GetAudience(), IssuedAt: m.GetIssuedAt().AsTime(),
-		NotBefore: m.GetIssuedAt().AsTime(), ExpiresAt: m.GetExpiresAt().AsTime()}, nil
+		NotBefore: m.GetIssuedAt().AsTime(), ExpiresAt: m.GetExpiresAt().AsTime(), JKT: m.GetJkt()}, nil
 }
 
 // Key set reads.

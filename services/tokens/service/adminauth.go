@@ -28,8 +28,9 @@ type adminAuthorizer struct {
 
 func (a *adminAuthorizer) IAMOwner(ctx context.Context, bearer string) error {
 	t, err := a.tokens.Verify(ctx, bearer)
-	if errors.Is(err, accesstoken.ErrInactive) || (err == nil && !slices.Contains(t.Audience, adminAudience)) {
-		return connect.NewError(connect.CodeUnauthenticated, errors.New("the access token is invalid or not for the admin API"))
+	if errors.Is(err, accesstoken.ErrInactive) || (err == nil && (!slices.Contains(t.Audience, adminAudience) || t.JKT != "")) {
+		// A DPoP-bound token is refused: the admin API checks no proof.
+		return connect.NewError(connect.CodeUnauthenticated, errors.New("the access token is invalid, DPoP-bound or not for the admin API"))
 	}
 	if err != nil {
 		return connect.NewError(connect.CodeUnavailable, err)

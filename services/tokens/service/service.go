@@ -86,6 +86,7 @@ type Service struct {
 	internal *internalAPI
 	stop     context.CancelFunc
 	done     chan struct{}
+	closers  []func() error
 }
 
 // New opens the service's storage (migrating it), loads or creates the
@@ -172,6 +173,10 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 		RequestObjects: &assertion.Verifier{Audiences: []string{issuer}, Replay: records, Now: time.Now, NoSubject: true},
 		Machines:       dir,
 	}
+	proofs, err := s.dpopVerifier(cfg, st, records)
+	if err != nil {
+		return nil, err
+	}
 	life := &lifecycle.Lifecycle{Issuer: issuer, Store: records, Minter: minter, Hasher: hasher, Revoked: s.revoked,
 		Keys: s.keys, Dir: deps.Directory, Clients: auth.Cache, CodeTTL: t.AuthCodeLifetime, RefreshIdle: t.RefreshIdleLifetime,
 		RefreshAbs: t.RefreshAbsLifetime, ReuseGrace: t.RefreshReuseGrace, DeviceTTL: t.DeviceCodeLifetime, Now: time.Now, Logger: env.Logger}
@@ -179,10 +184,13 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 	keySet := jwks.NewHandler(s.keys, s.keys.KeySetMaxAge(), env.Logger)
 	s.public.Handle(jwks.Path, keySet)
 	s.public.Handle(discovery.Path, discovery.NewHandlerFor(issuer, s.keys.DefaultAlgorithm(), cfg.RequirePAR, s.keys, env.Logger))
-	s.public.Handle("/oauth/v2/token", grants.New(grants.Deps{Auth: auth, Minter: minter, Dir: dir, Assertions: verifier, Lifecycle: life, Cuts: s.revoked}, env.Logger))
+	s.public.Handle("/oauth/v2/token", grants.New(grants.Deps{Auth: auth, Minter: minter, Dir: dir, Assertions: verifier, Lifecycle: life,
+		Cuts: s.revoked, DPoP: proofs, URL: issuer + "/oauth/v2/token"}, env.Logger))
 	s.public.Handle(device.Path, &device.Endpoint{Issuer: issuer, Auth: auth, Start: life, Logger: env.Logger})
 	s.public.Handle(introspection.Path, introspection.NewEndpoint(validator, auth, dir, env.Logger))
-	s.public.Handle(userinfo.Path, userinfo.New(validator, dir, env.Logger))
+	ui := userinfo.New(validator, dir, env.Logger)
+	ui.DPoP, ui.URL = proofs, issuer+userinfo.Path
+	s.public.Handle(userinfo.Path, ui)
 	rv, err := revoke.New(auth, validator, s.revoked, life, env.Logger)
 	if err != nil {
 		return nil, err
@@ -252,6 +260,9 @@ func (s *Service) Close() error {
 	}
 	if s.revoked != nil {
 		errs = append(errs, s.revoked.Close())
+	}
+	for _, c := range s.closers {
+		errs = append(errs, c())
 	}
 	errs = append(errs, s.db.Close())
 	return errors.Join(errs...)

@@ -468,6 +468,11 @@ func (i *Interceptor) subject(ctx context.Context, token string) (*accesstoken.T
 		// so clients retry, never a verdict on the token.
 		i.logger.WarnContext(ctx, "token check failed", "err", err)
 		return nil, connect.NewError(connect.CodeUnavailable, errors.New("token check unavailable; retry"))
+	case t.JKT != "":
+		// The management API checks no DPoP proof, so a DPoP-bound token
+		// (RFC 9449) is refused: as a bearer token it would be worth as
+		// much to whoever stole it.
+		return nil, apierr.Unauthenticated("AUTHZ-dpop-bound", "the access token is DPoP-bound; the management API takes bearer tokens only")
 	}
 	return t, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/cachedjson"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/dpop"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/keys"
 )
 
@@ -51,6 +52,7 @@ type Metadata struct {
 	DeviceAuthorizationEndpoint               string   `json:"device_authorization_endpoint"`
 	PushedAuthorizationRequestEndpoint        string   `json:"pushed_authorization_request_endpoint"`
 	RequirePushedAuthorizationRequests        bool     `json:"require_pushed_authorization_requests"`
+	DPoPSigningAlgValuesSupported             []string `json:"dpop_signing_alg_values_supported"`
 	JWKSURI                                   string   `json:"jwks_uri"`
 	ScopesSupported                           []string `json:"scopes_supported"`
 	ResponseTypesSupported                    []string `json:"response_types_supported"`
@@ -140,6 +142,9 @@ func DocumentFor(issuer string, signingAlgs []string, requirePAR bool) *Metadata
 		RequestURIParameterSupported:               false,
 		AuthorizationResponseIssParameterSupported: true,
 		RequirePushedAuthorizationRequests:         requirePAR,
+		// RFC 9449 §5.1: the token endpoint binds tokens to a DPoP
+		// proof's key; userinfo takes them with a proof.
+		DPoPSigningAlgValuesSupported: dpop.Algorithms,
 	}
 }
 

@@ -9,8 +9,8 @@
 // seen with the same key within the window (a ReplayStore shared by every
 // replica). The proof's key is named by its RFC 7638 thumbprint (jkt).
 //
-// Nothing here is wired to an endpoint yet: issue 29's token binding,
-// userinfo and introspection use it.
+// The token endpoint binds the tokens it issues to a proof's key (WithKey,
+// Key); userinfo checks the proof a bound token comes with.
 package dpop
 
 import (
@@ -60,10 +60,17 @@ type ReplayStore interface {
 // Verifier checks proofs.
 type Verifier struct {
 	Replay ReplayStore
+	// Nonces, when set, makes a server nonce required (use_dpop_nonce
+	// until the proof carries a valid one).
+	Nonces *Nonces
 	// Window is how old a proof's iat may be (default 60 s); Skew how far
 	// in the future (default 5 s, clocks differ).
 	Window, Skew time.Duration
-	Now          func() time.Time
+	// NotAfter refuses proofs issued up to it: a replay store that may
+	// have lost its last entries (a start after a crash) cannot tell
+	// their replays.
+	NotAfter time.Time
+	Now      func() time.Time
 }
 
 // Request is what a proof must name.
@@ -73,8 +80,6 @@ type Request struct {
 	// AccessToken is the token presented with the proof at a resource
 	// (ath); empty at the token endpoint, where a proof carries no ath.
 	AccessToken string
-	// Nonce is the server's current nonce when it requires one ("" for none).
-	Nonce string
 }
 
 // Proof is a verified proof.
@@ -187,6 +192,8 @@ func (v *Verifier) Verify(ctx context.Context, raw string, r Request) (*Proof, e
 		return nil, invalid("iat is older than %v", window)
 	case iat.After(t.Add(skew)):
 		return nil, invalid("iat is in the future")
+	case !v.NotAfter.IsZero() && !iat.After(v.NotAfter):
+		return nil, invalid("iat is before the server's start; make a new proof")
 	}
 	switch {
 	case r.AccessToken != "" && (claims.ATH == nil || *claims.ATH != AccessTokenHash(r.AccessToken)):
@@ -194,7 +201,7 @@ func (v *Verifier) Verify(ctx context.Context, raw string, r Request) (*Proof, e
 	case r.AccessToken == "" && claims.ATH != nil:
 		return nil, invalid("ath without an access token")
 	}
-	if r.Nonce != "" && (claims.Nonce == nil || *claims.Nonce != r.Nonce) {
+	if v.Nonces != nil && (claims.Nonce == nil || !v.Nonces.Valid(*claims.Nonce)) {
 		return nil, ErrUseNonce
 	}
 	tp, err := key.Thumbprint(crypto.SHA256)

@@ -147,17 +147,34 @@ func TestVerifyRules(t *testing.T) {
 		"ath": dpop.AccessTokenHash("at-1")}), nil), resource); err != nil {
 		t.Fatalf("resource proof: %v", err)
 	}
-	// Nonces: none, or another, is use_dpop_nonce.
-	withNonce := tokenRequest
-	withNonce.Nonce = "n-1"
-	if _, err := verifier().Verify(ctx, good, withNonce); !errors.Is(err, dpop.ErrUseNonce) {
+	// Nonces: none, a forged one or one two periods old is
+	// use_dpop_nonce; the current and the previous period's are good.
+	clock := now
+	nonces := &dpop.Nonces{Key: []byte("nonce key"), Now: func() time.Time { return clock }}
+	withNonces := func() *dpop.Verifier { v := verifier(); v.Nonces = nonces; return v }
+	if _, err := withNonces().Verify(ctx, good, tokenRequest); !errors.Is(err, dpop.ErrUseNonce) {
 		t.Errorf("no nonce: %v", err)
 	}
-	if _, err := verifier().Verify(ctx, proof(t, ec, jose.ES256, claims(map[string]any{"nonce": "n-0"}), nil), withNonce); !errors.Is(err, dpop.ErrUseNonce) {
-		t.Errorf("old nonce: %v", err)
+	forged := (&dpop.Nonces{Key: []byte("another key"), Now: nonces.Now}).Current()
+	old := nonces.Current()
+	clock = clock.Add(dpop.DefaultNoncePeriod)
+	prev := nonces.Current()
+	clock = clock.Add(dpop.DefaultNoncePeriod)
+	for name, n := range map[string]string{"forged": forged, "two periods old": old, "not base64": "n-1!"} {
+		if _, err := withNonces().Verify(ctx, proof(t, ec, jose.ES256, claims(map[string]any{"nonce": n}), nil), tokenRequest); !errors.Is(err, dpop.ErrUseNonce) {
+			t.Errorf("%s nonce: %v", name, err)
+		}
 	}
-	if _, err := verifier().Verify(ctx, proof(t, ec, jose.ES256, claims(map[string]any{"nonce": "n-1"}), nil), withNonce); err != nil {
-		t.Errorf("right nonce: %v", err)
+	for name, n := range map[string]string{"current": nonces.Current(), "previous": prev} {
+		if _, err := withNonces().Verify(ctx, proof(t, ec, jose.ES256, claims(map[string]any{"nonce": n}), nil), tokenRequest); err != nil {
+			t.Errorf("%s nonce: %v", name, err)
+		}
+	}
+	// A proof issued before NotAfter (a start after a crash) is refused.
+	notAfter := verifier()
+	notAfter.NotAfter = now
+	if _, err := notAfter.Verify(ctx, good, tokenRequest); !errors.Is(err, dpop.ErrInvalid) {
+		t.Errorf("proof issued at NotAfter: %v", err)
 	}
 	// Replay: the same proof twice.
 	v := verifier()

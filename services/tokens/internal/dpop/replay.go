@@ -8,6 +8,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// ReplayFunc adapts a function to ReplayStore.
+type ReplayFunc func(ctx context.Context, jkt, jti string, until time.Time) error
+
+// Use calls f.
+func (f ReplayFunc) Use(ctx context.Context, jkt, jti string, until time.Time) error {
+	return f(ctx, jkt, jti, until)
+}
+
 // RedisReplay remembers proofs in Redis, which every replica shares (the
 // distributed mode): one SET NX per proof, expiring when the proof could no
 // longer be accepted anyway.

@@ -3,6 +3,7 @@ package grants
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/telemetry"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/assertion"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/clients"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/dpop"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/form"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/lifecycle"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
@@ -72,6 +74,10 @@ type grant struct {
 type Endpoint struct {
 	Logger *slog.Logger
 	Auth   *clients.Authenticator
+	// DPoP, when set, binds the tokens of a request with a DPoP proof for
+	// URL (the endpoint's public address) to the proof's key (RFC 9449 §5).
+	DPoP   *dpop.Verifier
+	URL    string
 	grants map[string]grant
 }
 
@@ -85,6 +91,9 @@ type Deps struct {
 	Lifecycle *lifecycle.Lifecycle
 	// Cuts finds users' cut-offs on the revocation list.
 	Cuts Cuts
+	// DPoP and URL: see Endpoint.
+	DPoP *dpop.Verifier
+	URL  string
 }
 
 // Cuts is the revocation list's view of users' cut-offs.
@@ -99,7 +108,7 @@ var oidcApp = []directoryv1.ClientKind{directoryv1.ClientKind_CLIENT_KIND_OIDC_A
 
 // New returns the endpoint with every implemented grant.
 func New(d Deps, logger *slog.Logger) *Endpoint {
-	e := &Endpoint{Logger: logger, Auth: d.Auth, grants: map[string]grant{}}
+	e := &Endpoint{Logger: logger, Auth: d.Auth, DPoP: d.DPoP, URL: d.URL, grants: map[string]grant{}}
 	register(e, TypeAuthorizationCode, Spec{Methods: allMethods, Kinds: oidcApp, Registered: lifecycle.GrantAuthorizationCode},
 		(&authorizationCode{d}).handle)
 	register(e, TypeRefreshToken, Spec{Methods: allMethods, Kinds: oidcApp, Registered: lifecycle.GrantRefreshToken},
@@ -133,6 +142,9 @@ func register[P any](e *Endpoint, grantType string, spec Spec, handle func(conte
 
 // ServeHTTP implements the endpoint.
 func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if e.DPoP != nil && e.DPoP.Nonces != nil {
+		w.Header().Set("DPoP-Nonce", e.DPoP.Nonces.Current())
+	}
 	grantType, res, err := e.dispatch(r)
 	if err == nil {
 		issued.Inc(r.Context(), grantType)
@@ -164,7 +176,10 @@ func (e *Endpoint) dispatch(r *http.Request) (string, *mint.Response, error) {
 		return grantType, nil, oauth.New(oauth.UnsupportedGrantType, "grant_type %q is not supported", grantType).
 			WithHint("send grant_type: one of %s", e.types())
 	}
-	ctx := r.Context()
+	ctx, err := e.proof(r)
+	if err != nil {
+		return grantType, nil, err
+	}
 	var auth *clients.Authenticated
 	if !g.spec.SelfAuthenticated {
 		if auth, err = e.Auth.Authenticate(ctx, f.Creds, g.spec.Methods...); err != nil {
@@ -176,6 +191,32 @@ func (e *Endpoint) dispatch(r *http.Request) (string, *mint.Response, error) {
 	}
 	res, err := g.serve(ctx, auth, f)
 	return grantType, res, err
+}
+
+// proof checks the request's DPoP proof, if any, and returns the
+// request's context carrying its key (dpop.WithKey): every token the
+// grant mints is bound to it.
+func (e *Endpoint) proof(r *http.Request) (context.Context, error) {
+	ctx := r.Context()
+	hs := r.Header.Values("DPoP")
+	switch {
+	case len(hs) == 0:
+		return ctx, nil
+	case e.DPoP == nil:
+		return nil, oauth.New(oauth.InvalidDPoPProof, "DPoP is not enabled on this server")
+	case len(hs) > 1:
+		return nil, oauth.New(oauth.InvalidDPoPProof, "more than one DPoP header")
+	}
+	p, err := e.DPoP.Verify(ctx, hs[0], dpop.Request{Method: r.Method, URL: e.URL})
+	switch {
+	case errors.Is(err, dpop.ErrUseNonce):
+		return nil, oauth.New(oauth.UseDPoPNonce, "Authorization server requires nonce in DPoP proof")
+	case errors.Is(err, dpop.ErrInvalid):
+		return nil, oauth.New(oauth.InvalidDPoPProof, "the DPoP proof is invalid").WithCause(err)
+	case err != nil:
+		return nil, oauth.New(oauth.TemporarilyUnavailable, "the DPoP proof could not be checked; retry").WithCause(err)
+	}
+	return dpop.WithKey(ctx, p.JKT), nil
 }
 
 // types lists the grant types the endpoint serves.

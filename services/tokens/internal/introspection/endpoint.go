@@ -146,6 +146,12 @@ func (e *Endpoint) introspect(r *http.Request) ([]byte, error) {
 	claims["jti"] = t.ID
 	claims["scope"] = strings.Join(t.Scopes, " ")
 	claims["token_type"] = "Bearer"
+	if t.JKT != "" {
+		// RFC 9449 §6.2: the binding, which the resource checks against
+		// the proof that came with the token.
+		claims["token_type"] = "DPoP"
+		claims["cnf"] = map[string]string{"jkt": t.JKT}
+	}
 	if len(t.AMR) > 0 {
 		claims["amr"] = t.AMR
 	}

@@ -34,5 +34,6 @@ func Internal(ctx context.Context, v *accesstoken.Verifier, req *tokensv1.Intros
 		IssuedAt:  timestamppb.New(t.IssuedAt),
 		OrgId:     t.OrgID,
 		TokenId:   t.ID,
+		Jkt:       t.JKT,
 	}, nil
 }

@@ -46,6 +46,10 @@ func (l storeLookup) Lookup(ctx context.Context, raw string) (*accesstoken.Token
 	if err != nil {
 		return nil, errors.Join(accesstoken.ErrUnavailable, err)
 	}
-	return &accesstoken.Token{ID: a.ID, ClientID: a.ClientID, Subject: a.Subject, OrgID: a.OrgID, Scopes: a.Scopes(),
-		Audience: a.Audience(), IssuedAt: a.CreatedAt, NotBefore: a.CreatedAt, ExpiresAt: a.ExpiresAt, AMR: a.AMR()}, nil
+	t := &accesstoken.Token{ID: a.ID, ClientID: a.ClientID, Subject: a.Subject, OrgID: a.OrgID, Scopes: a.Scopes(),
+		Audience: a.Audience(), IssuedAt: a.CreatedAt, NotBefore: a.CreatedAt, ExpiresAt: a.ExpiresAt, AMR: a.AMR()}
+	if a.JKT != nil {
+		t.JKT = *a.JKT
+	}
+	return t, nil
 }

@@ -152,7 +152,7 @@ func (l *Lifecycle) redeem(ctx context.Context, c *directoryv1.Client, lg login,
 	if !withRefresh {
 		scopes = scope.Without(scopes, scope.OfflineAccess)
 	}
-	lg.client, lg.scopes = c, scopes
+	lg.client, lg.scopes, lg.jkt = c, scopes, refreshBinding(ctx, c)
 	claims, err := l.tokenClaims(ctx, c, lg.subject, scopes)
 	if err != nil {
 		return nil, err
@@ -219,6 +219,10 @@ func (l *Lifecycle) newRefresh(lg login, idAudience []string, now, familyExpires
 	if lg.sessionID != "" {
 		sid := lg.sessionID
 		rt.SessionID = &sid
+	}
+	if lg.jkt != "" {
+		jkt := lg.jkt
+		rt.JKT = &jkt
 	}
 	return rt, raw
 }

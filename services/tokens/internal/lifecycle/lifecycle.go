@@ -14,6 +14,7 @@ import (
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/dpop"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/store"
 	"github.com/gatehouse-id/gatehouse/services/tokens/scope"
@@ -97,6 +98,19 @@ type login struct {
 	sessionID string
 	authTime  time.Time
 	amr       []string
+	// jkt binds a public client's refresh tokens to its DPoP key (RFC
+	// 9449 §5); "" for unbound ones.
+	jkt string
+}
+
+// refreshBinding is the key a refresh token issued to c in this request
+// is bound to: the proven DPoP key for a public client (a confidential
+// client's refresh tokens are bound by its authentication instead).
+func refreshBinding(ctx context.Context, c *directoryv1.Client) string {
+	if c.GetAuthMethod() != directoryv1.AuthMethod_AUTH_METHOD_NONE {
+		return ""
+	}
+	return dpop.Key(ctx)
 }
 
 // audience is aud of the tokens issued to c for scopes: the client_id, the

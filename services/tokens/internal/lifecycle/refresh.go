@@ -11,6 +11,7 @@ import (
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/clients"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/dpop"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/kind"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/store"
@@ -49,6 +50,12 @@ func (l *Lifecycle) Refresh(ctx context.Context, c *directoryv1.Client, raw stri
 	}
 	if rt.ClientID != c.GetClientId() {
 		return nil, oauth.New(oauth.InvalidGrant, "the refresh token was issued to another client")
+	}
+	if rt.JKT != nil && *rt.JKT != dpop.Key(ctx) {
+		// RFC 9449 §5: a public client's bound refresh token is good only
+		// with a proof of its key. Checked before reuse detection: a
+		// request without the key is not the client's and changes nothing.
+		return nil, oauth.New(oauth.InvalidGrant, "the refresh token is bound to another DPoP key")
 	}
 	if err := l.refusal(ctx, rt, c); err != nil {
 		return nil, err
@@ -93,9 +100,10 @@ func (l *Lifecycle) Refresh(ctx context.Context, c *directoryv1.Client, raw stri
 	)
 	grace := rt.UsedAt != nil // refusal let a used token through: within the grace
 	err = l.Store.DB.InTx(ctx, func(tx *db.Tx) error {
-		// The replacement keeps the original grant, audience and expiry.
+		// The replacement keeps the original grant, audience, expiry and
+		// DPoP binding.
 		next, raw := l.newRefresh(login{client: c, subject: rt.Subject, orgID: rt.OrgID, scopes: granted,
-			sessionID: lg.sessionID, authTime: rt.AuthTime, amr: lg.amr}, rt.Audience(), now, rt.FamilyExpiresAt, rt.FamilyID)
+			sessionID: lg.sessionID, authTime: rt.AuthTime, amr: lg.amr, jkt: deref(rt.JKT)}, rt.Audience(), now, rt.FamilyExpiresAt, rt.FamilyID)
 		if grace {
 			// A parallel refresh with the token another request has just
 			// rotated: a sibling replacement of the same family, so the
@@ -155,6 +163,13 @@ func (l *Lifecycle) Refresh(ctx context.Context, c *directoryv1.Client, raw stri
 	res := l.Minter.NewResponse(at, scopes)
 	res.IDToken, res.RefreshToken = idt, rraw
 	return res, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // MaxRedemptions bounds the successful redemptions of one refresh token:

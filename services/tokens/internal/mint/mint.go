@@ -18,6 +18,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/services/tokens/accesstoken"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/dpop"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/kind"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/store"
 )
@@ -56,6 +57,9 @@ type Access struct {
 	RefreshID string
 	AuthTime  time.Time
 	AMR       []string
+	// JKT binds the token to a DPoP key; "" takes the key the request
+	// proved (dpop.Key), if any.
+	JKT string
 }
 
 // Issued is a minted access token.
@@ -63,6 +67,7 @@ type Issued struct {
 	Token     string
 	ID        string
 	ExpiresAt time.Time
+	JKT       string // the DPoP key it is bound to; "" for a bearer token
 }
 
 // AccessToken issues an access token; q, if not nil, is the transaction
@@ -71,14 +76,21 @@ func (m *Minter) AccessToken(ctx context.Context, q db.Querier, a Access) (*Issu
 	now := m.Now().UTC().Truncate(time.Second)
 	id := secrets.NewTokenID()
 	exp := now.Add(m.AccessTTL)
-	out := &Issued{ID: id, ExpiresAt: exp}
+	if a.JKT == "" {
+		a.JKT = dpop.Key(ctx)
+	}
+	out := &Issued{ID: id, ExpiresAt: exp, JKT: a.JKT}
 	var hash []byte
 	if a.JWT {
-		claims, err := json.Marshal(accesstoken.Claims{
+		c := accesstoken.Claims{
 			Issuer: m.Issuer, Subject: a.Subject, Audience: a.Audience, Expiry: exp.Unix(), IssuedAt: now.Unix(),
 			NotBefore: now.Unix(), JTI: id, ClientID: a.ClientID, Scope: strings.Join(a.Scopes, " "),
 			AMR: a.AMR, ACR: oauth.ACR(a.AMR),
-		})
+		}
+		if a.JKT != "" {
+			c.Cnf = &accesstoken.Confirmation{JKT: a.JKT}
+		}
+		claims, err := json.Marshal(c)
 		if err != nil {
 			return nil, fmt.Errorf("encode access token: %w", err)
 		}
@@ -102,6 +114,9 @@ func (m *Minter) AccessToken(ctx context.Context, q db.Querier, a Access) (*Issu
 	if !a.AuthTime.IsZero() {
 		at := a.AuthTime.UTC()
 		rec.AuthTime = &at
+	}
+	if a.JKT != "" {
+		rec.JKT = &a.JKT
 	}
 	if err := m.Store.InsertAccessToken(ctx, q, rec); err != nil {
 		return nil, err
@@ -190,11 +205,16 @@ type Response struct {
 	RefreshToken string `json:"refresh_token,omitempty"`
 }
 
-// NewResponse builds the response for an access token.
+// NewResponse builds the response for an access token: token_type DPoP
+// for a bound one (RFC 9449 §5).
 func (m *Minter) NewResponse(at *Issued, scopes []string) *Response {
+	typ := "Bearer"
+	if at.JKT != "" {
+		typ = "DPoP"
+	}
 	return &Response{
 		AccessToken: at.Token,
-		TokenType:   "Bearer",
+		TokenType:   typ,
 		ExpiresIn:   int64(at.ExpiresAt.Sub(m.Now()).Round(time.Second).Seconds()),
 		Scope:       strings.Join(scopes, " "),
 	}

@@ -37,6 +37,9 @@ type RefreshToken struct {
 	// GraceUses counts the siblings this token was redeemed for after its
 	// rotation, within the reuse grace (ClaimRefreshSibling).
 	GraceUses int `db:"grace_uses"`
+	// JKT is the thumbprint of the DPoP key a public client's refresh
+	// token is bound to (RFC 9449 §5); nil when unbound.
+	JKT *string `db:"jkt"`
 }
 
 // Scopes returns the scopes originally granted (a refresh may narrow the
@@ -58,15 +61,15 @@ func (r *RefreshToken) Session() string {
 }
 
 const refreshColumns = `id, token_hash, family_id, client_id, subject, org_id, scopes, audience, session_id,
-	auth_time, amr, created_at, expires_at, family_expires_at, used_at, replaced_by, revoked_at, grace_uses`
+	auth_time, amr, created_at, expires_at, family_expires_at, used_at, replaced_by, revoked_at, grace_uses, jkt`
 
 // InsertRefreshToken records a refresh token.
 func (s *Store) InsertRefreshToken(ctx context.Context, q db.Querier, r *RefreshToken) error {
 	_, err := s.q(q).Exec(ctx, `INSERT INTO refresh_tokens (id, token_hash, family_id, client_id, subject, org_id,
-		scopes, audience, session_id, auth_time, amr, created_at, expires_at, family_expires_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		scopes, audience, session_id, auth_time, amr, created_at, expires_at, family_expires_at, jkt)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.TokenHash, r.FamilyID, r.ClientID, r.Subject, r.OrgID, r.ScopesRaw, r.AudRaw, r.SessionID,
-		r.AuthTime, r.AMRRaw, r.CreatedAt, r.ExpiresAt, r.FamilyExpiresAt)
+		r.AuthTime, r.AMRRaw, r.CreatedAt, r.ExpiresAt, r.FamilyExpiresAt, r.JKT)
 	if err != nil {
 		return fmt.Errorf("record refresh token: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/assertion"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/dpop"
 )
 
 // Store is the tokens service's record store.
@@ -28,14 +29,35 @@ var _ assertion.ReplayStore = (*Store)(nil)
 // Use records an assertion's jti until exp; a second use is
 // assertion.ErrReplayed.
 func (s *Store) Use(ctx context.Context, issuer, jti string, exp time.Time) error {
-	_, err := s.DB.Exec(ctx, `INSERT INTO assertion_jtis (issuer, jti, expires_at) VALUES (?, ?, ?)`, issuer, jti, exp)
+	return use(ctx, s.DB, issuer, jti, exp)
+}
+
+// dpopIssuer prefixes a DPoP key's proofs in assertion_jtis: a jkt never
+// collides with a client id.
+const dpopIssuer = "dpop:"
+
+// UseProof records a DPoP proof's jti under its key until it can no
+// longer be accepted (dpop.ReplayStore). The embedded server's store: the
+// write is relaxed (one per proof, on the token and resource hot paths);
+// a start after a crash refuses proofs issued before it instead
+// (dpop.Verifier.NotAfter).
+func (s *Store) UseProof(ctx context.Context, jkt, jti string, until time.Time) error {
+	err := use(ctx, s.DB.Relaxed(), dpopIssuer+jkt, jti, until)
+	if errors.Is(err, assertion.ErrReplayed) {
+		return dpop.ErrReplayed
+	}
+	return err
+}
+
+func use(ctx context.Context, d *db.DB, issuer, jti string, exp time.Time) error {
+	_, err := d.Exec(ctx, `INSERT INTO assertion_jtis (issuer, jti, expires_at) VALUES (?, ?, ?)`, issuer, jti, exp)
 	if db.IsUniqueViolation(err) {
 		// An expired entry may linger until pruned; it no longer blocks.
 		var expires time.Time
-		if gerr := s.DB.Get(ctx, &expires, `SELECT expires_at FROM assertion_jtis WHERE issuer = ? AND jti = ?`, issuer, jti); gerr == nil && time.Now().After(expires) {
-			res, uerr := s.DB.Exec(ctx, `UPDATE assertion_jtis SET expires_at = ? WHERE issuer = ? AND jti = ? AND expires_at = ?`, exp, issuer, jti, expires)
+		if gerr := d.Get(ctx, &expires, `SELECT expires_at FROM assertion_jtis WHERE issuer = ? AND jti = ?`, issuer, jti); gerr == nil && time.Now().After(expires) {
+			res, uerr := d.Exec(ctx, `UPDATE assertion_jtis SET expires_at = ? WHERE issuer = ? AND jti = ? AND expires_at = ?`, exp, issuer, jti, expires)
 			if uerr != nil {
-				return fmt.Errorf("record assertion jti: %w", uerr)
+				return fmt.Errorf("record jti: %w", uerr)
 			}
 			// Of parallel uses taking over the expired entry, the one
 			// whose update matched wins; the others are replays.
@@ -47,7 +69,7 @@ func (s *Store) Use(ctx context.Context, issuer, jti string, exp time.Time) erro
 		return assertion.ErrReplayed
 	}
 	if err != nil {
-		return fmt.Errorf("record assertion jti: %w", err)
+		return fmt.Errorf("record jti: %w", err)
 	}
 	return nil
 }
@@ -67,6 +89,9 @@ type AccessToken struct {
 	AMRRaw    string     `db:"amr"`
 	CreatedAt time.Time  `db:"created_at"`
 	ExpiresAt time.Time  `db:"expires_at"`
+	// JKT is the thumbprint of the DPoP key the token is bound to (RFC
+	// 9449); nil for a bearer token.
+	JKT *string `db:"jkt"`
 }
 
 // Scopes returns the granted scopes.
@@ -107,7 +132,7 @@ func (s *Store) InsertAccessToken(ctx context.Context, q db.Querier, a *AccessTo
 }
 
 const insertAccessTokenSQL = `INSERT INTO access_tokens (id, token_hash, client_id, subject, org_id, scopes, audience,
-		session_id, refresh_id, auth_time, amr, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		session_id, refresh_id, auth_time, amr, created_at, expires_at, jkt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 func insertAccessToken(ctx context.Context, q db.Querier, a *AccessToken) error {
 	var hash any
@@ -116,7 +141,7 @@ func insertAccessToken(ctx context.Context, q db.Querier, a *AccessToken) error 
 	}
 	_, err := q.Exec(ctx, insertAccessTokenSQL,
 		a.ID, hash, a.ClientID, a.Subject, a.OrgID, a.ScopesRaw, a.AudRaw, a.SessionID, a.RefreshID, a.AuthTime, a.AMRRaw,
-		a.CreatedAt, a.ExpiresAt)
+		a.CreatedAt, a.ExpiresAt, a.JKT)
 	if err != nil {
 		return fmt.Errorf("record access token: %w", err)
 	}
@@ -126,7 +151,7 @@ func insertAccessToken(ctx context.Context, q db.Querier, a *AccessToken) error 
 // ErrNotFound is returned for an unknown token.
 var ErrNotFound = errors.New("token not found")
 
-const accessColumns = `id, token_hash, client_id, subject, org_id, scopes, audience, session_id, refresh_id, auth_time, amr, created_at, expires_at`
+const accessColumns = `id, token_hash, client_id, subject, org_id, scopes, audience, session_id, refresh_id, auth_time, amr, created_at, expires_at, jkt`
 
 // AccessTokenByHash finds an opaque access token.
 func (s *Store) AccessTokenByHash(ctx context.Context, hash []byte) (*AccessToken, error) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
 	"github.com/gatehouse-id/gatehouse/services/tokens/accesstoken"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/dpop"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/form"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/introspection"
 )
@@ -31,6 +32,11 @@ type Endpoint struct {
 	Tokens    AccessTokens
 	Directory introspection.Claims
 	Logger    *slog.Logger
+	// DPoP, when set, accepts DPoP-bound tokens with a proof for URL, the
+	// endpoint's public address (RFC 9449 §7); without it a bound token
+	// is refused like any token whose binding cannot be checked.
+	DPoP *dpop.Verifier
+	URL  string
 }
 
 // New returns the userinfo endpoint.
@@ -83,17 +89,30 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (e *Endpoint) userinfo(r *http.Request) (map[string]any, error) {
-	raw, err := bearer(r)
+	raw, scheme, err := credential(r)
 	if err != nil {
 		return nil, err
 	}
 	ctx := r.Context()
+	var proof *dpop.Proof
+	if scheme == schemeDPoP {
+		if proof, err = e.proof(r, raw); err != nil {
+			return nil, err
+		}
+	}
 	t, err := e.Tokens.Verify(ctx, raw)
 	if errors.Is(err, accesstoken.ErrInactive) {
 		return nil, invalidToken()
 	}
 	if err != nil {
 		return nil, oauth.New(oauth.TemporarilyUnavailable, "token validation failed").WithCause(err)
+	}
+	switch {
+	case t.JKT != "" && proof == nil:
+		// A stolen bound token is worth nothing as a bearer token.
+		return nil, invalidToken().WithCause(errors.New("a DPoP-bound token presented as a bearer token"))
+	case proof != nil && t.JKT != proof.JKT:
+		return nil, invalidToken().WithCause(errors.New("the DPoP proof's key is not the token's"))
 	}
 	if !slices.Contains(t.Scopes, "openid") {
 		return nil, &oauth.Error{Code: InsufficientScope, Description: "The access token was not granted the openid scope",
@@ -106,10 +125,64 @@ func (e *Endpoint) userinfo(r *http.Request) (map[string]any, error) {
 	return claims, err
 }
 
-// bearer finds the one access token of the request (RFC 6750 §2): a
-// Bearer Authorization header (the scheme is case-insensitive, RFC 9110
-// §11.1) or access_token in a POST form body. An Authorization header of
-// another scheme carries no bearer token.
+// proof verifies the request's one DPoP header for the token raw.
+func (e *Endpoint) proof(r *http.Request, raw string) (*dpop.Proof, error) {
+	if e.DPoP == nil {
+		return nil, invalidToken().WithCause(errors.New("DPoP is not enabled"))
+	}
+	hs := r.Header.Values("DPoP")
+	if len(hs) != 1 {
+		return nil, oauth.New(oauth.InvalidDPoPProof, "send exactly one DPoP header with a DPoP-bound token")
+	}
+	p, err := e.DPoP.Verify(r.Context(), hs[0], dpop.Request{Method: r.Method, URL: e.URL, AccessToken: raw})
+	switch {
+	case errors.Is(err, dpop.ErrUseNonce):
+		return nil, oauth.New(oauth.UseDPoPNonce, "Resource server requires nonce in DPoP proof")
+	case errors.Is(err, dpop.ErrInvalid):
+		return nil, oauth.New(oauth.InvalidDPoPProof, "The DPoP proof is invalid").WithCause(err)
+	case err != nil:
+		return nil, oauth.New(oauth.TemporarilyUnavailable, "DPoP proof check failed").WithCause(err)
+	}
+	return p, nil
+}
+
+const (
+	schemeBearer = "Bearer"
+	schemeDPoP   = "DPoP"
+)
+
+// credential finds the one access token of the request and its scheme: a
+// Bearer or DPoP Authorization header (the scheme is case-insensitive,
+// RFC 9110 §11.1), or access_token in a POST form body (RFC 6750 §2, a
+// bearer token). An Authorization header of another scheme carries no
+// token.
+func credential(r *http.Request) (string, string, error) {
+	if r.URL.Query().Has("access_token") {
+		return "", "", oauth.New(oauth.InvalidRequest, "access tokens are not accepted in the query string")
+	}
+	scheme := schemeBearer
+	if vs := r.Header.Values("Authorization"); len(vs) == 1 {
+		if s, cred, _ := strings.Cut(vs[0], " "); strings.EqualFold(s, schemeDPoP) {
+			cred = strings.TrimSpace(cred)
+			if cred == "" || strings.ContainsAny(cred, " \t") {
+				return "", "", oauth.New(oauth.InvalidRequest, "malformed DPoP credentials")
+			}
+			if r.Method == http.MethodPost && form.IsForm(r) {
+				if values, err := form.Body(r); err != nil {
+					return "", "", err
+				} else if _, ok := values["access_token"]; ok {
+					return "", "", oauth.New(oauth.InvalidRequest, "the access token was sent in both the Authorization header and the body")
+				}
+			}
+			return cred, schemeDPoP, nil
+		}
+	}
+	raw, err := bearer(r)
+	return raw, scheme, err
+}
+
+// bearer finds the one bearer token of the request (RFC 6750 §2): a
+// Bearer Authorization header or access_token in a POST form body.
 func bearer(r *http.Request) (string, error) {
 	if r.URL.Query().Has("access_token") {
 		return "", oauth.New(oauth.InvalidRequest, "access tokens are not accepted in the query string")
@@ -156,23 +229,53 @@ func bearer(r *http.Request) (string, error) {
 // (RFC 6749 §5.2 shape) except when no token was sent.
 func (e *Endpoint) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	h := w.Header()
+	if e.DPoP != nil && e.DPoP.Nonces != nil {
+		h.Set("DPoP-Nonce", e.DPoP.Nonces.Current())
+	}
 	if errors.Is(err, errNoToken) {
 		h.Set("WWW-Authenticate", "Bearer")
+		if e.DPoP != nil {
+			h.Add("WWW-Authenticate", e.dpopChallenge(""))
+		}
 		h.Set("Cache-Control", "no-store")
 		h.Set("Pragma", "no-cache")
 		w.WriteHeader(http.StatusUnauthorized)
 		return
 	}
 	oe := oauth.As(err)
+	if oe.Code == oauth.InvalidDPoPProof || oe.Code == oauth.UseDPoPNonce {
+		// RFC 9449 §7.1: 401 with a DPoP challenge naming the error.
+		c := *oe
+		c.Status = http.StatusUnauthorized
+		oe = &c
+		h.Set("WWW-Authenticate", e.dpopChallenge(`error="`+oe.Code+`", error_description="`+quotable(oe.Description)+`"`))
+		oauth.Write(w, r, e.Logger, "userinfo", oe)
+		return
+	}
 	switch oe.Status {
 	case http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden:
-		challenge := `Bearer error="` + oe.Code + `", error_description="` + quotable(oe.Description) + `"`
+		params := `error="` + oe.Code + `", error_description="` + quotable(oe.Description) + `"`
 		if oe.Code == InsufficientScope {
-			challenge += `, scope="openid"`
+			params += `, scope="openid"`
 		}
-		h.Set("WWW-Authenticate", challenge)
+		// Both schemes are offered (RFC 9449 §7.1); a DPoP-bound token
+		// refused as a bearer one is told in the DPoP challenge.
+		h.Set("WWW-Authenticate", "Bearer "+params)
+		if e.DPoP != nil {
+			h.Add("WWW-Authenticate", e.dpopChallenge(params))
+		}
 	}
 	oauth.Write(w, r, e.Logger, "userinfo", oe)
+}
+
+// dpopChallenge is a DPoP WWW-Authenticate challenge with params (RFC
+// 9449 §7.1), naming the proof algorithms accepted.
+func (e *Endpoint) dpopChallenge(params string) string {
+	c := `DPoP algs="` + strings.Join(dpop.Algorithms, " ") + `"`
+	if params != "" {
+		c += ", " + params
+	}
+	return c
 }
 
 // quotable drops what RFC 6750 §3 does not allow in error_description

@@ -652,7 +652,11 @@ type IntrospectResponse struct {
 	IssuedAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=issued_at,json=issuedAt,proto3" json:"issued_at,omitempty"`
 	// The token's id (jti, or the opaque token's record id), as revocations
 	// name it.
-	TokenId       string `protobuf:"bytes,9,opt,name=token_id,json=tokenId,proto3" json:"token_id,omitempty"`
+	TokenId string `protobuf:"bytes,9,opt,name=token_id,json=tokenId,proto3" json:"token_id,omitempty"`
+	// The thumbprint of the DPoP key the token is bound to (RFC 9449 cnf.jkt);
+	// empty for a bearer token. A resource that checks no DPoP proof refuses
+	// a bound token.
+	Jkt           string `protobuf:"bytes,10,opt,name=jkt,proto3" json:"jkt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -746,6 +750,13 @@ func (x *IntrospectResponse) GetIssuedAt() *timestamppb.Timestamp {
 func (x *IntrospectResponse) GetTokenId() string {
 	if x != nil {
 		return x.TokenId
+	}
+	return ""
+}
+
+func (x *IntrospectResponse) GetJkt() string {
+	if x != nil {
+		return x.Jkt
 	}
 	return ""
 }
@@ -1901,7 +1912,7 @@ const file_gatehouse_tokens_v1_tokens_proto_rawDesc = "" +
 	"\x18RevokeUserTokensResponse\"E\n" +
 	"\x11IntrospectRequest\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12\x1a\n" +
-	"\baudience\x18\x02 \x01(\tR\baudience\"\xbd\x02\n" +
+	"\baudience\x18\x02 \x01(\tR\baudience\"\xcf\x02\n" +
 	"\x12IntrospectResponse\x12\x16\n" +
 	"\x06active\x18\x01 \x01(\bR\x06active\x12\x18\n" +
 	"\asubject\x18\x02 \x01(\tR\asubject\x12\x1b\n" +
@@ -1912,7 +1923,9 @@ const file_gatehouse_tokens_v1_tokens_proto_rawDesc = "" +
 	"expires_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x15\n" +
 	"\x06org_id\x18\a \x01(\tR\x05orgId\x127\n" +
 	"\tissued_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\bissuedAt\x12\x19\n" +
-	"\btoken_id\x18\t \x01(\tR\atokenId\"\xcf\x02\n" +
+	"\btoken_id\x18\t \x01(\tR\atokenId\x12\x10\n" +
+	"\x03jkt\x18\n" +
+	" \x01(\tR\x03jkt\"\xcf\x02\n" +
 	"\x1eCreateAuthorizationCodeRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12!\n" +
 	"\fredirect_uri\x18\x02 \x01(\tR\vredirectUri\x12\x17\n" +
