@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
+
+	"github.com/gatehouse-id/gatehouse/pkg/config"
 )
 
 // dpopKey is a client's DPoP key: it signs proofs (RFC 9449 §4) with its
@@ -417,4 +419,33 @@ func shortRSAProof(t *testing.T, u string) string {
 		t.Fatal(err)
 	}
 	return (&dpopKey{t: t, key: k, alg: jose.RS256}).proof("POST", u, nil, nil)
+}
+
+// TestDPoPReplayAcrossReplicas: a proof used at one tokens replica is a
+// replay at another (the replay store is Redis, shared), and a machine
+// user's client_credentials tokens are bound like every grant's.
+func TestDPoPReplayAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	r := startRedis(t)
+	e := rvStart(t, r, 0)
+	second := startProc(t, config.RoleTokens, e.d.env(t.TempDir(), "GATEHOUSE_DIRECTORY_URL", e.d.directory.base))
+	m := e.machine("dpop-replicas", "ACCESS_TOKEN_TYPE_JWT")
+	key := newDPoPKey(t)
+	tokenURL := e.issuer + "/oauth/v2/token" // htu: the public address, whichever replica answers
+	form := url.Values{"grant_type": {"client_credentials"}, "scope": {"openid"}}
+	creds := [2]string{m.clientID, m.secret}
+	p := key.proof("POST", tokenURL, nil, nil)
+	res := dpopPost(t, e.edge.base+"/oauth/v2/token", form, creds, p)
+	if res.status != 200 || res.body["token_type"] != "DPoP" {
+		t.Fatalf("client_credentials with a proof through edge: %d %s", res.status, res.raw)
+	}
+	if cnf, _ := jwtClaims(t, res.body["access_token"].(string))["cnf"].(map[string]any); cnf["jkt"] != key.jkt() {
+		t.Fatalf("cnf %v; want jkt %s", cnf, key.jkt())
+	}
+	if r := dpopPost(t, second.base+"/oauth/v2/token", form, creds, p); r.status != 400 || r.body["error"] != "invalid_dpop_proof" {
+		t.Fatalf("the same proof at the second replica: %d %s; want invalid_dpop_proof (replayed)", r.status, r.raw)
+	}
+	if r := dpopPost(t, second.base+"/oauth/v2/token", form, creds, key.proof("POST", tokenURL, nil, nil)); r.status != 200 || r.body["token_type"] != "DPoP" {
+		t.Fatalf("a new proof at the second replica: %d %s", r.status, r.raw)
+	}
 }

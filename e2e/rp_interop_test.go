@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"github.com/gatehouse-id/gatehouse/pkg/config"
+
 	"bytes"
 	"context"
 	"crypto/x509"
@@ -211,6 +213,64 @@ func TestRPInterop(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("node --test e2e/rp/interop.test.mjs: %v\n%s", err, out.String())
+	}
+	t.Logf("%s", out.String())
+}
+
+// TestRPDPoP runs e2e/rp/dpop.test.mjs against the embedded server under
+// GATEHOUSE_DPOP_REQUIRE_NONCE: openid-client and oauth4webapi get
+// DPoP-bound tokens (retrying with the server's nonce), call userinfo and
+// refresh with proofs, and resource-server.mjs checks cnf.jkt and ath
+// with jose.
+func TestRPDPoP(t *testing.T) {
+	t.Parallel()
+	root := requireNodeModule(t, "openid-client")
+	requireNodeModule(t, "oauth4webapi")
+	requireNodeModule(t, "jose")
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	issuer := "http://" + addr
+	edge := startProc(t, config.RoleEdge, map[string]string{
+		"GATEHOUSE_DATA_DIR": dir, "GATEHOUSE_ADDR": addr, "GATEHOUSE_ISSUER": issuer,
+		"GATEHOUSE_ADMIN_PASSWORD": "Admin-Passw0rd-for-e2e", "GATEHOUSE_DPOP_REQUIRE_NONCE": "true",
+	})
+	_, tok := operatorToken(t, edge.base, dir, issuer)
+	admin := tok["access_token"].(string)
+	_, proj := restJSON(t, "POST", edge.base+"/management/v1/projects", admin, map[string]any{"name": "DPoP"})
+	_, rpPort, _ := net.SplitHostPort(freeAddr(t))
+	redirect := "http://127.0.0.1:" + rpPort + "/cb"
+	status, app := restJSON(t, "POST", edge.base+"/management/v1/projects/"+proj["id"].(string)+"/apps/oidc", admin, map[string]any{
+		"name": "dpop-spa", "redirectUris": []string{redirect}, "responseTypes": []string{"OIDC_RESPONSE_TYPE_CODE"},
+		"grantTypes": []string{"OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_REFRESH_TOKEN"},
+		"appType":    "OIDC_APP_TYPE_NATIVE", "authMethodType": "OIDC_AUTH_METHOD_TYPE_NONE", "accessTokenType": "OIDC_TOKEN_TYPE_JWT",
+	})
+	if status != 200 {
+		t.Fatalf("AddOIDCApp: %d %v", status, app)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: &personHelper{issuer: issuer, base: edge.base, user: "admin", password: "Admin-Passw0rd-for-e2e"},
+		ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "--test", "--test-reporter=spec", "--test-concurrency=1",
+		filepath.Join("e2e", "rp", "dpop.test.mjs"))
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(),
+		"GATEHOUSE_RP_ISSUER="+issuer,
+		"GATEHOUSE_RP_HELPER=http://"+ln.Addr().String(),
+		"GATEHOUSE_RP_REDIRECT_URI="+redirect,
+		"GATEHOUSE_RP_DPOP_CLIENT_ID="+app["clientId"].(string),
+	)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("node --test e2e/rp/dpop.test.mjs: %v\n%s", err, out.String())
 	}
 	t.Logf("%s", out.String())
 }

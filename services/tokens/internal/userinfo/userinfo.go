@@ -85,6 +85,9 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
 	h.Set("Pragma", "no-cache")
+	if e.DPoP != nil && e.DPoP.Nonces != nil {
+		h.Set("DPoP-Nonce", e.DPoP.Nonces.Current()) // the next proof's
+	}
 	_, _ = w.Write(append(b, '\n'))
 }
 
