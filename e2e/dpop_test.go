@@ -449,3 +449,41 @@ func TestDPoPReplayAcrossReplicas(t *testing.T) {
 		t.Fatalf("a new proof at the second replica: %d %s", r.status, r.raw)
 	}
 }
+
+// TestDPoPReplayAcrossRestart: the embedded server remembers proofs in
+// memory and keeps them through a clean restart, so a proof used before
+// the restart is still a replay after it.
+func TestDPoPReplayAcrossRestart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	issuer := "http://" + addr
+	env := map[string]string{"GATEHOUSE_DATA_DIR": dir, "GATEHOUSE_ADDR": addr, "GATEHOUSE_ISSUER": issuer,
+		"GATEHOUSE_ADMIN_PASSWORD": "Admin-Passw0rd-for-e2e"}
+	edge := startProc(t, config.RoleEdge, env)
+	_, tok := operatorToken(t, edge.base, dir, issuer)
+	admin := tok["access_token"].(string)
+	status, mu := restJSON(t, "POST", edge.base+"/management/v1/users/machine", admin, map[string]any{"userName": "dpop-restart", "name": "dpop-restart"})
+	if status != 200 {
+		t.Fatalf("AddMachineUser: %d %v", status, mu)
+	}
+	status, sec := restJSON(t, "PUT", edge.base+"/management/v1/users/"+mu["userId"].(string)+"/secret", admin, map[string]any{})
+	if status != 200 {
+		t.Fatalf("GenerateMachineSecret: %d %v", status, sec)
+	}
+	creds := [2]string{sec["clientId"].(string), sec["clientSecret"].(string)}
+	form := url.Values{"grant_type": {"client_credentials"}}
+	key := newDPoPKey(t)
+	p := key.proof("POST", issuer+"/oauth/v2/token", nil, nil)
+	if r := dpopPost(t, edge.base+"/oauth/v2/token", form, creds, p); r.status != 200 || r.body["token_type"] != "DPoP" {
+		t.Fatalf("first use: %d %s", r.status, r.raw)
+	}
+	edge.stop(t)
+	edge = startProc(t, config.RoleEdge, env)
+	if r := dpopPost(t, edge.base+"/oauth/v2/token", form, creds, p); r.status != 400 || r.body["error"] != "invalid_dpop_proof" {
+		t.Fatalf("the proof again after a clean restart: %d %s; want invalid_dpop_proof", r.status, r.raw)
+	}
+	if r := dpopPost(t, edge.base+"/oauth/v2/token", form, creds, key.proof("POST", issuer+"/oauth/v2/token", nil, nil)); r.status != 200 {
+		t.Fatalf("a new proof after the restart: %d %s", r.status, r.raw)
+	}
+}

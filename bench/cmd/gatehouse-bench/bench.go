@@ -32,7 +32,7 @@ var plan = []struct {
 }{
 	{"ES256", []suite.Kind{suite.TokenJWT}},
 	{"RS256", []suite.Kind{suite.TokenJWT, suite.TokenOpaque, suite.IntrospectJWT, suite.IntrospectOpaque, suite.Keys, suite.Login, suite.LoginTOTP,
-		suite.DevicePoll, suite.PAR}},
+		suite.DevicePoll, suite.PAR, suite.TokenDPoP, suite.IntrospectDPoP}},
 }
 
 // tokenRS256 is the scenario whose embedded target is relative to the

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gatehouse-id/gatehouse/bench/internal/floor"
 	"github.com/gatehouse-id/gatehouse/bench/internal/results"
 	"github.com/gatehouse-id/gatehouse/bench/internal/suite"
 )
@@ -34,6 +35,11 @@ const (
 	// login's, measured in the same run (issue 26).
 	factorStep = 1.15
 	maxRSSMB   = 150 // per process, after the login scenario
+	// proofFactor: a DPoP proof check (the server's own, in-process, with
+	// the embedded server's replay store) ≤ 1.25 × an ES256 verify,
+	// measured in the same run (issue 29; the in-memory store's round
+	// trip is part of the check).
+	proofFactor = 1.25
 )
 
 // check is one budget applied to one measured figure.
@@ -102,6 +108,11 @@ func (b *bench) checks(mode string, r suite.Row, embedded, same map[string]suite
 		}
 		if edge, ok := r.ProcessCPUPerRequest()["edge"]; ok && !r.Kind.IsLogin() {
 			out = append(out, usCheck("edge CPU", edgePerRequest, edge))
+		}
+	}
+	if r.Kind == suite.TokenDPoP && mode == "embedded" {
+		if verify, check := b.cost(floor.ES256Verify), b.cost(floor.ProofCheck); verify > 0 && check > 0 {
+			out = append(out, usCheck("proof check (1.25 × ES256 verify)", time.Duration(float64(verify)*proofFactor), check))
 		}
 	}
 	if r.Kind == suite.LoginTOTP {

@@ -8,6 +8,8 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
+	"github.com/gatehouse-id/gatehouse/services/tokens/dpop"
 	"github.com/gatehouse-id/gatehouse/services/tokens/ossl"
 )
 
@@ -45,6 +48,14 @@ var DefaultBudget = Budget{MinOps: 200, MinCPU: 500 * time.Millisecond}
 // Argon2idVerify is the password check of every login.
 var Argon2idVerify = Op{"argon2id verify", "go"}
 
+// ES256Verify is a DPoP proof's signature check (the proofs of make
+// bench's token-dpop are ES256).
+var ES256Verify = Op{"ES256 verify", "go"}
+
+// ProofCheck is the tokens service's check of a DPoP proof (ES256) with
+// the embedded server's replay store (in memory).
+var ProofCheck = Op{"DPoP proof check", "go"}
+
 // Measure returns the per-operation cost of RS256 sign, ES256 sign and
 // RS256 verify with the standard library, of RS256 and ES256 sign with
 // OpenSSL where it loads (the tokens service's default signer), and of an
@@ -67,6 +78,10 @@ func Measure(ctx context.Context, b Budget) ([]Cost, error) {
 	if err != nil {
 		return nil, fmt.Errorf("RS256 sign: %w", err)
 	}
+	ecSig, err := ecdsa.SignASN1(rand.Reader, ecKey, digest[:])
+	if err != nil {
+		return nil, fmt.Errorf("ES256 sign: %w", err)
+	}
 	ops := []operation{
 		{name: "RS256 sign (RSA-2048 PKCS#1 v1.5), Go crypto/rsa", op: Op{"RS256 sign", "go"}, fn: func() error {
 			_, err := rsa.SignPKCS1v15(nil, rsaKey, crypto.SHA256, digest[:])
@@ -79,7 +94,18 @@ func Measure(ctx context.Context, b Budget) ([]Cost, error) {
 		{name: "RS256 verify, Go crypto/rsa", op: Op{"RS256 verify", "go"}, fn: func() error {
 			return rsa.VerifyPKCS1v15(&rsaKey.PublicKey, crypto.SHA256, digest[:], sig)
 		}},
+		{name: "ES256 verify (a DPoP proof's signature), Go crypto/ecdsa", op: ES256Verify, fn: func() error {
+			if !ecdsa.VerifyASN1(&ecKey.PublicKey, digest[:], ecSig) {
+				return errors.New("ES256 signature does not verify")
+			}
+			return nil
+		}},
 	}
+	proof, err := proofOp(ecKey)
+	if err != nil {
+		return nil, err
+	}
+	ops = append(ops, proof)
 	if more, err := opensslOps(rsaKey, ecKey, digest[:]); err == nil {
 		ops = append(ops, more...)
 	} // else: no cgo or no libcrypto.so.3; the server signs with Go too
@@ -142,6 +168,52 @@ func passwordOp(ctx context.Context) (operation, error) {
 		// One check takes tens of milliseconds: MinCPU bounds it already.
 		minOps: 16,
 	}, nil
+}
+
+// proofOp is ProofCheck: the tokens service's own dpop.Verifier, with the
+// embedded server's replay store (in memory), on fresh ES256 proofs signed
+// ahead (the signing is a client's, not measured).
+func proofOp(ecKey *ecdsa.PrivateKey) (operation, error) {
+	const n = 4096
+	b64 := base64.RawURLEncoding.EncodeToString
+	h, err := json.Marshal(map[string]any{"typ": "dpop+jwt", "alg": "ES256", "jwk": map[string]string{
+		"kty": "EC", "crv": "P-256", "x": b64(ecKey.X.FillBytes(make([]byte, 32))), "y": b64(ecKey.Y.FillBytes(make([]byte, 32)))}})
+	if err != nil {
+		return operation{}, err
+	}
+	const u = "https://id.example.com/oauth/v2/token"
+	sign := func(i int) (string, error) {
+		c, err := json.Marshal(map[string]any{"jti": fmt.Sprintf("floor-%d-%d", time.Now().UnixNano(), i), "htm": "POST", "htu": u,
+			"iat": time.Now().Unix()})
+		if err != nil {
+			return "", err
+		}
+		input := b64(h) + "." + b64(c)
+		digest := sha256.Sum256([]byte(input))
+		r, s, err := ecdsa.Sign(rand.Reader, ecKey, digest[:])
+		if err != nil {
+			return "", err
+		}
+		return input + "." + b64(append(r.FillBytes(make([]byte, 32)), s.FillBytes(make([]byte, 32))...)), nil
+	}
+	proofs := make([]string, n)
+	for i := range proofs {
+		if proofs[i], err = sign(i); err != nil {
+			return operation{}, err
+		}
+	}
+	v := &dpop.Verifier{Replay: &dpop.MemoryReplay{}}
+	req := dpop.Request{Method: "POST", URL: u}
+	i := 0
+	return operation{name: "DPoP proof check (ES256), the server's services/tokens/dpop with its in-memory replay store", op: ProofCheck,
+		fn: func() error {
+			if i == len(proofs) { // a fresh set (each proof is accepted once)
+				v, i = &dpop.Verifier{Replay: &dpop.MemoryReplay{}}, 0
+			}
+			i++
+			_, err := v.Verify(context.Background(), proofs[i-1], req)
+			return err
+		}, minOps: n - 8}, nil
 }
 
 // argon2Params is the parameter field of a PHC argon2id string

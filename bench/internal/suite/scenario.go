@@ -29,6 +29,8 @@ const (
 	LoginTOTP        Kind = "login-totp"        // the same sign-in with a TOTP code after the password
 	DevicePoll       Kind = "device-poll"       // a device polling for its pending authorization (RFC 8628)
 	PAR              Kind = "par"               // a pushed authorization request (RFC 9126)
+	TokenDPoP        Kind = "token-dpop"        // token-opaque with a DPoP proof (RFC 9449)
+	IntrospectDPoP   Kind = "introspect-dpop"   // introspection of a DPoP-bound JWT access token
 )
 
 // IsLogin reports whether k signs a person in (checks a password).
@@ -37,7 +39,7 @@ func (k Kind) IsLogin() bool { return k == Login || k == LoginTOTP }
 // Names are the stable names of the scenarios every run covers, in report
 // order. Results are compared across runs by these names: never rename one.
 var Names = []string{"token-rs256", "token-es256", "token-opaque", "introspect-jwt", "introspect-opaque", "keys", "login", "login-totp",
-	"device-poll", "par"}
+	"device-poll", "par", "token-dpop", "introspect-dpop"}
 
 // Name is the stable name of kind k on a server signing with algorithm.
 func Name(k Kind, algorithm string) string {
@@ -322,6 +324,10 @@ func build(ctx context.Context, c *http.Client, t Target, f *Fixture, k Kind) (l
 		return devicePollOp(ctx, c, t, f)
 	case PAR:
 		return parOp(ctx, c, t, f)
+	case TokenDPoP:
+		return tokenDPoPOp(ctx, c, t, f.OpaqueClient)
+	case IntrospectDPoP:
+		return introspectDPoPOp(ctx, c, t, f)
 	}
 	return nil, fmt.Errorf("unknown scenario %q", k)
 }

@@ -101,7 +101,7 @@ func TestScenariosAgainstEmbeddedServer(t *testing.T) {
 		alg   string
 		kinds []Kind
 	}{
-		{"RS256", []Kind{TokenJWT, TokenOpaque, IntrospectJWT, IntrospectOpaque, Keys, Login, DevicePoll, PAR}},
+		{"RS256", []Kind{TokenJWT, TokenOpaque, IntrospectJWT, IntrospectOpaque, Keys, Login, DevicePoll, PAR, TokenDPoP, IntrospectDPoP}},
 		{"ES256", []Kind{TokenJWT}},
 	} {
 		t.Run(c.alg, func(t *testing.T) {
@@ -217,7 +217,7 @@ func TestWrongPasswordFailsLogin(t *testing.T) {
 func TestNames(t *testing.T) {
 	got := []string{Name(TokenJWT, "RS256"), Name(TokenJWT, "ES256"), Name(TokenOpaque, "RS256"),
 		Name(IntrospectJWT, "RS256"), Name(IntrospectOpaque, "RS256"), Name(Keys, "ES256"), Name(Login, "RS256"), Name(LoginTOTP, "RS256"),
-		Name(DevicePoll, "RS256"), Name(PAR, "RS256")}
+		Name(DevicePoll, "RS256"), Name(PAR, "RS256"), Name(TokenDPoP, "RS256"), Name(IntrospectDPoP, "RS256")}
 	if !slices.Equal(got, Names) {
 		t.Fatalf("names %q; want %q", got, Names)
 	}

@@ -1,37 +1,56 @@
 package service
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/gatehouse-id/gatehouse/pkg/config"
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
-	"github.com/gatehouse-id/gatehouse/services/tokens/internal/dpop"
+	"github.com/gatehouse-id/gatehouse/services/tokens/dpop"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/revocation"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/store"
 )
 
 // dpopVerifier checks DPoP proofs at the token and userinfo endpoints.
 // Proofs are remembered where every replica sees them: in Redis when the
-// deployment has one, else in the tokens database (the embedded server:
-// one process). After a start that found the SQLite data not closed, the
-// database may have lost the last proofs with the machine, so proofs
-// issued before the start are refused (clients make a new one).
-func (s *Service) dpopVerifier(cfg *config.Config, st *db.DB, records *store.Store) (*dpop.Verifier, error) {
+// deployment has one; in this process's memory for the embedded server
+// (SQLite: one process serves every request), kept across a clean stop in
+// the database; else in the database (PostgreSQL without Redis). After a
+// start that found the SQLite data not closed, what the last process
+// remembered is lost, so proofs made before the start are refused.
+func (s *Service) dpopVerifier(ctx context.Context, cfg *config.Config, st *db.DB, records *store.Store, logger *slog.Logger) (*dpop.Verifier, error) {
 	v := &dpop.Verifier{Now: time.Now}
-	if cfg.RedisURL != "" {
+	switch {
+	case cfg.RedisURL != "":
 		client, err := revocation.NewRedisClient(cfg.RedisURL)
 		if err != nil {
 			return nil, fmt.Errorf("DPoP replay store: %w", err)
 		}
 		s.closers = append(s.closers, client.Close)
 		v.Replay = &dpop.RedisReplay{Client: client, Prefix: "gatehouse:dpop:"}
-	} else {
-		v.Replay = dpop.ReplayFunc(records.UseProof)
-		if !st.CleanStart() {
-			v.NotAfter = time.Now().Add(5 * time.Second) // the verifier's skew: proofs made before the start
+	case st.Dialect() == db.SQLite:
+		mem := &dpop.MemoryReplay{Now: time.Now}
+		entries, err := records.TakeProofSnapshot(ctx, time.Now())
+		if err != nil {
+			return nil, err
 		}
+		mem.Load(entries)
+		if !st.CleanStart() {
+			v.NotAfter = time.Now().Add(5 * time.Second) // the verifier's skew: any proof made before the start
+			logger.Warn("tokens: the database was not closed at the last stop; DPoP proofs made before this start are refused (the proofs it had seen are lost)")
+		}
+		// Before the database closes (Close runs closers first).
+		s.closers = append(s.closers, func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			return records.SaveProofSnapshot(ctx, mem.Entries())
+		})
+		v.Replay = mem
+	default:
+		v.Replay = dpop.ReplayFunc(records.UseProof)
 	}
 	if cfg.DPoPRequireNonce {
 		key, err := secrets.DeriveKey(cfg.MasterKey, secrets.PurposeDPoPNonces)

@@ -173,7 +173,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 		RequestObjects: &assertion.Verifier{Audiences: []string{issuer}, Replay: records, Now: time.Now, NoSubject: true},
 		Machines:       dir,
 	}
-	proofs, err := s.dpopVerifier(cfg, st, records)
+	proofs, err := s.dpopVerifier(ctx, cfg, st, records, env.Logger)
 	if err != nil {
 		return nil, err
 	}

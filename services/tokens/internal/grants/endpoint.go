@@ -14,9 +14,9 @@ import (
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
 	"github.com/gatehouse-id/gatehouse/pkg/telemetry"
+	"github.com/gatehouse-id/gatehouse/services/tokens/dpop"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/assertion"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/clients"
-	"github.com/gatehouse-id/gatehouse/services/tokens/internal/dpop"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/form"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/lifecycle"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
@@ -176,10 +176,7 @@ func (e *Endpoint) dispatch(r *http.Request) (string, *mint.Response, error) {
 		return grantType, nil, oauth.New(oauth.UnsupportedGrantType, "grant_type %q is not supported", grantType).
 			WithHint("send grant_type: one of %s", e.types())
 	}
-	ctx, err := e.proof(r)
-	if err != nil {
-		return grantType, nil, err
-	}
+	ctx := r.Context()
 	var auth *clients.Authenticated
 	if !g.spec.SelfAuthenticated {
 		if auth, err = e.Auth.Authenticate(ctx, f.Creds, g.spec.Methods...); err != nil {
@@ -188,6 +185,11 @@ func (e *Endpoint) dispatch(r *http.Request) (string, *mint.Response, error) {
 		if err := g.spec.eligible(auth.Client, grantType); err != nil {
 			return grantType, nil, err
 		}
+	}
+	// The proof after the client's authentication: a stranger's proofs
+	// take no room in the replay store.
+	if ctx, err = e.proof(r); err != nil {
+		return grantType, nil, err
 	}
 	res, err := g.serve(ctx, auth, f)
 	return grantType, res, err

@@ -17,8 +17,8 @@ const maxGroup = 64
 // the commits under steady load.
 const gatherWait = 250 * time.Microsecond
 
-// group commits concurrent standalone access-token inserts together (group
-// commit). Every opaque token is recorded before it is returned, and each
+// group commits concurrent standalone access-token inserts, and DPoP
+// proofs' replay records, together (group commit). Every opaque token is recorded before it is returned, and each
 // commit has a fixed cost (on PostgreSQL a round trip and a WAL flush):
 // when requests arrive together, one transaction carrying all of their
 // records commits them at once. Nobody is answered before the commit that
@@ -44,17 +44,27 @@ type group struct {
 }
 
 type groupInsert struct {
-	a    *AccessToken
-	done chan error // buffered: the writer never blocks on a gone caller
+	// write inserts the record in a group transaction; alone, on its own
+	// (after a failed group, so one bad record fails only its request).
+	write func(context.Context, db.Querier) error
+	alone func(context.Context, *db.DB) error
+	done  chan error // buffered: the writer never blocks on a gone caller
 }
 
-// insert queues a and waits until it is committed. The first caller to
+// insert queues a and waits until it is committed (see add).
+func (g *group) insert(ctx context.Context, d *db.DB, a *AccessToken) error {
+	write := func(ctx context.Context, q db.Querier) error { return insertAccessToken(ctx, q, a) }
+	return g.add(ctx, d, write, func(ctx context.Context, d *db.DB) error { return write(ctx, d) })
+}
+
+// add queues a record's write and waits until it is committed. The first caller to
 // find no writer running becomes the writer: it commits what is queued
 // (its own record included) and, if more arrived meanwhile, hands the
 // writing to a new goroutine so its own answer is not held up; callers
 // that arrive during a commit are committed together in the next one.
-func (g *group) insert(ctx context.Context, d *db.DB, a *AccessToken) error {
-	p := &groupInsert{a: a, done: make(chan error, 1)}
+func (g *group) add(ctx context.Context, d *db.DB, write func(context.Context, db.Querier) error,
+	alone func(context.Context, *db.DB) error) error {
+	p := &groupInsert{write: write, alone: alone, done: make(chan error, 1)}
 	g.mu.Lock()
 	g.pending = append(g.pending, p)
 	lead := !g.running
@@ -126,12 +136,12 @@ func (g *group) write(ctx context.Context, d *db.DB) {
 
 func commit(ctx context.Context, d *db.DB, batch []*groupInsert) {
 	if len(batch) == 1 {
-		batch[0].done <- insertAccessToken(ctx, d, batch[0].a)
+		batch[0].done <- batch[0].alone(ctx, d)
 		return
 	}
 	err := d.InTx(ctx, func(tx *db.Tx) error {
 		for _, p := range batch {
-			if err := insertAccessToken(ctx, tx, p.a); err != nil {
+			if err := p.write(ctx, tx); err != nil {
 				return err
 			}
 		}
@@ -144,6 +154,6 @@ func commit(ctx context.Context, d *db.DB, batch []*groupInsert) {
 		return
 	}
 	for _, p := range batch {
-		p.done <- insertAccessToken(ctx, d, p.a)
+		p.done <- p.alone(ctx, d)
 	}
 }

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/gatehouse-id/gatehouse/pkg/db"
+	"github.com/gatehouse-id/gatehouse/services/tokens/dpop"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/assertion"
-	"github.com/gatehouse-id/gatehouse/services/tokens/internal/dpop"
 )
 
 // Store is the tokens service's record store.
@@ -42,15 +42,24 @@ const dpopIssuer = "dpop:"
 // a start after a crash refuses proofs issued before it instead
 // (dpop.Verifier.NotAfter).
 func (s *Store) UseProof(ctx context.Context, jkt, jti string, until time.Time) error {
-	err := use(ctx, s.DB.Relaxed(), dpopIssuer+jkt, jti, until)
+	issuer := dpopIssuer + jkt
+	// Committed with the access tokens being recorded at the same time
+	// (group): a token request with a proof writes both. A replay fails
+	// the group, whose records are then written one by one (use).
+	err := s.group.add(ctx, s.DB.Relaxed(), func(ctx context.Context, q db.Querier) error {
+		_, err := q.Exec(ctx, insertJTISQL, issuer, jti, until)
+		return err
+	}, func(ctx context.Context, d *db.DB) error { return use(ctx, d, issuer, jti, until) })
 	if errors.Is(err, assertion.ErrReplayed) {
 		return dpop.ErrReplayed
 	}
 	return err
 }
 
+const insertJTISQL = `INSERT INTO assertion_jtis (issuer, jti, expires_at) VALUES (?, ?, ?)`
+
 func use(ctx context.Context, d *db.DB, issuer, jti string, exp time.Time) error {
-	_, err := d.Exec(ctx, `INSERT INTO assertion_jtis (issuer, jti, expires_at) VALUES (?, ?, ?)`, issuer, jti, exp)
+	_, err := d.Exec(ctx, insertJTISQL, issuer, jti, exp)
 	if db.IsUniqueViolation(err) {
 		// An expired entry may linger until pruned; it no longer blocks.
 		var expires time.Time
@@ -187,4 +196,42 @@ func PruneSteps(codeGrace time.Duration) []db.PruneStep {
 		{Table: "device_codes", Args: func(now time.Time) []any { return []any{now.Add(-codeGrace)} },
 			Query: `DELETE FROM device_codes WHERE id IN (SELECT id FROM device_codes WHERE expires_at < ? LIMIT ` + db.Batch + `)`},
 	}
+}
+
+// SaveProofSnapshot keeps the embedded server's remembered DPoP proofs
+// (dpop.MemoryReplay.Entries) until its next start, durably, replacing an
+// earlier snapshot.
+func (s *Store) SaveProofSnapshot(ctx context.Context, entries []dpop.Entry) error {
+	return s.DB.InTx(ctx, func(tx *db.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM dpop_replay_snapshot`); err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if _, err := tx.Exec(ctx, `INSERT INTO dpop_replay_snapshot (proof_key, expires_at) VALUES (?, ?)`, e.Key[:], e.Until); err != nil {
+				return fmt.Errorf("save DPoP proofs: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// TakeProofSnapshot returns the snapshot's unexpired entries and deletes it.
+func (s *Store) TakeProofSnapshot(ctx context.Context, now time.Time) ([]dpop.Entry, error) {
+	var rows []struct {
+		Key       []byte    `db:"proof_key"`
+		ExpiresAt time.Time `db:"expires_at"`
+	}
+	if err := s.DB.Select(ctx, &rows, `SELECT proof_key, expires_at FROM dpop_replay_snapshot WHERE expires_at >= ?`, now); err != nil {
+		return nil, fmt.Errorf("load DPoP proofs: %w", err)
+	}
+	if _, err := s.DB.Exec(ctx, `DELETE FROM dpop_replay_snapshot`); err != nil {
+		return nil, fmt.Errorf("load DPoP proofs: %w", err)
+	}
+	out := make([]dpop.Entry, 0, len(rows))
+	for _, r := range rows {
+		if len(r.Key) == 32 {
+			out = append(out, dpop.Entry{Key: [32]byte(r.Key), Until: r.ExpiresAt})
+		}
+	}
+	return out, nil
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/gatehouse-id/gatehouse/pkg/testutil"
-	"github.com/gatehouse-id/gatehouse/services/tokens/internal/dpop"
+	"github.com/gatehouse-id/gatehouse/services/tokens/dpop"
 )
 
 // TestRedisReplay: a proof's jti is accepted once per key across every

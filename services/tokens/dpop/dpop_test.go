@@ -8,9 +8,11 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -18,7 +20,7 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 
-	"github.com/gatehouse-id/gatehouse/services/tokens/internal/dpop"
+	"github.com/gatehouse-id/gatehouse/services/tokens/dpop"
 )
 
 var now = time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
@@ -109,6 +111,7 @@ func TestVerifyRules(t *testing.T) {
 	ec, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	short, _ := rsa.GenerateKey(rand.Reader, 1024)
+	p384, _ := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
 	ctx := context.Background()
 	good := proof(t, ec, jose.ES256, claims(nil), nil)
 
@@ -135,6 +138,10 @@ func TestVerifyRules(t *testing.T) {
 		{"private key in the jwk", withJWK(good, jose.JSONWebKey{Key: ec}), tokenRequest},
 		{"signed by another key", withJWK(good, jose.JSONWebKey{Key: other.Public()}), tokenRequest},
 		{"short RSA key", proof(t, short, jose.RS256, claims(nil), nil), tokenRequest},
+		{"EC key of another curve", withJWK(good, jose.JSONWebKey{Key: p384.Public()}), tokenRequest},
+		{"EC point off the curve", withRawJWK(good, map[string]string{"kty": "EC", "crv": "P-256",
+			"x": base64.RawURLEncoding.EncodeToString(make([]byte, 32)), "y": base64.RawURLEncoding.EncodeToString(append(make([]byte, 31), 1))}), tokenRequest},
+		{"a symmetric jwk", withRawJWK(good, map[string]string{"kty": "oct", "k": "c2VjcmV0"}), tokenRequest},
 		{"not a JWS", "abc", tokenRequest},
 	} {
 		_, err := verifier().Verify(ctx, tc.raw, tc.req)
@@ -217,6 +224,17 @@ func withJWK(raw string, key jose.JSONWebKey) string {
 	return base64.RawURLEncoding.EncodeToString(h) + "." + parts[1] + "." + parts[2]
 }
 
+// withRawJWK puts members as the jwk of a signed proof's header.
+func withRawJWK(raw string, members map[string]string) string {
+	parts := strings.Split(raw, ".")
+	h, _ := base64.RawURLEncoding.DecodeString(parts[0])
+	var m map[string]any
+	_ = json.Unmarshal(h, &m)
+	m["jwk"] = members
+	h, _ = json.Marshal(m)
+	return base64.RawURLEncoding.EncodeToString(h) + "." + parts[1] + "." + parts[2]
+}
+
 // FuzzVerify: no input makes Verify panic, and whatever it accepts names
 // a key and a jti.
 func FuzzVerify(f *testing.F) {
@@ -233,6 +251,39 @@ func FuzzVerify(f *testing.F) {
 		p, err := verifier().Verify(context.Background(), raw, tokenRequest)
 		if err == nil && (p.JKT == "" || p.JTI == "") {
 			t.Fatalf("accepted without a key or jti: %+v", p)
+		}
+	})
+}
+
+// BenchmarkVerify is a proof check without its replay store beside the
+// ES256 verification alone (crypto/ecdsa), the floor of make bench's
+// token-dpop target: their ratio is the check's overhead.
+func BenchmarkVerify(b *testing.B) {
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	t := &testing.T{}
+	proofs := make([]string, 1024)
+	for i := range proofs {
+		proofs[i] = proof(t, k, jose.ES256, map[string]any{"jti": strconv.Itoa(i), "htm": "POST", "htu": tokenRequest.URL,
+			"iat": time.Now().Unix()}, nil)
+	}
+	b.Run("proof", func(b *testing.B) {
+		v := &dpop.Verifier{}
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if _, err := v.Verify(context.Background(), proofs[i%len(proofs)], tokenRequest); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+	b.Run("es256-verify", func(b *testing.B) {
+		digest := sha256.Sum256([]byte(proofs[0]))
+		sig, _ := ecdsa.SignASN1(rand.Reader, k, digest[:])
+		for b.Loop() {
+			if !ecdsa.VerifyASN1(&k.PublicKey, digest[:], sig) {
+				b.Fatal("no")
+			}
 		}
 	})
 }

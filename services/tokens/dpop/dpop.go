@@ -26,14 +26,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/lestrrat-go/jwx/v3/jwa"
-	"github.com/lestrrat-go/jwx/v3/jwk"
-	"github.com/lestrrat-go/jwx/v3/jws"
+	"github.com/lestrrat-go/jwx/v3/jws/jwsbb"
 )
 
 // Algorithms are the proof algorithms accepted (discovery's
@@ -92,9 +91,6 @@ type Proof struct {
 // maxProof bounds a proof before it is parsed.
 const maxProof = 8 << 10
 
-// privateMembers are JWK members of private or symmetric keys (RFC 7518 §6).
-var privateMembers = []string{"d", "p", "q", "dp", "dq", "qi", "oth", "k"}
-
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 }
@@ -112,8 +108,8 @@ func (v *Verifier) Verify(ctx context.Context, raw string, r Request) (*Proof, e
 	var header struct {
 		Typ  string          `json:"typ"`
 		Alg  string          `json:"alg"`
-		JWK  json.RawMessage `json:"jwk"`
-		Crit []string        `json:"crit"`
+		JWK  *publicJWK      `json:"jwk"`
+		Crit json.RawMessage `json:"crit"`
 	}
 	if err := json.Unmarshal(headerJSON, &header); err != nil {
 		return nil, invalid("malformed header")
@@ -123,34 +119,27 @@ func (v *Verifier) Verify(ctx context.Context, raw string, r Request) (*Proof, e
 		return nil, invalid("typ must be dpop+jwt")
 	case !slices.Contains(Algorithms, header.Alg):
 		return nil, invalid("alg %q is not one of %v", header.Alg, Algorithms)
-	case len(header.JWK) == 0:
+	case header.JWK == nil:
 		return nil, invalid("no jwk in the header")
 	case len(header.Crit) > 0:
 		return nil, invalid("crit is not supported")
 	}
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(header.JWK, &members); err != nil {
-		return nil, invalid("malformed jwk")
-	}
-	for _, m := range privateMembers {
-		if _, ok := members[m]; ok {
-			return nil, invalid("the jwk is not a public key (member %q)", m)
-		}
-	}
-	key, err := jwk.ParseKey(header.JWK)
+	key, thumbprint, err := header.JWK.parse(header.Alg)
 	if err != nil {
-		return nil, invalid("malformed jwk")
-	}
-	if err := fits(header.Alg, key); err != nil {
 		return nil, err
 	}
-	alg, ok := jwa.LookupSignatureAlgorithm(header.Alg)
-	if !ok {
-		return nil, invalid("alg %q", header.Alg)
-	}
-	payload, err := jws.Verify([]byte(raw), jws.WithKey(alg, key))
+	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
 	if err != nil {
+		return nil, invalid("malformed signature")
+	}
+	// The signature by jwx's building blocks, over the signing input as
+	// sent: the message is split and its header decoded once, here.
+	if err := jwsbb.Verify(key, header.Alg, []byte(raw[:len(parts[0])+1+len(parts[1])]), sig); err != nil {
 		return nil, invalid("signature does not verify with the jwk")
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return nil, invalid("malformed claims")
 	}
 	var claims struct {
 		JTI   string      `json:"jti"`
@@ -204,11 +193,7 @@ func (v *Verifier) Verify(ctx context.Context, raw string, r Request) (*Proof, e
 	if v.Nonces != nil && (claims.Nonce == nil || !v.Nonces.Valid(*claims.Nonce)) {
 		return nil, ErrUseNonce
 	}
-	tp, err := key.Thumbprint(crypto.SHA256)
-	if err != nil {
-		return nil, invalid("jwk thumbprint: %v", err)
-	}
-	p := &Proof{JKT: base64.RawURLEncoding.EncodeToString(tp), JTI: claims.JTI, IssuedAt: iat}
+	p := &Proof{JKT: thumbprint, JTI: claims.JTI, IssuedAt: iat}
 	if v.Replay != nil {
 		// Kept until the proof could no longer be accepted anyway.
 		if err := v.Replay.Use(ctx, p.JKT, p.JTI, iat.Add(window+skew)); err != nil {
@@ -221,33 +206,85 @@ func (v *Verifier) Verify(ctx context.Context, raw string, r Request) (*Proof, e
 	return p, nil
 }
 
-// fits checks that alg suits the key's type (and RSA keys are at least
-// 2048 bits).
-func fits(alg string, key jwk.Key) error {
-	var raw any
-	if err := jwk.Export(key, &raw); err != nil {
-		return invalid("unusable jwk")
+// publicJWK is a proof's jwk header: the members of the public keys the
+// algorithms take (RFC 7518 §6), and those of private or symmetric keys,
+// which refuse it.
+type publicJWK struct {
+	Kty string `json:"kty"`
+	Crv string `json:"crv"`
+	X   string `json:"x"`
+	Y   string `json:"y"`
+	N   string `json:"n"`
+	E   string `json:"e"`
+	// Private and symmetric members.
+	D   *json.RawMessage `json:"d"`
+	P   *json.RawMessage `json:"p"`
+	Q   *json.RawMessage `json:"q"`
+	DP  *json.RawMessage `json:"dp"`
+	DQ  *json.RawMessage `json:"dq"`
+	QI  *json.RawMessage `json:"qi"`
+	Oth *json.RawMessage `json:"oth"`
+	K   *json.RawMessage `json:"k"`
+}
+
+// parse returns the public key of alg's type the members hold, and its
+// RFC 7638 thumbprint (base64url SHA-256 of the required members in
+// lexicographic order, each in its canonical encoding).
+func (j *publicJWK) parse(alg string) (crypto.PublicKey, string, error) {
+	for _, m := range [...]*json.RawMessage{j.D, j.P, j.Q, j.DP, j.DQ, j.QI, j.Oth, j.K} {
+		if m != nil {
+			return nil, "", invalid("the jwk is not a public key (it has a private or symmetric member)")
+		}
 	}
-	switch k := raw.(type) {
-	case *rsa.PublicKey:
+	b64 := base64.RawURLEncoding
+	thumbprint := func(members string) string {
+		sum := sha256.Sum256([]byte(members))
+		return b64.EncodeToString(sum[:])
+	}
+	switch j.Kty {
+	case "EC":
+		x, errX := b64.DecodeString(j.X)
+		y, errY := b64.DecodeString(j.Y)
+		if j.Crv != "P-256" || errX != nil || errY != nil || len(x) != 32 || len(y) != 32 {
+			return nil, "", invalid("the jwk is not a P-256 key")
+		}
+		if alg != "ES256" {
+			return nil, "", invalid("alg %s does not fit the EC key", alg)
+		}
+		key, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), append(append([]byte{4}, x...), y...))
+		if err != nil {
+			return nil, "", invalid("the jwk is not a point of P-256")
+		}
+		return key, thumbprint(`{"crv":"P-256","kty":"EC","x":"` + b64.EncodeToString(x) + `","y":"` + b64.EncodeToString(y) + `"}`), nil
+	case "RSA":
+		n, errN := b64.DecodeString(j.N)
+		e, errE := b64.DecodeString(j.E)
+		if errN != nil || errE != nil || len(e) == 0 || len(e) > 4 {
+			return nil, "", invalid("malformed RSA jwk")
+		}
 		if alg != "RS256" && alg != "PS256" {
-			return invalid("alg %s does not fit an RSA key", alg)
+			return nil, "", invalid("alg %s does not fit an RSA key", alg)
 		}
-		if k.N.BitLen() < 2048 {
-			return invalid("an RSA key of %d bits is too short", k.N.BitLen())
+		key := &rsa.PublicKey{N: new(big.Int).SetBytes(n), E: int(new(big.Int).SetBytes(e).Int64())}
+		if key.N.BitLen() < 2048 || key.N.BitLen() > 8192 {
+			return nil, "", invalid("an RSA key of %d bits (2048 to 8192 are accepted)", key.N.BitLen())
 		}
-	case *ecdsa.PublicKey:
-		if alg != "ES256" || k.Curve != elliptic.P256() {
-			return invalid("alg %s does not fit the EC key", alg)
+		if key.E < 3 || key.E%2 == 0 {
+			return nil, "", invalid("the RSA exponent is not an odd number above 2")
 		}
-	case ed25519.PublicKey:
+		return key, thumbprint(`{"e":"` + b64.EncodeToString(big.NewInt(int64(key.E)).Bytes()) + `","kty":"RSA","n":"` +
+			b64.EncodeToString(key.N.Bytes()) + `"}`), nil
+	case "OKP":
+		x, err := b64.DecodeString(j.X)
+		if j.Crv != "Ed25519" || err != nil || len(x) != ed25519.PublicKeySize {
+			return nil, "", invalid("the jwk is not an Ed25519 key")
+		}
 		if alg != "EdDSA" {
-			return invalid("alg %s does not fit an Ed25519 key", alg)
+			return nil, "", invalid("alg %s does not fit an Ed25519 key", alg)
 		}
-	default:
-		return invalid("the jwk is not a public RSA, EC P-256 or Ed25519 key")
+		return ed25519.PublicKey(x), thumbprint(`{"crv":"Ed25519","kty":"OKP","x":"` + b64.EncodeToString(x) + `"}`), nil
 	}
-	return nil
+	return nil, "", invalid("the jwk is not a public RSA, EC P-256 or Ed25519 key")
 }
 
 // AccessTokenHash is ath: base64url(SHA-256(token)) (RFC 9449 §4.2).
