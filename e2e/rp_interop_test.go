@@ -184,23 +184,7 @@ func TestRPInterop(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: &personHelper{issuer: issuer, base: edge.base, user: "admin", password: "Admin-Passw0rd-for-e2e"},
-		ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "--test", "--test-reporter=spec", "--test-concurrency=1",
-		filepath.Join("e2e", "rp", "interop.test.mjs"))
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(),
-		"GATEHOUSE_RP_ISSUER="+issuer,
-		"GATEHOUSE_RP_HELPER=http://"+ln.Addr().String(),
+	runNodeTest(t, root, issuer, edge.base, "interop.test.mjs",
 		"GATEHOUSE_RP_REDIRECT_URI="+redirect,
 		"GATEHOUSE_RP_PAR_CLIENT_ID="+parApp["clientId"].(string),
 		"GATEHOUSE_RP_PAR_CLIENT_SECRET="+parApp["clientSecret"].(string),
@@ -209,12 +193,6 @@ func TestRPInterop(t *testing.T) {
 		"GATEHOUSE_RP_JAR_KID="+jar.kid,
 		"GATEHOUSE_RP_JAR_KEY="+base64.StdEncoding.EncodeToString(pkcs8),
 	)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("node --test e2e/rp/interop.test.mjs: %v\n%s", err, out.String())
-	}
-	t.Logf("%s", out.String())
 }
 
 // TestRPDPoP runs e2e/rp/dpop.test.mjs against the embedded server under
@@ -247,11 +225,22 @@ func TestRPDPoP(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("AddOIDCApp: %d %v", status, app)
 	}
+	runNodeTest(t, root, issuer, edge.base, "dpop.test.mjs",
+		"GATEHOUSE_RP_REDIRECT_URI="+redirect,
+		"GATEHOUSE_RP_DPOP_CLIENT_ID="+app["clientId"].(string),
+	)
+}
+
+// runNodeTest runs e2e/rp/<script> with node's test runner against the
+// server at base (issuer), with a personHelper that signs the admin in
+// (GATEHOUSE_RP_HELPER) and env added.
+func runNodeTest(t *testing.T, root, issuer, base, script string, env ...string) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: &personHelper{issuer: issuer, base: edge.base, user: "admin", password: "Admin-Passw0rd-for-e2e"},
+	srv := &http.Server{Handler: &personHelper{issuer: issuer, base: base, user: "admin", password: "Admin-Passw0rd-for-e2e"},
 		ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
@@ -259,18 +248,13 @@ func TestRPDPoP(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", "--test", "--test-reporter=spec", "--test-concurrency=1",
-		filepath.Join("e2e", "rp", "dpop.test.mjs"))
+		filepath.Join("e2e", "rp", script))
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(),
-		"GATEHOUSE_RP_ISSUER="+issuer,
-		"GATEHOUSE_RP_HELPER=http://"+ln.Addr().String(),
-		"GATEHOUSE_RP_REDIRECT_URI="+redirect,
-		"GATEHOUSE_RP_DPOP_CLIENT_ID="+app["clientId"].(string),
-	)
+	cmd.Env = append(append(os.Environ(), "GATEHOUSE_RP_ISSUER="+issuer, "GATEHOUSE_RP_HELPER=http://"+ln.Addr().String()), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("node --test e2e/rp/dpop.test.mjs: %v\n%s", err, out.String())
+		t.Fatalf("node --test e2e/rp/%s: %v\n%s", script, err, out.String())
 	}
 	t.Logf("%s", out.String())
 }
