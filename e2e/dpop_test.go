@@ -487,3 +487,40 @@ func TestDPoPReplayAcrossRestart(t *testing.T) {
 		t.Fatalf("a new proof after the restart: %d %s", r.status, r.raw)
 	}
 }
+
+// TestDPoPBoundApp: an app registered with dpopBoundAccessTokens (RFC
+// 9449 §5.2) gets no token without a proof; the management API keeps and
+// shows the setting, and refuses it beside the implicit grant.
+func TestDPoPBoundApp(t *testing.T) {
+	t.Parallel()
+	e := afStart(t)
+	tokenURL := e.base + "/oauth/v2/token"
+	app := e.app(map[string]any{
+		"name": "dpop-only", "redirectUris": []string{afRedirect},
+		"responseTypes": []string{"OIDC_RESPONSE_TYPE_CODE"},
+		"grantTypes":    []string{"OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_REFRESH_TOKEN"},
+		"appType":       "OIDC_APP_TYPE_NATIVE", "authMethodType": "OIDC_AUTH_METHOD_TYPE_NONE", "dpopBoundAccessTokens": true,
+	})
+	clientID := app["clientId"].(string)
+	status, got := restJSON(t, "GET", e.base+"/management/v1/projects/"+e.projectID+"/apps/"+app["appId"].(string), e.admin, nil)
+	if oidcCfg, _ := got["app"].(map[string]any)["oidcConfig"].(map[string]any); status != 200 || oidcCfg["dpopBoundAccessTokens"] != true {
+		t.Fatalf("GetAppByID: %d %v; want dpopBoundAccessTokens true", status, got)
+	}
+	code, verifier := e.dpopCode(clientID)
+	exchange := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {afRedirect},
+		"client_id": {clientID}, "code_verifier": {verifier}}
+	if r := dpopPost(t, tokenURL, exchange, [2]string{}); r.status != 400 || r.body["error"] != "invalid_dpop_proof" {
+		t.Fatalf("exchange without a proof: %d %s; want invalid_dpop_proof", r.status, r.raw)
+	}
+	key := newDPoPKey(t)
+	if r := dpopPost(t, tokenURL, exchange, [2]string{}, key.proof("POST", tokenURL, nil, nil)); r.status != 200 || r.body["token_type"] != "DPoP" {
+		t.Fatalf("exchange with a proof (the code survived the refusal): %d %s", r.status, r.raw)
+	}
+	status, bad := restJSON(t, "POST", e.base+"/management/v1/projects/"+e.projectID+"/apps/oidc", e.admin, map[string]any{
+		"name": "dpop-implicit", "redirectUris": []string{afImplicitCB}, "responseTypes": []string{"OIDC_RESPONSE_TYPE_ID_TOKEN_TOKEN"},
+		"grantTypes": []string{"OIDC_GRANT_TYPE_IMPLICIT"}, "appType": "OIDC_APP_TYPE_USER_AGENT", "authMethodType": "OIDC_AUTH_METHOD_TYPE_NONE",
+		"dpopBoundAccessTokens": true})
+	if status != 400 {
+		t.Fatalf("dpopBoundAccessTokens with the implicit grant: %d %v; want 400", status, bad)
+	}
+}

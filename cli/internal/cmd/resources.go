@@ -374,7 +374,8 @@ func (a *App) appsCmd() *cobra.Command {
 	oidc := []string{"redirect-uri=redirect_uris", "response-type=response_types", "grant-type=grant_types", "app_type",
 		"auth_method_type", "post-logout-redirect-uri=post_logout_redirect_uris", "dev_mode", "access_token_type",
 		"access_token_role_assertion", "id_token_role_assertion", "id_token_userinfo_assertion", "clock_skew",
-		"additional-origin=additional_origins", "back_channel_logout_uri", "require-par=require_pushed_authorization_requests"}
+		"additional-origin=additional_origins", "back_channel_logout_uri", "require-par=require_pushed_authorization_requests",
+		"require-dpop=dpop_bound_access_tokens"}
 	return group("apps", "Applications of a project: OIDC relying parties and APIs",
 		"  gatehouse apps create-oidc 2900 --name web --redirect-uri https://app.example.com/cb --grant-type AUTHORIZATION_CODE --response-type CODE --app-type WEB --auth-method-type BASIC",
 		a.rpcCommand(rpcCmd{use: "list PROJECT_ID", short: "List a project's applications", example: "  gatehouse apps list 2900 -o json",

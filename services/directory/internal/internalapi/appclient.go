@@ -80,6 +80,7 @@ func (s *Server) appClient(ctx context.Context, clientID string) (*directoryv1.C
 		c.ClockSkew = durationpb.New(o.ClockSkew)
 		c.AppType = o.AppType
 		c.RequirePushedAuthorizationRequests = o.RequirePAR
+		c.DpopBoundAccessTokens = o.DPoPBound
 		c.AccessTokenType = directoryv1.TokenType_TOKEN_TYPE_OPAQUE
 		if o.AccessTokenType == projects.AccessTokenJWT {
 			c.AccessTokenType = directoryv1.TokenType_TOKEN_TYPE_JWT

@@ -144,6 +144,7 @@ func oidcConfigToProto(clientID string, c *projects.OIDCConfig) *managementv1.OI
 		SkipNativeAppSuccessPage:           c.SkipNativeAppSuccessPage,
 		BackChannelLogoutUri:               c.BackChannelLogoutURI,
 		RequirePushedAuthorizationRequests: c.RequirePAR,
+		DpopBoundAccessTokens:              c.DPoPBound,
 	}
 	if c.LoginVersion == projects.LoginV1 {
 		out.LoginVersion = &managementv1.LoginVersion{Version: &managementv1.LoginVersion_LoginV1{LoginV1: &managementv1.LoginV1{}}}

@@ -33,6 +33,7 @@ type appOIDCRequest interface {
 	GetBackChannelLogoutUri() string
 	GetLoginVersion() *managementv1.LoginVersion
 	GetRequirePushedAuthorizationRequests() bool
+	GetDpopBoundAccessTokens() bool
 }
 
 var (
@@ -57,6 +58,7 @@ func appOIDCConfig(f *apierr.Fields, m appOIDCRequest) projects.OIDCConfig {
 		SkipNativeAppSuccessPage: m.GetSkipNativeAppSuccessPage(),
 		BackChannelLogoutURI:     m.GetBackChannelLogoutUri(),
 		RequirePAR:               m.GetRequirePushedAuthorizationRequests(),
+		DPoPBound:                m.GetDpopBoundAccessTokens(),
 	}
 	for _, rt := range m.GetResponseTypes() {
 		c.ResponseTypes = append(c.ResponseTypes, appEnumToDomain(oidcResponseTypes, rt))

@@ -79,6 +79,9 @@ type OIDCConfig struct {
 	LoginVersion             string        `json:"loginVersion,omitempty"`
 	// RequirePAR: authorization requests must be pushed first (RFC 9126).
 	RequirePAR bool `json:"requirePushedAuthorizationRequests,omitempty"`
+	// DPoPBound: every token request must carry a DPoP proof (RFC 9449
+	// §5.2 dpop_bound_access_tokens).
+	DPoPBound bool `json:"dpopBoundAccessTokens,omitempty"`
 }
 
 // APIConfig is an API application's configuration.
@@ -148,6 +151,10 @@ func (c *OIDCConfig) Validate(f *apierr.Fields) {
 	}
 	checkURIs(f, "redirect_uris", c.RedirectURIs, true)
 	checkURIs(f, "post_logout_redirect_uris", c.PostLogoutRedirectURIs, false)
+	if c.DPoPBound && slices.Contains(c.GrantTypes, GrantImplicit) {
+		// Tokens of the authorization endpoint come without a proof.
+		f.Add("dpop_bound_access_tokens", "cannot be set with the implicit grant")
+	}
 	if len(c.RedirectURIs) == 0 && (slices.Contains(c.GrantTypes, GrantAuthorizationCode) || slices.Contains(c.GrantTypes, GrantImplicit)) {
 		f.Add("redirect_uris", "at least one is required for the authorization_code and implicit grants")
 	}

@@ -191,6 +191,10 @@ func (e *Endpoint) dispatch(r *http.Request) (string, *mint.Response, error) {
 	if ctx, err = e.proof(r); err != nil {
 		return grantType, nil, err
 	}
+	if auth != nil && auth.Client.GetDpopBoundAccessTokens() && dpop.Key(ctx) == "" {
+		// RFC 9449 §5.2: the app registered dpop_bound_access_tokens.
+		return grantType, nil, oauth.New(oauth.InvalidDPoPProof, "the client's tokens must be DPoP-bound: send a DPoP proof")
+	}
 	res, err := g.serve(ctx, auth, f)
 	return grantType, res, err
 }

@@ -535,8 +535,10 @@ type Client struct {
 	GrantIds map[string]string `protobuf:"bytes,23,rep,name=grant_ids,json=grantIds,proto3" json:"grant_ids,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// OIDC apps: authorization requests must be pushed first (RFC 9126).
 	RequirePushedAuthorizationRequests bool `protobuf:"varint,24,opt,name=require_pushed_authorization_requests,json=requirePushedAuthorizationRequests,proto3" json:"require_pushed_authorization_requests,omitempty"`
-	unknownFields                      protoimpl.UnknownFields
-	sizeCache                          protoimpl.SizeCache
+	// OIDC apps: every token request must carry a DPoP proof (RFC 9449 §5.2).
+	DpopBoundAccessTokens bool `protobuf:"varint,25,opt,name=dpop_bound_access_tokens,json=dpopBoundAccessTokens,proto3" json:"dpop_bound_access_tokens,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *Client) Reset() {
@@ -733,6 +735,13 @@ func (x *Client) GetGrantIds() map[string]string {
 func (x *Client) GetRequirePushedAuthorizationRequests() bool {
 	if x != nil {
 		return x.RequirePushedAuthorizationRequests
+	}
+	return false
+}
+
+func (x *Client) GetDpopBoundAccessTokens() bool {
+	if x != nil {
+		return x.DpopBoundAccessTokens
 	}
 	return false
 }
@@ -5761,7 +5770,7 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\x12$\n" +
 	"\x0epublic_key_pem\x18\x02 \x01(\tR\fpublicKeyPem\x129\n" +
 	"\n" +
-	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xe1\b\n" +
+	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\x9a\t\n" +
 	"\x06Client\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x126\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\".gatehouse.directory.v1.ClientKindR\x04kind\x12\x0e\n" +
@@ -5792,7 +5801,8 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x0forg_project_ids\x18\x15 \x03(\tR\rorgProjectIds\x12&\n" +
 	"\x0fgranted_org_ids\x18\x16 \x03(\tR\rgrantedOrgIds\x12I\n" +
 	"\tgrant_ids\x18\x17 \x03(\v2,.gatehouse.directory.v1.Client.GrantIdsEntryR\bgrantIds\x12Q\n" +
-	"%require_pushed_authorization_requests\x18\x18 \x01(\bR\"requirePushedAuthorizationRequests\x1a;\n" +
+	"%require_pushed_authorization_requests\x18\x18 \x01(\bR\"requirePushedAuthorizationRequests\x127\n" +
+	"\x18dpop_bound_access_tokens\x18\x19 \x01(\bR\x15dpopBoundAccessTokens\x1a;\n" +
 	"\rGrantIdsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"/\n" +

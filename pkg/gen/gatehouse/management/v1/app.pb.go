@@ -649,8 +649,11 @@ type OIDCConfig struct {
 	// Gatehouse's own: the application's authorization requests must be
 	// pushed first (RFC 9126, /oauth/v2/par); a plain one is refused.
 	RequirePushedAuthorizationRequests bool `protobuf:"varint,1001,opt,name=require_pushed_authorization_requests,json=requirePushedAuthorizationRequests,proto3" json:"require_pushed_authorization_requests,omitempty"`
-	unknownFields                      protoimpl.UnknownFields
-	sizeCache                          protoimpl.SizeCache
+	// Gatehouse's own (RFC 9449 §5.2 dpop_bound_access_tokens): every token
+	// request of the application must carry a DPoP proof.
+	DpopBoundAccessTokens bool `protobuf:"varint,1002,opt,name=dpop_bound_access_tokens,json=dpopBoundAccessTokens,proto3" json:"dpop_bound_access_tokens,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *OIDCConfig) Reset() {
@@ -833,6 +836,13 @@ func (x *OIDCConfig) GetLoginVersion() *LoginVersion {
 func (x *OIDCConfig) GetRequirePushedAuthorizationRequests() bool {
 	if x != nil {
 		return x.RequirePushedAuthorizationRequests
+	}
+	return false
+}
+
+func (x *OIDCConfig) GetDpopBoundAccessTokens() bool {
+	if x != nil {
+		return x.DpopBoundAccessTokens
 	}
 	return false
 }
@@ -1325,8 +1335,7 @@ const file_gatehouse_management_v1_app_proto_rawDesc = "" +
 	"\n" +
 	"api_config\x18\x06 \x01(\v2\".gatehouse.management.v1.APIConfigH\x00R\tapiConfig\x12!\n" +
 	"\fadmin_client\x18\b \x01(\bR\vadminClientB\b\n" +
-	"\x06configJ\x04\b\a\x10\bR\vsaml_config\"\xe1\n" +
-	"\n" +
+	"\x06configJ\x04\b\a\x10\bR\vsaml_config\"\x9b\v\n" +
 	"\n" +
 	"OIDCConfig\x12#\n" +
 	"\rredirect_uris\x18\x01 \x03(\tR\fredirectUris\x12P\n" +
@@ -1353,7 +1362,8 @@ const file_gatehouse_management_v1_app_proto_rawDesc = "" +
 	"\x1cskip_native_app_success_page\x18\x14 \x01(\bR\x18skipNativeAppSuccessPage\x125\n" +
 	"\x17back_channel_logout_uri\x18\x15 \x01(\tR\x14backChannelLogoutUri\x12J\n" +
 	"\rlogin_version\x18\x16 \x01(\v2%.gatehouse.management.v1.LoginVersionR\floginVersion\x12R\n" +
-	"%require_pushed_authorization_requests\x18\xe9\a \x01(\bR\"requirePushedAuthorizationRequestsJ\x04\b\x06\x10\aR\rclient_secret\"\x93\x01\n" +
+	"%require_pushed_authorization_requests\x18\xe9\a \x01(\bR\"requirePushedAuthorizationRequests\x128\n" +
+	"\x18dpop_bound_access_tokens\x18\xea\a \x01(\bR\x15dpopBoundAccessTokensJ\x04\b\x06\x10\aR\rclient_secret\"\x93\x01\n" +
 	"\tAPIConfig\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12T\n" +
 	"\x10auth_method_type\x18\x03 \x01(\x0e2*.gatehouse.management.v1.APIAuthMethodTypeR\x0eauthMethodTypeJ\x04\b\x02\x10\x03R\rclient_secret\"\x97\x01\n" +

@@ -4505,8 +4505,11 @@ type AddOIDCAppRequest struct {
 	// Gatehouse's own: the application's authorization requests must be
 	// pushed first (RFC 9126, /oauth/v2/par); a plain one is refused.
 	RequirePushedAuthorizationRequests bool `protobuf:"varint,1001,opt,name=require_pushed_authorization_requests,json=requirePushedAuthorizationRequests,proto3" json:"require_pushed_authorization_requests,omitempty"`
-	unknownFields                      protoimpl.UnknownFields
-	sizeCache                          protoimpl.SizeCache
+	// Gatehouse's own (RFC 9449 §5.2 dpop_bound_access_tokens): every token
+	// request of the application must carry a DPoP proof.
+	DpopBoundAccessTokens bool `protobuf:"varint,1002,opt,name=dpop_bound_access_tokens,json=dpopBoundAccessTokens,proto3" json:"dpop_bound_access_tokens,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *AddOIDCAppRequest) Reset() {
@@ -4679,6 +4682,13 @@ func (x *AddOIDCAppRequest) GetRequirePushedAuthorizationRequests() bool {
 	return false
 }
 
+func (x *AddOIDCAppRequest) GetDpopBoundAccessTokens() bool {
+	if x != nil {
+		return x.DpopBoundAccessTokens
+	}
+	return false
+}
+
 // AddOIDCAppResponse identifies the new application and carries its
 // credentials once.
 type AddOIDCAppResponse struct {
@@ -4817,8 +4827,11 @@ type UpdateOIDCAppConfigRequest struct {
 	// Gatehouse's own: the application's authorization requests must be
 	// pushed first (RFC 9126, /oauth/v2/par); a plain one is refused.
 	RequirePushedAuthorizationRequests bool `protobuf:"varint,1001,opt,name=require_pushed_authorization_requests,json=requirePushedAuthorizationRequests,proto3" json:"require_pushed_authorization_requests,omitempty"`
-	unknownFields                      protoimpl.UnknownFields
-	sizeCache                          protoimpl.SizeCache
+	// Gatehouse's own (RFC 9449 §5.2 dpop_bound_access_tokens): every token
+	// request of the application must carry a DPoP proof.
+	DpopBoundAccessTokens bool `protobuf:"varint,1002,opt,name=dpop_bound_access_tokens,json=dpopBoundAccessTokens,proto3" json:"dpop_bound_access_tokens,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *UpdateOIDCAppConfigRequest) Reset() {
@@ -4980,6 +4993,13 @@ func (x *UpdateOIDCAppConfigRequest) GetLoginVersion() *LoginVersion {
 func (x *UpdateOIDCAppConfigRequest) GetRequirePushedAuthorizationRequests() bool {
 	if x != nil {
 		return x.RequirePushedAuthorizationRequests
+	}
+	return false
+}
+
+func (x *UpdateOIDCAppConfigRequest) GetDpopBoundAccessTokens() bool {
+	if x != nil {
+		return x.DpopBoundAccessTokens
 	}
 	return false
 }
@@ -11031,7 +11051,7 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\aqueries\x18\x03 \x03(\v2!.gatehouse.management.v1.AppQueryB\b\xbaH\x05\x92\x01\x02\x10\x14R\aqueries\"\x88\x01\n" +
 	"\x10ListAppsResponse\x12>\n" +
 	"\adetails\x18\x01 \x01(\v2$.gatehouse.management.v1.ListDetailsR\adetails\x124\n" +
-	"\x06result\x18\x02 \x03(\v2\x1c.gatehouse.management.v1.AppR\x06result\"\x84\n" +
+	"\x06result\x18\x02 \x03(\v2\x1c.gatehouse.management.v1.AppR\x06result\"\xbe\n" +
 	"\n" +
 	"\x11AddOIDCAppRequest\x12'\n" +
 	"\n" +
@@ -11057,14 +11077,16 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x1cskip_native_app_success_page\x18\x11 \x01(\bR\x18skipNativeAppSuccessPage\x125\n" +
 	"\x17back_channel_logout_uri\x18\x12 \x01(\tR\x14backChannelLogoutUri\x12J\n" +
 	"\rlogin_version\x18\x13 \x01(\v2%.gatehouse.management.v1.LoginVersionR\floginVersion\x12R\n" +
-	"%require_pushed_authorization_requests\x18\xe9\a \x01(\bR\"requirePushedAuthorizationRequests\"\xb2\x02\n" +
+	"%require_pushed_authorization_requests\x18\xe9\a \x01(\bR\"requirePushedAuthorizationRequests\x128\n" +
+	"\x18dpop_bound_access_tokens\x18\xea\a \x01(\bR\x15dpopBoundAccessTokens\"\xb2\x02\n" +
 	"\x12AddOIDCAppResponse\x12\x15\n" +
 	"\x06app_id\x18\x01 \x01(\tR\x05appId\x12@\n" +
 	"\adetails\x18\x02 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\x12\x1b\n" +
 	"\tclient_id\x18\x03 \x01(\tR\bclientId\x12#\n" +
 	"\rclient_secret\x18\x04 \x01(\tR\fclientSecret\x12%\n" +
 	"\x0enone_compliant\x18\x05 \x01(\bR\rnoneCompliant\x12Z\n" +
-	"\x13compliance_problems\x18\x06 \x03(\v2).gatehouse.management.v1.LocalizedMessageR\x12complianceProblems\"\xd0\t\n" +
+	"\x13compliance_problems\x18\x06 \x03(\v2).gatehouse.management.v1.LocalizedMessageR\x12complianceProblems\"\x8a\n" +
+	"\n" +
 	"\x1aUpdateOIDCAppConfigRequest\x12'\n" +
 	"\n" +
 	"project_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\tprojectId\x12\x1f\n" +
@@ -11088,7 +11110,8 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x1cskip_native_app_success_page\x18\x10 \x01(\bR\x18skipNativeAppSuccessPage\x125\n" +
 	"\x17back_channel_logout_uri\x18\x11 \x01(\tR\x14backChannelLogoutUri\x12J\n" +
 	"\rlogin_version\x18\x12 \x01(\v2%.gatehouse.management.v1.LoginVersionR\floginVersion\x12R\n" +
-	"%require_pushed_authorization_requests\x18\xe9\a \x01(\bR\"requirePushedAuthorizationRequests\"_\n" +
+	"%require_pushed_authorization_requests\x18\xe9\a \x01(\bR\"requirePushedAuthorizationRequests\x128\n" +
+	"\x18dpop_bound_access_tokens\x18\xea\a \x01(\bR\x15dpopBoundAccessTokens\"_\n" +
 	"\x1bUpdateOIDCAppConfigResponse\x12@\n" +
 	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"m\n" +
 	"!RegenerateOIDCClientSecretRequest\x12'\n" +
