@@ -16,6 +16,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rsa"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -78,6 +79,11 @@ type Verifier struct {
 func KeyID(raw string) (string, error) {
 	if strings.Count(raw, ".") != 2 {
 		return "", fmt.Errorf("%w: not a compact JWS", ErrInvalid)
+	}
+	// The header strictly base64url (RFC 7515 §2), as Verify reads it:
+	// jwx's parser also takes the standard alphabet.
+	if _, err := base64.RawURLEncoding.DecodeString(raw[:strings.IndexByte(raw, '.')]); err != nil {
+		return "", fmt.Errorf("%w: the header is not base64url", ErrInvalid)
 	}
 	msg, err := jws.ParseString(raw)
 	if err != nil || len(msg.Signatures()) != 1 {
