@@ -81,6 +81,7 @@ func (s *Server) appClient(ctx context.Context, clientID string) (*directoryv1.C
 		c.AppType = o.AppType
 		c.RequirePushedAuthorizationRequests = o.RequirePAR
 		c.DpopBoundAccessTokens = o.DPoPBound
+		c.BackChannelLogoutUri = o.BackChannelLogoutURI
 		c.AccessTokenType = directoryv1.TokenType_TOKEN_TYPE_OPAQUE
 		if o.AccessTokenType == projects.AccessTokenJWT {
 			c.AccessTokenType = directoryv1.TokenType_TOKEN_TYPE_JWT

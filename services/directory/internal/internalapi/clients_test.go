@@ -26,7 +26,7 @@ func TestClientsAndKeys(t *testing.T) {
 			"name": "web", "redirectUris": []string{"https://shop.example/cb"}, "responseTypes": []string{"OIDC_RESPONSE_TYPE_CODE"},
 			"grantTypes": []string{"OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_REFRESH_TOKEN"}, "appType": "OIDC_APP_TYPE_WEB",
 			"authMethodType": "OIDC_AUTH_METHOD_TYPE_BASIC", "accessTokenType": "OIDC_TOKEN_TYPE_JWT",
-			"postLogoutRedirectUris": []string{"https://shop.example/bye"},
+			"postLogoutRedirectUris": []string{"https://shop.example/bye"}, "backChannelLogoutUri": "https://shop.example/backchannel",
 		})
 		if r.Status != 200 {
 			t.Fatalf("AddOIDCApp: %d %s", r.Status, r.Body)
@@ -41,7 +41,7 @@ func TestClientsAndKeys(t *testing.T) {
 			!cl.GetActive() || cl.GetAuthMethod() != directoryv1.AuthMethod_AUTH_METHOD_CLIENT_SECRET_BASIC ||
 			len(cl.GetSecretHash()) != 32 || cl.GetRedirectUris()[0] != "https://shop.example/cb" ||
 			cl.GetResponseTypes()[0] != "code" || len(cl.GetGrantTypes()) != 2 || cl.GetAccessTokenType() != directoryv1.TokenType_TOKEN_TYPE_JWT ||
-			cl.GetPostLogoutRedirectUris()[0] != "https://shop.example/bye" {
+			cl.GetPostLogoutRedirectUris()[0] != "https://shop.example/bye" || cl.GetBackChannelLogoutUri() != "https://shop.example/backchannel" {
 			t.Fatalf("OIDC client = %v", cl)
 		}
 

@@ -537,8 +537,12 @@ type Client struct {
 	RequirePushedAuthorizationRequests bool `protobuf:"varint,24,opt,name=require_pushed_authorization_requests,json=requirePushedAuthorizationRequests,proto3" json:"require_pushed_authorization_requests,omitempty"`
 	// OIDC apps: every token request must carry a DPoP proof (RFC 9449 §5.2).
 	DpopBoundAccessTokens bool `protobuf:"varint,25,opt,name=dpop_bound_access_tokens,json=dpopBoundAccessTokens,proto3" json:"dpop_bound_access_tokens,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// OIDC apps: the registered back-channel logout URI (OpenID Connect
+	// Back-Channel Logout 1.0 §2.2); empty when none. Read again at each
+	// delivery, so a URI removed since the logout is never called.
+	BackChannelLogoutUri string `protobuf:"bytes,26,opt,name=back_channel_logout_uri,json=backChannelLogoutUri,proto3" json:"back_channel_logout_uri,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *Client) Reset() {
@@ -744,6 +748,13 @@ func (x *Client) GetDpopBoundAccessTokens() bool {
 		return x.DpopBoundAccessTokens
 	}
 	return false
+}
+
+func (x *Client) GetBackChannelLogoutUri() string {
+	if x != nil {
+		return x.BackChannelLogoutUri
+	}
+	return ""
 }
 
 // GetClientRequest names a client.
@@ -5770,7 +5781,7 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\x12$\n" +
 	"\x0epublic_key_pem\x18\x02 \x01(\tR\fpublicKeyPem\x129\n" +
 	"\n" +
-	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\x9a\t\n" +
+	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xd1\t\n" +
 	"\x06Client\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x126\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\".gatehouse.directory.v1.ClientKindR\x04kind\x12\x0e\n" +
@@ -5802,7 +5813,8 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x0fgranted_org_ids\x18\x16 \x03(\tR\rgrantedOrgIds\x12I\n" +
 	"\tgrant_ids\x18\x17 \x03(\v2,.gatehouse.directory.v1.Client.GrantIdsEntryR\bgrantIds\x12Q\n" +
 	"%require_pushed_authorization_requests\x18\x18 \x01(\bR\"requirePushedAuthorizationRequests\x127\n" +
-	"\x18dpop_bound_access_tokens\x18\x19 \x01(\bR\x15dpopBoundAccessTokens\x1a;\n" +
+	"\x18dpop_bound_access_tokens\x18\x19 \x01(\bR\x15dpopBoundAccessTokens\x125\n" +
+	"\x17back_channel_logout_uri\x18\x1a \x01(\tR\x14backChannelLogoutUri\x1a;\n" +
 	"\rGrantIdsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"/\n" +
