@@ -337,8 +337,9 @@ func (p *Parser) Str(name, def string) string {
 }
 
 // IdPEgress is the section of the services that call external identity
-// providers (authn) or check their addresses (directory): where those
-// calls may go (pkg/netguard). Public addresses only, unless
+// providers (authn) or check their addresses (directory), and of tokens,
+// whose back-channel logouts call URIs that app owners register: where
+// those calls may go (pkg/netguard). Public addresses only, unless
 // GATEHOUSE_IDP_ALLOW_LOOPBACK (development and tests), GATEHOUSE_IDP_ALLOW
 // (private CIDRs and host names of on-premises providers) or
 // GATEHOUSE_IDP_DENY_PRIVATE=false (deprecated: every private range) allow

@@ -51,7 +51,8 @@ var Sections = config.Sections(func(core *config.Config) []config.Section {
 		out = append(out, &directorysvc.Settings{}, &config.IdPEgress{})
 	}
 	if core.TokensURL == nil {
-		out = append(out, &tokenssvc.Settings{})
+		// IdPEgress: tokens posts back-channel logouts under it.
+		out = append(out, &tokenssvc.Settings{}, &config.IdPEgress{})
 	}
 	if core.AuthnURL == nil {
 		out = append(out, &authnsvc.Settings{}, &config.IdPEgress{})

@@ -27,6 +27,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/telemetry"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/admin"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/assertion"
+	"github.com/gatehouse-id/gatehouse/services/tokens/internal/backchannel"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/clients"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/device"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/discovery"
@@ -94,6 +95,12 @@ type Service struct {
 func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error) {
 	cfg := env.Config
 	t, err := config.Get[*Settings](cfg)
+	if err != nil {
+		return nil, err
+	}
+	// Back-channel logout URIs are registered by app owners: they may
+	// reach only what identity providers may (pkg/netguard).
+	egress, err := config.Get[*config.IdPEgress](cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -180,6 +187,9 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 	life := &lifecycle.Lifecycle{Issuer: issuer, Store: records, Minter: minter, Hasher: hasher, Revoked: s.revoked,
 		Keys: s.keys, Dir: deps.Directory, Clients: auth.Cache, CodeTTL: t.AuthCodeLifetime, RefreshIdle: t.RefreshIdleLifetime,
 		RefreshAbs: t.RefreshAbsLifetime, ReuseGrace: t.RefreshReuseGrace, DeviceTTL: t.DeviceCodeLifetime, Now: time.Now, Logger: env.Logger}
+	logouts := &backchannel.Outbox{Issuer: issuer, Store: records, Clients: auth.Cache, Signer: s.keys,
+		HTTP: backchannel.NewHTTPClient(egress.Policy), Now: time.Now, Logger: env.Logger}
+	life.Logouts = logouts
 
 	keySet := jwks.NewHandler(s.keys, s.keys.KeySetMaxAge(), env.Logger)
 	s.public.Handle(jwks.Path, keySet)
@@ -222,13 +232,17 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s.stop, s.done = stop, make(chan struct{})
 	s.keys.Start(bg)
-	pruner := &db.Pruner{DB: s.db, Service: "tokens", Steps: store.PruneSteps(life.CodeGrace()), Interval: cfg.PruneInterval, Logger: env.Logger}
+	// A session's apps are remembered while one may hold a token of it.
+	steps := append(store.PruneSteps(life.CodeGrace()),
+		store.LogoutPruneSteps(max(t.RefreshAbsLifetime, t.AccessTokenLifetime, t.IDTokenLifetime), backchannel.GiveUp+time.Hour)...)
+	pruner := &db.Pruner{DB: s.db, Service: "tokens", Steps: steps, Interval: cfg.PruneInterval, Logger: env.Logger}
 	go func() {
 		defer close(s.done)
 		var wg sync.WaitGroup
 		wg.Go(func() { s.revoked.Run(bg) })
 		wg.Go(func() { pruner.Run(bg) })
 		wg.Go(func() { s.watcher.Run(bg) })
+		wg.Go(func() { logouts.Run(bg) })
 		wg.Wait()
 	}()
 	return s, nil

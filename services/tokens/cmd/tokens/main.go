@@ -14,5 +14,5 @@ import (
 func main() {
 	os.Exit(process.Main(config.RoleTokens, func(ctx context.Context, env process.Env) (process.Component, error) {
 		return service.New(ctx, env, service.Deps{})
-	}, &service.Settings{}))
+	}, &service.Settings{}, &config.IdPEgress{}))
 }

@@ -49,6 +49,8 @@ type Metadata struct {
 	RevocationEndpoint                        string   `json:"revocation_endpoint"`
 	UserinfoEndpoint                          string   `json:"userinfo_endpoint"`
 	EndSessionEndpoint                        string   `json:"end_session_endpoint"`
+	BackchannelLogoutSupported                bool     `json:"backchannel_logout_supported"`
+	BackchannelLogoutSessionSupported         bool     `json:"backchannel_logout_session_supported"`
 	DeviceAuthorizationEndpoint               string   `json:"device_authorization_endpoint"`
 	PushedAuthorizationRequestEndpoint        string   `json:"pushed_authorization_request_endpoint"`
 	RequirePushedAuthorizationRequests        bool     `json:"require_pushed_authorization_requests"`
@@ -106,6 +108,11 @@ func DocumentFor(issuer string, signingAlgs []string, requirePAR bool) *Metadata
 		RevocationEndpoint:    issuer + RevocationPath,
 		UserinfoEndpoint:      issuer + UserinfoPath,
 		EndSessionEndpoint:    issuer + EndSessionPath,
+		// Back-Channel Logout 1.0 §2.1: ending a session, or a user's
+		// cut-off, posts logout tokens with sid (ID tokens carry it) to
+		// the apps' registered URIs (tokens' backchannel package).
+		BackchannelLogoutSupported:        true,
+		BackchannelLogoutSessionSupported: true,
 		// RFC 8628 §4.
 		DeviceAuthorizationEndpoint: issuer + DevicePath,
 		// RFC 9126 §5.

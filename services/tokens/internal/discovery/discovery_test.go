@@ -111,8 +111,12 @@ func TestDocument(t *testing.T) {
 				doc["require_pushed_authorization_requests"] != false {
 				t.Fatalf("request objects and PAR: %v", doc)
 			}
+			if doc["backchannel_logout_supported"] != true || doc["backchannel_logout_session_supported"] != true {
+				t.Fatalf("back-channel logout: supported %v, session %v; want both true",
+					doc["backchannel_logout_supported"], doc["backchannel_logout_session_supported"])
+			}
 			for _, member := range []string{"frontchannel_logout_supported",
-				"backchannel_logout_supported", "check_session_iframe", "userinfo_signing_alg_values_supported"} {
+				"check_session_iframe", "userinfo_signing_alg_values_supported"} {
 				if _, ok := doc[member]; ok {
 					t.Fatalf("member %q present for something not implemented", member)
 				}

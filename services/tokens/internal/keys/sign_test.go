@@ -128,6 +128,25 @@ func testSignInteroperates(t *testing.T, lib, alg string) {
 	if typ, _ := atMsg.Signatures()[0].ProtectedHeaders().Type(); typ != keys.TypeAccessToken {
 		t.Fatalf("access token typ %q; want %s", typ, keys.TypeAccessToken)
 	}
+	// So does a back-channel logout token (Back-Channel Logout 1.0 §2.4).
+	lt, err := m.SignLogoutToken(claims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if payload, err := jws.Verify([]byte(lt), jws.WithKeySet(set, jws.WithRequireKid(true))); err != nil || !bytes.Equal(payload, claims) {
+		t.Fatalf("jwx verify of the logout token: %s, %v", payload, err)
+	}
+	ltMsg, err := jws.Parse([]byte(lt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lh := ltMsg.Signatures()[0].ProtectedHeaders()
+	if typ, _ := lh.Type(); typ != keys.TypeLogoutToken {
+		t.Fatalf("logout token typ %q; want %s", typ, keys.TypeLogoutToken)
+	}
+	if kid, _ := lh.KeyID(); kid != s.KeyID {
+		t.Fatalf("logout token kid %q; want %s", kid, s.KeyID)
+	}
 	pub, ok := m.PublicKey(s.KeyID)
 	if eq, _ := pub.(interface{ Equal(crypto.PublicKey) bool }); !ok || eq == nil || !eq.Equal(s.Key.Public()) {
 		t.Fatalf("PublicKey(%s): got %T, %v; want the signer's public key", s.KeyID, pub, ok)

@@ -182,6 +182,13 @@ func (l *Lifecycle) redeem(ctx context.Context, c *directoryv1.Client, lg login,
 				return err
 			}
 		}
+		if lg.sessionID != "" {
+			// The app now holds tokens of the session: its logout reaches
+			// the app (back-channel logout), if the claim below commits.
+			if err := l.Store.RecordSessionClient(ctx, tx, lg.sessionID, c.GetClientId(), lg.subject, now); err != nil {
+				return err
+			}
+		}
 		ok, err := claim(tx, at.ID, familyID)
 		if err != nil {
 			return err

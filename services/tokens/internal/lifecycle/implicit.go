@@ -57,6 +57,13 @@ func (l *Lifecycle) CreateImplicitTokens(ctx context.Context, req *tokensv1.Crea
 			return nil, l.unavailable(ctx, err)
 		}
 	}
+	if lg.sessionID != "" {
+		// Before any token exists, durably: the session's logout reaches
+		// the app (back-channel logout).
+		if err := l.Store.RecordSessionClient(ctx, nil, lg.sessionID, c.GetClientId(), lg.subject, l.Now()); err != nil {
+			return nil, l.unavailable(ctx, err)
+		}
+	}
 	out := &tokensv1.CreateImplicitTokensResponse{TokenType: "Bearer", Scope: strings.Join(lg.scopes, " ")}
 	var at *mint.Issued
 	if withAccess {

@@ -46,6 +46,12 @@ type Revocations interface {
 	RevokeMany(ctx context.Context, ids []string, expiresAt []time.Time) error
 }
 
+// Logouts is the back-channel logout sender (backchannel.Outbox): Kick
+// asks it to deliver what a revocation just queued.
+type Logouts interface {
+	Kick()
+}
+
 // JWS verifies a compact JWS signed by one of our published keys and
 // returns its payload (keys.Manager).
 type JWS interface {
@@ -76,6 +82,9 @@ type Lifecycle struct {
 	// DeviceTTL and DeviceInterval are a device authorization's lifetime
 	// and polling interval (0: DefaultDeviceTTL, DefaultDeviceInterval).
 	DeviceTTL, DeviceInterval time.Duration
+	// Logouts, if not nil, is kicked when a revocation queued back-channel
+	// logouts (its periodic sweep finds them otherwise).
+	Logouts Logouts
 
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -226,6 +235,13 @@ func (l *Lifecycle) revokeFamily(ctx context.Context, familyID string) error {
 		return err
 	}
 	return l.push(ctx, live)
+}
+
+// kickLogouts asks the sender to deliver queued back-channel logouts.
+func (l *Lifecycle) kickLogouts(queued int64) {
+	if queued > 0 && l.Logouts != nil {
+		l.Logouts.Kick()
+	}
 }
 
 func (l *Lifecycle) logger() *slog.Logger {

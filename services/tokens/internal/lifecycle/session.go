@@ -12,17 +12,27 @@ import (
 
 // RevokeSession implements TokenService.RevokeSession (logout, see the
 // proto): in one transaction it voids the session's unused codes, revokes
-// its refresh tokens and finds its live access tokens (those recorded with
-// the session, and those issued with its refresh tokens); then it puts the
-// access tokens on the revocation list. Only then does it answer, so a
-// success is durable.
+// its refresh tokens, finds its live access tokens (those recorded with
+// the session, and those issued with its refresh tokens) and queues a
+// back-channel logout for every app that received tokens in the session;
+// then it puts the access tokens on the revocation list. Only then does
+// it answer, so a success is durable; the logouts are sent in the
+// background (backchannel.Outbox), never holding up the answer.
+//
+// Every refresh token of the session is revoked, offline_access or not
+// (Back-Channel Logout 1.0 §2.7 asks it only for those without): refresh
+// tokens are issued only with offline_access here, and one that outlived
+// the logout of the session it came from would keep the app signed in.
 func (l *Lifecycle) RevokeSession(ctx context.Context, req *tokensv1.RevokeSessionRequest) (*tokensv1.RevokeSessionResponse, error) {
 	sid := req.GetSessionId()
 	if sid == "" || len(sid) > maxID {
 		return nil, invalidArgument("session_id is required (at most %d characters)", maxID)
 	}
 	now := l.Now()
-	var live []store.Live
+	var (
+		live   []store.Live
+		queued int64
+	)
 	err := l.Store.DB.InTx(ctx, func(tx *db.Tx) error {
 		if err := l.Store.VoidSessionAuthCodes(ctx, tx, sid, now); err != nil {
 			return err
@@ -31,10 +41,14 @@ func (l *Lifecycle) RevokeSession(ctx context.Context, req *tokensv1.RevokeSessi
 			return err
 		}
 		var err error
+		if queued, err = l.Store.QueueSessionLogouts(ctx, tx, sid, now); err != nil {
+			return err
+		}
 		live, err = l.Store.SessionAccessTokens(ctx, tx, sid, now)
 		return err
 	})
 	if err == nil {
+		l.kickLogouts(queued)
 		err = l.push(ctx, live)
 	}
 	if err != nil {
@@ -88,10 +102,14 @@ func (l *Lifecycle) RevokeGrantTokens(ctx context.Context, req *tokensv1.RevokeG
 const maxGrantClients = 1000
 
 // RevokeUserTokens implements TokenService.RevokeUserTokens: in one
-// transaction it voids the user's unused codes and revokes its refresh
-// tokens issued up to not_after; then it puts the user's entry on the
-// revocation list, which revokes every access token of the user issued up
-// to not_after, recorded or not, on every replica.
+// transaction it voids the user's unused codes, revokes its refresh
+// tokens issued up to not_after and queues a back-channel logout for
+// every app that received tokens, up to not_after, in one of the user's
+// sessions (the cut-off ends those sessions: deactivation, removal, "sign
+// out everywhere"); then it puts the user's entry on the revocation list,
+// which revokes every access token of the user issued up to not_after,
+// recorded or not, on every replica. A repeated call (the directory
+// retries) queues nothing twice.
 func (l *Lifecycle) RevokeUserTokens(ctx context.Context, req *tokensv1.RevokeUserTokensRequest) (*tokensv1.RevokeUserTokensResponse, error) {
 	uid := req.GetUserId()
 	if uid == "" || len(uid) > maxID {
@@ -102,13 +120,20 @@ func (l *Lifecycle) RevokeUserTokens(ctx context.Context, req *tokensv1.RevokeUs
 	}
 	notAfter := req.GetNotAfter().AsTime()
 	now := l.Now()
+	var queued int64
 	err := l.Store.DB.InTx(ctx, func(tx *db.Tx) error {
 		if err := l.Store.VoidUserAuthCodes(ctx, tx, uid, notAfter, now); err != nil {
 			return err
 		}
-		return l.Store.RevokeUserRefreshTokens(ctx, tx, uid, notAfter, now)
+		if err := l.Store.RevokeUserRefreshTokens(ctx, tx, uid, notAfter, now); err != nil {
+			return err
+		}
+		var err error
+		queued, err = l.Store.QueueUserLogouts(ctx, tx, uid, notAfter, now)
+		return err
 	})
 	if err == nil {
+		l.kickLogouts(queued)
 		err = l.Revoked.RevokeMany(ctx, []string{revocation.UserKey(uid)}, []time.Time{revocation.UserUntil(notAfter, l.Minter.AccessTTL)})
 	}
 	if err != nil {
