@@ -142,14 +142,18 @@ func (e *afEnv) dpopApp(name, typ string) string {
 	return app["clientId"].(string)
 }
 
-// dpopCode signs alice in for clientID and returns a code and its verifier.
-func (e *afEnv) dpopCode(clientID string) (code, verifier string) {
+// dpopCode signs alice in for clientID and returns a code and its
+// verifier; extra are more authorization request parameters (pairs).
+func (e *afEnv) dpopCode(clientID string, extra ...string) (code, verifier string) {
 	e.t.Helper()
 	verifier = base64.RawURLEncoding.EncodeToString(randomBytes(e.t, 32))
 	sum := sha256.Sum256([]byte(verifier))
 	q := url.Values{"client_id": {clientID}, "redirect_uri": {afRedirect}, "response_type": {"code"},
 		"scope": {"openid profile offline_access"}, "state": {"s-dpop"}, "nonce": {"n-dpop"},
 		"code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"}}
+	for i := 0; i+1 < len(extra); i += 2 {
+		q.Set(extra[i], extra[i+1])
+	}
 	c := browser(e.t, e.base)
 	p := e.password(c, afGet(e.t, c, e.base+"/oauth/v2/authorize?"+q.Encode()), "alice", afPassword)
 	if p.loc == nil || p.loc.Query().Get("code") == "" {
@@ -522,5 +526,64 @@ func TestDPoPBoundApp(t *testing.T) {
 		"dpopBoundAccessTokens": true})
 	if status != 400 {
 		t.Fatalf("dpopBoundAccessTokens with the implicit grant: %d %v; want 400", status, bad)
+	}
+}
+
+// TestDPoPBoundCode binds the authorization code to a key (RFC 9449 §10):
+// by dpop_jkt at the authorization endpoint, or by a proof with a pushed
+// request; the code is redeemed only with a proof of that key, and a
+// refusal leaves it good.
+func TestDPoPBoundCode(t *testing.T) {
+	t.Parallel()
+	e := afStart(t)
+	tokenURL, parURL := e.base+"/oauth/v2/token", e.base+"/oauth/v2/par"
+	key, other := newDPoPKey(t), newDPoPKey(t)
+	app := e.dpopApp("dpop-code", "OIDC_TOKEN_TYPE_JWT")
+	redeem := func(code, verifier string, proofs ...string) dpopResponse {
+		return dpopPost(t, tokenURL, url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {afRedirect},
+			"client_id": {app}, "code_verifier": {verifier}}, [2]string{}, proofs...)
+	}
+	check := func(how, code, verifier string) {
+		t.Helper()
+		for name, proofs := range map[string][]string{"no proof": nil, "another key": {other.proof("POST", tokenURL, nil, nil)}} {
+			if r := redeem(code, verifier, proofs...); r.status != 400 || r.body["error"] != "invalid_grant" {
+				t.Errorf("%s, redeemed with %s: %d %s; want invalid_grant", how, name, r.status, r.raw)
+			}
+		}
+		if r := redeem(code, verifier, key.proof("POST", tokenURL, nil, nil)); r.status != 200 || r.body["token_type"] != "DPoP" {
+			t.Errorf("%s, redeemed with the key (after the refusals): %d %s", how, r.status, r.raw)
+		}
+	}
+	code, verifier := e.dpopCode(app, "dpop_jkt", key.jkt())
+	check("dpop_jkt", code, verifier)
+
+	push := func(extra url.Values, proofs ...string) dpopResponse {
+		v := url.Values{"client_id": {app}, "redirect_uri": {afRedirect}, "response_type": {"code"}, "scope": {"openid"},
+			"code_challenge": {"E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"}, "code_challenge_method": {"S256"}}
+		for k, vs := range extra {
+			v[k] = vs
+		}
+		return dpopPost(t, parURL, v, [2]string{}, proofs...)
+	}
+	if r := push(nil, other.proof("POST", tokenURL, nil, nil)); r.status != 400 || r.body["error"] != "invalid_dpop_proof" {
+		t.Errorf("PAR with a proof for another URL: %d %s; want invalid_dpop_proof", r.status, r.raw)
+	}
+	if r := push(url.Values{"dpop_jkt": {other.jkt()}}, key.proof("POST", parURL, nil, nil)); r.status != 400 || r.body["error"] != "invalid_dpop_proof" {
+		t.Errorf("PAR with dpop_jkt of another key than the proof's: %d %s; want invalid_dpop_proof", r.status, r.raw)
+	}
+	r := push(nil, key.proof("POST", parURL, nil, nil))
+	if r.status != 201 {
+		t.Fatalf("PAR with a proof: %d %s", r.status, r.raw)
+	}
+	code, _ = e.dpopCode(app, "request_uri", r.body["request_uri"].(string))
+	check("a pushed request's proof", code, "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk")
+
+	// A malformed dpop_jkt is refused at the authorization endpoint.
+	c := browser(t, e.base)
+	p := afGet(t, c, e.base+"/oauth/v2/authorize?"+url.Values{"client_id": {app}, "redirect_uri": {afRedirect}, "response_type": {"code"},
+		"scope": {"openid"}, "code_challenge": {"E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"}, "code_challenge_method": {"S256"},
+		"dpop_jkt": {"not-a-thumbprint"}}.Encode())
+	if p.loc == nil || p.loc.Query().Get("error") != "invalid_request" {
+		t.Errorf("malformed dpop_jkt: %d %v; want an invalid_request redirect", p.status, p.loc)
 	}
 }

@@ -41,6 +41,9 @@ const (
 	// DPoP (RFC 9449 §5, §8).
 	InvalidDPoPProof = "invalid_dpop_proof"
 	UseDPoPNonce     = "use_dpop_nonce"
+	// InvalidTarget: a token exchange's audience or resource is not one
+	// the server will issue for (RFC 8693 §2.2.2, RFC 8707 §2).
+	InvalidTarget = "invalid_target"
 )
 
 // Error is an OAuth error response.

@@ -32,7 +32,7 @@ func group(use, short, example string, cmds ...*cobra.Command) *cobra.Command {
 }
 
 func (a *App) resourceCommands() []*cobra.Command {
-	return []*cobra.Command{a.orgsCmd(), a.domainsCmd(), a.membersCmd(), a.usersCmd(), a.projectsCmd(), a.appsCmd(), a.idpsCmd(), a.keysCmd(), a.loginPolicyCmd()}
+	return []*cobra.Command{a.orgsCmd(), a.domainsCmd(), a.membersCmd(), a.usersCmd(), a.projectsCmd(), a.appsCmd(), a.idpsCmd(), a.keysCmd(), a.loginPolicyCmd(), a.securityPolicyCmd()}
 }
 
 func (a *App) orgsCmd() *cobra.Command {
@@ -494,6 +494,17 @@ func (a *App) loginPolicyCmd() *cobra.Command {
 				example: "  gatehouse login-policy multi-factors remove MULTI_FACTOR_TYPE_U2F_WITH_VERIFICATION",
 				rpc:     mgmt(mc.RemoveMultiFactorFromLoginPolicy), args: []string{"type"}, view: detailsView}),
 		),
+	)
+}
+
+func (a *App) securityPolicyCmd() *cobra.Command {
+	return group("security-policy", "The organization's security policy (impersonation through token exchange)",
+		"  gatehouse security-policy set --enable-impersonation --org acme",
+		a.rpcCommand(rpcCmd{use: "show", short: "Show the security policy", example: "  gatehouse security-policy show",
+			rpc: mgmt(mc.GetSecurityPolicy)}),
+		a.rpcCommand(rpcCmd{use: "set", short: "Set the security policy (--enable-impersonation=false turns impersonation off)",
+			example: "  gatehouse security-policy set --enable-impersonation",
+			rpc:     mgmt(mc.SetSecurityPolicy), flags: []string{"enable_impersonation"}, view: detailsView}),
 	)
 }
 

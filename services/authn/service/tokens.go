@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -35,6 +36,7 @@ func (a tokensAdapter) CreateAuthorizationCode(ctx context.Context, g authorize.
 	resp, err := a.c.CreateAuthorizationCode(ctx, &tokensv1.CreateAuthorizationCodeRequest{
 		ClientId: g.ClientID, RedirectUri: g.RedirectURI, UserId: g.UserID, OrgId: g.OrgID, Scopes: g.Scopes,
 		Nonce: g.Nonce, CodeChallenge: g.CodeChallenge, SessionId: g.SessionID, AuthTime: timestamppb.New(g.AuthTime), Amr: g.AMR,
+		DpopJkt: g.DPoPJKT,
 	})
 	if err != nil {
 		return "", fmt.Errorf("create authorization code: %w", err)
@@ -105,12 +107,19 @@ func (a tokensAdapter) DecideDevice(ctx context.Context, d authorize.DeviceDecis
 	return nil
 }
 
-func (a tokensAdapter) AuthenticateClient(ctx context.Context, c authorize.ClientCredentials) (string, error) {
+func (a tokensAdapter) AuthenticateClient(ctx context.Context, c authorize.ClientCredentials) (authorize.AuthenticatedClient, error) {
 	resp, err := a.c.AuthenticateClient(ctx, &tokensv1.AuthenticateClientRequest{Basic: c.Basic, BasicUser: c.BasicUser,
 		BasicPassword: c.BasicPass, ClientId: c.ClientID, ClientSecret: c.ClientSecret,
-		ClientAssertionType: c.ClientAssertionType, ClientAssertion: c.ClientAssertion})
+		ClientAssertionType: c.ClientAssertionType, ClientAssertion: c.ClientAssertion, DpopProofs: c.DPoPProofs})
 	if err == nil {
-		return resp.GetClientId(), nil
+		if code := resp.GetDpopError(); code != "" {
+			e := oauth.New(code, "%s", resp.GetDpopErrorDescription())
+			if n := resp.GetDpopNonce(); n != "" {
+				e.Header = http.Header{"Dpop-Nonce": {n}}
+			}
+			return authorize.AuthenticatedClient{}, e
+		}
+		return authorize.AuthenticatedClient{ClientID: resp.GetClientId(), DPoPJKT: resp.GetDpopJkt(), DPoPNonce: resp.GetDpopNonce()}, nil
 	}
 	var ce *connect.Error
 	msg := "client authentication failed"
@@ -119,11 +128,11 @@ func (a tokensAdapter) AuthenticateClient(ctx context.Context, c authorize.Clien
 	}
 	switch connect.CodeOf(err) {
 	case connect.CodeInvalidArgument:
-		return "", oauth.New(oauth.InvalidRequest, "%s", msg)
+		return authorize.AuthenticatedClient{}, oauth.New(oauth.InvalidRequest, "%s", msg)
 	case connect.CodeUnauthenticated:
-		return "", oauth.InvalidClientError(c.Basic, "%s", msg)
+		return authorize.AuthenticatedClient{}, oauth.InvalidClientError(c.Basic, "%s", msg)
 	}
-	return "", oauth.New(oauth.TemporarilyUnavailable, "client authentication is unavailable; retry").WithCause(err)
+	return authorize.AuthenticatedClient{}, oauth.New(oauth.TemporarilyUnavailable, "client authentication is unavailable; retry").WithCause(err)
 }
 
 func (a tokensAdapter) VerifyRequestObject(ctx context.Context, clientID, request string) ([]byte, error) {

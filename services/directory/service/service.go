@@ -240,7 +240,8 @@ func (s *Service) build(masterKey []byte, env process.Env, deps Deps, set Settin
 	}
 	s.tokens = accesstoken.NewRemote(deps.Tokens, accesstoken.RemoteOptions{Issuer: env.Config.Issuer.String(),
 		Audience: authz.Audience, MaxStale: env.Config.CacheMaxStale, Logger: env.Logger})
-	az := authz.NewInterceptor(s.tokens, authzDirectory{orgs: orgQ, users: userQ, projects: &projects.Queries{DB: s.db}}, management.Rules(), env.Logger)
+	azDir := authzDirectory{orgs: orgQ, users: userQ, projects: &projects.Queries{DB: s.db}}
+	az := authz.NewInterceptor(s.tokens, azDir, management.Rules(), env.Logger)
 	public, err := api.NewHandler(mgmt, env.Logger, otel, az)
 	if err != nil {
 		return err
@@ -252,6 +253,9 @@ func (s *Service) build(masterKey []byte, env process.Env, deps Deps, set Settin
 		return err
 	}
 	s.internal.Cutoffs = s.cutoffs
+	s.internal.Dominance = func(ctx context.Context, actor, target string) (bool, error) {
+		return authz.Dominates(ctx, azDir, actor, target)
+	}
 	s.internal.SetMail(internalapi.Mail{Outbox: s.mail, Issuer: env.Config.Issuer, Notices: notices})
 	s.internal.Factors = internalapi.FactorKeys{Secrets: factorSecrets, Hasher: hasher, Issuer: env.Config.Issuer.Hostname(), WebAuthn: wa}
 	if !s.db.CleanStart() {

@@ -3,13 +3,16 @@ package service
 import (
 	"context"
 	"errors"
+	"net/http"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1/tokensv1connect"
+	"github.com/gatehouse-id/gatehouse/pkg/oauth"
 	"github.com/gatehouse-id/gatehouse/services/tokens/accesstoken"
+	"github.com/gatehouse-id/gatehouse/services/tokens/dpop"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/clients"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/introspection"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/jwks"
@@ -27,6 +30,10 @@ type internalAPI struct {
 	revoked   *revocation.List
 	keySet    *jwks.Handler
 	clients   *clients.Authenticator
+	// dpop checks the proofs of pushed authorization requests at parURL
+	// (nil: DPoP is off).
+	dpop   *dpop.Verifier
+	parURL string
 }
 
 var _ tokensv1connect.TokenServiceHandler = (*internalAPI)(nil)
@@ -103,8 +110,39 @@ func (a *internalAPI) DecideDeviceAuthorization(ctx context.Context, req *tokens
 	return a.life.DecideDeviceAuthorization(ctx, req)
 }
 
+// AuthenticateClient authenticates the client of a pushed authorization
+// request, then checks the request's DPoP proof for POST at parURL, if any
+// (RFC 9449 §10.1): its key's thumbprint, or why it is refused.
 func (a *internalAPI) AuthenticateClient(ctx context.Context, req *tokensv1.AuthenticateClientRequest) (*tokensv1.AuthenticateClientResponse, error) {
-	return a.clients.AuthenticateRPC(ctx, req)
+	res, err := a.clients.AuthenticateRPC(ctx, req)
+	proofs := req.GetDpopProofs()
+	if err != nil || len(proofs) == 0 {
+		return res, err
+	}
+	refuse := func(code, desc string) (*tokensv1.AuthenticateClientResponse, error) {
+		res.DpopError, res.DpopErrorDescription = code, desc
+		return res, nil
+	}
+	if a.dpop == nil {
+		return refuse(oauth.InvalidDPoPProof, "DPoP is not enabled on this server")
+	}
+	if a.dpop.Nonces != nil {
+		res.DpopNonce = a.dpop.Nonces.Current()
+	}
+	if len(proofs) > 1 {
+		return refuse(oauth.InvalidDPoPProof, "more than one DPoP header")
+	}
+	p, err := a.dpop.Verify(ctx, proofs[0], dpop.Request{Method: http.MethodPost, URL: a.parURL})
+	switch {
+	case errors.Is(err, dpop.ErrUseNonce):
+		return refuse(oauth.UseDPoPNonce, "Authorization server requires nonce in DPoP proof")
+	case errors.Is(err, dpop.ErrInvalid):
+		return refuse(oauth.InvalidDPoPProof, "the DPoP proof is invalid")
+	case err != nil:
+		return nil, connect.NewError(connect.CodeUnavailable, err)
+	}
+	res.DpopJkt = p.JKT
+	return res, nil
 }
 
 func (a *internalAPI) VerifyRequestObject(ctx context.Context, req *tokensv1.VerifyRequestObjectRequest) (*tokensv1.VerifyRequestObjectResponse, error) {

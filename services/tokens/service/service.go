@@ -52,6 +52,7 @@ type Directory interface {
 	GetRoles(context.Context, *directoryv1.GetRolesRequest) (*directoryv1.GetRolesResponse, error)
 	GetClaims(context.Context, *directoryv1.GetClaimsRequest) (*directoryv1.GetClaimsResponse, error)
 	ListChanges(context.Context, *directoryv1.ListChangesRequest) (*directoryv1.ListChangesResponse, error)
+	AuthorizeTokenExchange(context.Context, *directoryv1.AuthorizeTokenExchangeRequest) (*directoryv1.AuthorizeTokenExchangeResponse, error)
 }
 
 // cachedDirectory is the directory with machine keys read through the
@@ -186,7 +187,8 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 	}
 	life := &lifecycle.Lifecycle{Issuer: issuer, Store: records, Minter: minter, Hasher: hasher, Revoked: s.revoked,
 		Keys: s.keys, Dir: deps.Directory, Clients: auth.Cache, CodeTTL: t.AuthCodeLifetime, RefreshIdle: t.RefreshIdleLifetime,
-		RefreshAbs: t.RefreshAbsLifetime, ReuseGrace: t.RefreshReuseGrace, DeviceTTL: t.DeviceCodeLifetime, Now: time.Now, Logger: env.Logger}
+		RefreshAbs: t.RefreshAbsLifetime, ReuseGrace: t.RefreshReuseGrace, DeviceTTL: t.DeviceCodeLifetime, Now: time.Now, Logger: env.Logger,
+		AccessTokens: validator, Exchanges: deps.Directory}
 	logouts := &backchannel.Outbox{Issuer: issuer, Store: records, Clients: auth.Cache, Signer: s.keys,
 		HTTP: backchannel.NewHTTPClient(egress.Policy), Now: time.Now, Logger: env.Logger}
 	life.Logouts = logouts
@@ -205,6 +207,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 	if err != nil {
 		return nil, err
 	}
+	rv.Exchanged = life
 	s.public.Handle(revoke.Path, rv)
 	otel, err := telemetry.ConnectInterceptor()
 	if err != nil {
@@ -218,7 +221,8 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 		s.public.Handle(p, ah)
 	}
 
-	s.internal = &internalAPI{validator: validator, life: life, revoked: s.revoked, keySet: keySet, clients: auth}
+	s.internal = &internalAPI{validator: validator, life: life, revoked: s.revoked, keySet: keySet, clients: auth,
+		dpop: proofs, parURL: issuer + "/oauth/v2/par"}
 	iopts, err := rpc.InternalHandlerOptions(cfg.InternalToken)
 	if err != nil {
 		return nil, err

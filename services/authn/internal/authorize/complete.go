@@ -33,7 +33,7 @@ func Complete(ctx context.Context, tokens Tokens, req *Request, s session.Sessio
 	if !req.Implicit() {
 		code, err := tokens.CreateAuthorizationCode(ctx, CodeGrant{
 			ClientID: req.ClientID, RedirectURI: req.RedirectURI, UserID: s.UserID, OrgID: s.OrgID,
-			Scopes: req.Scopes, Nonce: req.Nonce, CodeChallenge: req.CodeChallenge,
+			Scopes: req.Scopes, Nonce: req.Nonce, CodeChallenge: req.CodeChallenge, DPoPJKT: req.DPoPJKT,
 			SessionID: s.ID, AuthTime: s.AuthTime, AMR: s.AMR,
 		})
 		if err != nil {

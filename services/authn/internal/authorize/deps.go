@@ -25,6 +25,7 @@ type CodeGrant struct {
 	Scopes        []string
 	Nonce         string
 	CodeChallenge string // S256; empty when the client sent none
+	DPoPJKT       string // the DPoP key the code is bound to; "" none
 	SessionID     string
 	AuthTime      time.Time
 	AMR           []string
@@ -77,10 +78,11 @@ type Tokens interface {
 	// authorization is no longer pending.
 	DecideDevice(ctx context.Context, d DeviceDecision) error
 	// AuthenticateClient authenticates a client by the credentials it sent
-	// (the token endpoint's methods) and returns its client_id; errors are
-	// OAuth errors (invalid_client, invalid_request, or
+	// (the token endpoint's methods), then checks its DPoP proof, if any;
+	// errors are OAuth errors (invalid_client, invalid_request,
+	// invalid_dpop_proof, use_dpop_nonce with the DPoP-Nonce header, or
 	// temporarily_unavailable).
-	AuthenticateClient(ctx context.Context, c ClientCredentials) (string, error)
+	AuthenticateClient(ctx context.Context, c ClientCredentials) (AuthenticatedClient, error)
 	// VerifyRequestObject verifies a request object of clientID (RFC 9101)
 	// and returns its claims (a JSON object); ErrRequestObject wraps the
 	// reason it is refused.
@@ -99,6 +101,16 @@ type ClientCredentials struct {
 	ClientSecret         string
 	ClientAssertionType  string
 	ClientAssertion      string
+	// DPoPProofs are the request's DPoP header values (RFC 9449 §10.1).
+	DPoPProofs []string
+}
+
+// AuthenticatedClient is an authenticated client and the DPoP key its
+// request proved ("" without a proof).
+type AuthenticatedClient struct {
+	ClientID, DPoPJKT string
+	// DPoPNonce is the server's current DPoP nonce, if it issues nonces.
+	DPoPNonce string
 }
 
 // ErrNoDevice: no pending device authorization has this user code (or id).

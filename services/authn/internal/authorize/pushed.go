@@ -183,7 +183,8 @@ func (e *PAREndpoint) push(r *http.Request) (*parResponse, error) {
 		}
 	}
 	cr := ClientCredentials{ClientID: form.Get("client_id"), ClientSecret: form.Get("client_secret"),
-		ClientAssertionType: form.Get("client_assertion_type"), ClientAssertion: form.Get("client_assertion")}
+		ClientAssertionType: form.Get("client_assertion_type"), ClientAssertion: form.Get("client_assertion"),
+		DPoPProofs: r.Header.Values("DPoP")}
 	if _, ok := r.Header["Authorization"]; ok {
 		user, pass, ok := r.BasicAuth()
 		if !ok {
@@ -193,9 +194,18 @@ func (e *PAREndpoint) push(r *http.Request) (*parResponse, error) {
 	}
 	ctx := r.Context()
 	v := e.Validator
-	clientID, err := v.Tokens.AuthenticateClient(ctx, cr)
+	client, err := v.Tokens.AuthenticateClient(ctx, cr)
 	if err != nil {
 		return nil, err
+	}
+	clientID := client.ClientID
+	if client.DPoPJKT != "" {
+		// RFC 9449 §10.1: the proof binds the code to its key, as
+		// dpop_jkt does; both must name the same key.
+		if jkt := form.Get("dpop_jkt"); jkt != "" && jkt != client.DPoPJKT {
+			return nil, oauth.New(oauth.InvalidDPoPProof, "dpop_jkt differs from the DPoP proof's key")
+		}
+		form.Set("dpop_jkt", client.DPoPJKT)
 	}
 	// RFC 9126 §2.1: no request_uri here; the credentials are not
 	// parameters of the request.

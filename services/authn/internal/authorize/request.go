@@ -58,10 +58,13 @@ type Request struct {
 	State         string   `json:"state,omitempty"`
 	Nonce         string   `json:"nonce,omitempty"`
 	CodeChallenge string   `json:"code_challenge,omitempty"` // method is always S256
-	Prompt        []string `json:"prompt,omitempty"`
-	ResponseMode  string   `json:"response_mode,omitempty"`
-	MaxAge        *int64   `json:"max_age,omitempty"` // seconds
-	LoginHint     string   `json:"login_hint,omitempty"`
+	// DPoPJKT binds the code to a DPoP key (RFC 9449 §10): its redemption
+	// needs a proof of that key.
+	DPoPJKT      string   `json:"dpop_jkt,omitempty"`
+	Prompt       []string `json:"prompt,omitempty"`
+	ResponseMode string   `json:"response_mode,omitempty"`
+	MaxAge       *int64   `json:"max_age,omitempty"` // seconds
+	LoginHint    string   `json:"login_hint,omitempty"`
 	// ACR is the class the login must reach: the first acr_values entry
 	// Gatehouse supports (OIDC Core §3.1.2.1: in order of preference);
 	// "" when none.
@@ -220,7 +223,7 @@ type Validator struct {
 
 // singleParams are the parameters that must not be repeated besides
 // client_id, redirect_uri, response_type and state (checked first).
-var singleParams = []string{"scope", "nonce", "code_challenge", "code_challenge_method", "prompt", "max_age",
+var singleParams = []string{"scope", "nonce", "code_challenge", "code_challenge_method", "dpop_jkt", "prompt", "max_age",
 	"login_hint", "id_token_hint", "ui_locales", "display", "acr_values", "response_mode"}
 
 // first returns a parameter already checked not to be repeated.

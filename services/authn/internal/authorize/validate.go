@@ -2,6 +2,8 @@ package authorize
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"net/url"
 	"slices"
 	"strconv"
@@ -56,7 +58,7 @@ func (v *Validator) check(ctx context.Context, p Params, pushed bool) (*Request,
 	// usable, in the fragment for the implicit response types.
 	s := &steps{v: v, p: p, client: client, target: &Target{RedirectURI: redirectURI, Issuer: v.Issuer}}
 	for _, step := range []func(context.Context) error{
-		s.responseTypeAndMode, s.scope, s.pkce, s.nonce, s.prompt, s.reservedScopes, s.maxAgeAndHints, s.idTokenHint, s.organization,
+		s.responseTypeAndMode, s.scope, s.pkce, s.dpopJKT, s.nonce, s.prompt, s.reservedScopes, s.maxAgeAndHints, s.idTokenHint, s.organization,
 	} {
 		if err := step(ctx); err != nil {
 			return nil, &Failure{Err: oauth.As(err), Target: s.target}
@@ -223,6 +225,28 @@ func (s *steps) pkce(context.Context) error {
 	}
 	s.req.CodeChallenge = challenge
 	return nil
+}
+
+// dpopJKT (RFC 9449 §10): the thumbprint of the key the code will be
+// redeemed with, a SHA-256 in base64url; only with response_type code.
+func (s *steps) dpopJKT(context.Context) error {
+	jkt := s.p.first("dpop_jkt")
+	switch {
+	case jkt == "":
+		return nil
+	case s.req.ResponseType != ResponseCode:
+		return oauth.New(oauth.InvalidRequest, "dpop_jkt is only for response_type code")
+	case !isSHA256(jkt):
+		return oauth.New(oauth.InvalidRequest, "dpop_jkt must be a base64url SHA-256 JWK thumbprint (43 characters)")
+	}
+	s.req.DPoPJKT = jkt
+	return nil
+}
+
+// isSHA256 reports whether s is 32 bytes in unpadded base64url.
+func isSHA256(s string) bool {
+	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
+	return err == nil && len(b) == sha256.Size
 }
 
 // nonce: required for the implicit response types (OIDC Core §3.2.2.1).

@@ -58,7 +58,9 @@ const (
 // implied lists the roles each role includes: an org owner may do all a
 // user manager may, an IAM owner everything.
 var implied = map[string][]string{
-	"IAM_OWNER": {"ORG_OWNER", "ORG_USER_MANAGER"},
+	// ORG_END_USER_IMPERSONATOR is implied only for granting it: its use
+	// (token exchange) checks that it was granted.
+	"IAM_OWNER": {"ORG_OWNER", "ORG_USER_MANAGER", "ORG_END_USER_IMPERSONATOR"},
 	"ORG_OWNER": {"ORG_USER_MANAGER"},
 }
 
@@ -434,6 +436,39 @@ func (i *Interceptor) dominate(ctx context.Context, c *Caller, rule Rule, msg pr
 		}
 	}
 	return nil
+}
+
+// Dominates reports whether actor holds every role target holds, in
+// every organization and instance-wide (an IAM owner dominates everyone):
+// the dominance calls that change a user need, for acts in the user's name
+// (impersonation through token exchange).
+func Dominates(ctx context.Context, dir Directory, actorID, targetID string) (bool, error) {
+	inst, err := dir.Roles(ctx, actorID, "")
+	if err != nil {
+		return false, err
+	}
+	if slices.Contains(inst, "IAM_OWNER") {
+		return true, nil
+	}
+	ms, err := dir.Memberships(ctx, targetID)
+	if err != nil {
+		return false, err
+	}
+	for _, m := range ms {
+		if m.OrgID == "" {
+			return false, nil // instance roles: only an IAM owner holds them
+		}
+		held, err := dir.Roles(ctx, actorID, m.OrgID)
+		if err != nil {
+			return false, err
+		}
+		for _, r := range m.Roles {
+			if !holds(held, r) {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
 }
 
 // stringsField reads a string or repeated string field of msg by name.

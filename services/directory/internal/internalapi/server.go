@@ -38,6 +38,9 @@ type Server struct {
 	// Cutoffs delivers at once the token revocations a sign-out
 	// everywhere queues (nil: left to the background delivery).
 	Cutoffs *cutoff.Outbox
+	// Dominance decides impersonations (AuthorizeTokenExchange); nil
+	// refuses every one.
+	Dominance DominanceFunc
 	// Mail sends the self-service mails (a zero Mail: none can be sent);
 	// set it with SetMail.
 	Mail Mail

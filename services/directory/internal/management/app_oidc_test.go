@@ -220,7 +220,9 @@ func TestOIDCApps(t *testing.T) {
 			ok("device code grant", appSet("grantTypes", []string{"OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_DEVICE_CODE"}))
 			ok("device code grant alone", appSet("grantTypes", []string{"OIDC_GRANT_TYPE_DEVICE_CODE", "OIDC_GRANT_TYPE_REFRESH_TOKEN"}),
 				appSet("redirectUris", []string{}))
-			bad("token exchange grant", appSet("grantTypes", []string{"OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_TOKEN_EXCHANGE"}))
+			ok("token exchange grant", appSet("grantTypes", []string{"OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_TOKEN_EXCHANGE"}))
+			bad("token exchange grant, public client", appSet("grantTypes", []string{"OIDC_GRANT_TYPE_AUTHORIZATION_CODE", "OIDC_GRANT_TYPE_TOKEN_EXCHANGE"}),
+				appSet("authMethodType", "OIDC_AUTH_METHOD_TYPE_NONE"))
 			bad("id_token without implicit", appSet("responseTypes", []string{"OIDC_RESPONSE_TYPE_CODE", "OIDC_RESPONSE_TYPE_ID_TOKEN"}))
 			bad("code without authorization_code", appSet("grantTypes", []string{"OIDC_GRANT_TYPE_IMPLICIT"}))
 			bad("refresh without authorization_code", appSet("responseTypes", []string{"OIDC_RESPONSE_TYPE_ID_TOKEN_TOKEN"}),

@@ -223,7 +223,7 @@ func (f *azFixture) request(row mxRow, protocol string, target azTarget, self st
 	run := &mxRun{e: f.e, proto: fmt.Sprintf("%s-%d", protocol, f.n), born: map[string]eventstore.Event{}, ids: map[string]string{
 		"org": ids.org, "home": home, "ada": user, "grace": user, "robot": machine, "robotKey": "no-such-key",
 		"project": ids.project, "web": app, "api": app, "apiClient": "no-such-client", "apiKey": "no-such-key",
-		"idp": ids.idp, "grant": "no-such-grant", "receivedProject": "no-such-project", "receivedGrant": "no-such-grant", "policy": "", "domain": "example.com", "k1": "k1", "k3": "k3",
+		"idp": ids.idp, "grant": "no-such-grant", "receivedProject": "no-such-project", "receivedGrant": "no-such-grant", "policy": "", "security": "", "domain": "example.com", "k1": "k1", "k3": "k3",
 		"ida": user, "ownDomain": "example.com", "generated": "example.org",
 	}}
 	return row.req(run)

@@ -788,6 +788,18 @@ func mxTable() []mxRow {
 			req: func(s *mxRun) proto.Message {
 				return &mv1.RemoveAppKeyRequest{ProjectId: s.ids["project"], AppId: s.ids["api"], KeyId: s.ids["apiKey"]}
 			}},
+		{rpc: "SetSecurityPolicy", http: "PUT /management/v1/policies/security", call: mxRPC(M.SetSecurityPolicy), kind: mxWrite, agg: "org", born: "security",
+			req: func(s *mxRun) proto.Message {
+				s.ids["security"] = "" // a policy has no id of its own
+				return &mv1.SetSecurityPolicyRequest{EnableImpersonation: true}
+			}},
+		{rpc: "GetSecurityPolicy", http: "GET /management/v1/policies/security", call: mxRPC(M.GetSecurityPolicy), kind: mxRead, agg: "org", obj: "security",
+			req: func(s *mxRun) proto.Message { return &mv1.GetSecurityPolicyRequest{} },
+			after: func(t *testing.T, s *mxRun, res proto.Message) {
+				if !res.(*mv1.GetSecurityPolicyResponse).GetPolicy().GetEnableImpersonation() {
+					t.Error("impersonation not enabled after SetSecurityPolicy")
+				}
+			}},
 	}
 }
 

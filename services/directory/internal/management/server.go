@@ -164,6 +164,9 @@ func Rules() map[string]authz.Rule {
 		// The granted organization's side: see and refuse what others
 		// granted it (its users' identities go to their projects).
 		"ListGrantedProjects", "RefuseGrantedProject",
+		// Whether users may be impersonated: the organization's consent;
+		// the role that acts on it only an IAM owner grants.
+		"GetSecurityPolicy", "SetSecurityPolicy",
 		"GetLoginPolicy", "AddCustomLoginPolicy", "UpdateCustomLoginPolicy", "ResetLoginPolicyToDefault",
 		"ListLoginPolicySecondFactors", "AddSecondFactorToLoginPolicy", "RemoveSecondFactorFromLoginPolicy",
 		"ListLoginPolicyMultiFactors", "AddMultiFactorToLoginPolicy", "RemoveMultiFactorFromLoginPolicy",

@@ -24,10 +24,14 @@ const (
 	RoleIAMOwner       = "IAM_OWNER"
 	RoleOrgOwner       = "ORG_OWNER"
 	RoleOrgUserManager = "ORG_USER_MANAGER"
+	// RoleImpersonator (ZITADEL's name) may impersonate the organization's
+	// users through token exchange where the organization enables it. No
+	// other organization role includes it: only an IAM owner can grant it.
+	RoleImpersonator = "ORG_END_USER_IMPERSONATOR"
 )
 
 // OrgRoles are the roles a member of an organization can hold.
-var OrgRoles = []string{RoleOrgOwner, RoleOrgUserManager}
+var OrgRoles = []string{RoleOrgOwner, RoleOrgUserManager, RoleImpersonator}
 
 // Aggregate types and the instance aggregate's id.
 const (
@@ -98,6 +102,7 @@ type memberPayload struct {
 func Register(es *eventstore.Store) {
 	registerLoginPolicy(es)
 	registerDomains(es)
+	registerSecurityPolicy(es)
 	es.Register(EventOrgAdded, func(ctx context.Context, tx db.Querier, e eventstore.Event) error {
 		var p orgAdded
 		if err := e.Unmarshal(&p); err != nil {

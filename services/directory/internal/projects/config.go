@@ -137,11 +137,11 @@ func (c *OIDCConfig) Validate(f *apierr.Fields) {
 		checkOneOf(f, "response_types["+strconv.Itoa(i)+"]", rt, ResponseCode, ResponseIDToken, ResponseIDTokenToken)
 	}
 	for i, g := range c.GrantTypes {
-		if g == GrantTokenExchange {
-			f.Add("grant_types["+strconv.Itoa(i)+"]", "grant "+g+" is not supported")
-			continue
-		}
-		checkOneOf(f, "grant_types["+strconv.Itoa(i)+"]", g, GrantAuthorizationCode, GrantImplicit, GrantRefreshToken, GrantDeviceCode)
+		checkOneOf(f, "grant_types["+strconv.Itoa(i)+"]", g, GrantAuthorizationCode, GrantImplicit, GrantRefreshToken, GrantDeviceCode, GrantTokenExchange)
+	}
+	if slices.Contains(c.GrantTypes, GrantTokenExchange) && c.AuthMethod == AuthNone {
+		// A public client proves nothing of who exchanges (RFC 8693 §2.1).
+		f.Add("grant_types", "the token exchange grant needs an authenticated client (not auth method none)")
 	}
 	checkOneOf(f, "app_type", c.AppType, AppTypeWeb, AppTypeUserAgent, AppTypeNative)
 	checkOneOf(f, "auth_method_type", c.AuthMethod, AuthBasic, AuthPost, AuthNone, AuthPrivateKeyJWT)

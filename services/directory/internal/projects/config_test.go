@@ -60,7 +60,10 @@ func TestValidate(t *testing.T) {
 		{"device code beside code", func(c *OIDCConfig) { c.GrantTypes = append(c.GrantTypes, GrantDeviceCode) }, nil},
 		{"device code alone, no redirect", func(c *OIDCConfig) { c.GrantTypes, c.RedirectURIs = []string{GrantDeviceCode}, nil }, nil},
 		{"device code with refresh", func(c *OIDCConfig) { c.GrantTypes = []string{GrantDeviceCode, GrantRefreshToken} }, nil},
-		{"token exchange", func(c *OIDCConfig) { c.GrantTypes = append(c.GrantTypes, GrantTokenExchange) }, []string{"grant_types[1]"}},
+		{"token exchange", func(c *OIDCConfig) { c.GrantTypes = append(c.GrantTypes, GrantTokenExchange) }, nil},
+		{"token exchange, public client", func(c *OIDCConfig) {
+			c.GrantTypes, c.AuthMethod = append(c.GrantTypes, GrantTokenExchange), AuthNone
+		}, []string{"grant_types"}},
 		{"unknown grant", func(c *OIDCConfig) { c.GrantTypes = append(c.GrantTypes, "password") }, []string{"grant_types[1]"}},
 		{"code without grant", func(c *OIDCConfig) { c.GrantTypes = []string{GrantImplicit} }, []string{"response_types"}},
 		{"refresh alone", func(c *OIDCConfig) { c.GrantTypes = []string{GrantRefreshToken} }, []string{"response_types", "grant_types"}},

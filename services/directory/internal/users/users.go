@@ -155,6 +155,7 @@ const insertUser = `INSERT INTO users (id, org_id, type, user_name, user_name_no
 
 // Register adds the user reducers to es.
 func Register(es *eventstore.Store) {
+	registerExchange(es)
 	es.Register(EventHumanAdded, func(ctx context.Context, tx db.Querier, e eventstore.Event) error {
 		var p HumanAdded
 		if err := e.Unmarshal(&p); err != nil {

@@ -5,6 +5,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/clients"
@@ -16,8 +17,11 @@ const MaxBody = 64 << 10
 
 // Request is a parsed form request.
 type Request struct {
-	// Values holds every body parameter, each exactly once.
+	// Values holds every body parameter, each exactly once (the first of
+	// a repeatable one).
 	Values map[string]string
+	// Lists holds every value of the repeatable parameters that were sent.
+	Lists map[string][]string
 	// Creds are the client credentials the request presented.
 	Creds clients.Credentials
 }
@@ -38,6 +42,14 @@ func Parse(r *http.Request) (*Request, error) {
 		return nil, err
 	}
 	req := &Request{Values: values}
+	for _, k := range Repeatable {
+		if vs := r.PostForm[k]; len(vs) > 0 {
+			if req.Lists == nil {
+				req.Lists = map[string][]string{}
+			}
+			req.Lists[k] = vs
+		}
+	}
 	if _, ok := r.Header["Authorization"]; ok {
 		user, pass, ok := r.BasicAuth()
 		if !ok {
@@ -79,11 +91,19 @@ func Body(r *http.Request) (map[string]string, error) {
 	return Single(r.PostForm)
 }
 
-// Single flattens a form, refusing any parameter sent more than once.
+// Repeatable are the parameters that may be sent more than once: a token
+// exchange's targets (RFC 8693 §2.1, RFC 8707 §2).
+var Repeatable = []string{"audience", "resource"}
+
+// MaxRepeats bounds the values of a repeatable parameter.
+const MaxRepeats = 20
+
+// Single flattens a form, refusing any parameter sent more than once but
+// the Repeatable ones (the first value kept; at most MaxRepeats).
 func Single(v url.Values) (map[string]string, error) {
 	out := make(map[string]string, len(v))
 	for k, vs := range v {
-		if len(vs) > 1 {
+		if len(vs) > MaxRepeats || (len(vs) > 1 && !slices.Contains(Repeatable, k)) {
 			return nil, oauth.New(oauth.InvalidRequest, "parameter %s is repeated", k)
 		}
 		out[k] = vs[0]

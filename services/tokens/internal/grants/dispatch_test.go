@@ -48,7 +48,7 @@ func TestDispatcherAuthenticatesBeforeTheGrant(t *testing.T) {
 			t.Fatalf("hint %v", h)
 		}
 		res = f.token(t, f.basic, url.Values{})
-		if h := res.JSON(t)["error_hint"]; h != "send grant_type: one of authorization_code, client_credentials, refresh_token, urn:ietf:params:oauth:grant-type:device_code, urn:ietf:params:oauth:grant-type:jwt-bearer" {
+		if h := res.JSON(t)["error_hint"]; h != "send grant_type: one of authorization_code, client_credentials, refresh_token, urn:ietf:params:oauth:grant-type:device_code, urn:ietf:params:oauth:grant-type:jwt-bearer, urn:ietf:params:oauth:grant-type:token-exchange" {
 			t.Fatalf("hint %v", h)
 		}
 		// Eligible and authenticated: now the grant's parameters.

@@ -29,6 +29,7 @@ const (
 	TypeClientCredentials = "client_credentials"
 	TypeJWTBearer         = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 	TypeDeviceCode        = lifecycle.GrantDeviceCode
+	TypeTokenExchange     = "urn:ietf:params:oauth:grant-type:token-exchange"
 )
 
 // Directory is what the grants need from the directory's internal API.
@@ -50,8 +51,10 @@ type Spec struct {
 	// Kinds are the client kinds that may use the grant.
 	Kinds []directoryv1.ClientKind
 	// Registered, when set, is the grant type the client must have
-	// registered.
-	Registered string
+	// registered, unless of a kind in Unregistered (machine users register
+	// no grant types).
+	Registered   string
+	Unregistered []directoryv1.ClientKind
 }
 
 // Request is a token request as the dispatcher hands it to a grant: the
@@ -62,6 +65,8 @@ type Request[P any] struct {
 	*clients.Authenticated
 	Creds  clients.Credentials
 	Params P
+	// Lists are the repeatable parameters' values (form.Repeatable).
+	Lists map[string][]string
 }
 
 // grant is a registered grant type.
@@ -119,6 +124,10 @@ func New(d Deps, logger *slog.Logger) *Endpoint {
 	register(e, TypeJWTBearer, Spec{SelfAuthenticated: true}, (&jwtBearer{d}).handle)
 	register(e, TypeDeviceCode, Spec{Methods: allMethods, Kinds: oidcApp, Registered: lifecycle.GrantDeviceCode},
 		(&deviceCode{d}).handle)
+	machine := directoryv1.ClientKind_CLIENT_KIND_MACHINE_USER
+	register(e, TypeTokenExchange, Spec{Methods: []clients.Method{clients.SecretBasic, clients.SecretPost, clients.PrivateKeyJWT},
+		Kinds: append(slices.Clone(oidcApp), machine), Registered: TypeTokenExchange, Unregistered: []directoryv1.ClientKind{machine}},
+		(&tokenExchange{d}).handle)
 	return e
 }
 
@@ -132,7 +141,7 @@ func register[P any](e *Endpoint, grantType string, spec Spec, handle func(conte
 		panic("grants: " + grantType + " registered twice")
 	}
 	e.grants[grantType] = grant{spec: spec, serve: func(ctx context.Context, auth *clients.Authenticated, f *form.Request) (*mint.Response, error) {
-		r := &Request[P]{Authenticated: auth, Creds: f.Creds}
+		r := &Request[P]{Authenticated: auth, Creds: f.Creds, Lists: f.Lists}
 		if err := form.Decode(f.Values, &r.Params); err != nil {
 			return nil, err
 		}
@@ -234,7 +243,7 @@ func (s Spec) eligible(c *directoryv1.Client, grantType string) error {
 	if !slices.Contains(s.Kinds, c.GetKind()) {
 		return oauth.New(oauth.UnauthorizedClient, "the client may not use the %s grant", grantType)
 	}
-	if s.Registered != "" && !slices.Contains(c.GetGrantTypes(), s.Registered) {
+	if s.Registered != "" && !slices.Contains(s.Unregistered, c.GetKind()) && !slices.Contains(c.GetGrantTypes(), s.Registered) {
 		return oauth.New(oauth.UnauthorizedClient, "the client may not use the %s grant", grantType).
 			WithHint("add %s to the application's grant types", s.Registered)
 	}

@@ -357,6 +357,10 @@ type failing struct{}
 
 func (failing) RevokeMany(context.Context, []string, []time.Time) error { return errors.New("boom") }
 
+func (failing) TokenRevoked(context.Context, string, string, time.Time) (bool, error) {
+	return false, errors.New("boom")
+}
+
 var _ lifecycle.Revocations = failing{}
 
 // TestRefreshAfterClientDeactivated: a deactivated client cannot refresh.

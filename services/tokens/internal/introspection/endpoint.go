@@ -158,6 +158,9 @@ func (e *Endpoint) introspect(r *http.Request) ([]byte, error) {
 	if acr := oauth.ACR(t.AMR); acr != "" {
 		claims["acr"] = acr
 	}
+	if len(t.Act) > 0 {
+		claims["act"] = t.Act // RFC 8693 §4.1: who acts for the subject
+	}
 	if username != "" {
 		claims["username"] = username
 	}

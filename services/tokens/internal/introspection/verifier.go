@@ -2,6 +2,7 @@ package introspection
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -50,6 +51,9 @@ func (l storeLookup) Lookup(ctx context.Context, raw string) (*accesstoken.Token
 		Audience: a.Audience(), IssuedAt: a.CreatedAt, NotBefore: a.CreatedAt, ExpiresAt: a.ExpiresAt, AMR: a.AMR()}
 	if a.JKT != nil {
 		t.JKT = *a.JKT
+	}
+	if a.Act != nil {
+		t.Act = json.RawMessage(*a.Act)
 	}
 	return t, nil
 }

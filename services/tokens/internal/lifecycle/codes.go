@@ -11,6 +11,7 @@ import (
 	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
+	"github.com/gatehouse-id/gatehouse/services/tokens/dpop"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/kind"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/mint"
 	"github.com/gatehouse-id/gatehouse/services/tokens/internal/store"
@@ -39,6 +40,8 @@ func (l *Lifecycle) CreateAuthorizationCode(ctx context.Context, req *tokensv1.C
 		return nil, invalidArgument("code_challenge must be an S256 challenge (43 base64url characters)")
 	case challenge == "" && c.GetAuthMethod() == directoryv1.AuthMethod_AUTH_METHOD_NONE:
 		return nil, invalidArgument("a code_challenge is required for a client without a secret")
+	case m.GetDpopJkt() != "" && !ValidChallenge(m.GetDpopJkt()):
+		return nil, invalidArgument("dpop_jkt must be a SHA-256 JWK thumbprint (43 base64url characters)")
 	}
 	code := kind.NewCode()
 	now := l.Now()
@@ -52,6 +55,7 @@ func (l *Lifecycle) CreateAuthorizationCode(ctx context.Context, req *tokensv1.C
 		ScopesRaw:     store.EncodeScopes(lg.scopes),
 		Nonce:         lg.nonce,
 		CodeChallenge: challenge,
+		DPoPJKT:       m.GetDpopJkt(),
 		SessionID:     lg.sessionID,
 		AuthTime:      lg.authTime,
 		AMRRaw:        store.EncodeList(lg.amr),
@@ -113,6 +117,11 @@ func (l *Lifecycle) ExchangeCode(ctx context.Context, c *directoryv1.Client, pub
 	}
 	if err := checkPKCE(ac.CodeChallenge, verifier); err != nil {
 		return nil, err
+	}
+	if ac.DPoPJKT != "" && ac.DPoPJKT != dpop.Key(ctx) {
+		// RFC 9449 §10: the code is bound to the key the authorization
+		// request named. Checked before the claim: the code stays good.
+		return nil, oauth.New(oauth.InvalidGrant, "the authorization code is bound to another DPoP key: send a proof of the key named in dpop_jkt")
 	}
 
 	lg := login{subject: ac.Subject, orgID: ac.OrgID, scopes: ac.Scopes(), nonce: ac.Nonce,

@@ -10,17 +10,23 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	tokensv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/tokens/v1"
+	"github.com/gatehouse-id/gatehouse/services/tokens/accesstoken"
 )
 
-// hintClaims are the ID token claims an id_token_hint is read for.
+// hintClaims are the ID token claims an id_token_hint, or a token
+// exchange's ID token, is read for.
 type hintClaims struct {
-	Issuer   string          `json:"iss"`
-	Subject  string          `json:"sub"`
-	AZP      string          `json:"azp"`
-	Audience json.RawMessage `json:"aud"`
-	Expiry   *int64          `json:"exp"`
-	AuthTime *int64          `json:"auth_time"`
-	SID      string          `json:"sid"`
+	Issuer   string                    `json:"iss"`
+	Subject  string                    `json:"sub"`
+	AZP      string                    `json:"azp"`
+	Audience accesstoken.Audience      `json:"aud"`
+	Expiry   *int64                    `json:"exp"`
+	IssuedAt int64                     `json:"iat"`
+	AuthTime *int64                    `json:"auth_time"`
+	SID      string                    `json:"sid"`
+	AMR      []string                  `json:"amr"`
+	Act      json.RawMessage           `json:"act"`
+	Cnf      *accesstoken.Confirmation `json:"cnf"`
 }
 
 var errBadHint = connect.NewError(connect.CodeInvalidArgument, errors.New("id_token_hint is not a valid ID token of this issuer"))

@@ -44,6 +44,9 @@ type Clients interface {
 // Revocations is the revocation list (revocation.List).
 type Revocations interface {
 	RevokeMany(ctx context.Context, ids []string, expiresAt []time.Time) error
+	// TokenRevoked reports whether a token is revoked by its id or by a
+	// cut-off of its user covering its expiry.
+	TokenRevoked(ctx context.Context, tokenID, subject string, expiresAt time.Time) (bool, error)
 }
 
 // Logouts is the back-channel logout sender (backchannel.Outbox): Kick
@@ -82,6 +85,11 @@ type Lifecycle struct {
 	// DeviceTTL and DeviceInterval are a device authorization's lifetime
 	// and polling interval (0: DefaultDeviceTTL, DefaultDeviceInterval).
 	DeviceTTL, DeviceInterval time.Duration
+
+	// AccessTokens and Exchanges serve the token exchange grant (nil: it
+	// answers server_error).
+	AccessTokens AccessVerifier
+	Exchanges    ExchangeAuthorizer
 	// Logouts, if not nil, is kicked when a revocation queued back-channel
 	// logouts (its periodic sweep finds them otherwise).
 	Logouts Logouts

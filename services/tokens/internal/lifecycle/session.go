@@ -44,6 +44,11 @@ func (l *Lifecycle) RevokeSession(ctx context.Context, req *tokensv1.RevokeSessi
 		if queued, err = l.Store.QueueSessionLogouts(ctx, tx, sid, now); err != nil {
 			return err
 		}
+		// Its ID tokens stay valid JWTs until they expire: none of them is
+		// the subject of a token exchange from now on.
+		if err := l.Store.EndSession(ctx, tx, sid, now.Add(l.Minter.IDTTL)); err != nil {
+			return err
+		}
 		live, err = l.Store.SessionAccessTokens(ctx, tx, sid, now)
 		return err
 	})

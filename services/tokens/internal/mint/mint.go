@@ -60,6 +60,10 @@ type Access struct {
 	// JKT binds the token to a DPoP key; "" takes the key the request
 	// proved (dpop.Key), if any.
 	JKT string
+	// Act is the act claim of an exchanged token (RFC 8693 §4.1), and
+	// ParentID the recorded access token it was exchanged from.
+	Act      json.RawMessage
+	ParentID string
 }
 
 // Issued is a minted access token.
@@ -90,6 +94,7 @@ func (m *Minter) AccessToken(ctx context.Context, q db.Querier, a Access) (*Issu
 		if a.JKT != "" {
 			c.Cnf = &accesstoken.Confirmation{JKT: a.JKT}
 		}
+		c.Act = a.Act
 		claims, err := json.Marshal(c)
 		if err != nil {
 			return nil, fmt.Errorf("encode access token: %w", err)
@@ -117,6 +122,13 @@ func (m *Minter) AccessToken(ctx context.Context, q db.Querier, a Access) (*Issu
 	}
 	if a.JKT != "" {
 		rec.JKT = &a.JKT
+	}
+	if len(a.Act) > 0 {
+		act := string(a.Act)
+		rec.Act = &act
+	}
+	if a.ParentID != "" {
+		rec.ParentID = &a.ParentID
 	}
 	if err := m.Store.InsertAccessToken(ctx, q, rec); err != nil {
 		return nil, err
@@ -203,6 +215,9 @@ type Response struct {
 	Scope        string `json:"scope,omitempty"`
 	IDToken      string `json:"id_token,omitempty"`
 	RefreshToken string `json:"refresh_token,omitempty"`
+	// IssuedTokenType is the type of access_token in a token exchange's
+	// response (RFC 8693 §2.2.1).
+	IssuedTokenType string `json:"issued_token_type,omitempty"`
 }
 
 // NewResponse builds the response for an access token: token_type DPoP

@@ -49,13 +49,23 @@ type RefreshRevoker interface {
 	RevokeRefreshToken(ctx context.Context, raw, clientID string) (found bool, err error)
 }
 
+// Exchanged revokes what was exchanged from an access token (RFC 8693),
+// down every chain (lifecycle.Lifecycle).
+type Exchanged interface {
+	RevokeExchanged(ctx context.Context, tokenID string) error
+}
+
 // Endpoint is POST /oauth/v2/revoke.
 type Endpoint struct {
 	Auth    ClientAuthenticator
 	Access  AccessTokens
 	Revoked Revocations
 	Refresh RefreshRevoker
-	Logger  *slog.Logger
+	// Exchanged, when set, revokes the tokens exchanged from a revoked
+	// access token first: once the token itself is revoked, a retry would
+	// no longer find it.
+	Exchanged Exchanged
+	Logger    *slog.Logger
 }
 
 // New returns the revocation endpoint; every dependency is required.
@@ -133,6 +143,11 @@ func (e *Endpoint) access(ctx context.Context, raw, clientID string) (found bool
 	}
 	if t.ClientID != clientID {
 		return true, nil
+	}
+	if e.Exchanged != nil {
+		if err := e.Exchanged.RevokeExchanged(ctx, t.ID); err != nil {
+			return true, oauth.New(oauth.TemporarilyUnavailable, "the token could not be revoked; retry").WithCause(err)
+		}
 	}
 	if err := e.Revoked.Revoke(ctx, t.ID, t.ExpiresAt); err != nil {
 		return true, oauth.New(oauth.TemporarilyUnavailable, "the token could not be revoked; retry").WithCause(err)

@@ -33,6 +33,9 @@ type AuthCode struct {
 	// IssuedAccessID and IssuedRefreshFamily are what the exchange issued.
 	IssuedAccessID      *string `db:"issued_access_id"`
 	IssuedRefreshFamily *string `db:"issued_refresh_family"`
+	// DPoPJKT is the DPoP key the code must be redeemed with (RFC 9449
+	// §10); "" when unbound.
+	DPoPJKT string `db:"dpop_jkt"`
 }
 
 // Scopes returns the granted scopes.
@@ -60,16 +63,16 @@ func decodeList(raw string) []string {
 }
 
 const authCodeColumns = `id, code_hash, client_id, redirect_uri, subject, org_id, scopes, nonce, code_challenge,
-	session_id, auth_time, amr, created_at, expires_at, used_at, issued_access_id, issued_refresh_family`
+	session_id, auth_time, amr, created_at, expires_at, used_at, issued_access_id, issued_refresh_family, dpop_jkt`
 
 // InsertAuthCode records a new, unused code.
 func (s *Store) InsertAuthCode(ctx context.Context, c *AuthCode) error {
 	// A code lost in a power failure cannot be redeemed: the user signs in
 	// again (db.DB.Relaxed). Redeeming it commits durably.
 	_, err := s.DB.Relaxed().Exec(ctx, `INSERT INTO auth_codes (id, code_hash, client_id, redirect_uri, subject, org_id, scopes,
-		nonce, code_challenge, session_id, auth_time, amr, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		nonce, code_challenge, session_id, auth_time, amr, created_at, expires_at, dpop_jkt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		c.ID, c.CodeHash, c.ClientID, c.RedirectURI, c.Subject, c.OrgID, c.ScopesRaw, c.Nonce, c.CodeChallenge,
-		c.SessionID, c.AuthTime, c.AMRRaw, c.CreatedAt, c.ExpiresAt)
+		c.SessionID, c.AuthTime, c.AMRRaw, c.CreatedAt, c.ExpiresAt, c.DPoPJKT)
 	if err != nil {
 		return fmt.Errorf("record authorization code: %w", err)
 	}

@@ -101,6 +101,11 @@ type AccessToken struct {
 	// JKT is the thumbprint of the DPoP key the token is bound to (RFC
 	// 9449); nil for a bearer token.
 	JKT *string `db:"jkt"`
+	// Act is the act claim (JSON) of an exchanged token that acts for its
+	// subject (RFC 8693 §4.1); ParentID the access token it was exchanged
+	// from. Both nil otherwise.
+	Act      *string `db:"act"`
+	ParentID *string `db:"parent_id"`
 }
 
 // Scopes returns the granted scopes.
@@ -141,7 +146,7 @@ func (s *Store) InsertAccessToken(ctx context.Context, q db.Querier, a *AccessTo
 }
 
 const insertAccessTokenSQL = `INSERT INTO access_tokens (id, token_hash, client_id, subject, org_id, scopes, audience,
-		session_id, refresh_id, auth_time, amr, created_at, expires_at, jkt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		session_id, refresh_id, auth_time, amr, created_at, expires_at, jkt, act, parent_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 func insertAccessToken(ctx context.Context, q db.Querier, a *AccessToken) error {
 	var hash any
@@ -150,7 +155,7 @@ func insertAccessToken(ctx context.Context, q db.Querier, a *AccessToken) error 
 	}
 	_, err := q.Exec(ctx, insertAccessTokenSQL,
 		a.ID, hash, a.ClientID, a.Subject, a.OrgID, a.ScopesRaw, a.AudRaw, a.SessionID, a.RefreshID, a.AuthTime, a.AMRRaw,
-		a.CreatedAt, a.ExpiresAt, a.JKT)
+		a.CreatedAt, a.ExpiresAt, a.JKT, a.Act, a.ParentID)
 	if err != nil {
 		return fmt.Errorf("record access token: %w", err)
 	}
@@ -160,7 +165,8 @@ func insertAccessToken(ctx context.Context, q db.Querier, a *AccessToken) error 
 // ErrNotFound is returned for an unknown token.
 var ErrNotFound = errors.New("token not found")
 
-const accessColumns = `id, token_hash, client_id, subject, org_id, scopes, audience, session_id, refresh_id, auth_time, amr, created_at, expires_at, jkt`
+const accessColumns = `id, token_hash, client_id, subject, org_id, scopes, audience, session_id, refresh_id, auth_time, amr, created_at, expires_at, jkt,
+	act, parent_id`
 
 // AccessTokenByHash finds an opaque access token.
 func (s *Store) AccessTokenByHash(ctx context.Context, hash []byte) (*AccessToken, error) {
@@ -175,6 +181,69 @@ func (s *Store) AccessTokenByHash(ctx context.Context, hash []byte) (*AccessToke
 	return &a, nil
 }
 
+// AccessTokenByID finds a recorded access token (a JWT's record, by its
+// jti): ErrNotFound when it is not recorded.
+func (s *Store) AccessTokenByID(ctx context.Context, id string) (*AccessToken, error) {
+	var a AccessToken
+	err := s.DB.Get(ctx, &a, `SELECT `+accessColumns+` FROM access_tokens WHERE id = ?`, id)
+	if errors.Is(db.NotFound(err), db.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find access token: %w", err)
+	}
+	return &a, nil
+}
+
+// maxExchangeDepth bounds the chains ExchangedFrom follows.
+const maxExchangeDepth = 20
+
+// ExchangedFrom returns the unexpired access tokens exchanged from the
+// given ones, directly or down a chain of exchanges (RFC 8693): revoking
+// a token revokes them too.
+func (s *Store) ExchangedFrom(ctx context.Context, q db.Querier, ids []string, now time.Time) ([]Live, error) {
+	var out []Live
+	seen := map[string]bool{}
+	for depth := 0; len(ids) > 0 && depth < maxExchangeDepth; depth++ {
+		var next []string
+		for _, id := range ids {
+			got, err := selectLive(ctx, s.q(q), `SELECT id, expires_at FROM access_tokens WHERE parent_id = ? AND expires_at > ? ORDER BY id`, id, now)
+			if err != nil {
+				return nil, err
+			}
+			for _, l := range got {
+				if !seen[l.ID] {
+					seen[l.ID] = true
+					out = append(out, l)
+					next = append(next, l.ID)
+				}
+			}
+		}
+		ids = next
+	}
+	return out, nil
+}
+
+// EndSession records that a browser session ended (logout) until its ID
+// tokens have expired, so that none of them is exchanged for new tokens.
+func (s *Store) EndSession(ctx context.Context, q db.Querier, sessionID string, until time.Time) error {
+	_, err := s.q(q).Exec(ctx, `INSERT INTO ended_sessions (session_id, expires_at) VALUES (?, ?)
+		ON CONFLICT (session_id) DO UPDATE SET expires_at = excluded.expires_at`, sessionID, until)
+	if err != nil {
+		return fmt.Errorf("record ended session: %w", err)
+	}
+	return nil
+}
+
+// SessionEnded reports whether a browser session ended by logout.
+func (s *Store) SessionEnded(ctx context.Context, sessionID string) (bool, error) {
+	var n int
+	if err := s.DB.Get(ctx, &n, `SELECT COUNT(*) FROM ended_sessions WHERE session_id = ?`, sessionID); err != nil {
+		return false, fmt.Errorf("find ended session: %w", err)
+	}
+	return n > 0, nil
+}
+
 // PruneSteps delete what no longer matters: access tokens and used
 // assertion ids past their expiry, refresh tokens past their idle or
 // family expiry, and authorization codes and device authorizations
@@ -185,6 +254,8 @@ func PruneSteps(codeGrace time.Duration) []db.PruneStep {
 	return []db.PruneStep{
 		{Table: "access_tokens", Args: at,
 			Query: `DELETE FROM access_tokens WHERE id IN (SELECT id FROM access_tokens WHERE expires_at < ? LIMIT ` + db.Batch + `)`},
+		{Table: "ended_sessions", Args: at,
+			Query: `DELETE FROM ended_sessions WHERE session_id IN (SELECT session_id FROM ended_sessions WHERE expires_at < ? LIMIT ` + db.Batch + `)`},
 		{Table: "assertion_jtis", Args: at,
 			Query: `DELETE FROM assertion_jtis WHERE (issuer, jti) IN (SELECT issuer, jti FROM assertion_jtis WHERE expires_at < ? LIMIT ` + db.Batch + `)`},
 		{Table: "refresh_tokens", Args: at,

@@ -5772,6 +5772,170 @@ func (x *ConfirmLinkedEmailResponse) GetVerified() bool {
 	return false
 }
 
+// AuthorizeTokenExchangeRequest describes a token exchange.
+type AuthorizeTokenExchangeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The caller's client_id.
+	ClientId string `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// The caller's user id when it is a machine user ("" for an app).
+	CallerUserId string `protobuf:"bytes,2,opt,name=caller_user_id,json=callerUserId,proto3" json:"caller_user_id,omitempty"`
+	// The subject token's subject.
+	SubjectUserId string `protobuf:"bytes,3,opt,name=subject_user_id,json=subjectUserId,proto3" json:"subject_user_id,omitempty"`
+	// The actor token's subject ("" without an actor).
+	ActorUserId string `protobuf:"bytes,4,opt,name=actor_user_id,json=actorUserId,proto3" json:"actor_user_id,omitempty"`
+	// Whether the exchange is an impersonation.
+	Impersonation bool `protobuf:"varint,5,opt,name=impersonation,proto3" json:"impersonation,omitempty"`
+	// The issued token's audience.
+	Audience []string `protobuf:"bytes,6,rep,name=audience,proto3" json:"audience,omitempty"`
+	// The issued token's scopes.
+	Scopes []string `protobuf:"bytes,7,rep,name=scopes,proto3" json:"scopes,omitempty"`
+	// The request's subject_token_type.
+	SubjectTokenType string `protobuf:"bytes,8,opt,name=subject_token_type,json=subjectTokenType,proto3" json:"subject_token_type,omitempty"`
+	// The request's requested_token_type.
+	RequestedTokenType string `protobuf:"bytes,9,opt,name=requested_token_type,json=requestedTokenType,proto3" json:"requested_token_type,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *AuthorizeTokenExchangeRequest) Reset() {
+	*x = AuthorizeTokenExchangeRequest{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[85]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthorizeTokenExchangeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthorizeTokenExchangeRequest) ProtoMessage() {}
+
+func (x *AuthorizeTokenExchangeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[85]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthorizeTokenExchangeRequest.ProtoReflect.Descriptor instead.
+func (*AuthorizeTokenExchangeRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{85}
+}
+
+func (x *AuthorizeTokenExchangeRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *AuthorizeTokenExchangeRequest) GetCallerUserId() string {
+	if x != nil {
+		return x.CallerUserId
+	}
+	return ""
+}
+
+func (x *AuthorizeTokenExchangeRequest) GetSubjectUserId() string {
+	if x != nil {
+		return x.SubjectUserId
+	}
+	return ""
+}
+
+func (x *AuthorizeTokenExchangeRequest) GetActorUserId() string {
+	if x != nil {
+		return x.ActorUserId
+	}
+	return ""
+}
+
+func (x *AuthorizeTokenExchangeRequest) GetImpersonation() bool {
+	if x != nil {
+		return x.Impersonation
+	}
+	return false
+}
+
+func (x *AuthorizeTokenExchangeRequest) GetAudience() []string {
+	if x != nil {
+		return x.Audience
+	}
+	return nil
+}
+
+func (x *AuthorizeTokenExchangeRequest) GetScopes() []string {
+	if x != nil {
+		return x.Scopes
+	}
+	return nil
+}
+
+func (x *AuthorizeTokenExchangeRequest) GetSubjectTokenType() string {
+	if x != nil {
+		return x.SubjectTokenType
+	}
+	return ""
+}
+
+func (x *AuthorizeTokenExchangeRequest) GetRequestedTokenType() string {
+	if x != nil {
+		return x.RequestedTokenType
+	}
+	return ""
+}
+
+// AuthorizeTokenExchangeResponse names the subject's organization.
+type AuthorizeTokenExchangeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The subject's organization.
+	OrgId         string `protobuf:"bytes,1,opt,name=org_id,json=orgId,proto3" json:"org_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuthorizeTokenExchangeResponse) Reset() {
+	*x = AuthorizeTokenExchangeResponse{}
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[86]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthorizeTokenExchangeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthorizeTokenExchangeResponse) ProtoMessage() {}
+
+func (x *AuthorizeTokenExchangeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_directory_v1_directory_proto_msgTypes[86]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthorizeTokenExchangeResponse.ProtoReflect.Descriptor instead.
+func (*AuthorizeTokenExchangeResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_directory_v1_directory_proto_rawDescGZIP(), []int{86}
+}
+
+func (x *AuthorizeTokenExchangeResponse) GetOrgId() string {
+	if x != nil {
+		return x.OrgId
+	}
+	return ""
+}
+
 var File_gatehouse_directory_v1_directory_proto protoreflect.FileDescriptor
 
 const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
@@ -6129,7 +6293,19 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x06issuer\x18\x03 \x01(\tR\x06issuer\x12\x14\n" +
 	"\x05email\x18\x04 \x01(\tR\x05email\"8\n" +
 	"\x1aConfirmLinkedEmailResponse\x12\x1a\n" +
-	"\bverified\x18\x01 \x01(\bR\bverified*z\n" +
+	"\bverified\x18\x01 \x01(\bR\bverified\"\xe8\x02\n" +
+	"\x1dAuthorizeTokenExchangeRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12$\n" +
+	"\x0ecaller_user_id\x18\x02 \x01(\tR\fcallerUserId\x12&\n" +
+	"\x0fsubject_user_id\x18\x03 \x01(\tR\rsubjectUserId\x12\"\n" +
+	"\ractor_user_id\x18\x04 \x01(\tR\vactorUserId\x12$\n" +
+	"\rimpersonation\x18\x05 \x01(\bR\rimpersonation\x12\x1a\n" +
+	"\baudience\x18\x06 \x03(\tR\baudience\x12\x16\n" +
+	"\x06scopes\x18\a \x03(\tR\x06scopes\x12,\n" +
+	"\x12subject_token_type\x18\b \x01(\tR\x10subjectTokenType\x120\n" +
+	"\x14requested_token_type\x18\t \x01(\tR\x12requestedTokenType\"7\n" +
+	"\x1eAuthorizeTokenExchangeResponse\x12\x15\n" +
+	"\x06org_id\x18\x01 \x01(\tR\x05orgId*z\n" +
 	"\n" +
 	"ClientKind\x12\x1b\n" +
 	"\x17CLIENT_KIND_UNSPECIFIED\x10\x00\x12\x18\n" +
@@ -6163,7 +6339,7 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\fUserCodeKind\x12\x1e\n" +
 	"\x1aUSER_CODE_KIND_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14USER_CODE_KIND_EMAIL\x10\x01\x12\x17\n" +
-	"\x13USER_CODE_KIND_INIT\x10\x022\xb5\"\n" +
+	"\x13USER_CODE_KIND_INIT\x10\x022\xbf#\n" +
 	"\x10DirectoryService\x12e\n" +
 	"\tGetClient\x12(.gatehouse.directory.v1.GetClientRequest\x1a).gatehouse.directory.v1.GetClientResponse\"\x03\x90\x02\x01\x12q\n" +
 	"\rGetMachineKey\x12,.gatehouse.directory.v1.GetMachineKeyRequest\x1a-.gatehouse.directory.v1.GetMachineKeyResponse\"\x03\x90\x02\x01\x12o\n" +
@@ -6205,7 +6381,8 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\rCheckUserCode\x12,.gatehouse.directory.v1.CheckUserCodeRequest\x1a-.gatehouse.directory.v1.CheckUserCodeResponse\"\x03\x90\x02\x01\x12r\n" +
 	"\x0fVerifyEmailCode\x12..gatehouse.directory.v1.VerifyEmailCodeRequest\x1a/.gatehouse.directory.v1.VerifyEmailCodeResponse\x12o\n" +
 	"\x0eInitializeUser\x12-.gatehouse.directory.v1.InitializeUserRequest\x1a..gatehouse.directory.v1.InitializeUserResponse\x12l\n" +
-	"\rSendEmailCode\x12,.gatehouse.directory.v1.SendEmailCodeRequest\x1a-.gatehouse.directory.v1.SendEmailCodeResponseB\xf6\x01\n" +
+	"\rSendEmailCode\x12,.gatehouse.directory.v1.SendEmailCodeRequest\x1a-.gatehouse.directory.v1.SendEmailCodeResponse\x12\x87\x01\n" +
+	"\x16AuthorizeTokenExchange\x125.gatehouse.directory.v1.AuthorizeTokenExchangeRequest\x1a6.gatehouse.directory.v1.AuthorizeTokenExchangeResponseB\xf6\x01\n" +
 	"\x1acom.gatehouse.directory.v1B\x0eDirectoryProtoP\x01ZLgithub.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1;directoryv1\xa2\x02\x03GDX\xaa\x02\x16Gatehouse.Directory.V1\xca\x02\x17Gatehouse\\Directory_\\V1\xe2\x02#Gatehouse\\Directory_\\V1\\GPBMetadata\xea\x02\x18Gatehouse::Directory::V1b\x06proto3"
 
 var (
@@ -6221,7 +6398,7 @@ func file_gatehouse_directory_v1_directory_proto_rawDescGZIP() []byte {
 }
 
 var file_gatehouse_directory_v1_directory_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_gatehouse_directory_v1_directory_proto_msgTypes = make([]protoimpl.MessageInfo, 86)
+var file_gatehouse_directory_v1_directory_proto_msgTypes = make([]protoimpl.MessageInfo, 88)
 var file_gatehouse_directory_v1_directory_proto_goTypes = []any{
 	(ClientKind)(0),                            // 0: gatehouse.directory.v1.ClientKind
 	(AuthMethod)(0),                            // 1: gatehouse.directory.v1.AuthMethod
@@ -6315,19 +6492,21 @@ var file_gatehouse_directory_v1_directory_proto_goTypes = []any{
 	(*SendEmailCodeResponse)(nil),              // 89: gatehouse.directory.v1.SendEmailCodeResponse
 	(*ConfirmLinkedEmailRequest)(nil),          // 90: gatehouse.directory.v1.ConfirmLinkedEmailRequest
 	(*ConfirmLinkedEmailResponse)(nil),         // 91: gatehouse.directory.v1.ConfirmLinkedEmailResponse
-	nil,                                        // 92: gatehouse.directory.v1.Client.GrantIdsEntry
-	(*timestamppb.Timestamp)(nil),              // 93: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),                // 94: google.protobuf.Duration
-	(*structpb.Struct)(nil),                    // 95: google.protobuf.Struct
+	(*AuthorizeTokenExchangeRequest)(nil),      // 92: gatehouse.directory.v1.AuthorizeTokenExchangeRequest
+	(*AuthorizeTokenExchangeResponse)(nil),     // 93: gatehouse.directory.v1.AuthorizeTokenExchangeResponse
+	nil,                                        // 94: gatehouse.directory.v1.Client.GrantIdsEntry
+	(*timestamppb.Timestamp)(nil),              // 95: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),                // 96: google.protobuf.Duration
+	(*structpb.Struct)(nil),                    // 97: google.protobuf.Struct
 }
 var file_gatehouse_directory_v1_directory_proto_depIdxs = []int32{
-	93, // 0: gatehouse.directory.v1.PublicKey.expires_at:type_name -> google.protobuf.Timestamp
+	95, // 0: gatehouse.directory.v1.PublicKey.expires_at:type_name -> google.protobuf.Timestamp
 	0,  // 1: gatehouse.directory.v1.Client.kind:type_name -> gatehouse.directory.v1.ClientKind
 	1,  // 2: gatehouse.directory.v1.Client.auth_method:type_name -> gatehouse.directory.v1.AuthMethod
 	7,  // 3: gatehouse.directory.v1.Client.keys:type_name -> gatehouse.directory.v1.PublicKey
 	2,  // 4: gatehouse.directory.v1.Client.access_token_type:type_name -> gatehouse.directory.v1.TokenType
-	94, // 5: gatehouse.directory.v1.Client.clock_skew:type_name -> google.protobuf.Duration
-	92, // 6: gatehouse.directory.v1.Client.grant_ids:type_name -> gatehouse.directory.v1.Client.GrantIdsEntry
+	96, // 5: gatehouse.directory.v1.Client.clock_skew:type_name -> google.protobuf.Duration
+	94, // 6: gatehouse.directory.v1.Client.grant_ids:type_name -> gatehouse.directory.v1.Client.GrantIdsEntry
 	8,  // 7: gatehouse.directory.v1.GetClientResponse.client:type_name -> gatehouse.directory.v1.Client
 	7,  // 8: gatehouse.directory.v1.GetMachineKeyResponse.key:type_name -> gatehouse.directory.v1.PublicKey
 	45, // 9: gatehouse.directory.v1.GetMachineKeyResponse.user:type_name -> gatehouse.directory.v1.User
@@ -6335,22 +6514,22 @@ var file_gatehouse_directory_v1_directory_proto_depIdxs = []int32{
 	57, // 11: gatehouse.directory.v1.VerifyPasswordResponse.login_policy:type_name -> gatehouse.directory.v1.LoginPolicy
 	45, // 12: gatehouse.directory.v1.CheckAuthFactorResponse.user:type_name -> gatehouse.directory.v1.User
 	45, // 13: gatehouse.directory.v1.CheckWebAuthnLoginResponse.user:type_name -> gatehouse.directory.v1.User
-	93, // 14: gatehouse.directory.v1.AccountFactor.creation_date:type_name -> google.protobuf.Timestamp
+	95, // 14: gatehouse.directory.v1.AccountFactor.creation_date:type_name -> google.protobuf.Timestamp
 	32, // 15: gatehouse.directory.v1.GetAccountResponse.factors:type_name -> gatehouse.directory.v1.AccountFactor
 	33, // 16: gatehouse.directory.v1.GetAccountResponse.links:type_name -> gatehouse.directory.v1.AccountLink
 	3,  // 17: gatehouse.directory.v1.User.state:type_name -> gatehouse.directory.v1.UserState
 	2,  // 18: gatehouse.directory.v1.User.access_token_type:type_name -> gatehouse.directory.v1.TokenType
-	93, // 19: gatehouse.directory.v1.User.sessions_not_before:type_name -> google.protobuf.Timestamp
+	95, // 19: gatehouse.directory.v1.User.sessions_not_before:type_name -> google.protobuf.Timestamp
 	45, // 20: gatehouse.directory.v1.GetUserResponse.user:type_name -> gatehouse.directory.v1.User
 	45, // 21: gatehouse.directory.v1.LookupUserResponse.user:type_name -> gatehouse.directory.v1.User
-	95, // 22: gatehouse.directory.v1.GetClaimsResponse.claims:type_name -> google.protobuf.Struct
+	97, // 22: gatehouse.directory.v1.GetClaimsResponse.claims:type_name -> google.protobuf.Struct
 	45, // 23: gatehouse.directory.v1.RegisterUserResponse.user:type_name -> gatehouse.directory.v1.User
 	54, // 24: gatehouse.directory.v1.GetOrgResponse.password_policy:type_name -> gatehouse.directory.v1.PasswordPolicy
 	57, // 25: gatehouse.directory.v1.GetOrgResponse.login_policy:type_name -> gatehouse.directory.v1.LoginPolicy
-	94, // 26: gatehouse.directory.v1.LoginPolicy.password_check_lifetime:type_name -> google.protobuf.Duration
-	94, // 27: gatehouse.directory.v1.LoginPolicy.second_factor_check_lifetime:type_name -> google.protobuf.Duration
-	94, // 28: gatehouse.directory.v1.LoginPolicy.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
-	94, // 29: gatehouse.directory.v1.LoginPolicy.external_login_check_lifetime:type_name -> google.protobuf.Duration
+	96, // 26: gatehouse.directory.v1.LoginPolicy.password_check_lifetime:type_name -> google.protobuf.Duration
+	96, // 27: gatehouse.directory.v1.LoginPolicy.second_factor_check_lifetime:type_name -> google.protobuf.Duration
+	96, // 28: gatehouse.directory.v1.LoginPolicy.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
+	96, // 29: gatehouse.directory.v1.LoginPolicy.external_login_check_lifetime:type_name -> google.protobuf.Duration
 	4,  // 30: gatehouse.directory.v1.IdP.styling_type:type_name -> gatehouse.directory.v1.StylingType
 	5,  // 31: gatehouse.directory.v1.IdP.display_name_mapping:type_name -> gatehouse.directory.v1.MappingField
 	5,  // 32: gatehouse.directory.v1.IdP.username_mapping:type_name -> gatehouse.directory.v1.MappingField
@@ -6402,46 +6581,48 @@ var file_gatehouse_directory_v1_directory_proto_depIdxs = []int32{
 	84, // 78: gatehouse.directory.v1.DirectoryService.VerifyEmailCode:input_type -> gatehouse.directory.v1.VerifyEmailCodeRequest
 	86, // 79: gatehouse.directory.v1.DirectoryService.InitializeUser:input_type -> gatehouse.directory.v1.InitializeUserRequest
 	88, // 80: gatehouse.directory.v1.DirectoryService.SendEmailCode:input_type -> gatehouse.directory.v1.SendEmailCodeRequest
-	10, // 81: gatehouse.directory.v1.DirectoryService.GetClient:output_type -> gatehouse.directory.v1.GetClientResponse
-	12, // 82: gatehouse.directory.v1.DirectoryService.GetMachineKey:output_type -> gatehouse.directory.v1.GetMachineKeyResponse
-	14, // 83: gatehouse.directory.v1.DirectoryService.VerifyPassword:output_type -> gatehouse.directory.v1.VerifyPasswordResponse
-	44, // 84: gatehouse.directory.v1.DirectoryService.ChangePassword:output_type -> gatehouse.directory.v1.ChangePasswordResponse
-	47, // 85: gatehouse.directory.v1.DirectoryService.GetUser:output_type -> gatehouse.directory.v1.GetUserResponse
-	49, // 86: gatehouse.directory.v1.DirectoryService.LookupUser:output_type -> gatehouse.directory.v1.LookupUserResponse
-	51, // 87: gatehouse.directory.v1.DirectoryService.GetClaims:output_type -> gatehouse.directory.v1.GetClaimsResponse
-	53, // 88: gatehouse.directory.v1.DirectoryService.RegisterUser:output_type -> gatehouse.directory.v1.RegisterUserResponse
-	56, // 89: gatehouse.directory.v1.DirectoryService.GetOrg:output_type -> gatehouse.directory.v1.GetOrgResponse
-	59, // 90: gatehouse.directory.v1.DirectoryService.GetRoles:output_type -> gatehouse.directory.v1.GetRolesResponse
-	62, // 91: gatehouse.directory.v1.DirectoryService.GetIdP:output_type -> gatehouse.directory.v1.GetIdPResponse
-	64, // 92: gatehouse.directory.v1.DirectoryService.ListIdPs:output_type -> gatehouse.directory.v1.ListIdPsResponse
-	66, // 93: gatehouse.directory.v1.DirectoryService.LinkExternalUser:output_type -> gatehouse.directory.v1.LinkExternalUserResponse
-	68, // 94: gatehouse.directory.v1.DirectoryService.GetLinkedUser:output_type -> gatehouse.directory.v1.GetLinkedUserResponse
-	91, // 95: gatehouse.directory.v1.DirectoryService.ConfirmLinkedEmail:output_type -> gatehouse.directory.v1.ConfirmLinkedEmailResponse
-	70, // 96: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:output_type -> gatehouse.directory.v1.RegisterExternalUserResponse
-	72, // 97: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:output_type -> gatehouse.directory.v1.UnlinkExternalUserResponse
-	75, // 98: gatehouse.directory.v1.DirectoryService.ListChanges:output_type -> gatehouse.directory.v1.ListChangesResponse
-	16, // 99: gatehouse.directory.v1.DirectoryService.ListAuthFactors:output_type -> gatehouse.directory.v1.ListAuthFactorsResponse
-	18, // 100: gatehouse.directory.v1.DirectoryService.CheckAuthFactor:output_type -> gatehouse.directory.v1.CheckAuthFactorResponse
-	20, // 101: gatehouse.directory.v1.DirectoryService.StartTOTP:output_type -> gatehouse.directory.v1.StartTOTPResponse
-	42, // 102: gatehouse.directory.v1.DirectoryService.GenerateRecoveryCodes:output_type -> gatehouse.directory.v1.GenerateRecoveryCodesResponse
-	22, // 103: gatehouse.directory.v1.DirectoryService.VerifyTOTP:output_type -> gatehouse.directory.v1.VerifyTOTPResponse
-	24, // 104: gatehouse.directory.v1.DirectoryService.StartWebAuthnLogin:output_type -> gatehouse.directory.v1.StartWebAuthnLoginResponse
-	26, // 105: gatehouse.directory.v1.DirectoryService.CheckWebAuthnLogin:output_type -> gatehouse.directory.v1.CheckWebAuthnLoginResponse
-	28, // 106: gatehouse.directory.v1.DirectoryService.StartWebAuthnRegistration:output_type -> gatehouse.directory.v1.StartWebAuthnRegistrationResponse
-	30, // 107: gatehouse.directory.v1.DirectoryService.VerifyWebAuthnRegistration:output_type -> gatehouse.directory.v1.VerifyWebAuthnRegistrationResponse
-	34, // 108: gatehouse.directory.v1.DirectoryService.GetAccount:output_type -> gatehouse.directory.v1.GetAccountResponse
-	36, // 109: gatehouse.directory.v1.DirectoryService.RemoveAccountFactor:output_type -> gatehouse.directory.v1.RemoveAccountFactorResponse
-	38, // 110: gatehouse.directory.v1.DirectoryService.UnlinkAccount:output_type -> gatehouse.directory.v1.UnlinkAccountResponse
-	40, // 111: gatehouse.directory.v1.DirectoryService.EndUserSessions:output_type -> gatehouse.directory.v1.EndUserSessionsResponse
-	77, // 112: gatehouse.directory.v1.DirectoryService.RequestPasswordReset:output_type -> gatehouse.directory.v1.RequestPasswordResetResponse
-	79, // 113: gatehouse.directory.v1.DirectoryService.CheckPasswordResetCode:output_type -> gatehouse.directory.v1.CheckPasswordResetCodeResponse
-	81, // 114: gatehouse.directory.v1.DirectoryService.ResetPassword:output_type -> gatehouse.directory.v1.ResetPasswordResponse
-	83, // 115: gatehouse.directory.v1.DirectoryService.CheckUserCode:output_type -> gatehouse.directory.v1.CheckUserCodeResponse
-	85, // 116: gatehouse.directory.v1.DirectoryService.VerifyEmailCode:output_type -> gatehouse.directory.v1.VerifyEmailCodeResponse
-	87, // 117: gatehouse.directory.v1.DirectoryService.InitializeUser:output_type -> gatehouse.directory.v1.InitializeUserResponse
-	89, // 118: gatehouse.directory.v1.DirectoryService.SendEmailCode:output_type -> gatehouse.directory.v1.SendEmailCodeResponse
-	81, // [81:119] is the sub-list for method output_type
-	43, // [43:81] is the sub-list for method input_type
+	92, // 81: gatehouse.directory.v1.DirectoryService.AuthorizeTokenExchange:input_type -> gatehouse.directory.v1.AuthorizeTokenExchangeRequest
+	10, // 82: gatehouse.directory.v1.DirectoryService.GetClient:output_type -> gatehouse.directory.v1.GetClientResponse
+	12, // 83: gatehouse.directory.v1.DirectoryService.GetMachineKey:output_type -> gatehouse.directory.v1.GetMachineKeyResponse
+	14, // 84: gatehouse.directory.v1.DirectoryService.VerifyPassword:output_type -> gatehouse.directory.v1.VerifyPasswordResponse
+	44, // 85: gatehouse.directory.v1.DirectoryService.ChangePassword:output_type -> gatehouse.directory.v1.ChangePasswordResponse
+	47, // 86: gatehouse.directory.v1.DirectoryService.GetUser:output_type -> gatehouse.directory.v1.GetUserResponse
+	49, // 87: gatehouse.directory.v1.DirectoryService.LookupUser:output_type -> gatehouse.directory.v1.LookupUserResponse
+	51, // 88: gatehouse.directory.v1.DirectoryService.GetClaims:output_type -> gatehouse.directory.v1.GetClaimsResponse
+	53, // 89: gatehouse.directory.v1.DirectoryService.RegisterUser:output_type -> gatehouse.directory.v1.RegisterUserResponse
+	56, // 90: gatehouse.directory.v1.DirectoryService.GetOrg:output_type -> gatehouse.directory.v1.GetOrgResponse
+	59, // 91: gatehouse.directory.v1.DirectoryService.GetRoles:output_type -> gatehouse.directory.v1.GetRolesResponse
+	62, // 92: gatehouse.directory.v1.DirectoryService.GetIdP:output_type -> gatehouse.directory.v1.GetIdPResponse
+	64, // 93: gatehouse.directory.v1.DirectoryService.ListIdPs:output_type -> gatehouse.directory.v1.ListIdPsResponse
+	66, // 94: gatehouse.directory.v1.DirectoryService.LinkExternalUser:output_type -> gatehouse.directory.v1.LinkExternalUserResponse
+	68, // 95: gatehouse.directory.v1.DirectoryService.GetLinkedUser:output_type -> gatehouse.directory.v1.GetLinkedUserResponse
+	91, // 96: gatehouse.directory.v1.DirectoryService.ConfirmLinkedEmail:output_type -> gatehouse.directory.v1.ConfirmLinkedEmailResponse
+	70, // 97: gatehouse.directory.v1.DirectoryService.RegisterExternalUser:output_type -> gatehouse.directory.v1.RegisterExternalUserResponse
+	72, // 98: gatehouse.directory.v1.DirectoryService.UnlinkExternalUser:output_type -> gatehouse.directory.v1.UnlinkExternalUserResponse
+	75, // 99: gatehouse.directory.v1.DirectoryService.ListChanges:output_type -> gatehouse.directory.v1.ListChangesResponse
+	16, // 100: gatehouse.directory.v1.DirectoryService.ListAuthFactors:output_type -> gatehouse.directory.v1.ListAuthFactorsResponse
+	18, // 101: gatehouse.directory.v1.DirectoryService.CheckAuthFactor:output_type -> gatehouse.directory.v1.CheckAuthFactorResponse
+	20, // 102: gatehouse.directory.v1.DirectoryService.StartTOTP:output_type -> gatehouse.directory.v1.StartTOTPResponse
+	42, // 103: gatehouse.directory.v1.DirectoryService.GenerateRecoveryCodes:output_type -> gatehouse.directory.v1.GenerateRecoveryCodesResponse
+	22, // 104: gatehouse.directory.v1.DirectoryService.VerifyTOTP:output_type -> gatehouse.directory.v1.VerifyTOTPResponse
+	24, // 105: gatehouse.directory.v1.DirectoryService.StartWebAuthnLogin:output_type -> gatehouse.directory.v1.StartWebAuthnLoginResponse
+	26, // 106: gatehouse.directory.v1.DirectoryService.CheckWebAuthnLogin:output_type -> gatehouse.directory.v1.CheckWebAuthnLoginResponse
+	28, // 107: gatehouse.directory.v1.DirectoryService.StartWebAuthnRegistration:output_type -> gatehouse.directory.v1.StartWebAuthnRegistrationResponse
+	30, // 108: gatehouse.directory.v1.DirectoryService.VerifyWebAuthnRegistration:output_type -> gatehouse.directory.v1.VerifyWebAuthnRegistrationResponse
+	34, // 109: gatehouse.directory.v1.DirectoryService.GetAccount:output_type -> gatehouse.directory.v1.GetAccountResponse
+	36, // 110: gatehouse.directory.v1.DirectoryService.RemoveAccountFactor:output_type -> gatehouse.directory.v1.RemoveAccountFactorResponse
+	38, // 111: gatehouse.directory.v1.DirectoryService.UnlinkAccount:output_type -> gatehouse.directory.v1.UnlinkAccountResponse
+	40, // 112: gatehouse.directory.v1.DirectoryService.EndUserSessions:output_type -> gatehouse.directory.v1.EndUserSessionsResponse
+	77, // 113: gatehouse.directory.v1.DirectoryService.RequestPasswordReset:output_type -> gatehouse.directory.v1.RequestPasswordResetResponse
+	79, // 114: gatehouse.directory.v1.DirectoryService.CheckPasswordResetCode:output_type -> gatehouse.directory.v1.CheckPasswordResetCodeResponse
+	81, // 115: gatehouse.directory.v1.DirectoryService.ResetPassword:output_type -> gatehouse.directory.v1.ResetPasswordResponse
+	83, // 116: gatehouse.directory.v1.DirectoryService.CheckUserCode:output_type -> gatehouse.directory.v1.CheckUserCodeResponse
+	85, // 117: gatehouse.directory.v1.DirectoryService.VerifyEmailCode:output_type -> gatehouse.directory.v1.VerifyEmailCodeResponse
+	87, // 118: gatehouse.directory.v1.DirectoryService.InitializeUser:output_type -> gatehouse.directory.v1.InitializeUserResponse
+	89, // 119: gatehouse.directory.v1.DirectoryService.SendEmailCode:output_type -> gatehouse.directory.v1.SendEmailCodeResponse
+	93, // 120: gatehouse.directory.v1.DirectoryService.AuthorizeTokenExchange:output_type -> gatehouse.directory.v1.AuthorizeTokenExchangeResponse
+	82, // [82:121] is the sub-list for method output_type
+	43, // [43:82] is the sub-list for method input_type
 	43, // [43:43] is the sub-list for extension type_name
 	43, // [43:43] is the sub-list for extension extendee
 	0,  // [0:43] is the sub-list for field type_name
@@ -6458,7 +6639,7 @@ func file_gatehouse_directory_v1_directory_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_directory_v1_directory_proto_rawDesc), len(file_gatehouse_directory_v1_directory_proto_rawDesc)),
 			NumEnums:      7,
-			NumMessages:   86,
+			NumMessages:   88,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -146,8 +146,9 @@ const (
 	// polls the token endpoint. An app with only this grant (and
 	// refresh_token) needs no redirect URI.
 	OIDCGrantType_OIDC_GRANT_TYPE_DEVICE_CODE OIDCGrantType = 3
-	// urn:ietf:params:oauth:grant-type:token-exchange (RFC 8693). Gatehouse
-	// does not offer this grant: registering it is InvalidArgument.
+	// urn:ietf:params:oauth:grant-type:token-exchange (RFC 8693): the app
+	// trades a token it holds for a narrower one, or one that acts for a
+	// user (README, "Token exchange"). Not with auth method none.
 	OIDCGrantType_OIDC_GRANT_TYPE_TOKEN_EXCHANGE OIDCGrantType = 4
 )
 

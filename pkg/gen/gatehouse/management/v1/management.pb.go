@@ -6203,6 +6203,237 @@ func (x *RemoveProjectGrantResponse) GetDetails() *ObjectDetails {
 	return nil
 }
 
+// GetSecurityPolicyRequest is empty: the organization is the call's.
+type GetSecurityPolicyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSecurityPolicyRequest) Reset() {
+	*x = GetSecurityPolicyRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[104]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSecurityPolicyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSecurityPolicyRequest) ProtoMessage() {}
+
+func (x *GetSecurityPolicyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[104]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSecurityPolicyRequest.ProtoReflect.Descriptor instead.
+func (*GetSecurityPolicyRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{104}
+}
+
+// SecurityPolicy is an organization's security settings.
+type SecurityPolicy struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Change history of the organization.
+	Details *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	// Whether the organization's users may be impersonated through token
+	// exchange (ZITADEL's security policy field of the same name).
+	EnableImpersonation bool `protobuf:"varint,2,opt,name=enable_impersonation,json=enableImpersonation,proto3" json:"enable_impersonation,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *SecurityPolicy) Reset() {
+	*x = SecurityPolicy{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[105]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SecurityPolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SecurityPolicy) ProtoMessage() {}
+
+func (x *SecurityPolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[105]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SecurityPolicy.ProtoReflect.Descriptor instead.
+func (*SecurityPolicy) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{105}
+}
+
+func (x *SecurityPolicy) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
+func (x *SecurityPolicy) GetEnableImpersonation() bool {
+	if x != nil {
+		return x.EnableImpersonation
+	}
+	return false
+}
+
+// GetSecurityPolicyResponse carries the policy.
+type GetSecurityPolicyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The policy.
+	Policy        *SecurityPolicy `protobuf:"bytes,1,opt,name=policy,proto3" json:"policy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSecurityPolicyResponse) Reset() {
+	*x = GetSecurityPolicyResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[106]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSecurityPolicyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSecurityPolicyResponse) ProtoMessage() {}
+
+func (x *GetSecurityPolicyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[106]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSecurityPolicyResponse.ProtoReflect.Descriptor instead.
+func (*GetSecurityPolicyResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{106}
+}
+
+func (x *GetSecurityPolicyResponse) GetPolicy() *SecurityPolicy {
+	if x != nil {
+		return x.Policy
+	}
+	return nil
+}
+
+// SetSecurityPolicyRequest sets the organization's security policy.
+type SetSecurityPolicyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Whether the organization's users may be impersonated.
+	EnableImpersonation bool `protobuf:"varint,1,opt,name=enable_impersonation,json=enableImpersonation,proto3" json:"enable_impersonation,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *SetSecurityPolicyRequest) Reset() {
+	*x = SetSecurityPolicyRequest{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[107]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetSecurityPolicyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetSecurityPolicyRequest) ProtoMessage() {}
+
+func (x *SetSecurityPolicyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[107]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetSecurityPolicyRequest.ProtoReflect.Descriptor instead.
+func (*SetSecurityPolicyRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{107}
+}
+
+func (x *SetSecurityPolicyRequest) GetEnableImpersonation() bool {
+	if x != nil {
+		return x.EnableImpersonation
+	}
+	return false
+}
+
+// SetSecurityPolicyResponse reports the change.
+type SetSecurityPolicyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Change history of the change.
+	Details       *ObjectDetails `protobuf:"bytes,1,opt,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetSecurityPolicyResponse) Reset() {
+	*x = SetSecurityPolicyResponse{}
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[108]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetSecurityPolicyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetSecurityPolicyResponse) ProtoMessage() {}
+
+func (x *SetSecurityPolicyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[108]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetSecurityPolicyResponse.ProtoReflect.Descriptor instead.
+func (*SetSecurityPolicyResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{108}
+}
+
+func (x *SetSecurityPolicyResponse) GetDetails() *ObjectDetails {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
 // GetLoginPolicyRequest is empty: the organization is the call's.
 type GetLoginPolicyRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -6212,7 +6443,7 @@ type GetLoginPolicyRequest struct {
 
 func (x *GetLoginPolicyRequest) Reset() {
 	*x = GetLoginPolicyRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[104]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6224,7 +6455,7 @@ func (x *GetLoginPolicyRequest) String() string {
 func (*GetLoginPolicyRequest) ProtoMessage() {}
 
 func (x *GetLoginPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[104]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6237,7 +6468,7 @@ func (x *GetLoginPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLoginPolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetLoginPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{104}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{109}
 }
 
 // GetLoginPolicyResponse carries the policy in force.
@@ -6253,7 +6484,7 @@ type GetLoginPolicyResponse struct {
 
 func (x *GetLoginPolicyResponse) Reset() {
 	*x = GetLoginPolicyResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[105]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6265,7 +6496,7 @@ func (x *GetLoginPolicyResponse) String() string {
 func (*GetLoginPolicyResponse) ProtoMessage() {}
 
 func (x *GetLoginPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[105]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6278,7 +6509,7 @@ func (x *GetLoginPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLoginPolicyResponse.ProtoReflect.Descriptor instead.
 func (*GetLoginPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{105}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *GetLoginPolicyResponse) GetPolicy() *LoginPolicy {
@@ -6347,7 +6578,7 @@ type AddCustomLoginPolicyRequest struct {
 
 func (x *AddCustomLoginPolicyRequest) Reset() {
 	*x = AddCustomLoginPolicyRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[106]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6359,7 +6590,7 @@ func (x *AddCustomLoginPolicyRequest) String() string {
 func (*AddCustomLoginPolicyRequest) ProtoMessage() {}
 
 func (x *AddCustomLoginPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[106]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6372,7 +6603,7 @@ func (x *AddCustomLoginPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddCustomLoginPolicyRequest.ProtoReflect.Descriptor instead.
 func (*AddCustomLoginPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{106}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *AddCustomLoginPolicyRequest) GetAllowUsernamePassword() bool {
@@ -6533,7 +6764,7 @@ type AddCustomLoginPolicyResponse struct {
 
 func (x *AddCustomLoginPolicyResponse) Reset() {
 	*x = AddCustomLoginPolicyResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[107]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6545,7 +6776,7 @@ func (x *AddCustomLoginPolicyResponse) String() string {
 func (*AddCustomLoginPolicyResponse) ProtoMessage() {}
 
 func (x *AddCustomLoginPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[107]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6558,7 +6789,7 @@ func (x *AddCustomLoginPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddCustomLoginPolicyResponse.ProtoReflect.Descriptor instead.
 func (*AddCustomLoginPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{107}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *AddCustomLoginPolicyResponse) GetDetails() *ObjectDetails {
@@ -6613,7 +6844,7 @@ type UpdateCustomLoginPolicyRequest struct {
 
 func (x *UpdateCustomLoginPolicyRequest) Reset() {
 	*x = UpdateCustomLoginPolicyRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[108]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6625,7 +6856,7 @@ func (x *UpdateCustomLoginPolicyRequest) String() string {
 func (*UpdateCustomLoginPolicyRequest) ProtoMessage() {}
 
 func (x *UpdateCustomLoginPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[108]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6638,7 +6869,7 @@ func (x *UpdateCustomLoginPolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateCustomLoginPolicyRequest.ProtoReflect.Descriptor instead.
 func (*UpdateCustomLoginPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{108}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *UpdateCustomLoginPolicyRequest) GetAllowUsernamePassword() bool {
@@ -6778,7 +7009,7 @@ type UpdateCustomLoginPolicyResponse struct {
 
 func (x *UpdateCustomLoginPolicyResponse) Reset() {
 	*x = UpdateCustomLoginPolicyResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[109]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6790,7 +7021,7 @@ func (x *UpdateCustomLoginPolicyResponse) String() string {
 func (*UpdateCustomLoginPolicyResponse) ProtoMessage() {}
 
 func (x *UpdateCustomLoginPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[109]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6803,7 +7034,7 @@ func (x *UpdateCustomLoginPolicyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateCustomLoginPolicyResponse.ProtoReflect.Descriptor instead.
 func (*UpdateCustomLoginPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{109}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *UpdateCustomLoginPolicyResponse) GetDetails() *ObjectDetails {
@@ -6822,7 +7053,7 @@ type ResetLoginPolicyToDefaultRequest struct {
 
 func (x *ResetLoginPolicyToDefaultRequest) Reset() {
 	*x = ResetLoginPolicyToDefaultRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[110]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6834,7 +7065,7 @@ func (x *ResetLoginPolicyToDefaultRequest) String() string {
 func (*ResetLoginPolicyToDefaultRequest) ProtoMessage() {}
 
 func (x *ResetLoginPolicyToDefaultRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[110]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6847,7 +7078,7 @@ func (x *ResetLoginPolicyToDefaultRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetLoginPolicyToDefaultRequest.ProtoReflect.Descriptor instead.
 func (*ResetLoginPolicyToDefaultRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{110}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{115}
 }
 
 // ResetLoginPolicyToDefaultResponse carries the change's details.
@@ -6861,7 +7092,7 @@ type ResetLoginPolicyToDefaultResponse struct {
 
 func (x *ResetLoginPolicyToDefaultResponse) Reset() {
 	*x = ResetLoginPolicyToDefaultResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[111]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6873,7 +7104,7 @@ func (x *ResetLoginPolicyToDefaultResponse) String() string {
 func (*ResetLoginPolicyToDefaultResponse) ProtoMessage() {}
 
 func (x *ResetLoginPolicyToDefaultResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[111]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6886,7 +7117,7 @@ func (x *ResetLoginPolicyToDefaultResponse) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use ResetLoginPolicyToDefaultResponse.ProtoReflect.Descriptor instead.
 func (*ResetLoginPolicyToDefaultResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{111}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *ResetLoginPolicyToDefaultResponse) GetDetails() *ObjectDetails {
@@ -6909,7 +7140,7 @@ type ListUserIDPsRequest struct {
 
 func (x *ListUserIDPsRequest) Reset() {
 	*x = ListUserIDPsRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[112]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6921,7 +7152,7 @@ func (x *ListUserIDPsRequest) String() string {
 func (*ListUserIDPsRequest) ProtoMessage() {}
 
 func (x *ListUserIDPsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[112]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6934,7 +7165,7 @@ func (x *ListUserIDPsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUserIDPsRequest.ProtoReflect.Descriptor instead.
 func (*ListUserIDPsRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{112}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *ListUserIDPsRequest) GetUserId() string {
@@ -6964,7 +7195,7 @@ type ListUserIDPsResponse struct {
 
 func (x *ListUserIDPsResponse) Reset() {
 	*x = ListUserIDPsResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[113]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6976,7 +7207,7 @@ func (x *ListUserIDPsResponse) String() string {
 func (*ListUserIDPsResponse) ProtoMessage() {}
 
 func (x *ListUserIDPsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[113]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6989,7 +7220,7 @@ func (x *ListUserIDPsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUserIDPsResponse.ProtoReflect.Descriptor instead.
 func (*ListUserIDPsResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{113}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *ListUserIDPsResponse) GetDetails() *ListDetails {
@@ -7021,7 +7252,7 @@ type RemoveUserIDPRequest struct {
 
 func (x *RemoveUserIDPRequest) Reset() {
 	*x = RemoveUserIDPRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[114]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7033,7 +7264,7 @@ func (x *RemoveUserIDPRequest) String() string {
 func (*RemoveUserIDPRequest) ProtoMessage() {}
 
 func (x *RemoveUserIDPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[114]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7046,7 +7277,7 @@ func (x *RemoveUserIDPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveUserIDPRequest.ProtoReflect.Descriptor instead.
 func (*RemoveUserIDPRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{114}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *RemoveUserIDPRequest) GetUserId() string {
@@ -7081,7 +7312,7 @@ type RemoveUserIDPResponse struct {
 
 func (x *RemoveUserIDPResponse) Reset() {
 	*x = RemoveUserIDPResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[115]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7093,7 +7324,7 @@ func (x *RemoveUserIDPResponse) String() string {
 func (*RemoveUserIDPResponse) ProtoMessage() {}
 
 func (x *RemoveUserIDPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[115]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7106,7 +7337,7 @@ func (x *RemoveUserIDPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveUserIDPResponse.ProtoReflect.Descriptor instead.
 func (*RemoveUserIDPResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{115}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *RemoveUserIDPResponse) GetDetails() *ObjectDetails {
@@ -7127,7 +7358,7 @@ type RegisterTOTPRequest struct {
 
 func (x *RegisterTOTPRequest) Reset() {
 	*x = RegisterTOTPRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[116]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7139,7 +7370,7 @@ func (x *RegisterTOTPRequest) String() string {
 func (*RegisterTOTPRequest) ProtoMessage() {}
 
 func (x *RegisterTOTPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[116]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7152,7 +7383,7 @@ func (x *RegisterTOTPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterTOTPRequest.ProtoReflect.Descriptor instead.
 func (*RegisterTOTPRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{116}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *RegisterTOTPRequest) GetUserId() string {
@@ -7177,7 +7408,7 @@ type RegisterTOTPResponse struct {
 
 func (x *RegisterTOTPResponse) Reset() {
 	*x = RegisterTOTPResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[117]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7189,7 +7420,7 @@ func (x *RegisterTOTPResponse) String() string {
 func (*RegisterTOTPResponse) ProtoMessage() {}
 
 func (x *RegisterTOTPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[117]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7202,7 +7433,7 @@ func (x *RegisterTOTPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterTOTPResponse.ProtoReflect.Descriptor instead.
 func (*RegisterTOTPResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{117}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *RegisterTOTPResponse) GetDetails() *ObjectDetails {
@@ -7239,7 +7470,7 @@ type VerifyTOTPRegistrationRequest struct {
 
 func (x *VerifyTOTPRegistrationRequest) Reset() {
 	*x = VerifyTOTPRegistrationRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[118]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7251,7 +7482,7 @@ func (x *VerifyTOTPRegistrationRequest) String() string {
 func (*VerifyTOTPRegistrationRequest) ProtoMessage() {}
 
 func (x *VerifyTOTPRegistrationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[118]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7264,7 +7495,7 @@ func (x *VerifyTOTPRegistrationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyTOTPRegistrationRequest.ProtoReflect.Descriptor instead.
 func (*VerifyTOTPRegistrationRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{118}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *VerifyTOTPRegistrationRequest) GetUserId() string {
@@ -7292,7 +7523,7 @@ type VerifyTOTPRegistrationResponse struct {
 
 func (x *VerifyTOTPRegistrationResponse) Reset() {
 	*x = VerifyTOTPRegistrationResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[119]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7304,7 +7535,7 @@ func (x *VerifyTOTPRegistrationResponse) String() string {
 func (*VerifyTOTPRegistrationResponse) ProtoMessage() {}
 
 func (x *VerifyTOTPRegistrationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[119]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7317,7 +7548,7 @@ func (x *VerifyTOTPRegistrationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyTOTPRegistrationResponse.ProtoReflect.Descriptor instead.
 func (*VerifyTOTPRegistrationResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{119}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *VerifyTOTPRegistrationResponse) GetDetails() *ObjectDetails {
@@ -7338,7 +7569,7 @@ type RemoveTOTPRequest struct {
 
 func (x *RemoveTOTPRequest) Reset() {
 	*x = RemoveTOTPRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[120]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7350,7 +7581,7 @@ func (x *RemoveTOTPRequest) String() string {
 func (*RemoveTOTPRequest) ProtoMessage() {}
 
 func (x *RemoveTOTPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[120]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7363,7 +7594,7 @@ func (x *RemoveTOTPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveTOTPRequest.ProtoReflect.Descriptor instead.
 func (*RemoveTOTPRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{120}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *RemoveTOTPRequest) GetUserId() string {
@@ -7384,7 +7615,7 @@ type RemoveTOTPResponse struct {
 
 func (x *RemoveTOTPResponse) Reset() {
 	*x = RemoveTOTPResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[121]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7396,7 +7627,7 @@ func (x *RemoveTOTPResponse) String() string {
 func (*RemoveTOTPResponse) ProtoMessage() {}
 
 func (x *RemoveTOTPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[121]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7409,7 +7640,7 @@ func (x *RemoveTOTPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveTOTPResponse.ProtoReflect.Descriptor instead.
 func (*RemoveTOTPResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{121}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{126}
 }
 
 func (x *RemoveTOTPResponse) GetDetails() *ObjectDetails {
@@ -7430,7 +7661,7 @@ type ListHumanAuthFactorsRequest struct {
 
 func (x *ListHumanAuthFactorsRequest) Reset() {
 	*x = ListHumanAuthFactorsRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[122]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7442,7 +7673,7 @@ func (x *ListHumanAuthFactorsRequest) String() string {
 func (*ListHumanAuthFactorsRequest) ProtoMessage() {}
 
 func (x *ListHumanAuthFactorsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[122]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7455,7 +7686,7 @@ func (x *ListHumanAuthFactorsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListHumanAuthFactorsRequest.ProtoReflect.Descriptor instead.
 func (*ListHumanAuthFactorsRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{122}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{127}
 }
 
 func (x *ListHumanAuthFactorsRequest) GetUserId() string {
@@ -7476,7 +7707,7 @@ type ListHumanAuthFactorsResponse struct {
 
 func (x *ListHumanAuthFactorsResponse) Reset() {
 	*x = ListHumanAuthFactorsResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[123]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7488,7 +7719,7 @@ func (x *ListHumanAuthFactorsResponse) String() string {
 func (*ListHumanAuthFactorsResponse) ProtoMessage() {}
 
 func (x *ListHumanAuthFactorsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[123]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7501,7 +7732,7 @@ func (x *ListHumanAuthFactorsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListHumanAuthFactorsResponse.ProtoReflect.Descriptor instead.
 func (*ListHumanAuthFactorsResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{123}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{128}
 }
 
 func (x *ListHumanAuthFactorsResponse) GetResult() []*AuthFactor {
@@ -7522,7 +7753,7 @@ type RemoveHumanAuthFactorOTPRequest struct {
 
 func (x *RemoveHumanAuthFactorOTPRequest) Reset() {
 	*x = RemoveHumanAuthFactorOTPRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[124]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7534,7 +7765,7 @@ func (x *RemoveHumanAuthFactorOTPRequest) String() string {
 func (*RemoveHumanAuthFactorOTPRequest) ProtoMessage() {}
 
 func (x *RemoveHumanAuthFactorOTPRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[124]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7547,7 +7778,7 @@ func (x *RemoveHumanAuthFactorOTPRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveHumanAuthFactorOTPRequest.ProtoReflect.Descriptor instead.
 func (*RemoveHumanAuthFactorOTPRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{124}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{129}
 }
 
 func (x *RemoveHumanAuthFactorOTPRequest) GetUserId() string {
@@ -7568,7 +7799,7 @@ type RemoveHumanAuthFactorOTPResponse struct {
 
 func (x *RemoveHumanAuthFactorOTPResponse) Reset() {
 	*x = RemoveHumanAuthFactorOTPResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[125]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[130]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7580,7 +7811,7 @@ func (x *RemoveHumanAuthFactorOTPResponse) String() string {
 func (*RemoveHumanAuthFactorOTPResponse) ProtoMessage() {}
 
 func (x *RemoveHumanAuthFactorOTPResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[125]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[130]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7593,7 +7824,7 @@ func (x *RemoveHumanAuthFactorOTPResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveHumanAuthFactorOTPResponse.ProtoReflect.Descriptor instead.
 func (*RemoveHumanAuthFactorOTPResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{125}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{130}
 }
 
 func (x *RemoveHumanAuthFactorOTPResponse) GetDetails() *ObjectDetails {
@@ -7616,7 +7847,7 @@ type RemoveHumanAuthFactorU2FRequest struct {
 
 func (x *RemoveHumanAuthFactorU2FRequest) Reset() {
 	*x = RemoveHumanAuthFactorU2FRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[126]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[131]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7628,7 +7859,7 @@ func (x *RemoveHumanAuthFactorU2FRequest) String() string {
 func (*RemoveHumanAuthFactorU2FRequest) ProtoMessage() {}
 
 func (x *RemoveHumanAuthFactorU2FRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[126]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[131]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7641,7 +7872,7 @@ func (x *RemoveHumanAuthFactorU2FRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveHumanAuthFactorU2FRequest.ProtoReflect.Descriptor instead.
 func (*RemoveHumanAuthFactorU2FRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{126}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{131}
 }
 
 func (x *RemoveHumanAuthFactorU2FRequest) GetUserId() string {
@@ -7669,7 +7900,7 @@ type RemoveHumanAuthFactorU2FResponse struct {
 
 func (x *RemoveHumanAuthFactorU2FResponse) Reset() {
 	*x = RemoveHumanAuthFactorU2FResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[127]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[132]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7681,7 +7912,7 @@ func (x *RemoveHumanAuthFactorU2FResponse) String() string {
 func (*RemoveHumanAuthFactorU2FResponse) ProtoMessage() {}
 
 func (x *RemoveHumanAuthFactorU2FResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[127]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[132]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7694,7 +7925,7 @@ func (x *RemoveHumanAuthFactorU2FResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveHumanAuthFactorU2FResponse.ProtoReflect.Descriptor instead.
 func (*RemoveHumanAuthFactorU2FResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{127}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{132}
 }
 
 func (x *RemoveHumanAuthFactorU2FResponse) GetDetails() *ObjectDetails {
@@ -7715,7 +7946,7 @@ type ListHumanPasswordlessRequest struct {
 
 func (x *ListHumanPasswordlessRequest) Reset() {
 	*x = ListHumanPasswordlessRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[128]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[133]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7727,7 +7958,7 @@ func (x *ListHumanPasswordlessRequest) String() string {
 func (*ListHumanPasswordlessRequest) ProtoMessage() {}
 
 func (x *ListHumanPasswordlessRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[128]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[133]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7740,7 +7971,7 @@ func (x *ListHumanPasswordlessRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListHumanPasswordlessRequest.ProtoReflect.Descriptor instead.
 func (*ListHumanPasswordlessRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{128}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{133}
 }
 
 func (x *ListHumanPasswordlessRequest) GetUserId() string {
@@ -7761,7 +7992,7 @@ type ListHumanPasswordlessResponse struct {
 
 func (x *ListHumanPasswordlessResponse) Reset() {
 	*x = ListHumanPasswordlessResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[129]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[134]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7773,7 +8004,7 @@ func (x *ListHumanPasswordlessResponse) String() string {
 func (*ListHumanPasswordlessResponse) ProtoMessage() {}
 
 func (x *ListHumanPasswordlessResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[129]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[134]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7786,7 +8017,7 @@ func (x *ListHumanPasswordlessResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListHumanPasswordlessResponse.ProtoReflect.Descriptor instead.
 func (*ListHumanPasswordlessResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{129}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{134}
 }
 
 func (x *ListHumanPasswordlessResponse) GetResult() []*WebAuthNToken {
@@ -7809,7 +8040,7 @@ type RemoveHumanPasswordlessRequest struct {
 
 func (x *RemoveHumanPasswordlessRequest) Reset() {
 	*x = RemoveHumanPasswordlessRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[130]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[135]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7821,7 +8052,7 @@ func (x *RemoveHumanPasswordlessRequest) String() string {
 func (*RemoveHumanPasswordlessRequest) ProtoMessage() {}
 
 func (x *RemoveHumanPasswordlessRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[130]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[135]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7834,7 +8065,7 @@ func (x *RemoveHumanPasswordlessRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveHumanPasswordlessRequest.ProtoReflect.Descriptor instead.
 func (*RemoveHumanPasswordlessRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{130}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{135}
 }
 
 func (x *RemoveHumanPasswordlessRequest) GetUserId() string {
@@ -7862,7 +8093,7 @@ type RemoveHumanPasswordlessResponse struct {
 
 func (x *RemoveHumanPasswordlessResponse) Reset() {
 	*x = RemoveHumanPasswordlessResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[131]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[136]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7874,7 +8105,7 @@ func (x *RemoveHumanPasswordlessResponse) String() string {
 func (*RemoveHumanPasswordlessResponse) ProtoMessage() {}
 
 func (x *RemoveHumanPasswordlessResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[131]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[136]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7887,7 +8118,7 @@ func (x *RemoveHumanPasswordlessResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveHumanPasswordlessResponse.ProtoReflect.Descriptor instead.
 func (*RemoveHumanPasswordlessResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{131}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{136}
 }
 
 func (x *RemoveHumanPasswordlessResponse) GetDetails() *ObjectDetails {
@@ -7910,7 +8141,7 @@ type RegisterU2FRequest struct {
 
 func (x *RegisterU2FRequest) Reset() {
 	*x = RegisterU2FRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[132]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[137]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7922,7 +8153,7 @@ func (x *RegisterU2FRequest) String() string {
 func (*RegisterU2FRequest) ProtoMessage() {}
 
 func (x *RegisterU2FRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[132]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[137]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7935,7 +8166,7 @@ func (x *RegisterU2FRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterU2FRequest.ProtoReflect.Descriptor instead.
 func (*RegisterU2FRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{132}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{137}
 }
 
 func (x *RegisterU2FRequest) GetUserId() string {
@@ -7968,7 +8199,7 @@ type RegisterU2FResponse struct {
 
 func (x *RegisterU2FResponse) Reset() {
 	*x = RegisterU2FResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[133]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[138]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7980,7 +8211,7 @@ func (x *RegisterU2FResponse) String() string {
 func (*RegisterU2FResponse) ProtoMessage() {}
 
 func (x *RegisterU2FResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[133]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[138]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7993,7 +8224,7 @@ func (x *RegisterU2FResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterU2FResponse.ProtoReflect.Descriptor instead.
 func (*RegisterU2FResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{133}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{138}
 }
 
 func (x *RegisterU2FResponse) GetDetails() *ObjectDetails {
@@ -8034,7 +8265,7 @@ type VerifyU2FRegistrationRequest struct {
 
 func (x *VerifyU2FRegistrationRequest) Reset() {
 	*x = VerifyU2FRegistrationRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[134]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[139]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8046,7 +8277,7 @@ func (x *VerifyU2FRegistrationRequest) String() string {
 func (*VerifyU2FRegistrationRequest) ProtoMessage() {}
 
 func (x *VerifyU2FRegistrationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[134]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[139]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8059,7 +8290,7 @@ func (x *VerifyU2FRegistrationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyU2FRegistrationRequest.ProtoReflect.Descriptor instead.
 func (*VerifyU2FRegistrationRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{134}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{139}
 }
 
 func (x *VerifyU2FRegistrationRequest) GetUserId() string {
@@ -8101,7 +8332,7 @@ type VerifyU2FRegistrationResponse struct {
 
 func (x *VerifyU2FRegistrationResponse) Reset() {
 	*x = VerifyU2FRegistrationResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[135]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[140]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8113,7 +8344,7 @@ func (x *VerifyU2FRegistrationResponse) String() string {
 func (*VerifyU2FRegistrationResponse) ProtoMessage() {}
 
 func (x *VerifyU2FRegistrationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[135]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[140]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8126,7 +8357,7 @@ func (x *VerifyU2FRegistrationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyU2FRegistrationResponse.ProtoReflect.Descriptor instead.
 func (*VerifyU2FRegistrationResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{135}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{140}
 }
 
 func (x *VerifyU2FRegistrationResponse) GetDetails() *ObjectDetails {
@@ -8149,7 +8380,7 @@ type RemoveU2FRequest struct {
 
 func (x *RemoveU2FRequest) Reset() {
 	*x = RemoveU2FRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[136]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[141]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8161,7 +8392,7 @@ func (x *RemoveU2FRequest) String() string {
 func (*RemoveU2FRequest) ProtoMessage() {}
 
 func (x *RemoveU2FRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[136]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[141]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8174,7 +8405,7 @@ func (x *RemoveU2FRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveU2FRequest.ProtoReflect.Descriptor instead.
 func (*RemoveU2FRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{136}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{141}
 }
 
 func (x *RemoveU2FRequest) GetUserId() string {
@@ -8202,7 +8433,7 @@ type RemoveU2FResponse struct {
 
 func (x *RemoveU2FResponse) Reset() {
 	*x = RemoveU2FResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[137]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[142]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8214,7 +8445,7 @@ func (x *RemoveU2FResponse) String() string {
 func (*RemoveU2FResponse) ProtoMessage() {}
 
 func (x *RemoveU2FResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[137]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[142]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8227,7 +8458,7 @@ func (x *RemoveU2FResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveU2FResponse.ProtoReflect.Descriptor instead.
 func (*RemoveU2FResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{137}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{142}
 }
 
 func (x *RemoveU2FResponse) GetDetails() *ObjectDetails {
@@ -8250,7 +8481,7 @@ type RegisterPasskeyRequest struct {
 
 func (x *RegisterPasskeyRequest) Reset() {
 	*x = RegisterPasskeyRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[138]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[143]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8262,7 +8493,7 @@ func (x *RegisterPasskeyRequest) String() string {
 func (*RegisterPasskeyRequest) ProtoMessage() {}
 
 func (x *RegisterPasskeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[138]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[143]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8275,7 +8506,7 @@ func (x *RegisterPasskeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterPasskeyRequest.ProtoReflect.Descriptor instead.
 func (*RegisterPasskeyRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{138}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{143}
 }
 
 func (x *RegisterPasskeyRequest) GetUserId() string {
@@ -8308,7 +8539,7 @@ type RegisterPasskeyResponse struct {
 
 func (x *RegisterPasskeyResponse) Reset() {
 	*x = RegisterPasskeyResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[139]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[144]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8320,7 +8551,7 @@ func (x *RegisterPasskeyResponse) String() string {
 func (*RegisterPasskeyResponse) ProtoMessage() {}
 
 func (x *RegisterPasskeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[139]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[144]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8333,7 +8564,7 @@ func (x *RegisterPasskeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterPasskeyResponse.ProtoReflect.Descriptor instead.
 func (*RegisterPasskeyResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{139}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{144}
 }
 
 func (x *RegisterPasskeyResponse) GetDetails() *ObjectDetails {
@@ -8374,7 +8605,7 @@ type VerifyPasskeyRegistrationRequest struct {
 
 func (x *VerifyPasskeyRegistrationRequest) Reset() {
 	*x = VerifyPasskeyRegistrationRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[140]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[145]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8386,7 +8617,7 @@ func (x *VerifyPasskeyRegistrationRequest) String() string {
 func (*VerifyPasskeyRegistrationRequest) ProtoMessage() {}
 
 func (x *VerifyPasskeyRegistrationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[140]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[145]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8399,7 +8630,7 @@ func (x *VerifyPasskeyRegistrationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyPasskeyRegistrationRequest.ProtoReflect.Descriptor instead.
 func (*VerifyPasskeyRegistrationRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{140}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{145}
 }
 
 func (x *VerifyPasskeyRegistrationRequest) GetUserId() string {
@@ -8441,7 +8672,7 @@ type VerifyPasskeyRegistrationResponse struct {
 
 func (x *VerifyPasskeyRegistrationResponse) Reset() {
 	*x = VerifyPasskeyRegistrationResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[141]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[146]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8453,7 +8684,7 @@ func (x *VerifyPasskeyRegistrationResponse) String() string {
 func (*VerifyPasskeyRegistrationResponse) ProtoMessage() {}
 
 func (x *VerifyPasskeyRegistrationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[141]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[146]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8466,7 +8697,7 @@ func (x *VerifyPasskeyRegistrationResponse) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use VerifyPasskeyRegistrationResponse.ProtoReflect.Descriptor instead.
 func (*VerifyPasskeyRegistrationResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{141}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{146}
 }
 
 func (x *VerifyPasskeyRegistrationResponse) GetDetails() *ObjectDetails {
@@ -8487,7 +8718,7 @@ type ListPasskeysRequest struct {
 
 func (x *ListPasskeysRequest) Reset() {
 	*x = ListPasskeysRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[142]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[147]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8499,7 +8730,7 @@ func (x *ListPasskeysRequest) String() string {
 func (*ListPasskeysRequest) ProtoMessage() {}
 
 func (x *ListPasskeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[142]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[147]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8512,7 +8743,7 @@ func (x *ListPasskeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPasskeysRequest.ProtoReflect.Descriptor instead.
 func (*ListPasskeysRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{142}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{147}
 }
 
 func (x *ListPasskeysRequest) GetUserId() string {
@@ -8535,7 +8766,7 @@ type ListPasskeysResponse struct {
 
 func (x *ListPasskeysResponse) Reset() {
 	*x = ListPasskeysResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[143]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[148]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8547,7 +8778,7 @@ func (x *ListPasskeysResponse) String() string {
 func (*ListPasskeysResponse) ProtoMessage() {}
 
 func (x *ListPasskeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[143]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[148]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8560,7 +8791,7 @@ func (x *ListPasskeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPasskeysResponse.ProtoReflect.Descriptor instead.
 func (*ListPasskeysResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{143}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{148}
 }
 
 func (x *ListPasskeysResponse) GetDetails() *ListDetails {
@@ -8590,7 +8821,7 @@ type RemovePasskeyRequest struct {
 
 func (x *RemovePasskeyRequest) Reset() {
 	*x = RemovePasskeyRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[144]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[149]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8602,7 +8833,7 @@ func (x *RemovePasskeyRequest) String() string {
 func (*RemovePasskeyRequest) ProtoMessage() {}
 
 func (x *RemovePasskeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[144]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[149]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8615,7 +8846,7 @@ func (x *RemovePasskeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemovePasskeyRequest.ProtoReflect.Descriptor instead.
 func (*RemovePasskeyRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{144}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{149}
 }
 
 func (x *RemovePasskeyRequest) GetUserId() string {
@@ -8643,7 +8874,7 @@ type RemovePasskeyResponse struct {
 
 func (x *RemovePasskeyResponse) Reset() {
 	*x = RemovePasskeyResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[145]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[150]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8655,7 +8886,7 @@ func (x *RemovePasskeyResponse) String() string {
 func (*RemovePasskeyResponse) ProtoMessage() {}
 
 func (x *RemovePasskeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[145]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[150]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8668,7 +8899,7 @@ func (x *RemovePasskeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemovePasskeyResponse.ProtoReflect.Descriptor instead.
 func (*RemovePasskeyResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{145}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{150}
 }
 
 func (x *RemovePasskeyResponse) GetDetails() *ObjectDetails {
@@ -8687,7 +8918,7 @@ type ListLoginPolicySecondFactorsRequest struct {
 
 func (x *ListLoginPolicySecondFactorsRequest) Reset() {
 	*x = ListLoginPolicySecondFactorsRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[146]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[151]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8699,7 +8930,7 @@ func (x *ListLoginPolicySecondFactorsRequest) String() string {
 func (*ListLoginPolicySecondFactorsRequest) ProtoMessage() {}
 
 func (x *ListLoginPolicySecondFactorsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[146]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[151]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8712,7 +8943,7 @@ func (x *ListLoginPolicySecondFactorsRequest) ProtoReflect() protoreflect.Messag
 
 // Deprecated: Use ListLoginPolicySecondFactorsRequest.ProtoReflect.Descriptor instead.
 func (*ListLoginPolicySecondFactorsRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{146}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{151}
 }
 
 // ListLoginPolicySecondFactorsResponse lists the policy's second factors.
@@ -8728,7 +8959,7 @@ type ListLoginPolicySecondFactorsResponse struct {
 
 func (x *ListLoginPolicySecondFactorsResponse) Reset() {
 	*x = ListLoginPolicySecondFactorsResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[147]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[152]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8740,7 +8971,7 @@ func (x *ListLoginPolicySecondFactorsResponse) String() string {
 func (*ListLoginPolicySecondFactorsResponse) ProtoMessage() {}
 
 func (x *ListLoginPolicySecondFactorsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[147]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[152]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8753,7 +8984,7 @@ func (x *ListLoginPolicySecondFactorsResponse) ProtoReflect() protoreflect.Messa
 
 // Deprecated: Use ListLoginPolicySecondFactorsResponse.ProtoReflect.Descriptor instead.
 func (*ListLoginPolicySecondFactorsResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{147}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{152}
 }
 
 func (x *ListLoginPolicySecondFactorsResponse) GetDetails() *ListDetails {
@@ -8781,7 +9012,7 @@ type AddSecondFactorToLoginPolicyRequest struct {
 
 func (x *AddSecondFactorToLoginPolicyRequest) Reset() {
 	*x = AddSecondFactorToLoginPolicyRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[148]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[153]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8793,7 +9024,7 @@ func (x *AddSecondFactorToLoginPolicyRequest) String() string {
 func (*AddSecondFactorToLoginPolicyRequest) ProtoMessage() {}
 
 func (x *AddSecondFactorToLoginPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[148]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[153]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8806,7 +9037,7 @@ func (x *AddSecondFactorToLoginPolicyRequest) ProtoReflect() protoreflect.Messag
 
 // Deprecated: Use AddSecondFactorToLoginPolicyRequest.ProtoReflect.Descriptor instead.
 func (*AddSecondFactorToLoginPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{148}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{153}
 }
 
 func (x *AddSecondFactorToLoginPolicyRequest) GetType() SecondFactorType {
@@ -8827,7 +9058,7 @@ type AddSecondFactorToLoginPolicyResponse struct {
 
 func (x *AddSecondFactorToLoginPolicyResponse) Reset() {
 	*x = AddSecondFactorToLoginPolicyResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[149]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[154]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8839,7 +9070,7 @@ func (x *AddSecondFactorToLoginPolicyResponse) String() string {
 func (*AddSecondFactorToLoginPolicyResponse) ProtoMessage() {}
 
 func (x *AddSecondFactorToLoginPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[149]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[154]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8852,7 +9083,7 @@ func (x *AddSecondFactorToLoginPolicyResponse) ProtoReflect() protoreflect.Messa
 
 // Deprecated: Use AddSecondFactorToLoginPolicyResponse.ProtoReflect.Descriptor instead.
 func (*AddSecondFactorToLoginPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{149}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{154}
 }
 
 func (x *AddSecondFactorToLoginPolicyResponse) GetDetails() *ObjectDetails {
@@ -8873,7 +9104,7 @@ type RemoveSecondFactorFromLoginPolicyRequest struct {
 
 func (x *RemoveSecondFactorFromLoginPolicyRequest) Reset() {
 	*x = RemoveSecondFactorFromLoginPolicyRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[150]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[155]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8885,7 +9116,7 @@ func (x *RemoveSecondFactorFromLoginPolicyRequest) String() string {
 func (*RemoveSecondFactorFromLoginPolicyRequest) ProtoMessage() {}
 
 func (x *RemoveSecondFactorFromLoginPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[150]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[155]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8898,7 +9129,7 @@ func (x *RemoveSecondFactorFromLoginPolicyRequest) ProtoReflect() protoreflect.M
 
 // Deprecated: Use RemoveSecondFactorFromLoginPolicyRequest.ProtoReflect.Descriptor instead.
 func (*RemoveSecondFactorFromLoginPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{150}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{155}
 }
 
 func (x *RemoveSecondFactorFromLoginPolicyRequest) GetType() SecondFactorType {
@@ -8919,7 +9150,7 @@ type RemoveSecondFactorFromLoginPolicyResponse struct {
 
 func (x *RemoveSecondFactorFromLoginPolicyResponse) Reset() {
 	*x = RemoveSecondFactorFromLoginPolicyResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[151]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[156]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8931,7 +9162,7 @@ func (x *RemoveSecondFactorFromLoginPolicyResponse) String() string {
 func (*RemoveSecondFactorFromLoginPolicyResponse) ProtoMessage() {}
 
 func (x *RemoveSecondFactorFromLoginPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[151]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[156]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8944,7 +9175,7 @@ func (x *RemoveSecondFactorFromLoginPolicyResponse) ProtoReflect() protoreflect.
 
 // Deprecated: Use RemoveSecondFactorFromLoginPolicyResponse.ProtoReflect.Descriptor instead.
 func (*RemoveSecondFactorFromLoginPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{151}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{156}
 }
 
 func (x *RemoveSecondFactorFromLoginPolicyResponse) GetDetails() *ObjectDetails {
@@ -8963,7 +9194,7 @@ type ListLoginPolicyMultiFactorsRequest struct {
 
 func (x *ListLoginPolicyMultiFactorsRequest) Reset() {
 	*x = ListLoginPolicyMultiFactorsRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[152]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[157]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8975,7 +9206,7 @@ func (x *ListLoginPolicyMultiFactorsRequest) String() string {
 func (*ListLoginPolicyMultiFactorsRequest) ProtoMessage() {}
 
 func (x *ListLoginPolicyMultiFactorsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[152]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[157]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8988,7 +9219,7 @@ func (x *ListLoginPolicyMultiFactorsRequest) ProtoReflect() protoreflect.Message
 
 // Deprecated: Use ListLoginPolicyMultiFactorsRequest.ProtoReflect.Descriptor instead.
 func (*ListLoginPolicyMultiFactorsRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{152}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{157}
 }
 
 // ListLoginPolicyMultiFactorsResponse lists the policy's multi factors.
@@ -9004,7 +9235,7 @@ type ListLoginPolicyMultiFactorsResponse struct {
 
 func (x *ListLoginPolicyMultiFactorsResponse) Reset() {
 	*x = ListLoginPolicyMultiFactorsResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[153]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[158]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9016,7 +9247,7 @@ func (x *ListLoginPolicyMultiFactorsResponse) String() string {
 func (*ListLoginPolicyMultiFactorsResponse) ProtoMessage() {}
 
 func (x *ListLoginPolicyMultiFactorsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[153]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[158]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9029,7 +9260,7 @@ func (x *ListLoginPolicyMultiFactorsResponse) ProtoReflect() protoreflect.Messag
 
 // Deprecated: Use ListLoginPolicyMultiFactorsResponse.ProtoReflect.Descriptor instead.
 func (*ListLoginPolicyMultiFactorsResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{153}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{158}
 }
 
 func (x *ListLoginPolicyMultiFactorsResponse) GetDetails() *ListDetails {
@@ -9057,7 +9288,7 @@ type AddMultiFactorToLoginPolicyRequest struct {
 
 func (x *AddMultiFactorToLoginPolicyRequest) Reset() {
 	*x = AddMultiFactorToLoginPolicyRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[154]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[159]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9069,7 +9300,7 @@ func (x *AddMultiFactorToLoginPolicyRequest) String() string {
 func (*AddMultiFactorToLoginPolicyRequest) ProtoMessage() {}
 
 func (x *AddMultiFactorToLoginPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[154]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[159]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9082,7 +9313,7 @@ func (x *AddMultiFactorToLoginPolicyRequest) ProtoReflect() protoreflect.Message
 
 // Deprecated: Use AddMultiFactorToLoginPolicyRequest.ProtoReflect.Descriptor instead.
 func (*AddMultiFactorToLoginPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{154}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{159}
 }
 
 func (x *AddMultiFactorToLoginPolicyRequest) GetType() MultiFactorType {
@@ -9103,7 +9334,7 @@ type AddMultiFactorToLoginPolicyResponse struct {
 
 func (x *AddMultiFactorToLoginPolicyResponse) Reset() {
 	*x = AddMultiFactorToLoginPolicyResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[155]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[160]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9115,7 +9346,7 @@ func (x *AddMultiFactorToLoginPolicyResponse) String() string {
 func (*AddMultiFactorToLoginPolicyResponse) ProtoMessage() {}
 
 func (x *AddMultiFactorToLoginPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[155]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[160]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9128,7 +9359,7 @@ func (x *AddMultiFactorToLoginPolicyResponse) ProtoReflect() protoreflect.Messag
 
 // Deprecated: Use AddMultiFactorToLoginPolicyResponse.ProtoReflect.Descriptor instead.
 func (*AddMultiFactorToLoginPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{155}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{160}
 }
 
 func (x *AddMultiFactorToLoginPolicyResponse) GetDetails() *ObjectDetails {
@@ -9149,7 +9380,7 @@ type RemoveMultiFactorFromLoginPolicyRequest struct {
 
 func (x *RemoveMultiFactorFromLoginPolicyRequest) Reset() {
 	*x = RemoveMultiFactorFromLoginPolicyRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[156]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[161]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9161,7 +9392,7 @@ func (x *RemoveMultiFactorFromLoginPolicyRequest) String() string {
 func (*RemoveMultiFactorFromLoginPolicyRequest) ProtoMessage() {}
 
 func (x *RemoveMultiFactorFromLoginPolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[156]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[161]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9174,7 +9405,7 @@ func (x *RemoveMultiFactorFromLoginPolicyRequest) ProtoReflect() protoreflect.Me
 
 // Deprecated: Use RemoveMultiFactorFromLoginPolicyRequest.ProtoReflect.Descriptor instead.
 func (*RemoveMultiFactorFromLoginPolicyRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{156}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{161}
 }
 
 func (x *RemoveMultiFactorFromLoginPolicyRequest) GetType() MultiFactorType {
@@ -9195,7 +9426,7 @@ type RemoveMultiFactorFromLoginPolicyResponse struct {
 
 func (x *RemoveMultiFactorFromLoginPolicyResponse) Reset() {
 	*x = RemoveMultiFactorFromLoginPolicyResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[157]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[162]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9207,7 +9438,7 @@ func (x *RemoveMultiFactorFromLoginPolicyResponse) String() string {
 func (*RemoveMultiFactorFromLoginPolicyResponse) ProtoMessage() {}
 
 func (x *RemoveMultiFactorFromLoginPolicyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[157]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[162]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9220,7 +9451,7 @@ func (x *RemoveMultiFactorFromLoginPolicyResponse) ProtoReflect() protoreflect.M
 
 // Deprecated: Use RemoveMultiFactorFromLoginPolicyResponse.ProtoReflect.Descriptor instead.
 func (*RemoveMultiFactorFromLoginPolicyResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{157}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{162}
 }
 
 func (x *RemoveMultiFactorFromLoginPolicyResponse) GetDetails() *ObjectDetails {
@@ -9243,7 +9474,7 @@ type SendPasswordResetLink struct {
 
 func (x *SendPasswordResetLink) Reset() {
 	*x = SendPasswordResetLink{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[158]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[163]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9255,7 +9486,7 @@ func (x *SendPasswordResetLink) String() string {
 func (*SendPasswordResetLink) ProtoMessage() {}
 
 func (x *SendPasswordResetLink) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[158]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[163]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9268,7 +9499,7 @@ func (x *SendPasswordResetLink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendPasswordResetLink.ProtoReflect.Descriptor instead.
 func (*SendPasswordResetLink) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{158}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{163}
 }
 
 func (x *SendPasswordResetLink) GetNotificationType() NotificationType {
@@ -9294,7 +9525,7 @@ type ReturnPasswordResetCode struct {
 
 func (x *ReturnPasswordResetCode) Reset() {
 	*x = ReturnPasswordResetCode{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[159]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[164]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9306,7 +9537,7 @@ func (x *ReturnPasswordResetCode) String() string {
 func (*ReturnPasswordResetCode) ProtoMessage() {}
 
 func (x *ReturnPasswordResetCode) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[159]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[164]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9319,7 +9550,7 @@ func (x *ReturnPasswordResetCode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReturnPasswordResetCode.ProtoReflect.Descriptor instead.
 func (*ReturnPasswordResetCode) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{159}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{164}
 }
 
 // PasswordResetRequest starts a password reset.
@@ -9340,7 +9571,7 @@ type PasswordResetRequest struct {
 
 func (x *PasswordResetRequest) Reset() {
 	*x = PasswordResetRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[160]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[165]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9352,7 +9583,7 @@ func (x *PasswordResetRequest) String() string {
 func (*PasswordResetRequest) ProtoMessage() {}
 
 func (x *PasswordResetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[160]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[165]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9365,7 +9596,7 @@ func (x *PasswordResetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PasswordResetRequest.ProtoReflect.Descriptor instead.
 func (*PasswordResetRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{160}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{165}
 }
 
 func (x *PasswordResetRequest) GetUserId() string {
@@ -9431,7 +9662,7 @@ type PasswordResetResponse struct {
 
 func (x *PasswordResetResponse) Reset() {
 	*x = PasswordResetResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[161]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[166]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9443,7 +9674,7 @@ func (x *PasswordResetResponse) String() string {
 func (*PasswordResetResponse) ProtoMessage() {}
 
 func (x *PasswordResetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[161]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[166]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9456,7 +9687,7 @@ func (x *PasswordResetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PasswordResetResponse.ProtoReflect.Descriptor instead.
 func (*PasswordResetResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{161}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{166}
 }
 
 func (x *PasswordResetResponse) GetDetails() *ObjectDetails {
@@ -9484,7 +9715,7 @@ type SendEmailVerificationCode struct {
 
 func (x *SendEmailVerificationCode) Reset() {
 	*x = SendEmailVerificationCode{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[162]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[167]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9496,7 +9727,7 @@ func (x *SendEmailVerificationCode) String() string {
 func (*SendEmailVerificationCode) ProtoMessage() {}
 
 func (x *SendEmailVerificationCode) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[162]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[167]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9509,7 +9740,7 @@ func (x *SendEmailVerificationCode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendEmailVerificationCode.ProtoReflect.Descriptor instead.
 func (*SendEmailVerificationCode) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{162}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{167}
 }
 
 func (x *SendEmailVerificationCode) GetUrlTemplate() string {
@@ -9528,7 +9759,7 @@ type ReturnEmailVerificationCode struct {
 
 func (x *ReturnEmailVerificationCode) Reset() {
 	*x = ReturnEmailVerificationCode{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[163]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[168]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9540,7 +9771,7 @@ func (x *ReturnEmailVerificationCode) String() string {
 func (*ReturnEmailVerificationCode) ProtoMessage() {}
 
 func (x *ReturnEmailVerificationCode) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[163]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[168]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9553,7 +9784,7 @@ func (x *ReturnEmailVerificationCode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReturnEmailVerificationCode.ProtoReflect.Descriptor instead.
 func (*ReturnEmailVerificationCode) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{163}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{168}
 }
 
 // SetEmailRequest names the user, the address and how it is verified.
@@ -9577,7 +9808,7 @@ type SetEmailRequest struct {
 
 func (x *SetEmailRequest) Reset() {
 	*x = SetEmailRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[164]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[169]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9589,7 +9820,7 @@ func (x *SetEmailRequest) String() string {
 func (*SetEmailRequest) ProtoMessage() {}
 
 func (x *SetEmailRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[164]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[169]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9602,7 +9833,7 @@ func (x *SetEmailRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetEmailRequest.ProtoReflect.Descriptor instead.
 func (*SetEmailRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{164}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{169}
 }
 
 func (x *SetEmailRequest) GetUserId() string {
@@ -9691,7 +9922,7 @@ type SetEmailResponse struct {
 
 func (x *SetEmailResponse) Reset() {
 	*x = SetEmailResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[165]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[170]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9703,7 +9934,7 @@ func (x *SetEmailResponse) String() string {
 func (*SetEmailResponse) ProtoMessage() {}
 
 func (x *SetEmailResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[165]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[170]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9716,7 +9947,7 @@ func (x *SetEmailResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetEmailResponse.ProtoReflect.Descriptor instead.
 func (*SetEmailResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{165}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{170}
 }
 
 func (x *SetEmailResponse) GetDetails() *ObjectDetails {
@@ -9746,7 +9977,7 @@ type VerifyEmailRequest struct {
 
 func (x *VerifyEmailRequest) Reset() {
 	*x = VerifyEmailRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[166]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[171]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9758,7 +9989,7 @@ func (x *VerifyEmailRequest) String() string {
 func (*VerifyEmailRequest) ProtoMessage() {}
 
 func (x *VerifyEmailRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[166]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[171]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9771,7 +10002,7 @@ func (x *VerifyEmailRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyEmailRequest.ProtoReflect.Descriptor instead.
 func (*VerifyEmailRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{166}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{171}
 }
 
 func (x *VerifyEmailRequest) GetUserId() string {
@@ -9799,7 +10030,7 @@ type VerifyEmailResponse struct {
 
 func (x *VerifyEmailResponse) Reset() {
 	*x = VerifyEmailResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[167]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[172]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9811,7 +10042,7 @@ func (x *VerifyEmailResponse) String() string {
 func (*VerifyEmailResponse) ProtoMessage() {}
 
 func (x *VerifyEmailResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[167]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[172]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9824,7 +10055,7 @@ func (x *VerifyEmailResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyEmailResponse.ProtoReflect.Descriptor instead.
 func (*VerifyEmailResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{167}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{172}
 }
 
 func (x *VerifyEmailResponse) GetDetails() *ObjectDetails {
@@ -9852,7 +10083,7 @@ type ResendEmailCodeRequest struct {
 
 func (x *ResendEmailCodeRequest) Reset() {
 	*x = ResendEmailCodeRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[168]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[173]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9864,7 +10095,7 @@ func (x *ResendEmailCodeRequest) String() string {
 func (*ResendEmailCodeRequest) ProtoMessage() {}
 
 func (x *ResendEmailCodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[168]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[173]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9877,7 +10108,7 @@ func (x *ResendEmailCodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResendEmailCodeRequest.ProtoReflect.Descriptor instead.
 func (*ResendEmailCodeRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{168}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{173}
 }
 
 func (x *ResendEmailCodeRequest) GetUserId() string {
@@ -9943,7 +10174,7 @@ type ResendEmailCodeResponse struct {
 
 func (x *ResendEmailCodeResponse) Reset() {
 	*x = ResendEmailCodeResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[169]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[174]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -9955,7 +10186,7 @@ func (x *ResendEmailCodeResponse) String() string {
 func (*ResendEmailCodeResponse) ProtoMessage() {}
 
 func (x *ResendEmailCodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[169]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[174]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -9968,7 +10199,7 @@ func (x *ResendEmailCodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResendEmailCodeResponse.ProtoReflect.Descriptor instead.
 func (*ResendEmailCodeResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{169}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{174}
 }
 
 func (x *ResendEmailCodeResponse) GetDetails() *ObjectDetails {
@@ -9998,7 +10229,7 @@ type Password struct {
 
 func (x *Password) Reset() {
 	*x = Password{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[170]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[175]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10010,7 +10241,7 @@ func (x *Password) String() string {
 func (*Password) ProtoMessage() {}
 
 func (x *Password) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[170]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[175]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10023,7 +10254,7 @@ func (x *Password) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Password.ProtoReflect.Descriptor instead.
 func (*Password) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{170}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{175}
 }
 
 func (x *Password) GetPassword() string {
@@ -10060,7 +10291,7 @@ type SetPasswordRequest struct {
 
 func (x *SetPasswordRequest) Reset() {
 	*x = SetPasswordRequest{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[171]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[176]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10072,7 +10303,7 @@ func (x *SetPasswordRequest) String() string {
 func (*SetPasswordRequest) ProtoMessage() {}
 
 func (x *SetPasswordRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[171]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[176]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10085,7 +10316,7 @@ func (x *SetPasswordRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPasswordRequest.ProtoReflect.Descriptor instead.
 func (*SetPasswordRequest) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{171}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{176}
 }
 
 func (x *SetPasswordRequest) GetUserId() string {
@@ -10156,7 +10387,7 @@ type SetPasswordResponse struct {
 
 func (x *SetPasswordResponse) Reset() {
 	*x = SetPasswordResponse{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[172]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[177]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10168,7 +10399,7 @@ func (x *SetPasswordResponse) String() string {
 func (*SetPasswordResponse) ProtoMessage() {}
 
 func (x *SetPasswordResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[172]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[177]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10181,7 +10412,7 @@ func (x *SetPasswordResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetPasswordResponse.ProtoReflect.Descriptor instead.
 func (*SetPasswordResponse) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{172}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{177}
 }
 
 func (x *SetPasswordResponse) GetDetails() *ObjectDetails {
@@ -10213,7 +10444,7 @@ type AddHumanUserRequest_Profile struct {
 
 func (x *AddHumanUserRequest_Profile) Reset() {
 	*x = AddHumanUserRequest_Profile{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[173]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[178]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10225,7 +10456,7 @@ func (x *AddHumanUserRequest_Profile) String() string {
 func (*AddHumanUserRequest_Profile) ProtoMessage() {}
 
 func (x *AddHumanUserRequest_Profile) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[173]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[178]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10296,7 +10527,7 @@ type AddHumanUserRequest_Email struct {
 
 func (x *AddHumanUserRequest_Email) Reset() {
 	*x = AddHumanUserRequest_Email{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[174]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[179]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10308,7 +10539,7 @@ func (x *AddHumanUserRequest_Email) String() string {
 func (*AddHumanUserRequest_Email) ProtoMessage() {}
 
 func (x *AddHumanUserRequest_Email) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[174]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[179]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10352,7 +10583,7 @@ type AddHumanUserRequest_Phone struct {
 
 func (x *AddHumanUserRequest_Phone) Reset() {
 	*x = AddHumanUserRequest_Phone{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[175]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[180]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10364,7 +10595,7 @@ func (x *AddHumanUserRequest_Phone) String() string {
 func (*AddHumanUserRequest_Phone) ProtoMessage() {}
 
 func (x *AddHumanUserRequest_Phone) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[175]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[180]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10416,7 +10647,7 @@ type ImportHumanUserRequest_Profile struct {
 
 func (x *ImportHumanUserRequest_Profile) Reset() {
 	*x = ImportHumanUserRequest_Profile{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[176]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[181]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10428,7 +10659,7 @@ func (x *ImportHumanUserRequest_Profile) String() string {
 func (*ImportHumanUserRequest_Profile) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_Profile) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[176]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[181]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10499,7 +10730,7 @@ type ImportHumanUserRequest_Email struct {
 
 func (x *ImportHumanUserRequest_Email) Reset() {
 	*x = ImportHumanUserRequest_Email{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[177]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[182]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10511,7 +10742,7 @@ func (x *ImportHumanUserRequest_Email) String() string {
 func (*ImportHumanUserRequest_Email) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_Email) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[177]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[182]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10555,7 +10786,7 @@ type ImportHumanUserRequest_Phone struct {
 
 func (x *ImportHumanUserRequest_Phone) Reset() {
 	*x = ImportHumanUserRequest_Phone{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[178]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[183]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10567,7 +10798,7 @@ func (x *ImportHumanUserRequest_Phone) String() string {
 func (*ImportHumanUserRequest_Phone) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_Phone) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[178]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[183]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10612,7 +10843,7 @@ type ImportHumanUserRequest_HashedPassword struct {
 
 func (x *ImportHumanUserRequest_HashedPassword) Reset() {
 	*x = ImportHumanUserRequest_HashedPassword{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[179]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[184]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10624,7 +10855,7 @@ func (x *ImportHumanUserRequest_HashedPassword) String() string {
 func (*ImportHumanUserRequest_HashedPassword) ProtoMessage() {}
 
 func (x *ImportHumanUserRequest_HashedPassword) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[179]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[184]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10667,7 +10898,7 @@ type BulkSetUserMetadataRequest_Metadata struct {
 
 func (x *BulkSetUserMetadataRequest_Metadata) Reset() {
 	*x = BulkSetUserMetadataRequest_Metadata{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[180]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[185]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10679,7 +10910,7 @@ func (x *BulkSetUserMetadataRequest_Metadata) String() string {
 func (*BulkSetUserMetadataRequest_Metadata) ProtoMessage() {}
 
 func (x *BulkSetUserMetadataRequest_Metadata) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[180]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[185]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10723,7 +10954,7 @@ type AddCustomLoginPolicyRequest_IDP struct {
 
 func (x *AddCustomLoginPolicyRequest_IDP) Reset() {
 	*x = AddCustomLoginPolicyRequest_IDP{}
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[181]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[186]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -10735,7 +10966,7 @@ func (x *AddCustomLoginPolicyRequest_IDP) String() string {
 func (*AddCustomLoginPolicyRequest_IDP) ProtoMessage() {}
 
 func (x *AddCustomLoginPolicyRequest_IDP) ProtoReflect() protoreflect.Message {
-	mi := &file_gatehouse_management_v1_management_proto_msgTypes[181]
+	mi := &file_gatehouse_management_v1_management_proto_msgTypes[186]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -10748,7 +10979,7 @@ func (x *AddCustomLoginPolicyRequest_IDP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddCustomLoginPolicyRequest_IDP.ProtoReflect.Descriptor instead.
 func (*AddCustomLoginPolicyRequest_IDP) Descriptor() ([]byte, []int) {
-	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{106, 0}
+	return file_gatehouse_management_v1_management_proto_rawDescGZIP(), []int{111, 0}
 }
 
 func (x *AddCustomLoginPolicyRequest_IDP) GetIdpId() string {
@@ -11189,6 +11420,16 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"project_id\x18\x01 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\tprojectId\x12#\n" +
 	"\bgrant_id\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01R\agrantId\"^\n" +
 	"\x1aRemoveProjectGrantResponse\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\x1a\n" +
+	"\x18GetSecurityPolicyRequest\"\x85\x01\n" +
+	"\x0eSecurityPolicy\x12@\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\x121\n" +
+	"\x14enable_impersonation\x18\x02 \x01(\bR\x13enableImpersonation\"\\\n" +
+	"\x19GetSecurityPolicyResponse\x12?\n" +
+	"\x06policy\x18\x01 \x01(\v2'.gatehouse.management.v1.SecurityPolicyR\x06policy\"M\n" +
+	"\x18SetSecurityPolicyRequest\x121\n" +
+	"\x14enable_impersonation\x18\x01 \x01(\bR\x13enableImpersonation\"]\n" +
+	"\x19SetSecurityPolicyResponse\x12@\n" +
 	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails\"\x17\n" +
 	"\x15GetLoginPolicyRequest\"u\n" +
 	"\x16GetLoginPolicyResponse\x12<\n" +
@@ -11428,7 +11669,7 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x11verification_code\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\xc8\x01H\x00R\x10verificationCodeB\x0e\n" +
 	"\fverification\"W\n" +
 	"\x13SetPasswordResponse\x12@\n" +
-	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails2\x82\x83\x01\n" +
+	"\adetails\x18\x01 \x01(\v2&.gatehouse.management.v1.ObjectDetailsR\adetails2օ\x01\n" +
 	"\x11ManagementService\x12\x8e\x01\n" +
 	"\vGetUserByID\x12+.gatehouse.management.v1.GetUserByIDRequest\x1a,.gatehouse.management.v1.GetUserByIDResponse\"$\x82\xd3\xe4\x93\x02\x1b\x12\x19/management/v1/users/{id}\x90\x02\x01\x12\x8e\x01\n" +
 	"\tListUsers\x12).gatehouse.management.v1.ListUsersRequest\x1a*.gatehouse.management.v1.ListUsersResponse\"*\x82\xd3\xe4\x93\x02!:\x01*\"\x1c/management/v1/users/_search\x90\x02\x01\x12\x92\x01\n" +
@@ -11504,7 +11745,9 @@ const file_gatehouse_management_v1_management_proto_rawDesc = "" +
 	"\x14RefuseGrantedProject\x124.gatehouse.management.v1.RefuseGrantedProjectRequest\x1a5.gatehouse.management.v1.RefuseGrantedProjectResponse\"Q\x82\xd3\xe4\x93\x02K:\x01*\"F/management/v1/granted_projects/{project_id}/grants/{grant_id}/_refuse\x12\xbd\x01\n" +
 	"\x11ListProjectGrants\x121.gatehouse.management.v1.ListProjectGrantsRequest\x1a2.gatehouse.management.v1.ListProjectGrantsResponse\"A\x82\xd3\xe4\x93\x028:\x01*\"3/management/v1/projects/{project_id}/grants/_search\x90\x02\x01\x12\xc0\x01\n" +
 	"\x12UpdateProjectGrant\x122.gatehouse.management.v1.UpdateProjectGrantRequest\x1a3.gatehouse.management.v1.UpdateProjectGrantResponse\"A\x82\xd3\xe4\x93\x02;:\x01*\x1a6/management/v1/projects/{project_id}/grants/{grant_id}\x12\xbd\x01\n" +
-	"\x12RemoveProjectGrant\x122.gatehouse.management.v1.RemoveProjectGrantRequest\x1a3.gatehouse.management.v1.RemoveProjectGrantResponse\">\x82\xd3\xe4\x93\x028*6/management/v1/projects/{project_id}/grants/{grant_id}\x12\x9b\x01\n" +
+	"\x12RemoveProjectGrant\x122.gatehouse.management.v1.RemoveProjectGrantRequest\x1a3.gatehouse.management.v1.RemoveProjectGrantResponse\">\x82\xd3\xe4\x93\x028*6/management/v1/projects/{project_id}/grants/{grant_id}\x12\xa7\x01\n" +
+	"\x11GetSecurityPolicy\x121.gatehouse.management.v1.GetSecurityPolicyRequest\x1a2.gatehouse.management.v1.GetSecurityPolicyResponse\"+\x82\xd3\xe4\x93\x02\"\x12 /management/v1/policies/security\x90\x02\x01\x12\xa7\x01\n" +
+	"\x11SetSecurityPolicy\x121.gatehouse.management.v1.SetSecurityPolicyRequest\x1a2.gatehouse.management.v1.SetSecurityPolicyResponse\"+\x82\xd3\xe4\x93\x02%:\x01*\x1a /management/v1/policies/security\x12\x9b\x01\n" +
 	"\x0eGetLoginPolicy\x12..gatehouse.management.v1.GetLoginPolicyRequest\x1a/.gatehouse.management.v1.GetLoginPolicyResponse\"(\x82\xd3\xe4\x93\x02\x1f\x12\x1d/management/v1/policies/login\x90\x02\x01\x12\xad\x01\n" +
 	"\x14AddCustomLoginPolicy\x124.gatehouse.management.v1.AddCustomLoginPolicyRequest\x1a5.gatehouse.management.v1.AddCustomLoginPolicyResponse\"(\x82\xd3\xe4\x93\x02\":\x01*\"\x1d/management/v1/policies/login\x12\xb6\x01\n" +
 	"\x17UpdateCustomLoginPolicy\x127.gatehouse.management.v1.UpdateCustomLoginPolicyRequest\x1a8.gatehouse.management.v1.UpdateCustomLoginPolicyResponse\"(\x82\xd3\xe4\x93\x02\":\x01*\x1a\x1d/management/v1/policies/login\x12\xb9\x01\n" +
@@ -11545,7 +11788,7 @@ func file_gatehouse_management_v1_management_proto_rawDescGZIP() []byte {
 	return file_gatehouse_management_v1_management_proto_rawDescData
 }
 
-var file_gatehouse_management_v1_management_proto_msgTypes = make([]protoimpl.MessageInfo, 182)
+var file_gatehouse_management_v1_management_proto_msgTypes = make([]protoimpl.MessageInfo, 187)
 var file_gatehouse_management_v1_management_proto_goTypes = []any{
 	(*GetUserByIDRequest)(nil),                         // 0: gatehouse.management.v1.GetUserByIDRequest
 	(*GetUserByIDResponse)(nil),                        // 1: gatehouse.management.v1.GetUserByIDResponse
@@ -11651,543 +11894,555 @@ var file_gatehouse_management_v1_management_proto_goTypes = []any{
 	(*UpdateProjectGrantResponse)(nil),                 // 101: gatehouse.management.v1.UpdateProjectGrantResponse
 	(*RemoveProjectGrantRequest)(nil),                  // 102: gatehouse.management.v1.RemoveProjectGrantRequest
 	(*RemoveProjectGrantResponse)(nil),                 // 103: gatehouse.management.v1.RemoveProjectGrantResponse
-	(*GetLoginPolicyRequest)(nil),                      // 104: gatehouse.management.v1.GetLoginPolicyRequest
-	(*GetLoginPolicyResponse)(nil),                     // 105: gatehouse.management.v1.GetLoginPolicyResponse
-	(*AddCustomLoginPolicyRequest)(nil),                // 106: gatehouse.management.v1.AddCustomLoginPolicyRequest
-	(*AddCustomLoginPolicyResponse)(nil),               // 107: gatehouse.management.v1.AddCustomLoginPolicyResponse
-	(*UpdateCustomLoginPolicyRequest)(nil),             // 108: gatehouse.management.v1.UpdateCustomLoginPolicyRequest
-	(*UpdateCustomLoginPolicyResponse)(nil),            // 109: gatehouse.management.v1.UpdateCustomLoginPolicyResponse
-	(*ResetLoginPolicyToDefaultRequest)(nil),           // 110: gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
-	(*ResetLoginPolicyToDefaultResponse)(nil),          // 111: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
-	(*ListUserIDPsRequest)(nil),                        // 112: gatehouse.management.v1.ListUserIDPsRequest
-	(*ListUserIDPsResponse)(nil),                       // 113: gatehouse.management.v1.ListUserIDPsResponse
-	(*RemoveUserIDPRequest)(nil),                       // 114: gatehouse.management.v1.RemoveUserIDPRequest
-	(*RemoveUserIDPResponse)(nil),                      // 115: gatehouse.management.v1.RemoveUserIDPResponse
-	(*RegisterTOTPRequest)(nil),                        // 116: gatehouse.management.v1.RegisterTOTPRequest
-	(*RegisterTOTPResponse)(nil),                       // 117: gatehouse.management.v1.RegisterTOTPResponse
-	(*VerifyTOTPRegistrationRequest)(nil),              // 118: gatehouse.management.v1.VerifyTOTPRegistrationRequest
-	(*VerifyTOTPRegistrationResponse)(nil),             // 119: gatehouse.management.v1.VerifyTOTPRegistrationResponse
-	(*RemoveTOTPRequest)(nil),                          // 120: gatehouse.management.v1.RemoveTOTPRequest
-	(*RemoveTOTPResponse)(nil),                         // 121: gatehouse.management.v1.RemoveTOTPResponse
-	(*ListHumanAuthFactorsRequest)(nil),                // 122: gatehouse.management.v1.ListHumanAuthFactorsRequest
-	(*ListHumanAuthFactorsResponse)(nil),               // 123: gatehouse.management.v1.ListHumanAuthFactorsResponse
-	(*RemoveHumanAuthFactorOTPRequest)(nil),            // 124: gatehouse.management.v1.RemoveHumanAuthFactorOTPRequest
-	(*RemoveHumanAuthFactorOTPResponse)(nil),           // 125: gatehouse.management.v1.RemoveHumanAuthFactorOTPResponse
-	(*RemoveHumanAuthFactorU2FRequest)(nil),            // 126: gatehouse.management.v1.RemoveHumanAuthFactorU2FRequest
-	(*RemoveHumanAuthFactorU2FResponse)(nil),           // 127: gatehouse.management.v1.RemoveHumanAuthFactorU2FResponse
-	(*ListHumanPasswordlessRequest)(nil),               // 128: gatehouse.management.v1.ListHumanPasswordlessRequest
-	(*ListHumanPasswordlessResponse)(nil),              // 129: gatehouse.management.v1.ListHumanPasswordlessResponse
-	(*RemoveHumanPasswordlessRequest)(nil),             // 130: gatehouse.management.v1.RemoveHumanPasswordlessRequest
-	(*RemoveHumanPasswordlessResponse)(nil),            // 131: gatehouse.management.v1.RemoveHumanPasswordlessResponse
-	(*RegisterU2FRequest)(nil),                         // 132: gatehouse.management.v1.RegisterU2FRequest
-	(*RegisterU2FResponse)(nil),                        // 133: gatehouse.management.v1.RegisterU2FResponse
-	(*VerifyU2FRegistrationRequest)(nil),               // 134: gatehouse.management.v1.VerifyU2FRegistrationRequest
-	(*VerifyU2FRegistrationResponse)(nil),              // 135: gatehouse.management.v1.VerifyU2FRegistrationResponse
-	(*RemoveU2FRequest)(nil),                           // 136: gatehouse.management.v1.RemoveU2FRequest
-	(*RemoveU2FResponse)(nil),                          // 137: gatehouse.management.v1.RemoveU2FResponse
-	(*RegisterPasskeyRequest)(nil),                     // 138: gatehouse.management.v1.RegisterPasskeyRequest
-	(*RegisterPasskeyResponse)(nil),                    // 139: gatehouse.management.v1.RegisterPasskeyResponse
-	(*VerifyPasskeyRegistrationRequest)(nil),           // 140: gatehouse.management.v1.VerifyPasskeyRegistrationRequest
-	(*VerifyPasskeyRegistrationResponse)(nil),          // 141: gatehouse.management.v1.VerifyPasskeyRegistrationResponse
-	(*ListPasskeysRequest)(nil),                        // 142: gatehouse.management.v1.ListPasskeysRequest
-	(*ListPasskeysResponse)(nil),                       // 143: gatehouse.management.v1.ListPasskeysResponse
-	(*RemovePasskeyRequest)(nil),                       // 144: gatehouse.management.v1.RemovePasskeyRequest
-	(*RemovePasskeyResponse)(nil),                      // 145: gatehouse.management.v1.RemovePasskeyResponse
-	(*ListLoginPolicySecondFactorsRequest)(nil),        // 146: gatehouse.management.v1.ListLoginPolicySecondFactorsRequest
-	(*ListLoginPolicySecondFactorsResponse)(nil),       // 147: gatehouse.management.v1.ListLoginPolicySecondFactorsResponse
-	(*AddSecondFactorToLoginPolicyRequest)(nil),        // 148: gatehouse.management.v1.AddSecondFactorToLoginPolicyRequest
-	(*AddSecondFactorToLoginPolicyResponse)(nil),       // 149: gatehouse.management.v1.AddSecondFactorToLoginPolicyResponse
-	(*RemoveSecondFactorFromLoginPolicyRequest)(nil),   // 150: gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyRequest
-	(*RemoveSecondFactorFromLoginPolicyResponse)(nil),  // 151: gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyResponse
-	(*ListLoginPolicyMultiFactorsRequest)(nil),         // 152: gatehouse.management.v1.ListLoginPolicyMultiFactorsRequest
-	(*ListLoginPolicyMultiFactorsResponse)(nil),        // 153: gatehouse.management.v1.ListLoginPolicyMultiFactorsResponse
-	(*AddMultiFactorToLoginPolicyRequest)(nil),         // 154: gatehouse.management.v1.AddMultiFactorToLoginPolicyRequest
-	(*AddMultiFactorToLoginPolicyResponse)(nil),        // 155: gatehouse.management.v1.AddMultiFactorToLoginPolicyResponse
-	(*RemoveMultiFactorFromLoginPolicyRequest)(nil),    // 156: gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyRequest
-	(*RemoveMultiFactorFromLoginPolicyResponse)(nil),   // 157: gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyResponse
-	(*SendPasswordResetLink)(nil),                      // 158: gatehouse.management.v1.SendPasswordResetLink
-	(*ReturnPasswordResetCode)(nil),                    // 159: gatehouse.management.v1.ReturnPasswordResetCode
-	(*PasswordResetRequest)(nil),                       // 160: gatehouse.management.v1.PasswordResetRequest
-	(*PasswordResetResponse)(nil),                      // 161: gatehouse.management.v1.PasswordResetResponse
-	(*SendEmailVerificationCode)(nil),                  // 162: gatehouse.management.v1.SendEmailVerificationCode
-	(*ReturnEmailVerificationCode)(nil),                // 163: gatehouse.management.v1.ReturnEmailVerificationCode
-	(*SetEmailRequest)(nil),                            // 164: gatehouse.management.v1.SetEmailRequest
-	(*SetEmailResponse)(nil),                           // 165: gatehouse.management.v1.SetEmailResponse
-	(*VerifyEmailRequest)(nil),                         // 166: gatehouse.management.v1.VerifyEmailRequest
-	(*VerifyEmailResponse)(nil),                        // 167: gatehouse.management.v1.VerifyEmailResponse
-	(*ResendEmailCodeRequest)(nil),                     // 168: gatehouse.management.v1.ResendEmailCodeRequest
-	(*ResendEmailCodeResponse)(nil),                    // 169: gatehouse.management.v1.ResendEmailCodeResponse
-	(*Password)(nil),                                   // 170: gatehouse.management.v1.Password
-	(*SetPasswordRequest)(nil),                         // 171: gatehouse.management.v1.SetPasswordRequest
-	(*SetPasswordResponse)(nil),                        // 172: gatehouse.management.v1.SetPasswordResponse
-	(*AddHumanUserRequest_Profile)(nil),                // 173: gatehouse.management.v1.AddHumanUserRequest.Profile
-	(*AddHumanUserRequest_Email)(nil),                  // 174: gatehouse.management.v1.AddHumanUserRequest.Email
-	(*AddHumanUserRequest_Phone)(nil),                  // 175: gatehouse.management.v1.AddHumanUserRequest.Phone
-	(*ImportHumanUserRequest_Profile)(nil),             // 176: gatehouse.management.v1.ImportHumanUserRequest.Profile
-	(*ImportHumanUserRequest_Email)(nil),               // 177: gatehouse.management.v1.ImportHumanUserRequest.Email
-	(*ImportHumanUserRequest_Phone)(nil),               // 178: gatehouse.management.v1.ImportHumanUserRequest.Phone
-	(*ImportHumanUserRequest_HashedPassword)(nil),      // 179: gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
-	(*BulkSetUserMetadataRequest_Metadata)(nil),        // 180: gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
-	(*AddCustomLoginPolicyRequest_IDP)(nil),            // 181: gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
-	(*User)(nil),                                       // 182: gatehouse.management.v1.User
-	(*ListQuery)(nil),                                  // 183: gatehouse.management.v1.ListQuery
-	(UserFieldName)(0),                                 // 184: gatehouse.management.v1.UserFieldName
-	(*UserQuery)(nil),                                  // 185: gatehouse.management.v1.UserQuery
-	(*ListDetails)(nil),                                // 186: gatehouse.management.v1.ListDetails
-	(*ObjectDetails)(nil),                              // 187: gatehouse.management.v1.ObjectDetails
-	(AccessTokenType)(0),                               // 188: gatehouse.management.v1.AccessTokenType
-	(KeyType)(0),                                       // 189: gatehouse.management.v1.KeyType
-	(*timestamppb.Timestamp)(nil),                      // 190: google.protobuf.Timestamp
-	(*Key)(nil),                                        // 191: gatehouse.management.v1.Key
-	(*MetadataQuery)(nil),                              // 192: gatehouse.management.v1.MetadataQuery
-	(*Metadata)(nil),                                   // 193: gatehouse.management.v1.Metadata
-	(*Org)(nil),                                        // 194: gatehouse.management.v1.Org
-	(OrgFieldName)(0),                                  // 195: gatehouse.management.v1.OrgFieldName
-	(*OrgQuery)(nil),                                   // 196: gatehouse.management.v1.OrgQuery
-	(*MemberQuery)(nil),                                // 197: gatehouse.management.v1.MemberQuery
-	(*Member)(nil),                                     // 198: gatehouse.management.v1.Member
-	(*IDP)(nil),                                        // 199: gatehouse.management.v1.IDP
-	(IDPFieldName)(0),                                  // 200: gatehouse.management.v1.IDPFieldName
-	(*IDPQuery)(nil),                                   // 201: gatehouse.management.v1.IDPQuery
-	(StylingType)(0),                                   // 202: gatehouse.management.v1.StylingType
-	(OIDCMappingField)(0),                              // 203: gatehouse.management.v1.OIDCMappingField
-	(PrivateLabelingSetting)(0),                        // 204: gatehouse.management.v1.PrivateLabelingSetting
-	(*Project)(nil),                                    // 205: gatehouse.management.v1.Project
-	(*ProjectQuery)(nil),                               // 206: gatehouse.management.v1.ProjectQuery
-	(*App)(nil),                                        // 207: gatehouse.management.v1.App
-	(*AppQuery)(nil),                                   // 208: gatehouse.management.v1.AppQuery
-	(OIDCResponseType)(0),                              // 209: gatehouse.management.v1.OIDCResponseType
-	(OIDCGrantType)(0),                                 // 210: gatehouse.management.v1.OIDCGrantType
-	(OIDCAppType)(0),                                   // 211: gatehouse.management.v1.OIDCAppType
-	(OIDCAuthMethodType)(0),                            // 212: gatehouse.management.v1.OIDCAuthMethodType
-	(OIDCVersion)(0),                                   // 213: gatehouse.management.v1.OIDCVersion
-	(OIDCTokenType)(0),                                 // 214: gatehouse.management.v1.OIDCTokenType
-	(*durationpb.Duration)(nil),                        // 215: google.protobuf.Duration
-	(*LoginVersion)(nil),                               // 216: gatehouse.management.v1.LoginVersion
-	(*LocalizedMessage)(nil),                           // 217: gatehouse.management.v1.LocalizedMessage
-	(APIAuthMethodType)(0),                             // 218: gatehouse.management.v1.APIAuthMethodType
-	(*ProjectGrant)(nil),                               // 219: gatehouse.management.v1.ProjectGrant
-	(*LoginPolicy)(nil),                                // 220: gatehouse.management.v1.LoginPolicy
-	(PasswordlessType)(0),                              // 221: gatehouse.management.v1.PasswordlessType
-	(SecondFactorType)(0),                              // 222: gatehouse.management.v1.SecondFactorType
-	(MultiFactorType)(0),                               // 223: gatehouse.management.v1.MultiFactorType
-	(*IDPUserLink)(nil),                                // 224: gatehouse.management.v1.IDPUserLink
-	(*AuthFactor)(nil),                                 // 225: gatehouse.management.v1.AuthFactor
-	(*WebAuthNToken)(nil),                              // 226: gatehouse.management.v1.WebAuthNToken
-	(*structpb.Struct)(nil),                            // 227: google.protobuf.Struct
-	(*Passkey)(nil),                                    // 228: gatehouse.management.v1.Passkey
-	(NotificationType)(0),                              // 229: gatehouse.management.v1.NotificationType
-	(Gender)(0),                                        // 230: gatehouse.management.v1.Gender
-	(*SendHumanResetPasswordNotificationRequest)(nil),  // 231: gatehouse.management.v1.SendHumanResetPasswordNotificationRequest
-	(*UpdateHumanEmailRequest)(nil),                    // 232: gatehouse.management.v1.UpdateHumanEmailRequest
-	(*ResendHumanEmailVerificationRequest)(nil),        // 233: gatehouse.management.v1.ResendHumanEmailVerificationRequest
-	(*ResendHumanInitializationRequest)(nil),           // 234: gatehouse.management.v1.ResendHumanInitializationRequest
-	(*AddOrgDomainRequest)(nil),                        // 235: gatehouse.management.v1.AddOrgDomainRequest
-	(*GenerateOrgDomainValidationRequest)(nil),         // 236: gatehouse.management.v1.GenerateOrgDomainValidationRequest
-	(*ValidateOrgDomainRequest)(nil),                   // 237: gatehouse.management.v1.ValidateOrgDomainRequest
-	(*ListOrgDomainsRequest)(nil),                      // 238: gatehouse.management.v1.ListOrgDomainsRequest
-	(*RemoveOrgDomainRequest)(nil),                     // 239: gatehouse.management.v1.RemoveOrgDomainRequest
-	(*SetPrimaryOrgDomainRequest)(nil),                 // 240: gatehouse.management.v1.SetPrimaryOrgDomainRequest
-	(*SetAppAdminClientRequest)(nil),                   // 241: gatehouse.management.v1.SetAppAdminClientRequest
-	(*SendHumanResetPasswordNotificationResponse)(nil), // 242: gatehouse.management.v1.SendHumanResetPasswordNotificationResponse
-	(*UpdateHumanEmailResponse)(nil),                   // 243: gatehouse.management.v1.UpdateHumanEmailResponse
-	(*ResendHumanEmailVerificationResponse)(nil),       // 244: gatehouse.management.v1.ResendHumanEmailVerificationResponse
-	(*ResendHumanInitializationResponse)(nil),          // 245: gatehouse.management.v1.ResendHumanInitializationResponse
-	(*AddOrgDomainResponse)(nil),                       // 246: gatehouse.management.v1.AddOrgDomainResponse
-	(*GenerateOrgDomainValidationResponse)(nil),        // 247: gatehouse.management.v1.GenerateOrgDomainValidationResponse
-	(*ValidateOrgDomainResponse)(nil),                  // 248: gatehouse.management.v1.ValidateOrgDomainResponse
-	(*ListOrgDomainsResponse)(nil),                     // 249: gatehouse.management.v1.ListOrgDomainsResponse
-	(*RemoveOrgDomainResponse)(nil),                    // 250: gatehouse.management.v1.RemoveOrgDomainResponse
-	(*SetPrimaryOrgDomainResponse)(nil),                // 251: gatehouse.management.v1.SetPrimaryOrgDomainResponse
-	(*SetAppAdminClientResponse)(nil),                  // 252: gatehouse.management.v1.SetAppAdminClientResponse
+	(*GetSecurityPolicyRequest)(nil),                   // 104: gatehouse.management.v1.GetSecurityPolicyRequest
+	(*SecurityPolicy)(nil),                             // 105: gatehouse.management.v1.SecurityPolicy
+	(*GetSecurityPolicyResponse)(nil),                  // 106: gatehouse.management.v1.GetSecurityPolicyResponse
+	(*SetSecurityPolicyRequest)(nil),                   // 107: gatehouse.management.v1.SetSecurityPolicyRequest
+	(*SetSecurityPolicyResponse)(nil),                  // 108: gatehouse.management.v1.SetSecurityPolicyResponse
+	(*GetLoginPolicyRequest)(nil),                      // 109: gatehouse.management.v1.GetLoginPolicyRequest
+	(*GetLoginPolicyResponse)(nil),                     // 110: gatehouse.management.v1.GetLoginPolicyResponse
+	(*AddCustomLoginPolicyRequest)(nil),                // 111: gatehouse.management.v1.AddCustomLoginPolicyRequest
+	(*AddCustomLoginPolicyResponse)(nil),               // 112: gatehouse.management.v1.AddCustomLoginPolicyResponse
+	(*UpdateCustomLoginPolicyRequest)(nil),             // 113: gatehouse.management.v1.UpdateCustomLoginPolicyRequest
+	(*UpdateCustomLoginPolicyResponse)(nil),            // 114: gatehouse.management.v1.UpdateCustomLoginPolicyResponse
+	(*ResetLoginPolicyToDefaultRequest)(nil),           // 115: gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
+	(*ResetLoginPolicyToDefaultResponse)(nil),          // 116: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
+	(*ListUserIDPsRequest)(nil),                        // 117: gatehouse.management.v1.ListUserIDPsRequest
+	(*ListUserIDPsResponse)(nil),                       // 118: gatehouse.management.v1.ListUserIDPsResponse
+	(*RemoveUserIDPRequest)(nil),                       // 119: gatehouse.management.v1.RemoveUserIDPRequest
+	(*RemoveUserIDPResponse)(nil),                      // 120: gatehouse.management.v1.RemoveUserIDPResponse
+	(*RegisterTOTPRequest)(nil),                        // 121: gatehouse.management.v1.RegisterTOTPRequest
+	(*RegisterTOTPResponse)(nil),                       // 122: gatehouse.management.v1.RegisterTOTPResponse
+	(*VerifyTOTPRegistrationRequest)(nil),              // 123: gatehouse.management.v1.VerifyTOTPRegistrationRequest
+	(*VerifyTOTPRegistrationResponse)(nil),             // 124: gatehouse.management.v1.VerifyTOTPRegistrationResponse
+	(*RemoveTOTPRequest)(nil),                          // 125: gatehouse.management.v1.RemoveTOTPRequest
+	(*RemoveTOTPResponse)(nil),                         // 126: gatehouse.management.v1.RemoveTOTPResponse
+	(*ListHumanAuthFactorsRequest)(nil),                // 127: gatehouse.management.v1.ListHumanAuthFactorsRequest
+	(*ListHumanAuthFactorsResponse)(nil),               // 128: gatehouse.management.v1.ListHumanAuthFactorsResponse
+	(*RemoveHumanAuthFactorOTPRequest)(nil),            // 129: gatehouse.management.v1.RemoveHumanAuthFactorOTPRequest
+	(*RemoveHumanAuthFactorOTPResponse)(nil),           // 130: gatehouse.management.v1.RemoveHumanAuthFactorOTPResponse
+	(*RemoveHumanAuthFactorU2FRequest)(nil),            // 131: gatehouse.management.v1.RemoveHumanAuthFactorU2FRequest
+	(*RemoveHumanAuthFactorU2FResponse)(nil),           // 132: gatehouse.management.v1.RemoveHumanAuthFactorU2FResponse
+	(*ListHumanPasswordlessRequest)(nil),               // 133: gatehouse.management.v1.ListHumanPasswordlessRequest
+	(*ListHumanPasswordlessResponse)(nil),              // 134: gatehouse.management.v1.ListHumanPasswordlessResponse
+	(*RemoveHumanPasswordlessRequest)(nil),             // 135: gatehouse.management.v1.RemoveHumanPasswordlessRequest
+	(*RemoveHumanPasswordlessResponse)(nil),            // 136: gatehouse.management.v1.RemoveHumanPasswordlessResponse
+	(*RegisterU2FRequest)(nil),                         // 137: gatehouse.management.v1.RegisterU2FRequest
+	(*RegisterU2FResponse)(nil),                        // 138: gatehouse.management.v1.RegisterU2FResponse
+	(*VerifyU2FRegistrationRequest)(nil),               // 139: gatehouse.management.v1.VerifyU2FRegistrationRequest
+	(*VerifyU2FRegistrationResponse)(nil),              // 140: gatehouse.management.v1.VerifyU2FRegistrationResponse
+	(*RemoveU2FRequest)(nil),                           // 141: gatehouse.management.v1.RemoveU2FRequest
+	(*RemoveU2FResponse)(nil),                          // 142: gatehouse.management.v1.RemoveU2FResponse
+	(*RegisterPasskeyRequest)(nil),                     // 143: gatehouse.management.v1.RegisterPasskeyRequest
+	(*RegisterPasskeyResponse)(nil),                    // 144: gatehouse.management.v1.RegisterPasskeyResponse
+	(*VerifyPasskeyRegistrationRequest)(nil),           // 145: gatehouse.management.v1.VerifyPasskeyRegistrationRequest
+	(*VerifyPasskeyRegistrationResponse)(nil),          // 146: gatehouse.management.v1.VerifyPasskeyRegistrationResponse
+	(*ListPasskeysRequest)(nil),                        // 147: gatehouse.management.v1.ListPasskeysRequest
+	(*ListPasskeysResponse)(nil),                       // 148: gatehouse.management.v1.ListPasskeysResponse
+	(*RemovePasskeyRequest)(nil),                       // 149: gatehouse.management.v1.RemovePasskeyRequest
+	(*RemovePasskeyResponse)(nil),                      // 150: gatehouse.management.v1.RemovePasskeyResponse
+	(*ListLoginPolicySecondFactorsRequest)(nil),        // 151: gatehouse.management.v1.ListLoginPolicySecondFactorsRequest
+	(*ListLoginPolicySecondFactorsResponse)(nil),       // 152: gatehouse.management.v1.ListLoginPolicySecondFactorsResponse
+	(*AddSecondFactorToLoginPolicyRequest)(nil),        // 153: gatehouse.management.v1.AddSecondFactorToLoginPolicyRequest
+	(*AddSecondFactorToLoginPolicyResponse)(nil),       // 154: gatehouse.management.v1.AddSecondFactorToLoginPolicyResponse
+	(*RemoveSecondFactorFromLoginPolicyRequest)(nil),   // 155: gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyRequest
+	(*RemoveSecondFactorFromLoginPolicyResponse)(nil),  // 156: gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyResponse
+	(*ListLoginPolicyMultiFactorsRequest)(nil),         // 157: gatehouse.management.v1.ListLoginPolicyMultiFactorsRequest
+	(*ListLoginPolicyMultiFactorsResponse)(nil),        // 158: gatehouse.management.v1.ListLoginPolicyMultiFactorsResponse
+	(*AddMultiFactorToLoginPolicyRequest)(nil),         // 159: gatehouse.management.v1.AddMultiFactorToLoginPolicyRequest
+	(*AddMultiFactorToLoginPolicyResponse)(nil),        // 160: gatehouse.management.v1.AddMultiFactorToLoginPolicyResponse
+	(*RemoveMultiFactorFromLoginPolicyRequest)(nil),    // 161: gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyRequest
+	(*RemoveMultiFactorFromLoginPolicyResponse)(nil),   // 162: gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyResponse
+	(*SendPasswordResetLink)(nil),                      // 163: gatehouse.management.v1.SendPasswordResetLink
+	(*ReturnPasswordResetCode)(nil),                    // 164: gatehouse.management.v1.ReturnPasswordResetCode
+	(*PasswordResetRequest)(nil),                       // 165: gatehouse.management.v1.PasswordResetRequest
+	(*PasswordResetResponse)(nil),                      // 166: gatehouse.management.v1.PasswordResetResponse
+	(*SendEmailVerificationCode)(nil),                  // 167: gatehouse.management.v1.SendEmailVerificationCode
+	(*ReturnEmailVerificationCode)(nil),                // 168: gatehouse.management.v1.ReturnEmailVerificationCode
+	(*SetEmailRequest)(nil),                            // 169: gatehouse.management.v1.SetEmailRequest
+	(*SetEmailResponse)(nil),                           // 170: gatehouse.management.v1.SetEmailResponse
+	(*VerifyEmailRequest)(nil),                         // 171: gatehouse.management.v1.VerifyEmailRequest
+	(*VerifyEmailResponse)(nil),                        // 172: gatehouse.management.v1.VerifyEmailResponse
+	(*ResendEmailCodeRequest)(nil),                     // 173: gatehouse.management.v1.ResendEmailCodeRequest
+	(*ResendEmailCodeResponse)(nil),                    // 174: gatehouse.management.v1.ResendEmailCodeResponse
+	(*Password)(nil),                                   // 175: gatehouse.management.v1.Password
+	(*SetPasswordRequest)(nil),                         // 176: gatehouse.management.v1.SetPasswordRequest
+	(*SetPasswordResponse)(nil),                        // 177: gatehouse.management.v1.SetPasswordResponse
+	(*AddHumanUserRequest_Profile)(nil),                // 178: gatehouse.management.v1.AddHumanUserRequest.Profile
+	(*AddHumanUserRequest_Email)(nil),                  // 179: gatehouse.management.v1.AddHumanUserRequest.Email
+	(*AddHumanUserRequest_Phone)(nil),                  // 180: gatehouse.management.v1.AddHumanUserRequest.Phone
+	(*ImportHumanUserRequest_Profile)(nil),             // 181: gatehouse.management.v1.ImportHumanUserRequest.Profile
+	(*ImportHumanUserRequest_Email)(nil),               // 182: gatehouse.management.v1.ImportHumanUserRequest.Email
+	(*ImportHumanUserRequest_Phone)(nil),               // 183: gatehouse.management.v1.ImportHumanUserRequest.Phone
+	(*ImportHumanUserRequest_HashedPassword)(nil),      // 184: gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
+	(*BulkSetUserMetadataRequest_Metadata)(nil),        // 185: gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
+	(*AddCustomLoginPolicyRequest_IDP)(nil),            // 186: gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
+	(*User)(nil),                                       // 187: gatehouse.management.v1.User
+	(*ListQuery)(nil),                                  // 188: gatehouse.management.v1.ListQuery
+	(UserFieldName)(0),                                 // 189: gatehouse.management.v1.UserFieldName
+	(*UserQuery)(nil),                                  // 190: gatehouse.management.v1.UserQuery
+	(*ListDetails)(nil),                                // 191: gatehouse.management.v1.ListDetails
+	(*ObjectDetails)(nil),                              // 192: gatehouse.management.v1.ObjectDetails
+	(AccessTokenType)(0),                               // 193: gatehouse.management.v1.AccessTokenType
+	(KeyType)(0),                                       // 194: gatehouse.management.v1.KeyType
+	(*timestamppb.Timestamp)(nil),                      // 195: google.protobuf.Timestamp
+	(*Key)(nil),                                        // 196: gatehouse.management.v1.Key
+	(*MetadataQuery)(nil),                              // 197: gatehouse.management.v1.MetadataQuery
+	(*Metadata)(nil),                                   // 198: gatehouse.management.v1.Metadata
+	(*Org)(nil),                                        // 199: gatehouse.management.v1.Org
+	(OrgFieldName)(0),                                  // 200: gatehouse.management.v1.OrgFieldName
+	(*OrgQuery)(nil),                                   // 201: gatehouse.management.v1.OrgQuery
+	(*MemberQuery)(nil),                                // 202: gatehouse.management.v1.MemberQuery
+	(*Member)(nil),                                     // 203: gatehouse.management.v1.Member
+	(*IDP)(nil),                                        // 204: gatehouse.management.v1.IDP
+	(IDPFieldName)(0),                                  // 205: gatehouse.management.v1.IDPFieldName
+	(*IDPQuery)(nil),                                   // 206: gatehouse.management.v1.IDPQuery
+	(StylingType)(0),                                   // 207: gatehouse.management.v1.StylingType
+	(OIDCMappingField)(0),                              // 208: gatehouse.management.v1.OIDCMappingField
+	(PrivateLabelingSetting)(0),                        // 209: gatehouse.management.v1.PrivateLabelingSetting
+	(*Project)(nil),                                    // 210: gatehouse.management.v1.Project
+	(*ProjectQuery)(nil),                               // 211: gatehouse.management.v1.ProjectQuery
+	(*App)(nil),                                        // 212: gatehouse.management.v1.App
+	(*AppQuery)(nil),                                   // 213: gatehouse.management.v1.AppQuery
+	(OIDCResponseType)(0),                              // 214: gatehouse.management.v1.OIDCResponseType
+	(OIDCGrantType)(0),                                 // 215: gatehouse.management.v1.OIDCGrantType
+	(OIDCAppType)(0),                                   // 216: gatehouse.management.v1.OIDCAppType
+	(OIDCAuthMethodType)(0),                            // 217: gatehouse.management.v1.OIDCAuthMethodType
+	(OIDCVersion)(0),                                   // 218: gatehouse.management.v1.OIDCVersion
+	(OIDCTokenType)(0),                                 // 219: gatehouse.management.v1.OIDCTokenType
+	(*durationpb.Duration)(nil),                        // 220: google.protobuf.Duration
+	(*LoginVersion)(nil),                               // 221: gatehouse.management.v1.LoginVersion
+	(*LocalizedMessage)(nil),                           // 222: gatehouse.management.v1.LocalizedMessage
+	(APIAuthMethodType)(0),                             // 223: gatehouse.management.v1.APIAuthMethodType
+	(*ProjectGrant)(nil),                               // 224: gatehouse.management.v1.ProjectGrant
+	(*LoginPolicy)(nil),                                // 225: gatehouse.management.v1.LoginPolicy
+	(PasswordlessType)(0),                              // 226: gatehouse.management.v1.PasswordlessType
+	(SecondFactorType)(0),                              // 227: gatehouse.management.v1.SecondFactorType
+	(MultiFactorType)(0),                               // 228: gatehouse.management.v1.MultiFactorType
+	(*IDPUserLink)(nil),                                // 229: gatehouse.management.v1.IDPUserLink
+	(*AuthFactor)(nil),                                 // 230: gatehouse.management.v1.AuthFactor
+	(*WebAuthNToken)(nil),                              // 231: gatehouse.management.v1.WebAuthNToken
+	(*structpb.Struct)(nil),                            // 232: google.protobuf.Struct
+	(*Passkey)(nil),                                    // 233: gatehouse.management.v1.Passkey
+	(NotificationType)(0),                              // 234: gatehouse.management.v1.NotificationType
+	(Gender)(0),                                        // 235: gatehouse.management.v1.Gender
+	(*SendHumanResetPasswordNotificationRequest)(nil),  // 236: gatehouse.management.v1.SendHumanResetPasswordNotificationRequest
+	(*UpdateHumanEmailRequest)(nil),                    // 237: gatehouse.management.v1.UpdateHumanEmailRequest
+	(*ResendHumanEmailVerificationRequest)(nil),        // 238: gatehouse.management.v1.ResendHumanEmailVerificationRequest
+	(*ResendHumanInitializationRequest)(nil),           // 239: gatehouse.management.v1.ResendHumanInitializationRequest
+	(*AddOrgDomainRequest)(nil),                        // 240: gatehouse.management.v1.AddOrgDomainRequest
+	(*GenerateOrgDomainValidationRequest)(nil),         // 241: gatehouse.management.v1.GenerateOrgDomainValidationRequest
+	(*ValidateOrgDomainRequest)(nil),                   // 242: gatehouse.management.v1.ValidateOrgDomainRequest
+	(*ListOrgDomainsRequest)(nil),                      // 243: gatehouse.management.v1.ListOrgDomainsRequest
+	(*RemoveOrgDomainRequest)(nil),                     // 244: gatehouse.management.v1.RemoveOrgDomainRequest
+	(*SetPrimaryOrgDomainRequest)(nil),                 // 245: gatehouse.management.v1.SetPrimaryOrgDomainRequest
+	(*SetAppAdminClientRequest)(nil),                   // 246: gatehouse.management.v1.SetAppAdminClientRequest
+	(*SendHumanResetPasswordNotificationResponse)(nil), // 247: gatehouse.management.v1.SendHumanResetPasswordNotificationResponse
+	(*UpdateHumanEmailResponse)(nil),                   // 248: gatehouse.management.v1.UpdateHumanEmailResponse
+	(*ResendHumanEmailVerificationResponse)(nil),       // 249: gatehouse.management.v1.ResendHumanEmailVerificationResponse
+	(*ResendHumanInitializationResponse)(nil),          // 250: gatehouse.management.v1.ResendHumanInitializationResponse
+	(*AddOrgDomainResponse)(nil),                       // 251: gatehouse.management.v1.AddOrgDomainResponse
+	(*GenerateOrgDomainValidationResponse)(nil),        // 252: gatehouse.management.v1.GenerateOrgDomainValidationResponse
+	(*ValidateOrgDomainResponse)(nil),                  // 253: gatehouse.management.v1.ValidateOrgDomainResponse
+	(*ListOrgDomainsResponse)(nil),                     // 254: gatehouse.management.v1.ListOrgDomainsResponse
+	(*RemoveOrgDomainResponse)(nil),                    // 255: gatehouse.management.v1.RemoveOrgDomainResponse
+	(*SetPrimaryOrgDomainResponse)(nil),                // 256: gatehouse.management.v1.SetPrimaryOrgDomainResponse
+	(*SetAppAdminClientResponse)(nil),                  // 257: gatehouse.management.v1.SetAppAdminClientResponse
 }
 var file_gatehouse_management_v1_management_proto_depIdxs = []int32{
-	182, // 0: gatehouse.management.v1.GetUserByIDResponse.user:type_name -> gatehouse.management.v1.User
-	183, // 1: gatehouse.management.v1.ListUsersRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	184, // 2: gatehouse.management.v1.ListUsersRequest.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
-	185, // 3: gatehouse.management.v1.ListUsersRequest.queries:type_name -> gatehouse.management.v1.UserQuery
-	186, // 4: gatehouse.management.v1.ListUsersResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	184, // 5: gatehouse.management.v1.ListUsersResponse.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
-	182, // 6: gatehouse.management.v1.ListUsersResponse.result:type_name -> gatehouse.management.v1.User
-	173, // 7: gatehouse.management.v1.AddHumanUserRequest.profile:type_name -> gatehouse.management.v1.AddHumanUserRequest.Profile
-	174, // 8: gatehouse.management.v1.AddHumanUserRequest.email:type_name -> gatehouse.management.v1.AddHumanUserRequest.Email
-	175, // 9: gatehouse.management.v1.AddHumanUserRequest.phone:type_name -> gatehouse.management.v1.AddHumanUserRequest.Phone
-	187, // 10: gatehouse.management.v1.AddHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	176, // 11: gatehouse.management.v1.ImportHumanUserRequest.profile:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Profile
-	177, // 12: gatehouse.management.v1.ImportHumanUserRequest.email:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Email
-	178, // 13: gatehouse.management.v1.ImportHumanUserRequest.phone:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Phone
-	179, // 14: gatehouse.management.v1.ImportHumanUserRequest.hashed_password:type_name -> gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
-	187, // 15: gatehouse.management.v1.ImportHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	188, // 16: gatehouse.management.v1.AddMachineUserRequest.access_token_type:type_name -> gatehouse.management.v1.AccessTokenType
-	187, // 17: gatehouse.management.v1.AddMachineUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	187, // 18: gatehouse.management.v1.DeactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	187, // 19: gatehouse.management.v1.ReactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	187, // 20: gatehouse.management.v1.UnlockUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	187, // 21: gatehouse.management.v1.RemoveUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	187, // 22: gatehouse.management.v1.SetHumanPasswordResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	189, // 23: gatehouse.management.v1.AddMachineKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
-	190, // 24: gatehouse.management.v1.AddMachineKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
-	187, // 25: gatehouse.management.v1.AddMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	183, // 26: gatehouse.management.v1.ListMachineKeysRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	186, // 27: gatehouse.management.v1.ListMachineKeysResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	191, // 28: gatehouse.management.v1.ListMachineKeysResponse.result:type_name -> gatehouse.management.v1.Key
-	187, // 29: gatehouse.management.v1.RemoveMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	187, // 30: gatehouse.management.v1.GenerateMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	187, // 31: gatehouse.management.v1.RemoveMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	187, // 32: gatehouse.management.v1.SetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	180, // 33: gatehouse.management.v1.BulkSetUserMetadataRequest.metadata:type_name -> gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
-	187, // 34: gatehouse.management.v1.BulkSetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	183, // 35: gatehouse.management.v1.ListUserMetadataRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	192, // 36: gatehouse.management.v1.ListUserMetadataRequest.queries:type_name -> gatehouse.management.v1.MetadataQuery
-	186, // 37: gatehouse.management.v1.ListUserMetadataResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	193, // 38: gatehouse.management.v1.ListUserMetadataResponse.result:type_name -> gatehouse.management.v1.Metadata
-	193, // 39: gatehouse.management.v1.GetUserMetadataResponse.metadata:type_name -> gatehouse.management.v1.Metadata
-	187, // 40: gatehouse.management.v1.RemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	187, // 41: gatehouse.management.v1.BulkRemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	194, // 42: gatehouse.management.v1.GetMyOrgResponse.org:type_name -> gatehouse.management.v1.Org
-	187, // 43: gatehouse.management.v1.AddOrgResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	183, // 44: gatehouse.management.v1.ListOrgsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	195, // 45: gatehouse.management.v1.ListOrgsRequest.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
-	196, // 46: gatehouse.management.v1.ListOrgsRequest.queries:type_name -> gatehouse.management.v1.OrgQuery
-	186, // 47: gatehouse.management.v1.ListOrgsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	195, // 48: gatehouse.management.v1.ListOrgsResponse.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
-	194, // 49: gatehouse.management.v1.ListOrgsResponse.result:type_name -> gatehouse.management.v1.Org
-	187, // 50: gatehouse.management.v1.AddOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	183, // 51: gatehouse.management.v1.ListOrgMembersRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	197, // 52: gatehouse.management.v1.ListOrgMembersRequest.queries:type_name -> gatehouse.management.v1.MemberQuery
-	186, // 53: gatehouse.management.v1.ListOrgMembersResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	198, // 54: gatehouse.management.v1.ListOrgMembersResponse.result:type_name -> gatehouse.management.v1.Member
-	187, // 55: gatehouse.management.v1.RemoveOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	199, // 56: gatehouse.management.v1.GetOrgIDPByIDResponse.idp:type_name -> gatehouse.management.v1.IDP
-	183, // 57: gatehouse.management.v1.ListOrgIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	200, // 58: gatehouse.management.v1.ListOrgIDPsRequest.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
-	201, // 59: gatehouse.management.v1.ListOrgIDPsRequest.queries:type_name -> gatehouse.management.v1.IDPQuery
-	186, // 60: gatehouse.management.v1.ListOrgIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	200, // 61: gatehouse.management.v1.ListOrgIDPsResponse.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
-	199, // 62: gatehouse.management.v1.ListOrgIDPsResponse.result:type_name -> gatehouse.management.v1.IDP
-	202, // 63: gatehouse.management.v1.AddOrgOIDCIDPRequest.styling_type:type_name -> gatehouse.management.v1.StylingType
-	203, // 64: gatehouse.management.v1.AddOrgOIDCIDPRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	203, // 65: gatehouse.management.v1.AddOrgOIDCIDPRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	187, // 66: gatehouse.management.v1.AddOrgOIDCIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	203, // 67: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	203, // 68: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
-	187, // 69: gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	187, // 70: gatehouse.management.v1.DeactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	187, // 71: gatehouse.management.v1.SetOrgIDPTrustResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	187, // 72: gatehouse.management.v1.ReactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	187, // 73: gatehouse.management.v1.RemoveOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	204, // 74: gatehouse.management.v1.AddProjectRequest.private_labeling_setting:type_name -> gatehouse.management.v1.PrivateLabelingSetting
-	187, // 75: gatehouse.management.v1.AddProjectResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	205, // 76: gatehouse.management.v1.GetProjectByIDResponse.project:type_name -> gatehouse.management.v1.Project
-	183, // 77: gatehouse.management.v1.ListProjectsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	206, // 78: gatehouse.management.v1.ListProjectsRequest.queries:type_name -> gatehouse.management.v1.ProjectQuery
-	186, // 79: gatehouse.management.v1.ListProjectsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	205, // 80: gatehouse.management.v1.ListProjectsResponse.result:type_name -> gatehouse.management.v1.Project
-	207, // 81: gatehouse.management.v1.GetAppByIDResponse.app:type_name -> gatehouse.management.v1.App
-	183, // 82: gatehouse.management.v1.ListAppsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	208, // 83: gatehouse.management.v1.ListAppsRequest.queries:type_name -> gatehouse.management.v1.AppQuery
-	186, // 84: gatehouse.management.v1.ListAppsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	207, // 85: gatehouse.management.v1.ListAppsResponse.result:type_name -> gatehouse.management.v1.App
-	209, // 86: gatehouse.management.v1.AddOIDCAppRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
-	210, // 87: gatehouse.management.v1.AddOIDCAppRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
-	211, // 88: gatehouse.management.v1.AddOIDCAppRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
-	212, // 89: gatehouse.management.v1.AddOIDCAppRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
-	213, // 90: gatehouse.management.v1.AddOIDCAppRequest.version:type_name -> gatehouse.management.v1.OIDCVersion
-	214, // 91: gatehouse.management.v1.AddOIDCAppRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
-	215, // 92: gatehouse.management.v1.AddOIDCAppRequest.clock_skew:type_name -> google.protobuf.Duration
-	216, // 93: gatehouse.management.v1.AddOIDCAppRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
-	187, // 94: gatehouse.management.v1.AddOIDCAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	217, // 95: gatehouse.management.v1.AddOIDCAppResponse.compliance_problems:type_name -> gatehouse.management.v1.LocalizedMessage
-	209, // 96: gatehouse.management.v1.UpdateOIDCAppConfigRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
-	210, // 97: gatehouse.management.v1.UpdateOIDCAppConfigRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
-	211, // 98: gatehouse.management.v1.UpdateOIDCAppConfigRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
-	212, // 99: gatehouse.management.v1.UpdateOIDCAppConfigRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
-	214, // 100: gatehouse.management.v1.UpdateOIDCAppConfigRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
-	215, // 101: gatehouse.management.v1.UpdateOIDCAppConfigRequest.clock_skew:type_name -> google.protobuf.Duration
-	216, // 102: gatehouse.management.v1.UpdateOIDCAppConfigRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
-	187, // 103: gatehouse.management.v1.UpdateOIDCAppConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	187, // 104: gatehouse.management.v1.RegenerateOIDCClientSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	218, // 105: gatehouse.management.v1.AddAPIAppRequest.auth_method_type:type_name -> gatehouse.management.v1.APIAuthMethodType
-	187, // 106: gatehouse.management.v1.AddAPIAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	189, // 107: gatehouse.management.v1.AddAppKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
-	190, // 108: gatehouse.management.v1.AddAppKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
-	187, // 109: gatehouse.management.v1.AddAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	187, // 110: gatehouse.management.v1.RemoveAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	187, // 111: gatehouse.management.v1.AddProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	183, // 112: gatehouse.management.v1.ListGrantedProjectsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	186, // 113: gatehouse.management.v1.ListGrantedProjectsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	219, // 114: gatehouse.management.v1.ListGrantedProjectsResponse.result:type_name -> gatehouse.management.v1.ProjectGrant
-	187, // 115: gatehouse.management.v1.RefuseGrantedProjectResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	183, // 116: gatehouse.management.v1.ListProjectGrantsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	186, // 117: gatehouse.management.v1.ListProjectGrantsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	219, // 118: gatehouse.management.v1.ListProjectGrantsResponse.result:type_name -> gatehouse.management.v1.ProjectGrant
-	187, // 119: gatehouse.management.v1.UpdateProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	187, // 120: gatehouse.management.v1.RemoveProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	220, // 121: gatehouse.management.v1.GetLoginPolicyResponse.policy:type_name -> gatehouse.management.v1.LoginPolicy
-	221, // 122: gatehouse.management.v1.AddCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
-	215, // 123: gatehouse.management.v1.AddCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
-	215, // 124: gatehouse.management.v1.AddCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
-	215, // 125: gatehouse.management.v1.AddCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
-	215, // 126: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
-	215, // 127: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
-	222, // 128: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factors:type_name -> gatehouse.management.v1.SecondFactorType
-	223, // 129: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factors:type_name -> gatehouse.management.v1.MultiFactorType
-	181, // 130: gatehouse.management.v1.AddCustomLoginPolicyRequest.idps:type_name -> gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
-	187, // 131: gatehouse.management.v1.AddCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	221, // 132: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
-	215, // 133: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
-	215, // 134: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
-	215, // 135: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
-	215, // 136: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
-	215, // 137: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
-	187, // 138: gatehouse.management.v1.UpdateCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	187, // 139: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	183, // 140: gatehouse.management.v1.ListUserIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
-	186, // 141: gatehouse.management.v1.ListUserIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	224, // 142: gatehouse.management.v1.ListUserIDPsResponse.result:type_name -> gatehouse.management.v1.IDPUserLink
-	187, // 143: gatehouse.management.v1.RemoveUserIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	187, // 144: gatehouse.management.v1.RegisterTOTPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	187, // 145: gatehouse.management.v1.VerifyTOTPRegistrationResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	187, // 146: gatehouse.management.v1.RemoveTOTPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	225, // 147: gatehouse.management.v1.ListHumanAuthFactorsResponse.result:type_name -> gatehouse.management.v1.AuthFactor
-	187, // 148: gatehouse.management.v1.RemoveHumanAuthFactorOTPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	187, // 149: gatehouse.management.v1.RemoveHumanAuthFactorU2FResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	226, // 150: gatehouse.management.v1.ListHumanPasswordlessResponse.result:type_name -> gatehouse.management.v1.WebAuthNToken
-	187, // 151: gatehouse.management.v1.RemoveHumanPasswordlessResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	187, // 152: gatehouse.management.v1.RegisterU2FResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	227, // 153: gatehouse.management.v1.RegisterU2FResponse.public_key_credential_creation_options:type_name -> google.protobuf.Struct
-	227, // 154: gatehouse.management.v1.VerifyU2FRegistrationRequest.public_key_credential:type_name -> google.protobuf.Struct
-	187, // 155: gatehouse.management.v1.VerifyU2FRegistrationResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	187, // 156: gatehouse.management.v1.RemoveU2FResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	187, // 157: gatehouse.management.v1.RegisterPasskeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	227, // 158: gatehouse.management.v1.RegisterPasskeyResponse.public_key_credential_creation_options:type_name -> google.protobuf.Struct
-	227, // 159: gatehouse.management.v1.VerifyPasskeyRegistrationRequest.public_key_credential:type_name -> google.protobuf.Struct
-	187, // 160: gatehouse.management.v1.VerifyPasskeyRegistrationResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	186, // 161: gatehouse.management.v1.ListPasskeysResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	228, // 162: gatehouse.management.v1.ListPasskeysResponse.result:type_name -> gatehouse.management.v1.Passkey
-	187, // 163: gatehouse.management.v1.RemovePasskeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	186, // 164: gatehouse.management.v1.ListLoginPolicySecondFactorsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	222, // 165: gatehouse.management.v1.ListLoginPolicySecondFactorsResponse.result:type_name -> gatehouse.management.v1.SecondFactorType
-	222, // 166: gatehouse.management.v1.AddSecondFactorToLoginPolicyRequest.type:type_name -> gatehouse.management.v1.SecondFactorType
-	187, // 167: gatehouse.management.v1.AddSecondFactorToLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	222, // 168: gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyRequest.type:type_name -> gatehouse.management.v1.SecondFactorType
-	187, // 169: gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	186, // 170: gatehouse.management.v1.ListLoginPolicyMultiFactorsResponse.details:type_name -> gatehouse.management.v1.ListDetails
-	223, // 171: gatehouse.management.v1.ListLoginPolicyMultiFactorsResponse.result:type_name -> gatehouse.management.v1.MultiFactorType
-	223, // 172: gatehouse.management.v1.AddMultiFactorToLoginPolicyRequest.type:type_name -> gatehouse.management.v1.MultiFactorType
-	187, // 173: gatehouse.management.v1.AddMultiFactorToLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	223, // 174: gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyRequest.type:type_name -> gatehouse.management.v1.MultiFactorType
-	187, // 175: gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	229, // 176: gatehouse.management.v1.SendPasswordResetLink.notification_type:type_name -> gatehouse.management.v1.NotificationType
-	158, // 177: gatehouse.management.v1.PasswordResetRequest.send_link:type_name -> gatehouse.management.v1.SendPasswordResetLink
-	159, // 178: gatehouse.management.v1.PasswordResetRequest.return_code:type_name -> gatehouse.management.v1.ReturnPasswordResetCode
-	187, // 179: gatehouse.management.v1.PasswordResetResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	162, // 180: gatehouse.management.v1.SetEmailRequest.send_code:type_name -> gatehouse.management.v1.SendEmailVerificationCode
-	163, // 181: gatehouse.management.v1.SetEmailRequest.return_code:type_name -> gatehouse.management.v1.ReturnEmailVerificationCode
-	187, // 182: gatehouse.management.v1.SetEmailResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	187, // 183: gatehouse.management.v1.VerifyEmailResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	162, // 184: gatehouse.management.v1.ResendEmailCodeRequest.send_code:type_name -> gatehouse.management.v1.SendEmailVerificationCode
-	163, // 185: gatehouse.management.v1.ResendEmailCodeRequest.return_code:type_name -> gatehouse.management.v1.ReturnEmailVerificationCode
-	187, // 186: gatehouse.management.v1.ResendEmailCodeResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	170, // 187: gatehouse.management.v1.SetPasswordRequest.new_password:type_name -> gatehouse.management.v1.Password
-	187, // 188: gatehouse.management.v1.SetPasswordResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
-	230, // 189: gatehouse.management.v1.AddHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
-	230, // 190: gatehouse.management.v1.ImportHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
-	0,   // 191: gatehouse.management.v1.ManagementService.GetUserByID:input_type -> gatehouse.management.v1.GetUserByIDRequest
-	2,   // 192: gatehouse.management.v1.ManagementService.ListUsers:input_type -> gatehouse.management.v1.ListUsersRequest
-	4,   // 193: gatehouse.management.v1.ManagementService.AddHumanUser:input_type -> gatehouse.management.v1.AddHumanUserRequest
-	6,   // 194: gatehouse.management.v1.ManagementService.ImportHumanUser:input_type -> gatehouse.management.v1.ImportHumanUserRequest
-	8,   // 195: gatehouse.management.v1.ManagementService.AddMachineUser:input_type -> gatehouse.management.v1.AddMachineUserRequest
-	10,  // 196: gatehouse.management.v1.ManagementService.DeactivateUser:input_type -> gatehouse.management.v1.DeactivateUserRequest
-	12,  // 197: gatehouse.management.v1.ManagementService.ReactivateUser:input_type -> gatehouse.management.v1.ReactivateUserRequest
-	14,  // 198: gatehouse.management.v1.ManagementService.UnlockUser:input_type -> gatehouse.management.v1.UnlockUserRequest
-	16,  // 199: gatehouse.management.v1.ManagementService.RemoveUser:input_type -> gatehouse.management.v1.RemoveUserRequest
-	18,  // 200: gatehouse.management.v1.ManagementService.SetHumanPassword:input_type -> gatehouse.management.v1.SetHumanPasswordRequest
-	231, // 201: gatehouse.management.v1.ManagementService.SendHumanResetPasswordNotification:input_type -> gatehouse.management.v1.SendHumanResetPasswordNotificationRequest
-	160, // 202: gatehouse.management.v1.ManagementService.PasswordReset:input_type -> gatehouse.management.v1.PasswordResetRequest
-	171, // 203: gatehouse.management.v1.ManagementService.SetPassword:input_type -> gatehouse.management.v1.SetPasswordRequest
-	232, // 204: gatehouse.management.v1.ManagementService.UpdateHumanEmail:input_type -> gatehouse.management.v1.UpdateHumanEmailRequest
-	233, // 205: gatehouse.management.v1.ManagementService.ResendHumanEmailVerification:input_type -> gatehouse.management.v1.ResendHumanEmailVerificationRequest
-	234, // 206: gatehouse.management.v1.ManagementService.ResendHumanInitialization:input_type -> gatehouse.management.v1.ResendHumanInitializationRequest
-	164, // 207: gatehouse.management.v1.ManagementService.SetEmail:input_type -> gatehouse.management.v1.SetEmailRequest
-	166, // 208: gatehouse.management.v1.ManagementService.VerifyEmail:input_type -> gatehouse.management.v1.VerifyEmailRequest
-	168, // 209: gatehouse.management.v1.ManagementService.ResendEmailCode:input_type -> gatehouse.management.v1.ResendEmailCodeRequest
-	20,  // 210: gatehouse.management.v1.ManagementService.AddMachineKey:input_type -> gatehouse.management.v1.AddMachineKeyRequest
-	22,  // 211: gatehouse.management.v1.ManagementService.ListMachineKeys:input_type -> gatehouse.management.v1.ListMachineKeysRequest
-	24,  // 212: gatehouse.management.v1.ManagementService.RemoveMachineKey:input_type -> gatehouse.management.v1.RemoveMachineKeyRequest
-	26,  // 213: gatehouse.management.v1.ManagementService.GenerateMachineSecret:input_type -> gatehouse.management.v1.GenerateMachineSecretRequest
-	28,  // 214: gatehouse.management.v1.ManagementService.RemoveMachineSecret:input_type -> gatehouse.management.v1.RemoveMachineSecretRequest
-	30,  // 215: gatehouse.management.v1.ManagementService.SetUserMetadata:input_type -> gatehouse.management.v1.SetUserMetadataRequest
-	32,  // 216: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:input_type -> gatehouse.management.v1.BulkSetUserMetadataRequest
-	34,  // 217: gatehouse.management.v1.ManagementService.ListUserMetadata:input_type -> gatehouse.management.v1.ListUserMetadataRequest
-	36,  // 218: gatehouse.management.v1.ManagementService.GetUserMetadata:input_type -> gatehouse.management.v1.GetUserMetadataRequest
-	38,  // 219: gatehouse.management.v1.ManagementService.RemoveUserMetadata:input_type -> gatehouse.management.v1.RemoveUserMetadataRequest
-	40,  // 220: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:input_type -> gatehouse.management.v1.BulkRemoveUserMetadataRequest
-	42,  // 221: gatehouse.management.v1.ManagementService.GetMyOrg:input_type -> gatehouse.management.v1.GetMyOrgRequest
-	44,  // 222: gatehouse.management.v1.ManagementService.AddOrg:input_type -> gatehouse.management.v1.AddOrgRequest
-	46,  // 223: gatehouse.management.v1.ManagementService.ListOrgs:input_type -> gatehouse.management.v1.ListOrgsRequest
-	235, // 224: gatehouse.management.v1.ManagementService.AddOrgDomain:input_type -> gatehouse.management.v1.AddOrgDomainRequest
-	236, // 225: gatehouse.management.v1.ManagementService.GenerateOrgDomainValidation:input_type -> gatehouse.management.v1.GenerateOrgDomainValidationRequest
-	237, // 226: gatehouse.management.v1.ManagementService.ValidateOrgDomain:input_type -> gatehouse.management.v1.ValidateOrgDomainRequest
-	238, // 227: gatehouse.management.v1.ManagementService.ListOrgDomains:input_type -> gatehouse.management.v1.ListOrgDomainsRequest
-	239, // 228: gatehouse.management.v1.ManagementService.RemoveOrgDomain:input_type -> gatehouse.management.v1.RemoveOrgDomainRequest
-	240, // 229: gatehouse.management.v1.ManagementService.SetPrimaryOrgDomain:input_type -> gatehouse.management.v1.SetPrimaryOrgDomainRequest
-	48,  // 230: gatehouse.management.v1.ManagementService.AddOrgMember:input_type -> gatehouse.management.v1.AddOrgMemberRequest
-	50,  // 231: gatehouse.management.v1.ManagementService.ListOrgMembers:input_type -> gatehouse.management.v1.ListOrgMembersRequest
-	52,  // 232: gatehouse.management.v1.ManagementService.RemoveOrgMember:input_type -> gatehouse.management.v1.RemoveOrgMemberRequest
-	54,  // 233: gatehouse.management.v1.ManagementService.GetOrgIDPByID:input_type -> gatehouse.management.v1.GetOrgIDPByIDRequest
-	56,  // 234: gatehouse.management.v1.ManagementService.ListOrgIDPs:input_type -> gatehouse.management.v1.ListOrgIDPsRequest
-	58,  // 235: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:input_type -> gatehouse.management.v1.AddOrgOIDCIDPRequest
-	60,  // 236: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:input_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest
-	62,  // 237: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:input_type -> gatehouse.management.v1.DeactivateOrgIDPRequest
-	66,  // 238: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:input_type -> gatehouse.management.v1.ReactivateOrgIDPRequest
-	64,  // 239: gatehouse.management.v1.ManagementService.SetOrgIDPTrust:input_type -> gatehouse.management.v1.SetOrgIDPTrustRequest
-	68,  // 240: gatehouse.management.v1.ManagementService.RemoveOrgIDP:input_type -> gatehouse.management.v1.RemoveOrgIDPRequest
-	70,  // 241: gatehouse.management.v1.ManagementService.AddProject:input_type -> gatehouse.management.v1.AddProjectRequest
-	72,  // 242: gatehouse.management.v1.ManagementService.GetProjectByID:input_type -> gatehouse.management.v1.GetProjectByIDRequest
-	74,  // 243: gatehouse.management.v1.ManagementService.ListProjects:input_type -> gatehouse.management.v1.ListProjectsRequest
-	76,  // 244: gatehouse.management.v1.ManagementService.GetAppByID:input_type -> gatehouse.management.v1.GetAppByIDRequest
-	78,  // 245: gatehouse.management.v1.ManagementService.ListApps:input_type -> gatehouse.management.v1.ListAppsRequest
-	80,  // 246: gatehouse.management.v1.ManagementService.AddOIDCApp:input_type -> gatehouse.management.v1.AddOIDCAppRequest
-	82,  // 247: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:input_type -> gatehouse.management.v1.UpdateOIDCAppConfigRequest
-	84,  // 248: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:input_type -> gatehouse.management.v1.RegenerateOIDCClientSecretRequest
-	86,  // 249: gatehouse.management.v1.ManagementService.AddAPIApp:input_type -> gatehouse.management.v1.AddAPIAppRequest
-	88,  // 250: gatehouse.management.v1.ManagementService.AddAppKey:input_type -> gatehouse.management.v1.AddAppKeyRequest
-	90,  // 251: gatehouse.management.v1.ManagementService.RemoveAppKey:input_type -> gatehouse.management.v1.RemoveAppKeyRequest
-	241, // 252: gatehouse.management.v1.ManagementService.SetAppAdminClient:input_type -> gatehouse.management.v1.SetAppAdminClientRequest
-	112, // 253: gatehouse.management.v1.ManagementService.ListUserIDPs:input_type -> gatehouse.management.v1.ListUserIDPsRequest
-	114, // 254: gatehouse.management.v1.ManagementService.RemoveUserIDP:input_type -> gatehouse.management.v1.RemoveUserIDPRequest
-	92,  // 255: gatehouse.management.v1.ManagementService.AddProjectGrant:input_type -> gatehouse.management.v1.AddProjectGrantRequest
-	94,  // 256: gatehouse.management.v1.ManagementService.ListGrantedProjects:input_type -> gatehouse.management.v1.ListGrantedProjectsRequest
-	96,  // 257: gatehouse.management.v1.ManagementService.RefuseGrantedProject:input_type -> gatehouse.management.v1.RefuseGrantedProjectRequest
-	98,  // 258: gatehouse.management.v1.ManagementService.ListProjectGrants:input_type -> gatehouse.management.v1.ListProjectGrantsRequest
-	100, // 259: gatehouse.management.v1.ManagementService.UpdateProjectGrant:input_type -> gatehouse.management.v1.UpdateProjectGrantRequest
-	102, // 260: gatehouse.management.v1.ManagementService.RemoveProjectGrant:input_type -> gatehouse.management.v1.RemoveProjectGrantRequest
-	104, // 261: gatehouse.management.v1.ManagementService.GetLoginPolicy:input_type -> gatehouse.management.v1.GetLoginPolicyRequest
-	106, // 262: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:input_type -> gatehouse.management.v1.AddCustomLoginPolicyRequest
-	108, // 263: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:input_type -> gatehouse.management.v1.UpdateCustomLoginPolicyRequest
-	110, // 264: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:input_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
-	146, // 265: gatehouse.management.v1.ManagementService.ListLoginPolicySecondFactors:input_type -> gatehouse.management.v1.ListLoginPolicySecondFactorsRequest
-	148, // 266: gatehouse.management.v1.ManagementService.AddSecondFactorToLoginPolicy:input_type -> gatehouse.management.v1.AddSecondFactorToLoginPolicyRequest
-	150, // 267: gatehouse.management.v1.ManagementService.RemoveSecondFactorFromLoginPolicy:input_type -> gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyRequest
-	152, // 268: gatehouse.management.v1.ManagementService.ListLoginPolicyMultiFactors:input_type -> gatehouse.management.v1.ListLoginPolicyMultiFactorsRequest
-	154, // 269: gatehouse.management.v1.ManagementService.AddMultiFactorToLoginPolicy:input_type -> gatehouse.management.v1.AddMultiFactorToLoginPolicyRequest
-	156, // 270: gatehouse.management.v1.ManagementService.RemoveMultiFactorFromLoginPolicy:input_type -> gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyRequest
-	116, // 271: gatehouse.management.v1.ManagementService.RegisterTOTP:input_type -> gatehouse.management.v1.RegisterTOTPRequest
-	118, // 272: gatehouse.management.v1.ManagementService.VerifyTOTPRegistration:input_type -> gatehouse.management.v1.VerifyTOTPRegistrationRequest
-	120, // 273: gatehouse.management.v1.ManagementService.RemoveTOTP:input_type -> gatehouse.management.v1.RemoveTOTPRequest
-	122, // 274: gatehouse.management.v1.ManagementService.ListHumanAuthFactors:input_type -> gatehouse.management.v1.ListHumanAuthFactorsRequest
-	124, // 275: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorOTP:input_type -> gatehouse.management.v1.RemoveHumanAuthFactorOTPRequest
-	126, // 276: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorU2F:input_type -> gatehouse.management.v1.RemoveHumanAuthFactorU2FRequest
-	128, // 277: gatehouse.management.v1.ManagementService.ListHumanPasswordless:input_type -> gatehouse.management.v1.ListHumanPasswordlessRequest
-	130, // 278: gatehouse.management.v1.ManagementService.RemoveHumanPasswordless:input_type -> gatehouse.management.v1.RemoveHumanPasswordlessRequest
-	132, // 279: gatehouse.management.v1.ManagementService.RegisterU2F:input_type -> gatehouse.management.v1.RegisterU2FRequest
-	134, // 280: gatehouse.management.v1.ManagementService.VerifyU2FRegistration:input_type -> gatehouse.management.v1.VerifyU2FRegistrationRequest
-	136, // 281: gatehouse.management.v1.ManagementService.RemoveU2F:input_type -> gatehouse.management.v1.RemoveU2FRequest
-	138, // 282: gatehouse.management.v1.ManagementService.RegisterPasskey:input_type -> gatehouse.management.v1.RegisterPasskeyRequest
-	140, // 283: gatehouse.management.v1.ManagementService.VerifyPasskeyRegistration:input_type -> gatehouse.management.v1.VerifyPasskeyRegistrationRequest
-	142, // 284: gatehouse.management.v1.ManagementService.ListPasskeys:input_type -> gatehouse.management.v1.ListPasskeysRequest
-	144, // 285: gatehouse.management.v1.ManagementService.RemovePasskey:input_type -> gatehouse.management.v1.RemovePasskeyRequest
-	1,   // 286: gatehouse.management.v1.ManagementService.GetUserByID:output_type -> gatehouse.management.v1.GetUserByIDResponse
-	3,   // 287: gatehouse.management.v1.ManagementService.ListUsers:output_type -> gatehouse.management.v1.ListUsersResponse
-	5,   // 288: gatehouse.management.v1.ManagementService.AddHumanUser:output_type -> gatehouse.management.v1.AddHumanUserResponse
-	7,   // 289: gatehouse.management.v1.ManagementService.ImportHumanUser:output_type -> gatehouse.management.v1.ImportHumanUserResponse
-	9,   // 290: gatehouse.management.v1.ManagementService.AddMachineUser:output_type -> gatehouse.management.v1.AddMachineUserResponse
-	11,  // 291: gatehouse.management.v1.ManagementService.DeactivateUser:output_type -> gatehouse.management.v1.DeactivateUserResponse
-	13,  // 292: gatehouse.management.v1.ManagementService.ReactivateUser:output_type -> gatehouse.management.v1.ReactivateUserResponse
-	15,  // 293: gatehouse.management.v1.ManagementService.UnlockUser:output_type -> gatehouse.management.v1.UnlockUserResponse
-	17,  // 294: gatehouse.management.v1.ManagementService.RemoveUser:output_type -> gatehouse.management.v1.RemoveUserResponse
-	19,  // 295: gatehouse.management.v1.ManagementService.SetHumanPassword:output_type -> gatehouse.management.v1.SetHumanPasswordResponse
-	242, // 296: gatehouse.management.v1.ManagementService.SendHumanResetPasswordNotification:output_type -> gatehouse.management.v1.SendHumanResetPasswordNotificationResponse
-	161, // 297: gatehouse.management.v1.ManagementService.PasswordReset:output_type -> gatehouse.management.v1.PasswordResetResponse
-	172, // 298: gatehouse.management.v1.ManagementService.SetPassword:output_type -> gatehouse.management.v1.SetPasswordResponse
-	243, // 299: gatehouse.management.v1.ManagementService.UpdateHumanEmail:output_type -> gatehouse.management.v1.UpdateHumanEmailResponse
-	244, // 300: gatehouse.management.v1.ManagementService.ResendHumanEmailVerification:output_type -> gatehouse.management.v1.ResendHumanEmailVerificationResponse
-	245, // 301: gatehouse.management.v1.ManagementService.ResendHumanInitialization:output_type -> gatehouse.management.v1.ResendHumanInitializationResponse
-	165, // 302: gatehouse.management.v1.ManagementService.SetEmail:output_type -> gatehouse.management.v1.SetEmailResponse
-	167, // 303: gatehouse.management.v1.ManagementService.VerifyEmail:output_type -> gatehouse.management.v1.VerifyEmailResponse
-	169, // 304: gatehouse.management.v1.ManagementService.ResendEmailCode:output_type -> gatehouse.management.v1.ResendEmailCodeResponse
-	21,  // 305: gatehouse.management.v1.ManagementService.AddMachineKey:output_type -> gatehouse.management.v1.AddMachineKeyResponse
-	23,  // 306: gatehouse.management.v1.ManagementService.ListMachineKeys:output_type -> gatehouse.management.v1.ListMachineKeysResponse
-	25,  // 307: gatehouse.management.v1.ManagementService.RemoveMachineKey:output_type -> gatehouse.management.v1.RemoveMachineKeyResponse
-	27,  // 308: gatehouse.management.v1.ManagementService.GenerateMachineSecret:output_type -> gatehouse.management.v1.GenerateMachineSecretResponse
-	29,  // 309: gatehouse.management.v1.ManagementService.RemoveMachineSecret:output_type -> gatehouse.management.v1.RemoveMachineSecretResponse
-	31,  // 310: gatehouse.management.v1.ManagementService.SetUserMetadata:output_type -> gatehouse.management.v1.SetUserMetadataResponse
-	33,  // 311: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:output_type -> gatehouse.management.v1.BulkSetUserMetadataResponse
-	35,  // 312: gatehouse.management.v1.ManagementService.ListUserMetadata:output_type -> gatehouse.management.v1.ListUserMetadataResponse
-	37,  // 313: gatehouse.management.v1.ManagementService.GetUserMetadata:output_type -> gatehouse.management.v1.GetUserMetadataResponse
-	39,  // 314: gatehouse.management.v1.ManagementService.RemoveUserMetadata:output_type -> gatehouse.management.v1.RemoveUserMetadataResponse
-	41,  // 315: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:output_type -> gatehouse.management.v1.BulkRemoveUserMetadataResponse
-	43,  // 316: gatehouse.management.v1.ManagementService.GetMyOrg:output_type -> gatehouse.management.v1.GetMyOrgResponse
-	45,  // 317: gatehouse.management.v1.ManagementService.AddOrg:output_type -> gatehouse.management.v1.AddOrgResponse
-	47,  // 318: gatehouse.management.v1.ManagementService.ListOrgs:output_type -> gatehouse.management.v1.ListOrgsResponse
-	246, // 319: gatehouse.management.v1.ManagementService.AddOrgDomain:output_type -> gatehouse.management.v1.AddOrgDomainResponse
-	247, // 320: gatehouse.management.v1.ManagementService.GenerateOrgDomainValidation:output_type -> gatehouse.management.v1.GenerateOrgDomainValidationResponse
-	248, // 321: gatehouse.management.v1.ManagementService.ValidateOrgDomain:output_type -> gatehouse.management.v1.ValidateOrgDomainResponse
-	249, // 322: gatehouse.management.v1.ManagementService.ListOrgDomains:output_type -> gatehouse.management.v1.ListOrgDomainsResponse
-	250, // 323: gatehouse.management.v1.ManagementService.RemoveOrgDomain:output_type -> gatehouse.management.v1.RemoveOrgDomainResponse
-	251, // 324: gatehouse.management.v1.ManagementService.SetPrimaryOrgDomain:output_type -> gatehouse.management.v1.SetPrimaryOrgDomainResponse
-	49,  // 325: gatehouse.management.v1.ManagementService.AddOrgMember:output_type -> gatehouse.management.v1.AddOrgMemberResponse
-	51,  // 326: gatehouse.management.v1.ManagementService.ListOrgMembers:output_type -> gatehouse.management.v1.ListOrgMembersResponse
-	53,  // 327: gatehouse.management.v1.ManagementService.RemoveOrgMember:output_type -> gatehouse.management.v1.RemoveOrgMemberResponse
-	55,  // 328: gatehouse.management.v1.ManagementService.GetOrgIDPByID:output_type -> gatehouse.management.v1.GetOrgIDPByIDResponse
-	57,  // 329: gatehouse.management.v1.ManagementService.ListOrgIDPs:output_type -> gatehouse.management.v1.ListOrgIDPsResponse
-	59,  // 330: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:output_type -> gatehouse.management.v1.AddOrgOIDCIDPResponse
-	61,  // 331: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:output_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse
-	63,  // 332: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:output_type -> gatehouse.management.v1.DeactivateOrgIDPResponse
-	67,  // 333: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:output_type -> gatehouse.management.v1.ReactivateOrgIDPResponse
-	65,  // 334: gatehouse.management.v1.ManagementService.SetOrgIDPTrust:output_type -> gatehouse.management.v1.SetOrgIDPTrustResponse
-	69,  // 335: gatehouse.management.v1.ManagementService.RemoveOrgIDP:output_type -> gatehouse.management.v1.RemoveOrgIDPResponse
-	71,  // 336: gatehouse.management.v1.ManagementService.AddProject:output_type -> gatehouse.management.v1.AddProjectResponse
-	73,  // 337: gatehouse.management.v1.ManagementService.GetProjectByID:output_type -> gatehouse.management.v1.GetProjectByIDResponse
-	75,  // 338: gatehouse.management.v1.ManagementService.ListProjects:output_type -> gatehouse.management.v1.ListProjectsResponse
-	77,  // 339: gatehouse.management.v1.ManagementService.GetAppByID:output_type -> gatehouse.management.v1.GetAppByIDResponse
-	79,  // 340: gatehouse.management.v1.ManagementService.ListApps:output_type -> gatehouse.management.v1.ListAppsResponse
-	81,  // 341: gatehouse.management.v1.ManagementService.AddOIDCApp:output_type -> gatehouse.management.v1.AddOIDCAppResponse
-	83,  // 342: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:output_type -> gatehouse.management.v1.UpdateOIDCAppConfigResponse
-	85,  // 343: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:output_type -> gatehouse.management.v1.RegenerateOIDCClientSecretResponse
-	87,  // 344: gatehouse.management.v1.ManagementService.AddAPIApp:output_type -> gatehouse.management.v1.AddAPIAppResponse
-	89,  // 345: gatehouse.management.v1.ManagementService.AddAppKey:output_type -> gatehouse.management.v1.AddAppKeyResponse
-	91,  // 346: gatehouse.management.v1.ManagementService.RemoveAppKey:output_type -> gatehouse.management.v1.RemoveAppKeyResponse
-	252, // 347: gatehouse.management.v1.ManagementService.SetAppAdminClient:output_type -> gatehouse.management.v1.SetAppAdminClientResponse
-	113, // 348: gatehouse.management.v1.ManagementService.ListUserIDPs:output_type -> gatehouse.management.v1.ListUserIDPsResponse
-	115, // 349: gatehouse.management.v1.ManagementService.RemoveUserIDP:output_type -> gatehouse.management.v1.RemoveUserIDPResponse
-	93,  // 350: gatehouse.management.v1.ManagementService.AddProjectGrant:output_type -> gatehouse.management.v1.AddProjectGrantResponse
-	95,  // 351: gatehouse.management.v1.ManagementService.ListGrantedProjects:output_type -> gatehouse.management.v1.ListGrantedProjectsResponse
-	97,  // 352: gatehouse.management.v1.ManagementService.RefuseGrantedProject:output_type -> gatehouse.management.v1.RefuseGrantedProjectResponse
-	99,  // 353: gatehouse.management.v1.ManagementService.ListProjectGrants:output_type -> gatehouse.management.v1.ListProjectGrantsResponse
-	101, // 354: gatehouse.management.v1.ManagementService.UpdateProjectGrant:output_type -> gatehouse.management.v1.UpdateProjectGrantResponse
-	103, // 355: gatehouse.management.v1.ManagementService.RemoveProjectGrant:output_type -> gatehouse.management.v1.RemoveProjectGrantResponse
-	105, // 356: gatehouse.management.v1.ManagementService.GetLoginPolicy:output_type -> gatehouse.management.v1.GetLoginPolicyResponse
-	107, // 357: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:output_type -> gatehouse.management.v1.AddCustomLoginPolicyResponse
-	109, // 358: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:output_type -> gatehouse.management.v1.UpdateCustomLoginPolicyResponse
-	111, // 359: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:output_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
-	147, // 360: gatehouse.management.v1.ManagementService.ListLoginPolicySecondFactors:output_type -> gatehouse.management.v1.ListLoginPolicySecondFactorsResponse
-	149, // 361: gatehouse.management.v1.ManagementService.AddSecondFactorToLoginPolicy:output_type -> gatehouse.management.v1.AddSecondFactorToLoginPolicyResponse
-	151, // 362: gatehouse.management.v1.ManagementService.RemoveSecondFactorFromLoginPolicy:output_type -> gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyResponse
-	153, // 363: gatehouse.management.v1.ManagementService.ListLoginPolicyMultiFactors:output_type -> gatehouse.management.v1.ListLoginPolicyMultiFactorsResponse
-	155, // 364: gatehouse.management.v1.ManagementService.AddMultiFactorToLoginPolicy:output_type -> gatehouse.management.v1.AddMultiFactorToLoginPolicyResponse
-	157, // 365: gatehouse.management.v1.ManagementService.RemoveMultiFactorFromLoginPolicy:output_type -> gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyResponse
-	117, // 366: gatehouse.management.v1.ManagementService.RegisterTOTP:output_type -> gatehouse.management.v1.RegisterTOTPResponse
-	119, // 367: gatehouse.management.v1.ManagementService.VerifyTOTPRegistration:output_type -> gatehouse.management.v1.VerifyTOTPRegistrationResponse
-	121, // 368: gatehouse.management.v1.ManagementService.RemoveTOTP:output_type -> gatehouse.management.v1.RemoveTOTPResponse
-	123, // 369: gatehouse.management.v1.ManagementService.ListHumanAuthFactors:output_type -> gatehouse.management.v1.ListHumanAuthFactorsResponse
-	125, // 370: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorOTP:output_type -> gatehouse.management.v1.RemoveHumanAuthFactorOTPResponse
-	127, // 371: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorU2F:output_type -> gatehouse.management.v1.RemoveHumanAuthFactorU2FResponse
-	129, // 372: gatehouse.management.v1.ManagementService.ListHumanPasswordless:output_type -> gatehouse.management.v1.ListHumanPasswordlessResponse
-	131, // 373: gatehouse.management.v1.ManagementService.RemoveHumanPasswordless:output_type -> gatehouse.management.v1.RemoveHumanPasswordlessResponse
-	133, // 374: gatehouse.management.v1.ManagementService.RegisterU2F:output_type -> gatehouse.management.v1.RegisterU2FResponse
-	135, // 375: gatehouse.management.v1.ManagementService.VerifyU2FRegistration:output_type -> gatehouse.management.v1.VerifyU2FRegistrationResponse
-	137, // 376: gatehouse.management.v1.ManagementService.RemoveU2F:output_type -> gatehouse.management.v1.RemoveU2FResponse
-	139, // 377: gatehouse.management.v1.ManagementService.RegisterPasskey:output_type -> gatehouse.management.v1.RegisterPasskeyResponse
-	141, // 378: gatehouse.management.v1.ManagementService.VerifyPasskeyRegistration:output_type -> gatehouse.management.v1.VerifyPasskeyRegistrationResponse
-	143, // 379: gatehouse.management.v1.ManagementService.ListPasskeys:output_type -> gatehouse.management.v1.ListPasskeysResponse
-	145, // 380: gatehouse.management.v1.ManagementService.RemovePasskey:output_type -> gatehouse.management.v1.RemovePasskeyResponse
-	286, // [286:381] is the sub-list for method output_type
-	191, // [191:286] is the sub-list for method input_type
-	191, // [191:191] is the sub-list for extension type_name
-	191, // [191:191] is the sub-list for extension extendee
-	0,   // [0:191] is the sub-list for field type_name
+	187, // 0: gatehouse.management.v1.GetUserByIDResponse.user:type_name -> gatehouse.management.v1.User
+	188, // 1: gatehouse.management.v1.ListUsersRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	189, // 2: gatehouse.management.v1.ListUsersRequest.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
+	190, // 3: gatehouse.management.v1.ListUsersRequest.queries:type_name -> gatehouse.management.v1.UserQuery
+	191, // 4: gatehouse.management.v1.ListUsersResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	189, // 5: gatehouse.management.v1.ListUsersResponse.sorting_column:type_name -> gatehouse.management.v1.UserFieldName
+	187, // 6: gatehouse.management.v1.ListUsersResponse.result:type_name -> gatehouse.management.v1.User
+	178, // 7: gatehouse.management.v1.AddHumanUserRequest.profile:type_name -> gatehouse.management.v1.AddHumanUserRequest.Profile
+	179, // 8: gatehouse.management.v1.AddHumanUserRequest.email:type_name -> gatehouse.management.v1.AddHumanUserRequest.Email
+	180, // 9: gatehouse.management.v1.AddHumanUserRequest.phone:type_name -> gatehouse.management.v1.AddHumanUserRequest.Phone
+	192, // 10: gatehouse.management.v1.AddHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	181, // 11: gatehouse.management.v1.ImportHumanUserRequest.profile:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Profile
+	182, // 12: gatehouse.management.v1.ImportHumanUserRequest.email:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Email
+	183, // 13: gatehouse.management.v1.ImportHumanUserRequest.phone:type_name -> gatehouse.management.v1.ImportHumanUserRequest.Phone
+	184, // 14: gatehouse.management.v1.ImportHumanUserRequest.hashed_password:type_name -> gatehouse.management.v1.ImportHumanUserRequest.HashedPassword
+	192, // 15: gatehouse.management.v1.ImportHumanUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	193, // 16: gatehouse.management.v1.AddMachineUserRequest.access_token_type:type_name -> gatehouse.management.v1.AccessTokenType
+	192, // 17: gatehouse.management.v1.AddMachineUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	192, // 18: gatehouse.management.v1.DeactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	192, // 19: gatehouse.management.v1.ReactivateUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	192, // 20: gatehouse.management.v1.UnlockUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	192, // 21: gatehouse.management.v1.RemoveUserResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	192, // 22: gatehouse.management.v1.SetHumanPasswordResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	194, // 23: gatehouse.management.v1.AddMachineKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
+	195, // 24: gatehouse.management.v1.AddMachineKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
+	192, // 25: gatehouse.management.v1.AddMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	188, // 26: gatehouse.management.v1.ListMachineKeysRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	191, // 27: gatehouse.management.v1.ListMachineKeysResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	196, // 28: gatehouse.management.v1.ListMachineKeysResponse.result:type_name -> gatehouse.management.v1.Key
+	192, // 29: gatehouse.management.v1.RemoveMachineKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	192, // 30: gatehouse.management.v1.GenerateMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	192, // 31: gatehouse.management.v1.RemoveMachineSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	192, // 32: gatehouse.management.v1.SetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	185, // 33: gatehouse.management.v1.BulkSetUserMetadataRequest.metadata:type_name -> gatehouse.management.v1.BulkSetUserMetadataRequest.Metadata
+	192, // 34: gatehouse.management.v1.BulkSetUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	188, // 35: gatehouse.management.v1.ListUserMetadataRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	197, // 36: gatehouse.management.v1.ListUserMetadataRequest.queries:type_name -> gatehouse.management.v1.MetadataQuery
+	191, // 37: gatehouse.management.v1.ListUserMetadataResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	198, // 38: gatehouse.management.v1.ListUserMetadataResponse.result:type_name -> gatehouse.management.v1.Metadata
+	198, // 39: gatehouse.management.v1.GetUserMetadataResponse.metadata:type_name -> gatehouse.management.v1.Metadata
+	192, // 40: gatehouse.management.v1.RemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	192, // 41: gatehouse.management.v1.BulkRemoveUserMetadataResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	199, // 42: gatehouse.management.v1.GetMyOrgResponse.org:type_name -> gatehouse.management.v1.Org
+	192, // 43: gatehouse.management.v1.AddOrgResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	188, // 44: gatehouse.management.v1.ListOrgsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	200, // 45: gatehouse.management.v1.ListOrgsRequest.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
+	201, // 46: gatehouse.management.v1.ListOrgsRequest.queries:type_name -> gatehouse.management.v1.OrgQuery
+	191, // 47: gatehouse.management.v1.ListOrgsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	200, // 48: gatehouse.management.v1.ListOrgsResponse.sorting_column:type_name -> gatehouse.management.v1.OrgFieldName
+	199, // 49: gatehouse.management.v1.ListOrgsResponse.result:type_name -> gatehouse.management.v1.Org
+	192, // 50: gatehouse.management.v1.AddOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	188, // 51: gatehouse.management.v1.ListOrgMembersRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	202, // 52: gatehouse.management.v1.ListOrgMembersRequest.queries:type_name -> gatehouse.management.v1.MemberQuery
+	191, // 53: gatehouse.management.v1.ListOrgMembersResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	203, // 54: gatehouse.management.v1.ListOrgMembersResponse.result:type_name -> gatehouse.management.v1.Member
+	192, // 55: gatehouse.management.v1.RemoveOrgMemberResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	204, // 56: gatehouse.management.v1.GetOrgIDPByIDResponse.idp:type_name -> gatehouse.management.v1.IDP
+	188, // 57: gatehouse.management.v1.ListOrgIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	205, // 58: gatehouse.management.v1.ListOrgIDPsRequest.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
+	206, // 59: gatehouse.management.v1.ListOrgIDPsRequest.queries:type_name -> gatehouse.management.v1.IDPQuery
+	191, // 60: gatehouse.management.v1.ListOrgIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	205, // 61: gatehouse.management.v1.ListOrgIDPsResponse.sorting_column:type_name -> gatehouse.management.v1.IDPFieldName
+	204, // 62: gatehouse.management.v1.ListOrgIDPsResponse.result:type_name -> gatehouse.management.v1.IDP
+	207, // 63: gatehouse.management.v1.AddOrgOIDCIDPRequest.styling_type:type_name -> gatehouse.management.v1.StylingType
+	208, // 64: gatehouse.management.v1.AddOrgOIDCIDPRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	208, // 65: gatehouse.management.v1.AddOrgOIDCIDPRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	192, // 66: gatehouse.management.v1.AddOrgOIDCIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	208, // 67: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.display_name_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	208, // 68: gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest.username_mapping:type_name -> gatehouse.management.v1.OIDCMappingField
+	192, // 69: gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	192, // 70: gatehouse.management.v1.DeactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	192, // 71: gatehouse.management.v1.SetOrgIDPTrustResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	192, // 72: gatehouse.management.v1.ReactivateOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	192, // 73: gatehouse.management.v1.RemoveOrgIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	209, // 74: gatehouse.management.v1.AddProjectRequest.private_labeling_setting:type_name -> gatehouse.management.v1.PrivateLabelingSetting
+	192, // 75: gatehouse.management.v1.AddProjectResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	210, // 76: gatehouse.management.v1.GetProjectByIDResponse.project:type_name -> gatehouse.management.v1.Project
+	188, // 77: gatehouse.management.v1.ListProjectsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	211, // 78: gatehouse.management.v1.ListProjectsRequest.queries:type_name -> gatehouse.management.v1.ProjectQuery
+	191, // 79: gatehouse.management.v1.ListProjectsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	210, // 80: gatehouse.management.v1.ListProjectsResponse.result:type_name -> gatehouse.management.v1.Project
+	212, // 81: gatehouse.management.v1.GetAppByIDResponse.app:type_name -> gatehouse.management.v1.App
+	188, // 82: gatehouse.management.v1.ListAppsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	213, // 83: gatehouse.management.v1.ListAppsRequest.queries:type_name -> gatehouse.management.v1.AppQuery
+	191, // 84: gatehouse.management.v1.ListAppsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	212, // 85: gatehouse.management.v1.ListAppsResponse.result:type_name -> gatehouse.management.v1.App
+	214, // 86: gatehouse.management.v1.AddOIDCAppRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
+	215, // 87: gatehouse.management.v1.AddOIDCAppRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
+	216, // 88: gatehouse.management.v1.AddOIDCAppRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
+	217, // 89: gatehouse.management.v1.AddOIDCAppRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
+	218, // 90: gatehouse.management.v1.AddOIDCAppRequest.version:type_name -> gatehouse.management.v1.OIDCVersion
+	219, // 91: gatehouse.management.v1.AddOIDCAppRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
+	220, // 92: gatehouse.management.v1.AddOIDCAppRequest.clock_skew:type_name -> google.protobuf.Duration
+	221, // 93: gatehouse.management.v1.AddOIDCAppRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
+	192, // 94: gatehouse.management.v1.AddOIDCAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	222, // 95: gatehouse.management.v1.AddOIDCAppResponse.compliance_problems:type_name -> gatehouse.management.v1.LocalizedMessage
+	214, // 96: gatehouse.management.v1.UpdateOIDCAppConfigRequest.response_types:type_name -> gatehouse.management.v1.OIDCResponseType
+	215, // 97: gatehouse.management.v1.UpdateOIDCAppConfigRequest.grant_types:type_name -> gatehouse.management.v1.OIDCGrantType
+	216, // 98: gatehouse.management.v1.UpdateOIDCAppConfigRequest.app_type:type_name -> gatehouse.management.v1.OIDCAppType
+	217, // 99: gatehouse.management.v1.UpdateOIDCAppConfigRequest.auth_method_type:type_name -> gatehouse.management.v1.OIDCAuthMethodType
+	219, // 100: gatehouse.management.v1.UpdateOIDCAppConfigRequest.access_token_type:type_name -> gatehouse.management.v1.OIDCTokenType
+	220, // 101: gatehouse.management.v1.UpdateOIDCAppConfigRequest.clock_skew:type_name -> google.protobuf.Duration
+	221, // 102: gatehouse.management.v1.UpdateOIDCAppConfigRequest.login_version:type_name -> gatehouse.management.v1.LoginVersion
+	192, // 103: gatehouse.management.v1.UpdateOIDCAppConfigResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	192, // 104: gatehouse.management.v1.RegenerateOIDCClientSecretResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	223, // 105: gatehouse.management.v1.AddAPIAppRequest.auth_method_type:type_name -> gatehouse.management.v1.APIAuthMethodType
+	192, // 106: gatehouse.management.v1.AddAPIAppResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	194, // 107: gatehouse.management.v1.AddAppKeyRequest.type:type_name -> gatehouse.management.v1.KeyType
+	195, // 108: gatehouse.management.v1.AddAppKeyRequest.expiration_date:type_name -> google.protobuf.Timestamp
+	192, // 109: gatehouse.management.v1.AddAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	192, // 110: gatehouse.management.v1.RemoveAppKeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	192, // 111: gatehouse.management.v1.AddProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	188, // 112: gatehouse.management.v1.ListGrantedProjectsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	191, // 113: gatehouse.management.v1.ListGrantedProjectsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	224, // 114: gatehouse.management.v1.ListGrantedProjectsResponse.result:type_name -> gatehouse.management.v1.ProjectGrant
+	192, // 115: gatehouse.management.v1.RefuseGrantedProjectResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	188, // 116: gatehouse.management.v1.ListProjectGrantsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	191, // 117: gatehouse.management.v1.ListProjectGrantsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	224, // 118: gatehouse.management.v1.ListProjectGrantsResponse.result:type_name -> gatehouse.management.v1.ProjectGrant
+	192, // 119: gatehouse.management.v1.UpdateProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	192, // 120: gatehouse.management.v1.RemoveProjectGrantResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	192, // 121: gatehouse.management.v1.SecurityPolicy.details:type_name -> gatehouse.management.v1.ObjectDetails
+	105, // 122: gatehouse.management.v1.GetSecurityPolicyResponse.policy:type_name -> gatehouse.management.v1.SecurityPolicy
+	192, // 123: gatehouse.management.v1.SetSecurityPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	225, // 124: gatehouse.management.v1.GetLoginPolicyResponse.policy:type_name -> gatehouse.management.v1.LoginPolicy
+	226, // 125: gatehouse.management.v1.AddCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
+	220, // 126: gatehouse.management.v1.AddCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
+	220, // 127: gatehouse.management.v1.AddCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
+	220, // 128: gatehouse.management.v1.AddCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
+	220, // 129: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
+	220, // 130: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
+	227, // 131: gatehouse.management.v1.AddCustomLoginPolicyRequest.second_factors:type_name -> gatehouse.management.v1.SecondFactorType
+	228, // 132: gatehouse.management.v1.AddCustomLoginPolicyRequest.multi_factors:type_name -> gatehouse.management.v1.MultiFactorType
+	186, // 133: gatehouse.management.v1.AddCustomLoginPolicyRequest.idps:type_name -> gatehouse.management.v1.AddCustomLoginPolicyRequest.IDP
+	192, // 134: gatehouse.management.v1.AddCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	226, // 135: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.passwordless_type:type_name -> gatehouse.management.v1.PasswordlessType
+	220, // 136: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.password_check_lifetime:type_name -> google.protobuf.Duration
+	220, // 137: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.external_login_check_lifetime:type_name -> google.protobuf.Duration
+	220, // 138: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.mfa_init_skip_lifetime:type_name -> google.protobuf.Duration
+	220, // 139: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.second_factor_check_lifetime:type_name -> google.protobuf.Duration
+	220, // 140: gatehouse.management.v1.UpdateCustomLoginPolicyRequest.multi_factor_check_lifetime:type_name -> google.protobuf.Duration
+	192, // 141: gatehouse.management.v1.UpdateCustomLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	192, // 142: gatehouse.management.v1.ResetLoginPolicyToDefaultResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	188, // 143: gatehouse.management.v1.ListUserIDPsRequest.query:type_name -> gatehouse.management.v1.ListQuery
+	191, // 144: gatehouse.management.v1.ListUserIDPsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	229, // 145: gatehouse.management.v1.ListUserIDPsResponse.result:type_name -> gatehouse.management.v1.IDPUserLink
+	192, // 146: gatehouse.management.v1.RemoveUserIDPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	192, // 147: gatehouse.management.v1.RegisterTOTPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	192, // 148: gatehouse.management.v1.VerifyTOTPRegistrationResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	192, // 149: gatehouse.management.v1.RemoveTOTPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	230, // 150: gatehouse.management.v1.ListHumanAuthFactorsResponse.result:type_name -> gatehouse.management.v1.AuthFactor
+	192, // 151: gatehouse.management.v1.RemoveHumanAuthFactorOTPResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	192, // 152: gatehouse.management.v1.RemoveHumanAuthFactorU2FResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	231, // 153: gatehouse.management.v1.ListHumanPasswordlessResponse.result:type_name -> gatehouse.management.v1.WebAuthNToken
+	192, // 154: gatehouse.management.v1.RemoveHumanPasswordlessResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	192, // 155: gatehouse.management.v1.RegisterU2FResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	232, // 156: gatehouse.management.v1.RegisterU2FResponse.public_key_credential_creation_options:type_name -> google.protobuf.Struct
+	232, // 157: gatehouse.management.v1.VerifyU2FRegistrationRequest.public_key_credential:type_name -> google.protobuf.Struct
+	192, // 158: gatehouse.management.v1.VerifyU2FRegistrationResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	192, // 159: gatehouse.management.v1.RemoveU2FResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	192, // 160: gatehouse.management.v1.RegisterPasskeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	232, // 161: gatehouse.management.v1.RegisterPasskeyResponse.public_key_credential_creation_options:type_name -> google.protobuf.Struct
+	232, // 162: gatehouse.management.v1.VerifyPasskeyRegistrationRequest.public_key_credential:type_name -> google.protobuf.Struct
+	192, // 163: gatehouse.management.v1.VerifyPasskeyRegistrationResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	191, // 164: gatehouse.management.v1.ListPasskeysResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	233, // 165: gatehouse.management.v1.ListPasskeysResponse.result:type_name -> gatehouse.management.v1.Passkey
+	192, // 166: gatehouse.management.v1.RemovePasskeyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	191, // 167: gatehouse.management.v1.ListLoginPolicySecondFactorsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	227, // 168: gatehouse.management.v1.ListLoginPolicySecondFactorsResponse.result:type_name -> gatehouse.management.v1.SecondFactorType
+	227, // 169: gatehouse.management.v1.AddSecondFactorToLoginPolicyRequest.type:type_name -> gatehouse.management.v1.SecondFactorType
+	192, // 170: gatehouse.management.v1.AddSecondFactorToLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	227, // 171: gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyRequest.type:type_name -> gatehouse.management.v1.SecondFactorType
+	192, // 172: gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	191, // 173: gatehouse.management.v1.ListLoginPolicyMultiFactorsResponse.details:type_name -> gatehouse.management.v1.ListDetails
+	228, // 174: gatehouse.management.v1.ListLoginPolicyMultiFactorsResponse.result:type_name -> gatehouse.management.v1.MultiFactorType
+	228, // 175: gatehouse.management.v1.AddMultiFactorToLoginPolicyRequest.type:type_name -> gatehouse.management.v1.MultiFactorType
+	192, // 176: gatehouse.management.v1.AddMultiFactorToLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	228, // 177: gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyRequest.type:type_name -> gatehouse.management.v1.MultiFactorType
+	192, // 178: gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	234, // 179: gatehouse.management.v1.SendPasswordResetLink.notification_type:type_name -> gatehouse.management.v1.NotificationType
+	163, // 180: gatehouse.management.v1.PasswordResetRequest.send_link:type_name -> gatehouse.management.v1.SendPasswordResetLink
+	164, // 181: gatehouse.management.v1.PasswordResetRequest.return_code:type_name -> gatehouse.management.v1.ReturnPasswordResetCode
+	192, // 182: gatehouse.management.v1.PasswordResetResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	167, // 183: gatehouse.management.v1.SetEmailRequest.send_code:type_name -> gatehouse.management.v1.SendEmailVerificationCode
+	168, // 184: gatehouse.management.v1.SetEmailRequest.return_code:type_name -> gatehouse.management.v1.ReturnEmailVerificationCode
+	192, // 185: gatehouse.management.v1.SetEmailResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	192, // 186: gatehouse.management.v1.VerifyEmailResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	167, // 187: gatehouse.management.v1.ResendEmailCodeRequest.send_code:type_name -> gatehouse.management.v1.SendEmailVerificationCode
+	168, // 188: gatehouse.management.v1.ResendEmailCodeRequest.return_code:type_name -> gatehouse.management.v1.ReturnEmailVerificationCode
+	192, // 189: gatehouse.management.v1.ResendEmailCodeResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	175, // 190: gatehouse.management.v1.SetPasswordRequest.new_password:type_name -> gatehouse.management.v1.Password
+	192, // 191: gatehouse.management.v1.SetPasswordResponse.details:type_name -> gatehouse.management.v1.ObjectDetails
+	235, // 192: gatehouse.management.v1.AddHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
+	235, // 193: gatehouse.management.v1.ImportHumanUserRequest.Profile.gender:type_name -> gatehouse.management.v1.Gender
+	0,   // 194: gatehouse.management.v1.ManagementService.GetUserByID:input_type -> gatehouse.management.v1.GetUserByIDRequest
+	2,   // 195: gatehouse.management.v1.ManagementService.ListUsers:input_type -> gatehouse.management.v1.ListUsersRequest
+	4,   // 196: gatehouse.management.v1.ManagementService.AddHumanUser:input_type -> gatehouse.management.v1.AddHumanUserRequest
+	6,   // 197: gatehouse.management.v1.ManagementService.ImportHumanUser:input_type -> gatehouse.management.v1.ImportHumanUserRequest
+	8,   // 198: gatehouse.management.v1.ManagementService.AddMachineUser:input_type -> gatehouse.management.v1.AddMachineUserRequest
+	10,  // 199: gatehouse.management.v1.ManagementService.DeactivateUser:input_type -> gatehouse.management.v1.DeactivateUserRequest
+	12,  // 200: gatehouse.management.v1.ManagementService.ReactivateUser:input_type -> gatehouse.management.v1.ReactivateUserRequest
+	14,  // 201: gatehouse.management.v1.ManagementService.UnlockUser:input_type -> gatehouse.management.v1.UnlockUserRequest
+	16,  // 202: gatehouse.management.v1.ManagementService.RemoveUser:input_type -> gatehouse.management.v1.RemoveUserRequest
+	18,  // 203: gatehouse.management.v1.ManagementService.SetHumanPassword:input_type -> gatehouse.management.v1.SetHumanPasswordRequest
+	236, // 204: gatehouse.management.v1.ManagementService.SendHumanResetPasswordNotification:input_type -> gatehouse.management.v1.SendHumanResetPasswordNotificationRequest
+	165, // 205: gatehouse.management.v1.ManagementService.PasswordReset:input_type -> gatehouse.management.v1.PasswordResetRequest
+	176, // 206: gatehouse.management.v1.ManagementService.SetPassword:input_type -> gatehouse.management.v1.SetPasswordRequest
+	237, // 207: gatehouse.management.v1.ManagementService.UpdateHumanEmail:input_type -> gatehouse.management.v1.UpdateHumanEmailRequest
+	238, // 208: gatehouse.management.v1.ManagementService.ResendHumanEmailVerification:input_type -> gatehouse.management.v1.ResendHumanEmailVerificationRequest
+	239, // 209: gatehouse.management.v1.ManagementService.ResendHumanInitialization:input_type -> gatehouse.management.v1.ResendHumanInitializationRequest
+	169, // 210: gatehouse.management.v1.ManagementService.SetEmail:input_type -> gatehouse.management.v1.SetEmailRequest
+	171, // 211: gatehouse.management.v1.ManagementService.VerifyEmail:input_type -> gatehouse.management.v1.VerifyEmailRequest
+	173, // 212: gatehouse.management.v1.ManagementService.ResendEmailCode:input_type -> gatehouse.management.v1.ResendEmailCodeRequest
+	20,  // 213: gatehouse.management.v1.ManagementService.AddMachineKey:input_type -> gatehouse.management.v1.AddMachineKeyRequest
+	22,  // 214: gatehouse.management.v1.ManagementService.ListMachineKeys:input_type -> gatehouse.management.v1.ListMachineKeysRequest
+	24,  // 215: gatehouse.management.v1.ManagementService.RemoveMachineKey:input_type -> gatehouse.management.v1.RemoveMachineKeyRequest
+	26,  // 216: gatehouse.management.v1.ManagementService.GenerateMachineSecret:input_type -> gatehouse.management.v1.GenerateMachineSecretRequest
+	28,  // 217: gatehouse.management.v1.ManagementService.RemoveMachineSecret:input_type -> gatehouse.management.v1.RemoveMachineSecretRequest
+	30,  // 218: gatehouse.management.v1.ManagementService.SetUserMetadata:input_type -> gatehouse.management.v1.SetUserMetadataRequest
+	32,  // 219: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:input_type -> gatehouse.management.v1.BulkSetUserMetadataRequest
+	34,  // 220: gatehouse.management.v1.ManagementService.ListUserMetadata:input_type -> gatehouse.management.v1.ListUserMetadataRequest
+	36,  // 221: gatehouse.management.v1.ManagementService.GetUserMetadata:input_type -> gatehouse.management.v1.GetUserMetadataRequest
+	38,  // 222: gatehouse.management.v1.ManagementService.RemoveUserMetadata:input_type -> gatehouse.management.v1.RemoveUserMetadataRequest
+	40,  // 223: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:input_type -> gatehouse.management.v1.BulkRemoveUserMetadataRequest
+	42,  // 224: gatehouse.management.v1.ManagementService.GetMyOrg:input_type -> gatehouse.management.v1.GetMyOrgRequest
+	44,  // 225: gatehouse.management.v1.ManagementService.AddOrg:input_type -> gatehouse.management.v1.AddOrgRequest
+	46,  // 226: gatehouse.management.v1.ManagementService.ListOrgs:input_type -> gatehouse.management.v1.ListOrgsRequest
+	240, // 227: gatehouse.management.v1.ManagementService.AddOrgDomain:input_type -> gatehouse.management.v1.AddOrgDomainRequest
+	241, // 228: gatehouse.management.v1.ManagementService.GenerateOrgDomainValidation:input_type -> gatehouse.management.v1.GenerateOrgDomainValidationRequest
+	242, // 229: gatehouse.management.v1.ManagementService.ValidateOrgDomain:input_type -> gatehouse.management.v1.ValidateOrgDomainRequest
+	243, // 230: gatehouse.management.v1.ManagementService.ListOrgDomains:input_type -> gatehouse.management.v1.ListOrgDomainsRequest
+	244, // 231: gatehouse.management.v1.ManagementService.RemoveOrgDomain:input_type -> gatehouse.management.v1.RemoveOrgDomainRequest
+	245, // 232: gatehouse.management.v1.ManagementService.SetPrimaryOrgDomain:input_type -> gatehouse.management.v1.SetPrimaryOrgDomainRequest
+	48,  // 233: gatehouse.management.v1.ManagementService.AddOrgMember:input_type -> gatehouse.management.v1.AddOrgMemberRequest
+	50,  // 234: gatehouse.management.v1.ManagementService.ListOrgMembers:input_type -> gatehouse.management.v1.ListOrgMembersRequest
+	52,  // 235: gatehouse.management.v1.ManagementService.RemoveOrgMember:input_type -> gatehouse.management.v1.RemoveOrgMemberRequest
+	54,  // 236: gatehouse.management.v1.ManagementService.GetOrgIDPByID:input_type -> gatehouse.management.v1.GetOrgIDPByIDRequest
+	56,  // 237: gatehouse.management.v1.ManagementService.ListOrgIDPs:input_type -> gatehouse.management.v1.ListOrgIDPsRequest
+	58,  // 238: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:input_type -> gatehouse.management.v1.AddOrgOIDCIDPRequest
+	60,  // 239: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:input_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigRequest
+	62,  // 240: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:input_type -> gatehouse.management.v1.DeactivateOrgIDPRequest
+	66,  // 241: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:input_type -> gatehouse.management.v1.ReactivateOrgIDPRequest
+	64,  // 242: gatehouse.management.v1.ManagementService.SetOrgIDPTrust:input_type -> gatehouse.management.v1.SetOrgIDPTrustRequest
+	68,  // 243: gatehouse.management.v1.ManagementService.RemoveOrgIDP:input_type -> gatehouse.management.v1.RemoveOrgIDPRequest
+	70,  // 244: gatehouse.management.v1.ManagementService.AddProject:input_type -> gatehouse.management.v1.AddProjectRequest
+	72,  // 245: gatehouse.management.v1.ManagementService.GetProjectByID:input_type -> gatehouse.management.v1.GetProjectByIDRequest
+	74,  // 246: gatehouse.management.v1.ManagementService.ListProjects:input_type -> gatehouse.management.v1.ListProjectsRequest
+	76,  // 247: gatehouse.management.v1.ManagementService.GetAppByID:input_type -> gatehouse.management.v1.GetAppByIDRequest
+	78,  // 248: gatehouse.management.v1.ManagementService.ListApps:input_type -> gatehouse.management.v1.ListAppsRequest
+	80,  // 249: gatehouse.management.v1.ManagementService.AddOIDCApp:input_type -> gatehouse.management.v1.AddOIDCAppRequest
+	82,  // 250: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:input_type -> gatehouse.management.v1.UpdateOIDCAppConfigRequest
+	84,  // 251: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:input_type -> gatehouse.management.v1.RegenerateOIDCClientSecretRequest
+	86,  // 252: gatehouse.management.v1.ManagementService.AddAPIApp:input_type -> gatehouse.management.v1.AddAPIAppRequest
+	88,  // 253: gatehouse.management.v1.ManagementService.AddAppKey:input_type -> gatehouse.management.v1.AddAppKeyRequest
+	90,  // 254: gatehouse.management.v1.ManagementService.RemoveAppKey:input_type -> gatehouse.management.v1.RemoveAppKeyRequest
+	246, // 255: gatehouse.management.v1.ManagementService.SetAppAdminClient:input_type -> gatehouse.management.v1.SetAppAdminClientRequest
+	117, // 256: gatehouse.management.v1.ManagementService.ListUserIDPs:input_type -> gatehouse.management.v1.ListUserIDPsRequest
+	119, // 257: gatehouse.management.v1.ManagementService.RemoveUserIDP:input_type -> gatehouse.management.v1.RemoveUserIDPRequest
+	92,  // 258: gatehouse.management.v1.ManagementService.AddProjectGrant:input_type -> gatehouse.management.v1.AddProjectGrantRequest
+	94,  // 259: gatehouse.management.v1.ManagementService.ListGrantedProjects:input_type -> gatehouse.management.v1.ListGrantedProjectsRequest
+	96,  // 260: gatehouse.management.v1.ManagementService.RefuseGrantedProject:input_type -> gatehouse.management.v1.RefuseGrantedProjectRequest
+	98,  // 261: gatehouse.management.v1.ManagementService.ListProjectGrants:input_type -> gatehouse.management.v1.ListProjectGrantsRequest
+	100, // 262: gatehouse.management.v1.ManagementService.UpdateProjectGrant:input_type -> gatehouse.management.v1.UpdateProjectGrantRequest
+	102, // 263: gatehouse.management.v1.ManagementService.RemoveProjectGrant:input_type -> gatehouse.management.v1.RemoveProjectGrantRequest
+	104, // 264: gatehouse.management.v1.ManagementService.GetSecurityPolicy:input_type -> gatehouse.management.v1.GetSecurityPolicyRequest
+	107, // 265: gatehouse.management.v1.ManagementService.SetSecurityPolicy:input_type -> gatehouse.management.v1.SetSecurityPolicyRequest
+	109, // 266: gatehouse.management.v1.ManagementService.GetLoginPolicy:input_type -> gatehouse.management.v1.GetLoginPolicyRequest
+	111, // 267: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:input_type -> gatehouse.management.v1.AddCustomLoginPolicyRequest
+	113, // 268: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:input_type -> gatehouse.management.v1.UpdateCustomLoginPolicyRequest
+	115, // 269: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:input_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultRequest
+	151, // 270: gatehouse.management.v1.ManagementService.ListLoginPolicySecondFactors:input_type -> gatehouse.management.v1.ListLoginPolicySecondFactorsRequest
+	153, // 271: gatehouse.management.v1.ManagementService.AddSecondFactorToLoginPolicy:input_type -> gatehouse.management.v1.AddSecondFactorToLoginPolicyRequest
+	155, // 272: gatehouse.management.v1.ManagementService.RemoveSecondFactorFromLoginPolicy:input_type -> gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyRequest
+	157, // 273: gatehouse.management.v1.ManagementService.ListLoginPolicyMultiFactors:input_type -> gatehouse.management.v1.ListLoginPolicyMultiFactorsRequest
+	159, // 274: gatehouse.management.v1.ManagementService.AddMultiFactorToLoginPolicy:input_type -> gatehouse.management.v1.AddMultiFactorToLoginPolicyRequest
+	161, // 275: gatehouse.management.v1.ManagementService.RemoveMultiFactorFromLoginPolicy:input_type -> gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyRequest
+	121, // 276: gatehouse.management.v1.ManagementService.RegisterTOTP:input_type -> gatehouse.management.v1.RegisterTOTPRequest
+	123, // 277: gatehouse.management.v1.ManagementService.VerifyTOTPRegistration:input_type -> gatehouse.management.v1.VerifyTOTPRegistrationRequest
+	125, // 278: gatehouse.management.v1.ManagementService.RemoveTOTP:input_type -> gatehouse.management.v1.RemoveTOTPRequest
+	127, // 279: gatehouse.management.v1.ManagementService.ListHumanAuthFactors:input_type -> gatehouse.management.v1.ListHumanAuthFactorsRequest
+	129, // 280: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorOTP:input_type -> gatehouse.management.v1.RemoveHumanAuthFactorOTPRequest
+	131, // 281: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorU2F:input_type -> gatehouse.management.v1.RemoveHumanAuthFactorU2FRequest
+	133, // 282: gatehouse.management.v1.ManagementService.ListHumanPasswordless:input_type -> gatehouse.management.v1.ListHumanPasswordlessRequest
+	135, // 283: gatehouse.management.v1.ManagementService.RemoveHumanPasswordless:input_type -> gatehouse.management.v1.RemoveHumanPasswordlessRequest
+	137, // 284: gatehouse.management.v1.ManagementService.RegisterU2F:input_type -> gatehouse.management.v1.RegisterU2FRequest
+	139, // 285: gatehouse.management.v1.ManagementService.VerifyU2FRegistration:input_type -> gatehouse.management.v1.VerifyU2FRegistrationRequest
+	141, // 286: gatehouse.management.v1.ManagementService.RemoveU2F:input_type -> gatehouse.management.v1.RemoveU2FRequest
+	143, // 287: gatehouse.management.v1.ManagementService.RegisterPasskey:input_type -> gatehouse.management.v1.RegisterPasskeyRequest
+	145, // 288: gatehouse.management.v1.ManagementService.VerifyPasskeyRegistration:input_type -> gatehouse.management.v1.VerifyPasskeyRegistrationRequest
+	147, // 289: gatehouse.management.v1.ManagementService.ListPasskeys:input_type -> gatehouse.management.v1.ListPasskeysRequest
+	149, // 290: gatehouse.management.v1.ManagementService.RemovePasskey:input_type -> gatehouse.management.v1.RemovePasskeyRequest
+	1,   // 291: gatehouse.management.v1.ManagementService.GetUserByID:output_type -> gatehouse.management.v1.GetUserByIDResponse
+	3,   // 292: gatehouse.management.v1.ManagementService.ListUsers:output_type -> gatehouse.management.v1.ListUsersResponse
+	5,   // 293: gatehouse.management.v1.ManagementService.AddHumanUser:output_type -> gatehouse.management.v1.AddHumanUserResponse
+	7,   // 294: gatehouse.management.v1.ManagementService.ImportHumanUser:output_type -> gatehouse.management.v1.ImportHumanUserResponse
+	9,   // 295: gatehouse.management.v1.ManagementService.AddMachineUser:output_type -> gatehouse.management.v1.AddMachineUserResponse
+	11,  // 296: gatehouse.management.v1.ManagementService.DeactivateUser:output_type -> gatehouse.management.v1.DeactivateUserResponse
+	13,  // 297: gatehouse.management.v1.ManagementService.ReactivateUser:output_type -> gatehouse.management.v1.ReactivateUserResponse
+	15,  // 298: gatehouse.management.v1.ManagementService.UnlockUser:output_type -> gatehouse.management.v1.UnlockUserResponse
+	17,  // 299: gatehouse.management.v1.ManagementService.RemoveUser:output_type -> gatehouse.management.v1.RemoveUserResponse
+	19,  // 300: gatehouse.management.v1.ManagementService.SetHumanPassword:output_type -> gatehouse.management.v1.SetHumanPasswordResponse
+	247, // 301: gatehouse.management.v1.ManagementService.SendHumanResetPasswordNotification:output_type -> gatehouse.management.v1.SendHumanResetPasswordNotificationResponse
+	166, // 302: gatehouse.management.v1.ManagementService.PasswordReset:output_type -> gatehouse.management.v1.PasswordResetResponse
+	177, // 303: gatehouse.management.v1.ManagementService.SetPassword:output_type -> gatehouse.management.v1.SetPasswordResponse
+	248, // 304: gatehouse.management.v1.ManagementService.UpdateHumanEmail:output_type -> gatehouse.management.v1.UpdateHumanEmailResponse
+	249, // 305: gatehouse.management.v1.ManagementService.ResendHumanEmailVerification:output_type -> gatehouse.management.v1.ResendHumanEmailVerificationResponse
+	250, // 306: gatehouse.management.v1.ManagementService.ResendHumanInitialization:output_type -> gatehouse.management.v1.ResendHumanInitializationResponse
+	170, // 307: gatehouse.management.v1.ManagementService.SetEmail:output_type -> gatehouse.management.v1.SetEmailResponse
+	172, // 308: gatehouse.management.v1.ManagementService.VerifyEmail:output_type -> gatehouse.management.v1.VerifyEmailResponse
+	174, // 309: gatehouse.management.v1.ManagementService.ResendEmailCode:output_type -> gatehouse.management.v1.ResendEmailCodeResponse
+	21,  // 310: gatehouse.management.v1.ManagementService.AddMachineKey:output_type -> gatehouse.management.v1.AddMachineKeyResponse
+	23,  // 311: gatehouse.management.v1.ManagementService.ListMachineKeys:output_type -> gatehouse.management.v1.ListMachineKeysResponse
+	25,  // 312: gatehouse.management.v1.ManagementService.RemoveMachineKey:output_type -> gatehouse.management.v1.RemoveMachineKeyResponse
+	27,  // 313: gatehouse.management.v1.ManagementService.GenerateMachineSecret:output_type -> gatehouse.management.v1.GenerateMachineSecretResponse
+	29,  // 314: gatehouse.management.v1.ManagementService.RemoveMachineSecret:output_type -> gatehouse.management.v1.RemoveMachineSecretResponse
+	31,  // 315: gatehouse.management.v1.ManagementService.SetUserMetadata:output_type -> gatehouse.management.v1.SetUserMetadataResponse
+	33,  // 316: gatehouse.management.v1.ManagementService.BulkSetUserMetadata:output_type -> gatehouse.management.v1.BulkSetUserMetadataResponse
+	35,  // 317: gatehouse.management.v1.ManagementService.ListUserMetadata:output_type -> gatehouse.management.v1.ListUserMetadataResponse
+	37,  // 318: gatehouse.management.v1.ManagementService.GetUserMetadata:output_type -> gatehouse.management.v1.GetUserMetadataResponse
+	39,  // 319: gatehouse.management.v1.ManagementService.RemoveUserMetadata:output_type -> gatehouse.management.v1.RemoveUserMetadataResponse
+	41,  // 320: gatehouse.management.v1.ManagementService.BulkRemoveUserMetadata:output_type -> gatehouse.management.v1.BulkRemoveUserMetadataResponse
+	43,  // 321: gatehouse.management.v1.ManagementService.GetMyOrg:output_type -> gatehouse.management.v1.GetMyOrgResponse
+	45,  // 322: gatehouse.management.v1.ManagementService.AddOrg:output_type -> gatehouse.management.v1.AddOrgResponse
+	47,  // 323: gatehouse.management.v1.ManagementService.ListOrgs:output_type -> gatehouse.management.v1.ListOrgsResponse
+	251, // 324: gatehouse.management.v1.ManagementService.AddOrgDomain:output_type -> gatehouse.management.v1.AddOrgDomainResponse
+	252, // 325: gatehouse.management.v1.ManagementService.GenerateOrgDomainValidation:output_type -> gatehouse.management.v1.GenerateOrgDomainValidationResponse
+	253, // 326: gatehouse.management.v1.ManagementService.ValidateOrgDomain:output_type -> gatehouse.management.v1.ValidateOrgDomainResponse
+	254, // 327: gatehouse.management.v1.ManagementService.ListOrgDomains:output_type -> gatehouse.management.v1.ListOrgDomainsResponse
+	255, // 328: gatehouse.management.v1.ManagementService.RemoveOrgDomain:output_type -> gatehouse.management.v1.RemoveOrgDomainResponse
+	256, // 329: gatehouse.management.v1.ManagementService.SetPrimaryOrgDomain:output_type -> gatehouse.management.v1.SetPrimaryOrgDomainResponse
+	49,  // 330: gatehouse.management.v1.ManagementService.AddOrgMember:output_type -> gatehouse.management.v1.AddOrgMemberResponse
+	51,  // 331: gatehouse.management.v1.ManagementService.ListOrgMembers:output_type -> gatehouse.management.v1.ListOrgMembersResponse
+	53,  // 332: gatehouse.management.v1.ManagementService.RemoveOrgMember:output_type -> gatehouse.management.v1.RemoveOrgMemberResponse
+	55,  // 333: gatehouse.management.v1.ManagementService.GetOrgIDPByID:output_type -> gatehouse.management.v1.GetOrgIDPByIDResponse
+	57,  // 334: gatehouse.management.v1.ManagementService.ListOrgIDPs:output_type -> gatehouse.management.v1.ListOrgIDPsResponse
+	59,  // 335: gatehouse.management.v1.ManagementService.AddOrgOIDCIDP:output_type -> gatehouse.management.v1.AddOrgOIDCIDPResponse
+	61,  // 336: gatehouse.management.v1.ManagementService.UpdateOrgIDPOIDCConfig:output_type -> gatehouse.management.v1.UpdateOrgIDPOIDCConfigResponse
+	63,  // 337: gatehouse.management.v1.ManagementService.DeactivateOrgIDP:output_type -> gatehouse.management.v1.DeactivateOrgIDPResponse
+	67,  // 338: gatehouse.management.v1.ManagementService.ReactivateOrgIDP:output_type -> gatehouse.management.v1.ReactivateOrgIDPResponse
+	65,  // 339: gatehouse.management.v1.ManagementService.SetOrgIDPTrust:output_type -> gatehouse.management.v1.SetOrgIDPTrustResponse
+	69,  // 340: gatehouse.management.v1.ManagementService.RemoveOrgIDP:output_type -> gatehouse.management.v1.RemoveOrgIDPResponse
+	71,  // 341: gatehouse.management.v1.ManagementService.AddProject:output_type -> gatehouse.management.v1.AddProjectResponse
+	73,  // 342: gatehouse.management.v1.ManagementService.GetProjectByID:output_type -> gatehouse.management.v1.GetProjectByIDResponse
+	75,  // 343: gatehouse.management.v1.ManagementService.ListProjects:output_type -> gatehouse.management.v1.ListProjectsResponse
+	77,  // 344: gatehouse.management.v1.ManagementService.GetAppByID:output_type -> gatehouse.management.v1.GetAppByIDResponse
+	79,  // 345: gatehouse.management.v1.ManagementService.ListApps:output_type -> gatehouse.management.v1.ListAppsResponse
+	81,  // 346: gatehouse.management.v1.ManagementService.AddOIDCApp:output_type -> gatehouse.management.v1.AddOIDCAppResponse
+	83,  // 347: gatehouse.management.v1.ManagementService.UpdateOIDCAppConfig:output_type -> gatehouse.management.v1.UpdateOIDCAppConfigResponse
+	85,  // 348: gatehouse.management.v1.ManagementService.RegenerateOIDCClientSecret:output_type -> gatehouse.management.v1.RegenerateOIDCClientSecretResponse
+	87,  // 349: gatehouse.management.v1.ManagementService.AddAPIApp:output_type -> gatehouse.management.v1.AddAPIAppResponse
+	89,  // 350: gatehouse.management.v1.ManagementService.AddAppKey:output_type -> gatehouse.management.v1.AddAppKeyResponse
+	91,  // 351: gatehouse.management.v1.ManagementService.RemoveAppKey:output_type -> gatehouse.management.v1.RemoveAppKeyResponse
+	257, // 352: gatehouse.management.v1.ManagementService.SetAppAdminClient:output_type -> gatehouse.management.v1.SetAppAdminClientResponse
+	118, // 353: gatehouse.management.v1.ManagementService.ListUserIDPs:output_type -> gatehouse.management.v1.ListUserIDPsResponse
+	120, // 354: gatehouse.management.v1.ManagementService.RemoveUserIDP:output_type -> gatehouse.management.v1.RemoveUserIDPResponse
+	93,  // 355: gatehouse.management.v1.ManagementService.AddProjectGrant:output_type -> gatehouse.management.v1.AddProjectGrantResponse
+	95,  // 356: gatehouse.management.v1.ManagementService.ListGrantedProjects:output_type -> gatehouse.management.v1.ListGrantedProjectsResponse
+	97,  // 357: gatehouse.management.v1.ManagementService.RefuseGrantedProject:output_type -> gatehouse.management.v1.RefuseGrantedProjectResponse
+	99,  // 358: gatehouse.management.v1.ManagementService.ListProjectGrants:output_type -> gatehouse.management.v1.ListProjectGrantsResponse
+	101, // 359: gatehouse.management.v1.ManagementService.UpdateProjectGrant:output_type -> gatehouse.management.v1.UpdateProjectGrantResponse
+	103, // 360: gatehouse.management.v1.ManagementService.RemoveProjectGrant:output_type -> gatehouse.management.v1.RemoveProjectGrantResponse
+	106, // 361: gatehouse.management.v1.ManagementService.GetSecurityPolicy:output_type -> gatehouse.management.v1.GetSecurityPolicyResponse
+	108, // 362: gatehouse.management.v1.ManagementService.SetSecurityPolicy:output_type -> gatehouse.management.v1.SetSecurityPolicyResponse
+	110, // 363: gatehouse.management.v1.ManagementService.GetLoginPolicy:output_type -> gatehouse.management.v1.GetLoginPolicyResponse
+	112, // 364: gatehouse.management.v1.ManagementService.AddCustomLoginPolicy:output_type -> gatehouse.management.v1.AddCustomLoginPolicyResponse
+	114, // 365: gatehouse.management.v1.ManagementService.UpdateCustomLoginPolicy:output_type -> gatehouse.management.v1.UpdateCustomLoginPolicyResponse
+	116, // 366: gatehouse.management.v1.ManagementService.ResetLoginPolicyToDefault:output_type -> gatehouse.management.v1.ResetLoginPolicyToDefaultResponse
+	152, // 367: gatehouse.management.v1.ManagementService.ListLoginPolicySecondFactors:output_type -> gatehouse.management.v1.ListLoginPolicySecondFactorsResponse
+	154, // 368: gatehouse.management.v1.ManagementService.AddSecondFactorToLoginPolicy:output_type -> gatehouse.management.v1.AddSecondFactorToLoginPolicyResponse
+	156, // 369: gatehouse.management.v1.ManagementService.RemoveSecondFactorFromLoginPolicy:output_type -> gatehouse.management.v1.RemoveSecondFactorFromLoginPolicyResponse
+	158, // 370: gatehouse.management.v1.ManagementService.ListLoginPolicyMultiFactors:output_type -> gatehouse.management.v1.ListLoginPolicyMultiFactorsResponse
+	160, // 371: gatehouse.management.v1.ManagementService.AddMultiFactorToLoginPolicy:output_type -> gatehouse.management.v1.AddMultiFactorToLoginPolicyResponse
+	162, // 372: gatehouse.management.v1.ManagementService.RemoveMultiFactorFromLoginPolicy:output_type -> gatehouse.management.v1.RemoveMultiFactorFromLoginPolicyResponse
+	122, // 373: gatehouse.management.v1.ManagementService.RegisterTOTP:output_type -> gatehouse.management.v1.RegisterTOTPResponse
+	124, // 374: gatehouse.management.v1.ManagementService.VerifyTOTPRegistration:output_type -> gatehouse.management.v1.VerifyTOTPRegistrationResponse
+	126, // 375: gatehouse.management.v1.ManagementService.RemoveTOTP:output_type -> gatehouse.management.v1.RemoveTOTPResponse
+	128, // 376: gatehouse.management.v1.ManagementService.ListHumanAuthFactors:output_type -> gatehouse.management.v1.ListHumanAuthFactorsResponse
+	130, // 377: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorOTP:output_type -> gatehouse.management.v1.RemoveHumanAuthFactorOTPResponse
+	132, // 378: gatehouse.management.v1.ManagementService.RemoveHumanAuthFactorU2F:output_type -> gatehouse.management.v1.RemoveHumanAuthFactorU2FResponse
+	134, // 379: gatehouse.management.v1.ManagementService.ListHumanPasswordless:output_type -> gatehouse.management.v1.ListHumanPasswordlessResponse
+	136, // 380: gatehouse.management.v1.ManagementService.RemoveHumanPasswordless:output_type -> gatehouse.management.v1.RemoveHumanPasswordlessResponse
+	138, // 381: gatehouse.management.v1.ManagementService.RegisterU2F:output_type -> gatehouse.management.v1.RegisterU2FResponse
+	140, // 382: gatehouse.management.v1.ManagementService.VerifyU2FRegistration:output_type -> gatehouse.management.v1.VerifyU2FRegistrationResponse
+	142, // 383: gatehouse.management.v1.ManagementService.RemoveU2F:output_type -> gatehouse.management.v1.RemoveU2FResponse
+	144, // 384: gatehouse.management.v1.ManagementService.RegisterPasskey:output_type -> gatehouse.management.v1.RegisterPasskeyResponse
+	146, // 385: gatehouse.management.v1.ManagementService.VerifyPasskeyRegistration:output_type -> gatehouse.management.v1.VerifyPasskeyRegistrationResponse
+	148, // 386: gatehouse.management.v1.ManagementService.ListPasskeys:output_type -> gatehouse.management.v1.ListPasskeysResponse
+	150, // 387: gatehouse.management.v1.ManagementService.RemovePasskey:output_type -> gatehouse.management.v1.RemovePasskeyResponse
+	291, // [291:388] is the sub-list for method output_type
+	194, // [194:291] is the sub-list for method input_type
+	194, // [194:194] is the sub-list for extension type_name
+	194, // [194:194] is the sub-list for extension extendee
+	0,   // [0:194] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_management_v1_management_proto_init() }
@@ -12205,25 +12460,25 @@ func file_gatehouse_management_v1_management_proto_init() {
 	file_gatehouse_management_v1_policy_proto_init()
 	file_gatehouse_management_v1_project_proto_init()
 	file_gatehouse_management_v1_user_proto_init()
-	file_gatehouse_management_v1_management_proto_msgTypes[158].OneofWrappers = []any{}
-	file_gatehouse_management_v1_management_proto_msgTypes[160].OneofWrappers = []any{
+	file_gatehouse_management_v1_management_proto_msgTypes[163].OneofWrappers = []any{}
+	file_gatehouse_management_v1_management_proto_msgTypes[165].OneofWrappers = []any{
 		(*PasswordResetRequest_SendLink)(nil),
 		(*PasswordResetRequest_ReturnCode)(nil),
 	}
-	file_gatehouse_management_v1_management_proto_msgTypes[161].OneofWrappers = []any{}
-	file_gatehouse_management_v1_management_proto_msgTypes[162].OneofWrappers = []any{}
-	file_gatehouse_management_v1_management_proto_msgTypes[164].OneofWrappers = []any{
+	file_gatehouse_management_v1_management_proto_msgTypes[166].OneofWrappers = []any{}
+	file_gatehouse_management_v1_management_proto_msgTypes[167].OneofWrappers = []any{}
+	file_gatehouse_management_v1_management_proto_msgTypes[169].OneofWrappers = []any{
 		(*SetEmailRequest_SendCode)(nil),
 		(*SetEmailRequest_ReturnCode)(nil),
 		(*SetEmailRequest_IsVerified)(nil),
 	}
-	file_gatehouse_management_v1_management_proto_msgTypes[165].OneofWrappers = []any{}
-	file_gatehouse_management_v1_management_proto_msgTypes[168].OneofWrappers = []any{
+	file_gatehouse_management_v1_management_proto_msgTypes[170].OneofWrappers = []any{}
+	file_gatehouse_management_v1_management_proto_msgTypes[173].OneofWrappers = []any{
 		(*ResendEmailCodeRequest_SendCode)(nil),
 		(*ResendEmailCodeRequest_ReturnCode)(nil),
 	}
-	file_gatehouse_management_v1_management_proto_msgTypes[169].OneofWrappers = []any{}
-	file_gatehouse_management_v1_management_proto_msgTypes[171].OneofWrappers = []any{
+	file_gatehouse_management_v1_management_proto_msgTypes[174].OneofWrappers = []any{}
+	file_gatehouse_management_v1_management_proto_msgTypes[176].OneofWrappers = []any{
 		(*SetPasswordRequest_CurrentPassword)(nil),
 		(*SetPasswordRequest_VerificationCode)(nil),
 	}
@@ -12233,7 +12488,7 @@ func file_gatehouse_management_v1_management_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_management_v1_management_proto_rawDesc), len(file_gatehouse_management_v1_management_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   182,
+			NumMessages:   187,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -789,7 +789,10 @@ type CreateAuthorizationCodeRequest struct {
 	// When the user last authenticated actively (the ID token's auth_time).
 	AuthTime *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=auth_time,json=authTime,proto3" json:"auth_time,omitempty"`
 	// Authentication methods used (the ID token's amr), e.g. ["pwd"].
-	Amr           []string `protobuf:"bytes,10,rep,name=amr,proto3" json:"amr,omitempty"`
+	Amr []string `protobuf:"bytes,10,rep,name=amr,proto3" json:"amr,omitempty"`
+	// The DPoP key thumbprint the code is bound to (RFC 9449 §10): its
+	// redemption needs a proof of that key. Empty: unbound.
+	DpopJkt       string `protobuf:"bytes,11,opt,name=dpop_jkt,json=dpopJkt,proto3" json:"dpop_jkt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -892,6 +895,13 @@ func (x *CreateAuthorizationCodeRequest) GetAmr() []string {
 		return x.Amr
 	}
 	return nil
+}
+
+func (x *CreateAuthorizationCodeRequest) GetDpopJkt() string {
+	if x != nil {
+		return x.DpopJkt
+	}
+	return ""
 }
 
 // CreateAuthorizationCodeResponse carries the code.
@@ -1644,8 +1654,13 @@ type AuthenticateClientRequest struct {
 	ClientAssertionType string `protobuf:"bytes,6,opt,name=client_assertion_type,json=clientAssertionType,proto3" json:"client_assertion_type,omitempty"`
 	// The form's client_assertion.
 	ClientAssertion string `protobuf:"bytes,7,opt,name=client_assertion,json=clientAssertion,proto3" json:"client_assertion,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The request's DPoP header values (RFC 9449 §10.1): a pushed
+	// authorization request with a proof binds its code to the proof's key.
+	// Checked for POST at the pushed authorization request endpoint, after
+	// the client's authentication.
+	DpopProofs    []string `protobuf:"bytes,8,rep,name=dpop_proofs,json=dpopProofs,proto3" json:"dpop_proofs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AuthenticateClientRequest) Reset() {
@@ -1727,11 +1742,27 @@ func (x *AuthenticateClientRequest) GetClientAssertion() string {
 	return ""
 }
 
+func (x *AuthenticateClientRequest) GetDpopProofs() []string {
+	if x != nil {
+		return x.DpopProofs
+	}
+	return nil
+}
+
 // AuthenticateClientResponse names the authenticated client.
 type AuthenticateClientResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The client's id.
-	ClientId      string `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	ClientId string `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// The thumbprint of the proven DPoP key; empty without a proof.
+	DpopJkt string `protobuf:"bytes,2,opt,name=dpop_jkt,json=dpopJkt,proto3" json:"dpop_jkt,omitempty"`
+	// invalid_dpop_proof or use_dpop_nonce when the proof was refused (the
+	// client is authenticated nonetheless); empty otherwise.
+	DpopError string `protobuf:"bytes,3,opt,name=dpop_error,json=dpopError,proto3" json:"dpop_error,omitempty"`
+	// What is wrong with the proof.
+	DpopErrorDescription string `protobuf:"bytes,4,opt,name=dpop_error_description,json=dpopErrorDescription,proto3" json:"dpop_error_description,omitempty"`
+	// The server's current DPoP nonce, when it issues nonces.
+	DpopNonce     string `protobuf:"bytes,5,opt,name=dpop_nonce,json=dpopNonce,proto3" json:"dpop_nonce,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1769,6 +1800,34 @@ func (*AuthenticateClientResponse) Descriptor() ([]byte, []int) {
 func (x *AuthenticateClientResponse) GetClientId() string {
 	if x != nil {
 		return x.ClientId
+	}
+	return ""
+}
+
+func (x *AuthenticateClientResponse) GetDpopJkt() string {
+	if x != nil {
+		return x.DpopJkt
+	}
+	return ""
+}
+
+func (x *AuthenticateClientResponse) GetDpopError() string {
+	if x != nil {
+		return x.DpopError
+	}
+	return ""
+}
+
+func (x *AuthenticateClientResponse) GetDpopErrorDescription() string {
+	if x != nil {
+		return x.DpopErrorDescription
+	}
+	return ""
+}
+
+func (x *AuthenticateClientResponse) GetDpopNonce() string {
+	if x != nil {
+		return x.DpopNonce
 	}
 	return ""
 }
@@ -1925,7 +1984,7 @@ const file_gatehouse_tokens_v1_tokens_proto_rawDesc = "" +
 	"\tissued_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\bissuedAt\x12\x19\n" +
 	"\btoken_id\x18\t \x01(\tR\atokenId\x12\x10\n" +
 	"\x03jkt\x18\n" +
-	" \x01(\tR\x03jkt\"\xcf\x02\n" +
+	" \x01(\tR\x03jkt\"\xea\x02\n" +
 	"\x1eCreateAuthorizationCodeRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12!\n" +
 	"\fredirect_uri\x18\x02 \x01(\tR\vredirectUri\x12\x17\n" +
@@ -1938,7 +1997,8 @@ const file_gatehouse_tokens_v1_tokens_proto_rawDesc = "" +
 	"session_id\x18\b \x01(\tR\tsessionId\x127\n" +
 	"\tauth_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\bauthTime\x12\x10\n" +
 	"\x03amr\x18\n" +
-	" \x03(\tR\x03amr\"5\n" +
+	" \x03(\tR\x03amr\x12\x19\n" +
+	"\bdpop_jkt\x18\v \x01(\tR\adpopJkt\"5\n" +
 	"\x1fCreateAuthorizationCodeResponse\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\"\xa7\x02\n" +
 	"\x1bCreateImplicitTokensRequest\x12\x1b\n" +
@@ -1993,7 +2053,7 @@ const file_gatehouse_tokens_v1_tokens_proto_rawDesc = "" +
 	"session_id\x18\x05 \x01(\tR\tsessionId\x127\n" +
 	"\tauth_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\bauthTime\x12\x10\n" +
 	"\x03amr\x18\a \x03(\tR\x03amr\"#\n" +
-	"!DecideDeviceAuthorizationResponse\"\x98\x02\n" +
+	"!DecideDeviceAuthorizationResponse\"\xb9\x02\n" +
 	"\x19AuthenticateClientRequest\x12\x14\n" +
 	"\x05basic\x18\x01 \x01(\bR\x05basic\x12\x1d\n" +
 	"\n" +
@@ -2002,9 +2062,17 @@ const file_gatehouse_tokens_v1_tokens_proto_rawDesc = "" +
 	"\tclient_id\x18\x04 \x01(\tR\bclientId\x12#\n" +
 	"\rclient_secret\x18\x05 \x01(\tR\fclientSecret\x122\n" +
 	"\x15client_assertion_type\x18\x06 \x01(\tR\x13clientAssertionType\x12)\n" +
-	"\x10client_assertion\x18\a \x01(\tR\x0fclientAssertion\"9\n" +
+	"\x10client_assertion\x18\a \x01(\tR\x0fclientAssertion\x12\x1f\n" +
+	"\vdpop_proofs\x18\b \x03(\tR\n" +
+	"dpopProofs\"\xc8\x01\n" +
 	"\x1aAuthenticateClientResponse\x12\x1b\n" +
-	"\tclient_id\x18\x01 \x01(\tR\bclientId\"S\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x19\n" +
+	"\bdpop_jkt\x18\x02 \x01(\tR\adpopJkt\x12\x1d\n" +
+	"\n" +
+	"dpop_error\x18\x03 \x01(\tR\tdpopError\x124\n" +
+	"\x16dpop_error_description\x18\x04 \x01(\tR\x14dpopErrorDescription\x12\x1d\n" +
+	"\n" +
+	"dpop_nonce\x18\x05 \x01(\tR\tdpopNonce\"S\n" +
 	"\x1aVerifyRequestObjectRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x18\n" +
 	"\arequest\x18\x02 \x01(\tR\arequest\"5\n" +

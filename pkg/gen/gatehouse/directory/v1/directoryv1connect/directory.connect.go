@@ -145,6 +145,9 @@ const (
 	// DirectoryServiceSendEmailCodeProcedure is the fully-qualified name of the DirectoryService's
 	// SendEmailCode RPC.
 	DirectoryServiceSendEmailCodeProcedure = "/gatehouse.directory.v1.DirectoryService/SendEmailCode"
+	// DirectoryServiceAuthorizeTokenExchangeProcedure is the fully-qualified name of the
+	// DirectoryService's AuthorizeTokenExchange RPC.
+	DirectoryServiceAuthorizeTokenExchangeProcedure = "/gatehouse.directory.v1.DirectoryService/AuthorizeTokenExchange"
 )
 
 // DirectoryServiceClient is a client for the gatehouse.directory.v1.DirectoryService service.
@@ -315,6 +318,15 @@ type DirectoryServiceClient interface {
 	// repeated. FailedPrecondition when no mail can be sent or the user has
 	// no address.
 	SendEmailCode(context.Context, *v1.SendEmailCodeRequest) (*v1.SendEmailCodeResponse, error)
+	// Authorizes a token exchange (RFC 8693) the tokens service is about to
+	// answer, and records it as an event (the audit trail). The subject must
+	// be an active user. An impersonation (no actor, a subject token not
+	// issued to the caller) also needs the subject's organization to enable
+	// impersonation, and the caller to be a machine user holding
+	// ORG_END_USER_IMPERSONATOR there and every role the subject holds.
+	// NotFound: unknown subject; FailedPrecondition: inactive subject;
+	// PermissionDenied: the impersonation is refused.
+	AuthorizeTokenExchange(context.Context, *v1.AuthorizeTokenExchangeRequest) (*v1.AuthorizeTokenExchangeResponse, error)
 }
 
 // NewDirectoryServiceClient constructs a client for the gatehouse.directory.v1.DirectoryService
@@ -571,6 +583,12 @@ func NewDirectoryServiceClient(httpClient connect.HTTPClient, baseURL string, op
 			connect.WithSchema(directoryServiceMethods.ByName("SendEmailCode")),
 			connect.WithClientOptions(opts...),
 		),
+		authorizeTokenExchange: connect.NewClient[v1.AuthorizeTokenExchangeRequest, v1.AuthorizeTokenExchangeResponse](
+			httpClient,
+			baseURL+DirectoryServiceAuthorizeTokenExchangeProcedure,
+			connect.WithSchema(directoryServiceMethods.ByName("AuthorizeTokenExchange")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -614,6 +632,7 @@ type directoryServiceClient struct {
 	verifyEmailCode            *connect.Client[v1.VerifyEmailCodeRequest, v1.VerifyEmailCodeResponse]
 	initializeUser             *connect.Client[v1.InitializeUserRequest, v1.InitializeUserResponse]
 	sendEmailCode              *connect.Client[v1.SendEmailCodeRequest, v1.SendEmailCodeResponse]
+	authorizeTokenExchange     *connect.Client[v1.AuthorizeTokenExchangeRequest, v1.AuthorizeTokenExchangeResponse]
 }
 
 // GetClient calls gatehouse.directory.v1.DirectoryService.GetClient.
@@ -960,6 +979,15 @@ func (c *directoryServiceClient) SendEmailCode(ctx context.Context, req *v1.Send
 	return nil, err
 }
 
+// AuthorizeTokenExchange calls gatehouse.directory.v1.DirectoryService.AuthorizeTokenExchange.
+func (c *directoryServiceClient) AuthorizeTokenExchange(ctx context.Context, req *v1.AuthorizeTokenExchangeRequest) (*v1.AuthorizeTokenExchangeResponse, error) {
+	response, err := c.authorizeTokenExchange.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
 // DirectoryServiceHandler is an implementation of the gatehouse.directory.v1.DirectoryService
 // service.
 type DirectoryServiceHandler interface {
@@ -1129,6 +1157,15 @@ type DirectoryServiceHandler interface {
 	// repeated. FailedPrecondition when no mail can be sent or the user has
 	// no address.
 	SendEmailCode(context.Context, *v1.SendEmailCodeRequest) (*v1.SendEmailCodeResponse, error)
+	// Authorizes a token exchange (RFC 8693) the tokens service is about to
+	// answer, and records it as an event (the audit trail). The subject must
+	// be an active user. An impersonation (no actor, a subject token not
+	// issued to the caller) also needs the subject's organization to enable
+	// impersonation, and the caller to be a machine user holding
+	// ORG_END_USER_IMPERSONATOR there and every role the subject holds.
+	// NotFound: unknown subject; FailedPrecondition: inactive subject;
+	// PermissionDenied: the impersonation is refused.
+	AuthorizeTokenExchange(context.Context, *v1.AuthorizeTokenExchangeRequest) (*v1.AuthorizeTokenExchangeResponse, error)
 }
 
 // NewDirectoryServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -1381,6 +1418,12 @@ func NewDirectoryServiceHandler(svc DirectoryServiceHandler, opts ...connect.Han
 		connect.WithSchema(directoryServiceMethods.ByName("SendEmailCode")),
 		connect.WithHandlerOptions(opts...),
 	)
+	directoryServiceAuthorizeTokenExchangeHandler := connect.NewUnaryHandlerSimple(
+		DirectoryServiceAuthorizeTokenExchangeProcedure,
+		svc.AuthorizeTokenExchange,
+		connect.WithSchema(directoryServiceMethods.ByName("AuthorizeTokenExchange")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/gatehouse.directory.v1.DirectoryService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case DirectoryServiceGetClientProcedure:
@@ -1459,6 +1502,8 @@ func NewDirectoryServiceHandler(svc DirectoryServiceHandler, opts ...connect.Han
 			directoryServiceInitializeUserHandler.ServeHTTP(w, r)
 		case DirectoryServiceSendEmailCodeProcedure:
 			directoryServiceSendEmailCodeHandler.ServeHTTP(w, r)
+		case DirectoryServiceAuthorizeTokenExchangeProcedure:
+			directoryServiceAuthorizeTokenExchangeHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -1618,4 +1663,8 @@ func (UnimplementedDirectoryServiceHandler) InitializeUser(context.Context, *v1.
 
 func (UnimplementedDirectoryServiceHandler) SendEmailCode(context.Context, *v1.SendEmailCodeRequest) (*v1.SendEmailCodeResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.SendEmailCode is not implemented"))
+}
+
+func (UnimplementedDirectoryServiceHandler) AuthorizeTokenExchange(context.Context, *v1.AuthorizeTokenExchangeRequest) (*v1.AuthorizeTokenExchangeResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.directory.v1.DirectoryService.AuthorizeTokenExchange is not implemented"))
 }

@@ -243,6 +243,12 @@ const (
 	// ManagementServiceRemoveProjectGrantProcedure is the fully-qualified name of the
 	// ManagementService's RemoveProjectGrant RPC.
 	ManagementServiceRemoveProjectGrantProcedure = "/gatehouse.management.v1.ManagementService/RemoveProjectGrant"
+	// ManagementServiceGetSecurityPolicyProcedure is the fully-qualified name of the
+	// ManagementService's GetSecurityPolicy RPC.
+	ManagementServiceGetSecurityPolicyProcedure = "/gatehouse.management.v1.ManagementService/GetSecurityPolicy"
+	// ManagementServiceSetSecurityPolicyProcedure is the fully-qualified name of the
+	// ManagementService's SetSecurityPolicy RPC.
+	ManagementServiceSetSecurityPolicyProcedure = "/gatehouse.management.v1.ManagementService/SetSecurityPolicy"
 	// ManagementServiceGetLoginPolicyProcedure is the fully-qualified name of the ManagementService's
 	// GetLoginPolicy RPC.
 	ManagementServiceGetLoginPolicyProcedure = "/gatehouse.management.v1.ManagementService/GetLoginPolicy"
@@ -676,6 +682,18 @@ type ManagementServiceClient interface {
 	// Removes a grant: the organization's users can no longer sign in to the
 	// project's applications, and their refresh tokens there stop working.
 	RemoveProjectGrant(context.Context, *v1.RemoveProjectGrantRequest) (*v1.RemoveProjectGrantResponse, error)
+	// Returns the organization's security policy: whether its users may be
+	// impersonated through token exchange (RFC 8693).
+	// Roles: ORG_OWNER or above.
+	GetSecurityPolicy(context.Context, *v1.GetSecurityPolicyRequest) (*v1.GetSecurityPolicyResponse, error)
+	// Sets the organization's security policy. With enable_impersonation, a
+	// machine user holding ORG_END_USER_IMPERSONATOR in the organization (a
+	// role only an IAM owner can grant) and every role of the user may
+	// exchange that user's token for one of its own without an actor
+	// (README, "Token exchange"); off by default. Turning it off stops new
+	// impersonations at once; setting it as it is changes nothing.
+	// Roles: ORG_OWNER or above.
+	SetSecurityPolicy(context.Context, *v1.SetSecurityPolicyRequest) (*v1.SetSecurityPolicyResponse, error)
 	// Returns the organization's login policy: its own, or the instance
 	// default (is_default).
 	GetLoginPolicy(context.Context, *v1.GetLoginPolicyRequest) (*v1.GetLoginPolicyResponse, error)
@@ -1203,6 +1221,19 @@ func NewManagementServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			connect.WithSchema(managementServiceMethods.ByName("RemoveProjectGrant")),
 			connect.WithClientOptions(opts...),
 		),
+		getSecurityPolicy: connect.NewClient[v1.GetSecurityPolicyRequest, v1.GetSecurityPolicyResponse](
+			httpClient,
+			baseURL+ManagementServiceGetSecurityPolicyProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("GetSecurityPolicy")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		setSecurityPolicy: connect.NewClient[v1.SetSecurityPolicyRequest, v1.SetSecurityPolicyResponse](
+			httpClient,
+			baseURL+ManagementServiceSetSecurityPolicyProcedure,
+			connect.WithSchema(managementServiceMethods.ByName("SetSecurityPolicy")),
+			connect.WithClientOptions(opts...),
+		),
 		getLoginPolicy: connect.NewClient[v1.GetLoginPolicyRequest, v1.GetLoginPolicyResponse](
 			httpClient,
 			baseURL+ManagementServiceGetLoginPolicyProcedure,
@@ -1434,6 +1465,8 @@ type managementServiceClient struct {
 	listProjectGrants                  *connect.Client[v1.ListProjectGrantsRequest, v1.ListProjectGrantsResponse]
 	updateProjectGrant                 *connect.Client[v1.UpdateProjectGrantRequest, v1.UpdateProjectGrantResponse]
 	removeProjectGrant                 *connect.Client[v1.RemoveProjectGrantRequest, v1.RemoveProjectGrantResponse]
+	getSecurityPolicy                  *connect.Client[v1.GetSecurityPolicyRequest, v1.GetSecurityPolicyResponse]
+	setSecurityPolicy                  *connect.Client[v1.SetSecurityPolicyRequest, v1.SetSecurityPolicyResponse]
 	getLoginPolicy                     *connect.Client[v1.GetLoginPolicyRequest, v1.GetLoginPolicyResponse]
 	addCustomLoginPolicy               *connect.Client[v1.AddCustomLoginPolicyRequest, v1.AddCustomLoginPolicyResponse]
 	updateCustomLoginPolicy            *connect.Client[v1.UpdateCustomLoginPolicyRequest, v1.UpdateCustomLoginPolicyResponse]
@@ -2100,6 +2133,24 @@ func (c *managementServiceClient) RemoveProjectGrant(ctx context.Context, req *v
 	return nil, err
 }
 
+// GetSecurityPolicy calls gatehouse.management.v1.ManagementService.GetSecurityPolicy.
+func (c *managementServiceClient) GetSecurityPolicy(ctx context.Context, req *v1.GetSecurityPolicyRequest) (*v1.GetSecurityPolicyResponse, error) {
+	response, err := c.getSecurityPolicy.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// SetSecurityPolicy calls gatehouse.management.v1.ManagementService.SetSecurityPolicy.
+func (c *managementServiceClient) SetSecurityPolicy(ctx context.Context, req *v1.SetSecurityPolicyRequest) (*v1.SetSecurityPolicyResponse, error) {
+	response, err := c.setSecurityPolicy.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
 // GetLoginPolicy calls gatehouse.management.v1.ManagementService.GetLoginPolicy.
 func (c *managementServiceClient) GetLoginPolicy(ctx context.Context, req *v1.GetLoginPolicyRequest) (*v1.GetLoginPolicyResponse, error) {
 	response, err := c.getLoginPolicy.CallUnary(ctx, connect.NewRequest(req))
@@ -2692,6 +2743,18 @@ type ManagementServiceHandler interface {
 	// Removes a grant: the organization's users can no longer sign in to the
 	// project's applications, and their refresh tokens there stop working.
 	RemoveProjectGrant(context.Context, *v1.RemoveProjectGrantRequest) (*v1.RemoveProjectGrantResponse, error)
+	// Returns the organization's security policy: whether its users may be
+	// impersonated through token exchange (RFC 8693).
+	// Roles: ORG_OWNER or above.
+	GetSecurityPolicy(context.Context, *v1.GetSecurityPolicyRequest) (*v1.GetSecurityPolicyResponse, error)
+	// Sets the organization's security policy. With enable_impersonation, a
+	// machine user holding ORG_END_USER_IMPERSONATOR in the organization (a
+	// role only an IAM owner can grant) and every role of the user may
+	// exchange that user's token for one of its own without an actor
+	// (README, "Token exchange"); off by default. Turning it off stops new
+	// impersonations at once; setting it as it is changes nothing.
+	// Roles: ORG_OWNER or above.
+	SetSecurityPolicy(context.Context, *v1.SetSecurityPolicyRequest) (*v1.SetSecurityPolicyResponse, error)
 	// Returns the organization's login policy: its own, or the instance
 	// default (is_default).
 	GetLoginPolicy(context.Context, *v1.GetLoginPolicyRequest) (*v1.GetLoginPolicyResponse, error)
@@ -3215,6 +3278,19 @@ func NewManagementServiceHandler(svc ManagementServiceHandler, opts ...connect.H
 		connect.WithSchema(managementServiceMethods.ByName("RemoveProjectGrant")),
 		connect.WithHandlerOptions(opts...),
 	)
+	managementServiceGetSecurityPolicyHandler := connect.NewUnaryHandlerSimple(
+		ManagementServiceGetSecurityPolicyProcedure,
+		svc.GetSecurityPolicy,
+		connect.WithSchema(managementServiceMethods.ByName("GetSecurityPolicy")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	managementServiceSetSecurityPolicyHandler := connect.NewUnaryHandlerSimple(
+		ManagementServiceSetSecurityPolicyProcedure,
+		svc.SetSecurityPolicy,
+		connect.WithSchema(managementServiceMethods.ByName("SetSecurityPolicy")),
+		connect.WithHandlerOptions(opts...),
+	)
 	managementServiceGetLoginPolicyHandler := connect.NewUnaryHandlerSimple(
 		ManagementServiceGetLoginPolicyProcedure,
 		svc.GetLoginPolicy,
@@ -3513,6 +3589,10 @@ func NewManagementServiceHandler(svc ManagementServiceHandler, opts ...connect.H
 			managementServiceUpdateProjectGrantHandler.ServeHTTP(w, r)
 		case ManagementServiceRemoveProjectGrantProcedure:
 			managementServiceRemoveProjectGrantHandler.ServeHTTP(w, r)
+		case ManagementServiceGetSecurityPolicyProcedure:
+			managementServiceGetSecurityPolicyHandler.ServeHTTP(w, r)
+		case ManagementServiceSetSecurityPolicyProcedure:
+			managementServiceSetSecurityPolicyHandler.ServeHTTP(w, r)
 		case ManagementServiceGetLoginPolicyProcedure:
 			managementServiceGetLoginPolicyHandler.ServeHTTP(w, r)
 		case ManagementServiceAddCustomLoginPolicyProcedure:
@@ -3850,6 +3930,14 @@ func (UnimplementedManagementServiceHandler) UpdateProjectGrant(context.Context,
 
 func (UnimplementedManagementServiceHandler) RemoveProjectGrant(context.Context, *v1.RemoveProjectGrantRequest) (*v1.RemoveProjectGrantResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.RemoveProjectGrant is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) GetSecurityPolicy(context.Context, *v1.GetSecurityPolicyRequest) (*v1.GetSecurityPolicyResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.GetSecurityPolicy is not implemented"))
+}
+
+func (UnimplementedManagementServiceHandler) SetSecurityPolicy(context.Context, *v1.SetSecurityPolicyRequest) (*v1.SetSecurityPolicyResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.management.v1.ManagementService.SetSecurityPolicy is not implemented"))
 }
 
 func (UnimplementedManagementServiceHandler) GetLoginPolicy(context.Context, *v1.GetLoginPolicyRequest) (*v1.GetLoginPolicyResponse, error) {
