@@ -64,6 +64,9 @@ gatehouse apply -f ` + filepath.Join(repo, "examples", "acme.yaml") + ` --secret
 		`"request_uri":"urn:ietf:params:oauth:request_uri:`, `"expires_in":60`) {
 		t.Fatalf("the device and PAR examples answered:\n%s", front)
 	}
+	if tx := sh(readmeBlock(t, "tokenexchange")); !contains(tx, `"scope":"openid"`, `"issued_token_type":"urn:ietf:params:oauth:token-type:access_token"`) {
+		t.Fatalf("the token exchange example answered:\n%s", tx)
+	}
 	web, _ := os.ReadFile(filepath.Join(work, "web-app.yaml"))
 	if !contains(string(web), "clientId:", "clientSecret:") {
 		t.Fatalf("web-app.yaml:\n%s", web)
