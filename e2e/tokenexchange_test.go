@@ -116,6 +116,9 @@ func TestTokenExchange(t *testing.T) {
 	if !e.active(narrowed) {
 		t.Error("narrowed token inactive")
 	}
+	if exp, subExp := c["exp"].(float64), jwtClaims(t, at)["exp"].(float64); exp > subExp {
+		t.Errorf("narrowed token expires at %v, after its subject token (%v): an exchange must renew nothing", exp, subExp)
+	}
 	// Requested as jwt: the same, named so.
 	txIssued(t, "requested jwt", e.exchange(front, url.Values{"subject_token": {at}, "subject_token_type": {txAccess},
 		"requested_token_type": {txJWT}}), txJWT)
@@ -169,6 +172,9 @@ func TestTokenExchange(t *testing.T) {
 		Endpoint: e.provider.Endpoint(), RedirectURL: afRedirect}, "alice", afPassword, "openid")
 	txRefused(t, "subject token not addressed to the caller", e.exchange(back, url.Values{"subject_token": {elsewhere.AccessToken},
 		"subject_token_type": {txAccess}, "actor_token": {bob.AccessToken}, "actor_token_type": {txAccess}}), "invalid_request")
+
+	txRefused(t, "another client's refresh token", e.exchange(back, url.Values{"subject_token": {rt}, "subject_token_type": {txRefresh},
+		"actor_token": {bob.AccessToken}, "actor_token_type": {txAccess}}), "invalid_request")
 
 	// Refresh and ID tokens as subjects; a refresh token of the family.
 	fromRefresh := txIssued(t, "refresh token subject", e.exchange(front, url.Values{"subject_token": {rt}, "subject_token_type": {txRefresh},
@@ -284,6 +290,9 @@ func TestTokenExchangeImpersonation(t *testing.T) {
 	if c["sub"] != e.users["alice"] || c["client_id"] != machine.ClientID || c["act"] != nil {
 		t.Fatalf("impersonation claims %v; want alice's token of the machine user, no act", c)
 	}
+	if aud := toStrings(c["aud"]); slices.Contains(aud, front.ClientID) || !slices.Contains(aud, e.projectID) {
+		t.Errorf("impersonation audience %v; want the machine user's reach only (the project, not the front app)", aud)
+	}
 	// The admin holds roles the machine user does not: not impersonated.
 	admin := e.txLogin(front, "admin", "Admin-Passw0rd-for-e2e", "openid")
 	txRefused(t, "impersonating an IAM owner", e.exchange(machine, url.Values{"subject_token": {admin.AccessToken}, "subject_token_type": {txAccess}}),
@@ -297,6 +306,25 @@ func TestTokenExchangeImpersonation(t *testing.T) {
 	// Turned off: refused again at once.
 	e.must("PUT", "/management/v1/policies/security", e.admin, home, map[string]any{"enableImpersonation": false})
 	txRefused(t, "disabled again", e.exchange(machine, subject), "invalid_request")
+	txRefused(t, "the impersonated token exchanged again, disabled", e.exchange(machine, url.Values{"subject_token": {tok},
+		"subject_token_type": {txAccess}}), "invalid_request")
+
+	// The machine user's own stateless JWT: what is exchanged from it goes
+	// when it is revoked.
+	st, own := postForm(t, e.base+"/oauth/v2/token", url.Values{"grant_type": {"client_credentials"}, "scope": {"openid profile"},
+		"client_id": {machine.ClientID}, "client_secret": {machine.ClientSecret}})
+	if st != 200 {
+		t.Fatalf("client credentials: %d %v", st, own)
+	}
+	ownAT := own["access_token"].(string)
+	narrowed := txIssued(t, "own stateless token narrowed", e.exchange(machine, url.Values{"subject_token": {ownAT},
+		"subject_token_type": {txAccess}, "scope": {"openid"}}), txAccess)
+	if r := dpopPost(t, e.base+"/oauth/v2/revoke", url.Values{"token": {ownAT}}, [2]string{machine.ClientID, machine.ClientSecret}); r.status != 200 {
+		t.Fatalf("revoke: %d %s", r.status, r.raw)
+	}
+	if e.active(narrowed) {
+		t.Error("token exchanged from a revoked stateless JWT still active")
+	}
 	var n int
 	if err := e.dirDB(t).QueryRow(`SELECT COUNT(*) FROM events WHERE event_type = 'user.token.exchanged' AND payload LIKE '%"impersonation":true%'`).Scan(&n); err != nil || n != 1 {
 		t.Errorf("%d impersonation events (%v); want 1", n, err)

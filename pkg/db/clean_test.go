@@ -108,3 +108,26 @@ func TestCleanStart(t *testing.T) {
 		t.Fatalf("the crashed process's write: %d, %v (a crash of the process loses none)", n, err)
 	}
 }
+
+// TestMarkUnclean: a Close after MarkUnclean leaves no marker, so the
+// next start counts as after a crash.
+func TestMarkUnclean(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	opts := db.Options{DataDir: t.TempDir(), Service: "svc", Migrations: migrationsV1(), Logger: slog.New(slog.DiscardHandler)}
+	d, err := db.Open(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.MarkUnclean()
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d, err = db.Open(ctx, opts); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if d.CleanStart() {
+		t.Fatal("after a Close marked unclean: CleanStart true; want false")
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -36,6 +37,8 @@ type DB struct {
 	lock    *os.File   // the SQLite data's lock (lockSQLite), released by Close
 	path    string     // the SQLite file (with lock: Close leaves its clean marker)
 	unclean bool       // see CleanStart
+	// dirty: Close leaves no clean marker (MarkUnclean).
+	dirty atomic.Bool
 }
 
 // Open validates o, connects, pings, creates the service's schema or file
@@ -174,6 +177,11 @@ func (d *DB) Ping(ctx context.Context) error {
 	return nil
 }
 
+// MarkUnclean makes Close leave no clean marker: what this process keeps
+// beside its data could not be saved, so the next start must count as
+// after a crash (CleanStart false).
+func (d *DB) MarkUnclean() { d.dirty.Store(true) }
+
 // Close closes the pool; in-flight queries finish first. The SQLite lock
 // is released last, once nothing of this DB can write any more.
 func (d *DB) Close() error {
@@ -183,7 +191,7 @@ func (d *DB) Close() error {
 	}
 	d.stmts.close()
 	err := d.db.Close()
-	if err == nil && rerr == nil && d.path != "" {
+	if err == nil && rerr == nil && d.path != "" && !d.dirty.Load() {
 		rerr = leaveCleanMarker(d.path)
 	}
 	if d.lock != nil {

@@ -46,7 +46,13 @@ func (s *Service) dpopVerifier(ctx context.Context, cfg *config.Config, st *db.D
 		s.closers = append(s.closers, func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			return records.SaveProofSnapshot(ctx, mem.Entries())
+			if err := records.SaveProofSnapshot(ctx, mem.Entries()); err != nil {
+				// Without the snapshot the next start must refuse older
+				// proofs, as after a crash.
+				st.MarkUnclean()
+				return err
+			}
+			return nil
 		})
 		v.Replay = mem
 	default:

@@ -69,6 +69,11 @@ type presented struct {
 	familyID  string
 	authTime  time.Time
 	amr       []string
+	expiresAt time.Time
+	// impersonator: the token came from an impersonation by this
+	// machine user; depth: exchanges down from a token not exchanged.
+	impersonator string
+	depth        int
 }
 
 // maxExchangeTokenLen bounds a presented token before any parsing.
@@ -93,6 +98,16 @@ func badToken(which, why string) error {
 // invalid_request (§2.2.2); targets beyond the subject's invalid_target;
 // scopes invalid_scope.
 func (l *Lifecycle) Exchange(ctx context.Context, c *directoryv1.Client, req ExchangeRequest) (*mint.Response, error) {
+	res, err := l.exchange(ctx, c, req)
+	if e := oauth.As(err); err != nil && e.Code == oauth.InvalidGrant {
+		// What the shared checks call invalid_grant (a user or client
+		// gone) is an unacceptable token here (RFC 8693 §2.2.2).
+		return nil, oauth.New(oauth.InvalidRequest, "%s", e.Description).WithCause(err)
+	}
+	return res, err
+}
+
+func (l *Lifecycle) exchange(ctx context.Context, c *directoryv1.Client, req ExchangeRequest) (*mint.Response, error) {
 	if l.AccessTokens == nil || l.Exchanges == nil {
 		return nil, oauth.New(oauth.ServerError, "token exchange is not configured")
 	}
@@ -115,6 +130,12 @@ func (l *Lifecycle) Exchange(ctx context.Context, c *directoryv1.Client, req Exc
 		return nil, badToken("subject_token", "DPoP-bound: the request must prove its key")
 	}
 	callerID := c.GetClientId()
+	if sub.kind == TokenTypeRefresh && sub.clientID != callerID {
+		return nil, badToken("subject_token", "a refresh token of another client")
+	}
+	if sub.depth >= store.MaxExchangeDepth {
+		return nil, badToken("subject_token", "exchanged too many times over")
+	}
 	issuedToCaller := sub.clientID == callerID
 	addressed := issuedToCaller || slices.Contains(sub.audience, callerID) ||
 		(c.GetProjectId() != "" && slices.Contains(sub.audience, c.GetProjectId()))
@@ -143,8 +164,14 @@ func (l *Lifecycle) Exchange(ctx context.Context, c *directoryv1.Client, req Exc
 				return nil, badToken("subject_token", "carrying a malformed act claim")
 			}
 		}
-	} else if !issuedToCaller {
-		impersonation = true
+	}
+	// An impersonation: no actor and a subject token not issued to the
+	// caller, or any exchange of a token an impersonation issued (the
+	// right is checked again each time, so it ends with the role or the
+	// policy). It yields access tokens only.
+	impersonation = sub.impersonator != "" || (req.ActorToken == "" && !issuedToCaller)
+	if impersonation && requested != TokenTypeAccess && requested != TokenTypeJWT {
+		return nil, oauth.New(oauth.InvalidRequest, "an impersonation issues access tokens only")
 	}
 	if requested == TokenTypeRefresh && (!issuedToCaller || req.ActorToken != "" || sub.familyID == "") {
 		return nil, oauth.New(oauth.InvalidRequest, "a refresh token is issued only for the client's own refresh token or the access tokens issued with it")
@@ -160,7 +187,16 @@ func (l *Lifecycle) Exchange(ctx context.Context, c *directoryv1.Client, req Exc
 		}
 		scopes = req.Scopes
 	}
-	aud, err := narrowAudience(sub.audience, req.Targets)
+	held := sub.audience
+	if !issuedToCaller || impersonation {
+		// Acting for someone else, the caller reaches no further than it
+		// could itself: its client id, its project, its organization's
+		// projects.
+		held = slices.DeleteFunc(slices.Clone(held), func(a string) bool {
+			return a != callerID && a != c.GetProjectId() && !slices.Contains(c.GetOrgProjectIds(), a)
+		})
+	}
+	aud, err := narrowAudience(held, req.Targets)
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +250,7 @@ func (l *Lifecycle) Exchange(ctx context.Context, c *directoryv1.Client, req Exc
 		authTime: sub.authTime, amr: sub.amr}
 	switch requested {
 	case TokenTypeID:
-		return l.exchangeIDToken(ctx, lg, act)
+		return l.exchangeIDToken(ctx, lg, act, sub.expiresAt)
 	case TokenTypeRefresh:
 		return l.exchangeRefresh(ctx, lg, sub)
 	}
@@ -222,7 +258,8 @@ func (l *Lifecycle) Exchange(ctx context.Context, c *directoryv1.Client, req Exc
 		ClientID: callerID, Subject: sub.subject, OrgID: orgID, Scopes: scopes, Audience: aud,
 		JWT:    requested == TokenTypeJWT || jwtAccess(c),
 		Record: true, SessionID: sub.sessionID, RefreshID: sub.refreshID, ParentID: sub.tokenID,
-		AuthTime: sub.authTime, AMR: sub.amr, Act: act,
+		AuthTime: sub.authTime, AMR: sub.amr, Act: act, Depth: sub.depth + 1, Impersonator: impersonator(impersonation, callerUser),
+		NotAfter: sub.expiresAt, // no longer than the subject: an exchange renews nothing
 	})
 	if err != nil {
 		return nil, err
@@ -232,8 +269,17 @@ func (l *Lifecycle) Exchange(ctx context.Context, c *directoryv1.Client, req Exc
 	return res, nil
 }
 
-// exchangeIDToken issues an ID token to the caller (token_type N_A).
-func (l *Lifecycle) exchangeIDToken(ctx context.Context, lg login, act json.RawMessage) (*mint.Response, error) {
+// impersonator is the caller recorded on an impersonation's token.
+func impersonator(impersonation bool, callerUser string) string {
+	if impersonation {
+		return callerUser
+	}
+	return ""
+}
+
+// exchangeIDToken issues an ID token to the caller (token_type N_A),
+// expiring no later than notAfter.
+func (l *Lifecycle) exchangeIDToken(ctx context.Context, lg login, act json.RawMessage, notAfter time.Time) (*mint.Response, error) {
 	claims, err := l.tokenClaims(ctx, lg.client, lg.subject, lg.scopes)
 	if err != nil {
 		return nil, err
@@ -245,11 +291,15 @@ func (l *Lifecycle) exchangeIDToken(ctx context.Context, lg login, act json.RawM
 		claims["act"] = act
 	}
 	idt, err := l.Minter.IDToken(mint.ID{Subject: lg.subject, ClientID: lg.client.GetClientId(), AuthTime: lg.authTime,
-		AMR: lg.amr, SessionID: lg.sessionID, Claims: claims})
+		AMR: lg.amr, SessionID: lg.sessionID, Claims: claims, NotAfter: notAfter})
 	if err != nil {
 		return nil, err
 	}
-	return &mint.Response{AccessToken: idt, TokenType: "N_A", ExpiresIn: int64(l.Minter.IDTTL.Seconds()),
+	exp := l.Now().Add(l.Minter.IDTTL)
+	if notAfter.Before(exp) {
+		exp = notAfter
+	}
+	return &mint.Response{AccessToken: idt, TokenType: "N_A", ExpiresIn: int64(time.Until(exp).Round(time.Second).Seconds()),
 		Scope: strings.Join(lg.scopes, " "), IssuedTokenType: TokenTypeID}, nil
 }
 
@@ -353,7 +403,7 @@ func (l *Lifecycle) presentedToken(ctx context.Context, which, raw, typ string, 
 	if err != nil {
 		return nil, err
 	}
-	if depth(p.act) > maxActDepth {
+	if depth(p.act) >= maxActDepth {
 		return nil, badToken(which, "carrying too long a chain of actors")
 	}
 	return p, nil
@@ -373,7 +423,7 @@ func (l *Lifecycle) presentedAccess(ctx context.Context, which, raw string) (*pr
 		return nil, oauth.New(oauth.TemporarilyUnavailable, "the %s could not be checked", which).WithCause(err)
 	}
 	p := &presented{kind: TokenTypeAccess, subject: t.Subject, clientID: t.ClientID, scopes: t.Scopes, audience: t.Audience,
-		act: t.Act, jkt: t.JKT, amr: t.AMR}
+		act: t.Act, jkt: t.JKT, amr: t.AMR, expiresAt: t.ExpiresAt, tokenID: t.ID}
 	rec, err := l.Store.AccessTokenByID(ctx, t.ID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -381,7 +431,10 @@ func (l *Lifecycle) presentedAccess(ctx context.Context, which, raw string) (*pr
 	case err != nil:
 		return nil, oauth.New(oauth.TemporarilyUnavailable, "the %s could not be checked", which).WithCause(err)
 	}
-	p.tokenID = rec.ID
+	p.depth = rec.Depth
+	if rec.Impersonator != nil {
+		p.impersonator = *rec.Impersonator
+	}
 	if rec.SessionID != nil {
 		p.sessionID = *rec.SessionID
 	}
@@ -419,7 +472,8 @@ func (l *Lifecycle) presentedRefresh(ctx context.Context, which, raw string) (*p
 		return nil, badToken(which, "of a user who no longer exists or is not active")
 	}
 	return &presented{kind: TokenTypeRefresh, subject: rt.Subject, clientID: rt.ClientID, scopes: rt.Scopes(), audience: rt.Audience(),
-		jkt: deref(rt.JKT), sessionID: rt.Session(), refreshID: rt.ID, familyID: rt.FamilyID, authTime: rt.AuthTime, amr: rt.AMR()}, nil
+		jkt: deref(rt.JKT), sessionID: rt.Session(), refreshID: rt.ID, familyID: rt.FamilyID, authTime: rt.AuthTime, amr: rt.AMR(),
+		expiresAt: minTime(rt.ExpiresAt, rt.FamilyExpiresAt)}, nil
 }
 
 // presentedIDToken verifies one of our ID tokens: signed by a published
@@ -449,6 +503,16 @@ func (l *Lifecycle) presentedIDToken(ctx context.Context, which, raw string) (*p
 	if revoked {
 		return nil, badToken(which, "revoked")
 	}
+	// So are its actors': a deactivated actor's delegations end with it.
+	for _, a := range accesstoken.Actors(c.Act) {
+		revoked, err := l.Revoked.TokenRevoked(ctx, "", a, time.Unix(c.IssuedAt, 0).Add(l.Minter.AccessTTL))
+		if err != nil {
+			return nil, oauth.New(oauth.TemporarilyUnavailable, "the %s could not be checked", which).WithCause(err)
+		}
+		if revoked {
+			return nil, badToken(which, "revoked")
+		}
+	}
 	if c.SID != "" {
 		ended, err := l.Store.SessionEnded(ctx, c.SID)
 		if err != nil {
@@ -459,7 +523,7 @@ func (l *Lifecycle) presentedIDToken(ctx context.Context, which, raw string) (*p
 		}
 	}
 	p := &presented{kind: TokenTypeID, subject: c.Subject, clientID: c.AZP, scopes: []string{scope.OpenID}, audience: c.Audience,
-		act: c.Act, sessionID: c.SID, amr: c.AMR}
+		act: c.Act, sessionID: c.SID, amr: c.AMR, expiresAt: exp}
 	if c.AuthTime != nil {
 		p.authTime = time.Unix(*c.AuthTime, 0).UTC()
 	}
@@ -474,4 +538,11 @@ func (l *Lifecycle) RevokeExchanged(ctx context.Context, tokenID string) error {
 		return err
 	}
 	return l.push(ctx, live)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }

@@ -91,7 +91,15 @@ func (l *Lifecycle) RevokeGrantTokens(ctx context.Context, req *tokensv1.RevokeG
 			}
 			live = append(live, got...)
 		}
-		return nil
+		// What other clients got from those tokens by token exchange
+		// carries the project's audience too.
+		ids := make([]string, len(live))
+		for i, t := range live {
+			ids[i] = t.ID
+		}
+		exchanged, err := l.Store.ExchangedFrom(ctx, tx, ids, now)
+		live = append(live, exchanged...)
+		return err
 	})
 	if err == nil {
 		err = l.push(ctx, live)

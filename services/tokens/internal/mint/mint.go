@@ -64,6 +64,12 @@ type Access struct {
 	// ParentID the recorded access token it was exchanged from.
 	Act      json.RawMessage
 	ParentID string
+	// Impersonator and Depth: see store.AccessToken.
+	Impersonator string
+	Depth        int
+	// NotAfter, when set, caps the expiry (an exchanged token lives no
+	// longer than its subject token).
+	NotAfter time.Time
 }
 
 // Issued is a minted access token.
@@ -80,6 +86,9 @@ func (m *Minter) AccessToken(ctx context.Context, q db.Querier, a Access) (*Issu
 	now := m.Now().UTC().Truncate(time.Second)
 	id := secrets.NewTokenID()
 	exp := now.Add(m.AccessTTL)
+	if !a.NotAfter.IsZero() && a.NotAfter.Before(exp) {
+		exp = a.NotAfter.UTC().Truncate(time.Second)
+	}
 	if a.JKT == "" {
 		a.JKT = dpop.Key(ctx)
 	}
@@ -130,6 +139,10 @@ func (m *Minter) AccessToken(ctx context.Context, q db.Querier, a Access) (*Issu
 	if a.ParentID != "" {
 		rec.ParentID = &a.ParentID
 	}
+	if a.Impersonator != "" {
+		rec.Impersonator = &a.Impersonator
+	}
+	rec.Depth = a.Depth
 	if err := m.Store.InsertAccessToken(ctx, q, rec); err != nil {
 		return nil, err
 	}
@@ -151,6 +164,8 @@ type ID struct {
 	Code        string
 	// Claims are added as they are (userinfo claims, when allowed).
 	Claims map[string]any
+	// NotAfter, when set, caps the expiry.
+	NotAfter time.Time
 }
 
 // IDToken signs an ID token.
@@ -168,7 +183,11 @@ func (m *Minter) IDToken(t ID) (string, error) {
 	c["sub"] = t.Subject
 	c["aud"] = aud
 	c["azp"] = t.ClientID
-	c["exp"] = now.Add(m.IDTTL).Unix()
+	exp := now.Add(m.IDTTL)
+	if !t.NotAfter.IsZero() && t.NotAfter.Before(exp) {
+		exp = t.NotAfter
+	}
+	c["exp"] = exp.Unix()
 	c["iat"] = now.Unix()
 	if !t.AuthTime.IsZero() {
 		c["auth_time"] = t.AuthTime.Unix()

@@ -106,6 +106,10 @@ type AccessToken struct {
 	// from. Both nil otherwise.
 	Act      *string `db:"act"`
 	ParentID *string `db:"parent_id"`
+	// Impersonator is the machine user whose impersonation issued it;
+	// Depth the exchanges down from a token not exchanged.
+	Impersonator *string `db:"impersonator"`
+	Depth        int     `db:"exchange_depth"`
 }
 
 // Scopes returns the granted scopes.
@@ -146,7 +150,8 @@ func (s *Store) InsertAccessToken(ctx context.Context, q db.Querier, a *AccessTo
 }
 
 const insertAccessTokenSQL = `INSERT INTO access_tokens (id, token_hash, client_id, subject, org_id, scopes, audience,
-		session_id, refresh_id, auth_time, amr, created_at, expires_at, jkt, act, parent_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		session_id, refresh_id, auth_time, amr, created_at, expires_at, jkt, act, parent_id, impersonator, exchange_depth)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 func insertAccessToken(ctx context.Context, q db.Querier, a *AccessToken) error {
 	var hash any
@@ -155,7 +160,7 @@ func insertAccessToken(ctx context.Context, q db.Querier, a *AccessToken) error 
 	}
 	_, err := q.Exec(ctx, insertAccessTokenSQL,
 		a.ID, hash, a.ClientID, a.Subject, a.OrgID, a.ScopesRaw, a.AudRaw, a.SessionID, a.RefreshID, a.AuthTime, a.AMRRaw,
-		a.CreatedAt, a.ExpiresAt, a.JKT, a.Act, a.ParentID)
+		a.CreatedAt, a.ExpiresAt, a.JKT, a.Act, a.ParentID, a.Impersonator, a.Depth)
 	if err != nil {
 		return fmt.Errorf("record access token: %w", err)
 	}
@@ -166,7 +171,7 @@ func insertAccessToken(ctx context.Context, q db.Querier, a *AccessToken) error 
 var ErrNotFound = errors.New("token not found")
 
 const accessColumns = `id, token_hash, client_id, subject, org_id, scopes, audience, session_id, refresh_id, auth_time, amr, created_at, expires_at, jkt,
-	act, parent_id`
+	act, parent_id, impersonator, exchange_depth`
 
 // AccessTokenByHash finds an opaque access token.
 func (s *Store) AccessTokenByHash(ctx context.Context, hash []byte) (*AccessToken, error) {
@@ -195,8 +200,9 @@ func (s *Store) AccessTokenByID(ctx context.Context, id string) (*AccessToken, e
 	return &a, nil
 }
 
-// maxExchangeDepth bounds the chains ExchangedFrom follows.
-const maxExchangeDepth = 20
+// MaxExchangeDepth bounds chains of exchanges: a token this deep is not
+// exchanged again, so ExchangedFrom reaches the end of every chain.
+const MaxExchangeDepth = 20
 
 // ExchangedFrom returns the unexpired access tokens exchanged from the
 // given ones, directly or down a chain of exchanges (RFC 8693): revoking
@@ -204,7 +210,7 @@ const maxExchangeDepth = 20
 func (s *Store) ExchangedFrom(ctx context.Context, q db.Querier, ids []string, now time.Time) ([]Live, error) {
 	var out []Live
 	seen := map[string]bool{}
-	for depth := 0; len(ids) > 0 && depth < maxExchangeDepth; depth++ {
+	for depth := 0; len(ids) > 0 && depth <= MaxExchangeDepth; depth++ {
 		var next []string
 		for _, id := range ids {
 			got, err := selectLive(ctx, s.q(q), `SELECT id, expires_at FROM access_tokens WHERE parent_id = ? AND expires_at > ? ORDER BY id`, id, now)

@@ -97,18 +97,20 @@ func (e *Endpoint) userinfo(r *http.Request) (map[string]any, error) {
 		return nil, err
 	}
 	ctx := r.Context()
-	var proof *dpop.Proof
-	if scheme == schemeDPoP {
-		if proof, err = e.proof(r, raw); err != nil {
-			return nil, err
-		}
-	}
+	// The token first: a caller without a good token puts nothing in the
+	// proofs' replay store.
 	t, err := e.Tokens.Verify(ctx, raw)
 	if errors.Is(err, accesstoken.ErrInactive) {
 		return nil, invalidToken()
 	}
 	if err != nil {
 		return nil, oauth.New(oauth.TemporarilyUnavailable, "token validation failed").WithCause(err)
+	}
+	var proof *dpop.Proof
+	if scheme == schemeDPoP {
+		if proof, err = e.proof(r, raw); err != nil {
+			return nil, err
+		}
 	}
 	switch {
 	case t.JKT != "" && proof == nil:
