@@ -303,8 +303,22 @@ func TestTokenExchangeImpersonation(t *testing.T) {
 		"roles": []string{"ORG_END_USER_IMPERSONATOR"}}); st != 403 {
 		t.Errorf("organization owner granting the impersonator role: %d; want 403", st)
 	}
-	// Turned off: refused again at once.
+	// Removing the role revokes what it issued; so does turning the policy
+	// off, and deactivating the impersonator.
+	if !e.active(tok) {
+		t.Fatal("impersonated token inactive before any change")
+	}
+	e.must("DELETE", "/management/v1/orgs/me/members/"+robot, e.admin, home, nil)
+	if e.active(tok) {
+		t.Error("impersonated token still active after the impersonator role was removed")
+	}
+	e.must("POST", "/management/v1/orgs/me/members", e.admin, home, map[string]any{"userId": robot, "roles": []string{"ORG_END_USER_IMPERSONATOR"}})
+	tok2 := txIssued(t, "impersonation with the role again", e.exchange(machine, subject), txAccess)
+	// Turned off: refused again at once, and what it issued goes.
 	e.must("PUT", "/management/v1/policies/security", e.admin, home, map[string]any{"enableImpersonation": false})
+	if e.active(tok2) {
+		t.Error("impersonated token still active after the policy was turned off")
+	}
 	txRefused(t, "disabled again", e.exchange(machine, subject), "invalid_request")
 	txRefused(t, "the impersonated token exchanged again, disabled", e.exchange(machine, url.Values{"subject_token": {tok},
 		"subject_token_type": {txAccess}}), "invalid_request")
@@ -325,9 +339,15 @@ func TestTokenExchangeImpersonation(t *testing.T) {
 	if e.active(narrowed) {
 		t.Error("token exchanged from a revoked stateless JWT still active")
 	}
+	e.must("PUT", "/management/v1/policies/security", e.admin, home, map[string]any{"enableImpersonation": true})
+	tok3 := txIssued(t, "impersonation, enabled again", e.exchange(machine, subject), txAccess)
+	e.must("POST", "/management/v1/users/"+robot+"/_deactivate", e.admin, home, map[string]any{})
+	if e.active(tok3) {
+		t.Error("impersonated token still active after the impersonator was deactivated")
+	}
 	var n int
-	if err := e.dirDB(t).QueryRow(`SELECT COUNT(*) FROM events WHERE event_type = 'user.token.exchanged' AND payload LIKE '%"impersonation":true%'`).Scan(&n); err != nil || n != 1 {
-		t.Errorf("%d impersonation events (%v); want 1", n, err)
+	if err := e.dirDB(t).QueryRow(`SELECT COUNT(*) FROM events WHERE event_type = 'user.token.exchanged' AND payload LIKE '%"impersonation":true%'`).Scan(&n); err != nil || n != 3 {
+		t.Errorf("%d impersonation events (%v); want 3", n, err)
 	}
 }
 

@@ -66,6 +66,10 @@ func (a *internalAPI) RevokeGrantTokens(ctx context.Context, req *tokensv1.Revok
 	return a.life.RevokeGrantTokens(ctx, req)
 }
 
+func (a *internalAPI) RevokeImpersonations(ctx context.Context, req *tokensv1.RevokeImpersonationsRequest) (*tokensv1.RevokeImpersonationsResponse, error) {
+	return a.life.RevokeImpersonations(ctx, req)
+}
+
 func (a *internalAPI) ListRevocations(ctx context.Context, req *tokensv1.ListRevocationsRequest) (*tokensv1.ListRevocationsResponse, error) {
 	entries, cursor, more, err := a.revoked.Feed(ctx, req.GetCursor())
 	if errors.Is(err, revocation.ErrInvalidCursor) {

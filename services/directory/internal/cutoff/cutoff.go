@@ -27,6 +27,7 @@ import (
 type Revoker interface {
 	RevokeUserTokens(context.Context, *tokensv1.RevokeUserTokensRequest) (*tokensv1.RevokeUserTokensResponse, error)
 	RevokeGrantTokens(context.Context, *tokensv1.RevokeGrantTokensRequest) (*tokensv1.RevokeGrantTokensResponse, error)
+	RevokeImpersonations(context.Context, *tokensv1.RevokeImpersonationsRequest) (*tokensv1.RevokeImpersonationsResponse, error)
 }
 
 // Outbox delivers cut-offs.
@@ -62,7 +63,35 @@ func (o *Outbox) Deliver(ctx context.Context) error {
 			return fmt.Errorf("cutoff: clear outbox row: %w", err)
 		}
 	}
-	return o.deliverGrants(ctx)
+	if err := o.deliverGrants(ctx); err != nil {
+		return err
+	}
+	return o.deliverImpersonations(ctx)
+}
+
+type impersonationRow struct {
+	OrgID    string    `db:"org_id"`
+	NotAfter time.Time `db:"not_after"`
+}
+
+// deliverImpersonations sends the withdrawn impersonation rights: the
+// tokens impersonations issued for the organization's users go.
+func (o *Outbox) deliverImpersonations(ctx context.Context) error {
+	var rows []impersonationRow
+	if err := o.DB.Select(ctx, &rows, `SELECT org_id, not_after FROM impersonation_cutoffs ORDER BY org_id LIMIT ?`, batch); err != nil {
+		return fmt.Errorf("cutoff: read impersonation outbox: %w", err)
+	}
+	for _, r := range rows {
+		if _, err := o.Tokens.RevokeImpersonations(ctx, &tokensv1.RevokeImpersonationsRequest{
+			OrgId: r.OrgID, NotAfter: timestamppb.New(r.NotAfter),
+		}); err != nil {
+			return fmt.Errorf("cutoff: revoke impersonations for organization %s: %w", r.OrgID, err)
+		}
+		if _, err := o.DB.Exec(ctx, `DELETE FROM impersonation_cutoffs WHERE org_id = ? AND not_after = ?`, r.OrgID, r.NotAfter); err != nil {
+			return fmt.Errorf("cutoff: clear impersonation outbox row: %w", err)
+		}
+	}
+	return nil
 }
 
 type grantRow struct {

@@ -37,5 +37,6 @@ func (s *Server) RemoveOrgMember(ctx context.Context, req *managementv1.RemoveOr
 	if err != nil {
 		return nil, apierr.FromStore(err, "member")
 	}
+	s.cutAccess(ctx) // an impersonator's tokens go with its role
 	return &managementv1.RemoveOrgMemberResponse{Details: writeDetails(evs)}, nil
 }

@@ -46,5 +46,6 @@ func (s *Server) SetSecurityPolicy(ctx context.Context, req *managementv1.SetSec
 	if err != nil {
 		return nil, apierr.FromStore(err, "security policy")
 	}
+	s.cutAccess(ctx) // turned off: the impersonations' tokens go
 	return &managementv1.SetSecurityPolicyResponse{Details: writeDetails(evs)}, nil
 }

@@ -77,6 +77,15 @@ func (i *Introspector) RevokeGrantTokens(_ context.Context, req *tokensv1.Revoke
 	return &tokensv1.RevokeGrantTokensResponse{}, nil
 }
 
+// RevokeImpersonations records the organization in Cut as
+// "impersonations:<org>".
+func (i *Introspector) RevokeImpersonations(_ context.Context, req *tokensv1.RevokeImpersonationsRequest) (*tokensv1.RevokeImpersonationsResponse, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.Cut = append(i.Cut, "impersonations:"+req.GetOrgId())
+	return &tokensv1.RevokeImpersonationsResponse{}, nil
+}
+
 // CutUsers returns a copy of Cut.
 func (i *Introspector) CutUsers() []string {
 	i.mu.Lock()

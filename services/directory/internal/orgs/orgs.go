@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -135,6 +136,21 @@ func Register(es *eventstore.Store) {
 		var p memberPayload
 		if err := e.Unmarshal(&p); err != nil {
 			return err
+		}
+		var roles string
+		err := tx.Get(ctx, &roles, `SELECT roles FROM org_members WHERE org_id = ? AND user_id = ?`, e.AggregateID, p.UserID)
+		if err != nil && !errors.Is(db.NotFound(err), db.ErrNotFound) {
+			return err
+		}
+		if err == nil {
+			// The impersonation role goes: what it issued goes with it.
+			var rs []string
+			_ = json.Unmarshal([]byte(roles), &rs)
+			if slices.Contains(rs, RoleImpersonator) {
+				if err := CutImpersonations(ctx, tx, e.AggregateID, e.CreatedAt); err != nil {
+					return err
+				}
+			}
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM org_members WHERE org_id = ? AND user_id = ?`, e.AggregateID, p.UserID); err != nil {
 			return err

@@ -35,6 +35,11 @@ func registerSecurityPolicy(es *eventstore.Store) {
 		if err := e.Unmarshal(&p); err != nil {
 			return err
 		}
+		if !p.EnableImpersonation {
+			if err := CutImpersonations(ctx, tx, e.AggregateID, e.CreatedAt); err != nil {
+				return err
+			}
+		}
 		if _, err := tx.Exec(ctx, `INSERT INTO security_policies (org_id, enable_impersonation, creation_date, change_date, sequence)
 			VALUES (?, ?, ?, ?, ?) ON CONFLICT (org_id) DO UPDATE SET enable_impersonation = excluded.enable_impersonation,
 			change_date = excluded.change_date, sequence = excluded.sequence`,
@@ -63,4 +68,14 @@ func (q *Queries) OwnSecurityPolicy(ctx context.Context, orgID string) (*StoredS
 		return nil, db.NotFound(err)
 	}
 	return &s, nil
+}
+
+// CutImpersonations queues, in the event's transaction, the revocation of
+// every token an impersonation issued for org's users up to at (the
+// cutoff outbox delivers it).
+func CutImpersonations(ctx context.Context, tx db.Querier, org string, at time.Time) error {
+	_, err := tx.Exec(ctx, `INSERT INTO impersonation_cutoffs (org_id, not_after) VALUES (?, ?)
+		ON CONFLICT (org_id) DO UPDATE SET not_after = CASE WHEN excluded.not_after > impersonation_cutoffs.not_after
+		THEN excluded.not_after ELSE impersonation_cutoffs.not_after END`, org, at)
+	return err
 }

@@ -8,5 +8,14 @@ CREATE TABLE security_policies (
     change_date          TIMESTAMPTZ NOT NULL,
     sequence             BIGINT   NOT NULL
 );
+-- The impersonation right of an organization withdrawn (the policy turned
+-- off, a member holding ORG_END_USER_IMPERSONATOR removed): an outbox, as
+-- grant_cutoffs, delivered to the tokens service, which revokes the
+-- tokens impersonations issued for the organization's users up to then.
+CREATE TABLE impersonation_cutoffs (
+    org_id    TEXT PRIMARY KEY,
+    not_after TIMESTAMPTZ NOT NULL
+);
 -- +goose Down
+DROP TABLE impersonation_cutoffs;
 DROP TABLE security_policies;

@@ -133,18 +133,29 @@ func (l *Lifecycle) RevokeUserTokens(ctx context.Context, req *tokensv1.RevokeUs
 	}
 	notAfter := req.GetNotAfter().AsTime()
 	now := l.Now()
-	var queued int64
+	var (
+		queued int64
+		// The tokens the user got as an impersonator are its credentials
+		// too: they go with it.
+		impersonated []store.Live
+	)
 	err := l.Store.DB.InTx(ctx, func(tx *db.Tx) error {
 		if err := l.Store.VoidUserAuthCodes(ctx, tx, uid, notAfter, now); err != nil {
+			return err
+		}
+		var err error
+		if impersonated, err = l.Store.Impersonations(ctx, tx, "", uid, notAfter, now); err != nil {
 			return err
 		}
 		if err := l.Store.RevokeUserRefreshTokens(ctx, tx, uid, notAfter, now); err != nil {
 			return err
 		}
-		var err error
 		queued, err = l.Store.QueueUserLogouts(ctx, tx, uid, notAfter, now)
 		return err
 	})
+	if err == nil {
+		err = l.push(ctx, impersonated)
+	}
 	if err == nil {
 		l.kickLogouts(queued)
 		err = l.Revoked.RevokeMany(ctx, []string{revocation.UserKey(uid)}, []time.Time{revocation.UserUntil(notAfter, l.Minter.AccessTTL)})
@@ -153,4 +164,25 @@ func (l *Lifecycle) RevokeUserTokens(ctx context.Context, req *tokensv1.RevokeUs
 		return nil, l.unavailable(ctx, err)
 	}
 	return &tokensv1.RevokeUserTokensResponse{}, nil
+}
+
+// RevokeImpersonations implements TokenService.RevokeImpersonations: the
+// access tokens impersonations issued for org's users up to not_after go
+// on the revocation list.
+func (l *Lifecycle) RevokeImpersonations(ctx context.Context, req *tokensv1.RevokeImpersonationsRequest) (*tokensv1.RevokeImpersonationsResponse, error) {
+	org := req.GetOrgId()
+	if org == "" || len(org) > maxID {
+		return nil, invalidArgument("org_id is required (at most %d characters)", maxID)
+	}
+	if req.GetNotAfter() == nil || req.GetNotAfter().CheckValid() != nil {
+		return nil, invalidArgument("not_after is required")
+	}
+	live, err := l.Store.Impersonations(ctx, nil, org, "", req.GetNotAfter().AsTime(), l.Now())
+	if err == nil {
+		err = l.push(ctx, live)
+	}
+	if err != nil {
+		return nil, l.unavailable(ctx, err)
+	}
+	return &tokensv1.RevokeImpersonationsResponse{}, nil
 }

@@ -230,6 +230,18 @@ func (s *Store) ExchangedFrom(ctx context.Context, q db.Querier, ids []string, n
 	return out, nil
 }
 
+// Impersonations returns the unexpired access tokens impersonations
+// issued for users of org up to notAfter, or, with org "", by the machine
+// user impersonator up to notAfter.
+func (s *Store) Impersonations(ctx context.Context, q db.Querier, org, impersonator string, notAfter, now time.Time) ([]Live, error) {
+	if org != "" {
+		return selectLive(ctx, s.q(q), `SELECT id, expires_at FROM access_tokens
+			WHERE impersonator IS NOT NULL AND org_id = ? AND created_at <= ? AND expires_at > ? ORDER BY id`, org, notAfter, now)
+	}
+	return selectLive(ctx, s.q(q), `SELECT id, expires_at FROM access_tokens
+		WHERE impersonator = ? AND created_at <= ? AND expires_at > ? ORDER BY id`, impersonator, notAfter, now)
+}
+
 // EndSession records that a browser session ended (logout) until its ID
 // tokens have expired, so that none of them is exchanged for new tokens.
 func (s *Store) EndSession(ctx context.Context, q db.Querier, sessionID string, until time.Time) error {

@@ -11,6 +11,7 @@ ALTER TABLE access_tokens ADD COLUMN parent_id TEXT;
 -- of every chain).
 ALTER TABLE access_tokens ADD COLUMN impersonator TEXT;
 ALTER TABLE access_tokens ADD COLUMN exchange_depth INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX access_tokens_impersonator ON access_tokens (impersonator) WHERE impersonator IS NOT NULL;
 CREATE INDEX access_tokens_parent ON access_tokens (parent_id) WHERE parent_id IS NOT NULL;
 -- Browser sessions ended by logout, while an ID token of theirs may still
 -- be presented: such a token is no subject for an exchange.
@@ -26,6 +27,7 @@ ALTER TABLE auth_codes ADD COLUMN dpop_jkt TEXT NOT NULL DEFAULT '';
 ALTER TABLE auth_codes DROP COLUMN dpop_jkt;
 DROP TABLE ended_sessions;
 DROP INDEX access_tokens_parent;
+DROP INDEX access_tokens_impersonator;
 ALTER TABLE access_tokens DROP COLUMN exchange_depth;
 ALTER TABLE access_tokens DROP COLUMN impersonator;
 ALTER TABLE access_tokens DROP COLUMN parent_id;

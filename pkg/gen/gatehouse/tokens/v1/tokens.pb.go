@@ -1933,6 +1933,98 @@ func (x *VerifyRequestObjectResponse) GetClaims() []byte {
 	return nil
 }
 
+// RevokeImpersonationsRequest names the organization and the cut-off.
+type RevokeImpersonationsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization of the impersonated users.
+	OrgId string `protobuf:"bytes,1,opt,name=org_id,json=orgId,proto3" json:"org_id,omitempty"`
+	// Tokens issued at or before it are revoked.
+	NotAfter      *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=not_after,json=notAfter,proto3" json:"not_after,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeImpersonationsRequest) Reset() {
+	*x = RevokeImpersonationsRequest{}
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeImpersonationsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeImpersonationsRequest) ProtoMessage() {}
+
+func (x *RevokeImpersonationsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeImpersonationsRequest.ProtoReflect.Descriptor instead.
+func (*RevokeImpersonationsRequest) Descriptor() ([]byte, []int) {
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *RevokeImpersonationsRequest) GetOrgId() string {
+	if x != nil {
+		return x.OrgId
+	}
+	return ""
+}
+
+func (x *RevokeImpersonationsRequest) GetNotAfter() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NotAfter
+	}
+	return nil
+}
+
+// RevokeImpersonationsResponse is empty.
+type RevokeImpersonationsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeImpersonationsResponse) Reset() {
+	*x = RevokeImpersonationsResponse{}
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeImpersonationsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeImpersonationsResponse) ProtoMessage() {}
+
+func (x *RevokeImpersonationsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gatehouse_tokens_v1_tokens_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeImpersonationsResponse.ProtoReflect.Descriptor instead.
+func (*RevokeImpersonationsResponse) Descriptor() ([]byte, []int) {
+	return file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP(), []int{30}
+}
+
 var File_gatehouse_tokens_v1_tokens_proto protoreflect.FileDescriptor
 
 const file_gatehouse_tokens_v1_tokens_proto_rawDesc = "" +
@@ -2077,7 +2169,11 @@ const file_gatehouse_tokens_v1_tokens_proto_rawDesc = "" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x18\n" +
 	"\arequest\x18\x02 \x01(\tR\arequest\"5\n" +
 	"\x1bVerifyRequestObjectResponse\x12\x16\n" +
-	"\x06claims\x18\x01 \x01(\fR\x06claims2\xf2\f\n" +
+	"\x06claims\x18\x01 \x01(\fR\x06claims\"m\n" +
+	"\x1bRevokeImpersonationsRequest\x12\x15\n" +
+	"\x06org_id\x18\x01 \x01(\tR\x05orgId\x127\n" +
+	"\tnot_after\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bnotAfter\"\x1e\n" +
+	"\x1cRevokeImpersonationsResponse2\xef\r\n" +
 	"\fTokenService\x12]\n" +
 	"\n" +
 	"Introspect\x12&.gatehouse.tokens.v1.IntrospectRequest\x1a'.gatehouse.tokens.v1.IntrospectResponse\x12\x84\x01\n" +
@@ -2086,7 +2182,8 @@ const file_gatehouse_tokens_v1_tokens_proto_rawDesc = "" +
 	"\x11VerifyIDTokenHint\x12-.gatehouse.tokens.v1.VerifyIDTokenHintRequest\x1a..gatehouse.tokens.v1.VerifyIDTokenHintResponse\x12f\n" +
 	"\rRevokeSession\x12).gatehouse.tokens.v1.RevokeSessionRequest\x1a*.gatehouse.tokens.v1.RevokeSessionResponse\x12o\n" +
 	"\x10RevokeUserTokens\x12,.gatehouse.tokens.v1.RevokeUserTokensRequest\x1a-.gatehouse.tokens.v1.RevokeUserTokensResponse\x12r\n" +
-	"\x11RevokeGrantTokens\x12-.gatehouse.tokens.v1.RevokeGrantTokensRequest\x1a..gatehouse.tokens.v1.RevokeGrantTokensResponse\x12q\n" +
+	"\x11RevokeGrantTokens\x12-.gatehouse.tokens.v1.RevokeGrantTokensRequest\x1a..gatehouse.tokens.v1.RevokeGrantTokensResponse\x12{\n" +
+	"\x14RevokeImpersonations\x120.gatehouse.tokens.v1.RevokeImpersonationsRequest\x1a1.gatehouse.tokens.v1.RevokeImpersonationsResponse\x12q\n" +
 	"\x0fListRevocations\x12+.gatehouse.tokens.v1.ListRevocationsRequest\x1a,.gatehouse.tokens.v1.ListRevocationsResponse\"\x03\x90\x02\x01\x12h\n" +
 	"\fCheckRevoked\x12(.gatehouse.tokens.v1.CheckRevokedRequest\x1a).gatehouse.tokens.v1.CheckRevokedResponse\"\x03\x90\x02\x01\x12\x81\x01\n" +
 	"\x16GetDeviceAuthorization\x122.gatehouse.tokens.v1.GetDeviceAuthorizationRequest\x1a3.gatehouse.tokens.v1.GetDeviceAuthorizationResponse\x12\x8a\x01\n" +
@@ -2108,7 +2205,7 @@ func file_gatehouse_tokens_v1_tokens_proto_rawDescGZIP() []byte {
 	return file_gatehouse_tokens_v1_tokens_proto_rawDescData
 }
 
-var file_gatehouse_tokens_v1_tokens_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_gatehouse_tokens_v1_tokens_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_gatehouse_tokens_v1_tokens_proto_goTypes = []any{
 	(*CheckRevokedRequest)(nil),               // 0: gatehouse.tokens.v1.CheckRevokedRequest
 	(*CheckRevokedResponse)(nil),              // 1: gatehouse.tokens.v1.CheckRevokedResponse
@@ -2139,55 +2236,60 @@ var file_gatehouse_tokens_v1_tokens_proto_goTypes = []any{
 	(*AuthenticateClientResponse)(nil),        // 26: gatehouse.tokens.v1.AuthenticateClientResponse
 	(*VerifyRequestObjectRequest)(nil),        // 27: gatehouse.tokens.v1.VerifyRequestObjectRequest
 	(*VerifyRequestObjectResponse)(nil),       // 28: gatehouse.tokens.v1.VerifyRequestObjectResponse
-	(*timestamppb.Timestamp)(nil),             // 29: google.protobuf.Timestamp
+	(*RevokeImpersonationsRequest)(nil),       // 29: gatehouse.tokens.v1.RevokeImpersonationsRequest
+	(*RevokeImpersonationsResponse)(nil),      // 30: gatehouse.tokens.v1.RevokeImpersonationsResponse
+	(*timestamppb.Timestamp)(nil),             // 31: google.protobuf.Timestamp
 }
 var file_gatehouse_tokens_v1_tokens_proto_depIdxs = []int32{
-	29, // 0: gatehouse.tokens.v1.CheckRevokedRequest.expires_at:type_name -> google.protobuf.Timestamp
-	29, // 1: gatehouse.tokens.v1.Revocation.expires_at:type_name -> google.protobuf.Timestamp
+	31, // 0: gatehouse.tokens.v1.CheckRevokedRequest.expires_at:type_name -> google.protobuf.Timestamp
+	31, // 1: gatehouse.tokens.v1.Revocation.expires_at:type_name -> google.protobuf.Timestamp
 	3,  // 2: gatehouse.tokens.v1.ListRevocationsResponse.revocations:type_name -> gatehouse.tokens.v1.Revocation
-	29, // 3: gatehouse.tokens.v1.RevokeUserTokensRequest.not_after:type_name -> google.protobuf.Timestamp
-	29, // 4: gatehouse.tokens.v1.RevokeGrantTokensRequest.not_after:type_name -> google.protobuf.Timestamp
-	29, // 5: gatehouse.tokens.v1.IntrospectResponse.expires_at:type_name -> google.protobuf.Timestamp
-	29, // 6: gatehouse.tokens.v1.IntrospectResponse.issued_at:type_name -> google.protobuf.Timestamp
-	29, // 7: gatehouse.tokens.v1.CreateAuthorizationCodeRequest.auth_time:type_name -> google.protobuf.Timestamp
-	29, // 8: gatehouse.tokens.v1.CreateImplicitTokensRequest.auth_time:type_name -> google.protobuf.Timestamp
-	29, // 9: gatehouse.tokens.v1.VerifyIDTokenHintResponse.auth_time:type_name -> google.protobuf.Timestamp
-	29, // 10: gatehouse.tokens.v1.VerifyIDTokenHintResponse.expires_at:type_name -> google.protobuf.Timestamp
-	29, // 11: gatehouse.tokens.v1.GetDeviceAuthorizationResponse.expires_at:type_name -> google.protobuf.Timestamp
-	29, // 12: gatehouse.tokens.v1.DecideDeviceAuthorizationRequest.auth_time:type_name -> google.protobuf.Timestamp
-	11, // 13: gatehouse.tokens.v1.TokenService.Introspect:input_type -> gatehouse.tokens.v1.IntrospectRequest
-	13, // 14: gatehouse.tokens.v1.TokenService.CreateAuthorizationCode:input_type -> gatehouse.tokens.v1.CreateAuthorizationCodeRequest
-	15, // 15: gatehouse.tokens.v1.TokenService.CreateImplicitTokens:input_type -> gatehouse.tokens.v1.CreateImplicitTokensRequest
-	17, // 16: gatehouse.tokens.v1.TokenService.VerifyIDTokenHint:input_type -> gatehouse.tokens.v1.VerifyIDTokenHintRequest
-	19, // 17: gatehouse.tokens.v1.TokenService.RevokeSession:input_type -> gatehouse.tokens.v1.RevokeSessionRequest
-	7,  // 18: gatehouse.tokens.v1.TokenService.RevokeUserTokens:input_type -> gatehouse.tokens.v1.RevokeUserTokensRequest
-	8,  // 19: gatehouse.tokens.v1.TokenService.RevokeGrantTokens:input_type -> gatehouse.tokens.v1.RevokeGrantTokensRequest
-	2,  // 20: gatehouse.tokens.v1.TokenService.ListRevocations:input_type -> gatehouse.tokens.v1.ListRevocationsRequest
-	0,  // 21: gatehouse.tokens.v1.TokenService.CheckRevoked:input_type -> gatehouse.tokens.v1.CheckRevokedRequest
-	21, // 22: gatehouse.tokens.v1.TokenService.GetDeviceAuthorization:input_type -> gatehouse.tokens.v1.GetDeviceAuthorizationRequest
-	23, // 23: gatehouse.tokens.v1.TokenService.DecideDeviceAuthorization:input_type -> gatehouse.tokens.v1.DecideDeviceAuthorizationRequest
-	25, // 24: gatehouse.tokens.v1.TokenService.AuthenticateClient:input_type -> gatehouse.tokens.v1.AuthenticateClientRequest
-	27, // 25: gatehouse.tokens.v1.TokenService.VerifyRequestObject:input_type -> gatehouse.tokens.v1.VerifyRequestObjectRequest
-	5,  // 26: gatehouse.tokens.v1.TokenService.GetKeySet:input_type -> gatehouse.tokens.v1.GetKeySetRequest
-	12, // 27: gatehouse.tokens.v1.TokenService.Introspect:output_type -> gatehouse.tokens.v1.IntrospectResponse
-	14, // 28: gatehouse.tokens.v1.TokenService.CreateAuthorizationCode:output_type -> gatehouse.tokens.v1.CreateAuthorizationCodeResponse
-	16, // 29: gatehouse.tokens.v1.TokenService.CreateImplicitTokens:output_type -> gatehouse.tokens.v1.CreateImplicitTokensResponse
-	18, // 30: gatehouse.tokens.v1.TokenService.VerifyIDTokenHint:output_type -> gatehouse.tokens.v1.VerifyIDTokenHintResponse
-	20, // 31: gatehouse.tokens.v1.TokenService.RevokeSession:output_type -> gatehouse.tokens.v1.RevokeSessionResponse
-	10, // 32: gatehouse.tokens.v1.TokenService.RevokeUserTokens:output_type -> gatehouse.tokens.v1.RevokeUserTokensResponse
-	9,  // 33: gatehouse.tokens.v1.TokenService.RevokeGrantTokens:output_type -> gatehouse.tokens.v1.RevokeGrantTokensResponse
-	4,  // 34: gatehouse.tokens.v1.TokenService.ListRevocations:output_type -> gatehouse.tokens.v1.ListRevocationsResponse
-	1,  // 35: gatehouse.tokens.v1.TokenService.CheckRevoked:output_type -> gatehouse.tokens.v1.CheckRevokedResponse
-	22, // 36: gatehouse.tokens.v1.TokenService.GetDeviceAuthorization:output_type -> gatehouse.tokens.v1.GetDeviceAuthorizationResponse
-	24, // 37: gatehouse.tokens.v1.TokenService.DecideDeviceAuthorization:output_type -> gatehouse.tokens.v1.DecideDeviceAuthorizationResponse
-	26, // 38: gatehouse.tokens.v1.TokenService.AuthenticateClient:output_type -> gatehouse.tokens.v1.AuthenticateClientResponse
-	28, // 39: gatehouse.tokens.v1.TokenService.VerifyRequestObject:output_type -> gatehouse.tokens.v1.VerifyRequestObjectResponse
-	6,  // 40: gatehouse.tokens.v1.TokenService.GetKeySet:output_type -> gatehouse.tokens.v1.GetKeySetResponse
-	27, // [27:41] is the sub-list for method output_type
-	13, // [13:27] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	31, // 3: gatehouse.tokens.v1.RevokeUserTokensRequest.not_after:type_name -> google.protobuf.Timestamp
+	31, // 4: gatehouse.tokens.v1.RevokeGrantTokensRequest.not_after:type_name -> google.protobuf.Timestamp
+	31, // 5: gatehouse.tokens.v1.IntrospectResponse.expires_at:type_name -> google.protobuf.Timestamp
+	31, // 6: gatehouse.tokens.v1.IntrospectResponse.issued_at:type_name -> google.protobuf.Timestamp
+	31, // 7: gatehouse.tokens.v1.CreateAuthorizationCodeRequest.auth_time:type_name -> google.protobuf.Timestamp
+	31, // 8: gatehouse.tokens.v1.CreateImplicitTokensRequest.auth_time:type_name -> google.protobuf.Timestamp
+	31, // 9: gatehouse.tokens.v1.VerifyIDTokenHintResponse.auth_time:type_name -> google.protobuf.Timestamp
+	31, // 10: gatehouse.tokens.v1.VerifyIDTokenHintResponse.expires_at:type_name -> google.protobuf.Timestamp
+	31, // 11: gatehouse.tokens.v1.GetDeviceAuthorizationResponse.expires_at:type_name -> google.protobuf.Timestamp
+	31, // 12: gatehouse.tokens.v1.DecideDeviceAuthorizationRequest.auth_time:type_name -> google.protobuf.Timestamp
+	31, // 13: gatehouse.tokens.v1.RevokeImpersonationsRequest.not_after:type_name -> google.protobuf.Timestamp
+	11, // 14: gatehouse.tokens.v1.TokenService.Introspect:input_type -> gatehouse.tokens.v1.IntrospectRequest
+	13, // 15: gatehouse.tokens.v1.TokenService.CreateAuthorizationCode:input_type -> gatehouse.tokens.v1.CreateAuthorizationCodeRequest
+	15, // 16: gatehouse.tokens.v1.TokenService.CreateImplicitTokens:input_type -> gatehouse.tokens.v1.CreateImplicitTokensRequest
+	17, // 17: gatehouse.tokens.v1.TokenService.VerifyIDTokenHint:input_type -> gatehouse.tokens.v1.VerifyIDTokenHintRequest
+	19, // 18: gatehouse.tokens.v1.TokenService.RevokeSession:input_type -> gatehouse.tokens.v1.RevokeSessionRequest
+	7,  // 19: gatehouse.tokens.v1.TokenService.RevokeUserTokens:input_type -> gatehouse.tokens.v1.RevokeUserTokensRequest
+	8,  // 20: gatehouse.tokens.v1.TokenService.RevokeGrantTokens:input_type -> gatehouse.tokens.v1.RevokeGrantTokensRequest
+	29, // 21: gatehouse.tokens.v1.TokenService.RevokeImpersonations:input_type -> gatehouse.tokens.v1.RevokeImpersonationsRequest
+	2,  // 22: gatehouse.tokens.v1.TokenService.ListRevocations:input_type -> gatehouse.tokens.v1.ListRevocationsRequest
+	0,  // 23: gatehouse.tokens.v1.TokenService.CheckRevoked:input_type -> gatehouse.tokens.v1.CheckRevokedRequest
+	21, // 24: gatehouse.tokens.v1.TokenService.GetDeviceAuthorization:input_type -> gatehouse.tokens.v1.GetDeviceAuthorizationRequest
+	23, // 25: gatehouse.tokens.v1.TokenService.DecideDeviceAuthorization:input_type -> gatehouse.tokens.v1.DecideDeviceAuthorizationRequest
+	25, // 26: gatehouse.tokens.v1.TokenService.AuthenticateClient:input_type -> gatehouse.tokens.v1.AuthenticateClientRequest
+	27, // 27: gatehouse.tokens.v1.TokenService.VerifyRequestObject:input_type -> gatehouse.tokens.v1.VerifyRequestObjectRequest
+	5,  // 28: gatehouse.tokens.v1.TokenService.GetKeySet:input_type -> gatehouse.tokens.v1.GetKeySetRequest
+	12, // 29: gatehouse.tokens.v1.TokenService.Introspect:output_type -> gatehouse.tokens.v1.IntrospectResponse
+	14, // 30: gatehouse.tokens.v1.TokenService.CreateAuthorizationCode:output_type -> gatehouse.tokens.v1.CreateAuthorizationCodeResponse
+	16, // 31: gatehouse.tokens.v1.TokenService.CreateImplicitTokens:output_type -> gatehouse.tokens.v1.CreateImplicitTokensResponse
+	18, // 32: gatehouse.tokens.v1.TokenService.VerifyIDTokenHint:output_type -> gatehouse.tokens.v1.VerifyIDTokenHintResponse
+	20, // 33: gatehouse.tokens.v1.TokenService.RevokeSession:output_type -> gatehouse.tokens.v1.RevokeSessionResponse
+	10, // 34: gatehouse.tokens.v1.TokenService.RevokeUserTokens:output_type -> gatehouse.tokens.v1.RevokeUserTokensResponse
+	9,  // 35: gatehouse.tokens.v1.TokenService.RevokeGrantTokens:output_type -> gatehouse.tokens.v1.RevokeGrantTokensResponse
+	30, // 36: gatehouse.tokens.v1.TokenService.RevokeImpersonations:output_type -> gatehouse.tokens.v1.RevokeImpersonationsResponse
+	4,  // 37: gatehouse.tokens.v1.TokenService.ListRevocations:output_type -> gatehouse.tokens.v1.ListRevocationsResponse
+	1,  // 38: gatehouse.tokens.v1.TokenService.CheckRevoked:output_type -> gatehouse.tokens.v1.CheckRevokedResponse
+	22, // 39: gatehouse.tokens.v1.TokenService.GetDeviceAuthorization:output_type -> gatehouse.tokens.v1.GetDeviceAuthorizationResponse
+	24, // 40: gatehouse.tokens.v1.TokenService.DecideDeviceAuthorization:output_type -> gatehouse.tokens.v1.DecideDeviceAuthorizationResponse
+	26, // 41: gatehouse.tokens.v1.TokenService.AuthenticateClient:output_type -> gatehouse.tokens.v1.AuthenticateClientResponse
+	28, // 42: gatehouse.tokens.v1.TokenService.VerifyRequestObject:output_type -> gatehouse.tokens.v1.VerifyRequestObjectResponse
+	6,  // 43: gatehouse.tokens.v1.TokenService.GetKeySet:output_type -> gatehouse.tokens.v1.GetKeySetResponse
+	29, // [29:44] is the sub-list for method output_type
+	14, // [14:29] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_gatehouse_tokens_v1_tokens_proto_init() }
@@ -2201,7 +2303,7 @@ func file_gatehouse_tokens_v1_tokens_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gatehouse_tokens_v1_tokens_proto_rawDesc), len(file_gatehouse_tokens_v1_tokens_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   29,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -53,6 +53,9 @@ const (
 	// TokenServiceRevokeGrantTokensProcedure is the fully-qualified name of the TokenService's
 	// RevokeGrantTokens RPC.
 	TokenServiceRevokeGrantTokensProcedure = "/gatehouse.tokens.v1.TokenService/RevokeGrantTokens"
+	// TokenServiceRevokeImpersonationsProcedure is the fully-qualified name of the TokenService's
+	// RevokeImpersonations RPC.
+	TokenServiceRevokeImpersonationsProcedure = "/gatehouse.tokens.v1.TokenService/RevokeImpersonations"
 	// TokenServiceListRevocationsProcedure is the fully-qualified name of the TokenService's
 	// ListRevocations RPC.
 	TokenServiceListRevocationsProcedure = "/gatehouse.tokens.v1.TokenService/ListRevocations"
@@ -130,6 +133,10 @@ type TokenServiceClient interface {
 	// idempotent. Errors: InvalidArgument for no client, no org_id or no
 	// not_after; Unavailable when it could not be recorded (retry).
 	RevokeGrantTokens(context.Context, *v1.RevokeGrantTokensRequest) (*v1.RevokeGrantTokensResponse, error)
+	// Revokes the access tokens that impersonations (token exchange)
+	// issued for an organization's users up to not_after: the
+	// organization's impersonation right was withdrawn. Idempotent.
+	RevokeImpersonations(context.Context, *v1.RevokeImpersonationsRequest) (*v1.RevokeImpersonationsResponse, error)
 	// Lists unexpired revocations (token ids, and "user:<id>" cut-offs whose
 	// value covers every token of the user expiring at or before it) in the
 	// order they were recorded, so another service can check tokens it
@@ -240,6 +247,12 @@ func NewTokenServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(tokenServiceMethods.ByName("RevokeGrantTokens")),
 			connect.WithClientOptions(opts...),
 		),
+		revokeImpersonations: connect.NewClient[v1.RevokeImpersonationsRequest, v1.RevokeImpersonationsResponse](
+			httpClient,
+			baseURL+TokenServiceRevokeImpersonationsProcedure,
+			connect.WithSchema(tokenServiceMethods.ByName("RevokeImpersonations")),
+			connect.WithClientOptions(opts...),
+		),
 		listRevocations: connect.NewClient[v1.ListRevocationsRequest, v1.ListRevocationsResponse](
 			httpClient,
 			baseURL+TokenServiceListRevocationsProcedure,
@@ -297,6 +310,7 @@ type tokenServiceClient struct {
 	revokeSession             *connect.Client[v1.RevokeSessionRequest, v1.RevokeSessionResponse]
 	revokeUserTokens          *connect.Client[v1.RevokeUserTokensRequest, v1.RevokeUserTokensResponse]
 	revokeGrantTokens         *connect.Client[v1.RevokeGrantTokensRequest, v1.RevokeGrantTokensResponse]
+	revokeImpersonations      *connect.Client[v1.RevokeImpersonationsRequest, v1.RevokeImpersonationsResponse]
 	listRevocations           *connect.Client[v1.ListRevocationsRequest, v1.ListRevocationsResponse]
 	checkRevoked              *connect.Client[v1.CheckRevokedRequest, v1.CheckRevokedResponse]
 	getDeviceAuthorization    *connect.Client[v1.GetDeviceAuthorizationRequest, v1.GetDeviceAuthorizationResponse]
@@ -363,6 +377,15 @@ func (c *tokenServiceClient) RevokeUserTokens(ctx context.Context, req *v1.Revok
 // RevokeGrantTokens calls gatehouse.tokens.v1.TokenService.RevokeGrantTokens.
 func (c *tokenServiceClient) RevokeGrantTokens(ctx context.Context, req *v1.RevokeGrantTokensRequest) (*v1.RevokeGrantTokensResponse, error) {
 	response, err := c.revokeGrantTokens.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// RevokeImpersonations calls gatehouse.tokens.v1.TokenService.RevokeImpersonations.
+func (c *tokenServiceClient) RevokeImpersonations(ctx context.Context, req *v1.RevokeImpersonationsRequest) (*v1.RevokeImpersonationsResponse, error) {
+	response, err := c.revokeImpersonations.CallUnary(ctx, connect.NewRequest(req))
 	if response != nil {
 		return response.Msg, err
 	}
@@ -487,6 +510,10 @@ type TokenServiceHandler interface {
 	// idempotent. Errors: InvalidArgument for no client, no org_id or no
 	// not_after; Unavailable when it could not be recorded (retry).
 	RevokeGrantTokens(context.Context, *v1.RevokeGrantTokensRequest) (*v1.RevokeGrantTokensResponse, error)
+	// Revokes the access tokens that impersonations (token exchange)
+	// issued for an organization's users up to not_after: the
+	// organization's impersonation right was withdrawn. Idempotent.
+	RevokeImpersonations(context.Context, *v1.RevokeImpersonationsRequest) (*v1.RevokeImpersonationsResponse, error)
 	// Lists unexpired revocations (token ids, and "user:<id>" cut-offs whose
 	// value covers every token of the user expiring at or before it) in the
 	// order they were recorded, so another service can check tokens it
@@ -593,6 +620,12 @@ func NewTokenServiceHandler(svc TokenServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(tokenServiceMethods.ByName("RevokeGrantTokens")),
 		connect.WithHandlerOptions(opts...),
 	)
+	tokenServiceRevokeImpersonationsHandler := connect.NewUnaryHandlerSimple(
+		TokenServiceRevokeImpersonationsProcedure,
+		svc.RevokeImpersonations,
+		connect.WithSchema(tokenServiceMethods.ByName("RevokeImpersonations")),
+		connect.WithHandlerOptions(opts...),
+	)
 	tokenServiceListRevocationsHandler := connect.NewUnaryHandlerSimple(
 		TokenServiceListRevocationsProcedure,
 		svc.ListRevocations,
@@ -654,6 +687,8 @@ func NewTokenServiceHandler(svc TokenServiceHandler, opts ...connect.HandlerOpti
 			tokenServiceRevokeUserTokensHandler.ServeHTTP(w, r)
 		case TokenServiceRevokeGrantTokensProcedure:
 			tokenServiceRevokeGrantTokensHandler.ServeHTTP(w, r)
+		case TokenServiceRevokeImpersonationsProcedure:
+			tokenServiceRevokeImpersonationsHandler.ServeHTTP(w, r)
 		case TokenServiceListRevocationsProcedure:
 			tokenServiceListRevocationsHandler.ServeHTTP(w, r)
 		case TokenServiceCheckRevokedProcedure:
@@ -703,6 +738,10 @@ func (UnimplementedTokenServiceHandler) RevokeUserTokens(context.Context, *v1.Re
 
 func (UnimplementedTokenServiceHandler) RevokeGrantTokens(context.Context, *v1.RevokeGrantTokensRequest) (*v1.RevokeGrantTokensResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.tokens.v1.TokenService.RevokeGrantTokens is not implemented"))
+}
+
+func (UnimplementedTokenServiceHandler) RevokeImpersonations(context.Context, *v1.RevokeImpersonationsRequest) (*v1.RevokeImpersonationsResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("gatehouse.tokens.v1.TokenService.RevokeImpersonations is not implemented"))
 }
 
 func (UnimplementedTokenServiceHandler) ListRevocations(context.Context, *v1.ListRevocationsRequest) (*v1.ListRevocationsResponse, error) {
