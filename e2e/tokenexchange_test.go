@@ -340,14 +340,21 @@ func TestTokenExchangeImpersonation(t *testing.T) {
 		t.Error("token exchanged from a revoked stateless JWT still active")
 	}
 	e.must("PUT", "/management/v1/policies/security", e.admin, home, map[string]any{"enableImpersonation": true})
-	tok3 := txIssued(t, "impersonation, enabled again", e.exchange(machine, subject), txAccess)
+	// A replaced secret takes what it got with it.
+	tok4 := txIssued(t, "impersonation, enabled again", e.exchange(machine, subject), txAccess)
+	sec = e.must("PUT", "/management/v1/users/"+robot+"/secret", e.admin, home, nil)
+	machine.ClientSecret = sec["clientSecret"].(string)
+	if e.active(tok4) {
+		t.Error("impersonated token still active after the impersonator's secret was replaced")
+	}
+	tok3 := txIssued(t, "impersonation with the new secret", e.exchange(machine, subject), txAccess)
 	e.must("POST", "/management/v1/users/"+robot+"/_deactivate", e.admin, home, map[string]any{})
 	if e.active(tok3) {
 		t.Error("impersonated token still active after the impersonator was deactivated")
 	}
 	var n int
-	if err := e.dirDB(t).QueryRow(`SELECT COUNT(*) FROM events WHERE event_type = 'user.token.exchanged' AND payload LIKE '%"impersonation":true%'`).Scan(&n); err != nil || n != 3 {
-		t.Errorf("%d impersonation events (%v); want 3", n, err)
+	if err := e.dirDB(t).QueryRow(`SELECT COUNT(*) FROM events WHERE event_type = 'user.token.exchanged' AND payload LIKE '%"impersonation":true%'`).Scan(&n); err != nil || n != 4 {
+		t.Errorf("%d impersonation events (%v); want 4", n, err)
 	}
 }
 

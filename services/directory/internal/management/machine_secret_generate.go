@@ -25,5 +25,6 @@ func (s *Server) GenerateMachineSecret(ctx context.Context, req *managementv1.Ge
 	if err != nil {
 		return nil, err
 	}
+	s.cutAccess(ctx) // a replaced secret's tokens go
 	return &managementv1.GenerateMachineSecretResponse{ClientId: clientID, ClientSecret: secret, Details: writeDetails(evs)}, nil
 }

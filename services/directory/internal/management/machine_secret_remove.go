@@ -24,5 +24,6 @@ func (s *Server) RemoveMachineSecret(ctx context.Context, req *managementv1.Remo
 	if err != nil {
 		return nil, err
 	}
+	s.cutAccess(ctx) // the removed secret's tokens go
 	return &managementv1.RemoveMachineSecretResponse{Details: writeDetails(evs)}, nil
 }

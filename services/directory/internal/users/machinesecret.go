@@ -25,6 +25,17 @@ func registerMachineSecret(es *eventstore.Store) {
 		if err := e.Unmarshal(&p); err != nil {
 			return err
 		}
+		// A replaced secret is a credential withdrawn: what it got (its
+		// tokens, the impersonations it made) goes with it.
+		var had int
+		if err := tx.Get(ctx, &had, `SELECT COUNT(*) FROM users WHERE id = ? AND secret_hash IS NOT NULL`, e.AggregateID); err != nil {
+			return err
+		}
+		if had > 0 {
+			if err := CutAccess(ctx, tx, e.AggregateID, e.CreatedAt); err != nil {
+				return err
+			}
+		}
 		if _, err := tx.Exec(ctx, `UPDATE users SET client_id = ?, secret_hash = ? WHERE id = ?`,
 			p.ClientID, p.SecretHash, e.AggregateID); err != nil {
 			return err
@@ -35,6 +46,9 @@ func registerMachineSecret(es *eventstore.Store) {
 		// client_id is set exactly while a secret is: without a secret the
 		// machine user is no client_credentials client.
 		if _, err := tx.Exec(ctx, `UPDATE users SET client_id = NULL, secret_hash = NULL WHERE id = ?`, e.AggregateID); err != nil {
+			return err
+		}
+		if err := CutAccess(ctx, tx, e.AggregateID, e.CreatedAt); err != nil {
 			return err
 		}
 		return touch(ctx, tx, e)
