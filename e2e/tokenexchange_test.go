@@ -393,3 +393,37 @@ func forgedJWT(t *testing.T, issuer, sub, clientID string) string {
 	out, _ := obj.CompactSerialize()
 	return strings.TrimSpace(out)
 }
+
+// TestMachineCredentialRemovalCutsTokens: a machine user's key or client
+// secret is a credential; removing it revokes the tokens the machine user
+// holds at once.
+func TestMachineCredentialRemovalCutsTokens(t *testing.T) {
+	t.Parallel()
+	e := afStart(t)
+	home := e.homeOrg()
+	id, st, tok := e.machine(home, "keyed", nil, "openid")
+	if st != 200 {
+		t.Fatalf("JWT profile token: %d %v", st, tok)
+	}
+	at := tok["access_token"].(string)
+	if e.userinfoStatus(at) != 200 {
+		t.Fatal("fresh machine token inactive")
+	}
+	keys := e.must("POST", "/management/v1/users/"+id+"/keys/_search", e.admin, home, map[string]any{})["result"].([]any)
+	e.must("DELETE", "/management/v1/users/"+id+"/keys/"+keys[0].(map[string]any)["id"].(string), e.admin, home, nil)
+	if e.userinfoStatus(at) != 401 {
+		t.Error("token still active after the key it was got with was removed")
+	}
+
+	sec := e.must("PUT", "/management/v1/users/"+id+"/secret", e.admin, home, nil)
+	st, tok = postForm(t, e.base+"/oauth/v2/token", url.Values{"grant_type": {"client_credentials"}, "scope": {"openid"},
+		"client_id": {sec["clientId"].(string)}, "client_secret": {sec["clientSecret"].(string)}})
+	if st != 200 {
+		t.Fatalf("client credentials: %d %v", st, tok)
+	}
+	at = tok["access_token"].(string)
+	e.must("DELETE", "/management/v1/users/"+id+"/secret", e.admin, home, nil)
+	if e.userinfoStatus(at) != 401 {
+		t.Error("token still active after the secret it was got with was removed")
+	}
+}

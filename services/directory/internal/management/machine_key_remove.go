@@ -27,5 +27,6 @@ func (s *Server) RemoveMachineKey(ctx context.Context, req *managementv1.RemoveM
 	if err != nil {
 		return nil, err
 	}
+	s.cutAccess(ctx) // the removed key's tokens go
 	return &managementv1.RemoveMachineKeyResponse{Details: writeDetails(evs)}, nil
 }

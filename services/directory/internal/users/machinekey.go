@@ -98,6 +98,11 @@ func registerMachineKeys(es *eventstore.Store) {
 		if _, err := tx.Exec(ctx, `DELETE FROM machine_keys WHERE id = ? AND user_id = ?`, p.KeyID, e.AggregateID); err != nil {
 			return err
 		}
+		// A removed key is a credential withdrawn: the machine user's
+		// tokens go (it signs in again with a key it still has).
+		if err := CutAccess(ctx, tx, e.AggregateID, e.CreatedAt); err != nil {
+			return err
+		}
 		return touch(ctx, tx, e)
 	})
 }
