@@ -46,19 +46,30 @@ func (s *Server) human(ctx context.Context, userID string) (*users.User, error) 
 // humanFor is human; with lockout, in the same read, the organization's
 // opt-in account lock (0 otherwise).
 func (s *Server) humanFor(ctx context.Context, userID string, lockout bool) (*users.User, int, error) {
-	if userID == "" {
-		return nil, 0, connect.NewError(connect.CodeInvalidArgument, errors.New("user_id is required"))
-	}
-	var (
-		u           *users.User
-		maxFailures int
-		err         error
-	)
 	if lockout {
-		u, maxFailures, err = s.users.GetWithLockout(ctx, userID)
-	} else {
-		u, err = s.users.Get(ctx, userID)
+		return humanIn(ctx, s.ES.DB(), userID)
 	}
+	if userID == "" {
+		return nil, 0, errNoUserID
+	}
+	u, err := s.users.Get(ctx, userID)
+	return activeHuman(u, 0, err)
+}
+
+// humanIn is humanFor with the lock, read through q (a factor check's
+// transaction).
+func humanIn(ctx context.Context, q db.Querier, userID string) (*users.User, int, error) {
+	if userID == "" {
+		return nil, 0, errNoUserID
+	}
+	return activeHuman(users.GetWithLockout(ctx, q, userID))
+}
+
+var errNoUserID = connect.NewError(connect.CodeInvalidArgument, errors.New("user_id is required"))
+
+// activeHuman is a read user unless it is missing, a machine or
+// deactivated.
+func activeHuman(u *users.User, maxFailures int, err error) (*users.User, int, error) {
 	if errors.Is(err, db.ErrNotFound) {
 		return nil, 0, notFound("user")
 	}
@@ -96,19 +107,11 @@ func (s *Server) ListAuthFactors(ctx context.Context, req *directoryv1.ListAuthF
 // codes: the password check needs only these, and reads them at every
 // login).
 func (s *Server) authFactors(ctx context.Context, userID string) (*directoryv1.ListAuthFactorsResponse, error) {
-	fs, err := s.users.Factors(ctx, userID)
+	types, err := s.users.SecondFactorTypes(ctx, userID)
 	if err != nil {
 		return nil, internalErr(err, "list factors")
 	}
-	out := &directoryv1.ListAuthFactorsResponse{}
-	seen := map[string]bool{}
-	for _, f := range fs {
-		if f.Ready() && f.Type != users.FactorPasswordless && !seen[f.Type] {
-			seen[f.Type] = true
-			out.SecondFactors = append(out.SecondFactors, f.Type)
-		}
-	}
-	return out, nil
+	return &directoryv1.ListAuthFactorsResponse{SecondFactors: types}, nil
 }
 
 // RefuseTOTPStepsUpTo makes CheckAuthFactor refuse TOTP codes of step
@@ -126,6 +129,9 @@ func (s *Server) CheckAuthFactor(ctx context.Context, req *directoryv1.CheckAuth
 	if req.GetType() != users.FactorOTP && req.GetType() != "recovery" {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New(`type must be "otp" or "recovery"`))
 	}
+	if req.GetType() == users.FactorOTP {
+		return s.checkTOTP(ctx, req, keys)
+	}
 	u, maxFailures, err := s.humanFor(ctx, req.GetUserId(), true)
 	if err != nil {
 		return nil, err
@@ -134,33 +140,11 @@ func (s *Server) CheckAuthFactor(ctx context.Context, req *directoryv1.CheckAuth
 		return nil, notFound("user")
 	}
 	a := lockout.Attempt{Account: lockout.FactorAccount(u.ID), Address: req.GetClientAddress(), MaxAccountFailures: maxFailures}
-	left := 0
-	if req.GetType() == users.FactorOTP {
-		// Every login of a user with an authenticator app: the count, the
-		// check, the step and the reset commit together.
-		out, err := s.lock.Guard(ctx, a, func(ctx context.Context, tx *db.Tx) (bool, error) {
-			err := s.userCmds.CheckTOTP(ctx, tx, u, keys.Secrets, req.GetCode(), s.Now())
-			if errors.Is(err, users.ErrBadCode) {
-				return false, nil
-			}
-			return err == nil, err
-		})
-		if err != nil {
-			return nil, internalErr(err, "check factor")
-		}
-		if out != lockout.Passed {
-			if out == lockout.Refused {
-				throttled.Inc(ctx)
-			}
-			return nil, connect.NewError(connect.CodeUnauthenticated, errBadCode)
-		}
-		return &directoryv1.CheckAuthFactorResponse{User: userProto(u)}, nil
-	}
 	// A recovery code is spent by an event, in its own transaction.
 	if err := s.begin(ctx, a); err != nil {
 		return nil, err
 	}
-	left, err = s.userCmds.UseRecoveryCode(ctx, u, keys.Hasher, req.GetCode())
+	left, err := s.userCmds.UseRecoveryCode(ctx, u, keys.Hasher, req.GetCode())
 	if errors.Is(err, users.ErrBadCode) {
 		if err := s.lock.Failed(ctx, a); err != nil {
 			return nil, internalErr(err, "record failure")
@@ -175,6 +159,56 @@ func (s *Server) CheckAuthFactor(ctx context.Context, req *directoryv1.CheckAuth
 	}
 	s.Logger.InfoContext(ctx, "recovery code used", "user_id", u.ID, "recovery_codes_left", left)
 	return &directoryv1.CheckAuthFactorResponse{RecoveryCodesLeft: int32(left), User: userProto(u)}, nil
+}
+
+// checkTOTP checks a TOTP code: on every login of a user with an
+// authenticator app, so the user's read, the attempt's count, the check,
+// the step and the reset are one transaction (one commit, no read of its
+// own).
+func (s *Server) checkTOTP(ctx context.Context, req *directoryv1.CheckAuthFactorRequest, keys FactorKeys) (*directoryv1.CheckAuthFactorResponse, error) {
+	var (
+		u   *users.User
+		out lockout.Outcome
+	)
+	err := s.ES.DB().Relaxed().InTx(ctx, func(tx *db.Tx) error {
+		var (
+			maxFailures int
+			err         error
+		)
+		u, maxFailures, err = humanIn(ctx, tx, req.GetUserId())
+		if err != nil {
+			return err
+		}
+		if u.OrgID != req.GetOrgId() {
+			return notFound("user")
+		}
+		a := lockout.Attempt{Account: lockout.FactorAccount(u.ID), Address: req.GetClientAddress(), MaxAccountFailures: maxFailures}
+		out, err = s.lock.GuardIn(ctx, tx, a, func(ctx context.Context, tx *db.Tx) (bool, error) {
+			err := s.userCmds.CheckTOTP(ctx, tx, u, keys.Secrets, req.GetCode(), s.Now())
+			if errors.Is(err, users.ErrBadCode) {
+				return false, nil
+			}
+			return err == nil, err
+		})
+		if err != nil {
+			return internalErr(err, "check factor")
+		}
+		return nil
+	})
+	if err != nil {
+		var ce *connect.Error
+		if errors.As(err, &ce) {
+			return nil, ce
+		}
+		return nil, internalErr(err, "check factor")
+	}
+	if out != lockout.Passed {
+		if out == lockout.Refused {
+			throttled.Inc(ctx)
+		}
+		return nil, connect.NewError(connect.CodeUnauthenticated, errBadCode)
+	}
+	return &directoryv1.CheckAuthFactorResponse{User: userProto(u)}, nil
 }
 
 // begin asks the failed-attempt limits whether a may run: a refusal is

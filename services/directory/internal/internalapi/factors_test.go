@@ -47,6 +47,34 @@ func TestCheckAuthFactor(t *testing.T) {
 		if err := check("sms", "123456", "192.0.2.1"); connect.CodeOf(err) != connect.CodeInvalidArgument {
 			t.Fatalf("unknown type: %v", err)
 		}
+		// Who the code is checked for, read in the check's transaction:
+		// nobody, another organization's user, a machine, a deactivated
+		// user. None is counted against the address.
+		machine := e.REST("POST", "/management/v1/users/machine", e.AdminToken, "", map[string]any{"userName": "mfa-bot", "name": "bot"})
+		if machine.Status != 200 {
+			t.Fatalf("AddMachineUser: %d %s", machine.Status, machine.Body)
+		}
+		gone := register(t, c, e.OrgID, "mfa-gone", "gone@example.com")
+		restOK(t, e, "POST", "/management/v1/users/"+gone.GetId()+"/_deactivate", "", map[string]any{})
+		for _, tc := range []struct {
+			org, user string
+			want      connect.Code
+		}{
+			{e.OrgID, "", connect.CodeInvalidArgument},
+			{e.OrgID, "no-such-user", connect.CodeNotFound},
+			{"another-org", u.GetId(), connect.CodeNotFound},
+			{e.OrgID, machine.JSON["userId"].(string), connect.CodeNotFound},
+			{e.OrgID, gone.GetId(), connect.CodeFailedPrecondition},
+		} {
+			_, err := c.CheckAuthFactor(ctx, &directoryv1.CheckAuthFactorRequest{OrgId: tc.org, UserId: tc.user, Type: "otp", Code: "123456", ClientAddress: "192.0.2.9"})
+			if connect.CodeOf(err) != tc.want {
+				t.Errorf("code for user %q of %q: %v; want %v", tc.user, tc.org, err, tc.want)
+			}
+		}
+		var counted int
+		if err := e.DB.Get(ctx, &counted, `SELECT COUNT(*) FROM login_failures WHERE subject LIKE ?`, `%192.0.2.9%`); err != nil || counted != 0 {
+			t.Fatalf("counters after checks for no one: %d, %v; want none", counted, err)
+		}
 		reg, err := c.StartTOTP(ctx, &directoryv1.StartTOTPRequest{UserId: u.GetId()})
 		if err != nil {
 			t.Fatal(err)

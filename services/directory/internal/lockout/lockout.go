@@ -216,33 +216,40 @@ const (
 // concurrent attempt of the pair sees the first one's count and step.
 // check reports whether it passed; its error rolls everything back.
 func (s *Store) Guard(ctx context.Context, a Attempt, check func(context.Context, *db.Tx) (bool, error)) (Outcome, error) {
-	now := s.now()
 	out := Refused
 	err := s.DB.Relaxed().InTx(ctx, func(tx *db.Tx) error {
-		out = Refused
-		allowed, err := s.allow(ctx, tx, a, now)
-		if err != nil || !allowed {
-			return err
-		}
-		passed, err := check(ctx, tx)
-		switch {
-		case err != nil:
-			return err
-		case passed:
-			out = Passed
-			return Reset(ctx, tx, a)
-		}
-		out = Wrong
-		if a.Address == "" {
-			return nil
-		}
-		_, err = count(ctx, tx, a.address(), "", addressRule, now)
+		var err error
+		out, err = s.GuardIn(ctx, tx, a, check)
 		return err
 	})
 	if err != nil {
 		return Refused, err
 	}
 	return out, nil
+}
+
+// GuardIn is Guard in tx, a transaction of Relaxed that may have read
+// what a depends on (the user and its organization's lock), so that the
+// whole check is one transaction. Its error must roll tx back.
+func (s *Store) GuardIn(ctx context.Context, tx *db.Tx, a Attempt, check func(context.Context, *db.Tx) (bool, error)) (Outcome, error) {
+	now := s.now()
+	allowed, err := s.allow(ctx, tx, a, now)
+	if err != nil || !allowed {
+		return Refused, err
+	}
+	passed, err := check(ctx, tx)
+	switch {
+	case err != nil:
+		return Refused, err
+	case passed:
+		return Passed, Reset(ctx, tx, a)
+	}
+	if a.Address != "" {
+		if _, err := count(ctx, tx, a.address(), "", addressRule, now); err != nil {
+			return Refused, err
+		}
+	}
+	return Wrong, nil
 }
 
 // Failed counts a failed check of an allowed attempt (a wrong password,

@@ -7,6 +7,7 @@ import (
 	"encoding/base32"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/pquerna/otp"
@@ -181,6 +182,24 @@ func (q *Queries) Factors(ctx context.Context, userID string) ([]Factor, error) 
 		credential_id, credential, challenge, creation_date, change_date, sequence
 		FROM user_factors WHERE user_id = ? ORDER BY creation_date, id`, userID)
 	return out, err
+}
+
+// SecondFactorTypes returns the types of the user's ready second factors
+// (passkeys are a first factor), each once, oldest first: what a
+// password check answers on every login, so it reads the type alone.
+func (q *Queries) SecondFactorTypes(ctx context.Context, userID string) ([]string, error) {
+	var types []string
+	if err := q.DB.Select(ctx, &types, `SELECT type FROM user_factors WHERE user_id = ? AND state = ? AND type <> ?
+		ORDER BY creation_date, id`, userID, FactorReady, FactorPasswordless); err != nil {
+		return nil, err
+	}
+	out := types[:0]
+	for _, t := range types {
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out, nil
 }
 
 // otpFactor returns the user's TOTP factor (ready or not), or nil.

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -302,6 +304,42 @@ func TestResumeTOTP(t *testing.T) {
 		}
 		if again.Secret != own.Secret || again.URI != own.URI {
 			t.Fatalf("resumed %q, want the user's own %q", again.URI, own.URI)
+		}
+	})
+}
+
+// What a password check learns of a user's second factors: the ready
+// ones' types, once each, oldest first; passkeys (a first factor) and
+// unfinished registrations are not among them.
+func TestSecondFactorTypes(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, d db.Dialect) {
+		f := newLinkFixture(t, d)
+		ctx := context.Background()
+		u, other := f.human(t, "alice"), f.human(t, "bob")
+		if got, err := f.q.SecondFactorTypes(ctx, u.ID); err != nil || len(got) != 0 {
+			t.Fatalf("no factors: %v, %v", got, err)
+		}
+		at := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+		for i, r := range []struct {
+			user, typ string
+			state     int32
+		}{
+			{u.ID, users.FactorPasswordless, users.FactorReady},
+			{u.ID, users.FactorU2F, users.FactorNotReady},
+			{u.ID, users.FactorU2F, users.FactorReady},
+			{u.ID, users.FactorOTP, users.FactorReady},
+			{u.ID, users.FactorU2F, users.FactorReady},
+			{other.ID, users.FactorOTP, users.FactorReady},
+		} {
+			if _, err := f.st.Exec(ctx, `INSERT INTO user_factors (id, user_id, org_id, type, state, creation_date, change_date, sequence)
+				VALUES (?, ?, ?, ?, ?, ?, ?, 1)`, fmt.Sprintf("f%d", i), r.user, u.OrgID, r.typ, r.state, at.Add(time.Duration(i)*time.Minute), at); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := f.q.SecondFactorTypes(ctx, u.ID)
+		if err != nil || !slices.Equal(got, []string{users.FactorU2F, users.FactorOTP}) {
+			t.Fatalf("SecondFactorTypes = %v, %v; want [u2f otp]", got, err)
 		}
 	})
 }
