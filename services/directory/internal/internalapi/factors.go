@@ -46,26 +46,20 @@ func (s *Server) human(ctx context.Context, userID string) (*users.User, error) 
 // humanFor is human; with lockout, in the same read, the organization's
 // opt-in account lock (0 otherwise).
 func (s *Server) humanFor(ctx context.Context, userID string, lockout bool) (*users.User, int, error) {
-	if lockout {
-		return humanIn(ctx, s.ES.DB(), userID)
-	}
 	if userID == "" {
-		return nil, 0, errNoUserID
+		return nil, 0, errNoUserID()
+	}
+	if lockout {
+		return activeHuman(s.users.GetWithLockout(ctx, userID))
 	}
 	u, err := s.users.Get(ctx, userID)
 	return activeHuman(u, 0, err)
 }
 
-// humanIn is humanFor with the lock, read through q (a factor check's
-// transaction).
-func humanIn(ctx context.Context, q db.Querier, userID string) (*users.User, int, error) {
-	if userID == "" {
-		return nil, 0, errNoUserID
-	}
-	return activeHuman(users.GetWithLockout(ctx, q, userID))
+// errNoUserID is a fresh error each time: a connect.Error carries metadata.
+func errNoUserID() error {
+	return connect.NewError(connect.CodeInvalidArgument, errors.New("user_id is required"))
 }
-
-var errNoUserID = connect.NewError(connect.CodeInvalidArgument, errors.New("user_id is required"))
 
 // activeHuman is a read user unless it is missing, a machine or
 // deactivated.
@@ -162,9 +156,9 @@ func (s *Server) CheckAuthFactor(ctx context.Context, req *directoryv1.CheckAuth
 }
 
 // checkTOTP checks a TOTP code: on every login of a user with an
-// authenticator app, so the user's read, the attempt's count, the check,
-// the step and the reset are one transaction (one commit, no read of its
-// own).
+// authenticator app, so the user's and its factor's read (one
+// statement), the attempt's count, the check, the step and the reset are
+// one transaction.
 func (s *Server) checkTOTP(ctx context.Context, req *directoryv1.CheckAuthFactorRequest, keys FactorKeys) (*directoryv1.CheckAuthFactorResponse, error) {
 	var (
 		u   *users.User
@@ -175,8 +169,12 @@ func (s *Server) checkTOTP(ctx context.Context, req *directoryv1.CheckAuthFactor
 			maxFailures int
 			err         error
 		)
-		u, maxFailures, err = humanIn(ctx, tx, req.GetUserId())
-		if err != nil {
+		if req.GetUserId() == "" {
+			return errNoUserID()
+		}
+		var f *users.Factor
+		u, maxFailures, f, err = users.GetForTOTP(ctx, tx, req.GetUserId())
+		if u, maxFailures, err = activeHuman(u, maxFailures, err); err != nil {
 			return err
 		}
 		if u.OrgID != req.GetOrgId() {
@@ -184,7 +182,7 @@ func (s *Server) checkTOTP(ctx context.Context, req *directoryv1.CheckAuthFactor
 		}
 		a := lockout.Attempt{Account: lockout.FactorAccount(u.ID), Address: req.GetClientAddress(), MaxAccountFailures: maxFailures}
 		out, err = s.lock.GuardIn(ctx, tx, a, func(ctx context.Context, tx *db.Tx) (bool, error) {
-			err := s.userCmds.CheckTOTP(ctx, tx, u, keys.Secrets, req.GetCode(), s.Now())
+			err := s.userCmds.CheckTOTPFactor(ctx, tx, f, keys.Secrets, req.GetCode(), s.Now())
 			if errors.Is(err, users.ErrBadCode) {
 				return false, nil
 			}

@@ -81,6 +81,10 @@ func TestCheckAuthFactor(t *testing.T) {
 		}
 		now := time.Now()
 		code, _ := totp.GenerateCode(reg.GetSecret(), now)
+		// A registration not yet verified is no factor.
+		if err := check("otp", code, "192.0.2.8"); connect.CodeOf(err) != connect.CodeUnauthenticated {
+			t.Fatalf("the code of an unverified registration: %v", err)
+		}
 		if _, err := c.VerifyTOTP(ctx, &directoryv1.VerifyTOTPRequest{UserId: u.GetId(), Code: code}); err != nil {
 			t.Fatal(err)
 		}

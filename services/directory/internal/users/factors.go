@@ -184,6 +184,31 @@ func (q *Queries) Factors(ctx context.Context, userID string) ([]Factor, error) 
 	return out, err
 }
 
+// GetForTOTP reads, in one statement, what a TOTP code's check needs: the
+// user, its organization's opt-in account lock (as GetWithLockout), and
+// its TOTP factor, ready or not (nil without one).
+func GetForTOTP(ctx context.Context, q db.Querier, userID string) (*User, int, *Factor, error) {
+	var row struct {
+		User
+		LockoutAttempts int            `db:"org_lockout_attempts"`
+		FactorID        sql.NullString `db:"factor_id"`
+		FactorState     sql.NullInt32  `db:"factor_state"`
+		FactorSecret    []byte         `db:"factor_secret"`
+		FactorLastStep  sql.NullInt64  `db:"factor_last_step"`
+	}
+	if err := q.Get(ctx, &row, `SELECT `+Columns+`, o.lockout_max_attempts AS org_lockout_attempts,
+		f.id AS factor_id, f.state AS factor_state, f.secret AS factor_secret, f.last_step AS factor_last_step`+From+`
+		LEFT JOIN user_factors f ON f.user_id = u.id AND f.type = ? WHERE u.id = ?`, FactorOTP, userID); err != nil {
+		return nil, 0, nil, db.NotFound(err)
+	}
+	var f *Factor
+	if row.FactorID.Valid {
+		f = &Factor{ID: row.FactorID.String, UserID: row.ID, Type: FactorOTP, State: row.FactorState.Int32,
+			Secret: row.FactorSecret, LastStep: row.FactorLastStep.Int64}
+	}
+	return &row.User, row.LockoutAttempts, f, nil
+}
+
 // SecondFactorTypes returns the types of the user's ready second factors
 // (passkeys are a first factor), each once, oldest first: what a
 // password check answers on every login, so it reads the type alone.
@@ -368,13 +393,22 @@ func (c *Commands) VerifyTOTP(ctx context.Context, editor string, u *User, fs Fa
 func (c *Commands) CheckTOTP(ctx context.Context, q db.Querier, u *User, fs FactorSecrets, code string, now time.Time) error {
 	var f Factor
 	err := q.Get(ctx, &f, `SELECT id, user_id, state, secret, last_step FROM user_factors WHERE user_id = ? AND type = ?`, u.ID, FactorOTP)
-	if errors.Is(err, sql.ErrNoRows) || err == nil && !f.Ready() {
+	if errors.Is(err, sql.ErrNoRows) {
 		return ErrBadCode
 	}
 	if err != nil {
 		return err
 	}
-	seed, err := fs.open(&f)
+	return c.CheckTOTPFactor(ctx, q, &f, fs, code, now)
+}
+
+// CheckTOTPFactor is CheckTOTP of f, the user's TOTP factor as read in
+// q's transaction (GetForTOTP); nil when it has none.
+func (c *Commands) CheckTOTPFactor(ctx context.Context, q db.Querier, f *Factor, fs FactorSecrets, code string, now time.Time) error {
+	if f == nil || !f.Ready() {
+		return ErrBadCode
+	}
+	seed, err := fs.open(f)
 	if err != nil {
 		return err
 	}

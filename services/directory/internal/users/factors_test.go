@@ -343,3 +343,49 @@ func TestSecondFactorTypes(t *testing.T) {
 		}
 	})
 }
+
+// A code's check reads the user, its organization's lock and its TOTP
+// factor in one statement: none, an unverified one, a ready one.
+func TestGetForTOTP(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, d db.Dialect) {
+		f := newLinkFixture(t, d)
+		ctx := context.Background()
+		fs := factorSecrets(t)
+		u := f.human(t, "carol")
+		if _, _, _, err := users.GetForTOTP(ctx, f.st, "nobody"); !errors.Is(err, db.ErrNotFound) {
+			t.Fatalf("unknown user: %v", err)
+		}
+		got, lock, factor, err := users.GetForTOTP(ctx, f.st, u.ID)
+		if err != nil || got.ID != u.ID || got.UserName != u.UserName || lock != 0 || factor != nil {
+			t.Fatalf("no factor: %+v, %d, %+v, %v", got, lock, factor, err)
+		}
+		if _, err := f.st.Exec(ctx, `UPDATE orgs SET lockout_max_attempts = 7 WHERE id = ?`, u.OrgID); err != nil {
+			t.Fatal(err)
+		}
+		reg, _, err := f.cmds.StartTOTP(ctx, u.ID, u, fs, "Gatehouse")
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		_, lock, factor, err = users.GetForTOTP(ctx, f.st, u.ID)
+		if err != nil || lock != 7 || factor == nil || factor.Ready() || factor.UserID != u.ID {
+			t.Fatalf("unverified: %d, %+v, %v", lock, factor, err)
+		}
+		if err := f.cmds.CheckTOTPFactor(ctx, f.st, factor, fs, code(t, reg.Secret, now), now); !errors.Is(err, users.ErrBadCode) {
+			t.Fatalf("an unverified factor's code: %v; want ErrBadCode", err)
+		}
+		u = f.reload(t, u)
+		if _, err := f.cmds.VerifyTOTP(ctx, u.ID, u, fs, code(t, reg.Secret, now.Add(-30*time.Second)), now); err != nil {
+			t.Fatal(err)
+		}
+		_, _, factor, err = users.GetForTOTP(ctx, f.st, u.ID)
+		if err != nil || factor == nil || !factor.Ready() {
+			t.Fatalf("verified: %+v, %v", factor, err)
+		}
+		// The seed opens (the sealing names the user and the factor).
+		if err := f.cmds.CheckTOTPFactor(ctx, f.st, factor, fs, code(t, reg.Secret, now), now); err != nil {
+			t.Fatalf("the current code: %v", err)
+		}
+	})
+}

@@ -268,17 +268,11 @@ func (q *Queries) Get(ctx context.Context, id string) (*User, error) {
 // (lockout_max_attempts) in the same read: a second factor's check needs
 // both, on every login's path.
 func (q *Queries) GetWithLockout(ctx context.Context, id string) (*User, int, error) {
-	return GetWithLockout(ctx, q.DB, id)
-}
-
-// GetWithLockout is Queries.GetWithLockout through tx: a second factor's
-// check reads the user in the transaction that counts the attempt.
-func GetWithLockout(ctx context.Context, tx db.Querier, id string) (*User, int, error) {
 	var row struct {
 		User
 		LockoutAttempts int `db:"org_lockout_attempts"`
 	}
-	if err := tx.Get(ctx, &row, `SELECT `+Columns+`, o.lockout_max_attempts AS org_lockout_attempts`+From+` WHERE u.id = ?`, id); err != nil {
+	if err := q.DB.Get(ctx, &row, `SELECT `+Columns+`, o.lockout_max_attempts AS org_lockout_attempts`+From+` WHERE u.id = ?`, id); err != nil {
 		return nil, 0, db.NotFound(err)
 	}
 	return &row.User, row.LockoutAttempts, nil
