@@ -160,6 +160,9 @@ func (s *Server) CheckAuthFactor(ctx context.Context, req *directoryv1.CheckAuth
 // statement), the attempt's count, the check, the step and the reset are
 // one transaction.
 func (s *Server) checkTOTP(ctx context.Context, req *directoryv1.CheckAuthFactorRequest, keys FactorKeys) (*directoryv1.CheckAuthFactorResponse, error) {
+	if req.GetUserId() == "" {
+		return nil, errNoUserID()
+	}
 	var (
 		u   *users.User
 		out lockout.Outcome
@@ -169,9 +172,6 @@ func (s *Server) checkTOTP(ctx context.Context, req *directoryv1.CheckAuthFactor
 			maxFailures int
 			err         error
 		)
-		if req.GetUserId() == "" {
-			return errNoUserID()
-		}
 		var f *users.Factor
 		u, maxFailures, f, err = users.GetForTOTP(ctx, tx, req.GetUserId())
 		if u, maxFailures, err = activeHuman(u, maxFailures, err); err != nil {

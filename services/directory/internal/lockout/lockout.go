@@ -209,28 +209,14 @@ const (
 	Passed
 )
 
-// Guard runs check as attempt a: Begin, check, then Succeeded or Failed,
-// in one transaction of Relaxed with check's own writes, so that a
-// one-time code costs one commit (a second factor is on every login's
-// path). On PostgreSQL the pair's row stays locked until the commit, so a
-// concurrent attempt of the pair sees the first one's count and step.
-// check reports whether it passed; its error rolls everything back.
-func (s *Store) Guard(ctx context.Context, a Attempt, check func(context.Context, *db.Tx) (bool, error)) (Outcome, error) {
-	out := Refused
-	err := s.DB.Relaxed().InTx(ctx, func(tx *db.Tx) error {
-		var err error
-		out, err = s.GuardIn(ctx, tx, a, check)
-		return err
-	})
-	if err != nil {
-		return Refused, err
-	}
-	return out, nil
-}
-
-// GuardIn is Guard in tx, a transaction of Relaxed that may have read
-// what a depends on (the user and its organization's lock), so that the
-// whole check is one transaction. Its error must roll tx back.
+// GuardIn runs check as attempt a in tx, a transaction of Relaxed that
+// may have read what a depends on (the user and its organization's
+// lock): Begin, check, then Succeeded or Failed, in that one transaction
+// with check's own writes, so that a one-time code costs one commit (a
+// second factor is on every login's path). On PostgreSQL the pair's row
+// stays locked until the commit, so a concurrent attempt of the pair sees
+// the first one's count and step. check reports whether it passed; an
+// error (check's or the counters') must roll tx back.
 func (s *Store) GuardIn(ctx context.Context, tx *db.Tx, a Attempt, check func(context.Context, *db.Tx) (bool, error)) (Outcome, error) {
 	now := s.now()
 	allowed, err := s.allow(ctx, tx, a, now)

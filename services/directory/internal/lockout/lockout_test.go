@@ -392,3 +392,18 @@ func TestGuard(t *testing.T) {
 		}
 	})
 }
+
+// Guard is GuardIn in a transaction of its own, as a factor check runs
+// it.
+func (s *Store) Guard(ctx context.Context, a Attempt, check func(context.Context, *db.Tx) (bool, error)) (Outcome, error) {
+	out := Refused
+	err := s.DB.Relaxed().InTx(ctx, func(tx *db.Tx) error {
+		var err error
+		out, err = s.GuardIn(ctx, tx, a, check)
+		return err
+	})
+	if err != nil {
+		return Refused, err
+	}
+	return out, nil
+}
