@@ -9,7 +9,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -26,20 +25,12 @@ import (
 	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/gatehouse-id/gatehouse/pkg/config"
+	"github.com/gatehouse-id/gatehouse/pkg/testutil"
 )
 
 // freeAddr reserves a loopback port for a server whose issuer URL must be
-// known before it starts.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
+// known before it starts (testutil.FreeAddr).
+func freeAddr(t *testing.T) string { t.Helper(); return testutil.FreeAddr(t) }
 
 type keyFile struct {
 	Type   string `json:"type"`

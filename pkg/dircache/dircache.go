@@ -125,6 +125,28 @@ type Dep string
 // a user, a project (with its apps).
 func Object(id string) Dep { return Dep("id:" + id) }
 
+// Credential is a dependency on what lets an object act or be acted as:
+// a user's state, secrets, keys and grants, an app's registration. Every
+// change of the object is one, but for the kinds in CredentialNeutral.
+// A machine user's client and keys depend on it, so that a metadata entry
+// written just before a directory outage does not leave the machine
+// without its cached client through the outage.
+func Credential(id string) Dep { return Dep("cred:" + id) }
+
+// CredentialNeutral lists the event types (the directory's
+// users.EventMetadataSet and users.EventMetadataRemoved, which its tests
+// hold to these names) that change no Credential dependency. A change
+// without a type (from a directory older than the field) is not neutral.
+var CredentialNeutral = []string{"user.metadata.set", "user.metadata.removed"}
+
+var credentialNeutral = func() map[string]bool {
+	m := map[string]bool{}
+	for _, t := range CredentialNeutral {
+		m[t] = true
+	}
+	return m
+}()
+
 // AnyOf is a dependency on every object of a type in an organization
 // (such as the list of an organization's projects).
 func AnyOf(orgID, aggregateType string) Dep { return Dep("type:" + orgID + "/" + aggregateType) }
@@ -202,6 +224,9 @@ func (w *Watcher) apply(m *directoryv1.ListChangesResponse, started bool) {
 			all = true // an instance-wide change
 		}
 		changed[string(Object(c.GetAggregateId()))] = true
+		if !credentialNeutral[c.GetEventType()] {
+			changed[string(Credential(c.GetAggregateId()))] = true
+		}
 		changed[string(AnyOf(c.GetOrgId(), c.GetAggregateType()))] = true
 	}
 	for seq := range w.applied {
@@ -272,9 +297,10 @@ func ClientDeps(c *directoryv1.Client) []Dep {
 }
 
 // MachineDeps is what a machine user's client or key depends on: the
-// user, its organization and the organization's projects.
+// user's credentials (not its metadata), its organization and the
+// organization's projects.
 func MachineDeps(userID, orgID string) []Dep {
-	return []Dep{Object(userID), Object(orgID), AnyOf(orgID, "project")}
+	return []Dep{Credential(userID), Object(orgID), AnyOf(orgID, "project")}
 }
 
 // Unavailable reports whether err means the directory could not answer,

@@ -399,3 +399,83 @@ func TestJustUnavailableDirectoryIsNotAskedAgain(t *testing.T) {
 		}
 	})
 }
+
+// A machine user's client depends on the user's credentials, not on its
+// metadata: a metadata entry written just before an outage leaves the
+// client cached through it, while any other change of the user (a new
+// secret, a deactivation; or a change without a type, from an older
+// directory) drops it, and the user's claims drop at either.
+func TestMachineClientKeptAcrossMetadataChanges(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		f := &changeLog{}
+		w := &Watcher{Feed: f}
+		clients := NewCache[*directoryv1.Client](w, "clients")
+		claims := NewCache[string](w, "claims")
+		poll(t, w)
+		var clientReads, claimReads int
+		down := false
+		unavailable := connect.NewError(connect.CodeUnavailable, errors.New("down"))
+		fetchClient := func(context.Context) (*directoryv1.Client, []Dep, error) {
+			if down {
+				return nil, nil, unavailable
+			}
+			clientReads++
+			cl := &directoryv1.Client{ClientId: "m1", Id: "m1", Kind: directoryv1.ClientKind_CLIENT_KIND_MACHINE_USER, OrgId: "org1"}
+			return cl, ClientDeps(cl), nil
+		}
+		fetchClaims := func(context.Context) (string, []Dep, error) {
+			if down {
+				return "", nil, unavailable
+			}
+			claimReads++
+			return "claims", []Dep{Object("m1"), Object("org1")}, nil
+		}
+		get := func() {
+			t.Helper()
+			if _, err := clients.Get(context.Background(), "m1", fetchClient); err != nil {
+				t.Fatalf("client: %v", err)
+			}
+			if _, err := claims.Get(context.Background(), "m1", fetchClaims); err != nil {
+				t.Fatalf("claims: %v", err)
+			}
+		}
+		typed := func(typ string) {
+			f.mu.Lock()
+			f.changes = append(f.changes, &directoryv1.Change{Sequence: uint64(len(f.changes) + 1), OrgId: "org1",
+				AggregateType: "user", AggregateId: "m1", EventType: typ})
+			f.mu.Unlock()
+		}
+		get()
+		for _, typ := range CredentialNeutral {
+			typed(typ)
+		}
+		poll(t, w)
+		get()
+		if clientReads != 1 || claimReads != 2 {
+			t.Fatalf("after metadata changes: %d client reads (want 1), %d claims reads (want 2)", clientReads, claimReads)
+		}
+		// The directory goes down right after the poll that read a
+		// metadata change, before anything is read again: the client
+		// still serves.
+		typed("user.metadata.set")
+		down = true
+		poll(t, w)
+		f.setDown(true)
+		time.Sleep(time.Minute)
+		if _, err := clients.Get(context.Background(), "m1", fetchClient); err != nil {
+			t.Fatalf("through the outage after a metadata change: %v", err)
+		}
+		down = false
+		f.setDown(false)
+		poll(t, w)
+		for i, typ := range []string{"user.machine.secret.set", "user.deactivated", ""} {
+			typed(typ)
+			poll(t, w)
+			get()
+			if clientReads != 2+i {
+				t.Fatalf("after a %q change: %d client reads; want %d (dropped and read again)", typ, clientReads, 2+i)
+			}
+		}
+	})
+}

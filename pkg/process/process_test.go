@@ -3,7 +3,6 @@ package process_test
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/process"
 	"github.com/gatehouse-id/gatehouse/pkg/rpc"
 	"github.com/gatehouse-id/gatehouse/pkg/server"
+	"github.com/gatehouse-id/gatehouse/pkg/testutil"
 )
 
 // echoAddr is a component answering the X-Real-Ip it sees.
@@ -113,7 +113,7 @@ func TestPprofOnlyOnTheMetricsListener(t *testing.T) {
 		return res.StatusCode, string(b)
 	}
 	for _, on := range []bool{true, false} {
-		metrics := freeAddr(t)
+		metrics := testutil.FreeAddr(t)
 		env := map[string]string{"GATEHOUSE_METRICS_ADDR": metrics}
 		if on {
 			env["GATEHOUSE_PPROF"] = "true"
@@ -130,14 +130,4 @@ func TestPprofOnlyOnTheMetricsListener(t *testing.T) {
 			t.Fatal("the public listener serves the profiler")
 		}
 	}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }

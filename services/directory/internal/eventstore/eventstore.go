@@ -221,6 +221,7 @@ type Change struct {
 	Sequence      uint64    `db:"sequence"`
 	AggregateType string    `db:"aggregate_type"`
 	AggregateID   string    `db:"aggregate_id"`
+	EventType     string    `db:"event_type"`
 	ResourceOwner string    `db:"resource_owner"`
 	CreatedAt     time.Time `db:"created_at"`
 }
@@ -241,7 +242,7 @@ func (s *Store) Changes(ctx context.Context, after uint64, settled time.Time, li
 		}
 	}
 	var out []Change
-	if err := s.db.Select(ctx, &out, `SELECT sequence, aggregate_type, aggregate_id, resource_owner, created_at FROM events WHERE sequence > ? ORDER BY sequence LIMIT `+strconv.Itoa(limit), after); err != nil {
+	if err := s.db.Select(ctx, &out, `SELECT sequence, aggregate_type, aggregate_id, event_type, resource_owner, created_at FROM events WHERE sequence > ? ORDER BY sequence LIMIT `+strconv.Itoa(limit), after); err != nil {
 		return nil, 0, fmt.Errorf("eventstore: read changes: %w", err)
 	}
 	cursor := after

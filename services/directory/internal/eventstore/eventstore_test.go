@@ -179,7 +179,7 @@ func TestChanges(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(cs) != 1 || cs[0].Sequence != fresh || cs[0].ResourceOwner != "org1" || cursor != old {
+		if len(cs) != 1 || cs[0].Sequence != fresh || cs[0].ResourceOwner != "org1" || cs[0].EventType != "member.added" || cursor != old {
 			t.Fatalf("Changes(0) = %+v, cursor %d; want only %d and cursor %d", cs, cursor, fresh, old)
 		}
 		// Once settled, the cursor moves past it.

@@ -24,7 +24,7 @@ func (s *Server) ListChanges(ctx context.Context, req *directoryv1.ListChangesRe
 	out := &directoryv1.ListChangesResponse{Cursor: cursor, More: len(changes) == changesLimit}
 	for _, c := range changes {
 		out.Changes = append(out.Changes, &directoryv1.Change{Sequence: c.Sequence, OrgId: c.ResourceOwner,
-			AggregateType: c.AggregateType, AggregateId: c.AggregateID})
+			AggregateType: c.AggregateType, AggregateId: c.AggregateID, EventType: c.EventType})
 	}
 	return out, nil
 }

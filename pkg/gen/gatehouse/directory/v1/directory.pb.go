@@ -4809,7 +4809,11 @@ type Change struct {
 	// "idp" or "instance" (an app belongs to its project).
 	AggregateType string `protobuf:"bytes,3,opt,name=aggregate_type,json=aggregateType,proto3" json:"aggregate_type,omitempty"`
 	// The changed object's id.
-	AggregateId   string `protobuf:"bytes,4,opt,name=aggregate_id,json=aggregateId,proto3" json:"aggregate_id,omitempty"`
+	AggregateId string `protobuf:"bytes,4,opt,name=aggregate_id,json=aggregateId,proto3" json:"aggregate_id,omitempty"`
+	// The event's type ("user.metadata.set"), so that a cache can keep what
+	// a change of this kind leaves as it was; empty from a directory older
+	// than the field, which readers take as a change of anything.
+	EventType     string `protobuf:"bytes,5,opt,name=event_type,json=eventType,proto3" json:"event_type,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4868,6 +4872,13 @@ func (x *Change) GetAggregateType() string {
 func (x *Change) GetAggregateId() string {
 	if x != nil {
 		return x.AggregateId
+	}
+	return ""
+}
+
+func (x *Change) GetEventType() string {
+	if x != nil {
+		return x.EventType
 	}
 	return ""
 }
@@ -6240,12 +6251,14 @@ const file_gatehouse_directory_v1_directory_proto_rawDesc = "" +
 	"\x10external_subject\x18\x02 \x01(\tR\x0fexternalSubject\"\x1c\n" +
 	"\x1aUnlinkExternalUserResponse\";\n" +
 	"\x12ListChangesRequest\x12%\n" +
-	"\x0eafter_sequence\x18\x01 \x01(\x04R\rafterSequence\"\x85\x01\n" +
+	"\x0eafter_sequence\x18\x01 \x01(\x04R\rafterSequence\"\xa4\x01\n" +
 	"\x06Change\x12\x1a\n" +
 	"\bsequence\x18\x01 \x01(\x04R\bsequence\x12\x15\n" +
 	"\x06org_id\x18\x02 \x01(\tR\x05orgId\x12%\n" +
 	"\x0eaggregate_type\x18\x03 \x01(\tR\raggregateType\x12!\n" +
-	"\faggregate_id\x18\x04 \x01(\tR\vaggregateId\"{\n" +
+	"\faggregate_id\x18\x04 \x01(\tR\vaggregateId\x12\x1d\n" +
+	"\n" +
+	"event_type\x18\x05 \x01(\tR\teventType\"{\n" +
 	"\x13ListChangesResponse\x128\n" +
 	"\achanges\x18\x01 \x03(\v2\x1e.gatehouse.directory.v1.ChangeR\achanges\x12\x16\n" +
 	"\x06cursor\x18\x02 \x01(\x04R\x06cursor\x12\x12\n" +
