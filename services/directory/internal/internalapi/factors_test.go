@@ -2,6 +2,8 @@ package internalapi_test
 
 import (
 	"context"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -173,4 +175,65 @@ func mustCode(t *testing.T, secret string, at time.Time) string {
 		t.Fatal(err)
 	}
 	return code
+}
+
+// Concurrent wrong codes for one user share no slot: each is counted
+// before its check, by an upsert that waits for a concurrent one's commit
+// and then sees its wait (lockout.Store.GuardIn), so one is counted and
+// every other one is refused uncounted, as is the right code after them.
+func TestConcurrentCodesShareNoSlot(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, d db.Dialect) {
+		e := mgmttest.Start(t, d)
+		ctx := context.Background()
+		c := e.Internal(mgmttest.InternalToken)
+		userID := e.SeedUser(e.OrgID, "racer")
+		reg, err := c.StartTOTP(ctx, &directoryv1.StartTOTPRequest{UserId: userID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.VerifyTOTP(ctx, &directoryv1.VerifyTOTPRequest{UserId: userID,
+			Code: mustCode(t, reg.GetSecret(), time.Now().Add(-30*time.Second))}); err != nil {
+			t.Fatal(err)
+		}
+		// The pair has used its free failures and served its wait: the
+		// next failure starts a wait of 16 s, longer than the race.
+		const addr = "192.0.2.50"
+		pair := "pair:" + strconv.Quote(addr) + ":" + lockout.FactorAccount(userID)
+		const before = lockout.PairFreeFailures + 3
+		check := func(code string) error {
+			_, err := c.CheckAuthFactor(ctx, &directoryv1.CheckAuthFactorRequest{OrgId: e.OrgID, UserId: userID, Type: "otp",
+				Code: code, ClientAddress: addr})
+			return err
+		}
+		if _, err := e.DB.Exec(ctx, `INSERT INTO login_failures (subject, account, failures, updated_at) VALUES (?, ?, ?, ?)`,
+			pair, lockout.FactorAccount(userID), before, time.Now().UTC()); err != nil {
+			t.Fatal(err)
+		}
+		const n = 8
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				errs[i] = check("000000")
+			})
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if connect.CodeOf(err) != connect.CodeUnauthenticated {
+				t.Fatalf("a concurrent wrong code: %v", err)
+			}
+		}
+		var failures int
+		if err := e.DB.Get(ctx, &failures, `SELECT COALESCE(MAX(failures), 0) FROM login_failures WHERE subject = ?`, pair); err != nil {
+			t.Fatal(err)
+		}
+		if failures != before+1 {
+			t.Fatalf("after %d concurrent wrong codes the pair counts %d failures; want %d (one counted, the rest refused during its wait)",
+				n, failures, before+1)
+		}
+		if err := check(mustCode(t, reg.GetSecret(), time.Now())); connect.CodeOf(err) != connect.CodeUnauthenticated {
+			t.Fatalf("the right code during the wait: %v; want refused", err)
+		}
+	})
 }
