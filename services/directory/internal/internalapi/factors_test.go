@@ -139,16 +139,7 @@ func TestUncleanStartRefusesRecentCodes(t *testing.T) {
 	ctx := context.Background()
 	c := e.Internal(mgmttest.InternalToken)
 	userID := e.SeedUser(e.OrgID, "crash")
-	reg, err := c.StartTOTP(ctx, &directoryv1.StartTOTPRequest{UserId: userID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Enrolled with the code of the step before, so that the codes of the
-	// current steps are unused.
-	if _, err := c.VerifyTOTP(ctx, &directoryv1.VerifyTOTPRequest{UserId: userID,
-		Code: mustCode(t, reg.GetSecret(), time.Now().Add(-30*time.Second))}); err != nil {
-		t.Fatal(err)
-	}
+	secret := enrollTOTP(t, c, userID)
 	check := func(c directoryv1connect.DirectoryServiceClient, code string) error {
 		_, err := c.CheckAuthFactor(ctx, &directoryv1.CheckAuthFactorRequest{OrgId: e.OrgID, UserId: userID, Type: "otp", Code: code, ClientAddress: "192.0.2.7"})
 		return err
@@ -157,15 +148,32 @@ func TestUncleanStartRefusesRecentCodes(t *testing.T) {
 	c = e.Internal(mgmttest.InternalToken)
 	now := time.Now()
 	for _, at := range []time.Time{now, now.Add(30 * time.Second)} {
-		if err := check(c, mustCode(t, reg.GetSecret(), at)); connect.CodeOf(err) != connect.CodeUnauthenticated {
+		if err := check(c, mustCode(t, secret, at)); connect.CodeOf(err) != connect.CodeUnauthenticated {
 			t.Fatalf("code of %v after an unclean start: %v; want refused", at, err)
 		}
 	}
 	e.Restart()
 	c = e.Internal(mgmttest.InternalToken)
-	if err := check(c, mustCode(t, reg.GetSecret(), time.Now())); err != nil {
+	if err := check(c, mustCode(t, secret, time.Now())); err != nil {
 		t.Fatalf("the current code after a clean restart: %v", err)
 	}
+}
+
+// enrollTOTP gives userID a TOTP generator, verified with the code of the
+// step before, so that the codes of the current steps are unused, and
+// returns its secret.
+func enrollTOTP(t *testing.T, c directoryv1connect.DirectoryServiceClient, userID string) string {
+	t.Helper()
+	ctx := context.Background()
+	reg, err := c.StartTOTP(ctx, &directoryv1.StartTOTPRequest{UserId: userID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.VerifyTOTP(ctx, &directoryv1.VerifyTOTPRequest{UserId: userID,
+		Code: mustCode(t, reg.GetSecret(), time.Now().Add(-30*time.Second))}); err != nil {
+		t.Fatal(err)
+	}
+	return reg.GetSecret()
 }
 
 func mustCode(t *testing.T, secret string, at time.Time) string {
@@ -188,14 +196,7 @@ func TestConcurrentCodesShareNoSlot(t *testing.T) {
 		ctx := context.Background()
 		c := e.Internal(mgmttest.InternalToken)
 		userID := e.SeedUser(e.OrgID, "racer")
-		reg, err := c.StartTOTP(ctx, &directoryv1.StartTOTPRequest{UserId: userID})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.VerifyTOTP(ctx, &directoryv1.VerifyTOTPRequest{UserId: userID,
-			Code: mustCode(t, reg.GetSecret(), time.Now().Add(-30*time.Second))}); err != nil {
-			t.Fatal(err)
-		}
+		secret := enrollTOTP(t, c, userID)
 		// The pair has used its free failures and served its wait: the
 		// next failure starts a wait of 16 s, longer than the race.
 		const addr = "192.0.2.50"
@@ -232,7 +233,7 @@ func TestConcurrentCodesShareNoSlot(t *testing.T) {
 			t.Fatalf("after %d concurrent wrong codes the pair counts %d failures; want %d (one counted, the rest refused during its wait)",
 				n, failures, before+1)
 		}
-		if err := check(mustCode(t, reg.GetSecret(), time.Now())); connect.CodeOf(err) != connect.CodeUnauthenticated {
+		if err := check(mustCode(t, secret, time.Now())); connect.CodeOf(err) != connect.CodeUnauthenticated {
 			t.Fatalf("the right code during the wait: %v; want refused", err)
 		}
 	})
