@@ -26,7 +26,7 @@ const (
 	EventOTPVerified = "user.human.mfa.otp.verified"
 	EventOTPRemoved  = "user.human.mfa.otp.removed"
 	// EventOTPChecked recorded an accepted code's time step. Checks now
-	// update user_factors.last_step directly (CheckTOTP); the reducer
+	// update user_factors.last_step directly (CheckTOTPFactor); the reducer
 	// stays for the events stored before.
 	EventOTPChecked = "user.human.mfa.otp.check.succeeded"
 )
@@ -379,10 +379,11 @@ func (c *Commands) VerifyTOTP(ctx context.Context, editor string, u *User, fs Fa
 	return c.push(ctx, editor, u, EventOTPVerified, otpChecked{ID: f.ID, Step: step})
 }
 
-// CheckTOTP checks a login's code against u's ready TOTP generator and
-// records its step through q (the transaction of the check's lockout,
-// lockout.Store.Guard), so the code is never accepted again. A user
-// without one, a wrong code, a code of a step already used or at most
+// CheckTOTPFactor checks a login's code against f, the user's TOTP
+// factor as read in q's transaction (GetForTOTP; nil when it has none),
+// and records its step through q (the transaction of the check's lockout,
+// lockout.Store.GuardIn), so the code is never accepted again. No factor,
+// one not ready, a wrong code, a code of a step already used or at most
 // c.StepFloor, and the loser of two checks racing with one code are
 // ErrBadCode.
 //
@@ -390,20 +391,6 @@ func (c *Commands) VerifyTOTP(ctx context.Context, editor string, u *User, fs Fa
 // (this is the login's hot path), and the transaction is a relaxed one:
 // a crash of the machine may forget the last steps recorded on SQLite,
 // which the next start fails closed with StepFloor (StepFloorAfter).
-func (c *Commands) CheckTOTP(ctx context.Context, q db.Querier, u *User, fs FactorSecrets, code string, now time.Time) error {
-	var f Factor
-	err := q.Get(ctx, &f, `SELECT id, user_id, state, secret, last_step FROM user_factors WHERE user_id = ? AND type = ?`, u.ID, FactorOTP)
-	if errors.Is(err, sql.ErrNoRows) {
-		return ErrBadCode
-	}
-	if err != nil {
-		return err
-	}
-	return c.CheckTOTPFactor(ctx, q, &f, fs, code, now)
-}
-
-// CheckTOTPFactor is CheckTOTP of f, the user's TOTP factor as read in
-// q's transaction (GetForTOTP); nil when it has none.
 func (c *Commands) CheckTOTPFactor(ctx context.Context, q db.Querier, f *Factor, fs FactorSecrets, code string, now time.Time) error {
 	if f == nil || !f.Ready() {
 		return ErrBadCode

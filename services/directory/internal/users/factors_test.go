@@ -40,10 +40,16 @@ func code(t *testing.T, secret string, at time.Time) string {
 	return c
 }
 
-// checkTOTP runs CheckTOTP in a transaction of its own, as
-// lockout.Store.Guard does.
+// checkTOTP reads u's factor and checks code in a transaction of its
+// own, as the directory's factor check does.
 func checkTOTP(ctx context.Context, cmds *users.Commands, u *users.User, fs users.FactorSecrets, code string, now time.Time) error {
-	return cmds.Q.DB.Relaxed().InTx(ctx, func(tx *db.Tx) error { return cmds.CheckTOTP(ctx, tx, u, fs, code, now) })
+	return cmds.Q.DB.Relaxed().InTx(ctx, func(tx *db.Tx) error {
+		_, _, f, err := users.GetForTOTP(ctx, tx, u.ID)
+		if err != nil {
+			return err
+		}
+		return cmds.CheckTOTPFactor(ctx, tx, f, fs, code, now)
+	})
 }
 
 func TestTOTPLifecycle(t *testing.T) {
