@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"html"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -20,7 +21,9 @@ import (
 
 var (
 	mfaSecretRE = regexp.MustCompile(`<code class="secret">([A-Z2-7 ]+)</code>`)
-	mfaCodesRE  = regexp.MustCompile(`<li><code>([a-z0-9]{5}-[a-z0-9]{5})</code></li>`)
+	// mfaRecoveryLinkRE is the code page's link to the recovery code form.
+	mfaRecoveryLinkRE = regexp.MustCompile(`href="(/ui/login/mfa\?[^"]*recovery=1[^"]*)"`)
+	mfaCodesRE        = regexp.MustCompile(`<li><code>([a-z0-9]{5}-[a-z0-9]{5})</code></li>`)
 )
 
 // loginPolicy replaces the organization's login policy.
@@ -135,7 +138,12 @@ func TestMFATOTPAndRecoveryCodes(t *testing.T) {
 		use := func(state string) afPage {
 			b := browser(t, e.base)
 			p := e.password(b, afGet(t, b, e.authURL(state, "n-"+state)), "alice", afPassword)
-			p = afGet(t, b, e.base+"/ui/login/mfa?recovery=1&authRequestID="+afHidden(t, p, "authRequestID"))
+			// The code page's link: it carries the page's state.
+			link := mfaRecoveryLinkRE.FindStringSubmatch(p.body)
+			if link == nil {
+				t.Fatalf("no recovery code link on the code page:\n%s", p.body)
+			}
+			p = afGet(t, b, e.base+html.UnescapeString(link[1]))
 			if !strings.Contains(p.body, `name="type" value="recovery"`) {
 				t.Fatalf("no recovery code form:\n%s", p.body)
 			}

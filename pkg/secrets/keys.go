@@ -25,6 +25,9 @@ const (
 	PurposeMail = "gatehouse mail v1"
 	// PurposeDPoPNonces keys the DPoP server nonces every replica accepts.
 	PurposeDPoPNonces = "gatehouse dpop nonces v1"
+	// PurposeLoginState seals the state a login page's form carries (the
+	// code page's: authn's login package).
+	PurposeLoginState = "gatehouse login state v1"
 )
 
 // ErrDecrypt is returned for a ciphertext that is corrupt, truncated or was

@@ -1,6 +1,7 @@
 package service_test
 
 import (
+	"bytes"
 	"html"
 	"io"
 	"net/http"
@@ -68,7 +69,8 @@ func newEnv(t *testing.T, d db.Dialect, opts ...func(*service.HandlerOptions)) *
 	e.dir.AddUser("bob-id", "org1", "bob", "Bob-Pass-2")
 	e.dir.AddUser("carol-id", "org2", "carol", "Carol-Pass-3")
 
-	o := service.HandlerOptions{DB: e.db, Directory: e.dir, Tokens: e.tok, Issuer: testIssuer, Now: e.clock, Logger: logging.Discard()}
+	o := service.HandlerOptions{DB: e.db, Directory: e.dir, Tokens: e.tok, Issuer: testIssuer, MasterKey: bytes.Repeat([]byte{9}, 32),
+		Now: e.clock, Logger: logging.Discard()}
 	for _, opt := range opts {
 		opt(&o)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/netguard"
 	"github.com/gatehouse-id/gatehouse/pkg/process"
 	"github.com/gatehouse-id/gatehouse/pkg/rpc"
+	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/pkg/server"
 	"github.com/gatehouse-id/gatehouse/services/authn/internal/authorize"
 	"github.com/gatehouse-id/gatehouse/services/authn/internal/endsession"
@@ -107,6 +108,10 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 	if err != nil {
 		return nil, err
 	}
+	masterKey, err := cfg.LoadMasterKey() // as process.Run has (tests call New directly)
+	if err != nil {
+		return nil, err
+	}
 	lifetimes := session.Lifetimes{Idle: sessions.IdleLifetime, Absolute: sessions.AbsoluteLifetime, Retention: sessions.Retention}
 	if deps.Directory == nil || deps.Tokens == nil {
 		opts, err := rpc.InternalClientOptions(cfg.InternalToken)
@@ -159,6 +164,7 @@ func New(ctx context.Context, env process.Env, deps Deps) (_ *Service, err error
 		IdPHTTP:    egress.Client(netguard.Options{}),
 		Sessions:   lifetimes,
 		RequirePAR: cfg.RequirePAR,
+		MasterKey:  masterKey,
 	})
 	if err != nil {
 		return nil, err
@@ -192,8 +198,10 @@ type HandlerOptions struct {
 	// RequirePAR refuses authorization requests that were not pushed
 	// first (GATEHOUSE_REQUIRE_PAR).
 	RequirePAR bool
-	Now        func() time.Time
-	Logger     *slog.Logger
+	// MasterKey seals the state the login pages' forms carry (required).
+	MasterKey []byte
+	Now       func() time.Time
+	Logger    *slog.Logger
 }
 
 // NewHandler builds authn's public routes on an open, migrated database
@@ -214,8 +222,12 @@ func NewHandler(o HandlerOptions) (*http.ServeMux, error) {
 		idpHTTP = netguard.Policy{}.Client(netguard.Options{})
 	}
 	rp := &federation.RP{HTTP: idpHTTP, RedirectURL: o.Issuer + login.PathIdPCallback, Now: o.Now}
+	stateKey, err := secrets.NewCipher(o.MasterKey, secrets.PurposeLoginState)
+	if err != nil {
+		return nil, fmt.Errorf("login state key: %w", err)
+	}
 	pages, err := login.New(login.Pages{Flow: flow, Directory: o.Directory, Store: store, Browsers: browsers, RP: rp,
-		WebAuthn: webAuthnWorks(o.Issuer), Now: o.Now, Logger: log})
+		WebAuthn: webAuthnWorks(o.Issuer), StateKey: stateKey, Now: o.Now, Logger: log})
 	if err != nil {
 		return nil, err
 	}

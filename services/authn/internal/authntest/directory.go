@@ -16,6 +16,19 @@ type User struct {
 	User           *directoryv1.User
 	Password       string
 	ChangeRequired bool
+	// OTP, when set, gives the user an authenticator app whose one
+	// accepted code it is (once: CheckAuthFactor spends it; set another
+	// for the next login).
+	OTP   string
+	spent map[string]bool
+}
+
+// factors are u's ready second factors.
+func (u *User) factors() []string {
+	if u.OTP == "" {
+		return nil
+	}
+	return []string{"otp"}
 }
 
 // Directory is a table-backed fake of the directory's internal API. It
@@ -170,7 +183,7 @@ func (d *Directory) VerifyPassword(_ context.Context, r *directoryv1.VerifyPassw
 	if o, ok := d.Orgs[u.User.GetOrgId()]; ok {
 		lp = o.GetLoginPolicy()
 	}
-	return &directoryv1.VerifyPasswordResponse{User: u.User, ChangeRequired: u.ChangeRequired, LoginPolicy: lp}, nil
+	return &directoryv1.VerifyPasswordResponse{User: u.User, ChangeRequired: u.ChangeRequired, LoginPolicy: lp, SecondFactors: u.factors()}, nil
 }
 
 // ChangePassword implements the directory API.
@@ -265,19 +278,49 @@ func (d *Directory) LinkExternalUser(context.Context, *directoryv1.LinkExternalU
 	return nil, connect.NewError(connect.CodeNotFound, errors.New("idp not found"))
 }
 
-// ListAuthFactors implements the directory API: this fake's users have no
-// second factor.
-func (d *Directory) ListAuthFactors(context.Context, *directoryv1.ListAuthFactorsRequest) (*directoryv1.ListAuthFactorsResponse, error) {
+// SetOTP gives user id an authenticator app whose one accepted code is
+// code (see User.OTP).
+func (d *Directory) SetOTP(id, code string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.Users[id].OTP = code
+}
+
+// ListAuthFactors implements the directory API: a user with an OTP has
+// an authenticator app, the others no second factor.
+func (d *Directory) ListAuthFactors(_ context.Context, r *directoryv1.ListAuthFactorsRequest) (*directoryv1.ListAuthFactorsResponse, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if err := d.down(); err != nil {
 		return nil, err
 	}
-	return &directoryv1.ListAuthFactorsResponse{}, nil
+	out := &directoryv1.ListAuthFactorsResponse{}
+	if u, ok := d.Users[r.GetUserId()]; ok {
+		out.SecondFactors = u.factors()
+	}
+	return out, nil
 }
 
-// CheckAuthFactor implements the directory API: no user has a factor, so
-// every code is wrong.
-func (d *Directory) CheckAuthFactor(context.Context, *directoryv1.CheckAuthFactorRequest) (*directoryv1.CheckAuthFactorResponse, error) {
-	return nil, connect.NewError(connect.CodeUnauthenticated, errors.New("invalid code"))
+// CheckAuthFactor implements the directory API: a user's OTP is right
+// once (TOTP codes only); every other code is wrong.
+func (d *Directory) CheckAuthFactor(_ context.Context, r *directoryv1.CheckAuthFactorRequest) (*directoryv1.CheckAuthFactorResponse, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.down(); err != nil {
+		return nil, err
+	}
+	u, ok := d.Users[r.GetUserId()]
+	if !ok || u.User.GetOrgId() != r.GetOrgId() {
+		return nil, connect.NewError(connect.CodeNotFound, errors.New("user not found"))
+	}
+	if r.GetType() != "otp" || u.OTP == "" || u.spent[u.OTP] || r.GetCode() != u.OTP {
+		return nil, connect.NewError(connect.CodeUnauthenticated, errors.New("invalid code"))
+	}
+	if u.spent == nil {
+		u.spent = map[string]bool{}
+	}
+	u.spent[u.OTP] = true
+	return &directoryv1.CheckAuthFactorResponse{User: u.User}, nil
 }
 
 // StartTOTP implements the directory API: this fake enrolls no factor

@@ -1,6 +1,7 @@
 package login
 
 import (
+	"errors"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -53,16 +54,22 @@ func (p *Pages) afterFirstFactor(w http.ResponseWriter, r *http.Request, f *flow
 		path = authorize.PathMFAInit
 	}
 	ff := authorize.FirstFactor{UserID: u.GetId(), AMR: amr, HasFactor: len(factors) > 0, Factors: factors}
+	f.ar.LoginName, f.ar.UserID = u.GetPreferredLoginName(), u.GetId()
+	if path == authorize.PathMFA && ff.HasFactor && !p.keyFirst(f, ff) {
+		// The code page answers this post at once (as Keycloak's and
+		// ZITADEL's logins do), and its form carries the state
+		// (codestate.go): no write, redirect or second read of the
+		// pending request on the login's hot path.
+		if state := p.sealState(f, ff); state != "" {
+			p.renderCode(w, f.page("mfa.title"), http.StatusOK, false, ff, state)
+			return
+		}
+	}
 	if err := p.Store.SetAuthRequestUserFactor(ctx, f.ar.ID, u.GetPreferredLoginName(), u.GetId(), ff.Encode()); err != nil {
 		p.internal(w, r, f.lang, err)
 		return
 	}
 	if path == authorize.PathMFA {
-		// The factor's page answers this post at once (as Keycloak's
-		// and ZITADEL's logins do): no redirect and second read of the
-		// pending request on the login's hot path. Its form posts to
-		// PathMFA.
-		f.ar.LoginName, f.ar.UserID = u.GetPreferredLoginName(), u.GetId()
 		p.askFactor(w, r, f, ff, nil)
 		return
 	}
@@ -82,19 +89,49 @@ func withSecondFactor(amr []string, method string) []string {
 }
 
 // loadFactor is load for the second-factor pages: the pending request and
-// the first factor its user passed. Without one it sends the browser back
-// to the login page; on failure it returns nil.
+// the first factor its user passed, recorded in the request or, from the
+// code page's links and form, sealed in the state field (which is then
+// recorded, for the pages after this one). Without either it sends the
+// browser back to the login page; on failure it returns nil.
 func (p *Pages) loadFactor(w http.ResponseWriter, r *http.Request, fields ...string) (*flow, authorize.FirstFactor) {
-	f := p.load(w, r, fields...)
+	v := p.visit(w, r, append(fields, stateField)...)
+	if v == nil {
+		return nil, authorize.FirstFactor{}
+	}
+	return p.factorFor(w, r, v)
+}
+
+// factorFor is loadFactor's second half, for v.
+func (p *Pages) factorFor(w http.ResponseWriter, r *http.Request, v *visitor) (*flow, authorize.FirstFactor) {
+	f := p.loadFor(w, r, v)
 	if f == nil {
 		return nil, authorize.FirstFactor{}
 	}
-	ff, ok := authorize.ParseFirstFactor(f.ar)
+	if ff, ok := authorize.ParseFirstFactor(f.ar); ok {
+		return f, ff
+	}
+	sealed := r.URL.Query().Get(stateField)
+	if v.form != nil {
+		sealed = v.form[stateField]
+	}
+	st, ok := p.openState(sealed, v)
 	if !ok {
 		redirect(w, r, authorize.PathLogin, f.ar.ID)
 		return nil, authorize.FirstFactor{}
 	}
-	return f, ff
+	if err := p.Store.SetAuthRequestUserFactor(r.Context(), f.ar.ID, st.LoginName, st.FirstFactor.UserID, st.FirstFactor.Encode()); err != nil {
+		p.internal(w, r, f.lang, err)
+		return nil, authorize.FirstFactor{}
+	}
+	f.ar.LoginName, f.ar.UserID, f.ar.FirstFactor = st.LoginName, st.FirstFactor.UserID, st.FirstFactor.Encode()
+	return f, st.FirstFactor
+}
+
+// keyFirst reports whether the second-factor step of ff's user starts
+// with a security key or passkey: the user has one and no TOTP, or the
+// request asks for the phishing-resistant class only a key reaches.
+func (p *Pages) keyFirst(f *flow, ff authorize.FirstFactor) bool {
+	return p.WebAuthn && hasWebAuthn(ff.Factors) && (!slices.Contains(ff.Factors, "otp") || f.req.ACR == oauth.ACRPhishingResistant)
 }
 
 // mfaPage asks for the second factor: a TOTP code, or a recovery code
@@ -133,20 +170,18 @@ func (p *Pages) askFactor(w http.ResponseWriter, r *http.Request, f *flow, ff au
 		return
 	}
 	keys := p.WebAuthn && hasWebAuthn(ff.Factors)
-	otp := slices.Contains(ff.Factors, "otp")
-	// A security key first when the user has no TOTP or the request asks
-	// for the phishing-resistant class only a key reaches.
-	first := !otp || f.req.ACR == oauth.ACRPhishingResistant
-	if keys && q.Get("recovery") == "" && (q.Get("method") == "webauthn" || first && q.Get("method") == "") {
+	if keys && q.Get("recovery") == "" && (q.Get("method") == "webauthn" || p.keyFirst(f, ff) && q.Get("method") == "") {
 		p.renderKeyCheck(w, r, f, ff, http.StatusOK, "")
 		return
 	}
-	p.renderCode(w, pg, http.StatusOK, q.Get("recovery") != "", ff)
+	p.renderCode(w, pg, http.StatusOK, q.Get("recovery") != "", ff, p.sealState(f, ff))
 }
 
 // renderCode shows the code form: a TOTP code, or a recovery code, with
-// links to the user's other factors.
-func (p *Pages) renderCode(w http.ResponseWriter, pg *page, status int, recovery bool, ff authorize.FirstFactor) {
+// links to the user's other factors; state is the login's sealed state
+// for the form and links ("": none, the pending request holds it).
+func (p *Pages) renderCode(w http.ResponseWriter, pg *page, status int, recovery bool, ff authorize.FirstFactor, state string) {
+	pg.Form[stateField] = state
 	pg.Form["type"] = "otp"
 	if recovery {
 		pg.Form["type"] = "recovery"
@@ -179,10 +214,26 @@ func (p *Pages) renderPassed(w http.ResponseWriter, status int, pg *page, ff aut
 
 // mfaSubmit checks the code with the directory (which applies the
 // failed-attempt limits); a wrong, used or refused code reads the same.
+// The code form's own state spares the pending request's read
+// (codestate.go).
 func (p *Pages) mfaSubmit(w http.ResponseWriter, r *http.Request) {
-	f, ff := p.loadFactor(w, r, "type", "code", "continue", "credential")
-	if f == nil {
+	v := p.visit(w, r, "type", "code", "continue", "credential", stateField)
+	if v == nil {
 		return
+	}
+	var (
+		f  *flow
+		ff authorize.FirstFactor
+	)
+	if typ := v.form["type"]; typ == "otp" || typ == "recovery" {
+		if st, ok := p.openState(v.form[stateField], v); ok {
+			f, ff = p.flowFromState(r, v, st), st.FirstFactor
+		}
+	}
+	if f == nil {
+		if f, ff = p.factorFor(w, r, v); f == nil {
+			return
+		}
 	}
 	ctx := r.Context()
 	if ff.Passed {
@@ -201,10 +252,11 @@ func (p *Pages) mfaSubmit(w http.ResponseWriter, r *http.Request) {
 		p.messagePage(w, r, f.lang, http.StatusBadRequest, "err.request")
 		return
 	}
+	again := func(status int) { p.renderCode(w, pg, status, typ == "recovery", ff, p.sealState(f, ff)) }
 	code := strings.TrimSpace(f.form["code"])
 	if code == "" || len(code) > 64 {
 		pg.Errors["code"] = translate(f.lang, "err.required")
-		p.renderCode(w, pg, http.StatusBadRequest, typ == "recovery", ff)
+		again(http.StatusBadRequest)
 		return
 	}
 	res, err := p.Directory.CheckAuthFactor(ctx, &directoryv1.CheckAuthFactorRequest{OrgId: f.req.OrgID, UserId: ff.UserID,
@@ -212,11 +264,11 @@ func (p *Pages) mfaSubmit(w http.ResponseWriter, r *http.Request) {
 	switch connect.CodeOf(err) {
 	case connect.CodeUnauthenticated, connect.CodeResourceExhausted:
 		pg.Errors["code"] = translate(f.lang, "err.code")
-		p.renderCode(w, pg, http.StatusUnauthorized, typ == "recovery", ff)
+		again(http.StatusUnauthorized)
 		return
 	case connect.CodeFailedPrecondition:
 		pg.Error = translate(f.lang, "err.inactive")
-		p.renderCode(w, pg, http.StatusForbidden, typ == "recovery", ff)
+		again(http.StatusForbidden)
 		return
 	case connect.CodeNotFound:
 		redirect(w, r, authorize.PathLogin, f.ar.ID)
@@ -229,7 +281,13 @@ func (p *Pages) mfaSubmit(w http.ResponseWriter, r *http.Request) {
 	amr := withSecondFactor(ff.AMR, oauth.AMROTP)
 	if typ == "recovery" {
 		ff = authorize.FirstFactor{UserID: ff.UserID, AMR: amr, Passed: true, RecoveryCodesLeft: int(res.GetRecoveryCodesLeft()), Carried: ff.Carried}
-		if err := p.Store.SetAuthRequestFirstFactor(ctx, f.ar.ID, ff.Encode()); err != nil {
+		err := p.Store.SetAuthRequestUserFactor(ctx, f.ar.ID, f.ar.LoginName, ff.UserID, ff.Encode())
+		if errors.Is(err, session.ErrNotFound) {
+			// Completed or gone since its code form was shown.
+			p.Flow.Fail(w, r, f.req.UILocales, authorize.AlreadyCompleted())
+			return
+		}
+		if err != nil {
 			p.internal(w, r, f.lang, err)
 			return
 		}

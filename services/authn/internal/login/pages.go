@@ -14,6 +14,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	directoryv1 "github.com/gatehouse-id/gatehouse/pkg/gen/gatehouse/directory/v1"
 	"github.com/gatehouse-id/gatehouse/pkg/oauth"
+	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/pkg/telemetry"
 	"github.com/gatehouse-id/gatehouse/services/authn/internal/authorize"
 	"github.com/gatehouse-id/gatehouse/services/authn/internal/session"
@@ -78,6 +79,9 @@ type Pages struct {
 	// WebAuthn: security keys and passkeys work (the issuer's host is a
 	// name, not an IP address, which WebAuthn does not accept).
 	WebAuthn bool
+	// StateKey seals the code page's state (codestate.go); nil keeps it
+	// in the pending request only.
+	StateKey *secrets.Cipher
 	Now      func() time.Time
 	Logger   *slog.Logger
 	tmpl     templates
@@ -212,6 +216,25 @@ func (f *flow) page(title string) *page {
 // the form once and checks its CSRF token against the browser's. On
 // failure it has written the error page and returns nil.
 func (p *Pages) load(w http.ResponseWriter, r *http.Request, fields ...string) *flow {
+	v := p.visit(w, r, fields...)
+	if v == nil {
+		return nil
+	}
+	return p.loadFor(w, r, v)
+}
+
+// visitor is a page request's browser, after load's checks: the request
+// id it names, and on a POST the form.
+type visitor struct {
+	ua   session.UserAgent
+	id   string
+	form map[string]string
+	lang string // from Accept-Language only
+}
+
+// visit is load's first half: the browser, and on a POST its form and
+// CSRF token; no pending request is read.
+func (p *Pages) visit(w http.ResponseWriter, r *http.Request, fields ...string) *visitor {
 	lang := Language(nil, r.Header.Get("Accept-Language"))
 	id := r.URL.Query().Get(authorize.RequestParam)
 	var form map[string]string
@@ -227,8 +250,7 @@ func (p *Pages) load(w http.ResponseWriter, r *http.Request, fields ...string) *
 		}
 		id = form[authorize.RequestParam]
 	}
-	ctx := r.Context()
-	ua, err := p.Browsers.Find(ctx, r)
+	ua, err := p.Browsers.Find(r.Context(), r)
 	if errors.Is(err, session.ErrNotFound) {
 		p.messagePage(w, r, lang, http.StatusBadRequest, "err.cookie")
 		return nil
@@ -241,16 +263,22 @@ func (p *Pages) load(w http.ResponseWriter, r *http.Request, fields ...string) *
 		p.messagePage(w, r, lang, http.StatusForbidden, "err.csrf")
 		return nil
 	}
-	req, ar, err := p.Flow.Load(ctx, id, ua.ID)
+	return &visitor{ua: ua, id: id, form: form, lang: lang}
+}
+
+// loadFor is load's second half: the pending request v names, of v's
+// browser.
+func (p *Pages) loadFor(w http.ResponseWriter, r *http.Request, v *visitor) *flow {
+	req, ar, err := p.Flow.Load(r.Context(), v.id, v.ua.ID)
 	if errors.Is(err, session.ErrNotFound) {
-		p.messagePage(w, r, lang, http.StatusNotFound, "err.request")
+		p.messagePage(w, r, v.lang, http.StatusNotFound, "err.request")
 		return nil
 	}
 	if err != nil {
-		p.internal(w, r, lang, err)
+		p.internal(w, r, v.lang, err)
 		return nil
 	}
-	return &flow{ua: ua, req: req, ar: ar, form: form, lang: Language(req.UILocales, r.Header.Get("Accept-Language"))}
+	return &flow{ua: v.ua, req: req, ar: ar, form: v.form, lang: Language(req.UILocales, r.Header.Get("Accept-Language"))}
 }
 
 // internal logs err and renders the error page: 503 when a dependency is

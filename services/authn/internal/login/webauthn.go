@@ -55,7 +55,7 @@ func (p *Pages) renderKeyCheck(w http.ResponseWriter, r *http.Request, f *flow, 
 	res, err := p.Directory.StartWebAuthnLogin(r.Context(), &directoryv1.StartWebAuthnLoginRequest{Binding: f.ar.ID, UserId: ff.UserID})
 	if connect.CodeOf(err) == connect.CodeAborted {
 		// No key any more (removed meanwhile): the code form.
-		p.renderCode(w, f.page("mfa.title"), http.StatusOK, false, authorize.FirstFactor{HasFactor: true, Factors: []string{"otp"}})
+		p.renderCode(w, f.page("mfa.title"), http.StatusOK, false, authorize.FirstFactor{HasFactor: true, Factors: []string{"otp"}}, p.sealState(f, ff))
 		return
 	}
 	if err != nil {
