@@ -150,3 +150,23 @@ func TestCodeFormOfACompletedRequest(t *testing.T) {
 		t.Errorf("code form of a completed request: %d %q; want the already-completed answer:\n%s", r.StatusCode, r.Header.Get("Location"), r.body)
 	}
 }
+
+// A request whose parameters make the state too long for the code page's
+// links keeps it in the pending request, and the code page works as well.
+func TestCodeFormOfALongRequest(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, db.SQLite)
+	e.dir.SetOTP("alice-id", "123456")
+	state := strings.Repeat("s", 7000)
+	page := e.follow(e.authorize(codeParams("state", state)))
+	page = e.follow(e.submit(page, url.Values{"loginName": {"alice"}}))
+	page = e.submit(page, url.Values{"password": {"Alice-Pass-1"}})
+	if page.StatusCode != http.StatusOK || !strings.Contains(page.body, `name="code"`) {
+		t.Fatalf("want the code page; got %d:\n%s", page.StatusCode, page.body)
+	}
+	if hidden(page, "state") != "" || !strings.Contains(e.firstFactor(hidden(page, "authRequestID")), `"userId":"alice-id"`) {
+		t.Fatalf("a long request's code page: state %d bytes, first factor %q; want none, and the request's",
+			len(hidden(page, "state")), e.firstFactor(hidden(page, "authRequestID")))
+	}
+	e.code(e.submit(page, url.Values{"code": {"123456"}}).location(), state)
+}

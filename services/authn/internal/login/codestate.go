@@ -61,7 +61,10 @@ func (p *Pages) sealState(f *flow, ff authorize.FirstFactor) string {
 	if err != nil {
 		return ""
 	}
-	return base64.RawURLEncoding.EncodeToString(sealed)
+	if out := base64.RawURLEncoding.EncodeToString(sealed); len(out) <= maxState {
+		return out
+	}
+	return "" // too long for the links: the pending request holds it
 }
 
 // openState is the state sealed in s for v's request and browser, unless
@@ -86,9 +89,10 @@ func (p *Pages) openState(s string, v *visitor) (codeState, bool) {
 	return st, true
 }
 
-// maxState bounds a posted state (a request's parameters are bounded by
-// the authorization endpoint; the form by load's 64 KiB).
-const maxState = 32 << 10
+// maxState bounds a state (it travels in the code page's links too); a
+// login whose request's parameters would not fit keeps its state in the
+// pending request.
+const maxState = 8 << 10
 
 // flowFromState is the step of v's browser the code form's state
 // describes, without reading the pending request (nil if its parameters
