@@ -155,49 +155,33 @@ func (s *Server) CheckAuthFactor(ctx context.Context, req *directoryv1.CheckAuth
 	return &directoryv1.CheckAuthFactorResponse{RecoveryCodesLeft: int32(left), User: userProto(u)}, nil
 }
 
-// checkTOTP checks a TOTP code: on every login of a user with an
-// authenticator app, so the user's and its factor's read (one
-// statement), the attempt's count, the check, the step and the reset are
-// one transaction.
+// checkTOTP checks a TOTP code, on every login of a user with an
+// authenticator app: one statement reads the user, its factor and the
+// attempt's locks, one counts the attempt, and one records the code's
+// step (lockout.Store.Guard), with no transaction around them.
 func (s *Server) checkTOTP(ctx context.Context, req *directoryv1.CheckAuthFactorRequest, keys FactorKeys) (*directoryv1.CheckAuthFactorResponse, error) {
 	if req.GetUserId() == "" {
 		return nil, errNoUserID()
 	}
-	var (
-		u   *users.User
-		out lockout.Outcome
-	)
-	err := s.ES.DB().Relaxed().InTx(ctx, func(tx *db.Tx) error {
-		var (
-			maxFailures int
-			err         error
-		)
-		var f *users.Factor
-		u, maxFailures, f, err = users.GetForTOTP(ctx, tx, req.GetUserId())
-		if u, maxFailures, err = activeHuman(u, maxFailures, err); err != nil {
-			return err
+	q := s.ES.DB().Relaxed()
+	// The attempt's account lock is the organization's, read with the user.
+	a := lockout.Attempt{Account: lockout.FactorAccount(req.GetUserId()), Address: req.GetClientAddress()}
+	u, maxFailures, f, locked, err := users.GetForTOTP(ctx, q, req.GetUserId(), a, s.Now())
+	if u, maxFailures, err = activeHuman(u, maxFailures, err); err != nil {
+		return nil, err
+	}
+	if u.OrgID != req.GetOrgId() {
+		return nil, notFound("user")
+	}
+	a.MaxAccountFailures = maxFailures
+	out, err := s.lock.Guard(ctx, a, locked, func(ctx context.Context) (bool, error) {
+		err := s.userCmds.CheckTOTPFactor(ctx, q, f, keys.Secrets, req.GetCode(), s.Now())
+		if errors.Is(err, users.ErrBadCode) {
+			return false, nil
 		}
-		if u.OrgID != req.GetOrgId() {
-			return notFound("user")
-		}
-		a := lockout.Attempt{Account: lockout.FactorAccount(u.ID), Address: req.GetClientAddress(), MaxAccountFailures: maxFailures}
-		out, err = s.lock.GuardIn(ctx, tx, a, func(ctx context.Context, tx *db.Tx) (bool, error) {
-			err := s.userCmds.CheckTOTPFactor(ctx, tx, f, keys.Secrets, req.GetCode(), s.Now())
-			if errors.Is(err, users.ErrBadCode) {
-				return false, nil
-			}
-			return err == nil, err
-		})
-		if err != nil {
-			return internalErr(err, "check factor")
-		}
-		return nil
+		return err == nil, err
 	})
 	if err != nil {
-		var ce *connect.Error
-		if errors.As(err, &ce) {
-			return nil, ce
-		}
 		return nil, internalErr(err, "check factor")
 	}
 	if out != lockout.Passed {

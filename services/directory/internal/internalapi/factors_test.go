@@ -186,9 +186,10 @@ func mustCode(t *testing.T, secret string, at time.Time) string {
 }
 
 // Concurrent wrong codes for one user share no slot: each is counted
-// before its check, by an upsert that waits for a concurrent one's commit
-// and then sees its wait (lockout.Store.GuardIn), so one is counted and
-// every other one is refused uncounted, as is the right code after them.
+// before its check, by an upsert that sets the wait it earns and that a
+// concurrent one's waits for and then sees (lockout.Store.Guard), so one
+// is counted and every other one is refused uncounted, as is the right
+// code after them.
 func TestConcurrentCodesShareNoSlot(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, d db.Dialect) {

@@ -115,28 +115,49 @@ func Subnet(addr string) string {
 
 // rule is how one kind of subject counts.
 type rule struct {
-	window time.Duration             // a failure longer after the previous one starts afresh
-	wait   func(n int) time.Duration // refusal after the nth failure; 0 for none
-	fresh  bool                      // a served wait starts the count afresh
+	window time.Duration // a failure longer after the previous one starts afresh
+	fresh  bool          // a served wait starts the count afresh
+	// The nth failure (n ≥ from) waits waits[n−from], the last rung for
+	// every n beyond the ladder; one before from waits nothing.
+	from  int
+	waits []time.Duration
+	sql   string // count's statement for this rule's shape (countSQL)
+}
+
+func newRule(window time.Duration, fresh bool, from int, waits []time.Duration) rule {
+	r := rule{window: window, fresh: fresh, from: from, waits: waits}
+	r.sql = r.countSQL()
+	return r
+}
+
+// wait is how long the nth failure waits.
+func (r rule) wait(n int) time.Duration {
+	if n < r.from {
+		return 0
+	}
+	return r.waits[min(n-r.from, len(r.waits)-1)]
 }
 
 var (
-	pairRule    = rule{window: PairWindow, wait: PairDelay}
-	addressRule = rule{window: AddressWindow, fresh: true, wait: func(n int) time.Duration {
-		if n >= AddressMaxFailures {
-			return AddressLockTime
-		}
-		return 0
-	}}
+	pairRule    = newRule(PairWindow, false, PairFreeFailures, pairLadder())
+	addressRule = newRule(AddressWindow, true, AddressMaxFailures, []time.Duration{AddressLockTime})
 )
 
-func accountRule(max int) rule {
-	return rule{window: AccountWindow, fresh: true, wait: func(n int) time.Duration {
-		if n >= max {
-			return AccountLockTime
+// pairLadder is PairDelay from PairFreeFailures up to its cap.
+func pairLadder() []time.Duration {
+	var out []time.Duration
+	for n := PairFreeFailures; ; n++ {
+		out = append(out, PairDelay(n))
+		if out[len(out)-1] == PairMaxDelay {
+			return out
 		}
-		return 0
-	}}
+	}
+}
+
+// accountRule is the opt-in account lock after max failures. Its
+// statement is the address rule's shape (one rung, fresh after a wait).
+func accountRule(max int) rule {
+	return rule{window: AccountWindow, fresh: true, from: max, waits: []time.Duration{AccountLockTime}, sql: addressRule.sql}
 }
 
 // Store reads and writes login_failures.
@@ -157,34 +178,50 @@ func (s *Store) now() time.Time {
 // the organization opts in), so concurrent attempts cannot all pass
 // through one free slot; Succeeded forgets those counts. A refused attempt
 // is counted nowhere, so hammering does not lengthen the wait.
+//
+// It needs no transaction: the read of the locks is one statement, and
+// each count one upsert that also sets the wait it earns, so a concurrent
+// attempt on the subject sees the count and the wait together.
 func (s *Store) Begin(ctx context.Context, a Attempt) (bool, error) {
 	now := s.now()
-	allowed := false
-	err := s.DB.Relaxed().InTx(ctx, func(tx *db.Tx) error {
-		var err error
-		allowed, err = s.allow(ctx, tx, a, now)
-		return err
-	})
-	return allowed, err
-}
-
-// allow is Begin through q.
-func (s *Store) allow(ctx context.Context, q db.Querier, a Attempt, now time.Time) (bool, error) {
-	subjects := []any{a.pair()}
-	if a.Address != "" {
-		subjects = append(subjects, a.address())
-	}
-	if a.MaxAccountFailures > 0 {
-		subjects = append(subjects, a.Account)
-	}
+	q := s.DB.Relaxed()
+	expr, args := a.Locked(now, a.accountLock())
 	var locked int
-	if err := q.Get(ctx, &locked, `SELECT COUNT(*) FROM login_failures WHERE locked_until > ? AND subject IN (?`+
-		strings.Repeat(", ?", len(subjects)-1)+`)`, append([]any{now}, subjects...)...); err != nil {
+	if err := q.Get(ctx, &locked, `SELECT `+expr, args...); err != nil {
 		return false, fmt.Errorf("lockout: read: %w", err)
 	}
 	if locked > 0 {
 		return false, nil
 	}
+	return take(ctx, q, a, now)
+}
+
+// accountLock is a's account lock as the SQL expression Locked takes.
+func (a Attempt) accountLock() string {
+	if a.MaxAccountFailures > 0 {
+		return "1"
+	}
+	return "0"
+}
+
+// Locked is a scalar subquery, with its arguments, that counts a's
+// subjects refused at now: its pair, its address and, where the SQL
+// expression accountLock (the organization's lockout_max_attempts) is
+// above 0, its account. Above 0, a is refused (Guard's locked). A
+// factor's check reads it in the statement that reads the user and the
+// factor (users.GetForTOTP).
+func (a Attempt) Locked(now time.Time, accountLock string) (string, []any) {
+	if a.Address == "" {
+		return `(SELECT COUNT(*) FROM login_failures WHERE locked_until > ? AND (subject = ? OR subject = ? AND ` +
+			accountLock + ` > 0))`, []any{now, a.pair(), a.Account}
+	}
+	return `(SELECT COUNT(*) FROM login_failures WHERE locked_until > ? AND (subject IN (?, ?) OR subject = ? AND ` +
+		accountLock + ` > 0))`, []any{now, a.pair(), a.address(), a.Account}
+}
+
+// take counts a in advance: its pair, then its account where the
+// organization opts in. It reports false when either is refused.
+func take(ctx context.Context, q db.Querier, a Attempt, now time.Time) (bool, error) {
 	if ok, err := count(ctx, q, a.pair(), a.Account, pairRule, now); err != nil || !ok {
 		return false, err
 	}
@@ -209,29 +246,36 @@ const (
 	Passed
 )
 
-// GuardIn runs check as attempt a in tx, a transaction of Relaxed that
-// may have read what a depends on (the user and its organization's
-// lock): Begin, check, then Succeeded or Failed, in that one transaction
-// with check's own writes, so that a one-time code costs one commit (a
-// second factor is on every login's path). On PostgreSQL the pair's row
-// stays locked until the commit, so a concurrent attempt of the pair sees
-// the first one's count and step. check reports whether it passed; an
-// error (check's or the counters') must roll tx back.
-func (s *Store) GuardIn(ctx context.Context, tx *db.Tx, a Attempt, check func(context.Context, *db.Tx) (bool, error)) (Outcome, error) {
+// Guard runs check as attempt a: Begin, check, then Succeeded or Failed.
+// locked is a's Locked, read by the caller in the statement that read
+// what check needs (a second factor is on every login's path, so its
+// check costs as few round trips as it can): above 0, a is Refused
+// without a count.
+//
+// No statement waits for another's commit: every count commits before
+// check runs, so concurrent attempts share no free slot, and a guess is
+// never uncounted. A check's error returns with the attempt counted
+// (fails closed). check reports whether it passed and writes through
+// its own statements (a one-time code's step is a conditional update, so
+// of two concurrent checks of one code one passes).
+func (s *Store) Guard(ctx context.Context, a Attempt, locked int, check func(context.Context) (bool, error)) (Outcome, error) {
+	if locked > 0 {
+		return Refused, nil
+	}
 	now := s.now()
-	allowed, err := s.allow(ctx, tx, a, now)
-	if err != nil || !allowed {
+	q := s.DB.Relaxed()
+	if ok, err := take(ctx, q, a, now); err != nil || !ok {
 		return Refused, err
 	}
-	passed, err := check(ctx, tx)
+	passed, err := check(ctx)
 	switch {
 	case err != nil:
 		return Refused, err
 	case passed:
-		return Passed, Reset(ctx, tx, a)
+		return Passed, Reset(ctx, q, a)
 	}
 	if a.Address != "" {
-		if _, err := count(ctx, tx, a.address(), "", addressRule, now); err != nil {
+		if _, err := count(ctx, q, a.address(), "", addressRule, now); err != nil {
 			return Refused, err
 		}
 	}
@@ -245,10 +289,8 @@ func (s *Store) Failed(ctx context.Context, a Attempt) error {
 	if a.Address == "" {
 		return nil
 	}
-	return s.DB.Relaxed().InTx(ctx, func(tx *db.Tx) error {
-		_, err := count(ctx, tx, a.address(), "", addressRule, s.now())
-		return err
-	})
+	_, err := count(ctx, s.DB.Relaxed(), a.address(), "", addressRule, s.now())
+	return err
 }
 
 // Succeeded forgets the pair's and the account's failures after a correct
@@ -258,8 +300,7 @@ func (s *Store) Succeeded(ctx context.Context, a Attempt) error {
 	return Reset(ctx, s.DB.Relaxed(), a)
 }
 
-// Reset is Succeeded through q: in the transaction of the check it
-// concludes (a factor's code, whose acceptance is written anyway).
+// Reset is Succeeded through q.
 func Reset(ctx context.Context, q db.Querier, a Attempt) error {
 	if _, err := q.Exec(ctx, `DELETE FROM login_failures WHERE subject IN (?, ?)`, a.pair(), a.Account); err != nil {
 		return fmt.Errorf("lockout: reset: %w", err)
@@ -279,40 +320,61 @@ func ForgetAccount(ctx context.Context, q db.Querier, account string) error {
 // count records a failure of subject under r through q unless subject is
 // refused until later; it reports whether it counted (false: refused).
 //
-// One upsert counts and reads the new count: it starts afresh after the
-// window (or, where r.fresh, after a served wait) and updates nothing
-// while the subject is refused. A second statement sets the wait only
-// when the count reaches one. q is a transaction: on PostgreSQL the upsert
-// locks the row until commit, so a concurrent attempt on the subject sees
-// the wait (SQLite transactions write one at a time anyway).
+// One upsert (r.sql) counts and sets the wait the new count earns: it
+// starts afresh after the window (or, where r.fresh, after a served wait)
+// and updates nothing while the subject is refused. On PostgreSQL the
+// upsert locks the row for its statement, and SQLite writes one at a
+// time, so a concurrent attempt on the subject sees the count and its
+// wait together.
 func count(ctx context.Context, q db.Querier, subject, account string, r rule, now time.Time) (bool, error) {
-	var acc any
+	var acc, first any
 	if account != "" {
 		acc = account
 	}
-	afresh := `login_failures.updated_at < ?`
-	if r.fresh {
-		afresh += ` OR login_failures.locked_until IS NOT NULL`
+	if d := r.wait(1); d > 0 {
+		first = now.Add(d)
+	}
+	start, last := now.Add(-r.window), len(r.waits)-1
+	args := make([]any, 0, 9+2*last)
+	args = append(args, subject, acc, first, now, start, start, r.from+last, now.Add(r.waits[last]))
+	for i := range last {
+		args = append(args, r.from+i, now.Add(r.waits[i]))
 	}
 	var n int
-	err := q.Get(ctx, &n, `INSERT INTO login_failures (subject, account, failures, updated_at) VALUES (?, ?, 1, ?)
-		ON CONFLICT (subject) DO UPDATE SET account = excluded.account,
-			failures = CASE WHEN `+afresh+` THEN 1 ELSE login_failures.failures + 1 END,
-			locked_until = NULL, updated_at = excluded.updated_at
-		WHERE login_failures.locked_until IS NULL OR login_failures.locked_until <= ?
-		RETURNING failures`, subject, acc, now, now.Add(-r.window), now)
+	err := q.Get(ctx, &n, r.sql, append(args, now)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil // refused until later
 	}
 	if err != nil {
 		return false, fmt.Errorf("lockout: count: %w", err)
 	}
-	if d := r.wait(n); d > 0 {
-		if _, err := q.Exec(ctx, `UPDATE login_failures SET locked_until = ? WHERE subject = ?`, now.Add(d), subject); err != nil {
-			return false, fmt.Errorf("lockout: count: %w", err)
-		}
-	}
 	return true, nil
+}
+
+// countSQL is count's upsert for r's shape. The new count is n =
+// failures + 1 (1 afresh); the wait is a CASE over the ladder's rungs,
+// whose times count passes: the last rung for n ≥ its n, then each
+// other. Its first branch, the inserted value, types the others on
+// PostgreSQL.
+func (r rule) countSQL() string {
+	afresh := `login_failures.updated_at < ?`
+	if r.fresh {
+		afresh = `(` + afresh + ` OR login_failures.locked_until IS NOT NULL)`
+	}
+	var b strings.Builder
+	b.WriteString(`INSERT INTO login_failures (subject, account, failures, locked_until, updated_at) VALUES (?, ?, 1, ?, ?)
+		ON CONFLICT (subject) DO UPDATE SET account = excluded.account,
+			failures = CASE WHEN ` + afresh + ` THEN 1 ELSE login_failures.failures + 1 END,
+			locked_until = CASE WHEN ` + afresh + ` THEN excluded.locked_until
+				WHEN login_failures.failures + 1 >= ? THEN ?`)
+	for range len(r.waits) - 1 {
+		b.WriteString(` WHEN login_failures.failures + 1 = ? THEN ?`)
+	}
+	b.WriteString(` END,
+			updated_at = excluded.updated_at
+		WHERE login_failures.locked_until IS NULL OR login_failures.locked_until <= ?
+		RETURNING failures`)
+	return b.String()
 }
 
 // PruneSteps delete counters untouched for Retention that block nothing.

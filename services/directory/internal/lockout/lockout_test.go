@@ -2,6 +2,7 @@ package lockout
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
@@ -309,10 +310,10 @@ func TestIPv6SubnetCountsAsOneAddress(t *testing.T) {
 	}
 }
 
-// Guard is Begin, the check and Succeeded or Failed in one transaction:
-// a wrong check counts as Begin and Failed do, a passed one forgets the
-// pair's count, a refused attempt runs no check, and a check's error
-// rolls back its count. Concurrent guarded checks share no free slot.
+// Guard is Begin, the check and Succeeded or Failed: a wrong check counts
+// as Begin and Failed do, a passed one forgets the pair's count, a
+// refused attempt runs no check, and a check's error leaves its attempt
+// counted. Concurrent guarded checks share no free slot.
 func TestGuard(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, d db.Dialect) {
 		s, c := newStore(t, d)
@@ -326,47 +327,57 @@ func TestGuard(t *testing.T) {
 			}
 			return n
 		}
-		guard := func(passed bool, err error) (Outcome, bool) {
+		guard := func(check func(context.Context) (bool, error)) (Outcome, error) {
+			t.Helper()
+			var locked int
+			expr, args := a.Locked(c.now(), "?")
+			if err := s.DB.Get(ctx, &locked, `SELECT `+expr, append(args, a.MaxAccountFailures)...); err != nil {
+				t.Fatal(err)
+			}
+			return s.Guard(ctx, a, locked, check)
+		}
+		try := func(passed bool) (Outcome, bool) {
 			t.Helper()
 			ran, before := false, failures(a.pair())
-			out, gerr := s.Guard(ctx, a, func(ctx context.Context, tx *db.Tx) (bool, error) {
+			out, err := guard(func(ctx context.Context) (bool, error) {
 				ran = true
-				var n int
-				if err := tx.Get(ctx, &n, `SELECT failures FROM login_failures WHERE subject = ?`, a.pair()); err != nil || n != before+1 {
-					t.Errorf("the pair's count at the check: %d, %v; want %d (counted before it)", n, err, before+1)
+				if n := failures(a.pair()); n != before+1 {
+					t.Errorf("the pair's count at the check: %d; want %d (counted before it)", n, before+1)
 				}
-				return passed, err
+				return passed, nil
 			})
-			if err == nil && gerr != nil {
-				t.Fatal(gerr)
+			if err != nil {
+				t.Fatal(err)
 			}
 			return out, ran
 		}
-		if out, _ := guard(false, nil); out != Wrong || failures(a.pair()) != 1 || failures(a.address()) != 1 || failures(a.Account) != 1 {
+		if out, _ := try(false); out != Wrong || failures(a.pair()) != 1 || failures(a.address()) != 1 || failures(a.Account) != 1 {
 			t.Fatalf("a wrong code: %v, pair %d, address %d, account %d; want Wrong and 1 each",
 				out, failures(a.pair()), failures(a.address()), failures(a.Account))
 		}
-		if _, err := s.Guard(ctx, a, func(context.Context, *db.Tx) (bool, error) { return false, errors.New("boom") }); err == nil {
+		if _, err := guard(func(context.Context) (bool, error) { return false, errors.New("boom") }); err == nil {
 			t.Fatal("the check's error was not returned")
 		}
-		if failures(a.pair()) != 1 {
-			t.Fatalf("after a check's error: pair %d; want the count rolled back to 1", failures(a.pair()))
+		if failures(a.pair()) != 2 || failures(a.address()) != 1 {
+			t.Fatalf("after a check's error: pair %d, address %d; want the attempt counted (2) as a pair's, not an address's, failure",
+				failures(a.pair()), failures(a.address()))
 		}
-		for range PairFreeFailures - 1 {
-			guard(false, nil)
-		}
-		if out, ran := guard(true, nil); out != Refused || ran {
+		try(false)
+		if out, ran := try(true); out != Refused || ran {
 			t.Fatalf("during the wait: %v, check ran %v; want Refused unchecked", out, ran)
 		}
+		if failures(a.pair()) != PairFreeFailures {
+			t.Fatalf("a refused attempt was counted: pair %d; want %d", failures(a.pair()), PairFreeFailures)
+		}
 		c.add(time.Second)
-		if out, _ := guard(true, nil); out != Passed || failures(a.pair()) != 0 || failures(a.Account) != 0 || failures(a.address()) != PairFreeFailures {
+		if out, _ := try(true); out != Passed || failures(a.pair()) != 0 || failures(a.Account) != 0 || failures(a.address()) != 2 {
 			t.Fatalf("a right code: %v, pair %d, account %d, address %d; want Passed, the pair and account forgotten, the address kept",
 				out, failures(a.pair()), failures(a.Account), failures(a.address()))
 		}
 
 		// Concurrent checks after the free failures: one runs.
 		for range PairFreeFailures {
-			guard(false, nil)
+			try(false)
 		}
 		c.add(time.Second)
 		const n = 8
@@ -375,7 +386,7 @@ func TestGuard(t *testing.T) {
 		ran := 0
 		for range n {
 			wg.Go(func() {
-				_, err := s.Guard(ctx, a, func(context.Context, *db.Tx) (bool, error) {
+				_, err := s.Guard(ctx, a, 0, func(context.Context) (bool, error) {
 					mu.Lock()
 					ran++
 					mu.Unlock()
@@ -393,17 +404,49 @@ func TestGuard(t *testing.T) {
 	})
 }
 
-// Guard is GuardIn in a transaction of its own, as a factor check runs
-// it.
-func (s *Store) Guard(ctx context.Context, a Attempt, check func(context.Context, *db.Tx) (bool, error)) (Outcome, error) {
-	out := Refused
-	err := s.DB.Relaxed().InTx(ctx, func(tx *db.Tx) error {
-		var err error
-		out, err = s.GuardIn(ctx, tx, a, check)
-		return err
+// The wait a count sets is the rule's: the ladder for the pair, one rung
+// for the address and the account, from the first failure where the
+// account's lock is one.
+func TestCountSetsTheRulesWait(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, d db.Dialect) {
+		s, c := newStore(t, d)
+		ctx := context.Background()
+		lockedFor := func(subject string) time.Duration {
+			t.Helper()
+			var until sql.NullTime
+			if err := s.DB.Get(ctx, &until, `SELECT locked_until FROM login_failures WHERE subject = ?`, subject); err != nil {
+				t.Fatal(err)
+			}
+			if !until.Valid {
+				return 0
+			}
+			return until.Time.Sub(c.now())
+		}
+		for _, r := range []struct {
+			name string
+			rule rule
+		}{{"pair", pairRule}, {"address", addressRule}, {"account of 1", accountRule(1)}, {"account of 4", accountRule(4)}} {
+			subject := "test:" + r.name
+			for n := 1; n <= r.rule.from+len(r.rule.waits)+1; n++ {
+				ok, err := count(ctx, s.DB, subject, "", r.rule, c.now())
+				if err != nil || !ok {
+					t.Fatalf("%s: the count of failure %d: %v, %v", r.name, n, ok, err)
+				}
+				if got, want := lockedFor(subject), r.rule.wait(n); got != want {
+					t.Fatalf("%s: after failure %d: locked for %v; want %v", r.name, n, got, want)
+				}
+				if r.rule.wait(n) == 0 {
+					continue
+				}
+				if ok, err := count(ctx, s.DB, subject, "", r.rule, c.now()); err != nil || ok {
+					t.Fatalf("%s: a count during the wait of failure %d: counted %v, %v; want refused", r.name, n, ok, err)
+				}
+				if !r.rule.fresh {
+					c.add(r.rule.wait(n))
+				} else {
+					break // a served wait starts afresh
+				}
+			}
+		}
 	})
-	if err != nil {
-		return Refused, err
-	}
-	return out, nil
 }

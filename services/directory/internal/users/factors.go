@@ -18,6 +18,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/apierr"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/lockout"
 )
 
 // Factor events, on the user aggregate (ZITADEL's event names).
@@ -185,9 +186,10 @@ func (q *Queries) Factors(ctx context.Context, userID string) ([]Factor, error) 
 }
 
 // GetForTOTP reads, in one statement, what a TOTP code's check needs: the
-// user, its organization's opt-in account lock (as GetWithLockout), and
-// its TOTP factor, ready or not (nil without one).
-func GetForTOTP(ctx context.Context, q db.Querier, userID string) (*User, int, *Factor, error) {
+// user, its organization's opt-in account lock (as GetWithLockout), its
+// TOTP factor, ready or not (nil without one), and a's locks at now
+// (lockout.Attempt.Locked, with the organization's account lock).
+func GetForTOTP(ctx context.Context, q db.Querier, userID string, a lockout.Attempt, now time.Time) (*User, int, *Factor, int, error) {
 	var row struct {
 		User
 		LockoutAttempts int            `db:"org_lockout_attempts"`
@@ -195,18 +197,21 @@ func GetForTOTP(ctx context.Context, q db.Querier, userID string) (*User, int, *
 		FactorState     sql.NullInt32  `db:"factor_state"`
 		FactorSecret    []byte         `db:"factor_secret"`
 		FactorLastStep  sql.NullInt64  `db:"factor_last_step"`
+		Locked          int            `db:"locked"`
 	}
+	locked, args := a.Locked(now, "o.lockout_max_attempts")
 	if err := q.Get(ctx, &row, `SELECT `+Columns+`, o.lockout_max_attempts AS org_lockout_attempts,
-		f.id AS factor_id, f.state AS factor_state, f.secret AS factor_secret, f.last_step AS factor_last_step`+From+`
-		LEFT JOIN user_factors f ON f.user_id = u.id AND f.type = ? WHERE u.id = ?`, FactorOTP, userID); err != nil {
-		return nil, 0, nil, db.NotFound(err)
+		f.id AS factor_id, f.state AS factor_state, f.secret AS factor_secret, f.last_step AS factor_last_step,
+		`+locked+` AS locked`+From+`
+		LEFT JOIN user_factors f ON f.user_id = u.id AND f.type = ? WHERE u.id = ?`, append(args, FactorOTP, userID)...); err != nil {
+		return nil, 0, nil, 0, db.NotFound(err)
 	}
 	var f *Factor
 	if row.FactorID.Valid {
 		f = &Factor{ID: row.FactorID.String, UserID: row.ID, Type: FactorOTP, State: row.FactorState.Int32,
 			Secret: row.FactorSecret, LastStep: row.FactorLastStep.Int64}
 	}
-	return &row.User, row.LockoutAttempts, f, nil
+	return &row.User, row.LockoutAttempts, f, row.Locked, nil
 }
 
 // SecondFactorTypes returns the types of the user's ready second factors
@@ -380,15 +385,14 @@ func (c *Commands) VerifyTOTP(ctx context.Context, editor string, u *User, fs Fa
 }
 
 // CheckTOTPFactor checks a login's code against f, the user's TOTP
-// factor as read in q's transaction (GetForTOTP; nil when it has none),
-// and records its step through q (the transaction of the check's lockout,
-// lockout.Store.GuardIn), so the code is never accepted again. No factor,
-// one not ready, a wrong code, a code of a step already used or at most
-// c.StepFloor, and the loser of two checks racing with one code are
-// ErrBadCode.
+// factor as read by GetForTOTP (nil when it has none), and records its
+// step through q (the check of lockout.Store.Guard), so the code is never
+// accepted again. No factor, one not ready, a wrong code, a code of a
+// step already used or at most c.StepFloor, and the loser of two checks
+// racing with one code are ErrBadCode.
 //
 // The step is recorded by one conditional update rather than an event
-// (this is the login's hot path), and the transaction is a relaxed one:
+// (this is the login's hot path), and q is the relaxed database:
 // a crash of the machine may forget the last steps recorded on SQLite,
 // which the next start fails closed with StepFloor (StepFloorAfter).
 func (c *Commands) CheckTOTPFactor(ctx context.Context, q db.Querier, f *Factor, fs FactorSecrets, code string, now time.Time) error {

@@ -18,6 +18,7 @@ import (
 	"github.com/gatehouse-id/gatehouse/pkg/db"
 	"github.com/gatehouse-id/gatehouse/pkg/secrets"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/eventstore"
+	"github.com/gatehouse-id/gatehouse/services/directory/internal/lockout"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/storetest"
 	"github.com/gatehouse-id/gatehouse/services/directory/internal/users"
 )
@@ -40,16 +41,15 @@ func code(t *testing.T, secret string, at time.Time) string {
 	return c
 }
 
-// checkTOTP reads u's factor and checks code in a transaction of its
-// own, as the directory's factor check does.
+// checkTOTP reads u's factor and checks code, as the directory's factor
+// check does.
 func checkTOTP(ctx context.Context, cmds *users.Commands, u *users.User, fs users.FactorSecrets, code string, now time.Time) error {
-	return cmds.Q.DB.Relaxed().InTx(ctx, func(tx *db.Tx) error {
-		_, _, f, err := users.GetForTOTP(ctx, tx, u.ID)
-		if err != nil {
-			return err
-		}
-		return cmds.CheckTOTPFactor(ctx, tx, f, fs, code, now)
-	})
+	q := cmds.Q.DB.Relaxed()
+	_, _, f, _, err := users.GetForTOTP(ctx, q, u.ID, lockout.Attempt{Account: lockout.FactorAccount(u.ID)}, now)
+	if err != nil {
+		return err
+	}
+	return cmds.CheckTOTPFactor(ctx, q, f, fs, code, now)
 }
 
 func TestTOTPLifecycle(t *testing.T) {
@@ -350,8 +350,10 @@ func TestSecondFactorTypes(t *testing.T) {
 	})
 }
 
-// A code's check reads the user, its organization's lock and its TOTP
-// factor in one statement: none, an unverified one, a ready one.
+// A code's check reads the user, its organization's lock, its TOTP
+// factor and the attempt's locks in one statement: no factor, an
+// unverified one, a ready one; the account's lock counts only where the
+// organization opts in.
 func TestGetForTOTP(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, d db.Dialect) {
@@ -359,22 +361,54 @@ func TestGetForTOTP(t *testing.T) {
 		ctx := context.Background()
 		fs := factorSecrets(t)
 		u := f.human(t, "carol")
-		if _, _, _, err := users.GetForTOTP(ctx, f.st, "nobody"); !errors.Is(err, db.ErrNotFound) {
+		now := time.Now()
+		a := lockout.Attempt{Account: lockout.FactorAccount(u.ID), Address: "192.0.2.7"}
+		if _, _, _, _, err := users.GetForTOTP(ctx, f.st, "nobody", a, now); !errors.Is(err, db.ErrNotFound) {
 			t.Fatalf("unknown user: %v", err)
 		}
-		got, lock, factor, err := users.GetForTOTP(ctx, f.st, u.ID)
-		if err != nil || got.ID != u.ID || got.UserName != u.UserName || lock != 0 || factor != nil {
-			t.Fatalf("no factor: %+v, %d, %+v, %v", got, lock, factor, err)
+		got, lock, factor, locked, err := users.GetForTOTP(ctx, f.st, u.ID, a, now)
+		if err != nil || got.ID != u.ID || got.UserName != u.UserName || lock != 0 || factor != nil || locked != 0 {
+			t.Fatalf("no factor: %+v, %d, %+v, locked %d, %v", got, lock, factor, locked, err)
+		}
+		// The account locked from another address (an organization's
+		// lock of one failure, since turned off) does not count.
+		ls := &lockout.Store{DB: f.st, Now: func() time.Time { return now }}
+		if ok, err := ls.Begin(ctx, lockout.Attempt{Account: a.Account, Address: "198.51.100.1", MaxAccountFailures: 1}); err != nil || !ok {
+			t.Fatalf("Begin: %v, %v", ok, err)
+		}
+		if _, _, _, locked, err := users.GetForTOTP(ctx, f.st, u.ID, a, now); err != nil || locked != 0 {
+			t.Fatalf("the account locked, the organization's lock off: locked %d, %v; want 0", locked, err)
 		}
 		if _, err := f.st.Exec(ctx, `UPDATE orgs SET lockout_max_attempts = 7 WHERE id = ?`, u.OrgID); err != nil {
 			t.Fatal(err)
 		}
+		if _, _, _, locked, err := users.GetForTOTP(ctx, f.st, u.ID, a, now); err != nil || locked != 1 {
+			t.Fatalf("the account locked, the organization's lock on: locked %d, %v; want 1", locked, err)
+		}
+		// The pair's wait counts without the account's lock.
+		for range lockout.PairFreeFailures {
+			if ok, err := ls.Begin(ctx, lockout.Attempt{Account: a.Account, Address: a.Address}); err != nil || !ok {
+				t.Fatalf("Begin: %v, %v", ok, err)
+			}
+		}
+		if _, err := f.st.Exec(ctx, `UPDATE orgs SET lockout_max_attempts = 0 WHERE id = ?`, u.OrgID); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, _, locked, err := users.GetForTOTP(ctx, f.st, u.ID, a, now); err != nil || locked != 1 {
+			t.Fatalf("the pair waiting: locked %d, %v; want 1", locked, err)
+		}
+		if _, _, _, locked, err := users.GetForTOTP(ctx, f.st, u.ID, a, now.Add(lockout.AccountLockTime)); err != nil || locked != 0 {
+			t.Fatalf("after the waits: locked %d, %v; want 0", locked, err)
+		}
+		if _, err := f.st.Exec(ctx, `UPDATE orgs SET lockout_max_attempts = 7 WHERE id = ?`, u.OrgID); err != nil {
+			t.Fatal(err)
+		}
+
 		reg, _, err := f.cmds.StartTOTP(ctx, u.ID, u, fs, "Gatehouse")
 		if err != nil {
 			t.Fatal(err)
 		}
-		now := time.Now()
-		_, lock, factor, err = users.GetForTOTP(ctx, f.st, u.ID)
+		_, lock, factor, _, err = users.GetForTOTP(ctx, f.st, u.ID, a, now)
 		if err != nil || lock != 7 || factor == nil || factor.Ready() || factor.UserID != u.ID {
 			t.Fatalf("unverified: %d, %+v, %v", lock, factor, err)
 		}
@@ -385,7 +419,7 @@ func TestGetForTOTP(t *testing.T) {
 		if _, err := f.cmds.VerifyTOTP(ctx, u.ID, u, fs, code(t, reg.Secret, now.Add(-30*time.Second)), now); err != nil {
 			t.Fatal(err)
 		}
-		_, _, factor, err = users.GetForTOTP(ctx, f.st, u.ID)
+		_, _, factor, _, err = users.GetForTOTP(ctx, f.st, u.ID, a, now)
 		if err != nil || factor == nil || !factor.Ready() {
 			t.Fatalf("verified: %+v, %v", factor, err)
 		}
