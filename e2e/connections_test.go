@@ -224,8 +224,14 @@ func TestLoadOpensNoNewConnections(t *testing.T) {
 	if len(before.redis) == 0 {
 		t.Error("no Redis client named gatehouse-* in CLIENT LIST")
 	}
-	if n := newOnes(before.redis, after.redis); len(n) > 0 {
-		t.Errorf("new Redis connections under steady load: %v (before: %d)", n, len(before.redis))
+	// A go-redis pool, like a PostgreSQL one, dials only when all of its
+	// connections are busy, up to its PoolSize: under a loaded machine a
+	// burst of the measured load can need one more than the warm-up did.
+	// Churn is a connection that went away.
+	if gone := newOnes(after.redis, before.redis); len(gone) > 0 {
+		t.Errorf("Redis connections closed under steady load: %v (then %d new: %v)", gone, len(newOnes(before.redis, after.redis)), newOnes(before.redis, after.redis))
+	} else if grown := newOnes(before.redis, after.redis); len(grown) > 0 {
+		t.Logf("Redis pools grew under the measured load (no connection was closed): %v", grown)
 	}
 	if len(before.postgres) == 0 {
 		t.Error("no PostgreSQL backend with application_name gatehouse-*")
