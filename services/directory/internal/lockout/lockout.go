@@ -252,8 +252,9 @@ const (
 // check costs as few round trips as it can): above 0, a is Refused
 // without a count.
 //
-// No statement waits for another's commit: every count commits before
-// check runs, so concurrent attempts share no free slot, and a guess is
+// No transaction spans the check: every count commits before check
+// runs (a concurrent count of the subject waits only for that one
+// statement), so concurrent attempts share no free slot, and a guess is
 // never uncounted. A check's error returns with the attempt counted
 // (fails closed). check reports whether it passed and writes through
 // its own statements (a one-time code's step is a conditional update, so
