@@ -158,7 +158,8 @@ func (s *Server) CheckAuthFactor(ctx context.Context, req *directoryv1.CheckAuth
 // checkTOTP checks a TOTP code, on every login of a user with an
 // authenticator app: one statement reads the user, its factor and the
 // attempt's locks, one counts the attempt, and one records the code's
-// step (lockout.Store.Guard), with no transaction around them.
+// step and forgets the attempt's counts (lockout.Store.Guard; two on
+// SQLite), with no transaction around them.
 func (s *Server) checkTOTP(ctx context.Context, req *directoryv1.CheckAuthFactorRequest, keys FactorKeys) (*directoryv1.CheckAuthFactorResponse, error) {
 	if req.GetUserId() == "" {
 		return nil, errNoUserID()
@@ -175,7 +176,7 @@ func (s *Server) checkTOTP(ctx context.Context, req *directoryv1.CheckAuthFactor
 	}
 	a.MaxAccountFailures = maxFailures
 	out, err := s.lock.Guard(ctx, a, locked, func(ctx context.Context) (bool, error) {
-		err := s.userCmds.CheckTOTPFactor(ctx, q, f, keys.Secrets, req.GetCode(), s.Now())
+		err := s.userCmds.CheckTOTPFactor(ctx, q, f, keys.Secrets, req.GetCode(), s.Now(), a)
 		if errors.Is(err, users.ErrBadCode) {
 			return false, nil
 		}

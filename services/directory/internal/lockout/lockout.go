@@ -241,14 +241,14 @@ const (
 	Refused Outcome = iota
 	// Wrong: the check failed and counts (Begin and Failed).
 	Wrong
-	// Passed: the check passed and the pair's and account's counts are
-	// forgotten (Succeeded).
+	// Passed: the check passed, and forgot the pair's and account's
+	// counts.
 	Passed
 )
 
-// Guard runs check as attempt a: Begin, check, then Succeeded or Failed.
-// locked is a's Locked, read by the caller in the statement that read
-// what check needs (a second factor is on every login's path, so its
+// Guard runs check as attempt a: Begin, check, then Failed when it
+// fails. locked is a's Locked, read by the caller in the statement that
+// read what check needs (a second factor is on every login's path, so its
 // check costs as few round trips as it can): above 0, a is Refused
 // without a count.
 //
@@ -258,7 +258,10 @@ const (
 // never uncounted. A check's error returns with the attempt counted
 // (fails closed). check reports whether it passed and writes through
 // its own statements (a one-time code's step is a conditional update, so
-// of two concurrent checks of one code one passes).
+// of two concurrent checks of one code one passes). A check that passes
+// has forgotten a's counts, as Succeeded does: where it can, in the
+// statement that records its pass (ResetWhen), so that the pass and the
+// forgetting commit together and a code costs one commit fewer.
 func (s *Store) Guard(ctx context.Context, a Attempt, locked int, check func(context.Context) (bool, error)) (Outcome, error) {
 	if locked > 0 {
 		return Refused, nil
@@ -273,7 +276,7 @@ func (s *Store) Guard(ctx context.Context, a Attempt, locked int, check func(con
 	case err != nil:
 		return Refused, err
 	case passed:
-		return Passed, Reset(ctx, q, a)
+		return Passed, nil
 	}
 	if a.Address != "" {
 		if _, err := count(ctx, q, a.address(), "", addressRule, now); err != nil {
@@ -303,10 +306,21 @@ func (s *Store) Succeeded(ctx context.Context, a Attempt) error {
 
 // Reset is Succeeded through q.
 func Reset(ctx context.Context, q db.Querier, a Attempt) error {
-	if _, err := q.Exec(ctx, `DELETE FROM login_failures WHERE subject IN (?, ?)`, a.pair(), a.Account); err != nil {
+	if _, err := q.Exec(ctx, resetSQL, a.pair(), a.Account); err != nil {
 		return fmt.Errorf("lockout: reset: %w", err)
 	}
 	return nil
+}
+
+const resetSQL = `DELETE FROM login_failures WHERE subject IN (?, ?)`
+
+// ResetWhen is Reset as a statement, with its arguments, that forgets a's
+// counts only where the SQL condition cond holds. On PostgreSQL a check
+// runs it as a WITH query of the statement that records its pass, with
+// cond naming that statement's rows (EXISTS (SELECT 1 FROM step)): a
+// right code's step and the forgetting commit together, in one statement.
+func (a Attempt) ResetWhen(cond string) (string, []any) {
+	return resetSQL + ` AND ` + cond, []any{a.pair(), a.Account}
 }
 
 // ForgetAccount deletes every counter of account: its pairs with every

@@ -310,8 +310,8 @@ func TestIPv6SubnetCountsAsOneAddress(t *testing.T) {
 	}
 }
 
-// Guard is Begin, the check and Succeeded or Failed: a wrong check counts
-// as Begin and Failed do, a passed one forgets the pair's count, a
+// Guard is Begin, the check and Failed: a wrong check counts as Begin
+// and Failed do, a passed one (which forgets the pair's count) is Passed, a
 // refused attempt runs no check, and a check's error leaves its attempt
 // counted. Concurrent guarded checks share no free slot.
 func TestGuard(t *testing.T) {
@@ -344,7 +344,10 @@ func TestGuard(t *testing.T) {
 				if n := failures(a.pair()); n != before+1 {
 					t.Errorf("the pair's count at the check: %d; want %d (counted before it)", n, before+1)
 				}
-				return passed, nil
+				if passed {
+					return true, Reset(ctx, s.DB.Relaxed(), a)
+				}
+				return false, nil
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -400,6 +403,52 @@ func TestGuard(t *testing.T) {
 		wg.Wait()
 		if ran != 1 {
 			t.Fatalf("%d of %d concurrent guarded checks ran; want exactly 1", ran, n)
+		}
+	})
+}
+
+// ResetWhen forgets the pair's and the account's counts where its
+// condition holds, and nothing where it does not: a code's check runs it
+// in the statement that records the code's step.
+func TestResetWhen(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, d db.Dialect) {
+		s, _ := newStore(t, d)
+		ctx := context.Background()
+		a := Attempt{Account: FactorAccount("u1"), Address: "192.0.2.1", MaxAccountFailures: 10}
+		other := Attempt{Account: FactorAccount("u2"), Address: a.Address, MaxAccountFailures: 10}
+		fail(t, s, a)
+		fail(t, s, other)
+		counts := func() map[string]int {
+			t.Helper()
+			var rows []struct {
+				Subject  string `db:"subject"`
+				Failures int    `db:"failures"`
+			}
+			if err := s.DB.Select(ctx, &rows, `SELECT subject, failures FROM login_failures`); err != nil {
+				t.Fatal(err)
+			}
+			m := map[string]int{}
+			for _, r := range rows {
+				m[r.Subject] = r.Failures
+			}
+			return m
+		}
+		before := counts()
+		for _, c := range []struct {
+			cond string
+			want map[string]int
+		}{
+			{"1 = 0", before},
+			{"1 = 1", map[string]int{a.address(): 2, other.pair(): 1, other.Account: 1}},
+		} {
+			stmt, args := a.ResetWhen(c.cond)
+			if _, err := s.DB.Exec(ctx, stmt, args...); err != nil {
+				t.Fatal(err)
+			}
+			if got := counts(); fmt.Sprint(got) != fmt.Sprint(c.want) {
+				t.Fatalf("after ResetWhen(%q): %v; want %v", c.cond, got, c.want)
+			}
 		}
 	})
 }

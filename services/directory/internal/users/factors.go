@@ -385,17 +385,18 @@ func (c *Commands) VerifyTOTP(ctx context.Context, editor string, u *User, fs Fa
 }
 
 // CheckTOTPFactor checks a login's code against f, the user's TOTP
-// factor as read by GetForTOTP (nil when it has none), and records its
-// step through q (the check of lockout.Store.Guard), so the code is never
-// accepted again. No factor, one not ready, a wrong code, a code of a
-// step already used or at most c.StepFloor, and the loser of two checks
-// racing with one code are ErrBadCode.
+// factor as read by GetForTOTP (nil when it has none), as attempt a (the
+// check of lockout.Store.Guard): a right code's step is recorded through
+// q, so the code is never accepted again, and a's counts are forgotten.
+// No factor, one not ready, a wrong code, a code of a step already used
+// or at most c.StepFloor, and the loser of two checks racing with one
+// code are ErrBadCode.
 //
 // The step is recorded by one conditional update rather than an event
 // (this is the login's hot path), and q is the relaxed database:
 // a crash of the machine may forget the last steps recorded on SQLite,
 // which the next start fails closed with StepFloor (StepFloorAfter).
-func (c *Commands) CheckTOTPFactor(ctx context.Context, q db.Querier, f *Factor, fs FactorSecrets, code string, now time.Time) error {
+func (c *Commands) CheckTOTPFactor(ctx context.Context, q db.Querier, f *Factor, fs FactorSecrets, code string, now time.Time, a lockout.Attempt) error {
 	if f == nil || !f.Ready() {
 		return ErrBadCode
 	}
@@ -408,9 +409,27 @@ func (c *Commands) CheckTOTPFactor(ctx context.Context, q db.Querier, f *Factor,
 		return err
 	}
 	// Of two checks racing with one code, or with codes of the same or an
-	// earlier step, one updates the row and the other is refused.
-	res, err := q.Exec(ctx, `UPDATE user_factors SET last_step = ? WHERE id = ? AND state = ? AND last_step < ?`,
-		step, f.ID, FactorReady, step)
+	// earlier step, one updates the row and the other is refused; only
+	// the winner forgets a's counts.
+	const update = `UPDATE user_factors SET last_step = ? WHERE id = ? AND state = ? AND last_step < ?`
+	args := []any{step, f.ID, FactorReady, step}
+	if q.Dialect() == db.Postgres {
+		// One statement and commit, not two: the forgetting is a WITH
+		// query that deletes only when the update matched its row.
+		forget, fargs := a.ResetWhen(`EXISTS (SELECT 1 FROM step)`)
+		var n int
+		if err := q.Get(ctx, &n, `WITH step AS (`+update+` RETURNING 1), forget AS (`+forget+`)
+			SELECT COUNT(*) FROM step`, append(args, fargs...)...); err != nil {
+			return err
+		}
+		if n != 1 {
+			return ErrBadCode
+		}
+		return nil
+	}
+	// SQLite has no data-modifying WITH; its relaxed commits do not wait
+	// for the disk.
+	res, err := q.Exec(ctx, update, args...)
 	if err != nil {
 		return err
 	}
@@ -419,7 +438,7 @@ func (c *Commands) CheckTOTPFactor(ctx context.Context, q db.Querier, f *Factor,
 	} else if n != 1 {
 		return ErrBadCode // the same code (or a later one) won the race
 	}
-	return nil
+	return lockout.Reset(ctx, q, a)
 }
 
 // StepFloorAfter is the StepFloor of a start at now after a process that

@@ -49,7 +49,7 @@ func checkTOTP(ctx context.Context, cmds *users.Commands, u *users.User, fs user
 	if err != nil {
 		return err
 	}
-	return cmds.CheckTOTPFactor(ctx, q, f, fs, code, now)
+	return cmds.CheckTOTPFactor(ctx, q, f, fs, code, now, lockout.Attempt{Account: lockout.FactorAccount(u.ID)})
 }
 
 func TestTOTPLifecycle(t *testing.T) {
@@ -223,6 +223,76 @@ func TestTOTPRaceOneWinner(t *testing.T) {
 		}
 		if ok != 1 {
 			t.Fatalf("%d checks accepted one code, want 1", ok)
+		}
+	})
+}
+
+// A right code forgets the attempt's pair and account counts (on
+// PostgreSQL in the statement that records its step); a code whose
+// update matches no row (it lost a race) forgets nothing, and a wrong
+// code forgets nothing.
+func TestTOTPCheckForgetsCounts(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, d db.Dialect) {
+		f := newLinkFixture(t, d)
+		ctx := context.Background()
+		fs := factorSecrets(t)
+		u := f.human(t, "dave")
+		now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+		reg, _, err := f.cmds.StartTOTP(ctx, u.ID, u, fs, "Gatehouse")
+		if err != nil {
+			t.Fatal(err)
+		}
+		u = f.reload(t, u)
+		if _, err := f.cmds.VerifyTOTP(ctx, u.ID, u, fs, code(t, reg.Secret, now), now); err != nil {
+			t.Fatal(err)
+		}
+		a := lockout.Attempt{Account: lockout.FactorAccount(u.ID), Address: "192.0.2.9", MaxAccountFailures: 5}
+		ls := &lockout.Store{DB: f.st, Now: func() time.Time { return now }}
+		q := f.st.Relaxed()
+		counted := func() int {
+			t.Helper()
+			if ok, err := ls.Begin(ctx, a); err != nil || !ok {
+				t.Fatalf("Begin: %v, %v", ok, err)
+			}
+			var n int
+			if err := f.st.Get(ctx, &n, `SELECT COUNT(*) FROM login_failures WHERE account = ? AND failures > 0`, a.Account); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		left := func() int {
+			t.Helper()
+			var n int
+			if err := f.st.Get(ctx, &n, `SELECT COUNT(*) FROM login_failures WHERE account = ?`, a.Account); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		later := now.Add(time.Minute)
+		_, _, stale, _, err := users.GetForTOTP(ctx, q, u.ID, a, later)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := counted(); n != 2 {
+			t.Fatalf("%d counts before the check; want the pair's and the account's", n)
+		}
+		wrong := "000000"
+		for i := 1; slices.Contains([]string{code(t, reg.Secret, later.Add(-30*time.Second)), code(t, reg.Secret, later),
+			code(t, reg.Secret, later.Add(30*time.Second))}, wrong); i++ {
+			wrong = fmt.Sprintf("%06d", i)
+		}
+		if err := f.cmds.CheckTOTPFactor(ctx, q, stale, fs, wrong, later, a); !errors.Is(err, users.ErrBadCode) || left() != 2 {
+			t.Fatalf("a wrong code: %v, %d counts left; want ErrBadCode and 2", err, left())
+		}
+		if err := f.cmds.CheckTOTPFactor(ctx, q, stale, fs, code(t, reg.Secret, later), later, a); err != nil || left() != 0 {
+			t.Fatalf("a right code: %v, %d counts left; want nil and 0", err, left())
+		}
+		// The factor as read before that check: its step is not yet the
+		// code's, so only the conditional update refuses the code again.
+		counted()
+		if err := f.cmds.CheckTOTPFactor(ctx, q, stale, fs, code(t, reg.Secret, later), later, a); !errors.Is(err, users.ErrBadCode) || left() != 2 {
+			t.Fatalf("the code again, from the race's loser: %v, %d counts left; want ErrBadCode and 2", err, left())
 		}
 	})
 }
@@ -412,7 +482,7 @@ func TestGetForTOTP(t *testing.T) {
 		if err != nil || lock != 7 || factor == nil || factor.Ready() || factor.UserID != u.ID {
 			t.Fatalf("unverified: %d, %+v, %v", lock, factor, err)
 		}
-		if err := f.cmds.CheckTOTPFactor(ctx, f.st, factor, fs, code(t, reg.Secret, now), now); !errors.Is(err, users.ErrBadCode) {
+		if err := f.cmds.CheckTOTPFactor(ctx, f.st, factor, fs, code(t, reg.Secret, now), now, a); !errors.Is(err, users.ErrBadCode) {
 			t.Fatalf("an unverified factor's code: %v; want ErrBadCode", err)
 		}
 		u = f.reload(t, u)
@@ -424,7 +494,7 @@ func TestGetForTOTP(t *testing.T) {
 			t.Fatalf("verified: %+v, %v", factor, err)
 		}
 		// The seed opens (the sealing names the user and the factor).
-		if err := f.cmds.CheckTOTPFactor(ctx, f.st, factor, fs, code(t, reg.Secret, now), now); err != nil {
+		if err := f.cmds.CheckTOTPFactor(ctx, f.st, factor, fs, code(t, reg.Secret, now), now, a); err != nil {
 			t.Fatalf("the current code: %v", err)
 		}
 	})
