@@ -157,31 +157,26 @@ func (s *Server) CheckAuthFactor(ctx context.Context, req *directoryv1.CheckAuth
 
 // checkTOTP checks a TOTP code, on every login of a user with an
 // authenticator app: one statement reads the user, its factor and the
-// attempt's locks, one counts the attempt, and one records the code's
-// step and forgets the attempt's counts (lockout.Store.Guard; two on
-// SQLite), with no transaction around them.
+// attempt's locks and counters, and then a right code is one statement
+// that records its step only while no lock holds and forgets the
+// attempt's counts (two on SQLite when there are counts), a wrong one two
+// counts (lockout.Store.Guard), with no transaction around them.
 func (s *Server) checkTOTP(ctx context.Context, req *directoryv1.CheckAuthFactorRequest, keys FactorKeys) (*directoryv1.CheckAuthFactorResponse, error) {
 	if req.GetUserId() == "" {
 		return nil, errNoUserID()
 	}
-	q := s.ES.DB().Relaxed()
 	// The attempt's account lock is the organization's, read with the user.
 	a := lockout.Attempt{Account: lockout.FactorAccount(req.GetUserId()), Address: req.GetClientAddress()}
-	u, maxFailures, f, locked, err := users.GetForTOTP(ctx, q, req.GetUserId(), a, s.Now())
-	if u, maxFailures, err = activeHuman(u, maxFailures, err); err != nil {
+	r, err := users.GetForTOTP(ctx, s.ES.DB().Relaxed(), req.GetUserId(), a, s.Now())
+	u, maxFailures, err := activeHuman(r.User, r.MaxFailures, err)
+	if err != nil {
 		return nil, err
 	}
 	if u.OrgID != req.GetOrgId() {
 		return nil, notFound("user")
 	}
 	a.MaxAccountFailures = maxFailures
-	out, err := s.lock.Guard(ctx, a, locked, func(ctx context.Context) (bool, error) {
-		err := s.userCmds.CheckTOTPFactor(ctx, q, f, keys.Secrets, req.GetCode(), s.Now(), a)
-		if errors.Is(err, users.ErrBadCode) {
-			return false, nil
-		}
-		return err == nil, err
-	})
+	out, err := s.lock.Guard(ctx, a, r.Locked, r.Counted, s.userCmds.TOTPGuess(r.Factor, keys.Secrets, req.GetCode(), s.Now()))
 	if err != nil {
 		return nil, internalErr(err, "check factor")
 	}

@@ -186,7 +186,7 @@ func mustCode(t *testing.T, secret string, at time.Time) string {
 }
 
 // Concurrent wrong codes for one user share no slot: each is counted
-// before its check, by an upsert that sets the wait it earns and that a
+// before its answer, by an upsert that sets the wait it earns and that a
 // concurrent one's waits for and then sees (lockout.Store.Guard), so one
 // is counted and every other one is refused uncounted, as is the right
 // code after them.

@@ -36,8 +36,10 @@ import (
 //
 // Counts are written through db.DB.Relaxed: a power failure (not a crash
 // of the process) may forget the last fraction of a second of them, which
-// no attacker can time; every attempt still counts before its check, so
-// concurrent attempts share no slot.
+// no attacker can time; every password attempt still counts before its
+// check, and every wrong code before its answer (a right one passes only
+// where no count has set a wait: Guard), so concurrent attempts share no
+// slot.
 const (
 	PairFreeFailures   = 3
 	PairBaseDelay      = time.Second
@@ -219,6 +221,13 @@ func (a Attempt) Locked(now time.Time, accountLock string) (string, []any) {
 		accountLock + ` > 0))`, []any{now, a.pair(), a.address(), a.Account}
 }
 
+// Counted is a scalar subquery, with its arguments, that counts a's
+// pair's and account's counters: what a right guess forgets (Guard's
+// counted; 0 spares the forgetting's statement on SQLite).
+func (a Attempt) Counted() (string, []any) {
+	return `(SELECT COUNT(*) FROM login_failures WHERE subject IN (?, ?))`, []any{a.pair(), a.Account}
+}
+
 // take counts a in advance: its pair, then its account where the
 // organization opts in. It reports false when either is refused.
 func take(ctx context.Context, q db.Querier, a Attempt, now time.Time) (bool, error) {
@@ -231,52 +240,62 @@ func take(ctx context.Context, q db.Querier, a Attempt, now time.Time) (bool, er
 	return true, nil
 }
 
-// Outcome is how a guarded check ended.
+// Outcome is how a guarded guess ended.
 type Outcome int
 
 // Outcomes of Guard.
 const (
-	// Refused: a wait or lock runs; the check did not run and nothing
-	// was counted.
+	// Refused: a wait or lock runs, or a concurrent check recorded the
+	// same one-time code first; nothing was recorded or counted.
 	Refused Outcome = iota
-	// Wrong: the check failed and counts (Begin and Failed).
+	// Wrong: the guess was wrong and counts (Begin and Failed).
 	Wrong
-	// Passed: the check passed, and forgot the pair's and account's
-	// counts.
+	// Passed: the guess was right; it is recorded and the pair's and
+	// account's counts are forgotten.
 	Passed
 )
 
-// Guard runs check as attempt a: Begin, check, then Failed when it
-// fails. locked is a's Locked, read by the caller in the statement that
-// read what check needs (a second factor is on every login's path, so its
-// check costs as few round trips as it can): above 0, a is Refused
-// without a count.
+// A Guess is a one-time code's guess as Guard checks it. It tells,
+// without writing, whether the code is right: for a right one it returns
+// the statement that records it, with its arguments: an UPDATE of one
+// row that changes it once (a code's step: of two checks racing with one
+// code, one changes it), whose WHERE is a conjunction that Guard extends
+// with AND; "" for a wrong one.
+type Guess func() (update string, args []any, err error)
+
+// Guard checks guess as attempt a. locked and counted are a's Locked and
+// Counted, read by the caller in the statement that read what guess needs
+// (a second factor is on every login's path, so its check costs as few
+// statements as it can): locked above 0 refuses a uncounted.
 //
-// No transaction spans the check: every count commits before check
-// runs (a concurrent count of the subject waits only for that one
-// statement), so concurrent attempts share no free slot, and a guess is
-// never uncounted. A check's error returns with the attempt counted
-// (fails closed). check reports whether it passed and writes through
-// its own statements (a one-time code's step is a conditional update, so
-// of two concurrent checks of one code one passes). A check that passes
-// has forgotten a's counts, as Succeeded does: where it can, in the
-// statement that records its pass (ResetWhen), so that the pass and the
-// forgetting commit together and a code costs one commit fewer.
-func (s *Store) Guard(ctx context.Context, a Attempt, locked int, check func(context.Context) (bool, error)) (Outcome, error) {
+// A wrong guess is counted on the pair and the account (Begin's count)
+// and then, unless refused there, on the address; one whose check fails
+// on an error is counted likewise (fails closed) and returns the error.
+// A right guess is recorded only while no lock of a holds, in one
+// statement serialized with a's counts (pass), and forgets them. So a
+// right guess costs no count, and concurrent guesses still share no free
+// slot: each wrong one is counted by an upsert that sets the wait it
+// earns before it answers, and the right one passes only ahead of that
+// wait. No transaction spans the statements.
+func (s *Store) Guard(ctx context.Context, a Attempt, locked, counted int, guess Guess) (Outcome, error) {
 	if locked > 0 {
 		return Refused, nil
 	}
 	now := s.now()
 	q := s.DB.Relaxed()
-	if ok, err := take(ctx, q, a, now); err != nil || !ok {
-		return Refused, err
-	}
-	passed, err := check(ctx)
-	switch {
-	case err != nil:
-		return Refused, err
-	case passed:
+	update, args, err := guess()
+	if err == nil && update != "" {
+		passed, err := a.pass(ctx, q, now, counted > 0, update, args)
+		if err != nil || !passed {
+			return Refused, err
+		}
 		return Passed, nil
+	}
+	if ok, terr := take(ctx, q, a, now); terr != nil || !ok {
+		return Refused, errors.Join(err, terr)
+	}
+	if err != nil {
+		return Refused, err
 	}
 	if a.Address != "" {
 		if _, err := count(ctx, q, a.address(), "", addressRule, now); err != nil {
@@ -284,6 +303,51 @@ func (s *Store) Guard(ctx context.Context, a Attempt, locked int, check func(con
 		}
 	}
 	return Wrong, nil
+}
+
+// pass runs update, a right guess's record, only where no lock of a holds
+// at now, in one statement serialized with a's counts, and forgets a's
+// counts after it. It reports whether update changed its row: false when
+// a lock holds or a concurrent check recorded first.
+//
+// On PostgreSQL the statement locks a's counters' rows (FOR UPDATE, which
+// reads each one's latest version, after any count in flight, as the
+// counts' upserts do) and forgets the counts in a WITH query of its own,
+// so the record and the forgetting commit together; a counter made after
+// the statement began counts after it. SQLite runs one write at a time,
+// so the update's own read of the locks is serialized with the counts;
+// the counts are forgotten in a second statement, only where counted
+// (the caller's read) saw any: a count made since is kept, which fails
+// closed.
+func (a Attempt) pass(ctx context.Context, q db.Querier, now time.Time, counted bool, update string, args []any) (bool, error) {
+	if q.Dialect() == db.Postgres {
+		addr := a.pair() // no address: the pair stands in for it
+		if a.Address != "" {
+			addr = a.address()
+		}
+		all := append([]any{a.pair(), addr, a.Account}, args...)
+		all = append(all, now, a.Account, a.pair(), a.Account)
+		var n int
+		if err := q.Get(ctx, &n, `WITH lk AS MATERIALIZED (SELECT subject, locked_until FROM login_failures WHERE subject IN (?, ?, ?) FOR UPDATE),
+			step AS (`+update+` AND NOT EXISTS (SELECT 1 FROM lk WHERE locked_until > ? AND (subject <> ? OR `+a.accountLock()+` > 0)) RETURNING 1),
+			forget AS (`+resetSQL+` AND EXISTS (SELECT 1 FROM step))
+			SELECT COUNT(*) FROM step`, all...); err != nil {
+			return false, fmt.Errorf("lockout: pass: %w", err)
+		}
+		return n == 1, nil
+	}
+	locked, largs := a.Locked(now, a.accountLock())
+	res, err := q.Exec(ctx, update+` AND `+locked+` = 0`, append(args, largs...)...)
+	if err != nil {
+		return false, fmt.Errorf("lockout: pass: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return false, err
+	}
+	if counted {
+		return true, Reset(ctx, q, a)
+	}
+	return true, nil
 }
 
 // Failed counts a failed check of an allowed attempt (a wrong password,
@@ -313,15 +377,6 @@ func Reset(ctx context.Context, q db.Querier, a Attempt) error {
 }
 
 const resetSQL = `DELETE FROM login_failures WHERE subject IN (?, ?)`
-
-// ResetWhen is Reset as a statement, with its arguments, that forgets a's
-// counts only where the SQL condition cond holds. On PostgreSQL a check
-// runs it as a WITH query of the statement that records its pass, with
-// cond naming that statement's rows (EXISTS (SELECT 1 FROM step)): a
-// right code's step and the forgetting commit together, in one statement.
-func (a Attempt) ResetWhen(cond string) (string, []any) {
-	return resetSQL + ` AND ` + cond, []any{a.pair(), a.Account}
-}
 
 // ForgetAccount deletes every counter of account: its pairs with every
 // address and its own (UnlockUser, in the event's transaction).

@@ -310,14 +310,25 @@ func TestIPv6SubnetCountsAsOneAddress(t *testing.T) {
 	}
 }
 
-// Guard is Begin, the check and Failed: a wrong check counts as Begin
-// and Failed do, a passed one (which forgets the pair's count) is Passed, a
-// refused attempt runs no check, and a check's error leaves its attempt
-// counted. Concurrent guarded checks share no free slot.
+// Guard counts a wrong guess as Begin and Failed do (and one whose check
+// fails on an error on the pair and account, returning the error), refuses
+// uncounted while a's read says locked, records a right guess only while
+// no lock holds, even one set after the caller's read, and then forgets
+// the pair's and account's counts and keeps the address's; a right guess
+// whose record lost to a concurrent one is refused uncounted. Concurrent
+// wrong guesses share no free slot.
 func TestGuard(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, d db.Dialect) {
 		s, c := newStore(t, d)
 		ctx := context.Background()
+		// A one-time code's record: a step that only grows.
+		if _, err := s.DB.Exec(ctx, `CREATE TABLE guard_codes (id TEXT PRIMARY KEY, last_step BIGINT NOT NULL)`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.DB.Exec(ctx, `INSERT INTO guard_codes (id, last_step) VALUES ('c1', 0)`); err != nil {
+			t.Fatal(err)
+		}
 		a := Attempt{Account: FactorAccount("u1"), Address: "192.0.2.1", MaxAccountFailures: 10}
 		failures := func(subject string) int {
 			t.Helper()
@@ -327,130 +338,142 @@ func TestGuard(t *testing.T) {
 			}
 			return n
 		}
-		guard := func(check func(context.Context) (bool, error)) (Outcome, error) {
+		step := func() int64 {
 			t.Helper()
-			var locked int
-			expr, args := a.Locked(c.now(), "?")
-			if err := s.DB.Get(ctx, &locked, `SELECT `+expr, append(args, a.MaxAccountFailures)...); err != nil {
+			var n int64
+			if err := s.DB.Get(ctx, &n, `SELECT last_step FROM guard_codes WHERE id = 'c1'`); err != nil {
 				t.Fatal(err)
 			}
-			return s.Guard(ctx, a, locked, check)
+			return n
 		}
-		try := func(passed bool) (Outcome, bool) {
+		read := func() (locked, counted int) {
 			t.Helper()
-			ran, before := false, failures(a.pair())
-			out, err := guard(func(ctx context.Context) (bool, error) {
-				ran = true
-				if n := failures(a.pair()); n != before+1 {
-					t.Errorf("the pair's count at the check: %d; want %d (counted before it)", n, before+1)
-				}
-				if passed {
-					return true, Reset(ctx, s.DB.Relaxed(), a)
-				}
-				return false, nil
-			})
-			if err != nil {
+			lexpr, largs := a.Locked(c.now(), "?")
+			cexpr, cargs := a.Counted()
+			var row struct {
+				Locked  int `db:"locked"`
+				Counted int `db:"counted"`
+			}
+			if err := s.DB.Get(ctx, &row, `SELECT `+lexpr+` AS locked, `+cexpr+` AS counted`,
+				append(append(largs, a.MaxAccountFailures), cargs...)...); err != nil {
 				t.Fatal(err)
 			}
-			return out, ran
+			return row.Locked, row.Counted
 		}
-		if out, _ := try(false); out != Wrong || failures(a.pair()) != 1 || failures(a.address()) != 1 || failures(a.Account) != 1 {
-			t.Fatalf("a wrong code: %v, pair %d, address %d, account %d; want Wrong and 1 each",
-				out, failures(a.pair()), failures(a.address()), failures(a.Account))
+		wrong := func() (string, []any, error) { return "", nil, nil }
+		right := func(n int64) Guess {
+			return func() (string, []any, error) {
+				return `UPDATE guard_codes SET last_step = ? WHERE id = 'c1' AND last_step < ?`, []any{n, n}, nil
+			}
 		}
-		if _, err := guard(func(context.Context) (bool, error) { return false, errors.New("boom") }); err == nil {
-			t.Fatal("the check's error was not returned")
+		guard := func(g Guess) (Outcome, error) {
+			t.Helper()
+			locked, counted := read()
+			return s.Guard(ctx, a, locked, counted, g)
+		}
+		if out, err := guard(wrong); err != nil || out != Wrong || failures(a.pair()) != 1 || failures(a.address()) != 1 || failures(a.Account) != 1 {
+			t.Fatalf("a wrong code: %v, %v, pair %d, address %d, account %d; want Wrong and 1 each",
+				out, err, failures(a.pair()), failures(a.address()), failures(a.Account))
+		}
+		boom := errors.New("boom")
+		if _, err := guard(func() (string, []any, error) { return "", nil, boom }); !errors.Is(err, boom) {
+			t.Fatalf("the check's error: %v; want it returned", err)
 		}
 		if failures(a.pair()) != 2 || failures(a.address()) != 1 {
 			t.Fatalf("after a check's error: pair %d, address %d; want the attempt counted (2) as a pair's, not an address's, failure",
 				failures(a.pair()), failures(a.address()))
 		}
-		try(false)
-		if out, ran := try(true); out != Refused || ran {
-			t.Fatalf("during the wait: %v, check ran %v; want Refused unchecked", out, ran)
+		// A right code read before the third failure set the pair's wait:
+		// its record sees the wait.
+		locked, counted := read()
+		guard(wrong)
+		if out, err := s.Guard(ctx, a, locked, counted, right(5)); err != nil || out != Refused || step() != 0 {
+			t.Fatalf("a right code after a wait began since its read: %v, %v, step %d; want Refused, unrecorded", out, err, step())
 		}
-		if failures(a.pair()) != PairFreeFailures {
-			t.Fatalf("a refused attempt was counted: pair %d; want %d", failures(a.pair()), PairFreeFailures)
+		if out, err := guard(right(5)); err != nil || out != Refused || step() != 0 {
+			t.Fatalf("a right code during the wait: %v, %v, step %d; want Refused, unrecorded", out, err, step())
+		}
+		if failures(a.pair()) != PairFreeFailures || failures(a.address()) != 2 {
+			t.Fatalf("a refused attempt was counted: pair %d, address %d; want %d, 2", failures(a.pair()), failures(a.address()), PairFreeFailures)
 		}
 		c.add(time.Second)
-		if out, _ := try(true); out != Passed || failures(a.pair()) != 0 || failures(a.Account) != 0 || failures(a.address()) != 2 {
-			t.Fatalf("a right code: %v, pair %d, account %d, address %d; want Passed, the pair and account forgotten, the address kept",
-				out, failures(a.pair()), failures(a.Account), failures(a.address()))
+		if out, err := guard(right(5)); err != nil || out != Passed || step() != 5 || failures(a.pair()) != 0 || failures(a.Account) != 0 || failures(a.address()) != 2 {
+			t.Fatalf("a right code: %v, %v, step %d, pair %d, account %d, address %d; want Passed, step 5, the pair and account forgotten, the address kept",
+				out, err, step(), failures(a.pair()), failures(a.Account), failures(a.address()))
+		}
+		guard(wrong)
+		if out, err := guard(right(5)); err != nil || out != Refused || failures(a.pair()) != 1 || failures(a.address()) != 3 {
+			t.Fatalf("a code already recorded (a lost race): %v, %v, pair %d, address %d; want Refused, uncounted, nothing forgotten",
+				out, err, failures(a.pair()), failures(a.address()))
 		}
 
-		// Concurrent checks after the free failures: one runs.
-		for range PairFreeFailures {
-			try(false)
+		// A wait that a concurrent count commits while a right code's
+		// record waits for it refuses the code: the record reads the
+		// counters' latest versions, not its statement's snapshot.
+		guard(wrong)
+		locked, counted = read()
+		done := make(chan struct{})
+		var out Outcome
+		var gerr error
+		if err := s.DB.InTx(ctx, func(tx *db.Tx) error {
+			if _, err := tx.Exec(ctx, `UPDATE login_failures SET failures = failures + 1, locked_until = ? WHERE subject = ?`,
+				c.now().Add(time.Minute), a.pair()); err != nil {
+				return err
+			}
+			go func() {
+				defer close(done)
+				out, gerr = s.Guard(ctx, a, locked, counted, right(6))
+			}()
+			if d == db.Postgres {
+				// Commit once the record waits for the counter's row.
+				waitForLockWait(t, s.DB)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
 		}
-		c.add(time.Second)
+		<-done
+		if gerr != nil || out != Refused || step() != 5 {
+			t.Fatalf("a right code while a concurrent count set a wait: %v, %v, step %d; want Refused, unrecorded", out, gerr, step())
+		}
+
+		// Concurrent wrong codes after the free failures: one is counted.
+		c.add(time.Hour + time.Minute)
+		for range PairFreeFailures - 1 {
+			guard(wrong)
+		}
+		before := failures(a.pair())
 		const n = 8
 		var wg sync.WaitGroup
-		var mu sync.Mutex
-		ran := 0
 		for range n {
 			wg.Go(func() {
-				_, err := s.Guard(ctx, a, 0, func(context.Context) (bool, error) {
-					mu.Lock()
-					ran++
-					mu.Unlock()
-					return false, nil
-				})
-				if err != nil {
+				if _, err := s.Guard(ctx, a, 0, 1, wrong); err != nil {
 					t.Error(err)
 				}
 			})
 		}
 		wg.Wait()
-		if ran != 1 {
-			t.Fatalf("%d of %d concurrent guarded checks ran; want exactly 1", ran, n)
+		if got := failures(a.pair()); got != before+1 {
+			t.Fatalf("after %d concurrent wrong codes the pair counts %d; want %d (one counted, the rest refused during its wait)", n, got, before+1)
 		}
 	})
 }
 
-// ResetWhen forgets the pair's and the account's counts where its
-// condition holds, and nothing where it does not: a code's check runs it
-// in the statement that records the code's step.
-func TestResetWhen(t *testing.T) {
-	t.Parallel()
-	storetest.Run(t, func(t *testing.T, d db.Dialect) {
-		s, _ := newStore(t, d)
-		ctx := context.Background()
-		a := Attempt{Account: FactorAccount("u1"), Address: "192.0.2.1", MaxAccountFailures: 10}
-		other := Attempt{Account: FactorAccount("u2"), Address: a.Address, MaxAccountFailures: 10}
-		fail(t, s, a)
-		fail(t, s, other)
-		counts := func() map[string]int {
-			t.Helper()
-			var rows []struct {
-				Subject  string `db:"subject"`
-				Failures int    `db:"failures"`
-			}
-			if err := s.DB.Select(ctx, &rows, `SELECT subject, failures FROM login_failures`); err != nil {
-				t.Fatal(err)
-			}
-			m := map[string]int{}
-			for _, r := range rows {
-				m[r.Subject] = r.Failures
-			}
-			return m
+// waitForLockWait returns once a statement of d's database that updates
+// guard_codes waits for a lock (PostgreSQL).
+func waitForLockWait(t *testing.T, d *db.DB) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		var n int
+		if err := d.Get(context.Background(), &n, `SELECT COUNT(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND datname = current_database() AND query LIKE '%guard_codes%'`); err != nil {
+			t.Fatal(err)
 		}
-		before := counts()
-		for _, c := range []struct {
-			cond string
-			want map[string]int
-		}{
-			{"1 = 0", before},
-			{"1 = 1", map[string]int{a.address(): 2, other.pair(): 1, other.Account: 1}},
-		} {
-			stmt, args := a.ResetWhen(c.cond)
-			if _, err := s.DB.Exec(ctx, stmt, args...); err != nil {
-				t.Fatal(err)
-			}
-			if got := counts(); fmt.Sprint(got) != fmt.Sprint(c.want) {
-				t.Fatalf("after ResetWhen(%q): %v; want %v", c.cond, got, c.want)
-			}
+		if n > 0 {
+			return
 		}
-	})
+	}
+	t.Fatal("no session waited for a lock within 10 s")
 }
 
 // The wait a count sets is the rule's: the ladder for the pair, one rung

@@ -29,7 +29,7 @@ type Commands struct {
 	// Notices, when set, mails change notices: the old address when the
 	// address changes, the address when the password does.
 	Notices NoticeFunc
-	// StepFloor: CheckTOTPFactor refuses codes of this TOTP step and earlier
+	// StepFloor: TOTPGuess refuses codes of this TOTP step and earlier
 	// ones (StepFloorAfter; 0 after a clean start).
 	StepFloor int64
 }

@@ -27,7 +27,7 @@ const (
 	EventOTPVerified = "user.human.mfa.otp.verified"
 	EventOTPRemoved  = "user.human.mfa.otp.removed"
 	// EventOTPChecked recorded an accepted code's time step. Checks now
-	// update user_factors.last_step directly (CheckTOTPFactor); the reducer
+	// update user_factors.last_step directly (TOTPGuess); the reducer
 	// stays for the events stored before.
 	EventOTPChecked = "user.human.mfa.otp.check.succeeded"
 )
@@ -187,9 +187,10 @@ func (q *Queries) Factors(ctx context.Context, userID string) ([]Factor, error) 
 
 // GetForTOTP reads, in one statement, what a TOTP code's check needs: the
 // user, its organization's opt-in account lock (as GetWithLockout), its
-// TOTP factor, ready or not (nil without one), and a's locks at now
-// (lockout.Attempt.Locked, with the organization's account lock).
-func GetForTOTP(ctx context.Context, q db.Querier, userID string, a lockout.Attempt, now time.Time) (*User, int, *Factor, int, error) {
+// TOTP factor, ready or not (nil without one), a's locks at now
+// (lockout.Attempt.Locked, with the organization's account lock) and its
+// counters (lockout.Attempt.Counted).
+func GetForTOTP(ctx context.Context, q db.Querier, userID string, a lockout.Attempt, now time.Time) (TOTPRead, error) {
 	var row struct {
 		User
 		LockoutAttempts int            `db:"org_lockout_attempts"`
@@ -198,20 +199,35 @@ func GetForTOTP(ctx context.Context, q db.Querier, userID string, a lockout.Atte
 		FactorSecret    []byte         `db:"factor_secret"`
 		FactorLastStep  sql.NullInt64  `db:"factor_last_step"`
 		Locked          int            `db:"locked"`
+		Counted         int            `db:"counted"`
 	}
 	locked, args := a.Locked(now, "o.lockout_max_attempts")
+	counted, cargs := a.Counted()
 	if err := q.Get(ctx, &row, `SELECT `+Columns+`, o.lockout_max_attempts AS org_lockout_attempts,
 		f.id AS factor_id, f.state AS factor_state, f.secret AS factor_secret, f.last_step AS factor_last_step,
-		`+locked+` AS locked`+From+`
-		LEFT JOIN user_factors f ON f.user_id = u.id AND f.type = ? WHERE u.id = ?`, append(args, FactorOTP, userID)...); err != nil {
-		return nil, 0, nil, 0, db.NotFound(err)
+		`+locked+` AS locked, `+counted+` AS counted`+From+`
+		LEFT JOIN user_factors f ON f.user_id = u.id AND f.type = ? WHERE u.id = ?`, append(append(args, cargs...), FactorOTP, userID)...); err != nil {
+		return TOTPRead{}, db.NotFound(err)
 	}
-	var f *Factor
+	r := TOTPRead{User: &row.User, MaxFailures: row.LockoutAttempts, Locked: row.Locked, Counted: row.Counted}
 	if row.FactorID.Valid {
-		f = &Factor{ID: row.FactorID.String, UserID: row.ID, Type: FactorOTP, State: row.FactorState.Int32,
+		r.Factor = &Factor{ID: row.FactorID.String, UserID: row.ID, Type: FactorOTP, State: row.FactorState.Int32,
 			Secret: row.FactorSecret, LastStep: row.FactorLastStep.Int64}
 	}
-	return &row.User, row.LockoutAttempts, f, row.Locked, nil
+	return r, nil
+}
+
+// TOTPRead is what a TOTP code's check reads in one statement
+// (GetForTOTP).
+type TOTPRead struct {
+	User *User
+	// MaxFailures is the organization's lockout_max_attempts.
+	MaxFailures int
+	// Factor is the user's TOTP factor, ready or not; nil for none.
+	Factor *Factor
+	// Locked and Counted are the attempt's (lockout.Attempt.Locked and
+	// Counted), for lockout.Store.Guard.
+	Locked, Counted int
 }
 
 // SecondFactorTypes returns the types of the user's ready second factors
@@ -384,61 +400,36 @@ func (c *Commands) VerifyTOTP(ctx context.Context, editor string, u *User, fs Fa
 	return c.push(ctx, editor, u, EventOTPVerified, otpChecked{ID: f.ID, Step: step})
 }
 
-// CheckTOTPFactor checks a login's code against f, the user's TOTP
-// factor as read by GetForTOTP (nil when it has none), as attempt a (the
-// check of lockout.Store.Guard): a right code's step is recorded through
-// q, so the code is never accepted again, and a's counts are forgotten.
-// No factor, one not ready, a wrong code, a code of a step already used
-// or at most c.StepFloor, and the loser of two checks racing with one
-// code are ErrBadCode.
+// TOTPGuess is a login's code as a guess of f, the user's TOTP factor as
+// read by GetForTOTP (nil when it has none), for lockout.Store.Guard: a
+// right code's record is the conditional update of f's step, so the code
+// is never accepted again. No factor, one not ready, a wrong code, and a
+// code of a step already used or at most c.StepFloor are wrong; of two
+// checks racing with one code, one records it.
 //
 // The step is recorded by one conditional update rather than an event
-// (this is the login's hot path), and q is the relaxed database:
-// a crash of the machine may forget the last steps recorded on SQLite,
-// which the next start fails closed with StepFloor (StepFloorAfter).
-func (c *Commands) CheckTOTPFactor(ctx context.Context, q db.Querier, f *Factor, fs FactorSecrets, code string, now time.Time, a lockout.Attempt) error {
-	if f == nil || !f.Ready() {
-		return ErrBadCode
-	}
-	seed, err := fs.open(f)
-	if err != nil {
-		return err
-	}
-	step, err := matchStep(seed, code, max(f.LastStep, c.StepFloor), now)
-	if err != nil {
-		return err
-	}
-	// Of two checks racing with one code, or with codes of the same or an
-	// earlier step, one updates the row and the other is refused; only
-	// the winner forgets a's counts.
-	const update = `UPDATE user_factors SET last_step = ? WHERE id = ? AND state = ? AND last_step < ?`
-	args := []any{step, f.ID, FactorReady, step}
-	if q.Dialect() == db.Postgres {
-		// One statement and commit, not two: the forgetting is a WITH
-		// query that deletes only when the update matched its row.
-		forget, fargs := a.ResetWhen(`EXISTS (SELECT 1 FROM step)`)
-		var n int
-		if err := q.Get(ctx, &n, `WITH step AS (`+update+` RETURNING 1), forget AS (`+forget+`)
-			SELECT COUNT(*) FROM step`, append(args, fargs...)...); err != nil {
-			return err
+// (this is the login's hot path), through the relaxed database: a crash
+// of the machine may forget the last steps recorded on SQLite, which the
+// next start fails closed with StepFloor (StepFloorAfter).
+func (c *Commands) TOTPGuess(f *Factor, fs FactorSecrets, code string, now time.Time) lockout.Guess {
+	return func() (string, []any, error) {
+		if f == nil || !f.Ready() {
+			return "", nil, nil
 		}
-		if n != 1 {
-			return ErrBadCode
+		seed, err := fs.open(f)
+		if err != nil {
+			return "", nil, err
 		}
-		return nil
+		step, err := matchStep(seed, code, max(f.LastStep, c.StepFloor), now)
+		if errors.Is(err, ErrBadCode) {
+			return "", nil, nil
+		}
+		if err != nil {
+			return "", nil, err
+		}
+		return `UPDATE user_factors SET last_step = ? WHERE id = ? AND state = ? AND last_step < ?`,
+			[]any{step, f.ID, FactorReady, step}, nil
 	}
-	// SQLite has no data-modifying WITH; its relaxed commits do not wait
-	// for the disk.
-	res, err := q.Exec(ctx, update, args...)
-	if err != nil {
-		return err
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return err
-	} else if n != 1 {
-		return ErrBadCode // the same code (or a later one) won the race
-	}
-	return lockout.Reset(ctx, q, a)
 }
 
 // StepFloorAfter is the StepFloor of a start at now after a process that

@@ -41,15 +41,41 @@ func code(t *testing.T, secret string, at time.Time) string {
 	return c
 }
 
-// checkTOTP reads u's factor and checks code, as the directory's factor
-// check does.
+// checkTOTP reads u's factor and checks code as a guess (TOTPGuess),
+// running a right one's record as it is, without the lockout (guardTOTP
+// adds it).
 func checkTOTP(ctx context.Context, cmds *users.Commands, u *users.User, fs users.FactorSecrets, code string, now time.Time) error {
 	q := cmds.Q.DB.Relaxed()
-	_, _, f, _, err := users.GetForTOTP(ctx, q, u.ID, lockout.Attempt{Account: lockout.FactorAccount(u.ID)}, now)
+	r, err := users.GetForTOTP(ctx, q, u.ID, lockout.Attempt{Account: lockout.FactorAccount(u.ID)}, now)
 	if err != nil {
 		return err
 	}
-	return cmds.CheckTOTPFactor(ctx, q, f, fs, code, now, lockout.Attempt{Account: lockout.FactorAccount(u.ID)})
+	update, args, err := cmds.TOTPGuess(r.Factor, fs, code, now)()
+	if err != nil {
+		return err
+	}
+	if update == "" {
+		return users.ErrBadCode
+	}
+	res, err := q.Exec(ctx, update, args...)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return errors.Join(err, users.ErrBadCode)
+	}
+	return nil
+}
+
+// guardTOTP checks code as the directory's factor check does: one read,
+// then lockout.Store.Guard as attempt a.
+func guardTOTP(ctx context.Context, cmds *users.Commands, u *users.User, fs users.FactorSecrets, code string, now time.Time, a lockout.Attempt) (lockout.Outcome, error) {
+	r, err := users.GetForTOTP(ctx, cmds.Q.DB.Relaxed(), u.ID, a, now)
+	if err != nil {
+		return lockout.Refused, err
+	}
+	ls := &lockout.Store{DB: cmds.Q.DB, Now: func() time.Time { return now }}
+	return ls.Guard(ctx, a, r.Locked, r.Counted, cmds.TOTPGuess(r.Factor, fs, code, now))
 }
 
 func TestTOTPLifecycle(t *testing.T) {
@@ -186,6 +212,23 @@ func mustCipher(t *testing.T, b byte) *secrets.Cipher {
 	return c
 }
 
+// withTOTP is a new human user name with a TOTP generator, verified at
+// now, and the generator's secret.
+func (f *linkFixture) withTOTP(t *testing.T, name string, fs users.FactorSecrets, now time.Time) (*users.User, string) {
+	t.Helper()
+	ctx := context.Background()
+	u := f.human(t, name)
+	reg, _, err := f.cmds.StartTOTP(ctx, u.ID, u, fs, "Gatehouse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u = f.reload(t, u)
+	if _, err := f.cmds.VerifyTOTP(ctx, u.ID, u, fs, code(t, reg.Secret, now), now); err != nil {
+		t.Fatal(err)
+	}
+	return f.reload(t, u), reg.Secret
+}
+
 // Two logins racing with one code: exactly one is accepted.
 func TestTOTPRaceOneWinner(t *testing.T) {
 	t.Parallel()
@@ -193,23 +236,20 @@ func TestTOTPRaceOneWinner(t *testing.T) {
 		f := newLinkFixture(t, d)
 		ctx := context.Background()
 		fs := factorSecrets(t)
-		u := f.human(t, "bob")
 		now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
-		reg, _, err := f.cmds.StartTOTP(ctx, u.ID, u, fs, "Gatehouse")
-		if err != nil {
-			t.Fatal(err)
-		}
-		u = f.reload(t, u)
-		if _, err := f.cmds.VerifyTOTP(ctx, u.ID, u, fs, code(t, reg.Secret, now), now); err != nil {
-			t.Fatal(err)
-		}
-		u = f.reload(t, u)
+		u, secret := f.withTOTP(t, "bob", fs, now)
 		later := now.Add(time.Minute)
-		c := code(t, reg.Secret, later)
+		c := code(t, secret, later)
 		var wg sync.WaitGroup
 		errs := make([]error, 4)
 		for i := range errs {
-			wg.Go(func() { errs[i] = checkTOTP(ctx, f.cmds, u, fs, c, later) })
+			wg.Go(func() {
+				var out lockout.Outcome
+				out, errs[i] = guardTOTP(ctx, f.cmds, u, fs, c, later, lockout.Attempt{Account: lockout.FactorAccount(u.ID), Address: "192.0.2.4"})
+				if errs[i] == nil && out != lockout.Passed {
+					errs[i] = users.ErrBadCode
+				}
+			})
 		}
 		wg.Wait()
 		ok := 0
@@ -227,72 +267,60 @@ func TestTOTPRaceOneWinner(t *testing.T) {
 	})
 }
 
-// A right code forgets the attempt's pair and account counts (on
-// PostgreSQL in the statement that records its step); a code whose
-// update matches no row (it lost a race) forgets nothing, and a wrong
-// code forgets nothing.
+// Through the lockout: a wrong code counts, a right one forgets the
+// attempt's pair and account counts (on PostgreSQL in the statement that
+// records its step) and keeps the address's, and a code whose record lost
+// a race (read before the winner recorded it) is refused and forgets
+// nothing.
 func TestTOTPCheckForgetsCounts(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, d db.Dialect) {
 		f := newLinkFixture(t, d)
 		ctx := context.Background()
 		fs := factorSecrets(t)
-		u := f.human(t, "dave")
 		now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
-		reg, _, err := f.cmds.StartTOTP(ctx, u.ID, u, fs, "Gatehouse")
-		if err != nil {
-			t.Fatal(err)
-		}
-		u = f.reload(t, u)
-		if _, err := f.cmds.VerifyTOTP(ctx, u.ID, u, fs, code(t, reg.Secret, now), now); err != nil {
-			t.Fatal(err)
-		}
+		u, secret := f.withTOTP(t, "dave", fs, now)
 		a := lockout.Attempt{Account: lockout.FactorAccount(u.ID), Address: "192.0.2.9", MaxAccountFailures: 5}
-		ls := &lockout.Store{DB: f.st, Now: func() time.Time { return now }}
-		q := f.st.Relaxed()
-		counted := func() int {
+		counts := func() (pairAndAccount, address int) {
 			t.Helper()
-			if ok, err := ls.Begin(ctx, a); err != nil || !ok {
-				t.Fatalf("Begin: %v, %v", ok, err)
-			}
-			var n int
-			if err := f.st.Get(ctx, &n, `SELECT COUNT(*) FROM login_failures WHERE account = ? AND failures > 0`, a.Account); err != nil {
+			if err := f.st.Get(ctx, &pairAndAccount, `SELECT COUNT(*) FROM login_failures WHERE account = ?`, a.Account); err != nil {
 				t.Fatal(err)
 			}
-			return n
-		}
-		left := func() int {
-			t.Helper()
-			var n int
-			if err := f.st.Get(ctx, &n, `SELECT COUNT(*) FROM login_failures WHERE account = ?`, a.Account); err != nil {
+			if err := f.st.Get(ctx, &address, `SELECT COUNT(*) FROM login_failures WHERE subject LIKE 'addr:%'`); err != nil {
 				t.Fatal(err)
 			}
-			return n
+			return pairAndAccount, address
 		}
 		later := now.Add(time.Minute)
-		_, _, stale, _, err := users.GetForTOTP(ctx, q, u.ID, a, later)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n := counted(); n != 2 {
-			t.Fatalf("%d counts before the check; want the pair's and the account's", n)
-		}
 		wrong := "000000"
-		for i := 1; slices.Contains([]string{code(t, reg.Secret, later.Add(-30*time.Second)), code(t, reg.Secret, later),
-			code(t, reg.Secret, later.Add(30*time.Second))}, wrong); i++ {
+		for i := 1; slices.Contains([]string{code(t, secret, later.Add(-30*time.Second)), code(t, secret, later),
+			code(t, secret, later.Add(30*time.Second))}, wrong); i++ {
 			wrong = fmt.Sprintf("%06d", i)
 		}
-		if err := f.cmds.CheckTOTPFactor(ctx, q, stale, fs, wrong, later, a); !errors.Is(err, users.ErrBadCode) || left() != 2 {
-			t.Fatalf("a wrong code: %v, %d counts left; want ErrBadCode and 2", err, left())
+		if out, err := guardTOTP(ctx, f.cmds, u, fs, wrong, later, a); err != nil || out != lockout.Wrong {
+			t.Fatalf("a wrong code: %v, %v; want Wrong", out, err)
 		}
-		if err := f.cmds.CheckTOTPFactor(ctx, q, stale, fs, code(t, reg.Secret, later), later, a); err != nil || left() != 0 {
-			t.Fatalf("a right code: %v, %d counts left; want nil and 0", err, left())
+		if pa, ad := counts(); pa != 2 || ad != 1 {
+			t.Fatalf("after a wrong code: %d pair and account counters, %d address; want 2, 1", pa, ad)
+		}
+		r, err := users.GetForTOTP(ctx, f.st.Relaxed(), u.ID, a, later)
+		if err != nil || r.Counted != 2 || r.Locked != 0 {
+			t.Fatalf("the read: counted %d, locked %d, %v; want 2, 0", r.Counted, r.Locked, err)
+		}
+		if out, err := guardTOTP(ctx, f.cmds, u, fs, code(t, secret, later), later, a); err != nil || out != lockout.Passed {
+			t.Fatalf("a right code: %v, %v; want Passed", out, err)
+		}
+		if pa, ad := counts(); pa != 0 || ad != 1 {
+			t.Fatalf("after a right code: %d pair and account counters, %d address; want 0, 1", pa, ad)
 		}
 		// The factor as read before that check: its step is not yet the
-		// code's, so only the conditional update refuses the code again.
-		counted()
-		if err := f.cmds.CheckTOTPFactor(ctx, q, stale, fs, code(t, reg.Secret, later), later, a); !errors.Is(err, users.ErrBadCode) || left() != 2 {
-			t.Fatalf("the code again, from the race's loser: %v, %d counts left; want ErrBadCode and 2", err, left())
+		// code's, so only the record's conditional update refuses it.
+		guardTOTP(ctx, f.cmds, u, fs, wrong, later, a)
+		ls := &lockout.Store{DB: f.st, Now: func() time.Time { return later }}
+		out, err := ls.Guard(ctx, a, 0, 2, f.cmds.TOTPGuess(r.Factor, fs, code(t, secret, later), later))
+		if pa, ad := counts(); err != nil || out != lockout.Refused || pa != 2 || ad != 1 {
+			t.Fatalf("the code again, from the race's loser: %v, %v, %d pair and account counters, %d address; want Refused, 2, 1",
+				out, err, pa, ad)
 		}
 	})
 }
@@ -433,12 +461,12 @@ func TestGetForTOTP(t *testing.T) {
 		u := f.human(t, "carol")
 		now := time.Now()
 		a := lockout.Attempt{Account: lockout.FactorAccount(u.ID), Address: "192.0.2.7"}
-		if _, _, _, _, err := users.GetForTOTP(ctx, f.st, "nobody", a, now); !errors.Is(err, db.ErrNotFound) {
+		if _, err := users.GetForTOTP(ctx, f.st, "nobody", a, now); !errors.Is(err, db.ErrNotFound) {
 			t.Fatalf("unknown user: %v", err)
 		}
-		got, lock, factor, locked, err := users.GetForTOTP(ctx, f.st, u.ID, a, now)
-		if err != nil || got.ID != u.ID || got.UserName != u.UserName || lock != 0 || factor != nil || locked != 0 {
-			t.Fatalf("no factor: %+v, %d, %+v, locked %d, %v", got, lock, factor, locked, err)
+		r, err := users.GetForTOTP(ctx, f.st, u.ID, a, now)
+		if err != nil || r.User.ID != u.ID || r.User.UserName != u.UserName || r.MaxFailures != 0 || r.Factor != nil || r.Locked != 0 || r.Counted != 0 {
+			t.Fatalf("no factor: %+v, %v", r, err)
 		}
 		// The account locked from another address (an organization's
 		// lock of one failure, since turned off) does not count.
@@ -446,14 +474,14 @@ func TestGetForTOTP(t *testing.T) {
 		if ok, err := ls.Begin(ctx, lockout.Attempt{Account: a.Account, Address: "198.51.100.1", MaxAccountFailures: 1}); err != nil || !ok {
 			t.Fatalf("Begin: %v, %v", ok, err)
 		}
-		if _, _, _, locked, err := users.GetForTOTP(ctx, f.st, u.ID, a, now); err != nil || locked != 0 {
-			t.Fatalf("the account locked, the organization's lock off: locked %d, %v; want 0", locked, err)
+		if r, err := users.GetForTOTP(ctx, f.st, u.ID, a, now); err != nil || r.Locked != 0 || r.Counted != 1 {
+			t.Fatalf("the account locked, the organization's lock off: %+v, %v; want locked 0 (and the account's counter)", r, err)
 		}
 		if _, err := f.st.Exec(ctx, `UPDATE orgs SET lockout_max_attempts = 7 WHERE id = ?`, u.OrgID); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, _, locked, err := users.GetForTOTP(ctx, f.st, u.ID, a, now); err != nil || locked != 1 {
-			t.Fatalf("the account locked, the organization's lock on: locked %d, %v; want 1", locked, err)
+		if r, err := users.GetForTOTP(ctx, f.st, u.ID, a, now); err != nil || r.Locked != 1 {
+			t.Fatalf("the account locked, the organization's lock on: locked %d, %v; want 1", r.Locked, err)
 		}
 		// The pair's wait counts without the account's lock.
 		for range lockout.PairFreeFailures {
@@ -464,11 +492,11 @@ func TestGetForTOTP(t *testing.T) {
 		if _, err := f.st.Exec(ctx, `UPDATE orgs SET lockout_max_attempts = 0 WHERE id = ?`, u.OrgID); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, _, locked, err := users.GetForTOTP(ctx, f.st, u.ID, a, now); err != nil || locked != 1 {
-			t.Fatalf("the pair waiting: locked %d, %v; want 1", locked, err)
+		if r, err := users.GetForTOTP(ctx, f.st, u.ID, a, now); err != nil || r.Locked != 1 || r.Counted != 2 {
+			t.Fatalf("the pair waiting: locked %d, counted %d, %v; want 1, 2 (the pair's and the account's counters)", r.Locked, r.Counted, err)
 		}
-		if _, _, _, locked, err := users.GetForTOTP(ctx, f.st, u.ID, a, now.Add(lockout.AccountLockTime)); err != nil || locked != 0 {
-			t.Fatalf("after the waits: locked %d, %v; want 0", locked, err)
+		if r, err := users.GetForTOTP(ctx, f.st, u.ID, a, now.Add(lockout.AccountLockTime)); err != nil || r.Locked != 0 {
+			t.Fatalf("after the waits: locked %d, %v; want 0", r.Locked, err)
 		}
 		if _, err := f.st.Exec(ctx, `UPDATE orgs SET lockout_max_attempts = 7 WHERE id = ?`, u.OrgID); err != nil {
 			t.Fatal(err)
@@ -478,24 +506,24 @@ func TestGetForTOTP(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, lock, factor, _, err = users.GetForTOTP(ctx, f.st, u.ID, a, now)
-		if err != nil || lock != 7 || factor == nil || factor.Ready() || factor.UserID != u.ID {
-			t.Fatalf("unverified: %d, %+v, %v", lock, factor, err)
+		r, err = users.GetForTOTP(ctx, f.st, u.ID, a, now)
+		if err != nil || r.MaxFailures != 7 || r.Factor == nil || r.Factor.Ready() || r.Factor.UserID != u.ID {
+			t.Fatalf("unverified: %d, %+v, %v", r.MaxFailures, r.Factor, err)
 		}
-		if err := f.cmds.CheckTOTPFactor(ctx, f.st, factor, fs, code(t, reg.Secret, now), now, a); !errors.Is(err, users.ErrBadCode) {
-			t.Fatalf("an unverified factor's code: %v; want ErrBadCode", err)
+		if update, _, err := f.cmds.TOTPGuess(r.Factor, fs, code(t, reg.Secret, now), now)(); update != "" || err != nil {
+			t.Fatalf("an unverified factor's code: %q, %v; want a wrong guess", update, err)
 		}
 		u = f.reload(t, u)
 		if _, err := f.cmds.VerifyTOTP(ctx, u.ID, u, fs, code(t, reg.Secret, now.Add(-30*time.Second)), now); err != nil {
 			t.Fatal(err)
 		}
-		_, _, factor, _, err = users.GetForTOTP(ctx, f.st, u.ID, a, now)
-		if err != nil || factor == nil || !factor.Ready() {
-			t.Fatalf("verified: %+v, %v", factor, err)
+		r, err = users.GetForTOTP(ctx, f.st, u.ID, a, now)
+		if err != nil || r.Factor == nil || !r.Factor.Ready() {
+			t.Fatalf("verified: %+v, %v", r.Factor, err)
 		}
 		// The seed opens (the sealing names the user and the factor).
-		if err := f.cmds.CheckTOTPFactor(ctx, f.st, factor, fs, code(t, reg.Secret, now), now, a); err != nil {
-			t.Fatalf("the current code: %v", err)
+		if update, _, err := f.cmds.TOTPGuess(r.Factor, fs, code(t, reg.Secret, now), now)(); update == "" || err != nil {
+			t.Fatalf("the current code: %q, %v; want a right guess", update, err)
 		}
 	})
 }
