@@ -192,7 +192,7 @@ func (p *Pages) renderCode(w http.ResponseWriter, pg *page, status int, recovery
 	if slices.Contains(ff.Factors, "otp") || !ff.HasFactor || ff.Factors == nil {
 		pg.Form["otp"] = "1"
 	}
-	p.tmpl.render(w, p.Logger, status, "mfa", pg)
+	p.code.render(w, p.Logger, status, pg)
 }
 
 // hasWebAuthn reports whether factors hold a security key or passkey.

@@ -85,6 +85,7 @@ type Pages struct {
 	Now      func() time.Time
 	Logger   *slog.Logger
 	tmpl     templates
+	code     *codePages
 }
 
 // New parses the templates; it fails only on a broken build.
@@ -93,7 +94,7 @@ func New(p Pages) (*Pages, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.tmpl = t
+	p.tmpl, p.code = t, newCodePages(t)
 	return &p, nil
 }
 

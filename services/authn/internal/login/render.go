@@ -111,7 +111,7 @@ func parseTemplates() (templates, error) {
 // render writes a page; it renders into a buffer first so a template
 // error becomes a clean 500 rather than half a page.
 func (ts templates) render(w http.ResponseWriter, log *slog.Logger, status int, name string, p *page) {
-	csp := "default-src 'none'; style-src 'self'; frame-ancestors 'none'; base-uri 'none'"
+	csp := pageCSP
 	if p.WebAuthn != "" {
 		// The one script, allowed by a nonce no other response shares.
 		p.Nonce = secrets.RandomToken(18)
@@ -123,14 +123,23 @@ func (ts templates) render(w http.ResponseWriter, log *slog.Logger, status int, 
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
 	}
+	writePage(w, status, p.Lang, csp, buf.Bytes())
+}
+
+// pageCSP is the pages' Content-Security-Policy: no script but a WebAuthn
+// page's one, under its nonce.
+const pageCSP = "default-src 'none'; style-src 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+// writePage writes a rendered page with the pages' headers.
+func writePage(w http.ResponseWriter, status int, lang, csp string, body []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Language", p.Lang)
+	h.Set("Content-Language", lang)
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Content-Security-Policy", csp)
 	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+	_, _ = w.Write(body)
 }
 
 // policyLines describes a password policy in lang.
