@@ -170,22 +170,28 @@ func (c *codePages) variant(key codeKey, pg *page) *slotted {
 	if err := c.tmpl["mfa"].ExecuteTemplate(&buf, "layout", &sp); err != nil {
 		return nil
 	}
-	s = split(buf.Bytes(), c.sentinel)
-	c.variants[key] = s
+	if s = split(buf.Bytes(), c.sentinel); s != nil {
+		c.variants[key] = s
+	}
 	return s
 }
 
-// split cuts out at each sentinel followed by a slot's letter.
+// split cuts out at each sentinel followed by a slot's letter; nil if a
+// sentinel is followed by anything else.
 func split(out []byte, sentinel string) *slotted {
 	s := &slotted{}
 	for {
 		i := bytes.Index(out, []byte(sentinel))
-		if i < 0 || i+len(sentinel) >= len(out) {
+		if i < 0 {
 			s.parts = append(s.parts, out)
 			return s
 		}
+		rest := out[i+len(sentinel):]
+		if len(rest) == 0 || rest[0] < 'a' || int(rest[0]-'a') >= codeSlots {
+			return nil
+		}
 		s.parts = append(s.parts, out[:i])
-		s.slots = append(s.slots, int(out[i+len(sentinel)]-'a'))
-		out = out[i+len(sentinel)+1:]
+		s.slots = append(s.slots, int(rest[0]-'a'))
+		out = rest[1:]
 	}
 }

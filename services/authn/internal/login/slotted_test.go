@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -118,6 +119,30 @@ func TestSlottedCodePage(t *testing.T) {
 	sameAsFull(t, c, extra)
 	if len(c.variants) != n {
 		t.Errorf("kept %d variants after pages rendered in full, want %d", len(c.variants), n)
+	}
+}
+
+// TestSlottedCodePageFields: every field of page is a slot, part of the
+// key, or one whose value sends the page to a full render (codeVariant);
+// a new field must be placed there before the code page may show it.
+func TestSlottedCodePageFields(t *testing.T) {
+	t.Parallel()
+	placed := map[string]bool{
+		"RequestID": true, "CSRF": true, "LoginName": true, // slots (and Form's state)
+		"Lang": true, "Title": true, "Error": true, "Errors": true, "Form": true, // the key
+		"AppName": true, // not shown by the code page; TestSlottedCodePage varies it
+		"Policy":  true, "Sessions": true, "AllowRegister": true, "IdPs": true, "Taken": true, "External": true, "WebAuthn": true,
+		"Nonce": true, "Links": true, "Account": true, "Wide": true, "QR": true, "OTPURI": true, "Secret": true, "Code": true,
+		"Detail": true, "Hint": true, "UserCode": true, // a full render when set
+	}
+	pt := reflect.TypeFor[page]()
+	for i := range pt.NumField() {
+		if f := pt.Field(i); !placed[f.Name] {
+			t.Errorf("page.%s is new: make it a slot or part of codeKey, or render in full when it is set (codeVariant)", f.Name)
+		}
+	}
+	if split([]byte("x ghslotz y"), "ghslot") != nil || split([]byte("x ghslot"), "ghslot") != nil {
+		t.Error("split of a sentinel followed by no slot's letter: want nil")
 	}
 }
 
