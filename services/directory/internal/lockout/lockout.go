@@ -310,11 +310,12 @@ func (s *Store) Guard(ctx context.Context, a Attempt, locked, counted int, guess
 // counts after it. It reports whether update changed its row: false when
 // a lock holds or a concurrent check recorded first.
 //
-// On PostgreSQL the statement locks a's counters' rows (FOR UPDATE, which
-// reads each one's latest version, after any count in flight, as the
-// counts' upserts do) and forgets the counts in a WITH query of its own,
-// so the record and the forgetting commit together; a counter made after
-// the statement began counts after it. SQLite runs one write at a time,
+// On PostgreSQL the statement locks a's counters' rows FOR UPDATE, in
+// subject order as ForgetAccount does (FOR UPDATE reads each one's latest
+// version, after any count in flight, as the counts' upserts do), and
+// forgets the counts in a WITH query of its own, so the record and the
+// forgetting commit together; a counter made after the statement began
+// counts after it. SQLite runs one write at a time,
 // so the update's own read of the locks is serialized with the counts;
 // the counts are forgotten in a second statement, only where counted
 // (the caller's read) saw any: a count made since is kept, which fails
@@ -328,7 +329,7 @@ func (a Attempt) pass(ctx context.Context, q db.Querier, now time.Time, counted 
 		all := append([]any{a.pair(), addr, a.Account}, args...)
 		all = append(all, now, a.Account, a.pair(), a.Account)
 		var n int
-		if err := q.Get(ctx, &n, `WITH lk AS MATERIALIZED (SELECT subject, locked_until FROM login_failures WHERE subject IN (?, ?, ?) FOR UPDATE),
+		if err := q.Get(ctx, &n, `WITH lk AS MATERIALIZED (SELECT subject, locked_until FROM login_failures WHERE subject IN (?, ?, ?) ORDER BY subject FOR UPDATE),
 			step AS (`+update+` AND NOT EXISTS (SELECT 1 FROM lk WHERE locked_until > ? AND (subject <> ? OR `+a.accountLock()+` > 0)) RETURNING 1),
 			forget AS (`+resetSQL+` AND EXISTS (SELECT 1 FROM step))
 			SELECT COUNT(*) FROM step`, all...); err != nil {
@@ -380,8 +381,17 @@ const resetSQL = `DELETE FROM login_failures WHERE subject IN (?, ?)`
 
 // ForgetAccount deletes every counter of account: its pairs with every
 // address and its own (UnlockUser, in the event's transaction).
+//
+// On PostgreSQL it locks them in subject order first, as a right code's
+// record does (pass): a statement that locks several counters in another
+// order could each hold one the other waits for, and one of the two would
+// fail on the deadlock.
 func ForgetAccount(ctx context.Context, q db.Querier, account string) error {
-	if _, err := q.Exec(ctx, `DELETE FROM login_failures WHERE account = ?`, account); err != nil {
+	query := `DELETE FROM login_failures WHERE account = ?`
+	if q.Dialect() == db.Postgres {
+		query = `DELETE FROM login_failures WHERE subject IN (SELECT subject FROM login_failures WHERE account = ? ORDER BY subject FOR UPDATE)`
+	}
+	if _, err := q.Exec(ctx, query, account); err != nil {
 		return fmt.Errorf("lockout: forget %s: %w", account, err)
 	}
 	return nil

@@ -426,7 +426,7 @@ func TestGuard(t *testing.T) {
 			}()
 			if d == db.Postgres {
 				// Commit once the record waits for the counter's row.
-				waitForLockWait(t, s.DB)
+				waitForLockWait(t, s.DB, 1, "%guard_codes%")
 			}
 			return nil
 		}); err != nil {
@@ -459,21 +459,21 @@ func TestGuard(t *testing.T) {
 	})
 }
 
-// waitForLockWait returns once a statement of d's database that updates
-// guard_codes waits for a lock (PostgreSQL).
-func waitForLockWait(t *testing.T, d *db.DB) {
+// waitForLockWait returns once n statements of d's database whose text
+// is LIKE like wait for a lock (PostgreSQL).
+func waitForLockWait(t *testing.T, d *db.DB, n int, like string) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		var n int
-		if err := d.Get(context.Background(), &n, `SELECT COUNT(*) FROM pg_stat_activity
-			WHERE wait_event_type = 'Lock' AND datname = current_database() AND query LIKE '%guard_codes%'`); err != nil {
+		var got int
+		if err := d.Get(context.Background(), &got, `SELECT COUNT(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND datname = current_database() AND query LIKE ?`, like); err != nil {
 			t.Fatal(err)
 		}
-		if n > 0 {
+		if got >= n {
 			return
 		}
 	}
-	t.Fatal("no session waited for a lock within 10 s")
+	t.Fatalf("fewer than %d sessions waited for a lock within 10 s", n)
 }
 
 // The wait a count sets is the rule's: the ladder for the pair, one rung
@@ -519,6 +519,82 @@ func TestCountSetsTheRulesWait(t *testing.T) {
 					break // a served wait starts afresh
 				}
 			}
+		}
+	})
+}
+
+// TestForgetAccountBesideARightCode: on PostgreSQL, an UnlockUser's
+// forgetting of an account's counters and a right code's record of the
+// same account lock the counters in one order, so neither can hold a
+// counter the other waits for: with a third session holding the lower of
+// the account's two counters, and the higher one stored first (where an
+// unordered delete meets it first), both complete once it lets go, where
+// locking in storage order ended in a deadlock.
+func TestForgetAccountBesideARightCode(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, d db.Dialect) {
+		if d != db.Postgres {
+			t.Skip("SQLite writes one transaction at a time: no two statements hold locks at once")
+		}
+		s, c := newStore(t, d)
+		ctx := context.Background()
+		if _, err := s.DB.Exec(ctx, `CREATE TABLE forget_codes (id TEXT PRIMARY KEY, last_step BIGINT NOT NULL)`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.DB.Exec(ctx, `INSERT INTO forget_codes (id, last_step) VALUES ('c1', 0)`); err != nil {
+			t.Fatal(err)
+		}
+		a := Attempt{Account: FactorAccount("u1"), Address: "192.0.2.1", MaxAccountFailures: 10}
+		low, high := a.Account, a.pair()
+		if high < low {
+			low, high = high, low
+		}
+		// The higher counter first in storage, then the lower, then the
+		// address's (no account: UnlockUser leaves it).
+		for _, c2 := range []struct {
+			subject string
+			r       rule
+		}{{high, pairRule}, {low, accountRule(10)}} {
+			if ok, err := count(ctx, s.DB, c2.subject, a.Account, c2.r, c.now()); err != nil || !ok {
+				t.Fatalf("count %s: %v, %v", c2.subject, ok, err)
+			}
+		}
+		if ok, err := count(ctx, s.DB, a.address(), "", addressRule, c.now()); err != nil || !ok {
+			t.Fatalf("count %s: %v, %v", a.address(), ok, err)
+		}
+		var (
+			passed           bool
+			passErr, unlkErr error
+			wg               sync.WaitGroup
+		)
+		if err := s.DB.InTx(ctx, func(tx *db.Tx) error {
+			var held string
+			if err := tx.Get(ctx, &held, `SELECT subject FROM login_failures WHERE subject = ? FOR UPDATE`, low); err != nil {
+				return err
+			}
+			wg.Go(func() {
+				passed, passErr = a.pass(ctx, s.DB.Relaxed(), c.now(), true,
+					`UPDATE forget_codes SET last_step = ? WHERE id = 'c1' AND last_step < ?`, []any{7, 7})
+			})
+			waitForLockWait(t, s.DB, 1, "%forget_codes%") // the record, at the lower counter
+			wg.Go(func() {
+				unlkErr = s.DB.InTx(ctx, func(tx *db.Tx) error { return ForgetAccount(ctx, tx, a.Account) })
+			})
+			waitForLockWait(t, s.DB, 2, "%login_failures%") // and the forgetting
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		if passErr != nil || !passed || unlkErr != nil {
+			t.Fatalf("a right code's record beside an unlock: passed %v, %v; unlock: %v; want both done (no deadlock)", passed, passErr, unlkErr)
+		}
+		var left []string
+		if err := s.DB.Select(ctx, &left, `SELECT subject FROM login_failures ORDER BY subject`); err != nil {
+			t.Fatal(err)
+		}
+		if len(left) != 1 || left[0] != a.address() {
+			t.Fatalf("counters left: %v; want only the address's", left)
 		}
 	})
 }
