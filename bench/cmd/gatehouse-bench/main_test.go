@@ -153,6 +153,29 @@ func TestLoginTOTPTarget(t *testing.T) {
 	}
 }
 
+// TestStepNote: the ratio as the target takes it, and normalized by each
+// scenario's hash; nothing without both hashes counted by the server.
+func TestStepNote(t *testing.T) {
+	t.Parallel()
+	login := row("login", 10, 250*time.Millisecond) // 25 ms: 20 ms hash, 5 ms rest
+	login.Kind, login.HashKnown, login.HashCPU = suite.Login, true, 200*time.Millisecond
+	totp := row("login-totp", 10, 280*time.Millisecond) // 28 ms: 22 ms hash (10% dearer), 6 ms rest
+	totp.Kind, totp.HashKnown, totp.HashCPU = suite.LoginTOTP, true, 220*time.Millisecond
+	got := stepNote(byScenario([]suite.Row{login, totp}))
+	for _, want := range []string{"over login's: 1.200", "own hash CPU first: 1.091", "login-totp 1.100 × login's"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("stepNote = %q; want %q in it", got, want)
+		}
+	}
+	unknown := totp
+	unknown.HashKnown = false
+	for name, rows := range map[string][]suite.Row{"no login": {totp}, "no login-totp": {login}, "hash not counted": {login, unknown}} {
+		if got := stepNote(byScenario(rows)); got != "" {
+			t.Errorf("%s: stepNote = %q; want none", name, got)
+		}
+	}
+}
+
 // TestTableOpenSSL: with a server that signs with OpenSSL, the target stays
 // relative to Go's sign and the remainder is taken from OpenSSL's.
 func TestTableOpenSSL(t *testing.T) {
