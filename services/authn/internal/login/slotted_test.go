@@ -30,6 +30,16 @@ func codePage(lang, typ, otp, webauthn, formErr, codeErr, requestID, csrf, state
 	return pg
 }
 
+// testCodePages keeps the code page's variants of the parsed templates.
+func testCodePages(t testing.TB) *codePages {
+	t.Helper()
+	tmpl, err := parseTemplates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newCodePages(tmpl)
+}
+
 // renders returns pg rendered in full and as a kept variant of c.
 func renders(t testing.TB, c *codePages, pg *page) (full, kept *httptest.ResponseRecorder) {
 	t.Helper()
@@ -69,11 +79,7 @@ func sameAsFull(t testing.TB, c *codePages, pg *page) *httptest.ResponseRecorder
 // render; values a slot does not admit are rendered in full, escaped.
 func TestSlottedCodePage(t *testing.T) {
 	t.Parallel()
-	tmpl, err := parseTemplates()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := newCodePages(tmpl)
+	c := testCodePages(t)
 	n := 0
 	for _, lang := range []string{"en", "de"} {
 		for _, typ := range []string{"otp", "recovery"} {
@@ -150,11 +156,7 @@ func TestSlottedCodePageFields(t *testing.T) {
 // in full and nothing more is kept.
 func TestSlottedCodePageBounded(t *testing.T) {
 	t.Parallel()
-	tmpl, err := parseTemplates()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := newCodePages(tmpl)
+	c := testCodePages(t)
 	for i := range maxVariants + 10 {
 		pg := codePage("en", "otp", "1", "", fmt.Sprintf("error %d", i), "", "req1", "csrf1", "state1", "alice", "App")
 		sameAsFull(t, c, pg)
@@ -170,11 +172,7 @@ func FuzzSlottedCodePage(f *testing.F) {
 	f.Add("req1", "csrf1", "state1", "alice", "App", uint8(0))
 	f.Add("r", "c", "s", "bob@example.com", "", uint8(0xff))
 	f.Add("r-_", "c_-", "s-_", "Ärger <b>", "x", uint8(3))
-	tmpl, err := parseTemplates()
-	if err != nil {
-		f.Fatal(err)
-	}
-	c := newCodePages(tmpl)
+	c := testCodePages(f)
 	f.Fuzz(func(t *testing.T, requestID, csrf, state, loginName, appName string, flags uint8) {
 		lang := []string{"en", "de"}[flags&1]
 		typ := []string{"otp", "recovery"}[flags>>1&1]
@@ -189,11 +187,7 @@ func FuzzSlottedCodePage(f *testing.F) {
 // page (slotted.go): ab=hand fills a kept variant, ab=plain renders the
 // template in full.
 func BenchmarkABSlottedCodePage(b *testing.B) {
-	tmpl, err := parseTemplates()
-	if err != nil {
-		b.Fatal(err)
-	}
-	c := newCodePages(tmpl)
+	c := testCodePages(b)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	state := strings.Repeat("S", 1100) // a sealed state's length
 	for _, arm := range []string{"hand", "plain"} {

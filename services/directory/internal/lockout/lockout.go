@@ -315,11 +315,10 @@ func (s *Store) Guard(ctx context.Context, a Attempt, locked, counted int, guess
 // version, after any count in flight, as the counts' upserts do), and
 // forgets the counts in a WITH query of its own, so the record and the
 // forgetting commit together; a counter made after the statement began
-// counts after it. SQLite runs one write at a time,
-// so the update's own read of the locks is serialized with the counts;
-// the counts are forgotten in a second statement, only where counted
-// (the caller's read) saw any: a count made since is kept, which fails
-// closed.
+// counts after it. SQLite runs one write at a time, so the update's own
+// read of the locks is serialized with the counts; the counts are
+// forgotten in a second statement, only where counted (the caller's read)
+// saw any: a count made since is kept, which fails closed.
 func (a Attempt) pass(ctx context.Context, q db.Querier, now time.Time, counted bool, update string, args []any) (bool, error) {
 	if q.Dialect() == db.Postgres {
 		addr := a.pair() // no address: the pair stands in for it
