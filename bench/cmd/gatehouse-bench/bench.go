@@ -409,32 +409,6 @@ func (b *bench) table(mode string, m modeResult, embedded map[string]suite.Row) 
 	return t
 }
 
-// stepNote gives login-totp's CPU besides the hash over login's twice:
-// as the target takes it, and with each scenario's rest divided by its own
-// hash CPU first. The hash is a fixed amount of work, so the second
-// cancels the machine's speed, which moves a login's rest from one round
-// to the next by as much as the step (bench/README, "Since 10c7b3a"); but
-// a hash the step makes dearer counts for the step there. It compares two
-// builds well; the target stays the first. "" unless the server counted
-// both scenarios' hashes.
-func stepNote(same map[string]suite.Row) string {
-	login, ok := same[string(suite.Login)]
-	totp, ok2 := same[string(suite.LoginTOTP)]
-	if !ok || !ok2 || !login.CPUKnown || !totp.CPUKnown || !login.HashKnown || !totp.HashKnown ||
-		login.HashCPU <= 0 || totp.HashCPU <= 0 || login.Result.Requests == 0 || totp.Result.Requests == 0 {
-		return ""
-	}
-	loginRest, totpRest := login.CPUPerRequest()-login.HashPerRequest(), totp.CPUPerRequest()-totp.HashPerRequest()
-	if loginRest <= 0 || totpRest <= 0 {
-		return ""
-	}
-	ratio := float64(totpRest) / float64(loginRest)
-	normalized := ratio * float64(login.HashPerRequest()) / float64(totp.HashPerRequest())
-	return fmt.Sprintf("login-totp's CPU besides the hash over login's: %.3f; each divided by its own hash CPU first: %.3f "+
-		"(the hash cost login-totp %.3f × login's: the machine's speed, and any cost the step adds to it)",
-		ratio, normalized, float64(totp.HashPerRequest())/float64(login.HashPerRequest()))
-}
-
 // cpuNote says what server CPU is and how precise it is: one tick of each
 // process reading, spread over the requests (or the fewer logins).
 func (b *bench) cpuNote(embedded bool, nprocs int) string {

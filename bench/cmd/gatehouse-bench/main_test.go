@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -136,25 +137,41 @@ func TestLoginTargets(t *testing.T) {
 }
 
 // login-totp's budget: its CPU besides the hash within 1.15 × login's of
-// the same mode.
+// the same mode, each first divided by its own hash CPU; with the floor's
+// hash (a server that counts none), the rests alone.
 func TestLoginTOTPTarget(t *testing.T) {
-	b := &bench{}
+	t.Parallel()
+	b := &bench{floor: []floor.Cost{{Name: "argon2id", Op: floor.Argon2idVerify, PerOp: 20 * time.Millisecond}}}
 	login := row("login", 10, 250*time.Millisecond) // 25 ms, 5 ms besides the hash
 	login.Kind, login.HashKnown, login.HashCPU = suite.Login, true, 200*time.Millisecond
-	totp := row("login-totp", 10, 258*time.Millisecond) // 5.8 ms besides the hash
-	totp.Kind, totp.HashKnown, totp.HashCPU = suite.LoginTOTP, true, 200*time.Millisecond
-	same := byScenario([]suite.Row{login, totp})
-	recs := targetRecords(b.checks("embedded", totp, nil, same))
-	if len(recs) != 1 || recs[0].Name != "CPU besides the hash (1.15 × login's)" || recs[0].Limit != 5750 || recs[0].Value != 5800 || recs[0].Met {
+	// 27.6 ms: 22 ms hash (10% dearer: a slower machine), 5.6 ms rest,
+	// which is 5.6/22 × 20 = 5.09 ms at login's hash speed.
+	totp := row("login-totp", 10, 276*time.Millisecond)
+	totp.Kind, totp.HashKnown, totp.HashCPU = suite.LoginTOTP, true, 220*time.Millisecond
+	recs := targetRecords(b.checks("embedded", totp, nil, byScenario([]suite.Row{login, totp})))
+	if len(recs) != 1 || recs[0].Name != "CPU besides the hash, at login's hash speed (1.15 × login's)" ||
+		recs[0].Limit != 5750 || math.Abs(recs[0].Value-5090.9) > 0.1 || !recs[0].Met {
+		t.Fatalf("login-totp targets = %+v; want 5.09 ms against 5.75 ms, met", recs)
+	}
+	// The same rest at the same hash as login's misses.
+	totp.CPU, totp.HashCPU = 258*time.Millisecond, 200*time.Millisecond
+	recs = targetRecords(b.checks("embedded", totp, nil, byScenario([]suite.Row{login, totp})))
+	if len(recs) != 1 || recs[0].Limit != 5750 || math.Abs(recs[0].Value-5800) > 0.1 || recs[0].Met {
 		t.Fatalf("login-totp targets = %+v; want 5.8 ms against 5.75 ms, missed", recs)
+	}
+	// No hash counted by the server: the floor's, and the rests alone.
+	login.HashKnown, login.HashCPU, totp.HashKnown, totp.HashCPU = false, 0, false, 0
+	recs = targetRecords(b.checks("embedded", totp, nil, byScenario([]suite.Row{login, totp})))
+	if len(recs) != 1 || recs[0].Name != "CPU besides the hash (1.15 × login's)" || recs[0].Limit != 5750 || recs[0].Value != 5800 || recs[0].Met {
+		t.Fatalf("login-totp targets without counted hashes = %+v; want 5.8 ms against 5.75 ms, missed", recs)
 	}
 	if recs := b.checks("embedded", totp, nil, nil); len(recs) != 0 {
 		t.Fatalf("login-totp without a login row: %v; want no target", recs)
 	}
 }
 
-// TestStepNote: the ratio as the target takes it, and normalized by each
-// scenario's hash; nothing without both hashes counted by the server.
+// TestStepNote: the target's figure, normalized by each scenario's hash,
+// and the rests alone; nothing without both hashes counted by the server.
 func TestStepNote(t *testing.T) {
 	t.Parallel()
 	login := row("login", 10, 250*time.Millisecond) // 25 ms: 20 ms hash, 5 ms rest
@@ -162,10 +179,13 @@ func TestStepNote(t *testing.T) {
 	totp := row("login-totp", 10, 280*time.Millisecond) // 28 ms: 22 ms hash (10% dearer), 6 ms rest
 	totp.Kind, totp.HashKnown, totp.HashCPU = suite.LoginTOTP, true, 220*time.Millisecond
 	got := stepNote(byScenario([]suite.Row{login, totp}))
-	for _, want := range []string{"over login's: 1.200", "own hash CPU first: 1.091", "login-totp 1.100 × login's"} {
+	for _, want := range []string{"own hash CPU (the target's figure): 1.091;", "the rests alone: 1.200", "login-totp 1.100 × login's"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("stepNote = %q; want %q in it", got, want)
 		}
+	}
+	if strings.Contains(got, "95%") {
+		t.Errorf("stepNote = %q; want no interval without rounds", got)
 	}
 	unknown := totp
 	unknown.HashKnown = false
@@ -173,6 +193,61 @@ func TestStepNote(t *testing.T) {
 		if got := stepNote(byScenario(rows)); got != "" {
 			t.Errorf("%s: stepNote = %q; want none", name, got)
 		}
+	}
+}
+
+// TestStepInterval: the estimate from rounds is the ratio of their sums,
+// and its interval the jackknife's, computed here by hand for four rounds.
+func TestStepInterval(t *testing.T) {
+	t.Parallel()
+	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
+	// Each round: 10 logins; CPU and hash of login, then of login-totp.
+	type pair struct{ lc, lh, tc, th float64 }
+	rounds := []pair{{250, 200, 276, 220}, {300, 240, 290, 230}, {260, 210, 300, 240}, {240, 190, 250, 195}}
+	login := suite.Row{Scenario: "login", Kind: suite.Login, CPUKnown: true, HashKnown: true}
+	totp := suite.Row{Scenario: "login-totp", Kind: suite.LoginTOTP, CPUKnown: true, HashKnown: true}
+	var sum pair
+	for _, r := range rounds {
+		login.Rounds = append(login.Rounds, suite.Round{Requests: 10, CPU: ms(r.lc), HashCPU: ms(r.lh)})
+		totp.Rounds = append(totp.Rounds, suite.Round{Requests: 10, CPU: ms(r.tc), HashCPU: ms(r.th)})
+		sum = pair{sum.lc + r.lc, sum.lh + r.lh, sum.tc + r.tc, sum.th + r.th}
+	}
+	login.CPU, login.HashCPU, login.Result.Requests = ms(sum.lc), ms(sum.lh), 40
+	totp.CPU, totp.HashCPU, totp.Result.Requests = ms(sum.tc), ms(sum.th), 40
+	est := func(s pair) float64 { return ((s.tc - s.th) / s.th) / ((s.lc - s.lh) / s.lh) }
+	var left []float64
+	var mean float64
+	for _, r := range rounds {
+		v := est(pair{sum.lc - r.lc, sum.lh - r.lh, sum.tc - r.tc, sum.th - r.th})
+		left = append(left, v)
+		mean += v / 4
+	}
+	var ss float64
+	for _, v := range left {
+		ss += (v - mean) * (v - mean)
+	}
+	half := 3.182 * math.Sqrt(3.0/4.0*ss) // t(0.975, 3 df)
+	e, ok := estimateStep(login, totp)
+	if !ok || math.Abs(e.Ratio-est(sum)) > 1e-9 || e.Rounds != 4 ||
+		math.Abs(e.Lo-(est(sum)-half)) > 1e-9 || math.Abs(e.Hi-(est(sum)+half)) > 1e-9 || half < 0.01 {
+		t.Fatalf("estimateStep = %+v, %v; want %.4f ± %.4f over 4 rounds", e, ok, est(sum), half)
+	}
+	if got := stepNote(byScenario([]suite.Row{login, totp})); !strings.Contains(got, fmt.Sprintf("(95%%: %.3f–%.3f over 4 rounds)", e.Lo, e.Hi)) {
+		t.Errorf("stepNote = %q; want the interval", got)
+	}
+	// Rounds that agree leave no doubt.
+	same := login
+	same.Rounds = []suite.Round{login.Rounds[0], login.Rounds[0], login.Rounds[0]}
+	sameT := totp
+	sameT.Rounds = []suite.Round{totp.Rounds[0], totp.Rounds[0], totp.Rounds[0]}
+	if e, ok := estimateStep(same, sameT); !ok || e.Hi-e.Lo > 1e-9 || math.Abs(e.Ratio-est(rounds[0])) > 1e-9 {
+		t.Fatalf("estimateStep of equal rounds = %+v; want %.4f with no width", e, est(rounds[0]))
+	}
+	if got, want := studentT975(19), 2.093; got != want {
+		t.Errorf("studentT975(19) = %v; want %v", got, want)
+	}
+	if got := studentT975(100); math.Abs(got-1.984) > 0.002 {
+		t.Errorf("studentT975(100) = %v; want 1.984", got)
 	}
 }
 

@@ -110,6 +110,17 @@ type Row struct {
 	// when it was not read (any scenario but login, or no HashCPU).
 	HashCPU   time.Duration
 	HashKnown bool
+	// Rounds are the measured shares of a scenario measured in rounds
+	// beside another (login and login-totp), in order: each round's
+	// requests, server CPU and hash CPU, for an estimate of how far the
+	// sums can be trusted. Nil unless both CPU and the hash were read.
+	Rounds []Round
+}
+
+// Round is one round's share of a Row.
+type Round struct {
+	Requests     int
+	CPU, HashCPU time.Duration
 }
 
 // HashPerRequest is the password hashing charged to each measured request.
@@ -147,7 +158,7 @@ func perRequest(cpu time.Duration, requests int) time.Duration {
 // LoginRounds alternating rounds (an interleaved A/B): login-totp's target
 // is relative to login's, and a difference of a millisecond beside a
 // 20 ms hash is lost in the machine's drift between two runs one after
-// the other.
+// the other. Each round's share is kept (Row.Rounds).
 func Run(ctx context.Context, t Target, f *Fixture, kinds []Kind, o Options) ([]Row, error) {
 	var rows []Row
 	for i := 0; i < len(kinds); i++ {
@@ -166,7 +177,7 @@ func Run(ctx context.Context, t Target, f *Fixture, kinds []Kind, o Options) ([]
 }
 
 // LoginRounds is how many alternating rounds measure login and login-totp.
-const LoginRounds = 5
+const LoginRounds = 20
 
 // runGroup warms each of ks up, then measures them in turn, rounds times,
 // each round a share of its requests, with CPU readings around each
@@ -206,6 +217,9 @@ func runGroup(ctx context.Context, t Target, f *Fixture, ks []Kind, rounds int, 
 			n := requests / rounds
 			if round < requests%rounds {
 				n++
+			}
+			if n == 0 {
+				continue // fewer requests than rounds
 			}
 			if err := measure(ctx, t, o, ops[i], n, &rows[i]); err != nil {
 				return rows, fmt.Errorf("%s: %w", rows[i].Scenario, err)
@@ -250,6 +264,7 @@ func measure(ctx context.Context, t Target, o Options, op load.Op, n int, row *R
 		return err
 	}
 	row.Result = row.Result.Add(res)
+	round := Round{Requests: res.Requests}
 	if t.CPU != nil {
 		after, err := t.CPU(ctx)
 		if err != nil {
@@ -267,6 +282,7 @@ func measure(ctx context.Context, t Target, o Options, op load.Op, n int, row *R
 		}
 		row.CPU += total
 		row.CPUKnown = true
+		round.CPU = total
 	}
 	if readHash {
 		after, err := t.HashCPU(ctx)
@@ -275,6 +291,10 @@ func measure(ctx context.Context, t Target, o Options, op load.Op, n int, row *R
 		}
 		row.HashCPU += after - hashBefore
 		row.HashKnown = true
+		round.HashCPU = after - hashBefore
+	}
+	if t.CPU != nil && readHash {
+		row.Rounds = append(row.Rounds, round)
 	}
 	return nil
 }

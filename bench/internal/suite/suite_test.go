@@ -297,8 +297,9 @@ func TestLoginTOTP(t *testing.T) {
 		t.Fatalf("PrepareTOTP: %v", err)
 	}
 	// Login and LoginTOTP together run in alternating rounds: 7 logins
-	// each over LoginRounds rounds, every round's CPU and hash counted.
-	// The hash clock here ticks 1 ms at each reading.
+	// each, one a round (fewer than LoginRounds), every round's CPU and
+	// hash counted and kept. The hash clock here ticks 1 ms at each
+	// reading.
 	var readings atomic.Int64
 	target.HashCPU = func(context.Context) (time.Duration, error) {
 		return time.Duration(readings.Add(1)) * time.Millisecond, nil
@@ -315,9 +316,20 @@ func TestLoginTOTP(t *testing.T) {
 		if r.Errors != 0 || r.Requests != 7 || len(r.Latencies) != 7 || r.Statuses[200] != 7 {
 			t.Fatalf("%s: %d requests, %d errors (first %s), statuses %v; want 7 without errors", row.Scenario, r.Requests, r.Errors, r.FirstError, r.Statuses)
 		}
-		if !row.CPUKnown || row.CPU <= 0 || !row.HashKnown || row.HashCPU != LoginRounds*time.Millisecond || row.RSSByProcess["edge"] <= 0 {
+		if !row.CPUKnown || row.CPU <= 0 || !row.HashKnown || row.HashCPU != 7*time.Millisecond || row.RSSByProcess["edge"] <= 0 {
 			t.Errorf("%s: CPU %v (known %v), hash %v (known %v), RSS %v; want all measured",
 				row.Scenario, row.CPU, row.CPUKnown, row.HashCPU, row.HashKnown, row.RSSByProcess)
+		}
+		var sum Round
+		for _, rd := range row.Rounds {
+			if rd.Requests != 1 || rd.CPU <= 0 || rd.HashCPU != time.Millisecond {
+				t.Errorf("%s: round %+v; want 1 login, its CPU and 1 ms of hash", row.Scenario, rd)
+			}
+			sum = Round{Requests: sum.Requests + rd.Requests, CPU: sum.CPU + rd.CPU, HashCPU: sum.HashCPU + rd.HashCPU}
+		}
+		if len(row.Rounds) != min(7, LoginRounds) || sum.CPU != row.CPU || sum.HashCPU != row.HashCPU {
+			t.Errorf("%s: %d rounds adding up to %+v; want 7 adding up to the row's CPU %v and hash %v",
+				row.Scenario, len(row.Rounds), sum, row.CPU, row.HashCPU)
 		}
 	}
 }
