@@ -15,7 +15,7 @@ import (
 // same processes in the same rounds, so this cancels the machine's speed:
 // in 60 alternating rounds of one run (bench/README, "Since 38e7b35") a
 // round's CPU besides the hash followed its hash CPU with a slope of 0.95
-// and a correlation of 0.90, while the hash itself moved by ±11% from
+// distributed (0.65 embedded), while the hash itself moved by ±9–11% from
 // round to round; Raw, the rests' plain ratio, carries that movement.
 type stepEstimate struct {
 	Ratio     float64 // (totp rest / totp hash) / (login rest / login hash)
