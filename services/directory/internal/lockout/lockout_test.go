@@ -322,13 +322,7 @@ func TestGuard(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, d db.Dialect) {
 		s, c := newStore(t, d)
 		ctx := context.Background()
-		// A one-time code's record: a step that only grows.
-		if _, err := s.DB.Exec(ctx, `CREATE TABLE guard_codes (id TEXT PRIMARY KEY, last_step BIGINT NOT NULL)`); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.DB.Exec(ctx, `INSERT INTO guard_codes (id, last_step) VALUES ('c1', 0)`); err != nil {
-			t.Fatal(err)
-		}
+		codeTable(t, s, "guard_codes")
 		a := Attempt{Account: FactorAccount("u1"), Address: "192.0.2.1", MaxAccountFailures: 10}
 		failures := func(subject string) int {
 			t.Helper()
@@ -538,12 +532,7 @@ func TestForgetAccountBesideARightCode(t *testing.T) {
 		}
 		s, c := newStore(t, d)
 		ctx := context.Background()
-		if _, err := s.DB.Exec(ctx, `CREATE TABLE forget_codes (id TEXT PRIMARY KEY, last_step BIGINT NOT NULL)`); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.DB.Exec(ctx, `INSERT INTO forget_codes (id, last_step) VALUES ('c1', 0)`); err != nil {
-			t.Fatal(err)
-		}
+		codeTable(t, s, "forget_codes")
 		a := Attempt{Account: FactorAccount("u1"), Address: "192.0.2.1", MaxAccountFailures: 10}
 		low, high := a.Account, a.pair()
 		if high < low {
@@ -597,4 +586,17 @@ func TestForgetAccountBesideARightCode(t *testing.T) {
 			t.Fatalf("counters left: %v; want only the address's", left)
 		}
 	})
+}
+
+// codeTable makes table, a one-time code's record (a step that only
+// grows), with the code c1 at step 0.
+func codeTable(t *testing.T, s *Store, table string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := s.DB.Exec(ctx, `CREATE TABLE `+table+` (id TEXT PRIMARY KEY, last_step BIGINT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DB.Exec(ctx, `INSERT INTO `+table+` (id, last_step) VALUES ('c1', 0)`); err != nil {
+		t.Fatal(err)
+	}
 }
