@@ -21,8 +21,8 @@ func TestParseFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.embedded || !c.distributed || c.requests != 5000 || c.loginRequests != 1000 || c.warmup != 500 || c.concurrency != 16 ||
-		c.timeout != 10*time.Minute || c.jsonPath != "bench/results/latest.json" {
+	if !c.embedded || !c.distributed || c.requests != 5000 || c.loginRequests != 2000 || c.warmup != 500 || c.concurrency != 16 ||
+		c.timeout != 30*time.Minute || c.jsonPath != "bench/results/latest.json" {
 		t.Fatalf("defaults: %+v", c)
 	}
 	c, err = parseFlags([]string{"-mode", "embedded", "-requests", "10", "-login-requests", "3", "-json", ""}, io.Discard)
