@@ -182,6 +182,8 @@ func (s *Server) checkTOTP(ctx context.Context, req *directoryv1.CheckAuthFactor
 	}
 	if out != lockout.Passed {
 		if out == lockout.Refused {
+			// Not Lost: a right code a concurrent check recorded first
+			// is a used code, not a throttled attempt.
 			throttled.Inc(ctx)
 		}
 		return nil, connect.NewError(connect.CodeUnauthenticated, errBadCode)

@@ -245,14 +245,18 @@ type Outcome int
 
 // Outcomes of Guard.
 const (
-	// Refused: a wait or lock runs, or a concurrent check recorded the
-	// same one-time code first; nothing was recorded or counted.
+	// Refused: a wait or lock runs; nothing was recorded or counted.
 	Refused Outcome = iota
 	// Wrong: the guess was wrong and counts (Begin and Failed).
 	Wrong
 	// Passed: the guess was right; it is recorded and the pair's and
 	// account's counts are forgotten.
 	Passed
+	// Lost: the guess was right by the caller's read, but its record
+	// changed no row: a concurrent check recorded the same one-time code
+	// first (or the factor changed since the read). Nothing was recorded
+	// or counted, and no lock held.
+	Lost
 )
 
 // A Guess is a one-time code's guess as Guard checks it. It tells,
@@ -285,11 +289,7 @@ func (s *Store) Guard(ctx context.Context, a Attempt, locked, counted int, guess
 	q := s.DB.Relaxed()
 	update, args, err := guess()
 	if err == nil && update != "" {
-		passed, err := a.pass(ctx, q, now, counted > 0, update, args)
-		if err != nil || !passed {
-			return Refused, err
-		}
-		return Passed, nil
+		return a.pass(ctx, q, now, counted > 0, update, args)
 	}
 	if ok, terr := take(ctx, q, a, now); terr != nil || !ok {
 		return Refused, errors.Join(err, terr)
@@ -307,8 +307,9 @@ func (s *Store) Guard(ctx context.Context, a Attempt, locked, counted int, guess
 
 // pass runs update, a right guess's record, only where no lock of a holds
 // at now, in one statement serialized with a's counts, and forgets a's
-// counts after it. It reports whether update changed its row: false when
-// a lock holds or a concurrent check recorded first.
+// counts after it. It answers Passed when update changed its row, else
+// Refused when a lock held and Lost when none did (a concurrent check
+// recorded first): the failed-attempt metric counts only refusals.
 //
 // On PostgreSQL the statement locks a's counters' rows FOR UPDATE, in
 // subject order as ForgetAccount does (FOR UPDATE reads each one's latest
@@ -319,35 +320,63 @@ func (s *Store) Guard(ctx context.Context, a Attempt, locked, counted int, guess
 // read of the locks is serialized with the counts; the counts are
 // forgotten in a second statement, only where counted (the caller's read)
 // saw any: a count made since is kept, which fails closed.
-func (a Attempt) pass(ctx context.Context, q db.Querier, now time.Time, counted bool, update string, args []any) (bool, error) {
+func (a Attempt) pass(ctx context.Context, q db.Querier, now time.Time, counted bool, update string, args []any) (Outcome, error) {
 	if q.Dialect() == db.Postgres {
 		addr := a.pair() // no address: the pair stands in for it
 		if a.Address != "" {
 			addr = a.address()
 		}
+		const held = `SELECT 1 FROM lk WHERE locked_until > ? AND (subject <> ? OR `
 		all := append([]any{a.pair(), addr, a.Account}, args...)
-		all = append(all, now, a.Account, a.pair(), a.Account)
-		var n int
-		if err := q.Get(ctx, &n, `WITH lk AS MATERIALIZED (SELECT subject, locked_until FROM login_failures WHERE subject IN (?, ?, ?) ORDER BY subject FOR UPDATE),
-			step AS (`+update+` AND NOT EXISTS (SELECT 1 FROM lk WHERE locked_until > ? AND (subject <> ? OR `+a.accountLock()+` > 0)) RETURNING 1),
-			forget AS (`+resetSQL+` AND EXISTS (SELECT 1 FROM step))
-			SELECT COUNT(*) FROM step`, all...); err != nil {
-			return false, fmt.Errorf("lockout: pass: %w", err)
+		all = append(all, now, a.Account, a.pair(), a.Account, now, a.Account)
+		var r struct {
+			Recorded bool `db:"recorded"`
+			Held     bool `db:"held"`
 		}
-		return n == 1, nil
+		if err := q.Get(ctx, &r, `WITH lk AS MATERIALIZED (SELECT subject, locked_until FROM login_failures WHERE subject IN (?, ?, ?) ORDER BY subject FOR UPDATE),
+			step AS (`+update+` AND NOT EXISTS (`+held+a.accountLock()+` > 0)) RETURNING 1),
+			forget AS (`+resetSQL+` AND EXISTS (SELECT 1 FROM step))
+			SELECT EXISTS (SELECT 1 FROM step) AS recorded, EXISTS (`+held+a.accountLock()+` > 0)) AS held`, all...); err != nil {
+			return Refused, fmt.Errorf("lockout: pass: %w", err)
+		}
+		return passOutcome(r.Recorded, r.Held), nil
 	}
 	locked, largs := a.Locked(now, a.accountLock())
 	res, err := q.Exec(ctx, update+` AND `+locked+` = 0`, append(args, largs...)...)
 	if err != nil {
-		return false, fmt.Errorf("lockout: pass: %w", err)
+		return Refused, fmt.Errorf("lockout: pass: %w", err)
 	}
-	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return false, err
+	n, err := res.RowsAffected()
+	if err != nil {
+		return Refused, fmt.Errorf("lockout: pass: %w", err)
+	}
+	if n != 1 {
+		// Rare (a lock, or a race): one more read tells which, for the
+		// metric; SQLite writes one at a time, so no count came between.
+		var held int
+		if err := q.Get(ctx, &held, `SELECT `+locked, largs...); err != nil {
+			return Refused, fmt.Errorf("lockout: pass: %w", err)
+		}
+		return passOutcome(false, held > 0), nil
 	}
 	if counted {
-		return true, Reset(ctx, q, a)
+		if err := Reset(ctx, q, a); err != nil {
+			return Refused, err
+		}
 	}
-	return true, nil
+	return Passed, nil
+}
+
+// passOutcome is pass's answer: whether the record changed its row, and
+// whether a lock of the attempt held.
+func passOutcome(recorded, held bool) Outcome {
+	switch {
+	case recorded:
+		return Passed
+	case held:
+		return Refused
+	}
+	return Lost
 }
 
 // Failed counts a failed check of an allowed attempt (a wrong password,

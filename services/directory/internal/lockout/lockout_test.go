@@ -396,8 +396,8 @@ func TestGuard(t *testing.T) {
 				out, err, step(), failures(a.pair()), failures(a.Account), failures(a.address()))
 		}
 		guard(wrong)
-		if out, err := guard(right(5)); err != nil || out != Refused || failures(a.pair()) != 1 || failures(a.address()) != 3 {
-			t.Fatalf("a code already recorded (a lost race): %v, %v, pair %d, address %d; want Refused, uncounted, nothing forgotten",
+		if out, err := guard(right(5)); err != nil || out != Lost || failures(a.pair()) != 1 || failures(a.address()) != 3 {
+			t.Fatalf("a code already recorded (a lost race): %v, %v, pair %d, address %d; want Lost (no lock held), uncounted, nothing forgotten",
 				out, err, failures(a.pair()), failures(a.address()))
 		}
 
@@ -552,7 +552,7 @@ func TestForgetAccountBesideARightCode(t *testing.T) {
 			t.Fatalf("count %s: %v, %v", a.address(), ok, err)
 		}
 		var (
-			passed           bool
+			passed           Outcome
 			passErr, unlkErr error
 			wg               sync.WaitGroup
 		)
@@ -575,7 +575,7 @@ func TestForgetAccountBesideARightCode(t *testing.T) {
 			t.Fatal(err)
 		}
 		wg.Wait()
-		if passErr != nil || !passed || unlkErr != nil {
+		if passErr != nil || passed != Passed || unlkErr != nil {
 			t.Fatalf("a right code's record beside an unlock: passed %v, %v; unlock: %v; want both done (no deadlock)", passed, passErr, unlkErr)
 		}
 		var left []string

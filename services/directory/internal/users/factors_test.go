@@ -229,7 +229,10 @@ func (f *linkFixture) withTOTP(t *testing.T, name string, fs users.FactorSecrets
 	return f.reload(t, u), reg.Secret
 }
 
-// Two logins racing with one code: exactly one is accepted.
+// Two logins racing with one code: exactly one is accepted, and no loser
+// reads as a lock's refusal (the throttled metric): each lost the race
+// (Lost) or read the winner's record (Wrong: three losers stay within the
+// pair's lockout.PairFreeFailures, so none is refused by a wait).
 func TestTOTPRaceOneWinner(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, d db.Dialect) {
@@ -246,7 +249,11 @@ func TestTOTPRaceOneWinner(t *testing.T) {
 			wg.Go(func() {
 				var out lockout.Outcome
 				out, errs[i] = guardTOTP(ctx, f.cmds, u, fs, c, later, lockout.Attempt{Account: lockout.FactorAccount(u.ID), Address: "192.0.2.4"})
-				if errs[i] == nil && out != lockout.Passed {
+				switch {
+				case errs[i] != nil:
+				case out == lockout.Refused:
+					errs[i] = errors.New("a loser refused as if a lock held")
+				case out != lockout.Passed:
 					errs[i] = users.ErrBadCode
 				}
 			})
@@ -270,8 +277,8 @@ func TestTOTPRaceOneWinner(t *testing.T) {
 // Through the lockout: a wrong code counts, a right one forgets the
 // attempt's pair and account counts (on PostgreSQL in the statement that
 // records its step) and keeps the address's, and a code whose record lost
-// a race (read before the winner recorded it) is refused and forgets
-// nothing.
+// a race (read before the winner recorded it) is refused as Lost, not as
+// a lock's refusal, and forgets nothing.
 func TestTOTPCheckForgetsCounts(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, d db.Dialect) {
@@ -318,8 +325,8 @@ func TestTOTPCheckForgetsCounts(t *testing.T) {
 		guardTOTP(ctx, f.cmds, u, fs, wrong, later, a)
 		ls := &lockout.Store{DB: f.st, Now: func() time.Time { return later }}
 		out, err := ls.Guard(ctx, a, 0, 2, f.cmds.TOTPGuess(r.Factor, fs, code(t, secret, later), later))
-		if pa, ad := counts(); err != nil || out != lockout.Refused || pa != 2 || ad != 1 {
-			t.Fatalf("the code again, from the race's loser: %v, %v, %d pair and account counters, %d address; want Refused, 2, 1",
+		if pa, ad := counts(); err != nil || out != lockout.Lost || pa != 2 || ad != 1 {
+			t.Fatalf("the code again, from the race's loser: %v, %v, %d pair and account counters, %d address; want Lost, 2, 1",
 				out, err, pa, ad)
 		}
 	})
