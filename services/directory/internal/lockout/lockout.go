@@ -352,7 +352,8 @@ func (a Attempt) pass(ctx context.Context, q db.Querier, now time.Time, counted 
 	}
 	if n != 1 {
 		// Rare (a lock, or a race): one more read tells which, for the
-		// metric; SQLite writes one at a time, so no count came between.
+		// metric. A wait committed between the two statements reads as
+		// a lock's refusal, the answer before Lost existed.
 		var held int
 		if err := q.Get(ctx, &held, `SELECT `+locked, largs...); err != nil {
 			return Refused, fmt.Errorf("lockout: pass: %w", err)
